@@ -1,0 +1,94 @@
+# tir — one hand-written GNU Makefile.  Settings first; local overrides in
+# config.mk (not committed).  `make run`, `make test`, `make asan`,
+# `make fuzz`, `make bench`.
+
+CC       ?= cc
+OPT      ?= -O2 -g
+WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wundef -Wwrite-strings \
+            -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
+PKGS     := libpcre2-8 jansson openblas
+BUILD    ?= build
+SAN      ?=
+FUZZTIME ?= 60
+
+-include config.mk
+
+# Debian packages the tool and its tests need (the dependency step).
+DEB_PKGS := build-essential pkg-config libpcre2-dev libjansson-dev \
+            libopenblas-dev libmicrohttpd-dev libcurl4-openssl-dev \
+            libedit-dev libssl-dev libsleef-dev python3-numpy
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib $(PKG_CFLAGS)
+CFLAGS   += $(OPT) $(WARN) $(SAN) -MMD -MP -pthread
+LDLIBS   += $(PKG_LIBS) -lm -pthread
+LDFLAGS  += $(SAN)
+
+LIB_SRC  := $(sort $(wildcard lib/*/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC  := $(sort $(wildcard cli/*.c))
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all deps run test asan fuzz bench clean golden-update
+
+all: deps-check $(BUILD)/tir $(UNIT_BIN)
+
+# The dependency step: install what is missing (as root), else say how.
+deps:
+	@sh tests/deps.sh $(DEB_PKGS)
+
+deps-check:
+	@pkg-config --exists $(PKGS) || { sh tests/deps.sh $(DEB_PKGS) && true; }
+	@pkg-config --exists $(PKGS) || { echo "missing libraries: see above"; exit 1; }
+
+$(BUILD)/libtir.a: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libtir.a $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtir.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libtir.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libtir.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libtir.a $(LDFLAGS) $(LDLIBS)
+
+run: deps all
+	$(BUILD)/tir run samples/mlp.tir
+
+test: all
+	@BUILD=$(BUILD) sh tests/run.sh
+
+# AddressSanitizer + UBSan over the whole suite, in its own object folder.
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
+
+# libFuzzer on the parser, bounded in time (FUZZTIME seconds).
+fuzz: deps-check
+	@sh tests/fuzz/run.sh $(FUZZTIME)
+
+bench: all $(BENCH_BIN)
+	@BUILD=$(BUILD) sh bench/run.sh
+
+# Rewrite one golden file on purpose: make golden-update NAME=foo
+golden-update: all
+	@BUILD=$(BUILD) sh tests/golden-update.sh $(NAME)
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

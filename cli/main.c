@@ -1,0 +1,244 @@
+/*
+ * main.c — the tir command line: run, check, fmt, repl, serve, help.  A
+ * thin client of libtir (lib/tir.h): it reads files, prints results and
+ * errors, and owns the exit statuses (0 ok, 1 program or data error, 2 bad
+ * usage, 3 remote failure).  No tensor logic lives here.
+ */
+#include "cli.h"
+#include "exec/exec.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const usage_text =
+	"usage: tir COMMAND [ARGS]\n"
+	"\n"
+	"  tir run FILE.tir [options]   parse, check and run a program; print its results\n"
+	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
+	"  tir fmt FILE.tir             print the program in canonical form\n"
+	"  tir repl                     an interactive session\n"
+	"  tir serve [--port 6667]      serve batches over HTTP\n"
+	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
+	"  tir --version                the version\n";
+
+const char *const cli_run_help =
+	"usage: tir run FILE.tir [options]\n"
+	"\n"
+	"  --input NAME=FILE     value of `input NAME` from a .npy or .safetensors file\n"
+	"  --save NAME=FILE.npy  write a bound value to a .npy file\n"
+	"  --remote HOST:PORT    run on a tir server (not built yet)\n"
+	"  --no-fuse             run op by op (the reference path)\n"
+	"  --explain             print the plan: which ops went into which kernel\n"
+	"  --profile             print a table of kernels with time, bytes and GFLOP/s\n"
+	"  --threads N           threads for the engine and OpenBLAS\n"
+	"  --precision N         significant digits of printed floats (default 6)\n"
+	"  --full                print every element (no ... summary)\n"
+	"  --quiet               no timing line on stderr\n";
+
+double cli_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Read a whole file; NULL with a message on stderr. */
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "tir: cannot open '%s': %s\n", path, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+		if (n > (size_t)TIR_MAX_SOURCE) {
+			fprintf(stderr, "tir: %s: program text is over the limit of %lld MiB\n", path,
+				(long long)(TIR_MAX_SOURCE >> 20));
+			free(buf);
+			fclose(f);
+			return NULL;
+		}
+		if (n == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (!buf || ferror(f)) {
+		fprintf(stderr, "tir: cannot read '%s': %s\n", path, buf ? strerror(errno) : "out of memory");
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+void cli_print_diags(const struct tir_program *p)
+{
+	for (int i = 0; i < tir_program_ndiags(p); i++) {
+		char *s = tir_err_render(tir_program_diag(p, i));
+		if (s)
+			fputs(s, stderr);
+		free(s);
+	}
+	int more = tir_program_nerrors(p) - tir_program_ndiags(p);
+	if (more > 0)
+		fprintf(stderr, "tir: %d more error%s not shown\n", more, more == 1 ? "" : "s");
+}
+
+void cli_print_err(const struct tir_err *e)
+{
+	char *s = tir_err_render(e);
+	if (s) {
+		if (!e->loc.src)
+			fprintf(stderr, "tir: %s", s);
+		else
+			fputs(s, stderr);
+	}
+	free(s);
+}
+
+/* load("path"[, "name"]) while checking: read the file's header. */
+static int cli_load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
+			 int *rank, int64_t *shape, struct tir_err *err)
+{
+	struct tir_file_info info;
+	int rc = tir_file_info(path, name, &info, err);
+	if (rc)
+		return rc;
+	*dtype = info.dtype;
+	*rank = info.rank;
+	memcpy(shape, info.shape, sizeof(int64_t) * (size_t)info.rank);
+	return 0;
+}
+
+struct tir_program *cli_load_program(const char *path, int *status, double *parse_ms)
+{
+	size_t len;
+	char *src = read_file(path, &len);
+	if (!src) {
+		*status = EXIT_PROGRAM;
+		return NULL;
+	}
+	struct tir_program *p = tir_program_new();
+	if (!p) {
+		free(src);
+		fprintf(stderr, "tir: out of memory\n");
+		*status = EXIT_PROGRAM;
+		return NULL;
+	}
+	tir_program_set_loader(p, cli_load_type, NULL);
+	double t0 = cli_now_ms();
+	int rc = tir_program_parse(p, path, src, len, 0);
+	if (parse_ms)
+		*parse_ms = cli_now_ms() - t0;
+	free(src);
+	if (rc) {
+		cli_print_diags(p);
+		tir_program_free(p);
+		*status = EXIT_PROGRAM;
+		return NULL;
+	}
+	return p;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	if (argc != 1) {
+		fprintf(stderr, "usage: tir check FILE.tir\n");
+		return EXIT_USAGE;
+	}
+	int status = EXIT_OK;
+	struct tir_program *p = cli_load_program(argv[0], &status, NULL);
+	tir_program_free(p);
+	return status;
+}
+
+static int cmd_fmt(int argc, char **argv)
+{
+	if (argc != 1) {
+		fprintf(stderr, "usage: tir fmt FILE.tir\n");
+		return EXIT_USAGE;
+	}
+	int status = EXIT_OK;
+	struct tir_program *p = cli_load_program(argv[0], &status, NULL);
+	if (!p)
+		return status;
+	char *s = tir_program_format(p);
+	if (!s) {
+		fprintf(stderr, "tir: out of memory\n");
+		status = EXIT_PROGRAM;
+	} else {
+		fputs(s, stdout);
+	}
+	free(s);
+	tir_program_free(p);
+	return status;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc == 0) {
+		fputs(usage_text, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[0], "run")) {
+		fputs(cli_run_help, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[0], "ops")) {
+		char *s = tir_ops_help();
+		fputs(s ? s : "", stdout);
+		free(s);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[0], "check") || !strcmp(argv[0], "fmt")) {
+		printf("usage: tir %s FILE.tir\n", argv[0]);
+		return EXIT_OK;
+	}
+	fprintf(stderr, "tir: no help for '%s'\n%s", argv[0], usage_text);
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("tir %s\n", TIR_VERSION);
+		return EXIT_OK;
+	}
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
+		return cmd_help(argc - 2, argv + 2);
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc - 2, argv + 2);
+	if (!strcmp(cmd, "fmt"))
+		return cmd_fmt(argc - 2, argv + 2);
+	if (!strcmp(cmd, "run"))
+		return cli_run(argc - 2, argv + 2);
+	if (!strcmp(cmd, "repl") || !strcmp(cmd, "serve")) {
+		fprintf(stderr, "tir: '%s' is not built yet\n", cmd);
+		return EXIT_USAGE;
+	}
+	fprintf(stderr, "tir: unknown command '%s'\n%s", cmd, usage_text);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,632 @@
+/*
+ * elementwise.c — the reference elementwise kernels (unary, binary, where,
+ * clip) and the simple creation kernels (fill, arange, eye).  Semantics are
+ * NumPy's (SPEC.md section 2); integer arithmetic wraps without undefined
+ * behaviour.  Not here: reductions, rand (rng.c), fused or threaded paths.
+ */
+#include "exec.h"
+#include "iter.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Results of an inner run besides 0 (done). */
+#define RUN_UNSUPPORTED (-1)
+#define RUN_DIV_ZERO 1
+#define RUN_NEG_POW 2
+
+/* ---- scalar helpers: one per rule that is not a single C operator ---- */
+
+/* NumPy's maximum/minimum: NaN in either wins; a tie gives b (as maxps). */
+static inline double k_max(double a, double b) { return isnan(a) ? a : (a > b ? a : b); }
+static inline float k_maxf(float a, float b) { return isnan(a) ? a : (a > b ? a : b); }
+static inline double k_min(double a, double b) { return isnan(a) ? a : (a < b ? a : b); }
+static inline float k_minf(float a, float b) { return isnan(a) ? a : (a < b ? a : b); }
+
+/* relu as maximum(x, 0): NaN stays, -0 gives +0. */
+static inline double k_relu(double x) { return isnan(x) ? x : (x > 0 ? x : 0); }
+static inline float k_reluf(float x) { return isnan(x) ? x : (x > 0 ? x : 0); }
+
+static inline double k_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }
+static inline float k_signf(float x) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }
+
+/* Stable for large |x|: exp never overflows. */
+static inline double k_sigmoid(double x)
+{
+	if (x >= 0)
+		return 1 / (1 + exp(-x));
+	double e = exp(x);
+	return e / (1 + e);
+}
+
+static inline float k_sigmoidf(float x)
+{
+	if (x >= 0)
+		return 1 / (1 + expf(-x));
+	float e = expf(x);
+	return e / (1 + e);
+}
+
+static inline double k_silu(double x) { return x * k_sigmoid(x); }
+static inline float k_siluf(float x) { return x * k_sigmoidf(x); }
+
+/* gelu = 0.5 x (1 + erf(x / sqrt 2)), written with erfc, which is the
+ * same function but keeps its tiny left tail instead of cancelling to 0. */
+static inline double k_gelu(double x)
+{
+	return 0.5 * x * erfc(-x / 1.41421356237309504880);
+}
+
+static inline float k_geluf(float x)
+{
+	return 0.5f * x * erfcf(-x / 1.41421356237309504880f);
+}
+
+/* np.mod on floats: fmod, then moved to the divisor's sign. */
+static inline double k_fmod(double a, double b)
+{
+	double m = fmod(a, b);
+	if (b == 0)
+		return m;
+	if (m != 0) {
+		if ((b < 0) != (m < 0))
+			m += b;
+	} else {
+		m = copysign(0.0, b);
+	}
+	return m;
+}
+
+static inline float k_fmodf(float a, float b)
+{
+	float m = fmodf(a, b);
+	if (b == 0)
+		return m;
+	if (m != 0) {
+		if ((b < 0) != (m < 0))
+			m += b;
+	} else {
+		m = copysignf(0.0f, b);
+	}
+	return m;
+}
+
+/* Integer floor division, modulo with the divisor's sign, and power, for
+ * T with unsigned twin U.  The caller has flagged b == 0 (and b < 0 for
+ * pow); these return 0 then.  INT_MIN / -1 wraps to INT_MIN as in NumPy. */
+#define INT_HELPERS(SUF, T, U)                                               \
+	static inline T k_idiv##SUF(T a, T b)                                \
+	{                                                                    \
+		if (b == 0)                                                  \
+			return 0;                                            \
+		if (b == -1)                                                 \
+			return (T)(0 - (U)a);                                \
+		T q = a / b;                                                 \
+		if (a % b != 0 && ((a < 0) != (b < 0)))                      \
+			q--;                                                 \
+		return q;                                                    \
+	}                                                                    \
+	static inline T k_imod##SUF(T a, T b)                                \
+	{                                                                    \
+		if (b == 0 || b == -1)                                       \
+			return 0;                                            \
+		T r = a % b;                                                 \
+		if (r != 0 && ((r < 0) != (b < 0)))                          \
+			r += b;                                              \
+		return r;                                                    \
+	}                                                                    \
+	static inline T k_ipow##SUF(T a, T b)                                \
+	{                                                                    \
+		U r = 1, x = (U)a;                                           \
+		if (b < 0)                                                   \
+			return 0;                                            \
+		while (b) {                                                  \
+			if (b & 1)                                           \
+				r *= x;                                      \
+			x *= x;                                              \
+			b >>= 1;                                             \
+		}                                                            \
+		return (T)r;                                                 \
+	}
+
+INT_HELPERS(32, int32_t, uint32_t)
+INT_HELPERS(64, int64_t, uint64_t)
+
+/* ---- inner runs ----
+ * A run is n elements; out is contiguous (step 1), inputs step by sx, sa,
+ * sb...  The stride-1 and stride-0 cases are spelled out so the compiler
+ * can vectorize them. */
+
+#define RUN1(TO, TI, EXPR)                                                   \
+	do {                                                                 \
+		TO *o_ = o;                                                  \
+		const TI *x_ = px;                                           \
+		if (sx == 1)                                                 \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TI v = x_[i];                                \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+		else                                                         \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TI v = x_[i * sx];                           \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+	} while (0)
+
+#define RUN2(TO, TI, EXPR)                                                   \
+	do {                                                                 \
+		TO *o_ = o;                                                  \
+		const TI *a_ = pa, *b_ = pb;                                 \
+		if (sa == 1 && sb == 1) {                                    \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TI a = a_[i], b = b_[i];                     \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+		} else if (sa == 1 && sb == 0) {                             \
+			TI b = b_[0];                                        \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TI a = a_[i];                                \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+		} else if (sa == 0 && sb == 1) {                             \
+			TI a = a_[0];                                        \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TI b = b_[i];                                \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+		} else {                                                     \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TI a = a_[i * sa], b = b_[i * sb];           \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+		}                                                            \
+	} while (0)
+
+#define RUN3(TO, TC, TI, EXPR)                                               \
+	do {                                                                 \
+		TO *o_ = o;                                                  \
+		const TC *c_ = pc;                                           \
+		const TI *a_ = pa, *b_ = pb;                                 \
+		if (sc == 1 && sa == 1 && sb == 1)                           \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TC c = c_[i];                                \
+				TI a = a_[i], b = b_[i];                     \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+		else                                                         \
+			for (int64_t i = 0; i < n; i++) {                    \
+				TC c = c_[i * sc];                           \
+				TI a = a_[i * sa], b = b_[i * sb];           \
+				o_[i] = (EXPR);                              \
+			}                                                    \
+	} while (0)
+
+#define UNARY_ARGS void *o, const void *px, int64_t sx, int64_t n
+#define BINARY_ARGS void *o, const void *pa, int64_t sa, const void *pb, int64_t sb, int64_t n
+
+/* ---- unary ---- */
+
+#define UNARY_FLOAT(NAME, T, S)                                              \
+	static int NAME(enum tir_op op, UNARY_ARGS)                          \
+	{                                                                    \
+		switch (op) {                                                \
+		case TIR_OP_NEG: RUN1(T, T, -v); break;                      \
+		case TIR_OP_ABS: RUN1(T, T, fabs##S(v)); break;              \
+		case TIR_OP_EXP: RUN1(T, T, exp##S(v)); break;               \
+		case TIR_OP_LOG: RUN1(T, T, log##S(v)); break;               \
+		case TIR_OP_SQRT: RUN1(T, T, sqrt##S(v)); break;             \
+		case TIR_OP_RSQRT: RUN1(T, T, 1 / sqrt##S(v)); break;        \
+		case TIR_OP_RECIP: RUN1(T, T, 1 / v); break;                 \
+		case TIR_OP_SIN: RUN1(T, T, sin##S(v)); break;               \
+		case TIR_OP_COS: RUN1(T, T, cos##S(v)); break;               \
+		case TIR_OP_TANH: RUN1(T, T, tanh##S(v)); break;             \
+		case TIR_OP_SIGMOID: RUN1(T, T, k_sigmoid##S(v)); break;     \
+		case TIR_OP_RELU: RUN1(T, T, k_relu##S(v)); break;           \
+		case TIR_OP_GELU: RUN1(T, T, k_gelu##S(v)); break;           \
+		case TIR_OP_SILU: RUN1(T, T, k_silu##S(v)); break;           \
+		case TIR_OP_ERF: RUN1(T, T, erf##S(v)); break;               \
+		case TIR_OP_FLOOR: RUN1(T, T, floor##S(v)); break;           \
+		case TIR_OP_CEIL: RUN1(T, T, ceil##S(v)); break;             \
+		case TIR_OP_ROUND: RUN1(T, T, nearbyint##S(v)); break;       \
+		case TIR_OP_SIGN: RUN1(T, T, k_sign##S(v)); break;           \
+		default: return RUN_UNSUPPORTED;                             \
+		}                                                            \
+		return 0;                                                    \
+	}
+
+#define UNARY_INT(NAME, T, U)                                                \
+	static int NAME(enum tir_op op, UNARY_ARGS)                          \
+	{                                                                    \
+		switch (op) {                                                \
+		case TIR_OP_NEG: RUN1(T, T, (T)(0 - (U)v)); break;           \
+		case TIR_OP_ABS: RUN1(T, T, v < 0 ? (T)(0 - (U)v) : v); break; \
+		case TIR_OP_RELU: RUN1(T, T, v > 0 ? v : 0); break;          \
+		case TIR_OP_FLOOR:                                           \
+		case TIR_OP_CEIL:                                            \
+		case TIR_OP_ROUND: RUN1(T, T, v); break;                     \
+		case TIR_OP_SIGN: RUN1(T, T, (T)((v > 0) - (v < 0))); break; \
+		default: return RUN_UNSUPPORTED;                             \
+		}                                                            \
+		return 0;                                                    \
+	}
+
+UNARY_FLOAT(unary_f32, float, f)
+UNARY_FLOAT(unary_f64, double, )
+UNARY_INT(unary_i32, int32_t, uint32_t)
+UNARY_INT(unary_i64, int64_t, uint64_t)
+
+/* NOT of any dtype: true where x == 0. */
+static int unary_not(enum tir_dtype dt, UNARY_ARGS)
+{
+	switch (dt) {
+	case TIR_DTYPE_BOOL: RUN1(uint8_t, uint8_t, v == 0); break;
+	case TIR_DTYPE_I32: RUN1(uint8_t, int32_t, v == 0); break;
+	case TIR_DTYPE_I64: RUN1(uint8_t, int64_t, v == 0); break;
+	case TIR_DTYPE_F32: RUN1(uint8_t, float, v == 0); break;
+	case TIR_DTYPE_F64: RUN1(uint8_t, double, v == 0); break;
+	default: return RUN_UNSUPPORTED;
+	}
+	return 0;
+}
+
+static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
+{
+	if (op == TIR_OP_NOT)
+		return unary_not(dt, o, px, sx, n);
+	switch (dt) {
+	case TIR_DTYPE_I32: return unary_i32(op, o, px, sx, n);
+	case TIR_DTYPE_I64: return unary_i64(op, o, px, sx, n);
+	case TIR_DTYPE_F32: return unary_f32(op, o, px, sx, n);
+	case TIR_DTYPE_F64: return unary_f64(op, o, px, sx, n);
+	default: return RUN_UNSUPPORTED;
+	}
+}
+
+/* ---- binary ---- */
+
+/* The comparisons and logic ops, the same for every input type. */
+#define COMPARE_CASES(T)                                                     \
+	case TIR_OP_EQ: RUN2(uint8_t, T, a == b); break;                     \
+	case TIR_OP_NE: RUN2(uint8_t, T, a != b); break;                     \
+	case TIR_OP_LT: RUN2(uint8_t, T, a < b); break;                      \
+	case TIR_OP_LE: RUN2(uint8_t, T, a <= b); break;                     \
+	case TIR_OP_GT: RUN2(uint8_t, T, a > b); break;                      \
+	case TIR_OP_GE: RUN2(uint8_t, T, a >= b); break;                     \
+	case TIR_OP_AND: RUN2(uint8_t, T, a != 0 && b != 0); break;          \
+	case TIR_OP_OR: RUN2(uint8_t, T, a != 0 || b != 0); break;
+
+#define BINARY_FLOAT(NAME, T, S)                                             \
+	static int NAME(enum tir_op op, BINARY_ARGS)                         \
+	{                                                                    \
+		switch (op) {                                                \
+		case TIR_OP_ADD: RUN2(T, T, a + b); break;                   \
+		case TIR_OP_SUB: RUN2(T, T, a - b); break;                   \
+		case TIR_OP_MUL: RUN2(T, T, a * b); break;                   \
+		case TIR_OP_DIV: RUN2(T, T, a / b); break;                   \
+		case TIR_OP_POW: RUN2(T, T, pow##S(a, b)); break;            \
+		case TIR_OP_MAXIMUM: RUN2(T, T, k_max##S(a, b)); break;      \
+		case TIR_OP_MINIMUM: RUN2(T, T, k_min##S(a, b)); break;      \
+		case TIR_OP_MOD: RUN2(T, T, k_fmod##S(a, b)); break;         \
+		COMPARE_CASES(T)                                             \
+		default: return RUN_UNSUPPORTED;                             \
+		}                                                            \
+		return 0;                                                    \
+	}
+
+/* Integer add/sub/mul wrap through the unsigned type, as NumPy's do. */
+#define BINARY_INT(NAME, T, U, SUF)                                          \
+	static int NAME(enum tir_op op, BINARY_ARGS)                         \
+	{                                                                    \
+		bool bad = false;                                            \
+		switch (op) {                                                \
+		case TIR_OP_ADD: RUN2(T, T, (T)((U)a + (U)b)); break;        \
+		case TIR_OP_SUB: RUN2(T, T, (T)((U)a - (U)b)); break;        \
+		case TIR_OP_MUL: RUN2(T, T, (T)((U)a * (U)b)); break;        \
+		case TIR_OP_DIV:                                             \
+			RUN2(T, T, (bad |= b == 0, k_idiv##SUF(a, b)));      \
+			return bad ? RUN_DIV_ZERO : 0;                       \
+		case TIR_OP_MOD:                                             \
+			RUN2(T, T, (bad |= b == 0, k_imod##SUF(a, b)));      \
+			return bad ? RUN_DIV_ZERO : 0;                       \
+		case TIR_OP_POW:                                             \
+			RUN2(T, T, (bad |= b < 0, k_ipow##SUF(a, b)));       \
+			return bad ? RUN_NEG_POW : 0;                        \
+		case TIR_OP_MAXIMUM: RUN2(T, T, a > b ? a : b); break;       \
+		case TIR_OP_MINIMUM: RUN2(T, T, a < b ? a : b); break;       \
+		COMPARE_CASES(T)                                             \
+		default: return RUN_UNSUPPORTED;                             \
+		}                                                            \
+		return 0;                                                    \
+	}
+
+BINARY_FLOAT(binary_f32, float, f)
+BINARY_FLOAT(binary_f64, double, )
+BINARY_INT(binary_i32, int32_t, uint32_t, 32)
+BINARY_INT(binary_i64, int64_t, uint64_t, 64)
+
+/* bool as NumPy has it: add/maximum are or, mul/minimum are and. */
+static int binary_bool(enum tir_op op, BINARY_ARGS)
+{
+	switch (op) {
+	case TIR_OP_ADD:
+	case TIR_OP_MAXIMUM: RUN2(uint8_t, uint8_t, (a | b) != 0); break;
+	case TIR_OP_MUL:
+	case TIR_OP_MINIMUM: RUN2(uint8_t, uint8_t, (a & b) != 0); break;
+	COMPARE_CASES(uint8_t)
+	default: return RUN_UNSUPPORTED;
+	}
+	return 0;
+}
+
+static int binary_run(enum tir_op op, enum tir_dtype dt, BINARY_ARGS)
+{
+	switch (dt) {
+	case TIR_DTYPE_BOOL: return binary_bool(op, o, pa, sa, pb, sb, n);
+	case TIR_DTYPE_I32: return binary_i32(op, o, pa, sa, pb, sb, n);
+	case TIR_DTYPE_I64: return binary_i64(op, o, pa, sa, pb, sb, n);
+	case TIR_DTYPE_F32: return binary_f32(op, o, pa, sa, pb, sb, n);
+	case TIR_DTYPE_F64: return binary_f64(op, o, pa, sa, pb, sb, n);
+	default: return RUN_UNSUPPORTED;
+	}
+}
+
+static bool is_compare(enum tir_op op)
+{
+	switch (op) {
+	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE:
+	case TIR_OP_GT: case TIR_OP_GE: case TIR_OP_AND: case TIR_OP_OR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- ternary ---- */
+
+#define TERNARY_ARGS void *o, const void *pc, int64_t sc, const void *pa, int64_t sa, \
+	const void *pb, int64_t sb, int64_t n
+
+/* where() only moves elements, so it goes by element size. */
+static int where_run(size_t size, TERNARY_ARGS)
+{
+	switch (size) {
+	case 1: RUN3(uint8_t, uint8_t, uint8_t, c ? a : b); break;
+	case 4: RUN3(uint32_t, uint8_t, uint32_t, c ? a : b); break;
+	case 8: RUN3(uint64_t, uint8_t, uint64_t, c ? a : b); break;
+	default: return RUN_UNSUPPORTED;
+	}
+	return 0;
+}
+
+/* clip(x, lo, hi) = minimum(maximum(x, lo), hi); here c is x. */
+static int clip_run(enum tir_dtype dt, TERNARY_ARGS)
+{
+#define IMAX(p, q) ((p) > (q) ? (p) : (q))
+#define IMIN(p, q) ((p) < (q) ? (p) : (q))
+	switch (dt) {
+	case TIR_DTYPE_BOOL: RUN3(uint8_t, uint8_t, uint8_t, IMIN(IMAX(c, a), b)); break;
+	case TIR_DTYPE_I32: RUN3(int32_t, int32_t, int32_t, IMIN(IMAX(c, a), b)); break;
+	case TIR_DTYPE_I64: RUN3(int64_t, int64_t, int64_t, IMIN(IMAX(c, a), b)); break;
+	case TIR_DTYPE_F32: RUN3(float, float, float, k_minf(k_maxf(c, a), b)); break;
+	case TIR_DTYPE_F64: RUN3(double, double, double, k_min(k_max(c, a), b)); break;
+	default: return RUN_UNSUPPORTED;
+	}
+#undef IMAX
+#undef IMIN
+	return 0;
+}
+
+/* ---- the kernels ---- */
+
+static bool same_shape(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}
+
+static bool ready(const struct tir_tensor *t)
+{
+	return t->buf != NULL || tir_tensor_numel(t) == 0;
+}
+
+static int misuse(struct tir_err *err, const char *what, enum tir_op op, enum tir_dtype dt)
+{
+	return tir_errf(err, TIR_EUNSUPPORTED, NULL,
+			"%s kernel: op %d not supported on %s operands (or operands mismatched)",
+			what, (int)op, tir_dtype_name(dt));
+}
+
+static int run_failed(int rc, const char *what, enum tir_op op, enum tir_dtype dt,
+		      struct tir_err *err)
+{
+	if (rc == RUN_DIV_ZERO)
+		return tir_errf(err, TIR_ERUNTIME, NULL, "integer division by zero");
+	if (rc == RUN_NEG_POW)
+		return tir_errf(err, TIR_ERUNTIME, NULL,
+				"integers to negative integer powers are not allowed");
+	return misuse(err, what, op, dt);
+}
+
+#define AT(t, p, k) ((const char *)(p) + it.off[k] * (int64_t)tir_dtype_size((t)->dtype))
+
+int tir_k_unary(enum tir_op op, const struct tir_tensor *x, struct tir_tensor *out,
+		struct tir_err *err)
+{
+	enum tir_dtype want = op == TIR_OP_NOT ? TIR_DTYPE_BOOL : x->dtype;
+	if (out->dtype != want || !same_shape(x, out) || !tir_tensor_is_contiguous(out) ||
+	    !ready(x) || !ready(out))
+		return misuse(err, "unary", op, x->dtype);
+	struct tir_iter it;
+	const int64_t *st[2] = {out->strides, x->strides};
+	const void *px = tir_tensor_data(x);
+	void *po = tir_tensor_data(out);
+	if (!tir_iter_init(&it, out->rank, out->shape, 2, st))
+		return 0;
+	do {
+		int rc = unary_run(op, x->dtype, (void *)AT(out, po, 0), AT(x, px, 1),
+				   it.istride[1], it.inner);
+		if (rc)
+			return run_failed(rc, "unary", op, x->dtype, err);
+	} while (tir_iter_next(&it));
+	return 0;
+}
+
+int tir_k_binary(enum tir_op op, const struct tir_tensor *a, const struct tir_tensor *b,
+		 struct tir_tensor *out, struct tir_err *err)
+{
+	enum tir_dtype want = is_compare(op) ? TIR_DTYPE_BOOL : a->dtype;
+	if (a->dtype != b->dtype || out->dtype != want || !same_shape(a, out) ||
+	    !same_shape(b, out) || !tir_tensor_is_contiguous(out) || !ready(a) ||
+	    !ready(b) || !ready(out))
+		return misuse(err, "binary", op, a->dtype);
+	struct tir_iter it;
+	const int64_t *st[3] = {out->strides, a->strides, b->strides};
+	const void *pa = tir_tensor_data(a), *pb = tir_tensor_data(b);
+	void *po = tir_tensor_data(out);
+	if (!tir_iter_init(&it, out->rank, out->shape, 3, st))
+		return 0;
+	do {
+		int rc = binary_run(op, a->dtype, (void *)AT(out, po, 0), AT(a, pa, 1),
+				    it.istride[1], AT(b, pb, 2), it.istride[2], it.inner);
+		if (rc)
+			return run_failed(rc, "binary", op, a->dtype, err);
+	} while (tir_iter_next(&it));
+	return 0;
+}
+
+int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *y,
+		  const struct tir_tensor *z, struct tir_tensor *out, struct tir_err *err)
+{
+	bool ok = (op == TIR_OP_WHERE && x->dtype == TIR_DTYPE_BOOL) ||
+		  (op == TIR_OP_CLIP && x->dtype == out->dtype);
+	if (!ok || y->dtype != out->dtype || z->dtype != out->dtype ||
+	    !same_shape(x, out) || !same_shape(y, out) || !same_shape(z, out) ||
+	    !tir_tensor_is_contiguous(out) || !ready(x) || !ready(y) || !ready(z) ||
+	    !ready(out))
+		return misuse(err, "ternary", op, out->dtype);
+	struct tir_iter it;
+	const int64_t *st[4] = {out->strides, x->strides, y->strides, z->strides};
+	const void *px = tir_tensor_data(x), *py = tir_tensor_data(y), *pz = tir_tensor_data(z);
+	void *po = tir_tensor_data(out);
+	if (!tir_iter_init(&it, out->rank, out->shape, 4, st))
+		return 0;
+	do {
+		void *o = (void *)AT(out, po, 0);
+		int rc;
+		if (op == TIR_OP_WHERE)
+			rc = where_run(tir_dtype_size(out->dtype), o, AT(x, px, 1),
+				       it.istride[1], AT(y, py, 2), it.istride[2],
+				       AT(z, pz, 3), it.istride[3], it.inner);
+		else
+			rc = clip_run(out->dtype, o, AT(x, px, 1), it.istride[1],
+				      AT(y, py, 2), it.istride[2], AT(z, pz, 3),
+				      it.istride[3], it.inner);
+		if (rc)
+			return run_failed(rc, "ternary", op, out->dtype, err);
+	} while (tir_iter_next(&it));
+	return 0;
+}
+
+/* ---- creation ---- */
+
+/* value in out's dtype: integers from ivalue when is_int, else truncated. */
+int tir_k_fill(struct tir_tensor *out, double value, int64_t ivalue, bool is_int)
+{
+	int64_t n = tir_tensor_numel(out);
+	void *p = tir_tensor_data(out);
+	if (n == 0)
+		return 0;
+	if (!p || !tir_tensor_is_contiguous(out))
+		return -TIR_EUNSUPPORTED;
+	double f = is_int ? (double)ivalue : value;
+	switch (out->dtype) {
+	case TIR_DTYPE_BOOL:
+		memset(p, is_int ? ivalue != 0 : value != 0, (size_t)n);
+		break;
+	case TIR_DTYPE_I32: {
+		int32_t v = is_int ? (int32_t)(uint32_t)(uint64_t)ivalue : tir_f2i32(value);
+		int32_t *o = p;
+		for (int64_t i = 0; i < n; i++)
+			o[i] = v;
+		break;
+	}
+	case TIR_DTYPE_I64: {
+		int64_t v = is_int ? ivalue : tir_f2i64(value);
+		int64_t *o = p;
+		for (int64_t i = 0; i < n; i++)
+			o[i] = v;
+		break;
+	}
+	case TIR_DTYPE_F32: {
+		float v = (float)f, *o = p;
+		for (int64_t i = 0; i < n; i++)
+			o[i] = v;
+		break;
+	}
+	case TIR_DTYPE_F64: {
+		double *o = p;
+		for (int64_t i = 0; i < n; i++)
+			o[i] = f;
+		break;
+	}
+	default:
+		return -TIR_EUNSUPPORTED;
+	}
+	return 0;
+}
+
+/* out[i] = start + i * step, in double for floats (then rounded to out's
+ * dtype) and in wrapping int64 arithmetic for integers. */
+int tir_k_arange(struct tir_tensor *out, double start, double step, int64_t istart,
+		 int64_t istep)
+{
+	int64_t n = tir_tensor_numel(out);
+	void *p = tir_tensor_data(out);
+	if (n == 0)
+		return 0;
+	if (!p || !tir_tensor_is_contiguous(out))
+		return -TIR_EUNSUPPORTED;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t iv = (int64_t)((uint64_t)istart + (uint64_t)i * (uint64_t)istep);
+		double fv = start + (double)i * step;
+		switch (out->dtype) {
+		case TIR_DTYPE_BOOL: ((uint8_t *)p)[i] = iv != 0; break;
+		case TIR_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)iv; break;
+		case TIR_DTYPE_I64: ((int64_t *)p)[i] = iv; break;
+		case TIR_DTYPE_F32: ((float *)p)[i] = (float)fv; break;
+		case TIR_DTYPE_F64: ((double *)p)[i] = fv; break;
+		default: return -TIR_EUNSUPPORTED;
+		}
+	}
+	return 0;
+}
+
+/* Ones on the main diagonal of a 2-D out, zeros elsewhere. */
+int tir_k_eye(struct tir_tensor *out)
+{
+	int64_t n = tir_tensor_numel(out);
+	char *p = tir_tensor_data(out);
+	if (n == 0)
+		return 0;
+	if (!p || out->rank != 2 || !tir_tensor_is_contiguous(out))
+		return -TIR_EUNSUPPORTED;
+	size_t sz = tir_dtype_size(out->dtype);
+	memset(p, 0, (size_t)n * sz);
+	int64_t rows = out->shape[0], cols = out->shape[1];
+	for (int64_t i = 0; i < rows && i < cols; i++) {
+		char *e = p + (i * cols + i) * (int64_t)sz;
+		switch (out->dtype) {
+		case TIR_DTYPE_BOOL: *(uint8_t *)e = 1; break;
+		case TIR_DTYPE_I32: *(int32_t *)e = 1; break;
+		case TIR_DTYPE_I64: *(int64_t *)e = 1; break;
+		case TIR_DTYPE_F32: *(float *)e = 1; break;
+		case TIR_DTYPE_F64: *(double *)e = 1; break;
+		default: return -TIR_EUNSUPPORTED;
+		}
+	}
+	return 0;
+}

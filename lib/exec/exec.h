@@ -1,0 +1,171 @@
+/*
+ * exec.h — lib/exec's one internal header: tensors, the reference kernels
+ * (one per op family; the oracle every faster path is checked against),
+ * .npy/.safetensors I/O, and the executor over a program's graph.
+ *
+ * Vocabulary: shape[] is elements per axis, strides[] is ELEMENTS per step
+ * (not bytes), offset is in elements from buf->data.  A stride of 0 is a
+ * broadcast axis.  A tensor is contiguous when strides are row-major.
+ */
+#ifndef TIR_EXEC_H
+#define TIR_EXEC_H
+
+#include "../ir/ir.h"
+
+/* A reference-counted, 64-byte aligned block of memory. */
+struct tir_buf {
+	int refs;
+	size_t bytes;
+	void *data;
+};
+
+struct tir_tensor {
+	enum tir_dtype dtype;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	int64_t strides[TIR_MAX_RANK];   /* in elements */
+	int64_t offset;                  /* in elements */
+	struct tir_buf *buf;             /* owned reference (NULL for an empty tensor) */
+};
+
+/* Bytes allocated by tensors now, and the most ever (for "peak"). */
+size_t tir_mem_current(void);
+size_t tir_mem_peak(void);
+void tir_mem_reset_peak(void);
+
+/* Allocate a contiguous tensor of the given type (zeroed when zero is true).
+ * returns 0 or -TIR_ENOMEM (err filled).  t is overwritten: release first. */
+int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
+		     const int64_t *shape, bool zero, struct tir_err *err);
+void tir_tensor_release(struct tir_tensor *t);       /* drop the reference; t becomes empty */
+void tir_tensor_ref(struct tir_tensor *dst, const struct tir_tensor *src); /* share, refs++ */
+int64_t tir_tensor_numel(const struct tir_tensor *t);
+bool tir_tensor_is_contiguous(const struct tir_tensor *t);
+void tir_tensor_set_contiguous_strides(struct tir_tensor *t);
+/* Pointer to the element at flat position 0 (data + offset * size). */
+void *tir_tensor_data(const struct tir_tensor *t);
+
+/* A contiguous copy in dtype `dt` (converting; float to int truncates
+ * toward zero, anything to bool is != 0).  dst must be empty. */
+int tir_tensor_convert(const struct tir_tensor *src, enum tir_dtype dt,
+		       struct tir_tensor *dst, struct tir_err *err);
+/* Views (no copy).  The result shares src's buffer. */
+void tir_view_broadcast(const struct tir_tensor *src, int rank, const int64_t *shape,
+			struct tir_tensor *dst);   /* NumPy broadcast to shape */
+void tir_view_transpose(const struct tir_tensor *src, const int *perm, struct tir_tensor *dst);
+void tir_view_slice(const struct tir_tensor *src, int axis, int64_t start, int64_t step,
+		    int64_t len, struct tir_tensor *dst);
+/* Reshape: a view when src is contiguous, else a copy.  */
+int tir_tensor_reshape(const struct tir_tensor *src, int rank, const int64_t *shape,
+		       struct tir_tensor *dst, struct tir_err *err);
+
+/* Read element i (row-major logical index) as double / int64, any dtype. */
+double tir_tensor_get_f64(const struct tir_tensor *t, int64_t i);
+int64_t tir_tensor_get_i64(const struct tir_tensor *t, int64_t i);
+
+/* ---- kernels ----
+ * Every kernel writes a contiguous, already allocated `out` whose type the
+ * checker inferred.  Inputs may be strided views.  Unless said otherwise the
+ * executor has already converted the inputs to the computation's dtype and
+ * broadcast them (by views) to out's shape.  Kernels return 0 or -code with
+ * err filled (err->loc left for the executor to set). */
+
+/* unary elementwise: x has out's dtype and shape.
+ * NOT: x is bool, out bool. */
+int tir_k_unary(enum tir_op op, const struct tir_tensor *x, struct tir_tensor *out,
+		struct tir_err *err);
+/* binary elementwise: a, b have the same dtype and out's shape (broadcast
+ * views).  Arithmetic: out has that dtype.  Comparisons: out bool.
+ * AND/OR: a, b, out bool.  Integer DIV/MOD by zero: -TIR_ERUNTIME. */
+int tir_k_binary(enum tir_op op, const struct tir_tensor *a, const struct tir_tensor *b,
+		 struct tir_tensor *out, struct tir_err *err);
+/* WHERE: cond bool, a, b out's dtype.  CLIP: x, lo, hi out's dtype.
+ * (all broadcast to out's shape) */
+int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *y,
+		  const struct tir_tensor *z, struct tir_tensor *out, struct tir_err *err);
+
+/* reductions: mask[axis] says which axes of x reduce.  out holds the kept
+ * axes in order (its shape as if keepdims were false, or with 1s: the
+ * memory is the same).  SUM PROD MAX MIN MEAN VAR: x has out's dtype.
+ * ARGMAX ARGMIN: any x dtype, out i64; exactly one axis in mask, or all. */
+int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
+		 struct tir_tensor *out, struct tir_err *err);
+
+/* creation */
+int tir_k_fill(struct tir_tensor *out, double value, int64_t ivalue, bool is_int);
+int tir_k_arange(struct tir_tensor *out, double start, double step, int64_t istart, int64_t istep);
+int tir_k_eye(struct tir_tensor *out);
+/* Counter-based (Philox4x32-10): element i depends only on seed and i. */
+int tir_k_rand(struct tir_tensor *out, uint64_t seed, bool normal);
+
+/* movement (copies; views are above) */
+int tir_k_concat(const struct tir_tensor *const *xs, int n, int axis, struct tir_tensor *out,
+		 struct tir_err *err);
+/* pads: 2 per axis (before, after) >= 0; value in out's dtype */
+int tir_k_pad(const struct tir_tensor *x, const int64_t *pads, double value,
+	      struct tir_tensor *out, struct tir_err *err);
+/* indices: i32 or i64 of any shape; negative indices count from the end;
+ * out of range: -TIR_ERUNTIME naming the index. */
+int tir_k_gather(const struct tir_tensor *x, const struct tir_tensor *indices, int axis,
+		 struct tir_tensor *out, struct tir_err *err);
+/* A contiguous copy of a view of the same dtype into out. */
+int tir_k_copy(const struct tir_tensor *x, struct tir_tensor *out);
+
+/* matmul: a [..., m, k] and b [..., k, n] of the same rank >= 2 and dtype,
+ * batch axes broadcast (stride 0 allowed), out [..., m, n].  f32/f64 through
+ * cblas_sgemm/dgemm, integers by loops. */
+int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
+		 struct tir_tensor *out, struct tir_err *err);
+
+/* nn (float dtypes; all inputs in out's dtype) */
+int tir_k_softmax(const struct tir_tensor *x, int axis, bool log, struct tir_tensor *out,
+		  struct tir_err *err);
+/* over the last axis; weight, bias [D] (bias NULL for rmsnorm) */
+int tir_k_layernorm(const struct tir_tensor *x, const struct tir_tensor *w,
+		    const struct tir_tensor *b, double eps, struct tir_tensor *out,
+		    struct tir_err *err);
+int tir_k_rmsnorm(const struct tir_tensor *x, const struct tir_tensor *w, double eps,
+		  struct tir_tensor *out, struct tir_err *err);
+/* x [N, C, H, W], w [O, C, kh, kw], bias [O] or NULL */
+int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
+		 const struct tir_tensor *bias, const int64_t stride[2],
+		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err);
+int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
+		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err);
+/* q [..., Lq, d], k [..., Lk, d], v [..., Lk, dv], same rank, batch axes
+ * broadcast to out's; out [..., Lq, dv] */
+int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
+		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
+		    struct tir_err *err);
+
+/* ---- BLAS settings (blas.c) ---- */
+/* OpenBLAS's thread count; n < 1 means one thread per processor. */
+void tir_blas_set_threads(int n);
+/* OpenBLAS's build configuration and core, e.g. "OpenBLAS 0.3.21 ... (core
+ * SkylakeX)".  returns: static storage. */
+const char *tir_blas_info(void);
+
+/* ---- files: .npy and .safetensors ----
+ * Every header field is validated against the file's size; errors name the
+ * file (err->msg starts with the path). */
+
+struct tir_file_info {
+	enum tir_dtype dtype;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	uint64_t data_offset;   /* bytes from the start of the file */
+	uint64_t data_bytes;
+};
+/* Read only the header: the type and where the data is.
+ * name: the tensor's name in a .safetensors file (NULL for .npy; for a
+ * .safetensors file with one tensor, NULL picks it).  The format is chosen
+ * by content (the npy magic), not by extension. */
+int tir_file_info(const char *path, const char *name, struct tir_file_info *info,
+		  struct tir_err *err);
+/* Read the tensor (header validated, data read fully). dst must be empty. */
+int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
+		  struct tir_err *err);
+/* Write t (any layout) as a version 1.0 .npy file that NumPy reads. */
+int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *err);
+
+#endif

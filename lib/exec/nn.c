@@ -1,0 +1,665 @@
+/*
+ * nn.c — the reference kernels of the nn ops: softmax and log_softmax,
+ * layernorm and rmsnorm, conv2d (im2col + gemm), max/avg pooling and
+ * attention.  Float dtypes only; the statistics are kept in double.  Not
+ * here: plain matmul (blas.c) or any fused variant (lib/fusion).
+ */
+#include "exec.h"
+#include "iter.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Scratch buffers (im2col columns, attention scores) stay under this. */
+#define SCRATCH_BYTES ((int64_t)64 << 20)
+/* Columns of a softmax handled at once when the axis is not the last. */
+#define SOFTMAX_BLOCK 4096
+#define GEMM_MAX ((int64_t)(sizeof(blasint) >= 8 ? INT64_MAX : INT_MAX))
+
+static bool is_float(enum tir_dtype dt)
+{
+	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+}
+
+static bool same_shape(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}
+
+/* Common checks: out is a contiguous float tensor and x has its dtype. */
+static int check_io(const char *op, const struct tir_tensor *x, const struct tir_tensor *out,
+		    struct tir_err *err)
+{
+	if (!is_float(out->dtype))
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%s: no kernel for %s", op,
+				tir_dtype_name(out->dtype));
+	if (x->dtype != out->dtype)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: input is %s, out is %s", op,
+				tir_dtype_name(x->dtype), tir_dtype_name(out->dtype));
+	if (!tir_tensor_is_contiguous(out))
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%s: out must be contiguous", op);
+	return 0;
+}
+
+/* Copy x (any strides) into out (contiguous, same dtype and shape). */
+static void copy_into(struct tir_tensor *out, const struct tir_tensor *x)
+{
+	struct tir_iter it;
+	const int64_t *st[2] = { out->strides, x->strides };
+	int64_t es = (int64_t)tir_dtype_size(x->dtype);
+	char *d = tir_tensor_data(out);
+	const char *s = tir_tensor_data(x);
+
+	if (!tir_iter_init(&it, x->rank, x->shape, 2, st))
+		return;
+	do {
+		char *dp = d + it.off[0] * es;
+		const char *sp = s + it.off[1] * es;
+		int64_t ds = it.istride[0] * es, ss = it.istride[1] * es;
+		if (es == 4) {
+			for (int64_t i = 0; i < it.inner; i++)
+				memcpy(dp + i * ds, sp + i * ss, 4);
+		} else {
+			for (int64_t i = 0; i < it.inner; i++)
+				memcpy(dp + i * ds, sp + i * ss, 8);
+		}
+	} while (tir_iter_next(&it));
+}
+
+/* A [D] operand (weight, bias): rank >= 1, last axis D, every other axis of
+ * length 1 or broadcast.  Sets *stride to its step along the last axis. */
+static int vec_stride(const char *op, const char *what, const struct tir_tensor *v, int64_t len,
+		      enum tir_dtype dt, int64_t *stride, struct tir_err *err)
+{
+	if (v->dtype != dt)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: %s is %s, expected %s", op, what,
+				tir_dtype_name(v->dtype), tir_dtype_name(dt));
+	bool ok = v->rank >= 1 && v->shape[v->rank - 1] == len;
+	for (int i = 0; ok && i < v->rank - 1; i++)
+		ok = v->shape[i] == 1 || v->strides[i] == 0;
+	if (!ok)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: %s must have shape [%lld]", op, what,
+				(long long)len);
+	*stride = v->strides[v->rank - 1];
+	return 0;
+}
+
+/* ---- softmax ---- */
+
+/* In place over p viewed as [outer, len, inner], the axis in the middle;
+ * columns are taken SOFTMAX_BLOCK at a time so the axis is walked with unit
+ * inner steps.  The max propagates NaN, so a row with a NaN is all NaN. */
+#define DEFINE_SOFTMAX(T, SFX)                                                     \
+static void softmax_##SFX(T *p, int64_t outer, int64_t len, int64_t inner, bool lg, \
+			  double *mx, double *sum)                                  \
+{                                                                                  \
+	for (int64_t o = 0; o < outer; o++)                                        \
+	for (int64_t i0 = 0; i0 < inner; i0 += SOFTMAX_BLOCK) {                    \
+		int64_t w = inner - i0 < SOFTMAX_BLOCK ? inner - i0 : SOFTMAX_BLOCK; \
+		T *base = p + o * len * inner + i0;                                \
+		for (int64_t i = 0; i < w; i++) {                                  \
+			mx[i] = base[i];                                           \
+			sum[i] = 0;                                                \
+		}                                                                  \
+		for (int64_t j = 1; j < len; j++) {                                \
+			const T *row = base + j * inner;                           \
+			for (int64_t i = 0; i < w; i++)                            \
+				if (row[i] > mx[i] || isnan(row[i]))               \
+					mx[i] = row[i];                            \
+		}                                                                  \
+		for (int64_t j = 0; j < len; j++) {                                \
+			T *row = base + j * inner;                                 \
+			for (int64_t i = 0; i < w; i++) {                          \
+				double e = exp((double)row[i] - mx[i]);            \
+				sum[i] += e;                                       \
+				if (!lg)                                           \
+					row[i] = (T)e;                             \
+			}                                                          \
+		}                                                                  \
+		for (int64_t i = 0; i < w; i++)                                    \
+			sum[i] = lg ? log(sum[i]) : 1.0 / sum[i];                  \
+		for (int64_t j = 0; j < len; j++) {                                \
+			T *row = base + j * inner;                                 \
+			for (int64_t i = 0; i < w; i++)                            \
+				row[i] = lg ? (T)(((double)row[i] - mx[i]) - sum[i]) \
+					    : (T)((double)row[i] * sum[i]);        \
+		}                                                                  \
+	}                                                                          \
+}
+DEFINE_SOFTMAX(float, f32)
+DEFINE_SOFTMAX(double, f64)
+
+int tir_k_softmax(const struct tir_tensor *x, int axis, bool lg, struct tir_tensor *out,
+		  struct tir_err *err)
+{
+	const char *op = lg ? "log_softmax" : "softmax";
+	int rc = check_io(op, x, out, err);
+	if (rc)
+		return rc;
+	if (!same_shape(x, out))
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: out's shape differs from the input's", op);
+	if (axis < 0)
+		axis += x->rank;
+	if (axis < 0 || axis >= x->rank)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: axis out of range for rank %d", op,
+				x->rank);
+	if (tir_tensor_numel(x) == 0)
+		return 0;
+
+	int64_t outer = 1, inner = 1, len = x->shape[axis];
+	for (int i = 0; i < axis; i++)
+		outer *= x->shape[i];
+	for (int i = axis + 1; i < x->rank; i++)
+		inner *= x->shape[i];
+	int64_t w = inner < SOFTMAX_BLOCK ? inner : SOFTMAX_BLOCK;
+	double *mx = malloc(2 * (size_t)w * sizeof *mx);
+	if (!mx)
+		return tir_errf(err, TIR_ENOMEM, NULL, "%s: out of memory", op);
+	double *sum = mx + w;
+
+	copy_into(out, x);
+	if (out->dtype == TIR_DTYPE_F32)
+		softmax_f32(tir_tensor_data(out), outer, len, inner, lg, mx, sum);
+	else
+		softmax_f64(tir_tensor_data(out), outer, len, inner, lg, mx, sum);
+	free(mx);
+	return 0;
+}
+
+/* ---- layernorm, rmsnorm ---- */
+
+/* Each row of p[rows, d] in place; wp, bp step by ws, bs.  Without bp the
+ * mean is taken as 0, which makes it rmsnorm. */
+#define DEFINE_NORM(T, SFX)                                                        \
+static void norm_##SFX(T *p, int64_t rows, int64_t d, const T *wp, int64_t ws,     \
+		       const T *bp, int64_t bs, double eps)                        \
+{                                                                                  \
+	for (int64_t r = 0; r < rows; r++, p += d) {                               \
+		double mean = 0, ss = 0;                                           \
+		if (bp) {                                                          \
+			for (int64_t j = 0; j < d; j++)                            \
+				mean += p[j];                                      \
+			mean /= (double)d;                                         \
+		}                                                                  \
+		for (int64_t j = 0; j < d; j++) {                                  \
+			double c = (double)p[j] - mean;                            \
+			ss += c * c;                                               \
+		}                                                                  \
+		double inv = 1.0 / sqrt(ss / (double)d + eps);                     \
+		for (int64_t j = 0; j < d; j++) {                                  \
+			double y = ((double)p[j] - mean) * inv * (double)wp[j * ws]; \
+			if (bp)                                                    \
+				y += (double)bp[j * bs];                           \
+			p[j] = (T)y;                                               \
+		}                                                                  \
+	}                                                                          \
+}
+DEFINE_NORM(float, f32)
+DEFINE_NORM(double, f64)
+
+/* layernorm when b is given, rmsnorm (mean taken as 0) when it is NULL. */
+static int norm(const char *op, const struct tir_tensor *x, const struct tir_tensor *w,
+		const struct tir_tensor *b, double eps, struct tir_tensor *out,
+		struct tir_err *err)
+{
+	int64_t ws = 0, bs = 0;
+	int rc = check_io(op, x, out, err);
+	if (rc)
+		return rc;
+	if (x->rank < 1 || !same_shape(x, out))
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: input must have rank >= 1 and out's shape",
+				op);
+	int64_t d = x->shape[x->rank - 1];
+	if ((rc = vec_stride(op, "weight", w, d, out->dtype, &ws, err)))
+		return rc;
+	if (b && (rc = vec_stride(op, "bias", b, d, out->dtype, &bs, err)))
+		return rc;
+	int64_t n = tir_tensor_numel(x);
+	if (n == 0)
+		return 0;
+	int64_t rows = n / d;
+
+	copy_into(out, x);
+	const void *wp = tir_tensor_data(w), *bp = b ? tir_tensor_data(b) : NULL;
+	if (out->dtype == TIR_DTYPE_F32)
+		norm_f32(tir_tensor_data(out), rows, d, wp, ws, bp, bs, eps);
+	else
+		norm_f64(tir_tensor_data(out), rows, d, wp, ws, bp, bs, eps);
+	return 0;
+}
+
+int tir_k_layernorm(const struct tir_tensor *x, const struct tir_tensor *w,
+		    const struct tir_tensor *b, double eps, struct tir_tensor *out,
+		    struct tir_err *err)
+{
+	if (!b)
+		return tir_errf(err, TIR_ETYPE, NULL, "layernorm: bias is required");
+	return norm("layernorm", x, w, b, eps, out, err);
+}
+
+int tir_k_rmsnorm(const struct tir_tensor *x, const struct tir_tensor *w, double eps,
+		  struct tir_tensor *out, struct tir_err *err)
+{
+	return norm("rmsnorm", x, w, NULL, eps, out, err);
+}
+
+/* ---- conv2d ---- */
+
+/* The geometry of one conv2d or pool2d. */
+struct conv {
+	int64_t n, c, h, w;          /* input */
+	int64_t o, kh, kw;           /* filters (o == c for pooling) */
+	int64_t sh, sw, ph, pw;
+	int64_t oh, ow;              /* output */
+	int64_t xs[4];               /* input strides */
+};
+
+/* Output extent of one spatial axis; -1 when the window does not fit. */
+static int64_t conv_extent(int64_t in, int64_t k, int64_t s, int64_t pad)
+{
+	int64_t span = in + 2 * pad;
+	if (k < 1 || span < k)
+		return -1;
+	return (span - k) / s + 1;
+}
+
+static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, int64_t kh,
+			 int64_t kw, const int64_t stride[2], const int64_t pad[2],
+			 const struct tir_tensor *out, struct conv *g, struct tir_err *err)
+{
+	if (x->rank != 4 || out->rank != 4)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: input and out must be [N, C, H, W]", op);
+	for (int i = 0; i < 2; i++) {
+		if (stride[i] < 1 || stride[i] > TIR_MAX_DIM)
+			return tir_errf(err, TIR_ETYPE, NULL, "%s: stride %lld out of range", op,
+					(long long)stride[i]);
+		if (pad[i] < 0 || pad[i] > TIR_MAX_DIM)
+			return tir_errf(err, TIR_ETYPE, NULL, "%s: padding %lld out of range", op,
+					(long long)pad[i]);
+	}
+	*g = (struct conv){
+		.n = x->shape[0], .c = x->shape[1], .h = x->shape[2], .w = x->shape[3],
+		.o = o, .kh = kh, .kw = kw,
+		.sh = stride[0], .sw = stride[1], .ph = pad[0], .pw = pad[1],
+	};
+	memcpy(g->xs, x->strides, sizeof g->xs);
+	g->oh = conv_extent(g->h, kh, g->sh, g->ph);
+	g->ow = conv_extent(g->w, kw, g->sw, g->pw);
+	if (g->oh < 0 || g->ow < 0)
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"%s: kernel %lldx%lld does not fit the padded %lldx%lld input", op,
+				(long long)kh, (long long)kw, (long long)(g->h + 2 * g->ph),
+				(long long)(g->w + 2 * g->pw));
+	if (out->shape[0] != g->n || out->shape[1] != o || out->shape[2] != g->oh ||
+	    out->shape[3] != g->ow)
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"%s: out is [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]",
+				op, (long long)out->shape[0], (long long)out->shape[1],
+				(long long)out->shape[2], (long long)out->shape[3], (long long)g->n,
+				(long long)o, (long long)g->oh, (long long)g->ow);
+	return 0;
+}
+
+/* col[kc, pc]: rows k0.. (filter taps (c, i, j)) by output positions p0.. of
+ * the column matrix of one image xp; zero where a tap reads padding. */
+#define DEFINE_CONV(T, SFX)                                                       \
+static void im2col_##SFX(const struct conv *g, const T *xp, T *col, int64_t k0,   \
+			 int64_t kc, int64_t p0, int64_t pc)                       \
+{                                                                                  \
+	for (int64_t r = 0; r < kc; r++) {                                         \
+		int64_t kk = k0 + r, c = kk / (g->kh * g->kw);                     \
+		int64_t i = kk / g->kw % g->kh, j = kk % g->kw;                    \
+		const T *xc = xp + c * g->xs[1];                                   \
+		int64_t oh = p0 / g->ow, ow = p0 % g->ow;                          \
+		T *dst = col + r * pc;                                             \
+		for (int64_t q = 0; q < pc; q++) {                                 \
+			int64_t ih = oh * g->sh - g->ph + i;                       \
+			int64_t iw = ow * g->sw - g->pw + j;                       \
+			dst[q] = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w      \
+				 ? xc[ih * g->xs[2] + iw * g->xs[3]] : (T)0;       \
+			if (++ow == g->ow) {                                       \
+				ow = 0;                                            \
+				oh++;                                              \
+			}                                                          \
+		}                                                                  \
+	}                                                                          \
+}                                                                                  \
+                                                                                   \
+/* op[o, oh, ow] += the convolution of one image, directly: for sizes no     \
+ * cblas call can index. */                                                        \
+static void conv_direct_##SFX(const struct conv *g, const T *xp, const T *wp, T *op) \
+{                                                                                  \
+	int64_t kdim = g->c * g->kh * g->kw;                                       \
+	for (int64_t f = 0; f < g->o; f++)                                         \
+	for (int64_t oh = 0; oh < g->oh; oh++)                                     \
+	for (int64_t ow = 0; ow < g->ow; ow++) {                                   \
+		double acc = 0;                                                    \
+		for (int64_t kk = 0; kk < kdim; kk++) {                            \
+			int64_t c = kk / (g->kh * g->kw);                          \
+			int64_t ih = oh * g->sh - g->ph + kk / g->kw % g->kh;      \
+			int64_t iw = ow * g->sw - g->pw + kk % g->kw;              \
+			if (ih >= 0 && ih < g->h && iw >= 0 && iw < g->w)          \
+				acc += (double)wp[f * kdim + kk] *                 \
+				       xp[c * g->xs[1] + ih * g->xs[2] + iw * g->xs[3]]; \
+		}                                                                  \
+		op[(f * g->oh + oh) * g->ow + ow] += (T)acc;                       \
+	}                                                                          \
+}
+DEFINE_CONV(float, f32)
+DEFINE_CONV(double, f64)
+
+int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
+		 const struct tir_tensor *bias, const int64_t stride[2],
+		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err)
+{
+	struct conv geo, *g = &geo;
+	struct tir_tensor wc = { 0 };
+	void *cols = NULL;
+	int64_t bstride = 0;
+	int rc = check_io("conv2d", x, out, err);
+	if (rc)
+		return rc;
+	if (w->dtype != out->dtype || w->rank != 4)
+		return tir_errf(err, TIR_ETYPE, NULL, "conv2d: weight must be %s[O, C, kh, kw]",
+				tir_dtype_name(out->dtype));
+	if ((rc = conv_geometry("conv2d", x, w->shape[0], w->shape[2], w->shape[3], stride,
+				padding, out, g, err)))
+		return rc;
+	if (w->shape[1] != g->c)
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"conv2d: input has %lld channels, weight expects %lld",
+				(long long)g->c, (long long)w->shape[1]);
+	if (bias && (rc = vec_stride("conv2d", "bias", bias, g->o, out->dtype, &bstride, err)))
+		return rc;
+	if (tir_tensor_numel(out) == 0)
+		return 0;
+
+	/* out starts as the bias; every gemm below accumulates into it */
+	bool f32 = out->dtype == TIR_DTYPE_F32;
+	int64_t es = (int64_t)tir_dtype_size(out->dtype);
+	char *odata = tir_tensor_data(out);
+	const char *bdata = bias ? tir_tensor_data(bias) : NULL;
+	int64_t plane = g->oh * g->ow;
+	for (int64_t img = 0; img < g->n; img++)
+		for (int64_t f = 0; f < g->o; f++) {
+			char *dst = odata + (img * g->o + f) * plane * es;
+			const char *bv = bdata ? bdata + f * bstride * es : NULL;
+			for (int64_t q = 0; q < plane; q++) {
+				if (f32)
+					((float *)dst)[q] = bv ? *(const float *)bv : 0.0f;
+				else
+					((double *)dst)[q] = bv ? *(const double *)bv : 0.0;
+			}
+		}
+
+	int64_t kdim = g->c * g->kh * g->kw;
+	if (kdim == 0)
+		return 0;
+	if (tir_tensor_is_contiguous(w))
+		tir_tensor_ref(&wc, w);
+	else if ((rc = tir_tensor_convert(w, w->dtype, &wc, err)))
+		return rc;
+	const char *wdata = tir_tensor_data(&wc);
+	const char *xdata = tir_tensor_data(x);
+
+	if (kdim > GEMM_MAX || plane > GEMM_MAX || g->o > GEMM_MAX) {
+		for (int64_t img = 0; img < g->n; img++) {
+			const char *xp = xdata + img * g->xs[0] * es;
+			char *op = odata + img * g->o * plane * es;
+			if (f32)
+				conv_direct_f32(g, (const float *)xp, (const float *)wdata, (float *)op);
+			else
+				conv_direct_f64(g, (const double *)xp, (const double *)wdata,
+						(double *)op);
+		}
+		goto done;
+	}
+
+	/* the column matrix in blocks of at most kc_max taps by pc_max positions */
+	int64_t limit = SCRATCH_BYTES / es;
+	int64_t kc_max = kdim < limit ? kdim : limit;
+	int64_t pc_max = limit / kc_max;
+	if (pc_max > plane)
+		pc_max = plane;
+	cols = malloc((size_t)(kc_max * pc_max * es));
+	if (!cols) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for the column buffer");
+		goto done;
+	}
+	for (int64_t img = 0; img < g->n; img++) {
+		const char *xp = xdata + img * g->xs[0] * es;
+		char *oimg = odata + img * g->o * plane * es;
+		for (int64_t p0 = 0; p0 < plane; p0 += pc_max) {
+			int64_t pc = plane - p0 < pc_max ? plane - p0 : pc_max;
+			for (int64_t k0 = 0; k0 < kdim; k0 += kc_max) {
+				int64_t kc = kdim - k0 < kc_max ? kdim - k0 : kc_max;
+				if (f32) {
+					im2col_f32(g, (const float *)xp, cols, k0, kc, p0, pc);
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+						    (blasint)g->o, (blasint)pc, (blasint)kc, 1.0f,
+						    (const float *)wdata + k0, (blasint)kdim,
+						    cols, (blasint)pc, 1.0f,
+						    (float *)oimg + p0, (blasint)plane);
+				} else {
+					im2col_f64(g, (const double *)xp, cols, k0, kc, p0, pc);
+					cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+						    (blasint)g->o, (blasint)pc, (blasint)kc, 1.0,
+						    (const double *)wdata + k0, (blasint)kdim,
+						    cols, (blasint)pc, 1.0,
+						    (double *)oimg + p0, (blasint)plane);
+				}
+			}
+		}
+	}
+done:
+	free(cols);
+	tir_tensor_release(&wc);
+	return rc;
+}
+
+/* ---- pooling ---- */
+
+/* Max (NaN wins) or mean of each window, out contiguous [N, C, oh, ow]. */
+#define DEFINE_POOL(T, SFX)                                                        \
+static void pool_##SFX(const struct conv *g, bool max, const T *xp, T *dst)        \
+{                                                                                  \
+	double area = (double)(g->kh * g->kw);                                     \
+	for (int64_t img = 0; img < g->n; img++)                                   \
+	for (int64_t c = 0; c < g->c; c++) {                                       \
+		const T *xc = xp + img * g->xs[0] + c * g->xs[1];                  \
+		for (int64_t oh = 0; oh < g->oh; oh++)                             \
+		for (int64_t ow = 0; ow < g->ow; ow++) {                           \
+			const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
+			T m = win[0];                                              \
+			double s = 0;                                              \
+			for (int64_t i = 0; i < g->kh; i++)                        \
+			for (int64_t j = 0; j < g->kw; j++) {                      \
+				T v = win[i * g->xs[2] + j * g->xs[3]];            \
+				if (v > m || isnan(v))                             \
+					m = v;                                     \
+				s += v;                                            \
+			}                                                          \
+			*dst++ = max ? m : (T)(s / area);                          \
+		}                                                                  \
+	}                                                                          \
+}
+DEFINE_POOL(float, f32)
+DEFINE_POOL(double, f64)
+
+int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
+		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err)
+{
+	const char *op = max ? "maxpool2d" : "avgpool2d";
+	const int64_t nopad[2] = { 0, 0 };
+	struct conv geo, *g = &geo;
+	int rc = check_io(op, x, out, err);
+	if (rc)
+		return rc;
+	if (kernel[0] < 1 || kernel[1] < 1)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: kernel %lldx%lld must be positive", op,
+				(long long)kernel[0], (long long)kernel[1]);
+	if (x->rank != 4)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: input must be [N, C, H, W]", op);
+	if ((rc = conv_geometry(op, x, x->shape[1], kernel[0], kernel[1], stride, nopad, out,
+				g, err)))
+		return rc;
+	if (tir_tensor_numel(out) == 0)
+		return 0;
+	if (out->dtype == TIR_DTYPE_F32)
+		pool_f32(g, max, tir_tensor_data(x), tir_tensor_data(out));
+	else
+		pool_f64(g, max, tir_tensor_data(x), tir_tensor_data(out));
+	return 0;
+}
+
+/* ---- attention ---- */
+
+/* A 2-D view (no reference taken: never released) of t's last two axes at
+ * element offset off, rows r0.. of them; swap exchanges the two axes. */
+static struct tir_tensor view2d(const struct tir_tensor *t, int64_t off, int64_t r0,
+				int64_t rows, bool swap)
+{
+	struct tir_tensor v = *t;
+	int r = t->rank;
+	v.rank = 2;
+	v.offset = t->offset + off + r0 * t->strides[r - 2];
+	v.shape[0] = rows;
+	v.shape[1] = t->shape[r - 1];
+	v.strides[0] = t->strides[r - 2];
+	v.strides[1] = t->strides[r - 1];
+	if (swap) {
+		v.shape[0] = t->shape[r - 1];
+		v.shape[1] = rows;
+		v.strides[0] = t->strides[r - 1];
+		v.strides[1] = t->strides[r - 2];
+	}
+	return v;
+}
+
+/* Scores s[rows, lk] of query rows r0.. in place: scale, softmax each row
+ * over j <= i when causal, the masked j > i exactly 0. */
+#define DEFINE_SCORES(T, SFX)                                                      \
+static void scores_##SFX(T *s, int64_t rows, int64_t lk, int64_t r0, bool causal,  \
+			 double scale)                                             \
+{                                                                                  \
+	for (int64_t i = 0; i < rows; i++, s += lk) {                              \
+		int64_t lim = causal && r0 + i + 1 < lk ? r0 + i + 1 : lk;         \
+		double m = (double)s[0] * scale, sum = 0;                          \
+		for (int64_t j = 1; j < lim; j++) {                                \
+			double v = (double)s[j] * scale;                           \
+			if (v > m || isnan(v))                                     \
+				m = v;                                             \
+		}                                                                  \
+		for (int64_t j = 0; j < lim; j++) {                                \
+			double e = exp((double)s[j] * scale - m);                  \
+			s[j] = (T)e;                                               \
+			sum += e;                                                  \
+		}                                                                  \
+		for (int64_t j = 0; j < lim; j++)                                  \
+			s[j] = (T)((double)s[j] / sum);                            \
+		for (int64_t j = lim; j < lk; j++)                                 \
+			s[j] = 0;                                                  \
+	}                                                                          \
+}
+DEFINE_SCORES(float, f32)
+DEFINE_SCORES(double, f64)
+
+int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
+		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
+		    struct tir_err *err)
+{
+	int rc = check_io("attention", q, out, err);
+	if (rc)
+		return rc;
+	int r = out->rank, nb = r - 2;
+	if (r < 2 || q->rank != r || k->rank != r || v->rank != r)
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"attention: q, k, v and out must have the same rank >= 2");
+	if (k->dtype != out->dtype || v->dtype != out->dtype)
+		return tir_errf(err, TIR_ETYPE, NULL, "attention: q, k and v must all be %s",
+				tir_dtype_name(out->dtype));
+	int64_t lq = q->shape[r - 2], d = q->shape[r - 1];
+	int64_t lk = k->shape[r - 2], dv = v->shape[r - 1];
+	if (k->shape[r - 1] != d || v->shape[r - 2] != lk || out->shape[r - 2] != lq ||
+	    out->shape[r - 1] != dv)
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"attention: need q [..., Lq, d], k [..., Lk, d], v [..., Lk, dv] "
+				"and out [..., Lq, dv]");
+	int64_t qs[TIR_MAX_RANK], ks[TIR_MAX_RANK], vs[TIR_MAX_RANK];
+	for (int i = 0; i < nb; i++) {
+		int64_t dim = out->shape[i];
+		if ((q->shape[i] != dim && q->shape[i] != 1) ||
+		    (k->shape[i] != dim && k->shape[i] != 1) ||
+		    (v->shape[i] != dim && v->shape[i] != 1))
+			return tir_errf(err, TIR_ETYPE, NULL,
+					"attention: batch axis %d does not broadcast to %lld", i,
+					(long long)dim);
+		qs[i] = q->shape[i] == 1 ? 0 : q->strides[i];
+		ks[i] = k->shape[i] == 1 ? 0 : k->strides[i];
+		vs[i] = v->shape[i] == 1 ? 0 : v->strides[i];
+	}
+	int64_t total = tir_tensor_numel(out);
+	if (total == 0)
+		return 0;
+	int64_t es = (int64_t)tir_dtype_size(out->dtype);
+	if (lk == 0) {
+		memset(tir_tensor_data(out), 0, (size_t)(total * es));
+		return 0;
+	}
+
+	/* the scores of at most `chunk` query rows at a time */
+	int64_t chunk = SCRATCH_BYTES / es / lk;
+	if (chunk > lq)
+		chunk = lq;
+	if (chunk < 1)
+		chunk = 1;
+	struct tir_tensor scores;
+	int64_t sshape[2] = { chunk, lk };
+	if ((rc = tir_tensor_alloc(&scores, out->dtype, 2, sshape, false, err)))
+		return rc;
+	double scale = 1.0 / sqrt((double)d);
+	int64_t batches = total / (lq * dv);
+	int64_t idx[TIR_MAX_RANK] = { 0 }, qo = 0, ko = 0, vo = 0;
+
+	for (int64_t t = 0; t < batches && !rc; t++) {
+		struct tir_tensor kt = view2d(k, ko, 0, lk, true);
+		struct tir_tensor vv = view2d(v, vo, 0, lk, false);
+		for (int64_t r0 = 0; r0 < lq; r0 += chunk) {
+			int64_t rows = lq - r0 < chunk ? lq - r0 : chunk;
+			struct tir_tensor qv = view2d(q, qo, r0, rows, false);
+			struct tir_tensor ov = view2d(out, t * lq * dv, r0, rows, false);
+			struct tir_tensor sc = scores;
+			sc.shape[0] = rows;
+			if ((rc = tir_k_matmul(&qv, &kt, &sc, err)))
+				break;
+			if (out->dtype == TIR_DTYPE_F32)
+				scores_f32(tir_tensor_data(&sc), rows, lk, r0, causal, scale);
+			else
+				scores_f64(tir_tensor_data(&sc), rows, lk, r0, causal, scale);
+			if ((rc = tir_k_matmul(&sc, &vv, &ov, err)))
+				break;
+		}
+		for (int i = nb - 1; i >= 0; i--) {
+			if (++idx[i] < out->shape[i]) {
+				qo += qs[i];
+				ko += ks[i];
+				vo += vs[i];
+				break;
+			}
+			idx[i] = 0;
+			qo -= qs[i] * (out->shape[i] - 1);
+			ko -= ks[i] * (out->shape[i] - 1);
+			vo -= vs[i] * (out->shape[i] - 1);
+		}
+	}
+	tir_tensor_release(&scores);
+	return rc;
+}

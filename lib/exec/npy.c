@@ -1,0 +1,849 @@
+/*
+ * npy.c — tensor files: reading .npy (versions 1.0, 2.0, 3.0) and
+ * .safetensors headers and data, and writing .npy.  Every header field is
+ * untrusted and checked against the file's size and tir's limits before
+ * anything is allocated.  Not here: dtype conversion (the caller casts) and
+ * any other file format.
+ */
+#include "exec.h"
+#include "iter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "npy.c reads and writes little-endian data in place"
+#endif
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+#define NPY_MAX_HEADER (1u << 20)              /* bytes of .npy header dict */
+#define ST_MAX_HEADER (UINT64_C(100) << 20)    /* bytes of .safetensors JSON */
+#define NPY_ALIGN 64
+
+/* Fill err with "PATH: message" and return -code. */
+static int ferr(struct tir_err *err, int code, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int ferr(struct tir_err *err, int code, const char *path, const char *fmt, ...)
+{
+	char msg[sizeof err->msg];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return tir_errf(err, code, NULL, "%s: %s", path, msg);
+}
+
+/* Read exactly n bytes at off; a short file is -1 with errno 0. */
+static int read_at(int fd, void *buf, uint64_t n, uint64_t off)
+{
+	char *p = buf;
+	while (n > 0) {
+		size_t want = n > (1u << 30) ? (1u << 30) : (size_t)n;
+		ssize_t got = pread(fd, p, want, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			if (got == 0)
+				errno = 0;
+			return -1;
+		}
+		p += got;
+		n -= (uint64_t)got;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+static int read_err(struct tir_err *err, const char *path, const char *what)
+{
+	if (errno)
+		return ferr(err, TIR_EDATA, path, "cannot read %s: %s", what, strerror(errno));
+	return ferr(err, TIR_EDATA, path, "truncated: the file ended while reading %s", what);
+}
+
+/* Shape rules shared by both formats: dims in [0, TIR_MAX_DIM] and at most
+ * TIR_MAX_ELEMS elements, counting a 0 axis as 1 so that an empty tensor
+ * cannot hide absurd other axes. */
+static int check_shape(struct tir_err *err, const char *path, const char *what, int rank,
+		       const int64_t *shape, int64_t *numel)
+{
+	int64_t n = 1, bound = 1;
+	for (int i = 0; i < rank; i++) {
+		int64_t d = shape[i];
+		if (d < 0)
+			return ferr(err, TIR_EDATA, path, "%snegative dimension %lld in the shape",
+				    what, (long long)d);
+		if (d > TIR_MAX_DIM)
+			return ferr(err, TIR_EDATA, path,
+				    "%sdimension %lld exceeds the limit of %lld",
+				    what, (long long)d, (long long)TIR_MAX_DIM);
+		int64_t b = d ? d : 1;
+		if (bound > TIR_MAX_ELEMS / b)
+			return ferr(err, TIR_EDATA, path,
+				    "%sthe shape has too many elements (limit %lld)",
+				    what, (long long)TIR_MAX_ELEMS);
+		bound *= b;
+		n *= d;
+	}
+	*numel = n;
+	return 0;
+}
+
+/* ---- .npy header: a Python dict literal ----
+ *   dict  := '{' [item (',' item)* [',']] '}'
+ *   item  := str ':' (str | 'True' | 'False' | tuple)
+ *   tuple := '(' ')' | '(' int ',' ')' | '(' int (',' int)+ [','] ')'
+ * with spaces, tabs and newlines between tokens.  Exactly the keys descr,
+ * fortran_order and shape, each once, in any order. */
+
+struct hdr {
+	const char *s, *p, *end;
+	const char *path;
+	struct tir_err *err;
+};
+
+static int hdr_fail(struct hdr *h, const char *what)
+{
+	return ferr(h->err, TIR_EDATA, h->path, "bad .npy header: %s at byte %td",
+		    what, h->p - h->s);
+}
+
+static void hdr_ws(struct hdr *h)
+{
+	while (h->p < h->end && (*h->p == ' ' || *h->p == '\t' || *h->p == '\n' ||
+				 *h->p == '\r'))
+		h->p++;
+}
+
+/* Next non-blank byte is c: consume it. */
+static bool hdr_eat(struct hdr *h, char c)
+{
+	hdr_ws(h);
+	if (h->p < h->end && *h->p == c) {
+		h->p++;
+		return true;
+	}
+	return false;
+}
+
+/* A quoted string without escapes into out[cap]. */
+static int hdr_str(struct hdr *h, char *out, size_t cap, const char *what)
+{
+	hdr_ws(h);
+	if (h->p >= h->end || (*h->p != '\'' && *h->p != '"'))
+		return hdr_fail(h, what);
+	char q = *h->p++;
+	size_t n = 0;
+	while (h->p < h->end && *h->p != q) {
+		if (*h->p == '\\' || *h->p == '\n')
+			return hdr_fail(h, "unsupported character in a string");
+		if (n + 1 >= cap)
+			return hdr_fail(h, "string too long");
+		out[n++] = *h->p++;
+	}
+	if (h->p >= h->end)
+		return hdr_fail(h, "unterminated string");
+	h->p++;
+	out[n] = 0;
+	return 0;
+}
+
+static int hdr_bool(struct hdr *h, bool *v)
+{
+	hdr_ws(h);
+	size_t left = (size_t)(h->end - h->p);
+	if (left >= 4 && memcmp(h->p, "True", 4) == 0) {
+		h->p += 4;
+		*v = true;
+	} else if (left >= 5 && memcmp(h->p, "False", 5) == 0) {
+		h->p += 5;
+		*v = false;
+	} else {
+		return hdr_fail(h, "expected True or False for 'fortran_order'");
+	}
+	if (h->p < h->end && (*h->p == '_' || ((*h->p | 32) >= 'a' && (*h->p | 32) <= 'z')))
+		return hdr_fail(h, "expected True or False for 'fortran_order'");
+	return 0;
+}
+
+static int hdr_int(struct hdr *h, int64_t *v)
+{
+	hdr_ws(h);
+	bool neg = false;
+	if (h->p < h->end && *h->p == '-') {
+		neg = true;
+		h->p++;
+	}
+	if (h->p >= h->end || *h->p < '0' || *h->p > '9')
+		return hdr_fail(h, "expected an integer in 'shape'");
+	if (*h->p == '0' && h->p + 1 < h->end && h->p[1] >= '0' && h->p[1] <= '9')
+		return hdr_fail(h, "leading zero in a dimension");
+	int64_t x = 0;
+	while (h->p < h->end && *h->p >= '0' && *h->p <= '9') {
+		int dig = *h->p - '0';
+		if (x > (INT64_MAX - dig) / 10)
+			return hdr_fail(h, "dimension out of range");
+		x = x * 10 + dig;
+		h->p++;
+	}
+	*v = neg ? -x : x;
+	return 0;
+}
+
+static int hdr_shape(struct hdr *h, int *rank, int64_t *shape)
+{
+	int r = 0;
+	if (!hdr_eat(h, '('))
+		return hdr_fail(h, "expected a tuple for 'shape'");
+	if (hdr_eat(h, ')')) {
+		*rank = 0;
+		return 0;
+	}
+	for (;;) {
+		int64_t d = 0;
+		int rc = hdr_int(h, &d);
+		if (rc)
+			return rc;
+		if (r == TIR_MAX_RANK)
+			return ferr(h->err, TIR_EDATA, h->path,
+				    "the shape has more than %d axes (tir's limit)", TIR_MAX_RANK);
+		shape[r++] = d;
+		bool comma = hdr_eat(h, ',');
+		if (hdr_eat(h, ')')) {
+			if (r == 1 && !comma)
+				return hdr_fail(h, "a 1-tuple needs a trailing comma");
+			break;
+		}
+		if (!comma)
+			return hdr_fail(h, "expected ',' or ')' in 'shape'");
+	}
+	*rank = r;
+	return 0;
+}
+
+/* descr to dtype, or an error naming it. */
+static int npy_dtype(struct tir_err *err, const char *path, const char *d, enum tir_dtype *dt)
+{
+	static const struct {
+		const char *descr;
+		enum tir_dtype dt;
+	} ok[] = {
+		{"<f4", TIR_DTYPE_F32}, {"<f8", TIR_DTYPE_F64}, {"<i4", TIR_DTYPE_I32},
+		{"<i8", TIR_DTYPE_I64}, {"|b1", TIR_DTYPE_BOOL}, {"<b1", TIR_DTYPE_BOOL},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		if (strcmp(d, ok[i].descr) == 0) {
+			*dt = ok[i].dt;
+			return 0;
+		}
+	}
+	return ferr(err, TIR_EDATA, path,
+		    "unsupported dtype '%s'%s; tir reads little-endian f4 f8 i4 i8 b1",
+		    d, d[0] == '>' ? " (big-endian)" : "");
+}
+
+static int npy_parse_dict(struct hdr *h, struct tir_file_info *info)
+{
+	char key[32], descr[64];
+	bool seen_descr = false, seen_fortran = false, seen_shape = false;
+	bool fortran = false;
+	int rc;
+
+	if (!hdr_eat(h, '{'))
+		return hdr_fail(h, "expected '{'");
+	while (!hdr_eat(h, '}')) {
+		if ((rc = hdr_str(h, key, sizeof key, "expected a quoted key or '}'")))
+			return rc;
+		if (!hdr_eat(h, ':'))
+			return hdr_fail(h, "expected ':' after a key");
+		bool *seen;
+		if (strcmp(key, "descr") == 0) {
+			seen = &seen_descr;
+			hdr_ws(h);
+			if (h->p < h->end && (*h->p == '[' || *h->p == '{'))
+				return ferr(h->err, TIR_EDATA, h->path,
+					    "structured dtypes are not supported; tir reads "
+					    "little-endian f4 f8 i4 i8 b1");
+			rc = hdr_str(h, descr, sizeof descr, "expected a string for 'descr'");
+		} else if (strcmp(key, "fortran_order") == 0) {
+			seen = &seen_fortran;
+			rc = hdr_bool(h, &fortran);
+		} else if (strcmp(key, "shape") == 0) {
+			seen = &seen_shape;
+			rc = hdr_shape(h, &info->rank, info->shape);
+		} else {
+			return ferr(h->err, TIR_EDATA, h->path,
+				    "bad .npy header: unexpected key '%s'", key);
+		}
+		if (rc)
+			return rc;
+		if (*seen)
+			return ferr(h->err, TIR_EDATA, h->path,
+				    "bad .npy header: key '%s' appears twice", key);
+		*seen = true;
+		if (!hdr_eat(h, ',')) {
+			if (!hdr_eat(h, '}'))
+				return hdr_fail(h, "expected ',' or '}'");
+			break;
+		}
+	}
+	hdr_ws(h);
+	if (h->p != h->end)
+		return hdr_fail(h, "unexpected text after the dict");
+	const char *missing = !seen_descr ? "descr" : !seen_fortran ? "fortran_order" :
+			      !seen_shape ? "shape" : NULL;
+	if (missing)
+		return ferr(h->err, TIR_EDATA, h->path, "bad .npy header: no '%s' key", missing);
+	if ((rc = npy_dtype(h->err, h->path, descr, &info->dtype)))
+		return rc;
+	if (fortran)
+		return ferr(h->err, TIR_EDATA, h->path,
+			    "fortran_order is True (column-major data); tir reads C order: "
+			    "save numpy.ascontiguousarray(a)");
+	return 0;
+}
+
+static int npy_info(int fd, const char *path, uint64_t fsize, const unsigned char *head,
+		    size_t nhead, struct tir_file_info *info, struct tir_err *err)
+{
+	if (nhead < 8)
+		return ferr(err, TIR_EDATA, path,
+			    "truncated: the file ends inside the .npy preamble");
+	int major = head[6], minor = head[7];
+	if (!(major >= 1 && major <= 3 && minor == 0))
+		return ferr(err, TIR_EDATA, path,
+			    "unsupported .npy format version %d.%d (tir reads 1.0, 2.0, 3.0)",
+			    major, minor);
+	size_t pre = major == 1 ? 10 : 12;
+	if (nhead < pre)
+		return ferr(err, TIR_EDATA, path,
+			    "truncated: the file ends inside the .npy preamble");
+	uint64_t hlen = head[8] | (uint64_t)head[9] << 8;
+	if (major > 1)
+		hlen |= (uint64_t)head[10] << 16 | (uint64_t)head[11] << 24;
+	if (hlen > NPY_MAX_HEADER)
+		return ferr(err, TIR_EDATA, path,
+			    "header length %llu exceeds the limit of %u bytes",
+			    (unsigned long long)hlen, NPY_MAX_HEADER);
+	if (hlen > fsize - pre)
+		return ferr(err, TIR_EDATA, path,
+			    "header length %llu goes past the end of the file (%llu bytes)",
+			    (unsigned long long)hlen, (unsigned long long)fsize);
+	char *text = malloc(hlen + 1);
+	if (!text)
+		return ferr(err, TIR_ENOMEM, path, "out of memory reading the header");
+	if (read_at(fd, text, hlen, pre)) {
+		int rc = read_err(err, path, "the header");
+		free(text);
+		return rc;
+	}
+	struct hdr h = {text, text, text + hlen, path, err};
+	int rc = npy_parse_dict(&h, info);
+	free(text);
+	if (rc)
+		return rc;
+
+	int64_t numel;
+	if ((rc = check_shape(err, path, "", info->rank, info->shape, &numel)))
+		return rc;
+	info->data_offset = pre + hlen;
+	info->data_bytes = (uint64_t)numel * tir_dtype_size(info->dtype);
+	uint64_t have = fsize - info->data_offset;
+	if (have < info->data_bytes)
+		return ferr(err, TIR_EDATA, path,
+			    "truncated: expected %llu bytes of data, file has %llu",
+			    (unsigned long long)info->data_bytes, (unsigned long long)have);
+	if (have > info->data_bytes)
+		return ferr(err, TIR_EDATA, path,
+			    "%llu trailing bytes after the data (expected %llu bytes, file has %llu)",
+			    (unsigned long long)(have - info->data_bytes),
+			    (unsigned long long)info->data_bytes, (unsigned long long)have);
+	return 0;
+}
+
+/* ---- .safetensors: u64 header size, a JSON header, the data ---- */
+
+/* Levenshtein distance, for "did you mean"; long names count as far. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 128 || lb > 128)
+		return SIZE_MAX;
+	size_t row[129];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+static int st_dtype(struct tir_err *err, const char *path, const char *tname,
+		    const char *d, enum tir_dtype *dt)
+{
+	static const struct {
+		const char *name;
+		enum tir_dtype dt;
+	} ok[] = {
+		{"F32", TIR_DTYPE_F32}, {"F64", TIR_DTYPE_F64}, {"I32", TIR_DTYPE_I32},
+		{"I64", TIR_DTYPE_I64}, {"BOOL", TIR_DTYPE_BOOL},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		if (strcmp(d, ok[i].name) == 0) {
+			*dt = ok[i].dt;
+			return 0;
+		}
+	}
+	return ferr(err, TIR_EDATA, path,
+		    "tensor '%s': unsupported dtype '%s'; tir reads F32 F64 I32 I64 BOOL",
+		    tname, d);
+}
+
+/* Pick the entry for name (NULL: the only tensor) or explain why not. */
+static int st_pick(json_t *root, const char *path, const char *name, const char **tname,
+		   json_t **entry, struct tir_err *err)
+{
+	if (name) {
+		json_t *e = strcmp(name, "__metadata__") ? json_object_get(root, name) : NULL;
+		if (e) {
+			*tname = name;
+			*entry = e;
+			return 0;
+		}
+		const char *best = NULL;
+		size_t bestd = SIZE_MAX;
+		const char *k;
+		json_t *v;
+		json_object_foreach(root, k, v) {
+			size_t d = strcmp(k, "__metadata__") ? edit_distance(name, k) : SIZE_MAX;
+			if (d < bestd) {
+				bestd = d;
+				best = k;
+			}
+		}
+		if (best)
+			return ferr(err, TIR_EDATA, path, "no tensor named '%s' (did you mean '%s'?)",
+				    name, best);
+		return ferr(err, TIR_EDATA, path, "no tensor named '%s'", name);
+	}
+
+	size_t count = 0;
+	char list[256] = "";
+	size_t used = 0;
+	const char *k, *first = NULL;
+	json_t *v;
+	json_object_foreach(root, k, v) {
+		if (strcmp(k, "__metadata__") == 0)
+			continue;
+		if (!first) {
+			first = k;
+			*entry = v;
+		}
+		if (count < 5 && used < sizeof list) {
+			int n = snprintf(list + used, sizeof list - used, "%s%s",
+					 count ? ", " : "", k);
+			used += n > 0 ? (size_t)n : 0;
+		}
+		count++;
+	}
+	if (count == 1) {
+		*tname = first;
+		return 0;
+	}
+	if (count == 0)
+		return ferr(err, TIR_EDATA, path, "holds no tensors");
+	return ferr(err, TIR_EDATA, path,
+		    "holds %zu tensors (%s%s): say which, load(\"%s\", \"%s\")",
+		    count, list, count > 5 ? ", ..." : "", path, first);
+}
+
+/* A JSON number that is a non-negative integer, into *v. */
+static bool st_uint(json_t *j, int64_t *v)
+{
+	if (!json_is_integer(j) || json_integer_value(j) < 0)
+		return false;
+	*v = (int64_t)json_integer_value(j);
+	return true;
+}
+
+static int st_entry(json_t *e, const char *path, const char *tname, uint64_t data_size,
+		    struct tir_file_info *info, struct tir_err *err)
+{
+	if (!json_is_object(e))
+		return ferr(err, TIR_EDATA, path, "tensor '%s': expected a JSON object", tname);
+	json_t *jd = json_object_get(e, "dtype");
+	json_t *js = json_object_get(e, "shape");
+	json_t *jo = json_object_get(e, "data_offsets");
+	if (!json_is_string(jd))
+		return ferr(err, TIR_EDATA, path, "tensor '%s': \"dtype\" missing or not a string",
+			    tname);
+	if (!json_is_array(js))
+		return ferr(err, TIR_EDATA, path, "tensor '%s': \"shape\" missing or not a list",
+			    tname);
+	if (!json_is_array(jo) || json_array_size(jo) != 2)
+		return ferr(err, TIR_EDATA, path,
+			    "tensor '%s': \"data_offsets\" missing or not [begin, end]", tname);
+	int rc = st_dtype(err, path, tname, json_string_value(jd), &info->dtype);
+	if (rc)
+		return rc;
+	size_t rank = json_array_size(js);
+	if (rank > TIR_MAX_RANK)
+		return ferr(err, TIR_EDATA, path,
+			    "tensor '%s': the shape has %zu axes (tir's limit is %d)",
+			    tname, rank, TIR_MAX_RANK);
+	info->rank = (int)rank;
+	for (size_t i = 0; i < rank; i++) {
+		json_t *d = json_array_get(js, i);
+		if (!json_is_integer(d))
+			return ferr(err, TIR_EDATA, path,
+				    "tensor '%s': shape entries must be integers", tname);
+		info->shape[i] = (int64_t)json_integer_value(d);
+	}
+	char what[160];
+	snprintf(what, sizeof what, "tensor '%s': ", tname);
+	int64_t numel, begin, end;
+	if ((rc = check_shape(err, path, what, info->rank, info->shape, &numel)))
+		return rc;
+	if (!st_uint(json_array_get(jo, 0), &begin) || !st_uint(json_array_get(jo, 1), &end))
+		return ferr(err, TIR_EDATA, path,
+			    "tensor '%s': data_offsets must be non-negative integers", tname);
+	if (begin > end || (uint64_t)end > data_size)
+		return ferr(err, TIR_EDATA, path,
+			    "tensor '%s': data_offsets [%lld, %lld] out of range "
+			    "(the data is %llu bytes)", tname, (long long)begin,
+			    (long long)end, (unsigned long long)data_size);
+	uint64_t need = (uint64_t)numel * tir_dtype_size(info->dtype);
+	if ((uint64_t)(end - begin) != need)
+		return ferr(err, TIR_EDATA, path,
+			    "tensor '%s': its shape needs %llu bytes but data_offsets span %llu",
+			    tname, (unsigned long long)need, (unsigned long long)(end - begin));
+	info->data_bytes = need;
+	info->data_offset = (uint64_t)begin;   /* the caller adds the header */
+	return 0;
+}
+
+static int st_info(int fd, const char *path, uint64_t fsize, uint64_t hlen, const char *name,
+		   struct tir_file_info *info, struct tir_err *err)
+{
+	if (hlen > ST_MAX_HEADER)
+		return ferr(err, TIR_EDATA, path,
+			    "header size %llu exceeds the limit of %llu bytes",
+			    (unsigned long long)hlen, (unsigned long long)ST_MAX_HEADER);
+	if (hlen > fsize - 8)
+		return ferr(err, TIR_EDATA, path,
+			    "header size %llu goes past the end of the file (%llu bytes)",
+			    (unsigned long long)hlen, (unsigned long long)fsize);
+	char *text = malloc(hlen ? hlen : 1);
+	if (!text)
+		return ferr(err, TIR_ENOMEM, path, "out of memory reading the header");
+	if (read_at(fd, text, hlen, 8)) {
+		int rc = read_err(err, path, "the header");
+		free(text);
+		return rc;
+	}
+	json_error_t jerr;
+	json_t *root = json_loadb(text, hlen, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
+	if (!root)
+		return ferr(err, TIR_EDATA, path, "bad safetensors header: %s (at byte %d)",
+			    jerr.text, jerr.position);
+	int rc;
+	const char *tname = NULL;
+	json_t *entry = NULL;
+	json_t *meta = json_object_get(root, "__metadata__");
+	if (!json_is_object(root)) {
+		rc = ferr(err, TIR_EDATA, path, "bad safetensors header: not a JSON object");
+		goto out;
+	}
+	if (meta) {
+		const char *k;
+		json_t *v;
+		bool ok = json_is_object(meta);
+		json_object_foreach(meta, k, v)
+			ok = ok && json_is_string(v);
+		if (!ok) {
+			rc = ferr(err, TIR_EDATA, path,
+				  "bad safetensors header: \"__metadata__\" must map strings to strings");
+			goto out;
+		}
+	}
+	if ((rc = st_pick(root, path, name, &tname, &entry, err)))
+		goto out;
+	if ((rc = st_entry(entry, path, tname, fsize - 8 - hlen, info, err)))
+		goto out;
+	info->data_offset += 8 + hlen;
+out:
+	json_decref(root);
+	return rc;
+}
+
+/* ---- open, detect, dispatch ---- */
+
+static int open_info(const char *path, const char *name, int *fdp,
+		     struct tir_file_info *info, struct tir_err *err)
+{
+	memset(info, 0, sizeof *info);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return ferr(err, TIR_EDATA, path, "cannot open: %s", strerror(errno));
+	struct stat st;
+	int rc;
+	if (fstat(fd, &st) != 0) {
+		rc = ferr(err, TIR_EDATA, path, "cannot stat: %s", strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = ferr(err, TIR_EDATA, path, "is a directory");
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = ferr(err, TIR_EDATA, path, "not a regular file");
+		goto fail;
+	}
+	uint64_t fsize = (uint64_t)st.st_size;
+	unsigned char head[12];
+	size_t nhead = fsize < sizeof head ? (size_t)fsize : sizeof head;
+	if (read_at(fd, head, nhead, 0)) {
+		rc = read_err(err, path, "the header");
+		goto fail;
+	}
+
+	if (nhead >= NPY_MAGIC_LEN && memcmp(head, NPY_MAGIC, NPY_MAGIC_LEN) == 0) {
+		if (name) {
+			rc = ferr(err, TIR_EDATA, path,
+				  "a .npy file holds one tensor: load it without a name");
+			goto fail;
+		}
+		rc = npy_info(fd, path, fsize, head, nhead, info, err);
+	} else {
+		uint64_t hlen = 0;
+		for (int i = 7; nhead >= 8 && i >= 0; i--)
+			hlen = hlen << 8 | head[i];
+		/* plausible: the upper half of the size is 0 and the JSON opens */
+		if (nhead < 9 || hlen < 2 || hlen >> 32 || head[8] != '{') {
+			rc = ferr(err, TIR_EDATA, path, "not a .npy or .safetensors file");
+			goto fail;
+		}
+		rc = st_info(fd, path, fsize, hlen, name, info, err);
+	}
+	if (rc)
+		goto fail;
+	*fdp = fd;
+	return 0;
+fail:
+	close(fd);
+	return rc;
+}
+
+/* The header only, validated against the file's size; see exec.h. */
+int tir_file_info(const char *path, const char *name, struct tir_file_info *info,
+		  struct tir_err *err)
+{
+	int fd;
+	int rc = open_info(path, name, &fd, info, err);
+	if (rc)
+		return rc;
+	close(fd);
+	return 0;
+}
+
+/* A new contiguous tensor in dst (empty on failure); bool bytes checked. */
+int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
+		  struct tir_err *err)
+{
+	struct tir_file_info info;
+	int fd;
+	memset(dst, 0, sizeof *dst);
+	int rc = open_info(path, name, &fd, &info, err);
+	if (rc)
+		return rc;
+	if ((rc = tir_tensor_alloc(dst, info.dtype, info.rank, info.shape, false, err))) {
+		close(fd);
+		return ferr(err, err->code, path, "%s", err->msg);
+	}
+	unsigned char *data = tir_tensor_data(dst);
+	if (info.data_bytes && read_at(fd, data, info.data_bytes, info.data_offset)) {
+		rc = read_err(err, path, "the data");
+		goto fail;
+	}
+	if (info.dtype == TIR_DTYPE_BOOL) {
+		for (uint64_t i = 0; i < info.data_bytes; i++) {
+			if (data[i] > 1) {
+				rc = ferr(err, TIR_EDATA, path,
+					  "invalid bool byte 0x%02x at element %llu (must be 0 or 1)",
+					  data[i], (unsigned long long)i);
+				goto fail;
+			}
+		}
+	}
+	close(fd);
+	return 0;
+fail:
+	close(fd);
+	tir_tensor_release(dst);
+	return rc;
+}
+
+/* ---- writing .npy ---- */
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t k = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* The data in C order, gathering a strided view through a bounded buffer. */
+static int write_data(int fd, const struct tir_tensor *t, int64_t numel)
+{
+	size_t es = tir_dtype_size(t->dtype);
+	const char *base = tir_tensor_data(t);
+	if (numel == 0)
+		return 0;
+	if (tir_tensor_is_contiguous(t))
+		return write_all(fd, base, (size_t)numel * es);
+
+	enum { CHUNK = 1 << 16 };
+	char *chunk = malloc(CHUNK);
+	if (!chunk) {
+		errno = ENOMEM;
+		return -1;
+	}
+	size_t used = 0;
+	struct tir_iter it;
+	const int64_t *st[1] = {t->strides};
+	if (tir_iter_init(&it, t->rank, t->shape, 1, st)) {
+		do {
+			const char *src = base + it.off[0] * (int64_t)es;
+			for (int64_t i = 0; i < it.inner; i++) {
+				memcpy(chunk + used, src + i * it.istride[0] * (int64_t)es, es);
+				used += es;
+				if (used == CHUNK) {
+					if (write_all(fd, chunk, used))
+						goto fail;
+					used = 0;
+				}
+			}
+		} while (tir_iter_next(&it));
+	}
+	if (write_all(fd, chunk, used))
+		goto fail;
+	free(chunk);
+	return 0;
+fail:
+	free(chunk);
+	return -1;
+}
+
+/* "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", padded
+ * with spaces and a final newline so the preamble plus header is a
+ * multiple of 64 bytes, as numpy writes it.  Version 2.0 only when the
+ * header outgrows 1.0's u16 length.  Sets *npre to the preamble's length. */
+static void npy_header(const struct tir_tensor *t, struct tir_str *h, unsigned char pre[12],
+		       size_t *npre)
+{
+	static const char *const descr[TIR_DTYPE_COUNT] = {
+		[TIR_DTYPE_BOOL] = "|b1", [TIR_DTYPE_I32] = "<i4", [TIR_DTYPE_I64] = "<i8",
+		[TIR_DTYPE_F32] = "<f4", [TIR_DTYPE_F64] = "<f8",
+	};
+	tir_str_addf(h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr[t->dtype]);
+	for (int i = 0; i < t->rank; i++)
+		tir_str_addf(h, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+	tir_str_addf(h, "%s), }", t->rank == 1 ? "," : "");
+	size_t n = h->n + 1;   /* with the newline */
+	*npre = NPY_MAGIC_LEN + 4;
+	if ((n + *npre + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN - *npre > 65535)
+		*npre = NPY_MAGIC_LEN + 6;
+	size_t total = (*npre + n + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
+	for (size_t k = *npre + n; k < total; k++)
+		tir_str_add(h, " ", 1);
+	tir_str_add(h, "\n", 1);
+
+	memcpy(pre, NPY_MAGIC, NPY_MAGIC_LEN);
+	pre[6] = *npre == NPY_MAGIC_LEN + 4 ? 1 : 2;
+	pre[7] = 0;
+	for (size_t i = 8; i < *npre; i++)
+		pre[i] = (unsigned char)(h->n >> (8 * (i - 8)));
+}
+
+/* Write t as .npy through PATH.tmp and a rename: never a half file. */
+int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *err)
+{
+	if ((unsigned)t->dtype >= TIR_DTYPE_COUNT || t->rank < 0 || t->rank > TIR_MAX_RANK)
+		return ferr(err, TIR_EDATA, path, "cannot save a tensor of rank %d", t->rank);
+	int64_t numel = tir_tensor_numel(t);
+	if (numel > 0 && !t->buf)
+		return ferr(err, TIR_EDATA, path, "the tensor has no data");
+
+	struct tir_str header = {0};
+	unsigned char pre[12];
+	size_t npre;
+	npy_header(t, &header, pre, &npre);
+	size_t plen = strlen(path);
+	char *tmp = header.oom ? NULL : malloc(plen + 5);
+	if (!tmp) {
+		tir_str_free(&header);
+		return ferr(err, TIR_ENOMEM, path, "out of memory");
+	}
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmp", 5);
+
+	int rc = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		rc = ferr(err, TIR_EDATA, path, "cannot create %s: %s", tmp, strerror(errno));
+		free(tmp);
+		tir_str_free(&header);
+		return rc;
+	}
+	if (write_all(fd, pre, npre) || write_all(fd, header.s, header.n) ||
+	    write_data(fd, t, numel)) {
+		rc = ferr(err, TIR_EDATA, path, "cannot write: %s", strerror(errno));
+		close(fd);
+		goto fail;
+	}
+	if (close(fd) != 0) {
+		rc = ferr(err, TIR_EDATA, path, "cannot write: %s", strerror(errno));
+		goto fail;
+	}
+	if (rename(tmp, path) != 0) {
+		rc = ferr(err, TIR_EDATA, path, "cannot rename %s into place: %s", tmp,
+			  strerror(errno));
+		goto fail;
+	}
+	free(tmp);
+	tir_str_free(&header);
+	return 0;
+fail:
+	unlink(tmp);
+	free(tmp);
+	tir_str_free(&header);
+	return rc;
+}

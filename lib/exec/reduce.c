@@ -1,0 +1,547 @@
+/*
+ * reduce.c — the reference reduction kernel: sum mean max min prod var
+ * argmax argmin over any set of axes of a strided tensor.  Axis
+ * normalisation, keepdims and dtype promotion are the checker's and the
+ * executor's business; this file only computes.
+ *
+ * x is walked once in (nearly) memory order; every element is folded into
+ * the accumulator of the output it belongs to, so reducing the inner axis
+ * and reducing outer axes are both plain 1-D loops over contiguous memory.
+ */
+#include "exec.h"
+#include "iter.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One run of x handed to a fold function: n elements starting at x, x[j]
+ * at x + j * xs.  They go to output o + j * os (os == 0: all to o) and,
+ * for argmax/argmin, have positions idx + j * is along the reduced axes. */
+struct run {
+	const void *x;
+	int64_t xs, n;
+	int64_t o, os;
+	int64_t idx, is;
+};
+
+typedef void (*fold_fn)(const struct run *r, void *acc, void *aux);
+
+/* ---- pairwise sums in double (the inner-axis case of sum, mean, var) ---- */
+
+#define DEF_PAIRWISE(NAME, T)                                                \
+static double NAME(const T *x, int64_t n, int64_t s)                        \
+{                                                                            \
+	if (n < 8) {                                                         \
+		double t = 0;                                                \
+		for (int64_t i = 0; i < n; i++)                              \
+			t += (double)x[i * s];                               \
+		return t;                                                    \
+	}                                                                    \
+	if (n <= 128) {                                                      \
+		double p[8];                                                 \
+		for (int k = 0; k < 8; k++)                                  \
+			p[k] = (double)x[k * s];                             \
+		int64_t i = 8;                                               \
+		for (; i + 8 <= n; i += 8)                                   \
+			for (int k = 0; k < 8; k++)                          \
+				p[k] += (double)x[(i + k) * s];              \
+		double t = ((p[0] + p[1]) + (p[2] + p[3])) +                 \
+			   ((p[4] + p[5]) + (p[6] + p[7]));                  \
+		for (; i < n; i++)                                           \
+			t += (double)x[i * s];                               \
+		return t;                                                    \
+	}                                                                    \
+	int64_t h = n / 2;                                                   \
+	h -= h % 8;                                                          \
+	return NAME(x, h, s) + NAME(x + h * s, n - h, s);                    \
+}
+
+DEF_PAIRWISE(pw_f32, float)
+DEF_PAIRWISE(pw_f64, double)
+DEF_PAIRWISE(pw_i32, int32_t)
+DEF_PAIRWISE(pw_i64, int64_t)
+
+/* ---- fold functions, one per (op, element type) ---- */
+
+/* sum into a double accumulator (float sums, and mean/var of anything) */
+#define DEF_SUMD(NAME, T, PW)                                                \
+static void NAME(const struct run *r, void *accv, void *aux)                \
+{                                                                            \
+	const T *x = r->x;                                                   \
+	double *acc = accv;                                                  \
+	if (r->os == 0) {                                                    \
+		acc[r->o] += PW(x, r->n, r->xs);                             \
+		return;                                                      \
+	}                                                                    \
+	for (int64_t j = 0; j < r->n; j++)                                   \
+		acc[r->o + j * r->os] += (double)x[j * r->xs];               \
+}
+
+DEF_SUMD(sumd_f32, float, pw_f32)
+DEF_SUMD(sumd_f64, double, pw_f64)
+DEF_SUMD(sumd_i32, int32_t, pw_i32)
+DEF_SUMD(sumd_i64, int64_t, pw_i64)
+
+/* product into a double accumulator (floats) */
+#define DEF_PRODD(NAME, T)                                                   \
+static void NAME(const struct run *r, void *accv, void *aux)                \
+{                                                                            \
+	const T *x = r->x;                                                   \
+	double *acc = accv;                                                  \
+	if (r->os == 0) {                                                    \
+		double t = acc[r->o];                                        \
+		for (int64_t j = 0; j < r->n; j++)                           \
+			t *= (double)x[j * r->xs];                           \
+		acc[r->o] = t;                                               \
+		return;                                                      \
+	}                                                                    \
+	for (int64_t j = 0; j < r->n; j++)                                   \
+		acc[r->o + j * r->os] *= (double)x[j * r->xs];               \
+}
+
+DEF_PRODD(prodd_f32, float)
+DEF_PRODD(prodd_f64, double)
+
+/* integer sum and product, wrapping: the accumulator is out itself seen
+ * as unsigned, so overflow is defined and gives NumPy's wrapped result */
+#define DEF_WRAP(NAME, T, U, OP)                                             \
+static void NAME(const struct run *r, void *accv, void *aux)                \
+{                                                                            \
+	const T *x = r->x;                                                   \
+	U *acc = accv;                                                       \
+	if (r->os == 0) {                                                    \
+		U t = acc[r->o];                                             \
+		for (int64_t j = 0; j < r->n; j++)                           \
+			t = t OP (U)x[j * r->xs];                            \
+		acc[r->o] = t;                                               \
+		return;                                                      \
+	}                                                                    \
+	for (int64_t j = 0; j < r->n; j++) {                                 \
+		U *a = &acc[r->o + j * r->os];                               \
+		*a = *a OP (U)x[j * r->xs];                                  \
+	}                                                                    \
+}
+
+DEF_WRAP(sumw_i32, int32_t, uint32_t, +)
+DEF_WRAP(sumw_i64, int64_t, uint64_t, +)
+DEF_WRAP(prodw_i32, int32_t, uint32_t, *)
+DEF_WRAP(prodw_i64, int64_t, uint64_t, *)
+
+/* max/min straight into out, which starts at the identity (-inf, +inf,
+ * INT_MIN, ...).  TAKE(v, a): v replaces a; for floats a NaN always does,
+ * and nothing replaces a NaN. */
+#define TAKE_MAX(v, a) ((v) > (a))
+#define TAKE_MIN(v, a) ((v) < (a))
+#define TAKE_FMAX(v, a) ((v) > (a) || (v) != (v))
+#define TAKE_FMIN(v, a) ((v) < (a) || (v) != (v))
+
+#define DEF_EXTREMUM(NAME, T, TAKE)                                          \
+static void NAME(const struct run *r, void *accv, void *aux)                \
+{                                                                            \
+	const T *x = r->x;                                                   \
+	T *acc = accv;                                                       \
+	if (r->os == 0) {                                                    \
+		T a = acc[r->o];                                             \
+		for (int64_t j = 0; j < r->n; j++) {                         \
+			T v = x[j * r->xs];                                  \
+			if (TAKE(v, a))                                      \
+				a = v;                                       \
+		}                                                            \
+		acc[r->o] = a;                                               \
+		return;                                                      \
+	}                                                                    \
+	for (int64_t j = 0; j < r->n; j++) {                                 \
+		T v = x[j * r->xs];                                          \
+		T *a = &acc[r->o + j * r->os];                               \
+		if (TAKE(v, *a))                                             \
+			*a = v;                                              \
+	}                                                                    \
+}
+
+DEF_EXTREMUM(max_f32, float, TAKE_FMAX)
+DEF_EXTREMUM(max_f64, double, TAKE_FMAX)
+DEF_EXTREMUM(max_i32, int32_t, TAKE_MAX)
+DEF_EXTREMUM(max_i64, int64_t, TAKE_MAX)
+DEF_EXTREMUM(max_b, uint8_t, TAKE_MAX)
+DEF_EXTREMUM(min_f32, float, TAKE_FMIN)
+DEF_EXTREMUM(min_f64, double, TAKE_FMIN)
+DEF_EXTREMUM(min_i32, int32_t, TAKE_MIN)
+DEF_EXTREMUM(min_i64, int64_t, TAKE_MIN)
+DEF_EXTREMUM(min_b, uint8_t, TAKE_MIN)
+
+/* var's second pass: squared deviations from the mean (aux) into acc */
+#define DEF_DEV2(NAME, T)                                                    \
+static void NAME(const struct run *r, void *accv, void *aux)                \
+{                                                                            \
+	const T *x = r->x;                                                   \
+	double *acc = accv;                                                  \
+	const double *mean = aux;                                            \
+	if (r->os == 0) {                                                    \
+		double m = mean[r->o], t = 0;                                \
+		for (int64_t j = 0; j < r->n; j++) {                         \
+			double d = (double)x[j * r->xs] - m;                 \
+			t += d * d;                                          \
+		}                                                            \
+		acc[r->o] += t;                                              \
+		return;                                                      \
+	}                                                                    \
+	for (int64_t j = 0; j < r->n; j++) {                                 \
+		int64_t o = r->o + j * r->os;                                \
+		double d = (double)x[j * r->xs] - mean[o];                   \
+		acc[o] += d * d;                                             \
+	}                                                                    \
+}
+
+DEF_DEV2(dev2_f32, float)
+DEF_DEV2(dev2_f64, double)
+DEF_DEV2(dev2_i32, int32_t)
+DEF_DEV2(dev2_i64, int64_t)
+
+/* argmax/argmin: acc is out (i64, -1 until the first element), aux the
+ * best value so far (double for floats, int64 otherwise: both exact).
+ * Elements arrive in increasing index order, so a strict comparison keeps
+ * the first of equal values; a NaN wins and then nothing replaces it. */
+#define BEAT_MAX(v, b) ((v) > (b))
+#define BEAT_MIN(v, b) ((v) < (b))
+#define BEAT_FMAX(v, b) ((b) == (b) && ((v) > (b) || (v) != (v)))
+#define BEAT_FMIN(v, b) ((b) == (b) && ((v) < (b) || (v) != (v)))
+
+#define DEF_ARG(NAME, T, B, BEAT)                                            \
+static void NAME(const struct run *r, void *accv, void *aux)                \
+{                                                                            \
+	const T *x = r->x;                                                   \
+	int64_t *out = accv;                                                 \
+	B *best = aux;                                                       \
+	if (r->os == 0) {                                                    \
+		int64_t bi = out[r->o];                                      \
+		B b = best[r->o];                                            \
+		for (int64_t j = 0; j < r->n; j++) {                         \
+			B v = (B)x[j * r->xs];                               \
+			if (bi < 0 || BEAT(v, b)) {                          \
+				b = v;                                       \
+				bi = r->idx + j * r->is;                     \
+			}                                                    \
+		}                                                            \
+		out[r->o] = bi;                                              \
+		best[r->o] = b;                                              \
+		return;                                                      \
+	}                                                                    \
+	for (int64_t j = 0; j < r->n; j++) {                                 \
+		int64_t o = r->o + j * r->os;                                \
+		B v = (B)x[j * r->xs];                                       \
+		if (out[o] < 0 || BEAT(v, best[o])) {                        \
+			best[o] = v;                                         \
+			out[o] = r->idx + j * r->is;                         \
+		}                                                            \
+	}                                                                    \
+}
+
+DEF_ARG(argmax_f32, float, double, BEAT_FMAX)
+DEF_ARG(argmax_f64, double, double, BEAT_FMAX)
+DEF_ARG(argmax_i32, int32_t, int64_t, BEAT_MAX)
+DEF_ARG(argmax_i64, int64_t, int64_t, BEAT_MAX)
+DEF_ARG(argmax_b, uint8_t, int64_t, BEAT_MAX)
+DEF_ARG(argmin_f32, float, double, BEAT_FMIN)
+DEF_ARG(argmin_f64, double, double, BEAT_FMIN)
+DEF_ARG(argmin_i32, int32_t, int64_t, BEAT_MIN)
+DEF_ARG(argmin_i64, int64_t, int64_t, BEAT_MIN)
+DEF_ARG(argmin_b, uint8_t, int64_t, BEAT_MIN)
+
+/* ---- the walk ---- */
+
+struct plan {
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	int64_t xs[TIR_MAX_RANK], os[TIR_MAX_RANK], is[TIR_MAX_RANK];
+	int64_t count;    /* elements folded into each output */
+	int64_t onumel;   /* outputs */
+};
+
+/* Output strides: out is contiguous over the kept axes (0 on reduced
+ * ones).  Index strides: row-major over the reduced axes (0 on kept ones),
+ * the flat position argmax reports.  Unless in_order, the axes are then
+ * sorted outermost-first by |x stride| so the walk follows memory; argmax
+ * and argmin keep x's order, which their tie rule relies on. */
+static void plan_init(struct plan *p, const struct tir_tensor *x, const bool *mask,
+		      bool in_order)
+{
+	int r = x->rank;
+	int64_t os = 1, is = 1;
+	p->rank = r;
+	p->count = 1;
+	p->onumel = 1;
+	for (int d = r - 1; d >= 0; d--) {
+		p->shape[d] = x->shape[d];
+		p->xs[d] = x->strides[d];
+		p->os[d] = mask[d] ? 0 : os;
+		p->is[d] = mask[d] ? is : 0;
+		if (mask[d]) {
+			is *= x->shape[d];
+			p->count *= x->shape[d];
+		} else {
+			os *= x->shape[d];
+			p->onumel *= x->shape[d];
+		}
+	}
+	if (in_order)
+		return;
+	for (int i = 1; i < r; i++) {            /* stable insertion sort */
+		int64_t n = p->shape[i], a = p->xs[i], b = p->os[i], c = p->is[i];
+		int j = i;
+		for (; j > 0 && llabs(p->xs[j - 1]) < llabs(a); j--) {
+			p->shape[j] = p->shape[j - 1];
+			p->xs[j] = p->xs[j - 1];
+			p->os[j] = p->os[j - 1];
+			p->is[j] = p->is[j - 1];
+		}
+		p->shape[j] = n;
+		p->xs[j] = a;
+		p->os[j] = b;
+		p->is[j] = c;
+	}
+}
+
+static void walk(const struct plan *p, const struct tir_tensor *x, fold_fn fold,
+		 void *acc, void *aux)
+{
+	const int64_t *st[3] = {p->xs, p->os, p->is};
+	struct tir_iter it;
+	if (!tir_iter_init(&it, p->rank, p->shape, 3, st))
+		return;
+	const char *base = tir_tensor_data(x);
+	int64_t esz = (int64_t)tir_dtype_size(x->dtype);
+	struct run r = {
+		.xs = it.istride[0], .n = it.inner, .os = it.istride[1], .is = it.istride[2],
+	};
+	do {
+		r.x = base + it.off[0] * esz;
+		r.o = it.off[1];
+		r.idx = it.off[2];
+		fold(&r, acc, aux);
+	} while (tir_iter_next(&it));
+}
+
+/* ---- the kernel ---- */
+
+static const char *op_name(enum tir_op op)
+{
+	switch (op) {
+	case TIR_OP_SUM: return "sum";
+	case TIR_OP_MEAN: return "mean";
+	case TIR_OP_MAX: return "max";
+	case TIR_OP_MIN: return "min";
+	case TIR_OP_PROD: return "prod";
+	case TIR_OP_VAR: return "var";
+	case TIR_OP_ARGMAX: return "argmax";
+	case TIR_OP_ARGMIN: return "argmin";
+	default: return "reduce";
+	}
+}
+
+/* The fold for op over dtype dt (SUM/PROD on the accumulation type they
+ * use; MEAN/VAR's first pass is sumd).  NULL when unsupported. */
+static fold_fn pick(enum tir_op op, enum tir_dtype dt)
+{
+	static const fold_fn sumd[] = {NULL, sumd_i32, sumd_i64, sumd_f32, sumd_f64};
+	static const fold_fn sumw[] = {NULL, sumw_i32, sumw_i64, sumd_f32, sumd_f64};
+	static const fold_fn prod[] = {NULL, prodw_i32, prodw_i64, prodd_f32, prodd_f64};
+	static const fold_fn dev2[] = {NULL, dev2_i32, dev2_i64, dev2_f32, dev2_f64};
+	static const fold_fn mx[] = {max_b, max_i32, max_i64, max_f32, max_f64};
+	static const fold_fn mn[] = {min_b, min_i32, min_i64, min_f32, min_f64};
+	static const fold_fn amx[] = {argmax_b, argmax_i32, argmax_i64, argmax_f32, argmax_f64};
+	static const fold_fn amn[] = {argmin_b, argmin_i32, argmin_i64, argmin_f32, argmin_f64};
+	if ((unsigned)dt >= TIR_DTYPE_COUNT)
+		return NULL;
+	switch (op) {
+	case TIR_OP_SUM: return sumw[dt];
+	case TIR_OP_MEAN: return sumd[dt];
+	case TIR_OP_VAR: return dev2[dt];
+	case TIR_OP_PROD: return prod[dt];
+	case TIR_OP_MAX: return mx[dt];
+	case TIR_OP_MIN: return mn[dt];
+	case TIR_OP_ARGMAX: return amx[dt];
+	case TIR_OP_ARGMIN: return amn[dt];
+	default: return NULL;
+	}
+}
+
+static bool is_float(enum tir_dtype dt)
+{
+	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+}
+
+/* out[i] = v[i] in out's dtype (float to int by tir's rule) */
+static void store_f64(struct tir_tensor *out, const double *v, int64_t n)
+{
+	void *d = tir_tensor_data(out);
+	switch (out->dtype) {
+	case TIR_DTYPE_F32:
+		for (int64_t i = 0; i < n; i++)
+			((float *)d)[i] = (float)v[i];
+		break;
+	case TIR_DTYPE_F64:
+		if (d != (const void *)v)
+			memcpy(d, v, (size_t)n * sizeof(double));
+		break;
+	case TIR_DTYPE_I32:
+		for (int64_t i = 0; i < n; i++)
+			((int32_t *)d)[i] = tir_f2i32(v[i]);
+		break;
+	case TIR_DTYPE_I64:
+		for (int64_t i = 0; i < n; i++)
+			((int64_t *)d)[i] = tir_f2i64(v[i]);
+		break;
+	default:
+		TIR_ASSERT(!"store_f64: bad dtype");
+	}
+}
+
+/* Fill out's n elements with the constant f (floats) or i (integers, bool). */
+static void fill(struct tir_tensor *out, int64_t n, double f, int64_t i)
+{
+	void *d = tir_tensor_data(out);
+	for (int64_t k = 0; k < n; k++) {
+		switch (out->dtype) {
+		case TIR_DTYPE_BOOL: ((uint8_t *)d)[k] = (uint8_t)i; break;
+		case TIR_DTYPE_I32: ((int32_t *)d)[k] = (int32_t)i; break;
+		case TIR_DTYPE_I64: ((int64_t *)d)[k] = i; break;
+		case TIR_DTYPE_F32: ((float *)d)[k] = (float)f; break;
+		case TIR_DTYPE_F64: ((double *)d)[k] = f; break;
+		default: TIR_ASSERT(!"fill: bad dtype");
+		}
+	}
+}
+
+/* An n-double scratch array: out's own memory when out is f64 and may
+ * serve (*owned false), else malloc'd. */
+static double *scratch(struct tir_tensor *out, int64_t n, bool use_out, bool *owned)
+{
+	if (use_out && out->dtype == TIR_DTYPE_F64) {
+		*owned = false;
+		return tir_tensor_data(out);
+	}
+	*owned = true;
+	return malloc((size_t)(n ? n : 1) * sizeof(double));
+}
+
+static int reduce_empty(enum tir_op op, struct tir_tensor *out, int64_t onumel,
+			struct tir_err *err)
+{
+	switch (op) {
+	case TIR_OP_SUM:
+		fill(out, onumel, 0.0, 0);
+		return 0;
+	case TIR_OP_PROD:
+		fill(out, onumel, 1.0, 1);
+		return 0;
+	case TIR_OP_MEAN:
+	case TIR_OP_VAR:   /* NaN as NumPy; an integer out gets NaN's cast */
+		fill(out, onumel, NAN, out->dtype == TIR_DTYPE_I32 ? INT32_MIN : INT64_MIN);
+		return 0;
+	default:
+		return tir_errf(err, TIR_ERUNTIME, NULL, "%s: reduction over an empty axis",
+				op_name(op));
+	}
+}
+
+int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
+		 struct tir_tensor *out, struct tir_err *err)
+{
+	const char *name = op_name(op);
+	bool arg = op == TIR_OP_ARGMAX || op == TIR_OP_ARGMIN;
+	enum tir_dtype want = arg ? TIR_DTYPE_I64 : x->dtype;
+	fold_fn fold = pick(op, x->dtype);
+	if (!fold)
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%s: %s input is not supported",
+				name, tir_dtype_name(x->dtype));
+	if (out->dtype != want)
+		return tir_errf(err, TIR_ETYPE, NULL, "%s: output is %s, expected %s", name,
+				tir_dtype_name(out->dtype), tir_dtype_name(want));
+
+	struct plan p;
+	plan_init(&p, x, mask, arg);
+	if (tir_tensor_numel(out) != p.onumel)
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"%s: output has %lld elements, expected %lld", name,
+				(long long)tir_tensor_numel(out), (long long)p.onumel);
+	if (p.onumel == 0)
+		return 0;
+	if (p.count == 0)
+		return reduce_empty(op, out, p.onumel, err);
+
+	enum tir_dtype dt = x->dtype;
+	int64_t n = p.onumel;
+	bool owned = false, owned2 = false;
+	double *acc = NULL, *acc2 = NULL;
+	void *best = NULL;
+	if ((op == TIR_OP_SUM || op == TIR_OP_PROD) && !is_float(dt)) {
+		/* wrapping, in out itself */
+		fill(out, n, 0, op == TIR_OP_SUM ? 0 : 1);
+		walk(&p, x, fold, tir_tensor_data(out), NULL);
+		return 0;
+	}
+	switch (op) {
+	case TIR_OP_SUM:
+	case TIR_OP_PROD:
+	case TIR_OP_MEAN:   /* floats, and mean of anything: in double */
+		acc = scratch(out, n, true, &owned);
+		if (!acc)
+			goto oom;
+		for (int64_t i = 0; i < n; i++)
+			acc[i] = op == TIR_OP_PROD ? 1.0 : 0.0;
+		walk(&p, x, fold, acc, NULL);
+		if (op == TIR_OP_MEAN)
+			for (int64_t i = 0; i < n; i++)
+				acc[i] /= (double)p.count;
+		store_f64(out, acc, n);
+		break;
+	case TIR_OP_VAR:   /* two passes: the mean, then squared deviations */
+		acc = scratch(out, n, false, &owned);
+		acc2 = scratch(out, n, true, &owned2);
+		if (!acc || !acc2)
+			goto oom;
+		for (int64_t i = 0; i < n; i++)
+			acc[i] = acc2[i] = 0.0;
+		walk(&p, x, pick(TIR_OP_MEAN, dt), acc, NULL);
+		for (int64_t i = 0; i < n; i++)
+			acc[i] /= (double)p.count;
+		walk(&p, x, fold, acc2, acc);
+		for (int64_t i = 0; i < n; i++)
+			acc2[i] /= (double)p.count;
+		store_f64(out, acc2, n);
+		break;
+	case TIR_OP_MAX:
+	case TIR_OP_MIN: {
+		bool mx = op == TIR_OP_MAX;
+		int64_t lo = dt == TIR_DTYPE_BOOL ? 0 : dt == TIR_DTYPE_I32 ? INT32_MIN : INT64_MIN;
+		int64_t hi = dt == TIR_DTYPE_BOOL ? 1 : dt == TIR_DTYPE_I32 ? INT32_MAX : INT64_MAX;
+		fill(out, n, mx ? -INFINITY : INFINITY, mx ? lo : hi);
+		walk(&p, x, fold, tir_tensor_data(out), NULL);
+		break;
+	}
+	case TIR_OP_ARGMAX:
+	case TIR_OP_ARGMIN:
+		best = malloc((size_t)n * 8);
+		if (!best)
+			goto oom;
+		fill(out, n, 0, -1);
+		walk(&p, x, fold, tir_tensor_data(out), best);
+		break;
+	default:
+		TIR_ASSERT(!"tir_k_reduce: not a reduction");
+	}
+	if (owned)
+		free(acc);
+	if (owned2)
+		free(acc2);
+	free(best);
+	return 0;
+oom:
+	if (owned)
+		free(acc);
+	if (owned2)
+		free(acc2);
+	return tir_errf(err, TIR_ENOMEM, NULL, "%s: out of memory for %lld accumulators",
+			name, (long long)n);
+}

@@ -1,0 +1,107 @@
+/*
+ * rng.c — rand and randn: Philox4x32-10 (Salmon, Moraes, Dror, Shaw,
+ * "Parallel random numbers: as easy as 1, 2, 3", SC 2011), counter-based so
+ * that a value depends only on (seed, element index, dtype), never on
+ * threads, chunking, fusion or where it runs.  Not a cryptographic RNG.
+ *
+ * The definition (a contract: changing it changes every program's output):
+ *   element i (flat row-major index into out):
+ *     counter = {lo32(i), hi32(i), 0, 0}, key = {lo32(seed), hi32(seed)}
+ *     {r0, r1, r2, r3} = Philox4x32-10(counter, key)
+ *   rand, f32:  (r0 >> 8) * 2^-24
+ *   rand, f64:  (((u64)r0 << 32 | r1) >> 11) * 2^-53           (both in [0, 1))
+ *   randn: Box-Muller, computed in double, rounded to out's dtype:
+ *     f32:  u1 = ((r0 >> 8) + 1) * 2^-24,  u2 = (r2 >> 8) * 2^-24
+ *     f64:  u1 = (((((u64)r0 << 32 | r1) >> 11) + 1) * 2^-53,
+ *           u2 = (((u64)r2 << 32 | r3) >> 11) * 2^-53
+ *     z = sqrt(-2 ln u1) * cos(2 pi u2)                     (u1 in (0, 1])
+ *   Other dtypes take the f64 value converted as cast does (truncation).
+ */
+#include "exec.h"
+#include "iter.h"
+
+#include <math.h>
+
+#define PHILOX_M0 UINT32_C(0xD2511F53)
+#define PHILOX_M1 UINT32_C(0xCD9E8D57)
+#define PHILOX_W0 UINT32_C(0x9E3779B9)
+#define PHILOX_W1 UINT32_C(0xBB67AE85)
+
+static inline void philox_round(uint32_t c[4], const uint32_t k[2])
+{
+	uint64_t p0 = (uint64_t)PHILOX_M0 * c[0];
+	uint64_t p1 = (uint64_t)PHILOX_M1 * c[2];
+	uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+	uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+	uint32_t n0 = hi1 ^ c[1] ^ k[0];
+	uint32_t n2 = hi0 ^ c[3] ^ k[1];
+	c[0] = n0;
+	c[1] = lo1;
+	c[2] = n2;
+	c[3] = lo0;
+}
+
+void tir_philox4x32_10(uint32_t ctr[4], const uint32_t key[2])
+{
+	uint32_t k[2] = {key[0], key[1]};
+	for (int r = 0; r < 10; r++) {
+		if (r > 0) {
+			k[0] += PHILOX_W0;
+			k[1] += PHILOX_W1;
+		}
+		philox_round(ctr, k);
+	}
+}
+
+/* The value of element i as a double, by the definition above. */
+static inline double rng_value(uint64_t i, const uint32_t key[2], bool normal, bool single)
+{
+	uint32_t r[4] = {(uint32_t)i, (uint32_t)(i >> 32), 0, 0};
+	tir_philox4x32_10(r, key);
+	if (!normal) {
+		if (single)
+			return (double)(r[0] >> 8) * 0x1p-24;
+		return (double)((((uint64_t)r[0] << 32) | r[1]) >> 11) * 0x1p-53;
+	}
+	double u1, u2;
+	if (single) {
+		u1 = (double)((r[0] >> 8) + 1) * 0x1p-24;
+		u2 = (double)(r[2] >> 8) * 0x1p-24;
+	} else {
+		u1 = (double)(((((uint64_t)r[0] << 32) | r[1]) >> 11) + 1) * 0x1p-53;
+		u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
+	}
+	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+
+void tir_rand_range(void *p, enum tir_dtype dt, int64_t start, int64_t n, uint64_t seed,
+		    bool normal)
+{
+	const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+	bool single = dt == TIR_DTYPE_F32;
+	for (int64_t j = 0; j < n; j++) {
+		double v = rng_value((uint64_t)(start + j), key, normal, single);
+		switch (dt) {
+		case TIR_DTYPE_BOOL: ((uint8_t *)p)[j] = v != 0; break;
+		case TIR_DTYPE_I32: ((int32_t *)p)[j] = tir_f2i32(v); break;
+		case TIR_DTYPE_I64: ((int64_t *)p)[j] = tir_f2i64(v); break;
+		case TIR_DTYPE_F32: ((float *)p)[j] = (float)v; break;
+		case TIR_DTYPE_F64: ((double *)p)[j] = v; break;
+		default: break;
+		}
+	}
+}
+
+/* Fill the contiguous out with uniform [0, 1) (normal false) or standard
+ * normal values; returns 0, or -TIR_EUNSUPPORTED for a strided out. */
+int tir_k_rand(struct tir_tensor *out, uint64_t seed, bool normal)
+{
+	int64_t n = tir_tensor_numel(out);
+	void *p = tir_tensor_data(out);
+	if (n == 0)
+		return 0;
+	if (!p || !tir_tensor_is_contiguous(out) || (unsigned)out->dtype >= TIR_DTYPE_COUNT)
+		return -TIR_EUNSUPPORTED;
+	tir_rand_range(p, out->dtype, 0, n, seed, normal);
+	return 0;
+}

@@ -1,0 +1,370 @@
+/*
+ * tensor.c — tensors: reference-counted aligned buffers, the byte counters
+ * behind "peak", dtype conversion, and views (broadcast, transpose, slice,
+ * reshape).  No arithmetic kernels live here; see elementwise.c and friends.
+ */
+#include "exec.h"
+#include "iter.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TIR_ALIGN 64
+
+static atomic_size_t mem_current;
+static atomic_size_t mem_peak;
+
+size_t tir_mem_current(void)
+{
+	return atomic_load(&mem_current);
+}
+
+size_t tir_mem_peak(void)
+{
+	return atomic_load(&mem_peak);
+}
+
+void tir_mem_reset_peak(void)
+{
+	atomic_store(&mem_peak, atomic_load(&mem_current));
+}
+
+static void mem_add(size_t n)
+{
+	size_t now = atomic_fetch_add(&mem_current, n) + n;
+	size_t peak = atomic_load(&mem_peak);
+	while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
+		;
+}
+
+static void empty(struct tir_tensor *t)
+{
+	memset(t, 0, sizeof *t);
+}
+
+int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
+		     const int64_t *shape, bool zero, struct tir_err *err)
+{
+	empty(t);
+	if ((unsigned)dt >= TIR_DTYPE_COUNT || rank < 0 || rank > TIR_MAX_RANK)
+		return tir_errf(err, TIR_ETYPE, NULL, "bad tensor type (dtype %d, rank %d)",
+				(int)dt, rank);
+	int64_t n = 1;
+	bool too_big = false;
+	for (int i = 0; i < rank; i++) {
+		if (shape[i] < 0)
+			return tir_errf(err, TIR_ETYPE, NULL, "negative dimension %lld",
+					(long long)shape[i]);
+		if (shape[i] > TIR_MAX_DIM)
+			too_big = true;
+		else if (n != 0 && shape[i] != 0 && n > TIR_MAX_ELEMS / shape[i])
+			too_big = true;
+		else
+			n *= shape[i];
+	}
+	/* a 0 axis makes the tensor empty however large the others are */
+	for (int i = 0; i < rank; i++)
+		if (shape[i] == 0)
+			too_big = false, n = 0;
+	if (too_big || n > TIR_MAX_ELEMS)
+		return tir_errf(err, TIR_ENOMEM, NULL,
+				"tensor too large (limit %lld elements)",
+				(long long)TIR_MAX_ELEMS);
+
+	/* Rounded to the alignment; an empty tensor still gets one block so
+	 * that buf is non-NULL exactly when the tensor is allocated. */
+	size_t bytes = (size_t)n * tir_dtype_size(dt);
+	size_t rounded = (bytes + TIR_ALIGN - 1) / TIR_ALIGN * TIR_ALIGN;
+	if (rounded == 0)
+		rounded = TIR_ALIGN;
+	struct tir_buf *b = malloc(sizeof *b);
+	void *data = b ? aligned_alloc(TIR_ALIGN, rounded) : NULL;
+	if (!data) {
+		free(b);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory allocating %zu bytes",
+				rounded);
+	}
+	if (zero)
+		memset(data, 0, rounded);
+	b->refs = 1;
+	b->bytes = rounded;
+	b->data = data;
+	mem_add(rounded);
+
+	t->dtype = dt;
+	t->rank = rank;
+	for (int i = 0; i < rank; i++)
+		t->shape[i] = shape[i];
+	tir_tensor_set_contiguous_strides(t);
+	t->offset = 0;
+	t->buf = b;
+	return 0;
+}
+
+void tir_tensor_release(struct tir_tensor *t)
+{
+	struct tir_buf *b = t->buf;
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		atomic_fetch_sub(&mem_current, b->bytes);
+		free(b->data);
+		free(b);
+	}
+	empty(t);
+}
+
+/* dst is overwritten (not released): it must be empty or hold nothing of its own. */
+void tir_tensor_ref(struct tir_tensor *dst, const struct tir_tensor *src)
+{
+	if (src->buf)
+		__atomic_add_fetch(&src->buf->refs, 1, __ATOMIC_RELAXED);
+	if (dst != src)
+		*dst = *src;
+}
+
+int64_t tir_tensor_numel(const struct tir_tensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+bool tir_tensor_is_contiguous(const struct tir_tensor *t)
+{
+	int64_t want = 1;
+	for (int i = t->rank - 1; i >= 0; i--) {
+		if (t->shape[i] == 0)
+			return true;
+		if (t->shape[i] != 1 && t->strides[i] != want)
+			return false;
+		want *= t->shape[i];
+	}
+	return true;
+}
+
+void tir_tensor_set_contiguous_strides(struct tir_tensor *t)
+{
+	int64_t s = 1;
+	for (int i = t->rank - 1; i >= 0; i--) {
+		t->strides[i] = s;
+		s *= t->shape[i] ? t->shape[i] : 1;
+	}
+}
+
+void *tir_tensor_data(const struct tir_tensor *t)
+{
+	if (!t->buf)
+		return NULL;
+	return (char *)t->buf->data + t->offset * (int64_t)tir_dtype_size(t->dtype);
+}
+
+/* ---- conversion (float to integer: tir_f2i32/tir_f2i64 in iter.h) ---- */
+
+/* One element of type `st` at p, as a double and as an int64. */
+static double load_f64(enum tir_dtype st, const void *p)
+{
+	switch (st) {
+	case TIR_DTYPE_BOOL: return *(const uint8_t *)p != 0;
+	case TIR_DTYPE_I32: return *(const int32_t *)p;
+	case TIR_DTYPE_I64: return (double)*(const int64_t *)p;
+	case TIR_DTYPE_F32: return *(const float *)p;
+	case TIR_DTYPE_F64: return *(const double *)p;
+	default: return 0;
+	}
+}
+
+static int64_t load_i64(enum tir_dtype st, const void *p)
+{
+	switch (st) {
+	case TIR_DTYPE_BOOL: return *(const uint8_t *)p != 0;
+	case TIR_DTYPE_I32: return *(const int32_t *)p;
+	case TIR_DTYPE_I64: return *(const int64_t *)p;
+	case TIR_DTYPE_F32: return tir_f2i64(*(const float *)p);
+	case TIR_DTYPE_F64: return tir_f2i64(*(const double *)p);
+	default: return 0;
+	}
+}
+
+/* One run of n elements from s (step ss, in elements) into contiguous d. */
+#define CONV_RUN(DT, ST, EXPR)                                              \
+	do {                                                                \
+		DT *d_ = (DT *)d;                                           \
+		const ST *s_ = (const ST *)s;                               \
+		if (ss == 1)                                                \
+			for (int64_t i = 0; i < n; i++) {                   \
+				ST v = s_[i];                               \
+				d_[i] = (EXPR);                             \
+			}                                                   \
+		else                                                        \
+			for (int64_t i = 0; i < n; i++) {                   \
+				ST v = s_[i * ss];                          \
+				d_[i] = (EXPR);                             \
+			}                                                   \
+	} while (0)
+
+#define CONV_FROM(DT, TO_BOOL, FROM_I, FROM_F)                              \
+	switch (st) {                                                       \
+	case TIR_DTYPE_BOOL: CONV_RUN(DT, uint8_t, TO_BOOL); break;         \
+	case TIR_DTYPE_I32: CONV_RUN(DT, int32_t, FROM_I); break;           \
+	case TIR_DTYPE_I64: CONV_RUN(DT, int64_t, FROM_I); break;           \
+	case TIR_DTYPE_F32: CONV_RUN(DT, float, FROM_F); break;             \
+	case TIR_DTYPE_F64: CONV_RUN(DT, double, FROM_F); break;            \
+	default: break;                                                     \
+	}
+
+static void conv_run(enum tir_dtype dt, void *d, enum tir_dtype st, const void *s,
+		     int64_t ss, int64_t n)
+{
+	switch (dt) {
+	case TIR_DTYPE_BOOL:
+		CONV_FROM(uint8_t, v != 0, v != 0, v != 0);
+		break;
+	case TIR_DTYPE_I32:
+		/* integers wrap (two's complement) like NumPy's astype */
+		CONV_FROM(int32_t, (int32_t)(v != 0), (int32_t)(uint32_t)(uint64_t)v,
+			  tir_f2i32(v));
+		break;
+	case TIR_DTYPE_I64:
+		CONV_FROM(int64_t, (int64_t)(v != 0), (int64_t)v, tir_f2i64(v));
+		break;
+	case TIR_DTYPE_F32:
+		CONV_FROM(float, (float)(v != 0), (float)v, (float)v);
+		break;
+	case TIR_DTYPE_F64:
+		CONV_FROM(double, (double)(v != 0), (double)v, (double)v);
+		break;
+	default:
+		break;
+	}
+}
+
+int tir_tensor_convert(const struct tir_tensor *src, enum tir_dtype dt,
+		       struct tir_tensor *dst, struct tir_err *err)
+{
+	struct tir_tensor out;
+	int rc = tir_tensor_alloc(&out, dt, src->rank, src->shape, false, err);
+	if (rc)
+		return rc;
+	struct tir_iter it;
+	const int64_t *st[2] = {out.strides, src->strides};
+	size_t dsz = tir_dtype_size(dt), ssz = tir_dtype_size(src->dtype);
+	char *d = tir_tensor_data(&out);
+	const char *s = tir_tensor_data(src);
+	if (s && tir_iter_init(&it, src->rank, src->shape, 2, st))
+		do {
+			conv_run(dt, d + it.off[0] * (int64_t)dsz, src->dtype,
+				 s + it.off[1] * (int64_t)ssz, it.istride[1], it.inner);
+		} while (tir_iter_next(&it));
+	*dst = out;
+	return 0;
+}
+
+/* ---- views ---- */
+
+void tir_view_broadcast(const struct tir_tensor *src, int rank, const int64_t *shape,
+			struct tir_tensor *dst)
+{
+	struct tir_tensor v = *src;
+	int lead = rank - src->rank;
+	TIR_ASSERT(lead >= 0 && rank <= TIR_MAX_RANK);
+	for (int i = 0; i < rank; i++) {
+		int j = i - lead;
+		v.shape[i] = shape[i];
+		if (j < 0) {
+			v.strides[i] = 0;
+		} else if (src->shape[j] == shape[i]) {
+			v.strides[i] = src->strides[j];
+		} else {
+			TIR_ASSERT(src->shape[j] == 1);
+			v.strides[i] = 0;
+		}
+	}
+	v.rank = rank;
+	tir_tensor_ref(dst, &v);
+}
+
+void tir_view_transpose(const struct tir_tensor *src, const int *perm, struct tir_tensor *dst)
+{
+	struct tir_tensor v = *src;
+	for (int i = 0; i < src->rank; i++) {
+		TIR_ASSERT(perm[i] >= 0 && perm[i] < src->rank);
+		v.shape[i] = src->shape[perm[i]];
+		v.strides[i] = src->strides[perm[i]];
+	}
+	tir_tensor_ref(dst, &v);
+}
+
+/* Elements start, start+step, ... (len of them) along axis; the caller has
+ * clamped them into range.  step may be negative. */
+void tir_view_slice(const struct tir_tensor *src, int axis, int64_t start, int64_t step,
+		    int64_t len, struct tir_tensor *dst)
+{
+	struct tir_tensor v = *src;
+	TIR_ASSERT(axis >= 0 && axis < src->rank && len >= 0);
+	if (len > 0) {
+		TIR_ASSERT(start >= 0 && start < src->shape[axis]);
+		TIR_ASSERT(start + (len - 1) * step >= 0 &&
+			   start + (len - 1) * step < src->shape[axis]);
+		v.offset += start * src->strides[axis];
+	}
+	v.shape[axis] = len;
+	v.strides[axis] = src->strides[axis] * step;
+	tir_tensor_ref(dst, &v);
+}
+
+int tir_tensor_reshape(const struct tir_tensor *src, int rank, const int64_t *shape,
+		       struct tir_tensor *dst, struct tir_err *err)
+{
+	int64_t n = 1;
+	if (rank < 0 || rank > TIR_MAX_RANK)
+		return tir_errf(err, TIR_ETYPE, NULL, "reshape: bad rank %d", rank);
+	for (int i = 0; i < rank; i++) {
+		if (shape[i] < 0 || (shape[i] && n > INT64_MAX / shape[i]))
+			return tir_errf(err, TIR_ETYPE, NULL, "reshape: bad shape");
+		n *= shape[i];
+	}
+	if (n != tir_tensor_numel(src))
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"reshape: cannot reshape %lld elements into %lld",
+				(long long)tir_tensor_numel(src), (long long)n);
+	struct tir_tensor v;
+	if (tir_tensor_is_contiguous(src)) {
+		tir_tensor_ref(&v, src);
+	} else {
+		int rc = tir_tensor_convert(src, src->dtype, &v, err);
+		if (rc)
+			return rc;
+	}
+	v.rank = rank;
+	for (int i = 0; i < rank; i++)
+		v.shape[i] = shape[i];
+	tir_tensor_set_contiguous_strides(&v);
+	*dst = v;
+	return 0;
+}
+
+/* Pointer to logical (row-major) element i. */
+static const void *elem_ptr(const struct tir_tensor *t, int64_t i)
+{
+	int64_t off = 0;
+	for (int d = t->rank - 1; d >= 0; d--) {
+		if (t->shape[d] == 0)
+			break;
+		off += (i % t->shape[d]) * t->strides[d];
+		i /= t->shape[d];
+	}
+	return (const char *)tir_tensor_data(t) + off * (int64_t)tir_dtype_size(t->dtype);
+}
+
+double tir_tensor_get_f64(const struct tir_tensor *t, int64_t i)
+{
+	TIR_ASSERT(t->buf && i >= 0 && i < tir_tensor_numel(t));
+	return load_f64(t->dtype, elem_ptr(t, i));
+}
+
+int64_t tir_tensor_get_i64(const struct tir_tensor *t, int64_t i)
+{
+	TIR_ASSERT(t->buf && i >= 0 && i < tir_tensor_numel(t));
+	return load_i64(t->dtype, elem_ptr(t, i));
+}

@@ -1,0 +1,858 @@
+/*
+ * check.c — shape and dtype inference, one rule per family of ops (ops.def
+ * names the rule of each op).  NumPy broadcasting; promotion
+ * bool < i32 < i64 < f32 < f64 with weak scalar literals.  Annotations are
+ * compared in parse.c.  Errors point at the operand at fault and name both
+ * shapes.  Nothing here allocates tensor memory or runs anything.
+ */
+#include "ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TSTR(t, buf) tir_type_str((t), (buf), sizeof(buf))
+
+static int kind_of(int dt)
+{
+	return dt == TIR_DTYPE_BOOL ? 0 : dt <= TIR_DTYPE_I64 ? 1 : 2;
+}
+
+static bool is_float(int dt)
+{
+	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+}
+
+struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b)
+{
+	struct tir_type r = *a;
+	if (a->weak && !b->weak) {
+		r.dtype = b->dtype;
+		if (kind_of(a->dtype) > kind_of(b->dtype))
+			r.dtype = a->dtype == TIR_DTYPE_I64 ? TIR_DTYPE_I64 : a->dtype;
+		r.weak = false;
+	} else if (b->weak && !a->weak) {
+		if (kind_of(b->dtype) > kind_of(a->dtype))
+			r.dtype = b->dtype;
+		r.weak = false;
+	} else {
+		r.dtype = a->dtype > b->dtype ? a->dtype : b->dtype;
+		r.weak = a->weak && b->weak;
+	}
+	return r;
+}
+
+bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct tir_type *out)
+{
+	int rank = a->rank > b->rank ? a->rank : b->rank;
+	int64_t shape[TIR_MAX_RANK];
+	for (int i = 0; i < rank; i++) {
+		int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+		int64_t da = ia >= 0 ? a->shape[ia] : 1;
+		int64_t db = ib >= 0 ? b->shape[ib] : 1;
+		if (da != db && da != 1 && db != 1)
+			return false;
+		shape[i] = da == 1 ? db : da;
+	}
+	out->rank = (uint8_t)rank;
+	memcpy(out->shape, shape, sizeof shape);
+	return true;
+}
+
+int tir_axis(int64_t a, int rank)
+{
+	if (a < -(int64_t)rank || a >= rank)
+		return -1;
+	return (int)(a < 0 ? a + rank : a);
+}
+
+/* ---- rule helpers ---- */
+
+static const struct tir_opdef *def(const struct tir_node *n)
+{
+	return tir_op(n->op);
+}
+
+static struct tir_attr *attr(struct tir_node *n, const char *name)
+{
+	int i = tir_op_attr_index(n->op, name);
+	TIR_ASSERT(i >= 0);
+	return &n->attr[i];
+}
+
+static int fail_at(struct tir_node *n, int operand, struct tir_err *err, int code,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int fail_at(struct tir_node *n, int operand, struct tir_err *err, int code,
+		   const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const struct tir_loc *loc = operand >= 0 && operand < n->nin && n->inloc[operand].src
+					    ? &n->inloc[operand]
+					    : &n->loc;
+	return tir_errf(err, code, loc, "%s: %s", def(n)->name, msg);
+}
+
+/* Shapes from an attribute: non-negative, bounded, no overflow. */
+static int shape_from(struct tir_node *n, const struct tir_attr *a, struct tir_type *t,
+		      struct tir_err *err)
+{
+	if (a->n > TIR_MAX_RANK)
+		return fail_at(n, -1, err, TIR_ETYPE, "more than %d dimensions", TIR_MAX_RANK);
+	int64_t numel = 1;
+	for (int i = 0; i < a->n; i++) {
+		int64_t d = a->v[i];
+		if (d < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "dimension %d is %lld; dimensions are >= 0",
+				       i, (long long)d);
+		if (d > TIR_MAX_DIM || (d && numel > TIR_MAX_ELEMS / d))
+			return fail_at(n, -1, err, TIR_ETYPE, "shape has more than %lld elements",
+				       (long long)TIR_MAX_ELEMS);
+		numel *= d;
+		t->shape[i] = d;
+	}
+	t->rank = (uint8_t)a->n;
+	return 0;
+}
+
+static int check_numel(struct tir_node *n, const struct tir_type *t, struct tir_err *err)
+{
+	int64_t numel = 1;
+	for (int i = 0; i < t->rank; i++) {
+		if (t->shape[i] && numel > TIR_MAX_ELEMS / t->shape[i])
+			return fail_at(n, -1, err, TIR_ETYPE, "result has more than %lld elements",
+				       (long long)TIR_MAX_ELEMS);
+		numel *= t->shape[i];
+	}
+	return 0;
+}
+
+static const struct tir_type *in(const struct tir_node *n, int i)
+{
+	return &n->in[i]->type;
+}
+
+/* ---- rules ---- */
+
+static int rule_none(struct tir_node *n, struct tir_err *err)
+{
+	return 0;
+}
+
+static int rule_same(struct tir_node *n, struct tir_err *err)
+{
+	n->type = *in(n, 0);
+	return 0;
+}
+
+static int rule_fill(struct tir_node *n, struct tir_err *err)
+{
+	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
+	return shape_from(n, attr(n, "shape"), &n->type, err);
+}
+
+void tir_arange_params(const struct tir_node *n, double *start, double *stop, double *step)
+{
+	const struct tir_attr *a = &n->attr[0], *b = &n->attr[1], *s = &n->attr[2];
+	*start = a->f;
+	*stop = b->f;
+	*step = s->f;
+	if (!b->set) {
+		*stop = a->f;
+		*start = 0;
+	}
+}
+
+static int rule_arange(struct tir_node *n, struct tir_err *err)
+{
+	double start, stop, step;
+	tir_arange_params(n, &start, &stop, &step);
+	const struct tir_attr *dt = attr(n, "dtype");
+	bool ints = n->attr[0].is_int && (!n->attr[1].set || n->attr[1].is_int) && n->attr[2].is_int;
+	n->type.dtype = dt->set ? (uint8_t)dt->i : ints ? TIR_DTYPE_I64 : TIR_DTYPE_F32;
+	if (step == 0 || isnan(step))
+		return fail_at(n, -1, err, TIR_ETYPE, "step must not be zero");
+	if (!isfinite(start) || !isfinite(stop) || !isfinite(step))
+		return fail_at(n, -1, err, TIR_ETYPE, "start, stop and step must be finite");
+	double len = ceil((stop - start) / step);
+	if (len < 0)
+		len = 0;
+	if (len > (double)TIR_MAX_ELEMS)
+		return fail_at(n, -1, err, TIR_ETYPE, "more than %lld elements", (long long)TIR_MAX_ELEMS);
+	if (n->type.dtype == TIR_DTYPE_BOOL)
+		return fail_at(n, -1, err, TIR_ETYPE, "a bool range makes no sense; use i32 or i64");
+	n->type.rank = 1;
+	n->type.shape[0] = (int64_t)len;
+	return 0;
+}
+
+static int rule_eye(struct tir_node *n, struct tir_err *err)
+{
+	int64_t k = attr(n, "n")->i;
+	if (k < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "n must be >= 0, got %lld", (long long)k);
+	if (k > 0 && k > TIR_MAX_ELEMS / k)
+		return fail_at(n, -1, err, TIR_ETYPE, "eye(%lld) has more than %lld elements",
+			       (long long)k, (long long)TIR_MAX_ELEMS);
+	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
+	n->type.rank = 2;
+	n->type.shape[0] = n->type.shape[1] = k;
+	return 0;
+}
+
+static int rule_random(struct tir_node *n, struct tir_err *err)
+{
+	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
+	if (!is_float(n->type.dtype))
+		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be f32 or f64, got %s",
+			       tir_dtype_name(n->type.dtype));
+	return shape_from(n, attr(n, "shape"), &n->type, err);
+}
+
+static int rule_load(struct tir_node *n, struct tir_err *err)
+{
+	return 0; /* the parser asked the loader for the type */
+}
+
+static int rule_unary_num(struct tir_node *n, struct tir_err *err)
+{
+	n->type = *in(n, 0);
+	if (n->type.dtype == TIR_DTYPE_BOOL)
+		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool; cast first");
+	return 0;
+}
+
+static int rule_unary_float(struct tir_node *n, struct tir_err *err)
+{
+	n->type = *in(n, 0);
+	if (!is_float(n->type.dtype))
+		n->type.dtype = TIR_DTYPE_F32;
+	return 0;
+}
+
+static int rule_unary_logic(struct tir_node *n, struct tir_err *err)
+{
+	n->type = *in(n, 0);
+	n->type.dtype = TIR_DTYPE_BOOL;
+	return 0;
+}
+
+/* Broadcast all operands; the dtype of them all promoted. */
+static int broadcast_all(struct tir_node *n, struct tir_type *out, struct tir_err *err)
+{
+	*out = *in(n, 0);
+	for (int i = 1; i < n->nin; i++) {
+		struct tir_type b = *out;
+		if (!tir_broadcast(&b, in(n, i), out)) {
+			char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
+			return fail_at(n, i, err, TIR_ETYPE, "shapes %s and %s do not broadcast",
+				       TSTR(&b, sa), TSTR(in(n, i), sb));
+		}
+		struct tir_type p = tir_promote(&b, in(n, i));
+		out->dtype = p.dtype;
+		out->weak = p.weak;
+	}
+	return 0;
+}
+
+static int rule_arith(struct tir_node *n, struct tir_err *err)
+{
+	int rc = broadcast_all(n, &n->type, err);
+	if (rc)
+		return rc;
+	if (n->type.dtype == TIR_DTYPE_BOOL && n->op != TIR_OP_MAXIMUM && n->op != TIR_OP_MINIMUM)
+		return fail_at(n, 0, err, TIR_ETYPE, "both operands are bool; cast them first");
+	return check_numel(n, &n->type, err);
+}
+
+static int rule_compare(struct tir_node *n, struct tir_err *err)
+{
+	int rc = broadcast_all(n, &n->type, err);
+	n->type.dtype = TIR_DTYPE_BOOL;
+	return rc ? rc : check_numel(n, &n->type, err);
+}
+
+static int rule_logic(struct tir_node *n, struct tir_err *err)
+{
+	return rule_compare(n, err);
+}
+
+static int rule_where(struct tir_node *n, struct tir_err *err)
+{
+	int rc = broadcast_all(n, &n->type, err);
+	if (rc)
+		return rc;
+	struct tir_type p = tir_promote(in(n, 1), in(n, 2));
+	n->type.dtype = p.dtype;
+	n->type.weak = p.weak && in(n, 0)->weak;
+	return check_numel(n, &n->type, err);
+}
+
+static int rule_clip(struct tir_node *n, struct tir_err *err)
+{
+	int rc = broadcast_all(n, &n->type, err);
+	if (!rc && n->type.dtype == TIR_DTYPE_BOOL)
+		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool");
+	return rc ? rc : check_numel(n, &n->type, err);
+}
+
+void tir_reduce_mask(const struct tir_node *n, int rank, bool mask[TIR_MAX_RANK])
+{
+	const struct tir_attr *a = &n->attr[0];
+	for (int i = 0; i < TIR_MAX_RANK; i++)
+		mask[i] = !a->set;
+	if (a->set)
+		for (int i = 0; i < a->n; i++)
+			mask[tir_axis(a->v ? a->v[i] : a->i, rank)] = true;
+}
+
+static int rule_reduce(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	struct tir_attr *ax = attr(n, "axis");
+	if (ax->set && !ax->v) { /* an int attribute (argmax): one axis */
+		ax->v = &ax->i;
+		ax->n = 1;
+	}
+	bool mask[TIR_MAX_RANK] = {0};
+	if (ax->set) {
+		for (int i = 0; i < ax->n; i++) {
+			int a = tir_axis(ax->v[i], x->rank);
+			char s[TIR_TYPE_STRLEN];
+			if (a < 0)
+				return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s (rank %d)",
+					       (long long)ax->v[i], TSTR(x, s), x->rank);
+			if (mask[a])
+				return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is given twice", (long long)ax->v[i]);
+			mask[a] = true;
+		}
+	}
+	tir_reduce_mask(n, x->rank, mask);
+	bool keep = attr(n, "keepdims")->i;
+	struct tir_type t = {.dtype = x->dtype};
+	for (int i = 0; i < x->rank; i++) {
+		if (!mask[i])
+			t.shape[t.rank++] = x->shape[i];
+		else if (keep)
+			t.shape[t.rank++] = 1;
+	}
+	switch (n->op) {
+	case TIR_OP_SUM:
+	case TIR_OP_PROD:
+		if (x->dtype == TIR_DTYPE_BOOL || x->dtype == TIR_DTYPE_I32)
+			t.dtype = TIR_DTYPE_I64;
+		break;
+	case TIR_OP_MEAN:
+	case TIR_OP_VAR:
+		if (!is_float(x->dtype))
+			t.dtype = TIR_DTYPE_F32;
+		break;
+	case TIR_OP_ARGMAX:
+	case TIR_OP_ARGMIN:
+		t.dtype = TIR_DTYPE_I64;
+		break;
+	default:
+		break;
+	}
+	n->type = t;
+	return 0;
+}
+
+static int rule_reshape(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	const struct tir_attr *s = attr(n, "shape");
+	char sx[TIR_TYPE_STRLEN];
+	if (s->n > TIR_MAX_RANK)
+		return fail_at(n, -1, err, TIR_ETYPE, "more than %d dimensions", TIR_MAX_RANK);
+	int infer = -1;
+	int64_t known = 1;
+	struct tir_type t = {.dtype = x->dtype, .rank = (uint8_t)s->n};
+	for (int i = 0; i < s->n; i++) {
+		int64_t d = s->v[i];
+		if (d == -1) {
+			if (infer >= 0)
+				return fail_at(n, -1, err, TIR_ETYPE, "only one dimension may be -1");
+			infer = i;
+			continue;
+		}
+		if (d < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "dimension %lld is negative", (long long)d);
+		if (d > TIR_MAX_DIM || (d && known > TIR_MAX_ELEMS / d))
+			return fail_at(n, -1, err, TIR_ETYPE, "shape has more than %lld elements",
+				       (long long)TIR_MAX_ELEMS);
+		known *= d;
+		t.shape[i] = d;
+	}
+	int64_t numel = tir_type_numel(x);
+	if (infer >= 0) {
+		if (known == 0 || numel % known)
+			return fail_at(n, -1, err, TIR_ETYPE, "cannot reshape %s (%lld elements) into a shape with -1",
+				       TSTR(x, sx), (long long)numel);
+		t.shape[infer] = numel / known;
+		known = numel;
+	}
+	if (known != numel) {
+		char st[TIR_TYPE_STRLEN];
+		return fail_at(n, -1, err, TIR_ETYPE, "cannot reshape %s (%lld elements) into %s (%lld elements)",
+			       TSTR(x, sx), (long long)numel, TSTR(&t, st), (long long)known);
+	}
+	n->type = t;
+	return 0;
+}
+
+static int rule_transpose(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	struct tir_attr *p = attr(n, "perm");
+	struct tir_type t = {.dtype = x->dtype, .rank = x->rank};
+	char sx[TIR_TYPE_STRLEN];
+	if (!p->set) {
+		for (int i = 0; i < x->rank; i++)
+			t.shape[i] = x->shape[x->rank - 1 - i];
+		n->type = t;
+		return 0;
+	}
+	if (p->n != x->rank)
+		return fail_at(n, -1, err, TIR_ETYPE, "perm has %d entries for %s (rank %d)", p->n,
+			       TSTR(x, sx), x->rank);
+	bool seen[TIR_MAX_RANK] = {0};
+	for (int i = 0; i < p->n; i++) {
+		int a = tir_axis(p->v[i], x->rank);
+		if (a < 0 || seen[a])
+			return fail_at(n, -1, err, TIR_ETYPE, "perm is not a permutation of the %d axes of %s",
+				       x->rank, TSTR(x, sx));
+		seen[a] = true;
+		t.shape[i] = x->shape[a];
+	}
+	n->type = t;
+	return 0;
+}
+
+static int rule_expand(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	struct tir_type t = {.dtype = x->dtype};
+	int rc = shape_from(n, attr(n, "shape"), &t, err);
+	if (rc)
+		return rc;
+	struct tir_type b;
+	char sx[TIR_TYPE_STRLEN], st[TIR_TYPE_STRLEN];
+	bool ok = t.rank >= x->rank && tir_broadcast(x, &t, &b);
+	for (int i = 0; ok && i < t.rank; i++)
+		ok = b.shape[i] == t.shape[i];
+	if (!ok)
+		return fail_at(n, -1, err, TIR_ETYPE, "cannot expand %s to %s", TSTR(x, sx), TSTR(&t, st));
+	n->type = t;
+	return 0;
+}
+
+static int rule_squeeze(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	struct tir_attr *ax = attr(n, "axis");
+	bool mask[TIR_MAX_RANK] = {0};
+	char sx[TIR_TYPE_STRLEN];
+	for (int i = 0; i < x->rank; i++)
+		mask[i] = !ax->set && x->shape[i] == 1;
+	for (int i = 0; ax->set && i < ax->n; i++) {
+		int a = tir_axis(ax->v[i], x->rank);
+		if (a < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
+				       (long long)ax->v[i], TSTR(x, sx));
+		if (x->shape[a] != 1)
+			return fail_at(n, -1, err, TIR_ETYPE, "axis %lld of %s has size %lld, not 1",
+				       (long long)ax->v[i], TSTR(x, sx), (long long)x->shape[a]);
+		mask[a] = true;
+	}
+	struct tir_type t = {.dtype = x->dtype, .weak = x->weak};
+	for (int i = 0; i < x->rank; i++)
+		if (!mask[i])
+			t.shape[t.rank++] = x->shape[i];
+	n->type = t;
+	return 0;
+}
+
+static int rule_unsqueeze(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	int a = tir_axis(attr(n, "axis")->i, x->rank + 1);
+	if (a < 0 || x->rank >= TIR_MAX_RANK)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
+			       (long long)attr(n, "axis")->i, TSTR(x, sx));
+	struct tir_type t = {.dtype = x->dtype, .rank = (uint8_t)(x->rank + 1)};
+	for (int i = 0, j = 0; i < t.rank; i++)
+		t.shape[i] = i == a ? 1 : x->shape[j++];
+	n->type = t;
+	return 0;
+}
+
+static int rule_concat(struct tir_node *n, struct tir_err *err)
+{
+	if (n->nin == 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "needs at least one tensor");
+	const struct tir_type *x = in(n, 0);
+	char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
+	if (x->rank == 0)
+		return fail_at(n, 0, err, TIR_ETYPE, "cannot concatenate scalars");
+	int a = tir_axis(attr(n, "axis")->i, x->rank);
+	if (a < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
+			       (long long)attr(n, "axis")->i, TSTR(x, sa));
+	struct tir_type t = *x;
+	t.weak = false;
+	for (int i = 1; i < n->nin; i++) {
+		const struct tir_type *y = in(n, i);
+		bool ok = y->rank == x->rank;
+		for (int k = 0; ok && k < x->rank; k++)
+			ok = k == a || y->shape[k] == x->shape[k];
+		if (!ok)
+			return fail_at(n, i, err, TIR_ETYPE, "%s and %s differ outside axis %d",
+				       TSTR(x, sa), TSTR(y, sb), a);
+		t.shape[a] += y->shape[a];
+		if (t.shape[a] > TIR_MAX_DIM)
+			return fail_at(n, i, err, TIR_ETYPE, "result too large");
+		if (y->dtype > t.dtype)
+			t.dtype = y->dtype;
+	}
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+/* Python's slice.indices: (start, stop, step) clamped for a length. */
+void tir_slice_params(const struct tir_node *n, int64_t dim, int64_t *start, int64_t *step,
+		      int64_t *len)
+{
+	const struct tir_attr *s0 = &n->attr[1], *s1 = &n->attr[2], *st = &n->attr[3];
+	int64_t step_ = st->i;
+	int64_t lo = step_ < 0 ? -1 : 0, hi = step_ < 0 ? dim - 1 : dim;
+	int64_t b, e;
+	if (!s0->set) {
+		b = step_ < 0 ? hi : lo;
+	} else {
+		b = s0->i;
+		if (b < 0)
+			b = b + dim < lo ? lo : b + dim;
+		else if (b > hi)
+			b = hi;
+	}
+	if (!s1->set) {
+		e = step_ < 0 ? lo : hi;
+	} else {
+		e = s1->i;
+		if (e < 0)
+			e = e + dim < lo ? lo : e + dim;
+		else if (e > hi)
+			e = hi;
+	}
+	int64_t l = 0;
+	if (step_ > 0 && e > b)
+		l = (e - b + step_ - 1) / step_;
+	else if (step_ < 0 && b > e)
+		l = (b - e + (-step_) - 1) / (-step_);
+	*start = b;
+	*step = step_;
+	*len = l;
+}
+
+static int rule_slice(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	if (x->rank == 0)
+		return fail_at(n, 0, err, TIR_ETYPE, "cannot slice a scalar");
+	int a = tir_axis(attr(n, "axis")->i, x->rank);
+	if (a < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
+			       (long long)attr(n, "axis")->i, TSTR(x, sx));
+	if (attr(n, "step")->i == 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "step must not be zero");
+	if (attr(n, "step")->i == INT64_MIN)
+		return fail_at(n, -1, err, TIR_ETYPE, "step out of range");
+	int64_t start, step, len;
+	tir_slice_params(n, x->shape[a], &start, &step, &len);
+	n->type = *x;
+	n->type.shape[a] = len;
+	return 0;
+}
+
+static int rule_pad(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	const struct tir_attr *p = attr(n, "pads");
+	char sx[TIR_TYPE_STRLEN];
+	if (p->n != 2 * x->rank)
+		return fail_at(n, -1, err, TIR_ETYPE, "%d pairs for %s: give one [before, after] per axis",
+			       p->n / 2, TSTR(x, sx));
+	struct tir_type t = *x;
+	t.weak = false;
+	for (int i = 0; i < x->rank; i++) {
+		if (p->v[2 * i] < 0 || p->v[2 * i + 1] < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "pads must be >= 0");
+		if (p->v[2 * i] > TIR_MAX_DIM || p->v[2 * i + 1] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "pad too large");
+		t.shape[i] += p->v[2 * i] + p->v[2 * i + 1];
+		if (t.shape[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "result too large");
+	}
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+static int rule_gather(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0), *ix = in(n, 1);
+	char sx[TIR_TYPE_STRLEN];
+	if (ix->dtype != TIR_DTYPE_I32 && ix->dtype != TIR_DTYPE_I64)
+		return fail_at(n, 1, err, TIR_ETYPE, "indices must be i32 or i64, got %s",
+			       tir_dtype_name(ix->dtype));
+	if (x->rank == 0)
+		return fail_at(n, 0, err, TIR_ETYPE, "cannot gather from a scalar");
+	int a = tir_axis(attr(n, "axis")->i, x->rank);
+	if (a < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
+			       (long long)attr(n, "axis")->i, TSTR(x, sx));
+	if (x->rank - 1 + ix->rank > TIR_MAX_RANK)
+		return fail_at(n, 1, err, TIR_ETYPE, "result would have more than %d dimensions", TIR_MAX_RANK);
+	struct tir_type t = {.dtype = x->dtype};
+	for (int i = 0; i < a; i++)
+		t.shape[t.rank++] = x->shape[i];
+	for (int i = 0; i < ix->rank; i++)
+		t.shape[t.rank++] = ix->shape[i];
+	for (int i = a + 1; i < x->rank; i++)
+		t.shape[t.rank++] = x->shape[i];
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+static int rule_flatten(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	int s = tir_axis(attr(n, "start")->i, x->rank);
+	if (s < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "start %lld is out of range for %s",
+			       (long long)attr(n, "start")->i, TSTR(x, sx));
+	struct tir_type t = {.dtype = x->dtype, .rank = (uint8_t)(s + 1)};
+	int64_t m = 1;
+	for (int i = 0; i < x->rank; i++) {
+		if (i < s)
+			t.shape[i] = x->shape[i];
+		else
+			m *= x->shape[i];
+	}
+	t.shape[s] = m;
+	n->type = t;
+	return 0;
+}
+
+static int rule_cast(struct tir_node *n, struct tir_err *err)
+{
+	n->type = *in(n, 0);
+	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
+	n->type.weak = false;
+	return 0;
+}
+
+static int rule_matmul(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *a = in(n, 0), *b = in(n, 1);
+	char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
+	if (a->rank == 0 || b->rank == 0)
+		return fail_at(n, a->rank == 0 ? 0 : 1, err, TIR_ETYPE,
+			       "operands need at least one dimension: %s @ %s", TSTR(a, sa), TSTR(b, sb));
+	struct tir_type p = tir_promote(a, b);
+	if (p.dtype == TIR_DTYPE_BOOL)
+		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool");
+	int64_t k1 = a->shape[a->rank - 1];
+	int64_t k2 = b->rank == 1 ? b->shape[0] : b->shape[b->rank - 2];
+	if (k1 != k2)
+		return fail_at(n, 1, err, TIR_ETYPE, "inner dimensions differ: %s @ %s", TSTR(a, sa),
+			       TSTR(b, sb));
+	/* batch axes broadcast */
+	struct tir_type ba = {.rank = (uint8_t)(a->rank > 2 ? a->rank - 2 : 0)};
+	struct tir_type bb = {.rank = (uint8_t)(b->rank > 2 ? b->rank - 2 : 0)};
+	memcpy(ba.shape, a->shape, sizeof(int64_t) * ba.rank);
+	memcpy(bb.shape, b->shape, sizeof(int64_t) * bb.rank);
+	struct tir_type t;
+	if (!tir_broadcast(&ba, &bb, &t))
+		return fail_at(n, 1, err, TIR_ETYPE, "batch dimensions do not broadcast: %s @ %s",
+			       TSTR(a, sa), TSTR(b, sb));
+	if (a->rank >= 2)
+		t.shape[t.rank++] = a->shape[a->rank - 2];
+	if (b->rank >= 2)
+		t.shape[t.rank++] = b->shape[b->rank - 1];
+	t.dtype = p.dtype;
+	t.weak = false;
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+static int float_of(struct tir_node *n, struct tir_type *t)
+{
+	if (!is_float(t->dtype))
+		t->dtype = TIR_DTYPE_F32;
+	t->weak = false;
+	return 0;
+}
+
+static int rule_softmax(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	if (tir_axis(attr(n, "axis")->i, x->rank) < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
+			       (long long)attr(n, "axis")->i, TSTR(x, sx));
+	n->type = *x;
+	return float_of(n, &n->type);
+}
+
+static int rule_norm(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN], sw[TIR_TYPE_STRLEN];
+	if (x->rank == 0)
+		return fail_at(n, 0, err, TIR_ETYPE, "needs at least one dimension, got %s", TSTR(x, sx));
+	int64_t d = x->shape[x->rank - 1];
+	struct tir_type t = *x;
+	for (int i = 1; i < n->nin; i++) {
+		const struct tir_type *w = in(n, i);
+		if (w->rank != 1 || w->shape[0] != d)
+			return fail_at(n, i, err, TIR_ETYPE, "%s must be [%lld] to match the last axis of %s, got %s",
+				       def(n)->params[i].name, (long long)d, TSTR(x, sx), TSTR(w, sw));
+		t = tir_promote(&t, w);
+	}
+	n->type = *x;
+	n->type.dtype = t.dtype;
+	return float_of(n, &n->type);
+}
+
+static int rule_conv2d(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0), *w = in(n, 1);
+	char sx[TIR_TYPE_STRLEN], sw[TIR_TYPE_STRLEN];
+	if (x->rank != 4)
+		return fail_at(n, 0, err, TIR_ETYPE, "x must be [N, C, H, W], got %s", TSTR(x, sx));
+	if (w->rank != 4)
+		return fail_at(n, 1, err, TIR_ETYPE, "w must be [O, C, kh, kw], got %s", TSTR(w, sw));
+	if (w->shape[1] != x->shape[1])
+		return fail_at(n, 1, err, TIR_ETYPE, "channels differ: x %s has %lld, w %s has %lld",
+			       TSTR(x, sx), (long long)x->shape[1], TSTR(w, sw), (long long)w->shape[1]);
+	struct tir_type t = tir_promote(x, w);
+	if (n->in[2]) {
+		const struct tir_type *b = in(n, 2);
+		if (b->rank != 1 || b->shape[0] != w->shape[0])
+			return fail_at(n, 2, err, TIR_ETYPE, "bias must be [%lld], got %s",
+				       (long long)w->shape[0], TSTR(b, sw));
+		t = tir_promote(&t, b);
+	}
+	const int64_t *st = attr(n, "stride")->v, *pd = attr(n, "padding")->v;
+	for (int i = 0; i < 2; i++) {
+		if (st[i] < 1 || st[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "stride must be >= 1");
+		if (pd[i] < 0 || pd[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "padding must be >= 0");
+	}
+	int64_t oh = x->shape[2] + 2 * pd[0] - w->shape[2];
+	int64_t ow = x->shape[3] + 2 * pd[1] - w->shape[3];
+	if (oh < 0 || ow < 0)
+		return fail_at(n, 1, err, TIR_ETYPE, "kernel %s is larger than the padded input %s",
+			       TSTR(w, sw), TSTR(x, sx));
+	n->type = (struct tir_type){.dtype = t.dtype, .rank = 4,
+				    .shape = {x->shape[0], w->shape[0], oh / st[0] + 1, ow / st[1] + 1}};
+	float_of(n, &n->type);
+	return check_numel(n, &n->type, err);
+}
+
+static int rule_pool2d(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	if (x->rank != 4)
+		return fail_at(n, 0, err, TIR_ETYPE, "x must be [N, C, H, W], got %s", TSTR(x, sx));
+	const struct tir_attr *k = attr(n, "kernel"), *s = attr(n, "stride");
+	const int64_t *st = s->set ? s->v : k->v;
+	for (int i = 0; i < 2; i++) {
+		if (k->v[i] < 1 || k->v[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "kernel must be >= 1");
+		if (st[i] < 1 || st[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "stride must be >= 1");
+		if (k->v[i] > x->shape[2 + i])
+			return fail_at(n, -1, err, TIR_ETYPE, "kernel %lldx%lld is larger than the input %s",
+				       (long long)k->v[0], (long long)k->v[1], TSTR(x, sx));
+	}
+	n->type = (struct tir_type){.dtype = x->dtype, .rank = 4,
+				    .shape = {x->shape[0], x->shape[1], (x->shape[2] - k->v[0]) / st[0] + 1,
+					      (x->shape[3] - k->v[1]) / st[1] + 1}};
+	if (n->op == TIR_OP_AVGPOOL2D)
+		float_of(n, &n->type);
+	else if (n->type.dtype == TIR_DTYPE_BOOL)
+		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool");
+	return 0;
+}
+
+static int rule_attention(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *q = in(n, 0), *k = in(n, 1), *v = in(n, 2);
+	char sq[TIR_TYPE_STRLEN], sk[TIR_TYPE_STRLEN];
+	for (int i = 0; i < 3; i++)
+		if (in(n, i)->rank < 2)
+			return fail_at(n, i, err, TIR_ETYPE, "operands need [..., L, d], got %s",
+				       TSTR(in(n, i), sq));
+	if (k->rank != q->rank || v->rank != q->rank)
+		return fail_at(n, k->rank != q->rank ? 1 : 2, err, TIR_ETYPE, "q, k and v must have the same rank");
+	int r = q->rank;
+	if (k->shape[r - 1] != q->shape[r - 1])
+		return fail_at(n, 1, err, TIR_ETYPE, "q %s and k %s differ in the last axis",
+			       TSTR(q, sq), TSTR(k, sk));
+	if (v->shape[r - 2] != k->shape[r - 2])
+		return fail_at(n, 2, err, TIR_ETYPE, "k %s and v %s differ in length",
+			       TSTR(k, sq), TSTR(v, sk));
+	struct tir_type bq = *q, bk = *k, bv = *v, t1, t;
+	bq.rank = bk.rank = bv.rank = (uint8_t)(r - 2);
+	if (!tir_broadcast(&bq, &bk, &t1) || !tir_broadcast(&t1, &bv, &t))
+		return fail_at(n, 1, err, TIR_ETYPE, "batch dimensions of q, k and v do not broadcast");
+	t.shape[r - 2] = q->shape[r - 2];
+	t.shape[r - 1] = v->shape[r - 1];
+	t.rank = (uint8_t)r;
+	struct tir_type p = tir_promote(q, k);
+	p = tir_promote(&p, v);
+	t.dtype = p.dtype;
+	n->type = t;
+	float_of(n, &n->type);
+	return check_numel(n, &n->type, err);
+}
+
+typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
+
+static const rule_fn rules[TIR_OP_COUNT] = {
+#define X(e, name, kind, sig, rule) [TIR_OP_##e] = rule,
+#include "ops.def"
+#undef X
+};
+
+int tir_check_node(struct tir_node *n, struct tir_err *err)
+{
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] && n->in[i]->type.rank > TIR_MAX_RANK)
+			return tir_errf(err, TIR_ETYPE, &n->loc, "bad operand");
+	return rules[n->op](n, err);
+}
+
+enum tir_dtype tir_compute_dtype(const struct tir_node *n)
+{
+	switch (n->op) {
+	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
+		return (enum tir_dtype)tir_promote(in(n, 0), in(n, 1)).dtype;
+	case TIR_OP_AND: case TIR_OP_OR: case TIR_OP_NOT:
+		return TIR_DTYPE_BOOL;
+	case TIR_OP_ARGMAX: case TIR_OP_ARGMIN:
+		return (enum tir_dtype)in(n, 0)->dtype;
+	default:
+		return (enum tir_dtype)n->type.dtype;
+	}
+}

@@ -1,0 +1,303 @@
+/*
+ * ir.h — lib/ir's one internal header: the arena, the op table, tokens, the
+ * graph and the checker.  Other subsystems (exec, fusion, net) read the graph
+ * through this header and nothing else of lib/ir.
+ *
+ * Vocabulary: a tensor type is a dtype plus shape[rank] (elements per axis).
+ * A node is one op application; the graph is the nodes in creation order,
+ * which is a topological order.
+ */
+#ifndef TIR_IR_H
+#define TIR_IR_H
+
+#include "../tir.h"
+
+#include <assert.h>
+#include <stdarg.h>
+
+/* Internal invariants only; never reachable from user input. */
+#define TIR_ASSERT(c) \
+	((c) ? (void)0 : tir_assert_fail(#c, __FILE__, __LINE__))
+_Noreturn void tir_assert_fail(const char *what, const char *file, int line);
+
+/* ---- arena: everything of one program lives here and goes in one call ---- */
+
+struct tir_arena_block;
+struct tir_arena {
+	struct tir_arena_block *head;
+	size_t used_total;
+};
+void *tir_arena_alloc(struct tir_arena *a, size_t n);      /* zeroed, 16-aligned; NULL on OOM */
+char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n);
+void tir_arena_free(struct tir_arena *a);
+
+/* ---- growable vectors (malloc'd) ---- */
+int tir_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* ---- the op table ---- */
+
+enum tir_op {
+#define X(e, name, kind, sig, rule) TIR_OP_##e,
+#include "ops.def"
+#undef X
+	TIR_OP_COUNT
+};
+
+enum tir_kind {
+	TIR_KIND_CREATE,
+	TIR_KIND_ELEMWISE,
+	TIR_KIND_REDUCE,
+	TIR_KIND_MOVEMENT,
+	TIR_KIND_MATMUL,
+	TIR_KIND_NN,
+	TIR_KIND_DEVICE,
+	TIR_KIND_COUNT
+};
+
+enum tir_attr_kind {
+	TIR_ATTR_INT,
+	TIR_ATTR_FLOAT,
+	TIR_ATTR_NUM,
+	TIR_ATTR_BOOL,
+	TIR_ATTR_DTYPE,
+	TIR_ATTR_SHAPE,
+	TIR_ATTR_AXES,
+	TIR_ATTR_PAIR,
+	TIR_ATTR_PADS,
+	TIR_ATTR_STR,
+	TIR_ATTR_WORD,
+	TIR_ATTR_KIND_COUNT
+};
+
+#define TIR_MAX_PARAMS 6
+
+struct tir_param {
+	const char *name;
+	bool tensor;          /* an operand, not an attribute */
+	bool list;            /* xs*: a list of operands */
+	bool optional;        /* may be absent (unset) */
+	enum tir_attr_kind kind;
+	const char *deflt;    /* default's text, or NULL */
+};
+
+/* The value of one attribute.  Lists live in the arena. */
+struct tir_attr {
+	bool set;
+	bool is_list;         /* written as a list (axes, pair): print it so */
+	bool is_int;          /* num: an integer literal */
+	int64_t i;            /* int, bool, dtype, num when is_int */
+	double f;             /* float, num */
+	int n;                /* shape, axes, pair (2), pads (2 per axis) */
+	int64_t *v;
+	const char *s;        /* str, word */
+};
+
+struct tir_opdef {
+	const char *name;
+	enum tir_kind kind;
+	const char *sig;
+	int nparams;
+	int ntensor;          /* how many of the params are operands */
+	struct tir_param params[TIR_MAX_PARAMS];
+	int attr_of_param[TIR_MAX_PARAMS];   /* index into node->attr, -1 for operands */
+	int nattr;
+	struct tir_attr defaults[TIR_MAX_PARAMS];   /* parsed defaults, by attr index */
+};
+
+/* The table, built once (thread-safe) from ops.def. */
+const struct tir_opdef *tir_op(enum tir_op op);
+/* Lookup of a callable op by name; -1 if not whitelisted. */
+int tir_op_lookup(const char *s, size_t n);
+/* The closest callable op name, for "did you mean"; NULL if none is close. */
+const char *tir_op_suggest(const char *s, size_t n);
+/* Index of the attribute named `name` of op, or -1. */
+int tir_op_attr_index(enum tir_op op, const char *name);
+const char *tir_kind_name(enum tir_kind k);
+/* Levenshtein distance of two short strings (1000 past 64 bytes). */
+int tir_edit_distance(const char *a, size_t na, const char *b, size_t nb);
+
+/* ---- types ---- */
+
+struct tir_type {
+	uint8_t dtype;        /* enum tir_dtype */
+	uint8_t rank;
+	bool weak;            /* a scalar literal: takes the other operand's dtype */
+	int64_t shape[TIR_MAX_RANK];
+};
+
+int64_t tir_type_numel(const struct tir_type *t);
+bool tir_type_equal(const struct tir_type *a, const struct tir_type *b);
+/* "f32[2, 3]" into buf; returns buf. */
+char *tir_type_str(const struct tir_type *t, char *buf, size_t n);
+#define TIR_TYPE_STRLEN 160
+
+/* ---- sources and tokens ---- */
+
+struct tir_source {
+	const char *name;     /* file name for messages */
+	const char *text;     /* NUL-terminated copy */
+	uint32_t len;
+	struct tir_source *next;
+};
+
+enum tir_tok {
+	TIR_TOK_EOF,
+	TIR_TOK_NEWLINE,      /* also ';' */
+	TIR_TOK_NAME,
+	TIR_TOK_INT,
+	TIR_TOK_FLOAT,
+	TIR_TOK_STRING,
+	TIR_TOK_LPAREN, TIR_TOK_RPAREN,
+	TIR_TOK_LBRACKET, TIR_TOK_RBRACKET,
+	TIR_TOK_COMMA, TIR_TOK_COLON, TIR_TOK_ASSIGN,
+	TIR_TOK_PLUS, TIR_TOK_MINUS, TIR_TOK_STAR, TIR_TOK_SLASH, TIR_TOK_AT,
+	TIR_TOK_ERROR,        /* the lexer's message is in the lexer */
+	TIR_TOK_COUNT
+};
+
+struct tir_token {
+	enum tir_tok kind;
+	uint32_t off, len;    /* bytes into the source */
+	uint32_t line, col;
+	int64_t ival;         /* INT */
+	double fval;          /* FLOAT */
+};
+
+struct tir_lexer {
+	const struct tir_source *src;
+	const char *p, *end;
+	uint32_t line;
+	const char *line_start;
+	const char *col_p;    /* column cache: col_v is the column of col_p */
+	uint32_t col_v;
+	int depth;            /* open brackets: newlines inside are ignored */
+	struct tir_token open[TIR_MAX_DEPTH + 1]; /* where each open bracket is */
+	char errmsg[256];
+	void *match_data;     /* PCRE2 match data */
+};
+
+int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src);
+void tir_lex_fini(struct tir_lexer *lx);
+/* Next token; on TIR_TOK_ERROR, lx->errmsg says what. */
+struct tir_token tir_lex_next(struct tir_lexer *lx);
+const char *tir_tok_name(enum tir_tok t);
+/* Code-point column of byte offset `off` in src (1-based) and its line. */
+void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);
+
+/* ---- the graph ---- */
+
+struct tir_name_link {
+	const char *name;
+	struct tir_name_link *next;
+};
+
+struct tir_node {
+	enum tir_op op;
+	uint32_t id;              /* index in program->nodes */
+	struct tir_type type;
+	uint16_t nin;
+	struct tir_node **in;
+	struct tir_loc *inloc;    /* where each operand was written */
+	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
+	struct tir_loc loc;       /* the op's token */
+	struct tir_name_link *names;   /* names ever bound to it, newest first */
+	const char *input_name;   /* INPUT: its name */
+	bool in_print;            /* made by a print statement (fmt inlines it) */
+	uint32_t uses;            /* operand edges pointing here */
+	/* CONST: a weak scalar keeps its literal; a tensor literal its data */
+	int64_t ival;
+	double fval;
+	void *data;               /* arena; numel * dtype size, row-major */
+	uint32_t stmt;            /* index of the statement that made it */
+};
+
+enum tir_stmt_kind { TIR_STMT_INPUT, TIR_STMT_BIND, TIR_STMT_PRINT };
+
+struct tir_print_item {
+	struct tir_node *node;
+	const char *header;       /* canonical text of the printed expression */
+	struct tir_loc loc;
+};
+
+struct tir_stmt {
+	enum tir_stmt_kind kind;
+	struct tir_loc loc;
+	const char *name;         /* INPUT, BIND */
+	struct tir_node *node;    /* INPUT, BIND: the value bound */
+	int nitems;               /* PRINT */
+	struct tir_print_item *items;
+};
+
+struct tir_binding {
+	const char *name;         /* arena */
+	uint32_t hash;
+	struct tir_node *node;    /* NULL: poisoned by an earlier error */
+	struct tir_loc loc;
+};
+
+struct tir_program {
+	struct tir_arena arena;
+	struct tir_node **nodes;
+	size_t nnodes, capnodes;
+	struct tir_stmt *stmts;
+	size_t nstmts, capstmts;
+	struct tir_binding *bind;     /* open addressing, power-of-two size */
+	size_t nbind, capbind;
+	struct tir_source *sources;
+	struct tir_err diags[TIR_MAX_DIAGS];
+	int ndiags, nerrors;
+	tir_load_type_fn loader;
+	void *loader_ud;
+};
+
+struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n);
+/* The closest bound name, for "did you mean"; NULL if none is close. */
+const char *tir_program_suggest(const struct tir_program *p, const char *s, size_t n);
+/* A name currently bound to node, or NULL. */
+const char *tir_node_current_name(const struct tir_program *p, const struct tir_node *n);
+
+/* ---- checking ---- */
+
+/* Infer node->type from its operands and attributes.  On failure fill err
+ * (positioned at the operand at fault) and return -code. */
+int tir_check_node(struct tir_node *n, struct tir_err *err);
+/* Result dtype of combining a and b (weak scalars adopt the other's). */
+struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b);
+/* NumPy broadcast of a and b into out; false if they do not broadcast. */
+bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct tir_type *out);
+/* The axes an op reduces (after normalizing negatives), as a mask. */
+void tir_reduce_mask(const struct tir_node *n, int rank, bool mask[TIR_MAX_RANK]);
+/* arange's (start, stop, step) with arange(stop) read as arange(0, stop). */
+void tir_arange_params(const struct tir_node *n, double *start, double *stop, double *step);
+/* slice's first index, step and length along an axis of size dim (Python's
+ * slice.indices: bounds clamp). */
+void tir_slice_params(const struct tir_node *n, int64_t dim, int64_t *start, int64_t *step,
+		      int64_t *len);
+/* The dtype an op computes in (its operands are converted to it): the
+ * result's, but for comparisons the operands' common dtype. */
+enum tir_dtype tir_compute_dtype(const struct tir_node *n);
+/* Normalize axis `a` for `rank` (-1 is the last); -1 when out of range. */
+int tir_axis(int64_t a, int rank);
+
+/* Error helpers: fill err, return -code. */
+int tir_errf(struct tir_err *err, int code, const struct tir_loc *loc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* ---- printing ---- */
+
+/* Append the canonical text of the expression computing n to buf (names
+ * where a name is current, calls otherwise).  A growable string: */
+struct tir_str {
+	char *s;
+	size_t n, cap;
+	bool oom;
+};
+void tir_str_add(struct tir_str *b, const char *s, size_t n);
+void tir_str_addf(struct tir_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tir_str_free(struct tir_str *b);
+void tir_render_expr(const struct tir_program *p, const struct tir_node *n, struct tir_str *out);
+void tir_render_attr(const struct tir_param *prm, const struct tir_attr *a, struct tir_str *out);
+/* A number as tir text that reads back to the same double ("1.0", "1e-05", "inf"). */
+void tir_render_float(double v, struct tir_str *out);
+
+#endif

@@ -1,0 +1,1506 @@
+/*
+ * parse.c — recursive descent from tokens straight to the graph: every call
+ * is checked against the op table and type-checked as its node is made, so
+ * errors point at the text that caused them.  Infix sugar lowers to the same
+ * ops as the calls.  grammar/tir.ebnf is the grammar; each function opens
+ * with the production it implements.  Not an evaluator: nothing runs here.
+ */
+#include "ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct parser {
+	struct tir_program *prog;
+	struct tir_lexer lx;
+	struct tir_token tok;      /* current */
+	struct tir_token ahead;    /* one token of lookahead */
+	bool has_ahead;
+	unsigned flags;
+	int depth;
+	bool in_print;
+	uint32_t stmt;
+	uint64_t ntok;             /* tokens consumed (to spot a bare name) */
+	bool stmt_failed;          /* an error was reported in this statement */
+	int first_code;
+};
+
+static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan"};
+
+/* ---- errors ---- */
+
+static void loc_tok(const struct parser *ps, const struct tir_token *t, struct tir_loc *loc)
+{
+	loc->src = ps->lx.src;
+	loc->off = t->off;
+	loc->line = t->line;
+	loc->col = t->col;
+}
+
+static void add_diag(struct parser *ps, const struct tir_err *e)
+{
+	struct tir_program *p = ps->prog;
+	if (ps->stmt_failed)
+		return; /* one error per statement: the rest would be echoes */
+	ps->stmt_failed = true;
+	if (!ps->first_code)
+		ps->first_code = e->code;
+	p->nerrors++;
+	if (p->ndiags < TIR_MAX_DIAGS)
+		p->diags[p->ndiags++] = *e;
+}
+
+static void perr(struct parser *ps, int code, const struct tir_loc *loc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void perr(struct parser *ps, int code, const struct tir_loc *loc, const char *fmt, ...)
+{
+	struct tir_err e = {.code = code};
+	if (loc)
+		e.loc = *loc;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+	va_end(ap);
+	add_diag(ps, &e);
+}
+
+static void perr_tok(struct parser *ps, const struct tir_token *t, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A description of a token for messages: "',' ", "the name 'x'" ... */
+static void tok_desc(const struct parser *ps, const struct tir_token *t, char *buf, size_t n)
+{
+	const char *s = ps->lx.src->text + t->off;
+	int len = (int)(t->len > 40 ? 40 : t->len);
+	switch (t->kind) {
+	case TIR_TOK_NAME: snprintf(buf, n, "'%.*s'", len, s); break;
+	case TIR_TOK_INT:
+	case TIR_TOK_FLOAT: snprintf(buf, n, "the number %.*s", len, s); break;
+	case TIR_TOK_STRING: snprintf(buf, n, "a string"); break;
+	default: snprintf(buf, n, "%s", tir_tok_name(t->kind)); break;
+	}
+}
+
+/* ---- tokens ---- */
+
+static void lex_error(struct parser *ps, const struct tir_token *t)
+{
+	struct tir_loc loc;
+	loc_tok(ps, t, &loc);
+	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->lx.errmsg);
+}
+
+static struct tir_token next_raw(struct parser *ps)
+{
+	return tir_lex_next(&ps->lx);
+}
+
+static void advance(struct parser *ps)
+{
+	ps->ntok++;
+	if (ps->has_ahead) {
+		ps->tok = ps->ahead;
+		ps->has_ahead = false;
+	} else {
+		ps->tok = next_raw(ps);
+	}
+	if (ps->tok.kind == TIR_TOK_ERROR)
+		lex_error(ps, &ps->tok);
+}
+
+static const struct tir_token *peek(struct parser *ps)
+{
+	if (!ps->has_ahead) {
+		ps->ahead = next_raw(ps);
+		ps->has_ahead = true;
+	}
+	return &ps->ahead;
+}
+
+static bool tok_is(const struct parser *ps, const struct tir_token *t, const char *word)
+{
+	size_t n = strlen(word);
+	return t->kind == TIR_TOK_NAME && t->len == n &&
+	       !memcmp(ps->lx.src->text + t->off, word, n);
+}
+
+static void perr_tok(struct parser *ps, const struct tir_token *t, const char *fmt, ...)
+{
+	struct tir_err e = {.code = TIR_ESYNTAX};
+	loc_tok(ps, t, &e.loc);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+	va_end(ap);
+	add_diag(ps, &e);
+}
+
+/* An unexpected token where `want` was expected.  At the end of input in
+ * an open bracket, say where it opened (and let the REPL read on). */
+static void expected(struct parser *ps, const char *want)
+{
+	char got[80];
+	if (ps->tok.kind == TIR_TOK_ERROR)
+		return; /* the lexer said it */
+	if (ps->tok.kind == TIR_TOK_EOF && ps->lx.depth > 0) {
+		const struct tir_token *o = &ps->lx.open[ps->lx.depth - 1];
+		struct tir_loc loc;
+		loc_tok(ps, o, &loc);
+		char close = o->kind == TIR_TOK_LPAREN ? ')' : ']';
+		char open = o->kind == TIR_TOK_LPAREN ? '(' : '[';
+		perr(ps, TIR_EINCOMPLETE, &loc, "'%c' is never closed: expected '%c' before the end of input",
+		     open, close);
+		return;
+	}
+	tok_desc(ps, &ps->tok, got, sizeof got);
+	perr_tok(ps, &ps->tok, "expected %s, got %s", want, got);
+}
+
+static bool accept(struct parser *ps, enum tir_tok k)
+{
+	if (ps->tok.kind == k) {
+		advance(ps);
+		return true;
+	}
+	return false;
+}
+
+/* A closing bracket matching `open` (Lua's check_match). */
+static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_token *open)
+{
+	if (ps->tok.kind == k) {
+		advance(ps);
+		return true;
+	}
+	char want[80];
+	char c = k == TIR_TOK_RPAREN ? ')' : ']';
+	char o = k == TIR_TOK_RPAREN ? '(' : '[';
+	if (ps->tok.kind == TIR_TOK_EOF && ps->lx.depth > 0) {
+		expected(ps, "");
+		return false;
+	}
+	if (open->line == ps->tok.line)
+		snprintf(want, sizeof want, "'%c' to close '%c' at column %u", c, o, open->col);
+	else
+		snprintf(want, sizeof want, "'%c' to close '%c' at line %u", c, o, open->line);
+	expected(ps, want);
+	return false;
+}
+
+/* ---- bindings (open addressing; a NULL node is a poisoned name) ---- */
+
+static uint32_t hash_name(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
+{
+	if (!p->capbind)
+		return NULL;
+	uint32_t h = hash_name(s, n);
+	size_t mask = p->capbind - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		struct tir_binding *b = &p->bind[i];
+		if (!b->name)
+			return NULL;
+		if (b->hash == h && !strncmp(b->name, s, n) && b->name[n] == 0)
+			return b;
+	}
+}
+
+static int rehash(struct tir_program *p)
+{
+	size_t ncap = p->capbind ? p->capbind * 2 : 64;
+	struct tir_binding *nb = calloc(ncap, sizeof *nb);
+	if (!nb)
+		return -TIR_ENOMEM;
+	for (size_t i = 0; i < p->capbind; i++) {
+		struct tir_binding *b = &p->bind[i];
+		if (!b->name)
+			continue;
+		size_t j = b->hash & (ncap - 1);
+		while (nb[j].name)
+			j = (j + 1) & (ncap - 1);
+		nb[j] = *b;
+	}
+	free(p->bind);
+	p->bind = nb;
+	p->capbind = ncap;
+	return 0;
+}
+
+static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_t n)
+{
+	struct tir_binding *b = tir_program_lookup(p, s, n);
+	if (b)
+		return b;
+	if ((p->nbind + 1) * 2 > p->capbind && rehash(p))
+		return NULL;
+	uint32_t h = hash_name(s, n);
+	size_t mask = p->capbind - 1;
+	size_t i = h & mask;
+	while (p->bind[i].name)
+		i = (i + 1) & mask;
+	b = &p->bind[i];
+	b->name = tir_arena_strndup(&p->arena, s, n);
+	if (!b->name)
+		return NULL;
+	b->hash = h;
+	p->nbind++;
+	return b;
+}
+
+const char *tir_program_suggest(const struct tir_program *p, const char *s, size_t n)
+{
+	const char *best = NULL;
+	int bestd = n <= 2 ? 1 : n <= 5 ? 2 : 3;
+	for (size_t i = 0; i < p->capbind; i++) {
+		const struct tir_binding *b = &p->bind[i];
+		if (!b->name || !b->node)
+			continue;
+		int d = tir_edit_distance(s, n, b->name, strlen(b->name));
+		if (d <= bestd && (!best || d < bestd || strcmp(b->name, best) < 0)) {
+			best = b->name;
+			bestd = d;
+		}
+	}
+	return best;
+}
+
+const char *tir_node_current_name(const struct tir_program *p, const struct tir_node *n)
+{
+	for (const struct tir_name_link *l = n->names; l; l = l->next) {
+		const struct tir_binding *b = tir_program_lookup(p, l->name, strlen(l->name));
+		if (b && b->node == n)
+			return l->name;
+	}
+	return NULL;
+}
+
+/* ---- nodes ---- */
+
+static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, const struct tir_loc *loc)
+{
+	struct tir_program *p = ps->prog;
+	const struct tir_opdef *d = tir_op(op);
+	struct tir_node *n = tir_arena_alloc(&p->arena, sizeof *n);
+	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)) {
+		perr(ps, TIR_ENOMEM, loc, "out of memory");
+		return NULL;
+	}
+	n->op = op;
+	n->loc = *loc;
+	n->nin = (uint16_t)nin;
+	n->in_print = ps->in_print;
+	n->stmt = ps->stmt;
+	if (nin) {
+		n->in = tir_arena_alloc(&p->arena, sizeof *n->in * (size_t)nin);
+		n->inloc = tir_arena_alloc(&p->arena, sizeof *n->inloc * (size_t)nin);
+	}
+	if (d->nattr) {
+		n->attr = tir_arena_alloc(&p->arena, sizeof *n->attr * (size_t)d->nattr);
+		if (n->attr)
+			memcpy(n->attr, d->defaults, sizeof *n->attr * (size_t)d->nattr);
+	}
+	if ((nin && (!n->in || !n->inloc)) || (d->nattr && !n->attr)) {
+		perr(ps, TIR_ENOMEM, loc, "out of memory");
+		return NULL;
+	}
+	n->id = (uint32_t)p->nnodes;
+	p->nodes[p->nnodes++] = n;
+	return n;
+}
+
+/* Type-check a finished node; NULL (error reported) when it does not. */
+static struct tir_node *checked(struct parser *ps, struct tir_node *n)
+{
+	if (!n)
+		return NULL;
+	struct tir_err e = {0};
+	if (tir_check_node(n, &e) == 0)
+		return n;
+	if (e.loc.src == NULL)
+		e.loc = n->loc;
+	add_diag(ps, &e);
+	return NULL;
+}
+
+static struct tir_node *scalar(struct parser *ps, const struct tir_loc *loc, enum tir_dtype dt,
+			       int64_t iv, double fv)
+{
+	struct tir_node *n = new_node(ps, TIR_OP_CONST, 0, loc);
+	if (!n)
+		return NULL;
+	n->type.dtype = dt;
+	n->type.weak = true;
+	n->ival = iv;
+	n->fval = fv;
+	return n;
+}
+
+/* ---- expressions ---- */
+
+static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start);
+
+static bool enter(struct parser *ps)
+{
+	if (++ps->depth > TIR_MAX_DEPTH) {
+		perr_tok(ps, &ps->tok, "expression nested deeper than %d levels", TIR_MAX_DEPTH);
+		return false;
+	}
+	return true;
+}
+
+/* A number literal with an optional sign, for attributes and list
+ * literals: INT | FLOAT | inf | nan, after an optional '-'. */
+static bool parse_number(struct parser *ps, bool *is_int, int64_t *iv, double *fv)
+{
+	bool neg = accept(ps, TIR_TOK_MINUS);
+	const struct tir_token *t = &ps->tok;
+	if (t->kind == TIR_TOK_INT) {
+		*is_int = true;
+		*iv = neg ? -t->ival : t->ival;
+		*fv = neg ? -t->fval : t->fval;
+	} else if (t->kind == TIR_TOK_FLOAT) {
+		*is_int = false;
+		*fv = neg ? -t->fval : t->fval;
+		*iv = 0;
+	} else if (tok_is(ps, t, "inf") || tok_is(ps, t, "nan")) {
+		*is_int = false;
+		*fv = tok_is(ps, t, "inf") ? INFINITY : NAN;
+		if (neg)
+			*fv = -*fv;
+		*iv = 0;
+	} else {
+		expected(ps, "a number");
+		return false;
+	}
+	advance(ps);
+	return true;
+}
+
+/* Values of a list literal, gathered before their shape is known. */
+struct litbuf {
+	double *f;
+	int64_t *i;
+	size_t n, capf, capi;
+	bool any_float, any_num, any_bool;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	bool seen[TIR_MAX_RANK + 1];   /* a list at this depth was completed */
+	bool scalars_at[TIR_MAX_RANK + 1];
+};
+
+/* list_literal = "[" [ elem { "," elem } [","] ] "]"
+ * elem = list_literal | ["-"] number | true | false */
+static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
+{
+	struct tir_token open = ps->tok;
+	advance(ps); /* '[' */
+	if (level >= TIR_MAX_RANK) {
+		perr_tok(ps, &open, "list literal nested deeper than %d (the rank limit)", TIR_MAX_RANK);
+		return false;
+	}
+	if (!enter(ps))
+		return false;
+	int64_t count = 0;
+	int kind = -1; /* 0 scalars, 1 lists */
+	while (ps->tok.kind != TIR_TOK_RBRACKET) {
+		struct tir_token at = ps->tok;
+		int k = at.kind == TIR_TOK_LBRACKET ? 1 : 0;
+		if (kind >= 0 && k != kind) {
+			perr_tok(ps, &at, "ragged list literal: mixes numbers and lists at one level");
+			return false;
+		}
+		kind = k;
+		if (k) {
+			if (!parse_list_rec(ps, lb, level + 1))
+				return false;
+		} else {
+			bool is_int;
+			int64_t iv;
+			double fv;
+			if (tok_is(ps, &at, "true") || tok_is(ps, &at, "false")) {
+				lb->any_bool = true;
+				is_int = true;
+				iv = tok_is(ps, &at, "true");
+				fv = (double)iv;
+				advance(ps);
+			} else if (at.kind == TIR_TOK_NAME || at.kind == TIR_TOK_LPAREN) {
+				perr_tok(ps, &at, "a list literal holds numbers only; to join tensors use concat([a, b], axis=0)");
+				return false;
+			} else if (!parse_number(ps, &is_int, &iv, &fv)) {
+				return false;
+			} else {
+				lb->any_num = true;
+			}
+			if (!is_int)
+				lb->any_float = true;
+			if ((int64_t)lb->n >= TIR_MAX_ELEMS) {
+				perr_tok(ps, &at, "list literal has more than %lld elements",
+					 (long long)TIR_MAX_ELEMS);
+				return false;
+			}
+			if (tir_grow((void **)&lb->f, &lb->capf, lb->n + 1, sizeof *lb->f) ||
+			    tir_grow((void **)&lb->i, &lb->capi, lb->n + 1, sizeof *lb->i)) {
+				perr_tok(ps, &at, "out of memory");
+				return false;
+			}
+			lb->f[lb->n] = fv;
+			lb->i[lb->n] = iv;
+			lb->n++;
+		}
+		count++;
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RBRACKET, &open))
+		return false;
+	ps->depth--;
+	/* every list at one level has the length of the first one there */
+	if (!lb->seen[level]) {
+		lb->seen[level] = true;
+		lb->shape[level] = count;
+		lb->scalars_at[level] = kind == 0;
+		if (level + 1 > lb->rank)
+			lb->rank = level + 1;
+	} else if (lb->shape[level] != count || (count && lb->scalars_at[level] != (kind == 0))) {
+		perr_tok(ps, &open, "ragged list literal: this list has %lld elements, the first one at its level has %lld",
+			 (long long)count, (long long)lb->shape[level]);
+		return false;
+	}
+	/* an empty list where lists were expected, or lists where numbers were */
+	if (count == 0 && level + 1 < lb->rank) {
+		perr_tok(ps, &open, "ragged list literal: an empty list beside non-empty ones");
+		return false;
+	}
+	return true;
+}
+
+static struct tir_node *parse_list_literal(struct parser *ps, const struct tir_loc *loc)
+{
+	struct litbuf lb = {0};
+	struct tir_node *n = NULL;
+	if (!parse_list_rec(ps, &lb, 0))
+		goto out;
+	/* numbers at the deepest level only */
+	for (int l = 0; l + 1 < lb.rank; l++) {
+		if (lb.scalars_at[l] && lb.shape[l]) {
+			perr(ps, TIR_ESYNTAX, loc, "ragged list literal: numbers and lists at the same level");
+			goto out;
+		}
+	}
+	n = new_node(ps, TIR_OP_CONST, 0, loc);
+	if (!n)
+		goto out;
+	enum tir_dtype dt = lb.any_float ? TIR_DTYPE_F32
+			    : lb.any_num  ? TIR_DTYPE_I64
+			    : lb.any_bool ? TIR_DTYPE_BOOL
+					  : TIR_DTYPE_F32;
+	n->type.dtype = dt;
+	n->type.rank = (uint8_t)lb.rank;
+	memcpy(n->type.shape, lb.shape, sizeof lb.shape);
+	if (tir_type_numel(&n->type) != (int64_t)lb.n) {
+		perr(ps, TIR_ESYNTAX, loc, "ragged list literal");
+		n = NULL;
+		goto out;
+	}
+	size_t sz = tir_dtype_size(dt);
+	n->data = tir_arena_alloc(&ps->prog->arena, lb.n * sz + 1);
+	if (!n->data) {
+		perr(ps, TIR_ENOMEM, loc, "out of memory");
+		n = NULL;
+		goto out;
+	}
+	for (size_t i = 0; i < lb.n; i++) {
+		switch (dt) {
+		case TIR_DTYPE_F32: ((float *)n->data)[i] = (float)lb.f[i]; break;
+		case TIR_DTYPE_I64: ((int64_t *)n->data)[i] = lb.i[i]; break;
+		case TIR_DTYPE_BOOL: ((uint8_t *)n->data)[i] = lb.i[i] != 0; break;
+		default: TIR_ASSERT(0);
+		}
+	}
+out:
+	free(lb.f);
+	free(lb.i);
+	return n;
+}
+
+/* A string literal's contents (escapes \" \\ \n \t). */
+static const char *string_value(struct parser *ps, const struct tir_token *t)
+{
+	const char *s = ps->lx.src->text + t->off + 1;
+	size_t n = t->len - 2;
+	char *d = tir_arena_alloc(&ps->prog->arena, n + 1);
+	if (!d)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '\\' && i + 1 < n) {
+			c = s[++i];
+			c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+		}
+		if (c == 0) {
+			struct tir_loc loc;
+			loc_tok(ps, t, &loc);
+			perr(ps, TIR_ESYNTAX, &loc, "a string may not contain a NUL byte");
+			return NULL;
+		}
+		d[k++] = c;
+	}
+	d[k] = 0;
+	return d;
+}
+
+static const char *attr_kind_text(enum tir_attr_kind k)
+{
+	switch (k) {
+	case TIR_ATTR_INT: return "an integer";
+	case TIR_ATTR_FLOAT: return "a number";
+	case TIR_ATTR_NUM: return "a number";
+	case TIR_ATTR_BOOL: return "true or false";
+	case TIR_ATTR_DTYPE: return "a dtype (f32 f64 i32 i64 bool)";
+	case TIR_ATTR_SHAPE: return "a list of integers";
+	case TIR_ATTR_AXES: return "an integer or a list of integers";
+	case TIR_ATTR_PAIR: return "an integer or a pair [a, b]";
+	case TIR_ATTR_PADS: return "a list of [before, after] pairs";
+	case TIR_ATTR_STR: return "a string";
+	case TIR_ATTR_WORD: return "a name";
+	default: return "?";
+	}
+}
+
+/* int_list = "[" [ ["-"] INT { "," ["-"] INT } [","] ] "]" */
+static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
+{
+	struct tir_token open = ps->tok;
+	advance(ps);
+	int64_t buf[TIR_MAX_RANK * 2];
+	int n = 0;
+	while (ps->tok.kind != TIR_TOK_RBRACKET) {
+		struct tir_token at = ps->tok;
+		bool neg = accept(ps, TIR_TOK_MINUS);
+		if (ps->tok.kind != TIR_TOK_INT) {
+			expected(ps, "an integer");
+			return false;
+		}
+		if (n >= max) {
+			perr_tok(ps, &at, "too many entries (at most %d)", max);
+			return false;
+		}
+		buf[n++] = neg ? -ps->tok.ival : ps->tok.ival;
+		advance(ps);
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RBRACKET, &open))
+		return false;
+	a->n = n;
+	a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * (size_t)(n ? n : 1));
+	if (!a->v)
+		return false;
+	memcpy(a->v, buf, sizeof *a->v * (size_t)n);
+	a->is_list = true;
+	return true;
+}
+
+/* An attribute's literal value, of the kind the op's signature says. */
+static bool parse_attr(struct parser *ps, const char *opname, const struct tir_param *prm,
+		       struct tir_attr *a)
+{
+	struct tir_token at = ps->tok;
+	char got[80];
+	memset(a, 0, sizeof *a);
+	a->set = true;
+	switch (prm->kind) {
+	case TIR_ATTR_INT:
+	case TIR_ATTR_FLOAT:
+	case TIR_ATTR_NUM: {
+		if (at.kind != TIR_TOK_INT && at.kind != TIR_TOK_FLOAT && at.kind != TIR_TOK_MINUS &&
+		    !tok_is(ps, &at, "inf") && !tok_is(ps, &at, "nan"))
+			goto wrong;
+		bool is_int;
+		if (!parse_number(ps, &is_int, &a->i, &a->f))
+			return false;
+		if (prm->kind == TIR_ATTR_INT && !is_int) {
+			perr_tok(ps, &at, "%s: '%s' must be an integer, got %g", opname, prm->name, a->f);
+			return false;
+		}
+		a->is_int = is_int;
+		return true;
+	}
+	case TIR_ATTR_BOOL:
+		if (!tok_is(ps, &at, "true") && !tok_is(ps, &at, "false"))
+			goto wrong;
+		a->i = tok_is(ps, &at, "true");
+		advance(ps);
+		return true;
+	case TIR_ATTR_DTYPE:
+		if (at.kind != TIR_TOK_NAME)
+			goto wrong;
+		a->i = tir_dtype_from_name(ps->lx.src->text + at.off, at.len);
+		if (a->i < 0)
+			goto wrong;
+		advance(ps);
+		return true;
+	case TIR_ATTR_SHAPE:
+		if (at.kind == TIR_TOK_INT) { /* zeros(5) is zeros([5]) */
+			a->n = 1;
+			a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v);
+			if (!a->v)
+				return false;
+			a->v[0] = at.ival;
+			a->is_list = true;
+			advance(ps);
+			return true;
+		}
+		if (at.kind != TIR_TOK_LBRACKET)
+			goto wrong;
+		return parse_int_list(ps, a, TIR_MAX_RANK);
+	case TIR_ATTR_AXES:
+	case TIR_ATTR_PAIR:
+		if (at.kind == TIR_TOK_LBRACKET) {
+			if (!parse_int_list(ps, a, TIR_MAX_RANK))
+				return false;
+			if (prm->kind == TIR_ATTR_PAIR && a->n != 2) {
+				perr_tok(ps, &at, "%s: '%s' must be an integer or a pair [a, b], got %d entries",
+					 opname, prm->name, a->n);
+				return false;
+			}
+			return true;
+		}
+		if (at.kind != TIR_TOK_INT && at.kind != TIR_TOK_MINUS)
+			goto wrong;
+		{
+			bool neg = accept(ps, TIR_TOK_MINUS);
+			if (ps->tok.kind != TIR_TOK_INT) {
+				expected(ps, "an integer");
+				return false;
+			}
+			int64_t v = neg ? -ps->tok.ival : ps->tok.ival;
+			advance(ps);
+			a->n = prm->kind == TIR_ATTR_PAIR ? 2 : 1;
+			a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * 2);
+			if (!a->v)
+				return false;
+			a->v[0] = a->v[1] = v;
+			a->i = v;
+		}
+		return true;
+	case TIR_ATTR_PADS: {
+		if (at.kind != TIR_TOK_LBRACKET)
+			goto wrong;
+		struct tir_token open = at;
+		advance(ps);
+		int64_t buf[TIR_MAX_RANK * 2];
+		int n = 0;
+		while (ps->tok.kind != TIR_TOK_RBRACKET) {
+			struct tir_attr pair = {0};
+			struct tir_token pt = ps->tok;
+			if (pt.kind != TIR_TOK_LBRACKET) {
+				expected(ps, "a pair [before, after]");
+				return false;
+			}
+			if (!parse_int_list(ps, &pair, 2))
+				return false;
+			if (pair.n != 2 || n >= TIR_MAX_RANK) {
+				perr_tok(ps, &pt, "%s: each pad is a pair [before, after]%s", opname,
+					 n >= TIR_MAX_RANK ? " (and at most 8 of them)" : "");
+				return false;
+			}
+			buf[2 * n] = pair.v[0];
+			buf[2 * n + 1] = pair.v[1];
+			n++;
+			if (!accept(ps, TIR_TOK_COMMA))
+				break;
+		}
+		if (!close_bracket(ps, TIR_TOK_RBRACKET, &open))
+			return false;
+		a->n = 2 * n;
+		a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * (size_t)(2 * n + 1));
+		if (!a->v)
+			return false;
+		memcpy(a->v, buf, sizeof *a->v * (size_t)(2 * n));
+		a->is_list = true;
+		return true;
+	}
+	case TIR_ATTR_STR:
+		if (at.kind != TIR_TOK_STRING)
+			goto wrong;
+		a->s = string_value(ps, &at);
+		advance(ps);
+		return a->s != NULL;
+	case TIR_ATTR_WORD:
+		if (at.kind != TIR_TOK_NAME)
+			goto wrong;
+		a->s = tir_arena_strndup(&ps->prog->arena, ps->lx.src->text + at.off, at.len);
+		advance(ps);
+		return a->s != NULL;
+	default:
+		break;
+	}
+wrong:
+	if (at.kind == TIR_TOK_ERROR || (at.kind == TIR_TOK_EOF && ps->lx.depth > 0)) {
+		expected(ps, "");
+		return false;
+	}
+	tok_desc(ps, &at, got, sizeof got);
+	perr_tok(ps, &at, "%s: '%s' must be %s, got %s", opname, prm->name,
+		 attr_kind_text(prm->kind), got);
+	return false;
+}
+
+static const char *op_params_text(const struct tir_opdef *d, char *buf, size_t n)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (int i = 0; i < d->nparams && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", d->params[i].name);
+	return buf;
+}
+
+/* call = NAME "(" [ arg { "," arg } [","] ] ")"
+ * arg  = [ NAME "=" ] ( expr | attribute literal | "[" expr {"," expr} "]" ) */
+static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const struct tir_token *name)
+{
+	const struct tir_opdef *d = tir_op(op);
+	struct tir_loc loc;
+	loc_tok(ps, name, &loc);
+	advance(ps); /* name */
+	struct tir_token open = ps->tok;
+	advance(ps); /* '(' */
+
+	struct tir_node *tens[TIR_MAX_PARAMS] = {0};
+	struct tir_loc tloc[TIR_MAX_PARAMS] = {{0}};
+	struct tir_attr attrs[TIR_MAX_PARAMS];
+	bool given[TIR_MAX_PARAMS] = {0};
+	struct tir_node **list = NULL;
+	struct tir_loc *listloc = NULL;
+	size_t nlist = 0, caplist = 0, caplistloc = 0;
+	struct tir_node *n = NULL;
+	char pbuf[160];
+	memcpy(attrs, d->defaults, sizeof attrs);
+
+	int pos = 0;
+	bool seen_kw = false;
+	while (ps->tok.kind != TIR_TOK_RPAREN) {
+		int pi;
+		struct tir_token at = ps->tok;
+		if (at.kind == TIR_TOK_NAME && peek(ps)->kind == TIR_TOK_ASSIGN) {
+			const char *kw = ps->lx.src->text + at.off;
+			for (pi = 0; pi < d->nparams; pi++)
+				if (strlen(d->params[pi].name) == at.len &&
+				    !memcmp(d->params[pi].name, kw, at.len))
+					break;
+			if (pi == d->nparams) {
+				perr_tok(ps, &at, "%s has no argument '%.*s'; it takes (%s)", d->name,
+					 (int)at.len, kw, op_params_text(d, pbuf, sizeof pbuf));
+				goto fail;
+			}
+			if (given[pi]) {
+				perr_tok(ps, &at, "%s: argument '%s' is given twice", d->name, d->params[pi].name);
+				goto fail;
+			}
+			advance(ps);
+			advance(ps);
+			seen_kw = true;
+		} else {
+			if (seen_kw) {
+				perr_tok(ps, &at, "%s: a positional argument after keyword arguments", d->name);
+				goto fail;
+			}
+			if (pos >= d->nparams) {
+				perr_tok(ps, &at, "%s takes %d argument%s (%s), got more", d->name, d->nparams,
+					 d->nparams == 1 ? "" : "s", op_params_text(d, pbuf, sizeof pbuf));
+				goto fail;
+			}
+			pi = pos++;
+		}
+		given[pi] = true;
+		const struct tir_param *prm = &d->params[pi];
+		if (prm->list) {
+			struct tir_token lopen = ps->tok;
+			if (lopen.kind != TIR_TOK_LBRACKET) {
+				char got[80];
+				tok_desc(ps, &lopen, got, sizeof got);
+				perr_tok(ps, &lopen, "%s: '%s' must be a list of tensors [a, b, ...], got %s",
+					 d->name, prm->name, got);
+				goto fail;
+			}
+			advance(ps);
+			while (ps->tok.kind != TIR_TOK_RBRACKET) {
+				struct tir_loc el;
+				struct tir_node *e = parse_expr(ps, &el);
+				if (!e)
+					goto fail;
+				if (nlist >= 60000) {
+					perr(ps, TIR_ESYNTAX, &el, "%s: too many operands", d->name);
+					goto fail;
+				}
+				if (tir_grow((void **)&list, &caplist, nlist + 1, sizeof *list) ||
+				    tir_grow((void **)&listloc, &caplistloc, nlist + 1, sizeof *listloc)) {
+					perr(ps, TIR_ENOMEM, &el, "out of memory");
+					goto fail;
+				}
+				list[nlist] = e;
+				listloc[nlist++] = el;
+				if (!accept(ps, TIR_TOK_COMMA))
+					break;
+			}
+			if (!close_bracket(ps, TIR_TOK_RBRACKET, &lopen))
+				goto fail;
+		} else if (prm->tensor) {
+			tens[pi] = parse_expr(ps, &tloc[pi]);
+			if (!tens[pi])
+				goto fail;
+		} else if (!parse_attr(ps, d->name, prm, &attrs[d->attr_of_param[pi]])) {
+			goto fail;
+		}
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RPAREN, &open))
+		goto fail;
+
+	/* every required parameter given */
+	for (int pi = 0; pi < d->nparams; pi++) {
+		const struct tir_param *prm = &d->params[pi];
+		if (given[pi] || prm->optional || prm->deflt)
+			continue;
+		perr(ps, TIR_ETYPE, &loc, "%s: missing argument '%s'; it takes (%s)", d->name, prm->name,
+		     op_params_text(d, pbuf, sizeof pbuf));
+		goto fail;
+	}
+	int nin = 0;
+	for (int pi = 0; pi < d->nparams; pi++)
+		if (d->params[pi].tensor)
+			nin += d->params[pi].list ? (int)nlist : 1;
+	n = new_node(ps, op, nin, &loc);
+	if (!n)
+		goto fail;
+	int k = 0;
+	for (int pi = 0; pi < d->nparams; pi++) {
+		const struct tir_param *prm = &d->params[pi];
+		if (prm->list) {
+			for (size_t j = 0; j < nlist; j++) {
+				n->in[k] = list[j];
+				n->inloc[k++] = listloc[j];
+			}
+		} else if (prm->tensor) {
+			n->in[k] = tens[pi];
+			n->inloc[k++] = tloc[pi];
+		}
+	}
+	if (d->nattr)
+		memcpy(n->attr, attrs, sizeof *n->attr * (size_t)d->nattr);
+	if (op == TIR_OP_LOAD) {
+		/* the type is in the file's header; whoever hosts us reads it */
+		struct tir_err e = {0};
+		int dt = 0, rank = 0;
+		if (!ps->prog->loader) {
+			perr(ps, TIR_EUNSUPPORTED, &loc, "load: reading files is not allowed here");
+			n = NULL;
+			goto fail;
+		}
+		if (ps->prog->loader(ps->prog->loader_ud, n->attr[0].s, n->attr[1].set ? n->attr[1].s : NULL,
+				     (enum tir_dtype *)&dt, &rank, n->type.shape, &e)) {
+			e.loc = loc;
+			add_diag(ps, &e);
+			n = NULL;
+			goto fail;
+		}
+		n->type.dtype = (uint8_t)dt;
+		n->type.rank = (uint8_t)rank;
+	}
+	n = checked(ps, n);
+fail:
+	free(list);
+	free(listloc);
+	return n;
+}
+
+/* primary = NUMBER | true | false | inf | nan | STRING | list_literal
+ *         | NAME | call | "(" expr ")" */
+static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_token t = ps->tok;
+	loc_tok(ps, &t, start);
+	char got[80];
+	switch (t.kind) {
+	case TIR_TOK_INT:
+		advance(ps);
+		return scalar(ps, start, TIR_DTYPE_I64, t.ival, t.fval);
+	case TIR_TOK_FLOAT:
+		advance(ps);
+		return scalar(ps, start, TIR_DTYPE_F32, 0, t.fval);
+	case TIR_TOK_LBRACKET:
+		return parse_list_literal(ps, start);
+	case TIR_TOK_LPAREN: {
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		struct tir_loc inner;
+		struct tir_node *n = parse_expr(ps, &inner);
+		if (!n || !close_bracket(ps, TIR_TOK_RPAREN, &t))
+			return NULL;
+		ps->depth--;
+		return n;
+	}
+	case TIR_TOK_STRING:
+		perr_tok(ps, &t, "a string is only a file path for load(...)");
+		return NULL;
+	case TIR_TOK_NAME:
+		break;
+	default:
+		if (t.kind == TIR_TOK_EOF && ps->lx.depth > 0)
+			expected(ps, "");
+		else if (t.kind != TIR_TOK_ERROR) {
+			tok_desc(ps, &t, got, sizeof got);
+			perr_tok(ps, &t, "expected an expression, got %s", got);
+		}
+		return NULL;
+	}
+	const char *s = ps->lx.src->text + t.off;
+	if (tok_is(ps, &t, "true") || tok_is(ps, &t, "false")) {
+		advance(ps);
+		return scalar(ps, start, TIR_DTYPE_BOOL, tok_is(ps, &t, "true"), 0);
+	}
+	if (tok_is(ps, &t, "inf") || tok_is(ps, &t, "nan")) {
+		advance(ps);
+		return scalar(ps, start, TIR_DTYPE_F32, 0, tok_is(ps, &t, "inf") ? INFINITY : NAN);
+	}
+	if (peek(ps)->kind == TIR_TOK_LPAREN) {
+		int op = tir_op_lookup(s, t.len);
+		if (op < 0) {
+			const char *sug = tir_op_suggest(s, t.len);
+			if (sug)
+				perr_tok(ps, &t, "unknown op '%.*s'; did you mean '%s'?", (int)t.len, s, sug);
+			else
+				perr_tok(ps, &t, "unknown op '%.*s' (tir help ops lists them)", (int)t.len, s);
+			return NULL;
+		}
+		if (!enter(ps))
+			return NULL;
+		struct tir_node *n = parse_call(ps, (enum tir_op)op, &t);
+		ps->depth--;
+		return n;
+	}
+	struct tir_binding *b = tir_program_lookup(ps->prog, s, t.len);
+	if (b) {
+		advance(ps);
+		if (!b->node)
+			ps->stmt_failed = true; /* its definition failed: already reported */
+		return b->node;
+	}
+	if (tir_dtype_from_name(s, t.len) >= 0) {
+		perr_tok(ps, &t, "'%.*s' is a dtype, not a value", (int)t.len, s);
+		return NULL;
+	}
+	if (tir_op_lookup(s, t.len) >= 0) {
+		perr_tok(ps, &t, "'%.*s' is an op; call it: %.*s(...)", (int)t.len, s, (int)t.len, s);
+		return NULL;
+	}
+	const char *sug = tir_program_suggest(ps->prog, s, t.len);
+	if (sug)
+		perr_tok(ps, &t, "undefined name '%.*s'; did you mean '%s'?", (int)t.len, s, sug);
+	else
+		perr_tok(ps, &t, "undefined name '%.*s'", (int)t.len, s);
+	return NULL;
+}
+
+static struct tir_node *binary(struct parser *ps, enum tir_op op, const struct tir_token *optok,
+			       struct tir_node *a, const struct tir_loc *aloc, struct tir_node *b,
+			       const struct tir_loc *bloc)
+{
+	struct tir_loc loc;
+	loc_tok(ps, optok, &loc);
+	struct tir_node *n = new_node(ps, op, 2, &loc);
+	if (!n)
+		return NULL;
+	n->in[0] = a;
+	n->in[1] = b;
+	n->inloc[0] = *aloc;
+	n->inloc[1] = *bloc;
+	return checked(ps, n);
+}
+
+/* unary = "-" unary | primary */
+static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
+{
+	if (ps->tok.kind != TIR_TOK_MINUS)
+		return parse_primary(ps, start);
+	struct tir_token minus = ps->tok;
+	loc_tok(ps, &minus, start);
+	advance(ps);
+	if (!enter(ps))
+		return NULL;
+	/* -NUMBER is a literal, not neg(NUMBER) */
+	if (ps->tok.kind == TIR_TOK_INT || ps->tok.kind == TIR_TOK_FLOAT) {
+		struct tir_token t = ps->tok;
+		advance(ps);
+		ps->depth--;
+		if (t.kind == TIR_TOK_INT)
+			return scalar(ps, start, TIR_DTYPE_I64, -t.ival, -t.fval);
+		return scalar(ps, start, TIR_DTYPE_F32, 0, -t.fval);
+	}
+	struct tir_loc inner;
+	struct tir_node *x = parse_unary(ps, &inner);
+	ps->depth--;
+	if (!x)
+		return NULL;
+	struct tir_node *n = new_node(ps, TIR_OP_NEG, 1, start);
+	if (!n)
+		return NULL;
+	n->in[0] = x;
+	n->inloc[0] = inner;
+	return checked(ps, n);
+}
+
+/* term = unary { ("*" | "/" | "@") unary } */
+static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_unary(ps, start);
+	int chain = 0;
+	while (a) {
+		enum tir_op op;
+		switch (ps->tok.kind) {
+		case TIR_TOK_STAR: op = TIR_OP_MUL; break;
+		case TIR_TOK_SLASH: op = TIR_OP_DIV; break;
+		case TIR_TOK_AT: op = TIR_OP_MATMUL; break;
+		default: goto done;
+		}
+		struct tir_token optok = ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_unary(ps, &bloc);
+		if (!b)
+			return NULL;
+		a = binary(ps, op, &optok, a, start, b, &bloc);
+	}
+done:
+	ps->depth -= chain;
+	return a;
+}
+
+/* expr = term { ("+" | "-") term } */
+static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_term(ps, start);
+	int chain = 0;
+	while (a && (ps->tok.kind == TIR_TOK_PLUS || ps->tok.kind == TIR_TOK_MINUS)) {
+		enum tir_op op = ps->tok.kind == TIR_TOK_PLUS ? TIR_OP_ADD : TIR_OP_SUB;
+		struct tir_token optok = ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_term(ps, &bloc);
+		if (!b)
+			return NULL;
+		a = binary(ps, op, &optok, a, start, b, &bloc);
+	}
+	ps->depth -= chain;
+	return a;
+}
+
+/* ---- statements ---- */
+
+/* type = DTYPE "[" [ INT { "," INT } [","] ] "]" */
+static bool parse_type(struct parser *ps, struct tir_type *ty)
+{
+	struct tir_token t = ps->tok;
+	int dt = t.kind == TIR_TOK_NAME ? tir_dtype_from_name(ps->lx.src->text + t.off, t.len) : -1;
+	if (dt < 0) {
+		expected(ps, "a type such as f32[2, 3]");
+		return false;
+	}
+	advance(ps);
+	memset(ty, 0, sizeof *ty);
+	ty->dtype = (uint8_t)dt;
+	struct tir_token open = ps->tok;
+	if (!accept(ps, TIR_TOK_LBRACKET)) {
+		expected(ps, "'[' and the shape (a scalar is f32[])");
+		return false;
+	}
+	int64_t numel = 1;
+	while (ps->tok.kind != TIR_TOK_RBRACKET) {
+		struct tir_token d = ps->tok;
+		if (d.kind == TIR_TOK_MINUS) {
+			perr_tok(ps, &d, "a dimension must be >= 0");
+			return false;
+		}
+		if (d.kind != TIR_TOK_INT) {
+			expected(ps, "a dimension (an integer)");
+			return false;
+		}
+		if (ty->rank >= TIR_MAX_RANK) {
+			perr_tok(ps, &d, "more than %d dimensions", TIR_MAX_RANK);
+			return false;
+		}
+		if (d.ival > TIR_MAX_DIM || (d.ival && numel > TIR_MAX_ELEMS / d.ival)) {
+			perr_tok(ps, &d, "type too large: more than %lld elements", (long long)TIR_MAX_ELEMS);
+			return false;
+		}
+		numel *= d.ival;
+		ty->shape[ty->rank++] = d.ival;
+		advance(ps);
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	return close_bracket(ps, TIR_TOK_RBRACKET, &open);
+}
+
+static bool is_reserved(const char *s, size_t n)
+{
+	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+		if (strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
+			return true;
+	return tir_dtype_from_name(s, n) >= 0;
+}
+
+static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const struct tir_loc *loc)
+{
+	struct tir_program *p = ps->prog;
+	if (tir_grow((void **)&p->stmts, &p->capstmts, p->nstmts + 1, sizeof *p->stmts)) {
+		perr(ps, TIR_ENOMEM, loc, "out of memory");
+		return NULL;
+	}
+	struct tir_stmt *s = &p->stmts[p->nstmts++];
+	memset(s, 0, sizeof *s);
+	s->kind = k;
+	s->loc = *loc;
+	return s;
+}
+
+static void name_node(struct parser *ps, struct tir_node *n, const char *name)
+{
+	for (struct tir_name_link *l = n->names; l; l = l->next)
+		if (!strcmp(l->name, name))
+			return;
+	struct tir_name_link *l = tir_arena_alloc(&ps->prog->arena, sizeof *l);
+	if (!l)
+		return;
+	l->name = name;
+	l->next = n->names;
+	n->names = l;
+}
+
+static bool check_name(struct parser *ps, const struct tir_token *t)
+{
+	const char *s = ps->lx.src->text + t->off;
+	if (is_reserved(s, t->len)) {
+		perr_tok(ps, t, "'%.*s' is reserved and cannot be bound", (int)t->len, s);
+		return false;
+	}
+	return true;
+}
+
+/* input_stmt = "input" NAME ":" type */
+static void parse_input(struct parser *ps)
+{
+	advance(ps); /* input */
+	struct tir_token nt = ps->tok;
+	if (nt.kind != TIR_TOK_NAME) {
+		expected(ps, "the input's name");
+		return;
+	}
+	if (!check_name(ps, &nt))
+		return;
+	advance(ps);
+	if (!accept(ps, TIR_TOK_COLON)) {
+		expected(ps, "':' and the input's type, as in: input x: f32[2, 3]");
+		return;
+	}
+	struct tir_type ty;
+	if (!parse_type(ps, &ty))
+		return;
+	struct tir_loc loc;
+	loc_tok(ps, &nt, &loc);
+	struct tir_node *n = new_node(ps, TIR_OP_INPUT, 0, &loc);
+	if (!n)
+		return;
+	n->type = ty;
+	struct tir_binding *b = bind_name(ps->prog, ps->lx.src->text + nt.off, nt.len);
+	if (!b) {
+		perr(ps, TIR_ENOMEM, &loc, "out of memory");
+		return;
+	}
+	n->input_name = b->name;
+	struct tir_stmt *st = new_stmt(ps, TIR_STMT_INPUT, &loc);
+	if (!st)
+		return;
+	st->name = b->name;
+	st->node = n;
+	b->node = n;
+	b->loc = loc;
+	name_node(ps, n, b->name);
+}
+
+/* print_stmt = "print" expr { "," expr }   (REPL: a bare expr) */
+static void parse_print(struct parser *ps, bool bare)
+{
+	struct tir_token kw = ps->tok;
+	if (!bare)
+		advance(ps);
+	struct tir_loc loc;
+	loc_tok(ps, &kw, &loc);
+	struct tir_print_item items[64];
+	int nitems = 0;
+	ps->in_print = true;
+	do {
+		if (nitems == 64) {
+			perr_tok(ps, &ps->tok, "print takes at most 64 values");
+			return;
+		}
+		struct tir_token first = ps->tok;
+		uint64_t before = ps->ntok;
+		struct tir_print_item *it = &items[nitems];
+		it->node = parse_expr(ps, &it->loc);
+		if (!it->node)
+			return;
+		struct tir_str h = {0};
+		if (ps->ntok - before == 1 && first.kind == TIR_TOK_NAME)
+			tir_str_add(&h, ps->lx.src->text + first.off, first.len);
+		else
+			tir_render_expr(ps->prog, it->node, &h);
+		it->header = h.oom ? NULL : tir_arena_strndup(&ps->prog->arena, h.s, h.n);
+		tir_str_free(&h);
+		if (!it->header) {
+			perr(ps, TIR_ENOMEM, &it->loc, "out of memory");
+			return;
+		}
+		nitems++;
+	} while (accept(ps, TIR_TOK_COMMA));
+	ps->in_print = false;
+	struct tir_stmt *st = new_stmt(ps, TIR_STMT_PRINT, &loc);
+	if (!st)
+		return;
+	st->items = tir_arena_alloc(&ps->prog->arena, sizeof *items * (size_t)nitems);
+	if (!st->items) {
+		ps->prog->nstmts--;
+		perr(ps, TIR_ENOMEM, &loc, "out of memory");
+		return;
+	}
+	memcpy(st->items, items, sizeof *items * (size_t)nitems);
+	st->nitems = nitems;
+}
+
+/* bind_stmt = NAME [ ":" type ] "=" expr */
+static void parse_bind(struct parser *ps)
+{
+	struct tir_token nt = ps->tok;
+	struct tir_loc nloc;
+	loc_tok(ps, &nt, &nloc);
+	const char *s = ps->lx.src->text + nt.off;
+	bool ok = check_name(ps, &nt);
+	advance(ps);
+	struct tir_type ann;
+	bool has_ann = false;
+	struct tir_loc annloc = {0};
+	if (ok && accept(ps, TIR_TOK_COLON)) {
+		loc_tok(ps, &ps->tok, &annloc);
+		if (!parse_type(ps, &ann))
+			ok = false;
+		has_ann = true;
+	}
+	struct tir_node *n = NULL;
+	struct tir_loc eloc;
+	if (ok && !accept(ps, TIR_TOK_ASSIGN)) {
+		expected(ps, "'='");
+		ok = false;
+	}
+	if (ok)
+		n = parse_expr(ps, &eloc);
+	if (n && has_ann && !(tir_type_equal(&ann, &n->type))) {
+		char a[TIR_TYPE_STRLEN], v[TIR_TYPE_STRLEN];
+		perr(ps, TIR_ETYPE, &annloc, "annotation says %s but the value is %s%s",
+		     tir_type_str(&ann, a, sizeof a), tir_type_str(&n->type, v, sizeof v),
+		     n->type.weak ? " (a scalar literal keeps its own dtype)" : "");
+		n = NULL;
+	}
+	if (n && ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF)
+		n = NULL; /* the statement's end is checked by the caller */
+	struct tir_binding *b = NULL;
+	if (n || !(ps->flags & TIR_PARSE_REPL)) {
+		/* a failed binding in a file poisons the name (no echo errors);
+		 * in the REPL the old binding stays */
+		b = bind_name(ps->prog, s, nt.len);
+		if (!b) {
+			perr(ps, TIR_ENOMEM, &nloc, "out of memory");
+			return;
+		}
+		b->node = n;
+		b->loc = nloc;
+	}
+	if (!n)
+		return;
+	struct tir_stmt *st = new_stmt(ps, TIR_STMT_BIND, &nloc);
+	if (!st)
+		return;
+	st->name = b->name;
+	st->node = n;
+	name_node(ps, n, b->name);
+}
+
+static void skip_statement(struct parser *ps)
+{
+	while (ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF) {
+		ps->ntok++;
+		ps->tok = ps->has_ahead ? ps->ahead : next_raw(ps);
+		ps->has_ahead = false;
+	}
+}
+
+/* program = { statement ( NEWLINE | EOF ) } */
+static void parse_statements(struct parser *ps)
+{
+	advance(ps);
+	for (;;) {
+		while (ps->tok.kind == TIR_TOK_NEWLINE)
+			advance(ps);
+		if (ps->tok.kind == TIR_TOK_EOF)
+			break;
+		ps->stmt = (uint32_t)ps->prog->nstmts;
+		ps->depth = 0;
+		ps->in_print = false;
+		size_t nodes_before = ps->prog->nnodes;
+		size_t stmts_before = ps->prog->nstmts;
+		const struct tir_token *t = &ps->tok;
+		if (t->kind == TIR_TOK_ERROR) {
+			/* reported by advance */
+		} else if (tok_is(ps, t, "input") && peek(ps)->kind == TIR_TOK_NAME) {
+			parse_input(ps);
+		} else if (tok_is(ps, t, "print")) {
+			parse_print(ps, false);
+		} else if (t->kind == TIR_TOK_NAME &&
+			   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
+			parse_bind(ps);
+		} else if (ps->flags & TIR_PARSE_REPL) {
+			parse_print(ps, true);
+		} else {
+			struct tir_token at = *t;
+			uint64_t before = ps->ntok;
+			struct tir_loc l;
+			/* parse it anyway: its own errors come first */
+			if (parse_expr(ps, &l) && !ps->stmt_failed)
+				perr_tok(ps, &at, "an expression alone does nothing in a file; write 'print ...' or 'NAME = ...'");
+			(void)before;
+		}
+		if (!ps->stmt_failed && ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF) {
+			char got[80];
+			tok_desc(ps, &ps->tok, got, sizeof got);
+			if (ps->tok.kind == TIR_TOK_ERROR)
+				lex_error(ps, &ps->tok);
+			else
+				perr_tok(ps, &ps->tok, "expected the end of the statement, got %s", got);
+		}
+		if (ps->stmt_failed) {
+			/* nothing of a failed statement stays in the graph */
+			ps->prog->nnodes = nodes_before;
+			ps->prog->nstmts = stmts_before;
+			skip_statement(ps);
+		}
+		ps->stmt_failed = false;
+		if (ps->prog->nerrors >= TIR_MAX_DIAGS * 5)
+			break;
+	}
+}
+
+int tir_program_parse(struct tir_program *p, const char *name, const char *src, size_t len,
+		      unsigned flags)
+{
+	p->ndiags = 0;
+	p->nerrors = 0;
+	struct tir_source *s = tir_arena_alloc(&p->arena, sizeof *s);
+	if (!s)
+		return -TIR_ENOMEM;
+	s->name = tir_arena_strndup(&p->arena, name, strlen(name));
+	if (len > (size_t)TIR_MAX_SOURCE) {
+		struct tir_err e = {.code = TIR_ESYNTAX};
+		snprintf(e.msg, sizeof e.msg, "%s: program text of %zu bytes is over the limit of %lld MiB",
+			 name, len, (long long)(TIR_MAX_SOURCE >> 20));
+		p->diags[p->ndiags++] = e;
+		p->nerrors++;
+		return -TIR_ESYNTAX;
+	}
+	char *text = tir_arena_alloc(&p->arena, len + 1);
+	if (!s->name || !text)
+		return -TIR_ENOMEM;
+	memcpy(text, src, len);
+	s->text = text;
+	s->len = (uint32_t)len;
+	s->next = p->sources;
+	p->sources = s;
+
+	struct parser ps = {.prog = p, .flags = flags};
+	if (tir_lex_init(&ps.lx, s))
+		return -TIR_ENOMEM;
+	parse_statements(&ps);
+	tir_lex_fini(&ps.lx);
+	return p->nerrors ? -ps.first_code : 0;
+}
+
+struct tir_program *tir_program_new(void)
+{
+	return calloc(1, sizeof(struct tir_program));
+}
+
+void tir_program_free(struct tir_program *p)
+{
+	if (!p)
+		return;
+	free(p->nodes);
+	free(p->stmts);
+	free(p->bind);
+	tir_arena_free(&p->arena);
+	free(p);
+}
+
+int tir_program_ndiags(const struct tir_program *p)
+{
+	return p->ndiags;
+}
+
+const struct tir_err *tir_program_diag(const struct tir_program *p, int i)
+{
+	return i >= 0 && i < p->ndiags ? &p->diags[i] : NULL;
+}
+
+int tir_program_nerrors(const struct tir_program *p)
+{
+	return p->nerrors;
+}
+
+void tir_program_set_loader(struct tir_program *p, tir_load_type_fn fn, void *ud)
+{
+	p->loader = fn;
+	p->loader_ud = ud;
+}
+
+int tir_text_incomplete(const char *src, size_t len)
+{
+	struct tir_source s = {.name = "", .text = src, .len = (uint32_t)len};
+	struct tir_lexer lx;
+	if (len > (size_t)TIR_MAX_SOURCE || tir_lex_init(&lx, &s))
+		return 0;
+	int depth = 0;
+	for (;;) {
+		struct tir_token t = tir_lex_next(&lx);
+		if (t.kind == TIR_TOK_EOF)
+			break;
+	}
+	depth = lx.depth;
+	tir_lex_fini(&lx);
+	return depth > 0;
+}

@@ -1,0 +1,209 @@
+/*
+ * util.c — the small things everything else leans on: the arena, growable
+ * vectors and strings, dtype names, error filling.  No policy lives here.
+ */
+#include "ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Noreturn void tir_assert_fail(const char *what, const char *file, int line)
+{
+	fprintf(stderr, "tir: internal error: %s (%s:%d)\n", what, file, line);
+	abort();
+}
+
+/* ---- arena ---- */
+
+struct tir_arena_block {
+	struct tir_arena_block *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char mem[];
+};
+
+#define ARENA_BLOCK (64 * 1024)
+
+void *tir_arena_alloc(struct tir_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	struct tir_arena_block *b = a->head;
+	if (!b || b->cap - b->used < n) {
+		size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+		struct tir_arena_block *nb = malloc(sizeof *nb + cap);
+		if (!nb)
+			return NULL;
+		nb->used = 0;
+		nb->cap = cap;
+		if (cap == n && b) {
+			/* a big one-off goes behind the current block, which keeps serving */
+			nb->next = b->next;
+			b->next = nb;
+		} else {
+			nb->next = b;
+			a->head = nb;
+		}
+		b = nb;
+	}
+	void *p = b->mem + b->used;
+	b->used += n;
+	a->used_total += n;
+	memset(p, 0, n);
+	return p;
+}
+
+char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n)
+{
+	char *d = tir_arena_alloc(a, n + 1);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+void tir_arena_free(struct tir_arena *a)
+{
+	struct tir_arena_block *b = a->head;
+	while (b) {
+		struct tir_arena_block *next = b->next;
+		free(b);
+		b = next;
+	}
+	a->head = NULL;
+	a->used_total = 0;
+}
+
+int tir_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 8;
+	while (nc < need)
+		nc *= 2;
+	if (nc > SIZE_MAX / elem)
+		return -TIR_ENOMEM;
+	void *np = realloc(*p, nc * elem);
+	if (!np)
+		return -TIR_ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+/* ---- strings ---- */
+
+void tir_str_add(struct tir_str *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (tir_grow((void **)&b->s, &b->cap, b->n + n + 1, 1)) {
+		b->oom = true;
+		return;
+	}
+	memcpy(b->s + b->n, s, n);
+	b->n += n;
+	b->s[b->n] = 0;
+}
+
+void tir_str_addf(struct tir_str *b, const char *fmt, ...)
+{
+	char tmp[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof tmp) {
+		tir_str_add(b, tmp, (size_t)n);
+		return;
+	}
+	char *big = malloc((size_t)n + 1);
+	if (!big) {
+		b->oom = true;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	tir_str_add(b, big, (size_t)n);
+	free(big);
+}
+
+void tir_str_free(struct tir_str *b)
+{
+	free(b->s);
+	b->s = NULL;
+	b->n = b->cap = 0;
+}
+
+/* ---- dtypes ---- */
+
+static const char *const dtype_names[TIR_DTYPE_COUNT] = {"bool", "i32", "i64", "f32", "f64"};
+static const size_t dtype_sizes[TIR_DTYPE_COUNT] = {1, 4, 8, 4, 8};
+
+const char *tir_dtype_name(enum tir_dtype t)
+{
+	return (unsigned)t < TIR_DTYPE_COUNT ? dtype_names[t] : "?";
+}
+
+size_t tir_dtype_size(enum tir_dtype t)
+{
+	return (unsigned)t < TIR_DTYPE_COUNT ? dtype_sizes[t] : 0;
+}
+
+int tir_dtype_from_name(const char *s, size_t n)
+{
+	for (int i = 0; i < TIR_DTYPE_COUNT; i++)
+		if (strlen(dtype_names[i]) == n && memcmp(dtype_names[i], s, n) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- types ---- */
+
+int64_t tir_type_numel(const struct tir_type *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+bool tir_type_equal(const struct tir_type *a, const struct tir_type *b)
+{
+	if (a->dtype != b->dtype || a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}
+
+char *tir_type_str(const struct tir_type *t, char *buf, size_t n)
+{
+	size_t k = (size_t)snprintf(buf, n, "%s[", tir_dtype_name(t->dtype));
+	for (int i = 0; i < t->rank && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "",
+				      (long long)t->shape[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+/* ---- errors ---- */
+
+int tir_errf(struct tir_err *err, int code, const struct tir_loc *loc, const char *fmt, ...)
+{
+	if (err) {
+		err->code = code;
+		if (loc)
+			err->loc = *loc;
+		else
+			memset(&err->loc, 0, sizeof err->loc);
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}

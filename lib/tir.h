@@ -1,0 +1,138 @@
+/*
+ * tir.h — the public interface of libtir: a textual tensor IR, parsed with a
+ * whitelisted grammar, type-checked, and run on the CPU.
+ *
+ * The library never prints and never exits; the CLI (cli/main.c) owns all
+ * I/O and exit codes.  A typical client, in full:
+ *
+ *     struct tir_program *p = tir_program_new();
+ *     struct tir_err err = {0};
+ *     if (tir_program_parse(p, "model.tir", src, len, 0) != 0) {
+ *         for (int i = 0; i < tir_program_ndiags(p); i++) {
+ *             char *msg = tir_diag_render(tir_program_diag(p, i));
+ *             fputs(msg, stderr);
+ *             free(msg);
+ *         }
+ *     }
+ *     struct tir_run_opts opts = tir_run_opts_default();
+ *     struct tir_results *r = tir_program_run(p, &opts, &err);   // every print
+ *     for (int i = 0; r && i < tir_results_count(r); i++)
+ *         tir_result_format(r, i, &fmt_opts, stdout_sink, NULL);
+ *     tir_results_free(r);
+ *     tir_program_free(p);
+ *
+ * Ownership is said above each function: "new" means the caller frees it
+ * with the named function; "borrowed" means valid until the owner goes.
+ */
+#ifndef TIR_H
+#define TIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TIR_VERSION "0.1.0"
+
+/* Element types, in promotion order: bool < i32 < i64 < f32 < f64. */
+enum tir_dtype {
+	TIR_DTYPE_BOOL,
+	TIR_DTYPE_I32,
+	TIR_DTYPE_I64,
+	TIR_DTYPE_F32,
+	TIR_DTYPE_F64,
+	TIR_DTYPE_COUNT
+};
+
+/* Limits on what untrusted text may ask for. */
+#define TIR_MAX_RANK 8
+#define TIR_MAX_ELEMS (INT64_C(1) << 32)       /* elements in one tensor */
+#define TIR_MAX_DIM (INT64_C(1) << 32)         /* one axis */
+#define TIR_MAX_DEPTH 200                      /* expression nesting */
+#define TIR_MAX_SOURCE (INT64_C(256) << 20)    /* bytes of program text */
+#define TIR_MAX_DIAGS 20                       /* errors reported per parse */
+
+/* Error codes returned (negated) by library functions. */
+enum tir_code {
+	TIR_OK = 0,
+	TIR_ESYNTAX = 1,   /* the program text */
+	TIR_ETYPE = 2,     /* shapes, dtypes, signatures */
+	TIR_EDATA = 3,     /* a file or input that is malformed or missing */
+	TIR_ERUNTIME = 4,  /* a computation failed (division by zero, bad index) */
+	TIR_ENOMEM = 5,
+	TIR_EUNSUPPORTED = 6,
+	TIR_EINCOMPLETE = 7, /* input ended inside an open bracket (REPL: read more) */
+	TIR_ENET = 8,      /* the remote could not be reached or broke protocol */
+	TIR_EINTERRUPT = 9
+};
+
+struct tir_source;   /* one chunk of program text (a file, a REPL line) */
+
+/* A position in program text.  line and col are 1-based; col counts
+ * UTF-8 code points. */
+struct tir_loc {
+	const struct tir_source *src;
+	uint32_t off;
+	uint32_t line;
+	uint32_t col;
+};
+
+/* One error.  Caller-owned; the last argument of fallible functions. */
+struct tir_err {
+	int code;              /* enum tir_code, 0 when no error */
+	struct tir_loc loc;    /* loc.src is NULL when there is no position */
+	char msg[512];
+};
+
+struct tir_program;
+
+/* returns: new, free with tir_program_free. */
+struct tir_program *tir_program_new(void);
+void tir_program_free(struct tir_program *p);
+
+/* Parse flags. */
+#define TIR_PARSE_REPL 1u   /* a bare expression is a print */
+
+/* Parse and type-check `src` (need not be NUL-terminated), appending its
+ * statements to p; bindings from earlier calls stay visible.  The text is
+ * copied.  A statement with an error binds nothing and adds nothing to the
+ * graph; parsing goes on with the next statement so that independent
+ * errors are all reported.  In a file a failed binding poisons its name
+ * (later uses are not reported again); in the REPL the old binding stays.
+ * returns: 0, or -code of the first error; all errors are in the diags. */
+int tir_program_parse(struct tir_program *p, const char *name,
+		      const char *src, size_t len, unsigned flags);
+
+/* Whether text ends inside an open bracket (the REPL reads on). */
+int tir_text_incomplete(const char *src, size_t len);
+
+/* Diagnostics of the last parse.  borrowed, valid until the next parse. */
+int tir_program_ndiags(const struct tir_program *p);
+const struct tir_err *tir_program_diag(const struct tir_program *p, int i);
+/* How many errors were found in all (ndiags stops at TIR_MAX_DIAGS). */
+int tir_program_nerrors(const struct tir_program *p);
+
+/* Render `file:line:col: error: msg`, the source line and a caret.
+ * returns: new string, free with free(). */
+char *tir_err_render(const struct tir_err *e);
+
+/* The canonical text of the whole program: one op per line, explicit
+ * types; it parses back to the same graph.  returns: new, free(). */
+char *tir_program_format(const struct tir_program *p);
+
+/* Resolve the type of load("path"[, "name"]) while checking.  The CLI
+ * reads the file's header; a server refuses.  Fill *dtype, *rank, shape
+ * and return 0, or fill err and return -code. */
+typedef int (*tir_load_type_fn)(void *ud, const char *path, const char *name,
+				enum tir_dtype *dtype, int *rank, int64_t *shape,
+				struct tir_err *err);
+void tir_program_set_loader(struct tir_program *p, tir_load_type_fn fn, void *ud);
+
+/* The op table as text, one op a line with its signature.  returns: new, free(). */
+char *tir_ops_help(void);
+
+/* dtype names: "f32" ... returns -1 when unknown. */
+const char *tir_dtype_name(enum tir_dtype t);
+int tir_dtype_from_name(const char *s, size_t n);
+size_t tir_dtype_size(enum tir_dtype t);
+
+#endif

@@ -1,0 +1,575 @@
+/*
+ * test_npy.c — .npy and .safetensors I/O: round trips of every dtype, files
+ * built byte by byte here (npy 1.0/2.0/3.0 headers as numpy writes them, a
+ * two-tensor safetensors file), and one malformed input per check, each
+ * pinned by its error code and a distinctive piece of its message.  The
+ * fixtures go to a mkdtemp directory that is removed at the end.
+ */
+#include "exec/exec.h"
+#include "check.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/tir_test_npy_XXXXXX";
+
+/* dir/name in one of a few rotating buffers. */
+static const char *fpath(const char *name)
+{
+	static char bufs[4][512];
+	static int k;
+	char *b = bufs[k++ % 4];
+	snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+	return b;
+}
+
+static void write_bytes(const char *name, const void *data, size_t n)
+{
+	FILE *f = fopen(fpath(name), "wb");
+	if (!f) {
+		perror(name);
+		exit(2);
+	}
+	if (n)
+		fwrite(data, 1, n, f);
+	fclose(f);
+}
+
+/* An .npy file: preamble of version major.0, dict padded with spaces to a
+ * multiple of 64 bytes and ended by '\n' (as numpy does), then data. */
+static void make_npy(const char *name, int major, const char *dict, const void *data,
+		     size_t ndata)
+{
+	static unsigned char buf[4096];
+	size_t pre = major == 1 ? 10 : 12;
+	size_t dl = strlen(dict);
+	size_t hlen = (pre + dl + 1 + 63) / 64 * 64 - pre;
+	memcpy(buf, "\x93NUMPY", 6);
+	buf[6] = (unsigned char)major;
+	buf[7] = 0;
+	for (size_t i = 8; i < pre; i++)
+		buf[i] = (unsigned char)(hlen >> (8 * (i - 8)));
+	memcpy(buf + pre, dict, dl);
+	memset(buf + pre + dl, ' ', hlen - dl - 1);
+	buf[pre + hlen - 1] = '\n';
+	if (ndata)
+		memcpy(buf + pre + hlen, data, ndata);
+	write_bytes(name, buf, pre + hlen + ndata);
+}
+
+/* A .safetensors file: u64 LE header size, the JSON, the data. */
+static void make_st(const char *name, const char *json, const void *data, size_t ndata)
+{
+	static unsigned char buf[4096];
+	size_t n = strlen(json);
+	for (int i = 0; i < 8; i++)
+		buf[i] = (unsigned char)((uint64_t)n >> (8 * i));
+	memcpy(buf + 8, json, n);
+	if (ndata)
+		memcpy(buf + 8 + n, data, ndata);
+	write_bytes(name, buf, 8 + n + ndata);
+}
+
+/* Loading path (and name) fails with TIR_EDATA, the message starts with the
+ * path and contains want. */
+static void expect_err_at(const char *file, const char *name, const char *want, int line)
+{
+	const char *p = fpath(file);
+	struct tir_tensor t;
+	struct tir_err err = {0};
+	int rc = tir_file_load(p, name, &t, &err);
+	bool ok = rc == -TIR_EDATA && err.code == TIR_EDATA &&
+		  strncmp(err.msg, p, strlen(p)) == 0 && strstr(err.msg, want) != NULL &&
+		  t.buf == NULL;
+	CHECK(ok);
+	if (getenv("TEST_VERBOSE"))
+		printf("  %s\n", err.msg);
+	if (!ok)
+		fprintf(stderr, "  line %d: %s: rc %d, msg \"%s\", want \"%s\"\n", line, file, rc,
+			err.msg, want);
+	/* the header-only path agrees, except on checks of the data itself */
+	if (!strstr(want, "bool byte")) {
+		struct tir_file_info info;
+		struct tir_err e2 = {0};
+		CHECK(tir_file_info(p, name, &info, &e2) == -TIR_EDATA &&
+		      strcmp(e2.msg, err.msg) == 0);
+	}
+}
+#define expect_err(file, name, want) expect_err_at(file, name, want, __LINE__)
+
+static void fill(struct tir_tensor *t, int seed)
+{
+	int64_t n = tir_tensor_numel(t);
+	void *d = tir_tensor_data(t);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t v = (i * 7 + seed) % 11 - 5;
+		switch (t->dtype) {
+		case TIR_DTYPE_BOOL: ((uint8_t *)d)[i] = v > 0; break;
+		case TIR_DTYPE_I32: ((int32_t *)d)[i] = (int32_t)(v * 1000003); break;
+		case TIR_DTYPE_I64: ((int64_t *)d)[i] = v * INT64_C(1000000000007); break;
+		case TIR_DTYPE_F32: ((float *)d)[i] = (float)v / 3.0f; break;
+		case TIR_DTYPE_F64: ((double *)d)[i] = (double)v / 3.0 + 1e-300; break;
+		default: break;
+		}
+	}
+}
+
+static bool same_type(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (a->dtype != b->dtype || a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}
+
+static void roundtrip(enum tir_dtype dt, int rank, const int64_t *shape)
+{
+	struct tir_tensor t, u;
+	struct tir_err err = {0};
+	CHECK(tir_tensor_alloc(&t, dt, rank, shape, false, &err) == 0);
+	fill(&t, rank);
+	const char *p = fpath("rt.npy");
+	CHECK(tir_npy_save(p, &t, &err) == 0);
+	CHECK(access(fpath("rt.npy.tmp"), F_OK) != 0);
+	int rc = tir_file_load(p, NULL, &u, &err);
+	CHECK(rc == 0);
+	if (rc) {
+		fprintf(stderr, "  %s\n", err.msg);
+		tir_tensor_release(&t);
+		return;
+	}
+	CHECK(same_type(&t, &u));
+	CHECK(tir_tensor_is_contiguous(&u));
+	size_t bytes = (size_t)tir_tensor_numel(&t) * tir_dtype_size(dt);
+	CHECK(bytes == 0 || memcmp(tir_tensor_data(&t), tir_tensor_data(&u), bytes) == 0);
+
+	/* the header is numpy's: version 1.0, 64-byte aligned, '\n' last */
+	struct tir_file_info info;
+	CHECK(tir_file_info(p, NULL, &info, &err) == 0);
+	CHECK(info.data_offset % 64 == 0 && info.data_bytes == bytes);
+	FILE *f = fopen(p, "rb");
+	unsigned char head[128] = {0};
+	size_t got = fread(head, 1, sizeof head, f);
+	fclose(f);
+	CHECK(got >= 64 && memcmp(head, "\x93NUMPY\x01\x00", 8) == 0);
+	CHECK((uint64_t)(10 + (head[8] | head[9] << 8)) == info.data_offset);
+	CHECK(head[info.data_offset - 1] == '\n');
+	tir_tensor_release(&t);
+	tir_tensor_release(&u);
+}
+
+static void test_roundtrips(void)
+{
+	static const int64_t s2[] = {2, 3}, s1[] = {5}, s0z[] = {3, 0, 2}, s4[] = {2, 1, 3, 2};
+	for (int dt = 0; dt < TIR_DTYPE_COUNT; dt++) {
+		roundtrip(dt, 0, NULL);
+		roundtrip(dt, 1, s1);
+		roundtrip(dt, 2, s2);
+		roundtrip(dt, 3, s0z);
+		roundtrip(dt, 4, s4);
+	}
+
+	/* the rank-1 header spells a 1-tuple with its comma */
+	struct tir_tensor t, u;
+	struct tir_err err = {0};
+	CHECK(tir_tensor_alloc(&t, TIR_DTYPE_F32, 1, s1, true, &err) == 0);
+	CHECK(tir_npy_save(fpath("one.npy"), &t, &err) == 0);
+	char head[128] = {0};
+	FILE *f = fopen(fpath("one.npy"), "rb");
+	CHECK(fread(head, 1, 127, f) == 127);
+	fclose(f);
+	CHECK(strstr(head + 10, "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }") ==
+	      head + 10);
+	tir_tensor_release(&t);
+
+	/* a strided view (a transpose) is written in its logical C order */
+	CHECK(tir_tensor_alloc(&t, TIR_DTYPE_I32, 2, s2, false, &err) == 0);
+	int32_t *d = tir_tensor_data(&t);
+	for (int i = 0; i < 6; i++)
+		d[i] = i;                       /* [[0 1 2] [3 4 5]] */
+	struct tir_tensor v;
+	static const int perm[2] = {1, 0};
+	tir_view_transpose(&t, perm, &v);
+	CHECK(!tir_tensor_is_contiguous(&v));
+	CHECK(tir_npy_save(fpath("tr.npy"), &v, &err) == 0);
+	CHECK(tir_file_load(fpath("tr.npy"), NULL, &u, &err) == 0);
+	static const int32_t want[6] = {0, 3, 1, 4, 2, 5};
+	CHECK(u.rank == 2 && u.shape[0] == 3 && u.shape[1] == 2 &&
+	      memcmp(tir_tensor_data(&u), want, sizeof want) == 0);
+	tir_tensor_release(&u);
+
+	/* a slice with a step and an offset */
+	struct tir_tensor w;
+	tir_view_slice(&t, 1, 2, -2, 2, &w);    /* columns 2, 0 */
+	CHECK(tir_npy_save(fpath("sl.npy"), &w, &err) == 0);
+	CHECK(tir_file_load(fpath("sl.npy"), NULL, &u, &err) == 0);
+	static const int32_t want2[4] = {2, 0, 5, 3};
+	CHECK(u.rank == 2 && u.shape[0] == 2 && u.shape[1] == 2 &&
+	      memcmp(tir_tensor_data(&u), want2, sizeof want2) == 0);
+	tir_tensor_release(&u);
+	tir_tensor_release(&w);
+	tir_tensor_release(&v);
+	tir_tensor_release(&t);
+
+	/* a transpose bigger than the writer's gather buffer */
+	static const int64_t sb[2] = {300, 200};
+	CHECK(tir_tensor_alloc(&t, TIR_DTYPE_F64, 2, sb, false, &err) == 0);
+	double *db = tir_tensor_data(&t);
+	for (int i = 0; i < 300 * 200; i++)
+		db[i] = i;
+	tir_view_transpose(&t, perm, &v);
+	CHECK(tir_npy_save(fpath("big.npy"), &v, &err) == 0);
+	CHECK(tir_file_load(fpath("big.npy"), NULL, &u, &err) == 0);
+	CHECK(u.rank == 2 && u.shape[0] == 200 && u.shape[1] == 300);
+	const double *du = tir_tensor_data(&u);
+	bool same = true;
+	for (int i = 0; i < 200 && same; i++)
+		for (int j = 0; j < 300 && same; j++)
+			same = du[i * 300 + j] == db[j * 200 + i];
+	CHECK(same);
+	tir_tensor_release(&u);
+	tir_tensor_release(&v);
+	tir_tensor_release(&t);
+}
+
+/* Headers in the forms numpy and other writers produce. */
+static void test_npy_versions(void)
+{
+	struct tir_tensor t;
+	struct tir_err err = {0};
+	const float f6[6] = {1, 2, 3, 4, 5, 6.5f};
+
+	/* numpy 1.x style, version 1.0 */
+	make_npy("v1.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+		 f6, sizeof f6);
+	CHECK(tir_file_load(fpath("v1.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_F32 && t.rank == 2 && t.shape[0] == 2 && t.shape[1] == 3);
+	CHECK(((float *)tir_tensor_data(&t))[5] == 6.5f);
+	tir_tensor_release(&t);
+
+	/* version 2.0 (u32 length), keys reordered, double quotes, no trailing comma */
+	const int64_t i3[3] = {-1, 0, INT64_MAX};
+	make_npy("v2.npy", 2, "{\"shape\": (3,), \"descr\": \"<i8\",\"fortran_order\":False}",
+		 i3, sizeof i3);
+	struct tir_file_info info;
+	CHECK(tir_file_info(fpath("v2.npy"), NULL, &info, &err) == 0);
+	CHECK(info.data_offset == 128 && info.data_bytes == 24);   /* 12 + 116 */
+	CHECK(tir_file_load(fpath("v2.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_I64 && t.rank == 1 && t.shape[0] == 3);
+	CHECK(((int64_t *)tir_tensor_data(&t))[2] == INT64_MAX);
+	tir_tensor_release(&t);
+
+	/* version 3.0 (utf-8 header), a scalar */
+	const double d1 = -2.25;
+	make_npy("v3.npy", 3, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
+		 &d1, sizeof d1);
+	CHECK(tir_file_load(fpath("v3.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_F64 && t.rank == 0 &&
+	      *(double *)tir_tensor_data(&t) == -2.25);
+	tir_tensor_release(&t);
+
+	/* bool as numpy writes it, and i32; newer numpy's extra spaces */
+	const uint8_t b4[4] = {1, 0, 0, 1};
+	make_npy("b.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), "
+		 "}                    ", b4, sizeof b4);
+	CHECK(tir_file_load(fpath("b.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_BOOL && ((uint8_t *)tir_tensor_data(&t))[3] == 1);
+	tir_tensor_release(&t);
+	const int32_t i1 = 7;
+	make_npy("i.npy", 1, "{ 'descr' : '<i4' , 'fortran_order' : False , "
+		 "'shape' : ( 1 , 1 , ) , }", &i1, sizeof i1);
+	CHECK(tir_file_load(fpath("i.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_I32 && t.rank == 2 && *(int32_t *)tir_tensor_data(&t) == 7);
+	tir_tensor_release(&t);
+
+	/* a zero-size array has no data at all */
+	make_npy("z.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }",
+		 NULL, 0);
+	CHECK(tir_file_load(fpath("z.npy"), NULL, &t, &err) == 0);
+	CHECK(t.rank == 2 && t.shape[0] == 0 && t.shape[1] == 4 && tir_tensor_numel(&t) == 0);
+	tir_tensor_release(&t);
+}
+
+static void test_npy_errors(void)
+{
+	const float f6[6] = {0};
+	const char *f23 = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+
+	write_bytes("magic.npy", "\x93NUMPX\x01\x00\x10\x00{}", 12);
+	expect_err("magic.npy", NULL, "not a .npy or .safetensors file");
+	write_bytes("short.npy", "\x93NUMPY\x01\x00\x40", 9);
+	expect_err("short.npy", NULL, "truncated");
+	write_bytes("ver.npy", "\x93NUMPY\x04\x00\x10\x00{}", 12);
+	expect_err("ver.npy", NULL, "unsupported .npy format version 4.0");
+
+	unsigned char big[64] = "\x93NUMPY\x01\x00\xe8\x03{'descr': '<f4'";  /* 1000 */
+	write_bytes("hlen.npy", big, sizeof big);
+	expect_err("hlen.npy", NULL, "header length 1000 goes past the end of the file");
+	unsigned char huge[64] = "\x93NUMPY\x02\x00\xff\xff\xff\xff{";
+	write_bytes("huge.npy", huge, sizeof huge);
+	expect_err("huge.npy", NULL, "header length 4294967295 exceeds the limit");
+
+	make_npy("syntax.npy", 1, "{'descr': '<f4' 'fortran_order': False, 'shape': (2, 3), }",
+		 f6, sizeof f6);
+	expect_err("syntax.npy", NULL, "bad .npy header: expected ',' or '}' at byte 16");
+	make_npy("open.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ",
+		 f6, sizeof f6);
+	expect_err("open.npy", NULL, "bad .npy header");
+	make_npy("quote.npy", 1, "{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3), }",
+		 f6, sizeof f6);
+	expect_err("quote.npy", NULL, "bad .npy header");
+	make_npy("tuple1.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (6), }",
+		 f6, sizeof f6);
+	expect_err("tuple1.npy", NULL, "a 1-tuple needs a trailing comma");
+	make_npy("pybool.npy", 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (6,), }",
+		 f6, sizeof f6);
+	expect_err("pybool.npy", NULL, "expected True or False");
+	make_npy("after.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), } x",
+		 f6, sizeof f6);
+	expect_err("after.npy", NULL, "unexpected text after the dict");
+	make_npy("missing.npy", 1, "{'descr': '<f4', 'fortran_order': False, }", f6, sizeof f6);
+	expect_err("missing.npy", NULL, "no 'shape' key");
+	make_npy("extra.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), "
+		 "'x': 1}", f6, sizeof f6);
+	expect_err("extra.npy", NULL, "unexpected key 'x'");
+	make_npy("twice.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), "
+		 "'descr': '<f4'}", f6, sizeof f6);
+	expect_err("twice.npy", NULL, "key 'descr' appears twice");
+
+	make_npy("u2.npy", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (12,), }",
+		 f6, sizeof f6);
+	expect_err("u2.npy", NULL, "unsupported dtype '<u2'; tir reads little-endian");
+	make_npy("be.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
+		 f6, sizeof f6);
+	expect_err("be.npy", NULL, "unsupported dtype '>f4' (big-endian)");
+	make_npy("rec.npy", 1, "{'descr': [('a', '<f4')], 'fortran_order': False, "
+		 "'shape': (6,), }", f6, sizeof f6);
+	expect_err("rec.npy", NULL, "structured dtypes are not supported");
+	make_npy("fort.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+		 f6, sizeof f6);
+	expect_err("fort.npy", NULL, "fortran_order is True");
+
+	make_npy("neg.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 6), }",
+		 f6, sizeof f6);
+	expect_err("neg.npy", NULL, "negative dimension -1");
+	make_npy("dim.npy", 1, "{'descr': '<f4', 'fortran_order': False, "
+		 "'shape': (99999999999,), }", f6, sizeof f6);
+	expect_err("dim.npy", NULL, "dimension 99999999999 exceeds the limit");
+	make_npy("digits.npy", 1, "{'descr': '<f4', 'fortran_order': False, "
+		 "'shape': (123456789012345678901234567890,), }", f6, sizeof f6);
+	expect_err("digits.npy", NULL, "dimension out of range");
+	make_npy("numel.npy", 1, "{'descr': '<f4', 'fortran_order': False, "
+		 "'shape': (4294967296, 4294967296), }", f6, sizeof f6);
+	expect_err("numel.npy", NULL, "too many elements");
+	/* an empty axis does not excuse absurd others */
+	make_npy("numel0.npy", 1, "{'descr': '<f4', 'fortran_order': False, "
+		 "'shape': (0, 4294967296, 4294967296), }", NULL, 0);
+	expect_err("numel0.npy", NULL, "too many elements");
+	make_npy("rank9.npy", 1, "{'descr': '<f4', 'fortran_order': False, "
+		 "'shape': (1, 1, 1, 1, 1, 1, 1, 1, 6), }", f6, sizeof f6);
+	expect_err("rank9.npy", NULL, "more than 8 axes");
+
+	make_npy("trunc.npy", 1, f23, f6, 20);
+	expect_err("trunc.npy", NULL, "truncated: expected 24 bytes of data, file has 20");
+	const float f7[7] = {0};
+	make_npy("trail.npy", 1, f23, f7, sizeof f7);
+	expect_err("trail.npy", NULL, "4 trailing bytes");
+	const uint8_t b3[3] = {0, 1, 2};
+	make_npy("bool.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+		 b3, sizeof b3);
+	expect_err("bool.npy", NULL, "invalid bool byte 0x02 at element 2");
+
+	make_npy("named.npy", 1, f23, f6, sizeof f6);
+	expect_err("named.npy", "w", "load it without a name");
+	expect_err("nope.npy", NULL, "cannot open: No such file or directory");
+	expect_err("", NULL, "is a directory");    /* the directory itself */
+	write_bytes("empty.bin", "", 0);
+	expect_err("empty.bin", NULL, "not a .npy or .safetensors file");
+	write_bytes("text.bin", "hello, world {}\n", 16);
+	expect_err("text.bin", NULL, "not a .npy or .safetensors file");
+}
+
+static void test_safetensors(void)
+{
+	struct tir_tensor t;
+	struct tir_err err = {0};
+	unsigned char data[40];
+	const float a[4] = {1, 2, 3, -4.5f};
+	const int64_t b[3] = {7, -8, INT64_MIN};
+	memcpy(data, a, 16);
+	memcpy(data + 16, b, 24);
+	make_st("m.safetensors",
+		"{\"__metadata__\": {\"format\": \"pt\"}, "
+		"\"weight\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [0, 16]}, "
+		"\"bias\": {\"dtype\": \"I64\", \"shape\": [3], \"data_offsets\": [16, 40]}}   ",
+		data, sizeof data);
+	CHECK(tir_file_load(fpath("m.safetensors"), "weight", &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_F32 && t.rank == 2 && t.shape[1] == 2 &&
+	      memcmp(tir_tensor_data(&t), a, 16) == 0);
+	tir_tensor_release(&t);
+	CHECK(tir_file_load(fpath("m.safetensors"), "bias", &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_I64 && t.rank == 1 && t.shape[0] == 3 &&
+	      memcmp(tir_tensor_data(&t), b, 24) == 0);
+	tir_tensor_release(&t);
+	struct tir_file_info info;
+	CHECK(tir_file_info(fpath("m.safetensors"), "bias", &info, &err) == 0);
+	CHECK(info.data_bytes == 24);
+
+	/* one tensor: no name needed; a scalar; an empty one; bool */
+	const double s = 0.5;
+	make_st("one.safetensors", "{\"x\":{\"dtype\":\"F64\",\"shape\":[],"
+		"\"data_offsets\":[0,8]}}", &s, 8);
+	CHECK(tir_file_load(fpath("one.safetensors"), NULL, &t, &err) == 0);
+	CHECK(t.rank == 0 && *(double *)tir_tensor_data(&t) == 0.5);
+	tir_tensor_release(&t);
+	make_st("e.safetensors", "{\"x\":{\"dtype\":\"I32\",\"shape\":[2,0],"
+		"\"data_offsets\":[0,0]}}", NULL, 0);
+	CHECK(tir_file_load(fpath("e.safetensors"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_I32 && t.rank == 2 && tir_tensor_numel(&t) == 0);
+	tir_tensor_release(&t);
+	const uint8_t bb[2] = {1, 0};
+	make_st("bool.safetensors", "{\"m\":{\"dtype\":\"BOOL\",\"shape\":[2],"
+		"\"data_offsets\":[0,2]}}", bb, 2);
+	CHECK(tir_file_load(fpath("bool.safetensors"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_BOOL && ((uint8_t *)tir_tensor_data(&t))[0] == 1);
+	tir_tensor_release(&t);
+	/* another tensor's unsupported dtype does not stop this one */
+	make_st("mixed.safetensors", "{\"h\":{\"dtype\":\"BF16\",\"shape\":[2],"
+		"\"data_offsets\":[0,4]}, \"f\":{\"dtype\":\"F32\",\"shape\":[1],"
+		"\"data_offsets\":[4,8]}}", data, 8);
+	CHECK(tir_file_load(fpath("mixed.safetensors"), "f", &t, &err) == 0);
+	CHECK(*(float *)tir_tensor_data(&t) == 2.0f);
+	tir_tensor_release(&t);
+
+	/* errors */
+	expect_err("m.safetensors", NULL,
+		   "holds 2 tensors (weight, bias): say which, load(\"");
+	expect_err("m.safetensors", "wieght", "no tensor named 'wieght' (did you mean 'weight'?)");
+	expect_err("m.safetensors", "__metadata__", "no tensor named '__metadata__'");
+	expect_err("mixed.safetensors", "h", "unsupported dtype 'BF16'");
+	make_st("range.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],"
+		"\"data_offsets\":[0,8]}}", data, 4);
+	expect_err("range.safetensors", NULL, "data_offsets [0, 8] out of range");
+	make_st("back.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[0],"
+		"\"data_offsets\":[4,0]}}", data, 4);
+	expect_err("back.safetensors", NULL, "out of range");
+	make_st("count.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+		"\"data_offsets\":[0,20]}}", data, 20);
+	expect_err("count.safetensors", NULL, "needs 24 bytes but data_offsets span 20");
+	make_st("json.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],}}", data, 4);
+	expect_err("json.safetensors", NULL, "bad safetensors header");
+	make_st("arr.safetensors", "{\"x\" : 1} ", NULL, 0);
+	expect_err("arr.safetensors", NULL, "tensor 'x': expected a JSON object");
+	make_st("noshape.safetensors", "{\"x\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}",
+		data, 4);
+	expect_err("noshape.safetensors", NULL, "\"shape\" missing");
+	make_st("negdim.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[-1],"
+		"\"data_offsets\":[0,4]}}", data, 4);
+	expect_err("negdim.safetensors", NULL, "negative dimension -1");
+	make_st("fdim.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1.5],"
+		"\"data_offsets\":[0,4]}}", data, 4);
+	expect_err("fdim.safetensors", NULL, "shape entries must be integers");
+	make_st("numel.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[65536,65536,2],"
+		"\"data_offsets\":[0,4]}}", data, 4);
+	expect_err("numel.safetensors", NULL, "too many elements");
+	make_st("meta.safetensors", "{\"__metadata__\":{\"n\":1},\"x\":{\"dtype\":\"F32\","
+		"\"shape\":[1],\"data_offsets\":[0,4]}}", data, 4);
+	expect_err("meta.safetensors", NULL, "\"__metadata__\" must map strings to strings");
+	make_st("none.safetensors", "{\"__metadata__\":{}}", NULL, 0);
+	expect_err("none.safetensors", NULL, "holds no tensors");
+	make_st("dup.safetensors", "{\"x\":{},\"x\":{}}", NULL, 0);
+	expect_err("dup.safetensors", NULL, "bad safetensors header");
+
+	/* header size beyond the file, and over the limit */
+	unsigned char h[16] = {0x00, 0x01, 0, 0, 0, 0, 0, 0, '{', '}'};
+	write_bytes("hpast.safetensors", h, 10);
+	expect_err("hpast.safetensors", NULL, "header size 256 goes past the end of the file");
+	unsigned char h2[16] = {0, 0, 0, 0x10, 0, 0, 0, 0, '{', '}'};
+	write_bytes("hbig.safetensors", h2, 10);
+	expect_err("hbig.safetensors", NULL, "header size 268435456 exceeds the limit");
+}
+
+static void test_save_errors(void)
+{
+	struct tir_tensor t;
+	struct tir_err err = {0};
+	static const int64_t s[1] = {4};
+	CHECK(tir_tensor_alloc(&t, TIR_DTYPE_F64, 1, s, true, &err) == 0);
+
+	const char *p = fpath("no/such/dir/x.npy");
+	CHECK(tir_npy_save(p, &t, &err) == -TIR_EDATA);
+	CHECK(strncmp(err.msg, p, strlen(p)) == 0 && strstr(err.msg, "No such file or directory"));
+
+	/* the target is a directory: rename fails and no .tmp is left behind */
+	char sub[600];
+	snprintf(sub, sizeof sub, "%s", fpath("adir"));
+	CHECK(mkdir(sub, 0777) == 0);
+	err.code = 0;
+	CHECK(tir_npy_save(sub, &t, &err) == -TIR_EDATA);
+	CHECK(strstr(err.msg, "cannot rename") != NULL);
+	CHECK(access(fpath("adir.tmp"), F_OK) != 0);
+	rmdir(sub);
+
+	/* overwriting an existing file replaces it whole */
+	write_bytes("over.npy", "junk", 4);
+	CHECK(tir_npy_save(fpath("over.npy"), &t, &err) == 0);
+	struct tir_tensor u;
+	CHECK(tir_file_load(fpath("over.npy"), NULL, &u, &err) == 0);
+	CHECK(u.dtype == TIR_DTYPE_F64 && u.shape[0] == 4);
+	tir_tensor_release(&u);
+	tir_tensor_release(&t);
+
+	/* a write that fails midway (a file size limit standing in for a full
+	 * disk) is reported and leaves neither the file nor the .tmp */
+	static const int64_t sbig[1] = {1 << 18};
+	CHECK(tir_tensor_alloc(&t, TIR_DTYPE_F32, 1, sbig, true, &err) == 0);
+	struct rlimit old, lim;
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = 100000;
+	void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+	err.code = 0;
+	int rc = tir_npy_save(fpath("fsize.npy"), &t, &err);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, oldsig);
+	CHECK(rc == -TIR_EDATA && strstr(err.msg, "cannot write: File too large"));
+	CHECK(access(fpath("fsize.npy"), F_OK) != 0 && access(fpath("fsize.npy.tmp"), F_OK) != 0);
+	tir_tensor_release(&t);
+}
+
+static void cleanup(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlink(fpath(e->d_name));
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	size_t mem0 = tir_mem_current();
+	test_roundtrips();
+	test_npy_versions();
+	test_npy_errors();
+	test_safetensors();
+	test_save_errors();
+	CHECK(tir_mem_current() == mem0);
+	cleanup();
+	return check_report("test_npy");
+}
