@@ -1,14 +1,206 @@
 /*
- * run.c — `tir run`: options, inputs, the run, the results and the timing
- * line.  Results go to stdout, everything else to stderr.
+ * run.c — `tir run`: its options, the inputs, the run, the results on
+ * stdout and the timing line on stderr.  Exit statuses as cli.h says.
  */
 #include "cli.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+struct pair {
+	const char *name, *path;
+};
+
+struct run_opts {
+	const char *file;
+	struct pair *inputs, *saves;
+	int ninputs, nsaves;
+	const char *remote;
+	bool no_fuse, explain, profile, full, quiet;
+	int threads, precision;
+};
+
+static int usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tir run: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(tir help run lists the options)\n");
+	return EXIT_USAGE;
+}
+
+/* NAME=FILE */
+static bool split_pair(char *s, struct pair *p)
+{
+	char *eq = strchr(s, '=');
+	if (!eq || eq == s || !eq[1])
+		return false;
+	*eq = 0;
+	p->name = s;
+	p->path = eq + 1;
+	return true;
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+static int parse_args(int argc, char **argv, struct run_opts *o)
+{
+	o->precision = 6;
+	o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+	o->saves = calloc((size_t)argc + 1, sizeof *o->saves);
+	if (!o->inputs || !o->saves)
+		return usage("%s", "out of memory");
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		char *val = NULL;
+		bool takes = !strcmp(a, "--input") || !strcmp(a, "--save") || !strcmp(a, "--remote") ||
+			     !strcmp(a, "--threads") || !strcmp(a, "--precision");
+		if (takes) {
+			if (i + 1 >= argc)
+				return usage("%s needs a value", a);
+			val = argv[++i];
+		}
+		if (!strcmp(a, "--input")) {
+			if (!split_pair(val, &o->inputs[o->ninputs++]))
+				return usage("--input wants NAME=FILE, got '%s'", val);
+		} else if (!strcmp(a, "--save")) {
+			if (!split_pair(val, &o->saves[o->nsaves++]))
+				return usage("--save wants NAME=FILE.npy, got '%s'", val);
+		} else if (!strcmp(a, "--remote")) {
+			o->remote = val;
+		} else if (!strcmp(a, "--threads")) {
+			if (!parse_int(val, 1, 1024, &o->threads))
+				return usage("--threads wants a number from 1 to 1024, got '%s'", val);
+		} else if (!strcmp(a, "--precision")) {
+			if (!parse_int(val, 1, 17, &o->precision))
+				return usage("--precision wants a number from 1 to 17, got '%s'", val);
+		} else if (!strcmp(a, "--no-fuse")) {
+			o->no_fuse = true;
+		} else if (!strcmp(a, "--explain")) {
+			o->explain = true;
+		} else if (!strcmp(a, "--profile")) {
+			o->profile = true;
+		} else if (!strcmp(a, "--full")) {
+			o->full = true;
+		} else if (!strcmp(a, "--quiet")) {
+			o->quiet = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(cli_run_help, stdout);
+			return -1;
+		} else if (a[0] == '-' && a[1]) {
+			return usage("unknown option '%s'", a);
+		} else if (o->file) {
+			return usage("one program at a time; '%s' is a second one", a);
+		} else {
+			o->file = a;
+		}
+	}
+	if (!o->file)
+		return usage("%s", "which program? tir run FILE.tir");
+	return 0;
+}
+
+static void human_bytes(double b, char *buf, size_t n)
+{
+	if (b < 1024)
+		snprintf(buf, n, "%.0f B", b);
+	else if (b < 1024 * 1024)
+		snprintf(buf, n, "%.1f KiB", b / 1024);
+	else if (b < 1024.0 * 1024 * 1024)
+		snprintf(buf, n, "%.1f MiB", b / (1024 * 1024));
+	else
+		snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+}
 
 int cli_run(int argc, char **argv)
 {
-	fprintf(stderr, "tir: execution is not built yet\n");
-	return 1;
+	struct run_opts o = {0};
+	int status = parse_args(argc, argv, &o);
+	struct tir_program *p = NULL;
+	struct tir_exec *x = NULL;
+	const char **names = NULL;
+	if (status) {
+		status = status < 0 ? EXIT_OK : status;
+		goto out;
+	}
+	if (o.remote) {
+		fprintf(stderr, "tir run: --remote is not supported yet (the server is a later issue)\n");
+		status = EXIT_USAGE;
+		goto out;
+	}
+	if (o.threads)
+		tir_set_threads(o.threads);
+	double parse_ms = 0;
+	p = cli_load_program(o.file, &status, &parse_ms);
+	if (!p)
+		goto out;
+	x = tir_exec_new(p);
+	names = calloc((size_t)o.nsaves + 1, sizeof *names);
+	if (!x || !names) {
+		fprintf(stderr, "tir: out of memory\n");
+		status = EXIT_PROGRAM;
+		goto out;
+	}
+	struct tir_err err = {0};
+	for (int i = 0; i < o.ninputs; i++) {
+		if (tir_exec_input_file(x, o.inputs[i].name, o.inputs[i].path, &err)) {
+			cli_print_err(&err);
+			status = EXIT_PROGRAM;
+			goto out;
+		}
+	}
+	for (int i = 0; i < o.nsaves; i++)
+		names[i] = o.saves[i].name;
+	if (tir_exec_run(x, 0, names, o.nsaves, &err)) {
+		cli_print_err(&err);
+		status = EXIT_PROGRAM;
+		goto out;
+	}
+	for (size_t i = 0; i < tir_exec_nresults(x); i++) {
+		char *s = tir_tensor_format(tir_exec_result(x, i), tir_exec_header(x, i), o.precision, o.full);
+		if (!s) {
+			fprintf(stderr, "tir: out of memory formatting a result\n");
+			status = EXIT_PROGRAM;
+			goto out;
+		}
+		fputs(s, stdout);
+		free(s);
+	}
+	for (int i = 0; i < o.nsaves; i++) {
+		if (tir_tensor_save(o.saves[i].path, tir_exec_named(x, (size_t)i), &err)) {
+			cli_print_err(&err);
+			status = EXIT_PROGRAM;
+			goto out;
+		}
+	}
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "tir: writing results: %s\n", strerror(errno));
+		status = EXIT_PROGRAM;
+		goto out;
+	}
+	if (!o.quiet) {
+		const struct tir_exec_stats *st = tir_exec_stats(x);
+		char peak[32];
+		human_bytes((double)st->peak_bytes, peak, sizeof peak);
+		fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels) \xc2\xb7 run %.2f ms \xc2\xb7 peak %s\n",
+			parse_ms, st->plan_ms, st->nops, st->nkernels, st->run_ms, peak);
+	}
+out:
+	free(names);
+	free(o.inputs);
+	free(o.saves);
+	tir_exec_free(x);
+	tir_program_free(p);
+	return status;
 }

@@ -127,6 +127,45 @@ typedef int (*tir_load_type_fn)(void *ud, const char *path, const char *name,
 				struct tir_err *err);
 void tir_program_set_loader(struct tir_program *p, tir_load_type_fn fn, void *ud);
 
+/* ---- running ---- */
+
+struct tir_exec;     /* runs a program's graph; keeps inputs and results */
+struct tir_tensor;   /* a computed value (lib/exec/exec.h) */
+
+/* returns: new, free with tir_exec_free; borrows p, which must outlive it. */
+struct tir_exec *tir_exec_new(struct tir_program *p);
+void tir_exec_free(struct tir_exec *x);
+/* Give `input NAME` its value from a .npy or .safetensors file; the type
+ * must match the declaration exactly. */
+int tir_exec_input_file(struct tir_exec *x, const char *name, const char *path, struct tir_err *err);
+/* Compute every print of the statements from from_stmt on, and the values
+ * bound to names[0..nnames) (for --save); nothing else.  On a runtime error
+ * err->loc is the op that failed. */
+int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
+		 struct tir_err *err);
+/* The last run's printed values and headers, in order; then the named
+ * values.  borrowed, valid until the next run. */
+size_t tir_exec_nresults(const struct tir_exec *x);
+const char *tir_exec_header(const struct tir_exec *x, size_t i);
+const struct tir_tensor *tir_exec_result(const struct tir_exec *x, size_t i);
+const struct tir_tensor *tir_exec_named(const struct tir_exec *x, size_t i);
+
+struct tir_exec_stats {
+	double plan_ms, run_ms;
+	size_t peak_bytes;      /* most tensor memory held at once during the run */
+	int nops, nkernels;
+};
+const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x);
+
+/* The result block of SPEC.md: "HEADER: f32[2, 3]" and the values, floats
+ * with `precision` significant digits, summarized past 1000 elements
+ * unless full.  returns: new, free(). */
+char *tir_tensor_format(const struct tir_tensor *t, const char *header, int precision, bool full);
+/* Write t as a .npy file (written whole, then renamed into place). */
+int tir_tensor_save(const char *path, const struct tir_tensor *t, struct tir_err *err);
+/* Threads for OpenBLAS and the engine (0: the default). */
+void tir_set_threads(int n);
+
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);
 

@@ -145,6 +145,13 @@ void tir_blas_set_threads(int n);
  * SkylakeX)".  returns: static storage. */
 const char *tir_blas_info(void);
 
+/* ---- the executor (run.c) ---- */
+
+/* Give `input NAME` the value t (takes ownership of t's reference; t is
+ * left empty).  `what` names where it came from, for messages. */
+int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *t,
+		       const char *what, struct tir_err *err);
+
 /* ---- files: .npy and .safetensors ----
  * Every header field is validated against the file's size; errors name the
  * file (err->msg starts with the path). */

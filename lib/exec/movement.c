@@ -52,20 +52,39 @@ static void copy_view(void *dst, const int64_t *ds, const void *src, const int64
 	} while (tir_iter_next(&it));
 }
 
+/* a * b for sizes >= 0, saturating: a shape with a 0 axis may have
+ * others whose product overflows, and then nothing is copied anyway */
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+	if (a == 0 || b == 0)
+		return 0;
+	return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+static int64_t numel(const struct tir_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n = mul_sat(n, t->shape[d]);
+	return n;
+}
+
 /* Row-major strides of shape[rank] into st; returns the element count. */
 static int64_t row_major(int rank, const int64_t *shape, int64_t *st)
 {
 	int64_t n = 1;
 	for (int i = rank - 1; i >= 0; i--) {
 		st[i] = n;
-		n *= shape[i];
+		n = mul_sat(n, shape[i]);
 	}
 	return n;
 }
 
+/* x (any view) into contiguous out of the same dtype and size; -TIR_ETYPE
+ * (no message: a caller bug) when they differ. */
 int tir_k_copy(const struct tir_tensor *x, struct tir_tensor *out)
 {
-	if (x->dtype != out->dtype || tir_tensor_numel(x) != tir_tensor_numel(out))
+	if (x->dtype != out->dtype || numel(x) != numel(out))
 		return -TIR_ETYPE;
 	int64_t st[TIR_MAX_RANK];
 	if (row_major(x->rank, x->shape, st) == 0)
@@ -75,13 +94,14 @@ int tir_k_copy(const struct tir_tensor *x, struct tir_tensor *out)
 	return 0;
 }
 
+/* xs[0..n) one after another along axis into out; types checked. */
 int tir_k_concat(const struct tir_tensor *const *xs, int n, int axis, struct tir_tensor *out,
 		 struct tir_err *err)
 {
 	int r = out->rank;
 	if (n < 1 || axis < 0 || axis >= r)
-		return tir_errf(err, TIR_ETYPE, NULL, "concat: bad arguments (%d inputs, axis %d, rank %d)",
-				n, axis, r);
+		return tir_errf(err, TIR_ETYPE, NULL,
+				"concat: bad arguments (%d inputs, axis %d, rank %d)", n, axis, r);
 	int64_t total = 0;
 	for (int k = 0; k < n; k++) {
 		const struct tir_tensor *x = xs[k];
@@ -106,7 +126,7 @@ int tir_k_concat(const struct tir_tensor *const *xs, int n, int axis, struct tir
 	int64_t at = 0;   /* position along axis where input k starts */
 	for (int k = 0; k < n; k++) {
 		const struct tir_tensor *x = xs[k];
-		if (tir_tensor_numel(x) > 0)
+		if (numel(x) > 0)
 			copy_view(dst + at * st[axis] * (int64_t)esz, st, tir_tensor_data(x),
 				  x->strides, r, x->shape, esz);
 		at += x->shape[axis];
@@ -138,6 +158,7 @@ static void fill_value(void *d, enum tir_dtype dt, int64_t n, double v)
 		memcpy((char *)d + i * (int64_t)esz, pat, esz);
 }
 
+/* out = value everywhere, then x placed pads[2i] in along each axis i. */
 int tir_k_pad(const struct tir_tensor *x, const int64_t *pads, double value,
 	      struct tir_tensor *out, struct tir_err *err)
 {
@@ -162,7 +183,7 @@ int tir_k_pad(const struct tir_tensor *x, const int64_t *pads, double value,
 	int64_t at = 0;   /* where x's first element goes */
 	for (int i = 0; i < r; i++)
 		at += pads[2 * i] * st[i];
-	if (tir_tensor_numel(x) > 0)
+	if (numel(x) > 0)
 		copy_view(dst + at * (int64_t)esz, st, tir_tensor_data(x), x->strides, r,
 			  x->shape, esz);
 	return 0;
@@ -173,7 +194,7 @@ int tir_k_pad(const struct tir_tensor *x, const int64_t *pads, double value,
 static int read_indices(const struct tir_tensor *ind, int axis, int64_t size, int64_t **out,
 			struct tir_err *err)
 {
-	int64_t n = tir_tensor_numel(ind);
+	int64_t n = numel(ind);
 	int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
 	if (!v)
 		return tir_errf(err, TIR_ENOMEM, NULL, "gather: out of memory for %lld indices",
@@ -211,6 +232,8 @@ static int read_indices(const struct tir_tensor *ind, int axis, int64_t size, in
 	return 0;
 }
 
+/* numpy.take(x, indices, axis) into out; every index is checked before
+ * anything is copied. */
 int tir_k_gather(const struct tir_tensor *x, const struct tir_tensor *indices, int axis,
 		 struct tir_tensor *out, struct tir_err *err)
 {
@@ -235,7 +258,7 @@ int tir_k_gather(const struct tir_tensor *x, const struct tir_tensor *indices, i
 	int rc = read_indices(indices, axis, x->shape[axis], &ix, err);
 	if (rc)
 		return rc;
-	int64_t ni = tir_tensor_numel(indices);
+	int64_t ni = numel(indices);
 	int64_t ost[TIR_MAX_RANK];
 	if (row_major(out->rank, out->shape, ost) == 0) {
 		free(ix);

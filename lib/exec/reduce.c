@@ -143,10 +143,22 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 	T *acc = accv;                                                       \
 	if (r->os == 0) {                                                    \
 		T a = acc[r->o];                                             \
-		for (int64_t j = 0; j < r->n; j++) {                         \
+		int64_t j = 0;                                               \
+		if (r->n >= 16) {   /* 8 lanes: no loop-carried dependency */ \
+			T m[8];                                              \
+			for (int k = 0; k < 8; k++)                          \
+				m[k] = x[k * r->xs];                         \
+			for (j = 8; j + 8 <= r->n; j += 8)                   \
+				for (int k = 0; k < 8; k++) {                \
+					T v = x[(j + k) * r->xs];            \
+					m[k] = TAKE(v, m[k]) ? v : m[k];     \
+				}                                            \
+			for (int k = 0; k < 8; k++)                          \
+				a = TAKE(m[k], a) ? m[k] : a;                \
+		}                                                            \
+		for (; j < r->n; j++) {                                      \
 			T v = x[j * r->xs];                                  \
-			if (TAKE(v, a))                                      \
-				a = v;                                       \
+			a = TAKE(v, a) ? v : a;                              \
 		}                                                            \
 		acc[r->o] = a;                                               \
 		return;                                                      \
@@ -200,12 +212,16 @@ DEF_DEV2(dev2_i64, int64_t)
 
 /* argmax/argmin: acc is out (i64, -1 until the first element), aux the
  * best value so far (double for floats, int64 otherwise: both exact).
- * Elements arrive in increasing index order, so a strict comparison keeps
- * the first of equal values; a NaN wins and then nothing replaces it. */
-#define BEAT_MAX(v, b) ((v) > (b))
-#define BEAT_MIN(v, b) ((v) < (b))
-#define BEAT_FMAX(v, b) ((b) == (b) && ((v) > (b) || (v) != (v)))
-#define BEAT_FMIN(v, b) ((b) == (b) && ((v) < (b) || (v) != (v)))
+ * The walk may visit x in any order, so BEAT(v, i, b, bi) says whether
+ * value v at index i displaces b at bi: a greater (smaller) value, or an
+ * equal one at a smaller index; any NaN beats a number, and among NaNs
+ * the smallest index wins. */
+#define BEAT_MAX(v, i, b, bi) ((v) > (b) || ((v) == (b) && (i) < (bi)))
+#define BEAT_MIN(v, i, b, bi) ((v) < (b) || ((v) == (b) && (i) < (bi)))
+#define BEAT_FMAX(v, i, b, bi) \
+	((b) != (b) ? (v) != (v) && (i) < (bi) : (v) != (v) || BEAT_MAX(v, i, b, bi))
+#define BEAT_FMIN(v, i, b, bi) \
+	((b) != (b) ? (v) != (v) && (i) < (bi) : (v) != (v) || BEAT_MIN(v, i, b, bi))
 
 #define DEF_ARG(NAME, T, B, BEAT)                                            \
 static void NAME(const struct run *r, void *accv, void *aux)                \
@@ -218,9 +234,10 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 		B b = best[r->o];                                            \
 		for (int64_t j = 0; j < r->n; j++) {                         \
 			B v = (B)x[j * r->xs];                               \
-			if (bi < 0 || BEAT(v, b)) {                          \
+			int64_t i = r->idx + j * r->is;                      \
+			if (bi < 0 || BEAT(v, i, b, bi)) {                   \
 				b = v;                                       \
-				bi = r->idx + j * r->is;                     \
+				bi = i;                                      \
 			}                                                    \
 		}                                                            \
 		out[r->o] = bi;                                              \
@@ -228,11 +245,11 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 		return;                                                      \
 	}                                                                    \
 	for (int64_t j = 0; j < r->n; j++) {                                 \
-		int64_t o = r->o + j * r->os;                                \
+		int64_t o = r->o + j * r->os, i = r->idx + j * r->is;        \
 		B v = (B)x[j * r->xs];                                       \
-		if (out[o] < 0 || BEAT(v, best[o])) {                        \
+		if (out[o] < 0 || BEAT(v, i, best[o], out[o])) {            \
 			best[o] = v;                                         \
-			out[o] = r->idx + j * r->is;                         \
+			out[o] = i;                                          \
 		}                                                            \
 	}                                                                    \
 }
@@ -258,13 +275,29 @@ struct plan {
 	int64_t onumel;   /* outputs */
 };
 
+/* a * b for sizes >= 0, saturating: a shape with a 0 axis may have
+ * others whose product overflows, and then nothing is visited anyway */
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+	if (a == 0 || b == 0)
+		return 0;
+	return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+static int64_t numel(const struct tir_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n = mul_sat(n, t->shape[d]);
+	return n;
+}
+
 /* Output strides: out is contiguous over the kept axes (0 on reduced
  * ones).  Index strides: row-major over the reduced axes (0 on kept ones),
- * the flat position argmax reports.  Unless in_order, the axes are then
- * sorted outermost-first by |x stride| so the walk follows memory; argmax
- * and argmin keep x's order, which their tie rule relies on. */
-static void plan_init(struct plan *p, const struct tir_tensor *x, const bool *mask,
-		      bool in_order)
+ * the flat position argmax reports.  The axes are then sorted
+ * outermost-first by |x stride| so the walk follows memory (a transposed
+ * view reduces as fast as a contiguous one). */
+static void plan_init(struct plan *p, const struct tir_tensor *x, const bool *mask)
 {
 	int r = x->rank;
 	int64_t os = 1, is = 1;
@@ -277,15 +310,13 @@ static void plan_init(struct plan *p, const struct tir_tensor *x, const bool *ma
 		p->os[d] = mask[d] ? 0 : os;
 		p->is[d] = mask[d] ? is : 0;
 		if (mask[d]) {
-			is *= x->shape[d];
-			p->count *= x->shape[d];
+			is = mul_sat(is, x->shape[d]);
+			p->count = mul_sat(p->count, x->shape[d]);
 		} else {
-			os *= x->shape[d];
-			p->onumel *= x->shape[d];
+			os = mul_sat(os, x->shape[d]);
+			p->onumel = mul_sat(p->onumel, x->shape[d]);
 		}
 	}
-	if (in_order)
-		return;
 	for (int i = 1; i < r; i++) {            /* stable insertion sort */
 		int64_t n = p->shape[i], a = p->xs[i], b = p->os[i], c = p->is[i];
 		int j = i;
@@ -445,6 +476,7 @@ static int reduce_empty(enum tir_op op, struct tir_tensor *out, int64_t onumel,
 	}
 }
 
+/* op over the axes of x set in mask, into out (the contract is in exec.h). */
 int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 		 struct tir_tensor *out, struct tir_err *err)
 {
@@ -460,11 +492,11 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 				tir_dtype_name(out->dtype), tir_dtype_name(want));
 
 	struct plan p;
-	plan_init(&p, x, mask, arg);
-	if (tir_tensor_numel(out) != p.onumel)
+	plan_init(&p, x, mask);
+	if (numel(out) != p.onumel)
 		return tir_errf(err, TIR_ETYPE, NULL,
 				"%s: output has %lld elements, expected %lld", name,
-				(long long)tir_tensor_numel(out), (long long)p.onumel);
+				(long long)numel(out), (long long)p.onumel);
 	if (p.onumel == 0)
 		return 0;
 	if (p.count == 0)
@@ -522,7 +554,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 	}
 	case TIR_OP_ARGMAX:
 	case TIR_OP_ARGMIN:
-		best = malloc((size_t)n * 8);
+		best = calloc((size_t)n, 8);
 		if (!best)
 			goto oom;
 		fill(out, n, 0, -1);

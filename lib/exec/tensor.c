@@ -10,6 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Let GCC vectorize the conversion loops at -O2 (see elementwise.c). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=cheap")
+#endif
+
 #define TIR_ALIGN 64
 
 static atomic_size_t mem_current;
@@ -243,7 +248,7 @@ int tir_tensor_convert(const struct tir_tensor *src, enum tir_dtype dt,
 		       struct tir_tensor *dst, struct tir_err *err)
 {
 	struct tir_tensor out;
-	int rc = tir_tensor_alloc(&out, dt, src->rank, src->shape, false, err);
+	int rc = tir_tensor_alloc(&out, dt, src->rank, src->shape, src->buf == NULL, err);
 	if (rc)
 		return rc;
 	struct tir_iter it;
@@ -260,7 +265,19 @@ int tir_tensor_convert(const struct tir_tensor *src, enum tir_dtype dt,
 	return 0;
 }
 
-/* ---- views ---- */
+/* ---- views ----
+ * dst may be src itself (the view replaces it, reference moved); any other
+ * dst is overwritten, not released. */
+
+static void view_out(struct tir_tensor *dst, const struct tir_tensor *src,
+		     const struct tir_tensor *v)
+{
+	struct tir_tensor r;
+	tir_tensor_ref(&r, v);
+	if (dst == src)
+		tir_tensor_release(dst);
+	*dst = r;
+}
 
 void tir_view_broadcast(const struct tir_tensor *src, int rank, const int64_t *shape,
 			struct tir_tensor *dst)
@@ -281,7 +298,7 @@ void tir_view_broadcast(const struct tir_tensor *src, int rank, const int64_t *s
 		}
 	}
 	v.rank = rank;
-	tir_tensor_ref(dst, &v);
+	view_out(dst, src, &v);
 }
 
 void tir_view_transpose(const struct tir_tensor *src, const int *perm, struct tir_tensor *dst)
@@ -292,7 +309,7 @@ void tir_view_transpose(const struct tir_tensor *src, const int *perm, struct ti
 		v.shape[i] = src->shape[perm[i]];
 		v.strides[i] = src->strides[perm[i]];
 	}
-	tir_tensor_ref(dst, &v);
+	view_out(dst, src, &v);
 }
 
 /* Elements start, start+step, ... (len of them) along axis; the caller has
@@ -310,7 +327,7 @@ void tir_view_slice(const struct tir_tensor *src, int axis, int64_t start, int64
 	}
 	v.shape[axis] = len;
 	v.strides[axis] = src->strides[axis] * step;
-	tir_tensor_ref(dst, &v);
+	view_out(dst, src, &v);
 }
 
 int tir_tensor_reshape(const struct tir_tensor *src, int rank, const int64_t *shape,
@@ -340,6 +357,8 @@ int tir_tensor_reshape(const struct tir_tensor *src, int rank, const int64_t *sh
 	for (int i = 0; i < rank; i++)
 		v.shape[i] = shape[i];
 	tir_tensor_set_contiguous_strides(&v);
+	if (dst == src)
+		tir_tensor_release(dst);
 	*dst = v;
 	return 0;
 }

@@ -175,6 +175,18 @@ static void test_views(void)
 	CHECK(r.buf == t.buf && tir_tensor_get_f64(&r, 0) == 4 && tir_tensor_get_f64(&r, 7) == 11);
 	tir_tensor_release(&r);
 
+	/* a view or reshape may replace its source in place */
+	struct tir_tensor u;
+	tir_tensor_ref(&u, &t);
+	tir_view_transpose(&u, perm, &u);
+	CHECK(u.shape[0] == 4 && t.buf->refs == 6);
+	CHECK(tir_tensor_reshape(&u, 1, &flat, &u, &err) == 0);   /* copies */
+	CHECK(u.buf != t.buf && t.buf->refs == 5 && u.buf->refs == 1);
+	CHECK(memcmp(tir_tensor_data(&u), want, sizeof want) == 0);
+	CHECK(tir_tensor_reshape(&u, 2, shape, &u, &err) == 0);    /* a view */
+	CHECK(u.buf->refs == 1 && u.rank == 2);
+	tir_tensor_release(&u);
+
 	tir_tensor_release(&s3);
 	tir_tensor_release(&col);
 	tir_tensor_release(&row);

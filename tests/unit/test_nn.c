@@ -168,6 +168,17 @@ static void test_matmul_float(enum tir_dtype dt)
 	tir_tensor_release(&v1);
 	tir_tensor_release(&v2);
 	tir_tensor_release(&a1);
+	tir_tensor_release(&b1);
+
+	/* every batch's a needs a copy (column stride 2), a different one each */
+	rnd(&a1, dt, 3, (int64_t[]){ 3, 4, 10 }, 1);
+	tir_view_slice(&a1, 2, 1, 2, 5, &v1);                 /* [3, 4, 5] */
+	rnd(&b1, dt, 3, (int64_t[]){ 3, 5, 2 }, 1);
+	check_matmul(&v1, &b1, tol);
+	tir_tensor_release(&v1);
+	tir_tensor_release(&b1);
+	tir_tensor_release(&a1);
+	rnd(&b1, dt, 3, (int64_t[]){ 1, 5, 7 }, 1);
 
 	/* m == 1 in every batch: rows of the fold are the batches */
 	rnd(&a1, dt, 3, (int64_t[]){ 6, 1, 5 }, 1);

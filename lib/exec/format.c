@@ -1,0 +1,125 @@
+/*
+ * format.c — a computed tensor as the text block of SPEC.md section 3:
+ * a header line "NAME: f32[2, 3]", then nested lists, NumPy's layout
+ * (one row a line, blank lines between blocks of rank 3 and up, "..."
+ * past 1000 elements with the first and last 3 along each long axis).
+ * Returns text; printing is the caller's.
+ */
+#include "exec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUMMARY_THRESHOLD 1000
+#define EDGE 3
+
+struct fmt {
+	const struct tir_tensor *t;
+	int precision;
+	bool summarize;
+	struct tir_str *out;
+};
+
+static void elem(const struct fmt *f, int64_t off)
+{
+	const char *base = tir_tensor_data(f->t);
+	size_t sz = tir_dtype_size(f->t->dtype);
+	const void *p = base + off * (int64_t)sz;
+	double v;
+	switch (f->t->dtype) {
+	case TIR_DTYPE_BOOL:
+		tir_str_addf(f->out, "%s", *(const uint8_t *)p ? "true" : "false");
+		return;
+	case TIR_DTYPE_I32:
+		tir_str_addf(f->out, "%d", *(const int32_t *)p);
+		return;
+	case TIR_DTYPE_I64:
+		tir_str_addf(f->out, "%lld", (long long)*(const int64_t *)p);
+		return;
+	case TIR_DTYPE_F32:
+		v = *(const float *)p;
+		break;
+	default:
+		v = *(const double *)p;
+		break;
+	}
+	if (isnan(v))
+		tir_str_add(f->out, "nan", 3);
+	else if (isinf(v))
+		tir_str_addf(f->out, "%s", v < 0 ? "-inf" : "inf");
+	else
+		tir_str_addf(f->out, "%.*g", f->precision, v);
+}
+
+/* Axis `d` of the tensor from element offset `off` (in elements). */
+static void block(const struct fmt *f, int d, int64_t off)
+{
+	const struct tir_tensor *t = f->t;
+	int64_t n = t->shape[d];
+	bool cut = f->summarize && n > 2 * EDGE;
+	tir_str_add(f->out, "[", 1);
+	for (int64_t i = 0; i < n; i++) {
+		if (cut && i == EDGE) {
+			if (d == t->rank - 1) {
+				tir_str_add(f->out, "..., ", 5);
+			} else {
+				tir_str_add(f->out, "...,", 4);
+				for (int k = 0; k < t->rank - d - 1; k++)
+					tir_str_add(f->out, "\n", 1);
+				for (int k = 0; k <= d; k++)
+					tir_str_add(f->out, " ", 1);
+			}
+			i = n - EDGE;
+		}
+		int64_t o = off + i * t->strides[d];
+		if (d == t->rank - 1)
+			elem(f, o);
+		else
+			block(f, d + 1, o);
+		if (i + 1 < n) {
+			if (d == t->rank - 1) {
+				tir_str_add(f->out, ", ", 2);
+			} else {
+				tir_str_add(f->out, ",", 1);
+				for (int k = 0; k < t->rank - d - 1; k++)
+					tir_str_add(f->out, "\n", 1);
+				for (int k = 0; k <= d; k++)
+					tir_str_add(f->out, " ", 1);
+			}
+		}
+	}
+	tir_str_add(f->out, "]", 1);
+}
+
+char *tir_tensor_format(const struct tir_tensor *t, const char *header, int precision, bool full)
+{
+	struct tir_str out = {0};
+	struct tir_type ty = {.dtype = (uint8_t)t->dtype, .rank = (uint8_t)t->rank};
+	memcpy(ty.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+	char ts[TIR_TYPE_STRLEN];
+	tir_str_addf(&out, "%s: %s\n", header, tir_type_str(&ty, ts, sizeof ts));
+	struct fmt f = {.t = t, .precision = precision < 1 ? 1 : precision > 17 ? 17 : precision,
+			.summarize = !full && tir_tensor_numel(t) > SUMMARY_THRESHOLD, .out = &out};
+	if (t->rank == 0)
+		elem(&f, 0);
+	else
+		block(&f, 0, 0);
+	tir_str_add(&out, "\n", 1);
+	if (out.oom) {
+		tir_str_free(&out);
+		return NULL;
+	}
+	return out.s;
+}
+
+int tir_tensor_save(const char *path, const struct tir_tensor *t, struct tir_err *err)
+{
+	return tir_npy_save(path, t, err);
+}
+
+void tir_set_threads(int n)
+{
+	tir_blas_set_threads(n);
+}

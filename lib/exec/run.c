@@ -1,0 +1,651 @@
+/*
+ * run.c — the reference executor: computes exactly the nodes that a print
+ * or a save needs, in graph order (a topological order), one reference
+ * kernel per op, freeing each intermediate after its last use.  It is the
+ * oracle that every faster path is checked against (`--no-fuse`).  No
+ * printing here: results are handed back as tensors.
+ */
+#include "exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct tir_exec {
+	struct tir_program *prog;
+	struct tir_tensor *inputs;     /* by node id: values given for INPUT nodes */
+	size_t ninputs_cap;
+	struct tir_tensor *results;    /* printed values of the last run, in order */
+	const char **headers;
+	size_t nresults;
+	struct tir_tensor *named;      /* the values asked for by name */
+	size_t nnamed;
+	struct tir_exec_stats stats;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct tir_exec *tir_exec_new(struct tir_program *p)
+{
+	struct tir_exec *x = calloc(1, sizeof *x);
+	if (x)
+		x->prog = p;
+	return x;
+}
+
+static void clear_results(struct tir_exec *x)
+{
+	for (size_t i = 0; i < x->nresults; i++)
+		tir_tensor_release(&x->results[i]);
+	for (size_t i = 0; i < x->nnamed; i++)
+		tir_tensor_release(&x->named[i]);
+	free(x->results);
+	free(x->headers);
+	free(x->named);
+	x->results = x->named = NULL;
+	x->headers = NULL;
+	x->nresults = x->nnamed = 0;
+}
+
+void tir_exec_free(struct tir_exec *x)
+{
+	if (!x)
+		return;
+	clear_results(x);
+	for (size_t i = 0; i < x->ninputs_cap; i++)
+		tir_tensor_release(&x->inputs[i]);
+	free(x->inputs);
+	free(x);
+}
+
+static const struct tir_stmt *find_input(const struct tir_program *p, const char *name)
+{
+	for (size_t i = p->nstmts; i-- > 0;)
+		if (p->stmts[i].kind == TIR_STMT_INPUT && !strcmp(p->stmts[i].name, name))
+			return &p->stmts[i];
+	return NULL;
+}
+
+int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *t,
+		       const char *what, struct tir_err *err)
+{
+	const struct tir_stmt *s = find_input(x->prog, name);
+	if (!s)
+		return tir_errf(err, TIR_EDATA, NULL, "%s: the program has no 'input %s'", what, name);
+	const struct tir_node *n = s->node;
+	bool ok = t->dtype == n->type.dtype && t->rank == n->type.rank;
+	for (int i = 0; ok && i < t->rank; i++)
+		ok = t->shape[i] == n->type.shape[i];
+	if (!ok) {
+		struct tir_type have = {.dtype = (uint8_t)t->dtype, .rank = (uint8_t)t->rank};
+		memcpy(have.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+		char a[TIR_TYPE_STRLEN], b[TIR_TYPE_STRLEN];
+		return tir_errf(err, TIR_EDATA, &n->loc, "%s holds %s but input %s is declared %s", what,
+				tir_type_str(&have, a, sizeof a), name, tir_type_str(&n->type, b, sizeof b));
+	}
+	if (tir_grow((void **)&x->inputs, &x->ninputs_cap, x->prog->nnodes, sizeof *x->inputs))
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	/* tir_grow leaves new slots uninitialised */
+	static const struct tir_tensor empty_t;
+	for (size_t i = 0; i < x->ninputs_cap; i++)
+		if (i >= x->prog->nnodes)
+			x->inputs[i] = empty_t;
+	tir_tensor_release(&x->inputs[n->id]);
+	x->inputs[n->id] = *t;
+	memset(t, 0, sizeof *t);
+	return 0;
+}
+
+int tir_exec_input_file(struct tir_exec *x, const char *name, const char *path, struct tir_err *err)
+{
+	struct tir_tensor t = {0};
+	if (!find_input(x->prog, name))
+		return tir_errf(err, TIR_EDATA, NULL, "--input %s=%s: the program has no 'input %s'", name,
+				path, name);
+	int rc = tir_file_load(path, NULL, &t, err);
+	if (rc)
+		return rc;
+	rc = tir_exec_set_input(x, name, &t, path, err);
+	tir_tensor_release(&t);
+	return rc;
+}
+
+/* ---- one node ---- */
+
+/* v converted to dt (a new reference either way; release it). */
+static int as_dtype(const struct tir_tensor *v, enum tir_dtype dt, struct tir_tensor *out,
+		    struct tir_err *err)
+{
+	memset(out, 0, sizeof *out);
+	if (v->dtype == dt) {
+		tir_tensor_ref(out, v);
+		return 0;
+	}
+	return tir_tensor_convert(v, dt, out, err);
+}
+
+static int alloc_out(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
+{
+	return tir_tensor_alloc(out, (enum tir_dtype)n->type.dtype, n->type.rank, n->type.shape, false, err);
+}
+
+/* A view with size-1 axes in front, up to rank r. */
+static void lift_rank(const struct tir_tensor *src, int r, struct tir_tensor *dst)
+{
+	tir_tensor_ref(dst, src);
+	int k = r - src->rank;
+	if (k <= 0)
+		return;
+	memmove(dst->shape + k, src->shape, sizeof(int64_t) * (size_t)src->rank);
+	memmove(dst->strides + k, src->strides, sizeof(int64_t) * (size_t)src->rank);
+	for (int i = 0; i < k; i++) {
+		dst->shape[i] = 1;
+		dst->strides[i] = 0;
+	}
+	dst->rank = r;
+}
+
+/* Broadcast the batch axes (all but the last two) of t to batch[nb]. */
+static void batch_view(const struct tir_tensor *t, int nb, const int64_t *batch, struct tir_tensor *dst)
+{
+	struct tir_tensor l = {0};
+	lift_rank(t, nb + 2, &l);
+	int64_t shape[TIR_MAX_RANK];
+	memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
+	shape[nb] = l.shape[nb];
+	shape[nb + 1] = l.shape[nb + 1];
+	tir_view_broadcast(&l, nb + 2, shape, dst);
+	tir_tensor_release(&l);
+}
+
+static int eval_matmul(const struct tir_node *n, struct tir_tensor *a0, struct tir_tensor *b0,
+		       struct tir_tensor *out, struct tir_err *err)
+{
+	struct tir_tensor a = {0}, b = {0}, av = {0}, bv = {0}, o = {0};
+	tir_tensor_ref(&a, a0);
+	tir_tensor_ref(&b, b0);
+	if (a.rank == 1) { /* [k] -> [1, k] */
+		a.shape[1] = a.shape[0];
+		a.strides[1] = a.strides[0];
+		a.shape[0] = 1;
+		a.strides[0] = 0;
+		a.rank = 2;
+	}
+	if (b.rank == 1) { /* [k] -> [k, 1] */
+		b.shape[1] = 1;
+		b.strides[1] = 0;
+		b.rank = 2;
+	}
+	int nb = (a.rank > b.rank ? a.rank : b.rank) - 2;
+	int64_t batch[TIR_MAX_RANK];
+	for (int i = 0; i < nb; i++) {
+		int ia = i - (nb - (a.rank - 2)), ib = i - (nb - (b.rank - 2));
+		int64_t da = ia >= 0 ? a.shape[ia] : 1, db = ib >= 0 ? b.shape[ib] : 1;
+		batch[i] = da == 1 ? db : da;
+	}
+	batch_view(&a, nb, batch, &av);
+	batch_view(&b, nb, batch, &bv);
+	int64_t oshape[TIR_MAX_RANK];
+	memcpy(oshape, batch, sizeof(int64_t) * (size_t)nb);
+	oshape[nb] = av.shape[nb];
+	oshape[nb + 1] = bv.shape[nb + 1];
+	int rc = tir_tensor_alloc(&o, (enum tir_dtype)n->type.dtype, nb + 2, oshape, false, err);
+	if (!rc)
+		rc = tir_k_matmul(&av, &bv, &o, err);
+	if (!rc)
+		rc = tir_tensor_reshape(&o, n->type.rank, n->type.shape, out, err);
+	tir_tensor_release(&a);
+	tir_tensor_release(&b);
+	tir_tensor_release(&av);
+	tir_tensor_release(&bv);
+	tir_tensor_release(&o);
+	return rc;
+}
+
+static int eval_attention(const struct tir_node *n, struct tir_tensor *in, struct tir_tensor *out,
+			  struct tir_err *err)
+{
+	int nb = n->type.rank - 2;
+	struct tir_tensor v[3] = {{0}};
+	for (int i = 0; i < 3; i++)
+		batch_view(&in[i], nb, n->type.shape, &v[i]);
+	int rc = alloc_out(n, out, err);
+	if (!rc)
+		rc = tir_k_attention(&v[0], &v[1], &v[2], n->attr[0].i, out, err);
+	for (int i = 0; i < 3; i++)
+		tir_tensor_release(&v[i]);
+	return rc;
+}
+
+static int eval_const(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
+{
+	if (n->type.weak) {
+		/* a literal keeps its exact value until an op gives it a dtype */
+		enum tir_dtype dt = n->type.dtype == TIR_DTYPE_BOOL ? TIR_DTYPE_BOOL
+				    : n->type.dtype == TIR_DTYPE_F32 || n->type.dtype == TIR_DTYPE_F64
+					? TIR_DTYPE_F64
+					: TIR_DTYPE_I64;
+		int rc = tir_tensor_alloc(out, dt, 0, NULL, false, err);
+		if (rc)
+			return rc;
+		void *d = tir_tensor_data(out);
+		if (dt == TIR_DTYPE_F64)
+			*(double *)d = n->fval;
+		else if (dt == TIR_DTYPE_I64)
+			*(int64_t *)d = n->ival;
+		else
+			*(uint8_t *)d = n->ival != 0;
+		return 0;
+	}
+	int rc = alloc_out(n, out, err);
+	if (rc)
+		return rc;
+	size_t bytes = (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
+	if (bytes)
+		memcpy(tir_tensor_data(out), n->data, bytes);
+	return 0;
+}
+
+static int eval_load(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
+{
+	int rc = tir_file_load(n->attr[0].s, n->attr[1].set ? n->attr[1].s : NULL, out, err);
+	if (rc)
+		return rc;
+	bool ok = out->dtype == n->type.dtype && out->rank == n->type.rank;
+	for (int i = 0; ok && i < out->rank; i++)
+		ok = out->shape[i] == n->type.shape[i];
+	if (!ok) {
+		tir_tensor_release(out);
+		return tir_errf(err, TIR_EDATA, NULL, "%s changed since the program was checked", n->attr[0].s);
+	}
+	return 0;
+}
+
+/* Compute node n from its operands' values in[]. */
+static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_tensor *in,
+		     struct tir_tensor *out, struct tir_err *err)
+{
+	const struct tir_attr *at = n->attr;
+	enum tir_dtype ot = (enum tir_dtype)n->type.dtype;
+	enum tir_dtype cd = tir_compute_dtype(n);
+	const struct tir_opdef *d = tir_op(n->op);
+	int rc = 0;
+	/* operands converted to the dtype the op computes in, and for
+	 * elementwise ops broadcast to the result's shape */
+	struct tir_tensor cv[TIR_MAX_PARAMS] = {{0}};
+	struct tir_tensor *c = cv;
+	bool convert = d->kind == TIR_KIND_ELEMWISE || d->kind == TIR_KIND_MATMUL ||
+		       d->kind == TIR_KIND_NN || n->op == TIR_OP_CONCAT || n->op == TIR_OP_PAD;
+	if (n->op == TIR_OP_CONCAT) {
+		c = calloc(n->nin, sizeof *c);
+		if (!c)
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	if (n->op == TIR_OP_SUM || n->op == TIR_OP_PROD || n->op == TIR_OP_MEAN || n->op == TIR_OP_VAR ||
+	    n->op == TIR_OP_MAX || n->op == TIR_OP_MIN)
+		convert = true;
+	for (int i = 0; i < n->nin && !rc; i++) {
+		if (!n->in[i])
+			continue;
+		enum tir_dtype want = cd;
+		if (n->op == TIR_OP_WHERE && i == 0)
+			want = TIR_DTYPE_BOOL;
+		if (convert && !(n->op == TIR_OP_GATHER && i == 1))
+			rc = as_dtype(&in[i], want, &c[i], err);
+		else
+			tir_tensor_ref(&c[i], &in[i]);
+		if (!rc && d->kind == TIR_KIND_ELEMWISE) {
+			struct tir_tensor b = {0};
+			tir_view_broadcast(&c[i], n->type.rank, n->type.shape, &b);
+			tir_tensor_release(&c[i]);
+			c[i] = b;
+		}
+	}
+	if (rc)
+		goto out;
+
+	switch (d->kind) {
+	case TIR_KIND_CREATE:
+		switch (n->op) {
+		case TIR_OP_CONST:
+			rc = eval_const(n, out, err);
+			break;
+		case TIR_OP_INPUT:
+			if (n->id >= x->ninputs_cap || !x->inputs[n->id].buf) {
+				rc = tir_errf(err, TIR_EDATA, &n->loc,
+					      "input '%s' has no value; give it with --input %s=FILE.npy",
+					      n->input_name, n->input_name);
+				break;
+			}
+			tir_tensor_ref(out, &x->inputs[n->id]);
+			break;
+		case TIR_OP_LOAD:
+			rc = eval_load(n, out, err);
+			break;
+		default:
+			if ((rc = alloc_out(n, out, err)))
+				break;
+			if (n->op == TIR_OP_ZEROS || n->op == TIR_OP_ONES)
+				rc = tir_k_fill(out, n->op == TIR_OP_ONES, n->op == TIR_OP_ONES, true);
+			else if (n->op == TIR_OP_FULL)
+				rc = tir_k_fill(out, at[1].is_int ? (double)at[1].i : at[1].f, at[1].i, at[1].is_int);
+			else if (n->op == TIR_OP_EYE)
+				rc = tir_k_eye(out);
+			else if (n->op == TIR_OP_RAND || n->op == TIR_OP_RANDN)
+				rc = tir_k_rand(out, (uint64_t)at[1].i, n->op == TIR_OP_RANDN);
+			else if (n->op == TIR_OP_ARANGE) {
+				double start, stop, step;
+				tir_arange_params(n, &start, &stop, &step);
+				rc = tir_k_arange(out, start, step, (int64_t)start, (int64_t)step);
+			} else {
+				TIR_ASSERT(!"creation op");
+			}
+		}
+		break;
+	case TIR_KIND_ELEMWISE:
+		if ((rc = alloc_out(n, out, err)))
+			break;
+		if (n->nin == 1)
+			rc = tir_k_unary(n->op, &c[0], out, err);
+		else if (n->nin == 2)
+			rc = tir_k_binary(n->op, &c[0], &c[1], out, err);
+		else
+			rc = tir_k_ternary(n->op, &c[0], &c[1], &c[2], out, err);
+		break;
+	case TIR_KIND_REDUCE: {
+		bool mask[TIR_MAX_RANK];
+		tir_reduce_mask(n, in[0].rank, mask);
+		if (!(rc = alloc_out(n, out, err)))
+			rc = tir_k_reduce(n->op, convert ? &c[0] : &in[0], mask, out, err);
+		break;
+	}
+	case TIR_KIND_MOVEMENT:
+		switch (n->op) {
+		case TIR_OP_RESHAPE:
+		case TIR_OP_FLATTEN:
+		case TIR_OP_SQUEEZE:
+		case TIR_OP_UNSQUEEZE:
+			rc = tir_tensor_reshape(&in[0], n->type.rank, n->type.shape, out, err);
+			break;
+		case TIR_OP_TRANSPOSE: {
+			int perm[TIR_MAX_RANK];
+			for (int i = 0; i < in[0].rank; i++)
+				perm[i] = at[0].set ? tir_axis(at[0].v[i], in[0].rank) : in[0].rank - 1 - i;
+			tir_view_transpose(&in[0], perm, out);
+			break;
+		}
+		case TIR_OP_EXPAND:
+			tir_view_broadcast(&in[0], n->type.rank, n->type.shape, out);
+			break;
+		case TIR_OP_SLICE: {
+			int axis = tir_axis(at[0].i, in[0].rank);
+			int64_t start, step, len;
+			tir_slice_params(n, in[0].shape[axis], &start, &step, &len);
+			tir_view_slice(&in[0], axis, start, step, len, out);
+			break;
+		}
+		case TIR_OP_CAST:
+			rc = tir_tensor_convert(&in[0], ot, out, err);
+			break;
+		case TIR_OP_CONCAT: {
+			const struct tir_tensor **xs = calloc(n->nin, sizeof *xs);
+			if (!xs) {
+				rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+				break;
+			}
+			for (int i = 0; i < n->nin; i++)
+				xs[i] = &c[i];
+			if (!(rc = alloc_out(n, out, err)))
+				rc = tir_k_concat(xs, n->nin, tir_axis(at[0].i, n->type.rank), out, err);
+			free(xs);
+			break;
+		}
+		case TIR_OP_PAD:
+			if (!(rc = alloc_out(n, out, err)))
+				rc = tir_k_pad(&c[0], at[0].v, at[1].is_int ? (double)at[1].i : at[1].f, out, err);
+			break;
+		case TIR_OP_GATHER:
+			if (!(rc = alloc_out(n, out, err)))
+				rc = tir_k_gather(&in[0], &in[1], tir_axis(at[0].i, in[0].rank), out, err);
+			break;
+		default:
+			TIR_ASSERT(!"movement op");
+		}
+		break;
+	case TIR_KIND_MATMUL:
+		rc = eval_matmul(n, &c[0], &c[1], out, err);
+		break;
+	case TIR_KIND_NN:
+		if (n->op == TIR_OP_ATTENTION) {
+			rc = eval_attention(n, c, out, err);
+			break;
+		}
+		if ((rc = alloc_out(n, out, err)))
+			break;
+		switch (n->op) {
+		case TIR_OP_SOFTMAX:
+		case TIR_OP_LOG_SOFTMAX:
+			rc = tir_k_softmax(&c[0], tir_axis(at[0].i, n->type.rank), n->op == TIR_OP_LOG_SOFTMAX,
+					   out, err);
+			break;
+		case TIR_OP_LAYERNORM:
+			rc = tir_k_layernorm(&c[0], &c[1], &c[2], at[0].f, out, err);
+			break;
+		case TIR_OP_RMSNORM:
+			rc = tir_k_rmsnorm(&c[0], &c[1], at[0].f, out, err);
+			break;
+		case TIR_OP_CONV2D:
+			rc = tir_k_conv2d(&c[0], &c[1], n->in[2] ? &c[2] : NULL, at[0].v, at[1].v, out, err);
+			break;
+		case TIR_OP_MAXPOOL2D:
+		case TIR_OP_AVGPOOL2D:
+			rc = tir_k_pool2d(n->op == TIR_OP_MAXPOOL2D, &c[0], at[0].v, at[1].set ? at[1].v : at[0].v,
+					  out, err);
+			break;
+		default:
+			TIR_ASSERT(!"nn op");
+		}
+		break;
+	case TIR_KIND_DEVICE:
+		rc = tir_errf(err, TIR_EUNSUPPORTED, &n->loc,
+			      "%s: several devices are not supported yet", d->name);
+		break;
+	default:
+		TIR_ASSERT(!"op kind");
+	}
+out:
+	for (int i = 0; i < n->nin; i++)
+		tir_tensor_release(&c[i]);
+	if (c != cv)
+		free(c);
+	if (rc) {
+		tir_tensor_release(out);
+		if (!err->loc.src)
+			err->loc = n->loc;
+		/* kernels say what went wrong; the op's name says where */
+		if (strncmp(err->msg, d->name, strlen(d->name)) != 0) {
+			char msg[sizeof err->msg];
+			size_t k = strlen(d->name);
+			memcpy(msg, d->name, k);
+			memcpy(msg + k, ": ", 2);
+			size_t room = sizeof msg - k - 3;
+			size_t m = strnlen(err->msg, room);
+			memcpy(msg + k + 2, err->msg, m);
+			msg[k + 2 + m] = 0;
+			memcpy(err->msg, msg, sizeof msg);
+		}
+	}
+	return rc;
+}
+
+/* ---- a run ---- */
+
+int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
+		 struct tir_err *err)
+{
+	struct tir_program *p = x->prog;
+	double t0 = now_ms();
+	clear_results(x);
+	memset(&x->stats, 0, sizeof x->stats);
+	size_t nn = p->nnodes;
+	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	struct tir_tensor *vals = calloc(nn + 1, sizeof *vals);
+	struct tir_node **targets = NULL;
+	size_t ntargets = 0, captargets = 0, capheaders = 0;
+	int rc = 0;
+	if (!uses || !vals) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	/* the targets: every print from from_stmt on, then the names */
+	for (size_t s = from_stmt; s < p->nstmts; s++) {
+		const struct tir_stmt *st = &p->stmts[s];
+		for (int i = 0; st->kind == TIR_STMT_PRINT && i < st->nitems; i++) {
+			if (tir_grow((void **)&targets, &captargets, ntargets + 1, sizeof *targets) ||
+			    tir_grow((void **)&x->headers, &capheaders, ntargets + 1, sizeof *x->headers)) {
+				rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+				goto done;
+			}
+			x->headers[ntargets] = st->items[i].header;
+			targets[ntargets++] = st->items[i].node;
+		}
+	}
+	size_t nprint = ntargets;
+	x->nresults = 0;
+	for (int i = 0; i < nnames; i++) {
+		struct tir_binding *b = tir_program_lookup(p, names[i], strlen(names[i]));
+		if (!b || !b->node) {
+			const char *sug = tir_program_suggest(p, names[i], strlen(names[i]));
+			rc = tir_errf(err, TIR_EDATA, NULL, "no value named '%s' in the program%s%s%s", names[i],
+				      sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
+			goto done;
+		}
+		if (tir_grow((void **)&targets, &captargets, ntargets + 1, sizeof *targets)) {
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			goto done;
+		}
+		targets[ntargets++] = b->node;
+	}
+	/* what the targets need, and how often each value is read */
+	bool *need = calloc(nn + 1, sizeof *need);
+	if (!need) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < ntargets; i++) {
+		need[targets[i]->id] = true;
+		uses[targets[i]->id]++;
+	}
+	for (size_t i = nn; i-- > 0;) {
+		if (!need[i])
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		for (int k = 0; k < n->nin; k++) {
+			if (!n->in[k])
+				continue;
+			need[n->in[k]->id] = true;
+			uses[n->in[k]->id]++;
+		}
+	}
+	tir_mem_reset_peak();
+	size_t base = tir_mem_current();
+	double t1 = now_ms();
+	x->stats.plan_ms = t1 - t0;
+	for (size_t i = 0; i < nn && !rc; i++) {
+		if (!need[i])
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		struct tir_tensor in[TIR_MAX_PARAMS];
+		struct tir_tensor *inp = in;
+		if (n->nin > TIR_MAX_PARAMS) {
+			inp = calloc(n->nin, sizeof *inp);
+			if (!inp) {
+				rc = tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+				break;
+			}
+		}
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k])
+				inp[k] = vals[n->in[k]->id];
+		struct tir_err e = {0};
+		rc = eval_node(x, n, inp, &vals[i], &e);
+		if (rc)
+			*err = e;
+		x->stats.nops += n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
+		/* drop operands nobody reads any more */
+		for (int k = 0; k < n->nin; k++) {
+			if (!n->in[k])
+				continue;
+			uint32_t id = n->in[k]->id;
+			if (--uses[id] == 0)
+				tir_tensor_release(&vals[id]);
+		}
+		if (inp != in)
+			free(inp);
+	}
+	free(need);
+	x->stats.nkernels = x->stats.nops;
+	x->stats.run_ms = now_ms() - t1;
+	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;
+	if (rc)
+		goto done;
+	/* hand the targets over (printed values in their node's dtype) */
+	x->results = calloc(nprint + 1, sizeof *x->results);
+	x->named = calloc((size_t)nnames + 1, sizeof *x->named);
+	if (!x->results || !x->named) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < ntargets && !rc; i++) {
+		const struct tir_node *n = targets[i];
+		struct tir_tensor *dst = i < nprint ? &x->results[i] : &x->named[i - nprint];
+		rc = as_dtype(&vals[n->id], (enum tir_dtype)n->type.dtype, dst, err);
+		if (i < nprint)
+			x->nresults = i + 1;
+		else
+			x->nnamed = i - nprint + 1;
+	}
+	x->nresults = nprint;
+	x->nnamed = (size_t)nnames;
+done:
+	if (vals)
+		for (size_t i = 0; i < nn; i++)
+			tir_tensor_release(&vals[i]);
+	free(vals);
+	free(uses);
+	free(targets);
+	if (rc)
+		clear_results(x);
+	return rc;
+}
+
+size_t tir_exec_nresults(const struct tir_exec *x)
+{
+	return x->nresults;
+}
+
+const char *tir_exec_header(const struct tir_exec *x, size_t i)
+{
+	return i < x->nresults ? x->headers[i] : NULL;
+}
+
+const struct tir_tensor *tir_exec_result(const struct tir_exec *x, size_t i)
+{
+	return i < x->nresults ? &x->results[i] : NULL;
+}
+
+const struct tir_tensor *tir_exec_named(const struct tir_exec *x, size_t i)
+{
+	return i < x->nnamed ? &x->named[i] : NULL;
+}
+
+const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x)
+{
+	return &x->stats;
+}

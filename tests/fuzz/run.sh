@@ -1,0 +1,56 @@
+#!/bin/sh
+# tests/fuzz/run.sh SECONDS — build the libFuzzer target tests/fuzz/fuzz_parse.c
+# with ASan and UBSan into build-fuzz/ and run it for SECONDS (default 60)
+# on a copy of the seed corpus (build-fuzz/corpus, which keeps what earlier
+# runs found; the repository's corpus stays small).  Exit 1 when the
+# fuzzer finds a crash, a leak, undefined behaviour or a timeout; the
+# reproducer is build-fuzz/artifacts/crash-* (or leak-, timeout-, oom-).
+# `make fuzz FUZZTIME=600` calls this.  Not a regression suite: the corpus
+# files are replayed by `make fuzz` only.
+set -eu
+
+secs=${1:-60}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=build-fuzz
+
+sh tests/deps.sh clang libclang-rt-14-dev
+
+CC=${FUZZ_CC:-clang}
+pkgs="libpcre2-8 jansson openblas"
+mkdir -p "$out/artifacts" "$out/corpus"
+
+# Rebuild when any source is newer than the binary.
+bin=$out/fuzz_parse
+srcs=$(ls lib/ir/*.c lib/exec/*.c 2>/dev/null)
+stale=1
+if [ -x "$bin" ]; then
+	stale=0
+	for f in $srcs lib/*.h lib/*/*.h lib/ir/ops.def tests/fuzz/fuzz_parse.c; do
+		[ "$f" -nt "$bin" ] && stale=1 && break
+	done
+fi
+if [ $stale = 1 ]; then
+	echo "fuzz: building $bin"
+	# shellcheck disable=SC2046,SC2086
+	$CC -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+		-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
+		$(pkg-config --cflags $pkgs) \
+		-o "$bin" tests/fuzz/fuzz_parse.c $srcs \
+		$(pkg-config --libs $pkgs) -lm -pthread
+fi
+
+cp tests/fuzz/corpus/* "$out/corpus/"
+echo "fuzz: running $bin for ${secs}s on $out/corpus"
+status=0
+"$bin" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+	-dict=tests/fuzz/tir.dict -artifact_prefix="$out/artifacts/" \
+	-print_final_stats=1 "$out/corpus" >"$out/fuzz.log" 2>&1 || status=$?
+tail -n 25 "$out/fuzz.log"
+if [ $status -ne 0 ]; then
+	echo "fuzz: FAILED (exit $status); full log in $out/fuzz.log; reproducers:"
+	ls -1 "$out/artifacts/" 2>/dev/null | sed "s|^|  $out/artifacts/|"
+	exit 1
+fi
+echo "fuzz: no crash in ${secs}s"
