@@ -89,13 +89,11 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 		return tir_errf(err, TIR_EDATA, &n->loc, "%s holds %s but input %s is declared %s", what,
 				tir_type_str(&have, a, sizeof a), name, tir_type_str(&n->type, b, sizeof b));
 	}
+	size_t old = x->ninputs_cap;
 	if (tir_grow((void **)&x->inputs, &x->ninputs_cap, x->prog->nnodes, sizeof *x->inputs))
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 	/* tir_grow leaves new slots uninitialised */
-	static const struct tir_tensor empty_t;
-	for (size_t i = 0; i < x->ninputs_cap; i++)
-		if (i >= x->prog->nnodes)
-			x->inputs[i] = empty_t;
+	memset(x->inputs + old, 0, (x->ninputs_cap - old) * sizeof *x->inputs);
 	tir_tensor_release(&x->inputs[n->id]);
 	x->inputs[n->id] = *t;
 	memset(t, 0, sizeof *t);
