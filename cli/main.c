@@ -233,8 +233,11 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 2, argv + 2);
 	if (!strcmp(cmd, "fmt"))
 		return cmd_fmt(argc - 2, argv + 2);
-	if (!strcmp(cmd, "run"))
-		return cli_run(argc - 2, argv + 2);
+	if (!strcmp(cmd, "run")) {
+		int status = cli_run(argc - 2, argv + 2);
+		tir_release_caches();
+		return status;
+	}
 	if (!strcmp(cmd, "repl") || !strcmp(cmd, "serve")) {
 		fprintf(stderr, "tir: '%s' is not built yet\n", cmd);
 		return EXIT_USAGE;

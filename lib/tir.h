@@ -163,6 +163,8 @@ const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x);
 char *tir_tensor_format(const struct tir_tensor *t, const char *header, int precision, bool full);
 /* Write t as a .npy file (written whole, then renamed into place). */
 int tir_tensor_save(const char *path, const struct tir_tensor *t, struct tir_err *err);
+/* Give back the memory kept for reuse by freed tensors. */
+void tir_release_caches(void);
 /* Threads for OpenBLAS and the engine (0: the default). */
 void tir_set_threads(int n);
 

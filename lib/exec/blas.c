@@ -198,6 +198,7 @@ static bool fold_rows(int nb, const int64_t *dims, const int64_t *as, const int6
 	return true;
 }
 
+/* out = a @ b over broadcast batches; see exec.h.  Scratch is freed. */
 int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 		 struct tir_tensor *out, struct tir_err *err)
 {

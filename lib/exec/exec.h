@@ -32,6 +32,8 @@ struct tir_tensor {
 size_t tir_mem_current(void);
 size_t tir_mem_peak(void);
 void tir_mem_reset_peak(void);
+/* Free the cache of released buffers kept for reuse. */
+void tir_mem_trim(void);
 
 /* Allocate a contiguous tensor of the given type (zeroed when zero is true).
  * returns 0 or -TIR_ENOMEM (err filled).  t is overwritten: release first. */

@@ -123,3 +123,8 @@ void tir_set_threads(int n)
 {
 	tir_blas_set_threads(n);
 }
+
+void tir_release_caches(void)
+{
+	tir_mem_trim();
+}

@@ -137,6 +137,7 @@ static void softmax_##SFX(T *p, int64_t outer, int64_t len, int64_t inner, bool 
 DEFINE_SOFTMAX(float, f32)
 DEFINE_SOFTMAX(double, f64)
 
+/* softmax (or log_softmax when lg) of x along axis into out. */
 int tir_k_softmax(const struct tir_tensor *x, int axis, bool lg, struct tir_tensor *out,
 		  struct tir_err *err)
 {
@@ -236,6 +237,7 @@ static int norm(const char *op, const struct tir_tensor *x, const struct tir_ten
 	return 0;
 }
 
+/* (x - mean) / sqrt(var + eps) * w + b over the last axis. */
 int tir_k_layernorm(const struct tir_tensor *x, const struct tir_tensor *w,
 		    const struct tir_tensor *b, double eps, struct tir_tensor *out,
 		    struct tir_err *err)
@@ -245,6 +247,7 @@ int tir_k_layernorm(const struct tir_tensor *x, const struct tir_tensor *w,
 	return norm("layernorm", x, w, b, eps, out, err);
 }
 
+/* x / sqrt(mean(x^2) + eps) * w over the last axis. */
 int tir_k_rmsnorm(const struct tir_tensor *x, const struct tir_tensor *w, double eps,
 		  struct tir_tensor *out, struct tir_err *err)
 {
@@ -356,6 +359,7 @@ static void conv_direct_##SFX(const struct conv *g, const T *xp, const T *wp, T 
 DEFINE_CONV(float, f32)
 DEFINE_CONV(double, f64)
 
+/* NCHW convolution by im2col + gemm, the column buffer bounded. */
 int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		 const struct tir_tensor *bias, const int64_t stride[2],
 		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err)
@@ -494,6 +498,7 @@ static void pool_##SFX(const struct conv *g, bool max, const T *xp, T *dst)     
 DEFINE_POOL(float, f32)
 DEFINE_POOL(double, f64)
 
+/* max or average pooling, NCHW, no padding. */
 int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err)
 {
@@ -572,6 +577,7 @@ static void scores_##SFX(T *s, int64_t rows, int64_t lk, int64_t r0, bool causal
 DEFINE_SCORES(float, f32)
 DEFINE_SCORES(double, f64)
 
+/* softmax(q @ k^T / sqrt(d)) @ v per batch, query rows in bounded chunks. */
 int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
 		    struct tir_err *err)

@@ -6,6 +6,7 @@
 #include "exec.h"
 #include "iter.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,75 @@ static void mem_add(size_t n)
 	size_t peak = atomic_load(&mem_peak);
 	while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
 		;
+}
+
+/* A small cache of freed large buffers, reused by exact size: a run
+ * that frees and allocates same-sized intermediates (every layer of an
+ * MLP) then touches no fresh pages.  Bounded in count and bytes. */
+#define POOL_SLOTS 32
+#define POOL_MIN (64 * 1024)
+#define POOL_MAX_BYTES ((size_t)512 << 20)
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *data;
+	size_t bytes;
+} pool[POOL_SLOTS];
+static int pool_n;
+static size_t pool_bytes;
+
+static void *pool_take(size_t bytes)
+{
+	void *p = NULL;
+	if (bytes < POOL_MIN)
+		return NULL;
+	pthread_mutex_lock(&pool_lock);
+	for (int i = pool_n - 1; i >= 0; i--) {
+		if (pool[i].bytes == bytes) {
+			p = pool[i].data;
+			pool_bytes -= bytes;
+			pool[i] = pool[--pool_n];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return p;
+}
+
+static void pool_give(void *data, size_t bytes)
+{
+	if (bytes < POOL_MIN || bytes > POOL_MAX_BYTES / 4) {
+		free(data);
+		return;
+	}
+	void *evict = NULL;
+	pthread_mutex_lock(&pool_lock);
+	if (pool_n == POOL_SLOTS || pool_bytes + bytes > POOL_MAX_BYTES) {
+		/* drop the oldest */
+		evict = pool[0].data;
+		pool_bytes -= pool[0].bytes;
+		memmove(pool, pool + 1, sizeof pool[0] * (size_t)(pool_n - 1));
+		pool_n--;
+	}
+	if (pool_bytes + bytes <= POOL_MAX_BYTES) {
+		pool[pool_n].data = data;
+		pool[pool_n++].bytes = bytes;
+		pool_bytes += bytes;
+		data = NULL;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	free(evict);
+	free(data);
+}
+
+void tir_mem_trim(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	for (int i = 0; i < pool_n; i++)
+		free(pool[i].data);
+	pool_n = 0;
+	pool_bytes = 0;
+	pthread_mutex_unlock(&pool_lock);
 }
 
 static void empty(struct tir_tensor *t)
@@ -84,7 +154,9 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	if (rounded == 0)
 		rounded = TIR_ALIGN;
 	struct tir_buf *b = malloc(sizeof *b);
-	void *data = b ? aligned_alloc(TIR_ALIGN, rounded) : NULL;
+	void *data = b ? pool_take(rounded) : NULL;
+	if (b && !data)
+		data = aligned_alloc(TIR_ALIGN, rounded);
 	if (!data) {
 		free(b);
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory allocating %zu bytes",
@@ -112,7 +184,7 @@ void tir_tensor_release(struct tir_tensor *t)
 	struct tir_buf *b = t->buf;
 	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		atomic_fetch_sub(&mem_current, b->bytes);
-		free(b->data);
+		pool_give(b->data, b->bytes);
 		free(b);
 	}
 	empty(t);
