@@ -800,8 +800,17 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 				    !memcmp(d->params[pi].name, kw, at.len))
 					break;
 			if (pi == d->nparams) {
-				perr_tok(ps, &at, "%s has no argument '%.*s'; it takes (%s)", d->name,
-					 (int)at.len, kw, op_params_text(d, pbuf, sizeof pbuf));
+				const char *sug = NULL;
+				for (int k = 0; k < d->nparams; k++)
+					if (tir_edit_distance(kw, at.len, d->params[k].name,
+							      strlen(d->params[k].name)) <= 2)
+						sug = d->params[k].name;
+				if (sug)
+					perr_tok(ps, &at, "%s has no argument '%.*s'; did you mean '%s'?", d->name,
+						 (int)at.len, kw, sug);
+				else
+					perr_tok(ps, &at, "%s has no argument '%.*s'; it takes (%s)", d->name,
+						 (int)at.len, kw, op_params_text(d, pbuf, sizeof pbuf));
 				goto fail;
 			}
 			if (given[pi]) {
