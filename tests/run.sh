@@ -136,18 +136,19 @@ run_case() {
 		head -n 5 "$tmp/err"
 	fi
 	[ $ok = 1 ] || return 1
-	# fmt: the output is a fixed point, and it checks
+	# fmt: the output is a fixed point, and it checks (run from the
+	# case's folder, so that load() finds the fixtures)
 	if [ "$verb" = fmt ] && [ "$st" -eq 0 ]; then
 		rm -rf "$tmp/fmt" && mkdir -p "$tmp/fmt"
 		cp "$tmp/out" "$tmp/fmt/$name.tir"
-		(cd "$tmp/fmt" && timeout 20 "$tir" fmt "$name.tir" >"$tmp/out2" 2>"$tmp/err2")
+		(cd "$dir" && timeout 20 "$tir" fmt "$tmp/fmt/$name.tir" >"$tmp/out2" 2>"$tmp/err2")
 		st2=$?
 		if [ "$st2" -ne 0 ] || ! diff -u "$tmp/out" "$tmp/out2" >"$tmp/diff"; then
 			gfail_case "$name" "fmt is not idempotent (exit $st2)"
 			cat "$tmp/diff" "$tmp/err2"
 			return 1
 		fi
-		(cd "$tmp/fmt" && timeout 20 "$tir" check "$name.tir" >"$tmp/out2" 2>"$tmp/err2")
+		(cd "$dir" && timeout 20 "$tir" check "$tmp/fmt/$name.tir" >"$tmp/out2" 2>"$tmp/err2")
 		st2=$?
 		if [ "$st2" -ne 0 ] || [ -s "$tmp/out2" ] || [ -s "$tmp/err2" ]; then
 			gfail_case "$name" "check rejects the fmt output (exit $st2)"

@@ -4,7 +4,8 @@
 # on a copy of the seed corpus (build-fuzz/corpus, which keeps what earlier
 # runs found; the repository's corpus stays small).  Exit 1 when the
 # fuzzer finds a crash, a leak, undefined behaviour or a timeout; the
-# reproducer is build-fuzz/artifacts/crash-* (or leak-, timeout-, oom-).
+# reproducers are build-fuzz/artifacts/crash-* (or leak-, timeout-, oom-).
+# Replay one with: build-fuzz/fuzz_parse FILE
 # `make fuzz FUZZTIME=600` calls this.  Not a regression suite: the corpus
 # files are replayed by `make fuzz` only.
 set -eu
@@ -42,15 +43,25 @@ if [ $stale = 1 ]; then
 fi
 
 cp tests/fuzz/corpus/* "$out/corpus/"
+# Fork mode goes on after a crash, so one run finds every bug it can in the
+# time given; each crash leaves a reproducer in $out/artifacts.
+before=$(ls "$out/artifacts" | wc -l)
 echo "fuzz: running $bin for ${secs}s on $out/corpus"
-status=0
-"$bin" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+"$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+	-max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
 	-dict=tests/fuzz/tir.dict -artifact_prefix="$out/artifacts/" \
-	-print_final_stats=1 "$out/corpus" >"$out/fuzz.log" 2>&1 || status=$?
-tail -n 25 "$out/fuzz.log"
+	"$out/corpus" >"$out/fuzz.log" 2>&1
+status=$?
+grep -E '^#[0-9]+: cov|DONE|INFO: exiting' "$out/fuzz.log" | tail -n 3
+after=$(ls "$out/artifacts" | wc -l)
+if [ "$after" -gt "$before" ]; then
+	echo "fuzz: FAILED: $((after - before)) new reproducer(s); full log in $out/fuzz.log:"
+	ls -1t "$out/artifacts/" | head -n $((after - before)) | sed "s|^|  $out/artifacts/|"
+	exit 1
+fi
 if [ $status -ne 0 ]; then
-	echo "fuzz: FAILED (exit $status); full log in $out/fuzz.log; reproducers:"
-	ls -1 "$out/artifacts/" 2>/dev/null | sed "s|^|  $out/artifacts/|"
+	tail -n 20 "$out/fuzz.log"
+	echo "fuzz: FAILED (exit $status); full log in $out/fuzz.log"
 	exit 1
 fi
 echo "fuzz: no crash in ${secs}s"

@@ -1,0 +1,405 @@
+"""oracle_ref.py — tir's semantics written again in NumPy, for oracle.py.
+
+What is here: the dtype rules of SPEC.md section 1 (promotion
+bool < i32 < i64 < f32 < f64, weak scalar literals), tir's cast (float to int
+truncates toward zero; NaN, infinities and out-of-range values give the
+type's minimum, as lib/exec/iter.h defines), Philox4x32-10 and the rand/randn
+definition of lib/exec/rng.c, and reference versions of the ops whose NumPy
+spelling is not one call (conv2d, pools, attention, norms, softmax, reduce
+dtypes).  Every float reference computes in float64 and is rounded to the
+result's dtype by the caller; integers compute in their own dtype (NumPy
+wraps like tir).  Written from SPEC.md and the contracts in the headers,
+not from the kernels: it must stay an independent second opinion.
+"""
+import math
+
+import numpy as np
+
+NPDT = {
+    "f32": np.dtype("<f4"),
+    "f64": np.dtype("<f8"),
+    "i32": np.dtype("<i4"),
+    "i64": np.dtype("<i8"),
+    "bool": np.dtype("bool"),
+}
+ORDER = ["bool", "i32", "i64", "f32", "f64"]
+FLOATS = ("f32", "f64")
+INTS = ("i32", "i64")
+INT_MIN = {"i32": -(2**31), "i64": -(2**63)}
+INT_MAX = {"i32": 2**31 - 1, "i64": 2**63 - 1}
+
+
+def dtname(a):
+    """tir's name of an array's dtype."""
+    dt = np.asarray(a).dtype
+    for k, v in NPDT.items():
+        if v == dt:
+            return k
+    raise ValueError("no tir dtype for %s" % dt)
+
+
+def kind(dt):
+    return 0 if dt == "bool" else 1 if dt in INTS else 2
+
+
+def promote(*dts):
+    """Promotion of strong (non-literal) operands."""
+    return max(dts, key=ORDER.index)
+
+
+def with_literal(dt, lit):
+    """A strong dtype combined with a weak literal of kind lit
+    ('bool', 'int' or 'float'): the literal takes dt unless it is of a
+    higher kind; then an int literal is i64 and a float literal f32."""
+    lk = {"bool": 0, "int": 1, "float": 2}[lit]
+    if lk > kind(dt):
+        return "i64" if lit == "int" else "f32"
+    return dt
+
+
+def cast(x, dt):
+    """tir's cast(x, dt) (also how operands are converted)."""
+    x = np.asarray(x)
+    src = dtname(x)
+    if dt == "bool":
+        return np.asarray(x != 0)
+    if dt in INTS and src in FLOATS:
+        v = x.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            if dt == "i32":
+                ok = (v > -2147483649.0) & (v < 2147483648.0)
+            else:
+                ok = (v >= -(2.0**63)) & (v < 2.0**63)
+        t = np.trunc(np.where(ok, v, 0.0)).astype(NPDT[dt])
+        t[~ok] = INT_MIN[dt]
+        return t
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(NPDT[dt])
+
+
+def rounded(v, dt):
+    """A float64 (or int) reference value given tir's dtype dt."""
+    v = np.asarray(v)
+    if dt in FLOATS:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return v.astype(NPDT[dt])
+    return cast(v, dt)
+
+
+def f64(x):
+    return np.asarray(x).astype(np.float64)
+
+
+# ---- elementwise ----
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def erf(x):
+    x = f64(x)
+    return _erf(x) if x.size else x.copy()
+
+
+def erfc(x):
+    x = f64(x)
+    return _erfc(x) if x.size else x.copy()
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def gelu(x):
+    # 0.5 x (1 + erf(x / sqrt 2)), written with erfc (the same function)
+    # so the far left tail is not lost to cancellation in float64
+    return 0.5 * x * erfc(-x / math.sqrt(2.0))
+
+
+UNARY_FLOAT = {
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "recip": lambda x: 1.0 / x,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sigmoid": sigmoid,
+    "gelu": gelu,
+    "silu": lambda x: x * sigmoid(x),
+    "erf": erf,
+}
+
+UNARY_NUM = {
+    "neg": np.negative,
+    "abs": np.abs,
+    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.rint,  # half to even
+    "sign": np.sign,
+}
+
+
+def unary(op, x):
+    """op(x) with tir's result dtype."""
+    dt = dtname(x)
+    with np.errstate(all="ignore"):
+        if op == "not":
+            return np.asarray(x == 0)
+        if op in UNARY_FLOAT:
+            od = dt if dt in FLOATS else "f32"
+            return rounded(UNARY_FLOAT[op](f64(cast(x, od))), od)
+        if dt in FLOATS:
+            return rounded(UNARY_NUM[op](f64(x)), dt)
+        if op in ("floor", "ceil", "round"):
+            return x.copy()
+        return UNARY_NUM[op](x).astype(NPDT[dt])
+
+
+def arith(op, a, b, dt):
+    """Binary op on a, b already of dtype dt (broadcast by NumPy)."""
+    with np.errstate(all="ignore"):
+        if dt in FLOATS:
+            x, y = f64(a), f64(b)
+            r = {
+                "add": lambda: x + y,
+                "sub": lambda: x - y,
+                "mul": lambda: x * y,
+                "div": lambda: x / y,
+                "pow": lambda: np.power(x, y),
+                "maximum": lambda: np.maximum(x, y),
+                "minimum": lambda: np.minimum(x, y),
+                "mod": lambda: np.mod(x, y),
+            }[op]()
+            return rounded(r, dt)
+        x, y = np.asarray(a), np.asarray(b)
+        r = {
+            "add": lambda: x + y,
+            "sub": lambda: x - y,
+            "mul": lambda: x * y,
+            "div": lambda: x // y,  # floor division
+            "pow": lambda: np.power(x, y),
+            "maximum": lambda: np.maximum(x, y),
+            "minimum": lambda: np.minimum(x, y),
+            "mod": lambda: np.mod(x, y),  # the divisor's sign
+        }[op]()
+        return np.asarray(r).astype(NPDT[dt])
+
+
+COMPARE = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+def binary(op, a, b, dt=None):
+    """op(a, b) for two strong operands (dt: the promoted dtype, or a
+    given one when an operand is a literal)."""
+    if dt is None:
+        dt = promote(dtname(a), dtname(b))
+    if op in ("and", "or"):
+        x, y = np.asarray(a) != 0, np.asarray(b) != 0
+        return np.asarray(x & y if op == "and" else x | y)
+    A, B = cast(a, dt), cast(b, dt)
+    if op in COMPARE:
+        with np.errstate(invalid="ignore"):
+            return np.asarray(COMPARE[op](A, B))
+    return arith(op, A, B, dt)
+
+
+# ---- reductions ----
+
+
+def reduce(op, x, axis=None, keepdims=False):
+    """sum mean max min prod var argmax argmin with tir's result dtypes."""
+    dt = dtname(x)
+    ax = tuple(axis) if isinstance(axis, (list, tuple)) else axis
+    with np.errstate(all="ignore"):
+        if op in ("argmax", "argmin"):
+            f = np.argmax if op == "argmax" else np.argmin
+            return np.asarray(f(x, axis=ax, keepdims=keepdims)).astype(np.int64)
+        if op in ("max", "min"):
+            f = np.max if op == "max" else np.min
+            return np.asarray(f(x, axis=ax, keepdims=keepdims))
+        if op in ("sum", "prod"):
+            f = np.sum if op == "sum" else np.prod
+            if dt in FLOATS:
+                return rounded(f(f64(x), axis=ax, keepdims=keepdims), dt)
+            return np.asarray(f(x.astype(np.int64), axis=ax, keepdims=keepdims)).astype(np.int64)
+        od = dt if dt in FLOATS else "f32"
+        f = np.mean if op == "mean" else np.var
+        return rounded(f(f64(x), axis=ax, keepdims=keepdims), od)
+
+
+def reduce_scale(op, x, axis=None, keepdims=False):
+    """The size of the terms a sum-like reduction adds (a tolerance scale:
+    rounding error is relative to it, not to a cancelled result)."""
+    ax = tuple(axis) if isinstance(axis, (list, tuple)) else axis
+    a = np.abs(f64(x))
+    if op == "sum":
+        return np.sum(a, axis=ax, keepdims=keepdims)
+    if op == "mean":
+        return np.mean(a, axis=ax, keepdims=keepdims)
+    if op == "var":
+        return np.mean(a * a, axis=ax, keepdims=keepdims)
+    return None
+
+
+# ---- nn ----
+
+
+def softmax(x, axis=-1, log=False):
+    x = f64(x)
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=axis, keepdims=True)
+        s = x - m
+        e = np.exp(s)
+        t = np.sum(e, axis=axis, keepdims=True)
+        return s - np.log(t) if log else e / t
+
+
+def layernorm(x, w, b, eps=1e-5):
+    x = f64(x)
+    with np.errstate(all="ignore"):
+        mu = np.mean(x, axis=-1, keepdims=True)
+        var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps) * f64(w) + f64(b)
+
+
+def rmsnorm(x, w, eps=1e-6):
+    x = f64(x)
+    with np.errstate(all="ignore"):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * f64(w)
+
+
+def pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def windows(x, kh, kw, sh, sw):
+    """x [N, C, H, W] -> the strided windows [N, C, oh, ow, kh, kw]."""
+    n, c, h, w = x.shape
+    oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
+    s = x.strides
+    return np.lib.stride_tricks.as_strided(
+        x, (n, c, oh, ow, kh, kw), (s[0], s[1], s[2] * sh, s[3] * sw, s[2], s[3]), writeable=False
+    )
+
+
+def conv2d(x, w, b=None, stride=1, padding=0, absolute=False):
+    """NCHW convolution (cross-correlation, like every DL framework), by
+    stride tricks; absolute=True gives sum |x| |w| (the error scale)."""
+    sh, sw = pair(stride)
+    ph, pw = pair(padding)
+    x, w = f64(x), f64(w)
+    if absolute:
+        x, w = np.abs(x), np.abs(w)
+    xp = np.ascontiguousarray(np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))))
+    win = windows(xp, w.shape[2], w.shape[3], sh, sw)
+    out = np.einsum("ncyxij,ocij->noyx", win, w)
+    if b is not None:
+        bb = np.abs(f64(b)) if absolute else f64(b)
+        out = out + bb[None, :, None, None]
+    return out
+
+
+def pool2d(x, kernel, stride=None, is_max=True):
+    kh, kw = pair(kernel)
+    sh, sw = pair(stride if stride is not None else kernel)
+    xd = x if (is_max and dtname(x) not in FLOATS) else f64(x)
+    win = windows(np.ascontiguousarray(xd), kh, kw, sh, sw)
+    with np.errstate(all="ignore"):
+        if is_max:
+            return np.max(win, axis=(4, 5))  # NaN propagates, as np.max
+        return np.mean(win, axis=(4, 5))
+
+
+def attention(q, k, v, causal=False):
+    """softmax(q @ k^T / sqrt(d)) @ v, masking j > i when causal."""
+    q, k, v = f64(q), f64(k), f64(v)
+    d = q.shape[-1]
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) / math.sqrt(d)
+    if causal:
+        lq, lk = s.shape[-2], s.shape[-1]
+        mask = np.arange(lk)[None, :] > np.arange(lq)[:, None]
+        s = np.where(mask, -np.inf, s)
+    return np.matmul(softmax(s, -1), v)
+
+
+# ---- Philox4x32-10 and rand/randn (lib/exec/rng.c's definition) ----
+
+PHILOX_M0, PHILOX_M1 = 0xD2511F53, 0xCD9E8D57
+PHILOX_W0, PHILOX_W1 = 0x9E3779B9, 0xBB67AE85
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Vectorized Philox4x32-10: counters as uint64 arrays holding 32-bit
+    words, the key as two Python ints; returns the four output words."""
+    c = [np.asarray(w, dtype=np.uint64) & _M32 for w in (c0, c1, c2, c3)]
+    c0, c1, c2, c3 = np.broadcast_arrays(*c)
+    k0 &= 0xFFFFFFFF
+    k1 &= 0xFFFFFFFF
+    for r in range(10):
+        if r:
+            k0 = (k0 + PHILOX_W0) & 0xFFFFFFFF
+            k1 = (k1 + PHILOX_W1) & 0xFFFFFFFF
+        p0 = c0 * np.uint64(PHILOX_M0)  # < 2^64: exact in uint64
+        p1 = c2 * np.uint64(PHILOX_M1)
+        hi0, lo0 = p0 >> _S32, p0 & _M32
+        hi1, lo1 = p1 >> _S32, p1 & _M32
+        c0, c1, c2, c3 = hi1 ^ c1 ^ np.uint64(k0), lo1, hi0 ^ c3 ^ np.uint64(k1), lo0
+    return c0, c1, c2, c3
+
+
+# Random123's published known-answer vectors (its tests/kat_vectors)
+PHILOX_KAT = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    (
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
+]
+
+
+def philox_selftest():
+    """None when philox4x32_10 reproduces the known answers, else a message."""
+    for ctr, key, want in PHILOX_KAT:
+        got = tuple(int(w) for w in philox4x32_10(*ctr, *key))
+        if got != want:
+            return "philox%s%s = %s, expected %s" % (
+                ctr, key, [hex(g) for g in got], [hex(w) for w in want])
+    return None
+
+
+def rand(shape, seed=0, dt="f32", normal=False):
+    """rand/randn exactly as rng.c defines them."""
+    n = int(np.prod(shape, dtype=np.int64))
+    i = np.arange(n, dtype=np.uint64)
+    seed &= 0xFFFFFFFFFFFFFFFF
+    r0, r1, r2, r3 = philox4x32_10(i & _M32, i >> _S32, 0, 0, seed & 0xFFFFFFFF, seed >> 32)
+    s8, s11 = np.uint64(8), np.uint64(11)
+    single = dt == "f32"
+    if not normal:
+        if single:
+            v = (r0 >> s8).astype(np.float64) * 2.0**-24
+        else:
+            v = (((r0 << _S32) | r1) >> s11).astype(np.float64) * 2.0**-53
+    else:
+        if single:
+            u1 = ((r0 >> s8) + np.uint64(1)).astype(np.float64) * 2.0**-24
+            u2 = (r2 >> s8).astype(np.float64) * 2.0**-24
+        else:
+            u1 = ((((r0 << _S32) | r1) >> s11) + np.uint64(1)).astype(np.float64) * 2.0**-53
+            u2 = (((r2 << _S32) | r3) >> s11).astype(np.float64) * 2.0**-53
+        v = np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586476925 * u2)
+    return rounded(v.reshape(shape), dt)
