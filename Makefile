@@ -10,8 +10,17 @@ PKGS     := libpcre2-8 jansson openblas
 BUILD    ?= build
 SAN      ?=
 FUZZTIME ?= 60
+V        ?= 0
 
 -include config.mk
+
+ifeq ($(V),0)
+Q  := @
+SAY = @printf '  %-6s %s\n' $(1) $(2);
+else
+Q  :=
+SAY =
+endif
 
 # Debian packages the tool and its tests need (the dependency step).
 DEB_PKGS := build-essential pkg-config libpcre2-dev libjansson-dev \
@@ -49,22 +58,22 @@ deps-check:
 
 $(BUILD)/libtir.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	$(call SAY,AR,$@)$(AR) rcs $@ $^
 
 $(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libtir.a $(LDLIBS)
+	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libtir.a $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtir.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libtir.a $(LDFLAGS) $(LDLIBS)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libtir.a $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libtir.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libtir.a $(LDFLAGS) $(LDLIBS)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libtir.a $(LDFLAGS) $(LDLIBS)
 
 run: deps all
 	$(BUILD)/tir run samples/mlp.tir

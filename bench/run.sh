@@ -9,7 +9,7 @@
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 BUILD=${BUILD:-build}
 status=0
 

@@ -9,7 +9,10 @@
 # stderr has a timing line); NAME.status only when the status is not 0.
 set -u
 
-[ $# -ge 1 ] && [ -n "$1" ] || { echo "usage: tests/golden-update.sh NAME..." >&2; exit 2; }
+if [ $# -lt 1 ] || [ -z "$1" ]; then
+	echo "usage: tests/golden-update.sh NAME..." >&2
+	exit 2
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
@@ -50,7 +53,7 @@ for name in "$@"; do
 		for a in "$@"; do [ "$a" = --quiet ] && keep_err=1; done
 	fi
 	for ext in out err status; do
-		[ -f "$g/$name.$ext" ] && cp "$g/$name.$ext" "$tmp/old.$ext" || : >"$tmp/old.$ext"
+		if [ -f "$g/$name.$ext" ]; then cp "$g/$name.$ext" "$tmp/old.$ext"; else : >"$tmp/old.$ext"; fi
 	done
 	cp "$tmp/out" "$g/$name.out"
 	if [ $keep_err = 1 ]; then cp "$tmp/err" "$g/$name.err"; else rm -f "$g/$name.err"; fi

@@ -33,12 +33,12 @@
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 BUILD=${BUILD:-build}
 case $BUILD in /*) bdir=$BUILD ;; *) bdir=$root/$BUILD ;; esac
 tir=$bdir/tir
-case $BUILD in *asan*) export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ;; esac
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+case $BUILD in *asan*) export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" ;; esac
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-test.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -64,6 +64,7 @@ for t in "$bdir"/tests/test_*; do
 		continue
 	fi
 	grep -E '^.*: [0-9]+ passed, [0-9]+ failed$' "$tmp/unit.out" | tail -n 1
+	# shellcheck disable=SC2086 # "N M": split on purpose
 	set -- $c
 	passed=$((passed + $1))
 	failed=$((failed + $2))
@@ -105,6 +106,7 @@ run_case() {
 	*) cmd="run --quiet" ;;
 	esac
 	set -f
+	# shellcheck disable=SC2086 # the command line: split on purpose
 	set -- $cmd
 	set +f
 	verb=$1
@@ -122,13 +124,13 @@ run_case() {
 		gfail_case "$name" "exit status $st, expected $want"
 		ok=0
 	fi
-	if ! diff -u "$root/tests/golden/$name.out" "$tmp/out" >"$tmp/diff"; then
+	if ! diff -u --label "$name.out (expected)" --label "$name.out (got)" "$root/tests/golden/$name.out" "$tmp/out" >"$tmp/diff"; then
 		[ $ok = 1 ] && gfail_case "$name" "stdout differs"
 		cat "$tmp/diff"
 		ok=0
 	fi
 	if [ -f "$root/tests/golden/$name.err" ] &&
-	   ! diff -u "$root/tests/golden/$name.err" "$tmp/err" >"$tmp/diff"; then
+	   ! diff -u --label "$name.err (expected)" --label "$name.err (got)" "$root/tests/golden/$name.err" "$tmp/err" >"$tmp/diff"; then
 		[ $ok = 1 ] && gfail_case "$name" "stderr differs"
 		cat "$tmp/diff"
 		ok=0
@@ -143,7 +145,7 @@ run_case() {
 		cp "$tmp/out" "$tmp/fmt/$name.tir"
 		(cd "$dir" && timeout 20 "$tir" fmt "$tmp/fmt/$name.tir" >"$tmp/out2" 2>"$tmp/err2")
 		st2=$?
-		if [ "$st2" -ne 0 ] || ! diff -u "$tmp/out" "$tmp/out2" >"$tmp/diff"; then
+		if [ "$st2" -ne 0 ] || ! diff -u --label "fmt" --label "fmt of fmt" "$tmp/out" "$tmp/out2" >"$tmp/diff"; then
 			gfail_case "$name" "fmt is not idempotent (exit $st2)"
 			cat "$tmp/diff" "$tmp/err2"
 			return 1
@@ -193,6 +195,7 @@ for s in tests/suites/*.sh tests/oracle/*.sh; do
 		failed=$((failed + 1))
 		continue
 	fi
+	# shellcheck disable=SC2086 # "N M": split on purpose
 	set -- $c
 	echo "$s: $1 passed, $2 failed"
 	passed=$((passed + $1))

@@ -1,8 +1,12 @@
 /*
  * blas.c — the matmul kernel: float matrices through OpenBLAS's gemm, integer
  * ones by plain loops, batch axes broadcast.  Operands are handed to BLAS in
- * place whenever their layout allows; only odd strides are copied.  Not here:
- * fused epilogues (lib/fusion) or the nn ops built on matmul (nn.c).
+ * place whenever their layout allows; only odd strides are copied.  The
+ * output is cut into fixed-size blocks (and batch entries), each one
+ * single-threaded gemm call run as a task on the pool (pool.c), so the
+ * result is bitwise the same with any thread count.  OpenBLAS itself is
+ * kept at one thread.  Not here: fused epilogues (lib/fusion) or the nn
+ * ops built on matmul (nn.c).
  */
 #include "exec.h"
 
@@ -20,22 +24,6 @@
 struct mat {
 	const char *p;
 	int64_t rs, cs;
-};
-
-/* A contiguous copy of a matrix BLAS cannot read, kept while the next
- * batch asks for the same source (a broadcast b is copied once). */
-struct stage {
-	void *buf;
-	size_t cap;
-	struct mat src;
-	int64_t rows, cols;
-	bool valid;
-};
-
-struct gemm {
-	enum tir_dtype dt;
-	size_t es;
-	struct stage sa, sb;
 };
 
 /* Can BLAS read rows x cols at (rs, cs) directly?  Row-major wants cs == 1
@@ -56,50 +44,23 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
 	return *ld >= 1 && *ld <= GEMM_MAX;
 }
 
-/* Copy m into st->buf as a contiguous rows x cols matrix (reusing the last
- * copy when it is of the same source). */
-static int stage_copy(struct stage *st, size_t es, struct mat m, int64_t rows, int64_t cols,
-		      struct tir_err *err)
-{
-	if (st->valid && st->src.p == m.p && st->src.rs == m.rs && st->src.cs == m.cs &&
-	    st->rows == rows && st->cols == cols)
-		return 0;
-	size_t need = (size_t)rows * (size_t)cols * es;
-	if (need > st->cap) {
-		free(st->buf);
-		st->buf = malloc(need);
-		st->cap = st->buf ? need : 0;
-		st->valid = false;
-		if (!st->buf)
-			return tir_errf(err, TIR_ENOMEM, NULL,
-					"matmul: out of memory copying an operand (%zu bytes)", need);
-	}
-	char *d = st->buf;
-	for (int64_t i = 0; i < rows; i++) {
-		const char *s = m.p + i * m.rs * (int64_t)es;
-		if (es == 4) {
-			for (int64_t j = 0; j < cols; j++, d += 4)
-				memcpy(d, s + j * m.cs * 4, 4);
-		} else {
-			for (int64_t j = 0; j < cols; j++, d += 8)
-				memcpy(d, s + j * m.cs * 8, 8);
-		}
-	}
-	st->src = m;
-	st->rows = rows;
-	st->cols = cols;
-	st->valid = true;
-	return 0;
-}
+/* Output blocks of the parallel gemm, in rows and columns.  Fixed sizes,
+ * never derived from the thread count: every output element comes from the
+ * same single-threaded BLAS call (same arguments, same summation order)
+ * whatever the number of threads, so results are bitwise reproducible. */
+#define BLOCK_M 256
+#define BLOCK_N 256
+/* Below this many multiply-adds a matmul is not worth waking the pool. */
+#define SERIAL_MACS ((int64_t)1 << 18)
 
-/* c[m, n] (row stride n) = a[m, k] @ b[k, n] by loops.  T is float, double
- * or an unsigned type, so integer products wrap instead of overflowing. */
+/* c (row stride ldc) = a[m, k] @ b[k, n] by loops.  T is float, double or
+ * an unsigned type, so integer products wrap instead of overflowing. */
 #define LOOP_MATMUL(T)                                                        \
 	do {                                                                  \
 		T *o = (T *)c;                                                \
 		const T *pa = (const T *)a.p, *pb = (const T *)b.p;           \
 		for (int64_t i = 0; i < m; i++) {                             \
-			T *row = o + i * n;                                   \
+			T *row = o + i * ldc;                                 \
 			for (int64_t j = 0; j < n; j++)                       \
 				row[j] = 0;                                   \
 			for (int64_t p = 0; p < k; p++) {                     \
@@ -112,7 +73,7 @@ static int stage_copy(struct stage *st, size_t es, struct mat m, int64_t rows, i
 	} while (0)
 
 static void loop_matmul(enum tir_dtype dt, int64_t m, int64_t n, int64_t k,
-			struct mat a, struct mat b, void *c)
+			struct mat a, struct mat b, void *c, int64_t ldc)
 {
 	switch (dt) {
 	case TIR_DTYPE_I32:
@@ -132,41 +93,108 @@ static void loop_matmul(enum tir_dtype dt, int64_t m, int64_t n, int64_t k,
 	}
 }
 
-/* c[m, n] (contiguous) = a @ b for float types, m, n, k >= 1. */
-static int gemm2d(struct gemm *g, int64_t m, int64_t n, int64_t k, struct mat a,
-		  struct mat b, void *c, struct tir_err *err)
-{
+/* One matmul cut into tasks: batch entries by BLOCK_M x BLOCK_N blocks of
+ * the [m, n] output matrix, task t = (batch, row block, column block). */
+struct job {
+	enum tir_dtype dt;
+	int64_t es;
+	bool blas;                          /* else loops */
+	int64_t m, n, k;                    /* one batch entry's matrices */
+	int64_t mblocks, nblocks;
+	int nb;                             /* batch axes */
+	int64_t shape[TIR_MAX_RANK];        /* out's batch axes */
+	int64_t as[TIR_MAX_RANK], bs[TIR_MAX_RANK];   /* 0 when broadcast */
+	struct mat a, b;
 	enum CBLAS_TRANSPOSE ta, tb;
 	int64_t lda, ldb;
-	int rc;
+	char *c;                            /* contiguous [batches, m, n] */
+};
 
-	if (m > GEMM_MAX || n > GEMM_MAX || k > GEMM_MAX) {
-		/* beyond what one cblas call can index: correct, if slow */
-		loop_matmul(g->dt, m, n, k, a, b, c);
-		return 0;
+static void gemm_task(void *arg, int64_t t)
+{
+	const struct job *j = arg;
+	int64_t per = j->mblocks * j->nblocks;
+	int64_t batch = t / per, rest = t % per;
+	int64_t i0 = rest / j->nblocks * BLOCK_M, j0 = rest % j->nblocks * BLOCK_N;
+	int64_t mi = j->m - i0 < BLOCK_M ? j->m - i0 : BLOCK_M;
+	int64_t nj = j->n - j0 < BLOCK_N ? j->n - j0 : BLOCK_N;
+	int64_t aoff = 0, boff = 0, r = batch;
+
+	for (int d = j->nb - 1; d >= 0; d--) {
+		int64_t ix = r % j->shape[d];
+		r /= j->shape[d];
+		aoff += ix * j->as[d];
+		boff += ix * j->bs[d];
 	}
-	if (!blas_layout(m, k, a.rs, a.cs, &ta, &lda)) {
-		if ((rc = stage_copy(&g->sa, g->es, a, m, k, err)))
-			return rc;
-		a.p = g->sa.buf;
-		ta = CblasNoTrans;
-		lda = k;
-	}
-	if (!blas_layout(k, n, b.rs, b.cs, &tb, &ldb)) {
-		if ((rc = stage_copy(&g->sb, g->es, b, k, n, err)))
-			return rc;
-		b.p = g->sb.buf;
-		tb = CblasNoTrans;
-		ldb = n;
-	}
-	if (g->dt == TIR_DTYPE_F32)
-		cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, 1.0f,
-			    (const float *)a.p, (blasint)lda, (const float *)b.p, (blasint)ldb,
-			    0.0f, c, (blasint)n);
+	struct mat a = j->a, b = j->b;
+	a.p += (aoff + i0 * a.rs) * j->es;
+	b.p += (boff + j0 * b.cs) * j->es;
+	char *c = j->c + ((batch * j->m + i0) * j->n + j0) * j->es;
+	if (!j->blas)
+		loop_matmul(j->dt, mi, nj, j->k, a, b, c, j->n);
+	else if (j->dt == TIR_DTYPE_F32)
+		cblas_sgemm(CblasRowMajor, j->ta, j->tb, (blasint)mi, (blasint)nj, (blasint)j->k,
+			    1.0f, (const float *)a.p, (blasint)j->lda, (const float *)b.p,
+			    (blasint)j->ldb, 0.0f, (float *)c, (blasint)j->n);
 	else
-		cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, 1.0,
-			    (const double *)a.p, (blasint)lda, (const double *)b.p, (blasint)ldb,
-			    0.0, c, (blasint)n);
+		cblas_dgemm(CblasRowMajor, j->ta, j->tb, (blasint)mi, (blasint)nj, (blasint)j->k,
+			    1.0, (const double *)a.p, (blasint)j->lda, (const double *)b.p,
+			    (blasint)j->ldb, 0.0, (double *)c, (blasint)j->n);
+}
+
+/* Copy an operand BLAS cannot read in place (rows x cols per batch entry
+ * at *mt, batch strides st[], 0 where broadcast) into a new row-major
+ * buffer *buf; a broadcast axis stays stride 0, so its data is copied
+ * once.  *mt and st[] then describe the copy.  returns 0 or -TIR_ENOMEM. */
+static int stage(int nb, const int64_t *shape, int64_t *st, struct mat *mt, int64_t rows,
+		 int64_t cols, int64_t es, void **buf, struct tir_err *err)
+{
+	int64_t plane, count = 1, nst[TIR_MAX_RANK], bytes;
+	bool big = __builtin_mul_overflow(rows, cols, &plane);
+
+	for (int d = nb - 1; d >= 0; d--) {
+		nst[d] = 0;
+		if (st[d] == 0)
+			continue;
+		big |= __builtin_mul_overflow(plane, count, &nst[d]);
+		big |= __builtin_mul_overflow(count, shape[d], &count);
+	}
+	big |= __builtin_mul_overflow(plane, count, &bytes);
+	big |= __builtin_mul_overflow(bytes, es, &bytes);
+	char *p = big ? NULL : malloc((size_t)bytes);
+	if (!p)
+		return tir_errf(err, TIR_ENOMEM, NULL,
+				"matmul: out of memory copying a strided operand (%lld x %lld, %lld times)",
+				(long long)rows, (long long)cols, (long long)count);
+	int64_t idx[TIR_MAX_RANK] = { 0 }, off = 0;
+	char *d = p;
+	for (int64_t e = 0; e < count; e++) {
+		for (int64_t i = 0; i < rows; i++) {
+			const char *s = mt->p + (off + i * mt->rs) * es;
+			if (es == 4) {
+				for (int64_t j = 0; j < cols; j++, d += 4)
+					memcpy(d, s + j * mt->cs * 4, 4);
+			} else {
+				for (int64_t j = 0; j < cols; j++, d += 8)
+					memcpy(d, s + j * mt->cs * 8, 8);
+			}
+		}
+		for (int x = nb - 1; x >= 0; x--) {
+			if (st[x] == 0)
+				continue;
+			if (++idx[x] < shape[x]) {
+				off += st[x];
+				break;
+			}
+			idx[x] = 0;
+			off -= st[x] * (shape[x] - 1);
+		}
+	}
+	*buf = p;
+	mt->p = p;
+	mt->rs = cols;
+	mt->cs = 1;
+	memcpy(st, nst, sizeof nst[0] * (size_t)nb);
 	return 0;
 }
 
@@ -204,7 +232,8 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 {
 	int r = a->rank, nb = r - 2;
 	enum tir_dtype dt = out->dtype;
-	int64_t as[TIR_MAX_RANK], bs[TIR_MAX_RANK];
+	struct job j = { .dt = dt };
+	void *sa = NULL, *sb = NULL;
 	int rc = 0;
 
 	if (r < 2 || b->rank != r || out->rank != r)
@@ -234,8 +263,9 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 					"matmul: batch axis %d: %lld and %lld do not broadcast to %lld",
 					d, (long long)a->shape[d], (long long)b->shape[d],
 					(long long)dim);
-		as[d] = a->shape[d] == 1 ? 0 : a->strides[d];
-		bs[d] = b->shape[d] == 1 ? 0 : b->strides[d];
+		j.shape[d] = dim;
+		j.as[d] = a->shape[d] == 1 ? 0 : a->strides[d];
+		j.bs[d] = b->shape[d] == 1 ? 0 : b->strides[d];
 	}
 	if (!tir_tensor_is_contiguous(out))
 		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "matmul: out must be contiguous");
@@ -243,59 +273,80 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 	int64_t total = tir_tensor_numel(out);
 	if (total == 0)
 		return 0;
-	size_t es = tir_dtype_size(dt);
-	char *o = tir_tensor_data(out);
+	j.es = (int64_t)tir_dtype_size(dt);
+	j.c = tir_tensor_data(out);
 	if (k == 0) {
-		memset(o, 0, (size_t)total * es);
+		memset(j.c, 0, (size_t)(total * j.es));
 		return 0;
 	}
 	int64_t batches = total / (m * n);
-	struct mat ma = { tir_tensor_data(a), a->strides[r - 2], a->strides[r - 1] };
-	struct mat mb = { tir_tensor_data(b), b->strides[r - 2], b->strides[r - 1] };
-	bool is_float = dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
-	struct gemm g = { .dt = dt, .es = es };
+	j.nb = nb;
+	j.m = m;
+	j.n = n;
+	j.k = k;
+	j.a = (struct mat){ tir_tensor_data(a), a->strides[r - 2], a->strides[r - 1] };
+	j.b = (struct mat){ tir_tensor_data(b), b->strides[r - 2], b->strides[r - 1] };
+	j.blas = (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) && k <= GEMM_MAX && n <= GEMM_MAX;
 
-	int64_t frs;
-	if (is_float && batches > 1 && batches * m <= GEMM_MAX &&
-	    fold_rows(nb, out->shape, as, bs, m, ma.rs, &frs)) {
-		ma.rs = frs;
-		rc = gemm2d(&g, batches * m, n, k, ma, mb, o, err);
-		goto done;
+	if (j.blas) {
+		tir_blas_single();
+		if (!blas_layout(m, k, j.a.rs, j.a.cs, &j.ta, &j.lda)) {
+			if ((rc = stage(nb, j.shape, j.as, &j.a, m, k, j.es, &sa, err)))
+				goto done;
+			blas_layout(m, k, j.a.rs, j.a.cs, &j.ta, &j.lda);
+		}
+		if (!blas_layout(k, n, j.b.rs, j.b.cs, &j.tb, &j.ldb)) {
+			if ((rc = stage(nb, j.shape, j.bs, &j.b, k, n, j.es, &sb, err)))
+				goto done;
+			blas_layout(k, n, j.b.rs, j.b.cs, &j.tb, &j.ldb);
+		}
+		/* b shared by every batch entry: one tall matrix, blocked as such */
+		int64_t frs, flda;
+		enum CBLAS_TRANSPOSE fta;
+		if (batches > 1 && fold_rows(nb, j.shape, j.as, j.bs, m, j.a.rs, &frs) &&
+		    blas_layout(batches * m, k, frs, j.a.cs, &fta, &flda)) {
+			j.m = batches * m;
+			j.nb = 0;
+			j.a.rs = frs;
+			j.ta = fta;
+			j.lda = flda;
+			batches = 1;
+		}
 	}
-
-	int64_t idx[TIR_MAX_RANK] = { 0 }, aoff = 0, boff = 0;
-	for (int64_t t = 0; t < batches; t++) {
-		struct mat xa = ma, xb = mb;
-		xa.p += aoff * (int64_t)es;
-		xb.p += boff * (int64_t)es;
-		void *c = o + t * m * n * (int64_t)es;
-		if (is_float) {
-			if ((rc = gemm2d(&g, m, n, k, xa, xb, c, err)))
-				break;
-		} else {
-			loop_matmul(dt, m, n, k, xa, xb, c);
-		}
-		for (int d = nb - 1; d >= 0; d--) {
-			if (++idx[d] < out->shape[d]) {
-				aoff += as[d];
-				boff += bs[d];
-				break;
-			}
-			idx[d] = 0;
-			aoff -= as[d] * (out->shape[d] - 1);
-			boff -= bs[d] * (out->shape[d] - 1);
-		}
+	j.mblocks = (j.m + BLOCK_M - 1) / BLOCK_M;
+	j.nblocks = (j.n + BLOCK_N - 1) / BLOCK_N;
+	int64_t ntasks = batches * j.mblocks * j.nblocks;
+	double macs = (double)batches * (double)j.m * (double)j.n * (double)j.k;
+	if (macs < (double)SERIAL_MACS) {
+		for (int64_t t = 0; t < ntasks; t++)
+			gemm_task(&j, t);
+	} else {
+		tir_pool_run(ntasks, gemm_task, &j);
 	}
 done:
-	free(g.sa.buf);
-	free(g.sb.buf);
+	free(sa);
+	free(sb);
 	return rc;
 }
 
-/* n threads for OpenBLAS; n < 1 means one per processor. */
+static pthread_once_t single_once = PTHREAD_ONCE_INIT;
+
+static void set_single(void)
+{
+	openblas_set_num_threads(1);
+}
+
+/* OpenBLAS on one thread: the pool does the parallel work. */
+void tir_blas_single(void)
+{
+	pthread_once(&single_once, set_single);
+}
+
+/* n threads for the engine; n < 1 means one per processor. */
 void tir_blas_set_threads(int n)
 {
-	openblas_set_num_threads(n < 1 ? openblas_get_num_procs() : n);
+	tir_blas_single();
+	tir_pool_set_threads(n);
 }
 
 static char blas_info[256];

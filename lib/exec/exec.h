@@ -140,8 +140,42 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
 		    struct tir_err *err);
 
+/* ---- the thread pool (pool.c) and BLAS threading (blas.c) ----
+ * Kernels split their work into tasks whose number and bounds depend only
+ * on the shapes, never on the thread count; tasks write disjoint outputs,
+ * so a result is bitwise the same with any number of threads.  OpenBLAS
+ * itself always runs on one thread (tir_blas_single). */
+
+/* The most threads a run uses (caller included); per-worker scratch arrays
+ * are sized by it. */
+#define TIR_POOL_MAX 256
+/* Threads for tir_pool_run, caller included; n < 1: one per online CPU,
+ * more than TIR_POOL_MAX: TIR_POOL_MAX.  Workers start lazily at the next
+ * run (and are joined at exit or by tir_pool_shutdown).  Waits for a run
+ * in progress to end. */
+void tir_pool_set_threads(int n);
+/* The thread count tir_pool_set_threads last set (>= 1). */
+int tir_pool_threads(void);
+/* The calling thread's slot in [0, TIR_POOL_MAX): 0 for the thread that
+ * called tir_pool_run (and any thread outside the pool), 1.. for workers;
+ * two threads running tasks of one run never share a slot. */
+int tir_pool_worker(void);
+/* Run fn(ctx, t) for every t in 0 .. ntasks-1, each exactly once, on the
+ * workers and the calling thread, in no fixed order; returns when all are
+ * done.  Called from inside a task, while another thread's run is in
+ * progress, or with one thread, the tasks run inline in order.  returns:
+ * the number of threads that took part (0 when ntasks <= 0). */
+int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+/* Stop and join the workers (the next run starts them again).  Waits for a
+ * run in progress to end; not from inside a task. */
+void tir_pool_shutdown(void);
+/* Set OpenBLAS to one thread, once; call before any direct cblas call. */
+void tir_blas_single(void);
+/* ---- end of the thread pool block ---- */
+
 /* ---- BLAS settings (blas.c) ---- */
-/* OpenBLAS's thread count; n < 1 means one thread per processor. */
+/* Threads for the engine (the pool; OpenBLAS stays at one); n < 1 means
+ * one thread per processor. */
 void tir_blas_set_threads(int n);
 /* OpenBLAS's build configuration and core, e.g. "OpenBLAS 0.3.21 ... (core
  * SkylakeX)".  returns: static storage. */

@@ -1,8 +1,11 @@
 /*
  * nn.c — the reference kernels of the nn ops: softmax and log_softmax,
  * layernorm and rmsnorm, conv2d (im2col + gemm), max/avg pooling and
- * attention.  Float dtypes only; the statistics are kept in double.  Not
- * here: plain matmul (blas.c) or any fused variant (lib/fusion).
+ * attention.  Float dtypes only; the statistics are kept in double.
+ * conv2d and attention split their work into tasks of a fixed size (never
+ * derived from the thread count) run on the pool, each task's BLAS calls
+ * single-threaded, so results are bitwise the same with any thread count.
+ * Not here: plain matmul (blas.c) or any fused variant (lib/fusion).
  */
 #include "exec.h"
 #include "iter.h"
@@ -10,11 +13,19 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Scratch buffers (im2col columns, attention scores) stay under this. */
-#define SCRATCH_BYTES ((int64_t)64 << 20)
+/* conv2d: output positions per task, and the bound on one task's column
+ * buffer.  attention: query rows per task at most, and the bound on one
+ * task's scores.  Fixed sizes: they decide which BLAS calls compute which
+ * outputs, so they must never depend on the thread count. */
+#define CONV_POS 256
+#define CONV_SCRATCH ((int64_t)2 << 20)
+#define ATTN_ROWS 256
+#define ATTN_SCRATCH ((int64_t)4 << 20)
 /* Columns of a softmax handled at once when the axis is not the last. */
 #define SOFTMAX_BLOCK 4096
 #define GEMM_MAX ((int64_t)(sizeof(blasint) >= 8 ? INT64_MAX : INT_MAX))
@@ -359,14 +370,71 @@ static void conv_direct_##SFX(const struct conv *g, const T *xp, const T *wp, T 
 DEFINE_CONV(float, f32)
 DEFINE_CONV(double, f64)
 
-/* NCHW convolution by im2col + gemm, the column buffer bounded. */
+/* One conv2d cut into tasks: task t = (image, block of CONV_POS output
+ * positions); each fills its block of every output plane with the bias,
+ * then accumulates the gemms over blocks of kc_max filter taps in order. */
+struct conv_job {
+	const struct conv *g;
+	bool f32;
+	int64_t es;
+	const char *x, *w, *bias;
+	int64_t bstride;
+	char *out;
+	int64_t plane, kdim, kc_max, pblocks;
+	atomic_bool failed;                  /* a column buffer was not had */
+	void *cols[TIR_POOL_MAX];            /* per worker, kc_max x CONV_POS */
+};
+
+static void conv_task(void *arg, int64_t t)
+{
+	struct conv_job *j = arg;
+	const struct conv *g = j->g;
+	int64_t es = j->es, img = t / j->pblocks, p0 = t % j->pblocks * CONV_POS;
+	int64_t pc = j->plane - p0 < CONV_POS ? j->plane - p0 : CONV_POS;
+	char *oimg = j->out + img * g->o * j->plane * es;
+
+	for (int64_t f = 0; f < g->o; f++) {
+		char *dst = oimg + (f * j->plane + p0) * es;
+		const char *bv = j->bias ? j->bias + f * j->bstride * es : NULL;
+		for (int64_t q = 0; q < pc; q++) {
+			if (j->f32)
+				((float *)dst)[q] = bv ? *(const float *)bv : 0.0f;
+			else
+				((double *)dst)[q] = bv ? *(const double *)bv : 0.0;
+		}
+	}
+	void **slot = &j->cols[tir_pool_worker()];
+	if (!*slot && !(*slot = malloc((size_t)(j->kc_max * CONV_POS * es)))) {
+		atomic_store(&j->failed, true);
+		return;
+	}
+	void *cols = *slot;
+	const char *xp = j->x + img * g->xs[0] * es;
+	for (int64_t k0 = 0; k0 < j->kdim; k0 += j->kc_max) {
+		int64_t kc = j->kdim - k0 < j->kc_max ? j->kdim - k0 : j->kc_max;
+		if (j->f32) {
+			im2col_f32(g, (const float *)xp, cols, k0, kc, p0, pc);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->o,
+				    (blasint)pc, (blasint)kc, 1.0f, (const float *)j->w + k0,
+				    (blasint)j->kdim, cols, (blasint)pc, 1.0f,
+				    (float *)oimg + p0, (blasint)j->plane);
+		} else {
+			im2col_f64(g, (const double *)xp, cols, k0, kc, p0, pc);
+			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->o,
+				    (blasint)pc, (blasint)kc, 1.0, (const double *)j->w + k0,
+				    (blasint)j->kdim, cols, (blasint)pc, 1.0,
+				    (double *)oimg + p0, (blasint)j->plane);
+		}
+	}
+}
+
+/* NCHW convolution by im2col + gemm in fixed blocks of output positions. */
 int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		 const struct tir_tensor *bias, const int64_t stride[2],
 		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err)
 {
 	struct conv geo, *g = &geo;
 	struct tir_tensor wc = { 0 };
-	void *cols = NULL;
 	int64_t bstride = 0;
 	int rc = check_io("conv2d", x, out, err);
 	if (rc)
@@ -386,27 +454,12 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	if (tir_tensor_numel(out) == 0)
 		return 0;
 
-	/* out starts as the bias; every gemm below accumulates into it */
 	bool f32 = out->dtype == TIR_DTYPE_F32;
 	int64_t es = (int64_t)tir_dtype_size(out->dtype);
 	char *odata = tir_tensor_data(out);
 	const char *bdata = bias ? tir_tensor_data(bias) : NULL;
 	int64_t plane = g->oh * g->ow;
-	for (int64_t img = 0; img < g->n; img++)
-		for (int64_t f = 0; f < g->o; f++) {
-			char *dst = odata + (img * g->o + f) * plane * es;
-			const char *bv = bdata ? bdata + f * bstride * es : NULL;
-			for (int64_t q = 0; q < plane; q++) {
-				if (f32)
-					((float *)dst)[q] = bv ? *(const float *)bv : 0.0f;
-				else
-					((double *)dst)[q] = bv ? *(const double *)bv : 0.0;
-			}
-		}
-
 	int64_t kdim = g->c * g->kh * g->kw;
-	if (kdim == 0)
-		return 0;
 	if (tir_tensor_is_contiguous(w))
 		tir_tensor_ref(&wc, w);
 	else if ((rc = tir_tensor_convert(w, w->dtype, &wc, err)))
@@ -414,8 +467,20 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	const char *wdata = tir_tensor_data(&wc);
 	const char *xdata = tir_tensor_data(x);
 
-	if (kdim > GEMM_MAX || plane > GEMM_MAX || g->o > GEMM_MAX) {
-		for (int64_t img = 0; img < g->n; img++) {
+	if (kdim == 0 || kdim > GEMM_MAX || plane > GEMM_MAX || g->o > GEMM_MAX) {
+		/* no taps, or beyond what one cblas call can index: correct, if slow */
+		for (int64_t img = 0; img < g->n; img++)
+			for (int64_t f = 0; f < g->o; f++) {
+				char *dst = odata + (img * g->o + f) * plane * es;
+				const char *bv = bdata ? bdata + f * bstride * es : NULL;
+				for (int64_t q = 0; q < plane; q++) {
+					if (f32)
+						((float *)dst)[q] = bv ? *(const float *)bv : 0.0f;
+					else
+						((double *)dst)[q] = bv ? *(const double *)bv : 0.0;
+				}
+			}
+		for (int64_t img = 0; kdim && img < g->n; img++) {
 			const char *xp = xdata + img * g->xs[0] * es;
 			char *op = odata + img * g->o * plane * es;
 			if (f32)
@@ -427,44 +492,26 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		goto done;
 	}
 
-	/* the column matrix in blocks of at most kc_max taps by pc_max positions */
-	int64_t limit = SCRATCH_BYTES / es;
-	int64_t kc_max = kdim < limit ? kdim : limit;
-	int64_t pc_max = limit / kc_max;
-	if (pc_max > plane)
-		pc_max = plane;
-	cols = malloc((size_t)(kc_max * pc_max * es));
-	if (!cols) {
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for the column buffer");
+	struct conv_job *j = calloc(1, sizeof *j);
+	if (!j) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory");
 		goto done;
 	}
-	for (int64_t img = 0; img < g->n; img++) {
-		const char *xp = xdata + img * g->xs[0] * es;
-		char *oimg = odata + img * g->o * plane * es;
-		for (int64_t p0 = 0; p0 < plane; p0 += pc_max) {
-			int64_t pc = plane - p0 < pc_max ? plane - p0 : pc_max;
-			for (int64_t k0 = 0; k0 < kdim; k0 += kc_max) {
-				int64_t kc = kdim - k0 < kc_max ? kdim - k0 : kc_max;
-				if (f32) {
-					im2col_f32(g, (const float *)xp, cols, k0, kc, p0, pc);
-					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-						    (blasint)g->o, (blasint)pc, (blasint)kc, 1.0f,
-						    (const float *)wdata + k0, (blasint)kdim,
-						    cols, (blasint)pc, 1.0f,
-						    (float *)oimg + p0, (blasint)plane);
-				} else {
-					im2col_f64(g, (const double *)xp, cols, k0, kc, p0, pc);
-					cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-						    (blasint)g->o, (blasint)pc, (blasint)kc, 1.0,
-						    (const double *)wdata + k0, (blasint)kdim,
-						    cols, (blasint)pc, 1.0,
-						    (double *)oimg + p0, (blasint)plane);
-				}
-			}
-		}
-	}
+	int64_t kc_max = CONV_SCRATCH / es / CONV_POS;
+	*j = (struct conv_job){
+		.g = g, .f32 = f32, .es = es, .x = xdata, .w = wdata, .bias = bdata,
+		.bstride = bstride, .out = odata, .plane = plane, .kdim = kdim,
+		.kc_max = kdim < kc_max ? kdim : kc_max,
+		.pblocks = (plane + CONV_POS - 1) / CONV_POS,
+	};
+	tir_blas_single();
+	tir_pool_run(g->n * j->pblocks, conv_task, j);
+	if (atomic_load(&j->failed))
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for the column buffer");
+	for (int i = 0; i < TIR_POOL_MAX; i++)
+		free(j->cols[i]);
+	free(j);
 done:
-	free(cols);
 	tir_tensor_release(&wc);
 	return rc;
 }
@@ -577,6 +624,75 @@ static void scores_##SFX(T *s, int64_t rows, int64_t lk, int64_t r0, bool causal
 DEFINE_SCORES(float, f32)
 DEFINE_SCORES(double, f64)
 
+/* One attention cut into tasks: task t = (batch entry, chunk of query
+ * rows), each through its worker's scores buffer. */
+struct attn_job {
+	const struct tir_tensor *q, *k, *v;
+	struct tir_tensor *out;
+	bool causal;
+	double scale;
+	int nb;
+	int64_t lq, lk, dv, chunk, chunks;
+	const int64_t *qs, *ks, *vs;
+	atomic_bool failed;
+	pthread_mutex_t lock;                /* guards err */
+	struct tir_err *err;                 /* the first failure */
+	struct tir_tensor scores[TIR_POOL_MAX];   /* per worker, [chunk, lk] */
+};
+
+static void attn_fail(struct attn_job *j, const struct tir_err *e)
+{
+	pthread_mutex_lock(&j->lock);
+	if (!atomic_load(&j->failed))
+		*j->err = *e;
+	atomic_store(&j->failed, true);
+	pthread_mutex_unlock(&j->lock);
+}
+
+static void attn_task(void *arg, int64_t t)
+{
+	struct attn_job *j = arg;
+	struct tir_err e = { 0 };
+	const struct tir_tensor *out = j->out;
+	int64_t batch = t / j->chunks, r0 = t % j->chunks * j->chunk;
+	int64_t rows = j->lq - r0 < j->chunk ? j->lq - r0 : j->chunk;
+	int64_t qo = 0, ko = 0, vo = 0, rest = batch;
+
+	if (atomic_load(&j->failed))
+		return;
+	struct tir_tensor *sc = &j->scores[tir_pool_worker()];
+	if (!sc->buf) {
+		int64_t shape[2] = { j->chunk, j->lk };
+		if (tir_tensor_alloc(sc, out->dtype, 2, shape, false, &e)) {
+			attn_fail(j, &e);
+			return;
+		}
+	}
+	for (int i = j->nb - 1; i >= 0; i--) {
+		int64_t ix = rest % out->shape[i];
+		rest /= out->shape[i];
+		qo += ix * j->qs[i];
+		ko += ix * j->ks[i];
+		vo += ix * j->vs[i];
+	}
+	struct tir_tensor kt = view2d(j->k, ko, 0, j->lk, true);
+	struct tir_tensor vv = view2d(j->v, vo, 0, j->lk, false);
+	struct tir_tensor qv = view2d(j->q, qo, r0, rows, false);
+	struct tir_tensor ov = view2d(out, batch * j->lq * j->dv, r0, rows, false);
+	struct tir_tensor s = *sc;
+	s.shape[0] = rows;
+	if (tir_k_matmul(&qv, &kt, &s, &e)) {
+		attn_fail(j, &e);
+		return;
+	}
+	if (out->dtype == TIR_DTYPE_F32)
+		scores_f32(tir_tensor_data(&s), rows, j->lk, r0, j->causal, j->scale);
+	else
+		scores_f64(tir_tensor_data(&s), rows, j->lk, r0, j->causal, j->scale);
+	if (tir_k_matmul(&s, &vv, &ov, &e))
+		attn_fail(j, &e);
+}
+
 /* softmax(q @ k^T / sqrt(d)) @ v per batch, query rows in bounded chunks. */
 int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
@@ -621,51 +737,44 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		return 0;
 	}
 
-	/* the scores of at most `chunk` query rows at a time */
-	int64_t chunk = SCRATCH_BYTES / es / lk;
+	/* the scores of at most `chunk` query rows per task */
+	int64_t chunk = ATTN_SCRATCH / es / lk;
+	if (chunk > ATTN_ROWS)
+		chunk = ATTN_ROWS;
 	if (chunk > lq)
 		chunk = lq;
 	if (chunk < 1)
 		chunk = 1;
-	struct tir_tensor scores;
-	int64_t sshape[2] = { chunk, lk };
-	if ((rc = tir_tensor_alloc(&scores, out->dtype, 2, sshape, false, err)))
-		return rc;
-	double scale = 1.0 / sqrt((double)d);
-	int64_t batches = total / (lq * dv);
-	int64_t idx[TIR_MAX_RANK] = { 0 }, qo = 0, ko = 0, vo = 0;
-
-	for (int64_t t = 0; t < batches && !rc; t++) {
-		struct tir_tensor kt = view2d(k, ko, 0, lk, true);
-		struct tir_tensor vv = view2d(v, vo, 0, lk, false);
-		for (int64_t r0 = 0; r0 < lq; r0 += chunk) {
-			int64_t rows = lq - r0 < chunk ? lq - r0 : chunk;
-			struct tir_tensor qv = view2d(q, qo, r0, rows, false);
-			struct tir_tensor ov = view2d(out, t * lq * dv, r0, rows, false);
-			struct tir_tensor sc = scores;
-			sc.shape[0] = rows;
-			if ((rc = tir_k_matmul(&qv, &kt, &sc, err)))
-				break;
-			if (out->dtype == TIR_DTYPE_F32)
-				scores_f32(tir_tensor_data(&sc), rows, lk, r0, causal, scale);
-			else
-				scores_f64(tir_tensor_data(&sc), rows, lk, r0, causal, scale);
-			if ((rc = tir_k_matmul(&sc, &vv, &ov, err)))
-				break;
-		}
-		for (int i = nb - 1; i >= 0; i--) {
-			if (++idx[i] < out->shape[i]) {
-				qo += qs[i];
-				ko += ks[i];
-				vo += vs[i];
-				break;
-			}
-			idx[i] = 0;
-			qo -= qs[i] * (out->shape[i] - 1);
-			ko -= ks[i] * (out->shape[i] - 1);
-			vo -= vs[i] * (out->shape[i] - 1);
-		}
-	}
-	tir_tensor_release(&scores);
+	struct attn_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory");
+	j->q = q;
+	j->k = k;
+	j->v = v;
+	j->out = out;
+	j->causal = causal;
+	j->scale = 1.0 / sqrt((double)d);
+	j->nb = nb;
+	j->lq = lq;
+	j->lk = lk;
+	j->dv = dv;
+	j->chunk = chunk;
+	j->chunks = (lq + chunk - 1) / chunk;
+	j->qs = qs;
+	j->ks = ks;
+	j->vs = vs;
+	j->err = err;
+	pthread_mutex_init(&j->lock, NULL);
+	int64_t ntasks = total / (lq * dv) * j->chunks;
+	tir_blas_single();
+	if (ntasks == 1)        /* one task: let its matmuls use the pool */
+		attn_task(j, 0);
+	else
+		tir_pool_run(ntasks, attn_task, j);
+	rc = atomic_load(&j->failed) ? -err->code : 0;
+	for (int i = 0; i < TIR_POOL_MAX; i++)
+		tir_tensor_release(&j->scores[i]);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
 	return rc;
 }

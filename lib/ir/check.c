@@ -108,10 +108,11 @@ static int shape_from(struct tir_node *n, const struct tir_attr *a, struct tir_t
 		if (d < 0)
 			return fail_at(n, -1, err, TIR_ETYPE, "dimension %d is %lld; dimensions are >= 0",
 				       i, (long long)d);
-		if (d > TIR_MAX_DIM || (d && numel > TIR_MAX_ELEMS / d))
+		int64_t d1 = d ? d : 1; /* see tir_type_bounded */
+		if (d > TIR_MAX_DIM || numel > TIR_MAX_ELEMS / d1)
 			return fail_at(n, -1, err, TIR_ETYPE, "shape has more than %lld elements",
 				       (long long)TIR_MAX_ELEMS);
-		numel *= d;
+		numel *= d1;
 		t->shape[i] = d;
 	}
 	t->rank = (uint8_t)a->n;
@@ -146,6 +147,16 @@ static int rule_same(struct tir_node *n, struct tir_err *err)
 {
 	n->type = *in(n, 0);
 	return 0;
+}
+
+static int rule_all_reduce(struct tir_node *n, struct tir_err *err)
+{
+	static const char *const ops[] = {"sum", "mean", "max", "min", "prod"};
+	const char *w = attr(n, "op")->s;
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+		if (!strcmp(w, ops[i]))
+			return rule_same(n, err);
+	return fail_at(n, -1, err, TIR_ETYPE, "op must be sum, mean, max, min or prod, got '%s'", w);
 }
 
 static int rule_fill(struct tir_node *n, struct tir_err *err)
@@ -466,6 +477,8 @@ static int rule_squeeze(struct tir_node *n, struct tir_err *err)
 		if (x->shape[a] != 1)
 			return fail_at(n, -1, err, TIR_ETYPE, "axis %lld of %s has size %lld, not 1",
 				       (long long)ax->v[i], TSTR(x, sx), (long long)x->shape[a]);
+		if (mask[a])
+			return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is given twice", (long long)ax->v[i]);
 		mask[a] = true;
 	}
 	struct tir_type t = {.dtype = x->dtype, .weak = x->weak};
@@ -551,9 +564,9 @@ void tir_slice_params(const struct tir_node *n, int64_t dim, int64_t *start, int
 	}
 	int64_t l = 0;
 	if (step_ > 0 && e > b)
-		l = (e - b + step_ - 1) / step_;
+		l = (e - b - 1) / step_ + 1;
 	else if (step_ < 0 && b > e)
-		l = (b - e + (-step_) - 1) / (-step_);
+		l = (b - e - 1) / -step_ + 1;
 	*start = b;
 	*step = step_;
 	*len = l;
@@ -835,12 +848,29 @@ static const rule_fn rules[TIR_OP_COUNT] = {
 #undef X
 };
 
+bool tir_type_bounded(const struct tir_type *t)
+{
+	/* the product of the axes, a 0 counting as 1, so that no reshuffle of
+	 * a zero-size tensor's axes overflows either */
+	int64_t m = 1;
+	for (int i = 0; i < t->rank; i++) {
+		int64_t d = t->shape[i] ? t->shape[i] : 1;
+		if (d < 0 || d > TIR_MAX_DIM || m > TIR_MAX_ELEMS / d)
+			return false;
+		m *= d;
+	}
+	return true;
+}
+
 int tir_check_node(struct tir_node *n, struct tir_err *err)
 {
-	for (int i = 0; i < n->nin; i++)
-		if (n->in[i] && n->in[i]->type.rank > TIR_MAX_RANK)
-			return tir_errf(err, TIR_ETYPE, &n->loc, "bad operand");
-	return rules[n->op](n, err);
+	int rc = rules[n->op](n, err);
+	if (rc == 0 && !tir_type_bounded(&n->type)) {
+		char s[TIR_TYPE_STRLEN];
+		return fail_at(n, -1, err, TIR_ETYPE, "result %s has more than %lld elements",
+			       TSTR(&n->type, s), (long long)TIR_MAX_ELEMS);
+	}
+	return rc;
 }
 
 enum tir_dtype tir_compute_dtype(const struct tir_node *n)

@@ -126,6 +126,8 @@ struct tir_type {
 };
 
 int64_t tir_type_numel(const struct tir_type *t);
+/* Whether the axes' product, a 0 counting as 1, is within TIR_MAX_ELEMS. */
+bool tir_type_bounded(const struct tir_type *t);
 bool tir_type_equal(const struct tir_type *a, const struct tir_type *b);
 /* "f32[2, 3]" into buf; returns buf. */
 char *tir_type_str(const struct tir_type *t, char *buf, size_t n);
@@ -201,6 +203,7 @@ struct tir_node {
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
 	struct tir_loc loc;       /* the op's token */
 	struct tir_name_link *names;   /* names ever bound to it, newest first */
+	const char *ref_name;     /* the name it was last referred to by */
 	const char *input_name;   /* INPUT: its name */
 	bool in_print;            /* made by a print statement (fmt inlines it) */
 	uint32_t uses;            /* operand edges pointing here */

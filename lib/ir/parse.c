@@ -101,13 +101,13 @@ static void advance(struct parser *ps)
 {
 	ps->ntok++;
 	if (ps->has_ahead) {
-		ps->tok = ps->ahead;
+		ps->tok = ps->ahead; /* a lexer error was reported when peeked */
 		ps->has_ahead = false;
 	} else {
 		ps->tok = next_raw(ps);
+		if (ps->tok.kind == TIR_TOK_ERROR)
+			lex_error(ps, &ps->tok);
 	}
-	if (ps->tok.kind == TIR_TOK_ERROR)
-		lex_error(ps, &ps->tok);
 }
 
 static const struct tir_token *peek(struct parser *ps)
@@ -115,6 +115,8 @@ static const struct tir_token *peek(struct parser *ps)
 	if (!ps->has_ahead) {
 		ps->ahead = next_raw(ps);
 		ps->has_ahead = true;
+		if (ps->ahead.kind == TIR_TOK_ERROR)
+			lex_error(ps, &ps->ahead);
 	}
 	return &ps->ahead;
 }
@@ -275,6 +277,11 @@ const char *tir_program_suggest(const struct tir_program *p, const char *s, size
 
 const char *tir_node_current_name(const struct tir_program *p, const struct tir_node *n)
 {
+	if (n->ref_name) {
+		const struct tir_binding *b = tir_program_lookup(p, n->ref_name, strlen(n->ref_name));
+		if (b && b->node == n)
+			return n->ref_name;
+	}
 	for (const struct tir_name_link *l = n->names; l; l = l->next) {
 		const struct tir_binding *b = tir_program_lookup(p, l->name, strlen(l->name));
 		if (b && b->node == n)
@@ -432,7 +439,8 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 				iv = tok_is(ps, &at, "true");
 				fv = (double)iv;
 				advance(ps);
-			} else if (at.kind == TIR_TOK_NAME || at.kind == TIR_TOK_LPAREN) {
+			} else if ((at.kind == TIR_TOK_NAME && !tok_is(ps, &at, "inf") && !tok_is(ps, &at, "nan")) ||
+				   at.kind == TIR_TOK_LPAREN) {
 				perr_tok(ps, &at, "a list literal holds numbers only; to join tensors use concat([a, b], axis=0)");
 				return false;
 			} else if (!parse_number(ps, &is_int, &iv, &fv)) {
@@ -1006,6 +1014,8 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		advance(ps);
 		if (!b->node)
 			ps->stmt_failed = true; /* its definition failed: already reported */
+		else
+			b->node->ref_name = b->name; /* headers say what was written */
 		return b->node;
 	}
 	if (tir_dtype_from_name(s, t.len) >= 0) {
@@ -1050,14 +1060,16 @@ static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 	advance(ps);
 	if (!enter(ps))
 		return NULL;
-	/* -NUMBER is a literal, not neg(NUMBER) */
-	if (ps->tok.kind == TIR_TOK_INT || ps->tok.kind == TIR_TOK_FLOAT) {
+	/* -NUMBER (and -inf, -nan) is a literal, not neg(NUMBER) */
+	if (ps->tok.kind == TIR_TOK_INT || ps->tok.kind == TIR_TOK_FLOAT ||
+	    tok_is(ps, &ps->tok, "inf") || tok_is(ps, &ps->tok, "nan")) {
 		struct tir_token t = ps->tok;
 		advance(ps);
 		ps->depth--;
 		if (t.kind == TIR_TOK_INT)
 			return scalar(ps, start, TIR_DTYPE_I64, -t.ival, -t.fval);
-		return scalar(ps, start, TIR_DTYPE_F32, 0, -t.fval);
+		double v = t.kind == TIR_TOK_FLOAT ? t.fval : tok_is(ps, &t, "inf") ? INFINITY : NAN;
+		return scalar(ps, start, TIR_DTYPE_F32, 0, -v);
 	}
 	struct tir_loc inner;
 	struct tir_node *x = parse_unary(ps, &inner);
@@ -1157,11 +1169,12 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 			perr_tok(ps, &d, "more than %d dimensions", TIR_MAX_RANK);
 			return false;
 		}
-		if (d.ival > TIR_MAX_DIM || (d.ival && numel > TIR_MAX_ELEMS / d.ival)) {
+		int64_t d1 = d.ival ? d.ival : 1; /* a 0 counts as 1: see tir_type_bounded */
+		if (d.ival > TIR_MAX_DIM || numel > TIR_MAX_ELEMS / d1) {
 			perr_tok(ps, &d, "type too large: more than %lld elements", (long long)TIR_MAX_ELEMS);
 			return false;
 		}
-		numel *= d.ival;
+		numel *= d1;
 		ty->shape[ty->rank++] = d.ival;
 		advance(ps);
 		if (!accept(ps, TIR_TOK_COMMA))
@@ -1341,7 +1354,7 @@ static void parse_bind(struct parser *ps)
 	if (n && ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF)
 		n = NULL; /* the statement's end is checked by the caller */
 	struct tir_binding *b = NULL;
-	if (n || !(ps->flags & TIR_PARSE_REPL)) {
+	if (n || (!(ps->flags & TIR_PARSE_REPL) && !is_reserved(s, nt.len))) {
 		/* a failed binding in a file poisons the name (no echo errors);
 		 * in the REPL the old binding stays */
 		b = bind_name(ps->prog, s, nt.len);

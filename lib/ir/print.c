@@ -17,8 +17,8 @@
  * single), always with a '.' or an exponent so it reads as a float. */
 static void render_real(double v, bool single, struct tir_str *out)
 {
-	if (isnan(v)) {
-		tir_str_add(out, "nan", 3);
+	if (isnan(v)) { /* the sign too, so the text reads back to the same bits */
+		tir_str_add(out, signbit(v) ? "-nan" : "nan", signbit(v) ? 4 : 3);
 		return;
 	}
 	if (isinf(v)) {
@@ -138,6 +138,19 @@ static bool attr_equal(const struct tir_param *prm, const struct tir_attr *a, co
 	}
 }
 
+/* A zero-size literal keeps its shape: [[], []] is f32[2, 0].  Its text
+ * is as long as the literal it came from. */
+static void render_empty(const struct tir_type *t, int d, struct tir_str *out)
+{
+	tir_str_add(out, "[", 1);
+	for (int64_t i = 0; d + 1 < t->rank && i < t->shape[d]; i++) {
+		if (i)
+			tir_str_add(out, ", ", 2);
+		render_empty(t, d + 1, out);
+	}
+	tir_str_add(out, "]", 1);
+}
+
 /* A tensor literal's elements as nested lists. */
 static void render_literal(const struct tir_node *n, struct tir_str *out)
 {
@@ -148,13 +161,12 @@ static void render_literal(const struct tir_node *n, struct tir_str *out)
 		tir_str_add(out, "[]", 2);
 		return;
 	}
-	for (int d = 0; d < t->rank; d++)
-		tir_str_add(out, "[", 1);
 	if (numel == 0) {
-		for (int d = 0; d < t->rank; d++)
-			tir_str_add(out, "]", 1);
+		render_empty(t, 0, out);
 		return;
 	}
+	for (int d = 0; d < t->rank; d++)
+		tir_str_add(out, "[", 1);
 	for (int64_t i = 0; i < numel; i++) {
 		switch (t->dtype) {
 		case TIR_DTYPE_F32: render_real(((const float *)n->data)[i], true, out); break;

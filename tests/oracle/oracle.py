@@ -178,12 +178,13 @@ def printed_matches(name, dt, shape, values, saved, want):
 
 
 def write_files(d, c):
+    # C order always: tir reads no fortran_order files (a clear error)
     for n, a in c.inputs.items():
-        np.save(os.path.join(d, n + ".npy"), a)
+        np.save(os.path.join(d, n + ".npy"), np.array(a, order="C"))
     for fname, data in c.files.items():
         path = os.path.join(d, fname)
         if isinstance(data, np.ndarray):
-            np.save(path, data)
+            np.save(path, np.array(data, order="C"))
         else:
             with open(path, "wb") as f:
                 f.write(data)
@@ -221,7 +222,11 @@ def run_case(c, tir, root):
         inputs += ["--input", "%s=%s.npy" % (n, n)]
 
     if c.error is not None:
-        st, out, err = run(tir, d, ["run", "case.tir", "--quiet"] + inputs)
+        # values are computed only when needed: save the result(s)
+        saves = []
+        for n in c.expect or ["r"]:
+            saves += ["--save", "%s=out_%s.npy" % (n, n)]
+        st, out, err = run(tir, d, ["run", "case.tir", "--quiet"] + inputs + saves)
         probs = []
         if st != 1:
             probs.append("exit status %s, expected 1 (stderr: %s)" % (st, first_line(err)))

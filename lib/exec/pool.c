@@ -1,0 +1,247 @@
+/*
+ * pool.c — the engine's thread pool: tir_pool_run hands tasks 0..n-1 to
+ * persistent workers plus the calling thread, which claim them one at a
+ * time from an atomic counter.  Idle workers spin briefly (so back-to-back
+ * runs skip a sleep) and then sleep on a condition variable.  Which thread
+ * runs a task never changes what the task computes; how a kernel splits
+ * its work into tasks (by shape, never by thread count) is up to the
+ * kernel (blas.c, nn.c), not here.
+ */
+#include "exec.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Polls of the job counter before a waiting thread goes to sleep. */
+#define SPIN_POLLS 4000
+
+struct worker {
+	int id;              /* slot, 1 .. */
+	unsigned gen;        /* the job generation when it was started */
+	pthread_t tid;
+};
+
+static struct {
+	pthread_mutex_t run;         /* held by the one thread running a job */
+	pthread_mutex_t lock;        /* guards the fields below it */
+	pthread_cond_t wake;         /* workers: a new job, or quit */
+	pthread_cond_t done;         /* the caller: the last worker is done */
+	int started;                 /* workers running */
+	bool quit;
+	bool atexit_set;
+	struct worker w[TIR_POOL_MAX];
+	void (*fn)(void *ctx, int64_t task);   /* the current job */
+	void *ctx;
+	int64_t ntasks;
+	atomic_uint gen;             /* bumped (under lock) for every job */
+	atomic_int_fast64_t next;    /* the next task to claim */
+	atomic_int active;           /* workers not yet done with the job */
+	atomic_int want;             /* threads, caller included; 0: unset */
+} pool = {
+	.run = PTHREAD_MUTEX_INITIALIZER,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+};
+
+static _Thread_local int my_slot;      /* 0 outside the pool's workers */
+static _Thread_local bool in_task;     /* running a task (workers: always) */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+static int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > TIR_POOL_MAX ? TIR_POOL_MAX : (int)n;
+}
+
+static void claim_tasks(void (*fn)(void *, int64_t), void *ctx, int64_t ntasks)
+{
+	int64_t t;
+	while ((t = atomic_fetch_add(&pool.next, 1)) < ntasks)
+		fn(ctx, t);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	unsigned seen = w->gen;
+
+	my_slot = w->id;
+	in_task = true;              /* any run started here is nested */
+	for (;;) {
+		for (int i = 0; i < SPIN_POLLS && atomic_load(&pool.gen) == seen; i++)
+			cpu_relax();
+		pthread_mutex_lock(&pool.lock);
+		while (atomic_load(&pool.gen) == seen && !pool.quit)
+			pthread_cond_wait(&pool.wake, &pool.lock);
+		if (pool.quit) {
+			pthread_mutex_unlock(&pool.lock);
+			break;
+		}
+		seen = atomic_load(&pool.gen);
+		void (*fn)(void *, int64_t) = pool.fn;
+		void *ctx = pool.ctx;
+		int64_t ntasks = pool.ntasks;
+		pthread_mutex_unlock(&pool.lock);
+
+		claim_tasks(fn, ctx, ntasks);
+		if (atomic_fetch_sub(&pool.active, 1) == 1) {
+			pthread_mutex_lock(&pool.lock);
+			pthread_cond_signal(&pool.done);
+			pthread_mutex_unlock(&pool.lock);
+		}
+	}
+	return NULL;
+}
+
+/* Start workers up to want - 1 (pool.run held).  Fewer when the system
+ * refuses threads: the run then goes on with those it has.  Workers block
+ * every signal, so signals reach the application's own threads. */
+static void start_workers(int want)
+{
+	sigset_t all, old;
+
+	if (pool.started >= want - 1)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_mutex_lock(&pool.lock);
+	while (pool.started < want - 1) {
+		struct worker *w = &pool.w[pool.started];
+		w->id = pool.started + 1;
+		w->gen = atomic_load(&pool.gen);
+		if (pthread_create(&w->tid, NULL, worker_main, w))
+			break;
+		pool.started++;
+	}
+	pthread_mutex_unlock(&pool.lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pool.started && !pool.atexit_set) {
+		pool.atexit_set = true;
+		atexit(tir_pool_shutdown);
+	}
+}
+
+/* Join every worker (pool.run held). */
+static void stop_workers(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	pool.quit = true;
+	pthread_cond_broadcast(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
+	for (int i = 0; i < pool.started; i++)
+		pthread_join(pool.w[i].tid, NULL);
+	pthread_mutex_lock(&pool.lock);
+	pool.started = 0;
+	pool.quit = false;
+	pthread_mutex_unlock(&pool.lock);
+}
+
+/* The pool's size; workers follow at the next run. */
+void tir_pool_set_threads(int n)
+{
+	if (n < 1)
+		n = online_cpus();
+	if (n > TIR_POOL_MAX)
+		n = TIR_POOL_MAX;
+	pthread_mutex_lock(&pool.run);
+	if (pool.started > n - 1)
+		stop_workers();
+	atomic_store(&pool.want, n);
+	pthread_mutex_unlock(&pool.run);
+}
+
+/* Threads a run may use, caller included. */
+int tir_pool_threads(void)
+{
+	int n = atomic_load(&pool.want);
+	if (n < 1) {                 /* never set: one per CPU */
+		int zero = 0;
+		n = online_cpus();
+		if (!atomic_compare_exchange_strong(&pool.want, &zero, n))
+			n = zero;
+	}
+	return n;
+}
+
+/* The calling thread's worker slot. */
+int tir_pool_worker(void)
+{
+	return my_slot;
+}
+
+/* Stop the workers; registered with atexit once they exist. */
+void tir_pool_shutdown(void)
+{
+	pthread_mutex_lock(&pool.run);
+	if (pool.started)
+		stop_workers();
+	pthread_mutex_unlock(&pool.run);
+}
+
+static int run_inline(int64_t ntasks, void (*fn)(void *, int64_t), void *ctx)
+{
+	bool was = in_task;
+	in_task = true;
+	for (int64_t t = 0; t < ntasks; t++)
+		fn(ctx, t);
+	in_task = was;
+	return 1;
+}
+
+/* Every task once, on the workers and this thread. */
+int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
+{
+	if (ntasks <= 0)
+		return 0;
+	int want = tir_pool_threads();
+	if (want == 1 || ntasks == 1 || in_task)
+		return run_inline(ntasks, fn, ctx);
+	if (pthread_mutex_trylock(&pool.run))     /* another thread's run */
+		return run_inline(ntasks, fn, ctx);
+	start_workers(want);
+	int helpers = pool.started;
+	if (!helpers) {
+		pthread_mutex_unlock(&pool.run);
+		return run_inline(ntasks, fn, ctx);
+	}
+
+	pthread_mutex_lock(&pool.lock);
+	pool.fn = fn;
+	pool.ctx = ctx;
+	pool.ntasks = ntasks;
+	atomic_store(&pool.next, 0);
+	atomic_store(&pool.active, helpers);
+	atomic_fetch_add(&pool.gen, 1);
+	pthread_cond_broadcast(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
+
+	in_task = true;
+	claim_tasks(fn, ctx, ntasks);
+	in_task = false;
+
+	for (int i = 0; i < SPIN_POLLS && atomic_load(&pool.active) > 0; i++)
+		cpu_relax();
+	if (atomic_load(&pool.active) > 0) {
+		pthread_mutex_lock(&pool.lock);
+		while (atomic_load(&pool.active) > 0)
+			pthread_cond_wait(&pool.done, &pool.lock);
+		pthread_mutex_unlock(&pool.lock);
+	}
+	pthread_mutex_unlock(&pool.run);
+	return helpers + 1;
+}
