@@ -135,8 +135,9 @@ struct tir_tensor;   /* a computed value (lib/exec/exec.h) */
 /* returns: new, free with tir_exec_free; borrows p, which must outlive it. */
 struct tir_exec *tir_exec_new(struct tir_program *p);
 void tir_exec_free(struct tir_exec *x);
-/* Give `input NAME` its value from a .npy or .safetensors file; the type
- * must match the declaration exactly. */
+/* Give `input NAME` its value from a .npy or .safetensors file (its only
+ * tensor, or of several the one called NAME); the type must match the
+ * declaration exactly. */
 int tir_exec_input_file(struct tir_exec *x, const char *name, const char *path, struct tir_err *err);
 /* Compute every print of the statements from from_stmt on, and the values
  * bound to names[0..nnames) (for --save); nothing else.  On a runtime error
