@@ -150,11 +150,11 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
  * are sized by it. */
 #define TIR_POOL_MAX 256
 /* Threads for tir_pool_run, caller included; n < 1: one per online CPU,
- * more than TIR_POOL_MAX: TIR_POOL_MAX.  Workers start lazily at the next
- * run (and are joined at exit or by tir_pool_shutdown).  Waits for a run
- * in progress to end. */
+ * more than TIR_POOL_MAX: TIR_POOL_MAX.  Takes effect at the next run,
+ * which starts (or stops) workers as needed; they are joined at exit or by
+ * tir_pool_shutdown.  The default, never set, is one per online CPU. */
 void tir_pool_set_threads(int n);
-/* The thread count tir_pool_set_threads last set (>= 1). */
+/* The thread count runs use now (>= 1). */
 int tir_pool_threads(void);
 /* The calling thread's slot in [0, TIR_POOL_MAX): 0 for the thread that
  * called tir_pool_run (and any thread outside the pool), 1.. for workers;
@@ -164,10 +164,11 @@ int tir_pool_worker(void);
  * workers and the calling thread, in no fixed order; returns when all are
  * done.  Called from inside a task, while another thread's run is in
  * progress, or with one thread, the tasks run inline in order.  returns:
- * the number of threads that took part (0 when ntasks <= 0). */
+ * the number of threads the tasks were offered to (1 when inline, 0 when
+ * ntasks <= 0). */
 int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
 /* Stop and join the workers (the next run starts them again).  Waits for a
- * run in progress to end; not from inside a task. */
+ * run in progress to end; does nothing from inside a task. */
 void tir_pool_shutdown(void);
 /* Set OpenBLAS to one thread, once; call before any direct cblas call. */
 void tir_blas_single(void);

@@ -14,10 +14,22 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
-/* Polls of the job counter before a waiting thread goes to sleep. */
-#define SPIN_POLLS 4000
+/* How long a waiting thread polls before it goes to sleep: long enough to
+ * catch the next of back-to-back runs, short enough not to steal a core. */
+#define SPIN_NS 50000
+
+/* Poll cond (cheap, atomic) for up to SPIN_NS; the clock is read every
+ * 64 polls. */
+#define SPIN_WHILE(cond)                                                      \
+	do {                                                                  \
+		int64_t end_ = now_ns() + SPIN_NS;                            \
+		while ((cond) && now_ns() < end_)                             \
+			for (int i_ = 0; i_ < 64 && (cond); i_++)             \
+				cpu_relax();                                  \
+	} while (0)
 
 struct worker {
 	int id;              /* slot, 1 .. */
@@ -62,6 +74,13 @@ static inline void cpu_relax(void)
 #endif
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int online_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -83,8 +102,7 @@ static void *worker_main(void *arg)
 	my_slot = w->id;
 	in_task = true;              /* any run started here is nested */
 	for (;;) {
-		for (int i = 0; i < SPIN_POLLS && atomic_load(&pool.gen) == seen; i++)
-			cpu_relax();
+		SPIN_WHILE(atomic_load(&pool.gen) == seen);
 		pthread_mutex_lock(&pool.lock);
 		while (atomic_load(&pool.gen) == seen && !pool.quit)
 			pthread_cond_wait(&pool.wake, &pool.lock);
@@ -158,11 +176,7 @@ void tir_pool_set_threads(int n)
 		n = online_cpus();
 	if (n > TIR_POOL_MAX)
 		n = TIR_POOL_MAX;
-	pthread_mutex_lock(&pool.run);
-	if (pool.started > n - 1)
-		stop_workers();
 	atomic_store(&pool.want, n);
-	pthread_mutex_unlock(&pool.run);
 }
 
 /* Threads a run may use, caller included. */
@@ -187,6 +201,8 @@ int tir_pool_worker(void)
 /* Stop the workers; registered with atexit once they exist. */
 void tir_pool_shutdown(void)
 {
+	if (in_task)                 /* would wait for itself */
+		return;
 	pthread_mutex_lock(&pool.run);
 	if (pool.started)
 		stop_workers();
@@ -213,6 +229,8 @@ int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 		return run_inline(ntasks, fn, ctx);
 	if (pthread_mutex_trylock(&pool.run))     /* another thread's run */
 		return run_inline(ntasks, fn, ctx);
+	if (pool.started > want - 1)        /* the pool was made smaller */
+		stop_workers();
 	start_workers(want);
 	int helpers = pool.started;
 	if (!helpers) {
@@ -234,8 +252,7 @@ int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 	claim_tasks(fn, ctx, ntasks);
 	in_task = false;
 
-	for (int i = 0; i < SPIN_POLLS && atomic_load(&pool.active) > 0; i++)
-		cpu_relax();
+	SPIN_WHILE(atomic_load(&pool.active) > 0);
 	if (atomic_load(&pool.active) > 0) {
 		pthread_mutex_lock(&pool.lock);
 		while (atomic_load(&pool.active) > 0)

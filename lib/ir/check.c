@@ -599,8 +599,8 @@ static int rule_pad(struct tir_node *n, struct tir_err *err)
 	const struct tir_attr *p = attr(n, "pads");
 	char sx[TIR_TYPE_STRLEN];
 	if (p->n != 2 * x->rank)
-		return fail_at(n, -1, err, TIR_ETYPE, "%d pairs for %s: give one [before, after] per axis",
-			       p->n / 2, TSTR(x, sx));
+		return fail_at(n, -1, err, TIR_ETYPE, "%d pair%s for %s: give one [before, after] per axis",
+			       p->n / 2, p->n == 2 ? "" : "s", TSTR(x, sx));
 	struct tir_type t = *x;
 	t.weak = false;
 	for (int i = 0; i < x->rank; i++) {
@@ -765,10 +765,12 @@ static int rule_conv2d(struct tir_node *n, struct tir_err *err)
 	}
 	const int64_t *st = attr(n, "stride")->v, *pd = attr(n, "padding")->v;
 	for (int i = 0; i < 2; i++) {
-		if (st[i] < 1 || st[i] > TIR_MAX_DIM)
-			return fail_at(n, -1, err, TIR_ETYPE, "stride must be >= 1");
-		if (pd[i] < 0 || pd[i] > TIR_MAX_DIM)
-			return fail_at(n, -1, err, TIR_ETYPE, "padding must be >= 0");
+		if (st[i] < 1 || pd[i] < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "%s must be >= %d", st[i] < 1 ? "stride" : "padding",
+				       st[i] < 1);
+		if (st[i] > TIR_MAX_DIM || pd[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "%s must be at most %lld",
+				       st[i] > TIR_MAX_DIM ? "stride" : "padding", (long long)TIR_MAX_DIM);
 	}
 	int64_t oh = x->shape[2] + 2 * pd[0] - w->shape[2];
 	int64_t ow = x->shape[3] + 2 * pd[1] - w->shape[3];
@@ -790,10 +792,10 @@ static int rule_pool2d(struct tir_node *n, struct tir_err *err)
 	const struct tir_attr *k = attr(n, "kernel"), *s = attr(n, "stride");
 	const int64_t *st = s->set ? s->v : k->v;
 	for (int i = 0; i < 2; i++) {
-		if (k->v[i] < 1 || k->v[i] > TIR_MAX_DIM)
-			return fail_at(n, -1, err, TIR_ETYPE, "kernel must be >= 1");
-		if (st[i] < 1 || st[i] > TIR_MAX_DIM)
-			return fail_at(n, -1, err, TIR_ETYPE, "stride must be >= 1");
+		if (k->v[i] < 1 || st[i] < 1)
+			return fail_at(n, -1, err, TIR_ETYPE, "%s must be >= 1", k->v[i] < 1 ? "kernel" : "stride");
+		if (st[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "stride must be at most %lld", (long long)TIR_MAX_DIM);
 		if (k->v[i] > x->shape[2 + i])
 			return fail_at(n, -1, err, TIR_ETYPE, "kernel %lldx%lld is larger than the input %s",
 				       (long long)k->v[0], (long long)k->v[1], TSTR(x, sx));

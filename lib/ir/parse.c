@@ -25,6 +25,21 @@ struct parser {
 	uint64_t ntok;             /* tokens consumed (to spot a bare name) */
 	bool stmt_failed;          /* an error was reported in this statement */
 	int first_code;
+	/* What the statement will bind, committed only when it ends well: a
+	 * failed statement binds nothing (in a file it poisons the name). */
+	struct {
+		const char *name;  /* in the source text; NULL: binds nothing */
+		uint32_t len;
+		enum tir_stmt_kind kind;
+		struct tir_node *node;
+		struct tir_loc loc;
+	} pend;
+	/* ref_name changes of this statement, undone if it fails */
+	struct ref_undo {
+		struct tir_node *node;
+		const char *old;
+	} *undo;
+	size_t nundo, capundo;
 };
 
 static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan"};
@@ -479,8 +494,8 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 		if (level + 1 > lb->rank)
 			lb->rank = level + 1;
 	} else if (lb->shape[level] != count || (count && lb->scalars_at[level] != (kind == 0))) {
-		perr_tok(ps, &open, "ragged list literal: this list has %lld elements, the first one at its level has %lld",
-			 (long long)count, (long long)lb->shape[level]);
+		perr_tok(ps, &open, "ragged list literal: this list has %lld element%s, the first one at its level has %lld",
+			 (long long)count, count == 1 ? "" : "s", (long long)lb->shape[level]);
 		return false;
 	}
 	/* an empty list where lists were expected, or lists where numbers were */
@@ -1014,8 +1029,12 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		advance(ps);
 		if (!b->node)
 			ps->stmt_failed = true; /* its definition failed: already reported */
-		else
-			b->node->ref_name = b->name; /* headers say what was written */
+		else if (b->node->ref_name != b->name &&
+			 !tir_grow((void **)&ps->undo, &ps->capundo, ps->nundo + 1, sizeof *ps->undo)) {
+			/* headers say what was written */
+			ps->undo[ps->nundo++] = (struct ref_undo){b->node, b->node->ref_name};
+			b->node->ref_name = b->name;
+		}
 		return b->node;
 	}
 	if (tir_dtype_from_name(s, t.len) >= 0) {
@@ -1239,6 +1258,10 @@ static void parse_input(struct parser *ps)
 	}
 	if (!check_name(ps, &nt))
 		return;
+	ps->pend.name = ps->lx.src->text + nt.off;
+	ps->pend.len = nt.len;
+	ps->pend.kind = TIR_STMT_INPUT;
+	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
 	if (!accept(ps, TIR_TOK_COLON)) {
 		expected(ps, "':' and the input's type, as in: input x: f32[2, 3]");
@@ -1253,19 +1276,36 @@ static void parse_input(struct parser *ps)
 	if (!n)
 		return;
 	n->type = ty;
-	struct tir_binding *b = bind_name(ps->prog, ps->lx.src->text + nt.off, nt.len);
+	ps->pend.node = n;
+}
+
+/* Bind what the statement promised (see struct parser's pend). */
+static void commit_binding(struct parser *ps)
+{
+	struct tir_program *p = ps->prog;
+	if (!ps->pend.name)
+		return;
+	bool ok = !ps->stmt_failed && ps->pend.node;
+	if (!ok && (ps->flags & TIR_PARSE_REPL))
+		return; /* the old binding stays */
+	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len);
 	if (!b) {
-		perr(ps, TIR_ENOMEM, &loc, "out of memory");
+		perr(ps, TIR_ENOMEM, &ps->pend.loc, "out of memory");
 		return;
 	}
-	n->input_name = b->name;
-	struct tir_stmt *st = new_stmt(ps, TIR_STMT_INPUT, &loc);
+	b->loc = ps->pend.loc;
+	b->node = NULL; /* poisoned unless the statement is whole */
+	if (!ok)
+		return;
+	struct tir_stmt *st = new_stmt(ps, ps->pend.kind, &ps->pend.loc);
 	if (!st)
 		return;
+	struct tir_node *n = ps->pend.node;
 	st->name = b->name;
 	st->node = n;
 	b->node = n;
-	b->loc = loc;
+	if (ps->pend.kind == TIR_STMT_INPUT)
+		n->input_name = b->name;
 	name_node(ps, n, b->name);
 }
 
@@ -1322,57 +1362,37 @@ static void parse_print(struct parser *ps, bool bare)
 static void parse_bind(struct parser *ps)
 {
 	struct tir_token nt = ps->tok;
-	struct tir_loc nloc;
-	loc_tok(ps, &nt, &nloc);
 	const char *s = ps->lx.src->text + nt.off;
-	bool ok = check_name(ps, &nt);
+	if (!check_name(ps, &nt))
+		return;
+	ps->pend.name = s;
+	ps->pend.len = nt.len;
+	ps->pend.kind = TIR_STMT_BIND;
+	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
 	struct tir_type ann;
 	bool has_ann = false;
 	struct tir_loc annloc = {0};
-	if (ok && accept(ps, TIR_TOK_COLON)) {
+	if (accept(ps, TIR_TOK_COLON)) {
 		loc_tok(ps, &ps->tok, &annloc);
 		if (!parse_type(ps, &ann))
-			ok = false;
+			return;
 		has_ann = true;
 	}
-	struct tir_node *n = NULL;
-	struct tir_loc eloc;
-	if (ok && !accept(ps, TIR_TOK_ASSIGN)) {
+	if (!accept(ps, TIR_TOK_ASSIGN)) {
 		expected(ps, "'='");
-		ok = false;
+		return;
 	}
-	if (ok)
-		n = parse_expr(ps, &eloc);
-	if (n && has_ann && !(tir_type_equal(&ann, &n->type))) {
+	struct tir_loc eloc;
+	struct tir_node *n = parse_expr(ps, &eloc);
+	if (n && has_ann && !tir_type_equal(&ann, &n->type)) {
 		char a[TIR_TYPE_STRLEN], v[TIR_TYPE_STRLEN];
 		perr(ps, TIR_ETYPE, &annloc, "annotation says %s but the value is %s%s",
 		     tir_type_str(&ann, a, sizeof a), tir_type_str(&n->type, v, sizeof v),
 		     n->type.weak ? " (a scalar literal keeps its own dtype)" : "");
-		n = NULL;
-	}
-	if (n && ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF)
-		n = NULL; /* the statement's end is checked by the caller */
-	struct tir_binding *b = NULL;
-	if (n || (!(ps->flags & TIR_PARSE_REPL) && !is_reserved(s, nt.len))) {
-		/* a failed binding in a file poisons the name (no echo errors);
-		 * in the REPL the old binding stays */
-		b = bind_name(ps->prog, s, nt.len);
-		if (!b) {
-			perr(ps, TIR_ENOMEM, &nloc, "out of memory");
-			return;
-		}
-		b->node = n;
-		b->loc = nloc;
-	}
-	if (!n)
 		return;
-	struct tir_stmt *st = new_stmt(ps, TIR_STMT_BIND, &nloc);
-	if (!st)
-		return;
-	st->name = b->name;
-	st->node = n;
-	name_node(ps, n, b->name);
+	}
+	ps->pend.node = n;
 }
 
 static void skip_statement(struct parser *ps)
@@ -1401,13 +1421,13 @@ static void parse_statements(struct parser *ps)
 		const struct tir_token *t = &ps->tok;
 		if (t->kind == TIR_TOK_ERROR) {
 			/* reported by advance */
+		} else if (t->kind == TIR_TOK_NAME &&
+			   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
+			parse_bind(ps); /* also `print = 3`, to say print is reserved */
 		} else if (tok_is(ps, t, "input") && peek(ps)->kind == TIR_TOK_NAME) {
 			parse_input(ps);
 		} else if (tok_is(ps, t, "print")) {
 			parse_print(ps, false);
-		} else if (t->kind == TIR_TOK_NAME &&
-			   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
-			parse_bind(ps);
 		} else if (ps->flags & TIR_PARSE_REPL) {
 			parse_print(ps, true);
 		} else {
@@ -1431,8 +1451,16 @@ static void parse_statements(struct parser *ps)
 			/* nothing of a failed statement stays in the graph */
 			ps->prog->nnodes = nodes_before;
 			ps->prog->nstmts = stmts_before;
-			skip_statement(ps);
+			while (ps->nundo > 0) {
+				ps->nundo--;
+				ps->undo[ps->nundo].node->ref_name = ps->undo[ps->nundo].old;
+			}
 		}
+		commit_binding(ps);
+		ps->nundo = 0;
+		memset(&ps->pend, 0, sizeof ps->pend);
+		if (ps->stmt_failed)
+			skip_statement(ps);
 		ps->stmt_failed = false;
 		if (ps->prog->nerrors >= TIR_MAX_DIAGS * 5)
 			break;
@@ -1470,6 +1498,7 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 		return -TIR_ENOMEM;
 	parse_statements(&ps);
 	tir_lex_fini(&ps.lx);
+	free(ps.undo);
 	return p->nerrors ? -ps.first_code : 0;
 }
 

@@ -404,15 +404,38 @@ char *tir_program_format(const struct tir_program *p)
 
 /* ---- errors ---- */
 
+/* Text for a terminal: control bytes (C0, DEL, and C1 as UTF-8) become '?'
+ * so that no file name or source line can drive the user's terminal. */
+static void add_clean(struct tir_str *out, const char *s, size_t n, bool keep_tab)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9F) {
+			tir_str_add(out, "?", 1);
+			i++;
+		} else if ((c < 0x20 && !(keep_tab && c == '\t')) || c == 0x7f) {
+			tir_str_add(out, "?", 1);
+		} else {
+			tir_str_add(out, s + i, 1);
+		}
+	}
+}
+
 char *tir_err_render(const struct tir_err *e)
 {
 	struct tir_str out = {0};
 	const struct tir_source *src = e->loc.src;
 	if (!src) {
-		tir_str_addf(&out, "error: %s\n", e->msg);
+		tir_str_add(&out, "error: ", 7);
+		add_clean(&out, e->msg, strlen(e->msg), false);
+		tir_str_add(&out, "\n", 1);
 		return out.s;
 	}
-	tir_str_addf(&out, "%s:%u:%u: error: %s\n", src->name, e->loc.line, e->loc.col, e->msg);
+	add_clean(&out, src->name, strlen(src->name), false);
+	tir_str_addf(&out, ":%u:%u: error: ", e->loc.line, e->loc.col);
+	add_clean(&out, e->msg, strlen(e->msg), false);
+	tir_str_add(&out, "\n", 1);
 	/* the source line, cut to a window around the column if it is long */
 	const char *t = src->text;
 	uint32_t off = e->loc.off > src->len ? src->len : e->loc.off;
@@ -436,13 +459,7 @@ char *tir_err_render(const struct tir_err *e)
 	tir_str_add(&out, "    ", 4);
 	if (from > b)
 		tir_str_add(&out, "...", 3);
-	for (uint32_t i = from; i < to; i++) {
-		unsigned char c = (unsigned char)t[i];
-		if (c < 0x20 && c != '\t')
-			tir_str_add(&out, "?", 1); /* never echo control bytes to a terminal */
-		else
-			tir_str_add(&out, (const char *)&t[i], 1);
-	}
+	add_clean(&out, t + from, to - from, true);
 	if (to < end)
 		tir_str_add(&out, "...", 3);
 	tir_str_add(&out, "\n    ", 5);

@@ -25,11 +25,10 @@ mkdir -p "$out/artifacts" "$out/corpus"
 bin=$out/fuzz_parse
 srcs=$(ls lib/ir/*.c lib/exec/*.c 2>/dev/null)
 stale=1
-if [ -x "$bin" ]; then
+# shellcheck disable=SC2086
+if [ -x "$bin" ] && [ -z "$(find $srcs lib/*.h lib/*/*.h lib/ir/ops.def \
+	tests/fuzz/fuzz_parse.c -newer "$bin" 2>/dev/null | head -n 1)" ]; then
 	stale=0
-	for f in $srcs lib/*.h lib/*/*.h lib/ir/ops.def tests/fuzz/fuzz_parse.c; do
-		[ "$f" -nt "$bin" ] && stale=1 && break
-	done
 fi
 if [ $stale = 1 ]; then
 	echo "fuzz: building $bin"
@@ -45,17 +44,18 @@ fi
 cp tests/fuzz/corpus/* "$out/corpus/"
 # Fork mode goes on after a crash, so one run finds every bug it can in the
 # time given; each crash leaves a reproducer in $out/artifacts.
-before=$(ls "$out/artifacts" | wc -l)
+before=$(find "$out/artifacts" -type f | wc -l)
 echo "fuzz: running $bin for ${secs}s on $out/corpus"
+status=0
 "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
 	-max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
 	-dict=tests/fuzz/tir.dict -artifact_prefix="$out/artifacts/" \
-	"$out/corpus" >"$out/fuzz.log" 2>&1
-status=$?
+	"$out/corpus" >"$out/fuzz.log" 2>&1 || status=$?
 grep -E '^#[0-9]+: cov|DONE|INFO: exiting' "$out/fuzz.log" | tail -n 3
-after=$(ls "$out/artifacts" | wc -l)
+after=$(find "$out/artifacts" -type f | wc -l)
 if [ "$after" -gt "$before" ]; then
 	echo "fuzz: FAILED: $((after - before)) new reproducer(s); full log in $out/fuzz.log:"
+	# shellcheck disable=SC2012 # the names are libFuzzer's hex hashes
 	ls -1t "$out/artifacts/" | head -n $((after - before)) | sed "s|^|  $out/artifacts/|"
 	exit 1
 fi

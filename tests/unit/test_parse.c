@@ -630,7 +630,7 @@ static void test_statements(void)
 	tir_program_free(p);
 
 	/* statement errors */
-	EXPECT_ERR("print = 3", TIR_ESYNTAX, "expected an expression");
+	EXPECT_ERR("print = 3", TIR_ESYNTAX, "'print' is reserved and cannot be bound");
 	EXPECT_ERR("true = 3", TIR_ESYNTAX, "'true' is reserved");
 	EXPECT_ERR("nan = 3", TIR_ESYNTAX, "'nan' is reserved");
 	EXPECT_ERR("i64 = 3", TIR_ESYNTAX, "'i64' is reserved");

@@ -45,22 +45,29 @@ static void count_task(void *arg, int64_t t)
 	atomic_store(&c->busy[slot], 0);
 }
 
-/* Run n tasks at `threads`; every one exactly once, slots never shared. */
-static int run_counted(int threads, int64_t n)
+/* Run n tasks at `threads`: true when every one ran exactly once and no
+ * two running tasks shared a slot.  *used: what tir_pool_run returned.
+ * (No CHECK here: other threads call it.) */
+static bool counted_ok(int threads, int64_t n, int *used)
 {
 	struct counts *c = calloc(1, sizeof *c);
 	c->n = n;
 	c->threads = threads;
 	c->hits = calloc((size_t)(n > 0 ? n : 1), sizeof *c->hits);
-	int used = tir_pool_run(n, count_task, c);
-	int once = 1;
+	*used = tir_pool_run(n, count_task, c);
+	bool ok = atomic_load(&c->bad) == 0;
 	for (int64_t t = 0; t < n; t++)
 		if (atomic_load(&c->hits[t]) != 1)
-			once = 0;
-	CHECK(once);
-	CHECK(atomic_load(&c->bad) == 0);
+			ok = false;
 	free(c->hits);
 	free(c);
+	return ok;
+}
+
+static int run_counted(int threads, int64_t n)
+{
+	int used;
+	CHECK(counted_ok(threads, n, &used));
 	return used;
 }
 
@@ -142,19 +149,23 @@ static void test_pool_nested(void)
  * other runs inline; both complete every task */
 static void *caller_main(void *arg)
 {
+	int used, *fails = arg;
 	for (int r = 0; r < 50; r++)
-		run_counted(3, 200 + r);
+		if (!counted_ok(3, 200 + r, &used))
+			(*fails)++;
 	return NULL;
 }
 
 static void test_pool_callers(void)
 {
 	pthread_t t1, t2;
+	int fails1 = 0, fails2 = 0;
 	tir_pool_set_threads(3);
-	CHECK(pthread_create(&t1, NULL, caller_main, NULL) == 0);
-	CHECK(pthread_create(&t2, NULL, caller_main, NULL) == 0);
+	CHECK(pthread_create(&t1, NULL, caller_main, &fails1) == 0);
+	CHECK(pthread_create(&t2, NULL, caller_main, &fails2) == 0);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
+	CHECK(fails1 == 0 && fails2 == 0);
 }
 
 static void test_pool_restart(void)
@@ -225,7 +236,7 @@ static void check_matmul(const char *what, const struct tir_tensor *a, const str
 {
 	int r = a->rank;
 	int64_t shape[TIR_MAX_RANK];
-	memcpy(shape, a->shape, sizeof shape);
+	memcpy(shape, a->shape, sizeof shape[0] * (size_t)r);
 	shape[r - 1] = b->shape[r - 1];
 	struct tir_tensor first = { 0 };
 	bool all_same = true, ran = true;
@@ -386,7 +397,7 @@ static void attention_det(enum tir_dtype dt, int rank, const int64_t *qshape,
 	make(&q, dt, rank, qshape, 31, true);
 	make(&k, dt, rank, kshape, 32, true);
 	make(&v, dt, rank, vshape, 33, true);
-	memcpy(oshape, qshape, sizeof oshape);
+	memcpy(oshape, qshape, sizeof oshape[0] * (size_t)rank);
 	oshape[rank - 1] = vshape[rank - 1];
 	for (int i = 0; i < NDET; i++) {
 		struct tir_tensor out;
