@@ -41,4 +41,15 @@ else
 	status=1
 fi
 
+# ---- startup ----
+section "startup: tir run of a one-line program (median of 51 runs, wall)"
+if /usr/bin/python3 bench/startup.py "$BUILD/tir" >"$tmp/startup"; then
+	f=$tmp/startup
+	printf '  %-28s %s\n' "tir run one.tir" "$(kv "$f" tir_median_ms) ms (min $(kv "$f" tir_min_ms))"
+	printf '  %-28s %s\n' "/bin/true (process start)" "$(kv "$f" true_median_ms) ms"
+else
+	echo "  startup FAILED"
+	status=1
+fi
+
 exit $status
