@@ -16,6 +16,7 @@
 #include <time.h>
 
 #define REPS 21
+#define ROUND 7      /* REPS is a multiple */
 
 static double now_ms(void)
 {
@@ -93,25 +94,33 @@ int main(int argc, char **argv)
 	double tt[REPS], tc[REPS];
 	float *h1 = aligned_alloc(64, 256 * 1024 * 4), *h2 = aligned_alloc(64, 256 * 1024 * 4);
 	float *y = aligned_alloc(64, 256 * 16 * 4);
-	for (int r = 0; r < REPS; r++) {
-		/* interleave the two so drift in the machine's load hits both */
-		double t0 = now_ms();
-		struct tir_err err = {0};
-		if (tir_exec_run(x, 0, want, 1, &err)) {
-			fprintf(stderr, "run: %s\n", err.msg);
-			return 1;
-		}
-		tt[r] = now_ms() - t0;
+	/* Rounds of direct calls, then tir, so drift in the machine's load
+	 * hits both.  After its threaded calls OpenBLAS's idle threads poll
+	 * for a while (~0.1 s) before they sleep; tir's own pool would share
+	 * the cores with them, so each round waits that out first. */
+	for (int r0 = 0; r0 < REPS; r0 += ROUND) {
 		openblas_set_num_threads(threads);
-		t0 = now_ms();
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 1024, 1024, 1, raw[0], 1024,
-			    raw[1], 1024, 0, h1, 1024);
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 1024, 1024, 1, h1, 1024, raw[2],
-			    1024, 0, h2, 1024);
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 10, 1024, 1, h2, 1024, raw[3],
-			    10, 0, y, 10);
-		tc[r] = now_ms() - t0;
+		for (int r = r0; r < r0 + ROUND; r++) {
+			double t0 = now_ms();
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 1024, 1024, 1,
+				    raw[0], 1024, raw[1], 1024, 0, h1, 1024);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 1024, 1024, 1,
+				    h1, 1024, raw[2], 1024, 0, h2, 1024);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 10, 1024, 1,
+				    h2, 1024, raw[3], 10, 0, y, 10);
+			tc[r] = now_ms() - t0;
+		}
 		openblas_set_num_threads(1);
+		nanosleep(&(struct timespec){ .tv_nsec = 300000000 }, NULL);
+		for (int r = r0; r < r0 + ROUND; r++) {
+			double t0 = now_ms();
+			struct tir_err err = {0};
+			if (tir_exec_run(x, 0, want, 1, &err)) {
+				fprintf(stderr, "run: %s\n", err.msg);
+				return 1;
+			}
+			tt[r] = now_ms() - t0;
+		}
 	}
 	double mt = median(tt, REPS), mc = median(tc, REPS);
 	printf("mlp 1024-1024-1024-10 batch 256, %d threads: tir %.3f ms, direct sgemm %.3f ms, ratio %.3f\n",

@@ -153,6 +153,7 @@ int cli_run(int argc, char **argv)
 		goto out;
 	}
 	struct tir_err err = {0};
+	tir_exec_set_fuse(x, !o.no_fuse);
 	for (int i = 0; i < o.ninputs; i++) {
 		if (tir_exec_input_file(x, o.inputs[i].name, o.inputs[i].path, &err)) {
 			cli_print_err(&err);
@@ -162,7 +163,10 @@ int cli_run(int argc, char **argv)
 	}
 	for (int i = 0; i < o.nsaves; i++)
 		names[i] = o.saves[i].name;
-	if (tir_exec_run(x, 0, names, o.nsaves, &err)) {
+	int rc = tir_exec_run(x, 0, names, o.nsaves, &err);
+	if (o.explain)
+		fputs(tir_exec_explain(x), stderr);
+	if (rc) {
 		cli_print_err(&err);
 		status = EXIT_PROGRAM;
 		goto out;

@@ -27,6 +27,7 @@
 #ifndef TIR_H
 #define TIR_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -102,6 +103,11 @@ void tir_program_free(struct tir_program *p);
 int tir_program_parse(struct tir_program *p, const char *name,
 		      const char *src, size_t len, unsigned flags);
 
+/* As tir_program_parse, for a chunk whose first line is line first_line
+ * of its input (a REPL session, a piped script): errors give that line. */
+int tir_program_parse_at(struct tir_program *p, const char *name, const char *src,
+			 size_t len, unsigned flags, uint32_t first_line);
+
 /* Whether text ends inside an open bracket (the REPL reads on). */
 int tir_text_incomplete(const char *src, size_t len);
 
@@ -151,12 +157,27 @@ const char *tir_exec_header(const struct tir_exec *x, size_t i);
 const struct tir_tensor *tir_exec_result(const struct tir_exec *x, size_t i);
 const struct tir_tensor *tir_exec_named(const struct tir_exec *x, size_t i);
 
+/* Stop runs between nodes with -TIR_EINTERRUPT ("interrupted") once *flag
+ * is non-zero (a SIGINT handler sets it; the caller clears it).  NULL: never. */
+void tir_exec_set_interrupt(struct tir_exec *x, volatile sig_atomic_t *flag);
+/* Keep the values computed for nodes bound to a name, for later runs to
+ * reuse (the REPL); a value goes when its name is rebound or an input it
+ * was computed from is given again.  Off (the default) frees them all. */
+void tir_exec_keep_named(struct tir_exec *x, bool on);
+/* Whether the value NAME is bound to now is held: kept, or an input's given value. */
+bool tir_exec_has_value(const struct tir_exec *x, const char *name);
+
 struct tir_exec_stats {
 	double plan_ms, run_ms;
 	size_t peak_bytes;      /* most tensor memory held at once during the run */
 	int nops, nkernels;
 };
 const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x);
+/* Fuse chains of ops into kernels (the default), or run one reference
+ * kernel per op (--no-fuse).  Results are the same either way. */
+void tir_exec_set_fuse(struct tir_exec *x, bool fuse);
+/* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
+const char *tir_exec_explain(const struct tir_exec *x);
 
 /* The result block of SPEC.md: "HEADER: f32[2, 3]" and the values, floats
  * with `precision` significant digits, summarized past 1000 elements

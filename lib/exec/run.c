@@ -6,6 +6,7 @@
  * printing here: results are handed back as tensors.
  */
 #include "exec.h"
+#include "../fusion/fusion.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,12 @@ struct tir_exec {
 	struct tir_tensor *named;      /* the values asked for by name */
 	size_t nnamed;
 	struct tir_exec_stats stats;
+	bool no_fuse;                  /* --no-fuse: one reference kernel per node */
+	char *explain;                 /* the last run's plan as text */
+	volatile sig_atomic_t *intr;   /* stop between nodes once it is set */
+	bool keep;                     /* keep values of named nodes (the REPL) */
+	struct tir_tensor *kept;       /* by node id: a value computed before */
+	size_t nkept;
 };
 
 static double now_ms(void)
@@ -58,10 +65,83 @@ void tir_exec_free(struct tir_exec *x)
 	if (!x)
 		return;
 	clear_results(x);
+	free(x->explain);
+	tir_exec_keep_named(x, false);
 	for (size_t i = 0; i < x->ninputs_cap; i++)
 		tir_tensor_release(&x->inputs[i]);
 	free(x->inputs);
 	free(x);
+}
+
+/* ---- values kept between runs (tir_exec_keep_named) ---- */
+
+/* A node bound to a name now: its value is worth keeping.  An input's
+ * value is kept anyway, in x->inputs. */
+static bool keepable(const struct tir_program *p, const struct tir_node *n)
+{
+	return n->op != TIR_OP_INPUT && tir_node_current_name(p, n);
+}
+
+/* Size the cache to the grown graph; drop values whose name was rebound. */
+static int kept_sync(struct tir_exec *x)
+{
+	size_t nn = x->prog->nnodes, old = x->nkept;
+	if (tir_grow((void **)&x->kept, &x->nkept, nn, sizeof *x->kept))
+		return -TIR_ENOMEM;
+	if (x->nkept > old)
+		memset(x->kept + old, 0, (x->nkept - old) * sizeof *x->kept);
+	for (size_t i = 0; i < old; i++)
+		if (x->kept[i].buf && (i >= nn || !keepable(x->prog, x->prog->nodes[i])))
+			tir_tensor_release(&x->kept[i]);
+	return 0;
+}
+
+/* Input node id has a new value: drop the kept values computed from it. */
+static void kept_forget(struct tir_exec *x, uint32_t id)
+{
+	size_t nn = x->prog->nnodes < x->nkept ? x->prog->nnodes : x->nkept;
+	if (id >= nn)
+		return;
+	bool *dep = calloc(nn, sizeof *dep); /* NULL: forget everything after id */
+	for (size_t i = id; i < nn; i++) {
+		const struct tir_node *n = x->prog->nodes[i];
+		bool d = i == id || !dep;
+		for (int k = 0; !d && k < n->nin; k++)
+			d = n->in[k] && dep[n->in[k]->id];
+		if (dep)
+			dep[i] = d;
+		if (d)
+			tir_tensor_release(&x->kept[i]);
+	}
+	free(dep);
+}
+
+void tir_exec_keep_named(struct tir_exec *x, bool on)
+{
+	x->keep = on;
+	if (on)
+		return;
+	for (size_t i = 0; i < x->nkept; i++)
+		tir_tensor_release(&x->kept[i]);
+	free(x->kept);
+	x->kept = NULL;
+	x->nkept = 0;
+}
+
+bool tir_exec_has_value(const struct tir_exec *x, const char *name)
+{
+	const struct tir_binding *b = tir_program_lookup(x->prog, name, strlen(name));
+	if (!b || !b->node)
+		return false;
+	uint32_t id = b->node->id;
+	if (b->node->op == TIR_OP_INPUT)
+		return id < x->ninputs_cap && x->inputs[id].buf;
+	return id < x->nkept && x->kept[id].buf;
+}
+
+void tir_exec_set_interrupt(struct tir_exec *x, volatile sig_atomic_t *flag)
+{
+	x->intr = flag;
 }
 
 static const struct tir_stmt *find_input(const struct tir_program *p, const char *name)
@@ -97,6 +177,7 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 	tir_tensor_release(&x->inputs[n->id]);
 	x->inputs[n->id] = *t;
 	memset(t, 0, sizeof *t);
+	kept_forget(x, n->id);
 	return 0;
 }
 
@@ -490,6 +571,45 @@ out:
 
 /* ---- a run ---- */
 
+/* Operands of n that nobody reads any more are freed; an interior one has
+ * no value to free. */
+static void drop_operands(const struct tir_node *n, const bool *interior, struct tir_tensor *vals,
+			  int64_t *uses)
+{
+	for (int k = 0; k < n->nin; k++) {
+		if (!n->in[k] || (interior && interior[n->in[k]->id]))
+			continue;
+		uint32_t id = n->in[k]->id;
+		if (--uses[id] == 0)
+			tir_tensor_release(&vals[id]);
+	}
+}
+
+/* One fused kernel: read its inputs, write its root. */
+static int run_group(const struct tir_group *g, const bool *interior, struct tir_tensor *vals,
+		     int64_t *uses, struct tir_err *err)
+{
+	struct tir_tensor in[64];
+	const struct tir_node *r = g->root;
+	if (g->nin > 64)
+		return tir_errf(err, TIR_EUNSUPPORTED, &r->loc, "a fused kernel reads at most 64 values");
+	for (int k = 0; k < g->nin; k++)
+		in[k] = vals[g->inputs[k]->id];
+	struct tir_tensor *out = &vals[r->id];
+	int rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
+	if (!rc)
+		rc = tir_fused_eval(g, in, out, err);
+	if (rc) {
+		tir_tensor_release(out);
+		if (!err->loc.src)
+			err->loc = r->loc;
+		return rc;
+	}
+	for (int j = 0; j < g->n; j++)
+		drop_operands(g->nodes[j], interior, vals, uses);
+	return 0;
+}
+
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {
@@ -503,7 +623,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	struct tir_node **targets = NULL;
 	size_t ntargets = 0, captargets = 0, capheaders = 0;
 	int rc = 0;
-	if (!uses || !vals) {
+	if (!uses || !vals || (x->keep && kept_sync(x))) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto done;
 	}
@@ -538,18 +658,33 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	}
 	/* what the targets need, and how often each value is read */
 	bool *need = calloc(nn + 1, sizeof *need);
-	if (!need) {
+	bool *target = calloc(nn + 1, sizeof *target);
+	struct tir_plan plan = {0};
+	bool planned = false;
+	if (!need || !target) {
+		free(need);
+		free(target);
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto done;
 	}
 	for (size_t i = 0; i < ntargets; i++) {
 		need[targets[i]->id] = true;
+		target[targets[i]->id] = true;
 		uses[targets[i]->id]++;
 	}
 	for (size_t i = nn; i-- > 0;) {
 		if (!need[i])
 			continue;
 		const struct tir_node *n = p->nodes[i];
+		if (x->keep && x->kept[i].buf) {
+			/* computed before: a value to read, not a node to run */
+			tir_tensor_ref(&vals[i], &x->kept[i]);
+			need[i] = false;
+			target[i] = true;
+			continue;
+		}
+		if (x->keep && keepable(p, n))
+			target[i] = true; /* materialized, so that it can be kept */
 		for (int k = 0; k < n->nin; k++) {
 			if (!n->in[k])
 				continue;
@@ -557,14 +692,38 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			uses[n->in[k]->id]++;
 		}
 	}
+	if (!x->no_fuse) {
+		if (tir_fuse(p, need, uses, target, &plan)) {
+			free(need);
+			free(target);
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			goto done;
+		}
+		planned = true;
+		free(x->explain);
+		x->explain = tir_plan_explain(p, &plan);
+	}
+	free(target);
 	tir_mem_reset_peak();
 	size_t base = tir_mem_current();
 	double t1 = now_ms();
 	x->stats.plan_ms = t1 - t0;
 	for (size_t i = 0; i < nn && !rc; i++) {
-		if (!need[i])
+		if (!need[i] || (planned && plan.interior[i]))
 			continue;
 		const struct tir_node *n = p->nodes[i];
+		if (x->intr && *x->intr) {
+			rc = tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
+			break;
+		}
+		if (planned && plan.group_of[i] >= 0) {
+			rc = run_group(&plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			x->stats.nops += plan.groups[plan.group_of[i]].n;
+			x->stats.nkernels++;
+			if (!rc && x->keep && keepable(p, n))
+				tir_tensor_ref(&x->kept[i], &vals[i]);
+			continue;
+		}
 		struct tir_tensor in[TIR_MAX_PARAMS];
 		struct tir_tensor *inp = in;
 		if (n->nin > TIR_MAX_PARAMS) {
@@ -581,20 +740,18 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		rc = eval_node(x, n, inp, &vals[i], &e);
 		if (rc)
 			*err = e;
-		x->stats.nops += n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
-		/* drop operands nobody reads any more */
-		for (int k = 0; k < n->nin; k++) {
-			if (!n->in[k])
-				continue;
-			uint32_t id = n->in[k]->id;
-			if (--uses[id] == 0)
-				tir_tensor_release(&vals[id]);
-		}
+		else if (x->keep && keepable(p, n))
+			tir_tensor_ref(&x->kept[i], &vals[i]);
+		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
+		x->stats.nops += op;
+		x->stats.nkernels += op;
+		drop_operands(n, NULL, vals, uses);
 		if (inp != in)
 			free(inp);
 	}
 	free(need);
-	x->stats.nkernels = x->stats.nops;
+	if (planned)
+		tir_plan_free(&plan);
 	x->stats.run_ms = now_ms() - t1;
 	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;
 	if (rc)
@@ -652,4 +809,16 @@ const struct tir_tensor *tir_exec_named(const struct tir_exec *x, size_t i)
 const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x)
 {
 	return &x->stats;
+}
+
+void tir_exec_set_fuse(struct tir_exec *x, bool fuse)
+{
+	x->no_fuse = !fuse;
+}
+
+const char *tir_exec_explain(const struct tir_exec *x)
+{
+	if (x->no_fuse)
+		return "--no-fuse: one reference kernel per op\n";
+	return x->explain ? x->explain : "";
 }

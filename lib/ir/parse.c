@@ -19,6 +19,7 @@ struct parser {
 	struct tir_token ahead;    /* one token of lookahead */
 	bool has_ahead;
 	unsigned flags;
+	uint32_t line_base;        /* lines before the chunk (tir_program_parse_at) */
 	int depth;
 	bool in_print;
 	uint32_t stmt;
@@ -50,7 +51,7 @@ static void loc_tok(const struct parser *ps, const struct tir_token *t, struct t
 {
 	loc->src = ps->lx.src;
 	loc->off = t->off;
-	loc->line = t->line;
+	loc->line = t->line + ps->line_base;
 	loc->col = t->col;
 }
 
@@ -201,7 +202,8 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
 	if (open->line == ps->tok.line)
 		snprintf(want, sizeof want, "'%c' to close '%c' at column %u", c, o, open->col);
 	else
-		snprintf(want, sizeof want, "'%c' to close '%c' at line %u", c, o, open->line);
+		snprintf(want, sizeof want, "'%c' to close '%c' at line %u", c, o,
+			 open->line + ps->line_base);
 	expected(ps, want);
 	return false;
 }
@@ -1470,6 +1472,12 @@ static void parse_statements(struct parser *ps)
 int tir_program_parse(struct tir_program *p, const char *name, const char *src, size_t len,
 		      unsigned flags)
 {
+	return tir_program_parse_at(p, name, src, len, flags, 1);
+}
+
+int tir_program_parse_at(struct tir_program *p, const char *name, const char *src, size_t len,
+			 unsigned flags, uint32_t first_line)
+{
 	p->ndiags = 0;
 	p->nerrors = 0;
 	struct tir_source *s = tir_arena_alloc(&p->arena, sizeof *s);
@@ -1493,7 +1501,7 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 	s->next = p->sources;
 	p->sources = s;
 
-	struct parser ps = {.prog = p, .flags = flags};
+	struct parser ps = {.prog = p, .flags = flags, .line_base = first_line ? first_line - 1 : 0};
 	if (tir_lex_init(&ps.lx, s))
 		return -TIR_ENOMEM;
 	parse_statements(&ps);

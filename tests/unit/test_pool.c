@@ -310,6 +310,18 @@ static void test_matmul_det(enum tir_dtype dt)
 	tir_tensor_release(&a);
 	tir_tensor_release(&b);
 
+	/* big enough for blocks of 512 x 512; a narrow b in row blocks */
+	make(&a, dt, 2, (int64_t[]){ 2100, 32 }, 15, false);
+	make(&b, dt, 2, (int64_t[]){ 32, 2100 }, 16, true);
+	check_matmul("2100x32 @ 32x2100", &a, &b);
+	tir_tensor_release(&a);
+	tir_tensor_release(&b);
+	make(&a, dt, 2, (int64_t[]){ 5000, 64 }, 17, false);
+	make(&b, dt, 2, (int64_t[]){ 64, 10 }, 18, true);
+	check_matmul("5000x64 @ 64x10", &a, &b);
+	tir_tensor_release(&a);
+	tir_tensor_release(&b);
+
 	/* batched, each entry its own matrices */
 	make(&a, dt, 3, (int64_t[]){ 3, 270, 130 }, 9, false);
 	make(&b, dt, 3, (int64_t[]){ 3, 130, 300 }, 10, true);

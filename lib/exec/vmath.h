@@ -1,0 +1,63 @@
+/*
+ * vmath.h — lib/exec internals: the per-element functions of the float
+ * elementwise ops over contiguous arrays, vectorized with SLEEF and chosen
+ * once per process for the CPU (AVX-512, AVX2 or portable scalar code).
+ *
+ * The reference kernels (elementwise.c) and the fused evaluator both compute
+ * through these, so a value is bitwise the same fused or not.  Every path
+ * gives bitwise the same results as every other (SLEEF's deterministic
+ * "cinz" functions, and one shared formula for each composite op), so the
+ * output does not depend on the machine's vector unit either.
+ *
+ * Not here: strided operands (callers gather them into a block first),
+ * integer or bool dtypes, comparisons.
+ */
+#ifndef TIR_EXEC_VMATH_H
+#define TIR_EXEC_VMATH_H
+
+#include "exec.h"
+
+/* A good block length (elements) for callers that gather strided operands:
+ * a few such blocks of doubles stay in L1. */
+#define TIR_VMATH_BLOCK 512
+
+/* Whether op is a float unary op these compute (exp ... sign, not NOT). */
+bool tir_vmath_unary_op(enum tir_op op);
+/* Whether op is a float binary arithmetic op these compute (add sub mul div
+ * pow maximum minimum mod). */
+bool tir_vmath_binary_op(enum tir_op op);
+
+/* dst[i] = op(src[i]) for i < n; dst may equal src (no other overlap).
+ * op must satisfy tir_vmath_unary_op. */
+void tir_vmath_f32(enum tir_op op, float *dst, const float *src, int64_t n);
+void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n);
+/* dst[i] = op(a[i], b[i]) for i < n; dst may equal a or b (no other
+ * overlap).  op must satisfy tir_vmath_binary_op. */
+void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n);
+void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n);
+
+/* The path in use: "avx512", "avx2" or "scalar" (static storage).  Chosen
+ * on first use from the CPU; the environment variable TIR_VMATH=scalar|avx2|
+ * avx512 asks for one (a path the CPU lacks gives the best one it has). */
+const char *tir_vmath_isa(void);
+
+/* ---- test hook: one named path, whatever was chosen ---- */
+enum tir_vmath_path {
+	TIR_VMATH_SCALAR,
+	TIR_VMATH_AVX2,
+	TIR_VMATH_AVX512,
+	TIR_VMATH_PATH_COUNT
+};
+/* Whether this CPU (and OS) can run path p. */
+bool tir_vmath_path_ok(enum tir_vmath_path p);
+/* As tir_vmath_f32 ... through path p, which must satisfy tir_vmath_path_ok. */
+void tir_vmath_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const float *src,
+		      int64_t n);
+void tir_vmath_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *src,
+		      int64_t n);
+void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const float *a,
+		       const float *b, int64_t n);
+void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *a,
+		       const double *b, int64_t n);
+
+#endif

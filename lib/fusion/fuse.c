@@ -1,0 +1,202 @@
+/*
+ * fuse.c — the fuser: partitions the nodes a run needs into kernels.
+ *
+ * A group grows backwards from its root (the last node of a chain) through
+ * the operands it can absorb.  Legality is one small predicate, in the
+ * spirit of ggml's ggml_can_fuse: an operand joins when it is a fusable
+ * elementwise op of the group's dtype and shape, has exactly one reader
+ * (this group) and is not printed or saved — so an interior value is
+ * never materialized and nothing is computed twice.  Everything else is an
+ * input the group reads from memory.  Conservative by design: only what
+ * is provably the same computation is fused.
+ */
+#include "fusion.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool tir_fusable(const struct tir_node *n)
+{
+	switch (n->op) {
+	case TIR_OP_NEG: case TIR_OP_ABS: case TIR_OP_EXP: case TIR_OP_LOG:
+	case TIR_OP_SQRT: case TIR_OP_RSQRT: case TIR_OP_RECIP: case TIR_OP_SIN:
+	case TIR_OP_COS: case TIR_OP_TANH: case TIR_OP_SIGMOID: case TIR_OP_RELU:
+	case TIR_OP_GELU: case TIR_OP_SILU: case TIR_OP_ERF: case TIR_OP_FLOOR:
+	case TIR_OP_CEIL: case TIR_OP_ROUND: case TIR_OP_SIGN:
+	case TIR_OP_ADD: case TIR_OP_SUB: case TIR_OP_MUL: case TIR_OP_DIV:
+	case TIR_OP_POW: case TIR_OP_MAXIMUM: case TIR_OP_MINIMUM: case TIR_OP_MOD:
+		break;
+	default:
+		return false;
+	}
+	/* float in, float out: the dtype it computes in is its result's */
+	return (n->type.dtype == TIR_DTYPE_F32 || n->type.dtype == TIR_DTYPE_F64) &&
+	       tir_compute_dtype(n) == n->type.dtype && !n->type.weak;
+}
+
+static bool same_shape(const struct tir_type *a, const struct tir_type *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}
+
+/* Why operand o cannot join a group rooted at r, or NULL if it can. */
+static const char *why_not(const struct tir_node *r, const struct tir_node *o, const int64_t *uses,
+			   const bool *target, const bool *taken)
+{
+	if (o->op == TIR_OP_CONST || o->op == TIR_OP_INPUT)
+		return "a leaf";
+	if (!tir_fusable(o))
+		return tir_op(o->op)->kind == TIR_KIND_ELEMWISE ? "an operand's dtype does not fuse"
+								 : "an operand is not elementwise";
+	if (o->type.dtype != r->type.dtype)
+		return "an operand has another dtype";
+	if (!same_shape(&o->type, &r->type))
+		return "an operand is broadcast (computed once, not per element)";
+	if (target[o->id])
+		return "an operand is printed or saved";
+	if (uses[o->id] != 1)
+		return "an operand is read by another kernel too";
+	if (taken[o->id])
+		return "an operand is in another kernel";
+	return NULL;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct tir_node *x = *(struct tir_node *const *)a, *y = *(struct tir_node *const *)b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
+	     const bool *target, struct tir_plan *plan)
+{
+	memset(plan, 0, sizeof *plan);
+	size_t nn = p->nnodes;
+	plan->nnodes = nn;
+	plan->group_of = malloc(sizeof *plan->group_of * (nn + 1));
+	plan->interior = calloc(nn + 1, sizeof *plan->interior);
+	plan->need = malloc(nn + 1);
+	if (plan->need)
+		memcpy(plan->need, need, nn);
+	bool *taken = calloc(nn + 1, sizeof *taken);
+	struct tir_node **stack = malloc(sizeof *stack * (nn + 1));
+	struct tir_node **members = malloc(sizeof *members * (nn + 1));
+	struct tir_node **ins = malloc(sizeof *ins * (nn + 1));
+	bool *is_in = calloc(nn + 1, sizeof *is_in);
+	size_t capg = 0;
+	int rc = 0;
+	if (!plan->group_of || !plan->interior || !plan->need || !taken || !stack || !members || !ins || !is_in) {
+		rc = -TIR_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nn; i++)
+		plan->group_of[i] = -1;
+	/* roots from the last node back, so a chain's end heads its group */
+	for (size_t i = nn; i-- > 0;) {
+		struct tir_node *r = p->nodes[i];
+		if (!need[i] || taken[i] || !tir_fusable(r))
+			continue;
+		taken[i] = true;
+		int nm = 0, ni = 0, sp = 0;
+		const char *closed = "its operands are all leaves";
+		members[nm++] = r;
+		stack[sp++] = r;
+		while (sp > 0) {
+			struct tir_node *m = stack[--sp];
+			for (int k = 0; k < m->nin; k++) {
+				struct tir_node *o = m->in[k];
+				const char *why = why_not(r, o, uses, target, taken);
+				if (!why) {
+					taken[o->id] = true;
+					plan->interior[o->id] = true;
+					members[nm++] = o;
+					stack[sp++] = o;
+					continue;
+				}
+				if (strcmp(why, "a leaf") != 0)
+					closed = why;
+				if (!is_in[o->id]) {
+					is_in[o->id] = true;
+					ins[ni++] = o;
+				}
+			}
+		}
+		for (int k = 0; k < ni; k++)
+			is_in[ins[k]->id] = false;
+		if (nm == 1) {
+			/* nothing joined: the reference kernel runs it */
+			continue;
+		}
+		qsort(members, (size_t)nm, sizeof *members, cmp_id);
+		qsort(ins, (size_t)ni, sizeof *ins, cmp_id);
+		if (tir_grow((void **)&plan->groups, &capg, (size_t)plan->ngroups + 1, sizeof *plan->groups)) {
+			rc = -TIR_ENOMEM;
+			goto out;
+		}
+		struct tir_group *g = &plan->groups[plan->ngroups];
+		g->root = r;
+		g->n = nm;
+		g->nin = ni;
+		g->closed = closed;
+		g->nodes = tir_arena_alloc(&plan->arena, sizeof *g->nodes * (size_t)nm);
+		g->inputs = tir_arena_alloc(&plan->arena, sizeof *g->inputs * (size_t)(ni ? ni : 1));
+		if (!g->nodes || !g->inputs) {
+			rc = -TIR_ENOMEM;
+			goto out;
+		}
+		memcpy(g->nodes, members, sizeof *members * (size_t)nm);
+		memcpy(g->inputs, ins, sizeof *ins * (size_t)ni);
+		plan->group_of[i] = plan->ngroups++;
+	}
+out:
+	free(taken);
+	free(stack);
+	free(members);
+	free(ins);
+	free(is_in);
+	if (rc)
+		tir_plan_free(plan);
+	return rc;
+}
+
+void tir_plan_free(struct tir_plan *plan)
+{
+	free(plan->groups);
+	free(plan->group_of);
+	free(plan->interior);
+	free(plan->need);
+	tir_arena_free(&plan->arena);
+	memset(plan, 0, sizeof *plan);
+}
+
+char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
+{
+	struct tir_str out = {0};
+	char tb[TIR_TYPE_STRLEN];
+	int k = 0;
+	for (size_t i = 0; i < plan->nnodes; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (!plan->need[i] || plan->interior[i] || n->op == TIR_OP_CONST || n->op == TIR_OP_INPUT)
+			continue;
+		const char *name = tir_node_current_name(p, n);
+		int g = plan->group_of[i];
+		tir_str_addf(&out, "kernel %d: ", ++k);
+		if (g >= 0) {
+			const struct tir_group *gr = &plan->groups[g];
+			tir_str_addf(&out, "fused %d ops [", gr->n);
+			for (int j = 0; j < gr->n; j++)
+				tir_str_addf(&out, "%s%s", j ? " " : "", tir_op(gr->nodes[j]->op)->name);
+			tir_str_addf(&out, "] -> %s %s, reads %d; closed: %s\n", name ? name : "_",
+				     tir_type_str(&n->type, tb, sizeof tb), gr->nin, gr->closed);
+		} else {
+			tir_str_addf(&out, "%s -> %s %s\n", tir_op(n->op)->name, name ? name : "_",
+				     tir_type_str(&n->type, tb, sizeof tb));
+		}
+	}
+	return out.oom ? (tir_str_free(&out), NULL) : out.s;
+}

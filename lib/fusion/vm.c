@@ -1,0 +1,184 @@
+/*
+ * vm.c — runs a fused elementwise group as one pass over memory: the output
+ * is cut into tasks of a fixed size (independent of the thread count, so
+ * results never depend on it), each task into blocks that fit in L1, and
+ * every node of the group computes its block into a register with the
+ * same vmath functions the reference kernels use.  Interior values live
+ * only in these registers.  Inputs are read in place when contiguous,
+ * broadcast once when scalar, gathered per block otherwise.
+ *
+ * Each block is computed by the reference kernels themselves (on 1-D views
+ * of the registers), so a fused result is bitwise the unfused one.
+ */
+#include "fusion.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BLK 1024                /* elements per register */
+#define TASK ((int64_t)BLK * 64) /* elements per task */
+
+enum { IN_CONTIG, IN_SCALAR, IN_STRIDED };
+
+struct vm {
+	const struct tir_group *g;
+	enum tir_dtype dt;
+	size_t esz;
+	int rank;
+	const int64_t *shape;
+	struct tir_tensor *in;      /* converted, broadcast to the root's shape */
+	int *in_kind;
+	int (*src)[3];              /* per node, per operand: >= 0 a node, < 0 ~input */
+	char *out;
+	int64_t numel;
+};
+
+/* Copy elements [i0, i0 + n) (row-major over vm->shape) of view v to dst. */
+static void gather(const struct vm *vm, const struct tir_tensor *v, int64_t i0, int64_t n, char *dst)
+{
+	int64_t idx[TIR_MAX_RANK];
+	int64_t rem = i0, off = v->offset;
+	for (int d = vm->rank - 1; d >= 0; d--) {
+		idx[d] = rem % vm->shape[d];
+		rem /= vm->shape[d];
+		off += idx[d] * v->strides[d];
+	}
+	const char *base = v->buf->data;
+	for (int64_t k = 0; k < n; k++) {
+		memcpy(dst + (size_t)k * vm->esz, base + off * (int64_t)vm->esz, vm->esz);
+		/* step to the next element, carrying into outer axes */
+		for (int d = vm->rank - 1; d >= 0; d--) {
+			off += v->strides[d];
+			if (++idx[d] < vm->shape[d])
+				break;
+			off -= v->strides[d] * vm->shape[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+/* A 1-D tensor over len elements at b's memory (no ownership). */
+static struct tir_tensor block_view(const struct vm *vm, struct tir_buf *b, int64_t len)
+{
+	struct tir_tensor t = {.dtype = vm->dt, .rank = 1, .shape = {len}, .strides = {1}, .buf = b};
+	return t;
+}
+
+static void run_task(void *ctx, int64_t t)
+{
+	struct vm *vm = ctx;
+	const struct tir_group *g = vm->g;
+	int64_t lo = t * TASK, hi = lo + TASK < vm->numel ? lo + TASK : vm->numel;
+	size_t regbytes = (size_t)BLK * vm->esz;
+	char *regs = aligned_alloc(64, regbytes * (size_t)(g->n + g->nin));
+	if (!regs)
+		abort(); /* a few KiB per task; nothing sensible to do without them */
+	char *node_reg = regs, *in_reg = regs + regbytes * (size_t)g->n;
+	/* scalars are broadcast into their register once per task */
+	for (int k = 0; k < g->nin; k++) {
+		if (vm->in_kind[k] != IN_SCALAR)
+			continue;
+		const char *v = (const char *)vm->in[k].buf->data + vm->in[k].offset * (int64_t)vm->esz;
+		for (int64_t e = 0; e < BLK; e++)
+			memcpy(in_reg + regbytes * (size_t)k + (size_t)e * vm->esz, v, vm->esz);
+	}
+	for (int64_t b0 = lo; b0 < hi; b0 += BLK) {
+		int64_t len = hi - b0 < BLK ? hi - b0 : BLK;
+		const char *inp[64];
+		for (int k = 0; k < g->nin; k++) {
+			char *r = in_reg + regbytes * (size_t)k;
+			if (vm->in_kind[k] == IN_CONTIG)
+				inp[k] = (const char *)vm->in[k].buf->data + (vm->in[k].offset + b0) * (int64_t)vm->esz;
+			else if (vm->in_kind[k] == IN_SCALAR)
+				inp[k] = r;
+			else {
+				gather(vm, &vm->in[k], b0, len, r);
+				inp[k] = r;
+			}
+		}
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_node *n = g->nodes[j];
+			char *dst = j == g->n - 1 ? vm->out + b0 * (int64_t)vm->esz : node_reg + regbytes * (size_t)j;
+			const void *a[3] = {NULL, NULL, NULL};
+			for (int k = 0; k < n->nin; k++) {
+				int s = vm->src[j][k];
+				a[k] = s >= 0 ? node_reg + regbytes * (size_t)s : inp[~s];
+			}
+			struct tir_buf bd = {1, (size_t)len * vm->esz, dst}, b0_ = {1, 0, (void *)a[0]},
+				       b1_ = {1, 0, (void *)a[1]};
+			struct tir_tensor td = block_view(vm, &bd, len), t0 = block_view(vm, &b0_, len),
+					  t1 = block_view(vm, &b1_, len);
+			struct tir_err e = {0};
+			/* float ops on floats cannot fail */
+			if (n->nin == 1)
+				TIR_ASSERT(tir_k_unary(n->op, &t0, &td, &e) == 0);
+			else
+				TIR_ASSERT(tir_k_binary(n->op, &t0, &t1, &td, &e) == 0);
+		}
+	}
+	free(regs);
+}
+
+int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
+		   struct tir_err *err)
+{
+	const struct tir_node *root = g->root;
+	struct vm vm = {.g = g, .dt = (enum tir_dtype)root->type.dtype, .rank = root->type.rank,
+			.shape = root->type.shape};
+	vm.esz = tir_dtype_size(vm.dt);
+	vm.numel = tir_type_numel(&root->type);
+	if (g->nin > 64)
+		return tir_errf(err, TIR_EUNSUPPORTED, &root->loc, "fused group reads more than 64 values");
+	int rc = 0;
+	vm.in = calloc((size_t)g->nin + 1, sizeof *vm.in);
+	vm.in_kind = calloc((size_t)g->nin + 1, sizeof *vm.in_kind);
+	vm.src = calloc((size_t)g->n, sizeof *vm.src);
+	if (!vm.in || !vm.in_kind || !vm.src) {
+		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
+		goto out;
+	}
+	for (int k = 0; k < g->nin && !rc; k++) {
+		struct tir_tensor c = {0};
+		if (in[k].dtype == vm.dt)
+			tir_tensor_ref(&c, &in[k]);
+		else
+			rc = tir_tensor_convert(&in[k], vm.dt, &c, err);
+		if (rc)
+			break;
+		tir_view_broadcast(&c, vm.rank, vm.shape, &vm.in[k]);
+		tir_tensor_release(&c);
+		bool scalar = true;
+		for (int d = 0; d < vm.rank; d++)
+			if (vm.in[k].strides[d] != 0 && vm.shape[d] != 1)
+				scalar = false;
+		vm.in_kind[k] = scalar ? IN_SCALAR : tir_tensor_is_contiguous(&vm.in[k]) ? IN_CONTIG : IN_STRIDED;
+	}
+	if (rc)
+		goto out;
+	/* operands by position: earlier nodes of the group, else inputs */
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *n = g->nodes[j];
+		for (int k = 0; k < n->nin; k++) {
+			int s = 0;
+			bool found = false;
+			for (int m = 0; m < j && !found; m++)
+				if (g->nodes[m] == n->in[k])
+					s = m, found = true;
+			for (int m = 0; m < g->nin && !found; m++)
+				if (g->inputs[m] == n->in[k])
+					s = ~m, found = true;
+			TIR_ASSERT(found);
+			vm.src[j][k] = s;
+		}
+	}
+	vm.out = tir_tensor_data(out);
+	if (vm.numel > 0)
+		tir_pool_run((vm.numel + TASK - 1) / TASK, run_task, &vm);
+out:
+	for (int k = 0; vm.in && k < g->nin; k++)
+		tir_tensor_release(&vm.in[k]);
+	free(vm.in);
+	free(vm.in_kind);
+	free(vm.src);
+	return rc;
+}
