@@ -6,7 +6,7 @@ CC       ?= cc
 OPT      ?= -O2 -g
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wundef -Wwrite-strings \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
-PKGS     := libpcre2-8 jansson openblas
+PKGS     := libpcre2-8 jansson openblas libedit sleef
 BUILD    ?= build
 SAN      ?=
 FUZZTIME ?= 60
@@ -90,7 +90,12 @@ asan:
 fuzz: deps-check
 	@sh tests/fuzz/run.sh $(FUZZTIME)
 
-bench: all $(BENCH_BIN)
+# The peers (NumPy, numexpr, PyTorch) are installed here only, never by
+# deps/test; bench/hand_fused.c links SLEEF.
+bench:
+	@sh tests/deps.sh python3-numexpr python3-torch || \
+		echo "bench: peers missing (see above); their columns stay empty"
+	@$(MAKE) --no-print-directory all $(BENCH_BIN) LDLIBS='$(LDLIBS) -lsleef'
 	@BUILD=$(BUILD) sh bench/run.sh
 
 # Rewrite one golden file on purpose: make golden-update NAME=foo

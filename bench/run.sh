@@ -52,4 +52,176 @@ else
 	status=1
 fi
 
+# ---- the fusion sections: chain, softmax, layernorm, mlp, tiny ----
+# tir (bench/tir_time), the hand-fused C references (bench/hand_fused)
+# and the Python peers (bench/peers.py: NumPy, numexpr, PyTorch eager),
+# all at THREADS threads and timed inside their process (start-up, imports
+# and parsing excluded), medians of RUNS runs.  Every ratio is the row's
+# time divided by the reference row's ("/ref") or by tir's ("/tir"); so a
+# peer's "/tir" above 1 means tir is that many times faster.  "sum" is the
+# relative difference of the output's sum from the reference's (all sides
+# get the same input data).
+THREADS=${THREADS:-$(nproc 2>/dev/null || echo 2)}
+RUNS=${RUNS:-11}
+PY=/usr/bin/python3
+
+# row LABEL MS SUM NOTE: one line of the next table
+row() {
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$tmp/rows"
+}
+
+# peer_rows FILE IMPL LABEL: IMPL's row from peers.py's output (or why not)
+peer_rows() {
+	if [ -n "$(kv "$1" "${2}_missing")" ]; then
+		row "$3" "" "" "missing ($(kv "$1" "${2}_missing"))"
+	elif [ -n "$(kv "$1" "${2}_ms")" ]; then
+		row "$3" "$(kv "$1" "${2}_ms")" "$(kv "$1" "${2}_sum")" "$(kv "$1" "${2}_version")"
+	else
+		row "$3" "" "" "no figure (see errors above)"
+	fi
+}
+
+# table REF TIR [PEROP]: print the rows collected, ratios against the row
+# labelled REF and the row labelled TIR; with PEROP, a us/op column too
+table() {
+	awk -F '\t' -v ref="$1" -v tir="$2" -v perop="${3:-0}" '
+	{ lab[NR] = $1; ms[NR] = $2; sm[NR] = $3; note[NR] = $4
+	  if ($1 == ref) { rms = $2; rsum = $3 }
+	  if ($1 == tir) tms = $2 }
+	END {
+		rh = ref == tir ? "" : "/ref"
+		printf "  %-28s %10s", "", "median ms"
+		if (perop) printf " %8s", "us/op"
+		if (rh != "") printf " %8s", rh
+		printf " %8s %9s\n", "/tir", "sum diff"
+		for (i = 1; i <= NR; i++) {
+			if (ms[i] == "") { printf "  %-28s %10s  %s\n", lab[i], "-", note[i]; continue }
+			r = rms > 0 ? sprintf("%7.2fx", ms[i] / rms) : "      -"
+			t = tms > 0 ? sprintf("%7.2fx", ms[i] / tms) : "      -"
+			d = "-"
+			if (rsum != "" && sm[i] != "") {
+				den = rsum < 0 ? -rsum : rsum
+				dd = sm[i] - rsum; dd = dd < 0 ? -dd : dd
+				d = sprintf("%.0e", den > 0 ? dd / den : dd)
+				if (dd > 1e-3 * (den > 1 ? den : 1)) d = d " MISMATCH"
+			}
+			printf "  %-28s %10.3f", lab[i], ms[i]
+			if (perop) printf " %8.3f", ms[i] * 1000 / perop
+			if (rh != "") printf " %8s", r
+			printf " %8s %9s  %s\n", t, d, note[i]
+		}
+	}' "$tmp/rows"
+	: >"$tmp/rows"
+}
+
+# target TEXT VALUE OP LIMIT: say whether VALUE OP LIMIT holds (OP: < <= > >=)
+target() {
+	awk -v text="$1" -v v="$2" -v op="$3" -v lim="$4" 'BEGIN {
+		if (v == "") { printf "  target: %-40s no figure\n", text; exit }
+		v += 0; lim += 0
+		ok = op == "<" ? v < lim : op == "<=" ? v <= lim : op == ">" ? v > lim : v >= lim
+		printf "  target: %-40s now %.3g: %s\n", text, v, ok ? "met" : "not met"
+	}'
+}
+
+# ratio A B: A / B, or nothing when either is missing
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.6g", a / b }'
+}
+
+# tir_rows NAME FILE: run tir_time on FILE, fused and --no-fuse, and add
+# tir's two rows
+tir_rows() {
+	for mode in fused unfused; do
+		flag= label=tir
+		[ $mode = unfused ] && flag=--no-fuse label="tir --no-fuse"
+		# shellcheck disable=SC2086
+		if "$BUILD/bench/tir_time" --threads "$THREADS" --runs "$RUNS" $flag "$2" >"$tmp/tir.$1.$mode"; then
+			f=$tmp/tir.$1.$mode
+			row "$label" "$(kv "$f" ms_median)" "$(kv "$f" sum)" \
+				"($(kv "$f" nops) ops -> $(kv "$f" nkernels) kernels)"
+		else
+			row "$label" "" "" "tir_time FAILED"
+			status=1
+		fi
+	done
+}
+
+# big_section NAME TITLE TIRFILE: the chain, softmax and layernorm sections
+big_section() {
+	section "$2, $THREADS threads (median of $RUNS)"
+	: >"$tmp/rows"
+	if "$BUILD/bench/hand_fused" --threads "$THREADS" --runs "$RUNS" "$1" >"$tmp/hf.$1"; then
+		f=$tmp/hf.$1
+		isa=$(kv "$f" isa)
+		row "hand-fused C" "$(kv "$f" "${1}_ms_median")" "$(kv "$f" "${1}_sum")" "($isa)"
+		[ -n "$(kv "$f" "${1}_tanh_exp_ms_median")" ] &&
+			row "hand-fused C, tanh via exp" "$(kv "$f" "${1}_tanh_exp_ms_median")" \
+				"$(kv "$f" "${1}_tanh_exp_sum")" "(one expf16 for tanh)"
+	else
+		row "hand-fused C" "" "" "hand_fused FAILED"
+		status=1
+	fi
+	tir_rows "$1" "$3"
+	$PY bench/peers.py --threads "$THREADS" --runs "$RUNS" "$1" >"$tmp/py.$1" || status=1
+	peer_rows "$tmp/py.$1" numpy numpy
+	peer_rows "$tmp/py.$1" numexpr numexpr
+	peer_rows "$tmp/py.$1" torch "torch eager"
+	table "hand-fused C" tir
+}
+
+# ---- chain ----
+big_section chain "chain: 10 elementwise ops over f32[16777216] in one expression" bench/chain.tir
+echo "  y = sqrt(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)   (bench/chain.tir)"
+tir_ms=$(kv "$tmp/tir.chain.fused" ms_median)
+target "tir <= 1.2x hand-fused C" "$(ratio "$tir_ms" "$(kv "$tmp/hf.chain" chain_ms_median)")" "<=" 1.2
+target "tir >= 8x faster than numpy" "$(ratio "$(kv "$tmp/py.chain" numpy_ms)" "$tir_ms")" ">=" 8
+
+# ---- softmax ----
+big_section softmax "softmax: softmax(x, axis=-1) over f32[4096, 1024]" bench/softmax.tir
+tir_ms=$(kv "$tmp/tir.softmax.fused" ms_median)
+target "tir <= 1.2x hand-fused C" "$(ratio "$tir_ms" "$(kv "$tmp/hf.softmax" softmax_ms_median)")" "<=" 1.2
+target "tir >= 1.5x faster than torch eager" "$(ratio "$(kv "$tmp/py.softmax" torch_ms)" "$tir_ms")" ">=" 1.5
+
+# ---- layernorm ----
+big_section layernorm "layernorm: layernorm(x, w, b) over f32[4096, 1024]" bench/layernorm.tir
+tir_ms=$(kv "$tmp/tir.layernorm.fused" ms_median)
+target "tir <= 1.2x hand-fused C" "$(ratio "$tir_ms" "$(kv "$tmp/hf.layernorm" layernorm_ms_median)")" "<=" 1.2
+target "tir >= 1.5x faster than torch eager" "$(ratio "$(kv "$tmp/py.layernorm" torch_ms)" "$tir_ms")" ">=" 1.5
+
+# ---- mlp ----
+section "mlp: 1024-1024-1024-10 MLP forward at batch 256, $THREADS threads (median of 21 / $RUNS)"
+: >"$tmp/rows"
+if "$BUILD/bench/mlp_bench" "$THREADS" >"$tmp/mlp"; then
+	# "... tir X ms, direct sgemm Y ms, ratio Z"
+	row "direct sgemm (3 calls)" "$(sed -n 's/.*direct sgemm \([0-9.]*\) ms.*/\1/p' "$tmp/mlp")" "" "(OpenBLAS, $THREADS threads)"
+	row tir "$(sed -n 's/.* tir \([0-9.]*\) ms.*/\1/p' "$tmp/mlp")" "" ""
+else
+	row "direct sgemm (3 calls)" "" "" "mlp_bench FAILED"
+	status=1
+fi
+$PY bench/peers.py --threads "$THREADS" --runs "$RUNS" mlp >"$tmp/py.mlp" || status=1
+peer_rows "$tmp/py.mlp" numpy numpy
+peer_rows "$tmp/py.mlp" torch "torch eager"
+table "direct sgemm (3 calls)" tir
+tir_ms=$(sed -n 's/.* tir \([0-9.]*\) ms.*/\1/p' "$tmp/mlp" 2>/dev/null)
+target "tir <= 1.05x direct sgemm" "$(sed -n 's/.*ratio \([0-9.]*\).*/\1/p' "$tmp/mlp" 2>/dev/null)" "<=" 1.05
+target "tir faster than torch eager" "$(ratio "$(kv "$tmp/py.mlp" torch_ms)" "$tir_ms")" ">" 1
+
+# ---- tiny ----
+section "tiny: per-op overhead, a 10,000-op graph of f32 scalars, $THREADS threads (median of $RUNS)"
+: >"$tmp/rows"
+if $PY bench/peers.py tiny-tir "$tmp/tiny.tir"; then
+	tir_rows tiny "$tmp/tiny.tir"
+else
+	row tir "" "" "peers.py tiny-tir FAILED"
+	status=1
+fi
+$PY bench/peers.py --threads "$THREADS" --runs "$RUNS" tiny >"$tmp/py.tiny" || status=1
+peer_rows "$tmp/py.tiny" numpy "numpy (np.float32 scalars)"
+peer_rows "$tmp/py.tiny" torch "torch eager (0-d tensors)"
+table tir tir 10000
+echo "  ops: mul, add, tanh, mul, sub repeated (bench/peers.py tiny_lines); us/op = median / 10000"
+target "tir under 1 us/op" "$(ratio "$(kv "$tmp/tir.tiny.fused" ms_median)" 10)" "<" 1
+
 exit $status

@@ -8,7 +8,7 @@
  * lines for bench/run.sh.  Not a test: it checks nothing about time.
  *
  *     tir_time [--threads N] [--runs N] [--warmup N] [--range LO HI]
- *              [--out NAME] FILE.tir
+ *              [--out NAME] [--no-fuse] FILE.tir
  *
  * The data: element i (row-major) of the k-th input declared (k from 0) is
  *     h = (i * 2654435761 + k * 40503) mod 2^32
@@ -94,7 +94,7 @@ static int fill_input(struct tir_exec *x, const struct tir_stmt *st, int k, doub
 static void usage(void)
 {
 	fprintf(stderr, "usage: tir_time [--threads N] [--runs N] [--warmup N] [--range LO HI] "
-			"[--out NAME] FILE.tir\n");
+			"[--out NAME] [--no-fuse] FILE.tir\n");
 	exit(2);
 }
 
@@ -103,6 +103,7 @@ int main(int argc, char **argv)
 	int threads = 2, runs = 11, warmup = 2;
 	double lo = -2, hi = 2;
 	const char *out = "y", *path = NULL;
+	bool fuse = true;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
@@ -115,6 +116,8 @@ int main(int argc, char **argv)
 			hi = atof(argv[++i]);
 		} else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out = argv[++i];
+		else if (!strcmp(argv[i], "--no-fuse"))
+			fuse = false;
 		else if (argv[i][0] == '-' || path)
 			usage();
 		else
@@ -145,6 +148,8 @@ int main(int argc, char **argv)
 	tir_blas_set_threads(threads);
 	struct tir_exec *x = tir_exec_new(p);
 	int rc = x ? 0 : 1, k = 0;
+	if (x)
+		tir_exec_set_fuse(x, fuse);
 	for (size_t s = 0; s < p->nstmts && !rc; s++)
 		if (p->stmts[s].kind == TIR_STMT_INPUT)
 			rc = fill_input(x, &p->stmts[s], k++, lo, hi);

@@ -10,12 +10,21 @@
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 
 double cli_now_ms(void);
+/* Read a whole file; NULL with a message on stderr.  returns: new, free(). */
+char *cli_read_file(const char *path, size_t *len);
 /* Parse FILE into a new program; NULL (errors printed, *status set) if not. */
 struct tir_program *cli_load_program(const char *path, int *status, double *parse_ms);
 void cli_print_diags(const struct tir_program *p);
 void cli_print_err(const struct tir_err *e);
+/* The timing line of a computation on stderr ("parse ... · run ... · peak ..."). */
+void cli_print_timing(double parse_ms, const struct tir_exec_stats *st);
+/* The type of load("path"[, "name"]) from the file's header (a tir_load_type_fn). */
+int cli_load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
+		  int *rank, int64_t *shape, struct tir_err *err);
 
 int cli_run(int argc, char **argv);
 extern const char *const cli_run_help;
+int cli_repl(int argc, char **argv);
+extern const char *const cli_repl_help;
 
 #endif

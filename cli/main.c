@@ -19,7 +19,7 @@ static const char *const usage_text =
 	"  tir run FILE.tir [options]   parse, check and run a program; print its results\n"
 	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
 	"  tir fmt FILE.tir             print the program in canonical form\n"
-	"  tir repl                     an interactive session\n"
+	"  tir repl                     an interactive session (tir help repl)\n"
 	"  tir serve [--port 6667]      serve batches over HTTP\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
 	"  tir --version                the version\n";
@@ -45,8 +45,7 @@ double cli_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Read a whole file; NULL with a message on stderr. */
-static char *read_file(const char *path, size_t *len)
+char *cli_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f) {
@@ -114,9 +113,8 @@ void cli_print_err(const struct tir_err *e)
 	free(s);
 }
 
-/* load("path"[, "name"]) while checking: read the file's header. */
-static int cli_load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
-			 int *rank, int64_t *shape, struct tir_err *err)
+int cli_load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
+		  int *rank, int64_t *shape, struct tir_err *err)
 {
 	struct tir_file_info info;
 	int rc = tir_file_info(path, name, &info, err);
@@ -128,10 +126,30 @@ static int cli_load_type(void *ud, const char *path, const char *name, enum tir_
 	return 0;
 }
 
+static void human_bytes(double b, char *buf, size_t n)
+{
+	if (b < 1024)
+		snprintf(buf, n, "%.0f B", b);
+	else if (b < 1024 * 1024)
+		snprintf(buf, n, "%.1f KiB", b / 1024);
+	else if (b < 1024.0 * 1024 * 1024)
+		snprintf(buf, n, "%.1f MiB", b / (1024 * 1024));
+	else
+		snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+}
+
+void cli_print_timing(double parse_ms, const struct tir_exec_stats *st)
+{
+	char peak[32];
+	human_bytes((double)st->peak_bytes, peak, sizeof peak);
+	fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels) \xc2\xb7 run %.2f ms \xc2\xb7 peak %s\n",
+		parse_ms, st->plan_ms, st->nops, st->nkernels, st->run_ms, peak);
+}
+
 struct tir_program *cli_load_program(const char *path, int *status, double *parse_ms)
 {
 	size_t len;
-	char *src = read_file(path, &len);
+	char *src = cli_read_file(path, &len);
 	if (!src) {
 		*status = EXIT_PROGRAM;
 		return NULL;
@@ -202,6 +220,10 @@ static int cmd_help(int argc, char **argv)
 		fputs(cli_run_help, stdout);
 		return EXIT_OK;
 	}
+	if (!strcmp(argv[0], "repl")) {
+		fputs(cli_repl_help, stdout);
+		return EXIT_OK;
+	}
 	if (!strcmp(argv[0], "ops")) {
 		char *s = tir_ops_help();
 		fputs(s ? s : "", stdout);
@@ -238,7 +260,12 @@ int main(int argc, char **argv)
 		tir_release_caches();
 		return status;
 	}
-	if (!strcmp(cmd, "repl") || !strcmp(cmd, "serve")) {
+	if (!strcmp(cmd, "repl")) {
+		int status = cli_repl(argc - 2, argv + 2);
+		tir_release_caches();
+		return status;
+	}
+	if (!strcmp(cmd, "serve")) {
 		fprintf(stderr, "tir: '%s' is not built yet\n", cmd);
 		return EXIT_USAGE;
 	}

@@ -154,6 +154,7 @@ int cli_run(int argc, char **argv)
 	}
 	struct tir_err err = {0};
 	tir_exec_set_fuse(x, !o.no_fuse);
+	tir_exec_set_profile(x, o.profile);
 	for (int i = 0; i < o.ninputs; i++) {
 		if (tir_exec_input_file(x, o.inputs[i].name, o.inputs[i].path, &err)) {
 			cli_print_err(&err);
@@ -166,6 +167,12 @@ int cli_run(int argc, char **argv)
 	int rc = tir_exec_run(x, 0, names, o.nsaves, &err);
 	if (o.explain)
 		fputs(tir_exec_explain(x), stderr);
+	if (o.profile && !rc) {
+		char *t = tir_exec_profile(x);
+		if (t)
+			fputs(t, stderr);
+		free(t);
+	}
 	if (rc) {
 		cli_print_err(&err);
 		status = EXIT_PROGRAM;
@@ -197,8 +204,9 @@ int cli_run(int argc, char **argv)
 		const struct tir_exec_stats *st = tir_exec_stats(x);
 		char peak[32];
 		human_bytes((double)st->peak_bytes, peak, sizeof peak);
-		fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels) \xc2\xb7 run %.2f ms \xc2\xb7 peak %s\n",
-			parse_ms, st->plan_ms, st->nops, st->nkernels, st->run_ms, peak);
+		fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels%s) \xc2\xb7 run %.2f ms \xc2\xb7 peak %s\n",
+			parse_ms, st->plan_ms, st->nops, st->nkernels, st->plan_cached ? ", cached" : "",
+			st->run_ms, peak);
 	}
 out:
 	free(names);

@@ -171,11 +171,16 @@ struct tir_exec_stats {
 	double plan_ms, run_ms;
 	size_t peak_bytes;      /* most tensor memory held at once during the run */
 	int nops, nkernels;
+	bool plan_cached;       /* the plan came from the cache (same structure as before) */
 };
 const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x);
 /* Fuse chains of ops into kernels (the default), or run one reference
  * kernel per op (--no-fuse).  Results are the same either way. */
 void tir_exec_set_fuse(struct tir_exec *x, bool fuse);
+/* Time every kernel of the next runs; tir_exec_profile gives the table of
+ * the last one (kernel, ms, MiB moved, GFLOP/s).  returns: new, free(). */
+void tir_exec_set_profile(struct tir_exec *x, bool on);
+char *tir_exec_profile(const struct tir_exec *x);
 /* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
 const char *tir_exec_explain(const struct tir_exec *x);
 

@@ -23,6 +23,8 @@
 # (check, fmt, run --precision 3, ...); the default is "run --quiet".  The
 # case runs in tests/golden as `../../$BUILD/tir CMD NAME.tir ARGS`, so
 # messages say NAME.tir:LINE:COL, and may read fixture files beside it.
+# "# tir: repl [ARGS...]" is a REPL transcript: `tir repl ARGS < NAME.tir`
+# (stdin not a terminal: no prompt; messages say <stdin>:LINE:COL).
 # Instead of NAME.tir a case may have NAME.gen: a shell script whose stdout
 # is the program (for big or deep inputs that should not be committed); it
 # is written to a temporary NAME.tir and run there; its own first line may
@@ -111,7 +113,11 @@ run_case() {
 	set +f
 	verb=$1
 	shift
-	(cd "$dir" && timeout 20 "$tir" "$verb" "$name.tir" "$@" >"$tmp/out" 2>"$tmp/err")
+	if [ "$verb" = repl ]; then
+		(cd "$dir" && timeout 20 "$tir" repl "$@" <"$name.tir" >"$tmp/out" 2>"$tmp/err")
+	else
+		(cd "$dir" && timeout 20 "$tir" "$verb" "$name.tir" "$@" >"$tmp/out" 2>"$tmp/err")
+	fi
 	st=$?
 	want=0
 	[ -f "$root/tests/golden/$name.status" ] && want=$(cat "$root/tests/golden/$name.status")

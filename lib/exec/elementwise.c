@@ -2,10 +2,12 @@
  * elementwise.c — the reference elementwise kernels (unary, binary, where,
  * clip) and the simple creation kernels (fill, arange, eye).  Semantics are
  * NumPy's (SPEC.md section 2); integer arithmetic wraps without undefined
- * behaviour.  Not here: reductions, rand (rng.c), fused or threaded paths.
+ * behaviour.  The float math itself is vmath.c's (shared with the fused
+ * kernels).  Not here: reductions, rand (rng.c), fused or threaded paths.
  */
 #include "exec.h"
 #include "iter.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,74 +30,6 @@ static inline double k_max(double a, double b) { return isnan(a) ? a : (a > b ? 
 static inline float k_maxf(float a, float b) { return isnan(a) ? a : (a > b ? a : b); }
 static inline double k_min(double a, double b) { return isnan(a) ? a : (a < b ? a : b); }
 static inline float k_minf(float a, float b) { return isnan(a) ? a : (a < b ? a : b); }
-
-/* relu as maximum(x, 0): NaN stays, -0 gives +0. */
-static inline double k_relu(double x) { return isnan(x) ? x : (x > 0 ? x : 0); }
-static inline float k_reluf(float x) { return isnan(x) ? x : (x > 0 ? x : 0); }
-
-static inline double k_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }
-static inline float k_signf(float x) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }
-
-/* Stable for large |x|: exp never overflows. */
-static inline double k_sigmoid(double x)
-{
-	if (x >= 0)
-		return 1 / (1 + exp(-x));
-	double e = exp(x);
-	return e / (1 + e);
-}
-
-static inline float k_sigmoidf(float x)
-{
-	if (x >= 0)
-		return 1 / (1 + expf(-x));
-	float e = expf(x);
-	return e / (1 + e);
-}
-
-static inline double k_silu(double x) { return x * k_sigmoid(x); }
-static inline float k_siluf(float x) { return x * k_sigmoidf(x); }
-
-/* gelu = 0.5 x (1 + erf(x / sqrt 2)), written with erfc, which is the
- * same function but keeps its tiny left tail instead of cancelling to 0. */
-static inline double k_gelu(double x)
-{
-	return 0.5 * x * erfc(-x / 1.41421356237309504880);
-}
-
-static inline float k_geluf(float x)
-{
-	return 0.5f * x * erfcf(-x / 1.41421356237309504880f);
-}
-
-/* np.mod on floats: fmod, then moved to the divisor's sign. */
-static inline double k_fmod(double a, double b)
-{
-	double m = fmod(a, b);
-	if (b == 0)
-		return m;
-	if (m != 0) {
-		if ((b < 0) != (m < 0))
-			m += b;
-	} else {
-		m = copysign(0.0, b);
-	}
-	return m;
-}
-
-static inline float k_fmodf(float a, float b)
-{
-	float m = fmodf(a, b);
-	if (b == 0)
-		return m;
-	if (m != 0) {
-		if ((b < 0) != (m < 0))
-			m += b;
-	} else {
-		m = copysignf(0.0f, b);
-	}
-	return m;
-}
 
 /* Integer floor division, modulo with the divisor's sign, and power, for
  * T with unsigned twin U.  The caller has flagged b == 0 (and b < 0 for
@@ -212,30 +146,25 @@ INT_HELPERS(64, int64_t, uint64_t)
 
 /* ---- unary ---- */
 
+/* Float unary ops go through vmath (the same per-element functions as a
+ * fused kernel); a strided run is gathered into out a block at a time and
+ * computed there in place (out is contiguous). */
 #define UNARY_FLOAT(NAME, T, S)                                              \
 	static int NAME(enum tir_op op, UNARY_ARGS)                          \
 	{                                                                    \
-		switch (op) {                                                \
-		case TIR_OP_NEG: RUN1(T, T, -v); break;                      \
-		case TIR_OP_ABS: RUN1(T, T, fabs##S(v)); break;              \
-		case TIR_OP_EXP: RUN1(T, T, exp##S(v)); break;               \
-		case TIR_OP_LOG: RUN1(T, T, log##S(v)); break;               \
-		case TIR_OP_SQRT: RUN1(T, T, sqrt##S(v)); break;             \
-		case TIR_OP_RSQRT: RUN1(T, T, 1 / sqrt##S(v)); break;        \
-		case TIR_OP_RECIP: RUN1(T, T, 1 / v); break;                 \
-		case TIR_OP_SIN: RUN1(T, T, sin##S(v)); break;               \
-		case TIR_OP_COS: RUN1(T, T, cos##S(v)); break;               \
-		case TIR_OP_TANH: RUN1(T, T, tanh##S(v)); break;             \
-		case TIR_OP_SIGMOID: RUN1(T, T, k_sigmoid##S(v)); break;     \
-		case TIR_OP_RELU: RUN1(T, T, k_relu##S(v)); break;           \
-		case TIR_OP_GELU: RUN1(T, T, k_gelu##S(v)); break;           \
-		case TIR_OP_SILU: RUN1(T, T, k_silu##S(v)); break;           \
-		case TIR_OP_ERF: RUN1(T, T, erf##S(v)); break;               \
-		case TIR_OP_FLOOR: RUN1(T, T, floor##S(v)); break;           \
-		case TIR_OP_CEIL: RUN1(T, T, ceil##S(v)); break;             \
-		case TIR_OP_ROUND: RUN1(T, T, nearbyint##S(v)); break;       \
-		case TIR_OP_SIGN: RUN1(T, T, k_sign##S(v)); break;           \
-		default: return RUN_UNSUPPORTED;                             \
+		T *o_ = o;                                                   \
+		const T *x_ = px;                                            \
+		if (!tir_vmath_unary_op(op))                                 \
+			return RUN_UNSUPPORTED;                              \
+		if (sx == 1) {                                               \
+			tir_vmath_##S(op, o_, x_, n);                        \
+			return 0;                                            \
+		}                                                            \
+		for (int64_t j = 0; j < n; j += TIR_VMATH_BLOCK) {           \
+			int64_t m = n - j < TIR_VMATH_BLOCK ? n - j : TIR_VMATH_BLOCK; \
+			for (int64_t i = 0; i < m; i++)                      \
+				o_[j + i] = x_[(j + i) * sx];                \
+			tir_vmath_##S(op, o_ + j, o_ + j, m);                \
 		}                                                            \
 		return 0;                                                    \
 	}
@@ -256,8 +185,8 @@ INT_HELPERS(64, int64_t, uint64_t)
 		return 0;                                                    \
 	}
 
-UNARY_FLOAT(unary_f32, float, f)
-UNARY_FLOAT(unary_f64, double, )
+UNARY_FLOAT(unary_f32, float, f32)
+UNARY_FLOAT(unary_f64, double, f64)
 UNARY_INT(unary_i32, int32_t, uint32_t)
 UNARY_INT(unary_i64, int64_t, uint64_t)
 
@@ -301,18 +230,36 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 	case TIR_OP_AND: RUN2(uint8_t, T, a != 0 && b != 0); break;          \
 	case TIR_OP_OR: RUN2(uint8_t, T, a != 0 || b != 0); break;
 
+/* Float arithmetic goes through vmath; operands that are not contiguous in
+ * the run are gathered a block at a time (a stride-0 one filled once). */
 #define BINARY_FLOAT(NAME, T, S)                                             \
+	static void NAME##_vmath(enum tir_op op, BINARY_ARGS)                \
+	{                                                                    \
+		T *o_ = o, ta[TIR_VMATH_BLOCK], tb[TIR_VMATH_BLOCK];         \
+		const T *a_ = pa, *b_ = pb;                                  \
+		if (sa == 1 && sb == 1) {                                    \
+			tir_vmath2_##S(op, o_, a_, b_, n);                   \
+			return;                                              \
+		}                                                            \
+		for (int64_t j = 0; j < n; j += TIR_VMATH_BLOCK) {           \
+			int64_t m = n - j < TIR_VMATH_BLOCK ? n - j : TIR_VMATH_BLOCK; \
+			if (sa != 1 && (sa != 0 || j == 0))                  \
+				for (int64_t i = 0; i < m; i++)              \
+					ta[i] = a_[(j + i) * sa];            \
+			if (sb != 1 && (sb != 0 || j == 0))                  \
+				for (int64_t i = 0; i < m; i++)              \
+					tb[i] = b_[(j + i) * sb];            \
+			tir_vmath2_##S(op, o_ + j, sa == 1 ? a_ + j : ta,   \
+				       sb == 1 ? b_ + j : tb, m);            \
+		}                                                            \
+	}                                                                    \
 	static int NAME(enum tir_op op, BINARY_ARGS)                         \
 	{                                                                    \
+		if (tir_vmath_binary_op(op)) {                               \
+			NAME##_vmath(op, o, pa, sa, pb, sb, n);              \
+			return 0;                                            \
+		}                                                            \
 		switch (op) {                                                \
-		case TIR_OP_ADD: RUN2(T, T, a + b); break;                   \
-		case TIR_OP_SUB: RUN2(T, T, a - b); break;                   \
-		case TIR_OP_MUL: RUN2(T, T, a * b); break;                   \
-		case TIR_OP_DIV: RUN2(T, T, a / b); break;                   \
-		case TIR_OP_POW: RUN2(T, T, pow##S(a, b)); break;            \
-		case TIR_OP_MAXIMUM: RUN2(T, T, k_max##S(a, b)); break;      \
-		case TIR_OP_MINIMUM: RUN2(T, T, k_min##S(a, b)); break;      \
-		case TIR_OP_MOD: RUN2(T, T, k_fmod##S(a, b)); break;         \
 		COMPARE_CASES(T)                                             \
 		default: return RUN_UNSUPPORTED;                             \
 		}                                                            \
@@ -345,8 +292,8 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 		return 0;                                                    \
 	}
 
-BINARY_FLOAT(binary_f32, float, f)
-BINARY_FLOAT(binary_f64, double, )
+BINARY_FLOAT(binary_f32, float, f32)
+BINARY_FLOAT(binary_f64, double, f64)
 BINARY_INT(binary_i32, int32_t, uint32_t, 32)
 BINARY_INT(binary_i64, int64_t, uint64_t, 64)
 

@@ -545,6 +545,29 @@ static void pool_##SFX(const struct conv *g, bool max, const T *xp, T *dst)     
 DEFINE_POOL(float, f32)
 DEFINE_POOL(double, f64)
 
+/* max pooling of integers: the largest in each window, no conversion */
+#define DEFINE_MAXPOOL_INT(T, SFX)                                                 \
+static void maxpool_##SFX(const struct conv *g, const T *xp, T *dst)               \
+{                                                                                  \
+	for (int64_t img = 0; img < g->n; img++)                                   \
+	for (int64_t c = 0; c < g->c; c++) {                                       \
+		const T *xc = xp + img * g->xs[0] + c * g->xs[1];                  \
+		for (int64_t oh = 0; oh < g->oh; oh++)                             \
+		for (int64_t ow = 0; ow < g->ow; ow++) {                           \
+			const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
+			T m = win[0];                                              \
+			for (int64_t i = 0; i < g->kh; i++)                        \
+			for (int64_t j = 0; j < g->kw; j++) {                      \
+				T v = win[i * g->xs[2] + j * g->xs[3]];            \
+				m = v > m ? v : m;                                 \
+			}                                                          \
+			*dst++ = m;                                                \
+		}                                                                  \
+	}                                                                          \
+}
+DEFINE_MAXPOOL_INT(int32_t, i32)
+DEFINE_MAXPOOL_INT(int64_t, i64)
+
 /* max or average pooling, NCHW, no padding. */
 int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err)
@@ -552,7 +575,12 @@ int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 	const char *op = max ? "maxpool2d" : "avgpool2d";
 	const int64_t nopad[2] = { 0, 0 };
 	struct conv geo, *g = &geo;
-	int rc = check_io(op, x, out, err);
+	bool ints = max && (out->dtype == TIR_DTYPE_I32 || out->dtype == TIR_DTYPE_I64);
+	int rc = ints ? (x->dtype == out->dtype && tir_tensor_is_contiguous(out)
+				 ? 0
+				 : tir_errf(err, TIR_ETYPE, NULL, "%s: input is %s, out is %s", op,
+					    tir_dtype_name(x->dtype), tir_dtype_name(out->dtype)))
+		      : check_io(op, x, out, err);
 	if (rc)
 		return rc;
 	if (kernel[0] < 1 || kernel[1] < 1)
@@ -565,7 +593,11 @@ int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 		return rc;
 	if (tir_tensor_numel(out) == 0)
 		return 0;
-	if (out->dtype == TIR_DTYPE_F32)
+	if (out->dtype == TIR_DTYPE_I32)
+		maxpool_i32(g, tir_tensor_data(x), tir_tensor_data(out));
+	else if (out->dtype == TIR_DTYPE_I64)
+		maxpool_i64(g, tir_tensor_data(x), tir_tensor_data(out));
+	else if (out->dtype == TIR_DTYPE_F32)
 		pool_f32(g, max, tir_tensor_data(x), tir_tensor_data(out));
 	else
 		pool_f64(g, max, tir_tensor_data(x), tir_tensor_data(out));

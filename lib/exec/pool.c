@@ -44,7 +44,7 @@ static struct {
 	pthread_cond_t done;         /* the caller: the last worker is done */
 	int started;                 /* workers running */
 	bool quit;
-	bool atexit_set;
+	bool hooks_set;              /* atexit and atfork registered */
 	struct worker w[TIR_POOL_MAX];
 	void (*fn)(void *ctx, int64_t task);   /* the current job */
 	void *ctx;
@@ -126,6 +126,18 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* A forked child has none of the workers (and maybe a lock some other
+ * thread held): start over. */
+static void after_fork(void)
+{
+	pthread_mutex_init(&pool.run, NULL);
+	pthread_mutex_init(&pool.lock, NULL);
+	pthread_cond_init(&pool.wake, NULL);
+	pthread_cond_init(&pool.done, NULL);
+	pool.started = 0;
+	pool.quit = false;
+}
+
 /* Start workers up to want - 1 (pool.run held).  Fewer when the system
  * refuses threads: the run then goes on with those it has.  Workers block
  * every signal, so signals reach the application's own threads. */
@@ -148,9 +160,10 @@ static void start_workers(int want)
 	}
 	pthread_mutex_unlock(&pool.lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pool.started && !pool.atexit_set) {
-		pool.atexit_set = true;
+	if (pool.started && !pool.hooks_set) {
+		pool.hooks_set = true;
 		atexit(tir_pool_shutdown);
+		pthread_atfork(NULL, NULL, after_fork);
 	}
 }
 

@@ -92,6 +92,24 @@ void tir_rand_range(void *p, enum tir_dtype dt, int64_t start, int64_t n, uint64
 	}
 }
 
+#define RAND_CHUNK ((int64_t)1 << 16)
+
+struct rand_job {
+	void *p;
+	enum tir_dtype dt;
+	int64_t n;
+	uint64_t seed;
+	bool normal;
+};
+
+static void rand_chunk(void *ctx, int64_t t)
+{
+	const struct rand_job *j = ctx;
+	int64_t lo = t * RAND_CHUNK, len = j->n - lo < RAND_CHUNK ? j->n - lo : RAND_CHUNK;
+	char *dst = (char *)j->p + (size_t)lo * tir_dtype_size(j->dt);
+	tir_rand_range(dst, j->dt, lo, len, j->seed, j->normal);
+}
+
 /* Fill the contiguous out with uniform [0, 1) (normal false) or standard
  * normal values; returns 0, or -TIR_EUNSUPPORTED for a strided out. */
 int tir_k_rand(struct tir_tensor *out, uint64_t seed, bool normal)
@@ -102,6 +120,9 @@ int tir_k_rand(struct tir_tensor *out, uint64_t seed, bool normal)
 		return 0;
 	if (!p || !tir_tensor_is_contiguous(out) || (unsigned)out->dtype >= TIR_DTYPE_COUNT)
 		return -TIR_EUNSUPPORTED;
-	tir_rand_range(p, out->dtype, 0, n, seed, normal);
+	/* chunks on the pool: each value depends on its index only, so the
+	 * split changes nothing */
+	struct rand_job job = {p, out->dtype, n, seed, normal};
+	tir_pool_run((n + RAND_CHUNK - 1) / RAND_CHUNK, rand_chunk, &job);
 	return 0;
 }

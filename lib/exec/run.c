@@ -25,6 +25,24 @@ struct tir_exec {
 	struct tir_exec_stats stats;
 	bool no_fuse;                  /* --no-fuse: one reference kernel per node */
 	char *explain;                 /* the last run's plan as text */
+	/* plans by the structure of what a run needs: a graph run again is not
+	 * planned again (the REPL, a server receiving the same batch) */
+	struct plan_entry {
+		int64_t *sig;          /* see plan_signature */
+		size_t nsig;
+		int32_t *groups;       /* the plan by dense index: per group n, nin, then indices */
+		size_t ngroups_words;
+		const char **closed;
+		uint64_t used;
+	} pcache[8];
+	struct tir_plan plan;          /* this run's plan, made or instantiated */
+	uint64_t pclock;
+	bool profile;                  /* time every kernel */
+	struct tir_kprof {
+		char what[112];
+		double ms, bytes, flops;
+	} *prof;
+	size_t nprof, capprof;
 	volatile sig_atomic_t *intr;   /* stop between nodes once it is set */
 	bool keep;                     /* keep values of named nodes (the REPL) */
 	struct tir_tensor *kept;       /* by node id: a value computed before */
@@ -66,6 +84,13 @@ void tir_exec_free(struct tir_exec *x)
 		return;
 	clear_results(x);
 	free(x->explain);
+	for (int i = 0; i < 8; i++) {
+		free(x->pcache[i].sig);
+		free(x->pcache[i].groups);
+		free(x->pcache[i].closed);
+	}
+	tir_plan_free(&x->plan);
+	free(x->prof);
 	tir_exec_keep_named(x, false);
 	for (size_t i = 0; i < x->ninputs_cap; i++)
 		tir_tensor_release(&x->inputs[i]);
@@ -610,6 +635,198 @@ static int run_group(const struct tir_group *g, const bool *interior, struct tir
 	return 0;
 }
 
+/* The structure the fuser decides on, with nodes numbered densely in
+ * graph order (so the same computation made again, at other node ids, has
+ * the same signature): every node's op, dtype, shape, operands, readers
+ * and whether it is needed or a target.  dense[] lists the node ids. */
+static int64_t *plan_signature(const struct tir_program *p, const bool *need, const int64_t *uses,
+			       const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
+{
+	size_t cap = 0, n = 0;
+	int64_t *sig = NULL, nd = 0;
+	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	if (!rank_of)
+		return NULL;
+	for (size_t i = 0; i < p->nnodes; i++) {
+		rank_of[i] = -1;
+		if (!need[i] && !target[i])
+			continue;
+		const struct tir_node *t = p->nodes[i];
+		if (tir_grow((void **)&sig, &cap, n + 8 + t->type.rank + t->nin, sizeof *sig)) {
+			free(sig);
+			free(rank_of);
+			return NULL;
+		}
+		rank_of[i] = nd;
+		dense[nd++] = (int64_t)i;
+		sig[n++] = t->op | (int64_t)t->type.dtype << 16 | (int64_t)t->type.weak << 24 |
+			   (int64_t)need[i] << 25 | (int64_t)target[i] << 26;
+		sig[n++] = uses[i];
+		sig[n++] = t->type.rank | (int64_t)t->nin << 8;
+		for (int d = 0; d < t->type.rank; d++)
+			sig[n++] = t->type.shape[d];
+		for (int k = 0; k < t->nin; k++)
+			sig[n++] = t->in[k] ? rank_of[t->in[k]->id] : -2;
+	}
+	free(rank_of);
+	*nsig = n;
+	*ndense = nd;
+	return sig ? sig : calloc(1, sizeof *sig);
+}
+
+/* This run's plan (x->plan): from the cache when the structure was seen,
+ * else from the fuser (and then cached). */
+static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, const bool *target,
+		    bool *cached)
+{
+	struct tir_program *p = x->prog;
+	size_t nsig;
+	int64_t nd = 0;
+	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
+	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
+	int rc = -TIR_ENOMEM;
+	tir_plan_free(&x->plan);
+	if (!sig)
+		goto out;
+	struct plan_entry *e = NULL, *victim = &x->pcache[0];
+	for (int i = 0; i < 8 && !e; i++) {
+		struct plan_entry *c = &x->pcache[i];
+		if (c->sig && c->nsig == nsig && !memcmp(c->sig, sig, nsig * sizeof *sig))
+			e = c;
+		else if (!c->sig || c->used < victim->used)
+			victim = c;
+	}
+	*cached = e != NULL;
+	if (e) {
+		/* instantiate the cached plan on this run's nodes */
+		struct tir_plan *pl = &x->plan;
+		pl->nnodes = p->nnodes;
+		pl->group_of = malloc(sizeof *pl->group_of * (p->nnodes + 1));
+		pl->interior = calloc(p->nnodes + 1, sizeof *pl->interior);
+		pl->need = malloc(p->nnodes + 1);
+		size_t ng = 0;
+		for (size_t w = 0; w < e->ngroups_words; w += 2 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
+			ng++;
+		pl->groups = calloc(ng + 1, sizeof *pl->groups);
+		if (!pl->group_of || !pl->interior || !pl->need || !pl->groups)
+			goto out;
+		memcpy(pl->need, need, p->nnodes);
+		for (size_t i = 0; i < p->nnodes; i++)
+			pl->group_of[i] = -1;
+		size_t w = 0;
+		for (size_t g = 0; g < ng; g++) {
+			struct tir_group *gr = &pl->groups[g];
+			gr->n = e->groups[w];
+			gr->nin = e->groups[w + 1];
+			gr->closed = e->closed[g];
+			gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
+			gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
+			if (!gr->nodes || !gr->inputs)
+				goto out;
+			w += 2;
+			for (int j = 0; j < gr->n; j++)
+				gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
+			for (int j = 0; j < gr->nin; j++)
+				gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
+			gr->root = gr->nodes[gr->n - 1];
+			for (int j = 0; j + 1 < gr->n; j++)
+				pl->interior[gr->nodes[j]->id] = true;
+			pl->group_of[gr->root->id] = (int32_t)g;
+		}
+		pl->ngroups = (int)ng;
+		e->used = ++x->pclock;
+		rc = 0;
+		goto out;
+	}
+	if (tir_fuse(p, need, uses, target, &x->plan))
+		goto out;
+	/* remember it by dense index */
+	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	size_t words = 0;
+	for (int g = 0; g < x->plan.ngroups; g++)
+		words += 2 + (size_t)x->plan.groups[g].n + (size_t)x->plan.groups[g].nin;
+	int32_t *gw = malloc(sizeof *gw * (words + 1));
+	const char **closed = malloc(sizeof *closed * ((size_t)x->plan.ngroups + 1));
+	if (!rank_of || !gw || !closed) {
+		free(rank_of);
+		free(gw);
+		free(closed);
+		rc = 0; /* the plan is fine; it is just not cached */
+		goto out;
+	}
+	for (int64_t k = 0; k < nd; k++)
+		rank_of[dense[k]] = k;
+	size_t w = 0;
+	for (int g = 0; g < x->plan.ngroups; g++) {
+		const struct tir_group *gr = &x->plan.groups[g];
+		gw[w++] = gr->n;
+		gw[w++] = gr->nin;
+		for (int j = 0; j < gr->n; j++)
+			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
+		for (int j = 0; j < gr->nin; j++)
+			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
+		closed[g] = gr->closed;
+	}
+	free(rank_of);
+	free(victim->sig);
+	free(victim->groups);
+	free(victim->closed);
+	victim->sig = sig;
+	victim->nsig = nsig;
+	victim->groups = gw;
+	victim->ngroups_words = words;
+	victim->closed = closed;
+	victim->used = ++x->pclock;
+	sig = NULL;
+	rc = 0;
+out:
+	free(sig);
+	free(dense);
+	if (rc)
+		tir_plan_free(&x->plan);
+	return rc;
+}
+
+/* One row of --profile: what ran, how long, bytes moved, flops done. */
+static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const struct tir_node *n,
+			   const struct tir_tensor *vals, double ms)
+{
+	if (tir_grow((void **)&x->prof, &x->capprof, x->nprof + 1, sizeof *x->prof))
+		return;
+	struct tir_kprof *k = &x->prof[x->nprof++];
+	memset(k, 0, sizeof *k);
+	k->ms = ms;
+	double numel = (double)tir_type_numel(&n->type);
+	k->bytes = numel * (double)tir_dtype_size((enum tir_dtype)n->type.dtype);
+	int nin = g ? g->nin : n->nin;
+	for (int j = 0; j < nin; j++) {
+		const struct tir_node *in = g ? g->inputs[j] : n->in[j];
+		if (in)
+			k->bytes += (double)tir_type_numel(&in->type) * (double)tir_dtype_size((enum tir_dtype)in->type.dtype);
+	}
+	size_t len = 0;
+	if (g) {
+		k->flops = numel * g->n;
+		len += (size_t)snprintf(k->what, sizeof k->what, "fused[");
+		for (int j = 0; j < g->n && len < sizeof k->what; j++)
+			len += (size_t)snprintf(k->what + len, sizeof k->what - len, "%s%s", j ? " " : "",
+						tir_op(g->nodes[j]->op)->name);
+		if (len < sizeof k->what)
+			snprintf(k->what + len, sizeof k->what - len, "]");
+	} else {
+		snprintf(k->what, sizeof k->what, "%s", tir_op(n->op)->name);
+		if (n->op == TIR_OP_MATMUL) {
+			const struct tir_type *a = &n->in[0]->type;
+			k->flops = 2.0 * numel * (double)a->shape[a->rank - 1];
+		} else if (tir_op(n->op)->kind == TIR_KIND_REDUCE || tir_op(n->op)->kind == TIR_KIND_NN) {
+			k->flops = (double)tir_type_numel(&n->in[0]->type);
+		} else if (tir_op(n->op)->kind != TIR_KIND_MOVEMENT && tir_op(n->op)->kind != TIR_KIND_CREATE) {
+			k->flops = numel;
+		}
+	}
+	(void)vals;
+}
+
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {
@@ -693,17 +910,19 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		}
 	}
 	if (!x->no_fuse) {
-		if (tir_fuse(p, need, uses, target, &plan)) {
+		if (plan_for(x, need, uses, target, &x->stats.plan_cached)) {
 			free(need);
 			free(target);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
 		planned = true;
+		plan = x->plan;
 		free(x->explain);
 		x->explain = tir_plan_explain(p, &plan);
 	}
 	free(target);
+	x->nprof = 0;
 	tir_mem_reset_peak();
 	size_t base = tir_mem_current();
 	double t1 = now_ms();
@@ -716,8 +935,11 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			rc = tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
 			break;
 		}
+		double tk = x->profile ? now_ms() : 0;
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(&plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			if (x->profile && !rc)
+				profile_kernel(x, &plan.groups[plan.group_of[i]], n, vals, now_ms() - tk);
 			x->stats.nops += plan.groups[plan.group_of[i]].n;
 			x->stats.nkernels++;
 			if (!rc && x->keep && keepable(p, n))
@@ -740,6 +962,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		rc = eval_node(x, n, inp, &vals[i], &e);
 		if (rc)
 			*err = e;
+		else if (x->profile && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
+			profile_kernel(x, NULL, n, vals, now_ms() - tk);
 		else if (x->keep && keepable(p, n))
 			tir_tensor_ref(&x->kept[i], &vals[i]);
 		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
@@ -750,8 +974,6 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			free(inp);
 	}
 	free(need);
-	if (planned)
-		tir_plan_free(&plan);
 	x->stats.run_ms = now_ms() - t1;
 	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;
 	if (rc)
@@ -814,6 +1036,31 @@ const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x)
 void tir_exec_set_fuse(struct tir_exec *x, bool fuse)
 {
 	x->no_fuse = !fuse;
+}
+
+void tir_exec_set_profile(struct tir_exec *x, bool on)
+{
+	x->profile = on;
+}
+
+char *tir_exec_profile(const struct tir_exec *x)
+{
+	struct tir_str out = {0};
+	tir_str_addf(&out, "%-4s %-44s %10s %10s %9s\n", "#", "kernel", "ms", "MiB", "GFLOP/s");
+	double tot = 0;
+	for (size_t i = 0; i < x->nprof; i++) {
+		const struct tir_kprof *k = &x->prof[i];
+		tot += k->ms;
+		char gf[32] = "-";
+		if (k->flops > 0 && k->ms > 0)
+			snprintf(gf, sizeof gf, "%.2f", k->flops / (k->ms * 1e6));
+		tir_str_addf(&out, "%-4zu %-44.44s %10.3f %10.2f %9s\n", i + 1, k->what, k->ms,
+			     k->bytes / (1024.0 * 1024.0), gf);
+	}
+	tir_str_addf(&out, "%zu kernels, %.3f ms; plan %s; blas: %s; threads: %d\n", x->nprof, tot,
+		     x->no_fuse ? "none (--no-fuse)" : x->stats.plan_cached ? "from the cache" : "made",
+		     tir_blas_info(), tir_pool_threads());
+	return out.oom ? (tir_str_free(&out), NULL) : out.s;
 }
 
 const char *tir_exec_explain(const struct tir_exec *x)

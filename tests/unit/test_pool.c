@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- the pool ---- */
 
@@ -182,6 +184,25 @@ static void test_pool_restart(void)
 	CHECK(tir_pool_threads() >= 1);
 	run_counted(tir_pool_threads(), 300);
 	tir_pool_shutdown();
+}
+
+/* A child forked while the pool has workers starts its own.  (Not under
+ * TSan, which does not let a forked child start threads.) */
+static void test_pool_fork(void)
+{
+#ifndef __SANITIZE_THREAD__
+	int used, status = -1;
+	tir_pool_set_threads(3);
+	run_counted(3, 300);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(counted_ok(3, 300, &used) && used == 3 ? 0 : 1);
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	run_counted(3, 300);
+#endif
 }
 
 /* ---- determinism of the kernels ---- */
@@ -524,6 +545,7 @@ int main(void)
 	test_pool_nested();
 	test_pool_callers();
 	test_pool_restart();
+	test_pool_fork();
 
 	size_t before = tir_mem_current();
 	test_matmul_det(TIR_DTYPE_F32);

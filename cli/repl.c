@@ -1,0 +1,879 @@
+/*
+ * repl.c — `tir repl`: an interactive session over one growing program.
+ * Statements accumulate; a print or a bare expression computes only what it
+ * needs, and values bound to names are kept, so each is computed once.
+ * At a terminal: prompts, line editing, history and completion from
+ * libedit's readline API, Ctrl-C back to the prompt.  Otherwise lines are
+ * read plainly with no prompt, so stdout is what `tir run` prints for the
+ * same text.  Not an evaluator: lib/ does the work.
+ */
+#include "cli.h"
+#include "exec/exec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <editline/readline.h>
+
+#define HISTORY_MAX 1000
+
+struct repl {
+	struct tir_program *p;
+	struct tir_exec *x;
+	bool tty;           /* stdin is a terminal: prompts and libedit */
+	bool timer;         /* .timer on */
+	bool failed;        /* an error happened (the exit status when piped) */
+	bool quit;
+	bool computed;      /* something ran since the session began */
+	uint32_t line;      /* input lines read so far */
+};
+
+/* Set by the signal handlers; the self-pipe wakes a read in progress
+ * whichever thread the signal lands on. */
+static volatile sig_atomic_t interrupted, resized;
+static int wake_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	if (sig == SIGINT)
+		interrupted = 1;
+	else
+		resized = 1;
+	if (wake_pipe[1] >= 0) {
+		ssize_t w = write(wake_pipe[1], "", 1);
+		(void)w; /* a full pipe already wakes the reader */
+	}
+	errno = saved;
+}
+
+static void drain_wake_pipe(void)
+{
+	char buf[64];
+	while (wake_pipe[0] >= 0 && read(wake_pipe[0], buf, sizeof buf) > 0)
+		;
+}
+
+/* ---- the session ---- */
+
+static int session_open(struct repl *r)
+{
+	r->p = tir_program_new();
+	r->x = r->p ? tir_exec_new(r->p) : NULL;
+	if (!r->x) {
+		fprintf(stderr, "tir: out of memory\n");
+		return -1;
+	}
+	tir_program_set_loader(r->p, cli_load_type, NULL);
+	tir_exec_keep_named(r->x, true);
+	tir_exec_set_interrupt(r->x, &interrupted);
+	r->computed = false;
+	return 0;
+}
+
+static void session_close(struct repl *r)
+{
+	tir_exec_free(r->x);
+	tir_program_free(r->p);
+	r->x = NULL;
+	r->p = NULL;
+}
+
+static bool is_name(const char *s)
+{
+	if (!isalpha((unsigned char)*s) && *s != '_')
+		return false;
+	while (isalnum((unsigned char)*s) || *s == '_')
+		s++;
+	return !*s;
+}
+
+/* The input statement named name, or NULL. */
+static const struct tir_stmt *find_input(const struct tir_program *p, const char *name)
+{
+	for (size_t i = p->nstmts; i-- > 0;)
+		if (p->stmts[i].kind == TIR_STMT_INPUT && !strcmp(p->stmts[i].name, name))
+			return &p->stmts[i];
+	return NULL;
+}
+
+static void print_run_err(struct tir_err *e)
+{
+	/* the library's hint names tir run's option; here it is a dot-command */
+	char *s = strstr(e->msg, "--input ");
+	if (s) {
+		s[1] = '.';
+		memmove(s, s + 1, strlen(s + 1) + 1);
+	}
+	if (e->code == TIR_EINTERRUPT)
+		fputs("\ninterrupted\n", stderr); /* after the terminal's ^C */
+	else
+		cli_print_err(e);
+}
+
+/* Compute the prints of the statements from `from` on and show them. */
+static void compute(struct repl *r, size_t from, double parse_ms)
+{
+	struct tir_err err = {0};
+	interrupted = 0;
+	drain_wake_pipe();
+	int rc = tir_exec_run(r->x, from, NULL, 0, &err);
+	r->computed = true;
+	if (rc) {
+		print_run_err(&err);
+		r->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < tir_exec_nresults(r->x); i++) {
+		char *s = tir_tensor_format(tir_exec_result(r->x, i), tir_exec_header(r->x, i), 6, false);
+		if (!s) {
+			fprintf(stderr, "tir: out of memory formatting a result\n");
+			r->failed = true;
+			return;
+		}
+		fputs(s, stdout);
+		free(s);
+	}
+	fflush(stdout);
+	if (r->timer)
+		cli_print_timing(parse_ms, tir_exec_stats(r->x));
+}
+
+/* Parse a chunk of statements into the session and compute its prints. */
+static void eval_text(struct repl *r, const char *name, const char *text, size_t len,
+		      uint32_t first_line)
+{
+	size_t from = r->p->nstmts;
+	double t0 = cli_now_ms();
+	int rc = tir_program_parse_at(r->p, name, text, len, TIR_PARSE_REPL, first_line);
+	double parse_ms = cli_now_ms() - t0;
+	if (rc) {
+		if (tir_program_ndiags(r->p))
+			cli_print_diags(r->p);
+		else
+			fprintf(stderr, "tir: out of memory\n");
+		r->failed = true;
+	}
+	for (size_t s = from; s < r->p->nstmts; s++) {
+		if (r->p->stmts[s].kind == TIR_STMT_PRINT) {
+			compute(r, from, parse_ms);
+			break;
+		}
+	}
+}
+
+/* ---- dot-commands ---- */
+
+/* A command returns 0, or 1 for "Usage: ..." (an error either way sets
+ * r->failed itself). */
+typedef int dot_fn(struct repl *r, char *arg);
+
+struct dot_cmd {
+	const char *name, *args, *help;
+	dot_fn *fn;
+};
+
+static int dot_explain(struct repl *r, char *arg)
+{
+	if (*arg)
+		return 1;
+	const char *s = r->computed ? tir_exec_explain(r->x) : "";
+	if (!r->computed)
+		puts("nothing computed yet");
+	else if (!*s)
+		puts("no kernels ran: every value needed was computed before");
+	else
+		fputs(s, stdout);
+	return 0;
+}
+
+/* The names a line of canonical text defines and reads: "NAME: T = EXPR"
+ * or "input NAME: T".  Names in EXPR not called and not keywords. */
+struct fmt_line {
+	const char *text;
+	size_t len;
+	char def[128];
+	char **uses;
+	int nuses;
+	bool keep;
+};
+
+static void scan_line(struct fmt_line *fl)
+{
+	struct tir_source src = {.name = "", .text = fl->text, .len = (uint32_t)fl->len};
+	struct tir_lexer lx;
+	fl->def[0] = 0;
+	if (tir_lex_init(&lx, &src))
+		return;
+	struct tir_token t = tir_lex_next(&lx), prev = {0};
+	bool input = t.kind == TIR_TOK_NAME && t.len == 5 && !memcmp(fl->text + t.off, "input", 5);
+	if (input)
+		t = tir_lex_next(&lx);
+	if (t.kind == TIR_TOK_NAME && t.len < sizeof fl->def &&
+	    !(t.len == 5 && !memcmp(fl->text + t.off, "print", 5))) {
+		memcpy(fl->def, fl->text + t.off, t.len);
+		fl->def[t.len] = 0;
+	}
+	bool rhs = false;
+	while (!input && fl->def[0] && t.kind != TIR_TOK_EOF && t.kind != TIR_TOK_ERROR) {
+		prev = t;
+		t = tir_lex_next(&lx);
+		if (t.kind == TIR_TOK_ASSIGN && !rhs) {
+			rhs = true;
+			continue;
+		}
+		/* a name before this token, neither called nor a keyword */
+		if (!rhs || prev.kind != TIR_TOK_NAME || t.kind == TIR_TOK_LPAREN || t.kind == TIR_TOK_ASSIGN)
+			continue;
+		const char *s = fl->text + prev.off;
+		char **nu = realloc(fl->uses, sizeof *nu * (size_t)(fl->nuses + 1));
+		if (!nu)
+			break;
+		fl->uses = nu;
+		fl->uses[fl->nuses] = strndup(s, prev.len);
+		if (fl->uses[fl->nuses])
+			fl->nuses++;
+	}
+	tir_lex_fini(&lx);
+}
+
+static int dot_graph(struct repl *r, char *arg)
+{
+	if (!is_name(arg))
+		return 1;
+	const struct tir_binding *b = tir_program_lookup(r->p, arg, strlen(arg));
+	if (!b || !b->node) {
+		const char *sug = tir_program_suggest(r->p, arg, strlen(arg));
+		fprintf(stderr, "tir: no value named '%s'%s%s%s\n", arg, sug ? "; did you mean '" : "",
+			sug ? sug : "", sug ? "'?" : "");
+		r->failed = true;
+		return 0;
+	}
+	/* the whole program in canonical form, then only the lines NAME
+	 * depends on: walking back, a line is kept when it defines a name still
+	 * wanted, and its names become wanted (the latest definition wins, as
+	 * when the program ran) */
+	char *text = tir_program_format(r->p);
+	struct fmt_line *lines = NULL;
+	size_t n = 0, cap = 0;
+	for (char *s = text; s && *s;) {
+		char *e = strchr(s, '\n');
+		size_t len = e ? (size_t)(e - s + 1) : strlen(s);
+		if (tir_grow((void **)&lines, &cap, n + 1, sizeof *lines))
+			break;
+		lines[n++] = (struct fmt_line){.text = s, .len = len};
+		s += len;
+	}
+	char **want = NULL;
+	size_t nwant = 0, capwant = 0;
+	if (!text || tir_grow((void **)&want, &capwant, 1, sizeof *want)) {
+		fprintf(stderr, "tir: out of memory\n");
+		r->failed = true;
+		goto out;
+	}
+	want[nwant++] = strdup(arg);
+	for (size_t i = n; i-- > 0 && nwant > 0;) {
+		struct fmt_line *fl = &lines[i];
+		scan_line(fl);
+		size_t w = 0;
+		while (w < nwant && (!want[w] || strcmp(want[w], fl->def)))
+			w++;
+		if (!fl->def[0] || w == nwant)
+			continue;
+		fl->keep = true;
+		free(want[w]);
+		want[w] = want[--nwant];
+		for (int k = 0; k < fl->nuses; k++) {
+			size_t j = 0;
+			while (j < nwant && strcmp(want[j], fl->uses[k]))
+				j++;
+			if (j == nwant && !tir_grow((void **)&want, &capwant, nwant + 1, sizeof *want)) {
+				want[nwant++] = fl->uses[k];
+				fl->uses[k] = NULL;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (lines[i].keep)
+			fwrite(lines[i].text, 1, lines[i].len, stdout);
+out:
+	for (size_t i = 0; i < nwant; i++)
+		free(want[i]);
+	free(want);
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; k < lines[i].nuses; k++)
+			free(lines[i].uses[k]);
+		free(lines[i].uses);
+	}
+	free(lines);
+	free(text);
+	return 0;
+}
+
+static int dot_help(struct repl *r, char *arg);
+
+static int dot_input(struct repl *r, char *arg)
+{
+	char *eq = strchr(arg, '=');
+	if (!eq)
+		return 1;
+	*eq = 0;
+	char *name = arg, *path = eq + 1;
+	for (char *e = eq; e > name && isspace((unsigned char)e[-1]);)
+		*--e = 0;
+	while (isspace((unsigned char)*path))
+		path++;
+	if (!is_name(name) || !*path)
+		return 1;
+	struct tir_err err = {0};
+	if (!find_input(r->p, name)) {
+		fprintf(stderr, "tir: the session has no 'input %s'; declare it first (input %s: f32[...])\n",
+			name, name);
+		r->failed = true;
+	} else if (tir_exec_input_file(r->x, name, path, &err)) {
+		cli_print_err(&err);
+		r->failed = true;
+	}
+	return 0;
+}
+
+static int dot_load(struct repl *r, char *arg)
+{
+	if (!*arg)
+		return 1;
+	size_t len;
+	char *src = cli_read_file(arg, &len);
+	if (!src) {
+		r->failed = true;
+		return 0;
+	}
+	eval_text(r, arg, src, len, 1);
+	free(src);
+	return 0;
+}
+
+static int dot_quit(struct repl *r, char *arg)
+{
+	if (*arg)
+		return 1;
+	r->quit = true;
+	return 0;
+}
+
+static int dot_remote(struct repl *r, char *arg)
+{
+	if (!*arg || strchr(arg, ' '))
+		return 1;
+	if (!strcmp(arg, "off")) {
+		puts("remote: off (the session computes here)");
+		return 0;
+	}
+	fprintf(stderr, "tir: .remote: running on a tir server is not supported yet (the server is a later "
+			"issue); the session computes here\n");
+	r->failed = true;
+	return 0;
+}
+
+static int dot_reset(struct repl *r, char *arg)
+{
+	if (*arg)
+		return 1;
+	session_close(r);
+	tir_release_caches();
+	if (session_open(r))
+		r->quit = r->failed = true;
+	return 0;
+}
+
+static int dot_timer(struct repl *r, char *arg)
+{
+	if (!strcmp(arg, "on"))
+		r->timer = true;
+	else if (!strcmp(arg, "off"))
+		r->timer = false;
+	else
+		return 1;
+	return 0;
+}
+
+static int dot_vars(struct repl *r, char *arg)
+{
+	if (*arg)
+		return 1;
+	const struct tir_program *p = r->p;
+	int wn = 0, wt = 0, count = 0;
+	char tb[TIR_TYPE_STRLEN];
+	/* each name once, where it was last bound */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < p->nstmts; i++) {
+			const struct tir_stmt *s = &p->stmts[i];
+			if (s->kind == TIR_STMT_PRINT)
+				continue;
+			const struct tir_binding *b = tir_program_lookup(p, s->name, strlen(s->name));
+			if (!b || b->node != s->node || b->loc.src != s->loc.src || b->loc.off != s->loc.off)
+				continue;
+			tir_type_str(&s->node->type, tb, sizeof tb);
+			if (pass == 0) {
+				int ln = (int)strlen(s->name), lt = (int)strlen(tb);
+				wn = ln > wn ? ln : wn;
+				wt = lt > wt ? lt : wt;
+				count++;
+				continue;
+			}
+			bool has = tir_exec_has_value(r->x, s->name);
+			const char *state = s->node->op == TIR_OP_INPUT
+						    ? (has ? "input, given" : "input, no value yet (.input NAME=FILE)")
+						    : (has ? "computed" : "not computed");
+			printf("%-*s  %-*s  %s\n", wn, s->name, wt, tb, state);
+		}
+	}
+	if (!count)
+		puts("no names bound yet");
+	return 0;
+}
+
+static const struct dot_cmd dot_cmds[] = {
+	{"explain", "", "the plan of the last computation: its kernels, in order", dot_explain},
+	{"graph", "NAME", "the statements NAME depends on, in canonical form", dot_graph},
+	{"help", "", "this list", dot_help},
+	{"input", "NAME=FILE", "the value of `input NAME` from a .npy or .safetensors file", dot_input},
+	{"load", "FILE", "run a .tir file's statements into the session", dot_load},
+	{"quit", "", "leave the session (also Ctrl-D)", dot_quit},
+	{"remote", "HOST:PORT|off", "compute on a tir server (not supported yet)", dot_remote},
+	{"reset", "", "forget every name and value", dot_reset},
+	{"timer", "on|off", "show timing after each computation (on stderr)", dot_timer},
+	{"vars", "", "each name with its type and whether it is computed", dot_vars},
+};
+#define NDOT (sizeof dot_cmds / sizeof dot_cmds[0])
+
+static int dot_help(struct repl *r, char *arg)
+{
+	if (*arg)
+		return 1;
+	puts("Statements: NAME = EXPR, NAME: TYPE = EXPR, input NAME: TYPE, print EXPR, ...;\n"
+	     "an expression alone prints its value.  A line goes on while a bracket is open.\n");
+	for (size_t i = 0; i < NDOT; i++) {
+		char head[40];
+		snprintf(head, sizeof head, ".%s %s", dot_cmds[i].name, dot_cmds[i].args);
+		printf("  %-22s %s\n", head, dot_cmds[i].help);
+	}
+	puts("\nCtrl-C abandons the line or stops a computation; Ctrl-D leaves; Tab completes.");
+	return 0;
+}
+
+/* The command a word names: exactly, or as the prefix of only one. */
+static const struct dot_cmd *dot_find(const char *w, size_t n, int *nmatch)
+{
+	const struct dot_cmd *hit = NULL;
+	*nmatch = 0;
+	for (size_t i = 0; i < NDOT; i++) {
+		if (strncmp(dot_cmds[i].name, w, n))
+			continue;
+		if (strlen(dot_cmds[i].name) == n) {
+			*nmatch = 1;
+			return &dot_cmds[i];
+		}
+		hit = &dot_cmds[i];
+		++*nmatch;
+	}
+	return *nmatch == 1 ? hit : NULL;
+}
+
+static bool is_dot_line(const char *line)
+{
+	while (*line == ' ' || *line == '\t')
+		line++;
+	return line[0] == '.' && isalpha((unsigned char)line[1]);
+}
+
+static void run_dot(struct repl *r, char *line)
+{
+	while (*line == ' ' || *line == '\t')
+		line++;
+	char *w = line + 1, *arg = w;
+	while (isalnum((unsigned char)*arg) || *arg == '_')
+		arg++;
+	size_t n = (size_t)(arg - w);
+	while (isspace((unsigned char)*arg))
+		arg++;
+	for (char *e = arg + strlen(arg); e > arg && isspace((unsigned char)e[-1]);)
+		*--e = 0;
+	int nmatch;
+	const struct dot_cmd *c = dot_find(w, n, &nmatch);
+	if (!c) {
+		fprintf(stderr, "tir: %s command '.%.*s'", nmatch ? "ambiguous" : "unknown", (int)n, w);
+		for (size_t i = 0, k = 0; nmatch && i < NDOT; i++)
+			if (!strncmp(dot_cmds[i].name, w, n))
+				fprintf(stderr, "%s.%s", k++ ? ", " : ": ", dot_cmds[i].name);
+		fprintf(stderr, "; .help lists them\n");
+		r->failed = true;
+		return;
+	}
+	if (c->fn(r, arg)) {
+		fprintf(stderr, "Usage: .%s%s%s\n", c->name, *c->args ? " " : "", c->args);
+		r->failed = true;
+	}
+	fflush(stdout);
+}
+
+/* ---- reading lines ---- */
+
+/* One byte from the terminal; -1 at the end of input or once Ctrl-C was
+ * pressed.  Waits on the self-pipe too, so a signal always wakes it. */
+static int tty_byte(int fd)
+{
+	for (;;) {
+		if (interrupted)
+			return -1;
+		if (resized) {
+			resized = 0;
+			rl_resize_terminal();
+		}
+		struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = wake_pipe[0], .events = POLLIN}};
+		int n = poll(pf, 2, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (pf[1].revents) {
+			drain_wake_pipe();
+			continue;
+		}
+		unsigned char c;
+		ssize_t k = read(fd, &c, 1);
+		if (k == 1)
+			return c;
+		if (k < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		return -1;
+	}
+}
+
+/* libedit's getc hook: a whole UTF-8 character as its code point (the
+ * hook's caller takes one int as one character). */
+static int tty_getc(FILE *f)
+{
+	int fd = fileno(f);
+	int c = tty_byte(fd);
+	if (c < 0x80)
+		return c;
+	int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : -1;
+	if (more < 0 || c > 0xF4)
+		return 0xFFFD;
+	int cp = c & (0x3F >> more);
+	for (int i = 0; i < more; i++) {
+		int b = tty_byte(fd);
+		if (b < 0)
+			return -1;
+		if ((b & 0xC0) != 0x80)
+			return 0xFFFD;
+		cp = cp << 6 | (b & 0x3F);
+	}
+	return cp;
+}
+
+/* One line without its end; NULL at the end of input (or, at a terminal,
+ * when Ctrl-C abandoned it: `interrupted` says which).
+ * returns: new, free(); *len its length (it may hold NUL bytes). */
+static char *read_line(struct repl *r, const char *prompt, size_t *len)
+{
+	if (r->tty) {
+		char *s = readline(prompt);
+		*len = s ? strlen(s) : 0;
+		return s;
+	}
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&buf, &cap, stdin);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	*len = (size_t)n;
+	return buf;
+}
+
+/* ---- completion ---- */
+
+static struct repl *completing;
+static char **cands;
+static size_t ncands, capcands, next_cand;
+
+static void cand_add(const char *s, const char *text, size_t n)
+{
+	if (strncmp(s, text, n) || tir_grow((void **)&cands, &capcands, ncands + 1, sizeof *cands))
+		return;
+	for (size_t i = 0; i < ncands; i++)
+		if (!strcmp(cands[i], s))
+			return;
+	char *d = strdup(s);
+	if (d)
+		cands[ncands++] = d;
+}
+
+static void cands_clear(void)
+{
+	for (size_t i = 0; i < ncands; i++)
+		free(cands[i]);
+	ncands = 0;
+}
+
+static char *cand_next(const char *text, int state)
+{
+	if (state == 0)
+		next_cand = 0;
+	return next_cand < ncands ? strdup(cands[next_cand++]) : NULL;
+}
+
+static void add_names(const char *text, size_t n, bool inputs_only)
+{
+	const struct tir_program *p = completing->p;
+	for (size_t i = 0; i < p->capbind; i++) {
+		const struct tir_binding *b = &p->bind[i];
+		if (b->name && b->node && (!inputs_only || find_input(p, b->name)))
+			cand_add(b->name, text, n);
+	}
+}
+
+static char **complete(const char *text, int start, int end)
+{
+	size_t n = strlen(text);
+	const char *line = rl_line_buffer;
+	cands_clear();
+	rl_attempted_completion_over = 1;
+	rl_completion_append_character = ' ';
+	while (*line == ' ' || *line == '\t')
+		line++;
+	if (*line == '.') {
+		const char *sp = line + strcspn(line, " \t");
+		if (rl_line_buffer + start <= sp) {
+			for (size_t i = 0; i < NDOT; i++) {
+				char d[32];
+				snprintf(d, sizeof d, ".%s", dot_cmds[i].name);
+				cand_add(d, text, n);
+			}
+		} else {
+			int nm;
+			const struct dot_cmd *c = dot_find(line + 1, (size_t)(sp - line - 1), &nm);
+			if (c && c->fn == dot_load) {
+				rl_attempted_completion_over = 0; /* file names */
+				return NULL;
+			}
+			rl_completion_append_character = '\0';
+			if (c && c->fn == dot_graph)
+				add_names(text, n, false);
+			if (c && c->fn == dot_input) {
+				add_names(text, n, true);
+				rl_completion_append_character = '=';
+			}
+			if (c && c->fn == dot_timer) {
+				cand_add("on", text, n);
+				cand_add("off", text, n);
+			}
+			if (c && c->fn == dot_remote)
+				cand_add("off", text, n);
+		}
+	} else {
+		static const char *const words[] = {"print", "input", "true", "false", "inf", "nan"};
+		for (int op = 0; op < TIR_OP_COUNT; op++) {
+			const char *s = tir_op((enum tir_op)op)->name;
+			if (tir_op_lookup(s, strlen(s)) >= 0)
+				cand_add(s, text, n);
+		}
+		bool op = ncands == 1;
+		add_names(text, n, false);
+		for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+			cand_add(words[i], text, n);
+		if (ncands == 1)
+			rl_completion_append_character = op ? '(' : '\0';
+		if (ncands == 1 && !strcmp(cands[0], "print"))
+			rl_completion_append_character = ' ';
+	}
+	(void)end;
+	return ncands ? rl_completion_matches(text, cand_next) : NULL;
+}
+
+/* ---- the terminal ---- */
+
+static char *history_path(void)
+{
+	const char *env = getenv("TIR_HISTORY");
+	if (env)
+		return *env ? strdup(env) : NULL; /* TIR_HISTORY= : no history */
+	const char *home = getenv("HOME");
+	if (!home || !*home)
+		return NULL;
+	size_t n = strlen(home) + sizeof "/.tir_history";
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s/.tir_history", home);
+	return s;
+}
+
+static int tty_open(struct repl *r, char **hist)
+{
+	if (pipe(wake_pipe) != 0) {
+		fprintf(stderr, "tir: pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
+		fcntl(wake_pipe[i], F_SETFL, fcntl(wake_pipe[i], F_GETFL) | O_NONBLOCK);
+	}
+	/* no SA_RESTART: a read in progress returns to look at the flags */
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGWINCH, &sa, NULL);
+	/* libedit works in wide characters: UTF-8 needs a UTF-8 LC_CTYPE */
+	if (!setlocale(LC_CTYPE, "") || MB_CUR_MAX == 1)
+		setlocale(LC_CTYPE, "C.UTF-8");
+	completing = r;
+	rl_readline_name = "tir";
+	rl_catch_signals = 0;
+	rl_getc_function = tty_getc;
+	rl_attempted_completion_function = complete;
+	rl_basic_word_break_characters = " \t\n\"()[],=+-*/@:;";
+	rl_initialize();
+	using_history();
+	stifle_history(HISTORY_MAX);
+	*hist = history_path();
+	if (*hist)
+		read_history(*hist);
+	return 0;
+}
+
+static void tty_close(char *hist)
+{
+	if (hist) {
+		/* the history can hold data: only the user reads it */
+		int fd = open(hist, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+		if (write_history(hist) != 0)
+			fprintf(stderr, "tir: cannot write the history to '%s'\n", hist);
+	}
+	free(hist);
+	cands_clear();
+	free(cands);
+	cands = NULL;
+	capcands = 0;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGWINCH, SIG_DFL);
+	for (int i = 0; i < 2; i++) {
+		close(wake_pipe[i]);
+		wake_pipe[i] = -1;
+	}
+}
+
+/* ---- the loop ---- */
+
+const char *const cli_repl_help =
+	"usage: tir repl [--remote HOST:PORT]\n"
+	"\n"
+	"  An interactive session: statements accumulate, an expression alone\n"
+	"  prints its value, .help lists the dot-commands.  With stdin not a\n"
+	"  terminal there is no prompt (tir repl < script.tir) and the exit\n"
+	"  status is 1 when any statement failed.  History is kept in\n"
+	"  ~/.tir_history (TIR_HISTORY=FILE elsewhere, TIR_HISTORY= none).\n"
+	"\n"
+	"  --remote HOST:PORT    compute on a tir server (not supported yet)\n";
+
+int cli_repl(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(cli_repl_help, stdout);
+			return EXIT_OK;
+		}
+		if (!strcmp(argv[i], "--remote") && i + 1 < argc) {
+			fprintf(stderr, "tir repl: --remote is not supported yet (the server is a later issue)\n");
+			return EXIT_USAGE;
+		}
+		fprintf(stderr, "tir repl: unexpected '%s'\n%s", argv[i], cli_repl_help);
+		return EXIT_USAGE;
+	}
+	struct repl r = {.tty = isatty(STDIN_FILENO)};
+	char *hist = NULL;
+	if (session_open(&r)) {
+		session_close(&r);
+		return EXIT_PROGRAM;
+	}
+	if (r.tty && tty_open(&r, &hist)) {
+		session_close(&r);
+		return EXIT_PROGRAM;
+	}
+	struct tir_str acc = {0};   /* a statement while its brackets are open */
+	uint32_t first = 0;         /* its first line */
+	char *last = NULL;          /* the last line put in the history */
+	while (!r.quit) {
+		size_t len;
+		interrupted = 0;
+		drain_wake_pipe();
+		char *line = read_line(&r, acc.n ? "...> " : "tir> ", &len);
+		if (!line) {
+			if (r.tty && interrupted) {
+				/* Ctrl-C: the line (and any open statement) is dropped */
+				fputs("^C\n", stdout);
+				acc.n = 0;
+				continue;
+			}
+			if (r.tty)
+				fputs("\n", stdout);
+			break;
+		}
+		r.line++;
+		if (r.tty && *line && (!last || strcmp(last, line))) {
+			add_history(line);
+			free(last);
+			last = strdup(line);
+		}
+		if (!acc.n && is_dot_line(line)) {
+			run_dot(&r, line);
+			free(line);
+			continue;
+		}
+		if (!acc.n) {
+			size_t k = 0;
+			while (k < len && isspace((unsigned char)line[k]))
+				k++;
+			if (k == len) {
+				free(line);
+				continue;
+			}
+			first = r.line;
+		}
+		tir_str_add(&acc, line, len);
+		tir_str_add(&acc, "\n", 1);
+		free(line);
+		if (acc.oom) {
+			fprintf(stderr, "tir: out of memory\n");
+			r.failed = true;
+			break;
+		}
+		if (acc.n <= (size_t)TIR_MAX_SOURCE && tir_text_incomplete(acc.s, acc.n))
+			continue;
+		eval_text(&r, "<stdin>", acc.s, acc.n, first);
+		acc.n = 0;
+	}
+	if (acc.n && !r.quit) /* the input ended inside a bracket: say where it opened */
+		eval_text(&r, "<stdin>", acc.s, acc.n, first);
+	fflush(stdout);
+	tir_str_free(&acc);
+	free(last);
+	if (r.tty)
+		tty_close(hist);
+	session_close(&r);
+	return r.failed && !r.tty ? EXIT_PROGRAM : EXIT_OK;
+}

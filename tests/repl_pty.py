@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+"""tests/repl_pty.py TIR — drive the interactive `tir repl` through a
+pseudo-terminal, as a person at a keyboard would: the prompt, the
+continuation prompt, history recall (Up arrow, in a session and from the
+history file of the last one), tab completion of an op name, an error with
+its caret followed by a statement that works, Ctrl-C abandoning a line,
+Ctrl-C stopping a long computation with the session intact, Ctrl-D leaving.
+
+One line per failure; the last line is "N passed, M failed".  Uses only the
+standard library (Debian's /usr/bin/python3)."""
+
+import os
+import pty
+import re
+import select
+import signal
+import sys
+import tempfile
+import time
+
+ESC = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\r|\x07|\x08")
+
+passed = 0
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"repl_pty {name}: FAILED{': ' + detail if detail else ''}")
+        sys.stdout.flush()
+
+
+class Session:
+    """A `tir repl` on the child side of a pseudo-terminal."""
+
+    def __init__(self, tir, home):
+        env = dict(os.environ)
+        env.update(TERM="xterm", HOME=home, TIR_HISTORY=os.path.join(home, "hist"),
+                   LC_ALL="C.UTF-8", COLUMNS="200", LINES="50")
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            try:
+                os.chdir(home)
+                os.execve(tir, [tir, "repl"], env)
+            finally:
+                os._exit(127)
+        self.raw = b""
+        self.mark = 0       # expect() looks at output after this point
+        self.status = None
+
+    def text(self, since=0):
+        return ESC.sub(b"", self.raw[since:]).decode("utf-8", "replace")
+
+    def pump(self, timeout):
+        r, _, _ = select.select([self.fd], [], [], timeout)
+        if not r:
+            return True
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        self.raw += data
+        return True
+
+    def expect(self, pattern, timeout=15):
+        """Wait until the cleaned output since the mark matches pattern;
+        move the mark past the match.  Returns the match or None."""
+        end = time.time() + timeout
+        rx = re.compile(pattern, re.S)
+        while True:
+            m = rx.search(self.text(self.mark))
+            if m:
+                # the mark moves in raw bytes: find the clean prefix's end
+                clean_end = m.end()
+                i = self.mark
+                while len(ESC.sub(b"", self.raw[self.mark:i]).decode("utf-8", "replace")) < clean_end:
+                    i += 1
+                self.mark = i
+                return m
+            left = end - time.time()
+            if left <= 0 or not self.pump(min(left, 0.1)):
+                m = rx.search(self.text(self.mark))
+                if m:
+                    self.mark = len(self.raw)
+                return m
+
+    def send(self, data):
+        # libedit prints the prompt before it puts the terminal in raw
+        # mode; a key typed in between is the line discipline's (a Ctrl-D
+        # there is a cooked end-of-file and is lost), so type as a person
+        # would: not in the same instant the prompt appears
+        self.settle(0.15)
+        os.write(self.fd, data)
+
+    def settle(self, t=0.3):
+        end = time.time() + t
+        while time.time() < end and self.pump(0.05):
+            pass
+
+    def wait_exit(self, timeout=10):
+        end = time.time() + timeout
+        while time.time() < end:
+            self.pump(0.05)
+            pid, st = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = st
+                return True
+        return False
+
+    def kill(self):
+        if self.status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+        os.close(self.fd)
+
+
+def main():
+    tir = os.path.abspath(sys.argv[1])
+    home = tempfile.mkdtemp(prefix="tir-pty.")
+    s = Session(tir, home)
+    try:
+        check("prompt", s.expect(r"^tir> ") is not None, repr(s.text()[-200:]))
+
+        s.send(b"a = [1, 2]\r")
+        check("binding", s.expect(r"a = \[1, 2\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+
+        s.send(b"b = add(a,\r")
+        check("continuation prompt", s.expect(r"\n\.\.\.> ") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"  a)\r")
+        check("continuation ends", s.expect(r"\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"b\r")
+        check("value of a continued statement",
+              s.expect(r"b: i64\[2\]\s*\n\[2, 4\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+
+        # Up recalls "b"; Enter runs it again
+        s.send(b"\x1b[A")
+        s.settle()
+        s.send(b"\r")
+        check("history recall (Up)",
+              s.expect(r"b: i64\[2\]\s*\n\[2, 4\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+
+        # Tab completes a partial op name (with its parenthesis)
+        s.send(b"print matm\t")
+        check("tab completes an op", s.expect(r"print matmul\(") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"[[1, 2]], [[3], [4]])\r")
+        check("completed line runs", s.expect(r"\[\[11\]\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-300:]))
+
+        s.send(b".ti\t")
+        check("tab completes a dot-command", s.expect(r"\.timer ") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"\x15")  # Ctrl-U: clear the line
+        s.settle(0.2)
+
+        # an error shows its caret; the next statement still works
+        s.send(b"x = foo(a)\r")
+        m = s.expect(r"error: unknown op 'foo'[^\n]*\n\s*x = foo\(a\)\s*\n(\s*)\^\s*\ntir> ")
+        check("error with caret", m is not None and len(m.group(1).replace("\n", "")) == 8,
+              repr(s.text(s.mark)[-300:]))
+        s.send(b"a + 1\r")
+        check("statement after an error", s.expect(r"\[2, 3\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+
+        # Ctrl-C at the prompt drops the line being typed
+        s.send(b"this is not tir")
+        s.settle(0.2)
+        s.send(b"\x03")
+        check("Ctrl-C abandons the line", s.expect(r"\^C\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+        before = s.mark
+        s.send(b"a\r")
+        check("after Ctrl-C at the prompt",
+              s.expect(r"a: i64\[2\]\s*\n\[1, 2\]\s*\ntir> ") is not None and "error" not in s.text(before),
+              repr(s.text(before)[-300:]))
+
+        # Ctrl-C inside an open bracket drops the whole statement
+        s.send(b"c = add(a,\r")
+        s.expect(r"\.\.\.> ")
+        s.send(b"\x03")
+        check("Ctrl-C in a continuation", s.expect(r"\^C\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+
+        # Ctrl-C stops a long computation: a chain of big matmuls
+        s.send(b"big = randn([2048, 2048]) * 0.02\r")
+        s.expect(r"\ntir> ")
+        s.send(b"r = big" + b" @ big" * 80 + b"\r")
+        s.expect(r"\ntir> ")
+        s.send(b"sum(r)\r")
+        s.expect(r"sum\(r\)\s*\n")
+        s.settle(1.0)
+        t0 = time.time()
+        s.send(b"\x03")
+        m = s.expect(r"interrupted\s*\ntir> ", timeout=30)
+        took = time.time() - t0
+        check("Ctrl-C stops a computation", m is not None and "sum(r): f32" not in s.text(),
+              repr(s.text(s.mark)[-300:]))
+        check("the stop is prompt", took < 10, f"{took:.1f} s")
+        s.send(b"a * 10\r")
+        check("session intact after Ctrl-C",
+              s.expect(r"\[10, 20\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-300:]))
+        s.send(b".vars\r")
+        check(".vars after Ctrl-C",
+              s.expect(r"big\s+f32\[2048, 2048\]\s+computed\s*\n"
+                       r"r\s+f32\[2048, 2048\]\s+not computed\s*\ntir> ") is not None,
+              repr(s.text(s.mark)[-300:]))
+
+        # Ctrl-D leaves with status 0
+        s.send(b"\x04")
+        ok = s.wait_exit()
+        check("Ctrl-D quits", ok and os.WIFEXITED(s.status) and os.WEXITSTATUS(s.status) == 0,
+              f"status {s.status}; {s.raw[-300:]!r}")
+    finally:
+        s.kill()
+
+    # the history file outlives the session; the next one recalls from it
+    hist = os.path.join(home, "hist")
+    check("history file written", os.path.exists(hist) and (os.stat(hist).st_mode & 0o077) == 0,
+          "missing or readable by others")
+    s = Session(tir, home)
+    try:
+        s.expect(r"tir> ")
+        s.send(b"a = [7, 8]\r")
+        s.expect(r"\ntir> ")
+        s.send(b"\x1b[A\x1b[A\x1b[A")  # back past a = ..., .vars to a * 10 of the last session
+        s.settle()
+        s.send(b"\r")
+        check("history from the last session",
+              s.expect(r"mul\(a, 10\): i64\[2\]\s*\n\[70, 80\]\s*\ntir> ") is not None,
+              repr(s.text(s.mark)[-300:]))
+        s.send(b".quit\r")
+        ok = s.wait_exit()
+        check(".quit", ok and os.WIFEXITED(s.status) and os.WEXITSTATUS(s.status) == 0, f"status {s.status}")
+    finally:
+        s.kill()
+        for f in os.listdir(home):
+            os.unlink(os.path.join(home, f))
+        os.rmdir(home)
+
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
