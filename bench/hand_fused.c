@@ -10,7 +10,11 @@
  * AVX-512 the scalar loops are what is timed, and "isa scalar" says so.
  * Prints "key value" lines for bench/run.sh.  Not a test.
  *
- *     hand_fused [--threads N] [--runs N] [--warmup N] [chain|softmax|layernorm]...
+ *     hand_fused [--threads N] [--runs N] [--min-ms MS] [--warmup N]
+ *                [chain|softmax|layernorm]...
+ *
+ * Each is timed WARMUP times, then at least RUNS times and for at least
+ * MIN_MS ms in all, as bench/tir_time.c does; the median is printed.
  *
  * Inputs are made exactly as bench/tir_time.c makes them (see there): x is
  * input 0 with values in [-2, 2); layernorm's weight and bias are inputs 1
@@ -34,8 +38,8 @@
 #include <time.h>
 
 #define MAX_THREADS 64
-#define MAX_RUNS 1000
-#define SPIN 200000          /* pause loops before a worker sleeps */
+#define MAX_RUNS 10000
+#define SPIN_NS 50000        /* a waiting thread spins this long, then sleeps */
 
 #define CHAIN_N (INT64_C(1) << 24)
 #define ROWS 4096
@@ -64,14 +68,17 @@ static void cpu_relax(void)
 #endif
 }
 
-/* ---- a minimal persistent pool: the caller runs part 0, worker w part w ---- */
+/* ---- a minimal persistent pool: the caller runs part 0, worker w part w ----
+ * Waiting threads spin for SPIN_NS, then sleep on a condition variable, so
+ * a busy machine (another process on the other core) costs a wake-up, not
+ * a core spinning for milliseconds. */
 
 struct pool {
 	int n;
 	pthread_t th[MAX_THREADS];
 	int ids[MAX_THREADS];
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t go, done;
 	atomic_uint gen;        /* bumped once per job */
 	atomic_int pending;     /* workers still on the job */
 	atomic_bool quit;
@@ -81,41 +88,63 @@ struct pool {
 
 static struct pool pool = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
-	.cv = PTHREAD_COND_INITIALIZER,
+	.go = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
 };
+
+/* Spin until ready(arg) or SPIN_NS have passed; returns ready(arg). */
+static bool spin_until(bool (*ready)(void *), void *arg)
+{
+	double t0 = now_ms();
+	for (int i = 0; !ready(arg); i++) {
+		if ((i & 63) == 63 && (now_ms() - t0) * 1e6 > SPIN_NS)
+			return false;
+		cpu_relax();
+	}
+	return true;
+}
+
+static bool new_job(void *seen)
+{
+	return atomic_load_explicit(&pool.gen, memory_order_acquire) != *(unsigned *)seen;
+}
+
+static bool all_done(void *unused)
+{
+	return atomic_load_explicit(&pool.pending, memory_order_acquire) == 0;
+}
 
 static void *worker(void *arg)
 {
 	int id = *(const int *)arg;
 	unsigned seen = 0;
 	for (;;) {
-		unsigned g;
-		int spins = 0;
-		while ((g = atomic_load_explicit(&pool.gen, memory_order_acquire)) == seen && spins++ < SPIN)
-			cpu_relax();
-		if (g == seen) {
+		if (!spin_until(new_job, &seen)) {
 			pthread_mutex_lock(&pool.mu);
-			while ((g = atomic_load_explicit(&pool.gen, memory_order_acquire)) == seen)
-				pthread_cond_wait(&pool.cv, &pool.mu);
+			while (!new_job(&seen))
+				pthread_cond_wait(&pool.go, &pool.mu);
 			pthread_mutex_unlock(&pool.mu);
 		}
-		seen = g;
+		seen = atomic_load_explicit(&pool.gen, memory_order_acquire);
 		if (atomic_load(&pool.quit))
 			return NULL;
 		pool.fn(pool.ctx, id, pool.n);
-		atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
+		if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
+			pthread_mutex_lock(&pool.mu);
+			pthread_cond_signal(&pool.done);
+			pthread_mutex_unlock(&pool.mu);
+		}
 	}
 }
 
 static int pool_start(int n)
 {
-	pool.n = n;
+	pool.n = 1;
 	for (int i = 1; i < n; i++) {
 		pool.ids[i] = i;
-		if (pthread_create(&pool.th[i], NULL, worker, &pool.ids[i])) {
-			pool.n = i;
+		if (pthread_create(&pool.th[i], NULL, worker, &pool.ids[i]))
 			return -1;
-		}
+		pool.n = i + 1;
 	}
 	return 0;
 }
@@ -127,14 +156,14 @@ static void pool_job(void (*fn)(void *, int, int), void *ctx)
 	atomic_store(&pool.pending, pool.n - 1);
 	pthread_mutex_lock(&pool.mu);
 	atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
-	pthread_cond_broadcast(&pool.cv);
+	pthread_cond_broadcast(&pool.go);
 	pthread_mutex_unlock(&pool.mu);
 	fn(ctx, 0, pool.n);
-	for (int spins = 0; atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; spins++) {
-		if (spins < SPIN)
-			cpu_relax();
-		else
-			sched_yield();
+	if (!spin_until(all_done, NULL)) {
+		pthread_mutex_lock(&pool.mu);
+		while (!all_done(NULL))
+			pthread_cond_wait(&pool.done, &pool.mu);
+		pthread_mutex_unlock(&pool.mu);
 	}
 }
 
@@ -143,7 +172,7 @@ static void pool_stop(void)
 	atomic_store(&pool.quit, true);
 	pthread_mutex_lock(&pool.mu);
 	atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
-	pthread_cond_broadcast(&pool.cv);
+	pthread_cond_broadcast(&pool.go);
 	pthread_mutex_unlock(&pool.mu);
 	for (int i = 1; i < pool.n; i++)
 		pthread_join(pool.th[i], NULL);
@@ -381,16 +410,21 @@ static float *alloc_floats(int64_t n)
 
 /* Time one section: warm-up, then runs; print its lines. */
 static void bench(const char *name, void (*fn)(void *, int, int), struct job *j, int64_t numel,
-		  int runs, int warmup, const float *ref)
+		  int runs, double min_ms, int warmup, const float *ref)
 {
-	double t[MAX_RUNS];
-	for (int r = 0; r < warmup + runs; r++) {
+	static double t[MAX_RUNS];
+	double spent = 0;
+	int nt = 0;
+	for (int r = 0; nt < MAX_RUNS && (nt < runs || spent < min_ms); r++) {
 		double t0 = now_ms();
 		pool_job(fn, j);
 		double dt = now_ms() - t0;
-		if (r >= warmup)
-			t[r - warmup] = dt;
+		if (r >= warmup) {
+			t[nt++] = dt;
+			spent += dt;
+		}
 	}
+	runs = nt;
 	qsort(t, (size_t)runs, sizeof t[0], cmp_double);
 	double med = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
 	double sum = 0, maxdiff = 0;
@@ -401,13 +435,14 @@ static void bench(const char *name, void (*fn)(void *, int, int), struct job *j,
 	}
 	printf("%s_ms_median %.4f\n", name, med);
 	printf("%s_ms_min %.4f\n", name, t[0]);
+	printf("%s_runs %d\n", name, runs);
 	printf("%s_sum %.9g\n", name, sum);
 	printf("%s_maxdiff_vs_scalar %.3g\n", name, maxdiff);
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: hand_fused [--threads N] [--runs N] [--warmup N] "
+	fprintf(stderr, "usage: hand_fused [--threads N] [--runs N] [--min-ms MS] [--warmup N] "
 			"[chain|softmax|layernorm]...\n");
 	exit(2);
 }
@@ -415,12 +450,15 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	int threads = 2, runs = 11, warmup = 3;
+	double min_ms = 1000;
 	bool want[3] = {false, false, false}, any = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
 			runs = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--min-ms") && i + 1 < argc)
+			min_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
 			warmup = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "chain"))
@@ -452,10 +490,10 @@ int main(int argc, char **argv)
 		chain_scalar(x, ref, CHAIN_N);
 		j.x = x;
 		j.y = y;
-		bench("chain", chain_part, &j, CHAIN_N, runs, warmup, ref);
+		bench("chain", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
 		if (use_avx512) {
 			j.tanh_exp = true;
-			bench("chain_tanh_exp", chain_part, &j, CHAIN_N, runs, warmup, ref);
+			bench("chain_tanh_exp", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
 		}
 		free(x);
 		free(y);
@@ -471,11 +509,11 @@ int main(int argc, char **argv)
 		struct job j = {.x = x, .w = w, .b = b, .y = y, .rows = ROWS, .cols = COLS};
 		if (want[1]) {
 			softmax_scalar(x, ref, ROWS, COLS);
-			bench("softmax", softmax_part, &j, n, runs, warmup, ref);
+			bench("softmax", softmax_part, &j, n, runs, min_ms, warmup, ref);
 		}
 		if (want[2]) {
 			layernorm_scalar(x, w, b, ref, ROWS, COLS);
-			bench("layernorm", layernorm_part, &j, n, runs, warmup, ref);
+			bench("layernorm", layernorm_part, &j, n, runs, min_ms, warmup, ref);
 		}
 		free(x);
 		free(y);

@@ -2,8 +2,8 @@
 """peers.py — the fusion benchmark's peers: NumPy, numexpr and PyTorch
 eager running the same computations as bench/*.tir, timed inside one
 process after the imports and the data are ready (so, like tir_time on the
-tir side, process start-up is excluded), as the median of RUNS calls after
-WARMUP calls.  Prints "key value" lines for bench/run.sh:
+tir side, process start-up is excluded), as the median of at least RUNS
+calls lasting at least a second in all, after WARMUP calls.  Prints "key value" lines for bench/run.sh:
 
     IMPL_ms MEDIAN   IMPL_sum SUM   IMPL_version V
     IMPL_missing apt-get install python3-XXX     (module not importable)
@@ -47,11 +47,15 @@ def bench_input(np, n, k, lo=-2.0, hi=2.0):
     return (lo + (hi - lo) * (h.astype(np.float64) / 4294967296.0)).astype(np.float32)
 
 
+MIN_MS = 1000.0   # as bench/tir_time.c: at least RUNS runs and this long
+MAX_RUNS = 10000
+
+
 def median_ms(fn, runs, warmup):
     for _ in range(warmup):
         fn()
     times = []
-    for _ in range(runs):
+    while len(times) < MAX_RUNS and (len(times) < runs or sum(times) < MIN_MS):
         t = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1e3)

@@ -56,14 +56,22 @@ fi
 # tir (bench/tir_time), the hand-fused C references (bench/hand_fused)
 # and the Python peers (bench/peers.py: NumPy, numexpr, PyTorch eager),
 # all at THREADS threads and timed inside their process (start-up, imports
-# and parsing excluded), medians of RUNS runs.  Every ratio is the row's
-# time divided by the reference row's ("/ref") or by tir's ("/tir"); so a
-# peer's "/tir" above 1 means tir is that many times faster.  "sum" is the
-# relative difference of the output's sum from the reference's (all sides
-# get the same input data).
+# and parsing excluded), medians of at least RUNS runs lasting at least
+# 1 s in all (a short run then samples the load over a fair stretch).
+# Every ratio is the row's time divided by the reference row's ("/ref") or
+# by tir's ("/tir"); so a peer's "/tir" above 1 means tir is that many
+# times faster.  "sum diff" is the relative difference of the output's sum
+# from the reference's (all sides get the same input data).
 THREADS=${THREADS:-$(nproc 2>/dev/null || echo 2)}
 RUNS=${RUNS:-11}
 PY=/usr/bin/python3
+
+# the load average before and after says how noisy the figures may be
+loadavg() {
+	cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null
+}
+section "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
+echo "  load average before the fusion sections: $(loadavg)"
 
 # row LABEL MS SUM NOTE: one line of the next table
 row() {
@@ -149,7 +157,7 @@ tir_rows() {
 
 # big_section NAME TITLE TIRFILE: the chain, softmax and layernorm sections
 big_section() {
-	section "$2, $THREADS threads (median of $RUNS)"
+	section "$2, $THREADS threads (median of >= $RUNS runs, >= 1 s)"
 	: >"$tmp/rows"
 	if "$BUILD/bench/hand_fused" --threads "$THREADS" --runs "$RUNS" "$1" >"$tmp/hf.$1"; then
 		f=$tmp/hf.$1
@@ -190,7 +198,7 @@ target "tir <= 1.2x hand-fused C" "$(ratio "$tir_ms" "$(kv "$tmp/hf.layernorm" l
 target "tir >= 1.5x faster than torch eager" "$(ratio "$(kv "$tmp/py.layernorm" torch_ms)" "$tir_ms")" ">=" 1.5
 
 # ---- mlp ----
-section "mlp: 1024-1024-1024-10 MLP forward at batch 256, $THREADS threads (median of 21 / $RUNS)"
+section "mlp: 1024-1024-1024-10 MLP forward at batch 256, $THREADS threads (median of 21; peers >= $RUNS runs, >= 1 s)"
 : >"$tmp/rows"
 if "$BUILD/bench/mlp_bench" "$THREADS" >"$tmp/mlp"; then
 	# "... tir X ms, direct sgemm Y ms, ratio Z"
@@ -209,7 +217,7 @@ target "tir <= 1.05x direct sgemm" "$(sed -n 's/.*ratio \([0-9.]*\).*/\1/p' "$tm
 target "tir faster than torch eager" "$(ratio "$(kv "$tmp/py.mlp" torch_ms)" "$tir_ms")" ">" 1
 
 # ---- tiny ----
-section "tiny: per-op overhead, a 10,000-op graph of f32 scalars, $THREADS threads (median of $RUNS)"
+section "tiny: per-op overhead, a 10,000-op graph of f32 scalars, $THREADS threads (median of >= $RUNS runs, >= 1 s)"
 : >"$tmp/rows"
 if $PY bench/peers.py tiny-tir "$tmp/tiny.tir"; then
 	tir_rows tiny "$tmp/tiny.tir"
@@ -223,5 +231,8 @@ peer_rows "$tmp/py.tiny" torch "torch eager (0-d tensors)"
 table tir tir 10000
 echo "  ops: mul, add, tanh, mul, sub repeated (bench/peers.py tiny_lines); us/op = median / 10000"
 target "tir under 1 us/op" "$(ratio "$(kv "$tmp/tir.tiny.fused" ms_median)" 10)" "<" 1
+
+echo
+echo "== load average after the fusion sections: $(loadavg)"
 
 exit $status

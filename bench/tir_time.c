@@ -1,14 +1,16 @@
 /*
  * tir_time.c — time one .tir program inside the process, start-up and
  * parse excluded: parse FILE once, give every `input` the benchmark's
- * deterministic data (below), then call tir_exec_run WARMUP + RUNS times
- * for the value named by --out and report the median of the RUNS.  The
+ * deterministic data (below), then call tir_exec_run WARMUP times and then
+ * at least RUNS times, and for at least MIN_MS ms in all (so that a short
+ * run samples the machine's load over a fair stretch), for the value named
+ * by --out, and report the median.  The
  * Python peers (bench/peers.py) are timed the same way, so both sides
  * leave out process start-up, imports and parsing.  Prints "key value"
  * lines for bench/run.sh.  Not a test: it checks nothing about time.
  *
- *     tir_time [--threads N] [--runs N] [--warmup N] [--range LO HI]
- *              [--out NAME] [--no-fuse] FILE.tir
+ *     tir_time [--threads N] [--runs N] [--min-ms MS] [--warmup N]
+ *              [--range LO HI] [--out NAME] [--no-fuse] FILE.tir
  *
  * The data: element i (row-major) of the k-th input declared (k from 0) is
  *     h = (i * 2654435761 + k * 40503) mod 2^32
@@ -23,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_RUNS 1000
+#define MAX_RUNS 10000
 
 static double now_ms(void)
 {
@@ -93,7 +95,7 @@ static int fill_input(struct tir_exec *x, const struct tir_stmt *st, int k, doub
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: tir_time [--threads N] [--runs N] [--warmup N] [--range LO HI] "
+	fprintf(stderr, "usage: tir_time [--threads N] [--runs N] [--min-ms MS] [--warmup N] [--range LO HI] "
 			"[--out NAME] [--no-fuse] FILE.tir\n");
 	exit(2);
 }
@@ -101,7 +103,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	int threads = 2, runs = 11, warmup = 2;
-	double lo = -2, hi = 2;
+	double lo = -2, hi = 2, min_ms = 1000;
 	const char *out = "y", *path = NULL;
 	bool fuse = true;
 	for (int i = 1; i < argc; i++) {
@@ -109,6 +111,8 @@ int main(int argc, char **argv)
 			threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
 			runs = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--min-ms") && i + 1 < argc)
+			min_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
 			warmup = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--range") && i + 2 < argc) {
@@ -155,17 +159,22 @@ int main(int argc, char **argv)
 			rc = fill_input(x, &p->stmts[s], k++, lo, hi);
 
 	const char *want[] = {out};
-	double t[MAX_RUNS];
-	for (int r = 0; r < warmup + runs && !rc; r++) {
+	static double t[MAX_RUNS];
+	double spent = 0;
+	int nt = 0;
+	for (int r = 0; !rc && nt < MAX_RUNS && (nt < runs || spent < min_ms); r++) {
 		struct tir_err err = {0};
 		double t0 = now_ms();
 		rc = tir_exec_run(x, p->nstmts, want, 1, &err);
 		double dt = now_ms() - t0;
 		if (rc)
 			fprintf(stderr, "tir_time: run: %s\n", err.msg);
-		else if (r >= warmup)
-			t[r - warmup] = dt;
+		else if (r >= warmup) {
+			t[nt++] = dt;
+			spent += dt;
+		}
 	}
+	runs = nt;
 	if (!rc) {
 		const struct tir_exec_stats *st = tir_exec_stats(x);
 		const struct tir_tensor *y = tir_exec_named(x, 0);

@@ -142,8 +142,9 @@ void cli_print_timing(double parse_ms, const struct tir_exec_stats *st)
 {
 	char peak[32];
 	human_bytes((double)st->peak_bytes, peak, sizeof peak);
-	fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels) \xc2\xb7 run %.2f ms \xc2\xb7 peak %s\n",
-		parse_ms, st->plan_ms, st->nops, st->nkernels, st->run_ms, peak);
+	fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels%s) \xc2\xb7 run %.2f ms "
+		"\xc2\xb7 peak %s\n", parse_ms, st->plan_ms, st->nops, st->nkernels,
+		st->plan_cached ? ", cached" : "", st->run_ms, peak);
 }
 
 struct tir_program *cli_load_program(const char *path, int *status, double *parse_ms)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <editline/readline.h>
@@ -38,7 +39,7 @@ struct repl {
 
 /* Set by the signal handlers; the self-pipe wakes a read in progress
  * whichever thread the signal lands on. */
-static volatile sig_atomic_t interrupted, resized;
+static volatile sig_atomic_t interrupted, resized, continued;
 static int wake_pipe[2] = {-1, -1};
 
 static void on_signal(int sig)
@@ -46,6 +47,8 @@ static void on_signal(int sig)
 	int saved = errno;
 	if (sig == SIGINT)
 		interrupted = 1;
+	else if (sig == SIGCONT)
+		continued = 1;
 	else
 		resized = 1;
 	if (wake_pipe[1] >= 0) {
@@ -53,6 +56,17 @@ static void on_signal(int sig)
 		(void)w; /* a full pipe already wakes the reader */
 	}
 	errno = saved;
+}
+
+/* The terminal as the session found it, put back if a signal ends the
+ * process while libedit has it in raw mode. */
+static struct termios tty_saved;
+
+static void on_fatal_signal(int sig)
+{
+	tcsetattr(STDIN_FILENO, TCSANOW, &tty_saved);
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 static void drain_wake_pipe(void)
@@ -195,12 +209,14 @@ static int dot_explain(struct repl *r, char *arg)
 	return 0;
 }
 
-/* The names a line of canonical text defines and reads: "NAME: T = EXPR"
- * or "input NAME: T".  Names in EXPR not called and not keywords. */
+/* A line of canonical text, "NAME: T = EXPR" or "input NAME: T" (or a
+ * print, which defines nothing): the name it defines and the names EXPR
+ * reads, that is its names neither called nor naming a keyword argument (a
+ * word never bound, like true or f32, costs only a lookup). */
 struct fmt_line {
 	const char *text;
 	size_t len;
-	char def[128];
+	char *def;
 	char **uses;
 	int nuses;
 	bool keep;
@@ -210,20 +226,16 @@ static void scan_line(struct fmt_line *fl)
 {
 	struct tir_source src = {.name = "", .text = fl->text, .len = (uint32_t)fl->len};
 	struct tir_lexer lx;
-	fl->def[0] = 0;
 	if (tir_lex_init(&lx, &src))
 		return;
 	struct tir_token t = tir_lex_next(&lx), prev = {0};
 	bool input = t.kind == TIR_TOK_NAME && t.len == 5 && !memcmp(fl->text + t.off, "input", 5);
 	if (input)
 		t = tir_lex_next(&lx);
-	if (t.kind == TIR_TOK_NAME && t.len < sizeof fl->def &&
-	    !(t.len == 5 && !memcmp(fl->text + t.off, "print", 5))) {
-		memcpy(fl->def, fl->text + t.off, t.len);
-		fl->def[t.len] = 0;
-	}
+	if (t.kind == TIR_TOK_NAME && !(t.len == 5 && !memcmp(fl->text + t.off, "print", 5)))
+		fl->def = strndup(fl->text + t.off, t.len);
 	bool rhs = false;
-	while (!input && fl->def[0] && t.kind != TIR_TOK_EOF && t.kind != TIR_TOK_ERROR) {
+	while (!input && fl->def && t.kind != TIR_TOK_EOF && t.kind != TIR_TOK_ERROR) {
 		prev = t;
 		t = tir_lex_next(&lx);
 		if (t.kind == TIR_TOK_ASSIGN && !rhs) {
@@ -274,19 +286,19 @@ static int dot_graph(struct repl *r, char *arg)
 	}
 	char **want = NULL;
 	size_t nwant = 0, capwant = 0;
-	if (!text || tir_grow((void **)&want, &capwant, 1, sizeof *want)) {
+	if (!text || tir_grow((void **)&want, &capwant, 1, sizeof *want) || !(want[0] = strdup(arg))) {
 		fprintf(stderr, "tir: out of memory\n");
 		r->failed = true;
 		goto out;
 	}
-	want[nwant++] = strdup(arg);
+	nwant = 1;
 	for (size_t i = n; i-- > 0 && nwant > 0;) {
 		struct fmt_line *fl = &lines[i];
 		scan_line(fl);
 		size_t w = 0;
-		while (w < nwant && (!want[w] || strcmp(want[w], fl->def)))
+		while (fl->def && w < nwant && strcmp(want[w], fl->def))
 			w++;
-		if (!fl->def[0] || w == nwant)
+		if (!fl->def || w == nwant)
 			continue;
 		fl->keep = true;
 		free(want[w]);
@@ -312,6 +324,7 @@ out:
 		for (int k = 0; k < lines[i].nuses; k++)
 			free(lines[i].uses[k]);
 		free(lines[i].uses);
+		free(lines[i].def);
 	}
 	free(lines);
 	free(text);
@@ -537,6 +550,14 @@ static int tty_byte(int fd)
 			resized = 0;
 			rl_resize_terminal();
 		}
+		if (continued) {
+			/* back from a stop (Ctrl-Z, fg): the shell may have
+			 * put the terminal back in cooked mode */
+			continued = 0;
+			rl_deprep_terminal();
+			rl_prep_terminal(0);
+			rl_forced_update_display();
+		}
 		struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = wake_pipe[0], .events = POLLIN}};
 		int n = poll(pf, 2, -1);
 		if (n < 0) {
@@ -650,6 +671,7 @@ static char **complete(const char *text, int start, int end)
 {
 	size_t n = strlen(text);
 	const char *line = rl_line_buffer;
+	fprintf(stderr, "[complete '%s' %d %d]", text, start, end);
 	cands_clear();
 	rl_attempted_completion_over = 1;
 	rl_completion_append_character = ' ';
@@ -704,6 +726,20 @@ static char **complete(const char *text, int start, int end)
 	return ncands ? rl_completion_matches(text, cand_next) : NULL;
 }
 
+/* Where words break for completion: at punctuation in statements, only at
+ * blanks in the file name of .load (libedit asks before each completion). */
+static char *word_breaks(void)
+{
+	static const char code[] = " \t\n\"()[],=+-*/@:;", path[] = " \t\n";
+	const char *line = rl_line_buffer;
+	while (*line == ' ' || *line == '\t')
+		line++;
+	int nm;
+	const struct dot_cmd *c = *line == '.' ? dot_find(line + 1, strcspn(line + 1, " \t"), &nm) : NULL;
+	rl_basic_word_break_characters = c && c->fn == dot_load ? path : code;
+	return (char *)rl_basic_word_break_characters;
+}
+
 /* ---- the terminal ---- */
 
 static char *history_path(void)
@@ -736,6 +772,13 @@ static int tty_open(struct repl *r, char **hist)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGWINCH, &sa, NULL);
+	sigaction(SIGCONT, &sa, NULL);
+	if (tcgetattr(STDIN_FILENO, &tty_saved) == 0) {
+		sa.sa_handler = on_fatal_signal;
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		sigaction(SIGQUIT, &sa, NULL);
+	}
 	/* libedit works in wide characters: UTF-8 needs a UTF-8 LC_CTYPE */
 	if (!setlocale(LC_CTYPE, "") || MB_CUR_MAX == 1)
 		setlocale(LC_CTYPE, "C.UTF-8");
@@ -744,7 +787,7 @@ static int tty_open(struct repl *r, char **hist)
 	rl_catch_signals = 0;
 	rl_getc_function = tty_getc;
 	rl_attempted_completion_function = complete;
-	rl_basic_word_break_characters = " \t\n\"()[],=+-*/@:;";
+	rl_completion_word_break_hook = word_breaks;
 	rl_initialize();
 	using_history();
 	stifle_history(HISTORY_MAX);
@@ -771,6 +814,10 @@ static void tty_close(char *hist)
 	capcands = 0;
 	signal(SIGINT, SIG_DFL);
 	signal(SIGWINCH, SIG_DFL);
+	signal(SIGCONT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
 	for (int i = 0; i < 2; i++) {
 		close(wake_pipe[i]);
 		wake_pipe[i] = -1;
@@ -819,7 +866,7 @@ int cli_repl(int argc, char **argv)
 	char *last = NULL;          /* the last line put in the history */
 	while (!r.quit) {
 		size_t len;
-		interrupted = 0;
+		interrupted = continued = 0;
 		drain_wake_pipe();
 		char *line = read_line(&r, acc.n ? "...> " : "tir> ", &len);
 		if (!line) {

@@ -4,7 +4,8 @@ pseudo-terminal, as a person at a keyboard would: the prompt, the
 continuation prompt, history recall (Up arrow, in a session and from the
 history file of the last one), tab completion of an op name, an error with
 its caret followed by a statement that works, Ctrl-C abandoning a line,
-Ctrl-C stopping a long computation with the session intact, Ctrl-D leaving.
+Ctrl-C stopping a long computation with the session intact, a stop and
+continue, Ctrl-D leaving, and the terminal put back when a signal ends it.
 
 One line per failure; the last line is "N passed, M failed".  Uses only the
 standard library (Debian's /usr/bin/python3)."""
@@ -16,6 +17,7 @@ import select
 import signal
 import sys
 import tempfile
+import termios
 import time
 
 ESC = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\r|\x07|\x08")
@@ -187,7 +189,7 @@ def main():
         # Ctrl-C stops a long computation: a chain of big matmuls
         s.send(b"big = randn([2048, 2048]) * 0.02\r")
         s.expect(r"\ntir> ")
-        s.send(b"r = big" + b" @ big" * 80 + b"\r")
+        s.send(b"r = big" + b" @ big" * 200 + b"\r")
         s.expect(r"\ntir> ")
         s.send(b"sum(r)\r")
         s.expect(r"sum\(r\)\s*\n")
@@ -208,6 +210,20 @@ def main():
                        r"r\s+f32\[2048, 2048\]\s+not computed\s*\ntir> ") is not None,
               repr(s.text(s.mark)[-300:]))
 
+        # stopped and continued (Ctrl-Z, fg), with the terminal given back
+        # in cooked mode as a shell may: line editing works again
+        s.send(b"xy")
+        s.settle(0.2)
+        os.kill(s.pid, signal.SIGSTOP)
+        s.settle(0.2)
+        attr = termios.tcgetattr(s.fd)
+        attr[3] |= termios.ICANON | termios.ECHO
+        termios.tcsetattr(s.fd, termios.TCSANOW, attr)
+        os.kill(s.pid, signal.SIGCONT)
+        s.send(b"\x15a)\x01sum(\r")   # Ctrl-U, then Ctrl-A to the line's start
+        check("line editing after a stop", s.expect(r"sum\(a\): i64\[\]\s*\n3\s*\ntir> ") is not None,
+              repr(s.text(s.mark)[-300:]))
+
         # Ctrl-D leaves with status 0
         s.send(b"\x04")
         ok = s.wait_exit()
@@ -225,7 +241,8 @@ def main():
         s.expect(r"tir> ")
         s.send(b"a = [7, 8]\r")
         s.expect(r"\ntir> ")
-        s.send(b"\x1b[A\x1b[A\x1b[A")  # back past a = ..., .vars to a * 10 of the last session
+        # back past a = [7, 8], and sum(a), .vars of the last session, to its a * 10
+        s.send(b"\x1b[A" * 4)
         s.settle()
         s.send(b"\r")
         check("history from the last session",
@@ -234,6 +251,19 @@ def main():
         s.send(b".quit\r")
         ok = s.wait_exit()
         check(".quit", ok and os.WIFEXITED(s.status) and os.WEXITSTATUS(s.status) == 0, f"status {s.status}")
+    finally:
+        s.kill()
+
+    # killed while libedit holds the terminal in raw mode: it is put back
+    s = Session(tir, home)
+    try:
+        s.expect(r"tir> ")
+        s.settle(0.3)
+        raw = not (termios.tcgetattr(s.fd)[3] & termios.ICANON)
+        os.kill(s.pid, signal.SIGTERM)
+        ok = s.wait_exit()
+        cooked = bool(termios.tcgetattr(s.fd)[3] & termios.ICANON)
+        check("SIGTERM restores the terminal", raw and ok and cooked, f"raw {raw}, exited {ok}, cooked {cooked}")
     finally:
         s.kill()
         for f in os.listdir(home):

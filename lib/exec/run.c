@@ -964,7 +964,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			*err = e;
 		else if (x->profile && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
 			profile_kernel(x, NULL, n, vals, now_ms() - tk);
-		else if (x->keep && keepable(p, n))
+		if (!rc && x->keep && keepable(p, n))
 			tir_tensor_ref(&x->kept[i], &vals[i]);
 		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
 		x->stats.nops += op;

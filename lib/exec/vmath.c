@@ -2,20 +2,20 @@
  * vmath.c — the float elementwise functions over contiguous arrays
  * (vmath.h): SLEEF's deterministic vector functions for the
  * transcendentals, plain C that the compiler vectorizes for the rest, and
- * three dispatch paths (AVX-512F, AVX2, portable scalar) that agree bit for
- * bit.  Not here: strides, tensors, integer ops (elementwise.c).
+ * four dispatch paths (AVX-512F, AVX2, SSE2, portable C) that agree bit
+ * for bit.  Not here: strides, tensors, integer ops (elementwise.c).
  *
  * Why the paths agree:
  *  - every transcendental is a SLEEF "cinz" function (consistent, no FMA):
- *    its purec, AVX and AVX-512F ("nofma") builds do the same operations in
- *    the same order, so they return the same bits; test_vmath checks each.
- *    (SLEEF 3.5 has no cinz build for the AVX2+FMA ISA; the AVX2 path calls
- *    the AVX one.)
+ *    its purec, SSE2, AVX and AVX-512F ("nofma") builds do the same
+ *    operations in the same order, so they return the same bits; test_vmath
+ *    checks each.  (SLEEF 3.5 has no cinz build for AVX2+FMA; the AVX2 path
+ *    calls the AVX one.)
  *  - everything else is IEEE basic operations (+ - * / sqrt, compares,
  *    floor, ...), correctly rounded at any vector width; fp-contract is off,
  *    so no path fuses a multiply-add the others do not.
  *  - each composite op (sigmoid, silu, gelu, rsqrt, mod) is written once,
- *    below, and all three paths compile that one text.
+ *    below, and all paths compile that one text.
  *  - a NaN result is always the default quiet NaN (+, payload 0): SLEEF's
  *    builds, libm and the vector units disagree on NaN signs and payloads
  *    (log(-1), floor of a signalling NaN, a NaN op a NaN).
@@ -33,8 +33,9 @@
 #endif
 
 /* The vector paths need GCC's target attribute and x86-64; elsewhere only
- * the scalar path exists.  sleef.h declares its x86 functions only when
- * the ISA's macros are on, which the target pragma does for the include. */
+ * the portable C path (SLEEF's purec builds) exists.  sleef.h declares its
+ * x86 functions only when the ISA's macros are on, which the target pragma
+ * does for the include. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define VM_X86 1
 #include <immintrin.h>      /* first: each intrinsic keeps its own ISA */
@@ -50,6 +51,7 @@
 #endif
 
 #define VM_INLINE static inline __attribute__((always_inline))
+#define VM_NO_TARGET
 
 /* An elementwise loop: dst may equal a source, which is no loop-carried
  * dependence (element i is read before it is written), so vectorize. */
@@ -131,6 +133,18 @@ static const struct vm_prims_f64 sc_prims_f64 = PRIMS(sc, f64);
 #if VM_X86
 
 /* The default NaN where a vector has NaNs, per ISA and type. */
+static inline __m128 s2_canon_f32(__m128 v)
+{
+	__m128 m = _mm_cmpunord_ps(v, v);
+	return _mm_or_ps(_mm_and_ps(m, _mm_set1_ps(NAN)), _mm_andnot_ps(m, v));
+}
+
+static inline __m128d s2_canon_f64(__m128d v)
+{
+	__m128d m = _mm_cmpunord_pd(v, v);
+	return _mm_or_pd(_mm_and_pd(m, _mm_set1_pd(NAN)), _mm_andnot_pd(m, v));
+}
+
 static inline VM_AVX2 __m256 a2_canon_f32(__m256 v)
 {
 	return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
@@ -179,6 +193,36 @@ static inline VM_AVX512 __m512d a5_canon_f64(__m512d v)
 			memcpy(d + i, t, (size_t)(n - i) * sizeof(T));       \
 		}                                                            \
 	}
+
+/* SSE2 path (every x86-64): SLEEF's SSE2 builds, 4 floats or 2 doubles. */
+#define S2_U32(N, FN) \
+	VEC_U(s2_##N##_f32, VM_NO_TARGET, float, 4, _mm_loadu_ps, _mm_storeu_ps, s2_canon_f32, FN)
+#define S2_B32(N, FN) \
+	VEC_B(s2_##N##_f32, VM_NO_TARGET, float, 4, _mm_loadu_ps, _mm_storeu_ps, s2_canon_f32, FN)
+#define S2_U64(N, FN) \
+	VEC_U(s2_##N##_f64, VM_NO_TARGET, double, 2, _mm_loadu_pd, _mm_storeu_pd, s2_canon_f64, FN)
+#define S2_B64(N, FN) \
+	VEC_B(s2_##N##_f64, VM_NO_TARGET, double, 2, _mm_loadu_pd, _mm_storeu_pd, s2_canon_f64, FN)
+
+S2_U32(exp, Sleef_cinz_expf4_u10sse2)
+S2_U32(log, Sleef_cinz_logf4_u10sse2)
+S2_U32(sin, Sleef_cinz_sinf4_u10sse2)
+S2_U32(cos, Sleef_cinz_cosf4_u10sse2)
+S2_U32(tanh, Sleef_cinz_tanhf4_u10sse2)
+S2_U32(erf, Sleef_cinz_erff4_u10sse2)
+S2_U32(erfc, Sleef_cinz_erfcf4_u15sse2)
+S2_U32(sqrt, _mm_sqrt_ps)
+S2_B32(pow, Sleef_cinz_powf4_u10sse2)
+
+S2_U64(exp, Sleef_cinz_expd2_u10sse2)
+S2_U64(log, Sleef_cinz_logd2_u10sse2)
+S2_U64(sin, Sleef_cinz_sind2_u10sse2)
+S2_U64(cos, Sleef_cinz_cosd2_u10sse2)
+S2_U64(tanh, Sleef_cinz_tanhd2_u10sse2)
+S2_U64(erf, Sleef_cinz_erfd2_u10sse2)
+S2_U64(erfc, Sleef_cinz_erfcd2_u15sse2)
+S2_U64(sqrt, _mm_sqrt_pd)
+S2_B64(pow, Sleef_cinz_powd2_u10sse2)
 
 /* AVX2 path: SLEEF's AVX builds, 8 floats or 4 doubles a vector. */
 #define A2_U32(N, FN) \
@@ -240,6 +284,8 @@ A5_U64(erfc, Sleef_cinz_erfcd8_u15avx512fnofma)
 A5_U64(sqrt, _mm512_sqrt_pd)
 A5_B64(pow, Sleef_cinz_powd8_u10avx512fnofma)
 
+static const struct vm_prims_f32 s2_prims_f32 = PRIMS(s2, f32);
+static const struct vm_prims_f64 s2_prims_f64 = PRIMS(s2, f64);
 static const struct vm_prims_f32 a2_prims_f32 = PRIMS(a2, f32);
 static const struct vm_prims_f64 a2_prims_f64 = PRIMS(a2, f64);
 static const struct vm_prims_f32 a5_prims_f32 = PRIMS(a5, f32);
@@ -310,7 +356,7 @@ static const struct vm_prims_f64 a5_prims_f64 = PRIMS(a5, f64);
 			default:    /* GELU: 0.5 x erfc(-x / sqrt 2), which  \
 				     * keeps the tiny left tail that         \
 				     * 1 + erf(x / sqrt 2) cancels to 0 */   \
-				EACH(m) t[i] = -x[i] * (T)0.70710678118654752440; \
+				EACH(m) t[i] = -x[i] / (T)1.41421356237309504880; \
 				pr->u[P_ERFC](t, t, m);                      \
 				MAP(T, m, y, (T)0.5 * x[i] * t[i]);          \
 				break;                                       \
@@ -383,9 +429,9 @@ struct vm_path {
 		binary_f64(&P##_prims_f64, op, d, a, b, n);                  \
 	}
 
-#define VM_NO_TARGET
 VM_PATH(sc, VM_NO_TARGET)
 #if VM_X86
+VM_PATH(s2, VM_NO_TARGET)
 VM_PATH(a2, VM_AVX2)
 VM_PATH(a5, VM_AVX512)
 #endif
@@ -393,9 +439,11 @@ VM_PATH(a5, VM_AVX512)
 static const struct vm_path vm_paths[TIR_VMATH_PATH_COUNT] = {
 	[TIR_VMATH_SCALAR] = {"scalar", sc_f32, sc_f64, sc_f32_2, sc_f64_2},
 #if VM_X86
+	[TIR_VMATH_SSE2] = {"sse2", s2_f32, s2_f64, s2_f32_2, s2_f64_2},
 	[TIR_VMATH_AVX2] = {"avx2", a2_f32, a2_f64, a2_f32_2, a2_f64_2},
 	[TIR_VMATH_AVX512] = {"avx512", a5_f32, a5_f64, a5_f32_2, a5_f64_2},
 #else
+	[TIR_VMATH_SSE2] = {"sse2", NULL, NULL, NULL, NULL},
 	[TIR_VMATH_AVX2] = {"avx2", NULL, NULL, NULL, NULL},
 	[TIR_VMATH_AVX512] = {"avx512", NULL, NULL, NULL, NULL},
 #endif
@@ -411,6 +459,7 @@ bool tir_vmath_path_ok(enum tir_vmath_path p)
 	__builtin_cpu_init();
 	switch (p) {
 	case TIR_VMATH_SCALAR: return true;
+	case TIR_VMATH_SSE2: return true;       /* x86-64's baseline */
 	case TIR_VMATH_AVX2: return __builtin_cpu_supports("avx2");
 	case TIR_VMATH_AVX512: return __builtin_cpu_supports("avx512f");
 	default: return false;

@@ -1,13 +1,24 @@
 /*
  * vmath.h — lib/exec internals: the per-element functions of the float
  * elementwise ops over contiguous arrays, vectorized with SLEEF and chosen
- * once per process for the CPU (AVX-512, AVX2 or portable scalar code).
+ * once per process for the CPU (AVX-512, AVX2, SSE2, or portable C).
  *
  * The reference kernels (elementwise.c) and the fused evaluator both compute
  * through these, so a value is bitwise the same fused or not.  Every path
  * gives bitwise the same results as every other (SLEEF's deterministic
- * "cinz" functions, and one shared formula for each composite op), so the
- * output does not depend on the machine's vector unit either.
+ * "cinz" functions, one shared formula for each composite op, one NaN), so
+ * the output does not depend on the machine's vector unit either.  An
+ * element's result depends only on its inputs, never on n or alignment.
+ *
+ * Accuracy (ULP of the result, against libm in higher precision): exp log
+ * sin cos tanh erf pow 1.0 (SLEEF u10; tanh 1.0001); rsqrt 1.5; sigmoid 3;
+ * silu 3.5; gelu 4 down to x = -1 and 4 x^2 below (its erfc magnifies the
+ * rounding of -x/sqrt 2); everything else exact.  Results near the
+ * subnormal range may be off by a few subnormal steps.  f64 exp gives inf
+ * from x = 709.7827111495576 on, a little before log(DBL_MAX) (SLEEF).
+ *
+ * A NaN result is always the default quiet NaN (positive, payload 0),
+ * whatever NaN went in.
  *
  * Not here: strided operands (callers gather them into a block first),
  * integer or bool dtypes, comparisons.
@@ -36,14 +47,16 @@ void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n);
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n);
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n);
 
-/* The path in use: "avx512", "avx2" or "scalar" (static storage).  Chosen
- * on first use from the CPU; the environment variable TIR_VMATH=scalar|avx2|
- * avx512 asks for one (a path the CPU lacks gives the best one it has). */
+/* The path in use: "avx512", "avx2", "sse2" or "scalar" (static storage).
+ * Chosen on first use: the best the CPU has, or, when the environment
+ * variable TIR_VMATH names a path (scalar|sse2|avx2|avx512), the best at or
+ * below that one.  Any other value is ignored. */
 const char *tir_vmath_isa(void);
 
 /* ---- test hook: one named path, whatever was chosen ---- */
 enum tir_vmath_path {
 	TIR_VMATH_SCALAR,
+	TIR_VMATH_SSE2,
 	TIR_VMATH_AVX2,
 	TIR_VMATH_AVX512,
 	TIR_VMATH_PATH_COUNT
