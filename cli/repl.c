@@ -671,7 +671,6 @@ static char **complete(const char *text, int start, int end)
 {
 	size_t n = strlen(text);
 	const char *line = rl_line_buffer;
-	fprintf(stderr, "[complete '%s' %d %d]", text, start, end);
 	cands_clear();
 	rl_attempted_completion_over = 1;
 	rl_completion_append_character = ' ';
@@ -727,16 +726,19 @@ static char **complete(const char *text, int start, int end)
 }
 
 /* Where words break for completion: at punctuation in statements, only at
- * blanks in the file name of .load (libedit asks before each completion). */
+ * blanks in the file name of .load.  libedit asks before each completion,
+ * before rl_line_buffer is brought up to date: the line is copied. */
 static char *word_breaks(void)
 {
 	static const char code[] = " \t\n\"()[],=+-*/@:;", path[] = " \t\n";
-	const char *line = rl_line_buffer;
+	char *copy = rl_copy_text(0, 256); /* the line's start is enough */
+	const char *line = copy ? copy : "";
 	while (*line == ' ' || *line == '\t')
 		line++;
 	int nm;
 	const struct dot_cmd *c = *line == '.' ? dot_find(line + 1, strcspn(line + 1, " \t"), &nm) : NULL;
 	rl_basic_word_break_characters = c && c->fn == dot_load ? path : code;
+	free(copy);
 	return (char *)rl_basic_word_break_characters;
 }
 

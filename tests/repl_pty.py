@@ -2,7 +2,8 @@
 """tests/repl_pty.py TIR — drive the interactive `tir repl` through a
 pseudo-terminal, as a person at a keyboard would: the prompt, the
 continuation prompt, history recall (Up arrow, in a session and from the
-history file of the last one), tab completion of an op name, an error with
+history file of the last one), tab completion of an op name, a dot-command
+and a file name (then .load), an error with
 its caret followed by a statement that works, Ctrl-C abandoning a line,
 Ctrl-C stopping a long computation with the session intact, a stop and
 continue, Ctrl-D leaving, and the terminal put back when a signal ends it.
@@ -160,6 +161,16 @@ def main():
         check("tab completes a dot-command", s.expect(r"\.timer ") is not None, repr(s.text(s.mark)[-200:]))
         s.send(b"\x15")  # Ctrl-U: clear the line
         s.settle(0.2)
+
+        # after .load, Tab completes a file name (a '-' in it included)
+        with open(os.path.join(home, "model-1.tir"), "w") as f:
+            f.write("m1 = [4, 5]\n")
+        s.send(b".load mod\t")
+        check("tab completes a file name", s.expect(r"\.load model-1\.tir") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"\r")
+        s.expect(r"\ntir> ")
+        s.send(b"m1\r")
+        check(".load", s.expect(r"m1: i64\[2\]\s*\n\[4, 5\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
 
         # an error shows its caret; the next statement still works
         s.send(b"x = foo(a)\r")

@@ -1,12 +1,14 @@
 /*
  * fuse.c — the fuser: partitions the nodes a run needs into kernels.
  *
- * A group grows backwards from its root (the last node of a chain) through
- * the operands it can absorb.  Legality is one small predicate, in the
- * spirit of ggml's ggml_can_fuse: an operand joins when it is a fusable
- * elementwise op of the group's dtype and shape, has exactly one reader
- * (this group) and is not printed or saved — so an interior value is
- * never materialized and nothing is computed twice.  Everything else is an
+ * A group grows backwards from its root (the last node of a chain or DAG)
+ * through the operands it can absorb, visiting candidates from the highest
+ * node id down, so that when one is considered every reader it has inside
+ * the group has been seen.  Legality is one small predicate, in the spirit
+ * of ggml's ggml_can_fuse: an operand joins when it is a fusable
+ * elementwise op of the group's dtype and shape, all its readers are in the
+ * group, and it is not printed or saved — so an interior value is never
+ * materialized and nothing is computed twice.  Everything else is an
  * input the group reads from memory.  Conservative by design: only what
  * is provably the same computation is fused.
  */
@@ -45,8 +47,8 @@ static bool same_shape(const struct tir_type *a, const struct tir_type *b)
 }
 
 /* Why operand o cannot join a group rooted at r, or NULL if it can. */
-static const char *why_not(const struct tir_node *r, const struct tir_node *o, const int64_t *uses,
-			   const bool *target, const bool *taken)
+static const char *why_not(const struct tir_node *r, const struct tir_node *o, int64_t seen,
+			   const int64_t *uses, const bool *target, const bool *taken)
 {
 	if (o->op == TIR_OP_CONST || o->op == TIR_OP_INPUT)
 		return "a leaf";
@@ -59,7 +61,7 @@ static const char *why_not(const struct tir_node *r, const struct tir_node *o, c
 		return "an operand is broadcast (computed once, not per element)";
 	if (target[o->id])
 		return "an operand is printed or saved";
-	if (uses[o->id] != 1)
+	if (seen != uses[o->id])
 		return "an operand is read by another kernel too";
 	if (taken[o->id])
 		return "an operand is in another kernel";
@@ -84,13 +86,12 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	if (plan->need)
 		memcpy(plan->need, need, nn);
 	bool *taken = calloc(nn + 1, sizeof *taken);
-	struct tir_node **stack = malloc(sizeof *stack * (nn + 1));
+	int64_t *seen = calloc(nn + 1, sizeof *seen); /* edges from the group's members */
 	struct tir_node **members = malloc(sizeof *members * (nn + 1));
 	struct tir_node **ins = malloc(sizeof *ins * (nn + 1));
-	bool *is_in = calloc(nn + 1, sizeof *is_in);
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->interior || !plan->need || !taken || !stack || !members || !ins || !is_in) {
+	if (!plan->group_of || !plan->interior || !plan->need || !taken || !seen || !members || !ins) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
@@ -102,32 +103,38 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		if (!need[i] || taken[i] || !tir_fusable(r))
 			continue;
 		taken[i] = true;
-		int nm = 0, ni = 0, sp = 0;
+		int nm = 0, ni = 0;
 		const char *closed = "its operands are all leaves";
+		bool stopped = false;
+		size_t lo = i;
 		members[nm++] = r;
-		stack[sp++] = r;
-		while (sp > 0) {
-			struct tir_node *m = stack[--sp];
-			for (int k = 0; k < m->nin; k++) {
-				struct tir_node *o = m->in[k];
-				const char *why = why_not(r, o, uses, target, taken);
-				if (!why) {
-					taken[o->id] = true;
-					plan->interior[o->id] = true;
-					members[nm++] = o;
-					stack[sp++] = o;
-					continue;
-				}
-				if (strcmp(why, "a leaf") != 0)
-					closed = why;
-				if (!is_in[o->id]) {
-					is_in[o->id] = true;
-					ins[ni++] = o;
-				}
-			}
+		for (int k = 0; k < r->nin; k++) {
+			seen[r->in[k]->id]++;
+			lo = r->in[k]->id < lo ? r->in[k]->id : lo;
 		}
-		for (int k = 0; k < ni; k++)
-			is_in[ins[k]->id] = false;
+		for (size_t id = i; id-- > lo;) {
+			if (!seen[id])
+				continue;
+			struct tir_node *o = p->nodes[id];
+			const char *why = why_not(r, o, seen[id], uses, target, taken);
+			if (!why) {
+				taken[id] = true;
+				plan->interior[id] = true;
+				members[nm++] = o;
+				for (int k = 0; k < o->nin; k++) {
+					seen[o->in[k]->id]++;
+					lo = o->in[k]->id < lo ? o->in[k]->id : lo;
+				}
+				continue;
+			}
+			if (strcmp(why, "a leaf") != 0 && !stopped) {
+				closed = why; /* the reason nearest the root */
+				stopped = true;
+			}
+			ins[ni++] = o;
+		}
+		for (size_t id = lo; id < i; id++)
+			seen[id] = 0;
 		if (nm == 1) {
 			/* nothing joined: the reference kernel runs it */
 			continue;
@@ -155,10 +162,9 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	}
 out:
 	free(taken);
-	free(stack);
+	free(seen);
 	free(members);
 	free(ins);
-	free(is_in);
 	if (rc)
 		tir_plan_free(plan);
 	return rc;
