@@ -3,10 +3,10 @@
 pseudo-terminal, as a person at a keyboard would: the prompt, the
 continuation prompt, history recall (Up arrow, in a session and from the
 history file of the last one), tab completion of an op name, a dot-command
-and a file name (then .load), an error with
-its caret followed by a statement that works, Ctrl-C abandoning a line,
-Ctrl-C stopping a long computation with the session intact, a stop and
-continue, Ctrl-D leaving, and the terminal put back when a signal ends it.
+and a file name (then .load), an error with its caret followed by a
+statement that works, Ctrl-C abandoning a line, Ctrl-C stopping a long
+computation with the session intact, a stop and continue, Ctrl-D leaving,
+and the terminal put back when a signal ends the process.
 
 One line per failure; the last line is "N passed, M failed".  Uses only the
 standard library (Debian's /usr/bin/python3)."""

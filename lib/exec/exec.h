@@ -189,6 +189,12 @@ const char *tir_blas_info(void);
 int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *t,
 		       const char *what, struct tir_err *err);
 
+/* rows.c: softmax, log_softmax (w, b NULL), layernorm, rmsnorm (b NULL)
+ * over the last axis when x, out (and w, b, as [D]) are contiguous of one
+ * float dtype; false (nothing done) otherwise, for the general loops. */
+bool tir_rows_apply(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *w,
+		    const struct tir_tensor *b, double eps, struct tir_tensor *out);
+
 /* ---- files: .npy and .safetensors ----
  * Every header field is validated against the file's size; errors name the
  * file (err->msg starts with the path). */

@@ -165,6 +165,9 @@ int tir_k_softmax(const struct tir_tensor *x, int axis, bool lg, struct tir_tens
 				x->rank);
 	if (tir_tensor_numel(x) == 0)
 		return 0;
+	if (axis == x->rank - 1 &&
+	    tir_rows_apply(lg ? TIR_OP_LOG_SOFTMAX : TIR_OP_SOFTMAX, x, NULL, NULL, 0, out))
+		return 0;
 
 	int64_t outer = 1, inner = 1, len = x->shape[axis];
 	for (int i = 0; i < axis; i++)
@@ -238,6 +241,8 @@ static int norm(const char *op, const struct tir_tensor *x, const struct tir_ten
 	if (n == 0)
 		return 0;
 	int64_t rows = n / d;
+	if (tir_rows_apply(b ? TIR_OP_LAYERNORM : TIR_OP_RMSNORM, x, w, b, eps, out))
+		return 0;
 
 	copy_into(out, x);
 	const void *wp = tir_tensor_data(w), *bp = b ? tir_tensor_data(b) : NULL;

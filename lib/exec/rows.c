@@ -1,0 +1,171 @@
+/*
+ * rows.c — softmax, log_softmax, layernorm and rmsnorm over the last axis
+ * of contiguous rows, as one or two passes per row: the exponentials by
+ * vmath (SLEEF), sums and moments accumulated in double, rows split over
+ * the pool in chunks of a fixed size (so results never depend on the
+ * thread count).  nn.c calls these for the common case and keeps its
+ * general (any axis, any layout) loops for the rest.
+ */
+#include "exec.h"
+#include "vmath.h"
+
+#include <math.h>
+#include <string.h>
+
+/* vectorize the lane loops at -O2 (as elementwise.c) */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=cheap")
+#endif
+
+#define ROWS_PER_TASK 16
+
+struct rows_job {
+	enum tir_op op;
+	enum tir_dtype dt;
+	const void *x, *w, *b;
+	void *out;
+	int64_t rows, len;
+	double eps;
+};
+
+#define DEFINE_ROWS(T, SFX, VMATH)                                                  \
+/* sum, and sum of squared distances from c, in double with 8 lanes */            \
+static double sum_##SFX(const T *x, int64_t n)                                     \
+{                                                                                  \
+	double a[8] = {0};                                                         \
+	int64_t j = 0;                                                             \
+	for (; j + 8 <= n; j += 8)                                                 \
+		for (int k = 0; k < 8; k++)                                        \
+			a[k] += (double)x[j + k];                                  \
+	for (; j < n; j++)                                                         \
+		a[0] += (double)x[j];                                              \
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+}                                                                                  \
+static double sqdist_##SFX(const T *x, int64_t n, double c)                        \
+{                                                                                  \
+	double a[8] = {0};                                                         \
+	int64_t j = 0;                                                             \
+	for (; j + 8 <= n; j += 8)                                                 \
+		for (int k = 0; k < 8; k++) {                                      \
+			double d = (double)x[j + k] - c;                           \
+			a[k] += d * d;                                             \
+		}                                                                  \
+	for (; j < n; j++) {                                                       \
+		double d = (double)x[j] - c;                                       \
+		a[0] += d * d;                                                     \
+	}                                                                          \
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+}                                                                                  \
+static void softmax_row_##SFX(const T *x, T *o, int64_t n, bool lg)                \
+{                                                                                  \
+	T mm[8];                                                                   \
+	bool nan = false;                                                          \
+	for (int k = 0; k < 8; k++)                                                \
+		mm[k] = x[0];                                                      \
+	int64_t j0 = 0;                                                            \
+	for (; j0 + 8 <= n; j0 += 8)                                               \
+		for (int k = 0; k < 8; k++) {                                      \
+			T v = x[j0 + k];                                           \
+			nan |= v != v;                                             \
+			mm[k] = v > mm[k] ? v : mm[k];                             \
+		}                                                                  \
+	for (; j0 < n; j0++) {                                                     \
+		nan |= x[j0] != x[j0];                                             \
+		mm[0] = x[j0] > mm[0] ? x[j0] : mm[0];                             \
+	}                                                                          \
+	T m = mm[0];                                                               \
+	for (int k = 1; k < 8; k++)                                                \
+		m = mm[k] > m ? mm[k] : m;                                         \
+	if (nan) {                                                                 \
+		for (int64_t j = 0; j < n; j++)                                    \
+			o[j] = (T)NAN;                                             \
+		return;                                                            \
+	}                                                                          \
+	if (isinf(m) && m < 0)                                                     \
+		m = 0; /* every element -inf: exp gives 0s, the sum 0, as NumPy */ \
+	for (int64_t j = 0; j < n; j++)                                            \
+		o[j] = x[j] - m;                                                   \
+	if (lg) {                                                                  \
+		T *e = o; /* exp into o, sum, then redo the shift */               \
+		VMATH(TIR_OP_EXP, e, o, n);                                        \
+		double s = sum_##SFX(e, n);                                        \
+		T ls = (T)log(s);                                                  \
+		for (int64_t j = 0; j < n; j++)                                    \
+			o[j] = (x[j] - m) - ls;                                    \
+		return;                                                            \
+	}                                                                          \
+	VMATH(TIR_OP_EXP, o, o, n);                                                \
+	double s = sum_##SFX(o, n);                                                \
+	T inv = (T)(1.0 / s);                                                      \
+	for (int64_t j = 0; j < n; j++)                                            \
+		o[j] *= inv;                                                       \
+}                                                                                  \
+static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o, int64_t n,     \
+			   double eps, bool rms)                                   \
+{                                                                                  \
+	double mean = rms ? 0 : sum_##SFX(x, n) / (double)n;                       \
+	double r = 1.0 / sqrt(sqdist_##SFX(x, n, mean) / (double)n + eps);         \
+	/* the centring in double: rows far from 0 keep their digits */           \
+	if (b)                                                                     \
+		for (int64_t j = 0; j < n; j++)                                    \
+			o[j] = (T)(((double)x[j] - mean) * r) * w[j] + b[j];       \
+	else                                                                       \
+		for (int64_t j = 0; j < n; j++)                                    \
+			o[j] = (T)((double)x[j] * r) * w[j];                       \
+}                                                                                  \
+static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_t r1)          \
+{                                                                                  \
+	const T *x = jb->x;                                                        \
+	T *o = jb->out;                                                            \
+	for (int64_t r = r0; r < r1; r++) {                                        \
+		const T *xr = x + r * jb->len;                                     \
+		T *or_ = o + r * jb->len;                                          \
+		switch (jb->op) {                                                  \
+		case TIR_OP_SOFTMAX: softmax_row_##SFX(xr, or_, jb->len, false); break; \
+		case TIR_OP_LOG_SOFTMAX: softmax_row_##SFX(xr, or_, jb->len, true); break; \
+		case TIR_OP_LAYERNORM:                                             \
+			norm_row_##SFX(xr, jb->w, jb->b, or_, jb->len, jb->eps, false); \
+			break;                                                     \
+		default:                                                           \
+			norm_row_##SFX(xr, jb->w, NULL, or_, jb->len, jb->eps, true); \
+			break;                                                     \
+		}                                                                  \
+	}                                                                          \
+}
+
+DEFINE_ROWS(float, f32, tir_vmath_f32)
+DEFINE_ROWS(double, f64, tir_vmath_f64)
+
+static void rows_task(void *ctx, int64_t t)
+{
+	const struct rows_job *jb = ctx;
+	int64_t r0 = t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < jb->rows ? r0 + ROWS_PER_TASK : jb->rows;
+	if (jb->dt == TIR_DTYPE_F32)
+		rows_f32(jb, r0, r1);
+	else
+		rows_f64(jb, r0, r1);
+}
+
+static bool rows_ok(const struct tir_tensor *t, enum tir_dtype dt)
+{
+	return t->dtype == dt && tir_tensor_is_contiguous(t);
+}
+
+bool tir_rows_apply(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *w,
+		    const struct tir_tensor *b, double eps, struct tir_tensor *out)
+{
+	enum tir_dtype dt = out->dtype;
+	if ((dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64) || x->rank < 1 || !rows_ok(x, dt) ||
+	    !rows_ok(out, dt) || (w && !rows_ok(w, dt)) || (b && !rows_ok(b, dt)))
+		return false;
+	int64_t len = x->shape[x->rank - 1];
+	if (len == 0 || (w && (w->rank != 1 || w->shape[0] != len)) ||
+	    (b && (b->rank != 1 || b->shape[0] != len)))
+		return false;
+	struct rows_job jb = {.op = op, .dt = dt, .x = tir_tensor_data(x), .out = tir_tensor_data(out),
+			      .w = w ? tir_tensor_data(w) : NULL, .b = b ? tir_tensor_data(b) : NULL,
+			      .rows = tir_tensor_numel(x) / len, .len = len, .eps = eps};
+	if (jb.rows > 0)
+		tir_pool_run((jb.rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK, rows_task, &jb);
+	return true;
+}
