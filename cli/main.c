@@ -33,7 +33,7 @@ const char *const cli_run_help =
 	"  --no-fuse             run op by op (the reference path)\n"
 	"  --explain             print the plan: which ops went into which kernel\n"
 	"  --profile             print a table of kernels with time, bytes and GFLOP/s\n"
-	"  --threads N           threads for the engine and OpenBLAS\n"
+	"  --threads N           threads for the engine (OpenBLAS runs inside its blocks)\n"
 	"  --precision N         significant digits of printed floats (default 6)\n"
 	"  --full                print every element (no ... summary)\n"
 	"  --quiet               no timing line on stderr\n";

@@ -45,7 +45,11 @@ for name in "$@"; do
 	set +f
 	verb=$1
 	shift
-	(cd "$dir" && timeout 20 "$tir" "$verb" "$name.tir" "$@" >"$tmp/out" 2>"$tmp/err")
+	if [ "$verb" = repl ]; then # a transcript: the file is the session's stdin
+		(cd "$dir" && timeout 20 "$tir" repl "$@" <"$name.tir" >"$tmp/out" 2>"$tmp/err")
+	else
+		(cd "$dir" && timeout 20 "$tir" "$verb" "$name.tir" "$@" >"$tmp/out" 2>"$tmp/err")
+	fi
 	st=$?
 	keep_err=1
 	if [ "$verb" = run ]; then
