@@ -182,7 +182,7 @@ void tir_exec_set_fuse(struct tir_exec *x, bool fuse);
 void tir_exec_set_profile(struct tir_exec *x, bool on);
 char *tir_exec_profile(const struct tir_exec *x);
 /* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
-const char *tir_exec_explain(const struct tir_exec *x);
+const char *tir_exec_explain(struct tir_exec *x);
 
 /* The result block of SPEC.md: "HEADER: f32[2, 3]" and the values, floats
  * with `precision` significant digits, summarized past 1000 elements

@@ -918,8 +918,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		}
 		planned = true;
 		plan = x->plan;
-		free(x->explain);
-		x->explain = tir_plan_explain(p, &plan);
+		free(x->explain); /* made when asked for: tir_exec_explain */
+		x->explain = NULL;
 	}
 	free(target);
 	x->nprof = 0;
@@ -1063,9 +1063,11 @@ char *tir_exec_profile(const struct tir_exec *x)
 	return out.oom ? (tir_str_free(&out), NULL) : out.s;
 }
 
-const char *tir_exec_explain(const struct tir_exec *x)
+const char *tir_exec_explain(struct tir_exec *x)
 {
 	if (x->no_fuse)
 		return "--no-fuse: one reference kernel per op\n";
+	if (!x->explain && x->plan.need)
+		x->explain = tir_plan_explain(x->prog, &x->plan);
 	return x->explain ? x->explain : "";
 }
