@@ -107,22 +107,35 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		const char *closed = "its operands are all leaves";
 		bool stopped = false;
 		size_t lo = i;
+		int pending = 0; /* candidates seen, not yet visited */
 		members[nm++] = r;
 		for (int k = 0; k < r->nin; k++) {
-			seen[r->in[k]->id]++;
+			pending += seen[r->in[k]->id]++ == 0;
 			lo = r->in[k]->id < lo ? r->in[k]->id : lo;
 		}
 		for (size_t id = i; id-- > lo;) {
 			if (!seen[id])
 				continue;
 			struct tir_node *o = p->nodes[id];
+			pending--;
 			const char *why = why_not(r, o, seen[id], uses, target, taken);
+			if (!why) {
+				/* a kernel stays within TIR_FUSE_MAX_OPS ops and reads
+				 * at most TIR_FUSE_MAX_INPUTS values */
+				int fresh = 0;
+				for (int k = 0; k < o->nin; k++)
+					fresh += seen[o->in[k]->id] == 0;
+				if (nm >= TIR_FUSE_MAX_OPS)
+					why = "the kernel is full (" TIR_STR(TIR_FUSE_MAX_OPS) " ops)";
+				else if (ni + pending + fresh > TIR_FUSE_MAX_INPUTS)
+					why = "the kernel reads " TIR_STR(TIR_FUSE_MAX_INPUTS) " values already";
+			}
 			if (!why) {
 				taken[id] = true;
 				plan->interior[id] = true;
 				members[nm++] = o;
 				for (int k = 0; k < o->nin; k++) {
-					seen[o->in[k]->id]++;
+					pending += seen[o->in[k]->id]++ == 0;
 					lo = o->in[k]->id < lo ? o->in[k]->id : lo;
 				}
 				continue;

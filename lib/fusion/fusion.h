@@ -12,6 +12,13 @@
 
 #include "../exec/exec.h"
 
+/* Bounds of one fused kernel: its registers fit in L2 and it reads a
+ * bounded number of values; a longer chain continues in a next kernel. */
+#define TIR_FUSE_MAX_OPS 32
+#define TIR_FUSE_MAX_INPUTS 32
+#define TIR_STR_(x) #x
+#define TIR_STR(x) TIR_STR_(x)
+
 /* A kernel of the plan: one node run by its reference kernel, or a group of
  * elementwise nodes run as one pass over memory. */
 struct tir_group {

@@ -22,6 +22,7 @@ enum { IN_CONTIG, IN_SCALAR, IN_STRIDED };
 
 struct vm {
 	const struct tir_group *g;
+	int64_t blk;                /* register length: BLK, or less for a small result */
 	enum tir_dtype dt;
 	size_t esz;
 	int rank;
@@ -69,8 +70,9 @@ static void run_task(void *ctx, int64_t t)
 	struct vm *vm = ctx;
 	const struct tir_group *g = vm->g;
 	int64_t lo = t * TASK, hi = lo + TASK < vm->numel ? lo + TASK : vm->numel;
-	size_t regbytes = (size_t)BLK * vm->esz;
-	char *regs = aligned_alloc(64, regbytes * (size_t)(g->n + g->nin));
+	size_t regbytes = (size_t)vm->blk * vm->esz;
+	size_t total = (regbytes * (size_t)(g->n + g->nin) + 63) & ~(size_t)63;
+	char *regs = aligned_alloc(64, total);
 	if (!regs)
 		abort(); /* a few KiB per task; nothing sensible to do without them */
 	char *node_reg = regs, *in_reg = regs + regbytes * (size_t)g->n;
@@ -79,11 +81,11 @@ static void run_task(void *ctx, int64_t t)
 		if (vm->in_kind[k] != IN_SCALAR)
 			continue;
 		const char *v = (const char *)vm->in[k].buf->data + vm->in[k].offset * (int64_t)vm->esz;
-		for (int64_t e = 0; e < BLK; e++)
+		for (int64_t e = 0; e < vm->blk; e++)
 			memcpy(in_reg + regbytes * (size_t)k + (size_t)e * vm->esz, v, vm->esz);
 	}
-	for (int64_t b0 = lo; b0 < hi; b0 += BLK) {
-		int64_t len = hi - b0 < BLK ? hi - b0 : BLK;
+	for (int64_t b0 = lo; b0 < hi; b0 += vm->blk) {
+		int64_t len = hi - b0 < vm->blk ? hi - b0 : vm->blk;
 		const char *inp[64];
 		for (int k = 0; k < g->nin; k++) {
 			char *r = in_reg + regbytes * (size_t)k;
@@ -127,8 +129,8 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 			.shape = root->type.shape};
 	vm.esz = tir_dtype_size(vm.dt);
 	vm.numel = tir_type_numel(&root->type);
-	if (g->nin > 64)
-		return tir_errf(err, TIR_EUNSUPPORTED, &root->loc, "fused group reads more than 64 values");
+	TIR_ASSERT(g->nin <= 64); /* the fuser keeps kernels within TIR_FUSE_MAX_INPUTS */
+	vm.blk = vm.numel < BLK ? (vm.numel ? vm.numel : 1) : BLK;
 	int rc = 0;
 	vm.in = calloc((size_t)g->nin + 1, sizeof *vm.in);
 	vm.in_kind = calloc((size_t)g->nin + 1, sizeof *vm.in_kind);
@@ -172,8 +174,10 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 		}
 	}
 	vm.out = tir_tensor_data(out);
-	if (vm.numel > 0)
+	if (vm.numel > TASK)
 		tir_pool_run((vm.numel + TASK - 1) / TASK, run_task, &vm);
+	else if (vm.numel > 0)
+		run_task(&vm, 0); /* one task: no hand-over to the pool */
 out:
 	for (int k = 0; vm.in && k < g->nin; k++)
 		tir_tensor_release(&vm.in[k]);
