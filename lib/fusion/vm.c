@@ -34,28 +34,53 @@ struct vm {
 	int64_t numel;
 };
 
-/* Copy elements [i0, i0 + n) (row-major over vm->shape) of view v to dst. */
-static void gather(const struct vm *vm, const struct tir_tensor *v, int64_t i0, int64_t n, char *dst)
+/* Elements [i0, i0 + n) (row-major over vm->shape) of view v: a pointer
+ * into v itself when they are one contiguous run, else copied to dst run
+ * by run along the last axis (memcpy, fill or strided loop). */
+static const char *gather(const struct vm *vm, const struct tir_tensor *v, int64_t i0, int64_t n,
+			  char *dst)
 {
 	int64_t idx[TIR_MAX_RANK];
 	int64_t rem = i0, off = v->offset;
-	for (int d = vm->rank - 1; d >= 0; d--) {
+	int last = vm->rank - 1;
+	for (int d = last; d >= 0; d--) {
 		idx[d] = rem % vm->shape[d];
 		rem /= vm->shape[d];
 		off += idx[d] * v->strides[d];
 	}
 	const char *base = v->buf->data;
-	for (int64_t k = 0; k < n; k++) {
-		memcpy(dst + (size_t)k * vm->esz, base + off * (int64_t)vm->esz, vm->esz);
-		/* step to the next element, carrying into outer axes */
-		for (int d = vm->rank - 1; d >= 0; d--) {
-			off += v->strides[d];
-			if (++idx[d] < vm->shape[d])
-				break;
-			off -= v->strides[d] * vm->shape[d];
-			idx[d] = 0;
+	size_t es = vm->esz;
+	int64_t sl = v->strides[last];
+	if (sl == 1 && idx[last] + n <= vm->shape[last])
+		return base + off * (int64_t)es;
+	int64_t k = 0;
+	while (k < n) {
+		int64_t run = vm->shape[last] - idx[last];
+		if (run > n - k)
+			run = n - k;
+		char *d = dst + (size_t)k * es;
+		const char *src = base + off * (int64_t)es;
+		if (sl == 1) {
+			memcpy(d, src, (size_t)run * es);
+		} else if (sl == 0) {
+			for (int64_t e = 0; e < run; e++)
+				memcpy(d + (size_t)e * es, src, es);
+		} else {
+			for (int64_t e = 0; e < run; e++)
+				memcpy(d + (size_t)e * es, src + e * sl * (int64_t)es, es);
+		}
+		k += run;
+		/* to the start of the next row, carrying into outer axes */
+		off += run * sl;
+		idx[last] += run;
+		for (int dd = last; dd > 0 && idx[dd] == vm->shape[dd]; dd--) {
+			off -= v->strides[dd] * vm->shape[dd];
+			idx[dd] = 0;
+			off += v->strides[dd - 1];
+			idx[dd - 1]++;
 		}
 	}
+	return dst;
 }
 
 /* A 1-D tensor over len elements at b's memory (no ownership). */
@@ -93,10 +118,8 @@ static void run_task(void *ctx, int64_t t)
 				inp[k] = (const char *)vm->in[k].buf->data + (vm->in[k].offset + b0) * (int64_t)vm->esz;
 			else if (vm->in_kind[k] == IN_SCALAR)
 				inp[k] = r;
-			else {
-				gather(vm, &vm->in[k], b0, len, r);
-				inp[k] = r;
-			}
+			else
+				inp[k] = gather(vm, &vm->in[k], b0, len, r);
 		}
 		for (int j = 0; j < g->n; j++) {
 			const struct tir_node *n = g->nodes[j];
