@@ -19,6 +19,15 @@
 
 #define ROWS_PER_TASK 16
 
+/* One build per ISA, picked at load time.  The lanes of every sum are
+ * fixed in the code and C11 forbids contracting to FMA, so all builds
+ * give the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define ROWS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ROWS_CLONES
+#endif
+
 struct rows_job {
 	enum tir_op op;
 	enum tir_dtype dt;
@@ -56,46 +65,38 @@ static double sqdist_##SFX(const T *x, int64_t n, double c)                     
 	}                                                                          \
 	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
 }                                                                                  \
-static void softmax_row_##SFX(const T *x, T *o, int64_t n, bool lg)                \
+static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
 {                                                                                  \
-	T mm[8];                                                                   \
-	bool nan = false;                                                          \
-	for (int k = 0; k < 8; k++)                                                \
+	/* the max in 16 lanes (a NaN is caught by the sum below) */               \
+	T mm[16];                                                                  \
+	for (int k = 0; k < 16; k++)                                               \
 		mm[k] = x[0];                                                      \
 	int64_t j0 = 0;                                                            \
-	for (; j0 + 8 <= n; j0 += 8)                                               \
-		for (int k = 0; k < 8; k++) {                                      \
-			T v = x[j0 + k];                                           \
-			nan |= v != v;                                             \
-			mm[k] = v > mm[k] ? v : mm[k];                             \
-		}                                                                  \
-	for (; j0 < n; j0++) {                                                     \
-		nan |= x[j0] != x[j0];                                             \
+	for (; j0 + 16 <= n; j0 += 16)                                             \
+		for (int k = 0; k < 16; k++)                                       \
+			mm[k] = x[j0 + k] > mm[k] ? x[j0 + k] : mm[k];             \
+	for (; j0 < n; j0++)                                                       \
 		mm[0] = x[j0] > mm[0] ? x[j0] : mm[0];                             \
-	}                                                                          \
 	T m = mm[0];                                                               \
-	for (int k = 1; k < 8; k++)                                                \
+	for (int k = 1; k < 16; k++)                                               \
 		m = mm[k] > m ? mm[k] : m;                                         \
-	if (nan) {                                                                 \
-		for (int64_t j = 0; j < n; j++)                                    \
-			o[j] = (T)NAN;                                             \
-		return;                                                            \
-	}                                                                          \
 	if (isinf(m) && m < 0)                                                     \
 		m = 0; /* every element -inf: exp gives 0s, the sum 0, as NumPy */ \
 	for (int64_t j = 0; j < n; j++)                                            \
 		o[j] = x[j] - m;                                                   \
+	VMATH(TIR_OP_EXP, o, o, n);                                                \
+	double s = sum_##SFX(o, n);                                                \
+	if (s != s) { /* a NaN (or inf - inf) in the row: all of it is NaN */     \
+		for (int64_t j = 0; j < n; j++)                                    \
+			o[j] = (T)NAN;                                             \
+		return;                                                            \
+	}                                                                          \
 	if (lg) {                                                                  \
-		T *e = o; /* exp into o, sum, then redo the shift */               \
-		VMATH(TIR_OP_EXP, e, o, n);                                        \
-		double s = sum_##SFX(e, n);                                        \
 		T ls = (T)log(s);                                                  \
 		for (int64_t j = 0; j < n; j++)                                    \
 			o[j] = (x[j] - m) - ls;                                    \
 		return;                                                            \
 	}                                                                          \
-	VMATH(TIR_OP_EXP, o, o, n);                                                \
-	double s = sum_##SFX(o, n);                                                \
 	T inv = (T)(1.0 / s);                                                      \
 	for (int64_t j = 0; j < n; j++)                                            \
 		o[j] *= inv;                                                       \
@@ -113,7 +114,7 @@ static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o, int64_t n, 
 		for (int64_t j = 0; j < n; j++)                                    \
 			o[j] = (T)((double)x[j] * r) * w[j];                       \
 }                                                                                  \
-static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_t r1)          \
+ROWS_CLONES static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_t r1) \
 {                                                                                  \
 	const T *x = jb->x;                                                        \
 	T *o = jb->out;                                                            \
