@@ -20,7 +20,7 @@ static const char *const usage_text =
 	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
 	"  tir fmt FILE.tir             print the program in canonical form\n"
 	"  tir repl                     an interactive session (tir help repl)\n"
-	"  tir serve [--port 6667]      serve batches over HTTP\n"
+	"  tir serve [--port 6667]      serve batches over HTTP (not built yet)\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
 	"  tir --version                the version\n";
 
