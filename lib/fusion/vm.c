@@ -32,6 +32,7 @@ struct vm {
 	int (*src)[3];              /* per node, per operand: >= 0 a node, < 0 ~input */
 	char *out;
 	int64_t numel;
+	int oom;                    /* a task could not get its registers */
 };
 
 /* Elements [i0, i0 + n) (row-major over vm->shape) of view v: a pointer
@@ -98,8 +99,10 @@ static void run_task(void *ctx, int64_t t)
 	size_t regbytes = (size_t)vm->blk * vm->esz;
 	size_t total = (regbytes * (size_t)(g->n + g->nin) + 63) & ~(size_t)63;
 	char *regs = aligned_alloc(64, total);
-	if (!regs)
-		abort(); /* a few KiB per task; nothing sensible to do without them */
+	if (!regs) {
+		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	char *node_reg = regs, *in_reg = regs + regbytes * (size_t)g->n;
 	/* scalars are broadcast into their register once per task */
 	for (int k = 0; k < g->nin; k++) {
@@ -201,6 +204,8 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 		tir_pool_run((vm.numel + TASK - 1) / TASK, run_task, &vm);
 	else if (vm.numel > 0)
 		run_task(&vm, 0); /* one task: no hand-over to the pool */
+	if (vm.oom)
+		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory for a fused kernel's registers");
 out:
 	for (int k = 0; vm.in && k < g->nin; k++)
 		tir_tensor_release(&vm.in[k]);
