@@ -411,6 +411,7 @@ static double bound(enum tir_op op)
 {
 	switch (op) {
 	case TIR_OP_RSQRT: return 1.5;
+	case TIR_OP_TANH: return 3; /* -expm1(-2|x|) / (2 + expm1(-2|x|)), with its sign */
 	case TIR_OP_SIGMOID: return 3;
 	case TIR_OP_SILU: return 3.5;
 	case TIR_OP_GELU: return 4;
