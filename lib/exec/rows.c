@@ -27,6 +27,8 @@
 #else
 #define ROWS_CLONES
 #endif
+/* inlined into each clone, so that they are built for its ISA too */
+#define ROWS_INLINE __attribute__((always_inline)) inline
 
 struct rows_job {
 	enum tir_op op;
@@ -39,7 +41,7 @@ struct rows_job {
 
 #define DEFINE_ROWS(T, SFX, VMATH)                                                  \
 /* sum, and sum of squared distances from c, in double with 8 lanes */            \
-static double sum_##SFX(const T *x, int64_t n)                                     \
+ROWS_INLINE static double sum_##SFX(const T *x, int64_t n)                                     \
 {                                                                                  \
 	double a[8] = {0};                                                         \
 	int64_t j = 0;                                                             \
@@ -50,7 +52,7 @@ static double sum_##SFX(const T *x, int64_t n)                                  
 		a[0] += (double)x[j];                                              \
 	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
 }                                                                                  \
-static double sqdist_##SFX(const T *x, int64_t n, double c)                        \
+ROWS_INLINE static double sqdist_##SFX(const T *x, int64_t n, double c)                        \
 {                                                                                  \
 	double a[8] = {0};                                                         \
 	int64_t j = 0;                                                             \
@@ -65,7 +67,7 @@ static double sqdist_##SFX(const T *x, int64_t n, double c)                     
 	}                                                                          \
 	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
 }                                                                                  \
-static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
+ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
 {                                                                                  \
 	/* the max in 16 lanes (a NaN is caught by the sum below) */               \
 	T mm[16];                                                                  \
@@ -101,7 +103,7 @@ static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, boo
 	for (int64_t j = 0; j < n; j++)                                            \
 		o[j] *= inv;                                                       \
 }                                                                                  \
-static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o, int64_t n,     \
+ROWS_INLINE static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o, int64_t n,     \
 			   double eps, bool rms)                                   \
 {                                                                                  \
 	double mean = rms ? 0 : sum_##SFX(x, n) / (double)n;                       \
