@@ -28,6 +28,8 @@ struct tir_group {
 	int nin;                    /* values read from memory, each once */
 	struct tir_node **inputs;
 	const char *closed;         /* why the group stopped growing */
+	struct tir_node *head;      /* a matmul whose blocks the group finishes as they are
+				     * made (its epilogue), or NULL; also among inputs */
 };
 
 struct tir_plan {
@@ -55,6 +57,15 @@ bool tir_fusable(const struct tir_node *n);
  * converted and broadcast here); out is allocated contiguous for root. */
 int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
 		   struct tir_err *err);
+
+/* A group prepared once, then run over ranges of the root's elements
+ * (a matmul epilogue runs it block by block).  Ranges must not overlap
+ * between concurrent calls. */
+struct tir_fused;
+struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
+				    struct tir_tensor *out, struct tir_err *err);
+int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n);
+void tir_fused_free(struct tir_fused *f);
 
 /* The plan as text for --explain: one kernel a line, its ops, its result
  * and why it closed.  returns: new, free(). */

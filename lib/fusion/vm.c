@@ -91,11 +91,10 @@ static struct tir_tensor block_view(const struct vm *vm, struct tir_buf *b, int6
 	return t;
 }
 
-static void run_task(void *ctx, int64_t t)
+/* Elements [lo, hi) of the root. */
+static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 {
-	struct vm *vm = ctx;
 	const struct tir_group *g = vm->g;
-	int64_t lo = t * TASK, hi = lo + TASK < vm->numel ? lo + TASK : vm->numel;
 	size_t regbytes = (size_t)vm->blk * vm->esz;
 	size_t total = (regbytes * (size_t)(g->n + g->nin) + 63) & ~(size_t)63;
 	char *regs = aligned_alloc(64, total);
@@ -147,39 +146,63 @@ static void run_task(void *ctx, int64_t t)
 	free(regs);
 }
 
-int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
-		   struct tir_err *err)
+static void run_task(void *ctx, int64_t t)
+{
+	struct vm *vm = ctx;
+	int64_t lo = t * TASK, hi = lo + TASK < vm->numel ? lo + TASK : vm->numel;
+	run_range(vm, lo, hi);
+}
+
+static void vm_free(struct vm *vm)
+{
+	if (!vm)
+		return;
+	for (int k = 0; vm->in && k < vm->g->nin; k++)
+		tir_tensor_release(&vm->in[k]);
+	free(vm->in);
+	free(vm->in_kind);
+	free(vm->src);
+	free(vm);
+}
+
+struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
+				    struct tir_tensor *out, struct tir_err *err)
 {
 	const struct tir_node *root = g->root;
-	struct vm vm = {.g = g, .dt = (enum tir_dtype)root->type.dtype, .rank = root->type.rank,
-			.shape = root->type.shape};
-	vm.esz = tir_dtype_size(vm.dt);
-	vm.numel = tir_type_numel(&root->type);
+	struct vm *vm = calloc(1, sizeof *vm);
+	if (!vm) {
+		tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
+		return NULL;
+	}
+	*vm = (struct vm){.g = g, .dt = (enum tir_dtype)root->type.dtype, .rank = root->type.rank,
+			  .shape = root->type.shape};
+	vm->esz = tir_dtype_size(vm->dt);
+	vm->numel = tir_type_numel(&root->type);
 	TIR_ASSERT(g->nin <= 64); /* the fuser keeps kernels within TIR_FUSE_MAX_INPUTS */
-	vm.blk = vm.numel < BLK ? (vm.numel ? vm.numel : 1) : BLK;
+	vm->blk = vm->numel < BLK ? (vm->numel ? vm->numel : 1) : BLK;
 	int rc = 0;
-	vm.in = calloc((size_t)g->nin + 1, sizeof *vm.in);
-	vm.in_kind = calloc((size_t)g->nin + 1, sizeof *vm.in_kind);
-	vm.src = calloc((size_t)g->n, sizeof *vm.src);
-	if (!vm.in || !vm.in_kind || !vm.src) {
+	vm->in = calloc((size_t)g->nin + 1, sizeof *vm->in);
+	vm->in_kind = calloc((size_t)g->nin + 1, sizeof *vm->in_kind);
+	vm->src = calloc((size_t)g->n, sizeof *vm->src);
+	if (!vm->in || !vm->in_kind || !vm->src) {
 		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
 		goto out;
 	}
 	for (int k = 0; k < g->nin && !rc; k++) {
 		struct tir_tensor c = {0};
-		if (in[k].dtype == vm.dt)
+		if (in[k].dtype == vm->dt)
 			tir_tensor_ref(&c, &in[k]);
 		else
-			rc = tir_tensor_convert(&in[k], vm.dt, &c, err);
+			rc = tir_tensor_convert(&in[k], vm->dt, &c, err);
 		if (rc)
 			break;
-		tir_view_broadcast(&c, vm.rank, vm.shape, &vm.in[k]);
+		tir_view_broadcast(&c, vm->rank, vm->shape, &vm->in[k]);
 		tir_tensor_release(&c);
 		bool scalar = true;
-		for (int d = 0; d < vm.rank; d++)
-			if (vm.in[k].strides[d] != 0 && vm.shape[d] != 1)
+		for (int d = 0; d < vm->rank; d++)
+			if (vm->in[k].strides[d] != 0 && vm->shape[d] != 1)
 				scalar = false;
-		vm.in_kind[k] = scalar ? IN_SCALAR : tir_tensor_is_contiguous(&vm.in[k]) ? IN_CONTIG : IN_STRIDED;
+		vm->in_kind[k] = scalar ? IN_SCALAR : tir_tensor_is_contiguous(&vm->in[k]) ? IN_CONTIG : IN_STRIDED;
 	}
 	if (rc)
 		goto out;
@@ -196,21 +219,43 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 				if (g->inputs[m] == n->in[k])
 					s = ~m, found = true;
 			TIR_ASSERT(found);
-			vm.src[j][k] = s;
+			vm->src[j][k] = s;
 		}
 	}
-	vm.out = tir_tensor_data(out);
-	if (vm.numel > TASK)
-		tir_pool_run((vm.numel + TASK - 1) / TASK, run_task, &vm);
-	else if (vm.numel > 0)
-		run_task(&vm, 0); /* one task: no hand-over to the pool */
-	if (vm.oom)
-		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory for a fused kernel's registers");
+	vm->out = tir_tensor_data(out);
 out:
-	for (int k = 0; vm.in && k < g->nin; k++)
-		tir_tensor_release(&vm.in[k]);
-	free(vm.in);
-	free(vm.in_kind);
-	free(vm.src);
+	if (rc) {
+		vm_free(vm);
+		return NULL;
+	}
+	return (struct tir_fused *)vm;
+}
+
+int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n)
+{
+	struct vm *vm = (struct vm *)f;
+	run_range(vm, i0, i0 + n);
+	return __atomic_load_n(&vm->oom, __ATOMIC_RELAXED) ? -TIR_ENOMEM : 0;
+}
+
+void tir_fused_free(struct tir_fused *f)
+{
+	vm_free((struct vm *)f);
+}
+
+int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
+		   struct tir_err *err)
+{
+	struct vm *vm = (struct vm *)tir_fused_prepare(g, in, out, err);
+	if (!vm)
+		return -err->code;
+	if (vm->numel > TASK)
+		tir_pool_run((vm->numel + TASK - 1) / TASK, run_task, vm);
+	else if (vm->numel > 0)
+		run_task(vm, 0); /* one task: no hand-over to the pool */
+	int rc = 0;
+	if (vm->oom)
+		rc = tir_errf(err, TIR_ENOMEM, &g->root->loc, "out of memory for a fused kernel's registers");
+	vm_free(vm);
 	return rc;
 }
