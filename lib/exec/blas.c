@@ -119,6 +119,9 @@ struct job {
 	enum CBLAS_TRANSPOSE ta, tb;
 	int64_t lda, ldb;
 	char *c;                            /* contiguous [batches, m, n] */
+	tir_epilogue_fn epi;                /* run on each block's rows once made */
+	void *epi_ctx;
+	int epi_rc;
 };
 
 static int64_t ceil_div(int64_t a, int64_t b)
@@ -171,6 +174,10 @@ static void gemm_task(void *arg, int64_t t)
 		cblas_dgemm(CblasRowMajor, j->ta, j->tb, (blasint)mi, (blasint)nj, (blasint)j->k,
 			    1.0, (const double *)a.p, (blasint)j->lda, (const double *)b.p,
 			    (blasint)j->ldb, 0.0, (double *)c, (blasint)j->n);
+	/* the block is still in cache: finish it */
+	for (int64_t row = 0; j->epi && row < mi; row++)
+		if (j->epi(j->epi_ctx, (batch * j->m + i0 + row) * j->n + j0, nj))
+			__atomic_store_n(&((struct job *)j)->epi_rc, 1, __ATOMIC_RELAXED);
 }
 
 /* Copy an operand BLAS cannot read in place (rows x cols per batch entry
@@ -258,12 +265,18 @@ static bool fold_rows(int nb, const int64_t *dims, const int64_t *as, const int6
 }
 
 /* out = a @ b over broadcast batches; see exec.h.  Scratch is freed. */
-int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
-		 struct tir_tensor *out, struct tir_err *err)
+int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *out,
+		 struct tir_err *err)
+{
+	return tir_k_matmul_epi(a, b, out, NULL, NULL, err);
+}
+
+int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
+		     struct tir_tensor *out, tir_epilogue_fn epi, void *epi_ctx, struct tir_err *err)
 {
 	int r = a->rank, nb = r - 2;
 	enum tir_dtype dt = out->dtype;
-	struct job j = { .dt = dt };
+	struct job j = { .dt = dt, .epi = epi, .epi_ctx = epi_ctx };
 	void *sa = NULL, *sb = NULL;
 	int rc = 0;
 
@@ -308,6 +321,8 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 	j.c = tir_tensor_data(out);
 	if (k == 0) {
 		memset(j.c, 0, (size_t)(total * j.es));
+		if (epi && epi(epi_ctx, 0, total))
+			return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
 		return 0;
 	}
 	int64_t batches = total / (m * n);
@@ -353,6 +368,8 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 	} else {
 		tir_pool_run(ntasks, gemm_task, &j);
 	}
+	if (j.epi_rc)
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
 done:
 	free(sa);
 	free(sb);

@@ -118,6 +118,13 @@ int tir_k_copy(const struct tir_tensor *x, struct tir_tensor *out);
  * cblas_sgemm/dgemm, integers by loops. */
 int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 		 struct tir_tensor *out, struct tir_err *err);
+/* The same, calling epi(ctx, i0, n) on each run of n output elements
+ * starting at flat index i0 right after the block holding them is made
+ * (while it is in cache); runs never overlap.  epi returns nonzero on
+ * failure (out of memory). */
+typedef int (*tir_epilogue_fn)(void *ctx, int64_t i0, int64_t n);
+int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
+		     struct tir_tensor *out, tir_epilogue_fn epi, void *epi_ctx, struct tir_err *err);
 
 /* nn (float dtypes; all inputs in out's dtype) */
 int tir_k_softmax(const struct tir_tensor *x, int axis, bool log, struct tir_tensor *out,
