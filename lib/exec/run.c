@@ -30,7 +30,7 @@ struct tir_exec {
 	struct plan_entry {
 		int64_t *sig;          /* see plan_signature */
 		size_t nsig;
-		int32_t *groups;       /* the plan by dense index: per group n, nin, then indices */
+		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
 		size_t ngroups_words;
 		const char **closed;
 		uint64_t used;
@@ -274,8 +274,17 @@ static void batch_view(const struct tir_tensor *t, int nb, const int64_t *batch,
 	tir_tensor_release(&l);
 }
 
-static int eval_matmul(const struct tir_node *n, struct tir_tensor *a0, struct tir_tensor *b0,
-		       struct tir_tensor *out, struct tir_err *err)
+static int epilogue_range(void *ctx, int64_t i0, int64_t n)
+{
+	return tir_fused_range(ctx, i0, n);
+}
+
+/* matmul; with g, the group g (headed by n) finishes each block of the
+ * result as it is made, and out is the group root's value.  gin: the
+ * group's inputs, the head's slot to be filled here. */
+static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, struct tir_tensor *b0,
+			   struct tir_tensor *out, const struct tir_group *g, struct tir_tensor *gin,
+			   struct tir_err *err)
 {
 	struct tir_tensor a = {0}, b = {0}, av = {0}, bv = {0}, o = {0};
 	tir_tensor_ref(&a, a0);
@@ -306,16 +315,32 @@ static int eval_matmul(const struct tir_node *n, struct tir_tensor *a0, struct t
 	oshape[nb] = av.shape[nb];
 	oshape[nb + 1] = bv.shape[nb + 1];
 	int rc = tir_tensor_alloc(&o, (enum tir_dtype)n->type.dtype, nb + 2, oshape, false, err);
+	struct tir_fused *f = NULL;
+	if (!rc && g) {
+		for (int k = 0; k < g->nin; k++)
+			if (g->inputs[k] == n)
+				gin[k] = o; /* borrowed: the epilogue works in place */
+		f = tir_fused_prepare(g, gin, &o, err);
+		if (!f)
+			rc = -err->code;
+	}
 	if (!rc)
-		rc = tir_k_matmul(&av, &bv, &o, err);
+		rc = tir_k_matmul_epi(&av, &bv, &o, f ? epilogue_range : NULL, f, err);
+	tir_fused_free(f);
 	if (!rc)
-		rc = tir_tensor_reshape(&o, n->type.rank, n->type.shape, out, err);
+		rc = tir_tensor_reshape(&o, (g ? g->root : n)->type.rank, (g ? g->root : n)->type.shape, out, err);
 	tir_tensor_release(&a);
 	tir_tensor_release(&b);
 	tir_tensor_release(&av);
 	tir_tensor_release(&bv);
 	tir_tensor_release(&o);
 	return rc;
+}
+
+static int eval_matmul(const struct tir_node *n, struct tir_tensor *a0, struct tir_tensor *b0,
+		       struct tir_tensor *out, struct tir_err *err)
+{
+	return eval_matmul_epi(n, a0, b0, out, NULL, NULL, err);
 }
 
 static int eval_attention(const struct tir_node *n, struct tir_tensor *in, struct tir_tensor *out,
@@ -621,9 +646,25 @@ static int run_group(const struct tir_group *g, const bool *interior, struct tir
 	for (int k = 0; k < g->nin; k++)
 		in[k] = vals[g->inputs[k]->id];
 	struct tir_tensor *out = &vals[r->id];
-	int rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
-	if (!rc)
-		rc = tir_fused_eval(g, in, out, err);
+	int rc;
+	if (g->head) {
+		/* the matmul makes the root's buffer, the group finishes it */
+		const struct tir_node *h = g->head;
+		struct tir_tensor a = {0}, b = {0};
+		rc = as_dtype(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
+		if (!rc)
+			rc = as_dtype(&vals[h->in[1]->id], (enum tir_dtype)h->type.dtype, &b, err);
+		if (!rc)
+			rc = eval_matmul_epi(h, &a, &b, out, g, in, err);
+		tir_tensor_release(&a);
+		tir_tensor_release(&b);
+		if (!rc)
+			drop_operands(h, interior, vals, uses);
+	} else {
+		rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
+		if (!rc)
+			rc = tir_fused_eval(g, in, out, err);
+	}
 	if (rc) {
 		tir_tensor_release(out);
 		if (!err->loc.src)
@@ -705,7 +746,7 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 		pl->interior = calloc(p->nnodes + 1, sizeof *pl->interior);
 		pl->need = malloc(p->nnodes + 1);
 		size_t ng = 0;
-		for (size_t w = 0; w < e->ngroups_words; w += 2 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
+		for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
 			ng++;
 		pl->groups = calloc(ng + 1, sizeof *pl->groups);
 		if (!pl->group_of || !pl->interior || !pl->need || !pl->groups)
@@ -718,12 +759,15 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			struct tir_group *gr = &pl->groups[g];
 			gr->n = e->groups[w];
 			gr->nin = e->groups[w + 1];
+			gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
+			if (gr->head)
+				pl->interior[gr->head->id] = true;
 			gr->closed = e->closed[g];
 			gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
 			gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
 			if (!gr->nodes || !gr->inputs)
 				goto out;
-			w += 2;
+			w += 3;
 			for (int j = 0; j < gr->n; j++)
 				gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
 			for (int j = 0; j < gr->nin; j++)
@@ -744,7 +788,7 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	size_t words = 0;
 	for (int g = 0; g < x->plan.ngroups; g++)
-		words += 2 + (size_t)x->plan.groups[g].n + (size_t)x->plan.groups[g].nin;
+		words += 3 + (size_t)x->plan.groups[g].n + (size_t)x->plan.groups[g].nin;
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)x->plan.ngroups + 1));
 	if (!rank_of || !gw || !closed) {
@@ -761,6 +805,7 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 		const struct tir_group *gr = &x->plan.groups[g];
 		gw[w++] = gr->n;
 		gw[w++] = gr->nin;
+		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
 		for (int j = 0; j < gr->n; j++)
 			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
 		for (int j = 0; j < gr->nin; j++)
@@ -940,7 +985,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			rc = run_group(&plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
 			if (x->profile && !rc)
 				profile_kernel(x, &plan.groups[plan.group_of[i]], n, vals, now_ms() - tk);
-			x->stats.nops += plan.groups[plan.group_of[i]].n;
+			x->stats.nops += plan.groups[plan.group_of[i]].n + (plan.groups[plan.group_of[i]].head != NULL);
 			x->stats.nkernels++;
 			if (!rc && x->keep && keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);

@@ -68,6 +68,16 @@ static const char *why_not(const struct tir_node *r, const struct tir_node *o, i
 	return NULL;
 }
 
+/* Whether matmul o can be the head of the group rooted at r: read by the
+ * group alone, of the root's float dtype and shape, operands of rank 2 up. */
+static bool can_head(const struct tir_node *r, const struct tir_node *o, int64_t seen,
+		     const int64_t *uses, const bool *target, const bool *taken)
+{
+	return o->op == TIR_OP_MATMUL && seen == uses[o->id] && !target[o->id] && !taken[o->id] &&
+	       o->type.dtype == r->type.dtype && same_shape(&o->type, &r->type) &&
+	       o->in[0]->type.rank >= 2 && o->in[1]->type.rank >= 2;
+}
+
 static int cmp_id(const void *a, const void *b)
 {
 	const struct tir_node *x = *(struct tir_node *const *)a, *y = *(struct tir_node *const *)b;
@@ -113,11 +123,21 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 			pending += seen[r->in[k]->id]++ == 0;
 			lo = r->in[k]->id < lo ? r->in[k]->id : lo;
 		}
+		struct tir_node *head = NULL;
 		for (size_t id = i; id-- > lo;) {
 			if (!seen[id])
 				continue;
 			struct tir_node *o = p->nodes[id];
 			pending--;
+			if (!head && can_head(r, o, seen[id], uses, target, taken)) {
+				/* the matmul makes the group's output; the group
+				 * finishes each block of it (its epilogue) */
+				head = o;
+				taken[id] = true;
+				plan->interior[id] = true;
+				ins[ni++] = o;
+				continue;
+			}
 			const char *why = why_not(r, o, seen[id], uses, target, taken);
 			if (!why) {
 				/* a kernel stays within TIR_FUSE_MAX_OPS ops and reads
@@ -148,7 +168,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		}
 		for (size_t id = lo; id < i; id++)
 			seen[id] = 0;
-		if (nm == 1) {
+		if (nm == 1 && !head) {
 			/* nothing joined: the reference kernel runs it */
 			continue;
 		}
@@ -163,6 +183,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		g->n = nm;
 		g->nin = ni;
 		g->closed = closed;
+		g->head = head;
 		g->nodes = tir_arena_alloc(&plan->arena, sizeof *g->nodes * (size_t)nm);
 		g->inputs = tir_arena_alloc(&plan->arena, sizeof *g->inputs * (size_t)(ni ? ni : 1));
 		if (!g->nodes || !g->inputs) {
@@ -207,7 +228,7 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 		tir_str_addf(&out, "kernel %d: ", ++k);
 		if (g >= 0) {
 			const struct tir_group *gr = &plan->groups[g];
-			tir_str_addf(&out, "fused %d ops [", gr->n);
+			tir_str_addf(&out, "%sfused %d ops [", gr->head ? "matmul + " : "", gr->n);
 			for (int j = 0; j < gr->n; j++)
 				tir_str_addf(&out, "%s%s", j ? " " : "", tir_op(gr->nodes[j]->op)->name);
 			tir_str_addf(&out, "] -> %s %s, reads %d; closed: %s\n", name ? name : "_",

@@ -91,13 +91,31 @@ static struct tir_tensor block_view(const struct vm *vm, struct tir_buf *b, int6
 	return t;
 }
 
+/* This thread's registers, kept between calls (an epilogue calls once per
+ * row of a block); grown as needed, never shrunk. */
+static _Thread_local char *tl_regs;
+static _Thread_local size_t tl_cap;
+
+static char *thread_regs(size_t bytes)
+{
+	if (bytes <= tl_cap)
+		return tl_regs;
+	char *p = aligned_alloc(64, bytes);
+	if (!p)
+		return NULL;
+	free(tl_regs);
+	tl_regs = p;
+	tl_cap = bytes;
+	return p;
+}
+
 /* Elements [lo, hi) of the root. */
 static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 {
 	const struct tir_group *g = vm->g;
 	size_t regbytes = (size_t)vm->blk * vm->esz;
 	size_t total = (regbytes * (size_t)(g->n + g->nin) + 63) & ~(size_t)63;
-	char *regs = aligned_alloc(64, total);
+	char *regs = thread_regs(total);
 	if (!regs) {
 		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
 		return;
@@ -143,7 +161,6 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 				TIR_ASSERT(tir_k_binary(n->op, &t0, &t1, &td, &e) == 0);
 		}
 	}
-	free(regs);
 }
 
 static void run_task(void *ctx, int64_t t)

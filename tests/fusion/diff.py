@@ -87,7 +87,15 @@ class Gen:
             self.lines.append(f"{v} = {e} + {full}")
             self.vals.append((v, shape))
             t = self.rng.random()
-            if t < 0.2 and shape:
+            if t < 0.15 and len(shape) >= 2:
+                # a matmul the chain can finish block by block (its epilogue)
+                k = self.rng.choice([1, 3, 16])
+                a = self.leaf(shape[:-1] + [k], dtype)[0]
+                b = self.leaf([k, shape[-1]], dtype)[0]
+                w = self.name()
+                self.lines.append(f"{w} = {self.rng.choice(UNARY)}({a} @ {b} * 0.5 + {v})")
+                v = w
+            elif t < 0.2 and shape:
                 w = self.name()
                 self.lines.append(f"{w} = sum({v}, axis={self.rng.randrange(len(shape))}, keepdims=true) * {v}")
                 self.vals.append((w, shape))
