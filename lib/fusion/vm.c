@@ -12,6 +12,7 @@
  */
 #include "fusion.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,20 +93,46 @@ static struct tir_tensor block_view(const struct vm *vm, struct tir_buf *b, int6
 }
 
 /* This thread's registers, kept between calls (an epilogue calls once per
- * row of a block); grown as needed, never shrunk. */
-static _Thread_local char *tl_regs;
-static _Thread_local size_t tl_cap;
+ * row of a block); grown as needed, freed when the thread ends. */
+struct regs {
+	char *p;
+	size_t cap;
+};
+
+static pthread_key_t regs_key;
+static pthread_once_t regs_once = PTHREAD_ONCE_INIT;
+
+static void regs_free(void *v)
+{
+	struct regs *r = v;
+	free(r->p);
+	free(r);
+}
+
+static void regs_init(void)
+{
+	TIR_ASSERT(pthread_key_create(&regs_key, regs_free) == 0);
+}
 
 static char *thread_regs(size_t bytes)
 {
-	if (bytes <= tl_cap)
-		return tl_regs;
+	pthread_once(&regs_once, regs_init);
+	struct regs *r = pthread_getspecific(regs_key);
+	if (!r) {
+		r = calloc(1, sizeof *r);
+		if (!r || pthread_setspecific(regs_key, r)) {
+			free(r);
+			return NULL;
+		}
+	}
+	if (bytes <= r->cap)
+		return r->p;
 	char *p = aligned_alloc(64, bytes);
 	if (!p)
 		return NULL;
-	free(tl_regs);
-	tl_regs = p;
-	tl_cap = bytes;
+	free(r->p);
+	r->p = p;
+	r->cap = bytes;
 	return p;
 }
 
