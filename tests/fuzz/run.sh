@@ -18,12 +18,12 @@ out=build-fuzz
 sh tests/deps.sh clang libclang-rt-14-dev
 
 CC=${FUZZ_CC:-clang}
-pkgs="libpcre2-8 jansson openblas"
+pkgs="libpcre2-8 jansson openblas sleef"
 mkdir -p "$out/artifacts" "$out/corpus"
 
 # Rebuild when any source is newer than the binary.
 bin=$out/fuzz_parse
-srcs=$(ls lib/ir/*.c lib/exec/*.c 2>/dev/null)
+srcs=$(ls lib/*/*.c 2>/dev/null)
 stale=1
 # shellcheck disable=SC2086
 if [ -x "$bin" ] && [ -z "$(find $srcs lib/*.h lib/*/*.h lib/ir/ops.def \
