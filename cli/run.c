@@ -111,18 +111,6 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	return 0;
 }
 
-static void human_bytes(double b, char *buf, size_t n)
-{
-	if (b < 1024)
-		snprintf(buf, n, "%.0f B", b);
-	else if (b < 1024 * 1024)
-		snprintf(buf, n, "%.1f KiB", b / 1024);
-	else if (b < 1024.0 * 1024 * 1024)
-		snprintf(buf, n, "%.1f MiB", b / (1024 * 1024));
-	else
-		snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-}
-
 int cli_run(int argc, char **argv)
 {
 	struct run_opts o = {0};
@@ -200,14 +188,8 @@ int cli_run(int argc, char **argv)
 		status = EXIT_PROGRAM;
 		goto out;
 	}
-	if (!o.quiet) {
-		const struct tir_exec_stats *st = tir_exec_stats(x);
-		char peak[32];
-		human_bytes((double)st->peak_bytes, peak, sizeof peak);
-		fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels%s) \xc2\xb7 run %.2f ms \xc2\xb7 peak %s\n",
-			parse_ms, st->plan_ms, st->nops, st->nkernels, st->plan_cached ? ", cached" : "",
-			st->run_ms, peak);
-	}
+	if (!o.quiet)
+		cli_print_timing(parse_ms, tir_exec_stats(x));
 out:
 	free(names);
 	free(o.inputs);

@@ -6,19 +6,23 @@
  * I/O and exit codes.  A typical client, in full:
  *
  *     struct tir_program *p = tir_program_new();
- *     struct tir_err err = {0};
  *     if (tir_program_parse(p, "model.tir", src, len, 0) != 0) {
  *         for (int i = 0; i < tir_program_ndiags(p); i++) {
- *             char *msg = tir_diag_render(tir_program_diag(p, i));
+ *             char *msg = tir_err_render(tir_program_diag(p, i));
  *             fputs(msg, stderr);
  *             free(msg);
  *         }
  *     }
- *     struct tir_run_opts opts = tir_run_opts_default();
- *     struct tir_results *r = tir_program_run(p, &opts, &err);   // every print
- *     for (int i = 0; r && i < tir_results_count(r); i++)
- *         tir_result_format(r, i, &fmt_opts, stdout_sink, NULL);
- *     tir_results_free(r);
+ *     struct tir_exec *x = tir_exec_new(p);
+ *     struct tir_err err = {0};
+ *     if (tir_exec_run(x, 0, NULL, 0, &err) == 0)        // every print
+ *         for (size_t i = 0; i < tir_exec_nresults(x); i++) {
+ *             char *s = tir_tensor_format(tir_exec_result(x, i),
+ *                                         tir_exec_header(x, i), 6, false);
+ *             fputs(s, stdout);
+ *             free(s);
+ *         }
+ *     tir_exec_free(x);
  *     tir_program_free(p);
  *
  * Ownership is said above each function: "new" means the caller frees it

@@ -14,6 +14,7 @@ if [ $# -lt 1 ] || [ -z "$1" ]; then
 	exit 2
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tests/golden-exec.sh"
 BUILD=${BUILD:-build}
 case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
 g=$root/tests/golden
@@ -34,27 +35,11 @@ for name in "$@"; do
 		echo "no $name.tir or $name.gen in tests/golden" >&2
 		exit 1
 	fi
-	line=$(head -n 1 "$src" | tr -d '\r')
-	case $line in
-	"# tir: "*) cmd=${line#"# tir: "} ;;
-	*) cmd="run --quiet" ;;
-	esac
-	set -f
-	# shellcheck disable=SC2086
-	set -- $cmd
-	set +f
-	verb=$1
-	shift
-	if [ "$verb" = repl ]; then # a transcript: the file is the session's stdin
-		(cd "$dir" && timeout 20 "$tir" repl "$@" <"$name.tir" >"$tmp/out" 2>"$tmp/err")
-	else
-		(cd "$dir" && timeout 20 "$tir" "$verb" "$name.tir" "$@" >"$tmp/out" 2>"$tmp/err")
-	fi
-	st=$?
+	golden_exec "$tir" "$dir" "$name" "$src" "$tmp/out" "$tmp/err"
 	keep_err=1
 	if [ "$verb" = run ]; then
 		keep_err=0
-		for a in "$@"; do [ "$a" = --quiet ] && keep_err=1; done
+		case " $args " in *" --quiet "*) keep_err=1 ;; esac
 	fi
 	for ext in out err status; do
 		if [ -f "$g/$name.$ext" ]; then cp "$g/$name.$ext" "$tmp/old.$ext"; else : >"$tmp/old.$ext"; fi

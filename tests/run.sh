@@ -35,6 +35,7 @@
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tests/golden-exec.sh"
 cd "$root" || exit 1
 BUILD=${BUILD:-build}
 case $BUILD in /*) bdir=$BUILD ;; *) bdir=$root/$BUILD ;; esac
@@ -102,23 +103,7 @@ run_case() {
 		gfail_case "$name" "no $name.out"
 		return 1
 	fi
-	line=$(head -n 1 "$src" | tr -d '\r')
-	case $line in
-	"# tir: "*) cmd=${line#"# tir: "} ;;
-	*) cmd="run --quiet" ;;
-	esac
-	set -f
-	# shellcheck disable=SC2086 # the command line: split on purpose
-	set -- $cmd
-	set +f
-	verb=$1
-	shift
-	if [ "$verb" = repl ]; then
-		(cd "$dir" && timeout 20 "$tir" repl "$@" <"$name.tir" >"$tmp/out" 2>"$tmp/err")
-	else
-		(cd "$dir" && timeout 20 "$tir" "$verb" "$name.tir" "$@" >"$tmp/out" 2>"$tmp/err")
-	fi
-	st=$?
+	golden_exec "$tir" "$dir" "$name" "$src" "$tmp/out" "$tmp/err"
 	want=0
 	[ -f "$root/tests/golden/$name.status" ] && want=$(cat "$root/tests/golden/$name.status")
 	ok=1

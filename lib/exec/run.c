@@ -834,7 +834,7 @@ out:
 
 /* One row of --profile: what ran, how long, bytes moved, flops done. */
 static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const struct tir_node *n,
-			   const struct tir_tensor *vals, double ms)
+			   double ms)
 {
 	if (tir_grow((void **)&x->prof, &x->capprof, x->nprof + 1, sizeof *x->prof))
 		return;
@@ -869,7 +869,6 @@ static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const 
 			k->flops = numel;
 		}
 	}
-	(void)vals;
 }
 
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
@@ -984,7 +983,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(&plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
 			if (x->profile && !rc)
-				profile_kernel(x, &plan.groups[plan.group_of[i]], n, vals, now_ms() - tk);
+				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk);
 			x->stats.nops += plan.groups[plan.group_of[i]].n + (plan.groups[plan.group_of[i]].head != NULL);
 			x->stats.nkernels++;
 			if (!rc && x->keep && keepable(p, n))
@@ -1008,7 +1007,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (rc)
 			*err = e;
 		else if (x->profile && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
-			profile_kernel(x, NULL, n, vals, now_ms() - tk);
+			profile_kernel(x, NULL, n, now_ms() - tk);
 		if (!rc && x->keep && keepable(p, n))
 			tir_tensor_ref(&x->kept[i], &vals[i]);
 		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;

@@ -1553,13 +1553,9 @@ int tir_text_incomplete(const char *src, size_t len)
 	struct tir_lexer lx;
 	if (len > (size_t)TIR_MAX_SOURCE || tir_lex_init(&lx, &s))
 		return 0;
-	int depth = 0;
-	for (;;) {
-		struct tir_token t = tir_lex_next(&lx);
-		if (t.kind == TIR_TOK_EOF)
-			break;
-	}
-	depth = lx.depth;
+	while (tir_lex_next(&lx).kind != TIR_TOK_EOF)
+		;
+	int depth = lx.depth;
 	tir_lex_fini(&lx);
 	return depth > 0;
 }
