@@ -6,7 +6,7 @@ CC       ?= cc
 OPT      ?= -O2 -g
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wundef -Wwrite-strings \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
-PKGS     := libpcre2-8 jansson openblas libedit sleef
+PKGS     := libpcre2-8 jansson openblas libedit sleef libmicrohttpd libcurl libcrypto
 BUILD    ?= build
 SAN      ?=
 FUZZTIME ?= 60

@@ -199,6 +199,57 @@ void tir_release_caches(void);
 /* Threads for OpenBLAS and the engine (0: the default). */
 void tir_set_threads(int n);
 
+/* ---- remote: another tir runs the graph (lib/net, docs/protocol.md) ---- */
+
+struct tir_remote;   /* one server: a keep-alive connection and a session */
+
+/* Talk to `tir serve` at HOST:PORT (the session is made at the first run).
+ * token: sent as "Authorization: Bearer TOKEN", or NULL.  Nothing is
+ * sent yet.  returns: new, free with tir_remote_close (which deletes the
+ * session on the server); NULL with err filled (-TIR_ENET, a bad address). */
+struct tir_remote *tir_remote_open(const char *hostport, const char *token, struct tir_err *err);
+void tir_remote_close(struct tir_remote *r);
+/* "HOST:PORT" as given.  borrowed. */
+const char *tir_remote_name(const struct tir_remote *r);
+
+/* What the last run sent and received. */
+struct tir_remote_stats {
+	double net_ms;              /* wall time in HTTP requests */
+	int round_trips;
+	uint64_t bytes_up, bytes_down;
+	int blobs_cached, blobs_sent;   /* blobs the server held already / was sent */
+	uint64_t blob_bytes_sent;
+	bool graph_sent;            /* the batch text went up (the server lacked it) */
+};
+const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r);
+
+/* Run x's graph on r from now on; NULL runs it here again.  The program
+ * is still parsed and checked here, `load` and inputs are read here and
+ * travel as data; results and statistics come back into x as from a local
+ * run.  A failure to reach r or a broken reply is -TIR_ENET.  borrowed:
+ * r must outlive its use by x. */
+void tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r);
+
+/* `tir serve`: an HTTP server running batches from remote clients. */
+struct tir_serve_opts {
+	const char *host;           /* address to bind, "127.0.0.1" when NULL */
+	int port;                   /* 0: any free port (reported via *bound_port) */
+	const char *token;          /* required Bearer token, or NULL */
+	uint64_t max_body;          /* bytes of one request body */
+	int max_sessions;
+	int session_ttl;            /* seconds a session may idle */
+	uint64_t blob_cache;        /* bytes of blobs kept, least recently used evicted */
+	int threads;                /* compute threads (0: the default) */
+	/* one line per request (no newline); NULL: silent */
+	void (*log)(void *ud, const char *line);
+	void *log_ud;
+	int *bound_port;            /* set once listening, if not NULL */
+};
+/* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets it),
+ * then finish the requests under way and return 0; or fill err and return
+ * -code when it cannot start (the port is taken, a bad address). */
+int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err);
+
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);
 

@@ -225,4 +225,32 @@ int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 /* Write t (any layout) as a version 1.0 .npy file that NumPy reads. */
 int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *err);
 
+/* ---- for lib/net: a run whose graph another tir computes ---- */
+
+struct tir_remote;
+/* The value given for INPUT node id, or NULL. */
+const struct tir_tensor *tir_exec_input_value(const struct tir_exec *x, uint32_t id);
+struct tir_program *tir_exec_program(const struct tir_exec *x);
+/* Whether the values of named nodes are kept between runs (the REPL). */
+bool tir_exec_keeping(const struct tir_exec *x);
+/* Counts the inputs given so far: when it moves, values computed before
+ * may be stale. */
+uint64_t tir_exec_input_gen(const struct tir_exec *x);
+bool tir_exec_fusing(const struct tir_exec *x);
+bool tir_exec_profiling(const struct tir_exec *x);
+/* The interrupt flag (tir_exec_set_interrupt), or NULL. */
+volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
+
+/* What a remote run hands back. */
+struct tir_remote_result {
+	struct tir_tensor *values;     /* ntargets of them, zeroed by the caller; filled */
+	struct tir_exec_stats stats;
+	char *explain, *profile;       /* new (malloc), or NULL */
+};
+/* lib/net/client.c: compute targets[0..ntargets) of x's program on r.
+ * The values come back in each target node's dtype and shape.  A program
+ * or data error is reported at its source position, as a local run would. */
+int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
+		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err);
+
 #endif

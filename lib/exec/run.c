@@ -45,6 +45,9 @@ struct tir_exec {
 	size_t nprof, capprof;
 	volatile sig_atomic_t *intr;   /* stop between nodes once it is set */
 	bool keep;                     /* keep values of named nodes (the REPL) */
+	uint64_t input_gen;            /* inputs given so far */
+	struct tir_remote *remote;     /* runs go there (tir_exec_set_remote), or NULL */
+	char *remote_profile;          /* the remote's profile table of the last run */
 	struct tir_tensor *kept;       /* by node id: a value computed before */
 	size_t nkept;
 };
@@ -84,6 +87,7 @@ void tir_exec_free(struct tir_exec *x)
 		return;
 	clear_results(x);
 	free(x->explain);
+	free(x->remote_profile);
 	for (int i = 0; i < 8; i++) {
 		free(x->pcache[i].sig);
 		free(x->pcache[i].groups);
@@ -202,6 +206,7 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 	tir_tensor_release(&x->inputs[n->id]);
 	x->inputs[n->id] = *t;
 	memset(t, 0, sizeof *t);
+	x->input_gen++;
 	kept_forget(x, n->id);
 	return 0;
 }
@@ -871,6 +876,46 @@ static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const 
 	}
 }
 
+/* The run of tir_exec_run when another tir computes: the targets' values
+ * come back into results and named as from a local run. */
+static int run_remote(struct tir_exec *x, struct tir_node **targets, size_t ntargets, size_t nprint,
+		      struct tir_err *err)
+{
+	struct tir_remote_result res = {0};
+	x->results = calloc(nprint + 1, sizeof *x->results);
+	x->named = calloc(ntargets - nprint + 1, sizeof *x->named);
+	res.values = calloc(ntargets + 1, sizeof *res.values);
+	if (!x->results || !x->named || !res.values) {
+		free(res.values);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	free(x->explain);
+	free(x->remote_profile);
+	x->explain = x->remote_profile = NULL;
+	int rc = tir_remote_run(x->remote, x, targets, ntargets, &res, err);
+	if (!rc) {
+		x->stats = res.stats;
+		x->explain = res.explain;
+		x->remote_profile = res.profile;
+		res.explain = res.profile = NULL;
+	}
+	for (size_t i = 0; i < ntargets; i++) {
+		if (!rc) {
+			struct tir_tensor *dst = i < nprint ? &x->results[i] : &x->named[i - nprint];
+			rc = as_dtype(&res.values[i], (enum tir_dtype)targets[i]->type.dtype, dst, err);
+		}
+		tir_tensor_release(&res.values[i]);
+	}
+	free(res.values);
+	free(res.explain);
+	free(res.profile);
+	if (!rc) {
+		x->nresults = nprint;
+		x->nnamed = ntargets - nprint;
+	}
+	return rc;
+}
+
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {
@@ -916,6 +961,10 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			goto done;
 		}
 		targets[ntargets++] = b->node;
+	}
+	if (x->remote) {
+		rc = run_remote(x, targets, ntargets, nprint, err);
+		goto done;
 	}
 	/* what the targets need, and how often each value is read */
 	bool *need = calloc(nn + 1, sizeof *need);
@@ -1089,6 +1138,8 @@ void tir_exec_set_profile(struct tir_exec *x, bool on)
 
 char *tir_exec_profile(const struct tir_exec *x)
 {
+	if (x->remote)
+		return x->remote_profile ? strdup(x->remote_profile) : NULL;
 	struct tir_str out = {0};
 	tir_str_addf(&out, "%-4s %-44s %10s %10s %9s\n", "#", "kernel", "ms", "MiB", "GFLOP/s");
 	double tot = 0;
@@ -1109,9 +1160,53 @@ char *tir_exec_profile(const struct tir_exec *x)
 
 const char *tir_exec_explain(struct tir_exec *x)
 {
+	if (x->remote)
+		return x->explain ? x->explain : "";
 	if (x->no_fuse)
 		return "--no-fuse: one reference kernel per op\n";
 	if (!x->explain && x->plan.need)
 		x->explain = tir_plan_explain(x->prog, &x->plan);
 	return x->explain ? x->explain : "";
+}
+
+/* ---- for lib/net ---- */
+
+void tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r)
+{
+	x->remote = r;
+}
+
+const struct tir_tensor *tir_exec_input_value(const struct tir_exec *x, uint32_t id)
+{
+	return id < x->ninputs_cap && x->inputs[id].buf ? &x->inputs[id] : NULL;
+}
+
+struct tir_program *tir_exec_program(const struct tir_exec *x)
+{
+	return x->prog;
+}
+
+bool tir_exec_keeping(const struct tir_exec *x)
+{
+	return x->keep;
+}
+
+uint64_t tir_exec_input_gen(const struct tir_exec *x)
+{
+	return x->input_gen;
+}
+
+bool tir_exec_fusing(const struct tir_exec *x)
+{
+	return !x->no_fuse;
+}
+
+bool tir_exec_profiling(const struct tir_exec *x)
+{
+	return x->profile;
+}
+
+volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x)
+{
+	return x->intr;
 }

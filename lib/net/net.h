@@ -1,0 +1,89 @@
+/*
+ * net.h — lib/net's one internal header: what goes over the wire between
+ * `tir run --remote` / the REPL's .remote (client.c, batch.c) and `tir
+ * serve` (server.c).  docs/protocol.md is the contract; this is its code.
+ *
+ * Every binary format is fixed-width little-endian, 8-byte aligned:
+ *
+ *   tensor frame (a blob; also each result):
+ *     0  "TIRT"            4 bytes
+ *     4  dtype             u8   (enum tir_dtype: bool, i32, i64, f32, f64)
+ *     5  rank              u8   (<= TIR_MAX_RANK)
+ *     6  0                 u16
+ *     8  nbytes            u64  (numel * dtype size; bool is one byte 0/1)
+ *    16  shape[rank]       i64 each
+ *    16+8*rank  data       nbytes, row-major, then zero padding to 8
+ *   A blob's name is the SHA-256 of its whole frame (padding included).
+ *
+ *   results (the body of a successful run):
+ *     0  "TIRR"            4 bytes
+ *     4  protocol          u32
+ *     8  count             u32  (tensor frames that follow)
+ *    12  meta_len          u32  (bytes of JSON: run statistics)
+ *    16  meta              JSON text, zero padding to 8
+ *        count tensor frames
+ */
+#ifndef TIR_NET_H
+#define TIR_NET_H
+
+#include "../exec/exec.h"
+
+#define TIR_PROTOCOL 1
+#define TIR_PROTOCOL_HEADER "Tir-Protocol"
+#define TIR_SHA_HEX 64                 /* hex digits of a SHA-256 */
+
+#define TIR_FRAME_MAGIC "TIRT"
+#define TIR_RESULTS_MAGIC "TIRR"
+#define TIR_RESULTS_HEAD 16
+
+/* Bytes of t's frame (header, data, padding). */
+size_t tir_frame_size(const struct tir_tensor *t);
+/* Write t's frame into dst (tir_frame_size(t) bytes; t may be any layout).
+ * returns 0 or -TIR_ENOMEM (a strided t is copied first). */
+int tir_frame_encode(const struct tir_tensor *t, void *dst, struct tir_err *err);
+/* Read one frame from buf[0..len): every field checked (magic, dtype, rank,
+ * shape limits, nbytes == numel * size, len, padding); *used is the frame's
+ * size.  t gets a fresh contiguous tensor (release it).  returns 0 or
+ * -TIR_EDATA with err saying what is wrong and at which byte. */
+int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tensor *t,
+		     struct tir_err *err);
+
+/* SHA-256 of d[0..n) as 64 lowercase hex digits and a NUL. */
+void tir_sha256_hex(const void *d, size_t n, char out[TIR_SHA_HEX + 1]);
+/* Incremental SHA-256 (an upload hashed as it arrives). */
+struct tir_sha256;
+struct tir_sha256 *tir_sha256_new(void);
+void tir_sha256_update(struct tir_sha256 *h, const void *d, size_t n);
+void tir_sha256_final(struct tir_sha256 *h, char out[TIR_SHA_HEX + 1]); /* and frees h */
+/* Whether s is 64 lowercase hex digits. */
+bool tir_sha_valid(const char *s);
+/* Compare n bytes in time independent of where they differ (tokens). */
+bool tir_const_eq(const void *a, const void *b, size_t n);
+
+/* Little-endian fixed-width reads and writes (any host). */
+static inline void tir_put_u32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void tir_put_u64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint32_t tir_get_u32(const unsigned char *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+static inline uint64_t tir_get_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * wire.c — the binary formats of net.h: tensor frames, SHA-256 names
+ * (OpenSSL's libcrypto, which uses this CPU's SHA extensions), and the
+ * constant-time compare for tokens.
+ */
+#include "net.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tensor data goes on the wire as the host stores it: little-endian hosts only"
+#endif
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+size_t tir_frame_size(const struct tir_tensor *t)
+{
+	size_t data = (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
+	return 16 + 8 * (size_t)t->rank + pad8(data);
+}
+
+int tir_frame_encode(const struct tir_tensor *t, void *dst, struct tir_err *err)
+{
+	unsigned char *p = dst;
+	size_t data = (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
+	memcpy(p, TIR_FRAME_MAGIC, 4);
+	p[4] = (unsigned char)t->dtype;
+	p[5] = (unsigned char)t->rank;
+	p[6] = p[7] = 0;
+	tir_put_u64(p + 8, data);
+	for (int i = 0; i < t->rank; i++)
+		tir_put_u64(p + 16 + 8 * i, (uint64_t)t->shape[i]);
+	p += 16 + 8 * t->rank;
+	if (data && tir_tensor_is_contiguous(t)) {
+		memcpy(p, tir_tensor_data(t), data);
+	} else if (data) {
+		struct tir_tensor c = {0};
+		if (tir_tensor_convert(t, t->dtype, &c, err))
+			return -TIR_ENOMEM;
+		memcpy(p, tir_tensor_data(&c), data);
+		tir_tensor_release(&c);
+	}
+	memset(p + data, 0, pad8(data) - data);
+	return 0;
+}
+
+int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tensor *t,
+		     struct tir_err *err)
+{
+	const unsigned char *p = buf;
+	if (len < 16)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, a header needs 16", len);
+	if (memcmp(p, TIR_FRAME_MAGIC, 4))
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: does not start with \"TIRT\"");
+	if (p[4] >= TIR_DTYPE_COUNT)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte 4: unknown dtype %u", p[4]);
+	if (p[5] > TIR_MAX_RANK)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte 5: rank %u is over %d", p[5],
+				TIR_MAX_RANK);
+	if (p[6] || p[7])
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: bytes 6-7 must be zero");
+	enum tir_dtype dt = p[4];
+	int rank = p[5];
+	size_t head = 16 + 8 * (size_t)rank;
+	if (len < head)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, the rank-%d header needs %zu",
+				len, rank, head);
+	int64_t shape[TIR_MAX_RANK];
+	uint64_t numel = 1;
+	for (int i = 0; i < rank; i++) {
+		uint64_t d = tir_get_u64(p + 16 + 8 * i);
+		if (d > (uint64_t)TIR_MAX_DIM)
+			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %d: axis %d of %llu is over the limit",
+					16 + 8 * i, i, (unsigned long long)d);
+		shape[i] = (int64_t)d;
+		numel *= d ? d : 1; /* a 0 axis counts as 1, as in the checker */
+		if (numel > (uint64_t)TIR_MAX_ELEMS)
+			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: more than %lld elements",
+					(long long)TIR_MAX_ELEMS);
+	}
+	uint64_t real = 1;
+	for (int i = 0; i < rank; i++)
+		real *= (uint64_t)shape[i];
+	uint64_t nbytes = tir_get_u64(p + 8);
+	if (nbytes != real * tir_dtype_size(dt))
+		return tir_errf(err, TIR_EDATA, NULL,
+				"tensor frame: byte 8: %llu data bytes, but %s of that shape holds %llu",
+				(unsigned long long)nbytes, tir_dtype_name(dt),
+				(unsigned long long)(real * tir_dtype_size(dt)));
+	size_t total = head + pad8((size_t)nbytes);
+	if (len < total)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: truncated: %zu of %zu bytes", len, total);
+	for (size_t i = head + (size_t)nbytes; i < total; i++)
+		if (p[i])
+			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %zu: padding must be zero", i);
+	if (dt == TIR_DTYPE_BOOL)
+		for (size_t i = 0; i < nbytes; i++)
+			if (p[head + i] > 1)
+				return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %zu: a bool is 0 or 1, not %u",
+						head + i, p[head + i]);
+	int rc = tir_tensor_alloc(t, dt, rank, shape, false, err);
+	if (rc)
+		return rc;
+	if (nbytes)
+		memcpy(tir_tensor_data(t), p + head, (size_t)nbytes);
+	*used = total;
+	return 0;
+}
+
+/* ---- SHA-256 ---- */
+
+static void hex(const unsigned char *d, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+void tir_sha256_hex(const void *d, size_t n, char out[TIR_SHA_HEX + 1])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	EVP_Digest(d, n, md, &mdlen, EVP_sha256(), NULL);
+	hex(md, 32, out);
+}
+
+struct tir_sha256 {
+	EVP_MD_CTX *ctx;
+};
+
+struct tir_sha256 *tir_sha256_new(void)
+{
+	struct tir_sha256 *h = malloc(sizeof *h);
+	if (!h)
+		return NULL;
+	h->ctx = EVP_MD_CTX_new();
+	if (!h->ctx || !EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(h->ctx);
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void tir_sha256_update(struct tir_sha256 *h, const void *d, size_t n)
+{
+	EVP_DigestUpdate(h->ctx, d, n);
+}
+
+void tir_sha256_final(struct tir_sha256 *h, char out[TIR_SHA_HEX + 1])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	EVP_DigestFinal_ex(h->ctx, md, &mdlen);
+	hex(md, 32, out);
+	EVP_MD_CTX_free(h->ctx);
+	free(h);
+}
+
+bool tir_sha_valid(const char *s)
+{
+	size_t i = 0;
+	for (; s[i]; i++)
+		if (i >= TIR_SHA_HEX || !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == TIR_SHA_HEX;
+}
+
+bool tir_const_eq(const void *a, const void *b, size_t n)
+{
+	return CRYPTO_memcmp(a, b, n) == 0;
+}
