@@ -1,0 +1,112 @@
+/*
+ * door.c — the way into lib/net.  libcurl and libmicrohttpd (and the dozen
+ * libraries they bring) would add about 3.5 ms to every start of tir if it
+ * were linked with them, so lib/net is a shared object, libtir-net.so,
+ * loaded from next to the tir binary the first time a remote or the server
+ * is used.  These functions have the names lib/net's do; tir exports its
+ * own symbols (-rdynamic) for the shared object to call back into, and the
+ * object binds its own names to itself (-Bsymbolic).  Programs that link
+ * lib/net in directly (the tests, the benchmarks) never pull this file in.
+ */
+#include "../exec/exec.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NET_SO "libtir-net.so"
+
+static struct {
+	pthread_once_t once;
+	void *h;
+	char why[PATH_MAX + 256];
+	struct tir_remote *(*remote_open)(const char *, const char *, struct tir_err *);
+	void (*remote_close)(struct tir_remote *);
+	const char *(*remote_name)(const struct tir_remote *);
+	const struct tir_remote_stats *(*remote_stats)(const struct tir_remote *);
+	int (*remote_run)(struct tir_remote *, struct tir_exec *, struct tir_node *const *, size_t,
+			  struct tir_remote_result *, struct tir_err *);
+	int (*serve)(const struct tir_serve_opts *, volatile sig_atomic_t *, struct tir_err *);
+} net = {.once = PTHREAD_ONCE_INIT};
+
+/* TIR_NET_LIB names the object; else it sits next to the binary. */
+static void open_net(void)
+{
+	char path[PATH_MAX];
+	const char *env = getenv("TIR_NET_LIB");
+	if (env && *env) {
+		snprintf(path, sizeof path, "%s", env);
+	} else {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof NET_SO - 1);
+		if (n <= 0) {
+			snprintf(net.why, sizeof net.why, "cannot find the tir binary to load %s", NET_SO);
+			return;
+		}
+		path[n] = 0;
+		char *slash = strrchr(path, '/');
+		strcpy(slash ? slash + 1 : path, NET_SO);
+	}
+	net.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!net.h) {
+		snprintf(net.why, sizeof net.why, "the network part of tir will not load: %s", dlerror());
+		return;
+	}
+	*(void **)&net.remote_open = dlsym(net.h, "tir_remote_open");
+	*(void **)&net.remote_close = dlsym(net.h, "tir_remote_close");
+	*(void **)&net.remote_name = dlsym(net.h, "tir_remote_name");
+	*(void **)&net.remote_stats = dlsym(net.h, "tir_remote_stats");
+	*(void **)&net.remote_run = dlsym(net.h, "tir_remote_run");
+	*(void **)&net.serve = dlsym(net.h, "tir_serve");
+	if (!net.remote_open || !net.remote_close || !net.remote_name || !net.remote_stats ||
+	    !net.remote_run || !net.serve) {
+		snprintf(net.why, sizeof net.why, "%s is not the one this tir was built with", path);
+		net.remote_open = NULL;
+		net.serve = NULL;
+	}
+}
+
+static bool loaded(struct tir_err *err)
+{
+	pthread_once(&net.once, open_net);
+	if (net.remote_open)
+		return true;
+	tir_errf(err, TIR_EUNSUPPORTED, NULL, "%s", net.why);
+	return false;
+}
+
+struct tir_remote *tir_remote_open(const char *hostport, const char *token, struct tir_err *err)
+{
+	return loaded(err) ? net.remote_open(hostport, token, err) : NULL;
+}
+
+/* A remote exists only once the object is loaded. */
+void tir_remote_close(struct tir_remote *r)
+{
+	if (r)
+		net.remote_close(r);
+}
+
+const char *tir_remote_name(const struct tir_remote *r)
+{
+	return net.remote_name(r);
+}
+
+const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r)
+{
+	return net.remote_stats(r);
+}
+
+int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
+		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err)
+{
+	return net.remote_run(r, x, targets, ntargets, res, err);
+}
+
+int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err)
+{
+	return loaded(err) ? net.serve(o, stop, err) : -err->code;
+}
