@@ -59,8 +59,7 @@ int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct 
 	return 0;
 }
 
-/* A node bound to a name now: the session may keep its value (the REPL). */
-static bool keepable(const struct tir_program *p, const struct tir_node *n)
+bool tir_batch_keepable(const struct tir_program *p, const struct tir_node *n)
 {
 	return n->op != TIR_OP_INPUT && !(n->op == TIR_OP_CONST && n->type.weak) &&
 	       tir_node_current_name(p, n);
@@ -217,7 +216,7 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 				goto fail;
 			if ((rc = tir_blob_name(&in->value, in->blob, err)))
 				goto fail;
-			if (keeping && keepable(p, n))
+			if (keeping && tir_batch_keepable(p, n))
 				b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};
 		}
 		tir_str_addf(&text, "input t%u: %s\n", tnum[i], tir_type_str(&n->type, tb, sizeof tb));
@@ -235,7 +234,7 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 		else
 			tir_render_call(p, n, operand, &text);
 		tir_str_add(&text, "\n", 1);
-		if (keeping && keepable(p, n))
+		if (keeping && tir_batch_keepable(p, n))
 			b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};
 		if (add_line(b, &caplines, n))
 			goto oom;

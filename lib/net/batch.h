@@ -40,6 +40,10 @@ struct tir_batch {
 	size_t nvars;
 };
 
+/* Whether the session may keep n's value: n is bound to a name now, and
+ * is neither an input (its value is the client's) nor a scalar literal. */
+bool tir_batch_keepable(const struct tir_program *p, const struct tir_node *n);
+
 /* The key a held value of node id goes by. */
 void tir_batch_key(uint32_t id, char key[24]);
 
