@@ -501,7 +501,7 @@ static const struct dot_cmd dot_cmds[] = {
 	{"input", "NAME=FILE", "the value of `input NAME` from a .npy or .safetensors file", dot_input},
 	{"load", "FILE", "run a .tir file's statements into the session", dot_load},
 	{"quit", "", "leave the session (also Ctrl-D)", dot_quit},
-	{"remote", "[HOST:PORT|off]", "compute on a tir server (`tir serve`), or here again", dot_remote},
+	{"remote", "HOST:PORT|off", "compute on a tir server (tir serve), or here again (off)", dot_remote},
 	{"reset", "", "forget every name and value", dot_reset},
 	{"timer", "on|off", "show timing after each computation (on stderr)", dot_timer},
 	{"vars", "", "each name with its type and whether it is computed", dot_vars},

@@ -34,6 +34,7 @@ struct tir_remote {
 	struct curl_slist *hjson, *hbin;
 	long timeout_ms;
 	char session[64];            /* "" until made */
+	bool hung;                   /* a request timed out: do not wait on it again at close */
 	struct tir_remote_stats stats;
 	struct tir_str body;         /* the last reply's body */
 	int proto;                   /* its Tir-Protocol: -1 none, -2 not a number */
@@ -226,7 +227,7 @@ void tir_remote_close(struct tir_remote *r)
 {
 	if (!r)
 		return;
-	if (r->curl && r->session[0]) {
+	if (r->curl && r->session[0] && !r->hung) {
 		/* the session goes with the client; a server that does not answer
 		 * soon expires it later */
 		char path[128];
@@ -291,6 +292,7 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
 	case CURLE_COULDNT_RESOLVE_HOST:
 		return tir_errf(err, TIR_ENET, NULL, "remote %s: cannot connect (no such host)", r->name);
 	case CURLE_OPERATION_TIMEDOUT: {
+		r->hung = true;
 		double t = 0;
 		curl_easy_getinfo(r->curl, CURLINFO_CONNECT_TIME, &t);
 		if (t <= 0 && connected == 0)
