@@ -45,7 +45,9 @@ struct tir_remote {
 	size_t nheld;
 	uint32_t *drops;
 	size_t ndrops, capdrops;
-	uint64_t gen;                /* tir_exec_input_gen when they were made */
+	char (*inblob)[TIR_SHA_HEX + 1]; /* by input node id: its value's blob when they were made */
+	size_t ninblob;
+	uint64_t gen;                /* tir_exec_input_gen then */
 	const struct tir_program *prog; /* the program they belong to */
 };
 
@@ -245,6 +247,7 @@ void tir_remote_close(struct tir_remote *r)
 	curl_slist_free_all(r->hbin);
 	tir_str_free(&r->body);
 	free(r->held);
+	free(r->inblob);
 	free(r->drops);
 	free(r->name);
 	free(r->base);
@@ -286,7 +289,10 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
 	case CURLE_COULDNT_CONNECT: {
 		long os = 0;
 		curl_easy_getinfo(r->curl, CURLINFO_OS_ERRNO, &os);
-		return tir_errf(err, TIR_ENET, NULL, "remote %s: cannot connect (%s)", r->name,
+		/* with a session, the server was there a moment ago (curl tries a
+		 * fresh connection when a kept one dies) */
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: %s (%s)", r->name,
+				r->session[0] ? "the connection broke and cannot be made again" : "cannot connect",
 				os ? strerror((int)os) : detail);
 	}
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -429,16 +435,24 @@ int tir_remote_connect(struct tir_remote *r, struct tir_err *err)
 	return r->session[0] ? 0 : session_make(r, err);
 }
 
-/* Forget every held value: the next run drops them. */
+/* Node id's value is no longer held: the next run drops it. */
+static int held_drop(struct tir_remote *r, size_t id)
+{
+	r->held[id] = false;
+	if (tir_grow((void **)&r->drops, &r->capdrops, r->ndrops + 1, sizeof *r->drops))
+		return -1;
+	r->drops[r->ndrops++] = (uint32_t)id;
+	return 0;
+}
+
+/* Forget every held value. */
 static void held_forget(struct tir_remote *r)
 {
-	for (size_t i = 0; i < r->nheld; i++) {
-		if (!r->held[i])
-			continue;
-		r->held[i] = false;
-		if (!tir_grow((void **)&r->drops, &r->capdrops, r->ndrops + 1, sizeof *r->drops))
-			r->drops[r->ndrops++] = (uint32_t)i;
-	}
+	for (size_t i = 0; i < r->nheld; i++)
+		if (r->held[i])
+			held_drop(r, i); /* out of memory: the key stays on the server, unused */
+	for (size_t i = 0; i < r->ninblob; i++)
+		r->inblob[i][0] = 0;
 }
 
 void tir_remote_forget(struct tir_remote *r)
@@ -452,28 +466,66 @@ bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint
 	return r->prog == tir_exec_program(x) && id < r->nheld && r->held[id];
 }
 
+/* Inputs were given since the values were made: those computed from an
+ * input whose value changed go (as lib/exec/run.c's kept_forget). */
+static int held_stale(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
+{
+	const struct tir_program *p = tir_exec_program(x);
+	size_t nn = p->nnodes < r->nheld ? p->nnodes : r->nheld;
+	bool *dep = calloc(nn + 1, sizeof *dep);
+	if (!dep)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (n->op == TIR_OP_INPUT) {
+			if (i >= r->ninblob || !r->inblob[i][0])
+				continue;
+			const struct tir_tensor *v = tir_exec_input_value(x, n->id);
+			char h[TIR_SHA_HEX + 1] = "";
+			if (v && tir_blob_name(v, h, err)) {
+				free(dep);
+				return -err->code;
+			}
+			dep[i] = strcmp(h, r->inblob[i]) != 0;
+			if (dep[i])
+				r->inblob[i][0] = 0;
+			continue;
+		}
+		for (int k = 0; !dep[i] && k < n->nin; k++)
+			dep[i] = n->in[k] && dep[n->in[k]->id];
+		if (dep[i] && r->held[i] && held_drop(r, i)) {
+			free(dep);
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		}
+	}
+	free(dep);
+	return 0;
+}
+
 /* Before a run: what is held still stands for the program as it is now
- * (as lib/exec/run.c's kept_sync: a rebound name's value goes; new inputs
- * make every value stale). */
+ * (as lib/exec/run.c's kept_sync: a rebound name's value goes; so do
+ * values computed from an input given again). */
 static int held_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
 {
 	const struct tir_program *p = tir_exec_program(x);
-	if (r->prog != p || r->gen != tir_exec_input_gen(x) || !tir_exec_keeping(x))
+	if (r->prog != p || !tir_exec_keeping(x))
 		held_forget(r);
 	r->prog = p;
-	r->gen = tir_exec_input_gen(x);
-	for (size_t i = 0; i < r->nheld; i++) {
-		if (r->held[i] && (i >= p->nnodes || !tir_batch_keepable(p, p->nodes[i]))) {
-			r->held[i] = false;
-			if (tir_grow((void **)&r->drops, &r->capdrops, r->ndrops + 1, sizeof *r->drops))
-				return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-			r->drops[r->ndrops++] = (uint32_t)i;
-		}
-	}
-	size_t old = r->nheld;
-	if (tir_grow((void **)&r->held, &r->nheld, p->nnodes + 1, sizeof *r->held))
+	for (size_t i = 0; i < r->nheld; i++)
+		if (r->held[i] && (i >= p->nnodes || !tir_batch_keepable(p, p->nodes[i])) && held_drop(r, i))
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	size_t old = r->nheld, oldin = r->ninblob;
+	if (tir_grow((void **)&r->held, &r->nheld, p->nnodes + 1, sizeof *r->held) ||
+	    tir_grow((void **)&r->inblob, &r->ninblob, p->nnodes + 1, sizeof *r->inblob))
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 	memset(r->held + old, 0, (r->nheld - old) * sizeof *r->held);
+	memset(r->inblob + oldin, 0, (r->ninblob - oldin) * sizeof *r->inblob);
+	if (r->gen != tir_exec_input_gen(x)) {
+		int rc = held_stale(r, x, err);
+		if (rc)
+			return rc;
+		r->gen = tir_exec_input_gen(x);
+	}
 	return 0;
 }
 
@@ -729,6 +781,10 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 				r->ndrops = 0;
 				for (size_t i = 0; i < b.nkeep; i++)
 					r->held[b.keep[i].node] = true;
+				/* the inputs the kept values were made from */
+				for (size_t i = 0; b.nkeep && i < b.ninputs; i++)
+					if (b.inputs[i].node->op == TIR_OP_INPUT)
+						memcpy(r->inblob[b.inputs[i].node->id], b.inputs[i].blob, TIR_SHA_HEX + 1);
 			}
 			break;
 		}
@@ -742,8 +798,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			/* the session expired (and its values with it): a new one */
 			renewed = true;
 			r->session[0] = 0;
-			for (size_t i = 0; i < r->nheld; i++)
-				r->held[i] = false;
+			held_forget(r);
 			r->ndrops = 0;
 			tir_batch_free(&b);
 			rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, err);
