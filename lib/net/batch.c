@@ -25,6 +25,18 @@ void tir_batch_key(uint32_t id, char key[24])
 	snprintf(key, 24, "v%u", id);
 }
 
+size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head)
+{
+	memcpy(head, TIR_FRAME_MAGIC, 4);
+	head[4] = (unsigned char)t->dtype;
+	head[5] = (unsigned char)t->rank;
+	head[6] = head[7] = 0;
+	tir_put_u64(head + 8, (uint64_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype));
+	for (int i = 0; i < t->rank; i++)
+		tir_put_u64(head + 16 + 8 * i, (uint64_t)t->shape[i]);
+	return 16 + 8 * (size_t)t->rank;
+}
+
 int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct tir_err *err)
 {
 	struct tir_tensor c = {0};
@@ -40,16 +52,9 @@ int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct 
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 	}
 	/* the frame's bytes in three pieces: header, data, padding */
-	unsigned char head[16 + 8 * TIR_MAX_RANK];
+	unsigned char head[TIR_FRAME_HEAD_MAX];
 	size_t data = (size_t)tir_tensor_numel(d) * tir_dtype_size(d->dtype);
-	memcpy(head, TIR_FRAME_MAGIC, 4);
-	head[4] = (unsigned char)d->dtype;
-	head[5] = (unsigned char)d->rank;
-	head[6] = head[7] = 0;
-	tir_put_u64(head + 8, data);
-	for (int i = 0; i < d->rank; i++)
-		tir_put_u64(head + 16 + 8 * i, (uint64_t)d->shape[i]);
-	tir_sha256_update(h, head, 16 + 8 * (size_t)d->rank);
+	tir_sha256_update(h, head, tir_frame_head(d, head));
 	if (data)
 		tir_sha256_update(h, tir_tensor_data(d), data);
 	static const unsigned char zero[8];

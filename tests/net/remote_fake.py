@@ -9,6 +9,8 @@ port on the first line of stdout, and serves until killed:
   garbage   protocol 1, a session, then a run reply that is not a results body
   short     protocol 1, a session, then a run reply cut short (Content-Length lies)
   badframe  protocol 1, a session, then a results body whose frame is malformed
+  sink      protocol 1, takes any PUT as fast as it can and answers 201 (for
+            bench/remote.sh: the client's upload speed with no server work)
 """
 import json
 import socket
@@ -41,6 +43,32 @@ def read_request(conn, buf):
     return head, rest[:n], rest[n:]
 
 
+def sink(conn):
+    """PUTs read into one buffer, nothing kept: the client's upload alone."""
+    buf = bytearray(1 << 22)
+    view = memoryview(buf)
+    while True:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = conn.recv(4096)
+            if not d:
+                return
+            head += d
+        head, rest = head.split(b"\r\n\r\n", 1)
+        n = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v.strip())
+        n -= len(rest)
+        while n > 0:
+            got = conn.recv_into(view, min(n, len(buf)))
+            if not got:
+                return
+            n -= got
+        reply(conn, 201, b"")
+
+
 def reply(conn, status, body, proto=b"1", length=None, ctype=b"application/json"):
     h = b"HTTP/1.1 %d X\r\n" % status
     if proto is not None:
@@ -60,6 +88,9 @@ def results_with_bad_frame():
 def serve(conn):
     buf = b""
     try:
+        if MODE == "sink":
+            sink(conn)
+            return
         while True:
             if MODE == "silent":
                 if not conn.recv(65536):
