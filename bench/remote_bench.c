@@ -236,19 +236,13 @@ static void upload(struct tir_remote *r, const char *addr, int runs, bool put_on
 	free(whole);
 }
 
-static double time_runs(struct tir_exec *x, int runs, double *ms)
+static double run_once(struct tir_exec *x)
 {
 	struct tir_err err = {0};
-	for (int i = 0; i < 3; i++)
-		if (tir_exec_run(x, 0, NULL, 0, &err))
-			die("mlp", &err);
-	for (int i = 0; i < runs; i++) {
-		double t0 = now_ms();
-		if (tir_exec_run(x, 0, NULL, 0, &err))
-			die("mlp", &err);
-		ms[i] = now_ms() - t0;
-	}
-	return median(ms, runs);
+	double t0 = now_ms();
+	if (tir_exec_run(x, 0, NULL, 0, &err))
+		die("mlp", &err);
+	return now_ms() - t0;
 }
 
 static void mlp(struct tir_remote *r, const char *path, int runs)
@@ -262,26 +256,29 @@ static void mlp(struct tir_remote *r, const char *path, int runs)
 	src[n] = 0;
 	struct tir_program *p = parse(path, src);
 	struct tir_exec *x = tir_exec_new(p);
-	double *ms = calloc((size_t)runs, sizeof *ms);
-	/* interleaved rounds, so that both sides see the same machine load */
-	double loc = 0, rem = 0;
-	double *l = calloc(5, sizeof *l), *m = calloc(5, sizeof *m);
-	for (int k = 0; k < 5; k++) {
+	double *l = calloc((size_t)runs, sizeof *l), *m = calloc((size_t)runs, sizeof *m);
+	double *q = calloc((size_t)runs, sizeof *q);
+	/* local and remote runs alternate, so that both see the same load;
+	 * the ratio is the median of each pair's */
+	for (int i = -3; i < runs; i++) {
 		tir_exec_set_remote(x, NULL);
-		l[k] = time_runs(x, runs, ms);
+		double a = run_once(x);
 		tir_exec_set_remote(x, r);
-		m[k] = time_runs(x, runs, ms);
+		double b = run_once(x);
+		if (i < 0)
+			continue;
+		l[i] = a;
+		m[i] = b;
+		q[i] = b / a;
 	}
-	loc = median(l, 5);
-	rem = median(m, 5);
-	printf("mlp_runs %d\n", runs * 5);
-	printf("mlp_local_ms %.3f\n", loc);
-	printf("mlp_remote_ms %.3f\n", rem);
-	printf("mlp_ratio %.3f\n", rem / loc);
+	printf("mlp_runs %d\n", runs);
+	printf("mlp_local_ms %.3f\n", median(l, runs));
+	printf("mlp_remote_ms %.3f\n", median(m, runs));
+	printf("mlp_ratio %.3f\n", median(q, runs));
 	printf("mlp_remote_net_ms %.3f\n", tir_remote_stats(r)->net_ms);
 	free(l);
 	free(m);
-	free(ms);
+	free(q);
 	tir_exec_free(x);
 	tir_program_free(p);
 }
@@ -313,7 +310,7 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "up") || !strcmp(only, "put"))
 		upload(r, addr, 5, only && !strcmp(only, "put"));
 	if (!only || !strcmp(only, "mlp"))
-		mlp(r, mlp_path, runs / 50 > 5 ? runs / 50 : 5);
+		mlp(r, mlp_path, runs / 10 > 11 ? runs / 10 : 11);
 	tir_remote_close(r);
 	tir_release_caches();
 	return 0;
