@@ -30,5 +30,7 @@ int cli_run(int argc, char **argv);
 extern const char *const cli_run_help;
 int cli_repl(int argc, char **argv);
 extern const char *const cli_repl_help;
+int cli_serve(int argc, char **argv);
+extern const char *const cli_serve_help;
 
 #endif

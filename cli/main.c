@@ -20,7 +20,7 @@ static const char *const usage_text =
 	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
 	"  tir fmt FILE.tir             print the program in canonical form\n"
 	"  tir repl                     an interactive session (tir help repl)\n"
-	"  tir serve [--port 6667]      serve batches over HTTP (not built yet)\n"
+	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
 	"  tir --version                the version\n";
 
@@ -243,6 +243,10 @@ static int cmd_help(int argc, char **argv)
 		fputs(cli_repl_help, stdout);
 		return EXIT_OK;
 	}
+	if (!strcmp(argv[0], "serve")) {
+		fputs(cli_serve_help, stdout);
+		return EXIT_OK;
+	}
 	if (!strcmp(argv[0], "ops")) {
 		char *s = tir_ops_help();
 		fputs(s ? s : "", stdout);
@@ -285,8 +289,9 @@ int main(int argc, char **argv)
 		return status;
 	}
 	if (!strcmp(cmd, "serve")) {
-		fprintf(stderr, "tir: '%s' is not built yet\n", cmd);
-		return EXIT_USAGE;
+		int status = cli_serve(argc - 2, argv + 2);
+		tir_release_caches();
+		return status;
 	}
 	fprintf(stderr, "tir: unknown command '%s'\n%s", cmd, usage_text);
 	return EXIT_USAGE;
