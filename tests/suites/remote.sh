@@ -84,6 +84,7 @@ stop() {
 
 # start_fake MODE: tests/net/remote_fake.py MODE; sets fpid and faddr
 start_fake() {
+	: >"$tmp/fake.port"
 	"$py" tests/net/remote_fake.py "$1" >"$tmp/fake.port" &
 	fpid=$!
 	pids="$pids $fpid"
@@ -513,10 +514,26 @@ else
 	pass
 fi
 
+# at a terminal: .remote, Ctrl-C stopping a remote computation (its own counts)
+timeout 120 "$py" tests/net/remote_pty.py "$tir" "$main_addr" >"$tmp/pty" 2>&1
+c=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$tmp/pty" | tail -n 1)
+if [ -z "$c" ]; then
+	fail "repl pty" "tests/net/remote_pty.py gave no summary"
+	tail -n 5 "$tmp/pty"
+else
+	sed '$d' "$tmp/pty"
+	# shellcheck disable=SC2086 # "N M": split on purpose
+	set -- $c
+	passed=$((passed + $1))
+	failed=$((failed + $2))
+fi
+
 # every request was answered, and the server stops cleanly on SIGTERM
 stop "$main_pid"
 st=$?
-if awk '$3 ~ /^5/ { bad = 1 } END { exit !bad }' "$tmp/serve.log"; then
+if [ $st -ne 0 ]; then
+	fail "server stop" "tir serve exited $st on SIGTERM"
+elif awk '$3 ~ /^5/ { bad = 1 } END { exit !bad }' "$tmp/serve.log"; then
 	fail "server log" "a 5xx reply:"
 	awk '$3 ~ /^5/' "$tmp/serve.log" | head -n 3
 else
