@@ -58,6 +58,7 @@ fi
 start_server() {
 	log=$1
 	shift
+	: >"$log"
 	"$serve_tir" serve --port 0 "$@" 2>"$log" &
 	spid=$!
 	pids="$pids $spid"
