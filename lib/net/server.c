@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,7 +100,7 @@ static size_t pad8(size_t n)
 
 /* Queue body[0..len) (malloc'd, taken; NULL with len 0 for none). */
 static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
-			     void *body, size_t len, const char *hname, const char *hvalue)
+			     void *body, size_t len)
 {
 	struct MHD_Response *resp =
 		MHD_create_response_from_buffer(len, len ? body : (void *)"", len ? MHD_RESPMEM_MUST_FREE
@@ -114,8 +115,6 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status
 	MHD_add_response_header(resp, TIR_PROTOCOL_HEADER, "1");
 	if (ctype)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	if (hname)
-		MHD_add_response_header(resp, hname, hvalue);
 	if (r->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
@@ -140,7 +139,7 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int s
 	}
 	t[n] = '\n';
 	t[n + 1] = 0;
-	return reply(c, r, status, "application/json", t, n + 1, NULL, NULL);
+	return reply(c, r, status, "application/json", t, n + 1);
 }
 
 /* {"error": {"status", "code", "message", ...extra}}; extra (an object,
@@ -274,6 +273,9 @@ static bool authorized(const struct server *s, struct MHD_Connection *c)
  * the server holds already is only hashed. */
 
 #define HASH_THREAD_MIN ((size_t)4 << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 struct upload {
 	struct tir_sha256 *sha;
@@ -293,25 +295,40 @@ struct upload {
 	bool end, waiting;
 };
 
+/* The hashing thread.  While it waits for data it also faults in the
+ * tensor's pages ahead of the copy (MADV_POPULATE_WRITE: one call per
+ * piece instead of a trap per page), the other half of the cost of
+ * receiving into fresh memory. */
 static void *hash_thread(void *arg)
 {
 	struct upload *u = arg;
-	const unsigned char *data = tir_tensor_data(&u->t);
-	size_t done = 0;
+	unsigned char *data = tir_tensor_data(&u->t);
+	size_t done = 0, ahead = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t base = ((uintptr_t)data + page - 1) & ~(uintptr_t)(page - 1);
+	size_t span = (uintptr_t)data + u->nbytes > base ? (uintptr_t)data + u->nbytes - base : 0;
+	span &= ~(page - 1);
 	pthread_mutex_lock(&u->mu);
 	for (;;) {
 		size_t avail = u->avail;
-		if (avail == done) {
-			if (u->end)
-				break;
+		if (avail > done) {
+			pthread_mutex_unlock(&u->mu);
+			tir_sha256_update(u->sha, data + done, avail - done);
+			done = avail;
+		} else if (ahead < span && !u->end) {
+			pthread_mutex_unlock(&u->mu);
+			size_t n = span - ahead < ((size_t)4 << 20) ? span - ahead : (size_t)4 << 20;
+			if (madvise((void *)(base + ahead), n, MADV_POPULATE_WRITE))
+				ahead = span; /* not on this kernel: the copy faults them in */
+			else
+				ahead += n;
+		} else if (u->end) {
+			break;
+		} else {
 			u->waiting = true;
 			pthread_cond_wait(&u->cv, &u->mu);
 			u->waiting = false;
 			continue;
 		}
-		pthread_mutex_unlock(&u->mu);
-		tir_sha256_update(u->sha, data + done, avail - done);
-		done = avail;
 		pthread_mutex_lock(&u->mu);
 	}
 	pthread_mutex_unlock(&u->mu);
@@ -590,7 +607,7 @@ static char *make_info(const struct server *s)
 	const char *names[TIR_OP_COUNT];
 	int n = 0;
 	for (int op = 0; op < TIR_OP_COUNT; op++)
-		if (op != TIR_OP_CONST && op != TIR_OP_INPUT)
+		if (op != TIR_OP_CONST && op != TIR_OP_INPUT && op != TIR_OP_LOAD) /* load: the client's */
 			names[n++] = tir_op((enum tir_op)op)->name;
 	for (int i = 1; i < n; i++) /* sorted, by insertion: a few dozen names */
 		for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
@@ -657,7 +674,7 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		tir_str_free(&out);
 		return MHD_NO;
 	}
-	return reply(c, r, 200, "text/plain; version=0.0.4", out.s, out.n, NULL, NULL);
+	return reply(c, r, 200, "text/plain; version=0.0.4", out.s, out.n);
 }
 
 static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, struct req *r)
@@ -677,7 +694,7 @@ static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c
 {
 	if (!r->id_ok || !session_delete(s->sessions, r->id))
 		return reply_error(c, r, 404, "not_found", NULL, "no such session");
-	return reply(c, r, 204, NULL, NULL, 0, NULL, NULL);
+	return reply(c, r, 204, NULL, NULL, 0);
 }
 
 /* ---- PUT /v1/blobs/SHA256 ---- */
@@ -974,7 +991,7 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 		return reply_error(c, r, 413, "too_large", NULL,
 				   "keep: a session keeps at most %d values", SESSION_MAX_VALUES);
 	}
-	return reply(c, r, 200, "application/x-tir-results", body, len, NULL, NULL);
+	return reply(c, r, 200, "application/x-tir-results", body, len);
 }
 
 static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, struct req *r)
@@ -1094,11 +1111,11 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 	switch (r->route) {
 	case R_HEALTHZ: {
 		char *ok = strdup("ok");
-		return ok ? reply(c, r, 200, "text/plain", ok, 2, NULL, NULL) : MHD_NO;
+		return ok ? reply(c, r, 200, "text/plain", ok, 2) : MHD_NO;
 	}
 	case R_INFO: {
 		char *t = strdup(s->info);
-		return t ? reply(c, r, 200, "application/json", t, strlen(t), NULL, NULL) : MHD_NO;
+		return t ? reply(c, r, 200, "application/json", t, strlen(t)) : MHD_NO;
 	}
 	case R_METRICS:
 		return get_metrics(s, c, r);
