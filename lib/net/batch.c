@@ -146,8 +146,57 @@ static int add_line(struct tir_batch *b, size_t *cap, const struct tir_node *n)
 	return 0;
 }
 
+void tir_batch_memo_free(struct tir_batch_memo *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		tir_tensor_release(&m->e[i].value);
+	free(m->e);
+	memset(m, 0, sizeof *m);
+}
+
+/* The same view of the same buffer. */
+static bool same_value(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (a->buf != b->buf || a->dtype != b->dtype || a->rank != b->rank || a->offset != b->offset)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+			return false;
+	return true;
+}
+
+/* The blob name of input node n's value v, from memo when it is there. */
+static int input_name(const struct tir_node *n, const struct tir_tensor *v, struct tir_batch_memo *memo,
+		      char out[TIR_SHA_HEX + 1], struct tir_err *err)
+{
+	struct tir_batch_memo_entry *e = memo && n->id < memo->n ? &memo->e[n->id] : NULL;
+	if (e && e->value.buf && same_value(&e->value, v)) {
+		memcpy(out, e->name, TIR_SHA_HEX + 1);
+		return 0;
+	}
+	int rc = tir_blob_name(v, out, err);
+	if (rc || !memo)
+		return rc;
+	size_t old = memo->n;
+	if (!e && tir_grow((void **)&memo->e, &memo->n, (size_t)n->id + 1, sizeof *memo->e))
+		return 0; /* no room: hashed again next time */
+	memset(memo->e + old, 0, (memo->n - old) * sizeof *memo->e);
+	e = &memo->e[n->id];
+	tir_tensor_release(&e->value);
+	tir_tensor_ref(&e->value, v);
+	memcpy(e->name, out, TIR_SHA_HEX + 1);
+	return 0;
+}
+
+int tir_batch_memo_name(struct tir_batch_memo *memo, const struct tir_node *n, const struct tir_tensor *v,
+			char out[TIR_SHA_HEX + 1], struct tir_err *err)
+{
+	return input_name(n, v, memo, out, err);
+}
+
 int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
-		    size_t ntargets, const bool *held, size_t nheld, struct tir_err *err)
+		    size_t ntargets, const bool *held, size_t nheld, struct tir_batch_memo *memo,
+		    struct tir_err *err)
 {
 	const struct tir_program *p = tir_exec_program(x);
 	size_t nn = p->nnodes;
@@ -219,7 +268,9 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 		} else {
 			if ((rc = leaf_value(x, n, &in->value, err)))
 				goto fail;
-			if ((rc = tir_blob_name(&in->value, in->blob, err)))
+			rc = n->op == TIR_OP_INPUT ? input_name(n, &in->value, memo, in->blob, err)
+						   : tir_blob_name(&in->value, in->blob, err);
+			if (rc)
 				goto fail;
 			if (keeping && tir_batch_keepable(p, n))
 				b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};

@@ -44,6 +44,22 @@ struct tir_batch {
  * is neither an input (its value is the client's) nor a scalar literal. */
 bool tir_batch_keepable(const struct tir_program *p, const struct tir_node *n);
 
+/* Blob names of input values hashed before, by node id, so that a REPL
+ * printing again and again hashes each input once.  An entry holds a
+ * reference to the value it names: the same buffer (which no one writes)
+ * is the same value. */
+struct tir_batch_memo {
+	struct tir_batch_memo_entry {
+		struct tir_tensor value;
+		char name[TIR_SHA_HEX + 1];
+	} *e;
+	size_t n;
+};
+void tir_batch_memo_free(struct tir_batch_memo *m);
+/* The blob name of input node n's value v, through memo. */
+int tir_batch_memo_name(struct tir_batch_memo *memo, const struct tir_node *n, const struct tir_tensor *v,
+			char out[TIR_SHA_HEX + 1], struct tir_err *err);
+
 /* The key a held value of node id goes by. */
 void tir_batch_key(uint32_t id, char key[24]);
 
@@ -51,11 +67,13 @@ void tir_batch_key(uint32_t id, char key[24]);
  * (id < nheld; NULL: none) says the session holds node id's value under
  * tir_batch_key(id): such a node is a leaf.  With tir_exec_keeping(x) the
  * batch asks to keep every value it computes or uploads whose node is bound
- * to a name now.  An input with no value, a file that cannot be read:
+ * to a name now.  memo (NULL: none) keeps inputs' blob names between
+ * batches.  An input with no value, a file that cannot be read:
  * the error a local run gives, at the node.  b is overwritten; free it
  * with tir_batch_free either way. */
 int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
-		    size_t ntargets, const bool *held, size_t nheld, struct tir_err *err);
+		    size_t ntargets, const bool *held, size_t nheld, struct tir_batch_memo *memo,
+		    struct tir_err *err);
 void tir_batch_free(struct tir_batch *b);
 
 /* The node line (1-based) of the text defines, or NULL. */

@@ -48,6 +48,7 @@ struct tir_remote {
 	char (*inblob)[TIR_SHA_HEX + 1]; /* by input node id: its value's blob when they were made */
 	size_t ninblob;
 	uint64_t gen;                /* tir_exec_input_gen then */
+	struct tir_batch_memo memo;  /* inputs' blob names, hashed once per value */
 	const struct tir_program *prog; /* the program they belong to */
 };
 
@@ -278,6 +279,7 @@ void tir_remote_close(struct tir_remote *r)
 	tir_str_free(&r->body);
 	free(r->held);
 	free(r->inblob);
+	tir_batch_memo_free(&r->memo);
 	free(r->drops);
 	free(r->name);
 	free(r->base);
@@ -503,6 +505,7 @@ static void held_forget(struct tir_remote *r)
 void tir_remote_forget(struct tir_remote *r)
 {
 	held_forget(r);
+	tir_batch_memo_free(&r->memo); /* no value of the old program held on to */
 	r->prog = NULL;
 }
 
@@ -527,7 +530,7 @@ static int held_stale(struct tir_remote *r, const struct tir_exec *x, struct tir
 				continue;
 			const struct tir_tensor *v = tir_exec_input_value(x, n->id);
 			char h[TIR_SHA_HEX + 1] = "";
-			if (v && tir_blob_name(v, h, err)) {
+			if (v && tir_batch_memo_name(&r->memo, n, v, h, err)) {
 				free(dep);
 				return -err->code;
 			}
@@ -555,6 +558,8 @@ static int held_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_
 	const struct tir_program *p = tir_exec_program(x);
 	if (r->prog != p || !tir_exec_keeping(x))
 		held_forget(r);
+	if (r->prog != p)
+		tir_batch_memo_free(&r->memo); /* node ids of another program */
 	r->prog = p;
 	for (size_t i = 0; i < r->nheld; i++)
 		if (r->held[i] && (i >= p->nnodes || !tir_batch_keepable(p, p->nodes[i])) && held_drop(r, i))
@@ -801,7 +806,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	struct tir_batch b = {0};
 	int rc = held_sync(r, x, err);
 	if (!rc)
-		rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, err);
+		rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
 	if (!rc && !r->session[0])
 		rc = session_make(r, err);
 	bool text = false, renewed = false;
@@ -852,7 +857,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			held_forget(r);
 			r->ndrops = 0;
 			tir_batch_free(&b);
-			rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, err);
+			rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
 			if (!rc)
 				rc = session_make(r, err);
 			continue;

@@ -37,7 +37,7 @@ static int build(struct tir_batch *b, struct tir_exec *x, const bool *held, size
 {
 	struct tir_node *t[16];
 	size_t n = targets_of(tir_exec_program(x), t);
-	return tir_batch_build(b, x, t, n, held, nheld, err);
+	return tir_batch_build(b, x, t, n, held, nheld, NULL, err);
 }
 
 /* the text parses and checks as a program of its own */
@@ -125,11 +125,29 @@ static void test_text(void)
 	tir_batch_free(&b);
 	tir_batch_free(&c);
 
-	/* another input value: another blob name, the same graph */
-	set_input(x, "x", TIR_DTYPE_F32, 2, shape, 2);
-	CHECK(build(&c, x, NULL, 0, &err) == 0);
-	CHECK(c.text && !strcmp(c.text, want));
+	/* through a memo: the same names, the value held by the memo */
+	struct tir_batch_memo memo = {0};
+	char first[TIR_SHA_HEX + 1];
+	struct tir_node *t[16];
+	size_t nt = targets_of(p, t);
+	CHECK(tir_batch_build(&c, x, t, nt, NULL, 0, &memo, &err) == 0);
+	memcpy(first, c.inputs[0].blob, sizeof first);
+	CHECK(memo.n > c.inputs[0].node->id && memo.e[c.inputs[0].node->id].value.buf == c.inputs[0].value.buf);
 	tir_batch_free(&c);
+	CHECK(tir_batch_build(&c, x, t, nt, NULL, 0, &memo, &err) == 0);
+	CHECK(!strcmp(c.inputs[0].blob, first));
+	tir_batch_free(&c);
+
+	/* another input value: another blob name (the memo sees the new
+	 * value), the same graph */
+	set_input(x, "x", TIR_DTYPE_F32, 2, shape, 2);
+	CHECK(tir_batch_build(&c, x, t, nt, NULL, 0, &memo, &err) == 0);
+	CHECK(c.text && !strcmp(c.text, want));
+	CHECK(strcmp(c.inputs[0].blob, first) != 0);
+	char fresh[TIR_SHA_HEX + 1];
+	CHECK(tir_blob_name(&c.inputs[0].value, fresh, &err) == 0 && !strcmp(fresh, c.inputs[0].blob));
+	tir_batch_free(&c);
+	tir_batch_memo_free(&memo);
 	tir_exec_free(x);
 	tir_exec_free(y);
 	tir_program_free(p);
