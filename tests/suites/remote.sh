@@ -20,7 +20,9 @@
 #     speaking protocol 2, not tir, a malformed or truncated reply; a wrong
 #     or missing token says the token was refused;
 #  6. a REPL transcript (piped) is the same remote and local, .remote
-#     switches, .reset keeps the remote.
+#     switches, .reset keeps the remote, a session that expired is made
+#     again; at a terminal (tests/net/remote_pty.py) Ctrl-C stops a remote
+#     computation.
 set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -518,6 +520,28 @@ elif ! grep -q "^tir: remote 127.0.0.1:1: cannot connect" "$tmp/err"; then
 	cat "$tmp/err"
 else
 	pass
+fi
+
+# a session that expired while the REPL was idle (its kept values with
+# it): a new session, the values made again, nothing lost
+if start_server "$tmp/serve5.log" --session-ttl 1; then
+	epid=$spid
+	(echo "a = [1, 2]"; echo "b = a * 2"; echo "b"; sleep 2.5; echo "b * 3"; echo ".vars") |
+		timeout 20 "$tir" repl --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	printf 'b: i64[2]\n[2, 4]\nmul(b, 3): i64[2]\n[6, 12]\na  i64[2]  computed\nb  i64[2]  computed\n' >"$tmp/want"
+	if [ $st -ne 0 ] || ! cmp -s "$tmp/want" "$tmp/out" || [ -s "$tmp/err" ]; then
+		fail "session expired" "exit $st, or the transcript differs"
+		diff "$tmp/want" "$tmp/out" | head -n 5
+		head -n 3 "$tmp/err"
+	elif [ "$(grep -c '^POST /v1/sessions ' "$tmp/serve5.log")" -ne 2 ]; then
+		fail "session expired" "not exactly one new session"
+	else
+		pass
+	fi
+	stop "$epid"
+else
+	fail "session expired" "the server did not start"
 fi
 
 # at a terminal: .remote, Ctrl-C stopping a remote computation (its own counts)
