@@ -365,8 +365,9 @@ expect3() {
 
 # a port nobody listens on: a closed server's
 start_server "$tmp/serve2.log" && stop "$spid"
-expect3 "closed port" 2000 "^tir: remote $addr: cannot connect" \
-	"$tir" run --quiet samples/mlp.tir --remote "$addr"
+closed=$addr
+expect3 "closed port" 2000 "^tir: remote $closed: cannot connect" \
+	"$tir" run --quiet samples/mlp.tir --remote "$closed"
 
 # a server killed (kill -9) in the middle of a long batch
 cat >"$tmp/long.tir" <<'EOF'
@@ -492,7 +493,7 @@ fi
 	echo ".remote"
 	echo "a * 2"
 	echo ".vars"
-	echo ".remote 127.0.0.1:1"
+	echo ".remote $closed"
 	echo "a + 1"
 	echo ".remote off"
 	echo "a + 2"
@@ -515,7 +516,7 @@ EOF
 if [ $st -ne 1 ] || ! diff -u "$tmp/want" "$tmp/out" >"$tmp/diff"; then
 	fail "repl .remote" "exit $st (expected 1: one .remote failed), or stdout differs"
 	head -n 20 "$tmp/diff"
-elif ! grep -q "^tir: remote 127.0.0.1:1: cannot connect" "$tmp/err"; then
+elif ! grep -q "^tir: remote $closed: cannot connect" "$tmp/err"; then
 	fail "repl .remote" "no 'cannot connect' for a closed port"
 	cat "$tmp/err"
 else
