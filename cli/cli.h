@@ -16,8 +16,12 @@ char *cli_read_file(const char *path, size_t *len);
 struct tir_program *cli_load_program(const char *path, int *status, double *parse_ms);
 void cli_print_diags(const struct tir_program *p);
 void cli_print_err(const struct tir_err *e);
-/* The timing line of a computation on stderr ("parse ... · run ... · peak ..."). */
-void cli_print_timing(double parse_ms, const struct tir_exec_stats *st);
+/* The timing line of a computation on stderr ("parse ... · run ... · peak ...");
+ * with net (a remote run), the network's part too. */
+void cli_print_timing(double parse_ms, const struct tir_exec_stats *st,
+		      const struct tir_remote_stats *net);
+/* --profile of a remote run: what went up ("blobs: ...; graph: ..."). */
+void cli_print_blobs(const struct tir_remote_stats *net);
 /* The type of load("path"[, "name"]) from the file's header (a tir_load_type_fn). */
 int cli_load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
 		  int *rank, int64_t *shape, struct tir_err *err);
@@ -26,5 +30,7 @@ int cli_run(int argc, char **argv);
 extern const char *const cli_run_help;
 int cli_repl(int argc, char **argv);
 extern const char *const cli_repl_help;
+int cli_serve(int argc, char **argv);
+extern const char *const cli_serve_help;
 
 #endif

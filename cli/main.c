@@ -20,7 +20,7 @@ static const char *const usage_text =
 	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
 	"  tir fmt FILE.tir             print the program in canonical form\n"
 	"  tir repl                     an interactive session (tir help repl)\n"
-	"  tir serve [--port 6667]      serve batches over HTTP (not built yet)\n"
+	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
 	"  tir --version                the version\n";
 
@@ -29,7 +29,8 @@ const char *const cli_run_help =
 	"\n"
 	"  --input NAME=FILE     value of `input NAME` from a .npy or .safetensors file\n"
 	"  --save NAME=FILE.npy  write a bound value to a .npy file\n"
-	"  --remote HOST:PORT    run on a tir server (not built yet)\n"
+	"  --remote HOST:PORT    run on a tir server (`tir serve`); TIR_TOKEN is its token,\n"
+	"                        TIR_TIMEOUT the seconds to wait for a reply (default 600)\n"
 	"  --no-fuse             run op by op (the reference path)\n"
 	"  --explain             print the plan: which ops went into which kernel\n"
 	"  --profile             print a table of kernels with time, bytes and GFLOP/s\n"
@@ -105,7 +106,9 @@ void cli_print_err(const struct tir_err *e)
 {
 	char *s = tir_err_render(e);
 	if (s) {
-		if (!e->loc.src)
+		if (!e->loc.src && e->code == TIR_ENET && !strncmp(s, "error: ", 7))
+			fprintf(stderr, "tir: %s", s + 7); /* "tir: remote HOST:PORT: ..." */
+		else if (!e->loc.src)
 			fprintf(stderr, "tir: %s", s);
 		else
 			fputs(s, stderr);
@@ -138,13 +141,28 @@ static void human_bytes(double b, char *buf, size_t n)
 		snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
 }
 
-void cli_print_timing(double parse_ms, const struct tir_exec_stats *st)
+void cli_print_timing(double parse_ms, const struct tir_exec_stats *st,
+		      const struct tir_remote_stats *net)
 {
 	char peak[32];
 	human_bytes((double)st->peak_bytes, peak, sizeof peak);
 	fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels%s) \xc2\xb7 run %.2f ms "
-		"\xc2\xb7 peak %s\n", parse_ms, st->plan_ms, st->nops, st->nkernels,
+		"\xc2\xb7 peak %s", parse_ms, st->plan_ms, st->nops, st->nkernels,
 		st->plan_cached ? ", cached" : "", st->run_ms, peak);
+	if (net) {
+		char up[32], down[32];
+		human_bytes((double)net->bytes_up, up, sizeof up);
+		human_bytes((double)net->bytes_down, down, sizeof down);
+		fprintf(stderr, " \xc2\xb7 net %.2f ms (%d round trip%s, %s up, %s down)", net->net_ms,
+			net->round_trips, net->round_trips == 1 ? "" : "s", up, down);
+	}
+	fputc('\n', stderr);
+}
+
+void cli_print_blobs(const struct tir_remote_stats *net)
+{
+	fprintf(stderr, "blobs: %d cached, %d sent (%llu bytes); graph: %s\n", net->blobs_cached,
+		net->blobs_sent, (unsigned long long)net->blob_bytes_sent, net->graph_sent ? "sent" : "cached");
 }
 
 struct tir_program *cli_load_program(const char *path, int *status, double *parse_ms)
@@ -225,6 +243,10 @@ static int cmd_help(int argc, char **argv)
 		fputs(cli_repl_help, stdout);
 		return EXIT_OK;
 	}
+	if (!strcmp(argv[0], "serve")) {
+		fputs(cli_serve_help, stdout);
+		return EXIT_OK;
+	}
 	if (!strcmp(argv[0], "ops")) {
 		char *s = tir_ops_help();
 		fputs(s ? s : "", stdout);
@@ -267,8 +289,9 @@ int main(int argc, char **argv)
 		return status;
 	}
 	if (!strcmp(cmd, "serve")) {
-		fprintf(stderr, "tir: '%s' is not built yet\n", cmd);
-		return EXIT_USAGE;
+		int status = cli_serve(argc - 2, argv + 2);
+		tir_release_caches();
+		return status;
 	}
 	fprintf(stderr, "tir: unknown command '%s'\n%s", cmd, usage_text);
 	return EXIT_USAGE;

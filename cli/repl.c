@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 #include "exec/exec.h"
+#include "net/client.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 struct repl {
 	struct tir_program *p;
 	struct tir_exec *x;
+	struct tir_remote *remote; /* .remote: computations run there, or NULL */
 	bool tty;           /* stdin is a terminal: prompts and libedit */
 	bool timer;         /* .timer on */
 	bool failed;        /* an error happened (the exit status when piped) */
@@ -89,6 +91,7 @@ static int session_open(struct repl *r)
 	tir_program_set_loader(r->p, cli_load_type, NULL);
 	tir_exec_keep_named(r->x, true);
 	tir_exec_set_interrupt(r->x, &interrupted);
+	tir_exec_set_remote(r->x, r->remote);
 	r->computed = false;
 	return 0;
 }
@@ -158,7 +161,7 @@ static void compute(struct repl *r, size_t from, double parse_ms)
 	}
 	fflush(stdout);
 	if (r->timer)
-		cli_print_timing(parse_ms, tir_exec_stats(r->x));
+		cli_print_timing(parse_ms, tir_exec_stats(r->x), r->remote ? tir_remote_stats(r->remote) : NULL);
 }
 
 /* Parse a chunk of statements into the session and compute its prints. */
@@ -381,17 +384,52 @@ static int dot_quit(struct repl *r, char *arg)
 	return 0;
 }
 
+/* A remote at hostport with its session made, or NULL (the error said). */
+static struct tir_remote *remote_connect(const char *hostport)
+{
+	struct tir_err err = {0};
+	if (strchr(hostport, ',')) {
+		fprintf(stderr, "tir: %s: several remotes at once are not supported yet\n", hostport);
+		return NULL;
+	}
+	const char *token = getenv("TIR_TOKEN");
+	struct tir_remote *rem = tir_remote_open(hostport, token && *token ? token : NULL, &err);
+	if (rem && tir_remote_connect(rem, &err)) {
+		tir_remote_close(rem);
+		rem = NULL;
+	}
+	if (!rem)
+		cli_print_err(&err);
+	return rem;
+}
+
 static int dot_remote(struct repl *r, char *arg)
 {
-	if (!*arg || strchr(arg, ' '))
+	if (strchr(arg, ' '))
 		return 1;
+	if (!*arg) {
+		if (r->remote)
+			printf("remote: %s (computations run there)\n", tir_remote_name(r->remote));
+		else
+			puts("remote: off (the session computes here)");
+		return 0;
+	}
 	if (!strcmp(arg, "off")) {
+		tir_exec_set_remote(r->x, NULL);
+		tir_remote_close(r->remote);
+		r->remote = NULL;
 		puts("remote: off (the session computes here)");
 		return 0;
 	}
-	fprintf(stderr, "tir: .remote: running on a tir server is not supported yet (the server is a later "
-			"issue); the session computes here\n");
-	r->failed = true;
+	struct tir_remote *rem = remote_connect(arg);
+	if (!rem) {
+		r->failed = true;
+		return 0;
+	}
+	tir_exec_set_remote(r->x, rem);
+	tir_remote_close(r->remote);
+	r->remote = rem;
+	printf("remote: %s (computations run there)\n", tir_remote_name(rem));
 	return 0;
 }
 
@@ -401,6 +439,8 @@ static int dot_reset(struct repl *r, char *arg)
 		return 1;
 	session_close(r);
 	tir_release_caches();
+	if (r->remote)
+		tir_remote_forget(r->remote); /* the remote stays; the values it kept go */
 	if (session_open(r))
 		r->quit = r->failed = true;
 	return 0;
@@ -441,7 +481,8 @@ static int dot_vars(struct repl *r, char *arg)
 				count++;
 				continue;
 			}
-			bool has = tir_exec_has_value(r->x, s->name);
+			bool has = tir_exec_has_value(r->x, s->name) ||
+				   (r->remote && tir_remote_holds(r->remote, r->x, s->node->id));
 			const char *state = s->node->op == TIR_OP_INPUT
 						    ? (has ? "input, given" : "input, no value yet (.input NAME=FILE)")
 						    : (has ? "computed" : "not computed");
@@ -460,7 +501,7 @@ static const struct dot_cmd dot_cmds[] = {
 	{"input", "NAME=FILE", "the value of `input NAME` from a .npy or .safetensors file", dot_input},
 	{"load", "FILE", "run a .tir file's statements into the session", dot_load},
 	{"quit", "", "leave the session (also Ctrl-D)", dot_quit},
-	{"remote", "HOST:PORT|off", "compute on a tir server (not supported yet)", dot_remote},
+	{"remote", "HOST:PORT|off", "compute on a tir server (tir serve), or here again (off)", dot_remote},
 	{"reset", "", "forget every name and value", dot_reset},
 	{"timer", "on|off", "show timing after each computation (on stderr)", dot_timer},
 	{"vars", "", "each name with its type and whether it is computed", dot_vars},
@@ -837,30 +878,35 @@ const char *const cli_repl_help =
 	"  status is 1 when any statement failed.  History is kept in\n"
 	"  ~/.tir_history (TIR_HISTORY=FILE elsewhere, TIR_HISTORY= none).\n"
 	"\n"
-	"  --remote HOST:PORT    compute on a tir server (not supported yet)\n";
+	"  --remote HOST:PORT    compute on a tir server (as .remote HOST:PORT); TIR_TOKEN\n"
+	"                        is its token, TIR_TIMEOUT the seconds to wait for a reply\n";
 
 int cli_repl(int argc, char **argv)
 {
+	const char *remote = NULL;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(cli_repl_help, stdout);
 			return EXIT_OK;
 		}
 		if (!strcmp(argv[i], "--remote") && i + 1 < argc) {
-			fprintf(stderr, "tir repl: --remote is not supported yet (the server is a later issue)\n");
-			return EXIT_USAGE;
+			remote = argv[++i];
+			continue;
 		}
 		fprintf(stderr, "tir repl: unexpected '%s'\n%s", argv[i], cli_repl_help);
 		return EXIT_USAGE;
 	}
 	struct repl r = {.tty = isatty(STDIN_FILENO)};
 	char *hist = NULL;
-	if (session_open(&r)) {
-		session_close(&r);
-		return EXIT_PROGRAM;
+	if (remote && strchr(remote, ',')) {
+		fprintf(stderr, "tir repl: --remote %s: several remotes at once are not supported yet\n", remote);
+		return EXIT_USAGE;
 	}
-	if (r.tty && tty_open(&r, &hist)) {
+	if (remote && !(r.remote = remote_connect(remote)))
+		return EXIT_REMOTE;
+	if (session_open(&r) || (r.tty && tty_open(&r, &hist))) {
 		session_close(&r);
+		tir_remote_close(r.remote);
 		return EXIT_PROGRAM;
 	}
 	struct tir_str acc = {0};   /* a statement while its brackets are open */
@@ -924,5 +970,6 @@ int cli_repl(int argc, char **argv)
 	if (r.tty)
 		tty_close(hist);
 	session_close(&r);
+	tir_remote_close(r.remote);
 	return r.failed && !r.tty ? EXIT_PROGRAM : EXIT_OK;
 }

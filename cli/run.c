@@ -117,13 +117,14 @@ int cli_run(int argc, char **argv)
 	int status = parse_args(argc, argv, &o);
 	struct tir_program *p = NULL;
 	struct tir_exec *x = NULL;
+	struct tir_remote *remote = NULL;
 	const char **names = NULL;
 	if (status) {
 		status = status < 0 ? EXIT_OK : status;
 		goto out;
 	}
-	if (o.remote) {
-		fprintf(stderr, "tir run: --remote is not supported yet (the server is a later issue)\n");
+	if (o.remote && strchr(o.remote, ',')) {
+		fprintf(stderr, "tir run: --remote %s: several remotes at once are not supported yet\n", o.remote);
 		status = EXIT_USAGE;
 		goto out;
 	}
@@ -141,6 +142,16 @@ int cli_run(int argc, char **argv)
 		goto out;
 	}
 	struct tir_err err = {0};
+	if (o.remote) {
+		const char *token = getenv("TIR_TOKEN");
+		remote = tir_remote_open(o.remote, token && *token ? token : NULL, &err);
+		if (!remote) {
+			cli_print_err(&err);
+			status = err.code == TIR_ENOMEM ? EXIT_PROGRAM : EXIT_USAGE;
+			goto out;
+		}
+		tir_exec_set_remote(x, remote);
+	}
 	tir_exec_set_fuse(x, !o.no_fuse);
 	tir_exec_set_profile(x, o.profile);
 	for (int i = 0; i < o.ninputs; i++) {
@@ -160,10 +171,12 @@ int cli_run(int argc, char **argv)
 		if (t)
 			fputs(t, stderr);
 		free(t);
+		if (remote)
+			cli_print_blobs(tir_remote_stats(remote));
 	}
 	if (rc) {
 		cli_print_err(&err);
-		status = EXIT_PROGRAM;
+		status = err.code == TIR_ENET ? EXIT_REMOTE : EXIT_PROGRAM;
 		goto out;
 	}
 	for (size_t i = 0; i < tir_exec_nresults(x); i++) {
@@ -189,12 +202,13 @@ int cli_run(int argc, char **argv)
 		goto out;
 	}
 	if (!o.quiet)
-		cli_print_timing(parse_ms, tir_exec_stats(x));
+		cli_print_timing(parse_ms, tir_exec_stats(x), remote ? tir_remote_stats(remote) : NULL);
 out:
 	free(names);
 	free(o.inputs);
 	free(o.saves);
 	tir_exec_free(x);
+	tir_remote_close(remote); /* after x, which borrows it */
 	tir_program_free(p);
 	return status;
 }

@@ -244,6 +244,8 @@ struct tir_serve_opts {
 	void (*log)(void *ud, const char *line);
 	void *log_ud;
 	int *bound_port;            /* set once listening, if not NULL */
+	/* called once, with log_ud and the port, when the server is listening; NULL: not */
+	void (*listening)(void *ud, int port);
 };
 /* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets it),
  * then finish the requests under way and return 0; or fill err and return

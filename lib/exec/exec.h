@@ -241,6 +241,10 @@ bool tir_exec_profiling(const struct tir_exec *x);
 /* The interrupt flag (tir_exec_set_interrupt), or NULL. */
 volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
 
+/* Release the inputs given and the last run's results: `tir serve` keeps
+ * an exec for its plan cache, not for its data. */
+void tir_exec_clear_inputs(struct tir_exec *x);
+
 /* What a remote run hands back. */
 struct tir_remote_result {
 	struct tir_tensor *values;     /* ntargets of them, zeroed by the caller; filled */

@@ -1171,6 +1171,13 @@ const char *tir_exec_explain(struct tir_exec *x)
 
 /* ---- for lib/net ---- */
 
+void tir_exec_clear_inputs(struct tir_exec *x)
+{
+	clear_results(x);
+	for (size_t i = 0; i < x->ninputs_cap; i++)
+		tir_tensor_release(&x->inputs[i]);
+}
+
 void tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r)
 {
 	x->remote = r;

@@ -300,6 +300,11 @@ void tir_str_addf(struct tir_str *b, const char *fmt, ...) __attribute__((format
 void tir_str_free(struct tir_str *b);
 void tir_render_expr(const struct tir_program *p, const struct tir_node *n, struct tir_str *out);
 void tir_render_attr(const struct tir_param *prm, const struct tir_attr *a, struct tir_str *out);
+/* n's call, op(operands, attributes), each operand written by `operand`
+ * (lib/net names them by its own numbering). */
+void tir_render_call(const struct tir_program *p, const struct tir_node *n,
+		     void (*operand)(const struct tir_program *, const struct tir_node *, struct tir_str *),
+		     struct tir_str *out);
 /* A number as tir text that reads back to the same double ("1.0", "1e-05", "inf"). */
 void tir_render_float(double v, struct tir_str *out);
 

@@ -255,6 +255,13 @@ static void render_call(const struct tir_program *p, const struct tir_node *n,
 	tir_str_add(out, ")", 1);
 }
 
+void tir_render_call(const struct tir_program *p, const struct tir_node *n,
+		     void (*operand)(const struct tir_program *, const struct tir_node *, struct tir_str *),
+		     struct tir_str *out)
+{
+	render_call(p, n, operand, out);
+}
+
 void tir_render_expr(const struct tir_program *p, const struct tir_node *n, struct tir_str *out)
 {
 	const char *name = tir_node_current_name(p, n);

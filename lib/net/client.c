@@ -1,35 +1,888 @@
-/* client.c — placeholder until the client lands (issue 6). */
-#include "net.h"
+/*
+ * client.c — `tir run --remote` and the REPL's .remote: one realization is
+ * one batch (batch.c) POSTed to a session of `tir serve`; the server says
+ * what it lacks (the text, some blobs), the client PUTs just that and
+ * asks again.  docs/protocol.md is the contract.
+ *
+ * One libcurl easy handle per remote, reused for every request, so every
+ * request of a client goes over one keep-alive connection.  Every failure
+ * of the network or of the protocol is -TIR_ENET with a message naming
+ * the remote; an error of the program the server ran is mapped back to
+ * the op of the user's source, so that it reads as a local run's.
+ */
+#include "batch.h"
+#include "client.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define ATTEMPTS 4               /* run requests per batch (the server may evict between them) */
+#define CONNECT_TIMEOUT_MS 5000L
+#define CLOSE_TIMEOUT_MS 2000L   /* deleting the session at exit: never hold the user long */
 
 struct tir_remote {
-	int unused;
+	char *name;                  /* "HOST:PORT" as given */
+	char *base;                  /* "http://HOST:PORT" */
+	CURL *curl;
+	struct curl_slist *hjson, *hbin;
+	long timeout_ms;
+	char session[64];            /* "" until made */
+	bool hung;                   /* a request timed out: do not wait on it again at close */
+	struct tir_remote_stats stats;
+	struct tir_str body;         /* the last reply's body */
+	int proto;                   /* its Tir-Protocol: -1 none, -2 not a number */
+	char errbuf[CURL_ERROR_SIZE];
+	volatile sig_atomic_t *intr; /* the running exec's interrupt flag */
+	/* the REPL's values the session holds, by node id; keys to drop */
+	bool *held;
+	size_t nheld;
+	uint32_t *drops;
+	size_t ndrops, capdrops;
+	char (*inblob)[TIR_SHA_HEX + 1]; /* by input node id: its value's blob when they were made */
+	size_t ninblob;
+	uint64_t gen;                /* tir_exec_input_gen then */
+	struct tir_batch_memo memo;  /* inputs' blob names, hashed once per value */
+	const struct tir_program *prog; /* the program they belong to */
 };
+
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nremotes; /* curl_global_init once while any remote is open */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- curl callbacks ---- */
+
+static size_t on_body(char *d, size_t size, size_t n, void *ud)
+{
+	struct tir_remote *r = ud;
+	tir_str_add(&r->body, d, size * n);
+	return r->body.oom ? 0 : size * n;
+}
+
+static size_t on_header(char *d, size_t size, size_t n, void *ud)
+{
+	struct tir_remote *r = ud;
+	size_t len = size * n;
+	static const char name[] = TIR_PROTOCOL_HEADER ":";
+	if (len > sizeof name - 1 && !strncasecmp(d, name, sizeof name - 1)) {
+		size_t i = sizeof name - 1;
+		while (i < len && (d[i] == ' ' || d[i] == '\t'))
+			i++;
+		int v = 0, digits = 0;
+		while (i < len && isdigit((unsigned char)d[i]) && digits < 6)
+			v = v * 10 + (d[i++] - '0'), digits++;
+		while (i < len && isspace((unsigned char)d[i]))
+			i++;
+		r->proto = digits && i == len ? v : -2;
+	}
+	return len;
+}
+
+/* A blob's frame as it goes up, read from the tensor where it is: a
+ * header, the data, the padding (no 256 MiB frame made first). */
+struct upload {
+	const unsigned char *part[3];
+	size_t len[3];
+	int at;
+	size_t off;
+};
+
+static size_t on_read(char *d, size_t size, size_t n, void *ud)
+{
+	struct upload *u = ud;
+	size_t room = size * n, done = 0;
+	while (done < room && u->at < 3) {
+		size_t k = u->len[u->at] - u->off;
+		if (k > room - done)
+			k = room - done;
+		memcpy(d + done, u->part[u->at] + u->off, k);
+		done += k;
+		u->off += k;
+		if (u->off == u->len[u->at]) {
+			u->at++;
+			u->off = 0;
+		}
+	}
+	return done;
+}
+
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const struct tir_remote *r = ud;
+	return r->intr && *r->intr; /* non-zero aborts the transfer */
+}
+
+/* ---- open, close ---- */
+
+/* HOST:PORT, [V6]:PORT; port 1..65535.  false when malformed. */
+static bool split_hostport(const char *s, char *host, size_t nhost, int *port)
+{
+	const char *colon;
+	size_t hl;
+	if (s[0] == '[') {
+		const char *e = strchr(s, ']');
+		if (!e || e[1] != ':')
+			return false;
+		colon = e + 1;
+		hl = (size_t)(colon - s);
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', (size_t)(colon - s)))
+			return false;
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0 || hl >= nhost)
+		return false;
+	for (const char *c = s; c < s + hl; c++)
+		if (!isalnum((unsigned char)*c) && !strchr(".-_[]:%", *c))
+			return false;
+	long v = 0;
+	const char *d = colon + 1;
+	if (!*d)
+		return false;
+	for (; *d; d++) {
+		if (!isdigit((unsigned char)*d) || (v = v * 10 + (*d - '0')) > 65535)
+			return false;
+	}
+	if (v < 1)
+		return false;
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	*port = (int)v;
+	return true;
+}
+
+/* TIR_TIMEOUT seconds (default 600) for one request, in ms. */
+static long timeout_ms(void)
+{
+	const char *e = getenv("TIR_TIMEOUT");
+	char *end;
+	double v = e && *e ? strtod(e, &end) : 600;
+	if (e && *e && (*end || !(v > 0) || v > 86400))
+		v = 600;
+	return (long)(v * 1000);
+}
 
 struct tir_remote *tir_remote_open(const char *hostport, const char *token, struct tir_err *err)
 {
-	tir_errf(err, TIR_EUNSUPPORTED, NULL, "--remote is not supported yet");
-	return NULL;
+	char host[256];
+	int port;
+	if (strchr(hostport, ',')) {
+		tir_errf(err, TIR_EUNSUPPORTED, NULL, "several remotes at once (%s) are not supported yet",
+			 hostport);
+		return NULL;
+	}
+	if (!split_hostport(hostport, host, sizeof host, &port)) {
+		tir_errf(err, TIR_ENET, NULL, "remote '%s': expected HOST:PORT (e.g. 127.0.0.1:6667)", hostport);
+		return NULL;
+	}
+	if (token && (!*token || strpbrk(token, "\r\n"))) {
+		tir_errf(err, TIR_ENET, NULL, "TIR_TOKEN: a token is one line of text, not empty");
+		return NULL;
+	}
+	struct tir_remote *r = calloc(1, sizeof *r);
+	if (!r) {
+		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_lock(&global_lock);
+	if (nremotes++ == 0)
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_mutex_unlock(&global_lock);
+	r->name = strdup(hostport);
+	size_t nb = strlen(host) + 32;
+	r->base = malloc(nb);
+	if (r->base)
+		snprintf(r->base, nb, "http://%s:%d", host, port);
+	r->curl = curl_easy_init();
+	r->timeout_ms = timeout_ms();
+	r->proto = -1;
+	/* no "Expect: 100-continue": a body goes with its request, no extra wait */
+	r->hjson = curl_slist_append(NULL, "Expect:");
+	r->hjson = curl_slist_append(r->hjson, "Content-Type: application/json");
+	r->hbin = curl_slist_append(NULL, "Expect:");
+	r->hbin = curl_slist_append(r->hbin, "Content-Type: application/octet-stream");
+	if (token) {
+		size_t na = strlen(token) + 32;
+		char *auth = malloc(na);
+		if (auth) {
+			snprintf(auth, na, "Authorization: Bearer %s", token);
+			r->hjson = curl_slist_append(r->hjson, auth);
+			r->hbin = curl_slist_append(r->hbin, auth);
+			free(auth);
+		} else {
+			curl_slist_free_all(r->hjson);
+			r->hjson = NULL;
+		}
+	}
+	if (!r->name || !r->base || !r->curl || !r->hjson || !r->hbin) {
+		tir_remote_close(r);
+		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	CURL *c = r->curl;
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* blobs go up in 1 MiB pieces (64 KiB by default): ~3 GB/s on loopback */
+	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+	curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a tir server is reached directly */
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, r);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "tir/" TIR_VERSION);
+	return r;
 }
+
+static int request(struct tir_remote *r, const char *method, const char *path, const void *body,
+		   size_t len, struct curl_slist *hdr, long *status, struct tir_err *err);
 
 void tir_remote_close(struct tir_remote *r)
 {
+	if (!r)
+		return;
+	if (r->curl && r->session[0] && !r->hung) {
+		/* the session goes with the client; a server that does not answer
+		 * soon expires it later */
+		char path[128];
+		snprintf(path, sizeof path, "/v1/sessions/%s", r->session);
+		struct tir_err e = {0};
+		long st;
+		curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS,
+				 r->timeout_ms < CLOSE_TIMEOUT_MS ? r->timeout_ms : CLOSE_TIMEOUT_MS);
+		r->intr = NULL;
+		request(r, "DELETE", path, NULL, 0, r->hjson, &st, &e);
+	}
+	if (r->curl)
+		curl_easy_cleanup(r->curl);
+	curl_slist_free_all(r->hjson);
+	curl_slist_free_all(r->hbin);
+	tir_str_free(&r->body);
+	free(r->held);
+	free(r->inblob);
+	tir_batch_memo_free(&r->memo);
+	free(r->drops);
+	free(r->name);
+	free(r->base);
 	free(r);
+	pthread_mutex_lock(&global_lock);
+	if (--nremotes == 0)
+		curl_global_cleanup();
+	pthread_mutex_unlock(&global_lock);
 }
 
 const char *tir_remote_name(const struct tir_remote *r)
 {
-	return "";
+	return r->name;
 }
 
 const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r)
 {
-	static const struct tir_remote_stats none;
-	return &none;
+	return &r->stats;
+}
+
+/* ---- one request ---- */
+
+static int net_err(struct tir_remote *r, struct tir_err *err, const char *what)
+{
+	return tir_errf(err, TIR_ENET, NULL, "remote %s: %s", r->name, what);
+}
+
+/* What a failed transfer means, for a person. */
+static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
+{
+	if (rc == CURLE_ABORTED_BY_CALLBACK && r->intr && *r->intr)
+		return tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
+	if (rc == CURLE_WRITE_ERROR && r->body.oom)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory reading the reply of remote %s", r->name);
+	const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
+	long connected = 0;
+	curl_easy_getinfo(r->curl, CURLINFO_NUM_CONNECTS, &connected);
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT: {
+		long os = 0;
+		curl_easy_getinfo(r->curl, CURLINFO_OS_ERRNO, &os);
+		/* with a session, the server was there a moment ago (curl tries a
+		 * fresh connection when a kept one dies) */
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: %s (%s)", r->name,
+				r->session[0] ? "the connection broke and cannot be made again" : "cannot connect",
+				os ? strerror((int)os) : detail);
+	}
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: cannot connect (no such host)", r->name);
+	case CURLE_OPERATION_TIMEDOUT: {
+		r->hung = true;
+		double t = 0;
+		curl_easy_getinfo(r->curl, CURLINFO_CONNECT_TIME, &t);
+		if (t <= 0 && connected == 0)
+			return tir_errf(err, TIR_ENET, NULL, "remote %s: cannot connect within %ld s", r->name,
+					CONNECT_TIMEOUT_MS / 1000);
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: no answer within %.3g s (TIR_TIMEOUT)", r->name,
+				r->timeout_ms / 1000.0);
+	}
+	case CURLE_GOT_NOTHING:
+		return net_err(r, err, "the server closed the connection without a reply");
+	case CURLE_PARTIAL_FILE:
+		return net_err(r, err, "the reply was cut short (the server went away?)");
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: the connection broke (%s)", r->name, detail);
+	default:
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: %s", r->name, detail);
+	}
+}
+
+/* One HTTP request; the reply's body in r->body, its status in *status.
+ * The body is body[0..len) (NULL: none), or with up, a PUT of what it
+ * reads.  A transfer that fails or a reply without this protocol's header
+ * is an error; any status is not. */
+static int request_up(struct tir_remote *r, const char *method, const char *path, const void *body,
+		      size_t len, struct upload *up, struct curl_slist *hdr, long *status,
+		      struct tir_err *err)
+{
+	CURL *c = r->curl;
+	size_t nurl = strlen(r->base) + strlen(path) + 1;
+	char *url = malloc(nurl);
+	if (!url)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	snprintf(url, nurl, "%s%s", r->base, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(c, CURLOPT_UPLOAD, up ? 1L : 0L);
+	if (up) {
+		up->at = 0;
+		up->off = 0;
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, up);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+	} else if (body) {
+		/* the bytes are sent from where they are: no copy */
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	} else {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	}
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST,
+			 up || !strcmp(method, "GET") || !strcmp(method, "POST") ? NULL : method);
+	r->body.n = 0;
+	r->body.oom = false;
+	r->proto = -1;
+	r->errbuf[0] = 0;
+	double t0 = now_ms();
+	CURLcode rc = curl_easy_perform(c);
+	r->stats.net_ms += now_ms() - t0;
+	r->stats.round_trips++;
+	free(url);
+	curl_off_t sent = 0, got = 0;
+	long reqh = 0, resh = 0;
+	curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &sent);
+	curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &got);
+	curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &reqh);
+	curl_easy_getinfo(c, CURLINFO_HEADER_SIZE, &resh);
+	r->stats.bytes_up += (uint64_t)sent + (uint64_t)reqh;
+	r->stats.bytes_down += (uint64_t)got + (uint64_t)resh;
+	if (rc != CURLE_OK)
+		return curl_failed(r, rc, err);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	if (r->proto == -1)
+		return tir_errf(err, TIR_ENET, NULL,
+				"remote %s does not speak the tir protocol (its reply has no %s header); "
+				"this tir speaks %d", r->name, TIR_PROTOCOL_HEADER, TIR_PROTOCOL);
+	if (r->proto != TIR_PROTOCOL) {
+		if (r->proto < 0)
+			return tir_errf(err, TIR_ENET, NULL, "remote %s: a malformed %s header", r->name,
+					TIR_PROTOCOL_HEADER);
+		return tir_errf(err, TIR_ENET, NULL, "remote %s speaks tir protocol %d; this tir speaks %d",
+				r->name, r->proto, TIR_PROTOCOL);
+	}
+	return 0;
+}
+
+static int request(struct tir_remote *r, const char *method, const char *path, const void *body,
+		   size_t len, struct curl_slist *hdr, long *status, struct tir_err *err)
+{
+	return request_up(r, method, path, body, len, NULL, hdr, status, err);
+}
+
+/* The reply's {"error": {...}} object, or NULL.  *root: free with json_decref. */
+static json_t *reply_error(struct tir_remote *r, json_t **root)
+{
+	*root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
+	json_t *e = json_object_get(*root, "error");
+	return json_is_object(e) ? e : NULL;
+}
+
+/* A reply that is not what was asked for: say what the server said. */
+static int http_failed(struct tir_remote *r, long status, struct tir_err *err)
+{
+	json_t *root;
+	json_t *e = reply_error(r, &root);
+	const char *code = e ? json_string_value(json_object_get(e, "code")) : NULL;
+	const char *msg = e ? json_string_value(json_object_get(e, "message")) : NULL;
+	int rc;
+	if (status == 401)
+		rc = tir_errf(err, TIR_ENET, NULL, "remote %s refused the token: set TIR_TOKEN to the server's "
+				"--token", r->name);
+	else if (status == 503)
+		rc = tir_errf(err, TIR_ENET, NULL, "remote %s is busy: %s", r->name, msg ? msg : "try again later");
+	else if (msg)
+		rc = tir_errf(err, TIR_ENET, NULL, "remote %s: %ld %s: %s", r->name, status, code ? code : "error",
+			      msg);
+	else
+		rc = tir_errf(err, TIR_ENET, NULL, "remote %s: HTTP status %ld and no tir error in the reply",
+			      r->name, status);
+	json_decref(root);
+	return rc;
+}
+
+/* ---- the session ---- */
+
+static int session_make(struct tir_remote *r, struct tir_err *err)
+{
+	long st = 0;
+	int rc = request(r, "POST", "/v1/sessions", "", 0, r->hjson, &st, err);
+	if (rc)
+		return rc;
+	if (st != 201 && st != 200)
+		return http_failed(r, st, err);
+	json_t *root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
+	const char *id = json_string_value(json_object_get(root, "session"));
+	bool ok = id && strlen(id) >= 16 && strlen(id) < sizeof r->session;
+	for (const char *c = id; ok && *c; c++)
+		ok = isxdigit((unsigned char)*c);
+	if (ok)
+		snprintf(r->session, sizeof r->session, "%s", id);
+	json_decref(root);
+	return ok ? 0 : net_err(r, err, "the reply to POST /v1/sessions names no session");
+}
+
+int tir_remote_connect(struct tir_remote *r, struct tir_err *err)
+{
+	memset(&r->stats, 0, sizeof r->stats);
+	return r->session[0] ? 0 : session_make(r, err);
+}
+
+/* Node id's value is no longer held: the next run drops it. */
+static int held_drop(struct tir_remote *r, size_t id)
+{
+	r->held[id] = false;
+	if (tir_grow((void **)&r->drops, &r->capdrops, r->ndrops + 1, sizeof *r->drops))
+		return -1;
+	r->drops[r->ndrops++] = (uint32_t)id;
+	return 0;
+}
+
+/* Forget every held value. */
+static void held_forget(struct tir_remote *r)
+{
+	for (size_t i = 0; i < r->nheld; i++)
+		if (r->held[i])
+			held_drop(r, i); /* out of memory: the key stays on the server, unused */
+	for (size_t i = 0; i < r->ninblob; i++)
+		r->inblob[i][0] = 0;
+}
+
+void tir_remote_forget(struct tir_remote *r)
+{
+	held_forget(r);
+	tir_batch_memo_free(&r->memo); /* no value of the old program held on to */
+	r->prog = NULL;
+}
+
+bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id)
+{
+	return r->prog == tir_exec_program(x) && id < r->nheld && r->held[id];
+}
+
+/* Inputs were given since the values were made: those computed from an
+ * input whose value changed go (as lib/exec/run.c's kept_forget). */
+static int held_stale(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
+{
+	const struct tir_program *p = tir_exec_program(x);
+	size_t nn = p->nnodes < r->nheld ? p->nnodes : r->nheld;
+	bool *dep = calloc(nn + 1, sizeof *dep);
+	if (!dep)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (n->op == TIR_OP_INPUT) {
+			if (i >= r->ninblob || !r->inblob[i][0])
+				continue;
+			const struct tir_tensor *v = tir_exec_input_value(x, n->id);
+			char h[TIR_SHA_HEX + 1] = "";
+			if (v && tir_batch_memo_name(&r->memo, n, v, h, err)) {
+				free(dep);
+				return -err->code;
+			}
+			dep[i] = strcmp(h, r->inblob[i]) != 0;
+			if (dep[i])
+				r->inblob[i][0] = 0;
+			continue;
+		}
+		for (int k = 0; !dep[i] && k < n->nin; k++)
+			dep[i] = n->in[k] && dep[n->in[k]->id];
+		if (dep[i] && r->held[i] && held_drop(r, i)) {
+			free(dep);
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		}
+	}
+	free(dep);
+	return 0;
+}
+
+/* Before a run: what is held still stands for the program as it is now
+ * (as lib/exec/run.c's kept_sync: a rebound name's value goes; so do
+ * values computed from an input given again). */
+static int held_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
+{
+	const struct tir_program *p = tir_exec_program(x);
+	if (r->prog != p || !tir_exec_keeping(x))
+		held_forget(r);
+	if (r->prog != p)
+		tir_batch_memo_free(&r->memo); /* node ids of another program */
+	r->prog = p;
+	for (size_t i = 0; i < r->nheld; i++)
+		if (r->held[i] && (i >= p->nnodes || !tir_batch_keepable(p, p->nodes[i])) && held_drop(r, i))
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	size_t old = r->nheld, oldin = r->ninblob;
+	if (tir_grow((void **)&r->held, &r->nheld, p->nnodes + 1, sizeof *r->held) ||
+	    tir_grow((void **)&r->inblob, &r->ninblob, p->nnodes + 1, sizeof *r->inblob))
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	memset(r->held + old, 0, (r->nheld - old) * sizeof *r->held);
+	memset(r->inblob + oldin, 0, (r->ninblob - oldin) * sizeof *r->inblob);
+	if (r->gen != tir_exec_input_gen(x)) {
+		int rc = held_stale(r, x, err);
+		if (rc)
+			return rc;
+		r->gen = tir_exec_input_gen(x);
+	}
+	return 0;
+}
+
+/* ---- a run ---- */
+
+static char *run_body(const struct tir_remote *r, const struct tir_exec *x, const struct tir_batch *b,
+		      bool text)
+{
+	json_t *o = json_object(), *in = json_object();
+	char k[24], key[24];
+	json_object_set_new(o, "graph", json_string(b->graph));
+	if (text)
+		json_object_set_new(o, "text", json_stringn(b->text, b->len));
+	for (size_t i = 0; i < b->ninputs; i++) {
+		const struct tir_batch_input *bi = &b->inputs[i];
+		snprintf(k, sizeof k, "t%u", bi->t);
+		json_object_set_new(in, k, bi->key[0] ? json_pack("{ss}", "value", bi->key)
+						      : json_pack("{ss}", "blob", bi->blob));
+	}
+	json_object_set_new(o, "inputs", in);
+	if (b->nkeep) {
+		json_t *keep = json_object();
+		for (size_t i = 0; i < b->nkeep; i++) {
+			snprintf(k, sizeof k, "t%u", b->keep[i].t);
+			tir_batch_key(b->keep[i].node, key);
+			json_object_set_new(keep, k, json_string(key));
+		}
+		json_object_set_new(o, "keep", keep);
+	}
+	if (r->ndrops) {
+		json_t *drop = json_array();
+		for (size_t i = 0; i < r->ndrops; i++) {
+			tir_batch_key(r->drops[i], key);
+			json_array_append_new(drop, json_string(key));
+		}
+		json_object_set_new(o, "drop", drop);
+	}
+	json_object_set_new(o, "fuse", json_boolean(tir_exec_fusing(x)));
+	/* the plan is small: always asked for, so that .explain can show it later */
+	json_object_set_new(o, "explain", json_true());
+	json_object_set_new(o, "profile", json_boolean(tir_exec_profiling(x)));
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+static int put_blob(struct tir_remote *r, const struct tir_batch_input *in, struct tir_err *err)
+{
+	struct tir_tensor c = {0};
+	const struct tir_tensor *t = &in->value;
+	if (!tir_tensor_is_contiguous(t)) {
+		if (tir_tensor_convert(t, t->dtype, &c, err))
+			return -TIR_ENOMEM;
+		t = &c;
+	}
+	unsigned char head[TIR_FRAME_HEAD_MAX];
+	static const unsigned char zero[8];
+	size_t n = tir_frame_size(t), data = (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
+	size_t nhead = tir_frame_head(t, head);
+	struct upload up = {.part = {head, tir_tensor_data(t), zero}, .len = {nhead, data, n - nhead - data}};
+	char path[TIR_SHA_HEX + 16];
+	snprintf(path, sizeof path, "/v1/blobs/%s", in->blob);
+	long st = 0;
+	int rc = request_up(r, "PUT", path, NULL, n, &up, r->hbin, &st, err);
+	tir_tensor_release(&c);
+	if (rc)
+		return rc;
+	if (st != 200 && st != 201)
+		return http_failed(r, st, err);
+	r->stats.blobs_sent++;
+	r->stats.blob_bytes_sent += n;
+	return 0;
+}
+
+/* A 409: send what the server lacks.  *text: it wants the batch text. */
+static int send_missing(struct tir_remote *r, const struct tir_batch *b, bool *text, struct tir_err *err)
+{
+	json_t *root;
+	json_t *e = reply_error(r, &root);
+	json_t *blobs = e ? json_object_get(e, "blobs") : NULL;
+	int rc = 0;
+	if (!e || (blobs && !json_is_array(blobs))) {
+		json_decref(root);
+		return net_err(r, err, "a 409 reply that does not say what is missing");
+	}
+	*text = json_is_true(json_object_get(e, "graph"));
+	if (!*text && json_array_size(blobs) == 0)
+		rc = net_err(r, err, "a 409 reply that asks for nothing");
+	for (size_t i = 0; !rc && i < json_array_size(blobs); i++) {
+		const char *h = json_string_value(json_array_get(blobs, i));
+		size_t k = 0;
+		while (h && k < b->ninputs && strcmp(b->inputs[k].blob, h))
+			k++;
+		if (!h || k == b->ninputs) {
+			rc = net_err(r, err, "the server asks for a blob this batch does not have");
+			break;
+		}
+		rc = put_blob(r, &b->inputs[k], err);
+	}
+	json_decref(root);
+	return rc;
+}
+
+/* An error of the batch's program: at the user's op that line came from. */
+static int program_failed(struct tir_remote *r, const struct tir_batch *b, long status,
+			  struct tir_err *err)
+{
+	json_t *root;
+	json_t *e = reply_error(r, &root);
+	const char *msg = e ? json_string_value(json_object_get(e, "message")) : NULL;
+	json_t *line = e ? json_object_get(e, "line") : NULL;
+	if (!msg) {
+		json_decref(root);
+		return http_failed(r, status, err);
+	}
+	const struct tir_node *n = json_is_integer(line) ? tir_batch_line_node(b, (long)json_integer_value(line)) : NULL;
+	int code = status == 422 ? TIR_ERUNTIME : TIR_ETYPE;
+	int rc = n ? tir_errf(err, code, &n->loc, "%s", msg)
+		   : tir_errf(err, code, NULL, "remote %s: %s", r->name, msg);
+	json_decref(root);
+	return rc;
+}
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* The server's explain names values tK; the user knows them by their names. */
+static char *rename_vars(const char *s, const struct tir_batch *b, const struct tir_program *p)
+{
+	struct tir_str out = {0};
+	for (size_t i = 0; s[i];) {
+		bool start = s[i] == 't' && isdigit((unsigned char)s[i + 1]) &&
+			     (i == 0 || !(isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_'));
+		size_t j = i + 1;
+		unsigned long k = 0;
+		while (start && isdigit((unsigned char)s[j]) && k < 0x7fffffff)
+			k = k * 10 + (unsigned long)(s[j++] - '0');
+		if (start && !isalnum((unsigned char)s[j]) && s[j] != '_' && k < b->nvars) {
+			const char *name = tir_node_current_name(p, b->var_node[k]);
+			tir_str_addf(&out, "%s", name ? name : "_");
+			i = j;
+			continue;
+		}
+		tir_str_add(&out, s + i, 1);
+		i++;
+	}
+	if (out.oom) {
+		tir_str_free(&out);
+		return NULL;
+	}
+	return out.s ? out.s : strdup("");
+}
+
+/* A 200: the results body, read strictly. */
+static int read_results(struct tir_remote *r, const struct tir_exec *x, const struct tir_batch *b,
+			struct tir_node *const *targets, size_t ntargets, struct tir_remote_result *res,
+			struct tir_err *err)
+{
+	const unsigned char *p = (const unsigned char *)r->body.s;
+	size_t n = r->body.n;
+	if (n < TIR_RESULTS_HEAD || memcmp(p, TIR_RESULTS_MAGIC, 4))
+		return net_err(r, err, "the reply is not a results body");
+	if (tir_get_u32(p + 4) != TIR_PROTOCOL)
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: results of protocol %u; this tir speaks %d",
+				r->name, tir_get_u32(p + 4), TIR_PROTOCOL);
+	if (tir_get_u32(p + 8) != ntargets)
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: %u results for %zu values asked", r->name,
+				tir_get_u32(p + 8), ntargets);
+	size_t mlen = tir_get_u32(p + 12);
+	if (mlen > n - TIR_RESULTS_HEAD || pad8(mlen) > n - TIR_RESULTS_HEAD)
+		return net_err(r, err, "results: the metadata runs past the reply");
+	for (size_t i = TIR_RESULTS_HEAD + mlen; i < TIR_RESULTS_HEAD + pad8(mlen); i++)
+		if (p[i])
+			return net_err(r, err, "results: the metadata's padding is not zero");
+	json_t *meta = json_loadb((const char *)p + TIR_RESULTS_HEAD, mlen, 0, NULL);
+	if (!json_is_object(meta)) {
+		json_decref(meta);
+		return net_err(r, err, "results: the metadata is not a JSON object");
+	}
+	res->stats.plan_ms = json_number_value(json_object_get(meta, "plan_ms"));
+	res->stats.run_ms = json_number_value(json_object_get(meta, "run_ms"));
+	res->stats.peak_bytes = (size_t)json_integer_value(json_object_get(meta, "peak_bytes"));
+	res->stats.nops = (int)json_integer_value(json_object_get(meta, "nops"));
+	res->stats.nkernels = (int)json_integer_value(json_object_get(meta, "nkernels"));
+	res->stats.plan_cached = json_is_true(json_object_get(meta, "plan_cached"));
+	const char *ex = json_string_value(json_object_get(meta, "explain"));
+	const char *pr = json_string_value(json_object_get(meta, "profile"));
+	free(res->explain);
+	free(res->profile);
+	res->explain = ex ? rename_vars(ex, b, tir_exec_program(x)) : NULL;
+	res->profile = pr ? strdup(pr) : NULL;
+	json_decref(meta);
+	size_t off = TIR_RESULTS_HEAD + pad8(mlen);
+	for (size_t i = 0; i < ntargets; i++) {
+		struct tir_err e = {0};
+		size_t used = 0;
+		if (tir_frame_decode(p + off, n - off, &used, &res->values[i], &e)) {
+			if (e.code == TIR_ENOMEM)
+				return tir_errf(err, TIR_ENOMEM, NULL, "%s", e.msg);
+			return tir_errf(err, TIR_ENET, NULL, "remote %s: result %zu: %s", r->name, i + 1, e.msg);
+		}
+		off += used;
+		const struct tir_type *want = &targets[i]->type;
+		const struct tir_tensor *v = &res->values[i];
+		bool ok = v->dtype == want->dtype && v->rank == want->rank;
+		for (int d = 0; ok && d < v->rank; d++)
+			ok = v->shape[d] == want->shape[d];
+		if (!ok) {
+			char a[TIR_TYPE_STRLEN];
+			return tir_errf(err, TIR_ENET, NULL, "remote %s: result %zu is not the %s asked for", r->name,
+					i + 1, tir_type_str(want, a, sizeof a));
+		}
+	}
+	if (off != n)
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: %zu bytes after the last result", r->name, n - off);
+	return 0;
 }
 
 int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
 		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err)
 {
-	return tir_errf(err, TIR_EUNSUPPORTED, NULL, "--remote is not supported yet");
+	memset(&r->stats, 0, sizeof r->stats);
+	if (ntargets == 0)
+		return 0; /* nothing to compute: nothing to send */
+	r->intr = tir_exec_interrupt_flag(x);
+	struct tir_batch b = {0};
+	int rc = held_sync(r, x, err);
+	if (!rc)
+		rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
+	if (!rc && !r->session[0])
+		rc = session_make(r, err);
+	bool text = false, renewed = false;
+	int attempt = 0;
+	while (!rc) {
+		if (++attempt > ATTEMPTS) {
+			rc = net_err(r, err, "the server keeps asking for blobs it was sent (is its --blob-cache "
+					     "smaller than this batch's data?)");
+			break;
+		}
+		char *body = run_body(r, x, &b, text);
+		if (!body) {
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			break;
+		}
+		char path[128];
+		snprintf(path, sizeof path, "/v1/sessions/%s/run", r->session);
+		long st = 0;
+		rc = request(r, "POST", path, body, strlen(body), r->hjson, &st, err);
+		free(body);
+		if (text && !rc)
+			r->stats.graph_sent = true;
+		if (rc)
+			break;
+		if (st == 200) {
+			rc = read_results(r, x, &b, targets, ntargets, res, err);
+			if (!rc) {
+				r->ndrops = 0;
+				for (size_t i = 0; i < b.nkeep; i++)
+					r->held[b.keep[i].node] = true;
+				/* the inputs the kept values were made from */
+				for (size_t i = 0; b.nkeep && i < b.ninputs; i++)
+					if (b.inputs[i].node->op == TIR_OP_INPUT)
+						memcpy(r->inblob[b.inputs[i].node->id], b.inputs[i].blob, TIR_SHA_HEX + 1);
+			}
+			break;
+		}
+		if (st == 409) {
+			bool want_text = false;
+			rc = send_missing(r, &b, &want_text, err);
+			text = text || want_text;
+			continue;
+		}
+		if (st == 404 && !renewed) {
+			/* the session expired (and its values with it): a new one */
+			renewed = true;
+			r->session[0] = 0;
+			held_forget(r);
+			r->ndrops = 0;
+			tir_batch_free(&b);
+			rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
+			if (!rc)
+				rc = session_make(r, err);
+			continue;
+		}
+		if (st == 400 || st == 422) {
+			json_t *root;
+			json_t *e = reply_error(r, &root);
+			const char *code = e ? json_string_value(json_object_get(e, "code")) : NULL;
+			bool prog = code && (!strcmp(code, "program") || !strcmp(code, "runtime"));
+			json_decref(root);
+			rc = prog ? program_failed(r, &b, st, err) : http_failed(r, st, err);
+			break;
+		}
+		rc = http_failed(r, st, err);
+	}
+	/* every distinct blob the batch names was either held or sent */
+	int nblobs = 0;
+	for (size_t i = 0; i < b.ninputs; i++) {
+		bool seen = !b.inputs[i].blob[0];
+		for (size_t j = 0; !seen && j < i; j++)
+			seen = !strcmp(b.inputs[i].blob, b.inputs[j].blob);
+		nblobs += !seen;
+	}
+	r->stats.blobs_cached = nblobs > r->stats.blobs_sent ? nblobs - r->stats.blobs_sent : 0;
+	tir_batch_free(&b);
+	r->intr = NULL;
+	return rc;
 }

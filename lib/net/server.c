@@ -1,7 +1,1349 @@
-/* server.c — placeholder until the server lands (issue 6). */
-#include "net.h"
+/*
+ * server.c — `tir serve`: the HTTP side of docs/protocol.md on
+ * libmicrohttpd (a pool of threads, each with its own epoll), and the run
+ * of a batch.  The state kept between requests (blobs, graphs, sessions)
+ * is in store.c.
+ *
+ * A request goes through handle() several times: once when its headers
+ * are in (route, token, method and Content-Length are checked there, so
+ * that a body over the limit is refused before it is read), once per
+ * piece of body (kept, and for a blob hashed as it arrives), and once at
+ * the end, where the response is made.  done() runs when the connection
+ * is finished with the request, answered or not (a client that went away
+ * mid-upload): it logs the request's line and frees what it held.
+ *
+ * The engine has one thread pool for the whole process, so batches run
+ * one at a time under the compute mutex; everything else (uploads,
+ * hashing, parsing a new batch text, sessions) goes on in parallel.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <malloc.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BODY ((uint64_t)1 << 30)
+#define DEFAULT_MAX_SESSIONS 64
+#define DEFAULT_TTL 600
+#define DEFAULT_BLOB_CACHE ((uint64_t)1 << 30)
+#define MAX_GRAPHS 256
+#define POOL_THREADS 4
+#define MAX_CONNECTIONS 256
+#define CONNECTION_TIMEOUT 30
+#define CONNECTION_MEMORY (128 * 1024)  /* MHD's buffer per connection: the size of a body piece */
+
+enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
+
+struct server {
+	struct tir_serve_opts o;       /* with the defaults filled in */
+	char token_sha[TIR_SHA_HEX + 1];
+	struct blob_store *blobs;
+	struct graph_store *graphs;
+	struct session_store *sessions;
+	pthread_mutex_t compute;       /* one batch at a time: the engine's pool is global */
+	char *info;                    /* the /v1/info document, made once */
+	atomic_int running;            /* batches under way or waiting for the compute mutex */
+	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
+	pthread_mutex_t mmu;           /* the metrics below */
+	uint64_t by_status[600], aborted;
+	uint64_t bytes_in, bytes_out;
+	double kernel_s;
+};
+
+/* One request, from its headers to done(). */
+struct req {
+	double t0;
+	char method[16];
+	char path[96];                 /* for the log: ids shortened */
+	enum route route;
+	char id[TIR_SHA_HEX + 1];      /* a session id or a blob name from the path */
+	bool id_ok;                    /* id is well formed for its route */
+	int status;                    /* of the response queued, 0 before */
+	uint64_t in, out;
+	const char *allow;             /* the Allow header of a 405 */
+	bool keep_body;                /* a body this route reads */
+	bool has_len;
+	uint64_t len_declared;         /* Content-Length */
+	bool over;                     /* the body passed --max-body (or memory ran out) */
+	unsigned char *body;
+	size_t len, cap;
+	struct upload *up;             /* PUT /v1/blobs/SHA256 */
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* ---- responses ---- */
+
+/* Queue body[0..len) (malloc'd, taken; NULL with len 0 for none). */
+static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
+			     void *body, size_t len)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, len ? body : (void *)"", len ? MHD_RESPMEM_MUST_FREE
+										: MHD_RESPMEM_PERSISTENT);
+	if (!len)
+		free(body);
+	if (!resp) {
+		if (len)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, TIR_PROTOCOL_HEADER, "1");
+	if (ctype)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (r->allow)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	r->status = status;
+	r->out = len;
+	return ok;
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int status, json_t *doc)
+{
+	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (!s)
+		return MHD_NO;
+	size_t n = strlen(s);
+	/* a newline, for curl at a terminal */
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return MHD_NO;
+	}
+	t[n] = '\n';
+	t[n + 1] = 0;
+	return reply(c, r, status, "application/json", t, n + 1);
+}
+
+/* {"error": {"status", "code", "message", ...extra}}; extra (an object,
+ * or NULL) is taken. */
+static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
+				   const char *code, json_t *extra, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
+				   const char *code, json_t *extra, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *e = json_object();
+	json_object_set_new(e, "status", json_integer(status));
+	json_object_set_new(e, "code", json_string(code));
+	json_object_set_new(e, "message", json_string(msg));
+	if (extra)
+		json_object_update(e, extra);
+	json_decref(extra);
+	json_t *doc = json_object();
+	json_object_set_new(doc, "error", e);
+	return reply_json(c, r, status, doc);
+}
+
+/* ---- routing and the token ---- */
+
+/* Where url goes; r->id and r->path filled. */
+static enum route route_of(const char *url, struct req *r)
+{
+	static const char sess[] = "/v1/sessions/", blobs[] = "/v1/blobs/";
+	const char *rest = NULL;
+	enum route rt = R_NONE;
+	size_t idlen = 0;
+	if (!strcmp(url, "/healthz"))
+		rt = R_HEALTHZ;
+	else if (!strcmp(url, "/v1/info"))
+		rt = R_INFO;
+	else if (!strcmp(url, "/metrics"))
+		rt = R_METRICS;
+	else if (!strcmp(url, "/v1/sessions"))
+		rt = R_SESSIONS;
+	else if (!strncmp(url, sess, sizeof sess - 1)) {
+		rest = url + sizeof sess - 1;
+		const char *slash = strchr(rest, '/');
+		idlen = slash ? (size_t)(slash - rest) : strlen(rest);
+		rt = !slash ? R_SESSION : !strcmp(slash, "/run") ? R_RUN : R_NONE;
+		r->id_ok = idlen == SESSION_ID_HEX;
+	} else if (!strncmp(url, blobs, sizeof blobs - 1) && !strchr(url + sizeof blobs - 1, '/')) {
+		rest = url + sizeof blobs - 1;
+		idlen = strlen(rest);
+		rt = R_BLOB;
+		r->id_ok = idlen == TIR_SHA_HEX;
+	}
+	if (rest && idlen <= TIR_SHA_HEX) {
+		memcpy(r->id, rest, idlen);
+		r->id[idlen] = 0;
+		for (size_t i = 0; i < idlen; i++)
+			if (!((r->id[i] >= '0' && r->id[i] <= '9') || (r->id[i] >= 'a' && r->id[i] <= 'f')))
+				r->id_ok = false;
+	} else {
+		r->id_ok = false;
+	}
+	/* the log line names an id by its first 8 digits: a session id is
+	 * the session's only key and does not belong in a log */
+	if (rest && r->id_ok)
+		snprintf(r->path, sizeof r->path, "%.*s%.8s\xe2\x80\xa6%s", (int)(rest - url), url, r->id,
+			 rt == R_RUN ? "/run" : "");
+	else
+		snprintf(r->path, sizeof r->path, "%.80s%s", url, strlen(url) > 80 ? "\xe2\x80\xa6" : "");
+	return rt;
+}
+
+static const char *allowed(enum route rt)
+{
+	switch (rt) {
+	case R_HEALTHZ:
+	case R_INFO:
+	case R_METRICS:
+		return "GET, HEAD";
+	case R_SESSIONS:
+	case R_RUN:
+		return "POST";
+	case R_SESSION:
+		return "DELETE";
+	case R_BLOB:
+		return "PUT";
+	default:
+		return "";
+	}
+}
+
+static bool method_ok(enum route rt, const char *m)
+{
+	const char *a = allowed(rt);
+	size_t n = strlen(m);
+	for (const char *p = strstr(a, m); p; p = strstr(p + 1, m))
+		if ((p == a || p[-1] == ' ') && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Whether the request carries the token.  Both sides are hashed first,
+ * so the comparison is over 64 bytes whatever was sent, in time that does
+ * not depend on where they differ. */
+static bool authorized(const struct server *s, struct MHD_Connection *c)
+{
+	if (!s->o.token)
+		return true;
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return false;
+	h += 7;
+	while (*h == ' ')
+		h++;
+	char got[TIR_SHA_HEX + 1];
+	tir_sha256_hex(h, strlen(h), got);
+	return tir_const_eq(got, s->token_sha, TIR_SHA_HEX);
+}
+
+/* ---- a blob upload, decoded and hashed as it arrives ----
+ *
+ * The frame's header goes into head[]; once it is whole and checked (the
+ * rules of tir_frame_decode, net.h), the tensor to keep is allocated and
+ * the data is copied straight into it: one allocation of fresh memory and
+ * no copy of the whole body.  A big upload is hashed by a second thread,
+ * behind the copy, so that hashing (about 2 GB/s with SHA extensions) and
+ * receiving (the first touch of fresh pages is as slow) overlap.  A blob
+ * the server holds already is only hashed. */
+
+#define HASH_THREAD_MIN ((size_t)4 << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+struct upload {
+	struct tir_sha256 *sha;
+	bool held;                     /* the server holds it: hash, keep nothing */
+	int status;                    /* the first fault of the frame: 400 or 413 */
+	char msg[300];
+	unsigned char head[16 + 8 * TIR_MAX_RANK];
+	size_t nhead, headlen;         /* headlen: 0 until the rank is known */
+	struct tir_tensor t;
+	size_t nbytes, got, padlen, npad;
+	/* the hashing thread: it hashes t's data up to `avail` */
+	bool threaded;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t avail;
+	bool end, waiting;
+};
+
+/* The hashing thread.  While it waits for data it also faults in the
+ * tensor's pages ahead of the copy (MADV_POPULATE_WRITE: one call per
+ * piece instead of a trap per page), the other half of the cost of
+ * receiving into fresh memory. */
+static void *hash_thread(void *arg)
+{
+	struct upload *u = arg;
+	unsigned char *data = tir_tensor_data(&u->t);
+	size_t done = 0, ahead = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t base = ((uintptr_t)data + page - 1) & ~(uintptr_t)(page - 1);
+	size_t span = (uintptr_t)data + u->nbytes > base ? (uintptr_t)data + u->nbytes - base : 0;
+	span &= ~(page - 1);
+	pthread_mutex_lock(&u->mu);
+	for (;;) {
+		size_t avail = u->avail;
+		if (avail > done) {
+			pthread_mutex_unlock(&u->mu);
+			tir_sha256_update(u->sha, data + done, avail - done);
+			done = avail;
+		} else if (ahead < span && !u->end) {
+			pthread_mutex_unlock(&u->mu);
+			size_t n = span - ahead < ((size_t)4 << 20) ? span - ahead : (size_t)4 << 20;
+			if (madvise((void *)(base + ahead), n, MADV_POPULATE_WRITE))
+				ahead = span; /* not on this kernel: the copy faults them in */
+			else
+				ahead += n;
+		} else if (u->end) {
+			break;
+		} else {
+			u->waiting = true;
+			pthread_cond_wait(&u->cv, &u->mu);
+			u->waiting = false;
+			continue;
+		}
+		pthread_mutex_lock(&u->mu);
+	}
+	pthread_mutex_unlock(&u->mu);
+	return NULL;
+}
+
+/* Stop the hashing thread once it has hashed all it was given. */
+static void hash_join(struct upload *u)
+{
+	if (!u->threaded)
+		return;
+	pthread_mutex_lock(&u->mu);
+	u->end = true;
+	pthread_cond_signal(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+	pthread_join(u->th, NULL);
+	pthread_mutex_destroy(&u->mu);
+	pthread_cond_destroy(&u->cv);
+	u->threaded = false;
+}
+
+static void upload_free(struct upload *u)
+{
+	if (!u)
+		return;
+	hash_join(u);
+	if (u->sha) {
+		char skip[TIR_SHA_HEX + 1];
+		tir_sha256_final(u->sha, skip);
+	}
+	tir_tensor_release(&u->t);
+	free(u);
+}
+
+static void upload_fault(struct upload *u, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void upload_fault(struct upload *u, int status, const char *fmt, ...)
+{
+	if (u->status)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
+	va_end(ap);
+	u->status = status;
+	hash_join(u); /* the data goes no further: hash the rest here */
+}
+
+/* The header is whole (head[0..headlen)): check it against the body's
+ * length and allocate the tensor. */
+static void upload_head(struct upload *u, uint64_t body_len)
+{
+	const unsigned char *p = u->head;
+	enum tir_dtype dt = p[4];
+	int rank = p[5];
+	int64_t shape[TIR_MAX_RANK];
+	uint64_t numel = 1, real = 1;
+	for (int i = 0; i < rank; i++) {
+		uint64_t d = tir_get_u64(p + 16 + 8 * i);
+		if (d > (uint64_t)TIR_MAX_DIM)
+			return upload_fault(u, 413, "tensor frame: byte %d: axis %d of %llu is over the limit",
+					    16 + 8 * i, i, (unsigned long long)d);
+		shape[i] = (int64_t)d;
+		numel *= d ? d : 1; /* a 0 axis counts as 1, as in the checker */
+		real *= d;
+		if (numel > (uint64_t)TIR_MAX_ELEMS)
+			return upload_fault(u, 413, "tensor frame: more than %lld elements, the most a tensor holds",
+					    (long long)TIR_MAX_ELEMS);
+	}
+	uint64_t nbytes = tir_get_u64(p + 8);
+	if (nbytes != real * tir_dtype_size(dt))
+		return upload_fault(u, 400, "tensor frame: byte 8: %llu data bytes, but %s of that shape holds %llu",
+				    (unsigned long long)nbytes, tir_dtype_name(dt),
+				    (unsigned long long)(real * tir_dtype_size(dt)));
+	uint64_t total = u->headlen + pad8(nbytes);
+	if (body_len < total)
+		return upload_fault(u, 400, "tensor frame: truncated: %llu of %llu bytes",
+				    (unsigned long long)body_len, (unsigned long long)total);
+	if (body_len > total)
+		return upload_fault(u, 400, "tensor frame: %llu bytes after the frame's %llu",
+				    (unsigned long long)(body_len - total), (unsigned long long)total);
+	struct tir_err err = {0};
+	if (tir_tensor_alloc(&u->t, dt, rank, shape, false, &err))
+		return upload_fault(u, 503, "no memory for a tensor of %llu bytes now", (unsigned long long)nbytes);
+	u->nbytes = nbytes;
+	u->padlen = pad8(nbytes) - nbytes;
+	if (nbytes >= HASH_THREAD_MIN) {
+		pthread_mutex_init(&u->mu, NULL);
+		pthread_cond_init(&u->cv, NULL);
+		u->threaded = !pthread_create(&u->th, NULL, hash_thread, u);
+		if (!u->threaded) {
+			pthread_mutex_destroy(&u->mu);
+			pthread_cond_destroy(&u->cv);
+		}
+	}
+}
+
+/* A piece of a blob's body. */
+static void upload_absorb(struct upload *u, const unsigned char *d, size_t n, uint64_t body_len)
+{
+	/* what the thread does not hash is hashed here, in order: the
+	 * header, then (when the thread is stopped) data and padding */
+	if (u->held || u->status) {
+		tir_sha256_update(u->sha, d, n);
+		return;
+	}
+	while (n && !u->status) {
+		size_t take;
+		if (!u->t.buf) {
+			size_t want = u->headlen ? u->headlen : 16;
+			take = want - u->nhead < n ? want - u->nhead : n;
+			memcpy(u->head + u->nhead, d, take);
+			tir_sha256_update(u->sha, d, take);
+			u->nhead += take;
+			if (u->nhead == 16 && !u->headlen) {
+				const unsigned char *p = u->head;
+				if (memcmp(p, TIR_FRAME_MAGIC, 4))
+					upload_fault(u, 400, "tensor frame: does not start with \"TIRT\"");
+				else if (p[4] >= TIR_DTYPE_COUNT)
+					upload_fault(u, 400, "tensor frame: byte 4: unknown dtype %u", p[4]);
+				else if (p[5] > TIR_MAX_RANK)
+					upload_fault(u, 400, "tensor frame: byte 5: rank %u is over %d", p[5], TIR_MAX_RANK);
+				else if (p[6] || p[7])
+					upload_fault(u, 400, "tensor frame: bytes 6-7 must be zero");
+				u->headlen = 16 + 8 * (size_t)p[5];
+			}
+			if (!u->status && u->headlen && u->nhead == u->headlen)
+				upload_head(u, body_len);
+		} else if (u->got < u->nbytes) {
+			take = u->nbytes - u->got < n ? u->nbytes - u->got : n;
+			unsigned char *dst = (unsigned char *)tir_tensor_data(&u->t) + u->got;
+			memcpy(dst, d, take);
+			if (u->t.dtype == TIR_DTYPE_BOOL)
+				for (size_t i = 0; i < take; i++)
+					if (dst[i] > 1) {
+						upload_fault(u, 400, "tensor frame: byte %zu: a bool is 0 or 1, not %u",
+							     u->headlen + u->got + i, dst[i]);
+						break;
+					}
+			u->got += take;
+			if (!u->threaded) {
+				tir_sha256_update(u->sha, d, take);
+			} else {
+				pthread_mutex_lock(&u->mu);
+				u->avail = u->got;
+				if (u->waiting)
+					pthread_cond_signal(&u->cv);
+				pthread_mutex_unlock(&u->mu);
+			}
+		} else {
+			hash_join(u);
+			take = u->padlen - u->npad < n ? u->padlen - u->npad : n;
+			tir_sha256_update(u->sha, d, take);
+			for (size_t i = 0; i < take; i++)
+				if (d[i])
+					upload_fault(u, 400, "tensor frame: byte %zu: padding must be zero",
+						     u->headlen + u->nbytes + u->npad + i);
+			u->npad += take;
+		}
+		d += take;
+		n -= take;
+	}
+	if (n) /* after a fault */
+		tir_sha256_update(u->sha, d, n);
+}
+
+/* ---- the first call: headers are in, the body is not ---- */
+
+static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct req *r,
+			     const char *url, const char *method)
+{
+	r->route = route_of(url, r);
+	bool public = r->route == R_HEALTHZ || r->route == R_INFO || r->route == R_METRICS;
+	if (!public && !authorized(s, c))
+		return reply_error(c, r, 401, "unauthorized", NULL, "%s",
+				   s->o.token && MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+									     MHD_HTTP_HEADER_AUTHORIZATION)
+					   ? "wrong token"
+					   : "this server needs a token: Authorization: Bearer TOKEN");
+	if (r->route == R_NONE)
+		return reply_error(c, r, 404, "not_found", NULL, "no such path: %s", url);
+	if (!method_ok(r->route, method)) {
+		r->allow = allowed(r->route);
+		enum MHD_Result ok = reply_error(c, r, 405, "method", NULL, "%s takes %s, not %s",
+						 r->route == R_SESSION ? "/v1/sessions/ID"
+						 : r->route == R_RUN   ? "/v1/sessions/ID/run"
+						 : r->route == R_BLOB  ? "/v1/blobs/SHA256"
+								       : url,
+						 allowed(r->route), method);
+		return ok;
+	}
+	if (r->route == R_BLOB && !r->id_ok)
+		return reply_error(c, r, 400, "bad_request", NULL,
+				   "blob name: not 64 lowercase hex digits (a SHA-256)");
+
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	uint64_t len = 0;
+	if (cl) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(cl, &end, 10);
+		if (errno || end == cl || *end || *cl == '-')
+			return reply_error(c, r, 400, "bad_request", NULL, "Content-Length: not a number");
+		len = v;
+		r->has_len = true;
+		r->len_declared = len;
+	}
+	if (r->has_len && len > s->o.max_body)
+		return reply_error(c, r, 413, "too_large", NULL,
+				   "body: %llu bytes is over the limit of %llu (--max-body)",
+				   (unsigned long long)len, (unsigned long long)s->o.max_body);
+	if (r->route == R_BLOB) {
+		if (!r->has_len)
+			return reply_error(c, r, 411, "length_required", NULL,
+					   "PUT /v1/blobs/SHA256 needs a Content-Length");
+		r->up = calloc(1, sizeof *r->up);
+		if (r->up)
+			r->up->sha = tir_sha256_new();
+		if (!r->up || !r->up->sha)
+			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
+		r->up->held = blob_touch(s->blobs, r->id);
+		if (!r->up->held && len > s->o.blob_cache)
+			return reply_error(c, r, 413, "too_large", NULL,
+					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
+					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
+	} else if (r->route == R_RUN) {
+		/* allocated once when the length is known; a chunked body grows by doubling */
+		r->cap = r->has_len ? len : 64 * 1024;
+		if (r->cap > s->o.max_body)
+			r->cap = s->o.max_body;
+		r->body = malloc(r->cap ? r->cap : 1);
+		if (!r->body)
+			return reply_error(c, r, 503, "busy", NULL, "no memory for a body of %llu bytes now",
+					   (unsigned long long)len);
+		r->keep_body = true;
+	}
+	return MHD_YES;
+}
+
+/* A piece of body. */
+static void absorb(struct server *s, struct req *r, const char *d, size_t n)
+{
+	r->in += n;
+	if (r->in > s->o.max_body && !r->over) {
+		r->over = true;
+		free(r->body);
+		r->body = NULL;
+	}
+	if (r->up && !r->over)
+		upload_absorb(r->up, (const unsigned char *)d, n, r->len_declared);
+	if (!r->keep_body || r->over)
+		return;
+	if (n > r->cap - r->len) {
+		size_t cap = r->cap * 2 > r->len + n ? r->cap * 2 : r->len + n;
+		if (cap > s->o.max_body)
+			cap = s->o.max_body;
+		unsigned char *b = r->has_len ? NULL : realloc(r->body, cap);
+		if (!b) { /* more than Content-Length said, or no memory */
+			r->over = true;
+			free(r->body);
+			r->body = NULL;
+			return;
+		}
+		r->body = b;
+		r->cap = cap;
+	}
+	memcpy(r->body + r->len, d, n);
+	r->len += n;
+}
+
+/* ---- GET /healthz, /v1/info, /metrics; sessions ---- */
+
+static char *make_info(const struct server *s)
+{
+	json_t *ops = json_array();
+	const char *names[TIR_OP_COUNT];
+	int n = 0;
+	for (int op = 0; op < TIR_OP_COUNT; op++)
+		if (op != TIR_OP_CONST && op != TIR_OP_INPUT && op != TIR_OP_LOAD) /* load: the client's */
+			names[n++] = tir_op((enum tir_op)op)->name;
+	for (int i = 1; i < n; i++) /* sorted, by insertion: a few dozen names */
+		for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+			const char *t = names[j];
+			names[j] = names[j - 1];
+			names[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++)
+		json_array_append_new(ops, json_string(names[i]));
+	json_t *dtypes = json_array();
+	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
+		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+				   "max_sessions", (json_int_t)s->o.max_sessions, "session_ttl",
+				   (json_int_t)s->o.session_ttl, "blob_cache", (json_int_t)s->o.blob_cache,
+				   "max_rank", (json_int_t)TIR_MAX_RANK, "max_elems", (json_int_t)TIR_MAX_ELEMS,
+				   "max_text", (json_int_t)TIR_MAX_SOURCE, "max_values",
+				   (json_int_t)SESSION_MAX_VALUES);
+	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
+				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
+				"threads", tir_pool_threads(), "blas", tir_blas_info());
+	char *t = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	return t;
+}
+
+static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	struct tir_str out = {0};
+	struct blob_stats bs;
+	blob_store_stats(s->blobs, &bs);
+	tir_str_addf(&out, "# TYPE tir_requests_total counter\n");
+	pthread_mutex_lock(&s->mmu);
+	for (int i = 0; i < 600; i++)
+		if (s->by_status[i])
+			tir_str_addf(&out, "tir_requests_total{status=\"%d\"} %llu\n", i,
+				     (unsigned long long)s->by_status[i]);
+	tir_str_addf(&out,
+		     "# TYPE tir_requests_aborted_total counter\ntir_requests_aborted_total %llu\n"
+		     "# TYPE tir_bytes_in_total counter\ntir_bytes_in_total %llu\n"
+		     "# TYPE tir_bytes_out_total counter\ntir_bytes_out_total %llu\n"
+		     "# TYPE tir_kernel_seconds_total counter\ntir_kernel_seconds_total %.6f\n",
+		     (unsigned long long)s->aborted, (unsigned long long)s->bytes_in,
+		     (unsigned long long)s->bytes_out, s->kernel_s);
+	pthread_mutex_unlock(&s->mmu);
+	tir_str_addf(&out,
+		     "# TYPE tir_sessions gauge\ntir_sessions %zu\n"
+		     "# TYPE tir_sessions_created_total counter\ntir_sessions_created_total %llu\n"
+		     "# TYPE tir_blob_cache_hits_total counter\ntir_blob_cache_hits_total %llu\n"
+		     "# TYPE tir_blob_cache_misses_total counter\ntir_blob_cache_misses_total %llu\n"
+		     "# TYPE tir_blob_cache_bytes gauge\ntir_blob_cache_bytes %llu\n"
+		     "# TYPE tir_blob_cache_blobs gauge\ntir_blob_cache_blobs %llu\n"
+		     "# TYPE tir_blob_cache_evictions_total counter\ntir_blob_cache_evictions_total %llu\n"
+		     "# TYPE tir_graph_cache_hits_total counter\ntir_graph_cache_hits_total %llu\n"
+		     "# TYPE tir_graphs gauge\ntir_graphs %zu\n"
+		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n",
+		     session_store_count(s->sessions),
+		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)bs.hits,
+		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
+		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
+		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
+		     tir_mem_current());
+	if (out.oom) {
+		tir_str_free(&out);
+		return MHD_NO;
+	}
+	return reply(c, r, 200, "text/plain; version=0.0.4", out.s, out.n);
+}
+
+static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	char id[SESSION_ID_HEX + 1];
+	int rc = session_create(s->sessions, id);
+	if (rc == -1)
+		return reply_error(c, r, 503, "busy", NULL,
+				   "%d sessions are open, the most this server keeps (--max-sessions)",
+				   s->o.max_sessions);
+	if (rc)
+		return reply_error(c, r, 500, "internal", NULL, "cannot make a session (out of memory)");
+	return reply_json(c, r, 201, json_pack("{ss si}", "session", id, "ttl", s->o.session_ttl));
+}
+
+static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	if (!r->id_ok || !session_delete(s->sessions, r->id))
+		return reply_error(c, r, 404, "not_found", NULL, "no such session");
+	return reply(c, r, 204, NULL, NULL, 0);
+}
+
+/* ---- PUT /v1/blobs/SHA256 ---- */
+
+static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	struct upload *u = r->up;
+	char got[TIR_SHA_HEX + 1];
+	hash_join(u);
+	tir_sha256_final(u->sha, got);
+	u->sha = NULL;
+	if (strcmp(got, r->id))
+		return reply_error(c, r, 400, "bad_hash", NULL,
+				   "blob %s: the body hashes to %s; nothing was stored", r->id, got);
+	if (u->held || blob_touch(s->blobs, r->id))
+		return reply_json(c, r, 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
+	if (!u->status && r->in < (u->headlen ? u->headlen : 16))
+		upload_fault(u, 400, "tensor frame: %llu bytes, the header needs %zu", (unsigned long long)r->in,
+			     u->headlen ? u->headlen : (size_t)16);
+	if (u->status)
+		return reply_error(c, r, u->status, u->status == 400 ? "bad_request" : u->status == 413 ? "too_large" : "busy",
+				   NULL, "%s", u->msg);
+	int rc = blob_put(s->blobs, r->id, &u->t, r->in);
+	if (rc < 0)
+		return reply_error(c, r, 503, "busy", NULL, "no memory to keep the blob now");
+	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
+}
+
+/* ---- POST /v1/sessions/ID/run ---- */
+
+static int refuse_load(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
+		       int *rank, int64_t *shape, struct tir_err *err)
+{
+	return tir_errf(err, TIR_EUNSUPPORTED, NULL,
+			"load: a server reads no files; the client sends the data");
+}
+
+/* The error of a program's text: line, col and the rendering of tir run. */
+static json_t *err_json(const struct tir_err *e, const char *rendered)
+{
+	json_t *x = json_object();
+	if (e->loc.src) {
+		json_object_set_new(x, "line", json_integer(e->loc.line));
+		json_object_set_new(x, "col", json_integer(e->loc.col));
+	}
+	if (rendered)
+		json_object_set_new(x, "rendered", json_string(rendered));
+	return x;
+}
+
+/* What one run request asks, read from its JSON. */
+struct batch {
+	const char *graph;
+	const char *text;
+	size_t text_len;
+	size_t nin;
+	const char **in_name;          /* the batch's input names */
+	const char **in_blob;          /* a blob SHA, or NULL */
+	const char **in_key;           /* or a session value key */
+	size_t nkeep;
+	const char **keep_name, **keep_key;
+	size_t ndrop;
+	const char **drop;
+	bool fuse, explain, profile;
+};
+
+static void batch_free(struct batch *b)
+{
+	free(b->in_name);
+	free(b->in_blob);
+	free(b->in_key);
+	free(b->keep_name);
+	free(b->keep_key);
+	free(b->drop);
+}
+
+/* Read the request into b (strings borrowed from doc); 0, or an error
+ * message in msg and the status to answer. */
+static int read_batch(json_t *doc, struct batch *b, char *msg, size_t n)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(doc))
+		return snprintf(msg, n, "body: not a JSON object"), 400;
+	b->fuse = true;
+	json_object_foreach(doc, k, v) {
+		bool isbool = json_is_boolean(v);
+		if (!strcmp(k, "graph")) {
+			if (!json_is_string(v) || !tir_sha_valid(json_string_value(v)))
+				return snprintf(msg, n, "graph: not 64 lowercase hex digits (a SHA-256)"), 400;
+			b->graph = json_string_value(v);
+		} else if (!strcmp(k, "text")) {
+			if (!json_is_string(v))
+				return snprintf(msg, n, "text: not a string"), 400;
+			b->text = json_string_value(v);
+			b->text_len = json_string_length(v);
+			if (b->text_len > (size_t)TIR_MAX_SOURCE)
+				return snprintf(msg, n, "text: %zu bytes is over the limit of %lld", b->text_len,
+						(long long)TIR_MAX_SOURCE), 413;
+		} else if (!strcmp(k, "inputs")) {
+			if (!json_is_object(v))
+				return snprintf(msg, n, "inputs: not an object"), 400;
+			size_t m = json_object_size(v);
+			b->in_name = calloc(m + 1, sizeof *b->in_name);
+			b->in_blob = calloc(m + 1, sizeof *b->in_blob);
+			b->in_key = calloc(m + 1, sizeof *b->in_key);
+			if (!b->in_name || !b->in_blob || !b->in_key)
+				return snprintf(msg, n, "out of memory"), 500;
+			const char *name;
+			json_t *bind;
+			json_object_foreach(v, name, bind) {
+				json_t *blob = json_object_get(bind, "blob"), *val = json_object_get(bind, "value");
+				if (!json_is_object(bind) || json_object_size(bind) != 1 || (!blob && !val))
+					return snprintf(msg, n, "inputs.%.64s: not {\"blob\": SHA256} or {\"value\": KEY}",
+							name), 400;
+				if (blob && (!json_is_string(blob) || !tir_sha_valid(json_string_value(blob))))
+					return snprintf(msg, n, "inputs.%.64s.blob: not 64 lowercase hex digits", name), 400;
+				if (val && (!json_is_string(val) || !session_key_valid(json_string_value(val))))
+					return snprintf(msg, n, "inputs.%.64s.value: not a key (1-64 of A-Z a-z 0-9 _ . -)",
+							name), 400;
+				b->in_name[b->nin] = name;
+				b->in_blob[b->nin] = blob ? json_string_value(blob) : NULL;
+				b->in_key[b->nin++] = val ? json_string_value(val) : NULL;
+			}
+		} else if (!strcmp(k, "keep")) {
+			if (!json_is_object(v))
+				return snprintf(msg, n, "keep: not an object"), 400;
+			size_t m = json_object_size(v);
+			b->keep_name = calloc(m + 1, sizeof *b->keep_name);
+			b->keep_key = calloc(m + 1, sizeof *b->keep_key);
+			if (!b->keep_name || !b->keep_key)
+				return snprintf(msg, n, "out of memory"), 500;
+			const char *name;
+			json_t *key;
+			json_object_foreach(v, name, key) {
+				if (!json_is_string(key) || !session_key_valid(json_string_value(key)))
+					return snprintf(msg, n, "keep.%.64s: not a key (1-64 of A-Z a-z 0-9 _ . -)", name), 400;
+				b->keep_name[b->nkeep] = name;
+				b->keep_key[b->nkeep++] = json_string_value(key);
+			}
+		} else if (!strcmp(k, "drop")) {
+			if (!json_is_array(v))
+				return snprintf(msg, n, "drop: not an array"), 400;
+			b->drop = calloc(json_array_size(v) + 1, sizeof *b->drop);
+			if (!b->drop)
+				return snprintf(msg, n, "out of memory"), 500;
+			size_t i;
+			json_t *key;
+			json_array_foreach(v, i, key) {
+				if (!json_is_string(key) || !session_key_valid(json_string_value(key)))
+					return snprintf(msg, n, "drop[%zu]: not a key (1-64 of A-Z a-z 0-9 _ . -)", i), 400;
+				b->drop[b->ndrop++] = json_string_value(key);
+			}
+		} else if (!strcmp(k, "fuse") || !strcmp(k, "explain") || !strcmp(k, "profile")) {
+			if (!isbool)
+				return snprintf(msg, n, "%s: not true or false", k), 400;
+			bool on = json_is_true(v);
+			*(k[0] == 'f' ? &b->fuse : k[0] == 'e' ? &b->explain : &b->profile) = on;
+		} else {
+			return snprintf(msg, n, "body: unknown field '%.64s'", k), 400;
+		}
+	}
+	if (!b->graph)
+		return snprintf(msg, n, "graph: missing (the SHA-256 of the batch text)"), 400;
+	return 0;
+}
+
+/* The results body: header, metadata, one frame per value. */
+static unsigned char *results_body(const struct tir_exec *x, const char *meta, size_t *len)
+{
+	size_t nres = tir_exec_nresults(x), mlen = strlen(meta);
+	size_t total = TIR_RESULTS_HEAD + pad8(mlen);
+	for (size_t i = 0; i < nres; i++)
+		total += tir_frame_size(tir_exec_result(x, i));
+	unsigned char *p = malloc(total);
+	if (!p)
+		return NULL;
+	memcpy(p, TIR_RESULTS_MAGIC, 4);
+	tir_put_u32(p + 4, TIR_PROTOCOL);
+	tir_put_u32(p + 8, (uint32_t)nres);
+	tir_put_u32(p + 12, (uint32_t)mlen);
+	memcpy(p + TIR_RESULTS_HEAD, meta, mlen);
+	memset(p + TIR_RESULTS_HEAD + mlen, 0, pad8(mlen) - mlen);
+	size_t off = TIR_RESULTS_HEAD + pad8(mlen);
+	for (size_t i = 0; i < nres; i++) {
+		struct tir_err e = {0};
+		const struct tir_tensor *t = tir_exec_result(x, i);
+		if (tir_frame_encode(t, p + off, &e)) {
+			free(p);
+			return NULL;
+		}
+		off += tir_frame_size(t);
+	}
+	*len = total;
+	return p;
+}
+
+/* Everything a run holds until it answers. */
+struct run {
+	struct batch b;
+	json_t *doc;
+	struct session *ss;
+	struct graph *g;
+	struct tir_tensor *vals;       /* by input binding */
+	struct tir_tensor *kept;       /* by keep entry */
+};
+
+static void run_free(struct server *s, struct run *u)
+{
+	for (size_t i = 0; u->vals && i < u->b.nin; i++)
+		tir_tensor_release(&u->vals[i]);
+	for (size_t i = 0; u->kept && i < u->b.nkeep; i++)
+		tir_tensor_release(&u->kept[i]);
+	free(u->vals);
+	free(u->kept);
+	graph_unref(s->graphs, u->g);
+	session_unref(s->sessions, u->ss);
+	batch_free(&u->b);
+	json_decref(u->doc);
+}
+
+/* Under the compute mutex: bind, run, answer.  u->vals are handed to the exec. */
+static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struct req *r,
+			       struct run *u, bool graph_cached)
+{
+	struct tir_program *p = u->g->prog;
+	struct tir_exec *x = u->g->x;
+	struct batch *b = &u->b;
+	char msg[600];
+	struct tir_err err = {0};
+	/* every input of the text bound, every binding an input */
+	for (size_t i = 0; i < p->nstmts; i++) {
+		const struct tir_stmt *st = &p->stmts[i];
+		size_t j = 0;
+		while (st->kind == TIR_STMT_INPUT && j < b->nin && strcmp(b->in_name[j], st->name))
+			j++;
+		if (st->kind == TIR_STMT_INPUT && j == b->nin)
+			return reply_error(c, r, 400, "bad_request", NULL,
+					   "inputs: 'input %s' of the batch has no binding", st->name);
+	}
+	for (size_t j = 0; j < b->nin; j++) {
+		snprintf(msg, sizeof msg, "inputs.%.64s (%s %.64s)", b->in_name[j],
+			 b->in_blob[j] ? "blob" : "value", b->in_blob[j] ? b->in_blob[j] : b->in_key[j]);
+		if (tir_exec_set_input(x, b->in_name[j], &u->vals[j], msg, &err)) {
+			tir_exec_clear_inputs(x);
+			return reply_error(c, r, 400, "bad_request", NULL, "%s", err.msg);
+		}
+	}
+	for (size_t j = 0; j < b->nkeep; j++) {
+		const struct tir_binding *bd = tir_program_lookup(p, b->keep_name[j], strlen(b->keep_name[j]));
+		if (!bd || !bd->node) {
+			tir_exec_clear_inputs(x);
+			return reply_error(c, r, 400, "bad_request", NULL, "keep.%.64s: the batch has no such value",
+					   b->keep_name[j]);
+		}
+	}
+	tir_exec_set_fuse(x, b->fuse);
+	tir_exec_set_profile(x, b->profile);
+	if (tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err)) {
+		tir_exec_clear_inputs(x);
+		if (err.code == TIR_ENOMEM)
+			return reply_error(c, r, 500, "internal", NULL, "%s", err.msg);
+		char *rend = tir_err_render(&err);
+		enum MHD_Result ok = reply_error(c, r, 422, "runtime", err_json(&err, rend), "%s", err.msg);
+		free(rend);
+		return ok;
+	}
+	const struct tir_exec_stats *st = tir_exec_stats(x);
+	pthread_mutex_lock(&s->mmu);
+	s->kernel_s += st->run_ms / 1e3;
+	pthread_mutex_unlock(&s->mmu);
+	json_t *meta = json_pack("{sf sf sI si si sb sb}", "plan_ms", st->plan_ms, "run_ms", st->run_ms,
+				 "peak_bytes", (json_int_t)st->peak_bytes, "nops", st->nops, "nkernels",
+				 st->nkernels, "plan_cached", st->plan_cached, "graph_cached", graph_cached);
+	if (meta && b->explain)
+		json_object_set_new(meta, "explain", json_string(tir_exec_explain(x)));
+	if (meta && b->profile) {
+		char *prof = tir_exec_profile(x);
+		json_object_set_new(meta, "profile", json_string(prof ? prof : ""));
+		free(prof);
+	}
+	char *mtext = meta ? json_dumps(meta, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+	json_decref(meta);
+	size_t len = 0;
+	unsigned char *body = mtext ? results_body(x, mtext, &len) : NULL;
+	free(mtext);
+	for (size_t j = 0; body && j < b->nkeep; j++)
+		tir_tensor_ref(&u->kept[j], tir_exec_named(x, j));
+	tir_exec_clear_inputs(x); /* the memory a run used goes back now */
+	if (!body)
+		return reply_error(c, r, 500, "internal", NULL, "out of memory making the results");
+	if (session_update(s->sessions, u->ss, b->drop, b->ndrop, b->keep_key, u->kept, b->nkeep)) {
+		free(body);
+		return reply_error(c, r, 413, "too_large", NULL,
+				   "keep: a session keeps at most %d values", SESSION_MAX_VALUES);
+	}
+	return reply(c, r, 200, "application/x-tir-results", body, len);
+}
+
+static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	struct run u = {0};
+	char msg[600];
+	enum MHD_Result ok;
+	json_error_t jerr;
+	u.doc = json_loadb((const char *)r->body, r->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!u.doc)
+		return reply_error(c, r, 400, "bad_request", NULL, "body: not JSON: %s (byte %d)", jerr.text,
+				   jerr.position);
+	int st = read_batch(u.doc, &u.b, msg, sizeof msg);
+	if (st) {
+		ok = reply_error(c, r, st, st == 400 ? "bad_request" : st == 413 ? "too_large" : "internal",
+				 NULL, "%s", msg);
+		goto out;
+	}
+	if (u.b.text) {
+		char h[TIR_SHA_HEX + 1];
+		tir_sha256_hex(u.b.text, u.b.text_len, h);
+		if (strcmp(h, u.b.graph)) {
+			ok = reply_error(c, r, 400, "bad_hash", NULL,
+					 "text: hashes to %s, not to graph %s", h, u.b.graph);
+			goto out;
+		}
+	}
+	if (!r->id_ok || !(u.ss = session_get(s->sessions, r->id))) {
+		ok = reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
+		goto out;
+	}
+	bool graph_cached = true;
+	u.g = graph_get(s->graphs, u.b.graph);
+	if (!u.g && u.b.text) {
+		graph_cached = false;
+		struct tir_program *p = tir_program_new();
+		if (!p) {
+			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
+			goto out;
+		}
+		tir_program_set_loader(p, refuse_load, NULL);
+		if (tir_program_parse(p, "batch", u.b.text, u.b.text_len, 0)) {
+			struct tir_str all = {0};
+			for (int i = 0; i < tir_program_ndiags(p); i++) {
+				char *one = tir_err_render(tir_program_diag(p, i));
+				if (one)
+					tir_str_add(&all, one, strlen(one));
+				free(one);
+			}
+			const struct tir_err *e = tir_program_diag(p, 0);
+			ok = reply_error(c, r, 400, "program", err_json(e, all.s ? all.s : ""), "%s", e->msg);
+			tir_str_free(&all);
+			tir_program_free(p);
+			goto out;
+		}
+		u.g = graph_put(s->graphs, u.b.graph, p);
+		if (!u.g) {
+			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
+			goto out;
+		}
+	}
+	/* the values: what is missing is listed, an unknown key is an error */
+	u.vals = calloc(u.b.nin + 1, sizeof *u.vals);
+	u.kept = calloc(u.b.nkeep + 1, sizeof *u.kept);
+	json_t *missing = json_array();
+	if (!u.vals || !u.kept || !missing) {
+		json_decref(missing);
+		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < u.b.nin; i++) {
+		if (u.b.in_key[i] && !session_value(s->sessions, u.ss, u.b.in_key[i], &u.vals[i])) {
+			json_decref(missing);
+			ok = reply_error(c, r, 404, "not_found", NULL, "inputs.%.64s: this session has no value '%s'",
+					 u.b.in_name[i], u.b.in_key[i]);
+			goto out;
+		}
+		if (u.b.in_blob[i] && !blob_get(s->blobs, u.b.in_blob[i], &u.vals[i])) {
+			bool listed = false;
+			for (size_t j = 0; j < json_array_size(missing) && !listed; j++)
+				listed = !strcmp(json_string_value(json_array_get(missing, j)), u.b.in_blob[i]);
+			if (!listed)
+				json_array_append_new(missing, json_string(u.b.in_blob[i]));
+		}
+	}
+	if (!u.g || json_array_size(missing)) {
+		size_t nb = json_array_size(missing);
+		ok = reply_error(c, r, 409, "missing", json_pack("{sb so}", "graph", !u.g, "blobs", missing),
+				 "the server lacks %s%s%zu blob%s; send %s and ask again",
+				 u.g ? "" : "the batch text", u.g ? "" : " and ", nb, nb == 1 ? "" : "s",
+				 u.g && nb == 1 ? "it" : "them");
+		goto out;
+	}
+	json_decref(missing);
+	if (!session_fits(s->sessions, u.ss, u.b.drop, u.b.ndrop, u.b.keep_key, u.b.nkeep)) {
+		ok = reply_error(c, r, 413, "too_large", NULL, "keep: a session keeps at most %d values",
+				 SESSION_MAX_VALUES);
+		goto out;
+	}
+	atomic_fetch_add(&s->running, 1);
+	pthread_mutex_lock(&s->compute);
+	ok = compute(s, c, r, &u, graph_cached);
+	pthread_mutex_unlock(&s->compute);
+	atomic_fetch_sub(&s->running, 1);
+out:
+	run_free(s, &u);
+	return ok;
+}
+
+/* ---- the callbacks ---- */
+
+static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	if (r->over)
+		return reply_error(c, r, 413, "too_large", NULL, "body: over the limit of %llu bytes (--max-body)",
+				   (unsigned long long)s->o.max_body);
+	switch (r->route) {
+	case R_HEALTHZ: {
+		char *ok = strdup("ok");
+		return ok ? reply(c, r, 200, "text/plain", ok, 2) : MHD_NO;
+	}
+	case R_INFO: {
+		char *t = strdup(s->info);
+		return t ? reply(c, r, 200, "application/json", t, strlen(t)) : MHD_NO;
+	}
+	case R_METRICS:
+		return get_metrics(s, c, r);
+	case R_SESSIONS:
+		return post_session(s, c, r);
+	case R_SESSION:
+		return delete_session(s, c, r);
+	case R_BLOB:
+		return put_blob(s, c, r);
+	case R_RUN:
+		return post_run(s, c, r);
+	default:
+		return MHD_NO;
+	}
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_size, void **con_cls)
+{
+	struct server *s = cls;
+	struct req *r = *con_cls;
+	if (!r) {
+		r = calloc(1, sizeof *r);
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		r->t0 = now_ms();
+		snprintf(r->method, sizeof r->method, "%s", method);
+		return begin(s, c, r, url, method);
+	}
+	if (*upload_size) {
+		if (!r->status)
+			absorb(s, r, upload, *upload_size);
+		else
+			r->in += *upload_size;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (r->status) /* answered when the headers came */
+		return MHD_YES;
+	return finish(s, c, r);
+}
+
+static void done(void *cls, struct MHD_Connection *c, void **con_cls,
+		 enum MHD_RequestTerminationCode toe)
+{
+	struct server *s = cls;
+	struct req *r = *con_cls;
+	if (!r)
+		return;
+	*con_cls = NULL;
+	bool sent = r->status && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+	pthread_mutex_lock(&s->mmu);
+	if (sent && r->status < 600)
+		s->by_status[r->status]++;
+	else
+		s->aborted++;
+	s->bytes_in += r->in;
+	s->bytes_out += sent ? r->out : 0;
+	pthread_mutex_unlock(&s->mmu);
+	atomic_fetch_add(&s->activity, 1);
+	if (s->o.log) {
+		static const char *const why[] = {
+			[MHD_REQUEST_TERMINATED_WITH_ERROR] = "an error",
+			[MHD_REQUEST_TERMINATED_TIMEOUT_REACHED] = "a timeout",
+			[MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN] = "the server stopping",
+			[MHD_REQUEST_TERMINATED_READ_ERROR] = "a read error",
+			[MHD_REQUEST_TERMINATED_CLIENT_ABORT] = "the client going away",
+		};
+		char line[320], st[8];
+		snprintf(st, sizeof st, "%d", r->status);
+		int n = snprintf(line, sizeof line, "%s %s %s %llu %llu %.2fms", r->method, r->path,
+				 r->status ? st : "-", (unsigned long long)r->in,
+				 (unsigned long long)(sent ? r->out : 0), now_ms() - r->t0);
+		if (!sent && (unsigned)toe < sizeof why / sizeof *why && why[toe] && n > 0 &&
+		    (size_t)n < sizeof line)
+			snprintf(line + n, sizeof line - (size_t)n, " (cut short by %s)", why[toe]);
+		s->o.log(s->o.log_ud, line);
+	}
+	upload_free(r->up);
+	free(r->body);
+	free(r);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct server *s = cls;
+	char line[512];
+	int n = snprintf(line, sizeof line, "microhttpd: ");
+	vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	size_t len = strlen(line);
+	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		line[--len] = 0;
+	if (s->o.log)
+		s->o.log(s->o.log_ud, line);
+}
+
+/* ---- starting and stopping ---- */
+
+/* A listening socket on host:port; its port in *bound. */
+static int listen_on(const char *host, int port, int *family, int *bound, struct tir_err *err)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res = NULL;
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	int gai = getaddrinfo(host, ps, &hints, &res);
+	if (gai)
+		return tir_errf(err, TIR_ENET, NULL, "cannot listen on %s: %s", host, gai_strerror(gai));
+	int fd = -1, e = 0;
+	for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+		if (fd < 0) {
+			e = errno;
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, a->ai_addr, a->ai_addrlen) || listen(fd, 511)) {
+			e = errno;
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		*family = a->ai_family;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return tir_errf(err, TIR_ENET, NULL, "cannot listen on %s port %d: %s", host, port,
+				strerror(e));
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						: ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+static void server_free(struct server *s)
+{
+	blob_store_free(s->blobs);
+	graph_store_free(s->graphs);
+	session_store_free(s->sessions);
+	free(s->info);
+	pthread_mutex_destroy(&s->compute);
+	pthread_mutex_destroy(&s->mmu);
+	free(s);
+}
 
 int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err)
 {
-	return tir_errf(err, TIR_EUNSUPPORTED, NULL, "tir serve is not supported yet");
+	struct server *s = calloc(1, sizeof *s);
+	if (!s)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	s->o = *o;
+	if (!s->o.host)
+		s->o.host = "127.0.0.1";
+	if (!s->o.max_body)
+		s->o.max_body = DEFAULT_MAX_BODY;
+	if (s->o.max_sessions <= 0)
+		s->o.max_sessions = DEFAULT_MAX_SESSIONS;
+	if (s->o.session_ttl <= 0)
+		s->o.session_ttl = DEFAULT_TTL;
+	if (!s->o.blob_cache)
+		s->o.blob_cache = DEFAULT_BLOB_CACHE;
+	if (s->o.token)
+		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
+	pthread_mutex_init(&s->compute, NULL);
+	pthread_mutex_init(&s->mmu, NULL);
+	tir_set_threads(s->o.threads);
+	s->blobs = blob_store_new(s->o.blob_cache);
+	s->graphs = graph_store_new(MAX_GRAPHS);
+	s->sessions = session_store_new(s->o.max_sessions, s->o.session_ttl);
+	s->info = make_info(s);
+	if (!s->blobs || !s->graphs || !s->sessions || !s->info) {
+		server_free(s);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	int family = AF_INET, port = 0;
+	int fd = listen_on(s->o.host, s->o.port, &family, &port, err);
+	if (fd < 0) {
+		server_free(s);
+		return fd;
+	}
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+			 (family == AF_INET6 ? MHD_USE_IPv6 : 0);
+	struct MHD_Daemon *d = MHD_start_daemon(
+		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_END);
+	if (!d) {
+		close(fd);
+		server_free(s);
+		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP server (libmicrohttpd)");
+	}
+	if (o->bound_port)
+		*o->bound_port = port;
+	if (o->listening)
+		o->listening(o->log_ud, port);
+	/* until told to stop: expire idle sessions, and once the server is
+	 * idle give back the memory the last requests used */
+	uint64_t seen = 0, trimmed = 0;
+	double idle_since = now_ms(), swept = now_ms();
+	while (!*stop) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		double now = now_ms();
+		uint64_t act = atomic_load(&s->activity);
+		if (act != seen) {
+			seen = act;
+			idle_since = now;
+		}
+		if (now - swept > 1000) {
+			session_sweep(s->sessions);
+			swept = now;
+		}
+		if (seen != trimmed && now - idle_since > 500 && !atomic_load(&s->running)) {
+			tir_release_caches();
+			malloc_trim(0);
+			trimmed = seen;
+		}
+	}
+	MHD_stop_daemon(d); /* waits for the requests under way */
+	server_free(s);
+	return 0;
 }

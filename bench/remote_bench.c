@@ -1,0 +1,320 @@
+/*
+ * remote_bench.c — the client's figures against a running `tir serve`
+ * (bench/remote.sh starts one on loopback):
+ *
+ *   round trip   one realization of a one-op batch whose graph and input
+ *                the server holds (one POST, one binary reply), through
+ *                tir_exec_run; and a bare GET /healthz on a kept-alive
+ *                connection, the transport alone
+ *   upload       a 256 MiB f32 tensor the server lacks: the PUT of its
+ *                frame alone (the server hashes it as it arrives), and a
+ *                whole run that needs it (hashing here, the 409, the PUT,
+ *                the run)
+ *   mlp          samples/mlp.tir run in this process, here and remote
+ *                (graph cached on the server), medians and their ratio
+ *
+ *     remote_bench HOST:PORT [--runs N] [--mlp FILE] [--only rt|up|put|mlp]
+ *
+ * --only put: the PUTs alone (bench/remote.sh points it at a sink that
+ * reads and drops, to see the client's side of an upload by itself).
+ *
+ * Prints "key value" lines for bench/remote.sh.  Not a test.
+ */
+#include "exec/exec.h"
+#include "net/batch.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void die(const char *what, const struct tir_err *e)
+{
+	fprintf(stderr, "remote_bench: %s: %s\n", what, e ? e->msg : "failed");
+	exit(1);
+}
+
+static struct tir_program *parse(const char *name, const char *src)
+{
+	struct tir_program *p = tir_program_new();
+	if (tir_program_parse(p, name, src, strlen(src), 0))
+		die(name, tir_program_diag(p, 0));
+	return p;
+}
+
+static size_t discard(char *d, size_t size, size_t n, void *ud)
+{
+	return size * n;
+}
+
+/* the one-op batch, and GET /healthz on one connection */
+static void round_trip(struct tir_remote *r, const char *addr, int runs)
+{
+	struct tir_program *p = parse("rt.tir", "input x: f32[16]\nprint neg(x)\n");
+	struct tir_exec *x = tir_exec_new(p);
+	struct tir_err err = {0};
+	struct tir_tensor t = {0};
+	int64_t shape[1] = {16};
+	tir_tensor_alloc(&t, TIR_DTYPE_F32, 1, shape, true, &err);
+	if (tir_exec_set_input(x, "x", &t, "bench", &err))
+		die("input", &err);
+	tir_exec_set_remote(x, r);
+	double *ms = calloc((size_t)runs, sizeof *ms);
+	for (int i = 0; i < 20; i++)
+		if (tir_exec_run(x, 0, NULL, 0, &err))
+			die("run", &err);
+	int trips = 0;
+	for (int i = 0; i < runs; i++) {
+		double t0 = now_ms();
+		if (tir_exec_run(x, 0, NULL, 0, &err))
+			die("run", &err);
+		ms[i] = now_ms() - t0;
+		trips += tir_remote_stats(r)->round_trips;
+	}
+	printf("rt_runs %d\n", runs);
+	printf("rt_round_trips_per_run %.2f\n", (double)trips / runs);
+	printf("rt_bytes_up %llu\n", (unsigned long long)tir_remote_stats(r)->bytes_up);
+	printf("rt_bytes_down %llu\n", (unsigned long long)tir_remote_stats(r)->bytes_down);
+	double med = median(ms, runs);
+	printf("rt_min_us %.1f\n", ms[0] * 1e3);
+	printf("rt_median_us %.1f\n", med * 1e3);
+	printf("rt_p90_us %.1f\n", ms[runs * 9 / 10] * 1e3);
+	tir_exec_free(x);
+	tir_program_free(p);
+
+	CURL *c = curl_easy_init();
+	char url[300];
+	snprintf(url, sizeof url, "http://%s/healthz", addr);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	for (int i = 0; i < runs + 20; i++) {
+		double t0 = now_ms();
+		if (curl_easy_perform(c) != CURLE_OK)
+			die("GET /healthz", NULL);
+		if (i >= 20)
+			ms[i - 20] = now_ms() - t0;
+	}
+	printf("healthz_median_us %.1f\n", median(ms, runs) * 1e3);
+	curl_easy_cleanup(c);
+	free(ms);
+}
+
+/* a frame read in pieces, as lib/net/client.c sends a blob */
+struct upload {
+	const char *d;
+	size_t n, off;
+};
+
+static size_t on_read(char *b, size_t size, size_t n, void *ud)
+{
+	struct upload *u = ud;
+	size_t k = size * n;
+	if (k > u->n - u->off)
+		k = u->n - u->off;
+	memcpy(b, u->d + u->off, k);
+	u->off += k;
+	return k;
+}
+
+/* 256 MiB of f32 whose first element is k: a blob the server lacks */
+static void fill(struct tir_tensor *t, float k)
+{
+	float *d = tir_tensor_data(t);
+	d[0] = k;
+}
+
+static void upload(struct tir_remote *r, const char *addr, int runs, bool put_only)
+{
+	const int64_t n = INT64_C(1) << 26; /* 64 Mi floats = 256 MiB */
+	struct tir_err err = {0};
+	struct tir_tensor t = {0};
+	if (tir_tensor_alloc(&t, TIR_DTYPE_F32, 1, &n, false, &err))
+		die("alloc", &err);
+	float *d = tir_tensor_data(&t);
+	for (int64_t i = 0; i < n; i++)
+		d[i] = (float)(i % 1000) * 0.001f;
+	size_t fsz = tir_frame_size(&t);
+	void *frame = malloc(fsz);
+	double *put = calloc((size_t)runs, sizeof *put), *whole = calloc((size_t)runs, sizeof *whole);
+	double *hash = calloc((size_t)runs, sizeof *hash);
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+	h = curl_slist_append(h, "Content-Type: application/octet-stream");
+	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+	curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+	for (int i = 0; i < runs; i++) {
+		fill(&t, (float)(1e6 + i));
+		tir_frame_encode(&t, frame, &err);
+		char name[TIR_SHA_HEX + 1], url[400];
+		double t0 = now_ms();
+		tir_blob_name(&t, name, &err);
+		hash[i] = now_ms() - t0;
+		snprintf(url, sizeof url, "http://%s/v1/blobs/%s", addr, name);
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		struct upload u = {frame, fsz, 0};
+		curl_easy_setopt(c, CURLOPT_READDATA, &u);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)fsz);
+		t0 = now_ms();
+		if (curl_easy_perform(c) != CURLE_OK)
+			die("PUT", NULL);
+		put[i] = now_ms() - t0;
+		long st = 0;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+		if (st != 201)
+			die("PUT: not 201", NULL);
+	}
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(frame);
+	double gib = (double)fsz / (1 << 30), gb = (double)fsz / 1e9;
+	double mp = median(put, runs), mh = median(hash, runs);
+	printf("up_bytes %zu\n", fsz);
+	printf("up_runs %d\n", runs);
+	printf("up_hash_ms %.1f\n", mh);
+	printf("up_hash_gbps %.2f\n", gb / (mh / 1e3));
+	printf("up_put_ms %.1f\n", mp);
+	printf("up_put_gbps %.2f\n", gb / (mp / 1e3));
+	printf("up_put_gibps %.2f\n", gib / (mp / 1e3));
+	free(put);
+	free(hash);
+	if (put_only) {
+		tir_tensor_release(&t);
+		free(whole);
+		return;
+	}
+
+	/* a whole run that needs a new 256 MiB input */
+	struct tir_program *p = parse("up.tir", "input x: f32[67108864]\nprint slice(x, axis=0, stop=2)\n");
+	struct tir_exec *x = tir_exec_new(p);
+	tir_exec_set_remote(x, r);
+	for (int i = 0; i < runs; i++) {
+		/* a fresh value each time (an input's buffer is never written
+		 * once given: the client names a buffer it has seen by its hash) */
+		struct tir_tensor v = {0};
+		if (tir_tensor_convert(&t, TIR_DTYPE_F32, &v, &err))
+			die("copy", &err);
+		fill(&v, (float)(2e6 + i));
+		if (tir_exec_set_input(x, "x", &v, "bench", &err))
+			die("input", &err);
+		double t0 = now_ms();
+		if (tir_exec_run(x, 0, NULL, 0, &err))
+			die("run", &err);
+		whole[i] = now_ms() - t0;
+		if (tir_remote_stats(r)->blobs_sent != 1)
+			die("the run did not send its blob", NULL);
+	}
+	double mw = median(whole, runs);
+	printf("up_run_ms %.1f\n", mw);
+	printf("up_run_gbps %.2f\n", gb / (mw / 1e3));
+	tir_exec_free(x);
+	tir_program_free(p);
+	tir_tensor_release(&t);
+	free(whole);
+}
+
+static double run_once(struct tir_exec *x)
+{
+	struct tir_err err = {0};
+	double t0 = now_ms();
+	if (tir_exec_run(x, 0, NULL, 0, &err))
+		die("mlp", &err);
+	return now_ms() - t0;
+}
+
+static void mlp(struct tir_remote *r, const char *path, int runs)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die(path, NULL);
+	static char src[1 << 16];
+	size_t n = fread(src, 1, sizeof src - 1, f);
+	fclose(f);
+	src[n] = 0;
+	struct tir_program *p = parse(path, src);
+	struct tir_exec *x = tir_exec_new(p);
+	double *l = calloc((size_t)runs, sizeof *l), *m = calloc((size_t)runs, sizeof *m);
+	double *q = calloc((size_t)runs, sizeof *q);
+	/* local and remote runs alternate, so that both see the same load;
+	 * the ratio is the median of each pair's */
+	for (int i = -3; i < runs; i++) {
+		tir_exec_set_remote(x, NULL);
+		double a = run_once(x);
+		tir_exec_set_remote(x, r);
+		double b = run_once(x);
+		if (i < 0)
+			continue;
+		l[i] = a;
+		m[i] = b;
+		q[i] = b / a;
+	}
+	printf("mlp_runs %d\n", runs);
+	printf("mlp_local_ms %.3f\n", median(l, runs));
+	printf("mlp_remote_ms %.3f\n", median(m, runs));
+	printf("mlp_ratio %.3f\n", median(q, runs));
+	printf("mlp_remote_net_ms %.3f\n", tir_remote_stats(r)->net_ms);
+	free(l);
+	free(m);
+	free(q);
+	tir_exec_free(x);
+	tir_program_free(p);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: remote_bench HOST:PORT [--runs N] [--mlp FILE] [--only rt|up|put|mlp]\n");
+		return 2;
+	}
+	const char *addr = argv[1], *mlp_path = "samples/mlp.tir", *only = NULL;
+	int runs = 1000;
+	for (int i = 2; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--runs"))
+			runs = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--mlp"))
+			mlp_path = argv[i + 1];
+		else if (!strcmp(argv[i], "--only"))
+			only = argv[i + 1];
+	}
+	if (runs < 10)
+		runs = 10;
+	struct tir_err err = {0};
+	struct tir_remote *r = tir_remote_open(addr, getenv("TIR_TOKEN"), &err);
+	if (!r)
+		die(addr, &err);
+	if (!only || !strcmp(only, "rt"))
+		round_trip(r, addr, runs);
+	if (!only || !strcmp(only, "up") || !strcmp(only, "put"))
+		upload(r, addr, 5, only && !strcmp(only, "put"));
+	if (!only || !strcmp(only, "mlp"))
+		mlp(r, mlp_path, runs / 10 > 11 ? runs / 10 : 11);
+	tir_remote_close(r);
+	tir_release_caches();
+	return 0;
+}

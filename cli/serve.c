@@ -1,0 +1,184 @@
+/*
+ * serve.c — `tir serve`: reads the flags, logs one line per request on
+ * stderr, and stops cleanly on SIGINT or SIGTERM.  The server itself is
+ * tir_serve (lib/net/server.c); docs/protocol.md is what it speaks.
+ */
+#include "cli.h"
+#include "net/net.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cli_serve_help =
+	"usage: tir serve [options]\n"
+	"\n"
+	"Runs batches for `tir run --remote HOST:PORT` and the REPL's .remote over\n"
+	"HTTP (docs/protocol.md).  One line per request on stderr; SIGINT or SIGTERM\n"
+	"stops it.\n"
+	"\n"
+	"  --host ADDR          address to listen on (default 127.0.0.1)\n"
+	"  --port N             port (default 6667; 0: any free port, printed at start)\n"
+	"  --token T            requests need `Authorization: Bearer T` (default: the\n"
+	"                       TIR_TOKEN environment variable; none when unset)\n"
+	"  --max-body BYTES     largest request body (default 1G)\n"
+	"  --max-sessions N     sessions open at once (default 64)\n"
+	"  --session-ttl SECS   a session idle this long is deleted (default 600)\n"
+	"  --blob-cache BYTES   tensors kept for clients, least recently used evicted\n"
+	"                       past this (default 1G)\n"
+	"  --threads N          threads for the engine (default: one per processor)\n"
+	"\n"
+	"BYTES may end in K, M or G (powers of 1024).\n";
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void log_line(void *ud, const char *line)
+{
+	/* one write per line: threads log at once */
+	flockfile(stderr);
+	fputs(line, stderr);
+	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+static const char *host_shown;
+
+static void on_listening(void *ud, int port)
+{
+	bool v6 = strchr(host_shown, ':') != NULL;
+	fprintf(stderr, "tir serve: listening on http://%s%s%s:%d (protocol %d)\n", v6 ? "[" : "",
+		host_shown, v6 ? "]" : "", port, TIR_PROTOCOL);
+}
+
+/* A count with an optional K, M or G suffix into *v, within [lo, hi]. */
+static bool parse_num(const char *s, uint64_t lo, uint64_t hi, bool suffix, uint64_t *v)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	unsigned long long n = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	int shift = 0;
+	if (suffix && *end) {
+		const char *u = "KMG";
+		const char *at = strchr(u, *end == 'k' || *end == 'm' || *end == 'g' ? *end - 32 : *end);
+		if (!at || !*at)
+			return false;
+		shift = 10 * (int)(at - u + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+	}
+	if (*end || (shift && n > (UINT64_MAX >> shift)))
+		return false;
+	*v = (uint64_t)n << shift;
+	return *v >= lo && *v <= hi;
+}
+
+int cli_serve(int argc, char **argv)
+{
+	struct tir_serve_opts o = {.host = "127.0.0.1", .port = 6667, .max_body = 1ull << 30,
+				   .max_sessions = 64, .session_ttl = 600, .blob_cache = 1ull << 30};
+	const char *token = getenv("TIR_TOKEN");
+	if (token && !*token)
+		token = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(cli_serve_help, stdout);
+			return EXIT_OK;
+		}
+		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
+						    "--max-sessions", "--session-ttl", "--blob-cache",
+						    "--threads"};
+		int f = -1;
+		const char *val = NULL;
+		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
+			size_t n = strlen(flags[k]);
+			if (!strncmp(a, flags[k], n) && (a[n] == 0 || a[n] == '=')) {
+				f = k;
+				val = a[n] == '=' ? a + n + 1 : NULL;
+			}
+		}
+		if (f < 0) {
+			fprintf(stderr, "tir serve: unknown option '%s' (tir help serve)\n", a);
+			return EXIT_USAGE;
+		}
+		if (!val) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "tir serve: %s needs a value (tir help serve)\n", a);
+				return EXIT_USAGE;
+			}
+			val = argv[++i];
+		}
+		uint64_t v = 0;
+		bool ok = true;
+		switch (f) {
+		case 0:
+			o.host = val;
+			ok = *val != 0;
+			break;
+		case 1:
+			ok = parse_num(val, 0, 65535, false, &v);
+			o.port = (int)v;
+			break;
+		case 2:
+			token = val;
+			ok = *val != 0;
+			break;
+		case 3:
+			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_body);
+			break;
+		case 4:
+			ok = parse_num(val, 1, 1000000, false, &v);
+			o.max_sessions = (int)v;
+			break;
+		case 5:
+			ok = parse_num(val, 1, 100000000, false, &v);
+			o.session_ttl = (int)v;
+			break;
+		case 6:
+			ok = parse_num(val, 1, UINT64_MAX, true, &o.blob_cache);
+			break;
+		case 7:
+			ok = parse_num(val, 0, 256, false, &v);
+			o.threads = (int)v;
+			break;
+		}
+		if (!ok) {
+			fprintf(stderr, "tir serve: %s: bad value '%s' (tir help serve)\n", flags[f], val);
+			return EXIT_USAGE;
+		}
+	}
+	o.token = token;
+	o.log = log_line;
+	o.listening = on_listening;
+	host_shown = o.host;
+
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct tir_err err = {0};
+	if (tir_serve(&o, &stop, &err)) {
+		fprintf(stderr, "tir serve: %s\n", err.msg);
+		return EXIT_PROGRAM;
+	}
+	fprintf(stderr, "tir serve: stopped\n");
+	return EXIT_OK;
+}

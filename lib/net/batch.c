@@ -1,0 +1,339 @@
+/*
+ * batch.c — what a client sends for one realization: the ops the targets
+ * need as canonical text, numbered so that the same computation on the
+ * same shapes is the same text (and the same hash, which the server caches
+ * it by) whatever the user named things; the values it starts from as
+ * blobs named by their SHA-256.  The server never reads a file: `load` and
+ * inputs are read here, and each of them is an `input` of the text.
+ */
+#include "batch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum role {
+	R_NONE,     /* not needed */
+	R_SCALAR,   /* a weak scalar: written inline where it is read */
+	R_HELD,     /* the session holds it: an input bound to a key */
+	R_BLOB,     /* an input, a load, a tensor literal: an input bound to a blob */
+	R_OP        /* a line of its own */
+};
+
+void tir_batch_key(uint32_t id, char key[24])
+{
+	snprintf(key, 24, "v%u", id);
+}
+
+size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head)
+{
+	memcpy(head, TIR_FRAME_MAGIC, 4);
+	head[4] = (unsigned char)t->dtype;
+	head[5] = (unsigned char)t->rank;
+	head[6] = head[7] = 0;
+	tir_put_u64(head + 8, (uint64_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype));
+	for (int i = 0; i < t->rank; i++)
+		tir_put_u64(head + 16 + 8 * i, (uint64_t)t->shape[i]);
+	return 16 + 8 * (size_t)t->rank;
+}
+
+int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct tir_err *err)
+{
+	struct tir_tensor c = {0};
+	const struct tir_tensor *d = t;
+	if (!tir_tensor_is_contiguous(t)) {
+		if (tir_tensor_convert(t, t->dtype, &c, err))
+			return -TIR_ENOMEM;
+		d = &c;
+	}
+	struct tir_sha256 *h = tir_sha256_new();
+	if (!h) {
+		tir_tensor_release(&c);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	/* the frame's bytes in three pieces: header, data, padding */
+	unsigned char head[TIR_FRAME_HEAD_MAX];
+	size_t data = (size_t)tir_tensor_numel(d) * tir_dtype_size(d->dtype);
+	tir_sha256_update(h, head, tir_frame_head(d, head));
+	if (data)
+		tir_sha256_update(h, tir_tensor_data(d), data);
+	static const unsigned char zero[8];
+	tir_sha256_update(h, zero, (8 - data % 8) % 8);
+	tir_sha256_final(h, out);
+	tir_tensor_release(&c);
+	return 0;
+}
+
+bool tir_batch_keepable(const struct tir_program *p, const struct tir_node *n)
+{
+	return n->op != TIR_OP_INPUT && !(n->op == TIR_OP_CONST && n->type.weak) &&
+	       tir_node_current_name(p, n);
+}
+
+static void render_scalar(const struct tir_node *n, struct tir_str *out)
+{
+	if (n->type.dtype == TIR_DTYPE_BOOL)
+		tir_str_addf(out, "%s", n->ival ? "true" : "false");
+	else if (n->type.dtype == TIR_DTYPE_I32 || n->type.dtype == TIR_DTYPE_I64)
+		tir_str_addf(out, "%lld", (long long)n->ival);
+	else
+		tir_render_float(n->fval, out);
+}
+
+/* The operand callback's context (tir_render_call's callback takes none). */
+static _Thread_local const uint32_t *tnum_tls;
+
+static void operand(const struct tir_program *p, const struct tir_node *n, struct tir_str *out)
+{
+	(void)p;
+	if (n->op == TIR_OP_CONST && n->type.weak)
+		render_scalar(n, out);
+	else
+		tir_str_addf(out, "t%u", tnum_tls[n->id]);
+}
+
+/* The value a blob leaf starts from, as a local run would read it. */
+static int leaf_value(const struct tir_exec *x, const struct tir_node *n, struct tir_tensor *v,
+		      struct tir_err *err)
+{
+	if (n->op == TIR_OP_INPUT) {
+		const struct tir_tensor *t = tir_exec_input_value(x, n->id);
+		if (!t)
+			return tir_errf(err, TIR_EDATA, &n->loc,
+					"input '%s' has no value; give it with --input %s=FILE.npy", n->input_name,
+					n->input_name);
+		tir_tensor_ref(v, t);
+		return 0;
+	}
+	if (n->op == TIR_OP_CONST) {
+		int rc = tir_tensor_alloc(v, (enum tir_dtype)n->type.dtype, n->type.rank, n->type.shape, false, err);
+		size_t bytes = (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
+		if (!rc && bytes)
+			memcpy(tir_tensor_data(v), n->data, bytes);
+		return rc;
+	}
+	/* load: the file's errors as eval_node in lib/exec/run.c gives them */
+	int rc = tir_file_load(n->attr[0].s, n->attr[1].set ? n->attr[1].s : NULL, v, err);
+	if (!rc) {
+		bool ok = v->dtype == n->type.dtype && v->rank == n->type.rank;
+		for (int i = 0; ok && i < v->rank; i++)
+			ok = v->shape[i] == n->type.shape[i];
+		if (!ok) {
+			tir_tensor_release(v);
+			rc = tir_errf(err, TIR_EDATA, NULL, "%s changed since the program was checked", n->attr[0].s);
+		}
+	}
+	if (rc) {
+		if (!err->loc.src)
+			err->loc = n->loc;
+		if (strncmp(err->msg, "load", 4)) {
+			char msg[sizeof err->msg];
+			size_t m = strnlen(err->msg, sizeof msg - 7);
+			memcpy(msg, "load: ", 6);
+			memcpy(msg + 6, err->msg, m);
+			msg[6 + m] = 0;
+			memcpy(err->msg, msg, sizeof msg);
+		}
+	}
+	return rc;
+}
+
+static int add_line(struct tir_batch *b, size_t *cap, const struct tir_node *n)
+{
+	if (tir_grow((void **)&b->line_node, cap, b->nlines + 1, sizeof *b->line_node))
+		return -1;
+	b->line_node[b->nlines++] = n;
+	return 0;
+}
+
+void tir_batch_memo_free(struct tir_batch_memo *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		tir_tensor_release(&m->e[i].value);
+	free(m->e);
+	memset(m, 0, sizeof *m);
+}
+
+/* The same view of the same buffer. */
+static bool same_value(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (a->buf != b->buf || a->dtype != b->dtype || a->rank != b->rank || a->offset != b->offset)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+			return false;
+	return true;
+}
+
+/* The blob name of input node n's value v, from memo when it is there. */
+static int input_name(const struct tir_node *n, const struct tir_tensor *v, struct tir_batch_memo *memo,
+		      char out[TIR_SHA_HEX + 1], struct tir_err *err)
+{
+	struct tir_batch_memo_entry *e = memo && n->id < memo->n ? &memo->e[n->id] : NULL;
+	if (e && e->value.buf && same_value(&e->value, v)) {
+		memcpy(out, e->name, TIR_SHA_HEX + 1);
+		return 0;
+	}
+	int rc = tir_blob_name(v, out, err);
+	if (rc || !memo)
+		return rc;
+	size_t old = memo->n;
+	if (!e && tir_grow((void **)&memo->e, &memo->n, (size_t)n->id + 1, sizeof *memo->e))
+		return 0; /* no room: hashed again next time */
+	memset(memo->e + old, 0, (memo->n - old) * sizeof *memo->e);
+	e = &memo->e[n->id];
+	tir_tensor_release(&e->value);
+	tir_tensor_ref(&e->value, v);
+	memcpy(e->name, out, TIR_SHA_HEX + 1);
+	return 0;
+}
+
+int tir_batch_memo_name(struct tir_batch_memo *memo, const struct tir_node *n, const struct tir_tensor *v,
+			char out[TIR_SHA_HEX + 1], struct tir_err *err)
+{
+	return input_name(n, v, memo, out, err);
+}
+
+int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
+		    size_t ntargets, const bool *held, size_t nheld, struct tir_batch_memo *memo,
+		    struct tir_err *err)
+{
+	const struct tir_program *p = tir_exec_program(x);
+	size_t nn = p->nnodes;
+	memset(b, 0, sizeof *b);
+	unsigned char *role = calloc(nn + 1, 1);
+	bool *target = calloc(nn + 1, sizeof *target);
+	uint32_t *tnum = malloc((nn + 1) * sizeof *tnum);
+	struct tir_str text = {0};
+	size_t caplines = 0;
+	int rc = 0;
+	if (!role || !target || !tnum)
+		goto oom;
+	/* what the targets need, from the last node back: a leaf stops the walk */
+	for (size_t i = 0; i < ntargets; i++)
+		target[targets[i]->id] = true;
+	for (size_t i = nn; i-- > 0;) {
+		const struct tir_node *n = p->nodes[i];
+		if (!target[i] && !role[i])
+			continue;
+		if (n->op == TIR_OP_CONST && n->type.weak) {
+			role[i] = target[i] ? R_OP : R_SCALAR;
+			continue;
+		}
+		if (held && i < nheld && held[i]) {
+			role[i] = R_HELD;
+			continue;
+		}
+		if (n->op == TIR_OP_INPUT || n->op == TIR_OP_LOAD || n->op == TIR_OP_CONST) {
+			role[i] = R_BLOB;
+			continue;
+		}
+		role[i] = R_OP;
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && !role[n->in[k]->id])
+				role[n->in[k]->id] = R_SCALAR; /* needed; settled when the walk gets there */
+	}
+	/* numbers in order of appearance: the inputs first, then the lines */
+	uint32_t next = 0;
+	for (size_t i = 0; i < nn; i++) {
+		tnum[i] = UINT32_MAX;
+		if (role[i] == R_HELD || role[i] == R_BLOB)
+			tnum[i] = next++;
+	}
+	b->ninputs = next;
+	for (size_t i = 0; i < nn; i++)
+		if (role[i] == R_OP)
+			tnum[i] = next++;
+	b->nvars = next;
+	b->inputs = calloc(b->ninputs + 1, sizeof *b->inputs);
+	b->var_node = calloc(b->nvars + 1, sizeof *b->var_node);
+	b->keep = calloc(b->nvars + 1, sizeof *b->keep);
+	if (!b->inputs || !b->var_node || !b->keep)
+		goto oom;
+	for (size_t i = 0; i < nn; i++)
+		if (tnum[i] != UINT32_MAX)
+			b->var_node[tnum[i]] = p->nodes[i];
+
+	char tb[TIR_TYPE_STRLEN];
+	bool keeping = tir_exec_keeping(x);
+	for (size_t i = 0; i < nn; i++) {
+		if (role[i] != R_HELD && role[i] != R_BLOB)
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		struct tir_batch_input *in = &b->inputs[tnum[i]];
+		in->t = tnum[i];
+		in->node = n;
+		if (role[i] == R_HELD) {
+			tir_batch_key(n->id, in->key);
+		} else {
+			if ((rc = leaf_value(x, n, &in->value, err)))
+				goto fail;
+			rc = n->op == TIR_OP_INPUT ? input_name(n, &in->value, memo, in->blob, err)
+						   : tir_blob_name(&in->value, in->blob, err);
+			if (rc)
+				goto fail;
+			if (keeping && tir_batch_keepable(p, n))
+				b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};
+		}
+		tir_str_addf(&text, "input t%u: %s\n", tnum[i], tir_type_str(&n->type, tb, sizeof tb));
+		if (add_line(b, &caplines, n))
+			goto oom;
+	}
+	tnum_tls = tnum;
+	for (size_t i = 0; i < nn; i++) {
+		if (role[i] != R_OP)
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		tir_str_addf(&text, "t%u: %s = ", tnum[i], tir_type_str(&n->type, tb, sizeof tb));
+		if (n->op == TIR_OP_CONST)
+			render_scalar(n, &text);
+		else
+			tir_render_call(p, n, operand, &text);
+		tir_str_add(&text, "\n", 1);
+		if (keeping && tir_batch_keepable(p, n))
+			b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};
+		if (add_line(b, &caplines, n))
+			goto oom;
+	}
+	tnum_tls = NULL;
+	tir_str_add(&text, "print ", 6);
+	for (size_t i = 0; i < ntargets; i++)
+		tir_str_addf(&text, "%st%u", i ? ", " : "", tnum[targets[i]->id]);
+	tir_str_add(&text, "\n", 1);
+	if (text.oom || add_line(b, &caplines, NULL))
+		goto oom;
+	b->text = text.s;
+	b->len = text.n;
+	tir_sha256_hex(b->text, b->len, b->graph);
+	free(role);
+	free(target);
+	free(tnum);
+	return 0;
+oom:
+	rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+fail:
+	tnum_tls = NULL;
+	tir_str_free(&text);
+	free(role);
+	free(target);
+	free(tnum);
+	tir_batch_free(b);
+	return rc;
+}
+
+void tir_batch_free(struct tir_batch *b)
+{
+	for (size_t i = 0; b->inputs && i < b->ninputs; i++)
+		tir_tensor_release(&b->inputs[i].value);
+	free(b->inputs);
+	free(b->keep);
+	free(b->line_node);
+	free(b->var_node);
+	free(b->text);
+	memset(b, 0, sizeof *b);
+}
+
+const struct tir_node *tir_batch_line_node(const struct tir_batch *b, long line)
+{
+	return line >= 1 && (size_t)line <= b->nlines ? b->line_node[line - 1] : NULL;
+}

@@ -1,0 +1,699 @@
+/*
+ * store.c — the server's blobs, graphs and sessions (store.h).  Each store
+ * is a chained hash table under one mutex; blobs and graphs also keep a
+ * least-recently-used order.  Heavy frees (a big tensor, a program and its
+ * exec) happen after the mutex is let go.
+ */
+#include "store.h"
+
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- a string-keyed intrusive hash table and an LRU list ---- */
+
+struct hlink {
+	struct hlink *next;
+	const char *key;
+	uint64_t h;
+};
+
+struct htab {
+	struct hlink **b;
+	size_t nb, n;
+};
+
+#define CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return h;
+}
+
+static struct hlink *ht_find(const struct htab *t, const char *key)
+{
+	if (!t->nb)
+		return NULL;
+	uint64_t h = hash_str(key);
+	for (struct hlink *l = t->b[h & (t->nb - 1)]; l; l = l->next)
+		if (l->h == h && !strcmp(l->key, key))
+			return l;
+	return NULL;
+}
+
+/* l->key set; returns 0 or -1 (out of memory: not inserted). */
+static int ht_insert(struct htab *t, struct hlink *l)
+{
+	if (t->n + 1 > t->nb) {
+		size_t nb = t->nb ? t->nb * 2 : 16;
+		struct hlink **b = calloc(nb, sizeof *b);
+		if (!b)
+			return -1;
+		for (size_t i = 0; i < t->nb; i++)
+			for (struct hlink *e = t->b[i], *next; e; e = next) {
+				next = e->next;
+				e->next = b[e->h & (nb - 1)];
+				b[e->h & (nb - 1)] = e;
+			}
+		free(t->b);
+		t->b = b;
+		t->nb = nb;
+	}
+	l->h = hash_str(l->key);
+	l->next = t->b[l->h & (t->nb - 1)];
+	t->b[l->h & (t->nb - 1)] = l;
+	t->n++;
+	return 0;
+}
+
+static void ht_remove(struct htab *t, struct hlink *l)
+{
+	for (struct hlink **pp = &t->b[l->h & (t->nb - 1)]; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			t->n--;
+			return;
+		}
+}
+
+struct lru {
+	struct lru *prev, *next;
+};
+
+static void lru_init(struct lru *h)
+{
+	h->prev = h->next = h;
+}
+
+static void lru_unlink(struct lru *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	e->prev = e->next = e;
+}
+
+static void lru_front(struct lru *h, struct lru *e)
+{
+	if (e->next != e)
+		lru_unlink(e);
+	e->next = h->next;
+	e->prev = h;
+	h->next->prev = e;
+	h->next = e;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- blobs ---- */
+
+struct blob {
+	struct hlink h;
+	struct lru l;
+	char sha[TIR_SHA_HEX + 1];
+	struct tir_tensor t;
+	uint64_t bytes;
+};
+
+struct blob_store {
+	pthread_mutex_t mu;
+	struct htab tab;
+	struct lru order;              /* most recently used first */
+	uint64_t cap, bytes;
+	struct blob_stats st;
+};
+
+struct blob_store *blob_store_new(uint64_t cap_bytes)
+{
+	struct blob_store *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	lru_init(&s->order);
+	s->cap = cap_bytes;
+	return s;
+}
+
+static void blob_free(struct blob *b)
+{
+	tir_tensor_release(&b->t);
+	free(b);
+}
+
+void blob_store_free(struct blob_store *s)
+{
+	if (!s)
+		return;
+	while (s->order.next != &s->order) {
+		struct blob *b = CONTAINER(s->order.next, struct blob, l);
+		lru_unlink(&b->l);
+		blob_free(b);
+	}
+	free(s->tab.b);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+bool blob_get(struct blob_store *s, const char *sha, struct tir_tensor *t)
+{
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&s->tab, sha);
+	if (l) {
+		struct blob *b = CONTAINER(l, struct blob, h);
+		lru_front(&s->order, &b->l);
+		tir_tensor_ref(t, &b->t);
+		s->st.hits++;
+	} else {
+		s->st.misses++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return l != NULL;
+}
+
+bool blob_touch(struct blob_store *s, const char *sha)
+{
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&s->tab, sha);
+	if (l)
+		lru_front(&s->order, &CONTAINER(l, struct blob, h)->l);
+	pthread_mutex_unlock(&s->mu);
+	return l != NULL;
+}
+
+int blob_put(struct blob_store *s, const char *sha, struct tir_tensor *t, uint64_t bytes)
+{
+	struct blob *b = calloc(1, sizeof *b);
+	if (!b) {
+		tir_tensor_release(t);
+		return -1;
+	}
+	memcpy(b->sha, sha, TIR_SHA_HEX + 1);
+	b->h.key = b->sha;
+	b->t = *t;
+	memset(t, 0, sizeof *t);
+	b->bytes = bytes;
+	lru_init(&b->l);
+	struct lru gone;               /* evicted, freed after the unlock */
+	lru_init(&gone);
+	int rc;
+	pthread_mutex_lock(&s->mu);
+	if (ht_find(&s->tab, sha)) {
+		lru_front(&s->order, &CONTAINER(ht_find(&s->tab, sha), struct blob, h)->l);
+		rc = 0;
+	} else if (ht_insert(&s->tab, &b->h)) {
+		rc = -1;
+	} else {
+		lru_front(&s->order, &b->l);
+		s->bytes += bytes;
+		s->st.count++;
+		b = NULL;
+		rc = 1;
+		/* the oldest go first; the one just stored stays (the server
+		 * refuses a blob over the whole budget before it gets here) */
+		while (s->bytes > s->cap && s->order.prev != s->order.next) {
+			struct blob *v = CONTAINER(s->order.prev, struct blob, l);
+			lru_unlink(&v->l);
+			ht_remove(&s->tab, &v->h);
+			s->bytes -= v->bytes;
+			s->st.count--;
+			s->st.evictions++;
+			lru_front(&gone, &v->l);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (b)
+		blob_free(b);
+	while (gone.next != &gone) {
+		struct blob *v = CONTAINER(gone.next, struct blob, l);
+		lru_unlink(&v->l);
+		blob_free(v); /* a running batch holds its own reference */
+	}
+	return rc;
+}
+
+void blob_store_stats(struct blob_store *s, struct blob_stats *st)
+{
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	st->bytes = s->bytes;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- graphs ---- */
+
+struct graph_store {
+	pthread_mutex_t mu;
+	struct graph **b;              /* hash chains (graph.next), power of two */
+	size_t nb, n;
+	int max;
+	uint64_t clock, hits;
+};
+
+static size_t graph_bucket(const struct graph_store *s, const char *sha)
+{
+	return (size_t)(hash_str(sha) & (s->nb - 1));
+}
+
+struct graph_store *graph_store_new(int max_graphs)
+{
+	struct graph_store *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->nb = 512;
+	s->b = calloc(s->nb, sizeof *s->b);
+	if (!s->b) {
+		free(s);
+		return NULL;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	s->max = max_graphs;
+	return s;
+}
+
+static void graph_free(struct graph *g)
+{
+	tir_exec_free(g->x);
+	tir_program_free(g->prog);
+	free(g);
+}
+
+void graph_store_free(struct graph_store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nb; i++)
+		for (struct graph *g = s->b[i], *next; g; g = next) {
+			next = g->next;
+			graph_free(g);
+		}
+	free(s->b);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+struct graph *graph_get(struct graph_store *s, const char *sha)
+{
+	pthread_mutex_lock(&s->mu);
+	struct graph *g = s->b[graph_bucket(s, sha)];
+	while (g && strcmp(g->sha, sha))
+		g = g->next;
+	if (g) {
+		g->refs++;
+		g->used = ++s->clock;
+		s->hits++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return g;
+}
+
+struct graph *graph_put(struct graph_store *s, const char *sha, struct tir_program *p)
+{
+	struct graph *g = calloc(1, sizeof *g);
+	if (g)
+		g->x = tir_exec_new(p);
+	if (!g || !g->x) {
+		free(g);
+		tir_program_free(p);
+		return NULL;
+	}
+	memcpy(g->sha, sha, TIR_SHA_HEX + 1);
+	g->prog = p;
+	struct graph *victim = NULL, *dup = NULL;
+	pthread_mutex_lock(&s->mu);
+	size_t k = graph_bucket(s, sha);
+	for (dup = s->b[k]; dup && strcmp(dup->sha, sha);)
+		dup = dup->next;
+	if (dup) {
+		dup->refs++;
+		dup->used = ++s->clock;
+	} else {
+		/* past the bound, the least recently used graph no run holds */
+		if (s->n >= (size_t)s->max) {
+			struct graph **vp = NULL;
+			for (size_t i = 0; i < s->nb; i++)
+				for (struct graph **pp = &s->b[i]; *pp; pp = &(*pp)->next)
+					if (!(*pp)->refs && (!vp || (*pp)->used < (*vp)->used))
+						vp = pp;
+			if (vp) {
+				victim = *vp;
+				*vp = victim->next;
+				s->n--;
+			}
+		}
+		g->refs = 1;
+		g->used = ++s->clock;
+		g->next = s->b[k];
+		s->b[k] = g;
+		s->n++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (victim)
+		graph_free(victim);
+	if (dup) {
+		graph_free(g);
+		return dup;
+	}
+	return g;
+}
+
+void graph_unref(struct graph_store *s, struct graph *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&s->mu);
+	g->refs--;
+	pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t graph_store_hits(struct graph_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t h = s->hits;
+	pthread_mutex_unlock(&s->mu);
+	return h;
+}
+
+size_t graph_store_count(struct graph_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	size_t n = s->n;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+/* ---- sessions ---- */
+
+struct sval {
+	struct hlink h;
+	char key[SESSION_KEY_MAX + 1];
+	struct tir_tensor t;
+};
+
+struct session {
+	struct hlink h;
+	char id[SESSION_ID_HEX + 1];
+	double last;                   /* monotonic seconds of the last request */
+	int refs;                      /* requests under way */
+	bool dead;                     /* deleted or expired: freed at the last unref */
+	struct htab vals;
+};
+
+struct session_store {
+	pthread_mutex_t mu;
+	struct htab tab;
+	int max, ttl;
+	uint64_t created;
+};
+
+struct session_store *session_store_new(int max_sessions, int ttl_seconds)
+{
+	struct session_store *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	s->max = max_sessions;
+	s->ttl = ttl_seconds;
+	return s;
+}
+
+static void session_free(struct session *ss)
+{
+	for (size_t i = 0; i < ss->vals.nb; i++)
+		for (struct hlink *l = ss->vals.b[i], *next; l; l = next) {
+			next = l->next;
+			struct sval *v = CONTAINER(l, struct sval, h);
+			tir_tensor_release(&v->t);
+			free(v);
+		}
+	free(ss->vals.b);
+	free(ss);
+}
+
+void session_store_free(struct session_store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->tab.nb; i++)
+		for (struct hlink *l = s->tab.b[i], *next; l; l = next) {
+			next = l->next;
+			session_free(CONTAINER(l, struct session, h));
+		}
+	free(s->tab.b);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+/* Unlink expired sessions onto *gone (s->mu held). */
+static void sweep_locked(struct session_store *s, struct session **gone)
+{
+	double now = now_s();
+	for (size_t i = 0; i < s->tab.nb; i++)
+		for (struct hlink **pp = &s->tab.b[i]; *pp;) {
+			struct session *ss = CONTAINER(*pp, struct session, h);
+			if (!ss->refs && now - ss->last > s->ttl) {
+				*pp = ss->h.next;
+				s->tab.n--;
+				ss->dead = true;
+				ss->h.next = *gone ? &(*gone)->h : NULL; /* a list of the gone */
+				*gone = ss;
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
+}
+
+static void free_gone(struct session *gone)
+{
+	while (gone) {
+		struct session *next = gone->h.next ? CONTAINER(gone->h.next, struct session, h) : NULL;
+		session_free(gone);
+		gone = next;
+	}
+}
+
+void session_sweep(struct session_store *s)
+{
+	struct session *gone = NULL;
+	pthread_mutex_lock(&s->mu);
+	sweep_locked(s, &gone);
+	pthread_mutex_unlock(&s->mu);
+	free_gone(gone);
+}
+
+int session_create(struct session_store *s, char id[SESSION_ID_HEX + 1])
+{
+	unsigned char r[16];
+	if (RAND_bytes(r, sizeof r) != 1)
+		return -2;
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 16; i++) {
+		id[2 * i] = digits[r[i] >> 4];
+		id[2 * i + 1] = digits[r[i] & 15];
+	}
+	id[SESSION_ID_HEX] = 0;
+	struct session *ss = calloc(1, sizeof *ss);
+	if (!ss)
+		return -2;
+	memcpy(ss->id, id, sizeof ss->id);
+	ss->h.key = ss->id;
+	ss->last = now_s();
+	struct session *gone = NULL;
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	sweep_locked(s, &gone);
+	if (s->tab.n >= (size_t)s->max)
+		rc = -1;
+	else if (ht_find(&s->tab, id) || ht_insert(&s->tab, &ss->h))
+		rc = -2; /* a collision of 128 random bits is not going to happen */
+	else
+		s->created++;
+	pthread_mutex_unlock(&s->mu);
+	free_gone(gone);
+	if (rc)
+		free(ss);
+	return rc;
+}
+
+struct session *session_get(struct session_store *s, const char *id)
+{
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&s->tab, id);
+	struct session *ss = l ? CONTAINER(l, struct session, h) : NULL;
+	/* an idle session past its TTL is gone even before a sweep sees it */
+	if (ss && !ss->refs && now_s() - ss->last > s->ttl) {
+		ht_remove(&s->tab, &ss->h);
+		session_free(ss);
+		ss = NULL;
+	}
+	if (ss) {
+		ss->refs++;
+		ss->last = now_s();
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ss;
+}
+
+void session_unref(struct session_store *s, struct session *ss)
+{
+	if (!ss)
+		return;
+	pthread_mutex_lock(&s->mu);
+	bool last = --ss->refs == 0 && ss->dead;
+	ss->last = now_s();
+	pthread_mutex_unlock(&s->mu);
+	if (last)
+		session_free(ss);
+}
+
+bool session_delete(struct session_store *s, const char *id)
+{
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&s->tab, id);
+	struct session *ss = l ? CONTAINER(l, struct session, h) : NULL;
+	bool now = false;
+	if (ss) {
+		ht_remove(&s->tab, &ss->h);
+		ss->dead = true;
+		now = ss->refs == 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (now)
+		session_free(ss);
+	return ss != NULL;
+}
+
+bool session_value(struct session_store *s, struct session *ss, const char *key,
+		   struct tir_tensor *t)
+{
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&ss->vals, key);
+	if (l)
+		tir_tensor_ref(t, &CONTAINER(l, struct sval, h)->t);
+	pthread_mutex_unlock(&s->mu);
+	return l != NULL;
+}
+
+/* The count after the update (s->mu held). */
+static size_t count_after(struct session *ss, const char *const *drop, size_t ndrop,
+			  const char *const *keys, size_t nkeep)
+{
+	size_t n = ss->vals.n;
+	for (size_t i = 0; i < ndrop; i++) {
+		bool seen = false; /* a key dropped twice counts once */
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(drop[i], drop[j]);
+		if (!seen && ht_find(&ss->vals, drop[i]))
+			n--;
+	}
+	for (size_t i = 0; i < nkeep; i++) {
+		bool held = false;
+		for (size_t j = 0; j < ndrop && !held; j++)
+			held = !strcmp(keys[i], drop[j]);
+		held = held ? false : ht_find(&ss->vals, keys[i]) != NULL;
+		for (size_t j = 0; j < i && !held; j++)
+			held = !strcmp(keys[i], keys[j]);
+		n += !held;
+	}
+	return n;
+}
+
+bool session_fits(struct session_store *s, struct session *ss, const char *const *drop,
+		  size_t ndrop, const char *const *keys, size_t nkeep)
+{
+	pthread_mutex_lock(&s->mu);
+	bool ok = count_after(ss, drop, ndrop, keys, nkeep) <= SESSION_MAX_VALUES;
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+int session_update(struct session_store *s, struct session *ss, const char *const *drop,
+		   size_t ndrop, const char *const *keys, const struct tir_tensor *vals, size_t nkeep)
+{
+	/* new entries are made first, so that running out of memory changes nothing */
+	struct sval **fresh = calloc(nkeep + 1, sizeof *fresh);
+	bool oom = !fresh;
+	for (size_t i = 0; i < nkeep && !oom; i++) {
+		fresh[i] = calloc(1, sizeof **fresh);
+		oom = !fresh[i];
+		if (fresh[i]) {
+			snprintf(fresh[i]->key, sizeof fresh[i]->key, "%s", keys[i]);
+			fresh[i]->h.key = fresh[i]->key;
+			tir_tensor_ref(&fresh[i]->t, &vals[i]);
+		}
+	}
+	struct sval *gone = NULL;      /* chained through h.next, freed after the unlock */
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (oom || count_after(ss, drop, ndrop, keys, nkeep) > SESSION_MAX_VALUES) {
+		rc = -1;
+	} else if (!ss->dead) {
+		for (size_t i = 0; i < ndrop + nkeep; i++) {
+			const char *k = i < ndrop ? drop[i] : keys[i - ndrop];
+			struct hlink *l = ht_find(&ss->vals, k);
+			if (l) {
+				ht_remove(&ss->vals, l);
+				l->next = gone ? &gone->h : NULL;
+				gone = CONTAINER(l, struct sval, h);
+			}
+			/* the table grows by doubling: an insert fails only
+			 * when growing does, and then the value is dropped */
+			if (i >= ndrop && ht_insert(&ss->vals, &fresh[i - ndrop]->h))
+				rc = -1;
+			else if (i >= ndrop)
+				fresh[i - ndrop] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; fresh && i < nkeep; i++)
+		if (fresh[i]) {
+			tir_tensor_release(&fresh[i]->t);
+			free(fresh[i]);
+		}
+	free(fresh);
+	while (gone) {
+		struct sval *next = gone->h.next ? CONTAINER(gone->h.next, struct sval, h) : NULL;
+		tir_tensor_release(&gone->t);
+		free(gone);
+		gone = next;
+	}
+	return rc;
+}
+
+size_t session_store_count(struct session_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	size_t n = s->tab.n;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+uint64_t session_store_created(struct session_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t n = s->created;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+bool session_key_valid(const char *key)
+{
+	size_t n = 0;
+	for (; key[n]; n++) {
+		char c = key[n];
+		if (n >= SESSION_KEY_MAX || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+					      (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return n > 0;
+}

@@ -1,0 +1,110 @@
+/*
+ * store.h — what `tir serve` keeps between requests (store.c), shared by
+ * the server's threads, each store under its own mutex:
+ *
+ *   blobs     SHA-256 -> decoded tensor, least recently used evicted past
+ *             a byte budget; shared by all sessions
+ *   graphs    SHA-256 of a batch text -> its parsed program and a tir_exec
+ *             (with the exec's plan cache); bounded in count
+ *   sessions  random 128-bit id -> values kept under client-chosen keys;
+ *             idle ones expire
+ *
+ * Whatever a request takes out of a store is a new reference (a tensor
+ * reference, or a counted graph or session), so that an eviction, an
+ * expiry or a DELETE under way never frees what a running batch uses.
+ */
+#ifndef TIR_NET_STORE_H
+#define TIR_NET_STORE_H
+
+#include "net.h"
+
+/* ---- blobs ---- */
+
+struct blob_store;
+struct blob_stats {
+	uint64_t hits, misses, evictions;
+	uint64_t bytes, count;
+};
+
+/* returns: new, free with blob_store_free; NULL when out of memory. */
+struct blob_store *blob_store_new(uint64_t cap_bytes);
+void blob_store_free(struct blob_store *s);
+/* A new reference to blob sha's tensor in *t (and the blob becomes the
+ * most recently used); false when it is not held.  Counts a hit or a miss. */
+bool blob_get(struct blob_store *s, const char *sha, struct tir_tensor *t);
+/* Whether sha is held (counts nothing, touches it). */
+bool blob_touch(struct blob_store *s, const char *sha);
+/* Keep t under sha (takes t's reference; t is left empty), then evict
+ * least recently used blobs past the budget.  returns 1 when stored, 0
+ * when sha was held already (t released), -1 when out of memory. */
+int blob_put(struct blob_store *s, const char *sha, struct tir_tensor *t, uint64_t bytes);
+void blob_store_stats(struct blob_store *s, struct blob_stats *st);
+
+/* ---- graphs ---- */
+
+struct graph {
+	char sha[TIR_SHA_HEX + 1];
+	struct tir_program *prog;
+	struct tir_exec *x;            /* used under the server's compute mutex only */
+	/* store.c's: */
+	int refs;
+	uint64_t used;
+	struct graph *next;            /* hash chain */
+};
+struct graph_store;
+
+struct graph_store *graph_store_new(int max_graphs);
+void graph_store_free(struct graph_store *s);
+/* The graph named sha with a reference (release with graph_unref), or NULL. */
+struct graph *graph_get(struct graph_store *s, const char *sha);
+/* Keep a parsed program under sha (takes p; it gets an exec) and return
+ * it with a reference; when another request stored sha meanwhile, p is
+ * freed and that one is returned.  NULL when out of memory (p freed). */
+struct graph *graph_put(struct graph_store *s, const char *sha, struct tir_program *p);
+void graph_unref(struct graph_store *s, struct graph *g);
+uint64_t graph_store_hits(struct graph_store *s);
+size_t graph_store_count(struct graph_store *s);
+
+/* ---- sessions ---- */
+
+#define SESSION_ID_HEX 32
+#define SESSION_MAX_VALUES 4096
+#define SESSION_KEY_MAX 64
+
+struct session;
+struct session_store;
+
+struct session_store *session_store_new(int max_sessions, int ttl_seconds);
+void session_store_free(struct session_store *s);
+/* Make a session; its id (32 hex digits of 128 random bits) in id.
+ * returns 0; -1 when max_sessions are open after expiring idle ones;
+ * -2 when out of memory or without randomness. */
+int session_create(struct session_store *s, char id[SESSION_ID_HEX + 1]);
+/* The live session id, touched, with a reference (session_unref), or NULL. */
+struct session *session_get(struct session_store *s, const char *id);
+void session_unref(struct session_store *s, struct session *ss);
+/* Delete session id now (a run under way finishes on its own reference).
+ * returns false when there is no such session. */
+bool session_delete(struct session_store *s, const char *id);
+/* Expire sessions idle past the TTL. */
+void session_sweep(struct session_store *s);
+/* A new reference to the value kept under key in *t; false when none. */
+bool session_value(struct session_store *s, struct session *ss, const char *key,
+		   struct tir_tensor *t);
+/* Whether, after forgetting drop[0..ndrop) and adding the keys
+ * keys[0..nkeep) (replacing any they hold), the session keeps at most
+ * SESSION_MAX_VALUES values. */
+bool session_fits(struct session_store *s, struct session *ss, const char *const *drop,
+		  size_t ndrop, const char *const *keys, size_t nkeep);
+/* Forget drop[0..ndrop), then keep vals[i] under keys[i] (new references
+ * are taken; vals are left as they are).  A deleted or expired session
+ * takes nothing.  returns 0, or -1 (out of memory, or over the value
+ * limit: nothing changed). */
+int session_update(struct session_store *s, struct session *ss, const char *const *drop,
+		   size_t ndrop, const char *const *keys, const struct tir_tensor *vals, size_t nkeep);
+size_t session_store_count(struct session_store *s);
+uint64_t session_store_created(struct session_store *s);
+/* Whether key is 1..64 bytes of [A-Za-z0-9_.-]. */
+bool session_key_valid(const char *key);
+
+#endif

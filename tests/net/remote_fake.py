@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""remote_fake.py MODE — a fake `tir serve` for the client's error tests
+(tests/suites/remote.sh).  Listens on 127.0.0.1 on a free port, prints the
+port on the first line of stdout, and serves until killed:
+
+  silent    accepts and reads, never answers (the client's TIR_TIMEOUT)
+  proto2    answers everything, speaking Tir-Protocol 2
+  noproto   answers everything, with no Tir-Protocol header (not tir)
+  garbage   protocol 1, a session, then a run reply that is not a results body
+  short     protocol 1, a session, then a run reply cut short (Content-Length lies)
+  badframe  protocol 1, a session, then a results body whose frame is malformed
+  sink      protocol 1, takes any PUT as fast as it can and answers 201 (for
+            bench/remote.sh: the client's upload speed with no server work)
+"""
+import json
+import socket
+import struct
+import sys
+import threading
+
+MODE = sys.argv[1]
+SESSION = "0123456789abcdef0123456789abcdef"
+
+
+def read_request(conn, buf):
+    """One request (head and body) from conn; returns (head, body, rest) or None."""
+    while b"\r\n\r\n" not in buf:
+        d = conn.recv(65536)
+        if not d:
+            return None
+        buf += d
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    n = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            n = int(v.strip())
+    while len(rest) < n:
+        d = conn.recv(65536)
+        if not d:
+            return None
+        rest += d
+    return head, rest[:n], rest[n:]
+
+
+def sink(conn):
+    """PUTs read into one buffer, nothing kept: the client's upload alone."""
+    buf = bytearray(1 << 22)
+    view = memoryview(buf)
+    while True:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = conn.recv(4096)
+            if not d:
+                return
+            head += d
+        head, rest = head.split(b"\r\n\r\n", 1)
+        n = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v.strip())
+        n -= len(rest)
+        while n > 0:
+            got = conn.recv_into(view, min(n, len(buf)))
+            if not got:
+                return
+            n -= got
+        reply(conn, 201, b"")
+
+
+def reply(conn, status, body, proto=b"1", length=None, ctype=b"application/json"):
+    h = b"HTTP/1.1 %d X\r\n" % status
+    if proto is not None:
+        h += b"Tir-Protocol: " + proto + b"\r\n"
+    h += b"Content-Type: " + ctype + b"\r\n"
+    h += b"Content-Length: %d\r\n\r\n" % (len(body) if length is None else length)
+    conn.sendall(h + body)
+
+
+def results_with_bad_frame():
+    meta = b"{}"
+    head = b"TIRR" + struct.pack("<III", 1, 1, len(meta)) + meta + b"\0" * 6
+    frame = b"TIRT" + bytes([3, 1, 0, 0]) + struct.pack("<Q", 8) + struct.pack("<q", 3) + b"\0" * 8
+    return head + frame  # 8 data bytes for 3 f32: malformed
+
+
+def serve(conn):
+    buf = b""
+    try:
+        if MODE == "sink":
+            sink(conn)
+            return
+        while True:
+            if MODE == "silent":
+                if not conn.recv(65536):
+                    return
+                continue
+            req = read_request(conn, buf)
+            if req is None:
+                return
+            head, body, buf = req
+            line = head.split(b"\r\n")[0]
+            method, path = line.split(b" ")[:2]
+            if MODE == "proto2":
+                reply(conn, 201, b'{"session": "%s", "ttl": 600}' % SESSION.encode(), proto=b"2")
+            elif MODE == "noproto":
+                reply(conn, 200, b"<html>hello</html>", proto=None, ctype=b"text/html")
+            elif method == b"POST" and path == b"/v1/sessions":
+                reply(conn, 201, json.dumps({"session": SESSION, "ttl": 600}).encode())
+            elif method == b"DELETE":
+                reply(conn, 204, b"")
+            elif MODE == "garbage":
+                reply(conn, 200, b"this is not a results body", ctype=b"application/x-tir-results")
+            elif MODE == "short":
+                reply(conn, 200, b"TIRR\1\0\0\0", length=4096, ctype=b"application/x-tir-results")
+                return
+            elif MODE == "badframe":
+                reply(conn, 200, results_with_bad_frame(), ctype=b"application/x-tir-results")
+            else:
+                reply(conn, 404, b'{"error": {"status": 404, "code": "not_found", "message": "?"}}')
+    except OSError:
+        pass
+    finally:
+        if MODE != "silent":
+            conn.close()
+
+
+def main():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    print(s.getsockname()[1], flush=True)
+    held = []
+    while True:
+        conn, _ = s.accept()
+        held.append(conn)  # silent: never closed while the fake lives
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()

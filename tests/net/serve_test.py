@@ -1,0 +1,989 @@
+#!/usr/bin/python3
+"""tests/net/serve_test.py TIR [--quick] — `tir serve` against
+docs/protocol.md, with servers this script starts on free loopback ports
+and stops.  It checks every endpoint and the doc's curl examples, each error
+row of the protocol table, malformed and truncated JSON and frames, a wrong
+hash (nothing stored), the token (401 without or with a wrong one), bodies
+over --max-body (413, and the server goes on), a client that goes away in
+the middle of an upload, sessions (isolated, DELETE, TTL expiry), LRU
+eviction of blobs past --blob-cache, the request log, exit statuses (a port
+taken, bad flags, SIGTERM and SIGINT stop with 0), and a load test: 64
+concurrent clients x 50 batches, each result checked against NumPy, none
+lost, and the server's resident memory back near its baseline afterwards.
+
+Prints one "ok NAME" or "FAIL NAME: WHY" line per check, then "N passed, M
+failed".  Standard library (http.client, socket) and NumPy only: Debian's
+/usr/bin/python3.  --quick skips the load test."""
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+TIR = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/tir"
+QUICK = "--quick" in sys.argv
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEADLINE = time.monotonic() + 170  # the whole script; tests/run.sh allows more
+
+passed = 0
+failed = 0
+ALL_LINES = []  # every server's stderr, checked for sanitizer reports at the end
+# AddressSanitizer's quarantine keeps up to 256 MiB of freed memory resident
+ASAN = os.path.exists(TIR) and b"__asan_init" in open(TIR, "rb").read()
+RSS_SLACK_KIB = 256 * 1024 if ASAN else 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+    sys.stdout.flush()
+    return ok
+
+
+# ---- the wire formats (docs/protocol.md) ----
+
+DTYPES = [np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64),
+          np.dtype(np.float32), np.dtype(np.float64)]
+
+
+def frame(a):
+    a = np.asarray(a, order="C")  # (ascontiguousarray makes a scalar 1-d)
+    data = a.tobytes()
+    head = b"TIRT" + struct.pack("<BBHQ", DTYPES.index(a.dtype), a.ndim, 0, len(data))
+    head += b"".join(struct.pack("<q", d) for d in a.shape)
+    return head + data + b"\0" * (-len(data) % 8)
+
+
+def unframe(buf, off):
+    assert buf[off:off + 4] == b"TIRT", "no TIRT"
+    dt, rank, _, nbytes = struct.unpack_from("<BBHQ", buf, off + 4)
+    shape = struct.unpack_from("<%dq" % rank, buf, off + 16)
+    start = off + 16 + 8 * rank
+    a = np.frombuffer(buf[start:start + nbytes], dtype=DTYPES[dt]).reshape(shape)
+    return a, start + nbytes + (-nbytes % 8)
+
+
+def results(body):
+    """(metadata, [arrays]) of a results body."""
+    assert body[:4] == b"TIRR", "no TIRR"
+    proto, count, mlen = struct.unpack_from("<III", body, 4)
+    assert proto == 1
+    meta = json.loads(body[16:16 + mlen])
+    off = 16 + mlen + (-mlen % 8)
+    vals = []
+    for _ in range(count):
+        a, off = unframe(body, off)
+        vals.append(a)
+    assert off == len(body), "bytes after the last frame"
+    return meta, vals
+
+
+def sha(b):
+    return hashlib.sha256(b if isinstance(b, bytes) else b.encode()).hexdigest()
+
+
+# ---- servers ----
+
+class Server:
+    """`tir serve --port 0 ARGS`: its port, its log lines, and how it ended."""
+
+    def __init__(self, *args, env=None):
+        e = dict(os.environ)
+        e.pop("TIR_TOKEN", None)
+        e.update(env or {})
+        self.proc = subprocess.Popen([TIR, "serve", "--port", "0", *args], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e)
+        self.lines = []
+        ALL_LINES.append(self.lines)
+        self.port = None
+        self.first = None
+        ready = threading.Event()
+
+        def drain():
+            for raw in self.proc.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self.lines.append(line)
+                m = re.match(r"tir serve: listening on http://[^ ]+:(\d+) \(protocol 1\)$", line)
+                if m and not self.port:
+                    self.first = line
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        self.thread = threading.Thread(target=drain, daemon=True)
+        self.thread.start()
+        ready.wait(10)
+        if not self.port:
+            self.proc.kill()
+            raise RuntimeError("tir serve did not start: " + " | ".join(self.lines[-3:]))
+
+    def conn(self, timeout=30):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def stop(self, sig=signal.SIGTERM):
+        """The exit status after sig (None: it did not stop within 15 s)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            st = self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            st = None
+        self.thread.join(5)
+        return st
+
+
+class Reply:
+    def __init__(self, r):
+        self.status = r.status
+        self.headers = {k.lower(): v for k, v in r.getheaders()}
+        self.body = r.read()
+
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def err(self):
+        j = self.json()
+        return j.get("error", {}) if isinstance(j, dict) else {}
+
+
+def request(srv, method, path, body=None, headers=None, conn=None):
+    c = conn or srv.conn()
+    h = dict(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+    c.request(method, path, body=body, headers=h)
+    r = Reply(c.getresponse())
+    if conn is None:
+        c.close()
+    return r
+
+
+def error_is(r, status, code):
+    e = r.err()
+    return r.status == status and e.get("status") == status and e.get("code") == code and \
+        isinstance(e.get("message"), str) and r.headers.get("tir-protocol") == "1"
+
+
+def describe(r):
+    return f"{r.status} {r.body[:300]!r}"
+
+
+def new_session(srv, headers=None, conn=None):
+    r = request(srv, "POST", "/v1/sessions", headers=headers, conn=conn)
+    return r.json()["session"] if r.status == 201 else None
+
+
+def put_blob(srv, a, headers=None, conn=None):
+    f = a if isinstance(a, bytes) else frame(a)
+    h = sha(f)
+    r = request(srv, "PUT", "/v1/blobs/" + h, f, headers, conn)
+    return h, r
+
+
+def run(srv, sid, text, inputs=None, conn=None, headers=None, send_text=True, **extra):
+    body = {"graph": sha(text), "inputs": inputs or {}}
+    if send_text:
+        body["text"] = text
+    body.update(extra)
+    return request(srv, "POST", f"/v1/sessions/{sid}/run", body, headers, conn)
+
+
+def raw(srv, data, wait=5.0):
+    """Send bytes on a fresh connection, read until the server closes or wait runs out."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
+    out = b""
+    try:
+        s.sendall(data)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    finally:
+        s.close()
+    return out
+
+
+def healthy(srv):
+    try:
+        r = request(srv, "GET", "/healthz")
+        return r.status == 200 and r.body == b"ok"
+    except OSError:
+        return False
+
+
+def metrics(srv):
+    r = request(srv, "GET", "/metrics")
+    m = {}
+    for line in r.body.decode().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            m[k] = float(v)
+    return m
+
+
+EXP3 = "input t0: f32[3]\nt1: f32[3] = exp(t0)\nprint t1\n"
+
+
+# ---- the checks ----
+
+def test_endpoints():
+    srv = Server("--max-sessions", "5", "--session-ttl", "77", "--blob-cache", "12345678",
+                 "--max-body", "2M", "--threads", "2")
+    try:
+        check("start line", srv.first == f"tir serve: listening on http://127.0.0.1:{srv.port} (protocol 1)",
+              srv.first)
+        r = request(srv, "GET", "/healthz")
+        check("GET /healthz", r.status == 200 and r.body == b"ok" and r.headers.get("tir-protocol") == "1",
+              describe(r))
+        r = request(srv, "GET", "/v1/info")
+        j = r.json() or {}
+        lim = j.get("limits", {})
+        check("GET /v1/info", r.status == 200 and j.get("name") == "tir" and j.get("protocol") == 1 and
+              isinstance(j.get("version"), str) and "matmul" in j.get("ops", []) and
+              "exp" in j.get("ops", []) and j.get("ops") == sorted(j.get("ops", [])) and
+              j.get("dtypes") == ["bool", "i32", "i64", "f32", "f64"] and
+              lim.get("max_body") == 2 << 20 and lim.get("max_sessions") == 5 and
+              lim.get("session_ttl") == 77 and lim.get("blob_cache") == 12345678 and
+              lim.get("max_rank") == 8 and lim.get("max_elems") == 1 << 32 and
+              lim.get("max_values") == 4096 and lim.get("max_text") == 256 << 20 and
+              j.get("threads") == 2 and isinstance(j.get("blas"), str), describe(r))
+
+        r = request(srv, "POST", "/v1/sessions")
+        j = r.json() or {}
+        sid = j.get("session", "")
+        check("POST /v1/sessions", r.status == 201 and re.fullmatch(r"[0-9a-f]{32}", sid) and
+              j.get("ttl") == 77, describe(r))
+        other = new_session(srv)
+        check("session ids differ", other and other != sid, f"{sid} {other}")
+
+        x = np.array([1, 2, 3], np.float32)
+        f = frame(x)
+        h = sha(f)
+        r = request(srv, "PUT", "/v1/blobs/" + h, f)
+        check("PUT blob: 201 stored", r.status == 201 and (r.json() or {}).get("blob") == h, describe(r))
+        r = request(srv, "PUT", "/v1/blobs/" + h, f)
+        check("PUT blob again: 200 held", r.status == 200, describe(r))
+
+        # the first run of a graph: 409 for the text, then the text
+        g = sha(EXP3)
+        r = request(srv, "POST", f"/v1/sessions/{sid}/run", {"graph": g, "inputs": {"t0": {"blob": h}}})
+        e = r.err()
+        check("run without the text: 409 missing graph", error_is(r, 409, "missing") and
+              e.get("graph") is True and e.get("blobs") == [], describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}})
+        ok = r.status == 200 and r.headers.get("content-type") == "application/x-tir-results"
+        if ok:
+            meta, vals = results(r.body)
+            ok = len(vals) == 1 and vals[0].dtype == np.float32 and np.allclose(vals[0], np.exp(x), rtol=1e-6)
+            ok = ok and meta.get("graph_cached") is False and {"plan_ms", "run_ms", "peak_bytes", "nops",
+                                                               "nkernels", "plan_cached"} <= set(meta)
+            ok = ok and "explain" not in meta and "profile" not in meta
+        check("run: 200, exp of the blob", ok, describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, send_text=False)
+        ok = r.status == 200
+        if ok:
+            meta, vals = results(r.body)
+            ok = meta.get("graph_cached") is True and meta.get("plan_cached") is True and \
+                np.allclose(vals[0], np.exp(x), rtol=1e-6)
+        check("run again by hash: graph and plan cached", ok, describe(r))
+
+        # explain, profile, no fusion; two print items in order
+        t2 = ("input t0: f32[3]\ninput t1: f32[3]\nt2: f32[3] = mul(t0, t1)\nt3: f32[3] = exp(t2)\n"
+              "t4: f32[] = sum(t3)\nprint t3, t4\n")
+        y = np.array([0.5, -1, 2], np.float32)
+        hy, _ = put_blob(srv, y)
+        for opts in ({"explain": True}, {"profile": True}, {"fuse": False, "explain": True}):
+            r = run(srv, sid, t2, {"t0": {"blob": h}, "t1": {"blob": hy}}, **opts)
+            ok = r.status == 200
+            if ok:
+                meta, vals = results(r.body)
+                want = np.exp(x * y)
+                ok = len(vals) == 2 and np.allclose(vals[0], want, rtol=1e-6) and vals[1].shape == () and \
+                    np.allclose(vals[1], want.sum(), rtol=1e-5)
+                for k in opts:
+                    if k != "fuse":
+                        ok = ok and isinstance(meta.get(k), str) and meta[k] != ""
+                if opts.get("fuse") is False:
+                    ok = ok and "no-fuse" in meta.get("explain", "") and meta["nkernels"] == 3
+            check(f"run with {json.dumps(opts)}", ok, describe(r))
+
+        # keep a value, use it from the session, drop it
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, keep={"t1": "e.x-1"})
+        check("run with keep", r.status == 200, describe(r))
+        t3 = "input t0: f32[3]\nt1: f32[3] = neg(t0)\nprint t1\n"
+        r = run(srv, sid, t3, {"t0": {"value": "e.x-1"}})
+        ok = r.status == 200 and np.allclose(results(r.body)[1][0], -np.exp(x), rtol=1e-6)
+        check("run on a kept value", ok, describe(r))
+        r = run(srv, other, t3, {"t0": {"value": "e.x-1"}})
+        check("sessions isolated: another session cannot name it (404)", error_is(r, 404, "not_found"),
+              describe(r))
+        r = run(srv, sid, t3, {"t0": {"value": "e.x-1"}}, drop=["e.x-1"])
+        check("run with drop", r.status == 200, describe(r))
+        r = run(srv, sid, t3, {"t0": {"value": "e.x-1"}})
+        check("a dropped key is gone (404)", error_is(r, 404, "not_found"), describe(r))
+
+        m = metrics(srv)
+        r = request(srv, "GET", "/metrics")
+        check("GET /metrics", r.status == 200 and r.headers.get("content-type", "").startswith("text/plain") and
+              m.get('tir_requests_total{status="200"}', 0) >= 5 and m.get('tir_requests_total{status="201"}', 0) >= 3
+              and m.get("tir_sessions") == 2 and m.get("tir_sessions_created_total") == 2 and
+              m.get("tir_blob_cache_hits_total", 0) >= 5 and m.get("tir_blob_cache_bytes") == len(f) + len(frame(y))
+              and m.get("tir_graph_cache_hits_total", 0) >= 1 and m.get("tir_bytes_in_total", 0) > 0 and
+              m.get("tir_bytes_out_total", 0) > 0 and "tir_kernel_seconds_total" in m and
+              "tir_blob_cache_misses_total" in m and "tir_blob_cache_evictions_total" in m, str(m))
+
+        r = request(srv, "DELETE", f"/v1/sessions/{sid}")
+        check("DELETE session: 204", r.status == 204 and r.body == b"", describe(r))
+        r = request(srv, "DELETE", f"/v1/sessions/{sid}")
+        check("DELETE it again: 404", error_is(r, 404, "not_found"), describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}})
+        check("run in a deleted session: 404", error_is(r, 404, "not_found"), describe(r))
+
+        # keep-alive: several requests on one connection
+        c = srv.conn()
+        ok = all(request(srv, "GET", "/healthz", conn=c).status == 200 for _ in range(5))
+        s2 = new_session(srv, conn=c)
+        ok = ok and s2 and run(srv, s2, EXP3, {"t0": {"blob": h}}, conn=c).status == 200
+        c.close()
+        check("keep-alive connection", ok)
+
+        # the log: one line per request
+        time.sleep(0.2)
+        pat = re.compile(r"^(GET|POST|PUT|DELETE) /\S* (\d{3}|-) \d+ \d+ \d+\.\d\dms( \(cut short by [a-z ]+\))?$")
+        reqlines = [ln for ln in srv.lines if not ln.startswith("tir serve:") and not ln.startswith("microhttpd:")]
+        bad = [ln for ln in reqlines if not pat.match(ln)]
+        check("log: one line per request, METHOD PATH STATUS IN OUT MS", len(reqlines) >= 30 and not bad,
+              f"{len(reqlines)} lines; bad: {bad[:3]}")
+        check("log: session ids are shortened",
+              not any(sid in ln or other in ln for ln in srv.lines) and
+              any(re.search(r"POST /v1/sessions/[0-9a-f]{8}\u2026/run 200 ", ln) for ln in reqlines),
+              str(reqlines[:8]))
+    finally:
+        st = srv.stop()
+    check("SIGTERM: exit 0", st == 0, f"exit {st}")
+    check("SIGTERM: says it stopped", srv.lines and srv.lines[-1] == "tir serve: stopped", str(srv.lines[-2:]))
+
+
+def test_doc_examples():
+    """The curl examples of docs/protocol.md, pasted into bash against a server."""
+    if not (shutil.which("curl") and shutil.which("jq") and shutil.which("sha256sum")):
+        check("docs/protocol.md curl examples (curl, jq or sha256sum missing: skipped)", True)
+        return
+    doc = open(os.path.join(ROOT, "docs", "protocol.md")).read()
+    blocks = re.findall(r"```sh\n(.*?)```", doc, re.S)
+    check("docs/protocol.md has its curl examples", len(blocks) >= 4, f"{len(blocks)} sh blocks")
+    srv = Server()
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            outs = []
+            env = dict(os.environ)
+            state = ""
+            for i, b in enumerate(blocks):
+                script = b.replace("localhost:6667", f"localhost:{srv.port}")
+                # each block runs after the ones before it, with their variables
+                state_file = os.path.join(d, "state")
+                full = (f". {state_file} 2>/dev/null\n" if state else "") + script + \
+                    f"\ndeclare -p S H T G 2>/dev/null > {state_file} || true\n"
+                p = subprocess.run(["bash", "-e", "-c", full], cwd=d, env=env, capture_output=True, timeout=20)
+                state = "yes"
+                outs.append((p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")))
+            info = next((o for o in outs if '"protocol"' in o[1]), None)
+            check("doc: curl /v1/info", info and info[0] == 0 and json.loads(info[1]).get("protocol") == 1,
+                  str(outs[:1]))
+            st = open(os.path.join(d, "state")).read()
+            check("doc: S= makes a session", re.search(r'S="?[0-9a-f]{32}"?', st), st[:200])
+            put = next((o for o in outs if '"blob"' in o[1]), None)
+            check("doc: the frame by hand is stored (PUT)", put and put[0] == 0 and
+                  json.loads(put[1]).get("bytes") == 40, str(outs))
+            od = outs[-1][1].split()
+            check("doc: the curl run answers TIRR (od)", outs[-1][0] == 0 and od[1:5] == ["54", "49", "52", "52"],
+                  str(outs[-1])[:400])
+    finally:
+        srv.stop()
+
+
+def test_errors():
+    srv = Server("--max-body", "256K", "--max-sessions", "3")
+    try:
+        sid = new_session(srv)
+        x = np.arange(3, dtype=np.float32)
+        h, _ = put_blob(srv, x)
+        runp = f"/v1/sessions/{sid}/run"
+
+        # 400 bad_request: bodies that are not the request
+        cases = [
+            ("malformed JSON", b'{"graph": '),
+            ("truncated JSON", json.dumps({"graph": sha(EXP3), "text": EXP3}).encode()[:-7]),
+            ("JSON not an object", b'["graph"]'),
+            ("empty body", b""),
+            ("not UTF-8", b'{"graph": "\xff\xfe"}'),
+            ("graph of the wrong kind", json.dumps({"graph": 5}).encode()),
+            ("graph not a SHA-256", json.dumps({"graph": "ABC"}).encode()),
+            ("no graph", json.dumps({"text": EXP3}).encode()),
+            ("an unknown field", json.dumps({"graph": sha(EXP3), "colour": 1}).encode()),
+            ("text of the wrong kind", json.dumps({"graph": sha(EXP3), "text": 7}).encode()),
+            ("inputs of the wrong kind", json.dumps({"graph": sha(EXP3), "inputs": []}).encode()),
+            ("a binding of the wrong kind", json.dumps({"graph": sha(EXP3), "inputs": {"t0": h}}).encode()),
+            ("a binding with both", json.dumps({"graph": sha(EXP3), "inputs": {"t0": {"blob": h, "value": "a"}}}).encode()),
+            ("a blob name not hex", json.dumps({"graph": sha(EXP3), "inputs": {"t0": {"blob": "zz"}}}).encode()),
+            ("a key with a slash", json.dumps({"graph": sha(EXP3), "keep": {"t1": "a/b"}}).encode()),
+            ("a key too long", json.dumps({"graph": sha(EXP3), "keep": {"t1": "k" * 65}}).encode()),
+            ("drop not a list", json.dumps({"graph": sha(EXP3), "drop": "a"}).encode()),
+            ("fuse not a bool", json.dumps({"graph": sha(EXP3), "fuse": 1}).encode()),
+            ("a duplicate field", b'{"graph": "%s", "graph": "%s"}' % (sha(EXP3).encode(), sha(EXP3).encode())),
+        ]
+        for name, body in cases:
+            r = request(srv, "POST", runp, body)
+            check(f"400 bad_request: {name}", error_is(r, 400, "bad_request"), describe(r))
+
+        # bindings that do not fit the text
+        r = run(srv, sid, EXP3, {})
+        check("400: an input without a binding", error_is(r, 400, "bad_request") and "t0" in r.err()["message"],
+              describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}, "t9": {"blob": h}})
+        check("400: a binding of no input", error_is(r, 400, "bad_request") and "t9" in r.err()["message"],
+              describe(r))
+        hi, _ = put_blob(srv, np.arange(3, dtype=np.int32))
+        r = run(srv, sid, EXP3, {"t0": {"blob": hi}})
+        check("400: a blob of another dtype", error_is(r, 400, "bad_request") and "i32[3]" in r.err()["message"]
+              and "f32[3]" in r.err()["message"], describe(r))
+        h4, _ = put_blob(srv, np.arange(4, dtype=np.float32))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h4}})
+        check("400: a blob of another shape", error_is(r, 400, "bad_request") and "f32[4]" in r.err()["message"],
+              describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, keep={"nope": "k"})
+        check("400: keep names no value of the batch", error_is(r, 400, "bad_request"), describe(r))
+
+        # 400 bad_hash
+        f = frame(np.array([7, 8], np.float32))
+        wrong = sha(f + b"x")
+        r = request(srv, "PUT", "/v1/blobs/" + wrong, f)
+        check("400 bad_hash: a blob's bytes", error_is(r, 400, "bad_hash"), describe(r))
+        r = run(srv, sid, EXP3.replace("[3]", "[2]"), {"t0": {"blob": wrong}})
+        check("bad_hash: nothing was stored (409 lists it)", error_is(r, 409, "missing") and
+              r.err().get("blobs") == [wrong], describe(r))
+        r = request(srv, "POST", runp, {"graph": sha(EXP3 + " "), "text": EXP3, "inputs": {"t0": {"blob": h}}})
+        check("400 bad_hash: text and graph differ", error_is(r, 400, "bad_hash"), describe(r))
+
+        # 400 bad_request: frames that are not frames (with the right hash)
+        good = frame(np.array([1, 2, 3], np.float32))
+        frames = [
+            ("empty", b""),
+            ("short header", good[:10]),
+            ("bad magic", b"TIRX" + good[4:]),
+            ("unknown dtype", good[:4] + b"\x09" + good[5:]),
+            ("rank over 8", good[:5] + b"\x09" + good[6:]),
+            ("nonzero reserved bytes", good[:6] + b"\x01" + good[7:]),
+            ("data bytes that do not fit the shape", good[:8] + struct.pack("<Q", 16) + good[16:]),
+            ("truncated data", good[:-8]),
+            ("nonzero padding", good[:-1] + b"\x01"),
+            ("bytes after the frame", good + b"\0" * 8),
+            ("a bool of 2", frame(np.array([True, False]))[:24] + b"\x02" + frame(np.array([True, False]))[25:]),
+        ]
+        for name, fr in frames:
+            r = request(srv, "PUT", "/v1/blobs/" + sha(fr), fr)
+            check(f"400 bad_request: frame {name}", error_is(r, 400, "bad_request"), describe(r))
+        r = request(srv, "PUT", "/v1/blobs/" + "A" * 64, good)
+        check("400 bad_request: blob name in capitals", error_is(r, 400, "bad_request"), describe(r))
+        r = request(srv, "PUT", "/v1/blobs/abc", good)
+        check("400 bad_request: blob name too short", error_is(r, 400, "bad_request"), describe(r))
+
+        # 400 program: the text does not parse or check
+        progs = [
+            ("a syntax error", "input t0: f32[3]\nt1: f32[3] = exp(t0\nprint t1\n", 3),
+            ("an unknown op", "input t0: f32[3]\nt1: f32[3] = expp(t0)\nprint t1\n", 2),
+            ("a type error", "input t0: f32[3]\ninput t9: f32[4]\nt1: f32[3] = add(t0, t9)\nprint t1\n", 3),
+            ("load", 'input t0: f32[3]\nt1: f32[3] = load("/etc/passwd")\nprint t1\n', 2),
+        ]
+        for name, text, line in progs:
+            r = run(srv, sid, text, {"t0": {"blob": h}})
+            e = r.err()
+            ok = error_is(r, 400, "program") and e.get("line") == line and isinstance(e.get("col"), int) and \
+                e.get("rendered", "").startswith(f"batch:{line}:{e.get('col')}: error: ")
+            if name == "load":
+                ok = ok and "a server reads no files; the client sends the data" in e.get("message", "")
+            check(f"400 program: {name} (line, col, rendered)", ok, describe(r))
+
+        # 401 needs a token: another server below
+        # 404
+        r = request(srv, "GET", "/nowhere")
+        check("404: an unknown path", error_is(r, 404, "not_found"), describe(r))
+        r = request(srv, "GET", "/v1/sessions/x/y")
+        check("404: a path below a session", error_is(r, 404, "not_found"), describe(r))
+        r = run(srv, "0" * 32, EXP3, {"t0": {"blob": h}})
+        check("404: an unknown session", error_is(r, 404, "not_found"), describe(r))
+        r = run(srv, "zz", EXP3, {"t0": {"blob": h}})
+        check("404: a malformed session id", error_is(r, 404, "not_found"), describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"value": "nokey"}})
+        check("404: an unknown value key", error_is(r, 404, "not_found"), describe(r))
+
+        # 405
+        for m, p in (("GET", "/v1/sessions"), ("POST", "/healthz"), ("GET", f"/v1/sessions/{sid}"),
+                     ("GET", runp), ("GET", "/v1/blobs/" + h), ("DELETE", "/metrics")):
+            r = request(srv, m, p)
+            check(f"405: {m} {p.replace(sid, 'ID')}", error_is(r, 405, "method") and "allow" in r.headers,
+                  describe(r))
+
+        # 409: text and blobs missing, listed once each; nothing runs
+        hz = sha(frame(np.zeros(3, np.float32)))
+        t2 = "input a: f32[3]\ninput b: f32[3]\ninput c: f32[3]\nd: f32[3] = add(a, b)\ne: f32[3] = add(d, c)\nprint e\n"
+        r = request(srv, "POST", runp, {"graph": sha(t2), "inputs": {"a": {"blob": hz}, "b": {"blob": h},
+                                                                      "c": {"blob": hz}}})
+        e = r.err()
+        check("409 missing: the text and a blob, listed once", error_is(r, 409, "missing") and
+              e.get("graph") is True and e.get("blobs") == [hz], describe(r))
+
+        # 411
+        c = srv.conn()
+        c.putrequest("PUT", "/v1/blobs/" + sha(good))
+        c.putheader("Transfer-Encoding", "chunked")
+        c.endheaders()
+        c.send(b"%x\r\n%s\r\n0\r\n\r\n" % (len(good), good))
+        r = Reply(c.getresponse())
+        c.close()
+        check("411: a chunked blob", error_is(r, 411, "length_required"), describe(r))
+
+        # 413: over --max-body by Content-Length, refused before the body
+        big = b"{" + b" " * (300 << 10) + b"}"
+        r = request(srv, "POST", runp, big)
+        check("413: a body over --max-body", error_is(r, 413, "too_large"), describe(r))
+        out = raw(srv, b"PUT /v1/blobs/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" %
+                  (b"a" * 64, 1 << 40))
+        check("413: a 1 TiB Content-Length, answered before any body",
+              out.startswith(b"HTTP/1.1 413") and b'"too_large"' in out, out[:200])
+        check("the server keeps serving after 413", healthy(srv))
+        # chunked, no length: refused once it passes the limit
+        c = srv.conn()
+        c.putrequest("POST", runp)
+        c.putheader("Transfer-Encoding", "chunked")
+        c.endheaders()
+        for _ in range(80):
+            c.send(b"%x\r\n%s\r\n" % (4096, b" " * 4096))
+        c.send(b"0\r\n\r\n")
+        r = Reply(c.getresponse())
+        c.close()
+        check("413: a chunked body past --max-body", error_is(r, 413, "too_large"), describe(r))
+        # a chunked body within the limit works
+        c = srv.conn()
+        body = json.dumps({"graph": sha(EXP3), "text": EXP3, "inputs": {"t0": {"blob": h}}}).encode()
+        c.putrequest("POST", runp)
+        c.putheader("Transfer-Encoding", "chunked")
+        c.endheaders()
+        for i in range(0, len(body), 7):
+            c.send(b"%x\r\n%s\r\n" % (len(body[i:i + 7]), body[i:i + 7]))
+        c.send(b"0\r\n\r\n")
+        r = Reply(c.getresponse())
+        c.close()
+        check("a chunked run within the limit: 200", r.status == 200, describe(r))
+        # a frame header asking for more elements than a tensor holds
+        huge = b"TIRT" + struct.pack("<BBHQ", 3, 2, 0, 4 << 34) + struct.pack("<qq", 1 << 17, 1 << 17)
+        r = request(srv, "PUT", "/v1/blobs/" + sha(huge), huge)
+        check("413: a frame over the element limit", error_is(r, 413, "too_large"), describe(r))
+        # a session over its value limit (4096)
+        n = 4100
+        text = "input t0: f32[3]\n" + "".join(f"v{i}: f32[3] = neg(t0)\n" for i in range(n)) + "print t0\n"
+        r = run(srv, sid, text, {"t0": {"blob": h}}, keep={f"v{i}": f"k{i}" for i in range(n)})
+        check("413: a session over its value limit", error_is(r, 413, "too_large"), describe(r))
+        r = run(srv, sid, text, {"t0": {"blob": h}}, keep={f"v{i}": f"k{i}" for i in range(4096)})
+        check("a session at its value limit: 200", r.status == 200, describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, keep={"t1": "one-more"})
+        check("413: one value more", error_is(r, 413, "too_large"), describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, keep={"t1": "one-more"}, drop=["k0"])
+        check("drop one, keep one: 200", r.status == 200, describe(r))
+
+        # 422 runtime
+        hz32, _ = put_blob(srv, np.zeros(2, np.int32))
+        t = "input t0: i32[2]\nt1: i32[2] = add(t0, 1)\nt2: i32[2] = div(t1, t0)\nprint t2\n"
+        r = run(srv, sid, t, {"t0": {"blob": hz32}})
+        e = r.err()
+        check("422 runtime: integer division by zero (line, col)", error_is(r, 422, "runtime") and
+              e.get("line") == 3 and e.get("col") == 14 and "division by zero" in e.get("message", ""),
+              describe(r))
+        hix, _ = put_blob(srv, np.array([0, 5], np.int64))
+        t = "input t0: f32[3]\ninput t1: i64[2]\nt2: f32[2] = gather(t0, t1)\nprint t2\n"
+        r = run(srv, sid, t, {"t0": {"blob": h}, "t1": {"blob": hix}})
+        check("422 runtime: an index out of range", error_is(r, 422, "runtime") and r.err().get("line") == 3,
+              describe(r))
+        check("the server keeps serving after 422", run(srv, sid, EXP3, {"t0": {"blob": h}}).status == 200)
+
+        # 503 busy: --max-sessions 3 (one open already)
+        s2, s3 = new_session(srv), new_session(srv)
+        r = request(srv, "POST", "/v1/sessions")
+        check("503 busy: past --max-sessions", error_is(r, 503, "busy"), describe(r))
+        request(srv, "DELETE", f"/v1/sessions/{s3}")
+        check("a session again after a DELETE", new_session(srv) is not None)
+
+        # a client that goes away in the middle of an upload, or of its headers
+        before = srv.rss_kib()
+        for i in range(20):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"PUT /v1/blobs/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n" % (b"b" * 64)
+                      + b"\0" * 30000)
+            time.sleep(0.02)
+            s.close()
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(b"POST /v1/sessions/%s/run HTTP/1.1\r\nHost: x\r\nContent-Le" % sid.encode())
+        s.close()
+        time.sleep(0.5)
+        check("uploads cut short: the server still serves", healthy(srv) and
+              run(srv, sid, EXP3, {"t0": {"blob": h}}).status == 200)
+        m = metrics(srv)
+        check("uploads cut short: counted as aborted, nothing stored",
+              m.get("tir_requests_aborted_total", 0) >= 1 and
+              error_is(run(srv, sid, EXP3, {"t0": {"blob": "b" * 64}}), 409, "missing"), str(m))
+        check("uploads cut short: memory freed", srv.rss_kib() < before + 8 * 1024 + RSS_SLACK_KIB, f"{before} -> {srv.rss_kib()} KiB")
+        time.sleep(0.2)
+        check("log: a cut-short upload says so",
+              any(re.match(r"PUT /v1/blobs/bbbbbbbb\u2026 - 30000 0 .*ms \(cut short by ", ln) for ln in srv.lines),
+              str([ln for ln in srv.lines if "bbbb" in ln][:2]))
+        check("the server still serves after all the errors", healthy(srv))
+    finally:
+        st = srv.stop(signal.SIGINT)
+    check("SIGINT: exit 0", st == 0, f"exit {st}")
+
+
+def test_token():
+    srv = Server(env={"TIR_TOKEN": "s3cret-token"})
+    try:
+        for p in ("/healthz", "/v1/info", "/metrics"):
+            check(f"token: GET {p} needs none", request(srv, "GET", p).status == 200)
+        r = request(srv, "POST", "/v1/sessions")
+        check("401: no token", error_is(r, 401, "unauthorized"), describe(r))
+        for name, tok in (("wrong", "s3cret-tokeN"), ("shorter", "s3cret"), ("longer", "s3cret-token-and-more"),
+                          ("empty", "")):
+            r = request(srv, "POST", "/v1/sessions", headers={"Authorization": "Bearer " + tok})
+            check(f"401: a {name} token", error_is(r, 401, "unauthorized"), describe(r))
+        r = request(srv, "POST", "/v1/sessions", headers={"Authorization": "Basic s3cret-token"})
+        check("401: another scheme", error_is(r, 401, "unauthorized"), describe(r))
+        auth = {"Authorization": "Bearer s3cret-token"}
+        sid = new_session(srv, headers=auth)
+        check("token from TIR_TOKEN: the right one passes", sid is not None)
+        h, r = put_blob(srv, np.ones(3, np.float32))
+        check("401: PUT blob without the token", error_is(r, 401, "unauthorized"), describe(r))
+        h, r = put_blob(srv, np.ones(3, np.float32), headers=auth)
+        check("PUT blob with the token", r.status == 201, describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}})
+        check("401: run without the token", error_is(r, 401, "unauthorized"), describe(r))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, headers=auth)
+        check("run with the token", r.status == 200, describe(r))
+        r = request(srv, "DELETE", f"/v1/sessions/{sid}")
+        check("401: DELETE without the token", error_is(r, 401, "unauthorized"), describe(r))
+        check("DELETE with the token", request(srv, "DELETE", f"/v1/sessions/{sid}", headers=auth).status == 204)
+    finally:
+        srv.stop()
+    srv = Server("--token", "flag-token", env={"TIR_TOKEN": "env-token"})
+    try:
+        check("--token wins over TIR_TOKEN",
+              request(srv, "POST", "/v1/sessions", headers={"Authorization": "Bearer flag-token"}).status == 201 and
+              request(srv, "POST", "/v1/sessions", headers={"Authorization": "Bearer env-token"}).status == 401)
+    finally:
+        srv.stop()
+
+
+def test_ttl_and_lru():
+    # a blob is 24 + 4096 bytes; the cache holds two
+    srv = Server("--session-ttl", "1", "--blob-cache", "9000")
+    try:
+        sid = new_session(srv)
+        time.sleep(2.2)
+        m = metrics(srv)
+        r = run(srv, sid, EXP3, {})
+        check("TTL: an idle session expires (404)", error_is(r, 404, "not_found") and m.get("tir_sessions") == 0,
+              describe(r) + f" sessions={m.get('tir_sessions')}")
+        sid = new_session(srv)
+        ok = True
+        for _ in range(4):  # kept alive by its requests
+            time.sleep(0.6)
+            ok = ok and request(srv, "GET", "/healthz").status == 200
+            ok = ok and error_is(run(srv, sid, EXP3, {"t0": {"value": "none"}}), 404, "not_found") and \
+                "no value" in run(srv, sid, EXP3, {"t0": {"value": "none"}}).err()["message"]
+        check("TTL: a session in use stays", ok)
+
+        t = "input t0: f32[1024]\nt1: f32[] = sum(t0)\nprint t1\n"
+        arrs = [np.full(1024, i, np.float32) for i in range(3)]
+        hs = [put_blob(srv, a)[0] for a in arrs[:2]]
+        r = run(srv, sid, t, {"t0": {"blob": hs[0]}})  # blob 0 is now the most recent
+        check("LRU: a run on blob 0", r.status == 200 and results(r.body)[1][0] == 0, describe(r))
+        hs.append(put_blob(srv, arrs[2])[0])
+        m = metrics(srv)
+        r1 = run(srv, sid, t, {"t0": {"blob": hs[1]}})
+        r0 = run(srv, sid, t, {"t0": {"blob": hs[0]}})
+        r2 = run(srv, sid, t, {"t0": {"blob": hs[2]}})
+        check("LRU: past --blob-cache the least recently used goes",
+              error_is(r1, 409, "missing") and r1.err().get("blobs") == [hs[1]] and r0.status == 200 and
+              r2.status == 200 and m.get("tir_blob_cache_evictions_total") == 1 and
+              m.get("tir_blob_cache_bytes") == 2 * (24 + 4096), f"{describe(r1)} {m}")
+        r = request(srv, "PUT", "/v1/blobs/" + sha(frame(np.zeros(4096, np.float32))), frame(np.zeros(4096, np.float32)))
+        check("413: a blob over the whole --blob-cache", error_is(r, 413, "too_large"), describe(r))
+    finally:
+        srv.stop()
+
+
+def test_cli():
+    p = subprocess.run([TIR, "help", "serve"], capture_output=True, timeout=10)
+    out = p.stdout.decode()
+    check("tir help serve", p.returncode == 0 and all(f in out for f in (
+        "--host", "--port", "--token", "--max-body", "--max-sessions", "--session-ttl", "--blob-cache",
+        "--threads")), out[:200])
+    p = subprocess.run([TIR, "serve", "--help"], capture_output=True, timeout=10)
+    check("tir serve --help", p.returncode == 0 and p.stdout.decode() == out)
+    for args in (["--bogus"], ["--port"], ["--port", "x"], ["--port", "70000"], ["--port", "-1"],
+                 ["--max-body", "0"], ["--max-body", "12Q"], ["--max-sessions", "0"], ["--session-ttl", "1.5"],
+                 ["--threads", "many"], ["--token", ""], ["extra"]):
+        p = subprocess.run([TIR, "serve", *args], capture_output=True, timeout=10)
+        check(f"bad flags exit 2: {' '.join(args)}", p.returncode == 2 and p.stderr.startswith(b"tir serve: "),
+              f"exit {p.returncode} {p.stderr[:200]!r}")
+    srv = Server()
+    try:
+        p = subprocess.run([TIR, "serve", "--port", str(srv.port)], capture_output=True, timeout=10)
+        err = p.stderr.decode()
+        check("a port taken: exit 1, a clear message", p.returncode == 1 and
+              f"cannot listen on 127.0.0.1 port {srv.port}: Address already in use" in err, f"{p.returncode} {err}")
+        p = subprocess.run([TIR, "serve", "--port", "0", "--host", "no.such.host.invalid"], capture_output=True,
+                           timeout=30)
+        check("a bad host: exit 1", p.returncode == 1 and b"cannot listen on no.such.host.invalid" in p.stderr,
+              p.stderr[:200])
+    finally:
+        srv.stop()
+    srv = Server("--host", "::1")
+    try:
+        c = http.client.HTTPConnection("::1", srv.port, timeout=10)
+        c.request("GET", "/healthz")
+        r = c.getresponse()
+        check("--host ::1 (IPv6)", r.status == 200 and r.read() == b"ok" and
+              srv.first == f"tir serve: listening on http://[::1]:{srv.port} (protocol 1)", srv.first)
+        c.close()
+    except OSError as e:
+        check("--host ::1 (IPv6: no IPv6 loopback here, skipped)", True, str(e))
+    finally:
+        srv.stop()
+
+
+def test_big_blobs():
+    """Blobs past 4 MiB are hashed by a second thread while they arrive."""
+    srv = Server()
+    try:
+        sid = new_session(srv)
+        rng = np.random.default_rng(5)
+        a = rng.standard_normal((2 << 20) + 1, dtype=np.float32)  # 8 MiB + 4 bytes, 4 of padding
+        f = frame(a)
+        t0 = time.monotonic()
+        h, r = put_blob(srv, f)
+        dt = time.monotonic() - t0
+        check("big blob: 201", r.status == 201, describe(r))
+        print(f"# upload: {len(f) / 2**20:.0f} MiB in {dt * 1e3:.0f} ms: {len(f) / dt / 1e9:.2f} GB/s")
+        text = f"input t0: f32[{a.size}]\nt1: f32[] = sum(t0)\nt2: f32[] = max(t0)\nprint t1, t2\n"
+        r = run(srv, sid, text, {"t0": {"blob": h}})
+        ok = r.status == 200
+        if ok:
+            _, vals = results(r.body)
+            ok = np.allclose(vals[0], a.astype(np.float64).sum(), rtol=1e-3, atol=1e-1) and vals[1] == a.max()
+        check("big blob: the data arrived whole (sum, max)", ok, describe(r))
+        r = request(srv, "PUT", "/v1/blobs/" + sha(f[:-1] + b"\1"), f)
+        check("big blob: 400 bad_hash", error_is(r, 400, "bad_hash"), describe(r))
+        g = f[:-1] + b"\1"
+        r = request(srv, "PUT", "/v1/blobs/" + sha(g), g)
+        check("big blob: 400 nonzero padding", error_is(r, 400, "bad_request") and "padding" in r.err()["message"],
+              describe(r))
+        b = np.zeros(5 << 20, np.uint8)
+        b[-3] = 2
+        g = frame(np.zeros(5 << 20, np.bool_))
+        g = g[:24] + b.tobytes() + g[24 + b.size:]
+        r = request(srv, "PUT", "/v1/blobs/" + sha(g), g)
+        check("big blob: 400 a bool of 2 near the end", error_is(r, 400, "bad_request") and
+              "a bool is 0 or 1" in r.err()["message"], describe(r))
+        time.sleep(1)
+        base = srv.rss_kib()
+        for _ in range(3):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            g = frame(rng.standard_normal(8 << 20, dtype=np.float32))
+            s.sendall(b"PUT /v1/blobs/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" %
+                      (sha(g).encode(), len(g)) + g[:len(g) // 2])
+            time.sleep(0.1)
+            s.close()
+        time.sleep(1.5)
+        check("big uploads cut short: the server serves, memory back",
+              healthy(srv) and srv.rss_kib() < base + 8 * 1024 + RSS_SLACK_KIB, f"{base} -> {srv.rss_kib()} KiB")
+        # each dtype comes back as it went
+        for a in (np.array([[True, False, True]]), np.array([-(2**31), 2**31 - 1], np.int32),
+                  np.array([-(2**63), 2**63 - 1], np.int64), np.array([np.inf, -0.0, 1e-40], np.float32),
+                  np.arange(24, dtype=np.float64).reshape(2, 3, 4), np.float64(3.5).reshape(())):
+            h, _ = put_blob(srv, a)
+            dt = {"bool": "bool", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64"}[a.dtype.name]
+            ty = f"{dt}[{', '.join(map(str, a.shape))}]"
+            r = run(srv, sid, f"input t0: {ty}\nprint t0\n", {"t0": {"blob": h}})
+            ok = r.status == 200
+            if ok:
+                v = results(r.body)[1][0]
+                ok = v.dtype == a.dtype and v.shape == a.shape and v.tobytes() == a.tobytes()
+            check(f"round trip of {ty}", ok, describe(r))
+    finally:
+        srv.stop()
+
+
+LOAD_TEXT = ("input t0: f32[32, 32]\ninput t1: f32[32]\nt2: f32[32, 32] = matmul(t0, t0)\n"
+             "t3: f32[32, 32] = add(t2, t1)\nt4: f32[32, 32] = tanh(t3)\nt5: f32[32] = sum(t4, axis=1)\n"
+             "print t5, t1\n")
+
+
+def test_load(clients=64, batches=50):
+    srv = Server("--max-sessions", "100")
+    try:
+        # a baseline once the engine, BLAS and the server's threads are up
+        sid = new_session(srv)
+        for i in range(20):
+            a = np.random.default_rng(i).standard_normal((32, 32), dtype=np.float32)
+            b = np.random.default_rng(i + 99).standard_normal(32, dtype=np.float32)
+            ha, _ = put_blob(srv, a)
+            hb, _ = put_blob(srv, b)
+            run(srv, sid, LOAD_TEXT, {"t0": {"blob": ha}, "t1": {"blob": hb}})
+        request(srv, "DELETE", f"/v1/sessions/{sid}")
+        time.sleep(1.2)
+        base = srv.rss_kib()
+        m0 = metrics(srv)
+
+        lock = threading.Lock()
+        stats = {"requests": 0, "batches": 0, "wrong": [], "lost": []}
+
+        def client(k):
+            rng = np.random.default_rng(1000 + k)
+            c = srv.conn(timeout=60)
+            nreq = 0
+            try:
+                sid = new_session(srv, conn=c)
+                nreq += 1
+                if not sid:
+                    raise RuntimeError("no session")
+                for i in range(batches):
+                    a = rng.standard_normal((32, 32), dtype=np.float32) * 0.2
+                    b = rng.standard_normal(32, dtype=np.float32)
+                    fa, fb = frame(a), frame(b)
+                    inputs = {"t0": {"blob": sha(fa)}, "t1": {"blob": sha(fb)}}
+                    # as a client does: ask; send what is missing; ask again
+                    r = run(srv, sid, LOAD_TEXT, inputs, conn=c, send_text=False)
+                    nreq += 1
+                    if r.status == 409:
+                        e = r.err()
+                        for h in e.get("blobs", []):
+                            f = fa if h == sha(fa) else fb
+                            pr = request(srv, "PUT", "/v1/blobs/" + h, f, conn=c)
+                            nreq += 1
+                            if pr.status not in (200, 201):
+                                raise RuntimeError(f"PUT {pr.status}")
+                        r = run(srv, sid, LOAD_TEXT, inputs, conn=c, send_text=e.get("graph", False))
+                        nreq += 1
+                    if r.status != 200:
+                        raise RuntimeError(f"run {describe(r)}")
+                    _, vals = results(r.body)
+                    want = np.tanh(a.astype(np.float64) @ a + b).sum(axis=1)
+                    if len(vals) != 2 or not np.allclose(vals[0], want, rtol=1e-4, atol=1e-4) or \
+                            not np.array_equal(vals[1], b):
+                        with lock:
+                            stats["wrong"].append((k, i))
+                    with lock:
+                        stats["batches"] += 1
+                request(srv, "DELETE", f"/v1/sessions/{sid}", conn=c)
+                nreq += 1
+            except Exception as e:  # a request lost, refused or answered wrongly
+                with lock:
+                    stats["lost"].append(f"client {k}: {e}")
+            finally:
+                c.close()
+                with lock:
+                    stats["requests"] += nreq
+
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(1.0, DEADLINE - time.monotonic()))
+        secs = time.monotonic() - t0
+        alive = sum(t.is_alive() for t in threads)
+        m = metrics(srv)
+        served = sum(v for k, v in m.items() if k.startswith("tir_requests_total")) - \
+            sum(v for k, v in m0.items() if k.startswith("tir_requests_total")) - 1  # this /metrics
+        check(f"load: {clients} clients x {batches} batches, all answered within 60 s",
+              not alive and not stats["lost"] and stats["batches"] == clients * batches and secs < 60,
+              f"{stats['batches']} batches in {secs:.1f}s; {alive} stuck; lost: {stats['lost'][:3]}")
+        check("load: every result right (NumPy)", not stats["wrong"], str(stats["wrong"][:5]))
+        check("load: the server counted every request", served == stats["requests"] and
+              m.get("tir_requests_aborted_total", 0) == m0.get("tir_requests_aborted_total", 0),
+              f"client {stats['requests']}, server {served}")
+        print(f"# load: {stats['requests']} requests, {stats['batches']} batches in {secs:.2f} s: "
+              f"{stats['requests'] / secs:.0f} requests/s, {stats['batches'] / secs:.0f} batches/s")
+        # memory: back near the baseline once idle (the blobs the cache
+        # holds are the clients' data, counted apart)
+        peak = srv.rss_kib()
+        time.sleep(1.5)
+        after = srv.rss_kib()
+        cache_kib = metrics(srv).get("tir_blob_cache_bytes", 0) / 1024
+        bound = base + cache_kib * 1.25 + 16 * 1024
+        bound += RSS_SLACK_KIB
+        print(f"# load: VmRSS baseline {base} KiB, right after {peak} KiB, idle {after} KiB; "
+              f"blob cache {cache_kib:.0f} KiB; bound {bound:.0f} KiB")
+        check("load: VmRSS back within baseline + 1.25 x blob cache + 16 MiB" +
+              (" + 256 MiB of ASan quarantine" if ASAN else ""), after <= bound,
+              f"baseline {base} KiB, after {after} KiB, cache {cache_kib:.0f} KiB")
+        check("load: no session left", m.get("tir_sessions") == 0, str(m.get("tir_sessions")))
+    finally:
+        st = srv.stop()
+    check("load: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
+
+
+def main():
+    if not os.access(TIR, os.X_OK):
+        check("tir binary", False, TIR + " is missing")
+    else:
+        for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_ttl_and_lru,
+                  test_big_blobs):
+            try:
+                t()
+            except Exception as e:  # a crash of one group is one failure, the rest go on
+                check(t.__name__, False, f"{type(e).__name__}: {e}")
+        if not QUICK:
+            try:
+                test_load()
+            except Exception as e:
+                check("test_load", False, f"{type(e).__name__}: {e}")
+    reports = [ln for lines in ALL_LINES for ln in lines
+               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
+    check("no sanitizer report from any server", not reports, str(reports[:5]))
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,575 @@
+#!/bin/sh
+# tests/suites/remote.sh — `tir run --remote` and the REPL's .remote against
+# `tir serve` on loopback (servers started here on free ports and stopped
+# here), and against fakes (tests/net/remote_fake.py) for what a real
+# server does not do.  Each check is one count; one line per failure; the
+# last line is "N passed, M failed".  Run from the repository root
+# (tests/run.sh does); BUILD picks the build (default build); TIR_SERVE_BIN
+# another tir binary to serve (the client of this build against the server
+# of another).
+#
+#  1. every sample and every golden case that runs a program (run, repl):
+#     the same stdout, stderr and exit status remote and local (errors and
+#     --explain read the same);
+#  2. --save and --input remote: the same .npy bytes, the same values;
+#  3. the blob cache by byte counts: the second run of a model with a
+#     loaded weight sends no blob bytes (--profile's "blobs:" line);
+#  4. a runtime error, a missing input: the same stderr remote and local;
+#  5. failures exit 3 with the remote named, promptly: a closed port, a
+#     server killed mid-batch, one that never answers (TIR_TIMEOUT), one
+#     speaking protocol 2, not tir, a malformed or truncated reply; a wrong
+#     or missing token says the token was refused;
+#  6. a REPL transcript (piped) is the same remote and local, .remote
+#     switches, .reset keeps the remote, a session that expired is made
+#     again; at a terminal (tests/net/remote_pty.py) Ctrl-C stops a remote
+#     computation.
+set -u
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+BUILD=${BUILD:-build}
+case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
+serve_tir=${TIR_SERVE_BIN:-$tir}
+py=/usr/bin/python3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-remote.XXXXXX") || exit 1
+pids=""
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+unset TIR_TOKEN TIR_TIMEOUT
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() {
+	echo "remote $1: FAILED: $2"
+	failed=$((failed + 1))
+}
+
+if [ ! -x "$tir" ]; then
+	echo "remote: $tir is missing"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+# start_server LOG [ARGS...]: `tir serve --port 0 ARGS` in the background;
+# sets spid and addr (127.0.0.1:PORT from its "listening" line); 1 if it
+# does not start within 10 s
+start_server() {
+	log=$1
+	shift
+	: >"$log"
+	"$serve_tir" serve --port 0 "$@" 2>"$log" &
+	spid=$!
+	pids="$pids $spid"
+	addr=
+	i=0
+	while [ $i -lt 200 ]; do
+		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 1)$|\1|p' "$log")
+		if [ -n "$port" ]; then
+			addr=127.0.0.1:$port
+			return 0
+		fi
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# stop PID: SIGTERM, then wait for it (a server stops cleanly)
+stop() {
+	kill -TERM "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# start_fake MODE: tests/net/remote_fake.py MODE; sets fpid and faddr
+start_fake() {
+	: >"$tmp/fake.port"
+	"$py" tests/net/remote_fake.py "$1" >"$tmp/fake.port" &
+	fpid=$!
+	pids="$pids $fpid"
+	faddr=
+	i=0
+	while [ $i -lt 100 ]; do
+		p=$(head -n 1 "$tmp/fake.port")
+		if [ -n "$p" ]; then
+			faddr=127.0.0.1:$p
+			return 0
+		fi
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# now_ms: wall clock in milliseconds
+now_ms() { "$py" -c 'import time; print(int(time.time() * 1000))'; }
+
+if ! start_server "$tmp/serve.log"; then
+	fail "server" "tir serve --port 0 did not start"
+	cat "$tmp/serve.log"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+main_pid=$spid
+main_addr=$addr
+
+# ---- 1. samples and golden cases ----
+
+for f in samples/*.tir; do
+	name=${f##*/}
+	name=${name%.tir}
+	timeout 60 "$tir" run --quiet "$f" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne 0 ]; then
+		fail "sample $name" "exit status $st"
+		head -n 5 "$tmp/err"
+	elif [ -s "$tmp/err" ]; then
+		fail "sample $name" "output on stderr"
+		head -n 5 "$tmp/err"
+	elif ! diff -u "samples/$name.out" "$tmp/out" >"$tmp/diff"; then
+		fail "sample $name" "stdout differs from samples/$name.out"
+		head -n 20 "$tmp/diff"
+	else
+		pass
+	fi
+done
+# the second time every graph is cached on the server: the same again, op by op too
+for f in samples/*.tir; do
+	name=${f##*/}
+	name=${name%.tir}
+	timeout 60 "$tir" run --quiet --no-fuse "$f" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne 0 ] || [ -s "$tmp/err" ] || ! cmp -s "samples/$name.out" "$tmp/out"; then
+		fail "sample $name" "--no-fuse remote, a second time: exit $st or output differs"
+		head -n 5 "$tmp/err"
+	else
+		pass
+	fi
+done
+
+# the golden cases that run a program, with the command their first line
+# names and --remote: stdout, stderr and status as expected (--explain shows
+# the server's plan, with the user's names put back: the same text)
+for f in tests/golden/*.tir tests/golden/*.gen; do
+	[ -f "$f" ] || continue
+	name=${f##*/}
+	name=${name%.*}
+	case $f in *.tir) [ -f "tests/golden/$name.gen" ] && continue ;; esac
+	dir=$root/tests/golden
+	if [ -f "$dir/$name.gen" ]; then
+		dir=$tmp/gen
+		rm -rf "$dir" && mkdir -p "$dir"
+		sh "$root/tests/golden/$name.gen" >"$dir/$name.tir" || continue
+	fi
+	line=$(head -n 1 "$dir/$name.tir" | tr -d '\r')
+	case $line in
+	"# tir: "*) cmd=${line#"# tir: "} ;;
+	*) cmd="run --quiet" ;;
+	esac
+	# shellcheck disable=SC2086 # the command line: split on purpose
+	set -- $cmd
+	verb=$1
+	shift
+	case $verb in run | repl) ;; *) continue ;; esac
+	if [ "$verb" = repl ]; then
+		(cd "$dir" && timeout 20 "$tir" repl "$@" --remote "$main_addr" <"$name.tir" >"$tmp/out" 2>"$tmp/err")
+	else
+		(cd "$dir" && timeout 20 "$tir" run "$name.tir" "$@" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err")
+	fi
+	st=$?
+	want=0
+	[ -f "tests/golden/$name.status" ] && want=$(cat "tests/golden/$name.status")
+	if [ "$verb" = repl ]; then
+		# .remote lines in a transcript change where it runs: compare with
+		# the same transcript run here, without them
+		sed '/^[ 	]*\.remote/d' "$dir/$name.tir" >"$tmp/t.tir"
+		(cd "$dir" && timeout 20 "$tir" repl <"$tmp/t.tir" >"$tmp/lout" 2>"$tmp/lerr")
+		want=$?
+		(cd "$dir" && timeout 20 "$tir" repl --remote "$main_addr" <"$tmp/t.tir" >"$tmp/out" 2>"$tmp/err")
+		st=$?
+		expect_out=$tmp/lout
+		expect_err=$tmp/lerr
+	else
+		expect_out=tests/golden/$name.out
+		expect_err=tests/golden/$name.err
+		case " $* " in *" --profile "*) expect_err=/nonexistent ;; esac
+	fi
+	if [ $st -ne "$want" ]; then
+		fail "golden $name" "exit status $st, expected $want"
+		head -n 5 "$tmp/err"
+	elif ! diff -u "$expect_out" "$tmp/out" >"$tmp/diff"; then
+		fail "golden $name" "stdout differs"
+		head -n 20 "$tmp/diff"
+	elif [ -f "$expect_err" ] && ! diff -u "$expect_err" "$tmp/err" >"$tmp/diff"; then
+		fail "golden $name" "stderr differs"
+		head -n 20 "$tmp/diff"
+	else
+		pass
+	fi
+done
+
+# ---- 2. --save, --input ----
+
+cat >"$tmp/save.tir" <<'EOF'
+input x: f32[3, 4]
+w = randn([4, 5], seed=11)
+y = tanh(x @ w) * 3
+k = argmax(y, axis=1)
+b = gt(y, 0)
+print sum(y)
+EOF
+"$py" -c "import numpy as np; np.save('$tmp/x.npy', np.arange(12, dtype=np.float32).reshape(3, 4) / 7)"
+"$tir" run --quiet "$tmp/save.tir" --input "x=$tmp/x.npy" --save "y=$tmp/yl.npy" --save "k=$tmp/kl.npy" \
+	--save "b=$tmp/bl.npy" >"$tmp/lout" 2>&1
+"$tir" run --quiet "$tmp/save.tir" --input "x=$tmp/x.npy" --save "y=$tmp/yr.npy" --save "k=$tmp/kr.npy" \
+	--save "b=$tmp/br.npy" --remote "$main_addr" >"$tmp/out" 2>&1
+st=$?
+if [ $st -ne 0 ]; then
+	fail "save" "exit status $st"
+	head -n 5 "$tmp/out"
+elif ! cmp -s "$tmp/yl.npy" "$tmp/yr.npy" || ! cmp -s "$tmp/kl.npy" "$tmp/kr.npy" || ! cmp -s "$tmp/bl.npy" "$tmp/br.npy"; then
+	fail "save" "the .npy files differ remote and local"
+elif ! cmp -s "$tmp/lout" "$tmp/out"; then
+	fail "save" "stdout with --input differs remote and local"
+else
+	pass
+fi
+
+# ---- 3. the blob cache, by byte counts ----
+
+"$py" -c "
+import numpy as np
+rng = np.random.default_rng(5)
+np.save('$tmp/w.npy', rng.standard_normal((256, 128), dtype=np.float32))
+np.save('$tmp/w2.npy', rng.standard_normal((256, 128), dtype=np.float32))
+"
+cat >"$tmp/model.tir" <<EOF
+w = load("$tmp/w.npy")
+x = rand([8, 256], seed=3)
+c = [1.0, -1.0, 0.5, 2.0]
+h = relu(x @ w)
+print sum(h, axis=1), c * 2
+EOF
+"$tir" run "$tmp/model.tir" >"$tmp/lout" 2>/dev/null
+blobs() { sed -n 's/^blobs: \(.*\)$/\1/p' "$1"; }
+timeout 20 "$tir" run --profile "$tmp/model.tir" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err"
+st=$?
+frame=$((16 + 16 + 256 * 128 * 4))
+lit=$((16 + 8 + 16))
+if [ $st -ne 0 ] || ! cmp -s "$tmp/lout" "$tmp/out"; then
+	fail "blob cache" "first run: exit $st or stdout differs"
+	head -n 5 "$tmp/err"
+elif [ "$(blobs "$tmp/err")" != "0 cached, 2 sent ($((frame + lit)) bytes); graph: sent" ]; then
+	fail "blob cache" "first run says '$(blobs "$tmp/err")', expected 2 blobs of $((frame + lit)) bytes sent"
+else
+	pass
+fi
+timeout 20 "$tir" run --profile "$tmp/model.tir" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err"
+st=$?
+up=$(sed -n 's/.* · net [0-9.]* ms (\([0-9]*\) round trips, \([0-9.]* [KMG]*i*B\) up, .*/\1 \2/p' "$tmp/err")
+if [ $st -ne 0 ] || ! cmp -s "$tmp/lout" "$tmp/out"; then
+	fail "blob cache" "second run: exit $st or stdout differs"
+elif [ "$(blobs "$tmp/err")" != "2 cached, 0 sent (0 bytes); graph: cached" ]; then
+	fail "blob cache" "second run says '$(blobs "$tmp/err")', expected 2 cached, 0 sent"
+else
+	# two round trips (the session, the run), and well under the weight's bytes up
+	set -- $up
+	case "${2:-}" in
+	*KiB | *MiB | *GiB) fail "blob cache" "second run sent $2 up (round trips: ${1:-?})" ;;
+	*) if [ "${1:-0}" -eq 2 ]; then pass; else fail "blob cache" "second run took ${1:-?} round trips"; fi ;;
+	esac
+fi
+# another weight of the same shape: the graph is cached, only the new blob goes up
+sed "s|$tmp/w.npy|$tmp/w2.npy|" "$tmp/model.tir" >"$tmp/model2.tir"
+"$tir" run --quiet "$tmp/model2.tir" >"$tmp/lout" 2>/dev/null
+timeout 20 "$tir" run --profile "$tmp/model2.tir" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err"
+if ! cmp -s "$tmp/lout" "$tmp/out"; then
+	fail "blob cache" "another weight: stdout differs"
+elif [ "$(blobs "$tmp/err")" != "1 cached, 1 sent ($frame bytes); graph: cached" ]; then
+	fail "blob cache" "another weight: '$(blobs "$tmp/err")', expected 1 cached, 1 sent ($frame bytes), graph cached"
+else
+	pass
+fi
+
+# ---- 4. errors read the same ----
+
+# check_same NAME FILE [ARGS...]: stdout, stderr and status equal remote and local
+check_same() {
+	n=$1
+	f=$2
+	shift 2
+	(cd "$tmp" && timeout 20 "$tir" run --quiet "$f" "$@" >"$tmp/lout" 2>"$tmp/lerr")
+	lst=$?
+	(cd "$tmp" && timeout 20 "$tir" run --quiet "$f" "$@" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err")
+	st=$?
+	if [ $st -ne $lst ]; then
+		fail "$n" "exit status $st remote, $lst local"
+		head -n 3 "$tmp/err"
+	elif ! cmp -s "$tmp/lout" "$tmp/out"; then
+		fail "$n" "stdout differs remote and local"
+	elif ! diff -u "$tmp/lerr" "$tmp/err" >"$tmp/diff"; then
+		fail "$n" "stderr differs remote and local"
+		cat "$tmp/diff"
+	else
+		pass
+	fi
+}
+
+printf 'a = arange(6)\nb = a - 3\nprint a\nc = (a * 2) / sub(b, b)\nprint c + 1\n' >"$tmp/div.tir"
+check_same "runtime error" div.tir
+printf 'x = arange(4)\ni = [0, 7]\nprint gather(x, i, axis=0)\n' >"$tmp/gather.tir"
+check_same "index error" gather.tir
+printf 'input x: f32[3, 4]\ny = x * 2\nprint y\n' >"$tmp/noinput.tir"
+check_same "missing input" noinput.tir
+check_same "input given" noinput.tir --input "x=$tmp/x.npy"
+printf 'x = ones([2, 2]) @ ones([2, 3])\ny = to(x, 1)\nprint y\n' >"$tmp/device.tir"
+check_same "device op" device.tir
+printf 'x = relux(ones([2]))\n' >"$tmp/syntax.tir"
+check_same "program error" syntax.tir
+printf 'x = 1\n' >"$tmp/noprint.tir"
+check_same "nothing printed" noprint.tir
+printf 'print 2.5, 3, true, -inf\nprint [1.5, 2.5] * 2\n' >"$tmp/scalars.tir"
+check_same "scalars" scalars.tir
+
+# ---- 5. failures: exit 3, the remote named, promptly ----
+
+# expect3 NAME MAX_MS PATTERN CMD...: exit status 3 within MAX_MS ms and
+# a stderr matching PATTERN (grep -E)
+expect3() {
+	n=$1
+	max=$2
+	pat=$3
+	shift 3
+	t0=$(now_ms)
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	t=$(($(now_ms) - t0))
+	if [ $st -ne 3 ]; then
+		fail "$n" "exit status $st, expected 3"
+		head -n 3 "$tmp/err"
+	elif [ $t -gt "$max" ]; then
+		fail "$n" "took $t ms (at most $max)"
+	elif ! grep -Eq "$pat" "$tmp/err"; then
+		fail "$n" "stderr does not say /$pat/:"
+		head -n 3 "$tmp/err"
+	elif [ -s "$tmp/out" ]; then
+		fail "$n" "something on stdout"
+	else
+		pass
+	fi
+}
+
+# a port nobody listens on: a closed server's
+start_server "$tmp/serve2.log" && stop "$spid"
+closed=$addr
+expect3 "closed port" 2000 "^tir: remote $closed: cannot connect" \
+	"$tir" run --quiet samples/mlp.tir --remote "$closed"
+
+# a server killed (kill -9) in the middle of a long batch
+cat >"$tmp/long.tir" <<'EOF'
+a = randn([2000, 2000], seed=1) * 0.02
+b = a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a @ a
+print sum(b)
+EOF
+if start_server "$tmp/serve3.log"; then
+	kpid=$spid
+	( sleep 1; kill -9 "$kpid" ) &
+	expect3 "server killed" 10000 "^tir: remote $addr: " "$tir" run --quiet "$tmp/long.tir" --remote "$addr"
+	wait "$kpid" 2>/dev/null
+else
+	fail "server killed" "the server did not start"
+fi
+
+# fakes
+if start_fake silent; then
+	TIR_TIMEOUT=2 expect3 "no answer" 3500 "^tir: remote $faddr: no answer within 2 s \(TIR_TIMEOUT\)$" \
+		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake proto2; then
+	expect3 "protocol 2" 2000 "^tir: remote $faddr speaks tir protocol 2; this tir speaks 1$" \
+		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake noproto; then
+	expect3 "not tir" 2000 "^tir: remote $faddr does not speak the tir protocol" \
+		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake garbage; then
+	expect3 "garbage reply" 2000 "^tir: remote $faddr: the reply is not a results body$" \
+		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake short; then
+	expect3 "truncated reply" 2000 "^tir: remote $faddr: the reply was cut short" \
+		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
+	kill -9 "$fpid"
+fi
+printf 'print ones([3])\n' >"$tmp/one.tir"
+if start_fake badframe; then
+	expect3 "malformed result" 2000 "^tir: remote $faddr: result 1: tensor frame: byte 8: " \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+
+# tokens
+if start_server "$tmp/serve4.log" --token s3cret; then
+	tpid=$spid
+	TIR_TOKEN=wrong expect3 "wrong token" 2000 "^tir: remote $addr refused the token: set TIR_TOKEN" \
+		"$tir" run --quiet samples/mlp.tir --remote "$addr"
+	expect3 "no token" 2000 "^tir: remote $addr refused the token: set TIR_TOKEN" \
+		"$tir" run --quiet samples/mlp.tir --remote "$addr"
+	TIR_TOKEN=s3cret "$tir" run --quiet samples/mlp.tir --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne 0 ] || ! cmp -s samples/mlp.out "$tmp/out"; then
+		fail "right token" "exit status $st or stdout differs"
+		head -n 3 "$tmp/err"
+	else
+		pass
+	fi
+	stop "$tpid"
+else
+	fail "tokens" "the server did not start"
+fi
+
+# usage
+"$tir" run --quiet samples/mlp.tir --remote "a:1,b:2" >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ $st -ne 2 ] || ! grep -q "several remotes at once are not supported yet" "$tmp/err"; then
+	fail "several remotes" "exit status $st, or no 'not supported yet'"
+else
+	pass
+fi
+
+# ---- 6. the REPL ----
+
+cat >"$tmp/session.txt" <<EOF
+a = [1.5, 2, 3]
+a * 2
+b = exp(a)
+.vars
+print b, sum(b)
+input x: f32[3, 4]
+.input x=$tmp/x.npy
+y = relu(x @ ones([4, 2]) - 3)
+y
+.vars
+.input x=$tmp/x.npy
+y * 1
+b = b - 1
+print b
+w = load("$tmp/w.npy")
+sum(w, axis=0)
+m = w * 2
+sum(m)
+.vars
+.reset
+.vars
+z = arange(5)
+z * z
+q = 1 / 0
+print z
+EOF
+(cd "$tmp" && timeout 20 "$tir" repl <session.txt >"$tmp/lout" 2>"$tmp/lerr")
+lst=$?
+(cd "$tmp" && timeout 20 "$tir" repl --remote "$main_addr" <session.txt >"$tmp/out" 2>"$tmp/err")
+st=$?
+if [ $st -ne $lst ] || ! diff -u "$tmp/lout" "$tmp/out" >"$tmp/diff" || ! diff -u "$tmp/lerr" "$tmp/err" >>"$tmp/diff"; then
+	fail "repl" "the transcript differs remote and local (exit $st, $lst)"
+	head -n 20 "$tmp/diff"
+else
+	pass
+fi
+# .remote switches: where runs go, connecting, off again
+{
+	echo ".remote"
+	echo "a = arange(3)"
+	echo ".remote $main_addr"
+	echo ".remote"
+	echo "a * 2"
+	echo ".vars"
+	echo ".remote $closed"
+	echo "a + 1"
+	echo ".remote off"
+	echo "a + 2"
+} >"$tmp/switch.txt"
+timeout 20 "$tir" repl <"$tmp/switch.txt" >"$tmp/out" 2>"$tmp/err"
+st=$?
+cat >"$tmp/want" <<EOF
+remote: off (the session computes here)
+remote: $main_addr (computations run there)
+remote: $main_addr (computations run there)
+mul(a, 2): i64[3]
+[0, 2, 4]
+a  i64[3]  computed
+add(a, 1): i64[3]
+[1, 2, 3]
+remote: off (the session computes here)
+add(a, 2): i64[3]
+[2, 3, 4]
+EOF
+if [ $st -ne 1 ] || ! diff -u "$tmp/want" "$tmp/out" >"$tmp/diff"; then
+	fail "repl .remote" "exit $st (expected 1: one .remote failed), or stdout differs"
+	head -n 20 "$tmp/diff"
+elif ! grep -q "^tir: remote $closed: cannot connect" "$tmp/err"; then
+	fail "repl .remote" "no 'cannot connect' for a closed port"
+	cat "$tmp/err"
+else
+	pass
+fi
+
+# a session that expired while the REPL was idle (its kept values with
+# it): a new session, the values made again, nothing lost
+if start_server "$tmp/serve5.log" --session-ttl 1; then
+	epid=$spid
+	(echo "a = [1, 2]"; echo "b = a * 2"; echo "b"; sleep 2.5; echo "b * 3"; echo ".vars") |
+		timeout 20 "$tir" repl --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	printf 'b: i64[2]\n[2, 4]\nmul(b, 3): i64[2]\n[6, 12]\na  i64[2]  computed\nb  i64[2]  computed\n' >"$tmp/want"
+	if [ $st -ne 0 ] || ! cmp -s "$tmp/want" "$tmp/out" || [ -s "$tmp/err" ]; then
+		fail "session expired" "exit $st, or the transcript differs"
+		diff "$tmp/want" "$tmp/out" | head -n 5
+		head -n 3 "$tmp/err"
+	elif [ "$(grep -c '^POST /v1/sessions ' "$tmp/serve5.log")" -ne 2 ]; then
+		fail "session expired" "not exactly one new session"
+	else
+		pass
+	fi
+	stop "$epid"
+else
+	fail "session expired" "the server did not start"
+fi
+
+# at a terminal: .remote, Ctrl-C stopping a remote computation (its own counts)
+timeout 120 "$py" tests/net/remote_pty.py "$tir" "$main_addr" >"$tmp/pty" 2>&1
+c=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$tmp/pty" | tail -n 1)
+if [ -z "$c" ]; then
+	fail "repl pty" "tests/net/remote_pty.py gave no summary"
+	tail -n 5 "$tmp/pty"
+else
+	sed '$d' "$tmp/pty"
+	# shellcheck disable=SC2086 # "N M": split on purpose
+	set -- $c
+	passed=$((passed + $1))
+	failed=$((failed + $2))
+fi
+
+# every request was answered, and the server stops cleanly on SIGTERM
+stop "$main_pid"
+st=$?
+if [ $st -ne 0 ]; then
+	fail "server stop" "tir serve exited $st on SIGTERM"
+elif awk '$3 ~ /^5/ { bad = 1 } END { exit !bad }' "$tmp/serve.log"; then
+	fail "server log" "a 5xx reply:"
+	awk '$3 ~ /^5/' "$tmp/serve.log" | head -n 3
+else
+	pass
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,37 @@
+#!/bin/sh
+# tests/suites/serve.sh — `tir serve` against docs/protocol.md: every
+# endpoint and the doc's curl examples, each error of the protocol table,
+# the token, limits, sessions, blob eviction, signals, and a load test of 64
+# concurrent clients x 50 batches checked against NumPy (tests/net/
+# serve_test.py, with Debian's /usr/bin/python3; servers on free loopback
+# ports, started and stopped by the test).  The test prints "ok NAME" or
+# "FAIL NAME: WHY" per check and "# " lines with the load test's figures;
+# here only the failures are shown (VERBOSE=1: every line), and the last
+# line is "N passed, M failed".  Run from the repository root (tests/run.sh does); BUILD picks
+# the build.
+set -u
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+BUILD=${BUILD:-build}
+case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-serve.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+timeout 600 /usr/bin/python3 tests/net/serve_test.py "$tir" >"$tmp/out" 2>&1
+st=$?
+last=$(tail -n 1 "$tmp/out")
+if [ "${VERBOSE:-0}" = 1 ]; then
+	sed '$d' "$tmp/out"
+else
+	sed '$d' "$tmp/out" | grep -v -e '^ok ' -e '^# '
+fi
+case $last in
+*" passed, "*" failed") echo "$last" ;;
+*)
+	echo "serve_test.py: FAILED: exit $st, no summary line: $last"
+	echo "0 passed, 1 failed"
+	exit 1
+	;;
+esac
+[ "$st" -eq 0 ]
