@@ -212,6 +212,15 @@ void tir_remote_close(struct tir_remote *r);
 /* "HOST:PORT" as given.  borrowed. */
 const char *tir_remote_name(const struct tir_remote *r);
 
+/* Make the session now (one round trip), so that a wrong address, a wrong
+ * token or another protocol is said at once.  returns 0 or -code. */
+int tir_remote_connect(struct tir_remote *r, struct tir_err *err);
+/* The program the values were kept for is gone (the REPL's .reset): the
+ * next run drops them on the server. */
+void tir_remote_forget(struct tir_remote *r);
+/* Whether the session holds the value of node id of x's program. */
+bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id);
+
 /* What the last run sent and received. */
 struct tir_remote_stats {
 	double net_ms;              /* wall time in HTTP requests */

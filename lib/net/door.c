@@ -31,6 +31,9 @@ static struct {
 	int (*remote_run)(struct tir_remote *, struct tir_exec *, struct tir_node *const *, size_t,
 			  struct tir_remote_result *, struct tir_err *);
 	int (*serve)(const struct tir_serve_opts *, volatile sig_atomic_t *, struct tir_err *);
+	int (*remote_connect)(struct tir_remote *, struct tir_err *);
+	void (*remote_forget)(struct tir_remote *);
+	bool (*remote_holds)(const struct tir_remote *, const struct tir_exec *, uint32_t);
 } net = {.once = PTHREAD_ONCE_INIT};
 
 /* TIR_NET_LIB names the object; else it sits next to the binary. */
@@ -61,8 +64,12 @@ static void open_net(void)
 	*(void **)&net.remote_stats = dlsym(net.h, "tir_remote_stats");
 	*(void **)&net.remote_run = dlsym(net.h, "tir_remote_run");
 	*(void **)&net.serve = dlsym(net.h, "tir_serve");
+	*(void **)&net.remote_connect = dlsym(net.h, "tir_remote_connect");
+	*(void **)&net.remote_forget = dlsym(net.h, "tir_remote_forget");
+	*(void **)&net.remote_holds = dlsym(net.h, "tir_remote_holds");
 	if (!net.remote_open || !net.remote_close || !net.remote_name || !net.remote_stats ||
-	    !net.remote_run || !net.serve) {
+	    !net.remote_run || !net.serve || !net.remote_connect || !net.remote_forget ||
+	    !net.remote_holds) {
 		snprintf(net.why, sizeof net.why, "%s is not the one this tir was built with", path);
 		net.remote_open = NULL;
 		net.serve = NULL;
@@ -104,6 +111,21 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err)
 {
 	return net.remote_run(r, x, targets, ntargets, res, err);
+}
+
+int tir_remote_connect(struct tir_remote *r, struct tir_err *err)
+{
+	return net.remote_connect(r, err);
+}
+
+void tir_remote_forget(struct tir_remote *r)
+{
+	net.remote_forget(r);
+}
+
+bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id)
+{
+	return net.remote_holds(r, x, id);
 }
 
 int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err)
