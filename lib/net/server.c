@@ -13,8 +13,9 @@
  * mid-upload): it logs the request's line and frees what it held.
  *
  * The engine has one thread pool for the whole process, so batches run
- * one at a time under the compute mutex; everything else (uploads,
- * hashing, parsing a new batch text, sessions) goes on in parallel.
+ * one at a time, in the order they came, on one compute thread; their
+ * connections wait suspended, so that MHD's threads go on with everything
+ * else (uploads, hashing, parsing a new batch text, sessions, /healthz).
  */
 #include "store.h"
 
@@ -54,9 +55,16 @@ struct server {
 	struct blob_store *blobs;
 	struct graph_store *graphs;
 	struct session_store *sessions;
-	pthread_mutex_t compute;       /* one batch at a time: the engine's pool is global */
 	char *info;                    /* the /v1/info document, made once */
-	atomic_int running;            /* batches under way or waiting for the compute mutex */
+	/* batches run one at a time on the compute thread (the engine's pool
+	 * is global), in the order they came; their connections wait suspended */
+	pthread_t computer;
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	struct job *qhead, **qtail;
+	bool qstop;                    /* no more jobs; the thread ends once the queue is empty */
+	atomic_int running;            /* batches queued or running */
+	atomic_int inflight;           /* requests begun and not done */
 	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
 	pthread_mutex_t mmu;           /* the metrics below */
 	uint64_t by_status[600], aborted;
@@ -82,6 +90,7 @@ struct req {
 	unsigned char *body;
 	size_t len, cap;
 	struct upload *up;             /* PUT /v1/blobs/SHA256 */
+	bool queued;                   /* a run handed to the compute thread */
 };
 
 static double now_ms(void)
@@ -119,8 +128,10 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
-	r->status = status;
-	r->out = len;
+	if (ok == MHD_YES) {
+		r->status = status;
+		r->out = len;
+	}
 	return ok;
 }
 
@@ -902,6 +913,15 @@ struct run {
 	struct tir_tensor *kept;       /* by keep entry */
 };
 
+/* A batch waiting for the compute thread. */
+struct job {
+	struct job *next;
+	struct MHD_Connection *c;
+	struct req *r;
+	struct run u;
+	bool graph_cached;
+};
+
 static void run_free(struct server *s, struct run *u)
 {
 	for (size_t i = 0; u->vals && i < u->b.nin; i++)
@@ -916,7 +936,7 @@ static void run_free(struct server *s, struct run *u)
 	json_decref(u->doc);
 }
 
-/* Under the compute mutex: bind, run, answer.  u->vals are handed to the exec. */
+/* On the compute thread: bind, run, answer.  u->vals are handed to the exec. */
 static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struct req *r,
 			       struct run *u, bool graph_cached)
 {
@@ -1091,14 +1111,59 @@ static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, stru
 				 SESSION_MAX_VALUES);
 		goto out;
 	}
+	/* to the compute thread, which answers and resumes the connection */
+	struct job *j = malloc(sizeof *j);
+	if (!j) {
+		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	*j = (struct job){.c = c, .r = r, .u = u, .graph_cached = graph_cached};
+	pthread_mutex_lock(&s->qmu);
+	if (s->qstop) {
+		pthread_mutex_unlock(&s->qmu);
+		free(j);
+		ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+		goto out;
+	}
+	MHD_suspend_connection(c);
+	r->queued = true;
 	atomic_fetch_add(&s->running, 1);
-	pthread_mutex_lock(&s->compute);
-	ok = compute(s, c, r, &u, graph_cached);
-	pthread_mutex_unlock(&s->compute);
-	atomic_fetch_sub(&s->running, 1);
+	*s->qtail = j;
+	s->qtail = &j->next;
+	pthread_cond_signal(&s->qcv);
+	pthread_mutex_unlock(&s->qmu);
+	return MHD_YES;
 out:
 	run_free(s, &u);
 	return ok;
+}
+
+static void *computer(void *arg)
+{
+	struct server *s = arg;
+	pthread_mutex_lock(&s->qmu);
+	for (;;) {
+		struct job *j = s->qhead;
+		if (!j) {
+			if (s->qstop)
+				break;
+			pthread_cond_wait(&s->qcv, &s->qmu);
+			continue;
+		}
+		s->qhead = j->next;
+		if (!s->qhead)
+			s->qtail = &s->qhead;
+		pthread_mutex_unlock(&s->qmu);
+		/* a suspended connection may be answered from any thread */
+		compute(s, j->c, j->r, &j->u, j->graph_cached);
+		run_free(s, &j->u);
+		atomic_fetch_sub(&s->running, 1);
+		MHD_resume_connection(j->c); /* j->r is MHD's again from here */
+		free(j);
+		pthread_mutex_lock(&s->qmu);
+	}
+	pthread_mutex_unlock(&s->qmu);
+	return NULL;
 }
 
 /* ---- the callbacks ---- */
@@ -1142,6 +1207,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		r = calloc(1, sizeof *r);
 		if (!r)
 			return MHD_NO;
+		atomic_fetch_add(&s->inflight, 1);
 		*con_cls = r;
 		r->t0 = now_ms();
 		snprintf(r->method, sizeof r->method, "%s", method);
@@ -1155,6 +1221,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (r->queued) /* resumed: answered by the compute thread, or not at all */
+		return r->status ? MHD_YES : MHD_NO;
 	if (r->status) /* answered when the headers came */
 		return MHD_YES;
 	return finish(s, c, r);
@@ -1199,6 +1267,7 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	upload_free(r->up);
 	free(r->body);
 	free(r);
+	atomic_fetch_sub(&s->inflight, 1);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -1256,13 +1325,24 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
+/* Let the compute thread finish the queue and end. */
+static void stop_computer(struct server *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	s->qstop = true;
+	pthread_cond_signal(&s->qcv);
+	pthread_mutex_unlock(&s->qmu);
+	pthread_join(s->computer, NULL);
+}
+
 static void server_free(struct server *s)
 {
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
 	free(s->info);
-	pthread_mutex_destroy(&s->compute);
+	pthread_mutex_destroy(&s->qmu);
+	pthread_cond_destroy(&s->qcv);
 	pthread_mutex_destroy(&s->mmu);
 	free(s);
 }
@@ -1285,7 +1365,9 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		s->o.blob_cache = DEFAULT_BLOB_CACHE;
 	if (s->o.token)
 		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
-	pthread_mutex_init(&s->compute, NULL);
+	pthread_mutex_init(&s->qmu, NULL);
+	pthread_cond_init(&s->qcv, NULL);
+	s->qtail = &s->qhead;
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
 	s->blobs = blob_store_new(s->o.blob_cache);
@@ -1302,7 +1384,13 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		server_free(s);
 		return fd;
 	}
+	if (pthread_create(&s->computer, NULL, computer, s)) {
+		close(fd);
+		server_free(s);
+		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
+	}
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+			 MHD_ALLOW_SUSPEND_RESUME |
 			 (family == AF_INET6 ? MHD_USE_IPv6 : 0);
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
@@ -1313,6 +1401,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_END);
 	if (!d) {
 		close(fd);
+		stop_computer(s);
 		server_free(s);
 		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP server (libmicrohttpd)");
 	}
@@ -1343,7 +1432,15 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			trimmed = seen;
 		}
 	}
-	MHD_stop_daemon(d); /* waits for the requests under way */
+	/* the batches queued run and are answered; then the requests under
+	 * way get a few seconds to finish (no connection may be suspended
+	 * when the daemon stops) */
+	stop_computer(s);
+	for (int i = 0; i < 100 && atomic_load(&s->inflight); i++) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	MHD_stop_daemon(d);
 	server_free(s);
 	return 0;
 }

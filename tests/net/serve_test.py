@@ -853,6 +853,58 @@ def test_big_blobs():
         srv.stop()
 
 
+def long_text(n):
+    """A batch of n 1024 x 1024 matmuls: about 0.05 s each here."""
+    lines = ["x0: f32[1024, 1024] = randn([1024, 1024], seed=1)"]
+    for i in range(n):
+        lines += [f"m{i}: f32[1024, 1024] = matmul(x{i}, x0)", f"x{i + 1}: f32[1024, 1024] = tanh(m{i})"]
+    return "\n".join(lines + [f"s: f32[] = sum(x{n})", "print s"]) + "\n"
+
+
+def test_long_batch():
+    """Batches run on one compute thread; the connections of the HTTP
+    threads go on meanwhile, and a stop waits for the batch under way."""
+    srv = Server()
+    try:
+        sid = new_session(srv)
+        text = long_text(30)
+        out = {}
+
+        def go(key):
+            t0 = time.monotonic()
+            r = run(srv, sid, text)
+            out[key] = (r, time.monotonic() - t0)
+
+        threads = [threading.Thread(target=go, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        worst = 0
+        for _ in range(8):
+            t0 = time.monotonic()
+            ok = healthy(srv)
+            worst = max(worst, time.monotonic() - t0)
+        busy = all(t.is_alive() for t in threads)
+        for t in threads:
+            t.join(120)
+        check("long batches: /healthz answers meanwhile", ok and busy and worst < 1.0,
+              f"worst {worst:.3f}s; both batches still running: {busy}")
+        check("long batches: both answered", all(out.get(k, (None,))[0] is not None and out[k][0].status == 200
+                                                 for k in range(2)), str(out))
+        # a stop waits for the batch under way, which is answered
+        th = threading.Thread(target=go, args=("stop",))
+        th.start()
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGTERM)
+        th.join(120)
+        r = out.get("stop", (None,))[0]
+        check("SIGTERM during a batch: it is answered", r is not None and r.status == 200,
+              describe(r) if r else "no answer")
+    finally:
+        st = srv.stop()
+    check("SIGTERM during a batch: exit 0", st == 0, f"exit {st}")
+
+
 LOAD_TEXT = ("input t0: f32[32, 32]\ninput t1: f32[32]\nt2: f32[32, 32] = matmul(t0, t0)\n"
              "t3: f32[32, 32] = add(t2, t1)\nt4: f32[32, 32] = tanh(t3)\nt5: f32[32] = sum(t4, axis=1)\n"
              "print t5, t1\n")
@@ -924,21 +976,39 @@ def test_load(clients=64, batches=50):
                 with lock:
                     stats["requests"] += nreq
 
+        probe = {"worst": 0.0, "n": 0, "bad": 0}
+        finished = threading.Event()
+
+        def prober():  # an operator's health check while the clients run
+            while not finished.is_set():
+                t1 = time.monotonic()
+                probe["bad"] += not healthy(srv)
+                probe["worst"] = max(probe["worst"], time.monotonic() - t1)
+                probe["n"] += 1
+                time.sleep(0.05)
+
         t0 = time.monotonic()
         threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+        pt = threading.Thread(target=prober)
+        pt.start()
         for t in threads:
             t.start()
         for t in threads:
             t.join(max(1.0, DEADLINE - time.monotonic()))
         secs = time.monotonic() - t0
+        finished.set()
+        pt.join(10)
         alive = sum(t.is_alive() for t in threads)
         m = metrics(srv)
         served = sum(v for k, v in m.items() if k.startswith("tir_requests_total")) - \
-            sum(v for k, v in m0.items() if k.startswith("tir_requests_total")) - 1  # this /metrics
+            sum(v for k, v in m0.items() if k.startswith("tir_requests_total")) - 1 - probe["n"]  # this /metrics
         check(f"load: {clients} clients x {batches} batches, all answered within 60 s",
               not alive and not stats["lost"] and stats["batches"] == clients * batches and secs < 60,
               f"{stats['batches']} batches in {secs:.1f}s; {alive} stuck; lost: {stats['lost'][:3]}")
         check("load: every result right (NumPy)", not stats["wrong"], str(stats["wrong"][:5]))
+        print(f"# load: /healthz during the load: {probe['n']} checks, worst {probe['worst'] * 1e3:.1f} ms")
+        check("load: /healthz answered meanwhile, each within 1 s", probe["n"] > 0 and not probe["bad"] and
+              probe["worst"] < 1.0, str(probe))
         check("load: the server counted every request", served == stats["requests"] and
               m.get("tir_requests_aborted_total", 0) == m0.get("tir_requests_aborted_total", 0),
               f"client {stats['requests']}, server {served}")
@@ -968,7 +1038,7 @@ def main():
         check("tir binary", False, TIR + " is missing")
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_ttl_and_lru,
-                  test_big_blobs):
+                  test_big_blobs, test_long_batch):
             try:
                 t()
             except Exception as e:  # a crash of one group is one failure, the rest go on
