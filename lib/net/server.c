@@ -524,6 +524,7 @@ struct batch {
 	const char *text;
 	size_t text_len;
 	size_t nin;
+	json_t *inputs;                /* the request's object (borrowed), for lookups by name */
 	const char **in_name;          /* the batch's input names */
 	const char **in_blob;          /* a blob SHA, or NULL */
 	const char **in_key;           /* or a session value key */
@@ -571,6 +572,7 @@ static int read_batch(json_t *doc, struct batch *b, char *msg, size_t n)
 			if (!json_is_object(v))
 				return snprintf(msg, n, "inputs: not an object"), 400;
 			size_t m = json_object_size(v);
+			b->inputs = v;
 			b->in_name = calloc(m + 1, sizeof *b->in_name);
 			b->in_blob = calloc(m + 1, sizeof *b->in_blob);
 			b->in_key = calloc(m + 1, sizeof *b->in_key);
@@ -710,10 +712,7 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 	/* every input of the text bound, every binding an input */
 	for (size_t i = 0; i < p->nstmts; i++) {
 		const struct tir_stmt *st = &p->stmts[i];
-		size_t j = 0;
-		while (st->kind == TIR_STMT_INPUT && j < b->nin && strcmp(b->in_name[j], st->name))
-			j++;
-		if (st->kind == TIR_STMT_INPUT && j == b->nin)
+		if (st->kind == TIR_STMT_INPUT && !json_object_get(b->inputs, st->name))
 			return reply_error(c, r, 400, "bad_request", NULL,
 					   "inputs: 'input %s' of the batch has no binding", st->name);
 	}
@@ -838,27 +837,29 @@ static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, stru
 	/* the values: what is missing is listed, an unknown key is an error */
 	u.vals = calloc(u.b.nin + 1, sizeof *u.vals);
 	u.kept = calloc(u.b.nkeep + 1, sizeof *u.kept);
-	json_t *missing = json_array();
-	if (!u.vals || !u.kept || !missing) {
+	json_t *missing = json_array(), *seen = json_object(); /* in order, and as a set */
+	if (!u.vals || !u.kept || !missing || !seen) {
 		json_decref(missing);
+		json_decref(seen);
 		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < u.b.nin; i++) {
 		if (u.b.in_key[i] && !session_value(s->sessions, u.ss, u.b.in_key[i], &u.vals[i])) {
 			json_decref(missing);
+			json_decref(seen);
 			ok = reply_error(c, r, 404, "not_found", NULL, "inputs.%.64s: this session has no value '%s'",
 					 u.b.in_name[i], u.b.in_key[i]);
 			goto out;
 		}
 		if (u.b.in_blob[i] && !blob_get(s->blobs, u.b.in_blob[i], &u.vals[i])) {
-			bool listed = false;
-			for (size_t j = 0; j < json_array_size(missing) && !listed; j++)
-				listed = !strcmp(json_string_value(json_array_get(missing, j)), u.b.in_blob[i]);
-			if (!listed)
+			if (!json_object_get(seen, u.b.in_blob[i])) {
+				json_object_set_new(seen, u.b.in_blob[i], json_true());
 				json_array_append_new(missing, json_string(u.b.in_blob[i]));
+			}
 		}
 	}
+	json_decref(seen);
 	if (!u.g || json_array_size(missing)) {
 		size_t nb = json_array_size(missing);
 		ok = reply_error(c, r, 409, "missing", json_pack("{sb so}", "graph", !u.g, "blobs", missing),
