@@ -1004,7 +1004,8 @@ def test_load(clients=64, batches=50):
             sum(v for k, v in m0.items() if k.startswith("tir_requests_total")) - 1 - probe["n"]  # this /metrics
         check(f"load: {clients} clients x {batches} batches, all answered within 60 s",
               not alive and not stats["lost"] and stats["batches"] == clients * batches and secs < 60,
-              f"{stats['batches']} batches in {secs:.1f}s; {alive} stuck; lost: {stats['lost'][:3]}")
+              f"{stats['batches']} batches in {secs:.1f}s; {alive} stuck; lost: {stats['lost'][:3]}; "
+              f"server: {[ln for ln in srv.lines if not re.match('(GET|POST|PUT|DELETE) ', ln)][-5:]}")
         check("load: every result right (NumPy)", not stats["wrong"], str(stats["wrong"][:5]))
         print(f"# load: /healthz during the load: {probe['n']} checks, worst {probe['worst'] * 1e3:.1f} ms")
         check("load: /healthz answered meanwhile, each within 1 s", probe["n"] > 0 and not probe["bad"] and
