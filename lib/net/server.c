@@ -7,14 +7,16 @@
  * A request goes through handle() several times: once when its headers
  * are in (route, token, method and Content-Length are checked there, so
  * that a body over the limit is refused before it is read), once per
- * piece of body (kept, and for a blob hashed as it arrives), and once at
+ * piece of body (kept; a blob decoded and hashed as it arrives, in
+ * upload.c), and once at
  * the end, where the response is made.  done() runs when the connection
  * is finished with the request, answered or not (a client that went away
  * mid-upload): it logs the request's line and frees what it held.
  *
  * The engine has one thread pool for the whole process, so batches run
- * one at a time under the compute mutex; everything else (uploads,
- * hashing, parsing a new batch text, sessions) goes on in parallel.
+ * one at a time, in the order they came, on one compute thread; their
+ * connections wait suspended, so that MHD's threads go on with everything
+ * else (uploads, hashing, parsing a new batch text, sessions, /healthz).
  */
 #include "store.h"
 
@@ -31,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,9 +55,16 @@ struct server {
 	struct blob_store *blobs;
 	struct graph_store *graphs;
 	struct session_store *sessions;
-	pthread_mutex_t compute;       /* one batch at a time: the engine's pool is global */
 	char *info;                    /* the /v1/info document, made once */
-	atomic_int running;            /* batches under way or waiting for the compute mutex */
+	/* batches run one at a time on the compute thread (the engine's pool
+	 * is global), in the order they came; their connections wait suspended */
+	pthread_t computer;
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	struct job *qhead, **qtail;
+	bool qstop;                    /* no more jobs; the thread ends once the queue is empty */
+	atomic_int running;            /* batches queued or running */
+	atomic_int inflight;           /* requests begun and not done */
 	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
 	pthread_mutex_t mmu;           /* the metrics below */
 	uint64_t by_status[600], aborted;
@@ -77,11 +85,11 @@ struct req {
 	const char *allow;             /* the Allow header of a 405 */
 	bool keep_body;                /* a body this route reads */
 	bool has_len;
-	uint64_t len_declared;         /* Content-Length */
 	bool over;                     /* the body passed --max-body (or memory ran out) */
 	unsigned char *body;
 	size_t len, cap;
-	struct upload *up;             /* PUT /v1/blobs/SHA256 */
+	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
+	bool queued;                   /* a run handed to the compute thread */
 };
 
 static double now_ms(void)
@@ -119,8 +127,10 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
-	r->status = status;
-	r->out = len;
+	if (ok == MHD_YES) {
+		r->status = status;
+		r->out = len;
+	}
 	return ok;
 }
 
@@ -262,239 +272,6 @@ static bool authorized(const struct server *s, struct MHD_Connection *c)
 	return tir_const_eq(got, s->token_sha, TIR_SHA_HEX);
 }
 
-/* ---- a blob upload, decoded and hashed as it arrives ----
- *
- * The frame's header goes into head[]; once it is whole and checked (the
- * rules of tir_frame_decode, net.h), the tensor to keep is allocated and
- * the data is copied straight into it: one allocation of fresh memory and
- * no copy of the whole body.  A big upload is hashed by a second thread,
- * behind the copy, so that hashing (about 2 GB/s with SHA extensions) and
- * receiving (the first touch of fresh pages is as slow) overlap.  A blob
- * the server holds already is only hashed. */
-
-#define HASH_THREAD_MIN ((size_t)4 << 20)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-struct upload {
-	struct tir_sha256 *sha;
-	bool held;                     /* the server holds it: hash, keep nothing */
-	int status;                    /* the first fault of the frame: 400 or 413 */
-	char msg[300];
-	unsigned char head[16 + 8 * TIR_MAX_RANK];
-	size_t nhead, headlen;         /* headlen: 0 until the rank is known */
-	struct tir_tensor t;
-	size_t nbytes, got, padlen, npad;
-	/* the hashing thread: it hashes t's data up to `avail` */
-	bool threaded;
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	size_t avail;
-	bool end, waiting;
-};
-
-/* The hashing thread.  While it waits for data it also faults in the
- * tensor's pages ahead of the copy (MADV_POPULATE_WRITE: one call per
- * piece instead of a trap per page), the other half of the cost of
- * receiving into fresh memory. */
-static void *hash_thread(void *arg)
-{
-	struct upload *u = arg;
-	unsigned char *data = tir_tensor_data(&u->t);
-	size_t done = 0, ahead = 0, page = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t base = ((uintptr_t)data + page - 1) & ~(uintptr_t)(page - 1);
-	size_t span = (uintptr_t)data + u->nbytes > base ? (uintptr_t)data + u->nbytes - base : 0;
-	span &= ~(page - 1);
-	pthread_mutex_lock(&u->mu);
-	for (;;) {
-		size_t avail = u->avail;
-		if (avail > done) {
-			pthread_mutex_unlock(&u->mu);
-			tir_sha256_update(u->sha, data + done, avail - done);
-			done = avail;
-		} else if (ahead < span && !u->end) {
-			pthread_mutex_unlock(&u->mu);
-			size_t n = span - ahead < ((size_t)4 << 20) ? span - ahead : (size_t)4 << 20;
-			if (madvise((void *)(base + ahead), n, MADV_POPULATE_WRITE))
-				ahead = span; /* not on this kernel: the copy faults them in */
-			else
-				ahead += n;
-		} else if (u->end) {
-			break;
-		} else {
-			u->waiting = true;
-			pthread_cond_wait(&u->cv, &u->mu);
-			u->waiting = false;
-			continue;
-		}
-		pthread_mutex_lock(&u->mu);
-	}
-	pthread_mutex_unlock(&u->mu);
-	return NULL;
-}
-
-/* Stop the hashing thread once it has hashed all it was given. */
-static void hash_join(struct upload *u)
-{
-	if (!u->threaded)
-		return;
-	pthread_mutex_lock(&u->mu);
-	u->end = true;
-	pthread_cond_signal(&u->cv);
-	pthread_mutex_unlock(&u->mu);
-	pthread_join(u->th, NULL);
-	pthread_mutex_destroy(&u->mu);
-	pthread_cond_destroy(&u->cv);
-	u->threaded = false;
-}
-
-static void upload_free(struct upload *u)
-{
-	if (!u)
-		return;
-	hash_join(u);
-	if (u->sha) {
-		char skip[TIR_SHA_HEX + 1];
-		tir_sha256_final(u->sha, skip);
-	}
-	tir_tensor_release(&u->t);
-	free(u);
-}
-
-static void upload_fault(struct upload *u, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void upload_fault(struct upload *u, int status, const char *fmt, ...)
-{
-	if (u->status)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
-	va_end(ap);
-	u->status = status;
-	hash_join(u); /* the data goes no further: hash the rest here */
-}
-
-/* The header is whole (head[0..headlen)): check it against the body's
- * length and allocate the tensor. */
-static void upload_head(struct upload *u, uint64_t body_len)
-{
-	const unsigned char *p = u->head;
-	enum tir_dtype dt = p[4];
-	int rank = p[5];
-	int64_t shape[TIR_MAX_RANK];
-	uint64_t numel = 1, real = 1;
-	for (int i = 0; i < rank; i++) {
-		uint64_t d = tir_get_u64(p + 16 + 8 * i);
-		if (d > (uint64_t)TIR_MAX_DIM)
-			return upload_fault(u, 413, "tensor frame: byte %d: axis %d of %llu is over the limit",
-					    16 + 8 * i, i, (unsigned long long)d);
-		shape[i] = (int64_t)d;
-		numel *= d ? d : 1; /* a 0 axis counts as 1, as in the checker */
-		real *= d;
-		if (numel > (uint64_t)TIR_MAX_ELEMS)
-			return upload_fault(u, 413, "tensor frame: more than %lld elements, the most a tensor holds",
-					    (long long)TIR_MAX_ELEMS);
-	}
-	uint64_t nbytes = tir_get_u64(p + 8);
-	if (nbytes != real * tir_dtype_size(dt))
-		return upload_fault(u, 400, "tensor frame: byte 8: %llu data bytes, but %s of that shape holds %llu",
-				    (unsigned long long)nbytes, tir_dtype_name(dt),
-				    (unsigned long long)(real * tir_dtype_size(dt)));
-	uint64_t total = u->headlen + pad8(nbytes);
-	if (body_len < total)
-		return upload_fault(u, 400, "tensor frame: truncated: %llu of %llu bytes",
-				    (unsigned long long)body_len, (unsigned long long)total);
-	if (body_len > total)
-		return upload_fault(u, 400, "tensor frame: %llu bytes after the frame's %llu",
-				    (unsigned long long)(body_len - total), (unsigned long long)total);
-	struct tir_err err = {0};
-	if (tir_tensor_alloc(&u->t, dt, rank, shape, false, &err))
-		return upload_fault(u, 503, "no memory for a tensor of %llu bytes now", (unsigned long long)nbytes);
-	u->nbytes = nbytes;
-	u->padlen = pad8(nbytes) - nbytes;
-	if (nbytes >= HASH_THREAD_MIN) {
-		pthread_mutex_init(&u->mu, NULL);
-		pthread_cond_init(&u->cv, NULL);
-		u->threaded = !pthread_create(&u->th, NULL, hash_thread, u);
-		if (!u->threaded) {
-			pthread_mutex_destroy(&u->mu);
-			pthread_cond_destroy(&u->cv);
-		}
-	}
-}
-
-/* A piece of a blob's body. */
-static void upload_absorb(struct upload *u, const unsigned char *d, size_t n, uint64_t body_len)
-{
-	/* what the thread does not hash is hashed here, in order: the
-	 * header, then (when the thread is stopped) data and padding */
-	if (u->held || u->status) {
-		tir_sha256_update(u->sha, d, n);
-		return;
-	}
-	while (n && !u->status) {
-		size_t take;
-		if (!u->t.buf) {
-			size_t want = u->headlen ? u->headlen : 16;
-			take = want - u->nhead < n ? want - u->nhead : n;
-			memcpy(u->head + u->nhead, d, take);
-			tir_sha256_update(u->sha, d, take);
-			u->nhead += take;
-			if (u->nhead == 16 && !u->headlen) {
-				const unsigned char *p = u->head;
-				if (memcmp(p, TIR_FRAME_MAGIC, 4))
-					upload_fault(u, 400, "tensor frame: does not start with \"TIRT\"");
-				else if (p[4] >= TIR_DTYPE_COUNT)
-					upload_fault(u, 400, "tensor frame: byte 4: unknown dtype %u", p[4]);
-				else if (p[5] > TIR_MAX_RANK)
-					upload_fault(u, 400, "tensor frame: byte 5: rank %u is over %d", p[5], TIR_MAX_RANK);
-				else if (p[6] || p[7])
-					upload_fault(u, 400, "tensor frame: bytes 6-7 must be zero");
-				u->headlen = 16 + 8 * (size_t)p[5];
-			}
-			if (!u->status && u->headlen && u->nhead == u->headlen)
-				upload_head(u, body_len);
-		} else if (u->got < u->nbytes) {
-			take = u->nbytes - u->got < n ? u->nbytes - u->got : n;
-			unsigned char *dst = (unsigned char *)tir_tensor_data(&u->t) + u->got;
-			memcpy(dst, d, take);
-			if (u->t.dtype == TIR_DTYPE_BOOL)
-				for (size_t i = 0; i < take; i++)
-					if (dst[i] > 1) {
-						upload_fault(u, 400, "tensor frame: byte %zu: a bool is 0 or 1, not %u",
-							     u->headlen + u->got + i, dst[i]);
-						break;
-					}
-			u->got += take;
-			if (!u->threaded) {
-				tir_sha256_update(u->sha, d, take);
-			} else {
-				pthread_mutex_lock(&u->mu);
-				u->avail = u->got;
-				if (u->waiting)
-					pthread_cond_signal(&u->cv);
-				pthread_mutex_unlock(&u->mu);
-			}
-		} else {
-			hash_join(u);
-			take = u->padlen - u->npad < n ? u->padlen - u->npad : n;
-			tir_sha256_update(u->sha, d, take);
-			for (size_t i = 0; i < take; i++)
-				if (d[i])
-					upload_fault(u, 400, "tensor frame: byte %zu: padding must be zero",
-						     u->headlen + u->nbytes + u->npad + i);
-			u->npad += take;
-		}
-		d += take;
-		n -= take;
-	}
-	if (n) /* after a fault */
-		tir_sha256_update(u->sha, d, n);
-}
-
 /* ---- the first call: headers are in, the body is not ---- */
 
 static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct req *r,
@@ -534,7 +311,6 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			return reply_error(c, r, 400, "bad_request", NULL, "Content-Length: not a number");
 		len = v;
 		r->has_len = true;
-		r->len_declared = len;
 	}
 	if (r->has_len && len > s->o.max_body)
 		return reply_error(c, r, 413, "too_large", NULL,
@@ -544,13 +320,10 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		if (!r->has_len)
 			return reply_error(c, r, 411, "length_required", NULL,
 					   "PUT /v1/blobs/SHA256 needs a Content-Length");
-		r->up = calloc(1, sizeof *r->up);
-		if (r->up)
-			r->up->sha = tir_sha256_new();
-		if (!r->up || !r->up->sha)
+		bool held = blob_touch(s->blobs, r->id);
+		if (!(r->up = upload_new(len, held)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
-		r->up->held = blob_touch(s->blobs, r->id);
-		if (!r->up->held && len > s->o.blob_cache)
+		if (!held && len > s->o.blob_cache)
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
@@ -578,7 +351,7 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 		r->body = NULL;
 	}
 	if (r->up && !r->over)
-		upload_absorb(r->up, (const unsigned char *)d, n, r->len_declared);
+		upload_absorb(r->up, d, n);
 	if (!r->keep_body || r->over)
 		return;
 	if (n > r->cap - r->len) {
@@ -701,23 +474,23 @@ static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c
 
 static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, struct req *r)
 {
-	struct upload *u = r->up;
-	char got[TIR_SHA_HEX + 1];
-	hash_join(u);
-	tir_sha256_final(u->sha, got);
-	u->sha = NULL;
-	if (strcmp(got, r->id))
+	char got[TIR_SHA_HEX + 1], msg[300];
+	struct tir_tensor t = {0};
+	bool held = false;
+	int st = upload_finish(r->up, got, &held, &t, msg, sizeof msg);
+	if (strcmp(got, r->id)) {
+		tir_tensor_release(&t);
 		return reply_error(c, r, 400, "bad_hash", NULL,
 				   "blob %s: the body hashes to %s; nothing was stored", r->id, got);
-	if (u->held || blob_touch(s->blobs, r->id))
+	}
+	if (held || blob_touch(s->blobs, r->id)) {
+		tir_tensor_release(&t);
 		return reply_json(c, r, 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
-	if (!u->status && r->in < (u->headlen ? u->headlen : 16))
-		upload_fault(u, 400, "tensor frame: %llu bytes, the header needs %zu", (unsigned long long)r->in,
-			     u->headlen ? u->headlen : (size_t)16);
-	if (u->status)
-		return reply_error(c, r, u->status, u->status == 400 ? "bad_request" : u->status == 413 ? "too_large" : "busy",
-				   NULL, "%s", u->msg);
-	int rc = blob_put(s->blobs, r->id, &u->t, r->in);
+	}
+	if (st)
+		return reply_error(c, r, st, st == 400 ? "bad_request" : st == 413 ? "too_large" : "busy", NULL,
+				   "%s", msg);
+	int rc = blob_put(s->blobs, r->id, &t, r->in);
 	if (rc < 0)
 		return reply_error(c, r, 503, "busy", NULL, "no memory to keep the blob now");
 	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
@@ -751,6 +524,7 @@ struct batch {
 	const char *text;
 	size_t text_len;
 	size_t nin;
+	json_t *inputs;                /* the request's object (borrowed), for lookups by name */
 	const char **in_name;          /* the batch's input names */
 	const char **in_blob;          /* a blob SHA, or NULL */
 	const char **in_key;           /* or a session value key */
@@ -798,6 +572,7 @@ static int read_batch(json_t *doc, struct batch *b, char *msg, size_t n)
 			if (!json_is_object(v))
 				return snprintf(msg, n, "inputs: not an object"), 400;
 			size_t m = json_object_size(v);
+			b->inputs = v;
 			b->in_name = calloc(m + 1, sizeof *b->in_name);
 			b->in_blob = calloc(m + 1, sizeof *b->in_blob);
 			b->in_key = calloc(m + 1, sizeof *b->in_key);
@@ -902,6 +677,15 @@ struct run {
 	struct tir_tensor *kept;       /* by keep entry */
 };
 
+/* A batch waiting for the compute thread. */
+struct job {
+	struct job *next;
+	struct MHD_Connection *c;
+	struct req *r;
+	struct run u;
+	bool graph_cached;
+};
+
 static void run_free(struct server *s, struct run *u)
 {
 	for (size_t i = 0; u->vals && i < u->b.nin; i++)
@@ -916,7 +700,7 @@ static void run_free(struct server *s, struct run *u)
 	json_decref(u->doc);
 }
 
-/* Under the compute mutex: bind, run, answer.  u->vals are handed to the exec. */
+/* On the compute thread: bind, run, answer.  u->vals are handed to the exec. */
 static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struct req *r,
 			       struct run *u, bool graph_cached)
 {
@@ -928,10 +712,7 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 	/* every input of the text bound, every binding an input */
 	for (size_t i = 0; i < p->nstmts; i++) {
 		const struct tir_stmt *st = &p->stmts[i];
-		size_t j = 0;
-		while (st->kind == TIR_STMT_INPUT && j < b->nin && strcmp(b->in_name[j], st->name))
-			j++;
-		if (st->kind == TIR_STMT_INPUT && j == b->nin)
+		if (st->kind == TIR_STMT_INPUT && !json_object_get(b->inputs, st->name))
 			return reply_error(c, r, 400, "bad_request", NULL,
 					   "inputs: 'input %s' of the batch has no binding", st->name);
 	}
@@ -1056,27 +837,29 @@ static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, stru
 	/* the values: what is missing is listed, an unknown key is an error */
 	u.vals = calloc(u.b.nin + 1, sizeof *u.vals);
 	u.kept = calloc(u.b.nkeep + 1, sizeof *u.kept);
-	json_t *missing = json_array();
-	if (!u.vals || !u.kept || !missing) {
+	json_t *missing = json_array(), *seen = json_object(); /* in order, and as a set */
+	if (!u.vals || !u.kept || !missing || !seen) {
 		json_decref(missing);
+		json_decref(seen);
 		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < u.b.nin; i++) {
 		if (u.b.in_key[i] && !session_value(s->sessions, u.ss, u.b.in_key[i], &u.vals[i])) {
 			json_decref(missing);
+			json_decref(seen);
 			ok = reply_error(c, r, 404, "not_found", NULL, "inputs.%.64s: this session has no value '%s'",
 					 u.b.in_name[i], u.b.in_key[i]);
 			goto out;
 		}
 		if (u.b.in_blob[i] && !blob_get(s->blobs, u.b.in_blob[i], &u.vals[i])) {
-			bool listed = false;
-			for (size_t j = 0; j < json_array_size(missing) && !listed; j++)
-				listed = !strcmp(json_string_value(json_array_get(missing, j)), u.b.in_blob[i]);
-			if (!listed)
+			if (!json_object_get(seen, u.b.in_blob[i])) {
+				json_object_set_new(seen, u.b.in_blob[i], json_true());
 				json_array_append_new(missing, json_string(u.b.in_blob[i]));
+			}
 		}
 	}
+	json_decref(seen);
 	if (!u.g || json_array_size(missing)) {
 		size_t nb = json_array_size(missing);
 		ok = reply_error(c, r, 409, "missing", json_pack("{sb so}", "graph", !u.g, "blobs", missing),
@@ -1091,14 +874,59 @@ static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, stru
 				 SESSION_MAX_VALUES);
 		goto out;
 	}
+	/* to the compute thread, which answers and resumes the connection */
+	struct job *j = malloc(sizeof *j);
+	if (!j) {
+		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	*j = (struct job){.c = c, .r = r, .u = u, .graph_cached = graph_cached};
+	pthread_mutex_lock(&s->qmu);
+	if (s->qstop) {
+		pthread_mutex_unlock(&s->qmu);
+		free(j);
+		ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+		goto out;
+	}
+	MHD_suspend_connection(c);
+	r->queued = true;
 	atomic_fetch_add(&s->running, 1);
-	pthread_mutex_lock(&s->compute);
-	ok = compute(s, c, r, &u, graph_cached);
-	pthread_mutex_unlock(&s->compute);
-	atomic_fetch_sub(&s->running, 1);
+	*s->qtail = j;
+	s->qtail = &j->next;
+	pthread_cond_signal(&s->qcv);
+	pthread_mutex_unlock(&s->qmu);
+	return MHD_YES;
 out:
 	run_free(s, &u);
 	return ok;
+}
+
+static void *computer(void *arg)
+{
+	struct server *s = arg;
+	pthread_mutex_lock(&s->qmu);
+	for (;;) {
+		struct job *j = s->qhead;
+		if (!j) {
+			if (s->qstop)
+				break;
+			pthread_cond_wait(&s->qcv, &s->qmu);
+			continue;
+		}
+		s->qhead = j->next;
+		if (!s->qhead)
+			s->qtail = &s->qhead;
+		pthread_mutex_unlock(&s->qmu);
+		/* a suspended connection may be answered from any thread */
+		compute(s, j->c, j->r, &j->u, j->graph_cached);
+		run_free(s, &j->u);
+		atomic_fetch_sub(&s->running, 1);
+		MHD_resume_connection(j->c); /* j->r is MHD's again from here */
+		free(j);
+		pthread_mutex_lock(&s->qmu);
+	}
+	pthread_mutex_unlock(&s->qmu);
+	return NULL;
 }
 
 /* ---- the callbacks ---- */
@@ -1142,6 +970,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		r = calloc(1, sizeof *r);
 		if (!r)
 			return MHD_NO;
+		atomic_fetch_add(&s->inflight, 1);
 		*con_cls = r;
 		r->t0 = now_ms();
 		snprintf(r->method, sizeof r->method, "%s", method);
@@ -1155,6 +984,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (r->queued) /* resumed: answered by the compute thread, or not at all */
+		return r->status ? MHD_YES : MHD_NO;
 	if (r->status) /* answered when the headers came */
 		return MHD_YES;
 	return finish(s, c, r);
@@ -1199,6 +1030,7 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	upload_free(r->up);
 	free(r->body);
 	free(r);
+	atomic_fetch_sub(&s->inflight, 1);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -1256,13 +1088,24 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
+/* Let the compute thread finish the queue and end. */
+static void stop_computer(struct server *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	s->qstop = true;
+	pthread_cond_signal(&s->qcv);
+	pthread_mutex_unlock(&s->qmu);
+	pthread_join(s->computer, NULL);
+}
+
 static void server_free(struct server *s)
 {
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
 	free(s->info);
-	pthread_mutex_destroy(&s->compute);
+	pthread_mutex_destroy(&s->qmu);
+	pthread_cond_destroy(&s->qcv);
 	pthread_mutex_destroy(&s->mmu);
 	free(s);
 }
@@ -1285,7 +1128,9 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		s->o.blob_cache = DEFAULT_BLOB_CACHE;
 	if (s->o.token)
 		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
-	pthread_mutex_init(&s->compute, NULL);
+	pthread_mutex_init(&s->qmu, NULL);
+	pthread_cond_init(&s->qcv, NULL);
+	s->qtail = &s->qhead;
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
 	s->blobs = blob_store_new(s->o.blob_cache);
@@ -1302,7 +1147,13 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		server_free(s);
 		return fd;
 	}
+	if (pthread_create(&s->computer, NULL, computer, s)) {
+		close(fd);
+		server_free(s);
+		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
+	}
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+			 MHD_ALLOW_SUSPEND_RESUME |
 			 (family == AF_INET6 ? MHD_USE_IPv6 : 0);
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
@@ -1313,6 +1164,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_END);
 	if (!d) {
 		close(fd);
+		stop_computer(s);
 		server_free(s);
 		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP server (libmicrohttpd)");
 	}
@@ -1343,7 +1195,15 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			trimmed = seen;
 		}
 	}
-	MHD_stop_daemon(d); /* waits for the requests under way */
+	/* the batches queued run and are answered; then the requests under
+	 * way get a few seconds to finish (no connection may be suspended
+	 * when the daemon stops) */
+	stop_computer(s);
+	for (int i = 0; i < 100 && atomic_load(&s->inflight); i++) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	MHD_stop_daemon(d);
 	server_free(s);
 	return 0;
 }

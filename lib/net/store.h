@@ -1,6 +1,7 @@
 /*
  * store.h — what `tir serve` keeps between requests (store.c), shared by
- * the server's threads, each store under its own mutex:
+ * the server's threads, each store under its own mutex, and the decoding
+ * of a blob upload as it arrives (upload.c):
  *
  *   blobs     SHA-256 -> decoded tensor, least recently used evicted past
  *             a byte budget; shared by all sessions
@@ -106,5 +107,22 @@ size_t session_store_count(struct session_store *s);
 uint64_t session_store_created(struct session_store *s);
 /* Whether key is 1..64 bytes of [A-Za-z0-9_.-]. */
 bool session_key_valid(const char *key);
+
+/* ---- blob uploads (upload.c) ---- */
+
+/* A PUT of a blob whose body is len bytes (its Content-Length), decoded
+ * and hashed as it arrives; held: the server holds the blob already (hash
+ * only).  returns: new, free with upload_free; NULL when out of memory. */
+struct upload *upload_new(uint64_t len, bool held);
+/* The next n bytes of the body. */
+void upload_absorb(struct upload *u, const void *d, size_t n);
+/* The body is whole: its SHA-256 into sha, and *held as given.  returns 0
+ * with the decoded tensor in *t (new reference; left empty when held), or
+ * the status of what is wrong with the frame (400, 413 over the element
+ * limit, 503 no memory) with msg filled. */
+int upload_finish(struct upload *u, char sha[TIR_SHA_HEX + 1], bool *held, struct tir_tensor *t,
+		  char *msg, size_t n);
+/* Free it at any point (a client that went away mid-upload). */
+void upload_free(struct upload *u);
 
 #endif
