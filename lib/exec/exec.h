@@ -92,6 +92,18 @@ int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_t
  * ARGMAX ARGMIN: any x dtype, out i64; exactly one axis in mask, or all. */
 int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 		 struct tir_tensor *out, struct tir_err *err);
+/* For fused reductions (lib/fusion), which make the elements they reduce
+ * piece by piece.  tir_reduce_by_runs: whether tir_k_reduce folds each
+ * output of x as one run of its elements in logical order (true for a
+ * contiguous x reduced over trailing axes).  tir_reduce_run: op (SUM PROD
+ * MAX MIN MEAN VAR) over such a run of n >= 1 elements of dt (f32, f64),
+ * which get(ctx, lo, m) hands out in order, m <= chunk (chunk >= 128, a
+ * multiple of 8; several passes for VAR); writes to out the one element
+ * tir_k_reduce would store, bit for bit. */
+typedef const void *(*tir_run_get)(void *ctx, int64_t lo, int64_t n);
+bool tir_reduce_by_runs(const struct tir_tensor *x, const bool *mask);
+void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
+		    void *ctx, void *out);
 
 /* creation */
 int tir_k_fill(struct tir_tensor *out, double value, int64_t ivalue, bool is_int);

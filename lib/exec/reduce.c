@@ -577,3 +577,169 @@ oom:
 	return tir_errf(err, TIR_ENOMEM, NULL, "%s: out of memory for %lld accumulators",
 			name, (long long)n);
 }
+
+/* ---- one output as one run (lib/fusion's fused reductions) ----
+ * A fused kernel makes the elements it reduces piece by piece and never
+ * holds a whole tensor; these give the value tir_k_reduce stores for an
+ * output whose elements it folds as one run, bit for bit: one piece goes
+ * through the very fold functions above; longer runs follow the same
+ * pairwise splits, lanes and sequential sums piece by piece. */
+
+bool tir_reduce_by_runs(const struct tir_tensor *x, const bool *mask)
+{
+	struct plan p;
+	plan_init(&p, x, mask);
+	if (p.onumel == 0 || p.count == 0)
+		return false;
+	const int64_t *st[3] = {p.xs, p.os, p.is};
+	struct tir_iter it;
+	if (!tir_iter_init(&it, p.rank, p.shape, 3, st))
+		return false;
+	/* one run per output, all its elements, in their logical order */
+	return it.inner == p.count && it.istride[1] == 0 && (p.count == 1 || it.istride[2] == 1);
+}
+
+/* pairwise over elements [lo, lo + n) handed out by get: the splits of
+ * DEF_PAIRWISE down to pieces of at most chunk (>= 128) elements, which
+ * DEF_PAIRWISE then sums exactly as it would inside the whole run */
+#define DEF_PW_GET(NAME, T, PW)                                              \
+static double NAME(tir_run_get get, void *ctx, int64_t lo, int64_t n, int64_t chunk) \
+{                                                                            \
+	if (n <= chunk)                                                      \
+		return PW((const T *)get(ctx, lo, n), n, 1);                 \
+	int64_t h = n / 2;                                                   \
+	h -= h % 8;                                                          \
+	return NAME(get, ctx, lo, h, chunk) + NAME(get, ctx, lo + h, n - h, chunk); \
+}
+
+DEF_PW_GET(pwg_f32, float, pw_f32)
+DEF_PW_GET(pwg_f64, double, pw_f64)
+
+/* max/min of a long run piece by piece: DEF_EXTREMUM's 8 lanes (elements
+ * 0..7 start them, whole groups of 8 up to e fold into them, then the lanes
+ * and the rest fold into a in order).  Pieces are multiples of 8 but the last. */
+#define DEF_EXT_GET(NAME, T, TAKE)                                           \
+static T NAME(tir_run_get get, void *ctx, int64_t n, int64_t chunk, T a)    \
+{                                                                            \
+	T m[8];                                                              \
+	int64_t e = n >= 16 ? 8 + (n - 8) / 8 * 8 : 0; /* end of the lanes' part */ \
+	bool folded = e == 0;                                                \
+	for (int64_t lo = 0; lo < n; lo += chunk) {                          \
+		int64_t len = n - lo < chunk ? n - lo : chunk;               \
+		const T *x = get(ctx, lo, len);                              \
+		int64_t j = 0;                                               \
+		if (lo == 0 && e) {                                          \
+			for (int k = 0; k < 8; k++)                          \
+				m[k] = x[k];                                 \
+			j = 8;                                               \
+		}                                                            \
+		for (; j + 8 <= len && lo + j < e; j += 8)                   \
+			for (int k = 0; k < 8; k++) {                        \
+				T v = x[j + k];                              \
+				m[k] = TAKE(v, m[k]) ? v : m[k];             \
+			}                                                    \
+		if (!folded && lo + j == e) {                                \
+			for (int k = 0; k < 8; k++)                          \
+				a = TAKE(m[k], a) ? m[k] : a;                \
+			folded = true;                                       \
+		}                                                            \
+		for (; j < len; j++) {                                       \
+			T v = x[j];                                          \
+			a = TAKE(v, a) ? v : a;                              \
+		}                                                            \
+	}                                                                    \
+	return a;                                                            \
+}
+
+DEF_EXT_GET(maxg_f32, float, TAKE_FMAX)
+DEF_EXT_GET(maxg_f64, double, TAKE_FMAX)
+DEF_EXT_GET(ming_f32, float, TAKE_FMIN)
+DEF_EXT_GET(ming_f64, double, TAKE_FMIN)
+
+/* sum (double) of (x - m)^2 or product of x, sequential, piece by piece */
+#define DEF_SEQ_GET(NAME, T)                                                 \
+static double NAME(tir_run_get get, void *ctx, int64_t n, int64_t chunk, bool dev, double m, \
+		   double t)                                                \
+{                                                                            \
+	for (int64_t lo = 0; lo < n; lo += chunk) {                          \
+		int64_t len = n - lo < chunk ? n - lo : chunk;               \
+		const T *x = get(ctx, lo, len);                              \
+		if (dev) {                                                   \
+			for (int64_t j = 0; j < len; j++) {                  \
+				double d = (double)x[j] - m;                 \
+				t += d * d;                                  \
+			}                                                    \
+		} else {                                                     \
+			for (int64_t j = 0; j < len; j++)                    \
+				t *= (double)x[j];                           \
+		}                                                            \
+	}                                                                    \
+	return t;                                                            \
+}
+
+DEF_SEQ_GET(seqg_f32, float)
+DEF_SEQ_GET(seqg_f64, double)
+
+void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
+		    void *ctx, void *out)
+{
+	TIR_ASSERT(n >= 1 && chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	bool f32 = dt == TIR_DTYPE_F32;
+	double acc, acc2;
+	if (n <= chunk) {
+		/* the run at once: tir_k_reduce's own folds */
+		struct run r = {.x = get(ctx, 0, n), .xs = 1, .n = n};
+		switch (op) {
+		case TIR_OP_MAX:
+		case TIR_OP_MIN:
+			if (f32)
+				*(float *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+			else
+				*(double *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+			pick(op, dt)(&r, out, NULL);
+			return;
+		case TIR_OP_VAR:
+			acc = acc2 = 0.0;
+			pick(TIR_OP_MEAN, dt)(&r, &acc, NULL);
+			acc /= (double)n;
+			pick(TIR_OP_VAR, dt)(&r, &acc2, &acc);
+			acc = acc2 / (double)n;
+			break;
+		default:
+			acc = op == TIR_OP_PROD ? 1.0 : 0.0;
+			pick(op, dt)(&r, &acc, NULL);
+			if (op == TIR_OP_MEAN)
+				acc /= (double)n;
+		}
+	} else {
+		switch (op) {
+		case TIR_OP_MAX:
+		case TIR_OP_MIN:
+			if (f32)
+				*(float *)out = op == TIR_OP_MAX ? maxg_f32(get, ctx, n, chunk, -INFINITY)
+								 : ming_f32(get, ctx, n, chunk, INFINITY);
+			else
+				*(double *)out = op == TIR_OP_MAX ? maxg_f64(get, ctx, n, chunk, -INFINITY)
+								  : ming_f64(get, ctx, n, chunk, INFINITY);
+			return;
+		case TIR_OP_PROD:
+			acc = f32 ? seqg_f32(get, ctx, n, chunk, false, 0, 1.0) : seqg_f64(get, ctx, n, chunk, false, 0, 1.0);
+			break;
+		default:
+			acc = 0.0;
+			acc += f32 ? pwg_f32(get, ctx, 0, n, chunk) : pwg_f64(get, ctx, 0, n, chunk);
+			if (op == TIR_OP_MEAN || op == TIR_OP_VAR)
+				acc /= (double)n;
+			if (op == TIR_OP_VAR) {
+				acc2 = 0.0;
+				acc2 += f32 ? seqg_f32(get, ctx, n, chunk, true, acc, 0.0)
+					    : seqg_f64(get, ctx, n, chunk, true, acc, 0.0);
+				acc = acc2 / (double)n;
+			}
+		}
+	}
+	if (f32)
+		*(float *)out = (float)acc;
+	else
+		*(double *)out = acc;
+}
