@@ -27,9 +27,71 @@ struct run {
 
 typedef void (*fold_fn)(const struct run *r, void *acc, void *aux);
 
+/* ---- contiguous float runs, 8 lanes at a time ----
+ * The same lanes, in the same order, as the scalar loops below (each lane
+ * is one element of a vector), so the same bits; built once per ISA and
+ * picked at load time. */
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define RED_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RED_CLONES
+#endif
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef int64_t v8l __attribute__((vector_size(64)));
+
+/* DEF_PAIRWISE's 8 <= n <= 128 case over contiguous x */
+#define DEF_PW8(NAME, T, VT)                                                 \
+RED_CLONES static double NAME(const T *x, int64_t n)                        \
+{                                                                            \
+	VT f;                                                                \
+	memcpy(&f, x, sizeof f);                                             \
+	v8d p = __builtin_convertvector(f, v8d);                             \
+	int64_t i = 8;                                                       \
+	for (; i + 8 <= n; i += 8) {                                         \
+		memcpy(&f, x + i, sizeof f);                                 \
+		p += __builtin_convertvector(f, v8d);                        \
+	}                                                                    \
+	double t = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7])); \
+	for (; i < n; i++)                                                   \
+		t += (double)x[i];                                           \
+	return t;                                                            \
+}
+
+DEF_PW8(pw8_f32, float, v8f)
+DEF_PW8(pw8_f64, double, v8d)
+
+/* DEF_EXTREMUM's n >= 16 case over contiguous x (TAKE_FMAX / TAKE_FMIN
+ * lane by lane: the greater (smaller) value or a NaN replaces the lane) */
+#define DEF_EXT8(NAME, T, VT, VI, CMP)                                       \
+RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
+{                                                                            \
+	VT m, v;                                                             \
+	memcpy(&m, x, sizeof m);                                             \
+	int64_t j = 8;                                                       \
+	for (; j + 8 <= n; j += 8) {                                         \
+		memcpy(&v, x + j, sizeof v);                                 \
+		VI t = (v CMP m) | (v != v);                                 \
+		m = (VT)(((VI)v & t) | ((VI)m & ~t));                        \
+	}                                                                    \
+	for (int k = 0; k < 8; k++)                                          \
+		a = (m[k] CMP a || m[k] != m[k]) ? m[k] : a;                 \
+	for (; j < n; j++)                                                   \
+		a = (x[j] CMP a || x[j] != x[j]) ? x[j] : a;                 \
+	return a;                                                            \
+}
+
+DEF_EXT8(max8_f32, float, v8f, v8i, >)
+DEF_EXT8(max8_f64, double, v8d, v8l, >)
+DEF_EXT8(min8_f32, float, v8f, v8i, <)
+DEF_EXT8(min8_f64, double, v8d, v8l, <)
+
 /* ---- pairwise sums in double (the inner-axis case of sum, mean, var) ---- */
 
-#define DEF_PAIRWISE(NAME, T)                                                \
+#define DEF_PAIRWISE(NAME, T, HAS8, PW8)                                         \
 static double NAME(const T *x, int64_t n, int64_t s)                        \
 {                                                                            \
 	if (n < 8) {                                                         \
@@ -38,6 +100,8 @@ static double NAME(const T *x, int64_t n, int64_t s)                        \
 			t += (double)x[i * s];                               \
 		return t;                                                    \
 	}                                                                    \
+	if (HAS8 && n <= 128 && s == 1)                                      \
+		return PW8(x, n);                                            \
 	if (n <= 128) {                                                      \
 		double p[8];                                                 \
 		for (int k = 0; k < 8; k++)                                  \
@@ -57,10 +121,11 @@ static double NAME(const T *x, int64_t n, int64_t s)                        \
 	return NAME(x, h, s) + NAME(x + h * s, n - h, s);                    \
 }
 
-DEF_PAIRWISE(pw_f32, float)
-DEF_PAIRWISE(pw_f64, double)
-DEF_PAIRWISE(pw_i32, int32_t)
-DEF_PAIRWISE(pw_i64, int64_t)
+#define NO_PW8(x, n) 0.0
+DEF_PAIRWISE(pw_f32, float, 1, pw8_f32)
+DEF_PAIRWISE(pw_f64, double, 1, pw8_f64)
+DEF_PAIRWISE(pw_i32, int32_t, 0, NO_PW8)
+DEF_PAIRWISE(pw_i64, int64_t, 0, NO_PW8)
 
 /* ---- fold functions, one per (op, element type) ---- */
 
@@ -136,11 +201,15 @@ DEF_WRAP(prodw_i64, int64_t, uint64_t, *)
 #define TAKE_FMAX(v, a) ((v) > (a) || (v) != (v))
 #define TAKE_FMIN(v, a) ((v) < (a) || (v) != (v))
 
-#define DEF_EXTREMUM(NAME, T, TAKE)                                          \
+#define DEF_EXTREMUM(NAME, T, TAKE, HAS8, EXT8)                                \
 static void NAME(const struct run *r, void *accv, void *aux)                \
 {                                                                            \
 	const T *x = r->x;                                                   \
 	T *acc = accv;                                                       \
+	if (HAS8 && r->os == 0 && r->xs == 1 && r->n >= 16) {                \
+		acc[r->o] = EXT8(x, r->n, acc[r->o]);                        \
+		return;                                                      \
+	}                                                                    \
 	if (r->os == 0) {                                                    \
 		T a = acc[r->o];                                             \
 		int64_t j = 0;                                               \
@@ -171,16 +240,17 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 	}                                                                    \
 }
 
-DEF_EXTREMUM(max_f32, float, TAKE_FMAX)
-DEF_EXTREMUM(max_f64, double, TAKE_FMAX)
-DEF_EXTREMUM(max_i32, int32_t, TAKE_MAX)
-DEF_EXTREMUM(max_i64, int64_t, TAKE_MAX)
-DEF_EXTREMUM(max_b, uint8_t, TAKE_MAX)
-DEF_EXTREMUM(min_f32, float, TAKE_FMIN)
-DEF_EXTREMUM(min_f64, double, TAKE_FMIN)
-DEF_EXTREMUM(min_i32, int32_t, TAKE_MIN)
-DEF_EXTREMUM(min_i64, int64_t, TAKE_MIN)
-DEF_EXTREMUM(min_b, uint8_t, TAKE_MIN)
+#define NO_EXT8(x, n, a) (a)
+DEF_EXTREMUM(max_f32, float, TAKE_FMAX, 1, max8_f32)
+DEF_EXTREMUM(max_f64, double, TAKE_FMAX, 1, max8_f64)
+DEF_EXTREMUM(max_i32, int32_t, TAKE_MAX, 0, NO_EXT8)
+DEF_EXTREMUM(max_i64, int64_t, TAKE_MAX, 0, NO_EXT8)
+DEF_EXTREMUM(max_b, uint8_t, TAKE_MAX, 0, NO_EXT8)
+DEF_EXTREMUM(min_f32, float, TAKE_FMIN, 1, min8_f32)
+DEF_EXTREMUM(min_f64, double, TAKE_FMIN, 1, min8_f64)
+DEF_EXTREMUM(min_i32, int32_t, TAKE_MIN, 0, NO_EXT8)
+DEF_EXTREMUM(min_i64, int64_t, TAKE_MIN, 0, NO_EXT8)
+DEF_EXTREMUM(min_b, uint8_t, TAKE_MIN, 0, NO_EXT8)
 
 /* var's second pass: squared deviations from the mean (aux) into acc */
 #define DEF_DEV2(NAME, T)                                                    \
