@@ -335,9 +335,12 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 			in->cls[j] = full ? TIR_FC_ALIAS : TIR_FC_ONCE;
 		} else {
 			int64_t mn = tir_type_numel(&m->type);
+			/* of inputs alone and smaller than the domain: once per
+			 * call, or per row when that is too large */
 			in->cls[j] = full || mn >= numel ? TIR_FC_FULL
 				     : row ? TIR_FC_ROW
-				     : in->reduces && row_shape(&m->type, in) ? TIR_FC_ROW
+				     : mn <= TIR_FUSE_HOIST_MAX ? TIR_FC_ONCE
+				     : in->reduces && pad_equal(&m->type, in->rank, in->kshape) ? TIR_FC_ROW
 				     : TIR_FC_ONCE;
 			if (in->cls[j] == TIR_FC_ONCE && mn > TIR_FUSE_HOIST_MAX) {
 				*culprit = m;
@@ -381,8 +384,9 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 		if (c == TIR_FC_ONCE)
 			continue;
 		if (c == TIR_FC_FULL) {
+			/* the same elements, maybe with fewer leading 1s */
 			const struct tir_type *sp = in->via[j] < 0 ? dom : &g->nodes[in->via[j]]->in[0]->type;
-			if (!same_shape(&m->type, sp)) {
+			if (!pad_equal(&m->type, sp->rank, sp->shape)) {
 				*culprit = m;
 				return "an operand has another shape than the kernel";
 			}
