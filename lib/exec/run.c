@@ -635,6 +635,26 @@ static void drop_operands(const struct tir_node *n, const bool *interior, struct
 	}
 }
 
+/* An input of g whose memory g's root may take: its last reader is g,
+ * its buffer is held by this value alone, it is contiguous and of the
+ * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
+ * -1 when none. */
+static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const int64_t *uses)
+{
+	for (int k = 0; k < g->nin; k++) {
+		const struct tir_node *x = g->inputs[k];
+		const struct tir_tensor *v = &vals[x->id];
+		int64_t edges = 0;
+		for (int j = 0; j < g->n; j++)
+			for (int q = 0; q < g->nodes[j]->nin; q++)
+				edges += g->nodes[j]->in[q] == x;
+		if (uses[x->id] == edges && v->buf && v->buf->refs == 1 && v->dtype == (enum tir_dtype)x->type.dtype &&
+		    tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
+			return k;
+	}
+	return -1;
+}
+
 /* One fused kernel: read its inputs, write its root. */
 static int run_group(const struct tir_group *g, const bool *interior, struct tir_tensor *vals,
 		     int64_t *uses, struct tir_err *err)
@@ -646,7 +666,7 @@ static int run_group(const struct tir_group *g, const bool *interior, struct tir
 	for (int k = 0; k < g->nin; k++)
 		in[k] = vals[g->inputs[k]->id];
 	struct tir_tensor *out = &vals[r->id];
-	int rc;
+	int rc = 0;
 	if (g->head) {
 		/* the matmul makes the root's buffer, the group finishes it */
 		const struct tir_node *h = g->head;
@@ -661,7 +681,13 @@ static int run_group(const struct tir_group *g, const bool *interior, struct tir
 		if (!rc)
 			drop_operands(h, interior, vals, uses);
 	} else {
-		rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
+		/* the memory planner's cheap win: an input nobody reads after
+		 * this kernel, held by nothing else, takes the root */
+		int k = inplace_input(g, vals, uses);
+		if (k >= 0)
+			tir_tensor_ref(out, &vals[g->inputs[k]->id]);
+		else
+			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
 		if (!rc)
 			rc = tir_fused_eval(g, in, out, err);
 	}

@@ -100,6 +100,13 @@ bool tir_fusable(const struct tir_node *n);
 int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
 		   struct tir_err *err);
 
+/* Whether the group may write its root over input k's memory (when
+ * nothing else will read that value): the root covers the domain, and the
+ * input, of the root's type, is read only where the root is written, at
+ * the same element, before it is written (by members over the domain in
+ * its layout, reductions of its rows, or before the blocks). */
+bool tir_fused_can_overwrite(const struct tir_group *g, int k);
+
 /* A group prepared once, then run over ranges of the root's elements
  * (a matmul epilogue runs it block by block; groups without reductions
  * only).  Ranges must not overlap between concurrent calls. */

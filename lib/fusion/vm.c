@@ -734,3 +734,23 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 	vm_free(vm);
 	return rc;
 }
+
+bool tir_fused_can_overwrite(const struct tir_group *g, int k)
+{
+	struct tir_group_info info;
+	const struct tir_node *culprit, *x = g->inputs[k], *r = g->root;
+	if (g->head || tir_group_analyze(g, &info, &culprit) || info.cls[g->n - 1] != TIR_FC_FULL ||
+	    x->type.dtype != r->type.dtype || x->type.rank != r->type.rank ||
+	    memcmp(x->type.shape, r->type.shape, sizeof(int64_t) * (size_t)r->type.rank))
+		return false;
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *m = g->nodes[j];
+		bool reads = false;
+		for (int q = 0; q < m->nin; q++)
+			reads |= m->in[q] == x;
+		if (reads && info.cls[j] != TIR_FC_ONCE && tir_op(m->op)->kind != TIR_KIND_REDUCE &&
+		    !(info.cls[j] == TIR_FC_FULL && info.via[j] == -1))
+			return false;
+	}
+	return true;
+}
