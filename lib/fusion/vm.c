@@ -39,6 +39,7 @@
 #define TASK ((int64_t)BLK * 64) /* elements per task */
 #define ROWFIT ((size_t)768 << 10) /* bytes of registers holding whole long rows */
 #define MAX_SRC (3 * TIR_FUSE_MAX_OPS)
+#define TILE 32                  /* rows and cols of a tile (groups reading across rows) */
 
 /* A value read from memory, as one kind of reader sees it. */
 struct src {
@@ -83,6 +84,7 @@ struct vm {
 	int nvals;
 	struct tir_tensor *vals; /* the inputs in the group's dtype, then values made before */
 	int nbig, nsmall;        /* registers: a block's elements, a block's rows */
+	int tile_reg;            /* the root's tile, when blocks are tiles */
 	size_t bigsz, smallsz;
 	char *out;
 	bool done;               /* the root was made before the blocks */
@@ -293,10 +295,17 @@ static void src_block(struct blk *b, int si_, int64_t lo, int64_t n, struct tir_
 		char *r = s->row ? small_reg(b, s->reg) : big_reg(b, s->reg);
 		if (s->row)
 			b->s_p[si_] = gather(&s->v, es, b->r0, b->k, r);
-		else if (n == vm->cols)
-			b->s_p[si_] = gather(&s->v, es, b->r0 * vm->cols, b->k * n, r);
-		else
-			b->s_p[si_] = gather(&s->v, es, b->r0 * vm->cols + lo, n, r); /* one row */
+		else if (n == vm->cols || b->k == 1)
+			b->s_p[si_] = gather(&s->v, es, b->r0 * vm->cols + lo, b->k * n, r);
+		else {
+			/* a tile: its rows one by one */
+			for (int64_t i = 0; i < b->k; i++) {
+				const char *p = gather(&s->v, es, (b->r0 + i) * vm->cols + lo, n, r + (size_t)(i * n) * es);
+				if (p != r + (size_t)(i * n) * es)
+					memcpy(r + (size_t)(i * n) * es, p, (size_t)n * es);
+			}
+			b->s_p[si_] = r;
+		}
 		b->s_r0[si_] = b->r0;
 		b->s_lo[si_] = lo;
 		b->s_n[si_] = n;
@@ -356,12 +365,17 @@ static void ensure(struct blk *b, int j, int64_t lo, int64_t n)
 	struct tir_buf ab[3], db;
 	for (int k = 0; k < vm->nd[j].n->nin; k++)
 		operand(b, j, k, lo, n, &a[k], &ab[k]);
-	if (vm->nd[j].reg < 0)
-		mkview(&dst, &db, vm->dt, vm->out + (b->r0 * vm->cols + lo) * (int64_t)vm->esz, b->k, n,
-		       vm->cols, 1);
+	char *o = vm->out + (b->r0 * vm->cols + lo) * (int64_t)vm->esz;
+	bool tile = vm->nd[j].reg < 0 && n < vm->cols && b->k > 1;
+	if (vm->nd[j].reg < 0 && !tile)
+		mkview(&dst, &db, vm->dt, o, b->k, n, vm->cols, 1);
 	else
-		mkview(&dst, &db, vm->dt, big_reg(b, vm->nd[j].reg), b->k, n, n, 1);
+		mkview(&dst, &db, vm->dt, big_reg(b, tile ? vm->tile_reg : vm->nd[j].reg), b->k, n, n, 1);
 	apply(vm, j, a, &dst);
+	/* kernels write contiguous memory: a tile of the root goes out by rows */
+	for (int64_t i = 0; tile && i < b->k; i++)
+		memcpy(o + (size_t)(i * vm->cols) * vm->esz, big_reg(b, vm->tile_reg) + (size_t)(i * n) * vm->esz,
+		       (size_t)n * vm->esz);
 	b->m_r0[j] = b->r0;
 	b->m_lo[j] = lo;
 	b->m_n[j] = n;
@@ -664,13 +678,29 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				o->breg = vm->nbig++;
 		}
 	}
+	/* a group of elements reading a value across its last axis (a
+	 * transpose) runs over square tiles of the domain's last two axes, so
+	 * that what a tile reads stays in L1 */
+	int split = info->split;
+	bool tiled = false;
+	for (int s = 0; s < vm->nsrc && !info->reduces && !g->head && info->rank >= 2; s++) {
+		const struct src *c = &vm->src[s];
+		int64_t st = c->v.strides[info->rank - 1];
+		if (!c->row && info->shape[info->rank - 1] >= TILE && (st >= 16 || st <= -16))
+			tiled = true;
+	}
+	if (tiled) {
+		split = info->rank - 1;
+		vm->cols = info->shape[split];
+		vm->rows = vm->cols ? tir_type_numel(&root->type) / vm->cols : 0;
+	}
 	for (int s = 0; s < vm->nsrc; s++) {
 		struct src *c = &vm->src[s];
 		if (c->row)
 			c->direct = collapse(&c->v, 0, c->v.rank, &c->so);
 		else
-			c->direct = collapse(&c->v, 0, info->split, &c->so) &&
-				    collapse(&c->v, info->split, info->rank, &c->si) &&
+			c->direct = collapse(&c->v, 0, split, &c->so) &&
+				    collapse(&c->v, split, info->rank, &c->si) &&
 				    (!c->for_red || c->si == 1 || vm->cols == 1);
 		/* constant along cols (and not a row read as such) */
 		c->bcast = c->direct && !c->row && !c->for_red && c->si == 0 &&
@@ -683,7 +713,11 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	/* blocks: whole rows while their registers stay in L2, else one row
 	 * a piece of cols at a time */
 	int64_t rows = vm->rows, cols = vm->cols;
-	if (cols <= BLK) {
+	if (tiled) {
+		vm->k = TILE;
+		vm->chunk = TILE;
+		vm->tile_reg = vm->nbig++;
+	} else if (cols <= BLK) {
 		vm->k = BLK / cols;
 		vm->chunk = cols;
 	} else {
@@ -693,7 +727,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	if (vm->k > rows)
 		vm->k = rows > 0 ? rows : 1;
 	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);
-	vm->task_rows = vm->chunk < cols ? 1 : vm->k * (TASK / (vm->k * cols) > 1 ? TASK / (vm->k * cols) : 1);
+	vm->task_rows = vm->chunk < cols && !tiled ? 1 : vm->k * (TASK / (vm->k * cols) > 1 ? TASK / (vm->k * cols) : 1);
 	vm->bigsz = round64((size_t)(vm->k * vm->chunk) * vm->esz);
 	vm->smallsz = round64((size_t)vm->k * vm->esz);
 out:

@@ -154,6 +154,8 @@ class Gen:
         """Views of computed values read by elementwise ops (and reductions)."""
         if len(shape) < 2:
             shape = [3, 5]
+        if self.rng.random() < 0.15:
+            shape = [40, 67]    # a transpose read in tiles
         e = self.expr(shape, dtype, self.rng.randint(1, 3))
         full = self.leaf(shape, dtype)[0]
         x = self.name()
