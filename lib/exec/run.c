@@ -786,8 +786,6 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			gr->n = e->groups[w];
 			gr->nin = e->groups[w + 1];
 			gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
-			if (gr->head)
-				pl->interior[gr->head->id] = true;
 			gr->closed = e->closed[g];
 			gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
 			gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
@@ -799,13 +797,11 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			for (int j = 0; j < gr->nin; j++)
 				gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
 			gr->root = gr->nodes[gr->n - 1];
-			for (int j = 0; j + 1 < gr->n; j++)
-				pl->interior[gr->nodes[j]->id] = true;
 			pl->group_of[gr->root->id] = (int32_t)g;
 		}
 		pl->ngroups = (int)ng;
 		e->used = ++x->pclock;
-		rc = 0;
+		rc = tir_plan_finish(p, need, uses, target, pl);
 		goto out;
 	}
 	if (tir_fuse(p, need, uses, target, &x->plan))
@@ -988,6 +984,10 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		}
 		planned = true;
 		plan = x->plan;
+		/* a value recomputed in several kernels: its operands are read
+		 * by each */
+		for (size_t i = 0; i < nn; i++)
+			uses[i] += plan.extra_uses[i];
 		free(x->explain); /* made when asked for: tir_exec_explain */
 		x->explain = NULL;
 	}

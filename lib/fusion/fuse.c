@@ -120,7 +120,7 @@ static const char *why_not_reduce(const struct tir_node *o)
 
 /* Why operand o cannot join a group rooted at r, or NULL if it can. */
 static const char *why_not(const struct tir_node *r, const struct tir_node *o, int64_t seen,
-			   const int64_t *uses, const bool *target, const bool *taken)
+			   const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
 {
 	if (o->op == TIR_OP_CONST || o->op == TIR_OP_INPUT)
 		return "a leaf";
@@ -139,6 +139,8 @@ static const char *why_not(const struct tir_node *r, const struct tir_node *o, i
 		return "an operand has another dtype";
 	if (target[o->id])
 		return "an operand is printed or saved";
+	if (dup && dup[o->id])
+		return NULL; /* recomputed in each kernel that reads it */
 	if (seen != uses[o->id])
 		return "an operand is read by another kernel too";
 	if (taken[o->id])
@@ -442,12 +444,207 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	return NULL;
 }
 
+/* ---- keep or recompute: the scored choice ---- */
+
+/* What computing op costs per element, counted as bytes moved (on this
+ * kind of machine an AVX-512 exp costs about what moving 8 bytes does). */
+static int64_t op_cost(enum tir_op op)
+{
+	switch (op) {
+	case TIR_OP_EXP: case TIR_OP_LOG: case TIR_OP_TANH: case TIR_OP_SIGMOID: case TIR_OP_GELU:
+	case TIR_OP_SILU: case TIR_OP_ERF: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_POW:
+		return 8;
+	case TIR_OP_DIV: case TIR_OP_RECIP: case TIR_OP_SQRT: case TIR_OP_RSQRT: case TIR_OP_MOD:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
+static int64_t bytes_of(const struct tir_node *n)
+{
+	return tir_type_numel(&n->type) * (int64_t)tir_dtype_size((enum tir_dtype)n->type.dtype);
+}
+
+/* Whether reader r may take a value of dtype dt into its kernel. */
+static bool takes(const struct tir_node *r, int dt)
+{
+	if (r->type.dtype != dt)
+		return false;
+	return tir_op(r->op)->kind == TIR_KIND_REDUCE ? !why_not_reduce(r) : tir_fusable(r);
+}
+
+/* A value with its private subtree: elementwise ops read by nothing else,
+ * down to values no kernel computes (leaves, rand, ...), at most 8 ops.
+ * cost: computing it all, as bytes; leaves[nleaves]: what it reads.
+ * false when o is not such a value. */
+static bool subtree(const struct tir_node *o, const int32_t *readers, const bool *target, int depth,
+		    int64_t *cost, const struct tir_node **leaves, int *nleaves, int *nops)
+{
+	if (!tir_fusable(o) || target[o->id] || ++*nops > 8 || depth > 8)
+		return false;
+	*cost += tir_type_numel(&o->type) * op_cost(o->op);
+	for (int k = 0; k < o->nin; k++) {
+		const struct tir_node *x = o->in[k];
+		enum tir_kind kind = tir_op(x->op)->kind;
+		if (x->op == TIR_OP_CONST || x->op == TIR_OP_INPUT || kind == TIR_KIND_CREATE) {
+			bool seen = x->op == TIR_OP_CONST;
+			for (int q = 0; q < *nleaves; q++)
+				seen |= leaves[q] == x;
+			if (!seen && *nleaves < 16)
+				leaves[(*nleaves)++] = x;
+			else if (!seen)
+				return false;
+			continue;
+		}
+		if (readers[x->id] != 1 || x->type.dtype != o->type.dtype ||
+		    !subtree(x, readers, target, depth + 1, cost, leaves, nleaves, nops))
+			return false;
+	}
+	return true;
+}
+
+/* For each elementwise value read by several kernels, made by a private
+ * subtree (see subtree), the bytes moved when it is kept (written once,
+ * read by each reader; what it reads, read once) and when each reader's
+ * kernel recomputes it (what it reads, read by each reader that does not
+ * read it anyway, plus computing it again, as bytes).  A value chosen for
+ * recomputing takes its subtree along: dup marks them all. */
+static int dup_scores(const struct tir_program *p, const bool *need, const int64_t *uses,
+		      const bool *target, int64_t *keep, int64_t *copy, bool *dup)
+{
+	size_t nn = p->nnodes;
+	int32_t *readers = calloc(nn + 1, sizeof *readers);
+	bool *bad = calloc(nn + 1, sizeof *bad);
+	if (!readers || !bad) {
+		free(readers);
+		free(bad);
+		return -TIR_ENOMEM;
+	}
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *r = p->nodes[i];
+		if (!need[i])
+			continue;
+		for (int k = 0; k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			bool again = false;
+			for (int q = 0; q < k; q++)
+				again |= r->in[q] == o;
+			if (!o || again)
+				continue;
+			readers[o->id]++;
+			bad[o->id] |= !takes(r, o->type.dtype);
+		}
+		bad[i] |= target[i];
+	}
+	for (size_t i = nn; i-- > 0;) {
+		const struct tir_node *o = p->nodes[i];
+		keep[i] = copy[i] = 0;
+		if (!need[i] || bad[i] || readers[i] < 2)
+			continue;
+		const struct tir_node *leaves[16];
+		int nleaves = 0, nops = 0;
+		int64_t cost = 0, in_bytes = 0;
+		if (!subtree(o, readers, target, 0, &cost, leaves, &nleaves, &nops))
+			continue;
+		for (int q = 0; q < nleaves; q++)
+			in_bytes += bytes_of(leaves[q]);
+		keep[i] = bytes_of(o) * (readers[i] + 1) + in_bytes;
+		copy[i] = cost * (readers[i] - 1);
+		/* the leaves each reader would read again */
+		for (size_t j = i + 1; j < nn; j++) {
+			const struct tir_node *r = p->nodes[j];
+			bool reads = false;
+			for (int k = 0; k < r->nin; k++)
+				reads |= r->in[k] == o;
+			for (int q = 0; need[j] && reads && q < nleaves; q++) {
+				bool has = false;
+				for (int k = 0; k < r->nin; k++)
+					has |= r->in[k] == leaves[q];
+				if (!has)
+					copy[i] += bytes_of(leaves[q]);
+			}
+		}
+		if (dup && copy[i] < keep[i]) {
+			/* o and its private subtree */
+			const struct tir_node *stack[16];
+			int sp = 0;
+			stack[sp++] = o;
+			while (sp) {
+				const struct tir_node *x = stack[--sp];
+				dup[x->id] = true;
+				for (int k = 0; k < x->nin; k++)
+					if (tir_fusable(x->in[k]) && sp < 16)
+						stack[sp++] = x->in[k];
+			}
+		}
+	}
+	(void)uses;
+	free(readers);
+	free(bad);
+	return 0;
+}
+
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+		    const bool *target, struct tir_plan *plan)
+{
+	size_t nn = p->nnodes;
+	free(plan->interior);
+	free(plan->extra_uses);
+	free(plan->keep);
+	free(plan->copy);
+	free(plan->dup);
+	plan->interior = calloc(nn + 1, sizeof *plan->interior);
+	plan->extra_uses = calloc(nn + 1, sizeof *plan->extra_uses);
+	plan->keep = calloc(nn + 1, sizeof *plan->keep);
+	plan->copy = calloc(nn + 1, sizeof *plan->copy);
+	plan->dup = calloc(nn + 1, sizeof *plan->dup);
+	int32_t *copies = calloc(nn + 1, sizeof *copies);
+	int64_t *absorbed = calloc(nn + 1, sizeof *absorbed);
+	int rc = -TIR_ENOMEM;
+	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
+	    !absorbed || dup_scores(p, need, uses, target, plan->keep, plan->copy, NULL))
+		goto out;
+	for (int g = 0; g < plan->ngroups; g++) {
+		const struct tir_group *gr = &plan->groups[g];
+		if (gr->head)
+			plan->interior[gr->head->id] = true;
+		for (int j = 0; j < gr->n; j++) {
+			const struct tir_node *m = gr->nodes[j];
+			if (j < gr->n - 1)
+				copies[m->id]++;
+			for (int k = 0; k < m->nin; k++)
+				for (int q = 0; q < gr->n; q++)
+					absorbed[m->in[k]->id] += gr->nodes[q] == m->in[k];
+		}
+	}
+	for (size_t i = nn; i-- > 0;) {
+		if (!copies[i])
+			continue;
+		/* a value every reader recomputes is never stored; its operands
+		 * are read once per copy (and once more when it is stored);
+		 * readers first, so that reads made by copies count */
+		const struct tir_node *o = p->nodes[i];
+		bool inner = absorbed[i] == uses[i] + plan->extra_uses[i];
+		plan->interior[i] = inner;
+		plan->dup[i] = copies[i] > 1 || !inner;
+		for (int k = 0; plan->dup[i] && k < o->nin; k++)
+			plan->extra_uses[o->in[k]->id] += copies[i] - (inner ? 1 : 0);
+	}
+	rc = 0;
+out:
+	free(copies);
+	free(absorbed);
+	return rc;
+}
+
 /* ---- the fuser ---- */
 
 struct grow {
 	int64_t *seen;              /* edges from the group's members, by node id */
 	struct tir_node **members, **ins;
 	const char **forbid;        /* by node id: why it may not join this root's group */
+	const bool *dup;            /* by node id: recomputed by each kernel that reads it */
 	int nm, ni;
 	struct tir_node *head;
 	const char *closed;
@@ -483,7 +680,7 @@ static void grow(const struct tir_program *p, size_t i, const int64_t *uses, con
 			s->ins[s->ni++] = o;
 			continue;
 		}
-		const char *why = s->forbid[id] ? s->forbid[id] : why_not(r, o, seen[id], uses, target, taken);
+		const char *why = s->forbid[id] ? s->forbid[id] : why_not(r, o, seen[id], uses, target, taken, s->dup);
 		if (!why) {
 			/* a kernel stays within TIR_FUSE_MAX_OPS ops and reads
 			 * at most TIR_FUSE_MAX_INPUTS values */
@@ -592,20 +789,26 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		.forbid = calloc(nn + 1, sizeof *s.forbid),
 	};
 	size_t *forbidden = malloc(sizeof *forbidden * 9);
+	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
+	bool *dup = calloc(nn + 1, sizeof *dup);
 	size_t capg = 0;
 	int rc = 0;
 	if (!plan->group_of || !plan->interior || !plan->need || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.forbid || !forbidden) {
+	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup ||
+	    dup_scores(p, need, uses, target, keep, copy, dup)) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
+	/* a value several kernels read is recomputed by each when that moves
+	 * fewer bytes (computing counted as bytes) than keeping it */
+	s.dup = dup;
 	for (size_t i = 0; i < nn; i++)
 		plan->group_of[i] = -1;
 	/* roots from the last node back, so a chain's end heads its group */
 	for (size_t i = nn; i-- > 0;) {
 		struct tir_node *r = p->nodes[i];
-		if (!need[i] || taken[i] || !can_root(r))
-			continue;
+		if (!need[i] || taken[i] || dup[i] || !can_root(r))
+			continue; /* (a recomputed value is its readers') */
 		/* grow, then check the whole: a member that cannot be in the
 		 * kernel is left out (its reason is the group's), up to 8 times */
 		struct tir_group g = {0};
@@ -651,16 +854,13 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		}
 		memcpy(pg->nodes, g.nodes, sizeof *g.nodes * (size_t)g.n);
 		memcpy(pg->inputs, g.inputs, sizeof *g.inputs * (size_t)g.nin);
-		for (int j = 0; j < g.n; j++) {
-			taken[g.nodes[j]->id] = true;
-			plan->interior[g.nodes[j]->id] = j < g.n - 1;
-		}
-		if (g.head) {
+		for (int j = 0; j < g.n; j++)
+			taken[g.nodes[j]->id] = !dup[g.nodes[j]->id] || j == g.n - 1;
+		if (g.head)
 			taken[g.head->id] = true;
-			plan->interior[g.head->id] = true;
-		}
 		plan->group_of[i] = plan->ngroups++;
 	}
+	rc = tir_plan_finish(p, need, uses, target, plan);
 out:
 	free(taken);
 	free(s.seen);
@@ -668,6 +868,9 @@ out:
 	free(s.ins);
 	free(s.forbid);
 	free(forbidden);
+	free(keep);
+	free(copy);
+	free(dup);
 	if (rc)
 		tir_plan_free(plan);
 	return rc;
@@ -679,8 +882,39 @@ void tir_plan_free(struct tir_plan *plan)
 	free(plan->group_of);
 	free(plan->interior);
 	free(plan->need);
+	free(plan->keep);
+	free(plan->copy);
+	free(plan->dup);
+	free(plan->extra_uses);
 	tir_arena_free(&plan->arena);
 	memset(plan, 0, sizeof *plan);
+}
+
+/* b bytes as "48 B", "12.0 KiB", "3.5 MiB" */
+static void add_bytes(struct tir_str *out, int64_t b)
+{
+	if (b < 1024)
+		tir_str_addf(out, "%lld B", (long long)b);
+	else if (b < 1024 * 1024)
+		tir_str_addf(out, "%.1f KiB", (double)b / 1024);
+	else
+		tir_str_addf(out, "%.1f MiB", (double)b / (1024 * 1024));
+}
+
+/* The scored choice about value n, if there was one. */
+static void add_choice(struct tir_str *out, const struct tir_program *p, const struct tir_plan *plan,
+		       const struct tir_node *n, bool recomputed)
+{
+	int64_t keep = plan->keep[n->id], copy = plan->copy[n->id];
+	if (!keep || recomputed != (copy < keep))
+		return;
+	const char *name = tir_node_current_name(p, n);
+	tir_str_addf(out, recomputed ? ", recomputes %s (moves " : ", kept for its readers (moves ",
+		     name ? name : tir_op(n->op)->name);
+	add_bytes(out, recomputed ? copy : keep);
+	tir_str_addf(out, "%s", recomputed ? ", keeping it " : ", recomputing it ");
+	add_bytes(out, recomputed ? keep : copy);
+	tir_str_add(out, ")", 1);
 }
 
 char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
@@ -713,10 +947,15 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 					tir_str_addf(&out, "%s%s", first ? ", once: " : " ", tir_op(gr->nodes[j]->op)->name);
 					first = 0;
 				}
+			for (int j = 0; j < gr->n; j++)
+				add_choice(&out, p, plan, gr->nodes[j], true);
+			add_choice(&out, p, plan, n, false);
 			tir_str_addf(&out, "; closed: %s\n", gr->closed);
 		} else {
-			tir_str_addf(&out, "%s -> %s %s\n", tir_op(n->op)->name, name ? name : "_",
+			tir_str_addf(&out, "%s -> %s %s", tir_op(n->op)->name, name ? name : "_",
 				     tir_type_str(&n->type, tb, sizeof tb));
+			add_choice(&out, p, plan, n, false);
+			tir_str_add(&out, "\n", 1);
 		}
 	}
 	return out.oom ? (tir_str_free(&out), NULL) : out.s;

@@ -80,6 +80,16 @@ struct tir_plan {
 	int32_t *group_of;          /* by node id: the group a root heads, or -1 */
 	bool *interior;             /* by node id: computed inside a group, never stored */
 	bool *need;                 /* by node id: the run needs it */
+	/* The scored choice for a value several kernels read (by node id):
+	 * keep it (one kernel writes it, each reader reads it) or recompute
+	 * it in each reader's kernel.  keep, copy: the bytes each choice
+	 * moves (computing counted as bytes: see dup_scores), 0 when it was
+	 * not a candidate; dup: recomputed. */
+	int64_t *keep, *copy;
+	bool *dup;
+	/* by node id: reads of it beyond the graph's edges (a value computed
+	 * in several kernels reads its operands once in each) */
+	int32_t *extra_uses;
 	size_t nnodes;
 	struct tir_arena arena;
 };
@@ -91,6 +101,11 @@ struct tir_plan {
 int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	     const bool *target, struct tir_plan *plan);
 void tir_plan_free(struct tir_plan *plan);
+/* Given plan's groups (from tir_fuse or the plan cache): which members are
+ * never stored, the reads beyond the graph's edges, the scores.
+ * returns 0 or -TIR_ENOMEM. */
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+		    const bool *target, struct tir_plan *plan);
 
 /* Whether op may be inside a fused elementwise group (f32/f64 only). */
 bool tir_fusable(const struct tir_node *n);
