@@ -33,6 +33,9 @@ struct tir_exec {
 		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
 		size_t ngroups_words;
 		const char **closed;
+		int32_t *alone_at;     /* nodes (dense) the fuser left alone, and why */
+		const char **alone_why;
+		size_t nalone;
 		uint64_t used;
 	} pcache[8];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
@@ -88,6 +91,8 @@ void tir_exec_free(struct tir_exec *x)
 		free(x->pcache[i].sig);
 		free(x->pcache[i].groups);
 		free(x->pcache[i].closed);
+		free(x->pcache[i].alone_at);
+		free(x->pcache[i].alone_why);
 	}
 	tir_plan_free(&x->plan);
 	free(x->prof);
@@ -802,6 +807,10 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 		pl->ngroups = (int)ng;
 		e->used = ++x->pclock;
 		rc = tir_plan_finish(p, need, uses, target, pl);
+		if (!rc && e->nalone && !(pl->alone = calloc(p->nnodes + 1, sizeof *pl->alone)))
+			rc = -TIR_ENOMEM;
+		for (size_t k = 0; !rc && k < e->nalone; k++)
+			pl->alone[dense[e->alone_at[k]]] = e->alone_why[k];
 		goto out;
 	}
 	if (tir_fuse(p, need, uses, target, &x->plan))
@@ -834,15 +843,39 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
 		closed[g] = gr->closed;
 	}
+	size_t nalone = 0;
+	for (size_t i = 0; x->plan.alone && i < p->nnodes; i++)
+		nalone += x->plan.alone[i] != NULL;
+	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
+	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
+	if (!alone_at || !alone_why) {
+		free(rank_of);
+		free(gw);
+		free(closed);
+		free(alone_at);
+		free(alone_why);
+		rc = 0;
+		goto out;
+	}
+	for (size_t i = 0, k = 0; x->plan.alone && i < p->nnodes; i++)
+		if (x->plan.alone[i]) {
+			alone_at[k] = (int32_t)rank_of[i];
+			alone_why[k++] = x->plan.alone[i];
+		}
 	free(rank_of);
 	free(victim->sig);
 	free(victim->groups);
 	free(victim->closed);
+	free(victim->alone_at);
+	free(victim->alone_why);
 	victim->sig = sig;
 	victim->nsig = nsig;
 	victim->groups = gw;
 	victim->ngroups_words = words;
 	victim->closed = closed;
+	victim->alone_at = alone_at;
+	victim->alone_why = alone_why;
+	victim->nalone = nalone;
 	victim->used = ++x->pclock;
 	sig = NULL;
 	rc = 0;

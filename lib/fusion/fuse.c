@@ -779,6 +779,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	plan->group_of = malloc(sizeof *plan->group_of * (nn + 1));
 	plan->interior = calloc(nn + 1, sizeof *plan->interior);
 	plan->need = malloc(nn + 1);
+	plan->alone = calloc(nn + 1, sizeof *plan->alone);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
 	bool *taken = calloc(nn + 1, sizeof *taken);
@@ -793,7 +794,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	bool *dup = calloc(nn + 1, sizeof *dup);
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->interior || !plan->need || !taken || !s.seen || !s.members ||
+	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
 	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup ||
 	    dup_scores(p, need, uses, target, keep, copy, dup)) {
 		rc = -TIR_ENOMEM;
@@ -814,6 +815,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		struct tir_group g = {0};
 		int nforbid = 0;
 		bool ok = false;
+		const char *first_why = NULL;
 		for (int attempt = 0; attempt < 9; attempt++) {
 			grow(p, i, uses, target, taken, &s);
 			if (s.nm == 1 && !s.head)
@@ -829,6 +831,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 				ok = true;
 				break;
 			}
+			first_why = first_why ? first_why : why;
 			if (culprit == r || attempt == 8)
 				break;
 			s.forbid[culprit->id] = why;
@@ -838,6 +841,8 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 			s.forbid[forbidden[k]] = NULL;
 		if (!ok) {
 			/* nothing joined: the reference kernel runs it */
+			if (first_why)
+				plan->alone[i] = first_why;
 			continue;
 		}
 		if (tir_grow((void **)&plan->groups, &capg, (size_t)plan->ngroups + 1, sizeof *plan->groups)) {
@@ -886,6 +891,7 @@ void tir_plan_free(struct tir_plan *plan)
 	free(plan->copy);
 	free(plan->dup);
 	free(plan->extra_uses);
+	free(plan->alone);
 	tir_arena_free(&plan->arena);
 	memset(plan, 0, sizeof *plan);
 }
@@ -906,7 +912,8 @@ static void add_choice(struct tir_str *out, const struct tir_program *p, const s
 		       const struct tir_node *n, bool recomputed)
 {
 	int64_t keep = plan->keep[n->id], copy = plan->copy[n->id];
-	if (!keep || recomputed != (copy < keep))
+	/* (readers that share one kernel recompute nothing) */
+	if (!keep || recomputed != (copy < keep) || (recomputed && !plan->dup[n->id]))
 		return;
 	const char *name = tir_node_current_name(p, n);
 	tir_str_addf(out, recomputed ? ", recomputes %s (moves " : ", kept for its readers (moves ",
@@ -955,6 +962,8 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 			tir_str_addf(&out, "%s -> %s %s", tir_op(n->op)->name, name ? name : "_",
 				     tir_type_str(&n->type, tb, sizeof tb));
 			add_choice(&out, p, plan, n, false);
+			if (plan->alone && plan->alone[i])
+				tir_str_addf(&out, "; alone: %s", plan->alone[i]);
 			tir_str_add(&out, "\n", 1);
 		}
 	}
