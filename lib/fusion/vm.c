@@ -24,6 +24,7 @@
  * only in registers.
  */
 #include "fusion.h"
+#include "../exec/vmath.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #define TASK ((int64_t)BLK * 64) /* elements per task */
 #define ROWFIT ((size_t)768 << 10) /* bytes of registers holding whole long rows */
 #define MAX_SRC (3 * TIR_FUSE_MAX_OPS)
+#define ROWBYTES ((int64_t)64 << 10) /* bytes per register, whole rows of a reducing group */
 #define TILE 32                  /* rows and cols of a tile (groups reading across rows) */
 
 /* A value read from memory, as one kind of reader sees it. */
@@ -243,6 +245,9 @@ static char *small_reg(const struct blk *b, int r)
 /* dst[i * n + c] = src[i * so] for i < k, c < n: one value per row
  * spread over the row (stride-0 operands would make the reference
  * kernels copy them element by element). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 static void spread(char *dst, const char *src, int64_t so, size_t es, int64_t k, int64_t n)
 {
 	for (int64_t i = 0; i < k; i++) {
@@ -343,11 +348,34 @@ static void operand(struct blk *b, int j, int k, int64_t lo, int64_t n, struct t
 	mkview(t, tb, vm->dt, big_reg(b, vm->nd[vm->nd[o].base].reg), b->k, n, n, 1);
 }
 
-/* Apply member j's op to views a[] into dst (floats: cannot fail). */
+/* Whether 2-D view t is one contiguous run. */
+static bool flat(const struct tir_tensor *t)
+{
+	return (t->shape[1] == 1 || t->strides[1] == 1) && (t->shape[0] == 1 || t->strides[0] == t->shape[1]);
+}
+
+/* Apply member j's op to views a[] into dst (floats: cannot fail).  When
+ * all are contiguous, straight through vmath (what the reference kernels
+ * call for contiguous runs); else through the reference kernels. */
 static void apply(const struct vm *vm, int j, struct tir_tensor *a, struct tir_tensor *dst)
 {
 	struct tir_err e = {0};
 	const struct tir_node *n = vm->nd[j].n;
+	int64_t len = dst->shape[0] * dst->shape[1];
+	if (n->nin == 1 && tir_vmath_unary_op(n->op) && flat(&a[0]) && flat(dst)) {
+		if (vm->dt == TIR_DTYPE_F32)
+			tir_vmath_f32(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), len);
+		else
+			tir_vmath_f64(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), len);
+		return;
+	}
+	if (n->nin == 2 && tir_vmath_binary_op(n->op) && flat(&a[0]) && flat(&a[1]) && flat(dst)) {
+		if (vm->dt == TIR_DTYPE_F32)
+			tir_vmath2_f32(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), tir_tensor_data(&a[1]), len);
+		else
+			tir_vmath2_f64(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), tir_tensor_data(&a[1]), len);
+		return;
+	}
 	if (n->nin == 1)
 		TIR_ASSERT(tir_k_unary(n->op, &a[0], dst, &e) == 0);
 	else
@@ -717,8 +745,11 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		vm->k = TILE;
 		vm->chunk = TILE;
 		vm->tile_reg = vm->nbig++;
-	} else if (cols <= BLK) {
-		vm->k = BLK / cols;
+	} else if (cols <= (info->reduces ? ROWBYTES / (int64_t)vm->esz : BLK)) {
+		/* rows of a reducing group: several together (in L2), so
+		 * that the per-call costs of its ops are spread over more
+		 * elements; plain elements: L1-sized blocks */
+		vm->k = (info->reduces ? ROWBYTES / (int64_t)vm->esz : BLK) / cols;
 		vm->chunk = cols;
 	} else {
 		vm->k = 1;
