@@ -104,6 +104,16 @@ typedef const void *(*tir_run_get)(void *ctx, int64_t lo, int64_t n);
 bool tir_reduce_by_runs(const struct tir_tensor *x, const bool *mask);
 void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
 		    void *ctx, void *out);
+/* The pairwise sum (SUM, MEAN) of such a run in 2^depth pieces, to be
+ * summed apart (on several threads): tir_reduce_pw_split gives the
+ * pieces (lo[], len[], each array 2^depth long; returns their count, or 0
+ * when the run is too short for that depth); tir_reduce_pw_part sums one;
+ * tir_reduce_pw_join (part[] overwritten) joins them, bitwise the run's
+ * pairwise sum (the value tir_reduce_run adds to 0.0). */
+int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_t *len);
+double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
+			  void *ctx);
+double tir_reduce_pw_join(double *part, int cnt);
 
 /* creation */
 int tir_k_fill(struct tir_tensor *out, double value, int64_t ivalue, bool is_int);

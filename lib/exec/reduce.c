@@ -813,3 +813,45 @@ void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk,
 	else
 		*(double *)out = acc;
 }
+
+/* ---- a long run's pairwise sum in pieces (several threads) ---- */
+
+int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_t *len)
+{
+	/* DEF_PAIRWISE's splits, breadth first: only while every node still
+	 * splits (is longer than chunk) is the tree complete */
+	int cnt = 1;
+	lo[0] = 0;
+	len[0] = n;
+	for (int d = 0; d < depth; d++) {
+		for (int i = 0; i < cnt; i++)
+			if (len[i] <= chunk)
+				return 0;
+		for (int i = cnt - 1; i >= 0; i--) {
+			int64_t h = len[i] / 2;
+			h -= h % 8;
+			int64_t l = lo[i], m = len[i];
+			lo[2 * i] = l;
+			len[2 * i] = h;
+			lo[2 * i + 1] = l + h;
+			len[2 * i + 1] = m - h;
+		}
+		cnt *= 2;
+	}
+	return cnt;
+}
+
+double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
+			  void *ctx)
+{
+	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	return dt == TIR_DTYPE_F32 ? pwg_f32(get, ctx, lo, n, chunk) : pwg_f64(get, ctx, lo, n, chunk);
+}
+
+double tir_reduce_pw_join(double *part, int cnt)
+{
+	for (; cnt > 1; cnt /= 2)
+		for (int i = 0; i < cnt / 2; i++)
+			part[i] = part[2 * i] + part[2 * i + 1];
+	return part[0];
+}

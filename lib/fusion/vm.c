@@ -466,23 +466,88 @@ static void run_block(struct blk *b, int64_t r0, int64_t k)
 			ensure(b, root, lo, vm->cols - lo < vm->chunk ? vm->cols - lo : vm->chunk);
 }
 
-/* Rows [lo, hi) of the domain. */
-static void run_range(struct vm *vm, int64_t lo, int64_t hi)
+/* A block state over this thread's registers, holding nothing yet. */
+static bool blk_init(struct blk *b, struct vm *vm)
 {
-	struct blk b = {.vm = vm};
+	memset(b, 0, sizeof *b);
+	b->vm = vm;
 	char *regs = thread_regs(vm->bigsz * (size_t)vm->nbig + vm->smallsz * (size_t)vm->nsmall + 64);
 	if (!regs) {
 		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
-		return;
+		return false;
 	}
-	b.big = regs;
-	b.small = regs + vm->bigsz * (size_t)vm->nbig;
+	b->big = regs;
+	b->small = regs + vm->bigsz * (size_t)vm->nbig;
 	for (int j = 0; j < TIR_FUSE_MAX_OPS; j++)
-		b.m_r0[j] = b.b_r0[j] = -1;
+		b->m_r0[j] = b->b_r0[j] = -1;
 	for (int s = 0; s < MAX_SRC; s++)
-		b.s_r0[s] = -3;
+		b->s_r0[s] = -3;
+	return true;
+}
+
+/* Rows [lo, hi) of the domain. */
+static void run_range(struct vm *vm, int64_t lo, int64_t hi)
+{
+	struct blk b;
+	if (!blk_init(&b, vm))
+		return;
 	for (int64_t r0 = lo; r0 < hi; r0 += vm->k)
 		run_block(&b, r0, hi - r0 < vm->k ? hi - r0 : vm->k);
+}
+
+/* One long row summed by its root (SUM or MEAN) in pieces on the pool:
+ * the pieces of its pairwise sum, their number fixed by the row's length. */
+struct pieces {
+	struct vm *vm;
+	int64_t lo[64], len[64];
+	double part[64];
+};
+
+static void run_piece(void *ctx, int64_t t)
+{
+	struct pieces *pc = ctx;
+	struct blk b;
+	if (!blk_init(&b, pc->vm))
+		return;
+	b.k = 1;
+	b.red = pc->vm->n - 1;
+	pc->part[t] = tir_reduce_pw_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk, red_piece, &b);
+}
+
+/* Whether the group is such a sum, and if so, do it. */
+static bool run_pieces(struct vm *vm)
+{
+	int root = vm->n - 1;
+	const struct vnode *r = &vm->nd[root];
+	if (vm->rows != 1 || vm->chunk == vm->cols || !r->red || r->pre ||
+	    (r->n->op != TIR_OP_SUM && r->n->op != TIR_OP_MEAN))
+		return false;
+	for (int j = 0; j < root; j++)
+		if (vm->nd[j].cls == TIR_FC_ROW && !vm->nd[j].pre)
+			return false;
+	int depth = 0;
+	while (depth < 6 && vm->cols >> (depth + 1) >= ((int64_t)1 << 18))
+		depth++;
+	struct pieces *pc = calloc(1, sizeof *pc);
+	if (!pc)
+		return false;
+	pc->vm = vm;
+	int cnt = depth ? tir_reduce_pw_split(vm->cols, vm->red_chunk, depth, pc->lo, pc->len) : 0;
+	if (cnt) {
+		tir_pool_run(cnt, run_piece, pc);
+		double acc = 0.0;
+		acc += tir_reduce_pw_join(pc->part, cnt);
+		if (r->n->op == TIR_OP_MEAN)
+			acc /= (double)vm->cols;
+		if (vm->dt == TIR_DTYPE_F32) {
+			float f = (float)acc;
+			memcpy(vm->out, &f, 4);
+		} else {
+			memcpy(vm->out, &acc, 8);
+		}
+	}
+	free(pc);
+	return cnt > 0;
 }
 
 static void run_task(void *ctx, int64_t t)
@@ -788,7 +853,7 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 	struct vm *vm = (struct vm *)tir_fused_prepare(g, in, out, err);
 	if (!vm)
 		return -err->code;
-	int64_t nt = vm->done || vm->rows == 0 ? 0 : (vm->rows + vm->task_rows - 1) / vm->task_rows;
+	int64_t nt = vm->done || vm->rows == 0 || run_pieces(vm) ? 0 : (vm->rows + vm->task_rows - 1) / vm->task_rows;
 	if (nt > 1)
 		tir_pool_run(nt, run_task, vm);
 	else if (nt == 1)

@@ -267,6 +267,9 @@ class Gen:
             z = self.name()
             self.lines.append(f"{z} = var(sin({x}) * {x}, axis=-1)")
             outs += [f"slice({y}, axis=1, step=997)", z, f"mean(exp({x}) - 1)"]
+            # one row long enough to be summed in pieces on several threads
+            x2 = self.leaf([self.rng.choice([600011, 1048576])], dtype)[0]
+            outs += [f"sum(sin({x2}) * 3)", f"mean({x2} * {x2})"]
         self.lines.append("print " + ", ".join(outs))
         return "\n".join(self.lines) + "\n"
 

@@ -940,6 +940,42 @@ static void test_reduce_run(void)
 		}
 	}
 	CHECK(bad == 0);
+	/* a long run summed in pieces, then joined */
+	for (int d = 0; d < 2; d++) {
+		enum tir_dtype dt = d ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+		int64_t n = 300007;
+		struct tir_tensor x, out;
+		mk(&x, dt, 1, &n, NULL);
+		for (int64_t i = 0; i < n; i++)
+			put(&x, i, (double)(int64_t)(rnd() % 2001 - 1000) / 7);
+		bool mask[TIR_MAX_RANK] = {true};
+		struct tir_err err = {0};
+		mk(&out, dt, 0, NULL, NULL);
+		CHECK(tir_k_reduce(TIR_OP_SUM, &x, mask, &out, &err) == 0);
+		for (int depth = 0; depth <= 6; depth++) {
+			int64_t lo[64], len[64];
+			double part[64];
+			int cnt = tir_reduce_pw_split(n, 1024, depth, lo, len);
+			CHECK(cnt == 1 << depth);
+			for (int i = 0; i < cnt; i++) {
+				struct pieces p = {tir_tensor_data(&x), tir_dtype_size(dt), 1024, true, lo[i]};
+				part[i] = tir_reduce_pw_part(dt, lo[i], len[i], 1024, piece, &p);
+				CHECK(i == 0 || lo[i] == lo[i - 1] + len[i - 1]);
+			}
+			double acc = 0.0;
+			acc += tir_reduce_pw_join(part, cnt);
+			if (dt == TIR_DTYPE_F32) {
+				float f = (float)acc;
+				CHECK(!memcmp(&f, tir_tensor_data(&out), 4));
+			} else {
+				CHECK(!memcmp(&acc, tir_tensor_data(&out), 8));
+			}
+		}
+		int64_t lo[64], len[64];
+		CHECK(tir_reduce_pw_split(1000, 1024, 1, lo, len) == 0); /* too short to split */
+		tir_tensor_release(&out);
+		tir_tensor_release(&x);
+	}
 	/* rows of a contiguous matrix are runs; of its transpose they are not */
 	int64_t shape[2] = {5, 300};
 	bool last[TIR_MAX_RANK] = {false, true}, first[TIR_MAX_RANK] = {true, false};
