@@ -114,6 +114,18 @@ int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_
 double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			  void *ctx);
 double tir_reduce_pw_join(double *part, int cnt);
+/* A reduction over leading axes (x contiguous, its rows taken in order):
+ * acc, n doubles (n elements of dt for MAX, MIN), starts with
+ * tir_reduce_acc_init, takes each row of n elements with
+ * tir_reduce_acc_fold (MEAN: the sum; VAR: the sum for the means, then
+ * with aux the means, divided by tir_reduce_acc_div, the squared
+ * deviations); tir_reduce_acc_div(acc, count) then gives means, and
+ * tir_reduce_acc_store the outputs: bitwise what tir_k_reduce stores. */
+void tir_reduce_acc_init(enum tir_op op, enum tir_dtype dt, void *acc, int64_t n);
+void tir_reduce_acc_fold(enum tir_op op, enum tir_dtype dt, const void *x, int64_t n, void *acc,
+			 const void *aux);
+void tir_reduce_acc_div(double *acc, int64_t count, int64_t n);
+void tir_reduce_acc_store(enum tir_op op, enum tir_dtype dt, const void *acc, void *out, int64_t n);
 
 /* creation */
 int tir_k_fill(struct tir_tensor *out, double value, int64_t ivalue, bool is_int);

@@ -130,7 +130,29 @@ DEF_PAIRWISE(pw_i64, int64_t, 0, NO_PW8)
 /* ---- fold functions, one per (op, element type) ---- */
 
 /* sum into a double accumulator (float sums, and mean/var of anything) */
-#define DEF_SUMD(NAME, T, PW)                                                \
+/* acc[j] += x[j] for contiguous acc and x (a reduction over outer axes:
+ * each element to its own accumulator) */
+#define DEF_ADDV(NAME, T, VT)                                                \
+RED_CLONES static void NAME(double *acc, const T *x, int64_t n)             \
+{                                                                            \
+	int64_t j = 0;                                                       \
+	for (; j + 8 <= n; j += 8) {                                         \
+		VT f;                                                        \
+		v8d a;                                                       \
+		memcpy(&f, x + j, sizeof f);                                 \
+		memcpy(&a, acc + j, sizeof a);                               \
+		a += __builtin_convertvector(f, v8d);                        \
+		memcpy(acc + j, &a, sizeof a);                               \
+	}                                                                    \
+	for (; j < n; j++)                                                   \
+		acc[j] += (double)x[j];                                      \
+}
+
+DEF_ADDV(addv_f32, float, v8f)
+DEF_ADDV(addv_f64, double, v8d)
+#define NO_ADDV(acc, x, n) ((void)0)
+
+#define DEF_SUMD(NAME, T, PW, HASV, ADDV)                                    \
 static void NAME(const struct run *r, void *accv, void *aux)                \
 {                                                                            \
 	const T *x = r->x;                                                   \
@@ -139,14 +161,18 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 		acc[r->o] += PW(x, r->n, r->xs);                             \
 		return;                                                      \
 	}                                                                    \
+	if (HASV && r->os == 1 && r->xs == 1) {                              \
+		ADDV(acc + r->o, x, r->n);                                   \
+		return;                                                      \
+	}                                                                    \
 	for (int64_t j = 0; j < r->n; j++)                                   \
 		acc[r->o + j * r->os] += (double)x[j * r->xs];               \
 }
 
-DEF_SUMD(sumd_f32, float, pw_f32)
-DEF_SUMD(sumd_f64, double, pw_f64)
-DEF_SUMD(sumd_i32, int32_t, pw_i32)
-DEF_SUMD(sumd_i64, int64_t, pw_i64)
+DEF_SUMD(sumd_f32, float, pw_f32, 1, addv_f32)
+DEF_SUMD(sumd_f64, double, pw_f64, 1, addv_f64)
+DEF_SUMD(sumd_i32, int32_t, pw_i32, 0, NO_ADDV)
+DEF_SUMD(sumd_i64, int64_t, pw_i64, 0, NO_ADDV)
 
 /* product into a double accumulator (floats) */
 #define DEF_PRODD(NAME, T)                                                   \
@@ -854,4 +880,49 @@ double tir_reduce_pw_join(double *part, int cnt)
 		for (int i = 0; i < cnt / 2; i++)
 			part[i] = part[2 * i] + part[2 * i + 1];
 	return part[0];
+}
+
+/* ---- leading axes folded row by row (fused reductions down columns) ---- */
+
+void tir_reduce_acc_init(enum tir_op op, enum tir_dtype dt, void *acc, int64_t n)
+{
+	TIR_ASSERT(is_float(dt));
+	for (int64_t i = 0; i < n; i++) {
+		if (op == TIR_OP_MAX || op == TIR_OP_MIN) {
+			double v = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+			if (dt == TIR_DTYPE_F32)
+				((float *)acc)[i] = (float)v;
+			else
+				((double *)acc)[i] = v;
+		} else {
+			((double *)acc)[i] = op == TIR_OP_PROD ? 1.0 : 0.0;
+		}
+	}
+}
+
+void tir_reduce_acc_fold(enum tir_op op, enum tir_dtype dt, const void *x, int64_t n, void *acc,
+			 const void *aux)
+{
+	struct run r = {.x = x, .xs = 1, .n = n, .os = 1};
+	pick(op, dt)(&r, acc, (void *)aux);
+}
+
+void tir_reduce_acc_div(double *acc, int64_t count, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		acc[i] /= (double)count;
+}
+
+void tir_reduce_acc_store(enum tir_op op, enum tir_dtype dt, const void *acc, void *out, int64_t n)
+{
+	if (op == TIR_OP_MAX || op == TIR_OP_MIN) {
+		memcpy(out, acc, (size_t)n * tir_dtype_size(dt));
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		if (dt == TIR_DTYPE_F32)
+			((float *)out)[i] = (float)((const double *)acc)[i];
+		else
+			((double *)out)[i] = ((const double *)acc)[i];
+	}
 }

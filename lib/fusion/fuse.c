@@ -101,6 +101,32 @@ static bool red_split(const struct tir_node *n, int *split, int64_t *rows, int64
 	return true;
 }
 
+/* Reduction n's input as rows x cols with the reduced axes (rows)
+ * leading, the kept ones (cols) trailing, both there. */
+static bool red_lead(const struct tir_node *n, int *split, int64_t *rows, int64_t *cols)
+{
+	const struct tir_type *x = &n->in[0]->type;
+	bool mask[TIR_MAX_RANK];
+	tir_reduce_mask(n, x->rank, mask);
+	*split = 0;
+	*rows = *cols = 1;
+	bool kept = false;
+	for (int d = 0; d < x->rank; d++) {
+		if (x->shape[d] == 1)
+			continue;
+		if (!mask[d]) {
+			*cols *= x->shape[d];
+			kept = true;
+		} else {
+			if (kept)
+				return false;
+			*rows *= x->shape[d];
+			*split = d + 1;
+		}
+	}
+	return kept && *rows > 1;
+}
+
 /* Why reduction o cannot be in a kernel, or NULL. */
 static const char *why_not_reduce(const struct tir_node *o)
 {
@@ -286,8 +312,12 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 		int split;
 		int64_t rows, cols;
 		if (!red_split(m, &split, &rows, &cols)) {
-			*culprit = m;
-			return "an operand reduces leading axes";
+			/* down the cols: the root alone, over elementwise ops */
+			if (j != g->n - 1 || in->reduces || !red_lead(m, &split, &rows, &cols)) {
+				*culprit = m;
+				return "an operand reduces leading axes";
+			}
+			in->leading = true;
 		}
 		if (!in->reduces) {
 			in->reduces = true;
@@ -295,7 +325,7 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 			in->split = split;
 			in->rows = rows;
 			in->cols = cols;
-		} else if (!same_shape(&m->in[0]->type, dom) || rows != in->rows || cols != in->cols) {
+		} else if (in->leading || !same_shape(&m->in[0]->type, dom) || rows != in->rows || cols != in->cols) {
 			*culprit = m;
 			return "an operand reduces other axes than the kernel's rows";
 		}
@@ -352,6 +382,11 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	}
 	if (in->cls[g->n - 1] != TIR_FC_FULL && in->cls[g->n - 1] != TIR_FC_ROW)
 		return "the root does not cover the kernel";
+	for (int j = 0; in->leading && j < g->n - 1; j++)
+		if (in->cls[j] != TIR_FC_FULL && in->cls[j] != TIR_FC_ONCE) {
+			*culprit = g->nodes[j];
+			return "a reduction over leading axes takes elementwise ops only";
+		}
 
 	/* layouts, readers first: a member is computed in the layout its
 	 * readers read it in, one only */
@@ -762,11 +797,15 @@ static const char *epilogue_first(const struct tir_group *g, const struct tir_gr
 	return NULL;
 }
 
-/* Whether node r may root a group. */
+/* Whether node r may root a group (a reduction over leading axes too). */
 static bool can_root(const struct tir_node *r)
 {
-	if (tir_op(r->op)->kind == TIR_KIND_REDUCE)
-		return !why_not_reduce(r);
+	if (tir_op(r->op)->kind == TIR_KIND_REDUCE) {
+		const char *why = why_not_reduce(r);
+		int split;
+		int64_t rows, cols;
+		return !why || (!strcmp(why, "an operand reduces leading axes") && red_lead(r, &split, &rows, &cols));
+	}
 	return tir_fusable(r);
 }
 
@@ -945,7 +984,9 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 			for (int j = 0; j < gr->n; j++)
 				tir_str_addf(&out, "%s%s", j ? " " : "", tir_op(gr->nodes[j]->op)->name);
 			tir_str_addf(&out, "] -> %s %s", name ? name : "_", tir_type_str(&n->type, tb, sizeof tb));
-			if (info.reduces)
+			if (info.leading)
+				tir_str_addf(&out, " down columns of %lld", (long long)info.rows);
+			else if (info.reduces)
 				tir_str_addf(&out, " in rows of %lld", (long long)info.cols);
 			tir_str_addf(&out, ", reads %d", gr->nin);
 			/* what is computed once per call, not per element */

@@ -57,6 +57,8 @@ struct tir_group_info {
 	int split;                          /* axes [0, split) are the rows' */
 	int64_t rows, cols;
 	bool reduces;
+	bool leading;                       /* the root reduces the leading axes (rows) down
+					     * the cols instead: cols its outputs */
 	int64_t kshape[TIR_MAX_RANK];       /* the domain with the reduced axes at 1 */
 	uint8_t cls[TIR_FUSE_MAX_OPS];      /* enum tir_fclass, by member */
 	int8_t via[TIR_FUSE_MAX_OPS];       /* by member: the ALIAS member whose layout it is

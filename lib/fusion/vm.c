@@ -514,6 +514,42 @@ static void run_piece(void *ctx, int64_t t)
 	pc->part[t] = tir_reduce_pw_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk, red_piece, &b);
 }
 
+/* Task t of a reduction down the cols (over leading axes): cols
+ * [lo, lo + n) folded row by row, in order, as tir_k_reduce walks them. */
+static void run_cols(void *ctx, int64_t t)
+{
+	struct vm *vm = ctx;
+	const struct vnode *r = &vm->nd[vm->n - 1];
+	enum tir_op op = r->n->op;
+	int64_t lo = t * vm->chunk, n = vm->cols - lo < vm->chunk ? vm->cols - lo : vm->chunk;
+	struct blk b;
+	double *acc = malloc(sizeof *acc * (size_t)n * 2);
+	if (!acc || !blk_init(&b, vm)) {
+		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
+		free(acc);
+		return;
+	}
+	int src = vm->nd[r->op[0]].base;
+	for (int pass = 0; pass < (op == TIR_OP_VAR ? 2 : 1); pass++) {
+		/* VAR: the means, then the squared deviations from them */
+		enum tir_op fop = op == TIR_OP_VAR && pass == 0 ? TIR_OP_MEAN : op;
+		double *a = acc + pass * n;
+		tir_reduce_acc_init(fop, vm->dt, a, n);
+		for (int64_t r0 = 0; r0 < vm->rows; r0 += vm->k) {
+			b.r0 = r0;
+			b.k = vm->rows - r0 < vm->k ? vm->rows - r0 : vm->k;
+			ensure(&b, r->op[0], lo, n);
+			for (int64_t i = 0; i < b.k; i++)
+				tir_reduce_acc_fold(fop, vm->dt, big_reg(&b, vm->nd[src].reg) + (size_t)(i * n) * vm->esz, n,
+						    a, pass ? acc : NULL);
+		}
+		if (fop == TIR_OP_MEAN || fop == TIR_OP_VAR)
+			tir_reduce_acc_div(a, vm->rows, n);
+	}
+	tir_reduce_acc_store(op, vm->dt, acc + (op == TIR_OP_VAR ? n : 0), vm->out + lo * (int64_t)vm->esz, n);
+	free(acc);
+}
+
 /* Whether the group is such a sum, and if so, do it. */
 static bool run_pieces(struct vm *vm)
 {
@@ -720,7 +756,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			bool mask[TIR_MAX_RANK];
 			const struct tir_tensor *x = &vm->vals[value_of(vm, j, 0)];
 			tir_reduce_mask(v->n, x->rank, mask);
-			if (!tir_reduce_by_runs(x, mask))
+			if (info->leading || !tir_reduce_by_runs(x, mask))
 				rc = premake(vm, j, err);
 		}
 	}
@@ -806,7 +842,11 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	/* blocks: whole rows while their registers stay in L2, else one row
 	 * a piece of cols at a time */
 	int64_t rows = vm->rows, cols = vm->cols;
-	if (tiled) {
+	if (info->leading) {
+		/* tasks down cols [lo, lo + chunk), blocks of k rows of them */
+		vm->chunk = cols < BLK ? cols : BLK;
+		vm->k = ROWBYTES / (int64_t)vm->esz / vm->chunk;
+	} else if (tiled) {
 		vm->k = TILE;
 		vm->chunk = TILE;
 		vm->tile_reg = vm->nbig++;
@@ -854,6 +894,10 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 	if (!vm)
 		return -err->code;
 	int64_t nt = vm->done || vm->rows == 0 || run_pieces(vm) ? 0 : (vm->rows + vm->task_rows - 1) / vm->task_rows;
+	if (!vm->done && vm->info.leading) {
+		nt = 0;
+		tir_pool_run((vm->cols + vm->chunk - 1) / vm->chunk, run_cols, vm);
+	}
 	if (nt > 1)
 		tir_pool_run(nt, run_task, vm);
 	else if (nt == 1)
