@@ -325,7 +325,15 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 			in->split = split;
 			in->rows = rows;
 			in->cols = cols;
-		} else if (in->leading || !same_shape(&m->in[0]->type, dom) || rows != in->rows || cols != in->cols) {
+		} else if (in->leading) {
+			/* leave the reduction and what reads it to a kernel of
+			 * their own rows: what they make is read once here */
+			for (int q = g->n - 1; q > j; q--)
+				for (int k = 0; k < g->nodes[q]->nin; k++)
+					if (g->nodes[q]->in[k] == m)
+						*culprit = g->nodes[q];
+			return "an operand reads a reduction over other axes";
+		} else if (!same_shape(&m->in[0]->type, dom) || rows != in->rows || cols != in->cols) {
 			*culprit = m;
 			return "an operand reduces other axes than the kernel's rows";
 		}
