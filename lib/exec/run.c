@@ -906,7 +906,12 @@ static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const 
 	}
 	size_t len = 0;
 	if (g) {
-		k->flops = numel * g->n;
+		/* one flop per element each member makes (a reduction: per
+		 * element it folds) */
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_node *m = g->nodes[j];
+			k->flops += (double)tir_type_numel(tir_op(m->op)->kind == TIR_KIND_REDUCE ? &m->in[0]->type : &m->type);
+		}
 		len += (size_t)snprintf(k->what, sizeof k->what, "fused[");
 		for (int j = 0; j < g->n && len < sizeof k->what; j++)
 			len += (size_t)snprintf(k->what + len, sizeof k->what - len, "%s%s", j ? " " : "",

@@ -305,6 +305,7 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 		return "the kernel is full (" TIR_STR(TIR_FUSE_MAX_OPS) " ops)";
 	/* the domain: the reductions' input, all the same, or the root */
 	const struct tir_type *dom = &root->type;
+	const struct tir_node *dom_of = NULL; /* the reduction that set it */
 	for (int j = g->n - 1; j >= 0; j--) {
 		const struct tir_node *m = g->nodes[j];
 		if (tir_op(m->op)->kind != TIR_KIND_REDUCE)
@@ -321,13 +322,15 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 		}
 		if (!in->reduces) {
 			in->reduces = true;
+			dom_of = m;
 			dom = &m->in[0]->type;
 			in->split = split;
 			in->rows = rows;
 			in->cols = cols;
-		} else if (in->leading) {
-			/* leave the reduction and what reads it to a kernel of
-			 * their own rows: what they make is read once here */
+		} else if (in->leading || g->nodes[g->n - 1] == dom_of) {
+			/* a kernel that ends in its reduction leaves another
+			 * reduction, and what reads it, to a kernel of their
+			 * own rows: what they make is read once here */
 			for (int q = g->n - 1; q > j; q--)
 				for (int k = 0; k < g->nodes[q]->nin; k++)
 					if (g->nodes[q]->in[k] == m)
@@ -580,6 +583,33 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 		}
 		bad[i] |= target[i];
 	}
+	/* each node's readers (needed, each once), by node id */
+	int32_t *first = calloc(nn + 2, sizeof *first), *rd = NULL, *fill = NULL;
+	if (first) {
+		for (size_t i = 0; i < nn; i++)
+			first[i + 1] = first[i] + readers[i];
+		rd = malloc(sizeof *rd * ((size_t)first[nn] + 1));
+		fill = calloc(nn + 1, sizeof *fill);
+	}
+	if (!first || !rd || !fill) {
+		free(readers);
+		free(bad);
+		free(first);
+		free(rd);
+		free(fill);
+		return -TIR_ENOMEM;
+	}
+	for (size_t j = 0; j < nn; j++) {
+		const struct tir_node *r = p->nodes[j];
+		for (int k = 0; need[j] && k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			bool again = false;
+			for (int q = 0; q < k; q++)
+				again |= r->in[q] == o;
+			if (o && !again)
+				rd[first[o->id] + fill[o->id]++] = (int32_t)j;
+		}
+	}
 	for (size_t i = nn; i-- > 0;) {
 		const struct tir_node *o = p->nodes[i];
 		keep[i] = copy[i] = 0;
@@ -595,12 +625,9 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 		keep[i] = bytes_of(o) * (readers[i] + 1) + in_bytes;
 		copy[i] = cost * (readers[i] - 1);
 		/* the leaves each reader would read again */
-		for (size_t j = i + 1; j < nn; j++) {
-			const struct tir_node *r = p->nodes[j];
-			bool reads = false;
-			for (int k = 0; k < r->nin; k++)
-				reads |= r->in[k] == o;
-			for (int q = 0; need[j] && reads && q < nleaves; q++) {
+		for (int32_t e = first[i]; e < first[i + 1]; e++) {
+			const struct tir_node *r = p->nodes[rd[e]];
+			for (int q = 0; q < nleaves; q++) {
 				bool has = false;
 				for (int k = 0; k < r->nin; k++)
 					has |= r->in[k] == leaves[q];
@@ -625,6 +652,9 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 	(void)uses;
 	free(readers);
 	free(bad);
+	free(first);
+	free(rd);
+	free(fill);
 	return 0;
 }
 

@@ -123,7 +123,7 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
  * nothing else will read that value): the root covers the domain, and the
  * input, of the root's type, is read only where the root is written, at
  * the same element, before it is written (by members over the domain in
- * its layout, reductions of its rows, or before the blocks). */
+ * its layout, or reductions of its rows). */
 bool tir_fused_can_overwrite(const struct tir_group *g, int k);
 
 /* A group prepared once, then run over ranges of the root's elements

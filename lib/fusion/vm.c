@@ -122,6 +122,31 @@ static bool collapse(const struct tir_tensor *v, int d0, int d1, int64_t *stride
 	return true;
 }
 
+/* d[e] = s[e * sl] for e < n (sl 0: one value spread) */
+static void copy_strided4(uint32_t *d, const uint32_t *s, int64_t sl, int64_t n)
+{
+	if (sl == 0) {
+		uint32_t v = s[0];
+		for (int64_t e = 0; e < n; e++)
+			d[e] = v;
+		return;
+	}
+	for (int64_t e = 0; e < n; e++)
+		d[e] = s[e * sl];
+}
+
+static void copy_strided8(uint64_t *d, const uint64_t *s, int64_t sl, int64_t n)
+{
+	if (sl == 0) {
+		uint64_t v = s[0];
+		for (int64_t e = 0; e < n; e++)
+			d[e] = v;
+		return;
+	}
+	for (int64_t e = 0; e < n; e++)
+		d[e] = s[e * sl];
+}
+
 /* Elements [i0, i0 + n) (row-major over v's own shape) of view v: a
  * pointer into v itself when they are one contiguous run, else copied to
  * dst run by run along the last axis (memcpy, fill or strided loop). */
@@ -148,15 +173,12 @@ static const char *gather(const struct tir_tensor *v, size_t es, int64_t i0, int
 			run = n - k;
 		char *d = dst + (size_t)k * es;
 		const char *src = base + off * (int64_t)es;
-		if (sl == 1) {
+		if (sl == 1)
 			memcpy(d, src, (size_t)run * es);
-		} else if (sl == 0) {
-			for (int64_t e = 0; e < run; e++)
-				memcpy(d + (size_t)e * es, src, es);
-		} else {
-			for (int64_t e = 0; e < run; e++)
-				memcpy(d + (size_t)e * es, src + e * sl * (int64_t)es, es);
-		}
+		else if (es == 4)
+			copy_strided4((uint32_t *)d, (const uint32_t *)src, sl, run);
+		else
+			copy_strided8((uint64_t *)d, (const uint64_t *)src, sl, run);
 		k += run;
 		/* to the start of the next row, carrying into outer axes */
 		off += run * sl;
@@ -922,8 +944,8 @@ bool tir_fused_can_overwrite(const struct tir_group *g, int k)
 		bool reads = false;
 		for (int q = 0; q < m->nin; q++)
 			reads |= m->in[q] == x;
-		if (reads && info.cls[j] != TIR_FC_ONCE && tir_op(m->op)->kind != TIR_KIND_REDUCE &&
-		    !(info.cls[j] == TIR_FC_FULL && info.via[j] == -1))
+		/* (a view made once reads it during the blocks, anywhere) */
+		if (reads && tir_op(m->op)->kind != TIR_KIND_REDUCE && !(info.cls[j] == TIR_FC_FULL && info.via[j] == -1))
 			return false;
 	}
 	return true;

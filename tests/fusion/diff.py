@@ -190,6 +190,15 @@ class Gen:
             self.lines.append(f"{y} = exp(slice({x}, axis=0, stop=1)) * 0.5")
             tshape = list(shape)
             self.lines.append(f"{v} = expand({y}, [{', '.join(map(str, tshape))}])")
+        if self.rng.random() < 0.15:
+            # a value read in place and across (transposed) by one kernel:
+            # its memory must not take the result
+            n = self.rng.choice([5, 40])
+            sq = self.name()
+            self.lines.append(f"{sq} = randn([{n}, {n}], seed={self.rng.randint(0, 999)}, dtype={dtype})")
+            w = self.name()
+            self.lines.append(f"{w} = tanh({sq}) * 2 + transpose({sq})")
+            return w
         w = self.name()
         other = self.leaf(tshape, dtype)[0]
         if self.rng.random() < 0.3 and tshape:

@@ -36,7 +36,14 @@ p=$(peak "$tmp/own.tir" --no-fuse)
 [ "$p" = "12.0 MiB" ] && ok || bad "--no-fuse: peak '$p', expected 12.0 MiB"
 p=$(peak "$tmp/kept.tir")
 [ "$p" = "8.0 MiB" ] && ok || bad "a printed: peak '$p', expected 8.0 MiB (a kept)"
-for f in own kept; do
+# x is dead after y's kernel but read there across (a transpose view):
+# y must not take its memory
+cat >"$tmp/across.tir" <<'T'
+x = randn([64, 64], seed=1)
+y = tanh(x) + transpose(x)
+print argmax(y, axis=0)
+T
+for f in own kept across; do
 	a=$("$tir" run --quiet "$tmp/$f.tir" 2>&1)
 	b=$("$tir" run --quiet --no-fuse "$tmp/$f.tir" 2>&1)
 	[ "$a" = "$b" ] && ok || bad "$f: fused and --no-fuse print different values"
