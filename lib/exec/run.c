@@ -739,6 +739,26 @@ static int64_t *plan_signature(const struct tir_program *p, const bool *need, co
 			sig[n++] = t->type.shape[d];
 		for (int k = 0; k < t->nin; k++)
 			sig[n++] = t->in[k] ? rank_of[t->in[k]->id] : -2;
+		/* attributes (axes, perms, slices) decide fusion too */
+		for (int a = 0; a < tir_op(t->op)->nattr; a++) {
+			const struct tir_attr *at = &t->attr[a];
+			if (tir_grow((void **)&sig, &cap, n + 4 + (size_t)(at->v ? at->n : 0), sizeof *sig)) {
+				free(sig);
+				free(rank_of);
+				return NULL;
+			}
+			int64_t fb;
+			memcpy(&fb, &at->f, sizeof fb);
+			sig[n++] = at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2;
+			sig[n++] = at->i;
+			sig[n++] = fb;
+			for (int k = 0; at->v && k < at->n; k++)
+				sig[n++] = at->v[k];
+			uint64_t h = 1469598103934665603u; /* a string's FNV-1a */
+			for (const char *c = at->s; c && *c; c++)
+				h = (h ^ (unsigned char)*c) * 1099511628211u;
+			sig[n++] = (int64_t)h;
+		}
 	}
 	free(rank_of);
 	*nsig = n;
