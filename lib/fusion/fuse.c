@@ -4,13 +4,22 @@
  * A group grows backwards from its root (the last node of a chain or DAG)
  * through the operands it can absorb, visiting candidates from the highest
  * node id down, so that when one is considered every reader it has inside
- * the group has been seen.  Legality is one small predicate, in the spirit
- * of ggml's ggml_can_fuse: an operand joins when it is a fusable
- * elementwise op of the group's dtype and shape, all its readers are in the
- * group, and it is not printed or saved — so an interior value is never
- * materialized and nothing is computed twice.  Everything else is an
- * input the group reads from memory.  Conservative by design: only what
- * is provably the same computation is fused.
+ * the group has been seen.  Taking an operand is a small local predicate,
+ * in the spirit of ggml's ggml_can_fuse: a float elementwise op, a
+ * reduction over trailing axes or a view of the group's dtype, all of
+ * whose readers are in the group (or which is recomputed by each of its
+ * readers' kernels, the scored choice below), and which is not printed or
+ * saved.  Then the whole group is checked (tir_group_analyze: one domain,
+ * each member computed per element, per row, once per call or as a view);
+ * a member that cannot be in it is left out and the group grows again
+ * without it.  Everything else is an input the group reads from memory.
+ *
+ * Scored choices (bytes moved, computing counted as bytes):
+ *   - a value several kernels read is kept or recomputed by each
+ *     (dup_scores);
+ *   - a chain after a matmul stays the matmul's epilogue rather than go to
+ *     the reduction that reads it (epilogue_first: the same bytes, in
+ *     cache).
  */
 #include "fusion.h"
 

@@ -18,10 +18,15 @@
  *     computed in their layout.
  * A row too long for its block's registers to stay in L2 is done one
  * piece of cols at a time, each reduction pulling the pieces it folds (the
- * members it reads are recomputed for each pass over the row).
+ * members it reads are recomputed for each pass over the row); one such
+ * row summed by the root is summed in pieces of its pairwise tree, on the
+ * pool.  A group whose root reduces leading axes runs down the cols
+ * instead: tasks over cols fold the rows in order.  A group reading a
+ * value across its last axis (a transpose) runs over 32x32 tiles.
  * Values read from memory are read in place when the block is a 2-D
- * strided view of them, else gathered per block.  Interior values live
- * only in registers.
+ * strided view of them, else gathered per block.  Contiguous blocks go
+ * straight to vmath, as the reference kernels' contiguous runs do.
+ * Interior values live only in registers.
  */
 #include "fusion.h"
 #include "../exec/vmath.h"
