@@ -133,7 +133,7 @@ static bool red_lead(const struct tir_node *n, int *split, int64_t *rows, int64_
 			*split = d + 1;
 		}
 	}
-	return kept && *rows > 1;
+	return kept && *rows > 1 && *cols > 0;
 }
 
 /* Why reduction o cannot be in a kernel, or NULL. */

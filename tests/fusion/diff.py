@@ -31,6 +31,9 @@ class Gen:
 
     def shape(self):
         r = self.rng.randint(0, 3)
+        if self.rng.random() < 0.05:
+            # an empty axis: nothing to compute, identities or an error
+            return [self.rng.choice([0, 3]) for _ in range(max(r, 1))]
         return [self.rng.choice([1, 2, 3, 5, 8, 33]) for _ in range(r)]
 
     def leaf(self, shape, dtype):
@@ -79,6 +82,8 @@ class Gen:
     def reduction(self, shape, dtype):
         """A reduction of an elementwise expression over random axes, maybe
         read back by elementwise ops (keepdims broadcasts over the input)."""
+        if self.rng.random() < 0.1:
+            shape = self.rng.choice([[3, 0], [0, 3], [2, 0, 3], [0]])
         e = self.expr(shape, dtype, self.rng.randint(0, 3))
         full = self.leaf(shape, dtype)[0]
         x = self.name()
