@@ -71,6 +71,7 @@ struct vnode {
 	int base;                /* FULL, ALIAS: the member whose register holds it */
 	int reg;                 /* its register; -1 the output */
 	int breg;                /* ROW read by FULL members: its values spread over cols */
+	int steal;               /* FULL computed over this member's register, or -1 */
 	int op[3];               /* >= 0 a member, < 0 ~source */
 };
 
@@ -427,6 +428,8 @@ static void ensure(struct blk *b, int j, int64_t lo, int64_t n)
 	else
 		mkview(&dst, &db, vm->dt, big_reg(b, tile ? vm->tile_reg : vm->nd[j].reg), b->k, n, n, 1);
 	apply(vm, j, a, &dst);
+	if (vm->nd[j].steal >= 0)
+		b->m_r0[vm->nd[j].steal] = -1; /* its register holds j now */
 	/* kernels write contiguous memory: a tile of the root goes out by rows */
 	for (int64_t i = 0; tile && i < b->k; i++)
 		memcpy(o + (size_t)(i * vm->cols) * vm->esz, big_reg(b, vm->tile_reg) + (size_t)(i * n) * vm->esz,
@@ -774,6 +777,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		v->cls = info->cls[j];
 		v->red = tir_op(v->n->op)->kind == TIR_KIND_REDUCE;
 		v->reg = -1;
+		v->steal = -1;
 		v->base = j;
 		if (v->cls == TIR_FC_ONCE) {
 			rc = premake(vm, j, err);
@@ -816,14 +820,30 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	 * the one below), one per value gathered */
 	for (int j = 0; j < g->n - 1; j++) {
 		struct vnode *v = &vm->nd[j];
+		v->steal = -1;
 		if (v->pre)
 			continue;
-		if (v->cls == TIR_FC_ALIAS)
+		if (v->cls == TIR_FC_ALIAS) {
 			v->base = vm->nd[v->op[0]].base;
-		else if (v->cls == TIR_FC_FULL)
-			v->reg = vm->nbig++;
-		else
+		} else if (v->cls == TIR_FC_FULL) {
+			/* over the one member it reads that nothing else reads
+			 * (vmath computes in place), else a register of its own */
+			int o = -1, readers = 0;
+			for (int k = 0; k < v->n->nin; k++)
+				if (v->op[k] >= 0 && vm->nd[v->op[k]].cls == TIR_FC_FULL && vm->nd[v->op[k]].reg >= 0)
+					o = v->op[k];
+			for (int q = 0; o >= 0 && q < g->n; q++)
+				for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
+					readers += q != j && vm->nd[q].op[k] >= 0 && vm->nd[vm->nd[q].op[k]].base == o;
+			if (o >= 0 && !readers) {
+				v->reg = vm->nd[o].reg;
+				v->steal = o;
+			} else {
+				v->reg = vm->nbig++;
+			}
+		} else {
 			v->reg = vm->nsmall++;
+		}
 	}
 	for (int j = 0; j < g->n; j++) {
 		struct vnode *v = &vm->nd[j];
