@@ -92,6 +92,40 @@ int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_t
  * ARGMAX ARGMIN: any x dtype, out i64; exactly one axis in mask, or all. */
 int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 		 struct tir_tensor *out, struct tir_err *err);
+/* For fused reductions (lib/fusion), which make the elements they reduce
+ * piece by piece.  tir_reduce_by_runs: whether tir_k_reduce folds each
+ * output of x as one run of its elements in logical order (true for a
+ * contiguous x reduced over trailing axes).  tir_reduce_run: op (SUM PROD
+ * MAX MIN MEAN VAR) over such a run of n >= 1 elements of dt (f32, f64),
+ * which get(ctx, lo, m) hands out in order, m <= chunk (chunk >= 128, a
+ * multiple of 8; several passes for VAR); writes to out the one element
+ * tir_k_reduce would store, bit for bit. */
+typedef const void *(*tir_run_get)(void *ctx, int64_t lo, int64_t n);
+bool tir_reduce_by_runs(const struct tir_tensor *x, const bool *mask);
+void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
+		    void *ctx, void *out);
+/* The pairwise sum (SUM, MEAN) of such a run in 2^depth pieces, to be
+ * summed apart (on several threads): tir_reduce_pw_split gives the
+ * pieces (lo[], len[], each array 2^depth long; returns their count, or 0
+ * when the run is too short for that depth); tir_reduce_pw_part sums one;
+ * tir_reduce_pw_join (part[] overwritten) joins them, bitwise the run's
+ * pairwise sum (the value tir_reduce_run adds to 0.0). */
+int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_t *len);
+double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
+			  void *ctx);
+double tir_reduce_pw_join(double *part, int cnt);
+/* A reduction over leading axes (x contiguous, its rows taken in order):
+ * acc, n doubles (n elements of dt for MAX, MIN), starts with
+ * tir_reduce_acc_init, takes each row of n elements with
+ * tir_reduce_acc_fold (MEAN: the sum; VAR: the sum for the means, then
+ * with aux the means, divided by tir_reduce_acc_div, the squared
+ * deviations); tir_reduce_acc_div(acc, count) then gives means, and
+ * tir_reduce_acc_store the outputs: bitwise what tir_k_reduce stores. */
+void tir_reduce_acc_init(enum tir_op op, enum tir_dtype dt, void *acc, int64_t n);
+void tir_reduce_acc_fold(enum tir_op op, enum tir_dtype dt, const void *x, int64_t n, void *acc,
+			 const void *aux);
+void tir_reduce_acc_div(double *acc, int64_t count, int64_t n);
+void tir_reduce_acc_store(enum tir_op op, enum tir_dtype dt, const void *acc, void *out, int64_t n);
 
 /* creation */
 int tir_k_fill(struct tir_tensor *out, double value, int64_t ivalue, bool is_int);

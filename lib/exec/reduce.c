@@ -27,9 +27,71 @@ struct run {
 
 typedef void (*fold_fn)(const struct run *r, void *acc, void *aux);
 
+/* ---- contiguous float runs, 8 lanes at a time ----
+ * The same lanes, in the same order, as the scalar loops below (each lane
+ * is one element of a vector), so the same bits; built once per ISA and
+ * picked at load time. */
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define RED_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RED_CLONES
+#endif
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef int64_t v8l __attribute__((vector_size(64)));
+
+/* DEF_PAIRWISE's 8 <= n <= 128 case over contiguous x */
+#define DEF_PW8(NAME, T, VT)                                                 \
+RED_CLONES static double NAME(const T *x, int64_t n)                        \
+{                                                                            \
+	VT f;                                                                \
+	memcpy(&f, x, sizeof f);                                             \
+	v8d p = __builtin_convertvector(f, v8d);                             \
+	int64_t i = 8;                                                       \
+	for (; i + 8 <= n; i += 8) {                                         \
+		memcpy(&f, x + i, sizeof f);                                 \
+		p += __builtin_convertvector(f, v8d);                        \
+	}                                                                    \
+	double t = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7])); \
+	for (; i < n; i++)                                                   \
+		t += (double)x[i];                                           \
+	return t;                                                            \
+}
+
+DEF_PW8(pw8_f32, float, v8f)
+DEF_PW8(pw8_f64, double, v8d)
+
+/* DEF_EXTREMUM's n >= 16 case over contiguous x (TAKE_FMAX / TAKE_FMIN
+ * lane by lane: the greater (smaller) value or a NaN replaces the lane) */
+#define DEF_EXT8(NAME, T, VT, VI, CMP)                                       \
+RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
+{                                                                            \
+	VT m, v;                                                             \
+	memcpy(&m, x, sizeof m);                                             \
+	int64_t j = 8;                                                       \
+	for (; j + 8 <= n; j += 8) {                                         \
+		memcpy(&v, x + j, sizeof v);                                 \
+		VI t = (v CMP m) | (v != v);                                 \
+		m = (VT)(((VI)v & t) | ((VI)m & ~t));                        \
+	}                                                                    \
+	for (int k = 0; k < 8; k++)                                          \
+		a = (m[k] CMP a || m[k] != m[k]) ? m[k] : a;                 \
+	for (; j < n; j++)                                                   \
+		a = (x[j] CMP a || x[j] != x[j]) ? x[j] : a;                 \
+	return a;                                                            \
+}
+
+DEF_EXT8(max8_f32, float, v8f, v8i, >)
+DEF_EXT8(max8_f64, double, v8d, v8l, >)
+DEF_EXT8(min8_f32, float, v8f, v8i, <)
+DEF_EXT8(min8_f64, double, v8d, v8l, <)
+
 /* ---- pairwise sums in double (the inner-axis case of sum, mean, var) ---- */
 
-#define DEF_PAIRWISE(NAME, T)                                                \
+#define DEF_PAIRWISE(NAME, T, HAS8, PW8)                                         \
 static double NAME(const T *x, int64_t n, int64_t s)                        \
 {                                                                            \
 	if (n < 8) {                                                         \
@@ -38,6 +100,8 @@ static double NAME(const T *x, int64_t n, int64_t s)                        \
 			t += (double)x[i * s];                               \
 		return t;                                                    \
 	}                                                                    \
+	if (HAS8 && n <= 128 && s == 1)                                      \
+		return PW8(x, n);                                            \
 	if (n <= 128) {                                                      \
 		double p[8];                                                 \
 		for (int k = 0; k < 8; k++)                                  \
@@ -57,15 +121,38 @@ static double NAME(const T *x, int64_t n, int64_t s)                        \
 	return NAME(x, h, s) + NAME(x + h * s, n - h, s);                    \
 }
 
-DEF_PAIRWISE(pw_f32, float)
-DEF_PAIRWISE(pw_f64, double)
-DEF_PAIRWISE(pw_i32, int32_t)
-DEF_PAIRWISE(pw_i64, int64_t)
+#define NO_PW8(x, n) 0.0
+DEF_PAIRWISE(pw_f32, float, 1, pw8_f32)
+DEF_PAIRWISE(pw_f64, double, 1, pw8_f64)
+DEF_PAIRWISE(pw_i32, int32_t, 0, NO_PW8)
+DEF_PAIRWISE(pw_i64, int64_t, 0, NO_PW8)
 
 /* ---- fold functions, one per (op, element type) ---- */
 
 /* sum into a double accumulator (float sums, and mean/var of anything) */
-#define DEF_SUMD(NAME, T, PW)                                                \
+/* acc[j] += x[j] for contiguous acc and x (a reduction over outer axes:
+ * each element to its own accumulator) */
+#define DEF_ADDV(NAME, T, VT)                                                \
+RED_CLONES static void NAME(double *acc, const T *x, int64_t n)             \
+{                                                                            \
+	int64_t j = 0;                                                       \
+	for (; j + 8 <= n; j += 8) {                                         \
+		VT f;                                                        \
+		v8d a;                                                       \
+		memcpy(&f, x + j, sizeof f);                                 \
+		memcpy(&a, acc + j, sizeof a);                               \
+		a += __builtin_convertvector(f, v8d);                        \
+		memcpy(acc + j, &a, sizeof a);                               \
+	}                                                                    \
+	for (; j < n; j++)                                                   \
+		acc[j] += (double)x[j];                                      \
+}
+
+DEF_ADDV(addv_f32, float, v8f)
+DEF_ADDV(addv_f64, double, v8d)
+#define NO_ADDV(acc, x, n) ((void)0)
+
+#define DEF_SUMD(NAME, T, PW, HASV, ADDV)                                    \
 static void NAME(const struct run *r, void *accv, void *aux)                \
 {                                                                            \
 	const T *x = r->x;                                                   \
@@ -74,14 +161,18 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 		acc[r->o] += PW(x, r->n, r->xs);                             \
 		return;                                                      \
 	}                                                                    \
+	if (HASV && r->os == 1 && r->xs == 1) {                              \
+		ADDV(acc + r->o, x, r->n);                                   \
+		return;                                                      \
+	}                                                                    \
 	for (int64_t j = 0; j < r->n; j++)                                   \
 		acc[r->o + j * r->os] += (double)x[j * r->xs];               \
 }
 
-DEF_SUMD(sumd_f32, float, pw_f32)
-DEF_SUMD(sumd_f64, double, pw_f64)
-DEF_SUMD(sumd_i32, int32_t, pw_i32)
-DEF_SUMD(sumd_i64, int64_t, pw_i64)
+DEF_SUMD(sumd_f32, float, pw_f32, 1, addv_f32)
+DEF_SUMD(sumd_f64, double, pw_f64, 1, addv_f64)
+DEF_SUMD(sumd_i32, int32_t, pw_i32, 0, NO_ADDV)
+DEF_SUMD(sumd_i64, int64_t, pw_i64, 0, NO_ADDV)
 
 /* product into a double accumulator (floats) */
 #define DEF_PRODD(NAME, T)                                                   \
@@ -136,11 +227,15 @@ DEF_WRAP(prodw_i64, int64_t, uint64_t, *)
 #define TAKE_FMAX(v, a) ((v) > (a) || (v) != (v))
 #define TAKE_FMIN(v, a) ((v) < (a) || (v) != (v))
 
-#define DEF_EXTREMUM(NAME, T, TAKE)                                          \
+#define DEF_EXTREMUM(NAME, T, TAKE, HAS8, EXT8)                                \
 static void NAME(const struct run *r, void *accv, void *aux)                \
 {                                                                            \
 	const T *x = r->x;                                                   \
 	T *acc = accv;                                                       \
+	if (HAS8 && r->os == 0 && r->xs == 1 && r->n >= 16) {                \
+		acc[r->o] = EXT8(x, r->n, acc[r->o]);                        \
+		return;                                                      \
+	}                                                                    \
 	if (r->os == 0) {                                                    \
 		T a = acc[r->o];                                             \
 		int64_t j = 0;                                               \
@@ -171,16 +266,17 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 	}                                                                    \
 }
 
-DEF_EXTREMUM(max_f32, float, TAKE_FMAX)
-DEF_EXTREMUM(max_f64, double, TAKE_FMAX)
-DEF_EXTREMUM(max_i32, int32_t, TAKE_MAX)
-DEF_EXTREMUM(max_i64, int64_t, TAKE_MAX)
-DEF_EXTREMUM(max_b, uint8_t, TAKE_MAX)
-DEF_EXTREMUM(min_f32, float, TAKE_FMIN)
-DEF_EXTREMUM(min_f64, double, TAKE_FMIN)
-DEF_EXTREMUM(min_i32, int32_t, TAKE_MIN)
-DEF_EXTREMUM(min_i64, int64_t, TAKE_MIN)
-DEF_EXTREMUM(min_b, uint8_t, TAKE_MIN)
+#define NO_EXT8(x, n, a) (a)
+DEF_EXTREMUM(max_f32, float, TAKE_FMAX, 1, max8_f32)
+DEF_EXTREMUM(max_f64, double, TAKE_FMAX, 1, max8_f64)
+DEF_EXTREMUM(max_i32, int32_t, TAKE_MAX, 0, NO_EXT8)
+DEF_EXTREMUM(max_i64, int64_t, TAKE_MAX, 0, NO_EXT8)
+DEF_EXTREMUM(max_b, uint8_t, TAKE_MAX, 0, NO_EXT8)
+DEF_EXTREMUM(min_f32, float, TAKE_FMIN, 1, min8_f32)
+DEF_EXTREMUM(min_f64, double, TAKE_FMIN, 1, min8_f64)
+DEF_EXTREMUM(min_i32, int32_t, TAKE_MIN, 0, NO_EXT8)
+DEF_EXTREMUM(min_i64, int64_t, TAKE_MIN, 0, NO_EXT8)
+DEF_EXTREMUM(min_b, uint8_t, TAKE_MIN, 0, NO_EXT8)
 
 /* var's second pass: squared deviations from the mean (aux) into acc */
 #define DEF_DEV2(NAME, T)                                                    \
@@ -576,4 +672,257 @@ oom:
 		free(acc2);
 	return tir_errf(err, TIR_ENOMEM, NULL, "%s: out of memory for %lld accumulators",
 			name, (long long)n);
+}
+
+/* ---- one output as one run (lib/fusion's fused reductions) ----
+ * A fused kernel makes the elements it reduces piece by piece and never
+ * holds a whole tensor; these give the value tir_k_reduce stores for an
+ * output whose elements it folds as one run, bit for bit: one piece goes
+ * through the very fold functions above; longer runs follow the same
+ * pairwise splits, lanes and sequential sums piece by piece. */
+
+bool tir_reduce_by_runs(const struct tir_tensor *x, const bool *mask)
+{
+	struct plan p;
+	plan_init(&p, x, mask);
+	if (p.onumel == 0 || p.count == 0)
+		return false;
+	const int64_t *st[3] = {p.xs, p.os, p.is};
+	struct tir_iter it;
+	if (!tir_iter_init(&it, p.rank, p.shape, 3, st))
+		return false;
+	/* one run per output, all its elements, in their logical order */
+	return it.inner == p.count && it.istride[1] == 0 && (p.count == 1 || it.istride[2] == 1);
+}
+
+/* pairwise over elements [lo, lo + n) handed out by get: the splits of
+ * DEF_PAIRWISE down to pieces of at most chunk (>= 128) elements, which
+ * DEF_PAIRWISE then sums exactly as it would inside the whole run */
+#define DEF_PW_GET(NAME, T, PW)                                              \
+static double NAME(tir_run_get get, void *ctx, int64_t lo, int64_t n, int64_t chunk) \
+{                                                                            \
+	if (n <= chunk)                                                      \
+		return PW((const T *)get(ctx, lo, n), n, 1);                 \
+	int64_t h = n / 2;                                                   \
+	h -= h % 8;                                                          \
+	return NAME(get, ctx, lo, h, chunk) + NAME(get, ctx, lo + h, n - h, chunk); \
+}
+
+DEF_PW_GET(pwg_f32, float, pw_f32)
+DEF_PW_GET(pwg_f64, double, pw_f64)
+
+/* max/min of a long run piece by piece: DEF_EXTREMUM's 8 lanes (elements
+ * 0..7 start them, whole groups of 8 up to e fold into them, then the lanes
+ * and the rest fold into a in order).  Pieces are multiples of 8 but the last. */
+#define DEF_EXT_GET(NAME, T, TAKE)                                           \
+static T NAME(tir_run_get get, void *ctx, int64_t n, int64_t chunk, T a)    \
+{                                                                            \
+	T m[8];                                                              \
+	int64_t e = n >= 16 ? 8 + (n - 8) / 8 * 8 : 0; /* end of the lanes' part */ \
+	bool folded = e == 0;                                                \
+	for (int64_t lo = 0; lo < n; lo += chunk) {                          \
+		int64_t len = n - lo < chunk ? n - lo : chunk;               \
+		const T *x = get(ctx, lo, len);                              \
+		int64_t j = 0;                                               \
+		if (lo == 0 && e) {                                          \
+			for (int k = 0; k < 8; k++)                          \
+				m[k] = x[k];                                 \
+			j = 8;                                               \
+		}                                                            \
+		for (; j + 8 <= len && lo + j < e; j += 8)                   \
+			for (int k = 0; k < 8; k++) {                        \
+				T v = x[j + k];                              \
+				m[k] = TAKE(v, m[k]) ? v : m[k];             \
+			}                                                    \
+		if (!folded && lo + j == e) {                                \
+			for (int k = 0; k < 8; k++)                          \
+				a = TAKE(m[k], a) ? m[k] : a;                \
+			folded = true;                                       \
+		}                                                            \
+		for (; j < len; j++) {                                       \
+			T v = x[j];                                          \
+			a = TAKE(v, a) ? v : a;                              \
+		}                                                            \
+	}                                                                    \
+	return a;                                                            \
+}
+
+DEF_EXT_GET(maxg_f32, float, TAKE_FMAX)
+DEF_EXT_GET(maxg_f64, double, TAKE_FMAX)
+DEF_EXT_GET(ming_f32, float, TAKE_FMIN)
+DEF_EXT_GET(ming_f64, double, TAKE_FMIN)
+
+/* sum (double) of (x - m)^2 or product of x, sequential, piece by piece */
+#define DEF_SEQ_GET(NAME, T)                                                 \
+static double NAME(tir_run_get get, void *ctx, int64_t n, int64_t chunk, bool dev, double m, \
+		   double t)                                                \
+{                                                                            \
+	for (int64_t lo = 0; lo < n; lo += chunk) {                          \
+		int64_t len = n - lo < chunk ? n - lo : chunk;               \
+		const T *x = get(ctx, lo, len);                              \
+		if (dev) {                                                   \
+			for (int64_t j = 0; j < len; j++) {                  \
+				double d = (double)x[j] - m;                 \
+				t += d * d;                                  \
+			}                                                    \
+		} else {                                                     \
+			for (int64_t j = 0; j < len; j++)                    \
+				t *= (double)x[j];                           \
+		}                                                            \
+	}                                                                    \
+	return t;                                                            \
+}
+
+DEF_SEQ_GET(seqg_f32, float)
+DEF_SEQ_GET(seqg_f64, double)
+
+void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
+		    void *ctx, void *out)
+{
+	TIR_ASSERT(n >= 1 && chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	bool f32 = dt == TIR_DTYPE_F32;
+	double acc, acc2;
+	if (n <= chunk) {
+		/* the run at once: tir_k_reduce's own folds */
+		struct run r = {.x = get(ctx, 0, n), .xs = 1, .n = n};
+		switch (op) {
+		case TIR_OP_MAX:
+		case TIR_OP_MIN:
+			if (f32)
+				*(float *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+			else
+				*(double *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+			pick(op, dt)(&r, out, NULL);
+			return;
+		case TIR_OP_VAR:
+			acc = acc2 = 0.0;
+			pick(TIR_OP_MEAN, dt)(&r, &acc, NULL);
+			acc /= (double)n;
+			pick(TIR_OP_VAR, dt)(&r, &acc2, &acc);
+			acc = acc2 / (double)n;
+			break;
+		default:
+			acc = op == TIR_OP_PROD ? 1.0 : 0.0;
+			pick(op, dt)(&r, &acc, NULL);
+			if (op == TIR_OP_MEAN)
+				acc /= (double)n;
+		}
+	} else {
+		switch (op) {
+		case TIR_OP_MAX:
+		case TIR_OP_MIN:
+			if (f32)
+				*(float *)out = op == TIR_OP_MAX ? maxg_f32(get, ctx, n, chunk, -INFINITY)
+								 : ming_f32(get, ctx, n, chunk, INFINITY);
+			else
+				*(double *)out = op == TIR_OP_MAX ? maxg_f64(get, ctx, n, chunk, -INFINITY)
+								  : ming_f64(get, ctx, n, chunk, INFINITY);
+			return;
+		case TIR_OP_PROD:
+			acc = f32 ? seqg_f32(get, ctx, n, chunk, false, 0, 1.0) : seqg_f64(get, ctx, n, chunk, false, 0, 1.0);
+			break;
+		default:
+			acc = 0.0;
+			acc += f32 ? pwg_f32(get, ctx, 0, n, chunk) : pwg_f64(get, ctx, 0, n, chunk);
+			if (op == TIR_OP_MEAN || op == TIR_OP_VAR)
+				acc /= (double)n;
+			if (op == TIR_OP_VAR) {
+				acc2 = 0.0;
+				acc2 += f32 ? seqg_f32(get, ctx, n, chunk, true, acc, 0.0)
+					    : seqg_f64(get, ctx, n, chunk, true, acc, 0.0);
+				acc = acc2 / (double)n;
+			}
+		}
+	}
+	if (f32)
+		*(float *)out = (float)acc;
+	else
+		*(double *)out = acc;
+}
+
+/* ---- a long run's pairwise sum in pieces (several threads) ---- */
+
+int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_t *len)
+{
+	/* DEF_PAIRWISE's splits, breadth first: only while every node still
+	 * splits (is longer than chunk) is the tree complete */
+	int cnt = 1;
+	lo[0] = 0;
+	len[0] = n;
+	for (int d = 0; d < depth; d++) {
+		for (int i = 0; i < cnt; i++)
+			if (len[i] <= chunk)
+				return 0;
+		for (int i = cnt - 1; i >= 0; i--) {
+			int64_t h = len[i] / 2;
+			h -= h % 8;
+			int64_t l = lo[i], m = len[i];
+			lo[2 * i] = l;
+			len[2 * i] = h;
+			lo[2 * i + 1] = l + h;
+			len[2 * i + 1] = m - h;
+		}
+		cnt *= 2;
+	}
+	return cnt;
+}
+
+double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
+			  void *ctx)
+{
+	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	return dt == TIR_DTYPE_F32 ? pwg_f32(get, ctx, lo, n, chunk) : pwg_f64(get, ctx, lo, n, chunk);
+}
+
+double tir_reduce_pw_join(double *part, int cnt)
+{
+	for (; cnt > 1; cnt /= 2)
+		for (int i = 0; i < cnt / 2; i++)
+			part[i] = part[2 * i] + part[2 * i + 1];
+	return part[0];
+}
+
+/* ---- leading axes folded row by row (fused reductions down columns) ---- */
+
+void tir_reduce_acc_init(enum tir_op op, enum tir_dtype dt, void *acc, int64_t n)
+{
+	TIR_ASSERT(is_float(dt));
+	for (int64_t i = 0; i < n; i++) {
+		if (op == TIR_OP_MAX || op == TIR_OP_MIN) {
+			double v = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+			if (dt == TIR_DTYPE_F32)
+				((float *)acc)[i] = (float)v;
+			else
+				((double *)acc)[i] = v;
+		} else {
+			((double *)acc)[i] = op == TIR_OP_PROD ? 1.0 : 0.0;
+		}
+	}
+}
+
+void tir_reduce_acc_fold(enum tir_op op, enum tir_dtype dt, const void *x, int64_t n, void *acc,
+			 const void *aux)
+{
+	struct run r = {.x = x, .xs = 1, .n = n, .os = 1};
+	pick(op, dt)(&r, acc, (void *)aux);
+}
+
+void tir_reduce_acc_div(double *acc, int64_t count, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		acc[i] /= (double)count;
+}
+
+void tir_reduce_acc_store(enum tir_op op, enum tir_dtype dt, const void *acc, void *out, int64_t n)
+{
+	if (op == TIR_OP_MAX || op == TIR_OP_MIN) {
+		memcpy(out, acc, (size_t)n * tir_dtype_size(dt));
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		if (dt == TIR_DTYPE_F32)
+			((float *)out)[i] = (float)((const double *)acc)[i];
+		else
+			((double *)out)[i] = ((const double *)acc)[i];
+	}
 }

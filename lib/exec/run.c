@@ -33,6 +33,9 @@ struct tir_exec {
 		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
 		size_t ngroups_words;
 		const char **closed;
+		int32_t *alone_at;     /* nodes (dense) the fuser left alone, and why */
+		const char **alone_why;
+		size_t nalone;
 		uint64_t used;
 	} pcache[8];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
@@ -92,6 +95,8 @@ void tir_exec_free(struct tir_exec *x)
 		free(x->pcache[i].sig);
 		free(x->pcache[i].groups);
 		free(x->pcache[i].closed);
+		free(x->pcache[i].alone_at);
+		free(x->pcache[i].alone_why);
 	}
 	tir_plan_free(&x->plan);
 	free(x->prof);
@@ -640,6 +645,26 @@ static void drop_operands(const struct tir_node *n, const bool *interior, struct
 	}
 }
 
+/* An input of g whose memory g's root may take: its last reader is g,
+ * its buffer is held by this value alone, it is contiguous and of the
+ * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
+ * -1 when none. */
+static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const int64_t *uses)
+{
+	for (int k = 0; k < g->nin; k++) {
+		const struct tir_node *x = g->inputs[k];
+		const struct tir_tensor *v = &vals[x->id];
+		int64_t edges = 0;
+		for (int j = 0; j < g->n; j++)
+			for (int q = 0; q < g->nodes[j]->nin; q++)
+				edges += g->nodes[j]->in[q] == x;
+		if (uses[x->id] == edges && v->buf && v->buf->refs == 1 && v->dtype == (enum tir_dtype)x->type.dtype &&
+		    tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
+			return k;
+	}
+	return -1;
+}
+
 /* One fused kernel: read its inputs, write its root. */
 static int run_group(const struct tir_group *g, const bool *interior, struct tir_tensor *vals,
 		     int64_t *uses, struct tir_err *err)
@@ -651,7 +676,7 @@ static int run_group(const struct tir_group *g, const bool *interior, struct tir
 	for (int k = 0; k < g->nin; k++)
 		in[k] = vals[g->inputs[k]->id];
 	struct tir_tensor *out = &vals[r->id];
-	int rc;
+	int rc = 0;
 	if (g->head) {
 		/* the matmul makes the root's buffer, the group finishes it */
 		const struct tir_node *h = g->head;
@@ -666,7 +691,13 @@ static int run_group(const struct tir_group *g, const bool *interior, struct tir
 		if (!rc)
 			drop_operands(h, interior, vals, uses);
 	} else {
-		rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
+		/* the memory planner's cheap win: an input nobody reads after
+		 * this kernel, held by nothing else, takes the root */
+		int k = inplace_input(g, vals, uses);
+		if (k >= 0)
+			tir_tensor_ref(out, &vals[g->inputs[k]->id]);
+		else
+			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
 		if (!rc)
 			rc = tir_fused_eval(g, in, out, err);
 	}
@@ -713,6 +744,26 @@ static int64_t *plan_signature(const struct tir_program *p, const bool *need, co
 			sig[n++] = t->type.shape[d];
 		for (int k = 0; k < t->nin; k++)
 			sig[n++] = t->in[k] ? rank_of[t->in[k]->id] : -2;
+		/* attributes (axes, perms, slices) decide fusion too */
+		for (int a = 0; a < tir_op(t->op)->nattr; a++) {
+			const struct tir_attr *at = &t->attr[a];
+			if (tir_grow((void **)&sig, &cap, n + 4 + (size_t)(at->v ? at->n : 0), sizeof *sig)) {
+				free(sig);
+				free(rank_of);
+				return NULL;
+			}
+			int64_t fb;
+			memcpy(&fb, &at->f, sizeof fb);
+			sig[n++] = at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2;
+			sig[n++] = at->i;
+			sig[n++] = fb;
+			for (int k = 0; at->v && k < at->n; k++)
+				sig[n++] = at->v[k];
+			uint64_t h = 1469598103934665603u; /* a string's FNV-1a */
+			for (const char *c = at->s; c && *c; c++)
+				h = (h ^ (unsigned char)*c) * 1099511628211u;
+			sig[n++] = (int64_t)h;
+		}
 	}
 	free(rank_of);
 	*nsig = n;
@@ -765,8 +816,6 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			gr->n = e->groups[w];
 			gr->nin = e->groups[w + 1];
 			gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
-			if (gr->head)
-				pl->interior[gr->head->id] = true;
 			gr->closed = e->closed[g];
 			gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
 			gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
@@ -778,13 +827,15 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			for (int j = 0; j < gr->nin; j++)
 				gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
 			gr->root = gr->nodes[gr->n - 1];
-			for (int j = 0; j + 1 < gr->n; j++)
-				pl->interior[gr->nodes[j]->id] = true;
 			pl->group_of[gr->root->id] = (int32_t)g;
 		}
 		pl->ngroups = (int)ng;
 		e->used = ++x->pclock;
-		rc = 0;
+		rc = tir_plan_finish(p, need, uses, target, pl);
+		if (!rc && e->nalone && !(pl->alone = calloc(p->nnodes + 1, sizeof *pl->alone)))
+			rc = -TIR_ENOMEM;
+		for (size_t k = 0; !rc && k < e->nalone; k++)
+			pl->alone[dense[e->alone_at[k]]] = e->alone_why[k];
 		goto out;
 	}
 	if (tir_fuse(p, need, uses, target, &x->plan))
@@ -817,15 +868,39 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
 		closed[g] = gr->closed;
 	}
+	size_t nalone = 0;
+	for (size_t i = 0; x->plan.alone && i < p->nnodes; i++)
+		nalone += x->plan.alone[i] != NULL;
+	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
+	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
+	if (!alone_at || !alone_why) {
+		free(rank_of);
+		free(gw);
+		free(closed);
+		free(alone_at);
+		free(alone_why);
+		rc = 0;
+		goto out;
+	}
+	for (size_t i = 0, k = 0; x->plan.alone && i < p->nnodes; i++)
+		if (x->plan.alone[i]) {
+			alone_at[k] = (int32_t)rank_of[i];
+			alone_why[k++] = x->plan.alone[i];
+		}
 	free(rank_of);
 	free(victim->sig);
 	free(victim->groups);
 	free(victim->closed);
+	free(victim->alone_at);
+	free(victim->alone_why);
 	victim->sig = sig;
 	victim->nsig = nsig;
 	victim->groups = gw;
 	victim->ngroups_words = words;
 	victim->closed = closed;
+	victim->alone_at = alone_at;
+	victim->alone_why = alone_why;
+	victim->nalone = nalone;
 	victim->used = ++x->pclock;
 	sig = NULL;
 	rc = 0;
@@ -856,7 +931,12 @@ static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const 
 	}
 	size_t len = 0;
 	if (g) {
-		k->flops = numel * g->n;
+		/* one flop per element each member makes (a reduction: per
+		 * element it folds) */
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_node *m = g->nodes[j];
+			k->flops += (double)tir_type_numel(tir_op(m->op)->kind == TIR_KIND_REDUCE ? &m->in[0]->type : &m->type);
+		}
 		len += (size_t)snprintf(k->what, sizeof k->what, "fused[");
 		for (int j = 0; j < g->n && len < sizeof k->what; j++)
 			len += (size_t)snprintf(k->what + len, sizeof k->what - len, "%s%s", j ? " " : "",
@@ -1011,6 +1091,10 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		}
 		planned = true;
 		plan = x->plan;
+		/* a value recomputed in several kernels: its operands are read
+		 * by each */
+		for (size_t i = 0; i < nn; i++)
+			uses[i] += plan.extra_uses[i];
 		free(x->explain); /* made when asked for: tir_exec_explain */
 		x->explain = NULL;
 	}

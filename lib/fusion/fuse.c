@@ -4,13 +4,22 @@
  * A group grows backwards from its root (the last node of a chain or DAG)
  * through the operands it can absorb, visiting candidates from the highest
  * node id down, so that when one is considered every reader it has inside
- * the group has been seen.  Legality is one small predicate, in the spirit
- * of ggml's ggml_can_fuse: an operand joins when it is a fusable
- * elementwise op of the group's dtype and shape, all its readers are in the
- * group, and it is not printed or saved — so an interior value is never
- * materialized and nothing is computed twice.  Everything else is an
- * input the group reads from memory.  Conservative by design: only what
- * is provably the same computation is fused.
+ * the group has been seen.  Taking an operand is a small local predicate,
+ * in the spirit of ggml's ggml_can_fuse: a float elementwise op, a
+ * reduction over trailing axes or a view of the group's dtype, all of
+ * whose readers are in the group (or which is recomputed by each of its
+ * readers' kernels, the scored choice below), and which is not printed or
+ * saved.  Then the whole group is checked (tir_group_analyze: one domain,
+ * each member computed per element, per row, once per call or as a view);
+ * a member that cannot be in it is left out and the group grows again
+ * without it.  Everything else is an input the group reads from memory.
+ *
+ * Scored choices (bytes moved, computing counted as bytes):
+ *   - a value several kernels read is kept or recomputed by each
+ *     (dup_scores);
+ *   - a chain after a matmul stays the matmul's epilogue rather than go to
+ *     the reduction that reads it (epilogue_first: the same bytes, in
+ *     cache).
  */
 #include "fusion.h"
 
@@ -46,21 +55,127 @@ static bool same_shape(const struct tir_type *a, const struct tir_type *b)
 	return true;
 }
 
+static bool is_float(int dt)
+{
+	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+}
+
+/* Movement ops that are views: a fused kernel reads through them. */
+static bool is_view_op(enum tir_op op)
+{
+	switch (op) {
+	case TIR_OP_TRANSPOSE: case TIR_OP_SLICE: case TIR_OP_EXPAND: case TIR_OP_RESHAPE:
+	case TIR_OP_FLATTEN: case TIR_OP_SQUEEZE: case TIR_OP_UNSQUEEZE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_red_op(enum tir_op op)
+{
+	switch (op) {
+	case TIR_OP_SUM: case TIR_OP_MEAN: case TIR_OP_MAX: case TIR_OP_MIN: case TIR_OP_PROD:
+	case TIR_OP_VAR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Reduction n's input as rows x cols, the reduced axes (cols) trailing;
+ * false when a kept axis follows a reduced one.  Axes of size 1 go
+ * either way. */
+static bool red_split(const struct tir_node *n, int *split, int64_t *rows, int64_t *cols)
+{
+	const struct tir_type *x = &n->in[0]->type;
+	bool mask[TIR_MAX_RANK];
+	tir_reduce_mask(n, x->rank, mask);
+	*split = 0;
+	*rows = *cols = 1;
+	bool red = false;
+	for (int d = 0; d < x->rank; d++) {
+		if (x->shape[d] == 1)
+			continue;
+		if (mask[d]) {
+			*cols *= x->shape[d];
+			red = true;
+		} else {
+			if (red)
+				return false;
+			*rows *= x->shape[d];
+			*split = d + 1;
+		}
+	}
+	return true;
+}
+
+/* Reduction n's input as rows x cols with the reduced axes (rows)
+ * leading, the kept ones (cols) trailing, both there. */
+static bool red_lead(const struct tir_node *n, int *split, int64_t *rows, int64_t *cols)
+{
+	const struct tir_type *x = &n->in[0]->type;
+	bool mask[TIR_MAX_RANK];
+	tir_reduce_mask(n, x->rank, mask);
+	*split = 0;
+	*rows = *cols = 1;
+	bool kept = false;
+	for (int d = 0; d < x->rank; d++) {
+		if (x->shape[d] == 1)
+			continue;
+		if (!mask[d]) {
+			*cols *= x->shape[d];
+			kept = true;
+		} else {
+			if (kept)
+				return false;
+			*rows *= x->shape[d];
+			*split = d + 1;
+		}
+	}
+	return kept && *rows > 1 && *cols > 0;
+}
+
+/* Why reduction o cannot be in a kernel, or NULL. */
+static const char *why_not_reduce(const struct tir_node *o)
+{
+	if (!is_red_op(o->op))
+		return "an operand's reduction does not fuse";
+	if (!is_float(o->type.dtype) || o->type.weak || o->in[0]->type.dtype != o->type.dtype ||
+	    tir_compute_dtype(o) != o->type.dtype)
+		return "an operand's dtype does not fuse";
+	int split;
+	int64_t rows, cols;
+	if (!red_split(o, &split, &rows, &cols))
+		return "an operand reduces leading axes";
+	if (rows == 0 || cols == 0)
+		return "an operand reduces an empty axis";
+	return NULL;
+}
+
 /* Why operand o cannot join a group rooted at r, or NULL if it can. */
 static const char *why_not(const struct tir_node *r, const struct tir_node *o, int64_t seen,
-			   const int64_t *uses, const bool *target, const bool *taken)
+			   const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
 {
 	if (o->op == TIR_OP_CONST || o->op == TIR_OP_INPUT)
 		return "a leaf";
-	if (!tir_fusable(o))
-		return tir_op(o->op)->kind == TIR_KIND_ELEMWISE ? "an operand's dtype does not fuse"
-								 : "an operand is not elementwise";
+	enum tir_kind k = tir_op(o->op)->kind;
+	if (k == TIR_KIND_REDUCE) {
+		const char *why = why_not_reduce(o);
+		if (why)
+			return why;
+	} else if (k == TIR_KIND_MOVEMENT && is_view_op(o->op)) {
+		if (!is_float(o->type.dtype))
+			return "an operand's dtype does not fuse";
+	} else if (!tir_fusable(o)) {
+		return k == TIR_KIND_ELEMWISE ? "an operand's dtype does not fuse" : "an operand is not elementwise";
+	}
 	if (o->type.dtype != r->type.dtype)
 		return "an operand has another dtype";
-	if (!same_shape(&o->type, &r->type))
-		return "an operand is broadcast (computed once, not per element)";
 	if (target[o->id])
 		return "an operand is printed or saved";
+	if (dup && dup[o->id])
+		return NULL; /* recomputed in each kernel that reads it */
 	if (seen != uses[o->id])
 		return "an operand is read by another kernel too";
 	if (taken[o->id])
@@ -84,6 +199,663 @@ static int cmp_id(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* ---- movement views ---- */
+
+int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool layout_only,
+		  struct tir_tensor *dst, struct tir_err *err)
+{
+	const struct tir_attr *at = m->attr;
+	memset(dst, 0, sizeof *dst);
+	switch (m->op) {
+	case TIR_OP_RESHAPE:
+	case TIR_OP_FLATTEN:
+	case TIR_OP_SQUEEZE:
+	case TIR_OP_UNSQUEEZE:
+		if (!layout_only)
+			return tir_tensor_reshape(src, m->type.rank, m->type.shape, dst, err);
+		/* a view of a contiguous value, else a contiguous copy */
+		*dst = *src;
+		dst->rank = m->type.rank;
+		memcpy(dst->shape, m->type.shape, sizeof(int64_t) * (size_t)m->type.rank);
+		tir_tensor_set_contiguous_strides(dst);
+		return 0;
+	case TIR_OP_TRANSPOSE: {
+		int perm[TIR_MAX_RANK];
+		for (int i = 0; i < src->rank; i++)
+			perm[i] = at[0].set ? tir_axis(at[0].v[i], src->rank) : src->rank - 1 - i;
+		tir_view_transpose(src, perm, dst);
+		return 0;
+	}
+	case TIR_OP_EXPAND:
+		tir_view_broadcast(src, m->type.rank, m->type.shape, dst);
+		return 0;
+	case TIR_OP_SLICE: {
+		int axis = tir_axis(at[0].i, src->rank);
+		int64_t start, step, len;
+		tir_slice_params(m, src->shape[axis], &start, &step, &len);
+		tir_view_slice(src, axis, start, step, len, dst);
+		return 0;
+	}
+	default:
+		TIR_ASSERT(!"tir_move_view: not a view op");
+		return 0;
+	}
+}
+
+/* ---- what a group computes ---- */
+
+static int member_index(const struct tir_group *g, const struct tir_node *o)
+{
+	for (int j = 0; j < g->n; j++)
+		if (g->nodes[j] == o)
+			return j;
+	return -1;
+}
+
+/* t's shape with leading 1s up to rank equals shape[rank] */
+static bool pad_equal(const struct tir_type *t, int rank, const int64_t *shape)
+{
+	if (t->rank > rank)
+		return false;
+	int lead = rank - t->rank;
+	for (int d = 0; d < rank; d++)
+		if ((d < lead ? 1 : t->shape[d - lead]) != shape[d])
+			return false;
+	return true;
+}
+
+/* Whether t indexes the domain's rows: its axes other than 1s are the
+ * rows' axes other than 1s, in order (so its flat index is the row's). */
+static bool row_shape(const struct tir_type *t, const struct tir_group_info *in)
+{
+	int d = 0;
+	for (int e = 0; e < in->split; e++) {
+		if (in->shape[e] == 1)
+			continue;
+		while (d < t->rank && t->shape[d] == 1)
+			d++;
+		if (d == t->rank || t->shape[d] != in->shape[e])
+			return false;
+		d++;
+	}
+	while (d < t->rank && t->shape[d] == 1)
+		d++;
+	return d == t->rank;
+}
+
+/* The layout an unfused run gives member j's value: a FULL member is
+ * contiguous, an ALIAS a view of the member below (strides only). */
+static void unfused_layout(const struct tir_group *g, const struct tir_group_info *in, int j,
+			   struct tir_tensor *t)
+{
+	const struct tir_node *m = g->nodes[j];
+	if (in->cls[j] != TIR_FC_ALIAS) {
+		memset(t, 0, sizeof *t);
+		t->dtype = (enum tir_dtype)m->type.dtype;
+		t->rank = m->type.rank;
+		memcpy(t->shape, m->type.shape, sizeof(int64_t) * (size_t)m->type.rank);
+		tir_tensor_set_contiguous_strides(t);
+		return;
+	}
+	struct tir_tensor below;
+	struct tir_err e = {0};
+	unfused_layout(g, in, member_index(g, m->in[0]), &below);
+	tir_move_view(m, &below, true, t, &e);
+}
+
+const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *in,
+			      const struct tir_node **culprit)
+{
+	memset(in, 0, sizeof *in);
+	const struct tir_node *root = g->root;
+	in->dt = (enum tir_dtype)root->type.dtype;
+	*culprit = root;
+	if (g->n < 1 || g->n > TIR_FUSE_MAX_OPS)
+		return "the kernel is full (" TIR_STR(TIR_FUSE_MAX_OPS) " ops)";
+	/* the domain: the reductions' input, all the same, or the root */
+	const struct tir_type *dom = &root->type;
+	const struct tir_node *dom_of = NULL; /* the reduction that set it */
+	for (int j = g->n - 1; j >= 0; j--) {
+		const struct tir_node *m = g->nodes[j];
+		if (tir_op(m->op)->kind != TIR_KIND_REDUCE)
+			continue;
+		int split;
+		int64_t rows, cols;
+		if (!red_split(m, &split, &rows, &cols)) {
+			/* down the cols: the root alone, over elementwise ops */
+			if (j != g->n - 1 || in->reduces || !red_lead(m, &split, &rows, &cols)) {
+				*culprit = m;
+				return "an operand reduces leading axes";
+			}
+			in->leading = true;
+		}
+		if (!in->reduces) {
+			in->reduces = true;
+			dom_of = m;
+			dom = &m->in[0]->type;
+			in->split = split;
+			in->rows = rows;
+			in->cols = cols;
+		} else if (in->leading || g->nodes[g->n - 1] == dom_of) {
+			/* a kernel that ends in its reduction leaves another
+			 * reduction, and what reads it, to a kernel of their
+			 * own rows: what they make is read once here */
+			for (int q = g->n - 1; q > j; q--)
+				for (int k = 0; k < g->nodes[q]->nin; k++)
+					if (g->nodes[q]->in[k] == m)
+						*culprit = g->nodes[q];
+			return "an operand reads a reduction over other axes";
+		} else if (!same_shape(&m->in[0]->type, dom) || rows != in->rows || cols != in->cols) {
+			*culprit = m;
+			return "an operand reduces other axes than the kernel's rows";
+		}
+	}
+	in->rank = dom->rank;
+	memcpy(in->shape, dom->shape, sizeof(int64_t) * (size_t)dom->rank);
+	if (!in->reduces) {
+		in->split = dom->rank;
+		in->rows = tir_type_numel(dom);
+		in->cols = 1;
+	}
+	for (int d = 0; d < in->rank; d++)
+		in->kshape[d] = d < in->split ? in->shape[d] : 1;
+	int64_t numel = tir_type_numel(dom);
+
+	/* classes, operands first */
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *m = g->nodes[j];
+		enum tir_kind kind = tir_op(m->op)->kind;
+		bool full = false, row = false;
+		for (int k = 0; k < m->nin; k++) {
+			int o = member_index(g, m->in[k]);
+			if (o < 0)
+				continue;
+			full |= in->cls[o] == TIR_FC_FULL || in->cls[o] == TIR_FC_ALIAS;
+			row |= in->cls[o] == TIR_FC_ROW;
+		}
+		if (kind == TIR_KIND_REDUCE) {
+			in->cls[j] = TIR_FC_ROW;
+			if (row) {
+				*culprit = m->in[0];
+				return "a reduction reads a per-row value";
+			}
+		} else if (kind == TIR_KIND_MOVEMENT) {
+			if (row) {
+				*culprit = m;
+				return "an operand moves a per-row value";
+			}
+			in->cls[j] = full ? TIR_FC_ALIAS : TIR_FC_ONCE;
+		} else {
+			int64_t mn = tir_type_numel(&m->type);
+			/* of inputs alone and smaller than the domain: once per
+			 * call, or per row when that is too large */
+			in->cls[j] = full || mn >= numel ? TIR_FC_FULL
+				     : row ? TIR_FC_ROW
+				     : mn <= TIR_FUSE_HOIST_MAX ? TIR_FC_ONCE
+				     : in->reduces && pad_equal(&m->type, in->rank, in->kshape) ? TIR_FC_ROW
+				     : TIR_FC_ONCE;
+			if (in->cls[j] == TIR_FC_ONCE && mn > TIR_FUSE_HOIST_MAX) {
+				*culprit = m;
+				return "an operand is broadcast and too large to compute once";
+			}
+		}
+	}
+	if (in->cls[g->n - 1] != TIR_FC_FULL && in->cls[g->n - 1] != TIR_FC_ROW)
+		return "the root does not cover the kernel";
+	for (int j = 0; in->leading && j < g->n - 1; j++)
+		if (in->cls[j] != TIR_FC_FULL && in->cls[j] != TIR_FC_ONCE) {
+			*culprit = g->nodes[j];
+			return "a reduction over leading axes takes elementwise ops only";
+		}
+
+	/* layouts, readers first: a member is computed in the layout its
+	 * readers read it in, one only */
+	for (int j = 0; j < g->n; j++)
+		in->via[j] = in->cls[j] == TIR_FC_ONCE ? -2 : -3;
+	int last = g->n - 1;
+	TIR_ASSERT(last >= 0 && last < TIR_FUSE_MAX_OPS);
+	in->via[last] = -1;
+	for (int j = g->n - 1; j >= 0; j--) {
+		if (in->cls[j] == TIR_FC_ONCE)
+			continue;
+		const struct tir_node *m = g->nodes[j];
+		TIR_ASSERT(in->via[j] != -3);
+		int sp = in->cls[j] == TIR_FC_ALIAS ? j : in->via[j];
+		for (int k = 0; k < m->nin; k++) {
+			int o = member_index(g, m->in[k]);
+			if (o < 0 || in->cls[o] == TIR_FC_ONCE)
+				continue;
+			if (in->via[o] == -3) {
+				in->via[o] = (int8_t)sp;
+			} else if (in->via[o] != sp) {
+				*culprit = g->nodes[o];
+				return "an operand is read in two layouts";
+			}
+		}
+	}
+
+	/* shapes and edges */
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *m = g->nodes[j];
+		int c = in->cls[j];
+		if (c == TIR_FC_ONCE)
+			continue;
+		if (c == TIR_FC_FULL) {
+			/* the same elements, maybe with fewer leading 1s */
+			const struct tir_type *sp = in->via[j] < 0 ? dom : &g->nodes[in->via[j]]->in[0]->type;
+			if (!pad_equal(&m->type, sp->rank, sp->shape)) {
+				*culprit = m;
+				return "an operand has another shape than the kernel";
+			}
+		}
+		if (c == TIR_FC_ROW && in->via[j] != -1) {
+			*culprit = m;
+			return "a per-row value is read in another layout";
+		}
+		if (c == TIR_FC_ROW && tir_op(m->op)->kind == TIR_KIND_REDUCE) {
+			int o = member_index(g, m->in[0]);
+			if (o >= 0 && in->cls[o] == TIR_FC_ALIAS) {
+				/* unfused, the reduction walks the view in memory order */
+				struct tir_tensor t;
+				bool mask[TIR_MAX_RANK];
+				unfused_layout(g, in, o, &t);
+				tir_reduce_mask(m, t.rank, mask);
+				if (!tir_reduce_by_runs(&t, mask)) {
+					*culprit = g->nodes[o];
+					return "a reduction reads a moved value";
+				}
+			}
+			continue;
+		}
+		if (c == TIR_FC_ROW && !row_shape(&m->type, in)) {
+			for (int k = 0; k < m->nin; k++)
+				if (member_index(g, m->in[k]) >= 0)
+					*culprit = m->in[k];
+			return "an operand mixes per-row values of other shapes";
+		}
+		for (int k = 0; k < m->nin; k++) {
+			int o = member_index(g, m->in[k]);
+			if (o < 0 || in->cls[o] != TIR_FC_ROW)
+				continue;
+			if (c == TIR_FC_FULL ? !pad_equal(&m->in[k]->type, in->rank, in->kshape)
+					     : !pad_equal(&m->in[k]->type, m->type.rank, m->type.shape)) {
+				*culprit = m->in[k];
+				return "a per-row value is broadcast another way";
+			}
+		}
+	}
+	if (g->head) {
+		bool ok = !in->reduces;
+		for (int j = 0; ok && j < g->n; j++)
+			for (int k = 0; k < g->nodes[j]->nin; k++)
+				if (g->nodes[j]->in[k] == g->head && (in->cls[j] != TIR_FC_FULL || in->via[j] != -1))
+					ok = false;
+		if (!ok) {
+			*culprit = g->head;
+			return "a matmul cannot lead a kernel of rows or views";
+		}
+	}
+	*culprit = NULL;
+	return NULL;
+}
+
+/* ---- keep or recompute: the scored choice ---- */
+
+/* What computing op costs per element, counted as bytes moved (on this
+ * kind of machine an AVX-512 exp costs about what moving 8 bytes does). */
+static int64_t op_cost(enum tir_op op)
+{
+	switch (op) {
+	case TIR_OP_EXP: case TIR_OP_LOG: case TIR_OP_TANH: case TIR_OP_SIGMOID: case TIR_OP_GELU:
+	case TIR_OP_SILU: case TIR_OP_ERF: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_POW:
+		return 8;
+	case TIR_OP_DIV: case TIR_OP_RECIP: case TIR_OP_SQRT: case TIR_OP_RSQRT: case TIR_OP_MOD:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
+static int64_t bytes_of(const struct tir_node *n)
+{
+	return tir_type_numel(&n->type) * (int64_t)tir_dtype_size((enum tir_dtype)n->type.dtype);
+}
+
+/* Whether reader r may take a value of dtype dt into its kernel. */
+static bool takes(const struct tir_node *r, int dt)
+{
+	if (r->type.dtype != dt)
+		return false;
+	return tir_op(r->op)->kind == TIR_KIND_REDUCE ? !why_not_reduce(r) : tir_fusable(r);
+}
+
+/* A value with its private subtree: elementwise ops read by nothing else,
+ * down to values no kernel computes (leaves, rand, ...), at most 8 ops.
+ * cost: computing it all, as bytes; leaves[nleaves]: what it reads.
+ * false when o is not such a value. */
+static bool subtree(const struct tir_node *o, const int32_t *readers, const bool *target, int depth,
+		    int64_t *cost, const struct tir_node **leaves, int *nleaves, int *nops)
+{
+	if (!tir_fusable(o) || target[o->id] || ++*nops > 8 || depth > 8)
+		return false;
+	*cost += tir_type_numel(&o->type) * op_cost(o->op);
+	for (int k = 0; k < o->nin; k++) {
+		const struct tir_node *x = o->in[k];
+		enum tir_kind kind = tir_op(x->op)->kind;
+		if (x->op == TIR_OP_CONST || x->op == TIR_OP_INPUT || kind == TIR_KIND_CREATE) {
+			bool seen = x->op == TIR_OP_CONST;
+			for (int q = 0; q < *nleaves; q++)
+				seen |= leaves[q] == x;
+			if (!seen && *nleaves < 16)
+				leaves[(*nleaves)++] = x;
+			else if (!seen)
+				return false;
+			continue;
+		}
+		if (readers[x->id] != 1 || x->type.dtype != o->type.dtype ||
+		    !subtree(x, readers, target, depth + 1, cost, leaves, nleaves, nops))
+			return false;
+	}
+	return true;
+}
+
+/* For each elementwise value read by several kernels, made by a private
+ * subtree (see subtree), the bytes moved when it is kept (written once,
+ * read by each reader; what it reads, read once) and when each reader's
+ * kernel recomputes it (what it reads, read by each reader that does not
+ * read it anyway, plus computing it again, as bytes).  A value chosen for
+ * recomputing takes its subtree along: dup marks them all. */
+static int dup_scores(const struct tir_program *p, const bool *need, const int64_t *uses,
+		      const bool *target, int64_t *keep, int64_t *copy, bool *dup)
+{
+	size_t nn = p->nnodes;
+	int32_t *readers = calloc(nn + 1, sizeof *readers);
+	bool *bad = calloc(nn + 1, sizeof *bad);
+	if (!readers || !bad) {
+		free(readers);
+		free(bad);
+		return -TIR_ENOMEM;
+	}
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *r = p->nodes[i];
+		if (!need[i])
+			continue;
+		for (int k = 0; k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			bool again = false;
+			for (int q = 0; q < k; q++)
+				again |= r->in[q] == o;
+			if (!o || again)
+				continue;
+			readers[o->id]++;
+			bad[o->id] |= !takes(r, o->type.dtype);
+		}
+		bad[i] |= target[i];
+	}
+	/* each node's readers (needed, each once), by node id */
+	int32_t *first = calloc(nn + 2, sizeof *first), *rd = NULL, *fill = NULL;
+	if (first) {
+		for (size_t i = 0; i < nn; i++)
+			first[i + 1] = first[i] + readers[i];
+		rd = malloc(sizeof *rd * ((size_t)first[nn] + 1));
+		fill = calloc(nn + 1, sizeof *fill);
+	}
+	if (!first || !rd || !fill) {
+		free(readers);
+		free(bad);
+		free(first);
+		free(rd);
+		free(fill);
+		return -TIR_ENOMEM;
+	}
+	for (size_t j = 0; j < nn; j++) {
+		const struct tir_node *r = p->nodes[j];
+		for (int k = 0; need[j] && k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			bool again = false;
+			for (int q = 0; q < k; q++)
+				again |= r->in[q] == o;
+			if (o && !again)
+				rd[first[o->id] + fill[o->id]++] = (int32_t)j;
+		}
+	}
+	for (size_t i = nn; i-- > 0;) {
+		const struct tir_node *o = p->nodes[i];
+		keep[i] = copy[i] = 0;
+		if (!need[i] || bad[i] || readers[i] < 2)
+			continue;
+		const struct tir_node *leaves[16];
+		int nleaves = 0, nops = 0;
+		int64_t cost = 0, in_bytes = 0;
+		if (!subtree(o, readers, target, 0, &cost, leaves, &nleaves, &nops))
+			continue;
+		for (int q = 0; q < nleaves; q++)
+			in_bytes += bytes_of(leaves[q]);
+		keep[i] = bytes_of(o) * (readers[i] + 1) + in_bytes;
+		copy[i] = cost * (readers[i] - 1);
+		/* the leaves each reader would read again */
+		for (int32_t e = first[i]; e < first[i + 1]; e++) {
+			const struct tir_node *r = p->nodes[rd[e]];
+			for (int q = 0; q < nleaves; q++) {
+				bool has = false;
+				for (int k = 0; k < r->nin; k++)
+					has |= r->in[k] == leaves[q];
+				if (!has)
+					copy[i] += bytes_of(leaves[q]);
+			}
+		}
+		if (dup && copy[i] < keep[i]) {
+			/* o and its private subtree */
+			const struct tir_node *stack[16];
+			int sp = 0;
+			stack[sp++] = o;
+			while (sp) {
+				const struct tir_node *x = stack[--sp];
+				dup[x->id] = true;
+				for (int k = 0; k < x->nin; k++)
+					if (tir_fusable(x->in[k]) && sp < 16)
+						stack[sp++] = x->in[k];
+			}
+		}
+	}
+	(void)uses;
+	free(readers);
+	free(bad);
+	free(first);
+	free(rd);
+	free(fill);
+	return 0;
+}
+
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+		    const bool *target, struct tir_plan *plan)
+{
+	size_t nn = p->nnodes;
+	free(plan->interior);
+	free(plan->extra_uses);
+	free(plan->keep);
+	free(plan->copy);
+	free(plan->dup);
+	plan->interior = calloc(nn + 1, sizeof *plan->interior);
+	plan->extra_uses = calloc(nn + 1, sizeof *plan->extra_uses);
+	plan->keep = calloc(nn + 1, sizeof *plan->keep);
+	plan->copy = calloc(nn + 1, sizeof *plan->copy);
+	plan->dup = calloc(nn + 1, sizeof *plan->dup);
+	int32_t *copies = calloc(nn + 1, sizeof *copies);
+	int64_t *absorbed = calloc(nn + 1, sizeof *absorbed);
+	int rc = -TIR_ENOMEM;
+	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
+	    !absorbed || dup_scores(p, need, uses, target, plan->keep, plan->copy, NULL))
+		goto out;
+	for (int g = 0; g < plan->ngroups; g++) {
+		const struct tir_group *gr = &plan->groups[g];
+		if (gr->head)
+			plan->interior[gr->head->id] = true;
+		for (int j = 0; j < gr->n; j++) {
+			const struct tir_node *m = gr->nodes[j];
+			if (j < gr->n - 1)
+				copies[m->id]++;
+			for (int k = 0; k < m->nin; k++)
+				for (int q = 0; q < gr->n; q++)
+					absorbed[m->in[k]->id] += gr->nodes[q] == m->in[k];
+		}
+	}
+	for (size_t i = nn; i-- > 0;) {
+		if (!copies[i])
+			continue;
+		/* a value every reader recomputes is never stored; its operands
+		 * are read once per copy (and once more when it is stored);
+		 * readers first, so that reads made by copies count */
+		const struct tir_node *o = p->nodes[i];
+		bool inner = absorbed[i] == uses[i] + plan->extra_uses[i];
+		plan->interior[i] = inner;
+		plan->dup[i] = copies[i] > 1 || !inner;
+		for (int k = 0; plan->dup[i] && k < o->nin; k++)
+			plan->extra_uses[o->in[k]->id] += copies[i] - (inner ? 1 : 0);
+	}
+	rc = 0;
+out:
+	free(copies);
+	free(absorbed);
+	return rc;
+}
+
+/* ---- the fuser ---- */
+
+struct grow {
+	int64_t *seen;              /* edges from the group's members, by node id */
+	struct tir_node **members, **ins;
+	const char **forbid;        /* by node id: why it may not join this root's group */
+	const bool *dup;            /* by node id: recomputed by each kernel that reads it */
+	int nm, ni;
+	struct tir_node *head;
+	const char *closed;
+};
+
+/* Grow the group rooted at node i backwards through the operands it can
+ * take, visiting candidates from the highest id down. */
+static void grow(const struct tir_program *p, size_t i, const int64_t *uses, const bool *target,
+		 const bool *taken, struct grow *s)
+{
+	struct tir_node *r = p->nodes[i];
+	int64_t *seen = s->seen;
+	s->nm = s->ni = 0;
+	s->head = NULL;
+	s->closed = "its operands are all leaves";
+	bool stopped = false;
+	size_t lo = i;
+	int pending = 0; /* candidates seen, not yet visited */
+	s->members[s->nm++] = r;
+	for (int k = 0; k < r->nin; k++) {
+		pending += seen[r->in[k]->id]++ == 0;
+		lo = r->in[k]->id < lo ? r->in[k]->id : lo;
+	}
+	for (size_t id = i; id-- > lo;) {
+		if (!seen[id])
+			continue;
+		struct tir_node *o = p->nodes[id];
+		pending--;
+		if (!s->head && !s->forbid[id] && can_head(r, o, seen[id], uses, target, taken)) {
+			/* the matmul makes the group's output; the group
+			 * finishes each block of it (its epilogue) */
+			s->head = o;
+			s->ins[s->ni++] = o;
+			continue;
+		}
+		const char *why = s->forbid[id] ? s->forbid[id] : why_not(r, o, seen[id], uses, target, taken, s->dup);
+		if (!why) {
+			/* a kernel stays within TIR_FUSE_MAX_OPS ops and reads
+			 * at most TIR_FUSE_MAX_INPUTS values */
+			int fresh = 0;
+			for (int k = 0; k < o->nin; k++)
+				fresh += seen[o->in[k]->id] == 0;
+			if (s->nm >= TIR_FUSE_MAX_OPS)
+				why = "the kernel is full (" TIR_STR(TIR_FUSE_MAX_OPS) " ops)";
+			else if (s->ni + pending + fresh > TIR_FUSE_MAX_INPUTS)
+				why = "the kernel reads " TIR_STR(TIR_FUSE_MAX_INPUTS) " values already";
+		}
+		if (!why) {
+			s->members[s->nm++] = o;
+			for (int k = 0; k < o->nin; k++) {
+				pending += seen[o->in[k]->id]++ == 0;
+				lo = o->in[k]->id < lo ? o->in[k]->id : lo;
+			}
+			continue;
+		}
+		if (strcmp(why, "a leaf") != 0 && !stopped) {
+			s->closed = why; /* the reason nearest the root */
+			stopped = true;
+		}
+		s->ins[s->ni++] = o;
+	}
+	for (size_t id = lo; id < i; id++)
+		seen[id] = 0;
+	qsort(s->members, (size_t)s->nm, sizeof *s->members, cmp_id);
+	qsort(s->ins, (size_t)s->ni, sizeof *s->ins, cmp_id);
+}
+
+/* A reducing group that would read a matmul through its elementwise
+ * members: the part of it that does not depend on a reduction can instead
+ * be the matmul's epilogue, made while each block of the product is in
+ * cache.  The same bytes move either way (the product, or that part's
+ * value, written once and read once), so the epilogue wins: the member
+ * where that part ends (the latest one a reduction or a per-row op reads)
+ * is left out, to lead its own kernel with the matmul. */
+static const char *epilogue_first(const struct tir_group *g, const struct tir_group_info *in,
+				  const int64_t *uses, const bool *target, const bool *taken,
+				  const struct tir_node **culprit)
+{
+	bool plain[TIR_FUSE_MAX_OPS], mm[TIR_FUSE_MAX_OPS];
+	bool any = false;
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *m = g->nodes[j];
+		/* plain: elementwise over the domain, no reduction below */
+		plain[j] = in->cls[j] == TIR_FC_FULL && in->via[j] == -1 && tir_fusable(m);
+		mm[j] = false;
+		for (int k = 0; k < m->nin; k++) {
+			int o = member_index(g, m->in[k]);
+			if (o >= 0) {
+				plain[j] &= in->cls[o] != TIR_FC_ROW && (in->cls[o] != TIR_FC_FULL || plain[o]) &&
+					    in->cls[o] != TIR_FC_ALIAS;
+				mm[j] |= mm[o];
+				continue;
+			}
+			int64_t seen = 0;
+			for (int q = 0; q < m->nin; q++)
+				seen += m->in[q] == m->in[k];
+			if (can_head(m, m->in[k], seen, uses, target, taken))
+				mm[j] = true;
+		}
+		mm[j] &= plain[j];
+		any |= mm[j];
+	}
+	if (!any)
+		return NULL;
+	for (int j = g->n - 1; j >= 0; j--) {
+		if (!mm[j])
+			continue;
+		for (int q = j + 1; q < g->n; q++)
+			for (int k = 0; k < g->nodes[q]->nin; k++)
+				if (g->nodes[q]->in[k] == g->nodes[j] && !plain[q]) {
+					*culprit = g->nodes[j];
+					return "an operand finishes a matmul (its epilogue; the same bytes move)";
+				}
+	}
+	return NULL;
+}
+
+/* Whether node r may root a group (a reduction over leading axes too). */
+static bool can_root(const struct tir_node *r)
+{
+	if (tir_op(r->op)->kind == TIR_KIND_REDUCE) {
+		const char *why = why_not_reduce(r);
+		int split;
+		int64_t rows, cols;
+		return !why || (!strcmp(why, "an operand reduces leading axes") && red_lead(r, &split, &rows, &cols));
+	}
+	return tir_fusable(r);
+}
+
 int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	     const bool *target, struct tir_plan *plan)
 {
@@ -93,112 +865,103 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	plan->group_of = malloc(sizeof *plan->group_of * (nn + 1));
 	plan->interior = calloc(nn + 1, sizeof *plan->interior);
 	plan->need = malloc(nn + 1);
+	plan->alone = calloc(nn + 1, sizeof *plan->alone);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
 	bool *taken = calloc(nn + 1, sizeof *taken);
-	int64_t *seen = calloc(nn + 1, sizeof *seen); /* edges from the group's members */
-	struct tir_node **members = malloc(sizeof *members * (nn + 1));
-	struct tir_node **ins = malloc(sizeof *ins * (nn + 1));
+	struct grow s = {
+		.seen = calloc(nn + 1, sizeof *s.seen),
+		.members = malloc(sizeof *s.members * (nn + 1)),
+		.ins = malloc(sizeof *s.ins * (nn + 1)),
+		.forbid = calloc(nn + 1, sizeof *s.forbid),
+	};
+	size_t *forbidden = malloc(sizeof *forbidden * 9);
+	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
+	bool *dup = calloc(nn + 1, sizeof *dup);
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->interior || !plan->need || !taken || !seen || !members || !ins) {
+	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
+	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup ||
+	    dup_scores(p, need, uses, target, keep, copy, dup)) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
+	/* a value several kernels read is recomputed by each when that moves
+	 * fewer bytes (computing counted as bytes) than keeping it */
+	s.dup = dup;
 	for (size_t i = 0; i < nn; i++)
 		plan->group_of[i] = -1;
 	/* roots from the last node back, so a chain's end heads its group */
 	for (size_t i = nn; i-- > 0;) {
 		struct tir_node *r = p->nodes[i];
-		if (!need[i] || taken[i] || !tir_fusable(r))
-			continue;
-		taken[i] = true;
-		int nm = 0, ni = 0;
-		const char *closed = "its operands are all leaves";
-		bool stopped = false;
-		size_t lo = i;
-		int pending = 0; /* candidates seen, not yet visited */
-		members[nm++] = r;
-		for (int k = 0; k < r->nin; k++) {
-			pending += seen[r->in[k]->id]++ == 0;
-			lo = r->in[k]->id < lo ? r->in[k]->id : lo;
-		}
-		struct tir_node *head = NULL;
-		for (size_t id = i; id-- > lo;) {
-			if (!seen[id])
-				continue;
-			struct tir_node *o = p->nodes[id];
-			pending--;
-			if (!head && can_head(r, o, seen[id], uses, target, taken)) {
-				/* the matmul makes the group's output; the group
-				 * finishes each block of it (its epilogue) */
-				head = o;
-				taken[id] = true;
-				plan->interior[id] = true;
-				ins[ni++] = o;
-				continue;
-			}
-			const char *why = why_not(r, o, seen[id], uses, target, taken);
+		if (!need[i] || taken[i] || dup[i] || !can_root(r))
+			continue; /* (a recomputed value is its readers') */
+		/* grow, then check the whole: a member that cannot be in the
+		 * kernel is left out (its reason is the group's), up to 8 times */
+		struct tir_group g = {0};
+		int nforbid = 0;
+		bool ok = false;
+		const char *first_why = NULL;
+		for (int attempt = 0; attempt < 9; attempt++) {
+			grow(p, i, uses, target, taken, &s);
+			if (s.nm == 1 && !s.head)
+				break;
+			g = (struct tir_group){.root = r, .n = s.nm, .nodes = s.members, .nin = s.ni,
+					       .inputs = s.ins, .closed = s.closed, .head = s.head};
+			struct tir_group_info info;
+			const struct tir_node *culprit;
+			const char *why = tir_group_analyze(&g, &info, &culprit);
+			if (!why && info.reduces)
+				why = epilogue_first(&g, &info, uses, target, taken, &culprit);
 			if (!why) {
-				/* a kernel stays within TIR_FUSE_MAX_OPS ops and reads
-				 * at most TIR_FUSE_MAX_INPUTS values */
-				int fresh = 0;
-				for (int k = 0; k < o->nin; k++)
-					fresh += seen[o->in[k]->id] == 0;
-				if (nm >= TIR_FUSE_MAX_OPS)
-					why = "the kernel is full (" TIR_STR(TIR_FUSE_MAX_OPS) " ops)";
-				else if (ni + pending + fresh > TIR_FUSE_MAX_INPUTS)
-					why = "the kernel reads " TIR_STR(TIR_FUSE_MAX_INPUTS) " values already";
+				ok = true;
+				break;
 			}
-			if (!why) {
-				taken[id] = true;
-				plan->interior[id] = true;
-				members[nm++] = o;
-				for (int k = 0; k < o->nin; k++) {
-					pending += seen[o->in[k]->id]++ == 0;
-					lo = o->in[k]->id < lo ? o->in[k]->id : lo;
-				}
-				continue;
-			}
-			if (strcmp(why, "a leaf") != 0 && !stopped) {
-				closed = why; /* the reason nearest the root */
-				stopped = true;
-			}
-			ins[ni++] = o;
+			first_why = first_why ? first_why : why;
+			if (culprit == r || attempt == 8)
+				break;
+			s.forbid[culprit->id] = why;
+			forbidden[nforbid++] = culprit->id;
 		}
-		for (size_t id = lo; id < i; id++)
-			seen[id] = 0;
-		if (nm == 1 && !head) {
+		for (int k = 0; k < nforbid; k++)
+			s.forbid[forbidden[k]] = NULL;
+		if (!ok) {
 			/* nothing joined: the reference kernel runs it */
+			if (first_why)
+				plan->alone[i] = first_why;
 			continue;
 		}
-		qsort(members, (size_t)nm, sizeof *members, cmp_id);
-		qsort(ins, (size_t)ni, sizeof *ins, cmp_id);
 		if (tir_grow((void **)&plan->groups, &capg, (size_t)plan->ngroups + 1, sizeof *plan->groups)) {
 			rc = -TIR_ENOMEM;
 			goto out;
 		}
-		struct tir_group *g = &plan->groups[plan->ngroups];
-		g->root = r;
-		g->n = nm;
-		g->nin = ni;
-		g->closed = closed;
-		g->head = head;
-		g->nodes = tir_arena_alloc(&plan->arena, sizeof *g->nodes * (size_t)nm);
-		g->inputs = tir_arena_alloc(&plan->arena, sizeof *g->inputs * (size_t)(ni ? ni : 1));
-		if (!g->nodes || !g->inputs) {
+		struct tir_group *pg = &plan->groups[plan->ngroups];
+		*pg = g;
+		pg->nodes = tir_arena_alloc(&plan->arena, sizeof *pg->nodes * (size_t)g.n);
+		pg->inputs = tir_arena_alloc(&plan->arena, sizeof *pg->inputs * (size_t)(g.nin ? g.nin : 1));
+		if (!pg->nodes || !pg->inputs) {
 			rc = -TIR_ENOMEM;
 			goto out;
 		}
-		memcpy(g->nodes, members, sizeof *members * (size_t)nm);
-		memcpy(g->inputs, ins, sizeof *ins * (size_t)ni);
+		memcpy(pg->nodes, g.nodes, sizeof *g.nodes * (size_t)g.n);
+		memcpy(pg->inputs, g.inputs, sizeof *g.inputs * (size_t)g.nin);
+		for (int j = 0; j < g.n; j++)
+			taken[g.nodes[j]->id] = !dup[g.nodes[j]->id] || j == g.n - 1;
+		if (g.head)
+			taken[g.head->id] = true;
 		plan->group_of[i] = plan->ngroups++;
 	}
+	rc = tir_plan_finish(p, need, uses, target, plan);
 out:
 	free(taken);
-	free(seen);
-	free(members);
-	free(ins);
+	free(s.seen);
+	free(s.members);
+	free(s.ins);
+	free(s.forbid);
+	free(forbidden);
+	free(keep);
+	free(copy);
+	free(dup);
 	if (rc)
 		tir_plan_free(plan);
 	return rc;
@@ -210,8 +973,41 @@ void tir_plan_free(struct tir_plan *plan)
 	free(plan->group_of);
 	free(plan->interior);
 	free(plan->need);
+	free(plan->keep);
+	free(plan->copy);
+	free(plan->dup);
+	free(plan->extra_uses);
+	free(plan->alone);
 	tir_arena_free(&plan->arena);
 	memset(plan, 0, sizeof *plan);
+}
+
+/* b bytes as "48 B", "12.0 KiB", "3.5 MiB" */
+static void add_bytes(struct tir_str *out, int64_t b)
+{
+	if (b < 1024)
+		tir_str_addf(out, "%lld B", (long long)b);
+	else if (b < 1024 * 1024)
+		tir_str_addf(out, "%.1f KiB", (double)b / 1024);
+	else
+		tir_str_addf(out, "%.1f MiB", (double)b / (1024 * 1024));
+}
+
+/* The scored choice about value n, if there was one. */
+static void add_choice(struct tir_str *out, const struct tir_program *p, const struct tir_plan *plan,
+		       const struct tir_node *n, bool recomputed)
+{
+	int64_t keep = plan->keep[n->id], copy = plan->copy[n->id];
+	/* (readers that share one kernel recompute nothing) */
+	if (!keep || recomputed != (copy < keep) || (recomputed && !plan->dup[n->id]))
+		return;
+	const char *name = tir_node_current_name(p, n);
+	tir_str_addf(out, recomputed ? ", recomputes %s (moves " : ", kept for its readers (moves ",
+		     name ? name : tir_op(n->op)->name);
+	add_bytes(out, recomputed ? copy : keep);
+	tir_str_addf(out, "%s", recomputed ? ", keeping it " : ", recomputing it ");
+	add_bytes(out, recomputed ? keep : copy);
+	tir_str_add(out, ")", 1);
 }
 
 char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
@@ -228,14 +1024,35 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 		tir_str_addf(&out, "kernel %d: ", ++k);
 		if (g >= 0) {
 			const struct tir_group *gr = &plan->groups[g];
+			struct tir_group_info info;
+			const struct tir_node *culprit;
+			tir_group_analyze(gr, &info, &culprit);
 			tir_str_addf(&out, "%sfused %d ops [", gr->head ? "matmul + " : "", gr->n);
 			for (int j = 0; j < gr->n; j++)
 				tir_str_addf(&out, "%s%s", j ? " " : "", tir_op(gr->nodes[j]->op)->name);
-			tir_str_addf(&out, "] -> %s %s, reads %d; closed: %s\n", name ? name : "_",
-				     tir_type_str(&n->type, tb, sizeof tb), gr->nin, gr->closed);
+			tir_str_addf(&out, "] -> %s %s", name ? name : "_", tir_type_str(&n->type, tb, sizeof tb));
+			if (info.leading)
+				tir_str_addf(&out, " down columns of %lld", (long long)info.rows);
+			else if (info.reduces)
+				tir_str_addf(&out, " in rows of %lld", (long long)info.cols);
+			tir_str_addf(&out, ", reads %d", gr->nin);
+			/* what is computed once per call, not per element */
+			for (int j = 0, first = 1; j < gr->n; j++)
+				if (info.cls[j] == TIR_FC_ONCE) {
+					tir_str_addf(&out, "%s%s", first ? ", once: " : " ", tir_op(gr->nodes[j]->op)->name);
+					first = 0;
+				}
+			for (int j = 0; j < gr->n; j++)
+				add_choice(&out, p, plan, gr->nodes[j], true);
+			add_choice(&out, p, plan, n, false);
+			tir_str_addf(&out, "; closed: %s\n", gr->closed);
 		} else {
-			tir_str_addf(&out, "%s -> %s %s\n", tir_op(n->op)->name, name ? name : "_",
+			tir_str_addf(&out, "%s -> %s %s", tir_op(n->op)->name, name ? name : "_",
 				     tir_type_str(&n->type, tb, sizeof tb));
+			add_choice(&out, p, plan, n, false);
+			if (plan->alone && plan->alone[i])
+				tir_str_addf(&out, "; alone: %s", plan->alone[i]);
+			tir_str_add(&out, "\n", 1);
 		}
 	}
 	return out.oom ? (tir_str_free(&out), NULL) : out.s;

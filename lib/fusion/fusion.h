@@ -1,11 +1,11 @@
 /*
  * fusion.h — lib/fusion's one internal header: the plan (which needed
  * nodes run together as one kernel), the fuser that makes it, and the
- * blocked evaluator of fused elementwise groups.  The executor (lib/exec)
- * runs the plan; without a plan (--no-fuse) it runs one reference kernel
- * per node.  A fused kernel computes every element with the same per-op
- * functions (lib/exec/vmath.h) as the reference kernels, so results are
- * bitwise the same fused or not.
+ * blocked evaluator of fused groups.  The executor (lib/exec) runs the
+ * plan; without a plan (--no-fuse) it runs one reference kernel per node.
+ * A fused kernel computes every element with the same per-op functions
+ * (lib/exec/vmath.h, the reduction folds of reduce.c) as the reference
+ * kernels, so results are bitwise the same fused or not.
  */
 #ifndef TIR_FUSION_H
 #define TIR_FUSION_H
@@ -16,11 +16,16 @@
  * bounded number of values; a longer chain continues in a next kernel. */
 #define TIR_FUSE_MAX_OPS 32
 #define TIR_FUSE_MAX_INPUTS 32
+/* A broadcast operand computed once per kernel call (before its blocks,
+ * on one thread) has at most this many elements; a larger one is a
+ * kernel of its own. */
+#define TIR_FUSE_HOIST_MAX 65536
 #define TIR_STR_(x) #x
 #define TIR_STR(x) TIR_STR_(x)
 
 /* A kernel of the plan: one node run by its reference kernel, or a group of
- * elementwise nodes run as one pass over memory. */
+ * nodes run as one pass over memory (per block of elements, or per block
+ * of rows when it reduces). */
 struct tir_group {
 	struct tir_node *root;      /* the value the kernel produces */
 	int n;                      /* nodes, in graph order, root last */
@@ -32,12 +37,63 @@ struct tir_group {
 				     * made (its epilogue), or NULL; also among inputs */
 };
 
+/* How a member of a group is computed (tir_group_analyze). */
+enum tir_fclass {
+	TIR_FC_FULL,   /* one value per element of the kernel's domain, block by block */
+	TIR_FC_ROW,    /* one value per row (a reduction, or ops on reductions), row by row */
+	TIR_FC_ONCE,   /* a smaller operand (broadcast, scalar, a view of an input): once per call */
+	TIR_FC_ALIAS,  /* a movement (transpose, slice, reshape...) of a FULL member: no work,
+			* the member below is computed in this one's layout */
+};
+
+/* What a group computes, derived from its nodes alone (so a cached plan
+ * needs nothing more).  The domain is the shape its blocks cover: the
+ * reductions' input, or the root's.  Seen as rows x cols, the reduced
+ * axes (trailing) are the cols; without reductions cols is 1. */
+struct tir_group_info {
+	enum tir_dtype dt;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	int split;                          /* axes [0, split) are the rows' */
+	int64_t rows, cols;
+	bool reduces;
+	bool leading;                       /* the root reduces the leading axes (rows) down
+					     * the cols instead: cols its outputs */
+	int64_t kshape[TIR_MAX_RANK];       /* the domain with the reduced axes at 1 */
+	uint8_t cls[TIR_FUSE_MAX_OPS];      /* enum tir_fclass, by member */
+	int8_t via[TIR_FUSE_MAX_OPS];       /* by member: the ALIAS member whose layout it is
+					     * computed in, -1 the domain's (-2 for ONCE) */
+};
+
+/* Classify g's members; NULL when g can run as one kernel, else why not,
+ * with *culprit the member to leave out of it. */
+const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *info,
+			      const struct tir_node **culprit);
+
+/* View op m (transpose, slice, expand, reshape, flatten, squeeze,
+ * unsqueeze) applied to src.  layout_only: src has no data, only the
+ * strides matter (a reshape that would copy gives contiguous strides). */
+int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool layout_only,
+		  struct tir_tensor *dst, struct tir_err *err);
+
 struct tir_plan {
 	int ngroups;
 	struct tir_group *groups;   /* in graph order */
 	int32_t *group_of;          /* by node id: the group a root heads, or -1 */
 	bool *interior;             /* by node id: computed inside a group, never stored */
 	bool *need;                 /* by node id: the run needs it */
+	/* The scored choice for a value several kernels read (by node id):
+	 * keep it (one kernel writes it, each reader reads it) or recompute
+	 * it in each reader's kernel.  keep, copy: the bytes each choice
+	 * moves (computing counted as bytes: see dup_scores), 0 when it was
+	 * not a candidate; dup: recomputed. */
+	int64_t *keep, *copy;
+	bool *dup;
+	/* by node id: reads of it beyond the graph's edges (a value computed
+	 * in several kernels reads its operands once in each) */
+	int32_t *extra_uses;
+	const char **alone;         /* by node id: why a node that could lead a kernel
+				     * runs alone (or NULL) */
 	size_t nnodes;
 	struct tir_arena arena;
 };
@@ -49,6 +105,11 @@ struct tir_plan {
 int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	     const bool *target, struct tir_plan *plan);
 void tir_plan_free(struct tir_plan *plan);
+/* Given plan's groups (from tir_fuse or the plan cache): which members are
+ * never stored, the reads beyond the graph's edges, the scores.
+ * returns 0 or -TIR_ENOMEM. */
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+		    const bool *target, struct tir_plan *plan);
 
 /* Whether op may be inside a fused elementwise group (f32/f64 only). */
 bool tir_fusable(const struct tir_node *n);
@@ -58,9 +119,16 @@ bool tir_fusable(const struct tir_node *n);
 int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
 		   struct tir_err *err);
 
+/* Whether the group may write its root over input k's memory (when
+ * nothing else will read that value): the root covers the domain, and the
+ * input, of the root's type, is read only where the root is written, at
+ * the same element, before it is written (by members over the domain in
+ * its layout, or reductions of its rows). */
+bool tir_fused_can_overwrite(const struct tir_group *g, int k);
+
 /* A group prepared once, then run over ranges of the root's elements
- * (a matmul epilogue runs it block by block).  Ranges must not overlap
- * between concurrent calls. */
+ * (a matmul epilogue runs it block by block; groups without reductions
+ * only).  Ranges must not overlap between concurrent calls. */
 struct tir_fused;
 struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
 				    struct tir_tensor *out, struct tir_err *err);

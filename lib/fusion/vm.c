@@ -1,82 +1,196 @@
 /*
- * vm.c — runs a fused elementwise group as one pass over memory: the output
- * is cut into tasks of a fixed size (independent of the thread count, so
- * results never depend on it), each task into blocks that fit in L1, and
- * every node of the group computes its block into a register with the
- * same vmath functions the reference kernels use.  Interior values live
- * only in these registers.  Inputs are read in place when contiguous,
- * broadcast once when scalar, gathered per block otherwise.
+ * vm.c — runs a fused group as one pass over memory.
  *
- * Each block is computed by the reference kernels themselves (on 1-D views
- * of the registers), so a fused result is bitwise the unfused one.
+ * The group's domain (tir_group_analyze) is seen as rows x cols: cols are
+ * the reduced elements of a row when the group reduces, else 1 (so rows
+ * are plain elements).  Rows are cut into tasks of a fixed size
+ * (independent of the thread count, so results never depend on it), tasks
+ * into blocks of rows whose registers fit in cache; every member of the
+ * group computes its block into a register with the reference kernels
+ * themselves (on 2-D views of the registers), so a fused result is
+ * bitwise the unfused one:
+ *   - FULL members: one value per element of the block ([rows, cols]);
+ *   - ROW members: one value per row (reductions fold each row with
+ *     reduce.c's own functions, tir_reduce_run, in the same order);
+ *   - ONCE members (broadcast operands, views of inputs): computed once
+ *     per call before the blocks, then read like inputs;
+ *   - ALIAS members (views of FULL members): no work, the member below is
+ *     computed in their layout.
+ * A row too long for its block's registers to stay in L2 is done one
+ * piece of cols at a time, each reduction pulling the pieces it folds (the
+ * members it reads are recomputed for each pass over the row); one such
+ * row summed by the root is summed in pieces of its pairwise tree, on the
+ * pool.  A group whose root reduces leading axes runs down the cols
+ * instead: tasks over cols fold the rows in order.  A group reading a
+ * value across its last axis (a transpose) runs over 32x32 tiles.
+ * Values read from memory are read in place when the block is a 2-D
+ * strided view of them, else gathered per block.  Contiguous blocks go
+ * straight to vmath, as the reference kernels' contiguous runs do.
+ * Interior values live only in registers.
  */
 #include "fusion.h"
+#include "../exec/vmath.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BLK 1024                /* elements per register */
-#define TASK ((int64_t)BLK * 64) /* elements per task */
+/* GCC's -O2 cost model vectorizes no loop that needs a remainder (the
+ * broadcast fills below); ask for "cheap", as elementwise.c does. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=cheap")
+#endif
 
-enum { IN_CONTIG, IN_SCALAR, IN_STRIDED };
+#define BLK 1024                 /* elements per register */
+#define TASK ((int64_t)BLK * 64) /* elements per task */
+#define ROWFIT ((size_t)768 << 10) /* bytes of registers holding whole long rows */
+#define MAX_SRC (3 * TIR_FUSE_MAX_OPS)
+#define ROWBYTES ((int64_t)64 << 10) /* bytes per register, whole rows of a reducing group */
+#define TILE 32                  /* rows and cols of a tile (groups reading across rows) */
+
+/* A value read from memory, as one kind of reader sees it. */
+struct src {
+	int val;                 /* index into vm->vals */
+	bool row;                /* by row (read by per-row members), else over the domain */
+	int sp;                  /* domain: the layout it is read in (tir_group_info.via) */
+	struct tir_tensor v;     /* the view: the domain's shape, or the row reader's */
+	bool direct;             /* a block is a 2-D view of v (strides so, si): no copy */
+	bool bcast;              /* v is constant along cols (si 0): the block is filled from
+				  * one value per row (so 0: one value), into reg */
+	int64_t so, si;
+	bool for_red;            /* a reduction reads it: cols must be contiguous */
+	int reg;                 /* else its register */
+};
+
+struct vnode {
+	const struct tir_node *n;
+	int cls;
+	bool red;                /* a reduction */
+	bool pre;                /* computed before the blocks (vals[val]) */
+	int val;
+	int base;                /* FULL, ALIAS: the member whose register holds it */
+	int reg;                 /* its register; -1 the output */
+	int breg;                /* ROW read by FULL members: its values spread over cols */
+	int steal;               /* FULL computed over this member's register, or -1 */
+	int op[3];               /* >= 0 a member, < 0 ~source */
+};
 
 struct vm {
 	const struct tir_group *g;
-	int64_t blk;                /* register length: BLK, or less for a small result */
+	struct tir_group_info info;
 	enum tir_dtype dt;
 	size_t esz;
-	int rank;
-	const int64_t *shape;
-	struct tir_tensor *in;      /* converted, broadcast to the root's shape */
-	int *in_kind;
-	int (*src)[3];              /* per node, per operand: >= 0 a node, < 0 ~input */
+	int64_t rows, cols;
+	int64_t k;               /* rows per block */
+	int64_t chunk;           /* cols per block: all, or (one row at a time) fewer */
+	int64_t red_chunk;       /* pieces reductions ask for (>= 128, a multiple of 8) */
+	int64_t task_rows;
+	int n;
+	struct vnode nd[TIR_FUSE_MAX_OPS];
+	int nsrc;
+	struct src src[MAX_SRC];
+	int nvals;
+	struct tir_tensor *vals; /* the inputs in the group's dtype, then values made before */
+	int nbig, nsmall;        /* registers: a block's elements, a block's rows */
+	int tile_reg;            /* the root's tile, when blocks are tiles */
+	size_t bigsz, smallsz;
 	char *out;
-	int64_t numel;
-	int oom;                    /* a task could not get its registers */
+	bool done;               /* the root was made before the blocks */
+	int oom;                 /* a task could not get its registers */
 };
 
-/* Elements [i0, i0 + n) (row-major over vm->shape) of view v: a pointer
- * into v itself when they are one contiguous run, else copied to dst run
- * by run along the last axis (memcpy, fill or strided loop). */
-static const char *gather(const struct vm *vm, const struct tir_tensor *v, int64_t i0, int64_t n,
-			  char *dst)
+/* ---- views ---- */
+
+/* t: a 2-D view [k, n] with element strides so, si over memory p. */
+static void mkview(struct tir_tensor *t, struct tir_buf *b, enum tir_dtype dt, const void *p, int64_t k,
+		   int64_t n, int64_t so, int64_t si)
 {
+	*b = (struct tir_buf){1, 0, (void *)p};
+	*t = (struct tir_tensor){.dtype = dt, .rank = 2, .shape = {k, n}, .strides = {so, si}, .buf = b};
+}
+
+/* Axes [d0, d1) of v as one axis: its stride, when they merge. */
+static bool collapse(const struct tir_tensor *v, int d0, int d1, int64_t *stride)
+{
+	int64_t want = 0;
+	bool any = false;
+	*stride = 0;
+	for (int d = d1 - 1; d >= d0; d--) {
+		if (v->shape[d] == 1)
+			continue;
+		if (!any)
+			*stride = v->strides[d];
+		else if (v->strides[d] != want)
+			return false;
+		any = true;
+		want = v->strides[d] * v->shape[d];
+	}
+	return true;
+}
+
+/* d[e] = s[e * sl] for e < n (sl 0: one value spread) */
+static void copy_strided4(uint32_t *d, const uint32_t *s, int64_t sl, int64_t n)
+{
+	if (sl == 0) {
+		uint32_t v = s[0];
+		for (int64_t e = 0; e < n; e++)
+			d[e] = v;
+		return;
+	}
+	for (int64_t e = 0; e < n; e++)
+		d[e] = s[e * sl];
+}
+
+static void copy_strided8(uint64_t *d, const uint64_t *s, int64_t sl, int64_t n)
+{
+	if (sl == 0) {
+		uint64_t v = s[0];
+		for (int64_t e = 0; e < n; e++)
+			d[e] = v;
+		return;
+	}
+	for (int64_t e = 0; e < n; e++)
+		d[e] = s[e * sl];
+}
+
+/* Elements [i0, i0 + n) (row-major over v's own shape) of view v: a
+ * pointer into v itself when they are one contiguous run, else copied to
+ * dst run by run along the last axis (memcpy, fill or strided loop). */
+static const char *gather(const struct tir_tensor *v, size_t es, int64_t i0, int64_t n, char *dst)
+{
+	const char *base = v->buf->data;
+	int last = v->rank - 1;
+	if (last < 0)
+		return base + v->offset * (int64_t)es;
 	int64_t idx[TIR_MAX_RANK];
 	int64_t rem = i0, off = v->offset;
-	int last = vm->rank - 1;
 	for (int d = last; d >= 0; d--) {
-		idx[d] = rem % vm->shape[d];
-		rem /= vm->shape[d];
+		idx[d] = rem % v->shape[d];
+		rem /= v->shape[d];
 		off += idx[d] * v->strides[d];
 	}
-	const char *base = v->buf->data;
-	size_t es = vm->esz;
 	int64_t sl = v->strides[last];
-	if (sl == 1 && idx[last] + n <= vm->shape[last])
+	if (sl == 1 && idx[last] + n <= v->shape[last])
 		return base + off * (int64_t)es;
 	int64_t k = 0;
 	while (k < n) {
-		int64_t run = vm->shape[last] - idx[last];
+		int64_t run = v->shape[last] - idx[last];
 		if (run > n - k)
 			run = n - k;
 		char *d = dst + (size_t)k * es;
 		const char *src = base + off * (int64_t)es;
-		if (sl == 1) {
+		if (sl == 1)
 			memcpy(d, src, (size_t)run * es);
-		} else if (sl == 0) {
-			for (int64_t e = 0; e < run; e++)
-				memcpy(d + (size_t)e * es, src, es);
-		} else {
-			for (int64_t e = 0; e < run; e++)
-				memcpy(d + (size_t)e * es, src + e * sl * (int64_t)es, es);
-		}
+		else if (es == 4)
+			copy_strided4((uint32_t *)d, (const uint32_t *)src, sl, run);
+		else
+			copy_strided8((uint64_t *)d, (const uint64_t *)src, sl, run);
 		k += run;
 		/* to the start of the next row, carrying into outer axes */
 		off += run * sl;
 		idx[last] += run;
-		for (int dd = last; dd > 0 && idx[dd] == vm->shape[dd]; dd--) {
-			off -= v->strides[dd] * vm->shape[dd];
+		for (int dd = last; dd > 0 && idx[dd] == v->shape[dd]; dd--) {
+			off -= v->strides[dd] * v->shape[dd];
 			idx[dd] = 0;
 			off += v->strides[dd - 1];
 			idx[dd - 1]++;
@@ -85,12 +199,7 @@ static const char *gather(const struct vm *vm, const struct tir_tensor *v, int64
 	return dst;
 }
 
-/* A 1-D tensor over len elements at b's memory (no ownership). */
-static struct tir_tensor block_view(const struct vm *vm, struct tir_buf *b, int64_t len)
-{
-	struct tir_tensor t = {.dtype = vm->dt, .rank = 1, .shape = {len}, .strides = {1}, .buf = b};
-	return t;
-}
+/* ---- registers, per thread ---- */
 
 /* This thread's registers, kept between calls (an epilogue calls once per
  * row of a block); grown as needed, freed when the thread ends. */
@@ -136,77 +245,496 @@ static char *thread_regs(size_t bytes)
 	return p;
 }
 
-/* Elements [lo, hi) of the root. */
-static void run_range(struct vm *vm, int64_t lo, int64_t hi)
+/* ---- one block ---- */
+
+/* A block being computed: rows [r0, r0 + k), and what its registers hold
+ * (cols [lo, lo + n) of the block, for stamp r0 == the block's). */
+struct blk {
+	struct vm *vm;
+	char *big, *small;
+	int64_t r0, k;
+	int64_t m_r0[TIR_FUSE_MAX_OPS], m_lo[TIR_FUSE_MAX_OPS], m_n[TIR_FUSE_MAX_OPS];
+	int64_t s_r0[MAX_SRC], s_lo[MAX_SRC], s_n[MAX_SRC];
+	const char *s_p[MAX_SRC];
+	int64_t b_r0[TIR_FUSE_MAX_OPS], b_n[TIR_FUSE_MAX_OPS];
+	int red, row;            /* the reduction pulling, and its row in the block */
+};
+
+static char *big_reg(const struct blk *b, int r)
 {
-	const struct tir_group *g = vm->g;
-	size_t regbytes = (size_t)vm->blk * vm->esz;
-	size_t total = (regbytes * (size_t)(g->n + g->nin) + 63) & ~(size_t)63;
-	char *regs = thread_regs(total);
-	if (!regs) {
-		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
+	return b->big + b->vm->bigsz * (size_t)r;
+}
+
+static char *small_reg(const struct blk *b, int r)
+{
+	return b->small + b->vm->smallsz * (size_t)r;
+}
+
+/* dst[i * n + c] = src[i * so] for i < k, c < n: one value per row
+ * spread over the row (stride-0 operands would make the reference
+ * kernels copy them element by element). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void spread(char *dst, const char *src, int64_t so, size_t es, int64_t k, int64_t n)
+{
+	for (int64_t i = 0; i < k; i++) {
+		if (es == 4) {
+			float v, *d = (float *)dst + i * n;
+			memcpy(&v, src + i * so * 4, 4);
+			for (int64_t c = 0; c < n; c++)
+				d[c] = v;
+		} else {
+			double v, *d = (double *)dst + i * n;
+			memcpy(&v, src + i * so * 8, 8);
+			for (int64_t c = 0; c < n; c++)
+				d[c] = v;
+		}
+	}
+}
+
+/* Source s over cols [lo, lo + n) of the block (the domain's), or over
+ * the block's rows (a row source): t is a [k, n] (or [k, 1]) view. */
+static void src_block(struct blk *b, int si_, int64_t lo, int64_t n, struct tir_tensor *t,
+		      struct tir_buf *tb)
+{
+	struct vm *vm = b->vm;
+	struct src *s = &vm->src[si_];
+	size_t es = vm->esz;
+	if (s->row) {
+		n = 1;
+		lo = 0;
+	}
+	if (s->direct) {
+		const char *p = (const char *)s->v.buf->data +
+				(s->v.offset + b->r0 * s->so + lo * s->si) * (int64_t)es;
+		mkview(t, tb, vm->dt, p, b->k, n, s->so, s->si);
 		return;
 	}
-	char *node_reg = regs, *in_reg = regs + regbytes * (size_t)g->n;
-	/* scalars are broadcast into their register once per task */
-	for (int k = 0; k < g->nin; k++) {
-		if (vm->in_kind[k] != IN_SCALAR)
-			continue;
-		const char *v = (const char *)vm->in[k].buf->data + vm->in[k].offset * (int64_t)vm->esz;
-		for (int64_t e = 0; e < vm->blk; e++)
-			memcpy(in_reg + regbytes * (size_t)k + (size_t)e * vm->esz, v, vm->esz);
-	}
-	for (int64_t b0 = lo; b0 < hi; b0 += vm->blk) {
-		int64_t len = hi - b0 < vm->blk ? hi - b0 : vm->blk;
-		const char *inp[64];
-		for (int k = 0; k < g->nin; k++) {
-			char *r = in_reg + regbytes * (size_t)k;
-			if (vm->in_kind[k] == IN_CONTIG)
-				inp[k] = (const char *)vm->in[k].buf->data + (vm->in[k].offset + b0) * (int64_t)vm->esz;
-			else if (vm->in_kind[k] == IN_SCALAR)
-				inp[k] = r;
-			else
-				inp[k] = gather(vm, &vm->in[k], b0, len, r);
+	if (s->bcast) {
+		/* a scalar is spread once per shape of block, a row value per block */
+		int64_t stamp = s->so ? b->r0 : -2;
+		if (b->s_r0[si_] != stamp || b->s_lo[si_] != b->k || b->s_n[si_] != n) {
+			const char *p = (const char *)s->v.buf->data + (s->v.offset + b->r0 * s->so) * (int64_t)es;
+			spread(big_reg(b, s->reg), p, s->so, es, b->k, n);
+			b->s_r0[si_] = stamp;
+			b->s_lo[si_] = b->k;
+			b->s_n[si_] = n;
 		}
-		for (int j = 0; j < g->n; j++) {
-			const struct tir_node *n = g->nodes[j];
-			char *dst = j == g->n - 1 ? vm->out + b0 * (int64_t)vm->esz : node_reg + regbytes * (size_t)j;
-			const void *a[3] = {NULL, NULL, NULL};
-			for (int k = 0; k < n->nin; k++) {
-				int s = vm->src[j][k];
-				a[k] = s >= 0 ? node_reg + regbytes * (size_t)s : inp[~s];
+		mkview(t, tb, vm->dt, big_reg(b, s->reg), b->k, n, n, 1);
+		return;
+	}
+	if (b->s_r0[si_] != b->r0 || b->s_lo[si_] != lo || b->s_n[si_] != n) {
+		char *r = s->row ? small_reg(b, s->reg) : big_reg(b, s->reg);
+		if (s->row)
+			b->s_p[si_] = gather(&s->v, es, b->r0, b->k, r);
+		else if (n == vm->cols || b->k == 1)
+			b->s_p[si_] = gather(&s->v, es, b->r0 * vm->cols + lo, b->k * n, r);
+		else {
+			/* a tile: its rows one by one */
+			for (int64_t i = 0; i < b->k; i++) {
+				const char *p = gather(&s->v, es, (b->r0 + i) * vm->cols + lo, n, r + (size_t)(i * n) * es);
+				if (p != r + (size_t)(i * n) * es)
+					memcpy(r + (size_t)(i * n) * es, p, (size_t)n * es);
 			}
-			struct tir_buf bd = {1, (size_t)len * vm->esz, dst}, b0_ = {1, 0, (void *)a[0]},
-				       b1_ = {1, 0, (void *)a[1]};
-			struct tir_tensor td = block_view(vm, &bd, len), t0 = block_view(vm, &b0_, len),
-					  t1 = block_view(vm, &b1_, len);
-			struct tir_err e = {0};
-			/* float ops on floats cannot fail */
-			if (n->nin == 1)
-				TIR_ASSERT(tir_k_unary(n->op, &t0, &td, &e) == 0);
-			else
-				TIR_ASSERT(tir_k_binary(n->op, &t0, &t1, &td, &e) == 0);
+			b->s_p[si_] = r;
+		}
+		b->s_r0[si_] = b->r0;
+		b->s_lo[si_] = lo;
+		b->s_n[si_] = n;
+	}
+	mkview(t, tb, vm->dt, b->s_p[si_], b->k, n, n, 1);
+}
+
+static void ensure(struct blk *b, int j, int64_t lo, int64_t n);
+
+/* Operand slot k of member j as a [k, n] view over cols [lo, lo + n). */
+static void operand(struct blk *b, int j, int k, int64_t lo, int64_t n, struct tir_tensor *t,
+		    struct tir_buf *tb)
+{
+	struct vm *vm = b->vm;
+	int o = vm->nd[j].op[k];
+	if (o < 0) {
+		src_block(b, ~o, lo, n, t, tb);
+		return;
+	}
+	if (vm->nd[o].cls == TIR_FC_ROW) {
+		struct vnode *v = &vm->nd[o];
+		if (n == 1 || v->breg < 0) {
+			mkview(t, tb, vm->dt, small_reg(b, v->reg), b->k, n, 1, 0);
+			return;
+		}
+		if (b->b_r0[o] != b->r0 || b->b_n[o] != n) {
+			spread(big_reg(b, v->breg), small_reg(b, v->reg), 1, vm->esz, b->k, n);
+			b->b_r0[o] = b->r0;
+			b->b_n[o] = n;
+		}
+		mkview(t, tb, vm->dt, big_reg(b, v->breg), b->k, n, n, 1);
+		return;
+	}
+	ensure(b, o, lo, n);
+	mkview(t, tb, vm->dt, big_reg(b, vm->nd[vm->nd[o].base].reg), b->k, n, n, 1);
+}
+
+/* Whether 2-D view t is one contiguous run. */
+static bool flat(const struct tir_tensor *t)
+{
+	return (t->shape[1] == 1 || t->strides[1] == 1) && (t->shape[0] == 1 || t->strides[0] == t->shape[1]);
+}
+
+/* Apply member j's op to views a[] into dst (floats: cannot fail).  When
+ * all are contiguous, straight through vmath (what the reference kernels
+ * call for contiguous runs); else through the reference kernels. */
+static void apply(const struct vm *vm, int j, struct tir_tensor *a, struct tir_tensor *dst)
+{
+	struct tir_err e = {0};
+	const struct tir_node *n = vm->nd[j].n;
+	int64_t len = dst->shape[0] * dst->shape[1];
+	if (n->nin == 1 && tir_vmath_unary_op(n->op) && flat(&a[0]) && flat(dst)) {
+		if (vm->dt == TIR_DTYPE_F32)
+			tir_vmath_f32(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), len);
+		else
+			tir_vmath_f64(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), len);
+		return;
+	}
+	if (n->nin == 2 && tir_vmath_binary_op(n->op) && flat(&a[0]) && flat(&a[1]) && flat(dst)) {
+		if (vm->dt == TIR_DTYPE_F32)
+			tir_vmath2_f32(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), tir_tensor_data(&a[1]), len);
+		else
+			tir_vmath2_f64(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), tir_tensor_data(&a[1]), len);
+		return;
+	}
+	if (n->nin == 1)
+		TIR_ASSERT(tir_k_unary(n->op, &a[0], dst, &e) == 0);
+	else
+		TIR_ASSERT(tir_k_binary(n->op, &a[0], &a[1], dst, &e) == 0);
+}
+
+/* Make FULL (or ALIAS) member j's cols [lo, lo + n) of the block. */
+static void ensure(struct blk *b, int j, int64_t lo, int64_t n)
+{
+	struct vm *vm = b->vm;
+	j = vm->nd[j].base;
+	if (b->m_r0[j] == b->r0 && b->m_lo[j] == lo && b->m_n[j] == n)
+		return;
+	struct tir_tensor a[3], dst;
+	struct tir_buf ab[3], db;
+	for (int k = 0; k < vm->nd[j].n->nin; k++)
+		operand(b, j, k, lo, n, &a[k], &ab[k]);
+	char *o = vm->out + (b->r0 * vm->cols + lo) * (int64_t)vm->esz;
+	bool tile = vm->nd[j].reg < 0 && n < vm->cols && b->k > 1;
+	if (vm->nd[j].reg < 0 && !tile)
+		mkview(&dst, &db, vm->dt, o, b->k, n, vm->cols, 1);
+	else
+		mkview(&dst, &db, vm->dt, big_reg(b, tile ? vm->tile_reg : vm->nd[j].reg), b->k, n, n, 1);
+	apply(vm, j, a, &dst);
+	if (vm->nd[j].steal >= 0)
+		b->m_r0[vm->nd[j].steal] = -1; /* its register holds j now */
+	/* kernels write contiguous memory: a tile of the root goes out by rows */
+	for (int64_t i = 0; tile && i < b->k; i++)
+		memcpy(o + (size_t)(i * vm->cols) * vm->esz, big_reg(b, vm->tile_reg) + (size_t)(i * n) * vm->esz,
+		       (size_t)n * vm->esz);
+	b->m_r0[j] = b->r0;
+	b->m_lo[j] = lo;
+	b->m_n[j] = n;
+}
+
+/* tir_reduce_run's pieces: cols [lo, lo + n) of row b->row of the
+ * reduction's operand. */
+static const void *red_piece(void *ctx, int64_t lo, int64_t n)
+{
+	struct blk *b = ctx;
+	struct vm *vm = b->vm;
+	int o = vm->nd[b->red].op[0];
+	bool whole = vm->chunk == vm->cols; /* the block holds whole rows */
+	int64_t blo = whole ? 0 : lo, bn = whole ? vm->cols : n;
+	const char *p;
+	int64_t stride;
+	if (o >= 0) {
+		ensure(b, o, blo, bn);
+		p = big_reg(b, vm->nd[vm->nd[o].base].reg);
+		stride = bn;
+	} else {
+		struct tir_tensor t;
+		struct tir_buf tb;
+		src_block(b, ~o, blo, bn, &t, &tb);
+		TIR_ASSERT(t.strides[1] == 1 || bn == 1);
+		p = tir_tensor_data(&t);
+		stride = t.strides[0];
+	}
+	return p + (b->row * stride + (lo - blo)) * (int64_t)vm->esz;
+}
+
+/* Rows [r0, r0 + k): per-row members in order, then the root's cols. */
+static void run_block(struct blk *b, int64_t r0, int64_t k)
+{
+	struct vm *vm = b->vm;
+	b->r0 = r0;
+	b->k = k;
+	for (int j = 0; j < vm->n; j++) {
+		struct vnode *v = &vm->nd[j];
+		if (v->pre || v->cls != TIR_FC_ROW)
+			continue;
+		char *dst = v->reg < 0 ? vm->out + r0 * (int64_t)vm->esz : small_reg(b, v->reg);
+		if (v->red) {
+			b->red = j;
+			for (b->row = 0; b->row < k; b->row++)
+				tir_reduce_run(v->n->op, vm->dt, vm->cols, vm->red_chunk, red_piece, b,
+					       dst + (size_t)b->row * vm->esz);
+			continue;
+		}
+		struct tir_tensor a[3], t;
+		struct tir_buf ab[3], tb;
+		for (int s = 0; s < v->n->nin; s++)
+			operand(b, j, s, 0, 1, &a[s], &ab[s]);
+		mkview(&t, &tb, vm->dt, dst, k, 1, 1, 0);
+		apply(vm, j, a, &t);
+	}
+	int root = vm->n - 1;
+	if (vm->nd[root].cls == TIR_FC_FULL)
+		for (int64_t lo = 0; lo < vm->cols; lo += vm->chunk)
+			ensure(b, root, lo, vm->cols - lo < vm->chunk ? vm->cols - lo : vm->chunk);
+}
+
+/* A block state over this thread's registers, holding nothing yet. */
+static bool blk_init(struct blk *b, struct vm *vm)
+{
+	memset(b, 0, sizeof *b);
+	b->vm = vm;
+	char *regs = thread_regs(vm->bigsz * (size_t)vm->nbig + vm->smallsz * (size_t)vm->nsmall + 64);
+	if (!regs) {
+		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	b->big = regs;
+	b->small = regs + vm->bigsz * (size_t)vm->nbig;
+	for (int j = 0; j < TIR_FUSE_MAX_OPS; j++)
+		b->m_r0[j] = b->b_r0[j] = -1;
+	for (int s = 0; s < MAX_SRC; s++)
+		b->s_r0[s] = -3;
+	return true;
+}
+
+/* Rows [lo, hi) of the domain. */
+static void run_range(struct vm *vm, int64_t lo, int64_t hi)
+{
+	struct blk b;
+	if (!blk_init(&b, vm))
+		return;
+	for (int64_t r0 = lo; r0 < hi; r0 += vm->k)
+		run_block(&b, r0, hi - r0 < vm->k ? hi - r0 : vm->k);
+}
+
+/* One long row summed by its root (SUM or MEAN) in pieces on the pool:
+ * the pieces of its pairwise sum, their number fixed by the row's length. */
+struct pieces {
+	struct vm *vm;
+	int64_t lo[64], len[64];
+	double part[64];
+};
+
+static void run_piece(void *ctx, int64_t t)
+{
+	struct pieces *pc = ctx;
+	struct blk b;
+	if (!blk_init(&b, pc->vm))
+		return;
+	b.k = 1;
+	b.red = pc->vm->n - 1;
+	pc->part[t] = tir_reduce_pw_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk, red_piece, &b);
+}
+
+/* Task t of a reduction down the cols (over leading axes): cols
+ * [lo, lo + n) folded row by row, in order, as tir_k_reduce walks them. */
+static void run_cols(void *ctx, int64_t t)
+{
+	struct vm *vm = ctx;
+	const struct vnode *r = &vm->nd[vm->n - 1];
+	enum tir_op op = r->n->op;
+	int64_t lo = t * vm->chunk, n = vm->cols - lo < vm->chunk ? vm->cols - lo : vm->chunk;
+	struct blk b;
+	double *acc = malloc(sizeof *acc * (size_t)n * 2);
+	if (!acc || !blk_init(&b, vm)) {
+		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
+		free(acc);
+		return;
+	}
+	int src = vm->nd[r->op[0]].base;
+	for (int pass = 0; pass < (op == TIR_OP_VAR ? 2 : 1); pass++) {
+		/* VAR: the means, then the squared deviations from them */
+		enum tir_op fop = op == TIR_OP_VAR && pass == 0 ? TIR_OP_MEAN : op;
+		double *a = acc + pass * n;
+		tir_reduce_acc_init(fop, vm->dt, a, n);
+		for (int64_t r0 = 0; r0 < vm->rows; r0 += vm->k) {
+			b.r0 = r0;
+			b.k = vm->rows - r0 < vm->k ? vm->rows - r0 : vm->k;
+			ensure(&b, r->op[0], lo, n);
+			for (int64_t i = 0; i < b.k; i++)
+				tir_reduce_acc_fold(fop, vm->dt, big_reg(&b, vm->nd[src].reg) + (size_t)(i * n) * vm->esz, n,
+						    a, pass ? acc : NULL);
+		}
+		if (fop == TIR_OP_MEAN || fop == TIR_OP_VAR)
+			tir_reduce_acc_div(a, vm->rows, n);
+	}
+	tir_reduce_acc_store(op, vm->dt, acc + (op == TIR_OP_VAR ? n : 0), vm->out + lo * (int64_t)vm->esz, n);
+	free(acc);
+}
+
+/* Whether the group is such a sum, and if so, do it. */
+static bool run_pieces(struct vm *vm)
+{
+	int root = vm->n - 1;
+	const struct vnode *r = &vm->nd[root];
+	if (vm->rows != 1 || vm->chunk == vm->cols || !r->red || r->pre ||
+	    (r->n->op != TIR_OP_SUM && r->n->op != TIR_OP_MEAN))
+		return false;
+	for (int j = 0; j < root; j++)
+		if (vm->nd[j].cls == TIR_FC_ROW && !vm->nd[j].pre)
+			return false;
+	int depth = 0;
+	while (depth < 6 && vm->cols >> (depth + 1) >= ((int64_t)1 << 18))
+		depth++;
+	struct pieces *pc = calloc(1, sizeof *pc);
+	if (!pc)
+		return false;
+	pc->vm = vm;
+	int cnt = depth ? tir_reduce_pw_split(vm->cols, vm->red_chunk, depth, pc->lo, pc->len) : 0;
+	if (cnt) {
+		tir_pool_run(cnt, run_piece, pc);
+		double acc = 0.0;
+		acc += tir_reduce_pw_join(pc->part, cnt);
+		if (r->n->op == TIR_OP_MEAN)
+			acc /= (double)vm->cols;
+		if (vm->dt == TIR_DTYPE_F32) {
+			float f = (float)acc;
+			memcpy(vm->out, &f, 4);
+		} else {
+			memcpy(vm->out, &acc, 8);
 		}
 	}
+	free(pc);
+	return cnt > 0;
 }
 
 static void run_task(void *ctx, int64_t t)
 {
 	struct vm *vm = ctx;
-	int64_t lo = t * TASK, hi = lo + TASK < vm->numel ? lo + TASK : vm->numel;
+	int64_t lo = t * vm->task_rows, hi = lo + vm->task_rows < vm->rows ? lo + vm->task_rows : vm->rows;
 	run_range(vm, lo, hi);
 }
+
+/* ---- preparing a group ---- */
 
 static void vm_free(struct vm *vm)
 {
 	if (!vm)
 		return;
-	for (int k = 0; vm->in && k < vm->g->nin; k++)
-		tir_tensor_release(&vm->in[k]);
-	free(vm->in);
-	free(vm->in_kind);
-	free(vm->src);
+	for (int k = 0; vm->vals && k < vm->nvals; k++)
+		tir_tensor_release(&vm->vals[k]);
+	for (int s = 0; s < vm->nsrc; s++)
+		tir_tensor_release(&vm->src[s].v);
+	free(vm->vals);
 	free(vm);
+}
+
+/* The value read for operand k of member j: a member's pre-made value or
+ * an input's (vals index), or -1 for a member computed in the blocks. */
+static int value_of(const struct vm *vm, int j, int k)
+{
+	const struct tir_group *g = vm->g;
+	const struct tir_node *o = vm->nd[j].n->in[k];
+	for (int m = 0; m < j; m++)
+		if (g->nodes[m] == o)
+			return vm->nd[m].pre ? vm->nd[m].val : -1;
+	for (int m = 0; m < g->nin; m++)
+		if (g->inputs[m] == o)
+			return m;
+	TIR_ASSERT(!"fused operand not found");
+	return -1;
+}
+
+/* Member j (ONCE), or reduction j that the blocks cannot fold as runs,
+ * computed now into a new value. */
+static int premake(struct vm *vm, int j, struct tir_err *err)
+{
+	const struct tir_node *n = vm->nd[j].n;
+	struct tir_tensor *v = &vm->vals[vm->nvals];
+	int rc = 0;
+	if (tir_op(n->op)->kind == TIR_KIND_MOVEMENT) {
+		rc = tir_move_view(n, &vm->vals[value_of(vm, j, 0)], false, v, err);
+	} else if (tir_op(n->op)->kind == TIR_KIND_REDUCE) {
+		bool mask[TIR_MAX_RANK];
+		const struct tir_tensor *x = &vm->vals[value_of(vm, j, 0)];
+		tir_reduce_mask(n, x->rank, mask);
+		rc = tir_tensor_alloc(v, vm->dt, n->type.rank, n->type.shape, false, err);
+		if (!rc)
+			rc = tir_k_reduce(n->op, x, mask, v, err);
+	} else {
+		struct tir_tensor a[3] = {{0}};
+		for (int k = 0; k < n->nin; k++)
+			tir_view_broadcast(&vm->vals[value_of(vm, j, k)], n->type.rank, n->type.shape, &a[k]);
+		rc = tir_tensor_alloc(v, vm->dt, n->type.rank, n->type.shape, false, err);
+		if (!rc && n->nin == 1)
+			rc = tir_k_unary(n->op, &a[0], v, err);
+		else if (!rc)
+			rc = tir_k_binary(n->op, &a[0], &a[1], v, err);
+		for (int k = 0; k < n->nin; k++)
+			tir_tensor_release(&a[k]);
+	}
+	if (rc)
+		return rc;
+	vm->nd[j].pre = true;
+	vm->nd[j].val = vm->nvals++;
+	return 0;
+}
+
+/* The source for operand k of member j (a value read from memory):
+ * *out its index. */
+static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err)
+{
+	const struct tir_group_info *in = &vm->info;
+	const struct vnode *v = &vm->nd[j];
+	int val = value_of(vm, j, k);
+	bool row = v->cls == TIR_FC_ROW && !v->red;
+	int sp = row ? -1 : in->via[j];
+	for (int s = 0; s < vm->nsrc; s++) {
+		struct src *c = &vm->src[s];
+		if (c->val == val && c->row == row &&
+		    (row ? c->v.rank == v->n->type.rank &&
+				   !memcmp(c->v.shape, v->n->type.shape, sizeof(int64_t) * (size_t)c->v.rank)
+			 : c->sp == sp)) {
+			c->for_red |= v->red;
+			*out = s;
+			return 0;
+		}
+	}
+	TIR_ASSERT(vm->nsrc < MAX_SRC);
+	struct src *s = &vm->src[vm->nsrc];
+	*s = (struct src){.val = val, .row = row, .sp = sp, .for_red = v->red, .reg = -1};
+	const struct tir_tensor *x = &vm->vals[val];
+	int rc = 0;
+	if (row) {
+		tir_view_broadcast(x, v->n->type.rank, v->n->type.shape, &s->v);
+	} else {
+		/* broadcast in the layout it is read in, then moved up to the domain's */
+		const struct tir_type *st = sp < 0 ? NULL : &vm->g->nodes[sp]->in[0]->type;
+		struct tir_tensor cur;
+		tir_view_broadcast(x, st ? st->rank : in->rank, st ? st->shape : in->shape, &cur);
+		for (int a = sp; a >= 0 && !rc; a = in->via[a]) {
+			struct tir_tensor next;
+			rc = tir_move_view(vm->g->nodes[a], &cur, false, &next, err);
+			tir_tensor_release(&cur);
+			cur = next;
+		}
+		s->v = cur;
+	}
+	*out = vm->nsrc++;
+	return rc;
+}
+
+static size_t round64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
 }
 
 struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
@@ -214,59 +742,177 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 {
 	const struct tir_node *root = g->root;
 	struct vm *vm = calloc(1, sizeof *vm);
+	int rc = 0;
 	if (!vm) {
 		tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
 		return NULL;
 	}
-	*vm = (struct vm){.g = g, .dt = (enum tir_dtype)root->type.dtype, .rank = root->type.rank,
-			  .shape = root->type.shape};
+	const struct tir_node *culprit;
+	const char *why = tir_group_analyze(g, &vm->info, &culprit);
+	TIR_ASSERT(!why); /* the fuser checked it */
+	const struct tir_group_info *info = &vm->info;
+	vm->g = g;
+	vm->n = g->n;
+	vm->dt = info->dt;
 	vm->esz = tir_dtype_size(vm->dt);
-	vm->numel = tir_type_numel(&root->type);
-	TIR_ASSERT(g->nin <= 64); /* the fuser keeps kernels within TIR_FUSE_MAX_INPUTS */
-	vm->blk = vm->numel < BLK ? (vm->numel ? vm->numel : 1) : BLK;
-	int rc = 0;
-	vm->in = calloc((size_t)g->nin + 1, sizeof *vm->in);
-	vm->in_kind = calloc((size_t)g->nin + 1, sizeof *vm->in_kind);
-	vm->src = calloc((size_t)g->n, sizeof *vm->src);
-	if (!vm->in || !vm->in_kind || !vm->src) {
+	vm->rows = info->rows;
+	vm->cols = info->cols;
+	vm->out = tir_tensor_data(out);
+	vm->vals = calloc((size_t)(g->nin + g->n) + 1, sizeof *vm->vals);
+	if (!vm->vals) {
 		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
 		goto out;
 	}
 	for (int k = 0; k < g->nin && !rc; k++) {
-		struct tir_tensor c = {0};
 		if (in[k].dtype == vm->dt)
-			tir_tensor_ref(&c, &in[k]);
+			tir_tensor_ref(&vm->vals[k], &in[k]);
 		else
-			rc = tir_tensor_convert(&in[k], vm->dt, &c, err);
-		if (rc)
-			break;
-		tir_view_broadcast(&c, vm->rank, vm->shape, &vm->in[k]);
-		tir_tensor_release(&c);
-		bool scalar = true;
-		for (int d = 0; d < vm->rank; d++)
-			if (vm->in[k].strides[d] != 0 && vm->shape[d] != 1)
-				scalar = false;
-		vm->in_kind[k] = scalar ? IN_SCALAR : tir_tensor_is_contiguous(&vm->in[k]) ? IN_CONTIG : IN_STRIDED;
+			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
+		vm->nvals++;
+	}
+	/* members; what is made before the blocks */
+	for (int j = 0; j < g->n && !rc; j++) {
+		struct vnode *v = &vm->nd[j];
+		v->n = g->nodes[j];
+		v->cls = info->cls[j];
+		v->red = tir_op(v->n->op)->kind == TIR_KIND_REDUCE;
+		v->reg = -1;
+		v->steal = -1;
+		v->base = j;
+		if (v->cls == TIR_FC_ONCE) {
+			rc = premake(vm, j, err);
+		} else if (v->red && value_of(vm, j, 0) >= 0) {
+			/* a value read from memory: the blocks fold its rows as
+			 * tir_k_reduce does only if it walks them as runs */
+			bool mask[TIR_MAX_RANK];
+			const struct tir_tensor *x = &vm->vals[value_of(vm, j, 0)];
+			tir_reduce_mask(v->n, x->rank, mask);
+			if (info->leading || !tir_reduce_by_runs(x, mask))
+				rc = premake(vm, j, err);
+		}
 	}
 	if (rc)
 		goto out;
-	/* operands by position: earlier nodes of the group, else inputs */
-	for (int j = 0; j < g->n; j++) {
-		const struct tir_node *n = g->nodes[j];
-		for (int k = 0; k < n->nin; k++) {
-			int s = 0;
-			bool found = false;
-			for (int m = 0; m < j && !found; m++)
-				if (g->nodes[m] == n->in[k])
-					s = m, found = true;
-			for (int m = 0; m < g->nin && !found; m++)
-				if (g->inputs[m] == n->in[k])
-					s = ~m, found = true;
-			TIR_ASSERT(found);
-			vm->src[j][k] = s;
+	if (vm->nd[g->n - 1].pre) {
+		/* all done before the blocks */
+		const struct tir_tensor *v = &vm->vals[vm->nd[g->n - 1].val];
+		memcpy(vm->out, tir_tensor_data(v), (size_t)tir_tensor_numel(v) * vm->esz);
+		vm->done = true;
+		goto out;
+	}
+	/* operands: members computed in the blocks, else sources */
+	for (int j = 0; j < g->n && !rc; j++) {
+		struct vnode *v = &vm->nd[j];
+		for (int k = 0; !v->pre && k < v->n->nin && !rc; k++) {
+			int m = -1, s = 0;
+			for (int q = 0; q < j; q++)
+				if (g->nodes[q] == v->n->in[k])
+					m = q;
+			if (m >= 0 && !vm->nd[m].pre)
+				v->op[k] = m;
+			else if (!(rc = add_source(vm, j, k, &s, err)))
+				v->op[k] = ~s;
 		}
 	}
-	vm->out = tir_tensor_data(out);
+	if (rc)
+		goto out;
+	/* registers: one per member computed in the blocks (an ALIAS shares
+	 * the one below), one per value gathered */
+	for (int j = 0; j < g->n - 1; j++) {
+		struct vnode *v = &vm->nd[j];
+		v->steal = -1;
+		if (v->pre)
+			continue;
+		if (v->cls == TIR_FC_ALIAS) {
+			v->base = vm->nd[v->op[0]].base;
+		} else if (v->cls == TIR_FC_FULL) {
+			/* over the one member it reads that nothing else reads
+			 * (vmath computes in place), else a register of its own */
+			int o = -1, readers = 0;
+			for (int k = 0; k < v->n->nin; k++)
+				if (v->op[k] >= 0 && vm->nd[v->op[k]].cls == TIR_FC_FULL && vm->nd[v->op[k]].reg >= 0)
+					o = v->op[k];
+			for (int q = 0; o >= 0 && q < g->n; q++)
+				for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
+					readers += q != j && vm->nd[q].op[k] >= 0 && vm->nd[vm->nd[q].op[k]].base == o;
+			if (o >= 0 && !readers) {
+				v->reg = vm->nd[o].reg;
+				v->steal = o;
+			} else {
+				v->reg = vm->nbig++;
+			}
+		} else {
+			v->reg = vm->nsmall++;
+		}
+	}
+	for (int j = 0; j < g->n; j++) {
+		struct vnode *v = &vm->nd[j];
+		v->breg = -1;
+		for (int k = 0; !v->pre && v->cls == TIR_FC_FULL && k < v->n->nin; k++) {
+			struct vnode *o = v->op[k] >= 0 ? &vm->nd[v->op[k]] : NULL;
+			if (o && o->cls == TIR_FC_ROW && o->breg < 0 && vm->cols > 1)
+				o->breg = vm->nbig++;
+		}
+	}
+	/* a group of elements reading a value across its last axis (a
+	 * transpose) runs over square tiles of the domain's last two axes, so
+	 * that what a tile reads stays in L1 */
+	int split = info->split;
+	bool tiled = false;
+	for (int s = 0; s < vm->nsrc && !info->reduces && !g->head && info->rank >= 2; s++) {
+		const struct src *c = &vm->src[s];
+		int64_t st = c->v.strides[info->rank - 1];
+		if (!c->row && info->shape[info->rank - 1] >= TILE && (st >= 16 || st <= -16))
+			tiled = true;
+	}
+	if (tiled) {
+		split = info->rank - 1;
+		vm->cols = info->shape[split];
+		vm->rows = vm->cols ? tir_type_numel(&root->type) / vm->cols : 0;
+	}
+	for (int s = 0; s < vm->nsrc; s++) {
+		struct src *c = &vm->src[s];
+		if (c->row)
+			c->direct = collapse(&c->v, 0, c->v.rank, &c->so);
+		else
+			c->direct = collapse(&c->v, 0, split, &c->so) &&
+				    collapse(&c->v, split, info->rank, &c->si) &&
+				    (!c->for_red || c->si == 1 || vm->cols == 1);
+		/* constant along cols (and not a row read as such) */
+		c->bcast = c->direct && !c->row && !c->for_red && c->si == 0 &&
+			   (vm->cols > 1 || c->so == 0);
+		if (c->bcast)
+			c->direct = false;
+		if (!c->direct)
+			c->reg = c->row ? vm->nsmall++ : vm->nbig++;
+	}
+	/* blocks: whole rows while their registers stay in L2, else one row
+	 * a piece of cols at a time */
+	int64_t rows = vm->rows, cols = vm->cols;
+	if (info->leading) {
+		/* tasks down cols [lo, lo + chunk), blocks of k rows of them */
+		vm->chunk = cols < BLK ? cols : BLK;
+		vm->k = ROWBYTES / (int64_t)vm->esz / vm->chunk;
+	} else if (tiled) {
+		vm->k = TILE;
+		vm->chunk = TILE;
+		vm->tile_reg = vm->nbig++;
+	} else if (cols <= (info->reduces ? ROWBYTES / (int64_t)vm->esz : BLK)) {
+		/* rows of a reducing group: several together (in L2), so
+		 * that the per-call costs of its ops are spread over more
+		 * elements; plain elements: L1-sized blocks */
+		vm->k = (info->reduces ? ROWBYTES / (int64_t)vm->esz : BLK) / cols;
+		vm->chunk = cols;
+	} else {
+		vm->k = 1;
+		vm->chunk = (size_t)vm->nbig * (size_t)cols * vm->esz <= ROWFIT ? cols : BLK;
+	}
+	if (vm->k > rows)
+		vm->k = rows > 0 ? rows : 1;
+	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);
+	vm->task_rows = vm->chunk < cols && !tiled ? 1 : vm->k * (TASK / (vm->k * cols) > 1 ? TASK / (vm->k * cols) : 1);
+	vm->bigsz = round64((size_t)(vm->k * vm->chunk) * vm->esz);
+	vm->smallsz = round64((size_t)vm->k * vm->esz);
 out:
 	if (rc) {
 		vm_free(vm);
@@ -278,6 +924,7 @@ out:
 int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n)
 {
 	struct vm *vm = (struct vm *)f;
+	TIR_ASSERT(vm->cols == 1 && !vm->done);
 	run_range(vm, i0, i0 + n);
 	return __atomic_load_n(&vm->oom, __ATOMIC_RELAXED) ? -TIR_ENOMEM : 0;
 }
@@ -293,13 +940,38 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 	struct vm *vm = (struct vm *)tir_fused_prepare(g, in, out, err);
 	if (!vm)
 		return -err->code;
-	if (vm->numel > TASK)
-		tir_pool_run((vm->numel + TASK - 1) / TASK, run_task, vm);
-	else if (vm->numel > 0)
+	int64_t nt = vm->done || vm->rows == 0 || run_pieces(vm) ? 0 : (vm->rows + vm->task_rows - 1) / vm->task_rows;
+	if (!vm->done && vm->info.leading) {
+		nt = 0;
+		tir_pool_run((vm->cols + vm->chunk - 1) / vm->chunk, run_cols, vm);
+	}
+	if (nt > 1)
+		tir_pool_run(nt, run_task, vm);
+	else if (nt == 1)
 		run_task(vm, 0); /* one task: no hand-over to the pool */
 	int rc = 0;
 	if (vm->oom)
 		rc = tir_errf(err, TIR_ENOMEM, &g->root->loc, "out of memory for a fused kernel's registers");
 	vm_free(vm);
 	return rc;
+}
+
+bool tir_fused_can_overwrite(const struct tir_group *g, int k)
+{
+	struct tir_group_info info;
+	const struct tir_node *culprit, *x = g->inputs[k], *r = g->root;
+	if (g->head || tir_group_analyze(g, &info, &culprit) || info.cls[g->n - 1] != TIR_FC_FULL ||
+	    x->type.dtype != r->type.dtype || x->type.rank != r->type.rank ||
+	    memcmp(x->type.shape, r->type.shape, sizeof(int64_t) * (size_t)r->type.rank))
+		return false;
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *m = g->nodes[j];
+		bool reads = false;
+		for (int q = 0; q < m->nin; q++)
+			reads |= m->in[q] == x;
+		/* (a view made once reads it during the blocks, anywhere) */
+		if (reads && tir_op(m->op)->kind != TIR_KIND_REDUCE && !(info.cls[j] == TIR_FC_FULL && info.via[j] == -1))
+			return false;
+	}
+	return true;
 }

@@ -31,6 +31,9 @@ class Gen:
 
     def shape(self):
         r = self.rng.randint(0, 3)
+        if self.rng.random() < 0.05:
+            # an empty axis: nothing to compute, identities or an error
+            return [self.rng.choice([0, 3]) for _ in range(max(r, 1))]
         return [self.rng.choice([1, 2, 3, 5, 8, 33]) for _ in range(r)]
 
     def leaf(self, shape, dtype):
@@ -76,10 +79,154 @@ class Gen:
             return f"({a} {INFIX[op]} {b})"
         return f"{op}({a}, {b})"
 
+    def reduction(self, shape, dtype):
+        """A reduction of an elementwise expression over random axes, maybe
+        read back by elementwise ops (keepdims broadcasts over the input)."""
+        if self.rng.random() < 0.1:
+            shape = self.rng.choice([[3, 0], [0, 3], [2, 0, 3], [0]])
+        e = self.expr(shape, dtype, self.rng.randint(0, 3))
+        full = self.leaf(shape, dtype)[0]
+        x = self.name()
+        self.lines.append(f"{x} = {e} + {full}")
+        op = self.rng.choice(["sum", "mean", "max", "min", "var", "prod", "sum", "max"])
+        r = self.rng.random()
+        rank = len(shape)
+        if rank == 0 or r < 0.2:
+            axes, red = "", list(range(rank))
+        elif r < 0.75:
+            a = self.rng.randrange(rank)
+            axes, red = f", axis={self.rng.choice([a, a - rank])}", [a]
+        else:
+            red = sorted(self.rng.sample(range(rank), self.rng.randint(1, rank)))
+            axes = ", axis=[" + ", ".join(map(str, red)) + "]"
+        keep = self.rng.random() < 0.6
+        src = x if op != "prod" else f"(1 + {x} * 0.01)"
+        v = self.name()
+        self.lines.append(f"{v} = {op}({src}{axes}{', keepdims=true' if keep else ''})")
+        rshape = [1 if i in red else d for i, d in enumerate(shape)] if keep else \
+                 [d for i, d in enumerate(shape) if i not in red]
+        t = self.rng.random()
+        if keep and t < 0.5:
+            # a consumer over the reduced value's input
+            w = self.name()
+            self.lines.append(f"{w} = {self.rng.choice(['exp', 'tanh', 'abs'])}({x} - {v}) * {v}")
+            return w, shape
+        if t < 0.7:
+            w = self.name()
+            self.lines.append(f"{w} = sqrt(abs({v})) * 2 + 1")
+            return w, rshape
+        return v, rshape
+
+    def rows_pattern(self, dtype):
+        """Hand-written softmax, log_softmax, layernorm, rmsnorm over the
+        last axis (or two), of an elementwise expression."""
+        rows = self.rng.choice([1, 3, 8, 33])
+        cols = self.rng.choice([5, 16, 33, 130, 300, 1100])
+        shape = [rows, cols] if self.rng.random() < 0.7 else [2, rows, cols]
+        e = self.expr(shape, dtype, self.rng.randint(0, 2))
+        full = self.leaf(shape, dtype)[0]
+        x = self.name()
+        self.lines.append(f"{x} = {e} + {full}")
+        kind = self.rng.choice(["softmax", "log_softmax", "layernorm", "rmsnorm", "var"])
+        ax = self.rng.choice(["-1", "-1", "[-2, -1]"]) if len(shape) == 3 else "-1"
+        m, ee, s, y = self.name(), self.name(), self.name(), self.name()
+        if kind == "softmax":
+            self.lines.append(f"{m} = max({x}, axis={ax}, keepdims=true)")
+            self.lines.append(f"{ee} = exp({x} - {m})")
+            self.lines.append(f"{y} = {ee} / sum({ee}, axis={ax}, keepdims=true)")
+        elif kind == "log_softmax":
+            self.lines.append(f"{m} = max({x}, axis={ax}, keepdims=true)")
+            self.lines.append(f"{s} = log(sum(exp({x} - {m}), axis={ax}, keepdims=true))")
+            self.lines.append(f"{y} = {x} - {m} - {s}")
+        elif kind == "layernorm":
+            g = self.leaf(shape[-1:], dtype)[0]
+            b = self.leaf(shape[-1:], dtype)[0]
+            self.lines.append(f"{m} = mean({x}, axis=-1, keepdims=true)")
+            self.lines.append(f"{ee} = {x} - {m}")
+            self.lines.append(f"{s} = mean({ee} * {ee}, axis=-1, keepdims=true)")
+            self.lines.append(f"{y} = {ee} * rsqrt({s} + 1e-5) * {g} + {b}")
+        elif kind == "rmsnorm":
+            g = self.leaf(shape[-1:], dtype)[0]
+            self.lines.append(f"{y} = {x} * rsqrt(mean({x} * {x}, axis=-1, keepdims=true) + 1e-6) * {g}")
+        else:
+            self.lines.append(f"{y} = ({x} - mean({x}, axis={ax}, keepdims=true)) / sqrt(var({x}, axis={ax}, keepdims=true) + 1)")
+        if self.rng.random() < 0.3:
+            # a row statistic printed too (materialized, read by the kernel)
+            return [y, m] if kind in ("softmax", "log_softmax", "layernorm") else [y]
+        return [y]
+
+    def movement(self, shape, dtype):
+        """Views of computed values read by elementwise ops (and reductions)."""
+        if len(shape) < 2:
+            shape = [3, 5]
+        if self.rng.random() < 0.15:
+            shape = [40, 67]    # a transpose read in tiles
+        e = self.expr(shape, dtype, self.rng.randint(1, 3))
+        full = self.leaf(shape, dtype)[0]
+        x = self.name()
+        self.lines.append(f"{x} = {e} + {full}")
+        t = self.rng.random()
+        v = self.name()
+        r = len(shape)
+        if t < 0.3:
+            perm = list(range(r))
+            self.rng.shuffle(perm)
+            tshape = [shape[i] for i in perm]
+            self.lines.append(f"{v} = transpose({x}, [{', '.join(map(str, perm))}])")
+        elif t < 0.55:
+            a = self.rng.randrange(r)
+            step = self.rng.choice([1, 2, -1, 3])
+            n = len(range(*slice(None, None, step).indices(shape[a])))
+            tshape = list(shape)
+            tshape[a] = n
+            self.lines.append(f"{v} = slice({x}, axis={a}, step={step})")
+        elif t < 0.75:
+            n = 1
+            for d in shape:
+                n *= d
+            tshape = [n] if self.rng.random() < 0.5 else [shape[0], n // shape[0]]
+            self.lines.append(f"{v} = reshape({x}, [{', '.join(map(str, tshape))}])")
+        elif t < 0.9:
+            tshape = [shape[0], 1] + shape[1:]
+            self.lines.append(f"{v} = unsqueeze({x}, axis=1)")
+        else:
+            small = [1] + shape[1:]
+            y = self.name()
+            self.lines.append(f"{y} = exp(slice({x}, axis=0, stop=1)) * 0.5")
+            tshape = list(shape)
+            self.lines.append(f"{v} = expand({y}, [{', '.join(map(str, tshape))}])")
+        if self.rng.random() < 0.15:
+            # a value read in place and across (transposed) by one kernel:
+            # its memory must not take the result
+            n = self.rng.choice([5, 40])
+            sq = self.name()
+            self.lines.append(f"{sq} = randn([{n}, {n}], seed={self.rng.randint(0, 999)}, dtype={dtype})")
+            w = self.name()
+            self.lines.append(f"{w} = tanh({sq}) * 2 + transpose({sq})")
+            return w
+        w = self.name()
+        other = self.leaf(tshape, dtype)[0]
+        if self.rng.random() < 0.3 and tshape:
+            self.lines.append(f"{w} = sum(tanh({v}) * {other}, axis=-1, keepdims=true) + {v}")
+        else:
+            self.lines.append(f"{w} = {self.rng.choice(UNARY)}({v}) * {other} + 1")
+        return w
+
     def program(self):
         dtype = self.rng.choice(["f32", "f32", "f64"])
         outs = []
         for _ in range(self.rng.randint(1, 4)):
+            c = self.rng.random()
+            if c < 0.2:
+                v, _ = self.reduction(self.shape(), dtype)
+                outs.append(v)
+                continue
+            if c < 0.32:
+                outs += self.rows_pattern(dtype)
+                continue
+            if c < 0.44:
+                outs.append(self.movement(self.shape(), dtype))
+                continue
             shape = self.shape()
             e = self.expr(shape, dtype, self.rng.randint(1, 6))
             full = self.leaf(shape, dtype)[0]   # so the value has the whole shape
@@ -94,6 +241,11 @@ class Gen:
                 b = self.leaf([k, shape[-1]], dtype)[0]
                 w = self.name()
                 self.lines.append(f"{w} = {self.rng.choice(UNARY)}({a} @ {b} * 0.5 + {v})")
+                if self.rng.random() < 0.5:
+                    # ... or leave it to a reduction of rows
+                    w2 = self.name()
+                    self.lines.append(f"{w2} = {w} - max({w}, axis=-1, keepdims=true)")
+                    w = w2
                 v = w
             elif t < 0.2 and shape:
                 w = self.name()
@@ -108,7 +260,30 @@ class Gen:
                 w = self.name()
                 self.lines.append(f"{w} = relu(slice({v}, axis=0, step=2)) + 1")
                 v = w
+            elif t < 0.55 and shape:
+                # a computed broadcast operand, and a computed scalar
+                small = self.broadcast_of(shape)
+                b = self.expr(small, dtype, 2)
+                c = self.name()
+                self.lines.append(f"{c} = sqrt(abs(sum({v})) + 1)")
+                w = self.name()
+                self.lines.append(f"{w} = {v} * ({b}) - {c}")
+                v = w
             outs.append(v)
+        if self.rng.random() < 0.08:
+            # rows too long for one block of registers: done a piece at a time
+            cols = self.rng.choice([70000, 200003])
+            x = self.leaf([2, cols], dtype)[0]
+            m, e, y = self.name(), self.name(), self.name()
+            self.lines.append(f"{m} = max(tanh({x}) * 3, axis=-1, keepdims=true)")
+            self.lines.append(f"{e} = exp(tanh({x}) * 3 - {m})")
+            self.lines.append(f"{y} = {e} / sum({e}, axis=-1, keepdims=true)")
+            z = self.name()
+            self.lines.append(f"{z} = var(sin({x}) * {x}, axis=-1)")
+            outs += [f"slice({y}, axis=1, step=997)", z, f"mean(exp({x}) - 1)"]
+            # one row long enough to be summed in pieces on several threads
+            x2 = self.leaf([self.rng.choice([600011, 1048576])], dtype)[0]
+            outs += [f"sum(sin({x2}) * 3)", f"mean({x2} * {x2})"]
         self.lines.append("print " + ", ".join(outs))
         return "\n".join(self.lines) + "\n"
 
@@ -120,7 +295,7 @@ def main():
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
-    passed = failed = fused_kernels = 0
+    passed = failed = fused_kernels = row_kernels = errors = 0
     with tempfile.TemporaryDirectory() as d:
         for i in range(args.cases):
             rng = random.Random(args.seed + i)
@@ -135,6 +310,8 @@ def main():
                 runs.append(p)
             fused, ref, one = runs
             fused_kernels += fused.stderr.count("fused")
+            row_kernels += fused.stderr.count(" in rows of ")
+            errors += fused.returncode != 0
             ok = fused.returncode == ref.returncode and fused.stdout == ref.stdout == one.stdout
             if fused.returncode != 0 and "error" not in fused.stderr:
                 ok = False
@@ -147,7 +324,8 @@ def main():
                     print(src)
                     print(fused.stdout[:2000], fused.stderr[:2000])
                     print(ref.stdout[:2000], ref.stderr[:2000])
-    print(f"fusion diff: {fused_kernels} fused kernels over {args.cases} programs", file=sys.stderr)
+    print(f"fusion diff: {fused_kernels} fused kernels ({row_kernels} of rows) over {args.cases} programs,"
+          f" {errors} stopped by an error", file=sys.stderr)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -17,5 +17,21 @@ check 1 cached no
 check 2 cached no   # reads the kept y: another structure
 check 3 cached yes
 check 4 cached no   # another computation
+# the same shapes with other attributes (a transpose's perm, a reduction's
+# axis) are another plan: not taken from the cache, and computed right
+out=$(printf '%s\n' 'x = rand([6, 6], seed=1)' 'sum(x)' '.timer on' \
+	'sum(transpose(exp(x), [0, 1]), axis=-1)' 'sum(transpose(exp(x), [1, 0]), axis=-1)' \
+	'sum(exp(x) * 2, axis=0)' 'sum(exp(x) * 2, axis=1)' | "$BUILD/tir" repl 2>&1)
+for n in 2 4; do
+	line=$(printf '%s\n' "$out" | grep '^parse' | sed -n "${n}p")
+	if printf '%s' "$line" | grep -q cached; then
+		fail=$((fail + 1)); echo "plan_cache: other attributes reused a plan: $line"
+	else pass=$((pass + 1)); fi
+done
+for e in 'sum(transpose(exp(x), [1, 0]), axis=-1)' 'sum(exp(x) * 2, axis=1)'; do
+	want=$(printf 'x = rand([6, 6], seed=1)\nprint %s\n' "$e" | "$BUILD/tir" run --quiet /dev/stdin 2>&1 | tail -n 1)
+	if printf '%s\n' "$out" | grep -qxF -- "$want"; then pass=$((pass + 1)); else
+		fail=$((fail + 1)); echo "plan_cache: $e: expected $want"; fi
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -873,6 +873,123 @@ static void test_gather(void)
 	tir_tensor_release(&b);
 }
 
+/* ---- tir_reduce_run: one output made piece by piece (fused reductions) ---- */
+
+struct pieces {
+	const char *base;
+	size_t esz;
+	int64_t chunk;
+	bool ok;    /* every piece asked for is in order and within the chunk */
+	int64_t next;
+};
+
+static const void *piece(void *ctx, int64_t lo, int64_t n)
+{
+	struct pieces *p = ctx;
+	if (n > p->chunk || n < 1 || (lo != p->next && lo != 0))
+		p->ok = false;
+	p->next = lo + n;
+	return p->base + (size_t)lo * p->esz;
+}
+
+static void test_reduce_run(void)
+{
+	static const enum tir_op ops[] = {TIR_OP_SUM, TIR_OP_MEAN, TIR_OP_MAX, TIR_OP_MIN,
+					  TIR_OP_PROD, TIR_OP_VAR};
+	static const int64_t ns[] = {1, 7, 8, 15, 16, 17, 100, 128, 129, 136, 1000, 4099, 20011};
+	static const int64_t chunks[] = {128, 136, 1024, 1 << 20};
+	int bad = 0;
+	for (int d = 0; d < 2; d++) {
+		enum tir_dtype dt = d ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+		for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+			int64_t n = ns[ni];
+			struct tir_tensor x, out;
+			mk(&x, dt, 1, &n, NULL);
+			for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+				enum tir_op op = ops[oi];
+				/* values with ties of +-0, some NaNs for max/min; near 1 for prod */
+				for (int64_t i = 0; i < n; i++) {
+					double v = (double)(int64_t)(rnd() % 2001 - 1000) / 256;
+					if (op == TIR_OP_PROD)
+						v = 1 + v / 4096;
+					else if (rnd() % 17 == 0)
+						v = rnd() % 2 ? 0.0 : -0.0;
+					else if ((op == TIR_OP_MAX || op == TIR_OP_MIN) && n > 50 && rnd() % 97 == 0)
+						v = NAN;
+					put(&x, i, v);
+				}
+				bool mask[TIR_MAX_RANK] = {true};
+				struct tir_err err = {0};
+				mk(&out, dt, 0, NULL, NULL);
+				CHECK(tir_reduce_by_runs(&x, mask));
+				CHECK(tir_k_reduce(op, &x, mask, &out, &err) == 0);
+				for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+					struct pieces p = {tir_tensor_data(&x), tir_dtype_size(dt), chunks[ci], true, 0};
+					double got[1] = {0};
+					tir_reduce_run(op, dt, n, chunks[ci], piece, &p, got);
+					bool same = !memcmp(got, tir_tensor_data(&out), tir_dtype_size(dt));
+					if (!same || !p.ok)
+						bad++;
+					if (!same && bad < 5)
+						fprintf(stderr, "reduce_run %s %s n=%lld chunk=%lld differs\n", opname(op),
+							tir_dtype_name(dt), (long long)n, (long long)chunks[ci]);
+				}
+				tir_tensor_release(&out);
+			}
+			tir_tensor_release(&x);
+		}
+	}
+	CHECK(bad == 0);
+	/* a long run summed in pieces, then joined */
+	for (int d = 0; d < 2; d++) {
+		enum tir_dtype dt = d ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+		int64_t n = 300007;
+		struct tir_tensor x, out;
+		mk(&x, dt, 1, &n, NULL);
+		for (int64_t i = 0; i < n; i++)
+			put(&x, i, (double)(int64_t)(rnd() % 2001 - 1000) / 7);
+		bool mask[TIR_MAX_RANK] = {true};
+		struct tir_err err = {0};
+		mk(&out, dt, 0, NULL, NULL);
+		CHECK(tir_k_reduce(TIR_OP_SUM, &x, mask, &out, &err) == 0);
+		for (int depth = 0; depth <= 6; depth++) {
+			int64_t lo[64], len[64];
+			double part[64];
+			int cnt = tir_reduce_pw_split(n, 1024, depth, lo, len);
+			CHECK(cnt == 1 << depth);
+			for (int i = 0; i < cnt; i++) {
+				struct pieces p = {tir_tensor_data(&x), tir_dtype_size(dt), 1024, true, lo[i]};
+				part[i] = tir_reduce_pw_part(dt, lo[i], len[i], 1024, piece, &p);
+				CHECK(i == 0 || lo[i] == lo[i - 1] + len[i - 1]);
+			}
+			double acc = 0.0;
+			acc += tir_reduce_pw_join(part, cnt);
+			if (dt == TIR_DTYPE_F32) {
+				float f = (float)acc;
+				CHECK(!memcmp(&f, tir_tensor_data(&out), 4));
+			} else {
+				CHECK(!memcmp(&acc, tir_tensor_data(&out), 8));
+			}
+		}
+		int64_t lo[64], len[64];
+		CHECK(tir_reduce_pw_split(1000, 1024, 1, lo, len) == 0); /* too short to split */
+		tir_tensor_release(&out);
+		tir_tensor_release(&x);
+	}
+	/* rows of a contiguous matrix are runs; of its transpose they are not */
+	int64_t shape[2] = {5, 300};
+	bool last[TIR_MAX_RANK] = {false, true}, first[TIR_MAX_RANK] = {true, false};
+	struct tir_tensor m, t;
+	mk(&m, TIR_DTYPE_F32, 2, shape, NULL);
+	CHECK(tir_reduce_by_runs(&m, last));
+	CHECK(!tir_reduce_by_runs(&m, first));
+	tir_view_transpose(&m, (const int[]){1, 0}, &t);
+	CHECK(!tir_reduce_by_runs(&t, last));
+	CHECK(tir_reduce_by_runs(&t, first));
+	tir_tensor_release(&t);
+	tir_tensor_release(&m);
+}
+
 int main(void)
 {
 	test_reduce_matrix();
@@ -882,6 +999,7 @@ int main(void)
 	test_concat();
 	test_pad();
 	test_gather();
+	test_reduce_run();
 	CHECK(tir_mem_current() == 0);
 	return check_report("test_reduce");
 }

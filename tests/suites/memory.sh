@@ -1,0 +1,58 @@
+#!/bin/sh
+# tests/suites/memory.sh — the memory planner: a fused kernel writes its
+# result over an input that nothing reads afterwards (peak bytes drop), and
+# never over a value that is still read, printed or kept by the REPL.
+# Prints `N passed, M failed` last.
+BUILD=${BUILD:-build}
+tir=$BUILD/tir
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-memory.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "memory: $*"; }
+
+# peak FILE [FLAGS]: the "peak N MiB" of the timing line
+peak() {
+	f=$1
+	shift
+	"$tir" run "$f" "$@" 2>&1 >/dev/null | sed -n 's/.*peak \([0-9.]* [KMG]*i*B\).*/\1/p'
+}
+
+# c takes a's memory: a (4 MiB) is read by b's kernel alone
+cat >"$tmp/own.tir" <<'T'
+a = randn([1024, 1024], seed=1)
+c = exp((tanh(a) * 2 + 1) * -0.5) - tanh(a)
+print argmax(c, axis=-1)
+T
+# a is printed too: it must stay
+cat >"$tmp/kept.tir" <<'T'
+a = randn([1024, 1024], seed=1)
+c = exp((tanh(a) * 2 + 1) * -0.5) - tanh(a)
+print argmax(c, axis=-1), argmax(a, axis=-1)
+T
+p=$(peak "$tmp/own.tir")
+[ "$p" = "4.0 MiB" ] && ok || bad "in place: peak '$p', expected 4.0 MiB (a and c share)"
+p=$(peak "$tmp/own.tir" --no-fuse)
+[ "$p" = "12.0 MiB" ] && ok || bad "--no-fuse: peak '$p', expected 12.0 MiB"
+p=$(peak "$tmp/kept.tir")
+[ "$p" = "8.0 MiB" ] && ok || bad "a printed: peak '$p', expected 8.0 MiB (a kept)"
+# x is dead after y's kernel but read there across (a transpose view):
+# y must not take its memory
+cat >"$tmp/across.tir" <<'T'
+x = randn([64, 64], seed=1)
+y = tanh(x) + transpose(x)
+print argmax(y, axis=0)
+T
+for f in own kept across; do
+	a=$("$tir" run --quiet "$tmp/$f.tir" 2>&1)
+	b=$("$tir" run --quiet --no-fuse "$tmp/$f.tir" 2>&1)
+	[ "$a" = "$b" ] && ok || bad "$f: fused and --no-fuse print different values"
+done
+# the REPL keeps named values: b's kernel must not write over a
+out=$(printf '%s\n' 'a = randn([64, 64], seed=1)' 'sum(a)' 'b = tanh(a) * 2' 'sum(b)' 'sum(a)' |
+	"$tir" repl 2>&1)
+first=$(printf '%s\n' "$out" | sed -n 2p)
+last=$(printf '%s\n' "$out" | tail -n 1)
+[ -n "$first" ] && [ "$first" = "$last" ] && ok || bad "REPL: sum(a) changed after b: '$first' then '$last'"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
