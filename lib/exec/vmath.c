@@ -1,24 +1,26 @@
 /*
  * vmath.c — the float elementwise functions over contiguous arrays
- * (vmath.h): SLEEF's deterministic vector functions for the
- * transcendentals, plain C that the compiler vectorizes for the rest, and
- * four dispatch paths (AVX-512F, AVX2, SSE2, portable C) that agree bit
- * for bit.  Not here: strides, tensors, integer ops (elementwise.c).
+ * (vmath.h): SLEEF's vector functions for the transcendentals, the
+ * composites (tanh, sigmoid, silu, gelu, rsqrt) written once over GCC's
+ * vector types so that each runs as one pass of whole vectors, plain C that
+ * the compiler vectorizes for the rest, and four dispatch paths (AVX-512F,
+ * AVX2+FMA, SSE2, portable C) chosen once per process.  Not here: strides,
+ * tensors, integer ops (elementwise.c).
  *
- * Why the paths agree:
- *  - every transcendental is a SLEEF "cinz" function (consistent, no FMA):
- *    its purec, SSE2, AVX and AVX-512F ("nofma") builds do the same
- *    operations in the same order, so they return the same bits; test_vmath
- *    checks each.  (SLEEF 3.5 has no cinz build for AVX2+FMA; the AVX2 path
- *    calls the AVX one.)
- *  - everything else is IEEE basic operations (+ - * / sqrt, compares,
- *    floor, ...), correctly rounded at any vector width; fp-contract is off,
- *    so no path fuses a multiply-add the others do not.
- *  - each composite op (sigmoid, silu, gelu, rsqrt, mod) is written once,
- *    below, and all paths compile that one text.
+ * What is the same everywhere, and what is not:
+ *  - on one machine, one path is used for the whole process, so a value is
+ *    the same whatever the thread count or the blocking (an element's
+ *    result depends only on its inputs: the tail of an array runs through
+ *    the same vector function, zero-padded), and fused equals unfused.
+ *  - the exact ops (+ - * / sqrt, compares, floor, ...) are correctly
+ *    rounded IEEE operations and agree bit for bit on every path.
+ *  - the transcendentals use SLEEF's fastest accurate builds per path (FMA
+ *    on AVX-512 and AVX2, SLEEF's "finz"; no FMA on SSE2 and in portable
+ *    C), so they may differ between paths by their (documented) error,
+ *    never by more: test_vmath checks every path against libm in higher
+ *    precision.
  *  - a NaN result is always the default quiet NaN (+, payload 0): SLEEF's
- *    builds, libm and the vector units disagree on NaN signs and payloads
- *    (log(-1), floor of a signalling NaN, a NaN op a NaN).
+ *    builds, libm and the vector units disagree on NaN signs and payloads.
  */
 #include "vmath.h"
 
@@ -28,8 +30,10 @@
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
-/* "cheap": GCC's -O2 model vectorizes no loop with a remainder. */
-#pragma GCC optimize("vect-cost-model=cheap", "fp-contract=off")
+/* "cheap": GCC's -O2 model vectorizes no loop with a remainder.
+ * fp-contract: the composites' polynomials may use FMA where the path has
+ * it; no exact op has a multiply feeding an add. */
+#pragma GCC optimize("vect-cost-model=cheap", "fp-contract=fast")
 #endif
 
 /* The vector paths need GCC's target attribute and x86-64; elsewhere only
@@ -43,7 +47,7 @@
 #pragma GCC target("avx512f")
 #include <sleef.h>
 #pragma GCC pop_options
-#define VM_AVX2 __attribute__((target("avx2")))
+#define VM_AVX2 __attribute__((target("avx2,fma")))
 #define VM_AVX512 __attribute__((target("avx512f")))
 #else
 #define VM_X86 0
@@ -66,13 +70,117 @@
 		}                                                            \
 	} while (0)
 
-/* ---- primitives: one function over an array, per path ----
- * The transcendentals and sqrt, plus pow for the binary ops; NaN results
- * made the default NaN.  A vector path runs whole vectors, then the tail in
- * a zero-padded vector, so every element goes through the same vector
- * function. */
+/* ---- vector functions, written once over GCC vector types ----
+ * VF is a vector of floats or doubles, VI the integer vector of the same
+ * lanes (what a comparison gives: all ones or zero per lane).  The
+ * portable path uses one-lane vectors, so it compiles the same text. */
 
-enum { P_EXP, P_LOG, P_SIN, P_COS, P_EXPM1, P_ERF, P_ERFC, P_SQRT, P_COUNT };
+#define V_SPLAT(VF, c) ((VF){0} + (c))
+#define V_SEL(VF, VI, m, a, b) ((VF)(((m) & (VI)(a)) | (~(m) & (VI)(b))))
+#define V_ABS(VF, VI, MAG, v) ((VF)((VI)(v) & (MAG)))
+#define V_COPYSIGN(VF, VI, MAG, mag, sgn) ((VF)(((VI)(mag) & (MAG)) | ((VI)(sgn) & ~(MAG))))
+
+/* tanh for f32: x + x^3 P(x^2) below 0.75 (minimax for the relative
+ * error, 0.06 ULP of its own), above it 1 - 2 / (exp(2|x|) + 1) (no
+ * cancellation there: the result is above 0.63); one exp, no expm1, within
+ * 1.1 ULP (test_vmath).  exp overflows to inf past |x| = 44, giving 1. */
+#define TANH_F32_CUT 0.75f
+#define TANH_F32_P(r) \
+	(((((0.0017369345f * (r) - 0.007657253f) * (r) + 0.021452034f) * (r) - 0.053892724f) * \
+	  (r) + 0.13332695f) * (r) - 0.33333316f)
+
+/* The functions of path P for element type S (VF, VI; MAG: all bits but
+ * the sign).  EXP ... are the path's SLEEF functions on one VF. */
+#define VM_VFUNCS(P, S, TGT, T, VF, VI, MAG, EXP, EXPM1, ERFC, SQRT)          \
+	VM_INLINE TGT VF P##_canon_##S(VF y)                                  \
+	{                                                                    \
+		return V_SEL(VF, VI, y != y, V_SPLAT(VF, (T)NAN), y);        \
+	}                                                                    \
+	/* e = exp(-|x|) never overflows: x >= 0 gives 1 / (1 + e), x < 0   \
+	 * e / (1 + e) */                                                    \
+	VM_INLINE TGT VF P##_vsigmoid_##S(VF x)                                \
+	{                                                                    \
+		VF e = EXP(-V_ABS(VF, VI, MAG, x));                          \
+		return V_SEL(VF, VI, x >= 0, V_SPLAT(VF, (T)1), e) / (1 + e); \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vsilu_##S(VF x)                                   \
+	{                                                                    \
+		return x * P##_vsigmoid_##S(x);                               \
+	}                                                                    \
+	/* 0.5 x erfc(-x / sqrt 2), which keeps the tiny left tail that      \
+	 * 1 + erf(x / sqrt 2) cancels to 0 */                               \
+	VM_INLINE TGT VF P##_vgelu_##S(VF x)                                   \
+	{                                                                    \
+		return (T)0.5 * x * ERFC(-x / (T)1.41421356237309504880);    \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vrsqrt_##S(VF x)   /* both steps exact IEEE */   \
+	{                                                                    \
+		return 1 / SQRT(x);                                          \
+	}                                                                    \
+	/* tanh for f64 (and the f32 formula below): t = expm1(-2|x|) in     \
+	 * (-1, 0], tanh|x| = -t / (2 + t), then the sign; within 3 ULP */   \
+	VM_INLINE TGT VF P##_vtanhm1_##S(VF x)                                 \
+	{                                                                    \
+		VF t = EXPM1(-2 * V_ABS(VF, VI, MAG, x));                    \
+		return V_COPYSIGN(VF, VI, MAG, -t / (2 + t), x);             \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vtanhe_##S(VF x)                                  \
+	{                                                                    \
+		VF a = V_ABS(VF, VI, MAG, x), r = a * a;                     \
+		VF small = a * r * TANH_F32_P(r) + a;                        \
+		VF big = 1 - 2 / (EXP(a + a) + 1);                           \
+		return V_COPYSIGN(VF, VI, MAG,                               \
+				  V_SEL(VF, VI, a < TANH_F32_CUT, small, big), x); \
+	}
+
+/* One function over arrays: whole vectors, then the tail in a zero-padded
+ * vector, so every element goes through the same vector function. */
+#define VM_LOOP_U(NAME, TGT, T, VF, CANON, FN)                               \
+	static TGT void NAME(T *d, const T *s, int64_t n)                    \
+	{                                                                    \
+		enum { L = sizeof(VF) / sizeof(T) };                         \
+		int64_t i = 0;                                               \
+		VF v;                                                        \
+		for (; i + L <= n; i += L) {                                 \
+			memcpy(&v, s + i, sizeof v);                         \
+			v = CANON(FN(v));                                    \
+			memcpy(d + i, &v, sizeof v);                         \
+		}                                                            \
+		if (i < n) {                                                 \
+			v = (VF){0};                                         \
+			memcpy(&v, s + i, (size_t)(n - i) * sizeof(T));      \
+			v = CANON(FN(v));                                    \
+			memcpy(d + i, &v, (size_t)(n - i) * sizeof(T));      \
+		}                                                            \
+	}
+
+#define VM_LOOP_B(NAME, TGT, T, VF, CANON, FN)                               \
+	static TGT void NAME(T *d, const T *a, const T *b, int64_t n)        \
+	{                                                                    \
+		enum { L = sizeof(VF) / sizeof(T) };                         \
+		int64_t i = 0;                                               \
+		VF u, v;                                                     \
+		for (; i + L <= n; i += L) {                                 \
+			memcpy(&u, a + i, sizeof u);                         \
+			memcpy(&v, b + i, sizeof v);                         \
+			v = CANON(FN(u, v));                                 \
+			memcpy(d + i, &v, sizeof v);                         \
+		}                                                            \
+		if (i < n) {                                                 \
+			u = v = (VF){0};                                     \
+			memcpy(&u, a + i, (size_t)(n - i) * sizeof(T));      \
+			memcpy(&v, b + i, (size_t)(n - i) * sizeof(T));      \
+			v = CANON(FN(u, v));                                 \
+			memcpy(d + i, &v, (size_t)(n - i) * sizeof(T));      \
+		}                                                            \
+	}
+
+/* ---- primitives: one function over an array, per path ---- */
+
+enum {
+	P_EXP, P_LOG, P_SIN, P_COS, P_ERF, P_SQRT, P_TANH, P_SIGMOID, P_SILU, P_GELU,
+	P_RSQRT, P_COUNT
+};
 
 struct vm_prims_f32 {
 	void (*u[P_COUNT])(float *d, const float *s, int64_t n);
@@ -84,221 +192,127 @@ struct vm_prims_f64 {
 	void (*pow)(double *d, const double *a, const double *b, int64_t n);
 };
 
-#define PRIMS(P, S)                                                          \
-	{                                                                    \
+/* Path P's array functions for S: LOG ... are its SLEEF functions, TANH
+ * tanhe (f32) or tanhm1 (f64). */
+#define VM_ARRAYS(P, S, TGT, T, VF, EXP, LOG, SIN, COS, ERF, SQRT, POW, TANH)   \
+	VM_LOOP_U(P##_exp_##S, TGT, T, VF, P##_canon_##S, EXP)               \
+	VM_LOOP_U(P##_log_##S, TGT, T, VF, P##_canon_##S, LOG)               \
+	VM_LOOP_U(P##_sin_##S, TGT, T, VF, P##_canon_##S, SIN)               \
+	VM_LOOP_U(P##_cos_##S, TGT, T, VF, P##_canon_##S, COS)               \
+	VM_LOOP_U(P##_erf_##S, TGT, T, VF, P##_canon_##S, ERF)               \
+	VM_LOOP_U(P##_sqrt_##S, TGT, T, VF, P##_canon_##S, SQRT)             \
+	VM_LOOP_U(P##_tanh_##S, TGT, T, VF, P##_canon_##S, P##_v##TANH##_##S) \
+	VM_LOOP_U(P##_sigmoid_##S, TGT, T, VF, P##_canon_##S, P##_vsigmoid_##S) \
+	VM_LOOP_U(P##_silu_##S, TGT, T, VF, P##_canon_##S, P##_vsilu_##S)     \
+	VM_LOOP_U(P##_gelu_##S, TGT, T, VF, P##_canon_##S, P##_vgelu_##S)     \
+	VM_LOOP_U(P##_rsqrt_##S, TGT, T, VF, P##_canon_##S, P##_vrsqrt_##S)   \
+	VM_LOOP_B(P##_pow_##S, TGT, T, VF, P##_canon_##S, POW)               \
+	static const struct vm_prims_##S P##_prims_##S = {                   \
 		.u = {                                                       \
 			[P_EXP] = P##_exp_##S, [P_LOG] = P##_log_##S,        \
 			[P_SIN] = P##_sin_##S, [P_COS] = P##_cos_##S,        \
-			[P_EXPM1] = P##_expm1_##S, [P_ERF] = P##_erf_##S,      \
-			[P_ERFC] = P##_erfc_##S, [P_SQRT] = P##_sqrt_##S,    \
+			[P_ERF] = P##_erf_##S, [P_SQRT] = P##_sqrt_##S,      \
+			[P_TANH] = P##_tanh_##S, [P_SIGMOID] = P##_sigmoid_##S, \
+			[P_SILU] = P##_silu_##S, [P_GELU] = P##_gelu_##S,    \
+			[P_RSQRT] = P##_rsqrt_##S,                           \
 		},                                                           \
 		.pow = P##_pow_##S,                                          \
-	}
+	};
 
-#define SCALAR_U(NAME, T, FN)                                                \
-	static void NAME(T *d, const T *s, int64_t n)                        \
-	{                                                                    \
-		MAP(T, n, d, FN(s[i]));                                      \
-	}
+/* Portable C: one-lane vectors over SLEEF's purec builds (no FMA). */
+typedef float vm_vf1 __attribute__((vector_size(4)));
+typedef int32_t vm_vi1 __attribute__((vector_size(4)));
+typedef double vm_vd1 __attribute__((vector_size(8)));
+typedef int64_t vm_vl1 __attribute__((vector_size(8)));
 
-#define SCALAR_B(NAME, T, FN)                                                \
-	static void NAME(T *d, const T *a, const T *b, int64_t n)            \
-	{                                                                    \
-		MAP(T, n, d, FN(a[i], b[i]));                                \
-	}
+#define SC_WRAP32(NAME, FN) \
+	VM_INLINE vm_vf1 NAME(vm_vf1 v_) { return (vm_vf1){FN(v_[0])}; }
+#define SC_WRAP64(NAME, FN) \
+	VM_INLINE vm_vd1 NAME(vm_vd1 v_) { return (vm_vd1){FN(v_[0])}; }
 
-SCALAR_U(sc_exp_f32, float, Sleef_cinz_expf1_u10purec)
-SCALAR_U(sc_log_f32, float, Sleef_cinz_logf1_u10purec)
-SCALAR_U(sc_sin_f32, float, Sleef_cinz_sinf1_u10purec)
-SCALAR_U(sc_cos_f32, float, Sleef_cinz_cosf1_u10purec)
-SCALAR_U(sc_expm1_f32, float, Sleef_cinz_expm1f1_u10purec)
-SCALAR_U(sc_erf_f32, float, Sleef_cinz_erff1_u10purec)
-SCALAR_U(sc_erfc_f32, float, Sleef_cinz_erfcf1_u15purec)
-SCALAR_U(sc_sqrt_f32, float, sqrtf)
-SCALAR_B(sc_pow_f32, float, Sleef_cinz_powf1_u10purec)
+SC_WRAP32(sc_expf, Sleef_cinz_expf1_u10purec)
+SC_WRAP32(sc_logf, Sleef_cinz_logf1_u10purec)
+SC_WRAP32(sc_sinf, Sleef_cinz_sinf1_u10purec)
+SC_WRAP32(sc_cosf, Sleef_cinz_cosf1_u10purec)
+SC_WRAP32(sc_expm1f, Sleef_cinz_expm1f1_u10purec)
+SC_WRAP32(sc_erff, Sleef_cinz_erff1_u10purec)
+SC_WRAP32(sc_erfcf, Sleef_cinz_erfcf1_u15purec)
+SC_WRAP32(sc_sqrtf, sqrtf)
+VM_INLINE vm_vf1 sc_powf(vm_vf1 a, vm_vf1 b) { return (vm_vf1){Sleef_cinz_powf1_u10purec(a[0], b[0])}; }
+SC_WRAP64(sc_exp, Sleef_cinz_expd1_u10purec)
+SC_WRAP64(sc_log, Sleef_cinz_logd1_u10purec)
+SC_WRAP64(sc_sin, Sleef_cinz_sind1_u10purec)
+SC_WRAP64(sc_cos, Sleef_cinz_cosd1_u10purec)
+SC_WRAP64(sc_expm1, Sleef_cinz_expm1d1_u10purec)
+SC_WRAP64(sc_erf, Sleef_cinz_erfd1_u10purec)
+SC_WRAP64(sc_erfc, Sleef_cinz_erfcd1_u15purec)
+SC_WRAP64(sc_sqrt, sqrt)
+VM_INLINE vm_vd1 sc_pow(vm_vd1 a, vm_vd1 b) { return (vm_vd1){Sleef_cinz_powd1_u10purec(a[0], b[0])}; }
 
-SCALAR_U(sc_exp_f64, double, Sleef_cinz_expd1_u10purec)
-SCALAR_U(sc_log_f64, double, Sleef_cinz_logd1_u10purec)
-SCALAR_U(sc_sin_f64, double, Sleef_cinz_sind1_u10purec)
-SCALAR_U(sc_cos_f64, double, Sleef_cinz_cosd1_u10purec)
-SCALAR_U(sc_expm1_f64, double, Sleef_cinz_expm1d1_u10purec)
-SCALAR_U(sc_erf_f64, double, Sleef_cinz_erfd1_u10purec)
-SCALAR_U(sc_erfc_f64, double, Sleef_cinz_erfcd1_u15purec)
-SCALAR_U(sc_sqrt_f64, double, sqrt)
-SCALAR_B(sc_pow_f64, double, Sleef_cinz_powd1_u10purec)
+#define MAG32 0x7fffffff
+#define MAG64 0x7fffffffffffffffLL
 
-static const struct vm_prims_f32 sc_prims_f32 = PRIMS(sc, f32);
-static const struct vm_prims_f64 sc_prims_f64 = PRIMS(sc, f64);
+VM_VFUNCS(sc, f32, VM_NO_TARGET, float, vm_vf1, vm_vi1, MAG32, sc_expf, sc_expm1f, sc_erfcf, sc_sqrtf)
+VM_VFUNCS(sc, f64, VM_NO_TARGET, double, vm_vd1, vm_vl1, MAG64, sc_exp, sc_expm1, sc_erfc, sc_sqrt)
+VM_ARRAYS(sc, f32, VM_NO_TARGET, float, vm_vf1, sc_expf, sc_logf, sc_sinf, sc_cosf, sc_erff,
+	  sc_sqrtf, sc_powf, tanhe)
+VM_ARRAYS(sc, f64, VM_NO_TARGET, double, vm_vd1, sc_exp, sc_log, sc_sin, sc_cos, sc_erf,
+	  sc_sqrt, sc_pow, tanhm1)
 
 #if VM_X86
 
-/* The default NaN where a vector has NaNs, per ISA and type. */
-static inline __m128 s2_canon_f32(__m128 v)
-{
-	__m128 m = _mm_cmpunord_ps(v, v);
-	return _mm_or_ps(_mm_and_ps(m, _mm_set1_ps(NAN)), _mm_andnot_ps(m, v));
-}
+typedef int32_t vm_vi4 __attribute__((vector_size(16)));
+typedef int64_t vm_vl2 __attribute__((vector_size(16)));
+typedef int32_t vm_vi8 __attribute__((vector_size(32)));
+typedef int64_t vm_vl4 __attribute__((vector_size(32)));
+typedef int32_t vm_vi16 __attribute__((vector_size(64)));
+typedef int64_t vm_vl8 __attribute__((vector_size(64)));
 
-static inline __m128d s2_canon_f64(__m128d v)
-{
-	__m128d m = _mm_cmpunord_pd(v, v);
-	return _mm_or_pd(_mm_and_pd(m, _mm_set1_pd(NAN)), _mm_andnot_pd(m, v));
-}
+/* SSE2 path (every x86-64): SLEEF's SSE2 builds (no FMA), 4 floats or 2
+ * doubles. */
+VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, Sleef_cinz_expf4_u10sse2,
+	  Sleef_cinz_expm1f4_u10sse2, Sleef_cinz_erfcf4_u15sse2, _mm_sqrt_ps)
+VM_VFUNCS(s2, f64, VM_NO_TARGET, double, __m128d, vm_vl2, MAG64, Sleef_cinz_expd2_u10sse2,
+	  Sleef_cinz_expm1d2_u10sse2, Sleef_cinz_erfcd2_u15sse2, _mm_sqrt_pd)
+VM_ARRAYS(s2, f32, VM_NO_TARGET, float, __m128, Sleef_cinz_expf4_u10sse2,
+	  Sleef_cinz_logf4_u10sse2, Sleef_cinz_sinf4_u10sse2, Sleef_cinz_cosf4_u10sse2,
+	  Sleef_cinz_erff4_u10sse2, _mm_sqrt_ps, Sleef_cinz_powf4_u10sse2, tanhe)
+VM_ARRAYS(s2, f64, VM_NO_TARGET, double, __m128d, Sleef_cinz_expd2_u10sse2,
+	  Sleef_cinz_logd2_u10sse2, Sleef_cinz_sind2_u10sse2, Sleef_cinz_cosd2_u10sse2,
+	  Sleef_cinz_erfd2_u10sse2, _mm_sqrt_pd, Sleef_cinz_powd2_u10sse2, tanhm1)
 
-static inline VM_AVX2 __m256 a2_canon_f32(__m256 v)
-{
-	return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-}
+/* AVX2 path: SLEEF's AVX2+FMA builds, 8 floats or 4 doubles. */
+VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, Sleef_finz_expf8_u10avx2,
+	  Sleef_finz_expm1f8_u10avx2, Sleef_finz_erfcf8_u15avx2, _mm256_sqrt_ps)
+VM_VFUNCS(a2, f64, VM_AVX2, double, __m256d, vm_vl4, MAG64, Sleef_finz_expd4_u10avx2,
+	  Sleef_finz_expm1d4_u10avx2, Sleef_finz_erfcd4_u15avx2, _mm256_sqrt_pd)
+VM_ARRAYS(a2, f32, VM_AVX2, float, __m256, Sleef_finz_expf8_u10avx2,
+	  Sleef_finz_logf8_u10avx2, Sleef_finz_sinf8_u10avx2, Sleef_finz_cosf8_u10avx2,
+	  Sleef_finz_erff8_u10avx2, _mm256_sqrt_ps, Sleef_finz_powf8_u10avx2, tanhe)
+VM_ARRAYS(a2, f64, VM_AVX2, double, __m256d, Sleef_finz_expd4_u10avx2,
+	  Sleef_finz_logd4_u10avx2, Sleef_finz_sind4_u10avx2, Sleef_finz_cosd4_u10avx2,
+	  Sleef_finz_erfd4_u10avx2, _mm256_sqrt_pd, Sleef_finz_powd4_u10avx2, tanhm1)
 
-static inline VM_AVX2 __m256d a2_canon_f64(__m256d v)
-{
-	return _mm256_blendv_pd(v, _mm256_set1_pd(NAN), _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
-}
-
-static inline VM_AVX512 __m512 a5_canon_f32(__m512 v)
-{
-	return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_ps(NAN));
-}
-
-static inline VM_AVX512 __m512d a5_canon_f64(__m512d v)
-{
-	return _mm512_mask_mov_pd(v, _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), _mm512_set1_pd(NAN));
-}
-
-#define VEC_U(NAME, TGT, T, L, LOAD, STORE, FIX, FN)                         \
-	static TGT void NAME(T *d, const T *s, int64_t n)                    \
-	{                                                                    \
-		int64_t i = 0;                                               \
-		for (; i + L <= n; i += L)                                   \
-			STORE(d + i, FIX(FN(LOAD(s + i))));                  \
-		if (i < n) {                                                 \
-			T t[L] = {0};                                        \
-			memcpy(t, s + i, (size_t)(n - i) * sizeof(T));       \
-			STORE(t, FIX(FN(LOAD(t))));                          \
-			memcpy(d + i, t, (size_t)(n - i) * sizeof(T));       \
-		}                                                            \
-	}
-
-#define VEC_B(NAME, TGT, T, L, LOAD, STORE, FIX, FN)                         \
-	static TGT void NAME(T *d, const T *a, const T *b, int64_t n)        \
-	{                                                                    \
-		int64_t i = 0;                                               \
-		for (; i + L <= n; i += L)                                   \
-			STORE(d + i, FIX(FN(LOAD(a + i), LOAD(b + i))));     \
-		if (i < n) {                                                 \
-			T s[L] = {0}, t[L] = {0};                            \
-			memcpy(s, a + i, (size_t)(n - i) * sizeof(T));       \
-			memcpy(t, b + i, (size_t)(n - i) * sizeof(T));       \
-			STORE(t, FIX(FN(LOAD(s), LOAD(t))));                 \
-			memcpy(d + i, t, (size_t)(n - i) * sizeof(T));       \
-		}                                                            \
-	}
-
-/* SSE2 path (every x86-64): SLEEF's SSE2 builds, 4 floats or 2 doubles. */
-#define S2_U32(N, FN) \
-	VEC_U(s2_##N##_f32, VM_NO_TARGET, float, 4, _mm_loadu_ps, _mm_storeu_ps, s2_canon_f32, FN)
-#define S2_B32(N, FN) \
-	VEC_B(s2_##N##_f32, VM_NO_TARGET, float, 4, _mm_loadu_ps, _mm_storeu_ps, s2_canon_f32, FN)
-#define S2_U64(N, FN) \
-	VEC_U(s2_##N##_f64, VM_NO_TARGET, double, 2, _mm_loadu_pd, _mm_storeu_pd, s2_canon_f64, FN)
-#define S2_B64(N, FN) \
-	VEC_B(s2_##N##_f64, VM_NO_TARGET, double, 2, _mm_loadu_pd, _mm_storeu_pd, s2_canon_f64, FN)
-
-S2_U32(exp, Sleef_cinz_expf4_u10sse2)
-S2_U32(log, Sleef_cinz_logf4_u10sse2)
-S2_U32(sin, Sleef_cinz_sinf4_u10sse2)
-S2_U32(cos, Sleef_cinz_cosf4_u10sse2)
-S2_U32(expm1, Sleef_cinz_expm1f4_u10sse2)
-S2_U32(erf, Sleef_cinz_erff4_u10sse2)
-S2_U32(erfc, Sleef_cinz_erfcf4_u15sse2)
-S2_U32(sqrt, _mm_sqrt_ps)
-S2_B32(pow, Sleef_cinz_powf4_u10sse2)
-
-S2_U64(exp, Sleef_cinz_expd2_u10sse2)
-S2_U64(log, Sleef_cinz_logd2_u10sse2)
-S2_U64(sin, Sleef_cinz_sind2_u10sse2)
-S2_U64(cos, Sleef_cinz_cosd2_u10sse2)
-S2_U64(expm1, Sleef_cinz_expm1d2_u10sse2)
-S2_U64(erf, Sleef_cinz_erfd2_u10sse2)
-S2_U64(erfc, Sleef_cinz_erfcd2_u15sse2)
-S2_U64(sqrt, _mm_sqrt_pd)
-S2_B64(pow, Sleef_cinz_powd2_u10sse2)
-
-/* AVX2 path: SLEEF's AVX builds, 8 floats or 4 doubles a vector. */
-#define A2_U32(N, FN) \
-	VEC_U(a2_##N##_f32, VM_AVX2, float, 8, _mm256_loadu_ps, _mm256_storeu_ps, a2_canon_f32, FN)
-#define A2_B32(N, FN) \
-	VEC_B(a2_##N##_f32, VM_AVX2, float, 8, _mm256_loadu_ps, _mm256_storeu_ps, a2_canon_f32, FN)
-#define A2_U64(N, FN) \
-	VEC_U(a2_##N##_f64, VM_AVX2, double, 4, _mm256_loadu_pd, _mm256_storeu_pd, a2_canon_f64, FN)
-#define A2_B64(N, FN) \
-	VEC_B(a2_##N##_f64, VM_AVX2, double, 4, _mm256_loadu_pd, _mm256_storeu_pd, a2_canon_f64, FN)
-
-A2_U32(exp, Sleef_cinz_expf8_u10avx)
-A2_U32(log, Sleef_cinz_logf8_u10avx)
-A2_U32(sin, Sleef_cinz_sinf8_u10avx)
-A2_U32(cos, Sleef_cinz_cosf8_u10avx)
-A2_U32(expm1, Sleef_cinz_expm1f8_u10avx)
-A2_U32(erf, Sleef_cinz_erff8_u10avx)
-A2_U32(erfc, Sleef_cinz_erfcf8_u15avx)
-A2_U32(sqrt, _mm256_sqrt_ps)
-A2_B32(pow, Sleef_cinz_powf8_u10avx)
-
-A2_U64(exp, Sleef_cinz_expd4_u10avx)
-A2_U64(log, Sleef_cinz_logd4_u10avx)
-A2_U64(sin, Sleef_cinz_sind4_u10avx)
-A2_U64(cos, Sleef_cinz_cosd4_u10avx)
-A2_U64(expm1, Sleef_cinz_expm1d4_u10avx)
-A2_U64(erf, Sleef_cinz_erfd4_u10avx)
-A2_U64(erfc, Sleef_cinz_erfcd4_u15avx)
-A2_U64(sqrt, _mm256_sqrt_pd)
-A2_B64(pow, Sleef_cinz_powd4_u10avx)
-
-/* AVX-512 path: SLEEF's AVX-512F no-FMA builds, 16 floats or 8 doubles. */
-#define A5_U32(N, FN) \
-	VEC_U(a5_##N##_f32, VM_AVX512, float, 16, _mm512_loadu_ps, _mm512_storeu_ps, a5_canon_f32, FN)
-#define A5_B32(N, FN) \
-	VEC_B(a5_##N##_f32, VM_AVX512, float, 16, _mm512_loadu_ps, _mm512_storeu_ps, a5_canon_f32, FN)
-#define A5_U64(N, FN) \
-	VEC_U(a5_##N##_f64, VM_AVX512, double, 8, _mm512_loadu_pd, _mm512_storeu_pd, a5_canon_f64, FN)
-#define A5_B64(N, FN) \
-	VEC_B(a5_##N##_f64, VM_AVX512, double, 8, _mm512_loadu_pd, _mm512_storeu_pd, a5_canon_f64, FN)
-
-A5_U32(exp, Sleef_cinz_expf16_u10avx512fnofma)
-A5_U32(log, Sleef_cinz_logf16_u10avx512fnofma)
-A5_U32(sin, Sleef_cinz_sinf16_u10avx512fnofma)
-A5_U32(cos, Sleef_cinz_cosf16_u10avx512fnofma)
-A5_U32(expm1, Sleef_cinz_expm1f16_u10avx512fnofma)
-A5_U32(erf, Sleef_cinz_erff16_u10avx512fnofma)
-A5_U32(erfc, Sleef_cinz_erfcf16_u15avx512fnofma)
-A5_U32(sqrt, _mm512_sqrt_ps)
-A5_B32(pow, Sleef_cinz_powf16_u10avx512fnofma)
-
-A5_U64(exp, Sleef_cinz_expd8_u10avx512fnofma)
-A5_U64(log, Sleef_cinz_logd8_u10avx512fnofma)
-A5_U64(sin, Sleef_cinz_sind8_u10avx512fnofma)
-A5_U64(cos, Sleef_cinz_cosd8_u10avx512fnofma)
-A5_U64(expm1, Sleef_cinz_expm1d8_u10avx512fnofma)
-A5_U64(erf, Sleef_cinz_erfd8_u10avx512fnofma)
-A5_U64(erfc, Sleef_cinz_erfcd8_u15avx512fnofma)
-A5_U64(sqrt, _mm512_sqrt_pd)
-A5_B64(pow, Sleef_cinz_powd8_u10avx512fnofma)
-
-static const struct vm_prims_f32 s2_prims_f32 = PRIMS(s2, f32);
-static const struct vm_prims_f64 s2_prims_f64 = PRIMS(s2, f64);
-static const struct vm_prims_f32 a2_prims_f32 = PRIMS(a2, f32);
-static const struct vm_prims_f64 a2_prims_f64 = PRIMS(a2, f64);
-static const struct vm_prims_f32 a5_prims_f32 = PRIMS(a5, f32);
-static const struct vm_prims_f64 a5_prims_f64 = PRIMS(a5, f64);
+/* AVX-512 path: SLEEF's AVX-512F builds (with FMA), 16 floats or 8
+ * doubles. */
+VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, Sleef_finz_expf16_u10avx512f,
+	  Sleef_finz_expm1f16_u10avx512f, Sleef_finz_erfcf16_u15avx512f, _mm512_sqrt_ps)
+VM_VFUNCS(a5, f64, VM_AVX512, double, __m512d, vm_vl8, MAG64, Sleef_finz_expd8_u10avx512f,
+	  Sleef_finz_expm1d8_u10avx512f, Sleef_finz_erfcd8_u15avx512f, _mm512_sqrt_pd)
+VM_ARRAYS(a5, f32, VM_AVX512, float, __m512, Sleef_finz_expf16_u10avx512f,
+	  Sleef_finz_logf16_u10avx512f, Sleef_finz_sinf16_u10avx512f,
+	  Sleef_finz_cosf16_u10avx512f, Sleef_finz_erff16_u10avx512f, _mm512_sqrt_ps,
+	  Sleef_finz_powf16_u10avx512f, tanhe)
+VM_ARRAYS(a5, f64, VM_AVX512, double, __m512d, Sleef_finz_expd8_u10avx512f,
+	  Sleef_finz_logd8_u10avx512f, Sleef_finz_sind8_u10avx512f,
+	  Sleef_finz_cosd8_u10avx512f, Sleef_finz_erfd8_u10avx512f, _mm512_sqrt_pd,
+	  Sleef_finz_powd8_u10avx512f, tanhm1)
 
 #endif /* VM_X86 */
 
 /* ---- the ops, written once over a path's primitives ----
  * Semantics as NumPy (SPEC.md section 2): relu and maximum/minimum keep
- * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's sign.
- * Composites run in blocks of VM_BLK through a stack temporary. */
-
-#define VM_BLK 256
+ * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's sign. */
 
 #define VM_GENERIC(S, T, FABS, FLOOR, CEIL, RINT, FMOD, COPYSIGN)            \
 	VM_INLINE void unary_##S(const struct vm_prims_##S *pr, enum tir_op op, \
@@ -311,6 +325,11 @@ static const struct vm_prims_f64 a5_prims_f64 = PRIMS(a5, f64);
 		case TIR_OP_COS: pr->u[P_COS](d, s, n); return;              \
 		case TIR_OP_ERF: pr->u[P_ERF](d, s, n); return;              \
 		case TIR_OP_SQRT: pr->u[P_SQRT](d, s, n); return;            \
+		case TIR_OP_TANH: pr->u[P_TANH](d, s, n); return;            \
+		case TIR_OP_SIGMOID: pr->u[P_SIGMOID](d, s, n); return;      \
+		case TIR_OP_SILU: pr->u[P_SILU](d, s, n); return;            \
+		case TIR_OP_GELU: pr->u[P_GELU](d, s, n); return;            \
+		case TIR_OP_RSQRT: pr->u[P_RSQRT](d, s, n); return;          \
 		case TIR_OP_NEG: MAP(T, n, d, -s[i]); return;                \
 		case TIR_OP_ABS: MAP(T, n, d, FABS(s[i])); return;           \
 		case TIR_OP_RECIP: MAP(T, n, d, 1 / s[i]); return;           \
@@ -323,52 +342,8 @@ static const struct vm_prims_f64 a5_prims_f64 = PRIMS(a5, f64);
 		case TIR_OP_SIGN:                                            \
 			MAP(T, n, d, s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i]); \
 			return;                                              \
-		case TIR_OP_TANH:                                            \
-		case TIR_OP_RSQRT:                                           \
-		case TIR_OP_SIGMOID:                                         \
-		case TIR_OP_SILU:                                            \
-		case TIR_OP_GELU:                                            \
-			break;                                               \
 		default:                                                     \
 			TIR_ASSERT(!"not a vmath unary op");                 \
-		}                                                            \
-		T t[VM_BLK];                                                 \
-		for (int64_t j = 0; j < n; j += VM_BLK) {                    \
-			int64_t m = n - j < VM_BLK ? n - j : VM_BLK;         \
-			const T *x = s + j;                                  \
-			T *y = d + j;                                        \
-			switch (op) {                                        \
-			case TIR_OP_TANH:   /* t = expm1(-2|x|) in (-1, 0]:  \
-				     * tanh|x| = -t / (2 + t), then the sign; \
-				     * within 3 ULP, and 5x faster than the  \
-				     * deterministic SLEEF tanh */           \
-				EACH(m) t[i] = -2 * FABS(x[i]);              \
-				pr->u[P_EXPM1](t, t, m);                     \
-				MAP(T, m, y, COPYSIGN(-t[i] / (2 + t[i]), x[i])); \
-				break;                                       \
-			case TIR_OP_RSQRT:  /* 1 / sqrt: both exact IEEE */  \
-				pr->u[P_SQRT](t, x, m);                      \
-				MAP(T, m, y, 1 / t[i]);                      \
-				break;                                       \
-			case TIR_OP_SIGMOID:                                 \
-			case TIR_OP_SILU:                                    \
-				/* e = exp(-|x|) never overflows: x >= 0     \
-				 * gives 1 / (1 + e), x < 0 e / (1 + e) */   \
-				EACH(m) t[i] = -FABS(x[i]);                  \
-				pr->u[P_EXP](t, t, m);                       \
-				if (op == TIR_OP_SIGMOID)                    \
-					MAP(T, m, y, (x[i] >= 0 ? 1 : t[i]) / (1 + t[i])); \
-				else                                         \
-					MAP(T, m, y, x[i] * ((x[i] >= 0 ? 1 : t[i]) / (1 + t[i]))); \
-				break;                                       \
-			default:    /* GELU: 0.5 x erfc(-x / sqrt 2), which  \
-				     * keeps the tiny left tail that         \
-				     * 1 + erf(x / sqrt 2) cancels to 0 */   \
-				EACH(m) t[i] = -x[i] / (T)1.41421356237309504880; \
-				pr->u[P_ERFC](t, t, m);                      \
-				MAP(T, m, y, (T)0.5 * x[i] * t[i]);          \
-				break;                                       \
-			}                                                    \
 		}                                                            \
 	}                                                                    \
                                                                              \
@@ -468,7 +443,7 @@ bool tir_vmath_path_ok(enum tir_vmath_path p)
 	switch (p) {
 	case TIR_VMATH_SCALAR: return true;
 	case TIR_VMATH_SSE2: return true;       /* x86-64's baseline */
-	case TIR_VMATH_AVX2: return __builtin_cpu_supports("avx2");
+	case TIR_VMATH_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 	case TIR_VMATH_AVX512: return __builtin_cpu_supports("avx512f");
 	default: return false;
 	}

@@ -4,18 +4,22 @@
  * once per process for the CPU (AVX-512, AVX2, SSE2, or portable C).
  *
  * The reference kernels (elementwise.c) and the fused evaluator both compute
- * through these, so a value is bitwise the same fused or not.  Every path
- * gives bitwise the same results as every other (SLEEF's deterministic
- * "cinz" functions, one shared formula for each composite op, one NaN), so
- * the output does not depend on the machine's vector unit either.  An
- * element's result depends only on its inputs, never on n or alignment.
+ * through these, so a value is bitwise the same fused or not, and one
+ * process uses one path, so it never depends on the thread count.  An
+ * element's result depends only on its input, never on n or alignment.
+ * The exact ops (+ - * / sqrt floor ceil round relu sign neg abs recip
+ * maximum minimum mod) give the same bits on every path; the
+ * transcendentals use SLEEF's fastest u10 builds per path (with FMA on
+ * AVX-512 and AVX2) and may differ between paths within their error.
  *
- * Accuracy (ULP of the result, against libm in higher precision): exp log
- * sin cos tanh erf pow 1.0 (SLEEF u10; tanh 1.0001); rsqrt 1.5; sigmoid 3;
- * silu 3.5; gelu 4 down to x = -1 and 4 x^2 below (its erfc magnifies the
- * rounding of -x/sqrt 2); everything else exact.  Results near the
- * subnormal range may be off by a few subnormal steps.  f64 exp gives inf
- * from x = 709.7827111495576 on, a little before log(DBL_MAX) (SLEEF).
+ * Accuracy (ULP of the result against libm in higher precision, the bound
+ * test_vmath checks, on every path): exp log sin cos erf pow 1.0 (SLEEF
+ * u10); rsqrt 1.5; f32 tanh 1.1 (x + x^3 P(x^2) below 0.75, else
+ * 1 - 2 / (exp(2|x|) + 1)), f64 tanh 3 (from expm1); sigmoid 3; silu 3.5;
+ * gelu 4 down to x = -1 and 4 x^2 below (its erfc magnifies the rounding
+ * of -x/sqrt 2); everything else exact.  Results near the subnormal range
+ * may be off by a few subnormal steps.  f64 exp gives inf from
+ * x = 709.7827111495576 on, a little before log(DBL_MAX) (SLEEF).
  *
  * A NaN result is always the default quiet NaN (positive, payload 0),
  * whatever NaN went in.
