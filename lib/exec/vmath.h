@@ -51,6 +51,16 @@ void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n);
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n);
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n);
 
+/* The fused evaluator's per-block calls (elementwise.c): op over n
+ * contiguous elements of dtype dt, exactly what tir_k_unary / tir_k_binary
+ * compute for them (out's dtype as theirs: bool for NOT and comparisons),
+ * without building tensors.  out may equal an operand.  0, or -code with
+ * err set (integer division by zero, or an op the dtype does not have). */
+int tir_k_unary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *x, int64_t n,
+		    struct tir_err *err);
+int tir_k_binary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *a,
+		     const void *b, int64_t n, struct tir_err *err);
+
 /* The path in use: "avx512", "avx2", "sse2" or "scalar" (static storage).
  * Chosen on first use: the best the CPU has, or, when the environment
  * variable TIR_VMATH names a path (scalar|sse2|avx2|avx512), the best at or
