@@ -11,6 +11,7 @@
  * of the registers), so a fused result is bitwise the unfused one.
  */
 #include "fusion.h"
+#include "exec/vmath.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -83,13 +84,6 @@ static const char *gather(const struct vm *vm, const struct tir_tensor *v, int64
 		}
 	}
 	return dst;
-}
-
-/* A 1-D tensor over len elements at b's memory (no ownership). */
-static struct tir_tensor block_view(const struct vm *vm, struct tir_buf *b, int64_t len)
-{
-	struct tir_tensor t = {.dtype = vm->dt, .rank = 1, .shape = {len}, .strides = {1}, .buf = b};
-	return t;
 }
 
 /* This thread's registers, kept between calls (an epilogue calls once per
@@ -176,16 +170,12 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 				int s = vm->src[j][k];
 				a[k] = s >= 0 ? node_reg + regbytes * (size_t)s : inp[~s];
 			}
-			struct tir_buf bd = {1, (size_t)len * vm->esz, dst}, b0_ = {1, 0, (void *)a[0]},
-				       b1_ = {1, 0, (void *)a[1]};
-			struct tir_tensor td = block_view(vm, &bd, len), t0 = block_view(vm, &b0_, len),
-					  t1 = block_view(vm, &b1_, len);
-			struct tir_err e = {0};
+			struct tir_err e;   /* written only on failure */
 			/* float ops on floats cannot fail */
 			if (n->nin == 1)
-				TIR_ASSERT(tir_k_unary(n->op, &t0, &td, &e) == 0);
+				TIR_ASSERT(tir_k_unary_run(n->op, vm->dt, dst, a[0], len, &e) == 0);
 			else
-				TIR_ASSERT(tir_k_binary(n->op, &t0, &t1, &td, &e) == 0);
+				TIR_ASSERT(tir_k_binary_run(n->op, vm->dt, dst, a[0], a[1], len, &e) == 0);
 		}
 	}
 }
