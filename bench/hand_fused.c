@@ -54,6 +54,14 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* CPU time of the whole process (all threads), as bench/tir_time.c. */
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -411,21 +419,24 @@ static float *alloc_floats(int64_t n)
 static void bench(const char *name, void (*fn)(void *, int, int), struct job *j, int64_t numel,
 		  int runs, double min_ms, int warmup, const float *ref)
 {
-	static double t[MAX_RUNS];
+	static double t[MAX_RUNS], c[MAX_RUNS];
 	double spent = 0;
 	int nt = 0;
 	for (int r = 0; nt < MAX_RUNS && (nt < runs || spent < min_ms); r++) {
-		double t0 = now_ms();
+		double t0 = now_ms(), c0 = cpu_ms();
 		pool_job(fn, j);
-		double dt = now_ms() - t0;
+		double dt = now_ms() - t0, dc = cpu_ms() - c0;
 		if (r >= warmup) {
+			c[nt] = dc;
 			t[nt++] = dt;
 			spent += dt;
 		}
 	}
 	runs = nt;
 	qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+	qsort(c, (size_t)runs, sizeof c[0], cmp_double);
 	double med = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
+	double cmed = runs % 2 ? c[runs / 2] : (c[runs / 2 - 1] + c[runs / 2]) / 2;
 	double sum = 0, maxdiff = 0;
 	for (int64_t i = 0; i < numel; i++) {
 		double d = fabs((double)j->y[i] - (double)ref[i]);
@@ -434,6 +445,7 @@ static void bench(const char *name, void (*fn)(void *, int, int), struct job *j,
 	}
 	printf("%s_ms_median %.4f\n", name, med);
 	printf("%s_ms_min %.4f\n", name, t[0]);
+	printf("%s_cpu_ms_median %.4f\n", name, cmed);
 	printf("%s_runs %d\n", name, runs);
 	printf("%s_sum %.9g\n", name, sum);
 	printf("%s_maxdiff_vs_scalar %.3g\n", name, maxdiff);

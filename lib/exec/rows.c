@@ -40,22 +40,39 @@ struct rows_job {
 };
 
 #define DEFINE_ROWS(T, SFX, VMATH)                                                  \
-/* sum, and sum of squared distances from c, in double with 8 lanes */            \
-ROWS_INLINE static double sum_##SFX(const T *x, int64_t n)                                     \
+/* sum, and sum of squared distances from c, in double with 16 lanes (two \
+ * vectors, so that the adds do not all wait on each other): lane k adds   \
+ * elements k, k + 16, ... in order, then an 8-step and the last n % 8     \
+ * (lane 0); lanes k and k + 8 fold, then a fixed tree */                  \
+ROWS_INLINE static double lanes16_##SFX(double *a)                                 \
 {                                                                                  \
-	double a[8] = {0};                                                         \
+	for (int k = 0; k < 8; k++)                                                \
+		a[k] += a[k + 8];                                                  \
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+}                                                                                  \
+ROWS_INLINE static double sum_##SFX(const T *x, int64_t n)                         \
+{                                                                                  \
+	double a[16] = {0};                                                        \
 	int64_t j = 0;                                                             \
+	for (; j + 16 <= n; j += 16)                                               \
+		for (int k = 0; k < 16; k++)                                       \
+			a[k] += (double)x[j + k];                                  \
 	for (; j + 8 <= n; j += 8)                                                 \
 		for (int k = 0; k < 8; k++)                                        \
 			a[k] += (double)x[j + k];                                  \
 	for (; j < n; j++)                                                         \
 		a[0] += (double)x[j];                                              \
-	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+	return lanes16_##SFX(a);                                                   \
 }                                                                                  \
-ROWS_INLINE static double sqdist_##SFX(const T *x, int64_t n, double c)                        \
+ROWS_INLINE static double sqdist_##SFX(const T *x, int64_t n, double c)            \
 {                                                                                  \
-	double a[8] = {0};                                                         \
+	double a[16] = {0};                                                        \
 	int64_t j = 0;                                                             \
+	for (; j + 16 <= n; j += 16)                                               \
+		for (int k = 0; k < 16; k++) {                                     \
+			double d = (double)x[j + k] - c;                           \
+			a[k] += d * d;                                             \
+		}                                                                  \
 	for (; j + 8 <= n; j += 8)                                                 \
 		for (int k = 0; k < 8; k++) {                                      \
 			double d = (double)x[j + k] - c;                           \
@@ -65,7 +82,7 @@ ROWS_INLINE static double sqdist_##SFX(const T *x, int64_t n, double c)         
 		double d = (double)x[j] - c;                                       \
 		a[0] += d * d;                                                     \
 	}                                                                          \
-	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+	return lanes16_##SFX(a);                                                   \
 }                                                                                  \
 ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
 {                                                                                  \
@@ -84,10 +101,8 @@ ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, in
 		m = mm[k] > m ? mm[k] : m;                                         \
 	if (isinf(m) && m < 0)                                                     \
 		m = 0; /* every element -inf: exp gives 0s, the sum 0, as NumPy */ \
-	for (int64_t j = 0; j < n; j++)                                            \
-		o[j] = x[j] - m;                                                   \
-	VMATH(TIR_OP_EXP, o, o, n);                                                \
-	double s = sum_##SFX(o, n);                                                \
+	/* o = exp(x - m) and its sum, in one pass */                             \
+	double s = tir_vmath_expsum_##SFX(o, x, m, n);                             \
 	if (s != s) { /* a NaN (or inf - inf) in the row: all of it is NaN */     \
 		for (int64_t j = 0; j < n; j++)                                    \
 			o[j] = (T)NAN;                                             \

@@ -89,6 +89,48 @@
 	(((((0.0017369345f * (r) - 0.007657253f) * (r) + 0.021452034f) * (r) - 0.053892724f) * \
 	  (r) + 0.13332695f) * (r) - 0.33333316f)
 
+/* exp for f32, inline (no call, so the composites keep their constants in
+ * registers): SLEEF 3.5's expf_u10 algorithm and coefficients (Boost
+ * licence), q = rint(x / ln 2) by the 1.5 * 2^23 trick, x - q ln 2 in two
+ * parts (q ln2_hi exact), a degree-6 polynomial, then times 2^q: LDEXP is
+ * the path's (AVX-512's vscalefps, else two exact power-of-two factors so
+ * that subnormal results round once).  Within 0.99 ULP over every float
+ * (checked exhaustively on the development machine; test_vmath samples).
+ * 0 below -104, inf above 100, NaN stays NaN. */
+#define EXPF_MAGIC 0x1.8p23f
+#define VM_EXPF(P, TGT, VF, VI, LDEXP)                                        \
+	VM_INLINE TGT VF P##_vexpf(VF d)                                      \
+	{                                                                    \
+		VF t = d * 1.442695040888963407359924681001892137426645954152985934135449406931f + \
+		       EXPF_MAGIC;                                           \
+		VF q = t - EXPF_MAGIC;                                       \
+		VF s = d - q * 0.693145751953125f;                           \
+		s = s - q * 1.428606765330187045e-06f;                       \
+		VF u = V_SPLAT(VF, 0.000198527617612853646278381f);          \
+		u = u * s + 0.00139304355252534151077271f;                   \
+		u = u * s + 0.00833336077630519866943359f;                   \
+		u = u * s + 0.0416664853692054748535156f;                    \
+		u = u * s + 0.166666671633720397949219f;                     \
+		u = u * s + 0.5f;                                            \
+		u = 1 + (s * s * u + s);                                     \
+		u = LDEXP(VF, VI, u, q);                                     \
+		u = V_SEL(VF, VI, d < -104.0f, V_SPLAT(VF, 0.0f), u);        \
+		return V_SEL(VF, VI, d > 100.0f, V_SPLAT(VF, (float)INFINITY), u); \
+	}
+
+/* u * 2^q for integral q: q clamped to [-150, 150] (beyond, the caller's
+ * selects decide), split in two halves that are normal powers of two. The
+ * integer work is unsigned (a NaN's q is garbage, never undefined). */
+#define LDEXPF_2MUL(VF, VI, u, q)                                            \
+	({                                                                   \
+		typedef unsigned VU_ __attribute__((vector_size(sizeof(VF))));  \
+		VF qc_ = V_SEL(VF, VI, (q) < -150.0f, V_SPLAT(VF, -150.0f), q); \
+		qc_ = V_SEL(VF, VI, qc_ > 150.0f, V_SPLAT(VF, 150.0f), qc_);   \
+		VU_ qi_ = (VU_)(qc_ + EXPF_MAGIC) - (VU_)V_SPLAT(VF, EXPF_MAGIC); \
+		VU_ q1_ = ((qi_ + 256) >> 1) - 128, q2_ = qi_ - q1_;         \
+		(u) * (VF)((q1_ + 127) << 23) * (VF)((q2_ + 127) << 23);     \
+	})
+
 /* The functions of path P for element type S (VF, VI; MAG: all bits but
  * the sign).  EXP ... are the path's SLEEF functions on one VF. */
 #define VM_VFUNCS(P, S, TGT, T, VF, VI, MAG, EXP, EXPM1, ERFC, SQRT)          \
@@ -185,12 +227,31 @@ enum {
 struct vm_prims_f32 {
 	void (*u[P_COUNT])(float *d, const float *s, int64_t n);
 	void (*pow)(float *d, const float *a, const float *b, int64_t n);
+	double (*expsum)(float *d, const float *x, float m, int64_t n);
 };
 
 struct vm_prims_f64 {
 	void (*u[P_COUNT])(double *d, const double *s, int64_t n);
 	void (*pow)(double *d, const double *a, const double *b, int64_t n);
+	double (*expsum)(double *d, const double *x, double m, int64_t n);
 };
+
+/* Eight elements as eight doubles (the lanes of a softmax sum). */
+typedef float vm_vf8 __attribute__((vector_size(32)));
+typedef double vm_vd8 __attribute__((vector_size(64)));
+
+#define widen8_f32(p)                                                        \
+	({                                                                   \
+		vm_vf8 g_;                                                   \
+		memcpy(&g_, p, sizeof g_);                                   \
+		__builtin_convertvector(g_, vm_vd8);                         \
+	})
+#define widen8_f64(p)                                                        \
+	({                                                                   \
+		vm_vd8 g_;                                                   \
+		memcpy(&g_, p, sizeof g_);                                   \
+		g_;                                                          \
+	})
 
 /* Path P's array functions for S: LOG ... are its SLEEF functions, TANH
  * tanhe (f32) or tanhm1 (f64). */
@@ -207,6 +268,34 @@ struct vm_prims_f64 {
 	VM_LOOP_U(P##_gelu_##S, TGT, T, VF, P##_canon_##S, P##_vgelu_##S)     \
 	VM_LOOP_U(P##_rsqrt_##S, TGT, T, VF, P##_canon_##S, P##_vrsqrt_##S)   \
 	VM_LOOP_B(P##_pow_##S, TGT, T, VF, P##_canon_##S, POW)               \
+	/* softmax's middle pass (see tir_vmath_expsum_f32) */               \
+	static TGT double P##_expsum_##S(T *d, const T *x, T m, int64_t n)   \
+	{                                                                    \
+		enum { L = sizeof(VF) / sizeof(T) };                         \
+		vm_vd8 acc = {0};                                            \
+		int64_t i = 0;                                               \
+		for (; i + 16 <= n; i += 16) {                               \
+			for (int k = 0; k < 16; k += L) {                    \
+				VF v;                                        \
+				memcpy(&v, x + i + k, sizeof v);             \
+				v = P##_canon_##S(EXP(v - m));               \
+				memcpy(d + i + k, &v, sizeof v);             \
+			}                                                    \
+			acc += widen8_##S(d + i);                            \
+			acc += widen8_##S(d + i + 8);                        \
+		}                                                            \
+		if (i < n) {                                                 \
+			for (int64_t j = i; j < n; j++)                      \
+				d[j] = x[j] - m;                             \
+			P##_exp_##S(d + i, d + i, n - i);                    \
+		}                                                            \
+		for (; i + 8 <= n; i += 8)                                   \
+			acc += widen8_##S(d + i);                            \
+		for (; i < n; i++)                                           \
+			acc[0] += d[i];                                      \
+		return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +             \
+		       ((acc[4] + acc[5]) + (acc[6] + acc[7]));              \
+	}                                                                    \
 	static const struct vm_prims_##S P##_prims_##S = {                   \
 		.u = {                                                       \
 			[P_EXP] = P##_exp_##S, [P_LOG] = P##_log_##S,        \
@@ -217,6 +306,7 @@ struct vm_prims_f64 {
 			[P_RSQRT] = P##_rsqrt_##S,                           \
 		},                                                           \
 		.pow = P##_pow_##S,                                          \
+		.expsum = P##_expsum_##S,                                    \
 	};
 
 /* Portable C: one-lane vectors over SLEEF's purec builds (no FMA). */
@@ -230,7 +320,6 @@ typedef int64_t vm_vl1 __attribute__((vector_size(8)));
 #define SC_WRAP64(NAME, FN) \
 	VM_INLINE vm_vd1 NAME(vm_vd1 v_) { return (vm_vd1){FN(v_[0])}; }
 
-SC_WRAP32(sc_expf, Sleef_cinz_expf1_u10purec)
 SC_WRAP32(sc_logf, Sleef_cinz_logf1_u10purec)
 SC_WRAP32(sc_sinf, Sleef_cinz_sinf1_u10purec)
 SC_WRAP32(sc_cosf, Sleef_cinz_cosf1_u10purec)
@@ -252,9 +341,10 @@ VM_INLINE vm_vd1 sc_pow(vm_vd1 a, vm_vd1 b) { return (vm_vd1){Sleef_cinz_powd1_u
 #define MAG32 0x7fffffff
 #define MAG64 0x7fffffffffffffffLL
 
-VM_VFUNCS(sc, f32, VM_NO_TARGET, float, vm_vf1, vm_vi1, MAG32, sc_expf, sc_expm1f, sc_erfcf, sc_sqrtf)
+VM_EXPF(sc, VM_NO_TARGET, vm_vf1, vm_vi1, LDEXPF_2MUL)
+VM_VFUNCS(sc, f32, VM_NO_TARGET, float, vm_vf1, vm_vi1, MAG32, sc_vexpf, sc_expm1f, sc_erfcf, sc_sqrtf)
 VM_VFUNCS(sc, f64, VM_NO_TARGET, double, vm_vd1, vm_vl1, MAG64, sc_exp, sc_expm1, sc_erfc, sc_sqrt)
-VM_ARRAYS(sc, f32, VM_NO_TARGET, float, vm_vf1, sc_expf, sc_logf, sc_sinf, sc_cosf, sc_erff,
+VM_ARRAYS(sc, f32, VM_NO_TARGET, float, vm_vf1, sc_vexpf, sc_logf, sc_sinf, sc_cosf, sc_erff,
 	  sc_sqrtf, sc_powf, tanhe)
 VM_ARRAYS(sc, f64, VM_NO_TARGET, double, vm_vd1, sc_exp, sc_log, sc_sin, sc_cos, sc_erf,
 	  sc_sqrt, sc_pow, tanhm1)
@@ -270,11 +360,12 @@ typedef int64_t vm_vl8 __attribute__((vector_size(64)));
 
 /* SSE2 path (every x86-64): SLEEF's SSE2 builds (no FMA), 4 floats or 2
  * doubles. */
-VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, Sleef_cinz_expf4_u10sse2,
+VM_EXPF(s2, VM_NO_TARGET, __m128, vm_vi4, LDEXPF_2MUL)
+VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, s2_vexpf,
 	  Sleef_cinz_expm1f4_u10sse2, Sleef_cinz_erfcf4_u15sse2, _mm_sqrt_ps)
 VM_VFUNCS(s2, f64, VM_NO_TARGET, double, __m128d, vm_vl2, MAG64, Sleef_cinz_expd2_u10sse2,
 	  Sleef_cinz_expm1d2_u10sse2, Sleef_cinz_erfcd2_u15sse2, _mm_sqrt_pd)
-VM_ARRAYS(s2, f32, VM_NO_TARGET, float, __m128, Sleef_cinz_expf4_u10sse2,
+VM_ARRAYS(s2, f32, VM_NO_TARGET, float, __m128, s2_vexpf,
 	  Sleef_cinz_logf4_u10sse2, Sleef_cinz_sinf4_u10sse2, Sleef_cinz_cosf4_u10sse2,
 	  Sleef_cinz_erff4_u10sse2, _mm_sqrt_ps, Sleef_cinz_powf4_u10sse2, tanhe)
 VM_ARRAYS(s2, f64, VM_NO_TARGET, double, __m128d, Sleef_cinz_expd2_u10sse2,
@@ -282,11 +373,12 @@ VM_ARRAYS(s2, f64, VM_NO_TARGET, double, __m128d, Sleef_cinz_expd2_u10sse2,
 	  Sleef_cinz_erfd2_u10sse2, _mm_sqrt_pd, Sleef_cinz_powd2_u10sse2, tanhm1)
 
 /* AVX2 path: SLEEF's AVX2+FMA builds, 8 floats or 4 doubles. */
-VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, Sleef_finz_expf8_u10avx2,
+VM_EXPF(a2, VM_AVX2, __m256, vm_vi8, LDEXPF_2MUL)
+VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, a2_vexpf,
 	  Sleef_finz_expm1f8_u10avx2, Sleef_finz_erfcf8_u15avx2, _mm256_sqrt_ps)
 VM_VFUNCS(a2, f64, VM_AVX2, double, __m256d, vm_vl4, MAG64, Sleef_finz_expd4_u10avx2,
 	  Sleef_finz_expm1d4_u10avx2, Sleef_finz_erfcd4_u15avx2, _mm256_sqrt_pd)
-VM_ARRAYS(a2, f32, VM_AVX2, float, __m256, Sleef_finz_expf8_u10avx2,
+VM_ARRAYS(a2, f32, VM_AVX2, float, __m256, a2_vexpf,
 	  Sleef_finz_logf8_u10avx2, Sleef_finz_sinf8_u10avx2, Sleef_finz_cosf8_u10avx2,
 	  Sleef_finz_erff8_u10avx2, _mm256_sqrt_ps, Sleef_finz_powf8_u10avx2, tanhe)
 VM_ARRAYS(a2, f64, VM_AVX2, double, __m256d, Sleef_finz_expd4_u10avx2,
@@ -295,11 +387,13 @@ VM_ARRAYS(a2, f64, VM_AVX2, double, __m256d, Sleef_finz_expd4_u10avx2,
 
 /* AVX-512 path: SLEEF's AVX-512F builds (with FMA), 16 floats or 8
  * doubles. */
-VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, Sleef_finz_expf16_u10avx512f,
+#define A5_LDEXPF(VF, VI, u, q) _mm512_scalef_ps(u, q)
+VM_EXPF(a5, VM_AVX512, __m512, vm_vi16, A5_LDEXPF)
+VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, a5_vexpf,
 	  Sleef_finz_expm1f16_u10avx512f, Sleef_finz_erfcf16_u15avx512f, _mm512_sqrt_ps)
 VM_VFUNCS(a5, f64, VM_AVX512, double, __m512d, vm_vl8, MAG64, Sleef_finz_expd8_u10avx512f,
 	  Sleef_finz_expm1d8_u10avx512f, Sleef_finz_erfcd8_u15avx512f, _mm512_sqrt_pd)
-VM_ARRAYS(a5, f32, VM_AVX512, float, __m512, Sleef_finz_expf16_u10avx512f,
+VM_ARRAYS(a5, f32, VM_AVX512, float, __m512, a5_vexpf,
 	  Sleef_finz_logf16_u10avx512f, Sleef_finz_sinf16_u10avx512f,
 	  Sleef_finz_cosf16_u10avx512f, Sleef_finz_erff16_u10avx512f, _mm512_sqrt_ps,
 	  Sleef_finz_powf16_u10avx512f, tanhe)
@@ -385,6 +479,8 @@ VM_GENERIC(f64, double, fabs, floor, ceil, nearbyint, fmod, copysign)
 
 struct vm_path {
 	const char *name;
+	const struct vm_prims_f32 *p32;
+	const struct vm_prims_f64 *p64;
 	void (*f32)(enum tir_op op, float *d, const float *s, int64_t n);
 	void (*f64)(enum tir_op op, double *d, const double *s, int64_t n);
 	void (*f32_2)(enum tir_op op, float *d, const float *a, const float *b, int64_t n);
@@ -420,15 +516,16 @@ VM_PATH(a5, VM_AVX512)
 #endif
 
 static const struct vm_path vm_paths[TIR_VMATH_PATH_COUNT] = {
-	[TIR_VMATH_SCALAR] = {"scalar", sc_f32, sc_f64, sc_f32_2, sc_f64_2},
+	[TIR_VMATH_SCALAR] = {"scalar", &sc_prims_f32, &sc_prims_f64, sc_f32, sc_f64, sc_f32_2, sc_f64_2},
 #if VM_X86
-	[TIR_VMATH_SSE2] = {"sse2", s2_f32, s2_f64, s2_f32_2, s2_f64_2},
-	[TIR_VMATH_AVX2] = {"avx2", a2_f32, a2_f64, a2_f32_2, a2_f64_2},
-	[TIR_VMATH_AVX512] = {"avx512", a5_f32, a5_f64, a5_f32_2, a5_f64_2},
+	[TIR_VMATH_SSE2] = {"sse2", &s2_prims_f32, &s2_prims_f64, s2_f32, s2_f64, s2_f32_2, s2_f64_2},
+	[TIR_VMATH_AVX2] = {"avx2", &a2_prims_f32, &a2_prims_f64, a2_f32, a2_f64, a2_f32_2, a2_f64_2},
+	[TIR_VMATH_AVX512] = {"avx512", &a5_prims_f32, &a5_prims_f64, a5_f32, a5_f64, a5_f32_2,
+			      a5_f64_2},
 #else
-	[TIR_VMATH_SSE2] = {"sse2", NULL, NULL, NULL, NULL},
-	[TIR_VMATH_AVX2] = {"avx2", NULL, NULL, NULL, NULL},
-	[TIR_VMATH_AVX512] = {"avx512", NULL, NULL, NULL, NULL},
+	[TIR_VMATH_SSE2] = {"sse2"},
+	[TIR_VMATH_AVX2] = {"avx2"},
+	[TIR_VMATH_AVX512] = {"avx512"},
 #endif
 };
 
@@ -462,13 +559,18 @@ static void vm_choose(void)
 			p = k;
 	while (p > TIR_VMATH_SCALAR && !tir_vmath_path_ok((enum tir_vmath_path)p))
 		p--;
-	vm_chosen = &vm_paths[p];
+	__atomic_store_n(&vm_chosen, &vm_paths[p], __ATOMIC_RELEASE);
 }
 
-static const struct vm_path *vm_path(void)
+/* Called per block by fused kernels: after the first choice, one load. */
+static inline const struct vm_path *vm_path(void)
 {
-	pthread_once(&vm_once, vm_choose);
-	return vm_chosen;
+	const struct vm_path *p = __atomic_load_n(&vm_chosen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(p == NULL, 0)) {
+		pthread_once(&vm_once, vm_choose);
+		p = vm_chosen;
+	}
+	return p;
 }
 
 const char *tir_vmath_isa(void)
@@ -529,6 +631,16 @@ void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *
 		vm_path()->f64_2(op, dst, a, b, n);
 }
 
+double tir_vmath_expsum_f32(float *dst, const float *src, float m, int64_t n)
+{
+	return n > 0 ? vm_path()->p32->expsum(dst, src, m, n) : 0;
+}
+
+double tir_vmath_expsum_f64(double *dst, const double *src, double m, int64_t n)
+{
+	return n > 0 ? vm_path()->p64->expsum(dst, src, m, n) : 0;
+}
+
 /* ---- the test hook ---- */
 
 static const struct vm_path *vm_path_on(enum tir_vmath_path p)
@@ -567,4 +679,10 @@ void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
 		vm_path_on(p)->f64_2(op, dst, a, b, n);
+}
+
+double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,
+			       int64_t n)
+{
+	return n > 0 ? vm_path_on(p)->p32->expsum(dst, src, m, n) : 0;
 }

@@ -51,6 +51,15 @@ void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n);
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n);
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n);
 
+/* softmax's middle pass over a row: dst[i] = exp(src[i] - m) (each
+ * element exactly as tir_vmath_f32(EXP) of the rounded difference), and
+ * returns their sum in double: 8 lanes, lane k adding elements k, k + 8,
+ * ... in order, the last n % 8 added to lane 0, then
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).  0 for n = 0.
+ * dst may equal src. */
+double tir_vmath_expsum_f32(float *dst, const float *src, float m, int64_t n);
+double tir_vmath_expsum_f64(double *dst, const double *src, double m, int64_t n);
+
 /* The fused evaluator's per-block calls (elementwise.c): op over n
  * contiguous elements of dtype dt, exactly what tir_k_unary / tir_k_binary
  * compute for them (out's dtype as theirs: bool for NOT and comparisons),
@@ -86,5 +95,7 @@ void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const 
 		       const float *b, int64_t n);
 void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *a,
 		       const double *b, int64_t n);
+double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,
+			       int64_t n);
 
 #endif

@@ -793,6 +793,68 @@ static void test_tails(void)
 	}
 }
 
+/* ---- 4b. softmax's exp-and-sum pass ---- */
+
+/* The sum as tir_vmath_expsum_f32 promises it: 8 lanes, lane 0 the tail. */
+static double lanes8_sum(const float *e, int64_t n)
+{
+	double a[8] = {0};
+	int64_t j = 0;
+	for (; j + 8 <= n; j += 8)
+		for (int k = 0; k < 8; k++)
+			a[k] += e[j + k];
+	for (; j < n; j++)
+		a[0] += e[j];
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+static void test_expsum(void)
+{
+	enum { NX = 1100 };
+	static const int lens[] = {0, 1, 5, 8, 15, 16, 17, 31, 33, 100, 1024, 1100};
+	float x[NX], want[NX], got[NX];
+	for (int i = 0; i < NX; i++)
+		x[i] = (float)unif(-30, 30);
+	x[7] = -INFINITY;
+	for (int pi = 0; pi < npaths; pi++) {
+		enum tir_vmath_path p = (enum tir_vmath_path)paths[pi];
+		int bad = 0;
+		for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+			int n = lens[li];
+			float m = 3.25f, d[NX];
+			for (int i = 0; i < n; i++)
+				d[i] = x[i] - m;
+			tir_vmath_f32_on(p, TIR_OP_EXP, want, d, n);
+			double s = tir_vmath_expsum_f32_on(p, got, x, m, n);
+			bad += memcmp(got, want, (size_t)n * sizeof *got) != 0;
+			bad += s != lanes8_sum(want, n);
+			memcpy(got, x, sizeof got);   /* in place */
+			s = tir_vmath_expsum_f32_on(p, got, got, m, n);
+			bad += memcmp(got, want, (size_t)n * sizeof *got) != 0;
+			bad += s != lanes8_sum(want, n);
+		}
+		if (bad)
+			fprintf(stderr, "%s: expsum: %d mismatches\n", path_name[p], bad);
+		CHECK(bad == 0);
+	}
+	/* the chosen path, and f64 through it */
+	double xd[64], dd[64], wd[64], md = -1.5;
+	float y[64];
+	for (int i = 0; i < 64; i++) {
+		xd[i] = unif(-30, 30);
+		dd[i] = xd[i] - md;
+	}
+	tir_vmath_f64(TIR_OP_EXP, wd, dd, 61);
+	double sd = tir_vmath_expsum_f64(dd, xd, md, 61), w = 0, a[8] = {0};
+	for (int i = 0; i < 56; i++)
+		a[i % 8] += wd[i];
+	for (int i = 56; i < 61; i++)
+		a[0] += wd[i];
+	w = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+	CHECK(sd == w && memcmp(dd, wd, 61 * sizeof *dd) == 0);
+	CHECK(tir_vmath_expsum_f32(y, x, 0, 0) == 0);
+}
+
 /* ---- 5. the choice: TIR_VMATH, in child processes (it is made once) ---- */
 
 static void test_choice(void)
@@ -920,6 +982,7 @@ int main(void)
 		test_special();
 	}
 	test_tails();
+	test_expsum();
 	test_kernels();
 	return check_report("test_vmath");
 }
