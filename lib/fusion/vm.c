@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLK 1024                /* elements per register */
+#define BLK 256                /* elements per register */
 #define TASK ((int64_t)BLK * 64) /* elements per task */
 
 enum { IN_CONTIG, IN_SCALAR, IN_STRIDED };
