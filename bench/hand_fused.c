@@ -261,12 +261,35 @@ static __mmask16 tail_mask(int64_t left)
 	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
-/* the 10 ops of bench/chain.tir on 16 lanes */
-static __m512 chain16(__m512 x)
+/* tanh(x) on 16 lanes as tir's vmath computes it (lib/exec/vmath.c):
+ * x + x^3 P(x^2) below |x| = 0.75, else 1 - 2 / (exp(2|x|) + 1), with
+ * x's sign; one SLEEF expf16, within 1.1 ULP like tir's. */
+static inline __attribute__((always_inline)) __m512 tanh16(__m512 x)
+{
+	const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+	__m512 a = _mm512_abs_ps(x), r = _mm512_mul_ps(a, a);
+	__m512 p = _mm512_set1_ps(0.0017369345f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(-0.007657253f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.021452034f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(-0.053892724f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.13332695f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(-0.33333316f));
+	__m512 small = _mm512_fmadd_ps(_mm512_mul_ps(a, r), p, a);
+	__m512 e = Sleef_expf16_u10avx512f(_mm512_add_ps(a, a));
+	__m512 big = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(e, one)));
+	__m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(0.75f), _CMP_LT_OQ),
+					big, small);
+	/* t is >= 0: put x's sign on it */
+	return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t),
+			_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
+}
+
+/* the 10 ops of bench/chain.tir on 16 lanes, given a tanh */
+static inline __attribute__((always_inline)) __m512 chain16_with(__m512 x, __m512 (*th)(__m512))
 {
 	const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
 	const __m512 one = _mm512_set1_ps(1.0f);
-	__m512 t = Sleef_tanhf16_u10avx512f(_mm512_mul_ps(x, half));
+	__m512 t = th(_mm512_mul_ps(x, half));
 	__m512 e = Sleef_expf16_u10avx512f(_mm512_mul_ps(_mm512_mul_ps(x, x), mhalf));
 	__m512 en = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), x));
 	__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, en));
@@ -274,32 +297,51 @@ static __m512 chain16(__m512 x)
 	return _mm512_sqrt_ps(r);
 }
 
-/* The same with tanh(a) = 1 - 2 / (exp(2a) + 1): one expf16 instead of
- * SLEEF's tanhf16, which costs about five of them here (absolute error
- * ~1e-7 instead of 1 ulp; exp's overflow to inf still gives 1). */
-static __m512 chain16_exp(__m512 x)
+/* The reference: tanh as tir computes it (accurate to 1.1 ULP). */
+static inline __attribute__((always_inline)) __m512 chain16(__m512 x)
 {
-	const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
+	return chain16_with(x, tanh16);
+}
+
+/* SLEEF's own tanhf16 (1 ULP), which costs about five expf16 here. */
+static inline __attribute__((always_inline)) __m512 chain16_sleef(__m512 x)
+{
+	return chain16_with(x, Sleef_tanhf16_u10avx512f);
+}
+
+/* The cheapest: tanh(a) = 1 - 2 / (exp(2a) + 1) everywhere, one expf16
+ * and no polynomial; absolute error ~1e-7, but near 0 that is a large
+ * relative error (tanh(1e-5) is off by ~1%), so it is not a reference. */
+static inline __attribute__((always_inline)) __m512 tanh16_exp(__m512 a)
+{
 	const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
-	__m512 a = _mm512_mul_ps(x, half);
 	__m512 ea = Sleef_expf16_u10avx512f(_mm512_add_ps(a, a));
-	__m512 t = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(ea, one)));
-	__m512 e = Sleef_expf16_u10avx512f(_mm512_mul_ps(_mm512_mul_ps(x, x), mhalf));
-	__m512 en = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), x));
-	__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, en));
-	__m512 r = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(t, e), s), half);
-	return _mm512_sqrt_ps(r);
+	return _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(ea, one)));
 }
 
-static void chain_avx512(const float *x, float *y, int64_t n, bool tanh_exp)
+static inline __attribute__((always_inline)) __m512 chain16_exp(__m512 x)
 {
-	__m512 (*f)(__m512) = tanh_exp ? chain16_exp : chain16;
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(y + i, f(_mm512_loadu_ps(x + i)));
-	if (i < n) {
-		__mmask16 m = tail_mask(n - i);
-		_mm512_mask_storeu_ps(y + i, m, f(_mm512_maskz_loadu_ps(m, x + i)));
+	return chain16_with(x, tanh16_exp);
+}
+
+/* The loop over n elements with chain function F, inlined. */
+#define CHAIN_LOOP(F)                                                          \
+	do {                                                                   \
+		int64_t i = 0;                                                 \
+		for (; i + 16 <= n; i += 16)                                   \
+			_mm512_storeu_ps(y + i, F(_mm512_loadu_ps(x + i)));    \
+		if (i < n) {                                                   \
+			__mmask16 m = tail_mask(n - i);                        \
+			_mm512_mask_storeu_ps(y + i, m, F(_mm512_maskz_loadu_ps(m, x + i))); \
+		}                                                              \
+	} while (0)
+
+static void chain_avx512(const float *x, float *y, int64_t n, int variant)
+{
+	switch (variant) {
+	case 1: CHAIN_LOOP(chain16_sleef); break;
+	case 2: CHAIN_LOOP(chain16_exp); break;
+	default: CHAIN_LOOP(chain16); break;
 	}
 }
 
@@ -365,7 +407,7 @@ struct job {
 	const float *x, *w, *b;
 	float *y;
 	int64_t n, rows, cols;
-	bool tanh_exp;          /* chain: tanh from exp (chain16_exp) */
+	int variant;            /* chain: 0 chain16, 1 chain16_sleef, 2 chain16_exp */
 };
 
 static void chain_part(void *ctx, int part, int nparts)
@@ -374,7 +416,7 @@ static void chain_part(void *ctx, int part, int nparts)
 	int64_t i0, i1;
 	split(j->n, part, nparts, 16, &i0, &i1);
 	if (use_avx512)
-		chain_avx512(j->x + i0, j->y + i0, i1 - i0, j->tanh_exp);
+		chain_avx512(j->x + i0, j->y + i0, i1 - i0, j->variant);
 	else
 		chain_scalar(j->x + i0, j->y + i0, i1 - i0);
 }
@@ -503,7 +545,9 @@ int main(int argc, char **argv)
 		j.y = y;
 		bench("chain", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
 		if (use_avx512) {
-			j.tanh_exp = true;
+			j.variant = 1;
+			bench("chain_sleef_tanh", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
+			j.variant = 2;
 			bench("chain_tanh_exp", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
 		}
 		free(x);
