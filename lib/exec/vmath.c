@@ -176,11 +176,15 @@
 	}
 
 /* One function over arrays: whole vectors, then the tail in a zero-padded
- * vector, so every element goes through the same vector function. */
+ * vector, so every element goes through the same vector function.  The
+ * arrays are void * so that every op has one function type (the tables
+ * below). */
 #define VM_LOOP_U(NAME, TGT, T, VF, CANON, FN)                               \
-	static TGT void NAME(T *d, const T *s, int64_t n)                    \
+	static TGT void NAME(void *dv, const void *sv, int64_t n)            \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
+		T *d = dv;                                                   \
+		const T *s = sv;                                             \
 		int64_t i = 0;                                               \
 		VF v;                                                        \
 		for (; i + L <= n; i += L) {                                 \
@@ -197,9 +201,11 @@
 	}
 
 #define VM_LOOP_B(NAME, TGT, T, VF, CANON, FN)                               \
-	static TGT void NAME(T *d, const T *a, const T *b, int64_t n)        \
+	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
+		T *d = dv;                                                   \
+		const T *a = av, *b = bv;                                    \
 		int64_t i = 0;                                               \
 		VF u, v;                                                     \
 		for (; i + L <= n; i += L) {                                 \
@@ -217,23 +223,49 @@
 		}                                                            \
 	}
 
-/* ---- primitives: one function over an array, per path ---- */
+/* The same with a per-element C expression of s[i] (or a[i], b[i]), for
+ * the ops that have no vector form here; the compiler vectorizes them. */
+#define VM_MAP_U(NAME, TGT, T, EXPR)                                         \
+	static TGT void NAME(void *dv, const void *sv, int64_t n)            \
+	{                                                                    \
+		T *d = dv;                                                   \
+		const T *s = sv;                                             \
+		MAP(T, n, d, EXPR);                                          \
+	}
 
-enum {
-	P_EXP, P_LOG, P_SIN, P_COS, P_ERF, P_SQRT, P_TANH, P_SIGMOID, P_SILU, P_GELU,
-	P_RSQRT, P_COUNT
-};
+#define VM_MAP_B(NAME, TGT, T, EXPR)                                         \
+	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	{                                                                    \
+		T *d = dv;                                                   \
+		const T *a = av, *b = bv;                                    \
+		MAP(T, n, d, EXPR);                                          \
+	}
 
-struct vm_prims_f32 {
-	void (*u[P_COUNT])(float *d, const float *s, int64_t n);
-	void (*pow)(float *d, const float *a, const float *b, int64_t n);
-	double (*expsum)(float *d, const float *x, float m, int64_t n);
-};
+#define V_ADD(u, v) ((u) + (v))
+#define V_SUB(u, v) ((u) - (v))
+#define V_MUL(u, v) ((u) * (v))
+#define V_DIV(u, v) ((u) / (v))
 
-struct vm_prims_f64 {
-	void (*u[P_COUNT])(double *d, const double *s, int64_t n);
-	void (*pow)(double *d, const double *a, const double *b, int64_t n);
-	double (*expsum)(double *d, const double *x, double m, int64_t n);
+/* libm by element type */
+#define M_FABS_f32 fabsf
+#define M_FLOOR_f32 floorf
+#define M_CEIL_f32 ceilf
+#define M_RINT_f32 nearbyintf
+#define M_FMOD_f32 fmodf
+#define M_COPYSIGN_f32 copysignf
+#define M_FABS_f64 fabs
+#define M_FLOOR_f64 floor
+#define M_CEIL_f64 ceil
+#define M_RINT_f64 nearbyint
+#define M_FMOD_f64 fmod
+#define M_COPYSIGN_f64 copysign
+
+/* ---- every op of a path as one function over arrays, in a table ---- */
+
+struct vm_ops {
+	tir_vmath1_fn u[TIR_OP_COUNT];   /* NULL: not a vmath unary op */
+	tir_vmath2_fn b[TIR_OP_COUNT];
+	double (*expsum)(void *d, const void *x, double m, int64_t n);
 };
 
 /* Eight elements as eight doubles (the lanes of a softmax sum). */
@@ -253,8 +285,11 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 		g_;                                                          \
 	})
 
-/* Path P's array functions for S: LOG ... are its SLEEF functions, TANH
- * tanhe (f32) or tanhm1 (f64). */
+/* Path P's functions for S, and its table P_ops_S: EXP ... are its
+ * vector functions on one VF, TANH tanhe (f32) or tanhm1 (f64).
+ * Semantics as NumPy (SPEC.md section 2): relu and maximum/minimum keep
+ * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's
+ * sign. */
 #define VM_ARRAYS(P, S, TGT, T, VF, EXP, LOG, SIN, COS, ERF, SQRT, POW, TANH)   \
 	VM_LOOP_U(P##_exp_##S, TGT, T, VF, P##_canon_##S, EXP)               \
 	VM_LOOP_U(P##_log_##S, TGT, T, VF, P##_canon_##S, LOG)               \
@@ -267,11 +302,43 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_LOOP_U(P##_silu_##S, TGT, T, VF, P##_canon_##S, P##_vsilu_##S)     \
 	VM_LOOP_U(P##_gelu_##S, TGT, T, VF, P##_canon_##S, P##_vgelu_##S)     \
 	VM_LOOP_U(P##_rsqrt_##S, TGT, T, VF, P##_canon_##S, P##_vrsqrt_##S)   \
+	VM_MAP_U(P##_neg_##S, TGT, T, -s[i])                                 \
+	VM_MAP_U(P##_abs_##S, TGT, T, M_FABS_##S(s[i]))                      \
+	VM_MAP_U(P##_recip_##S, TGT, T, 1 / s[i])                            \
+	VM_MAP_U(P##_floor_##S, TGT, T, M_FLOOR_##S(s[i]))                   \
+	VM_MAP_U(P##_ceil_##S, TGT, T, M_CEIL_##S(s[i]))                     \
+	VM_MAP_U(P##_round_##S, TGT, T, M_RINT_##S(s[i]))                    \
+	/* maximum(x, 0): -0 gives +0 */                                     \
+	VM_MAP_U(P##_relu_##S, TGT, T, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0) \
+	VM_MAP_U(P##_sign_##S, TGT, T,                                       \
+		 s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i])        \
+	VM_LOOP_B(P##_add_##S, TGT, T, VF, P##_canon_##S, V_ADD)             \
+	VM_LOOP_B(P##_sub_##S, TGT, T, VF, P##_canon_##S, V_SUB)             \
+	VM_LOOP_B(P##_mul_##S, TGT, T, VF, P##_canon_##S, V_MUL)             \
+	VM_LOOP_B(P##_div_##S, TGT, T, VF, P##_canon_##S, V_DIV)             \
 	VM_LOOP_B(P##_pow_##S, TGT, T, VF, P##_canon_##S, POW)               \
+	/* NaN in either wins; a tie gives b */                              \
+	VM_MAP_B(P##_maximum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
+	VM_MAP_B(P##_minimum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
+	/* np.mod: libm's fmod (exact, so any correct one agrees; SLEEF's    \
+	 * is not exact for huge a / b), moved to the divisor's sign; a zero \
+	 * takes the divisor's sign; b == 0 gives NaN */                     \
+	static TGT void P##_mod_##S(void *dv, const void *av, const void *bv, int64_t n) \
+	{                                                                    \
+		T *d = dv;                                                   \
+		const T *a = av, *b = bv;                                    \
+		EACH(n) {                                                    \
+			T p = a[i], q = b[i], r = M_FMOD_##S(p, q);          \
+			r = r != 0 ? ((q < 0) != (r < 0) ? r + q : r) : M_COPYSIGN_##S((T)0, q); \
+			d[i] = r != r ? (T)NAN : r;                          \
+		}                                                            \
+	}                                                                    \
 	/* softmax's middle pass (see tir_vmath_expsum_f32) */               \
-	static TGT double P##_expsum_##S(T *d, const T *x, T m, int64_t n)   \
+	static TGT double P##_expsum_##S(void *dv, const void *xv, double md, int64_t n) \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
+		T *d = dv, m = (T)md;                                        \
+		const T *x = xv;                                             \
 		vm_vd8 acc = {0};                                            \
 		int64_t i = 0;                                               \
 		for (; i + 16 <= n; i += 16) {                               \
@@ -296,16 +363,27 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 		return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +             \
 		       ((acc[4] + acc[5]) + (acc[6] + acc[7]));              \
 	}                                                                    \
-	static const struct vm_prims_##S P##_prims_##S = {                   \
+	static const struct vm_ops P##_ops_##S = {                           \
 		.u = {                                                       \
-			[P_EXP] = P##_exp_##S, [P_LOG] = P##_log_##S,        \
-			[P_SIN] = P##_sin_##S, [P_COS] = P##_cos_##S,        \
-			[P_ERF] = P##_erf_##S, [P_SQRT] = P##_sqrt_##S,      \
-			[P_TANH] = P##_tanh_##S, [P_SIGMOID] = P##_sigmoid_##S, \
-			[P_SILU] = P##_silu_##S, [P_GELU] = P##_gelu_##S,    \
-			[P_RSQRT] = P##_rsqrt_##S,                           \
+			[TIR_OP_EXP] = P##_exp_##S, [TIR_OP_LOG] = P##_log_##S, \
+			[TIR_OP_SIN] = P##_sin_##S, [TIR_OP_COS] = P##_cos_##S, \
+			[TIR_OP_ERF] = P##_erf_##S, [TIR_OP_SQRT] = P##_sqrt_##S, \
+			[TIR_OP_TANH] = P##_tanh_##S,                        \
+			[TIR_OP_SIGMOID] = P##_sigmoid_##S,                  \
+			[TIR_OP_SILU] = P##_silu_##S, [TIR_OP_GELU] = P##_gelu_##S, \
+			[TIR_OP_RSQRT] = P##_rsqrt_##S, [TIR_OP_NEG] = P##_neg_##S, \
+			[TIR_OP_ABS] = P##_abs_##S, [TIR_OP_RECIP] = P##_recip_##S, \
+			[TIR_OP_FLOOR] = P##_floor_##S, [TIR_OP_CEIL] = P##_ceil_##S, \
+			[TIR_OP_ROUND] = P##_round_##S, [TIR_OP_RELU] = P##_relu_##S, \
+			[TIR_OP_SIGN] = P##_sign_##S,                        \
 		},                                                           \
-		.pow = P##_pow_##S,                                          \
+		.b = {                                                       \
+			[TIR_OP_ADD] = P##_add_##S, [TIR_OP_SUB] = P##_sub_##S, \
+			[TIR_OP_MUL] = P##_mul_##S, [TIR_OP_DIV] = P##_div_##S, \
+			[TIR_OP_POW] = P##_pow_##S,                          \
+			[TIR_OP_MAXIMUM] = P##_maximum_##S,                  \
+			[TIR_OP_MINIMUM] = P##_minimum_##S, [TIR_OP_MOD] = P##_mod_##S, \
+		},                                                           \
 		.expsum = P##_expsum_##S,                                    \
 	};
 
@@ -404,128 +482,23 @@ VM_ARRAYS(a5, f64, VM_AVX512, double, __m512d, Sleef_finz_expd8_u10avx512f,
 
 #endif /* VM_X86 */
 
-/* ---- the ops, written once over a path's primitives ----
- * Semantics as NumPy (SPEC.md section 2): relu and maximum/minimum keep
- * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's sign. */
-
-#define VM_GENERIC(S, T, FABS, FLOOR, CEIL, RINT, FMOD, COPYSIGN)            \
-	VM_INLINE void unary_##S(const struct vm_prims_##S *pr, enum tir_op op, \
-				 T *d, const T *s, int64_t n)                \
-	{                                                                    \
-		switch (op) {                                                \
-		case TIR_OP_EXP: pr->u[P_EXP](d, s, n); return;              \
-		case TIR_OP_LOG: pr->u[P_LOG](d, s, n); return;              \
-		case TIR_OP_SIN: pr->u[P_SIN](d, s, n); return;              \
-		case TIR_OP_COS: pr->u[P_COS](d, s, n); return;              \
-		case TIR_OP_ERF: pr->u[P_ERF](d, s, n); return;              \
-		case TIR_OP_SQRT: pr->u[P_SQRT](d, s, n); return;            \
-		case TIR_OP_TANH: pr->u[P_TANH](d, s, n); return;            \
-		case TIR_OP_SIGMOID: pr->u[P_SIGMOID](d, s, n); return;      \
-		case TIR_OP_SILU: pr->u[P_SILU](d, s, n); return;            \
-		case TIR_OP_GELU: pr->u[P_GELU](d, s, n); return;            \
-		case TIR_OP_RSQRT: pr->u[P_RSQRT](d, s, n); return;          \
-		case TIR_OP_NEG: MAP(T, n, d, -s[i]); return;                \
-		case TIR_OP_ABS: MAP(T, n, d, FABS(s[i])); return;           \
-		case TIR_OP_RECIP: MAP(T, n, d, 1 / s[i]); return;           \
-		case TIR_OP_FLOOR: MAP(T, n, d, FLOOR(s[i])); return;        \
-		case TIR_OP_CEIL: MAP(T, n, d, CEIL(s[i])); return;          \
-		case TIR_OP_ROUND: MAP(T, n, d, RINT(s[i])); return;         \
-		case TIR_OP_RELU:   /* maximum(x, 0): -0 gives +0 */         \
-			MAP(T, n, d, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0); \
-			return;                                              \
-		case TIR_OP_SIGN:                                            \
-			MAP(T, n, d, s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i]); \
-			return;                                              \
-		default:                                                     \
-			TIR_ASSERT(!"not a vmath unary op");                 \
-		}                                                            \
-	}                                                                    \
-                                                                             \
-	VM_INLINE void binary_##S(const struct vm_prims_##S *pr, enum tir_op op, \
-				  T *d, const T *a, const T *b, int64_t n)   \
-	{                                                                    \
-		switch (op) {                                                \
-		case TIR_OP_ADD: MAP(T, n, d, a[i] + b[i]); return;          \
-		case TIR_OP_SUB: MAP(T, n, d, a[i] - b[i]); return;          \
-		case TIR_OP_MUL: MAP(T, n, d, a[i] * b[i]); return;          \
-		case TIR_OP_DIV: MAP(T, n, d, a[i] / b[i]); return;          \
-		case TIR_OP_POW: pr->pow(d, a, b, n); return;                \
-		case TIR_OP_MAXIMUM:   /* NaN in either wins; a tie gives b */ \
-			MAP(T, n, d, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]); \
-			return;                                              \
-		case TIR_OP_MINIMUM:                                         \
-			MAP(T, n, d, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]); \
-			return;                                              \
-		case TIR_OP_MOD:                                             \
-			/* np.mod: libm's fmod (exact, so any correct one    \
-			 * agrees; SLEEF's is not exact for huge a / b),     \
-			 * moved to the divisor's sign; a zero takes the     \
-			 * divisor's sign; b == 0 gives NaN */               \
-			EACH(n) {                                            \
-				T p = a[i], q = b[i], r = FMOD(p, q);        \
-				r = r != 0 ? ((q < 0) != (r < 0) ? r + q : r) : COPYSIGN((T)0, q); \
-				d[i] = r != r ? (T)NAN : r;                  \
-			}                                                    \
-			return;                                              \
-		default:                                                     \
-			TIR_ASSERT(!"not a vmath binary op");                \
-		}                                                            \
-	}
-
-VM_GENERIC(f32, float, fabsf, floorf, ceilf, nearbyintf, fmodf, copysignf)
-VM_GENERIC(f64, double, fabs, floor, ceil, nearbyint, fmod, copysign)
-
 /* ---- the paths ---- */
 
 struct vm_path {
 	const char *name;
-	const struct vm_prims_f32 *p32;
-	const struct vm_prims_f64 *p64;
-	void (*f32)(enum tir_op op, float *d, const float *s, int64_t n);
-	void (*f64)(enum tir_op op, double *d, const double *s, int64_t n);
-	void (*f32_2)(enum tir_op op, float *d, const float *a, const float *b, int64_t n);
-	void (*f64_2)(enum tir_op op, double *d, const double *a, const double *b, int64_t n);
+	const struct vm_ops *o32, *o64;
 };
 
-/* The entry points of path P, compiled for its ISA (TGT). */
-#define VM_PATH(P, TGT)                                                      \
-	static TGT void P##_f32(enum tir_op op, float *d, const float *s, int64_t n) \
-	{                                                                    \
-		unary_f32(&P##_prims_f32, op, d, s, n);                      \
-	}                                                                    \
-	static TGT void P##_f64(enum tir_op op, double *d, const double *s, int64_t n) \
-	{                                                                    \
-		unary_f64(&P##_prims_f64, op, d, s, n);                      \
-	}                                                                    \
-	static TGT void P##_f32_2(enum tir_op op, float *d, const float *a,  \
-				  const float *b, int64_t n)                 \
-	{                                                                    \
-		binary_f32(&P##_prims_f32, op, d, a, b, n);                  \
-	}                                                                    \
-	static TGT void P##_f64_2(enum tir_op op, double *d, const double *a, \
-				  const double *b, int64_t n)                \
-	{                                                                    \
-		binary_f64(&P##_prims_f64, op, d, a, b, n);                  \
-	}
-
-VM_PATH(sc, VM_NO_TARGET)
-#if VM_X86
-VM_PATH(s2, VM_NO_TARGET)
-VM_PATH(a2, VM_AVX2)
-VM_PATH(a5, VM_AVX512)
-#endif
-
 static const struct vm_path vm_paths[TIR_VMATH_PATH_COUNT] = {
-	[TIR_VMATH_SCALAR] = {"scalar", &sc_prims_f32, &sc_prims_f64, sc_f32, sc_f64, sc_f32_2, sc_f64_2},
+	[TIR_VMATH_SCALAR] = {"scalar", &sc_ops_f32, &sc_ops_f64},
 #if VM_X86
-	[TIR_VMATH_SSE2] = {"sse2", &s2_prims_f32, &s2_prims_f64, s2_f32, s2_f64, s2_f32_2, s2_f64_2},
-	[TIR_VMATH_AVX2] = {"avx2", &a2_prims_f32, &a2_prims_f64, a2_f32, a2_f64, a2_f32_2, a2_f64_2},
-	[TIR_VMATH_AVX512] = {"avx512", &a5_prims_f32, &a5_prims_f64, a5_f32, a5_f64, a5_f32_2,
-			      a5_f64_2},
+	[TIR_VMATH_SSE2] = {"sse2", &s2_ops_f32, &s2_ops_f64},
+	[TIR_VMATH_AVX2] = {"avx2", &a2_ops_f32, &a2_ops_f64},
+	[TIR_VMATH_AVX512] = {"avx512", &a5_ops_f32, &a5_ops_f64},
 #else
-	[TIR_VMATH_SSE2] = {"sse2"},
-	[TIR_VMATH_AVX2] = {"avx2"},
-	[TIR_VMATH_AVX512] = {"avx512"},
+	[TIR_VMATH_SSE2] = {"sse2", NULL, NULL},
+	[TIR_VMATH_AVX2] = {"avx2", NULL, NULL},
+	[TIR_VMATH_AVX512] = {"avx512", NULL, NULL},
 #endif
 };
 
@@ -607,38 +580,54 @@ void tir_vmath_f32(enum tir_op op, float *dst, const float *src, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path()->f32(op, dst, src, n);
+		vm_path()->o32->u[op](dst, src, n);
 }
 
 void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path()->f64(op, dst, src, n);
+		vm_path()->o64->u[op](dst, src, n);
 }
 
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path()->f32_2(op, dst, a, b, n);
+		vm_path()->o32->b[op](dst, a, b, n);
 }
 
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path()->f64_2(op, dst, a, b, n);
+		vm_path()->o64->b[op](dst, a, b, n);
 }
 
 double tir_vmath_expsum_f32(float *dst, const float *src, float m, int64_t n)
 {
-	return n > 0 ? vm_path()->p32->expsum(dst, src, m, n) : 0;
+	return n > 0 ? vm_path()->o32->expsum(dst, src, m, n) : 0;
 }
 
 double tir_vmath_expsum_f64(double *dst, const double *src, double m, int64_t n)
 {
-	return n > 0 ? vm_path()->p64->expsum(dst, src, m, n) : 0;
+	return n > 0 ? vm_path()->o64->expsum(dst, src, m, n) : 0;
+}
+
+tir_vmath1_fn tir_vmath_unary_fn(enum tir_op op, enum tir_dtype dt)
+{
+	if (!tir_vmath_unary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64))
+		return NULL;
+	const struct vm_path *p = vm_path();
+	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->u[op];
+}
+
+tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt)
+{
+	if (!tir_vmath_binary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64))
+		return NULL;
+	const struct vm_path *p = vm_path();
+	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->b[op];
 }
 
 /* ---- the test hook ---- */
@@ -654,7 +643,7 @@ void tir_vmath_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const f
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f32(op, dst, src, n);
+		vm_path_on(p)->o32->u[op](dst, src, n);
 }
 
 void tir_vmath_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *src,
@@ -662,7 +651,7 @@ void tir_vmath_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const 
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f64(op, dst, src, n);
+		vm_path_on(p)->o64->u[op](dst, src, n);
 }
 
 void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const float *a,
@@ -670,7 +659,7 @@ void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const 
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f32_2(op, dst, a, b, n);
+		vm_path_on(p)->o32->b[op](dst, a, b, n);
 }
 
 void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *a,
@@ -678,11 +667,11 @@ void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f64_2(op, dst, a, b, n);
+		vm_path_on(p)->o64->b[op](dst, a, b, n);
 }
 
 double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,
 			       int64_t n)
 {
-	return n > 0 ? vm_path_on(p)->p32->expsum(dst, src, m, n) : 0;
+	return n > 0 ? vm_path_on(p)->o32->expsum(dst, src, m, n) : 0;
 }

@@ -51,6 +51,16 @@ void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n);
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n);
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n);
 
+/* One op over n contiguous elements (dst may equal an operand), as
+ * tir_vmath_f32 ... compute it, without the dispatch: for callers that
+ * run one op on many blocks (the fused kernels look it up once). */
+typedef void (*tir_vmath1_fn)(void *dst, const void *src, int64_t n);
+typedef void (*tir_vmath2_fn)(void *dst, const void *a, const void *b, int64_t n);
+/* The function of the path in use for op on dt (F32 or F64), or NULL
+ * when op is not a vmath op or dt not a float dtype. */
+tir_vmath1_fn tir_vmath_unary_fn(enum tir_op op, enum tir_dtype dt);
+tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt);
+
 /* softmax's middle pass over a row: dst[i] = exp(src[i] - m) (each
  * element exactly as tir_vmath_f32(EXP) of the rounded difference), and
  * returns their sum in double: 8 lanes, lane k adding elements k, k + 8,
