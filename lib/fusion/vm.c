@@ -32,6 +32,10 @@ struct vm {
 	struct tir_tensor *in;      /* converted, broadcast to the root's shape */
 	int *in_kind;
 	int (*src)[3];              /* per node, per operand: >= 0 a node, < 0 ~input */
+	struct vm_fn {              /* per node: vmath's function for it, if any */
+		tir_vmath1_fn f1;
+		tir_vmath2_fn f2;
+	} *fn;
 	char *out;
 	int64_t numel;
 	int oom;                    /* a task could not get its registers */
@@ -147,8 +151,11 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 		if (vm->in_kind[k] != IN_SCALAR)
 			continue;
 		const char *v = (const char *)vm->in[k].buf->data + vm->in[k].offset * (int64_t)vm->esz;
-		for (int64_t e = 0; e < vm->blk; e++)
-			memcpy(in_reg + regbytes * (size_t)k + (size_t)e * vm->esz, v, vm->esz);
+		char *r = in_reg + regbytes * (size_t)k;
+		/* one element, then the filled part doubled */
+		memcpy(r, v, vm->esz);
+		for (size_t f = vm->esz; f < regbytes; f *= 2)
+			memcpy(r + f, r, f < regbytes - f ? f : regbytes - f);
 	}
 	for (int64_t b0 = lo; b0 < hi; b0 += vm->blk) {
 		int64_t len = hi - b0 < vm->blk ? hi - b0 : vm->blk;
@@ -172,7 +179,11 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 			}
 			struct tir_err e;   /* written only on failure */
 			/* float ops on floats cannot fail */
-			if (n->nin == 1)
+			if (vm->fn[j].f1)
+				vm->fn[j].f1(dst, a[0], len);
+			else if (vm->fn[j].f2)
+				vm->fn[j].f2(dst, a[0], a[1], len);
+			else if (n->nin == 1)
 				TIR_ASSERT(tir_k_unary_run(n->op, vm->dt, dst, a[0], len, &e) == 0);
 			else
 				TIR_ASSERT(tir_k_binary_run(n->op, vm->dt, dst, a[0], a[1], len, &e) == 0);
@@ -196,6 +207,7 @@ static void vm_free(struct vm *vm)
 	free(vm->in);
 	free(vm->in_kind);
 	free(vm->src);
+	free(vm->fn);
 	free(vm);
 }
 
@@ -218,7 +230,8 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	vm->in = calloc((size_t)g->nin + 1, sizeof *vm->in);
 	vm->in_kind = calloc((size_t)g->nin + 1, sizeof *vm->in_kind);
 	vm->src = calloc((size_t)g->n, sizeof *vm->src);
-	if (!vm->in || !vm->in_kind || !vm->src) {
+	vm->fn = calloc((size_t)g->n, sizeof *vm->fn);
+	if (!vm->in || !vm->in_kind || !vm->src || !vm->fn) {
 		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
 		goto out;
 	}
@@ -255,6 +268,11 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			TIR_ASSERT(found);
 			vm->src[j][k] = s;
 		}
+		/* looked up once: the blocks then call it directly */
+		if (n->nin == 1)
+			vm->fn[j].f1 = tir_vmath_unary_fn(n->op, vm->dt);
+		else if (n->nin == 2)
+			vm->fn[j].f2 = tir_vmath_binary_fn(n->op, vm->dt);
 	}
 	vm->out = tir_tensor_data(out);
 out:
