@@ -96,10 +96,12 @@
  * the path's (AVX-512's vscalefps, else two exact power-of-two factors so
  * that subnormal results round once).  Within 0.99 ULP over every float
  * (checked exhaustively on the development machine; test_vmath samples).
- * 0 below -104, inf above 100, NaN stays NaN. */
+ * 0 below -104, inf above 100, NaN stays NaN.  vexpf_raw is the same
+ * without those two selects, for arguments known to be in [-104, 100] (or
+ * NaN, which stays NaN). */
 #define EXPF_MAGIC 0x1.8p23f
 #define VM_EXPF(P, TGT, VF, VI, LDEXP)                                        \
-	VM_INLINE TGT VF P##_vexpf(VF d)                                      \
+	VM_INLINE TGT VF P##_vexpf_raw(VF d)                                  \
 	{                                                                    \
 		VF t = d * 1.442695040888963407359924681001892137426645954152985934135449406931f + \
 		       EXPF_MAGIC;                                           \
@@ -113,7 +115,11 @@
 		u = u * s + 0.166666671633720397949219f;                     \
 		u = u * s + 0.5f;                                            \
 		u = 1 + (s * s * u + s);                                     \
-		u = LDEXP(VF, VI, u, q);                                     \
+		return LDEXP(VF, VI, u, q);                                  \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vexpf(VF d)                                      \
+	{                                                                    \
+		VF u = P##_vexpf_raw(d);                                     \
 		u = V_SEL(VF, VI, d < -104.0f, V_SPLAT(VF, 0.0f), u);        \
 		return V_SEL(VF, VI, d > 100.0f, V_SPLAT(VF, (float)INFINITY), u); \
 	}
@@ -131,9 +137,15 @@
 		(u) * (VF)((q1_ + 127) << 23) * (VF)((q2_ + 127) << 23);     \
 	})
 
+/* exp's argument in sigmoid: below this, exp is 0 (f32: vexpf_raw's
+ * range) */
+#define SIG_LO_f32 -104.0f
+#define SIG_LO_f64 -746.0
+
 /* The functions of path P for element type S (VF, VI; MAG: all bits but
- * the sign).  EXP ... are the path's SLEEF functions on one VF. */
-#define VM_VFUNCS(P, S, TGT, T, VF, VI, MAG, EXP, EXPM1, ERFC, SQRT)          \
+ * the sign).  EXP ... are the path's functions on one VF: EXPRAW an exp
+ * for arguments in [SIG_LO_S, 100]. */
+#define VM_VFUNCS(P, S, TGT, T, VF, VI, MAG, EXP, EXPRAW, EXPM1, ERFC, SQRT)   \
 	VM_INLINE TGT VF P##_canon_##S(VF y)                                  \
 	{                                                                    \
 		return V_SEL(VF, VI, y != y, V_SPLAT(VF, (T)NAN), y);        \
@@ -142,7 +154,8 @@
 	 * e / (1 + e) */                                                    \
 	VM_INLINE TGT VF P##_vsigmoid_##S(VF x)                                \
 	{                                                                    \
-		VF e = EXP(-V_ABS(VF, VI, MAG, x));                          \
+		VF d = -V_ABS(VF, VI, MAG, x);                               \
+		VF e = EXPRAW(V_SEL(VF, VI, d < SIG_LO_##S, V_SPLAT(VF, SIG_LO_##S), d)); \
 		return V_SEL(VF, VI, x >= 0, V_SPLAT(VF, (T)1), e) / (1 + e); \
 	}                                                                    \
 	VM_INLINE TGT VF P##_vsilu_##S(VF x)                                   \
@@ -420,8 +433,10 @@ VM_INLINE vm_vd1 sc_pow(vm_vd1 a, vm_vd1 b) { return (vm_vd1){Sleef_cinz_powd1_u
 #define MAG64 0x7fffffffffffffffLL
 
 VM_EXPF(sc, VM_NO_TARGET, vm_vf1, vm_vi1, LDEXPF_2MUL)
-VM_VFUNCS(sc, f32, VM_NO_TARGET, float, vm_vf1, vm_vi1, MAG32, sc_vexpf, sc_expm1f, sc_erfcf, sc_sqrtf)
-VM_VFUNCS(sc, f64, VM_NO_TARGET, double, vm_vd1, vm_vl1, MAG64, sc_exp, sc_expm1, sc_erfc, sc_sqrt)
+VM_VFUNCS(sc, f32, VM_NO_TARGET, float, vm_vf1, vm_vi1, MAG32, sc_vexpf, sc_vexpf_raw,
+	  sc_expm1f, sc_erfcf, sc_sqrtf)
+VM_VFUNCS(sc, f64, VM_NO_TARGET, double, vm_vd1, vm_vl1, MAG64, sc_exp, sc_exp,
+	  sc_expm1, sc_erfc, sc_sqrt)
 VM_ARRAYS(sc, f32, VM_NO_TARGET, float, vm_vf1, sc_vexpf, sc_logf, sc_sinf, sc_cosf, sc_erff,
 	  sc_sqrtf, sc_powf, tanhe)
 VM_ARRAYS(sc, f64, VM_NO_TARGET, double, vm_vd1, sc_exp, sc_log, sc_sin, sc_cos, sc_erf,
@@ -439,10 +454,10 @@ typedef int64_t vm_vl8 __attribute__((vector_size(64)));
 /* SSE2 path (every x86-64): SLEEF's SSE2 builds (no FMA), 4 floats or 2
  * doubles. */
 VM_EXPF(s2, VM_NO_TARGET, __m128, vm_vi4, LDEXPF_2MUL)
-VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, s2_vexpf,
+VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, s2_vexpf, s2_vexpf_raw,
 	  Sleef_cinz_expm1f4_u10sse2, Sleef_cinz_erfcf4_u15sse2, _mm_sqrt_ps)
 VM_VFUNCS(s2, f64, VM_NO_TARGET, double, __m128d, vm_vl2, MAG64, Sleef_cinz_expd2_u10sse2,
-	  Sleef_cinz_expm1d2_u10sse2, Sleef_cinz_erfcd2_u15sse2, _mm_sqrt_pd)
+	  Sleef_cinz_expd2_u10sse2, Sleef_cinz_expm1d2_u10sse2, Sleef_cinz_erfcd2_u15sse2, _mm_sqrt_pd)
 VM_ARRAYS(s2, f32, VM_NO_TARGET, float, __m128, s2_vexpf,
 	  Sleef_cinz_logf4_u10sse2, Sleef_cinz_sinf4_u10sse2, Sleef_cinz_cosf4_u10sse2,
 	  Sleef_cinz_erff4_u10sse2, _mm_sqrt_ps, Sleef_cinz_powf4_u10sse2, tanhe)
@@ -452,10 +467,10 @@ VM_ARRAYS(s2, f64, VM_NO_TARGET, double, __m128d, Sleef_cinz_expd2_u10sse2,
 
 /* AVX2 path: SLEEF's AVX2+FMA builds, 8 floats or 4 doubles. */
 VM_EXPF(a2, VM_AVX2, __m256, vm_vi8, LDEXPF_2MUL)
-VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, a2_vexpf,
+VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, a2_vexpf, a2_vexpf_raw,
 	  Sleef_finz_expm1f8_u10avx2, Sleef_finz_erfcf8_u15avx2, _mm256_sqrt_ps)
 VM_VFUNCS(a2, f64, VM_AVX2, double, __m256d, vm_vl4, MAG64, Sleef_finz_expd4_u10avx2,
-	  Sleef_finz_expm1d4_u10avx2, Sleef_finz_erfcd4_u15avx2, _mm256_sqrt_pd)
+	  Sleef_finz_expd4_u10avx2, Sleef_finz_expm1d4_u10avx2, Sleef_finz_erfcd4_u15avx2, _mm256_sqrt_pd)
 VM_ARRAYS(a2, f32, VM_AVX2, float, __m256, a2_vexpf,
 	  Sleef_finz_logf8_u10avx2, Sleef_finz_sinf8_u10avx2, Sleef_finz_cosf8_u10avx2,
 	  Sleef_finz_erff8_u10avx2, _mm256_sqrt_ps, Sleef_finz_powf8_u10avx2, tanhe)
@@ -467,10 +482,10 @@ VM_ARRAYS(a2, f64, VM_AVX2, double, __m256d, Sleef_finz_expd4_u10avx2,
  * doubles. */
 #define A5_LDEXPF(VF, VI, u, q) _mm512_scalef_ps(u, q)
 VM_EXPF(a5, VM_AVX512, __m512, vm_vi16, A5_LDEXPF)
-VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, a5_vexpf,
+VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, a5_vexpf, a5_vexpf_raw,
 	  Sleef_finz_expm1f16_u10avx512f, Sleef_finz_erfcf16_u15avx512f, _mm512_sqrt_ps)
 VM_VFUNCS(a5, f64, VM_AVX512, double, __m512d, vm_vl8, MAG64, Sleef_finz_expd8_u10avx512f,
-	  Sleef_finz_expm1d8_u10avx512f, Sleef_finz_erfcd8_u15avx512f, _mm512_sqrt_pd)
+	  Sleef_finz_expd8_u10avx512f, Sleef_finz_expm1d8_u10avx512f, Sleef_finz_erfcd8_u15avx512f, _mm512_sqrt_pd)
 VM_ARRAYS(a5, f32, VM_AVX512, float, __m512, a5_vexpf,
 	  Sleef_finz_logf16_u10avx512f, Sleef_finz_sinf16_u10avx512f,
 	  Sleef_finz_cosf16_u10avx512f, Sleef_finz_erff16_u10avx512f, _mm512_sqrt_ps,
