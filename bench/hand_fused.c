@@ -11,7 +11,7 @@
  * Prints "key value" lines for bench/run.sh.  Not a test.
  *
  *     hand_fused [--threads N] [--runs N] [--min-ms MS] [--warmup N]
- *                [chain|softmax|layernorm]...
+ *                [--chain-n N] [chain|softmax|layernorm]...
  *
  * Each is timed WARMUP times, then at least RUNS times and for at least
  * MIN_MS ms in all, as bench/tir_time.c does; the median is printed.
@@ -496,13 +496,14 @@ static void bench(const char *name, void (*fn)(void *, int, int), struct job *j,
 static void usage(void)
 {
 	fprintf(stderr, "usage: hand_fused [--threads N] [--runs N] [--min-ms MS] [--warmup N] "
-			"[chain|softmax|layernorm]...\n");
+			"[--chain-n N] [chain|softmax|layernorm]...\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	int threads = 2, runs = 11, warmup = 3;
+	int64_t chain_n = CHAIN_N;
 	double min_ms = 1000;
 	bool want[3] = {false, false, false}, any = false;
 	for (int i = 1; i < argc; i++) {
@@ -514,6 +515,8 @@ int main(int argc, char **argv)
 			min_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
 			warmup = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--chain-n") && i + 1 < argc)
+			chain_n = atoll(argv[++i]);
 		else if (!strcmp(argv[i], "chain"))
 			any = want[0] = true;
 		else if (!strcmp(argv[i], "softmax"))
@@ -523,7 +526,8 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (threads < 1 || threads > MAX_THREADS || runs < 1 || runs > MAX_RUNS || warmup < 0)
+	if (threads < 1 || threads > MAX_THREADS || runs < 1 || runs > MAX_RUNS || warmup < 0 ||
+	    chain_n < 1)
 		usage();
 	if (!any)
 		want[0] = want[1] = want[2] = true;
@@ -537,18 +541,18 @@ int main(int argc, char **argv)
 	}
 
 	if (want[0]) {
-		struct job j = {.n = CHAIN_N};
-		float *x = alloc_floats(CHAIN_N), *y = alloc_floats(CHAIN_N), *ref = alloc_floats(CHAIN_N);
-		fill(x, CHAIN_N, 0, -2, 2);
-		chain_scalar(x, ref, CHAIN_N);
+		struct job j = {.n = chain_n};
+		float *x = alloc_floats(chain_n), *y = alloc_floats(chain_n), *ref = alloc_floats(chain_n);
+		fill(x, chain_n, 0, -2, 2);
+		chain_scalar(x, ref, chain_n);
 		j.x = x;
 		j.y = y;
-		bench("chain", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
+		bench("chain", chain_part, &j, chain_n, runs, min_ms, warmup, ref);
 		if (use_avx512) {
 			j.variant = 1;
-			bench("chain_sleef_tanh", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
+			bench("chain_sleef_tanh", chain_part, &j, chain_n, runs, min_ms, warmup, ref);
 			j.variant = 2;
-			bench("chain_tanh_exp", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
+			bench("chain_tanh_exp", chain_part, &j, chain_n, runs, min_ms, warmup, ref);
 		}
 		free(x);
 		free(y);

@@ -40,49 +40,42 @@ struct rows_job {
 };
 
 #define DEFINE_ROWS(T, SFX, VMATH)                                                  \
-/* sum, and sum of squared distances from c, in double with 16 lanes (two \
- * vectors, so that the adds do not all wait on each other): lane k adds   \
- * elements k, k + 16, ... in order, then an 8-step and the last n % 8     \
- * (lane 0); lanes k and k + 8 fold, then a fixed tree */                  \
+/* The sums of d = x - c and of d^2 in one pass, in double with 16 lanes  \
+ * each (two vectors, so the adds do not all wait on each other): lane k  \
+ * adds elements k, k + 16, ... in order, then an 8-step and the last      \
+ * n % 8 (lane 0); lanes k and k + 8 fold, then a fixed tree.  With c an   \
+ * element of the row, (c - mean)^2 <= n var, so the variance taken as     \
+ * s2/n - (s1/n)^2 loses at most log2(n) bits of double's 53. */           \
 ROWS_INLINE static double lanes16_##SFX(double *a)                                 \
 {                                                                                  \
 	for (int k = 0; k < 8; k++)                                                \
 		a[k] += a[k + 8];                                                  \
 	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
 }                                                                                  \
-ROWS_INLINE static double sum_##SFX(const T *x, int64_t n)                         \
+ROWS_INLINE static void moments_##SFX(const T *x, int64_t n, double c, double *s1,    \
+				      double *s2)                                  \
 {                                                                                  \
-	double a[16] = {0};                                                        \
-	int64_t j = 0;                                                             \
-	for (; j + 16 <= n; j += 16)                                               \
-		for (int k = 0; k < 16; k++)                                       \
-			a[k] += (double)x[j + k];                                  \
-	for (; j + 8 <= n; j += 8)                                                 \
-		for (int k = 0; k < 8; k++)                                        \
-			a[k] += (double)x[j + k];                                  \
-	for (; j < n; j++)                                                         \
-		a[0] += (double)x[j];                                              \
-	return lanes16_##SFX(a);                                                   \
-}                                                                                  \
-ROWS_INLINE static double sqdist_##SFX(const T *x, int64_t n, double c)            \
-{                                                                                  \
-	double a[16] = {0};                                                        \
+	double a[16] = {0}, q[16] = {0};                                           \
 	int64_t j = 0;                                                             \
 	for (; j + 16 <= n; j += 16)                                               \
 		for (int k = 0; k < 16; k++) {                                     \
 			double d = (double)x[j + k] - c;                           \
-			a[k] += d * d;                                             \
+			a[k] += d;                                                 \
+			q[k] += d * d;                                             \
 		}                                                                  \
 	for (; j + 8 <= n; j += 8)                                                 \
 		for (int k = 0; k < 8; k++) {                                      \
 			double d = (double)x[j + k] - c;                           \
-			a[k] += d * d;                                             \
+			a[k] += d;                                                 \
+			q[k] += d * d;                                             \
 		}                                                                  \
 	for (; j < n; j++) {                                                       \
 		double d = (double)x[j] - c;                                       \
-		a[0] += d * d;                                                     \
+		a[0] += d;                                                         \
+		q[0] += d * d;                                                     \
 	}                                                                          \
-	return lanes16_##SFX(a);                                                   \
+	*s1 = lanes16_##SFX(a);                                                    \
+	*s2 = lanes16_##SFX(q);                                                    \
 }                                                                                  \
 ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
 {                                                                                  \
@@ -121,8 +114,13 @@ ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, in
 ROWS_INLINE static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o, int64_t n,     \
 			   double eps, bool rms)                                   \
 {                                                                                  \
-	double mean = rms ? 0 : sum_##SFX(x, n) / (double)n;                       \
-	double r = 1.0 / sqrt(sqdist_##SFX(x, n, mean) / (double)n + eps);         \
+	/* rmsnorm: the mean square; layernorm: mean and variance from the     \
+	 * moments about x[0] (see moments) */                                     \
+	double c = rms ? 0 : (double)x[0], s1, s2;                                 \
+	moments_##SFX(x, n, c, &s1, &s2);                                          \
+	double m1 = rms ? 0 : s1 / (double)n, mean = c + m1;                       \
+	double var = s2 / (double)n - m1 * m1;                                     \
+	double r = 1.0 / sqrt((var < 0 ? 0 : var) + eps);  /* NaN stays NaN */     \
 	/* the centring in double: rows far from 0 keep their digits */           \
 	if (b)                                                                     \
 		for (int64_t j = 0; j < n; j++)                                    \
