@@ -13,14 +13,16 @@
  *    result depends only on its inputs: the tail of an array runs through
  *    the same vector function, zero-padded), and fused equals unfused.
  *  - the exact ops (+ - * / sqrt, compares, floor, ...) are correctly
- *    rounded IEEE operations and agree bit for bit on every path.
+ *    rounded IEEE operations and agree bit for bit on every path (NaNs
+ *    aside, below).
  *  - the transcendentals use SLEEF's fastest accurate builds per path (FMA
  *    on AVX-512 and AVX2, SLEEF's "finz"; no FMA on SSE2 and in portable
- *    C), so they may differ between paths by their (documented) error,
- *    never by more: test_vmath checks every path against libm in higher
- *    precision.
- *  - a NaN result is always the default quiet NaN (+, payload 0): SLEEF's
- *    builds, libm and the vector units disagree on NaN signs and payloads.
+ *    C), f32 exp SLEEF's algorithm inline (VM_EXPF), so they may differ
+ *    between paths by their (documented) error, never by more: test_vmath
+ *    checks every path against libm in higher precision.
+ *  - a NaN result is a quiet NaN, with the sign and payload that the
+ *    vector unit or SLEEF gives (deterministic, so the above holds; not
+ *    canonicalized: that cost 5-7% on fused chains).
  */
 #include "vmath.h"
 
@@ -61,13 +63,11 @@
  * dependence (element i is read before it is written), so vectorize. */
 #define EACH(n) _Pragma("GCC ivdep") for (int64_t i = 0; i < (n); i++)
 
-/* out[i] = EXPR (of i) for i < n, a NaN made the default one. */
+/* out[i] = EXPR (of i) for i < n. */
 #define MAP(T, n, out, EXPR)                                                 \
 	do {                                                                 \
-		EACH(n) {                                                    \
-			T v_ = (EXPR);                                       \
-			(out)[i] = v_ != v_ ? (T)NAN : v_;                   \
-		}                                                            \
+		EACH(n)                                                      \
+			(out)[i] = (EXPR);                                   \
 	} while (0)
 
 /* ---- vector functions, written once over GCC vector types ----
@@ -146,10 +146,6 @@
  * the sign).  EXP ... are the path's functions on one VF: EXPRAW an exp
  * for arguments in [SIG_LO_S, 100]. */
 #define VM_VFUNCS(P, S, TGT, T, VF, VI, MAG, EXP, EXPRAW, EXPM1, ERFC, SQRT)   \
-	VM_INLINE TGT VF P##_canon_##S(VF y)                                  \
-	{                                                                    \
-		return V_SEL(VF, VI, y != y, V_SPLAT(VF, (T)NAN), y);        \
-	}                                                                    \
 	/* e = exp(-|x|) never overflows: x >= 0 gives 1 / (1 + e), x < 0   \
 	 * e / (1 + e) */                                                    \
 	VM_INLINE TGT VF P##_vsigmoid_##S(VF x)                                \
@@ -192,7 +188,7 @@
  * vector, so every element goes through the same vector function.  The
  * arrays are void * so that every op has one function type (the tables
  * below). */
-#define VM_LOOP_U(NAME, TGT, T, VF, CANON, FN)                               \
+#define VM_LOOP_U(NAME, TGT, T, VF, FN)                               \
 	static TGT void NAME(void *dv, const void *sv, int64_t n)            \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
@@ -202,18 +198,18 @@
 		VF v;                                                        \
 		for (; i + L <= n; i += L) {                                 \
 			memcpy(&v, s + i, sizeof v);                         \
-			v = CANON(FN(v));                                    \
+			v = FN(v);                                          \
 			memcpy(d + i, &v, sizeof v);                         \
 		}                                                            \
 		if (i < n) {                                                 \
 			v = (VF){0};                                         \
 			memcpy(&v, s + i, (size_t)(n - i) * sizeof(T));      \
-			v = CANON(FN(v));                                    \
+			v = FN(v);                                          \
 			memcpy(d + i, &v, (size_t)(n - i) * sizeof(T));      \
 		}                                                            \
 	}
 
-#define VM_LOOP_B(NAME, TGT, T, VF, CANON, FN)                               \
+#define VM_LOOP_B(NAME, TGT, T, VF, FN)                               \
 	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
@@ -224,14 +220,14 @@
 		for (; i + L <= n; i += L) {                                 \
 			memcpy(&u, a + i, sizeof u);                         \
 			memcpy(&v, b + i, sizeof v);                         \
-			v = CANON(FN(u, v));                                 \
+			v = FN(u, v);                                       \
 			memcpy(d + i, &v, sizeof v);                         \
 		}                                                            \
 		if (i < n) {                                                 \
 			u = v = (VF){0};                                     \
 			memcpy(&u, a + i, (size_t)(n - i) * sizeof(T));      \
 			memcpy(&v, b + i, (size_t)(n - i) * sizeof(T));      \
-			v = CANON(FN(u, v));                                 \
+			v = FN(u, v);                                       \
 			memcpy(d + i, &v, (size_t)(n - i) * sizeof(T));      \
 		}                                                            \
 	}
@@ -314,17 +310,17 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
  * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's
  * sign. */
 #define VM_ARRAYS(P, S, TGT, T, VF, EXP, LOG, SIN, COS, ERF, SQRT, POW, TANH)   \
-	VM_LOOP_U(P##_exp_##S, TGT, T, VF, P##_canon_##S, EXP)               \
-	VM_LOOP_U(P##_log_##S, TGT, T, VF, P##_canon_##S, LOG)               \
-	VM_LOOP_U(P##_sin_##S, TGT, T, VF, P##_canon_##S, SIN)               \
-	VM_LOOP_U(P##_cos_##S, TGT, T, VF, P##_canon_##S, COS)               \
-	VM_LOOP_U(P##_erf_##S, TGT, T, VF, P##_canon_##S, ERF)               \
-	VM_LOOP_U(P##_sqrt_##S, TGT, T, VF, P##_canon_##S, SQRT)             \
-	VM_LOOP_U(P##_tanh_##S, TGT, T, VF, P##_canon_##S, P##_v##TANH##_##S) \
-	VM_LOOP_U(P##_sigmoid_##S, TGT, T, VF, P##_canon_##S, P##_vsigmoid_##S) \
-	VM_LOOP_U(P##_silu_##S, TGT, T, VF, P##_canon_##S, P##_vsilu_##S)     \
-	VM_LOOP_U(P##_gelu_##S, TGT, T, VF, P##_canon_##S, P##_vgelu_##S)     \
-	VM_LOOP_U(P##_rsqrt_##S, TGT, T, VF, P##_canon_##S, P##_vrsqrt_##S)   \
+	VM_LOOP_U(P##_exp_##S, TGT, T, VF, EXP)               \
+	VM_LOOP_U(P##_log_##S, TGT, T, VF, LOG)               \
+	VM_LOOP_U(P##_sin_##S, TGT, T, VF, SIN)               \
+	VM_LOOP_U(P##_cos_##S, TGT, T, VF, COS)               \
+	VM_LOOP_U(P##_erf_##S, TGT, T, VF, ERF)               \
+	VM_LOOP_U(P##_sqrt_##S, TGT, T, VF, SQRT)             \
+	VM_LOOP_U(P##_tanh_##S, TGT, T, VF, P##_v##TANH##_##S) \
+	VM_LOOP_U(P##_sigmoid_##S, TGT, T, VF, P##_vsigmoid_##S) \
+	VM_LOOP_U(P##_silu_##S, TGT, T, VF, P##_vsilu_##S)     \
+	VM_LOOP_U(P##_gelu_##S, TGT, T, VF, P##_vgelu_##S)     \
+	VM_LOOP_U(P##_rsqrt_##S, TGT, T, VF, P##_vrsqrt_##S)   \
 	VM_MAP_U(P##_neg_##S, TGT, T, -s[i])                                 \
 	VM_MAP_U(P##_abs_##S, TGT, T, M_FABS_##S(s[i]))                      \
 	VM_MAP_U(P##_recip_##S, TGT, T, 1 / s[i])                            \
@@ -335,11 +331,11 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_MAP_U(P##_relu_##S, TGT, T, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0) \
 	VM_MAP_U(P##_sign_##S, TGT, T,                                       \
 		 s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i])        \
-	VM_LOOP_B(P##_add_##S, TGT, T, VF, P##_canon_##S, V_ADD)             \
-	VM_LOOP_B(P##_sub_##S, TGT, T, VF, P##_canon_##S, V_SUB)             \
-	VM_LOOP_B(P##_mul_##S, TGT, T, VF, P##_canon_##S, V_MUL)             \
-	VM_LOOP_B(P##_div_##S, TGT, T, VF, P##_canon_##S, V_DIV)             \
-	VM_LOOP_B(P##_pow_##S, TGT, T, VF, P##_canon_##S, POW)               \
+	VM_LOOP_B(P##_add_##S, TGT, T, VF, V_ADD)             \
+	VM_LOOP_B(P##_sub_##S, TGT, T, VF, V_SUB)             \
+	VM_LOOP_B(P##_mul_##S, TGT, T, VF, V_MUL)             \
+	VM_LOOP_B(P##_div_##S, TGT, T, VF, V_DIV)             \
+	VM_LOOP_B(P##_pow_##S, TGT, T, VF, POW)               \
 	/* NaN in either wins; a tie gives b */                              \
 	VM_MAP_B(P##_maximum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
 	VM_MAP_B(P##_minimum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
@@ -368,7 +364,7 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 			for (int k = 0; k < 16; k += L) {                    \
 				VF v;                                        \
 				memcpy(&v, x + i + k, sizeof v);             \
-				v = P##_canon_##S(EXP(v - m));               \
+				v = EXP(v - m);                               \
 				memcpy(d + i + k, &v, sizeof v);             \
 			}                                                    \
 			acc += widen8_##P##_##S(d + i);                      \
