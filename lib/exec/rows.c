@@ -1,9 +1,10 @@
 /*
  * rows.c — softmax, log_softmax, layernorm and rmsnorm over the last axis
- * of contiguous rows, as one or two passes per row: the exponentials by
- * vmath (SLEEF), sums and moments accumulated in double, rows split over
- * the pool in chunks of a fixed size (so results never depend on the
- * thread count).  nn.c calls these for the common case and keeps its
+ * of contiguous rows, in three or two passes per row: softmax's max, then
+ * exp with its sum (vmath's expsum), then the scale; the norms' moments
+ * in one pass (vmath's moments), then the normalization.  Sums and
+ * moments in double; rows split over the pool in chunks of a fixed size
+ * (so results never depend on the thread count).  nn.c calls these for the common case and keeps its
  * general (any axis, any layout) loops for the rest.
  */
 #include "exec.h"
@@ -20,8 +21,8 @@
 #define ROWS_PER_TASK 16
 
 /* One build per ISA, picked at load time.  The lanes of every sum are
- * fixed in the code and C11 forbids contracting to FMA, so all builds
- * give the same bits. */
+ * fixed in the code and C11 forbids contracting to FMA here, so all
+ * builds give the same bits (vmath's exp and moments are its paths'). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define ROWS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -39,44 +40,7 @@ struct rows_job {
 	double eps;
 };
 
-#define DEFINE_ROWS(T, SFX, VMATH)                                                  \
-/* The sums of d = x - c and of d^2 in one pass, in double with 16 lanes  \
- * each (two vectors, so the adds do not all wait on each other): lane k  \
- * adds elements k, k + 16, ... in order, then an 8-step and the last      \
- * n % 8 (lane 0); lanes k and k + 8 fold, then a fixed tree.  With c an   \
- * element of the row, (c - mean)^2 <= n var, so the variance taken as     \
- * s2/n - (s1/n)^2 loses at most log2(n) bits of double's 53. */           \
-ROWS_INLINE static double lanes16_##SFX(double *a)                                 \
-{                                                                                  \
-	for (int k = 0; k < 8; k++)                                                \
-		a[k] += a[k + 8];                                                  \
-	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
-}                                                                                  \
-ROWS_INLINE static void moments_##SFX(const T *x, int64_t n, double c, double *s1,    \
-				      double *s2)                                  \
-{                                                                                  \
-	double a[16] = {0}, q[16] = {0};                                           \
-	int64_t j = 0;                                                             \
-	for (; j + 16 <= n; j += 16)                                               \
-		for (int k = 0; k < 16; k++) {                                     \
-			double d = (double)x[j + k] - c;                           \
-			a[k] += d;                                                 \
-			q[k] += d * d;                                             \
-		}                                                                  \
-	for (; j + 8 <= n; j += 8)                                                 \
-		for (int k = 0; k < 8; k++) {                                      \
-			double d = (double)x[j + k] - c;                           \
-			a[k] += d;                                                 \
-			q[k] += d * d;                                             \
-		}                                                                  \
-	for (; j < n; j++) {                                                       \
-		double d = (double)x[j] - c;                                       \
-		a[0] += d;                                                         \
-		q[0] += d * d;                                                     \
-	}                                                                          \
-	*s1 = lanes16_##SFX(a);                                                    \
-	*s2 = lanes16_##SFX(q);                                                    \
-}                                                                                  \
+#define DEFINE_ROWS(T, SFX)                                                         \
 ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
 {                                                                                  \
 	/* the max in 16 lanes (a NaN is caught by the sum below) */               \
@@ -115,9 +79,11 @@ ROWS_INLINE static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o,
 			   double eps, bool rms)                                   \
 {                                                                                  \
 	/* rmsnorm: the mean square; layernorm: mean and variance from the     \
-	 * moments about x[0] (see moments) */                                     \
+	 * moments about x[0], in one pass: with c an element of the row,         \
+	 * (c - mean)^2 <= n var, so s2/n - (s1/n)^2 loses at most log2(n) of     \
+	 * double's 53 bits to cancellation */                                     \
 	double c = rms ? 0 : (double)x[0], s1, s2;                                 \
-	moments_##SFX(x, n, c, &s1, &s2);                                          \
+	tir_vmath_moments_##SFX(x, n, c, &s1, &s2);                                \
 	double m1 = rms ? 0 : s1 / (double)n, mean = c + m1;                       \
 	double var = s2 / (double)n - m1 * m1;                                     \
 	double r = 1.0 / sqrt((var < 0 ? 0 : var) + eps);  /* NaN stays NaN */     \
@@ -149,8 +115,8 @@ ROWS_CLONES static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_
 	}                                                                          \
 }
 
-DEFINE_ROWS(float, f32, tir_vmath_f32)
-DEFINE_ROWS(double, f64, tir_vmath_f64)
+DEFINE_ROWS(float, f32)
+DEFINE_ROWS(double, f64)
 
 static void rows_task(void *ctx, int64_t t)
 {

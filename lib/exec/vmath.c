@@ -275,6 +275,7 @@ struct vm_ops {
 	tir_vmath1_fn u[TIR_OP_COUNT];   /* NULL: not a vmath unary op */
 	tir_vmath2_fn b[TIR_OP_COUNT];
 	double (*expsum)(void *d, const void *x, double m, int64_t n);
+	void (*moments)(const void *x, int64_t n, double c, double *s1, double *s2);
 };
 
 /* Eight elements as eight doubles (the lanes of a softmax sum). */
@@ -382,6 +383,36 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 		return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +             \
 		       ((acc[4] + acc[5]) + (acc[6] + acc[7]));              \
 	}                                                                    \
+	/* layernorm's moments (see tir_vmath_moments_f32) */                \
+	static TGT void P##_moments_##S(const void *xv, int64_t n, double c, \
+					double *s1, double *s2)              \
+	{                                                                    \
+		const T *x = xv;                                             \
+		vm_vd8 a0 = {0}, a1 = {0}, q0 = {0}, q1 = {0}, d;            \
+		int64_t j = 0;                                               \
+		for (; j + 16 <= n; j += 16) {                               \
+			d = widen8_##P##_##S(x + j) - c;                     \
+			a0 += d;                                             \
+			q0 += d * d;                                         \
+			d = widen8_##P##_##S(x + j + 8) - c;                 \
+			a1 += d;                                             \
+			q1 += d * d;                                         \
+		}                                                            \
+		for (; j + 8 <= n; j += 8) {                                 \
+			d = widen8_##P##_##S(x + j) - c;                     \
+			a0 += d;                                             \
+			q0 += d * d;                                         \
+		}                                                            \
+		for (; j < n; j++) {                                         \
+			double e = (double)x[j] - c;                         \
+			a0[0] += e;                                          \
+			q0[0] += e * e;                                      \
+		}                                                            \
+		a0 += a1;                                                    \
+		q0 += q1;                                                    \
+		*s1 = ((a0[0] + a0[1]) + (a0[2] + a0[3])) + ((a0[4] + a0[5]) + (a0[6] + a0[7])); \
+		*s2 = ((q0[0] + q0[1]) + (q0[2] + q0[3])) + ((q0[4] + q0[5]) + (q0[6] + q0[7])); \
+	}                                                                    \
 	static const struct vm_ops P##_ops_##S = {                           \
 		.u = {                                                       \
 			[TIR_OP_EXP] = P##_exp_##S, [TIR_OP_LOG] = P##_log_##S, \
@@ -404,6 +435,7 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 			[TIR_OP_MINIMUM] = P##_minimum_##S, [TIR_OP_MOD] = P##_mod_##S, \
 		},                                                           \
 		.expsum = P##_expsum_##S,                                    \
+		.moments = P##_moments_##S,                                  \
 	};
 
 /* Portable C: one-lane vectors over SLEEF's purec builds (no FMA). */
@@ -649,6 +681,16 @@ tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt)
 		return NULL;
 	const struct vm_path *p = vm_path();
 	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->b[op];
+}
+
+void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, double *s2)
+{
+	vm_path()->o32->moments(x, n, c, s1, s2);
+}
+
+void tir_vmath_moments_f64(const double *x, int64_t n, double c, double *s1, double *s2)
+{
+	vm_path()->o64->moments(x, n, c, s1, s2);
 }
 
 /* ---- the test hook ---- */

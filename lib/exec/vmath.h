@@ -72,6 +72,14 @@ tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt);
 double tir_vmath_expsum_f32(float *dst, const float *src, float m, int64_t n);
 double tir_vmath_expsum_f64(double *dst, const double *src, double m, int64_t n);
 
+/* layernorm's moments over a row: *s1 = sum of d = x[i] - c, *s2 = sum of
+ * d^2, in double with 16 lanes (lane k adds elements k, k + 16, ... in
+ * order, then an 8-step, the last n % 8 in lane 0; lanes k and k + 8 fold,
+ * then ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))); d^2 is added
+ * with one rounding (FMA) on the paths that have it.  0s for n = 0. */
+void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, double *s2);
+void tir_vmath_moments_f64(const double *x, int64_t n, double c, double *s1, double *s2);
+
 /* The fused evaluator's per-block calls (elementwise.c): op over n
  * contiguous elements of dtype dt, exactly what tir_k_unary / tir_k_binary
  * compute for them (out's dtype as theirs: bool for NOT and comparisons),

@@ -848,6 +848,54 @@ static void test_expsum(void)
 	CHECK(tir_vmath_expsum_f32(y, x, 0, 0) == 0);
 }
 
+/* ---- 4c. layernorm's moments ---- */
+
+static void test_moments(void)
+{
+	enum { NX = 1100 };
+	static const int lens[] = {0, 1, 7, 8, 9, 16, 17, 24, 100, 1024, 1100};
+	float x[NX];
+	double xd[NX];
+	for (int i = 0; i < NX; i++) {
+		x[i] = (float)unif(-3, 5);
+		xd[i] = unif(-3, 5);
+	}
+	int bad = 0;
+	for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+		int n = lens[li];
+		double c = n ? x[0] : 0, s1, s2, t1, t2;
+		/* s1 has only adds: the lane order exactly */
+		double a[16] = {0};
+		long double q = 0;
+		int j = 0;
+		for (; j + 16 <= n; j += 16)
+			for (int k = 0; k < 16; k++)
+				a[k] += (double)x[j + k] - c;
+		for (; j + 8 <= n; j += 8)
+			for (int k = 0; k < 8; k++)
+				a[k] += (double)x[j + k] - c;
+		for (; j < n; j++)
+			a[0] += (double)x[j] - c;
+		for (int k = 0; k < 8; k++)
+			a[k] += a[k + 8];
+		double w1 = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+		for (int i = 0; i < n; i++)
+			q += ((long double)x[i] - c) * ((long double)x[i] - c);
+		tir_vmath_moments_f32(x, n, c, &s1, &s2);
+		bad += s1 != w1 || fabsl(s2 - q) > 1e-13L * q;
+		tir_vmath_moments_f64(xd, n, 0.5, &t1, &t2);
+		long double w2 = 0, w3 = 0;
+		for (int i = 0; i < n; i++) {
+			w2 += (long double)xd[i] - 0.5L;
+			w3 += ((long double)xd[i] - 0.5L) * ((long double)xd[i] - 0.5L);
+		}
+		bad += fabsl(t1 - w2) > 1e-12L * (fabsl(w2) + n) || fabsl(t2 - w3) > 1e-13L * w3;
+	}
+	if (bad)
+		fprintf(stderr, "moments: %d mismatches\n", bad);
+	CHECK(bad == 0);
+}
+
 /* ---- 5. the choice: TIR_VMATH, in child processes (it is made once) ---- */
 
 static void test_choice(void)
@@ -976,6 +1024,7 @@ int main(void)
 	}
 	test_tails();
 	test_expsum();
+	test_moments();
 	test_kernels();
 	return check_report("test_vmath");
 }
