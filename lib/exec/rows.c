@@ -2,10 +2,11 @@
  * rows.c — softmax, log_softmax, layernorm and rmsnorm over the last axis
  * of contiguous rows, in three or two passes per row: softmax's max, then
  * exp with its sum (vmath's expsum), then the scale; the norms' moments
- * in one pass (vmath's moments), then the normalization.  Sums and
- * moments in double; rows split over the pool in chunks of a fixed size
- * (so results never depend on the thread count).  nn.c calls these for the common case and keeps its
- * general (any axis, any layout) loops for the rest.
+ * in one pass (vmath's moments), then the normalization (vmath's norm).
+ * Sums, moments and the centring in double; rows split over the pool in
+ * chunks of a fixed size (so results never depend on the thread count).
+ * nn.c calls these for the common case and keeps its general (any axis,
+ * any layout) loops for the rest.
  */
 #include "exec.h"
 #include "vmath.h"
@@ -88,12 +89,7 @@ ROWS_INLINE static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o,
 	double var = s2 / (double)n - m1 * m1;                                     \
 	double r = 1.0 / sqrt((var < 0 ? 0 : var) + eps);  /* NaN stays NaN */     \
 	/* the centring in double: rows far from 0 keep their digits */           \
-	if (b)                                                                     \
-		for (int64_t j = 0; j < n; j++)                                    \
-			o[j] = (T)(((double)x[j] - mean) * r) * w[j] + b[j];       \
-	else                                                                       \
-		for (int64_t j = 0; j < n; j++)                                    \
-			o[j] = (T)((double)x[j] * r) * w[j];                       \
+	tir_vmath_norm_##SFX(o, x, w, b, mean, r, n);                              \
 }                                                                                  \
 ROWS_CLONES static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_t r1) \
 {                                                                                  \

@@ -276,6 +276,8 @@ struct vm_ops {
 	tir_vmath2_fn b[TIR_OP_COUNT];
 	double (*expsum)(void *d, const void *x, double m, int64_t n);
 	void (*moments)(const void *x, int64_t n, double c, double *s1, double *s2);
+	void (*norm)(void *o, const void *x, const void *w, const void *b, double mean,
+		     double r, int64_t n);
 };
 
 /* Eight elements as eight doubles (the lanes of a softmax sum). */
@@ -436,7 +438,64 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 		},                                                           \
 		.expsum = P##_expsum_##S,                                    \
 		.moments = P##_moments_##S,                                  \
+		.norm = P##_norm_##S,                                        \
 	};
+
+/* ---- layernorm's last pass (see tir_vmath_norm_f32) ----
+ * o = (T)(((double)x - mean) * r) * w + b, b NULL: (T)((double)x * r) * w.
+ * Compiled without contraction: the float steps round twice, as the
+ * reference kernels' do.  AVX-512 does the double part as one FMA,
+ * x * r - mean * r, and the widening with one instruction per 8. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
+#define VM_NORM_GENERIC(P, S, TGT, T)                                          \
+	static TGT void P##_norm_##S(void *ov, const void *xv, const void *wv,    \
+				     const void *bv, double mean, double r,       \
+				     int64_t n)                                   \
+	{                                                                    \
+		T *o = ov;                                                   \
+		const T *x = xv, *w = wv, *b = bv;                           \
+		if (b)                                                       \
+			EACH(n) o[i] = (T)(((double)x[i] - mean) * r) * w[i] + b[i]; \
+		else                                                         \
+			EACH(n) o[i] = (T)((double)x[i] * r) * w[i];         \
+	}
+
+VM_NORM_GENERIC(sc, f32, VM_NO_TARGET, float)
+VM_NORM_GENERIC(sc, f64, VM_NO_TARGET, double)
+#if VM_X86
+VM_NORM_GENERIC(s2, f32, VM_NO_TARGET, float)
+VM_NORM_GENERIC(s2, f64, VM_NO_TARGET, double)
+VM_NORM_GENERIC(a2, f32, VM_AVX2, float)
+VM_NORM_GENERIC(a2, f64, VM_AVX2, double)
+VM_NORM_GENERIC(a5, f64, VM_AVX512, double)
+
+static VM_AVX512 void a5_norm_f32(void *ov, const void *xv, const void *wv, const void *bv,
+				   double mean, double r, int64_t n)
+{
+	float *o = ov;
+	const float *x = xv, *w = wv, *b = bv;
+	__m512d rv = _mm512_set1_pd(r), nm = _mm512_set1_pd(-(b ? mean : 0) * r);
+	int64_t j = 0;
+	for (; j + 16 <= n; j += 16) {
+		__m256 lo = _mm512_cvtpd_ps(_mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j)), rv, nm));
+		__m256 hi = _mm512_cvtpd_ps(_mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)), rv, nm));
+		__m512 z = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
+							       _mm256_castps_pd(hi), 1));
+		z = _mm512_mul_ps(z, _mm512_loadu_ps(w + j));
+		if (b)
+			z = _mm512_add_ps(z, _mm512_loadu_ps(b + j));
+		_mm512_storeu_ps(o + j, z);
+	}
+	for (; j < n; j++) {
+		float z = (float)fma((double)x[j], r, -(b ? mean : 0) * r) * w[j];
+		o[j] = b ? z + b[j] : z;
+	}
+}
+#endif
+
+#pragma GCC pop_options
 
 /* Portable C: one-lane vectors over SLEEF's purec builds (no FMA). */
 typedef float vm_vf1 __attribute__((vector_size(4)));
@@ -691,6 +750,18 @@ void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, doub
 void tir_vmath_moments_f64(const double *x, int64_t n, double c, double *s1, double *s2)
 {
 	vm_path()->o64->moments(x, n, c, s1, s2);
+}
+
+void tir_vmath_norm_f32(float *o, const float *x, const float *w, const float *b, double mean,
+			double r, int64_t n)
+{
+	vm_path()->o32->norm(o, x, w, b, mean, r, n);
+}
+
+void tir_vmath_norm_f64(double *o, const double *x, const double *w, const double *b,
+			double mean, double r, int64_t n)
+{
+	vm_path()->o64->norm(o, x, w, b, mean, r, n);
 }
 
 /* ---- the test hook ---- */

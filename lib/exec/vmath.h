@@ -80,6 +80,16 @@ double tir_vmath_expsum_f64(double *dst, const double *src, double m, int64_t n)
 void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, double *s2);
 void tir_vmath_moments_f64(const double *x, int64_t n, double c, double *s1, double *s2);
 
+/* layernorm's last pass over a row: o[i] = (T)(((double)x[i] - mean) * r)
+ * * w[i] + b[i], or with b NULL (rmsnorm) (T)((double)x[i] * r) * w[i];
+ * the float steps round twice.  On AVX-512 the double part is one FMA,
+ * x * r - mean * r (a different double rounding: the float result is the
+ * same but for values within ~2^-29 of a rounding boundary). */
+void tir_vmath_norm_f32(float *o, const float *x, const float *w, const float *b, double mean,
+			double r, int64_t n);
+void tir_vmath_norm_f64(double *o, const double *x, const double *w, const double *b,
+			double mean, double r, int64_t n);
+
 /* The fused evaluator's per-block calls (elementwise.c): op over n
  * contiguous elements of dtype dt, exactly what tir_k_unary / tir_k_binary
  * compute for them (out's dtype as theirs: bool for NOT and comparisons),

@@ -894,6 +894,35 @@ static void test_moments(void)
 	if (bad)
 		fprintf(stderr, "moments: %d mismatches\n", bad);
 	CHECK(bad == 0);
+
+	/* the normalization: within a float rounding of the double formula */
+	float w[NX], b[NX], o[NX];
+	for (int i = 0; i < NX; i++) {
+		w[i] = (float)unif(-2, 2);
+		b[i] = (float)unif(-2, 2);
+	}
+	int far = 0;
+	for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+		int n = lens[li];
+		for (int withb = 0; withb < 2; withb++) {
+			double mean = withb ? 0.7 : 0, r = 1.3;
+			tir_vmath_norm_f32(o, x, w, withb ? b : NULL, mean, r, n);
+			for (int i = 0; i < n; i++) {
+				float z = (float)(((double)x[i] - mean) * r) * w[i];
+				float want = withb ? z + b[i] : z;
+				far += fabsf(o[i] - want) > 2 * fabsf(want) * FLT_EPSILON + FLT_MIN;
+			}
+		}
+	}
+	double od[64], wd[64];
+	for (int i = 0; i < 64; i++)
+		wd[i] = 1.5;
+	tir_vmath_norm_f64(od, xd, wd, NULL, 0, 2, 64);
+	for (int i = 0; i < 64; i++)
+		far += od[i] != xd[i] * 2 * 1.5;
+	if (far)
+		fprintf(stderr, "norm: %d values off\n", far);
+	CHECK(far == 0);
 }
 
 /* ---- 5. the choice: TIR_VMATH, in child processes (it is made once) ---- */
