@@ -11,7 +11,7 @@
  * Prints "key value" lines for bench/run.sh.  Not a test.
  *
  *     hand_fused [--threads N] [--runs N] [--min-ms MS] [--warmup N]
- *                [chain|softmax|layernorm]...
+ *                [--chain-n N] [chain|softmax|layernorm]...
  *
  * Each is timed WARMUP times, then at least RUNS times and for at least
  * MIN_MS ms in all, as bench/tir_time.c does; the median is printed.
@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 
 #define MAX_THREADS 64
 #define MAX_RUNS 10000
@@ -51,6 +52,14 @@ static double now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* CPU time of the whole process (all threads), as bench/tir_time.c. */
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
@@ -253,12 +262,35 @@ static __mmask16 tail_mask(int64_t left)
 	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
-/* the 10 ops of bench/chain.tir on 16 lanes */
-static __m512 chain16(__m512 x)
+/* tanh(x) on 16 lanes as tir's vmath computes it (lib/exec/vmath.c):
+ * x + x^3 P(x^2) below |x| = 0.75, else 1 - 2 / (exp(2|x|) + 1), with
+ * x's sign; one SLEEF expf16, within 1.1 ULP like tir's. */
+static inline __attribute__((always_inline)) __m512 tanh16(__m512 x)
+{
+	const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+	__m512 a = _mm512_abs_ps(x), r = _mm512_mul_ps(a, a);
+	__m512 p = _mm512_set1_ps(0.0017369345f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(-0.007657253f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.021452034f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(-0.053892724f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.13332695f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(-0.33333316f));
+	__m512 small = _mm512_fmadd_ps(_mm512_mul_ps(a, r), p, a);
+	__m512 e = Sleef_expf16_u10avx512f(_mm512_add_ps(a, a));
+	__m512 big = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(e, one)));
+	__m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(0.75f), _CMP_LT_OQ),
+					big, small);
+	/* t is >= 0: put x's sign on it */
+	return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t),
+			_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
+}
+
+/* the 10 ops of bench/chain.tir on 16 lanes, given a tanh */
+static inline __attribute__((always_inline)) __m512 chain16_with(__m512 x, __m512 (*th)(__m512))
 {
 	const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
 	const __m512 one = _mm512_set1_ps(1.0f);
-	__m512 t = Sleef_tanhf16_u10avx512f(_mm512_mul_ps(x, half));
+	__m512 t = th(_mm512_mul_ps(x, half));
 	__m512 e = Sleef_expf16_u10avx512f(_mm512_mul_ps(_mm512_mul_ps(x, x), mhalf));
 	__m512 en = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), x));
 	__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, en));
@@ -266,85 +298,125 @@ static __m512 chain16(__m512 x)
 	return _mm512_sqrt_ps(r);
 }
 
-/* The same with tanh(a) = 1 - 2 / (exp(2a) + 1): one expf16 instead of
- * SLEEF's tanhf16, which costs about five of them here (absolute error
- * ~1e-7 instead of 1 ulp; exp's overflow to inf still gives 1). */
-static __m512 chain16_exp(__m512 x)
+/* The reference: tanh as tir computes it (accurate to 1.1 ULP). */
+static inline __attribute__((always_inline)) __m512 chain16(__m512 x)
 {
-	const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
+	return chain16_with(x, tanh16);
+}
+
+/* SLEEF's own tanhf16 (1 ULP), which costs about five expf16 here. */
+static inline __attribute__((always_inline)) __m512 chain16_sleef(__m512 x)
+{
+	return chain16_with(x, Sleef_tanhf16_u10avx512f);
+}
+
+/* The cheapest: tanh(a) = 1 - 2 / (exp(2a) + 1) everywhere, one expf16
+ * and no polynomial; absolute error ~1e-7, but near 0 that is a large
+ * relative error (tanh(1e-5) is off by ~1%), so it is not a reference. */
+static inline __attribute__((always_inline)) __m512 tanh16_exp(__m512 a)
+{
 	const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
-	__m512 a = _mm512_mul_ps(x, half);
 	__m512 ea = Sleef_expf16_u10avx512f(_mm512_add_ps(a, a));
-	__m512 t = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(ea, one)));
-	__m512 e = Sleef_expf16_u10avx512f(_mm512_mul_ps(_mm512_mul_ps(x, x), mhalf));
-	__m512 en = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), x));
-	__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, en));
-	__m512 r = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(t, e), s), half);
-	return _mm512_sqrt_ps(r);
+	return _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(ea, one)));
 }
 
-static void chain_avx512(const float *x, float *y, int64_t n, bool tanh_exp)
+static inline __attribute__((always_inline)) __m512 chain16_exp(__m512 x)
 {
-	__m512 (*f)(__m512) = tanh_exp ? chain16_exp : chain16;
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(y + i, f(_mm512_loadu_ps(x + i)));
-	if (i < n) {
-		__mmask16 m = tail_mask(n - i);
-		_mm512_mask_storeu_ps(y + i, m, f(_mm512_maskz_loadu_ps(m, x + i)));
+	return chain16_with(x, tanh16_exp);
+}
+
+/* The loop over n elements with chain function F, inlined. */
+#define CHAIN_LOOP(F)                                                          \
+	do {                                                                   \
+		int64_t i = 0;                                                 \
+		for (; i + 16 <= n; i += 16)                                   \
+			_mm512_storeu_ps(y + i, F(_mm512_loadu_ps(x + i)));    \
+		if (i < n) {                                                   \
+			__mmask16 m = tail_mask(n - i);                        \
+			_mm512_mask_storeu_ps(y + i, m, F(_mm512_maskz_loadu_ps(m, x + i))); \
+		}                                                              \
+	} while (0)
+
+static void chain_avx512(const float *x, float *y, int64_t n, int variant)
+{
+	switch (variant) {
+	case 1: CHAIN_LOOP(chain16_sleef); break;
+	case 2: CHAIN_LOOP(chain16_exp); break;
+	default: CHAIN_LOOP(chain16); break;
 	}
 }
 
+/* The row loops run whole vectors, then one masked vector for a tail
+ * (none for the benchmark's 1024 columns). */
 static void softmax_avx512(const float *x, float *y, int64_t rows, int64_t cols)
 {
 	const __m512 ninf = _mm512_set1_ps(-INFINITY);
+	int64_t full = cols / 16 * 16;
+	__mmask16 tk = tail_mask(cols - full);
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * cols;
 		float *yr = y + r * cols;
 		__m512 mv = ninf;
-		for (int64_t j = 0; j < cols; j += 16)
-			mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(ninf, tail_mask(cols - j), xr + j));
+		for (int64_t j = 0; j < full; j += 16)
+			mv = _mm512_max_ps(mv, _mm512_loadu_ps(xr + j));
+		if (full < cols)
+			mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(ninf, tk, xr + full));
 		__m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mv));
 		__m512 sv = _mm512_setzero_ps();
-		for (int64_t j = 0; j < cols; j += 16) {
-			__mmask16 k = tail_mask(cols - j);
-			__m512 e = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), m));
-			_mm512_mask_storeu_ps(yr + j, k, e);
-			sv = _mm512_mask_add_ps(sv, k, sv, e);
+		for (int64_t j = 0; j < full; j += 16) {
+			__m512 e = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_loadu_ps(xr + j), m));
+			_mm512_storeu_ps(yr + j, e);
+			sv = _mm512_add_ps(sv, e);
+		}
+		if (full < cols) {
+			__m512 e = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_maskz_loadu_ps(tk, xr + full), m));
+			_mm512_mask_storeu_ps(yr + full, tk, e);
+			sv = _mm512_mask_add_ps(sv, tk, sv, e);
 		}
 		__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sv));
-		for (int64_t j = 0; j < cols; j += 16) {
-			__mmask16 k = tail_mask(cols - j);
-			_mm512_mask_storeu_ps(yr + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, yr + j), inv));
-		}
+		for (int64_t j = 0; j < full; j += 16)
+			_mm512_storeu_ps(yr + j, _mm512_mul_ps(_mm512_loadu_ps(yr + j), inv));
+		if (full < cols)
+			_mm512_mask_storeu_ps(yr + full, tk, _mm512_mul_ps(_mm512_maskz_loadu_ps(tk, yr + full), inv));
 	}
 }
 
 static void layernorm_avx512(const float *x, const float *w, const float *b, float *y,
 			     int64_t rows, int64_t cols)
 {
+	int64_t full = cols / 16 * 16;
+	__mmask16 tk = tail_mask(cols - full);
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * cols;
 		float *yr = y + r * cols;
 		__m512 sv = _mm512_setzero_ps();
-		for (int64_t j = 0; j < cols; j += 16)
-			sv = _mm512_add_ps(sv, _mm512_maskz_loadu_ps(tail_mask(cols - j), xr + j));
+		for (int64_t j = 0; j < full; j += 16)
+			sv = _mm512_add_ps(sv, _mm512_loadu_ps(xr + j));
+		if (full < cols)
+			sv = _mm512_add_ps(sv, _mm512_maskz_loadu_ps(tk, xr + full));
 		__m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(sv) / (float)cols);
 		__m512 vv = _mm512_setzero_ps();
-		for (int64_t j = 0; j < cols; j += 16) {
-			__mmask16 k = tail_mask(cols - j);
-			__m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), mean);
-			vv = _mm512_add_ps(vv, _mm512_mul_ps(d, d));
+		for (int64_t j = 0; j < full; j += 16) {
+			__m512 d = _mm512_sub_ps(_mm512_loadu_ps(xr + j), mean);
+			vv = _mm512_fmadd_ps(d, d, vv);
+		}
+		if (full < cols) {
+			__m512 d = _mm512_maskz_sub_ps(tk, _mm512_maskz_loadu_ps(tk, xr + full), mean);
+			vv = _mm512_fmadd_ps(d, d, vv);
 		}
 		float var = _mm512_reduce_add_ps(vv) / (float)cols;
 		__m512 rstd = _mm512_set1_ps(1.0f / sqrtf(var + LN_EPS));
-		for (int64_t j = 0; j < cols; j += 16) {
-			__mmask16 k = tail_mask(cols - j);
-			__m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), mean);
-			__m512 o = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(d, rstd),
-							       _mm512_maskz_loadu_ps(k, w + j)),
-						 _mm512_maskz_loadu_ps(k, b + j));
-			_mm512_mask_storeu_ps(yr + j, k, o);
+		for (int64_t j = 0; j < full; j += 16) {
+			__m512 d = _mm512_sub_ps(_mm512_loadu_ps(xr + j), mean);
+			__m512 o = _mm512_fmadd_ps(_mm512_mul_ps(d, rstd), _mm512_loadu_ps(w + j),
+						   _mm512_loadu_ps(b + j));
+			_mm512_storeu_ps(yr + j, o);
+		}
+		if (full < cols) {
+			__m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(tk, xr + full), mean);
+			__m512 o = _mm512_fmadd_ps(_mm512_mul_ps(d, rstd), _mm512_maskz_loadu_ps(tk, w + full),
+						   _mm512_maskz_loadu_ps(tk, b + full));
+			_mm512_mask_storeu_ps(yr + full, tk, o);
 		}
 	}
 }
@@ -357,7 +429,7 @@ struct job {
 	const float *x, *w, *b;
 	float *y;
 	int64_t n, rows, cols;
-	bool tanh_exp;          /* chain: tanh from exp (chain16_exp) */
+	int variant;            /* chain: 0 chain16, 1 chain16_sleef, 2 chain16_exp */
 };
 
 static void chain_part(void *ctx, int part, int nparts)
@@ -366,7 +438,7 @@ static void chain_part(void *ctx, int part, int nparts)
 	int64_t i0, i1;
 	split(j->n, part, nparts, 16, &i0, &i1);
 	if (use_avx512)
-		chain_avx512(j->x + i0, j->y + i0, i1 - i0, j->tanh_exp);
+		chain_avx512(j->x + i0, j->y + i0, i1 - i0, j->variant);
 	else
 		chain_scalar(j->x + i0, j->y + i0, i1 - i0);
 }
@@ -395,10 +467,15 @@ static void layernorm_part(void *ctx, int part, int nparts)
 		layernorm_scalar(x, j->w, j->b, y, r1 - r0, j->cols);
 }
 
+/* Buffers as tir's tensor.c makes large ones: on 2 MiB boundaries with
+ * transparent huge pages asked for (fewer TLB misses when streaming). */
 static float *alloc_floats(int64_t n)
 {
-	size_t bytes = ((size_t)n * sizeof(float) + 63) / 64 * 64;
-	float *p = aligned_alloc(64, bytes);
+	size_t huge = (size_t)2 << 20;
+	size_t bytes = ((size_t)n * sizeof(float) + huge - 1) / huge * huge;
+	float *p = aligned_alloc(huge, bytes);
+	if (p)
+		madvise(p, bytes, MADV_HUGEPAGE);
 	if (!p) {
 		fprintf(stderr, "hand_fused: out of memory\n");
 		exit(1);
@@ -411,21 +488,24 @@ static float *alloc_floats(int64_t n)
 static void bench(const char *name, void (*fn)(void *, int, int), struct job *j, int64_t numel,
 		  int runs, double min_ms, int warmup, const float *ref)
 {
-	static double t[MAX_RUNS];
+	static double t[MAX_RUNS], c[MAX_RUNS];
 	double spent = 0;
 	int nt = 0;
 	for (int r = 0; nt < MAX_RUNS && (nt < runs || spent < min_ms); r++) {
-		double t0 = now_ms();
+		double t0 = now_ms(), c0 = cpu_ms();
 		pool_job(fn, j);
-		double dt = now_ms() - t0;
+		double dt = now_ms() - t0, dc = cpu_ms() - c0;
 		if (r >= warmup) {
+			c[nt] = dc;
 			t[nt++] = dt;
 			spent += dt;
 		}
 	}
 	runs = nt;
 	qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+	qsort(c, (size_t)runs, sizeof c[0], cmp_double);
 	double med = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
+	double cmed = runs % 2 ? c[runs / 2] : (c[runs / 2 - 1] + c[runs / 2]) / 2;
 	double sum = 0, maxdiff = 0;
 	for (int64_t i = 0; i < numel; i++) {
 		double d = fabs((double)j->y[i] - (double)ref[i]);
@@ -434,6 +514,7 @@ static void bench(const char *name, void (*fn)(void *, int, int), struct job *j,
 	}
 	printf("%s_ms_median %.4f\n", name, med);
 	printf("%s_ms_min %.4f\n", name, t[0]);
+	printf("%s_cpu_ms_median %.4f\n", name, cmed);
 	printf("%s_runs %d\n", name, runs);
 	printf("%s_sum %.9g\n", name, sum);
 	printf("%s_maxdiff_vs_scalar %.3g\n", name, maxdiff);
@@ -442,13 +523,14 @@ static void bench(const char *name, void (*fn)(void *, int, int), struct job *j,
 static void usage(void)
 {
 	fprintf(stderr, "usage: hand_fused [--threads N] [--runs N] [--min-ms MS] [--warmup N] "
-			"[chain|softmax|layernorm]...\n");
+			"[--chain-n N] [chain|softmax|layernorm]...\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	int threads = 2, runs = 11, warmup = 3;
+	int64_t chain_n = CHAIN_N;
 	double min_ms = 1000;
 	bool want[3] = {false, false, false}, any = false;
 	for (int i = 1; i < argc; i++) {
@@ -460,6 +542,8 @@ int main(int argc, char **argv)
 			min_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
 			warmup = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--chain-n") && i + 1 < argc)
+			chain_n = atoll(argv[++i]);
 		else if (!strcmp(argv[i], "chain"))
 			any = want[0] = true;
 		else if (!strcmp(argv[i], "softmax"))
@@ -469,7 +553,8 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (threads < 1 || threads > MAX_THREADS || runs < 1 || runs > MAX_RUNS || warmup < 0)
+	if (threads < 1 || threads > MAX_THREADS || runs < 1 || runs > MAX_RUNS || warmup < 0 ||
+	    chain_n < 1)
 		usage();
 	if (!any)
 		want[0] = want[1] = want[2] = true;
@@ -483,16 +568,18 @@ int main(int argc, char **argv)
 	}
 
 	if (want[0]) {
-		struct job j = {.n = CHAIN_N};
-		float *x = alloc_floats(CHAIN_N), *y = alloc_floats(CHAIN_N), *ref = alloc_floats(CHAIN_N);
-		fill(x, CHAIN_N, 0, -2, 2);
-		chain_scalar(x, ref, CHAIN_N);
+		struct job j = {.n = chain_n};
+		float *x = alloc_floats(chain_n), *y = alloc_floats(chain_n), *ref = alloc_floats(chain_n);
+		fill(x, chain_n, 0, -2, 2);
+		chain_scalar(x, ref, chain_n);
 		j.x = x;
 		j.y = y;
-		bench("chain", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
+		bench("chain", chain_part, &j, chain_n, runs, min_ms, warmup, ref);
 		if (use_avx512) {
-			j.tanh_exp = true;
-			bench("chain_tanh_exp", chain_part, &j, CHAIN_N, runs, min_ms, warmup, ref);
+			j.variant = 1;
+			bench("chain_sleef_tanh", chain_part, &j, chain_n, runs, min_ms, warmup, ref);
+			j.variant = 2;
+			bench("chain_tanh_exp", chain_part, &j, chain_n, runs, min_ms, warmup, ref);
 		}
 		free(x);
 		free(y);

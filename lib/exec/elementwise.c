@@ -451,6 +451,30 @@ int tir_k_binary(enum tir_op op, const struct tir_tensor *a, const struct tir_te
 	return 0;
 }
 
+/* The fused evaluator's entry points (vmath.h): one contiguous run, none
+ * of the tensor bookkeeping, the same inner runs as the kernels above. */
+int tir_k_unary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *x, int64_t n,
+		    struct tir_err *err)
+{
+	if (dt == TIR_DTYPE_F32 && tir_vmath_unary_op(op)) {   /* the fused kernels' case */
+		tir_vmath_f32(op, out, x, n);
+		return 0;
+	}
+	int rc = unary_run(op, dt, out, x, 1, n);
+	return rc ? run_failed(rc, "unary", op, dt, err) : 0;
+}
+
+int tir_k_binary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *a,
+		     const void *b, int64_t n, struct tir_err *err)
+{
+	if (dt == TIR_DTYPE_F32 && tir_vmath_binary_op(op)) {
+		tir_vmath2_f32(op, out, a, b, n);
+		return 0;
+	}
+	int rc = binary_run(op, dt, out, a, 1, b, 1, n);
+	return rc ? run_failed(rc, "binary", op, dt, err) : 0;
+}
+
 int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *y,
 		  const struct tir_tensor *z, struct tir_tensor *out, struct tir_err *err)
 {

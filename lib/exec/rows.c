@@ -1,10 +1,12 @@
 /*
  * rows.c — softmax, log_softmax, layernorm and rmsnorm over the last axis
- * of contiguous rows, as one or two passes per row: the exponentials by
- * vmath (SLEEF), sums and moments accumulated in double, rows split over
- * the pool in chunks of a fixed size (so results never depend on the
- * thread count).  nn.c calls these for the common case and keeps its
- * general (any axis, any layout) loops for the rest.
+ * of contiguous rows, in three or two passes per row: softmax's max, then
+ * exp with its sum (vmath's expsum), then the scale; the norms' moments
+ * in one pass (vmath's moments), then the normalization (vmath's norm).
+ * Sums, moments and the centring in double; rows split over the pool in
+ * chunks of a fixed size (so results never depend on the thread count).
+ * nn.c calls these for the common case and keeps its general (any axis,
+ * any layout) loops for the rest.
  */
 #include "exec.h"
 #include "vmath.h"
@@ -17,11 +19,11 @@
 #pragma GCC optimize("vect-cost-model=cheap")
 #endif
 
-#define ROWS_PER_TASK 16
+#define ROWS_PER_TASK 32
 
 /* One build per ISA, picked at load time.  The lanes of every sum are
- * fixed in the code and C11 forbids contracting to FMA, so all builds
- * give the same bits. */
+ * fixed in the code and C11 forbids contracting to FMA here, so all
+ * builds give the same bits (vmath's exp and moments are its paths'). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define ROWS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -39,34 +41,7 @@ struct rows_job {
 	double eps;
 };
 
-#define DEFINE_ROWS(T, SFX, VMATH)                                                  \
-/* sum, and sum of squared distances from c, in double with 8 lanes */            \
-ROWS_INLINE static double sum_##SFX(const T *x, int64_t n)                                     \
-{                                                                                  \
-	double a[8] = {0};                                                         \
-	int64_t j = 0;                                                             \
-	for (; j + 8 <= n; j += 8)                                                 \
-		for (int k = 0; k < 8; k++)                                        \
-			a[k] += (double)x[j + k];                                  \
-	for (; j < n; j++)                                                         \
-		a[0] += (double)x[j];                                              \
-	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
-}                                                                                  \
-ROWS_INLINE static double sqdist_##SFX(const T *x, int64_t n, double c)                        \
-{                                                                                  \
-	double a[8] = {0};                                                         \
-	int64_t j = 0;                                                             \
-	for (; j + 8 <= n; j += 8)                                                 \
-		for (int k = 0; k < 8; k++) {                                      \
-			double d = (double)x[j + k] - c;                           \
-			a[k] += d * d;                                             \
-		}                                                                  \
-	for (; j < n; j++) {                                                       \
-		double d = (double)x[j] - c;                                       \
-		a[0] += d * d;                                                     \
-	}                                                                          \
-	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
-}                                                                                  \
+#define DEFINE_ROWS(T, SFX)                                                         \
 ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
 {                                                                                  \
 	/* the max in 16 lanes (a NaN is caught by the sum below) */               \
@@ -84,10 +59,8 @@ ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, in
 		m = mm[k] > m ? mm[k] : m;                                         \
 	if (isinf(m) && m < 0)                                                     \
 		m = 0; /* every element -inf: exp gives 0s, the sum 0, as NumPy */ \
-	for (int64_t j = 0; j < n; j++)                                            \
-		o[j] = x[j] - m;                                                   \
-	VMATH(TIR_OP_EXP, o, o, n);                                                \
-	double s = sum_##SFX(o, n);                                                \
+	/* o = exp(x - m) and its sum, in one pass */                             \
+	double s = tir_vmath_expsum_##SFX(o, x, m, n);                             \
 	if (s != s) { /* a NaN (or inf - inf) in the row: all of it is NaN */     \
 		for (int64_t j = 0; j < n; j++)                                    \
 			o[j] = (T)NAN;                                             \
@@ -106,15 +79,17 @@ ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, in
 ROWS_INLINE static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o, int64_t n,     \
 			   double eps, bool rms)                                   \
 {                                                                                  \
-	double mean = rms ? 0 : sum_##SFX(x, n) / (double)n;                       \
-	double r = 1.0 / sqrt(sqdist_##SFX(x, n, mean) / (double)n + eps);         \
+	/* rmsnorm: the mean square; layernorm: mean and variance from the     \
+	 * moments about x[0], in one pass: with c an element of the row,         \
+	 * (c - mean)^2 <= n var, so s2/n - (s1/n)^2 loses at most log2(n) of     \
+	 * double's 53 bits to cancellation */                                     \
+	double c = rms ? 0 : (double)x[0], s1, s2;                                 \
+	tir_vmath_moments_##SFX(x, n, c, &s1, &s2);                                \
+	double m1 = rms ? 0 : s1 / (double)n, mean = c + m1;                       \
+	double var = s2 / (double)n - m1 * m1;                                     \
+	double r = 1.0 / sqrt((var < 0 ? 0 : var) + eps);  /* NaN stays NaN */     \
 	/* the centring in double: rows far from 0 keep their digits */           \
-	if (b)                                                                     \
-		for (int64_t j = 0; j < n; j++)                                    \
-			o[j] = (T)(((double)x[j] - mean) * r) * w[j] + b[j];       \
-	else                                                                       \
-		for (int64_t j = 0; j < n; j++)                                    \
-			o[j] = (T)((double)x[j] * r) * w[j];                       \
+	tir_vmath_norm_##SFX(o, x, w, b, mean, r, n);                              \
 }                                                                                  \
 ROWS_CLONES static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_t r1) \
 {                                                                                  \
@@ -136,8 +111,8 @@ ROWS_CLONES static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_
 	}                                                                          \
 }
 
-DEFINE_ROWS(float, f32, tir_vmath_f32)
-DEFINE_ROWS(double, f64, tir_vmath_f64)
+DEFINE_ROWS(float, f32)
+DEFINE_ROWS(double, f64)
 
 static void rows_task(void *ctx, int64_t t)
 {

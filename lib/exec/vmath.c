@@ -1,24 +1,28 @@
 /*
  * vmath.c — the float elementwise functions over contiguous arrays
- * (vmath.h): SLEEF's deterministic vector functions for the
- * transcendentals, plain C that the compiler vectorizes for the rest, and
- * four dispatch paths (AVX-512F, AVX2, SSE2, portable C) that agree bit
- * for bit.  Not here: strides, tensors, integer ops (elementwise.c).
+ * (vmath.h): SLEEF's vector functions for the transcendentals, the
+ * composites (tanh, sigmoid, silu, gelu, rsqrt) written once over GCC's
+ * vector types so that each runs as one pass of whole vectors, plain C that
+ * the compiler vectorizes for the rest, and four dispatch paths (AVX-512F,
+ * AVX2+FMA, SSE2, portable C) chosen once per process.  Not here: strides,
+ * tensors, integer ops (elementwise.c).
  *
- * Why the paths agree:
- *  - every transcendental is a SLEEF "cinz" function (consistent, no FMA):
- *    its purec, SSE2, AVX and AVX-512F ("nofma") builds do the same
- *    operations in the same order, so they return the same bits; test_vmath
- *    checks each.  (SLEEF 3.5 has no cinz build for AVX2+FMA; the AVX2 path
- *    calls the AVX one.)
- *  - everything else is IEEE basic operations (+ - * / sqrt, compares,
- *    floor, ...), correctly rounded at any vector width; fp-contract is off,
- *    so no path fuses a multiply-add the others do not.
- *  - each composite op (sigmoid, silu, gelu, rsqrt, mod) is written once,
- *    below, and all paths compile that one text.
- *  - a NaN result is always the default quiet NaN (+, payload 0): SLEEF's
- *    builds, libm and the vector units disagree on NaN signs and payloads
- *    (log(-1), floor of a signalling NaN, a NaN op a NaN).
+ * What is the same everywhere, and what is not:
+ *  - on one machine, one path is used for the whole process, so a value is
+ *    the same whatever the thread count or the blocking (an element's
+ *    result depends only on its inputs: the tail of an array runs through
+ *    the same vector function, zero-padded), and fused equals unfused.
+ *  - the exact ops (+ - * / sqrt, compares, floor, ...) are correctly
+ *    rounded IEEE operations and agree bit for bit on every path (NaNs
+ *    aside, below).
+ *  - the transcendentals use SLEEF's fastest accurate builds per path (FMA
+ *    on AVX-512 and AVX2, SLEEF's "finz"; no FMA on SSE2 and in portable
+ *    C), f32 exp SLEEF's algorithm inline (VM_EXPF), so they may differ
+ *    between paths by their (documented) error, never by more: test_vmath
+ *    checks every path against libm in higher precision.
+ *  - a NaN result is a quiet NaN, with the sign and payload that the
+ *    vector unit or SLEEF gives (deterministic, so the above holds; not
+ *    canonicalized: that cost 5-7% on fused chains).
  */
 #include "vmath.h"
 
@@ -28,8 +32,10 @@
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
-/* "cheap": GCC's -O2 model vectorizes no loop with a remainder. */
-#pragma GCC optimize("vect-cost-model=cheap", "fp-contract=off")
+/* "cheap": GCC's -O2 model vectorizes no loop with a remainder.
+ * fp-contract: the composites' polynomials may use FMA where the path has
+ * it; no exact op has a multiply feeding an add. */
+#pragma GCC optimize("vect-cost-model=cheap", "fp-contract=fast")
 #endif
 
 /* The vector paths need GCC's target attribute and x86-64; elsewhere only
@@ -43,7 +49,7 @@
 #pragma GCC target("avx512f")
 #include <sleef.h>
 #pragma GCC pop_options
-#define VM_AVX2 __attribute__((target("avx2")))
+#define VM_AVX2 __attribute__((target("avx2,fma")))
 #define VM_AVX512 __attribute__((target("avx512f")))
 #else
 #define VM_X86 0
@@ -57,403 +63,554 @@
  * dependence (element i is read before it is written), so vectorize. */
 #define EACH(n) _Pragma("GCC ivdep") for (int64_t i = 0; i < (n); i++)
 
-/* out[i] = EXPR (of i) for i < n, a NaN made the default one. */
+/* out[i] = EXPR (of i) for i < n. */
 #define MAP(T, n, out, EXPR)                                                 \
 	do {                                                                 \
-		EACH(n) {                                                    \
-			T v_ = (EXPR);                                       \
-			(out)[i] = v_ != v_ ? (T)NAN : v_;                   \
-		}                                                            \
+		EACH(n)                                                      \
+			(out)[i] = (EXPR);                                   \
 	} while (0)
 
-/* ---- primitives: one function over an array, per path ----
- * The transcendentals and sqrt, plus pow for the binary ops; NaN results
- * made the default NaN.  A vector path runs whole vectors, then the tail in
- * a zero-padded vector, so every element goes through the same vector
- * function. */
+/* ---- vector functions, written once over GCC vector types ----
+ * VF is a vector of floats or doubles, VI the integer vector of the same
+ * lanes (what a comparison gives: all ones or zero per lane).  The
+ * portable path uses one-lane vectors, so it compiles the same text. */
 
-enum { P_EXP, P_LOG, P_SIN, P_COS, P_EXPM1, P_ERF, P_ERFC, P_SQRT, P_COUNT };
+#define V_SPLAT(VF, c) ((VF){0} + (c))
+#define V_SEL(VF, VI, m, a, b) ((VF)(((m) & (VI)(a)) | (~(m) & (VI)(b))))
+#define V_ABS(VF, VI, MAG, v) ((VF)((VI)(v) & (MAG)))
+#define V_COPYSIGN(VF, VI, MAG, mag, sgn) ((VF)(((VI)(mag) & (MAG)) | ((VI)(sgn) & ~(MAG))))
 
-struct vm_prims_f32 {
-	void (*u[P_COUNT])(float *d, const float *s, int64_t n);
-	void (*pow)(float *d, const float *a, const float *b, int64_t n);
-};
+/* tanh for f32: x + x^3 P(x^2) below 0.75 (minimax for the relative
+ * error, 0.06 ULP of its own), above it 1 - 2 / (exp(2|x|) + 1) (no
+ * cancellation there: the result is above 0.63); one exp, no expm1, within
+ * 1.1 ULP (test_vmath).  exp overflows to inf past |x| = 44, giving 1. */
+#define TANH_F32_CUT 0.75f
+#define TANH_F32_P(r) \
+	(((((0.0017369345f * (r) - 0.007657253f) * (r) + 0.021452034f) * (r) - 0.053892724f) * \
+	  (r) + 0.13332695f) * (r) - 0.33333316f)
 
-struct vm_prims_f64 {
-	void (*u[P_COUNT])(double *d, const double *s, int64_t n);
-	void (*pow)(double *d, const double *a, const double *b, int64_t n);
-};
-
-#define PRIMS(P, S)                                                          \
+/* exp for f32, inline (no call, so the composites keep their constants in
+ * registers): SLEEF 3.5's expf_u10 algorithm and coefficients (Boost
+ * licence), q = rint(x / ln 2) by the 1.5 * 2^23 trick, x - q ln 2 in two
+ * parts (q ln2_hi exact), a degree-6 polynomial, then times 2^q: LDEXP is
+ * the path's (AVX-512's vscalefps, else two exact power-of-two factors so
+ * that subnormal results round once).  Within 0.99 ULP over every float
+ * (checked exhaustively on the development machine; test_vmath samples).
+ * 0 below -104, inf above 100, NaN stays NaN.  vexpf_raw is the same
+ * without those two selects, for arguments known to be in [-104, 100] (or
+ * NaN, which stays NaN). */
+#define EXPF_MAGIC 0x1.8p23f
+#define VM_EXPF(P, TGT, VF, VI, LDEXP)                                        \
+	VM_INLINE TGT VF P##_vexpf_raw(VF d)                                  \
 	{                                                                    \
+		VF t = d * 1.442695040888963407359924681001892137426645954152985934135449406931f + \
+		       EXPF_MAGIC;                                           \
+		VF q = t - EXPF_MAGIC;                                       \
+		VF s = d - q * 0.693145751953125f;                           \
+		s = s - q * 1.428606765330187045e-06f;                       \
+		VF u = V_SPLAT(VF, 0.000198527617612853646278381f);          \
+		u = u * s + 0.00139304355252534151077271f;                   \
+		u = u * s + 0.00833336077630519866943359f;                   \
+		u = u * s + 0.0416664853692054748535156f;                    \
+		u = u * s + 0.166666671633720397949219f;                     \
+		u = u * s + 0.5f;                                            \
+		u = 1 + (s * s * u + s);                                     \
+		return LDEXP(VF, VI, u, q);                                  \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vexpf(VF d)                                      \
+	{                                                                    \
+		VF u = P##_vexpf_raw(d);                                     \
+		u = V_SEL(VF, VI, d < -104.0f, V_SPLAT(VF, 0.0f), u);        \
+		return V_SEL(VF, VI, d > 100.0f, V_SPLAT(VF, (float)INFINITY), u); \
+	}
+
+/* u * 2^q for integral q: q clamped to [-150, 150] (beyond, the caller's
+ * selects decide), split in two halves that are normal powers of two. The
+ * integer work is unsigned (a NaN's q is garbage, never undefined). */
+#define LDEXPF_2MUL(VF, VI, u, q)                                            \
+	({                                                                   \
+		typedef unsigned VU_ __attribute__((vector_size(sizeof(VF))));  \
+		VF qc_ = V_SEL(VF, VI, (q) < -150.0f, V_SPLAT(VF, -150.0f), q); \
+		qc_ = V_SEL(VF, VI, qc_ > 150.0f, V_SPLAT(VF, 150.0f), qc_);   \
+		VU_ qi_ = (VU_)(qc_ + EXPF_MAGIC) - (VU_)V_SPLAT(VF, EXPF_MAGIC); \
+		VU_ q1_ = ((qi_ + 256) >> 1) - 128, q2_ = qi_ - q1_;         \
+		(u) * (VF)((q1_ + 127) << 23) * (VF)((q2_ + 127) << 23);     \
+	})
+
+/* exp's argument in sigmoid: below this, exp is 0 (f32: vexpf_raw's
+ * range) */
+#define SIG_LO_f32 -104.0f
+#define SIG_LO_f64 -746.0
+
+/* The functions of path P for element type S (VF, VI; MAG: all bits but
+ * the sign).  EXP ... are the path's functions on one VF: EXPRAW an exp
+ * for arguments in [SIG_LO_S, 100]. */
+#define VM_VFUNCS(P, S, TGT, T, VF, VI, MAG, EXP, EXPRAW, EXPM1, ERFC, SQRT)   \
+	/* e = exp(-|x|) never overflows: x >= 0 gives 1 / (1 + e), x < 0   \
+	 * e / (1 + e) */                                                    \
+	VM_INLINE TGT VF P##_vsigmoid_##S(VF x)                                \
+	{                                                                    \
+		VF d = -V_ABS(VF, VI, MAG, x);                               \
+		VF e = EXPRAW(V_SEL(VF, VI, d < SIG_LO_##S, V_SPLAT(VF, SIG_LO_##S), d)); \
+		return V_SEL(VF, VI, x >= 0, V_SPLAT(VF, (T)1), e) / (1 + e); \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vsilu_##S(VF x)                                   \
+	{                                                                    \
+		return x * P##_vsigmoid_##S(x);                               \
+	}                                                                    \
+	/* 0.5 x erfc(-x / sqrt 2), which keeps the tiny left tail that      \
+	 * 1 + erf(x / sqrt 2) cancels to 0 */                               \
+	VM_INLINE TGT VF P##_vgelu_##S(VF x)                                   \
+	{                                                                    \
+		return (T)0.5 * x * ERFC(-x / (T)1.41421356237309504880);    \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vrsqrt_##S(VF x)   /* both steps exact IEEE */   \
+	{                                                                    \
+		return 1 / SQRT(x);                                          \
+	}                                                                    \
+	/* tanh for f64 (and the f32 formula below): t = expm1(-2|x|) in     \
+	 * (-1, 0], tanh|x| = -t / (2 + t), then the sign; within 3 ULP */   \
+	VM_INLINE TGT VF P##_vtanhm1_##S(VF x)                                 \
+	{                                                                    \
+		VF t = EXPM1(-2 * V_ABS(VF, VI, MAG, x));                    \
+		return V_COPYSIGN(VF, VI, MAG, -t / (2 + t), x);             \
+	}                                                                    \
+	VM_INLINE TGT VF P##_vtanhe_##S(VF x)                                  \
+	{                                                                    \
+		VF a = V_ABS(VF, VI, MAG, x), r = a * a;                     \
+		VF small = a * r * TANH_F32_P(r) + a;                        \
+		VF big = 1 - 2 / (EXP(a + a) + 1);                           \
+		return V_COPYSIGN(VF, VI, MAG,                               \
+				  V_SEL(VF, VI, a < TANH_F32_CUT, small, big), x); \
+	}
+
+/* One function over arrays: whole vectors, then the tail in a zero-padded
+ * vector, so every element goes through the same vector function.  The
+ * arrays are void * so that every op has one function type (the tables
+ * below). */
+#define VM_LOOP_U(NAME, TGT, T, VF, FN)                               \
+	static TGT void NAME(void *dv, const void *sv, int64_t n)            \
+	{                                                                    \
+		enum { L = sizeof(VF) / sizeof(T) };                         \
+		T *d = dv;                                                   \
+		const T *s = sv;                                             \
+		int64_t i = 0;                                               \
+		VF v;                                                        \
+		for (; i + L <= n; i += L) {                                 \
+			memcpy(&v, s + i, sizeof v);                         \
+			v = FN(v);                                          \
+			memcpy(d + i, &v, sizeof v);                         \
+		}                                                            \
+		if (i < n) {                                                 \
+			v = (VF){0};                                         \
+			memcpy(&v, s + i, (size_t)(n - i) * sizeof(T));      \
+			v = FN(v);                                          \
+			memcpy(d + i, &v, (size_t)(n - i) * sizeof(T));      \
+		}                                                            \
+	}
+
+#define VM_LOOP_B(NAME, TGT, T, VF, FN)                               \
+	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	{                                                                    \
+		enum { L = sizeof(VF) / sizeof(T) };                         \
+		T *d = dv;                                                   \
+		const T *a = av, *b = bv;                                    \
+		int64_t i = 0;                                               \
+		VF u, v;                                                     \
+		for (; i + L <= n; i += L) {                                 \
+			memcpy(&u, a + i, sizeof u);                         \
+			memcpy(&v, b + i, sizeof v);                         \
+			v = FN(u, v);                                       \
+			memcpy(d + i, &v, sizeof v);                         \
+		}                                                            \
+		if (i < n) {                                                 \
+			u = v = (VF){0};                                     \
+			memcpy(&u, a + i, (size_t)(n - i) * sizeof(T));      \
+			memcpy(&v, b + i, (size_t)(n - i) * sizeof(T));      \
+			v = FN(u, v);                                       \
+			memcpy(d + i, &v, (size_t)(n - i) * sizeof(T));      \
+		}                                                            \
+	}
+
+/* The same with a per-element C expression of s[i] (or a[i], b[i]), for
+ * the ops that have no vector form here; the compiler vectorizes them. */
+#define VM_MAP_U(NAME, TGT, T, EXPR)                                         \
+	static TGT void NAME(void *dv, const void *sv, int64_t n)            \
+	{                                                                    \
+		T *d = dv;                                                   \
+		const T *s = sv;                                             \
+		MAP(T, n, d, EXPR);                                          \
+	}
+
+#define VM_MAP_B(NAME, TGT, T, EXPR)                                         \
+	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	{                                                                    \
+		T *d = dv;                                                   \
+		const T *a = av, *b = bv;                                    \
+		MAP(T, n, d, EXPR);                                          \
+	}
+
+#define V_ADD(u, v) ((u) + (v))
+#define V_SUB(u, v) ((u) - (v))
+#define V_MUL(u, v) ((u) * (v))
+#define V_DIV(u, v) ((u) / (v))
+
+/* libm by element type */
+#define M_FABS_f32 fabsf
+#define M_FLOOR_f32 floorf
+#define M_CEIL_f32 ceilf
+#define M_RINT_f32 nearbyintf
+#define M_FMOD_f32 fmodf
+#define M_COPYSIGN_f32 copysignf
+#define M_FABS_f64 fabs
+#define M_FLOOR_f64 floor
+#define M_CEIL_f64 ceil
+#define M_RINT_f64 nearbyint
+#define M_FMOD_f64 fmod
+#define M_COPYSIGN_f64 copysign
+
+/* ---- every op of a path as one function over arrays, in a table ---- */
+
+struct vm_ops {
+	tir_vmath1_fn u[TIR_OP_COUNT];   /* NULL: not a vmath unary op */
+	tir_vmath2_fn b[TIR_OP_COUNT];
+	double (*expsum)(void *d, const void *x, double m, int64_t n);
+	void (*moments)(const void *x, int64_t n, double c, double *s1, double *s2);
+	void (*norm)(void *o, const void *x, const void *w, const void *b, double mean,
+		     double r, int64_t n);
+};
+
+/* Eight elements as eight doubles (the lanes of a softmax sum). */
+typedef float vm_vf8 __attribute__((vector_size(32)));
+typedef double vm_vd8 __attribute__((vector_size(64)));
+
+#define widen8_f32(p)                                                        \
+	({                                                                   \
+		vm_vf8 g_;                                                   \
+		memcpy(&g_, p, sizeof g_);                                   \
+		__builtin_convertvector(g_, vm_vd8);                         \
+	})
+#define widen8_f64(p)                                                        \
+	({                                                                   \
+		vm_vd8 g_;                                                   \
+		memcpy(&g_, p, sizeof g_);                                   \
+		g_;                                                          \
+	})
+/* per path (GCC 12 widens a vector of 8 floats in four steps; AVX-512
+ * has one instruction) */
+#define widen8_sc_f32 widen8_f32
+#define widen8_s2_f32 widen8_f32
+#define widen8_a2_f32 widen8_f32
+#define widen8_a5_f32(p) ((vm_vd8)_mm512_cvtps_pd(_mm256_loadu_ps(p)))
+#define widen8_sc_f64 widen8_f64
+#define widen8_s2_f64 widen8_f64
+#define widen8_a2_f64 widen8_f64
+#define widen8_a5_f64 widen8_f64
+
+/* Path P's functions for S, and its table P_ops_S: EXP ... are its
+ * vector functions on one VF, TANH tanhe (f32) or tanhm1 (f64).
+ * Semantics as NumPy (SPEC.md section 2): relu and maximum/minimum keep
+ * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's
+ * sign. */
+#define VM_ARRAYS(P, S, TGT, T, VF, EXP, LOG, SIN, COS, ERF, SQRT, POW, TANH)   \
+	VM_LOOP_U(P##_exp_##S, TGT, T, VF, EXP)               \
+	VM_LOOP_U(P##_log_##S, TGT, T, VF, LOG)               \
+	VM_LOOP_U(P##_sin_##S, TGT, T, VF, SIN)               \
+	VM_LOOP_U(P##_cos_##S, TGT, T, VF, COS)               \
+	VM_LOOP_U(P##_erf_##S, TGT, T, VF, ERF)               \
+	VM_LOOP_U(P##_sqrt_##S, TGT, T, VF, SQRT)             \
+	VM_LOOP_U(P##_tanh_##S, TGT, T, VF, P##_v##TANH##_##S) \
+	VM_LOOP_U(P##_sigmoid_##S, TGT, T, VF, P##_vsigmoid_##S) \
+	VM_LOOP_U(P##_silu_##S, TGT, T, VF, P##_vsilu_##S)     \
+	VM_LOOP_U(P##_gelu_##S, TGT, T, VF, P##_vgelu_##S)     \
+	VM_LOOP_U(P##_rsqrt_##S, TGT, T, VF, P##_vrsqrt_##S)   \
+	VM_MAP_U(P##_neg_##S, TGT, T, -s[i])                                 \
+	VM_MAP_U(P##_abs_##S, TGT, T, M_FABS_##S(s[i]))                      \
+	VM_MAP_U(P##_recip_##S, TGT, T, 1 / s[i])                            \
+	VM_MAP_U(P##_floor_##S, TGT, T, M_FLOOR_##S(s[i]))                   \
+	VM_MAP_U(P##_ceil_##S, TGT, T, M_CEIL_##S(s[i]))                     \
+	VM_MAP_U(P##_round_##S, TGT, T, M_RINT_##S(s[i]))                    \
+	/* maximum(x, 0): -0 gives +0 */                                     \
+	VM_MAP_U(P##_relu_##S, TGT, T, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0) \
+	VM_MAP_U(P##_sign_##S, TGT, T,                                       \
+		 s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i])        \
+	VM_LOOP_B(P##_add_##S, TGT, T, VF, V_ADD)             \
+	VM_LOOP_B(P##_sub_##S, TGT, T, VF, V_SUB)             \
+	VM_LOOP_B(P##_mul_##S, TGT, T, VF, V_MUL)             \
+	VM_LOOP_B(P##_div_##S, TGT, T, VF, V_DIV)             \
+	VM_LOOP_B(P##_pow_##S, TGT, T, VF, POW)               \
+	/* NaN in either wins; a tie gives b */                              \
+	VM_MAP_B(P##_maximum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
+	VM_MAP_B(P##_minimum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
+	/* np.mod: libm's fmod (exact, so any correct one agrees; SLEEF's    \
+	 * is not exact for huge a / b), moved to the divisor's sign; a zero \
+	 * takes the divisor's sign; b == 0 gives NaN */                     \
+	static TGT void P##_mod_##S(void *dv, const void *av, const void *bv, int64_t n) \
+	{                                                                    \
+		T *d = dv;                                                   \
+		const T *a = av, *b = bv;                                    \
+		EACH(n) {                                                    \
+			T p = a[i], q = b[i], r = M_FMOD_##S(p, q);          \
+			r = r != 0 ? ((q < 0) != (r < 0) ? r + q : r) : M_COPYSIGN_##S((T)0, q); \
+			d[i] = r != r ? (T)NAN : r;                          \
+		}                                                            \
+	}                                                                    \
+	/* softmax's middle pass (see tir_vmath_expsum_f32) */               \
+	static TGT double P##_expsum_##S(void *dv, const void *xv, double md, int64_t n) \
+	{                                                                    \
+		enum { L = sizeof(VF) / sizeof(T) };                         \
+		T *d = dv, m = (T)md;                                        \
+		const T *x = xv;                                             \
+		vm_vd8 acc = {0};                                            \
+		int64_t i = 0;                                               \
+		for (; i + 16 <= n; i += 16) {                               \
+			for (int k = 0; k < 16; k += L) {                    \
+				VF v;                                        \
+				memcpy(&v, x + i + k, sizeof v);             \
+				v = EXP(v - m);                               \
+				memcpy(d + i + k, &v, sizeof v);             \
+			}                                                    \
+			acc += widen8_##P##_##S(d + i);                      \
+			acc += widen8_##P##_##S(d + i + 8);                  \
+		}                                                            \
+		if (i < n) {                                                 \
+			for (int64_t j = i; j < n; j++)                      \
+				d[j] = x[j] - m;                             \
+			P##_exp_##S(d + i, d + i, n - i);                    \
+		}                                                            \
+		for (; i + 8 <= n; i += 8)                                   \
+			acc += widen8_##P##_##S(d + i);                      \
+		for (; i < n; i++)                                           \
+			acc[0] += d[i];                                      \
+		return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +             \
+		       ((acc[4] + acc[5]) + (acc[6] + acc[7]));              \
+	}                                                                    \
+	/* layernorm's moments (see tir_vmath_moments_f32) */                \
+	static TGT void P##_moments_##S(const void *xv, int64_t n, double c, \
+					double *s1, double *s2)              \
+	{                                                                    \
+		const T *x = xv;                                             \
+		vm_vd8 a0 = {0}, a1 = {0}, q0 = {0}, q1 = {0}, d;            \
+		int64_t j = 0;                                               \
+		for (; j + 16 <= n; j += 16) {                               \
+			d = widen8_##P##_##S(x + j) - c;                     \
+			a0 += d;                                             \
+			q0 += d * d;                                         \
+			d = widen8_##P##_##S(x + j + 8) - c;                 \
+			a1 += d;                                             \
+			q1 += d * d;                                         \
+		}                                                            \
+		for (; j + 8 <= n; j += 8) {                                 \
+			d = widen8_##P##_##S(x + j) - c;                     \
+			a0 += d;                                             \
+			q0 += d * d;                                         \
+		}                                                            \
+		for (; j < n; j++) {                                         \
+			double e = (double)x[j] - c;                         \
+			a0[0] += e;                                          \
+			q0[0] += e * e;                                      \
+		}                                                            \
+		a0 += a1;                                                    \
+		q0 += q1;                                                    \
+		*s1 = ((a0[0] + a0[1]) + (a0[2] + a0[3])) + ((a0[4] + a0[5]) + (a0[6] + a0[7])); \
+		*s2 = ((q0[0] + q0[1]) + (q0[2] + q0[3])) + ((q0[4] + q0[5]) + (q0[6] + q0[7])); \
+	}                                                                    \
+	static const struct vm_ops P##_ops_##S = {                           \
 		.u = {                                                       \
-			[P_EXP] = P##_exp_##S, [P_LOG] = P##_log_##S,        \
-			[P_SIN] = P##_sin_##S, [P_COS] = P##_cos_##S,        \
-			[P_EXPM1] = P##_expm1_##S, [P_ERF] = P##_erf_##S,      \
-			[P_ERFC] = P##_erfc_##S, [P_SQRT] = P##_sqrt_##S,    \
+			[TIR_OP_EXP] = P##_exp_##S, [TIR_OP_LOG] = P##_log_##S, \
+			[TIR_OP_SIN] = P##_sin_##S, [TIR_OP_COS] = P##_cos_##S, \
+			[TIR_OP_ERF] = P##_erf_##S, [TIR_OP_SQRT] = P##_sqrt_##S, \
+			[TIR_OP_TANH] = P##_tanh_##S,                        \
+			[TIR_OP_SIGMOID] = P##_sigmoid_##S,                  \
+			[TIR_OP_SILU] = P##_silu_##S, [TIR_OP_GELU] = P##_gelu_##S, \
+			[TIR_OP_RSQRT] = P##_rsqrt_##S, [TIR_OP_NEG] = P##_neg_##S, \
+			[TIR_OP_ABS] = P##_abs_##S, [TIR_OP_RECIP] = P##_recip_##S, \
+			[TIR_OP_FLOOR] = P##_floor_##S, [TIR_OP_CEIL] = P##_ceil_##S, \
+			[TIR_OP_ROUND] = P##_round_##S, [TIR_OP_RELU] = P##_relu_##S, \
+			[TIR_OP_SIGN] = P##_sign_##S,                        \
 		},                                                           \
-		.pow = P##_pow_##S,                                          \
-	}
+		.b = {                                                       \
+			[TIR_OP_ADD] = P##_add_##S, [TIR_OP_SUB] = P##_sub_##S, \
+			[TIR_OP_MUL] = P##_mul_##S, [TIR_OP_DIV] = P##_div_##S, \
+			[TIR_OP_POW] = P##_pow_##S,                          \
+			[TIR_OP_MAXIMUM] = P##_maximum_##S,                  \
+			[TIR_OP_MINIMUM] = P##_minimum_##S, [TIR_OP_MOD] = P##_mod_##S, \
+		},                                                           \
+		.expsum = P##_expsum_##S,                                    \
+		.moments = P##_moments_##S,                                  \
+		.norm = P##_norm_##S,                                        \
+	};
 
-#define SCALAR_U(NAME, T, FN)                                                \
-	static void NAME(T *d, const T *s, int64_t n)                        \
+/* ---- layernorm's last pass (see tir_vmath_norm_f32) ----
+ * o = (T)(((double)x - mean) * r) * w + b, b NULL: (T)((double)x * r) * w.
+ * Compiled without contraction: the float steps round twice, as the
+ * reference kernels' do.  AVX-512 does the double part as one FMA,
+ * x * r - mean * r, and the widening with one instruction per 8. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
+#define VM_NORM_GENERIC(P, S, TGT, T)                                          \
+	static TGT void P##_norm_##S(void *ov, const void *xv, const void *wv,    \
+				     const void *bv, double mean, double r,       \
+				     int64_t n)                                   \
 	{                                                                    \
-		MAP(T, n, d, FN(s[i]));                                      \
+		T *o = ov;                                                   \
+		const T *x = xv, *w = wv, *b = bv;                           \
+		if (b)                                                       \
+			EACH(n) o[i] = (T)(((double)x[i] - mean) * r) * w[i] + b[i]; \
+		else                                                         \
+			EACH(n) o[i] = (T)((double)x[i] * r) * w[i];         \
 	}
 
-#define SCALAR_B(NAME, T, FN)                                                \
-	static void NAME(T *d, const T *a, const T *b, int64_t n)            \
-	{                                                                    \
-		MAP(T, n, d, FN(a[i], b[i]));                                \
+VM_NORM_GENERIC(sc, f32, VM_NO_TARGET, float)
+VM_NORM_GENERIC(sc, f64, VM_NO_TARGET, double)
+#if VM_X86
+VM_NORM_GENERIC(s2, f32, VM_NO_TARGET, float)
+VM_NORM_GENERIC(s2, f64, VM_NO_TARGET, double)
+VM_NORM_GENERIC(a2, f32, VM_AVX2, float)
+VM_NORM_GENERIC(a2, f64, VM_AVX2, double)
+VM_NORM_GENERIC(a5, f64, VM_AVX512, double)
+
+static VM_AVX512 void a5_norm_f32(void *ov, const void *xv, const void *wv, const void *bv,
+				   double mean, double r, int64_t n)
+{
+	float *o = ov;
+	const float *x = xv, *w = wv, *b = bv;
+	__m512d rv = _mm512_set1_pd(r), nm = _mm512_set1_pd(-(b ? mean : 0) * r);
+	int64_t j = 0;
+	for (; j + 16 <= n; j += 16) {
+		__m256 lo = _mm512_cvtpd_ps(_mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j)), rv, nm));
+		__m256 hi = _mm512_cvtpd_ps(_mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)), rv, nm));
+		__m512 z = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
+							       _mm256_castps_pd(hi), 1));
+		z = _mm512_mul_ps(z, _mm512_loadu_ps(w + j));
+		if (b)
+			z = _mm512_add_ps(z, _mm512_loadu_ps(b + j));
+		_mm512_storeu_ps(o + j, z);
 	}
+	for (; j < n; j++) {
+		float z = (float)fma((double)x[j], r, -(b ? mean : 0) * r) * w[j];
+		o[j] = b ? z + b[j] : z;
+	}
+}
+#endif
 
-SCALAR_U(sc_exp_f32, float, Sleef_cinz_expf1_u10purec)
-SCALAR_U(sc_log_f32, float, Sleef_cinz_logf1_u10purec)
-SCALAR_U(sc_sin_f32, float, Sleef_cinz_sinf1_u10purec)
-SCALAR_U(sc_cos_f32, float, Sleef_cinz_cosf1_u10purec)
-SCALAR_U(sc_expm1_f32, float, Sleef_cinz_expm1f1_u10purec)
-SCALAR_U(sc_erf_f32, float, Sleef_cinz_erff1_u10purec)
-SCALAR_U(sc_erfc_f32, float, Sleef_cinz_erfcf1_u15purec)
-SCALAR_U(sc_sqrt_f32, float, sqrtf)
-SCALAR_B(sc_pow_f32, float, Sleef_cinz_powf1_u10purec)
+#pragma GCC pop_options
 
-SCALAR_U(sc_exp_f64, double, Sleef_cinz_expd1_u10purec)
-SCALAR_U(sc_log_f64, double, Sleef_cinz_logd1_u10purec)
-SCALAR_U(sc_sin_f64, double, Sleef_cinz_sind1_u10purec)
-SCALAR_U(sc_cos_f64, double, Sleef_cinz_cosd1_u10purec)
-SCALAR_U(sc_expm1_f64, double, Sleef_cinz_expm1d1_u10purec)
-SCALAR_U(sc_erf_f64, double, Sleef_cinz_erfd1_u10purec)
-SCALAR_U(sc_erfc_f64, double, Sleef_cinz_erfcd1_u15purec)
-SCALAR_U(sc_sqrt_f64, double, sqrt)
-SCALAR_B(sc_pow_f64, double, Sleef_cinz_powd1_u10purec)
+/* Portable C: one-lane vectors over SLEEF's purec builds (no FMA). */
+typedef float vm_vf1 __attribute__((vector_size(4)));
+typedef int32_t vm_vi1 __attribute__((vector_size(4)));
+typedef double vm_vd1 __attribute__((vector_size(8)));
+typedef int64_t vm_vl1 __attribute__((vector_size(8)));
 
-static const struct vm_prims_f32 sc_prims_f32 = PRIMS(sc, f32);
-static const struct vm_prims_f64 sc_prims_f64 = PRIMS(sc, f64);
+#define SC_WRAP32(NAME, FN) \
+	VM_INLINE vm_vf1 NAME(vm_vf1 v_) { return (vm_vf1){FN(v_[0])}; }
+#define SC_WRAP64(NAME, FN) \
+	VM_INLINE vm_vd1 NAME(vm_vd1 v_) { return (vm_vd1){FN(v_[0])}; }
+
+SC_WRAP32(sc_logf, Sleef_cinz_logf1_u10purec)
+SC_WRAP32(sc_sinf, Sleef_cinz_sinf1_u10purec)
+SC_WRAP32(sc_cosf, Sleef_cinz_cosf1_u10purec)
+SC_WRAP32(sc_expm1f, Sleef_cinz_expm1f1_u10purec)
+SC_WRAP32(sc_erff, Sleef_cinz_erff1_u10purec)
+SC_WRAP32(sc_erfcf, Sleef_cinz_erfcf1_u15purec)
+SC_WRAP32(sc_sqrtf, sqrtf)
+VM_INLINE vm_vf1 sc_powf(vm_vf1 a, vm_vf1 b) { return (vm_vf1){Sleef_cinz_powf1_u10purec(a[0], b[0])}; }
+SC_WRAP64(sc_exp, Sleef_cinz_expd1_u10purec)
+SC_WRAP64(sc_log, Sleef_cinz_logd1_u10purec)
+SC_WRAP64(sc_sin, Sleef_cinz_sind1_u10purec)
+SC_WRAP64(sc_cos, Sleef_cinz_cosd1_u10purec)
+SC_WRAP64(sc_expm1, Sleef_cinz_expm1d1_u10purec)
+SC_WRAP64(sc_erf, Sleef_cinz_erfd1_u10purec)
+SC_WRAP64(sc_erfc, Sleef_cinz_erfcd1_u15purec)
+SC_WRAP64(sc_sqrt, sqrt)
+VM_INLINE vm_vd1 sc_pow(vm_vd1 a, vm_vd1 b) { return (vm_vd1){Sleef_cinz_powd1_u10purec(a[0], b[0])}; }
+
+#define MAG32 0x7fffffff
+#define MAG64 0x7fffffffffffffffLL
+
+VM_EXPF(sc, VM_NO_TARGET, vm_vf1, vm_vi1, LDEXPF_2MUL)
+VM_VFUNCS(sc, f32, VM_NO_TARGET, float, vm_vf1, vm_vi1, MAG32, sc_vexpf, sc_vexpf_raw,
+	  sc_expm1f, sc_erfcf, sc_sqrtf)
+VM_VFUNCS(sc, f64, VM_NO_TARGET, double, vm_vd1, vm_vl1, MAG64, sc_exp, sc_exp,
+	  sc_expm1, sc_erfc, sc_sqrt)
+VM_ARRAYS(sc, f32, VM_NO_TARGET, float, vm_vf1, sc_vexpf, sc_logf, sc_sinf, sc_cosf, sc_erff,
+	  sc_sqrtf, sc_powf, tanhe)
+VM_ARRAYS(sc, f64, VM_NO_TARGET, double, vm_vd1, sc_exp, sc_log, sc_sin, sc_cos, sc_erf,
+	  sc_sqrt, sc_pow, tanhm1)
 
 #if VM_X86
 
-/* The default NaN where a vector has NaNs, per ISA and type. */
-static inline __m128 s2_canon_f32(__m128 v)
-{
-	__m128 m = _mm_cmpunord_ps(v, v);
-	return _mm_or_ps(_mm_and_ps(m, _mm_set1_ps(NAN)), _mm_andnot_ps(m, v));
-}
+typedef int32_t vm_vi4 __attribute__((vector_size(16)));
+typedef int64_t vm_vl2 __attribute__((vector_size(16)));
+typedef int32_t vm_vi8 __attribute__((vector_size(32)));
+typedef int64_t vm_vl4 __attribute__((vector_size(32)));
+typedef int32_t vm_vi16 __attribute__((vector_size(64)));
+typedef int64_t vm_vl8 __attribute__((vector_size(64)));
 
-static inline __m128d s2_canon_f64(__m128d v)
-{
-	__m128d m = _mm_cmpunord_pd(v, v);
-	return _mm_or_pd(_mm_and_pd(m, _mm_set1_pd(NAN)), _mm_andnot_pd(m, v));
-}
+/* SSE2 path (every x86-64): SLEEF's SSE2 builds (no FMA), 4 floats or 2
+ * doubles. */
+VM_EXPF(s2, VM_NO_TARGET, __m128, vm_vi4, LDEXPF_2MUL)
+VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, s2_vexpf, s2_vexpf_raw,
+	  Sleef_cinz_expm1f4_u10sse2, Sleef_cinz_erfcf4_u15sse2, _mm_sqrt_ps)
+VM_VFUNCS(s2, f64, VM_NO_TARGET, double, __m128d, vm_vl2, MAG64, Sleef_cinz_expd2_u10sse2,
+	  Sleef_cinz_expd2_u10sse2, Sleef_cinz_expm1d2_u10sse2, Sleef_cinz_erfcd2_u15sse2, _mm_sqrt_pd)
+VM_ARRAYS(s2, f32, VM_NO_TARGET, float, __m128, s2_vexpf,
+	  Sleef_cinz_logf4_u10sse2, Sleef_cinz_sinf4_u10sse2, Sleef_cinz_cosf4_u10sse2,
+	  Sleef_cinz_erff4_u10sse2, _mm_sqrt_ps, Sleef_cinz_powf4_u10sse2, tanhe)
+VM_ARRAYS(s2, f64, VM_NO_TARGET, double, __m128d, Sleef_cinz_expd2_u10sse2,
+	  Sleef_cinz_logd2_u10sse2, Sleef_cinz_sind2_u10sse2, Sleef_cinz_cosd2_u10sse2,
+	  Sleef_cinz_erfd2_u10sse2, _mm_sqrt_pd, Sleef_cinz_powd2_u10sse2, tanhm1)
 
-static inline VM_AVX2 __m256 a2_canon_f32(__m256 v)
-{
-	return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-}
+/* AVX2 path: SLEEF's AVX2+FMA builds, 8 floats or 4 doubles. */
+VM_EXPF(a2, VM_AVX2, __m256, vm_vi8, LDEXPF_2MUL)
+VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, a2_vexpf, a2_vexpf_raw,
+	  Sleef_finz_expm1f8_u10avx2, Sleef_finz_erfcf8_u15avx2, _mm256_sqrt_ps)
+VM_VFUNCS(a2, f64, VM_AVX2, double, __m256d, vm_vl4, MAG64, Sleef_finz_expd4_u10avx2,
+	  Sleef_finz_expd4_u10avx2, Sleef_finz_expm1d4_u10avx2, Sleef_finz_erfcd4_u15avx2, _mm256_sqrt_pd)
+VM_ARRAYS(a2, f32, VM_AVX2, float, __m256, a2_vexpf,
+	  Sleef_finz_logf8_u10avx2, Sleef_finz_sinf8_u10avx2, Sleef_finz_cosf8_u10avx2,
+	  Sleef_finz_erff8_u10avx2, _mm256_sqrt_ps, Sleef_finz_powf8_u10avx2, tanhe)
+VM_ARRAYS(a2, f64, VM_AVX2, double, __m256d, Sleef_finz_expd4_u10avx2,
+	  Sleef_finz_logd4_u10avx2, Sleef_finz_sind4_u10avx2, Sleef_finz_cosd4_u10avx2,
+	  Sleef_finz_erfd4_u10avx2, _mm256_sqrt_pd, Sleef_finz_powd4_u10avx2, tanhm1)
 
-static inline VM_AVX2 __m256d a2_canon_f64(__m256d v)
-{
-	return _mm256_blendv_pd(v, _mm256_set1_pd(NAN), _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
-}
-
-static inline VM_AVX512 __m512 a5_canon_f32(__m512 v)
-{
-	return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_ps(NAN));
-}
-
-static inline VM_AVX512 __m512d a5_canon_f64(__m512d v)
-{
-	return _mm512_mask_mov_pd(v, _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), _mm512_set1_pd(NAN));
-}
-
-#define VEC_U(NAME, TGT, T, L, LOAD, STORE, FIX, FN)                         \
-	static TGT void NAME(T *d, const T *s, int64_t n)                    \
-	{                                                                    \
-		int64_t i = 0;                                               \
-		for (; i + L <= n; i += L)                                   \
-			STORE(d + i, FIX(FN(LOAD(s + i))));                  \
-		if (i < n) {                                                 \
-			T t[L] = {0};                                        \
-			memcpy(t, s + i, (size_t)(n - i) * sizeof(T));       \
-			STORE(t, FIX(FN(LOAD(t))));                          \
-			memcpy(d + i, t, (size_t)(n - i) * sizeof(T));       \
-		}                                                            \
-	}
-
-#define VEC_B(NAME, TGT, T, L, LOAD, STORE, FIX, FN)                         \
-	static TGT void NAME(T *d, const T *a, const T *b, int64_t n)        \
-	{                                                                    \
-		int64_t i = 0;                                               \
-		for (; i + L <= n; i += L)                                   \
-			STORE(d + i, FIX(FN(LOAD(a + i), LOAD(b + i))));     \
-		if (i < n) {                                                 \
-			T s[L] = {0}, t[L] = {0};                            \
-			memcpy(s, a + i, (size_t)(n - i) * sizeof(T));       \
-			memcpy(t, b + i, (size_t)(n - i) * sizeof(T));       \
-			STORE(t, FIX(FN(LOAD(s), LOAD(t))));                 \
-			memcpy(d + i, t, (size_t)(n - i) * sizeof(T));       \
-		}                                                            \
-	}
-
-/* SSE2 path (every x86-64): SLEEF's SSE2 builds, 4 floats or 2 doubles. */
-#define S2_U32(N, FN) \
-	VEC_U(s2_##N##_f32, VM_NO_TARGET, float, 4, _mm_loadu_ps, _mm_storeu_ps, s2_canon_f32, FN)
-#define S2_B32(N, FN) \
-	VEC_B(s2_##N##_f32, VM_NO_TARGET, float, 4, _mm_loadu_ps, _mm_storeu_ps, s2_canon_f32, FN)
-#define S2_U64(N, FN) \
-	VEC_U(s2_##N##_f64, VM_NO_TARGET, double, 2, _mm_loadu_pd, _mm_storeu_pd, s2_canon_f64, FN)
-#define S2_B64(N, FN) \
-	VEC_B(s2_##N##_f64, VM_NO_TARGET, double, 2, _mm_loadu_pd, _mm_storeu_pd, s2_canon_f64, FN)
-
-S2_U32(exp, Sleef_cinz_expf4_u10sse2)
-S2_U32(log, Sleef_cinz_logf4_u10sse2)
-S2_U32(sin, Sleef_cinz_sinf4_u10sse2)
-S2_U32(cos, Sleef_cinz_cosf4_u10sse2)
-S2_U32(expm1, Sleef_cinz_expm1f4_u10sse2)
-S2_U32(erf, Sleef_cinz_erff4_u10sse2)
-S2_U32(erfc, Sleef_cinz_erfcf4_u15sse2)
-S2_U32(sqrt, _mm_sqrt_ps)
-S2_B32(pow, Sleef_cinz_powf4_u10sse2)
-
-S2_U64(exp, Sleef_cinz_expd2_u10sse2)
-S2_U64(log, Sleef_cinz_logd2_u10sse2)
-S2_U64(sin, Sleef_cinz_sind2_u10sse2)
-S2_U64(cos, Sleef_cinz_cosd2_u10sse2)
-S2_U64(expm1, Sleef_cinz_expm1d2_u10sse2)
-S2_U64(erf, Sleef_cinz_erfd2_u10sse2)
-S2_U64(erfc, Sleef_cinz_erfcd2_u15sse2)
-S2_U64(sqrt, _mm_sqrt_pd)
-S2_B64(pow, Sleef_cinz_powd2_u10sse2)
-
-/* AVX2 path: SLEEF's AVX builds, 8 floats or 4 doubles a vector. */
-#define A2_U32(N, FN) \
-	VEC_U(a2_##N##_f32, VM_AVX2, float, 8, _mm256_loadu_ps, _mm256_storeu_ps, a2_canon_f32, FN)
-#define A2_B32(N, FN) \
-	VEC_B(a2_##N##_f32, VM_AVX2, float, 8, _mm256_loadu_ps, _mm256_storeu_ps, a2_canon_f32, FN)
-#define A2_U64(N, FN) \
-	VEC_U(a2_##N##_f64, VM_AVX2, double, 4, _mm256_loadu_pd, _mm256_storeu_pd, a2_canon_f64, FN)
-#define A2_B64(N, FN) \
-	VEC_B(a2_##N##_f64, VM_AVX2, double, 4, _mm256_loadu_pd, _mm256_storeu_pd, a2_canon_f64, FN)
-
-A2_U32(exp, Sleef_cinz_expf8_u10avx)
-A2_U32(log, Sleef_cinz_logf8_u10avx)
-A2_U32(sin, Sleef_cinz_sinf8_u10avx)
-A2_U32(cos, Sleef_cinz_cosf8_u10avx)
-A2_U32(expm1, Sleef_cinz_expm1f8_u10avx)
-A2_U32(erf, Sleef_cinz_erff8_u10avx)
-A2_U32(erfc, Sleef_cinz_erfcf8_u15avx)
-A2_U32(sqrt, _mm256_sqrt_ps)
-A2_B32(pow, Sleef_cinz_powf8_u10avx)
-
-A2_U64(exp, Sleef_cinz_expd4_u10avx)
-A2_U64(log, Sleef_cinz_logd4_u10avx)
-A2_U64(sin, Sleef_cinz_sind4_u10avx)
-A2_U64(cos, Sleef_cinz_cosd4_u10avx)
-A2_U64(expm1, Sleef_cinz_expm1d4_u10avx)
-A2_U64(erf, Sleef_cinz_erfd4_u10avx)
-A2_U64(erfc, Sleef_cinz_erfcd4_u15avx)
-A2_U64(sqrt, _mm256_sqrt_pd)
-A2_B64(pow, Sleef_cinz_powd4_u10avx)
-
-/* AVX-512 path: SLEEF's AVX-512F no-FMA builds, 16 floats or 8 doubles. */
-#define A5_U32(N, FN) \
-	VEC_U(a5_##N##_f32, VM_AVX512, float, 16, _mm512_loadu_ps, _mm512_storeu_ps, a5_canon_f32, FN)
-#define A5_B32(N, FN) \
-	VEC_B(a5_##N##_f32, VM_AVX512, float, 16, _mm512_loadu_ps, _mm512_storeu_ps, a5_canon_f32, FN)
-#define A5_U64(N, FN) \
-	VEC_U(a5_##N##_f64, VM_AVX512, double, 8, _mm512_loadu_pd, _mm512_storeu_pd, a5_canon_f64, FN)
-#define A5_B64(N, FN) \
-	VEC_B(a5_##N##_f64, VM_AVX512, double, 8, _mm512_loadu_pd, _mm512_storeu_pd, a5_canon_f64, FN)
-
-A5_U32(exp, Sleef_cinz_expf16_u10avx512fnofma)
-A5_U32(log, Sleef_cinz_logf16_u10avx512fnofma)
-A5_U32(sin, Sleef_cinz_sinf16_u10avx512fnofma)
-A5_U32(cos, Sleef_cinz_cosf16_u10avx512fnofma)
-A5_U32(expm1, Sleef_cinz_expm1f16_u10avx512fnofma)
-A5_U32(erf, Sleef_cinz_erff16_u10avx512fnofma)
-A5_U32(erfc, Sleef_cinz_erfcf16_u15avx512fnofma)
-A5_U32(sqrt, _mm512_sqrt_ps)
-A5_B32(pow, Sleef_cinz_powf16_u10avx512fnofma)
-
-A5_U64(exp, Sleef_cinz_expd8_u10avx512fnofma)
-A5_U64(log, Sleef_cinz_logd8_u10avx512fnofma)
-A5_U64(sin, Sleef_cinz_sind8_u10avx512fnofma)
-A5_U64(cos, Sleef_cinz_cosd8_u10avx512fnofma)
-A5_U64(expm1, Sleef_cinz_expm1d8_u10avx512fnofma)
-A5_U64(erf, Sleef_cinz_erfd8_u10avx512fnofma)
-A5_U64(erfc, Sleef_cinz_erfcd8_u15avx512fnofma)
-A5_U64(sqrt, _mm512_sqrt_pd)
-A5_B64(pow, Sleef_cinz_powd8_u10avx512fnofma)
-
-static const struct vm_prims_f32 s2_prims_f32 = PRIMS(s2, f32);
-static const struct vm_prims_f64 s2_prims_f64 = PRIMS(s2, f64);
-static const struct vm_prims_f32 a2_prims_f32 = PRIMS(a2, f32);
-static const struct vm_prims_f64 a2_prims_f64 = PRIMS(a2, f64);
-static const struct vm_prims_f32 a5_prims_f32 = PRIMS(a5, f32);
-static const struct vm_prims_f64 a5_prims_f64 = PRIMS(a5, f64);
+/* AVX-512 path: SLEEF's AVX-512F builds (with FMA), 16 floats or 8
+ * doubles. */
+#define A5_LDEXPF(VF, VI, u, q) _mm512_scalef_ps(u, q)
+VM_EXPF(a5, VM_AVX512, __m512, vm_vi16, A5_LDEXPF)
+VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, a5_vexpf, a5_vexpf_raw,
+	  Sleef_finz_expm1f16_u10avx512f, Sleef_finz_erfcf16_u15avx512f, _mm512_sqrt_ps)
+VM_VFUNCS(a5, f64, VM_AVX512, double, __m512d, vm_vl8, MAG64, Sleef_finz_expd8_u10avx512f,
+	  Sleef_finz_expd8_u10avx512f, Sleef_finz_expm1d8_u10avx512f, Sleef_finz_erfcd8_u15avx512f, _mm512_sqrt_pd)
+VM_ARRAYS(a5, f32, VM_AVX512, float, __m512, a5_vexpf,
+	  Sleef_finz_logf16_u10avx512f, Sleef_finz_sinf16_u10avx512f,
+	  Sleef_finz_cosf16_u10avx512f, Sleef_finz_erff16_u10avx512f, _mm512_sqrt_ps,
+	  Sleef_finz_powf16_u10avx512f, tanhe)
+VM_ARRAYS(a5, f64, VM_AVX512, double, __m512d, Sleef_finz_expd8_u10avx512f,
+	  Sleef_finz_logd8_u10avx512f, Sleef_finz_sind8_u10avx512f,
+	  Sleef_finz_cosd8_u10avx512f, Sleef_finz_erfd8_u10avx512f, _mm512_sqrt_pd,
+	  Sleef_finz_powd8_u10avx512f, tanhm1)
 
 #endif /* VM_X86 */
-
-/* ---- the ops, written once over a path's primitives ----
- * Semantics as NumPy (SPEC.md section 2): relu and maximum/minimum keep
- * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's sign.
- * Composites run in blocks of VM_BLK through a stack temporary. */
-
-#define VM_BLK 256
-
-#define VM_GENERIC(S, T, FABS, FLOOR, CEIL, RINT, FMOD, COPYSIGN)            \
-	VM_INLINE void unary_##S(const struct vm_prims_##S *pr, enum tir_op op, \
-				 T *d, const T *s, int64_t n)                \
-	{                                                                    \
-		switch (op) {                                                \
-		case TIR_OP_EXP: pr->u[P_EXP](d, s, n); return;              \
-		case TIR_OP_LOG: pr->u[P_LOG](d, s, n); return;              \
-		case TIR_OP_SIN: pr->u[P_SIN](d, s, n); return;              \
-		case TIR_OP_COS: pr->u[P_COS](d, s, n); return;              \
-		case TIR_OP_ERF: pr->u[P_ERF](d, s, n); return;              \
-		case TIR_OP_SQRT: pr->u[P_SQRT](d, s, n); return;            \
-		case TIR_OP_NEG: MAP(T, n, d, -s[i]); return;                \
-		case TIR_OP_ABS: MAP(T, n, d, FABS(s[i])); return;           \
-		case TIR_OP_RECIP: MAP(T, n, d, 1 / s[i]); return;           \
-		case TIR_OP_FLOOR: MAP(T, n, d, FLOOR(s[i])); return;        \
-		case TIR_OP_CEIL: MAP(T, n, d, CEIL(s[i])); return;          \
-		case TIR_OP_ROUND: MAP(T, n, d, RINT(s[i])); return;         \
-		case TIR_OP_RELU:   /* maximum(x, 0): -0 gives +0 */         \
-			MAP(T, n, d, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0); \
-			return;                                              \
-		case TIR_OP_SIGN:                                            \
-			MAP(T, n, d, s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i]); \
-			return;                                              \
-		case TIR_OP_TANH:                                            \
-		case TIR_OP_RSQRT:                                           \
-		case TIR_OP_SIGMOID:                                         \
-		case TIR_OP_SILU:                                            \
-		case TIR_OP_GELU:                                            \
-			break;                                               \
-		default:                                                     \
-			TIR_ASSERT(!"not a vmath unary op");                 \
-		}                                                            \
-		T t[VM_BLK];                                                 \
-		for (int64_t j = 0; j < n; j += VM_BLK) {                    \
-			int64_t m = n - j < VM_BLK ? n - j : VM_BLK;         \
-			const T *x = s + j;                                  \
-			T *y = d + j;                                        \
-			switch (op) {                                        \
-			case TIR_OP_TANH:   /* t = expm1(-2|x|) in (-1, 0]:  \
-				     * tanh|x| = -t / (2 + t), then the sign; \
-				     * within 3 ULP, and 5x faster than the  \
-				     * deterministic SLEEF tanh */           \
-				EACH(m) t[i] = -2 * FABS(x[i]);              \
-				pr->u[P_EXPM1](t, t, m);                     \
-				MAP(T, m, y, COPYSIGN(-t[i] / (2 + t[i]), x[i])); \
-				break;                                       \
-			case TIR_OP_RSQRT:  /* 1 / sqrt: both exact IEEE */  \
-				pr->u[P_SQRT](t, x, m);                      \
-				MAP(T, m, y, 1 / t[i]);                      \
-				break;                                       \
-			case TIR_OP_SIGMOID:                                 \
-			case TIR_OP_SILU:                                    \
-				/* e = exp(-|x|) never overflows: x >= 0     \
-				 * gives 1 / (1 + e), x < 0 e / (1 + e) */   \
-				EACH(m) t[i] = -FABS(x[i]);                  \
-				pr->u[P_EXP](t, t, m);                       \
-				if (op == TIR_OP_SIGMOID)                    \
-					MAP(T, m, y, (x[i] >= 0 ? 1 : t[i]) / (1 + t[i])); \
-				else                                         \
-					MAP(T, m, y, x[i] * ((x[i] >= 0 ? 1 : t[i]) / (1 + t[i]))); \
-				break;                                       \
-			default:    /* GELU: 0.5 x erfc(-x / sqrt 2), which  \
-				     * keeps the tiny left tail that         \
-				     * 1 + erf(x / sqrt 2) cancels to 0 */   \
-				EACH(m) t[i] = -x[i] / (T)1.41421356237309504880; \
-				pr->u[P_ERFC](t, t, m);                      \
-				MAP(T, m, y, (T)0.5 * x[i] * t[i]);          \
-				break;                                       \
-			}                                                    \
-		}                                                            \
-	}                                                                    \
-                                                                             \
-	VM_INLINE void binary_##S(const struct vm_prims_##S *pr, enum tir_op op, \
-				  T *d, const T *a, const T *b, int64_t n)   \
-	{                                                                    \
-		switch (op) {                                                \
-		case TIR_OP_ADD: MAP(T, n, d, a[i] + b[i]); return;          \
-		case TIR_OP_SUB: MAP(T, n, d, a[i] - b[i]); return;          \
-		case TIR_OP_MUL: MAP(T, n, d, a[i] * b[i]); return;          \
-		case TIR_OP_DIV: MAP(T, n, d, a[i] / b[i]); return;          \
-		case TIR_OP_POW: pr->pow(d, a, b, n); return;                \
-		case TIR_OP_MAXIMUM:   /* NaN in either wins; a tie gives b */ \
-			MAP(T, n, d, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]); \
-			return;                                              \
-		case TIR_OP_MINIMUM:                                         \
-			MAP(T, n, d, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]); \
-			return;                                              \
-		case TIR_OP_MOD:                                             \
-			/* np.mod: libm's fmod (exact, so any correct one    \
-			 * agrees; SLEEF's is not exact for huge a / b),     \
-			 * moved to the divisor's sign; a zero takes the     \
-			 * divisor's sign; b == 0 gives NaN */               \
-			EACH(n) {                                            \
-				T p = a[i], q = b[i], r = FMOD(p, q);        \
-				r = r != 0 ? ((q < 0) != (r < 0) ? r + q : r) : COPYSIGN((T)0, q); \
-				d[i] = r != r ? (T)NAN : r;                  \
-			}                                                    \
-			return;                                              \
-		default:                                                     \
-			TIR_ASSERT(!"not a vmath binary op");                \
-		}                                                            \
-	}
-
-VM_GENERIC(f32, float, fabsf, floorf, ceilf, nearbyintf, fmodf, copysignf)
-VM_GENERIC(f64, double, fabs, floor, ceil, nearbyint, fmod, copysign)
 
 /* ---- the paths ---- */
 
 struct vm_path {
 	const char *name;
-	void (*f32)(enum tir_op op, float *d, const float *s, int64_t n);
-	void (*f64)(enum tir_op op, double *d, const double *s, int64_t n);
-	void (*f32_2)(enum tir_op op, float *d, const float *a, const float *b, int64_t n);
-	void (*f64_2)(enum tir_op op, double *d, const double *a, const double *b, int64_t n);
+	const struct vm_ops *o32, *o64;
 };
 
-/* The entry points of path P, compiled for its ISA (TGT). */
-#define VM_PATH(P, TGT)                                                      \
-	static TGT void P##_f32(enum tir_op op, float *d, const float *s, int64_t n) \
-	{                                                                    \
-		unary_f32(&P##_prims_f32, op, d, s, n);                      \
-	}                                                                    \
-	static TGT void P##_f64(enum tir_op op, double *d, const double *s, int64_t n) \
-	{                                                                    \
-		unary_f64(&P##_prims_f64, op, d, s, n);                      \
-	}                                                                    \
-	static TGT void P##_f32_2(enum tir_op op, float *d, const float *a,  \
-				  const float *b, int64_t n)                 \
-	{                                                                    \
-		binary_f32(&P##_prims_f32, op, d, a, b, n);                  \
-	}                                                                    \
-	static TGT void P##_f64_2(enum tir_op op, double *d, const double *a, \
-				  const double *b, int64_t n)                \
-	{                                                                    \
-		binary_f64(&P##_prims_f64, op, d, a, b, n);                  \
-	}
-
-VM_PATH(sc, VM_NO_TARGET)
-#if VM_X86
-VM_PATH(s2, VM_NO_TARGET)
-VM_PATH(a2, VM_AVX2)
-VM_PATH(a5, VM_AVX512)
-#endif
-
 static const struct vm_path vm_paths[TIR_VMATH_PATH_COUNT] = {
-	[TIR_VMATH_SCALAR] = {"scalar", sc_f32, sc_f64, sc_f32_2, sc_f64_2},
+	[TIR_VMATH_SCALAR] = {"scalar", &sc_ops_f32, &sc_ops_f64},
 #if VM_X86
-	[TIR_VMATH_SSE2] = {"sse2", s2_f32, s2_f64, s2_f32_2, s2_f64_2},
-	[TIR_VMATH_AVX2] = {"avx2", a2_f32, a2_f64, a2_f32_2, a2_f64_2},
-	[TIR_VMATH_AVX512] = {"avx512", a5_f32, a5_f64, a5_f32_2, a5_f64_2},
+	[TIR_VMATH_SSE2] = {"sse2", &s2_ops_f32, &s2_ops_f64},
+	[TIR_VMATH_AVX2] = {"avx2", &a2_ops_f32, &a2_ops_f64},
+	[TIR_VMATH_AVX512] = {"avx512", &a5_ops_f32, &a5_ops_f64},
 #else
-	[TIR_VMATH_SSE2] = {"sse2", NULL, NULL, NULL, NULL},
-	[TIR_VMATH_AVX2] = {"avx2", NULL, NULL, NULL, NULL},
-	[TIR_VMATH_AVX512] = {"avx512", NULL, NULL, NULL, NULL},
+	[TIR_VMATH_SSE2] = {"sse2", NULL, NULL},
+	[TIR_VMATH_AVX2] = {"avx2", NULL, NULL},
+	[TIR_VMATH_AVX512] = {"avx512", NULL, NULL},
 #endif
 };
 
@@ -468,7 +625,7 @@ bool tir_vmath_path_ok(enum tir_vmath_path p)
 	switch (p) {
 	case TIR_VMATH_SCALAR: return true;
 	case TIR_VMATH_SSE2: return true;       /* x86-64's baseline */
-	case TIR_VMATH_AVX2: return __builtin_cpu_supports("avx2");
+	case TIR_VMATH_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 	case TIR_VMATH_AVX512: return __builtin_cpu_supports("avx512f");
 	default: return false;
 	}
@@ -487,13 +644,18 @@ static void vm_choose(void)
 			p = k;
 	while (p > TIR_VMATH_SCALAR && !tir_vmath_path_ok((enum tir_vmath_path)p))
 		p--;
-	vm_chosen = &vm_paths[p];
+	__atomic_store_n(&vm_chosen, &vm_paths[p], __ATOMIC_RELEASE);
 }
 
-static const struct vm_path *vm_path(void)
+/* Called per block by fused kernels: after the first choice, one load. */
+static inline const struct vm_path *vm_path(void)
 {
-	pthread_once(&vm_once, vm_choose);
-	return vm_chosen;
+	const struct vm_path *p = __atomic_load_n(&vm_chosen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(p == NULL, 0)) {
+		pthread_once(&vm_once, vm_choose);
+		p = vm_chosen;
+	}
+	return p;
 }
 
 const char *tir_vmath_isa(void)
@@ -530,28 +692,76 @@ void tir_vmath_f32(enum tir_op op, float *dst, const float *src, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path()->f32(op, dst, src, n);
+		vm_path()->o32->u[op](dst, src, n);
 }
 
 void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path()->f64(op, dst, src, n);
+		vm_path()->o64->u[op](dst, src, n);
 }
 
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path()->f32_2(op, dst, a, b, n);
+		vm_path()->o32->b[op](dst, a, b, n);
 }
 
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path()->f64_2(op, dst, a, b, n);
+		vm_path()->o64->b[op](dst, a, b, n);
+}
+
+double tir_vmath_expsum_f32(float *dst, const float *src, float m, int64_t n)
+{
+	return n > 0 ? vm_path()->o32->expsum(dst, src, m, n) : 0;
+}
+
+double tir_vmath_expsum_f64(double *dst, const double *src, double m, int64_t n)
+{
+	return n > 0 ? vm_path()->o64->expsum(dst, src, m, n) : 0;
+}
+
+tir_vmath1_fn tir_vmath_unary_fn(enum tir_op op, enum tir_dtype dt)
+{
+	if (!tir_vmath_unary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64))
+		return NULL;
+	const struct vm_path *p = vm_path();
+	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->u[op];
+}
+
+tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt)
+{
+	if (!tir_vmath_binary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64))
+		return NULL;
+	const struct vm_path *p = vm_path();
+	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->b[op];
+}
+
+void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, double *s2)
+{
+	vm_path()->o32->moments(x, n, c, s1, s2);
+}
+
+void tir_vmath_moments_f64(const double *x, int64_t n, double c, double *s1, double *s2)
+{
+	vm_path()->o64->moments(x, n, c, s1, s2);
+}
+
+void tir_vmath_norm_f32(float *o, const float *x, const float *w, const float *b, double mean,
+			double r, int64_t n)
+{
+	vm_path()->o32->norm(o, x, w, b, mean, r, n);
+}
+
+void tir_vmath_norm_f64(double *o, const double *x, const double *w, const double *b,
+			double mean, double r, int64_t n)
+{
+	vm_path()->o64->norm(o, x, w, b, mean, r, n);
 }
 
 /* ---- the test hook ---- */
@@ -567,7 +777,7 @@ void tir_vmath_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const f
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f32(op, dst, src, n);
+		vm_path_on(p)->o32->u[op](dst, src, n);
 }
 
 void tir_vmath_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *src,
@@ -575,7 +785,7 @@ void tir_vmath_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const 
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f64(op, dst, src, n);
+		vm_path_on(p)->o64->u[op](dst, src, n);
 }
 
 void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const float *a,
@@ -583,7 +793,7 @@ void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const 
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f32_2(op, dst, a, b, n);
+		vm_path_on(p)->o32->b[op](dst, a, b, n);
 }
 
 void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *a,
@@ -591,5 +801,11 @@ void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path_on(p)->f64_2(op, dst, a, b, n);
+		vm_path_on(p)->o64->b[op](dst, a, b, n);
+}
+
+double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,
+			       int64_t n)
+{
+	return n > 0 ? vm_path_on(p)->o32->expsum(dst, src, m, n) : 0;
 }

@@ -4,21 +4,27 @@
  * once per process for the CPU (AVX-512, AVX2, SSE2, or portable C).
  *
  * The reference kernels (elementwise.c) and the fused evaluator both compute
- * through these, so a value is bitwise the same fused or not.  Every path
- * gives bitwise the same results as every other (SLEEF's deterministic
- * "cinz" functions, one shared formula for each composite op, one NaN), so
- * the output does not depend on the machine's vector unit either.  An
- * element's result depends only on its inputs, never on n or alignment.
+ * through these, so a value is bitwise the same fused or not, and one
+ * process uses one path, so it never depends on the thread count.  An
+ * element's result depends only on its input, never on n or alignment.
+ * The exact ops (+ - * / sqrt floor ceil round relu sign neg abs recip
+ * maximum minimum mod) give the same bits on every path; the
+ * transcendentals use SLEEF's fastest u10 builds per path (with FMA on
+ * AVX-512 and AVX2) and may differ between paths within their error.
  *
- * Accuracy (ULP of the result, against libm in higher precision): exp log
- * sin cos tanh erf pow 1.0 (SLEEF u10; tanh 1.0001); rsqrt 1.5; sigmoid 3;
- * silu 3.5; gelu 4 down to x = -1 and 4 x^2 below (its erfc magnifies the
- * rounding of -x/sqrt 2); everything else exact.  Results near the
- * subnormal range may be off by a few subnormal steps.  f64 exp gives inf
- * from x = 709.7827111495576 on, a little before log(DBL_MAX) (SLEEF).
+ * Accuracy (ULP of the result against libm in higher precision, the bound
+ * test_vmath checks, on every path): exp log sin cos erf pow 1.0 (SLEEF
+ * u10); rsqrt 1.5; f32 tanh 1.1 (x + x^3 P(x^2) below 0.75, else
+ * 1 - 2 / (exp(2|x|) + 1)), f64 tanh 3 (from expm1); sigmoid 3; silu 3.5;
+ * gelu 4 down to x = -1 and 4 x^2 below (its erfc magnifies the rounding
+ * of -x/sqrt 2); everything else exact.  Results near the subnormal range
+ * may be off by a few subnormal steps.  f64 exp gives inf from
+ * x = 709.7827111495576 on, a little before log(DBL_MAX) (SLEEF).
  *
- * A NaN result is always the default quiet NaN (positive, payload 0),
- * whatever NaN went in.
+ * A NaN result is a quiet NaN; its sign and payload are whatever the
+ * vector unit and SLEEF make of the inputs (the same on every run on one
+ * machine), not a fixed one: keeping one default NaN cost 5-7% on fused
+ * chains, and printing shows every NaN as nan.
  *
  * Not here: strided operands (callers gather them into a block first),
  * integer or bool dtypes, comparisons.
@@ -47,6 +53,53 @@ void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n);
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n);
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n);
 
+/* One op over n contiguous elements (dst may equal an operand), as
+ * tir_vmath_f32 ... compute it, without the dispatch: for callers that
+ * run one op on many blocks (the fused kernels look it up once). */
+typedef void (*tir_vmath1_fn)(void *dst, const void *src, int64_t n);
+typedef void (*tir_vmath2_fn)(void *dst, const void *a, const void *b, int64_t n);
+/* The function of the path in use for op on dt (F32 or F64), or NULL
+ * when op is not a vmath op or dt not a float dtype. */
+tir_vmath1_fn tir_vmath_unary_fn(enum tir_op op, enum tir_dtype dt);
+tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt);
+
+/* softmax's middle pass over a row: dst[i] = exp(src[i] - m) (each
+ * element exactly as tir_vmath_f32(EXP) of the rounded difference), and
+ * returns their sum in double: 8 lanes, lane k adding elements k, k + 8,
+ * ... in order, the last n % 8 added to lane 0, then
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).  0 for n = 0.
+ * dst may equal src. */
+double tir_vmath_expsum_f32(float *dst, const float *src, float m, int64_t n);
+double tir_vmath_expsum_f64(double *dst, const double *src, double m, int64_t n);
+
+/* layernorm's moments over a row: *s1 = sum of d = x[i] - c, *s2 = sum of
+ * d^2, in double with 16 lanes (lane k adds elements k, k + 16, ... in
+ * order, then an 8-step, the last n % 8 in lane 0; lanes k and k + 8 fold,
+ * then ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))); d^2 is added
+ * with one rounding (FMA) on the paths that have it.  0s for n = 0. */
+void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, double *s2);
+void tir_vmath_moments_f64(const double *x, int64_t n, double c, double *s1, double *s2);
+
+/* layernorm's last pass over a row: o[i] = (T)(((double)x[i] - mean) * r)
+ * * w[i] + b[i], or with b NULL (rmsnorm) (T)((double)x[i] * r) * w[i];
+ * the float steps round twice.  On AVX-512 the double part is one FMA,
+ * x * r - mean * r (a different double rounding: the float result is the
+ * same but for values within ~2^-29 of a rounding boundary). */
+void tir_vmath_norm_f32(float *o, const float *x, const float *w, const float *b, double mean,
+			double r, int64_t n);
+void tir_vmath_norm_f64(double *o, const double *x, const double *w, const double *b,
+			double mean, double r, int64_t n);
+
+/* The fused evaluator's per-block calls (elementwise.c): op over n
+ * contiguous elements of dtype dt, exactly what tir_k_unary / tir_k_binary
+ * compute for them (out's dtype as theirs: bool for NOT and comparisons),
+ * without building tensors.  out may equal an operand.  0, or -code with
+ * err set (integer division by zero, or an op the dtype does not have). */
+int tir_k_unary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *x, int64_t n,
+		    struct tir_err *err);
+int tir_k_binary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *a,
+		     const void *b, int64_t n, struct tir_err *err);
+
 /* The path in use: "avx512", "avx2", "sse2" or "scalar" (static storage).
  * Chosen on first use: the best the CPU has, or, when the environment
  * variable TIR_VMATH names a path (scalar|sse2|avx2|avx512), the best at or
@@ -72,5 +125,7 @@ void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const 
 		       const float *b, int64_t n);
 void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *a,
 		       const double *b, int64_t n);
+double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,
+			       int64_t n);
 
 #endif
