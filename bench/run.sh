@@ -13,6 +13,8 @@ cd "$root" || exit 1
 BUILD=${BUILD:-build}
 status=0
 
+REMOTE_RUNS=${REMOTE_RUNS:-1000}
+
 section() {
 	echo
 	echo "== $1"
@@ -239,5 +241,11 @@ target "tir under 1 us/op" "$(ratio "$(kv "$tmp/tir.tiny.fused" ms_median)" 10)"
 
 echo
 echo "== load average after the fusion sections: $(loadavg)"
+
+# ---- remote ----
+# bench/remote.sh starts its own `tir serve` on a free loopback port and
+# prints its table (round trip, upload, mlp remote/local).
+section "remote: tir serve on loopback (round trip median of $REMOTE_RUNS; upload 256 MiB; mlp remote/local)"
+RUNS=$REMOTE_RUNS BUILD=$BUILD sh bench/remote.sh || status=1
 
 exit $status
