@@ -46,6 +46,12 @@
 #define MAX_CONNECTIONS 256
 #define CONNECTION_TIMEOUT 30
 #define CONNECTION_MEMORY (128 * 1024)  /* MHD's buffer per connection: the size of a body piece */
+/* A body this small is not counted against --max-inflight: like MHD's own
+ * buffer, what such bodies hold is bounded by the connection limit, and a
+ * batch request or a small blob gets through while big uploads fill the
+ * budget. */
+#define SMALL_BODY (64 * 1024)
+#define RETRY_AFTER "1"                 /* seconds, on a 503 for the budget */
 
 enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
 
@@ -66,6 +72,9 @@ struct server {
 	atomic_int running;            /* batches queued or running */
 	atomic_int inflight;           /* requests begun and not done */
 	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
+	/* bytes reserved by request bodies being received and held (up to
+	 * their Content-Length), at most o.max_inflight */
+	atomic_uint_fast64_t reserved;
 	pthread_mutex_t mmu;           /* the metrics below */
 	uint64_t by_status[600], aborted;
 	uint64_t bytes_in, bytes_out;
@@ -83,9 +92,12 @@ struct req {
 	int status;                    /* of the response queued, 0 before */
 	uint64_t in, out;
 	const char *allow;             /* the Allow header of a 405 */
+	const char *retry_after;       /* the Retry-After header of a 503 */
 	bool keep_body;                /* a body this route reads */
 	bool has_len;
 	bool over;                     /* the body passed --max-body (or memory ran out) */
+	bool busy;                     /* a chunked body outgrew what --max-inflight had left */
+	uint64_t reserved;             /* of the server's budget for bodies */
 	unsigned char *body;
 	size_t len, cap;
 	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
@@ -125,6 +137,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (r->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (r->retry_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	if (ok == MHD_YES) {
@@ -272,6 +286,43 @@ static bool authorized(const struct server *s, struct MHD_Connection *c)
 	return tir_const_eq(got, s->token_sha, TIR_SHA_HEX);
 }
 
+/* ---- the budget for bodies in flight (--max-inflight) ---- */
+
+/* Grow r's share of the budget to cover a body held in `bytes` (none for
+ * a small one); false when the budget has not that much left. */
+static bool reserve(struct server *s, struct req *r, uint64_t bytes)
+{
+	uint64_t want = bytes > SMALL_BODY ? bytes : 0;
+	if (want <= r->reserved)
+		return true;
+	uint64_t more = want - r->reserved;
+	uint_fast64_t cur = atomic_load(&s->reserved);
+	do {
+		if (more > s->o.max_inflight - cur) /* cur never passes max_inflight */
+			return false;
+	} while (!atomic_compare_exchange_weak(&s->reserved, &cur, cur + more));
+	r->reserved = want;
+	return true;
+}
+
+static void unreserve(struct server *s, struct req *r)
+{
+	atomic_fetch_sub(&s->reserved, r->reserved);
+	r->reserved = 0;
+}
+
+/* The 503 of a body the budget cannot hold now: nothing of it is read. */
+static enum MHD_Result reply_busy(struct server *s, struct MHD_Connection *c, struct req *r,
+				  uint64_t len)
+{
+	r->retry_after = RETRY_AFTER;
+	return reply_error(c, r, 503, "busy", NULL,
+			   "request bodies being received hold %llu of the %llu bytes this server allows "
+			   "at once (--max-inflight); %llu more do not fit now: try again shortly",
+			   (unsigned long long)atomic_load(&s->reserved),
+			   (unsigned long long)s->o.max_inflight, (unsigned long long)len);
+}
+
 /* ---- the first call: headers are in, the body is not ---- */
 
 static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct req *r,
@@ -316,22 +367,33 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		return reply_error(c, r, 413, "too_large", NULL,
 				   "body: %llu bytes is over the limit of %llu (--max-body)",
 				   (unsigned long long)len, (unsigned long long)s->o.max_body);
+	/* what the body will hold (a blob the server has is only hashed) is
+	 * reserved before any of it is read */
+	if (r->has_len && len > SMALL_BODY && len > s->o.max_inflight)
+		return reply_error(c, r, 413, "too_large", NULL,
+				   "body: %llu bytes is over the %llu bytes this server receives at once "
+				   "(--max-inflight)",
+				   (unsigned long long)len, (unsigned long long)s->o.max_inflight);
 	if (r->route == R_BLOB) {
 		if (!r->has_len)
 			return reply_error(c, r, 411, "length_required", NULL,
 					   "PUT /v1/blobs/SHA256 needs a Content-Length");
 		bool held = blob_touch(s->blobs, r->id);
-		if (!(r->up = upload_new(len, held)))
-			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 		if (!held && len > s->o.blob_cache)
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
+		if (!held && !reserve(s, r, len))
+			return reply_busy(s, c, r, len);
+		if (!(r->up = upload_new(len, held)))
+			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 	} else if (r->route == R_RUN) {
 		/* allocated once when the length is known; a chunked body grows by doubling */
-		r->cap = r->has_len ? len : 64 * 1024;
+		r->cap = r->has_len ? len : SMALL_BODY;
 		if (r->cap > s->o.max_body)
 			r->cap = s->o.max_body;
+		if (!reserve(s, r, r->cap))
+			return reply_busy(s, c, r, r->cap);
 		r->body = malloc(r->cap ? r->cap : 1);
 		if (!r->body)
 			return reply_error(c, r, 503, "busy", NULL, "no memory for a body of %llu bytes now",
@@ -349,20 +411,30 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 		r->over = true;
 		free(r->body);
 		r->body = NULL;
+		if (!r->up)
+			unreserve(s, r);
 	}
 	if (r->up && !r->over)
 		upload_absorb(r->up, d, n);
-	if (!r->keep_body || r->over)
+	if (!r->keep_body || r->over || r->busy)
 		return;
 	if (n > r->cap - r->len) {
 		size_t cap = r->cap * 2 > r->len + n ? r->cap * 2 : r->len + n;
 		if (cap > s->o.max_body)
 			cap = s->o.max_body;
+		if (!r->has_len && !reserve(s, r, cap)) {
+			r->busy = true; /* the rest is read and dropped; the answer is a 503 */
+			free(r->body);
+			r->body = NULL;
+			unreserve(s, r);
+			return;
+		}
 		unsigned char *b = r->has_len ? NULL : realloc(r->body, cap);
 		if (!b) { /* more than Content-Length said, or no memory */
 			r->over = true;
 			free(r->body);
 			r->body = NULL;
+			unreserve(s, r);
 			return;
 		}
 		r->body = b;
@@ -393,7 +465,8 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+				   "max_inflight", (json_int_t)s->o.max_inflight,
 				   "max_sessions", (json_int_t)s->o.max_sessions, "session_ttl",
 				   (json_int_t)s->o.session_ttl, "blob_cache", (json_int_t)s->o.blob_cache,
 				   "max_rank", (json_int_t)TIR_MAX_RANK, "max_elems", (json_int_t)TIR_MAX_ELEMS,
@@ -436,13 +509,14 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_blob_cache_evictions_total counter\ntir_blob_cache_evictions_total %llu\n"
 		     "# TYPE tir_graph_cache_hits_total counter\ntir_graph_cache_hits_total %llu\n"
 		     "# TYPE tir_graphs gauge\ntir_graphs %zu\n"
-		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n",
+		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n"
+		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n",
 		     session_store_count(s->sessions),
 		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)bs.hits,
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
-		     tir_mem_current());
+		     tir_mem_current(), (unsigned long long)atomic_load(&s->reserved));
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -782,6 +856,8 @@ static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, stru
 	enum MHD_Result ok;
 	json_error_t jerr;
 	u.doc = json_loadb((const char *)r->body, r->len, JSON_REJECT_DUPLICATES, &jerr);
+	free(r->body); /* its share of the budget stays: the document holds as much */
+	r->body = NULL;
 	if (!u.doc)
 		return reply_error(c, r, 400, "bad_request", NULL, "body: not JSON: %s (byte %d)", jerr.text,
 				   jerr.position);
@@ -936,6 +1012,8 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 	if (r->over)
 		return reply_error(c, r, 413, "too_large", NULL, "body: over the limit of %llu bytes (--max-body)",
 				   (unsigned long long)s->o.max_body);
+	if (r->busy)
+		return reply_busy(s, c, r, r->in);
 	switch (r->route) {
 	case R_HEALTHZ: {
 		char *ok = strdup("ok");
@@ -1029,6 +1107,7 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 	upload_free(r->up);
 	free(r->body);
+	unreserve(s, r);
 	free(r);
 	atomic_fetch_sub(&s->inflight, 1);
 }
@@ -1126,6 +1205,10 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		s->o.session_ttl = DEFAULT_TTL;
 	if (!s->o.blob_cache)
 		s->o.blob_cache = DEFAULT_BLOB_CACHE;
+	if (!s->o.max_inflight) {
+		uint64_t twice = s->o.max_body > UINT64_MAX / 2 ? UINT64_MAX : 2 * s->o.max_body;
+		s->o.max_inflight = twice > s->o.blob_cache ? twice : s->o.blob_cache;
+	}
 	if (s->o.token)
 		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
 	pthread_mutex_init(&s->qmu, NULL);

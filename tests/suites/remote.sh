@@ -446,6 +446,51 @@ else
 	pass
 fi
 
+# a server whose --max-inflight is full answers a big upload 503 with
+# Retry-After: the client waits, sends it again, and the run succeeds
+if start_server "$tmp/serve5.log" --max-body 16M --max-inflight 20M; then
+	bpid=$spid
+	"$py" -c "import numpy as np; np.save('$tmp/big.npy', np.arange(2 << 20, dtype=np.float32))"
+	printf 'input x: f32[2097152]\nprint max(x), sum(gt(x, 7.0))\n' >"$tmp/big.tir"
+	"$tir" run --quiet "$tmp/big.tir" --input "x=$tmp/big.npy" >"$tmp/lout" 2>&1
+	# a client that announces 15 MiB, sends a little, holds it 2 s and goes
+	"$py" - "${addr#*:}" >"$tmp/hold.out" 2>&1 <<'EOF' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"PUT /v1/blobs/" + b"d" * 64 + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 15728640\r\n\r\n" + b"\0" * 4096)
+s.settimeout(0.3)
+try:
+    print("answered", s.recv(100))
+except socket.timeout:
+    print("held", flush=True)
+time.sleep(2)
+s.close()
+EOF
+	hpid=$!
+	i=0
+	while [ $i -lt 100 ] && ! [ -s "$tmp/hold.out" ]; do sleep 0.05; i=$((i + 1)); done
+	t0=$(now_ms)
+	timeout 30 "$tir" run --quiet "$tmp/big.tir" --input "x=$tmp/big.npy" --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	t=$(($(now_ms) - t0))
+	wait "$hpid"
+	if [ "$(cat "$tmp/hold.out")" != held ]; then
+		fail "busy server" "the holding client was not held: $(cat "$tmp/hold.out")"
+	elif [ $st -ne 0 ] || ! cmp -s "$tmp/lout" "$tmp/out"; then
+		fail "busy server" "exit status $st or stdout differs (${t} ms)"
+		head -n 3 "$tmp/err"
+	elif ! grep -q '^PUT /v1/blobs/[0-9a-f]\{8\}… 503 ' "$tmp/serve5.log" ||
+		! grep -q '^PUT /v1/blobs/[0-9a-f]\{8\}… 201 ' "$tmp/serve5.log"; then
+		fail "busy server" "the log has no 503 then 201 for the blob"
+		grep PUT "$tmp/serve5.log" | head -n 5
+	else
+		pass
+	fi
+	stop "$bpid"
+else
+	fail "busy server" "the server did not start"
+fi
+
 # ---- 6. the REPL ----
 
 cat >"$tmp/session.txt" <<EOF
