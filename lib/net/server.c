@@ -17,6 +17,11 @@
  * one at a time, in the order they came, on one compute thread; their
  * connections wait suspended, so that MHD's threads go on with everything
  * else (uploads, hashing, parsing a new batch text, sessions, /healthz).
+ * MHD does not watch a suspended connection, so the server does: a batch
+ * whose client has gone (its socket hung up) is not run when its turn
+ * comes, and the one running is stopped between two kernels (the main
+ * thread looks at its socket every tick and sets the exec's interrupt
+ * flag), so that nobody waits behind work that nobody will read.
  */
 #include "store.h"
 
@@ -26,6 +31,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -52,6 +58,10 @@
  * budget. */
 #define SMALL_BODY (64 * 1024)
 #define RETRY_AFTER "1"                 /* seconds, on a 503 for the budget */
+#define TICK_MS 20                      /* the main thread's: the sweep, the trim, the watch */
+#ifndef POLLRDHUP
+#define POLLRDHUP 0x2000                /* Linux's, outside _GNU_SOURCE */
+#endif
 
 enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
 
@@ -70,13 +80,18 @@ struct server {
 	struct job *qhead, **qtail;
 	bool qstop;                    /* no more jobs; the thread ends once the queue is empty */
 	atomic_int running;            /* batches queued or running */
+	/* the batch running: its client's socket, watched by the main thread,
+	 * which sets `cancel` (the exec's interrupt flag) once it hangs up */
+	pthread_mutex_t wmu;
+	int watch_fd;                  /* -1: none */
+	volatile sig_atomic_t cancel;
 	atomic_int inflight;           /* requests begun and not done */
 	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
 	/* bytes reserved by request bodies being received and held (up to
 	 * their Content-Length), at most o.max_inflight */
 	atomic_uint_fast64_t reserved;
 	pthread_mutex_t mmu;           /* the metrics below */
-	uint64_t by_status[600], aborted;
+	uint64_t by_status[600], aborted, cancelled;
 	uint64_t bytes_in, bytes_out;
 	double kernel_s;
 };
@@ -102,6 +117,8 @@ struct req {
 	size_t len, cap;
 	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
 	bool queued;                   /* a run handed to the compute thread */
+	enum { KEPT, DROPPED, STOPPED } gone; /* its client went away: the batch not run, or stopped */
+	double ran_ms;                 /* how long a stopped batch ran */
 };
 
 static double now_ms(void)
@@ -493,10 +510,12 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 				     (unsigned long long)s->by_status[i]);
 	tir_str_addf(&out,
 		     "# TYPE tir_requests_aborted_total counter\ntir_requests_aborted_total %llu\n"
+		     "# TYPE tir_batches_cancelled_total counter\ntir_batches_cancelled_total %llu\n"
 		     "# TYPE tir_bytes_in_total counter\ntir_bytes_in_total %llu\n"
 		     "# TYPE tir_bytes_out_total counter\ntir_bytes_out_total %llu\n"
 		     "# TYPE tir_kernel_seconds_total counter\ntir_kernel_seconds_total %.6f\n",
-		     (unsigned long long)s->aborted, (unsigned long long)s->bytes_in,
+		     (unsigned long long)s->aborted, (unsigned long long)s->cancelled,
+		     (unsigned long long)s->bytes_in,
 		     (unsigned long long)s->bytes_out, s->kernel_s);
 	pthread_mutex_unlock(&s->mmu);
 	tir_str_addf(&out,
@@ -758,7 +777,16 @@ struct job {
 	struct req *r;
 	struct run u;
 	bool graph_cached;
+	int fd;                        /* the client's socket (MHD's; only polled) */
 };
+
+/* Whether the client at the other end of fd has hung up (or shut down its
+ * sending side: an HTTP client waiting for its answer does not). */
+static bool hung_up(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
 
 static void run_free(struct server *s, struct run *u)
 {
@@ -772,6 +800,14 @@ static void run_free(struct server *s, struct run *u)
 	session_unref(s->sessions, u->ss);
 	batch_free(&u->b);
 	json_decref(u->doc);
+}
+
+/* The answer to a client that went away, for MHD to close the connection
+ * with (a handler that answers nothing makes MHD log an "internal error"):
+ * 499, nginx's "client closed request", with no body. */
+static enum MHD_Result reply_gone(struct MHD_Connection *c, struct req *r)
+{
+	return reply(c, r, 499, NULL, NULL, 0);
 }
 
 /* On the compute thread: bind, run, answer.  u->vals are handed to the exec. */
@@ -808,7 +844,17 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 	}
 	tir_exec_set_fuse(x, b->fuse);
 	tir_exec_set_profile(x, b->profile);
-	if (tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err)) {
+	tir_exec_set_interrupt(x, &s->cancel);
+	double t0 = now_ms();
+	int rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
+	tir_exec_set_interrupt(x, NULL);
+	if (rc && err.code == TIR_EINTERRUPT) {
+		tir_exec_clear_inputs(x);
+		r->gone = STOPPED;
+		r->ran_ms = now_ms() - t0;
+		return reply_gone(c, r);
+	}
+	if (rc) {
 		tir_exec_clear_inputs(x);
 		if (err.code == TIR_ENOMEM)
 			return reply_error(c, r, 500, "internal", NULL, "%s", err.msg);
@@ -956,7 +1002,9 @@ static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, stru
 		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
-	*j = (struct job){.c = c, .r = r, .u = u, .graph_cached = graph_cached};
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	*j = (struct job){.c = c, .r = r, .u = u, .graph_cached = graph_cached,
+			  .fd = ci ? (int)ci->connect_fd : -1};
 	pthread_mutex_lock(&s->qmu);
 	if (s->qstop) {
 		pthread_mutex_unlock(&s->qmu);
@@ -993,8 +1041,21 @@ static void *computer(void *arg)
 		if (!s->qhead)
 			s->qtail = &s->qhead;
 		pthread_mutex_unlock(&s->qmu);
-		/* a suspended connection may be answered from any thread */
-		compute(s, j->c, j->r, &j->u, j->graph_cached);
+		if (hung_up(j->fd)) {
+			j->r->gone = DROPPED; /* nobody to answer: not run */
+			reply_gone(j->c, j->r);
+		} else {
+			pthread_mutex_lock(&s->wmu);
+			s->cancel = 0;
+			s->watch_fd = j->fd;
+			pthread_mutex_unlock(&s->wmu);
+			/* a suspended connection may be answered from any thread */
+			compute(s, j->c, j->r, &j->u, j->graph_cached);
+			/* before the resume: MHD may close the socket from then on */
+			pthread_mutex_lock(&s->wmu);
+			s->watch_fd = -1;
+			pthread_mutex_unlock(&s->wmu);
+		}
 		run_free(s, &j->u);
 		atomic_fetch_sub(&s->running, 1);
 		MHD_resume_connection(j->c); /* j->r is MHD's again from here */
@@ -1077,12 +1138,13 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
-	bool sent = r->status && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+	bool sent = r->status && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && r->gone == KEPT;
 	pthread_mutex_lock(&s->mmu);
 	if (sent && r->status < 600)
 		s->by_status[r->status]++;
 	else
 		s->aborted++;
+	s->cancelled += r->gone != KEPT;
 	s->bytes_in += r->in;
 	s->bytes_out += sent ? r->out : 0;
 	pthread_mutex_unlock(&s->mmu);
@@ -1096,12 +1158,20 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 			[MHD_REQUEST_TERMINATED_CLIENT_ABORT] = "the client going away",
 		};
 		char line[320], st[8];
-		snprintf(st, sizeof st, "%d", r->status);
+		/* 499: nginx's "client closed request", for a batch dropped or stopped */
+		snprintf(st, sizeof st, "%d", r->gone != KEPT ? 499 : r->status);
 		int n = snprintf(line, sizeof line, "%s %s %s %llu %llu %.2fms", r->method, r->path,
 				 r->status ? st : "-", (unsigned long long)r->in,
 				 (unsigned long long)(sent ? r->out : 0), now_ms() - r->t0);
-		if (!sent && (unsigned)toe < sizeof why / sizeof *why && why[toe] && n > 0 &&
-		    (size_t)n < sizeof line)
+		if (n < 0 || (size_t)n >= sizeof line)
+			n = 0;
+		if (r->gone == DROPPED)
+			snprintf(line + n, sizeof line - (size_t)n,
+				 " (the client went away: its batch was dropped before it ran)");
+		else if (r->gone == STOPPED)
+			snprintf(line + n, sizeof line - (size_t)n,
+				 " (the client went away: its batch was stopped after %.0f ms)", r->ran_ms);
+		else if (!sent && (unsigned)toe < sizeof why / sizeof *why && why[toe])
 			snprintf(line + n, sizeof line - (size_t)n, " (cut short by %s)", why[toe]);
 		s->o.log(s->o.log_ud, line);
 	}
@@ -1186,6 +1256,7 @@ static void server_free(struct server *s)
 	pthread_mutex_destroy(&s->qmu);
 	pthread_cond_destroy(&s->qcv);
 	pthread_mutex_destroy(&s->mmu);
+	pthread_mutex_destroy(&s->wmu);
 	free(s);
 }
 
@@ -1215,6 +1286,8 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	pthread_cond_init(&s->qcv, NULL);
 	s->qtail = &s->qhead;
 	pthread_mutex_init(&s->mmu, NULL);
+	pthread_mutex_init(&s->wmu, NULL);
+	s->watch_fd = -1;
 	tir_set_threads(s->o.threads);
 	s->blobs = blob_store_new(s->o.blob_cache);
 	s->graphs = graph_store_new(MAX_GRAPHS);
@@ -1260,8 +1333,12 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	uint64_t seen = 0, trimmed = 0;
 	double idle_since = now_ms(), swept = now_ms();
 	while (!*stop) {
-		struct timespec ts = {0, 50 * 1000 * 1000};
+		struct timespec ts = {0, TICK_MS * 1000 * 1000};
 		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&s->wmu);
+		if (s->watch_fd >= 0 && !s->cancel && hung_up(s->watch_fd))
+			s->cancel = 1;
+		pthread_mutex_unlock(&s->wmu);
 		double now = now_ms();
 		uint64_t act = atomic_load(&s->activity);
 		if (act != seen) {

@@ -1029,6 +1029,62 @@ def test_long_batch():
     check("SIGTERM during a batch: exit 0", st == 0, f"exit {st}")
 
 
+def chain_text(n):
+    """A batch of n chained 2048 x 2048 matmuls: about 0.2 s each here."""
+    lines = ["x0: f32[2048, 2048] = randn([2048, 2048], seed=1)", "w: f32[2048, 2048] = mul(x0, 0.02)"]
+    lines += [f"x{i + 1}: f32[2048, 2048] = matmul(x{i}, w)" for i in range(n)]
+    return "\n".join(lines + [f"s: f32[] = sum(x{n})", "print s"]) + "\n"
+
+
+def test_client_gone():
+    """A client that goes away while its batch waits in the queue: the
+    batch is not run; while it runs: it stops at the next kernel.  Others
+    are answered promptly, and the log says what happened (499)."""
+    srv = Server()
+    socks = []
+    try:
+        sid = new_session(srv)
+        text = chain_text(200)  # some 40 s of work
+        body = json.dumps({"graph": sha(text), "text": text, "inputs": {}}).encode()
+        req = b"POST /v1/sessions/%s/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" \
+              b"Content-Length: %d\r\n\r\n" % (sid.encode(), len(body)) + body
+        for _ in range(2):  # the first runs, the second waits behind it
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(req)
+            socks.append(s)
+            time.sleep(0.5)
+        time.sleep(0.5)
+        for s in reversed(socks):
+            s.close()
+        socks = []
+        t0 = time.monotonic()
+        ok = healthy(srv)
+        h, _ = put_blob(srv, np.arange(3, dtype=np.float32))
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}})
+        took = time.monotonic() - t0
+        print(f"# client gone: another client's batch answered {took * 1e3:.0f} ms after")
+        check("client gone: /healthz and another batch answered promptly", ok and r.status == 200 and took < 3,
+              f"{took:.2f} s, {describe(r)}")
+        time.sleep(0.2)
+        lines = [ln for ln in srv.lines if ln.startswith("POST /v1/sessions/")]
+        check("client gone: the log says the batch running was stopped (499)",
+              any(re.match(r"POST /v1/sessions/\w{8}\u2026/run 499 \d+ 0 [\d.]+ms \(the client went away: "
+                           r"its batch was stopped after \d+ ms\)$", ln) for ln in lines), str(lines[-4:]))
+        check("client gone: the log says the batch queued was dropped (499)",
+              any(re.match(r"POST /v1/sessions/\w{8}\u2026/run 499 \d+ 0 [\d.]+ms \(the client went away: "
+                           r"its batch was dropped before it ran\)$", ln) for ln in lines), str(lines[-4:]))
+        m = metrics(srv)
+        check("client gone: /metrics tir_batches_cancelled_total 2", m.get("tir_batches_cancelled_total") == 2,
+              str(m.get("tir_batches_cancelled_total")))
+        r = run(srv, sid, chain_text(3))
+        check("client gone: the graph's exec runs again afterwards", r.status == 200, describe(r))
+    finally:
+        for s in socks:
+            s.close()
+        st = srv.stop()
+    check("client gone: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
+
+
 def load_text(n):
     return (f"input t0: f32[{n}, {n}]\ninput t1: f32[{n}]\nt2: f32[{n}, {n}] = matmul(t0, t0)\n"
             f"t3: f32[{n}, {n}] = add(t2, t1)\nt4: f32[{n}, {n}] = tanh(t3)\nt5: f32[{n}] = sum(t4, axis=1)\n"
@@ -1185,7 +1241,8 @@ def main():
         check("tir binary", False, TIR + " is missing")
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_ttl_and_lru,
-                  test_big_blobs, test_inflight, test_long_batch):
+                  test_big_blobs, test_inflight, test_long_batch,
+                  test_client_gone):
             try:
                 t()
             except Exception as e:  # a crash of one group is one failure, the rest go on
