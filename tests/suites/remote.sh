@@ -18,7 +18,10 @@
 #  5. failures exit 3 with the remote named, promptly: a closed port, a
 #     server killed mid-batch, one that never answers (TIR_TIMEOUT), one
 #     speaking protocol 2, not tir, a malformed or truncated reply; a wrong
-#     or missing token says the token was refused;
+#     or missing token says the token was refused; a server whose
+#     --max-inflight is full (503, Retry-After) is waited for; SIGINT and
+#     SIGTERM stop a long remote run at once (exit 130, 143), the session
+#     deleted and the batch stopped on the server;
 #  6. a REPL transcript (piped) is the same remote and local, .remote
 #     switches, .reset keeps the remote, a session that expired is made
 #     again; at a terminal (tests/net/remote_pty.py) Ctrl-C stops a remote
@@ -489,6 +492,46 @@ EOF
 	stop "$bpid"
 else
 	fail "busy server" "the server did not start"
+fi
+
+# SIGINT (SIGTERM) in the middle of a long remote batch: `tir: interrupted`
+# and exit 130 (143) at once, the session deleted, the batch stopped there
+"$py" -c "
+lines = ['x0 = randn([2048, 2048], seed=1) * 0.02']
+lines += ['x%d = x%d @ x0' % (i + 1, i) for i in range(150)]
+open('$tmp/chain.tir', 'w').write('\n'.join(lines + ['print sum(x150)']) + '\n')
+"
+if start_server "$tmp/serve6.log"; then
+	ipid=$spid
+	for sig in INT TERM; do
+		want=130
+		[ $sig = TERM ] && want=143
+		"$tir" run --quiet "$tmp/chain.tir" --remote "$addr" >"$tmp/out" 2>"$tmp/err" &
+		cpid=$!
+		sleep 1.5
+		t0=$(now_ms)
+		kill -$sig "$cpid"
+		wait "$cpid"
+		st=$?
+		t=$(($(now_ms) - t0))
+		sleep 0.3
+		sess=$(sed -n 's|^POST /v1/sessions/\([0-9a-f]\{8\}\)…/run .*|\1|p' "$tmp/serve6.log" | tail -n 1)
+		if [ $st -ne $want ] || [ "$(cat "$tmp/err")" != "tir: interrupted" ] || [ -s "$tmp/out" ]; then
+			fail "SIG$sig" "exit status $st (expected $want), stderr: $(head -c 200 "$tmp/err")"
+		elif [ $t -gt 1500 ]; then
+			fail "SIG$sig" "took $t ms to exit"
+		elif [ -z "$sess" ] || ! grep -q "^DELETE /v1/sessions/$sess… 204 " "$tmp/serve6.log"; then
+			fail "SIG$sig" "the server's log has no DELETE of session $sess"
+		elif ! grep -q "^POST /v1/sessions/$sess…/run 499 .*its batch was stopped after" "$tmp/serve6.log"; then
+			fail "SIG$sig" "the server's log does not say the batch was stopped"
+			grep "$sess" "$tmp/serve6.log" | head -n 5
+		else
+			pass
+		fi
+	done
+	stop "$ipid"
+else
+	fail "SIGINT" "the server did not start"
 fi
 
 # ---- 6. the REPL ----
