@@ -1,29 +1,19 @@
 /*
  * server.c — `tir serve`: the HTTP side of docs/protocol.md on
- * libmicrohttpd (a pool of threads, each with its own epoll), and the run
- * of a batch.  The state kept between requests (blobs, graphs, sessions)
- * is in store.c.
+ * libmicrohttpd (a pool of threads, each with its own epoll).  A batch
+ * (POST /v1/sessions/ID/run) is runq.c's once its body is in; the state
+ * kept between requests (blobs, graphs, sessions) is store.c's.
  *
  * A request goes through handle() several times: once when its headers
- * are in (route, token, method and Content-Length are checked there, so
- * that a body over the limit is refused before it is read), once per
- * piece of body (kept; a blob decoded and hashed as it arrives, in
- * upload.c), and once at
- * the end, where the response is made.  done() runs when the connection
- * is finished with the request, answered or not (a client that went away
- * mid-upload): it logs the request's line and frees what it held.
- *
- * The engine has one thread pool for the whole process, so batches run
- * one at a time, in the order they came, on one compute thread; their
- * connections wait suspended, so that MHD's threads go on with everything
- * else (uploads, hashing, parsing a new batch text, sessions, /healthz).
- * MHD does not watch a suspended connection, so the server does: a batch
- * whose client has gone (its socket hung up) is not run when its turn
- * comes, and the one running is stopped between two kernels (the main
- * thread looks at its socket every tick and sets the exec's interrupt
- * flag), so that nobody waits behind work that nobody will read.
+ * are in (route, token, method and Content-Length are checked there, and
+ * the body's share of --max-inflight reserved, so that a body over a limit
+ * is refused before it is read), once per piece of body (kept; a blob
+ * decoded and hashed as it arrives, in upload.c), and once at the end,
+ * where the response is made.  done() runs when the connection is finished
+ * with the request, answered or not (a client that went away mid-upload):
+ * it logs the request's line and frees what it held.
  */
-#include "store.h"
+#include "serve.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -31,7 +21,6 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -59,67 +48,6 @@
 #define SMALL_BODY (64 * 1024)
 #define RETRY_AFTER "1"                 /* seconds, on a 503 for the budget */
 #define TICK_MS 20                      /* the main thread's: the sweep, the trim, the watch */
-#ifndef POLLRDHUP
-#define POLLRDHUP 0x2000                /* Linux's, outside _GNU_SOURCE */
-#endif
-
-enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
-
-struct server {
-	struct tir_serve_opts o;       /* with the defaults filled in */
-	char token_sha[TIR_SHA_HEX + 1];
-	struct blob_store *blobs;
-	struct graph_store *graphs;
-	struct session_store *sessions;
-	char *info;                    /* the /v1/info document, made once */
-	/* batches run one at a time on the compute thread (the engine's pool
-	 * is global), in the order they came; their connections wait suspended */
-	pthread_t computer;
-	pthread_mutex_t qmu;
-	pthread_cond_t qcv;
-	struct job *qhead, **qtail;
-	bool qstop;                    /* no more jobs; the thread ends once the queue is empty */
-	atomic_int running;            /* batches queued or running */
-	/* the batch running: its client's socket, watched by the main thread,
-	 * which sets `cancel` (the exec's interrupt flag) once it hangs up */
-	pthread_mutex_t wmu;
-	int watch_fd;                  /* -1: none */
-	volatile sig_atomic_t cancel;
-	atomic_int inflight;           /* requests begun and not done */
-	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
-	/* bytes reserved by request bodies being received and held (up to
-	 * their Content-Length), at most o.max_inflight */
-	atomic_uint_fast64_t reserved;
-	pthread_mutex_t mmu;           /* the metrics below */
-	uint64_t by_status[600], aborted, cancelled;
-	uint64_t bytes_in, bytes_out;
-	double kernel_s;
-};
-
-/* One request, from its headers to done(). */
-struct req {
-	double t0;
-	char method[16];
-	char path[96];                 /* for the log: ids shortened */
-	enum route route;
-	char id[TIR_SHA_HEX + 1];      /* a session id or a blob name from the path */
-	bool id_ok;                    /* id is well formed for its route */
-	int status;                    /* of the response queued, 0 before */
-	uint64_t in, out;
-	const char *allow;             /* the Allow header of a 405 */
-	const char *retry_after;       /* the Retry-After header of a 503 */
-	bool keep_body;                /* a body this route reads */
-	bool has_len;
-	bool over;                     /* the body passed --max-body (or memory ran out) */
-	bool busy;                     /* a chunked body outgrew what --max-inflight had left */
-	uint64_t reserved;             /* of the server's budget for bodies */
-	unsigned char *body;
-	size_t len, cap;
-	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
-	bool queued;                   /* a run handed to the compute thread */
-	enum { KEPT, DROPPED, STOPPED } gone; /* its client went away: the batch not run, or stopped */
-	double ran_ms;                 /* how long a stopped batch ran */
-};
 
 static double now_ms(void)
 {
@@ -128,15 +56,9 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 /* ---- responses ---- */
 
-/* Queue body[0..len) (malloc'd, taken; NULL with len 0 for none). */
-static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
+enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
 			     void *body, size_t len)
 {
 	struct MHD_Response *resp =
@@ -165,7 +87,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status
 	return ok;
 }
 
-static enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int status, json_t *doc)
+enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int status, json_t *doc)
 {
 	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
@@ -183,13 +105,8 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int s
 	return reply(c, r, status, "application/json", t, n + 1);
 }
 
-/* {"error": {"status", "code", "message", ...extra}}; extra (an object,
- * or NULL) is taken. */
-static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
-				   const char *code, json_t *extra, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
-				   const char *code, json_t *extra, const char *fmt, ...)
+enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status, const char *code,
+			    json_t *extra, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -589,483 +506,6 @@ static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, stru
 	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
 }
 
-/* ---- POST /v1/sessions/ID/run ---- */
-
-static int refuse_load(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
-		       int *rank, int64_t *shape, struct tir_err *err)
-{
-	return tir_errf(err, TIR_EUNSUPPORTED, NULL,
-			"load: a server reads no files; the client sends the data");
-}
-
-/* The error of a program's text: line, col and the rendering of tir run. */
-static json_t *err_json(const struct tir_err *e, const char *rendered)
-{
-	json_t *x = json_object();
-	if (e->loc.src) {
-		json_object_set_new(x, "line", json_integer(e->loc.line));
-		json_object_set_new(x, "col", json_integer(e->loc.col));
-	}
-	if (rendered)
-		json_object_set_new(x, "rendered", json_string(rendered));
-	return x;
-}
-
-/* What one run request asks, read from its JSON. */
-struct batch {
-	const char *graph;
-	const char *text;
-	size_t text_len;
-	size_t nin;
-	json_t *inputs;                /* the request's object (borrowed), for lookups by name */
-	const char **in_name;          /* the batch's input names */
-	const char **in_blob;          /* a blob SHA, or NULL */
-	const char **in_key;           /* or a session value key */
-	size_t nkeep;
-	const char **keep_name, **keep_key;
-	size_t ndrop;
-	const char **drop;
-	bool fuse, explain, profile;
-};
-
-static void batch_free(struct batch *b)
-{
-	free(b->in_name);
-	free(b->in_blob);
-	free(b->in_key);
-	free(b->keep_name);
-	free(b->keep_key);
-	free(b->drop);
-}
-
-/* Read the request into b (strings borrowed from doc); 0, or an error
- * message in msg and the status to answer. */
-static int read_batch(json_t *doc, struct batch *b, char *msg, size_t n)
-{
-	const char *k;
-	json_t *v;
-	if (!json_is_object(doc))
-		return snprintf(msg, n, "body: not a JSON object"), 400;
-	b->fuse = true;
-	json_object_foreach(doc, k, v) {
-		bool isbool = json_is_boolean(v);
-		if (!strcmp(k, "graph")) {
-			if (!json_is_string(v) || !tir_sha_valid(json_string_value(v)))
-				return snprintf(msg, n, "graph: not 64 lowercase hex digits (a SHA-256)"), 400;
-			b->graph = json_string_value(v);
-		} else if (!strcmp(k, "text")) {
-			if (!json_is_string(v))
-				return snprintf(msg, n, "text: not a string"), 400;
-			b->text = json_string_value(v);
-			b->text_len = json_string_length(v);
-			if (b->text_len > (size_t)TIR_MAX_SOURCE)
-				return snprintf(msg, n, "text: %zu bytes is over the limit of %lld", b->text_len,
-						(long long)TIR_MAX_SOURCE), 413;
-		} else if (!strcmp(k, "inputs")) {
-			if (!json_is_object(v))
-				return snprintf(msg, n, "inputs: not an object"), 400;
-			size_t m = json_object_size(v);
-			b->inputs = v;
-			b->in_name = calloc(m + 1, sizeof *b->in_name);
-			b->in_blob = calloc(m + 1, sizeof *b->in_blob);
-			b->in_key = calloc(m + 1, sizeof *b->in_key);
-			if (!b->in_name || !b->in_blob || !b->in_key)
-				return snprintf(msg, n, "out of memory"), 500;
-			const char *name;
-			json_t *bind;
-			json_object_foreach(v, name, bind) {
-				json_t *blob = json_object_get(bind, "blob"), *val = json_object_get(bind, "value");
-				if (!json_is_object(bind) || json_object_size(bind) != 1 || (!blob && !val))
-					return snprintf(msg, n, "inputs.%.64s: not {\"blob\": SHA256} or {\"value\": KEY}",
-							name), 400;
-				if (blob && (!json_is_string(blob) || !tir_sha_valid(json_string_value(blob))))
-					return snprintf(msg, n, "inputs.%.64s.blob: not 64 lowercase hex digits", name), 400;
-				if (val && (!json_is_string(val) || !session_key_valid(json_string_value(val))))
-					return snprintf(msg, n, "inputs.%.64s.value: not a key (1-64 of A-Z a-z 0-9 _ . -)",
-							name), 400;
-				b->in_name[b->nin] = name;
-				b->in_blob[b->nin] = blob ? json_string_value(blob) : NULL;
-				b->in_key[b->nin++] = val ? json_string_value(val) : NULL;
-			}
-		} else if (!strcmp(k, "keep")) {
-			if (!json_is_object(v))
-				return snprintf(msg, n, "keep: not an object"), 400;
-			size_t m = json_object_size(v);
-			b->keep_name = calloc(m + 1, sizeof *b->keep_name);
-			b->keep_key = calloc(m + 1, sizeof *b->keep_key);
-			if (!b->keep_name || !b->keep_key)
-				return snprintf(msg, n, "out of memory"), 500;
-			const char *name;
-			json_t *key;
-			json_object_foreach(v, name, key) {
-				if (!json_is_string(key) || !session_key_valid(json_string_value(key)))
-					return snprintf(msg, n, "keep.%.64s: not a key (1-64 of A-Z a-z 0-9 _ . -)", name), 400;
-				b->keep_name[b->nkeep] = name;
-				b->keep_key[b->nkeep++] = json_string_value(key);
-			}
-		} else if (!strcmp(k, "drop")) {
-			if (!json_is_array(v))
-				return snprintf(msg, n, "drop: not an array"), 400;
-			b->drop = calloc(json_array_size(v) + 1, sizeof *b->drop);
-			if (!b->drop)
-				return snprintf(msg, n, "out of memory"), 500;
-			size_t i;
-			json_t *key;
-			json_array_foreach(v, i, key) {
-				if (!json_is_string(key) || !session_key_valid(json_string_value(key)))
-					return snprintf(msg, n, "drop[%zu]: not a key (1-64 of A-Z a-z 0-9 _ . -)", i), 400;
-				b->drop[b->ndrop++] = json_string_value(key);
-			}
-		} else if (!strcmp(k, "fuse") || !strcmp(k, "explain") || !strcmp(k, "profile")) {
-			if (!isbool)
-				return snprintf(msg, n, "%s: not true or false", k), 400;
-			bool on = json_is_true(v);
-			*(k[0] == 'f' ? &b->fuse : k[0] == 'e' ? &b->explain : &b->profile) = on;
-		} else {
-			return snprintf(msg, n, "body: unknown field '%.64s'", k), 400;
-		}
-	}
-	if (!b->graph)
-		return snprintf(msg, n, "graph: missing (the SHA-256 of the batch text)"), 400;
-	return 0;
-}
-
-/* The results body: header, metadata, one frame per value. */
-static unsigned char *results_body(const struct tir_exec *x, const char *meta, size_t *len)
-{
-	size_t nres = tir_exec_nresults(x), mlen = strlen(meta);
-	size_t total = TIR_RESULTS_HEAD + pad8(mlen);
-	for (size_t i = 0; i < nres; i++)
-		total += tir_frame_size(tir_exec_result(x, i));
-	unsigned char *p = malloc(total);
-	if (!p)
-		return NULL;
-	memcpy(p, TIR_RESULTS_MAGIC, 4);
-	tir_put_u32(p + 4, TIR_PROTOCOL);
-	tir_put_u32(p + 8, (uint32_t)nres);
-	tir_put_u32(p + 12, (uint32_t)mlen);
-	memcpy(p + TIR_RESULTS_HEAD, meta, mlen);
-	memset(p + TIR_RESULTS_HEAD + mlen, 0, pad8(mlen) - mlen);
-	size_t off = TIR_RESULTS_HEAD + pad8(mlen);
-	for (size_t i = 0; i < nres; i++) {
-		struct tir_err e = {0};
-		const struct tir_tensor *t = tir_exec_result(x, i);
-		if (tir_frame_encode(t, p + off, &e)) {
-			free(p);
-			return NULL;
-		}
-		off += tir_frame_size(t);
-	}
-	*len = total;
-	return p;
-}
-
-/* Everything a run holds until it answers. */
-struct run {
-	struct batch b;
-	json_t *doc;
-	struct session *ss;
-	struct graph *g;
-	struct tir_tensor *vals;       /* by input binding */
-	struct tir_tensor *kept;       /* by keep entry */
-};
-
-/* A batch waiting for the compute thread. */
-struct job {
-	struct job *next;
-	struct MHD_Connection *c;
-	struct req *r;
-	struct run u;
-	bool graph_cached;
-	int fd;                        /* the client's socket (MHD's; only polled) */
-};
-
-/* Whether the client at the other end of fd has hung up (or shut down its
- * sending side: an HTTP client waiting for its answer does not). */
-static bool hung_up(int fd)
-{
-	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-static void run_free(struct server *s, struct run *u)
-{
-	for (size_t i = 0; u->vals && i < u->b.nin; i++)
-		tir_tensor_release(&u->vals[i]);
-	for (size_t i = 0; u->kept && i < u->b.nkeep; i++)
-		tir_tensor_release(&u->kept[i]);
-	free(u->vals);
-	free(u->kept);
-	graph_unref(s->graphs, u->g);
-	session_unref(s->sessions, u->ss);
-	batch_free(&u->b);
-	json_decref(u->doc);
-}
-
-/* The answer to a client that went away, for MHD to close the connection
- * with (a handler that answers nothing makes MHD log an "internal error"):
- * 499, nginx's "client closed request", with no body. */
-static enum MHD_Result reply_gone(struct MHD_Connection *c, struct req *r)
-{
-	return reply(c, r, 499, NULL, NULL, 0);
-}
-
-/* On the compute thread: bind, run, answer.  u->vals are handed to the exec. */
-static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struct req *r,
-			       struct run *u, bool graph_cached)
-{
-	struct tir_program *p = u->g->prog;
-	struct tir_exec *x = u->g->x;
-	struct batch *b = &u->b;
-	char msg[600];
-	struct tir_err err = {0};
-	/* every input of the text bound, every binding an input */
-	for (size_t i = 0; i < p->nstmts; i++) {
-		const struct tir_stmt *st = &p->stmts[i];
-		if (st->kind == TIR_STMT_INPUT && !json_object_get(b->inputs, st->name))
-			return reply_error(c, r, 400, "bad_request", NULL,
-					   "inputs: 'input %s' of the batch has no binding", st->name);
-	}
-	for (size_t j = 0; j < b->nin; j++) {
-		snprintf(msg, sizeof msg, "inputs.%.64s (%s %.64s)", b->in_name[j],
-			 b->in_blob[j] ? "blob" : "value", b->in_blob[j] ? b->in_blob[j] : b->in_key[j]);
-		if (tir_exec_set_input(x, b->in_name[j], &u->vals[j], msg, &err)) {
-			tir_exec_clear_inputs(x);
-			return reply_error(c, r, 400, "bad_request", NULL, "%s", err.msg);
-		}
-	}
-	for (size_t j = 0; j < b->nkeep; j++) {
-		const struct tir_binding *bd = tir_program_lookup(p, b->keep_name[j], strlen(b->keep_name[j]));
-		if (!bd || !bd->node) {
-			tir_exec_clear_inputs(x);
-			return reply_error(c, r, 400, "bad_request", NULL, "keep.%.64s: the batch has no such value",
-					   b->keep_name[j]);
-		}
-	}
-	tir_exec_set_fuse(x, b->fuse);
-	tir_exec_set_profile(x, b->profile);
-	tir_exec_set_interrupt(x, &s->cancel);
-	double t0 = now_ms();
-	int rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
-	tir_exec_set_interrupt(x, NULL);
-	if (rc && err.code == TIR_EINTERRUPT) {
-		tir_exec_clear_inputs(x);
-		r->gone = STOPPED;
-		r->ran_ms = now_ms() - t0;
-		return reply_gone(c, r);
-	}
-	if (rc) {
-		tir_exec_clear_inputs(x);
-		if (err.code == TIR_ENOMEM)
-			return reply_error(c, r, 500, "internal", NULL, "%s", err.msg);
-		char *rend = tir_err_render(&err);
-		enum MHD_Result ok = reply_error(c, r, 422, "runtime", err_json(&err, rend), "%s", err.msg);
-		free(rend);
-		return ok;
-	}
-	const struct tir_exec_stats *st = tir_exec_stats(x);
-	pthread_mutex_lock(&s->mmu);
-	s->kernel_s += st->run_ms / 1e3;
-	pthread_mutex_unlock(&s->mmu);
-	json_t *meta = json_pack("{sf sf sI si si sb sb}", "plan_ms", st->plan_ms, "run_ms", st->run_ms,
-				 "peak_bytes", (json_int_t)st->peak_bytes, "nops", st->nops, "nkernels",
-				 st->nkernels, "plan_cached", st->plan_cached, "graph_cached", graph_cached);
-	if (meta && b->explain)
-		json_object_set_new(meta, "explain", json_string(tir_exec_explain(x)));
-	if (meta && b->profile) {
-		char *prof = tir_exec_profile(x);
-		json_object_set_new(meta, "profile", json_string(prof ? prof : ""));
-		free(prof);
-	}
-	char *mtext = meta ? json_dumps(meta, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
-	json_decref(meta);
-	size_t len = 0;
-	unsigned char *body = mtext ? results_body(x, mtext, &len) : NULL;
-	free(mtext);
-	for (size_t j = 0; body && j < b->nkeep; j++)
-		tir_tensor_ref(&u->kept[j], tir_exec_named(x, j));
-	tir_exec_clear_inputs(x); /* the memory a run used goes back now */
-	if (!body)
-		return reply_error(c, r, 500, "internal", NULL, "out of memory making the results");
-	if (session_update(s->sessions, u->ss, b->drop, b->ndrop, b->keep_key, u->kept, b->nkeep)) {
-		free(body);
-		return reply_error(c, r, 413, "too_large", NULL,
-				   "keep: a session keeps at most %d values", SESSION_MAX_VALUES);
-	}
-	return reply(c, r, 200, "application/x-tir-results", body, len);
-}
-
-static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, struct req *r)
-{
-	struct run u = {0};
-	char msg[600];
-	enum MHD_Result ok;
-	json_error_t jerr;
-	u.doc = json_loadb((const char *)r->body, r->len, JSON_REJECT_DUPLICATES, &jerr);
-	free(r->body); /* its share of the budget stays: the document holds as much */
-	r->body = NULL;
-	if (!u.doc)
-		return reply_error(c, r, 400, "bad_request", NULL, "body: not JSON: %s (byte %d)", jerr.text,
-				   jerr.position);
-	int st = read_batch(u.doc, &u.b, msg, sizeof msg);
-	if (st) {
-		ok = reply_error(c, r, st, st == 400 ? "bad_request" : st == 413 ? "too_large" : "internal",
-				 NULL, "%s", msg);
-		goto out;
-	}
-	if (u.b.text) {
-		char h[TIR_SHA_HEX + 1];
-		tir_sha256_hex(u.b.text, u.b.text_len, h);
-		if (strcmp(h, u.b.graph)) {
-			ok = reply_error(c, r, 400, "bad_hash", NULL,
-					 "text: hashes to %s, not to graph %s", h, u.b.graph);
-			goto out;
-		}
-	}
-	if (!r->id_ok || !(u.ss = session_get(s->sessions, r->id))) {
-		ok = reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
-		goto out;
-	}
-	bool graph_cached = true;
-	u.g = graph_get(s->graphs, u.b.graph);
-	if (!u.g && u.b.text) {
-		graph_cached = false;
-		struct tir_program *p = tir_program_new();
-		if (!p) {
-			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-			goto out;
-		}
-		tir_program_set_loader(p, refuse_load, NULL);
-		if (tir_program_parse(p, "batch", u.b.text, u.b.text_len, 0)) {
-			struct tir_str all = {0};
-			for (int i = 0; i < tir_program_ndiags(p); i++) {
-				char *one = tir_err_render(tir_program_diag(p, i));
-				if (one)
-					tir_str_add(&all, one, strlen(one));
-				free(one);
-			}
-			const struct tir_err *e = tir_program_diag(p, 0);
-			ok = reply_error(c, r, 400, "program", err_json(e, all.s ? all.s : ""), "%s", e->msg);
-			tir_str_free(&all);
-			tir_program_free(p);
-			goto out;
-		}
-		u.g = graph_put(s->graphs, u.b.graph, p);
-		if (!u.g) {
-			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-			goto out;
-		}
-	}
-	/* the values: what is missing is listed, an unknown key is an error */
-	u.vals = calloc(u.b.nin + 1, sizeof *u.vals);
-	u.kept = calloc(u.b.nkeep + 1, sizeof *u.kept);
-	json_t *missing = json_array(), *seen = json_object(); /* in order, and as a set */
-	if (!u.vals || !u.kept || !missing || !seen) {
-		json_decref(missing);
-		json_decref(seen);
-		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < u.b.nin; i++) {
-		if (u.b.in_key[i] && !session_value(s->sessions, u.ss, u.b.in_key[i], &u.vals[i])) {
-			json_decref(missing);
-			json_decref(seen);
-			ok = reply_error(c, r, 404, "not_found", NULL, "inputs.%.64s: this session has no value '%s'",
-					 u.b.in_name[i], u.b.in_key[i]);
-			goto out;
-		}
-		if (u.b.in_blob[i] && !blob_get(s->blobs, u.b.in_blob[i], &u.vals[i])) {
-			if (!json_object_get(seen, u.b.in_blob[i])) {
-				json_object_set_new(seen, u.b.in_blob[i], json_true());
-				json_array_append_new(missing, json_string(u.b.in_blob[i]));
-			}
-		}
-	}
-	json_decref(seen);
-	if (!u.g || json_array_size(missing)) {
-		size_t nb = json_array_size(missing);
-		ok = reply_error(c, r, 409, "missing", json_pack("{sb so}", "graph", !u.g, "blobs", missing),
-				 "the server lacks %s%s%zu blob%s; send %s and ask again",
-				 u.g ? "" : "the batch text", u.g ? "" : " and ", nb, nb == 1 ? "" : "s",
-				 u.g && nb == 1 ? "it" : "them");
-		goto out;
-	}
-	json_decref(missing);
-	if (!session_fits(s->sessions, u.ss, u.b.drop, u.b.ndrop, u.b.keep_key, u.b.nkeep)) {
-		ok = reply_error(c, r, 413, "too_large", NULL, "keep: a session keeps at most %d values",
-				 SESSION_MAX_VALUES);
-		goto out;
-	}
-	/* to the compute thread, which answers and resumes the connection */
-	struct job *j = malloc(sizeof *j);
-	if (!j) {
-		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-		goto out;
-	}
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	*j = (struct job){.c = c, .r = r, .u = u, .graph_cached = graph_cached,
-			  .fd = ci ? (int)ci->connect_fd : -1};
-	pthread_mutex_lock(&s->qmu);
-	if (s->qstop) {
-		pthread_mutex_unlock(&s->qmu);
-		free(j);
-		ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
-		goto out;
-	}
-	MHD_suspend_connection(c);
-	r->queued = true;
-	atomic_fetch_add(&s->running, 1);
-	*s->qtail = j;
-	s->qtail = &j->next;
-	pthread_cond_signal(&s->qcv);
-	pthread_mutex_unlock(&s->qmu);
-	return MHD_YES;
-out:
-	run_free(s, &u);
-	return ok;
-}
-
-static void *computer(void *arg)
-{
-	struct server *s = arg;
-	pthread_mutex_lock(&s->qmu);
-	for (;;) {
-		struct job *j = s->qhead;
-		if (!j) {
-			if (s->qstop)
-				break;
-			pthread_cond_wait(&s->qcv, &s->qmu);
-			continue;
-		}
-		s->qhead = j->next;
-		if (!s->qhead)
-			s->qtail = &s->qhead;
-		pthread_mutex_unlock(&s->qmu);
-		if (hung_up(j->fd)) {
-			j->r->gone = DROPPED; /* nobody to answer: not run */
-			reply_gone(j->c, j->r);
-		} else {
-			pthread_mutex_lock(&s->wmu);
-			s->cancel = 0;
-			s->watch_fd = j->fd;
-			pthread_mutex_unlock(&s->wmu);
-			/* a suspended connection may be answered from any thread */
-			compute(s, j->c, j->r, &j->u, j->graph_cached);
-			/* before the resume: MHD may close the socket from then on */
-			pthread_mutex_lock(&s->wmu);
-			s->watch_fd = -1;
-			pthread_mutex_unlock(&s->wmu);
-		}
-		run_free(s, &j->u);
-		atomic_fetch_sub(&s->running, 1);
-		MHD_resume_connection(j->c); /* j->r is MHD's again from here */
-		free(j);
-		pthread_mutex_lock(&s->qmu);
-	}
-	pthread_mutex_unlock(&s->qmu);
-	return NULL;
-}
-
 /* ---- the callbacks ---- */
 
 static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct req *r)
@@ -1093,7 +533,7 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 	case R_BLOB:
 		return put_blob(s, c, r);
 	case R_RUN:
-		return post_run(s, c, r);
+		return runq_post(s, c, r);
 	default:
 		return MHD_NO;
 	}
@@ -1237,26 +677,14 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
-/* Let the compute thread finish the queue and end. */
-static void stop_computer(struct server *s)
-{
-	pthread_mutex_lock(&s->qmu);
-	s->qstop = true;
-	pthread_cond_signal(&s->qcv);
-	pthread_mutex_unlock(&s->qmu);
-	pthread_join(s->computer, NULL);
-}
-
 static void server_free(struct server *s)
 {
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
 	free(s->info);
-	pthread_mutex_destroy(&s->qmu);
-	pthread_cond_destroy(&s->qcv);
+	runq_destroy(s);
 	pthread_mutex_destroy(&s->mmu);
-	pthread_mutex_destroy(&s->wmu);
 	free(s);
 }
 
@@ -1282,12 +710,8 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	}
 	if (s->o.token)
 		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
-	pthread_mutex_init(&s->qmu, NULL);
-	pthread_cond_init(&s->qcv, NULL);
-	s->qtail = &s->qhead;
+	runq_init(s);
 	pthread_mutex_init(&s->mmu, NULL);
-	pthread_mutex_init(&s->wmu, NULL);
-	s->watch_fd = -1;
 	tir_set_threads(s->o.threads);
 	s->blobs = blob_store_new(s->o.blob_cache);
 	s->graphs = graph_store_new(MAX_GRAPHS);
@@ -1303,7 +727,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		server_free(s);
 		return fd;
 	}
-	if (pthread_create(&s->computer, NULL, computer, s)) {
+	if (!runq_start(s)) {
 		close(fd);
 		server_free(s);
 		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
@@ -1320,7 +744,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_END);
 	if (!d) {
 		close(fd);
-		stop_computer(s);
+		runq_stop(s);
 		server_free(s);
 		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP server (libmicrohttpd)");
 	}
@@ -1335,10 +759,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	while (!*stop) {
 		struct timespec ts = {0, TICK_MS * 1000 * 1000};
 		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&s->wmu);
-		if (s->watch_fd >= 0 && !s->cancel && hung_up(s->watch_fd))
-			s->cancel = 1;
-		pthread_mutex_unlock(&s->wmu);
+		runq_watch(s);
 		double now = now_ms();
 		uint64_t act = atomic_load(&s->activity);
 		if (act != seen) {
@@ -1349,7 +770,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			session_sweep(s->sessions);
 			swept = now;
 		}
-		if (seen != trimmed && now - idle_since > 500 && !atomic_load(&s->running)) {
+		if (seen != trimmed && now - idle_since > 500 && !runq_pending(s)) {
 			tir_release_caches();
 			malloc_trim(0);
 			trimmed = seen;
@@ -1358,7 +779,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	/* the batches queued run and are answered; then the requests under
 	 * way get a few seconds to finish (no connection may be suspended
 	 * when the daemon stops) */
-	stop_computer(s);
+	runq_stop(s);
 	for (int i = 0; i < 100 && atomic_load(&s->inflight); i++) {
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);
