@@ -1113,7 +1113,7 @@ def test_load(clients=64, batches=50):
         m0 = metrics(srv)
 
         lock = threading.Lock()
-        stats = {"requests": 0, "batches": 0, "wrong": [], "lost": []}
+        stats = {"requests": 0, "batches": 0, "wrong": [], "lost": [], "evicted": 0}
 
         def client(k, n=32, batches=batches):
             rng = np.random.default_rng(1000 + k)
@@ -1130,10 +1130,14 @@ def test_load(clients=64, batches=50):
                     b = rng.standard_normal(n, dtype=np.float32)
                     fa, fb = frame(a), frame(b)
                     inputs = {"t0": {"blob": sha(fa)}, "t1": {"blob": sha(fb)}}
-                    # as a client does: ask; send what is missing; ask again
+                    # as a client does: ask; send what is missing; ask again,
+                    # up to four times in all (with this small a cache, other
+                    # clients' blobs may evict these between the PUT and the run)
                     r = run(srv, sid, text, inputs, conn=c, send_text=False)
                     nreq += 1
-                    if r.status == 409:
+                    for attempt in range(3):
+                        if r.status != 409:
+                            break
                         e = r.err()
                         for h in e.get("blobs", []):
                             f = fa if h == sha(fa) else fb
@@ -1143,6 +1147,9 @@ def test_load(clients=64, batches=50):
                                 raise RuntimeError(f"PUT {pr.status}")
                         r = run(srv, sid, text, inputs, conn=c, send_text=e.get("graph", False))
                         nreq += 1
+                        if attempt:
+                            with lock:
+                                stats["evicted"] += 1
                     if r.status != 200:
                         raise RuntimeError(f"run {describe(r)}")
                     _, vals = results(r.body)
@@ -1215,6 +1222,8 @@ def test_load(clients=64, batches=50):
               not any(t.is_alive() for t in big) and not stats["lost"] and not stats["wrong"] and
               stats["batches"] == before["batches"] + 16 * 6,
               f"lost {stats['lost'][:2]}, wrong {stats['wrong'][:2]}")
+        print(f"# load: {stats['evicted']} runs needed a third or fourth try (their blobs evicted between "
+              "the PUT and the run)")
         # memory: back near the baseline once idle (the blobs the cache
         # holds are the clients' data, counted apart)
         peak = srv.rss_kib()
