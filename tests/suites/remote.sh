@@ -21,7 +21,8 @@
 #     or missing token says the token was refused; a server whose
 #     --max-inflight is full (503, Retry-After) is waited for; SIGINT and
 #     SIGTERM stop a long remote run at once (exit 130, 143), the session
-#     deleted and the batch stopped on the server;
+#     deleted and the batch stopped on the server; a client killed (-9)
+#     has its batch stopped too, and the next client is answered at once;
 #  6. a REPL transcript (piped) is the same remote and local, .remote
 #     switches, .reset keeps the remote, a session that expired is made
 #     again; at a terminal (tests/net/remote_pty.py) Ctrl-C stops a remote
@@ -529,6 +530,27 @@ if start_server "$tmp/serve6.log"; then
 			pass
 		fi
 	done
+	# kill -9: no goodbye, but the server sees the connection close and
+	# stops the batch; another client is answered at once
+	"$tir" run --quiet "$tmp/chain.tir" --remote "$addr" >/dev/null 2>&1 &
+	cpid=$!
+	sleep 1.5
+	kill -9 "$cpid"
+	wait "$cpid" 2>/dev/null
+	t0=$(now_ms)
+	timeout 20 "$tir" run --quiet samples/mlp.tir --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	t=$(($(now_ms) - t0))
+	if [ $st -ne 0 ] || ! cmp -s samples/mlp.out "$tmp/out"; then
+		fail "client killed" "the next client: exit status $st or stdout differs"
+	elif [ $t -gt 2000 ]; then
+		fail "client killed" "the next client waited $t ms (the batch of the dead one ran on?)"
+	elif [ "$(grep -c '^POST /v1/sessions/[0-9a-f]\{8\}…/run 499 .*its batch was stopped after' "$tmp/serve6.log")" -ne 3 ]; then
+		fail "client killed" "the server's log does not say its batch was stopped"
+		tail -n 5 "$tmp/serve6.log"
+	else
+		pass
+	fi
 	stop "$ipid"
 else
 	fail "SIGINT" "the server did not start"
