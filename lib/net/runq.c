@@ -508,6 +508,7 @@ static void *computer(void *arg)
 		free(j);
 		pthread_mutex_lock(&s->q.mu);
 	}
+	s->q.ended = true;
 	pthread_mutex_unlock(&s->q.mu);
 	return NULL;
 }
@@ -531,6 +532,15 @@ void runq_stop(struct server *s)
 	pthread_mutex_lock(&s->q.mu);
 	s->q.stop = true;
 	pthread_cond_signal(&s->q.cv);
+	/* the clients are still watched: one that goes away meanwhile has
+	 * its batch stopped, and the stop is not held up by it */
+	while (!s->q.ended) {
+		pthread_mutex_unlock(&s->q.mu);
+		runq_watch(s);
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&s->q.mu);
+	}
 	pthread_mutex_unlock(&s->q.mu);
 	pthread_join(s->q.computer, NULL);
 }

@@ -33,6 +33,7 @@ struct runq {
 	pthread_cond_t cv;
 	struct job *head, **tail;
 	bool stop;                     /* no more jobs; the thread ends once the queue is empty */
+	bool ended;                    /* the thread is done with the queue */
 	atomic_int running;            /* batches queued or running */
 	/* the batch running: its client's socket, watched by the main thread,
 	 * which sets `cancel` (the exec's interrupt flag) once it hangs up */

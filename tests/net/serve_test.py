@@ -1078,6 +1078,20 @@ def test_client_gone():
               str(m.get("tir_batches_cancelled_total")))
         r = run(srv, sid, chain_text(3))
         check("client gone: the graph's exec runs again afterwards", r.status == 200, describe(r))
+        # a stop waits for the batch under way, unless its client goes away
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(req)
+        socks.append(s)
+        time.sleep(0.5)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        s.close()
+        socks = []
+        t0 = time.monotonic()
+        st = srv.stop()
+        took = time.monotonic() - t0
+        check("client gone during a stop: the batch is stopped, the server exits 0 at once",
+              st == 0 and took < 3, f"exit {st} after {took:.1f} s")
     finally:
         for s in socks:
             s.close()
