@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,27 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	return 0;
 }
 
+/* With --remote, SIGINT and SIGTERM stop the run (the wait for the
+ * server's reply is cut short, which stops the batch there too) instead of
+ * killing tir, so that the session is deleted on the way out.  A second
+ * signal kills as usual (SA_RESETHAND). */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 int cli_run(int argc, char **argv)
 {
 	struct run_opts o = {0};
@@ -151,6 +173,8 @@ int cli_run(int argc, char **argv)
 			goto out;
 		}
 		tir_exec_set_remote(x, remote);
+		tir_exec_set_interrupt(x, &interrupted);
+		catch_signals();
 	}
 	tir_exec_set_fuse(x, !o.no_fuse);
 	tir_exec_set_profile(x, o.profile);
@@ -173,6 +197,11 @@ int cli_run(int argc, char **argv)
 		free(t);
 		if (remote)
 			cli_print_blobs(tir_remote_stats(remote));
+	}
+	if (rc && err.code == TIR_EINTERRUPT) {
+		fprintf(stderr, "tir: interrupted\n");
+		status = 128 + (interrupted ? interrupted : SIGINT); /* 130, or 143 for SIGTERM */
+		goto out;
 	}
 	if (rc) {
 		cli_print_err(&err);

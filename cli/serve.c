@@ -28,6 +28,10 @@ const char *const cli_serve_help =
 	"  --session-ttl SECS   a session idle this long is deleted (default 600)\n"
 	"  --blob-cache BYTES   tensors kept for clients, least recently used evicted\n"
 	"                       past this (default 1G)\n"
+	"  --max-inflight BYTES request bodies being received at once, all together;\n"
+	"                       past it a request is answered 503 busy before its body\n"
+	"                       is read (default: the larger of 2 x --max-body and\n"
+	"                       --blob-cache; bodies of 64K or less are not counted)\n"
 	"  --threads N          threads for the engine (default: one per processor)\n"
 	"\n"
 	"BYTES may end in K, M or G (powers of 1024).\n";
@@ -102,7 +106,7 @@ int cli_serve(int argc, char **argv)
 		}
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
-						    "--threads"};
+						    "--threads", "--max-inflight"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -155,6 +159,9 @@ int cli_serve(int argc, char **argv)
 		case 7:
 			ok = parse_num(val, 0, 256, false, &v);
 			o.threads = (int)v;
+			break;
+		case 8:
+			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_inflight);
 			break;
 		}
 		if (!ok) {

@@ -248,6 +248,8 @@ struct tir_serve_opts {
 	int max_sessions;
 	int session_ttl;            /* seconds a session may idle */
 	uint64_t blob_cache;        /* bytes of blobs kept, least recently used evicted */
+	uint64_t max_inflight;      /* bytes of request bodies being received at once (0: the
+				     * larger of 2 x max_body and blob_cache) */
 	int threads;                /* compute threads (0: the default) */
 	/* one line per request (no newline); NULL: silent */
 	void (*log)(void *ud, const char *line);

@@ -38,6 +38,7 @@ struct tir_remote {
 	struct tir_remote_stats stats;
 	struct tir_str body;         /* the last reply's body */
 	int proto;                   /* its Tir-Protocol: -1 none, -2 not a number */
+	int retry_after;             /* its Retry-After in seconds, -1 none */
 	char errbuf[CURL_ERROR_SIZE];
 	volatile sig_atomic_t *intr; /* the running exec's interrupt flag */
 	/* the REPL's values the session holds, by node id; keys to drop */
@@ -86,6 +87,16 @@ static size_t on_header(char *d, size_t size, size_t n, void *ud)
 		while (i < len && isspace((unsigned char)d[i]))
 			i++;
 		r->proto = digits && i == len ? v : -2;
+	}
+	static const char retry[] = "Retry-After:";
+	if (len > sizeof retry - 1 && !strncasecmp(d, retry, sizeof retry - 1)) {
+		size_t i = sizeof retry - 1;
+		while (i < len && (d[i] == ' ' || d[i] == '\t'))
+			i++;
+		int v = 0, digits = 0;
+		while (i < len && isdigit((unsigned char)d[i]) && digits < 4)
+			v = v * 10 + (d[i++] - '0'), digits++;
+		r->retry_after = digits ? v : -1;
 	}
 	return len;
 }
@@ -355,9 +366,9 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
  * The body is body[0..len) (NULL: none), or with up, a PUT of what it
  * reads.  A transfer that fails or a reply without this protocol's header
  * is an error; any status is not. */
-static int request_up(struct tir_remote *r, const char *method, const char *path, const void *body,
-		      size_t len, struct upload *up, struct curl_slist *hdr, long *status,
-		      struct tir_err *err)
+static int request_once(struct tir_remote *r, const char *method, const char *path,
+			const void *body, size_t len, struct upload *up, struct curl_slist *hdr,
+			long *status, struct tir_err *err)
 {
 	CURL *c = r->curl;
 	size_t nurl = strlen(r->base) + strlen(path) + 1;
@@ -387,6 +398,7 @@ static int request_up(struct tir_remote *r, const char *method, const char *path
 	r->body.n = 0;
 	r->body.oom = false;
 	r->proto = -1;
+	r->retry_after = -1;
 	r->errbuf[0] = 0;
 	double t0 = now_ms();
 	CURLcode rc = curl_easy_perform(c);
@@ -416,6 +428,30 @@ static int request_up(struct tir_remote *r, const char *method, const char *path
 				r->name, r->proto, TIR_PROTOCOL);
 	}
 	return 0;
+}
+
+/* request_once, again while the server answers 503 with a Retry-After
+ * (the bodies it is receiving fill its --max-inflight), for at most
+ * TIR_TIMEOUT seconds in all. */
+static int request_up(struct tir_remote *r, const char *method, const char *path, const void *body,
+		      size_t len, struct upload *up, struct curl_slist *hdr, long *status,
+		      struct tir_err *err)
+{
+	double t0 = now_ms();
+	for (;;) {
+		int rc = request_once(r, method, path, body, len, up, hdr, status, err);
+		if (rc || *status != 503 || r->retry_after < 0)
+			return rc;
+		double wait = (r->retry_after ? r->retry_after : 1) * 1e3;
+		if (now_ms() + wait - t0 > r->timeout_ms)
+			return 0; /* the 503 is the answer */
+		for (double end = now_ms() + wait; now_ms() < end;) {
+			if (r->intr && *r->intr)
+				return tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
+			struct timespec ts = {0, 20 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
 }
 
 static int request(struct tir_remote *r, const char *method, const char *path, const void *body,

@@ -1,24 +1,19 @@
 /*
  * server.c — `tir serve`: the HTTP side of docs/protocol.md on
- * libmicrohttpd (a pool of threads, each with its own epoll), and the run
- * of a batch.  The state kept between requests (blobs, graphs, sessions)
- * is in store.c.
+ * libmicrohttpd (a pool of threads, each with its own epoll).  A batch
+ * (POST /v1/sessions/ID/run) is runq.c's once its body is in; the state
+ * kept between requests (blobs, graphs, sessions) is store.c's.
  *
  * A request goes through handle() several times: once when its headers
- * are in (route, token, method and Content-Length are checked there, so
- * that a body over the limit is refused before it is read), once per
- * piece of body (kept; a blob decoded and hashed as it arrives, in
- * upload.c), and once at
- * the end, where the response is made.  done() runs when the connection
- * is finished with the request, answered or not (a client that went away
- * mid-upload): it logs the request's line and frees what it held.
- *
- * The engine has one thread pool for the whole process, so batches run
- * one at a time, in the order they came, on one compute thread; their
- * connections wait suspended, so that MHD's threads go on with everything
- * else (uploads, hashing, parsing a new batch text, sessions, /healthz).
+ * are in (route, token, method and Content-Length are checked there, and
+ * the body's share of --max-inflight reserved, so that a body over a limit
+ * is refused before it is read), once per piece of body (kept; a blob
+ * decoded and hashed as it arrives, in upload.c), and once at the end,
+ * where the response is made.  done() runs when the connection is finished
+ * with the request, answered or not (a client that went away mid-upload):
+ * it logs the request's line and frees what it held.
  */
-#include "store.h"
+#include "serve.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -46,51 +41,13 @@
 #define MAX_CONNECTIONS 256
 #define CONNECTION_TIMEOUT 30
 #define CONNECTION_MEMORY (128 * 1024)  /* MHD's buffer per connection: the size of a body piece */
-
-enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
-
-struct server {
-	struct tir_serve_opts o;       /* with the defaults filled in */
-	char token_sha[TIR_SHA_HEX + 1];
-	struct blob_store *blobs;
-	struct graph_store *graphs;
-	struct session_store *sessions;
-	char *info;                    /* the /v1/info document, made once */
-	/* batches run one at a time on the compute thread (the engine's pool
-	 * is global), in the order they came; their connections wait suspended */
-	pthread_t computer;
-	pthread_mutex_t qmu;
-	pthread_cond_t qcv;
-	struct job *qhead, **qtail;
-	bool qstop;                    /* no more jobs; the thread ends once the queue is empty */
-	atomic_int running;            /* batches queued or running */
-	atomic_int inflight;           /* requests begun and not done */
-	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
-	pthread_mutex_t mmu;           /* the metrics below */
-	uint64_t by_status[600], aborted;
-	uint64_t bytes_in, bytes_out;
-	double kernel_s;
-};
-
-/* One request, from its headers to done(). */
-struct req {
-	double t0;
-	char method[16];
-	char path[96];                 /* for the log: ids shortened */
-	enum route route;
-	char id[TIR_SHA_HEX + 1];      /* a session id or a blob name from the path */
-	bool id_ok;                    /* id is well formed for its route */
-	int status;                    /* of the response queued, 0 before */
-	uint64_t in, out;
-	const char *allow;             /* the Allow header of a 405 */
-	bool keep_body;                /* a body this route reads */
-	bool has_len;
-	bool over;                     /* the body passed --max-body (or memory ran out) */
-	unsigned char *body;
-	size_t len, cap;
-	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
-	bool queued;                   /* a run handed to the compute thread */
-};
+/* A body this small is not counted against --max-inflight: like MHD's own
+ * buffer, what such bodies hold is bounded by the connection limit, and a
+ * batch request or a small blob gets through while big uploads fill the
+ * budget. */
+#define SMALL_BODY (64 * 1024)
+#define RETRY_AFTER "1"                 /* seconds, on a 503 for the budget */
+#define TICK_MS 20                      /* the main thread's: the sweep, the trim, the watch */
 
 static double now_ms(void)
 {
@@ -99,15 +56,9 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 /* ---- responses ---- */
 
-/* Queue body[0..len) (malloc'd, taken; NULL with len 0 for none). */
-static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
+enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
 			     void *body, size_t len)
 {
 	struct MHD_Response *resp =
@@ -125,6 +76,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (r->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (r->retry_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	if (ok == MHD_YES) {
@@ -134,7 +87,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status
 	return ok;
 }
 
-static enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int status, json_t *doc)
+enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int status, json_t *doc)
 {
 	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
@@ -152,13 +105,8 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int s
 	return reply(c, r, status, "application/json", t, n + 1);
 }
 
-/* {"error": {"status", "code", "message", ...extra}}; extra (an object,
- * or NULL) is taken. */
-static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
-				   const char *code, json_t *extra, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
-				   const char *code, json_t *extra, const char *fmt, ...)
+enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status, const char *code,
+			    json_t *extra, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -272,6 +220,43 @@ static bool authorized(const struct server *s, struct MHD_Connection *c)
 	return tir_const_eq(got, s->token_sha, TIR_SHA_HEX);
 }
 
+/* ---- the budget for bodies in flight (--max-inflight) ---- */
+
+/* Grow r's share of the budget to cover a body held in `bytes` (none for
+ * a small one); false when the budget has not that much left. */
+static bool reserve(struct server *s, struct req *r, uint64_t bytes)
+{
+	uint64_t want = bytes > SMALL_BODY ? bytes : 0;
+	if (want <= r->reserved)
+		return true;
+	uint64_t more = want - r->reserved;
+	uint_fast64_t cur = atomic_load(&s->reserved);
+	do {
+		if (more > s->o.max_inflight - cur) /* cur never passes max_inflight */
+			return false;
+	} while (!atomic_compare_exchange_weak(&s->reserved, &cur, cur + more));
+	r->reserved = want;
+	return true;
+}
+
+static void unreserve(struct server *s, struct req *r)
+{
+	atomic_fetch_sub(&s->reserved, r->reserved);
+	r->reserved = 0;
+}
+
+/* The 503 of a body the budget cannot hold now: nothing of it is read. */
+static enum MHD_Result reply_busy(struct server *s, struct MHD_Connection *c, struct req *r,
+				  uint64_t len)
+{
+	r->retry_after = RETRY_AFTER;
+	return reply_error(c, r, 503, "busy", NULL,
+			   "request bodies being received hold %llu of the %llu bytes this server allows "
+			   "at once (--max-inflight); %llu more do not fit now: try again shortly",
+			   (unsigned long long)atomic_load(&s->reserved),
+			   (unsigned long long)s->o.max_inflight, (unsigned long long)len);
+}
+
 /* ---- the first call: headers are in, the body is not ---- */
 
 static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct req *r,
@@ -316,22 +301,33 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		return reply_error(c, r, 413, "too_large", NULL,
 				   "body: %llu bytes is over the limit of %llu (--max-body)",
 				   (unsigned long long)len, (unsigned long long)s->o.max_body);
+	/* what the body will hold (a blob the server has is only hashed) is
+	 * reserved before any of it is read */
+	if (r->has_len && len > SMALL_BODY && len > s->o.max_inflight)
+		return reply_error(c, r, 413, "too_large", NULL,
+				   "body: %llu bytes is over the %llu bytes this server receives at once "
+				   "(--max-inflight)",
+				   (unsigned long long)len, (unsigned long long)s->o.max_inflight);
 	if (r->route == R_BLOB) {
 		if (!r->has_len)
 			return reply_error(c, r, 411, "length_required", NULL,
 					   "PUT /v1/blobs/SHA256 needs a Content-Length");
 		bool held = blob_touch(s->blobs, r->id);
-		if (!(r->up = upload_new(len, held)))
-			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 		if (!held && len > s->o.blob_cache)
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
+		if (!held && !reserve(s, r, len))
+			return reply_busy(s, c, r, len);
+		if (!(r->up = upload_new(len, held)))
+			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 	} else if (r->route == R_RUN) {
 		/* allocated once when the length is known; a chunked body grows by doubling */
-		r->cap = r->has_len ? len : 64 * 1024;
+		r->cap = r->has_len ? len : SMALL_BODY;
 		if (r->cap > s->o.max_body)
 			r->cap = s->o.max_body;
+		if (!reserve(s, r, r->cap))
+			return reply_busy(s, c, r, r->cap);
 		r->body = malloc(r->cap ? r->cap : 1);
 		if (!r->body)
 			return reply_error(c, r, 503, "busy", NULL, "no memory for a body of %llu bytes now",
@@ -349,20 +345,30 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 		r->over = true;
 		free(r->body);
 		r->body = NULL;
+		if (!r->up)
+			unreserve(s, r);
 	}
 	if (r->up && !r->over)
 		upload_absorb(r->up, d, n);
-	if (!r->keep_body || r->over)
+	if (!r->keep_body || r->over || r->busy)
 		return;
 	if (n > r->cap - r->len) {
 		size_t cap = r->cap * 2 > r->len + n ? r->cap * 2 : r->len + n;
 		if (cap > s->o.max_body)
 			cap = s->o.max_body;
+		if (!r->has_len && !reserve(s, r, cap)) {
+			r->busy = true; /* the rest is read and dropped; the answer is a 503 */
+			free(r->body);
+			r->body = NULL;
+			unreserve(s, r);
+			return;
+		}
 		unsigned char *b = r->has_len ? NULL : realloc(r->body, cap);
 		if (!b) { /* more than Content-Length said, or no memory */
 			r->over = true;
 			free(r->body);
 			r->body = NULL;
+			unreserve(s, r);
 			return;
 		}
 		r->body = b;
@@ -393,7 +399,8 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+				   "max_inflight", (json_int_t)s->o.max_inflight,
 				   "max_sessions", (json_int_t)s->o.max_sessions, "session_ttl",
 				   (json_int_t)s->o.session_ttl, "blob_cache", (json_int_t)s->o.blob_cache,
 				   "max_rank", (json_int_t)TIR_MAX_RANK, "max_elems", (json_int_t)TIR_MAX_ELEMS,
@@ -420,10 +427,12 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 				     (unsigned long long)s->by_status[i]);
 	tir_str_addf(&out,
 		     "# TYPE tir_requests_aborted_total counter\ntir_requests_aborted_total %llu\n"
+		     "# TYPE tir_batches_cancelled_total counter\ntir_batches_cancelled_total %llu\n"
 		     "# TYPE tir_bytes_in_total counter\ntir_bytes_in_total %llu\n"
 		     "# TYPE tir_bytes_out_total counter\ntir_bytes_out_total %llu\n"
 		     "# TYPE tir_kernel_seconds_total counter\ntir_kernel_seconds_total %.6f\n",
-		     (unsigned long long)s->aborted, (unsigned long long)s->bytes_in,
+		     (unsigned long long)s->aborted, (unsigned long long)s->cancelled,
+		     (unsigned long long)s->bytes_in,
 		     (unsigned long long)s->bytes_out, s->kernel_s);
 	pthread_mutex_unlock(&s->mmu);
 	tir_str_addf(&out,
@@ -436,13 +445,14 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_blob_cache_evictions_total counter\ntir_blob_cache_evictions_total %llu\n"
 		     "# TYPE tir_graph_cache_hits_total counter\ntir_graph_cache_hits_total %llu\n"
 		     "# TYPE tir_graphs gauge\ntir_graphs %zu\n"
-		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n",
+		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n"
+		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n",
 		     session_store_count(s->sessions),
 		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)bs.hits,
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
-		     tir_mem_current());
+		     tir_mem_current(), (unsigned long long)atomic_load(&s->reserved));
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -496,439 +506,6 @@ static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, stru
 	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
 }
 
-/* ---- POST /v1/sessions/ID/run ---- */
-
-static int refuse_load(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
-		       int *rank, int64_t *shape, struct tir_err *err)
-{
-	return tir_errf(err, TIR_EUNSUPPORTED, NULL,
-			"load: a server reads no files; the client sends the data");
-}
-
-/* The error of a program's text: line, col and the rendering of tir run. */
-static json_t *err_json(const struct tir_err *e, const char *rendered)
-{
-	json_t *x = json_object();
-	if (e->loc.src) {
-		json_object_set_new(x, "line", json_integer(e->loc.line));
-		json_object_set_new(x, "col", json_integer(e->loc.col));
-	}
-	if (rendered)
-		json_object_set_new(x, "rendered", json_string(rendered));
-	return x;
-}
-
-/* What one run request asks, read from its JSON. */
-struct batch {
-	const char *graph;
-	const char *text;
-	size_t text_len;
-	size_t nin;
-	json_t *inputs;                /* the request's object (borrowed), for lookups by name */
-	const char **in_name;          /* the batch's input names */
-	const char **in_blob;          /* a blob SHA, or NULL */
-	const char **in_key;           /* or a session value key */
-	size_t nkeep;
-	const char **keep_name, **keep_key;
-	size_t ndrop;
-	const char **drop;
-	bool fuse, explain, profile;
-};
-
-static void batch_free(struct batch *b)
-{
-	free(b->in_name);
-	free(b->in_blob);
-	free(b->in_key);
-	free(b->keep_name);
-	free(b->keep_key);
-	free(b->drop);
-}
-
-/* Read the request into b (strings borrowed from doc); 0, or an error
- * message in msg and the status to answer. */
-static int read_batch(json_t *doc, struct batch *b, char *msg, size_t n)
-{
-	const char *k;
-	json_t *v;
-	if (!json_is_object(doc))
-		return snprintf(msg, n, "body: not a JSON object"), 400;
-	b->fuse = true;
-	json_object_foreach(doc, k, v) {
-		bool isbool = json_is_boolean(v);
-		if (!strcmp(k, "graph")) {
-			if (!json_is_string(v) || !tir_sha_valid(json_string_value(v)))
-				return snprintf(msg, n, "graph: not 64 lowercase hex digits (a SHA-256)"), 400;
-			b->graph = json_string_value(v);
-		} else if (!strcmp(k, "text")) {
-			if (!json_is_string(v))
-				return snprintf(msg, n, "text: not a string"), 400;
-			b->text = json_string_value(v);
-			b->text_len = json_string_length(v);
-			if (b->text_len > (size_t)TIR_MAX_SOURCE)
-				return snprintf(msg, n, "text: %zu bytes is over the limit of %lld", b->text_len,
-						(long long)TIR_MAX_SOURCE), 413;
-		} else if (!strcmp(k, "inputs")) {
-			if (!json_is_object(v))
-				return snprintf(msg, n, "inputs: not an object"), 400;
-			size_t m = json_object_size(v);
-			b->inputs = v;
-			b->in_name = calloc(m + 1, sizeof *b->in_name);
-			b->in_blob = calloc(m + 1, sizeof *b->in_blob);
-			b->in_key = calloc(m + 1, sizeof *b->in_key);
-			if (!b->in_name || !b->in_blob || !b->in_key)
-				return snprintf(msg, n, "out of memory"), 500;
-			const char *name;
-			json_t *bind;
-			json_object_foreach(v, name, bind) {
-				json_t *blob = json_object_get(bind, "blob"), *val = json_object_get(bind, "value");
-				if (!json_is_object(bind) || json_object_size(bind) != 1 || (!blob && !val))
-					return snprintf(msg, n, "inputs.%.64s: not {\"blob\": SHA256} or {\"value\": KEY}",
-							name), 400;
-				if (blob && (!json_is_string(blob) || !tir_sha_valid(json_string_value(blob))))
-					return snprintf(msg, n, "inputs.%.64s.blob: not 64 lowercase hex digits", name), 400;
-				if (val && (!json_is_string(val) || !session_key_valid(json_string_value(val))))
-					return snprintf(msg, n, "inputs.%.64s.value: not a key (1-64 of A-Z a-z 0-9 _ . -)",
-							name), 400;
-				b->in_name[b->nin] = name;
-				b->in_blob[b->nin] = blob ? json_string_value(blob) : NULL;
-				b->in_key[b->nin++] = val ? json_string_value(val) : NULL;
-			}
-		} else if (!strcmp(k, "keep")) {
-			if (!json_is_object(v))
-				return snprintf(msg, n, "keep: not an object"), 400;
-			size_t m = json_object_size(v);
-			b->keep_name = calloc(m + 1, sizeof *b->keep_name);
-			b->keep_key = calloc(m + 1, sizeof *b->keep_key);
-			if (!b->keep_name || !b->keep_key)
-				return snprintf(msg, n, "out of memory"), 500;
-			const char *name;
-			json_t *key;
-			json_object_foreach(v, name, key) {
-				if (!json_is_string(key) || !session_key_valid(json_string_value(key)))
-					return snprintf(msg, n, "keep.%.64s: not a key (1-64 of A-Z a-z 0-9 _ . -)", name), 400;
-				b->keep_name[b->nkeep] = name;
-				b->keep_key[b->nkeep++] = json_string_value(key);
-			}
-		} else if (!strcmp(k, "drop")) {
-			if (!json_is_array(v))
-				return snprintf(msg, n, "drop: not an array"), 400;
-			b->drop = calloc(json_array_size(v) + 1, sizeof *b->drop);
-			if (!b->drop)
-				return snprintf(msg, n, "out of memory"), 500;
-			size_t i;
-			json_t *key;
-			json_array_foreach(v, i, key) {
-				if (!json_is_string(key) || !session_key_valid(json_string_value(key)))
-					return snprintf(msg, n, "drop[%zu]: not a key (1-64 of A-Z a-z 0-9 _ . -)", i), 400;
-				b->drop[b->ndrop++] = json_string_value(key);
-			}
-		} else if (!strcmp(k, "fuse") || !strcmp(k, "explain") || !strcmp(k, "profile")) {
-			if (!isbool)
-				return snprintf(msg, n, "%s: not true or false", k), 400;
-			bool on = json_is_true(v);
-			*(k[0] == 'f' ? &b->fuse : k[0] == 'e' ? &b->explain : &b->profile) = on;
-		} else {
-			return snprintf(msg, n, "body: unknown field '%.64s'", k), 400;
-		}
-	}
-	if (!b->graph)
-		return snprintf(msg, n, "graph: missing (the SHA-256 of the batch text)"), 400;
-	return 0;
-}
-
-/* The results body: header, metadata, one frame per value. */
-static unsigned char *results_body(const struct tir_exec *x, const char *meta, size_t *len)
-{
-	size_t nres = tir_exec_nresults(x), mlen = strlen(meta);
-	size_t total = TIR_RESULTS_HEAD + pad8(mlen);
-	for (size_t i = 0; i < nres; i++)
-		total += tir_frame_size(tir_exec_result(x, i));
-	unsigned char *p = malloc(total);
-	if (!p)
-		return NULL;
-	memcpy(p, TIR_RESULTS_MAGIC, 4);
-	tir_put_u32(p + 4, TIR_PROTOCOL);
-	tir_put_u32(p + 8, (uint32_t)nres);
-	tir_put_u32(p + 12, (uint32_t)mlen);
-	memcpy(p + TIR_RESULTS_HEAD, meta, mlen);
-	memset(p + TIR_RESULTS_HEAD + mlen, 0, pad8(mlen) - mlen);
-	size_t off = TIR_RESULTS_HEAD + pad8(mlen);
-	for (size_t i = 0; i < nres; i++) {
-		struct tir_err e = {0};
-		const struct tir_tensor *t = tir_exec_result(x, i);
-		if (tir_frame_encode(t, p + off, &e)) {
-			free(p);
-			return NULL;
-		}
-		off += tir_frame_size(t);
-	}
-	*len = total;
-	return p;
-}
-
-/* Everything a run holds until it answers. */
-struct run {
-	struct batch b;
-	json_t *doc;
-	struct session *ss;
-	struct graph *g;
-	struct tir_tensor *vals;       /* by input binding */
-	struct tir_tensor *kept;       /* by keep entry */
-};
-
-/* A batch waiting for the compute thread. */
-struct job {
-	struct job *next;
-	struct MHD_Connection *c;
-	struct req *r;
-	struct run u;
-	bool graph_cached;
-};
-
-static void run_free(struct server *s, struct run *u)
-{
-	for (size_t i = 0; u->vals && i < u->b.nin; i++)
-		tir_tensor_release(&u->vals[i]);
-	for (size_t i = 0; u->kept && i < u->b.nkeep; i++)
-		tir_tensor_release(&u->kept[i]);
-	free(u->vals);
-	free(u->kept);
-	graph_unref(s->graphs, u->g);
-	session_unref(s->sessions, u->ss);
-	batch_free(&u->b);
-	json_decref(u->doc);
-}
-
-/* On the compute thread: bind, run, answer.  u->vals are handed to the exec. */
-static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struct req *r,
-			       struct run *u, bool graph_cached)
-{
-	struct tir_program *p = u->g->prog;
-	struct tir_exec *x = u->g->x;
-	struct batch *b = &u->b;
-	char msg[600];
-	struct tir_err err = {0};
-	/* every input of the text bound, every binding an input */
-	for (size_t i = 0; i < p->nstmts; i++) {
-		const struct tir_stmt *st = &p->stmts[i];
-		if (st->kind == TIR_STMT_INPUT && !json_object_get(b->inputs, st->name))
-			return reply_error(c, r, 400, "bad_request", NULL,
-					   "inputs: 'input %s' of the batch has no binding", st->name);
-	}
-	for (size_t j = 0; j < b->nin; j++) {
-		snprintf(msg, sizeof msg, "inputs.%.64s (%s %.64s)", b->in_name[j],
-			 b->in_blob[j] ? "blob" : "value", b->in_blob[j] ? b->in_blob[j] : b->in_key[j]);
-		if (tir_exec_set_input(x, b->in_name[j], &u->vals[j], msg, &err)) {
-			tir_exec_clear_inputs(x);
-			return reply_error(c, r, 400, "bad_request", NULL, "%s", err.msg);
-		}
-	}
-	for (size_t j = 0; j < b->nkeep; j++) {
-		const struct tir_binding *bd = tir_program_lookup(p, b->keep_name[j], strlen(b->keep_name[j]));
-		if (!bd || !bd->node) {
-			tir_exec_clear_inputs(x);
-			return reply_error(c, r, 400, "bad_request", NULL, "keep.%.64s: the batch has no such value",
-					   b->keep_name[j]);
-		}
-	}
-	tir_exec_set_fuse(x, b->fuse);
-	tir_exec_set_profile(x, b->profile);
-	if (tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err)) {
-		tir_exec_clear_inputs(x);
-		if (err.code == TIR_ENOMEM)
-			return reply_error(c, r, 500, "internal", NULL, "%s", err.msg);
-		char *rend = tir_err_render(&err);
-		enum MHD_Result ok = reply_error(c, r, 422, "runtime", err_json(&err, rend), "%s", err.msg);
-		free(rend);
-		return ok;
-	}
-	const struct tir_exec_stats *st = tir_exec_stats(x);
-	pthread_mutex_lock(&s->mmu);
-	s->kernel_s += st->run_ms / 1e3;
-	pthread_mutex_unlock(&s->mmu);
-	json_t *meta = json_pack("{sf sf sI si si sb sb}", "plan_ms", st->plan_ms, "run_ms", st->run_ms,
-				 "peak_bytes", (json_int_t)st->peak_bytes, "nops", st->nops, "nkernels",
-				 st->nkernels, "plan_cached", st->plan_cached, "graph_cached", graph_cached);
-	if (meta && b->explain)
-		json_object_set_new(meta, "explain", json_string(tir_exec_explain(x)));
-	if (meta && b->profile) {
-		char *prof = tir_exec_profile(x);
-		json_object_set_new(meta, "profile", json_string(prof ? prof : ""));
-		free(prof);
-	}
-	char *mtext = meta ? json_dumps(meta, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
-	json_decref(meta);
-	size_t len = 0;
-	unsigned char *body = mtext ? results_body(x, mtext, &len) : NULL;
-	free(mtext);
-	for (size_t j = 0; body && j < b->nkeep; j++)
-		tir_tensor_ref(&u->kept[j], tir_exec_named(x, j));
-	tir_exec_clear_inputs(x); /* the memory a run used goes back now */
-	if (!body)
-		return reply_error(c, r, 500, "internal", NULL, "out of memory making the results");
-	if (session_update(s->sessions, u->ss, b->drop, b->ndrop, b->keep_key, u->kept, b->nkeep)) {
-		free(body);
-		return reply_error(c, r, 413, "too_large", NULL,
-				   "keep: a session keeps at most %d values", SESSION_MAX_VALUES);
-	}
-	return reply(c, r, 200, "application/x-tir-results", body, len);
-}
-
-static enum MHD_Result post_run(struct server *s, struct MHD_Connection *c, struct req *r)
-{
-	struct run u = {0};
-	char msg[600];
-	enum MHD_Result ok;
-	json_error_t jerr;
-	u.doc = json_loadb((const char *)r->body, r->len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!u.doc)
-		return reply_error(c, r, 400, "bad_request", NULL, "body: not JSON: %s (byte %d)", jerr.text,
-				   jerr.position);
-	int st = read_batch(u.doc, &u.b, msg, sizeof msg);
-	if (st) {
-		ok = reply_error(c, r, st, st == 400 ? "bad_request" : st == 413 ? "too_large" : "internal",
-				 NULL, "%s", msg);
-		goto out;
-	}
-	if (u.b.text) {
-		char h[TIR_SHA_HEX + 1];
-		tir_sha256_hex(u.b.text, u.b.text_len, h);
-		if (strcmp(h, u.b.graph)) {
-			ok = reply_error(c, r, 400, "bad_hash", NULL,
-					 "text: hashes to %s, not to graph %s", h, u.b.graph);
-			goto out;
-		}
-	}
-	if (!r->id_ok || !(u.ss = session_get(s->sessions, r->id))) {
-		ok = reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
-		goto out;
-	}
-	bool graph_cached = true;
-	u.g = graph_get(s->graphs, u.b.graph);
-	if (!u.g && u.b.text) {
-		graph_cached = false;
-		struct tir_program *p = tir_program_new();
-		if (!p) {
-			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-			goto out;
-		}
-		tir_program_set_loader(p, refuse_load, NULL);
-		if (tir_program_parse(p, "batch", u.b.text, u.b.text_len, 0)) {
-			struct tir_str all = {0};
-			for (int i = 0; i < tir_program_ndiags(p); i++) {
-				char *one = tir_err_render(tir_program_diag(p, i));
-				if (one)
-					tir_str_add(&all, one, strlen(one));
-				free(one);
-			}
-			const struct tir_err *e = tir_program_diag(p, 0);
-			ok = reply_error(c, r, 400, "program", err_json(e, all.s ? all.s : ""), "%s", e->msg);
-			tir_str_free(&all);
-			tir_program_free(p);
-			goto out;
-		}
-		u.g = graph_put(s->graphs, u.b.graph, p);
-		if (!u.g) {
-			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-			goto out;
-		}
-	}
-	/* the values: what is missing is listed, an unknown key is an error */
-	u.vals = calloc(u.b.nin + 1, sizeof *u.vals);
-	u.kept = calloc(u.b.nkeep + 1, sizeof *u.kept);
-	json_t *missing = json_array(), *seen = json_object(); /* in order, and as a set */
-	if (!u.vals || !u.kept || !missing || !seen) {
-		json_decref(missing);
-		json_decref(seen);
-		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < u.b.nin; i++) {
-		if (u.b.in_key[i] && !session_value(s->sessions, u.ss, u.b.in_key[i], &u.vals[i])) {
-			json_decref(missing);
-			json_decref(seen);
-			ok = reply_error(c, r, 404, "not_found", NULL, "inputs.%.64s: this session has no value '%s'",
-					 u.b.in_name[i], u.b.in_key[i]);
-			goto out;
-		}
-		if (u.b.in_blob[i] && !blob_get(s->blobs, u.b.in_blob[i], &u.vals[i])) {
-			if (!json_object_get(seen, u.b.in_blob[i])) {
-				json_object_set_new(seen, u.b.in_blob[i], json_true());
-				json_array_append_new(missing, json_string(u.b.in_blob[i]));
-			}
-		}
-	}
-	json_decref(seen);
-	if (!u.g || json_array_size(missing)) {
-		size_t nb = json_array_size(missing);
-		ok = reply_error(c, r, 409, "missing", json_pack("{sb so}", "graph", !u.g, "blobs", missing),
-				 "the server lacks %s%s%zu blob%s; send %s and ask again",
-				 u.g ? "" : "the batch text", u.g ? "" : " and ", nb, nb == 1 ? "" : "s",
-				 u.g && nb == 1 ? "it" : "them");
-		goto out;
-	}
-	json_decref(missing);
-	if (!session_fits(s->sessions, u.ss, u.b.drop, u.b.ndrop, u.b.keep_key, u.b.nkeep)) {
-		ok = reply_error(c, r, 413, "too_large", NULL, "keep: a session keeps at most %d values",
-				 SESSION_MAX_VALUES);
-		goto out;
-	}
-	/* to the compute thread, which answers and resumes the connection */
-	struct job *j = malloc(sizeof *j);
-	if (!j) {
-		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
-		goto out;
-	}
-	*j = (struct job){.c = c, .r = r, .u = u, .graph_cached = graph_cached};
-	pthread_mutex_lock(&s->qmu);
-	if (s->qstop) {
-		pthread_mutex_unlock(&s->qmu);
-		free(j);
-		ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
-		goto out;
-	}
-	MHD_suspend_connection(c);
-	r->queued = true;
-	atomic_fetch_add(&s->running, 1);
-	*s->qtail = j;
-	s->qtail = &j->next;
-	pthread_cond_signal(&s->qcv);
-	pthread_mutex_unlock(&s->qmu);
-	return MHD_YES;
-out:
-	run_free(s, &u);
-	return ok;
-}
-
-static void *computer(void *arg)
-{
-	struct server *s = arg;
-	pthread_mutex_lock(&s->qmu);
-	for (;;) {
-		struct job *j = s->qhead;
-		if (!j) {
-			if (s->qstop)
-				break;
-			pthread_cond_wait(&s->qcv, &s->qmu);
-			continue;
-		}
-		s->qhead = j->next;
-		if (!s->qhead)
-			s->qtail = &s->qhead;
-		pthread_mutex_unlock(&s->qmu);
-		/* a suspended connection may be answered from any thread */
-		compute(s, j->c, j->r, &j->u, j->graph_cached);
-		run_free(s, &j->u);
-		atomic_fetch_sub(&s->running, 1);
-		MHD_resume_connection(j->c); /* j->r is MHD's again from here */
-		free(j);
-		pthread_mutex_lock(&s->qmu);
-	}
-	pthread_mutex_unlock(&s->qmu);
-	return NULL;
-}
-
 /* ---- the callbacks ---- */
 
 static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct req *r)
@@ -936,6 +513,8 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 	if (r->over)
 		return reply_error(c, r, 413, "too_large", NULL, "body: over the limit of %llu bytes (--max-body)",
 				   (unsigned long long)s->o.max_body);
+	if (r->busy)
+		return reply_busy(s, c, r, r->in);
 	switch (r->route) {
 	case R_HEALTHZ: {
 		char *ok = strdup("ok");
@@ -954,7 +533,7 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 	case R_BLOB:
 		return put_blob(s, c, r);
 	case R_RUN:
-		return post_run(s, c, r);
+		return runq_post(s, c, r);
 	default:
 		return MHD_NO;
 	}
@@ -999,12 +578,13 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
-	bool sent = r->status && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+	bool sent = r->status && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && r->gone == KEPT;
 	pthread_mutex_lock(&s->mmu);
 	if (sent && r->status < 600)
 		s->by_status[r->status]++;
 	else
 		s->aborted++;
+	s->cancelled += r->gone != KEPT;
 	s->bytes_in += r->in;
 	s->bytes_out += sent ? r->out : 0;
 	pthread_mutex_unlock(&s->mmu);
@@ -1018,17 +598,26 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 			[MHD_REQUEST_TERMINATED_CLIENT_ABORT] = "the client going away",
 		};
 		char line[320], st[8];
-		snprintf(st, sizeof st, "%d", r->status);
+		/* 499: nginx's "client closed request", for a batch dropped or stopped */
+		snprintf(st, sizeof st, "%d", r->gone != KEPT ? 499 : r->status);
 		int n = snprintf(line, sizeof line, "%s %s %s %llu %llu %.2fms", r->method, r->path,
 				 r->status ? st : "-", (unsigned long long)r->in,
 				 (unsigned long long)(sent ? r->out : 0), now_ms() - r->t0);
-		if (!sent && (unsigned)toe < sizeof why / sizeof *why && why[toe] && n > 0 &&
-		    (size_t)n < sizeof line)
+		if (n < 0 || (size_t)n >= sizeof line)
+			n = 0;
+		if (r->gone == DROPPED)
+			snprintf(line + n, sizeof line - (size_t)n,
+				 " (the client went away: its batch was dropped before it ran)");
+		else if (r->gone == STOPPED)
+			snprintf(line + n, sizeof line - (size_t)n,
+				 " (the client went away: its batch was stopped after %.0f ms)", r->ran_ms);
+		else if (!sent && (unsigned)toe < sizeof why / sizeof *why && why[toe])
 			snprintf(line + n, sizeof line - (size_t)n, " (cut short by %s)", why[toe]);
 		s->o.log(s->o.log_ud, line);
 	}
 	upload_free(r->up);
 	free(r->body);
+	unreserve(s, r);
 	free(r);
 	atomic_fetch_sub(&s->inflight, 1);
 }
@@ -1088,24 +677,13 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
-/* Let the compute thread finish the queue and end. */
-static void stop_computer(struct server *s)
-{
-	pthread_mutex_lock(&s->qmu);
-	s->qstop = true;
-	pthread_cond_signal(&s->qcv);
-	pthread_mutex_unlock(&s->qmu);
-	pthread_join(s->computer, NULL);
-}
-
 static void server_free(struct server *s)
 {
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
 	free(s->info);
-	pthread_mutex_destroy(&s->qmu);
-	pthread_cond_destroy(&s->qcv);
+	runq_destroy(s);
 	pthread_mutex_destroy(&s->mmu);
 	free(s);
 }
@@ -1126,11 +704,13 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		s->o.session_ttl = DEFAULT_TTL;
 	if (!s->o.blob_cache)
 		s->o.blob_cache = DEFAULT_BLOB_CACHE;
+	if (!s->o.max_inflight) {
+		uint64_t twice = s->o.max_body > UINT64_MAX / 2 ? UINT64_MAX : 2 * s->o.max_body;
+		s->o.max_inflight = twice > s->o.blob_cache ? twice : s->o.blob_cache;
+	}
 	if (s->o.token)
 		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
-	pthread_mutex_init(&s->qmu, NULL);
-	pthread_cond_init(&s->qcv, NULL);
-	s->qtail = &s->qhead;
+	runq_init(s);
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
 	s->blobs = blob_store_new(s->o.blob_cache);
@@ -1147,7 +727,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		server_free(s);
 		return fd;
 	}
-	if (pthread_create(&s->computer, NULL, computer, s)) {
+	if (!runq_start(s)) {
 		close(fd);
 		server_free(s);
 		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
@@ -1164,7 +744,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_END);
 	if (!d) {
 		close(fd);
-		stop_computer(s);
+		runq_stop(s);
 		server_free(s);
 		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP server (libmicrohttpd)");
 	}
@@ -1177,8 +757,9 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	uint64_t seen = 0, trimmed = 0;
 	double idle_since = now_ms(), swept = now_ms();
 	while (!*stop) {
-		struct timespec ts = {0, 50 * 1000 * 1000};
+		struct timespec ts = {0, TICK_MS * 1000 * 1000};
 		nanosleep(&ts, NULL);
+		runq_watch(s);
 		double now = now_ms();
 		uint64_t act = atomic_load(&s->activity);
 		if (act != seen) {
@@ -1189,7 +770,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			session_sweep(s->sessions);
 			swept = now;
 		}
-		if (seen != trimmed && now - idle_since > 500 && !atomic_load(&s->running)) {
+		if (seen != trimmed && now - idle_since > 500 && !runq_pending(s)) {
 			tir_release_caches();
 			malloc_trim(0);
 			trimmed = seen;
@@ -1198,7 +779,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	/* the batches queued run and are answered; then the requests under
 	 * way get a few seconds to finish (no connection may be suspended
 	 * when the daemon stops) */
-	stop_computer(s);
+	runq_stop(s);
 	for (int i = 0; i < 100 && atomic_load(&s->inflight); i++) {
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);

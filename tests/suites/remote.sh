@@ -18,7 +18,11 @@
 #  5. failures exit 3 with the remote named, promptly: a closed port, a
 #     server killed mid-batch, one that never answers (TIR_TIMEOUT), one
 #     speaking protocol 2, not tir, a malformed or truncated reply; a wrong
-#     or missing token says the token was refused;
+#     or missing token says the token was refused; a server whose
+#     --max-inflight is full (503, Retry-After) is waited for; SIGINT and
+#     SIGTERM stop a long remote run at once (exit 130, 143), the session
+#     deleted and the batch stopped on the server; a client killed (-9)
+#     has its batch stopped too, and the next client is answered at once;
 #  6. a REPL transcript (piped) is the same remote and local, .remote
 #     switches, .reset keeps the remote, a session that expired is made
 #     again; at a terminal (tests/net/remote_pty.py) Ctrl-C stops a remote
@@ -444,6 +448,112 @@ if [ $st -ne 2 ] || ! grep -q "several remotes at once are not supported yet" "$
 	fail "several remotes" "exit status $st, or no 'not supported yet'"
 else
 	pass
+fi
+
+# a server whose --max-inflight is full answers a big upload 503 with
+# Retry-After: the client waits, sends it again, and the run succeeds
+if start_server "$tmp/serve5.log" --max-body 16M --max-inflight 20M; then
+	bpid=$spid
+	"$py" -c "import numpy as np; np.save('$tmp/big.npy', np.arange(2 << 20, dtype=np.float32))"
+	printf 'input x: f32[2097152]\nprint max(x), sum(gt(x, 7.0))\n' >"$tmp/big.tir"
+	"$tir" run --quiet "$tmp/big.tir" --input "x=$tmp/big.npy" >"$tmp/lout" 2>&1
+	# a client that announces 15 MiB, sends a little, holds it 2 s and goes
+	"$py" - "${addr#*:}" >"$tmp/hold.out" 2>&1 <<'EOF' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"PUT /v1/blobs/" + b"d" * 64 + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 15728640\r\n\r\n" + b"\0" * 4096)
+s.settimeout(0.3)
+try:
+    print("answered", s.recv(100))
+except socket.timeout:
+    print("held", flush=True)
+time.sleep(2)
+s.close()
+EOF
+	hpid=$!
+	i=0
+	while [ $i -lt 100 ] && ! [ -s "$tmp/hold.out" ]; do sleep 0.05; i=$((i + 1)); done
+	t0=$(now_ms)
+	timeout 30 "$tir" run --quiet "$tmp/big.tir" --input "x=$tmp/big.npy" --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	t=$(($(now_ms) - t0))
+	wait "$hpid"
+	if [ "$(cat "$tmp/hold.out")" != held ]; then
+		fail "busy server" "the holding client was not held: $(cat "$tmp/hold.out")"
+	elif [ $st -ne 0 ] || ! cmp -s "$tmp/lout" "$tmp/out"; then
+		fail "busy server" "exit status $st or stdout differs (${t} ms)"
+		head -n 3 "$tmp/err"
+	elif ! grep -q '^PUT /v1/blobs/[0-9a-f]\{8\}… 503 ' "$tmp/serve5.log" ||
+		! grep -q '^PUT /v1/blobs/[0-9a-f]\{8\}… 201 ' "$tmp/serve5.log"; then
+		fail "busy server" "the log has no 503 then 201 for the blob"
+		grep PUT "$tmp/serve5.log" | head -n 5
+	else
+		pass
+	fi
+	stop "$bpid"
+else
+	fail "busy server" "the server did not start"
+fi
+
+# SIGINT (SIGTERM) in the middle of a long remote batch: `tir: interrupted`
+# and exit 130 (143) at once, the session deleted, the batch stopped there
+"$py" -c "
+lines = ['x0 = randn([2048, 2048], seed=1) * 0.02']
+lines += ['x%d = x%d @ x0' % (i + 1, i) for i in range(150)]
+open('$tmp/chain.tir', 'w').write('\n'.join(lines + ['print sum(x150)']) + '\n')
+"
+if start_server "$tmp/serve6.log"; then
+	ipid=$spid
+	for sig in INT TERM; do
+		want=130
+		[ $sig = TERM ] && want=143
+		"$tir" run --quiet "$tmp/chain.tir" --remote "$addr" >"$tmp/out" 2>"$tmp/err" &
+		cpid=$!
+		sleep 1.5
+		t0=$(now_ms)
+		kill -$sig "$cpid"
+		wait "$cpid"
+		st=$?
+		t=$(($(now_ms) - t0))
+		sleep 0.3
+		sess=$(sed -n 's|^POST /v1/sessions/\([0-9a-f]\{8\}\)…/run .*|\1|p' "$tmp/serve6.log" | tail -n 1)
+		if [ $st -ne $want ] || [ "$(cat "$tmp/err")" != "tir: interrupted" ] || [ -s "$tmp/out" ]; then
+			fail "SIG$sig" "exit status $st (expected $want), stderr: $(head -c 200 "$tmp/err")"
+		elif [ $t -gt 1500 ]; then
+			fail "SIG$sig" "took $t ms to exit"
+		elif [ -z "$sess" ] || ! grep -q "^DELETE /v1/sessions/$sess… 204 " "$tmp/serve6.log"; then
+			fail "SIG$sig" "the server's log has no DELETE of session $sess"
+		elif ! grep -q "^POST /v1/sessions/$sess…/run 499 .*its batch was stopped after" "$tmp/serve6.log"; then
+			fail "SIG$sig" "the server's log does not say the batch was stopped"
+			grep "$sess" "$tmp/serve6.log" | head -n 5
+		else
+			pass
+		fi
+	done
+	# kill -9: no goodbye, but the server sees the connection close and
+	# stops the batch; another client is answered at once
+	"$tir" run --quiet "$tmp/chain.tir" --remote "$addr" >/dev/null 2>&1 &
+	cpid=$!
+	sleep 1.5
+	kill -9 "$cpid"
+	wait "$cpid" 2>/dev/null
+	t0=$(now_ms)
+	timeout 20 "$tir" run --quiet samples/mlp.tir --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	t=$(($(now_ms) - t0))
+	if [ $st -ne 0 ] || ! cmp -s samples/mlp.out "$tmp/out"; then
+		fail "client killed" "the next client: exit status $st or stdout differs"
+	elif [ $t -gt 2000 ]; then
+		fail "client killed" "the next client waited $t ms (the batch of the dead one ran on?)"
+	elif [ "$(grep -c '^POST /v1/sessions/[0-9a-f]\{8\}…/run 499 .*its batch was stopped after' "$tmp/serve6.log")" -ne 3 ]; then
+		fail "client killed" "the server's log does not say its batch was stopped"
+		tail -n 5 "$tmp/serve6.log"
+	else
+		pass
+	fi
+	stop "$ipid"
+else
+	fail "SIGINT" "the server did not start"
 fi
 
 # ---- 6. the REPL ----
