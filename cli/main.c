@@ -2,7 +2,7 @@
  * main.c — the tir command line: run, check, fmt, repl, serve, help.  A
  * thin client of libtir (lib/tir.h): it reads files, prints results and
  * errors, and owns the exit statuses (0 ok, 1 program or data error, 2 bad
- * usage, 3 remote failure).  No tensor logic lives here.
+ * usage, 3 remote failure, 130/143 a remote run stopped by SIGINT/SIGTERM).  No tensor logic lives here.
  */
 #include "cli.h"
 #include "exec/exec.h"
@@ -37,7 +37,11 @@ const char *const cli_run_help =
 	"  --threads N           threads for the engine (OpenBLAS runs inside its blocks)\n"
 	"  --precision N         significant digits of printed floats (default 6)\n"
 	"  --full                print every element (no ... summary)\n"
-	"  --quiet               no timing line on stderr\n";
+	"  --quiet               no timing line on stderr\n"
+	"\n"
+	"Exit status: 0 ok, 1 an error in the program or its data, 2 bad usage,\n"
+	"3 the remote failed (unreachable, another protocol, token refused),\n"
+	"130/143 a --remote run stopped by SIGINT/SIGTERM (its session deleted).\n";
 
 double cli_now_ms(void)
 {
