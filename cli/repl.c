@@ -9,7 +9,6 @@
  */
 #include "cli.h"
 #include "exec/exec.h"
-#include "net/client.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
  * the op of the user's source, so that it reads as a local run's.
  */
 #include "batch.h"
-#include "client.h"
+#include "net.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
