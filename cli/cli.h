@@ -22,9 +22,6 @@ void cli_print_timing(double parse_ms, const struct tir_exec_stats *st,
 		      const struct tir_remote_stats *net);
 /* --profile of a remote run: what went up ("blobs: ...; graph: ..."). */
 void cli_print_blobs(const struct tir_remote_stats *net);
-/* The type of load("path"[, "name"]) from the file's header (a tir_load_type_fn). */
-int cli_load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
-		  int *rank, int64_t *shape, struct tir_err *err);
 
 int cli_run(int argc, char **argv);
 extern const char *const cli_run_help;

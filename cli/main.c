@@ -120,19 +120,6 @@ void cli_print_err(const struct tir_err *e)
 	free(s);
 }
 
-int cli_load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
-		  int *rank, int64_t *shape, struct tir_err *err)
-{
-	struct tir_file_info info;
-	int rc = tir_file_info(path, name, &info, err);
-	if (rc)
-		return rc;
-	*dtype = info.dtype;
-	*rank = info.rank;
-	memcpy(shape, info.shape, sizeof(int64_t) * (size_t)info.rank);
-	return 0;
-}
-
 static void human_bytes(double b, char *buf, size_t n)
 {
 	if (b < 1024)
@@ -184,7 +171,7 @@ struct tir_program *cli_load_program(const char *path, int *status, double *pars
 		*status = EXIT_PROGRAM;
 		return NULL;
 	}
-	tir_program_set_loader(p, cli_load_type, NULL);
+	tir_program_set_loader(p, tir_load_type_from_file, NULL);
 	double t0 = cli_now_ms();
 	int rc = tir_program_parse(p, path, src, len, 0);
 	if (parse_ms)

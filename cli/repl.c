@@ -87,7 +87,7 @@ static int session_open(struct repl *r)
 		fprintf(stderr, "tir: out of memory\n");
 		return -1;
 	}
-	tir_program_set_loader(r->p, cli_load_type, NULL);
+	tir_program_set_loader(r->p, tir_load_type_from_file, NULL);
 	tir_exec_keep_named(r->x, true);
 	tir_exec_set_interrupt(r->x, &interrupted);
 	tir_exec_set_remote(r->x, r->remote);

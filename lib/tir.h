@@ -136,6 +136,10 @@ typedef int (*tir_load_type_fn)(void *ud, const char *path, const char *name,
 				enum tir_dtype *dtype, int *rank, int64_t *shape,
 				struct tir_err *err);
 void tir_program_set_loader(struct tir_program *p, tir_load_type_fn fn, void *ud);
+/* The loader of a program that may read files (the CLI's): the type from
+ * the .npy or .safetensors header.  ud is unused. */
+int tir_load_type_from_file(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
+			    int *rank, int64_t *shape, struct tir_err *err);
 
 /* ---- running ---- */
 

@@ -847,3 +847,16 @@ fail:
 	tir_str_free(&header);
 	return rc;
 }
+
+int tir_load_type_from_file(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
+			    int *rank, int64_t *shape, struct tir_err *err)
+{
+	struct tir_file_info info;
+	int rc = tir_file_info(path, name, &info, err);
+	if (rc)
+		return rc;
+	*dtype = info.dtype;
+	*rank = info.rank;
+	memcpy(shape, info.shape, sizeof(int64_t) * (size_t)info.rank);
+	return 0;
+}

@@ -168,20 +168,6 @@ static void test_errors(void)
 	tir_program_free(p);
 }
 
-/* the type of load(...) from the file's header, as the CLI's loader does */
-static int load_type(void *ud, const char *path, const char *name, enum tir_dtype *dtype, int *rank,
-		     int64_t *shape, struct tir_err *err)
-{
-	struct tir_file_info info;
-	int rc = tir_file_info(path, name, &info, err);
-	if (rc)
-		return rc;
-	*dtype = info.dtype;
-	*rank = info.rank;
-	memcpy(shape, info.shape, sizeof(int64_t) * (size_t)info.rank);
-	return 0;
-}
-
 static void test_load_and_keep(void)
 {
 	char path[] = "/tmp/tir-test-batch-XXXXXX.npy";
@@ -199,7 +185,7 @@ static void test_load_and_keep(void)
 	char src[256];
 	snprintf(src, sizeof src, "w = load(\"%s\")\nv = w * 2\nprint v, neg(v)\n", path);
 	struct tir_program *p = tir_program_new();
-	tir_program_set_loader(p, load_type, NULL);
+	tir_program_set_loader(p, tir_load_type_from_file, NULL);
 	CHECK(tir_program_parse(p, "prog.tir", src, strlen(src), 0) == 0);
 	struct tir_exec *x = tir_exec_new(p);
 	tir_exec_keep_named(x, true);
