@@ -76,6 +76,11 @@ $(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.a
 
 # -Bsymbolic: lib/net's calls among its own functions stay inside it (tir
 # exports the door's functions of the same names).
+# vmath.c lets GCC contract its polynomials into FMAs, and which it
+# contracts depends on the optimization level: it is built at -O2 in every
+# build (asan's too), so that results never depend on the build.
+$(BUILD)/lib/exec/vmath.o: override OPT := -O2 -g
+
 $(NET_OBJ): CFLAGS += -fPIC
 $(NET_SO): $(NET_OBJ)
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-Bsymbolic -o $@ $(NET_OBJ) $(NET_LIBS)
