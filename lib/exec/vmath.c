@@ -196,6 +196,7 @@
 		const T *s = sv;                                             \
 		int64_t i = 0;                                               \
 		VF v;                                                        \
+		_Pragma("GCC unroll 2")                                      \
 		for (; i + L <= n; i += L) {                                 \
 			memcpy(&v, s + i, sizeof v);                         \
 			v = FN(v);                                          \
@@ -217,6 +218,7 @@
 		const T *a = av, *b = bv;                                    \
 		int64_t i = 0;                                               \
 		VF u, v;                                                     \
+		_Pragma("GCC unroll 4")   /* one op per vector: amortize the loop */ \
 		for (; i + L <= n; i += L) {                                 \
 			memcpy(&u, a + i, sizeof u);                         \
 			memcpy(&v, b + i, sizeof v);                         \
