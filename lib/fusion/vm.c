@@ -440,6 +440,14 @@ static void apply(const struct vm *vm, int j, const struct bv *a, struct bv dst,
 				v->sfn[s](dst.p, s ? a[!s].p : a[s].p, s ? a[s].p : a[!s].p, len);
 				return;
 			}
+		if (n > 1 && rows_flat(a[0], n) && rows_flat(a[1], n)) {
+			/* a row broadcast down the rows (so 0): row by row */
+			size_t es = vm->esz;
+			for (int64_t i = 0; i < k; i++)
+				v->f2(dst.p + (size_t)(i * n) * es, a[0].p + (size_t)(i * a[0].so) * es,
+				      a[1].p + (size_t)(i * a[1].so) * es, n);
+			return;
+		}
 		for (int s = 0; s < 2 && n > 1; s++) {
 			const struct bv *one = &a[s], *many = &a[!s];
 			if (v->sfn[s] && row_uniform(*one, n) && rows_flat(*many, n)) {
