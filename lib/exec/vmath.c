@@ -58,6 +58,10 @@
 
 #define VM_INLINE static inline __attribute__((always_inline))
 #define VM_NO_TARGET
+/* The binary array functions are never inlined: inlined into a caller
+ * (VM_LOOP_BS's NaN case), + and * may get their operands commuted, which
+ * changes the payload of NaN op NaN. */
+#define VM_NOINLINE __attribute__((noinline))
 
 /* An elementwise loop: dst may equal a source, which is no loop-carried
  * dependence (element i is read before it is written), so vectorize. */
@@ -210,7 +214,7 @@
 	}
 
 #define VM_LOOP_B(NAME, TGT, T, VF, FN)                               \
-	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	static TGT VM_NOINLINE void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
 		T *d = dv;                                                   \
@@ -233,9 +237,13 @@
 	}
 
 /* The same with one operand one value (K 0: a, 1: b), put in every lane:
- * each element gets exactly what it would from an array of copies of it.
- * (A lane loop, not V_SPLAT: 0 + -0 would be +0.) */
-#define VM_LOOP_BS(NAME, TGT, T, VF, FN, K)                           \
+ * each element gets exactly what it would from an array of copies of it
+ * (AF, the array function).  A NaN value goes through AF itself (not
+ * inlined): with two NaN operands the result's payload is the first
+ * operand's, and the compiler may commute + and * differently here; with
+ * one NaN (x) it is x's whatever the order.  (A lane loop,
+ * not V_SPLAT: 0 + -0 would be +0.) */
+#define VM_LOOP_BS(NAME, TGT, T, VF, FN, K, AF)                       \
 	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
@@ -243,6 +251,16 @@
 		const T *x = K ? av : bv, c = *(const T *)(K ? bv : av);     \
 		int64_t i = 0;                                               \
 		VF u, w;                                                     \
+		if (c != c) {                                                \
+			T cs[64];                                            \
+			for (int l = 0; l < 64; l++)                         \
+				cs[l] = c;                                   \
+			for (; i < n; i += 64) {                             \
+				int64_t m = n - i < 64 ? n - i : 64;         \
+				AF(d + i, K ? x + i : cs, K ? cs : x + i, m); \
+			}                                                    \
+			return;                                              \
+		}                                                            \
 		for (int l = 0; l < L; l++)                                  \
 			w[l] = c;                                            \
 		for (; i + L <= n; i += L) {                                 \
@@ -269,7 +287,7 @@
 	}
 
 #define VM_MAP_B(NAME, TGT, T, EXPR)                                         \
-	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	static TGT VM_NOINLINE void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		T *d = dv;                                                   \
 		const T *a = av, *b = bv;                                    \
@@ -366,16 +384,16 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_LOOP_B(P##_mul_##S, TGT, T, VF, V_MUL)             \
 	VM_LOOP_B(P##_div_##S, TGT, T, VF, V_DIV)             \
 	VM_LOOP_B(P##_pow_##S, TGT, T, VF, POW)               \
-	VM_LOOP_BS(P##_add_vs_##S, TGT, T, VF, V_ADD, 1)      \
-	VM_LOOP_BS(P##_sub_vs_##S, TGT, T, VF, V_SUB, 1)      \
-	VM_LOOP_BS(P##_mul_vs_##S, TGT, T, VF, V_MUL, 1)      \
-	VM_LOOP_BS(P##_div_vs_##S, TGT, T, VF, V_DIV, 1)      \
-	VM_LOOP_BS(P##_pow_vs_##S, TGT, T, VF, POW, 1)        \
-	VM_LOOP_BS(P##_add_sv_##S, TGT, T, VF, V_ADD, 0)      \
-	VM_LOOP_BS(P##_sub_sv_##S, TGT, T, VF, V_SUB, 0)      \
-	VM_LOOP_BS(P##_mul_sv_##S, TGT, T, VF, V_MUL, 0)      \
-	VM_LOOP_BS(P##_div_sv_##S, TGT, T, VF, V_DIV, 0)      \
-	VM_LOOP_BS(P##_pow_sv_##S, TGT, T, VF, POW, 0)        \
+	VM_LOOP_BS(P##_add_vs_##S, TGT, T, VF, V_ADD, 1, P##_add_##S)      \
+	VM_LOOP_BS(P##_sub_vs_##S, TGT, T, VF, V_SUB, 1, P##_sub_##S)      \
+	VM_LOOP_BS(P##_mul_vs_##S, TGT, T, VF, V_MUL, 1, P##_mul_##S)      \
+	VM_LOOP_BS(P##_div_vs_##S, TGT, T, VF, V_DIV, 1, P##_div_##S)      \
+	VM_LOOP_BS(P##_pow_vs_##S, TGT, T, VF, POW, 1, P##_pow_##S)        \
+	VM_LOOP_BS(P##_add_sv_##S, TGT, T, VF, V_ADD, 0, P##_add_##S)      \
+	VM_LOOP_BS(P##_sub_sv_##S, TGT, T, VF, V_SUB, 0, P##_sub_##S)      \
+	VM_LOOP_BS(P##_mul_sv_##S, TGT, T, VF, V_MUL, 0, P##_mul_##S)      \
+	VM_LOOP_BS(P##_div_sv_##S, TGT, T, VF, V_DIV, 0, P##_div_##S)      \
+	VM_LOOP_BS(P##_pow_sv_##S, TGT, T, VF, POW, 0, P##_pow_##S)        \
 	/* NaN in either wins; a tie gives b */                              \
 	VM_MAP_B(P##_maximum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
 	VM_MAP_B(P##_minimum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
