@@ -230,9 +230,11 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 	case TIR_OP_AND: RUN2(uint8_t, T, a != 0 && b != 0); break;          \
 	case TIR_OP_OR: RUN2(uint8_t, T, a != 0 || b != 0); break;
 
-/* Float arithmetic goes through vmath; operands that are not contiguous in
- * the run are gathered a block at a time (a stride-0 one filled once). */
-#define BINARY_FLOAT(NAME, T, S)                                             \
+/* Float arithmetic goes through vmath; a stride-0 operand beside a
+ * contiguous one goes as one value (vmath's one-value functions: the same
+ * bits), else operands that are not contiguous in the run are gathered a
+ * block at a time (a stride-0 one filled once). */
+#define BINARY_FLOAT(NAME, T, S, DT)                                         \
 	static void NAME##_vmath(enum tir_op op, BINARY_ARGS)                \
 	{                                                                    \
 		T *o_ = o, ta[TIR_VMATH_BLOCK], tb[TIR_VMATH_BLOCK];         \
@@ -241,14 +243,31 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 			tir_vmath2_##S(op, o_, a_, b_, n);                   \
 			return;                                              \
 		}                                                            \
+		if ((sa == 0 && sb == 1) || (sa == 1 && sb == 0)) {          \
+			tir_vmath2_fn f = tir_vmath_binary_scalar_fn(op, DT, sb == 0); \
+			if (f) {                                             \
+				f(o_, a_, b_, n);                            \
+				return;                                      \
+			}                                                    \
+		}                                                            \
 		for (int64_t j = 0; j < n; j += TIR_VMATH_BLOCK) {           \
 			int64_t m = n - j < TIR_VMATH_BLOCK ? n - j : TIR_VMATH_BLOCK; \
-			if (sa != 1 && (sa != 0 || j == 0))                  \
+			if (sa == 0 && j == 0) {                             \
+				T v = a_[0];                                 \
+				for (int64_t i = 0; i < m; i++)              \
+					ta[i] = v;                           \
+			} else if (sa != 1 && sa != 0) {                     \
 				for (int64_t i = 0; i < m; i++)              \
 					ta[i] = a_[(j + i) * sa];            \
-			if (sb != 1 && (sb != 0 || j == 0))                  \
+			}                                                    \
+			if (sb == 0 && j == 0) {                             \
+				T v = b_[0];                                 \
+				for (int64_t i = 0; i < m; i++)              \
+					tb[i] = v;                           \
+			} else if (sb != 1 && sb != 0) {                     \
 				for (int64_t i = 0; i < m; i++)              \
 					tb[i] = b_[(j + i) * sb];            \
+			}                                                    \
 			tir_vmath2_##S(op, o_ + j, sa == 1 ? a_ + j : ta,   \
 				       sb == 1 ? b_ + j : tb, m);            \
 		}                                                            \
@@ -292,8 +311,8 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 		return 0;                                                    \
 	}
 
-BINARY_FLOAT(binary_f32, float, f32)
-BINARY_FLOAT(binary_f64, double, f64)
+BINARY_FLOAT(binary_f32, float, f32, TIR_DTYPE_F32)
+BINARY_FLOAT(binary_f64, double, f64, TIR_DTYPE_F64)
 BINARY_INT(binary_i32, int32_t, uint32_t, 32)
 BINARY_INT(binary_i64, int64_t, uint64_t, 64)
 

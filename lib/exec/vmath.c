@@ -58,6 +58,10 @@
 
 #define VM_INLINE static inline __attribute__((always_inline))
 #define VM_NO_TARGET
+/* The binary array functions are never inlined: inlined into a caller
+ * (VM_LOOP_BS's NaN case), + and * may get their operands commuted, which
+ * changes the payload of NaN op NaN. */
+#define VM_NOINLINE __attribute__((noinline))
 
 /* An elementwise loop: dst may equal a source, which is no loop-carried
  * dependence (element i is read before it is written), so vectorize. */
@@ -211,7 +215,7 @@
 	}
 
 #define VM_LOOP_B(NAME, TGT, T, VF, FN)                               \
-	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	static TGT VM_NOINLINE void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
 		T *d = dv;                                                   \
@@ -234,6 +238,46 @@
 		}                                                            \
 	}
 
+/* The same with one operand one value (K 0: a, 1: b), put in every lane:
+ * each element gets exactly what it would from an array of copies of it
+ * (AF, the array function).  A NaN value goes through AF itself (not
+ * inlined): with two NaN operands the result's payload is the first
+ * operand's, and the compiler may commute + and * differently here; with
+ * one NaN (x) it is x's whatever the order.  (A lane loop,
+ * not V_SPLAT: 0 + -0 would be +0.) */
+#define VM_LOOP_BS(NAME, TGT, T, VF, FN, K, AF)                       \
+	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	{                                                                    \
+		enum { L = sizeof(VF) / sizeof(T) };                         \
+		T *d = dv;                                                   \
+		const T *x = K ? av : bv, c = *(const T *)(K ? bv : av);     \
+		int64_t i = 0;                                               \
+		VF u, w;                                                     \
+		if (c != c) {                                                \
+			T cs[64];                                            \
+			for (int l = 0; l < 64; l++)                         \
+				cs[l] = c;                                   \
+			for (; i < n; i += 64) {                             \
+				int64_t m = n - i < 64 ? n - i : 64;         \
+				AF(d + i, K ? x + i : cs, K ? cs : x + i, m); \
+			}                                                    \
+			return;                                              \
+		}                                                            \
+		for (int l = 0; l < L; l++)                                  \
+			w[l] = c;                                            \
+		for (; i + L <= n; i += L) {                                 \
+			memcpy(&u, x + i, sizeof u);                         \
+			u = K ? FN(u, w) : FN(w, u);                         \
+			memcpy(d + i, &u, sizeof u);                         \
+		}                                                            \
+		if (i < n) {                                                 \
+			u = (VF){0};                                         \
+			memcpy(&u, x + i, (size_t)(n - i) * sizeof(T));      \
+			u = K ? FN(u, w) : FN(w, u);                         \
+			memcpy(d + i, &u, (size_t)(n - i) * sizeof(T));      \
+		}                                                            \
+	}
+
 /* The same with a per-element C expression of s[i] (or a[i], b[i]), for
  * the ops that have no vector form here; the compiler vectorizes them. */
 #define VM_MAP_U(NAME, TGT, T, EXPR)                                         \
@@ -245,7 +289,7 @@
 	}
 
 #define VM_MAP_B(NAME, TGT, T, EXPR)                                         \
-	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
+	static TGT VM_NOINLINE void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		T *d = dv;                                                   \
 		const T *a = av, *b = bv;                                    \
@@ -276,6 +320,7 @@
 struct vm_ops {
 	tir_vmath1_fn u[TIR_OP_COUNT];   /* NULL: not a vmath unary op */
 	tir_vmath2_fn b[TIR_OP_COUNT];
+	tir_vmath2_fn s[2][TIR_OP_COUNT]; /* operand k one value (NULL: not provided) */
 	double (*expsum)(void *d, const void *x, double m, int64_t n);
 	void (*moments)(const void *x, int64_t n, double c, double *s1, double *s2);
 	void (*norm)(void *o, const void *x, const void *w, const void *b, double mean,
@@ -341,6 +386,16 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_LOOP_B(P##_mul_##S, TGT, T, VF, V_MUL)             \
 	VM_LOOP_B(P##_div_##S, TGT, T, VF, V_DIV)             \
 	VM_LOOP_B(P##_pow_##S, TGT, T, VF, POW)               \
+	VM_LOOP_BS(P##_add_vs_##S, TGT, T, VF, V_ADD, 1, P##_add_##S)      \
+	VM_LOOP_BS(P##_sub_vs_##S, TGT, T, VF, V_SUB, 1, P##_sub_##S)      \
+	VM_LOOP_BS(P##_mul_vs_##S, TGT, T, VF, V_MUL, 1, P##_mul_##S)      \
+	VM_LOOP_BS(P##_div_vs_##S, TGT, T, VF, V_DIV, 1, P##_div_##S)      \
+	VM_LOOP_BS(P##_pow_vs_##S, TGT, T, VF, POW, 1, P##_pow_##S)        \
+	VM_LOOP_BS(P##_add_sv_##S, TGT, T, VF, V_ADD, 0, P##_add_##S)      \
+	VM_LOOP_BS(P##_sub_sv_##S, TGT, T, VF, V_SUB, 0, P##_sub_##S)      \
+	VM_LOOP_BS(P##_mul_sv_##S, TGT, T, VF, V_MUL, 0, P##_mul_##S)      \
+	VM_LOOP_BS(P##_div_sv_##S, TGT, T, VF, V_DIV, 0, P##_div_##S)      \
+	VM_LOOP_BS(P##_pow_sv_##S, TGT, T, VF, POW, 0, P##_pow_##S)        \
 	/* NaN in either wins; a tie gives b */                              \
 	VM_MAP_B(P##_maximum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
 	VM_MAP_B(P##_minimum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
@@ -437,6 +492,14 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 			[TIR_OP_POW] = P##_pow_##S,                          \
 			[TIR_OP_MAXIMUM] = P##_maximum_##S,                  \
 			[TIR_OP_MINIMUM] = P##_minimum_##S, [TIR_OP_MOD] = P##_mod_##S, \
+		},                                                           \
+		.s = {                                                       \
+			{[TIR_OP_ADD] = P##_add_sv_##S, [TIR_OP_SUB] = P##_sub_sv_##S, \
+			 [TIR_OP_MUL] = P##_mul_sv_##S, [TIR_OP_DIV] = P##_div_sv_##S, \
+			 [TIR_OP_POW] = P##_pow_sv_##S},                     \
+			{[TIR_OP_ADD] = P##_add_vs_##S, [TIR_OP_SUB] = P##_sub_vs_##S, \
+			 [TIR_OP_MUL] = P##_mul_vs_##S, [TIR_OP_DIV] = P##_div_vs_##S, \
+			 [TIR_OP_POW] = P##_pow_vs_##S},                     \
 		},                                                           \
 		.expsum = P##_expsum_##S,                                    \
 		.moments = P##_moments_##S,                                  \
@@ -742,6 +805,14 @@ tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt)
 		return NULL;
 	const struct vm_path *p = vm_path();
 	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->b[op];
+}
+
+tir_vmath2_fn tir_vmath_binary_scalar_fn(enum tir_op op, enum tir_dtype dt, int k)
+{
+	if (!tir_vmath_binary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64) || (k != 0 && k != 1))
+		return NULL;
+	const struct vm_path *p = vm_path();
+	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->s[k][op];
 }
 
 void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, double *s2)

@@ -64,6 +64,12 @@ typedef void (*tir_vmath2_fn)(void *dst, const void *a, const void *b, int64_t n
  * when op is not a vmath op or dt not a float dtype. */
 tir_vmath1_fn tir_vmath_unary_fn(enum tir_op op, enum tir_dtype dt);
 tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt);
+/* As tir_vmath_binary_fn's, with operand k (0: a, 1: b) one value, used
+ * for every element: op(a[0], b[i]) or op(a[i], b[0]), each result bitwise
+ * what the array function gives for an array of copies (broadcast scalars
+ * and per-row values need no spreading).  NULL when not provided (only add
+ * sub mul div pow are). */
+tir_vmath2_fn tir_vmath_binary_scalar_fn(enum tir_op op, enum tir_dtype dt, int k);
 
 /* softmax's middle pass over a row: dst[i] = exp(src[i] - m) (each
  * element exactly as tir_vmath_f32(EXP) of the rounded difference), and

@@ -41,11 +41,16 @@
 #pragma GCC optimize("vect-cost-model=cheap")
 #endif
 
-#define BLK 1024                 /* elements per register */
-#define TASK ((int64_t)BLK * 64) /* elements per task */
+#define BLK 1024                 /* elements per register: pieces of long rows, cols down */
+/* elements per register, groups of elements (run_elems): registers in L1
+ * while the calls stay long (bench/chain.tir, 16M f32, 1 thread, ms: 128
+ * 32.1, 256 28.6, 512 27.7, 1024 28.0) */
+#define EBLK 512
+#define TASK ((int64_t)65536)    /* elements per task */
 #define ROWFIT ((size_t)768 << 10) /* bytes of registers holding whole long rows */
 #define MAX_SRC (3 * TIR_FUSE_MAX_OPS)
 #define ROWBYTES ((int64_t)64 << 10) /* bytes per register, whole rows of a reducing group */
+#define RAW_MIN 64               /* cols of a block from which a value per row is not spread */
 #define TILE 32                  /* rows and cols of a tile (groups reading across rows) */
 
 /* A value read from memory, as one kind of reader sees it. */
@@ -73,6 +78,10 @@ struct vnode {
 	int breg;                /* ROW read by FULL members: its values spread over cols */
 	int steal;               /* FULL computed over this member's register, or -1 */
 	int op[3];               /* >= 0 a member, < 0 ~source */
+	/* vmath's functions for its op, looked up once (NULL: none): over
+	 * arrays, and with operand k one value (taken unspread) */
+	tir_vmath1_fn f1;
+	tir_vmath2_fn f2, sfn[2];
 };
 
 struct vm {
@@ -96,6 +105,7 @@ struct vm {
 	size_t bigsz, smallsz;
 	char *out;
 	bool done;               /* the root was made before the blocks */
+	bool elems;              /* elements only (cols 1, all FULL): run_elems */
 	int oom;                 /* a task could not get its registers */
 };
 
@@ -293,10 +303,23 @@ static void spread(char *dst, const char *src, int64_t so, size_t es, int64_t k,
 	}
 }
 
+/* A [k, n] block of a value (k, n: the block's, known to the caller):
+ * element (i, c) at p + (i * so + c * si) elements.  The hot path passes
+ * these; tensors are made only for the reference kernels' fallback. */
+struct bv {
+	char *p;
+	int64_t so, si;
+};
+
+static struct bv bview(const void *p, int64_t so, int64_t si)
+{
+	return (struct bv){(char *)p, so, si};
+}
+
 /* Source s over cols [lo, lo + n) of the block (the domain's), or over
- * the block's rows (a row source): t is a [k, n] (or [k, 1]) view. */
-static void src_block(struct blk *b, int si_, int64_t lo, int64_t n, struct tir_tensor *t,
-		      struct tir_buf *tb)
+ * the block's rows (a row source): a [k, n] (or [k, 1]) view.  raw: a
+ * source constant along cols may come as it is (si 0), unspread. */
+static struct bv src_block(struct blk *b, int si_, int64_t lo, int64_t n, bool raw)
 {
 	struct vm *vm = b->vm;
 	struct src *s = &vm->src[si_];
@@ -305,11 +328,10 @@ static void src_block(struct blk *b, int si_, int64_t lo, int64_t n, struct tir_
 		n = 1;
 		lo = 0;
 	}
-	if (s->direct) {
+	if (s->direct || (s->bcast && raw)) {
 		const char *p = (const char *)s->v.buf->data +
 				(s->v.offset + b->r0 * s->so + lo * s->si) * (int64_t)es;
-		mkview(t, tb, vm->dt, p, b->k, n, s->so, s->si);
-		return;
+		return bview(p, s->so, s->si);
 	}
 	if (s->bcast) {
 		/* a scalar is spread once per shape of block, a row value per block */
@@ -321,8 +343,7 @@ static void src_block(struct blk *b, int si_, int64_t lo, int64_t n, struct tir_
 			b->s_lo[si_] = b->k;
 			b->s_n[si_] = n;
 		}
-		mkview(t, tb, vm->dt, big_reg(b, s->reg), b->k, n, n, 1);
-		return;
+		return bview(big_reg(b, s->reg), n, 1);
 	}
 	if (b->s_r0[si_] != b->r0 || b->s_lo[si_] != lo || b->s_n[si_] != n) {
 		char *r = s->row ? small_reg(b, s->reg) : big_reg(b, s->reg);
@@ -343,71 +364,113 @@ static void src_block(struct blk *b, int si_, int64_t lo, int64_t n, struct tir_
 		b->s_lo[si_] = lo;
 		b->s_n[si_] = n;
 	}
-	mkview(t, tb, vm->dt, b->s_p[si_], b->k, n, n, 1);
+	return bview(b->s_p[si_], n, 1);
 }
 
 static void ensure(struct blk *b, int j, int64_t lo, int64_t n);
 
-/* Operand slot k of member j as a [k, n] view over cols [lo, lo + n). */
-static void operand(struct blk *b, int j, int k, int64_t lo, int64_t n, struct tir_tensor *t,
-		    struct tir_buf *tb)
+/* Operand slot k of member j as a [k, n] view over cols [lo, lo + n): a
+ * value constant along cols comes unspread when j's op takes it as one
+ * value per row (vnode.sfn). */
+static struct bv operand(struct blk *b, int j, int k, int64_t lo, int64_t n)
 {
 	struct vm *vm = b->vm;
 	int o = vm->nd[j].op[k];
-	if (o < 0) {
-		src_block(b, ~o, lo, n, t, tb);
-		return;
-	}
+	/* (rows too short for a call each are spread) */
+	bool raw = vm->nd[j].sfn[k] && (n == 1 || n >= RAW_MIN);
+	if (o < 0)
+		return src_block(b, ~o, lo, n, raw);
 	if (vm->nd[o].cls == TIR_FC_ROW) {
 		struct vnode *v = &vm->nd[o];
-		if (n == 1 || v->breg < 0) {
-			mkview(t, tb, vm->dt, small_reg(b, v->reg), b->k, n, 1, 0);
-			return;
-		}
+		if (n == 1 || v->breg < 0 || raw)
+			return bview(small_reg(b, v->reg), 1, 0);
 		if (b->b_r0[o] != b->r0 || b->b_n[o] != n) {
 			spread(big_reg(b, v->breg), small_reg(b, v->reg), 1, vm->esz, b->k, n);
 			b->b_r0[o] = b->r0;
 			b->b_n[o] = n;
 		}
-		mkview(t, tb, vm->dt, big_reg(b, v->breg), b->k, n, n, 1);
-		return;
+		return bview(big_reg(b, v->breg), n, 1);
 	}
 	ensure(b, o, lo, n);
-	mkview(t, tb, vm->dt, big_reg(b, vm->nd[vm->nd[o].base].reg), b->k, n, n, 1);
+	return bview(big_reg(b, vm->nd[vm->nd[o].base].reg), n, 1);
 }
 
-/* Whether 2-D view t is one contiguous run. */
-static bool flat(const struct tir_tensor *t)
+/* Whether [k, n] view v is one contiguous run, its rows each one, or the
+ * same value all over the block, or along each row. */
+static bool flat(struct bv v, int64_t k, int64_t n)
 {
-	return (t->shape[1] == 1 || t->strides[1] == 1) && (t->shape[0] == 1 || t->strides[0] == t->shape[1]);
+	return (n == 1 || v.si == 1) && (k == 1 || v.so == n);
 }
 
-/* Apply member j's op to views a[] into dst (floats: cannot fail).  When
- * all are contiguous, straight through vmath (what the reference kernels
- * call for contiguous runs); else through the reference kernels. */
-static void apply(const struct vm *vm, int j, struct tir_tensor *a, struct tir_tensor *dst)
+static bool rows_flat(struct bv v, int64_t n)
 {
+	return n == 1 || v.si == 1;
+}
+
+static bool uniform(struct bv v, int64_t k, int64_t n)
+{
+	return (n == 1 || v.si == 0) && (k == 1 || v.so == 0);
+}
+
+static bool row_uniform(struct bv v, int64_t n)
+{
+	return n == 1 || v.si == 0;
+}
+
+/* Apply member j's op to [k, n] views a[] into dst (floats: cannot fail).
+ * Contiguous operands go straight to vmath's function for the op, and an
+ * operand constant over the block (or each row) to its function taking one
+ * value (vmath.h: the same bits as over a spread copy); anything else
+ * through the reference kernels. */
+static void apply(const struct vm *vm, int j, const struct bv *a, struct bv dst, int64_t k, int64_t n)
+{
+	const struct vnode *v = &vm->nd[j];
+	int64_t len = k * n;
+	if (v->f1 && flat(a[0], k, n) && flat(dst, k, n)) {
+		v->f1(dst.p, a[0].p, len);
+		return;
+	}
+	if (v->f2 && flat(dst, k, n)) {
+		if (flat(a[0], k, n) && flat(a[1], k, n)) {
+			v->f2(dst.p, a[0].p, a[1].p, len);
+			return;
+		}
+		for (int s = 0; s < 2; s++)
+			if (v->sfn[s] && uniform(a[s], k, n) && flat(a[!s], k, n)) {
+				v->sfn[s](dst.p, s ? a[!s].p : a[s].p, s ? a[s].p : a[!s].p, len);
+				return;
+			}
+		if (n > 1 && rows_flat(a[0], n) && rows_flat(a[1], n)) {
+			/* a row broadcast down the rows (so 0): row by row */
+			size_t es = vm->esz;
+			for (int64_t i = 0; i < k; i++)
+				v->f2(dst.p + (size_t)(i * n) * es, a[0].p + (size_t)(i * a[0].so) * es,
+				      a[1].p + (size_t)(i * a[1].so) * es, n);
+			return;
+		}
+		for (int s = 0; s < 2 && n > 1; s++) {
+			const struct bv *one = &a[s], *many = &a[!s];
+			if (v->sfn[s] && row_uniform(*one, n) && rows_flat(*many, n)) {
+				size_t es = vm->esz;
+				for (int64_t i = 0; i < k; i++) {
+					const char *po = one->p + (size_t)(i * one->so) * es,
+						   *pm = many->p + (size_t)(i * many->so) * es;
+					v->sfn[s](dst.p + (size_t)(i * n) * es, s ? pm : po, s ? po : pm, n);
+				}
+				return;
+			}
+		}
+	}
+	struct tir_tensor t[3], d;
+	struct tir_buf tb[3], db;
 	struct tir_err e = {0};
-	const struct tir_node *n = vm->nd[j].n;
-	int64_t len = dst->shape[0] * dst->shape[1];
-	if (n->nin == 1 && tir_vmath_unary_op(n->op) && flat(&a[0]) && flat(dst)) {
-		if (vm->dt == TIR_DTYPE_F32)
-			tir_vmath_f32(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), len);
-		else
-			tir_vmath_f64(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), len);
-		return;
-	}
-	if (n->nin == 2 && tir_vmath_binary_op(n->op) && flat(&a[0]) && flat(&a[1]) && flat(dst)) {
-		if (vm->dt == TIR_DTYPE_F32)
-			tir_vmath2_f32(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), tir_tensor_data(&a[1]), len);
-		else
-			tir_vmath2_f64(n->op, tir_tensor_data(dst), tir_tensor_data(&a[0]), tir_tensor_data(&a[1]), len);
-		return;
-	}
-	if (n->nin == 1)
-		TIR_ASSERT(tir_k_unary(n->op, &a[0], dst, &e) == 0);
+	for (int q = 0; q < v->n->nin; q++)
+		mkview(&t[q], &tb[q], vm->dt, a[q].p, k, n, a[q].so, a[q].si);
+	mkview(&d, &db, vm->dt, dst.p, k, n, dst.so, dst.si);
+	if (v->n->nin == 1)
+		TIR_ASSERT(tir_k_unary(v->n->op, &t[0], &d, &e) == 0);
 	else
-		TIR_ASSERT(tir_k_binary(n->op, &a[0], &a[1], dst, &e) == 0);
+		TIR_ASSERT(tir_k_binary(v->n->op, &t[0], &t[1], &d, &e) == 0);
 }
 
 /* Make FULL (or ALIAS) member j's cols [lo, lo + n) of the block. */
@@ -417,17 +480,16 @@ static void ensure(struct blk *b, int j, int64_t lo, int64_t n)
 	j = vm->nd[j].base;
 	if (b->m_r0[j] == b->r0 && b->m_lo[j] == lo && b->m_n[j] == n)
 		return;
-	struct tir_tensor a[3], dst;
-	struct tir_buf ab[3], db;
+	struct bv a[3], dst;
 	for (int k = 0; k < vm->nd[j].n->nin; k++)
-		operand(b, j, k, lo, n, &a[k], &ab[k]);
+		a[k] = operand(b, j, k, lo, n);
 	char *o = vm->out + (b->r0 * vm->cols + lo) * (int64_t)vm->esz;
 	bool tile = vm->nd[j].reg < 0 && n < vm->cols && b->k > 1;
 	if (vm->nd[j].reg < 0 && !tile)
-		mkview(&dst, &db, vm->dt, o, b->k, n, vm->cols, 1);
+		dst = bview(o, vm->cols, 1);
 	else
-		mkview(&dst, &db, vm->dt, big_reg(b, tile ? vm->tile_reg : vm->nd[j].reg), b->k, n, n, 1);
-	apply(vm, j, a, &dst);
+		dst = bview(big_reg(b, tile ? vm->tile_reg : vm->nd[j].reg), n, 1);
+	apply(vm, j, a, dst, b->k, n);
 	if (vm->nd[j].steal >= 0)
 		b->m_r0[vm->nd[j].steal] = -1; /* its register holds j now */
 	/* kernels write contiguous memory: a tile of the root goes out by rows */
@@ -455,14 +517,46 @@ static const void *red_piece(void *ctx, int64_t lo, int64_t n)
 		p = big_reg(b, vm->nd[vm->nd[o].base].reg);
 		stride = bn;
 	} else {
-		struct tir_tensor t;
-		struct tir_buf tb;
-		src_block(b, ~o, blo, bn, &t, &tb);
-		TIR_ASSERT(t.strides[1] == 1 || bn == 1);
-		p = tir_tensor_data(&t);
-		stride = t.strides[0];
+		struct bv t = src_block(b, ~o, blo, bn, false);
+		TIR_ASSERT(t.si == 1 || bn == 1);
+		p = t.p;
+		stride = t.so;
 	}
 	return p + (b->row * stride + (lo - blo)) * (int64_t)vm->esz;
+}
+
+/* Elements [r0, r0 + k) of a group of elements (vm->elems): its members
+ * in order, straight, without ensure's memo (every member is needed once
+ * per block): what a block of a few hundred elements spends outside
+ * vmath is what limits a chain. */
+static void run_elems(struct blk *b)
+{
+	struct vm *vm = b->vm;
+	int64_t k = b->k;
+	size_t es = vm->esz;
+	for (int j = 0; j < vm->n; j++) {
+		const struct vnode *v = &vm->nd[j];
+		if (v->pre || v->base != j)
+			continue;
+		struct bv a[3];
+		for (int q = 0; q < v->n->nin; q++) {
+			int o = v->op[q];
+			a[q] = o >= 0 ? bview(big_reg(b, vm->nd[vm->nd[o].base].reg), 1, 1)
+				      : src_block(b, ~o, 0, 1, v->sfn[q] != NULL);
+		}
+		char *d = v->reg < 0 ? vm->out + b->r0 * (int64_t)es : big_reg(b, v->reg);
+		/* one element per row: flat is so 1, the same value so 0 */
+		if (v->f1 && a[0].so == 1)
+			v->f1(d, a[0].p, k);
+		else if (v->f2 && a[0].so == 1 && a[1].so == 1)
+			v->f2(d, a[0].p, a[1].p, k);
+		else if (v->sfn[1] && a[1].so == 0 && a[0].so == 1)
+			v->sfn[1](d, a[0].p, a[1].p, k);
+		else if (v->sfn[0] && a[0].so == 0 && a[1].so == 1)
+			v->sfn[0](d, a[0].p, a[1].p, k);
+		else
+			apply(vm, j, a, bview(d, 1, 0), k, 1);
+	}
 }
 
 /* Rows [r0, r0 + k): per-row members in order, then the root's cols. */
@@ -471,6 +565,10 @@ static void run_block(struct blk *b, int64_t r0, int64_t k)
 	struct vm *vm = b->vm;
 	b->r0 = r0;
 	b->k = k;
+	if (vm->elems) {
+		run_elems(b);
+		return;
+	}
 	for (int j = 0; j < vm->n; j++) {
 		struct vnode *v = &vm->nd[j];
 		if (v->pre || v->cls != TIR_FC_ROW)
@@ -483,12 +581,10 @@ static void run_block(struct blk *b, int64_t r0, int64_t k)
 					       dst + (size_t)b->row * vm->esz);
 			continue;
 		}
-		struct tir_tensor a[3], t;
-		struct tir_buf ab[3], tb;
+		struct bv a[3];
 		for (int s = 0; s < v->n->nin; s++)
-			operand(b, j, s, 0, 1, &a[s], &ab[s]);
-		mkview(&t, &tb, vm->dt, dst, k, 1, 1, 0);
-		apply(vm, j, a, &t);
+			a[s] = operand(b, j, s, 0, 1);
+		apply(vm, j, a, bview(dst, 1, 0), k, 1);
 	}
 	int root = vm->n - 1;
 	if (vm->nd[root].cls == TIR_FC_FULL)
@@ -779,6 +875,10 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		v->reg = -1;
 		v->steal = -1;
 		v->base = j;
+		v->f1 = v->n->nin == 1 ? tir_vmath_unary_fn(v->n->op, vm->dt) : NULL;
+		v->f2 = v->n->nin == 2 ? tir_vmath_binary_fn(v->n->op, vm->dt) : NULL;
+		for (int k = 0; k < 2; k++)
+			v->sfn[k] = v->n->nin == 2 ? tir_vmath_binary_scalar_fn(v->n->op, vm->dt, k) : NULL;
 		if (v->cls == TIR_FC_ONCE) {
 			rc = premake(vm, j, err);
 		} else if (v->red && value_of(vm, j, 0) >= 0) {
@@ -897,11 +997,11 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		vm->k = TILE;
 		vm->chunk = TILE;
 		vm->tile_reg = vm->nbig++;
-	} else if (cols <= (info->reduces ? ROWBYTES / (int64_t)vm->esz : BLK)) {
+	} else if (cols <= (info->reduces ? ROWBYTES / (int64_t)vm->esz : EBLK)) {
 		/* rows of a reducing group: several together (in L2), so
 		 * that the per-call costs of its ops are spread over more
 		 * elements; plain elements: L1-sized blocks */
-		vm->k = (info->reduces ? ROWBYTES / (int64_t)vm->esz : BLK) / cols;
+		vm->k = (info->reduces ? ROWBYTES / (int64_t)vm->esz : EBLK) / cols;
 		vm->chunk = cols;
 	} else {
 		vm->k = 1;
@@ -911,6 +1011,10 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		vm->k = rows > 0 ? rows : 1;
 	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);
 	vm->task_rows = vm->chunk < cols && !tiled ? 1 : vm->k * (TASK / (vm->k * cols) > 1 ? TASK / (vm->k * cols) : 1);
+	vm->elems = vm->cols == 1 && !info->reduces && !tiled && !info->leading;
+	for (int j = 0; j < g->n; j++)
+		vm->elems &= vm->nd[j].pre || vm->nd[j].cls == TIR_FC_FULL ||
+			     (vm->nd[j].cls == TIR_FC_ALIAS && j < g->n - 1);
 	vm->bigsz = round64((size_t)(vm->k * vm->chunk) * vm->esz);
 	vm->smallsz = round64((size_t)vm->k * vm->esz);
 out:

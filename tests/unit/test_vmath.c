@@ -925,6 +925,78 @@ static void test_moments(void)
 	CHECK(far == 0);
 }
 
+/* ---- 4d. the one-value binary functions (tir_vmath_binary_scalar_fn):
+ * bitwise the array function over copies, signed zeros and NaN payloads
+ * included, either side, over tails and in place ---- */
+
+static void test_scalar_fn(void)
+{
+	static const enum tir_op ops[] = {TIR_OP_ADD, TIR_OP_SUB, TIR_OP_MUL, TIR_OP_DIV, TIR_OP_POW};
+	static const double cs[] = {0.0, -0.0, 1.5, -2.0, 3e-39, INFINITY, -INFINITY, NAN, -NAN};
+	enum { N = 77 };
+	for (int t = 0; t < 2; t++) {
+		enum tir_dtype dt = t ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+		size_t sz = t ? 8 : 4;
+		unsigned char x[N * 8], c[8], cc[N * 8], want[N * 8], got[N * 8];
+		for (int i = 0; i < N; i++) {
+			double v = i % 7 == 0 ? NAN : i % 11 == 0 ? -INFINITY : i % 13 == 0 ? -0.0 : unif(-4, 4);
+			if (t) {
+				uint64_t u;
+				memcpy(&u, &v, 8);
+				if (i % 7 == 0)
+					u |= (uint64_t)i;   /* NaNs with payloads */
+				memcpy(x + i * 8, &u, 8);
+			} else {
+				float f = (float)v;
+				uint32_t u;
+				memcpy(&u, &f, 4);
+				if (i % 7 == 0)
+					u |= (uint32_t)i;
+				memcpy(x + i * 4, &u, 4);
+			}
+		}
+		CHECK(!tir_vmath_binary_scalar_fn(TIR_OP_MAXIMUM, dt, 1));
+		CHECK(!tir_vmath_binary_scalar_fn(TIR_OP_ADD, TIR_DTYPE_I32, 1));
+		CHECK(!tir_vmath_binary_scalar_fn(TIR_OP_ADD, dt, 2));
+		for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+			tir_vmath2_fn arr = tir_vmath_binary_fn(ops[o], dt);
+			for (int k = 0; k < 2; k++) {
+				tir_vmath2_fn one = tir_vmath_binary_scalar_fn(ops[o], dt, k);
+				CHECK(one != NULL);
+				if (!one)
+					continue;
+				for (size_t q = 0; q < sizeof cs / sizeof cs[0]; q++) {
+					if (t) {
+						uint64_t u;
+						memcpy(&u, &cs[q], 8);
+						if (q == 8)
+							u |= 0x123u;   /* a payload */
+						memcpy(c, &u, 8);
+					} else {
+						float f = (float)cs[q];
+						uint32_t u;
+						memcpy(&u, &f, 4);
+						if (q == 8)
+							u |= 0x123u;
+						memcpy(c, &u, 4);
+					}
+					for (int i = 0; i < N; i++)
+						memcpy(cc + i * sz, c, sz);
+					for (int n = 0; n <= N; n += n < 20 ? 1 : 19) {
+						arr(want, k ? x : cc, k ? cc : x, n);
+						one(got, k ? x : c, k ? c : x, n);
+						CHECK(memcmp(want, got, (size_t)n * sz) == 0);
+					}
+					arr(want, k ? x : cc, k ? cc : x, N);
+					memcpy(got, x, N * sz);   /* in place */
+					one(got, k ? got : c, k ? c : got, N);
+					CHECK(memcmp(want, got, N * sz) == 0);
+				}
+			}
+		}
+	}
+}
+
 /* ---- 5. the choice: TIR_VMATH, in child processes (it is made once) ---- */
 
 static void test_choice(void)
@@ -1055,5 +1127,6 @@ int main(void)
 	test_expsum();
 	test_moments();
 	test_kernels();
+	test_scalar_fn();
 	return check_report("test_vmath");
 }
