@@ -25,8 +25,11 @@
  * value across its last axis (a transpose) runs over 32x32 tiles.
  * Values read from memory are read in place when the block is a 2-D
  * strided view of them, else gathered per block.  Contiguous blocks go
- * straight to vmath, as the reference kernels' contiguous runs do.
- * Interior values live only in registers.
+ * straight to vmath (each member's function looked up once), as the
+ * reference kernels' contiguous runs do; a scalar or a value per row goes
+ * unspread to vmath's one-value functions.  A group of plain elements runs
+ * its members in order per block of EBLK (run_elems), with none of the
+ * bookkeeping that rows need.  Interior values live only in registers.
  */
 #include "fusion.h"
 #include "../exec/vmath.h"
