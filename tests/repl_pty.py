@@ -126,6 +126,25 @@ class Session:
         os.close(self.fd)
 
 
+def stop_long_computation(s, matmuls, what, bound):
+    """Ctrl-C while `sum(r)` runs, r a chain of `matmuls` 2048x2048
+    matmuls: the prompt comes back saying 'interrupted', with no result,
+    within `bound` seconds."""
+    s.send(b"big = randn([2048, 2048]) * 0.02\r")
+    s.expect(r"\ntir> ")
+    s.send(b"r = big" + b" @ big" * matmuls + b"\r")
+    s.expect(r"\ntir> ")
+    s.send(b"sum(r)\r")
+    s.expect(r"sum\(r\)\s*\n")
+    s.settle(1.0)
+    t0 = time.time()
+    s.send(b"\x03")
+    m = s.expect(r"interrupted\s*\ntir> ", timeout=30)
+    took = time.time() - t0
+    check(what, m is not None and "sum(r): f32" not in s.text(), repr(s.text(s.mark)[-300:]))
+    check("the stop is prompt", took < bound, f"{took:.1f} s")
+
+
 def main():
     tir = os.path.abspath(sys.argv[1])
     home = tempfile.mkdtemp(prefix="tir-pty.")
@@ -198,20 +217,7 @@ def main():
         check("Ctrl-C in a continuation", s.expect(r"\^C\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
 
         # Ctrl-C stops a long computation: a chain of big matmuls
-        s.send(b"big = randn([2048, 2048]) * 0.02\r")
-        s.expect(r"\ntir> ")
-        s.send(b"r = big" + b" @ big" * 200 + b"\r")
-        s.expect(r"\ntir> ")
-        s.send(b"sum(r)\r")
-        s.expect(r"sum\(r\)\s*\n")
-        s.settle(1.0)
-        t0 = time.time()
-        s.send(b"\x03")
-        m = s.expect(r"interrupted\s*\ntir> ", timeout=30)
-        took = time.time() - t0
-        check("Ctrl-C stops a computation", m is not None and "sum(r): f32" not in s.text(),
-              repr(s.text(s.mark)[-300:]))
-        check("the stop is prompt", took < 10, f"{took:.1f} s")
+        stop_long_computation(s, 200, "Ctrl-C stops a computation", 10)
         s.send(b"a * 10\r")
         check("session intact after Ctrl-C",
               s.expect(r"\[10, 20\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-300:]))
