@@ -19,7 +19,7 @@
 #pragma GCC optimize("vect-cost-model=cheap")
 #endif
 
-#define ROWS_PER_TASK 32
+#define ROWS_PER_TASK 128
 
 /* One build per ISA, picked at load time.  The lanes of every sum are
  * fixed in the code and C11 forbids contracting to FMA here, so all
