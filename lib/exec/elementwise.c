@@ -527,6 +527,73 @@ int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_t
 	return 0;
 }
 
+/* ---- masks: comparisons and where inside a float kernel ---- */
+
+/* A comparison giving 1 or 0 of its operands' float type. */
+#define MASK_CMP(T)                                                          \
+	switch (op) {                                                        \
+	case TIR_OP_EQ: RUN2(T, T, a == b); break;                           \
+	case TIR_OP_NE: RUN2(T, T, a != b); break;                           \
+	case TIR_OP_LT: RUN2(T, T, a < b); break;                            \
+	case TIR_OP_LE: RUN2(T, T, a <= b); break;                           \
+	case TIR_OP_GT: RUN2(T, T, a > b); break;                            \
+	case TIR_OP_GE: RUN2(T, T, a >= b); break;                           \
+	default: return RUN_UNSUPPORTED;                                     \
+	}
+
+static int mask_cmp_run(enum tir_op op, enum tir_dtype dt, BINARY_ARGS)
+{
+	if (dt == TIR_DTYPE_F32)
+		MASK_CMP(float)
+	else if (dt == TIR_DTYPE_F64)
+		MASK_CMP(double)
+	else
+		return RUN_UNSUPPORTED;
+	return 0;
+}
+#undef MASK_CMP
+
+static int mask_where_run(enum tir_dtype dt, TERNARY_ARGS)
+{
+	switch (dt) {
+	case TIR_DTYPE_F32: RUN3(float, float, float, c != 0 ? a : b); break;
+	case TIR_DTYPE_F64: RUN3(double, double, double, c != 0 ? a : b); break;
+	default: return RUN_UNSUPPORTED;
+	}
+	return 0;
+}
+
+int tir_k_mask(enum tir_op op, const struct tir_tensor *in, struct tir_tensor *out, struct tir_err *err)
+{
+	int nin = op == TIR_OP_WHERE ? 3 : 2;
+	bool ok = out->dtype == TIR_DTYPE_F32 || out->dtype == TIR_DTYPE_F64;
+	for (int k = 0; k < nin; k++)
+		ok &= in[k].dtype == out->dtype && same_shape(&in[k], out) && ready(&in[k]);
+	if (!ok || !tir_tensor_is_contiguous(out) || !ready(out))
+		return misuse(err, "mask", op, out->dtype);
+	struct tir_iter it;
+	const int64_t *st[4] = {out->strides, in[0].strides, in[1].strides, in[nin - 1].strides};
+	const void *p[3];
+	for (int k = 0; k < nin; k++)
+		p[k] = tir_tensor_data(&in[k]);
+	void *po = tir_tensor_data(out);
+	if (!tir_iter_init(&it, out->rank, out->shape, nin + 1, st))
+		return 0;
+	do {
+		void *o = (void *)AT(out, po, 0);
+		int rc;
+		if (op == TIR_OP_WHERE)
+			rc = mask_where_run(out->dtype, o, AT(&in[0], p[0], 1), it.istride[1], AT(&in[1], p[1], 2),
+					    it.istride[2], AT(&in[2], p[2], 3), it.istride[3], it.inner);
+		else
+			rc = mask_cmp_run(op, out->dtype, o, AT(&in[0], p[0], 1), it.istride[1], AT(&in[1], p[1], 2),
+					  it.istride[2], it.inner);
+		if (rc)
+			return run_failed(rc, "mask", op, out->dtype, err);
+	} while (tir_iter_next(&it));
+	return 0;
+}
+
 /* ---- creation ---- */
 
 /* value in out's dtype: integers from ivalue when is_int, else truncated. */

@@ -85,6 +85,11 @@ int tir_k_binary(enum tir_op op, const struct tir_tensor *a, const struct tir_te
  * (all broadcast to out's shape) */
 int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *y,
 		  const struct tir_tensor *z, struct tir_tensor *out, struct tir_err *err);
+/* Masks as a fused kernel holds them, 1 or 0 of its float dtype: a
+ * comparison (EQ NE LT LE GT GE) of in[0], in[1], or WHERE selecting in[1]
+ * where in[0] is not 0, else in[2]; every in[k] out's dtype and shape
+ * (broadcast views). */
+int tir_k_mask(enum tir_op op, const struct tir_tensor *in, struct tir_tensor *out, struct tir_err *err);
 
 /* reductions: mask[axis] says which axes of x reduce.  out holds the kept
  * axes in order (its shape as if keepdims were false, or with 1s: the

@@ -26,6 +26,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+static bool is_float(int dt)
+{
+	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+}
+
+static bool is_cmp(enum tir_op op)
+{
+	return op == TIR_OP_EQ || op == TIR_OP_NE || op == TIR_OP_LT || op == TIR_OP_LE ||
+	       op == TIR_OP_GT || op == TIR_OP_GE;
+}
+
+/* The dtype n is computed in inside a kernel: its result's, but for a
+ * comparison the dtype it compares in (its bool result is held as 0 or 1
+ * of that dtype, which is what a float reader converts a bool to). */
+enum tir_dtype tir_fuse_dtype(const struct tir_node *n)
+{
+	return is_cmp(n->op) ? tir_compute_dtype(n) : (enum tir_dtype)n->type.dtype;
+}
+
 bool tir_fusable(const struct tir_node *n)
 {
 	switch (n->op) {
@@ -36,13 +55,23 @@ bool tir_fusable(const struct tir_node *n)
 	case TIR_OP_CEIL: case TIR_OP_ROUND: case TIR_OP_SIGN:
 	case TIR_OP_ADD: case TIR_OP_SUB: case TIR_OP_MUL: case TIR_OP_DIV:
 	case TIR_OP_POW: case TIR_OP_MAXIMUM: case TIR_OP_MINIMUM: case TIR_OP_MOD:
+	case TIR_OP_CLIP:
+		break;
+	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
+		/* a mask inside a float kernel, never its result (can_root) */
+		return is_float(tir_compute_dtype(n));
+	case TIR_OP_WHERE:
+		/* the condition is converted to the kernel's dtype and tested
+		 * against 0: exact for bool, integers and floats but for an f64
+		 * one in an f32 kernel (1e-50 would become 0) */
+		if (n->in[0]->type.dtype == TIR_DTYPE_F64 && n->type.dtype == TIR_DTYPE_F32)
+			return false;
 		break;
 	default:
 		return false;
 	}
 	/* float in, float out: the dtype it computes in is its result's */
-	return (n->type.dtype == TIR_DTYPE_F32 || n->type.dtype == TIR_DTYPE_F64) &&
-	       tir_compute_dtype(n) == n->type.dtype && !n->type.weak;
+	return is_float(n->type.dtype) && tir_compute_dtype(n) == n->type.dtype && !n->type.weak;
 }
 
 static bool same_shape(const struct tir_type *a, const struct tir_type *b)
@@ -55,10 +84,6 @@ static bool same_shape(const struct tir_type *a, const struct tir_type *b)
 	return true;
 }
 
-static bool is_float(int dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
-}
 
 /* Movement ops that are views: a fused kernel reads through them. */
 static bool is_view_op(enum tir_op op)
@@ -170,7 +195,7 @@ static const char *why_not(const struct tir_node *r, const struct tir_node *o, i
 	} else if (!tir_fusable(o)) {
 		return k == TIR_KIND_ELEMWISE ? "an operand's dtype does not fuse" : "an operand is not elementwise";
 	}
-	if (o->type.dtype != r->type.dtype)
+	if ((int)tir_fuse_dtype(o) != r->type.dtype)
 		return "an operand has another dtype";
 	if (target[o->id])
 		return "an operand is printed or saved";
@@ -522,9 +547,9 @@ static int64_t bytes_of(const struct tir_node *n)
 }
 
 /* Whether reader r may take a value of dtype dt into its kernel. */
-static bool takes(const struct tir_node *r, int dt)
+static bool takes(const struct tir_node *r, enum tir_dtype dt)
 {
-	if (r->type.dtype != dt)
+	if (tir_fuse_dtype(r) != dt)
 		return false;
 	return tir_op(r->op)->kind == TIR_KIND_REDUCE ? !why_not_reduce(r) : tir_fusable(r);
 }
@@ -552,7 +577,7 @@ static bool subtree(const struct tir_node *o, const int32_t *readers, const bool
 				return false;
 			continue;
 		}
-		if (readers[x->id] != 1 || x->type.dtype != o->type.dtype ||
+		if (readers[x->id] != 1 || tir_fuse_dtype(x) != tir_fuse_dtype(o) ||
 		    !subtree(x, readers, target, depth + 1, cost, leaves, nleaves, nops))
 			return false;
 	}
@@ -588,7 +613,7 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 			if (!o || again)
 				continue;
 			readers[o->id]++;
-			bad[o->id] |= !takes(r, o->type.dtype);
+			bad[o->id] |= !takes(r, tir_fuse_dtype(o));
 		}
 		bad[i] |= target[i];
 	}
@@ -853,7 +878,7 @@ static bool can_root(const struct tir_node *r)
 		int64_t rows, cols;
 		return !why || (!strcmp(why, "an operand reduces leading axes") && red_lead(r, &split, &rows, &cols));
 	}
-	return tir_fusable(r);
+	return tir_fusable(r) && !is_cmp(r->op);
 }
 
 int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,

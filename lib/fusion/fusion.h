@@ -111,8 +111,12 @@ void tir_plan_free(struct tir_plan *plan);
 int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
 		    const bool *target, struct tir_plan *plan);
 
-/* Whether op may be inside a fused elementwise group (f32/f64 only). */
+/* Whether op may be inside a fused elementwise group (f32/f64 only;
+ * comparisons as masks, never a group's root). */
 bool tir_fusable(const struct tir_node *n);
+/* The dtype n is computed in inside a group: its result's, but a
+ * comparison's compare dtype (its mask holds 0 or 1 of it). */
+enum tir_dtype tir_fuse_dtype(const struct tir_node *n);
 
 /* Run a group: in[k] is the value of g->inputs[k] (any dtype, any layout;
  * converted and broadcast here); out is allocated contiguous for root. */

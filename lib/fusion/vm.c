@@ -420,6 +420,22 @@ static bool row_uniform(struct bv v, int64_t n)
 	return n == 1 || v.si == 0;
 }
 
+/* Member n's reference kernel over a[] (broadcast to d's shape) into d,
+ * all of the group's dtype.  A comparison's result is a mask, 1 or 0 of
+ * that dtype (what a float reader converts a bool to), and where tests its
+ * condition against 0 (as the conversion to bool does). */
+static int member_kernel(const struct tir_node *n, const struct tir_tensor *a, struct tir_tensor *d,
+			 struct tir_err *err)
+{
+	if (n->op == TIR_OP_WHERE || n->type.dtype == TIR_DTYPE_BOOL)
+		return tir_k_mask(n->op, a, d, err);
+	if (n->nin == 1)
+		return tir_k_unary(n->op, &a[0], d, err);
+	if (n->nin == 2)
+		return tir_k_binary(n->op, &a[0], &a[1], d, err);
+	return tir_k_ternary(n->op, &a[0], &a[1], &a[2], d, err);
+}
+
 /* Apply member j's op to [k, n] views a[] into dst (floats: cannot fail).
  * Contiguous operands go straight to vmath's function for the op, and an
  * operand constant over the block (or each row) to its function taking one
@@ -470,10 +486,7 @@ static void apply(const struct vm *vm, int j, const struct bv *a, struct bv dst,
 	for (int q = 0; q < v->n->nin; q++)
 		mkview(&t[q], &tb[q], vm->dt, a[q].p, k, n, a[q].so, a[q].si);
 	mkview(&d, &db, vm->dt, dst.p, k, n, dst.so, dst.si);
-	if (v->n->nin == 1)
-		TIR_ASSERT(tir_k_unary(v->n->op, &t[0], &d, &e) == 0);
-	else
-		TIR_ASSERT(tir_k_binary(v->n->op, &t[0], &t[1], &d, &e) == 0);
+	TIR_ASSERT(member_kernel(v->n, t, &d, &e) == 0);
 }
 
 /* Make FULL (or ALIAS) member j's cols [lo, lo + n) of the block. */
@@ -773,10 +786,8 @@ static int premake(struct vm *vm, int j, struct tir_err *err)
 		for (int k = 0; k < n->nin; k++)
 			tir_view_broadcast(&vm->vals[value_of(vm, j, k)], n->type.rank, n->type.shape, &a[k]);
 		rc = tir_tensor_alloc(v, vm->dt, n->type.rank, n->type.shape, false, err);
-		if (!rc && n->nin == 1)
-			rc = tir_k_unary(n->op, &a[0], v, err);
-		else if (!rc)
-			rc = tir_k_binary(n->op, &a[0], &a[1], v, err);
+		if (!rc)
+			rc = member_kernel(n, a, v, err);
 		for (int k = 0; k < n->nin; k++)
 			tir_tensor_release(&a[k]);
 	}

@@ -15,6 +15,7 @@ import tempfile
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu", "silu",
          "erf", "sin", "cos", "floor", "ceil", "round", "sign", "rsqrt", "recip"]
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod"]
+CMP = ["eq", "ne", "lt", "le", "gt", "ge"]
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
@@ -71,6 +72,8 @@ class Gen:
         if r < 0.5:
             op = self.rng.choice(UNARY)
             return f"{op}({self.expr(shape, dtype, depth - 1)})"
+        if r < 0.58:
+            return self.select(shape, dtype, depth)
         op = self.rng.choice(BINARY)
         a = self.expr(shape, dtype, depth - 1)
         bshape = self.broadcast_of(shape) if self.rng.random() < 0.3 else shape
@@ -78,6 +81,31 @@ class Gen:
         if op in INFIX and self.rng.random() < 0.5:
             return f"({a} {INFIX[op]} {b})"
         return f"{op}({a}, {b})"
+
+    def select(self, shape, dtype, depth):
+        """where and clip, with comparisons as their masks (fused as 1 or 0
+        of the kernel's dtype); a condition may also be a bool value read
+        from memory, or a float one (tested against 0)."""
+        def sub():
+            bshape = self.broadcast_of(shape) if self.rng.random() < 0.3 else shape
+            return self.expr(bshape, dtype, depth - 1)
+        if self.rng.random() < 0.3:
+            lo = self.rng.choice(["-0.5", "-1", "0"])
+            hi = self.rng.choice(["0.5", "1", "2"]) if self.rng.random() < 0.7 else sub()
+            return f"clip({self.expr(shape, dtype, depth - 1)}, {lo}, {hi})"
+        k = self.rng.random()
+        if k < 0.6:
+            cond = f"{self.rng.choice(CMP)}({sub()}, {sub()})"
+        elif k < 0.8:
+            # a mask computed by another kernel (or printed): read as bool
+            m = self.name()
+            self.lines.append(f"{m} = {self.rng.choice(CMP)}({sub()}, {self.rng.choice(['0', '0.25', '-0.5'])})")
+            if self.rng.random() < 0.3:
+                self.lines.append(f"print {m}")
+            cond = m
+        else:
+            cond = sub()
+        return f"where({cond}, {sub()}, {sub()})"
 
     def reduction(self, shape, dtype):
         """A reduction of an elementwise expression over random axes, maybe
