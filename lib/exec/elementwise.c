@@ -122,23 +122,30 @@ INT_HELPERS(64, int64_t, uint64_t)
 		}                                                            \
 	} while (0)
 
+/* (the cases a fused kernel's blocks give: contiguous operands, and one
+ * value for where's fill or clip's bounds, as loops GCC vectorizes) */
+#define RUN3_LOOP(TO, TC, TI, EXPR, IC, IA, IB)                              \
+	for (int64_t i = 0; i < n; i++) {                                    \
+		TC c = c_[IC];                                               \
+		TI a = a_[IA], b = b_[IB];                                   \
+		o_[i] = (EXPR);                                              \
+	}
+
 #define RUN3(TO, TC, TI, EXPR)                                               \
 	do {                                                                 \
 		TO *o_ = o;                                                  \
 		const TC *c_ = pc;                                           \
 		const TI *a_ = pa, *b_ = pb;                                 \
 		if (sc == 1 && sa == 1 && sb == 1)                           \
-			for (int64_t i = 0; i < n; i++) {                    \
-				TC c = c_[i];                                \
-				TI a = a_[i], b = b_[i];                     \
-				o_[i] = (EXPR);                              \
-			}                                                    \
+			RUN3_LOOP(TO, TC, TI, EXPR, i, i, i)                 \
+		else if (sc == 1 && sa == 1 && sb == 0)                      \
+			RUN3_LOOP(TO, TC, TI, EXPR, i, i, 0)                 \
+		else if (sc == 1 && sa == 0 && sb == 1)                      \
+			RUN3_LOOP(TO, TC, TI, EXPR, i, 0, i)                 \
+		else if (sc == 1 && sa == 0 && sb == 0)                      \
+			RUN3_LOOP(TO, TC, TI, EXPR, i, 0, 0)                 \
 		else                                                         \
-			for (int64_t i = 0; i < n; i++) {                    \
-				TC c = c_[i * sc];                           \
-				TI a = a_[i * sa], b = b_[i * sb];           \
-				o_[i] = (EXPR);                              \
-			}                                                    \
+			RUN3_LOOP(TO, TC, TI, EXPR, i * sc, i * sa, i * sb)  \
 	} while (0)
 
 #define UNARY_ARGS void *o, const void *px, int64_t sx, int64_t n
@@ -561,6 +568,21 @@ static int mask_where_run(enum tir_dtype dt, TERNARY_ARGS)
 	default: return RUN_UNSUPPORTED;
 	}
 	return 0;
+}
+
+int tir_k_select_run(enum tir_op op, bool mask, enum tir_dtype dt, void *out, const void *const *p,
+		     const int64_t *st, int64_t n)
+{
+	int rc;
+	if (op == TIR_OP_WHERE && mask)
+		rc = mask_where_run(dt, out, p[0], st[0], p[1], st[1], p[2], st[2], n);
+	else if (op == TIR_OP_CLIP)
+		rc = clip_run(dt, out, p[0], st[0], p[1], st[1], p[2], st[2], n);
+	else if (mask)
+		rc = mask_cmp_run(op, dt, out, p[0], st[0], p[1], st[1], n);
+	else
+		rc = RUN_UNSUPPORTED;
+	return rc;
 }
 
 int tir_k_mask(enum tir_op op, const struct tir_tensor *in, struct tir_tensor *out, struct tir_err *err)

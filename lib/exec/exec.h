@@ -90,6 +90,12 @@ int tir_k_ternary(enum tir_op op, const struct tir_tensor *x, const struct tir_t
  * where in[0] is not 0, else in[2]; every in[k] out's dtype and shape
  * (broadcast views). */
 int tir_k_mask(enum tir_op op, const struct tir_tensor *in, struct tir_tensor *out, struct tir_err *err);
+/* One run of n elements of a fused kernel's where, clip or comparison
+ * (mask: a comparison giving 1 or 0 of dt, where testing p[0] against 0)
+ * over operands p[k] with strides st[k] (0 or 1 are fast), all of dtype
+ * dt; out contiguous.  Returns 0, or nonzero for an op it does not do. */
+int tir_k_select_run(enum tir_op op, bool mask, enum tir_dtype dt, void *out, const void *const *p,
+		     const int64_t *st, int64_t n);
 
 /* reductions: mask[axis] says which axes of x reduce.  out holds the kept
  * axes in order (its shape as if keepdims were false, or with 1s: the

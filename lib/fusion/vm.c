@@ -85,6 +85,8 @@ struct vnode {
 	 * arrays, and with operand k one value (taken unspread) */
 	tir_vmath1_fn f1;
 	tir_vmath2_fn f2, sfn[2];
+	bool sel;                /* where, clip or a comparison: tir_k_select_run */
+	bool mask;               /* a comparison (1 or 0), or where reading a mask */
 };
 
 struct vm {
@@ -480,6 +482,19 @@ static void apply(const struct vm *vm, int j, const struct bv *a, struct bv dst,
 			}
 		}
 	}
+	if (v->sel && flat(dst, k, n)) {
+		/* operands contiguous or one value: one run */
+		const void *p[3];
+		int64_t st[3];
+		bool ok = true;
+		for (int q = 0; q < v->n->nin && ok; q++) {
+			p[q] = a[q].p;
+			st[q] = flat(a[q], k, n) ? 1 : 0;
+			ok = st[q] || uniform(a[q], k, n);
+		}
+		if (ok && !tir_k_select_run(v->n->op, v->mask, vm->dt, dst.p, p, st, len))
+			return;
+	}
 	struct tir_tensor t[3], d;
 	struct tir_buf tb[3], db;
 	struct tir_err e = {0};
@@ -558,7 +573,7 @@ static void run_elems(struct blk *b)
 		for (int q = 0; q < v->n->nin; q++) {
 			int o = v->op[q];
 			a[q] = o >= 0 ? bview(big_reg(b, vm->nd[vm->nd[o].base].reg), 1, 1)
-				      : src_block(b, ~o, 0, 1, v->sfn[q] != NULL);
+				      : src_block(b, ~o, 0, 1, v->sfn[q] != NULL || v->sel);
 		}
 		char *d = v->reg < 0 ? vm->out + b->r0 * (int64_t)es : big_reg(b, v->reg);
 		/* one element per row: flat is so 1, the same value so 0 */
@@ -893,6 +908,8 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		v->f2 = v->n->nin == 2 ? tir_vmath_binary_fn(v->n->op, vm->dt) : NULL;
 		for (int k = 0; k < 2; k++)
 			v->sfn[k] = v->n->nin == 2 ? tir_vmath_binary_scalar_fn(v->n->op, vm->dt, k) : NULL;
+		v->mask = v->n->op == TIR_OP_WHERE || v->n->type.dtype == TIR_DTYPE_BOOL;
+		v->sel = v->mask || v->n->op == TIR_OP_CLIP;
 		if (v->cls == TIR_FC_ONCE) {
 			rc = premake(vm, j, err);
 		} else if (v->red && value_of(vm, j, 0) >= 0) {
