@@ -1,10 +1,10 @@
 # tests/golden-exec.sh — sourced by tests/run.sh and tests/golden-update.sh:
 # how a golden case is run, written once.
 #
-# golden_exec TIR DIR NAME SRC OUT ERR: run case NAME (DIR/NAME.tir) with
-# the command its first line names (`# tir: CMD ARGS...`, read from SRC;
-# `run --quiet` when there is none) in DIR, stdout to OUT, stderr to ERR,
-# with a 20 s timeout.  `# tir: repl ...` pipes the file into `tir repl`.
+# golden_exec TIR DIR NAME SRC OUT ERR [EXTRA]: run case NAME (DIR/NAME.tir)
+# with the command its first line names (`# tir: CMD ARGS...`, read from
+# SRC; `run --quiet` when there is none) and the options EXTRA after them,
+# in DIR, stdout to OUT, stderr to ERR, with a 20 s timeout.  `# tir: repl ...` pipes the file into `tir repl`.
 # Sets verb (the command), args (its arguments) and st (the exit status).
 golden_exec() {
 	_line=$(head -n 1 "$4" | tr -d '\r')
@@ -15,7 +15,7 @@ golden_exec() {
 	_tir=$1 _dir=$2 _name=$3 _out=$5 _err=$6
 	set -f
 	# shellcheck disable=SC2086 # the command line: split on purpose
-	set -- $_cmd
+	set -- $_cmd ${7:-}
 	set +f
 	verb=$1
 	shift

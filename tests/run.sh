@@ -28,8 +28,10 @@
 # Instead of NAME.tir a case may have NAME.gen: a shell script whose stdout
 # is the program (for big or deep inputs that should not be committed); it
 # is written to a temporary NAME.tir and run there; its own first line may
-# be the "# tir:" line.  A fmt case is also checked to be idempotent (fmt of
-# the output is the output) and its output to pass `check`.  Every run has
+# be the "# tir:" line.  A run case must print the same stdout, with the
+# same status, with --no-fuse and with --threads 1 added.  A fmt case is
+# also checked to be idempotent (fmt of the output is the output) and its
+# output to pass `check`.  Every run has
 # a 20 s timeout.  tests/golden-update.sh NAME rewrites a case's expected
 # files from the current binary (for a person to review).
 set -u
@@ -129,6 +131,19 @@ run_case() {
 		head -n 5 "$tmp/err"
 	fi
 	[ $ok = 1 ] || return 1
+	# run: the same stdout (and status) unfused and on one thread
+	if [ "$verb" = run ]; then
+		for extra in --no-fuse "--threads 1"; do
+			golden_exec "$tir" "$dir" "$name" "$src" "$tmp/out2" "$tmp/err2" "$extra"
+			if [ "$st" -ne "$want" ] ||
+			   ! diff -u --label "$name.out (expected)" --label "$name.out (got with $extra)" \
+				"$root/tests/golden/$name.out" "$tmp/out2" >"$tmp/diff"; then
+				gfail_case "$name" "with $extra: exit status $st or stdout differs"
+				cat "$tmp/diff"
+				return 1
+			fi
+		done
+	fi
 	# fmt: the output is a fixed point, and it checks (run from the
 	# case's folder, so that load() finds the fixtures)
 	if [ "$verb" = fmt ] && [ "$st" -eq 0 ]; then
