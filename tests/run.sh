@@ -31,9 +31,9 @@
 # be the "# tir:" line.  A run case must print the same stdout, with the
 # same status, with --no-fuse and with --threads 1 added.  A fmt case is
 # also checked to be idempotent (fmt of the output is the output) and its
-# output to pass `check`.  Every run has
-# a 20 s timeout.  tests/golden-update.sh NAME rewrites a case's expected
-# files from the current binary (for a person to review).
+# output to pass `check`.  Every run has a 20 s timeout.
+# tests/golden-update.sh NAME rewrites a case's expected files from the
+# current binary (for a person to review).
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
