@@ -65,13 +65,57 @@ DEF_PW8(pw8_f32, float, v8f)
 DEF_PW8(pw8_f64, double, v8d)
 
 /* DEF_EXTREMUM's n >= 16 case over contiguous x (TAKE_FMAX / TAKE_FMIN
- * lane by lane: the greater (smaller) value or a NaN replaces the lane) */
+ * lane by lane: the greater (smaller) value or a NaN replaces the lane).
+ * A lane's value is the first greatest (smallest) of its elements, or its
+ * last NaN: so from 48 elements on, its groups of 8 are split over four
+ * accumulators (no chain of compares one long) and the four joined, which
+ * gives the one value unless the order would decide it: a NaN, or equal
+ * values of other bits (0 and -0); then the lanes are redone in order. */
 #define DEF_EXT8(NAME, T, VT, VI, CMP)                                       \
 RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
 {                                                                            \
 	VT m, v;                                                             \
 	memcpy(&m, x, sizeof m);                                             \
 	int64_t j = 8;                                                       \
+	if (n >= 48) {                                                       \
+		VT m1, m2, m3, w;                                            \
+		memcpy(&m1, x + 8, sizeof m1);                               \
+		memcpy(&m2, x + 16, sizeof m2);                              \
+		memcpy(&m3, x + 24, sizeof m3);                              \
+		for (j = 32; j + 32 <= n; j += 32) {                         \
+			memcpy(&v, x + j, sizeof v);                         \
+			memcpy(&w, x + j + 8, sizeof w);                     \
+			m = (VT)(((VI)v & ((v CMP m) | (v != v))) | ((VI)m & ~((v CMP m) | (v != v)))); \
+			m1 = (VT)(((VI)w & ((w CMP m1) | (w != w))) | ((VI)m1 & ~((w CMP m1) | (w != w)))); \
+			memcpy(&v, x + j + 16, sizeof v);                    \
+			memcpy(&w, x + j + 24, sizeof w);                    \
+			m2 = (VT)(((VI)v & ((v CMP m2) | (v != v))) | ((VI)m2 & ~((v CMP m2) | (v != v)))); \
+			m3 = (VT)(((VI)w & ((w CMP m3) | (w != w))) | ((VI)m3 & ~((w CMP m3) | (w != w)))); \
+		}                                                            \
+		for (; j + 8 <= n; j += 8) {                                 \
+			memcpy(&v, x + j, sizeof v);                         \
+			VI t = (v CMP m) | (v != v);                         \
+			m = (VT)(((VI)v & t) | ((VI)m & ~t));                \
+		}                                                            \
+		/* join: any NaN, or a tie of other bits, and order decides */ \
+		VI bad = (m != m) | (m1 != m1) | (m2 != m2) | (m3 != m3);    \
+		bad |= (m1 == m) & ((VI)m1 != (VI)m);                        \
+		VI t = m1 CMP m;                                             \
+		m = (VT)(((VI)m1 & t) | ((VI)m & ~t));                       \
+		bad |= (m2 == m) & ((VI)m2 != (VI)m);                        \
+		t = m2 CMP m;                                                \
+		m = (VT)(((VI)m2 & t) | ((VI)m & ~t));                       \
+		bad |= (m3 == m) & ((VI)m3 != (VI)m);                        \
+		t = m3 CMP m;                                                \
+		m = (VT)(((VI)m3 & t) | ((VI)m & ~t));                       \
+		bool redo = false;                                           \
+		for (int k = 0; k < 8; k++)                                  \
+			redo |= bad[k] != 0;                                 \
+		if (redo) {                                                  \
+			memcpy(&m, x, sizeof m);                             \
+			j = 8;                                               \
+		}                                                            \
+	}                                                                    \
 	for (; j + 8 <= n; j += 8) {                                         \
 		memcpy(&v, x + j, sizeof v);                                 \
 		VI t = (v CMP m) | (v != v);                                 \
