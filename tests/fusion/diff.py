@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """diff.py --tir BUILD/tir [--cases N] [--seed S]: randomized differential
-test of the fuser.  Generates N programs (fixed seeds) of elementwise,
-broadcast, reduce and movement ops, runs each fused and with --no-fuse, and
-compares every printed value at full precision.  Fused kernels compute each
-element with the reference kernels, so the two must agree bit for bit.
+test of the fuser.  Runs the hand-written FIXED programs, then generates
+N programs (fixed seeds) of elementwise, broadcast, reduce and movement
+ops; runs each fused, with --no-fuse and with --threads 1, and compares
+every printed value at full precision.  Fused kernels compute each element
+with the reference kernels, so the three must agree bit for bit.
 Prints one line per failing case and `N passed, M failed` last."""
 import argparse
 import os
@@ -316,6 +317,161 @@ class Gen:
         return "\n".join(self.lines) + "\n"
 
 
+def limits_program(nops, nins):
+    """A chain of nops ops over nins distinct inputs: the kernel limits."""
+    lines = [f"a{i} = rand([3, 8], seed={i}) - 0.5" for i in range(nins)]
+    lines.append("v0 = " + " + ".join(f"a{i}" for i in range(nins)))
+    for i in range(1, nops + 1):
+        lines.append(f"v{i} = {['tanh', 'sin', 'neg', 'abs'][i % 4]}(v{i - 1}) + a{i % nins}")
+    lines.append(f"s = sum(v{nops}, axis=-1, keepdims=true) * v{nops}")
+    lines.append(f"print v{nops}, s, max(exp(v0), axis=0, keepdims=true) - v0")
+    return "\n".join(lines) + "\n"
+
+
+# Hand-written edge programs, run before the generated ones: empty and
+# size-1 axes, negative and out-of-range slice steps, scalars over
+# [1, 1, 1], NaN and inf in f32 and f64, a value read in place and through
+# a view by one kernel, mixed dtypes, rank 8, matmuls with an empty
+# contraction, and kernels at the 32-op and 32-input limits.
+FIXED = [
+    # zero
+    """\
+a = rand([0, 5], seed=1)
+b = exp(a) * 2 + 1
+c = sum(b, axis=0)
+d = sum(b, axis=1)
+e = max(exp(rand([5, 0], seed=2)) + 1, axis=0, keepdims=true)
+f = mean(tanh(a) + 1, axis=0)
+g = transpose(b) * 3
+h = slice(b, axis=1, step=-2) + 1
+k = prod(exp(a))
+print b, c, d, e, f, g, h, k
+""",
+    # size1
+    """\
+a = rand([1, 1, 1], seed=3) * 4 - 2
+s = full([], 2.5)
+b = exp(a) * s + a
+c = sum(b, axis=[0, 2], keepdims=true) * b
+d = max(b - a, axis=1) + s
+e = transpose(b, [2, 0, 1]) + 1
+f = expand(a, [1, 4, 1]) * sin(rand([1, 4, 1], seed=4))
+g = var(expand(a, [3, 4, 5]) + rand([3, 4, 5], seed=9), axis=[0, 2])
+print b, c, d, e, f, g
+""",
+    # strides2
+    """\
+x = rand([40, 67], seed=6) * 2 - 1
+a = slice(transpose(x), axis=0, start=60, stop=2, step=-7)
+b = slice(a, axis=1, start=-1, stop=-100, step=-13)
+c = exp(b) * 2 + sum(tanh(b), axis=-1, keepdims=true)
+d = slice(x, axis=1, start=1000, stop=-1000, step=-1000)
+e = sqrt(abs(d)) + 1
+f = slice(x, axis=0, start=-1000, stop=1000, step=1000) * 2
+g = sum(transpose(slice(x, axis=0, step=-1)) * slice(transpose(x), axis=1, step=-1), axis=0)
+h = max(slice(slice(x, axis=0, start=-3, stop=-40, step=-5), axis=1, start=65, stop=0, step=-9) * 3, axis=0, keepdims=true)
+print c, e, f, g, h
+""",
+    # scal
+    """\
+s = full([], -1.5)
+t = full([1, 1, 1], 2)
+a = exp(s) * t + s
+b = a * rand([2, 3, 4], seed=2) + s
+c = sum(t * s, axis=[0, 1, 2])
+d = max(a, axis=1, keepdims=true) + s
+print a, b, c, d, sum(b * s)
+""",
+    # nan
+    """\
+x = log(rand([4, 9], seed=1) * 4 - 2)
+y = x / 0
+z = x * 0 + y
+m = max(z, axis=-1)
+n = min(x, axis=0, keepdims=true) - x
+s = sum(y, axis=-1)
+p = prod(x, axis=0)
+q = maximum(x, 0.0 / 0.0) + minimum(y, 1e38 * 1e38)
+r = exp(x * 1000)
+v = var(y, axis=-1)
+sm = exp(x - max(x, axis=-1, keepdims=true))
+print x, y, z, m, n, s, p, q, r, v, sm / sum(sm, axis=-1, keepdims=true)
+""",
+    # nan64
+    """\
+x = log(rand([4, 9], seed=1, dtype=f64) * 4 - 2)
+y = x / 0
+z = x * 0 + y
+m = max(z, axis=-1)
+n = min(x, axis=0, keepdims=true) - x
+s = sum(y, axis=-1)
+p = prod(x, axis=0)
+q = maximum(x, 0.0 / 0.0) + minimum(y, 1e308 * 1e308)
+r = exp(x * 1000)
+v = var(y, axis=-1)
+sm = exp(x - max(x, axis=-1, keepdims=true))
+print x, y, z, m, n, s, p, q, r, v, sm / sum(sm, axis=-1, keepdims=true), round(x*3), sign(y), mod(x, y), pow(x, y)
+""",
+    # inplace
+    """\
+x = rand([64], seed=1) @ rand([64, 300], seed=2)
+y = slice(x, axis=0, start=1) + slice(x, axis=0, stop=-1)
+z0 = rand([8, 64], seed=3) @ rand([64, 300], seed=4)
+z = exp(z0) + slice(z0, axis=1, step=-1)
+w0 = rand([8, 64], seed=5) @ rand([64, 8], seed=6)
+w = tanh(w0) * 2 + transpose(w0)
+u0 = rand([300], seed=7) * 0 + rand([16, 300], seed=8) @ rand([300, 300], seed=9)
+u = sum(u0, axis=-1, keepdims=true) + slice(u0, axis=1, step=-1) * u0
+v0 = randn([64, 64], seed=10) @ randn([64, 64], seed=11)
+v = reshape(transpose(reshape(v0, [8, 8, 64]), [1, 0, 2]), [64, 64]) - v0
+q0 = randn([4, 64], seed=12) @ randn([64, 4], seed=13)
+q = expand(slice(q0, axis=0, stop=1), [4, 4]) + q0
+print y, z, w, u, v, q
+""",
+    # mixed
+    """\
+x = rand([3, 5], seed=1)
+i = arange(5)
+j = arange(15) * 100000007
+b = gt(x, 0.5)
+y = exp(x) + i * x - cast(b, f32)
+z = tanh(x) * reshape(j, [3, 5]) + 1
+d = rand([3, 5], seed=2, dtype=f64)
+w = exp(d) + x * 2
+v = sum(exp(d) + x, axis=-1, keepdims=true) * x
+u = x / arange(1, 6) + mod(x * 7, arange(1, 6))
+t = pow(x, arange(5)) + pow(arange(5), x)
+print y, z, w, v, u, t
+""",
+    # rank8
+    """\
+x = rand([2, 1, 3, 1, 2, 2, 1, 3], seed=1) - 0.5
+y = exp(transpose(x, [7, 6, 5, 4, 3, 2, 1, 0])) * 2
+z = sum(x * x, axis=[1, 3, 5, 7], keepdims=true) + x
+w = max(exp(x), axis=[0, 2, 4]) + 1
+v = sum(tanh(x), axis=[0, 1, 2, 3]) * 3
+u = unsqueeze(squeeze(x, axis=1), axis=0) + 1
+t = slice(transpose(x), axis=7, step=-1) * expand(slice(transpose(x), axis=0, stop=1), [3, 1, 2, 2, 1, 3, 1, 2])
+print y, z, w, v, u, t
+""",
+    # mm
+    """\
+a = rand([3, 0], seed=1)
+b = rand([0, 4], seed=2)
+x = rand([3, 4], seed=3)
+y = exp(a @ b * 0.5 + x)
+z = (a @ b) + 1
+p = rand([2, 1, 3, 5], seed=4)
+q = rand([4, 5, 6], seed=5)
+w = tanh(p @ q * 2 + rand([6], seed=6))
+u = rand([0, 7], seed=7) @ rand([7, 3], seed=8) + 1
+v = rand([2, 0, 3, 4], seed=9) @ rand([4, 4], seed=10)
+r = rand([1, 5], seed=11) @ rand([5, 1], seed=12) * rand([1, 1], seed=13) + 2
+print y, z, w, u, v, r
+""",
+] + [limits_program(n, k) for n, k in ((31, 2), (32, 2), (33, 2), (2, 31), (2, 32), (2, 33), (40, 40))]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tir", default="build/tir")
@@ -325,9 +481,8 @@ def main():
     args = ap.parse_args()
     passed = failed = fused_kernels = row_kernels = errors = 0
     with tempfile.TemporaryDirectory() as d:
-        for i in range(args.cases):
-            rng = random.Random(args.seed + i)
-            src = Gen(rng).program()
+        for i in range(-len(FIXED), args.cases):
+            src = FIXED[i] if i < 0 else Gen(random.Random(args.seed + i)).program()
             path = os.path.join(d, f"case{i}.tir")
             with open(path, "w") as f:
                 f.write(src)
@@ -347,12 +502,13 @@ def main():
                 passed += 1
             else:
                 failed += 1
-                print(f"FAIL case {i} (seed {args.seed + i}): fused and unfused differ")
+                what = f"fixed case {len(FIXED) + i}" if i < 0 else f"case {i} (seed {args.seed + i})"
+                print(f"FAIL {what}: fused and unfused differ")
                 if args.v:
                     print(src)
                     print(fused.stdout[:2000], fused.stderr[:2000])
                     print(ref.stdout[:2000], ref.stderr[:2000])
-    print(f"fusion diff: {fused_kernels} fused kernels ({row_kernels} of rows) over {args.cases} programs,"
+    print(f"fusion diff: {fused_kernels} fused kernels ({row_kernels} of rows) over {args.cases + len(FIXED)} programs,"
           f" {errors} stopped by an error", file=sys.stderr)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
