@@ -388,7 +388,7 @@ static struct bv operand(struct blk *b, int j, int k, int64_t lo, int64_t n)
 	struct vm *vm = b->vm;
 	int o = vm->nd[j].op[k];
 	/* (rows too short for a call each are spread) */
-	bool raw = vm->nd[j].sfn[k] && (n == 1 || n >= RAW_MIN);
+	bool raw = k < 2 && vm->nd[j].sfn[k] && (n == 1 || n >= RAW_MIN);
 	if (o < 0)
 		return src_block(b, ~o, lo, n, raw);
 	if (vm->nd[o].cls == TIR_FC_ROW) {
@@ -579,7 +579,7 @@ static void run_elems(struct blk *b)
 		for (int q = 0; q < v->n->nin; q++) {
 			int o = v->op[q];
 			a[q] = o >= 0 ? bview(big_reg(b, vm->nd[vm->nd[o].base].reg), 1, 1)
-				      : src_block(b, ~o, 0, 1, v->sfn[q] != NULL || v->sel);
+				      : src_block(b, ~o, 0, 1, v->sel || v->sfn[q] != NULL);
 		}
 		char *d = v->reg < 0 ? vm->out + b->r0 * (int64_t)es : big_reg(b, v->reg);
 		/* one element per row: flat is so 1, the same value so 0 */
