@@ -493,8 +493,11 @@ static int rule_unsqueeze(struct tir_node *n, struct tir_err *err)
 {
 	const struct tir_type *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
+	if (x->rank >= TIR_MAX_RANK)
+		return fail_at(n, -1, err, TIR_ETYPE, "more than %d dimensions (%s has %d already)", TIR_MAX_RANK,
+			       TSTR(x, sx), x->rank);
 	int a = tir_axis(attr(n, "axis")->i, x->rank + 1);
-	if (a < 0 || x->rank >= TIR_MAX_RANK)
+	if (a < 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
 			       (long long)attr(n, "axis")->i, TSTR(x, sx));
 	struct tir_type t = {.dtype = x->dtype, .rank = (uint8_t)(x->rank + 1)};
