@@ -115,6 +115,11 @@ typedef const void *(*tir_run_get)(void *ctx, int64_t lo, int64_t n);
 bool tir_reduce_by_runs(const struct tir_tensor *x, const bool *mask);
 void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
 		    void *ctx, void *out);
+/* tir_reduce_run over k such runs at once, each n contiguous elements (any
+ * n >= 1), run i at x + i * stride elements, its result to out[i]: what
+ * tir_reduce_run would write, with no get callback (whole rows in memory). */
+void tir_reduce_rows(enum tir_op op, enum tir_dtype dt, const void *x, int64_t stride, int64_t n, int64_t k,
+		     void *out);
 /* The pairwise sum (SUM, MEAN) of such a run in 2^depth pieces, to be
  * summed apart (on several threads): tir_reduce_pw_split gives the
  * pieces (lo[], len[], each array 2^depth long; returns their count, or 0

@@ -854,6 +854,54 @@ static double NAME(tir_run_get get, void *ctx, int64_t n, int64_t chunk, bool de
 DEF_SEQ_GET(seqg_f32, float)
 DEF_SEQ_GET(seqg_f64, double)
 
+/* One contiguous run of n elements at x, folded at once with
+ * tir_k_reduce's own folds (fold: pick(op), first: pick(MEAN) for VAR's
+ * means) into out. */
+static void reduce_one(enum tir_op op, bool f32, fold_fn fold, fold_fn first, const void *x, int64_t n,
+		       void *out)
+{
+	struct run r = {.x = x, .xs = 1, .n = n};
+	double acc, acc2;
+	switch (op) {
+	case TIR_OP_MAX:
+	case TIR_OP_MIN:
+		if (f32)
+			*(float *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+		else
+			*(double *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
+		fold(&r, out, NULL);
+		return;
+	case TIR_OP_VAR:
+		acc = acc2 = 0.0;
+		first(&r, &acc, NULL);
+		acc /= (double)n;
+		fold(&r, &acc2, &acc);
+		acc = acc2 / (double)n;
+		break;
+	default:
+		acc = op == TIR_OP_PROD ? 1.0 : 0.0;
+		fold(&r, &acc, NULL);
+		if (op == TIR_OP_MEAN)
+			acc /= (double)n;
+	}
+	if (f32)
+		*(float *)out = (float)acc;
+	else
+		*(double *)out = acc;
+}
+
+void tir_reduce_rows(enum tir_op op, enum tir_dtype dt, const void *x, int64_t stride, int64_t n, int64_t k,
+		     void *out)
+{
+	TIR_ASSERT(n >= 1 && is_float(dt));
+	bool f32 = dt == TIR_DTYPE_F32;
+	size_t es = f32 ? 4 : 8;
+	fold_fn fold = pick(op, dt), first = pick(TIR_OP_MEAN, dt);
+	for (int64_t i = 0; i < k; i++)
+		reduce_one(op, f32, fold, first, (const char *)x + (size_t)(i * stride) * es, n,
+			   (char *)out + (size_t)i * es);
+}
+
 void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
 		    void *ctx, void *out)
 {
@@ -862,29 +910,8 @@ void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk,
 	double acc, acc2;
 	if (n <= chunk) {
 		/* the run at once: tir_k_reduce's own folds */
-		struct run r = {.x = get(ctx, 0, n), .xs = 1, .n = n};
-		switch (op) {
-		case TIR_OP_MAX:
-		case TIR_OP_MIN:
-			if (f32)
-				*(float *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
-			else
-				*(double *)out = op == TIR_OP_MAX ? -INFINITY : INFINITY;
-			pick(op, dt)(&r, out, NULL);
-			return;
-		case TIR_OP_VAR:
-			acc = acc2 = 0.0;
-			pick(TIR_OP_MEAN, dt)(&r, &acc, NULL);
-			acc /= (double)n;
-			pick(TIR_OP_VAR, dt)(&r, &acc2, &acc);
-			acc = acc2 / (double)n;
-			break;
-		default:
-			acc = op == TIR_OP_PROD ? 1.0 : 0.0;
-			pick(op, dt)(&r, &acc, NULL);
-			if (op == TIR_OP_MEAN)
-				acc /= (double)n;
-		}
+		reduce_one(op, f32, pick(op, dt), pick(TIR_OP_MEAN, dt), get(ctx, 0, n), n, out);
+		return;
 	} else {
 		switch (op) {
 		case TIR_OP_MAX:

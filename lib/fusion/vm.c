@@ -112,6 +112,7 @@ struct vm {
 	char *out;
 	bool done;               /* the root was made before the blocks */
 	bool elems;              /* elements only (cols 1, all FULL): run_elems */
+	bool lean;               /* whole rows a block, members FULL, ROW or ALIAS: run_rows */
 	int oom;                 /* a task could not get its registers */
 };
 
@@ -402,7 +403,8 @@ static struct bv operand(struct blk *b, int j, int k, int64_t lo, int64_t n)
 		}
 		return bview(big_reg(b, v->breg), n, 1);
 	}
-	ensure(b, o, lo, n);
+	if (!vm->lean)
+		ensure(b, o, lo, n);
 	return bview(big_reg(b, vm->nd[vm->nd[o].base].reg), n, 1);
 }
 
@@ -596,6 +598,47 @@ static void run_elems(struct blk *b)
 	}
 }
 
+/* Rows [r0, r0 + k) of a group of whole rows (vm->lean): its members in
+ * order, each once per block, as run_elems does: FULL members over the
+ * block's contiguous rows (a member's operands made before it, in their
+ * registers), reductions folding each row in place with tir_reduce_rows,
+ * ROW members over the block's values.  None of ensure's memo, none of
+ * tir_reduce_run's calls back per row. */
+static void run_rows(struct blk *b)
+{
+	struct vm *vm = b->vm;
+	int64_t k = b->k, cols = vm->cols;
+	size_t es = vm->esz;
+	for (int j = 0; j < vm->n; j++) {
+		const struct vnode *v = &vm->nd[j];
+		if (v->pre || v->base != j)
+			continue;
+		struct bv a[3];
+		if (v->cls == TIR_FC_ROW) {
+			char *dst = v->reg < 0 ? vm->out + b->r0 * (int64_t)es : small_reg(b, v->reg);
+			if (v->red) {
+				int o = v->op[0];
+				if (o >= 0) {
+					a[0] = bview(big_reg(b, vm->nd[vm->nd[o].base].reg), cols, 1);
+				} else {
+					a[0] = src_block(b, ~o, 0, cols, false);
+					TIR_ASSERT(a[0].si == 1 || cols == 1);
+				}
+				tir_reduce_rows(v->n->op, vm->dt, a[0].p, a[0].so, cols, k, dst);
+				continue;
+			}
+			for (int q = 0; q < v->n->nin; q++)
+				a[q] = operand(b, j, q, 0, 1);
+			apply(vm, j, a, bview(dst, 1, 0), k, 1);
+			continue;
+		}
+		for (int q = 0; q < v->n->nin; q++)
+			a[q] = operand(b, j, q, 0, cols);
+		char *d = v->reg < 0 ? vm->out + b->r0 * cols * (int64_t)es : big_reg(b, v->reg);
+		apply(vm, j, a, bview(d, cols, 1), k, cols);
+	}
+}
+
 /* Rows of a reducing group (whole rows a block): the next block's rows of
  * the values read in place, asked of memory now, while this block is
  * computed (a block of a few rows is over before the prefetchers warm up). */
@@ -626,6 +669,10 @@ static void run_block(struct blk *b, int64_t r0, int64_t k)
 		return;
 	}
 	prefetch_next(b);
+	if (vm->lean) {
+		run_rows(b);
+		return;
+	}
 	for (int j = 0; j < vm->n; j++) {
 		struct vnode *v = &vm->nd[j];
 		if (v->pre || v->cls != TIR_FC_ROW)
@@ -888,6 +935,69 @@ static size_t round64(size_t n)
 	return (n + 63) & ~(size_t)63;
 }
 
+/* Whether a group of whole rows a block can run in order (run_rows), and
+ * if so its registers anew: with every member made once per block, in
+ * order, a FULL member's register is free once its last reader has run
+ * (that reader may write over it: vmath computes in place), so fewer
+ * registers than ensure's memo needs.  (Blocks keep their size: with
+ * blocks of a row, bench/layernorm_hand.tir took 4.9 ms, not 3.4: its rows
+ * come from memory and go back to it while the row is computed.) */
+static void lean_plan(struct vm *vm, bool tiled)
+{
+	const struct tir_group_info *info = &vm->info;
+	int n = vm->n, root = n - 1;
+	if (!info->reduces || info->leading || tiled || vm->chunk != vm->cols || vm->cols < 1 ||
+	    (vm->nd[root].cls != TIR_FC_FULL && vm->nd[root].cls != TIR_FC_ROW))
+		return;
+	int last[TIR_FUSE_MAX_OPS], holder[TIR_FUSE_MAX_OPS], nreg = 0, old = 0;
+	for (int j = 0; j < n; j++) {
+		const struct vnode *v = &vm->nd[j];
+		last[j] = -1;
+		if (v->pre)
+			continue;
+		if (v->cls != TIR_FC_FULL && v->cls != TIR_FC_ROW && (v->cls != TIR_FC_ALIAS || j == root))
+			return;
+		if (v->red) {
+			enum tir_op op = v->n->op;
+			if (op != TIR_OP_SUM && op != TIR_OP_PROD && op != TIR_OP_MAX && op != TIR_OP_MIN &&
+			    op != TIR_OP_MEAN && op != TIR_OP_VAR)
+				return;
+		}
+		if (v->cls == TIR_FC_FULL && j != root)
+			old++;
+	}
+	/* the last member to read each FULL member's register (an ALIAS
+	 * reads nothing: its readers read the member below) */
+	for (int j = 0; j < n; j++) {
+		const struct vnode *v = &vm->nd[j];
+		for (int q = 0; !v->pre && v->cls != TIR_FC_ALIAS && q < v->n->nin; q++)
+			if (v->op[q] >= 0 && vm->nd[v->op[q]].cls != TIR_FC_ROW)
+				last[vm->nd[v->op[q]].base] = j;
+	}
+	int reg[TIR_FUSE_MAX_OPS];
+	for (int j = 0; j < root; j++) {
+		const struct vnode *v = &vm->nd[j];
+		reg[j] = -1;
+		if (v->pre || v->cls != TIR_FC_FULL)
+			continue;
+		int r = -1;
+		for (int q = 0; q < nreg && r < 0; q++)
+			if (last[holder[q]] <= j)
+				r = q;
+		if (r < 0)
+			r = nreg++;
+		holder[r] = j;
+		reg[j] = r;
+	}
+	/* (member registers are the first of vm's big ones) */
+	if (nreg > old)
+		return;
+	for (int j = 0; j < root; j++)
+		if (reg[j] >= 0)
+			vm->nd[j].reg = reg[j];
+	vm->lean = true;
+}
+
 struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
 				    struct tir_tensor *out, struct tir_err *err)
 {
@@ -1074,6 +1184,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		vm->k = 1;
 		vm->chunk = (size_t)vm->nbig * (size_t)cols * vm->esz <= ROWFIT ? cols : BLK;
 	}
+	lean_plan(vm, tiled);
 	if (vm->k > rows)
 		vm->k = rows > 0 ? rows : 1;
 	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);

@@ -934,6 +934,13 @@ static void test_reduce_run(void)
 						fprintf(stderr, "reduce_run %s %s n=%lld chunk=%lld differs\n", opname(op),
 							tir_dtype_name(dt), (long long)n, (long long)chunks[ci]);
 				}
+				/* tir_reduce_rows: two rows, both the run (stride 0) */
+				double two[2] = {0};
+				tir_reduce_rows(op, dt, tir_tensor_data(&x), 0, n, 2, two);
+				size_t es = tir_dtype_size(dt);
+				if (memcmp(two, tir_tensor_data(&out), es) ||
+				    memcmp((char *)two + es, tir_tensor_data(&out), es))
+					bad++;
 				tir_tensor_release(&out);
 			}
 			tir_tensor_release(&x);
