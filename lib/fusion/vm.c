@@ -35,8 +35,12 @@
 #include "../exec/vmath.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 /* GCC's -O2 cost model vectorizes no loop that needs a remainder (the
  * broadcast fills below); ask for "cheap", as elementwise.c does. */
@@ -56,6 +60,12 @@
 #define L1FIT ((int64_t)24 << 10) /* bytes a block of whole rows may stream and stay in L1 */
 #define RAW_MIN 64               /* cols of a block from which a value per row is not spread */
 #define TILE 32                  /* rows and cols of a tile (groups reading across rows) */
+/* bytes of a root (rows of a reducing group) from which it goes out with
+ * stores that bypass the caches (nt_copy), when its blocks are larger than
+ * L1: more than the caches near a core hold, so not read back from them
+ * soon anyway.  (Blocks in L1 lose by it: bench/softmax_hand.tir, 1 row a
+ * block, 2.62 -> 2.84 ms; layernorm_hand, 16 rows, gains 3.33 -> 2.97.) */
+#define NT_MIN ((int64_t)8 << 20)
 
 /* A value read from memory, as one kind of reader sees it. */
 struct src {
@@ -113,6 +123,7 @@ struct vm {
 	bool done;               /* the root was made before the blocks */
 	bool elems;              /* elements only (cols 1, all FULL): run_elems */
 	bool lean;               /* whole rows a block, members FULL, ROW or ALIAS: run_rows */
+	bool nt;                 /* lean: the root made in a register, copied out by nt_copy */
 	int oom;                 /* a task could not get its registers */
 };
 
@@ -598,6 +609,64 @@ static void run_elems(struct blk *b)
 	}
 }
 
+/* dst = src, n bytes.  A store to a line not in the cache first reads it
+ * from memory (to own it): a root written to a buffer new to the caches
+ * moves its bytes twice (bench/layernorm_hand.tir's last add, 16 MiB: ~1.1
+ * ms).  Non-temporal stores write whole lines without reading them: the
+ * root is made in a register (in cache) and copied out so (an sfence ends
+ * each task, run_range). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* nt_copy with one store of a whole line (dst 64-byte aligned) */
+__attribute__((target("avx512f"))) static size_t nt_lines_avx512(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 64 <= n; i += 64)
+		_mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512((const void *)(src + i)));
+	return i;
+}
+#endif
+
+static void nt_copy(char *dst, const char *src, size_t n)
+{
+#if defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__)
+	static int avx512 = -1;
+	int a5 = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
+	if (a5 < 0) {
+		a5 = __builtin_cpu_supports("avx512f") != 0;
+		__atomic_store_n(&avx512, a5, __ATOMIC_RELAXED);
+	}
+	size_t h = (64 - ((uintptr_t)dst & 63)) & 63;
+	if (a5 && h < n) {
+		memcpy(dst, src, h);
+		h += nt_lines_avx512(dst + h, src + h, n - h);
+		dst += h;
+		src += h;
+		n -= h;
+	}
+#endif
+	size_t i = (16 - ((uintptr_t)dst & 15)) & 15;
+	if (i > n)
+		i = n;
+	memcpy(dst, src, i);
+	for (; i + 64 <= n; i += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(src + i)),
+			b = _mm_loadu_si128((const __m128i *)(src + i + 16)),
+			c = _mm_loadu_si128((const __m128i *)(src + i + 32)),
+			d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+		_mm_stream_si128((__m128i *)(dst + i), a);
+		_mm_stream_si128((__m128i *)(dst + i + 16), b);
+		_mm_stream_si128((__m128i *)(dst + i + 32), c);
+		_mm_stream_si128((__m128i *)(dst + i + 48), d);
+	}
+	for (; i + 16 <= n; i += 16)
+		_mm_stream_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
+	memcpy(dst + i, src + i, n - i);
+#else
+	memcpy(dst, src, n);
+#endif
+}
+
 /* Rows [r0, r0 + k) of a group of whole rows (vm->lean): its members in
  * order, each once per block, as run_elems does: FULL members over the
  * block's contiguous rows (a member's operands made before it, in their
@@ -636,6 +705,8 @@ static void run_rows(struct blk *b)
 			a[q] = operand(b, j, q, 0, cols);
 		char *d = v->reg < 0 ? vm->out + b->r0 * cols * (int64_t)es : big_reg(b, v->reg);
 		apply(vm, j, a, bview(d, cols, 1), k, cols);
+		if (vm->nt && j == vm->n - 1)
+			nt_copy(vm->out + b->r0 * cols * (int64_t)es, d, (size_t)(k * cols) * es);
 	}
 }
 
@@ -723,6 +794,10 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 		return;
 	for (int64_t r0 = lo; r0 < hi; r0 += vm->k)
 		run_block(&b, r0, hi - r0 < vm->k ? hi - r0 : vm->k);
+#if defined(__x86_64__)
+	if (vm->nt)
+		_mm_sfence(); /* nt_copy's stores seen before the task is done */
+#endif
 }
 
 /* One long row summed by its root (SUM or MEAN) in pieces on the pool:
@@ -949,7 +1024,7 @@ static void lean_plan(struct vm *vm, bool tiled)
 	if (!info->reduces || info->leading || tiled || vm->chunk != vm->cols || vm->cols < 1 ||
 	    (vm->nd[root].cls != TIR_FC_FULL && vm->nd[root].cls != TIR_FC_ROW))
 		return;
-	int last[TIR_FUSE_MAX_OPS], holder[TIR_FUSE_MAX_OPS], nreg = 0, old = 0;
+	int last[TIR_FUSE_MAX_OPS], holder[TIR_FUSE_MAX_OPS], nreg = 0;
 	for (int j = 0; j < n; j++) {
 		const struct vnode *v = &vm->nd[j];
 		last[j] = -1;
@@ -963,8 +1038,6 @@ static void lean_plan(struct vm *vm, bool tiled)
 			    op != TIR_OP_MEAN && op != TIR_OP_VAR)
 				return;
 		}
-		if (v->cls == TIR_FC_FULL && j != root)
-			old++;
 	}
 	/* the last member to read each FULL member's register (an ALIAS
 	 * reads nothing: its readers read the member below) */
@@ -974,8 +1047,18 @@ static void lean_plan(struct vm *vm, bool tiled)
 			if (v->op[q] >= 0 && vm->nd[v->op[q]].cls != TIR_FC_ROW)
 				last[vm->nd[v->op[q]].base] = j;
 	}
-	int reg[TIR_FUSE_MAX_OPS];
-	for (int j = 0; j < root; j++) {
+	/* member registers are vm's first big ones: as many as before, any
+	 * more are added after all the others */
+	int old = 0, reg[TIR_FUSE_MAX_OPS];
+	for (int j = 0; j < root; j++)
+		if (!vm->nd[j].pre && vm->nd[j].cls == TIR_FC_FULL && vm->nd[j].reg + 1 > old)
+			old = vm->nd[j].reg + 1;
+#if defined(__x86_64__)
+	vm->nt = vm->nd[root].cls == TIR_FC_FULL && vm->cols * (int64_t)vm->esz >= 256 &&
+		 vm->rows * vm->cols * (int64_t)vm->esz >= NT_MIN &&
+		 vm->k * vm->cols * (int64_t)vm->esz > L1FIT;
+#endif
+	for (int j = 0; j < (vm->nt ? n : root); j++) {
 		const struct vnode *v = &vm->nd[j];
 		reg[j] = -1;
 		if (v->pre || v->cls != TIR_FC_FULL)
@@ -989,12 +1072,11 @@ static void lean_plan(struct vm *vm, bool tiled)
 		holder[r] = j;
 		reg[j] = r;
 	}
-	/* (member registers are the first of vm's big ones) */
-	if (nreg > old)
-		return;
-	for (int j = 0; j < root; j++)
+	for (int j = 0; j < (vm->nt ? n : root); j++)
 		if (reg[j] >= 0)
-			vm->nd[j].reg = reg[j];
+			vm->nd[j].reg = reg[j] < old ? reg[j] : vm->nbig + reg[j] - old;
+	if (nreg > old)
+		vm->nbig += nreg - old;
 	vm->lean = true;
 }
 
