@@ -469,7 +469,19 @@ v = rand([2, 0, 3, 4], seed=9) @ rand([4, 4], seed=10)
 r = rand([1, 5], seed=11) @ rand([5, 1], seed=12) * rand([1, 1], seed=13) + 2
 print y, z, w, u, v, r
 """,
-] + [limits_program(n, k) for n, k in ((31, 2), (32, 2), (33, 2), (2, 31), (2, 32), (2, 33), (40, 40))]
+] + [limits_program(n, k) for n, k in ((31, 2), (32, 2), (33, 2), (2, 31), (2, 32), (2, 33), (40, 40))] + [
+    # a layernorm by hand whose result (>= 8 MiB, blocks larger than L1)
+    # goes out with non-temporal stores; read by three kernels, so stored
+    f"""\
+x = randn([{r}, {c}], seed=11)
+w = rand([{c}], seed=12) + 0.5
+b = rand([{c}], seed=13)
+mu = mean(x, axis=-1, keepdims=true)
+d = x - mu
+v = mean(d * d, axis=-1, keepdims=true)
+y = d * rsqrt(v + 1e-5) * w + b
+print sum(y, axis=0), max(y, axis=-1), sum(y)
+""" for r, c in ((2048, 1200), (1503, 1500))]
 
 
 def main():
