@@ -36,9 +36,20 @@ struct tir_exec {
 		int32_t *alone_at;     /* nodes (dense) the fuser left alone, and why */
 		const char **alone_why;
 		size_t nalone;
+		struct tir_group_info *info; /* by group: the groups analyzed */
+		struct plan_fin {      /* by dense index: what tir_plan_finish made */
+			int64_t keep, copy;
+			int32_t extra_uses;
+			bool interior, dup;
+		} *fin;
 		uint64_t used;
 	} pcache[8];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
+	/* the entry x->plan instantiates (or NULL), on which nodes (by dense
+	 * index): run again on them, x->plan is the plan as it is */
+	struct plan_entry *plan_src;
+	const struct tir_node **plan_at;
+	size_t nplan_at;
 	uint64_t pclock;
 	bool profile;                  /* time every kernel */
 	struct tir_kprof {
@@ -97,8 +108,11 @@ void tir_exec_free(struct tir_exec *x)
 		free(x->pcache[i].closed);
 		free(x->pcache[i].alone_at);
 		free(x->pcache[i].alone_why);
+		free(x->pcache[i].info);
+		free(x->pcache[i].fin);
 	}
 	tir_plan_free(&x->plan);
+	free(x->plan_at);
 	free(x->prof);
 	tir_exec_keep_named(x, false);
 	for (size_t i = 0; i < x->ninputs_cap; i++)
@@ -771,8 +785,168 @@ static int64_t *plan_signature(const struct tir_program *p, const bool *need, co
 	return sig ? sig : calloc(1, sizeof *sig);
 }
 
-/* This run's plan (x->plan): from the cache when the structure was seen,
- * else from the fuser (and then cached). */
+/* Remember that x->plan instantiates entry e on the nodes dense[0..nd). */
+static void plan_bind(struct tir_exec *x, struct plan_entry *e, const int64_t *dense, int64_t nd)
+{
+	x->plan_src = NULL;
+	if (tir_grow((void **)&x->plan_at, &x->nplan_at, (size_t)nd + 1, sizeof *x->plan_at))
+		return; /* then it is instantiated again next time */
+	for (int64_t k = 0; k < nd; k++)
+		x->plan_at[k] = x->prog->nodes[dense[k]];
+	x->plan_at[nd] = NULL; /* (ends the list: nd is the same when it ends at the same place) */
+	x->plan_src = e;
+}
+
+/* Whether x->plan is entry e's plan on the nodes dense[0..nd) already. */
+static bool plan_bound(const struct tir_exec *x, const struct plan_entry *e, const int64_t *dense, int64_t nd)
+{
+	if (!e || x->plan_src != e || !x->plan.need || x->plan.nnodes != x->prog->nnodes ||
+	    (size_t)nd >= x->nplan_at || x->plan_at[nd])
+		return false;
+	for (int64_t k = 0; k < nd; k++)
+		if (x->plan_at[k] != x->prog->nodes[dense[k]])
+			return false;
+	return true;
+}
+
+/* Entry e's plan on this run's nodes (dense: by dense index) into x->plan. */
+static int plan_instantiate(struct tir_exec *x, struct plan_entry *e, const bool *need, const int64_t *dense,
+			    int64_t nd)
+{
+	struct tir_program *p = x->prog;
+	struct tir_plan *pl = &x->plan;
+	size_t nn = p->nnodes;
+	pl->nnodes = nn;
+	pl->group_of = malloc(sizeof *pl->group_of * (nn + 1));
+	pl->interior = calloc(nn + 1, sizeof *pl->interior);
+	pl->need = malloc(nn + 1);
+	pl->extra_uses = calloc(nn + 1, sizeof *pl->extra_uses);
+	pl->keep = calloc(nn + 1, sizeof *pl->keep);
+	pl->copy = calloc(nn + 1, sizeof *pl->copy);
+	pl->dup = calloc(nn + 1, sizeof *pl->dup);
+	size_t ng = 0;
+	for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
+		ng++;
+	pl->groups = calloc(ng + 1, sizeof *pl->groups);
+	if (!pl->group_of || !pl->interior || !pl->need || !pl->extra_uses || !pl->keep || !pl->copy || !pl->dup ||
+	    !pl->groups)
+		return -TIR_ENOMEM;
+	memcpy(pl->need, need, nn);
+	for (size_t i = 0; i < nn; i++)
+		pl->group_of[i] = -1;
+	size_t w = 0;
+	for (size_t g = 0; g < ng; g++) {
+		struct tir_group *gr = &pl->groups[g];
+		gr->n = e->groups[w];
+		gr->nin = e->groups[w + 1];
+		gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
+		gr->closed = e->closed[g];
+		gr->info = &e->info[g]; /* (e outlives x->plan: it is only replaced when a plan is made) */
+		gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
+		gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
+		if (!gr->nodes || !gr->inputs)
+			return -TIR_ENOMEM;
+		w += 3;
+		for (int j = 0; j < gr->n; j++)
+			gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
+		for (int j = 0; j < gr->nin; j++)
+			gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
+		gr->root = gr->nodes[gr->n - 1];
+		pl->group_of[gr->root->id] = (int32_t)g;
+	}
+	pl->ngroups = (int)ng;
+	/* tir_plan_finish's result, as it was for this structure */
+	for (int64_t k = 0; k < nd; k++) {
+		const struct plan_fin *f = &e->fin[k];
+		int64_t id = dense[k];
+		pl->interior[id] = f->interior;
+		pl->dup[id] = f->dup;
+		pl->extra_uses[id] = f->extra_uses;
+		pl->keep[id] = f->keep;
+		pl->copy[id] = f->copy;
+	}
+	if (e->nalone && !(pl->alone = calloc(nn + 1, sizeof *pl->alone)))
+		return -TIR_ENOMEM;
+	for (size_t k = 0; k < e->nalone; k++)
+		pl->alone[dense[e->alone_at[k]]] = e->alone_why[k];
+	return 0;
+}
+
+/* x->plan, just made, into entry victim (by dense index); false when
+ * there is no memory for it (the plan is fine, it is just not cached). */
+static bool plan_remember(struct tir_exec *x, struct plan_entry *victim, int64_t *sig, size_t nsig,
+			  const int64_t *dense, int64_t nd)
+{
+	const struct tir_program *p = x->prog;
+	const struct tir_plan *pl = &x->plan;
+	size_t words = 0, nalone = 0;
+	for (int g = 0; g < pl->ngroups; g++)
+		words += 3 + (size_t)pl->groups[g].n + (size_t)pl->groups[g].nin;
+	for (size_t i = 0; pl->alone && i < p->nnodes; i++)
+		nalone += pl->alone[i] != NULL;
+	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	int32_t *gw = malloc(sizeof *gw * (words + 1));
+	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
+	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1));
+	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
+	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
+	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
+	if (!rank_of || !gw || !closed || !info || !fin || !alone_at || !alone_why) {
+		free(rank_of);
+		free(gw);
+		free(closed);
+		free(info);
+		free(fin);
+		free(alone_at);
+		free(alone_why);
+		return false;
+	}
+	for (int64_t k = 0; k < nd; k++) {
+		int64_t id = dense[k];
+		rank_of[id] = k;
+		fin[k] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id],
+					   .extra_uses = pl->extra_uses[id], .interior = pl->interior[id],
+					   .dup = pl->dup[id]};
+	}
+	size_t w = 0;
+	for (int g = 0; g < pl->ngroups; g++) {
+		const struct tir_group *gr = &pl->groups[g];
+		gw[w++] = gr->n;
+		gw[w++] = gr->nin;
+		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
+		for (int j = 0; j < gr->n; j++)
+			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
+		for (int j = 0; j < gr->nin; j++)
+			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
+		closed[g] = gr->closed;
+		const struct tir_node *culprit;
+		if (gr->info)
+			info[g] = *gr->info;
+		else
+			TIR_ASSERT(!tir_group_analyze(gr, &info[g], &culprit));
+	}
+	for (size_t i = 0, k = 0; pl->alone && i < p->nnodes; i++)
+		if (pl->alone[i]) {
+			alone_at[k] = (int32_t)rank_of[i];
+			alone_why[k++] = pl->alone[i];
+		}
+	free(rank_of);
+	free(victim->sig);
+	free(victim->groups);
+	free(victim->closed);
+	free(victim->alone_at);
+	free(victim->alone_why);
+	free(victim->info);
+	free(victim->fin);
+	*victim = (struct plan_entry){.sig = sig, .nsig = nsig, .groups = gw, .ngroups_words = words,
+				      .closed = closed, .alone_at = alone_at, .alone_why = alone_why,
+				      .nalone = nalone, .info = info, .fin = fin, .used = ++x->pclock};
+	return true;
+}
+
+/* This run's plan (x->plan): from the cache when the structure was seen
+ * (as it is when the same nodes are run again), else from the fuser (and
+ * then cached). */
 static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, const bool *target,
 		    bool *cached)
 {
@@ -782,7 +956,6 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
 	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
 	int rc = -TIR_ENOMEM;
-	tir_plan_free(&x->plan);
 	if (!sig)
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
@@ -794,121 +967,32 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			victim = c;
 	}
 	*cached = e != NULL;
-	if (e) {
-		/* instantiate the cached plan on this run's nodes */
-		struct tir_plan *pl = &x->plan;
-		pl->nnodes = p->nnodes;
-		pl->group_of = malloc(sizeof *pl->group_of * (p->nnodes + 1));
-		pl->interior = calloc(p->nnodes + 1, sizeof *pl->interior);
-		pl->need = malloc(p->nnodes + 1);
-		size_t ng = 0;
-		for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
-			ng++;
-		pl->groups = calloc(ng + 1, sizeof *pl->groups);
-		if (!pl->group_of || !pl->interior || !pl->need || !pl->groups)
-			goto out;
-		memcpy(pl->need, need, p->nnodes);
-		for (size_t i = 0; i < p->nnodes; i++)
-			pl->group_of[i] = -1;
-		size_t w = 0;
-		for (size_t g = 0; g < ng; g++) {
-			struct tir_group *gr = &pl->groups[g];
-			gr->n = e->groups[w];
-			gr->nin = e->groups[w + 1];
-			gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
-			gr->closed = e->closed[g];
-			gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
-			gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
-			if (!gr->nodes || !gr->inputs)
-				goto out;
-			w += 3;
-			for (int j = 0; j < gr->n; j++)
-				gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
-			for (int j = 0; j < gr->nin; j++)
-				gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
-			gr->root = gr->nodes[gr->n - 1];
-			pl->group_of[gr->root->id] = (int32_t)g;
-		}
-		pl->ngroups = (int)ng;
+	if (plan_bound(x, e, dense, nd)) {
 		e->used = ++x->pclock;
-		rc = tir_plan_finish(p, need, uses, target, pl);
-		if (!rc && e->nalone && !(pl->alone = calloc(p->nnodes + 1, sizeof *pl->alone)))
-			rc = -TIR_ENOMEM;
-		for (size_t k = 0; !rc && k < e->nalone; k++)
-			pl->alone[dense[e->alone_at[k]]] = e->alone_why[k];
-		goto out;
-	}
-	if (tir_fuse(p, need, uses, target, &x->plan))
-		goto out;
-	/* remember it by dense index */
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
-	size_t words = 0;
-	for (int g = 0; g < x->plan.ngroups; g++)
-		words += 3 + (size_t)x->plan.groups[g].n + (size_t)x->plan.groups[g].nin;
-	int32_t *gw = malloc(sizeof *gw * (words + 1));
-	const char **closed = malloc(sizeof *closed * ((size_t)x->plan.ngroups + 1));
-	if (!rank_of || !gw || !closed) {
-		free(rank_of);
-		free(gw);
-		free(closed);
-		rc = 0; /* the plan is fine; it is just not cached */
-		goto out;
-	}
-	for (int64_t k = 0; k < nd; k++)
-		rank_of[dense[k]] = k;
-	size_t w = 0;
-	for (int g = 0; g < x->plan.ngroups; g++) {
-		const struct tir_group *gr = &x->plan.groups[g];
-		gw[w++] = gr->n;
-		gw[w++] = gr->nin;
-		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
-		for (int j = 0; j < gr->n; j++)
-			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
-		for (int j = 0; j < gr->nin; j++)
-			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
-		closed[g] = gr->closed;
-	}
-	size_t nalone = 0;
-	for (size_t i = 0; x->plan.alone && i < p->nnodes; i++)
-		nalone += x->plan.alone[i] != NULL;
-	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
-	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!alone_at || !alone_why) {
-		free(rank_of);
-		free(gw);
-		free(closed);
-		free(alone_at);
-		free(alone_why);
 		rc = 0;
 		goto out;
 	}
-	for (size_t i = 0, k = 0; x->plan.alone && i < p->nnodes; i++)
-		if (x->plan.alone[i]) {
-			alone_at[k] = (int32_t)rank_of[i];
-			alone_why[k++] = x->plan.alone[i];
-		}
-	free(rank_of);
-	free(victim->sig);
-	free(victim->groups);
-	free(victim->closed);
-	free(victim->alone_at);
-	free(victim->alone_why);
-	victim->sig = sig;
-	victim->nsig = nsig;
-	victim->groups = gw;
-	victim->ngroups_words = words;
-	victim->closed = closed;
-	victim->alone_at = alone_at;
-	victim->alone_why = alone_why;
-	victim->nalone = nalone;
-	victim->used = ++x->pclock;
-	sig = NULL;
-	rc = 0;
+	tir_plan_free(&x->plan);
+	x->plan_src = NULL;
+	if (e) {
+		e->used = ++x->pclock;
+		if (!(rc = plan_instantiate(x, e, need, dense, nd)))
+			plan_bind(x, e, dense, nd);
+		goto out;
+	}
+	if ((rc = tir_fuse(p, need, uses, target, &x->plan)))
+		goto out;
+	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
+		sig = NULL;
+		plan_bind(x, victim, dense, nd);
+	}
 out:
 	free(sig);
 	free(dense);
-	if (rc)
+	if (rc) {
 		tir_plan_free(&x->plan);
+		x->plan_src = NULL;
+	}
 	return rc;
 }
 

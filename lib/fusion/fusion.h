@@ -35,6 +35,9 @@ struct tir_group {
 	const char *closed;         /* why the group stopped growing */
 	struct tir_node *head;      /* a matmul whose blocks the group finishes as they are
 				     * made (its epilogue), or NULL; also among inputs */
+	/* tir_group_analyze's result, made once with the plan (a group of a
+	 * plan runs on every run of it), or NULL: analyzed when needed */
+	const struct tir_group_info *info;
 };
 
 /* How a member of a group is computed (tir_group_analyze). */
