@@ -45,11 +45,18 @@ struct tir_exec {
 		uint64_t used;
 	} pcache[8];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
-	/* the entry x->plan instantiates (or NULL), on which nodes (by dense
-	 * index): run again on them, x->plan is the plan as it is */
+	/* the entry x->plan instantiates (or NULL), for which run: the
+	 * program's nodes then (they never change once made), and what the
+	 * run needed (with x->plan.need).  The same again is x->plan as it is,
+	 * with no signature to make. */
 	struct plan_entry *plan_src;
-	const struct tir_node **plan_at;
-	size_t nplan_at;
+	struct tir_node **plan_nodes;
+	int64_t *plan_uses;
+	bool *plan_target;
+	size_t capplan;
+	/* by node id, kept empty between runs: a run's values */
+	struct tir_tensor *vals;
+	size_t capvals;
 	uint64_t pclock;
 	bool profile;                  /* time every kernel */
 	struct tir_kprof {
@@ -112,7 +119,10 @@ void tir_exec_free(struct tir_exec *x)
 		free(x->pcache[i].fin);
 	}
 	tir_plan_free(&x->plan);
-	free(x->plan_at);
+	free(x->plan_nodes);
+	free(x->plan_uses);
+	free(x->plan_target);
+	free(x->vals);
 	free(x->prof);
 	tir_exec_keep_named(x, false);
 	for (size_t i = 0; i < x->ninputs_cap; i++)
@@ -785,28 +795,33 @@ static int64_t *plan_signature(const struct tir_program *p, const bool *need, co
 	return sig ? sig : calloc(1, sizeof *sig);
 }
 
-/* Remember that x->plan instantiates entry e on the nodes dense[0..nd). */
-static void plan_bind(struct tir_exec *x, struct plan_entry *e, const int64_t *dense, int64_t nd)
+/* Remember that x->plan instantiates entry e for this run. */
+static void plan_bind(struct tir_exec *x, struct plan_entry *e, const int64_t *uses, const bool *target)
 {
+	size_t nn = x->prog->nnodes, cap = x->capplan;
 	x->plan_src = NULL;
-	if (tir_grow((void **)&x->plan_at, &x->nplan_at, (size_t)nd + 1, sizeof *x->plan_at))
-		return; /* then it is instantiated again next time */
-	for (int64_t k = 0; k < nd; k++)
-		x->plan_at[k] = x->prog->nodes[dense[k]];
-	x->plan_at[nd] = NULL; /* (ends the list: nd is the same when it ends at the same place) */
+	if (tir_grow((void **)&x->plan_nodes, &cap, nn + 1, sizeof *x->plan_nodes))
+		return; /* then it is found by its signature next time */
+	cap = x->capplan;
+	if (tir_grow((void **)&x->plan_uses, &cap, nn + 1, sizeof *x->plan_uses))
+		return;
+	cap = x->capplan;
+	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
+		return;
+	x->capplan = cap;
+	memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
+	memcpy(x->plan_uses, uses, sizeof *x->plan_uses * nn);
+	memcpy(x->plan_target, target, nn);
 	x->plan_src = e;
 }
 
-/* Whether x->plan is entry e's plan on the nodes dense[0..nd) already. */
-static bool plan_bound(const struct tir_exec *x, const struct plan_entry *e, const int64_t *dense, int64_t nd)
+/* Whether this run is the one x->plan was made or instantiated for. */
+static bool plan_bound(const struct tir_exec *x, const bool *need, const int64_t *uses, const bool *target)
 {
-	if (!e || x->plan_src != e || !x->plan.need || x->plan.nnodes != x->prog->nnodes ||
-	    (size_t)nd >= x->nplan_at || x->plan_at[nd])
-		return false;
-	for (int64_t k = 0; k < nd; k++)
-		if (x->plan_at[k] != x->prog->nodes[dense[k]])
-			return false;
-	return true;
+	size_t nn = x->prog->nnodes;
+	return x->plan_src && x->plan.need && x->plan.nnodes == nn && !memcmp(x->plan.need, need, nn) &&
+	       !memcmp(x->plan_target, target, nn) && !memcmp(x->plan_uses, uses, sizeof *uses * nn) &&
+	       !memcmp(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
 }
 
 /* Entry e's plan on this run's nodes (dense: by dense index) into x->plan. */
@@ -951,6 +966,11 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 		    bool *cached)
 {
 	struct tir_program *p = x->prog;
+	if (plan_bound(x, need, uses, target)) {
+		*cached = true;
+		x->plan_src->used = ++x->pclock;
+		return 0;
+	}
 	size_t nsig;
 	int64_t nd = 0;
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
@@ -967,24 +987,19 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			victim = c;
 	}
 	*cached = e != NULL;
-	if (plan_bound(x, e, dense, nd)) {
-		e->used = ++x->pclock;
-		rc = 0;
-		goto out;
-	}
 	tir_plan_free(&x->plan);
 	x->plan_src = NULL;
 	if (e) {
 		e->used = ++x->pclock;
 		if (!(rc = plan_instantiate(x, e, need, dense, nd)))
-			plan_bind(x, e, dense, nd);
+			plan_bind(x, e, uses, target);
 		goto out;
 	}
 	if ((rc = tir_fuse(p, need, uses, target, &x->plan)))
 		goto out;
 	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
 		sig = NULL;
-		plan_bind(x, victim, dense, nd);
+		plan_bind(x, victim, uses, target);
 	}
 out:
 	free(sig);
@@ -1089,11 +1104,19 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	memset(&x->stats, 0, sizeof x->stats);
 	size_t nn = p->nnodes;
 	int64_t *uses = calloc(nn + 1, sizeof *uses);
-	struct tir_tensor *vals = calloc(nn + 1, sizeof *vals);
+	/* x->vals, kept between runs (empty): what is set is listed in made
+	 * and released after, not all nn of them */
+	struct tir_tensor *vals = NULL;
+	uint32_t *made = malloc(sizeof *made * (nn + 1));
+	size_t nmade = 0, oldvals = x->capvals;
 	struct tir_node **targets = NULL;
 	size_t ntargets = 0, captargets = 0, capheaders = 0;
 	int rc = 0;
-	if (!uses || !vals || (x->keep && kept_sync(x))) {
+	if (!tir_grow((void **)&x->vals, &x->capvals, nn + 1, sizeof *x->vals)) {
+		memset(x->vals + oldvals, 0, (x->capvals - oldvals) * sizeof *x->vals);
+		vals = x->vals;
+	}
+	if (!uses || !vals || !made || (x->keep && kept_sync(x))) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto done;
 	}
@@ -1153,6 +1176,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (x->keep && x->kept[i].buf) {
 			/* computed before: a value to read, not a node to run */
 			tir_tensor_ref(&vals[i], &x->kept[i]);
+			made[nmade++] = (uint32_t)i;
 			need[i] = false;
 			target[i] = true;
 			continue;
@@ -1197,6 +1221,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			break;
 		}
 		double tk = x->profile ? now_ms() : 0;
+		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(&plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
 			if (x->profile && !rc)
@@ -1258,10 +1283,9 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	x->nresults = nprint;
 	x->nnamed = (size_t)nnames;
 done:
-	if (vals)
-		for (size_t i = 0; i < nn; i++)
-			tir_tensor_release(&vals[i]);
-	free(vals);
+	for (size_t k = 0; k < nmade; k++)
+		tir_tensor_release(&vals[made[k]]);
+	free(made);
 	free(uses);
 	free(targets);
 	if (rc)
