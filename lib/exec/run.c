@@ -57,6 +57,15 @@ struct tir_exec {
 	/* by node id, kept empty between runs: a run's values */
 	struct tir_tensor *vals;
 	size_t capvals;
+	/* small constants' values, made once (a graph of scalar ops has
+	 * about as many as ops): by node id the slot + 1, or 0 */
+	int32_t *cslot;
+	size_t ncslot;
+	struct cconst {
+		const struct tir_node *n; /* (ids are reused when a failed statement is undone) */
+		struct tir_tensor v;
+	} *cconst;
+	size_t ncconst, capcconst;
 	uint64_t pclock;
 	bool profile;                  /* time every kernel */
 	struct tir_kprof {
@@ -123,6 +132,10 @@ void tir_exec_free(struct tir_exec *x)
 	free(x->plan_uses);
 	free(x->plan_target);
 	free(x->vals);
+	for (size_t i = 0; i < x->ncconst; i++)
+		tir_tensor_release(&x->cconst[i].v);
+	free(x->cconst);
+	free(x->cslot);
 	free(x->prof);
 	tir_exec_keep_named(x, false);
 	for (size_t i = 0; i < x->ninputs_cap; i++)
@@ -1095,6 +1108,45 @@ static int run_remote(struct tir_exec *x, struct tir_node **targets, size_t ntar
 	return rc;
 }
 
+/* Constants of at most this many bytes are made once per exec. */
+#define CCONST_BYTES 64
+
+static bool cacheable_const(const struct tir_node *n)
+{
+	return n->op == TIR_OP_CONST &&
+	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
+}
+
+/* Constant node n's value made before, into out; false when there is none. */
+static bool const_hit(const struct tir_exec *x, const struct tir_node *n, struct tir_tensor *out)
+{
+	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
+	if (s < 0 || x->cconst[s].n != n)
+		return false;
+	tir_tensor_ref(out, &x->cconst[s].v);
+	return true;
+}
+
+/* Keep constant node n's value v for the next runs (unless out of memory). */
+static void const_keep(struct tir_exec *x, const struct tir_node *n, const struct tir_tensor *v)
+{
+	size_t old = x->ncslot;
+	if (tir_grow((void **)&x->cslot, &x->ncslot, (size_t)n->id + 1, sizeof *x->cslot))
+		return;
+	memset(x->cslot + old, 0, (x->ncslot - old) * sizeof *x->cslot);
+	int32_t s = x->cslot[n->id] - 1;
+	if (s < 0) {
+		if (tir_grow((void **)&x->cconst, &x->capcconst, x->ncconst + 1, sizeof *x->cconst))
+			return;
+		s = (int32_t)x->ncconst++;
+		x->cslot[n->id] = s + 1;
+	} else {
+		tir_tensor_release(&x->cconst[s].v); /* another node's, at a reused id */
+	}
+	x->cconst[s].n = n;
+	tir_tensor_ref(&x->cconst[s].v, v);
+}
+
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {
@@ -1232,6 +1284,12 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				tir_tensor_ref(&x->kept[i], &vals[i]);
 			continue;
 		}
+		bool small_const = cacheable_const(n);
+		if (small_const && const_hit(x, n, &vals[i])) {
+			if (x->keep && keepable(p, n))
+				tir_tensor_ref(&x->kept[i], &vals[i]);
+			continue;
+		}
 		struct tir_tensor in[TIR_MAX_PARAMS];
 		struct tir_tensor *inp = in;
 		if (n->nin > TIR_MAX_PARAMS) {
@@ -1248,6 +1306,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		rc = eval_node(x, n, inp, &vals[i], &e);
 		if (rc)
 			*err = e;
+		else if (small_const)
+			const_keep(x, n, &vals[i]);
 		else if (x->profile && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
 			profile_kernel(x, NULL, n, now_ms() - tk);
 		if (!rc && x->keep && keepable(p, n))
