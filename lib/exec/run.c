@@ -64,6 +64,7 @@ struct tir_exec {
 	struct cconst {
 		const struct tir_node *n; /* (ids are reused when a failed statement is undone) */
 		struct tir_tensor v;
+		struct tir_tensor as;     /* v converted, for the fused kernels reading it (or empty) */
 	} *cconst;
 	size_t ncconst, capcconst;
 	uint64_t pclock;
@@ -132,8 +133,10 @@ void tir_exec_free(struct tir_exec *x)
 	free(x->plan_uses);
 	free(x->plan_target);
 	free(x->vals);
-	for (size_t i = 0; i < x->ncconst; i++)
+	for (size_t i = 0; i < x->ncconst; i++) {
 		tir_tensor_release(&x->cconst[i].v);
+		tir_tensor_release(&x->cconst[i].as);
+	}
 	free(x->cconst);
 	free(x->cslot);
 	free(x->prof);
@@ -682,6 +685,63 @@ static void drop_operands(const struct tir_node *n, const bool *interior, struct
 	}
 }
 
+/* Constants of at most this many bytes are made once per exec. */
+#define CCONST_BYTES 64
+
+static bool cacheable_const(const struct tir_node *n)
+{
+	return n->op == TIR_OP_CONST &&
+	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
+}
+
+/* Constant node n's value made before, into out; false when there is none. */
+static bool const_hit(const struct tir_exec *x, const struct tir_node *n, struct tir_tensor *out)
+{
+	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
+	if (s < 0 || x->cconst[s].n != n)
+		return false;
+	tir_tensor_ref(out, &x->cconst[s].v);
+	return true;
+}
+
+/* Keep constant node n's value v for the next runs (unless out of memory). */
+static void const_keep(struct tir_exec *x, const struct tir_node *n, const struct tir_tensor *v)
+{
+	size_t old = x->ncslot;
+	if (tir_grow((void **)&x->cslot, &x->ncslot, (size_t)n->id + 1, sizeof *x->cslot))
+		return;
+	memset(x->cslot + old, 0, (x->ncslot - old) * sizeof *x->cslot);
+	int32_t s = x->cslot[n->id] - 1;
+	if (s < 0) {
+		if (tir_grow((void **)&x->cconst, &x->capcconst, x->ncconst + 1, sizeof *x->cconst))
+			return;
+		s = (int32_t)x->ncconst++;
+		x->cslot[n->id] = s + 1;
+		memset(&x->cconst[s], 0, sizeof x->cconst[s]);
+	} else {
+		tir_tensor_release(&x->cconst[s].v); /* another node's, at a reused id */
+		tir_tensor_release(&x->cconst[s].as);
+	}
+	x->cconst[s].n = n;
+	tir_tensor_ref(&x->cconst[s].v, v);
+}
+
+/* A fused kernel converts a constant of another dtype (a literal is held
+ * in f64) on every call: the converted value of cached constant n, made
+ * once, or NULL. */
+static const struct tir_tensor *const_as(struct tir_exec *x, const struct tir_node *n, enum tir_dtype dt)
+{
+	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
+	if (s < 0 || x->cconst[s].n != n)
+		return NULL;
+	struct cconst *c = &x->cconst[s];
+	if (c->as.buf && c->as.dtype == dt)
+		return &c->as;
+	struct tir_err e = {0};
+	tir_tensor_release(&c->as);
+	return tir_tensor_convert(&c->v, dt, &c->as, &e) ? NULL : &c->as;
+}
+
 /* An input of g whose memory g's root may take: its last reader is g,
  * its buffer is held by this value alone, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
@@ -703,15 +763,21 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 }
 
 /* One fused kernel: read its inputs, write its root. */
-static int run_group(const struct tir_group *g, const bool *interior, struct tir_tensor *vals,
-		     int64_t *uses, struct tir_err *err)
+static int run_group(struct tir_exec *x, const struct tir_group *g, const bool *interior,
+		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
 {
 	struct tir_tensor in[64];
 	const struct tir_node *r = g->root;
 	if (g->nin > 64)
 		return tir_errf(err, TIR_EUNSUPPORTED, &r->loc, "a fused kernel reads at most 64 values");
-	for (int k = 0; k < g->nin; k++)
-		in[k] = vals[g->inputs[k]->id];
+	for (int k = 0; k < g->nin; k++) {
+		const struct tir_node *o = g->inputs[k];
+		const struct tir_tensor *c = NULL;
+		in[k] = vals[o->id];
+		/* (borrowed from the cache, which holds it past the kernel) */
+		if (g->info && in[k].dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
+			in[k] = *c;
+	}
 	struct tir_tensor *out = &vals[r->id];
 	int rc = 0;
 	if (g->head) {
@@ -822,9 +888,11 @@ static void plan_bind(struct tir_exec *x, struct plan_entry *e, const int64_t *u
 	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
 		return;
 	x->capplan = cap;
-	memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
-	memcpy(x->plan_uses, uses, sizeof *x->plan_uses * nn);
-	memcpy(x->plan_target, target, nn);
+	if (nn) { /* (an empty program has no nodes array) */
+		memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
+		memcpy(x->plan_uses, uses, sizeof *x->plan_uses * nn);
+		memcpy(x->plan_target, target, nn);
+	}
 	x->plan_src = e;
 }
 
@@ -832,7 +900,7 @@ static void plan_bind(struct tir_exec *x, struct plan_entry *e, const int64_t *u
 static bool plan_bound(const struct tir_exec *x, const bool *need, const int64_t *uses, const bool *target)
 {
 	size_t nn = x->prog->nnodes;
-	return x->plan_src && x->plan.need && x->plan.nnodes == nn && !memcmp(x->plan.need, need, nn) &&
+	return x->plan_src && x->plan.need && x->plan.nnodes == nn && nn && !memcmp(x->plan.need, need, nn) &&
 	       !memcmp(x->plan_target, target, nn) && !memcmp(x->plan_uses, uses, sizeof *uses * nn) &&
 	       !memcmp(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
 }
@@ -1108,45 +1176,6 @@ static int run_remote(struct tir_exec *x, struct tir_node **targets, size_t ntar
 	return rc;
 }
 
-/* Constants of at most this many bytes are made once per exec. */
-#define CCONST_BYTES 64
-
-static bool cacheable_const(const struct tir_node *n)
-{
-	return n->op == TIR_OP_CONST &&
-	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
-}
-
-/* Constant node n's value made before, into out; false when there is none. */
-static bool const_hit(const struct tir_exec *x, const struct tir_node *n, struct tir_tensor *out)
-{
-	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
-	if (s < 0 || x->cconst[s].n != n)
-		return false;
-	tir_tensor_ref(out, &x->cconst[s].v);
-	return true;
-}
-
-/* Keep constant node n's value v for the next runs (unless out of memory). */
-static void const_keep(struct tir_exec *x, const struct tir_node *n, const struct tir_tensor *v)
-{
-	size_t old = x->ncslot;
-	if (tir_grow((void **)&x->cslot, &x->ncslot, (size_t)n->id + 1, sizeof *x->cslot))
-		return;
-	memset(x->cslot + old, 0, (x->ncslot - old) * sizeof *x->cslot);
-	int32_t s = x->cslot[n->id] - 1;
-	if (s < 0) {
-		if (tir_grow((void **)&x->cconst, &x->capcconst, x->ncconst + 1, sizeof *x->cconst))
-			return;
-		s = (int32_t)x->ncconst++;
-		x->cslot[n->id] = s + 1;
-	} else {
-		tir_tensor_release(&x->cconst[s].v); /* another node's, at a reused id */
-	}
-	x->cconst[s].n = n;
-	tir_tensor_ref(&x->cconst[s].v, v);
-}
-
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {
@@ -1275,7 +1304,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		double tk = x->profile ? now_ms() : 0;
 		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
-			rc = run_group(&plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			rc = run_group(x, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
 			if (x->profile && !rc)
 				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk);
 			x->stats.nops += plan.groups[plan.group_of[i]].n + (plan.groups[plan.group_of[i]].head != NULL);

@@ -1068,7 +1068,8 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			for (int k = 0; k < v->n->nin; k++)
 				if (v->op[k] >= 0 && vm->nd[v->op[k]].cls == TIR_FC_FULL && vm->nd[v->op[k]].reg >= 0)
 					o = v->op[k];
-			for (int q = 0; o >= 0 && q < g->n; q++)
+			/* (what reads o, or an alias of it, comes after it; one is enough) */
+			for (int q = o + 1; o >= 0 && !readers && q < g->n; q++)
 				for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
 					readers += q != j && vm->nd[q].op[k] >= 0 && vm->nd[vm->nd[q].op[k]].base == o;
 			if (o >= 0 && !readers) {
