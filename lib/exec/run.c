@@ -751,12 +751,13 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 	for (int k = 0; k < g->nin; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
+		if (!v->buf || v->buf->refs != 1 || v->dtype != (enum tir_dtype)x->type.dtype)
+			continue;
 		int64_t edges = 0;
 		for (int j = 0; j < g->n; j++)
 			for (int q = 0; q < g->nodes[j]->nin; q++)
 				edges += g->nodes[j]->in[q] == x;
-		if (uses[x->id] == edges && v->buf && v->buf->refs == 1 && v->dtype == (enum tir_dtype)x->type.dtype &&
-		    tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
+		if (uses[x->id] == edges && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
 			return k;
 	}
 	return -1;
