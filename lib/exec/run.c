@@ -50,6 +50,7 @@ struct tir_exec {
 	 * run needed (with x->plan.need).  The same again is x->plan as it is,
 	 * with no signature to make. */
 	struct plan_entry *plan_src;
+	bool rerun;                    /* this run is that one again */
 	struct tir_node **plan_nodes;
 	int64_t *plan_uses;
 	bool *plan_target;
@@ -57,8 +58,10 @@ struct tir_exec {
 	/* by node id, kept empty between runs: a run's values */
 	struct tir_tensor *vals;
 	size_t capvals;
-	/* small constants' values, made once (a graph of scalar ops has
-	 * about as many as ops): by node id the slot + 1, or 0 */
+	/* small constants' values, made once for the runs of a plan run
+	 * again (a graph of scalar ops has about as many as ops; a single
+	 * run holds and counts its memory as before): by node id the
+	 * slot + 1, or 0 */
 	int32_t *cslot;
 	size_t ncslot;
 	struct cconst {
@@ -1049,7 +1052,7 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 {
 	struct tir_program *p = x->prog;
 	if (plan_bound(x, need, uses, target)) {
-		*cached = true;
+		*cached = x->rerun = true;
 		x->plan_src->used = ++x->pclock;
 		return 0;
 	}
@@ -1184,6 +1187,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	double t0 = now_ms();
 	clear_results(x);
 	memset(&x->stats, 0, sizeof x->stats);
+	x->rerun = false;
 	size_t nn = p->nnodes;
 	int64_t *uses = calloc(nn + 1, sizeof *uses);
 	/* x->vals, kept between runs (empty): what is set is listed in made
@@ -1314,7 +1318,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				tir_tensor_ref(&x->kept[i], &vals[i]);
 			continue;
 		}
-		bool small_const = cacheable_const(n);
+		bool small_const = x->rerun && cacheable_const(n);
 		if (small_const && const_hit(x, n, &vals[i])) {
 			if (x->keep && keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);
