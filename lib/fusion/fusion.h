@@ -122,7 +122,9 @@ bool tir_fusable(const struct tir_node *n);
 enum tir_dtype tir_fuse_dtype(const struct tir_node *n);
 
 /* Run a group: in[k] is the value of g->inputs[k] (any dtype, any layout;
- * converted and broadcast here); out is allocated contiguous for root. */
+ * converted and broadcast here; borrowed, not referenced: the caller
+ * holds it through the call, or until tir_fused_free after
+ * tir_fused_prepare); out is allocated contiguous for root. */
 int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
 		   struct tir_err *err);
 

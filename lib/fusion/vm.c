@@ -114,6 +114,7 @@ struct vm {
 	bool done;               /* the root was made before the blocks */
 	bool elems;              /* elements only (cols 1, all FULL): run_elems */
 	int oom;                 /* a task could not get its registers */
+	uint64_t borrowed;       /* by input: vals[k] is the caller's in[k], not a reference */
 };
 
 /* ---- views ---- */
@@ -855,7 +856,8 @@ static void vm_free(struct vm *vm)
 	if (!vm)
 		return;
 	for (int k = 0; vm->vals && k < vm->nvals; k++)
-		tir_tensor_release(&vm->vals[k]);
+		if (!(k < 64 && vm->borrowed >> k & 1))
+			tir_tensor_release(&vm->vals[k]);
 	for (int s = 0; s < vm->nsrc; s++)
 		tir_tensor_release(&vm->src[s].v);
 	struct vm_spare *sp = thread_spare();
@@ -994,10 +996,15 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	vm->cols = info->cols;
 	vm->out = tir_tensor_data(out);
 	for (int k = 0; k < g->nin && !rc; k++) {
-		if (in[k].dtype == vm->dt)
+		if (in[k].dtype == vm->dt && k < 64) {
+			/* the caller holds it through the call */
+			vm->vals[k] = in[k];
+			vm->borrowed |= (uint64_t)1 << k;
+		} else if (in[k].dtype == vm->dt) {
 			tir_tensor_ref(&vm->vals[k], &in[k]);
-		else
+		} else {
 			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
+		}
 		vm->nvals++;
 	}
 	/* members; what is made before the blocks */
