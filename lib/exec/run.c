@@ -36,9 +36,40 @@ struct tir_exec {
 		int32_t *alone_at;     /* nodes (dense) the fuser left alone, and why */
 		const char **alone_why;
 		size_t nalone;
+		struct tir_group_info *info; /* by group: the groups analyzed */
+		struct plan_fin {      /* by dense index: what tir_plan_finish made */
+			int64_t keep, copy;
+			int32_t extra_uses;
+			bool interior, dup;
+		} *fin;
 		uint64_t used;
 	} pcache[8];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
+	/* the entry x->plan instantiates (or NULL), for which run: the
+	 * program's nodes then (they never change once made), and what the
+	 * run needed (with x->plan.need).  The same again is x->plan as it is,
+	 * with no signature to make. */
+	struct plan_entry *plan_src;
+	bool rerun;                    /* this run is that one again */
+	struct tir_node **plan_nodes;
+	int64_t *plan_uses;
+	bool *plan_target;
+	size_t capplan;
+	/* by node id, kept empty between runs: a run's values */
+	struct tir_tensor *vals;
+	size_t capvals;
+	/* small constants' values, made once for the runs of a plan run
+	 * again (a graph of scalar ops has about as many as ops; a single
+	 * run holds and counts its memory as before): by node id the
+	 * slot + 1, or 0 */
+	int32_t *cslot;
+	size_t ncslot;
+	struct cconst {
+		const struct tir_node *n; /* (ids are reused when a failed statement is undone) */
+		struct tir_tensor v;
+		struct tir_tensor as;     /* v converted, for the fused kernels reading it (or empty) */
+	} *cconst;
+	size_t ncconst, capcconst;
 	uint64_t pclock;
 	bool profile;                  /* time every kernel */
 	struct tir_kprof {
@@ -97,8 +128,20 @@ void tir_exec_free(struct tir_exec *x)
 		free(x->pcache[i].closed);
 		free(x->pcache[i].alone_at);
 		free(x->pcache[i].alone_why);
+		free(x->pcache[i].info);
+		free(x->pcache[i].fin);
 	}
 	tir_plan_free(&x->plan);
+	free(x->plan_nodes);
+	free(x->plan_uses);
+	free(x->plan_target);
+	free(x->vals);
+	for (size_t i = 0; i < x->ncconst; i++) {
+		tir_tensor_release(&x->cconst[i].v);
+		tir_tensor_release(&x->cconst[i].as);
+	}
+	free(x->cconst);
+	free(x->cslot);
 	free(x->prof);
 	tir_exec_keep_named(x, false);
 	for (size_t i = 0; i < x->ninputs_cap; i++)
@@ -645,6 +688,63 @@ static void drop_operands(const struct tir_node *n, const bool *interior, struct
 	}
 }
 
+/* Constants of at most this many bytes are made once per exec. */
+#define CCONST_BYTES 64
+
+static bool cacheable_const(const struct tir_node *n)
+{
+	return n->op == TIR_OP_CONST &&
+	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
+}
+
+/* Constant node n's value made before, into out; false when there is none. */
+static bool const_hit(const struct tir_exec *x, const struct tir_node *n, struct tir_tensor *out)
+{
+	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
+	if (s < 0 || x->cconst[s].n != n)
+		return false;
+	tir_tensor_ref(out, &x->cconst[s].v);
+	return true;
+}
+
+/* Keep constant node n's value v for the next runs (unless out of memory). */
+static void const_keep(struct tir_exec *x, const struct tir_node *n, const struct tir_tensor *v)
+{
+	size_t old = x->ncslot;
+	if (tir_grow((void **)&x->cslot, &x->ncslot, (size_t)n->id + 1, sizeof *x->cslot))
+		return;
+	memset(x->cslot + old, 0, (x->ncslot - old) * sizeof *x->cslot);
+	int32_t s = x->cslot[n->id] - 1;
+	if (s < 0) {
+		if (tir_grow((void **)&x->cconst, &x->capcconst, x->ncconst + 1, sizeof *x->cconst))
+			return;
+		s = (int32_t)x->ncconst++;
+		x->cslot[n->id] = s + 1;
+		memset(&x->cconst[s], 0, sizeof x->cconst[s]);
+	} else {
+		tir_tensor_release(&x->cconst[s].v); /* another node's, at a reused id */
+		tir_tensor_release(&x->cconst[s].as);
+	}
+	x->cconst[s].n = n;
+	tir_tensor_ref(&x->cconst[s].v, v);
+}
+
+/* A fused kernel converts a constant of another dtype (a literal is held
+ * in f64) on every call: the converted value of cached constant n, made
+ * once, or NULL. */
+static const struct tir_tensor *const_as(struct tir_exec *x, const struct tir_node *n, enum tir_dtype dt)
+{
+	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
+	if (s < 0 || x->cconst[s].n != n)
+		return NULL;
+	struct cconst *c = &x->cconst[s];
+	if (c->as.buf && c->as.dtype == dt)
+		return &c->as;
+	struct tir_err e = {0};
+	tir_tensor_release(&c->as);
+	return tir_tensor_convert(&c->v, dt, &c->as, &e) ? NULL : &c->as;
+}
+
 /* An input of g whose memory g's root may take: its last reader is g,
  * its buffer is held by this value alone, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
@@ -654,27 +754,34 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 	for (int k = 0; k < g->nin; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
+		if (!v->buf || v->buf->refs != 1 || v->dtype != (enum tir_dtype)x->type.dtype)
+			continue;
 		int64_t edges = 0;
 		for (int j = 0; j < g->n; j++)
 			for (int q = 0; q < g->nodes[j]->nin; q++)
 				edges += g->nodes[j]->in[q] == x;
-		if (uses[x->id] == edges && v->buf && v->buf->refs == 1 && v->dtype == (enum tir_dtype)x->type.dtype &&
-		    tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
+		if (uses[x->id] == edges && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
 			return k;
 	}
 	return -1;
 }
 
 /* One fused kernel: read its inputs, write its root. */
-static int run_group(const struct tir_group *g, const bool *interior, struct tir_tensor *vals,
-		     int64_t *uses, struct tir_err *err)
+static int run_group(struct tir_exec *x, const struct tir_group *g, const bool *interior,
+		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
 {
 	struct tir_tensor in[64];
 	const struct tir_node *r = g->root;
 	if (g->nin > 64)
 		return tir_errf(err, TIR_EUNSUPPORTED, &r->loc, "a fused kernel reads at most 64 values");
-	for (int k = 0; k < g->nin; k++)
-		in[k] = vals[g->inputs[k]->id];
+	for (int k = 0; k < g->nin; k++) {
+		const struct tir_node *o = g->inputs[k];
+		const struct tir_tensor *c = NULL;
+		in[k] = vals[o->id];
+		/* (borrowed from the cache, which holds it past the kernel) */
+		if (g->info && in[k].dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
+			in[k] = *c;
+	}
 	struct tir_tensor *out = &vals[r->id];
 	int rc = 0;
 	if (g->head) {
@@ -771,18 +878,189 @@ static int64_t *plan_signature(const struct tir_program *p, const bool *need, co
 	return sig ? sig : calloc(1, sizeof *sig);
 }
 
-/* This run's plan (x->plan): from the cache when the structure was seen,
- * else from the fuser (and then cached). */
+/* Remember that x->plan instantiates entry e for this run. */
+static void plan_bind(struct tir_exec *x, struct plan_entry *e, const int64_t *uses, const bool *target)
+{
+	size_t nn = x->prog->nnodes, cap = x->capplan;
+	x->plan_src = NULL;
+	if (tir_grow((void **)&x->plan_nodes, &cap, nn + 1, sizeof *x->plan_nodes))
+		return; /* then it is found by its signature next time */
+	cap = x->capplan;
+	if (tir_grow((void **)&x->plan_uses, &cap, nn + 1, sizeof *x->plan_uses))
+		return;
+	cap = x->capplan;
+	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
+		return;
+	x->capplan = cap;
+	if (nn) { /* (an empty program has no nodes array) */
+		memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
+		memcpy(x->plan_uses, uses, sizeof *x->plan_uses * nn);
+		memcpy(x->plan_target, target, nn);
+	}
+	x->plan_src = e;
+}
+
+/* Whether this run is the one x->plan was made or instantiated for. */
+static bool plan_bound(const struct tir_exec *x, const bool *need, const int64_t *uses, const bool *target)
+{
+	size_t nn = x->prog->nnodes;
+	return x->plan_src && x->plan.need && x->plan.nnodes == nn && nn && !memcmp(x->plan.need, need, nn) &&
+	       !memcmp(x->plan_target, target, nn) && !memcmp(x->plan_uses, uses, sizeof *uses * nn) &&
+	       !memcmp(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
+}
+
+/* Entry e's plan on this run's nodes (dense: by dense index) into x->plan. */
+static int plan_instantiate(struct tir_exec *x, struct plan_entry *e, const bool *need, const int64_t *dense,
+			    int64_t nd)
+{
+	struct tir_program *p = x->prog;
+	struct tir_plan *pl = &x->plan;
+	size_t nn = p->nnodes;
+	pl->nnodes = nn;
+	pl->group_of = malloc(sizeof *pl->group_of * (nn + 1));
+	pl->interior = calloc(nn + 1, sizeof *pl->interior);
+	pl->need = malloc(nn + 1);
+	pl->extra_uses = calloc(nn + 1, sizeof *pl->extra_uses);
+	pl->keep = calloc(nn + 1, sizeof *pl->keep);
+	pl->copy = calloc(nn + 1, sizeof *pl->copy);
+	pl->dup = calloc(nn + 1, sizeof *pl->dup);
+	size_t ng = 0;
+	for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
+		ng++;
+	pl->groups = calloc(ng + 1, sizeof *pl->groups);
+	if (!pl->group_of || !pl->interior || !pl->need || !pl->extra_uses || !pl->keep || !pl->copy || !pl->dup ||
+	    !pl->groups)
+		return -TIR_ENOMEM;
+	memcpy(pl->need, need, nn);
+	for (size_t i = 0; i < nn; i++)
+		pl->group_of[i] = -1;
+	size_t w = 0;
+	for (size_t g = 0; g < ng; g++) {
+		struct tir_group *gr = &pl->groups[g];
+		gr->n = e->groups[w];
+		gr->nin = e->groups[w + 1];
+		gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
+		gr->closed = e->closed[g];
+		gr->info = &e->info[g]; /* (e outlives x->plan: it is only replaced when a plan is made) */
+		gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
+		gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
+		if (!gr->nodes || !gr->inputs)
+			return -TIR_ENOMEM;
+		w += 3;
+		for (int j = 0; j < gr->n; j++)
+			gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
+		for (int j = 0; j < gr->nin; j++)
+			gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
+		gr->root = gr->nodes[gr->n - 1];
+		pl->group_of[gr->root->id] = (int32_t)g;
+	}
+	pl->ngroups = (int)ng;
+	/* tir_plan_finish's result, as it was for this structure */
+	for (int64_t k = 0; k < nd; k++) {
+		const struct plan_fin *f = &e->fin[k];
+		int64_t id = dense[k];
+		pl->interior[id] = f->interior;
+		pl->dup[id] = f->dup;
+		pl->extra_uses[id] = f->extra_uses;
+		pl->keep[id] = f->keep;
+		pl->copy[id] = f->copy;
+	}
+	if (e->nalone && !(pl->alone = calloc(nn + 1, sizeof *pl->alone)))
+		return -TIR_ENOMEM;
+	for (size_t k = 0; k < e->nalone; k++)
+		pl->alone[dense[e->alone_at[k]]] = e->alone_why[k];
+	return 0;
+}
+
+/* x->plan, just made, into entry victim (by dense index); false when
+ * there is no memory for it (the plan is fine, it is just not cached). */
+static bool plan_remember(struct tir_exec *x, struct plan_entry *victim, int64_t *sig, size_t nsig,
+			  const int64_t *dense, int64_t nd)
+{
+	const struct tir_program *p = x->prog;
+	const struct tir_plan *pl = &x->plan;
+	size_t words = 0, nalone = 0;
+	for (int g = 0; g < pl->ngroups; g++)
+		words += 3 + (size_t)pl->groups[g].n + (size_t)pl->groups[g].nin;
+	for (size_t i = 0; pl->alone && i < p->nnodes; i++)
+		nalone += pl->alone[i] != NULL;
+	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	int32_t *gw = malloc(sizeof *gw * (words + 1));
+	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
+	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1));
+	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
+	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
+	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
+	if (!rank_of || !gw || !closed || !info || !fin || !alone_at || !alone_why) {
+		free(rank_of);
+		free(gw);
+		free(closed);
+		free(info);
+		free(fin);
+		free(alone_at);
+		free(alone_why);
+		return false;
+	}
+	for (int64_t k = 0; k < nd; k++) {
+		int64_t id = dense[k];
+		rank_of[id] = k;
+		fin[k] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id],
+					   .extra_uses = pl->extra_uses[id], .interior = pl->interior[id],
+					   .dup = pl->dup[id]};
+	}
+	size_t w = 0;
+	for (int g = 0; g < pl->ngroups; g++) {
+		const struct tir_group *gr = &pl->groups[g];
+		gw[w++] = gr->n;
+		gw[w++] = gr->nin;
+		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
+		for (int j = 0; j < gr->n; j++)
+			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
+		for (int j = 0; j < gr->nin; j++)
+			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
+		closed[g] = gr->closed;
+		const struct tir_node *culprit;
+		if (gr->info)
+			info[g] = *gr->info;
+		else
+			TIR_ASSERT(!tir_group_analyze(gr, &info[g], &culprit));
+	}
+	for (size_t i = 0, k = 0; pl->alone && i < p->nnodes; i++)
+		if (pl->alone[i]) {
+			alone_at[k] = (int32_t)rank_of[i];
+			alone_why[k++] = pl->alone[i];
+		}
+	free(rank_of);
+	free(victim->sig);
+	free(victim->groups);
+	free(victim->closed);
+	free(victim->alone_at);
+	free(victim->alone_why);
+	free(victim->info);
+	free(victim->fin);
+	*victim = (struct plan_entry){.sig = sig, .nsig = nsig, .groups = gw, .ngroups_words = words,
+				      .closed = closed, .alone_at = alone_at, .alone_why = alone_why,
+				      .nalone = nalone, .info = info, .fin = fin, .used = ++x->pclock};
+	return true;
+}
+
+/* This run's plan (x->plan): from the cache when the structure was seen
+ * (as it is when the same nodes are run again), else from the fuser (and
+ * then cached). */
 static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, const bool *target,
 		    bool *cached)
 {
 	struct tir_program *p = x->prog;
+	if (plan_bound(x, need, uses, target)) {
+		*cached = x->rerun = true;
+		x->plan_src->used = ++x->pclock;
+		return 0;
+	}
 	size_t nsig;
 	int64_t nd = 0;
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
 	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
 	int rc = -TIR_ENOMEM;
-	tir_plan_free(&x->plan);
 	if (!sig)
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
@@ -794,121 +1072,27 @@ static int plan_for(struct tir_exec *x, const bool *need, const int64_t *uses, c
 			victim = c;
 	}
 	*cached = e != NULL;
+	tir_plan_free(&x->plan);
+	x->plan_src = NULL;
 	if (e) {
-		/* instantiate the cached plan on this run's nodes */
-		struct tir_plan *pl = &x->plan;
-		pl->nnodes = p->nnodes;
-		pl->group_of = malloc(sizeof *pl->group_of * (p->nnodes + 1));
-		pl->interior = calloc(p->nnodes + 1, sizeof *pl->interior);
-		pl->need = malloc(p->nnodes + 1);
-		size_t ng = 0;
-		for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
-			ng++;
-		pl->groups = calloc(ng + 1, sizeof *pl->groups);
-		if (!pl->group_of || !pl->interior || !pl->need || !pl->groups)
-			goto out;
-		memcpy(pl->need, need, p->nnodes);
-		for (size_t i = 0; i < p->nnodes; i++)
-			pl->group_of[i] = -1;
-		size_t w = 0;
-		for (size_t g = 0; g < ng; g++) {
-			struct tir_group *gr = &pl->groups[g];
-			gr->n = e->groups[w];
-			gr->nin = e->groups[w + 1];
-			gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
-			gr->closed = e->closed[g];
-			gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
-			gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
-			if (!gr->nodes || !gr->inputs)
-				goto out;
-			w += 3;
-			for (int j = 0; j < gr->n; j++)
-				gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
-			for (int j = 0; j < gr->nin; j++)
-				gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
-			gr->root = gr->nodes[gr->n - 1];
-			pl->group_of[gr->root->id] = (int32_t)g;
-		}
-		pl->ngroups = (int)ng;
 		e->used = ++x->pclock;
-		rc = tir_plan_finish(p, need, uses, target, pl);
-		if (!rc && e->nalone && !(pl->alone = calloc(p->nnodes + 1, sizeof *pl->alone)))
-			rc = -TIR_ENOMEM;
-		for (size_t k = 0; !rc && k < e->nalone; k++)
-			pl->alone[dense[e->alone_at[k]]] = e->alone_why[k];
+		if (!(rc = plan_instantiate(x, e, need, dense, nd)))
+			plan_bind(x, e, uses, target);
 		goto out;
 	}
-	if (tir_fuse(p, need, uses, target, &x->plan))
+	if ((rc = tir_fuse(p, need, uses, target, &x->plan)))
 		goto out;
-	/* remember it by dense index */
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
-	size_t words = 0;
-	for (int g = 0; g < x->plan.ngroups; g++)
-		words += 3 + (size_t)x->plan.groups[g].n + (size_t)x->plan.groups[g].nin;
-	int32_t *gw = malloc(sizeof *gw * (words + 1));
-	const char **closed = malloc(sizeof *closed * ((size_t)x->plan.ngroups + 1));
-	if (!rank_of || !gw || !closed) {
-		free(rank_of);
-		free(gw);
-		free(closed);
-		rc = 0; /* the plan is fine; it is just not cached */
-		goto out;
+	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
+		sig = NULL;
+		plan_bind(x, victim, uses, target);
 	}
-	for (int64_t k = 0; k < nd; k++)
-		rank_of[dense[k]] = k;
-	size_t w = 0;
-	for (int g = 0; g < x->plan.ngroups; g++) {
-		const struct tir_group *gr = &x->plan.groups[g];
-		gw[w++] = gr->n;
-		gw[w++] = gr->nin;
-		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
-		for (int j = 0; j < gr->n; j++)
-			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
-		for (int j = 0; j < gr->nin; j++)
-			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
-		closed[g] = gr->closed;
-	}
-	size_t nalone = 0;
-	for (size_t i = 0; x->plan.alone && i < p->nnodes; i++)
-		nalone += x->plan.alone[i] != NULL;
-	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
-	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!alone_at || !alone_why) {
-		free(rank_of);
-		free(gw);
-		free(closed);
-		free(alone_at);
-		free(alone_why);
-		rc = 0;
-		goto out;
-	}
-	for (size_t i = 0, k = 0; x->plan.alone && i < p->nnodes; i++)
-		if (x->plan.alone[i]) {
-			alone_at[k] = (int32_t)rank_of[i];
-			alone_why[k++] = x->plan.alone[i];
-		}
-	free(rank_of);
-	free(victim->sig);
-	free(victim->groups);
-	free(victim->closed);
-	free(victim->alone_at);
-	free(victim->alone_why);
-	victim->sig = sig;
-	victim->nsig = nsig;
-	victim->groups = gw;
-	victim->ngroups_words = words;
-	victim->closed = closed;
-	victim->alone_at = alone_at;
-	victim->alone_why = alone_why;
-	victim->nalone = nalone;
-	victim->used = ++x->pclock;
-	sig = NULL;
-	rc = 0;
 out:
 	free(sig);
 	free(dense);
-	if (rc)
+	if (rc) {
 		tir_plan_free(&x->plan);
+		x->plan_src = NULL;
+	}
 	return rc;
 }
 
@@ -1003,13 +1187,22 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	double t0 = now_ms();
 	clear_results(x);
 	memset(&x->stats, 0, sizeof x->stats);
+	x->rerun = false;
 	size_t nn = p->nnodes;
 	int64_t *uses = calloc(nn + 1, sizeof *uses);
-	struct tir_tensor *vals = calloc(nn + 1, sizeof *vals);
+	/* x->vals, kept between runs (empty): what is set is listed in made
+	 * and released after, not all nn of them */
+	struct tir_tensor *vals = NULL;
+	uint32_t *made = malloc(sizeof *made * (nn + 1));
+	size_t nmade = 0, oldvals = x->capvals;
 	struct tir_node **targets = NULL;
 	size_t ntargets = 0, captargets = 0, capheaders = 0;
 	int rc = 0;
-	if (!uses || !vals || (x->keep && kept_sync(x))) {
+	if (!tir_grow((void **)&x->vals, &x->capvals, nn + 1, sizeof *x->vals)) {
+		memset(x->vals + oldvals, 0, (x->capvals - oldvals) * sizeof *x->vals);
+		vals = x->vals;
+	}
+	if (!uses || !vals || !made || (x->keep && kept_sync(x))) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto done;
 	}
@@ -1069,6 +1262,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (x->keep && x->kept[i].buf) {
 			/* computed before: a value to read, not a node to run */
 			tir_tensor_ref(&vals[i], &x->kept[i]);
+			made[nmade++] = (uint32_t)i;
 			need[i] = false;
 			target[i] = true;
 			continue;
@@ -1113,13 +1307,20 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			break;
 		}
 		double tk = x->profile ? now_ms() : 0;
+		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
-			rc = run_group(&plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			rc = run_group(x, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
 			if (x->profile && !rc)
 				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk);
 			x->stats.nops += plan.groups[plan.group_of[i]].n + (plan.groups[plan.group_of[i]].head != NULL);
 			x->stats.nkernels++;
 			if (!rc && x->keep && keepable(p, n))
+				tir_tensor_ref(&x->kept[i], &vals[i]);
+			continue;
+		}
+		bool small_const = x->rerun && cacheable_const(n);
+		if (small_const && const_hit(x, n, &vals[i])) {
+			if (x->keep && keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);
 			continue;
 		}
@@ -1139,6 +1340,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		rc = eval_node(x, n, inp, &vals[i], &e);
 		if (rc)
 			*err = e;
+		else if (small_const)
+			const_keep(x, n, &vals[i]);
 		else if (x->profile && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
 			profile_kernel(x, NULL, n, now_ms() - tk);
 		if (!rc && x->keep && keepable(p, n))
@@ -1174,10 +1377,9 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	x->nresults = nprint;
 	x->nnamed = (size_t)nnames;
 done:
-	if (vals)
-		for (size_t i = 0; i < nn; i++)
-			tir_tensor_release(&vals[i]);
-	free(vals);
+	for (size_t k = 0; k < nmade; k++)
+		tir_tensor_release(&vals[made[k]]);
+	free(made);
 	free(uses);
 	free(targets);
 	if (rc)

@@ -970,6 +970,14 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		}
 		memcpy(pg->nodes, g.nodes, sizeof *g.nodes * (size_t)g.n);
 		memcpy(pg->inputs, g.inputs, sizeof *g.inputs * (size_t)g.nin);
+		struct tir_group_info *gi = tir_arena_alloc(&plan->arena, sizeof *gi);
+		const struct tir_node *culprit;
+		if (!gi) {
+			rc = -TIR_ENOMEM;
+			goto out;
+		}
+		TIR_ASSERT(!tir_group_analyze(pg, gi, &culprit)); /* as just checked */
+		pg->info = gi;
 		for (int j = 0; j < g.n; j++)
 			taken[g.nodes[j]->id] = !dup[g.nodes[j]->id] || j == g.n - 1;
 		if (g.head)
@@ -1051,7 +1059,10 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 			const struct tir_group *gr = &plan->groups[g];
 			struct tir_group_info info;
 			const struct tir_node *culprit;
-			tir_group_analyze(gr, &info, &culprit);
+			if (gr->info)
+				info = *gr->info;
+			else
+				tir_group_analyze(gr, &info, &culprit);
 			tir_str_addf(&out, "%sfused %d ops [", gr->head ? "matmul + " : "", gr->n);
 			for (int j = 0; j < gr->n; j++)
 				tir_str_addf(&out, "%s%s", j ? " " : "", tir_op(gr->nodes[j]->op)->name);

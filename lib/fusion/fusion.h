@@ -35,6 +35,9 @@ struct tir_group {
 	const char *closed;         /* why the group stopped growing */
 	struct tir_node *head;      /* a matmul whose blocks the group finishes as they are
 				     * made (its epilogue), or NULL; also among inputs */
+	/* tir_group_analyze's result, made once with the plan (a group of a
+	 * plan runs on every run of it), or NULL: analyzed when needed */
+	const struct tir_group_info *info;
 };
 
 /* How a member of a group is computed (tir_group_analyze). */
@@ -119,7 +122,9 @@ bool tir_fusable(const struct tir_node *n);
 enum tir_dtype tir_fuse_dtype(const struct tir_node *n);
 
 /* Run a group: in[k] is the value of g->inputs[k] (any dtype, any layout;
- * converted and broadcast here); out is allocated contiguous for root. */
+ * converted and broadcast here; borrowed, not referenced: the caller
+ * holds it through the call, or until tir_fused_free after
+ * tir_fused_prepare); out is allocated contiguous for root. */
 int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
 		   struct tir_err *err);
 

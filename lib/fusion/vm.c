@@ -38,6 +38,7 @@
 #include "../exec/vmath.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,7 @@ struct vm {
 	bool lean;               /* whole rows a block, members FULL, ROW or ALIAS: run_rows */
 	bool nt;                 /* lean: the root made in a register, copied out by nt_copy */
 	int oom;                 /* a task could not get its registers */
+	uint64_t borrowed;       /* by input: vals[k] is the caller's in[k], not a reference */
 };
 
 /* ---- views ---- */
@@ -903,16 +905,96 @@ static void run_task(void *ctx, int64_t t)
 
 /* ---- preparing a group ---- */
 
+/* A kernel's vm is large (nd[] and src[] for the largest group) and a
+ * small group runs in microseconds: each thread keeps the last vm it
+ * freed, with vals for the largest group, for its next kernel, which
+ * clears only what it uses. */
+#define SPARE_VALS ((size_t)(TIR_FUSE_MAX_INPUTS + TIR_FUSE_MAX_OPS) + 1)
+
+struct vm_spare {
+	struct vm *vm;
+	struct tir_tensor *vals; /* SPARE_VALS of them */
+};
+
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_free(void *v)
+{
+	struct vm_spare *s = v;
+	free(s->vm);
+	free(s->vals);
+	free(s);
+}
+
+static void spare_init(void)
+{
+	TIR_ASSERT(pthread_key_create(&spare_key, spare_free) == 0);
+}
+
+static struct vm_spare *thread_spare(void)
+{
+	pthread_once(&spare_once, spare_init);
+	struct vm_spare *s = pthread_getspecific(spare_key);
+	if (!s && (s = calloc(1, sizeof *s)) && pthread_setspecific(spare_key, s)) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+static size_t nvals_of(const struct tir_group *g)
+{
+	return (size_t)(g->nin + g->n) + 1;
+}
+
+/* A vm for group g, zeroed but for nd[] past its members and src[] (which
+ * add_source fills whole), with vals zeroed; NULL when out of memory. */
+static struct vm *vm_new(const struct tir_group *g)
+{
+	struct vm_spare *sp = thread_spare();
+	struct vm *vm = sp ? sp->vm : NULL;
+	size_t nv = nvals_of(g), endnd = offsetof(struct vm, nd) + sizeof vm->nd,
+	       endsrc = offsetof(struct vm, src) + sizeof vm->src;
+	if (vm) {
+		sp->vm = NULL;
+		memset(vm, 0, offsetof(struct vm, nd));
+		memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
+		memset((char *)vm + endnd, 0, offsetof(struct vm, src) - endnd);
+		memset((char *)vm + endsrc, 0, sizeof *vm - endsrc);
+	} else if (!(vm = calloc(1, sizeof *vm))) {
+		return NULL;
+	}
+	if (sp && sp->vals && nv <= SPARE_VALS) {
+		vm->vals = sp->vals;
+		sp->vals = NULL;
+		memset(vm->vals, 0, sizeof *vm->vals * nv);
+	} else if (!(vm->vals = calloc(nv > SPARE_VALS ? nv : SPARE_VALS, sizeof *vm->vals))) {
+		free(vm);
+		return NULL;
+	}
+	return vm;
+}
+
 static void vm_free(struct vm *vm)
 {
 	if (!vm)
 		return;
 	for (int k = 0; vm->vals && k < vm->nvals; k++)
-		tir_tensor_release(&vm->vals[k]);
+		if (!(k < 64 && vm->borrowed >> k & 1))
+			tir_tensor_release(&vm->vals[k]);
 	for (int s = 0; s < vm->nsrc; s++)
 		tir_tensor_release(&vm->src[s].v);
+	struct vm_spare *sp = thread_spare();
+	if (sp && !sp->vals && vm->vals && nvals_of(vm->g) <= SPARE_VALS) {
+		sp->vals = vm->vals;
+		vm->vals = NULL;
+	}
 	free(vm->vals);
-	free(vm);
+	if (sp && !sp->vm)
+		sp->vm = vm;
+	else
+		free(vm);
 }
 
 /* The value read for operand k of member j: a member's pre-made value or
@@ -1087,33 +1169,37 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				    struct tir_tensor *out, struct tir_err *err)
 {
 	const struct tir_node *root = g->root;
-	struct vm *vm = calloc(1, sizeof *vm);
+	struct vm *vm = vm_new(g);
 	int rc = 0;
 	if (!vm) {
 		tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
 		return NULL;
 	}
-	const struct tir_node *culprit;
-	const char *why = tir_group_analyze(g, &vm->info, &culprit);
-	TIR_ASSERT(!why); /* the fuser checked it */
-	const struct tir_group_info *info = &vm->info;
 	vm->g = g;
+	if (g->info) {
+		vm->info = *g->info;
+	} else {
+		const struct tir_node *culprit;
+		const char *why = tir_group_analyze(g, &vm->info, &culprit);
+		TIR_ASSERT(!why); /* the fuser checked it */
+	}
+	const struct tir_group_info *info = &vm->info;
 	vm->n = g->n;
 	vm->dt = info->dt;
 	vm->esz = tir_dtype_size(vm->dt);
 	vm->rows = info->rows;
 	vm->cols = info->cols;
 	vm->out = tir_tensor_data(out);
-	vm->vals = calloc((size_t)(g->nin + g->n) + 1, sizeof *vm->vals);
-	if (!vm->vals) {
-		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
-		goto out;
-	}
 	for (int k = 0; k < g->nin && !rc; k++) {
-		if (in[k].dtype == vm->dt)
+		if (in[k].dtype == vm->dt && k < 64) {
+			/* the caller holds it through the call */
+			vm->vals[k] = in[k];
+			vm->borrowed |= (uint64_t)1 << k;
+		} else if (in[k].dtype == vm->dt) {
 			tir_tensor_ref(&vm->vals[k], &in[k]);
-		else
+		} else {
 			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
+		}
 		vm->nvals++;
 	}
 	/* members; what is made before the blocks */
@@ -1184,7 +1270,8 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			for (int k = 0; k < v->n->nin; k++)
 				if (v->op[k] >= 0 && vm->nd[v->op[k]].cls == TIR_FC_FULL && vm->nd[v->op[k]].reg >= 0)
 					o = v->op[k];
-			for (int q = 0; o >= 0 && q < g->n; q++)
+			/* (what reads o, or an alias of it, comes after it; one is enough) */
+			for (int q = o + 1; o >= 0 && !readers && q < g->n; q++)
 				for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
 					readers += q != j && vm->nd[q].op[k] >= 0 && vm->nd[vm->nd[q].op[k]].base == o;
 			if (o >= 0 && !readers) {
@@ -1325,9 +1412,14 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 
 bool tir_fused_can_overwrite(const struct tir_group *g, int k)
 {
-	struct tir_group_info info;
+	struct tir_group_info own;
 	const struct tir_node *culprit, *x = g->inputs[k], *r = g->root;
-	if (g->head || tir_group_analyze(g, &info, &culprit) || info.cls[g->n - 1] != TIR_FC_FULL ||
+	if (g->head)
+		return false;
+	if (!g->info && tir_group_analyze(g, &own, &culprit))
+		return false;
+	const struct tir_group_info *info = g->info ? g->info : &own;
+	if (info->cls[g->n - 1] != TIR_FC_FULL ||
 	    x->type.dtype != r->type.dtype || x->type.rank != r->type.rank ||
 	    memcmp(x->type.shape, r->type.shape, sizeof(int64_t) * (size_t)r->type.rank))
 		return false;
@@ -1337,7 +1429,7 @@ bool tir_fused_can_overwrite(const struct tir_group *g, int k)
 		for (int q = 0; q < m->nin; q++)
 			reads |= m->in[q] == x;
 		/* (a view made once reads it during the blocks, anywhere) */
-		if (reads && tir_op(m->op)->kind != TIR_KIND_REDUCE && !(info.cls[j] == TIR_FC_FULL && info.via[j] == -1))
+		if (reads && tir_op(m->op)->kind != TIR_KIND_REDUCE && !(info->cls[j] == TIR_FC_FULL && info->via[j] == -1))
 			return false;
 	}
 	return true;
