@@ -17,6 +17,21 @@ check 1 cached no
 check 2 cached no   # reads the kept y: another structure
 check 3 cached yes
 check 4 cached no   # another computation
+# a plan taken from the cache runs on the new nodes of the repeated line:
+# every repeat prints what `tir run` prints
+want=$(printf '%s\n' 'x = randn([30, 40], seed=1)' 'y = relu(x * 2 + 1)' 'y2 = relu(exp(x) - 1)' \
+	'print sum(tanh(y) * 3), sum(exp(y2) - 3, axis=0)' |
+	"$BUILD/tir" run --quiet /dev/stdin 2>&1)
+got=$(printf '%s\n' 'x = randn([30, 40], seed=1)' 'y = relu(x * 2 + 1)' 'y2 = relu(exp(x) - 1)' \
+	'sum(tanh(y) * 3)' 'sum(exp(y2) - 3, axis=0)' 'sum(tanh(y) * 3)' 'sum(exp(y2) - 3, axis=0)' \
+	'sum(tanh(y) * 3)' 'sum(exp(y2) - 3, axis=0)' | "$BUILD/tir" repl 2>&1)
+for n in 1 2 3; do
+	if [ "$(printf '%s\n' "$got" | sed -n "$((4 * n - 3)),$((4 * n))p")" = "$want" ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1)); echo "plan_cache: repeat $n printed another value:"; printf '%s\n' "$got"
+	fi
+done
 # the same shapes with other attributes (a transpose's perm, a reduction's
 # axis) are another plan: not taken from the cache, and computed right
 out=$(printf '%s\n' 'x = rand([6, 6], seed=1)' 'sum(x)' '.timer on' \
