@@ -5,7 +5,8 @@
  * through the operands it can absorb, visiting candidates from the highest
  * node id down, so that when one is considered every reader it has inside
  * the group has been seen.  Taking an operand is a small local predicate,
- * in the spirit of ggml's ggml_can_fuse: a float elementwise op, a
+ * in the spirit of ggml's ggml_can_fuse: a float elementwise op (where
+ * and clip among them, a comparison as a mask of the kernel's dtype), a
  * reduction over trailing axes or a view of the group's dtype, all of
  * whose readers are in the group (or which is recomputed by each of its
  * readers' kernels, the scored choice below), and which is not printed or
