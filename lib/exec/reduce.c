@@ -105,6 +105,17 @@ static double pw8_f32(const float *x, int64_t n)
  * accumulators (no chain of compares one long) and the four joined, which
  * gives the one value unless the order would decide it: a NaN, or equal
  * values of other bits (0 and -0); then the lanes are redone in order. */
+/* lanes of a where mask t is set, else of b */
+#define EXT_SEL(VT, VI, t, a, b) ((VT)(((VI)(a) & (t)) | ((VI)(b) & ~(t))))
+/* m takes v's lanes that are greater (smaller) or NaN */
+#define EXT_TAKE(VT, VI, CMP, m, v) ((m) = EXT_SEL(VT, VI, ((v) CMP (m)) | ((v) != (v)), v, m))
+/* joining m1 into m: a NaN or a tie of other bits is marked in bad */
+#define EXT_JOIN(VT, VI, CMP, m, m1, bad)                                    \
+	do {                                                                 \
+		(bad) |= ((m1) == (m)) & ((VI)(m1) != (VI)(m));              \
+		(m) = EXT_SEL(VT, VI, (m1) CMP (m), m1, m);                  \
+	} while (0)
+
 #define DEF_EXT8(NAME, T, VT, VI, CMP)                                       \
 RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
 {                                                                            \
@@ -119,29 +130,22 @@ RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
 		for (j = 32; j + 32 <= n; j += 32) {                         \
 			memcpy(&v, x + j, sizeof v);                         \
 			memcpy(&w, x + j + 8, sizeof w);                     \
-			m = (VT)(((VI)v & ((v CMP m) | (v != v))) | ((VI)m & ~((v CMP m) | (v != v)))); \
-			m1 = (VT)(((VI)w & ((w CMP m1) | (w != w))) | ((VI)m1 & ~((w CMP m1) | (w != w)))); \
+			EXT_TAKE(VT, VI, CMP, m, v);                         \
+			EXT_TAKE(VT, VI, CMP, m1, w);                        \
 			memcpy(&v, x + j + 16, sizeof v);                    \
 			memcpy(&w, x + j + 24, sizeof w);                    \
-			m2 = (VT)(((VI)v & ((v CMP m2) | (v != v))) | ((VI)m2 & ~((v CMP m2) | (v != v)))); \
-			m3 = (VT)(((VI)w & ((w CMP m3) | (w != w))) | ((VI)m3 & ~((w CMP m3) | (w != w)))); \
+			EXT_TAKE(VT, VI, CMP, m2, v);                        \
+			EXT_TAKE(VT, VI, CMP, m3, w);                        \
 		}                                                            \
 		for (; j + 8 <= n; j += 8) {                                 \
 			memcpy(&v, x + j, sizeof v);                         \
-			VI t = (v CMP m) | (v != v);                         \
-			m = (VT)(((VI)v & t) | ((VI)m & ~t));                \
+			EXT_TAKE(VT, VI, CMP, m, v);                         \
 		}                                                            \
 		/* join: any NaN, or a tie of other bits, and order decides */ \
 		VI bad = (m != m) | (m1 != m1) | (m2 != m2) | (m3 != m3);    \
-		bad |= (m1 == m) & ((VI)m1 != (VI)m);                        \
-		VI t = m1 CMP m;                                             \
-		m = (VT)(((VI)m1 & t) | ((VI)m & ~t));                       \
-		bad |= (m2 == m) & ((VI)m2 != (VI)m);                        \
-		t = m2 CMP m;                                                \
-		m = (VT)(((VI)m2 & t) | ((VI)m & ~t));                       \
-		bad |= (m3 == m) & ((VI)m3 != (VI)m);                        \
-		t = m3 CMP m;                                                \
-		m = (VT)(((VI)m3 & t) | ((VI)m & ~t));                       \
+		EXT_JOIN(VT, VI, CMP, m, m1, bad);                           \
+		EXT_JOIN(VT, VI, CMP, m, m2, bad);                           \
+		EXT_JOIN(VT, VI, CMP, m, m3, bad);                           \
 		bool redo = false;                                           \
 		for (int k = 0; k < 8; k++)                                  \
 			redo |= bad[k] != 0;                                 \
@@ -152,8 +156,7 @@ RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
 	}                                                                    \
 	for (; j + 8 <= n; j += 8) {                                         \
 		memcpy(&v, x + j, sizeof v);                                 \
-		VI t = (v CMP m) | (v != v);                                 \
-		m = (VT)(((VI)v & t) | ((VI)m & ~t));                        \
+		EXT_TAKE(VT, VI, CMP, m, v);                                 \
 	}                                                                    \
 	for (int k = 0; k < 8; k++)                                          \
 		a = (m[k] CMP a || m[k] != m[k]) ? m[k] : a;                 \

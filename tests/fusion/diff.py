@@ -333,6 +333,25 @@ def limits_program(nops, nins):
 # [1, 1, 1], NaN and inf in f32 and f64, a value read in place and through
 # a view by one kernel, mixed dtypes, rank 8, matmuls with an empty
 # contraction, and kernels at the 32-op and 32-input limits.
+def nan_program(dtype, big, more=""):
+    """NaN and infinities through every kind of fused op (big * big
+    overflows dtype to inf)."""
+    return f"""\
+x = log(rand([4, 9], seed=1, dtype={dtype}) * 4 - 2)
+y = x / 0
+z = x * 0 + y
+m = max(z, axis=-1)
+n = min(x, axis=0, keepdims=true) - x
+s = sum(y, axis=-1)
+p = prod(x, axis=0)
+q = maximum(x, 0.0 / 0.0) + minimum(y, {big} * {big})
+r = exp(x * 1000)
+v = var(y, axis=-1)
+sm = exp(x - max(x, axis=-1, keepdims=true))
+print x, y, z, m, n, s, p, q, r, v, sm / sum(sm, axis=-1, keepdims=true){more}
+"""
+
+
 FIXED = [
     # zero
     """\
@@ -382,36 +401,8 @@ c = sum(t * s, axis=[0, 1, 2])
 d = max(a, axis=1, keepdims=true) + s
 print a, b, c, d, sum(b * s)
 """,
-    # nan
-    """\
-x = log(rand([4, 9], seed=1) * 4 - 2)
-y = x / 0
-z = x * 0 + y
-m = max(z, axis=-1)
-n = min(x, axis=0, keepdims=true) - x
-s = sum(y, axis=-1)
-p = prod(x, axis=0)
-q = maximum(x, 0.0 / 0.0) + minimum(y, 1e38 * 1e38)
-r = exp(x * 1000)
-v = var(y, axis=-1)
-sm = exp(x - max(x, axis=-1, keepdims=true))
-print x, y, z, m, n, s, p, q, r, v, sm / sum(sm, axis=-1, keepdims=true)
-""",
-    # nan64
-    """\
-x = log(rand([4, 9], seed=1, dtype=f64) * 4 - 2)
-y = x / 0
-z = x * 0 + y
-m = max(z, axis=-1)
-n = min(x, axis=0, keepdims=true) - x
-s = sum(y, axis=-1)
-p = prod(x, axis=0)
-q = maximum(x, 0.0 / 0.0) + minimum(y, 1e308 * 1e308)
-r = exp(x * 1000)
-v = var(y, axis=-1)
-sm = exp(x - max(x, axis=-1, keepdims=true))
-print x, y, z, m, n, s, p, q, r, v, sm / sum(sm, axis=-1, keepdims=true), round(x*3), sign(y), mod(x, y), pow(x, y)
-""",
+    nan_program("f32", "1e38"),
+    nan_program("f64", "1e308", ", round(x*3), sign(y), mod(x, y), pow(x, y)"),
     # inplace
     """\
 x = rand([64], seed=1) @ rand([64, 300], seed=2)
