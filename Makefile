@@ -30,9 +30,16 @@ DEB_PKGS := build-essential pkg-config libpcre2-dev libjansson-dev \
             libopenblas-dev libmicrohttpd-dev libcurl4-openssl-dev \
             libedit-dev libssl-dev libsleef-dev python3-numpy
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(NET_PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-NET_LIBS   := $(shell pkg-config --libs $(NET_PKGS) 2>/dev/null)
+# What pkg-config says of the libraries is asked only after the dependency
+# step has run: $(BUILD)/pkg.mk is made by a rule that first installs what is
+# missing (tests/deps.sh), and make reads this file again with it.  (Asked
+# as this file is read, pkg-config answers nothing on a fresh machine, and
+# the first build links without the libraries.)  Goals that build nothing
+# do not need it.
+NOPKG_GOALS := clean deps fresh-check help
+ifneq ($(filter-out $(NOPKG_GOALS),$(or $(MAKECMDGOALS),all)),)
+include $(BUILD)/pkg.mk
+endif
 
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib $(PKG_CFLAGS)
 CFLAGS   += $(OPT) $(WARN) $(SAN) -MMD -MP -pthread
@@ -53,17 +60,23 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test asan fuzz bench clean golden-update
+.PHONY: all deps run test asan fuzz bench clean golden-update fresh-check
 
-all: deps-check $(BUILD)/tir $(NET_SO) $(UNIT_BIN)
+all: $(BUILD)/tir $(NET_SO) $(UNIT_BIN)
 
 # The dependency step: install what is missing (as root), else say how.
 deps:
 	@sh tests/deps.sh $(DEB_PKGS)
 
-deps-check:
-	@pkg-config --exists $(PKGS) $(NET_PKGS) || { sh tests/deps.sh $(DEB_PKGS) && true; }
-	@pkg-config --exists $(PKGS) $(NET_PKGS) || { echo "missing libraries: see above"; exit 1; }
+$(BUILD)/pkg.mk: Makefile
+	@sh tests/deps.sh $(DEB_PKGS) || { \
+		echo "make: the Debian packages above are missing; install them, then run make again" >&2; exit 1; }
+	@pkg-config --exists --print-errors $(PKGS) $(NET_PKGS) || { \
+		echo "make: pkg-config does not find the libraries above" >&2; exit 1; }
+	@mkdir -p $(@D)
+	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS) $(NET_PKGS))"; \
+	   echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
+	   echo "NET_LIBS := $$(pkg-config --libs $(NET_PKGS))"; } >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/libtir.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -111,7 +124,7 @@ asan:
 		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
 
 # libFuzzer on the parser, bounded in time (FUZZTIME seconds).
-fuzz: deps-check
+fuzz: $(BUILD)/pkg.mk
 	@sh tests/fuzz/run.sh $(FUZZTIME)
 
 # The peers (NumPy, numexpr, PyTorch) are installed here only, never by
@@ -121,6 +134,11 @@ bench:
 		echo "bench: peers missing (see above); their columns stay empty"
 	@$(MAKE) --no-print-directory all $(BENCH_BIN) LDLIBS='$(LDLIBS) -lsleef'
 	@BUILD=$(BUILD) sh bench/run.sh
+
+# The README's two commands on a fresh Debian 12 root (debootstrap, chroot):
+# not part of `make test`; needs root and Debian's mirror.
+fresh-check:
+	@sh tests/fresh-check.sh
 
 # Rewrite one golden file on purpose: make golden-update NAME=foo
 golden-update: all
