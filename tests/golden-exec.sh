@@ -27,3 +27,17 @@ golden_exec() {
 	fi
 	st=$?
 }
+
+# golden_same WANT GOT MSG: 0 when GOT agrees with the golden WANT: the same
+# bytes, or the same text with every float within tests/numdiff.py's stated
+# tolerance (results through OpenBLAS and tir's vector paths move in the
+# last digits between machines).  Otherwise 1, with numdiff's message (where
+# and what) and the first lines of a unified diff in MSG.
+golden_same() {
+	cmp -s "$1" "$2" && return 0
+	if python3 "${root:?}/tests/numdiff.py" "$1" "$2" >"$3" 2>&1; then
+		return 0
+	fi
+	diff -u --label "$1 (expected)" --label "got" "$1" "$2" | head -n 40 >>"$3"
+	return 1
+}
