@@ -60,7 +60,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test asan fuzz bench clean golden-update fresh-check
+.PHONY: all deps run test asan fuzz bench clean golden-update fresh-check test-kernels
 
 all: $(BUILD)/tir $(NET_SO) $(UNIT_BIN)
 
@@ -117,6 +117,11 @@ run: deps all
 
 test: all
 	@BUILD=$(BUILD) sh tests/run.sh
+
+# The suites that go through OpenBLAS or a vector path, under each kernel
+# choice other machines make (OPENBLAS_CORETYPE, TIR_VMATH); CI runs it.
+test-kernels: all
+	@BUILD=$(BUILD) sh tests/kernels.sh
 
 # AddressSanitizer + UBSan over the whole suite, in its own object folder.
 asan:
