@@ -192,7 +192,7 @@ char *tir_exec_profile(const struct tir_exec *x);
 /* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
 const char *tir_exec_explain(struct tir_exec *x);
 
-/* The result block of SPEC.md: "HEADER: f32[2, 3]" and the values, floats
+/* The result block of docs/language.md ("Printed results"): "HEADER: f32[2, 3]" and the values, floats
  * with `precision` significant digits, summarized past 1000 elements
  * unless full.  returns: new, free(). */
 char *tir_tensor_format(const struct tir_tensor *t, const char *header, int precision, bool full);

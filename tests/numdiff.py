@@ -12,7 +12,7 @@ golden may not be compared byte for byte across machines; what tir promises
 byte for byte holds on one machine and is compared exactly elsewhere
 (fused vs --no-fuse, --threads 1 vs N, local vs --remote).
 
-The rule (docs/testing.md says it for people):
+The rule (the README's "Results across machines" says it for users):
   - the output is read as values: a header line `TEXT: DTYPE[SHAPE]`, then
     the lines that print it.  Every header line must be equal exactly;
   - the text between the numbers must be equal exactly, and so must the

@@ -1,7 +1,7 @@
 /*
  * elementwise.c — the reference elementwise kernels (unary, binary, where,
  * clip) and the simple creation kernels (fill, arange, eye).  Semantics are
- * NumPy's (SPEC.md section 2); integer arithmetic wraps without undefined
+ * NumPy's (docs/language.md, "Types"); integer arithmetic wraps without undefined
  * behaviour.  The float math itself is vmath.c's (shared with the fused
  * kernels).  Not here: reductions, rand (rng.c), fused or threaded paths.
  */

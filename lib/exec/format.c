@@ -1,5 +1,5 @@
 /*
- * format.c — a computed tensor as the text block of SPEC.md section 3:
+ * format.c — a computed tensor as the text block of docs/language.md ("Printed results"):
  * a header line "NAME: f32[2, 3]", then nested lists, NumPy's layout
  * (one row a line, blank lines between blocks of rank 3 and up, "..."
  * past 1000 elements with the first and last 3 along each long axis).

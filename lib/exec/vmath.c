@@ -356,7 +356,7 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 
 /* Path P's functions for S, and its table P_ops_S: EXP ... are its
  * vector functions on one VF, TANH tanhe (f32) or tanhm1 (f64).
- * Semantics as NumPy (SPEC.md section 2): relu and maximum/minimum keep
+ * Semantics as NumPy (docs/language.md, "Types"): relu and maximum/minimum keep
  * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's
  * sign. */
 #define VM_ARRAYS(P, S, TGT, T, VF, EXP, LOG, SIN, COS, ERF, SQRT, POW, TANH)   \

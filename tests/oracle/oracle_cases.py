@@ -6,7 +6,7 @@ A case is a program body (it may use the inputs by name; oracle.py adds the
 exact dtype and shape; or an error it must stop with.  Inputs come from a
 generator seeded by the case's name, so cases are reproducible and adding
 one changes no other.  The reference values come from oracle_ref.py (NumPy)
-and, for tir's dtype rules, from SPEC.md and lib/ir/check.c's contract.
+and, for tir's dtype rules, from docs/language.md and lib/ir/check.c's contract.
 """
 import json
 import math
@@ -808,7 +808,7 @@ def nn_cases():
           "r2": R.rounded(R.pool2d(x, 2, None, False), "f32"),
           "r3": R.rounded(R.pool2d(x, 3, 1, True), "f32")})
 
-    # attention (SPEC: softmax(q @ k^T / sqrt(d)) @ v, causal masks j > i)
+    # attention (docs/language.md: softmax(q @ k^T / sqrt(d)) @ v, causal masks j > i)
     for dt in ["f32", "f64"]:
         name = "attention_%s" % dt
         g = Gen(name)

@@ -1,6 +1,6 @@
 """oracle_ref.py — tir's semantics written again in NumPy, for oracle.py.
 
-What is here: the dtype rules of SPEC.md section 1 (promotion
+What is here: the dtype rules of docs/language.md section 4 (promotion
 bool < i32 < i64 < f32 < f64, weak scalar literals), tir's cast (float to int
 truncates toward zero; NaN, infinities and out-of-range values give the
 type's minimum, as lib/exec/iter.h defines), Philox4x32-10 and the rand/randn
@@ -8,7 +8,7 @@ definition of lib/exec/rng.c, and reference versions of the ops whose NumPy
 spelling is not one call (conv2d, pools, attention, norms, softmax, reduce
 dtypes).  Every float reference computes in float64 and is rounded to the
 result's dtype by the caller; integers compute in their own dtype (NumPy
-wraps like tir).  Written from SPEC.md and the contracts in the headers,
+wraps like tir).  Written from docs/language.md and the contracts in the headers,
 not from the kernels: it must stay an independent second opinion.
 """
 import math

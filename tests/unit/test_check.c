@@ -674,7 +674,7 @@ static void test_matmul(void)
 	ERR("input a: f32[2, 3, 4]\ninput b: f32[3, 4, 5]\ny = a @ b", "batch dimensions do not broadcast: f32[2, 3, 4] @ f32[3, 4, 5]");
 	ERR("input a: f32[3, 4]\ny = a @ 2", "operands need at least one dimension");
 	ERR("input a: bool[3, 4]\ninput b: bool[4]\ny = a @ b", "matmul: not defined for bool");
-	/* SPEC.md's example error: the caret at the right operand */
+	/* docs/language.md's example error: the caret at the right operand */
 	ERR_LOC("input x: f32[64, 784]\nw1 = zeros([128, 256])\nb1 = zeros([256])\nh = relu(x @ w1 + b1)", 4, 14);
 	TYPE("input a: f32[3, 4]\ny = a @ [1.0, 2.0, 3.0, 4.0]", "f32[3]");
 

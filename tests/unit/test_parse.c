@@ -866,7 +866,7 @@ static void test_limits(void)
 /* ---- the canonical form round trip ---- */
 
 static const char *const programs[] = {
-	/* 1: the two-layer perceptron of SPEC.md */
+	/* 1: the two-layer perceptron of the README */
 	"# model.tir\n"
 	"input x: f32[64, 784]\n"
 	"w1 = randn([784, 256], seed=1) * 0.05\n"
