@@ -793,7 +793,10 @@ static void npy_header(const struct tir_tensor *t, struct tir_str *h, unsigned c
 		pre[i] = (unsigned char)(h->n >> (8 * (i - 8)));
 }
 
-/* Write t as .npy through PATH.tmp and a rename: never a half file. */
+/* Write t as .npy through PATH.tmp and a rename: never a half file.  A
+ * path that names something other than a regular file (/dev/null, a FIFO,
+ * /dev/stdout) is written in place: a rename would replace it (as root,
+ * /dev/null itself) with a regular file. */
 int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *err)
 {
 	if ((unsigned)t->dtype >= TIR_DTYPE_COUNT || t->rank < 0 || t->rank > TIR_MAX_RANK)
@@ -814,6 +817,10 @@ int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *e
 	}
 	memcpy(tmp, path, plen);
 	memcpy(tmp + plen, ".tmp", 5);
+	struct stat st;
+	bool in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	if (in_place)
+		memcpy(tmp, path, plen + 1);
 
 	int rc = 0;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -833,7 +840,7 @@ int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *e
 		rc = ferr(err, TIR_EDATA, path, "cannot write: %s", strerror(errno));
 		goto fail;
 	}
-	if (rename(tmp, path) != 0) {
+	if (!in_place && rename(tmp, path) != 0) {
 		rc = ferr(err, TIR_EDATA, path, "cannot rename %s into place: %s", tmp,
 			  strerror(errno));
 		goto fail;
@@ -842,7 +849,8 @@ int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *e
 	tir_str_free(&header);
 	return 0;
 fail:
-	unlink(tmp);
+	if (!in_place)
+		unlink(tmp);
 	free(tmp);
 	tir_str_free(&header);
 	return rc;

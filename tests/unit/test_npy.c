@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/tir_test_npy_XXXXXX";
@@ -516,6 +517,26 @@ static void test_save_errors(void)
 	CHECK(strstr(err.msg, "cannot rename") != NULL);
 	CHECK(access(fpath("adir.tmp"), F_OK) != 0);
 	rmdir(sub);
+
+	/* a FIFO (as /dev/null or /dev/stdout) is written in place, never
+	 * replaced by a regular file: a reader on it gets the whole .npy */
+	CHECK(mkfifo(fpath("fifo"), 0600) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		FILE *f = fopen(fpath("fifo"), "rb");
+		size_t n = 0, k;
+		char b[256];
+		while (f && (k = fread(b, 1, sizeof b, f)) > 0)
+			n += k;
+		_exit(n == 128 + 4 * 8 ? 0 : 1);      /* a 128-byte header, 4 f64 */
+	}
+	err.code = 0;
+	CHECK(tir_npy_save(fpath("fifo"), &t, &err) == 0);
+	int wst = 0;
+	CHECK(waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	struct stat fst;
+	CHECK(stat(fpath("fifo"), &fst) == 0 && S_ISFIFO(fst.st_mode));
+	CHECK(access(fpath("fifo.tmp"), F_OK) != 0);
 
 	/* overwriting an existing file replaces it whole */
 	write_bytes("over.npy", "junk", 4);
