@@ -22,7 +22,10 @@ static const char *const usage_text =
 	"  tir repl                     an interactive session (tir help repl)\n"
 	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
-	"  tir --version                the version\n";
+	"  tir --version                the version, the vector path and the BLAS\n"
+	"\n"
+	"TIR_VMATH=scalar|sse2|avx2|avx512 caps the vector path (default: the best the\n"
+	"CPU has).\n";
 
 const char *const cli_run_help =
 	"usage: tir run FILE.tir [options]\n"
@@ -259,12 +262,20 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("tir %s\n", TIR_VERSION);
-		return EXIT_OK;
-	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
 		return cmd_help(argc - 2, argv + 2);
+	/* before any command runs a kernel: a misspelt path is never taken
+	 * silently for the best one */
+	struct tir_err err = {0};
+	if (tir_vector_path_check(&err)) {
+		fprintf(stderr, "tir: %s\n", err.msg);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("tir %s\nvector path: %s\nblas: %s\n", TIR_VERSION, tir_vector_path(),
+		       tir_blas_info());
+		return EXIT_OK;
+	}
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc - 2, argv + 2);
 	if (!strcmp(cmd, "fmt"))

@@ -202,6 +202,15 @@ int tir_tensor_save(const char *path, const struct tir_tensor *t, struct tir_err
 void tir_release_caches(void);
 /* Threads for OpenBLAS and the engine (0: the default). */
 void tir_set_threads(int n);
+/* The vector path of tir's own kernels, one per process: "avx512", "avx2",
+ * "sse2" or "scalar" (portable C), the best this CPU has or, when the
+ * environment variable TIR_VMATH names one, the best at or below it.
+ * Chosen at the first call or the first kernel run.  static storage. */
+const char *tir_vector_path(void);
+/* 0 when TIR_VMATH is unset, empty, "auto" or a path's name; else
+ * -TIR_EUNSUPPORTED with err saying so (the run would take the best path:
+ * a client checks first, as the CLI does). */
+int tir_vector_path_check(struct tir_err *err);
 
 /* ---- remote: another tir runs the graph (lib/net, docs/protocol.md) ---- */
 

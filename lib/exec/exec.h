@@ -252,6 +252,11 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 bool tir_rows_apply(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *w,
 		    const struct tir_tensor *b, double eps, struct tir_tensor *out);
 
+/* Test hooks: the build of reduce.c's (rows.c's) vector loops that the
+ * vector path picks, "gen", "a2" or "a5" (vmath.h's TIR_ISA_BUILDS). */
+const char *tir_reduce_build(void);
+const char *tir_rows_build(void);
+
 /* ---- files: .npy and .safetensors ----
  * Every header field is validated against the file's size; errors name the
  * file (err->msg starts with the path). */

@@ -10,11 +10,12 @@
  */
 #include "exec.h"
 #include "iter.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#if TIR_ISA_X86
 #include <immintrin.h>
 #endif
 
@@ -32,14 +33,9 @@ typedef void (*fold_fn)(const struct run *r, void *acc, void *aux);
 
 /* ---- contiguous float runs, 8 lanes at a time ----
  * The same lanes, in the same order, as the scalar loops below (each lane
- * is one element of a vector), so the same bits; built once per ISA and
- * picked at load time. */
-
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define RED_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define RED_CLONES
-#endif
+ * is one element of a vector), so the same bits; built once per ISA
+ * (TIR_ISA_BUILDS: suffixes _gen, _a2, _a5) and picked per call for the
+ * vector path (TIR_ISA_PICK). */
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
@@ -47,8 +43,8 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 typedef int64_t v8l __attribute__((vector_size(64)));
 
 /* DEF_PAIRWISE's 8 <= n <= 128 case over contiguous x */
-#define DEF_PW8(NAME, T, VT)                                                 \
-RED_CLONES static double NAME(const T *x, int64_t n)                        \
+#define DEF_PW8(NAME, TGT, T, VT)                                            \
+TGT static double NAME(const T *x, int64_t n)                               \
 {                                                                            \
 	VT f;                                                                \
 	memcpy(&f, x, sizeof f);                                             \
@@ -64,14 +60,13 @@ RED_CLONES static double NAME(const T *x, int64_t n)                        \
 	return t;                                                            \
 }
 
-DEF_PW8(pw8_gen_f32, float, v8f)
-DEF_PW8(pw8_f64, double, v8d)
-
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-/* pw8_gen_f32 with AVX-512's one conversion of 8 floats (GCC makes the
+DEF_PW8(pw8_f32_gen, , float, v8f)
+#if TIR_ISA_X86
+DEF_PW8(pw8_f32_a2, TIR_ISA_A2, float, v8f)
+/* DEF_PW8 with AVX-512's one conversion of 8 floats (GCC makes the
  * generic one two half conversions and a shuffle per group): the same
  * lanes, the same adds, the same bits; 30% fewer cycles a row */
-__attribute__((target("avx512f"))) static double pw8_avx512_f32(const float *x, int64_t n)
+TIR_ISA_A5 static double pw8_f32_a5(const float *x, int64_t n)
 {
 	__m512d p = _mm512_cvtps_pd(_mm256_loadu_ps(x));
 	int64_t i = 8;
@@ -83,19 +78,6 @@ __attribute__((target("avx512f"))) static double pw8_avx512_f32(const float *x, 
 		t += (double)x[i];
 	return t;
 }
-
-static double pw8_f32(const float *x, int64_t n)
-{
-	static int avx512 = -1;
-	int a = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
-	if (a < 0) {
-		a = __builtin_cpu_supports("avx512f") != 0;
-		__atomic_store_n(&avx512, a, __ATOMIC_RELAXED);
-	}
-	return a ? pw8_avx512_f32(x, n) : pw8_gen_f32(x, n);
-}
-#else
-#define pw8_f32 pw8_gen_f32
 #endif
 
 /* DEF_EXTREMUM's n >= 16 case over contiguous x (TAKE_FMAX / TAKE_FMIN
@@ -116,8 +98,8 @@ static double pw8_f32(const float *x, int64_t n)
 		(m) = EXT_SEL(VT, VI, (m1) CMP (m), m1, m);                  \
 	} while (0)
 
-#define DEF_EXT8(NAME, T, VT, VI, CMP)                                       \
-RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
+#define DEF_EXT8(NAME, TGT, T, VT, VI, CMP)                                  \
+TGT static T NAME(const T *x, int64_t n, T a)                               \
 {                                                                            \
 	VT m, v;                                                             \
 	memcpy(&m, x, sizeof m);                                             \
@@ -165,10 +147,41 @@ RED_CLONES static T NAME(const T *x, int64_t n, T a)                        \
 	return a;                                                            \
 }
 
-DEF_EXT8(max8_f32, float, v8f, v8i, >)
-DEF_EXT8(max8_f64, double, v8d, v8l, >)
-DEF_EXT8(min8_f32, float, v8f, v8i, <)
-DEF_EXT8(min8_f64, double, v8d, v8l, <)
+/* acc[j] += x[j] for contiguous acc and x (a reduction over outer axes:
+ * each element to its own accumulator) */
+#define DEF_ADDV(NAME, TGT, T, VT)                                           \
+TGT static void NAME(double *acc, const T *x, int64_t n)                    \
+{                                                                            \
+	int64_t j = 0;                                                       \
+	for (; j + 8 <= n; j += 8) {                                         \
+		VT f;                                                        \
+		v8d a;                                                       \
+		memcpy(&f, x + j, sizeof f);                                 \
+		memcpy(&a, acc + j, sizeof a);                               \
+		a += __builtin_convertvector(f, v8d);                        \
+		memcpy(acc + j, &a, sizeof a);                               \
+	}                                                                    \
+	for (; j < n; j++)                                                   \
+		acc[j] += (double)x[j];                                      \
+}
+
+/* Each ISA's build of the functions above, and the test hook's name */
+#define DEF_RED_BUILD(SFX, TGT)                                              \
+	DEF_PW8(pw8_f64_##SFX, TGT, double, v8d)                              \
+	DEF_EXT8(max8_f32_##SFX, TGT, float, v8f, v8i, >)                     \
+	DEF_EXT8(max8_f64_##SFX, TGT, double, v8d, v8l, >)                    \
+	DEF_EXT8(min8_f32_##SFX, TGT, float, v8f, v8i, <)                     \
+	DEF_EXT8(min8_f64_##SFX, TGT, double, v8d, v8l, <)                    \
+	DEF_ADDV(addv_f32_##SFX, TGT, float, v8f)                             \
+	DEF_ADDV(addv_f64_##SFX, TGT, double, v8d)                            \
+	static const char *red_build_##SFX(void) { return #SFX; }
+
+TIR_ISA_BUILDS(DEF_RED_BUILD)
+
+const char *tir_reduce_build(void)
+{
+	return TIR_ISA_PICK(red_build)();
+}
 
 /* ---- pairwise sums in double (the inner-axis case of sum, mean, var) ---- */
 
@@ -203,34 +216,14 @@ static double NAME(const T *x, int64_t n, int64_t s)                        \
 }
 
 #define NO_PW8(x, n) 0.0
-DEF_PAIRWISE(pw_f32, float, 1, pw8_f32)
-DEF_PAIRWISE(pw_f64, double, 1, pw8_f64)
+DEF_PAIRWISE(pw_f32, float, 1, TIR_ISA_PICK(pw8_f32))
+DEF_PAIRWISE(pw_f64, double, 1, TIR_ISA_PICK(pw8_f64))
 DEF_PAIRWISE(pw_i32, int32_t, 0, NO_PW8)
 DEF_PAIRWISE(pw_i64, int64_t, 0, NO_PW8)
 
 /* ---- fold functions, one per (op, element type) ---- */
 
 /* sum into a double accumulator (float sums, and mean/var of anything) */
-/* acc[j] += x[j] for contiguous acc and x (a reduction over outer axes:
- * each element to its own accumulator) */
-#define DEF_ADDV(NAME, T, VT)                                                \
-RED_CLONES static void NAME(double *acc, const T *x, int64_t n)             \
-{                                                                            \
-	int64_t j = 0;                                                       \
-	for (; j + 8 <= n; j += 8) {                                         \
-		VT f;                                                        \
-		v8d a;                                                       \
-		memcpy(&f, x + j, sizeof f);                                 \
-		memcpy(&a, acc + j, sizeof a);                               \
-		a += __builtin_convertvector(f, v8d);                        \
-		memcpy(acc + j, &a, sizeof a);                               \
-	}                                                                    \
-	for (; j < n; j++)                                                   \
-		acc[j] += (double)x[j];                                      \
-}
-
-DEF_ADDV(addv_f32, float, v8f)
-DEF_ADDV(addv_f64, double, v8d)
 #define NO_ADDV(acc, x, n) ((void)0)
 
 #define DEF_SUMD(NAME, T, PW, HASV, ADDV)                                    \
@@ -250,8 +243,8 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 		acc[r->o + j * r->os] += (double)x[j * r->xs];               \
 }
 
-DEF_SUMD(sumd_f32, float, pw_f32, 1, addv_f32)
-DEF_SUMD(sumd_f64, double, pw_f64, 1, addv_f64)
+DEF_SUMD(sumd_f32, float, pw_f32, 1, TIR_ISA_PICK(addv_f32))
+DEF_SUMD(sumd_f64, double, pw_f64, 1, TIR_ISA_PICK(addv_f64))
 DEF_SUMD(sumd_i32, int32_t, pw_i32, 0, NO_ADDV)
 DEF_SUMD(sumd_i64, int64_t, pw_i64, 0, NO_ADDV)
 
@@ -348,13 +341,13 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 }
 
 #define NO_EXT8(x, n, a) (a)
-DEF_EXTREMUM(max_f32, float, TAKE_FMAX, 1, max8_f32)
-DEF_EXTREMUM(max_f64, double, TAKE_FMAX, 1, max8_f64)
+DEF_EXTREMUM(max_f32, float, TAKE_FMAX, 1, TIR_ISA_PICK(max8_f32))
+DEF_EXTREMUM(max_f64, double, TAKE_FMAX, 1, TIR_ISA_PICK(max8_f64))
 DEF_EXTREMUM(max_i32, int32_t, TAKE_MAX, 0, NO_EXT8)
 DEF_EXTREMUM(max_i64, int64_t, TAKE_MAX, 0, NO_EXT8)
 DEF_EXTREMUM(max_b, uint8_t, TAKE_MAX, 0, NO_EXT8)
-DEF_EXTREMUM(min_f32, float, TAKE_FMIN, 1, min8_f32)
-DEF_EXTREMUM(min_f64, double, TAKE_FMIN, 1, min8_f64)
+DEF_EXTREMUM(min_f32, float, TAKE_FMIN, 1, TIR_ISA_PICK(min8_f32))
+DEF_EXTREMUM(min_f64, double, TAKE_FMIN, 1, TIR_ISA_PICK(min8_f64))
 DEF_EXTREMUM(min_i32, int32_t, TAKE_MIN, 0, NO_EXT8)
 DEF_EXTREMUM(min_i64, int64_t, TAKE_MIN, 0, NO_EXT8)
 DEF_EXTREMUM(min_b, uint8_t, TAKE_MIN, 0, NO_EXT8)

@@ -21,15 +21,11 @@
 
 #define ROWS_PER_TASK 128
 
-/* One build per ISA, picked at load time.  The lanes of every sum are
- * fixed in the code and C11 forbids contracting to FMA here, so all
- * builds give the same bits (vmath's exp and moments are its paths'). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define ROWS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ROWS_CLONES
-#endif
-/* inlined into each clone, so that they are built for its ISA too */
+/* One build per ISA (TIR_ISA_BUILDS), picked per task for the vector
+ * path.  The lanes of every sum are fixed in the code and C11 forbids
+ * contracting to FMA here, so all builds give the same bits (vmath's exp
+ * and moments are its paths'). */
+/* inlined into each build, so that they are built for its ISA too */
 #define ROWS_INLINE __attribute__((always_inline)) inline
 
 struct rows_job {
@@ -91,7 +87,7 @@ ROWS_INLINE static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o,
 	/* the centring in double: rows far from 0 keep their digits */           \
 	tir_vmath_norm_##SFX(o, x, w, b, mean, r, n);                              \
 }                                                                                  \
-ROWS_CLONES static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_t r1) \
+ROWS_INLINE static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_t r1) \
 {                                                                                  \
 	const T *x = jb->x;                                                        \
 	T *o = jb->out;                                                            \
@@ -114,14 +110,32 @@ ROWS_CLONES static void rows_##SFX(const struct rows_job *jb, int64_t r0, int64_
 DEFINE_ROWS(float, f32)
 DEFINE_ROWS(double, f64)
 
+#define DEF_ROWS_BUILD(B, TGT)                                                      \
+	TGT static void rows_f32_##B(const struct rows_job *jb, int64_t r0, int64_t r1) \
+	{                                                                          \
+		rows_f32(jb, r0, r1);                                              \
+	}                                                                          \
+	TGT static void rows_f64_##B(const struct rows_job *jb, int64_t r0, int64_t r1) \
+	{                                                                          \
+		rows_f64(jb, r0, r1);                                              \
+	}                                                                          \
+	static const char *rows_build_##B(void) { return #B; }
+
+TIR_ISA_BUILDS(DEF_ROWS_BUILD)
+
+const char *tir_rows_build(void)
+{
+	return TIR_ISA_PICK(rows_build)();
+}
+
 static void rows_task(void *ctx, int64_t t)
 {
 	const struct rows_job *jb = ctx;
 	int64_t r0 = t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < jb->rows ? r0 + ROWS_PER_TASK : jb->rows;
 	if (jb->dt == TIR_DTYPE_F32)
-		rows_f32(jb, r0, r1);
+		TIR_ISA_PICK(rows_f32)(jb, r0, r1);
 	else
-		rows_f64(jb, r0, r1);
+		TIR_ISA_PICK(rows_f64)(jb, r0, r1);
 }
 
 static bool rows_ok(const struct tir_tensor *t, enum tir_dtype dt)

@@ -680,7 +680,7 @@ static const struct vm_path vm_paths[TIR_VMATH_PATH_COUNT] = {
 };
 
 static pthread_once_t vm_once = PTHREAD_ONCE_INIT;
-static const struct vm_path *vm_chosen;
+int tir_vmath_chosen = -1;
 
 bool tir_vmath_path_ok(enum tir_vmath_path p)
 {
@@ -699,33 +699,54 @@ bool tir_vmath_path_ok(enum tir_vmath_path p)
 #endif
 }
 
+/* TIR_VMATH's path: the best for unset, empty or "auto", -1 for a name
+ * that is no path's. */
+static int vm_env_path(void)
+{
+	const char *want = getenv("TIR_VMATH");
+	if (!want || !*want || strcmp(want, "auto") == 0)
+		return TIR_VMATH_PATH_COUNT - 1;
+	for (int k = 0; k < TIR_VMATH_PATH_COUNT; k++)
+		if (strcmp(want, vm_paths[k].name) == 0)
+			return k;
+	return -1;
+}
+
 /* The best path the CPU has, or at most the one TIR_VMATH names. */
 static void vm_choose(void)
 {
-	int p = TIR_VMATH_PATH_COUNT - 1;
-	const char *want = getenv("TIR_VMATH");
-	for (int k = 0; want && k < TIR_VMATH_PATH_COUNT; k++)
-		if (strcmp(want, vm_paths[k].name) == 0)
-			p = k;
+	int p = vm_env_path();
+	if (p < 0)
+		p = TIR_VMATH_PATH_COUNT - 1;
 	while (p > TIR_VMATH_SCALAR && !tir_vmath_path_ok((enum tir_vmath_path)p))
 		p--;
-	__atomic_store_n(&vm_chosen, &vm_paths[p], __ATOMIC_RELEASE);
+	__atomic_store_n(&tir_vmath_chosen, p, __ATOMIC_RELAXED);
+}
+
+int tir_vmath_choose(void)
+{
+	pthread_once(&vm_once, vm_choose);
+	return __atomic_load_n(&tir_vmath_chosen, __ATOMIC_RELAXED);
 }
 
 /* Called per block by fused kernels: after the first choice, one load. */
 static inline const struct vm_path *vm_path(void)
 {
-	const struct vm_path *p = __atomic_load_n(&vm_chosen, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(p == NULL, 0)) {
-		pthread_once(&vm_once, vm_choose);
-		p = vm_chosen;
-	}
-	return p;
+	return &vm_paths[tir_vmath_path()];
 }
 
-const char *tir_vmath_isa(void)
+const char *tir_vector_path(void)
 {
 	return vm_path()->name;
+}
+
+int tir_vector_path_check(struct tir_err *err)
+{
+	if (vm_env_path() >= 0)
+		return 0;
+	return tir_errf(err, TIR_EUNSUPPORTED, NULL,
+			"TIR_VMATH=%s: unknown vector path (scalar, sse2, avx2, avx512)",
+			getenv("TIR_VMATH"));
 }
 
 bool tir_vmath_unary_op(enum tir_op op)

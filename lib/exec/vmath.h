@@ -108,13 +108,15 @@ int tir_k_unary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *x,
 int tir_k_binary_run(enum tir_op op, enum tir_dtype dt, void *out, const void *a,
 		     const void *b, int64_t n, struct tir_err *err);
 
-/* The path in use: "avx512", "avx2", "sse2" or "scalar" (static storage).
- * Chosen on first use: the best the CPU has, or, when the environment
- * variable TIR_VMATH names a path (scalar|sse2|avx2|avx512), the best at or
- * below that one.  Any other value is ignored. */
-const char *tir_vmath_isa(void);
-
-/* ---- test hook: one named path, whatever was chosen ---- */
+/* ---- the vector path ----
+ * One per process, for every per-ISA build in lib/: these functions', and
+ * reduce.c's, rows.c's and fusion/vm.c's own AVX-512 and AVX2 builds (on
+ * SSE2 and scalar those run their generic builds; scalar also copies with
+ * memcpy where the others stream).  Chosen on first use: the best the CPU
+ * has, or, when the environment variable TIR_VMATH names a path
+ * (scalar|sse2|avx2|avx512; "auto" or empty: the best), the best at or
+ * below that one.  Here an unknown value counts as unset; the CLI refuses
+ * it first (tir_vector_path_check). */
 enum tir_vmath_path {
 	TIR_VMATH_SCALAR,
 	TIR_VMATH_SSE2,
@@ -122,6 +124,33 @@ enum tir_vmath_path {
 	TIR_VMATH_AVX512,
 	TIR_VMATH_PATH_COUNT
 };
+/* The path in use; after the first call one load (callers pick a build
+ * per call or per task with it, never per element). */
+static inline enum tir_vmath_path tir_vmath_path(void);
+
+/* Per-ISA builds of one text: TIR_ISA_BUILDS(DEF) expands DEF(SFX, TGT)
+ * for each build, SFX naming it and TGT its target attribute: gen (no
+ * attribute: the path scalar and sse2), a2 (AVX2: avx2) and a5 (AVX-512F:
+ * avx512), the last two only where GCC targets x86-64.  A body inlined
+ * into a build (always_inline) is compiled for its target too.
+ * TIR_ISA_PICK(NAME) is the build NAME_SFX for the path in use. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TIR_ISA_X86 1
+#define TIR_ISA_A2 __attribute__((target("avx2")))
+#define TIR_ISA_A5 __attribute__((target("avx512f")))
+#define TIR_ISA_BUILDS(DEF) DEF(gen, ) DEF(a2, TIR_ISA_A2) DEF(a5, TIR_ISA_A5)
+#define TIR_ISA_PICK(NAME)                                                  \
+	({                                                                   \
+		enum tir_vmath_path p_ = tir_vmath_path();                   \
+		p_ == TIR_VMATH_AVX512 ? NAME##_a5 : p_ == TIR_VMATH_AVX2 ? NAME##_a2 : NAME##_gen; \
+	})
+#else
+#define TIR_ISA_X86 0
+#define TIR_ISA_BUILDS(DEF) DEF(gen, )
+#define TIR_ISA_PICK(NAME) NAME##_gen
+#endif
+
+/* ---- test hook: one named path, whatever was chosen ---- */
 /* Whether this CPU (and OS) can run path p. */
 bool tir_vmath_path_ok(enum tir_vmath_path p);
 /* As tir_vmath_f32 ... through path p, which must satisfy tir_vmath_path_ok. */
@@ -135,5 +164,15 @@ void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const
 		       const double *b, int64_t n);
 double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,
 			       int64_t n);
+
+/* vmath.c's: the path chosen, -1 until the first tir_vmath_path */
+extern int tir_vmath_chosen;
+int tir_vmath_choose(void);
+
+static inline enum tir_vmath_path tir_vmath_path(void)
+{
+	int p = __atomic_load_n(&tir_vmath_chosen, __ATOMIC_RELAXED);
+	return (enum tir_vmath_path)(__builtin_expect(p < 0, 0) ? tir_vmath_choose() : p);
+}
 
 #endif

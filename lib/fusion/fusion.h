@@ -143,6 +143,9 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				    struct tir_tensor *out, struct tir_err *err);
 int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n);
 void tir_fused_free(struct tir_fused *f);
+/* Test hook: the build of vm.c's per-ISA loops that the vector path
+ * picks, "gen", "a2" or "a5" (exec/vmath.h's TIR_ISA_BUILDS). */
+const char *tir_fused_build(void);
 
 /* The plan as text for --explain: one kernel a line, its ops, its result
  * and why it closed.  returns: new, free(). */

@@ -310,11 +310,10 @@ static char *small_reg(const struct blk *b, int r)
 
 /* dst[i * n + c] = src[i * so] for i < k, c < n: one value per row
  * spread over the row (stride-0 operands would make the reference
- * kernels copy them element by element). */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void spread(char *dst, const char *src, int64_t so, size_t es, int64_t k, int64_t n)
+ * kernels copy them element by element).  Inlined into a build per ISA
+ * (TIR_ISA_BUILDS), picked per call for the vector path. */
+__attribute__((always_inline)) static inline void spread_body(char *dst, const char *src, int64_t so,
+							      size_t es, int64_t k, int64_t n)
 {
 	for (int64_t i = 0; i < k; i++) {
 		if (es == 4) {
@@ -329,6 +328,21 @@ static void spread(char *dst, const char *src, int64_t so, size_t es, int64_t k,
 				d[c] = v;
 		}
 	}
+}
+
+#define DEF_VM_BUILD(B, TGT)                                                 \
+	TGT static void spread_##B(char *dst, const char *src, int64_t so, size_t es, int64_t k, \
+				   int64_t n)                                  \
+	{                                                                    \
+		spread_body(dst, src, so, es, k, n);                         \
+	}                                                                    \
+	static const char *vm_build_##B(void) { return #B; }
+
+TIR_ISA_BUILDS(DEF_VM_BUILD)
+
+const char *tir_fused_build(void)
+{
+	return TIR_ISA_PICK(vm_build)();
 }
 
 /* A [k, n] block of a value (k, n: the block's, known to the caller):
@@ -366,7 +380,7 @@ static struct bv src_block(struct blk *b, int si_, int64_t lo, int64_t n, bool r
 		int64_t stamp = s->so ? b->r0 : -2;
 		if (b->s_r0[si_] != stamp || b->s_lo[si_] != b->k || b->s_n[si_] != n) {
 			const char *p = (const char *)s->v.buf->data + (s->v.offset + b->r0 * s->so) * (int64_t)es;
-			spread(big_reg(b, s->reg), p, s->so, es, b->k, n);
+			TIR_ISA_PICK(spread)(big_reg(b, s->reg), p, s->so, es, b->k, n);
 			b->s_r0[si_] = stamp;
 			b->s_lo[si_] = b->k;
 			b->s_n[si_] = n;
@@ -413,7 +427,7 @@ static struct bv operand(struct blk *b, int j, int k, int64_t lo, int64_t n)
 		if (n == 1 || v->breg < 0 || raw)
 			return bview(small_reg(b, v->reg), 1, 0);
 		if (b->b_r0[o] != b->r0 || b->b_n[o] != n) {
-			spread(big_reg(b, v->breg), small_reg(b, v->reg), 1, vm->esz, b->k, n);
+			TIR_ISA_PICK(spread)(big_reg(b, v->breg), small_reg(b, v->reg), 1, vm->esz, b->k, n);
 			b->b_r0[o] = b->r0;
 			b->b_n[o] = n;
 		}
@@ -620,9 +634,9 @@ static void run_elems(struct blk *b)
  * ms).  Non-temporal stores write whole lines without reading them: the
  * root is made in a register (in cache) and copied out so (an sfence ends
  * each task, run_range). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if TIR_ISA_X86
 /* nt_copy with one store of a whole line (dst 64-byte aligned) */
-__attribute__((target("avx512f"))) static size_t nt_lines_avx512(char *dst, const char *src, size_t n)
+TIR_ISA_A5 static size_t nt_lines_avx512(char *dst, const char *src, size_t n)
 {
 	size_t i = 0;
 	for (; i + 64 <= n; i += 64)
@@ -631,18 +645,19 @@ __attribute__((target("avx512f"))) static size_t nt_lines_avx512(char *dst, cons
 }
 #endif
 
+/* By the vector path: AVX-512's stores of whole lines, SSE2's (from sse2
+ * on), or on scalar memcpy (as where there is no x86-64). */
 static void nt_copy(char *dst, const char *src, size_t n)
 {
 #if defined(__x86_64__)
-#if defined(__GNUC__) && !defined(__clang__)
-	static int avx512 = -1;
-	int a5 = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
-	if (a5 < 0) {
-		a5 = __builtin_cpu_supports("avx512f") != 0;
-		__atomic_store_n(&avx512, a5, __ATOMIC_RELAXED);
+	enum tir_vmath_path p = tir_vmath_path();
+	if (p == TIR_VMATH_SCALAR) {
+		memcpy(dst, src, n);
+		return;
 	}
+#if TIR_ISA_X86
 	size_t h = (64 - ((uintptr_t)dst & 63)) & 63;
-	if (a5 && h < n) {
+	if (p == TIR_VMATH_AVX512 && h < n) {
 		memcpy(dst, src, h);
 		h += nt_lines_avx512(dst + h, src + h, n - h);
 		dst += h;

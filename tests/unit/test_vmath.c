@@ -6,7 +6,9 @@
  * (+ - * / sqrt, floor, relu, ...) bit for bit the same on every path (NaN
  * where NaN, whatever its sign and payload); special values; tails, n = 0,
  * unaligned pointers, dst == src (an element's result never depends on its
- * position); the TIR_VMATH choice; and the reference kernels computing
+ * position); the TIR_VMATH choice, which reduce.c's, rows.c's and vm.c's
+ * per-ISA builds follow (fused runs equal to --no-fuse on each path,
+ * reductions the same bits on all); and the reference kernels computing
  * through vmath on strided and broadcast runs.  Set TIR_TEST_VERBOSE=1 for
  * the ULP table.
  *
@@ -16,6 +18,7 @@
  */
 #include "exec/exec.h"
 #include "exec/vmath.h"
+#include "fusion/fusion.h"
 
 #include "check.h"
 
@@ -997,30 +1000,141 @@ static void test_scalar_fn(void)
 	}
 }
 
-/* ---- 5. the choice: TIR_VMATH, in child processes (it is made once) ---- */
+/* ---- 5. the choice: TIR_VMATH, in child processes (it is made once) ----
+ * Every per-ISA build follows it: reduce.c's, rows.c's and vm.c's builds
+ * are the path's, fused runs print what --no-fuse runs print on it, and
+ * reductions (the same lanes in every build) give the same bits on every
+ * path. */
+
+/* reduce.c's vector loops, inner and outer axes, f32 and f64 */
+static const char prog_reduce[] =
+	"x = randn([67, 1003], seed=1)\n"
+	"d = randn([67, 1003], seed=2, dtype=f64)\n"
+	"print sum(x, axis=1), max(x, axis=1), min(x, axis=1), sum(x, axis=0), mean(x)\n"
+	"print sum(d, axis=1), max(d, axis=1), min(d, axis=1), sum(d, axis=0), mean(d)\n";
+/* rows.c (softmax, layernorm); a root of >= 8 MiB read by three kernels
+ * (vm.c's non-temporal stores, nt_copy); values per row spread over short
+ * rows for an op without a one-value function (vm.c's spread) */
+static const char prog_fused[] =
+	"x = randn([2048, 1200], seed=11)\n"
+	"w = rand([1200], seed=12) + 0.5\n"
+	"b = rand([1200], seed=13)\n"
+	"mu = mean(x, axis=-1, keepdims=true)\n"
+	"d = x - mu\n"
+	"v = mean(d * d, axis=-1, keepdims=true)\n"
+	"y = d * rsqrt(v + 1e-5) * w + b\n"
+	"print sum(y, axis=0), max(y, axis=-1), sum(y)\n"
+	"print sum(softmax(slice(x, stop=7), axis=-1), axis=-1)\n"
+	"print layernorm(slice(x, stop=5) * 3 + 1, w, b)\n"
+	"z = randn([300, 50], seed=3)\n"
+	"print maximum(z, mean(z, axis=-1, keepdims=true)) * 2, exp(z) * rand([300, 1], seed=4)\n";
+
+/* FNV-1a over the bytes of every result of src, run fused or not; 0 when
+ * it does not run */
+static uint64_t run_hash(const char *src, bool fuse)
+{
+	struct tir_program *p = tir_program_new();
+	uint64_t h = 0;
+	if (!p || tir_program_parse(p, "t.tir", src, strlen(src), 0) != 0)
+		goto out;
+	struct tir_exec *x = tir_exec_new(p);
+	struct tir_err e = {0};
+	tir_exec_set_fuse(x, fuse);
+	if (x && tir_exec_run(x, 0, NULL, 0, &e) == 0) {
+		h = 0xcbf29ce484222325u;
+		for (size_t i = 0; i < tir_exec_nresults(x); i++) {
+			const struct tir_tensor *t = tir_exec_result(x, i);
+			struct tir_tensor c;
+			/* contiguous, to see the elements alone */
+			if (tir_tensor_alloc(&c, t->dtype, t->rank, t->shape, false, &e) ||
+			    tir_k_copy(t, &c)) {
+				h = 0;
+				break;
+			}
+			const unsigned char *q = tir_tensor_data(&c);
+			for (int64_t k = 0; k < tir_tensor_numel(&c) * (int64_t)tir_dtype_size(c.dtype); k++)
+				h = (h ^ q[k]) * 0x100000001b3u;
+			tir_tensor_release(&c);
+		}
+	}
+	tir_exec_free(x);
+out:
+	tir_program_free(p);
+	return h;
+}
+
+/* The child for TIR_VMATH=want (NULL: unset) expecting path expect: 0, or
+ * what went wrong (the parent says it); the reductions' hash to fd. */
+static int choice_child(const char *want, int expect, int fd)
+{
+	if (want)
+		setenv("TIR_VMATH", want, 1);
+	else
+		unsetenv("TIR_VMATH");
+	struct tir_err e = {0};
+	int rc = tir_vector_path_check(&e);
+	bool known = !want || !strcmp(want, "") || !strcmp(want, "auto");
+	for (int k = 0; k < TIR_VMATH_PATH_COUNT; k++)
+		known |= want && !strcmp(want, path_name[k]);
+	if (known ? rc != 0
+		  : rc != -TIR_EUNSUPPORTED ||
+			    strcmp(e.msg, "TIR_VMATH=bogus: unknown vector path (scalar, sse2, avx2, avx512)"))
+		return 1;
+	if (strcmp(tir_vector_path(), path_name[expect]) || (int)tir_vmath_path() != expect)
+		return 2;
+	const char *build = !TIR_ISA_X86 || expect < TIR_VMATH_AVX2 ? "gen"
+			    : expect == TIR_VMATH_AVX2 ? "a2" : "a5";
+	if (strcmp(tir_reduce_build(), build) || strcmp(tir_rows_build(), build) ||
+	    strcmp(tir_fused_build(), build))
+		return 3;
+	uint64_t h = run_hash(prog_reduce, true);
+	if (h == 0 || h != run_hash(prog_reduce, false))
+		return 4;
+	uint64_t f = run_hash(prog_fused, true);
+	if (f == 0 || f != run_hash(prog_fused, false))
+		return 5;
+	if (write(fd, &h, sizeof h) != (ssize_t)sizeof h)
+		return 6;
+	return 0;
+}
 
 static void test_choice(void)
 {
 	int best = TIR_VMATH_PATH_COUNT - 1;
 	while (best > 0 && !tir_vmath_path_ok((enum tir_vmath_path)best))
 		best--;
-	static const char *const want[] = {"scalar", "sse2", "avx2", "avx512", "bogus", NULL};
-	for (int k = 0; k < 6; k++) {
+	static const char *const want[] = {"scalar", "sse2", "avx2", "avx512", "auto", "", "bogus", NULL};
+	static const char *const what[] = {
+		"", "tir_vector_path_check", "the path", "a build (reduce, rows or vm) not the path's",
+		"reductions: fused differ from --no-fuse", "fused differ from --no-fuse", "pipe",
+	};
+	uint64_t h0 = 0;
+	for (int k = 0; k < (int)(sizeof want / sizeof want[0]); k++) {
 		int expect = k < TIR_VMATH_PATH_COUNT ? k : best;
 		while (expect > 0 && !tir_vmath_path_ok((enum tir_vmath_path)expect))
 			expect--;
+		int fd[2];
+		CHECK(pipe(fd) == 0);
 		fflush(NULL);
 		pid_t pid = fork();
 		if (pid == 0) {
-			if (want[k])
-				setenv("TIR_VMATH", want[k], 1);
-			else
-				unsetenv("TIR_VMATH");
-			_exit(strcmp(tir_vmath_isa(), path_name[expect]) == 0 ? 0 : 1);
+			close(fd[0]);
+			_exit(choice_child(want[k], expect, fd[1]));
 		}
+		close(fd[1]);
+		uint64_t h = 0;
+		CHECK(read(fd[0], &h, sizeof h) == (ssize_t)sizeof h);
+		close(fd[0]);
 		int st = -1;
 		CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		if (WIFEXITED(st) && WEXITSTATUS(st) > 0 && WEXITSTATUS(st) < 7)
+			fprintf(stderr, "TIR_VMATH=%s: %s\n", want[k] ? want[k] : "(unset)",
+				what[WEXITSTATUS(st)]);
+		/* the same bits on every path */
+		if (k == 0)
+			h0 = h;
+		CHECK(h == h0);
 	}
 	CHECK(tir_vmath_path_ok(TIR_VMATH_SCALAR));
 	CHECK(tir_vmath_unary_op(TIR_OP_GELU) && !tir_vmath_unary_op(TIR_OP_NOT));
@@ -1116,7 +1230,7 @@ int main(void)
 		if (tir_vmath_path_ok((enum tir_vmath_path)p))
 			paths[npaths++] = p;
 	if (verbose)
-		fprintf(stderr, "vmath: path %s; %d paths compared\n", tir_vmath_isa(), npaths);
+		fprintf(stderr, "vmath: path %s; %d paths compared\n", tir_vector_path(), npaths);
 	test_agree();
 	for (int pi = 0; pi < npaths; pi++) {
 		cur_path = (enum tir_vmath_path)paths[pi];

@@ -1,0 +1,48 @@
+#!/bin/sh
+# tests/suites/vmath.sh — TIR_VMATH at the command line: an unknown value
+# is refused before run, repl and serve do anything (exit 2, one line on
+# stderr); a path the CPU has is the one `tir --version` and --profile
+# name, one it lacks gives the best below it, "auto" and "" the best.
+# Prints `N passed, M failed` last.
+BUILD=${BUILD:-build}
+tir=$BUILD/tir
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-vmath.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "vmath: $*"; }
+
+printf 'print sum(exp(randn([100, 30], seed=1)), axis=1)\n' >"$tmp/p.tir"
+msg='tir: TIR_VMATH=avx9: unknown vector path (scalar, sse2, avx2, avx512)'
+for cmd in "run $tmp/p.tir" repl "serve --port 0"; do
+	# shellcheck disable=SC2086 # the command's words
+	TIR_VMATH=avx9 timeout 10 "$tir" $cmd </dev/null >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ "$st" -eq 2 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = "$msg" ] && ok ||
+		bad "TIR_VMATH=avx9 tir $cmd: exit $st, stderr '$(cat "$tmp/err")'"
+done
+
+# path NAME: the path `tir --version` names with TIR_VMATH=NAME ("-": unset)
+path() {
+	if [ "$1" = - ]; then
+		env -u TIR_VMATH "$tir" --version
+	else
+		TIR_VMATH=$1 "$tir" --version
+	fi | sed -n 's/^vector path: //p'
+}
+best=$(path -)
+case $best in scalar | sse2 | avx2 | avx512) ok ;; *) bad "tir --version: no vector path ('$best')" ;; esac
+[ "$(path auto)" = "$best" ] && [ "$(path '')" = "$best" ] && ok || bad "auto or empty is not the best ($best)"
+# each path up to the best is itself; those above give the best
+below=yes
+for p in scalar sse2 avx2 avx512; do
+	want=$p
+	[ $below = yes ] || want=$best
+	[ "$p" = "$best" ] && below=no
+	got=$(path $p)
+	[ "$got" = "$want" ] && ok || bad "TIR_VMATH=$p: path '$got', expected '$want'"
+	TIR_VMATH=$p "$tir" run --profile --quiet "$tmp/p.tir" >/dev/null 2>"$tmp/err"
+	grep -q "; vector path: $want; " "$tmp/err" && ok || bad "TIR_VMATH=$p: --profile does not say '$want'"
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
