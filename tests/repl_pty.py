@@ -8,6 +8,11 @@ statement that works, Ctrl-C abandoning a line, Ctrl-C stopping a long
 computation with the session intact, a stop and continue, Ctrl-D leaving,
 and the terminal put back when a signal ends the process.
 
+Keys are typed once the REPL reads them (libedit has put the terminal in
+raw mode), Ctrl-C once the computation is seen under way: states the test
+sees, never a pause long enough, so that it passes on a loaded CPU as on
+a fast one.
+
 One line per failure; the last line is "N passed, M failed".  Uses only the
 standard library (Debian's /usr/bin/python3)."""
 
@@ -51,6 +56,7 @@ class Session:
                 os.execve(tir, [tir, "repl"], env)
             finally:
                 os._exit(127)
+        self.home = home
         self.raw = b""
         self.mark = 0       # expect() looks at output after this point
         self.status = None
@@ -93,13 +99,40 @@ class Session:
                     self.mark = len(self.raw)
                 return m
 
+    def raw_mode(self):
+        """Whether the terminal is in raw mode: libedit reads keys."""
+        return not (termios.tcgetattr(self.fd)[3] & termios.ICANON)
+
+    def wait_raw(self, timeout=60):
+        """Until the terminal is in raw mode (output read meanwhile); False
+        if it is not within timeout s or the REPL is gone."""
+        end = time.time() + timeout
+        while not self.raw_mode():
+            if time.time() >= end or not self.pump(0.01):
+                return False
+        return True
+
     def send(self, data):
         # libedit prints the prompt before it puts the terminal in raw
         # mode; a key typed in between is the line discipline's (a Ctrl-D
-        # there is a cooked end-of-file and is lost), so type as a person
-        # would: not in the same instant the prompt appears
-        self.settle(0.15)
+        # there is a cooked end-of-file and is lost), so type once the
+        # terminal is raw: as a person would, after the prompt
+        self.wait_raw()
         os.write(self.fd, data)
+
+    def cpu_seconds(self):
+        """The CPU time the REPL has spent, all its threads."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # from field 3 (state) on
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+    def state(self):
+        """The process's state letter (R, S, T stopped, ...), or None once reaped."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return None
 
     def settle(self, t=0.3):
         end = time.time() + t
@@ -126,22 +159,45 @@ class Session:
         os.close(self.fd)
 
 
-def stop_long_computation(s, matmuls, what, bound):
-    """Ctrl-C while `sum(r)` runs, r a chain of `matmuls` 2048x2048
-    matmuls: the prompt comes back saying 'interrupted', with no result,
-    within `bound` seconds."""
-    s.send(b"big = randn([2048, 2048]) * 0.02\r")
+def computing_here(s, cpu=2.0, timeout=60):
+    """Whether the REPL is seen computing within timeout s.  It shows
+    nothing while it computes; what can be seen from outside is the CPU it
+    spends.  Reading `sum(r)` and planning its 20,000 nodes take some 0.05 s
+    of CPU here (a machine 40 times slower, or AddressSanitizer's, stays
+    under `cpu`), the kernels spend without end: once it has spent `cpu` s
+    more than when the line was read, the kernels run."""
+    end = time.time() + timeout
+    start = s.cpu_seconds()
+    while s.cpu_seconds() < start + cpu:
+        if time.time() >= end or not s.pump(0.02):
+            return False
+    return True
+
+
+def stop_long_computation(s, what, bound, running=computing_here):
+    """Ctrl-C while `sum(r)` runs, r a chain of 20,000 2048x2048 matmuls
+    (.load'ed, 100 a line: an expression nests at most 200 deep), far more
+    than any machine computes within the test (minutes on the fastest),
+    each kernel short (0.1 s here); big is scaled by 1/sqrt(2048), so the
+    values neither overflow nor sink into slow denormals.  Once running(s)
+    says the computation is under way: the prompt comes back saying
+    'interrupted', with no result, within `bound` seconds."""
+    with open(os.path.join(s.home, "chain.tir"), "w") as f:
+        f.write("r = big" + " @ big" * 100 + "\n")
+        f.write(("r = r" + " @ big" * 100 + "\n") * 199)
+    s.send(b"big = randn([2048, 2048]) * 0.0221\r")
     s.expect(r"\ntir> ")
-    s.send(b"r = big" + b" @ big" * matmuls + b"\r")
+    s.send(b".load chain.tir\r")
     s.expect(r"\ntir> ")
     s.send(b"sum(r)\r")
     s.expect(r"sum\(r\)\s*\n")
-    s.settle(1.0)
+    seen = running(s)
     t0 = time.time()
-    s.send(b"\x03")
+    os.write(s.fd, b"\x03")  # the terminal is cooked while it computes: SIGINT
     m = s.expect(r"interrupted\s*\ntir> ", timeout=30)
     took = time.time() - t0
-    check(what, m is not None and "sum(r): f32" not in s.text(), repr(s.text(s.mark)[-300:]))
+    check(what, seen and m is not None and "sum(r): f32" not in s.text(),
+          ("" if seen else "the computation was not seen running; ") + repr(s.text(s.mark)[-300:]))
     check("the stop is prompt", took < bound, f"{took:.1f} s")
 
 
@@ -201,7 +257,9 @@ def main():
 
         # Ctrl-C at the prompt drops the line being typed
         s.send(b"this is not tir")
-        s.settle(0.2)
+        # read (echoed) before the Ctrl-C: as a signal it would overtake
+        # (and flush) keys the REPL has not read yet
+        s.expect(r"this is not tir")
         s.send(b"\x03")
         check("Ctrl-C abandons the line", s.expect(r"\^C\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
         before = s.mark
@@ -216,8 +274,9 @@ def main():
         s.send(b"\x03")
         check("Ctrl-C in a continuation", s.expect(r"\^C\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
 
-        # Ctrl-C stops a long computation: a chain of big matmuls
-        stop_long_computation(s, 200, "Ctrl-C stops a computation", 10)
+        # Ctrl-C stops a long computation: a chain of big matmuls, stopped
+        # at the end of a kernel (0.1 s here, some more on a loaded CPU)
+        stop_long_computation(s, "Ctrl-C stops a computation", 10)
         s.send(b"a * 10\r")
         check("session intact after Ctrl-C",
               s.expect(r"\[10, 20\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-300:]))
@@ -230,13 +289,16 @@ def main():
         # stopped and continued (Ctrl-Z, fg), with the terminal given back
         # in cooked mode as a shell may: line editing works again
         s.send(b"xy")
-        s.settle(0.2)
+        s.expect(r"xy")  # read (echoed)
         os.kill(s.pid, signal.SIGSTOP)
-        s.settle(0.2)
+        end = time.time() + 60
+        while s.state() != "T" and time.time() < end:
+            s.pump(0.01)
         attr = termios.tcgetattr(s.fd)
         attr[3] |= termios.ICANON | termios.ECHO
         termios.tcsetattr(s.fd, termios.TCSANOW, attr)
         os.kill(s.pid, signal.SIGCONT)
+        # typed once the REPL has the terminal in raw mode again
         s.send(b"\x15a)\x01sum(\r")   # Ctrl-U, then Ctrl-A to the line's start
         check("line editing after a stop", s.expect(r"sum\(a\): i64\[\]\s*\n3\s*\ntir> ") is not None,
               repr(s.text(s.mark)[-300:]))
@@ -275,8 +337,7 @@ def main():
     s = Session(tir, home)
     try:
         s.expect(r"tir> ")
-        s.settle(0.3)
-        raw = not (termios.tcgetattr(s.fd)[3] & termios.ICANON)
+        raw = s.wait_raw()
         os.kill(s.pid, signal.SIGTERM)
         ok = s.wait_exit()
         cooked = bool(termios.tcgetattr(s.fd)[3] & termios.ICANON)

@@ -26,6 +26,7 @@
 #define ATTEMPTS 4               /* run requests per batch (the server may evict between them) */
 #define CONNECT_TIMEOUT_MS 5000L
 #define CLOSE_TIMEOUT_MS 2000L   /* deleting the session at exit: never hold the user long */
+#define SEND_AGAIN 3             /* a request whose body met a closed connection: tries again */
 
 struct tir_remote {
 	char *name;                  /* "HOST:PORT" as given */
@@ -39,6 +40,7 @@ struct tir_remote {
 	struct tir_str body;         /* the last reply's body */
 	int proto;                   /* its Tir-Protocol: -1 none, -2 not a number */
 	int retry_after;             /* its Retry-After in seconds, -1 none */
+	CURLcode failed;             /* how the last transfer failed, CURLE_OK if it did not */
 	char errbuf[CURL_ERROR_SIZE];
 	volatile sig_atomic_t *intr; /* the running exec's interrupt flag */
 	/* the REPL's values the session holds, by node id; keys to drop */
@@ -413,6 +415,7 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 	curl_easy_getinfo(c, CURLINFO_HEADER_SIZE, &resh);
 	r->stats.bytes_up += (uint64_t)sent + (uint64_t)reqh;
 	r->stats.bytes_down += (uint64_t)got + (uint64_t)resh;
+	r->failed = rc;
 	if (rc != CURLE_OK)
 		return curl_failed(r, rc, err);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -432,14 +435,20 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 
 /* request_once, again while the server answers 503 with a Retry-After
  * (the bodies it is receiving fill its --max-inflight), for at most
- * TIR_TIMEOUT seconds in all. */
+ * TIR_TIMEOUT seconds in all.  A server answers a body it cannot take
+ * (503, 413) before reading it and closes the connection: curl, still
+ * sending, may meet the closed connection before it reads the answer, so
+ * a body that could not be sent is sent again, a few times, to read it. */
 static int request_up(struct tir_remote *r, const char *method, const char *path, const void *body,
 		      size_t len, struct upload *up, struct curl_slist *hdr, long *status,
 		      struct tir_err *err)
 {
 	double t0 = now_ms();
+	int again = 0;
 	for (;;) {
 		int rc = request_once(r, method, path, body, len, up, hdr, status, err);
+		if (rc && (body || up) && r->failed == CURLE_SEND_ERROR && again++ < SEND_AGAIN)
+			continue;
 		if (rc || *status != 503 || r->retry_after < 0)
 			return rc;
 		double wait = (r->retry_after ? r->retry_after : 1) * 1e3;

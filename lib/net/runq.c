@@ -461,6 +461,7 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 	MHD_suspend_connection(c);
 	r->queued = true;
 	atomic_fetch_add(&s->q.running, 1);
+	s->q.waiting++;
 	*s->q.tail = j;
 	s->q.tail = &j->next;
 	pthread_cond_signal(&s->q.cv);
@@ -486,8 +487,11 @@ static void *computer(void *arg)
 		s->q.head = j->next;
 		if (!s->q.head)
 			s->q.tail = &s->q.head;
+		s->q.waiting--;
+		bool run = !hung_up(j->fd);
+		s->q.busy = run;
 		pthread_mutex_unlock(&s->q.mu);
-		if (hung_up(j->fd)) {
+		if (!run) {
 			j->r->gone = DROPPED; /* nobody to answer: not run */
 			reply_gone(j->c, j->r);
 		} else {
@@ -504,6 +508,10 @@ static void *computer(void *arg)
 		}
 		run_free(s, &j->u);
 		atomic_fetch_sub(&s->q.running, 1);
+		/* not running once its answer can reach the client */
+		pthread_mutex_lock(&s->q.mu);
+		s->q.busy = false;
+		pthread_mutex_unlock(&s->q.mu);
 		MHD_resume_connection(j->c); /* j->r is MHD's again from here */
 		free(j);
 		pthread_mutex_lock(&s->q.mu);
@@ -563,4 +571,12 @@ void runq_watch(struct server *s)
 int runq_pending(struct server *s)
 {
 	return atomic_load(&s->q.running);
+}
+
+void runq_counts(struct server *s, int *queued, int *running)
+{
+	pthread_mutex_lock(&s->q.mu);
+	*queued = s->q.waiting;
+	*running = s->q.busy;
+	pthread_mutex_unlock(&s->q.mu);
 }

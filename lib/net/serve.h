@@ -35,6 +35,11 @@ struct runq {
 	bool stop;                     /* no more jobs; the thread ends once the queue is empty */
 	bool ended;                    /* the thread is done with the queue */
 	atomic_int running;            /* batches queued or running */
+	/* /metrics' gauges, under mu: the batches waiting for the thread, and
+	 * whether one runs (from its turn until just before its connection
+	 * resumes: a client that has its answer sees 0) */
+	int waiting;
+	bool busy;
 	/* the batch running: its client's socket, watched by the main thread,
 	 * which sets `cancel` (the exec's interrupt flag) once it hangs up */
 	pthread_mutex_t wmu;
@@ -115,6 +120,8 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 void runq_watch(struct server *s);
 /* Batches queued or running. */
 int runq_pending(struct server *s);
+/* Batches waiting in the queue, and running (0 or 1), at one instant. */
+void runq_counts(struct server *s, int *queued, int *running);
 
 #pragma GCC visibility pop
 

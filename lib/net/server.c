@@ -419,6 +419,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	struct tir_str out = {0};
 	struct blob_stats bs;
 	blob_store_stats(s->blobs, &bs);
+	int queued, running;
+	runq_counts(s, &queued, &running);
 	tir_str_addf(&out, "# TYPE tir_requests_total counter\n");
 	pthread_mutex_lock(&s->mmu);
 	for (int i = 0; i < 600; i++)
@@ -446,13 +448,15 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_graph_cache_hits_total counter\ntir_graph_cache_hits_total %llu\n"
 		     "# TYPE tir_graphs gauge\ntir_graphs %zu\n"
 		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n"
-		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n",
+		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n"
+		     "# TYPE tir_batches_queued gauge\ntir_batches_queued %d\n"
+		     "# TYPE tir_batches_running gauge\ntir_batches_running %d\n",
 		     session_store_count(s->sessions),
 		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)bs.hits,
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
-		     tir_mem_current(), (unsigned long long)atomic_load(&s->reserved));
+		     tir_mem_current(), (unsigned long long)atomic_load(&s->reserved), queued, running);
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -776,9 +780,19 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			trimmed = seen;
 		}
 	}
-	/* the batches queued run and are answered; then the requests under
-	 * way get a few seconds to finish (no connection may be suspended
-	 * when the daemon stops) */
+	/* the batches queued run and are answered (the log says so at once:
+	 * one may run for long); then the requests under way get a few
+	 * seconds to finish (no connection may be suspended when the daemon
+	 * stops) */
+	if (s->o.log) {
+		int queued, running;
+		runq_counts(s, &queued, &running);
+		char line[120];
+		snprintf(line, sizeof line, "tir serve: stopping once %d batch%s received %s answered",
+			 queued + running, queued + running == 1 ? "" : "es",
+			 queued + running == 1 ? "is" : "are");
+		s->o.log(s->o.log_ud, line);
+	}
 	runq_stop(s);
 	for (int i = 0; i < 100 && atomic_load(&s->inflight); i++) {
 		struct timespec ts = {0, 50 * 1000 * 1000};
