@@ -752,6 +752,7 @@ fi
 if start_server "$tmp/serve7.log" --session-ttl 1; then
 	epid=$spid
 	: >"$tmp/out"
+	# shellcheck disable=SC2094 # the REPL's stdout is read on purpose, as it comes
 	{
 		echo "a = [1, 2]"
 		echo "b = a * 2"
