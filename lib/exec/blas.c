@@ -56,13 +56,15 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
  * OpenBLAS blocks each call for the caches itself, so on one core a larger
  * block is never slower; cutting only buys tasks for more cores.  On one
  * core (Xeon, AVX-512, OpenBLAS 0.3.21 SkylakeX kernels, L1d 48 KiB,
- * L2 2 MiB), GFLOP/s of the whole product:
+ * L2 2 MiB; the blocks' calls in a C loop), GFLOP/s of the whole product:
  *     [256, 1024] @ [1024, 1024]:   1 block 143, 4 x (256 x 256) 132,
  *                                   8 x (128 x 256) 117, 16 x (128 x 128) 114
  *     [1024, 1024] @ [1024, 1024]:  2 x (512 x 1024) 147, 16 x (256 x 256) 123
  *     [2048, 2048] @ [2048, 2048]:  4 x (512 x 2048) 152, 64 x (256 x 256) 126,
  *                                   256 x (128 x 128) 113
- * So the output is halved, the longer side first, until the matmul makes
+ * So the output is halved, the longer side first (the columns of a square:
+ * b's panel, k rows of bn elements far apart, costs more to pack than a's
+ * rows; 256 x 128 blocks beat 128 x 256 by 5%), until the matmul makes
  * TIR_TASKS_WANT tasks, but never into blocks
  *   - with a side cut below 8 cache lines of elements (128 f32, 64 f64),
  *     however long k is: each element a call packs then feeds at least
@@ -73,7 +75,8 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
  *     one that a few cores share well ([256, 1024] @ [1024, 1024] stops
  *     at 4 x (256 x 256); a 2048 cube goes on to 256 x (128 x 128)).
  * Column blocks are a whole number of cache lines wide, so two tasks
- * never write one line.  A product past TIR_TASKS_WANT tasks keeps its blocks large. */
+ * never write one line.  A product past TIR_TASKS_WANT tasks keeps its
+ * blocks large. */
 /* Below this many multiply-adds a matmul is not worth waking the pool. */
 #define SERIAL_MACS ((int64_t)1 << 18)
 
@@ -157,7 +160,7 @@ static void choose_blocks(struct job *j, int64_t batches)
 	int64_t tasks;
 	while ((tasks = batches * ceil_div(j->m, bm) * ceil_div(j->n, bn)) < TIR_TASKS_WANT) {
 		int64_t hm = bm, hn = bn;
-		if (bm >= bn)
+		if (bm > bn)
 			hm = round_up(ceil_div(bm, 2), line);
 		else
 			hn = round_up(ceil_div(bn, 2), line);
