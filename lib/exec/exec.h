@@ -247,7 +247,8 @@ void tir_blas_single(void);
 #define TIR_TASKS_WANT 256
 
 struct tir_caches {
-	int64_t l1d, l2, l3;     /* bytes per core (l3: shared, 0 when unknown) */
+	int64_t l1d, l2, l3;     /* bytes of one cache, as reported; L1d and L2
+				  * are taken as a core's own (l3: 0 unknown) */
 	int64_t l1d_ways;        /* L1d's associativity */
 	int64_t line;            /* bytes per cache line */
 	char source[32];         /* where they came from: "sysconf", "sysfs", "default" */
