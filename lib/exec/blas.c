@@ -66,14 +66,17 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
  * b's panel, k rows of bn elements far apart, costs more to pack than a's
  * rows; 256 x 128 blocks beat 128 x 256 by 5%), until the matmul makes
  * TIR_TASKS_WANT tasks, but never into blocks
- *   - with a side cut below 8 cache lines of elements (128 f32, 64 f64),
- *     however long k is: each element a call packs then feeds at least
- *     that many multiply-adds (a side left whole costs no repacking);
+ *   - with a side cut below 16 cache lines of elements (256 f32, 128
+ *     f64), however long k is: each element a call packs then feeds at
+ *     least that many multiply-adds (a side left whole costs no
+ *     repacking).  At 8 lines a 2048 cube made 256 tasks but ran at 113
+ *     GFLOP/s a core against 152 for 4 large blocks: 16 lines keep it at
+ *     64 tasks and 126, and a 4096 cube still makes 256;
  *   - past the first two tasks (which two cores share well), whose panels
  *     ((bm + bn) x k elements of a and b) hold less than L2: packing is
  *     then a large share of a task that is short anyway, and the product
  *     one that a few cores share well ([256, 1024] @ [1024, 1024] stops
- *     at 4 x (256 x 256); a 2048 cube goes on to 256 x (128 x 128)).
+ *     at 4 x (256 x 256); a 2048 cube goes on to 64 x (256 x 256)).
  * Column blocks are a whole number of cache lines wide, so two tasks
  * never write one line.  A product past TIR_TASKS_WANT tasks keeps its
  * blocks large. */
@@ -164,7 +167,7 @@ static void choose_blocks(struct job *j, int64_t batches)
 			hm = round_up(ceil_div(bm, 2), line);
 		else
 			hn = round_up(ceil_div(bn, 2), line);
-		if ((hm < bm ? hm : hn) < 8 * line ||
+		if ((hm < bm ? hm : hn) < 16 * line ||
 		    (tasks >= 2 && (double)(hm + hn) * (double)j->k * (double)j->es < (double)mc->l2))
 			break;
 		bm = hm;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/suites/tasks.sh — the parallelism a kernel offers, as --profile's
-# tasks column shows it: a large matmul ([2048, 2048] @ [2048, 2048]), a
+# tasks column shows it: a large matmul ([4096, 4096] @ [4096, 4096]), a
 # row kernel (softmax over [4096, 1024]) and a fused elementwise chain over
 # 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
@@ -26,8 +26,8 @@ else
 fi
 
 cat >"$tmp/matmul.tir" <<'EOF'
-a = ones([2048, 2048])
-b = ones([2048, 2048]) * 0.5
+a = ones([4096, 4096])
+b = ones([4096, 4096]) * 0.5
 y = a @ b
 print slice(y, axis=0, stop=1), sum(y)
 EOF
