@@ -22,7 +22,7 @@ static const char *const usage_text =
 	"  tir repl                     an interactive session (tir help repl)\n"
 	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
-	"  tir --version                the version, the vector path and the BLAS\n"
+	"  tir --version                the version, vector path, BLAS and caches\n"
 	"\n"
 	"TIR_VMATH=scalar|sse2|avx2|avx512 caps the vector path (default: the best the\n"
 	"CPU has).\n";
@@ -36,7 +36,7 @@ const char *const cli_run_help =
 	"                        TIR_TIMEOUT the seconds to wait for a reply (default 600)\n"
 	"  --no-fuse             run op by op (the reference path)\n"
 	"  --explain             print the plan: which ops went into which kernel\n"
-	"  --profile             print a table of kernels with time, bytes and GFLOP/s\n"
+	"  --profile             print a table of kernels: time, bytes, GFLOP/s, tasks\n"
 	"  --threads N           threads for the engine (OpenBLAS runs inside its blocks)\n"
 	"  --precision N         significant digits of printed floats (default 6)\n"
 	"  --full                print every element (no ... summary)\n"
@@ -272,8 +272,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("tir %s\nvector path: %s\nblas: %s\n", TIR_VERSION, tir_vector_path(),
-		       tir_blas_info());
+		printf("tir %s\nvector path: %s\nblas: %s\ncaches: %s\n", TIR_VERSION,
+		       tir_vector_path(), tir_blas_info(), tir_machine_info());
 		return EXIT_OK;
 	}
 	if (!strcmp(cmd, "check"))

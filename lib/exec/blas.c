@@ -2,9 +2,9 @@
  * blas.c — the matmul kernel: float matrices through OpenBLAS's gemm, integer
  * ones by plain loops, batch axes broadcast.  Operands are handed to BLAS in
  * place whenever their layout allows; only odd strides are copied.  The
- * output is cut into fixed-size blocks (and batch entries), each one
- * single-threaded gemm call run as a task on the pool (pool.c), so the
- * result is bitwise the same with any thread count.  OpenBLAS itself is
+ * output is cut into blocks (and batch entries) sized by the shapes and the
+ * caches, each one single-threaded gemm call run as a task on the pool
+ * (pool.c), so the result is bitwise the same with any thread count.  OpenBLAS itself is
  * kept at one thread.  Not here: fused epilogues (lib/fusion) or the nn
  * ops built on matmul (nn.c).
  */
@@ -45,28 +45,41 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
 }
 
 /* Output blocks of the parallel gemm, in rows and columns.  Sizes follow
- * from the shapes only, never from the thread count: every output element
- * comes from the same single-threaded BLAS call (same arguments, same
- * summation order) whatever the number of threads, so results are bitwise
- * reproducible.  OpenBLAS runs best on big calls: each one repacks its
- * rows of a and its columns of b and is tuned for wide panels.  Measured
- * at 2 threads (AMD EPYC, OpenBLAS 0.3.21 COOPERLAKE kernels, against
- * OpenBLAS's own 2 threads on the whole product):
- *     [256, 1024] @ [1024, 1024]:  4 x (256 x 256) 2.97 ms, 2 x (128 x 1024)
- *                                  2.77 ms, direct 2.71 ms
- *     [1024, 1024] @ [1024, 1024]: 16 x (256 x 256) 13.5 ms, 2 x (512 x 1024)
- *                                  10.4 ms, direct 10.5 ms
- *     [2048, 1024] @ [1024, 2048]: 16 x (512 x 512) 43.4 ms, 4 x (512 x 2048)
- *                                  41.7 ms, direct 41.0 ms
- * So blocks are as large as MAX_M x MAX_N, and halved (rows first, down
- * to MIN_M, then columns down to MIN_N) until the matmul makes at least
- * MIN_TASKS tasks, so that two cores share it.  Bigger products still make
- * many tasks for more cores ([4096, 4096]: 16). */
-#define MAX_M 512
-#define MAX_N 2048
-#define MIN_M 64
-#define MIN_N 256
-#define MIN_TASKS 2
+ * from the shapes and the caches (machine.c), never from the thread count:
+ * every output element comes from the same single-threaded BLAS call
+ * (same arguments, same summation order) whatever the number of threads,
+ * so results are bitwise reproducible.
+ *
+ * What a cut costs: each call packs its rows of a (bm x k) and its columns
+ * of b (k x bn) afresh, so a grid of blocks packs a once per column block
+ * and b once per row block, 1/bm + 1/bn packed elements per multiply-add.
+ * OpenBLAS blocks each call for the caches itself, so on one core a larger
+ * block is never slower; cutting only buys tasks for more cores.  On one
+ * core (Xeon, AVX-512, OpenBLAS 0.3.21 SkylakeX kernels, L1d 48 KiB,
+ * L2 2 MiB; the blocks' calls in a C loop), GFLOP/s of the whole product:
+ *     [256, 1024] @ [1024, 1024]:   1 block 143, 4 x (256 x 256) 132,
+ *                                   8 x (128 x 256) 117, 16 x (128 x 128) 114
+ *     [1024, 1024] @ [1024, 1024]:  2 x (512 x 1024) 147, 16 x (256 x 256) 123
+ *     [2048, 2048] @ [2048, 2048]:  4 x (512 x 2048) 152, 64 x (256 x 256) 126,
+ *                                   256 x (128 x 128) 113
+ * So the output is halved, the longer side first (the columns of a square:
+ * b's panel, k rows of bn elements far apart, costs more to pack than a's
+ * rows; 256 x 128 blocks beat 128 x 256 by 5%), until the matmul makes
+ * TIR_TASKS_WANT tasks, but never into blocks
+ *   - with a side cut below 16 cache lines of elements (256 f32, 128
+ *     f64), however long k is: each element a call packs then feeds at
+ *     least that many multiply-adds (a side left whole costs no
+ *     repacking).  At 8 lines a 2048 cube made 256 tasks but ran at 113
+ *     GFLOP/s a core against 152 for 4 large blocks: 16 lines keep it at
+ *     64 tasks and 126, and a 4096 cube still makes 256;
+ *   - past the first two tasks (which two cores share well), whose panels
+ *     ((bm + bn) x k elements of a and b) hold less than L2: packing is
+ *     then a large share of a task that is short anyway, and the product
+ *     one that a few cores share well ([256, 1024] @ [1024, 1024] stops
+ *     at 4 x (256 x 256); a 2048 cube goes on to 64 x (256 x 256)).
+ * Column blocks are a whole number of cache lines wide, so two tasks
+ * never write one line.  A product past TIR_TASKS_WANT tasks keeps its
+ * blocks large. */
 /* Below this many multiply-adds a matmul is not worth waking the pool. */
 #define SERIAL_MACS ((int64_t)1 << 18)
 
@@ -135,17 +148,30 @@ static int64_t ceil_div(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
-/* The block sizes of j (see MAX_M): from the shapes alone. */
+/* n rounded up to a multiple of q. */
+static int64_t round_up(int64_t n, int64_t q)
+{
+	return (n + q - 1) / q * q;
+}
+
+/* The block sizes of j (see the rule above): from the shapes and caches. */
 static void choose_blocks(struct job *j, int64_t batches)
 {
-	int64_t bm = j->m < MAX_M ? j->m : MAX_M, bn = j->n < MAX_N ? j->n : MAX_N;
-	while (batches * ceil_div(j->m, bm) * ceil_div(j->n, bn) < MIN_TASKS) {
-		if (bm > MIN_M)
-			bm = ceil_div(bm, 2);
-		else if (bn > MIN_N)
-			bn = ceil_div(bn, 2);
+	const struct tir_caches *mc = tir_machine_caches();
+	int64_t line = mc->line / j->es > 1 ? mc->line / j->es : 1;
+	int64_t bm = j->m, bn = j->n;
+	int64_t tasks;
+	while ((tasks = batches * ceil_div(j->m, bm) * ceil_div(j->n, bn)) < TIR_TASKS_WANT) {
+		int64_t hm = bm, hn = bn;
+		if (bm > bn)
+			hm = round_up(ceil_div(bm, 2), line);
 		else
+			hn = round_up(ceil_div(bn, 2), line);
+		if ((hm < bm ? hm : hn) < 16 * line ||
+		    (tasks >= 2 && (double)(hm + hn) * (double)j->k * (double)j->es < (double)mc->l2))
 			break;
+		bm = hm;
+		bn = hn;
 	}
 	j->bm = bm;
 	j->bn = bn;
@@ -183,9 +209,10 @@ static void gemm_task(void *arg, int64_t t)
 		cblas_dgemm(CblasRowMajor, j->ta, j->tb, (blasint)mi, (blasint)nj, (blasint)j->k,
 			    1.0, (const double *)a.p, (blasint)j->lda, (const double *)b.p,
 			    (blasint)j->ldb, 0.0, (double *)c, (blasint)j->n);
-	/* the block is still in cache: finish it */
-	for (int64_t row = 0; j->epi && row < mi; row++)
-		if (j->epi(j->epi_ctx, (batch * j->m + i0 + row) * j->n + j0, nj))
+	/* the block is still in cache: finish it (whole rows in one call) */
+	int64_t run = nj == j->n ? mi * nj : nj;
+	for (int64_t row = 0; j->epi && row < mi; row += run / nj)
+		if (j->epi(j->epi_ctx, (batch * j->m + i0 + row) * j->n + j0, run))
 			__atomic_store_n(&((struct job *)j)->epi_rc, 1, __ATOMIC_RELAXED);
 }
 

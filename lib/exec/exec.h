@@ -199,9 +199,10 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 
 /* ---- the thread pool (pool.c) and BLAS threading (blas.c) ----
  * Kernels split their work into tasks whose number and bounds depend only
- * on the shapes, never on the thread count; tasks write disjoint outputs,
- * so a result is bitwise the same with any number of threads.  OpenBLAS
- * itself always runs on one thread (tir_blas_single). */
+ * on the shapes and the caches (machine.c), never on the thread count;
+ * tasks write disjoint outputs, so a result is bitwise the same with any
+ * number of threads.  OpenBLAS itself always runs on one thread
+ * (tir_blas_single). */
 
 /* The most threads a run uses (caller included); per-worker scratch arrays
  * are sized by it. */
@@ -227,9 +228,42 @@ int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 /* Stop and join the workers (the next run starts them again).  Waits for a
  * run in progress to end; does nothing from inside a task. */
 void tir_pool_shutdown(void);
+/* Tasks the calling thread has offered to the pool so far, in runs started
+ * outside a task (a nested run's tasks are its caller's task): a kernel's
+ * count is the difference across it (--profile's tasks).  Counted whatever
+ * the thread count, inline runs included. */
+int64_t tir_pool_offered(void);
 /* Set OpenBLAS to one thread, once; call before any direct cblas call. */
 void tir_blas_single(void);
 /* ---- end of the thread pool block ---- */
+
+/* ---- the machine (machine.c) ----
+ * Every block size fitted to a CPU is derived from its caches, read once;
+ * the rules are by each constant (machine.c, blas.c, nn.c, rows.c,
+ * lib/fusion/vm.c).  Block sizes never depend on the thread count. */
+
+/* What a kernel splitting its work aims for: 4 tasks per thread at 64
+ * threads, so that dynamic claiming balances uneven tasks and busy cores. */
+#define TIR_TASKS_WANT 256
+
+struct tir_caches {
+	int64_t l1d, l2, l3;     /* bytes of one cache, as reported; L1d and L2
+				  * are taken as a core's own (l3: 0 unknown) */
+	int64_t l1d_ways;        /* L1d's associativity */
+	int64_t line;            /* bytes per cache line */
+	char source[32];         /* where they came from: "sysconf", "sysfs", "default" */
+};
+/* The caches: sysconf, else /sys/devices/system/cpu/cpu0/cache, else the
+ * defaults machine.c documents; read at the first call.  static storage. */
+const struct tir_caches *tir_machine_caches(void);
+/* "L1d 48 KiB, L2 2 MiB, L3 480 MiB (sysconf)"; static storage. */
+const char *tir_machine_info(void);
+/* A sysfs cache size ("48K", "2048K", "1M") in bytes; 0 when unreadable. */
+int64_t tir_machine_parse_size(const char *s);
+/* Items per task for a kernel streaming n items of item_bytes each: about
+ * n / TIR_TASKS_WANT, but a task holds at least L1d and at most L2 bytes
+ * (and at least one item).  From the shape and the caches only. */
+int64_t tir_task_items(int64_t n, int64_t item_bytes);
 
 /* ---- BLAS settings (blas.c) ---- */
 /* Threads for the engine (the pool; OpenBLAS stays at one); n < 1 means

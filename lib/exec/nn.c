@@ -2,9 +2,10 @@
  * nn.c — the reference kernels of the nn ops: softmax and log_softmax,
  * layernorm and rmsnorm, conv2d (im2col + gemm), max/avg pooling and
  * attention.  Float dtypes only; the statistics are kept in double.
- * conv2d and attention split their work into tasks of a fixed size (never
- * derived from the thread count) run on the pool, each task's BLAS calls
- * single-threaded, so results are bitwise the same with any thread count.
+ * conv2d and attention split their work into tasks sized by the shapes and
+ * the caches (never by the thread count) run on the pool, each task's BLAS
+ * calls single-threaded, so results are bitwise the same with any thread
+ * count.
  * Not here: plain matmul (blas.c) or any fused variant (lib/fusion).
  */
 #include "exec.h"
@@ -18,16 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* conv2d: output positions per task, and the bound on one task's column
- * buffer.  attention: query rows per task at most, and the bound on one
- * task's scores.  Fixed sizes: they decide which BLAS calls compute which
- * outputs, so they must never depend on the thread count. */
+/* conv2d: output positions per task at most; attention: query rows per
+ * task at most.  Each task repacks the operand all tasks share (the
+ * weights; k and v), and each element it packs then feeds 256
+ * multiply-adds; 256 is a multiple of every gemm kernel's tile.  Tasks
+ * are made smaller (conv_pos, tir_k_attention) toward TIR_TASKS_WANT,
+ * from the shapes and the caches: never from the thread count, since they
+ * decide which BLAS calls compute which outputs. */
 #define CONV_POS 256
-#define CONV_SCRATCH ((int64_t)2 << 20)
 #define ATTN_ROWS 256
-#define ATTN_SCRATCH ((int64_t)4 << 20)
-/* Columns of a softmax handled at once when the axis is not the last. */
-#define SOFTMAX_BLOCK 4096
 #define GEMM_MAX ((int64_t)(sizeof(blasint) >= 8 ? INT64_MAX : INT_MAX))
 
 static bool is_float(enum tir_dtype dt)
@@ -106,15 +106,15 @@ static int vec_stride(const char *op, const char *what, const struct tir_tensor 
 /* ---- softmax ---- */
 
 /* In place over p viewed as [outer, len, inner], the axis in the middle;
- * columns are taken SOFTMAX_BLOCK at a time so the axis is walked with unit
- * inner steps.  The max propagates NaN, so a row with a NaN is all NaN. */
+ * columns are taken blk at a time so the axis is walked with unit inner
+ * steps.  The max propagates NaN, so a row with a NaN is all NaN. */
 #define DEFINE_SOFTMAX(T, SFX)                                                     \
 static void softmax_##SFX(T *p, int64_t outer, int64_t len, int64_t inner, bool lg, \
-			  double *mx, double *sum)                                  \
+			  double *mx, double *sum, int64_t blk)                     \
 {                                                                                  \
 	for (int64_t o = 0; o < outer; o++)                                        \
-	for (int64_t i0 = 0; i0 < inner; i0 += SOFTMAX_BLOCK) {                    \
-		int64_t w = inner - i0 < SOFTMAX_BLOCK ? inner - i0 : SOFTMAX_BLOCK; \
+	for (int64_t i0 = 0; i0 < inner; i0 += blk) {                              \
+		int64_t w = inner - i0 < blk ? inner - i0 : blk;                   \
 		T *base = p + o * len * inner + i0;                                \
 		for (int64_t i = 0; i < w; i++) {                                  \
 			mx[i] = base[i];                                           \
@@ -174,7 +174,10 @@ int tir_k_softmax(const struct tir_tensor *x, int axis, bool lg, struct tir_tens
 		outer *= x->shape[i];
 	for (int i = axis + 1; i < x->rank; i++)
 		inner *= x->shape[i];
-	int64_t w = inner < SOFTMAX_BLOCK ? inner : SOFTMAX_BLOCK;
+	/* columns at once: their max and sum (16 bytes each) take L2 / 32,
+	 * leaving L2 to the rows of the block being walked */
+	int64_t blk = tir_machine_caches()->l2 / 32 / 16;
+	int64_t w = inner < blk ? inner : blk;
 	double *mx = malloc(2 * (size_t)w * sizeof *mx);
 	if (!mx)
 		return tir_errf(err, TIR_ENOMEM, NULL, "%s: out of memory", op);
@@ -182,9 +185,9 @@ int tir_k_softmax(const struct tir_tensor *x, int axis, bool lg, struct tir_tens
 
 	copy_into(out, x);
 	if (out->dtype == TIR_DTYPE_F32)
-		softmax_f32(tir_tensor_data(out), outer, len, inner, lg, mx, sum);
+		softmax_f32(tir_tensor_data(out), outer, len, inner, lg, mx, sum, w);
 	else
-		softmax_f64(tir_tensor_data(out), outer, len, inner, lg, mx, sum);
+		softmax_f64(tir_tensor_data(out), outer, len, inner, lg, mx, sum, w);
 	free(mx);
 	return 0;
 }
@@ -375,7 +378,7 @@ static void conv_direct_##SFX(const struct conv *g, const T *xp, const T *wp, T 
 DEFINE_CONV(float, f32)
 DEFINE_CONV(double, f64)
 
-/* One conv2d cut into tasks: task t = (image, block of CONV_POS output
+/* One conv2d cut into tasks: task t = (image, block of pos output
  * positions); each fills its block of every output plane with the bias,
  * then accumulates the gemms over blocks of kc_max filter taps in order. */
 struct conv_job {
@@ -385,17 +388,17 @@ struct conv_job {
 	const char *x, *w, *bias;
 	int64_t bstride;
 	char *out;
-	int64_t plane, kdim, kc_max, pblocks;
+	int64_t plane, kdim, kc_max, pos, pblocks;
 	atomic_bool failed;                  /* a column buffer was not had */
-	void *cols[TIR_POOL_MAX];            /* per worker, kc_max x CONV_POS */
+	void *cols[TIR_POOL_MAX];            /* per worker, kc_max x pos */
 };
 
 static void conv_task(void *arg, int64_t t)
 {
 	struct conv_job *j = arg;
 	const struct conv *g = j->g;
-	int64_t es = j->es, img = t / j->pblocks, p0 = t % j->pblocks * CONV_POS;
-	int64_t pc = j->plane - p0 < CONV_POS ? j->plane - p0 : CONV_POS;
+	int64_t es = j->es, img = t / j->pblocks, p0 = t % j->pblocks * j->pos;
+	int64_t pc = j->plane - p0 < j->pos ? j->plane - p0 : j->pos;
 	char *oimg = j->out + img * g->o * j->plane * es;
 
 	for (int64_t f = 0; f < g->o; f++) {
@@ -409,7 +412,7 @@ static void conv_task(void *arg, int64_t t)
 		}
 	}
 	void **slot = &j->cols[tir_pool_worker()];
-	if (!*slot && !(*slot = malloc((size_t)(j->kc_max * CONV_POS * es)))) {
+	if (!*slot && !(*slot = malloc((size_t)(j->kc_max * j->pos * es)))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
@@ -433,7 +436,38 @@ static void conv_task(void *arg, int64_t t)
 	}
 }
 
-/* NCHW convolution by im2col + gemm in fixed blocks of output positions. */
+/* Elements in a cache line; min_cut: in 8 of them (128 f32), the fewest
+ * rows or columns a task is cut to along an axis (a gemm's block side, as
+ * in blas.c: each element of the operand every task repacks then feeds at
+ * least that many multiply-adds). */
+static int64_t line_elems(int64_t es)
+{
+	int64_t n = tir_machine_caches()->line / es;
+	return n > 1 ? n : 1;
+}
+
+static int64_t min_cut(int64_t es)
+{
+	return 8 * line_elems(es);
+}
+
+/* Output positions per conv2d task: CONV_POS at most, halved (to whole
+ * cache lines of a plane) toward TIR_TASKS_WANT tasks, down to min_cut. */
+static int64_t conv_pos(int64_t images, int64_t plane, int64_t es)
+{
+	int64_t line = line_elems(es);
+	int64_t pos = plane < CONV_POS ? plane : CONV_POS;
+	while (images * ((plane + pos - 1) / pos) < TIR_TASKS_WANT) {
+		int64_t half = ((pos + 1) / 2 + line - 1) / line * line;
+		if (half >= pos || half < min_cut(es))
+			break;
+		pos = half;
+	}
+	return pos;
+}
+
+/* NCHW convolution by im2col + gemm in blocks of output positions sized
+ * by the shapes and the caches (conv_pos). */
 int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		 const struct tir_tensor *bias, const int64_t stride[2],
 		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err)
@@ -502,12 +536,17 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory");
 		goto done;
 	}
-	int64_t kc_max = CONV_SCRATCH / es / CONV_POS;
+	/* filter taps per gemm: the column block im2col writes and the gemm
+	 * reads right after holds at most an L2, so it is still there */
+	int64_t pos = conv_pos(g->n, plane, es);
+	int64_t kc_max = tir_machine_caches()->l2 / es / pos;
+	if (kc_max < 1)
+		kc_max = 1;
 	*j = (struct conv_job){
 		.g = g, .f32 = f32, .es = es, .x = xdata, .w = wdata, .bias = bdata,
 		.bstride = bstride, .out = odata, .plane = plane, .kdim = kdim,
-		.kc_max = kdim < kc_max ? kdim : kc_max,
-		.pblocks = (plane + CONV_POS - 1) / CONV_POS,
+		.kc_max = kdim < kc_max ? kdim : kc_max, .pos = pos,
+		.pblocks = (plane + pos - 1) / pos,
 	};
 	tir_blas_single();
 	tir_pool_run(g->n * j->pblocks, conv_task, j);
@@ -774,14 +813,22 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		return 0;
 	}
 
-	/* the scores of at most `chunk` query rows per task */
-	int64_t chunk = ATTN_SCRATCH / es / lk;
+	/* the scores of at most `chunk` query rows per task: ATTN_ROWS, and
+	 * scores of at most an L2 (made by one product, then read by the
+	 * softmax and by the next product: still in L2); then halved toward
+	 * TIR_TASKS_WANT tasks, down to min_cut rows (k and v are repacked by
+	 * every task) */
+	const struct tir_caches *mc = tir_machine_caches();
+	int64_t batches = total / (lq * dv);
+	int64_t chunk = mc->l2 / es / lk;
 	if (chunk > ATTN_ROWS)
 		chunk = ATTN_ROWS;
 	if (chunk > lq)
 		chunk = lq;
 	if (chunk < 1)
 		chunk = 1;
+	while (batches * ((lq + chunk - 1) / chunk) < TIR_TASKS_WANT && (chunk + 1) / 2 >= min_cut(es))
+		chunk = (chunk + 1) / 2;
 	struct attn_job *j = calloc(1, sizeof *j);
 	if (!j)
 		return tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory");
@@ -802,7 +849,7 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 	j->vs = vs;
 	j->err = err;
 	pthread_mutex_init(&j->lock, NULL);
-	int64_t ntasks = total / (lq * dv) * j->chunks;
+	int64_t ntasks = batches * j->chunks;
 	tir_blas_single();
 	if (ntasks == 1)        /* one task: let its matmuls use the pool */
 		attn_task(j, 0);

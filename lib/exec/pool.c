@@ -4,8 +4,8 @@
  * time from an atomic counter.  Idle workers spin briefly (so back-to-back
  * runs skip a sleep) and then sleep on a condition variable.  Which thread
  * runs a task never changes what the task computes; how a kernel splits
- * its work into tasks (by shape, never by thread count) is up to the
- * kernel (blas.c, nn.c), not here.
+ * its work into tasks (by shape and caches, never by thread count) is up
+ * to the kernel (blas.c, nn.c, rows.c, lib/fusion/vm.c), not here.
  */
 #include "exec.h"
 
@@ -62,6 +62,7 @@ static struct {
 
 static _Thread_local int my_slot;      /* 0 outside the pool's workers */
 static _Thread_local bool in_task;     /* running a task (workers: always) */
+static _Thread_local int64_t offered;  /* tasks of the runs this thread started */
 
 static inline void cpu_relax(void)
 {
@@ -211,6 +212,12 @@ int tir_pool_worker(void)
 	return my_slot;
 }
 
+/* This thread's tasks offered so far (--profile). */
+int64_t tir_pool_offered(void)
+{
+	return offered;
+}
+
 /* Stop the workers; registered with atexit once they exist. */
 void tir_pool_shutdown(void)
 {
@@ -237,6 +244,8 @@ int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 {
 	if (ntasks <= 0)
 		return 0;
+	if (!in_task)
+		offered += ntasks;
 	int want = tir_pool_threads();
 	if (want == 1 || ntasks == 1 || in_task)
 		return run_inline(ntasks, fn, ctx);

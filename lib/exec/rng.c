@@ -92,12 +92,10 @@ void tir_rand_range(void *p, enum tir_dtype dt, int64_t start, int64_t n, uint64
 	}
 }
 
-#define RAND_CHUNK ((int64_t)1 << 16)
-
 struct rand_job {
 	void *p;
 	enum tir_dtype dt;
-	int64_t n;
+	int64_t n, chunk;            /* values, values per task */
 	uint64_t seed;
 	bool normal;
 };
@@ -105,7 +103,7 @@ struct rand_job {
 static void rand_chunk(void *ctx, int64_t t)
 {
 	const struct rand_job *j = ctx;
-	int64_t lo = t * RAND_CHUNK, len = j->n - lo < RAND_CHUNK ? j->n - lo : RAND_CHUNK;
+	int64_t lo = t * j->chunk, len = j->n - lo < j->chunk ? j->n - lo : j->chunk;
 	char *dst = (char *)j->p + (size_t)lo * tir_dtype_size(j->dt);
 	tir_rand_range(dst, j->dt, lo, len, j->seed, j->normal);
 }
@@ -122,7 +120,8 @@ int tir_k_rand(struct tir_tensor *out, uint64_t seed, bool normal)
 		return -TIR_EUNSUPPORTED;
 	/* chunks on the pool: each value depends on its index only, so the
 	 * split changes nothing */
-	struct rand_job job = {p, out->dtype, n, seed, normal};
-	tir_pool_run((n + RAND_CHUNK - 1) / RAND_CHUNK, rand_chunk, &job);
+	int64_t chunk = tir_task_items(n, (int64_t)tir_dtype_size(out->dtype));
+	struct rand_job job = {p, out->dtype, n, chunk, seed, normal};
+	tir_pool_run((n + chunk - 1) / chunk, rand_chunk, &job);
 	return 0;
 }

@@ -4,7 +4,8 @@
  * exp with its sum (vmath's expsum), then the scale; the norms' moments
  * in one pass (vmath's moments), then the normalization (vmath's norm).
  * Sums, moments and the centring in double; rows split over the pool in
- * chunks of a fixed size (so results never depend on the thread count).
+ * chunks sized by the shape and the caches (tir_task_items), never by the
+ * thread count: each row is computed alone, so results never depend on it.
  * nn.c calls these for the common case and keeps its general (any axis,
  * any layout) loops for the rest.
  */
@@ -19,8 +20,6 @@
 #pragma GCC optimize("vect-cost-model=cheap")
 #endif
 
-#define ROWS_PER_TASK 128
-
 /* One build per ISA (TIR_ISA_BUILDS), picked per task for the vector
  * path.  The lanes of every sum are fixed in the code and C11 forbids
  * contracting to FMA here, so all builds give the same bits (vmath's exp
@@ -34,6 +33,7 @@ struct rows_job {
 	const void *x, *w, *b;
 	void *out;
 	int64_t rows, len;
+	int64_t per;                 /* rows per task */
 	double eps;
 };
 
@@ -131,7 +131,7 @@ const char *tir_rows_build(void)
 static void rows_task(void *ctx, int64_t t)
 {
 	const struct rows_job *jb = ctx;
-	int64_t r0 = t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < jb->rows ? r0 + ROWS_PER_TASK : jb->rows;
+	int64_t r0 = t * jb->per, r1 = r0 + jb->per < jb->rows ? r0 + jb->per : jb->rows;
 	if (jb->dt == TIR_DTYPE_F32)
 		TIR_ISA_PICK(rows_f32)(jb, r0, r1);
 	else
@@ -157,7 +157,9 @@ bool tir_rows_apply(enum tir_op op, const struct tir_tensor *x, const struct tir
 	struct rows_job jb = {.op = op, .dt = dt, .x = tir_tensor_data(x), .out = tir_tensor_data(out),
 			      .w = w ? tir_tensor_data(w) : NULL, .b = b ? tir_tensor_data(b) : NULL,
 			      .rows = tir_tensor_numel(x) / len, .len = len, .eps = eps};
-	if (jb.rows > 0)
-		tir_pool_run((jb.rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK, rows_task, &jb);
+	if (jb.rows > 0) {
+		jb.per = tir_task_items(jb.rows, len * (int64_t)tir_dtype_size(dt));
+		tir_pool_run((jb.rows + jb.per - 1) / jb.per, rows_task, &jb);
+	}
 	return true;
 }

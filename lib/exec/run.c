@@ -75,6 +75,7 @@ struct tir_exec {
 	struct tir_kprof {
 		char what[112];
 		double ms, bytes, flops;
+		int64_t tasks;            /* offered to the pool (1: ran on the caller alone) */
 	} *prof;
 	size_t nprof, capprof;
 	volatile sig_atomic_t *intr;   /* stop between nodes once it is set */
@@ -1096,15 +1097,17 @@ out:
 	return rc;
 }
 
-/* One row of --profile: what ran, how long, bytes moved, flops done. */
+/* One row of --profile: what ran, how long, bytes moved, flops done, in
+ * how many tasks. */
 static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const struct tir_node *n,
-			   double ms)
+			   double ms, int64_t tasks)
 {
 	if (tir_grow((void **)&x->prof, &x->capprof, x->nprof + 1, sizeof *x->prof))
 		return;
 	struct tir_kprof *k = &x->prof[x->nprof++];
 	memset(k, 0, sizeof *k);
 	k->ms = ms;
+	k->tasks = tasks > 1 ? tasks : 1;
 	double numel = (double)tir_type_numel(&n->type);
 	k->bytes = numel * (double)tir_dtype_size((enum tir_dtype)n->type.dtype);
 	int nin = g ? g->nin : n->nin;
@@ -1307,11 +1310,13 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			break;
 		}
 		double tk = x->profile ? now_ms() : 0;
+		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(x, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
 			if (x->profile && !rc)
-				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk);
+				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk,
+					       tir_pool_offered() - t0k);
 			x->stats.nops += plan.groups[plan.group_of[i]].n + (plan.groups[plan.group_of[i]].head != NULL);
 			x->stats.nkernels++;
 			if (!rc && x->keep && keepable(p, n))
@@ -1343,7 +1348,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		else if (small_const)
 			const_keep(x, n, &vals[i]);
 		else if (x->profile && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
-			profile_kernel(x, NULL, n, now_ms() - tk);
+			profile_kernel(x, NULL, n, now_ms() - tk, tir_pool_offered() - t0k);
 		if (!rc && x->keep && keepable(p, n))
 			tir_tensor_ref(&x->kept[i], &vals[i]);
 		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
@@ -1427,7 +1432,8 @@ char *tir_exec_profile(const struct tir_exec *x)
 	if (x->remote)
 		return x->remote_profile ? strdup(x->remote_profile) : NULL;
 	struct tir_str out = {0};
-	tir_str_addf(&out, "%-4s %-44s %10s %10s %9s\n", "#", "kernel", "ms", "MiB", "GFLOP/s");
+	tir_str_addf(&out, "%-4s %-44s %10s %10s %9s %7s\n", "#", "kernel", "ms", "MiB", "GFLOP/s",
+		     "tasks");
 	double tot = 0;
 	for (size_t i = 0; i < x->nprof; i++) {
 		const struct tir_kprof *k = &x->prof[i];
@@ -1435,8 +1441,8 @@ char *tir_exec_profile(const struct tir_exec *x)
 		char gf[32] = "-";
 		if (k->flops > 0 && k->ms > 0)
 			snprintf(gf, sizeof gf, "%.2f", k->flops / (k->ms * 1e6));
-		tir_str_addf(&out, "%-4zu %-44.44s %10.3f %10.2f %9s\n", i + 1, k->what, k->ms,
-			     k->bytes / (1024.0 * 1024.0), gf);
+		tir_str_addf(&out, "%-4zu %-44.44s %10.3f %10.2f %9s %7lld\n", i + 1, k->what, k->ms,
+			     k->bytes / (1024.0 * 1024.0), gf, (long long)k->tasks);
 	}
 	tir_str_addf(&out, "%zu kernels, %.3f ms; plan %s; vector path: %s; blas: %s; threads: %d\n",
 		     x->nprof, tot,

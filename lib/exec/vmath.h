@@ -37,7 +37,9 @@
 #include "exec.h"
 
 /* A good block length (elements) for callers that gather strided operands:
- * a few such blocks of doubles stay in L1. */
+ * a few such blocks of doubles stay in L1.  Fixed, unlike the block sizes
+ * machine.c derives: it sizes arrays on the stack, and 4 KiB blocks stay
+ * in any L1d. */
 #define TIR_VMATH_BLOCK 512
 
 /* Whether op is a float unary op these compute (exp ... sign, not NOT). */

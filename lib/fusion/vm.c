@@ -3,12 +3,12 @@
  *
  * The group's domain (tir_group_analyze) is seen as rows x cols: cols are
  * the reduced elements of a row when the group reduces, else 1 (so rows
- * are plain elements).  Rows are cut into tasks of a fixed size
- * (independent of the thread count, so results never depend on it), tasks
- * into blocks of rows whose registers fit in cache; every member of the
- * group computes its block into a register with the reference kernels
- * themselves (on 2-D views of the registers), so a fused result is
- * bitwise the unfused one:
+ * are plain elements).  Rows are cut into tasks sized by the shape and the
+ * caches (tir_task_items; never by the thread count, so results never
+ * depend on it), tasks into blocks of rows whose registers fit in cache;
+ * every member of the group computes its block into a register with the
+ * reference kernels themselves (on 2-D views of the registers), so a
+ * fused result is bitwise the unfused one:
  *   - FULL members: one value per element of the block ([rows, cols]);
  *   - ROW members: one value per row (reductions fold each row with
  *     reduce.c's own functions, tir_reduce_run, in the same order);
@@ -52,24 +52,76 @@
 #pragma GCC optimize("vect-cost-model=cheap")
 #endif
 
-#define BLK 1024                 /* elements per register: pieces of long rows, cols down */
-/* elements per register, groups of elements (run_elems): registers in L1
- * while the calls stay long (bench/chain.tir, 16M f32, 1 thread, ms: 128
- * 32.1, 256 28.6, 512 27.7, 1024 28.0) */
-#define EBLK 512
-#define TASK ((int64_t)65536)    /* elements per task */
-#define ROWFIT ((size_t)768 << 10) /* bytes of registers holding whole long rows */
 #define MAX_SRC (3 * TIR_FUSE_MAX_OPS)
-#define ROWBYTES ((int64_t)64 << 10) /* bytes per register, whole rows of a reducing group */
-#define L1FIT ((int64_t)24 << 10) /* bytes a block of whole rows may stream and stay in L1 */
 #define RAW_MIN 64               /* cols of a block from which a value per row is not spread */
-#define TILE 32                  /* rows and cols of a tile (groups reading across rows) */
-/* bytes of a root (rows of a reducing group) from which it goes out with
- * stores that bypass the caches (nt_copy), when its blocks are larger than
- * L1: more than the caches near a core hold, so not read back from them
- * soon anyway.  (Blocks in L1 lose by it: bench/softmax_hand.tir, 1 row a
- * block, 2.62 -> 2.84 ms; layernorm_hand, 16 rows, gains 3.33 -> 2.97.) */
-#define NT_MIN ((int64_t)8 << 20)
+/* rows and cols of a tile (groups reading across rows): 32 of them read
+ * across a row touch 32 lines, a few KiB, in L1 on any machine; it is
+ * about lines and pages, not cache size, so it stays fixed */
+#define TILE 32
+
+/* Block sizes, from the caches (machine.c) once per process (sizes()).
+ * None changes a result: blocks and tasks only decide which rows or
+ * elements are computed together, and each is computed the same way in
+ * any of them (a reduction follows reduce.c's pairwise tree whatever the
+ * pieces it is fetched in). */
+static struct {
+	/* elements per register, groups of elements (run_elems): the
+	 * registers in L1 while the calls stay long; L1d / 64 (16 arrays of
+	 * f32; bench/chain.tir, 16M f32, 1 thread, L1d 48 KiB, ms: 128 32.1,
+	 * 256 28.6, 512 27.7, 1024 28.0) */
+	int64_t eblk;
+	/* elements per register of a piece of a long row, or of cols down:
+	 * one row a block, so twice eblk (L1d / 32) */
+	int64_t blk;
+	/* bytes per register, whole rows of a reducing group: L2 / 32, so a
+	 * block's registers (a handful to a dozen) stay in half of L2 */
+	int64_t rowbytes;
+	/* bytes of registers holding whole long rows: 3/8 of L2, the rest for
+	 * the rows they read and write */
+	int64_t rowfit;
+	/* bytes a block of whole rows may stream and stay in L1: half of L1d */
+	int64_t l1fit;
+	/* bytes of a root (rows of a reducing group) from which it goes out
+	 * with stores that bypass the caches (nt_copy), when its blocks are
+	 * larger than L1: 4 x L2, more than the caches near a core hold, so
+	 * not read back from them soon anyway.  (Blocks in L1 lose by it:
+	 * bench/softmax_hand.tir, 1 row a block, 2.62 -> 2.84 ms;
+	 * layernorm_hand, 16 rows, gains 3.33 -> 2.97.) */
+	int64_t ntmin;
+	/* registers start this far past a page boundary: half of an L1d way
+	 * (see thread_regs) */
+	size_t skew;
+} sz;
+static pthread_once_t sz_once = PTHREAD_ONCE_INIT;
+
+/* The largest power of two <= n (n >= 1). */
+static int64_t pow2_floor(int64_t n)
+{
+	int64_t p = 1;
+	while (p <= n / 2)
+		p *= 2;
+	return p;
+}
+
+static void sizes_init(void)
+{
+	const struct tir_caches *c = tir_machine_caches();
+	sz.eblk = pow2_floor(c->l1d / 64);
+	sz.blk = pow2_floor(c->l1d / 32);
+	if (sz.blk < 128)           /* reductions take pieces of >= 128 */
+		sz.blk = 128;
+	sz.rowbytes = c->l2 / 32;
+	sz.rowfit = c->l2 / 8 * 3;
+	sz.l1fit = c->l1d / 2;
+	sz.ntmin = c->l2 * 4;
+	int64_t way = c->l1d / c->l1d_ways;
+	sz.skew = (size_t)(way / 2 < 64 ? 64 : way / 2 > 2048 ? 2048 : way / 2) / 64 * 64;
+}
+
+static void sizes(void)
+{
+	pthread_once(&sz_once, sizes_init);
+}
 
 /* A value read from memory, as one kind of reader sees it. */
 struct src {
@@ -241,11 +293,12 @@ struct regs {
 	size_t cap;
 };
 
-/* Registers start half a page off the page-aligned tensors (and each
- * other's pages): a load 4 KiB apart from a store still in flight waits
- * for it (4K aliasing), and a block streams one into the other. */
-#define REGS_SKEW ((size_t)2048)
-
+/* Registers start half an L1d way (sz.skew, 2 KiB at 48 KiB 12-way) off
+ * the page-aligned tensors (and each other's pages): a block streams one
+ * into the other, and addresses a way apart fall in the same L1 set; on
+ * x86, where a way is the 4 KiB page, a load 4 KiB apart from a store
+ * still in flight also waits for it (4K aliasing).  At most 2 KiB, half
+ * the smallest page. */
 static pthread_key_t regs_key;
 static pthread_once_t regs_once = PTHREAD_ONCE_INIT;
 
@@ -258,6 +311,7 @@ static void regs_free(void *v)
 
 static void regs_init(void)
 {
+	sizes();
 	TIR_ASSERT(pthread_key_create(&regs_key, regs_free) == 0);
 }
 
@@ -273,14 +327,14 @@ static char *thread_regs(size_t bytes)
 		}
 	}
 	if (bytes <= r->cap)
-		return r->p + REGS_SKEW;
-	char *p = aligned_alloc(4096, (bytes + REGS_SKEW + 4095) / 4096 * 4096);
+		return r->p + sz.skew;
+	char *p = aligned_alloc(4096, (bytes + sz.skew + 4095) / 4096 * 4096);
 	if (!p)
 		return NULL;
 	free(r->p);
 	r->p = p;
 	r->cap = bytes;
-	return p + REGS_SKEW;
+	return p + sz.skew;
 }
 
 /* ---- one block ---- */
@@ -787,11 +841,15 @@ static void run_block(struct blk *b, int64_t r0, int64_t k)
 			ensure(b, root, lo, vm->cols - lo < vm->chunk ? vm->cols - lo : vm->chunk);
 }
 
-/* A block state over this thread's registers, holding nothing yet. */
+/* A block state over this thread's registers, holding nothing yet: the
+ * stamps of the group's members and sources say so, and the rest of the
+ * memo is read only under a matching stamp, so it is not cleared (this
+ * runs once per task, and per row of a matmul's block in an epilogue). */
 static bool blk_init(struct blk *b, struct vm *vm)
 {
-	memset(b, 0, sizeof *b);
 	b->vm = vm;
+	b->r0 = b->k = 0;
+	b->red = b->row = 0;
 	char *regs = thread_regs(vm->bigsz * (size_t)vm->nbig + vm->smallsz * (size_t)vm->nsmall + 64);
 	if (!regs) {
 		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
@@ -799,9 +857,9 @@ static bool blk_init(struct blk *b, struct vm *vm)
 	}
 	b->big = regs;
 	b->small = regs + vm->bigsz * (size_t)vm->nbig;
-	for (int j = 0; j < TIR_FUSE_MAX_OPS; j++)
+	for (int j = 0; j < vm->n; j++)
 		b->m_r0[j] = b->b_r0[j] = -1;
-	for (int s = 0; s < MAX_SRC; s++)
+	for (int s = 0; s < vm->nsrc; s++)
 		b->s_r0[s] = -3;
 	return true;
 }
@@ -821,11 +879,14 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 }
 
 /* One long row summed by its root (SUM or MEAN) in pieces on the pool:
- * the pieces of its pairwise sum, their number fixed by the row's length. */
+ * the pieces of its pairwise sum (whose tree, and so whose result, is
+ * the row's whatever the pieces), their number fixed by the row's length
+ * and the caches. */
+#define MAX_PIECES TIR_TASKS_WANT
 struct pieces {
 	struct vm *vm;
-	int64_t lo[64], len[64];
-	double part[64];
+	int64_t lo[MAX_PIECES], len[MAX_PIECES];
+	double part[MAX_PIECES];
 };
 
 static void run_piece(void *ctx, int64_t t)
@@ -886,8 +947,10 @@ static bool run_pieces(struct vm *vm)
 	for (int j = 0; j < root; j++)
 		if (vm->nd[j].cls == TIR_FC_ROW && !vm->nd[j].pre)
 			return false;
+	/* about as many pieces as a stream of the row would make tasks */
+	int64_t want = vm->cols / tir_task_items(vm->cols, (int64_t)vm->esz);
 	int depth = 0;
-	while (depth < 6 && vm->cols >> (depth + 1) >= ((int64_t)1 << 18))
+	while ((2 << depth) <= MAX_PIECES && (2 << depth) <= want)
 		depth++;
 	struct pieces *pc = calloc(1, sizeof *pc);
 	if (!pc)
@@ -1155,8 +1218,8 @@ static void lean_plan(struct vm *vm, bool tiled)
 			old = vm->nd[j].reg + 1;
 #if defined(__x86_64__)
 	vm->nt = vm->nd[root].cls == TIR_FC_FULL && vm->cols * (int64_t)vm->esz >= 256 &&
-		 vm->rows * vm->cols * (int64_t)vm->esz >= NT_MIN &&
-		 vm->k * vm->cols * (int64_t)vm->esz > L1FIT;
+		 vm->rows * vm->cols * (int64_t)vm->esz >= sz.ntmin &&
+		 vm->k * vm->cols * (int64_t)vm->esz > sz.l1fit;
 #endif
 	for (int j = 0; j < (vm->nt ? n : root); j++) {
 		const struct vnode *v = &vm->nd[j];
@@ -1186,6 +1249,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	const struct tir_node *root = g->root;
 	struct vm *vm = vm_new(g);
 	int rc = 0;
+	sizes();
 	if (!vm) {
 		tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
 		return NULL;
@@ -1343,19 +1407,25 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	/* blocks: whole rows while their registers stay in L2, else one row
 	 * a piece of cols at a time */
 	int64_t rows = vm->rows, cols = vm->cols;
+	int64_t es = (int64_t)vm->esz;
 	if (info->leading) {
-		/* tasks down cols [lo, lo + chunk), blocks of k rows of them */
-		vm->chunk = cols < BLK ? cols : BLK;
-		vm->k = ROWBYTES / (int64_t)vm->esz / vm->chunk;
+		/* tasks down cols [lo, lo + chunk), blocks of k rows of them;
+		 * narrower strips (down to 128 cols) while that makes more
+		 * tasks toward TIR_TASKS_WANT and each still folds an L1d */
+		vm->chunk = cols < sz.blk ? cols : sz.blk;
+		while (vm->chunk >= 256 && (cols + vm->chunk - 1) / vm->chunk < TIR_TASKS_WANT &&
+		       rows * (vm->chunk / 2) * es >= tir_machine_caches()->l1d)
+			vm->chunk = (vm->chunk / 2 + 7) / 8 * 8;
+		vm->k = sz.rowbytes / es / vm->chunk;
 	} else if (tiled) {
 		vm->k = TILE;
 		vm->chunk = TILE;
 		vm->tile_reg = vm->nbig++;
-	} else if (cols <= (info->reduces ? ROWBYTES / (int64_t)vm->esz : EBLK)) {
+	} else if (cols <= (info->reduces ? sz.rowbytes / es : sz.eblk)) {
 		/* rows of a reducing group: several together (in L2), so
 		 * that the per-call costs of its ops are spread over more
 		 * elements; plain elements: L1-sized blocks */
-		vm->k = (info->reduces ? ROWBYTES / (int64_t)vm->esz : EBLK) / cols;
+		vm->k = (info->reduces ? sz.rowbytes / es : sz.eblk) / cols;
 		vm->chunk = cols;
 		/* unless all that a block streams (its registers, the values
 		 * it reads in place, the root's rows) fits in L1 for a row
@@ -1364,18 +1434,20 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		int64_t arrays = vm->nbig + (vm->nd[g->n - 1].cls == TIR_FC_FULL);
 		for (int s = 0; s < vm->nsrc; s++)
 			arrays += vm->src[s].direct && !vm->src[s].row;
-		int64_t row_bytes = arrays * cols * (int64_t)vm->esz;
-		if (info->reduces && row_bytes <= L1FIT)
-			vm->k = L1FIT / row_bytes;
+		int64_t row_bytes = arrays * cols * es;
+		if (info->reduces && row_bytes <= sz.l1fit)
+			vm->k = sz.l1fit / row_bytes;
 	} else {
 		vm->k = 1;
-		vm->chunk = (size_t)vm->nbig * (size_t)cols * vm->esz <= ROWFIT ? cols : BLK;
+		vm->chunk = vm->nbig * cols * es <= sz.rowfit ? cols : sz.blk;
 	}
 	lean_plan(vm, tiled);
 	if (vm->k > rows)
 		vm->k = rows > 0 ? rows : 1;
 	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);
-	vm->task_rows = vm->chunk < cols && !tiled ? 1 : vm->k * (TASK / (vm->k * cols) > 1 ? TASK / (vm->k * cols) : 1);
+	/* tasks of whole blocks, about tir_task_items elements each */
+	int64_t per = tir_task_items(rows * cols, es) / (vm->k * cols);
+	vm->task_rows = vm->chunk < cols && !tiled ? 1 : vm->k * (per > 1 ? per : 1);
 	vm->elems = vm->cols == 1 && !info->reduces && !tiled && !info->leading;
 	for (int j = 0; j < g->n; j++)
 		vm->elems &= vm->nd[j].pre || vm->nd[j].cls == TIR_FC_FULL ||

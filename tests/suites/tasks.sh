@@ -1,0 +1,89 @@
+#!/bin/sh
+# tests/suites/tasks.sh — the parallelism a kernel offers, as --profile's
+# tasks column shows it: a large matmul ([4096, 4096] @ [4096, 4096]), a
+# row kernel (softmax over [4096, 1024]) and a fused elementwise chain over
+# 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
+# (the pool starts that many threads on any machine, this one's two cores
+# included), the same number at --threads 1 (the cut never follows the
+# thread count) and print the same bytes at 1, 16 and 64; `tir --version`
+# names the caches the cuts are sized by.  Prints `N passed, M failed` last.
+set -u
+BUILD=${BUILD:-build}
+tir=$BUILD/tir
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-tasks.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "tasks: $1"; }
+
+# the caches, as `tir --version` prints them
+line=$("$tir" --version | grep '^caches: ')
+if printf '%s\n' "$line" |
+	grep -Eq '^caches: L1d [0-9]+ (KiB|MiB), L2 [0-9]+ (KiB|MiB), L3 ([0-9]+ (KiB|MiB)|unknown) \((sysconf|sysfs|default)(, (sysfs|default))*\)$'; then
+	ok
+else
+	bad "tir --version: no 'caches: L1d N KiB, L2 N MiB, L3 ... (source)' line: '$line'"
+fi
+
+cat >"$tmp/matmul.tir" <<'EOF'
+a = ones([4096, 4096])
+b = ones([4096, 4096]) * 0.5
+y = a @ b
+print slice(y, axis=0, stop=1), sum(y)
+EOF
+cat >"$tmp/softmax.tir" <<'EOF'
+x = arange(4194304) * 0.001
+y = softmax(reshape(x, [4096, 1024]), axis=-1)
+print sum(y, axis=0)
+EOF
+cat >"$tmp/chain.tir" <<'EOF'
+x = arange(16777216) * 1e-7
+y = sqrt(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)
+print slice(y, stop=3), max(y)
+EOF
+
+# tasks PROFILE PATTERN: the tasks column of the first kernel whose name
+# matches PATTERN (an ERE on the kernel column)
+tasks() {
+	awk -v pat="$2" 'NR > 1 && $1 ~ /^[0-9]+$/ {
+		name = substr($0, 6, 44); sub(/ +$/, "", name)
+		if (name ~ pat) { print $NF; exit }
+	}' "$1"
+}
+
+for case in "matmul ^matmul$" "softmax ^softmax$" "chain ^fused\\[mul"; do
+	name=${case%% *}
+	pat=${case#* }
+	"$tir" run --profile --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>"$tmp/prof1"
+	one=$(tasks "$tmp/prof1" "$pat")
+	for t in 16 64; do
+		"$tir" run --profile --threads "$t" "$tmp/$name.tir" >"$tmp/out$t" 2>"$tmp/prof$t"
+		got=$(tasks "$tmp/prof$t" "$pat")
+		case $got in
+		'' | *[!0-9]*)
+			bad "$name at --threads $t: no tasks column for /$pat/ in --profile:"
+			cat "$tmp/prof$t"
+			continue
+			;;
+		esac
+		if [ "$got" -ge $((4 * t)) ]; then ok; else
+			bad "$name at --threads $t: $got tasks, fewer than 4 per thread"
+		fi
+		if [ "$got" = "$one" ]; then ok; else
+			bad "$name: $got tasks at --threads $t, $one at --threads 1"
+		fi
+		if cmp -s "$tmp/out1" "$tmp/out$t"; then ok; else
+			bad "$name: stdout at --threads $t differs from --threads 1"
+			diff "$tmp/out1" "$tmp/out$t" | head -n 5
+		fi
+	done
+done
+
+# a kernel that runs on the calling thread alone shows 1
+printf 'x = ones([4])\nprint x + 1\n' >"$tmp/small.tir"
+"$tir" run --profile --threads 16 "$tmp/small.tir" >/dev/null 2>"$tmp/prof"
+got=$(tasks "$tmp/prof" '^(add|fused\[add\])$')
+if [ "$got" = 1 ]; then ok; else bad "a 4-element add: '$got' tasks, expected 1"; cat "$tmp/prof"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
