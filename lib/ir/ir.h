@@ -175,7 +175,6 @@ struct tir_lexer {
 	int depth;            /* open brackets: newlines inside are ignored */
 	struct tir_token open[TIR_MAX_DEPTH + 1]; /* where each open bracket is */
 	char errmsg[256];
-	void *match_data;     /* PCRE2 match data */
 };
 
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src);

@@ -1,78 +1,140 @@
 /*
- * lex.c — tir's lexer.  Numbers, names and strings are matched by PCRE2
- * patterns compiled once (JIT where the platform has it); punctuation by a
- * switch on the first byte.  Newlines inside open brackets are not tokens,
- * which is how a statement continues over lines.  Every token carries its
- * byte span, line and code-point column.  Not a parser: it knows nothing
- * of statements.
+ * lex.c — tir's lexer.  Numbers, names and strings are scanned by hand (one
+ * pass, no backtracking: each has a regular shape, given in its comment);
+ * punctuation by a switch on the first byte.  Newlines inside open brackets
+ * are not tokens, which is how a statement continues over lines.  Every
+ * token carries its byte span, line and code-point column.  Not a parser:
+ * it knows nothing of statements.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "ir.h"
 
-#include <pcre2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { PAT_NUMBER, PAT_NAME, PAT_STRING, PAT_COUNT };
+/* Byte classes, so that the scanners test one table entry per byte. */
+enum { C_DIGIT = 1, C_ALPHA = 2, C_SPACE = 4 };
 
-static const char *const patterns[PAT_COUNT] = {
-	[PAT_NUMBER] = "(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?",
-	[PAT_NAME] = "[A-Za-z_][A-Za-z0-9_]*",
-	/* a string ends at its quote; a newline or the end of input before that
-	 * is an unterminated string, told apart below */
-	[PAT_STRING] = "\"(?:[^\"\\\\\\n]|\\\\[^\\n])*\"",
+static const unsigned char cls[256] = {
+	['0' ... '9'] = C_DIGIT,
+	['A' ... 'Z'] = C_ALPHA, ['a' ... 'z'] = C_ALPHA, ['_'] = C_ALPHA,
+	[' '] = C_SPACE, ['\t'] = C_SPACE, ['\r'] = C_SPACE, ['\f'] = C_SPACE, ['\v'] = C_SPACE,
 };
 
-static pcre2_code *compiled[PAT_COUNT];
-static bool jit_ok[PAT_COUNT];
-static pthread_once_t compile_once = PTHREAD_ONCE_INIT;
-
-static void compile_patterns(void)
+static bool is_digit(unsigned char c)
 {
-	for (int i = 0; i < PAT_COUNT; i++) {
-		int ec;
-		PCRE2_SIZE eo;
-		compiled[i] = pcre2_compile((PCRE2_SPTR)patterns[i], PCRE2_ZERO_TERMINATED,
-					    PCRE2_ANCHORED | PCRE2_NO_UTF_CHECK, &ec, &eo, NULL);
-		TIR_ASSERT(compiled[i]);
-		jit_ok[i] = pcre2_jit_compile(compiled[i], PCRE2_JIT_COMPLETE) == 0;
-	}
+	return cls[c] & C_DIGIT;
 }
 
-/* Length of the pattern's match at p, or 0. */
-static size_t match(struct tir_lexer *lx, int pat, const char *p)
+static bool is_word(unsigned char c)
 {
-	pcre2_match_data *md = lx->match_data;
-	size_t len = (size_t)(lx->end - p);
-	int rc;
-	if (jit_ok[pat])
-		rc = pcre2_jit_match(compiled[pat], (PCRE2_SPTR)p, len, 0, 0, md, NULL);
-	else
-		rc = pcre2_match(compiled[pat], (PCRE2_SPTR)p, len, 0, 0, md, NULL);
-	if (rc < 0)
-		return 0;
-	return pcre2_get_ovector_pointer(md)[1];
+	return cls[c] & (C_DIGIT | C_ALPHA);
+}
+
+/* Length of the number at p: (?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
+ * (the caller has seen a digit, or a '.' before a digit).  *isfloat when it
+ * has a '.' or an exponent. */
+static size_t scan_number(const char *p, const char *end, bool *isfloat)
+{
+	const char *q = p;
+	*isfloat = false;
+	while (q < end && is_digit((unsigned char)*q))
+		q++;
+	if (q < end && *q == '.') {
+		*isfloat = true;
+		q++;
+		while (q < end && is_digit((unsigned char)*q))
+			q++;
+	}
+	if (q < end && (*q == 'e' || *q == 'E')) {
+		/* an exponent only with its digits; else the number ends before the
+		 * 'e' (and the run-on check calls it malformed) */
+		const char *r = q + 1;
+		if (r < end && (*r == '+' || *r == '-'))
+			r++;
+		if (r < end && is_digit((unsigned char)*r)) {
+			while (r < end && is_digit((unsigned char)*r))
+				r++;
+			q = r;
+			*isfloat = true;
+		}
+	}
+	return (size_t)(q - p);
+}
+
+/* Length of the string literal at p (on its opening quote), closing quote
+ * included: "(?:[^"\\\n]|\\[^\n])*"; 0 when a newline or the end of
+ * input comes first (an unterminated string). */
+static size_t scan_string(const char *p, const char *end)
+{
+	for (const char *q = p + 1; q < end; q++) {
+		if (*q == '"')
+			return (size_t)(q + 1 - p);
+		if (*q == '\n')
+			return 0;
+		if (*q == '\\' && (++q == end || *q == '\n'))
+			return 0;
+	}
+	return 0;
+}
+
+/* The value of a decimal literal of at most 19 significant digits whose
+ * power of ten is within 22, into *v: both are exact doubles then, so one
+ * multiplication or division rounds once, correctly, as strtod does
+ * (Clinger's fast path).  False for the rest, which go to strtod. */
+static bool decimal_fast(const char *s, size_t len, double *v)
+{
+	static const double pow10[23] = {
+		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+		1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+	};
+	const char *q = s, *end = s + len;
+	uint64_t m = 0;
+	int digits = 0, exp10 = 0;
+	bool point = false;
+	for (; q < end && *q != 'e' && *q != 'E'; q++) {
+		if (*q == '.') {
+			point = true;
+			continue;
+		}
+		if (digits == 19)
+			return false;
+		m = m * 10 + (uint64_t)(*q - '0');
+		digits += m != 0; /* leading zeros are not significant */
+		exp10 -= point;
+	}
+	if (q < end) { /* the exponent: [eE][+-]?[0-9]+ */
+		q++;
+		bool neg = *q == '-';
+		if (*q == '+' || *q == '-')
+			q++;
+		int e = 0;
+		for (; q < end && e <= 1000; q++)
+			e = e * 10 + (*q - '0');
+		if (q < end)
+			return false; /* a huge exponent */
+		exp10 += neg ? -e : e;
+	}
+	if (m > (UINT64_C(1) << 53) || exp10 < -22 || exp10 > 22)
+		return false;
+	*v = exp10 < 0 ? (double)m / pow10[-exp10] : (double)m * pow10[exp10];
+	return true;
 }
 
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src)
 {
-	pthread_once(&compile_once, compile_patterns);
 	memset(lx, 0, sizeof *lx);
 	lx->src = src;
 	lx->p = src->text;
 	lx->end = src->text + src->len;
 	lx->line = 1;
 	lx->line_start = lx->p;
-	lx->match_data = pcre2_match_data_create(1, NULL);
-	return lx->match_data ? 0 : -TIR_ENOMEM;
+	return 0;
 }
 
+/* The lexer holds nothing to free; kept so that callers need not know. */
 void tir_lex_fini(struct tir_lexer *lx)
 {
-	pcre2_match_data_free(lx->match_data);
-	lx->match_data = NULL;
 }
 
 static bool is_cont(unsigned char c)
@@ -158,12 +220,12 @@ static int utf8_len(const unsigned char *p, const unsigned char *end, uint32_t *
 
 static struct tir_token lex_number(struct tir_lexer *lx, const char *p)
 {
-	size_t len = match(lx, PAT_NUMBER, p);
+	bool isfloat;
+	size_t len = scan_number(p, lx->end, &isfloat);
 	const char *q = p + len;
 	/* a number runs into letters, digits or dots: 1.2.3, 12abc, 1e */
 	const char *r = q;
-	while (r < lx->end && (*r == '.' || *r == '_' || (*r >= '0' && *r <= '9') ||
-			       ((*r | 32) >= 'a' && (*r | 32) <= 'z')))
+	while (r < lx->end && (*r == '.' || is_word((unsigned char)*r)))
 		r++;
 	if (len == 0 || r != q) {
 		lx->p = r;
@@ -174,20 +236,22 @@ static struct tir_token lex_number(struct tir_lexer *lx, const char *p)
 	lx->p = q;
 	if (len > 400)
 		return error_at(lx, p, len, "number literal too long (%zu characters)", len);
-	char buf[401];
-	memcpy(buf, p, len);
-	buf[len] = 0;
-	bool isfloat = memchr(p, '.', len) || memchr(p, 'e', len) || memchr(p, 'E', len);
 	struct tir_token t = make(lx, isfloat ? TIR_TOK_FLOAT : TIR_TOK_INT, p, len);
 	if (isfloat) {
-		t.fval = strtod(buf, NULL);
+		if (!decimal_fast(p, len, &t.fval)) {
+			char buf[401];
+			memcpy(buf, p, len);
+			buf[len] = 0;
+			t.fval = strtod(buf, NULL);
+		}
 	} else {
 		uint64_t v = 0;
 		for (size_t i = 0; i < len; i++) {
-			unsigned d = (unsigned)(buf[i] - '0');
+			unsigned d = (unsigned)(p[i] - '0');
 			if (v > (UINT64_C(9223372036854775807) - d) / 10)
 				return error_at(lx, p, len,
-						"integer literal %s is too large (the limit is 2^63-1)", buf);
+						"integer literal %.*s is too large (the limit is 2^63-1)",
+						(int)len, p);
 			v = v * 10 + d;
 		}
 		t.ival = (int64_t)v;
@@ -198,7 +262,7 @@ static struct tir_token lex_number(struct tir_lexer *lx, const char *p)
 
 static struct tir_token lex_string(struct tir_lexer *lx, const char *p)
 {
-	size_t len = match(lx, PAT_STRING, p);
+	size_t len = scan_string(p, lx->end);
 	if (len == 0) {
 		const char *q = p + 1;
 		while (q < lx->end && *q != '\n')
@@ -237,7 +301,7 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 			return make(lx, TIR_TOK_EOF, p, 0);
 		}
 		char c = *p;
-		if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+		if (cls[(unsigned char)c] & C_SPACE) {
 			p++;
 		} else if (c == '#') {
 			const char *nl = memchr(p, '\n', (size_t)(lx->end - p));
@@ -258,31 +322,32 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 		}
 	}
 	char c = *p;
+	enum tir_tok k;
 	switch (c) {
 	case '(': return bracket_open(lx, p, TIR_TOK_LPAREN);
 	case '[': return bracket_open(lx, p, TIR_TOK_LBRACKET);
 	case ')': return bracket_close(lx, p, TIR_TOK_RPAREN);
 	case ']': return bracket_close(lx, p, TIR_TOK_RBRACKET);
 	case '"': return lex_string(lx, p);
+	case ';': k = TIR_TOK_NEWLINE; goto punct;
+	case ',': k = TIR_TOK_COMMA; goto punct;
+	case ':': k = TIR_TOK_COLON; goto punct;
+	case '=': k = TIR_TOK_ASSIGN; goto punct;
+	case '+': k = TIR_TOK_PLUS; goto punct;
+	case '-': k = TIR_TOK_MINUS; goto punct;
+	case '*': k = TIR_TOK_STAR; goto punct;
+	case '/': k = TIR_TOK_SLASH; goto punct;
+	case '@': k = TIR_TOK_AT; goto punct;
 	default: break;
 	}
-	static const struct { char c; enum tir_tok k; } punct[] = {
-		{';', TIR_TOK_NEWLINE}, {',', TIR_TOK_COMMA}, {':', TIR_TOK_COLON},
-		{'=', TIR_TOK_ASSIGN}, {'+', TIR_TOK_PLUS}, {'-', TIR_TOK_MINUS},
-		{'*', TIR_TOK_STAR}, {'/', TIR_TOK_SLASH}, {'@', TIR_TOK_AT},
-	};
-	for (size_t i = 0; i < sizeof punct / sizeof punct[0]; i++) {
-		if (punct[i].c == c) {
-			lx->p = p + 1;
-			return make(lx, punct[i].k, p, 1);
-		}
-	}
-	if ((c >= '0' && c <= '9') || (c == '.' && p + 1 < lx->end && p[1] >= '0' && p[1] <= '9'))
+	if (is_digit((unsigned char)c) || (c == '.' && p + 1 < lx->end && is_digit((unsigned char)p[1])))
 		return lex_number(lx, p);
-	if (c == '_' || ((c | 32) >= 'a' && (c | 32) <= 'z')) {
-		size_t len = match(lx, PAT_NAME, p);
-		TIR_ASSERT(len > 0);
-		lx->p = p + len;
+	if (cls[(unsigned char)c] & C_ALPHA) {
+		const char *q = p + 1;
+		while (q < lx->end && is_word((unsigned char)*q))
+			q++;
+		size_t len = (size_t)(q - p);
+		lx->p = q;
 		if (len > 255)
 			return error_at(lx, p, len, "name too long (%zu characters; the limit is 255)", len);
 		return make(lx, TIR_TOK_NAME, p, len);
@@ -297,6 +362,9 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 	if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
 		return error_at(lx, p, 1, "unexpected character '%c'", c);
 	return error_at(lx, p, 1, "unexpected byte 0x%02x", (unsigned char)c);
+punct:
+	lx->p = p + 1;
+	return make(lx, k, p, 1);
 }
 
 const char *tir_tok_name(enum tir_tok t)
