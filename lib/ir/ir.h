@@ -232,9 +232,13 @@ struct tir_stmt {
 
 struct tir_binding {
 	const char *name;         /* arena */
-	uint32_t hash;
 	struct tir_node *node;    /* NULL: poisoned by an earlier error */
 	struct tir_loc loc;
+};
+
+struct tir_bind_slot {
+	uint32_t hash;            /* of the name */
+	uint32_t bind;            /* index into program->bind + 1; 0: empty */
 };
 
 struct tir_program {
@@ -243,8 +247,10 @@ struct tir_program {
 	size_t nnodes, capnodes;
 	struct tir_stmt *stmts;
 	size_t nstmts, capstmts;
-	struct tir_binding *bind;     /* open addressing, power-of-two size */
+	struct tir_binding *bind;     /* every name bound, in the order first bound */
 	size_t nbind, capbind;
+	struct tir_bind_slot *bind_index;   /* bind by name: open addressing, power-of-two size */
+	size_t capindex;
 	struct tir_source *sources;
 	struct tir_err diags[TIR_MAX_DIAGS];
 	int ndiags, nerrors;

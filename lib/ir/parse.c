@@ -208,7 +208,11 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
 	return false;
 }
 
-/* ---- bindings (open addressing; a NULL node is a poisoned name) ---- */
+/* ---- bindings ----
+ * p->bind holds every name ever bound, in the order first bound (a NULL node
+ * is a poisoned name); p->bind_index finds them by name: open addressing
+ * over 8-byte slots, at most half full.  Slots this small keep the index of
+ * a big program within the caches, and it grows without touching p->bind. */
 
 static uint32_t hash_name(const char *s, size_t n)
 {
@@ -218,39 +222,48 @@ static uint32_t hash_name(const char *s, size_t n)
 	return h;
 }
 
-struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
+/* The slot holding the name s (its hash h), or else the empty slot where it
+ * would go. */
+static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *s, size_t n,
+				       uint32_t h)
 {
-	if (!p->capbind)
-		return NULL;
-	uint32_t h = hash_name(s, n);
-	size_t mask = p->capbind - 1;
+	size_t mask = p->capindex - 1;
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		struct tir_binding *b = &p->bind[i];
-		if (!b->name)
-			return NULL;
-		if (b->hash == h && !strncmp(b->name, s, n) && b->name[n] == 0)
-			return b;
+		struct tir_bind_slot *sl = &p->bind_index[i];
+		if (!sl->bind)
+			return sl;
+		const char *name = p->bind[sl->bind - 1].name;
+		if (sl->hash == h && !strncmp(name, s, n) && name[n] == 0)
+			return sl;
 	}
 }
 
-static int rehash(struct tir_program *p)
+struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
 {
-	size_t ncap = p->capbind ? p->capbind * 2 : 64;
-	struct tir_binding *nb = calloc(ncap, sizeof *nb);
-	if (!nb)
+	if (!p->capindex)
+		return NULL;
+	const struct tir_bind_slot *sl = bind_slot(p, s, n, hash_name(s, n));
+	return sl->bind ? &p->bind[sl->bind - 1] : NULL;
+}
+
+static int grow_index(struct tir_program *p)
+{
+	size_t ncap = p->capindex ? p->capindex * 2 : 64;
+	struct tir_bind_slot *ni = calloc(ncap, sizeof *ni);
+	if (!ni)
 		return -TIR_ENOMEM;
-	for (size_t i = 0; i < p->capbind; i++) {
-		struct tir_binding *b = &p->bind[i];
-		if (!b->name)
+	for (size_t i = 0; i < p->capindex; i++) {
+		const struct tir_bind_slot *sl = &p->bind_index[i];
+		if (!sl->bind)
 			continue;
-		size_t j = b->hash & (ncap - 1);
-		while (nb[j].name)
+		size_t j = sl->hash & (ncap - 1);
+		while (ni[j].bind)
 			j = (j + 1) & (ncap - 1);
-		nb[j] = *b;
+		ni[j] = *sl;
 	}
-	free(p->bind);
-	p->bind = nb;
-	p->capbind = ncap;
+	free(p->bind_index);
+	p->bind_index = ni;
+	p->capindex = ncap;
 	return 0;
 }
 
@@ -259,19 +272,18 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 	struct tir_binding *b = tir_program_lookup(p, s, n);
 	if (b)
 		return b;
-	if ((p->nbind + 1) * 2 > p->capbind && rehash(p))
+	if (((p->nbind + 1) * 2 > p->capindex && grow_index(p)) || p->nbind >= UINT32_MAX ||
+	    tir_grow((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind))
 		return NULL;
-	uint32_t h = hash_name(s, n);
-	size_t mask = p->capbind - 1;
-	size_t i = h & mask;
-	while (p->bind[i].name)
-		i = (i + 1) & mask;
-	b = &p->bind[i];
+	b = &p->bind[p->nbind];
+	memset(b, 0, sizeof *b);
 	b->name = tir_arena_strndup(&p->arena, s, n);
 	if (!b->name)
 		return NULL;
-	b->hash = h;
-	p->nbind++;
+	uint32_t h = hash_name(s, n);
+	struct tir_bind_slot *sl = bind_slot(p, s, n, h);
+	sl->hash = h;
+	sl->bind = (uint32_t)++p->nbind;
 	return b;
 }
 
@@ -279,9 +291,9 @@ const char *tir_program_suggest(const struct tir_program *p, const char *s, size
 {
 	const char *best = NULL;
 	int bestd = n <= 2 ? 1 : n <= 5 ? 2 : 3;
-	for (size_t i = 0; i < p->capbind; i++) {
+	for (size_t i = 0; i < p->nbind; i++) {
 		const struct tir_binding *b = &p->bind[i];
-		if (!b->name || !b->node)
+		if (!b->node)
 			continue;
 		int d = tir_edit_distance(s, n, b->name, strlen(b->name));
 		if (d <= bestd && (!best || d < bestd || strcmp(b->name, best) < 0)) {
@@ -346,7 +358,7 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 {
 	if (!n)
 		return NULL;
-	struct tir_err e = {0};
+	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
 	if (tir_check_node(n, &e) == 0)
 		return n;
 	if (e.loc.src == NULL)
@@ -1207,7 +1219,7 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 static bool is_reserved(const char *s, size_t n)
 {
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-		if (strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
+		if (n && reserved[i][0] == s[0] && strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
 			return true;
 	return tir_dtype_from_name(s, n) >= 0;
 }
@@ -1522,6 +1534,7 @@ void tir_program_free(struct tir_program *p)
 	free(p->nodes);
 	free(p->stmts);
 	free(p->bind);
+	free(p->bind_index);
 	tir_arena_free(&p->arena);
 	free(p);
 }

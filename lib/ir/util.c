@@ -153,8 +153,10 @@ size_t tir_dtype_size(enum tir_dtype t)
 
 int tir_dtype_from_name(const char *s, size_t n)
 {
+	/* asked of most names in a program: the first byte rejects them */
 	for (int i = 0; i < TIR_DTYPE_COUNT; i++)
-		if (strlen(dtype_names[i]) == n && memcmp(dtype_names[i], s, n) == 0)
+		if (n && dtype_names[i][0] == s[0] && strlen(dtype_names[i]) == n &&
+		    memcmp(dtype_names[i], s, n) == 0)
 			return i;
 	return -1;
 }
