@@ -54,8 +54,11 @@ bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct ti
 			return false;
 		shape[i] = da == 1 ? db : da;
 	}
+	/* element by element, as written: a block copy would stall on the
+	 * stores just made (store forwarding fails) */
 	out->rank = (uint8_t)rank;
-	memcpy(out->shape, shape, sizeof shape);
+	for (int i = 0; i < rank; i++)
+		out->shape[i] = shape[i];
 	return true;
 }
 

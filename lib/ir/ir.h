@@ -85,9 +85,9 @@ struct tir_attr {
 	bool set;
 	bool is_list;         /* written as a list (axes, pair): print it so */
 	bool is_int;          /* num: an integer literal */
+	int n;                /* shape, axes, pair (2), pads (2 per axis) */
 	int64_t i;            /* int, bool, dtype, num when is_int */
 	double f;             /* float, num */
-	int n;                /* shape, axes, pair (2), pads (2 per axis) */
 	int64_t *v;
 	const char *s;        /* str, word */
 };
@@ -181,6 +181,8 @@ int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src);
 void tir_lex_fini(struct tir_lexer *lx);
 /* Next token; on TIR_TOK_ERROR, lx->errmsg says what. */
 struct tir_token tir_lex_next(struct tir_lexer *lx);
+/* The same, written into *t (the parser's way: no copy of the token). */
+void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t);
 const char *tir_tok_name(enum tir_tok t);
 /* Code-point column of byte offset `off` in src (1-based) and its line. */
 void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);
@@ -192,11 +194,16 @@ struct tir_name_link {
 	struct tir_name_link *next;
 };
 
+/* The small fields come together so that none pads: a program holds one
+ * node per operation (192 bytes, with in, inloc and attr right behind). */
 struct tir_node {
 	enum tir_op op;
 	uint32_t id;              /* index in program->nodes */
 	struct tir_type type;
 	uint16_t nin;
+	bool in_print;            /* made by a print statement (fmt inlines it) */
+	uint32_t uses;            /* operand edges pointing here */
+	uint32_t stmt;            /* index of the statement that made it */
 	struct tir_node **in;
 	struct tir_loc *inloc;    /* where each operand was written */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
@@ -204,13 +211,10 @@ struct tir_node {
 	struct tir_name_link *names;   /* names ever bound to it, newest first */
 	const char *ref_name;     /* the name it was last referred to by */
 	const char *input_name;   /* INPUT: its name */
-	bool in_print;            /* made by a print statement (fmt inlines it) */
-	uint32_t uses;            /* operand edges pointing here */
 	/* CONST: a weak scalar keeps its literal; a tensor literal its data */
 	int64_t ival;
 	double fval;
 	void *data;               /* arena; numel * dtype size, row-major */
-	uint32_t stmt;            /* index of the statement that made it */
 };
 
 enum tir_stmt_kind { TIR_STMT_INPUT, TIR_STMT_BIND, TIR_STMT_PRINT };
@@ -223,10 +227,10 @@ struct tir_print_item {
 
 struct tir_stmt {
 	enum tir_stmt_kind kind;
+	int nitems;               /* PRINT */
 	struct tir_loc loc;
 	const char *name;         /* INPUT, BIND */
 	struct tir_node *node;    /* INPUT, BIND: the value bound */
-	int nitems;               /* PRINT */
 	struct tir_print_item *items;
 };
 

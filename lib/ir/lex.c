@@ -175,27 +175,30 @@ void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc)
 	loc->col = col;
 }
 
-static struct tir_token make(struct tir_lexer *lx, enum tir_tok k, const char *p, size_t len)
+/* Tokens are written field by field where the parser keeps them: a token
+ * returned by value and copied whole at once stalls the copy on the
+ * lexer's narrower stores still in flight (store forwarding fails). */
+static void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p, size_t len)
 {
-	struct tir_token t = {.kind = k};
-	t.off = (uint32_t)(p - lx->src->text);
-	t.len = (uint32_t)len;
-	t.line = lx->line;
-	t.col = column(lx, p);
-	return t;
+	t->kind = k;
+	t->off = (uint32_t)(p - lx->src->text);
+	t->len = (uint32_t)len;
+	t->line = lx->line;
+	t->col = column(lx, p);
+	t->ival = 0;
+	t->fval = 0;
 }
 
-static struct tir_token error_at(struct tir_lexer *lx, const char *p, size_t len,
-				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static struct tir_token error_at(struct tir_lexer *lx, const char *p, size_t len,
-				 const char *fmt, ...)
+static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
+		     const char *fmt, ...)
 {
-	struct tir_token t = make(lx, TIR_TOK_ERROR, p, len);
+	make(lx, t, TIR_TOK_ERROR, p, len);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(lx->errmsg, sizeof lx->errmsg, fmt, ap);
 	va_end(ap);
-	return t;
 }
 
 /* Length of one UTF-8 sequence at p, 0 if it is not valid UTF-8. */
@@ -218,7 +221,7 @@ static int utf8_len(const unsigned char *p, const unsigned char *end, uint32_t *
 	return n;
 }
 
-static struct tir_token lex_number(struct tir_lexer *lx, const char *p)
+static void lex_number(struct tir_lexer *lx, struct tir_token *t, const char *p)
 {
 	bool isfloat;
 	size_t len = scan_number(p, lx->end, &isfloat);
@@ -230,37 +233,43 @@ static struct tir_token lex_number(struct tir_lexer *lx, const char *p)
 	if (len == 0 || r != q) {
 		lx->p = r;
 		int shown = (int)(r - p > 40 ? 40 : r - p);
-		return error_at(lx, p, (size_t)(r - p), "malformed number '%.*s%s'", shown, p,
-				r - p > 40 ? "..." : "");
+		error_at(lx, t, p, (size_t)(r - p), "malformed number '%.*s%s'", shown, p,
+			 r - p > 40 ? "..." : "");
+		return;
 	}
 	lx->p = q;
-	if (len > 400)
-		return error_at(lx, p, len, "number literal too long (%zu characters)", len);
-	struct tir_token t = make(lx, isfloat ? TIR_TOK_FLOAT : TIR_TOK_INT, p, len);
+	if (len > 400) {
+		error_at(lx, t, p, len, "number literal too long (%zu characters)", len);
+		return;
+	}
 	if (isfloat) {
-		if (!decimal_fast(p, len, &t.fval)) {
+		double v;
+		if (!decimal_fast(p, len, &v)) {
 			char buf[401];
 			memcpy(buf, p, len);
 			buf[len] = 0;
-			t.fval = strtod(buf, NULL);
+			v = strtod(buf, NULL);
 		}
+		make(lx, t, TIR_TOK_FLOAT, p, len);
+		t->fval = v;
 	} else {
 		uint64_t v = 0;
 		for (size_t i = 0; i < len; i++) {
 			unsigned d = (unsigned)(p[i] - '0');
-			if (v > (UINT64_C(9223372036854775807) - d) / 10)
-				return error_at(lx, p, len,
-						"integer literal %.*s is too large (the limit is 2^63-1)",
-						(int)len, p);
+			if (v > (UINT64_C(9223372036854775807) - d) / 10) {
+				error_at(lx, t, p, len, "integer literal %.*s is too large (the limit is 2^63-1)",
+					 (int)len, p);
+				return;
+			}
 			v = v * 10 + d;
 		}
-		t.ival = (int64_t)v;
-		t.fval = (double)v;
+		make(lx, t, TIR_TOK_INT, p, len);
+		t->ival = (int64_t)v;
+		t->fval = (double)v;
 	}
-	return t;
 }
 
-static struct tir_token lex_string(struct tir_lexer *lx, const char *p)
+static void lex_string(struct tir_lexer *lx, struct tir_token *t, const char *p)
 {
 	size_t len = scan_string(p, lx->end);
 	if (len == 0) {
@@ -268,37 +277,47 @@ static struct tir_token lex_string(struct tir_lexer *lx, const char *p)
 		while (q < lx->end && *q != '\n')
 			q++;
 		lx->p = q;
-		return error_at(lx, p, 1, "unterminated string (a string ends on its line)");
+		error_at(lx, t, p, 1, "unterminated string (a string ends on its line)");
+		return;
 	}
 	lx->p = p + len;
-	return make(lx, TIR_TOK_STRING, p, len);
+	make(lx, t, TIR_TOK_STRING, p, len);
 }
 
-static struct tir_token bracket_open(struct tir_lexer *lx, const char *p, enum tir_tok k)
+static void bracket_open(struct tir_lexer *lx, struct tir_token *t, const char *p, enum tir_tok k)
 {
-	struct tir_token t = make(lx, k, p, 1);
 	lx->p = p + 1;
-	if (lx->depth >= TIR_MAX_DEPTH)
-		return error_at(lx, p, 1, "brackets nested deeper than %d", TIR_MAX_DEPTH);
-	lx->open[lx->depth++] = t;
-	return t;
+	if (lx->depth >= TIR_MAX_DEPTH) {
+		error_at(lx, t, p, 1, "brackets nested deeper than %d", TIR_MAX_DEPTH);
+		return;
+	}
+	make(lx, t, k, p, 1);
+	make(lx, &lx->open[lx->depth++], k, p, 1);
 }
 
-static struct tir_token bracket_close(struct tir_lexer *lx, const char *p, enum tir_tok k)
+static void bracket_close(struct tir_lexer *lx, struct tir_token *t, const char *p, enum tir_tok k)
 {
 	lx->p = p + 1;
 	if (lx->depth > 0)
 		lx->depth--;
-	return make(lx, k, p, 1);
+	make(lx, t, k, p, 1);
 }
 
 struct tir_token tir_lex_next(struct tir_lexer *lx)
+{
+	struct tir_token t;
+	tir_lex_scan(lx, &t);
+	return t;
+}
+
+void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 {
 	const char *p = lx->p;
 	for (;;) {
 		if (p >= lx->end) {
 			lx->p = p;
-			return make(lx, TIR_TOK_EOF, p, 0);
+			make(lx, t, TIR_TOK_EOF, p, 0);
+			return;
 		}
 		char c = *p;
 		if (cls[(unsigned char)c] & C_SPACE) {
@@ -308,11 +327,11 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 			p = nl ? nl : lx->end;
 		} else if (c == '\n') {
 			if (lx->depth == 0) {
-				struct tir_token t = make(lx, TIR_TOK_NEWLINE, p, 1);
+				make(lx, t, TIR_TOK_NEWLINE, p, 1);
 				lx->p = p + 1;
 				lx->line++;
 				lx->line_start = lx->p;
-				return t;
+				return;
 			}
 			p++;
 			lx->line++;
@@ -324,11 +343,11 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 	char c = *p;
 	enum tir_tok k;
 	switch (c) {
-	case '(': return bracket_open(lx, p, TIR_TOK_LPAREN);
-	case '[': return bracket_open(lx, p, TIR_TOK_LBRACKET);
-	case ')': return bracket_close(lx, p, TIR_TOK_RPAREN);
-	case ']': return bracket_close(lx, p, TIR_TOK_RBRACKET);
-	case '"': return lex_string(lx, p);
+	case '(': bracket_open(lx, t, p, TIR_TOK_LPAREN); return;
+	case '[': bracket_open(lx, t, p, TIR_TOK_LBRACKET); return;
+	case ')': bracket_close(lx, t, p, TIR_TOK_RPAREN); return;
+	case ']': bracket_close(lx, t, p, TIR_TOK_RBRACKET); return;
+	case '"': lex_string(lx, t, p); return;
 	case ';': k = TIR_TOK_NEWLINE; goto punct;
 	case ',': k = TIR_TOK_COMMA; goto punct;
 	case ':': k = TIR_TOK_COLON; goto punct;
@@ -340,8 +359,10 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 	case '@': k = TIR_TOK_AT; goto punct;
 	default: break;
 	}
-	if (is_digit((unsigned char)c) || (c == '.' && p + 1 < lx->end && is_digit((unsigned char)p[1])))
-		return lex_number(lx, p);
+	if (is_digit((unsigned char)c) || (c == '.' && p + 1 < lx->end && is_digit((unsigned char)p[1]))) {
+		lex_number(lx, t, p);
+		return;
+	}
 	if (cls[(unsigned char)c] & C_ALPHA) {
 		const char *q = p + 1;
 		while (q < lx->end && is_word((unsigned char)*q))
@@ -349,22 +370,27 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 		size_t len = (size_t)(q - p);
 		lx->p = q;
 		if (len > 255)
-			return error_at(lx, p, len, "name too long (%zu characters; the limit is 255)", len);
-		return make(lx, TIR_TOK_NAME, p, len);
+			error_at(lx, t, p, len, "name too long (%zu characters; the limit is 255)", len);
+		else
+			make(lx, t, TIR_TOK_NAME, p, len);
+		return;
 	}
 	uint32_t cp;
 	int n = utf8_len((const unsigned char *)p, (const unsigned char *)lx->end, &cp);
 	if (n > 1) {
 		lx->p = p + n;
-		return error_at(lx, p, (size_t)n, "unexpected character '%.*s' (U+%04X)", n, p, cp);
+		error_at(lx, t, p, (size_t)n, "unexpected character '%.*s' (U+%04X)", n, p, cp);
+		return;
 	}
 	lx->p = p + 1;
 	if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
-		return error_at(lx, p, 1, "unexpected character '%c'", c);
-	return error_at(lx, p, 1, "unexpected byte 0x%02x", (unsigned char)c);
+		error_at(lx, t, p, 1, "unexpected character '%c'", c);
+	else
+		error_at(lx, t, p, 1, "unexpected byte 0x%02x", (unsigned char)c);
+	return;
 punct:
 	lx->p = p + 1;
-	return make(lx, k, p, 1);
+	make(lx, t, k, p, 1);
 }
 
 const char *tir_tok_name(enum tir_tok t)

@@ -15,9 +15,9 @@
 struct parser {
 	struct tir_program *prog;
 	struct tir_lexer lx;
-	struct tir_token tok;      /* current */
-	struct tir_token ahead;    /* one token of lookahead */
-	bool has_ahead;
+	struct tir_token toks[2];  /* the current token and the one after it */
+	struct tir_token *tok;     /* current: one of toks */
+	bool has_ahead;            /* the other one is the next token, peeked */
 	unsigned flags;
 	uint32_t line_base;        /* lines before the chunk (tir_program_parse_at) */
 	int depth;
@@ -108,33 +108,35 @@ static void lex_error(struct parser *ps, const struct tir_token *t)
 	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->lx.errmsg);
 }
 
-static struct tir_token next_raw(struct parser *ps)
+/* The slot of toks that is not the current token. */
+static struct tir_token *other_tok(struct parser *ps)
 {
-	return tir_lex_next(&ps->lx);
+	return ps->tok == &ps->toks[0] ? &ps->toks[1] : &ps->toks[0];
 }
 
 static void advance(struct parser *ps)
 {
+	struct tir_token *next = other_tok(ps);
 	ps->ntok++;
-	if (ps->has_ahead) {
-		ps->tok = ps->ahead; /* a lexer error was reported when peeked */
-		ps->has_ahead = false;
-	} else {
-		ps->tok = next_raw(ps);
-		if (ps->tok.kind == TIR_TOK_ERROR)
-			lex_error(ps, &ps->tok);
-	}
+	if (!ps->has_ahead) {
+		tir_lex_scan(&ps->lx, next);
+		if (next->kind == TIR_TOK_ERROR)
+			lex_error(ps, next);
+	} /* else a lexer error was reported when peeked */
+	ps->has_ahead = false;
+	ps->tok = next;
 }
 
 static const struct tir_token *peek(struct parser *ps)
 {
+	struct tir_token *next = other_tok(ps);
 	if (!ps->has_ahead) {
-		ps->ahead = next_raw(ps);
+		tir_lex_scan(&ps->lx, next);
 		ps->has_ahead = true;
-		if (ps->ahead.kind == TIR_TOK_ERROR)
-			lex_error(ps, &ps->ahead);
+		if (next->kind == TIR_TOK_ERROR)
+			lex_error(ps, next);
 	}
-	return &ps->ahead;
+	return next;
 }
 
 static bool tok_is(const struct parser *ps, const struct tir_token *t, const char *word)
@@ -160,9 +162,9 @@ static void perr_tok(struct parser *ps, const struct tir_token *t, const char *f
 static void expected(struct parser *ps, const char *want)
 {
 	char got[80];
-	if (ps->tok.kind == TIR_TOK_ERROR)
+	if (ps->tok->kind == TIR_TOK_ERROR)
 		return; /* the lexer said it */
-	if (ps->tok.kind == TIR_TOK_EOF && ps->lx.depth > 0) {
+	if (ps->tok->kind == TIR_TOK_EOF && ps->lx.depth > 0) {
 		const struct tir_token *o = &ps->lx.open[ps->lx.depth - 1];
 		struct tir_loc loc;
 		loc_tok(ps, o, &loc);
@@ -172,13 +174,13 @@ static void expected(struct parser *ps, const char *want)
 		     open, close);
 		return;
 	}
-	tok_desc(ps, &ps->tok, got, sizeof got);
-	perr_tok(ps, &ps->tok, "expected %s, got %s", want, got);
+	tok_desc(ps, ps->tok, got, sizeof got);
+	perr_tok(ps, ps->tok, "expected %s, got %s", want, got);
 }
 
 static bool accept(struct parser *ps, enum tir_tok k)
 {
-	if (ps->tok.kind == k) {
+	if (ps->tok->kind == k) {
 		advance(ps);
 		return true;
 	}
@@ -188,18 +190,18 @@ static bool accept(struct parser *ps, enum tir_tok k)
 /* A closing bracket matching `open` (Lua's check_match). */
 static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_token *open)
 {
-	if (ps->tok.kind == k) {
+	if (ps->tok->kind == k) {
 		advance(ps);
 		return true;
 	}
 	char want[80];
 	char c = k == TIR_TOK_RPAREN ? ')' : ']';
 	char o = k == TIR_TOK_RPAREN ? '(' : '[';
-	if (ps->tok.kind == TIR_TOK_EOF && ps->lx.depth > 0) {
+	if (ps->tok->kind == TIR_TOK_EOF && ps->lx.depth > 0) {
 		expected(ps, "");
 		return false;
 	}
-	if (open->line == ps->tok.line)
+	if (open->line == ps->tok->line)
 		snprintf(want, sizeof want, "'%c' to close '%c' at column %u", c, o, open->col);
 	else
 		snprintf(want, sizeof want, "'%c' to close '%c' at line %u", c, o,
@@ -325,7 +327,10 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 {
 	struct tir_program *p = ps->prog;
 	const struct tir_opdef *d = tir_op(op);
-	struct tir_node *n = tir_arena_alloc(&p->arena, sizeof *n);
+	/* the node, its attributes and its operands in one piece */
+	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
+	struct tir_node *n = tir_arena_alloc(&p->arena, sizeof *n + sizeof *n->attr * nattr +
+							(sizeof *n->in + sizeof *n->inloc) * n_in);
 	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)) {
 		perr(ps, TIR_ENOMEM, loc, "out of memory");
 		return NULL;
@@ -335,18 +340,13 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 	n->nin = (uint16_t)nin;
 	n->in_print = ps->in_print;
 	n->stmt = ps->stmt;
-	if (nin) {
-		n->in = tir_arena_alloc(&p->arena, sizeof *n->in * (size_t)nin);
-		n->inloc = tir_arena_alloc(&p->arena, sizeof *n->inloc * (size_t)nin);
+	if (nattr) {
+		n->attr = (struct tir_attr *)(n + 1);
+		memcpy(n->attr, d->defaults, sizeof *n->attr * nattr);
 	}
-	if (d->nattr) {
-		n->attr = tir_arena_alloc(&p->arena, sizeof *n->attr * (size_t)d->nattr);
-		if (n->attr)
-			memcpy(n->attr, d->defaults, sizeof *n->attr * (size_t)d->nattr);
-	}
-	if ((nin && (!n->in || !n->inloc)) || (d->nattr && !n->attr)) {
-		perr(ps, TIR_ENOMEM, loc, "out of memory");
-		return NULL;
+	if (n_in) {
+		n->in = (struct tir_node **)((struct tir_attr *)(n + 1) + nattr);
+		n->inloc = (struct tir_loc *)(n->in + n_in);
 	}
 	n->id = (uint32_t)p->nnodes;
 	p->nodes[p->nnodes++] = n;
@@ -387,7 +387,7 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start);
 static bool enter(struct parser *ps)
 {
 	if (++ps->depth > TIR_MAX_DEPTH) {
-		perr_tok(ps, &ps->tok, "expression nested deeper than %d levels", TIR_MAX_DEPTH);
+		perr_tok(ps, ps->tok, "expression nested deeper than %d levels", TIR_MAX_DEPTH);
 		return false;
 	}
 	return true;
@@ -398,7 +398,7 @@ static bool enter(struct parser *ps)
 static bool parse_number(struct parser *ps, bool *is_int, int64_t *iv, double *fv)
 {
 	bool neg = accept(ps, TIR_TOK_MINUS);
-	const struct tir_token *t = &ps->tok;
+	const struct tir_token *t = ps->tok;
 	if (t->kind == TIR_TOK_INT) {
 		*is_int = true;
 		*iv = neg ? -t->ival : t->ival;
@@ -437,7 +437,7 @@ struct litbuf {
  * elem = list_literal | ["-"] number | true | false */
 static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 {
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	advance(ps); /* '[' */
 	if (level >= TIR_MAX_RANK) {
 		perr_tok(ps, &open, "list literal nested deeper than %d (the rank limit)", TIR_MAX_RANK);
@@ -447,8 +447,8 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 		return false;
 	int64_t count = 0;
 	int kind = -1; /* 0 scalars, 1 lists */
-	while (ps->tok.kind != TIR_TOK_RBRACKET) {
-		struct tir_token at = ps->tok;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		struct tir_token at = *ps->tok;
 		int k = at.kind == TIR_TOK_LBRACKET ? 1 : 0;
 		if (kind >= 0 && k != kind) {
 			perr_tok(ps, &at, "ragged list literal: mixes numbers and lists at one level");
@@ -617,14 +617,14 @@ static const char *attr_kind_text(enum tir_attr_kind k)
 /* int_list = "[" [ ["-"] INT { "," ["-"] INT } [","] ] "]" */
 static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 {
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	advance(ps);
 	int64_t buf[TIR_MAX_RANK * 2];
 	int n = 0;
-	while (ps->tok.kind != TIR_TOK_RBRACKET) {
-		struct tir_token at = ps->tok;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		struct tir_token at = *ps->tok;
 		bool neg = accept(ps, TIR_TOK_MINUS);
-		if (ps->tok.kind != TIR_TOK_INT) {
+		if (ps->tok->kind != TIR_TOK_INT) {
 			expected(ps, "an integer");
 			return false;
 		}
@@ -632,7 +632,7 @@ static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 			perr_tok(ps, &at, "too many entries (at most %d)", max);
 			return false;
 		}
-		buf[n++] = neg ? -ps->tok.ival : ps->tok.ival;
+		buf[n++] = neg ? -ps->tok->ival : ps->tok->ival;
 		advance(ps);
 		if (!accept(ps, TIR_TOK_COMMA))
 			break;
@@ -652,7 +652,7 @@ static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 static bool parse_attr(struct parser *ps, const char *opname, const struct tir_param *prm,
 		       struct tir_attr *a)
 {
-	struct tir_token at = ps->tok;
+	struct tir_token at = *ps->tok;
 	char got[80];
 	memset(a, 0, sizeof *a);
 	a->set = true;
@@ -717,11 +717,11 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 			goto wrong;
 		{
 			bool neg = accept(ps, TIR_TOK_MINUS);
-			if (ps->tok.kind != TIR_TOK_INT) {
+			if (ps->tok->kind != TIR_TOK_INT) {
 				expected(ps, "an integer");
 				return false;
 			}
-			int64_t v = neg ? -ps->tok.ival : ps->tok.ival;
+			int64_t v = neg ? -ps->tok->ival : ps->tok->ival;
 			advance(ps);
 			a->n = prm->kind == TIR_ATTR_PAIR ? 2 : 1;
 			a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * 2);
@@ -738,9 +738,9 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		advance(ps);
 		int64_t buf[TIR_MAX_RANK * 2];
 		int n = 0;
-		while (ps->tok.kind != TIR_TOK_RBRACKET) {
+		while (ps->tok->kind != TIR_TOK_RBRACKET) {
 			struct tir_attr pair = {0};
-			struct tir_token pt = ps->tok;
+			struct tir_token pt = *ps->tok;
 			if (pt.kind != TIR_TOK_LBRACKET) {
 				expected(ps, "a pair [before, after]");
 				return false;
@@ -811,7 +811,7 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	struct tir_loc loc;
 	loc_tok(ps, name, &loc);
 	advance(ps); /* name */
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	advance(ps); /* '(' */
 
 	struct tir_node *tens[TIR_MAX_PARAMS] = {0};
@@ -823,13 +823,13 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	size_t nlist = 0, caplist = 0, caplistloc = 0;
 	struct tir_node *n = NULL;
 	char pbuf[160];
-	memcpy(attrs, d->defaults, sizeof attrs);
+	memcpy(attrs, d->defaults, sizeof *attrs * (size_t)d->nattr);
 
 	int pos = 0;
 	bool seen_kw = false;
-	while (ps->tok.kind != TIR_TOK_RPAREN) {
+	while (ps->tok->kind != TIR_TOK_RPAREN) {
 		int pi;
-		struct tir_token at = ps->tok;
+		struct tir_token at = *ps->tok;
 		if (at.kind == TIR_TOK_NAME && peek(ps)->kind == TIR_TOK_ASSIGN) {
 			const char *kw = ps->lx.src->text + at.off;
 			for (pi = 0; pi < d->nparams; pi++)
@@ -872,7 +872,7 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 		given[pi] = true;
 		const struct tir_param *prm = &d->params[pi];
 		if (prm->list) {
-			struct tir_token lopen = ps->tok;
+			struct tir_token lopen = *ps->tok;
 			if (lopen.kind != TIR_TOK_LBRACKET) {
 				char got[80];
 				tok_desc(ps, &lopen, got, sizeof got);
@@ -881,7 +881,7 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 				goto fail;
 			}
 			advance(ps);
-			while (ps->tok.kind != TIR_TOK_RBRACKET) {
+			while (ps->tok->kind != TIR_TOK_RBRACKET) {
 				struct tir_loc el;
 				struct tir_node *e = parse_expr(ps, &el);
 				if (!e)
@@ -976,7 +976,7 @@ fail:
  *         | NAME | call | "(" expr ")" */
 static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_token t = ps->tok;
+	struct tir_token t = *ps->tok;
 	loc_tok(ps, &t, start);
 	char got[80];
 	switch (t.kind) {
@@ -1086,17 +1086,17 @@ static struct tir_node *binary(struct parser *ps, enum tir_op op, const struct t
 /* unary = "-" unary | primary */
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 {
-	if (ps->tok.kind != TIR_TOK_MINUS)
+	if (ps->tok->kind != TIR_TOK_MINUS)
 		return parse_primary(ps, start);
-	struct tir_token minus = ps->tok;
+	struct tir_token minus = *ps->tok;
 	loc_tok(ps, &minus, start);
 	advance(ps);
 	if (!enter(ps))
 		return NULL;
 	/* -NUMBER (and -inf, -nan) is a literal, not neg(NUMBER) */
-	if (ps->tok.kind == TIR_TOK_INT || ps->tok.kind == TIR_TOK_FLOAT ||
-	    tok_is(ps, &ps->tok, "inf") || tok_is(ps, &ps->tok, "nan")) {
-		struct tir_token t = ps->tok;
+	if (ps->tok->kind == TIR_TOK_INT || ps->tok->kind == TIR_TOK_FLOAT ||
+	    tok_is(ps, ps->tok, "inf") || tok_is(ps, ps->tok, "nan")) {
+		struct tir_token t = *ps->tok;
 		advance(ps);
 		ps->depth--;
 		if (t.kind == TIR_TOK_INT)
@@ -1124,13 +1124,13 @@ static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 	int chain = 0;
 	while (a) {
 		enum tir_op op;
-		switch (ps->tok.kind) {
+		switch (ps->tok->kind) {
 		case TIR_TOK_STAR: op = TIR_OP_MUL; break;
 		case TIR_TOK_SLASH: op = TIR_OP_DIV; break;
 		case TIR_TOK_AT: op = TIR_OP_MATMUL; break;
 		default: goto done;
 		}
-		struct tir_token optok = ps->tok;
+		struct tir_token optok = *ps->tok;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
@@ -1151,9 +1151,9 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 {
 	struct tir_node *a = parse_term(ps, start);
 	int chain = 0;
-	while (a && (ps->tok.kind == TIR_TOK_PLUS || ps->tok.kind == TIR_TOK_MINUS)) {
-		enum tir_op op = ps->tok.kind == TIR_TOK_PLUS ? TIR_OP_ADD : TIR_OP_SUB;
-		struct tir_token optok = ps->tok;
+	while (a && (ps->tok->kind == TIR_TOK_PLUS || ps->tok->kind == TIR_TOK_MINUS)) {
+		enum tir_op op = ps->tok->kind == TIR_TOK_PLUS ? TIR_OP_ADD : TIR_OP_SUB;
+		struct tir_token optok = *ps->tok;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
@@ -1173,7 +1173,7 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 /* type = DTYPE "[" [ INT { "," INT } [","] ] "]" */
 static bool parse_type(struct parser *ps, struct tir_type *ty)
 {
-	struct tir_token t = ps->tok;
+	struct tir_token t = *ps->tok;
 	int dt = t.kind == TIR_TOK_NAME ? tir_dtype_from_name(ps->lx.src->text + t.off, t.len) : -1;
 	if (dt < 0) {
 		expected(ps, "a type such as f32[2, 3]");
@@ -1182,14 +1182,14 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 	advance(ps);
 	memset(ty, 0, sizeof *ty);
 	ty->dtype = (uint8_t)dt;
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	if (!accept(ps, TIR_TOK_LBRACKET)) {
 		expected(ps, "'[' and the shape (a scalar is f32[])");
 		return false;
 	}
 	int64_t numel = 1;
-	while (ps->tok.kind != TIR_TOK_RBRACKET) {
-		struct tir_token d = ps->tok;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		struct tir_token d = *ps->tok;
 		if (d.kind == TIR_TOK_MINUS) {
 			perr_tok(ps, &d, "a dimension must be >= 0");
 			return false;
@@ -1265,7 +1265,7 @@ static bool check_name(struct parser *ps, const struct tir_token *t)
 static void parse_input(struct parser *ps)
 {
 	advance(ps); /* input */
-	struct tir_token nt = ps->tok;
+	struct tir_token nt = *ps->tok;
 	if (nt.kind != TIR_TOK_NAME) {
 		expected(ps, "the input's name");
 		return;
@@ -1326,7 +1326,7 @@ static void commit_binding(struct parser *ps)
 /* print_stmt = "print" expr { "," expr }   (REPL: a bare expr) */
 static void parse_print(struct parser *ps, bool bare)
 {
-	struct tir_token kw = ps->tok;
+	struct tir_token kw = *ps->tok;
 	if (!bare)
 		advance(ps);
 	struct tir_loc loc;
@@ -1336,10 +1336,10 @@ static void parse_print(struct parser *ps, bool bare)
 	ps->in_print = true;
 	do {
 		if (nitems == 64) {
-			perr_tok(ps, &ps->tok, "print takes at most 64 values");
+			perr_tok(ps, ps->tok, "print takes at most 64 values");
 			return;
 		}
-		struct tir_token first = ps->tok;
+		struct tir_token first = *ps->tok;
 		uint64_t before = ps->ntok;
 		struct tir_print_item *it = &items[nitems];
 		it->node = parse_expr(ps, &it->loc);
@@ -1375,7 +1375,7 @@ static void parse_print(struct parser *ps, bool bare)
 /* bind_stmt = NAME [ ":" type ] "=" expr */
 static void parse_bind(struct parser *ps)
 {
-	struct tir_token nt = ps->tok;
+	struct tir_token nt = *ps->tok;
 	const char *s = ps->lx.src->text + nt.off;
 	if (!check_name(ps, &nt))
 		return;
@@ -1388,7 +1388,7 @@ static void parse_bind(struct parser *ps)
 	bool has_ann = false;
 	struct tir_loc annloc = {0};
 	if (accept(ps, TIR_TOK_COLON)) {
-		loc_tok(ps, &ps->tok, &annloc);
+		loc_tok(ps, ps->tok, &annloc);
 		if (!parse_type(ps, &ann))
 			return;
 		has_ann = true;
@@ -1411,10 +1411,13 @@ static void parse_bind(struct parser *ps)
 
 static void skip_statement(struct parser *ps)
 {
-	while (ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF) {
+	while (ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF) {
+		struct tir_token *next = other_tok(ps);
 		ps->ntok++;
-		ps->tok = ps->has_ahead ? ps->ahead : next_raw(ps);
+		if (!ps->has_ahead)
+			tir_lex_scan(&ps->lx, next); /* its errors are the failed statement's */
 		ps->has_ahead = false;
+		ps->tok = next;
 	}
 }
 
@@ -1423,16 +1426,16 @@ static void parse_statements(struct parser *ps)
 {
 	advance(ps);
 	for (;;) {
-		while (ps->tok.kind == TIR_TOK_NEWLINE)
+		while (ps->tok->kind == TIR_TOK_NEWLINE)
 			advance(ps);
-		if (ps->tok.kind == TIR_TOK_EOF)
+		if (ps->tok->kind == TIR_TOK_EOF)
 			break;
 		ps->stmt = (uint32_t)ps->prog->nstmts;
 		ps->depth = 0;
 		ps->in_print = false;
 		size_t nodes_before = ps->prog->nnodes;
 		size_t stmts_before = ps->prog->nstmts;
-		const struct tir_token *t = &ps->tok;
+		const struct tir_token *t = ps->tok;
 		if (t->kind == TIR_TOK_ERROR) {
 			/* reported by advance */
 		} else if (t->kind == TIR_TOK_NAME &&
@@ -1453,13 +1456,13 @@ static void parse_statements(struct parser *ps)
 				perr_tok(ps, &at, "an expression alone does nothing in a file; write 'print ...' or 'NAME = ...'");
 			(void)before;
 		}
-		if (!ps->stmt_failed && ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF) {
+		if (!ps->stmt_failed && ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF) {
 			char got[80];
-			tok_desc(ps, &ps->tok, got, sizeof got);
-			if (ps->tok.kind == TIR_TOK_ERROR)
-				lex_error(ps, &ps->tok);
+			tok_desc(ps, ps->tok, got, sizeof got);
+			if (ps->tok->kind == TIR_TOK_ERROR)
+				lex_error(ps, ps->tok);
 			else
-				perr_tok(ps, &ps->tok, "expected the end of the statement, got %s", got);
+				perr_tok(ps, ps->tok, "expected the end of the statement, got %s", got);
 		}
 		if (ps->stmt_failed) {
 			/* nothing of a failed statement stays in the graph */
@@ -1514,6 +1517,7 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	p->sources = s;
 
 	struct parser ps = {.prog = p, .flags = flags, .line_base = first_line ? first_line - 1 : 0};
+	ps.tok = &ps.toks[0];
 	if (tir_lex_init(&ps.lx, s))
 		return -TIR_ENOMEM;
 	parse_statements(&ps);
