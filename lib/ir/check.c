@@ -44,21 +44,19 @@ struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b)
 
 bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct tir_type *out)
 {
-	int rank = a->rank > b->rank ? a->rank : b->rank;
-	int64_t shape[TIR_MAX_RANK];
-	for (int i = 0; i < rank; i++) {
-		int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
-		int64_t da = ia >= 0 ? a->shape[ia] : 1;
-		int64_t db = ib >= 0 ? b->shape[ib] : 1;
+	int ra = a->rank, rb = b->rank, rank = ra > rb ? ra : rb;
+	/* first whether they broadcast (out stays untouched if not), then the
+	 * shape from the last axis back, so that out may be a or b */
+	for (int i = 1; i <= rank; i++) {
+		int64_t da = i <= ra ? a->shape[ra - i] : 1, db = i <= rb ? b->shape[rb - i] : 1;
 		if (da != db && da != 1 && db != 1)
 			return false;
-		shape[i] = da == 1 ? db : da;
 	}
-	/* element by element, as written: a block copy would stall on the
-	 * stores just made (store forwarding fails) */
+	for (int i = 1; i <= rank; i++) {
+		int64_t da = i <= ra ? a->shape[ra - i] : 1, db = i <= rb ? b->shape[rb - i] : 1;
+		out->shape[rank - i] = da == 1 ? db : da;
+	}
 	out->rank = (uint8_t)rank;
-	for (int i = 0; i < rank; i++)
-		out->shape[i] = shape[i];
 	return true;
 }
 

@@ -170,6 +170,7 @@ struct tir_lexer {
 	const char *p, *end;
 	uint32_t line;
 	const char *line_start;
+	bool line_ascii;      /* no byte of the line so far is a UTF-8 continuation */
 	const char *col_p;    /* column cache: col_v is the column of col_p */
 	uint32_t col_v;
 	int depth;            /* open brackets: newlines inside are ignored */

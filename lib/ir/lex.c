@@ -129,6 +129,7 @@ int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src)
 	lx->end = src->text + src->len;
 	lx->line = 1;
 	lx->line_start = lx->p;
+	lx->line_ascii = true;
 	return 0;
 }
 
@@ -142,9 +143,14 @@ static bool is_cont(unsigned char c)
 	return (c & 0xC0) == 0x80;
 }
 
-/* Code-point column of p on the current line (1-based). */
+/* Code-point column of p on the current line (1-based).  On a line of
+ * ASCII so far, the bytes count; else the code points from the column last
+ * asked.  Only strings, comments and invalid characters bring other bytes,
+ * and they clear line_ascii. */
 static uint32_t column(struct tir_lexer *lx, const char *p)
 {
+	if (lx->line_ascii)
+		return (uint32_t)(p - lx->line_start) + 1;
 	if (lx->col_p < lx->line_start || lx->col_p > p) {
 		lx->col_p = lx->line_start;
 		lx->col_v = 1;
@@ -271,6 +277,7 @@ static void lex_number(struct tir_lexer *lx, struct tir_token *t, const char *p)
 
 static void lex_string(struct tir_lexer *lx, struct tir_token *t, const char *p)
 {
+	lx->line_ascii = false;
 	size_t len = scan_string(p, lx->end);
 	if (len == 0) {
 		const char *q = p + 1;
@@ -323,6 +330,7 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 		if (cls[(unsigned char)c] & C_SPACE) {
 			p++;
 		} else if (c == '#') {
+			lx->line_ascii = false;
 			const char *nl = memchr(p, '\n', (size_t)(lx->end - p));
 			p = nl ? nl : lx->end;
 		} else if (c == '\n') {
@@ -331,11 +339,13 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 				lx->p = p + 1;
 				lx->line++;
 				lx->line_start = lx->p;
+				lx->line_ascii = true;
 				return;
 			}
 			p++;
 			lx->line++;
 			lx->line_start = p;
+			lx->line_ascii = true;
 		} else {
 			break;
 		}
@@ -377,6 +387,7 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 	}
 	uint32_t cp;
 	int n = utf8_len((const unsigned char *)p, (const unsigned char *)lx->end, &cp);
+	lx->line_ascii = false;
 	if (n > 1) {
 		lx->p = p + n;
 		error_at(lx, t, p, (size_t)n, "unexpected character '%.*s' (U+%04X)", n, p, cp);
