@@ -15,9 +15,13 @@
 struct parser {
 	struct tir_program *prog;
 	struct tir_lexer lx;
-	struct tir_token toks[2];  /* the current token and the one after it */
+	/* The lexer runs a token ahead, into the slot that is not current:
+	 * a token copied whole just after the lexer wrote it would stall the
+	 * copy (store forwarding fails on the lexer's narrower stores). */
+	struct tir_token toks[2];  /* the current token and the next one */
 	struct tir_token *tok;     /* current: one of toks */
-	bool has_ahead;            /* the other one is the next token, peeked */
+	char errmsg[2][sizeof ((struct tir_lexer *)0)->errmsg]; /* each slot's lexer error */
+	bool ahead_told;           /* the next token's lexer error is reported (peeked) */
 	unsigned flags;
 	uint32_t line_base;        /* lines before the chunk (tir_program_parse_at) */
 	int depth;
@@ -105,7 +109,7 @@ static void lex_error(struct parser *ps, const struct tir_token *t)
 {
 	struct tir_loc loc;
 	loc_tok(ps, t, &loc);
-	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->lx.errmsg);
+	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->errmsg[t - ps->toks]);
 }
 
 /* The slot of toks that is not the current token. */
@@ -114,28 +118,33 @@ static struct tir_token *other_tok(struct parser *ps)
 	return ps->tok == &ps->toks[0] ? &ps->toks[1] : &ps->toks[0];
 }
 
-static void advance(struct parser *ps)
+/* Lex the token after the current one, its error untold. */
+static void lex_ahead(struct parser *ps)
 {
 	struct tir_token *next = other_tok(ps);
+	tir_lex_scan(&ps->lx, next);
+	if (next->kind == TIR_TOK_ERROR)
+		memcpy(ps->errmsg[next - ps->toks], ps->lx.errmsg, sizeof ps->errmsg[0]);
+	ps->ahead_told = false;
+}
+
+/* A lexer error is reported when its token is reached or peeked at, as if
+ * the lexer did not run ahead. */
+static void advance(struct parser *ps)
+{
 	ps->ntok++;
-	if (!ps->has_ahead) {
-		tir_lex_scan(&ps->lx, next);
-		if (next->kind == TIR_TOK_ERROR)
-			lex_error(ps, next);
-	} /* else a lexer error was reported when peeked */
-	ps->has_ahead = false;
-	ps->tok = next;
+	ps->tok = other_tok(ps);
+	if (ps->tok->kind == TIR_TOK_ERROR && !ps->ahead_told)
+		lex_error(ps, ps->tok);
+	lex_ahead(ps);
 }
 
 static const struct tir_token *peek(struct parser *ps)
 {
 	struct tir_token *next = other_tok(ps);
-	if (!ps->has_ahead) {
-		tir_lex_scan(&ps->lx, next);
-		ps->has_ahead = true;
-		if (next->kind == TIR_TOK_ERROR)
-			lex_error(ps, next);
-	}
+	if (next->kind == TIR_TOK_ERROR && !ps->ahead_told)
+		lex_error(ps, next);
+	ps->ahead_told = true;
 	return next;
 }
 
@@ -1424,18 +1433,16 @@ static void parse_bind(struct parser *ps)
 static void skip_statement(struct parser *ps)
 {
 	while (ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF) {
-		struct tir_token *next = other_tok(ps);
 		ps->ntok++;
-		if (!ps->has_ahead)
-			tir_lex_scan(&ps->lx, next); /* its errors are the failed statement's */
-		ps->has_ahead = false;
-		ps->tok = next;
+		ps->tok = other_tok(ps); /* its errors are the failed statement's */
+		lex_ahead(ps);
 	}
 }
 
 /* program = { statement ( NEWLINE | EOF ) } */
 static void parse_statements(struct parser *ps)
 {
+	lex_ahead(ps);
 	advance(ps);
 	for (;;) {
 		while (ps->tok->kind == TIR_TOK_NEWLINE)
