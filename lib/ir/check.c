@@ -23,22 +23,33 @@ static bool is_float(int dt)
 	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
 }
 
+/* The dtype and weakness of a combined with b into *t (whose shape is not
+ * touched: t may be a). */
+static void promote_into(const struct tir_type *a, const struct tir_type *b, struct tir_type *t)
+{
+	uint8_t dtype = a->dtype;
+	bool weak;
+	if (a->weak && !b->weak) {
+		dtype = b->dtype;
+		if (kind_of(a->dtype) > kind_of(b->dtype))
+			dtype = a->dtype == TIR_DTYPE_I64 ? TIR_DTYPE_I64 : a->dtype;
+		weak = false;
+	} else if (b->weak && !a->weak) {
+		if (kind_of(b->dtype) > kind_of(a->dtype))
+			dtype = b->dtype;
+		weak = false;
+	} else {
+		dtype = a->dtype > b->dtype ? a->dtype : b->dtype;
+		weak = a->weak && b->weak;
+	}
+	t->dtype = dtype;
+	t->weak = weak;
+}
+
 struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b)
 {
 	struct tir_type r = *a;
-	if (a->weak && !b->weak) {
-		r.dtype = b->dtype;
-		if (kind_of(a->dtype) > kind_of(b->dtype))
-			r.dtype = a->dtype == TIR_DTYPE_I64 ? TIR_DTYPE_I64 : a->dtype;
-		r.weak = false;
-	} else if (b->weak && !a->weak) {
-		if (kind_of(b->dtype) > kind_of(a->dtype))
-			r.dtype = b->dtype;
-		r.weak = false;
-	} else {
-		r.dtype = a->dtype > b->dtype ? a->dtype : b->dtype;
-		r.weak = a->weak && b->weak;
-	}
+	promote_into(a, b, &r);
 	return r;
 }
 
@@ -257,15 +268,13 @@ static int broadcast_all(struct tir_node *n, struct tir_type *out, struct tir_er
 {
 	*out = *in(n, 0);
 	for (int i = 1; i < n->nin; i++) {
-		struct tir_type b = *out;
-		if (!tir_broadcast(&b, in(n, i), out)) {
+		/* in place: tir_broadcast leaves out as it was when they do not */
+		if (!tir_broadcast(out, in(n, i), out)) {
 			char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
 			return fail_at(n, i, err, TIR_ETYPE, "shapes %s and %s do not broadcast",
-				       TSTR(&b, sa), TSTR(in(n, i), sb));
+				       TSTR(out, sa), TSTR(in(n, i), sb));
 		}
-		struct tir_type p = tir_promote(&b, in(n, i));
-		out->dtype = p.dtype;
-		out->weak = p.weak;
+		promote_into(out, in(n, i), out);
 	}
 	return 0;
 }

@@ -184,7 +184,8 @@ void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc)
 /* Tokens are written field by field where the parser keeps them: a token
  * returned by value and copied whole at once stalls the copy on the
  * lexer's narrower stores still in flight (store forwarding fails). */
-static void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p, size_t len)
+static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p,
+			size_t len)
 {
 	t->kind = k;
 	t->off = (uint32_t)(p - lx->src->text);

@@ -233,6 +233,16 @@ static uint32_t hash_name(const char *s, size_t n)
 	return h;
 }
 
+/* Whether the NUL-terminated name is s[0..n) (names are short: a loop
+ * beats a call). */
+static bool same_name(const char *name, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (name[i] != s[i] || !name[i])
+			return false;
+	return name[n] == 0;
+}
+
 /* The slot holding the name s (its hash h), or else the empty slot where it
  * would go. */
 static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *s, size_t n,
@@ -243,8 +253,7 @@ static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *
 		struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
 			return sl;
-		const char *name = p->bind[sl->bind - 1].name;
-		if (sl->hash == h && !strncmp(name, s, n) && name[n] == 0)
+		if (sl->hash == h && same_name(p->bind[sl->bind - 1].name, s, n))
 			return sl;
 	}
 }
