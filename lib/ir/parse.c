@@ -35,6 +35,7 @@ struct parser {
 	struct {
 		const char *name;  /* in the source text; NULL: binds nothing */
 		uint32_t len;
+		uint32_t hash;     /* of the name (hash_name) */
 		enum tir_stmt_kind kind;
 		struct tir_node *node;
 		struct tir_loc loc;
@@ -287,31 +288,31 @@ static int grow_index(struct tir_program *p)
 	return 0;
 }
 
-/* The slot where the search for the name s starts, NULL with no index.  A
- * statement that binds a name asks the index for it only once parsed:
- * prefetching this slot when the name is read hides the cache miss of a big
- * program's index behind the parsing of the value.  (The prefetch is the
- * caller's: GCC drops a call to a function that only prefetches.) */
-static const struct tir_bind_slot *bind_home(const struct tir_program *p, const char *s, size_t n)
+/* The slot where the search for a name of hash h starts, NULL with no
+ * index.  A statement that binds a name asks the index for it only once
+ * parsed: prefetching this slot when the name is read hides the cache miss
+ * of a big program's index behind the parsing of the value.  (The prefetch
+ * is the caller's: GCC drops a call to a function that only prefetches.) */
+static const struct tir_bind_slot *bind_home(const struct tir_program *p, uint32_t h)
 {
-	return p->capindex ? &p->bind_index[hash_name(s, n) & (p->capindex - 1)] : NULL;
+	return p->capindex ? &p->bind_index[h & (p->capindex - 1)] : NULL;
 }
 
-static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_t n)
+/* The binding of the name s (its hash h), made if new. */
+static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_t n, uint32_t h)
 {
-	struct tir_binding *b = tir_program_lookup(p, s, n);
-	if (b)
-		return b;
+	struct tir_bind_slot *sl = p->capindex ? bind_slot(p, s, n, h) : NULL;
+	if (sl && sl->bind)
+		return &p->bind[sl->bind - 1];
 	if (((p->nbind + 1) * 2 > p->capindex && grow_index(p)) || p->nbind >= UINT32_MAX ||
 	    tir_grow((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind))
 		return NULL;
-	b = &p->bind[p->nbind];
+	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
 	b->name = tir_arena_strndup(&p->arena, s, n);
 	if (!b->name)
 		return NULL;
-	uint32_t h = hash_name(s, n);
-	struct tir_bind_slot *sl = bind_slot(p, s, n, h);
+	sl = bind_slot(p, s, n, h); /* the index may have grown */
 	sl->hash = h;
 	sl->bind = (uint32_t)++p->nbind;
 	return b;
@@ -1302,7 +1303,8 @@ static void parse_input(struct parser *ps)
 		return;
 	ps->pend.name = ps->lx.src->text + nt.off;
 	ps->pend.len = nt.len;
-	__builtin_prefetch(bind_home(ps->prog, ps->pend.name, nt.len));
+	ps->pend.hash = hash_name(ps->pend.name, nt.len);
+	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_INPUT;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
@@ -1331,7 +1333,7 @@ static void commit_binding(struct parser *ps)
 	bool ok = !ps->stmt_failed && ps->pend.node;
 	if (!ok && (ps->flags & TIR_PARSE_REPL))
 		return; /* the old binding stays */
-	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len);
+	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len, ps->pend.hash);
 	if (!b) {
 		perr(ps, TIR_ENOMEM, &ps->pend.loc, "out of memory");
 		return;
@@ -1410,7 +1412,8 @@ static void parse_bind(struct parser *ps)
 		return;
 	ps->pend.name = s;
 	ps->pend.len = nt.len;
-	__builtin_prefetch(bind_home(ps->prog, s, nt.len));
+	ps->pend.hash = hash_name(s, nt.len);
+	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 _Noreturn void tir_assert_fail(const char *what, const char *file, int line)
 {
@@ -21,23 +20,40 @@ _Noreturn void tir_assert_fail(const char *what, const char *file, int line)
 struct tir_arena_block {
 	struct tir_arena_block *next;
 	size_t used, cap;
+	bool mapped;          /* mmap'd (zero when new), not malloc'd */
 	_Alignas(16) unsigned char mem[];
 };
 
 #define ARENA_BLOCK (64 * 1024)
 #define ARENA_BLOCK_MAX (2 * 1024 * 1024)
 
-/* Ask the kernel for the pages of a new block at once (Linux 5.14+; a
- * hint, ignored elsewhere): else a big program's arena takes one page fault
- * per page, which was a third of parse_bench's time. */
-static void prefault(void *p, size_t n)
+/* A block of cap bytes.  The big ones are mapped from the kernel with their
+ * pages at once (MAP_POPULATE, Linux): a big program's arena otherwise
+ * takes one page fault per page, which was a third of parse_bench's time;
+ * and their memory is zero already. */
+static struct tir_arena_block *new_block(size_t cap)
 {
-#ifdef MADV_POPULATE_WRITE
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + n) & ~(pg - 1);
-	if (hi > lo)
-		madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+	struct tir_arena_block *b = NULL;
+	if (cap > ARENA_BLOCK) {
+		int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_POPULATE
+		flags |= MAP_POPULATE;
 #endif
+		void *m = mmap(NULL, sizeof *b + cap, PROT_READ | PROT_WRITE, flags, -1, 0);
+		if (m != MAP_FAILED) {
+			b = m;
+			b->mapped = true;
+		}
+	}
+	if (!b) {
+		b = malloc(sizeof *b + cap);
+		if (!b)
+			return NULL;
+		b->mapped = false;
+	}
+	b->used = 0;
+	b->cap = cap;
+	return b;
 }
 
 void *tir_arena_alloc(struct tir_arena *a, size_t n)
@@ -48,13 +64,9 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 		/* blocks double as the program grows, up to ARENA_BLOCK_MAX */
 		size_t grow = !b ? ARENA_BLOCK : b->cap >= ARENA_BLOCK_MAX / 2 ? ARENA_BLOCK_MAX : b->cap * 2;
 		size_t cap = n > grow / 4 ? n : grow;
-		struct tir_arena_block *nb = malloc(sizeof *nb + cap);
+		struct tir_arena_block *nb = new_block(cap);
 		if (!nb)
 			return NULL;
-		nb->used = 0;
-		nb->cap = cap;
-		if (cap > ARENA_BLOCK)
-			prefault(nb->mem, cap);
 		if (cap == n && b) {
 			/* a big one-off goes behind the current block, which keeps serving */
 			nb->next = b->next;
@@ -71,7 +83,8 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 	/* fetch the memory the next allocations will take: written just now and
 	 * read right after, fresh memory would otherwise wait for the cache */
 	__builtin_prefetch(b->mem + b->used + 1024, 1);
-	memset(p, 0, n);
+	if (!b->mapped)
+		memset(p, 0, n);
 	return p;
 }
 
@@ -88,7 +101,10 @@ void tir_arena_free(struct tir_arena *a)
 	struct tir_arena_block *b = a->head;
 	while (b) {
 		struct tir_arena_block *next = b->next;
-		free(b);
+		if (b->mapped)
+			munmap(b, sizeof *b + b->cap);
+		else
+			free(b);
 		b = next;
 	}
 	a->head = NULL;
