@@ -165,6 +165,8 @@ struct tir_token {
 	double fval;          /* FLOAT */
 };
 
+#define TIR_LEX_ERRLEN 256
+
 struct tir_lexer {
 	const struct tir_source *src;
 	const char *p, *end;
@@ -175,7 +177,7 @@ struct tir_lexer {
 	uint32_t col_v;
 	int depth;            /* open brackets: newlines inside are ignored */
 	struct tir_token open[TIR_MAX_DEPTH + 1]; /* where each open bracket is */
-	char errmsg[256];
+	char errmsg[TIR_LEX_ERRLEN];
 };
 
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src);

@@ -20,7 +20,7 @@ struct parser {
 	 * copy (store forwarding fails on the lexer's narrower stores). */
 	struct tir_token toks[2];  /* the current token and the next one */
 	struct tir_token *tok;     /* current: one of toks */
-	char errmsg[2][sizeof ((struct tir_lexer *)0)->errmsg]; /* each slot's lexer error */
+	char errmsg[2][TIR_LEX_ERRLEN]; /* each slot's lexer error */
 	bool ahead_told;           /* the next token's lexer error is reported (peeked) */
 	unsigned flags;
 	uint32_t line_base;        /* lines before the chunk (tir_program_parse_at) */
