@@ -867,12 +867,14 @@ bool tir_type_bounded(const struct tir_type *t)
 {
 	/* the product of the axes, a 0 counting as 1, so that no reshuffle of
 	 * a zero-size tensor's axes overflows either */
-	int64_t m = 1;
+	uint64_t m = 1;
 	for (int i = 0; i < t->rank; i++) {
 		int64_t d = t->shape[i] ? t->shape[i] : 1;
-		if (d < 0 || d > TIR_MAX_DIM || m > TIR_MAX_ELEMS / d)
+		/* m and d are at most 2^32 here: their product overflows only at
+		 * 2^64 (asked of every node: a multiplication, not a division) */
+		if (d < 0 || d > TIR_MAX_DIM || __builtin_mul_overflow(m, (uint64_t)d, &m) ||
+		    m > (uint64_t)TIR_MAX_ELEMS)
 			return false;
-		m *= d;
 	}
 	return true;
 }

@@ -177,7 +177,7 @@ int tir_op_attr_index(enum tir_op op, const char *name)
 {
 	const struct tir_opdef *d = tir_op(op);
 	for (int i = 0; i < d->nparams; i++)
-		if (!d->params[i].tensor && !strcmp(d->params[i].name, name))
+		if (!d->params[i].tensor && d->params[i].name[0] == name[0] && !strcmp(d->params[i].name, name))
 			return d->attr_of_param[i];
 	return -1;
 }
