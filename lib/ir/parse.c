@@ -17,7 +17,9 @@ struct parser {
 	struct tir_lexer lx;
 	/* The lexer runs a token ahead, into the slot that is not current:
 	 * a token copied whole just after the lexer wrote it would stall the
-	 * copy (store forwarding fails on the lexer's narrower stores). */
+	 * copy (store forwarding fails on the lexer's narrower stores).  So
+	 * lx.depth and lx.open describe the text up to the next token: they
+	 * are read only at the end of input, where the two agree. */
 	struct tir_token toks[2];  /* the current token and the next one */
 	struct tir_token *tok;     /* current: one of toks */
 	char errmsg[2][TIR_LEX_ERRLEN]; /* each slot's lexer error */
