@@ -272,9 +272,13 @@ struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *
 static int grow_index(struct tir_program *p)
 {
 	size_t ncap = p->capindex ? p->capindex * 2 : 64;
-	struct tir_bind_slot *ni = calloc(ncap, sizeof *ni);
+	/* zeroed by writing, not calloc: fresh pages that calloc leaves to the
+	 * kernel are read (the shared zero page) before they are written, and
+	 * each then costs a second fault and a TLB flush on every CPU */
+	struct tir_bind_slot *ni = malloc(ncap * sizeof *ni);
 	if (!ni)
 		return -TIR_ENOMEM;
+	memset(ni, 0, ncap * sizeof *ni);
 	for (size_t i = 0; i < p->capindex; i++) {
 		const struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
