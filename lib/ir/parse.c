@@ -849,8 +849,8 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	struct tir_token open = *ps->tok;
 	advance(ps); /* '(' */
 
-	struct tir_node *tens[TIR_MAX_PARAMS] = {0};
-	struct tir_loc tloc[TIR_MAX_PARAMS] = {{0}};
+	struct tir_node *tens[TIR_MAX_PARAMS]; /* read only where given: not zeroed per call */
+	struct tir_loc tloc[TIR_MAX_PARAMS];
 	struct tir_attr attrs[TIR_MAX_PARAMS];
 	bool given[TIR_MAX_PARAMS] = {0};
 	struct tir_node **list = NULL;
@@ -975,8 +975,11 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 				n->inloc[k++] = listloc[j];
 			}
 		} else if (prm->tensor) {
-			n->in[k] = tens[pi];
-			n->inloc[k++] = tloc[pi];
+			if (given[pi]) { /* else an absent optional operand: NULL, as made */
+				n->in[k] = tens[pi];
+				n->inloc[k] = tloc[pi];
+			}
+			k++;
 		}
 	}
 	if (d->nattr)
