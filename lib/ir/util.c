@@ -80,9 +80,6 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 	void *p = b->mem + b->used;
 	b->used += n;
 	a->used_total += n;
-	/* fetch the memory the next allocations will take: written just now and
-	 * read right after, fresh memory would otherwise wait for the cache */
-	__builtin_prefetch(b->mem + b->used + 1024, 1);
 	if (!b->mapped)
 		memset(p, 0, n);
 	return p;
