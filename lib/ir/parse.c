@@ -37,6 +37,7 @@ struct parser {
 	struct {
 		const char *name;  /* in the source text; NULL: binds nothing */
 		uint32_t len;
+		uint32_t hash;     /* of the name (hash_name) */
 		enum tir_stmt_kind kind;
 		struct tir_node *node;
 		struct tir_loc loc;
@@ -291,6 +292,16 @@ static int grow_index(struct tir_program *p)
 	p->bind_index = ni;
 	p->capindex = ncap;
 	return 0;
+}
+
+/* The slot where the search for a name of hash h starts, NULL with no
+ * index.  A statement that binds a name asks the index for it only once
+ * parsed: prefetching this slot when the name is read hides the cache miss
+ * of a big program's index behind the parsing of the value.  (The prefetch
+ * is the caller's: GCC drops a call to a function that only prefetches.) */
+static const struct tir_bind_slot *bind_home(const struct tir_program *p, uint32_t h)
+{
+	return p->capindex ? &p->bind_index[h & (p->capindex - 1)] : NULL;
 }
 
 /* The binding of the name s (its hash h), made if new. */
@@ -1301,6 +1312,8 @@ static void parse_input(struct parser *ps)
 		return;
 	ps->pend.name = ps->lx.src->text + nt.off;
 	ps->pend.len = nt.len;
+	ps->pend.hash = hash_name(ps->pend.name, nt.len);
+	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_INPUT;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
@@ -1329,8 +1342,7 @@ static void commit_binding(struct parser *ps)
 	bool ok = !ps->stmt_failed && ps->pend.node;
 	if (!ok && (ps->flags & TIR_PARSE_REPL))
 		return; /* the old binding stays */
-	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len,
-					  hash_name(ps->pend.name, ps->pend.len));
+	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len, ps->pend.hash);
 	if (!b) {
 		perr(ps, TIR_ENOMEM, &ps->pend.loc, "out of memory");
 		return;
@@ -1409,6 +1421,8 @@ static void parse_bind(struct parser *ps)
 		return;
 	ps->pend.name = s;
 	ps->pend.len = nt.len;
+	ps->pend.hash = hash_name(s, nt.len);
+	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
