@@ -198,7 +198,8 @@ struct tir_name_link {
 };
 
 /* The small fields come together so that none pads: a program holds one
- * node per operation (192 bytes, with in, inloc and attr right behind). */
+ * node per operation (192 bytes on 64-bit; parse.c puts its attr, in and
+ * inloc right behind it, in the same arena piece). */
 struct tir_node {
 	enum tir_op op;
 	uint32_t id;              /* index in program->nodes */

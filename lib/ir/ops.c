@@ -176,9 +176,11 @@ int tir_op_lookup(const char *s, size_t n)
 int tir_op_attr_index(enum tir_op op, const char *name)
 {
 	const struct tir_opdef *d = tir_op(op);
-	for (int i = 0; i < d->nparams; i++)
-		if (!d->params[i].tensor && d->params[i].name[0] == name[0] && !strcmp(d->params[i].name, name))
+	for (int i = 0; i < d->nparams; i++) {
+		const struct tir_param *prm = &d->params[i];
+		if (!prm->tensor && prm->name[0] == name[0] && !strcmp(prm->name, name))
 			return d->attr_of_param[i];
+	}
 	return -1;
 }
 
