@@ -700,9 +700,9 @@ static char *cand_next(const char *text, int state)
 static void add_names(const char *text, size_t n, bool inputs_only)
 {
 	const struct tir_program *p = completing->p;
-	for (size_t i = 0; i < p->capbind; i++) {
+	for (size_t i = 0; i < p->nbind; i++) {
 		const struct tir_binding *b = &p->bind[i];
-		if (b->name && b->node && (!inputs_only || find_input(p, b->name)))
+		if (b->node && (!inputs_only || find_input(p, b->name)))
 			cand_add(b->name, text, n);
 	}
 }

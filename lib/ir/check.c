@@ -23,39 +23,51 @@ static bool is_float(int dt)
 	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
 }
 
+/* The dtype and weakness of a combined with b into *t (whose shape is not
+ * touched: t may be a). */
+static void promote_into(const struct tir_type *a, const struct tir_type *b, struct tir_type *t)
+{
+	uint8_t dtype = a->dtype;
+	bool weak;
+	if (a->weak && !b->weak) {
+		dtype = b->dtype;
+		if (kind_of(a->dtype) > kind_of(b->dtype))
+			dtype = a->dtype == TIR_DTYPE_I64 ? TIR_DTYPE_I64 : a->dtype;
+		weak = false;
+	} else if (b->weak && !a->weak) {
+		if (kind_of(b->dtype) > kind_of(a->dtype))
+			dtype = b->dtype;
+		weak = false;
+	} else {
+		dtype = a->dtype > b->dtype ? a->dtype : b->dtype;
+		weak = a->weak && b->weak;
+	}
+	t->dtype = dtype;
+	t->weak = weak;
+}
+
 struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b)
 {
 	struct tir_type r = *a;
-	if (a->weak && !b->weak) {
-		r.dtype = b->dtype;
-		if (kind_of(a->dtype) > kind_of(b->dtype))
-			r.dtype = a->dtype == TIR_DTYPE_I64 ? TIR_DTYPE_I64 : a->dtype;
-		r.weak = false;
-	} else if (b->weak && !a->weak) {
-		if (kind_of(b->dtype) > kind_of(a->dtype))
-			r.dtype = b->dtype;
-		r.weak = false;
-	} else {
-		r.dtype = a->dtype > b->dtype ? a->dtype : b->dtype;
-		r.weak = a->weak && b->weak;
-	}
+	promote_into(a, b, &r);
 	return r;
 }
 
 bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct tir_type *out)
 {
-	int rank = a->rank > b->rank ? a->rank : b->rank;
-	int64_t shape[TIR_MAX_RANK];
-	for (int i = 0; i < rank; i++) {
-		int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
-		int64_t da = ia >= 0 ? a->shape[ia] : 1;
-		int64_t db = ib >= 0 ? b->shape[ib] : 1;
+	int ra = a->rank, rb = b->rank, rank = ra > rb ? ra : rb;
+	/* first whether they broadcast (out stays untouched if not), then the
+	 * shape from the last axis back, so that out may be a or b */
+	for (int i = 1; i <= rank; i++) {
+		int64_t da = i <= ra ? a->shape[ra - i] : 1, db = i <= rb ? b->shape[rb - i] : 1;
 		if (da != db && da != 1 && db != 1)
 			return false;
-		shape[i] = da == 1 ? db : da;
+	}
+	for (int i = 1; i <= rank; i++) {
+		int64_t da = i <= ra ? a->shape[ra - i] : 1, db = i <= rb ? b->shape[rb - i] : 1;
+		out->shape[rank - i] = da == 1 ? db : da;
 	}
 	out->rank = (uint8_t)rank;
-	memcpy(out->shape, shape, sizeof shape);
 	return true;
 }
 
@@ -256,15 +268,13 @@ static int broadcast_all(struct tir_node *n, struct tir_type *out, struct tir_er
 {
 	*out = *in(n, 0);
 	for (int i = 1; i < n->nin; i++) {
-		struct tir_type b = *out;
-		if (!tir_broadcast(&b, in(n, i), out)) {
+		/* in place: tir_broadcast leaves out as it was when they do not */
+		if (!tir_broadcast(out, in(n, i), out)) {
 			char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
 			return fail_at(n, i, err, TIR_ETYPE, "shapes %s and %s do not broadcast",
-				       TSTR(&b, sa), TSTR(in(n, i), sb));
+				       TSTR(out, sa), TSTR(in(n, i), sb));
 		}
-		struct tir_type p = tir_promote(&b, in(n, i));
-		out->dtype = p.dtype;
-		out->weak = p.weak;
+		promote_into(out, in(n, i), out);
 	}
 	return 0;
 }
@@ -857,12 +867,14 @@ bool tir_type_bounded(const struct tir_type *t)
 {
 	/* the product of the axes, a 0 counting as 1, so that no reshuffle of
 	 * a zero-size tensor's axes overflows either */
-	int64_t m = 1;
+	uint64_t m = 1;
 	for (int i = 0; i < t->rank; i++) {
 		int64_t d = t->shape[i] ? t->shape[i] : 1;
-		if (d < 0 || d > TIR_MAX_DIM || m > TIR_MAX_ELEMS / d)
+		/* m and d are at most 2^32 here: their product overflows only at
+		 * 2^64 (asked of every node: a multiplication, not a division) */
+		if (d < 0 || d > TIR_MAX_DIM || __builtin_mul_overflow(m, (uint64_t)d, &m) ||
+		    m > (uint64_t)TIR_MAX_ELEMS)
 			return false;
-		m *= d;
 	}
 	return true;
 }

@@ -85,9 +85,9 @@ struct tir_attr {
 	bool set;
 	bool is_list;         /* written as a list (axes, pair): print it so */
 	bool is_int;          /* num: an integer literal */
+	int n;                /* shape, axes, pair (2), pads (2 per axis) */
 	int64_t i;            /* int, bool, dtype, num when is_int */
 	double f;             /* float, num */
-	int n;                /* shape, axes, pair (2), pads (2 per axis) */
 	int64_t *v;
 	const char *s;        /* str, word */
 };
@@ -165,23 +165,27 @@ struct tir_token {
 	double fval;          /* FLOAT */
 };
 
+#define TIR_LEX_ERRLEN 256
+
 struct tir_lexer {
 	const struct tir_source *src;
 	const char *p, *end;
 	uint32_t line;
 	const char *line_start;
+	bool line_ascii;      /* no byte of the line so far is a UTF-8 continuation */
 	const char *col_p;    /* column cache: col_v is the column of col_p */
 	uint32_t col_v;
 	int depth;            /* open brackets: newlines inside are ignored */
 	struct tir_token open[TIR_MAX_DEPTH + 1]; /* where each open bracket is */
-	char errmsg[256];
-	void *match_data;     /* PCRE2 match data */
+	char errmsg[TIR_LEX_ERRLEN];
 };
 
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src);
 void tir_lex_fini(struct tir_lexer *lx);
 /* Next token; on TIR_TOK_ERROR, lx->errmsg says what. */
 struct tir_token tir_lex_next(struct tir_lexer *lx);
+/* The same, written into *t (the parser's way: no copy of the token). */
+void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t);
 const char *tir_tok_name(enum tir_tok t);
 /* Code-point column of byte offset `off` in src (1-based) and its line. */
 void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);
@@ -193,11 +197,17 @@ struct tir_name_link {
 	struct tir_name_link *next;
 };
 
+/* The small fields come together so that none pads: a program holds one
+ * node per operation (192 bytes on 64-bit; parse.c puts its attr, in and
+ * inloc right behind it, in the same arena piece). */
 struct tir_node {
 	enum tir_op op;
 	uint32_t id;              /* index in program->nodes */
 	struct tir_type type;
 	uint16_t nin;
+	bool in_print;            /* made by a print statement (fmt inlines it) */
+	uint32_t uses;            /* operand edges pointing here */
+	uint32_t stmt;            /* index of the statement that made it */
 	struct tir_node **in;
 	struct tir_loc *inloc;    /* where each operand was written */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
@@ -205,13 +215,10 @@ struct tir_node {
 	struct tir_name_link *names;   /* names ever bound to it, newest first */
 	const char *ref_name;     /* the name it was last referred to by */
 	const char *input_name;   /* INPUT: its name */
-	bool in_print;            /* made by a print statement (fmt inlines it) */
-	uint32_t uses;            /* operand edges pointing here */
 	/* CONST: a weak scalar keeps its literal; a tensor literal its data */
 	int64_t ival;
 	double fval;
 	void *data;               /* arena; numel * dtype size, row-major */
-	uint32_t stmt;            /* index of the statement that made it */
 };
 
 enum tir_stmt_kind { TIR_STMT_INPUT, TIR_STMT_BIND, TIR_STMT_PRINT };
@@ -224,18 +231,22 @@ struct tir_print_item {
 
 struct tir_stmt {
 	enum tir_stmt_kind kind;
+	int nitems;               /* PRINT */
 	struct tir_loc loc;
 	const char *name;         /* INPUT, BIND */
 	struct tir_node *node;    /* INPUT, BIND: the value bound */
-	int nitems;               /* PRINT */
 	struct tir_print_item *items;
 };
 
 struct tir_binding {
 	const char *name;         /* arena */
-	uint32_t hash;
 	struct tir_node *node;    /* NULL: poisoned by an earlier error */
 	struct tir_loc loc;
+};
+
+struct tir_bind_slot {
+	uint32_t hash;            /* of the name */
+	uint32_t bind;            /* index into program->bind + 1; 0: empty */
 };
 
 struct tir_program {
@@ -244,8 +255,10 @@ struct tir_program {
 	size_t nnodes, capnodes;
 	struct tir_stmt *stmts;
 	size_t nstmts, capstmts;
-	struct tir_binding *bind;     /* open addressing, power-of-two size */
+	struct tir_binding *bind;     /* every name bound, in the order first bound */
 	size_t nbind, capbind;
+	struct tir_bind_slot *bind_index;   /* bind by name: open addressing, power-of-two size */
+	size_t capindex;
 	struct tir_source *sources;
 	struct tir_err diags[TIR_MAX_DIAGS];
 	int ndiags, nerrors;

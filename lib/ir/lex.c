@@ -1,78 +1,141 @@
 /*
- * lex.c — tir's lexer.  Numbers, names and strings are matched by PCRE2
- * patterns compiled once (JIT where the platform has it); punctuation by a
- * switch on the first byte.  Newlines inside open brackets are not tokens,
- * which is how a statement continues over lines.  Every token carries its
- * byte span, line and code-point column.  Not a parser: it knows nothing
- * of statements.
+ * lex.c — tir's lexer.  Numbers, names and strings are scanned by hand (one
+ * pass, no backtracking: each has a regular shape, given in its comment);
+ * punctuation by a switch on the first byte.  Newlines inside open brackets
+ * are not tokens, which is how a statement continues over lines.  Every
+ * token carries its byte span, line and code-point column.  Not a parser:
+ * it knows nothing of statements.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "ir.h"
 
-#include <pcre2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { PAT_NUMBER, PAT_NAME, PAT_STRING, PAT_COUNT };
+/* Byte classes, so that the scanners test one table entry per byte. */
+enum { C_DIGIT = 1, C_ALPHA = 2, C_SPACE = 4 };
 
-static const char *const patterns[PAT_COUNT] = {
-	[PAT_NUMBER] = "(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?",
-	[PAT_NAME] = "[A-Za-z_][A-Za-z0-9_]*",
-	/* a string ends at its quote; a newline or the end of input before that
-	 * is an unterminated string, told apart below */
-	[PAT_STRING] = "\"(?:[^\"\\\\\\n]|\\\\[^\\n])*\"",
+static const unsigned char cls[256] = {
+	['0' ... '9'] = C_DIGIT,
+	['A' ... 'Z'] = C_ALPHA, ['a' ... 'z'] = C_ALPHA, ['_'] = C_ALPHA,
+	[' '] = C_SPACE, ['\t'] = C_SPACE, ['\r'] = C_SPACE, ['\f'] = C_SPACE, ['\v'] = C_SPACE,
 };
 
-static pcre2_code *compiled[PAT_COUNT];
-static bool jit_ok[PAT_COUNT];
-static pthread_once_t compile_once = PTHREAD_ONCE_INIT;
-
-static void compile_patterns(void)
+static bool is_digit(unsigned char c)
 {
-	for (int i = 0; i < PAT_COUNT; i++) {
-		int ec;
-		PCRE2_SIZE eo;
-		compiled[i] = pcre2_compile((PCRE2_SPTR)patterns[i], PCRE2_ZERO_TERMINATED,
-					    PCRE2_ANCHORED | PCRE2_NO_UTF_CHECK, &ec, &eo, NULL);
-		TIR_ASSERT(compiled[i]);
-		jit_ok[i] = pcre2_jit_compile(compiled[i], PCRE2_JIT_COMPLETE) == 0;
-	}
+	return cls[c] & C_DIGIT;
 }
 
-/* Length of the pattern's match at p, or 0. */
-static size_t match(struct tir_lexer *lx, int pat, const char *p)
+static bool is_word(unsigned char c)
 {
-	pcre2_match_data *md = lx->match_data;
-	size_t len = (size_t)(lx->end - p);
-	int rc;
-	if (jit_ok[pat])
-		rc = pcre2_jit_match(compiled[pat], (PCRE2_SPTR)p, len, 0, 0, md, NULL);
-	else
-		rc = pcre2_match(compiled[pat], (PCRE2_SPTR)p, len, 0, 0, md, NULL);
-	if (rc < 0)
-		return 0;
-	return pcre2_get_ovector_pointer(md)[1];
+	return cls[c] & (C_DIGIT | C_ALPHA);
+}
+
+/* Length of the number at p: (?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
+ * (the caller has seen a digit, or a '.' before a digit).  *isfloat when it
+ * has a '.' or an exponent. */
+static size_t scan_number(const char *p, const char *end, bool *isfloat)
+{
+	const char *q = p;
+	*isfloat = false;
+	while (q < end && is_digit((unsigned char)*q))
+		q++;
+	if (q < end && *q == '.') {
+		*isfloat = true;
+		q++;
+		while (q < end && is_digit((unsigned char)*q))
+			q++;
+	}
+	if (q < end && (*q == 'e' || *q == 'E')) {
+		/* an exponent only with its digits; else the number ends before the
+		 * 'e' (and the run-on check calls it malformed) */
+		const char *r = q + 1;
+		if (r < end && (*r == '+' || *r == '-'))
+			r++;
+		if (r < end && is_digit((unsigned char)*r)) {
+			while (r < end && is_digit((unsigned char)*r))
+				r++;
+			q = r;
+			*isfloat = true;
+		}
+	}
+	return (size_t)(q - p);
+}
+
+/* Length of the string literal at p (on its opening quote), closing quote
+ * included: "(?:[^"\\\n]|\\[^\n])*"; 0 when a newline or the end of
+ * input comes first (an unterminated string). */
+static size_t scan_string(const char *p, const char *end)
+{
+	for (const char *q = p + 1; q < end; q++) {
+		if (*q == '"')
+			return (size_t)(q + 1 - p);
+		if (*q == '\n')
+			return 0;
+		if (*q == '\\' && (++q == end || *q == '\n'))
+			return 0;
+	}
+	return 0;
+}
+
+/* The value of a decimal literal of at most 19 significant digits whose
+ * power of ten is within 22, into *v: both are exact doubles then, so one
+ * multiplication or division rounds once, correctly, as strtod does
+ * (Clinger's fast path).  False for the rest, which go to strtod. */
+static bool decimal_fast(const char *s, size_t len, double *v)
+{
+	static const double pow10[23] = {
+		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+		1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+	};
+	const char *q = s, *end = s + len;
+	uint64_t m = 0;
+	int digits = 0, exp10 = 0;
+	bool point = false;
+	for (; q < end && *q != 'e' && *q != 'E'; q++) {
+		if (*q == '.') {
+			point = true;
+			continue;
+		}
+		if (digits == 19)
+			return false;
+		m = m * 10 + (uint64_t)(*q - '0');
+		digits += m != 0; /* leading zeros are not significant */
+		exp10 -= point;
+	}
+	if (q < end) { /* the exponent: [eE][+-]?[0-9]+ */
+		q++;
+		bool neg = *q == '-';
+		if (*q == '+' || *q == '-')
+			q++;
+		int e = 0;
+		for (; q < end && e <= 1000; q++)
+			e = e * 10 + (*q - '0');
+		if (q < end)
+			return false; /* a huge exponent */
+		exp10 += neg ? -e : e;
+	}
+	if (m > (UINT64_C(1) << 53) || exp10 < -22 || exp10 > 22)
+		return false;
+	*v = exp10 < 0 ? (double)m / pow10[-exp10] : (double)m * pow10[exp10];
+	return true;
 }
 
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src)
 {
-	pthread_once(&compile_once, compile_patterns);
 	memset(lx, 0, sizeof *lx);
 	lx->src = src;
 	lx->p = src->text;
 	lx->end = src->text + src->len;
 	lx->line = 1;
 	lx->line_start = lx->p;
-	lx->match_data = pcre2_match_data_create(1, NULL);
-	return lx->match_data ? 0 : -TIR_ENOMEM;
+	lx->line_ascii = true;
+	return 0;
 }
 
+/* The lexer holds nothing to free; kept so that callers need not know. */
 void tir_lex_fini(struct tir_lexer *lx)
 {
-	pcre2_match_data_free(lx->match_data);
-	lx->match_data = NULL;
 }
 
 static bool is_cont(unsigned char c)
@@ -80,9 +143,14 @@ static bool is_cont(unsigned char c)
 	return (c & 0xC0) == 0x80;
 }
 
-/* Code-point column of p on the current line (1-based). */
+/* Code-point column of p on the current line (1-based).  On a line of
+ * ASCII so far, the bytes count; else the code points from the column last
+ * asked.  Only strings, comments and invalid characters bring other bytes,
+ * and they clear line_ascii. */
 static uint32_t column(struct tir_lexer *lx, const char *p)
 {
+	if (lx->line_ascii)
+		return (uint32_t)(p - lx->line_start) + 1;
 	if (lx->col_p < lx->line_start || lx->col_p > p) {
 		lx->col_p = lx->line_start;
 		lx->col_v = 1;
@@ -113,27 +181,31 @@ void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc)
 	loc->col = col;
 }
 
-static struct tir_token make(struct tir_lexer *lx, enum tir_tok k, const char *p, size_t len)
+/* Tokens are written field by field where the parser keeps them: a token
+ * returned by value and copied whole at once stalls the copy on the
+ * lexer's narrower stores still in flight (store forwarding fails). */
+static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p,
+			size_t len)
 {
-	struct tir_token t = {.kind = k};
-	t.off = (uint32_t)(p - lx->src->text);
-	t.len = (uint32_t)len;
-	t.line = lx->line;
-	t.col = column(lx, p);
-	return t;
+	t->kind = k;
+	t->off = (uint32_t)(p - lx->src->text);
+	t->len = (uint32_t)len;
+	t->line = lx->line;
+	t->col = column(lx, p);
+	t->ival = 0;
+	t->fval = 0;
 }
 
-static struct tir_token error_at(struct tir_lexer *lx, const char *p, size_t len,
-				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static struct tir_token error_at(struct tir_lexer *lx, const char *p, size_t len,
-				 const char *fmt, ...)
+static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
+		     const char *fmt, ...)
 {
-	struct tir_token t = make(lx, TIR_TOK_ERROR, p, len);
+	make(lx, t, TIR_TOK_ERROR, p, len);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(lx->errmsg, sizeof lx->errmsg, fmt, ap);
 	va_end(ap);
-	return t;
 }
 
 /* Length of one UTF-8 sequence at p, 0 if it is not valid UTF-8. */
@@ -156,147 +228,181 @@ static int utf8_len(const unsigned char *p, const unsigned char *end, uint32_t *
 	return n;
 }
 
-static struct tir_token lex_number(struct tir_lexer *lx, const char *p)
+static void lex_number(struct tir_lexer *lx, struct tir_token *t, const char *p)
 {
-	size_t len = match(lx, PAT_NUMBER, p);
+	bool isfloat;
+	size_t len = scan_number(p, lx->end, &isfloat);
 	const char *q = p + len;
 	/* a number runs into letters, digits or dots: 1.2.3, 12abc, 1e */
 	const char *r = q;
-	while (r < lx->end && (*r == '.' || *r == '_' || (*r >= '0' && *r <= '9') ||
-			       ((*r | 32) >= 'a' && (*r | 32) <= 'z')))
+	while (r < lx->end && (*r == '.' || is_word((unsigned char)*r)))
 		r++;
 	if (len == 0 || r != q) {
 		lx->p = r;
 		int shown = (int)(r - p > 40 ? 40 : r - p);
-		return error_at(lx, p, (size_t)(r - p), "malformed number '%.*s%s'", shown, p,
-				r - p > 40 ? "..." : "");
+		error_at(lx, t, p, (size_t)(r - p), "malformed number '%.*s%s'", shown, p,
+			 r - p > 40 ? "..." : "");
+		return;
 	}
 	lx->p = q;
-	if (len > 400)
-		return error_at(lx, p, len, "number literal too long (%zu characters)", len);
-	char buf[401];
-	memcpy(buf, p, len);
-	buf[len] = 0;
-	bool isfloat = memchr(p, '.', len) || memchr(p, 'e', len) || memchr(p, 'E', len);
-	struct tir_token t = make(lx, isfloat ? TIR_TOK_FLOAT : TIR_TOK_INT, p, len);
+	if (len > 400) {
+		error_at(lx, t, p, len, "number literal too long (%zu characters)", len);
+		return;
+	}
 	if (isfloat) {
-		t.fval = strtod(buf, NULL);
+		double v;
+		if (!decimal_fast(p, len, &v)) {
+			char buf[401];
+			memcpy(buf, p, len);
+			buf[len] = 0;
+			v = strtod(buf, NULL);
+		}
+		make(lx, t, TIR_TOK_FLOAT, p, len);
+		t->fval = v;
 	} else {
 		uint64_t v = 0;
 		for (size_t i = 0; i < len; i++) {
-			unsigned d = (unsigned)(buf[i] - '0');
-			if (v > (UINT64_C(9223372036854775807) - d) / 10)
-				return error_at(lx, p, len,
-						"integer literal %s is too large (the limit is 2^63-1)", buf);
+			unsigned d = (unsigned)(p[i] - '0');
+			if (v > (UINT64_C(9223372036854775807) - d) / 10) {
+				error_at(lx, t, p, len, "integer literal %.*s is too large (the limit is 2^63-1)",
+					 (int)len, p);
+				return;
+			}
 			v = v * 10 + d;
 		}
-		t.ival = (int64_t)v;
-		t.fval = (double)v;
+		make(lx, t, TIR_TOK_INT, p, len);
+		t->ival = (int64_t)v;
+		t->fval = (double)v;
 	}
-	return t;
 }
 
-static struct tir_token lex_string(struct tir_lexer *lx, const char *p)
+static void lex_string(struct tir_lexer *lx, struct tir_token *t, const char *p)
 {
-	size_t len = match(lx, PAT_STRING, p);
+	lx->line_ascii = false;
+	size_t len = scan_string(p, lx->end);
 	if (len == 0) {
 		const char *q = p + 1;
 		while (q < lx->end && *q != '\n')
 			q++;
 		lx->p = q;
-		return error_at(lx, p, 1, "unterminated string (a string ends on its line)");
+		error_at(lx, t, p, 1, "unterminated string (a string ends on its line)");
+		return;
 	}
 	lx->p = p + len;
-	return make(lx, TIR_TOK_STRING, p, len);
+	make(lx, t, TIR_TOK_STRING, p, len);
 }
 
-static struct tir_token bracket_open(struct tir_lexer *lx, const char *p, enum tir_tok k)
+static void bracket_open(struct tir_lexer *lx, struct tir_token *t, const char *p, enum tir_tok k)
 {
-	struct tir_token t = make(lx, k, p, 1);
 	lx->p = p + 1;
-	if (lx->depth >= TIR_MAX_DEPTH)
-		return error_at(lx, p, 1, "brackets nested deeper than %d", TIR_MAX_DEPTH);
-	lx->open[lx->depth++] = t;
-	return t;
+	if (lx->depth >= TIR_MAX_DEPTH) {
+		error_at(lx, t, p, 1, "brackets nested deeper than %d", TIR_MAX_DEPTH);
+		return;
+	}
+	make(lx, t, k, p, 1);
+	make(lx, &lx->open[lx->depth++], k, p, 1);
 }
 
-static struct tir_token bracket_close(struct tir_lexer *lx, const char *p, enum tir_tok k)
+static void bracket_close(struct tir_lexer *lx, struct tir_token *t, const char *p, enum tir_tok k)
 {
 	lx->p = p + 1;
 	if (lx->depth > 0)
 		lx->depth--;
-	return make(lx, k, p, 1);
+	make(lx, t, k, p, 1);
 }
 
 struct tir_token tir_lex_next(struct tir_lexer *lx)
+{
+	struct tir_token t;
+	tir_lex_scan(lx, &t);
+	return t;
+}
+
+void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 {
 	const char *p = lx->p;
 	for (;;) {
 		if (p >= lx->end) {
 			lx->p = p;
-			return make(lx, TIR_TOK_EOF, p, 0);
+			make(lx, t, TIR_TOK_EOF, p, 0);
+			return;
 		}
 		char c = *p;
-		if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+		if (cls[(unsigned char)c] & C_SPACE) {
 			p++;
 		} else if (c == '#') {
+			lx->line_ascii = false;
 			const char *nl = memchr(p, '\n', (size_t)(lx->end - p));
 			p = nl ? nl : lx->end;
 		} else if (c == '\n') {
 			if (lx->depth == 0) {
-				struct tir_token t = make(lx, TIR_TOK_NEWLINE, p, 1);
+				make(lx, t, TIR_TOK_NEWLINE, p, 1);
 				lx->p = p + 1;
 				lx->line++;
 				lx->line_start = lx->p;
-				return t;
+				lx->line_ascii = true;
+				return;
 			}
 			p++;
 			lx->line++;
 			lx->line_start = p;
+			lx->line_ascii = true;
 		} else {
 			break;
 		}
 	}
 	char c = *p;
+	enum tir_tok k;
 	switch (c) {
-	case '(': return bracket_open(lx, p, TIR_TOK_LPAREN);
-	case '[': return bracket_open(lx, p, TIR_TOK_LBRACKET);
-	case ')': return bracket_close(lx, p, TIR_TOK_RPAREN);
-	case ']': return bracket_close(lx, p, TIR_TOK_RBRACKET);
-	case '"': return lex_string(lx, p);
+	case '(': bracket_open(lx, t, p, TIR_TOK_LPAREN); return;
+	case '[': bracket_open(lx, t, p, TIR_TOK_LBRACKET); return;
+	case ')': bracket_close(lx, t, p, TIR_TOK_RPAREN); return;
+	case ']': bracket_close(lx, t, p, TIR_TOK_RBRACKET); return;
+	case '"': lex_string(lx, t, p); return;
+	case ';': k = TIR_TOK_NEWLINE; goto punct;
+	case ',': k = TIR_TOK_COMMA; goto punct;
+	case ':': k = TIR_TOK_COLON; goto punct;
+	case '=': k = TIR_TOK_ASSIGN; goto punct;
+	case '+': k = TIR_TOK_PLUS; goto punct;
+	case '-': k = TIR_TOK_MINUS; goto punct;
+	case '*': k = TIR_TOK_STAR; goto punct;
+	case '/': k = TIR_TOK_SLASH; goto punct;
+	case '@': k = TIR_TOK_AT; goto punct;
 	default: break;
 	}
-	static const struct { char c; enum tir_tok k; } punct[] = {
-		{';', TIR_TOK_NEWLINE}, {',', TIR_TOK_COMMA}, {':', TIR_TOK_COLON},
-		{'=', TIR_TOK_ASSIGN}, {'+', TIR_TOK_PLUS}, {'-', TIR_TOK_MINUS},
-		{'*', TIR_TOK_STAR}, {'/', TIR_TOK_SLASH}, {'@', TIR_TOK_AT},
-	};
-	for (size_t i = 0; i < sizeof punct / sizeof punct[0]; i++) {
-		if (punct[i].c == c) {
-			lx->p = p + 1;
-			return make(lx, punct[i].k, p, 1);
-		}
+	if (is_digit((unsigned char)c) || (c == '.' && p + 1 < lx->end && is_digit((unsigned char)p[1]))) {
+		lex_number(lx, t, p);
+		return;
 	}
-	if ((c >= '0' && c <= '9') || (c == '.' && p + 1 < lx->end && p[1] >= '0' && p[1] <= '9'))
-		return lex_number(lx, p);
-	if (c == '_' || ((c | 32) >= 'a' && (c | 32) <= 'z')) {
-		size_t len = match(lx, PAT_NAME, p);
-		TIR_ASSERT(len > 0);
-		lx->p = p + len;
+	if (cls[(unsigned char)c] & C_ALPHA) {
+		const char *q = p + 1;
+		while (q < lx->end && is_word((unsigned char)*q))
+			q++;
+		size_t len = (size_t)(q - p);
+		lx->p = q;
 		if (len > 255)
-			return error_at(lx, p, len, "name too long (%zu characters; the limit is 255)", len);
-		return make(lx, TIR_TOK_NAME, p, len);
+			error_at(lx, t, p, len, "name too long (%zu characters; the limit is 255)", len);
+		else
+			make(lx, t, TIR_TOK_NAME, p, len);
+		return;
 	}
 	uint32_t cp;
 	int n = utf8_len((const unsigned char *)p, (const unsigned char *)lx->end, &cp);
+	lx->line_ascii = false;
 	if (n > 1) {
 		lx->p = p + n;
-		return error_at(lx, p, (size_t)n, "unexpected character '%.*s' (U+%04X)", n, p, cp);
+		error_at(lx, t, p, (size_t)n, "unexpected character '%.*s' (U+%04X)", n, p, cp);
+		return;
 	}
 	lx->p = p + 1;
 	if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
-		return error_at(lx, p, 1, "unexpected character '%c'", c);
-	return error_at(lx, p, 1, "unexpected byte 0x%02x", (unsigned char)c);
+		error_at(lx, t, p, 1, "unexpected character '%c'", c);
+	else
+		error_at(lx, t, p, 1, "unexpected byte 0x%02x", (unsigned char)c);
+	return;
+punct:
+	lx->p = p + 1;
+	make(lx, t, k, p, 1);
 }
 
 const char *tir_tok_name(enum tir_tok t)

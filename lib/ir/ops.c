@@ -119,12 +119,40 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 	}
 }
 
+static bool callable(int op)
+{
+	return op != TIR_OP_CONST && op != TIR_OP_INPUT;
+}
+
+/* The callable ops by name: open addressing over op + 1 (0 is empty), at
+ * most half full.  Every call in a program looks its name up here. */
+#define BY_NAME 256
+static uint8_t by_name[BY_NAME];
+static uint8_t name_len[TIR_OP_COUNT];
+static_assert(TIR_OP_COUNT * 2 <= BY_NAME, "the name table is at most half full");
+
+static unsigned name_hash(const char *s, size_t n)
+{
+	unsigned h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void build_table(void)
 {
-	for (int op = 0; op < TIR_OP_COUNT; op++)
+	for (int op = 0; op < TIR_OP_COUNT; op++) {
 		parse_sig((enum tir_op)op, &table[op]);
+		name_len[op] = (uint8_t)strlen(table[op].name);
+		if (!callable(op))
+			continue;
+		unsigned i = name_hash(table[op].name, name_len[op]) % BY_NAME;
+		while (by_name[i])
+			i = (i + 1) % BY_NAME;
+		by_name[i] = (uint8_t)(op + 1);
+	}
 }
 
 const struct tir_opdef *tir_op(enum tir_op op)
@@ -134,18 +162,12 @@ const struct tir_opdef *tir_op(enum tir_op op)
 	return &table[op];
 }
 
-static bool callable(int op)
-{
-	return op != TIR_OP_CONST && op != TIR_OP_INPUT;
-}
-
 int tir_op_lookup(const char *s, size_t n)
 {
 	pthread_once(&table_once, build_table);
-	/* 80-odd names: a linear scan of first bytes is cheaper than hashing */
-	for (int op = 0; op < TIR_OP_COUNT; op++) {
-		const char *nm = table[op].name;
-		if (nm[0] == s[0] && callable(op) && strlen(nm) == n && !memcmp(nm, s, n))
+	for (unsigned i = name_hash(s, n) % BY_NAME; by_name[i]; i = (i + 1) % BY_NAME) {
+		int op = by_name[i] - 1;
+		if (name_len[op] == n && !memcmp(table[op].name, s, n))
 			return op;
 	}
 	return -1;
@@ -154,9 +176,11 @@ int tir_op_lookup(const char *s, size_t n)
 int tir_op_attr_index(enum tir_op op, const char *name)
 {
 	const struct tir_opdef *d = tir_op(op);
-	for (int i = 0; i < d->nparams; i++)
-		if (!d->params[i].tensor && !strcmp(d->params[i].name, name))
+	for (int i = 0; i < d->nparams; i++) {
+		const struct tir_param *prm = &d->params[i];
+		if (!prm->tensor && prm->name[0] == name[0] && !strcmp(prm->name, name))
 			return d->attr_of_param[i];
+	}
 	return -1;
 }
 

@@ -15,9 +15,15 @@
 struct parser {
 	struct tir_program *prog;
 	struct tir_lexer lx;
-	struct tir_token tok;      /* current */
-	struct tir_token ahead;    /* one token of lookahead */
-	bool has_ahead;
+	/* The lexer runs a token ahead, into the slot that is not current:
+	 * a token copied whole just after the lexer wrote it would stall the
+	 * copy (store forwarding fails on the lexer's narrower stores).  So
+	 * lx.depth and lx.open describe the text up to the next token: they
+	 * are read only at the end of input, where the two agree. */
+	struct tir_token toks[2];  /* the current token and the next one */
+	struct tir_token *tok;     /* current: one of toks */
+	char errmsg[2][TIR_LEX_ERRLEN]; /* each slot's lexer error */
+	bool ahead_told;           /* the next token's lexer error is reported (peeked) */
 	unsigned flags;
 	uint32_t line_base;        /* lines before the chunk (tir_program_parse_at) */
 	int depth;
@@ -31,6 +37,7 @@ struct parser {
 	struct {
 		const char *name;  /* in the source text; NULL: binds nothing */
 		uint32_t len;
+		uint32_t hash;     /* of the name (hash_name) */
 		enum tir_stmt_kind kind;
 		struct tir_node *node;
 		struct tir_loc loc;
@@ -105,36 +112,43 @@ static void lex_error(struct parser *ps, const struct tir_token *t)
 {
 	struct tir_loc loc;
 	loc_tok(ps, t, &loc);
-	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->lx.errmsg);
+	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->errmsg[t - ps->toks]);
 }
 
-static struct tir_token next_raw(struct parser *ps)
+/* The slot of toks that is not the current token. */
+static struct tir_token *other_tok(struct parser *ps)
 {
-	return tir_lex_next(&ps->lx);
+	return ps->tok == &ps->toks[0] ? &ps->toks[1] : &ps->toks[0];
 }
 
+/* Lex the token after the current one, its error untold. */
+static void lex_ahead(struct parser *ps)
+{
+	struct tir_token *next = other_tok(ps);
+	tir_lex_scan(&ps->lx, next);
+	if (next->kind == TIR_TOK_ERROR)
+		memcpy(ps->errmsg[next - ps->toks], ps->lx.errmsg, sizeof ps->errmsg[0]);
+	ps->ahead_told = false;
+}
+
+/* A lexer error is reported when its token is reached or peeked at, as if
+ * the lexer did not run ahead. */
 static void advance(struct parser *ps)
 {
 	ps->ntok++;
-	if (ps->has_ahead) {
-		ps->tok = ps->ahead; /* a lexer error was reported when peeked */
-		ps->has_ahead = false;
-	} else {
-		ps->tok = next_raw(ps);
-		if (ps->tok.kind == TIR_TOK_ERROR)
-			lex_error(ps, &ps->tok);
-	}
+	ps->tok = other_tok(ps);
+	if (ps->tok->kind == TIR_TOK_ERROR && !ps->ahead_told)
+		lex_error(ps, ps->tok);
+	lex_ahead(ps);
 }
 
 static const struct tir_token *peek(struct parser *ps)
 {
-	if (!ps->has_ahead) {
-		ps->ahead = next_raw(ps);
-		ps->has_ahead = true;
-		if (ps->ahead.kind == TIR_TOK_ERROR)
-			lex_error(ps, &ps->ahead);
-	}
-	return &ps->ahead;
+	struct tir_token *next = other_tok(ps);
+	if (next->kind == TIR_TOK_ERROR && !ps->ahead_told)
+		lex_error(ps, next);
+	ps->ahead_told = true;
+	return next;
 }
 
 static bool tok_is(const struct parser *ps, const struct tir_token *t, const char *word)
@@ -160,9 +174,9 @@ static void perr_tok(struct parser *ps, const struct tir_token *t, const char *f
 static void expected(struct parser *ps, const char *want)
 {
 	char got[80];
-	if (ps->tok.kind == TIR_TOK_ERROR)
+	if (ps->tok->kind == TIR_TOK_ERROR)
 		return; /* the lexer said it */
-	if (ps->tok.kind == TIR_TOK_EOF && ps->lx.depth > 0) {
+	if (ps->tok->kind == TIR_TOK_EOF && ps->lx.depth > 0) {
 		const struct tir_token *o = &ps->lx.open[ps->lx.depth - 1];
 		struct tir_loc loc;
 		loc_tok(ps, o, &loc);
@@ -172,13 +186,13 @@ static void expected(struct parser *ps, const char *want)
 		     open, close);
 		return;
 	}
-	tok_desc(ps, &ps->tok, got, sizeof got);
-	perr_tok(ps, &ps->tok, "expected %s, got %s", want, got);
+	tok_desc(ps, ps->tok, got, sizeof got);
+	perr_tok(ps, ps->tok, "expected %s, got %s", want, got);
 }
 
 static bool accept(struct parser *ps, enum tir_tok k)
 {
-	if (ps->tok.kind == k) {
+	if (ps->tok->kind == k) {
 		advance(ps);
 		return true;
 	}
@@ -188,18 +202,18 @@ static bool accept(struct parser *ps, enum tir_tok k)
 /* A closing bracket matching `open` (Lua's check_match). */
 static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_token *open)
 {
-	if (ps->tok.kind == k) {
+	if (ps->tok->kind == k) {
 		advance(ps);
 		return true;
 	}
 	char want[80];
 	char c = k == TIR_TOK_RPAREN ? ')' : ']';
 	char o = k == TIR_TOK_RPAREN ? '(' : '[';
-	if (ps->tok.kind == TIR_TOK_EOF && ps->lx.depth > 0) {
+	if (ps->tok->kind == TIR_TOK_EOF && ps->lx.depth > 0) {
 		expected(ps, "");
 		return false;
 	}
-	if (open->line == ps->tok.line)
+	if (open->line == ps->tok->line)
 		snprintf(want, sizeof want, "'%c' to close '%c' at column %u", c, o, open->col);
 	else
 		snprintf(want, sizeof want, "'%c' to close '%c' at line %u", c, o,
@@ -208,7 +222,11 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
 	return false;
 }
 
-/* ---- bindings (open addressing; a NULL node is a poisoned name) ---- */
+/* ---- bindings ----
+ * p->bind holds every name ever bound, in the order first bound (a NULL node
+ * is a poisoned name); p->bind_index finds them by name: open addressing
+ * over 8-byte slots, at most half full.  Slots this small keep the index of
+ * a big program within the caches, and it grows without touching p->bind. */
 
 static uint32_t hash_name(const char *s, size_t n)
 {
@@ -218,60 +236,91 @@ static uint32_t hash_name(const char *s, size_t n)
 	return h;
 }
 
-struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
+/* Whether the NUL-terminated name is s[0..n) (names are short: a loop
+ * beats a call). */
+static bool same_name(const char *name, const char *s, size_t n)
 {
-	if (!p->capbind)
-		return NULL;
-	uint32_t h = hash_name(s, n);
-	size_t mask = p->capbind - 1;
+	for (size_t i = 0; i < n; i++)
+		if (name[i] != s[i] || !name[i])
+			return false;
+	return name[n] == 0;
+}
+
+/* The slot holding the name s (its hash h), or else the empty slot where it
+ * would go. */
+static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *s, size_t n,
+				       uint32_t h)
+{
+	size_t mask = p->capindex - 1;
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		struct tir_binding *b = &p->bind[i];
-		if (!b->name)
-			return NULL;
-		if (b->hash == h && !strncmp(b->name, s, n) && b->name[n] == 0)
-			return b;
+		struct tir_bind_slot *sl = &p->bind_index[i];
+		if (!sl->bind)
+			return sl;
+		if (sl->hash == h && same_name(p->bind[sl->bind - 1].name, s, n))
+			return sl;
 	}
 }
 
-static int rehash(struct tir_program *p)
+struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
 {
-	size_t ncap = p->capbind ? p->capbind * 2 : 64;
-	struct tir_binding *nb = calloc(ncap, sizeof *nb);
-	if (!nb)
+	if (!p->capindex)
+		return NULL;
+	const struct tir_bind_slot *sl = bind_slot(p, s, n, hash_name(s, n));
+	return sl->bind ? &p->bind[sl->bind - 1] : NULL;
+}
+
+static int grow_index(struct tir_program *p)
+{
+	size_t ncap = p->capindex ? p->capindex * 2 : 64;
+	/* zeroed by writing, not calloc: fresh pages that calloc leaves to the
+	 * kernel are read (the shared zero page) before they are written, and
+	 * each then costs a second fault and a TLB flush on every CPU */
+	struct tir_bind_slot *ni = malloc(ncap * sizeof *ni);
+	if (!ni)
 		return -TIR_ENOMEM;
-	for (size_t i = 0; i < p->capbind; i++) {
-		struct tir_binding *b = &p->bind[i];
-		if (!b->name)
+	memset(ni, 0, ncap * sizeof *ni);
+	for (size_t i = 0; i < p->capindex; i++) {
+		const struct tir_bind_slot *sl = &p->bind_index[i];
+		if (!sl->bind)
 			continue;
-		size_t j = b->hash & (ncap - 1);
-		while (nb[j].name)
+		size_t j = sl->hash & (ncap - 1);
+		while (ni[j].bind)
 			j = (j + 1) & (ncap - 1);
-		nb[j] = *b;
+		ni[j] = *sl;
 	}
-	free(p->bind);
-	p->bind = nb;
-	p->capbind = ncap;
+	free(p->bind_index);
+	p->bind_index = ni;
+	p->capindex = ncap;
 	return 0;
 }
 
-static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_t n)
+/* The slot where the search for a name of hash h starts, NULL with no
+ * index.  A statement that binds a name asks the index for it only once
+ * parsed: prefetching this slot when the name is read hides the cache miss
+ * of a big program's index behind the parsing of the value.  (The prefetch
+ * is the caller's: GCC drops a call to a function that only prefetches.) */
+static const struct tir_bind_slot *bind_home(const struct tir_program *p, uint32_t h)
 {
-	struct tir_binding *b = tir_program_lookup(p, s, n);
-	if (b)
-		return b;
-	if ((p->nbind + 1) * 2 > p->capbind && rehash(p))
+	return p->capindex ? &p->bind_index[h & (p->capindex - 1)] : NULL;
+}
+
+/* The binding of the name s (its hash h), made if new. */
+static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_t n, uint32_t h)
+{
+	struct tir_bind_slot *sl = p->capindex ? bind_slot(p, s, n, h) : NULL;
+	if (sl && sl->bind)
+		return &p->bind[sl->bind - 1];
+	if (((p->nbind + 1) * 2 > p->capindex && grow_index(p)) || p->nbind >= UINT32_MAX ||
+	    tir_grow((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind))
 		return NULL;
-	uint32_t h = hash_name(s, n);
-	size_t mask = p->capbind - 1;
-	size_t i = h & mask;
-	while (p->bind[i].name)
-		i = (i + 1) & mask;
-	b = &p->bind[i];
+	struct tir_binding *b = &p->bind[p->nbind];
+	memset(b, 0, sizeof *b);
 	b->name = tir_arena_strndup(&p->arena, s, n);
 	if (!b->name)
 		return NULL;
-	b->hash = h;
-	p->nbind++;
+	sl = bind_slot(p, s, n, h); /* the index may have grown */
+	sl->hash = h;
+	sl->bind = (uint32_t)++p->nbind;
 	return b;
 }
 
@@ -279,9 +328,9 @@ const char *tir_program_suggest(const struct tir_program *p, const char *s, size
 {
 	const char *best = NULL;
 	int bestd = n <= 2 ? 1 : n <= 5 ? 2 : 3;
-	for (size_t i = 0; i < p->capbind; i++) {
+	for (size_t i = 0; i < p->nbind; i++) {
 		const struct tir_binding *b = &p->bind[i];
-		if (!b->name || !b->node)
+		if (!b->node)
 			continue;
 		int d = tir_edit_distance(s, n, b->name, strlen(b->name));
 		if (d <= bestd && (!best || d < bestd || strcmp(b->name, best) < 0)) {
@@ -313,7 +362,10 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 {
 	struct tir_program *p = ps->prog;
 	const struct tir_opdef *d = tir_op(op);
-	struct tir_node *n = tir_arena_alloc(&p->arena, sizeof *n);
+	/* the node, its attributes and its operands in one piece */
+	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
+	struct tir_node *n = tir_arena_alloc(&p->arena, sizeof *n + sizeof *n->attr * nattr +
+							(sizeof *n->in + sizeof *n->inloc) * n_in);
 	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)) {
 		perr(ps, TIR_ENOMEM, loc, "out of memory");
 		return NULL;
@@ -323,18 +375,13 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 	n->nin = (uint16_t)nin;
 	n->in_print = ps->in_print;
 	n->stmt = ps->stmt;
-	if (nin) {
-		n->in = tir_arena_alloc(&p->arena, sizeof *n->in * (size_t)nin);
-		n->inloc = tir_arena_alloc(&p->arena, sizeof *n->inloc * (size_t)nin);
+	if (nattr) {
+		n->attr = (struct tir_attr *)(n + 1);
+		memcpy(n->attr, d->defaults, sizeof *n->attr * nattr);
 	}
-	if (d->nattr) {
-		n->attr = tir_arena_alloc(&p->arena, sizeof *n->attr * (size_t)d->nattr);
-		if (n->attr)
-			memcpy(n->attr, d->defaults, sizeof *n->attr * (size_t)d->nattr);
-	}
-	if ((nin && (!n->in || !n->inloc)) || (d->nattr && !n->attr)) {
-		perr(ps, TIR_ENOMEM, loc, "out of memory");
-		return NULL;
+	if (n_in) {
+		n->in = (struct tir_node **)((struct tir_attr *)(n + 1) + nattr);
+		n->inloc = (struct tir_loc *)(n->in + n_in);
 	}
 	n->id = (uint32_t)p->nnodes;
 	p->nodes[p->nnodes++] = n;
@@ -346,7 +393,7 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 {
 	if (!n)
 		return NULL;
-	struct tir_err e = {0};
+	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
 	if (tir_check_node(n, &e) == 0)
 		return n;
 	if (e.loc.src == NULL)
@@ -375,7 +422,7 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start);
 static bool enter(struct parser *ps)
 {
 	if (++ps->depth > TIR_MAX_DEPTH) {
-		perr_tok(ps, &ps->tok, "expression nested deeper than %d levels", TIR_MAX_DEPTH);
+		perr_tok(ps, ps->tok, "expression nested deeper than %d levels", TIR_MAX_DEPTH);
 		return false;
 	}
 	return true;
@@ -386,7 +433,7 @@ static bool enter(struct parser *ps)
 static bool parse_number(struct parser *ps, bool *is_int, int64_t *iv, double *fv)
 {
 	bool neg = accept(ps, TIR_TOK_MINUS);
-	const struct tir_token *t = &ps->tok;
+	const struct tir_token *t = ps->tok;
 	if (t->kind == TIR_TOK_INT) {
 		*is_int = true;
 		*iv = neg ? -t->ival : t->ival;
@@ -425,7 +472,7 @@ struct litbuf {
  * elem = list_literal | ["-"] number | true | false */
 static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 {
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	advance(ps); /* '[' */
 	if (level >= TIR_MAX_RANK) {
 		perr_tok(ps, &open, "list literal nested deeper than %d (the rank limit)", TIR_MAX_RANK);
@@ -435,8 +482,8 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 		return false;
 	int64_t count = 0;
 	int kind = -1; /* 0 scalars, 1 lists */
-	while (ps->tok.kind != TIR_TOK_RBRACKET) {
-		struct tir_token at = ps->tok;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		struct tir_token at = *ps->tok;
 		int k = at.kind == TIR_TOK_LBRACKET ? 1 : 0;
 		if (kind >= 0 && k != kind) {
 			perr_tok(ps, &at, "ragged list literal: mixes numbers and lists at one level");
@@ -605,14 +652,14 @@ static const char *attr_kind_text(enum tir_attr_kind k)
 /* int_list = "[" [ ["-"] INT { "," ["-"] INT } [","] ] "]" */
 static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 {
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	advance(ps);
 	int64_t buf[TIR_MAX_RANK * 2];
 	int n = 0;
-	while (ps->tok.kind != TIR_TOK_RBRACKET) {
-		struct tir_token at = ps->tok;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		struct tir_token at = *ps->tok;
 		bool neg = accept(ps, TIR_TOK_MINUS);
-		if (ps->tok.kind != TIR_TOK_INT) {
+		if (ps->tok->kind != TIR_TOK_INT) {
 			expected(ps, "an integer");
 			return false;
 		}
@@ -620,7 +667,7 @@ static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 			perr_tok(ps, &at, "too many entries (at most %d)", max);
 			return false;
 		}
-		buf[n++] = neg ? -ps->tok.ival : ps->tok.ival;
+		buf[n++] = neg ? -ps->tok->ival : ps->tok->ival;
 		advance(ps);
 		if (!accept(ps, TIR_TOK_COMMA))
 			break;
@@ -640,7 +687,7 @@ static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 static bool parse_attr(struct parser *ps, const char *opname, const struct tir_param *prm,
 		       struct tir_attr *a)
 {
-	struct tir_token at = ps->tok;
+	struct tir_token at = *ps->tok;
 	char got[80];
 	memset(a, 0, sizeof *a);
 	a->set = true;
@@ -705,11 +752,11 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 			goto wrong;
 		{
 			bool neg = accept(ps, TIR_TOK_MINUS);
-			if (ps->tok.kind != TIR_TOK_INT) {
+			if (ps->tok->kind != TIR_TOK_INT) {
 				expected(ps, "an integer");
 				return false;
 			}
-			int64_t v = neg ? -ps->tok.ival : ps->tok.ival;
+			int64_t v = neg ? -ps->tok->ival : ps->tok->ival;
 			advance(ps);
 			a->n = prm->kind == TIR_ATTR_PAIR ? 2 : 1;
 			a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * 2);
@@ -726,9 +773,9 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		advance(ps);
 		int64_t buf[TIR_MAX_RANK * 2];
 		int n = 0;
-		while (ps->tok.kind != TIR_TOK_RBRACKET) {
+		while (ps->tok->kind != TIR_TOK_RBRACKET) {
 			struct tir_attr pair = {0};
-			struct tir_token pt = ps->tok;
+			struct tir_token pt = *ps->tok;
 			if (pt.kind != TIR_TOK_LBRACKET) {
 				expected(ps, "a pair [before, after]");
 				return false;
@@ -799,11 +846,11 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	struct tir_loc loc;
 	loc_tok(ps, name, &loc);
 	advance(ps); /* name */
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	advance(ps); /* '(' */
 
-	struct tir_node *tens[TIR_MAX_PARAMS] = {0};
-	struct tir_loc tloc[TIR_MAX_PARAMS] = {{0}};
+	struct tir_node *tens[TIR_MAX_PARAMS]; /* read only where given: not zeroed per call */
+	struct tir_loc tloc[TIR_MAX_PARAMS];
 	struct tir_attr attrs[TIR_MAX_PARAMS];
 	bool given[TIR_MAX_PARAMS] = {0};
 	struct tir_node **list = NULL;
@@ -811,13 +858,13 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	size_t nlist = 0, caplist = 0, caplistloc = 0;
 	struct tir_node *n = NULL;
 	char pbuf[160];
-	memcpy(attrs, d->defaults, sizeof attrs);
+	memcpy(attrs, d->defaults, sizeof *attrs * (size_t)d->nattr);
 
 	int pos = 0;
 	bool seen_kw = false;
-	while (ps->tok.kind != TIR_TOK_RPAREN) {
+	while (ps->tok->kind != TIR_TOK_RPAREN) {
 		int pi;
-		struct tir_token at = ps->tok;
+		struct tir_token at = *ps->tok;
 		if (at.kind == TIR_TOK_NAME && peek(ps)->kind == TIR_TOK_ASSIGN) {
 			const char *kw = ps->lx.src->text + at.off;
 			for (pi = 0; pi < d->nparams; pi++)
@@ -860,7 +907,7 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 		given[pi] = true;
 		const struct tir_param *prm = &d->params[pi];
 		if (prm->list) {
-			struct tir_token lopen = ps->tok;
+			struct tir_token lopen = *ps->tok;
 			if (lopen.kind != TIR_TOK_LBRACKET) {
 				char got[80];
 				tok_desc(ps, &lopen, got, sizeof got);
@@ -869,7 +916,7 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 				goto fail;
 			}
 			advance(ps);
-			while (ps->tok.kind != TIR_TOK_RBRACKET) {
+			while (ps->tok->kind != TIR_TOK_RBRACKET) {
 				struct tir_loc el;
 				struct tir_node *e = parse_expr(ps, &el);
 				if (!e)
@@ -928,8 +975,11 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 				n->inloc[k++] = listloc[j];
 			}
 		} else if (prm->tensor) {
-			n->in[k] = tens[pi];
-			n->inloc[k++] = tloc[pi];
+			if (given[pi]) { /* else an absent optional operand: NULL, as made */
+				n->in[k] = tens[pi];
+				n->inloc[k] = tloc[pi];
+			}
+			k++;
 		}
 	}
 	if (d->nattr)
@@ -964,7 +1014,7 @@ fail:
  *         | NAME | call | "(" expr ")" */
 static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_token t = ps->tok;
+	struct tir_token t = *ps->tok;
 	loc_tok(ps, &t, start);
 	char got[80];
 	switch (t.kind) {
@@ -1074,17 +1124,17 @@ static struct tir_node *binary(struct parser *ps, enum tir_op op, const struct t
 /* unary = "-" unary | primary */
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 {
-	if (ps->tok.kind != TIR_TOK_MINUS)
+	if (ps->tok->kind != TIR_TOK_MINUS)
 		return parse_primary(ps, start);
-	struct tir_token minus = ps->tok;
+	struct tir_token minus = *ps->tok;
 	loc_tok(ps, &minus, start);
 	advance(ps);
 	if (!enter(ps))
 		return NULL;
 	/* -NUMBER (and -inf, -nan) is a literal, not neg(NUMBER) */
-	if (ps->tok.kind == TIR_TOK_INT || ps->tok.kind == TIR_TOK_FLOAT ||
-	    tok_is(ps, &ps->tok, "inf") || tok_is(ps, &ps->tok, "nan")) {
-		struct tir_token t = ps->tok;
+	if (ps->tok->kind == TIR_TOK_INT || ps->tok->kind == TIR_TOK_FLOAT ||
+	    tok_is(ps, ps->tok, "inf") || tok_is(ps, ps->tok, "nan")) {
+		struct tir_token t = *ps->tok;
 		advance(ps);
 		ps->depth--;
 		if (t.kind == TIR_TOK_INT)
@@ -1112,13 +1162,13 @@ static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 	int chain = 0;
 	while (a) {
 		enum tir_op op;
-		switch (ps->tok.kind) {
+		switch (ps->tok->kind) {
 		case TIR_TOK_STAR: op = TIR_OP_MUL; break;
 		case TIR_TOK_SLASH: op = TIR_OP_DIV; break;
 		case TIR_TOK_AT: op = TIR_OP_MATMUL; break;
 		default: goto done;
 		}
-		struct tir_token optok = ps->tok;
+		struct tir_token optok = *ps->tok;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
@@ -1139,9 +1189,9 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 {
 	struct tir_node *a = parse_term(ps, start);
 	int chain = 0;
-	while (a && (ps->tok.kind == TIR_TOK_PLUS || ps->tok.kind == TIR_TOK_MINUS)) {
-		enum tir_op op = ps->tok.kind == TIR_TOK_PLUS ? TIR_OP_ADD : TIR_OP_SUB;
-		struct tir_token optok = ps->tok;
+	while (a && (ps->tok->kind == TIR_TOK_PLUS || ps->tok->kind == TIR_TOK_MINUS)) {
+		enum tir_op op = ps->tok->kind == TIR_TOK_PLUS ? TIR_OP_ADD : TIR_OP_SUB;
+		struct tir_token optok = *ps->tok;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
@@ -1161,7 +1211,7 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 /* type = DTYPE "[" [ INT { "," INT } [","] ] "]" */
 static bool parse_type(struct parser *ps, struct tir_type *ty)
 {
-	struct tir_token t = ps->tok;
+	struct tir_token t = *ps->tok;
 	int dt = t.kind == TIR_TOK_NAME ? tir_dtype_from_name(ps->lx.src->text + t.off, t.len) : -1;
 	if (dt < 0) {
 		expected(ps, "a type such as f32[2, 3]");
@@ -1170,14 +1220,14 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 	advance(ps);
 	memset(ty, 0, sizeof *ty);
 	ty->dtype = (uint8_t)dt;
-	struct tir_token open = ps->tok;
+	struct tir_token open = *ps->tok;
 	if (!accept(ps, TIR_TOK_LBRACKET)) {
 		expected(ps, "'[' and the shape (a scalar is f32[])");
 		return false;
 	}
 	int64_t numel = 1;
-	while (ps->tok.kind != TIR_TOK_RBRACKET) {
-		struct tir_token d = ps->tok;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		struct tir_token d = *ps->tok;
 		if (d.kind == TIR_TOK_MINUS) {
 			perr_tok(ps, &d, "a dimension must be >= 0");
 			return false;
@@ -1207,7 +1257,7 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 static bool is_reserved(const char *s, size_t n)
 {
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-		if (strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
+		if (n && reserved[i][0] == s[0] && strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
 			return true;
 	return tir_dtype_from_name(s, n) >= 0;
 }
@@ -1253,7 +1303,7 @@ static bool check_name(struct parser *ps, const struct tir_token *t)
 static void parse_input(struct parser *ps)
 {
 	advance(ps); /* input */
-	struct tir_token nt = ps->tok;
+	struct tir_token nt = *ps->tok;
 	if (nt.kind != TIR_TOK_NAME) {
 		expected(ps, "the input's name");
 		return;
@@ -1262,6 +1312,8 @@ static void parse_input(struct parser *ps)
 		return;
 	ps->pend.name = ps->lx.src->text + nt.off;
 	ps->pend.len = nt.len;
+	ps->pend.hash = hash_name(ps->pend.name, nt.len);
+	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_INPUT;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
@@ -1290,7 +1342,7 @@ static void commit_binding(struct parser *ps)
 	bool ok = !ps->stmt_failed && ps->pend.node;
 	if (!ok && (ps->flags & TIR_PARSE_REPL))
 		return; /* the old binding stays */
-	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len);
+	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len, ps->pend.hash);
 	if (!b) {
 		perr(ps, TIR_ENOMEM, &ps->pend.loc, "out of memory");
 		return;
@@ -1314,7 +1366,7 @@ static void commit_binding(struct parser *ps)
 /* print_stmt = "print" expr { "," expr }   (REPL: a bare expr) */
 static void parse_print(struct parser *ps, bool bare)
 {
-	struct tir_token kw = ps->tok;
+	struct tir_token kw = *ps->tok;
 	if (!bare)
 		advance(ps);
 	struct tir_loc loc;
@@ -1324,10 +1376,10 @@ static void parse_print(struct parser *ps, bool bare)
 	ps->in_print = true;
 	do {
 		if (nitems == 64) {
-			perr_tok(ps, &ps->tok, "print takes at most 64 values");
+			perr_tok(ps, ps->tok, "print takes at most 64 values");
 			return;
 		}
-		struct tir_token first = ps->tok;
+		struct tir_token first = *ps->tok;
 		uint64_t before = ps->ntok;
 		struct tir_print_item *it = &items[nitems];
 		it->node = parse_expr(ps, &it->loc);
@@ -1363,12 +1415,14 @@ static void parse_print(struct parser *ps, bool bare)
 /* bind_stmt = NAME [ ":" type ] "=" expr */
 static void parse_bind(struct parser *ps)
 {
-	struct tir_token nt = ps->tok;
+	struct tir_token nt = *ps->tok;
 	const char *s = ps->lx.src->text + nt.off;
 	if (!check_name(ps, &nt))
 		return;
 	ps->pend.name = s;
 	ps->pend.len = nt.len;
+	ps->pend.hash = hash_name(s, nt.len);
+	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
@@ -1376,7 +1430,7 @@ static void parse_bind(struct parser *ps)
 	bool has_ann = false;
 	struct tir_loc annloc = {0};
 	if (accept(ps, TIR_TOK_COLON)) {
-		loc_tok(ps, &ps->tok, &annloc);
+		loc_tok(ps, ps->tok, &annloc);
 		if (!parse_type(ps, &ann))
 			return;
 		has_ann = true;
@@ -1399,28 +1453,29 @@ static void parse_bind(struct parser *ps)
 
 static void skip_statement(struct parser *ps)
 {
-	while (ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF) {
+	while (ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF) {
 		ps->ntok++;
-		ps->tok = ps->has_ahead ? ps->ahead : next_raw(ps);
-		ps->has_ahead = false;
+		ps->tok = other_tok(ps); /* its errors are the failed statement's */
+		lex_ahead(ps);
 	}
 }
 
 /* program = { statement ( NEWLINE | EOF ) } */
 static void parse_statements(struct parser *ps)
 {
+	lex_ahead(ps);
 	advance(ps);
 	for (;;) {
-		while (ps->tok.kind == TIR_TOK_NEWLINE)
+		while (ps->tok->kind == TIR_TOK_NEWLINE)
 			advance(ps);
-		if (ps->tok.kind == TIR_TOK_EOF)
+		if (ps->tok->kind == TIR_TOK_EOF)
 			break;
 		ps->stmt = (uint32_t)ps->prog->nstmts;
 		ps->depth = 0;
 		ps->in_print = false;
 		size_t nodes_before = ps->prog->nnodes;
 		size_t stmts_before = ps->prog->nstmts;
-		const struct tir_token *t = &ps->tok;
+		const struct tir_token *t = ps->tok;
 		if (t->kind == TIR_TOK_ERROR) {
 			/* reported by advance */
 		} else if (t->kind == TIR_TOK_NAME &&
@@ -1441,13 +1496,13 @@ static void parse_statements(struct parser *ps)
 				perr_tok(ps, &at, "an expression alone does nothing in a file; write 'print ...' or 'NAME = ...'");
 			(void)before;
 		}
-		if (!ps->stmt_failed && ps->tok.kind != TIR_TOK_NEWLINE && ps->tok.kind != TIR_TOK_EOF) {
+		if (!ps->stmt_failed && ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF) {
 			char got[80];
-			tok_desc(ps, &ps->tok, got, sizeof got);
-			if (ps->tok.kind == TIR_TOK_ERROR)
-				lex_error(ps, &ps->tok);
+			tok_desc(ps, ps->tok, got, sizeof got);
+			if (ps->tok->kind == TIR_TOK_ERROR)
+				lex_error(ps, ps->tok);
 			else
-				perr_tok(ps, &ps->tok, "expected the end of the statement, got %s", got);
+				perr_tok(ps, ps->tok, "expected the end of the statement, got %s", got);
 		}
 		if (ps->stmt_failed) {
 			/* nothing of a failed statement stays in the graph */
@@ -1475,6 +1530,24 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 	return tir_program_parse_at(p, name, src, len, flags, 1);
 }
 
+/* Room for about as many statements as the text has lines that start with
+ * a name (a statement's first token), and for the names they bind: sized
+ * once, these arrays are not copied again and again as a big program grows
+ * (about 5% of parse_bench's time).  A guess, not a bound: they still grow
+ * past it as needed; and never more than STMT_GUESS ahead. */
+#define STMT_GUESS (1 << 20)
+
+static void reserve(struct tir_program *p, const char *text, size_t len)
+{
+	const char *end = text + len;
+	size_t guess = 1;
+	for (const char *q = text; guess < STMT_GUESS && (q = memchr(q, '\n', (size_t)(end - q))); q++)
+		guess += q + 1 < end && ((unsigned)((q[1] | 32) - 'a') < 26 || q[1] == '_');
+	/* best effort: if memory is short they grow as they go */
+	(void)tir_grow((void **)&p->stmts, &p->capstmts, p->nstmts + guess, sizeof *p->stmts);
+	(void)tir_grow((void **)&p->bind, &p->capbind, p->nbind + guess, sizeof *p->bind);
+}
+
 int tir_program_parse_at(struct tir_program *p, const char *name, const char *src, size_t len,
 			 unsigned flags, uint32_t first_line)
 {
@@ -1500,8 +1573,10 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	s->len = (uint32_t)len;
 	s->next = p->sources;
 	p->sources = s;
+	reserve(p, text, len);
 
 	struct parser ps = {.prog = p, .flags = flags, .line_base = first_line ? first_line - 1 : 0};
+	ps.tok = &ps.toks[0];
 	if (tir_lex_init(&ps.lx, s))
 		return -TIR_ENOMEM;
 	parse_statements(&ps);
@@ -1522,6 +1597,7 @@ void tir_program_free(struct tir_program *p)
 	free(p->nodes);
 	free(p->stmts);
 	free(p->bind);
+	free(p->bind_index);
 	tir_arena_free(&p->arena);
 	free(p);
 }

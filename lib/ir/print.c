@@ -328,13 +328,13 @@ char *tir_program_format(const struct tir_program *p)
 	/* The environment while printing must equal the program's at each
 	 * statement, so names resolve the same: bindings are replayed. */
 	struct tir_program *mp = (struct tir_program *)p;
-	struct tir_node **saved = malloc(sizeof *saved * (p->capbind ? p->capbind : 1));
+	struct tir_node **saved = malloc(sizeof *saved * (p->nbind ? p->nbind : 1));
 	if (!saved) {
 		free(st.tmp);
 		free(owned);
 		return NULL;
 	}
-	for (size_t i = 0; i < p->capbind; i++) {
+	for (size_t i = 0; i < p->nbind; i++) {
 		saved[i] = p->bind[i].node;
 		mp->bind[i].node = NULL;
 	}
@@ -392,7 +392,7 @@ char *tir_program_format(const struct tir_program *p)
 				b->node = s->node;
 		}
 	}
-	for (size_t i = 0; i < p->capbind; i++)
+	for (size_t i = 0; i < p->nbind; i++)
 		mp->bind[i].node = saved[i];
 	free(saved);
 	for (size_t i = 0; i < p->nnodes; i++)
