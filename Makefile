@@ -6,7 +6,7 @@ CC       ?= cc
 OPT      ?= -O2 -g
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wundef -Wwrite-strings \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
-PKGS     := libpcre2-8 jansson openblas libedit sleef
+PKGS     := jansson openblas libedit sleef
 # lib/net's libraries load only when a remote or the server is used (see
 # NET_SO below): linked into tir they would add ~3.5 ms to every start.
 NET_PKGS := libmicrohttpd libcurl libcrypto jansson
@@ -26,7 +26,7 @@ SAY =
 endif
 
 # Debian packages the tool and its tests need (the dependency step).
-DEB_PKGS := build-essential pkg-config libpcre2-dev libjansson-dev \
+DEB_PKGS := build-essential pkg-config libjansson-dev \
             libopenblas-dev libmicrohttpd-dev libcurl4-openssl-dev \
             libedit-dev libssl-dev libsleef-dev python3-numpy
 

@@ -18,7 +18,7 @@ out=build-fuzz
 sh tests/deps.sh clang libclang-rt-14-dev
 
 CC=${FUZZ_CC:-clang}
-pkgs="libpcre2-8 jansson openblas sleef"
+pkgs="jansson openblas sleef"
 mkdir -p "$out/artifacts" "$out/corpus"
 
 # Rebuild when any source is newer than the binary.
