@@ -130,6 +130,16 @@ now_ms() { "$py" -c 'import time; print(int(time.time() * 1000))'; }
 wait_metric() { "$py" tests/net/wait_for.py metric "$@"; }
 wait_log() { "$py" tests/net/wait_for.py log "$@"; }
 
+# running NAME ADDR CPID: 0 once ADDR's /metrics says a batch runs;
+# otherwise a failure for NAME, client CPID killed and waited for, and 1
+running() {
+	why=$(wait_metric "$2" tir_batches_running == 1 2>&1) && return 0
+	fail "$1" "the batch was not seen running: $why"
+	kill -9 "$3" 2>/dev/null
+	wait "$3"
+	return 1
+}
+
 # reap PID: wait for PID (a child started here) to end, for at most 60 s,
 # then kill it; its exit status in st
 reap() {
@@ -452,10 +462,8 @@ if start_server "$tmp/serve3.log"; then
 	"$tir" run --quiet "$tmp/chain.tir" --remote "$addr" >"$tmp/out" 2>"$tmp/err" &
 	cpid=$!
 	pids="$pids $cpid"
-	if ! why=$(wait_metric "$addr" tir_batches_running == 1 2>&1); then
-		fail "server killed" "the batch was not seen running: $why"
-		kill -9 "$kpid" "$cpid" 2>/dev/null
-		wait "$cpid"
+	if ! running "server killed" "$addr" "$cpid"; then
+		kill -9 "$kpid" 2>/dev/null
 	else
 		t0=$(now_ms)
 		kill -9 "$kpid"
@@ -601,12 +609,7 @@ if start_server "$tmp/serve6.log"; then
 		"$tir" run --quiet "$tmp/chain.tir" --remote "$addr" >"$tmp/out" 2>"$tmp/err" &
 		cpid=$!
 		pids="$pids $cpid"
-		if ! why=$(wait_metric "$addr" tir_batches_running == 1 2>&1); then
-			fail "SIG$sig" "the batch was not seen running: $why"
-			kill -9 "$cpid"
-			wait "$cpid"
-			continue
-		fi
+		running "SIG$sig" "$addr" "$cpid" || continue
 		t0=$(now_ms)
 		kill -$sig "$cpid"
 		reap "$cpid"
@@ -637,11 +640,7 @@ if start_server "$tmp/serve6.log"; then
 	"$tir" run --quiet "$tmp/chain.tir" --remote "$addr" >/dev/null 2>&1 &
 	cpid=$!
 	pids="$pids $cpid"
-	if ! why=$(wait_metric "$addr" tir_batches_running == 1 2>&1); then
-		fail "client killed" "the batch was not seen running: $why"
-		kill -9 "$cpid"
-		wait "$cpid"
-	else
+	if running "client killed" "$addr" "$cpid"; then
 		kill -9 "$cpid"
 		wait "$cpid" 2>/dev/null
 		t0=$(now_ms)
