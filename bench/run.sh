@@ -239,6 +239,51 @@ table tir tir 10000
 echo "  ops: mul, add, tanh, mul, sub repeated (bench/peers.py tiny_lines); us/op = median / 10000"
 target "tir under 1 us/op" "$(ratio "$(kv "$tmp/tir.tiny.fused" ms_median)" 10)" "<" 1
 
+# ---- e2e: whole programs ----
+# bench/e2e/*.tir make their own data (arange, rand, randn, ones, full),
+# compute and reduce; bench/e2e.py runs the same programs in NumPy and
+# torch.  Every side is timed inside its process (start-up, imports and
+# tir's parse excluded), each run making its data afresh.  Only chain's
+# data is the same on every side (no random numbers), so only its sums
+# are compared.
+e2e_section() {
+	section "e2e $1: $2, $THREADS threads (median of >= $RUNS runs, >= 1 s)"
+	: >"$tmp/rows"
+	if "$BUILD/bench/tir_time" --threads "$THREADS" --runs "$RUNS" "bench/e2e/$1.tir" >"$tmp/e2e.$1"; then
+		f=$tmp/e2e.$1
+		s=
+		[ "$1" = chain ] && s=$(kv "$f" sum)
+		row tir "$(kv "$f" ms_median)" "$s" "($(kv "$f" nops) ops -> $(kv "$f" nkernels) kernels)"
+	else
+		row tir "" "" "tir_time FAILED"
+		status=1
+	fi
+	(cd bench && $PY e2e.py --threads "$THREADS" --runs "$RUNS" "$1") >"$tmp/e2epy.$1" || status=1
+	for impl in numpy torch; do
+		f=$tmp/e2epy.$1
+		if [ "$1" != chain ] && [ -n "$(kv "$f" "${impl}_sum")" ]; then
+			# other random numbers: no sum to compare
+			sed -i "/^${impl}_sum /d" "$f"
+		fi
+	done
+	peer_rows "$tmp/e2epy.$1" numpy numpy
+	peer_rows "$tmp/e2epy.$1" torch "torch eager"
+	table tir tir
+}
+e2e_target() {
+	target "$2" "$(ratio "$(kv "$tmp/e2epy.$1" numpy_ms)" "$(kv "$tmp/e2e.$1" ms_median)")" ">=" "$3"
+}
+e2e_section chain "arange, the 10-op chain, sum over f32[16777216]"
+e2e_target chain "tir >= 8x faster than numpy" 8
+e2e_section noise "randn, 4 elementwise ops, sum over f32[16777216]"
+e2e_target noise "tir >= 8x faster than numpy" 8
+e2e_section reduce "rand, max by row + mean by column + var over f32[4096, 4096]"
+e2e_section norm "randn, standardize by hand, softmax, weighted sum over f32[4096, 1024]"
+e2e_target norm "tir >= 5x faster than numpy" 5
+e2e_section layernorm "randn, layernorm (weights by arange and ones), row sums over f32[4096, 1024]"
+e2e_target layernorm "tir >= 5x faster than numpy" 5
+e2e_section mlp "randn input and weights, 1024-1024-1024-10 MLP at batch 256, softmax"
+
 echo
 echo "== load average after the fusion sections: $(loadavg)"
 
