@@ -517,10 +517,13 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 		case TIR_OP_LOAD:
 			rc = eval_load(n, out, err);
 			break;
-		default:
+		default: {
+			struct tir_gen gen;
 			if ((rc = alloc_out(n, out, err)))
 				break;
-			if (n->op == TIR_OP_ZEROS || n->op == TIR_OP_ONES)
+			if (tir_gen_init(&gen, n))
+				rc = tir_k_gen(out, &gen); /* float: gen.c's vector paths */
+			else if (n->op == TIR_OP_ZEROS || n->op == TIR_OP_ONES)
 				rc = tir_k_fill(out, n->op == TIR_OP_ONES, n->op == TIR_OP_ONES, true);
 			else if (n->op == TIR_OP_FULL)
 				rc = tir_k_fill(out, at[1].is_int ? (double)at[1].i : at[1].f, at[1].i, at[1].is_int);
@@ -535,6 +538,8 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 			} else {
 				TIR_ASSERT(!"creation op");
 			}
+			break;
+		}
 		}
 		break;
 	case TIR_KIND_ELEMWISE:
