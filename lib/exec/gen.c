@@ -63,12 +63,14 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #define GV_TGT
 #define GV_VB 8
 #define GV_MUL(a, b) (((a) & 0xffffffffu) * (b))
+#define GV_HI(x) ((x) >> 32)
 #define GV_SQRT(x) ((VD){__builtin_sqrt((x)[0])})
 #include "genv.h"
 #undef GV_SFX
 #undef GV_TGT
 #undef GV_VB
 #undef GV_MUL
+#undef GV_HI
 #undef GV_SQRT
 
 /* two lanes: SSE2 (any x86-64), else portable */
@@ -77,9 +79,11 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #define GV_VB 16
 #if defined(__x86_64__)
 #define GV_MUL(a, b) ((__typeof__(a))_mm_mul_epu32((__m128i)(a), (__m128i)(b)))
+#define GV_HI(x) ((__typeof__(x))_mm_shuffle_epi32((__m128i)(x), 0xb1))
 #define GV_SQRT(x) ((__typeof__(x))_mm_sqrt_pd((__m128d)(x)))
 #else
 #define GV_MUL(a, b) (((a) & 0xffffffffu) * (b))
+#define GV_HI(x) ((x) >> 32)
 #define GV_SQRT(x) ((__typeof__(x)){__builtin_sqrt((x)[0]), __builtin_sqrt((x)[1])})
 #endif
 #include "genv.h"
@@ -87,6 +91,7 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #undef GV_TGT
 #undef GV_VB
 #undef GV_MUL
+#undef GV_HI
 #undef GV_SQRT
 
 #if TIR_ISA_X86
@@ -94,24 +99,28 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #define GV_TGT TIR_ISA_A2
 #define GV_VB 32
 #define GV_MUL(a, b) ((__typeof__(a))_mm256_mul_epu32((__m256i)(a), (__m256i)(b)))
+#define GV_HI(x) ((__typeof__(x))_mm256_shuffle_epi32((__m256i)(x), 0xb1))
 #define GV_SQRT(x) ((__typeof__(x))_mm256_sqrt_pd((__m256d)(x)))
 #include "genv.h"
 #undef GV_SFX
 #undef GV_TGT
 #undef GV_VB
 #undef GV_MUL
+#undef GV_HI
 #undef GV_SQRT
 
 #define GV_SFX a5
 #define GV_TGT TIR_ISA_A5
 #define GV_VB 64
 #define GV_MUL(a, b) ((__typeof__(a))_mm512_mul_epu32((__m512i)(a), (__m512i)(b)))
+#define GV_HI(x) ((__typeof__(x))_mm512_shuffle_epi32((__m512i)(x), _MM_PERM_CDAB))
 #define GV_SQRT(x) ((__typeof__(x))_mm512_sqrt_pd((__m512d)(x)))
 #include "genv.h"
 #undef GV_SFX
 #undef GV_TGT
 #undef GV_VB
 #undef GV_MUL
+#undef GV_HI
 #undef GV_SQRT
 #endif
 

@@ -35,25 +35,37 @@ GV_INLINE GV_TGT VD GV_(u53d)(VU u)
 	return GV_(u2d)(u >> 26) * 0x1p26 + GV_(u2d)(u & SPLATU(0x3ffffff));
 }
 
-/* Philox4x32-10 of counters {lo32(i), hi32(i), 0, 0} under key: the four
- * words, each in the low half of its lane (the high halves are garbage). */
-GV_INLINE GV_TGT void GV_(philox)(VU i, const uint32_t *k0, const uint32_t *k1, VU w[4])
+/* Philox4x32-10 of counters {lo32(i), hi32(i), 0, 0} under the round keys,
+ * for GV_U vectors at once (their rounds interleaved: one alone waits on
+ * its multiplies): the four words of each, in the low halves of the lanes. */
+#define GV_U 4
+GV_INLINE GV_TGT void GV_(philox)(const VU *i, const uint32_t *k0, const uint32_t *k1, VU w[][4])
 {
 	const VU m0 = SPLATU(PHILOX_M0), m1 = SPLATU(PHILOX_M1);
+	VU c0[GV_U], c1[GV_U], c2[GV_U], c3[GV_U];
 	/* round 1: c2 = c3 = 0 */
-	VU p0 = GV_MUL(i, m0);
-	VU c0 = (i >> 32) ^ SPLATU(k0[0]), c1 = SPLATU(0), c2 = (p0 >> 32) ^ SPLATU(k1[0]), c3 = p0;
-	for (int r = 1; r < 10; r++) {
-		VU q0 = GV_MUL(c0, m0), q1 = GV_MUL(c2, m1);
-		c0 = (q1 >> 32) ^ c1 ^ SPLATU(k0[r]);
-		c1 = q1;
-		c2 = (q0 >> 32) ^ c3 ^ SPLATU(k1[r]);
-		c3 = q0;
+	_Pragma("GCC unroll 4") for (int u = 0; u < GV_U; u++) {
+		VU p0 = GV_MUL(i[u], m0);
+		c0[u] = GV_HI(i[u]) ^ SPLATU(k0[0]);
+		c1[u] = SPLATU(0);
+		c2[u] = GV_HI(p0) ^ SPLATU(k1[0]);
+		c3[u] = p0;
 	}
-	w[0] = c0 & SPLATU(0xffffffffu);
-	w[1] = c1 & SPLATU(0xffffffffu);
-	w[2] = c2 & SPLATU(0xffffffffu);
-	w[3] = c3 & SPLATU(0xffffffffu);
+	_Pragma("GCC unroll 9") for (int r = 1; r < 10; r++) {
+		_Pragma("GCC unroll 4") for (int u = 0; u < GV_U; u++) {
+			VU q0 = GV_MUL(c0[u], m0), q1 = GV_MUL(c2[u], m1);
+			c0[u] = GV_HI(q1) ^ c1[u] ^ SPLATU(k0[r]);
+			c1[u] = q1;
+			c2[u] = GV_HI(q0) ^ c3[u] ^ SPLATU(k1[r]);
+			c3[u] = q0;
+		}
+	}
+	_Pragma("GCC unroll 4") for (int u = 0; u < GV_U; u++) {
+		w[u][0] = c0[u] & SPLATU(0xffffffffu);
+		w[u][1] = c1[u] & SPLATU(0xffffffffu);
+		w[u][2] = c2[u] & SPLATU(0xffffffffu);
+		w[u][3] = c3[u] & SPLATU(0xffffffffu);
+	}
 }
 
 /* ln u for u in (0, 1]: u = 2^e m, m in [sqrt(1/2), sqrt(2)), then
@@ -119,12 +131,29 @@ GV_INLINE GV_TGT VD GV_(cos2pi)(VD u)
 	return (VD)((VU)v ^ ((VU)neg & SPLATU(0x8000000000000000u)));
 }
 
+/* Lanes of v to elements [e, min(e + lanes, n)) of dst. */
+GV_INLINE GV_TGT void GV_(store)(void *dst, bool single, int64_t e, int64_t n, VD v)
+{
+	int64_t k = n - e < GV_L ? n - e : GV_L;
+	char *d = (char *)dst + (size_t)e * (single ? 4 : 8);
+	if (single) {
+		VF f = __builtin_convertvector(v, VF);
+		if (k == GV_L)
+			memcpy(d, &f, sizeof f);
+		else
+			memcpy(d, &f, (size_t)k * 4);
+	} else if (k == GV_L) {
+		memcpy(d, &v, sizeof v);
+	} else {
+		memcpy(d, &v, (size_t)k * 8);
+	}
+}
+
 /* The generator's values of flat elements i0 + e * st, e < n, to dst (of
  * g->dt).  Lanes past n are computed and not stored. */
 static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n)
 {
 	bool single = g->dt == TIR_DTYPE_F32;
-	size_t es = single ? 4 : 8;
 	if (g->op == TIR_OP_EYE) {
 		gen_eye(dst, single, i0, st, n, g->n);
 		return;
@@ -134,6 +163,33 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 		lane[l] = (uint64_t)l * (uint64_t)st;
 	const VU step = SPLATU((uint64_t)GV_L * (uint64_t)st);
 	VU idx = SPLATU((uint64_t)i0) + lane;
+	if (g->op == TIR_OP_RAND || g->op == TIR_OP_RANDN) {
+		for (int64_t e = 0; e < n; e += GV_U * GV_L) {
+			VU ix[GV_U], w[GV_U][4];
+			for (int u = 0; u < GV_U; u++, idx += step)
+				ix[u] = idx;
+			GV_(philox)(ix, g->k0, g->k1, w);
+			for (int u = 0; u < GV_U && e + u * GV_L < n; u++) {
+				VD v;
+				if (g->op == TIR_OP_RAND) {
+					v = single ? GV_(u2d)(w[u][0] >> 8) * 0x1p-24
+						   : GV_(u53d)(((w[u][0] << 32) | w[u][1]) >> 11) * 0x1p-53;
+				} else {
+					VD u1, u2;
+					if (single) {
+						u1 = GV_(u2d)((w[u][0] >> 8) + SPLATU(1)) * 0x1p-24;
+						u2 = GV_(u2d)(w[u][2] >> 8) * 0x1p-24;
+					} else {
+						u1 = GV_(u53d)((((w[u][0] << 32) | w[u][1]) >> 11) + SPLATU(1)) * 0x1p-53;
+						u2 = GV_(u53d)(((w[u][2] << 32) | w[u][3]) >> 11) * 0x1p-53;
+					}
+					v = GV_SQRT(-2.0 * GV_(ln)(u1)) * GV_(cos2pi)(u2);
+				}
+				GV_(store)(dst, single, e + u * GV_L, n, v);
+			}
+		}
+		return;
+	}
 	for (int64_t e = 0; e < n; e += GV_L, idx += step) {
 		VD v;
 		switch (g->op) {
@@ -148,38 +204,11 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 				v = (VD)(((VU)last & (VU)SPLATD(g->e)) | (~(VU)last & (VU)v));
 			break;
 		}
-		case TIR_OP_RAND: {
-			VU w[4];
-			GV_(philox)(idx, g->k0, g->k1, w);
-			v = single ? GV_(u2d)(w[0] >> 8) * 0x1p-24 : GV_(u53d)(((w[0] << 32) | w[1]) >> 11) * 0x1p-53;
-			break;
-		}
-		case TIR_OP_RANDN: {
-			VU w[4];
-			VD u1, u2;
-			GV_(philox)(idx, g->k0, g->k1, w);
-			if (single) {
-				u1 = GV_(u2d)((w[0] >> 8) + SPLATU(1)) * 0x1p-24;
-				u2 = GV_(u2d)(w[2] >> 8) * 0x1p-24;
-			} else {
-				u1 = GV_(u53d)((((w[0] << 32) | w[1]) >> 11) + SPLATU(1)) * 0x1p-53;
-				u2 = GV_(u53d)(((w[2] << 32) | w[3]) >> 11) * 0x1p-53;
-			}
-			v = GV_SQRT(-2.0 * GV_(ln)(u1)) * GV_(cos2pi)(u2);
-			break;
-		}
 		default: /* fills */
 			v = SPLATD(g->a);
 			break;
 		}
-		int64_t k = n - e < GV_L ? n - e : GV_L;
-		char *d = (char *)dst + (size_t)e * es;
-		if (single) {
-			VF f = __builtin_convertvector(v, VF);
-			memcpy(d, &f, (size_t)k * 4);
-		} else {
-			memcpy(d, &v, (size_t)k * 8);
-		}
+		GV_(store)(dst, single, e, n, v);
 	}
 }
 
@@ -190,3 +219,4 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 #undef SPLATU
 #undef SPLATD
 #undef GV_L
+#undef GV_U
