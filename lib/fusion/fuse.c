@@ -787,11 +787,14 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 		for (int k = 0; gr->head && k < gr->head->nin; k++)
 			ok[gr->head->in[k]->id] = false;
 	}
-	/* every reader a member of some group */
+	/* every reader a member of some group, and run nowhere else (a value
+	 * recomputed by some of its readers' kernels may have a kernel of
+	 * its own too) */
 	for (size_t i = 0; i < nn; i++) {
 		const struct tir_node *r = p->nodes[i];
 		if (!need[i])
 			continue;
+		bool alone = !plan->interior[i] && plan->group_of[i] < 0;
 		for (int k = 0; k < r->nin; k++) {
 			const struct tir_node *o = r->in[k];
 			if (!o || !ok[o->id])
@@ -800,7 +803,7 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 			for (int g = 0; g < plan->ngroups && !member; g++)
 				for (int j = 0; j < plan->groups[g].n && !member; j++)
 					member = plan->groups[g].nodes[j] == r;
-			if (!member)
+			if (!member || alone)
 				ok[o->id] = false;
 		}
 	}
