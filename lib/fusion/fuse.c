@@ -765,11 +765,11 @@ static int gen_candidates(const struct tir_program *p, const bool *need, const b
  * those kernels when that moves fewer bytes (plan->interior; dup when
  * more than one does), with both figures in keep and copy. */
 static void gen_decide(const struct tir_program *p, const bool *need, const bool *target, struct tir_plan *plan,
-		       int32_t *ngroups, bool *ok)
+		       int32_t *ngroups, int32_t *readers, bool *ok)
 {
 	size_t nn = p->nnodes;
 	for (size_t i = 0; i < nn; i++) {
-		ngroups[i] = 0;
+		ngroups[i] = readers[i] = 0;
 		ok[i] = need[i] && !target[i] && gen_float(p->nodes[i]);
 	}
 	for (int g = 0; g < plan->ngroups; g++) {
@@ -807,10 +807,30 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 				ok[o->id] = false;
 		}
 	}
+	/* kept because the score said so (its readers each a kernel): both
+	 * figures, for --explain */
 	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *r = p->nodes[i];
+		for (int k = 0; need[i] && k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			bool again = false;
+			for (int q = 0; q < k; q++)
+				again |= r->in[q] == o;
+			if (o && !again && gen_float(o) && need[o->id] && !target[o->id])
+				readers[o->id] += gen_taken_by(r, o) ? 1 : INT32_MIN / 2;
+		}
+	}
+	for (size_t i = 0; i < nn; i++) {
+		int64_t keep, copy;
+		if (readers[i] >= 2 && !ok[i]) {
+			gen_score(p->nodes[i], readers[i], &keep, &copy);
+			if (copy >= keep) {
+				plan->keep[i] = keep;
+				plan->copy[i] = copy;
+			}
+		}
 		if (!ok[i] || !ngroups[i])
 			continue;
-		int64_t keep, copy;
 		gen_score(p->nodes[i], ngroups[i], &keep, &copy);
 		plan->interior[i] = ngroups[i] == 1 || copy < keep;
 		plan->dup[i] = plan->interior[i] && ngroups[i] > 1;
@@ -866,10 +886,14 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 			plan->extra_uses[o->in[k]->id] += copies[i] - (inner ? 1 : 0);
 	}
 	bool *gok = calloc(nn + 1, sizeof *gok);
-	if (!gok)
-		goto out;
-	gen_decide(p, need, target, plan, copies, gok);
+	int32_t *grd = calloc(nn + 1, sizeof *grd);
+	bool have = gok && grd;
+	if (have)
+		gen_decide(p, need, target, plan, copies, grd, gok);
 	free(gok);
+	free(grd);
+	if (!have)
+		goto out;
 	rc = 0;
 out:
 	free(copies);
