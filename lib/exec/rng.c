@@ -17,12 +17,15 @@
  *     z = sqrt(-2 ln u1) * cos(2 pi u2)                     (u1 in (0, 1])
  *   with ln and cos tir's own (gen.c, genv.h), the same bits on every
  *   vector path: ln u1 from u1 = 2^e m, m in [sqrt(1/2), sqrt(2)), as
- *   e ln 2 + 2 atanh((m - 1)/(m + 1)) by its series, within 1 ULP of the
- *   true value; cos(2 pi u2) from the exact split u2 = n/4 + r, |r| <= 1/8,
- *   and Taylor polynomials of cos and sin of 2 pi r, within 2.5e-16
- *   absolute (test_gen measures both against long double).  Until 2026
- *   they were libm's log and cos(2 pi * u2 rounded): of 2^24 f32 values of
- *   seed 1, N_DIFF differ (by one f32 ULP).
+ *   e ln 2 + 2 atanh((m - 1)/(m + 1)) by its series, within 2 ULP of the
+ *   true value (1.02 measured for f32's u1, 1.59 for f64's); cos(2 pi u2)
+ *   from the exact split u2 = n/4 + r, |r| <= 1/8, and Taylor polynomials
+ *   of cos and sin of 2 pi r, within 2.5e-16 absolute (1.6e-16 measured;
+ *   test_gen measures both against long double).  Until Nov 2026 they were
+ *   libm's log and cos(2 pi * u2 rounded): of the 2^24 f32 values of seed
+ *   1, 3 differ, all where u2 is 1/4 or 3/4 (now 0 exactly, then about
+ *   -2.7e-16); f64 values move in the last bits (4e-11 relative at most
+ *   over 2^20, near cos's zeros).
  *   Other dtypes take the f64 value converted as cast does (truncation).
  *   gen.c computes f32 and f64 outputs by the same definition, vectorized.
  */
