@@ -171,6 +171,9 @@ struct vm {
 	struct vnode nd[TIR_FUSE_MAX_OPS];
 	int nsrc;
 	struct src src[MAX_SRC];
+	/* the generators (vg below), filled whole when used: not cleared */
+	struct tir_gen gens[TIR_FUSE_MAX_INPUTS];
+	struct tir_buf vbuf[TIR_FUSE_MAX_INPUTS]; /* their buffers: no data, never freed */
 	int nvals;
 	struct tir_tensor *vals; /* the inputs in the group's dtype, then values made before */
 	int nbig, nsmall;        /* registers: a block's elements, a block's rows */
@@ -187,8 +190,6 @@ struct vm {
 	 * index, 1 + the generator a value views (0: a value in memory) */
 	int ngen;
 	uint8_t vg[TIR_FUSE_MAX_INPUTS + TIR_FUSE_MAX_OPS + 1];
-	struct tir_gen gens[TIR_FUSE_MAX_INPUTS];
-	struct tir_buf vbuf[TIR_FUSE_MAX_INPUTS]; /* their buffers: no data, never freed */
 };
 
 /* ---- views ---- */
@@ -1054,13 +1055,14 @@ static size_t nvals_of(const struct tir_group *g)
 }
 
 /* A vm for group g, zeroed but for nd[] past its members and src[] (which
- * add_source fills whole), with vals zeroed; NULL when out of memory. */
+ * add_source fills whole) and gens[], vbuf[] (filled when used), with vals
+ * zeroed; NULL when out of memory. */
 static struct vm *vm_new(const struct tir_group *g)
 {
 	struct vm_spare *sp = thread_spare();
 	struct vm *vm = sp ? sp->vm : NULL;
 	size_t nv = nvals_of(g), endnd = offsetof(struct vm, nd) + sizeof vm->nd,
-	       endsrc = offsetof(struct vm, src) + sizeof vm->src;
+	       endsrc = offsetof(struct vm, vbuf) + sizeof vm->vbuf;
 	if (vm) {
 		sp->vm = NULL;
 		memset(vm, 0, offsetof(struct vm, nd));
