@@ -817,7 +817,8 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 			for (int q = 0; q < k; q++)
 				again |= r->in[q] == o;
 			if (o && !again && gen_float(o) && need[o->id] && !target[o->id])
-				readers[o->id] += gen_taken_by(r, o) ? 1 : INT32_MIN / 2;
+				readers[o->id] = !gen_taken_by(r, o) ? INT32_MIN
+						 : readers[o->id] + (readers[o->id] >= 0);
 		}
 	}
 	for (size_t i = 0; i < nn; i++) {
