@@ -293,4 +293,59 @@ echo "== load average after the fusion sections: $(loadavg)"
 section "remote: tir serve on loopback (round trip median of $REMOTE_RUNS; upload 256 MiB; mlp remote/local)"
 RUNS=$REMOTE_RUNS BUILD=$BUILD sh bench/remote.sh || status=1
 
+
+
+# ---- create ----
+# The creation ops at 16M f32 (eye: 4096 x 4096): tir (bench/tir_time,
+# `y = OP`, the output's memory reused run to run as the executor's pool
+# does), NumPy and torch (bench/create.py), all timed inside their
+# process, medians; and the machine's write bandwidth (bench/write_bw: 64
+# MiB in touched memory, memset and streaming stores, the faster) so that
+# "tir / write" is the time over the time to write 64 MiB.  NumPy's zeros
+# is calloc (pages mapped lazily, nothing written) and runs on one thread;
+# the last row is relu(randn * 0.1), one kernel in tir.
+section "create: creation ops over f32[16777216], $THREADS threads (median of >= $RUNS runs, >= 1 s)"
+if "$BUILD/bench/write_bw" "$THREADS" >"$tmp/bw"; then
+	bw_ms=$(kv "$tmp/bw" best_ms)
+	echo "  write bandwidth: 64 MiB in $bw_ms ms ($(kv "$tmp/bw" gb_per_s) GB/s; memset $(kv "$tmp/bw" memset_ms) ms, streaming stores $(kv "$tmp/bw" stream_ms) ms)"
+else
+	echo "  write_bw FAILED"
+	bw_ms=
+	status=1
+fi
+$PY bench/create.py --threads "$THREADS" --runs "$RUNS" >"$tmp/py.create" || status=1
+for impl in numpy torch; do
+	[ -n "$(kv "$tmp/py.create" "${impl}_missing")" ] && echo "  $impl: missing ($(kv "$tmp/py.create" "${impl}_missing"))"
+done
+printf '  %-10s %10s %10s %10s %12s %s\n' op "tir ms" "numpy ms" "torch ms" "tir / write" "target"
+for op in zeros ones full arange linspace eye rand randn fused; do
+	case $op in
+	eye) prog='y = eye(4096)' ;;
+	arange) prog='y = arange(16777216, dtype=f32)' ;;
+	linspace) prog='y = linspace(0, 1, 16777216)' ;;
+	full) prog='y = full([16777216], 2.5)' ;;
+	rand | randn) prog="y = $op([16777216], seed=1)" ;;
+	fused) prog='y = relu(randn([16777216], seed=1) * 0.1)' ;;
+	*) prog="y = $op([16777216])" ;;
+	esac
+	echo "$prog" >"$tmp/create.$op.tir"
+	t=
+	if "$BUILD/bench/tir_time" --threads "$THREADS" --runs "$RUNS" "$tmp/create.$op.tir" >"$tmp/tir.create.$op"; then
+		t=$(kv "$tmp/tir.create.$op" ms_median)
+	else
+		status=1
+	fi
+	case $op in rand) lim=2 ;; randn | fused) lim=4 ;; *) lim=1.43 ;; esac
+	awk -v op="$op" -v t="$t" -v np="$(kv "$tmp/py.create" "${op}_numpy_ms")" \
+		-v th="$(kv "$tmp/py.create" "${op}_torch_ms")" -v bw="$bw_ms" -v lim="$lim" 'BEGIN {
+		f = "%10s"
+		r = (t != "" && bw > 0) ? t / bw : ""
+		printf "  %-10s %10s %10s %10s %12s ", op, t == "" ? "-" : sprintf("%.3f", t),
+			np == "" ? "-" : sprintf("%.3f", np), th == "" ? "-" : sprintf("%.3f", th),
+			r == "" ? "-" : sprintf("%.2fx", r)
+		if (r == "") print "no figure"
+		else printf "<= %.2fx: %s\n", lim, r <= lim + 0 ? "met" : "not met"
+	}'
+done
+echo "  targets: fills, arange, linspace, eye at >= 70% of write bandwidth (<= 1.43x), rand <= 2x, randn <= 4x"
 exit $status

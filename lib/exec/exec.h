@@ -150,6 +150,34 @@ int tir_k_eye(struct tir_tensor *out);
 /* Counter-based (Philox4x32-10): element i depends only on seed and i. */
 int tir_k_rand(struct tir_tensor *out, uint64_t seed, bool normal);
 
+/* gen.c: a float creation op (zeros ones full arange linspace eye rand
+ * randn of f32 or f64) as a generator, its element at flat index i a
+ * function of i alone. */
+struct tir_gen {
+	enum tir_op op;
+	enum tir_dtype dt;
+	double a, b;             /* fills: the value; arange, linspace: start, step */
+	double c, d, e;          /* linspace: stop - start, num - 1, stop */
+	int64_t n;               /* eye: its n; linspace: num */
+	bool endpoint;           /* linspace: the last element is stop */
+	uint32_t k0[10], k1[10]; /* rand, randn: the Philox round keys */
+};
+/* Whether op is a creation op gen.c computes (for float dtypes). */
+bool tir_gen_is_op(enum tir_op op);
+/* g for node n; false when n is not such an op of f32 or f64. */
+bool tir_gen_init(struct tir_gen *g, const struct tir_node *n);
+/* dst[e] = element i0 + e * st of g, e < n (g's dtype), on the vector path
+ * in use; the same bits on every path. */
+void tir_gen_run(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n);
+/* Fill the contiguous out (of g's dtype), on the pool. */
+int tir_k_gen(struct tir_tensor *out, const struct tir_gen *g);
+/* What computing one element costs, counted as bytes moved (fuse.c). */
+int64_t tir_gen_cost(enum tir_op op);
+/* randn's own ln u (u in (0, 1]) and cos(2 pi u) (u in [0, 1) a multiple
+ * of 2^-53), as every path computes them. */
+double tir_gen_ln(double u);
+double tir_gen_cos2pi(double u);
+
 /* movement (copies; views are above) */
 int tir_k_concat(const struct tir_tensor *const *xs, int n, int axis, struct tir_tensor *out,
 		 struct tir_err *err);

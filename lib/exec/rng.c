@@ -15,7 +15,19 @@
  *     f64:  u1 = (((((u64)r0 << 32 | r1) >> 11) + 1) * 2^-53,
  *           u2 = (((u64)r2 << 32 | r3) >> 11) * 2^-53
  *     z = sqrt(-2 ln u1) * cos(2 pi u2)                     (u1 in (0, 1])
+ *   with ln and cos tir's own (gen.c, genv.h), the same bits on every
+ *   vector path: ln u1 from u1 = 2^e m, m in [sqrt(1/2), sqrt(2)), as
+ *   e ln 2 + 2 atanh((m - 1)/(m + 1)) by its series, within 2 ULP of the
+ *   true value (1.02 measured for f32's u1, 1.59 for f64's); cos(2 pi u2)
+ *   from the exact split u2 = n/4 + r, |r| <= 1/8, and Taylor polynomials
+ *   of cos and sin of 2 pi r, within 2.5e-16 absolute (1.6e-16 measured;
+ *   test_gen measures both against long double).  Until Nov 2026 they were
+ *   libm's log and cos(2 pi * u2 rounded): of the 2^24 f32 values of seed
+ *   1, 3 differ, all where u2 is 1/4 or 3/4 (now 0 exactly, then about
+ *   -2.7e-16); f64 values move in the last bits (4e-11 relative at most
+ *   over 2^20, near cos's zeros).
  *   Other dtypes take the f64 value converted as cast does (truncation).
+ *   gen.c computes f32 and f64 outputs by the same definition, vectorized.
  */
 #include "exec.h"
 #include "iter.h"
@@ -71,7 +83,7 @@ static inline double rng_value(uint64_t i, const uint32_t key[2], bool normal, b
 		u1 = (double)(((((uint64_t)r[0] << 32) | r[1]) >> 11) + 1) * 0x1p-53;
 		u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
 	}
-	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+	return sqrt(-2.0 * tir_gen_ln(u1)) * tir_gen_cos2pi(u2);
 }
 
 void tir_rand_range(void *p, enum tir_dtype dt, int64_t start, int64_t n, uint64_t seed,

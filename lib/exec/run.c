@@ -517,10 +517,13 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 		case TIR_OP_LOAD:
 			rc = eval_load(n, out, err);
 			break;
-		default:
+		default: {
+			struct tir_gen gen;
 			if ((rc = alloc_out(n, out, err)))
 				break;
-			if (n->op == TIR_OP_ZEROS || n->op == TIR_OP_ONES)
+			if (tir_gen_init(&gen, n))
+				rc = tir_k_gen(out, &gen); /* float: gen.c's vector paths */
+			else if (n->op == TIR_OP_ZEROS || n->op == TIR_OP_ONES)
 				rc = tir_k_fill(out, n->op == TIR_OP_ONES, n->op == TIR_OP_ONES, true);
 			else if (n->op == TIR_OP_FULL)
 				rc = tir_k_fill(out, at[1].is_int ? (double)at[1].i : at[1].f, at[1].i, at[1].is_int);
@@ -535,6 +538,8 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 			} else {
 				TIR_ASSERT(!"creation op");
 			}
+			break;
+		}
 		}
 		break;
 	case TIR_KIND_ELEMWISE:
@@ -1111,9 +1116,10 @@ static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const 
 	double numel = (double)tir_type_numel(&n->type);
 	k->bytes = numel * (double)tir_dtype_size((enum tir_dtype)n->type.dtype);
 	int nin = g ? g->nin : n->nin;
+	const bool *inner = x->plan.interior;
 	for (int j = 0; j < nin; j++) {
 		const struct tir_node *in = g ? g->inputs[j] : n->in[j];
-		if (in)
+		if (in && !(g && inner && inner[in->id])) /* (a generator it computes) */
 			k->bytes += (double)tir_type_numel(&in->type) * (double)tir_dtype_size((enum tir_dtype)in->type.dtype);
 	}
 	size_t len = 0;
@@ -1125,6 +1131,10 @@ static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const 
 			k->flops += (double)tir_type_numel(tir_op(m->op)->kind == TIR_KIND_REDUCE ? &m->in[0]->type : &m->type);
 		}
 		len += (size_t)snprintf(k->what, sizeof k->what, "fused[");
+		for (int j = 0; j < g->nin && len < sizeof k->what; j++)
+			if (inner && inner[g->inputs[j]->id] && tir_gen_is_op(g->inputs[j]->op))
+				len += (size_t)snprintf(k->what + len, sizeof k->what - len, "%s ",
+							tir_op(g->inputs[j]->op)->name);
 		for (int j = 0; j < g->n && len < sizeof k->what; j++)
 			len += (size_t)snprintf(k->what + len, sizeof k->what - len, "%s%s", j ? " " : "",
 						tir_op(g->nodes[j]->op)->name);
@@ -1317,7 +1327,10 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			if (x->profile && !rc)
 				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk,
 					       tir_pool_offered() - t0k);
-			x->stats.nops += plan.groups[plan.group_of[i]].n + (plan.groups[plan.group_of[i]].head != NULL);
+			const struct tir_group *gr = &plan.groups[plan.group_of[i]];
+			x->stats.nops += gr->n + (gr->head != NULL);
+			for (int k = 0; k < gr->nin; k++) /* generators it computed */
+				x->stats.nops += plan.interior[gr->inputs[k]->id] && tir_gen_is_op(gr->inputs[k]->op);
 			x->stats.nkernels++;
 			if (!rc && x->keep && keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);

@@ -167,6 +167,11 @@ void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const
 double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,
 			       int64_t n);
 
+/* gen.c's tir_gen_run through path p (which must satisfy tir_vmath_path_ok). */
+struct tir_gen;
+void tir_gen_run_on(enum tir_vmath_path p, const struct tir_gen *g, void *dst, int64_t i0, int64_t st,
+		    int64_t n);
+
 /* vmath.c's: the path chosen, -1 until the first tir_vmath_path */
 extern int tir_vmath_chosen;
 int tir_vmath_choose(void);

@@ -183,7 +183,7 @@ static const char *why_not_reduce(const struct tir_node *o)
 static const char *why_not(const struct tir_node *r, const struct tir_node *o, int64_t seen,
 			   const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
 {
-	if (o->op == TIR_OP_CONST || o->op == TIR_OP_INPUT)
+	if (o->op == TIR_OP_CONST || o->op == TIR_OP_INPUT || tir_gen_is_op(o->op))
 		return "a leaf";
 	enum tir_kind k = tir_op(o->op)->kind;
 	if (k == TIR_KIND_REDUCE) {
@@ -693,6 +693,153 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 	return 0;
 }
 
+/* ---- generators: computed in the kernels that read them ----
+ * A float creation op (gen.c: zeros ... randn) is a function of the
+ * element's index, so a kernel that reads it can compute it where it
+ * would load it (vm.c) and it is never stored.  Read by several kernels,
+ * it is the scored choice again: stored (written once, read by each) or
+ * computed in each, computing counted as bytes (tir_gen_cost). */
+
+static bool gen_float(const struct tir_node *o)
+{
+	return tir_gen_is_op(o->op) && is_float(o->type.dtype) && !o->type.weak;
+}
+
+/* Whether reader r may take generator o into its kernel. */
+static bool gen_taken_by(const struct tir_node *r, const struct tir_node *o)
+{
+	if (is_view_op(r->op))
+		return r->type.dtype == o->type.dtype;
+	return takes(r, (enum tir_dtype)o->type.dtype);
+}
+
+/* The bytes a generator read by ng kernels moves when kept, and when
+ * computed in each (beyond the one computing it either way). */
+static void gen_score(const struct tir_node *o, int64_t ng, int64_t *keep, int64_t *copy)
+{
+	*keep = bytes_of(o) * (ng + 1);
+	*copy = tir_gen_cost(o->op) * tir_type_numel(&o->type) * (ng - 1);
+}
+
+/* By node id: generators whose readers could all take them (each reader
+ * counted as a kernel), where computing them in each moves fewer bytes. */
+static int gen_candidates(const struct tir_program *p, const bool *need, const bool *target, bool *cand)
+{
+	size_t nn = p->nnodes;
+	int64_t *readers = calloc(nn + 1, sizeof *readers);
+	bool *bad = calloc(nn + 1, sizeof *bad);
+	if (!readers || !bad) {
+		free(readers);
+		free(bad);
+		return -TIR_ENOMEM;
+	}
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *r = p->nodes[i];
+		for (int k = 0; need[i] && k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			bool again = false;
+			for (int q = 0; q < k; q++)
+				again |= r->in[q] == o;
+			if (!o || again || !gen_float(o))
+				continue;
+			readers[o->id]++;
+			bad[o->id] |= !gen_taken_by(r, o);
+		}
+	}
+	for (size_t i = 0; i < nn; i++) {
+		int64_t keep, copy;
+		const struct tir_node *o = p->nodes[i];
+		cand[i] = false;
+		if (!need[i] || target[i] || bad[i] || !readers[i] || !gen_float(o))
+			continue;
+		gen_score(o, readers[i], &keep, &copy);
+		cand[i] = copy < keep;
+	}
+	free(readers);
+	free(bad);
+	return 0;
+}
+
+/* After the groups are made: each generator whose readers are all members
+ * of kernels of its dtype (never a matmul they finish) is computed by
+ * those kernels when that moves fewer bytes (plan->interior; dup when
+ * more than one does), with both figures in keep and copy. */
+static void gen_decide(const struct tir_program *p, const bool *need, const bool *target, struct tir_plan *plan,
+		       int32_t *ngroups, int32_t *readers, bool *ok)
+{
+	size_t nn = p->nnodes;
+	for (size_t i = 0; i < nn; i++) {
+		ngroups[i] = readers[i] = 0;
+		ok[i] = need[i] && !target[i] && gen_float(p->nodes[i]);
+	}
+	for (int g = 0; g < plan->ngroups; g++) {
+		const struct tir_group *gr = &plan->groups[g];
+		enum tir_dtype dt = gr->info ? gr->info->dt : (enum tir_dtype)gr->root->type.dtype;
+		for (int k = 0; k < gr->nin; k++) {
+			const struct tir_node *o = gr->inputs[k];
+			if (!ok[o->id])
+				continue;
+			ngroups[o->id]++;
+			if ((int)dt != o->type.dtype || o == gr->head)
+				ok[o->id] = false;
+		}
+		/* a matmul the group finishes reads its operands from memory */
+		for (int k = 0; gr->head && k < gr->head->nin; k++)
+			ok[gr->head->in[k]->id] = false;
+	}
+	/* every reader a member of some group, and run nowhere else (a value
+	 * recomputed by some of its readers' kernels may have a kernel of
+	 * its own too) */
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *r = p->nodes[i];
+		if (!need[i])
+			continue;
+		bool alone = !plan->interior[i] && plan->group_of[i] < 0;
+		for (int k = 0; k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			if (!o || !ok[o->id])
+				continue;
+			bool member = false;
+			for (int g = 0; g < plan->ngroups && !member; g++)
+				for (int j = 0; j < plan->groups[g].n && !member; j++)
+					member = plan->groups[g].nodes[j] == r;
+			if (!member || alone)
+				ok[o->id] = false;
+		}
+	}
+	/* kept because the score said so (its readers each a kernel): both
+	 * figures, for --explain */
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *r = p->nodes[i];
+		for (int k = 0; need[i] && k < r->nin; k++) {
+			const struct tir_node *o = r->in[k];
+			bool again = false;
+			for (int q = 0; q < k; q++)
+				again |= r->in[q] == o;
+			if (o && !again && gen_float(o) && need[o->id] && !target[o->id])
+				readers[o->id] = !gen_taken_by(r, o) ? INT32_MIN
+						 : readers[o->id] + (readers[o->id] >= 0);
+		}
+	}
+	for (size_t i = 0; i < nn; i++) {
+		int64_t keep, copy;
+		if (readers[i] >= 2 && !ok[i]) {
+			gen_score(p->nodes[i], readers[i], &keep, &copy);
+			if (copy >= keep) {
+				plan->keep[i] = keep;
+				plan->copy[i] = copy;
+			}
+		}
+		if (!ok[i] || !ngroups[i])
+			continue;
+		gen_score(p->nodes[i], ngroups[i], &keep, &copy);
+		plan->interior[i] = ngroups[i] == 1 || copy < keep;
+		plan->dup[i] = plan->interior[i] && ngroups[i] > 1;
+		plan->keep[i] = ngroups[i] > 1 ? keep : 0;
+		plan->copy[i] = ngroups[i] > 1 ? copy : 0;
+	}
+}
+
 int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
 		    const bool *target, struct tir_plan *plan)
 {
@@ -739,6 +886,15 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 		for (int k = 0; plan->dup[i] && k < o->nin; k++)
 			plan->extra_uses[o->in[k]->id] += copies[i] - (inner ? 1 : 0);
 	}
+	bool *gok = calloc(nn + 1, sizeof *gok);
+	int32_t *grd = calloc(nn + 1, sizeof *grd);
+	bool have = gok && grd;
+	if (have)
+		gen_decide(p, need, target, plan, copies, grd, gok);
+	free(gok);
+	free(grd);
+	if (!have)
+		goto out;
 	rc = 0;
 out:
 	free(copies);
@@ -903,12 +1059,12 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	};
 	size_t *forbidden = malloc(sizeof *forbidden * 9);
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
-	bool *dup = calloc(nn + 1, sizeof *dup);
+	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
 	size_t capg = 0;
 	int rc = 0;
 	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup ||
-	    dup_scores(p, need, uses, target, keep, copy, dup)) {
+	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup || !cand ||
+	    dup_scores(p, need, uses, target, keep, copy, dup) || gen_candidates(p, need, target, cand)) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
@@ -930,7 +1086,10 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		const char *first_why = NULL;
 		for (int attempt = 0; attempt < 9; attempt++) {
 			grow(p, i, uses, target, taken, &s);
-			if (s.nm == 1 && !s.head)
+			bool gen = false; /* a kernel of one op computing a generator it reads */
+			for (int k = 0; k < r->nin; k++)
+				gen |= r->in[k] && cand[r->in[k]->id];
+			if (s.nm == 1 && !s.head && !gen)
 				break;
 			g = (struct tir_group){.root = r, .n = s.nm, .nodes = s.members, .nin = s.ni,
 					       .inputs = s.ins, .closed = s.closed, .head = s.head};
@@ -996,6 +1155,7 @@ out:
 	free(keep);
 	free(copy);
 	free(dup);
+	free(cand);
 	if (rc)
 		tir_plan_free(plan);
 	return rc;
@@ -1064,21 +1224,33 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 				info = *gr->info;
 			else
 				tir_group_analyze(gr, &info, &culprit);
-			tir_str_addf(&out, "%sfused %d ops [", gr->head ? "matmul + " : "", gr->n);
+			/* generators it computes (never stored) come first */
+			int ngen = 0;
+			for (int q = 0; q < gr->nin; q++)
+				ngen += tir_gen_is_op(gr->inputs[q]->op) && plan->interior[gr->inputs[q]->id];
+			tir_str_addf(&out, "%sfused %d ops [", gr->head ? "matmul + " : "", gr->n + ngen);
+			for (int q = 0, first = 1; q < gr->nin; q++)
+				if (tir_gen_is_op(gr->inputs[q]->op) && plan->interior[gr->inputs[q]->id]) {
+					tir_str_addf(&out, "%s%s", first ? "" : " ", tir_op(gr->inputs[q]->op)->name);
+					first = 0;
+				}
 			for (int j = 0; j < gr->n; j++)
-				tir_str_addf(&out, "%s%s", j ? " " : "", tir_op(gr->nodes[j]->op)->name);
+				tir_str_addf(&out, "%s%s", j || ngen ? " " : "", tir_op(gr->nodes[j]->op)->name);
 			tir_str_addf(&out, "] -> %s %s", name ? name : "_", tir_type_str(&n->type, tb, sizeof tb));
 			if (info.leading)
 				tir_str_addf(&out, " down columns of %lld", (long long)info.rows);
 			else if (info.reduces)
 				tir_str_addf(&out, " in rows of %lld", (long long)info.cols);
-			tir_str_addf(&out, ", reads %d", gr->nin);
+			tir_str_addf(&out, ", reads %d", gr->nin - ngen);
 			/* what is computed once per call, not per element */
 			for (int j = 0, first = 1; j < gr->n; j++)
 				if (info.cls[j] == TIR_FC_ONCE) {
 					tir_str_addf(&out, "%s%s", first ? ", once: " : " ", tir_op(gr->nodes[j]->op)->name);
 					first = 0;
 				}
+			for (int q = 0; q < gr->nin; q++)
+				if (tir_gen_is_op(gr->inputs[q]->op) && plan->interior[gr->inputs[q]->id])
+					add_choice(&out, p, plan, gr->inputs[q], true);
 			for (int j = 0; j < gr->n; j++)
 				add_choice(&out, p, plan, gr->nodes[j], true);
 			add_choice(&out, p, plan, n, false);

@@ -135,6 +135,7 @@ struct src {
 	int64_t so, si;
 	bool for_red;            /* a reduction reads it: cols must be contiguous */
 	int reg;                 /* else its register */
+	const struct tir_gen *gen; /* v views a generator: computed, never read */
 };
 
 struct vnode {
@@ -170,6 +171,9 @@ struct vm {
 	struct vnode nd[TIR_FUSE_MAX_OPS];
 	int nsrc;
 	struct src src[MAX_SRC];
+	/* the generators (vg below), filled whole when used: not cleared */
+	struct tir_gen gens[TIR_FUSE_MAX_INPUTS];
+	struct tir_buf vbuf[TIR_FUSE_MAX_INPUTS]; /* their buffers: no data, never freed */
 	int nvals;
 	struct tir_tensor *vals; /* the inputs in the group's dtype, then values made before */
 	int nbig, nsmall;        /* registers: a block's elements, a block's rows */
@@ -182,6 +186,10 @@ struct vm {
 	bool nt;                 /* lean: the root made in a register, copied out by nt_copy */
 	int oom;                 /* a task could not get its registers */
 	uint64_t borrowed;       /* by input: vals[k] is the caller's in[k], not a reference */
+	/* generators the group computes (inputs without a value): by vals
+	 * index, 1 + the generator a value views (0: a value in memory) */
+	int ngen;
+	uint8_t vg[TIR_FUSE_MAX_INPUTS + TIR_FUSE_MAX_OPS + 1];
 };
 
 /* ---- views ---- */
@@ -240,11 +248,18 @@ static void copy_strided8(uint64_t *d, const uint64_t *s, int64_t sl, int64_t n)
 
 /* Elements [i0, i0 + n) (row-major over v's own shape) of view v: a
  * pointer into v itself when they are one contiguous run, else copied to
- * dst run by run along the last axis (memcpy, fill or strided loop). */
-static const char *gather(const struct tir_tensor *v, size_t es, int64_t i0, int64_t n, char *dst)
+ * dst run by run along the last axis (memcpy, fill or strided loop).
+ * With gen, v views a generator (no data): the elements are computed
+ * into dst, run by run, from their flat indices in it (v's offsets). */
+static const char *gather(const struct tir_gen *gen, const struct tir_tensor *v, size_t es, int64_t i0,
+			  int64_t n, char *dst)
 {
 	const char *base = v->buf->data;
 	int last = v->rank - 1;
+	if (last < 0 && gen) {
+		tir_gen_run(gen, dst, v->offset, 0, 1);
+		return dst;
+	}
 	if (last < 0)
 		return base + v->offset * (int64_t)es;
 	int64_t idx[TIR_MAX_RANK];
@@ -255,6 +270,10 @@ static const char *gather(const struct tir_tensor *v, size_t es, int64_t i0, int
 		off += idx[d] * v->strides[d];
 	}
 	int64_t sl = v->strides[last];
+	if (sl == 1 && idx[last] + n <= v->shape[last] && gen) {
+		tir_gen_run(gen, dst, off, 1, n);
+		return dst;
+	}
 	if (sl == 1 && idx[last] + n <= v->shape[last])
 		return base + off * (int64_t)es;
 	int64_t k = 0;
@@ -264,7 +283,15 @@ static const char *gather(const struct tir_tensor *v, size_t es, int64_t i0, int
 			run = n - k;
 		char *d = dst + (size_t)k * es;
 		const char *src = base + off * (int64_t)es;
-		if (sl == 1)
+		if (gen && sl == 0) {
+			tir_gen_run(gen, d, off, 0, 1);
+			if (es == 4)
+				copy_strided4((uint32_t *)d, (const uint32_t *)d, 0, run);
+			else
+				copy_strided8((uint64_t *)d, (const uint64_t *)d, 0, run);
+		} else if (gen)
+			tir_gen_run(gen, d, off, sl, run);
+		else if (sl == 1)
 			memcpy(d, src, (size_t)run * es);
 		else if (es == 4)
 			copy_strided4((uint32_t *)d, (const uint32_t *)src, sl, run);
@@ -444,13 +471,14 @@ static struct bv src_block(struct blk *b, int si_, int64_t lo, int64_t n, bool r
 	if (b->s_r0[si_] != b->r0 || b->s_lo[si_] != lo || b->s_n[si_] != n) {
 		char *r = s->row ? small_reg(b, s->reg) : big_reg(b, s->reg);
 		if (s->row)
-			b->s_p[si_] = gather(&s->v, es, b->r0, b->k, r);
+			b->s_p[si_] = gather(s->gen, &s->v, es, b->r0, b->k, r);
 		else if (n == vm->cols || b->k == 1)
-			b->s_p[si_] = gather(&s->v, es, b->r0 * vm->cols + lo, b->k * n, r);
+			b->s_p[si_] = gather(s->gen, &s->v, es, b->r0 * vm->cols + lo, b->k * n, r);
 		else {
 			/* a tile: its rows one by one */
 			for (int64_t i = 0; i < b->k; i++) {
-				const char *p = gather(&s->v, es, (b->r0 + i) * vm->cols + lo, n, r + (size_t)(i * n) * es);
+				const char *p = gather(s->gen, &s->v, es, (b->r0 + i) * vm->cols + lo, n,
+						       r + (size_t)(i * n) * es);
 				if (p != r + (size_t)(i * n) * es)
 					memcpy(r + (size_t)(i * n) * es, p, (size_t)n * es);
 			}
@@ -1027,13 +1055,14 @@ static size_t nvals_of(const struct tir_group *g)
 }
 
 /* A vm for group g, zeroed but for nd[] past its members and src[] (which
- * add_source fills whole), with vals zeroed; NULL when out of memory. */
+ * add_source fills whole) and gens[], vbuf[] (filled when used), with vals
+ * zeroed; NULL when out of memory. */
 static struct vm *vm_new(const struct tir_group *g)
 {
 	struct vm_spare *sp = thread_spare();
 	struct vm *vm = sp ? sp->vm : NULL;
 	size_t nv = nvals_of(g), endnd = offsetof(struct vm, nd) + sizeof vm->nd,
-	       endsrc = offsetof(struct vm, src) + sizeof vm->src;
+	       endsrc = offsetof(struct vm, vbuf) + sizeof vm->vbuf;
 	if (vm) {
 		sp->vm = NULL;
 		memset(vm, 0, offsetof(struct vm, nd));
@@ -1091,6 +1120,33 @@ static int value_of(const struct vm *vm, int j, int k)
 	return -1;
 }
 
+/* Value val, a view of a generator, computed into memory (for what reads
+ * a value whole: a member made before the blocks, a copying reshape, an
+ * operand broadcast over the domain, whose elements would be computed
+ * again for each reader). */
+static int realize(struct vm *vm, int val, struct tir_err *err)
+{
+	struct tir_tensor *v = &vm->vals[val], t;
+	int rc = tir_tensor_alloc(&t, vm->dt, v->rank, v->shape, false, err);
+	if (rc)
+		return rc;
+	int64_t n = tir_tensor_numel(&t);
+	if (n)
+		gather(&vm->gens[vm->vg[val] - 1], v, vm->esz, 0, n, tir_tensor_data(&t));
+	if (val < 64 && vm->borrowed >> val & 1)
+		vm->borrowed &= ~((uint64_t)1 << val);
+	else
+		tir_tensor_release(v);
+	*v = t;
+	vm->vg[val] = 0;
+	return 0;
+}
+
+static bool reshape_op(enum tir_op op)
+{
+	return op == TIR_OP_RESHAPE || op == TIR_OP_FLATTEN || op == TIR_OP_SQUEEZE || op == TIR_OP_UNSQUEEZE;
+}
+
 /* Member j (ONCE), or reduction j that the blocks cannot fold as runs,
  * computed now into a new value. */
 static int premake(struct vm *vm, int j, struct tir_err *err)
@@ -1098,8 +1154,18 @@ static int premake(struct vm *vm, int j, struct tir_err *err)
 	const struct tir_node *n = vm->nd[j].n;
 	struct tir_tensor *v = &vm->vals[vm->nvals];
 	int rc = 0;
+	for (int k = 0; k < n->nin && !rc; k++) {
+		int x = value_of(vm, j, k);
+		/* a view of a generator stays one, unless it would copy */
+		if (vm->vg[x] && (tir_op(n->op)->kind != TIR_KIND_MOVEMENT ||
+				  (reshape_op(n->op) && !tir_tensor_is_contiguous(&vm->vals[x]))))
+			rc = realize(vm, x, err);
+	}
+	if (rc)
+		return rc;
 	if (tir_op(n->op)->kind == TIR_KIND_MOVEMENT) {
 		rc = tir_move_view(n, &vm->vals[value_of(vm, j, 0)], false, v, err);
+		vm->vg[vm->nvals] = vm->vg[value_of(vm, j, 0)];
 	} else if (tir_op(n->op)->kind == TIR_KIND_REDUCE) {
 		bool mask[TIR_MAX_RANK];
 		const struct tir_tensor *x = &vm->vals[value_of(vm, j, 0)];
@@ -1144,6 +1210,11 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 			return 0;
 		}
 	}
+	/* a generator read through a copying reshape: computed into memory */
+	for (int a = row ? -1 : sp, rc = 0; a >= 0 && vm->vg[val]; a = in->via[a]) {
+		if (reshape_op(vm->g->nodes[a]->op) && (rc = realize(vm, val, err)))
+			return rc;
+	}
 	TIR_ASSERT(vm->nsrc < MAX_SRC);
 	struct src *s = &vm->src[vm->nsrc];
 	*s = (struct src){.val = val, .row = row, .sp = sp, .for_red = v->red, .reg = -1};
@@ -1164,6 +1235,8 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 		}
 		s->v = cur;
 	}
+	if (vm->vg[val])
+		s->gen = &vm->gens[vm->vg[val] - 1];
 	*out = vm->nsrc++;
 	return rc;
 }
@@ -1270,6 +1343,27 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	vm->cols = info->cols;
 	vm->out = tir_tensor_data(out);
 	for (int k = 0; k < g->nin && !rc; k++) {
+		if (!in[k].buf && tir_gen_is_op(g->inputs[k]->op)) {
+			/* a generator computed here (the plan did not store it) */
+			const struct tir_node *x = g->inputs[k];
+			struct tir_gen *gn = &vm->gens[vm->ngen];
+			TIR_ASSERT(tir_gen_init(gn, x) && gn->dt == vm->dt && vm->ngen < TIR_FUSE_MAX_INPUTS);
+			vm->vbuf[vm->ngen] = (struct tir_buf){1, 0, NULL};
+			struct tir_tensor *v = &vm->vals[k];
+			*v = (struct tir_tensor){.dtype = vm->dt, .rank = x->type.rank, .buf = &vm->vbuf[vm->ngen]};
+			memcpy(v->shape, x->type.shape, sizeof(int64_t) * (size_t)x->type.rank);
+			tir_tensor_set_contiguous_strides(v);
+			vm->borrowed |= (uint64_t)1 << k;
+			vm->vg[k] = (uint8_t)++vm->ngen;
+			vm->nvals++;
+			/* read broadcast (each element more than once): computed once */
+			int64_t dn = 1;
+			for (int d = 0; d < info->rank; d++)
+				dn *= info->shape[d];
+			if (tir_type_numel(&x->type) < dn)
+				rc = realize(vm, k, err);
+			continue;
+		}
 		if (in[k].dtype == vm->dt && k < 64) {
 			/* the caller holds it through the call */
 			vm->vals[k] = in[k];
@@ -1399,8 +1493,8 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		/* constant along cols (and not a row read as such) */
 		c->bcast = c->direct && !c->row && !c->for_red && c->si == 0 &&
 			   (vm->cols > 1 || c->so == 0);
-		if (c->bcast)
-			c->direct = false;
+		if (c->bcast || c->gen)
+			c->direct = c->bcast = false; /* (a generator is computed into its register) */
 		if (!c->direct)
 			c->reg = c->row ? vm->nsmall++ : vm->nbig++;
 	}

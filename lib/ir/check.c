@@ -212,6 +212,40 @@ static int rule_arange(struct tir_node *n, struct tir_err *err)
 	return 0;
 }
 
+void tir_linspace_params(const struct tir_node *n, double *start, double *stop, int64_t *num, bool *endpoint,
+			 double *step, double *delta, double *div)
+{
+	const struct tir_attr *a = &n->attr[0], *b = &n->attr[1];
+	*start = a->is_int ? (double)a->i : a->f;
+	*stop = b->is_int ? (double)b->i : b->f;
+	*num = n->attr[2].i;
+	*endpoint = n->attr[3].i && *num > 1;
+	int64_t dv = n->attr[3].i ? *num - 1 : *num;
+	*delta = *stop - *start;
+	*div = dv > 0 ? (double)dv : 1;
+	*step = dv > 0 ? *delta / *div : 0;
+}
+
+static int rule_linspace(struct tir_node *n, struct tir_err *err)
+{
+	double start, stop, step, delta, div;
+	int64_t num;
+	bool endpoint;
+	tir_linspace_params(n, &start, &stop, &num, &endpoint, &step, &delta, &div);
+	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
+	if (num < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "num must be >= 0, got %lld", (long long)num);
+	if (num > TIR_MAX_ELEMS)
+		return fail_at(n, -1, err, TIR_ETYPE, "more than %lld elements", (long long)TIR_MAX_ELEMS);
+	if (!isfinite(start) || !isfinite(stop) || !isfinite(delta))
+		return fail_at(n, -1, err, TIR_ETYPE, "start and stop must be finite");
+	if (n->type.dtype != TIR_DTYPE_F32 && n->type.dtype != TIR_DTYPE_F64)
+		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be f32 or f64");
+	n->type.rank = 1;
+	n->type.shape[0] = num;
+	return 0;
+}
+
 static int rule_eye(struct tir_node *n, struct tir_err *err)
 {
 	int64_t k = attr(n, "n")->i;

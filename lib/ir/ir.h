@@ -285,6 +285,12 @@ bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct ti
 void tir_reduce_mask(const struct tir_node *n, int rank, bool mask[TIR_MAX_RANK]);
 /* arange's (start, stop, step) with arange(stop) read as arange(0, stop). */
 void tir_arange_params(const struct tir_node *n, double *start, double *stop, double *step);
+/* linspace's element i (NumPy's formula): i * step + start, or with step 0
+ * (i / div) * delta + start, where delta = stop - start, div = num - 1
+ * with endpoint (then the last element is stop, when num > 1), else num;
+ * div 0 gives step 0, div 1. */
+void tir_linspace_params(const struct tir_node *n, double *start, double *stop, int64_t *num, bool *endpoint,
+			 double *step, double *delta, double *div);
 /* slice's first index, step and length along an axis of size dim (Python's
  * slice.indices: bounds clamp). */
 void tir_slice_params(const struct tir_node *n, int64_t dim, int64_t *start, int64_t *step,

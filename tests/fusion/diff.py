@@ -42,12 +42,33 @@ class Gen:
         v = self.name()
         kind = self.rng.random()
         sh = "[" + ", ".join(map(str, shape)) + "]"
-        if kind < 0.6:
-            self.lines.append(f"{v} = rand({sh}, seed={self.rng.randint(0, 999)}, dtype={dtype}) * 4 - 2")
-        elif kind < 0.8:
-            self.lines.append(f"{v} = randn({sh}, seed={self.rng.randint(0, 999)}, dtype={dtype})")
-        else:
+        seed = self.rng.randint(0, 999)
+        n = 1
+        for d in shape:
+            n *= d
+        # generators (creation ops) are computed by the kernels that read
+        # them, through views: bare, reshaped, transposed, sliced
+        if kind < 0.45:
+            self.lines.append(f"{v} = rand({sh}, seed={seed}, dtype={dtype}) * 4 - 2")
+        elif kind < 0.6:
+            self.lines.append(f"{v} = randn({sh}, seed={seed}, dtype={dtype})")
+        elif kind < 0.7:
             self.lines.append(f"{v} = full({sh}, {self.rng.choice(['0.5', '-1.25', '3', '0'])}, dtype={dtype})")
+        elif kind < 0.77:
+            self.lines.append(f"{v} = rand({sh}, seed={seed}, dtype={dtype})")
+        elif kind < 0.84:
+            gen = self.rng.choice([f"linspace(-2, 2, {n}, dtype={dtype})",
+                                   f"arange(-1, {n * 0.25 - 1}, 0.25, dtype={dtype})" if n else
+                                   f"arange(0, dtype={dtype})"])
+            self.lines.append(f"{v} = reshape({gen}, {sh})")
+        elif kind < 0.92 and len(shape) >= 2:
+            rev = "[" + ", ".join(map(str, shape[::-1])) + "]"
+            self.lines.append(f"{v} = transpose(randn({rev}, seed={seed}, dtype={dtype}))")
+        elif len(shape) >= 1:
+            big = "[" + ", ".join(map(str, [2 * shape[0] + 1] + shape[1:])) + "]"
+            self.lines.append(f"{v} = slice(rand({big}, seed={seed}, dtype={dtype}), axis=0, start=1, step=2) - 0.5")
+        else:
+            self.lines.append(f"{v} = ones({sh}, dtype={dtype}) * {self.rng.choice(['2', '-0.5'])}")
         self.vals.append((v, shape))
         return v, shape
 
@@ -459,6 +480,26 @@ u = rand([0, 7], seed=7) @ rand([7, 3], seed=8) + 1
 v = rand([2, 0, 3, 4], seed=9) @ rand([4, 4], seed=10)
 r = rand([1, 5], seed=11) @ rand([5, 1], seed=12) * rand([1, 1], seed=13) + 2
 print y, z, w, u, v, r
+""",
+    # generators: read by one kernel (computed in it, through views and
+    # broadcasts), by several (scored: rand recomputed, randn kept), by a
+    # matmul (stored), by reductions over trailing and leading axes
+    """\
+x = rand([33, 40], seed=1)
+a = relu(randn([33, 40], seed=2) * 0.1) + x
+b = transpose(randn([40, 33], seed=3)) * 2 - x
+c = slice(rand([66, 40], seed=4), axis=0, step=2) + reshape(arange(0, 330, 0.25), [33, 40])
+d = exp(linspace(-1, 1, 40)) * x + slice(eye(40), axis=0, stop=33)
+e = sum(randn([33, 40], seed=5) * x, axis=-1, keepdims=true) + sum(randn([33, 40], seed=5), axis=0, keepdims=true)
+r = rand([33, 40], seed=6)
+f = exp(r) + 1
+g = sum(r * r, axis=-1)
+n = randn([33, 40], seed=7, dtype=f64)
+h = n * 2 + 1
+k = max(n, axis=-1)
+m = tanh(rand([8, 33], seed=8) @ x) + rand([8, 40], seed=9)
+z = zeros([40]) + ones([33, 1]) + full([33, 40], 0.5) + slice(eye(40), axis=0, start=7)
+print a, b, c, d, e, f, g, h, k, m, z
 """,
 ] + [limits_program(n, k) for n, k in ((31, 2), (32, 2), (33, 2), (2, 31), (2, 32), (2, 33), (40, 40))] + [
     # a layernorm by hand whose result (>= 8 MiB, blocks larger than L1)

@@ -879,6 +879,57 @@ def creation_cases():
                  "r10": ar(-1, -10, -4, "i64"), "r11": ar(0, 1, 0.1, "f64"), "r12": ar(2, 5, 1, "i64"),
                  "r13": ar(0, -2.5, -0.5, "f32")})
 
+    # element i is start + i * step in float64, rounded once to the dtype
+    # (not NumPy's own float32 arange, whose step is (start + step) -
+    # start); bit for bit, long enough for every vector path's lanes and
+    # tail, alone and computed inside a fused kernel
+    case("arange_exact",
+         "r1 = arange(0.1, 1000.3, 0.37)\nr2 = arange(-5, 7, 0.013, dtype=f64)\n"
+         "r3 = arange(100003, dtype=f32) * 1\nr4 = arange(3, -2.5, -0.0071) + 0",
+         expect={"r1": ar(0.1, 1000.3, 0.37, "f32"), "r2": ar(-5, 7, 0.013, "f64"),
+                 "r3": ar(0, 100003, 1, "f32"), "r4": ar(3, -2.5, -0.0071, "f32")},
+         tol=(0.0, 0.0))
+
+    # linspace: NumPy's float64 linspace (i * step + start, stop at the end
+    # with endpoint), rounded once to the dtype: bit for bit
+    def ls(a, b, n, endpoint, dt):
+        return R.rounded(np.linspace(a, b, n, endpoint=endpoint), dt)
+
+    case("linspace_cases",
+         "r1 = linspace(0, 1, 5)\nr2 = linspace(-1.5, 2.25, 7, dtype=f64)\nr3 = linspace(0, 1, 4, endpoint=false)\n"
+         "r4 = linspace(2, 2, 3)\nr5 = linspace(3, -7.1, 1)\nr6 = linspace(0, 1, 0)\n"
+         "r7 = linspace(0.1, 0.7, 1001)\nr8 = linspace(1e-300, 2e-300, 9, dtype=f64)\n"
+         "r9 = linspace(10, -3, 100003, endpoint=false) * 1\nr10 = linspace(-1, 1, 50)\n"
+         "r11 = linspace(0, 1, 1, endpoint=false, dtype=f64)",
+         expect={"r1": ls(0, 1, 5, True, "f32"), "r2": ls(-1.5, 2.25, 7, True, "f64"),
+                 "r3": ls(0, 1, 4, False, "f32"), "r4": ls(2, 2, 3, True, "f32"),
+                 "r5": ls(3, -7.1, 1, True, "f32"), "r6": ls(0, 1, 0, True, "f32"),
+                 "r7": ls(0.1, 0.7, 1001, True, "f32"), "r8": ls(1e-300, 2e-300, 9, True, "f64"),
+                 "r9": ls(10, -3, 100003, False, "f32"), "r10": ls(-1, 1, 50, True, "f32"),
+                 "r11": ls(0, 1, 1, False, "f64")},
+         tol=(0.0, 0.0))
+    case("linspace_int_dtype", "r1 = linspace(0, 1, 5, dtype=i32)", error=r"dtype must be f32 or f64", err_line=1)
+    case("linspace_negative", "r1 = linspace(0, 1, -1)", error=r"num must be >= 0", err_line=1)
+
+    # generators computed inside fused kernels (tests/golden/explain-generators.tir's
+    # program, y smaller): the values NumPy gives
+    def gens():
+        y = np.maximum(R.rand([512, 512], 1, "f32", True) * np.float32(0.1), np.float32(0))
+        r = R.rand([64, 64], 2, "f32", False)
+        n = R.rand([64, 64], 3, "f32", True)
+        w = R.rand([64, 32], 4, "f32", False)
+        x = R.rand([8, 64], 5, "f32", False)
+        g = (ar(0, 2, 0.5, "f32") * ls(0, 1, 4, True, "f32") + np.eye(4, dtype="<f4")).T + np.float32(0.25)
+        return {"y": y, "a": np.exp(r) + np.float32(1), "b": (r * r).sum(axis=-1, dtype=np.float64).astype("<f4"),
+                "c": n * np.float32(2) + np.float32(1), "d": n.sum(axis=-1, dtype=np.float64).astype("<f4"),
+                "h": np.tanh(x @ w), "g": g}
+    case("generators_fused",
+         "y = relu(randn([512, 512], seed=1) * 0.1)\nr = rand([64, 64], seed=2)\na = exp(r) + 1\n"
+         "b = sum(r * r, axis=-1)\nn = randn([64, 64], seed=3)\nc = n * 2 + 1\nd = sum(n, axis=-1)\n"
+         "w = rand([64, 32], seed=4)\nh = tanh(rand([8, 64], seed=5) @ w)\n"
+         "g = transpose(arange(0, 2, 0.5) * linspace(0, 1, 4) + eye(4)) + full([4, 4], 0.25)",
+         expect=gens())
+
     case("eye_cases",
          "r1 = eye(3)\nr2 = eye(0)\nr3 = eye(2, dtype=i64)\nr4 = eye(4, dtype=bool)\nr5 = eye(1, dtype=f64)\n"
          "r6 = eye(3, dtype=i32)",

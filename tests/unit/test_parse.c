@@ -885,7 +885,8 @@ static const char *const programs[] = {
 	"i = eye(3)\nj = eye(4, dtype=bool)\nk = rand([2, 2], seed=7)\nl = randn([3], dtype=f64)\n"
 	"m = zeros(5)\nn = full([1], inf)\no = full([1], nan, dtype=f64)\np = zeros([], dtype=i64)\n"
 	"q = load(\"w.npy\")\nr = load(\"m.safetensors\", \"enc.\\\"0\\\"\")\n"
-	"print a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r\n",
+	"s = linspace(0, 1, 5)\nt = linspace(-1.5, 2, num=4, endpoint=false, dtype=f64)\n"
+	"print a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t\n",
 
 	/* 3: list literals */
 	"a = [[1, 2, 3], [4, 5, 6]]\nb = [0.1, -2.5, 1e-7, 3.4028234663852886e38, -inf]\n"
