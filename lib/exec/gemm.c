@@ -341,7 +341,6 @@ static int64_t choose_kc(int64_t nr, int64_t es)
 {
 	const struct tir_caches *mc = tir_machine_caches();
 	int64_t kc = mc->l1d / 2 / (nr * es) / 8 * 8;
-	if (getenv("GX_KC")) kc = atoll(getenv("GX_KC"));
 	return kc < 64 ? 64 : kc > 1024 ? 1024 : kc;
 }
 

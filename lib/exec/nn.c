@@ -326,7 +326,10 @@ static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, 
 }
 
 /* col[kc, pc]: rows k0.. (filter taps (c, i, j)) by output positions p0.. of
- * the column matrix of one image xp; zero where a tap reads padding. */
+ * the column matrix of one image xp; zero where a tap reads padding.  A
+ * row goes by runs of positions on one output row (oh): a run reads one
+ * input row, zeros where it leaves it at either side, a plain copy in
+ * between when the stride and the input's last axis are 1. */
 #define DEFINE_CONV(T, SFX)                                                       \
 static void im2col_##SFX(const struct conv *g, const T *xp, T *col, int64_t k0,   \
 			 int64_t kc, int64_t p0, int64_t pc)                       \
@@ -335,17 +338,37 @@ static void im2col_##SFX(const struct conv *g, const T *xp, T *col, int64_t k0, 
 		int64_t kk = k0 + r, c = kk / (g->kh * g->kw);                     \
 		int64_t i = kk / g->kw % g->kh, j = kk % g->kw;                    \
 		const T *xc = xp + c * g->xs[1];                                   \
-		int64_t oh = p0 / g->ow, ow = p0 % g->ow;                          \
 		T *dst = col + r * pc;                                             \
-		for (int64_t q = 0; q < pc; q++) {                                 \
+		for (int64_t p = p0, end = p0 + pc; p < end;) {                    \
+			int64_t oh = p / g->ow, ow0 = p % g->ow;                   \
+			int64_t ow1 = g->ow < ow0 + (end - p) ? g->ow : ow0 + (end - p); \
 			int64_t ih = oh * g->sh - g->ph + i;                       \
-			int64_t iw = ow * g->sw - g->pw + j;                       \
-			dst[q] = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w      \
-				 ? xc[ih * g->xs[2] + iw * g->xs[3]] : (T)0;       \
-			if (++ow == g->ow) {                                       \
-				ow = 0;                                            \
-				oh++;                                              \
+			T *d = dst + (p - p0);                                     \
+			p += ow1 - ow0;                                            \
+			if (ih < 0 || ih >= g->h) {                                \
+				for (int64_t q = 0; q < ow1 - ow0; q++)            \
+					d[q] = 0;                                  \
+				continue;                                          \
 			}                                                          \
+			const T *xr = xc + ih * g->xs[2];                          \
+			/* ow with iw = ow * sw - pw + j in [0, w): [lo, hi) */    \
+			int64_t off = j - g->pw;                                   \
+			int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;    \
+			int64_t hi = g->w - off <= 0 ? 0 : (g->w - off + g->sw - 1) / g->sw; \
+			lo = lo < ow0 ? ow0 : lo > ow1 ? ow1 : lo;                 \
+			hi = hi > ow1 ? ow1 : hi < lo ? lo : hi;                   \
+			int64_t q = 0;                                             \
+			for (int64_t ow = ow0; ow < lo; ow++)                      \
+				d[q++] = 0;                                        \
+			if (g->sw == 1 && g->xs[3] == 1) {                         \
+				memcpy(d + q, xr + lo + off, (size_t)(hi - lo) * sizeof(T)); \
+				q += hi - lo;                                      \
+			} else {                                                   \
+				for (int64_t ow = lo; ow < hi; ow++)               \
+					d[q++] = xr[(ow * g->sw + off) * g->xs[3]]; \
+			}                                                          \
+			for (int64_t ow = hi; ow < ow1; ow++)                      \
+				d[q++] = 0;                                        \
 		}                                                                  \
 	}                                                                          \
 }
