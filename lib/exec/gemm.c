@@ -150,11 +150,21 @@ static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 
 /* ---- packing ----
  * dst[p * w + i] = src[i * is + p * ps] for i < len, 0 for len <= i < w,
- * p < kc: an a panel (i a row, p along k) or a b panel (i a column). */
+ * p < kc: an a panel (i a row, p along k) or a b panel (i a column).  A
+ * full panel whose i runs along memory is kc copies of w elements (of a
+ * size known here, so no library call); one whose p runs along memory
+ * (row-major a) is read a column of rows at a time, written in order. */
 #define GM_PACK(T, SFX)                                                       \
 	static void pack_##SFX(T *restrict dst, const T *restrict src, int64_t is, \
 			       int64_t ps, int64_t len, int64_t w, int64_t kc) \
 	{                                                                    \
+		if ((is == 1 || len == 1) && len == w) {                     \
+			switch (w * (int64_t)sizeof(T)) {                    \
+			GM_PACK_ROWS(16) GM_PACK_ROWS(32) GM_PACK_ROWS(64)   \
+			GM_PACK_ROWS(128)                                    \
+			default: break;                                      \
+			}                                                    \
+		}                                                            \
 		if (is == 1 || len == 1) {                                   \
 			for (int64_t p = 0; p < kc; p++, dst += w) {         \
 				const T *s = src + p * ps;                   \
@@ -165,15 +175,20 @@ static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 			}                                                    \
 			return;                                              \
 		}                                                            \
-		for (int64_t i = 0; i < len; i++) {                          \
-			const T *s = src + i * is;                           \
-			for (int64_t p = 0; p < kc; p++)                     \
-				dst[p * w + i] = s[p * ps];                  \
-		}                                                            \
-		for (int64_t p = 0; len < w && p < kc; p++)                  \
+		for (int64_t p = 0; p < kc; p++, dst += w) {                 \
+			const T *s = src + p * ps;                           \
+			for (int64_t i = 0; i < len; i++)                    \
+				dst[i] = s[i * is];                          \
 			for (int64_t i = len; i < w; i++)                    \
-				dst[p * w + i] = 0;                          \
+				dst[i] = 0;                                  \
+		}                                                            \
 	}
+/* kc rows of B bytes each (w elements), ps elements apart */
+#define GM_PACK_ROWS(B)                                                       \
+	case B:                                                              \
+		for (int64_t p = 0; p < kc; p++)                             \
+			memcpy((char *)dst + p * (B), src + p * ps, (B));    \
+		return;
 GM_PACK(float, f32)
 GM_PACK(double, f64)
 
