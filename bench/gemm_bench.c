@@ -6,7 +6,8 @@
  * (x [8, 64, 56, 56], w [64, 64, 3, 3], stride 1, padding 1; OpenBLAS: the
  * gemm of the same im2col product, [64, 576] @ [576, 3136] per image, the
  * im2col itself not timed).  Prints, per case, the median ms of each
- * (rounds interleaved), GFLOP/s and the ratio tir / OpenBLAS.  Usage:
+ * (rounds of 5 interleaved, each after one untimed run), GFLOP/s and the
+ * ratio tir / OpenBLAS.  Usage:
  * gemm_bench [THREADS [REPS [CASE]]].  Not a test: it asserts nothing.
  */
 #include "exec/exec.h"
@@ -100,7 +101,9 @@ static void run_case(const struct bcase *c, int threads, int reps)
 	for (int r0 = 0; r0 < reps; r0 += round) {
 		int r1 = r0 + round < reps ? r0 + round : reps;
 		openblas_set_num_threads(threads);
-		for (int r = r0; r < r1; r++) {
+		/* each side's round starts with one untimed run (warm caches,
+		 * threads awake) */
+		for (int r = r0 - 1; r < r1; r++) {
 			double t0 = now_ms();
 			for (int64_t e = 0; e < c->batch; e++) {
 				if (c->kind == 2)
@@ -113,18 +116,20 @@ static void run_case(const struct bcase *c, int threads, int reps)
 						    (blasint)c->k, pb + e * c->k * c->n, (blasint)c->n, 0,
 						    po + e * c->m * c->n, (blasint)c->n);
 			}
-			tc[r] = now_ms() - t0;
+			if (r >= r0)
+				tc[r] = now_ms() - t0;
 		}
 		openblas_set_num_threads(1);
 		/* OpenBLAS's threads poll a while before they sleep */
 		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
-		for (int r = r0; r < r1; r++) {
+		for (int r = r0 - 1; r < r1; r++) {
 			double t0 = now_ms();
 			int rc = c->kind == 2
 				 ? tir_k_conv2d(&a, &b, NULL, (int64_t[2]){ 1, 1 }, (int64_t[2]){ 1, 1 }, &o, &err)
 				 : tir_k_matmul(&a, &b, &o, &err);
-			tt[r] = now_ms() - t0;
-			if (getenv("GB_V")) fprintf(stderr, "%.3f ", tt[r]);
+			double ms = now_ms() - t0;
+			if (r >= r0)
+				tt[r] = ms;
 			if (rc) {
 				fprintf(stderr, "%s: %s\n", c->name, err.msg);
 				exit(1);
