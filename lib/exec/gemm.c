@@ -13,9 +13,9 @@
  * element is ONE accumulation chain, c = 0 (or c's old value when
  * accumulating), then c = c + a[i, p] * b[p, j] for p = 0, 1, ..., k - 1
  * in that order, rounded as the path does it: one FMA per step on
- * AVX-512 and AVX2 (and wherever the portable build's compiler contracts;
- * GCC on x86-64 has no FMA in its baseline), a rounded product and a
- * rounded sum on SSE2 and in portable C.  The k-blocks of KC steps only
+ * AVX-512 and AVX2 (the instruction itself, through its intrinsic), a
+ * rounded product and a rounded sum on SSE2 and in portable C (never
+ * contracted: -std=c11 keeps fp-contract off, whatever -O).  The k-blocks of KC steps only
  * split that chain: a block's accumulators are stored to c and loaded
  * back by the next one, exactly (they have c's type).  Lanes never mix,
  * padding rows and columns only feed outputs that are dropped, and a
@@ -42,15 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__)
-/* acc + a * b is one FMA where the target has it (AVX2+FMA, AVX-512F):
- * -std=c11 turns contraction off by default.  Nothing else in this file
- * multiplies. */
-#pragma GCC optimize("fp-contract=fast")
-#endif
-
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define GM_X86 1
+#include <immintrin.h>
 #define GM_A2 __attribute__((target("avx2,fma")))
 #define GM_A5 __attribute__((target("avx512f")))
 #else
@@ -72,7 +66,7 @@
 typedef void (*gemm_kernel_fn)(int64_t kc, const void *pa, const void *pb, void *c,
 			       int64_t ldc, int load);
 
-#define GM_KERNEL(NAME, TGT, T, VF, MR, NV)                                   \
+#define GM_KERNEL(NAME, TGT, T, VF, MR, NV, FMA)                                 \
 	static TGT void NAME(int64_t kc, const void *pav, const void *pbv, void *cv, \
 			     int64_t ldc, int load)                           \
 	{                                                                    \
@@ -96,7 +90,7 @@ typedef void (*gemm_kernel_fn)(int64_t kc, const void *pa, const void *pb, void 
 			_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) { \
 				VF a = pa[i] - (VF){ 0 };   /* splat, exact */ \
 				_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) \
-					acc[i][v] += a * b[v];                \
+					acc[i][v] = FMA(a, b[v], acc[i][v]);  \
 			}                                                    \
 		}                                                            \
 		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)        \
@@ -109,12 +103,16 @@ typedef double gm_d1 __attribute__((vector_size(8)));
 typedef float gm_f4 __attribute__((vector_size(16)));
 typedef double gm_d2 __attribute__((vector_size(16)));
 
+/* c + a * b rounded twice (never contracted: -std=c11 keeps
+ * fp-contract off), or as one FMA by the path's own instruction (an
+ * intrinsic, so no optimization level or pragma decides it) */
+#define GM_MULADD(a, b, c) ((c) + (a) * (b))
 /* portable C: one-lane vectors, 4 x 4 (16 accumulators) */
-GM_KERNEL(kern_sc_f32, , float, gm_f1, 4, 4)
-GM_KERNEL(kern_sc_f64, , double, gm_d1, 4, 4)
+GM_KERNEL(kern_sc_f32, , float, gm_f1, 4, 4, GM_MULADD)
+GM_KERNEL(kern_sc_f64, , double, gm_d1, 4, 4, GM_MULADD)
 /* SSE2 (16 registers): 6 rows x 2 vectors, 12 accumulators */
-GM_KERNEL(kern_s2_f32, , float, gm_f4, 6, 2)
-GM_KERNEL(kern_s2_f64, , double, gm_d2, 6, 2)
+GM_KERNEL(kern_s2_f32, , float, gm_f4, 6, 2, GM_MULADD)
+GM_KERNEL(kern_s2_f64, , double, gm_d2, 6, 2, GM_MULADD)
 
 #if GM_X86
 typedef float gm_f8 __attribute__((vector_size(32)));
@@ -123,11 +121,11 @@ typedef float gm_f16 __attribute__((vector_size(64)));
 typedef double gm_d8 __attribute__((vector_size(64)));
 /* AVX2 + FMA (16 registers): 6 x 2 vectors (12 accumulators, 2 of b, one
  * broadcast) */
-GM_KERNEL(kern_a2_f32, GM_A2, float, gm_f8, 6, 2)
-GM_KERNEL(kern_a2_f64, GM_A2, double, gm_d4, 6, 2)
+GM_KERNEL(kern_a2_f32, GM_A2, float, gm_f8, 6, 2, _mm256_fmadd_ps)
+GM_KERNEL(kern_a2_f64, GM_A2, double, gm_d4, 6, 2, _mm256_fmadd_pd)
 /* AVX-512F (32 registers): 12 x 2 vectors (24 accumulators) */
-GM_KERNEL(kern_a5_f32, GM_A5, float, gm_f16, 12, 2)
-GM_KERNEL(kern_a5_f64, GM_A5, double, gm_d8, 12, 2)
+GM_KERNEL(kern_a5_f32, GM_A5, float, gm_f16, 12, 2, _mm512_fmadd_ps)
+GM_KERNEL(kern_a5_f64, GM_A5, double, gm_d8, 12, 2, _mm512_fmadd_pd)
 #endif
 
 struct gemm_kern {
