@@ -164,8 +164,8 @@ int tir_k_gather(const struct tir_tensor *x, const struct tir_tensor *indices, i
 int tir_k_copy(const struct tir_tensor *x, struct tir_tensor *out);
 
 /* matmul: a [..., m, k] and b [..., k, n] of the same rank >= 2 and dtype,
- * batch axes broadcast (stride 0 allowed), out [..., m, n].  f32/f64 through
- * cblas_sgemm/dgemm, integers by loops. */
+ * batch axes broadcast (stride 0 allowed), any strides, out [..., m, n].
+ * f32/f64 through tir's gemm (tir_gemm_run), integers by loops. */
 int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 		 struct tir_tensor *out, struct tir_err *err);
 /* The same, calling epi(ctx, i0, n) on each run of n output elements
@@ -232,8 +232,8 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
  * Kernels split their work into tasks whose number and bounds depend only
  * on the shapes and the caches (machine.c), never on the thread count;
  * tasks write disjoint outputs, so a result is bitwise the same with any
- * number of threads.  OpenBLAS itself always runs on one thread
- * (tir_blas_single). */
+ * number of threads.  OpenBLAS, linked for any direct cblas call but no
+ * longer behind matmul, runs on one thread (tir_blas_single). */
 
 /* The most threads a run uses (caller included); per-worker scratch arrays
  * are sized by it. */
