@@ -272,8 +272,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("tir %s\nvector path: %s\nblas: %s\ncaches: %s\n", TIR_VERSION,
-		       tir_vector_path(), tir_blas_info(), tir_machine_info());
+		printf("tir %s\nvector path: %s\ngemm: %s\nblas: %s\ncaches: %s\n", TIR_VERSION,
+		       tir_vector_path(), tir_gemm_info(), tir_blas_info(), tir_machine_info());
 		return EXIT_OK;
 	}
 	if (!strcmp(cmd, "check"))

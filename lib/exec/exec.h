@@ -192,8 +192,8 @@ int tir_k_gather(const struct tir_tensor *x, const struct tir_tensor *indices, i
 int tir_k_copy(const struct tir_tensor *x, struct tir_tensor *out);
 
 /* matmul: a [..., m, k] and b [..., k, n] of the same rank >= 2 and dtype,
- * batch axes broadcast (stride 0 allowed), out [..., m, n].  f32/f64 through
- * cblas_sgemm/dgemm, integers by loops. */
+ * batch axes broadcast (stride 0 allowed), any strides, out [..., m, n].
+ * f32/f64 through tir's gemm (tir_gemm_run), integers by loops. */
 int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 		 struct tir_tensor *out, struct tir_err *err);
 /* The same, calling epi(ctx, i0, n) on each run of n output elements
@@ -203,6 +203,37 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 typedef int (*tir_epilogue_fn)(void *ctx, int64_t i0, int64_t n);
 int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 		     struct tir_tensor *out, tir_epilogue_fn epi, void *epi_ctx, struct tir_err *err);
+
+/* gemm.c: tir's own float matrix product.  For each batch entry e (the
+ * batch axes shape[0..nb), row-major order), c_e[m, n] = a_e[m, k] @
+ * b_e[k, n], or c_e += it when acc; element (i, j) of a_e is at
+ * a + off_a(e) + i * a_rs + j * a_cs elements, off_a(e) = sum of index_d *
+ * as[d] (0 where broadcast), b likewise; c_e's (i, j) at c + e * c_batch +
+ * i * ldc + j.  Each output element is one chain over p = 0 .. k-1 in
+ * order (an FMA per step on the AVX2 and AVX-512 paths): its bits depend
+ * only on its row of a, its column of b and the vector path, never on the
+ * thread count or the tiles (gemm.c).  epi (when set; needs ldc == n and
+ * c_batch == m * n) runs as tir_k_matmul_epi's on each tile's rows.
+ * tile_m, tile_n: 0, or a test's tile size (rows, columns).  Packs both
+ * operands into a scratch buffer it frees.  returns 0 or -TIR_ENOMEM. */
+struct tir_gemm {
+	enum tir_dtype dt;                  /* F32 or F64 */
+	int64_t m, n, k;
+	const void *a, *b;
+	int64_t a_rs, a_cs, b_rs, b_cs;
+	int nb;
+	int64_t shape[TIR_MAX_RANK], as[TIR_MAX_RANK], bs[TIR_MAX_RANK];
+	void *c;
+	int64_t ldc, c_batch;
+	bool acc;
+	tir_epilogue_fn epi;
+	void *epi_ctx;
+	int64_t tile_m, tile_n;
+};
+int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err);
+/* "tir avx512 (f32 12x32, f64 12x16, KC 192/192)": the gemm kernels the
+ * vector path picks; static storage. */
+const char *tir_gemm_info(void);
 
 /* nn (float dtypes; all inputs in out's dtype) */
 int tir_k_softmax(const struct tir_tensor *x, int axis, bool log, struct tir_tensor *out,
@@ -229,8 +260,8 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
  * Kernels split their work into tasks whose number and bounds depend only
  * on the shapes and the caches (machine.c), never on the thread count;
  * tasks write disjoint outputs, so a result is bitwise the same with any
- * number of threads.  OpenBLAS itself always runs on one thread
- * (tir_blas_single). */
+ * number of threads.  OpenBLAS, linked for any direct cblas call but no
+ * longer behind matmul, runs on one thread (tir_blas_single). */
 
 /* The most threads a run uses (caller included); per-worker scratch arrays
  * are sized by it. */

@@ -3,16 +3,13 @@
  * layernorm and rmsnorm, conv2d (im2col + gemm), max/avg pooling and
  * attention.  Float dtypes only; the statistics are kept in double.
  * conv2d and attention split their work into tasks sized by the shapes and
- * the caches (never by the thread count) run on the pool, each task's BLAS
- * calls single-threaded, so results are bitwise the same with any thread
- * count.
+ * the caches run on the pool, each task's products through tir's gemm
+ * (gemm.c), so results are bitwise the same with any thread count.
  * Not here: plain matmul (blas.c) or any fused variant (lib/fusion).
  */
 #include "exec.h"
 #include "iter.h"
 
-#include <cblas.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,11 +21,9 @@
  * weights; k and v), and each element it packs then feeds 256
  * multiply-adds; 256 is a multiple of every gemm kernel's tile.  Tasks
  * are made smaller (conv_pos, tir_k_attention) toward TIR_TASKS_WANT,
- * from the shapes and the caches: never from the thread count, since they
- * decide which BLAS calls compute which outputs. */
+ * from the shapes and the caches, never from the thread count. */
 #define CONV_POS 256
 #define ATTN_ROWS 256
-#define GEMM_MAX ((int64_t)(sizeof(blasint) >= 8 ? INT64_MAX : INT_MAX))
 
 static bool is_float(enum tir_dtype dt)
 {
@@ -331,7 +326,10 @@ static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, 
 }
 
 /* col[kc, pc]: rows k0.. (filter taps (c, i, j)) by output positions p0.. of
- * the column matrix of one image xp; zero where a tap reads padding. */
+ * the column matrix of one image xp; zero where a tap reads padding.  A
+ * row goes by runs of positions on one output row (oh): a run reads one
+ * input row, zeros where it leaves it at either side, a plain copy in
+ * between when the stride and the input's last axis are 1. */
 #define DEFINE_CONV(T, SFX)                                                       \
 static void im2col_##SFX(const struct conv *g, const T *xp, T *col, int64_t k0,   \
 			 int64_t kc, int64_t p0, int64_t pc)                       \
@@ -340,39 +338,38 @@ static void im2col_##SFX(const struct conv *g, const T *xp, T *col, int64_t k0, 
 		int64_t kk = k0 + r, c = kk / (g->kh * g->kw);                     \
 		int64_t i = kk / g->kw % g->kh, j = kk % g->kw;                    \
 		const T *xc = xp + c * g->xs[1];                                   \
-		int64_t oh = p0 / g->ow, ow = p0 % g->ow;                          \
 		T *dst = col + r * pc;                                             \
-		for (int64_t q = 0; q < pc; q++) {                                 \
+		for (int64_t p = p0, end = p0 + pc; p < end;) {                    \
+			int64_t oh = p / g->ow, ow0 = p % g->ow;                   \
+			int64_t ow1 = g->ow < ow0 + (end - p) ? g->ow : ow0 + (end - p); \
 			int64_t ih = oh * g->sh - g->ph + i;                       \
-			int64_t iw = ow * g->sw - g->pw + j;                       \
-			dst[q] = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w      \
-				 ? xc[ih * g->xs[2] + iw * g->xs[3]] : (T)0;       \
-			if (++ow == g->ow) {                                       \
-				ow = 0;                                            \
-				oh++;                                              \
+			T *d = dst + (p - p0);                                     \
+			p += ow1 - ow0;                                            \
+			if (ih < 0 || ih >= g->h) {                                \
+				for (int64_t q = 0; q < ow1 - ow0; q++)            \
+					d[q] = 0;                                  \
+				continue;                                          \
 			}                                                          \
+			const T *xr = xc + ih * g->xs[2];                          \
+			/* ow with iw = ow * sw - pw + j in [0, w): [lo, hi) */    \
+			int64_t off = j - g->pw;                                   \
+			int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;    \
+			int64_t hi = g->w - off <= 0 ? 0 : (g->w - off + g->sw - 1) / g->sw; \
+			lo = lo < ow0 ? ow0 : lo > ow1 ? ow1 : lo;                 \
+			hi = hi > ow1 ? ow1 : hi < lo ? lo : hi;                   \
+			int64_t q = 0;                                             \
+			for (int64_t ow = ow0; ow < lo; ow++)                      \
+				d[q++] = 0;                                        \
+			if (g->sw == 1 && g->xs[3] == 1) {                         \
+				memcpy(d + q, xr + lo + off, (size_t)(hi - lo) * sizeof(T)); \
+				q += hi - lo;                                      \
+			} else {                                                   \
+				for (int64_t ow = lo; ow < hi; ow++)               \
+					d[q++] = xr[(ow * g->sw + off) * g->xs[3]]; \
+			}                                                          \
+			for (int64_t ow = hi; ow < ow1; ow++)                      \
+				d[q++] = 0;                                        \
 		}                                                                  \
-	}                                                                          \
-}                                                                                  \
-                                                                                   \
-/* op[o, oh, ow] += the convolution of one image, directly: for sizes no     \
- * cblas call can index. */                                                        \
-static void conv_direct_##SFX(const struct conv *g, const T *xp, const T *wp, T *op) \
-{                                                                                  \
-	int64_t kdim = g->c * g->kh * g->kw;                                       \
-	for (int64_t f = 0; f < g->o; f++)                                         \
-	for (int64_t oh = 0; oh < g->oh; oh++)                                     \
-	for (int64_t ow = 0; ow < g->ow; ow++) {                                   \
-		double acc = 0;                                                    \
-		for (int64_t kk = 0; kk < kdim; kk++) {                            \
-			int64_t c = kk / (g->kh * g->kw);                          \
-			int64_t ih = oh * g->sh - g->ph + kk / g->kw % g->kh;      \
-			int64_t iw = ow * g->sw - g->pw + kk % g->kw;              \
-			if (ih >= 0 && ih < g->h && iw >= 0 && iw < g->w)          \
-				acc += (double)wp[f * kdim + kk] *                 \
-				       xp[c * g->xs[1] + ih * g->xs[2] + iw * g->xs[3]]; \
-		}                                                                  \
-		op[(f * g->oh + oh) * g->ow + ow] += (T)acc;                       \
 	}                                                                          \
 }
 DEFINE_CONV(float, f32)
@@ -420,18 +417,21 @@ static void conv_task(void *arg, int64_t t)
 	const char *xp = j->x + img * g->xs[0] * es;
 	for (int64_t k0 = 0; k0 < j->kdim; k0 += j->kc_max) {
 		int64_t kc = j->kdim - k0 < j->kc_max ? j->kdim - k0 : j->kc_max;
-		if (j->f32) {
+		if (j->f32)
 			im2col_f32(g, (const float *)xp, cols, k0, kc, p0, pc);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->o,
-				    (blasint)pc, (blasint)kc, 1.0f, (const float *)j->w + k0,
-				    (blasint)j->kdim, cols, (blasint)pc, 1.0f,
-				    (float *)oimg + p0, (blasint)j->plane);
-		} else {
+		else
 			im2col_f64(g, (const double *)xp, cols, k0, kc, p0, pc);
-			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->o,
-				    (blasint)pc, (blasint)kc, 1.0, (const double *)j->w + k0,
-				    (blasint)j->kdim, cols, (blasint)pc, 1.0,
-				    (double *)oimg + p0, (blasint)j->plane);
+		/* out[f, p0 + q] += w[f, k0 ..] @ cols: each output element goes on
+		 * as one chain from its bias over the taps in order (gemm.c) */
+		struct tir_gemm gm = {
+			.dt = j->f32 ? TIR_DTYPE_F32 : TIR_DTYPE_F64, .m = g->o, .n = pc, .k = kc,
+			.a = j->w + k0 * es, .a_rs = j->kdim, .a_cs = 1,
+			.b = cols, .b_rs = pc, .b_cs = 1,
+			.c = oimg + p0 * es, .ldc = j->plane, .acc = true,
+		};
+		if (tir_gemm_run(&gm, NULL)) {
+			atomic_store(&j->failed, true);
+			return;
 		}
 	}
 }
@@ -506,8 +506,7 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	const char *wdata = tir_tensor_data(&wc);
 	const char *xdata = tir_tensor_data(x);
 
-	if (kdim == 0 || kdim > GEMM_MAX || plane > GEMM_MAX || g->o > GEMM_MAX) {
-		/* no taps, or beyond what one cblas call can index: correct, if slow */
+	if (kdim == 0) {        /* no taps: the bias alone */
 		for (int64_t img = 0; img < g->n; img++)
 			for (int64_t f = 0; f < g->o; f++) {
 				char *dst = odata + (img * g->o + f) * plane * es;
@@ -519,15 +518,6 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 						((double *)dst)[q] = bv ? *(const double *)bv : 0.0;
 				}
 			}
-		for (int64_t img = 0; kdim && img < g->n; img++) {
-			const char *xp = xdata + img * g->xs[0] * es;
-			char *op = odata + img * g->o * plane * es;
-			if (f32)
-				conv_direct_f32(g, (const float *)xp, (const float *)wdata, (float *)op);
-			else
-				conv_direct_f64(g, (const double *)xp, (const double *)wdata,
-						(double *)op);
-		}
 		goto done;
 	}
 
@@ -548,10 +538,9 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		.kc_max = kdim < kc_max ? kdim : kc_max, .pos = pos,
 		.pblocks = (plane + pos - 1) / pos,
 	};
-	tir_blas_single();
 	tir_pool_run(g->n * j->pblocks, conv_task, j);
 	if (atomic_load(&j->failed))
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for the column buffer");
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for its column or packing buffers");
 	for (int i = 0; i < TIR_POOL_MAX; i++)
 		free(j->cols[i]);
 	free(j);
@@ -850,7 +839,6 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 	j->err = err;
 	pthread_mutex_init(&j->lock, NULL);
 	int64_t ntasks = batches * j->chunks;
-	tir_blas_single();
 	if (ntasks == 1)        /* one task: let its matmuls use the pool */
 		attn_task(j, 0);
 	else

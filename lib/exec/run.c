@@ -1457,10 +1457,10 @@ char *tir_exec_profile(const struct tir_exec *x)
 		tir_str_addf(&out, "%-4zu %-44.44s %10.3f %10.2f %9s %7lld\n", i + 1, k->what, k->ms,
 			     k->bytes / (1024.0 * 1024.0), gf, (long long)k->tasks);
 	}
-	tir_str_addf(&out, "%zu kernels, %.3f ms; plan %s; vector path: %s; blas: %s; threads: %d\n",
+	tir_str_addf(&out, "%zu kernels, %.3f ms; plan %s; vector path: %s; gemm: %s; blas: %s; threads: %d\n",
 		     x->nprof, tot,
 		     x->no_fuse ? "none (--no-fuse)" : x->stats.plan_cached ? "from the cache" : "made",
-		     tir_vector_path(), tir_blas_info(), tir_pool_threads());
+		     tir_vector_path(), tir_gemm_info(), tir_blas_info(), tir_pool_threads());
 	return out.oom ? (tir_str_free(&out), NULL) : out.s;
 }
 

@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/suites/tasks.sh — the parallelism a kernel offers, as --profile's
-# tasks column shows it: a large matmul ([4096, 4096] @ [4096, 4096]), a
+# tasks column shows it: a large matmul ([4096, 4096] @ [4096, 4096]), an
+# MLP layer's ([256, 1024] @ [1024, 1024]: tir's gemm packs both operands
+# once and shares them, so its tiles can be small), a
 # row kernel (softmax over [4096, 1024]) and a fused elementwise chain over
 # 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
@@ -31,6 +33,12 @@ b = ones([4096, 4096]) * 0.5
 y = a @ b
 print slice(y, axis=0, stop=1), sum(y)
 EOF
+cat >"$tmp/layer.tir" <<'EOF'
+a = arange(262144) * 0.00001
+b = ones([1024, 1024]) * 0.5
+y = reshape(a, [256, 1024]) @ b
+print slice(y, axis=0, stop=1), sum(y)
+EOF
 cat >"$tmp/softmax.tir" <<'EOF'
 x = arange(4194304) * 0.001
 y = softmax(reshape(x, [4096, 1024]), axis=-1)
@@ -51,7 +59,7 @@ tasks() {
 	}' "$1"
 }
 
-for case in "matmul ^matmul$" "softmax ^softmax$" "chain ^fused\\[mul"; do
+for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "chain ^fused\\[mul"; do
 	name=${case%% *}
 	pat=${case#* }
 	"$tir" run --profile --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>"$tmp/prof1"

@@ -2,7 +2,8 @@
 # tests/suites/vmath.sh — TIR_VMATH at the command line: an unknown value
 # is refused before run, repl and serve do anything (exit 2, one line on
 # stderr); a path the CPU has is the one `tir --version` and --profile
-# name, one it lacks gives the best below it, "auto" and "" the best.
+# name (and tir's gemm kernels with it), one it lacks gives the best below
+# it, "auto" and "" the best.
 # Prints `N passed, M failed` last.
 BUILD=${BUILD:-build}
 tir=$BUILD/tir
@@ -43,6 +44,10 @@ for p in scalar sse2 avx2 avx512; do
 	[ "$got" = "$want" ] && ok || bad "TIR_VMATH=$p: path '$got', expected '$want'"
 	TIR_VMATH=$p "$tir" run --profile --quiet "$tmp/p.tir" >/dev/null 2>"$tmp/err"
 	grep -q "; vector path: $want; " "$tmp/err" && ok || bad "TIR_VMATH=$p: --profile does not say '$want'"
+	# the gemm kernels follow the same path
+	g=$(TIR_VMATH=$p "$tir" --version | sed -n 's/^gemm: //p')
+	case $g in "tir $want ("*) ok ;; *) bad "TIR_VMATH=$p: tir --version's gemm is '$g', not tir $want" ;; esac
+	grep -q "; gemm: tir $want (" "$tmp/err" && ok || bad "TIR_VMATH=$p: --profile does not name gemm tir $want"
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

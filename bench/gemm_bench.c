@@ -1,0 +1,169 @@
+/*
+ * gemm_bench.c — tir's matmul (gemm.c) against OpenBLAS's own threaded
+ * cblas_sgemm on the same shapes, at one thread count: [256, 1024] @
+ * [1024, 1024], 1024^3, 2048^3, a batched matmul ([32, 256, 64] @
+ * [32, 64, 256]; OpenBLAS: one cblas_sgemm per batch entry) and a conv2d
+ * (x [8, 64, 56, 56], w [64, 64, 3, 3], stride 1, padding 1; OpenBLAS: the
+ * gemm of the same im2col product, [64, 576] @ [576, 3136] per image, the
+ * im2col itself not timed).  Prints, per case, the median ms of each
+ * (rounds of 5 interleaved, each after one untimed run), GFLOP/s and the
+ * ratio tir / OpenBLAS.  Usage:
+ * gemm_bench [THREADS [REPS [CASE]]].  Not a test: it asserts nothing.
+ */
+#include "exec/exec.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp);
+	return v[n / 2];
+}
+
+static void fill(struct tir_tensor *t, int rank, const int64_t *shape, unsigned seed)
+{
+	struct tir_err err = {0};
+	if (tir_tensor_alloc(t, TIR_DTYPE_F32, rank, shape, false, &err)) {
+		fprintf(stderr, "alloc: %s\n", err.msg);
+		exit(1);
+	}
+	float *p = tir_tensor_data(t);
+	int64_t n = tir_tensor_numel(t);
+	srand(seed);
+	for (int64_t i = 0; i < n; i++)
+		p[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+}
+
+struct bcase {
+	const char *name;
+	int kind;                    /* 0 matmul, 1 batched, 2 conv2d */
+	int64_t batch, m, n, k;      /* conv: images, O, H*W, C*kh*kw */
+};
+
+static const struct bcase cases[] = {
+	{ "[256,1024]@[1024,1024]", 0, 1, 256, 1024, 1024 },
+	{ "1024^3", 0, 1, 1024, 1024, 1024 },
+	{ "2048^3", 0, 1, 2048, 2048, 2048 },
+	{ "[32,256,64]@[32,64,256]", 1, 32, 256, 256, 64 },
+	{ "conv2d [8,64,56,56] 3x3x64", 2, 8, 64, 56 * 56, 64 * 9 },
+};
+
+static void run_case(const struct bcase *c, int threads, int reps)
+{
+	struct tir_err err = {0};
+	struct tir_tensor a = {0}, b = {0}, o = {0}, bias = {0};
+	double *tt = calloc((size_t)reps, sizeof *tt), *tc = calloc((size_t)reps, sizeof *tc);
+	float *cols = NULL, *oc = NULL;
+	int64_t cs[4];
+	if (c->kind == 2) {
+		int64_t xs[4] = { c->batch, 64, 56, 56 }, ws[4] = { 64, 64, 3, 3 };
+		fill(&a, 4, xs, 1);
+		fill(&b, 4, ws, 2);
+		cs[0] = c->batch, cs[1] = 64, cs[2] = 56, cs[3] = 56;
+		fill(&o, 4, cs, 3);
+		cols = malloc((size_t)(c->k * c->n) * 4);
+		oc = malloc((size_t)(c->m * c->n) * 4);
+		for (int64_t i = 0; i < c->k * c->n; i++)
+			cols[i] = (float)(i % 7) * 0.1f;
+	} else if (c->kind == 1) {
+		int64_t as[3] = { c->batch, c->m, c->k }, bs[3] = { c->batch, c->k, c->n };
+		fill(&a, 3, as, 1);
+		fill(&b, 3, bs, 2);
+		cs[0] = c->batch, cs[1] = c->m, cs[2] = c->n;
+		fill(&o, 3, cs, 3);
+	} else {
+		int64_t as[2] = { c->m, c->k }, bs[2] = { c->k, c->n };
+		fill(&a, 2, as, 1);
+		fill(&b, 2, bs, 2);
+		cs[0] = c->m, cs[1] = c->n;
+		fill(&o, 2, cs, 3);
+	}
+	const float *pa = tir_tensor_data(&a), *pb = tir_tensor_data(&b);
+	float *po = tir_tensor_data(&o);
+	int round = reps < 5 ? reps : 5;
+	for (int r0 = 0; r0 < reps; r0 += round) {
+		int r1 = r0 + round < reps ? r0 + round : reps;
+		openblas_set_num_threads(threads);
+		/* each side's round starts with one untimed run (warm caches,
+		 * threads awake) */
+		for (int r = r0 - 1; r < r1; r++) {
+			double t0 = now_ms();
+			for (int64_t e = 0; e < c->batch; e++) {
+				if (c->kind == 2)
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m,
+						    (blasint)c->n, (blasint)c->k, 1, pb, (blasint)c->k, cols,
+						    (blasint)c->n, 0, oc, (blasint)c->n);
+				else
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m,
+						    (blasint)c->n, (blasint)c->k, 1, pa + e * c->m * c->k,
+						    (blasint)c->k, pb + e * c->k * c->n, (blasint)c->n, 0,
+						    po + e * c->m * c->n, (blasint)c->n);
+			}
+			if (r >= r0)
+				tc[r] = now_ms() - t0;
+		}
+		openblas_set_num_threads(1);
+		/* OpenBLAS's threads poll a while before they sleep */
+		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
+		for (int r = r0 - 1; r < r1; r++) {
+			double t0 = now_ms();
+			int rc = c->kind == 2
+				 ? tir_k_conv2d(&a, &b, NULL, (int64_t[2]){ 1, 1 }, (int64_t[2]){ 1, 1 }, &o, &err)
+				 : tir_k_matmul(&a, &b, &o, &err);
+			double ms = now_ms() - t0;
+			if (r >= r0)
+				tt[r] = ms;
+			if (rc) {
+				fprintf(stderr, "%s: %s\n", c->name, err.msg);
+				exit(1);
+			}
+		}
+	}
+	double mt = median(tt, reps), mc = median(tc, reps);
+	double gflop = 2.0 * (double)c->batch * (double)c->m * (double)c->n * (double)c->k / 1e9;
+	printf("%-28s %2d threads: tir %9.3f ms %7.1f GFLOP/s, openblas %9.3f ms %7.1f GFLOP/s, ratio %.3f\n",
+	       c->name, threads, mt, gflop / mt * 1e3, mc, gflop / mc * 1e3, mt / mc);
+	fflush(stdout);
+	tir_tensor_release(&a);
+	tir_tensor_release(&b);
+	tir_tensor_release(&o);
+	tir_tensor_release(&bias);
+	free(cols);
+	free(oc);
+	free(tt);
+	free(tc);
+}
+
+int main(int argc, char **argv)
+{
+	int threads = argc > 1 ? atoi(argv[1]) : 1;
+	int reps = argc > 2 ? atoi(argv[2]) : 15;
+	const char *only = argc > 3 ? argv[3] : NULL;
+	if (threads < 1 || reps < 1) {
+		fprintf(stderr, "usage: gemm_bench [THREADS [REPS [CASE]]]\n");
+		return 2;
+	}
+	tir_blas_set_threads(threads);
+	printf("gemm: %s; blas: %s\n", tir_gemm_info(), tir_blas_info());
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		if (!only || strstr(cases[i].name, only))
+			run_case(&cases[i], threads, reps);
+	return 0;
+}

@@ -1,0 +1,556 @@
+/*
+ * gemm.c — tir's own packed float matrix product (f32, f64), GotoBLAS/BLIS
+ * style: both operands are packed once into panels (MR rows of a, NR
+ * columns of b, k-major), in parallel, and the output is then cut into
+ * tiles, each one a task on the pool that runs a register-blocked
+ * micro-kernel over the packed panels.  One micro-kernel per vector path
+ * (AVX-512F, AVX2+FMA, SSE2, portable C), written once over GCC's vector
+ * types and compiled per target attribute, picked by vmath's path
+ * (TIR_VMATH).  Not here: integer products, batch-shape checks and the
+ * matmul op itself (blas.c), im2col (nn.c).
+ *
+ * Why the result never depends on the threads or the cut: each output
+ * element is ONE accumulation chain, c = 0 (or c's old value when
+ * accumulating), then c = c + a[i, p] * b[p, j] for p = 0, 1, ..., k - 1
+ * in that order, rounded as the path does it: one FMA per step on
+ * AVX-512 and AVX2 (the instruction itself, through its intrinsic), a
+ * rounded product and a rounded sum on SSE2 and in portable C (never
+ * contracted: -std=c11 keeps fp-contract off, whatever -O).  The k-blocks of KC steps only
+ * split that chain: a block's accumulators are stored to c and loaded
+ * back by the next one, exactly (they have c's type).  Lanes never mix,
+ * padding rows and columns only feed outputs that are dropped, and a
+ * tile at the edge runs the same kernel on a copy.  So the bits of an
+ * element depend only on row i of a, column j of b and the path: not on
+ * the tiles, MR, NR, KC, the caches or the thread count, and not on m or
+ * n either.  (OpenBLAS cannot promise this: its threaded results differ
+ * from its single-threaded ones, and a grid of single-threaded calls from
+ * one whole call, on most of its x86 kernels; see README's Decisions.)
+ *
+ * Speed: the packed panels make every micro-kernel step a few aligned
+ * vector loads, MR broadcasts and MR x NR/L FMAs with all accumulators in
+ * registers; KC keeps a b micro-panel (KC x NR) in half of L1d while
+ * MR-row panels of a stream past it from L2; a tile's a block (its rows x
+ * KC) holds at most half of L2.  All from the caches read at run time
+ * (machine.c).
+ */
+#include "exec.h"
+#include "vmath.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GM_X86 1
+#include <immintrin.h>
+#define GM_A2 __attribute__((target("avx2,fma")))
+#define GM_A5 __attribute__((target("avx512f")))
+#else
+#define GM_X86 0
+#endif
+
+/* The micro-kernel: c[0..MR)[0..NR) (row stride ldc) = (load ? c : 0) +
+ * the sum over p < kc of pa[p * MR + i] * pb[p * NR + j], step by step in
+ * p order, NR = NV vectors of L lanes.  pb is aligned to its vector. */
+#ifndef GM_PFC
+#define GM_PFC 1
+#endif
+#ifndef GM_PFA
+#define GM_PFA 16
+#endif
+#ifndef GM_PFB
+#define GM_PFB 16
+#endif
+typedef void (*gemm_kernel_fn)(int64_t kc, const void *pa, const void *pb, void *c,
+			       int64_t ldc, int load);
+
+#define GM_KERNEL(NAME, TGT, T, VF, MR, NV, FMA)                                 \
+	static TGT void NAME(int64_t kc, const void *pav, const void *pbv, void *cv, \
+			     int64_t ldc, int load)                           \
+	{                                                                    \
+		typedef T VU_ __attribute__((vector_size(sizeof(VF)), aligned(sizeof(T)), \
+					     may_alias));                     \
+		typedef T VA_ __attribute__((vector_size(sizeof(VF)), may_alias)); \
+		enum { L_ = sizeof(VF) / sizeof(T), NR_ = NV * L_ };          \
+		const T *pa = pav, *pb = pbv;                                \
+		T *c = cv;                                                   \
+		VF acc[MR][NV];                                              \
+		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)        \
+			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)  \
+				acc[i][v] = load ? (VF)*(const VU_ *)(c + i * ldc + v * L_) \
+						 : (VF){ 0 };                 \
+		for (int64_t p = 0; p < kc; p++, pa += MR, pb += NR_) {      \
+			VF b[NV];                                            \
+			__builtin_prefetch(pa + GM_PFA * MR);                \
+			__builtin_prefetch(pb + GM_PFB * NR_);               \
+			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)  \
+				b[v] = *(const VA_ *)(pb + v * L_);           \
+			_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) { \
+				VF a = pa[i] - (VF){ 0 };   /* splat, exact */ \
+				_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) \
+					acc[i][v] = FMA(a, b[v], acc[i][v]);  \
+			}                                                    \
+		}                                                            \
+		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)        \
+			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)  \
+				*(VU_ *)(c + i * ldc + v * L_) = acc[i][v];   \
+	}
+
+typedef float gm_f1 __attribute__((vector_size(4)));
+typedef double gm_d1 __attribute__((vector_size(8)));
+typedef float gm_f4 __attribute__((vector_size(16)));
+typedef double gm_d2 __attribute__((vector_size(16)));
+
+/* c + a * b rounded twice (never contracted: -std=c11 keeps
+ * fp-contract off), or as one FMA by the path's own instruction (an
+ * intrinsic, so no optimization level or pragma decides it) */
+#define GM_MULADD(a, b, c) ((c) + (a) * (b))
+/* portable C: one-lane vectors, 4 x 4 (16 accumulators) */
+GM_KERNEL(kern_sc_f32, , float, gm_f1, 4, 4, GM_MULADD)
+GM_KERNEL(kern_sc_f64, , double, gm_d1, 4, 4, GM_MULADD)
+/* SSE2 (16 registers): 6 rows x 2 vectors, 12 accumulators */
+GM_KERNEL(kern_s2_f32, , float, gm_f4, 6, 2, GM_MULADD)
+GM_KERNEL(kern_s2_f64, , double, gm_d2, 6, 2, GM_MULADD)
+
+#if GM_X86
+typedef float gm_f8 __attribute__((vector_size(32)));
+typedef double gm_d4 __attribute__((vector_size(32)));
+typedef float gm_f16 __attribute__((vector_size(64)));
+typedef double gm_d8 __attribute__((vector_size(64)));
+/* AVX2 + FMA (16 registers): 6 x 2 vectors (12 accumulators, 2 of b, one
+ * broadcast) */
+GM_KERNEL(kern_a2_f32, GM_A2, float, gm_f8, 6, 2, _mm256_fmadd_ps)
+GM_KERNEL(kern_a2_f64, GM_A2, double, gm_d4, 6, 2, _mm256_fmadd_pd)
+/* AVX-512F (32 registers): 12 x 2 vectors (24 accumulators) */
+GM_KERNEL(kern_a5_f32, GM_A5, float, gm_f16, 12, 2, _mm512_fmadd_ps)
+GM_KERNEL(kern_a5_f64, GM_A5, double, gm_d8, 12, 2, _mm512_fmadd_pd)
+#endif
+
+struct gemm_kern {
+	gemm_kernel_fn fn;
+	int mr, nr;
+};
+
+/* [path][0 f32, 1 f64] */
+static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
+	[TIR_VMATH_SCALAR] = { { kern_sc_f32, 4, 4 }, { kern_sc_f64, 4, 4 } },
+	[TIR_VMATH_SSE2] = { { kern_s2_f32, 6, 8 }, { kern_s2_f64, 6, 4 } },
+#if GM_X86
+	[TIR_VMATH_AVX2] = { { kern_a2_f32, 6, 16 }, { kern_a2_f64, 6, 8 } },
+	[TIR_VMATH_AVX512] = { { kern_a5_f32, 12, 32 }, { kern_a5_f64, 12, 16 } },
+#endif
+};
+
+/* The largest MR x NR tile of any kernel, in bytes (edge tiles' copy). */
+#define TILE_BYTES (12 * 32 * 4)
+
+/* ---- packing ----
+ * dst[p * w + i] = src[i * is + p * ps] for i < len, 0 for len <= i < w,
+ * p < kc: an a panel (i a row, p along k) or a b panel (i a column).  A
+ * full panel whose i runs along memory is kc copies of w elements (of a
+ * size known here, so no library call); one whose p runs along memory
+ * (row-major a) is read a column of rows at a time, written in order. */
+#define GM_PACK(T, SFX)                                                       \
+	static void pack_##SFX(T *restrict dst, const T *restrict src, int64_t is, \
+			       int64_t ps, int64_t len, int64_t w, int64_t kc) \
+	{                                                                    \
+		if ((is == 1 || len == 1) && len == w) {                     \
+			switch (w * (int64_t)sizeof(T)) {                    \
+			GM_PACK_ROWS(16) GM_PACK_ROWS(32) GM_PACK_ROWS(64)   \
+			GM_PACK_ROWS(128)                                    \
+			default: break;                                      \
+			}                                                    \
+		}                                                            \
+		if (is == 1 || len == 1) {                                   \
+			for (int64_t p = 0; p < kc; p++, dst += w) {         \
+				const T *s = src + p * ps;                   \
+				for (int64_t i = 0; i < len; i++)            \
+					dst[i] = s[i];                       \
+				for (int64_t i = len; i < w; i++)            \
+					dst[i] = 0;                          \
+			}                                                    \
+			return;                                              \
+		}                                                            \
+		for (int64_t p = 0; p < kc; p++, dst += w) {                 \
+			const T *s = src + p * ps;                           \
+			for (int64_t i = 0; i < len; i++)                    \
+				dst[i] = s[i * is];                          \
+			for (int64_t i = len; i < w; i++)                    \
+				dst[i] = 0;                                  \
+		}                                                            \
+	}
+/* kc rows of B bytes each (w elements), ps elements apart */
+#define GM_PACK_ROWS(B)                                                       \
+	case B:                                                              \
+		for (int64_t p = 0; p < kc; p++)                             \
+			memcpy((char *)dst + p * (B), src + p * ps, (B));    \
+		return;
+GM_PACK(float, f32)
+GM_PACK(double, f64)
+
+static void pack(int64_t es, void *dst, const char *src, int64_t is, int64_t ps, int64_t len,
+		 int64_t w, int64_t kc)
+{
+	if (es == 4)
+		pack_f32(dst, (const float *)src, is, ps, len, w, kc);
+	else
+		pack_f64(dst, (const double *)src, is, ps, len, w, kc);
+}
+
+/* ---- blocking ---- */
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* Below this many multiply-adds a product runs on the calling thread. */
+#define SERIAL_MACS ((int64_t)1 << 18)
+
+/* What the job's tasks share (see tir_gemm_run). */
+struct job {
+	const struct tir_gemm *g;
+	const struct gemm_kern *kern;
+	int64_t es, mr, nr, kc;
+	int64_t mp, np, kb;          /* panels of a (rows), of b (columns); k-blocks */
+	int64_t mpad, npad;          /* mp * mr, np * nr */
+	/* the batch entries whose operands differ: a's are na, b's nbb; entry
+	 * e uses a's ai(e) and b's bi(e) */
+	int64_t na, nbb, batches;
+	char *pa, *pb;               /* packed: na x (k x mpad), nbb x (k x npad) */
+	/* packing units: (operand, batch, k-block, group of panels) */
+	int64_t ga, gb, ua, ub;      /* panels per unit; units of a, of b */
+	/* output tiles: tm x tn panels each, ti x tj per batch entry */
+	int64_t tm, tn, ti, tj;
+	atomic_int epi_failed;
+};
+
+/* Entry e's operand offset (elements) and its packed index, over the batch
+ * axes (st[d] == 0: broadcast, not counted). */
+static void batch_of(const struct tir_gemm *g, const int64_t *st, int64_t e, int64_t *off,
+		     int64_t *idx)
+{
+	int64_t o = 0, ix = 0, mul = 1;
+	for (int d = g->nb - 1; d >= 0; d--) {
+		int64_t x = e % g->shape[d];
+		e /= g->shape[d];
+		if (st[d] == 0)
+			continue;
+		o += x * st[d];
+		ix += x * mul;
+		mul *= g->shape[d];
+	}
+	*off = o;
+	*idx = ix;
+}
+
+/* The first entry whose packed index is idx (its offset is what counts):
+ * the inverse of batch_of's idx over the axes that are not broadcast. */
+static int64_t batch_offset(const struct tir_gemm *g, const int64_t *st, int64_t idx)
+{
+	int64_t o = 0;
+	for (int d = g->nb - 1; d >= 0; d--) {
+		if (st[d] == 0)
+			continue;
+		o += idx % g->shape[d] * st[d];
+		idx /= g->shape[d];
+	}
+	return o;
+}
+
+static void pack_task(void *arg, int64_t t)
+{
+	struct job *j = arg;
+	const struct tir_gemm *g = j->g;
+	bool is_a = t < j->ua;
+	if (!is_a)
+		t -= j->ua;
+	int64_t panels = is_a ? j->mp : j->np, per = is_a ? j->ga : j->gb;
+	int64_t groups = ceil_div(panels, per);
+	int64_t bi = t / (j->kb * groups), rest = t % (j->kb * groups);
+	int64_t pc = rest / groups, p0 = rest % groups * per;
+	int64_t p1 = p0 + per < panels ? p0 + per : panels;
+	int64_t k0 = pc * j->kc, kcb = g->k - k0 < j->kc ? g->k - k0 : j->kc;
+	int64_t w = is_a ? j->mr : j->nr, full = is_a ? g->m : g->n;
+	int64_t pad = is_a ? j->mpad : j->npad;
+	int64_t off = batch_offset(g, is_a ? g->as : g->bs, bi);
+	/* element (i along the panel, p along k) of the source */
+	int64_t is = is_a ? g->a_rs : g->b_cs, ps = is_a ? g->a_cs : g->b_rs;
+	const char *src = (const char *)(is_a ? g->a : g->b) + (off + k0 * ps) * j->es;
+	char *dst = (is_a ? j->pa : j->pb) + (bi * g->k * pad + k0 * pad) * j->es;
+	for (int64_t q = p0; q < p1; q++) {
+		int64_t len = full - q * w < w ? full - q * w : w;
+		pack(j->es, dst + q * w * kcb * j->es, src + q * w * is * j->es, is, ps, len, w,
+		     kcb);
+	}
+}
+
+static void tile_task(void *arg, int64_t t)
+{
+	struct job *j = arg;
+	const struct tir_gemm *g = j->g;
+	int64_t per = j->ti * j->tj;
+	int64_t e = t / per, rest = t % per;
+	int64_t q0 = rest / j->tj * j->tm, r0 = rest % j->tj * j->tn;
+	int64_t q1 = q0 + j->tm < j->mp ? q0 + j->tm : j->mp;
+	int64_t r1 = r0 + j->tn < j->np ? r0 + j->tn : j->np;
+	int64_t es = j->es, mr = j->mr, nr = j->nr, ldc = g->ldc;
+	int64_t off, ai, bi;
+	batch_of(g, g->as, e, &off, &ai);
+	batch_of(g, g->bs, e, &off, &bi);
+	const char *pa = j->pa + ai * g->k * j->mpad * es;
+	const char *pb = j->pb + bi * g->k * j->npad * es;
+	char *c = (char *)g->c + e * g->c_batch * es;
+	_Alignas(64) char tile[TILE_BYTES];
+
+	for (int64_t k0 = 0; k0 < g->k; k0 += j->kc) {
+		int64_t kcb = g->k - k0 < j->kc ? g->k - k0 : j->kc;
+		int load = k0 > 0 || g->acc;
+		for (int64_t r = r0; r < r1; r++) {
+			const char *b = pb + (k0 * j->npad + r * nr * kcb) * es;
+			int64_t cols = g->n - r * nr < nr ? g->n - r * nr : nr;
+			for (int64_t q = q0; q < q1; q++) {
+				const char *a = pa + (k0 * j->mpad + q * mr * kcb) * es;
+				int64_t rows = g->m - q * mr < mr ? g->m - q * mr : mr;
+				char *cp = c + (q * mr * ldc + r * nr) * es;
+				if (GM_PFC && q + 1 < q1)   /* the next tile's c */
+					for (int64_t i = 0; i < mr; i++)
+						for (int64_t x = 0; x < nr * es; x += 64)
+							__builtin_prefetch(cp + (mr + i) * ldc * es + x, 1);
+				if (rows == mr && cols == nr) {
+					j->kern->fn(kcb, a, b, cp, ldc, load);
+					continue;
+				}
+				/* an edge: the same kernel on a full tile, then the part that exists */
+				for (int64_t i = 0; load && i < rows; i++)
+					memcpy(tile + i * nr * es, cp + i * ldc * es, (size_t)(cols * es));
+				j->kern->fn(kcb, a, b, tile, nr, load);
+				for (int64_t i = 0; i < rows; i++)
+					memcpy(cp + i * ldc * es, tile + i * nr * es, (size_t)(cols * es));
+			}
+		}
+	}
+	if (!g->epi)
+		return;
+	/* the tile is still in cache: finish it (whole rows in one call) */
+	int64_t i0 = q0 * mr, rows = (q1 * mr < g->m ? q1 * mr : g->m) - i0;
+	int64_t j0 = r0 * nr, cols = (r1 * nr < g->n ? r1 * nr : g->n) - j0;
+	int64_t base = e * g->m * g->n;
+	if (cols == g->n) {
+		if (g->epi(g->epi_ctx, base + i0 * g->n, rows * cols))
+			atomic_store(&j->epi_failed, 1);
+		return;
+	}
+	for (int64_t i = 0; i < rows; i++)
+		if (g->epi(g->epi_ctx, base + (i0 + i) * g->n + j0, cols))
+			atomic_store(&j->epi_failed, 1);
+}
+
+/* KC: a b micro-panel (KC x NR) in half of L1d, a multiple of 8 in
+ * [64, 1024]. */
+static int64_t choose_kc(int64_t nr, int64_t es)
+{
+	const struct tir_caches *mc = tir_machine_caches();
+	int64_t kc = mc->l1d / 2 / (nr * es) / 8 * 8;
+	return kc < 64 ? 64 : kc > 1024 ? 1024 : kc;
+}
+
+/* Tiles of tm x tn panels: halve the longer side (in elements) until the
+ * product makes TIR_TASKS_WANT tasks, but never below 2 panels of rows
+ * and 1 of columns (a tile then still runs its b micro-panel past at least
+ * 2 MR-row panels of a).  A tile's a block (its rows x KC) fits in half of
+ * L2.  From the shapes and the caches only; the result does not depend on
+ * it (the tiles only change who computes what). */
+static void choose_tiles(struct job *j, int64_t want_m, int64_t want_n)
+{
+	const struct tir_caches *mc = tir_machine_caches();
+	int64_t tm = j->mp, tn = j->np;
+	int64_t max_tm = mc->l2 / 2 / (j->kc * j->mr * j->es);
+	if (max_tm < 2)
+		max_tm = 2;
+	if (want_m > 0 || want_n > 0) {        /* the test hook */
+		tm = want_m > 0 ? ceil_div(want_m, j->mr) : tm;
+		tn = want_n > 0 ? ceil_div(want_n, j->nr) : tn;
+	} else {
+		if (tm > max_tm)
+			tm = ceil_div(j->mp, ceil_div(j->mp, max_tm));
+		while (j->batches * ceil_div(j->mp, tm) * ceil_div(j->np, tn) < TIR_TASKS_WANT) {
+			bool rows = tm * j->mr >= tn * j->nr ? tm > 2 : tn <= 1;
+			if (rows && tm > 2)
+				tm = ceil_div(tm, 2) < 2 ? 2 : ceil_div(tm, 2);
+			else if (tn > 1)
+				tn = ceil_div(tn, 2);
+			else
+				break;
+		}
+	}
+	j->tm = tm < 1 ? 1 : tm;
+	j->tn = tn < 1 ? 1 : tn;
+	j->ti = ceil_div(j->mp, j->tm);
+	j->tj = ceil_div(j->np, j->tn);
+}
+
+/* Packing buffers kept between products, one per pool slot (the thread
+ * that starts a matmul is slot 0; a conv2d task on a worker is its
+ * worker's): a fresh buffer costs its page faults, as much as the packing
+ * itself for a product like [256, 1024] @ [1024, 1024].  Slot 0 keeps up
+ * to 64 MiB, the workers 8 MiB; a slot in use (two threads outside the
+ * pool share slot 0) makes the other allocate its own. */
+#define KEEP_MAIN ((size_t)64 << 20)
+#define KEEP_WORKER ((size_t)8 << 20)
+
+static struct scratch {
+	pthread_mutex_t lock;
+	void *p;
+	size_t size;
+} scratch[TIR_POOL_MAX];
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_init(void)
+{
+	for (int i = 0; i < TIR_POOL_MAX; i++)
+		pthread_mutex_init(&scratch[i].lock, NULL);
+}
+
+/* A buffer of size bytes, 64-aligned; *slot says what scratch_put needs
+ * (-1: not a kept one). */
+static void *scratch_get(size_t size, int *slot)
+{
+	int w = tir_pool_worker();
+	pthread_once(&scratch_once, scratch_init);
+	*slot = -1;
+	if (pthread_mutex_trylock(&scratch[w].lock))
+		return aligned_alloc(64, size);
+	*slot = w;
+	struct scratch *s = &scratch[w];
+	if (s->p && s->size >= size)
+		return s->p;
+	free(s->p);
+	s->p = aligned_alloc(64, size);
+	s->size = s->p ? size : 0;
+	if (!s->p) {
+		pthread_mutex_unlock(&s->lock);
+		*slot = -1;
+		return NULL;
+	}
+	return s->p;
+}
+
+static void scratch_put(void *p, int slot)
+{
+	if (slot < 0) {
+		free(p);
+		return;
+	}
+	struct scratch *s = &scratch[slot];
+	if (s->size > (slot ? KEEP_WORKER : KEEP_MAIN)) {
+		free(s->p);
+		s->p = NULL;
+		s->size = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static const struct gemm_kern *pick_kernel(enum tir_dtype dt)
+{
+	return &kernels[tir_vmath_path()][dt == TIR_DTYPE_F64];
+}
+
+int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
+{
+	struct job j = { .g = g, .kern = pick_kernel(g->dt) };
+	int64_t batches = 1;
+	int rc = 0;
+
+	TIR_ASSERT(g->dt == TIR_DTYPE_F32 || g->dt == TIR_DTYPE_F64);
+	for (int d = 0; d < g->nb; d++)
+		batches *= g->shape[d];
+	if (g->m <= 0 || g->n <= 0 || batches <= 0)
+		return 0;
+	j.es = g->dt == TIR_DTYPE_F32 ? 4 : 8;
+	if (g->k <= 0) {
+		for (int64_t e = 0; e < batches && !g->acc; e++)
+			for (int64_t i = 0; i < g->m; i++)
+				memset((char *)g->c + (e * g->c_batch + i * g->ldc) * j.es, 0,
+				       (size_t)(g->n * j.es));
+		if (g->epi && g->epi(g->epi_ctx, 0, batches * g->m * g->n))
+			return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
+		return 0;
+	}
+	j.mr = j.kern->mr;
+	j.nr = j.kern->nr;
+	j.kc = choose_kc(j.nr, j.es);
+	j.batches = batches;
+	j.mp = ceil_div(g->m, j.mr);
+	j.np = ceil_div(g->n, j.nr);
+	j.mpad = j.mp * j.mr;
+	j.npad = j.np * j.nr;
+	j.kb = ceil_div(g->k, j.kc);
+	j.na = j.nbb = 1;
+	for (int d = 0; d < g->nb; d++) {
+		j.na *= g->as[d] ? g->shape[d] : 1;
+		j.nbb *= g->bs[d] ? g->shape[d] : 1;
+	}
+	int64_t abytes, bbytes;
+	bool big = __builtin_mul_overflow(j.na, j.mpad, &abytes) |
+		   __builtin_mul_overflow(abytes, g->k, &abytes) |
+		   __builtin_mul_overflow(abytes, j.es, &abytes) |
+		   __builtin_mul_overflow(j.nbb, j.npad, &bbytes) |
+		   __builtin_mul_overflow(bbytes, g->k, &bbytes) |
+		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX - 128 - bbytes);
+	size_t size = big ? 0 : (size_t)((abytes + bbytes + 127) / 64 * 64);
+	int slot = -1;
+	char *buf = big ? NULL : scratch_get(size, &slot);
+	if (!buf)
+		return tir_errf(err, TIR_ENOMEM, NULL,
+				"matmul: out of memory packing its operands (%lld x %lld and %lld x %lld, %lld and %lld times)",
+				(long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n,
+				(long long)j.na, (long long)j.nbb);
+	j.pa = buf;
+	j.pb = buf + (abytes + 63) / 64 * 64;
+
+	/* packing units of about L2 / 8 bytes each */
+	int64_t unit = tir_machine_caches()->l2 / 8;
+	j.ga = unit / (j.kc * j.mr * j.es);
+	j.gb = unit / (j.kc * j.nr * j.es);
+	j.ga = j.ga < 1 ? 1 : j.ga;
+	j.gb = j.gb < 1 ? 1 : j.gb;
+	j.ua = j.na * j.kb * ceil_div(j.mp, j.ga);
+	j.ub = j.nbb * j.kb * ceil_div(j.np, j.gb);
+	choose_tiles(&j, g->tile_m, g->tile_n);
+	int64_t ntiles = batches * j.ti * j.tj;
+
+	double macs = (double)batches * (double)g->m * (double)g->n * (double)g->k;
+	if (macs < (double)SERIAL_MACS) {
+		for (int64_t t = 0; t < j.ua + j.ub; t++)
+			pack_task(&j, t);
+		for (int64_t t = 0; t < ntiles; t++)
+			tile_task(&j, t);
+	} else {
+		tir_pool_run(j.ua + j.ub, pack_task, &j);
+		tir_pool_run(ntiles, tile_task, &j);
+	}
+	if (atomic_load(&j.epi_failed))
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
+	scratch_put(buf, slot);
+	return rc;
+}
+
+static char info[96];
+static pthread_once_t info_once = PTHREAD_ONCE_INIT;
+
+static void info_init(void)
+{
+	const struct gemm_kern *f = pick_kernel(TIR_DTYPE_F32), *d = pick_kernel(TIR_DTYPE_F64);
+	snprintf(info, sizeof info, "tir %s (f32 %dx%d, f64 %dx%d, KC %lld/%lld)", tir_vector_path(),
+		 f->mr, f->nr, d->mr, d->nr, (long long)choose_kc(f->nr, 4),
+		 (long long)choose_kc(d->nr, 8));
+}
+
+const char *tir_gemm_info(void)
+{
+	pthread_once(&info_once, info_init);
+	return info;
+}

@@ -1,0 +1,389 @@
+/*
+ * test_gemm.c — tir's gemm (gemm.c), through tir_gemm_run and the matmul
+ * and conv2d kernels built on it, on the vector path this process uses
+ * (tests/kernels.sh runs it under each TIR_VMATH).  Each result is
+ * checked three ways:
+ *  - against a long double reference within the bound of a sequential
+ *    sum, (k + 2) * u * sum |a b| (u = 2^-24 f32, 2^-53 f64; the rounding
+ *    of the reference itself is far below it);
+ *  - on x86-64, bit for bit against the chain gemm.c documents, computed
+ *    here one element at a time: c = c + a * b over k in order, with
+ *    fmaf/fma on the AVX2 and AVX-512 paths and two roundings on SSE2 and
+ *    scalar;
+ *  - bit for bit across thread counts (1, 2, 3, 4, 7, 16, 64) and across
+ *    tile sizes (the test hook), which must not change a bit.
+ * Shapes: 1x1x1, k = 0, m = 1, n = 1, k = 1, tails in every dimension,
+ * k several KC long; row-major, transposed and odd-strided operands,
+ * accumulation into c; broadcast batch axes (a batch of a against one b,
+ * folded, and both broadcast); a conv2d whose position blocks cut rows.
+ */
+#include "exec/exec.h"
+#include "exec/vmath.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 777;
+
+static double frand(void)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(rng >> 11) / (double)(1ull << 53) * 2 - 1;
+}
+
+static const int threads[] = { 1, 2, 3, 4, 7, 16, 64 };
+#define NTHREADS ((int)(sizeof threads / sizeof threads[0]))
+
+static bool fma_path(void)
+{
+	enum tir_vmath_path p = tir_vmath_path();
+	return p == TIR_VMATH_AVX2 || p == TIR_VMATH_AVX512;
+}
+
+/* Element (i, j) of an operand at (rs, cs). */
+static double at(enum tir_dtype dt, const void *p, int64_t rs, int64_t cs, int64_t i, int64_t j)
+{
+	int64_t o = i * rs + j * cs;
+	return dt == TIR_DTYPE_F32 ? ((const float *)p)[o] : ((const double *)p)[o];
+}
+
+/* What gemm.c promises for one element, from c0: the chain, exactly. */
+static double chain(enum tir_dtype dt, const struct tir_gemm *g, const void *a, const void *b,
+		    int64_t i, int64_t j, double c0)
+{
+	bool f = fma_path();
+	if (dt == TIR_DTYPE_F32) {
+		float c = (float)c0;
+		for (int64_t p = 0; p < g->k; p++) {
+			float x = (float)at(dt, a, g->a_rs, g->a_cs, i, p);
+			float y = (float)at(dt, b, g->b_rs, g->b_cs, p, j);
+			if (f) {
+				c = fmaf(x, y, c);
+			} else {
+				float t = x * y;
+				c = c + t;
+			}
+		}
+		return c;
+	}
+	double c = c0;
+	for (int64_t p = 0; p < g->k; p++) {
+		double x = at(dt, a, g->a_rs, g->a_cs, i, p), y = at(dt, b, g->b_rs, g->b_cs, p, j);
+		if (f) {
+			c = fma(x, y, c);
+		} else {
+			double t = x * y;
+			c = c + t;
+		}
+	}
+	return c;
+}
+
+/* An operand of rows x cols in a buffer of its own, laid out as asked:
+ * 0 row-major, 1 transposed, 2 odd strides (rows 3 cols + 1 apart,
+ * columns 2 apart... a spread-out view). */
+static void *operand(enum tir_dtype dt, int64_t rows, int64_t cols, int layout, int64_t *rs,
+		     int64_t *cs)
+{
+	int64_t es = (int64_t)tir_dtype_size(dt), span;
+	switch (layout) {
+	case 0: *rs = cols; *cs = 1; break;
+	case 1: *rs = 1; *cs = rows; break;
+	default: *cs = 2; *rs = 2 * cols + 3; break;
+	}
+	span = (rows - 1) * *rs + (cols - 1) * *cs + 1;
+	if (rows == 0 || cols == 0)
+		span = 1;
+	char *p = malloc((size_t)(span * es));
+	for (int64_t e = 0; e < span; e++) {
+		double v = frand();
+		if (dt == TIR_DTYPE_F32)
+			((float *)p)[e] = (float)v;
+		else
+			((double *)p)[e] = v;
+	}
+	return p;
+}
+
+/* Runs g (c: m x n, ldc = n), checks against the reference and the
+ * chain; c0, when not NULL, is c's starting value (g->acc). */
+static void check_one(struct tir_gemm *g, const void *c0)
+{
+	enum tir_dtype dt = g->dt;
+	int64_t es = (int64_t)tir_dtype_size(dt), m = g->m, n = g->n, k = g->k;
+	size_t bytes = (size_t)(m * n * es);
+	char *c = malloc(bytes ? bytes : 1);
+	if (c0)
+		memcpy(c, c0, bytes);
+	else
+		memset(c, 0x7f, bytes);             /* garbage a missed element keeps */
+	g->c = c;
+	g->ldc = n;
+	struct tir_err err = { 0 };
+	CHECK(tir_gemm_run(g, &err) == 0);
+	double u = dt == TIR_DTYPE_F32 ? 0x1p-24 : 0x1p-53;
+	int64_t bad_ref = 0, bad_chain = 0;
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			double start = c0 ? at(dt, c0, n, 1, i, j) : 0;
+			long double ref = start, mag = fabs(start);
+			for (int64_t p = 0; p < k; p++) {
+				long double t = (long double)at(dt, g->a, g->a_rs, g->a_cs, i, p) *
+						at(dt, g->b, g->b_rs, g->b_cs, p, j);
+				ref += t;
+				mag += fabsl(t);
+			}
+			double got = at(dt, c, n, 1, i, j);
+			if (!(fabsl(got - ref) <= (long double)(k + 2) * u * mag))
+				bad_ref++;
+#if defined(__x86_64__)
+			double want = chain(dt, g, g->a, g->b, i, j, start);
+			if (memcmp(&got, &want, sizeof got) != 0)
+				bad_chain++;
+#endif
+		}
+	if (bad_ref || bad_chain)
+		fprintf(stderr, "gemm %s %lldx%lldx%lld (a %lld,%lld b %lld,%lld%s): %lld off the reference, %lld off the chain\n",
+			tir_dtype_name(dt), (long long)m, (long long)n, (long long)k,
+			(long long)g->a_rs, (long long)g->a_cs, (long long)g->b_rs,
+			(long long)g->b_cs, g->acc ? ", acc" : "", (long long)bad_ref,
+			(long long)bad_chain);
+	CHECK(bad_ref == 0);
+	CHECK(bad_chain == 0);
+	free(c);
+}
+
+static void test_shapes(enum tir_dtype dt)
+{
+	static const int64_t shapes[][3] = {
+		{ 1, 1, 1 }, { 1, 1, 0 }, { 3, 5, 0 }, { 1, 100, 50 }, { 100, 1, 50 },
+		{ 37, 41, 1 }, { 12, 32, 192 }, { 13, 33, 7 }, { 25, 65, 193 },
+		{ 5, 7, 1000 }, { 6, 16, 64 }, { 61, 97, 385 }, { 2, 3, 2100 },
+	};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int la = 0; la < 3; la++)
+			for (int lb = 0; lb < 3; lb++) {
+				int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+				/* every layout pair on the small shapes, fewer on the large */
+				if (m * n * k > 100000 && la != lb && la + lb != 1)
+					continue;
+				struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = k };
+				void *a = operand(dt, m, k, la, &g.a_rs, &g.a_cs);
+				void *b = operand(dt, k, n, lb, &g.b_rs, &g.b_cs);
+				g.a = a;
+				g.b = b;
+				check_one(&g, NULL);
+				if (la == 0 && lb == 0) {      /* c += a @ b */
+					int64_t rs, cs;
+					void *c0 = operand(dt, m, n, 0, &rs, &cs);
+					g.acc = true;
+					check_one(&g, c0);
+					free(c0);
+				}
+				free(a);
+				free(b);
+			}
+}
+
+/* The same product at every thread count and with several tile sizes:
+ * one result, bit for bit. */
+static void test_invariance(enum tir_dtype dt, int la, int lb)
+{
+	int64_t m = 103, n = 150, k = 301;
+	int64_t es = (int64_t)tir_dtype_size(dt);
+	struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = k, .ldc = n };
+	void *a = operand(dt, m, k, la, &g.a_rs, &g.a_cs);
+	void *b = operand(dt, k, n, lb, &g.b_rs, &g.b_cs);
+	g.a = a;
+	g.b = b;
+	size_t bytes = (size_t)(m * n * es);
+	char *first = malloc(bytes), *c = malloc(bytes);
+	static const int64_t tiles[][2] = { { 0, 0 }, { 1, 1 }, { 12, 32 }, { 13, 5 },
+					    { 64, 1000 }, { 1000, 64 }, { 1000, 1000 } };
+	int differ = 0, runs = 0;
+	for (int t = 0; t < NTHREADS; t++) {
+		tir_blas_set_threads(threads[t]);
+		for (size_t s = 0; s < sizeof tiles / sizeof tiles[0]; s++) {
+			struct tir_err err = { 0 };
+			g.c = runs ? c : first;
+			g.tile_m = tiles[s][0];
+			g.tile_n = tiles[s][1];
+			memset(g.c, 0x55, bytes);
+			CHECK(tir_gemm_run(&g, &err) == 0);
+			if (runs++ && memcmp(first, c, bytes))
+				differ++;
+		}
+	}
+	tir_blas_set_threads(1);
+	if (differ)
+		fprintf(stderr, "gemm %s layouts %d %d: %d of %d runs differ from the first\n",
+			tir_dtype_name(dt), la, lb, differ, runs);
+	CHECK(differ == 0);
+	g.c = NULL;
+	g.tile_m = g.tile_n = 0;
+	check_one(&g, NULL);
+	free(first);
+	free(c);
+	free(a);
+	free(b);
+}
+
+static void fill_tensor(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape)
+{
+	struct tir_err err = { 0 };
+	CHECK(tir_tensor_alloc(t, dt, rank, shape, false, &err) == 0);
+	for (int64_t i = 0; i < tir_tensor_numel(t); i++) {
+		if (dt == TIR_DTYPE_F32)
+			((float *)tir_tensor_data(t))[i] = (float)frand();
+		else
+			((double *)tir_tensor_data(t))[i] = frand();
+	}
+}
+
+/* Batched matmul with broadcast batch axes through tir_k_matmul: each
+ * batch entry is the chain of its own a and b, and the whole is the same
+ * at every thread count. */
+static void test_batched(enum tir_dtype dt, const int64_t *as, const int64_t *bs, int rank)
+{
+	struct tir_tensor a, b, out, first;
+	struct tir_err err = { 0 };
+	int64_t os[4];
+	fill_tensor(&a, dt, rank, as);
+	fill_tensor(&b, dt, rank, bs);
+	for (int d = 0; d < rank - 2; d++)
+		os[d] = as[d] > bs[d] ? as[d] : bs[d];
+	int64_t m = as[rank - 2], k = as[rank - 1], n = bs[rank - 1];
+	os[rank - 2] = m;
+	os[rank - 1] = n;
+	CHECK(tir_tensor_alloc(&out, dt, rank, os, false, &err) == 0);
+	CHECK(tir_tensor_alloc(&first, dt, rank, os, false, &err) == 0);
+	size_t bytes = (size_t)tir_tensor_numel(&out) * tir_dtype_size(dt);
+	int differ = 0;
+	for (int t = 0; t < NTHREADS; t++) {
+		tir_blas_set_threads(threads[t]);
+		struct tir_tensor *o = t ? &out : &first;
+		memset(tir_tensor_data(o), 0x55, bytes);
+		CHECK(tir_k_matmul(&a, &b, o, &err) == 0);
+		if (t && memcmp(tir_tensor_data(&first), tir_tensor_data(&out), bytes))
+			differ++;
+	}
+	tir_blas_set_threads(1);
+	CHECK(differ == 0);
+	/* each entry against check_one's reference and chain */
+	int64_t batches = tir_tensor_numel(&out) / (m * n), es = (int64_t)tir_dtype_size(dt);
+	int64_t bad = 0;
+	for (int64_t e = 0; e < batches; e++) {
+		int64_t ao = 0, bo = 0, r = e, amul = 1, bmul = 1;
+		for (int d = rank - 3; d >= 0; d--) {
+			int64_t x = r % os[d];
+			r /= os[d];
+			ao += (as[d] == 1 ? 0 : x) * amul;
+			bo += (bs[d] == 1 ? 0 : x) * bmul;
+			amul *= as[d];
+			bmul *= bs[d];
+		}
+		struct tir_gemm g = {
+			.dt = dt, .m = m, .n = n, .k = k,
+			.a = (char *)tir_tensor_data(&a) + ao * m * k * es, .a_rs = k, .a_cs = 1,
+			.b = (char *)tir_tensor_data(&b) + bo * k * n * es, .b_rs = n, .b_cs = 1,
+		};
+		const char *got = (const char *)tir_tensor_data(&first) + e * m * n * es;
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++) {
+				double want = chain(dt, &g, g.a, g.b, i, j, 0);
+				double v = at(dt, got, n, 1, i, j);
+				long double ref = 0;
+				for (int64_t p = 0; p < k; p++)
+					ref += (long double)at(dt, g.a, k, 1, i, p) * at(dt, g.b, n, 1, p, j);
+				if (fabsl(v - ref) > (long double)(k + 2) * (dt == TIR_DTYPE_F32 ? 0x1p-24 : 0x1p-53) * (long double)k)
+					bad++;
+#if defined(__x86_64__)
+				if (memcmp(&v, &want, sizeof v))
+					bad++;
+#endif
+			}
+	}
+	CHECK(bad == 0);
+	tir_tensor_release(&a);
+	tir_tensor_release(&b);
+	tir_tensor_release(&out);
+	tir_tensor_release(&first);
+}
+
+/* conv2d on a plane its position blocks cut mid-row: the same bits at
+ * every thread count, and near a double reference. */
+static void test_conv(enum tir_dtype dt)
+{
+	struct tir_tensor x, w, bias, out, first;
+	struct tir_err err = { 0 };
+	int64_t n = 2, c = 5, h = 40, wd = 37, o = 7;
+	fill_tensor(&x, dt, 4, (int64_t[]){ n, c, h, wd });
+	fill_tensor(&w, dt, 4, (int64_t[]){ o, c, 3, 3 });
+	fill_tensor(&bias, dt, 1, (int64_t[]){ o });
+	int64_t os[4] = { n, o, h, wd };
+	CHECK(tir_tensor_alloc(&out, dt, 4, os, false, &err) == 0);
+	CHECK(tir_tensor_alloc(&first, dt, 4, os, false, &err) == 0);
+	size_t bytes = (size_t)tir_tensor_numel(&out) * tir_dtype_size(dt);
+	int differ = 0;
+	for (int t = 0; t < NTHREADS; t++) {
+		tir_blas_set_threads(threads[t]);
+		struct tir_tensor *dst = t ? &out : &first;
+		CHECK(tir_k_conv2d(&x, &w, &bias, (int64_t[]){ 1, 1 }, (int64_t[]){ 1, 1 }, dst,
+				   &err) == 0);
+		if (t && memcmp(tir_tensor_data(&first), tir_tensor_data(&out), bytes))
+			differ++;
+	}
+	tir_blas_set_threads(1);
+	CHECK(differ == 0);
+	int64_t bad = 0;
+	double u = dt == TIR_DTYPE_F32 ? 0x1p-24 : 0x1p-53;
+	for (int64_t i0 = 0; i0 < n; i0++)
+		for (int64_t f = 0; f < o; f++)
+			for (int64_t y = 0; y < h; y++)
+				for (int64_t xx = 0; xx < wd; xx++) {
+					double ref = tir_tensor_get_f64(&bias, f), mag = fabs(ref);
+					for (int64_t ch = 0; ch < c; ch++)
+						for (int64_t i = 0; i < 3; i++)
+							for (int64_t j = 0; j < 3; j++) {
+								int64_t iy = y - 1 + i, ix = xx - 1 + j;
+								if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
+									continue;
+								double t = tir_tensor_get_f64(&x, ((i0 * c + ch) * h + iy) * wd + ix) *
+									   tir_tensor_get_f64(&w, ((f * c + ch) * 3 + i) * 3 + j);
+								ref += t;
+								mag += fabs(t);
+							}
+					double got = tir_tensor_get_f64(&first, ((i0 * o + f) * h + y) * wd + xx);
+					if (!(fabs(got - ref) <= (c * 9 + 2) * u * mag))
+						bad++;
+				}
+	CHECK(bad == 0);
+	tir_tensor_release(&x);
+	tir_tensor_release(&w);
+	tir_tensor_release(&bias);
+	tir_tensor_release(&out);
+	tir_tensor_release(&first);
+}
+
+int main(void)
+{
+	fprintf(stderr, "test_gemm: path %s, %s\n", tir_vector_path(), tir_gemm_info());
+	tir_blas_set_threads(1);
+	for (int f = 0; f < 2; f++) {
+		enum tir_dtype dt = f ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+		test_shapes(dt);
+		test_invariance(dt, 0, 0);
+		test_invariance(dt, 1, 2);
+		/* a batch of a against one b (folded into one tall matrix) */
+		test_batched(dt, (int64_t[]){ 3, 4, 29, 70 }, (int64_t[]){ 1, 1, 70, 45 }, 4);
+		/* both broadcast, on different axes */
+		test_batched(dt, (int64_t[]){ 3, 1, 17, 130 }, (int64_t[]){ 1, 4, 130, 33 }, 4);
+		/* one b per entry, a shared */
+		test_batched(dt, (int64_t[]){ 1, 25, 300 }, (int64_t[]){ 6, 300, 40 }, 3);
+		test_conv(dt);
+	}
+	tir_pool_shutdown();
+	return check_report("test_gemm");
+}
