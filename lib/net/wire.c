@@ -50,12 +50,10 @@ int tir_frame_encode(const struct tir_tensor *t, void *dst, struct tir_err *err)
 	return 0;
 }
 
-int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tensor *t,
-		     struct tir_err *err)
+int tir_frame_head_parse(const unsigned char *p, size_t len, struct tir_frame_info *fi, struct tir_err *err)
 {
-	const unsigned char *p = buf;
 	if (len < 16)
-		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, a header needs 16", len);
+		return 16;
 	if (memcmp(p, TIR_FRAME_MAGIC, 4))
 		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: does not start with \"TIRT\"");
 	if (p[4] >= TIR_DTYPE_COUNT)
@@ -65,50 +63,69 @@ int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tenso
 				TIR_MAX_RANK);
 	if (p[6] || p[7])
 		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: bytes 6-7 must be zero");
-	enum tir_dtype dt = p[4];
-	int rank = p[5];
-	size_t head = 16 + 8 * (size_t)rank;
-	if (len < head)
-		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, the rank-%d header needs %zu",
-				len, rank, head);
-	int64_t shape[TIR_MAX_RANK];
-	uint64_t numel = 1;
-	for (int i = 0; i < rank; i++) {
+	fi->dtype = p[4];
+	fi->rank = p[5];
+	fi->headlen = 16 + 8 * (size_t)fi->rank;
+	if (len < fi->headlen)
+		return (int)fi->headlen;
+	uint64_t numel = 1, real = 1;
+	fi->too_many = false;
+	for (int i = 0; i < fi->rank; i++) {
 		uint64_t d = tir_get_u64(p + 16 + 8 * i);
-		if (d > (uint64_t)TIR_MAX_DIM)
+		if (d > (uint64_t)TIR_MAX_DIM) {
+			fi->too_many = true;
 			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %d: axis %d of %llu is over the limit",
 					16 + 8 * i, i, (unsigned long long)d);
-		shape[i] = (int64_t)d;
+		}
+		fi->shape[i] = (int64_t)d;
 		numel *= d ? d : 1; /* a 0 axis counts as 1, as in the checker */
-		if (numel > (uint64_t)TIR_MAX_ELEMS)
-			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: more than %lld elements",
+		real *= d;
+		if (numel > (uint64_t)TIR_MAX_ELEMS) {
+			fi->too_many = true;
+			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: more than %lld elements, the most a tensor holds",
 					(long long)TIR_MAX_ELEMS);
+		}
 	}
-	uint64_t real = 1;
-	for (int i = 0; i < rank; i++)
-		real *= (uint64_t)shape[i];
-	uint64_t nbytes = tir_get_u64(p + 8);
-	if (nbytes != real * tir_dtype_size(dt))
+	fi->nbytes = tir_get_u64(p + 8);
+	if (fi->nbytes != real * tir_dtype_size(fi->dtype))
 		return tir_errf(err, TIR_EDATA, NULL,
 				"tensor frame: byte 8: %llu data bytes, but %s of that shape holds %llu",
-				(unsigned long long)nbytes, tir_dtype_name(dt),
-				(unsigned long long)(real * tir_dtype_size(dt)));
-	size_t total = head + pad8((size_t)nbytes);
+				(unsigned long long)fi->nbytes, tir_dtype_name(fi->dtype),
+				(unsigned long long)(real * tir_dtype_size(fi->dtype)));
+	fi->padlen = pad8((size_t)fi->nbytes) - (size_t)fi->nbytes;
+	return 0;
+}
+
+int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tensor *t,
+		     struct tir_err *err)
+{
+	const unsigned char *p = buf;
+	struct tir_frame_info fi;
+	int rc = tir_frame_head_parse(p, len, &fi, err);
+	if (rc > 0 && len < 16)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, a header needs 16", len);
+	if (rc > 0)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, the rank-%d header needs %zu",
+				len, fi.rank, fi.headlen);
+	if (rc)
+		return rc;
+	size_t head = fi.headlen, nbytes = (size_t)fi.nbytes;
+	size_t total = head + nbytes + fi.padlen;
 	if (len < total)
 		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: truncated: %zu of %zu bytes", len, total);
-	for (size_t i = head + (size_t)nbytes; i < total; i++)
+	for (size_t i = head + nbytes; i < total; i++)
 		if (p[i])
 			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %zu: padding must be zero", i);
-	if (dt == TIR_DTYPE_BOOL)
+	if (fi.dtype == TIR_DTYPE_BOOL)
 		for (size_t i = 0; i < nbytes; i++)
 			if (p[head + i] > 1)
 				return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %zu: a bool is 0 or 1, not %u",
 						head + i, p[head + i]);
-	int rc = tir_tensor_alloc(t, dt, rank, shape, false, err);
+	rc = tir_tensor_alloc(t, fi.dtype, fi.rank, fi.shape, false, err);
 	if (rc)
 		return rc;
 	if (nbytes)
-		memcpy(tir_tensor_data(t), p + head, (size_t)nbytes);
+		memcpy(tir_tensor_data(t), p + head, nbytes);
 	*used = total;
 	return 0;
 }
