@@ -4,12 +4,12 @@
 port on the first line of stdout, and serves until killed:
 
   silent    accepts and reads, never answers (the client's TIR_TIMEOUT)
-  proto2    answers everything, speaking Tir-Protocol 2
+  proto1    answers everything, speaking Tir-Protocol 1 (an old server)
   noproto   answers everything, with no Tir-Protocol header (not tir)
-  garbage   protocol 1, a session, then a run reply that is not a results body
-  short     protocol 1, a session, then a run reply cut short (Content-Length lies)
-  badframe  protocol 1, a session, then a results body whose frame is malformed
-  sink      protocol 1, takes any PUT as fast as it can and answers 201 (for
+  garbage   protocol 2, a session, then a run reply that is not a results body
+  short     protocol 2, a session, then a run reply cut short (Content-Length lies)
+  badframe  protocol 2, a session, then a results body whose frame is malformed
+  sink      protocol 2, takes any PUT as fast as it can and answers 201 (for
             bench/remote.sh: the client's upload speed with no server work)
 """
 import json
@@ -69,7 +69,7 @@ def sink(conn):
         reply(conn, 201, b"")
 
 
-def reply(conn, status, body, proto=b"1", length=None, ctype=b"application/json"):
+def reply(conn, status, body, proto=b"2", length=None, ctype=b"application/json"):
     h = b"HTTP/1.1 %d X\r\n" % status
     if proto is not None:
         h += b"Tir-Protocol: " + proto + b"\r\n"
@@ -80,7 +80,7 @@ def reply(conn, status, body, proto=b"1", length=None, ctype=b"application/json"
 
 def results_with_bad_frame():
     meta = b"{}"
-    head = b"TIRR" + struct.pack("<III", 1, 1, len(meta)) + meta + b"\0" * 6
+    head = b"TIRR" + struct.pack("<III", 2, 1, len(meta)) + meta + b"\0" * 6
     frame = b"TIRT" + bytes([3, 1, 0, 0]) + struct.pack("<Q", 8) + struct.pack("<q", 3) + b"\0" * 8
     return head + frame  # 8 data bytes for 3 f32: malformed
 
@@ -102,8 +102,8 @@ def serve(conn):
             head, body, buf = req
             line = head.split(b"\r\n")[0]
             method, path = line.split(b" ")[:2]
-            if MODE == "proto2":
-                reply(conn, 201, b'{"session": "%s", "ttl": 600}' % SESSION.encode(), proto=b"2")
+            if MODE == "proto1":
+                reply(conn, 201, b'{"session": "%s", "ttl": 600}' % SESSION.encode(), proto=b"1")
             elif MODE == "noproto":
                 reply(conn, 200, b"<html>hello</html>", proto=None, ctype=b"text/html")
             elif method == b"POST" and path == b"/v1/sessions":
@@ -113,7 +113,7 @@ def serve(conn):
             elif MODE == "garbage":
                 reply(conn, 200, b"this is not a results body", ctype=b"application/x-tir-results")
             elif MODE == "short":
-                reply(conn, 200, b"TIRR\1\0\0\0", length=4096, ctype=b"application/x-tir-results")
+                reply(conn, 200, b"TIRR\2\0\0\0", length=4096, ctype=b"application/x-tir-results")
                 return
             elif MODE == "badframe":
                 reply(conn, 200, results_with_bad_frame(), ctype=b"application/x-tir-results")

@@ -20,7 +20,7 @@
 #  4. a runtime error, a missing input: the same stderr remote and local;
 #  5. failures exit 3 with the remote named, promptly: a closed port, a
 #     server killed mid-batch, one that never answers (TIR_TIMEOUT), one
-#     speaking protocol 2, not tir, a malformed or truncated reply; a wrong
+#     speaking protocol 1 (an old server), not tir, a malformed or truncated reply; a wrong
 #     or missing token says the token was refused; a server whose
 #     --max-inflight is full (503, Retry-After) is waited for; SIGINT and
 #     SIGTERM stop a long remote run at once (exit 130, 143), the session
@@ -82,7 +82,7 @@ start_server() {
 	addr=
 	i=0
 	while [ $i -lt 1200 ]; do
-		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 1)$|\1|p' "$log")
+		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 2)$|\1|p' "$log")
 		if [ -n "$port" ]; then
 			addr=127.0.0.1:$port
 			return 0
@@ -483,8 +483,8 @@ if start_fake silent; then
 		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
 	kill -9 "$fpid"
 fi
-if start_fake proto2; then
-	expect3 "protocol 2" 2000 "^tir: remote $faddr speaks tir protocol 2; this tir speaks 1$" \
+if start_fake proto1; then
+	expect3 "protocol 1 (an old server)" 2000 "^tir: remote $faddr speaks tir protocol 1; this tir speaks 2$" \
 		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
 	kill -9 "$fpid"
 fi
