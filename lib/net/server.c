@@ -507,14 +507,16 @@ static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, stru
 	int st = upload_finish(r->up, &held, &t, &code, msg, sizeof msg);
 	if (st)
 		return reply_error(c, r, st, code, NULL, "%s", msg);
+	/* "bytes": the frame's, as the blob cache counts them */
+	json_int_t fbytes = (json_int_t)upload_frame_bytes(r->up);
 	if (held || blob_touch(s->blobs, r->id)) {
 		tir_tensor_release(&t);
-		return reply_json(c, r, 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
+		return reply_json(c, r, 200, json_pack("{ss sI}", "blob", r->id, "bytes", fbytes));
 	}
-	int rc = blob_put(s->blobs, r->id, &t, r->in);
+	int rc = blob_put(s->blobs, r->id, &t, (uint64_t)fbytes);
 	if (rc < 0)
 		return reply_error(c, r, 503, "busy", NULL, "no memory to keep the blob now");
-	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
+	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", fbytes));
 }
 
 /* ---- the callbacks ---- */

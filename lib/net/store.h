@@ -125,6 +125,8 @@ void upload_absorb(struct upload *u, const void *d, size_t n);
  * limit; 503 no memory) with msg filled. */
 int upload_finish(struct upload *u, bool *held, struct tir_tensor *t, const char **code, char *msg,
 		  size_t n);
+/* The frame's bytes (its chunk list says), once the list's head is in. */
+uint64_t upload_frame_bytes(const struct upload *u);
 /* Free it at any point (a client that went away mid-upload). */
 void upload_free(struct upload *u);
 

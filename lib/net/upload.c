@@ -470,3 +470,8 @@ int upload_finish(struct upload *u, bool *held, struct tir_tensor *t, const char
 	}
 	return 0;
 }
+
+uint64_t upload_frame_bytes(const struct upload *u)
+{
+	return u->flen;
+}

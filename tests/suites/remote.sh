@@ -321,8 +321,9 @@ EOF
 blobs() { sed -n 's/^blobs: \(.*\)$/\1/p' "$1"; }
 timeout 20 "$tir" run --profile "$tmp/model.tir" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err"
 st=$?
-frame=$((16 + 16 + 256 * 128 * 4))
-lit=$((16 + 8 + 16))
+# a blob's bytes up: its chunk list (16 + 32 a chunk of 256 KiB), its frame
+frame=$((16 + 32 + 16 + 16 + 256 * 128 * 4))
+lit=$((16 + 32 + 16 + 8 + 16))
 if [ $st -ne 0 ] || ! cmp -s "$tmp/lout" "$tmp/out"; then
 	fail "blob cache" "first run: exit $st or stdout differs"
 	head -n 5 "$tmp/err"
