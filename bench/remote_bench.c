@@ -21,7 +21,7 @@
  *   mlp          samples/mlp.tir run in this process, here and remote
  *                (graph cached on the server), medians and their ratio
  *
- *     remote_bench HOST:PORT [--runs N] [--big N] [--mlp FILE] [--only rt|ref|put|up|mlp]
+ *     remote_bench HOST:PORT [--runs N] [--big N] [--mlp FILE] [--only rt|ref|put|up|down|mlp]
  *
  * --big N: the 256 MiB figures are medians of N runs (default 7).
  * --only put: the PUTs alone (bench/remote.sh also points it at a sink
@@ -130,34 +130,6 @@ static void round_trip(struct tir_remote *r, const char *addr, int runs)
 	free(ms);
 }
 
-/* a blob's body read in pieces, as lib/net/client.c sends it: the chunk
- * list, then the frame */
-struct upload {
-	const char *part[2];
-	size_t len[2];
-	int at;
-	size_t off;
-};
-
-static size_t on_read(char *b, size_t size, size_t n, void *ud)
-{
-	struct upload *u = ud;
-	size_t room = size * n, done = 0;
-	while (done < room && u->at < 2) {
-		size_t k = u->len[u->at] - u->off;
-		if (k > room - done)
-			k = room - done;
-		memcpy(b + done, u->part[u->at] + u->off, k);
-		done += k;
-		u->off += k;
-		if (u->off == u->len[u->at]) {
-			u->at++;
-			u->off = 0;
-		}
-	}
-	return done;
-}
-
 /* 256 MiB of f32 whose first element is k: a blob the server lacks */
 static void fill(struct tir_tensor *t, float k)
 {
@@ -204,6 +176,35 @@ static void refs(int runs)
 	free(mc);
 	free(dst);
 	tir_tensor_release(&t);
+}
+
+#ifdef TIR_CHUNK /* protocol 2's chunk lists (so that this file also builds against protocol 1, for A/B runs) */
+/* a blob's body read in pieces, as lib/net/client.c sends it: the chunk
+ * list, then the frame */
+struct upload {
+	const char *part[2];
+	size_t len[2];
+	int at;
+	size_t off;
+};
+
+static size_t on_read(char *b, size_t size, size_t n, void *ud)
+{
+	struct upload *u = ud;
+	size_t room = size * n, done = 0;
+	while (done < room && u->at < 2) {
+		size_t k = u->len[u->at] - u->off;
+		if (k > room - done)
+			k = room - done;
+		memcpy(b + done, u->part[u->at] + u->off, k);
+		done += k;
+		u->off += k;
+		if (u->off == u->len[u->at]) {
+			u->at++;
+			u->off = 0;
+		}
+	}
+	return done;
 }
 
 /* The client's hash (the blob's name) and the PUT alone, with curl */
@@ -268,10 +269,16 @@ static void put(const char *addr, int runs)
 	tir_tensor_release(&t);
 }
 
+#else
+static void put(const char *addr, int runs)
+{
+}
+#endif
+
 /* A whole run that needs a fresh 256 MiB input (the hash here, the 409,
  * the PUT, the run); then runs whose result is a 256 MiB tensor (the
  * server holds the input: one request, 256 MiB down, decoded). */
-static void upload_download(struct tir_remote *r, int runs)
+static void upload_download(struct tir_remote *r, int runs, bool down_only)
 {
 	struct tir_err err = {0};
 	struct tir_tensor t = {0};
@@ -291,7 +298,10 @@ static void upload_download(struct tir_remote *r, int runs)
 	if (tir_exec_run(y, 0, NULL, 0, &err)) /* the blob goes up once */
 		die("run", &err);
 	/* uploads and downloads alternate, so that both see the same load */
+	double t0;
 	for (int i = 0; i < runs; i++) {
+		if (down_only)
+			goto down;
 		/* a fresh value each time (an input's buffer is never written
 		 * once given: the client names a buffer it has seen by its hash) */
 		struct tir_tensor v = {0};
@@ -300,12 +310,13 @@ static void upload_download(struct tir_remote *r, int runs)
 		fill(&v, (float)(2e6 + i));
 		if (tir_exec_set_input(x, "x", &v, "bench", &err)) /* takes it */
 			die("input", &err);
-		double t0 = now_ms();
+		t0 = now_ms();
 		if (tir_exec_run(x, 0, NULL, 0, &err))
 			die("run", &err);
 		whole[i] = now_ms() - t0;
 		if (tir_remote_stats(r)->blobs_sent != 1)
 			die("the run did not send its blob", NULL);
+	down:
 		t0 = now_ms();
 		if (tir_exec_run(y, 0, NULL, 0, &err))
 			die("run", &err);
@@ -314,9 +325,11 @@ static void upload_download(struct tir_remote *r, int runs)
 			die("the download run sent a blob or got no result", NULL);
 	}
 	double mw = median(whole, runs), md = median(down, runs);
-	printf("up_runs %d\n", runs);
-	printf("up_run_ms %.1f\n", mw);
-	printf("up_run_gbps %.2f\n", gb / (mw / 1e3));
+	if (!down_only) {
+		printf("up_runs %d\n", runs);
+		printf("up_run_ms %.1f\n", mw);
+		printf("up_run_gbps %.2f\n", gb / (mw / 1e3));
+	}
 	printf("down_run_ms %.1f\n", md);
 	printf("down_run_gbps %.2f\n", gb / (md / 1e3));
 	tir_exec_free(x);
@@ -378,7 +391,7 @@ static void mlp(struct tir_remote *r, const char *path, int runs)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: remote_bench HOST:PORT [--runs N] [--big N] [--mlp FILE] [--only rt|ref|put|up|mlp]\n");
+		fprintf(stderr, "usage: remote_bench HOST:PORT [--runs N] [--big N] [--mlp FILE] [--only rt|ref|put|up|down|mlp]\n");
 		return 2;
 	}
 	const char *addr = argv[1], *mlp_path = "samples/mlp.tir", *only = NULL;
@@ -407,8 +420,8 @@ int main(int argc, char **argv)
 		refs(big);
 	if (!only || !strcmp(only, "put"))
 		put(addr, big);
-	if (!only || !strcmp(only, "up"))
-		upload_download(r, big);
+	if (!only || !strcmp(only, "up") || !strcmp(only, "down"))
+		upload_download(r, big, only && !strcmp(only, "down"));
 	if (!only || !strcmp(only, "mlp"))
 		mlp(r, mlp_path, runs / 10 > 11 ? runs / 10 : 11);
 	tir_remote_close(r);
