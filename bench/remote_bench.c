@@ -21,9 +21,12 @@
  *   mlp          samples/mlp.tir run in this process, here and remote
  *                (graph cached on the server), medians and their ratio
  *
- *     remote_bench HOST:PORT [--runs N] [--big N] [--mlp FILE] [--only rt|ref|put|up|down|mlp]
+ *     remote_bench HOST:PORT [--runs N] [--big N] [--server-pid PID] [--mlp FILE] [--only rt|ref|put|up|down|mlp]
  *
  * --big N: the 256 MiB figures are medians of N runs (default 7).
+ * --server-pid PID: also the server's CPU time per upload and download
+ * (with this process's, the work each costs, whatever else the machine
+ * runs meanwhile).
  * --only put: the PUTs alone (bench/remote.sh also points it at a sink
  * that reads and drops, to see the client's side of an upload by itself).
  *
@@ -36,6 +39,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <time.h>
 
 static double now_ms(void)
@@ -43,6 +48,34 @@ static double now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* CPU seconds so far: this process's (all threads), and the server's
+ * when its pid was given (--server-pid; /proc, in clock ticks) */
+static int server_pid;
+
+static double cpu_self(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+static double cpu_server(void)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", server_pid);
+	FILE *f = server_pid ? fopen(path, "r") : NULL;
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* fields after the command's name */
+	unsigned long ut = 0, st = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -299,28 +332,41 @@ static void upload_download(struct tir_remote *r, int runs, bool down_only)
 		die("run", &err);
 	/* uploads and downloads alternate, so that both see the same load */
 	double t0;
+	double *c_up = calloc((size_t)runs, sizeof *c_up), *s_up = calloc((size_t)runs, sizeof *s_up);
+	double *c_down = calloc((size_t)runs, sizeof *c_down), *s_down = calloc((size_t)runs, sizeof *s_down);
 	for (int i = 0; i < runs; i++) {
 		if (down_only)
 			goto down;
 		/* a fresh value each time (an input's buffer is never written
 		 * once given: the client names a buffer it has seen by its hash) */
 		struct tir_tensor v = {0};
-		if (tir_tensor_convert(&t, TIR_DTYPE_F32, &v, &err))
+		const int64_t n = BIG;
+		/* (a plain copy: tir_tensor_convert's threads would still be
+		 * spinning in the runs timed, and counted in their CPU) */
+		if (tir_tensor_alloc(&v, TIR_DTYPE_F32, 1, &n, false, &err))
 			die("copy", &err);
+		memcpy(tir_tensor_data(&v), tir_tensor_data(&t), (size_t)BIG * 4);
 		fill(&v, (float)(2e6 + i));
 		if (tir_exec_set_input(x, "x", &v, "bench", &err)) /* takes it */
 			die("input", &err);
+		double c0 = cpu_self(), s0 = cpu_server();
 		t0 = now_ms();
 		if (tir_exec_run(x, 0, NULL, 0, &err))
 			die("run", &err);
 		whole[i] = now_ms() - t0;
+		c_up[i] = cpu_self() - c0;
+		s_up[i] = cpu_server() - s0;
 		if (tir_remote_stats(r)->blobs_sent != 1)
 			die("the run did not send its blob", NULL);
 	down:
+		c0 = cpu_self();
+		s0 = cpu_server();
 		t0 = now_ms();
 		if (tir_exec_run(y, 0, NULL, 0, &err))
 			die("run", &err);
 		down[i] = now_ms() - t0;
+		c_down[i] = cpu_self() - c0;
+		s_down[i] = cpu_server() - s0;
 		if (tir_remote_stats(r)->blobs_sent != 0 || tir_remote_stats(r)->bytes_down < (uint64_t)BIG * 4)
 			die("the download run sent a blob or got no result", NULL);
 	}
@@ -329,7 +375,17 @@ static void upload_download(struct tir_remote *r, int runs, bool down_only)
 		printf("up_runs %d\n", runs);
 		printf("up_run_ms %.1f\n", mw);
 		printf("up_run_gbps %.2f\n", gb / (mw / 1e3));
+		printf("up_cpu_client_ms %.1f\n", median(c_up, runs) * 1e3);
+		if (server_pid)
+			printf("up_cpu_server_ms %.1f\n", median(s_up, runs) * 1e3);
 	}
+	printf("down_cpu_client_ms %.1f\n", median(c_down, runs) * 1e3);
+	if (server_pid)
+		printf("down_cpu_server_ms %.1f\n", median(s_down, runs) * 1e3);
+	free(c_up);
+	free(s_up);
+	free(c_down);
+	free(s_down);
 	printf("down_run_ms %.1f\n", md);
 	printf("down_run_gbps %.2f\n", gb / (md / 1e3));
 	tir_exec_free(x);
@@ -391,7 +447,7 @@ static void mlp(struct tir_remote *r, const char *path, int runs)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: remote_bench HOST:PORT [--runs N] [--big N] [--mlp FILE] [--only rt|ref|put|up|down|mlp]\n");
+		fprintf(stderr, "usage: remote_bench HOST:PORT [--runs N] [--big N] [--server-pid PID] [--mlp FILE] [--only rt|ref|put|up|down|mlp]\n");
 		return 2;
 	}
 	const char *addr = argv[1], *mlp_path = "samples/mlp.tir", *only = NULL;
@@ -405,6 +461,8 @@ int main(int argc, char **argv)
 			only = argv[i + 1];
 		else if (!strcmp(argv[i], "--big"))
 			big = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--server-pid"))
+			server_pid = atoi(argv[i + 1]);
 	}
 	if (runs < 10)
 		runs = 10;

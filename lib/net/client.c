@@ -75,6 +75,7 @@ static double now_ms(void)
  * bools), so that no copy of the whole body is made first.  A fault is
  * kept and the rest of the body read and dropped; read_results says it. */
 enum { D_HEAD, D_META, D_FHEAD, D_DATA, D_PAD, D_DONE, D_FAULT };
+#define BIG_VALUE ((uint64_t)4 << 20) /* a value this big gets a toucher, and streaming stores */
 
 struct results {
 	struct tir_node *const *targets;
@@ -90,6 +91,7 @@ struct results {
 	size_t got, npad;
 	uint64_t off;                /* bytes of the body seen */
 	uint64_t extra;              /* past the last frame */
+	struct tir_toucher touch;    /* a big value's pages faulted in ahead of the copy */
 	int code;                    /* of the fault: TIR_ENET or TIR_ENOMEM */
 	bool decided, active;        /* whether the body is results: they go here */
 	char why[400];
@@ -100,6 +102,7 @@ static void results_fault(struct results *d, int code, const char *fmt, ...)
 {
 	if (d->state == D_FAULT)
 		return;
+	tir_touch_stop(&d->touch);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(d->why, sizeof d->why, fmt, ap);
@@ -111,6 +114,7 @@ static void results_fault(struct results *d, int code, const char *fmt, ...)
 /* The next frame's header, or the end. */
 static void results_next(struct results *d)
 {
+	tir_touch_stop(&d->touch);
 	d->nbuf = 0;
 	d->got = d->npad = 0;
 	d->state = d->i < d->ntargets ? D_FHEAD : D_DONE;
@@ -187,6 +191,8 @@ static void results_absorb(struct results *d, const unsigned char *p, size_t n)
 				results_fault(d, TIR_ENOMEM, "%s", e.msg);
 				break;
 			}
+			if (d->fi.nbytes >= BIG_VALUE)
+				tir_touch_start(&d->touch, tir_tensor_data(&d->values[d->i]), (size_t)d->fi.nbytes);
 			d->state = d->fi.nbytes ? D_DATA : D_PAD;
 			if (d->state == D_PAD && !d->fi.padlen) {
 				d->i++;
@@ -197,12 +203,17 @@ static void results_absorb(struct results *d, const unsigned char *p, size_t n)
 		case D_DATA: {
 			take = d->fi.nbytes - d->got < n ? (size_t)(d->fi.nbytes - d->got) : n;
 			unsigned char *dst = (unsigned char *)tir_tensor_data(&d->values[d->i]) + d->got;
-			memcpy(dst, p, take);
+			if (d->fi.nbytes >= BIG_VALUE) { /* not read again before the run ends */
+				tir_copy_stream(dst, p, take);
+				atomic_store_explicit(&d->touch.done, d->got + take, memory_order_relaxed);
+			} else {
+				memcpy(dst, p, take);
+			}
 			if (d->fi.dtype == TIR_DTYPE_BOOL)
 				for (size_t k = 0; k < take; k++)
-					if (dst[k] > 1) {
+					if (p[k] > 1) {
 						results_fault(d, TIR_ENET, "result %zu: tensor frame: byte %zu: a bool is 0 or 1, not %u",
-							      d->i + 1, d->fi.headlen + d->got + k, dst[k]);
+							      d->i + 1, d->fi.headlen + d->got + k, p[k]);
 						break;
 					}
 			d->got += take;
@@ -242,6 +253,7 @@ static void results_absorb(struct results *d, const unsigned char *p, size_t n)
 /* Ready for a reply (a request sent again starts over). */
 static void results_reset(struct results *d)
 {
+	tir_touch_stop(&d->touch);
 	for (size_t i = 0; i < d->ntargets; i++)
 		tir_tensor_release(&d->values[i]);
 	free(d->meta);

@@ -28,6 +28,9 @@
 
 #include "../exec/exec.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #define TIR_PROTOCOL 2
 #define TIR_PROTOCOL_STR "2"
 #define TIR_PROTOCOL_HEADER "Tir-Protocol"
@@ -93,6 +96,29 @@ struct tir_frame_info {
 	bool too_many;
 };
 int tir_frame_head_parse(const unsigned char *p, size_t len, struct tir_frame_info *fi, struct tir_err *err);
+
+/* memcpy for data going into a big tensor that is not read again soon
+ * (an upload, a result): non-temporal stores on the AVX2 and AVX-512
+ * paths, twice memcpy's speed (no read of the lines written), and a fence,
+ * so that another thread may read dst once told. */
+void tir_copy_stream(void *dst, const void *src, size_t n);
+
+/* A thread that faults in a fresh tensor's pages (MADV_POPULATE_WRITE,
+ * 4 MiB a call: no trap per page) ahead of a copy into it, so that the
+ * kernel's zeroing of them overlaps the copy (and the receive) instead of
+ * stopping it at every page.  tir_touch_start(t, data, n) starts it
+ * (t->on says it did); the copier stores its progress in t->done; stop it
+ * before the tensor goes. */
+struct tir_toucher {
+	pthread_t th;
+	bool on;
+	unsigned char *data;
+	size_t n;
+	atomic_size_t done;
+	atomic_bool stop;
+};
+void tir_touch_start(struct tir_toucher *t, void *data, size_t n);
+void tir_touch_stop(struct tir_toucher *t);
 
 /* SHA-256 of d[0..n) as 64 lowercase hex digits and a NUL. */
 void tir_sha256_hex(const void *d, size_t n, char out[TIR_SHA_HEX + 1]);

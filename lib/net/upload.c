@@ -25,13 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #define HASH_THREAD_MIN ((size_t)4 << 20)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 
 struct upload {
 	uint64_t len;                  /* Content-Length */
@@ -68,11 +63,7 @@ struct upload {
 	bool end, stop, waiting;
 	atomic_size_t bad;             /* 1 + the first chunk that hashed wrong; 0 none */
 	unsigned char badhash[32];
-	/* the touching thread: faults in t's pages ahead of the copy */
-	bool touching;
-	pthread_t toucher;
-	atomic_size_t copied;          /* = got, for the toucher to skip what the copy faulted */
-	atomic_bool stop_touch;
+	struct tir_toucher touch;      /* faults in t's pages ahead of the copy */
 };
 
 static void hexof(const unsigned char *d, char out[TIR_SHA_HEX + 1])
@@ -88,33 +79,6 @@ static void hexof(const unsigned char *d, char out[TIR_SHA_HEX + 1])
 static const unsigned char *entry(const struct upload *u, size_t i)
 {
 	return u->list + TIR_CHUNKS_HEAD + 32 * i;
-}
-
-/* The touching thread: faults in the tensor's fresh pages ahead of the
- * copy (MADV_POPULATE_WRITE, 4 MiB a call: no trap per page), on a thread
- * of its own, so that the kernel's zeroing of them overlaps both the
- * receive and the hash. */
-static void *touch_thread(void *arg)
-{
-	struct upload *u = arg;
-	unsigned char *data = tir_tensor_data(&u->t);
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t base = ((uintptr_t)data + page - 1) & ~(uintptr_t)(page - 1);
-	size_t skip = base - (uintptr_t)data; /* to the first whole page */
-	size_t span = u->nbytes > skip ? (u->nbytes - skip) & ~(page - 1) : 0;
-	for (size_t ahead = 0; ahead < span && !atomic_load(&u->stop_touch);) {
-		/* past what the copy has faulted in already, if it got ahead */
-		size_t copied = atomic_load_explicit(&u->copied, memory_order_relaxed);
-		if (copied > skip + ahead)
-			ahead = (copied - skip) & ~(page - 1);
-		if (ahead >= span)
-			break;
-		size_t n = span - ahead < ((size_t)4 << 20) ? span - ahead : (size_t)4 << 20;
-		if (madvise((void *)(base + ahead), n, MADV_POPULATE_WRITE))
-			break; /* not on this kernel: the copy faults them in */
-		ahead += n;
-	}
-	return NULL;
 }
 
 /* Chunks whose bytes are all among the first `avail` of the frame. */
@@ -168,11 +132,7 @@ static void *check_thread(void *arg)
  * all that was copied, or (stop) at once. */
 static void check_join(struct upload *u, bool stop)
 {
-	if (u->touching) {
-		atomic_store(&u->stop_touch, true);
-		pthread_join(u->toucher, NULL);
-		u->touching = false;
-	}
+	tir_touch_stop(&u->touch);
 	if (!u->threaded)
 		return;
 	pthread_mutex_lock(&u->mu);
@@ -273,7 +233,7 @@ static void frame_begin(struct upload *u)
 		pthread_mutex_init(&u->mu, NULL);
 		pthread_cond_init(&u->cv, NULL);
 		u->avail = u->fin;
-		u->touching = !pthread_create(&u->toucher, NULL, touch_thread, u);
+		tir_touch_start(&u->touch, tir_tensor_data(&u->t), u->nbytes);
 		u->threaded = !pthread_create(&u->th, NULL, check_thread, u);
 		if (!u->threaded) {
 			pthread_mutex_destroy(&u->mu);
@@ -353,8 +313,11 @@ static void frame_absorb(struct upload *u, const unsigned char *d, size_t n)
 			take = u->nbytes - u->got < n ? u->nbytes - u->got : n;
 			if (u->t.buf) {
 				unsigned char *dst = (unsigned char *)tir_tensor_data(&u->t) + u->got;
-				memcpy(dst, d, take);
-				atomic_store_explicit(&u->copied, u->got + take, memory_order_relaxed);
+				if (u->threaded) /* past 4 MiB: the lines are read again only by the check */
+					tir_copy_stream(dst, d, take);
+				else
+					memcpy(dst, d, take);
+				atomic_store_explicit(&u->touch.done, u->got + take, memory_order_relaxed);
 			}
 			if (u->fi.dtype == TIR_DTYPE_BOOL)
 				for (size_t i = 0; i < take; i++)

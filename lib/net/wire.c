@@ -4,11 +4,15 @@
  * constant-time compare for tokens.
  */
 #include "net.h"
+#include "../exec/vmath.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tensor data goes on the wire as the host stores it: little-endian hosts only"
@@ -128,6 +132,94 @@ int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tenso
 		memcpy(tir_tensor_data(t), p + head, nbytes);
 	*used = total;
 	return 0;
+}
+
+/* ---- copies into big tensors ---- */
+
+#if TIR_ISA_X86
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static void stream_a5(unsigned char *d, const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i += 64)
+		_mm512_stream_si512((void *)(d + i), _mm512_loadu_si512(s + i));
+	_mm_sfence();
+}
+
+__attribute__((target("avx2"))) static void stream_a2(unsigned char *d, const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i += 32)
+		_mm256_stream_si256((void *)(d + i), _mm256_loadu_si256((const void *)(s + i)));
+	_mm_sfence();
+}
+#endif
+
+void tir_copy_stream(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+#if TIR_ISA_X86
+	enum tir_vmath_path p = tir_vmath_path();
+	if (n >= 4096 && p >= TIR_VMATH_AVX2) {
+		size_t head = (64 - ((uintptr_t)d & 63)) & 63; /* to dst's next 64 bytes */
+		memcpy(d, s, head);
+		size_t body = (n - head) & ~(size_t)63;
+		if (p == TIR_VMATH_AVX512)
+			stream_a5(d + head, s + head, body);
+		else
+			stream_a2(d + head, s + head, body);
+		memcpy(d + head + body, s + head + body, n - head - body);
+		return;
+	}
+#endif
+	memcpy(d, s, n);
+}
+
+/* ---- faulting in a fresh tensor's pages ahead of a copy ---- */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#define TOUCH_STEP ((size_t)4 << 20)
+
+static void *touch_thread(void *arg)
+{
+	struct tir_toucher *t = arg;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t base = ((uintptr_t)t->data + page - 1) & ~(uintptr_t)(page - 1);
+	size_t skip = base - (uintptr_t)t->data; /* to the first whole page */
+	size_t span = t->n > skip ? (t->n - skip) & ~(page - 1) : 0;
+	for (size_t ahead = 0; ahead < span && !atomic_load(&t->stop);) {
+		/* past what the copy has faulted in already, if it got ahead */
+		size_t done = atomic_load_explicit(&t->done, memory_order_relaxed);
+		if (done > skip + ahead)
+			ahead = (done - skip) & ~(page - 1);
+		if (ahead >= span)
+			break;
+		size_t n = span - ahead < TOUCH_STEP ? span - ahead : TOUCH_STEP;
+		if (madvise((void *)(base + ahead), n, MADV_POPULATE_WRITE))
+			break; /* not on this kernel: the copy faults them in */
+		ahead += n;
+	}
+	return NULL;
+}
+
+void tir_touch_start(struct tir_toucher *t, void *data, size_t n)
+{
+	t->data = data;
+	t->n = n;
+	atomic_store(&t->done, 0);
+	atomic_store(&t->stop, false);
+	t->on = !pthread_create(&t->th, NULL, touch_thread, t);
+}
+
+void tir_touch_stop(struct tir_toucher *t)
+{
+	if (!t->on)
+		return;
+	atomic_store(&t->stop, true);
+	pthread_join(t->th, NULL);
+	t->on = false;
 }
 
 /* ---- SHA-256 ---- */
