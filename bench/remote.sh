@@ -53,7 +53,7 @@ fi
 sink=127.0.0.1:$(head -n 1 "$tmp/sink.port")
 
 status=0
-"$bench" "$addr" --runs "$RUNS" --big "$BIG" >"$tmp/r" 2>"$tmp/err" || status=1
+"$bench" "$addr" --runs "$RUNS" --big "$BIG" --server-pid "$spid" >"$tmp/r" 2>"$tmp/err" || status=1
 "$bench" "$sink" --only put --big "$BIG" >"$tmp/s" 2>>"$tmp/err" || status=1
 if [ $status -ne 0 ]; then
 	echo "  remote_bench FAILED"
@@ -77,11 +77,13 @@ up=$(kv "$r" up_run_gbps)
 down=$(kv "$r" down_run_gbps)
 printf '  %-46s %s\n' "upload $mib MiB f32, fresh (aim >= 2)" \
 	"$up GB/s ($(kv "$r" up_run_ms) ms: hash, 409, PUT, run; $(ratio "$up"))"
+printf '  %-46s %s\n' "  CPU per upload, client + server" "$(kv "$r" up_cpu_client_ms) + $(kv "$r" up_cpu_server_ms) ms"
 printf '  %-46s %s\n' "  its name: chunk list hashed on all CPUs" "$(kv "$r" up_hash_gbps) GB/s ($(kv "$r" up_hash_ms) ms)"
 printf '  %-46s %s\n' "  PUT to tir serve (checked as it arrives)" "$(kv "$r" up_put_gbps) GB/s ($(kv "$r" up_put_ms) ms)"
 printf '  %-46s %s\n' "  PUT to a sink (the client's side alone)" "$(kv "$s" up_put_gbps) GB/s ($(kv "$s" up_put_ms) ms)"
 printf '  %-46s %s\n' "download $mib MiB f32 result (aim >= 2)" \
 	"$down GB/s ($(kv "$r" down_run_ms) ms: request, run, results; $(ratio "$down"))"
+printf '  %-46s %s\n' "  CPU per download, client + server" "$(kv "$r" down_cpu_client_ms) + $(kv "$r" down_cpu_server_ms) ms"
 printf '  %-46s %s\n' "  reference: SHA-256, one core (OpenSSL)" "$sha GB/s"
 printf '  %-46s %s\n' "  reference: memcpy of 256 MiB" "$mc GB/s"
 printf '  %-46s %s\n' "samples/mlp.tir remote / local (aim <= 1.1)" \
