@@ -510,6 +510,28 @@ if start_fake badframe; then
 		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
 	kill -9 "$fpid"
 fi
+if start_fake wrongtype; then
+	expect3 "a result of another type" 2000 "^tir: remote $faddr: result 1 is not the f32\[3\] asked for$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake extra; then
+	expect3 "bytes after the results" 2000 "^tir: remote $faddr: 8 bytes after the last result$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+# results decoded as they come: a reply a few bytes at a time
+if start_fake trickle; then
+	timeout 20 "$tir" run --quiet "$tmp/one.tir" --remote "$faddr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne 0 ] || [ "$(tail -n 1 "$tmp/out")" != "[1, 2, 3]" ]; then
+		fail "results in pieces of 3 bytes" "exit $st, stdout '$(cat "$tmp/out")'"
+		head -n 3 "$tmp/err"
+	else
+		pass
+	fi
+	kill -9 "$fpid"
+fi
 
 # tokens
 if start_server "$tmp/serve4.log" --token s3cret; then
