@@ -10,9 +10,10 @@
  * The frame's header goes into head[]; once it is whole and checked, the
  * tensor to keep is allocated and the data is copied straight into it:
  * one allocation (2 MiB pages past 4 MiB) and no other copy of the body.
- * Past 4 MiB two threads help: one checks the chunks in the tensor behind
- * the copy (sixteen at a time on the AVX-512 path, chunks.c), one faults
- * in the tensor's fresh pages ahead of it.  Smaller blobs, and blobs the
+ * Past 4 MiB threads help: one per CPU (up to 4) checks the chunks in the
+ * tensor behind the copy (sixteen at a time each, on the AVX-512 path
+ * sixteen to a register, chunks.c), one faults in the tensor's fresh pages
+ * ahead of it.  Smaller blobs, and blobs the
  * server holds already (only checked, nothing kept), are checked as the
  * bytes pass, a chunk at a time.
  */
@@ -21,12 +22,15 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HASH_THREAD_MIN ((size_t)4 << 20)
+/* Checking threads for one upload: one per CPU, at most this many (each
+ * checks about 3 GB/s on the AVX-512 path, 1-2 with the SHA extensions). */
+#define CHECKERS_MAX 4
 
 struct upload {
 	uint64_t len;                  /* Content-Length */
@@ -54,14 +58,18 @@ struct upload {
 	EVP_MD_CTX *ctx;
 	size_t ci;                     /* the chunk being hashed */
 	uint64_t cfill;                /* its bytes hashed */
-	/* the checking thread: hashes the chunks in t up to `avail` */
+	/* the checking threads: hash the chunks in t up to `avail`, each
+	 * taking the next sixteen (or what is left at the end) */
 	bool threaded;
-	pthread_t th;
+	int nth;
+	pthread_t th[CHECKERS_MAX];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint64_t avail;                /* frame bytes the thread may read */
-	bool end, stop, waiting;
-	atomic_size_t bad;             /* 1 + the first chunk that hashed wrong; 0 none */
+	uint64_t avail;                /* frame bytes the threads may read */
+	size_t next;                   /* the first chunk no thread has taken */
+	bool end, stop;
+	int waiting;
+	size_t bad;                    /* 1 + the first chunk that hashed wrong; 0 none (under mu) */
 	unsigned char badhash[32];
 	struct tir_toucher touch;      /* faults in t's pages ahead of the copy */
 };
@@ -87,49 +95,47 @@ static size_t chunks_in(const struct upload *u, uint64_t avail)
 	return avail >= u->flen ? u->k : (size_t)(avail / TIR_CHUNK);
 }
 
-/* The checking thread: the chunks in t, as the copy goes, sixteen at a
- * time while more are coming. */
+/* A checking thread: the chunks in t, as the copy goes, sixteen at a
+ * time while more are coming; the first wrong one stops them all. */
 static void *check_thread(void *arg)
 {
 	struct upload *u = arg;
 	struct tir_frame_src f = {u->head, u->fi.headlen, tir_tensor_data(&u->t), u->nbytes, u->fi.padlen};
 	unsigned char got[16][32];
-	size_t done = 0;
 	pthread_mutex_lock(&u->mu);
 	for (;;) {
 		size_t ready = chunks_in(u, u->avail);
-		if (u->stop || done == u->k)
+		if (u->stop || u->bad || u->next == u->k)
 			break;
-		if (ready - done < 16 && !u->end && ready < u->k) {
-			u->waiting = true;
+		if (ready - u->next < 16 && !u->end && ready < u->k) {
+			u->waiting++;
 			pthread_cond_wait(&u->cv, &u->mu);
-			u->waiting = false;
+			u->waiting--;
 			continue;
 		}
-		if (ready == done) /* the end, and no more will come */
+		if (ready == u->next) /* the end, and no more will come */
 			break;
+		size_t first = u->next, n = ready - first < 16 ? ready - first : 16;
+		u->next += n;
 		pthread_mutex_unlock(&u->mu);
-		size_t n = ready - done < 16 ? ready - done : 16;
-		tir_chunk_hash(&f, done, done + n, got);
+		tir_chunk_hash(&f, first, first + n, got);
 		size_t badi = 0;
 		for (size_t i = 0; i < n && !badi; i++)
-			if (memcmp(got[i], entry(u, done + i), 32)) {
-				memcpy(u->badhash, got[i], 32);
-				badi = done + i + 1;
-			}
-		done += n;
+			if (memcmp(got[i], entry(u, first + i), 32))
+				badi = first + i + 1;
 		pthread_mutex_lock(&u->mu);
-		if (badi) {
-			atomic_store(&u->bad, badi);
-			break;
+		if (badi && (!u->bad || badi < u->bad)) {
+			u->bad = badi;
+			memcpy(u->badhash, got[badi - 1 - first], 32);
+			pthread_cond_broadcast(&u->cv);
 		}
 	}
 	pthread_mutex_unlock(&u->mu);
 	return NULL;
 }
 
-/* Stop the touching thread, and the checking thread: once it has checked
- * all that was copied, or (stop) at once. */
+/* Stop the touching thread, and the checking threads: once they have
+ * checked all that was copied, or (stop) at once. */
 static void check_join(struct upload *u, bool stop)
 {
 	tir_touch_stop(&u->touch);
@@ -138,9 +144,10 @@ static void check_join(struct upload *u, bool stop)
 	pthread_mutex_lock(&u->mu);
 	u->end = true;
 	u->stop = stop;
-	pthread_cond_signal(&u->cv);
+	pthread_cond_broadcast(&u->cv);
 	pthread_mutex_unlock(&u->mu);
-	pthread_join(u->th, NULL);
+	for (int i = 0; i < u->nth; i++)
+		pthread_join(u->th[i], NULL);
 	pthread_mutex_destroy(&u->mu);
 	pthread_cond_destroy(&u->cv);
 	u->threaded = false;
@@ -234,7 +241,11 @@ static void frame_begin(struct upload *u)
 		pthread_cond_init(&u->cv, NULL);
 		u->avail = u->fin;
 		tir_touch_start(&u->touch, tir_tensor_data(&u->t), u->nbytes);
-		u->threaded = !pthread_create(&u->th, NULL, check_thread, u);
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		int want = ncpu < 1 ? 1 : ncpu > CHECKERS_MAX ? CHECKERS_MAX : (int)ncpu;
+		while (u->nth < want && !pthread_create(&u->th[u->nth], NULL, check_thread, u))
+			u->nth++;
+		u->threaded = u->nth > 0;
 		if (!u->threaded) {
 			pthread_mutex_destroy(&u->mu);
 			pthread_cond_destroy(&u->cv);
@@ -345,21 +356,22 @@ static void frame_absorb(struct upload *u, const unsigned char *d, size_t n)
 		n -= take;
 	}
 	if (u->threaded && !u->status) {
-		size_t bad = atomic_load(&u->bad);
-		if (bad) {
-			unsigned char h[32];
-			memcpy(h, u->badhash, 32);
-			check_join(u, true);
-			chunk_fault(u, bad - 1, h);
-			return;
-		}
 		/* a handoff per sixteen chunks (or the end): avail is written here only */
-		if (chunks_in(u, u->fin) - chunks_in(u, u->avail) >= 16 || u->fin == u->flen) {
+		bool hand = chunks_in(u, u->fin) - chunks_in(u, u->avail) >= 16 || u->fin == u->flen;
+		size_t bad = 0;
+		unsigned char h[32];
+		if (hand) {
 			pthread_mutex_lock(&u->mu);
 			u->avail = u->fin;
 			if (u->waiting)
-				pthread_cond_signal(&u->cv);
+				pthread_cond_broadcast(&u->cv);
+			bad = u->bad;
+			memcpy(h, u->badhash, 32);
 			pthread_mutex_unlock(&u->mu);
+		}
+		if (bad) {
+			check_join(u, true);
+			chunk_fault(u, bad - 1, h);
 		}
 	}
 }
@@ -409,10 +421,10 @@ struct upload *upload_new(const char *name, uint64_t len, bool held)
 int upload_finish(struct upload *u, bool *held, struct tir_tensor *t, const char **code, char *msg,
 		  size_t n)
 {
+	bool threaded = u->threaded;
 	check_join(u, false);
-	size_t bad = atomic_load(&u->bad);
-	if (bad)
-		chunk_fault(u, bad - 1, u->badhash);
+	if (threaded && u->bad) /* (the threads are gone: read without the lock) */
+		chunk_fault(u, u->bad - 1, u->badhash);
 	*held = u->held;
 	if (!u->status && u->nlist < TIR_CHUNKS_HEAD)
 		upload_fault(u, 400, "bad_request", "chunk list: %llu bytes, its head needs %d",
