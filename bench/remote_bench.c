@@ -311,7 +311,7 @@ static void put(const char *addr, int runs)
 /* A whole run that needs a fresh 256 MiB input (the hash here, the 409,
  * the PUT, the run); then runs whose result is a 256 MiB tensor (the
  * server holds the input: one request, 256 MiB down, decoded). */
-static void upload_download(struct tir_remote *r, int runs, bool down_only)
+static void upload_download(struct tir_remote *r, const char *addr, int runs, bool down_only)
 {
 	struct tir_err err = {0};
 	struct tir_tensor t = {0};
@@ -323,7 +323,12 @@ static void upload_download(struct tir_remote *r, int runs, bool down_only)
 	tir_exec_set_remote(x, r);
 	struct tir_program *q = parse("down.tir", "input x: f32[67108864]\nprint x\n");
 	struct tir_exec *y = tir_exec_new(q);
-	tir_exec_set_remote(y, r);
+	/* a connection of its own: a remote keeps the blob names of one
+	 * program's inputs, and forgets them when another program runs */
+	struct tir_remote *r2 = tir_remote_open(addr, getenv("TIR_TOKEN"), &err);
+	if (!r2)
+		die(addr, &err);
+	tir_exec_set_remote(y, r2);
 	struct tir_tensor same = {0};
 	tir_tensor_ref(&same, &t);
 	if (tir_exec_set_input(y, "x", &same, "bench", &err)) /* takes it */
@@ -367,7 +372,7 @@ static void upload_download(struct tir_remote *r, int runs, bool down_only)
 		down[i] = now_ms() - t0;
 		c_down[i] = cpu_self() - c0;
 		s_down[i] = cpu_server() - s0;
-		if (tir_remote_stats(r)->blobs_sent != 0 || tir_remote_stats(r)->bytes_down < (uint64_t)BIG * 4)
+		if (tir_remote_stats(r2)->blobs_sent != 0 || tir_remote_stats(r2)->bytes_down < (uint64_t)BIG * 4)
 			die("the download run sent a blob or got no result", NULL);
 	}
 	double mw = median(whole, runs), md = median(down, runs);
@@ -392,6 +397,7 @@ static void upload_download(struct tir_remote *r, int runs, bool down_only)
 	tir_program_free(p);
 	tir_exec_free(y);
 	tir_program_free(q);
+	tir_remote_close(r2);
 	tir_tensor_release(&t);
 	free(whole);
 	free(down);
@@ -479,7 +485,7 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "put"))
 		put(addr, big);
 	if (!only || !strcmp(only, "up") || !strcmp(only, "down"))
-		upload_download(r, big, only && !strcmp(only, "down"));
+		upload_download(r, addr, big, only && !strcmp(only, "down"));
 	if (!only || !strcmp(only, "mlp"))
 		mlp(r, mlp_path, runs / 10 > 11 ? runs / 10 : 11);
 	tir_remote_close(r);
