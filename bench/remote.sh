@@ -77,6 +77,7 @@ up=$(kv "$r" up_run_gbps)
 down=$(kv "$r" down_run_gbps)
 printf '  %-46s %s\n' "upload $mib MiB f32, fresh (aim >= 2)" \
 	"$up GB/s ($(kv "$r" up_run_ms) ms: hash, 409, PUT, run; $(ratio "$up"))"
+printf '  %-46s %s\n' "  the first ones, into a fresh server" "$(kv "$r" up_cold_gbps) GB/s ($(kv "$r" up_cold_ms) ms; fresh pages: see bench/README.md)"
 printf '  %-46s %s\n' "  CPU per upload, client + server" "$(kv "$r" up_cpu_client_ms) + $(kv "$r" up_cpu_server_ms) ms"
 printf '  %-46s %s\n' "  its name: chunk list hashed on all CPUs" "$(kv "$r" up_hash_gbps) GB/s ($(kv "$r" up_hash_ms) ms)"
 printf '  %-46s %s\n' "  PUT to tir serve (checked as it arrives)" "$(kv "$r" up_put_gbps) GB/s ($(kv "$r" up_put_ms) ms)"

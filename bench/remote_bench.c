@@ -21,9 +21,13 @@
  *   mlp          samples/mlp.tir run in this process, here and remote
  *                (graph cached on the server), medians and their ratio
  *
- *     remote_bench HOST:PORT [--runs N] [--big N] [--server-pid PID] [--mlp FILE] [--only rt|ref|put|up|down|mlp]
+ *     remote_bench HOST:PORT [--runs N] [--big N] [--warm N] [--server-pid PID] [--mlp FILE] [--only rt|ref|put|up|down|mlp]
  *
- * --big N: the 256 MiB figures are medians of N runs (default 7).
+ * --big N: the 256 MiB figures are medians of N runs (default 7), after
+ * --warm N (default 4) runs timed apart ("cold"): until the server's blob
+ * cache (1 GiB by default) is full and evicts, each upload goes into
+ * fresh pages, which cost the kernel's zeroing (and in a VM the host's
+ * first touch: 3-4 times the PUT here); after that into pages it had.
  * --server-pid PID: also the server's CPU time per upload and download
  * (with this process's, the work each costs, whatever else the machine
  * runs meanwhile).
@@ -311,7 +315,7 @@ static void put(const char *addr, int runs)
 /* A whole run that needs a fresh 256 MiB input (the hash here, the 409,
  * the PUT, the run); then runs whose result is a 256 MiB tensor (the
  * server holds the input: one request, 256 MiB down, decoded). */
-static void upload_download(struct tir_remote *r, const char *addr, int runs, bool down_only)
+static void upload_download(struct tir_remote *r, const char *addr, int runs, int warm, bool down_only)
 {
 	struct tir_err err = {0};
 	struct tir_tensor t = {0};
@@ -335,11 +339,18 @@ static void upload_download(struct tir_remote *r, const char *addr, int runs, bo
 		die("input", &err);
 	if (tir_exec_run(y, 0, NULL, 0, &err)) /* the blob goes up once */
 		die("run", &err);
-	/* uploads and downloads alternate, so that both see the same load */
+	/* uploads and downloads alternate, so that both see the same load;
+	 * the first `warm` pairs are timed apart: until its blob cache is
+	 * full and evicts, a server writes each upload into fresh pages (the
+	 * kernel's zeroing, in a VM the host's first touch too), and after
+	 * that into pages it had */
 	double t0;
+	int all = runs + warm;
+	double *cold = calloc((size_t)(warm + 1), sizeof *cold), *cold_down = calloc((size_t)(warm + 1), sizeof *cold_down);
 	double *c_up = calloc((size_t)runs, sizeof *c_up), *s_up = calloc((size_t)runs, sizeof *s_up);
 	double *c_down = calloc((size_t)runs, sizeof *c_down), *s_down = calloc((size_t)runs, sizeof *s_down);
-	for (int i = 0; i < runs; i++) {
+	for (int j = 0; j < all; j++) {
+		int i = j - warm; /* < 0: warming */
 		if (down_only)
 			goto down;
 		/* a fresh value each time (an input's buffer is never written
@@ -351,16 +362,20 @@ static void upload_download(struct tir_remote *r, const char *addr, int runs, bo
 		if (tir_tensor_alloc(&v, TIR_DTYPE_F32, 1, &n, false, &err))
 			die("copy", &err);
 		memcpy(tir_tensor_data(&v), tir_tensor_data(&t), (size_t)BIG * 4);
-		fill(&v, (float)(2e6 + i));
+		fill(&v, (float)(2e6 + j));
 		if (tir_exec_set_input(x, "x", &v, "bench", &err)) /* takes it */
 			die("input", &err);
 		double c0 = cpu_self(), s0 = cpu_server();
 		t0 = now_ms();
 		if (tir_exec_run(x, 0, NULL, 0, &err))
 			die("run", &err);
-		whole[i] = now_ms() - t0;
-		c_up[i] = cpu_self() - c0;
-		s_up[i] = cpu_server() - s0;
+		if (i < 0) {
+			cold[j] = now_ms() - t0;
+		} else {
+			whole[i] = now_ms() - t0;
+			c_up[i] = cpu_self() - c0;
+			s_up[i] = cpu_server() - s0;
+		}
 		if (tir_remote_stats(r)->blobs_sent != 1)
 			die("the run did not send its blob", NULL);
 	down:
@@ -369,9 +384,13 @@ static void upload_download(struct tir_remote *r, const char *addr, int runs, bo
 		t0 = now_ms();
 		if (tir_exec_run(y, 0, NULL, 0, &err))
 			die("run", &err);
-		down[i] = now_ms() - t0;
-		c_down[i] = cpu_self() - c0;
-		s_down[i] = cpu_server() - s0;
+		if (i < 0) {
+			cold_down[j] = now_ms() - t0;
+		} else {
+			down[i] = now_ms() - t0;
+			c_down[i] = cpu_self() - c0;
+			s_down[i] = cpu_server() - s0;
+		}
 		if (tir_remote_stats(r2)->blobs_sent != 0 || tir_remote_stats(r2)->bytes_down < (uint64_t)BIG * 4)
 			die("the download run sent a blob or got no result", NULL);
 	}
@@ -380,6 +399,10 @@ static void upload_download(struct tir_remote *r, const char *addr, int runs, bo
 		printf("up_runs %d\n", runs);
 		printf("up_run_ms %.1f\n", mw);
 		printf("up_run_gbps %.2f\n", gb / (mw / 1e3));
+		if (warm) {
+			printf("up_cold_ms %.1f\n", median(cold, warm));
+			printf("up_cold_gbps %.2f\n", gb / (median(cold, warm) / 1e3));
+		}
 		printf("up_cpu_client_ms %.1f\n", median(c_up, runs) * 1e3);
 		if (server_pid)
 			printf("up_cpu_server_ms %.1f\n", median(s_up, runs) * 1e3);
@@ -387,6 +410,10 @@ static void upload_download(struct tir_remote *r, const char *addr, int runs, bo
 	printf("down_cpu_client_ms %.1f\n", median(c_down, runs) * 1e3);
 	if (server_pid)
 		printf("down_cpu_server_ms %.1f\n", median(s_down, runs) * 1e3);
+	if (warm)
+		printf("down_cold_ms %.1f\n", median(cold_down, warm));
+	free(cold);
+	free(cold_down);
 	free(c_up);
 	free(s_up);
 	free(c_down);
@@ -453,11 +480,11 @@ static void mlp(struct tir_remote *r, const char *path, int runs)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: remote_bench HOST:PORT [--runs N] [--big N] [--server-pid PID] [--mlp FILE] [--only rt|ref|put|up|down|mlp]\n");
+		fprintf(stderr, "usage: remote_bench HOST:PORT [--runs N] [--big N] [--warm N] [--server-pid PID] [--mlp FILE] [--only rt|ref|put|up|down|mlp]\n");
 		return 2;
 	}
 	const char *addr = argv[1], *mlp_path = "samples/mlp.tir", *only = NULL;
-	int runs = 1000, big = 7;
+	int runs = 1000, big = 7, warm = 4;
 	for (int i = 2; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--runs"))
 			runs = atoi(argv[i + 1]);
@@ -467,6 +494,8 @@ int main(int argc, char **argv)
 			only = argv[i + 1];
 		else if (!strcmp(argv[i], "--big"))
 			big = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--warm"))
+			warm = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--server-pid"))
 			server_pid = atoi(argv[i + 1]);
 	}
@@ -474,6 +503,8 @@ int main(int argc, char **argv)
 		runs = 10;
 	if (big < 1)
 		big = 1;
+	if (warm < 0)
+		warm = 0;
 	struct tir_err err = {0};
 	struct tir_remote *r = tir_remote_open(addr, getenv("TIR_TOKEN"), &err);
 	if (!r)
@@ -485,7 +516,7 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "put"))
 		put(addr, big);
 	if (!only || !strcmp(only, "up") || !strcmp(only, "down"))
-		upload_download(r, addr, big, only && !strcmp(only, "down"));
+		upload_download(r, addr, big, warm, only && !strcmp(only, "down"));
 	if (!only || !strcmp(only, "mlp"))
 		mlp(r, mlp_path, runs / 10 > 11 ? runs / 10 : 11);
 	tir_remote_close(r);
