@@ -289,8 +289,8 @@ echo "== load average after the fusion sections: $(loadavg)"
 
 # ---- remote ----
 # bench/remote.sh starts its own `tir serve` on a free loopback port and
-# prints its table (round trip, upload, mlp remote/local).
-section "remote: tir serve on loopback (round trip median of $REMOTE_RUNS; upload 256 MiB; mlp remote/local)"
+# prints its table (round trip, upload, download, mlp remote/local).
+section "remote: tir serve on loopback (round trip median of $REMOTE_RUNS; upload and download 256 MiB; mlp remote/local)"
 RUNS=$REMOTE_RUNS BUILD=$BUILD sh bench/remote.sh || status=1
 
 

@@ -37,7 +37,8 @@ size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head)
 	return 16 + 8 * (size_t)t->rank;
 }
 
-int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct tir_err *err)
+int tir_blob_chunks(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], unsigned char **list,
+		    size_t *len, struct tir_err *err)
 {
 	struct tir_tensor c = {0};
 	const struct tir_tensor *d = t;
@@ -46,22 +47,33 @@ int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct 
 			return -TIR_ENOMEM;
 		d = &c;
 	}
-	struct tir_sha256 *h = tir_sha256_new();
-	if (!h) {
-		tir_tensor_release(&c);
-		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-	}
 	/* the frame's bytes in three pieces: header, data, padding */
 	unsigned char head[TIR_FRAME_HEAD_MAX];
 	size_t data = (size_t)tir_tensor_numel(d) * tir_dtype_size(d->dtype);
-	tir_sha256_update(h, head, tir_frame_head(d, head));
-	if (data)
-		tir_sha256_update(h, tir_tensor_data(d), data);
-	static const unsigned char zero[8];
-	tir_sha256_update(h, zero, (8 - data % 8) % 8);
-	tir_sha256_final(h, out);
+	struct tir_frame_src f = {head, tir_frame_head(d, head), tir_tensor_data(d), data, (8 - data % 8) % 8};
+	uint64_t fbytes = f.hlen + f.dlen + f.plen;
+	size_t k = tir_chunk_count(fbytes), n = TIR_CHUNKS_HEAD + 32 * k;
+	unsigned char *l = malloc(n);
+	if (!l) {
+		tir_tensor_release(&c);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	tir_chunk_list_head(fbytes, l);
+	tir_chunk_hash_all(&f, (unsigned char (*)[32])(l + TIR_CHUNKS_HEAD), 0);
+	tir_chunk_name(l, n, out);
 	tir_tensor_release(&c);
+	if (list) {
+		*list = l;
+		*len = n;
+	} else {
+		free(l);
+	}
 	return 0;
+}
+
+int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct tir_err *err)
+{
+	return tir_blob_chunks(t, out, NULL, NULL, err);
 }
 
 bool tir_batch_keepable(const struct tir_program *p, const struct tir_node *n)
@@ -148,8 +160,10 @@ static int add_line(struct tir_batch *b, size_t *cap, const struct tir_node *n)
 
 void tir_batch_memo_free(struct tir_batch_memo *m)
 {
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->n; i++) {
 		tir_tensor_release(&m->e[i].value);
+		free(m->e[i].list);
+	}
 	free(m->e);
 	memset(m, 0, sizeof *m);
 }
@@ -165,33 +179,66 @@ static bool same_value(const struct tir_tensor *a, const struct tir_tensor *b)
 	return true;
 }
 
-/* The blob name of input node n's value v, from memo when it is there. */
+/* The blob name of input node n's value v, from memo when it is there;
+ * with list, its chunk list too (a copy: free it). */
 static int input_name(const struct tir_node *n, const struct tir_tensor *v, struct tir_batch_memo *memo,
-		      char out[TIR_SHA_HEX + 1], struct tir_err *err)
+		      char out[TIR_SHA_HEX + 1], unsigned char **list, size_t *len, struct tir_err *err)
 {
 	struct tir_batch_memo_entry *e = memo && n->id < memo->n ? &memo->e[n->id] : NULL;
 	if (e && e->value.buf && same_value(&e->value, v)) {
 		memcpy(out, e->name, TIR_SHA_HEX + 1);
+		if (list) {
+			if (!(*list = malloc(e->len)))
+				return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			memcpy(*list, e->list, e->len);
+			*len = e->len;
+		}
 		return 0;
 	}
-	int rc = tir_blob_name(v, out, err);
-	if (rc || !memo)
+	unsigned char *l = NULL;
+	size_t ll = 0;
+	int rc = tir_blob_chunks(v, out, &l, &ll, err);
+	if (rc)
 		return rc;
+	if (list) {
+		*list = l;
+		*len = ll;
+	}
+	if (!memo) {
+		if (!list)
+			free(l);
+		return 0;
+	}
 	size_t old = memo->n;
-	if (!e && tir_grow((void **)&memo->e, &memo->n, (size_t)n->id + 1, sizeof *memo->e))
+	if (!e && tir_grow((void **)&memo->e, &memo->n, (size_t)n->id + 1, sizeof *memo->e)) {
+		if (!list)
+			free(l);
 		return 0; /* no room: hashed again next time */
+	}
 	memset(memo->e + old, 0, (memo->n - old) * sizeof *memo->e);
 	e = &memo->e[n->id];
 	tir_tensor_release(&e->value);
+	free(e->list);
+	e->list = NULL;
+	e->len = 0;
 	tir_tensor_ref(&e->value, v);
 	memcpy(e->name, out, TIR_SHA_HEX + 1);
+	if (!list) {
+		e->list = l;
+		e->len = ll;
+	} else if ((e->list = malloc(ll))) {
+		memcpy(e->list, l, ll);
+		e->len = ll;
+	} else {
+		tir_tensor_release(&e->value); /* no room: hashed again next time */
+	}
 	return 0;
 }
 
 int tir_batch_memo_name(struct tir_batch_memo *memo, const struct tir_node *n, const struct tir_tensor *v,
 			char out[TIR_SHA_HEX + 1], struct tir_err *err)
 {
-	return input_name(n, v, memo, out, err);
+	return input_name(n, v, memo, out, NULL, NULL, err);
 }
 
 int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
@@ -268,8 +315,9 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 		} else {
 			if ((rc = leaf_value(x, n, &in->value, err)))
 				goto fail;
-			rc = n->op == TIR_OP_INPUT ? input_name(n, &in->value, memo, in->blob, err)
-						   : tir_blob_name(&in->value, in->blob, err);
+			rc = n->op == TIR_OP_INPUT
+				     ? input_name(n, &in->value, memo, in->blob, &in->list, &in->len, err)
+				     : tir_blob_chunks(&in->value, in->blob, &in->list, &in->len, err);
 			if (rc)
 				goto fail;
 			if (keeping && tir_batch_keepable(p, n))
@@ -323,8 +371,10 @@ fail:
 
 void tir_batch_free(struct tir_batch *b)
 {
-	for (size_t i = 0; b->inputs && i < b->ninputs; i++)
+	for (size_t i = 0; b->inputs && i < b->ninputs; i++) {
 		tir_tensor_release(&b->inputs[i].value);
+		free(b->inputs[i].list);
+	}
 	free(b->inputs);
 	free(b->keep);
 	free(b->line_node);

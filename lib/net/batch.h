@@ -18,6 +18,8 @@ struct tir_batch_input {
 	char blob[TIR_SHA_HEX + 1];        /* the blob's name; "" for a held value */
 	char key[24];                      /* the held value's key; "" for a blob */
 	struct tir_tensor value;           /* a blob's tensor (a reference), to upload */
+	unsigned char *list;               /* a blob's chunk list (net.h), sent before its frame */
+	size_t len;                        /* its bytes */
 };
 
 /* A value the session is asked to keep: tK under key "v<node id>". */
@@ -52,6 +54,8 @@ struct tir_batch_memo {
 	struct tir_batch_memo_entry {
 		struct tir_tensor value;
 		char name[TIR_SHA_HEX + 1];
+		unsigned char *list;           /* its chunk list, len bytes */
+		size_t len;
 	} *e;
 	size_t n;
 };
@@ -81,10 +85,13 @@ const struct tir_node *tir_batch_line_node(const struct tir_batch *b, long line)
 
 /* The header of t's frame (as tir_frame_encode writes it) into head;
  * returns its length.  The data and zero padding to 8 follow it. */
-#define TIR_FRAME_HEAD_MAX (16 + 8 * TIR_MAX_RANK)
 size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head);
 
-/* The name of t's frame (tir_frame_encode) without making the frame. */
+/* The name of t's frame (tir_frame_encode) without making the frame: the
+ * SHA-256 of its chunk list (net.h), whose chunks hash on one thread per
+ * CPU.  With list, the chunk list in *list (malloc'd, *len bytes). */
+int tir_blob_chunks(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], unsigned char **list,
+		    size_t *len, struct tir_err *err);
 int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct tir_err *err);
 
 #endif

@@ -14,6 +14,7 @@
 #include "net.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -37,7 +38,8 @@ struct tir_remote {
 	char session[64];            /* "" until made */
 	bool hung;                   /* a request timed out: do not wait on it again at close */
 	struct tir_remote_stats stats;
-	struct tir_str body;         /* the last reply's body */
+	struct tir_str body;         /* the last reply's body (but results, which dec reads) */
+	struct results *dec;         /* the run request's: results decoded as they arrive */
 	int proto;                   /* its Tir-Protocol: -1 none, -2 not a number */
 	int retry_after;             /* its Retry-After in seconds, -1 none */
 	CURLcode failed;             /* how the last transfer failed, CURLE_OK if it did not */
@@ -65,13 +67,224 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* ---- results, decoded as they arrive ----
+ *
+ * A 200 to a run is a results body (docs/protocol.md): its frames go
+ * straight into the tensors they become, checked as they come (the
+ * count, each frame's header against the value asked for, padding,
+ * bools), so that no copy of the whole body is made first.  A fault is
+ * kept and the rest of the body read and dropped; read_results says it. */
+enum { D_HEAD, D_META, D_FHEAD, D_DATA, D_PAD, D_DONE, D_FAULT };
+#define BIG_VALUE ((uint64_t)4 << 20) /* a value this big gets a toucher, and streaming stores */
+
+struct results {
+	struct tir_node *const *targets;
+	size_t ntargets;
+	struct tir_tensor *values;   /* ntargets, filled */
+	int state;
+	unsigned char buf[TIR_FRAME_HEAD_MAX > TIR_RESULTS_HEAD ? TIR_FRAME_HEAD_MAX : TIR_RESULTS_HEAD];
+	size_t nbuf;
+	char *meta;                  /* the metadata, padding included */
+	size_t mlen, mpad, nmeta;
+	size_t i;                    /* the frame being read */
+	struct tir_frame_info fi;
+	size_t got, npad;
+	uint64_t off;                /* bytes of the body seen */
+	uint64_t extra;              /* past the last frame */
+	struct tir_toucher touch;    /* a big value's pages faulted in ahead of the copy */
+	int code;                    /* of the fault: TIR_ENET or TIR_ENOMEM */
+	bool decided, active;        /* whether the body is results: they go here */
+	char why[400];
+};
+
+static void results_fault(struct results *d, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void results_fault(struct results *d, int code, const char *fmt, ...)
+{
+	if (d->state == D_FAULT)
+		return;
+	tir_touch_stop(&d->touch);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d->why, sizeof d->why, fmt, ap);
+	va_end(ap);
+	d->code = code;
+	d->state = D_FAULT;
+}
+
+/* The next frame's header, or the end. */
+static void results_next(struct results *d)
+{
+	tir_touch_stop(&d->touch);
+	d->nbuf = 0;
+	d->got = d->npad = 0;
+	d->state = d->i < d->ntargets ? D_FHEAD : D_DONE;
+}
+
+static void results_absorb(struct results *d, const unsigned char *p, size_t n)
+{
+	while (n) {
+		size_t take = n;
+		switch (d->state) {
+		case D_HEAD:
+			take = TIR_RESULTS_HEAD - d->nbuf < n ? TIR_RESULTS_HEAD - d->nbuf : n;
+			memcpy(d->buf + d->nbuf, p, take);
+			d->nbuf += take;
+			if (d->nbuf < TIR_RESULTS_HEAD)
+				break;
+			if (memcmp(d->buf, TIR_RESULTS_MAGIC, 4)) {
+				results_fault(d, TIR_ENET, "the reply is not a results body");
+			} else if (tir_get_u32(d->buf + 4) != TIR_PROTOCOL) {
+				results_fault(d, TIR_ENET, "results of protocol %u; this tir speaks %d",
+					      tir_get_u32(d->buf + 4), TIR_PROTOCOL);
+			} else if (tir_get_u32(d->buf + 8) != d->ntargets) {
+				results_fault(d, TIR_ENET, "%u results for %zu values asked", tir_get_u32(d->buf + 8),
+					      d->ntargets);
+			} else {
+				d->mlen = tir_get_u32(d->buf + 12);
+				d->mpad = (d->mlen + 7) & ~(size_t)7;
+				d->meta = malloc(d->mpad + 1);
+				if (!d->meta)
+					results_fault(d, TIR_ENOMEM, "out of memory reading the results");
+				else
+					d->state = D_META;
+			}
+			break;
+		case D_META:
+			take = d->mpad - d->nmeta < n ? d->mpad - d->nmeta : n;
+			memcpy(d->meta + d->nmeta, p, take);
+			d->nmeta += take;
+			if (d->nmeta == d->mpad) {
+				d->meta[d->mpad] = 0;
+				for (size_t i = d->mlen; i < d->mpad; i++)
+					if (d->meta[i])
+						results_fault(d, TIR_ENET, "results: the metadata's padding is not zero");
+				if (d->state == D_META)
+					results_next(d);
+			}
+			break;
+		case D_FHEAD: {
+			size_t want = d->nbuf < 16 ? 16 : d->fi.headlen;
+			take = want - d->nbuf < n ? want - d->nbuf : n;
+			memcpy(d->buf + d->nbuf, p, take);
+			d->nbuf += take;
+			if (d->nbuf < want)
+				break;
+			struct tir_err e = {0};
+			int rc = tir_frame_head_parse(d->buf, d->nbuf, &d->fi, &e);
+			if (rc > 0)
+				break; /* the shape is next */
+			if (rc) {
+				results_fault(d, TIR_ENET, "result %zu: %s", d->i + 1, e.msg);
+				break;
+			}
+			const struct tir_type *want_t = &d->targets[d->i]->type;
+			bool ok = d->fi.dtype == want_t->dtype && d->fi.rank == want_t->rank;
+			for (int k = 0; ok && k < d->fi.rank; k++)
+				ok = d->fi.shape[k] == want_t->shape[k];
+			if (!ok) {
+				char a[TIR_TYPE_STRLEN];
+				results_fault(d, TIR_ENET, "result %zu is not the %s asked for", d->i + 1,
+					      tir_type_str(want_t, a, sizeof a));
+				break;
+			}
+			if (tir_tensor_alloc(&d->values[d->i], d->fi.dtype, d->fi.rank, d->fi.shape, false, &e)) {
+				results_fault(d, TIR_ENOMEM, "%s", e.msg);
+				break;
+			}
+			if (d->fi.nbytes >= BIG_VALUE)
+				tir_touch_start(&d->touch, tir_tensor_data(&d->values[d->i]), (size_t)d->fi.nbytes);
+			d->state = d->fi.nbytes ? D_DATA : D_PAD;
+			if (d->state == D_PAD && !d->fi.padlen) {
+				d->i++;
+				results_next(d);
+			}
+			break;
+		}
+		case D_DATA: {
+			take = d->fi.nbytes - d->got < n ? (size_t)(d->fi.nbytes - d->got) : n;
+			unsigned char *dst = (unsigned char *)tir_tensor_data(&d->values[d->i]) + d->got;
+			if (d->fi.nbytes >= BIG_VALUE) { /* not read again before the run ends */
+				tir_copy_stream(dst, p, take);
+				atomic_store_explicit(&d->touch.done, d->got + take, memory_order_relaxed);
+			} else {
+				memcpy(dst, p, take);
+			}
+			if (d->fi.dtype == TIR_DTYPE_BOOL)
+				for (size_t k = 0; k < take; k++)
+					if (p[k] > 1) {
+						results_fault(d, TIR_ENET, "result %zu: tensor frame: byte %zu: a bool is 0 or 1, not %u",
+							      d->i + 1, d->fi.headlen + d->got + k, p[k]);
+						break;
+					}
+			d->got += take;
+			if (d->state == D_DATA && d->got == d->fi.nbytes) {
+				d->state = D_PAD;
+				if (!d->fi.padlen) {
+					d->i++;
+					results_next(d);
+				}
+			}
+			break;
+		}
+		case D_PAD:
+			take = d->fi.padlen - d->npad < n ? d->fi.padlen - d->npad : n;
+			for (size_t k = 0; k < take; k++)
+				if (p[k])
+					results_fault(d, TIR_ENET, "result %zu: tensor frame: byte %zu: padding must be zero",
+						      d->i + 1, d->fi.headlen + (size_t)d->fi.nbytes + d->npad + k);
+			d->npad += take;
+			if (d->state == D_PAD && d->npad == d->fi.padlen) {
+				d->i++;
+				results_next(d);
+			}
+			break;
+		case D_DONE:
+			d->extra += n;
+			break;
+		default: /* D_FAULT: the rest is dropped */
+			break;
+		}
+		d->off += take;
+		p += take;
+		n -= take;
+	}
+}
+
+/* Ready for a reply (a request sent again starts over). */
+static void results_reset(struct results *d)
+{
+	tir_touch_stop(&d->touch);
+	for (size_t i = 0; i < d->ntargets; i++)
+		tir_tensor_release(&d->values[i]);
+	free(d->meta);
+	struct results z = {.targets = d->targets, .ntargets = d->ntargets, .values = d->values};
+	*d = z;
+}
+
 /* ---- curl callbacks ---- */
 
 static size_t on_body(char *d, size_t size, size_t n, void *ud)
 {
 	struct tir_remote *r = ud;
-	tir_str_add(&r->body, d, size * n);
-	return r->body.oom ? 0 : size * n;
+	size_t len = size * n;
+	struct results *dec = r->dec;
+	if (dec && dec->active) {
+		results_absorb(dec, (const unsigned char *)d, len);
+		return len;
+	}
+	tir_str_add(&r->body, d, len);
+	if (r->body.oom)
+		return 0;
+	/* a results body starts "TIRR"; any other (an error's JSON) is kept */
+	if (dec && !dec->decided && r->body.n >= 4) {
+		dec->decided = true;
+		if (!memcmp(r->body.s, TIR_RESULTS_MAGIC, 4)) {
+			dec->active = true;
+			results_absorb(dec, (const unsigned char *)r->body.s, r->body.n);
+			r->body.n = 0;
+		}
+	}
+	return len;
 }
 
 static size_t on_header(char *d, size_t size, size_t n, void *ud)
@@ -103,11 +316,12 @@ static size_t on_header(char *d, size_t size, size_t n, void *ud)
 	return len;
 }
 
-/* A blob's frame as it goes up, read from the tensor where it is: a
- * header, the data, the padding (no 256 MiB frame made first). */
+/* A blob as it goes up, read from where its parts are: the chunk list,
+ * the frame's header, the data (from the tensor), the padding (no 256 MiB
+ * frame made first). */
 struct upload {
-	const unsigned char *part[3];
-	size_t len[3];
+	const unsigned char *part[4];
+	size_t len[4];
 	int at;
 	size_t off;
 };
@@ -116,7 +330,7 @@ static size_t on_read(char *d, size_t size, size_t n, void *ud)
 {
 	struct upload *u = ud;
 	size_t room = size * n, done = 0;
-	while (done < room && u->at < 3) {
+	while (done < room && u->at < 4) {
 		size_t k = u->len[u->at] - u->off;
 		if (k > room - done)
 			k = room - done;
@@ -224,8 +438,10 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 	r->proto = -1;
 	/* no "Expect: 100-continue": a body goes with its request, no extra wait */
 	r->hjson = curl_slist_append(NULL, "Expect:");
+	r->hjson = curl_slist_append(r->hjson, TIR_PROTOCOL_HEADER ": " TIR_PROTOCOL_STR);
 	r->hjson = curl_slist_append(r->hjson, "Content-Type: application/json");
 	r->hbin = curl_slist_append(NULL, "Expect:");
+	r->hbin = curl_slist_append(r->hbin, TIR_PROTOCOL_HEADER ": " TIR_PROTOCOL_STR);
 	r->hbin = curl_slist_append(r->hbin, "Content-Type: application/octet-stream");
 	if (token) {
 		size_t na = strlen(token) + 32;
@@ -253,6 +469,9 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
 	/* blobs go up in 1 MiB pieces (64 KiB by default): ~3 GB/s on loopback */
 	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+	/* and results come down in pieces of 1 MiB (16 KiB by default: a
+	 * system call and a callback each) */
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 1L << 20);
 	curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a tir server is reached directly */
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -399,6 +618,8 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 			 up || !strcmp(method, "GET") || !strcmp(method, "POST") ? NULL : method);
 	r->body.n = 0;
 	r->body.oom = false;
+	if (r->dec)
+		results_reset(r->dec);
 	r->proto = -1;
 	r->retry_after = -1;
 	r->errbuf[0] = 0;
@@ -680,18 +901,19 @@ static int put_blob(struct tir_remote *r, const struct tir_batch_input *in, stru
 	static const unsigned char zero[8];
 	size_t n = tir_frame_size(t), data = (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
 	size_t nhead = tir_frame_head(t, head);
-	struct upload up = {.part = {head, tir_tensor_data(t), zero}, .len = {nhead, data, n - nhead - data}};
+	struct upload up = {.part = {in->list, head, tir_tensor_data(t), zero},
+			    .len = {in->len, nhead, data, n - nhead - data}};
 	char path[TIR_SHA_HEX + 16];
 	snprintf(path, sizeof path, "/v1/blobs/%s", in->blob);
 	long st = 0;
-	int rc = request_up(r, "PUT", path, NULL, n, &up, r->hbin, &st, err);
+	int rc = request_up(r, "PUT", path, NULL, in->len + n, &up, r->hbin, &st, err);
 	tir_tensor_release(&c);
 	if (rc)
 		return rc;
 	if (st != 200 && st != 201)
 		return http_failed(r, st, err);
 	r->stats.blobs_sent++;
-	r->stats.blob_bytes_sent += n;
+	r->stats.blob_bytes_sent += in->len + n;
 	return 0;
 }
 
@@ -744,11 +966,6 @@ static int program_failed(struct tir_remote *r, const struct tir_batch *b, long 
 	return rc;
 }
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 /* The server's explain names values tK; the user knows them by their names. */
 static char *rename_vars(const char *s, const struct tir_batch *b, const struct tir_program *p)
 {
@@ -776,28 +993,23 @@ static char *rename_vars(const char *s, const struct tir_batch *b, const struct 
 	return out.s ? out.s : strdup("");
 }
 
-/* A 200: the results body, read strictly. */
+/* A 200: the results body, decoded as it came (d), read strictly. */
 static int read_results(struct tir_remote *r, const struct tir_exec *x, const struct tir_batch *b,
-			struct tir_node *const *targets, size_t ntargets, struct tir_remote_result *res,
-			struct tir_err *err)
+			struct results *d, struct tir_remote_result *res, struct tir_err *err)
 {
-	const unsigned char *p = (const unsigned char *)r->body.s;
-	size_t n = r->body.n;
-	if (n < TIR_RESULTS_HEAD || memcmp(p, TIR_RESULTS_MAGIC, 4))
+	if (!d->active)
 		return net_err(r, err, "the reply is not a results body");
-	if (tir_get_u32(p + 4) != TIR_PROTOCOL)
-		return tir_errf(err, TIR_ENET, NULL, "remote %s: results of protocol %u; this tir speaks %d",
-				r->name, tir_get_u32(p + 4), TIR_PROTOCOL);
-	if (tir_get_u32(p + 8) != ntargets)
-		return tir_errf(err, TIR_ENET, NULL, "remote %s: %u results for %zu values asked", r->name,
-				tir_get_u32(p + 8), ntargets);
-	size_t mlen = tir_get_u32(p + 12);
-	if (mlen > n - TIR_RESULTS_HEAD || pad8(mlen) > n - TIR_RESULTS_HEAD)
-		return net_err(r, err, "results: the metadata runs past the reply");
-	for (size_t i = TIR_RESULTS_HEAD + mlen; i < TIR_RESULTS_HEAD + pad8(mlen); i++)
-		if (p[i])
-			return net_err(r, err, "results: the metadata's padding is not zero");
-	json_t *meta = json_loadb((const char *)p + TIR_RESULTS_HEAD, mlen, 0, NULL);
+	if (d->state == D_FAULT)
+		return d->code == TIR_ENOMEM ? tir_errf(err, TIR_ENOMEM, NULL, "%s", d->why)
+					     : tir_errf(err, TIR_ENET, NULL, "remote %s: %s", r->name, d->why);
+	if (d->state == D_DONE && d->extra)
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: %llu bytes after the last result", r->name,
+				(unsigned long long)d->extra);
+	if (d->state != D_DONE)
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: the results end after %llu bytes, in %s", r->name,
+				(unsigned long long)d->off,
+				d->state == D_HEAD || d->state == D_META ? "their head" : "a frame");
+	json_t *meta = json_loadb(d->meta, d->mlen, 0, NULL);
 	if (!json_is_object(meta)) {
 		json_decref(meta);
 		return net_err(r, err, "results: the metadata is not a JSON object");
@@ -815,29 +1027,10 @@ static int read_results(struct tir_remote *r, const struct tir_exec *x, const st
 	res->explain = ex ? rename_vars(ex, b, tir_exec_program(x)) : NULL;
 	res->profile = pr ? strdup(pr) : NULL;
 	json_decref(meta);
-	size_t off = TIR_RESULTS_HEAD + pad8(mlen);
-	for (size_t i = 0; i < ntargets; i++) {
-		struct tir_err e = {0};
-		size_t used = 0;
-		if (tir_frame_decode(p + off, n - off, &used, &res->values[i], &e)) {
-			if (e.code == TIR_ENOMEM)
-				return tir_errf(err, TIR_ENOMEM, NULL, "%s", e.msg);
-			return tir_errf(err, TIR_ENET, NULL, "remote %s: result %zu: %s", r->name, i + 1, e.msg);
-		}
-		off += used;
-		const struct tir_type *want = &targets[i]->type;
-		const struct tir_tensor *v = &res->values[i];
-		bool ok = v->dtype == want->dtype && v->rank == want->rank;
-		for (int d = 0; ok && d < v->rank; d++)
-			ok = v->shape[d] == want->shape[d];
-		if (!ok) {
-			char a[TIR_TYPE_STRLEN];
-			return tir_errf(err, TIR_ENET, NULL, "remote %s: result %zu is not the %s asked for", r->name,
-					i + 1, tir_type_str(want, a, sizeof a));
-		}
+	for (size_t i = 0; i < d->ntargets; i++) { /* the values are the caller's now */
+		res->values[i] = d->values[i];
+		memset(&d->values[i], 0, sizeof d->values[i]);
 	}
-	if (off != n)
-		return tir_errf(err, TIR_ENET, NULL, "remote %s: %zu bytes after the last result", r->name, n - off);
 	return 0;
 }
 
@@ -849,6 +1042,9 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 		return 0; /* nothing to compute: nothing to send */
 	r->intr = tir_exec_interrupt_flag(x);
 	struct tir_batch b = {0};
+	struct tir_tensor *vals = calloc(ntargets, sizeof *vals); /* the results as they come */
+	if (!vals)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 	int rc = held_sync(r, x, err);
 	if (!rc)
 		rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
@@ -870,14 +1066,19 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sessions/%s/run", r->session);
 		long st = 0;
+		struct results dec = {.targets = targets, .ntargets = ntargets, .values = vals};
+		r->dec = &dec;
 		rc = request(r, "POST", path, body, strlen(body), r->hjson, &st, err);
+		r->dec = NULL;
 		free(body);
 		if (text && !rc)
 			r->stats.graph_sent = true;
+		if (!rc && st == 200)
+			rc = read_results(r, x, &b, &dec, res, err);
+		results_reset(&dec);
 		if (rc)
 			break;
 		if (st == 200) {
-			rc = read_results(r, x, &b, targets, ntargets, res, err);
 			if (!rc) {
 				r->ndrops = 0;
 				for (size_t i = 0; i < b.nkeep; i++)
@@ -928,6 +1129,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	}
 	r->stats.blobs_cached = nblobs > r->stats.blobs_sent ? nblobs - r->stats.blobs_sent : 0;
 	tir_batch_free(&b);
+	free(vals);
 	r->intr = NULL;
 	return rc;
 }

@@ -28,13 +28,18 @@
 
 #include "../exec/exec.h"
 
-#define TIR_PROTOCOL 1
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define TIR_PROTOCOL 2
+#define TIR_PROTOCOL_STR "2"
 #define TIR_PROTOCOL_HEADER "Tir-Protocol"
 #define TIR_SHA_HEX 64                 /* hex digits of a SHA-256 */
 
 #define TIR_FRAME_MAGIC "TIRT"
 #define TIR_RESULTS_MAGIC "TIRR"
 #define TIR_RESULTS_HEAD 16
+#define TIR_FRAME_HEAD_MAX (16 + 8 * TIR_MAX_RANK) /* a frame's header, at most */
 
 /* Bytes of t's frame (header, data, padding). */
 size_t tir_frame_size(const struct tir_tensor *t);
@@ -47,6 +52,73 @@ int tir_frame_encode(const struct tir_tensor *t, void *dst, struct tir_err *err)
  * -TIR_EDATA with err saying what is wrong and at which byte. */
 int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tensor *t,
 		     struct tir_err *err);
+
+/* ---- blob names (protocol 2; chunks.c) ----
+ * A frame of F bytes is cut in chunks of TIR_CHUNK bytes (the last one
+ * shorter); each chunk's SHA-256 is one entry of the chunk list
+ *     0  "TIRC"   4 bytes
+ *     4  TIR_CHUNK u32
+ *     8  F        u64
+ *    16  k x 32   the chunks' SHA-256, k = ceil(F / TIR_CHUNK)
+ * and a blob's name is the SHA-256 of its chunk list.  A PUT of a blob
+ * sends the chunk list, then the frame. */
+#define TIR_CHUNK ((size_t)256 << 10)
+#define TIR_CHUNKS_MAGIC "TIRC"
+#define TIR_CHUNKS_HEAD 16
+/* A frame as its pieces in memory: header, data, and plen zero bytes. */
+struct tir_frame_src {
+	const unsigned char *head;
+	size_t hlen;
+	const unsigned char *data;
+	size_t dlen, plen;
+};
+size_t tir_chunk_count(uint64_t frame_bytes);
+void tir_chunk_list_head(uint64_t frame_bytes, unsigned char head[TIR_CHUNKS_HEAD]);
+/* The hashes of chunks [first, last) of f into out[0..last - first). */
+void tir_chunk_hash(const struct tir_frame_src *f, size_t first, size_t last, unsigned char (*out)[32]);
+/* Every chunk's hash into out[0..k), on up to nthreads threads (0: one per
+ * CPU; small frames use fewer). */
+void tir_chunk_hash_all(const struct tir_frame_src *f, unsigned char (*out)[32], int nthreads);
+/* The name of a blob: SHA-256 of its chunk list list[0..len). */
+void tir_chunk_name(const unsigned char *list, size_t len, char name[TIR_SHA_HEX + 1]);
+
+/* A frame's header, read from p[0..len): returns 0 with fi filled (every
+ * field checked as tir_frame_decode checks it); the header's length when
+ * len is short of it (16 until the rank is known); or -TIR_EDATA with err
+ * saying what is wrong and at which byte (fi->too_many: a shape over the
+ * element limit). */
+struct tir_frame_info {
+	enum tir_dtype dtype;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	uint64_t nbytes;
+	size_t headlen, padlen;
+	bool too_many;
+};
+int tir_frame_head_parse(const unsigned char *p, size_t len, struct tir_frame_info *fi, struct tir_err *err);
+
+/* memcpy for data going into a big tensor that is not read again soon
+ * (an upload, a result): non-temporal stores on the AVX2 and AVX-512
+ * paths, twice memcpy's speed (no read of the lines written), and a fence,
+ * so that another thread may read dst once told. */
+void tir_copy_stream(void *dst, const void *src, size_t n);
+
+/* A thread that faults in a fresh tensor's pages (MADV_POPULATE_WRITE,
+ * 4 MiB a call: no trap per page) ahead of a copy into it, so that the
+ * kernel's zeroing of them overlaps the copy (and the receive) instead of
+ * stopping it at every page.  tir_touch_start(t, data, n) starts it
+ * (t->on says it did); the copier stores its progress in t->done; stop it
+ * before the tensor goes. */
+struct tir_toucher {
+	pthread_t th;
+	bool on;
+	unsigned char *data;
+	size_t n;
+	atomic_size_t done;
+	atomic_bool stop;
+};
+void tir_touch_start(struct tir_toucher *t, void *data, size_t n);
+void tir_touch_stop(struct tir_toucher *t);
 
 /* SHA-256 of d[0..n) as 64 lowercase hex digits and a NUL. */
 void tir_sha256_hex(const void *d, size_t n, char out[TIR_SHA_HEX + 1]);

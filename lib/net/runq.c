@@ -176,34 +176,89 @@ static int read_batch(json_t *doc, struct batch *b, char *msg, size_t n)
 	return 0;
 }
 
-/* The results body: header, metadata, one frame per value. */
-static unsigned char *results_body(const struct tir_exec *x, const char *meta, size_t *len)
+/* The results body (header, metadata, one frame per value) as an
+ * answer that MHD sends from where the bytes are: the values' data
+ * straight from their tensors (references held until the answer is done
+ * with), the rest from one small buffer.  No copy of the body is made. */
+struct results_out {
+	unsigned char *small;          /* the header, the metadata, the frames' headers */
+	struct tir_tensor *vals;
+	size_t n;
+};
+
+static void results_out_free(void *cls)
 {
+	struct results_out *o = cls;
+	for (size_t i = 0; i < o->n; i++)
+		tir_tensor_release(&o->vals[i]);
+	free(o->vals);
+	free(o->small);
+	free(o);
+}
+
+static struct MHD_Response *results_response(const struct tir_exec *x, const char *meta, size_t *len)
+{
+	static const unsigned char zero[8];
 	size_t nres = tir_exec_nresults(x), mlen = strlen(meta);
-	size_t total = TIR_RESULTS_HEAD + pad8(mlen);
-	for (size_t i = 0; i < nres; i++)
-		total += tir_frame_size(tir_exec_result(x, i));
-	unsigned char *p = malloc(total);
-	if (!p)
+	size_t nsmall = TIR_RESULTS_HEAD + pad8(mlen) + nres * TIR_FRAME_HEAD_MAX;
+	struct results_out *o = calloc(1, sizeof *o);
+	struct MHD_IoVec *iov = calloc(1 + 3 * nres, sizeof *iov);
+	if (o) {
+		o->small = malloc(nsmall);
+		o->vals = calloc(nres + 1, sizeof *o->vals);
+	}
+	if (!o || !iov || !o->small || !o->vals) {
+		free(iov);
+		if (o)
+			results_out_free(o);
 		return NULL;
+	}
+	unsigned char *p = o->small;
 	memcpy(p, TIR_RESULTS_MAGIC, 4);
 	tir_put_u32(p + 4, TIR_PROTOCOL);
 	tir_put_u32(p + 8, (uint32_t)nres);
 	tir_put_u32(p + 12, (uint32_t)mlen);
 	memcpy(p + TIR_RESULTS_HEAD, meta, mlen);
 	memset(p + TIR_RESULTS_HEAD + mlen, 0, pad8(mlen) - mlen);
-	size_t off = TIR_RESULTS_HEAD + pad8(mlen);
-	for (size_t i = 0; i < nres; i++) {
-		struct tir_err e = {0};
+	size_t used = TIR_RESULTS_HEAD + pad8(mlen), niov = 0, total = used;
+	iov[niov++] = (struct MHD_IoVec){p, used};
+	bool ok = true;
+	for (size_t i = 0; i < nres && ok; i++) {
 		const struct tir_tensor *t = tir_exec_result(x, i);
-		if (tir_frame_encode(t, p + off, &e)) {
-			free(p);
-			return NULL;
-		}
-		off += tir_frame_size(t);
+		struct tir_err e = {0};
+		if (tir_tensor_is_contiguous(t))
+			tir_tensor_ref(&o->vals[i], t);
+		else
+			ok = !tir_tensor_convert(t, t->dtype, &o->vals[i], &e);
+		o->n = i + 1;
+		if (!ok)
+			break;
+		const struct tir_tensor *v = &o->vals[i];
+		size_t data = (size_t)tir_tensor_numel(v) * tir_dtype_size(v->dtype);
+		unsigned char *h = p + used;
+		memcpy(h, TIR_FRAME_MAGIC, 4);
+		h[4] = (unsigned char)v->dtype;
+		h[5] = (unsigned char)v->rank;
+		h[6] = h[7] = 0;
+		tir_put_u64(h + 8, data);
+		for (int d = 0; d < v->rank; d++)
+			tir_put_u64(h + 16 + 8 * d, (uint64_t)v->shape[d]);
+		size_t hl = 16 + 8 * (size_t)v->rank;
+		used += hl;
+		iov[niov++] = (struct MHD_IoVec){h, hl};
+		if (data)
+			iov[niov++] = (struct MHD_IoVec){tir_tensor_data(v), data};
+		if (pad8(data) > data)
+			iov[niov++] = (struct MHD_IoVec){zero, pad8(data) - data};
+		total += hl + pad8(data);
 	}
+	struct MHD_Response *resp =
+		ok ? MHD_create_response_from_iovec(iov, (unsigned int)niov, results_out_free, o) : NULL;
+	free(iov); /* MHD keeps a copy of the array */
+	if (!resp)
+		results_out_free(o);
 	*len = total;
-	return p;
+	return resp;
 }
 
 /* Everything a run holds until it answers. */
@@ -326,7 +381,7 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 	char *mtext = meta ? json_dumps(meta, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
 	json_decref(meta);
 	size_t len = 0;
-	unsigned char *body = mtext ? results_body(x, mtext, &len) : NULL;
+	struct MHD_Response *body = mtext ? results_response(x, mtext, &len) : NULL;
 	free(mtext);
 	for (size_t j = 0; body && j < b->nkeep; j++)
 		tir_tensor_ref(&u->kept[j], tir_exec_named(x, j));
@@ -334,11 +389,11 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 	if (!body)
 		return reply_error(c, r, 500, "internal", NULL, "out of memory making the results");
 	if (session_update(s->sessions, u->ss, b->drop, b->ndrop, b->keep_key, u->kept, b->nkeep)) {
-		free(body);
+		MHD_destroy_response(body);
 		return reply_error(c, r, 413, "too_large", NULL,
 				   "keep: a session keeps at most %d values", SESSION_MAX_VALUES);
 	}
-	return reply(c, r, 200, "application/x-tir-results", body, len);
+	return reply_with(c, r, 200, "application/x-tir-results", body, len);
 }
 
 enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r)

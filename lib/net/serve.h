@@ -93,6 +93,9 @@ struct req {
 
 /* ---- server.c: answers ---- */
 
+/* Answer with resp (taken), whose body is len bytes. */
+enum MHD_Result reply_with(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
+			   struct MHD_Response *resp, size_t len);
 /* Queue body[0..len) (malloc'd, taken; NULL with len 0 for none). */
 enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
 		      void *body, size_t len);

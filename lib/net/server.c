@@ -71,7 +71,13 @@ enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const
 			free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, TIR_PROTOCOL_HEADER, "1");
+	return reply_with(c, r, status, ctype, resp, len);
+}
+
+enum MHD_Result reply_with(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
+			   struct MHD_Response *resp, size_t len)
+{
+	MHD_add_response_header(resp, TIR_PROTOCOL_HEADER, TIR_PROTOCOL_STR);
 	if (ctype)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (r->allow)
@@ -272,6 +278,12 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 					   : "this server needs a token: Authorization: Bearer TOKEN");
 	if (r->route == R_NONE)
 		return reply_error(c, r, 404, "not_found", NULL, "no such path: %s", url);
+	/* a client says which protocol it speaks (curl need not) */
+	const char *pv = MHD_lookup_connection_value(c, MHD_HEADER_KIND, TIR_PROTOCOL_HEADER);
+	if (pv && strcmp(pv, TIR_PROTOCOL_STR))
+		return reply_error(c, r, 400, "protocol", NULL,
+				   "the request is of tir protocol %.16s; this server speaks %d (docs/protocol.md)", pv,
+				   TIR_PROTOCOL);
 	if (!method_ok(r->route, method)) {
 		r->allow = allowed(r->route);
 		enum MHD_Result ok = reply_error(c, r, 405, "method", NULL, "%s takes %s, not %s",
@@ -319,7 +331,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
 		if (!held && !reserve(s, r, len))
 			return reply_busy(s, c, r, len);
-		if (!(r->up = upload_new(len, held)))
+		if (!(r->up = upload_new(r->id, len, held)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 	} else if (r->route == R_RUN) {
 		/* allocated once when the length is known; a chunked body grows by doubling */
@@ -488,26 +500,23 @@ static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c
 
 static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, struct req *r)
 {
-	char got[TIR_SHA_HEX + 1], msg[300];
+	char msg[600];
+	const char *code = "bad_request";
 	struct tir_tensor t = {0};
 	bool held = false;
-	int st = upload_finish(r->up, got, &held, &t, msg, sizeof msg);
-	if (strcmp(got, r->id)) {
-		tir_tensor_release(&t);
-		return reply_error(c, r, 400, "bad_hash", NULL,
-				   "blob %s: the body hashes to %s; nothing was stored", r->id, got);
-	}
+	int st = upload_finish(r->up, &held, &t, &code, msg, sizeof msg);
+	if (st)
+		return reply_error(c, r, st, code, NULL, "%s", msg);
+	/* "bytes": the frame's, as the blob cache counts them */
+	json_int_t fbytes = (json_int_t)upload_frame_bytes(r->up);
 	if (held || blob_touch(s->blobs, r->id)) {
 		tir_tensor_release(&t);
-		return reply_json(c, r, 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
+		return reply_json(c, r, 200, json_pack("{ss sI}", "blob", r->id, "bytes", fbytes));
 	}
-	if (st)
-		return reply_error(c, r, st, st == 400 ? "bad_request" : st == 413 ? "too_large" : "busy", NULL,
-				   "%s", msg);
-	int rc = blob_put(s->blobs, r->id, &t, r->in);
+	int rc = blob_put(s->blobs, r->id, &t, (uint64_t)fbytes);
 	if (rc < 0)
 		return reply_error(c, r, 503, "busy", NULL, "no memory to keep the blob now");
-	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)r->in));
+	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", fbytes));
 }
 
 /* ---- the callbacks ---- */

@@ -110,18 +110,23 @@ bool session_key_valid(const char *key);
 
 /* ---- blob uploads (upload.c) ---- */
 
-/* A PUT of a blob whose body is len bytes (its Content-Length), decoded
- * and hashed as it arrives; held: the server holds the blob already (hash
- * only).  returns: new, free with upload_free; NULL when out of memory. */
-struct upload *upload_new(uint64_t len, bool held);
+/* A PUT of blob `name` whose body is len bytes (its Content-Length): the
+ * chunk list, then the frame (net.h), checked and decoded as it arrives;
+ * held: the server holds the blob already (check only).  returns: new,
+ * free with upload_free; NULL when out of memory. */
+struct upload *upload_new(const char *name, uint64_t len, bool held);
 /* The next n bytes of the body. */
 void upload_absorb(struct upload *u, const void *d, size_t n);
-/* The body is whole: its SHA-256 into sha, and *held as given.  returns 0
- * with the decoded tensor in *t (new reference; left empty when held), or
- * the status of what is wrong with the frame (400, 413 over the element
- * limit, 503 no memory) with msg filled. */
-int upload_finish(struct upload *u, char sha[TIR_SHA_HEX + 1], bool *held, struct tir_tensor *t,
-		  char *msg, size_t n);
+/* The body is whole.  returns 0 with the decoded tensor in *t (new
+ * reference; left empty when held) and *held as given, or the status of
+ * what is wrong (400 with *code "bad_hash" (the list does not hash to the
+ * name, or a chunk to its entry), "bad_request" (not a valid list or
+ * frame) or "protocol" (a body of protocol 1); 413 over the element
+ * limit; 503 no memory) with msg filled. */
+int upload_finish(struct upload *u, bool *held, struct tir_tensor *t, const char **code, char *msg,
+		  size_t n);
+/* The frame's bytes (its chunk list says), once the list's head is in. */
+uint64_t upload_frame_bytes(const struct upload *u);
 /* Free it at any point (a client that went away mid-upload). */
 void upload_free(struct upload *u);
 

@@ -1,142 +1,153 @@
 /*
- * upload.c — PUT /v1/blobs/SHA256 as the body arrives: the tensor frame
- * (net.h) decoded piece by piece and the body hashed (store.h).
+ * upload.c — PUT /v1/blobs/NAME as the body arrives (protocol 2, net.h):
+ * first the blob's chunk list, whose SHA-256 must be NAME, then the
+ * tensor frame, each chunk of it checked against its entry of the list as
+ * soon as it is in.  Nothing the client says is trusted: a list that does
+ * not hash to the name is refused before any of the frame is read, and a
+ * chunk that does not hash to its entry stops the upload there (the rest
+ * of the body is read and dropped), with an answer naming the chunk.
  *
- * The frame's header goes into head[]; once it is whole and checked (the
- * rules of tir_frame_decode, which wants the whole frame in memory), the
+ * The frame's header goes into head[]; once it is whole and checked, the
  * tensor to keep is allocated and the data is copied straight into it:
- * one allocation and no copy of the whole body.  Past 4 MiB two threads
- * help: one hashes the data behind the copy, one faults in the tensor's
- * fresh pages ahead of it.  On loopback, hashing (about 1.8 GB/s with the
- * CPU's SHA extensions) and the kernel's zeroing of fresh pages (about
- * 2-3 GB/s here) are most of what an upload costs; on threads of their
- * own they overlap each other and the receive, and the scheduler spreads
- * them.  (When the one hashing thread also did the faulting, it was
- * always behind on the hash, so the receiving thread took the faults
- * itself, a trap per page: 20% more CPU for the whole upload.)  A blob
- * the server holds already is only hashed.
+ * one allocation (2 MiB pages past 4 MiB) and no other copy of the body.
+ * Past 4 MiB threads help: one per CPU (up to 4) checks the chunks in the
+ * tensor behind the copy (sixteen at a time each, on the AVX-512 path
+ * sixteen to a register, chunks.c), one faults in the tensor's fresh pages
+ * ahead of it.  Smaller blobs, and blobs the
+ * server holds already (only checked, nothing kept), are checked as the
+ * bytes pass, a chunk at a time.
  */
 #include "store.h"
 
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 #define HASH_THREAD_MIN ((size_t)4 << 20)
-/* Data goes to the hashing thread in pieces of at least this: a handoff
- * (a lock, often a wakeup) per 128 KiB piece of MHD's cost more than the
- * wait. */
-#define HANDOFF ((size_t)1 << 20)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
+/* Checking threads for one upload: one per CPU, at most this many (each
+ * checks about 3 GB/s on the AVX-512 path, 1-2 with the SHA extensions). */
+#define CHECKERS_MAX 4
 
 struct upload {
 	uint64_t len;                  /* Content-Length */
-	uint64_t in;                   /* bytes received */
-	struct tir_sha256 *sha;
-	bool held;                     /* the server holds it: hash, keep nothing */
-	int status;                    /* the first fault of the frame: 400 or 413 */
-	char msg[300];
-	unsigned char head[16 + 8 * TIR_MAX_RANK];
-	size_t nhead, headlen;         /* headlen: 0 until the rank is known */
+	uint64_t in;                   /* body bytes received */
+	char name[TIR_SHA_HEX + 1];    /* the blob's name (the URL's) */
+	bool held;                     /* the server holds it: check, keep nothing */
+	int status;                    /* the first fault: 400, 413 or 503 */
+	const char *code;
+	char msg[480];
+	/* the chunk list */
+	unsigned char *list;           /* listlen bytes once its head is in */
+	unsigned char lhead[TIR_CHUNKS_HEAD];
+	size_t nlist, listlen;
+	uint64_t flen;                 /* the frame's bytes, as the list says */
+	size_t k;                      /* its chunks */
+	/* the frame */
+	unsigned char head[TIR_FRAME_HEAD_MAX];
+	size_t nhead;
+	struct tir_frame_info fi;
+	bool headok;
 	struct tir_tensor t;
-	size_t nbytes, got, padlen, npad;
-	/* the hashing thread: it hashes t's data up to `avail` */
+	size_t nbytes, got, npad;
+	uint64_t fin;                  /* frame bytes in (and checked, for the padding) */
+	/* chunks checked as the bytes pass */
+	EVP_MD_CTX *ctx;
+	size_t ci;                     /* the chunk being hashed */
+	uint64_t cfill;                /* its bytes hashed */
+	/* the checking threads: hash the chunks in t up to `avail`, each
+	 * taking the next sixteen (or what is left at the end) */
 	bool threaded;
-	pthread_t th;
+	int nth;
+	pthread_t th[CHECKERS_MAX];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	size_t avail;
-	bool end, waiting;
-	/* the touching thread: faults in t's pages ahead of the copy */
-	bool touching;
-	pthread_t toucher;
-	atomic_size_t copied;          /* = got, for the toucher to skip what the copy faulted */
-	atomic_bool stop_touch;
+	uint64_t avail;                /* frame bytes the threads may read */
+	size_t next;                   /* the first chunk no thread has taken */
+	bool end, stop;
+	int waiting;
+	size_t bad;                    /* 1 + the first chunk that hashed wrong; 0 none (under mu) */
+	unsigned char badhash[32];
+	struct tir_toucher touch;      /* faults in t's pages ahead of the copy */
 };
 
-/* The touching thread: faults in the tensor's fresh pages ahead of the
- * copy (MADV_POPULATE_WRITE, 4 MiB a call: no trap per page), on a thread
- * of its own, so that the kernel's zeroing of them overlaps both the
- * receive and the hash. */
-static void *touch_thread(void *arg)
+static void hexof(const unsigned char *d, char out[TIR_SHA_HEX + 1])
 {
-	struct upload *u = arg;
-	unsigned char *data = tir_tensor_data(&u->t);
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t base = ((uintptr_t)data + page - 1) & ~(uintptr_t)(page - 1);
-	size_t skip = base - (uintptr_t)data; /* to the first whole page */
-	size_t span = u->nbytes > skip ? (u->nbytes - skip) & ~(page - 1) : 0;
-	for (size_t ahead = 0; ahead < span && !atomic_load(&u->stop_touch);) {
-		/* past what the copy has faulted in already, if it got ahead */
-		size_t copied = atomic_load_explicit(&u->copied, memory_order_relaxed);
-		if (copied > skip + ahead)
-			ahead = (copied - skip) & ~(page - 1);
-		if (ahead >= span)
-			break;
-		size_t n = span - ahead < ((size_t)4 << 20) ? span - ahead : (size_t)4 << 20;
-		if (madvise((void *)(base + ahead), n, MADV_POPULATE_WRITE))
-			break; /* not on this kernel: the copy faults them in */
-		ahead += n;
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 32; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
 	}
-	return NULL;
+	out[TIR_SHA_HEX] = 0;
 }
 
-/* The hashing thread: t's data up to `avail`, as the copy goes. */
-static void *hash_thread(void *arg)
+static const unsigned char *entry(const struct upload *u, size_t i)
+{
+	return u->list + TIR_CHUNKS_HEAD + 32 * i;
+}
+
+/* Chunks whose bytes are all among the first `avail` of the frame. */
+static size_t chunks_in(const struct upload *u, uint64_t avail)
+{
+	return avail >= u->flen ? u->k : (size_t)(avail / TIR_CHUNK);
+}
+
+/* A checking thread: the chunks in t, as the copy goes, sixteen at a
+ * time while more are coming; the first wrong one stops them all. */
+static void *check_thread(void *arg)
 {
 	struct upload *u = arg;
-	unsigned char *data = tir_tensor_data(&u->t);
-	size_t done = 0;
+	struct tir_frame_src f = {u->head, u->fi.headlen, tir_tensor_data(&u->t), u->nbytes, u->fi.padlen};
+	unsigned char got[16][32];
 	pthread_mutex_lock(&u->mu);
 	for (;;) {
-		size_t avail = u->avail;
-		if (avail > done) {
-			pthread_mutex_unlock(&u->mu);
-			tir_sha256_update(u->sha, data + done, avail - done);
-			done = avail;
-		} else if (u->end) {
+		size_t ready = chunks_in(u, u->avail);
+		if (u->stop || u->bad || u->next == u->k)
 			break;
-		} else {
-			u->waiting = true;
+		if (ready - u->next < 16 && !u->end && ready < u->k) {
+			u->waiting++;
 			pthread_cond_wait(&u->cv, &u->mu);
-			u->waiting = false;
+			u->waiting--;
 			continue;
 		}
+		if (ready == u->next) /* the end, and no more will come */
+			break;
+		size_t first = u->next, n = ready - first < 16 ? ready - first : 16;
+		u->next += n;
+		pthread_mutex_unlock(&u->mu);
+		tir_chunk_hash(&f, first, first + n, got);
+		size_t badi = 0;
+		for (size_t i = 0; i < n && !badi; i++)
+			if (memcmp(got[i], entry(u, first + i), 32))
+				badi = first + i + 1;
 		pthread_mutex_lock(&u->mu);
+		if (badi && (!u->bad || badi < u->bad)) {
+			u->bad = badi;
+			memcpy(u->badhash, got[badi - 1 - first], 32);
+			pthread_cond_broadcast(&u->cv);
+		}
 	}
 	pthread_mutex_unlock(&u->mu);
 	return NULL;
 }
 
-/* Stop the touching thread, and the hashing thread once it has hashed
- * all that was copied. */
-static void hash_join(struct upload *u)
+/* Stop the touching thread, and the checking threads: once they have
+ * checked all that was copied, or (stop) at once. */
+static void check_join(struct upload *u, bool stop)
 {
-	if (u->touching) {
-		atomic_store(&u->stop_touch, true);
-		pthread_join(u->toucher, NULL);
-		u->touching = false;
-	}
+	tir_touch_stop(&u->touch);
 	if (!u->threaded)
 		return;
 	pthread_mutex_lock(&u->mu);
-	u->avail = u->got; /* all that was copied is hashed */
 	u->end = true;
-	pthread_cond_signal(&u->cv);
+	u->stop = stop;
+	pthread_cond_broadcast(&u->cv);
 	pthread_mutex_unlock(&u->mu);
-	pthread_join(u->th, NULL);
+	for (int i = 0; i < u->nth; i++)
+		pthread_join(u->th[i], NULL);
 	pthread_mutex_destroy(&u->mu);
 	pthread_cond_destroy(&u->cv);
 	u->threaded = false;
@@ -146,18 +157,16 @@ void upload_free(struct upload *u)
 {
 	if (!u)
 		return;
-	hash_join(u);
-	if (u->sha) {
-		char skip[TIR_SHA_HEX + 1];
-		tir_sha256_final(u->sha, skip);
-	}
+	check_join(u, true);
+	EVP_MD_CTX_free(u->ctx);
 	tir_tensor_release(&u->t);
+	free(u->list);
 	free(u);
 }
 
-static void upload_fault(struct upload *u, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void upload_fault(struct upload *u, int status, const char *fmt, ...)
+static void upload_fault(struct upload *u, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void upload_fault(struct upload *u, int status, const char *code, const char *fmt, ...)
 {
 	if (u->status)
 		return;
@@ -166,52 +175,77 @@ static void upload_fault(struct upload *u, int status, const char *fmt, ...)
 	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
 	va_end(ap);
 	u->status = status;
-	hash_join(u); /* the data goes no further: hash the rest here */
+	u->code = code;
+	check_join(u, true); /* the rest of the body is dropped */
 }
 
-/* The header is whole (head[0..headlen)): check it against the body's
- * length and allocate the tensor. */
-static void upload_head(struct upload *u, uint64_t body_len)
+/* Chunk i hashed to h, not to its entry of the list. */
+static void chunk_fault(struct upload *u, size_t i, const unsigned char h[32])
 {
-	const unsigned char *p = u->head;
-	enum tir_dtype dt = p[4];
-	int rank = p[5];
-	int64_t shape[TIR_MAX_RANK];
-	uint64_t numel = 1, real = 1;
-	for (int i = 0; i < rank; i++) {
-		uint64_t d = tir_get_u64(p + 16 + 8 * i);
-		if (d > (uint64_t)TIR_MAX_DIM)
-			return upload_fault(u, 413, "tensor frame: byte %d: axis %d of %llu is over the limit",
-					    16 + 8 * i, i, (unsigned long long)d);
-		shape[i] = (int64_t)d;
-		numel *= d ? d : 1; /* a 0 axis counts as 1, as in the checker */
-		real *= d;
-		if (numel > (uint64_t)TIR_MAX_ELEMS)
-			return upload_fault(u, 413, "tensor frame: more than %lld elements, the most a tensor holds",
-					    (long long)TIR_MAX_ELEMS);
+	char got[TIR_SHA_HEX + 1], want[TIR_SHA_HEX + 1];
+	hexof(h, got);
+	hexof(entry(u, i), want);
+	uint64_t a = (uint64_t)i * TIR_CHUNK, b = a + TIR_CHUNK < u->flen ? a + TIR_CHUNK : u->flen;
+	upload_fault(u, 400, "bad_hash",
+		     "blob %s: chunk %zu of %zu (bytes %llu-%llu of the frame) hashes to %s, but the chunk "
+		     "list says %s; nothing was stored",
+		     u->name, i, u->k, (unsigned long long)a, (unsigned long long)(b - 1), got, want);
+}
+
+/* The frame's bytes d[0..n), in order, hashed into their chunks. */
+static void stream_check(struct upload *u, const unsigned char *d, size_t n)
+{
+	while (n && !u->status && u->ci < u->k) {
+		uint64_t clen = u->ci + 1 < u->k ? TIR_CHUNK : u->flen - (uint64_t)u->ci * TIR_CHUNK;
+		size_t take = clen - u->cfill < n ? (size_t)(clen - u->cfill) : n;
+		if (!u->cfill)
+			EVP_DigestInit_ex(u->ctx, EVP_sha256(), NULL);
+		EVP_DigestUpdate(u->ctx, d, take);
+		u->cfill += take;
+		d += take;
+		n -= take;
+		if (u->cfill == clen) {
+			unsigned char h[32];
+			unsigned int hl = 0;
+			EVP_DigestFinal_ex(u->ctx, h, &hl);
+			if (memcmp(h, entry(u, u->ci), 32))
+				chunk_fault(u, u->ci, h);
+			u->ci++;
+			u->cfill = 0;
+		}
 	}
-	uint64_t nbytes = tir_get_u64(p + 8);
-	if (nbytes != real * tir_dtype_size(dt))
-		return upload_fault(u, 400, "tensor frame: byte 8: %llu data bytes, but %s of that shape holds %llu",
-				    (unsigned long long)nbytes, tir_dtype_name(dt),
-				    (unsigned long long)(real * tir_dtype_size(dt)));
-	uint64_t total = u->headlen + pad8(nbytes);
-	if (body_len < total)
-		return upload_fault(u, 400, "tensor frame: truncated: %llu of %llu bytes",
-				    (unsigned long long)body_len, (unsigned long long)total);
-	if (body_len > total)
-		return upload_fault(u, 400, "tensor frame: %llu bytes after the frame's %llu",
-				    (unsigned long long)(body_len - total), (unsigned long long)total);
+}
+
+/* The frame's header is whole and checked: allocate the tensor. */
+static void frame_begin(struct upload *u)
+{
+	const struct tir_frame_info *fi = &u->fi;
+	uint64_t total = fi->headlen + fi->nbytes + fi->padlen;
+	if (u->flen < total)
+		return upload_fault(u, 400, "bad_request", "tensor frame: truncated: %llu of %llu bytes",
+				    (unsigned long long)u->flen, (unsigned long long)total);
+	if (u->flen > total)
+		return upload_fault(u, 400, "bad_request", "tensor frame: %llu bytes after the frame's %llu",
+				    (unsigned long long)(u->flen - total), (unsigned long long)total);
+	u->headok = true;
+	u->nbytes = (size_t)fi->nbytes;
+	if (u->held)
+		return;
 	struct tir_err err = {0};
-	if (tir_tensor_alloc(&u->t, dt, rank, shape, false, &err))
-		return upload_fault(u, 503, "no memory for a tensor of %llu bytes now", (unsigned long long)nbytes);
-	u->nbytes = nbytes;
-	u->padlen = pad8(nbytes) - nbytes;
-	if (nbytes >= HASH_THREAD_MIN) {
+	if (tir_tensor_alloc(&u->t, fi->dtype, fi->rank, fi->shape, false, &err))
+		return upload_fault(u, 503, "busy", "no memory for a tensor of %llu bytes now",
+				    (unsigned long long)fi->nbytes);
+	if (u->nbytes >= HASH_THREAD_MIN && u->ci == 0 && u->cfill == u->fi.headlen) {
+		/* the thread checks every chunk from memory, the first one too */
 		pthread_mutex_init(&u->mu, NULL);
 		pthread_cond_init(&u->cv, NULL);
-		u->touching = !pthread_create(&u->toucher, NULL, touch_thread, u);
-		u->threaded = !pthread_create(&u->th, NULL, hash_thread, u);
+		u->avail = u->fin;
+		tir_touch_start(&u->touch, tir_tensor_data(&u->t), u->nbytes);
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		int want = ncpu < 1 ? 1 : ncpu > CHECKERS_MAX ? CHECKERS_MAX : (int)ncpu;
+		while (u->nth < want && !pthread_create(&u->th[u->nth], NULL, check_thread, u))
+			u->nth++;
+		u->threaded = u->nth > 0;
 		if (!u->threaded) {
 			pthread_mutex_destroy(&u->mu);
 			pthread_cond_destroy(&u->cv);
@@ -219,111 +253,200 @@ static void upload_head(struct upload *u, uint64_t body_len)
 	}
 }
 
-void upload_absorb(struct upload *u, const void *piece, size_t n)
+/* The chunk list is whole: it must hash to the blob's name. */
+static void list_done(struct upload *u)
 {
-	const unsigned char *d = piece;
-	uint64_t body_len = u->len;
-	u->in += n;
-	/* what the thread does not hash is hashed here, in order: the
-	 * header, then (when the thread is stopped) data and padding */
-	if (u->held || u->status) {
-		tir_sha256_update(u->sha, d, n);
-		return;
-	}
+	char h[TIR_SHA_HEX + 1];
+	tir_chunk_name(u->list, u->listlen, h);
+	if (strcmp(h, u->name))
+		upload_fault(u, 400, "bad_hash", "blob %s: its chunk list hashes to %s; nothing was stored", u->name,
+			     h);
+}
+
+/* The chunk list's head is in (lhead): check it against the body's length. */
+static void list_begin(struct upload *u)
+{
+	const unsigned char *p = u->lhead;
+	if (!memcmp(p, TIR_FRAME_MAGIC, 4))
+		return upload_fault(u, 400, "protocol",
+				    "the body is a bare tensor frame, as tir protocol 1 sent a blob; this server "
+				    "speaks protocol %d, where a blob's chunk list comes first (docs/protocol.md)",
+				    TIR_PROTOCOL);
+	if (memcmp(p, TIR_CHUNKS_MAGIC, 4))
+		return upload_fault(u, 400, "bad_request", "chunk list: does not start with \"TIRC\"");
+	if (tir_get_u32(p + 4) != TIR_CHUNK)
+		return upload_fault(u, 400, "bad_request",
+				    "chunk list: bytes 4-7: chunks of %u bytes; blobs are hashed in chunks of %zu",
+				    tir_get_u32(p + 4), TIR_CHUNK);
+	uint64_t f = tir_get_u64(p + 8);
+	uint64_t k = f / TIR_CHUNK + (f % TIR_CHUNK != 0);
+	if (f > u->len || k > (u->len - f) / 32 || u->len != TIR_CHUNKS_HEAD + 32 * k + f)
+		return upload_fault(u, 400, "bad_request",
+				    "body: %llu bytes, but its chunk list says a frame of %llu bytes (the list and "
+				    "the frame would be %llu)",
+				    (unsigned long long)u->len, (unsigned long long)f,
+				    f > u->len ? (unsigned long long)f
+					       : (unsigned long long)(TIR_CHUNKS_HEAD + 32 * k + f));
+	u->flen = f;
+	u->k = (size_t)k;
+	u->listlen = TIR_CHUNKS_HEAD + 32 * (size_t)k;
+	u->list = malloc(u->listlen);
+	if (!u->list)
+		return upload_fault(u, 503, "busy", "no memory for an upload now");
+	memcpy(u->list, p, TIR_CHUNKS_HEAD);
+	u->nlist = TIR_CHUNKS_HEAD;
+	if (u->nlist == u->listlen)
+		list_done(u);
+}
+
+/* Frame bytes d[0..n). */
+static void frame_absorb(struct upload *u, const unsigned char *d, size_t n)
+{
 	while (n && !u->status) {
 		size_t take;
-		if (!u->t.buf) {
-			size_t want = u->headlen ? u->headlen : 16;
+		if (!u->headok) {
+			size_t want = u->nhead < 16 ? 16 : u->fi.headlen;
 			take = want - u->nhead < n ? want - u->nhead : n;
 			memcpy(u->head + u->nhead, d, take);
-			tir_sha256_update(u->sha, d, take);
+			stream_check(u, d, take);
 			u->nhead += take;
-			if (u->nhead == 16 && !u->headlen) {
-				const unsigned char *p = u->head;
-				if (memcmp(p, TIR_FRAME_MAGIC, 4))
-					upload_fault(u, 400, "tensor frame: does not start with \"TIRT\"");
-				else if (p[4] >= TIR_DTYPE_COUNT)
-					upload_fault(u, 400, "tensor frame: byte 4: unknown dtype %u", p[4]);
-				else if (p[5] > TIR_MAX_RANK)
-					upload_fault(u, 400, "tensor frame: byte 5: rank %u is over %d", p[5], TIR_MAX_RANK);
-				else if (p[6] || p[7])
-					upload_fault(u, 400, "tensor frame: bytes 6-7 must be zero");
-				u->headlen = 16 + 8 * (size_t)p[5];
+			u->fin += take;
+			if (u->nhead == want && !u->status) {
+				struct tir_err err = {0};
+				int rc = tir_frame_head_parse(u->head, u->nhead, &u->fi, &err);
+				if (rc < 0)
+					upload_fault(u, u->fi.too_many ? 413 : 400,
+						     u->fi.too_many ? "too_large" : "bad_request", "%s", err.msg);
+				else if (rc == 0)
+					frame_begin(u);
 			}
-			if (!u->status && u->headlen && u->nhead == u->headlen)
-				upload_head(u, body_len);
 		} else if (u->got < u->nbytes) {
 			take = u->nbytes - u->got < n ? u->nbytes - u->got : n;
-			unsigned char *dst = (unsigned char *)tir_tensor_data(&u->t) + u->got;
-			memcpy(dst, d, take);
-			if (u->t.dtype == TIR_DTYPE_BOOL)
+			if (u->t.buf) {
+				unsigned char *dst = (unsigned char *)tir_tensor_data(&u->t) + u->got;
+				if (u->threaded) /* past 4 MiB: the lines are read again only by the check */
+					tir_copy_stream(dst, d, take);
+				else
+					memcpy(dst, d, take);
+				atomic_store_explicit(&u->touch.done, u->got + take, memory_order_relaxed);
+			}
+			if (u->fi.dtype == TIR_DTYPE_BOOL)
 				for (size_t i = 0; i < take; i++)
-					if (dst[i] > 1) {
-						upload_fault(u, 400, "tensor frame: byte %zu: a bool is 0 or 1, not %u",
-							     u->headlen + u->got + i, dst[i]);
+					if (d[i] > 1) {
+						upload_fault(u, 400, "bad_request", "tensor frame: byte %zu: a bool is 0 or 1, not %u",
+							     u->fi.headlen + u->got + i, d[i]);
 						break;
 					}
+			if (!u->threaded)
+				stream_check(u, d, take);
 			u->got += take;
-			atomic_store_explicit(&u->copied, u->got, memory_order_relaxed);
-			if (!u->threaded) {
-				tir_sha256_update(u->sha, d, take);
-			} else if (u->got - u->avail >= HANDOFF || u->got == u->nbytes) {
-				/* avail is written here only: read without the lock */
-				pthread_mutex_lock(&u->mu);
-				u->avail = u->got;
-				if (u->waiting)
-					pthread_cond_signal(&u->cv);
-				pthread_mutex_unlock(&u->mu);
-			}
+			u->fin += take;
 		} else {
-			hash_join(u);
-			take = u->padlen - u->npad < n ? u->padlen - u->npad : n;
-			tir_sha256_update(u->sha, d, take);
+			take = u->fi.padlen - u->npad < n ? u->fi.padlen - u->npad : n;
 			for (size_t i = 0; i < take; i++)
 				if (d[i])
-					upload_fault(u, 400, "tensor frame: byte %zu: padding must be zero",
-						     u->headlen + u->nbytes + u->npad + i);
+					upload_fault(u, 400, "bad_request", "tensor frame: byte %zu: padding must be zero",
+						     u->fi.headlen + u->nbytes + u->npad + i);
+			if (!u->threaded)
+				stream_check(u, d, take);
 			u->npad += take;
+			u->fin += take;
 		}
 		d += take;
 		n -= take;
 	}
-	if (n) /* after a fault */
-		tir_sha256_update(u->sha, d, n);
+	if (u->threaded && !u->status) {
+		/* a handoff per sixteen chunks (or the end): avail is written here only */
+		bool hand = chunks_in(u, u->fin) - chunks_in(u, u->avail) >= 16 || u->fin == u->flen;
+		size_t bad = 0;
+		unsigned char h[32];
+		if (hand) {
+			pthread_mutex_lock(&u->mu);
+			u->avail = u->fin;
+			if (u->waiting)
+				pthread_cond_broadcast(&u->cv);
+			bad = u->bad;
+			memcpy(h, u->badhash, 32);
+			pthread_mutex_unlock(&u->mu);
+		}
+		if (bad) {
+			check_join(u, true);
+			chunk_fault(u, bad - 1, h);
+		}
+	}
 }
 
-struct upload *upload_new(uint64_t len, bool held)
+void upload_absorb(struct upload *u, const void *piece, size_t n)
+{
+	const unsigned char *d = piece;
+	u->in += n;
+	while (n && !u->status) {
+		size_t take;
+		if (!u->listlen) {
+			take = TIR_CHUNKS_HEAD - u->nlist < n ? TIR_CHUNKS_HEAD - u->nlist : n;
+			memcpy(u->lhead + u->nlist, d, take);
+			u->nlist += take;
+			if (u->nlist == TIR_CHUNKS_HEAD)
+				list_begin(u);
+		} else if (u->nlist < u->listlen) {
+			take = u->listlen - u->nlist < n ? u->listlen - u->nlist : n;
+			memcpy(u->list + u->nlist, d, take);
+			u->nlist += take;
+			if (u->nlist == u->listlen)
+				list_done(u);
+		} else {
+			take = n;
+			frame_absorb(u, d, n);
+		}
+		d += take;
+		n -= take;
+	}
+}
+
+struct upload *upload_new(const char *name, uint64_t len, bool held)
 {
 	struct upload *u = calloc(1, sizeof *u);
 	if (u)
-		u->sha = tir_sha256_new();
-	if (!u || !u->sha) {
+		u->ctx = EVP_MD_CTX_new();
+	if (!u || !u->ctx) {
 		free(u);
 		return NULL;
 	}
+	snprintf(u->name, sizeof u->name, "%s", name);
 	u->len = len;
 	u->held = held;
 	return u;
 }
 
-int upload_finish(struct upload *u, char sha[TIR_SHA_HEX + 1], bool *held, struct tir_tensor *t,
-		  char *msg, size_t n)
+int upload_finish(struct upload *u, bool *held, struct tir_tensor *t, const char **code, char *msg,
+		  size_t n)
 {
-	hash_join(u);
-	tir_sha256_final(u->sha, sha);
-	u->sha = NULL;
+	bool threaded = u->threaded;
+	check_join(u, false);
+	if (threaded && u->bad) /* (the threads are gone: read without the lock) */
+		chunk_fault(u, u->bad - 1, u->badhash);
 	*held = u->held;
-	size_t head = u->headlen ? u->headlen : 16;
-	if (!u->held && !u->status && u->in < head)
-		upload_fault(u, 400, "tensor frame: %llu bytes, the header needs %zu", (unsigned long long)u->in,
-			     head);
-	if (u->held)
-		return 0;
+	if (!u->status && u->nlist < TIR_CHUNKS_HEAD)
+		upload_fault(u, 400, "bad_request", "chunk list: %llu bytes, its head needs %d",
+			     (unsigned long long)u->in, TIR_CHUNKS_HEAD);
+	else if (!u->status && u->nlist < u->listlen)
+		upload_fault(u, 400, "bad_request", "chunk list: truncated: %zu of %zu bytes", u->nlist, u->listlen);
+	else if (!u->status && !u->headok)
+		upload_fault(u, 400, "bad_request", "tensor frame: %llu bytes, the header needs %zu",
+			     (unsigned long long)u->fin, u->nhead < 16 ? (size_t)16 : u->fi.headlen);
 	if (u->status) {
+		*code = u->code;
 		snprintf(msg, n, "%s", u->msg);
 		return u->status;
 	}
-	*t = u->t;
-	memset(&u->t, 0, sizeof u->t);
+	if (!u->held) {
+		*t = u->t;
+		memset(&u->t, 0, sizeof u->t);
+	}
 	return 0;
+}
+
+uint64_t upload_frame_bytes(const struct upload *u)
+{
+	return u->flen;
 }

@@ -4,11 +4,15 @@
  * constant-time compare for tokens.
  */
 #include "net.h"
+#include "../exec/vmath.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tensor data goes on the wire as the host stores it: little-endian hosts only"
@@ -50,12 +54,10 @@ int tir_frame_encode(const struct tir_tensor *t, void *dst, struct tir_err *err)
 	return 0;
 }
 
-int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tensor *t,
-		     struct tir_err *err)
+int tir_frame_head_parse(const unsigned char *p, size_t len, struct tir_frame_info *fi, struct tir_err *err)
 {
-	const unsigned char *p = buf;
 	if (len < 16)
-		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, a header needs 16", len);
+		return 16;
 	if (memcmp(p, TIR_FRAME_MAGIC, 4))
 		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: does not start with \"TIRT\"");
 	if (p[4] >= TIR_DTYPE_COUNT)
@@ -65,52 +67,159 @@ int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tenso
 				TIR_MAX_RANK);
 	if (p[6] || p[7])
 		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: bytes 6-7 must be zero");
-	enum tir_dtype dt = p[4];
-	int rank = p[5];
-	size_t head = 16 + 8 * (size_t)rank;
-	if (len < head)
-		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, the rank-%d header needs %zu",
-				len, rank, head);
-	int64_t shape[TIR_MAX_RANK];
-	uint64_t numel = 1;
-	for (int i = 0; i < rank; i++) {
+	fi->dtype = p[4];
+	fi->rank = p[5];
+	fi->headlen = 16 + 8 * (size_t)fi->rank;
+	if (len < fi->headlen)
+		return (int)fi->headlen;
+	uint64_t numel = 1, real = 1;
+	fi->too_many = false;
+	for (int i = 0; i < fi->rank; i++) {
 		uint64_t d = tir_get_u64(p + 16 + 8 * i);
-		if (d > (uint64_t)TIR_MAX_DIM)
+		if (d > (uint64_t)TIR_MAX_DIM) {
+			fi->too_many = true;
 			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %d: axis %d of %llu is over the limit",
 					16 + 8 * i, i, (unsigned long long)d);
-		shape[i] = (int64_t)d;
+		}
+		fi->shape[i] = (int64_t)d;
 		numel *= d ? d : 1; /* a 0 axis counts as 1, as in the checker */
-		if (numel > (uint64_t)TIR_MAX_ELEMS)
-			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: more than %lld elements",
+		real *= d;
+		if (numel > (uint64_t)TIR_MAX_ELEMS) {
+			fi->too_many = true;
+			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: more than %lld elements, the most a tensor holds",
 					(long long)TIR_MAX_ELEMS);
+		}
 	}
-	uint64_t real = 1;
-	for (int i = 0; i < rank; i++)
-		real *= (uint64_t)shape[i];
-	uint64_t nbytes = tir_get_u64(p + 8);
-	if (nbytes != real * tir_dtype_size(dt))
+	fi->nbytes = tir_get_u64(p + 8);
+	if (fi->nbytes != real * tir_dtype_size(fi->dtype))
 		return tir_errf(err, TIR_EDATA, NULL,
 				"tensor frame: byte 8: %llu data bytes, but %s of that shape holds %llu",
-				(unsigned long long)nbytes, tir_dtype_name(dt),
-				(unsigned long long)(real * tir_dtype_size(dt)));
-	size_t total = head + pad8((size_t)nbytes);
+				(unsigned long long)fi->nbytes, tir_dtype_name(fi->dtype),
+				(unsigned long long)(real * tir_dtype_size(fi->dtype)));
+	fi->padlen = pad8((size_t)fi->nbytes) - (size_t)fi->nbytes;
+	return 0;
+}
+
+int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tensor *t,
+		     struct tir_err *err)
+{
+	const unsigned char *p = buf;
+	struct tir_frame_info fi;
+	int rc = tir_frame_head_parse(p, len, &fi, err);
+	if (rc > 0 && len < 16)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, a header needs 16", len);
+	if (rc > 0)
+		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: %zu bytes, the rank-%d header needs %zu",
+				len, fi.rank, fi.headlen);
+	if (rc)
+		return rc;
+	size_t head = fi.headlen, nbytes = (size_t)fi.nbytes;
+	size_t total = head + nbytes + fi.padlen;
 	if (len < total)
 		return tir_errf(err, TIR_EDATA, NULL, "tensor frame: truncated: %zu of %zu bytes", len, total);
-	for (size_t i = head + (size_t)nbytes; i < total; i++)
+	for (size_t i = head + nbytes; i < total; i++)
 		if (p[i])
 			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %zu: padding must be zero", i);
-	if (dt == TIR_DTYPE_BOOL)
+	if (fi.dtype == TIR_DTYPE_BOOL)
 		for (size_t i = 0; i < nbytes; i++)
 			if (p[head + i] > 1)
 				return tir_errf(err, TIR_EDATA, NULL, "tensor frame: byte %zu: a bool is 0 or 1, not %u",
 						head + i, p[head + i]);
-	int rc = tir_tensor_alloc(t, dt, rank, shape, false, err);
+	rc = tir_tensor_alloc(t, fi.dtype, fi.rank, fi.shape, false, err);
 	if (rc)
 		return rc;
 	if (nbytes)
-		memcpy(tir_tensor_data(t), p + head, (size_t)nbytes);
+		memcpy(tir_tensor_data(t), p + head, nbytes);
 	*used = total;
 	return 0;
+}
+
+/* ---- copies into big tensors ---- */
+
+#if TIR_ISA_X86
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static void stream_a5(unsigned char *d, const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i += 64)
+		_mm512_stream_si512((void *)(d + i), _mm512_loadu_si512(s + i));
+	_mm_sfence();
+}
+
+__attribute__((target("avx2"))) static void stream_a2(unsigned char *d, const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i += 32)
+		_mm256_stream_si256((void *)(d + i), _mm256_loadu_si256((const void *)(s + i)));
+	_mm_sfence();
+}
+#endif
+
+void tir_copy_stream(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+#if TIR_ISA_X86
+	enum tir_vmath_path p = tir_vmath_path();
+	if (n >= 4096 && p >= TIR_VMATH_AVX2) {
+		size_t head = (64 - ((uintptr_t)d & 63)) & 63; /* to dst's next 64 bytes */
+		memcpy(d, s, head);
+		size_t body = (n - head) & ~(size_t)63;
+		if (p == TIR_VMATH_AVX512)
+			stream_a5(d + head, s + head, body);
+		else
+			stream_a2(d + head, s + head, body);
+		memcpy(d + head + body, s + head + body, n - head - body);
+		return;
+	}
+#endif
+	memcpy(d, s, n);
+}
+
+/* ---- faulting in a fresh tensor's pages ahead of a copy ---- */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#define TOUCH_STEP ((size_t)4 << 20)
+
+static void *touch_thread(void *arg)
+{
+	struct tir_toucher *t = arg;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t base = ((uintptr_t)t->data + page - 1) & ~(uintptr_t)(page - 1);
+	size_t skip = base - (uintptr_t)t->data; /* to the first whole page */
+	size_t span = t->n > skip ? (t->n - skip) & ~(page - 1) : 0;
+	for (size_t ahead = 0; ahead < span && !atomic_load(&t->stop);) {
+		/* past what the copy has faulted in already, if it got ahead */
+		size_t done = atomic_load_explicit(&t->done, memory_order_relaxed);
+		if (done > skip + ahead)
+			ahead = (done - skip) & ~(page - 1);
+		if (ahead >= span)
+			break;
+		size_t n = span - ahead < TOUCH_STEP ? span - ahead : TOUCH_STEP;
+		if (madvise((void *)(base + ahead), n, MADV_POPULATE_WRITE))
+			break; /* not on this kernel: the copy faults them in */
+		ahead += n;
+	}
+	return NULL;
+}
+
+void tir_touch_start(struct tir_toucher *t, void *data, size_t n)
+{
+	t->data = data;
+	t->n = n;
+	atomic_store(&t->done, 0);
+	atomic_store(&t->stop, false);
+	t->on = !pthread_create(&t->th, NULL, touch_thread, t);
+}
+
+void tir_touch_stop(struct tir_toucher *t)
+{
+	if (!t->on)
+		return;
+	atomic_store(&t->stop, true);
+	pthread_join(t->th, NULL);
+	t->on = false;
 }
 
 /* ---- SHA-256 ---- */

@@ -4,12 +4,17 @@
 port on the first line of stdout, and serves until killed:
 
   silent    accepts and reads, never answers (the client's TIR_TIMEOUT)
-  proto2    answers everything, speaking Tir-Protocol 2
+  proto1    answers everything, speaking Tir-Protocol 1 (an old server)
   noproto   answers everything, with no Tir-Protocol header (not tir)
-  garbage   protocol 1, a session, then a run reply that is not a results body
-  short     protocol 1, a session, then a run reply cut short (Content-Length lies)
-  badframe  protocol 1, a session, then a results body whose frame is malformed
-  sink      protocol 1, takes any PUT as fast as it can and answers 201 (for
+  garbage   protocol 2, a session, then a run reply that is not a results body
+  short     protocol 2, a session, then a run reply cut short (Content-Length lies)
+  badframe  protocol 2, a session, then a results body whose frame is malformed
+  trickle   protocol 2, a session, then a results body for `print ones([3])`
+            saying [1, 2, 3], sent a few bytes at a time (the client decodes
+            results as they come)
+  wrongtype protocol 2, a session, then results whose frame is f32[4]
+  extra     protocol 2, a session, then results with bytes after the frame
+  sink      protocol 2, takes any PUT as fast as it can and answers 201 (for
             bench/remote.sh: the client's upload speed with no server work)
 """
 import json
@@ -17,6 +22,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 MODE = sys.argv[1]
 SESSION = "0123456789abcdef0123456789abcdef"
@@ -69,7 +75,7 @@ def sink(conn):
         reply(conn, 201, b"")
 
 
-def reply(conn, status, body, proto=b"1", length=None, ctype=b"application/json"):
+def reply(conn, status, body, proto=b"2", length=None, ctype=b"application/json"):
     h = b"HTTP/1.1 %d X\r\n" % status
     if proto is not None:
         h += b"Tir-Protocol: " + proto + b"\r\n"
@@ -80,9 +86,30 @@ def reply(conn, status, body, proto=b"1", length=None, ctype=b"application/json"
 
 def results_with_bad_frame():
     meta = b"{}"
-    head = b"TIRR" + struct.pack("<III", 1, 1, len(meta)) + meta + b"\0" * 6
+    head = b"TIRR" + struct.pack("<III", 2, 1, len(meta)) + meta + b"\0" * 6
     frame = b"TIRT" + bytes([3, 1, 0, 0]) + struct.pack("<Q", 8) + struct.pack("<q", 3) + b"\0" * 8
     return head + frame  # 8 data bytes for 3 f32: malformed
+
+
+def results_of(frame, tail=b""):
+    meta = b'{"plan_ms": 0, "run_ms": 0}'
+    return b"TIRR" + struct.pack("<III", 2, 1, len(meta)) + meta + b"\0" * (-len(meta) % 8) + frame + tail
+
+
+def f32_frame(vals):
+    data = struct.pack("<%df" % len(vals), *vals)
+    return b"TIRT" + bytes([3, 1, 0, 0]) + struct.pack("<Q", len(data)) + struct.pack("<q", len(vals)) + \
+        data + b"\0" * (-len(data) % 8)
+
+
+def trickle(conn, body):
+    """A results reply a few bytes at a time."""
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn.sendall(b"HTTP/1.1 200 X\r\nTir-Protocol: 2\r\nContent-Type: application/x-tir-results\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body))
+    for i in range(0, len(body), 3):
+        conn.sendall(body[i:i + 3])
+        time.sleep(0.004)
 
 
 def serve(conn):
@@ -102,8 +129,8 @@ def serve(conn):
             head, body, buf = req
             line = head.split(b"\r\n")[0]
             method, path = line.split(b" ")[:2]
-            if MODE == "proto2":
-                reply(conn, 201, b'{"session": "%s", "ttl": 600}' % SESSION.encode(), proto=b"2")
+            if MODE == "proto1":
+                reply(conn, 201, b'{"session": "%s", "ttl": 600}' % SESSION.encode(), proto=b"1")
             elif MODE == "noproto":
                 reply(conn, 200, b"<html>hello</html>", proto=None, ctype=b"text/html")
             elif method == b"POST" and path == b"/v1/sessions":
@@ -113,10 +140,16 @@ def serve(conn):
             elif MODE == "garbage":
                 reply(conn, 200, b"this is not a results body", ctype=b"application/x-tir-results")
             elif MODE == "short":
-                reply(conn, 200, b"TIRR\1\0\0\0", length=4096, ctype=b"application/x-tir-results")
+                reply(conn, 200, b"TIRR\2\0\0\0", length=4096, ctype=b"application/x-tir-results")
                 return
             elif MODE == "badframe":
                 reply(conn, 200, results_with_bad_frame(), ctype=b"application/x-tir-results")
+            elif MODE == "trickle":
+                trickle(conn, results_of(f32_frame([1, 2, 3])))
+            elif MODE == "wrongtype":
+                reply(conn, 200, results_of(f32_frame([1, 2, 3, 4])), ctype=b"application/x-tir-results")
+            elif MODE == "extra":
+                reply(conn, 200, results_of(f32_frame([1, 2, 3]), b"\0" * 8), ctype=b"application/x-tir-results")
             else:
                 reply(conn, 404, b'{"error": {"status": 404, "code": "not_found", "message": "?"}}')
     except OSError:

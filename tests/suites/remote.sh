@@ -20,7 +20,7 @@
 #  4. a runtime error, a missing input: the same stderr remote and local;
 #  5. failures exit 3 with the remote named, promptly: a closed port, a
 #     server killed mid-batch, one that never answers (TIR_TIMEOUT), one
-#     speaking protocol 2, not tir, a malformed or truncated reply; a wrong
+#     speaking protocol 1 (an old server), not tir, a malformed or truncated reply; a wrong
 #     or missing token says the token was refused; a server whose
 #     --max-inflight is full (503, Retry-After) is waited for; SIGINT and
 #     SIGTERM stop a long remote run at once (exit 130, 143), the session
@@ -82,7 +82,7 @@ start_server() {
 	addr=
 	i=0
 	while [ $i -lt 1200 ]; do
-		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 1)$|\1|p' "$log")
+		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 2)$|\1|p' "$log")
 		if [ -n "$port" ]; then
 			addr=127.0.0.1:$port
 			return 0
@@ -321,8 +321,9 @@ EOF
 blobs() { sed -n 's/^blobs: \(.*\)$/\1/p' "$1"; }
 timeout 20 "$tir" run --profile "$tmp/model.tir" --remote "$main_addr" >"$tmp/out" 2>"$tmp/err"
 st=$?
-frame=$((16 + 16 + 256 * 128 * 4))
-lit=$((16 + 8 + 16))
+# a blob's bytes up: its chunk list (16 + 32 a chunk of 256 KiB), its frame
+frame=$((16 + 32 + 16 + 16 + 256 * 128 * 4))
+lit=$((16 + 32 + 16 + 8 + 16))
 if [ $st -ne 0 ] || ! cmp -s "$tmp/lout" "$tmp/out"; then
 	fail "blob cache" "first run: exit $st or stdout differs"
 	head -n 5 "$tmp/err"
@@ -483,8 +484,8 @@ if start_fake silent; then
 		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
 	kill -9 "$fpid"
 fi
-if start_fake proto2; then
-	expect3 "protocol 2" 2000 "^tir: remote $faddr speaks tir protocol 2; this tir speaks 1$" \
+if start_fake proto1; then
+	expect3 "protocol 1 (an old server)" 2000 "^tir: remote $faddr speaks tir protocol 1; this tir speaks 2$" \
 		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
 	kill -9 "$fpid"
 fi
@@ -507,6 +508,28 @@ printf 'print ones([3])\n' >"$tmp/one.tir"
 if start_fake badframe; then
 	expect3 "malformed result" 2000 "^tir: remote $faddr: result 1: tensor frame: byte 8: " \
 		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake wrongtype; then
+	expect3 "a result of another type" 2000 "^tir: remote $faddr: result 1 is not the f32\[3\] asked for$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake extra; then
+	expect3 "bytes after the results" 2000 "^tir: remote $faddr: 8 bytes after the last result$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+# results decoded as they come: a reply a few bytes at a time
+if start_fake trickle; then
+	timeout 20 "$tir" run --quiet "$tmp/one.tir" --remote "$faddr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne 0 ] || [ "$(tail -n 1 "$tmp/out")" != "[1, 2, 3]" ]; then
+		fail "results in pieces of 3 bytes" "exit $st, stdout '$(cat "$tmp/out")'"
+		head -n 3 "$tmp/err"
+	else
+		pass
+	fi
 	kill -9 "$fpid"
 fi
 

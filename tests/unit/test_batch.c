@@ -7,9 +7,33 @@
 #include "net/batch.h"
 #include "check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The name of frame f[0..n) by the letter of docs/protocol.md: each chunk
+ * hashed alone (OpenSSL, whatever path the client takes), the list, its hash. */
+static void name_by_hand(const unsigned char *f, size_t n, char out[TIR_SHA_HEX + 1])
+{
+	size_t k = (n + TIR_CHUNK - 1) / TIR_CHUNK;
+	unsigned char *list = malloc(TIR_CHUNKS_HEAD + 32 * k);
+	memcpy(list, "TIRC", 4);
+	tir_put_u32(list + 4, (uint32_t)TIR_CHUNK);
+	tir_put_u64(list + 8, n);
+	for (size_t i = 0; i < k; i++) {
+		char h[TIR_SHA_HEX + 1];
+		size_t len = n - i * TIR_CHUNK < TIR_CHUNK ? n - i * TIR_CHUNK : TIR_CHUNK;
+		tir_sha256_hex(f + i * TIR_CHUNK, len, h);
+		for (int j = 0; j < 32; j++) {
+			unsigned v;
+			sscanf(h + 2 * j, "%2x", &v);
+			list[TIR_CHUNKS_HEAD + 32 * i + j] = (unsigned char)v;
+		}
+	}
+	tir_sha256_hex(list, TIR_CHUNKS_HEAD + 32 * k, out);
+	free(list);
+}
 
 static struct tir_program *parse(const char *src)
 {
@@ -196,12 +220,16 @@ static void test_load_and_keep(void)
 			   "t2: f64[5] = neg(t1)\n"
 			   "print t1, t2\n";
 	CHECK(b.text && !strcmp(b.text, want));
-	/* the file's tensor is the blob: its name is its frame's hash */
+	/* the file's tensor is the blob: its name is its frame's (the hash of
+	 * the frame's chunk list), and the list goes with it */
 	size_t fsz = tir_frame_size(&w);
 	void *frame = malloc(fsz);
 	CHECK(tir_frame_encode(&w, frame, &err) == 0);
 	char h[TIR_SHA_HEX + 1];
-	tir_sha256_hex(frame, fsz, h);
+	name_by_hand(frame, fsz, h);
+	CHECK(!strcmp(b.inputs[0].blob, h));
+	CHECK(b.inputs[0].list && b.inputs[0].len == TIR_CHUNKS_HEAD + 32);
+	tir_sha256_hex(b.inputs[0].list, b.inputs[0].len, h);
 	CHECK(!strcmp(b.inputs[0].blob, h));
 	free(frame);
 	/* in the REPL the named values are kept: w (the load) and v */
@@ -234,8 +262,10 @@ static void test_load_and_keep(void)
 	tir_tensor_release(&w);
 }
 
-/* tir_blob_name is the hash of the frame tir_frame_encode writes: any
- * dtype, padding, a strided view, an empty tensor, a scalar */
+/* tir_blob_name is the name of the frame tir_frame_encode writes: any
+ * dtype, padding, a strided view, an empty tensor, a scalar; and big
+ * tensors, whose chunks hash sixteen at a time on several threads, with
+ * chunks that start in the header, in the data and in the padding */
 static void test_blob_name(void)
 {
 	struct tir_err err = {0};
@@ -256,7 +286,7 @@ static void test_blob_name(void)
 				void *f = malloc(n);
 				CHECK(tir_frame_encode(u, f, &err) == 0);
 				char h1[TIR_SHA_HEX + 1], h2[TIR_SHA_HEX + 1];
-				tir_sha256_hex(f, n, h1);
+				name_by_hand(f, n, h1);
 				CHECK(tir_blob_name(u, h2, &err) == 0);
 				CHECK(!strcmp(h1, h2));
 				free(f);
@@ -271,9 +301,44 @@ static void test_blob_name(void)
 	unsigned char f[24];
 	CHECK(tir_frame_size(&s) == 24);
 	CHECK(tir_frame_encode(&s, f, &err) == 0);
-	tir_sha256_hex(f, 24, h1);
+	name_by_hand(f, 24, h1);
 	CHECK(tir_blob_name(&s, h2, &err) == 0 && !strcmp(h1, h2));
 	tir_tensor_release(&s);
+	/* 1, 17 and 40 chunks and a bit (f64: no padding; bool: padding in
+	 * the last chunk); rank 3 moves the chunks' edges off the data's */
+	int64_t big[][3] = {{1, 1, 32767}, {1, 17, 32768}, {5, 8, 262145}, {3, 7, 499999}};
+	enum tir_dtype bdt[] = {TIR_DTYPE_F64, TIR_DTYPE_F64, TIR_DTYPE_BOOL, TIR_DTYPE_F32};
+	for (int c = 0; c < 4; c++) {
+		struct tir_tensor t = {0};
+		CHECK(tir_tensor_alloc(&t, bdt[c], 3, big[c], false, &err) == 0);
+		unsigned char *d = tir_tensor_data(&t);
+		size_t bytes = (size_t)tir_tensor_numel(&t) * tir_dtype_size(bdt[c]);
+		for (size_t i = 0; i < bytes; i++)
+			d[i] = bdt[c] == TIR_DTYPE_BOOL ? (unsigned char)((i >> 3) & 1) : (unsigned char)(i * 131 + (i >> 9));
+		size_t n = tir_frame_size(&t);
+		unsigned char *fr = malloc(n);
+		CHECK(tir_frame_encode(&t, fr, &err) == 0);
+		name_by_hand(fr, n, h1);
+		unsigned char *list = NULL;
+		size_t len = 0;
+		CHECK(tir_blob_chunks(&t, h2, &list, &len, &err) == 0 && !strcmp(h1, h2));
+		CHECK(len == TIR_CHUNKS_HEAD + 32 * tir_chunk_count(n));
+		/* one thread, and the chunks one range at a time, say the same */
+		unsigned char head[TIR_FRAME_HEAD_MAX];
+		struct tir_frame_src src = {head, tir_frame_head(&t, head), d, bytes, n - tir_frame_head(&t, head) - bytes};
+		size_t k = tir_chunk_count(n);
+		unsigned char (*one)[32] = malloc(32 * k);
+		tir_chunk_hash_all(&src, one, 1);
+		CHECK(!memcmp(one, list + TIR_CHUNKS_HEAD, 32 * k));
+		memset(one, 0, 32 * k);
+		for (size_t a = 0; a < k; a += 7)
+			tir_chunk_hash(&src, a, a + 7 < k ? a + 7 : k, one + a);
+		CHECK(!memcmp(one, list + TIR_CHUNKS_HEAD, 32 * k));
+		free(one);
+		free(list);
+		free(fr);
+		tir_tensor_release(&t);
+	}
 }
 
 /* every op line of a bigger program reads back; optional operands by keyword */
