@@ -503,24 +503,88 @@ static void plan_init(struct plan *p, const struct tir_tensor *x, const bool *ma
 	}
 }
 
-static void walk(const struct plan *p, const struct tir_tensor *x, fold_fn fold,
-		 void *acc, void *aux)
+/* Fold indices [lo, hi) of plan axis ax (all of it: ax < 0). */
+static void walk_part(const struct plan *p, const struct tir_tensor *x, fold_fn fold,
+		      void *acc, void *aux, int ax, int64_t lo, int64_t hi)
 {
 	const int64_t *st[3] = {p->xs, p->os, p->is};
+	int64_t shape[TIR_MAX_RANK];
+	memcpy(shape, p->shape, sizeof shape);
+	if (ax >= 0)
+		shape[ax] = hi - lo;
+	else
+		lo = 0;
 	struct tir_iter it;
-	if (!tir_iter_init(&it, p->rank, p->shape, 3, st))
+	if (!tir_iter_init(&it, p->rank, shape, 3, st))
 		return;
-	const char *base = tir_tensor_data(x);
 	int64_t esz = (int64_t)tir_dtype_size(x->dtype);
+	int64_t x0 = ax >= 0 ? lo * p->xs[ax] : 0, o0 = ax >= 0 ? lo * p->os[ax] : 0;
+	int64_t i0 = ax >= 0 ? lo * p->is[ax] : 0;
+	const char *base = (const char *)tir_tensor_data(x) + x0 * esz;
 	struct run r = {
 		.xs = it.istride[0], .n = it.inner, .os = it.istride[1], .is = it.istride[2],
 	};
 	do {
 		r.x = base + it.off[0] * esz;
-		r.o = it.off[1];
-		r.idx = it.off[2];
+		r.o = o0 + it.off[1];
+		r.idx = i0 + it.off[2];
 		fold(&r, acc, aux);
 	} while (tir_iter_next(&it));
+}
+
+static void walk(const struct plan *p, const struct tir_tensor *x, fold_fn fold,
+		 void *acc, void *aux)
+{
+	walk_part(p, x, fold, acc, aux, -1, 0, 0);
+}
+
+/* A walk cut into tasks along one kept axis: every output is folded by
+ * one task, from the same runs in the same order as by walk (a kept axis
+ * never joins a run of reduced elements, and along a kept run each output
+ * takes its one element), so the result is walk's, bit for bit, for any
+ * cut and thread count.  The axis is the outermost kept one (in the plan's
+ * memory order) of length >= 4; its pieces, of 2 or more indices each,
+ * hold about tir_task_items elements of x.  A reduction to one output
+ * has no kept axis and runs as one task. */
+struct walk_job {
+	const struct plan *p;
+	const struct tir_tensor *x;
+	fold_fn fold;
+	void *acc, *aux;
+	int ax;
+	int64_t len, ntasks;
+};
+
+static void walk_task(void *ctx, int64_t t)
+{
+	const struct walk_job *j = ctx;
+	int64_t lo = t * j->len / j->ntasks, hi = (t + 1) * j->len / j->ntasks;
+	walk_part(j->p, j->x, j->fold, j->acc, j->aux, j->ax, lo, hi);
+}
+
+static void walk_pool(const struct plan *p, const struct tir_tensor *x, fold_fn fold,
+		      void *acc, void *aux)
+{
+	int ax = -1;
+	for (int d = 0; d < p->rank && ax < 0; d++)
+		if (p->os[d] != 0 && p->shape[d] >= 4)
+			ax = d;
+	int64_t total = mul_sat(p->onumel, p->count);
+	if (ax < 0 || total == INT64_MAX) {
+		walk(p, x, fold, acc, aux);
+		return;
+	}
+	int64_t len = p->shape[ax], per = total / len;     /* elements per index */
+	int64_t items = tir_task_items(total, (int64_t)tir_dtype_size(x->dtype));
+	int64_t ntasks = per >= items ? len : (len * per + items - 1) / items;
+	if (ntasks > len / 2)
+		ntasks = len / 2;
+	if (ntasks <= 1) {
+		walk(p, x, fold, acc, aux);
+		return;
+	}
+	struct walk_job j = {p, x, fold, acc, aux, ax, len, ntasks};
+	tir_pool_run(ntasks, walk_task, &j);
 }
 
 /* ---- the kernel ---- */
@@ -680,7 +744,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 	if ((op == TIR_OP_SUM || op == TIR_OP_PROD) && !is_float(dt)) {
 		/* wrapping, in out itself */
 		fill(out, n, 0, op == TIR_OP_SUM ? 0 : 1);
-		walk(&p, x, fold, tir_tensor_data(out), NULL);
+		walk_pool(&p, x, fold, tir_tensor_data(out), NULL);
 		return 0;
 	}
 	switch (op) {
@@ -692,7 +756,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 			goto oom;
 		for (int64_t i = 0; i < n; i++)
 			acc[i] = op == TIR_OP_PROD ? 1.0 : 0.0;
-		walk(&p, x, fold, acc, NULL);
+		walk_pool(&p, x, fold, acc, NULL);
 		if (op == TIR_OP_MEAN)
 			for (int64_t i = 0; i < n; i++)
 				acc[i] /= (double)p.count;
@@ -705,10 +769,10 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 			goto oom;
 		for (int64_t i = 0; i < n; i++)
 			acc[i] = acc2[i] = 0.0;
-		walk(&p, x, pick(TIR_OP_MEAN, dt), acc, NULL);
+		walk_pool(&p, x, pick(TIR_OP_MEAN, dt), acc, NULL);
 		for (int64_t i = 0; i < n; i++)
 			acc[i] /= (double)p.count;
-		walk(&p, x, fold, acc2, acc);
+		walk_pool(&p, x, fold, acc2, acc);
 		for (int64_t i = 0; i < n; i++)
 			acc2[i] /= (double)p.count;
 		store_f64(out, acc2, n);
@@ -719,7 +783,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 		int64_t lo = dt == TIR_DTYPE_BOOL ? 0 : dt == TIR_DTYPE_I32 ? INT32_MIN : INT64_MIN;
 		int64_t hi = dt == TIR_DTYPE_BOOL ? 1 : dt == TIR_DTYPE_I32 ? INT32_MAX : INT64_MAX;
 		fill(out, n, mx ? -INFINITY : INFINITY, mx ? lo : hi);
-		walk(&p, x, fold, tir_tensor_data(out), NULL);
+		walk_pool(&p, x, fold, tir_tensor_data(out), NULL);
 		break;
 	}
 	case TIR_OP_ARGMAX:
@@ -728,7 +792,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 		if (!best)
 			goto oom;
 		fill(out, n, 0, -1);
-		walk(&p, x, fold, tir_tensor_data(out), best);
+		walk_pool(&p, x, fold, tir_tensor_data(out), best);
 		break;
 	default:
 		TIR_ASSERT(!"tir_k_reduce: not a reduction");

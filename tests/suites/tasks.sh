@@ -3,8 +3,9 @@
 # tasks column shows it: a large matmul ([4096, 4096] @ [4096, 4096]), an
 # MLP layer's ([256, 1024] @ [1024, 1024]: tir's gemm packs both operands
 # once and shares them, so its tiles can be small), a
-# row kernel (softmax over [4096, 1024]) and a fused elementwise chain over
-# 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
+# row kernel (softmax over [4096, 1024]), a reduction kernel of its own
+# (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis) and a
+# fused elementwise chain over 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
 # included), the same number at --threads 1 (the cut never follows the
 # thread count) and print the same bytes at 1, 16 and 64; `tir --version`
@@ -44,6 +45,11 @@ x = arange(4194304) * 0.001
 y = softmax(reshape(x, [4096, 1024]), axis=-1)
 print sum(y, axis=0)
 EOF
+cat >"$tmp/reduce.tir" <<'EOF'
+x = rand([4096, 4096], seed=1)
+print slice(x, stop=1)
+print max(x, axis=1), min(transpose(x, [1, 0]), axis=0)
+EOF
 cat >"$tmp/chain.tir" <<'EOF'
 x = arange(16777216) * 1e-7
 y = sqrt(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)
@@ -59,7 +65,7 @@ tasks() {
 	}' "$1"
 }
 
-for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "chain ^fused\\[mul"; do
+for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "reduce ^max$" "chain ^fused\\[mul"; do
 	name=${case%% *}
 	pat=${case#* }
 	"$tir" run --profile --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>"$tmp/prof1"
