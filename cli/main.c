@@ -22,7 +22,7 @@ static const char *const usage_text =
 	"  tir repl                     an interactive session (tir help repl)\n"
 	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
-	"  tir --version                the version, vector path, BLAS and caches\n"
+	"  tir --version                the version, vector path, gemm, BLAS, caches\n"
 	"\n"
 	"TIR_VMATH=scalar|sse2|avx2|avx512 caps the vector path (default: the best the\n"
 	"CPU has).\n";
