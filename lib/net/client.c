@@ -39,6 +39,7 @@ struct tir_remote {
 	bool hung;                   /* a request timed out: do not wait on it again at close */
 	struct tir_remote_stats stats;
 	struct tir_str body;         /* the last reply's body (but results, which dec reads) */
+	bool too_long;               /* it was over BODY_MAX: the transfer was stopped */
 	struct results *dec;         /* the run request's: results decoded as they arrive */
 	int proto;                   /* its Tir-Protocol: -1 none, -2 not a number */
 	int retry_after;             /* its Retry-After in seconds, -1 none */
@@ -76,6 +77,12 @@ static double now_ms(void)
  * kept and the rest of the body read and dropped; read_results says it. */
 enum { D_HEAD, D_META, D_FHEAD, D_DATA, D_PAD, D_DONE, D_FAULT };
 #define BIG_VALUE ((uint64_t)4 << 20) /* a value this big gets a toucher, and streaming stores */
+/* What the client reads of a reply whatever the server says: results'
+ * metadata (plan numbers, and --explain and --profile text) and any body
+ * that is not results (JSON: a session, an error, the blobs missing).
+ * The frames are bounded by the values asked for. */
+#define META_MAX ((size_t)64 << 20)
+#define BODY_MAX ((size_t)16 << 20)
 
 struct results {
 	struct tir_node *const *targets;
@@ -142,8 +149,11 @@ static void results_absorb(struct results *d, const unsigned char *p, size_t n)
 			} else {
 				d->mlen = tir_get_u32(d->buf + 12);
 				d->mpad = (d->mlen + 7) & ~(size_t)7;
-				d->meta = malloc(d->mpad + 1);
-				if (!d->meta)
+				d->meta = d->mlen > META_MAX ? NULL : malloc(d->mpad + 1);
+				if (d->mlen > META_MAX)
+					results_fault(d, TIR_ENET, "results: %zu bytes of metadata, more than the %zu MiB a client reads",
+						      d->mlen, META_MAX >> 20);
+				else if (!d->meta)
 					results_fault(d, TIR_ENOMEM, "out of memory reading the results");
 				else
 					d->state = D_META;
@@ -240,6 +250,8 @@ static void results_absorb(struct results *d, const unsigned char *p, size_t n)
 			break;
 		case D_DONE:
 			d->extra += n;
+			results_fault(d, TIR_ENET, "the reply goes on after the last result (%zu asked for); stopped reading it",
+				      d->ntargets);
 			break;
 		default: /* D_FAULT: the rest is dropped */
 			break;
@@ -270,7 +282,11 @@ static size_t on_body(char *d, size_t size, size_t n, void *ud)
 	struct results *dec = r->dec;
 	if (dec && dec->active) {
 		results_absorb(dec, (const unsigned char *)d, len);
-		return len;
+		return dec->state == D_FAULT ? 0 : len; /* a fault stops the transfer */
+	}
+	if (r->body.n + len > BODY_MAX) {
+		r->too_long = true;
+		return 0;
 	}
 	tir_str_add(&r->body, d, len);
 	if (r->body.oom)
@@ -546,6 +562,12 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
 		return tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
 	if (rc == CURLE_WRITE_ERROR && r->body.oom)
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory reading the reply of remote %s", r->name);
+	if (rc == CURLE_WRITE_ERROR && r->too_long)
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: a reply of more than %zu MiB that is not results; "
+				"stopped reading it", r->name, BODY_MAX >> 20);
+	if (rc == CURLE_WRITE_ERROR && r->dec && r->dec->state == D_FAULT) /* stopped at the fault */
+		return r->dec->code == TIR_ENOMEM ? tir_errf(err, TIR_ENOMEM, NULL, "%s", r->dec->why)
+						  : tir_errf(err, TIR_ENET, NULL, "remote %s: %s", r->name, r->dec->why);
 	const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
 	long connected = 0;
 	curl_easy_getinfo(r->curl, CURLINFO_NUM_CONNECTS, &connected);
@@ -563,9 +585,12 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
 		return tir_errf(err, TIR_ENET, NULL, "remote %s: cannot connect (no such host)", r->name);
 	case CURLE_OPERATION_TIMEDOUT: {
 		r->hung = true;
-		double t = 0;
-		curl_easy_getinfo(r->curl, CURLINFO_CONNECT_TIME, &t);
-		if (t <= 0 && connected == 0)
+		/* the request went out (on a fresh connection or a kept one,
+		 * whose connect time curl reports as 0) when it has a
+		 * pre-transfer time; a connect that never ended has none */
+		curl_off_t pre = 0;
+		curl_easy_getinfo(r->curl, CURLINFO_PRETRANSFER_TIME_T, &pre);
+		if (pre <= 0 && connected == 0)
 			return tir_errf(err, TIR_ENET, NULL, "remote %s: cannot connect within %ld s", r->name,
 					CONNECT_TIMEOUT_MS / 1000);
 		return tir_errf(err, TIR_ENET, NULL, "remote %s: no answer within %.3g s (TIR_TIMEOUT)", r->name,
@@ -618,6 +643,7 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 			 up || !strcmp(method, "GET") || !strcmp(method, "POST") ? NULL : method);
 	r->body.n = 0;
 	r->body.oom = false;
+	r->too_long = false;
 	if (r->dec)
 		results_reset(r->dec);
 	r->proto = -1;

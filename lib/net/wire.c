@@ -82,7 +82,15 @@ int tir_frame_head_parse(const unsigned char *p, size_t len, struct tir_frame_in
 					16 + 8 * i, i, (unsigned long long)d);
 		}
 		fi->shape[i] = (int64_t)d;
-		numel *= d ? d : 1; /* a 0 axis counts as 1, as in the checker */
+		/* a 0 axis counts as 1, as in the checker; both axes are at most
+		 * 2^32, so the test comes before the product can wrap */
+		uint64_t f = d ? d : 1;
+		if (numel > (uint64_t)TIR_MAX_ELEMS / f) {
+			fi->too_many = true;
+			return tir_errf(err, TIR_EDATA, NULL, "tensor frame: more than %lld elements, the most a tensor holds",
+					(long long)TIR_MAX_ELEMS);
+		}
+		numel *= f;
 		real *= d;
 		if (numel > (uint64_t)TIR_MAX_ELEMS) {
 			fi->too_many = true;

@@ -14,6 +14,19 @@ port on the first line of stdout, and serves until killed:
             results as they come)
   wrongtype protocol 2, a session, then results whose frame is f32[4]
   extra     protocol 2, a session, then results with bytes after the frame
+  endless   protocol 2, a session, then results for `print ones([3])` that
+            announce 8 GB and go on with zeros after the frame, for as long
+            as the client reads (the client stops at the first byte too many)
+  bigerror  protocol 2, a session, then a 404 whose body announces 8 GB and
+            streams (the client reads at most 16 MiB of a body not results)
+  bigmeta   protocol 2, a session, then results whose head says 4 GiB of
+            metadata (the client refuses before it allocates)
+  hugeshape protocol 2, a session, then a result frame of shape
+            [2^32, 2^32] with no data bytes (its element count would wrap)
+  stall     protocol 2, a session, then nothing on the same connection
+            (a stalled server: the client says no answer, not no connection)
+  backlog   listens but never accepts, its queue full (its own two
+            connections): a connect that never completes, on loopback
   sink      protocol 2, takes any PUT as fast as it can and answers 201 (for
             bench/remote.sh: the client's upload speed with no server work)
 """
@@ -112,6 +125,18 @@ def trickle(conn, body):
         time.sleep(0.004)
 
 
+def endless(conn, ctype, first, status=b"200 OK", fill=b"\0"):
+    """A reply that announces 8 GB: first, then fill for as long as the
+    client reads (at most 8 GB, or until it hangs up)."""
+    conn.sendall(b"HTTP/1.1 " + status + b"\r\nTir-Protocol: 2\r\nContent-Type: " + ctype +
+                 b"\r\nContent-Length: %d\r\n\r\n" % (8 << 30) + first)
+    block = fill * (1 << 20)
+    sent = len(first)
+    while sent + len(block) <= 8 << 30:
+        conn.sendall(block)
+        sent += len(block)
+
+
 def serve(conn):
     buf = b""
     try:
@@ -148,6 +173,23 @@ def serve(conn):
                 trickle(conn, results_of(f32_frame([1, 2, 3])))
             elif MODE == "wrongtype":
                 reply(conn, 200, results_of(f32_frame([1, 2, 3, 4])), ctype=b"application/x-tir-results")
+            elif MODE == "endless":
+                endless(conn, b"application/x-tir-results", results_of(f32_frame([1, 2, 3])))
+                return
+            elif MODE == "bigerror":
+                endless(conn, b"application/json", b'{"error": {"status": 404, "code": "not_found", "message": "',
+                        status=b"404 Not Found", fill=b"x")
+                return
+            elif MODE == "bigmeta":
+                endless(conn, b"application/x-tir-results", b"TIRR" + struct.pack("<III", 2, 1, 0xFFFFFFF0))
+                return
+            elif MODE == "hugeshape":
+                frame = b"TIRT" + bytes([3, 2, 0, 0]) + struct.pack("<Q", 0) + struct.pack("<qq", 1 << 32, 1 << 32)
+                reply(conn, 200, results_of(frame), ctype=b"application/x-tir-results")
+            elif MODE == "stall":
+                while conn.recv(65536):
+                    pass
+                return
             elif MODE == "extra":
                 reply(conn, 200, results_of(f32_frame([1, 2, 3]), b"\0" * 8), ctype=b"application/x-tir-results")
             else:
@@ -163,6 +205,20 @@ def main():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
+    if MODE == "backlog":
+        s.listen(0)
+        fill = []
+        for _ in range(2):  # the accept queue holds backlog + 1: then SYNs are dropped
+            c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            c.settimeout(0.5)
+            try:
+                c.connect(s.getsockname())
+            except OSError:
+                pass
+            fill.append(c)
+        print(s.getsockname()[1], flush=True)
+        while True:
+            time.sleep(3600)
     s.listen(16)
     print(s.getsockname()[1], flush=True)
     held = []

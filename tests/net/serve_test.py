@@ -718,6 +718,12 @@ def test_errors():
         huge = b"TIRT" + struct.pack("<BBHQ", 3, 2, 0, 4 << 34) + struct.pack("<qq", 1 << 17, 1 << 17)
         r = request(srv, "PUT", "/v1/blobs/" + blob(huge)[0], blob(huge)[1])
         check("413: a frame over the element limit", error_is(r, 413, "too_large"), describe(r))
+        # [2^32, 2^32] with no data bytes: the element count must not wrap to 0
+        wrap = b"TIRT" + struct.pack("<BBHQ", 3, 2, 0, 0) + struct.pack("<qq", 1 << 32, 1 << 32)
+        r = request(srv, "PUT", "/v1/blobs/" + blob(wrap)[0], blob(wrap)[1])
+        check("413: a frame of [2^32, 2^32] and 0 bytes (the count would wrap)",
+              error_is(r, 413, "too_large") and "more than 4294967296 elements" in r.err().get("message", ""), describe(r))
+        check("the server keeps serving after it", healthy(srv))
         # a session over its value limit (4096)
         n = 4100
         text = "input t0: f32[3]\n" + "".join(f"v{i}: f32[3] = neg(t0)\n" for i in range(n)) + "print t0\n"

@@ -516,7 +516,43 @@ if start_fake wrongtype; then
 	kill -9 "$fpid"
 fi
 if start_fake extra; then
-	expect3 "bytes after the results" 2000 "^tir: remote $faddr: 8 bytes after the last result$" \
+	expect3 "bytes after the results" 2000 "^tir: remote $faddr: the reply goes on after the last result \(1 asked for\); stopped reading it$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+# what the client reads is bounded by what it asked for, whatever the
+# server announces: each of these would stream 8 GB
+if start_fake endless; then
+	expect3 "results announcing 8 GB" 5000 "^tir: remote $faddr: the reply goes on after the last result \(1 asked for\); stopped reading it$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake bigerror; then
+	expect3 "an error body announcing 8 GB" 5000 "^tir: remote $faddr: a reply of more than 16 MiB that is not results; stopped reading it$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake bigmeta; then
+	expect3 "4 GiB of metadata" 5000 "^tir: remote $faddr: results: 4294967280 bytes of metadata, more than the 64 MiB a client reads$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+if start_fake hugeshape; then
+	expect3 "a result of shape [2^32, 2^32]" 2000 "^tir: remote $faddr: result 1: tensor frame: more than 4294967296 elements, the most a tensor holds$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+# a connect that never completes (the fake's accept queue is full, so the
+# kernel drops the SYNs): the client gives up after its 5 s, and says so
+if start_fake backlog; then
+	TIR_TIMEOUT=30 expect3 "connect never completes" 12000 "^tir: remote $faddr: cannot connect within 5 s$" \
+		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
+	kill -9 "$fpid"
+fi
+# a server that stops answering on a connection already made is not one
+# that cannot be reached
+if start_fake stall; then
+	TIR_TIMEOUT=2 expect3 "stalled after the session" 5000 "^tir: remote $faddr: no answer within 2 s \(TIR_TIMEOUT\)$" \
 		"$tir" run --quiet "$tmp/one.tir" --remote "$faddr"
 	kill -9 "$fpid"
 fi
