@@ -877,8 +877,10 @@ const char *const cli_repl_help =
 	"  status is 1 when any statement failed.  History is kept in\n"
 	"  ~/.tir_history (TIR_HISTORY=FILE elsewhere, TIR_HISTORY= none).\n"
 	"\n"
-	"  --remote HOST:PORT    compute on a tir server (as .remote HOST:PORT); TIR_TOKEN\n"
-	"                        is its token, TIR_TIMEOUT the seconds to wait for a reply\n";
+	"  --remote HOST:PORT    compute on a tir server (as .remote HOST:PORT);\n"
+	"                        https://HOST:PORT for one serving TLS (TIR_CA_FILE: a CA\n"
+	"                        to trust besides the system's); TIR_TOKEN is its token,\n"
+	"                        TIR_TIMEOUT the seconds to wait for a reply\n";
 
 int cli_repl(int argc, char **argv)
 {

@@ -33,6 +33,9 @@ const char *const cli_serve_help =
 	"                       is read (default: the larger of 2 x --max-body and\n"
 	"                       --blob-cache; bodies of 64K or less are not counted)\n"
 	"  --threads N          threads for the engine (default: one per processor)\n"
+	"  --tls-cert FILE      serve HTTPS with this certificate (PEM; a chain: the\n"
+	"                       server's first); clients use --remote https://HOST:PORT\n"
+	"  --tls-key FILE       the certificate's private key (PEM, not encrypted)\n"
 	"\n"
 	"BYTES may end in K, M or G (powers of 1024).\n";
 
@@ -54,12 +57,13 @@ static void log_line(void *ud, const char *line)
 }
 
 static const char *host_shown;
+static bool tls_shown;
 
 static void on_listening(void *ud, int port)
 {
 	bool v6 = strchr(host_shown, ':') != NULL;
-	fprintf(stderr, "tir serve: listening on http://%s%s%s:%d (protocol %d)\n", v6 ? "[" : "",
-		host_shown, v6 ? "]" : "", port, TIR_PROTOCOL);
+	fprintf(stderr, "tir serve: listening on %s://%s%s%s:%d (protocol %d)\n", tls_shown ? "https" : "http",
+		v6 ? "[" : "", host_shown, v6 ? "]" : "", port, TIR_PROTOCOL);
 }
 
 /* A count with an optional K, M or G suffix into *v, within [lo, hi]. */
@@ -106,7 +110,7 @@ int cli_serve(int argc, char **argv)
 		}
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
-						    "--threads", "--max-inflight"};
+						    "--threads", "--max-inflight", "--tls-cert", "--tls-key"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -163,13 +167,27 @@ int cli_serve(int argc, char **argv)
 		case 8:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_inflight);
 			break;
+		case 9:
+			o.tls_cert = val;
+			ok = *val != 0;
+			break;
+		case 10:
+			o.tls_key = val;
+			ok = *val != 0;
+			break;
 		}
 		if (!ok) {
 			fprintf(stderr, "tir serve: %s: bad value '%s' (tir help serve)\n", flags[f], val);
 			return EXIT_USAGE;
 		}
 	}
+	if (!o.tls_cert != !o.tls_key) {
+		fprintf(stderr, "tir serve: %s needs %s too (tir help serve)\n", o.tls_cert ? "--tls-cert" : "--tls-key",
+			o.tls_cert ? "--tls-key" : "--tls-cert");
+		return EXIT_USAGE;
+	}
 	o.token = token;
+	tls_shown = o.tls_cert != NULL;
 	o.log = log_line;
 	o.listening = on_listening;
 	host_shown = o.host;

@@ -264,6 +264,9 @@ struct tir_serve_opts {
 	uint64_t max_inflight;      /* bytes of request bodies being received at once (0: the
 				     * larger of 2 x max_body and blob_cache) */
 	int threads;                /* compute threads (0: the default) */
+	/* HTTPS: files of the certificate (chain) and its key, PEM; both or
+	 * neither (NULL: plain HTTP) */
+	const char *tls_cert, *tls_key;
 	/* one line per request (no newline); NULL: silent */
 	void (*log)(void *ud, const char *line);
 	void *log_ud;

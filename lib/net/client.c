@@ -31,7 +31,8 @@
 
 struct tir_remote {
 	char *name;                  /* "HOST:PORT" as given */
-	char *base;                  /* "http://HOST:PORT" */
+	char *base;                  /* "http://HOST:PORT" or "https://HOST:PORT" */
+	bool tls;                    /* https */
 	CURL *curl;
 	struct curl_slist *hjson, *hbin;
 	long timeout_ms;
@@ -422,13 +423,22 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 {
 	char host[256];
 	int port;
+	/* http:// (the default) or https:// before HOST:PORT */
+	const char *scheme = "http", *hp = hostport;
+	if (!strncmp(hostport, "https://", 8)) {
+		scheme = "https";
+		hp += 8;
+	} else if (!strncmp(hostport, "http://", 7)) {
+		hp += 7;
+	}
 	if (strchr(hostport, ',')) {
 		tir_errf(err, TIR_EUNSUPPORTED, NULL, "several remotes at once (%s) are not supported yet",
 			 hostport);
 		return NULL;
 	}
-	if (!split_hostport(hostport, host, sizeof host, &port)) {
-		tir_errf(err, TIR_ENET, NULL, "remote '%s': expected HOST:PORT (e.g. 127.0.0.1:6667)", hostport);
+	if (!split_hostport(hp, host, sizeof host, &port)) {
+		tir_errf(err, TIR_ENET, NULL, "remote '%s': expected HOST:PORT or https://HOST:PORT (e.g. 127.0.0.1:6667)",
+			 hostport);
 		return NULL;
 	}
 	if (token && (!*token || strpbrk(token, "\r\n"))) {
@@ -445,10 +455,11 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 	pthread_mutex_unlock(&global_lock);
 	r->name = strdup(hostport);
+	r->tls = scheme[4] == 's';
 	size_t nb = strlen(host) + 32;
 	r->base = malloc(nb);
 	if (r->base)
-		snprintf(r->base, nb, "http://%s:%d", host, port);
+		snprintf(r->base, nb, "%s://%s:%d", scheme, host, port);
 	r->curl = curl_easy_init();
 	r->timeout_ms = timeout_ms();
 	r->proto = -1;
@@ -498,6 +509,13 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, r);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "tir/" TIR_VERSION);
+	/* https: the server's certificate is checked against the system's CAs,
+	 * or against TIR_CA_FILE's (PEM), and must name the host */
+	const char *ca = getenv("TIR_CA_FILE");
+	if (ca && *ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
 	return r;
 }
 
@@ -597,7 +615,21 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
 				r->timeout_ms / 1000.0);
 	}
 	case CURLE_GOT_NOTHING:
+		if (!r->tls && !r->session[0]) /* a TLS server drops plain HTTP so */
+			return net_err(r, err, "the server closed the connection without a reply "
+					       "(if it serves TLS, use https://HOST:PORT)");
 		return net_err(r, err, "the server closed the connection without a reply");
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: its certificate is not trusted (%s); "
+				"TIR_CA_FILE names a CA certificate to trust", r->name, detail);
+	case CURLE_SSL_CACERT_BADFILE: {
+		const char *ca = getenv("TIR_CA_FILE");
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: TIR_CA_FILE '%s' cannot be read as CA certificates (%s)",
+				r->name, ca ? ca : "", detail);
+	}
+	case CURLE_SSL_CONNECT_ERROR:
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: the TLS handshake failed (%s)%s", r->name, detail,
+				r->session[0] ? "" : "; is it a tir serve with --tls-cert?");
 	case CURLE_PARTIAL_FILE:
 		return net_err(r, err, "the reply was cut short (the server went away?)");
 	case CURLE_SEND_ERROR:

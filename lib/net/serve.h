@@ -54,6 +54,7 @@ struct server {
 	struct graph_store *graphs;
 	struct session_store *sessions;
 	char *info;                    /* the /v1/info document, made once */
+	char *tls_cert, *tls_key;      /* PEM text with --tls-cert/--tls-key, else NULL */
 	struct runq q;
 	atomic_int inflight;           /* requests begun and not done */
 	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
@@ -123,6 +124,12 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 void runq_watch(struct server *s);
 /* Batches queued or running. */
 int runq_pending(struct server *s);
+
+/* tls.c: --tls-cert and --tls-key read and checked (PEM; the key not
+ * encrypted, and the certificate's; the certificate valid now) into two
+ * new strings for libmicrohttpd.  0, or -code with err naming the file. */
+int tir_tls_load(const char *cert_path, const char *key_path, char **cert_pem, char **key_pem,
+		 struct tir_err *err);
 /* Batches waiting in the queue, and running (0 or 1), at one instant. */
 void runq_counts(struct server *s, int *queued, int *running);
 

@@ -696,6 +696,10 @@ static void server_free(struct server *s)
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
 	free(s->info);
+	free(s->tls_cert);
+	if (s->tls_key) /* the key does not outlive the server in freed memory */
+		explicit_bzero(s->tls_key, strlen(s->tls_key));
+	free(s->tls_key);
 	runq_destroy(s);
 	pthread_mutex_destroy(&s->mmu);
 	free(s);
@@ -723,6 +727,15 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	}
 	if (s->o.token)
 		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
+	if (s->o.tls_cert || s->o.tls_key) {
+		int rc = !s->o.tls_cert || !s->o.tls_key
+				 ? tir_errf(err, TIR_EUNSUPPORTED, NULL, "--tls-cert and --tls-key go together")
+				 : tir_tls_load(s->o.tls_cert, s->o.tls_key, &s->tls_cert, &s->tls_key, err);
+		if (rc) {
+			free(s);
+			return rc;
+		}
+	}
 	runq_init(s);
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
@@ -746,20 +759,29 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
 	}
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-			 MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_ALLOW_SUSPEND_RESUME | (s->tls_cert ? MHD_USE_TLS : 0) |
 			 (family == AF_INET6 ? MHD_USE_IPv6 : 0);
+	struct MHD_OptionItem tls[] = {
+		{MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
+		{MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+		{MHD_OPTION_END, 0, NULL},
+	};
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_ARRAY, s->tls_cert ? tls : tls + 2,
+		MHD_OPTION_END);
 	if (!d) {
 		close(fd);
 		runq_stop(s);
 		server_free(s);
-		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP server (libmicrohttpd)");
+		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP%s server (libmicrohttpd%s)",
+				o->tls_cert ? "S" : "",
+				o->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES
+					? " was built without TLS" : "");
 	}
 	if (o->bound_port)
 		*o->bound_port = port;

@@ -1,0 +1,257 @@
+#!/bin/sh
+# tests/suites/tls.sh — `tir serve --tls-cert --tls-key` and the client's
+# https://HOST:PORT, on loopback, with certificates made here by the
+# openssl command (a CA of the test's own, a second CA nobody trusts, a
+# certificate for another name, an expired one).  Each check is one count;
+# one line per failure; the last line is "N passed, M failed".
+#
+#  1. a run over TLS prints what a local run prints (samples/mlp.tir, and a
+#     program with an 8 MiB input sent as a blob), TIR_CA_FILE naming the CA;
+#     the token holds over TLS; the REPL's .remote https://...; curl
+#     --cacert reaches /healthz (the README's example);
+#  2. the client refuses, with exit 3 and the reason: a certificate of an
+#     unknown CA (no TIR_CA_FILE, or another CA's), one naming another
+#     host, a TIR_CA_FILE that cannot be read, http:// to a TLS server (it
+#     says to use https), https:// to a plain one (the handshake failed);
+#  3. the server refuses to start, exit 1 or 2 and the file named: one of
+#     the two flags alone, a missing file, a file with no certificate, a key
+#     that is not the certificate's, an encrypted key, an expired
+#     certificate.
+#
+# Nothing waits for a sleep: a server is waited for by its "listening" line.
+set -u
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+BUILD=${BUILD:-build}
+case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
+py=/usr/bin/python3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-tls.XXXXXX") || exit 1
+pids=""
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+unset TIR_TOKEN TIR_TIMEOUT TIR_CA_FILE
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() {
+	echo "tls $1: FAILED: $2"
+	failed=$((failed + 1))
+}
+finish() {
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit $?
+}
+
+if ! command -v openssl >/dev/null 2>&1; then
+	fail "setup" "the openssl command is missing (make deps installs it)"
+	finish
+fi
+
+# ---- certificates ----
+# mkca NAME: a self-signed CA, NAME.key and NAME.pem
+mkca() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/$1.key" \
+		-out "$tmp/$1.pem" -days 2 -subj "/CN=tir test $1" 2>>"$tmp/openssl.log"
+}
+# mkcert NAME CA SAN DAYS: NAME.key and NAME.pem for SAN, signed by CA
+mkcert() {
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/$1.key" \
+		-out "$tmp/$1.csr" -subj "/CN=tir test server" 2>>"$tmp/openssl.log" &&
+		printf 'subjectAltName=%s\n' "$3" >"$tmp/$1.ext" &&
+		openssl x509 -req -in "$tmp/$1.csr" -CA "$tmp/$2.pem" -CAkey "$tmp/$2.key" -CAcreateserial \
+			-out "$tmp/$1.pem" -days "$4" -extfile "$tmp/$1.ext" 2>>"$tmp/openssl.log"
+}
+if ! { mkca ca && mkca other && mkcert good ca "IP:127.0.0.1,DNS:localhost" 2 &&
+	mkcert stranger other "IP:127.0.0.1,DNS:localhost" 2 &&
+	mkcert elsewhere ca "DNS:tir.example.org" 2; }; then
+	fail "setup" "openssl could not make the certificates: $(tail -n 3 "$tmp/openssl.log")"
+	finish
+fi
+# an expired certificate: its notAfter a day ago (openssl x509 -days -1)
+mkcert expired ca "IP:127.0.0.1" -1 || fail "setup" "no expired certificate: $(tail -n 1 "$tmp/openssl.log")"
+# the good key, encrypted
+openssl pkey -in "$tmp/good.key" -aes256 -passout pass:secret -out "$tmp/locked.key" 2>>"$tmp/openssl.log"
+
+# start_server LOG [ARGS...]: `tir serve --port 0 ARGS`; sets spid and port
+# from its "listening on http(s)://127.0.0.1:PORT" line; 1 if it exits or
+# says nothing within 60 s
+start_server() {
+	log=$1
+	shift
+	: >"$log"
+	"$tir" serve --port 0 "$@" 2>"$log" &
+	spid=$!
+	pids="$pids $spid"
+	port=
+	i=0
+	while [ $i -lt 1200 ]; do
+		port=$(sed -n 's|^tir serve: listening on https*://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 2)$|\1|p' "$log")
+		[ -n "$port" ] && return 0
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+stop() {
+	kill -TERM "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# expect3 NAME PATTERN CMD...: exit 3, stderr matching PATTERN, nothing on stdout
+expect3() {
+	n=$1
+	pat=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne 3 ]; then
+		fail "$n" "exit status $st, expected 3: $(head -n 2 "$tmp/err")"
+	elif ! grep -Eq "$pat" "$tmp/err"; then
+		fail "$n" "stderr does not say /$pat/: $(head -n 2 "$tmp/err")"
+	elif [ -s "$tmp/out" ]; then
+		fail "$n" "something on stdout"
+	else
+		pass
+	fi
+}
+
+# same NAME CMD...: stdout and exit status 0 equal to the local run's ($tmp/local)
+same() {
+	n=$1
+	shift
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne 0 ]; then
+		fail "$n" "exit status $st: $(head -n 2 "$tmp/err")"
+	elif ! cmp -s "$tmp/out" "$tmp/local"; then
+		fail "$n" "stdout differs from the local run's"
+		diff "$tmp/local" "$tmp/out" | head -n 4
+	else
+		pass
+	fi
+}
+
+# ---- 1. runs over TLS ----
+"$tir" run --quiet samples/mlp.tir >"$tmp/mlp.local" 2>&1 || fail "setup" "samples/mlp.tir does not run here"
+# an input of 8 MiB: an upload of 32 chunks, checked as they arrive
+"$py" -c "
+import numpy as np
+np.save('$tmp/big.npy', (np.arange(2097152, dtype=np.float32) % 1000) / 7)
+" || fail "setup" "numpy could not write the input"
+printf 'input x: f32[2097152]\nprint sum(x * 2)\nprint max(x)\n' >"$tmp/big.tir"
+"$tir" run --quiet "$tmp/big.tir" --input x="$tmp/big.npy" >"$tmp/big.local" 2>&1 || fail "setup" "big.tir does not run here"
+
+if start_server "$tmp/s1.log" --tls-cert "$tmp/good.pem" --tls-key "$tmp/good.key"; then
+	grep -q "^tir serve: listening on https://" "$tmp/s1.log" && pass || fail "https line" "$(cat "$tmp/s1.log")"
+	cp "$tmp/mlp.local" "$tmp/local"
+	TIR_CA_FILE=$tmp/ca.pem same "samples/mlp.tir over TLS" "$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	TIR_CA_FILE=$tmp/ca.pem same "by the name localhost" "$tir" run --quiet samples/mlp.tir --remote "https://localhost:$port"
+	cp "$tmp/big.local" "$tmp/local"
+	TIR_CA_FILE=$tmp/ca.pem same "an 8 MiB input over TLS" "$tir" run --quiet "$tmp/big.tir" --input x="$tmp/big.npy" --remote "https://127.0.0.1:$port"
+	# the REPL, piped
+	printf 'x = arange(5) * 2\nsum(x)\n' >"$tmp/repl.in"
+	"$tir" repl <"$tmp/repl.in" >"$tmp/local" 2>/dev/null
+	TIR_CA_FILE=$tmp/ca.pem same "repl --remote https://" sh -c '"$1" repl --remote "$2" <"$3"' sh "$tir" "https://127.0.0.1:$port" "$tmp/repl.in"
+	{ printf '.remote https://127.0.0.1:%s\n' "$port"; cat "$tmp/repl.in"; } >"$tmp/repl2.in"
+	TIR_CA_FILE=$tmp/ca.pem "$tir" repl <"$tmp/repl2.in" >"$tmp/out" 2>"$tmp/err"
+	if [ $? -ne 0 ] || [ "$(tail -n 1 "$tmp/out")" != "$(tail -n 1 "$tmp/local")" ]; then
+		fail "repl .remote https://" "$(head -n 3 "$tmp/err")"
+	else
+		pass
+	fi
+	# curl, as the README shows
+	if command -v curl >/dev/null 2>&1; then
+		got=$(curl -s --max-time 20 --cacert "$tmp/ca.pem" "https://127.0.0.1:$port/healthz")
+		[ "$got" = "ok" ] && pass || fail "curl --cacert /healthz" "got '$got'"
+	fi
+
+	# ---- 2. the client refuses ----
+	expect3 "no CA given" "^tir: remote https://127\.0\.0\.1:$port: its certificate is not trusted \(.*\); TIR_CA_FILE names" \
+		"$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	TIR_CA_FILE=$tmp/other.pem expect3 "another CA" "^tir: remote https://127\.0\.0\.1:$port: its certificate is not trusted" \
+		"$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	TIR_CA_FILE=$tmp/nothere.pem expect3 "TIR_CA_FILE missing" "TIR_CA_FILE '$tmp/nothere.pem' cannot be read" \
+		"$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	expect3 "http:// to a TLS server" "^tir: remote 127\.0\.0\.1:$port: the server closed the connection without a reply \(if it serves TLS, use https://HOST:PORT\)$" \
+		"$tir" run --quiet samples/mlp.tir --remote "127.0.0.1:$port"
+	grep -q "^tir serve: stopped" "$tmp/s1.log" && fail "server after the refusals" "it stopped" || pass
+	stop "$spid"
+else
+	fail "TLS server" "did not start: $(head -n 3 "$tmp/s1.log")"
+fi
+
+if start_server "$tmp/s2.log" --tls-cert "$tmp/stranger.pem" --tls-key "$tmp/stranger.key"; then
+	TIR_CA_FILE=$tmp/ca.pem expect3 "a certificate of a CA not trusted" "its certificate is not trusted" \
+		"$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	stop "$spid"
+else
+	fail "second TLS server" "did not start: $(head -n 3 "$tmp/s2.log")"
+fi
+if start_server "$tmp/s3.log" --tls-cert "$tmp/elsewhere.pem" --tls-key "$tmp/elsewhere.key"; then
+	TIR_CA_FILE=$tmp/ca.pem expect3 "a certificate for another host" "its certificate is not trusted \(.*(match|name).*\)" \
+		"$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	stop "$spid"
+else
+	fail "third TLS server" "did not start: $(head -n 3 "$tmp/s3.log")"
+fi
+# the token over TLS
+if start_server "$tmp/s4.log" --tls-cert "$tmp/good.pem" --tls-key "$tmp/good.key" --token s3cret; then
+	cp "$tmp/mlp.local" "$tmp/local"
+	TIR_TOKEN=s3cret TIR_CA_FILE=$tmp/ca.pem same "token over TLS" "$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	TIR_TOKEN=wrong TIR_CA_FILE=$tmp/ca.pem expect3 "wrong token over TLS" "refused the token" \
+		"$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	stop "$spid"
+else
+	fail "TLS server with a token" "did not start: $(head -n 3 "$tmp/s4.log")"
+fi
+# https:// to a plain server
+if start_server "$tmp/s5.log"; then
+	TIR_CA_FILE=$tmp/ca.pem expect3 "https:// to a plain server" "^tir: remote https://127\.0\.0\.1:$port: the TLS handshake failed \(.*\); is it a tir serve with --tls-cert\?$" \
+		"$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	stop "$spid"
+else
+	fail "plain server" "did not start"
+fi
+
+# ---- 3. the server refuses to start ----
+# refuse NAME STATUS PATTERN ARGS...: tir serve ARGS exits STATUS, saying PATTERN
+refuse() {
+	n=$1
+	want=$2
+	pat=$3
+	shift 3
+	timeout 60 "$tir" serve --port 0 "$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -ne "$want" ]; then
+		fail "$n" "exit status $st, expected $want: $(head -n 2 "$tmp/err")"
+	elif ! grep -Eq "$pat" "$tmp/err"; then
+		fail "$n" "stderr does not say /$pat/: $(head -n 2 "$tmp/err")"
+	else
+		pass
+	fi
+}
+refuse "--tls-cert alone" 2 "^tir serve: --tls-cert needs --tls-key too" --tls-cert "$tmp/good.pem"
+refuse "--tls-key alone" 2 "^tir serve: --tls-key needs --tls-cert too" --tls-key "$tmp/good.key"
+refuse "a missing certificate" 1 "^tir serve: --tls-cert $tmp/none.pem: No such file" \
+	--tls-cert "$tmp/none.pem" --tls-key "$tmp/good.key"
+refuse "a key as the certificate" 1 "^tir serve: --tls-cert $tmp/good.key: no PEM certificate in it$" \
+	--tls-cert "$tmp/good.key" --tls-key "$tmp/good.key"
+refuse "a certificate as the key" 1 "^tir serve: --tls-key $tmp/good.pem: no PEM private key in it" \
+	--tls-cert "$tmp/good.pem" --tls-key "$tmp/good.pem"
+refuse "another certificate's key" 1 "^tir serve: --tls-key $tmp/stranger.key is not the key of --tls-cert $tmp/good.pem$" \
+	--tls-cert "$tmp/good.pem" --tls-key "$tmp/stranger.key"
+refuse "an encrypted key" 1 "^tir serve: --tls-key $tmp/locked.key: no PEM private key in it \(an encrypted key" \
+	--tls-cert "$tmp/good.pem" --tls-key "$tmp/locked.key"
+if [ -s "$tmp/expired.pem" ]; then
+	refuse "an expired certificate" 1 "^tir serve: --tls-cert $tmp/expired.pem: the certificate has expired$" \
+		--tls-cert "$tmp/expired.pem" --tls-key "$tmp/expired.key"
+fi
+
+finish
