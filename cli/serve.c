@@ -6,8 +6,10 @@
 #include "cli.h"
 #include "net/net.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,10 @@ const char *const cli_serve_help =
 	"  --tls-cert FILE      serve HTTPS with this certificate (PEM; a chain: the\n"
 	"                       server's first); clients use --remote https://HOST:PORT\n"
 	"  --tls-key FILE       the certificate's private key (PEM, not encrypted)\n"
+	"  --tokens FILE        tenants, one a line: NAME TOKEN [sessions=N]\n"
+	"                       [inflight=BYTES]; each has its own sessions and blobs\n"
+	"                       (a blob's name is no key to another tenant's bytes) and\n"
+	"                       these limits (default: the server's); instead of --token\n"
 	"\n"
 	"BYTES may end in K, M or G (powers of 1024).\n";
 
@@ -95,11 +101,101 @@ static bool parse_num(const char *s, uint64_t lo, uint64_t hi, bool suffix, uint
 	return *v >= lo && *v <= hi;
 }
 
+#define TOKENS_MAX_BYTES ((long)1 << 20)
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 64)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.-", *s))
+			return false;
+	return true;
+}
+
+/* --tokens FILE into t[0..*n): one tenant a line, NAME TOKEN and options;
+ * blank lines and lines starting with # are skipped.  The strings point
+ * into the file's text, which is kept.  false with the error printed. */
+static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, int *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "tir serve: --tokens %s: %s\n", path, strerror(errno));
+		return false;
+	}
+	struct stat st;
+	if (!fstat(fileno(f), &st) && (st.st_mode & 077))
+		fprintf(stderr, "tir serve: warning: --tokens %s can be read by other users (chmod 600 %s)\n", path,
+			path);
+	char *text = malloc(TOKENS_MAX_BYTES + 1);
+	size_t len = text ? fread(text, 1, TOKENS_MAX_BYTES + 1, f) : 0;
+	fclose(f);
+	if (!text || len > (size_t)TOKENS_MAX_BYTES) {
+		fprintf(stderr, "tir serve: --tokens %s: %s\n", path, text ? "over 1 MiB" : "out of memory");
+		free(text);
+		return false;
+	}
+	text[len] = 0;
+	*n = 0;
+	int line = 0;
+	for (char *p = text, *eol; p; p = eol ? eol + 1 : NULL) {
+		line++;
+		eol = strchr(p, '\n');
+		if (eol)
+			*eol = 0;
+		char *fld[5];
+		int nf = 0;
+		for (char *q = strtok(p, " \t\r"); q && nf < 5; q = strtok(NULL, " \t\r"))
+			fld[nf++] = q;
+		if (!nf || fld[0][0] == '#')
+			continue;
+		const char *why = NULL;
+		if (nf < 2)
+			why = "expected NAME TOKEN [sessions=N] [inflight=BYTES]";
+		else if (nf > 4)
+			why = "more than NAME TOKEN [sessions=N] [inflight=BYTES]";
+		else if (!name_ok(fld[0]))
+			why = "a name is 1 to 64 of A-Z a-z 0-9 _ . -";
+		else if (*n >= max)
+			why = "too many tenants (at most 256)";
+		if (!why) {
+			struct tir_serve_tenant *e = &t[(*n)++];
+			memset(e, 0, sizeof *e);
+			e->name = fld[0];
+			e->token = fld[1];
+			for (int k = 2; k < nf && !why; k++) {
+				uint64_t v;
+				if (!strncmp(fld[k], "sessions=", 9) && parse_num(fld[k] + 9, 1, 1000000, false, &v))
+					e->max_sessions = (int)v;
+				else if (!(!strncmp(fld[k], "inflight=", 9) &&
+					   parse_num(fld[k] + 9, 1, UINT64_MAX, true, &e->max_inflight)))
+					why = "an option is sessions=N or inflight=BYTES";
+			}
+			for (int j = 0; j < *n - 1 && !why; j++)
+				if (!strcmp(t[j].name, e->name))
+					why = "a name given twice";
+		}
+		if (why) {
+			fprintf(stderr, "tir serve: --tokens %s:%d: %s\n", path, line, why);
+			free(text);
+			return false;
+		}
+	}
+	if (!*n) {
+		fprintf(stderr, "tir serve: --tokens %s: no tenants in it\n", path);
+		free(text);
+		return false;
+	}
+	return true; /* text stays: the tenants point into it */
+}
+
 int cli_serve(int argc, char **argv)
 {
 	struct tir_serve_opts o = {.host = "127.0.0.1", .port = 6667, .max_body = 1ull << 30,
 				   .max_sessions = 64, .session_ttl = 600, .blob_cache = 1ull << 30};
-	const char *token = getenv("TIR_TOKEN");
+	const char *token = getenv("TIR_TOKEN"), *tokens_file = NULL;
+	bool token_flag = false;
 	if (token && !*token)
 		token = NULL;
 	for (int i = 0; i < argc; i++) {
@@ -110,7 +206,7 @@ int cli_serve(int argc, char **argv)
 		}
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
-						    "--threads", "--max-inflight", "--tls-cert", "--tls-key"};
+						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -144,6 +240,7 @@ int cli_serve(int argc, char **argv)
 			break;
 		case 2:
 			token = val;
+			token_flag = true;
 			ok = *val != 0;
 			break;
 		case 3:
@@ -175,6 +272,10 @@ int cli_serve(int argc, char **argv)
 			o.tls_key = val;
 			ok = *val != 0;
 			break;
+		case 11:
+			tokens_file = val;
+			ok = *val != 0;
+			break;
 		}
 		if (!ok) {
 			fprintf(stderr, "tir serve: %s: bad value '%s' (tir help serve)\n", flags[f], val);
@@ -185,6 +286,17 @@ int cli_serve(int argc, char **argv)
 		fprintf(stderr, "tir serve: %s needs %s too (tir help serve)\n", o.tls_cert ? "--tls-cert" : "--tls-key",
 			o.tls_cert ? "--tls-key" : "--tls-cert");
 		return EXIT_USAGE;
+	}
+	static struct tir_serve_tenant tenants[256];
+	if (tokens_file) {
+		if (token_flag) {
+			fprintf(stderr, "tir serve: --token or --tokens, not both (tir help serve)\n");
+			return EXIT_USAGE;
+		}
+		if (!read_tokens(tokens_file, tenants, (int)(sizeof tenants / sizeof *tenants), &o.ntenants))
+			return EXIT_PROGRAM;
+		o.tenants = tenants;
+		token = NULL; /* TIR_TOKEN is --token's default, not a tenant */
 	}
 	o.token = token;
 	tls_shown = o.tls_cert != NULL;

@@ -253,6 +253,13 @@ const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r);
 void tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r);
 
 /* `tir serve`: an HTTP server running batches from remote clients. */
+struct tir_serve_tenant {
+	const char *name;           /* 1..64 of [A-Za-z0-9_.-], for the log and errors */
+	const char *token;          /* its Bearer token */
+	int max_sessions;           /* sessions it may have open (0: --max-sessions) */
+	uint64_t max_inflight;      /* bytes of its bodies received at once (0: --max-inflight) */
+};
+
 struct tir_serve_opts {
 	const char *host;           /* address to bind, "127.0.0.1" when NULL */
 	int port;                   /* 0: any free port (reported via *bound_port) */
@@ -267,6 +274,10 @@ struct tir_serve_opts {
 	/* HTTPS: files of the certificate (chain) and its key, PEM; both or
 	 * neither (NULL: plain HTTP) */
 	const char *tls_cert, *tls_key;
+	/* --tokens: tenants, each with its own token, sessions and view of
+	 * the blobs (then token is not used); NULL: one tenant, of token */
+	const struct tir_serve_tenant *tenants;
+	int ntenants;
 	/* one line per request (no newline); NULL: silent */
 	void (*log)(void *ud, const char *line);
 	void *log_ud;

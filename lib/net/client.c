@@ -784,7 +784,9 @@ static int http_failed(struct tir_remote *r, long status, struct tir_err *err)
 static int session_make(struct tir_remote *r, struct tir_err *err)
 {
 	long st = 0;
-	int rc = request(r, "POST", "/v1/sessions", "", 0, r->hjson, &st, err);
+	/* once: sessions full (503, even with a Retry-After) frees up only
+	 * as others end, so it is said now rather than waited for */
+	int rc = request_once(r, "POST", "/v1/sessions", "", 0, NULL, r->hjson, &st, err);
 	if (rc)
 		return rc;
 	if (st != 201 && st != 200)

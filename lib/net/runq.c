@@ -423,12 +423,12 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 			goto out;
 		}
 	}
-	if (!r->id_ok || !(u.ss = session_get(s->sessions, r->id))) {
+	if (!r->id_ok || !(u.ss = session_get(s->sessions, r->id, r->tenant))) {
 		ok = reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
 		goto out;
 	}
 	bool graph_cached = true;
-	u.g = graph_get(s->graphs, u.b.graph);
+	u.g = graph_get(s->graphs, u.b.graph, r->tenant);
 	if (!u.g && u.b.text) {
 		graph_cached = false;
 		struct tir_program *p = tir_program_new();
@@ -451,7 +451,7 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 			tir_program_free(p);
 			goto out;
 		}
-		u.g = graph_put(s->graphs, u.b.graph, p);
+		u.g = graph_put(s->graphs, u.b.graph, r->tenant, p);
 		if (!u.g) {
 			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 			goto out;
@@ -475,7 +475,7 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 					 u.b.in_name[i], u.b.in_key[i]);
 			goto out;
 		}
-		if (u.b.in_blob[i] && !blob_get(s->blobs, u.b.in_blob[i], &u.vals[i])) {
+		if (u.b.in_blob[i] && !blob_get(s->blobs, u.b.in_blob[i], r->tenant, &u.vals[i])) {
 			if (!json_object_get(seen, u.b.in_blob[i])) {
 				json_object_set_new(seen, u.b.in_blob[i], json_true());
 				json_array_append_new(missing, json_string(u.b.in_blob[i]));

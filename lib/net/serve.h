@@ -47,9 +47,21 @@ struct runq {
 	volatile sig_atomic_t cancel;
 };
 
+/* A tenant (--tokens; one, 0, without): the token's hash, its limits,
+ * and its share of the bodies in flight. */
+struct tenant {
+	char name[65];
+	char token_sha[TIR_SHA_HEX + 1];
+	int max_sessions;
+	uint64_t max_inflight;
+	atomic_uint_fast64_t reserved;
+};
+
 struct server {
 	struct tir_serve_opts o;       /* with the defaults filled in */
-	char token_sha[TIR_SHA_HEX + 1];
+	struct tenant *tenants;        /* ntenants: with --tokens, or the one of --token (or none) */
+	int ntenants;
+	bool open;                     /* no token at all: every request is tenant 0's */
 	struct blob_store *blobs;
 	struct graph_store *graphs;
 	struct session_store *sessions;
@@ -75,6 +87,7 @@ struct req {
 	enum route route;
 	char id[TIR_SHA_HEX + 1];      /* a session id or a blob name from the path */
 	bool id_ok;                    /* id is well formed for its route */
+	int tenant;                    /* whose token it carries (0 on an open server) */
 	int status;                    /* of the response queued, 0 before */
 	uint64_t in, out;
 	const char *allow;             /* the Allow header of a 405 */

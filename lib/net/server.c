@@ -208,39 +208,59 @@ static bool method_ok(enum route rt, const char *m)
 	return false;
 }
 
-/* Whether the request carries the token.  Both sides are hashed first,
- * so the comparison is over 64 bytes whatever was sent, in time that does
- * not depend on where they differ. */
-static bool authorized(const struct server *s, struct MHD_Connection *c)
+/* The tenant whose token the request carries, or -1.  Both sides are
+ * hashed first, so that each comparison is over 64 bytes whatever was
+ * sent, in time that does not depend on where they differ; every tenant's
+ * is compared, so the time does not say which one matched either. */
+static int tenant_of(const struct server *s, struct MHD_Connection *c)
 {
-	if (!s->o.token)
-		return true;
+	if (s->open)
+		return 0;
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7))
-		return false;
+		return -1;
 	h += 7;
 	while (*h == ' ')
 		h++;
 	char got[TIR_SHA_HEX + 1];
 	tir_sha256_hex(h, strlen(h), got);
-	return tir_const_eq(got, s->token_sha, TIR_SHA_HEX);
+	int who = -1;
+	for (int i = 0; i < s->ntenants; i++) {
+		bool eq = tir_const_eq(got, s->tenants[i].token_sha, TIR_SHA_HEX);
+		who = eq ? i : who;
+	}
+	return who;
 }
 
 /* ---- the budget for bodies in flight (--max-inflight) ---- */
 
 /* Grow r's share of the budget to cover a body held in `bytes` (none for
  * a small one); false when the budget has not that much left. */
+/* Take `more` of a budget of `cap` whose use is *used; false when it has
+ * not that much left. */
+static bool take(atomic_uint_fast64_t *used, uint64_t cap, uint64_t more)
+{
+	uint_fast64_t cur = atomic_load(used);
+	do {
+		if (more > cap - cur) /* cur never passes cap */
+			return false;
+	} while (!atomic_compare_exchange_weak(used, &cur, cur + more));
+	return true;
+}
+
 static bool reserve(struct server *s, struct req *r, uint64_t bytes)
 {
 	uint64_t want = bytes > SMALL_BODY ? bytes : 0;
 	if (want <= r->reserved)
 		return true;
 	uint64_t more = want - r->reserved;
-	uint_fast64_t cur = atomic_load(&s->reserved);
-	do {
-		if (more > s->o.max_inflight - cur) /* cur never passes max_inflight */
-			return false;
-	} while (!atomic_compare_exchange_weak(&s->reserved, &cur, cur + more));
+	struct tenant *t = &s->tenants[r->tenant];
+	if (!take(&t->reserved, t->max_inflight, more))
+		return false;
+	if (!take(&s->reserved, s->o.max_inflight, more)) {
+		atomic_fetch_sub(&t->reserved, more);
+		return false;
+	}
 	r->reserved = want;
 	return true;
 }
@@ -248,6 +268,7 @@ static bool reserve(struct server *s, struct req *r, uint64_t bytes)
 static void unreserve(struct server *s, struct req *r)
 {
 	atomic_fetch_sub(&s->reserved, r->reserved);
+	atomic_fetch_sub(&s->tenants[r->tenant].reserved, r->reserved);
 	r->reserved = 0;
 }
 
@@ -256,6 +277,13 @@ static enum MHD_Result reply_busy(struct server *s, struct MHD_Connection *c, st
 				  uint64_t len)
 {
 	r->retry_after = RETRY_AFTER;
+	const struct tenant *t = &s->tenants[r->tenant];
+	if (s->ntenants > 1 && atomic_load(&t->reserved) + len > t->max_inflight)
+		return reply_error(c, r, 503, "busy", NULL,
+				   "request bodies of tenant %s being received hold %llu of the %llu bytes it may "
+				   "send at once (--tokens); %llu more do not fit now: try again shortly",
+				   t->name, (unsigned long long)atomic_load(&t->reserved),
+				   (unsigned long long)t->max_inflight, (unsigned long long)len);
 	return reply_error(c, r, 503, "busy", NULL,
 			   "request bodies being received hold %llu of the %llu bytes this server allows "
 			   "at once (--max-inflight); %llu more do not fit now: try again shortly",
@@ -270,12 +298,14 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 {
 	r->route = route_of(url, r);
 	bool public = r->route == R_HEALTHZ || r->route == R_INFO || r->route == R_METRICS;
-	if (!public && !authorized(s, c))
+	r->tenant = public ? 0 : tenant_of(s, c);
+	if (r->tenant < 0) {
+		r->tenant = 0;
 		return reply_error(c, r, 401, "unauthorized", NULL, "%s",
-				   s->o.token && MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-									     MHD_HTTP_HEADER_AUTHORIZATION)
+				   MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)
 					   ? "wrong token"
 					   : "this server needs a token: Authorization: Bearer TOKEN");
+	}
 	if (r->route == R_NONE)
 		return reply_error(c, r, 404, "not_found", NULL, "no such path: %s", url);
 	/* a client says which protocol it speaks (curl need not) */
@@ -320,16 +350,26 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 				   "body: %llu bytes is over the %llu bytes this server receives at once "
 				   "(--max-inflight)",
 				   (unsigned long long)len, (unsigned long long)s->o.max_inflight);
+	const struct tenant *tn = &s->tenants[r->tenant];
+	if (r->has_len && len > SMALL_BODY && len > tn->max_inflight)
+		return reply_error(c, r, 413, "too_large", NULL,
+				   "body: %llu bytes is over the %llu bytes tenant %s may send at once (--tokens)",
+				   (unsigned long long)len, (unsigned long long)tn->max_inflight, tn->name);
 	if (r->route == R_BLOB) {
 		if (!r->has_len)
 			return reply_error(c, r, 411, "length_required", NULL,
 					   "PUT /v1/blobs/SHA256 needs a Content-Length");
-		bool held = blob_touch(s->blobs, r->id);
-		if (!held && len > s->o.blob_cache)
+		/* held by this tenant: the bytes are only checked.  Held by
+		 * another: they are checked and nothing is stored again, but the
+		 * budget and the limits are as for a new blob, so that no answer
+		 * says another tenant has it */
+		bool mine = blob_touch(s->blobs, r->id, r->tenant);
+		bool held = mine || blob_touch(s->blobs, r->id, -1);
+		if (!mine && len > s->o.blob_cache)
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
-		if (!held && !reserve(s, r, len))
+		if (!mine && !reserve(s, r, len))
 			return reply_busy(s, c, r, len);
 		if (!(r->up = upload_new(r->id, len, held)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
@@ -479,11 +519,18 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, struct req *r)
 {
 	char id[SESSION_ID_HEX + 1];
-	int rc = session_create(s->sessions, id);
+	const struct tenant *t = &s->tenants[r->tenant];
+	int rc = session_create(s->sessions, r->tenant, t->max_sessions, id);
+	if (rc == -1 || rc == -3)
+		r->retry_after = RETRY_AFTER;
 	if (rc == -1)
 		return reply_error(c, r, 503, "busy", NULL,
 				   "%d sessions are open, the most this server keeps (--max-sessions)",
 				   s->o.max_sessions);
+	if (rc == -3)
+		return reply_error(c, r, 503, "busy", NULL,
+				   "tenant %s has %d sessions open, the most it may (--tokens)", t->name,
+				   t->max_sessions);
 	if (rc)
 		return reply_error(c, r, 500, "internal", NULL, "cannot make a session (out of memory)");
 	return reply_json(c, r, 201, json_pack("{ss si}", "session", id, "ttl", s->o.session_ttl));
@@ -491,7 +538,7 @@ static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, 
 
 static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c, struct req *r)
 {
-	if (!r->id_ok || !session_delete(s->sessions, r->id))
+	if (!r->id_ok || !session_delete(s->sessions, r->id, r->tenant))
 		return reply_error(c, r, 404, "not_found", NULL, "no such session");
 	return reply(c, r, 204, NULL, NULL, 0);
 }
@@ -509,11 +556,15 @@ static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, stru
 		return reply_error(c, r, st, code, NULL, "%s", msg);
 	/* "bytes": the frame's, as the blob cache counts them */
 	json_int_t fbytes = (json_int_t)upload_frame_bytes(r->up);
-	if (held || blob_touch(s->blobs, r->id)) {
-		tir_tensor_release(&t);
-		return reply_json(c, r, 200, json_pack("{ss sI}", "blob", r->id, "bytes", fbytes));
+	/* the bytes are checked: the tenant holds the blob (stored now, or
+	 * there already); 200 only when it held it before it sent them */
+	int rc = held ? blob_grant(s->blobs, r->id, r->tenant) : blob_put(s->blobs, r->id, r->tenant, &t,
+									 (uint64_t)fbytes);
+	tir_tensor_release(&t);
+	if (rc < 0 && held) { /* checked, but evicted meanwhile: it is to be sent again */
+		r->retry_after = RETRY_AFTER;
+		return reply_error(c, r, 503, "busy", NULL, "the blob was evicted while it was checked; send it again");
 	}
-	int rc = blob_put(s->blobs, r->id, &t, (uint64_t)fbytes);
 	if (rc < 0)
 		return reply_error(c, r, 503, "busy", NULL, "no memory to keep the blob now");
 	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", fbytes));
@@ -690,12 +741,48 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
+/* The tenants: --tokens's, or one of --token, or one open to all. */
+static int tenants_make(struct server *s, struct tir_err *err)
+{
+	const struct tir_serve_tenant *in = s->o.tenants;
+	int n = in ? s->o.ntenants : 1;
+	if (n < 1 || n > TIR_MAX_TENANTS)
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "--tokens: %d tenants; a server has 1 to %d", n,
+				TIR_MAX_TENANTS);
+	s->tenants = calloc((size_t)n, sizeof *s->tenants);
+	if (!s->tenants)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	s->ntenants = n;
+	s->open = !in && !s->o.token;
+	for (int i = 0; i < n; i++) {
+		struct tenant *t = &s->tenants[i];
+		const char *name = in ? in[i].name : s->open ? "anyone" : "token";
+		const char *tok = in ? in[i].token : s->o.token;
+		snprintf(t->name, sizeof t->name, "%s", name);
+		if (tok)
+			tir_sha256_hex(tok, strlen(tok), t->token_sha);
+		t->max_sessions = in && in[i].max_sessions > 0 ? in[i].max_sessions : s->o.max_sessions;
+		t->max_inflight = in && in[i].max_inflight > 0 ? in[i].max_inflight : s->o.max_inflight;
+		atomic_init(&t->reserved, 0);
+		for (int j = 0; j < i; j++)
+			if (!strcmp(s->tenants[j].token_sha, t->token_sha)) {
+				tir_errf(err, TIR_EUNSUPPORTED, NULL, "--tokens: tenants %s and %s have the same token",
+					 s->tenants[j].name, t->name);
+				free(s->tenants);
+				s->tenants = NULL;
+				return -err->code;
+			}
+	}
+	return 0;
+}
+
 static void server_free(struct server *s)
 {
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
 	free(s->info);
+	free(s->tenants);
 	free(s->tls_cert);
 	if (s->tls_key) /* the key does not outlive the server in freed memory */
 		explicit_bzero(s->tls_key, strlen(s->tls_key));
@@ -725,13 +812,16 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		uint64_t twice = s->o.max_body > UINT64_MAX / 2 ? UINT64_MAX : 2 * s->o.max_body;
 		s->o.max_inflight = twice > s->o.blob_cache ? twice : s->o.blob_cache;
 	}
-	if (s->o.token)
-		tir_sha256_hex(s->o.token, strlen(s->o.token), s->token_sha);
+	if (tenants_make(s, err)) {
+		free(s);
+		return -err->code;
+	}
 	if (s->o.tls_cert || s->o.tls_key) {
 		int rc = !s->o.tls_cert || !s->o.tls_key
 				 ? tir_errf(err, TIR_EUNSUPPORTED, NULL, "--tls-cert and --tls-key go together")
 				 : tir_tls_load(s->o.tls_cert, s->o.tls_key, &s->tls_cert, &s->tls_key, err);
 		if (rc) {
+			free(s->tenants);
 			free(s);
 			return rc;
 		}

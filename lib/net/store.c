@@ -124,7 +124,18 @@ struct blob {
 	char sha[TIR_SHA_HEX + 1];
 	struct tir_tensor t;
 	uint64_t bytes;
+	uint64_t holders[TENANT_WORDS]; /* the tenants that sent its bytes: one bit each */
 };
+
+static bool holds(const struct blob *b, int tenant)
+{
+	return b->holders[tenant / 64] >> (tenant % 64) & 1;
+}
+
+static void grant(struct blob *b, int tenant)
+{
+	b->holders[tenant / 64] |= (uint64_t)1 << (tenant % 64);
+}
 
 struct blob_store {
 	pthread_mutex_t mu;
@@ -165,12 +176,19 @@ void blob_store_free(struct blob_store *s)
 	free(s);
 }
 
-bool blob_get(struct blob_store *s, const char *sha, struct tir_tensor *t)
+/* Blob sha if tenant holds it (or any tenant, with tenant -1); s->mu held. */
+static struct blob *find_held(struct blob_store *s, const char *sha, int tenant)
+{
+	struct hlink *l = ht_find(&s->tab, sha);
+	struct blob *b = l ? CONTAINER(l, struct blob, h) : NULL;
+	return b && (tenant < 0 || holds(b, tenant)) ? b : NULL;
+}
+
+bool blob_get(struct blob_store *s, const char *sha, int tenant, struct tir_tensor *t)
 {
 	pthread_mutex_lock(&s->mu);
-	struct hlink *l = ht_find(&s->tab, sha);
-	if (l) {
-		struct blob *b = CONTAINER(l, struct blob, h);
+	struct blob *b = find_held(s, sha, tenant);
+	if (b) {
 		lru_front(&s->order, &b->l);
 		tir_tensor_ref(t, &b->t);
 		s->st.hits++;
@@ -178,20 +196,33 @@ bool blob_get(struct blob_store *s, const char *sha, struct tir_tensor *t)
 		s->st.misses++;
 	}
 	pthread_mutex_unlock(&s->mu);
-	return l != NULL;
+	return b != NULL;
 }
 
-bool blob_touch(struct blob_store *s, const char *sha)
+bool blob_touch(struct blob_store *s, const char *sha, int tenant)
 {
 	pthread_mutex_lock(&s->mu);
-	struct hlink *l = ht_find(&s->tab, sha);
-	if (l)
-		lru_front(&s->order, &CONTAINER(l, struct blob, h)->l);
+	struct blob *b = find_held(s, sha, tenant);
+	if (b)
+		lru_front(&s->order, &b->l);
 	pthread_mutex_unlock(&s->mu);
-	return l != NULL;
+	return b != NULL;
 }
 
-int blob_put(struct blob_store *s, const char *sha, struct tir_tensor *t, uint64_t bytes)
+int blob_grant(struct blob_store *s, const char *sha, int tenant)
+{
+	pthread_mutex_lock(&s->mu);
+	struct blob *b = find_held(s, sha, -1);
+	int rc = !b ? -1 : holds(b, tenant) ? 0 : 1;
+	if (b) {
+		grant(b, tenant);
+		lru_front(&s->order, &b->l);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+int blob_put(struct blob_store *s, const char *sha, int tenant, struct tir_tensor *t, uint64_t bytes)
 {
 	struct blob *b = calloc(1, sizeof *b);
 	if (!b) {
@@ -203,14 +234,17 @@ int blob_put(struct blob_store *s, const char *sha, struct tir_tensor *t, uint64
 	b->t = *t;
 	memset(t, 0, sizeof *t);
 	b->bytes = bytes;
+	grant(b, tenant);
 	lru_init(&b->l);
 	struct lru gone;               /* evicted, freed after the unlock */
 	lru_init(&gone);
 	int rc;
 	pthread_mutex_lock(&s->mu);
-	if (ht_find(&s->tab, sha)) {
-		lru_front(&s->order, &CONTAINER(ht_find(&s->tab, sha), struct blob, h)->l);
-		rc = 0;
+	struct blob *had = find_held(s, sha, -1);
+	if (had) { /* the bytes are there: the tenant holds them now too */
+		rc = holds(had, tenant) ? 0 : 1;
+		grant(had, tenant);
+		lru_front(&s->order, &had->l);
 	} else if (ht_insert(&s->tab, &b->h)) {
 		rc = -1;
 	} else {
@@ -302,11 +336,11 @@ void graph_store_free(struct graph_store *s)
 	free(s);
 }
 
-struct graph *graph_get(struct graph_store *s, const char *sha)
+struct graph *graph_get(struct graph_store *s, const char *sha, int tenant)
 {
 	pthread_mutex_lock(&s->mu);
 	struct graph *g = s->b[graph_bucket(s, sha)];
-	while (g && strcmp(g->sha, sha))
+	while (g && (strcmp(g->sha, sha) || g->tenant != tenant))
 		g = g->next;
 	if (g) {
 		g->refs++;
@@ -317,7 +351,7 @@ struct graph *graph_get(struct graph_store *s, const char *sha)
 	return g;
 }
 
-struct graph *graph_put(struct graph_store *s, const char *sha, struct tir_program *p)
+struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, struct tir_program *p)
 {
 	struct graph *g = calloc(1, sizeof *g);
 	if (g)
@@ -328,11 +362,12 @@ struct graph *graph_put(struct graph_store *s, const char *sha, struct tir_progr
 		return NULL;
 	}
 	memcpy(g->sha, sha, TIR_SHA_HEX + 1);
+	g->tenant = tenant;
 	g->prog = p;
 	struct graph *victim = NULL, *dup = NULL;
 	pthread_mutex_lock(&s->mu);
 	size_t k = graph_bucket(s, sha);
-	for (dup = s->b[k]; dup && strcmp(dup->sha, sha);)
+	for (dup = s->b[k]; dup && (strcmp(dup->sha, sha) || dup->tenant != tenant);)
 		dup = dup->next;
 	if (dup) {
 		dup->refs++;
@@ -403,6 +438,7 @@ struct sval {
 struct session {
 	struct hlink h;
 	char id[SESSION_ID_HEX + 1];
+	int tenant;                    /* whose: no other tenant's request finds it */
 	double last;                   /* monotonic seconds of the last request */
 	int refs;                      /* requests under way */
 	bool dead;                     /* deleted or expired: freed at the last unref */
@@ -414,6 +450,7 @@ struct session_store {
 	struct htab tab;
 	int max, ttl;
 	uint64_t created;
+	int per[TIR_MAX_TENANTS];      /* sessions open, by tenant */
 };
 
 struct session_store *session_store_new(int max_sessions, int ttl_seconds)
@@ -464,6 +501,7 @@ static void sweep_locked(struct session_store *s, struct session **gone)
 			if (!ss->refs && now - ss->last > s->ttl) {
 				*pp = ss->h.next;
 				s->tab.n--;
+				s->per[ss->tenant]--;
 				ss->dead = true;
 				ss->h.next = *gone ? &(*gone)->h : NULL; /* a list of the gone */
 				*gone = ss;
@@ -491,7 +529,7 @@ void session_sweep(struct session_store *s)
 	free_gone(gone);
 }
 
-int session_create(struct session_store *s, char id[SESSION_ID_HEX + 1])
+int session_create(struct session_store *s, int tenant, int tenant_max, char id[SESSION_ID_HEX + 1])
 {
 	unsigned char r[16];
 	if (RAND_bytes(r, sizeof r) != 1)
@@ -508,16 +546,19 @@ int session_create(struct session_store *s, char id[SESSION_ID_HEX + 1])
 	memcpy(ss->id, id, sizeof ss->id);
 	ss->h.key = ss->id;
 	ss->last = now_s();
+	ss->tenant = tenant;
 	struct session *gone = NULL;
 	int rc = 0;
 	pthread_mutex_lock(&s->mu);
 	sweep_locked(s, &gone);
-	if (s->tab.n >= (size_t)s->max)
+	if (s->per[tenant] >= tenant_max)
+		rc = -3;
+	else if (s->tab.n >= (size_t)s->max)
 		rc = -1;
 	else if (ht_find(&s->tab, id) || ht_insert(&s->tab, &ss->h))
 		rc = -2; /* a collision of 128 random bits is not going to happen */
 	else
-		s->created++;
+		s->created++, s->per[tenant]++;
 	pthread_mutex_unlock(&s->mu);
 	free_gone(gone);
 	if (rc)
@@ -525,14 +566,17 @@ int session_create(struct session_store *s, char id[SESSION_ID_HEX + 1])
 	return rc;
 }
 
-struct session *session_get(struct session_store *s, const char *id)
+struct session *session_get(struct session_store *s, const char *id, int tenant)
 {
 	pthread_mutex_lock(&s->mu);
 	struct hlink *l = ht_find(&s->tab, id);
 	struct session *ss = l ? CONTAINER(l, struct session, h) : NULL;
+	if (ss && ss->tenant != tenant)
+		ss = NULL; /* another tenant's is no session of this one's */
 	/* an idle session past its TTL is gone even before a sweep sees it */
 	if (ss && !ss->refs && now_s() - ss->last > s->ttl) {
 		ht_remove(&s->tab, &ss->h);
+		s->per[ss->tenant]--;
 		session_free(ss);
 		ss = NULL;
 	}
@@ -556,14 +600,17 @@ void session_unref(struct session_store *s, struct session *ss)
 		session_free(ss);
 }
 
-bool session_delete(struct session_store *s, const char *id)
+bool session_delete(struct session_store *s, const char *id, int tenant)
 {
 	pthread_mutex_lock(&s->mu);
 	struct hlink *l = ht_find(&s->tab, id);
 	struct session *ss = l ? CONTAINER(l, struct session, h) : NULL;
+	if (ss && ss->tenant != tenant)
+		ss = NULL;
 	bool now = false;
 	if (ss) {
 		ht_remove(&s->tab, &ss->h);
+		s->per[ss->tenant]--;
 		ss->dead = true;
 		now = ss->refs == 0;
 	}

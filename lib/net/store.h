@@ -4,7 +4,8 @@
  * of a blob upload as it arrives (upload.c):
  *
  *   blobs     SHA-256 -> decoded tensor, least recently used evicted past
- *             a byte budget; shared by all sessions
+ *             a byte budget; shared by a tenant's sessions (held once,
+ *             seen only by the tenants that sent its bytes)
  *   graphs    SHA-256 of a batch text -> its parsed program and a tir_exec
  *             (with the exec's plan cache); bounded in count
  *   sessions  random 128-bit id -> values kept under client-chosen keys;
@@ -19,6 +20,11 @@
 
 #include "net.h"
 
+/* Tenants (--tokens): each has its own sessions and its own view of the
+ * blobs, numbered 0..TIR_MAX_TENANTS-1 (one tenant, 0, without --tokens). */
+#define TIR_MAX_TENANTS 256
+#define TENANT_WORDS (TIR_MAX_TENANTS / 64)
+
 /* ---- blobs ---- */
 
 struct blob_store;
@@ -30,21 +36,30 @@ struct blob_stats {
 /* returns: new, free with blob_store_free; NULL when out of memory. */
 struct blob_store *blob_store_new(uint64_t cap_bytes);
 void blob_store_free(struct blob_store *s);
+/* A blob is held once, whoever sent it, but a tenant sees only the blobs
+ * it sent the bytes of: its name alone is no key to it (a tenant that
+ * knows a SHA-256 must still prove the bytes).  tenant -1: any. */
 /* A new reference to blob sha's tensor in *t (and the blob becomes the
- * most recently used); false when it is not held.  Counts a hit or a miss. */
-bool blob_get(struct blob_store *s, const char *sha, struct tir_tensor *t);
-/* Whether sha is held (counts nothing, touches it). */
-bool blob_touch(struct blob_store *s, const char *sha);
-/* Keep t under sha (takes t's reference; t is left empty), then evict
- * least recently used blobs past the budget.  returns 1 when stored, 0
- * when sha was held already (t released), -1 when out of memory. */
-int blob_put(struct blob_store *s, const char *sha, struct tir_tensor *t, uint64_t bytes);
+ * most recently used); false when tenant does not hold it.  Counts a hit
+ * or a miss. */
+bool blob_get(struct blob_store *s, const char *sha, int tenant, struct tir_tensor *t);
+/* Whether tenant holds sha (counts nothing, touches it). */
+bool blob_touch(struct blob_store *s, const char *sha, int tenant);
+/* tenant sent sha's bytes, which the server has: it holds it now.
+ * returns 1 (newly), 0 (it did already), -1 (not there: evicted since). */
+int blob_grant(struct blob_store *s, const char *sha, int tenant);
+/* Keep t under sha for tenant (takes t's reference; t is left empty), then
+ * evict least recently used blobs past the budget.  returns 1 when stored
+ * or newly the tenant's (t released when the bytes were there), 0 when
+ * the tenant held it already (t released), -1 when out of memory. */
+int blob_put(struct blob_store *s, const char *sha, int tenant, struct tir_tensor *t, uint64_t bytes);
 void blob_store_stats(struct blob_store *s, struct blob_stats *st);
 
 /* ---- graphs ---- */
 
 struct graph {
 	char sha[TIR_SHA_HEX + 1];
+	int tenant;                    /* whose: a tenant learns nothing of another's texts */
 	struct tir_program *prog;
 	struct tir_exec *x;            /* used under the server's compute mutex only */
 	/* store.c's: */
@@ -56,12 +71,12 @@ struct graph_store;
 
 struct graph_store *graph_store_new(int max_graphs);
 void graph_store_free(struct graph_store *s);
-/* The graph named sha with a reference (release with graph_unref), or NULL. */
-struct graph *graph_get(struct graph_store *s, const char *sha);
+/* Tenant's graph named sha with a reference (release with graph_unref), or NULL. */
+struct graph *graph_get(struct graph_store *s, const char *sha, int tenant);
 /* Keep a parsed program under sha (takes p; it gets an exec) and return
  * it with a reference; when another request stored sha meanwhile, p is
  * freed and that one is returned.  NULL when out of memory (p freed). */
-struct graph *graph_put(struct graph_store *s, const char *sha, struct tir_program *p);
+struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, struct tir_program *p);
 void graph_unref(struct graph_store *s, struct graph *g);
 uint64_t graph_store_hits(struct graph_store *s);
 size_t graph_store_count(struct graph_store *s);
@@ -77,16 +92,18 @@ struct session_store;
 
 struct session_store *session_store_new(int max_sessions, int ttl_seconds);
 void session_store_free(struct session_store *s);
-/* Make a session; its id (32 hex digits of 128 random bits) in id.
- * returns 0; -1 when max_sessions are open after expiring idle ones;
- * -2 when out of memory or without randomness. */
-int session_create(struct session_store *s, char id[SESSION_ID_HEX + 1]);
-/* The live session id, touched, with a reference (session_unref), or NULL. */
-struct session *session_get(struct session_store *s, const char *id);
+/* Make a session of tenant's; its id (32 hex digits of 128 random bits)
+ * in id.  returns 0; -1 when max_sessions are open after expiring idle
+ * ones; -3 when the tenant has tenant_max open; -2 when out of memory or
+ * without randomness. */
+int session_create(struct session_store *s, int tenant, int tenant_max, char id[SESSION_ID_HEX + 1]);
+/* The live session id of tenant's, touched, with a reference
+ * (session_unref), or NULL (none, or another tenant's). */
+struct session *session_get(struct session_store *s, const char *id, int tenant);
 void session_unref(struct session_store *s, struct session *ss);
 /* Delete session id now (a run under way finishes on its own reference).
  * returns false when there is no such session. */
-bool session_delete(struct session_store *s, const char *id);
+bool session_delete(struct session_store *s, const char *id, int tenant);
 /* Expire sessions idle past the TTL. */
 void session_sweep(struct session_store *s);
 /* A new reference to the value kept under key in *t; false when none. */

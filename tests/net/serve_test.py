@@ -833,6 +833,132 @@ def test_token():
         srv.stop()
 
 
+def test_tenants():
+    d = tempfile.mkdtemp(prefix="tir-tenants.")
+    try:
+        path = os.path.join(d, "tokens")
+        with open(path, "w") as f:
+            f.write("# tenants of this test\n\nalice  a-token-of-alice  sessions=2\n"
+                    "bob b-token-of-bob inflight=1M\n")
+        os.chmod(path, 0o600)
+        srv = Server("--tokens", path, env={"TIR_TOKEN": "the-env-token"})
+    except Exception:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+    alice = {"Authorization": "Bearer a-token-of-alice"}
+    bob = {"Authorization": "Bearer b-token-of-bob"}
+    try:
+        check("tenants: no warning for a file of mode 600", not srv.logged("can be read by other users"))
+        r = request(srv, "POST", "/v1/sessions", headers={"Authorization": "Bearer the-env-token"})
+        check("tenants: TIR_TOKEN is no tenant's token with --tokens", error_is(r, 401, "unauthorized"), describe(r))
+        r = request(srv, "POST", "/v1/sessions")
+        check("tenants: 401 without a token", error_is(r, 401, "unauthorized"), describe(r))
+        sa, sb = new_session(srv, headers=alice), new_session(srv, headers=bob)
+        check("tenants: each makes a session", sa is not None and sb is not None)
+        # alice's secret: a blob bob has never sent
+        secret = np.array([3, 1, 4, 1], np.float32)
+        h, r = put_blob(srv, secret, headers=alice)
+        check("tenants: alice stores a blob (201)", r.status == 201, describe(r))
+        h2, r = put_blob(srv, secret, headers=alice)
+        check("tenants: alice sends it again (200: she holds it)", h2 == h and r.status == 200, describe(r))
+        text = "input t0: f32[4]\nt1: f32[4] = neg(t0)\nprint t1\n"
+        # bob names it among 1,000 hashes: every one is missing, hers too
+        names = [hashlib.sha256(b"candidate %d" % i).hexdigest() for i in range(999)] + [h]
+        body = {"graph": sha(text), "text": text, "inputs": {"t0": {"blob": h}}}
+        r = request(srv, "POST", f"/v1/sessions/{sb}/run", body, bob)
+        check("tenants: bob naming alice's blob gets 409 missing", r.status == 409 and
+              r.err().get("blobs") == [h], describe(r))
+        text2 = "".join(f"input t{i}: f32[4]\n" for i in range(1000)) + "print t999\n"
+        body = {"graph": sha(text2), "text": text2,
+                "inputs": {f"t{i}": {"blob": n} for i, n in enumerate(names)}}
+        r = request(srv, "POST", f"/v1/sessions/{sb}/run", body, bob)
+        check("tenants: 1,000 candidate hashes: all 1,000 missing (hers not told apart)",
+              r.status == 409 and sorted(r.err().get("blobs", [])) == sorted(names), describe(r))
+        h3, r = put_blob(srv, secret, headers=bob)
+        check("tenants: bob sends the same bytes: 201, as for a blob the server lacks", r.status == 201, describe(r))
+        r = run(srv, sb, text, {"t0": {"blob": h}}, headers=bob)
+        check("tenants: then bob's run has it", r.status == 200 and
+              np.array_equal(results(r.body)[1][0], -secret), describe(r))
+        # a wrong body under alice's name, from bob: refused, nothing granted
+        r = request(srv, "PUT", "/v1/blobs/" + blob(frame(np.zeros(4, np.float32)))[0], blob(frame(secret))[1], bob)
+        check("tenants: bytes that are not the name's: 400", r.status == 400, describe(r))
+        # sessions are the tenant's
+        r = run(srv, sa, text, {"t0": {"blob": h}}, headers=bob)
+        check("tenants: bob cannot run in alice's session (404)", error_is(r, 404, "not_found"), describe(r))
+        r = request(srv, "DELETE", f"/v1/sessions/{sa}", headers=bob)
+        check("tenants: bob cannot delete alice's session (404)", error_is(r, 404, "not_found"), describe(r))
+        r = run(srv, sa, text, {"t0": {"blob": h}}, headers=alice)
+        check("tenants: alice's session is still hers", r.status == 200, describe(r))
+        # graphs are the tenant's: bob's text is not alice's to name
+        t3 = "input t0: f32[4]\nt1: f32[4] = abs(t0)\nprint t1\n"
+        r = run(srv, sb, t3, {"t0": {"blob": h}}, headers=bob)
+        check("tenants: bob runs a new text", r.status == 200, describe(r))
+        r = run(srv, sa, t3, {"t0": {"blob": h}}, headers=alice, send_text=False)
+        check("tenants: alice naming bob's text by its hash gets 409 (graph)", r.status == 409 and
+              r.err().get("graph") is True, describe(r))
+        # limits of each tenant
+        s2 = new_session(srv, headers=alice)
+        r = request(srv, "POST", "/v1/sessions", headers=alice)
+        check("tenants: alice's third session: 503 with Retry-After (sessions=2)",
+              error_is(r, 503, "busy") and "tenant alice has 2 sessions open" in r.err().get("message", "") and
+              "retry-after" in r.headers, describe(r))
+        check("tenants: bob still makes sessions", new_session(srv, headers=bob) is not None)
+        big = np.zeros(1 << 19, np.float32)  # 2 MiB: over bob's inflight=1M, answered before the body
+        hb, body = blob(frame(big))
+        out = raw(srv, b"PUT /v1/blobs/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer b-token-of-bob\r\n"
+                  b"Content-Length: %d\r\n\r\n" % (hb.encode(), len(body)))
+        check("tenants: a body over bob's inflight=1M: 413 naming the tenant",
+              out.startswith(b"HTTP/1.1 413") and b"tenant bob may send" in out, out[:300])
+        hb, r = put_blob(srv, big, headers=alice)
+        check("tenants: the same body from alice: 201", r.status == 201, describe(r))
+        request(srv, "DELETE", f"/v1/sessions/{s2}", headers=alice)
+    finally:
+        srv.stop()
+    # the file itself
+    def serve_exit(*args, env=None):
+        e = dict(os.environ)
+        e.pop("TIR_TOKEN", None)
+        e.update(env or {})
+        p = subprocess.run([TIR, "serve", "--port", "0", *args], capture_output=True, timeout=30, env=e)
+        return p.returncode, p.stderr.decode()
+    try:
+        for name, content, want in (
+                ("one field", "alice\n", ":1: expected NAME TOKEN"),
+                ("a bad name", "al/ice tok\n", ":1: a name is 1 to 64 of"),
+                ("a bad option", "alice tok sessions=0\n", ":1: an option is sessions=N or inflight=BYTES"),
+                ("an unknown option", "# c\nalice tok color=red\n", ":2: an option is"),
+                ("five fields", "alice tok sessions=1 inflight=1M more\n", ":1: more than NAME TOKEN"),
+                ("a name twice", "alice t1\nalice t2\n", ":2: a name given twice"),
+                ("no tenants", "# nobody\n\n", ": no tenants in it")):
+            path = os.path.join(d, "bad")
+            with open(path, "w") as f:
+                f.write(content)
+            os.chmod(path, 0o600)
+            st, err = serve_exit("--tokens", path)
+            check(f"tenants: a tokens file with {name}: exit 1", st == 1 and
+                  err.startswith(f"tir serve: --tokens {path}") and want in err, f"{st} {err[:200]}")
+        with open(path, "w") as f:
+            f.write("alice same\nbob same\n")
+        st, err = serve_exit("--tokens", path)
+        check("tenants: two tenants with one token: exit 1", st == 1 and
+              "tenants alice and bob have the same token" in err, f"{st} {err[:200]}")
+        st, err = serve_exit("--tokens", os.path.join(d, "none"))
+        check("tenants: a missing tokens file: exit 1", st == 1 and "No such file" in err, err[:200])
+        st, err = serve_exit("--tokens", path, "--token", "x")
+        check("tenants: --token and --tokens: exit 2", st == 2 and "--token or --tokens, not both" in err, err[:200])
+        with open(path, "w") as f:
+            f.write("alice a-token\n")
+        os.chmod(path, 0o644)
+        srv = Server("--tokens", path)
+        try:
+            check("tenants: a tokens file others can read: a warning",
+                  srv.wait_log(r"^tir serve: warning: --tokens .* can be read by other users \(chmod 600 "))
+        finally:
+            srv.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_ttl_and_lru():
     # a blob is 24 + 4096 bytes; the cache holds two
     srv = Server("--session-ttl", "1", "--blob-cache", "9000")
@@ -1476,7 +1602,7 @@ def main():
     if not os.access(TIR, os.X_OK):
         check("tir binary", False, TIR + " is missing")
     else:
-        for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_ttl_and_lru,
+        for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
                   test_big_blobs, test_inflight, test_long_batch,
                   test_client_gone):
             try:
