@@ -82,6 +82,8 @@ enum MHD_Result reply_with(struct MHD_Connection *c, struct req *r, int status, 
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (r->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (status == 503 && !r->retry_after) /* every 503 says when to try again */
+		r->retry_after = RETRY_AFTER;
 	if (r->retry_after)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);

@@ -754,7 +754,8 @@ def test_errors():
         # 503 busy: --max-sessions 3 (one open already)
         s2, s3 = new_session(srv), new_session(srv)
         r = request(srv, "POST", "/v1/sessions")
-        check("503 busy: past --max-sessions", error_is(r, 503, "busy"), describe(r))
+        check("503 busy: past --max-sessions, with Retry-After (every 503 has one)",
+              error_is(r, 503, "busy") and r.headers.get("retry-after") == "1", describe(r))
         request(srv, "DELETE", f"/v1/sessions/{s3}")
         check("a session again after a DELETE", new_session(srv) is not None)
 
