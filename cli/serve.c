@@ -35,6 +35,10 @@ const char *const cli_serve_help =
 	"                       is read (default: the larger of 2 x --max-body and\n"
 	"                       --blob-cache; bodies of 64K or less are not counted)\n"
 	"  --threads N          threads for the engine (default: one per processor)\n"
+	"  --max-memory BYTES   tensors held at once: blobs, kept values and batches\n"
+	"                       together; a batch whose next value would pass it is\n"
+	"                       stopped there (413, at its op) (default: 3/4 of the\n"
+	"                       machine's memory, or of its cgroup's limit if lower)\n"
 	"  --tls-cert FILE      serve HTTPS with this certificate (PEM; a chain: the\n"
 	"                       server's first); clients use --remote https://HOST:PORT\n"
 	"  --tls-key FILE       the certificate's private key (PEM, not encrypted)\n"
@@ -206,7 +210,8 @@ int cli_serve(int argc, char **argv)
 		}
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
-						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens"};
+						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens",
+						    "--max-memory"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -275,6 +280,9 @@ int cli_serve(int argc, char **argv)
 		case 11:
 			tokens_file = val;
 			ok = *val != 0;
+			break;
+		case 12:
+			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_memory);
 			break;
 		}
 		if (!ok) {

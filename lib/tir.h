@@ -67,7 +67,8 @@ enum tir_code {
 	TIR_EUNSUPPORTED = 6,
 	TIR_EINCOMPLETE = 7, /* input ended inside an open bracket (REPL: read more) */
 	TIR_ENET = 8,      /* the remote could not be reached or broke protocol */
-	TIR_EINTERRUPT = 9
+	TIR_EINTERRUPT = 9,
+	TIR_EBUDGET = 10     /* a tensor would pass the memory budget (tir serve --max-memory) */
 };
 
 struct tir_source;   /* one chunk of program text (a file, a REPL line) */
@@ -271,6 +272,10 @@ struct tir_serve_opts {
 	uint64_t max_inflight;      /* bytes of request bodies being received at once (0: the
 				     * larger of 2 x max_body and blob_cache) */
 	int threads;                /* compute threads (0: the default) */
+	/* bytes of tensors held at once: blobs, kept values and batches
+	 * together (0: three quarters of the machine's memory, or of the
+	 * cgroup's limit when that is lower) */
+	uint64_t max_memory;
 	/* HTTPS: files of the certificate (chain) and its key, PEM; both or
 	 * neither (NULL: plain HTTP) */
 	const char *tls_cert, *tls_key;

@@ -32,6 +32,10 @@ struct tir_tensor {
 size_t tir_mem_current(void);
 size_t tir_mem_peak(void);
 void tir_mem_reset_peak(void);
+/* A budget for all tensor bytes held at once (0: none, the default):
+ * past it tir_tensor_alloc fails with TIR_EBUDGET before it allocates. */
+void tir_mem_set_limit(size_t bytes);
+size_t tir_mem_limit(void);
 /* Free the cache of released buffers kept for reuse. */
 void tir_mem_trim(void);
 

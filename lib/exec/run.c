@@ -1324,6 +1324,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(x, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
+				err->loc = n->loc;
 			if (x->profile && !rc)
 				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk,
 					       tir_pool_offered() - t0k);
@@ -1356,6 +1358,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				inp[k] = vals[n->in[k]->id];
 		struct tir_err e = {0};
 		rc = eval_node(x, n, inp, &vals[i], &e);
+		if (rc && e.code == TIR_EBUDGET && !e.loc.src)
+			e.loc = n->loc;
 		if (rc)
 			*err = e;
 		else if (small_const)

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,12 +38,31 @@ void tir_mem_reset_peak(void)
 	atomic_store(&mem_peak, atomic_load(&mem_current));
 }
 
-static void mem_add(size_t n)
+static atomic_size_t mem_limit;
+
+void tir_mem_set_limit(size_t bytes)
 {
-	size_t now = atomic_fetch_add(&mem_current, n) + n;
+	atomic_store(&mem_limit, bytes);
+}
+
+size_t tir_mem_limit(void)
+{
+	return atomic_load(&mem_limit);
+}
+
+/* n more bytes held, within the budget (false: nothing taken). */
+static bool mem_add(size_t n)
+{
+	size_t lim = atomic_load(&mem_limit), cur = atomic_load(&mem_current);
+	do {
+		if (lim && (n > lim || cur > lim - n))
+			return false;
+	} while (!atomic_compare_exchange_weak(&mem_current, &cur, cur + n));
+	size_t now = cur + n;
 	size_t peak = atomic_load(&mem_peak);
 	while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
 		;
+	return true;
 }
 
 /* A small cache of freed large buffers, reused by exact size: a run
@@ -138,6 +158,18 @@ static void *big_alloc(size_t bytes)
 	return p;
 }
 
+/* n bytes for a person: "3.2 GiB", "64 MiB", "120 KiB", "40 B" */
+static const char *mib(size_t n, char out[32])
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)n;
+	int u = 0;
+	while (v >= 1024 && u < 4)
+		v /= 1024, u++;
+	snprintf(out, 32, u && v < 10 ? "%.1f %s" : "%.0f %s", v, unit[u]);
+	return out;
+}
+
 static void empty(struct tir_tensor *t)
 {
 	memset(t, 0, sizeof *t);
@@ -178,12 +210,19 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	size_t rounded = (bytes + TIR_ALIGN - 1) / TIR_ALIGN * TIR_ALIGN;
 	if (rounded == 0)
 		rounded = TIR_ALIGN;
+	if (!mem_add(rounded)) {
+		char a[32], h[32], l[32];
+		return tir_errf(err, TIR_EBUDGET, NULL,
+				"a value of %s would pass the memory budget: %s held of %s (--max-memory)",
+				mib(rounded, a), mib(atomic_load(&mem_current), h), mib(atomic_load(&mem_limit), l));
+	}
 	struct tir_buf *b = malloc(sizeof *b);
 	void *data = b ? pool_take(rounded) : NULL;
 	if (b && !data)
 		data = big_alloc(rounded);
 	if (!data) {
 		free(b);
+		atomic_fetch_sub(&mem_current, rounded);
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory allocating %zu bytes",
 				rounded);
 	}
@@ -192,7 +231,6 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	b->refs = 1;
 	b->bytes = rounded;
 	b->data = data;
-	mem_add(rounded);
 
 	t->dtype = dt;
 	t->rank = rank;

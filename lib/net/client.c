@@ -1019,9 +1019,14 @@ static int program_failed(struct tir_remote *r, const struct tir_batch *b, long 
 		return http_failed(r, status, err);
 	}
 	const struct tir_node *n = json_is_integer(line) ? tir_batch_line_node(b, (long)json_integer_value(line)) : NULL;
-	int code = status == 422 ? TIR_ERUNTIME : TIR_ETYPE;
-	int rc = n ? tir_errf(err, code, &n->loc, "%s", msg)
-		   : tir_errf(err, code, NULL, "remote %s: %s", r->name, msg);
+	/* a batch over the server's memory budget is the remote's refusal
+	 * (exit 3), said at the op whose value would have passed it */
+	int code = status == 413 ? TIR_ENET : status == 422 ? TIR_ERUNTIME : TIR_ETYPE;
+	int rc;
+	if (n && status != 413) /* a program's error reads as a local run's */
+		rc = tir_errf(err, code, &n->loc, "%s", msg);
+	else
+		rc = tir_errf(err, code, n ? &n->loc : NULL, "remote %s: %s", r->name, msg);
 	json_decref(root);
 	return rc;
 }
@@ -1168,11 +1173,11 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 				rc = session_make(r, err);
 			continue;
 		}
-		if (st == 400 || st == 422) {
+		if (st == 400 || st == 422 || st == 413) {
 			json_t *root;
 			json_t *e = reply_error(r, &root);
 			const char *code = e ? json_string_value(json_object_get(e, "code")) : NULL;
-			bool prog = code && (!strcmp(code, "program") || !strcmp(code, "runtime"));
+			bool prog = code && (!strcmp(code, "program") || !strcmp(code, "runtime") || !strcmp(code, "memory"));
 			json_decref(root);
 			rc = prog ? program_failed(r, &b, st, err) : http_failed(r, st, err);
 			break;

@@ -360,6 +360,16 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 		if (err.code == TIR_ENOMEM)
 			return reply_error(c, r, 500, "internal", NULL, "%s", err.msg);
 		char *rend = tir_err_render(&err);
+		if (err.code == TIR_EBUDGET) { /* what the batch asks for is more than the server allows */
+			json_t *extra = err_json(&err, rend);
+			if (extra) {
+				json_object_set_new(extra, "budget", json_integer((json_int_t)tir_mem_limit()));
+				json_object_set_new(extra, "held", json_integer((json_int_t)tir_mem_current()));
+			}
+			enum MHD_Result ok = reply_error(c, r, 413, "memory", extra, "%s", err.msg);
+			free(rend);
+			return ok;
+		}
 		enum MHD_Result ok = reply_error(c, r, 422, "runtime", err_json(&err, rend), "%s", err.msg);
 		free(rend);
 		return ok;

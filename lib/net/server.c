@@ -453,7 +453,8 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+				   "max_memory", (json_int_t)s->o.max_memory,
 				   "max_inflight", (json_int_t)s->o.max_inflight,
 				   "max_sessions", (json_int_t)s->o.max_sessions, "session_ttl",
 				   (json_int_t)s->o.session_ttl, "blob_cache", (json_int_t)s->o.blob_cache,
@@ -502,6 +503,7 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_graph_cache_hits_total counter\ntir_graph_cache_hits_total %llu\n"
 		     "# TYPE tir_graphs gauge\ntir_graphs %zu\n"
 		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n"
+		     "# TYPE tir_memory_budget_bytes gauge\ntir_memory_budget_bytes %llu\n"
 		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n"
 		     "# TYPE tir_batches_queued gauge\ntir_batches_queued %d\n"
 		     "# TYPE tir_batches_running gauge\ntir_batches_running %d\n",
@@ -510,7 +512,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
-		     tir_mem_current(), (unsigned long long)atomic_load(&s->reserved), queued, running);
+		     tir_mem_current(), (unsigned long long)s->o.max_memory,
+		     (unsigned long long)atomic_load(&s->reserved), queued, running);
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -743,6 +746,26 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
+/* Three quarters of the memory this process may use: the machine's, or
+ * its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) when
+ * lower. */
+static uint64_t default_max_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+	uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)8 << 30;
+	static const char *const limits[] = {"/sys/fs/cgroup/memory.max",
+					     "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+	for (int i = 0; i < 2; i++) {
+		FILE *f = fopen(limits[i], "r");
+		unsigned long long v;
+		if (f && fscanf(f, "%llu", &v) == 1 && v > 0 && v < mem)
+			mem = v;
+		if (f)
+			fclose(f);
+	}
+	return mem / 4 * 3;
+}
+
 /* The tenants: --tokens's, or one of --token, or one open to all. */
 static int tenants_make(struct server *s, struct tir_err *err)
 {
@@ -814,6 +837,8 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		uint64_t twice = s->o.max_body > UINT64_MAX / 2 ? UINT64_MAX : 2 * s->o.max_body;
 		s->o.max_inflight = twice > s->o.blob_cache ? twice : s->o.blob_cache;
 	}
+	if (!s->o.max_memory)
+		s->o.max_memory = default_max_memory();
 	if (tenants_make(s, err)) {
 		free(s);
 		return -err->code;
@@ -875,6 +900,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 				o->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES
 					? " was built without TLS" : "");
 	}
+	tir_mem_set_limit((size_t)s->o.max_memory); /* every tensor of this process, from now on */
 	if (o->bound_port)
 		*o->bound_port = port;
 	if (o->listening)
@@ -923,5 +949,6 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	}
 	MHD_stop_daemon(d);
 	server_free(s);
+	tir_mem_set_limit(0);
 	return 0;
 }

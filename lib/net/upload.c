@@ -232,9 +232,16 @@ static void frame_begin(struct upload *u)
 	if (u->held)
 		return;
 	struct tir_err err = {0};
-	if (tir_tensor_alloc(&u->t, fi->dtype, fi->rank, fi->shape, false, &err))
+	if (tir_tensor_alloc(&u->t, fi->dtype, fi->rank, fi->shape, false, &err)) {
+		size_t lim = tir_mem_limit();
+		if (err.code == TIR_EBUDGET && lim && fi->nbytes > lim) /* it never fits */
+			return upload_fault(u, 413, "too_large", "a tensor of %llu bytes is over the memory budget of "
+					    "%zu bytes (--max-memory)", (unsigned long long)fi->nbytes, lim);
+		if (err.code == TIR_EBUDGET) /* it fits once others are let go */
+			return upload_fault(u, 503, "busy", "%s", err.msg);
 		return upload_fault(u, 503, "busy", "no memory for a tensor of %llu bytes now",
 				    (unsigned long long)fi->nbytes);
+	}
 	if (u->nbytes >= HASH_THREAD_MIN && u->ci == 0 && u->cfill == u->fi.headlen) {
 		/* the thread checks every chunk from memory, the first one too */
 		pthread_mutex_init(&u->mu, NULL);

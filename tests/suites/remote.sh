@@ -569,6 +569,33 @@ if start_fake trickle; then
 	kill -9 "$fpid"
 fi
 
+# --max-memory: a batch whose next value would pass the budget stops at
+# that op, said there (exit 3); nothing over it is allocated, the batch's
+# tensors are let go, and the server serves on.  An upload over it: 413.
+printf 'x = randn([4096, 4096], seed=1)\ny = x @ x\nprint sum(y)\n' >"$tmp/big.tir"
+"$py" -c "
+import numpy as np
+np.save('$tmp/huge.npy', np.zeros(20 << 20, np.float32))
+"
+printf 'input h: f32[20971520]\nprint sum(h)\n' >"$tmp/huge.tir"
+if start_server "$tmp/serve6.log" --max-memory 64M; then
+	expect3 "over --max-memory: at the op" 60000 "^$tmp/big.tir:2:7: error: remote $addr: matmul: a value of 64 MiB would pass the memory budget: 64 MiB held of 64 MiB \(--max-memory\)$" \
+		"$tir" run --quiet "$tmp/big.tir" --remote "$addr"
+	grep -q '^          \^$' "$tmp/err" && pass || fail "over --max-memory: the caret" "$(cat "$tmp/err")"
+	m=$(curl -s --max-time 20 "http://$addr/metrics")
+	echo "$m" | grep -q '^tir_memory_budget_bytes 67108864$' && pass || fail "/metrics: the budget" "$m"
+	held=$(echo "$m" | sed -n 's/^tir_tensor_bytes //p')
+	[ -n "$held" ] && [ "$held" -lt 1048576 ] && pass || fail "over --max-memory: the batch's tensors let go" "tir_tensor_bytes $held"
+	"$tir" run --quiet samples/mlp.tir >"$tmp/local" 2>&1
+	"$tir" run --quiet samples/mlp.tir --remote "$addr" >"$tmp/out" 2>&1
+	cmp -s "$tmp/out" "$tmp/local" && pass || fail "under --max-memory: the server serves on" "$(head -n 3 "$tmp/out")"
+	expect3 "an upload over --max-memory: 413" 60000 "^tir: remote $addr: 413 too_large: a tensor of 83886080 bytes is over the memory budget of 67108864 bytes \(--max-memory\)" \
+		"$tir" run --quiet "$tmp/huge.tir" --input h="$tmp/huge.npy" --remote "$addr"
+	stop "$spid"
+else
+	fail "--max-memory" "the server did not start"
+fi
+
 # tokens
 if start_server "$tmp/serve4.log" --token s3cret; then
 	tpid=$spid
