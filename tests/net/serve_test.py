@@ -43,7 +43,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wait_for import until  # noqa: E402  (tests/net/wait_for.py)
+import tirnet  # noqa: E402  (tests/net/tirnet.py)
+from tirnet import (ALL_LINES, CHUNK, DTYPES, Reply, Server, blob, chunk_list, describe, drained,  # noqa: E402
+                    error_is, eventually, frame, healthy, metrics, new_session, put_blob, raw, request,
+                    results, run, sha, unframe)
 
 TIR = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/tir"
 QUICK = "--quick" in sys.argv
@@ -52,15 +55,10 @@ DEADLINE = time.monotonic() + 170  # the whole script; tests/run.sh allows more
 
 passed = 0
 failed = 0
-ALL_LINES = []  # every server's stderr, checked for sanitizer reports at the end
+tirnet.TIR = TIR
 # AddressSanitizer's quarantine keeps up to 256 MiB of freed memory resident
 ASAN = os.path.exists(TIR) and b"__asan_init" in open(TIR, "rb").read()
 RSS_SLACK_KIB = 256 * 1024 if ASAN else 0
-
-
-def eventually(pred, seconds=60):
-    """Whether pred() becomes true, polled every 20 ms for at most `seconds`."""
-    return until(lambda: (bool(pred()), None), seconds)[0]
 
 
 def check(name, ok, detail=""):
@@ -73,255 +71,6 @@ def check(name, ok, detail=""):
         print(f"FAIL {name}: {detail}")
     sys.stdout.flush()
     return ok
-
-
-# ---- the wire formats (docs/protocol.md) ----
-
-DTYPES = [np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64),
-          np.dtype(np.float32), np.dtype(np.float64)]
-
-
-def frame(a):
-    a = np.asarray(a, order="C")  # (ascontiguousarray makes a scalar 1-d)
-    data = a.tobytes()
-    head = b"TIRT" + struct.pack("<BBHQ", DTYPES.index(a.dtype), a.ndim, 0, len(data))
-    head += b"".join(struct.pack("<q", d) for d in a.shape)
-    return head + data + b"\0" * (-len(data) % 8)
-
-
-def unframe(buf, off):
-    assert buf[off:off + 4] == b"TIRT", "no TIRT"
-    dt, rank, _, nbytes = struct.unpack_from("<BBHQ", buf, off + 4)
-    shape = struct.unpack_from("<%dq" % rank, buf, off + 16)
-    start = off + 16 + 8 * rank
-    a = np.frombuffer(buf[start:start + nbytes], dtype=DTYPES[dt]).reshape(shape)
-    return a, start + nbytes + (-nbytes % 8)
-
-
-def results(body):
-    """(metadata, [arrays]) of a results body."""
-    assert body[:4] == b"TIRR", "no TIRR"
-    proto, count, mlen = struct.unpack_from("<III", body, 4)
-    assert proto == 2
-    meta = json.loads(body[16:16 + mlen])
-    off = 16 + mlen + (-mlen % 8)
-    vals = []
-    for _ in range(count):
-        a, off = unframe(body, off)
-        vals.append(a)
-    assert off == len(body), "bytes after the last frame"
-    return meta, vals
-
-
-def sha(b):
-    return hashlib.sha256(b if isinstance(b, bytes) else b.encode()).hexdigest()
-
-
-CHUNK = 256 << 10
-
-
-def chunk_list(f):
-    """Frame f's chunk list (protocol 2): a head, then each chunk's SHA-256."""
-    leaves = b"".join(hashlib.sha256(f[i:i + CHUNK]).digest() for i in range(0, len(f), CHUNK))
-    return b"TIRC" + struct.pack("<IQ", CHUNK, len(f)) + leaves
-
-
-def blob(f):
-    """(name, PUT body) of frame f: the hash of its chunk list; the list, then the frame."""
-    lst = chunk_list(f)
-    return sha(lst), lst + f
-
-
-# ---- servers ----
-
-class Server:
-    """`tir serve --port 0 ARGS`: its port, its log lines, and how it ended."""
-
-    def __init__(self, *args, env=None):
-        e = dict(os.environ)
-        e.pop("TIR_TOKEN", None)
-        e.update(env or {})
-        self.proc = subprocess.Popen([TIR, "serve", "--port", "0", *args], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e)
-        self.lines = []
-        ALL_LINES.append(self.lines)
-        self.requests = 0  # made by request() and raw(): one log line each
-        self.port = None
-        self.first = None
-        ready = threading.Event()
-
-        def drain():
-            for raw in self.proc.stderr:
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                self.lines.append(line)
-                m = re.match(r"tir serve: listening on http://[^ ]+:(\d+) \(protocol 2\)$", line)
-                if m and not self.port:
-                    self.first = line
-                    self.port = int(m.group(1))
-                    ready.set()
-            ready.set()
-
-        self.thread = threading.Thread(target=drain, daemon=True)
-        self.thread.start()
-        ready.wait(60)
-        if not self.port:
-            self.proc.kill()
-            raise RuntimeError("tir serve did not start: " + " | ".join(self.lines[-3:]))
-
-    def conn(self, timeout=30):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-
-    def rss_kib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
-
-    def logged(self, regex):
-        """How many of its log lines match regex."""
-        rx = re.compile(regex)
-        return sum(1 for ln in list(self.lines) if rx.search(ln))
-
-    def wait_log(self, regex, count=1):
-        """Whether `count` log lines match regex within 60 s."""
-        return eventually(lambda: self.logged(regex) >= count)
-
-    def wait_metric(self, name, value):
-        """Whether /metrics shows name == value within 60 s."""
-        return eventually(lambda: metrics(self).get(name) == value)
-
-    def stop(self, sig=signal.SIGTERM):
-        """The exit status after sig (None: it did not stop within 15 s)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            st = self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            st = None
-        self.thread.join(5)
-        return st
-
-
-class Reply:
-    def __init__(self, r):
-        self.status = r.status
-        self.headers = {k.lower(): v for k, v in r.getheaders()}
-        self.body = r.read()
-
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def err(self):
-        j = self.json()
-        return j.get("error", {}) if isinstance(j, dict) else {}
-
-
-def request(srv, method, path, body=None, headers=None, conn=None):
-    srv.requests += 1
-    c = conn or srv.conn()
-    h = dict(headers or {})
-    if isinstance(body, (dict, list)):
-        body = json.dumps(body).encode()
-    c.request(method, path, body=body, headers=h)
-    r = Reply(c.getresponse())
-    if conn is None:
-        c.close()
-    return r
-
-
-def error_is(r, status, code):
-    e = r.err()
-    return r.status == status and e.get("status") == status and e.get("code") == code and \
-        isinstance(e.get("message"), str) and r.headers.get("tir-protocol") == "2"
-
-
-def describe(r):
-    return f"{r.status} {r.body[:300]!r}"
-
-
-def new_session(srv, headers=None, conn=None):
-    r = request(srv, "POST", "/v1/sessions", headers=headers, conn=conn)
-    return r.json()["session"] if r.status == 201 else None
-
-
-def put_blob(srv, a, headers=None, conn=None):
-    f = a if isinstance(a, bytes) else frame(a)
-    h, body = blob(f)
-    r = request(srv, "PUT", "/v1/blobs/" + h, body, headers, conn)
-    return h, r
-
-
-def run(srv, sid, text, inputs=None, conn=None, headers=None, send_text=True, **extra):
-    body = {"graph": sha(text), "inputs": inputs or {}}
-    if send_text:
-        body["text"] = text
-    body.update(extra)
-    return request(srv, "POST", f"/v1/sessions/{sid}/run", body, headers, conn)
-
-
-def drained(s, seconds=60):
-    """Whether the server has read all that socket s sent, within `seconds`:
-    nothing left in s's send queue, nor in the receive queue of the
-    server's end (/proc/net/tcp).  A client that goes away with bytes still
-    unread at the server is noticed only at the connection timeout (30 s:
-    libmicrohttpd 0.9.75 with epoll misses the end of such a connection);
-    the checks of a client gone close once the server has caught up."""
-    ours, theirs = s.getsockname()[1], s.getpeername()[1]
-
-    def queues():
-        q = {}
-        with open("/proc/net/tcp") as f:
-            next(f)
-            for line in f:
-                p = line.split()
-                ends = (int(p[1].rsplit(":", 1)[1], 16), int(p[2].rsplit(":", 1)[1], 16))
-                q[ends] = tuple(int(x, 16) for x in p[4].split(":"))  # tx_queue, rx_queue
-        mine, server = q.get((ours, theirs)), q.get((theirs, ours))
-        return mine is not None and server is not None and mine[0] == 0 and server[1] == 0
-    return eventually(queues, seconds)
-
-
-def raw(srv, data, wait=5.0):
-    """Send bytes on a fresh connection, read until the server closes or wait runs out."""
-    srv.requests += 1
-    s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
-    out = b""
-    try:
-        s.sendall(data)
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            out += d
-    except OSError:
-        pass
-    finally:
-        s.close()
-    return out
-
-
-def healthy(srv):
-    try:
-        r = request(srv, "GET", "/healthz")
-        return r.status == 200 and r.body == b"ok"
-    except OSError:
-        return False
-
-
-def metrics(srv):
-    r = request(srv, "GET", "/metrics")
-    m = {}
-    for line in r.body.decode().splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            m[k] = float(v)
-    return m
 
 
 EXP3 = "input t0: f32[3]\nt1: f32[3] = exp(t0)\nprint t1\n"
