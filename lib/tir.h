@@ -166,8 +166,11 @@ const char *tir_exec_header(const struct tir_exec *x, size_t i);
 const struct tir_tensor *tir_exec_result(const struct tir_exec *x, size_t i);
 const struct tir_tensor *tir_exec_named(const struct tir_exec *x, size_t i);
 
-/* Stop runs between nodes with -TIR_EINTERRUPT ("interrupted") once *flag
- * is non-zero (a SIGINT handler sets it; the caller clears it).  NULL: never. */
+/* Stop runs with -TIR_EINTERRUPT ("interrupted") once *flag is non-zero
+ * (a SIGINT handler sets it, or a server's watch; the caller clears it):
+ * between nodes, and inside a kernel between its tasks (a big matmul's
+ * tiles between their column panels), so that a stop takes effect within
+ * milliseconds; a node cut short is never kept as a value.  NULL: never. */
 void tir_exec_set_interrupt(struct tir_exec *x, volatile sig_atomic_t *flag);
 /* Keep the values computed for nodes bound to a name, for later runs to
  * reuse (the REPL); a value goes when its name is rebound or an input it

@@ -296,6 +296,17 @@ void tir_pool_shutdown(void);
  * count is the difference across it (--profile's tasks).  Counted whatever
  * the thread count, inline runs included. */
 int64_t tir_pool_offered(void);
+/* The stop flag of the runs this thread starts from now on (NULL: none):
+ * once *flag is set, the tasks of such a run not yet begun are skipped,
+ * on every thread, and tir_pool_stopping() turns true inside those under
+ * way, so that a kernel that is cut short ends within one task (or within
+ * the step between two checks of a long task).  What a stopped kernel
+ * wrote is not a result: its caller (tir_exec_run) looks at the flag after
+ * it and fails with TIR_EINTERRUPT.  Returns the flag it replaces. */
+volatile sig_atomic_t *tir_pool_set_stop(volatile sig_atomic_t *flag);
+/* Whether the run the calling thread works for has been told to stop: for
+ * tasks long enough to look between their steps (gemm's tiles). */
+bool tir_pool_stopping(void);
 /* Set OpenBLAS to one thread, once; call before any direct cblas call. */
 void tir_blas_single(void);
 /* ---- end of the thread pool block ---- */

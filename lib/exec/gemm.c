@@ -309,6 +309,10 @@ static void tile_task(void *arg, int64_t t)
 		int64_t kcb = g->k - k0 < j->kc ? g->k - k0 : j->kc;
 		int load = k0 > 0 || g->acc;
 		for (int64_t r = r0; r < r1; r++) {
+			/* a tile of a big product runs for long: a stop is
+			 * seen between its column panels */
+			if (tir_pool_stopping())
+				return;
 			const char *b = pb + (k0 * j->npad + r * nr * kcb) * es;
 			int64_t cols = g->n - r * nr < nr ? g->n - r * nr : nr;
 			for (int64_t q = q0; q < q1; q++) {

@@ -48,6 +48,7 @@ static struct {
 	struct worker w[TIR_POOL_MAX];
 	void (*fn)(void *ctx, int64_t task);   /* the current job */
 	void *ctx;
+	volatile sig_atomic_t *stop;           /* its stop flag, or NULL */
 	int64_t ntasks;
 	atomic_uint gen;             /* bumped (under lock) for every job */
 	atomic_int_fast64_t next;    /* the next task to claim */
@@ -63,6 +64,9 @@ static struct {
 static _Thread_local int my_slot;      /* 0 outside the pool's workers */
 static _Thread_local bool in_task;     /* running a task (workers: always) */
 static _Thread_local int64_t offered;  /* tasks of the runs this thread started */
+/* the stop flag of the run this thread works for: its own runs' (set by
+ * tir_pool_set_stop), or on a worker the current job's */
+static _Thread_local volatile sig_atomic_t *my_stop;
 
 static inline void cpu_relax(void)
 {
@@ -88,10 +92,15 @@ static int online_cpus(void)
 	return n < 1 ? 1 : n > TIR_POOL_MAX ? TIR_POOL_MAX : (int)n;
 }
 
+static inline bool stopped(void)
+{
+	return my_stop && *my_stop;
+}
+
 static void claim_tasks(void (*fn)(void *, int64_t), void *ctx, int64_t ntasks)
 {
 	int64_t t;
-	while ((t = atomic_fetch_add(&pool.next, 1)) < ntasks)
+	while (!stopped() && (t = atomic_fetch_add(&pool.next, 1)) < ntasks)
 		fn(ctx, t);
 }
 
@@ -115,6 +124,7 @@ static void *worker_main(void *arg)
 		void (*fn)(void *, int64_t) = pool.fn;
 		void *ctx = pool.ctx;
 		int64_t ntasks = pool.ntasks;
+		my_stop = pool.stop;
 		pthread_mutex_unlock(&pool.lock);
 
 		claim_tasks(fn, ctx, ntasks);
@@ -218,6 +228,18 @@ int64_t tir_pool_offered(void)
 	return offered;
 }
 
+volatile sig_atomic_t *tir_pool_set_stop(volatile sig_atomic_t *flag)
+{
+	volatile sig_atomic_t *was = my_stop;
+	my_stop = flag;
+	return was;
+}
+
+bool tir_pool_stopping(void)
+{
+	return stopped();
+}
+
 /* Stop the workers; registered with atexit once they exist. */
 void tir_pool_shutdown(void)
 {
@@ -233,7 +255,7 @@ static int run_inline(int64_t ntasks, void (*fn)(void *, int64_t), void *ctx)
 {
 	bool was = in_task;
 	in_task = true;
-	for (int64_t t = 0; t < ntasks; t++)
+	for (int64_t t = 0; t < ntasks && !stopped(); t++)
 		fn(ctx, t);
 	in_task = was;
 	return 1;
@@ -264,6 +286,7 @@ int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 	pool.fn = fn;
 	pool.ctx = ctx;
 	pool.ntasks = ntasks;
+	pool.stop = my_stop;
 	atomic_store(&pool.next, 0);
 	atomic_store(&pool.active, helpers);
 	atomic_fetch_add(&pool.gen, 1);

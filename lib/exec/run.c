@@ -1309,6 +1309,9 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	x->nprof = 0;
 	tir_mem_reset_peak();
 	size_t base = tir_mem_current();
+	/* the kernels stop inside too (the pool's tasks), and a kernel that
+	 * stopped is no result: the flag is looked at after each node */
+	volatile sig_atomic_t *outer_stop = tir_pool_set_stop(x->intr);
 	double t1 = now_ms();
 	x->stats.plan_ms = t1 - t0;
 	for (size_t i = 0; i < nn && !rc; i++) {
@@ -1324,6 +1327,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(x, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			if (!rc && x->intr && *x->intr) /* cut short: not a value */
+				rc = tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
 				err->loc = n->loc;
 			if (x->profile && !rc)
@@ -1358,6 +1363,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				inp[k] = vals[n->in[k]->id];
 		struct tir_err e = {0};
 		rc = eval_node(x, n, inp, &vals[i], &e);
+		if (!rc && x->intr && *x->intr) /* cut short: not a value */
+			rc = tir_errf(&e, TIR_EINTERRUPT, NULL, "interrupted");
 		if (rc && e.code == TIR_EBUDGET && !e.loc.src)
 			e.loc = n->loc;
 		if (rc)
@@ -1375,6 +1382,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (inp != in)
 			free(inp);
 	}
+	tir_pool_set_stop(outer_stop);
 	free(need);
 	x->stats.run_ms = now_ms() - t1;
 	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;

@@ -9,6 +9,7 @@
 #include "check.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,6 +539,115 @@ static void test_program_det(void)
 	free(one);
 }
 
+/* ---- stopping (tir_pool_set_stop) ---- */
+
+struct stopper {
+	volatile sig_atomic_t flag;
+	int64_t at;                      /* the task that sets the flag */
+	atomic_int ran;
+};
+
+static void stop_task(void *arg, int64_t t)
+{
+	struct stopper *st = arg;
+	atomic_fetch_add(&st->ran, 1);
+	if (t == st->at)
+		st->flag = 1;
+}
+
+/* Once the flag is set, the tasks not begun are skipped: at most one more
+ * per thread runs after the one that set it.  Without a flag, all run. */
+static void test_pool_stop(void)
+{
+	static const int threads[] = {1, 2, 4};
+	for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+		tir_pool_set_threads(threads[i]);
+		struct stopper st = {.at = 5};
+		volatile sig_atomic_t *was = tir_pool_set_stop(&st.flag);
+		CHECK(was == NULL);
+		tir_pool_run(100000, stop_task, &st);
+		int ran = atomic_load(&st.ran);
+		CHECK(ran >= 6 && ran <= 6 + threads[i]);
+		CHECK(tir_pool_stopping());
+		tir_pool_set_stop(NULL);
+		CHECK(!tir_pool_stopping());
+		struct stopper all = {.at = -1};
+		tir_pool_run(1000, stop_task, &all);
+		CHECK(atomic_load(&all.ran) == 1000);
+	}
+	tir_pool_set_threads(0);
+}
+
+/* A big product stops inside its tiles: the epilogue of the first tile
+ * done sets the flag, and far fewer elements than all get their epilogue. */
+struct epi_stop {
+	volatile sig_atomic_t *flag;
+	atomic_llong elems;
+};
+
+static int epi_stop_fn(void *ctx, int64_t i0, int64_t n)
+{
+	struct epi_stop *e = ctx;
+	atomic_fetch_add(&e->elems, n);
+	*e->flag = 1;
+	return 0;
+}
+
+static void test_gemm_stop(void)
+{
+	const int64_t m = 2048, n = 2048, k = 512;
+	float *a = calloc((size_t)(m * k), sizeof *a), *b = calloc((size_t)(k * n), sizeof *b);
+	float *c = calloc((size_t)(m * n), sizeof *c);
+	CHECK(a && b && c);
+	if (!a || !b || !c)
+		goto out;
+	static const int threads[] = {1, 2};
+	for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+		tir_pool_set_threads(threads[i]);
+		volatile sig_atomic_t flag = 0;
+		struct epi_stop e = {.flag = &flag};
+		struct tir_gemm g = {.dt = TIR_DTYPE_F32, .m = m, .n = n, .k = k, .a = a, .b = b,
+				     .a_rs = k, .a_cs = 1, .b_rs = n, .b_cs = 1, .c = c, .ldc = n,
+				     .c_batch = m * n, .epi = epi_stop_fn, .epi_ctx = &e};
+		struct tir_err err = {0};
+		tir_pool_set_stop(&flag);
+		CHECK(tir_gemm_run(&g, &err) == 0);
+		tir_pool_set_stop(NULL);
+		long long done = atomic_load(&e.elems);
+		CHECK(flag == 1 && done > 0 && done < m * n / 2);
+		/* and unstopped, every row */
+		struct epi_stop f = {.flag = &flag};
+		g.epi_ctx = &f;
+		CHECK(tir_gemm_run(&g, &err) == 0 && atomic_load(&f.elems) == m * n);
+	}
+	tir_pool_set_threads(0);
+out:
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* A run stopped in the middle of a kernel is an interrupt, never a
+ * result; one whose flag is set before it starts runs nothing. */
+static void test_exec_stop(void)
+{
+	static const char text[] = "a = rand([1024, 1024], seed=1)\nprint sum(a @ a)\n";
+	struct tir_program *p = tir_program_new();
+	CHECK(tir_program_parse(p, "stop", text, strlen(text), 0) == 0);
+	struct tir_exec *x = tir_exec_new(p);
+	volatile sig_atomic_t flag = 1;
+	tir_exec_set_interrupt(x, &flag);
+	struct tir_err err = {0};
+	CHECK(tir_exec_run(x, 0, NULL, 0, &err) != 0 && err.code == TIR_EINTERRUPT);
+	CHECK(tir_exec_nresults(x) == 0);
+	CHECK(!tir_pool_stopping()); /* the run put the thread's flag back */
+	flag = 0;
+	memset(&err, 0, sizeof err);
+	CHECK(tir_exec_run(x, 0, NULL, 0, &err) == 0 && tir_exec_nresults(x) == 1);
+	tir_exec_free(x);
+	tir_program_free(p);
+}
+
 int main(void)
 {
 	test_pool_counts();
@@ -546,6 +656,7 @@ int main(void)
 	test_pool_callers();
 	test_pool_restart();
 	test_pool_fork();
+	test_pool_stop();
 
 	size_t before = tir_mem_current();
 	test_matmul_det(TIR_DTYPE_F32);
@@ -555,6 +666,8 @@ int main(void)
 	test_attention_det(TIR_DTYPE_F32);
 	test_attention_det(TIR_DTYPE_F64);
 	test_program_det();
+	test_gemm_stop();
+	test_exec_stop();
 	CHECK(tir_mem_current() == before);
 	tir_pool_shutdown();
 	tir_mem_trim();
