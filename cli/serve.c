@@ -39,6 +39,8 @@ const char *const cli_serve_help =
 	"                       together; a batch whose next value would pass it is\n"
 	"                       stopped there (413, at its op) (default: 3/4 of the\n"
 	"                       machine's memory, or of its cgroup's limit if lower)\n"
+	"  --max-batch-seconds N  a batch running longer is stopped, inside its kernel\n"
+	"                       if need be (413 time, at its op; default 0: no limit)\n"
 	"  --tls-cert FILE      serve HTTPS with this certificate (PEM; a chain: the\n"
 	"                       server's first); clients use --remote https://HOST:PORT\n"
 	"  --tls-key FILE       the certificate's private key (PEM, not encrypted)\n"
@@ -211,7 +213,7 @@ int cli_serve(int argc, char **argv)
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
 						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens",
-						    "--max-memory"};
+						    "--max-memory", "--max-batch-seconds"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -283,6 +285,10 @@ int cli_serve(int argc, char **argv)
 			break;
 		case 12:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_memory);
+			break;
+		case 13:
+			ok = parse_num(val, 0, 1000000000, false, &v);
+			o.max_batch_seconds = (int)v;
 			break;
 		}
 		if (!ok) {

@@ -279,6 +279,9 @@ struct tir_serve_opts {
 	 * together (0: three quarters of the machine's memory, or of the
 	 * cgroup's limit when that is lower) */
 	uint64_t max_memory;
+	/* seconds a batch may run before it is stopped, inside a kernel if
+	 * need be (0: no limit) */
+	int max_batch_seconds;
 	/* HTTPS: files of the certificate (chain) and its key, PEM; both or
 	 * neither (NULL: plain HTTP) */
 	const char *tls_cert, *tls_key;

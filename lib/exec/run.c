@@ -1318,8 +1318,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (!need[i] || (planned && plan.interior[i]))
 			continue;
 		const struct tir_node *n = p->nodes[i];
-		if (x->intr && *x->intr) {
-			rc = tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
+		if (x->intr && *x->intr) { /* at the op it would run next */
+			rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			break;
 		}
 		double tk = x->profile ? now_ms() : 0;
@@ -1328,7 +1328,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(x, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
-				rc = tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
+				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
 				err->loc = n->loc;
 			if (x->profile && !rc)
@@ -1364,7 +1364,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		struct tir_err e = {0};
 		rc = eval_node(x, n, inp, &vals[i], &e);
 		if (!rc && x->intr && *x->intr) /* cut short: not a value */
-			rc = tir_errf(&e, TIR_EINTERRUPT, NULL, "interrupted");
+			rc = tir_errf(&e, TIR_EINTERRUPT, &n->loc, "interrupted");
 		if (rc && e.code == TIR_EBUDGET && !e.loc.src)
 			e.loc = n->loc;
 		if (rc)

@@ -1019,8 +1019,9 @@ static int program_failed(struct tir_remote *r, const struct tir_batch *b, long 
 		return http_failed(r, status, err);
 	}
 	const struct tir_node *n = json_is_integer(line) ? tir_batch_line_node(b, (long)json_integer_value(line)) : NULL;
-	/* a batch over the server's memory budget is the remote's refusal
-	 * (exit 3), said at the op whose value would have passed it */
+	/* a batch over the server's memory budget or time limit is the
+	 * remote's refusal (exit 3), said at the op whose value would have
+	 * passed it, or that was running when time ran out */
 	int code = status == 413 ? TIR_ENET : status == 422 ? TIR_ERUNTIME : TIR_ETYPE;
 	int rc;
 	if (n && status != 413) /* a program's error reads as a local run's */
@@ -1177,7 +1178,8 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			json_t *root;
 			json_t *e = reply_error(r, &root);
 			const char *code = e ? json_string_value(json_object_get(e, "code")) : NULL;
-			bool prog = code && (!strcmp(code, "program") || !strcmp(code, "runtime") || !strcmp(code, "memory"));
+			bool prog = code && (!strcmp(code, "program") || !strcmp(code, "runtime") || !strcmp(code, "memory") ||
+					     !strcmp(code, "time"));
 			json_decref(root);
 			rc = prog ? program_failed(r, &b, st, err) : http_failed(r, st, err);
 			break;

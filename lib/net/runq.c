@@ -1,17 +1,23 @@
 /*
  * runq.c — POST /v1/sessions/ID/run: the request read and checked (the
  * batch text parsed once per graph, the inputs found in the session and
- * the blob store, a 409 for what is missing), then queued; one compute
- * thread runs the batches one at a time, in the order they came (the
- * engine has one thread pool for the whole process), answers each and
- * resumes its connection, which waits suspended meanwhile so that MHD's
- * threads go on with everything else.
+ * the blob store, a 409 for what is missing), then queued and run by a
+ * compute thread, which answers it and resumes its connection (suspended
+ * meanwhile, so that MHD's threads go on with everything else).
+ *
+ * The schedule (serve.h's struct runq): each session's batches in the
+ * order they came, one at a time; batches of different sessions at once,
+ * each on its own compute thread, so that nobody waits behind another's
+ * long batch for more than the share of the CPU the long one takes.  A
+ * graph (its exec) serves one batch at a time.  A batch starts beside
+ * others only when the bound of what it can hold fits in half of what
+ * --max-memory has left; one that does not waits until it can run alone.
  *
  * MHD does not watch a suspended connection, so this does: a batch whose
  * client has gone (its socket hung up) is not run when its turn comes,
- * and the one running is stopped between two kernels (the main thread
- * looks at its socket every tick and sets the exec's interrupt flag), so
- * that nobody waits behind work that nobody will read.
+ * and a running one is stopped, inside its kernel if need be (the exec's
+ * interrupt flag reaches the pool's tasks), when its client hangs up or
+ * when it passes --max-batch-seconds.
  */
 #include "serve.h"
 
@@ -271,15 +277,38 @@ struct run {
 	struct tir_tensor *kept;       /* by keep entry */
 };
 
-/* A batch waiting for the compute thread. */
+/* A batch, from its queueing to its answer. */
 struct job {
-	struct job *next;
+	struct job *next;              /* in the queue, then among the running */
 	struct MHD_Connection *c;
 	struct req *r;
 	struct run u;
 	bool graph_cached;
 	int fd;                        /* the client's socket (MHD's; only polled) */
+	uint64_t bound;                /* the most its values can hold (batch_bound) */
+	bool beside;                   /* started beside others, its bound counted in q.beside */
+	bool overlapped;               /* another batch ran during it */
+	double deadline;               /* now_ms() past which it is stopped (0: none) */
+	/* set by the main thread's watch (under q.mu), read by the exec */
+	volatile sig_atomic_t cancel;
+	enum { GO_ON, CLIENT_GONE, TIME_UP } why;
 };
+
+/* The most a batch's values can hold at once: every node's value, as if
+ * none were freed, fused or a view (inputs are held already).  A bound,
+ * not the peak: it is only used to let small batches start beside others. */
+static uint64_t batch_bound(const struct tir_program *p)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < p->nnodes; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (n->op == TIR_OP_INPUT)
+			continue;
+		uint64_t b = (uint64_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
+		sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
+	}
+	return sum;
+}
 
 /* Whether the client at the other end of fd has hung up (or shut down its
  * sending side: an HTTP client waiting for its answer does not). */
@@ -311,10 +340,13 @@ static enum MHD_Result reply_gone(struct MHD_Connection *c, struct req *r)
 	return reply(c, r, 499, NULL, NULL, 0);
 }
 
-/* On the compute thread: bind, run, answer.  u->vals are handed to the exec. */
-static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struct req *r,
-			       struct run *u, bool graph_cached)
+/* On a compute thread: bind, run, answer.  u->vals are handed to the exec. */
+static enum MHD_Result compute(struct server *s, struct job *job)
 {
+	struct MHD_Connection *c = job->c;
+	struct req *r = job->r;
+	struct run *u = &job->u;
+	bool graph_cached = job->graph_cached;
 	struct tir_program *p = u->g->prog;
 	struct tir_exec *x = u->g->x;
 	struct batch *b = &u->b;
@@ -345,10 +377,25 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 	}
 	tir_exec_set_fuse(x, b->fuse);
 	tir_exec_set_profile(x, b->profile);
-	tir_exec_set_interrupt(x, &s->q.cancel);
+	tir_exec_set_interrupt(x, &job->cancel);
 	double t0 = now_ms();
 	int rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
 	tir_exec_set_interrupt(x, NULL);
+	pthread_mutex_lock(&s->q.mu);
+	int why = job->why;
+	bool overlapped = job->overlapped;
+	pthread_mutex_unlock(&s->q.mu);
+	if (rc && err.code == TIR_EINTERRUPT && why == TIME_UP) {
+		tir_exec_clear_inputs(x);
+		char *rend = tir_err_render(&err);
+		json_t *extra = err_json(&err, rend);
+		json_object_set_new(extra, "limit_s", json_integer(s->o.max_batch_seconds));
+		free(rend);
+		return reply_error(c, r, 413, "time", extra,
+				   "the batch ran past this server's limit of %d s (--max-batch-seconds) and "
+				   "was stopped at this op",
+				   s->o.max_batch_seconds);
+	}
 	if (rc && err.code == TIR_EINTERRUPT) {
 		tir_exec_clear_inputs(x);
 		r->gone = STOPPED;
@@ -359,6 +406,11 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 		tir_exec_clear_inputs(x);
 		if (err.code == TIR_ENOMEM)
 			return reply_error(c, r, 500, "internal", NULL, "%s", err.msg);
+		if (err.code == TIR_EBUDGET && overlapped) { /* it may fit alone: later */
+			r->retry_after = "1";
+			return reply_error(c, r, 503, "busy", NULL,
+					   "%s, with other batches running beside it; try again shortly", err.msg);
+		}
 		char *rend = tir_err_render(&err);
 		if (err.code == TIR_EBUDGET) { /* what the batch asks for is more than the server allows */
 			json_t *extra = err_json(&err, rend);
@@ -405,6 +457,8 @@ static enum MHD_Result compute(struct server *s, struct MHD_Connection *c, struc
 	}
 	return reply_with(c, r, 200, "application/x-tir-results", body, len);
 }
+
+static void *computer(void *arg);
 
 enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r)
 {
@@ -507,15 +561,19 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 				 SESSION_MAX_VALUES);
 		goto out;
 	}
-	/* to the compute thread, which answers and resumes the connection */
-	struct job *j = malloc(sizeof *j);
+	/* to a compute thread, which answers and resumes the connection */
+	struct job *j = calloc(1, sizeof *j);
 	if (!j) {
 		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	*j = (struct job){.c = c, .r = r, .u = u, .graph_cached = graph_cached,
-			  .fd = ci ? (int)ci->connect_fd : -1};
+	j->c = c;
+	j->r = r;
+	j->u = u;
+	j->graph_cached = graph_cached;
+	j->fd = ci ? (int)ci->connect_fd : -1;
+	j->bound = batch_bound(u.g->prog);
 	pthread_mutex_lock(&s->q.mu);
 	if (s->q.stop) {
 		pthread_mutex_unlock(&s->q.mu);
@@ -523,13 +581,24 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 		ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
 		goto out;
 	}
+	/* a thread for it when none waits for work (none is started past
+	 * the cap: the batch then waits for one to be free) */
+	if (!s->q.idle && s->q.nthreads < s->q.cap &&
+	    !pthread_create(&s->q.threads[s->q.nthreads], NULL, computer, s))
+		s->q.nthreads++;
+	if (!s->q.nthreads) {
+		pthread_mutex_unlock(&s->q.mu);
+		free(j);
+		ok = reply_error(c, r, 503, "busy", NULL, "cannot start a compute thread now");
+		goto out;
+	}
 	MHD_suspend_connection(c);
 	r->queued = true;
-	atomic_fetch_add(&s->q.running, 1);
+	atomic_fetch_add(&s->q.pending, 1);
 	s->q.waiting++;
 	*s->q.tail = j;
 	s->q.tail = &j->next;
-	pthread_cond_signal(&s->q.cv);
+	pthread_cond_broadcast(&s->q.cv);
 	pthread_mutex_unlock(&s->q.mu);
 	return MHD_YES;
 out:
@@ -537,51 +606,96 @@ out:
 	return ok;
 }
 
+/* Whether two batches use one session or one graph (an exec runs one
+ * batch at a time). */
+static bool conflict(const struct job *a, const struct job *b)
+{
+	return a->u.ss == b->u.ss || a->u.g == b->u.g;
+}
+
+/* The next batch a compute thread may start (q.mu held), taken out of the
+ * queue, or NULL: the first in the order they came whose session and
+ * graph are free, that no earlier waiting batch of its session precedes,
+ * and that fits (alone, or its bound in half of what --max-memory has
+ * left beside those running). */
+static struct job *pick(struct server *s)
+{
+	uint64_t limit = tir_mem_limit(), held = tir_mem_current();
+	uint64_t left = limit > held ? limit - held : 0;
+	for (struct job **pp = &s->q.head; *pp; pp = &(*pp)->next) {
+		struct job *j = *pp;
+		bool free_ = true;
+		for (const struct job *o = s->q.head; o != j && free_; o = o->next)
+			free_ = o->u.ss != j->u.ss; /* its session's earlier batch first */
+		for (const struct job *o = s->q.running; o && free_; o = o->next)
+			free_ = !conflict(o, j);
+		if (!free_)
+			continue;
+		bool alone = !s->q.running;
+		if (!alone && limit && (j->bound > left / 2 || s->q.beside > left / 2 - j->bound))
+			continue;
+		*pp = j->next;
+		if (s->q.tail == &j->next)
+			s->q.tail = pp;
+		j->next = NULL;
+		j->beside = !alone;
+		if (j->beside)
+			s->q.beside += j->bound;
+		return j;
+	}
+	return NULL;
+}
+
 static void *computer(void *arg)
 {
 	struct server *s = arg;
 	pthread_mutex_lock(&s->q.mu);
 	for (;;) {
-		struct job *j = s->q.head;
+		struct job *j = pick(s);
 		if (!j) {
-			if (s->q.stop)
+			if (s->q.stop && !s->q.head)
 				break;
+			s->q.idle++;
 			pthread_cond_wait(&s->q.cv, &s->q.mu);
+			s->q.idle--;
 			continue;
 		}
-		s->q.head = j->next;
-		if (!s->q.head)
-			s->q.tail = &s->q.head;
 		s->q.waiting--;
-		bool run = !hung_up(j->fd);
-		s->q.busy = run;
+		for (struct job *o = s->q.running; o; o = o->next)
+			o->overlapped = j->overlapped = true;
+		j->next = s->q.running;
+		s->q.running = j;
+		s->q.busy++;
+		j->deadline = s->o.max_batch_seconds > 0 ? now_ms() + 1e3 * s->o.max_batch_seconds : 0;
 		pthread_mutex_unlock(&s->q.mu);
-		if (!run) {
+		if (hung_up(j->fd)) {
 			j->r->gone = DROPPED; /* nobody to answer: not run */
 			reply_gone(j->c, j->r);
 		} else {
-			pthread_mutex_lock(&s->q.wmu);
-			s->q.cancel = 0;
-			s->q.watch_fd = j->fd;
-			pthread_mutex_unlock(&s->q.wmu);
 			/* a suspended connection may be answered from any thread */
-			compute(s, j->c, j->r, &j->u, j->graph_cached);
-			/* before the resume: MHD may close the socket from then on */
-			pthread_mutex_lock(&s->q.wmu);
-			s->q.watch_fd = -1;
-			pthread_mutex_unlock(&s->q.wmu);
+			compute(s, j);
 		}
 		run_free(s, &j->u);
-		atomic_fetch_sub(&s->q.running, 1);
-		/* not running once its answer can reach the client */
+		/* out of the running before the resume: MHD may close the
+		 * socket from then on, and a client that has its answer sees
+		 * it no longer running */
 		pthread_mutex_lock(&s->q.mu);
-		s->q.busy = false;
+		for (struct job **pp = &s->q.running; *pp; pp = &(*pp)->next)
+			if (*pp == j) {
+				*pp = j->next;
+				break;
+			}
+		s->q.busy--;
+		if (j->beside)
+			s->q.beside -= j->bound;
+		pthread_cond_broadcast(&s->q.cv); /* what waited on it may start */
 		pthread_mutex_unlock(&s->q.mu);
+		atomic_fetch_sub(&s->q.pending, 1);
 		MHD_resume_connection(j->c); /* j->r is MHD's again from here */
 		free(j);
 		pthread_mutex_lock(&s->q.mu);
 	}
-	s->q.ended = true;
+	s->q.exited++;
 	pthread_mutex_unlock(&s->q.mu);
 	return NULL;
 }
@@ -591,23 +705,24 @@ void runq_init(struct server *s)
 	pthread_mutex_init(&s->q.mu, NULL);
 	pthread_cond_init(&s->q.cv, NULL);
 	s->q.tail = &s->q.head;
-	pthread_mutex_init(&s->q.wmu, NULL);
-	s->q.watch_fd = -1;
 }
 
 bool runq_start(struct server *s)
 {
-	return !pthread_create(&s->q.computer, NULL, computer, s);
+	/* one thread per session at most: more could only wait */
+	s->q.cap = s->o.max_sessions > 0 ? s->o.max_sessions : 1;
+	s->q.threads = calloc((size_t)s->q.cap, sizeof *s->q.threads);
+	return s->q.threads != NULL;
 }
 
 void runq_stop(struct server *s)
 {
 	pthread_mutex_lock(&s->q.mu);
 	s->q.stop = true;
-	pthread_cond_signal(&s->q.cv);
+	pthread_cond_broadcast(&s->q.cv);
 	/* the clients are still watched: one that goes away meanwhile has
 	 * its batch stopped, and the stop is not held up by it */
-	while (!s->q.ended) {
+	while (s->q.exited < s->q.nthreads) {
 		pthread_mutex_unlock(&s->q.mu);
 		runq_watch(s);
 		struct timespec ts = {0, 20 * 1000 * 1000};
@@ -615,27 +730,37 @@ void runq_stop(struct server *s)
 		pthread_mutex_lock(&s->q.mu);
 	}
 	pthread_mutex_unlock(&s->q.mu);
-	pthread_join(s->q.computer, NULL);
+	for (int i = 0; i < s->q.nthreads; i++)
+		pthread_join(s->q.threads[i], NULL);
+	s->q.nthreads = s->q.exited = 0;
 }
 
 void runq_destroy(struct server *s)
 {
+	free(s->q.threads);
 	pthread_mutex_destroy(&s->q.mu);
 	pthread_cond_destroy(&s->q.cv);
-	pthread_mutex_destroy(&s->q.wmu);
 }
 
 void runq_watch(struct server *s)
 {
-	pthread_mutex_lock(&s->q.wmu);
-	if (s->q.watch_fd >= 0 && !s->q.cancel && hung_up(s->q.watch_fd))
-		s->q.cancel = 1;
-	pthread_mutex_unlock(&s->q.wmu);
+	double now = now_ms();
+	pthread_mutex_lock(&s->q.mu);
+	for (struct job *j = s->q.running; j; j = j->next) {
+		if (j->cancel)
+			continue;
+		if (j->deadline && now > j->deadline)
+			j->why = TIME_UP;
+		else if (hung_up(j->fd))
+			j->why = CLIENT_GONE;
+		j->cancel = j->why != GO_ON;
+	}
+	pthread_mutex_unlock(&s->q.mu);
 }
 
 int runq_pending(struct server *s)
 {
-	return atomic_load(&s->q.running);
+	return atomic_load(&s->q.pending);
 }
 
 void runq_counts(struct server *s, int *queued, int *running)

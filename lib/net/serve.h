@@ -25,26 +25,26 @@
 
 enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
 
-/* The batches: one at a time on the compute thread (the engine's pool is
- * global), in the order they came; their connections wait suspended. */
+/* The batches.  Each session's run in the order they came, one at a time;
+ * those of different sessions at once, each on a compute thread of its
+ * own (started as needed, at most one per session the server keeps), so
+ * that a small batch never waits behind a long one of somebody else.
+ * The first of them to reach the engine's pool has its threads; the others
+ * run on their own thread beside it.  A batch starts beside others only
+ * when what it could hold at most (every value of its program) fits in
+ * half of what --max-memory has left; else it waits until it can run
+ * alone.  Waiting connections are suspended. */
 struct runq {
-	pthread_t computer;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct job *head, **tail;
-	bool stop;                     /* no more jobs; the thread ends once the queue is empty */
-	bool ended;                    /* the thread is done with the queue */
-	atomic_int running;            /* batches queued or running */
-	/* /metrics' gauges, under mu: the batches waiting for the thread, and
-	 * whether one runs (from its turn until just before its connection
-	 * resumes: a client that has its answer sees 0) */
-	int waiting;
-	bool busy;
-	/* the batch running: its client's socket, watched by the main thread,
-	 * which sets `cancel` (the exec's interrupt flag) once it hangs up */
-	pthread_mutex_t wmu;
-	int watch_fd;                  /* -1: none */
-	volatile sig_atomic_t cancel;
+	pthread_cond_t cv;             /* the compute threads: a batch may be startable */
+	struct job *head, **tail;      /* waiting, in the order they came */
+	struct job *running;           /* started and not yet answered */
+	pthread_t *threads;            /* compute threads started (nthreads of cap) */
+	int nthreads, cap, idle, exited;
+	bool stop;                     /* no more jobs; the threads end once none waits */
+	atomic_int pending;            /* batches queued or running */
+	int waiting, busy;             /* /metrics' gauges: queued, and running */
+	uint64_t beside;               /* the bound of the batches started beside others */
 };
 
 /* A tenant (--tokens; one, 0, without): the token's hash, its limits,
@@ -132,8 +132,8 @@ void runq_destroy(struct server *s);
  * 409), or queued with the connection suspended, answered and resumed
  * by the compute thread. */
 enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r);
-/* The main thread's tick: when the client of the batch running has hung
- * up, stop the batch. */
+/* The main thread's tick: stop each running batch whose client has hung
+ * up, or that has run past --max-batch-seconds. */
 void runq_watch(struct server *s);
 /* Batches queued or running. */
 int runq_pending(struct server *s);
@@ -143,7 +143,7 @@ int runq_pending(struct server *s);
  * new strings for libmicrohttpd.  0, or -code with err naming the file. */
 int tir_tls_load(const char *cert_path, const char *key_path, char **cert_pem, char **key_pem,
 		 struct tir_err *err);
-/* Batches waiting in the queue, and running (0 or 1), at one instant. */
+/* Batches waiting in the queue, and running, at one instant. */
 void runq_counts(struct server *s, int *queued, int *running);
 
 #pragma GCC visibility pop
