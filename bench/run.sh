@@ -294,6 +294,26 @@ section "remote: tir serve on loopback (round trip median of $REMOTE_RUNS; uploa
 RUNS=$REMOTE_RUNS BUILD=$BUILD sh bench/remote.sh || status=1
 
 
+# ---- fair ----
+# bench/fair.py starts its own `tir serve`: a small batch's round trip on an
+# idle server and beside another session's endless matmul chain; how soon
+# a batch stops once its client leaves in the middle of a 6144^3 matmul
+# (close to the server's log line), and how far past --max-batch-seconds 1
+# its answer comes.
+section "fair: a small batch beside a long one, and stops (tir serve on loopback; medians)"
+if $PY bench/fair.py "$BUILD/tir" --runs 200 >"$tmp/fair"; then
+	printf '  %-44s %10s\n' what ms
+	printf '  %-44s %10s\n' "small batch, idle server" "$(kv "$tmp/fair" idle_ms)"
+	printf '  %-44s %10s\n' "small batch beside a long one (median)" "$(kv "$tmp/fair" beside_ms)"
+	printf '  %-44s %10s\n' "  p90 / worst" "$(kv "$tmp/fair" beside_p90_ms) / $(kv "$tmp/fair" beside_max_ms)"
+	printf '  %-44s %10s\n' "client gone mid-matmul: stopped after" "$(kv "$tmp/fair" gone_ms)"
+	printf '  %-44s %10s\n' "--max-batch-seconds 1: answered past it by" "$(kv "$tmp/fair" overrun_ms)"
+	target "small batch beside a long one < 50 ms" "$(kv "$tmp/fair" beside_ms)" "<" 50
+	target "stopped mid-matmul < 100 ms" "$(kv "$tmp/fair" gone_ms)" "<" 100
+else
+	echo "  fair.py FAILED"
+	status=1
+fi
 
 # ---- create ----
 # The creation ops at 16M f32 (eye: 4096 x 4096): tir (bench/tir_time,
