@@ -182,6 +182,8 @@ bool tir_exec_has_value(const struct tir_exec *x, const char *name);
 struct tir_exec_stats {
 	double plan_ms, run_ms;
 	size_t peak_bytes;      /* most tensor memory held at once during the run */
+	size_t plan_peak_bytes; /* the plan's, simulated before it ran (only under a
+				 * memory budget; 0 otherwise): errs low */
 	int nops, nkernels;
 	bool plan_cached;       /* the plan came from the cache (same structure as before) */
 };

@@ -36,6 +36,8 @@ void tir_mem_reset_peak(void);
  * past it tir_tensor_alloc fails with TIR_EBUDGET before it allocates. */
 void tir_mem_set_limit(size_t bytes);
 size_t tir_mem_limit(void);
+/* n bytes for a person in out: "3.2 GiB", "64 MiB", "120 KiB", "40 B". */
+const char *tir_bytes_str(size_t n, char out[32]);
 /* Free the cache of released buffers kept for reuse. */
 void tir_mem_trim(void);
 

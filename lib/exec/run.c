@@ -1193,6 +1193,134 @@ static int run_remote(struct tir_exec *x, struct tir_node **targets, size_t ntar
 	return rc;
 }
 
+/* ---- the plan's memory, simulated before a run under a budget ---- */
+
+struct sim {
+	size_t *live;                  /* by node id: the bytes its value holds */
+	int64_t *uses;                 /* a copy of the run's */
+	size_t total, peak;
+	size_t peak_step;              /* the position (node id) where the peak was reached */
+};
+
+static size_t value_bytes(const struct tir_node *n)
+{
+	return (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
+}
+
+static void sim_hold(struct sim *m, const struct tir_node *n, size_t bytes, size_t step)
+{
+	m->live[n->id] += bytes;
+	m->total += bytes;
+	if (m->total > m->peak) {
+		m->peak = m->total;
+		m->peak_step = step;
+	}
+}
+
+static void sim_drop(struct sim *m, const struct tir_node *n, const bool *interior)
+{
+	for (int k = 0; k < n->nin; k++) {
+		const struct tir_node *o = n->in[k];
+		if (!o || (interior && interior[o->id]))
+			continue;
+		if (--m->uses[o->id] == 0) {
+			m->total -= m->live[o->id];
+			m->live[o->id] = 0;
+		}
+	}
+}
+
+/* Run the plan's schedule on sizes alone, as tir_exec_run runs it, up to
+ * and including the step `until` (SIZE_MAX: all of it). */
+static void sim_run(struct sim *m, const struct tir_program *p, const bool *need, const int64_t *uses,
+		    const struct tir_plan *plan, size_t until)
+{
+	size_t nn = p->nnodes;
+	memset(m->live, 0, nn * sizeof *m->live);
+	memcpy(m->uses, uses, nn * sizeof *m->uses);
+	m->total = m->peak = 0;
+	m->peak_step = 0;
+	for (size_t i = 0; i < nn && i <= until; i++) {
+		if (!need[i] || (plan && plan->interior[i]))
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		if (plan && plan->group_of[i] >= 0) {
+			const struct tir_group *g = &plan->groups[plan->group_of[i]];
+			const struct tir_node *r = g->root;
+			size_t bytes = value_bytes(r);
+			/* an input it may write over (inplace_input) holds the root */
+			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
+				const struct tir_node *o = g->inputs[k];
+				int64_t edges = 0;
+				for (int j = 0; j < g->n; j++)
+					for (int q = 0; q < g->nodes[j]->nin; q++)
+						edges += g->nodes[j]->in[q] == o;
+				if (m->live[o->id] >= bytes && o->type.dtype == r->type.dtype &&
+				    m->uses[o->id] == edges && tir_fused_can_overwrite(g, k))
+					bytes = 0;
+			}
+			sim_hold(m, r, bytes, i);
+			if (g->head)
+				sim_drop(m, g->head, plan->interior);
+			for (int j = 0; j < g->n; j++)
+				sim_drop(m, g->nodes[j], plan->interior);
+			continue;
+		}
+		size_t bytes = value_bytes(n);
+		switch (n->op) {
+		case TIR_OP_INPUT:      /* held already */
+		case TIR_OP_RESHAPE:    /* views (a reshape may copy: counted low) */
+		case TIR_OP_FLATTEN:
+		case TIR_OP_SQUEEZE:
+		case TIR_OP_UNSQUEEZE:
+		case TIR_OP_TRANSPOSE:
+		case TIR_OP_EXPAND:
+		case TIR_OP_SLICE:
+			bytes = 0;
+			break;
+		case TIR_OP_CAST:
+			bytes = n->in[0] && n->in[0]->type.dtype == n->type.dtype ? 0 : bytes;
+			break;
+		default:
+			break;
+		}
+		sim_hold(m, n, bytes, i);
+		sim_drop(m, n, NULL);
+	}
+}
+
+/* The most tensor memory the run would hold at once, and in *at the node
+ * of the largest value held then.  It errs low, never high: views, a
+ * kernel that may write over an input it is the last reader of, and what
+ * kernels use inside them (packing buffers) count nothing, so a run it
+ * says would pass the budget would have passed it. */
+static int plan_peak(const struct tir_program *p, const bool *need, const int64_t *uses,
+		     const struct tir_plan *plan, size_t *peak, const struct tir_node **at)
+{
+	size_t nn = p->nnodes;
+	struct sim m = {.live = calloc(nn + 1, sizeof *m.live), .uses = calloc(nn + 1, sizeof *m.uses)};
+	if (!m.live || !m.uses) {
+		free(m.live);
+		free(m.uses);
+		return -1;
+	}
+	sim_run(&m, p, need, uses, plan, SIZE_MAX);
+	*peak = m.peak;
+	*at = NULL;
+	if (m.peak) { /* again, to the peak: the largest value then */
+		sim_run(&m, p, need, uses, plan, m.peak_step);
+		size_t best = 0;
+		for (size_t i = 0; i <= m.peak_step && i < nn; i++)
+			if (m.live[i] && m.live[i] >= best) {
+				best = m.live[i];
+				*at = p->nodes[i];
+			}
+	}
+	free(m.live);
+	free(m.uses);
+	return 0;
+}
+
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {
@@ -1306,6 +1434,30 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		x->explain = NULL;
 	}
 	free(target);
+	/* under a budget (tir serve --max-memory): a run whose plan would
+	 * pass what is left is refused before it allocates anything */
+	size_t limit = tir_mem_limit();
+	if (limit) {
+		const struct tir_node *at = NULL;
+		size_t peak = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
+		if (plan_peak(p, need, uses, planned ? &plan : NULL, &peak, &at)) {
+			free(need);
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			goto done;
+		}
+		x->stats.plan_peak_bytes = peak;
+		if (peak > left) {
+			char a[32], b[32], c[32], d[32];
+			free(need);
+			rc = tir_errf(err, TIR_EBUDGET, at ? &at->loc : NULL,
+				      "%s%sthe batch would hold %s at its peak (%s of it this value, the largest "
+				      "then); the memory budget has %s left of %s (--max-memory)",
+				      at ? tir_op(at->op)->name : "", at ? ": " : "", tir_bytes_str(peak, a),
+				      tir_bytes_str(at ? value_bytes(at) : 0, b), tir_bytes_str(left, c),
+				      tir_bytes_str(limit, d));
+			goto done;
+		}
+	}
 	x->nprof = 0;
 	tir_mem_reset_peak();
 	size_t base = tir_mem_current();

@@ -158,8 +158,7 @@ static void *big_alloc(size_t bytes)
 	return p;
 }
 
-/* n bytes for a person: "3.2 GiB", "64 MiB", "120 KiB", "40 B" */
-static const char *mib(size_t n, char out[32])
+const char *tir_bytes_str(size_t n, char out[32])
 {
 	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double v = (double)n;
@@ -214,7 +213,8 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 		char a[32], h[32], l[32];
 		return tir_errf(err, TIR_EBUDGET, NULL,
 				"a value of %s would pass the memory budget: %s held of %s (--max-memory)",
-				mib(rounded, a), mib(atomic_load(&mem_current), h), mib(atomic_load(&mem_limit), l));
+				tir_bytes_str(rounded, a), tir_bytes_str(atomic_load(&mem_current), h),
+				tir_bytes_str(atomic_load(&mem_limit), l));
 	}
 	struct tir_buf *b = malloc(sizeof *b);
 	void *data = b ? pool_take(rounded) : NULL;

@@ -417,6 +417,9 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 			if (extra) {
 				json_object_set_new(extra, "budget", json_integer((json_int_t)tir_mem_limit()));
 				json_object_set_new(extra, "held", json_integer((json_int_t)tir_mem_current()));
+				/* the plan's peak, simulated before anything was made */
+				json_object_set_new(extra, "peak",
+						    json_integer((json_int_t)tir_exec_stats(x)->plan_peak_bytes));
 			}
 			enum MHD_Result ok = reply_error(c, r, 413, "memory", extra, "%s", err.msg);
 			free(rend);

@@ -1319,6 +1319,63 @@ def test_time_limit():
     check("time limit: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
 
 
+def vm_hwm_kib(srv):
+    with open(f"/proc/{srv.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_memory_plan():
+    """--max-memory against the plan: a batch whose simulated peak passes
+    what the budget has left is refused before it allocates anything (413
+    memory with peak, budget and held, at the op of the largest value held
+    at the peak); one whose peak is the budget exactly runs, and one a few
+    bytes over is refused.  The issue's zeros([32768, 32768]) chain is one
+    fused kernel and holds nothing."""
+    mib = 1 << 20
+    two = "a: f32[4096, 4096] = randn([4096, 4096], seed=1)\nb: f32[4096, 4096] = matmul(a, a)\n" \
+          "s: f32[] = sum(b)\nprint s\n"
+    # a (64 MiB) and b (64 MiB) held at once; a goes once b is made, and the
+    # sum's 4 bytes (64 as allocated) come beside b alone
+    for limit, ok in ((128 * mib, True), (128 * mib - 1, False)):
+        srv = Server("--max-memory", str(limit))
+        try:
+            sid = new_session(srv)
+            r = run(srv, sid, two)
+            e = r.err()
+            if ok:
+                check(f"memory plan: a peak of 128 MiB under a budget of {limit} B (at it) runs",
+                      r.status == 200, describe(r))
+            else:
+                check(f"memory plan: a peak of 128 MiB over a budget of {limit} B: 413 at the matmul",
+                      error_is(r, 413, "memory") and e.get("peak") == 128 * mib and e.get("budget") == limit
+                      and e.get("line") == 2 and "at its peak" in e.get("message", ""), describe(r))
+        finally:
+            srv.stop()
+    srv = Server("--max-memory", "300M")
+    try:
+        sid = new_session(srv)
+        base = vm_hwm_kib(srv)
+        big = "a: f32[4096, 8192] = randn([4096, 8192], seed=1)\nt: f32[8192, 4096] = transpose(a)\n" \
+              "b: f32[8192, 8192] = matmul(t, a)\ns: f32[] = sum(b)\nprint s\n"
+        r = run(srv, sid, big)
+        e = r.err()
+        grew = vm_hwm_kib(srv) - base
+        check("memory plan: 384 MiB planned under 300M: 413 before anything is made, at the largest value",
+              error_is(r, 413, "memory") and e.get("peak") == 384 * mib and e.get("line") == 3 and
+              e.get("col") == 22 and e.get("held") == 0 and grew < 64 * 1024,
+              f"VmHWM grew {grew} KiB; {describe(r)}")
+        r = run(srv, sid, "x: f32[32768, 32768] = zeros([32768, 32768])\ny: f32[32768, 32768] = add(x, 1)\n"
+                "z: f32[32768, 32768] = mul(y, 2)\ns: f32[] = sum(z)\nprint s\n")
+        check("memory plan: sum((zeros([32768, 32768]) + 1) * 2) holds nothing under 300M",
+              r.status == 200 and float(results(r.body)[1][0]) == 2.0 * 32768 * 32768, describe(r))
+    finally:
+        st = srv.stop()
+    check("memory plan: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
+
+
 def load_text(n):
     return (f"input t0: f32[{n}, {n}]\ninput t1: f32[{n}]\nt2: f32[{n}, {n}] = matmul(t0, t0)\n"
             f"t3: f32[{n}, {n}] = add(t2, t1)\nt4: f32[{n}, {n}] = tanh(t3)\nt5: f32[{n}] = sum(t4, axis=1)\n"
@@ -1488,7 +1545,7 @@ def main():
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
                   test_big_blobs, test_inflight, test_long_batch,
-                  test_client_gone, test_fair_queue, test_time_limit):
+                  test_client_gone, test_fair_queue, test_time_limit, test_memory_plan):
             try:
                 t()
             except Exception as e:  # a crash of one group is one failure, the rest go on

@@ -569,9 +569,9 @@ if start_fake trickle; then
 	kill -9 "$fpid"
 fi
 
-# --max-memory: a batch whose next value would pass the budget stops at
-# that op, said there (exit 3); nothing over it is allocated, the batch's
-# tensors are let go, and the server serves on.  An upload over it: 413.
+# --max-memory: a batch whose plan would pass the budget is refused before
+# anything is made, said at the op of the largest value held at its peak
+# (exit 3); the server serves on.  An upload over it: 413.
 printf 'x = randn([4096, 4096], seed=1)\ny = x @ x\nprint sum(y)\n' >"$tmp/big.tir"
 "$py" -c "
 import numpy as np
@@ -579,7 +579,7 @@ np.save('$tmp/huge.npy', np.zeros(20 << 20, np.float32))
 "
 printf 'input h: f32[20971520]\nprint sum(h)\n' >"$tmp/huge.tir"
 if start_server "$tmp/serve6.log" --max-memory 64M; then
-	expect3 "over --max-memory: at the op" 60000 "^$tmp/big.tir:2:7: error: remote $addr: matmul: a value of 64 MiB would pass the memory budget: 64 MiB held of 64 MiB \(--max-memory\)$" \
+	expect3 "over --max-memory: at the op" 60000 "^$tmp/big.tir:2:7: error: remote $addr: matmul: the batch would hold 128 MiB at its peak \(64 MiB of it this value, the largest then\); the memory budget has 64 MiB left of 64 MiB \(--max-memory\)$" \
 		"$tir" run --quiet "$tmp/big.tir" --remote "$addr"
 	grep -q '^          \^$' "$tmp/err" && pass || fail "over --max-memory: the caret" "$(cat "$tmp/err")"
 	m=$(curl -s --max-time 20 "http://$addr/metrics")

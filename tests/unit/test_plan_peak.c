@@ -1,0 +1,118 @@
+/*
+ * test_plan_peak.c — the plan's memory, simulated before a run under a
+ * budget (tir serve --max-memory), errs low, never high: for every sample
+ * and every golden program that runs, fused and not, the simulated peak is
+ * at most the peak the run then measures.  (A batch the simulation refuses
+ * would have passed the budget.)  And it is not nothing: it is the
+ * measured peak for a program whose values are all plain allocations.
+ */
+#include "exec/exec.h"
+#include "check.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *s = NULL;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0) {
+		long n = ftell(f);
+		rewind(f);
+		s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+		if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+			free(s);
+			s = NULL;
+		}
+		if (s) {
+			s[n] = 0;
+			*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return s;
+}
+
+static int nruns;
+
+/* Run the program in dir/name (from dir: load paths are relative), fused
+ * and not; where it runs, the simulated peak is at most the measured one. */
+static void one(const char *dir, const char *name)
+{
+	char cwd[4096];
+	size_t len = 0;
+	if (!getcwd(cwd, sizeof cwd) || chdir(dir))
+		return;
+	char *text = slurp(name, &len);
+	for (int fuse = 0; text && fuse < 2; fuse++) {
+		struct tir_program *p = tir_program_new();
+		if (tir_program_parse(p, name, text, len, 0)) {
+			tir_program_free(p);
+			break;
+		}
+		struct tir_exec *x = tir_exec_new(p);
+		struct tir_err err = {0};
+		tir_exec_set_fuse(x, fuse);
+		if (!tir_exec_run(x, 0, NULL, 0, &err)) {
+			const struct tir_exec_stats *st = tir_exec_stats(x);
+			nruns++;
+			if (st->plan_peak_bytes > st->peak_bytes)
+				fprintf(stderr, "%s/%s (fuse %d): planned %zu > measured %zu\n", dir, name, fuse,
+					st->plan_peak_bytes, st->peak_bytes);
+			CHECK(st->plan_peak_bytes <= st->peak_bytes);
+		}
+		tir_exec_free(x);
+		tir_program_free(p);
+	}
+	free(text);
+	CHECK(chdir(cwd) == 0);
+}
+
+static void every(const char *dir)
+{
+	DIR *d = opendir(dir);
+	CHECK(d != NULL);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		if (n > 4 && !strcmp(e->d_name + n - 4, ".tir") && strncmp(e->d_name, "err-", 4))
+			one(dir, e->d_name);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Plain allocations (no views, nothing in place): the simulation is the
+ * measured peak, to the 64-byte rounding of each value. */
+static void exact(void)
+{
+	static const char text[] = "a = rand([1000, 300], seed=1)\n"
+				   "b = rand([300, 200], seed=2)\n"
+				   "c = a @ b\n"
+				   "d = c @ transpose(b)\n"
+				   "print sum(d, axis=0)\n";
+	struct tir_program *p = tir_program_new();
+	CHECK(tir_program_parse(p, "exact", text, strlen(text), 0) == 0);
+	struct tir_exec *x = tir_exec_new(p);
+	struct tir_err err = {0};
+	CHECK(tir_exec_run(x, 0, NULL, 0, &err) == 0);
+	const struct tir_exec_stats *st = tir_exec_stats(x);
+	CHECK(st->plan_peak_bytes > 0 && st->plan_peak_bytes <= st->peak_bytes &&
+	      st->peak_bytes - st->plan_peak_bytes <= 64 * 8);
+	tir_exec_free(x);
+	tir_program_free(p);
+}
+
+int main(void)
+{
+	tir_mem_set_limit((size_t)1 << 60); /* a budget: the simulation runs */
+	exact();
+	every("samples");
+	every("tests/golden");
+	CHECK(nruns > 40);
+	tir_mem_set_limit(0);
+	return check_report("test_plan_peak");
+}
