@@ -432,6 +432,53 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 	r->len += n;
 }
 
+/* ---- a run's JSON, charged before it is parsed ---- */
+
+/* The most values (tir_json_values) a run request needs: inputs, keep and
+ * drop of up to a session's worth of values each (an input is two: its
+ * object and the name in it), and the few fields around them. */
+#define RUN_MAX_VALUES (4 * SESSION_MAX_VALUES + 64)
+/* What jansson 2.14 holds for one value at most, allocator included: an
+ * object member whose value is an empty object, 325 bytes (an integer in
+ * an array is 43, a one-letter string 91) */
+#define JSON_VALUE_BYTES 384
+
+/* A run body is parsed whole (json_loadb), and the parse can hold far more
+ * than the body (a 50 MiB `[0,0,...]` is a gigabyte of values), so the
+ * body is judged first: a count of its values (no parse: a scan) is
+ * refused past RUN_MAX_VALUES (413), and what the parse may hold, the
+ * values at JSON_VALUE_BYTES and its strings copied (the body's bytes
+ * again), is charged to --max-inflight with the body: 503 when it does
+ * not fit now, 413 when it never could.  false with *answer queued when
+ * the body is refused. */
+static bool run_body_fits(struct server *s, struct MHD_Connection *c, struct req *r,
+			  enum MHD_Result *answer)
+{
+	size_t n = tir_json_values(r->body, r->len);
+	if (n > RUN_MAX_VALUES) {
+		*answer = reply_error(c, r, 413, "too_large", NULL,
+				      "body: %zu JSON values, over the %d a run request may have (inputs, keep "
+				      "and drop of up to %d each)", n, RUN_MAX_VALUES, SESSION_MAX_VALUES);
+		return false;
+	}
+	uint64_t cost = 2 * (uint64_t)r->len + (uint64_t)n * JSON_VALUE_BYTES;
+	const struct tenant *t = &s->tenants[r->tenant];
+	uint64_t most = t->max_inflight < s->o.max_inflight ? t->max_inflight : s->o.max_inflight;
+	if (cost > SMALL_BODY && cost > most) {
+		*answer = reply_error(c, r, 413, "too_large", NULL,
+				      "body: parsing its %zu bytes and %zu JSON values would hold %llu bytes, over "
+				      "the %llu %s may receive at once (%s)", r->len, n, (unsigned long long)cost,
+				      (unsigned long long)most, most == s->o.max_inflight ? "this server" : t->name,
+				      most == s->o.max_inflight ? "--max-inflight" : "--tokens");
+		return false;
+	}
+	if (!reserve(s, r, cost)) {
+		*answer = reply_busy(s, c, r, cost - r->reserved);
+		return false;
+	}
+	return true;
+}
+
 /* ---- GET /healthz, /v1/info, /metrics; sessions ---- */
 
 static char *make_info(const struct server *s)
@@ -453,14 +500,14 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
 				   "max_memory", (json_int_t)s->o.max_memory,
 				   "max_inflight", (json_int_t)s->o.max_inflight,
 				   "max_sessions", (json_int_t)s->o.max_sessions, "session_ttl",
 				   (json_int_t)s->o.session_ttl, "blob_cache", (json_int_t)s->o.blob_cache,
 				   "max_rank", (json_int_t)TIR_MAX_RANK, "max_elems", (json_int_t)TIR_MAX_ELEMS,
 				   "max_text", (json_int_t)TIR_MAX_SOURCE, "max_values",
-				   (json_int_t)SESSION_MAX_VALUES);
+				   (json_int_t)SESSION_MAX_VALUES, "max_run_values", (json_int_t)RUN_MAX_VALUES);
 	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
 				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
 				"threads", tir_pool_threads(), "blas", tir_blas_info());
@@ -601,8 +648,10 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 		return delete_session(s, c, r);
 	case R_BLOB:
 		return put_blob(s, c, r);
-	case R_RUN:
-		return runq_post(s, c, r);
+	case R_RUN: {
+		enum MHD_Result answer;
+		return run_body_fits(s, c, r, &answer) ? runq_post(s, c, r) : answer;
+	}
 	default:
 		return MHD_NO;
 	}

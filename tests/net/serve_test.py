@@ -4,8 +4,10 @@ docs/protocol.md, with servers this script starts on free loopback ports
 and stops.  It checks every endpoint and the doc's curl examples, each error
 row of the protocol table, malformed and truncated JSON and frames, a wrong
 hash (nothing stored), the token (401 without or with a wrong one), bodies
-over --max-body (413, and the server goes on), a client that goes away in
-the middle of an upload, sessions (isolated, DELETE, TTL expiry), LRU
+over --max-body (413, and the server goes on), run bodies judged by the
+count of their JSON values before they are parsed (a 50 MiB [0,0,...] is
+413 and the server's peak memory stays near the body's), a client that
+goes away in the middle of an upload, sessions (isolated, DELETE, TTL expiry), LRU
 eviction of blobs past --blob-cache, the request log, exit statuses (a port
 taken, bad flags, SIGTERM and SIGINT stop with 0), and a load test: 64
 concurrent clients x 50 batches, each result checked against NumPy, none
@@ -1034,6 +1036,108 @@ def test_inflight():
         srv.stop()
 
 
+def json_values(v):
+    """How many values the server counts in JSON v: every number, string,
+    literal, array and object one, an object's keys none."""
+    if isinstance(v, dict):
+        return 1 + sum(json_values(x) for x in v.values())
+    if isinstance(v, list):
+        return 1 + sum(json_values(x) for x in v)
+    return 1
+
+
+RUN_MAX_VALUES = 4 * 4096 + 64
+
+
+def hwm_kib(srv):
+    with open(f"/proc/{srv.proc.pid}/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+
+
+def test_json_values():
+    """A run body is judged by what parsing it would hold before jansson
+    sees it: more JSON values than a run request can need is 413 (with the
+    count and the limit), and what the parse may hold (2 x the body, 384
+    bytes a value) is charged to --max-inflight: 503 when it does not fit
+    now, 413 when it never could.  The finding: a 50 MiB {"graph":
+    [0,0,...]} raised the server's peak RSS by 1 GB before its 400."""
+    srv = Server()
+    try:
+        sid = new_session(srv)
+        check("json: /v1/info says max_run_values",
+              request(srv, "GET", "/v1/info").json()["limits"].get("max_run_values") == RUN_MAX_VALUES)
+        time.sleep(0.7)  # the idle trim before the baseline (late: a looser check)
+        base = hwm_kib(srv)
+        body = b'{"graph":[' + b"0," * (25 << 20) + b'0]}'  # 50 MiB, 26,214,403 values
+        t0 = time.monotonic()
+        r = request(srv, "POST", f"/v1/sessions/{sid}/run", body)
+        took = time.monotonic() - t0
+        peak = hwm_kib(srv)
+        print(f"# json: a 50 MiB body of 26 M values: {describe(r)[:60]} in {took * 1e3:.0f} ms, "
+              f"VmHWM {base} -> {peak} KiB")
+        check("json: a 50 MiB [0,0,...] body: 413 with its count and the limit",
+              error_is(r, 413, "too_large") and f"26214403 JSON values, over the {RUN_MAX_VALUES}" in
+              r.err().get("message", ""), describe(r))
+        check("json: ... and the server's peak RSS grew by less than twice the body",
+              peak - base < 2 * len(body) // 1024 + RSS_SLACK_KIB, f"VmHWM {base} -> {peak} KiB")
+        check("json: ... and it serves on", healthy(srv))
+
+        # a legitimate request of the most values: 4096 inputs, keep 4096,
+        # and drop padded to the limit (at), one less (under), one more (over)
+        hb, _ = put_blob(srv, np.arange(3, dtype=np.float32))
+        n = 4096
+        text = "".join(f"input t{i}: f32[3]\n" for i in range(n)) + \
+            "".join(f"v{i}: f32[3] = neg(t0)\n" for i in range(n)) + "print t0\n"
+
+        def body_of(ndrop):
+            return {"graph": sha(text), "text": text, "inputs": {f"t{i}": {"blob": hb} for i in range(n)},
+                    "keep": {f"v{i}": f"k{i}" for i in range(n)}, "drop": [f"d{i}" for i in range(ndrop)]}
+        at = body_of(RUN_MAX_VALUES - json_values(body_of(0)))
+        for name, b in (("at", at), ("under", body_of(len(at["drop"]) - 1)), ("over", body_of(len(at["drop"]) + 1))):
+            r = request(srv, "POST", f"/v1/sessions/{sid}/run", b)
+            k = json_values(b)
+            if name == "over":
+                check(f"json: a run request of {k} values ({name} the limit): 413",
+                      error_is(r, 413, "too_large") and f"{k} JSON values, over the {RUN_MAX_VALUES}" in
+                      r.err().get("message", ""), describe(r))
+            else:
+                check(f"json: a run request of {k} values ({name} the limit, 4096 inputs, keep and drop): 200",
+                      r.status == 200 and np.array_equal(results(r.body)[1][0], np.arange(3)), describe(r))
+    finally:
+        srv.stop()
+
+    # the parse charged to --max-inflight: a budget of exactly what the
+    # request at the limit costs (2 x its bytes + 384 x its values)
+    raw_at = json.dumps(at).encode()
+    cost = 2 * len(raw_at) + 384 * json_values(at)
+    srv = Server("--max-inflight", str(cost))
+    try:
+        sid = new_session(srv)
+        put_blob(srv, np.arange(3, dtype=np.float32))
+        runp = f"/v1/sessions/{sid}/run"
+        r = request(srv, "POST", runp, raw_at)
+        check("json: a parse that costs all of --max-inflight: 200", r.status == 200, describe(r))
+        over = dict(at, drop=at["drop"][:-1] + [at["drop"][-1] + "x"])  # one byte more
+        r = request(srv, "POST", runp, json.dumps(over).encode())
+        check("json: one that costs more than --max-inflight: 413, said so",
+              error_is(r, 413, "too_large") and "would hold" in r.err().get("message", "") and
+              "(--max-inflight)" in r.err().get("message", ""), describe(r))
+        # a blob upload under way holds 100,000 bytes of the budget: the
+        # parse does not fit now (503, Retry-After); once it ends, it does
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(b"PUT /v1/blobs/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" % (b"e" * 64))
+        held = srv.wait_metric("tir_inflight_body_bytes", 100000)
+        r = request(srv, "POST", runp, raw_at)
+        check("json: a parse that does not fit what is left now: 503 busy, Retry-After",
+              held and error_is(r, 503, "busy") and r.headers.get("retry-after") == "1", describe(r))
+        s.close()
+        srv.wait_metric("tir_inflight_body_bytes", 0)
+        r = request(srv, "POST", runp, raw_at)
+        check("json: ... and once the upload is gone: 200", r.status == 200, describe(r))
+    finally:
+        srv.stop()
+
+
 def long_text(n):
     """A batch of n 1024 x 1024 matmuls: about 0.05 s each here."""
     lines = ["x0: f32[1024, 1024] = randn([1024, 1024], seed=1)"]
@@ -1363,7 +1467,7 @@ def main():
         check("tir binary", False, TIR + " is missing")
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
-                  test_big_blobs, test_inflight, test_long_batch,
+                  test_big_blobs, test_inflight, test_json_values, test_long_batch,
                   test_client_gone):
             try:
                 t()
