@@ -44,6 +44,13 @@ const char *const cli_serve_help =
 	"  --tls-cert FILE      serve HTTPS with this certificate (PEM; a chain: the\n"
 	"                       server's first); clients use --remote https://HOST:PORT\n"
 	"  --tls-key FILE       the certificate's private key (PEM, not encrypted)\n"
+	"  --max-connections-per-address N\n"
+	"                       connections one client address (an IPv6 /64) may hold\n"
+	"                       open; past it 503 busy, or closed on TLS (default 32;\n"
+	"                       256 for all clients together)\n"
+	"  --header-timeout SECS a connection has this long to send a request's head,\n"
+	"                       from when it is accepted or its last request ended,\n"
+	"                       whatever it trickles; then it is closed (default 10)\n"
 	"  --tokens FILE        tenants, one a line: NAME TOKEN [sessions=N]\n"
 	"                       [inflight=BYTES]; each has its own sessions and blobs\n"
 	"                       (a blob's name is no key to another tenant's bytes) and\n"
@@ -213,7 +220,7 @@ int cli_serve(int argc, char **argv)
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
 						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens",
-						    "--max-memory"};
+						    "--max-memory", "--max-connections-per-address", "--header-timeout"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -285,6 +292,14 @@ int cli_serve(int argc, char **argv)
 			break;
 		case 12:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_memory);
+			break;
+		case 13:
+			ok = parse_num(val, 1, 1000000, false, &v);
+			o.max_connections_per_address = (int)v;
+			break;
+		case 14:
+			ok = parse_num(val, 1, 86400, false, &v);
+			o.header_timeout = (int)v;
 			break;
 		}
 		if (!ok) {

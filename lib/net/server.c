@@ -36,9 +36,10 @@
 #define DEFAULT_MAX_SESSIONS 64
 #define DEFAULT_TTL 600
 #define DEFAULT_BLOB_CACHE ((uint64_t)1 << 30)
+#define DEFAULT_PER_ADDRESS 32
+#define DEFAULT_HEADER_TIMEOUT 10
 #define MAX_GRAPHS 256
 #define POOL_THREADS 4
-#define MAX_CONNECTIONS 256
 #define CONNECTION_TIMEOUT 30
 #define CONNECTION_MEMORY (128 * 1024)  /* MHD's buffer per connection: the size of a body piece */
 /* A body this small is not counted against --max-inflight: like MHD's own
@@ -330,7 +331,16 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		return reply_error(c, r, 400, "bad_request", NULL,
 				   "blob name: not 64 lowercase hex digits (a SHA-256)");
 
+	/* the gate checks a connection's first head; these are for the later
+	 * ones of a kept-alive connection, and TLS's: a body framed otherwise
+	 * than by a length or chunks would be read until the client closes */
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	if (te && cl)
+		return reply_error(c, r, 400, "bad_request", NULL, "both Content-Length and Transfer-Encoding");
+	if (te && strcasecmp(te, "chunked"))
+		return reply_error(c, r, 501, "not_implemented",
+				   NULL, "Transfer-Encoding: %.40s: only chunked is understood", te);
 	uint64_t len = 0;
 	if (cl) {
 		char *end;
@@ -500,14 +510,17 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
 				   "max_memory", (json_int_t)s->o.max_memory,
 				   "max_inflight", (json_int_t)s->o.max_inflight,
 				   "max_sessions", (json_int_t)s->o.max_sessions, "session_ttl",
 				   (json_int_t)s->o.session_ttl, "blob_cache", (json_int_t)s->o.blob_cache,
 				   "max_rank", (json_int_t)TIR_MAX_RANK, "max_elems", (json_int_t)TIR_MAX_ELEMS,
 				   "max_text", (json_int_t)TIR_MAX_SOURCE, "max_values",
-				   (json_int_t)SESSION_MAX_VALUES, "max_run_values", (json_int_t)RUN_MAX_VALUES);
+				   (json_int_t)SESSION_MAX_VALUES, "max_run_values", (json_int_t)RUN_MAX_VALUES,
+				   "max_connections", (json_int_t)MAX_CONNECTIONS, "max_connections_per_address",
+				   (json_int_t)s->o.max_connections_per_address, "header_timeout",
+				   (json_int_t)s->o.header_timeout);
 	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
 				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
 				"threads", tir_pool_threads(), "blas", tir_blas_info());
@@ -523,6 +536,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	blob_store_stats(s->blobs, &bs);
 	int queued, running;
 	runq_counts(s, &queued, &running);
+	struct gate_stats gs;
+	gate_stats(s->gate, &gs);
 	tir_str_addf(&out, "# TYPE tir_requests_total counter\n");
 	pthread_mutex_lock(&s->mmu);
 	for (int i = 0; i < 600; i++)
@@ -553,14 +568,21 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_memory_budget_bytes gauge\ntir_memory_budget_bytes %llu\n"
 		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n"
 		     "# TYPE tir_batches_queued gauge\ntir_batches_queued %d\n"
-		     "# TYPE tir_batches_running gauge\ntir_batches_running %d\n",
+		     "# TYPE tir_batches_running gauge\ntir_batches_running %d\n"
+		     "# TYPE tir_connections gauge\ntir_connections %d\n"
+		     "# TYPE tir_connections_refused_total counter\n"
+		     "tir_connections_refused_total{reason=\"address\"} %llu\n"
+		     "tir_connections_refused_total{reason=\"full\"} %llu\n"
+		     "# TYPE tir_connections_timed_out_total counter\ntir_connections_timed_out_total %llu\n",
 		     session_store_count(s->sessions),
 		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)bs.hits,
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
 		     tir_mem_current(), (unsigned long long)s->o.max_memory,
-		     (unsigned long long)atomic_load(&s->reserved), queued, running);
+		     (unsigned long long)atomic_load(&s->reserved), queued, running, gs.open,
+		     (unsigned long long)gs.refused_address, (unsigned long long)gs.refused_full,
+		     (unsigned long long)gs.timed_out);
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -669,6 +691,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return MHD_NO;
 		atomic_fetch_add(&s->inflight, 1);
 		*con_cls = r;
+		gate_request(c, true);
 		r->t0 = now_ms();
 		snprintf(r->method, sizeof r->method, "%s", method);
 		return begin(s, c, r, url, method);
@@ -737,6 +760,7 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(r->body);
 	unreserve(s, r);
 	free(r);
+	gate_request(c, false);
 	atomic_fetch_sub(&s->inflight, 1);
 }
 
@@ -852,6 +876,7 @@ static int tenants_make(struct server *s, struct tir_err *err)
 
 static void server_free(struct server *s)
 {
+	gate_free(s->gate);
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
@@ -880,6 +905,10 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		s->o.max_sessions = DEFAULT_MAX_SESSIONS;
 	if (s->o.session_ttl <= 0)
 		s->o.session_ttl = DEFAULT_TTL;
+	if (s->o.max_connections_per_address <= 0)
+		s->o.max_connections_per_address = DEFAULT_PER_ADDRESS;
+	if (s->o.header_timeout <= 0)
+		s->o.header_timeout = DEFAULT_HEADER_TIMEOUT;
 	if (!s->o.blob_cache)
 		s->o.blob_cache = DEFAULT_BLOB_CACHE;
 	if (!s->o.max_inflight) {
@@ -919,14 +948,21 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		server_free(s);
 		return fd;
 	}
-	if (!runq_start(s)) {
+	if (!(s->gate = gate_new(s, fd))) {
 		close(fd);
+		server_free(s);
+		return tir_errf(err, TIR_ENOMEM, NULL, "cannot watch the listening socket (out of resources)");
+	}
+	if (!runq_start(s)) {
 		server_free(s);
 		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
 	}
+	/* the gate (gate.c) accepts the connections and hands them over; the
+	 * connection limit is the gate's (libmicrohttpd's, per thread of its
+	 * pool, is set past it: a connection it refused after it was handed
+	 * over would be closed without a word) */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-			 MHD_ALLOW_SUSPEND_RESUME | (s->tls_cert ? MHD_USE_TLS : 0) |
-			 (family == AF_INET6 ? MHD_USE_IPv6 : 0);
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | (s->tls_cert ? MHD_USE_TLS : 0);
 	struct MHD_OptionItem tls[] = {
 		{MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
 		{MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
@@ -934,14 +970,14 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	};
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
+		(unsigned)(MAX_CONNECTIONS * POOL_THREADS), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_ARRAY, s->tls_cert ? tls : tls + 2,
-		MHD_OPTION_END);
-	if (!d) {
-		close(fd);
+		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_NOTIFY_CONNECTION, gate_notify, s->gate,
+		MHD_OPTION_ARRAY, s->tls_cert ? tls : tls + 2, MHD_OPTION_END);
+	if (!d || !gate_start(s->gate, d)) {
+		if (d)
+			MHD_stop_daemon(d);
 		runq_stop(s);
 		server_free(s);
 		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP%s server (libmicrohttpd%s)",
@@ -962,6 +998,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		struct timespec ts = {0, TICK_MS * 1000 * 1000};
 		nanosleep(&ts, NULL);
 		runq_watch(s);
+		gate_sweep(s->gate);
 		double now = now_ms();
 		uint64_t act = atomic_load(&s->activity);
 		if (act != seen) {
@@ -996,6 +1033,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
+	gate_stop(s->gate);
 	MHD_stop_daemon(d);
 	server_free(s);
 	tir_mem_set_limit(0);
