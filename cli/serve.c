@@ -28,6 +28,11 @@ const char *const cli_serve_help =
 	"  --max-body BYTES     largest request body (default 1G)\n"
 	"  --max-sessions N     sessions open at once (default 64)\n"
 	"  --session-ttl SECS   a session idle this long is deleted (default 600)\n"
+	"  --session-lease SECS a session whose client asked for a lease (tir's do) is\n"
+	"                       deleted after this long without a request or a renewal,\n"
+	"                       so that a client gone without a word (frozen, cut off)\n"
+	"                       does not hold it for the TTL; tir renews every third of\n"
+	"                       it (default 30)\n"
 	"  --blob-cache BYTES   tensors kept for clients, least recently used evicted\n"
 	"                       past this (default 1G)\n"
 	"  --max-inflight BYTES request bodies being received at once, all together;\n"
@@ -220,7 +225,8 @@ int cli_serve(int argc, char **argv)
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
 						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens",
-						    "--max-memory", "--max-connections-per-address", "--header-timeout"};
+						    "--max-memory", "--max-connections-per-address", "--header-timeout",
+						    "--session-lease"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -300,6 +306,10 @@ int cli_serve(int argc, char **argv)
 		case 14:
 			ok = parse_num(val, 1, 86400, false, &v);
 			o.header_timeout = (int)v;
+			break;
+		case 15:
+			ok = parse_num(val, 1, 100000000, false, &v);
+			o.session_lease = (int)v;
 			break;
 		}
 		if (!ok) {

@@ -23,7 +23,7 @@
 
 #pragma GCC visibility push(hidden)
 
-enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
+enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB, R_RENEW };
 
 /* The batches: one at a time on the compute thread (the engine's pool is
  * global), in the order they came; their connections wait suspended. */

@@ -35,6 +35,8 @@
 #define DEFAULT_MAX_BODY ((uint64_t)1 << 30)
 #define DEFAULT_MAX_SESSIONS 64
 #define DEFAULT_TTL 600
+#define DEFAULT_LEASE 30
+#define SESSION_BODY_MAX 1024           /* POST /v1/sessions: {"lease": true} */
 #define DEFAULT_BLOB_CACHE ((uint64_t)1 << 30)
 #define DEFAULT_PER_ADDRESS 32
 #define DEFAULT_HEADER_TIMEOUT 10
@@ -155,7 +157,7 @@ static enum route route_of(const char *url, struct req *r)
 		rest = url + sizeof sess - 1;
 		const char *slash = strchr(rest, '/');
 		idlen = slash ? (size_t)(slash - rest) : strlen(rest);
-		rt = !slash ? R_SESSION : !strcmp(slash, "/run") ? R_RUN : R_NONE;
+		rt = !slash ? R_SESSION : !strcmp(slash, "/run") ? R_RUN : !strcmp(slash, "/renew") ? R_RENEW : R_NONE;
 		r->id_ok = idlen == SESSION_ID_HEX;
 	} else if (!strncmp(url, blobs, sizeof blobs - 1) && !strchr(url + sizeof blobs - 1, '/')) {
 		rest = url + sizeof blobs - 1;
@@ -176,7 +178,7 @@ static enum route route_of(const char *url, struct req *r)
 	 * the session's only key and does not belong in a log */
 	if (rest && r->id_ok)
 		snprintf(r->path, sizeof r->path, "%.*s%.8s\xe2\x80\xa6%s", (int)(rest - url), url, r->id,
-			 rt == R_RUN ? "/run" : "");
+			 rt == R_RUN ? "/run" : rt == R_RENEW ? "/renew" : "");
 	else
 		snprintf(r->path, sizeof r->path, "%.80s%s", url, strlen(url) > 80 ? "\xe2\x80\xa6" : "");
 	return rt;
@@ -191,6 +193,7 @@ static const char *allowed(enum route rt)
 		return "GET, HEAD";
 	case R_SESSIONS:
 	case R_RUN:
+	case R_RENEW:
 		return "POST";
 	case R_SESSION:
 		return "DELETE";
@@ -322,6 +325,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		enum MHD_Result ok = reply_error(c, r, 405, "method", NULL, "%s takes %s, not %s",
 						 r->route == R_SESSION ? "/v1/sessions/ID"
 						 : r->route == R_RUN   ? "/v1/sessions/ID/run"
+						 : r->route == R_RENEW ? "/v1/sessions/ID/renew"
 						 : r->route == R_BLOB  ? "/v1/blobs/SHA256"
 								       : url,
 						 allowed(r->route), method);
@@ -385,6 +389,19 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			return reply_busy(s, c, r, len);
 		if (!(r->up = upload_new(r->id, len, held)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
+	} else if (r->route == R_SESSIONS && (te || len)) {
+		/* {"lease": true}, or nothing */
+		if (te)
+			return reply_error(c, r, 411, "length_required", NULL,
+					   "POST /v1/sessions with a body needs a Content-Length");
+		if (len > SESSION_BODY_MAX)
+			return reply_error(c, r, 413, "too_large", NULL,
+					   "body: %llu bytes; a session's request has at most %d",
+					   (unsigned long long)len, SESSION_BODY_MAX);
+		r->cap = len;
+		if (!(r->body = malloc(r->cap)))
+			return reply_error(c, r, 503, "busy", NULL, "no memory for a body now");
+		r->keep_body = true;
 	} else if (r->route == R_RUN) {
 		/* allocated once when the length is known; a chunked body grows by doubling */
 		r->cap = r->has_len ? len : SMALL_BODY;
@@ -510,7 +527,7 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
 				   "max_memory", (json_int_t)s->o.max_memory,
 				   "max_inflight", (json_int_t)s->o.max_inflight,
 				   "max_sessions", (json_int_t)s->o.max_sessions, "session_ttl",
@@ -520,7 +537,7 @@ static char *make_info(const struct server *s)
 				   (json_int_t)SESSION_MAX_VALUES, "max_run_values", (json_int_t)RUN_MAX_VALUES,
 				   "max_connections", (json_int_t)MAX_CONNECTIONS, "max_connections_per_address",
 				   (json_int_t)s->o.max_connections_per_address, "header_timeout",
-				   (json_int_t)s->o.header_timeout);
+				   (json_int_t)s->o.header_timeout, "session_lease", (json_int_t)s->o.session_lease);
 	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
 				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
 				"threads", tir_pool_threads(), "blas", tir_blas_info());
@@ -538,6 +555,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	runq_counts(s, &queued, &running);
 	struct gate_stats gs;
 	gate_stats(s->gate, &gs);
+	uint64_t exp_ttl, exp_lease;
+	session_store_expired(s->sessions, &exp_ttl, &exp_lease);
 	tir_str_addf(&out, "# TYPE tir_requests_total counter\n");
 	pthread_mutex_lock(&s->mmu);
 	for (int i = 0; i < 600; i++)
@@ -557,6 +576,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	tir_str_addf(&out,
 		     "# TYPE tir_sessions gauge\ntir_sessions %zu\n"
 		     "# TYPE tir_sessions_created_total counter\ntir_sessions_created_total %llu\n"
+		     "# TYPE tir_sessions_expired_total counter\n"
+		     "tir_sessions_expired_total{reason=\"ttl\"} %llu\ntir_sessions_expired_total{reason=\"lease\"} %llu\n"
 		     "# TYPE tir_blob_cache_hits_total counter\ntir_blob_cache_hits_total %llu\n"
 		     "# TYPE tir_blob_cache_misses_total counter\ntir_blob_cache_misses_total %llu\n"
 		     "# TYPE tir_blob_cache_bytes gauge\ntir_blob_cache_bytes %llu\n"
@@ -575,7 +596,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "tir_connections_refused_total{reason=\"full\"} %llu\n"
 		     "# TYPE tir_connections_timed_out_total counter\ntir_connections_timed_out_total %llu\n",
 		     session_store_count(s->sessions),
-		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)bs.hits,
+		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)exp_ttl,
+		     (unsigned long long)exp_lease, (unsigned long long)bs.hits,
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
@@ -590,11 +612,40 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	return reply(c, r, 200, "text/plain; version=0.0.4", out.s, out.n);
 }
 
+/* The body of POST /v1/sessions: nothing, or {"lease": true|false}.
+ * 0 with *lease, or -1 with msg filled. */
+static int session_body(const struct req *r, bool *lease, char *msg, size_t n)
+{
+	*lease = false;
+	if (!r->len)
+		return 0;
+	json_error_t jerr;
+	json_t *doc = json_loadb((const char *)r->body, r->len, JSON_REJECT_DUPLICATES, &jerr);
+	const char *k;
+	json_t *v;
+	int rc = 0;
+	if (!json_is_object(doc))
+		rc = -1, snprintf(msg, n, "body: %s", doc ? "not a JSON object" : jerr.text);
+	json_object_foreach(doc, k, v) {
+		if (!rc && strcmp(k, "lease"))
+			rc = -1, snprintf(msg, n, "body: an unknown field '%.64s' (a session takes \"lease\")", k);
+		else if (!rc && !json_is_boolean(v))
+			rc = -1, snprintf(msg, n, "lease: not true or false");
+		else if (!rc)
+			*lease = json_is_true(v);
+	}
+	json_decref(doc);
+	return rc;
+}
+
 static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, struct req *r)
 {
-	char id[SESSION_ID_HEX + 1];
+	char id[SESSION_ID_HEX + 1], msg[200];
 	const struct tenant *t = &s->tenants[r->tenant];
-	int rc = session_create(s->sessions, r->tenant, t->max_sessions, id);
+	bool lease;
+	if (session_body(r, &lease, msg, sizeof msg))
+		return reply_error(c, r, 400, "bad_request", NULL, "%s", msg);
+	int rc = session_create(s->sessions, r->tenant, t->max_sessions, lease ? s->o.session_lease : 0, id);
 	if (rc == -1 || rc == -3)
 		r->retry_after = RETRY_AFTER;
 	if (rc == -1)
@@ -607,7 +658,22 @@ static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, 
 				   t->max_sessions);
 	if (rc)
 		return reply_error(c, r, 500, "internal", NULL, "cannot make a session (out of memory)");
-	return reply_json(c, r, 201, json_pack("{ss si}", "session", id, "ttl", s->o.session_ttl));
+	json_t *doc = json_pack("{ss si}", "session", id, "ttl", s->o.session_ttl);
+	if (lease)
+		json_object_set_new(doc, "lease", json_integer(s->o.session_lease));
+	return reply_json(c, r, 201, doc);
+}
+
+/* POST /v1/sessions/ID/renew: its client is there (the lease, not the TTL). */
+static enum MHD_Result renew_session(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	int lease = 0;
+	if (!r->id_ok || !session_renew(s->sessions, r->id, r->tenant, &lease))
+		return reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
+	json_t *doc = json_pack("{ss}", "session", r->id);
+	if (lease)
+		json_object_set_new(doc, "lease", json_integer(lease));
+	return reply_json(c, r, 200, doc);
 }
 
 static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c, struct req *r)
@@ -668,6 +734,8 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 		return post_session(s, c, r);
 	case R_SESSION:
 		return delete_session(s, c, r);
+	case R_RENEW:
+		return renew_session(s, c, r);
 	case R_BLOB:
 		return put_blob(s, c, r);
 	case R_RUN: {
@@ -905,6 +973,8 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		s->o.max_sessions = DEFAULT_MAX_SESSIONS;
 	if (s->o.session_ttl <= 0)
 		s->o.session_ttl = DEFAULT_TTL;
+	if (s->o.session_lease <= 0)
+		s->o.session_lease = DEFAULT_LEASE;
 	if (s->o.max_connections_per_address <= 0)
 		s->o.max_connections_per_address = DEFAULT_PER_ADDRESS;
 	if (s->o.header_timeout <= 0)

@@ -10,7 +10,9 @@ count of their JSON values before they are parsed (a 50 MiB [0,0,...] is
 goes away in the middle of an upload, connections (at most 32 of one address, a
 request head within --header-timeout whatever is trickled, a first head
 that libmicrohttpd would refuse answered in JSON, from raw sockets bound
-to other loopback addresses), sessions (isolated, DELETE, TTL expiry), LRU
+to other loopback addresses), sessions (isolated, DELETE, TTL expiry, a
+lease reclaimed soon after its client stops renewing, tir's REPL renewing
+its own while idle), LRU
 eviction of blobs past --blob-cache, the request log, exit statuses (a port
 taken, bad flags, SIGTERM and SIGINT stop with 0), and a load test: 64
 concurrent clients x 50 batches, each result checked against NumPy, none
@@ -642,6 +644,10 @@ def test_tenants():
         check("tenants: bob cannot run in alice's session (404)", error_is(r, 404, "not_found"), describe(r))
         r = request(srv, "DELETE", f"/v1/sessions/{sa}", headers=bob)
         check("tenants: bob cannot delete alice's session (404)", error_is(r, 404, "not_found"), describe(r))
+        r = request(srv, "POST", f"/v1/sessions/{sa}/renew", headers=bob)
+        check("tenants: bob cannot renew alice's session (404)", error_is(r, 404, "not_found"), describe(r))
+        r = request(srv, "POST", f"/v1/sessions/{sa}/renew")
+        check("tenants: a renewal needs a token (401)", error_is(r, 401, "unauthorized"), describe(r))
         r = run(srv, sa, text, {"t0": {"blob": h}}, headers=alice)
         check("tenants: alice's session is still hers", r.status == 200, describe(r))
         # graphs are the tenant's: bob's text is not alice's to name
@@ -780,12 +786,14 @@ def test_cli():
     out = p.stdout.decode()
     check("tir help serve", p.returncode == 0 and all(f in out for f in (
         "--host", "--port", "--token", "--max-body", "--max-sessions", "--session-ttl", "--blob-cache",
-        "--threads", "--max-inflight", "--max-connections-per-address", "--header-timeout")), out[:200])
+        "--threads", "--max-inflight", "--max-connections-per-address", "--header-timeout",
+        "--session-lease")), out[:200])
     p = subprocess.run([TIR, "serve", "--help"], capture_output=True, timeout=10)
     check("tir serve --help", p.returncode == 0 and p.stdout.decode() == out)
     for args in (["--bogus"], ["--port"], ["--port", "x"], ["--port", "70000"], ["--port", "-1"],
                  ["--max-body", "0"], ["--max-body", "12Q"], ["--max-inflight", "0"], ["--max-sessions", "0"],
                  ["--session-ttl", "1.5"], ["--header-timeout", "0"], ["--max-connections-per-address", "0"],
+                 ["--session-lease", "0"],
                  ["--threads", "many"], ["--token", ""], ["extra"]):
         p = subprocess.run([TIR, "serve", *args], capture_output=True, timeout=10)
         check(f"bad flags exit 2: {' '.join(args)}", p.returncode == 2 and p.stderr.startswith(b"tir serve: "),
@@ -1436,6 +1444,163 @@ def test_head_errors():
         srv.stop()
 
 
+# ---- sessions with a lease: a client gone without a word loses its session soon ----
+
+def expired(srv, why):
+    return metrics(srv).get(f'tir_sessions_expired_total{{reason="{why}"}}', 0)
+
+
+def test_session_lease():
+    """A session made with {"lease": true} is reclaimed once its client has
+    given no sign (a request, or POST .../renew) for --session-lease, long
+    before the TTL; a client that renews keeps it, and tir's client renews
+    on a thread of its own, so an idle REPL keeps its session and a frozen
+    one loses it (and makes a new one once it is back)."""
+    srv = Server("--session-lease", "2")
+    child = repl = None
+    try:
+        check("lease: /v1/info says session_lease", request(srv, "GET", "/v1/info").json()["limits"].get(
+            "session_lease") == 2)
+        r = request(srv, "POST", "/v1/sessions", {"lease": True})
+        j = r.json() or {}
+        check("lease: POST /v1/sessions {\"lease\": true}: 201 with the lease and the TTL",
+              r.status == 201 and j.get("lease") == 2 and j.get("ttl") == 600, describe(r))
+        request(srv, "DELETE", f"/v1/sessions/{j.get('session')}")  # (not to be counted as reclaimed)
+        r = request(srv, "POST", "/v1/sessions")
+        check("lease: without a body, no lease", r.status == 201 and "lease" not in (r.json() or {}), describe(r))
+        for name, body, st, code in (("lease not a bool", {"lease": 1}, 400, "bad_request"),
+                                     ("an unknown field", {"lease": True, "colour": 1}, 400, "bad_request"),
+                                     ("not an object", [True], 400, "bad_request"),
+                                     ("over 1 KiB", b'{"lease": true' + b" " * 1024 + b"}", 413, "too_large")):
+            r = request(srv, "POST", "/v1/sessions", body)
+            check(f"lease: a session body {name}: {st}", error_is(r, st, code), describe(r))
+        a = request(srv, "POST", "/v1/sessions", {"lease": True}).json()["session"]
+        r = request(srv, "POST", f"/v1/sessions/{a}/renew")
+        check("lease: POST /v1/sessions/ID/renew: 200 with the lease",
+              r.status == 200 and r.json() == {"session": a, "lease": 2}, describe(r))
+        r = request(srv, "POST", f"/v1/sessions/{'0' * 32}/renew")
+        check("lease: renewing no session: 404", error_is(r, 404, "not_found"), describe(r))
+        r = request(srv, "GET", f"/v1/sessions/{a}/renew")
+        check("lease: GET .../renew: 405", error_is(r, 405, "method") and r.headers.get("allow") == "POST",
+              describe(r))
+
+        # under and over the lease: A renewed every 0.3 s, B leased and left
+        # alone, C not leased, made together; once B is reclaimed (the lease
+        # has passed), A and C are there; once A is left alone, it goes too
+        b = request(srv, "POST", "/v1/sessions", {"lease": True}).json()["session"]
+        c = new_session(srv)
+        stop = threading.Event()
+        renewed = []
+
+        def renew_a():
+            while not stop.is_set():
+                renewed.append(request(srv, "POST", f"/v1/sessions/{a}/renew").status)
+                stop.wait(0.3)
+        th = threading.Thread(target=renew_a)
+        th.start()
+        t0 = time.monotonic()
+        gone_b = eventually(lambda: expired(srv, "lease") >= 1)
+        took = time.monotonic() - t0
+        ra = request(srv, "POST", f"/v1/sessions/{a}/renew")
+        rb = run(srv, b, EXP3, {})
+        rc = request(srv, "POST", f"/v1/sessions/{c}/renew")
+        check("lease: renewed every 0.3 s, a session outlives the lease; one not renewed is reclaimed; one "
+              "without a lease stays", gone_b and took >= 1.9 and ra.status == 200 and
+              all(x == 200 for x in renewed) and error_is(rb, 404, "not_found") and rc.status == 200 and
+              expired(srv, "lease") == 1 and expired(srv, "ttl") == 0, f"B after {took:.2f} s; {describe(ra)} {describe(rb)} {describe(rc)}")
+        stop.set()
+        th.join(10)
+        t0 = time.monotonic()
+        gone_a = eventually(lambda: expired(srv, "lease") >= 2, 20)
+        took = time.monotonic() - t0
+        check("lease: no longer renewed, it is reclaimed within the lease (2 s) and the sweep (1 s)",
+              gone_a and took < 2 + 1 + 5, f"{took:.2f} s")
+
+        # a client frozen with its connection open: a process that renews
+        # on a kept-alive connection, then is stopped (SIGSTOP)
+        code = ("import http.client, json, sys, time\n"
+                f"c = http.client.HTTPConnection('127.0.0.1', {srv.port}, timeout=10)\n"
+                "c.request('POST', '/v1/sessions', body=json.dumps({'lease': True}))\n"
+                "sid = json.loads(c.getresponse().read())['session']\n"
+                "print(sid, flush=True)\n"
+                "while True:\n"
+                "    c.request('POST', '/v1/sessions/%s/renew' % sid, body=b'')\n"
+                "    c.getresponse().read()\n"
+                "    time.sleep(0.3)\n")
+        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        sid = child.stdout.readline().decode().strip()
+        srv.requests += 1
+        beating = srv.wait_log(r"^POST /v1/sessions/%s\u2026/renew 200 " % sid[:8], 2)
+        before = expired(srv, "lease")
+        os.kill(child.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        gone = eventually(lambda: expired(srv, "lease") >= before + 1, 30)
+        took = time.monotonic() - t0
+        open_conn = True
+        with open(f"/proc/{child.pid}/net/tcp") as f:
+            open_conn = any(f":{srv.port:04X}" in ln for ln in f)
+        print(f"# lease: a client frozen (SIGSTOP) has its session reclaimed {took:.2f} s after "
+              f"(--session-lease 2, TTL 600)")
+        check("lease: a client frozen with its connection open: its session reclaimed within the lease and "
+              "the sweep (3 s), far before the TTL (600 s)",
+              beating and gone and took < 3 + 5 and error_is(run(srv, sid, EXP3, {}), 404, "not_found"),
+              f"{took:.2f} s; renewing before {beating}; its socket open {open_conn}")
+        child.kill()
+        child.wait(10)
+        child = None
+
+        # tir's REPL: idle for three leases, it keeps its session (its
+        # thread renews it); frozen, it loses it; back, it makes a new one
+        lines = []
+        repl = subprocess.Popen([TIR, "repl", "--remote", f"127.0.0.1:{srv.port}"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        threading.Thread(target=lambda: [lines.append(ln.decode().rstrip("\n")) for ln in repl.stdout],
+                         daemon=True).start()
+        repl.stdin.write(b"a = [1, 2]\nb = a * 2\nb\n")
+        repl.stdin.flush()
+        first = eventually(lambda: "[2, 4]" in lines)
+        m0 = metrics(srv)
+        for i in range(3):  # three leases pass: three witnesses, leased, not renewed, each reclaimed
+            request(srv, "POST", "/v1/sessions", {"lease": True})
+            eventually(lambda: expired(srv, "lease") >= m0['tir_sessions_expired_total{reason="lease"}'] + i + 1)
+        m = metrics(srv)
+        repl.stdin.write(b"b * 3\n")
+        repl.stdin.flush()
+        again = eventually(lambda: "[6, 12]" in lines)
+        m1 = metrics(srv)
+        renewals = srv.logged(r"^POST /v1/sessions/\w{8}\u2026/renew 200 ")
+        check("lease: tir's REPL idle for three leases keeps its session (renewed on its own thread)",
+              first and again and m.get("tir_sessions") == 3 and  # the REPL's, c and the one without a body
+              m1["tir_sessions_created_total"] == m0["tir_sessions_created_total"] + 3 and renewals >= 4,
+              f"{lines} sessions {m.get('tir_sessions')}, created {m0['tir_sessions_created_total']} -> "
+              f"{m1['tir_sessions_created_total']}, {renewals} renewals")
+        before = expired(srv, "lease")
+        os.kill(repl.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        gone = eventually(lambda: expired(srv, "lease") >= before + 1, 30)
+        took = time.monotonic() - t0
+        os.kill(repl.pid, signal.SIGCONT)
+        repl.stdin.write(b"b * 4\n")
+        repl.stdin.flush()
+        back = eventually(lambda: "[8, 16]" in lines)
+        m2 = metrics(srv)
+        check("lease: the REPL frozen loses its session within the lease; back, it makes a new one and "
+              "its values again", gone and took < 3 + 5 and back and
+              m2["tir_sessions_created_total"] == m1["tir_sessions_created_total"] + 1,
+              f"{took:.2f} s; {lines}")
+        repl.stdin.close()
+        st = repl.wait(20)
+        err = repl.stderr.read().decode()
+        check("lease: the REPL ends cleanly", st == 0 and err == "", f"exit {st}: {err[:300]}")
+        repl = None
+    finally:
+        for p in (child, repl):
+            if p:
+                p.kill()
+                p.wait(10)
+        srv.stop()
+
+
 def json_values(v):
     """How many values the server counts in JSON v: every number, string,
     literal, array and object one, an object's keys none."""
@@ -1870,7 +2035,7 @@ def main():
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
                   test_big_blobs, test_inflight, test_json_values, test_per_address, test_header_deadline,
-                  test_head_errors, test_long_batch,
+                  test_head_errors, test_session_lease, test_long_batch,
                   test_client_gone):
             try:
                 t()
