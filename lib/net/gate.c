@@ -359,7 +359,7 @@ struct gate {
 	double timeout_ms;
 	pthread_t th;
 	bool started;
-	volatile bool stop;
+	atomic_bool stop;
 	double paused_until;         /* accept paused (out of fds) until then */
 	struct wlist waiting, lingering; /* the gate thread's alone */
 	pthread_mutex_t mu;          /* what follows */
@@ -844,8 +844,12 @@ void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 				*k = (struct conn){.fd = fd, .g = g};
 				if (ai && ai->client_addr)
 					k->who = who_of(ai->client_addr);
-				count_in(g, &k->who, true, &full);
-				g->byfd[fd] = k;
+				if (count_in(g, &k->who, true, &full)) {
+					g->byfd[fd] = k;
+				} else { /* out of memory: not counted, nor held to the deadline */
+					free(k);
+					k = NULL;
+				}
 			}
 		}
 		if (k) {
