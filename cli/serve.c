@@ -28,12 +28,19 @@ const char *const cli_serve_help =
 	"  --max-body BYTES     largest request body (default 1G)\n"
 	"  --max-sessions N     sessions open at once (default 64)\n"
 	"  --session-ttl SECS   a session idle this long is deleted (default 600)\n"
+	"  --session-lease SECS a session whose client asked for a lease (tir's do) is\n"
+	"                       deleted after this long without a request or a renewal,\n"
+	"                       so that a client gone without a word (frozen, cut off)\n"
+	"                       does not hold it for the TTL; tir renews every third of\n"
+	"                       it (default 30)\n"
 	"  --blob-cache BYTES   tensors kept for clients, least recently used evicted\n"
 	"                       past this (default 1G)\n"
 	"  --max-inflight BYTES request bodies being received at once, all together;\n"
 	"                       past it a request is answered 503 busy before its body\n"
 	"                       is read (default: the larger of 2 x --max-body and\n"
-	"                       --blob-cache; bodies of 64K or less are not counted)\n"
+	"                       --blob-cache; bodies of 64K or less are not counted);\n"
+	"                       a run request is charged what parsing it would hold\n"
+	"                       too, and one of over 16448 JSON values is refused\n"
 	"  --threads N          threads for the engine (default: one per processor)\n"
 	"  --max-memory BYTES   tensors held at once: blobs, kept values and batches\n"
 	"                       together; a batch whose next value would pass it is\n"
@@ -44,6 +51,13 @@ const char *const cli_serve_help =
 	"  --tls-cert FILE      serve HTTPS with this certificate (PEM; a chain: the\n"
 	"                       server's first); clients use --remote https://HOST:PORT\n"
 	"  --tls-key FILE       the certificate's private key (PEM, not encrypted)\n"
+	"  --max-connections-per-address N\n"
+	"                       connections one client address (an IPv6 /64) may hold\n"
+	"                       open; past it 503 busy, or closed on TLS (default 32;\n"
+	"                       256 for all clients together)\n"
+	"  --header-timeout SECS a connection has this long to send a request's head,\n"
+	"                       from when it is accepted or its last request ended,\n"
+	"                       whatever it trickles; then it is closed (default 10)\n"
 	"  --tokens FILE        tenants, one a line: NAME TOKEN [sessions=N]\n"
 	"                       [inflight=BYTES]; each has its own sessions and blobs\n"
 	"                       (a blob's name is no key to another tenant's bytes) and\n"
@@ -213,7 +227,8 @@ int cli_serve(int argc, char **argv)
 		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
 						    "--max-sessions", "--session-ttl", "--blob-cache",
 						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens",
-						    "--max-memory", "--max-batch-seconds"};
+						    "--max-memory", "--max-connections-per-address", "--header-timeout",
+						    "--session-lease", "--max-batch-seconds"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -287,6 +302,18 @@ int cli_serve(int argc, char **argv)
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_memory);
 			break;
 		case 13:
+			ok = parse_num(val, 1, 1000000, false, &v);
+			o.max_connections_per_address = (int)v;
+			break;
+		case 14:
+			ok = parse_num(val, 1, 86400, false, &v);
+			o.header_timeout = (int)v;
+			break;
+		case 15:
+			ok = parse_num(val, 1, 100000000, false, &v);
+			o.session_lease = (int)v;
+			break;
+		case 16:
 			ok = parse_num(val, 0, 1000000000, false, &v);
 			o.max_batch_seconds = (int)v;
 			break;

@@ -273,6 +273,10 @@ struct tir_serve_opts {
 	uint64_t max_body;          /* bytes of one request body */
 	int max_sessions;
 	int session_ttl;            /* seconds a session may idle */
+	int session_lease;          /* seconds a leased session may go without a request or a
+				     * renewal from its client (0: 30) */
+	int max_connections_per_address; /* connections one client address (IPv6: /64) may hold (0: 32) */
+	int header_timeout;         /* seconds a connection has to send a request's head (0: 10) */
 	uint64_t blob_cache;        /* bytes of blobs kept, least recently used evicted */
 	uint64_t max_inflight;      /* bytes of request bodies being received at once (0: the
 				     * larger of 2 x max_body and blob_cache) */

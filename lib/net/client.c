@@ -5,7 +5,9 @@
  * asks again.  docs/protocol.md is the contract.
  *
  * One libcurl easy handle per remote, reused for every request, so every
- * request of a client goes over one keep-alive connection.  Every failure
+ * request of a client goes over one keep-alive connection; a thread of
+ * the remote's own renews its session's lease on another, so that an idle
+ * client keeps its session while a vanished one's is reclaimed soon.  Every failure
  * of the network or of the protocol is -TIR_ENET with a message naming
  * the remote; an error of the program the server ran is mapped back to
  * the op of the user's source, so that it reads as a local run's.
@@ -14,6 +16,8 @@
 #include "net.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <curl/curl.h>
 #include <jansson.h>
@@ -28,6 +32,23 @@
 #define CONNECT_TIMEOUT_MS 5000L
 #define CLOSE_TIMEOUT_MS 2000L   /* deleting the session at exit: never hold the user long */
 #define SEND_AGAIN 3             /* a request whose body met a closed connection: tries again */
+
+/* The session's lease (docs/protocol.md, POST /v1/sessions): the server
+ * reclaims a leased session whose client has given no sign of life for
+ * the lease, and a thread of the remote's renews it every third of that,
+ * on a connection of its own, whatever the client is doing (an idle REPL
+ * waiting for a line, an upload, a batch): a client that is there keeps
+ * its session, however long it idles, and one frozen or cut off loses it
+ * within the lease, not the TTL. */
+struct heartbeat {
+	pthread_t th;
+	bool on;                     /* the thread runs */
+	pthread_mutex_t mu;          /* what follows */
+	pthread_cond_t cv;
+	bool stop;
+	char session[64];            /* to renew ("": none) */
+	long period_ms;
+};
 
 struct tir_remote {
 	char *name;                  /* "HOST:PORT" as given */
@@ -57,6 +78,7 @@ struct tir_remote {
 	uint64_t gen;                /* tir_exec_input_gen then */
 	struct tir_batch_memo memo;  /* inputs' blob names, hashed once per value */
 	const struct tir_program *prog; /* the program they belong to */
+	struct heartbeat hb;
 };
 
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -368,6 +390,123 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 	return r->intr && *r->intr; /* non-zero aborts the transfer */
 }
 
+/* What every handle of a remote does alike: no signals, the connect
+ * timeout, no proxy, TLS checked against the system's CAs or TIR_CA_FILE's
+ * (the host name too). */
+static void curl_common(CURL *c)
+{
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a tir server is reached directly */
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "tir/" TIR_VERSION);
+	const char *ca = getenv("TIR_CA_FILE");
+	if (ca && *ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+}
+
+/* ---- the lease's heartbeat ---- */
+
+static size_t drop_body(char *d, size_t size, size_t n, void *ud)
+{
+	return size * n;
+}
+
+static int beat_stop(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct heartbeat *hb = ud;
+	pthread_mutex_lock(&hb->mu);
+	bool stop = hb->stop;
+	pthread_mutex_unlock(&hb->mu);
+	return stop; /* a renewal under way ends at once when the remote closes */
+}
+
+static void *beat(void *arg)
+{
+	struct tir_remote *r = arg;
+	struct heartbeat *hb = &r->hb;
+	CURL *c = curl_easy_init();
+	if (c) {
+		curl_common(c);
+		curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L); /* the server closes idle ones anyway */
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->hjson);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop_body);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, beat_stop);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, hb);
+	}
+	pthread_mutex_lock(&hb->mu);
+	while (!hb->stop && c) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += hb->period_ms / 1000;
+		until.tv_nsec += hb->period_ms % 1000 * 1000000;
+		if (until.tv_nsec >= 1000000000)
+			until.tv_sec++, until.tv_nsec -= 1000000000;
+		while (!hb->stop && pthread_cond_timedwait(&hb->cv, &hb->mu, &until) != ETIMEDOUT)
+			;
+		if (hb->stop || !hb->session[0])
+			continue;
+		char sid[sizeof hb->session], url[512];
+		snprintf(sid, sizeof sid, "%s", hb->session);
+		snprintf(url, sizeof url, "%s/v1/sessions/%s/renew", r->base, sid);
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, hb->period_ms);
+		pthread_mutex_unlock(&hb->mu);
+		long st = 0;
+		if (curl_easy_perform(c) == CURLE_OK)
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+		pthread_mutex_lock(&hb->mu);
+		/* reclaimed (the client was frozen longer than the lease): nothing
+		 * to renew; the next run finds it gone and makes a new one */
+		if (st == 404 && !strcmp(sid, hb->session))
+			hb->session[0] = 0;
+	}
+	pthread_mutex_unlock(&hb->mu);
+	if (c)
+		curl_easy_cleanup(c);
+	return NULL;
+}
+
+/* Renew session sid (of lease seconds; 0: not leased) from now on. */
+static void heartbeat_set(struct tir_remote *r, const char *sid, int lease)
+{
+	struct heartbeat *hb = &r->hb;
+	pthread_mutex_lock(&hb->mu);
+	snprintf(hb->session, sizeof hb->session, "%s", lease > 0 ? sid : "");
+	hb->period_ms = lease > 0 ? lease * 1000L / 3 : 1000;
+	if (hb->period_ms < 100)
+		hb->period_ms = 100;
+	pthread_cond_signal(&hb->cv);
+	pthread_mutex_unlock(&hb->mu);
+	if (lease > 0 && !hb->on) {
+		/* the thread takes no signal: SIGINT and the like are the main thread's */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		hb->on = pthread_create(&hb->th, NULL, beat, r) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+}
+
+static void heartbeat_stop(struct tir_remote *r)
+{
+	struct heartbeat *hb = &r->hb;
+	if (!hb->on)
+		return;
+	pthread_mutex_lock(&hb->mu);
+	hb->stop = true;
+	pthread_cond_signal(&hb->cv);
+	pthread_mutex_unlock(&hb->mu);
+	pthread_join(hb->th, NULL);
+	hb->on = false;
+}
+
 /* ---- open, close ---- */
 
 /* HOST:PORT, [V6]:PORT; port 1..65535.  false when malformed. */
@@ -454,6 +593,12 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 	if (nremotes++ == 0)
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 	pthread_mutex_unlock(&global_lock);
+	pthread_mutex_init(&r->hb.mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->hb.cv, &ca);
+	pthread_condattr_destroy(&ca);
 	r->name = strdup(hostport);
 	r->tls = scheme[4] == 's';
 	size_t nb = strlen(host) + 32;
@@ -489,17 +634,13 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 		return NULL;
 	}
 	CURL *c = r->curl;
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_common(c);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
 	/* blobs go up in 1 MiB pieces (64 KiB by default): ~3 GB/s on loopback */
 	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
 	/* and results come down in pieces of 1 MiB (16 KiB by default: a
 	 * system call and a callback each) */
 	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 1L << 20);
-	curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a tir server is reached directly */
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
@@ -508,14 +649,6 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, r);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "tir/" TIR_VERSION);
-	/* https: the server's certificate is checked against the system's CAs,
-	 * or against TIR_CA_FILE's (PEM), and must name the host */
-	const char *ca = getenv("TIR_CA_FILE");
-	if (ca && *ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
 	return r;
 }
 
@@ -526,6 +659,7 @@ void tir_remote_close(struct tir_remote *r)
 {
 	if (!r)
 		return;
+	heartbeat_stop(r);
 	if (r->curl && r->session[0] && !r->hung) {
 		/* the session goes with the client; a server that does not answer
 		 * soon expires it later */
@@ -549,6 +683,8 @@ void tir_remote_close(struct tir_remote *r)
 	free(r->drops);
 	free(r->name);
 	free(r->base);
+	pthread_mutex_destroy(&r->hb.mu);
+	pthread_cond_destroy(&r->hb.cv);
 	free(r);
 	pthread_mutex_lock(&global_lock);
 	if (--nremotes == 0)
@@ -786,7 +922,8 @@ static int session_make(struct tir_remote *r, struct tir_err *err)
 	long st = 0;
 	/* once: sessions full (503, even with a Retry-After) frees up only
 	 * as others end, so it is said now rather than waited for */
-	int rc = request_once(r, "POST", "/v1/sessions", "", 0, NULL, r->hjson, &st, err);
+	static const char ask[] = "{\"lease\":true}";
+	int rc = request_once(r, "POST", "/v1/sessions", ask, sizeof ask - 1, NULL, r->hjson, &st, err);
 	if (rc)
 		return rc;
 	if (st != 201 && st != 200)
@@ -798,6 +935,10 @@ static int session_make(struct tir_remote *r, struct tir_err *err)
 		ok = isxdigit((unsigned char)*c);
 	if (ok)
 		snprintf(r->session, sizeof r->session, "%s", id);
+	json_t *lease = json_object_get(root, "lease");
+	if (ok)
+		heartbeat_set(r, r->session, json_is_integer(lease) && json_integer_value(lease) > 0 &&
+						json_integer_value(lease) < 1000000 ? (int)json_integer_value(lease) : 0);
 	json_decref(root);
 	return ok ? 0 : net_err(r, err, "the reply to POST /v1/sessions names no session");
 }

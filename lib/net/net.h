@@ -132,6 +132,14 @@ bool tir_sha_valid(const char *s);
 /* Compare n bytes in time independent of where they differ (tokens). */
 bool tir_const_eq(const void *a, const void *b, size_t n);
 
+/* How many values buf[0..len) holds as JSON, without parsing it: every
+ * number, string, literal, array and object counts one, an object's keys
+ * do not.  A parser makes no more values than that of it, valid or not
+ * (invalid JSON is counted as well as it goes, and a parser stops at its
+ * first error), so that a body can be judged by what parsing it would
+ * hold before it is parsed.  Linear, no allocation. */
+size_t tir_json_values(const void *buf, size_t len);
+
 /* Little-endian fixed-width reads and writes (any host). */
 static inline void tir_put_u32(unsigned char *p, uint32_t v)
 {

@@ -23,7 +23,7 @@
 
 #pragma GCC visibility push(hidden)
 
-enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB };
+enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB, R_RENEW };
 
 /* The batches.  Each session's run in the order they came, one at a time;
  * those of different sessions at once, each on a compute thread of its
@@ -57,8 +57,11 @@ struct tenant {
 	atomic_uint_fast64_t reserved;
 };
 
+#define MAX_CONNECTIONS 256             /* open at once, all clients together */
+
 struct server {
 	struct tir_serve_opts o;       /* with the defaults filled in */
+	struct gate *gate;             /* accepts the connections (gate.c) */
 	struct tenant *tenants;        /* ntenants: with --tokens, or the one of --token (or none) */
 	int ntenants;
 	bool open;                     /* no token at all: every request is tenant 0's */
@@ -137,6 +140,37 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 void runq_watch(struct server *s);
 /* Batches queued or running. */
 int runq_pending(struct server *s);
+
+/* ---- gate.c: the connections ---- */
+
+struct gate;
+struct gate_stats {
+	int open;                      /* connections held: waiting for a first head, or libmicrohttpd's */
+	uint64_t refused_address;      /* past --max-connections-per-address */
+	uint64_t refused_full;         /* past MAX_CONNECTIONS */
+	uint64_t timed_out;            /* closed for want of a head within --header-timeout */
+};
+/* A gate on listening socket lfd (taken); NULL when out of resources
+ * (lfd left to the caller). */
+struct gate *gate_new(struct server *s, int lfd);
+/* Start accepting, for daemon d (started with MHD_USE_NO_LISTEN_SOCKET and
+ * gate_notify); false when no thread can be made. */
+bool gate_start(struct gate *g, struct MHD_Daemon *d);
+/* Accept no more: the thread ends, the connections not yet handed over
+ * are closed, and so is the listening socket.  Before MHD_stop_daemon. */
+void gate_stop(struct gate *g);
+/* After MHD_stop_daemon (its connections' notifications come here). */
+void gate_free(struct gate *g);
+/* MHD_OPTION_NOTIFY_CONNECTION's callback, cls the gate. */
+void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+		 enum MHD_ConnectionNotificationCode code);
+/* A request of c has its head in (begins) or is done: between the two the
+ * connection is not held to the header deadline. */
+void gate_request(struct MHD_Connection *c, bool begins);
+/* The main thread's tick: libmicrohttpd's connections that have waited
+ * --header-timeout for a head are shut down. */
+void gate_sweep(struct gate *g);
+void gate_stats(struct gate *g, struct gate_stats *st);
 
 /* tls.c: --tls-cert and --tls-key read and checked (PEM; the key not
  * encrypted, and the certificate's; the certificate valid now) into two

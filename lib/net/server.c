@@ -35,10 +35,13 @@
 #define DEFAULT_MAX_BODY ((uint64_t)1 << 30)
 #define DEFAULT_MAX_SESSIONS 64
 #define DEFAULT_TTL 600
+#define DEFAULT_LEASE 30
+#define SESSION_BODY_MAX 1024           /* POST /v1/sessions: {"lease": true} */
 #define DEFAULT_BLOB_CACHE ((uint64_t)1 << 30)
+#define DEFAULT_PER_ADDRESS 32
+#define DEFAULT_HEADER_TIMEOUT 10
 #define MAX_GRAPHS 256
 #define POOL_THREADS 4
-#define MAX_CONNECTIONS 256
 #define CONNECTION_TIMEOUT 30
 #define CONNECTION_MEMORY (128 * 1024)  /* MHD's buffer per connection: the size of a body piece */
 /* A body this small is not counted against --max-inflight: like MHD's own
@@ -154,7 +157,7 @@ static enum route route_of(const char *url, struct req *r)
 		rest = url + sizeof sess - 1;
 		const char *slash = strchr(rest, '/');
 		idlen = slash ? (size_t)(slash - rest) : strlen(rest);
-		rt = !slash ? R_SESSION : !strcmp(slash, "/run") ? R_RUN : R_NONE;
+		rt = !slash ? R_SESSION : !strcmp(slash, "/run") ? R_RUN : !strcmp(slash, "/renew") ? R_RENEW : R_NONE;
 		r->id_ok = idlen == SESSION_ID_HEX;
 	} else if (!strncmp(url, blobs, sizeof blobs - 1) && !strchr(url + sizeof blobs - 1, '/')) {
 		rest = url + sizeof blobs - 1;
@@ -175,7 +178,7 @@ static enum route route_of(const char *url, struct req *r)
 	 * the session's only key and does not belong in a log */
 	if (rest && r->id_ok)
 		snprintf(r->path, sizeof r->path, "%.*s%.8s\xe2\x80\xa6%s", (int)(rest - url), url, r->id,
-			 rt == R_RUN ? "/run" : "");
+			 rt == R_RUN ? "/run" : rt == R_RENEW ? "/renew" : "");
 	else
 		snprintf(r->path, sizeof r->path, "%.80s%s", url, strlen(url) > 80 ? "\xe2\x80\xa6" : "");
 	return rt;
@@ -190,6 +193,7 @@ static const char *allowed(enum route rt)
 		return "GET, HEAD";
 	case R_SESSIONS:
 	case R_RUN:
+	case R_RENEW:
 		return "POST";
 	case R_SESSION:
 		return "DELETE";
@@ -321,6 +325,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		enum MHD_Result ok = reply_error(c, r, 405, "method", NULL, "%s takes %s, not %s",
 						 r->route == R_SESSION ? "/v1/sessions/ID"
 						 : r->route == R_RUN   ? "/v1/sessions/ID/run"
+						 : r->route == R_RENEW ? "/v1/sessions/ID/renew"
 						 : r->route == R_BLOB  ? "/v1/blobs/SHA256"
 								       : url,
 						 allowed(r->route), method);
@@ -330,7 +335,16 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		return reply_error(c, r, 400, "bad_request", NULL,
 				   "blob name: not 64 lowercase hex digits (a SHA-256)");
 
+	/* the gate checks a connection's first head; these are for the later
+	 * ones of a kept-alive connection, and TLS's: a body framed otherwise
+	 * than by a length or chunks would be read until the client closes */
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	if (te && cl)
+		return reply_error(c, r, 400, "bad_request", NULL, "both Content-Length and Transfer-Encoding");
+	if (te && strcasecmp(te, "chunked"))
+		return reply_error(c, r, 501, "not_implemented",
+				   NULL, "Transfer-Encoding: %.40s: only chunked is understood", te);
 	uint64_t len = 0;
 	if (cl) {
 		char *end;
@@ -375,6 +389,19 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			return reply_busy(s, c, r, len);
 		if (!(r->up = upload_new(r->id, len, held)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
+	} else if (r->route == R_SESSIONS && (te || len)) {
+		/* {"lease": true}, or nothing */
+		if (te)
+			return reply_error(c, r, 411, "length_required", NULL,
+					   "POST /v1/sessions with a body needs a Content-Length");
+		if (len > SESSION_BODY_MAX)
+			return reply_error(c, r, 413, "too_large", NULL,
+					   "body: %llu bytes; a session's request has at most %d",
+					   (unsigned long long)len, SESSION_BODY_MAX);
+		r->cap = len;
+		if (!(r->body = malloc(r->cap)))
+			return reply_error(c, r, 503, "busy", NULL, "no memory for a body now");
+		r->keep_body = true;
 	} else if (r->route == R_RUN) {
 		/* allocated once when the length is known; a chunked body grows by doubling */
 		r->cap = r->has_len ? len : SMALL_BODY;
@@ -432,6 +459,53 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 	r->len += n;
 }
 
+/* ---- a run's JSON, charged before it is parsed ---- */
+
+/* The most values (tir_json_values) a run request needs: inputs, keep and
+ * drop of up to a session's worth of values each (an input is two: its
+ * object and the name in it), and the few fields around them. */
+#define RUN_MAX_VALUES (4 * SESSION_MAX_VALUES + 64)
+/* What jansson 2.14 holds for one value at most, allocator included: an
+ * object member whose value is an empty object, 325 bytes (an integer in
+ * an array is 43, a one-letter string 91) */
+#define JSON_VALUE_BYTES 384
+
+/* A run body is parsed whole (json_loadb), and the parse can hold far more
+ * than the body (a 50 MiB `[0,0,...]` is a gigabyte of values), so the
+ * body is judged first: a count of its values (no parse: a scan) is
+ * refused past RUN_MAX_VALUES (413), and what the parse may hold, the
+ * values at JSON_VALUE_BYTES and its strings copied (the body's bytes
+ * again), is charged to --max-inflight with the body: 503 when it does
+ * not fit now, 413 when it never could.  false with *answer queued when
+ * the body is refused. */
+static bool run_body_fits(struct server *s, struct MHD_Connection *c, struct req *r,
+			  enum MHD_Result *answer)
+{
+	size_t n = tir_json_values(r->body, r->len);
+	if (n > RUN_MAX_VALUES) {
+		*answer = reply_error(c, r, 413, "too_large", NULL,
+				      "body: %zu JSON values, over the %d a run request may have (inputs, keep "
+				      "and drop of up to %d each)", n, RUN_MAX_VALUES, SESSION_MAX_VALUES);
+		return false;
+	}
+	uint64_t cost = 2 * (uint64_t)r->len + (uint64_t)n * JSON_VALUE_BYTES;
+	const struct tenant *t = &s->tenants[r->tenant];
+	uint64_t most = t->max_inflight < s->o.max_inflight ? t->max_inflight : s->o.max_inflight;
+	if (cost > SMALL_BODY && cost > most) {
+		*answer = reply_error(c, r, 413, "too_large", NULL,
+				      "body: parsing its %zu bytes and %zu JSON values would hold %llu bytes, over "
+				      "the %llu %s may receive at once (%s)", r->len, n, (unsigned long long)cost,
+				      (unsigned long long)most, most == s->o.max_inflight ? "this server" : t->name,
+				      most == s->o.max_inflight ? "--max-inflight" : "--tokens");
+		return false;
+	}
+	if (!reserve(s, r, cost)) {
+		*answer = reply_busy(s, c, r, cost - r->reserved);
+		return false;
+	}
+	return true;
+}
+
 /* ---- GET /healthz, /v1/info, /metrics; sessions ---- */
 
 static char *make_info(const struct server *s)
@@ -453,7 +527,7 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
 				   "max_batch_seconds", (json_int_t)s->o.max_batch_seconds,
 				   "max_memory", (json_int_t)s->o.max_memory,
 				   "max_inflight", (json_int_t)s->o.max_inflight,
@@ -461,7 +535,10 @@ static char *make_info(const struct server *s)
 				   (json_int_t)s->o.session_ttl, "blob_cache", (json_int_t)s->o.blob_cache,
 				   "max_rank", (json_int_t)TIR_MAX_RANK, "max_elems", (json_int_t)TIR_MAX_ELEMS,
 				   "max_text", (json_int_t)TIR_MAX_SOURCE, "max_values",
-				   (json_int_t)SESSION_MAX_VALUES);
+				   (json_int_t)SESSION_MAX_VALUES, "max_run_values", (json_int_t)RUN_MAX_VALUES,
+				   "max_connections", (json_int_t)MAX_CONNECTIONS, "max_connections_per_address",
+				   (json_int_t)s->o.max_connections_per_address, "header_timeout",
+				   (json_int_t)s->o.header_timeout, "session_lease", (json_int_t)s->o.session_lease);
 	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
 				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
 				"threads", tir_pool_threads(), "blas", tir_blas_info());
@@ -477,6 +554,10 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	blob_store_stats(s->blobs, &bs);
 	int queued, running;
 	runq_counts(s, &queued, &running);
+	struct gate_stats gs;
+	gate_stats(s->gate, &gs);
+	uint64_t exp_ttl, exp_lease;
+	session_store_expired(s->sessions, &exp_ttl, &exp_lease);
 	tir_str_addf(&out, "# TYPE tir_requests_total counter\n");
 	pthread_mutex_lock(&s->mmu);
 	for (int i = 0; i < 600; i++)
@@ -496,6 +577,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	tir_str_addf(&out,
 		     "# TYPE tir_sessions gauge\ntir_sessions %zu\n"
 		     "# TYPE tir_sessions_created_total counter\ntir_sessions_created_total %llu\n"
+		     "# TYPE tir_sessions_expired_total counter\n"
+		     "tir_sessions_expired_total{reason=\"ttl\"} %llu\ntir_sessions_expired_total{reason=\"lease\"} %llu\n"
 		     "# TYPE tir_blob_cache_hits_total counter\ntir_blob_cache_hits_total %llu\n"
 		     "# TYPE tir_blob_cache_misses_total counter\ntir_blob_cache_misses_total %llu\n"
 		     "# TYPE tir_blob_cache_bytes gauge\ntir_blob_cache_bytes %llu\n"
@@ -507,14 +590,22 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_memory_budget_bytes gauge\ntir_memory_budget_bytes %llu\n"
 		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n"
 		     "# TYPE tir_batches_queued gauge\ntir_batches_queued %d\n"
-		     "# TYPE tir_batches_running gauge\ntir_batches_running %d\n",
+		     "# TYPE tir_batches_running gauge\ntir_batches_running %d\n"
+		     "# TYPE tir_connections gauge\ntir_connections %d\n"
+		     "# TYPE tir_connections_refused_total counter\n"
+		     "tir_connections_refused_total{reason=\"address\"} %llu\n"
+		     "tir_connections_refused_total{reason=\"full\"} %llu\n"
+		     "# TYPE tir_connections_timed_out_total counter\ntir_connections_timed_out_total %llu\n",
 		     session_store_count(s->sessions),
-		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)bs.hits,
+		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)exp_ttl,
+		     (unsigned long long)exp_lease, (unsigned long long)bs.hits,
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
 		     tir_mem_current(), (unsigned long long)s->o.max_memory,
-		     (unsigned long long)atomic_load(&s->reserved), queued, running);
+		     (unsigned long long)atomic_load(&s->reserved), queued, running, gs.open,
+		     (unsigned long long)gs.refused_address, (unsigned long long)gs.refused_full,
+		     (unsigned long long)gs.timed_out);
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -522,11 +613,40 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 	return reply(c, r, 200, "text/plain; version=0.0.4", out.s, out.n);
 }
 
+/* The body of POST /v1/sessions: nothing, or {"lease": true|false}.
+ * 0 with *lease, or -1 with msg filled. */
+static int session_body(const struct req *r, bool *lease, char *msg, size_t n)
+{
+	*lease = false;
+	if (!r->len)
+		return 0;
+	json_error_t jerr;
+	json_t *doc = json_loadb((const char *)r->body, r->len, JSON_REJECT_DUPLICATES, &jerr);
+	const char *k;
+	json_t *v;
+	int rc = 0;
+	if (!json_is_object(doc))
+		rc = -1, snprintf(msg, n, "body: %s", doc ? "not a JSON object" : jerr.text);
+	json_object_foreach(doc, k, v) {
+		if (!rc && strcmp(k, "lease"))
+			rc = -1, snprintf(msg, n, "body: an unknown field '%.64s' (a session takes \"lease\")", k);
+		else if (!rc && !json_is_boolean(v))
+			rc = -1, snprintf(msg, n, "lease: not true or false");
+		else if (!rc)
+			*lease = json_is_true(v);
+	}
+	json_decref(doc);
+	return rc;
+}
+
 static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, struct req *r)
 {
-	char id[SESSION_ID_HEX + 1];
+	char id[SESSION_ID_HEX + 1], msg[200];
 	const struct tenant *t = &s->tenants[r->tenant];
-	int rc = session_create(s->sessions, r->tenant, t->max_sessions, id);
+	bool lease;
+	if (session_body(r, &lease, msg, sizeof msg))
+		return reply_error(c, r, 400, "bad_request", NULL, "%s", msg);
+	int rc = session_create(s->sessions, r->tenant, t->max_sessions, lease ? s->o.session_lease : 0, id);
 	if (rc == -1 || rc == -3)
 		r->retry_after = RETRY_AFTER;
 	if (rc == -1)
@@ -539,7 +659,22 @@ static enum MHD_Result post_session(struct server *s, struct MHD_Connection *c, 
 				   t->max_sessions);
 	if (rc)
 		return reply_error(c, r, 500, "internal", NULL, "cannot make a session (out of memory)");
-	return reply_json(c, r, 201, json_pack("{ss si}", "session", id, "ttl", s->o.session_ttl));
+	json_t *doc = json_pack("{ss si}", "session", id, "ttl", s->o.session_ttl);
+	if (lease)
+		json_object_set_new(doc, "lease", json_integer(s->o.session_lease));
+	return reply_json(c, r, 201, doc);
+}
+
+/* POST /v1/sessions/ID/renew: its client is there (the lease, not the TTL). */
+static enum MHD_Result renew_session(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	int lease = 0;
+	if (!r->id_ok || !session_renew(s->sessions, r->id, r->tenant, &lease))
+		return reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
+	json_t *doc = json_pack("{ss}", "session", r->id);
+	if (lease)
+		json_object_set_new(doc, "lease", json_integer(lease));
+	return reply_json(c, r, 200, doc);
 }
 
 static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c, struct req *r)
@@ -600,10 +735,14 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 		return post_session(s, c, r);
 	case R_SESSION:
 		return delete_session(s, c, r);
+	case R_RENEW:
+		return renew_session(s, c, r);
 	case R_BLOB:
 		return put_blob(s, c, r);
-	case R_RUN:
-		return runq_post(s, c, r);
+	case R_RUN: {
+		enum MHD_Result answer;
+		return run_body_fits(s, c, r, &answer) ? runq_post(s, c, r) : answer;
+	}
 	default:
 		return MHD_NO;
 	}
@@ -621,6 +760,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return MHD_NO;
 		atomic_fetch_add(&s->inflight, 1);
 		*con_cls = r;
+		gate_request(c, true);
 		r->t0 = now_ms();
 		snprintf(r->method, sizeof r->method, "%s", method);
 		return begin(s, c, r, url, method);
@@ -689,6 +829,7 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(r->body);
 	unreserve(s, r);
 	free(r);
+	gate_request(c, false);
 	atomic_fetch_sub(&s->inflight, 1);
 }
 
@@ -804,6 +945,7 @@ static int tenants_make(struct server *s, struct tir_err *err)
 
 static void server_free(struct server *s)
 {
+	gate_free(s->gate);
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
 	session_store_free(s->sessions);
@@ -832,6 +974,12 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		s->o.max_sessions = DEFAULT_MAX_SESSIONS;
 	if (s->o.session_ttl <= 0)
 		s->o.session_ttl = DEFAULT_TTL;
+	if (s->o.session_lease <= 0)
+		s->o.session_lease = DEFAULT_LEASE;
+	if (s->o.max_connections_per_address <= 0)
+		s->o.max_connections_per_address = DEFAULT_PER_ADDRESS;
+	if (s->o.header_timeout <= 0)
+		s->o.header_timeout = DEFAULT_HEADER_TIMEOUT;
 	if (!s->o.blob_cache)
 		s->o.blob_cache = DEFAULT_BLOB_CACHE;
 	if (!s->o.max_inflight) {
@@ -871,14 +1019,21 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		server_free(s);
 		return fd;
 	}
-	if (!runq_start(s)) {
+	if (!(s->gate = gate_new(s, fd))) {
 		close(fd);
+		server_free(s);
+		return tir_errf(err, TIR_ENOMEM, NULL, "cannot watch the listening socket (out of resources)");
+	}
+	if (!runq_start(s)) {
 		server_free(s);
 		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
 	}
+	/* the gate (gate.c) accepts the connections and hands them over; the
+	 * connection limit is the gate's (libmicrohttpd's, per thread of its
+	 * pool, is set past it: a connection it refused after it was handed
+	 * over would be closed without a word) */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-			 MHD_ALLOW_SUSPEND_RESUME | (s->tls_cert ? MHD_USE_TLS : 0) |
-			 (family == AF_INET6 ? MHD_USE_IPv6 : 0);
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | (s->tls_cert ? MHD_USE_TLS : 0);
 	struct MHD_OptionItem tls[] = {
 		{MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
 		{MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
@@ -886,14 +1041,14 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	};
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
+		(unsigned)(MAX_CONNECTIONS * POOL_THREADS), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_ARRAY, s->tls_cert ? tls : tls + 2,
-		MHD_OPTION_END);
-	if (!d) {
-		close(fd);
+		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_NOTIFY_CONNECTION, gate_notify, s->gate,
+		MHD_OPTION_ARRAY, s->tls_cert ? tls : tls + 2, MHD_OPTION_END);
+	if (!d || !gate_start(s->gate, d)) {
+		if (d)
+			MHD_stop_daemon(d);
 		runq_stop(s);
 		server_free(s);
 		return tir_errf(err, TIR_ENET, NULL, "cannot start the HTTP%s server (libmicrohttpd%s)",
@@ -914,6 +1069,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		struct timespec ts = {0, TICK_MS * 1000 * 1000};
 		nanosleep(&ts, NULL);
 		runq_watch(s);
+		gate_sweep(s->gate);
 		double now = now_ms();
 		uint64_t act = atomic_load(&s->activity);
 		if (act != seen) {
@@ -948,6 +1104,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
+	gate_stop(s->gate);
 	MHD_stop_daemon(d);
 	server_free(s);
 	tir_mem_set_limit(0);

@@ -446,6 +446,8 @@ struct session {
 	char id[SESSION_ID_HEX + 1];
 	int tenant;                    /* whose: no other tenant's request finds it */
 	double last;                   /* monotonic seconds of the last request */
+	int lease;                     /* seconds without a sign of its client (0: none) */
+	double renewed;                /* the last sign: a request, or a renewal */
 	int refs;                      /* requests under way */
 	bool dead;                     /* deleted or expired: freed at the last unref */
 	struct htab vals;
@@ -456,6 +458,7 @@ struct session_store {
 	struct htab tab;
 	int max, ttl;
 	uint64_t created;
+	uint64_t expired_ttl, expired_lease;
 	int per[TIR_MAX_TENANTS];      /* sessions open, by tenant */
 };
 
@@ -497,6 +500,18 @@ void session_store_free(struct session_store *s)
 	free(s);
 }
 
+/* Whether ss has expired: idle past the TTL, or its lease not renewed
+ * (a request under way holds it); counted (s->mu held). */
+static bool expired(struct session_store *s, const struct session *ss, double now)
+{
+	if (ss->refs)
+		return false;
+	bool ttl = now - ss->last > s->ttl, lease = ss->lease && now - ss->renewed > ss->lease;
+	s->expired_ttl += ttl;
+	s->expired_lease += lease && !ttl;
+	return ttl || lease;
+}
+
 /* Unlink expired sessions onto *gone (s->mu held). */
 static void sweep_locked(struct session_store *s, struct session **gone)
 {
@@ -504,7 +519,7 @@ static void sweep_locked(struct session_store *s, struct session **gone)
 	for (size_t i = 0; i < s->tab.nb; i++)
 		for (struct hlink **pp = &s->tab.b[i]; *pp;) {
 			struct session *ss = CONTAINER(*pp, struct session, h);
-			if (!ss->refs && now - ss->last > s->ttl) {
+			if (expired(s, ss, now)) {
 				*pp = ss->h.next;
 				s->tab.n--;
 				s->per[ss->tenant]--;
@@ -535,7 +550,7 @@ void session_sweep(struct session_store *s)
 	free_gone(gone);
 }
 
-int session_create(struct session_store *s, int tenant, int tenant_max, char id[SESSION_ID_HEX + 1])
+int session_create(struct session_store *s, int tenant, int tenant_max, int lease, char id[SESSION_ID_HEX + 1])
 {
 	unsigned char r[16];
 	if (RAND_bytes(r, sizeof r) != 1)
@@ -551,7 +566,8 @@ int session_create(struct session_store *s, int tenant, int tenant_max, char id[
 		return -2;
 	memcpy(ss->id, id, sizeof ss->id);
 	ss->h.key = ss->id;
-	ss->last = now_s();
+	ss->last = ss->renewed = now_s();
+	ss->lease = lease;
 	ss->tenant = tenant;
 	struct session *gone = NULL;
 	int rc = 0;
@@ -579,8 +595,8 @@ struct session *session_get(struct session_store *s, const char *id, int tenant)
 	struct session *ss = l ? CONTAINER(l, struct session, h) : NULL;
 	if (ss && ss->tenant != tenant)
 		ss = NULL; /* another tenant's is no session of this one's */
-	/* an idle session past its TTL is gone even before a sweep sees it */
-	if (ss && !ss->refs && now_s() - ss->last > s->ttl) {
+	/* an idle session past its TTL (or lease) is gone even before a sweep sees it */
+	if (ss && expired(s, ss, now_s())) {
 		ht_remove(&s->tab, &ss->h);
 		s->per[ss->tenant]--;
 		session_free(ss);
@@ -588,10 +604,34 @@ struct session *session_get(struct session_store *s, const char *id, int tenant)
 	}
 	if (ss) {
 		ss->refs++;
-		ss->last = now_s();
+		ss->last = ss->renewed = now_s();
 	}
 	pthread_mutex_unlock(&s->mu);
 	return ss;
+}
+
+bool session_renew(struct session_store *s, const char *id, int tenant, int *lease)
+{
+	struct session *gone = NULL;
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&s->tab, id);
+	struct session *ss = l ? CONTAINER(l, struct session, h) : NULL;
+	if (ss && ss->tenant != tenant)
+		ss = NULL;
+	if (ss && expired(s, ss, now_s())) {
+		ht_remove(&s->tab, &ss->h);
+		s->per[ss->tenant]--;
+		gone = ss;
+		ss = NULL;
+	}
+	if (ss) {
+		ss->renewed = now_s();
+		*lease = ss->lease;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (gone)
+		session_free(gone);
+	return ss != NULL;
 }
 
 void session_unref(struct session_store *s, struct session *ss)
@@ -600,7 +640,7 @@ void session_unref(struct session_store *s, struct session *ss)
 		return;
 	pthread_mutex_lock(&s->mu);
 	bool last = --ss->refs == 0 && ss->dead;
-	ss->last = now_s();
+	ss->last = ss->renewed = now_s();
 	pthread_mutex_unlock(&s->mu);
 	if (last)
 		session_free(ss);
@@ -737,6 +777,14 @@ uint64_t session_store_created(struct session_store *s)
 	uint64_t n = s->created;
 	pthread_mutex_unlock(&s->mu);
 	return n;
+}
+
+void session_store_expired(struct session_store *s, uint64_t *ttl, uint64_t *lease)
+{
+	pthread_mutex_lock(&s->mu);
+	*ttl = s->expired_ttl;
+	*lease = s->expired_lease;
+	pthread_mutex_unlock(&s->mu);
 }
 
 bool session_key_valid(const char *key)

@@ -9,7 +9,8 @@
  *   graphs    SHA-256 of a batch text -> its parsed program and a tir_exec
  *             (with the exec's plan cache); bounded in count
  *   sessions  random 128-bit id -> values kept under client-chosen keys;
- *             idle ones expire
+ *             idle ones expire, and leased ones whose client stops
+ *             renewing
  *
  * Whatever a request takes out of a store is a new reference (a tensor
  * reference, or a counted graph or session), so that an eviction, an
@@ -93,10 +94,13 @@ struct session_store;
 struct session_store *session_store_new(int max_sessions, int ttl_seconds);
 void session_store_free(struct session_store *s);
 /* Make a session of tenant's; its id (32 hex digits of 128 random bits)
- * in id.  returns 0; -1 when max_sessions are open after expiring idle
- * ones; -3 when the tenant has tenant_max open; -2 when out of memory or
- * without randomness. */
-int session_create(struct session_store *s, int tenant, int tenant_max, char id[SESSION_ID_HEX + 1]);
+ * in id.  lease: seconds it may go without a request or a renewal (its
+ * client's sign of life) before it expires, besides the TTL (0: none).
+ * returns 0; -1 when max_sessions are open after expiring idle ones; -3
+ * when the tenant has tenant_max open; -2 when out of memory or without
+ * randomness. */
+int session_create(struct session_store *s, int tenant, int tenant_max, int lease,
+		   char id[SESSION_ID_HEX + 1]);
 /* The live session id of tenant's, touched, with a reference
  * (session_unref), or NULL (none, or another tenant's). */
 struct session *session_get(struct session_store *s, const char *id, int tenant);
@@ -104,7 +108,11 @@ void session_unref(struct session_store *s, struct session *ss);
 /* Delete session id now (a run under way finishes on its own reference).
  * returns false when there is no such session. */
 bool session_delete(struct session_store *s, const char *id, int tenant);
-/* Expire sessions idle past the TTL. */
+/* Renew the lease of tenant's session id (its TTL is not touched: a
+ * renewal is a sign of life, not of use); *lease is its lease (0: none).
+ * false when there is no such session. */
+bool session_renew(struct session_store *s, const char *id, int tenant, int *lease);
+/* Expire sessions idle past the TTL, and those whose lease ran out. */
 void session_sweep(struct session_store *s);
 /* A new reference to the value kept under key in *t; false when none. */
 bool session_value(struct session_store *s, struct session *ss, const char *key,
@@ -122,6 +130,8 @@ int session_update(struct session_store *s, struct session *ss, const char *cons
 		   size_t ndrop, const char *const *keys, const struct tir_tensor *vals, size_t nkeep);
 size_t session_store_count(struct session_store *s);
 uint64_t session_store_created(struct session_store *s);
+/* Sessions expired so far: idle past the TTL, their lease not renewed. */
+void session_store_expired(struct session_store *s, uint64_t *ttl, uint64_t *lease);
 /* Whether key is 1..64 bytes of [A-Za-z0-9_.-]. */
 bool session_key_valid(const char *key);
 

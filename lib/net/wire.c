@@ -1,7 +1,8 @@
 /*
  * wire.c — the binary formats of net.h: tensor frames, SHA-256 names
- * (OpenSSL's libcrypto, which uses this CPU's SHA extensions), and the
- * constant-time compare for tokens.
+ * (OpenSSL's libcrypto, which uses this CPU's SHA extensions), the
+ * constant-time compare for tokens, and the count of a JSON body's values
+ * that the server makes before it lets a parser near the body.
  */
 #include "net.h"
 #include "../exec/vmath.h"
@@ -295,4 +296,67 @@ bool tir_sha_valid(const char *s)
 bool tir_const_eq(const void *a, const void *b, size_t n)
 {
 	return CRYPTO_memcmp(a, b, n) == 0;
+}
+
+/* ---- JSON, counted before it is parsed ---- */
+
+/* The end of the string whose opening quote is p[i - 1]: the index of its
+ * closing quote, or len.  A quote is escaped when an odd number of
+ * backslashes (of this string) stands before it. */
+static size_t string_end(const unsigned char *p, size_t i, size_t len)
+{
+	size_t from = i;
+	for (;;) {
+		const unsigned char *q = memchr(p + i, '"', len - i);
+		if (!q)
+			return len;
+		size_t at = (size_t)(q - p), back = 0;
+		while (at - back > from && p[at - back - 1] == '\\')
+			back++;
+		if (!(back & 1))
+			return at;
+		i = at + 1;
+	}
+}
+
+/* Containers deeper than this are not told apart (jansson's parser stops
+ * at depth 2048): a string followed by ':' in one counts as a value. */
+#define JSON_DEPTH 2048
+
+size_t tir_json_values(const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	unsigned char object[JSON_DEPTH / 8] = {0}; /* by depth: the container is an object */
+	size_t n = 0, depth = 0;
+	bool scalar = false;           /* inside a number or a literal */
+	bool pending = false;          /* a string closed: a value, unless it is an object's key */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = p[i];
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			scalar = false;
+			continue;
+		}
+		if (pending) {
+			size_t d = depth - 1;
+			pending = false;
+			n += !(c == ':' && depth && d < JSON_DEPTH && (object[d / 8] >> (d % 8) & 1));
+		}
+		bool mark = c == '"' || c == '{' || c == '[' || c == '}' || c == ']' || c == ',' || c == ':';
+		if (c == '"') {
+			i = string_end(p, i + 1, len);
+			pending = true;
+		} else if (c == '{' || c == '[') {
+			if (depth < JSON_DEPTH)
+				object[depth / 8] = (unsigned char)((object[depth / 8] & ~(1u << depth % 8)) |
+								    (unsigned)(c == '{') << depth % 8);
+			depth++;
+			n++;
+		} else if (c == '}' || c == ']') {
+			depth -= depth > 0;
+		} else if (!mark && !scalar) {
+			n++; /* a number or a literal begins */
+		}
+		scalar = !mark;
+	}
+	return n + pending;
 }

@@ -126,8 +126,11 @@ class Server:
             self.proc.kill()
             raise RuntimeError("tir serve did not start: " + " | ".join(self.lines[-3:]))
 
-    def conn(self, timeout=30):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+    def conn(self, timeout=30, source=None):
+        """A connection to it; source: the loopback address to connect from
+        (127.0.0.0/8 is all this machine's), for a client of its own address."""
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout,
+                                          source_address=(source, 0) if source else None)
 
     def rss_kib(self):
         with open(f"/proc/{self.proc.pid}/status") as f:

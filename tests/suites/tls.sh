@@ -13,6 +13,9 @@
 #     unknown CA (no TIR_CA_FILE, or another CA's), one naming another
 #     host, a TIR_CA_FILE that cannot be read, http:// to a TLS server (it
 #     says to use https), https:// to a plain one (the handshake failed);
+#     a connection that does not finish its handshake within
+#     --header-timeout is closed, one past --max-connections-per-address
+#     at once;
 #  3. the server refuses to start, exit 1 or 2 and the file named: one of
 #     the two flags alone, a missing file, a file with no certificate, a key
 #     that is not the certificate's, an encrypted key, an expired
@@ -218,6 +221,48 @@ if start_server "$tmp/s5.log"; then
 	stop "$spid"
 else
 	fail "plain server" "did not start"
+fi
+
+# connections over TLS: the gate cannot read a head inside TLS, so the
+# header deadline is the main thread's sweep: a handshake begun and not
+# finished, and a connection that sends nothing, are closed after
+# --header-timeout; past --max-connections-per-address a connection is
+# closed at once (no 503 can be said before a handshake); a run is served
+if start_server "$tmp/s6.log" --tls-cert "$tmp/good.pem" --tls-key "$tmp/good.key" --header-timeout 1 \
+	--max-connections-per-address 2; then
+	times=$("$py" - "$port" <<'EOF'
+import select, socket, sys, time
+port = int(sys.argv[1])
+t0 = time.monotonic()
+a = socket.create_connection(("127.0.0.1", port))
+a.sendall(b"\x16\x03\x01\x00\x10")  # a handshake begun
+b = socket.create_connection(("127.0.0.1", port))
+c = socket.create_connection(("127.0.0.1", port))  # the third from 127.0.0.1
+end = {}
+while len(end) < 3 and time.monotonic() - t0 < 20:
+    for s in select.select([k for k in (a, b, c) if k not in end], [], [], 1)[0]:
+        try:
+            d = s.recv(4096)
+        except OSError:
+            d = b""
+        if not d:
+            end[s] = time.monotonic() - t0
+print(" ".join("%.2f" % end[k] if k in end else "never" for k in (a, b, c)))
+EOF
+)
+	# shellcheck disable=SC2086 # three words on purpose
+	set -- $times
+	if [ $# -ne 3 ] || [ "$1" = never ] || [ "$2" = never ] || [ "$3" = never ] ||
+		! "$py" -c "import sys; a, b, c = map(float, sys.argv[1:]); sys.exit(not (0.9 <= a < 12 and 0.9 <= b < 12 and c < 0.9))" "$@"; then
+		fail "TLS connections" "closed after (handshake begun, silent, third): $times; expected 1 s, 1 s, at once"
+	else
+		pass
+	fi
+	cp "$tmp/mlp.local" "$tmp/local"
+	TIR_CA_FILE=$tmp/ca.pem same "a run with --header-timeout 1" "$tir" run --quiet samples/mlp.tir --remote "https://127.0.0.1:$port"
+	stop "$spid"
+else
+	fail "TLS server with connection limits" "did not start: $(head -n 3 "$tmp/s6.log")"
 fi
 
 # ---- 3. the server refuses to start ----
