@@ -36,6 +36,11 @@ void tir_mem_reset_peak(void);
  * past it tir_tensor_alloc fails with TIR_EBUDGET before it allocates. */
 void tir_mem_set_limit(size_t bytes);
 size_t tir_mem_limit(void);
+/* Memory a tensor's owner holds beside it (a server's records of its
+ * blobs and kept values), charged to the same count and budget: false,
+ * nothing charged, when it would pass the budget. */
+bool tir_mem_charge(size_t n);
+void tir_mem_uncharge(size_t n);
 /* n bytes for a person in out: "3.2 GiB", "64 MiB", "120 KiB", "40 B". */
 const char *tir_bytes_str(size_t n, char out[32]);
 /* Free the cache of released buffers kept for reuse. */

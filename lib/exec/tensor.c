@@ -65,6 +65,16 @@ static bool mem_add(size_t n)
 	return true;
 }
 
+bool tir_mem_charge(size_t n)
+{
+	return mem_add(n);
+}
+
+void tir_mem_uncharge(size_t n)
+{
+	atomic_fetch_sub(&mem_current, n);
+}
+
 /* A small cache of freed large buffers, reused by exact size: a run
  * that frees and allocates same-sized intermediates (every layer of an
  * MLP) then touches no fresh pages.  Bounded in count and bytes; a buffer

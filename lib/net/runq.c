@@ -453,10 +453,16 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	tir_exec_clear_inputs(x); /* the memory a run used goes back now */
 	if (!body)
 		return reply_error(c, r, 500, "internal", NULL, "out of memory making the results");
-	if (session_update(s->sessions, u->ss, b->drop, b->ndrop, b->keep_key, u->kept, b->nkeep)) {
+	int kept = session_update(s->sessions, u->ss, b->drop, b->ndrop, b->keep_key, u->kept, b->nkeep);
+	if (kept == -1) {
 		MHD_destroy_response(body);
 		return reply_error(c, r, 413, "too_large", NULL,
 				   "keep: a session keeps at most %d values", SESSION_MAX_VALUES);
+	}
+	if (kept) {
+		MHD_destroy_response(body);
+		return reply_error(c, r, 503, "busy", NULL,
+				   "keep: no memory for the values kept now (--max-memory); try again shortly");
 	}
 	return reply_with(c, r, 200, "application/x-tir-results", body, len);
 }

@@ -574,6 +574,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)s->bytes_in,
 		     (unsigned long long)s->bytes_out, s->kernel_s);
 	pthread_mutex_unlock(&s->mmu);
+	size_t kept_n, kept_b;
+	session_store_kept(s->sessions, &kept_n, &kept_b);
 	tir_str_addf(&out,
 		     "# TYPE tir_sessions gauge\ntir_sessions %zu\n"
 		     "# TYPE tir_sessions_created_total counter\ntir_sessions_created_total %llu\n"
@@ -586,6 +588,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_blob_cache_evictions_total counter\ntir_blob_cache_evictions_total %llu\n"
 		     "# TYPE tir_graph_cache_hits_total counter\ntir_graph_cache_hits_total %llu\n"
 		     "# TYPE tir_graphs gauge\ntir_graphs %zu\n"
+		     "# TYPE tir_session_values gauge\ntir_session_values %zu\n"
+		     "# TYPE tir_session_value_bytes gauge\ntir_session_value_bytes %zu\n"
 		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n"
 		     "# TYPE tir_memory_budget_bytes gauge\ntir_memory_budget_bytes %llu\n"
 		     "# TYPE tir_inflight_body_bytes gauge\ntir_inflight_body_bytes %llu\n"
@@ -602,7 +606,7 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
-		     tir_mem_current(), (unsigned long long)s->o.max_memory,
+		     kept_n, kept_b, tir_mem_current(), (unsigned long long)s->o.max_memory,
 		     (unsigned long long)atomic_load(&s->reserved), queued, running, gs.open,
 		     (unsigned long long)gs.refused_address, (unsigned long long)gs.refused_full,
 		     (unsigned long long)gs.timed_out);

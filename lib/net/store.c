@@ -125,6 +125,7 @@ struct blob {
 	struct tir_tensor t;
 	uint64_t bytes;
 	uint64_t holders[TENANT_WORDS]; /* the tenants that sent its bytes: one bit each */
+	bool charged;                  /* BLOB_OVERHEAD is counted in tir_mem */
 };
 
 static bool holds(const struct blob *b, int tenant)
@@ -165,6 +166,8 @@ struct blob_store *blob_store_new(uint64_t cap_bytes)
 static void blob_free(struct blob *b)
 {
 	tir_tensor_release(&b->t);
+	if (b->charged)
+		tir_mem_uncharge(BLOB_OVERHEAD);
 	free(b);
 }
 
@@ -240,6 +243,12 @@ int blob_put(struct blob_store *s, const char *sha, int tenant, struct tir_tenso
 	b->t = *t;
 	memset(t, 0, sizeof *t);
 	b->bytes = bytes + BLOB_OVERHEAD;
+	/* the record is memory too: charged to --max-memory with the tensor */
+	b->charged = tir_mem_charge(BLOB_OVERHEAD);
+	if (!b->charged) {
+		blob_free(b);
+		return -1;
+	}
 	grant(b, tenant);
 	lru_init(&b->l);
 	struct lru gone;               /* evicted, freed after the unlock */
@@ -441,6 +450,61 @@ struct sval {
 	struct tir_tensor t;
 };
 
+/* What a kept value's record costs besides its tensor (the record, the
+ * allocator's share and the table's): charged to --max-memory, so that
+ * 64 sessions of 4096 kept scalars are not free. */
+#define SVAL_OVERHEAD (sizeof(struct sval) + 64)
+
+/* The kept values of every session, for /metrics (one server a process). */
+static atomic_size_t kept_count, kept_bytes;
+
+static size_t tensor_bytes(const struct tir_tensor *t)
+{
+	return (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
+}
+
+/* A record for key, holding a reference to t; NULL when there is no
+ * memory for it, or the budget has no room for its record. */
+static struct sval *sval_new(const char *key, const struct tir_tensor *t)
+{
+	struct sval *v = calloc(1, sizeof *v);
+	if (!v || !tir_mem_charge(SVAL_OVERHEAD)) {
+		free(v);
+		return NULL;
+	}
+	snprintf(v->key, sizeof v->key, "%s", key);
+	v->h.key = v->key;
+	tir_tensor_ref(&v->t, t);
+	return v;
+}
+
+static void sval_free(struct sval *v)
+{
+	tir_tensor_release(&v->t);
+	tir_mem_uncharge(SVAL_OVERHEAD);
+	free(v);
+}
+
+/* A record enters or leaves a session's table. */
+static void sval_counted(const struct sval *v, bool in)
+{
+	size_t b = tensor_bytes(&v->t) + SVAL_OVERHEAD;
+	if (in) {
+		atomic_fetch_add(&kept_count, 1);
+		atomic_fetch_add(&kept_bytes, b);
+	} else {
+		atomic_fetch_sub(&kept_count, 1);
+		atomic_fetch_sub(&kept_bytes, b);
+	}
+}
+
+void session_store_kept(struct session_store *s, size_t *count, size_t *bytes)
+{
+	(void)s;
+	*count = atomic_load(&kept_count);
+	*bytes = atomic_load(&kept_bytes);
+}
+
 struct session {
 	struct hlink h;
 	char id[SESSION_ID_HEX + 1];
@@ -479,8 +543,8 @@ static void session_free(struct session *ss)
 		for (struct hlink *l = ss->vals.b[i], *next; l; l = next) {
 			next = l->next;
 			struct sval *v = CONTAINER(l, struct sval, h);
-			tir_tensor_release(&v->t);
-			free(v);
+			sval_counted(v, false);
+			sval_free(v);
 		}
 	free(ss->vals.b);
 	free(ss);
@@ -716,21 +780,14 @@ int session_update(struct session_store *s, struct session *ss, const char *cons
 	/* new entries are made first, so that running out of memory changes nothing */
 	struct sval **fresh = calloc(nkeep + 1, sizeof *fresh);
 	bool oom = !fresh;
-	for (size_t i = 0; i < nkeep && !oom; i++) {
-		fresh[i] = calloc(1, sizeof **fresh);
-		oom = !fresh[i];
-		if (fresh[i]) {
-			snprintf(fresh[i]->key, sizeof fresh[i]->key, "%s", keys[i]);
-			fresh[i]->h.key = fresh[i]->key;
-			tir_tensor_ref(&fresh[i]->t, &vals[i]);
-		}
-	}
+	for (size_t i = 0; i < nkeep && !oom; i++)
+		oom = !(fresh[i] = sval_new(keys[i], &vals[i]));
 	struct sval *gone = NULL;      /* chained through h.next, freed after the unlock */
-	int rc = 0;
+	int rc = oom ? -2 : 0;
 	pthread_mutex_lock(&s->mu);
-	if (oom || count_after(ss, drop, ndrop, keys, nkeep) > SESSION_MAX_VALUES) {
+	if (!oom && count_after(ss, drop, ndrop, keys, nkeep) > SESSION_MAX_VALUES) {
 		rc = -1;
-	} else if (!ss->dead) {
+	} else if (!oom && !ss->dead) {
 		for (size_t i = 0; i < ndrop + nkeep; i++) {
 			const char *k = i < ndrop ? drop[i] : keys[i - ndrop];
 			struct hlink *l = ht_find(&ss->vals, k);
@@ -738,26 +795,26 @@ int session_update(struct session_store *s, struct session *ss, const char *cons
 				ht_remove(&ss->vals, l);
 				l->next = gone ? &gone->h : NULL;
 				gone = CONTAINER(l, struct sval, h);
+				sval_counted(gone, false);
 			}
 			/* the table grows by doubling: an insert fails only
 			 * when growing does, and then the value is dropped */
-			if (i >= ndrop && ht_insert(&ss->vals, &fresh[i - ndrop]->h))
-				rc = -1;
-			else if (i >= ndrop)
+			if (i >= ndrop && ht_insert(&ss->vals, &fresh[i - ndrop]->h)) {
+				rc = -2;
+			} else if (i >= ndrop) {
+				sval_counted(fresh[i - ndrop], true);
 				fresh[i - ndrop] = NULL;
+			}
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
 	for (size_t i = 0; fresh && i < nkeep; i++)
-		if (fresh[i]) {
-			tir_tensor_release(&fresh[i]->t);
-			free(fresh[i]);
-		}
+		if (fresh[i])
+			sval_free(fresh[i]);
 	free(fresh);
 	while (gone) {
 		struct sval *next = gone->h.next ? CONTAINER(gone->h.next, struct sval, h) : NULL;
-		tir_tensor_release(&gone->t);
-		free(gone);
+		sval_free(gone);
 		gone = next;
 	}
 	return rc;

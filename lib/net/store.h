@@ -123,12 +123,17 @@ bool session_value(struct session_store *s, struct session *ss, const char *key,
 bool session_fits(struct session_store *s, struct session *ss, const char *const *drop,
 		  size_t ndrop, const char *const *keys, size_t nkeep);
 /* Forget drop[0..ndrop), then keep vals[i] under keys[i] (new references
- * are taken; vals are left as they are).  A deleted or expired session
- * takes nothing.  returns 0, or -1 (out of memory, or over the value
- * limit: nothing changed). */
+ * are taken; vals are left as they are; each record is charged to the
+ * memory budget).  A deleted or expired session takes nothing.  returns
+ * 0, -1 over the value limit (nothing changed), or -2 out of memory or
+ * over the memory budget (nothing changed, but a failed grow of the
+ * table, which drops the value). */
 int session_update(struct session_store *s, struct session *ss, const char *const *drop,
 		   size_t ndrop, const char *const *keys, const struct tir_tensor *vals, size_t nkeep);
 size_t session_store_count(struct session_store *s);
+/* The values all sessions keep, and what they hold: their tensors'
+ * bytes and their records'. */
+void session_store_kept(struct session_store *s, size_t *count, size_t *bytes);
 uint64_t session_store_created(struct session_store *s);
 /* Sessions expired so far: idle past the TTL, their lease not renewed. */
 void session_store_expired(struct session_store *s, uint64_t *ttl, uint64_t *lease);

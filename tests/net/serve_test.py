@@ -2046,6 +2046,37 @@ def test_memory_plan():
     check("memory plan: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
 
 
+def test_kept_values():
+    """Kept values are charged what they cost: /metrics counts them and
+    their bytes (tensors and records), and their records count against
+    --max-memory, so many kept scalars cannot pass it (503, nothing kept)."""
+    def keeper(n):
+        lines = ["x: f32[] = full([], 1.0)"] + [f"v{i}: f32[] = add(x, {i})" for i in range(n)]
+        return "\n".join(lines + ["print x"]) + "\n"
+    srv = Server("--max-memory", "256K")
+    try:
+        sid = new_session(srv)
+        text = keeper(200)
+        r = run(srv, sid, text, keep={f"v{i}": f"k{i}" for i in range(200)})
+        m = metrics(srv)
+        check("kept values: 200 scalars kept, counted with their records in /metrics",
+              r.status == 200 and m.get("tir_session_values") == 200 and
+              200 * (4 + 128) < m.get("tir_session_value_bytes", 0) < 200 * 2048 and
+              m.get("tir_tensor_bytes", 0) >= m.get("tir_session_value_bytes", 0), f"{describe(r)} {m}")
+        big = keeper(2000)
+        r = run(srv, sid, big, keep={f"v{i}": f"j{i}" for i in range(2000)})
+        m2 = metrics(srv)
+        check("kept values: 2000 more scalars pass --max-memory 256K: 503 with Retry-After, none kept",
+              error_is(r, 503, "busy") and "keep" in r.err().get("message", "") and
+              r.headers.get("retry-after") == "1" and m2.get("tir_session_values") == 200, f"{describe(r)} {m2}")
+        request(srv, "DELETE", f"/v1/sessions/{sid}")
+        m3 = metrics(srv)
+        check("kept values: gone with their session", m3.get("tir_session_values") == 0 and
+              m3.get("tir_session_value_bytes") == 0, str(m3))
+    finally:
+        srv.stop()
+
+
 def load_text(n):
     return (f"input t0: f32[{n}, {n}]\ninput t1: f32[{n}]\nt2: f32[{n}, {n}] = matmul(t0, t0)\n"
             f"t3: f32[{n}, {n}] = add(t2, t1)\nt4: f32[{n}, {n}] = tanh(t3)\nt5: f32[{n}] = sum(t4, axis=1)\n"
@@ -2218,7 +2249,7 @@ def main():
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
                   test_big_blobs, test_inflight, test_json_values, test_per_address, test_header_deadline,
                   test_head_errors, test_session_lease, test_long_batch,
-                  test_client_gone, test_fair_queue, test_time_limit, test_memory_plan):
+                  test_client_gone, test_fair_queue, test_time_limit, test_memory_plan, test_kept_values):
             try:
                 t()
             except Exception as e:  # a crash of one group is one failure, the rest go on
