@@ -1615,11 +1615,6 @@ def json_values(v):
 RUN_MAX_VALUES = 4 * 4096 + 64
 
 
-def hwm_kib(srv):
-    with open(f"/proc/{srv.proc.pid}/status") as f:
-        return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
-
-
 def test_json_values():
     """A run body is judged by what parsing it would hold before jansson
     sees it: more JSON values than a run request can need is 413 (with the
@@ -1633,12 +1628,12 @@ def test_json_values():
         check("json: /v1/info says max_run_values",
               request(srv, "GET", "/v1/info").json()["limits"].get("max_run_values") == RUN_MAX_VALUES)
         time.sleep(0.7)  # the idle trim before the baseline (late: a looser check)
-        base = hwm_kib(srv)
+        base = srv.hwm_kib()
         body = b'{"graph":[' + b"0," * (25 << 20) + b'0]}'  # 50 MiB, 26,214,403 values
         t0 = time.monotonic()
         r = request(srv, "POST", f"/v1/sessions/{sid}/run", body)
         took = time.monotonic() - t0
-        peak = hwm_kib(srv)
+        peak = srv.hwm_kib()
         print(f"# json: a 50 MiB body of 26 M values: {describe(r)[:60]} in {took * 1e3:.0f} ms, "
               f"VmHWM {base} -> {peak} KiB")
         check("json: a 50 MiB [0,0,...] body: 413 with its count and the limit",
@@ -1989,14 +1984,6 @@ def test_time_limit():
     check("time limit: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
 
 
-def vm_hwm_kib(srv):
-    with open(f"/proc/{srv.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
-
 def test_memory_plan():
     """--max-memory against the plan: a batch whose simulated peak passes
     what the budget has left is refused before it allocates anything (413
@@ -2027,12 +2014,12 @@ def test_memory_plan():
     srv = Server("--max-memory", "300M")
     try:
         sid = new_session(srv)
-        base = vm_hwm_kib(srv)
+        base = srv.hwm_kib()
         big = "a: f32[4096, 8192] = randn([4096, 8192], seed=1)\nt: f32[8192, 4096] = transpose(a)\n" \
               "b: f32[8192, 8192] = matmul(t, a)\ns: f32[] = sum(b)\nprint s\n"
         r = run(srv, sid, big)
         e = r.err()
-        grew = vm_hwm_kib(srv) - base
+        grew = srv.hwm_kib() - base
         check("memory plan: 384 MiB planned under 300M: 413 before anything is made, at the largest value",
               error_is(r, 413, "memory") and e.get("peak") == 384 * mib and e.get("line") == 3 and
               e.get("col") == 22 and e.get("held") == 0 and grew < 64 * 1024,

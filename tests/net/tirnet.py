@@ -132,12 +132,20 @@ class Server:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout,
                                           source_address=(source, 0) if source else None)
 
-    def rss_kib(self):
+    def status_kib(self, field):
+        """A field of its /proc/PID/status in KiB (VmRSS, VmHWM), 0 when absent."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
         return 0
+
+    def rss_kib(self):
+        return self.status_kib("VmRSS")
+
+    def hwm_kib(self):
+        """The most it has held (VmHWM)."""
+        return self.status_kib("VmHWM")
 
     def logged(self, regex):
         """How many of its log lines match regex."""
