@@ -500,6 +500,16 @@ def test_errors():
               describe(r))
         check("the server keeps serving after 422", run(srv, sid, EXP3, {"t0": {"blob": h}}).status == 200)
 
+        # found by fuzz_serve.py: a reduction of a generator read through a
+        # broadcast killed the server (SIGFPE in the fusion planner)
+        t = ("input t0: f32[3]\nt1: f32[2, 2] = ones([2, 2])\nt2: f32[3, 1, 2, 2] = expand(t1, [3, 1, 2, 2])\n"
+             "t3: f32[1, 1, 1, 1] = max(t2, keepdims=true)\nt4: f32[1, 1, 1, 1] = exp(t3)\nprint t4\n")
+        r = run(srv, sid, t, {"t0": {"blob": h}})
+        check("a reduction of an expanded generator: 200, e (the planner divided by zero)",
+              r.status == 200 and np.allclose(results(r.body)[1][0], np.full((1, 1, 1, 1), np.e, np.float32)),
+              describe(r))
+        check("the server lives after it", healthy(srv))
+
         # 503 busy: --max-sessions 3 (one open already)
         s2, s3 = new_session(srv), new_session(srv)
         r = request(srv, "POST", "/v1/sessions")
