@@ -174,6 +174,17 @@ def test_endpoints():
         check("run with drop", r.status == 200, describe(r))
         r = run(srv, sid, t3, {"t0": {"value": "e.x-1"}})
         check("a dropped key is gone (404)", error_is(r, 404, "not_found"), describe(r))
+        # found by fuzz_serve.py: each drop and keep key was compared with
+        # every other one (150,000 keys held a thread for a minute)
+        t0 = time.monotonic()
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, keep={"t1": "d7"},
+                drop=[f"d{i}" for i in range(150000)] + ["e.x-1", "d7"])
+        took = time.monotonic() - t0
+        check("a drop of 150,000 keys: 200 within 5 s", r.status == 200 and took < 5, f"{took:.1f} s; {describe(r)}")
+        r = run(srv, sid, t3, {"t0": {"value": "d7"}})
+        check("... and what it kept under a key it dropped is there", r.status == 200, describe(r))
+        r = run(srv, sid, t3, {"t0": {"value": "d7"}}, drop=["d7", "d7"])
+        check("a key dropped twice: 200", r.status == 200, describe(r))
 
         m = metrics(srv)
         r = request(srv, "GET", "/metrics")
