@@ -297,8 +297,27 @@ struct graph_store {
 	struct graph **b;              /* hash chains (graph.next), power of two */
 	size_t nb, n;
 	int max;
+	uint64_t bytes;                /* their costs (graph_cost) */
 	uint64_t clock, hits;
 };
+
+/* About what the cached graphs may hold: past it, as past max_graphs, the
+ * least recently used graphs no run holds are dropped.  A graph parsed and
+ * planned holds about 1 KiB a node and its literals' data (a text of
+ * 30,000 lines held 26 MB, one with a literal of a million numbers 12 MB):
+ * bounded in count alone, 256 texts held gigabytes. */
+#define GRAPH_CACHE_BYTES ((uint64_t)64 << 20)
+
+/* An estimate of what program p holds once planned. */
+static uint64_t graph_cost(const struct tir_program *p)
+{
+	uint64_t c = (uint64_t)p->nnodes * 1024;
+	for (size_t i = 0; i < p->nnodes; i++)
+		if (p->nodes[i]->data)
+			c += (uint64_t)tir_type_numel(&p->nodes[i]->type) *
+			     tir_dtype_size((enum tir_dtype)p->nodes[i]->type.dtype) * 3 / 2;
+	return c;
+}
 
 static size_t graph_bucket(const struct graph_store *s, const char *sha)
 {
@@ -370,7 +389,8 @@ struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, stru
 	memcpy(g->sha, sha, TIR_SHA_HEX + 1);
 	g->tenant = tenant;
 	g->prog = p;
-	struct graph *victim = NULL, *dup = NULL;
+	g->cost = graph_cost(p);
+	struct graph *victims = NULL, *dup = NULL;
 	pthread_mutex_lock(&s->mu);
 	size_t k = graph_bucket(s, sha);
 	for (dup = s->b[k]; dup && (strcmp(dup->sha, sha) || dup->tenant != tenant);)
@@ -379,28 +399,35 @@ struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, stru
 		dup->refs++;
 		dup->used = ++s->clock;
 	} else {
-		/* past the bound, the least recently used graph no run holds */
-		if (s->n >= (size_t)s->max) {
+		/* past the bounds, the least recently used graphs no run holds */
+		while (s->n >= (size_t)s->max || (s->n && s->bytes + g->cost > GRAPH_CACHE_BYTES)) {
 			struct graph **vp = NULL;
 			for (size_t i = 0; i < s->nb; i++)
 				for (struct graph **pp = &s->b[i]; *pp; pp = &(*pp)->next)
 					if (!(*pp)->refs && (!vp || (*pp)->used < (*vp)->used))
 						vp = pp;
-			if (vp) {
-				victim = *vp;
-				*vp = victim->next;
-				s->n--;
-			}
+			if (!vp)
+				break;
+			struct graph *v = *vp;
+			*vp = v->next;
+			s->n--;
+			s->bytes -= v->cost;
+			v->next = victims;
+			victims = v;
 		}
 		g->refs = 1;
 		g->used = ++s->clock;
 		g->next = s->b[k];
 		s->b[k] = g;
 		s->n++;
+		s->bytes += g->cost;
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (victim)
-		graph_free(victim);
+	while (victims) {
+		struct graph *next = victims->next;
+		graph_free(victims);
+		victims = next;
+	}
 	if (dup) {
 		graph_free(g);
 		return dup;

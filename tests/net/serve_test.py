@@ -1225,6 +1225,32 @@ def load_text(n):
 LOAD_TEXT = load_text(32)
 
 
+def test_graph_cache():
+    """Found by fuzz_serve.py: the cache of parsed batch texts was bounded in
+    count alone (256), and a text of 30,000 lines, parsed and planned,
+    holds 26 MB: 256 of them held gigabytes."""
+    srv = Server("--max-body", "4M")
+    try:
+        sid = new_session(srv)
+        h, _ = put_blob(srv, np.ones(3, np.float32))
+        time.sleep(1.2)  # the idle trim, before the baseline
+        base = srv.rss_kib()
+        ok = True
+        for i in range(24):
+            text = "input t0: f32[3]\n" + "".join(f"m{j}: f32[3] = neg({'t0' if j == 0 else f'm{j - 1}'})\n"
+                                                  for j in range(15000)) + f"x: f32[3] = add(m14999, {i})\nprint x\n"
+            r = run(srv, sid, text, {"t0": {"blob": h}})
+            ok = ok and r.status == 200 and np.allclose(results(r.body)[1][0], 1 + i)
+        check("graph cache: 24 texts of 15,000 lines run", ok, describe(r))
+        n = metrics(srv).get("tir_graphs")
+        check("graph cache: it keeps what fits in about 64 MiB (at most 5 of them)", n is not None and n <= 5, str(n))
+        bound = base + 100 * 1024 + RSS_SLACK_KIB
+        check("graph cache: VmRSS within 100 MiB of its baseline once idle",
+              eventually(lambda: srv.rss_kib() <= bound, 15), f"{base} -> {srv.rss_kib()} KiB")
+    finally:
+        srv.stop()
+
+
 def test_load(clients=64, batches=50):
     # a small blob cache: the clients' 3200 x 2 blobs pass through it, and
     # what is evicted must be given back
@@ -1385,7 +1411,7 @@ def main():
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
                   test_big_blobs, test_inflight, test_long_batch,
-                  test_client_gone):
+                  test_client_gone, test_graph_cache):
             try:
                 t()
             except Exception as e:  # a crash of one group is one failure, the rest go on
