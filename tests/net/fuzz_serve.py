@@ -1078,7 +1078,8 @@ class Fuzzer:
             where = f"; saved {base}.txt"
         if len(lst) <= 10:
             more = " (more are not printed)" if len(lst) == 10 else ""
-            print(f"FAIL [seed {self.seed}] {check}: request {self.n}" + (f" ({ex.desc})" if ex else "") +
+            line = " " + repr(ex.data.split(b"\r\n", 1)[0][:100]) if ex else ""
+            print(f"FAIL [seed {self.seed}] {check}: request {self.n}" + (f" ({ex.desc}){line}" if ex else "") +
                   f": {what}{where}{more}", flush=True)
 
     # ---- sending and the oracles every answer goes through ----
