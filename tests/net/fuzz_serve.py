@@ -118,6 +118,7 @@ import math
 import os
 import random
 import re
+import shutil
 import socket
 import struct
 import sys
@@ -2437,6 +2438,7 @@ def replay(a):
     finally:
         if fz.srv.proc.poll() is None:
             fz.srv.stop()
+        shutil.rmtree(fz.tmp, ignore_errors=True)
 
 
 def main():
@@ -2476,7 +2478,6 @@ def main():
     finally:
         if fz.srv and fz.srv.proc.poll() is None:
             fz.srv.stop()
-        import shutil
         shutil.rmtree(fz.tmp, ignore_errors=True)
     return fz.report()
 
