@@ -124,13 +124,22 @@ test-kernels: all
 	@BUILD=$(BUILD) sh tests/kernels.sh
 
 # AddressSanitizer + UBSan over the whole suite, in its own object folder.
+ASAN_OPT := -O1 -g -fno-omit-frame-pointer
+ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
+	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" SAN="$(ASAN_SAN)" test
 
-# libFuzzer on the parser, bounded in time (FUZZTIME seconds).
+# libFuzzer on the parser, then the protocol fuzzer (tests/net/fuzz_serve.py)
+# on the ASan build's `tir serve`, each for FUZZTIME seconds (FUZZSEED: the
+# protocol fuzzer's seed; default a random one, printed).  Both run; either
+# failing fails it.
 fuzz: $(BUILD)/pkg.mk
-	@sh tests/fuzz/run.sh $(FUZZTIME)
+	@st=0; sh tests/fuzz/run.sh $(FUZZTIME) || st=1; \
+	$(MAKE) --no-print-directory BUILD=build-asan OPT="$(ASAN_OPT)" SAN="$(ASAN_SAN)" all || exit 1; \
+	echo "fuzz: the protocol fuzzer on build-asan/tir for $(FUZZTIME)s"; \
+	/usr/bin/python3 tests/net/fuzz_serve.py --tir build-asan/tir --seconds $(FUZZTIME) \
+		--out build-asan/fuzz-serve $(if $(FUZZSEED),--seed $(FUZZSEED)) || st=1; \
+	exit $$st
 
 # The peers (NumPy, numexpr, PyTorch) are installed here only, never by
 # deps/test; bench/hand_fused.c links SLEEF.

@@ -1529,7 +1529,8 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		for (int s = 0; s < vm->nsrc; s++)
 			arrays += vm->src[s].direct && !vm->src[s].row;
 		int64_t row_bytes = arrays * cols * es;
-		if (info->reduces && row_bytes <= sz.l1fit)
+		/* (none: a reduction of generators streams nothing) */
+		if (info->reduces && row_bytes > 0 && row_bytes <= sz.l1fit)
 			vm->k = sz.l1fit / row_bytes;
 	} else {
 		vm->k = 1;

@@ -306,8 +306,27 @@ struct graph_store {
 	struct graph **b;              /* hash chains (graph.next), power of two */
 	size_t nb, n;
 	int max;
+	uint64_t bytes;                /* their costs (graph_cost) */
 	uint64_t clock, hits;
 };
+
+/* About what the cached graphs may hold: past it, as past max_graphs, the
+ * least recently used graphs no run holds are dropped.  A graph parsed and
+ * planned holds about 1 KiB a node and its literals' data (a text of
+ * 30,000 lines held 26 MB, one with a literal of a million numbers 12 MB):
+ * bounded in count alone, 256 texts held gigabytes. */
+#define GRAPH_CACHE_BYTES ((uint64_t)64 << 20)
+
+/* An estimate of what program p holds once planned. */
+static uint64_t graph_cost(const struct tir_program *p)
+{
+	uint64_t c = (uint64_t)p->nnodes * 1024;
+	for (size_t i = 0; i < p->nnodes; i++)
+		if (p->nodes[i]->data)
+			c += (uint64_t)tir_type_numel(&p->nodes[i]->type) *
+			     tir_dtype_size((enum tir_dtype)p->nodes[i]->type.dtype) * 3 / 2;
+	return c;
+}
 
 static size_t graph_bucket(const struct graph_store *s, const char *sha)
 {
@@ -379,7 +398,8 @@ struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, stru
 	memcpy(g->sha, sha, TIR_SHA_HEX + 1);
 	g->tenant = tenant;
 	g->prog = p;
-	struct graph *victim = NULL, *dup = NULL;
+	g->cost = graph_cost(p);
+	struct graph *victims = NULL, *dup = NULL;
 	pthread_mutex_lock(&s->mu);
 	size_t k = graph_bucket(s, sha);
 	for (dup = s->b[k]; dup && (strcmp(dup->sha, sha) || dup->tenant != tenant);)
@@ -388,28 +408,35 @@ struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, stru
 		dup->refs++;
 		dup->used = ++s->clock;
 	} else {
-		/* past the bound, the least recently used graph no run holds */
-		if (s->n >= (size_t)s->max) {
+		/* past the bounds, the least recently used graphs no run holds */
+		while (s->n >= (size_t)s->max || (s->n && s->bytes + g->cost > GRAPH_CACHE_BYTES)) {
 			struct graph **vp = NULL;
 			for (size_t i = 0; i < s->nb; i++)
 				for (struct graph **pp = &s->b[i]; *pp; pp = &(*pp)->next)
 					if (!(*pp)->refs && (!vp || (*pp)->used < (*vp)->used))
 						vp = pp;
-			if (vp) {
-				victim = *vp;
-				*vp = victim->next;
-				s->n--;
-			}
+			if (!vp)
+				break;
+			struct graph *v = *vp;
+			*vp = v->next;
+			s->n--;
+			s->bytes -= v->cost;
+			v->next = victims;
+			victims = v;
 		}
 		g->refs = 1;
 		g->used = ++s->clock;
 		g->next = s->b[k];
 		s->b[k] = g;
 		s->n++;
+		s->bytes += g->cost;
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (victim)
-		graph_free(victim);
+	while (victims) {
+		struct graph *next = victims->next;
+		graph_free(victims);
+		victims = next;
+	}
 	if (dup) {
 		graph_free(g);
 		return dup;
@@ -741,27 +768,47 @@ bool session_value(struct session_store *s, struct session *ss, const char *key,
 	return l != NULL;
 }
 
-/* The count after the update (s->mu held). */
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A sorted copy of the n keys of v (NULL when out of memory). */
+static const char **sorted_keys(const char *const *v, size_t n)
+{
+	const char **c = malloc((n + 1) * sizeof *c);
+	if (c && n) {
+		memcpy(c, v, n * sizeof *c);
+		qsort(c, n, sizeof *c, cmp_key);
+	}
+	return c;
+}
+
+/* The count after the update (s->mu held); SIZE_MAX when out of memory.
+ * The lists are sorted first: a request's lists are as long as its body
+ * allows, and comparing each key with every other one held a thread for
+ * minutes (100,000 keys: 21 s). */
 static size_t count_after(struct session *ss, const char *const *drop, size_t ndrop,
 			  const char *const *keys, size_t nkeep)
 {
+	const char **d = sorted_keys(drop, ndrop), **k = sorted_keys(keys, nkeep);
 	size_t n = ss->vals.n;
-	for (size_t i = 0; i < ndrop; i++) {
-		bool seen = false; /* a key dropped twice counts once */
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = !strcmp(drop[i], drop[j]);
-		if (!seen && ht_find(&ss->vals, drop[i]))
+	if (!d || !k) {
+		free(d);
+		free(k);
+		return SIZE_MAX;
+	}
+	for (size_t i = 0; i < ndrop; i++) /* a key dropped twice counts once */
+		if ((i == 0 || strcmp(d[i], d[i - 1])) && ht_find(&ss->vals, d[i]))
 			n--;
-	}
 	for (size_t i = 0; i < nkeep; i++) {
-		bool held = false;
-		for (size_t j = 0; j < ndrop && !held; j++)
-			held = !strcmp(keys[i], drop[j]);
-		held = held ? false : ht_find(&ss->vals, keys[i]) != NULL;
-		for (size_t j = 0; j < i && !held; j++)
-			held = !strcmp(keys[i], keys[j]);
-		n += !held;
+		if (i > 0 && !strcmp(k[i], k[i - 1])) /* kept twice: once */
+			continue;
+		bool dropped = bsearch(&k[i], d, ndrop, sizeof *d, cmp_key) != NULL;
+		n += dropped || !ht_find(&ss->vals, k[i]);
 	}
+	free(d);
+	free(k);
 	return n;
 }
 

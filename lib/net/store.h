@@ -7,7 +7,8 @@
  *             a byte budget; shared by a tenant's sessions (held once,
  *             seen only by the tenants that sent its bytes)
  *   graphs    SHA-256 of a batch text -> its parsed program and a tir_exec
- *             (with the exec's plan cache); bounded in count
+ *             (with the exec's plan cache); bounded in count and, about,
+ *             in bytes
  *   sessions  random 128-bit id -> values kept under client-chosen keys;
  *             idle ones expire, and leased ones whose client stops
  *             renewing
@@ -66,6 +67,7 @@ struct graph {
 	/* store.c's: */
 	int refs;
 	uint64_t used;
+	uint64_t cost;                 /* about what it holds, in bytes */
 	struct graph *next;            /* hash chain */
 };
 struct graph_store;

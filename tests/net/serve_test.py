@@ -181,6 +181,21 @@ def test_endpoints():
         check("run with drop", r.status == 200, describe(r))
         r = run(srv, sid, t3, {"t0": {"value": "e.x-1"}})
         check("a dropped key is gone (404)", error_is(r, 404, "not_found"), describe(r))
+        # found by fuzz_serve.py: each drop and keep key was compared with
+        # every other one (150,000 keys held a thread for a minute; such a
+        # request is now refused unparsed, past max_run_values, and the
+        # keys are sorted, not compared pairwise)
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, drop=[f"d{i}" for i in range(150000)])
+        check("a drop of 150,000 keys: 413 too_large (JSON values)", error_is(r, 413, "too_large"), describe(r))
+        t0 = time.monotonic()
+        r = run(srv, sid, EXP3, {"t0": {"blob": h}}, keep={"t1": "d7"},
+                drop=[f"d{i}" for i in range(16000)] + ["e.x-1", "d7"])
+        took = time.monotonic() - t0
+        check("a drop of 16,000 keys: 200 within 5 s", r.status == 200 and took < 5, f"{took:.1f} s; {describe(r)}")
+        r = run(srv, sid, t3, {"t0": {"value": "d7"}})
+        check("... and what it kept under a key it dropped is there", r.status == 200, describe(r))
+        r = run(srv, sid, t3, {"t0": {"value": "d7"}}, drop=["d7", "d7"])
+        check("a key dropped twice: 200", r.status == 200, describe(r))
 
         m = metrics(srv)
         r = request(srv, "GET", "/metrics")
@@ -506,6 +521,16 @@ def test_errors():
         check("422 runtime: an index out of range", error_is(r, 422, "runtime") and r.err().get("line") == 3,
               describe(r))
         check("the server keeps serving after 422", run(srv, sid, EXP3, {"t0": {"blob": h}}).status == 200)
+
+        # found by fuzz_serve.py: a reduction of a generator read through a
+        # broadcast killed the server (SIGFPE in the fusion planner)
+        t = ("input t0: f32[3]\nt1: f32[2, 2] = ones([2, 2])\nt2: f32[3, 1, 2, 2] = expand(t1, [3, 1, 2, 2])\n"
+             "t3: f32[1, 1, 1, 1] = max(t2, keepdims=true)\nt4: f32[1, 1, 1, 1] = exp(t3)\nprint t4\n")
+        r = run(srv, sid, t, {"t0": {"blob": h}})
+        check("a reduction of an expanded generator: 200, e (the planner divided by zero)",
+              r.status == 200 and np.allclose(results(r.body)[1][0], np.full((1, 1, 1, 1), np.e, np.float32)),
+              describe(r))
+        check("the server lives after it", healthy(srv))
 
         # 503 busy: --max-sessions 3 (one open already)
         s2, s3 = new_session(srv), new_session(srv)
@@ -2073,6 +2098,32 @@ def load_text(n):
 LOAD_TEXT = load_text(32)
 
 
+def test_graph_cache():
+    """Found by fuzz_serve.py: the cache of parsed batch texts was bounded in
+    count alone (256), and a text of 30,000 lines, parsed and planned,
+    holds 26 MB: 256 of them held gigabytes."""
+    srv = Server("--max-body", "4M")
+    try:
+        sid = new_session(srv)
+        h, _ = put_blob(srv, np.ones(3, np.float32))
+        time.sleep(1.2)  # the idle trim, before the baseline
+        base = srv.rss_kib()
+        ok = True
+        for i in range(24):
+            text = "input t0: f32[3]\n" + "".join(f"m{j}: f32[3] = neg({'t0' if j == 0 else f'm{j - 1}'})\n"
+                                                  for j in range(15000)) + f"x: f32[3] = add(m14999, {i})\nprint x\n"
+            r = run(srv, sid, text, {"t0": {"blob": h}})
+            ok = ok and r.status == 200 and np.allclose(results(r.body)[1][0], 1 + i)
+        check("graph cache: 24 texts of 15,000 lines run", ok, describe(r))
+        n = metrics(srv).get("tir_graphs")
+        check("graph cache: it keeps what fits in about 64 MiB (at most 5 of them)", n is not None and n <= 5, str(n))
+        bound = base + 100 * 1024 + RSS_SLACK_KIB
+        check("graph cache: VmRSS within 100 MiB of its baseline once idle",
+              eventually(lambda: srv.rss_kib() <= bound, 15), f"{base} -> {srv.rss_kib()} KiB")
+    finally:
+        srv.stop()
+
+
 def test_load(clients=64, batches=50):
     # a small blob cache: the clients' 3200 x 2 blobs pass through it, and
     # what is evicted must be given back
@@ -2236,7 +2287,7 @@ def main():
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
                   test_big_blobs, test_inflight, test_json_values, test_per_address, test_header_deadline,
                   test_head_errors, test_session_lease, test_long_batch,
-                  test_client_gone, test_fair_queue, test_time_limit, test_memory_plan, test_kept_values):
+                  test_client_gone, test_fair_queue, test_time_limit, test_memory_plan, test_kept_values, test_graph_cache):
             try:
                 t()
             except Exception as e:  # a crash of one group is one failure, the rest go on
