@@ -582,7 +582,8 @@ if start_server "$tmp/serve6.log" --max-memory 64M; then
 	expect3 "over --max-memory: at the op" 60000 "^$tmp/big.tir:2:7: error: remote $addr: matmul: the batch would hold 128 MiB at its peak \(64 MiB of it this value, the largest then\); the memory budget has 64 MiB left of 64 MiB \(--max-memory\)$" \
 		"$tir" run --quiet "$tmp/big.tir" --remote "$addr"
 	grep -q '^          \^$' "$tmp/err" && pass || fail "over --max-memory: the caret" "$(cat "$tmp/err")"
-	m=$(curl -s --max-time 20 "http://$addr/metrics")
+	# (Python's, not curl: a fresh Debian has no curl command)
+	m=$("$py" -c "import urllib.request; print(urllib.request.urlopen('http://$addr/metrics', timeout=20).read().decode())")
 	echo "$m" | grep -q '^tir_memory_budget_bytes 67108864$' && pass || fail "/metrics: the budget" "$m"
 	held=$(echo "$m" | sed -n 's/^tir_tensor_bytes //p')
 	[ -n "$held" ] && [ "$held" -lt 1048576 ] && pass || fail "over --max-memory: the batch's tensors let go" "tir_tensor_bytes $held"
