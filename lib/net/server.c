@@ -514,6 +514,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
 		     tir_mem_current(), (unsigned long long)s->o.max_memory,
 		     (unsigned long long)atomic_load(&s->reserved), queued, running);
+	tir_str_addf(&out, "# TYPE tir_idle_trims_total counter\ntir_idle_trims_total %llu\n",
+		     (unsigned long long)atomic_load(&s->trims));
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -927,6 +929,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			tir_release_caches();
 			malloc_trim(0);
 			trimmed = seen;
+			atomic_fetch_add(&s->trims, 1);
 		}
 	}
 	/* the batches queued run and are answered (the log says so at once:

@@ -770,6 +770,29 @@ def test_ttl_and_lru():
         srv.stop()
 
 
+def test_idle_trim():
+    """The idle trim (memory given back 500 ms after the last request
+    ended) is counted in /metrics, so that a test can wait for one: asked
+    every 0.7 s, each ask being a request, the count passes what it was."""
+    srv = Server()
+    try:
+        sid = new_session(srv)
+        h, _ = put_blob(srv, np.ones(1 << 20, np.float32))
+        r = run(srv, sid, "input t0: f32[1048576]\nt1: f32[1048576] = exp(t0)\nt2: f32[] = sum(t1)\nprint t2\n",
+                {"t0": {"blob": h}})
+        before = metrics(srv).get("tir_idle_trims_total")
+        seen = [before]
+
+        def trimmed():
+            time.sleep(0.7)  # slower than the trim's 500 ms, or the asking would keep it from coming
+            seen.append(metrics(srv).get("tir_idle_trims_total"))
+            return seen[-1] is not None and seen[-1] > before
+        check("idle trim: /metrics tir_idle_trims_total counts one once the server is idle",
+              r.status == 200 and before is not None and eventually(trimmed), f"{describe(r)}; seen {seen[-5:]}")
+    finally:
+        srv.stop()
+
+
 def test_cli():
     p = subprocess.run([TIR, "help", "serve"], capture_output=True, timeout=10)
     out = p.stdout.decode()
@@ -1363,7 +1386,7 @@ def main():
         check("tir binary", False, TIR + " is missing")
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_ttl_and_lru,
-                  test_big_blobs, test_inflight, test_long_batch,
+                  test_idle_trim, test_big_blobs, test_inflight, test_long_batch,
                   test_client_gone):
             try:
                 t()
