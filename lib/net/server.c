@@ -855,6 +855,12 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			return rc;
 		}
 	}
+	/* tensors of 4 MiB or more always from mmap, so that what is freed
+	 * goes back: past glibc's default threshold, which climbs to 32 MiB
+	 * once it frees such a buffer, they came from the threads' arenas,
+	 * whose free tops malloc_trim keeps (the idle trim gave back little,
+	 * and an idle server held 2 to 5 times its tensors: tests/net/soak.py) */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	runq_init(s);
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
