@@ -1,6 +1,6 @@
 # tir — one hand-written GNU Makefile.  Settings first; local overrides in
 # config.mk (not committed).  `make run`, `make test`, `make asan`,
-# `make fuzz`, `make bench`.
+# `make fuzz`, `make bench`, `make soak`.
 
 CC       ?= cc
 OPT      ?= -O2 -g
@@ -13,6 +13,7 @@ NET_PKGS := libmicrohttpd libcurl libcrypto jansson
 BUILD    ?= build
 SAN      ?=
 FUZZTIME ?= 60
+SOAK_SECONDS ?= 1800
 V        ?= 0
 
 -include config.mk
@@ -60,7 +61,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test asan fuzz bench clean golden-update fresh-check test-kernels
+.PHONY: all deps run test asan fuzz bench soak clean golden-update fresh-check test-kernels
 
 all: $(BUILD)/tir $(NET_SO) $(UNIT_BIN)
 
@@ -140,6 +141,13 @@ fuzz: $(BUILD)/pkg.mk
 	/usr/bin/python3 tests/net/fuzz_serve.py --tir build-asan/tir --seconds $(FUZZTIME) \
 		--out build-asan/fuzz-serve $(if $(FUZZSEED),--seed $(FUZZSEED)) || st=1; \
 	exit $$st
+
+# A soak of tir serve (tests/net/soak.py): SOAK_SECONDS of mixed clients,
+# restarts and kills; memory flat and no request lost.  Not part of `make
+# test`.  SOAK_OUT=DIR keeps its CSV and logs there (default: a new
+# temporary folder, printed).
+soak: all
+	@/usr/bin/python3 tests/net/soak.py --seconds $(SOAK_SECONDS) --tir $(BUILD)/tir $(if $(SOAK_OUT),--out $(SOAK_OUT))
 
 # The peers (NumPy, numexpr, PyTorch) are installed here only, never by
 # deps/test; bench/hand_fused.c links SLEEF.

@@ -610,6 +610,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)atomic_load(&s->reserved), queued, running, gs.open,
 		     (unsigned long long)gs.refused_address, (unsigned long long)gs.refused_full,
 		     (unsigned long long)gs.timed_out);
+	tir_str_addf(&out, "# TYPE tir_idle_trims_total counter\ntir_idle_trims_total %llu\n",
+		     (unsigned long long)atomic_load(&s->trims));
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -1006,6 +1008,12 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			return rc;
 		}
 	}
+	/* tensors of 4 MiB or more always from mmap, so that what is freed
+	 * goes back: past glibc's default threshold, which climbs to 32 MiB
+	 * once it frees such a buffer, they came from the threads' arenas,
+	 * whose free tops malloc_trim keeps (the idle trim gave back little,
+	 * and an idle server held 2 to 5 times its tensors: tests/net/soak.py) */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	runq_init(s);
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
@@ -1088,6 +1096,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			tir_release_caches();
 			malloc_trim(0);
 			trimmed = seen;
+			atomic_fetch_add(&s->trims, 1);
 		}
 	}
 	/* the batches queued run and are answered (the log says so at once:
