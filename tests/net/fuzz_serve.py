@@ -131,7 +131,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
-from tirnet import CHUNK, Server, blob, chunk_list, frame, sha  # noqa: E402
+from tirnet import CHUNK, JsonBody, Server, blob, chunk_list, frame, sha  # noqa: E402
 
 np.seterr(all="ignore")
 warnings.simplefilter("ignore")
@@ -182,19 +182,8 @@ CODES = {400: {"bad_request", "bad_hash", "protocol", "program"}, 401: {"unautho
 # ---- HTTP on raw sockets ----
 
 
-class Resp:
+class Resp(JsonBody):
     __slots__ = ("status", "headers", "body", "head")
-
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def err(self):
-        j = self.json()
-        e = j.get("error") if isinstance(j, dict) else None
-        return e if isinstance(e, dict) else {}
 
     def short(self):
         return f"{self.status} {self.body[:240]!r}"

@@ -89,7 +89,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import tirnet  # noqa: E402  (tests/net/tirnet.py)
-from tirnet import blob, frame, results, sha  # noqa: E402
+from tirnet import JsonBody, blob, frame, results, sha  # noqa: E402
 from wait_for import metrics as scrape  # noqa: E402
 
 MiB = 1 << 20
@@ -290,22 +290,11 @@ class Hang(Exception):
     pass
 
 
-class Reply:
+class Reply(JsonBody):
     def __init__(self, status, headers, body):
         self.status, self.headers, self.body = status, headers, body
         self.early = False
         self.gen = None
-
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def err(self):
-        j = self.json()
-        e = j.get("error") if isinstance(j, dict) else None
-        return e if isinstance(e, dict) else {}
 
     def brief(self):
         return f"{self.status} {bytes(self.body[:240])!r}"

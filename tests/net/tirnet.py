@@ -174,11 +174,9 @@ class Server:
         return st
 
 
-class Reply:
-    def __init__(self, r):
-        self.status = r.status
-        self.headers = {k.lower(): v for k, v in r.getheaders()}
-        self.body = r.read()
+class JsonBody:
+    """An answer's body read as JSON, and its error object (docs/protocol.md,
+    Errors): for any class with a .body."""
 
     def json(self):
         try:
@@ -188,7 +186,15 @@ class Reply:
 
     def err(self):
         j = self.json()
-        return j.get("error", {}) if isinstance(j, dict) else {}
+        e = j.get("error") if isinstance(j, dict) else None
+        return e if isinstance(e, dict) else {}
+
+
+class Reply(JsonBody):
+    def __init__(self, r):
+        self.status = r.status
+        self.headers = {k.lower(): v for k, v in r.getheaders()}
+        self.body = r.read()
 
 
 def request(srv, method, path, body=None, headers=None, conn=None):
