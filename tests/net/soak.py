@@ -351,8 +351,10 @@ class Conn:
         self.s = None
 
     def request(self, method, path, body=b"", expect100=False):
-        # the server closes a connection idle for 30 s: a client opens another first
-        if self.s and now() - self.used > 20:
+        # the server closes a kept-alive connection that sends no request
+        # head within 10 s (--header-timeout): a client opens another well
+        # before, so that its request never meets the close
+        if self.s and now() - self.used > 5:
             self.close()
         if not self.s:
             self.gen = SRV.gen
