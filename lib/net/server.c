@@ -588,6 +588,7 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_blob_cache_evictions_total counter\ntir_blob_cache_evictions_total %llu\n"
 		     "# TYPE tir_graph_cache_hits_total counter\ntir_graph_cache_hits_total %llu\n"
 		     "# TYPE tir_graphs gauge\ntir_graphs %zu\n"
+		     "# TYPE tir_graph_cache_bytes gauge\ntir_graph_cache_bytes %llu\n"
 		     "# TYPE tir_session_values gauge\ntir_session_values %zu\n"
 		     "# TYPE tir_session_value_bytes gauge\ntir_session_value_bytes %zu\n"
 		     "# TYPE tir_tensor_bytes gauge\ntir_tensor_bytes %zu\n"
@@ -606,7 +607,7 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)bs.misses, (unsigned long long)bs.bytes,
 		     (unsigned long long)bs.count, (unsigned long long)bs.evictions,
 		     (unsigned long long)graph_store_hits(s->graphs), graph_store_count(s->graphs),
-		     kept_n, kept_b, tir_mem_current(), (unsigned long long)s->o.max_memory,
+		     (unsigned long long)graph_store_bytes(s->graphs), kept_n, kept_b, tir_mem_current(), (unsigned long long)s->o.max_memory,
 		     (unsigned long long)atomic_load(&s->reserved), queued, running, gs.open,
 		     (unsigned long long)gs.refused_address, (unsigned long long)gs.refused_full,
 		     (unsigned long long)gs.timed_out);

@@ -469,6 +469,14 @@ size_t graph_store_count(struct graph_store *s)
 	return n;
 }
 
+uint64_t graph_store_bytes(struct graph_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t n = s->bytes;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
 /* ---- sessions ---- */
 
 struct sval {

@@ -83,6 +83,8 @@ struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, stru
 void graph_unref(struct graph_store *s, struct graph *g);
 uint64_t graph_store_hits(struct graph_store *s);
 size_t graph_store_count(struct graph_store *s);
+/* What the graphs kept cost, by graph_cost's estimate (bounded at about 64 MiB). */
+uint64_t graph_store_bytes(struct graph_store *s);
 
 /* ---- sessions ---- */
 

@@ -28,9 +28,8 @@ waits for the server to show it (/metrics, its log), polled for at most
 60 s (eventually()); the long batches are chains that no machine finishes
 within the test, and they end by their client going away.  The bounds on
 how long something took are for promises ("promptly") and hold on one CPU
-shared with two busy loops; the pauses left only give the idle trim its
-time before a baseline of memory is taken (a late trim makes the check
-looser, never wrong)."""
+shared with two busy loops.  A baseline of memory is taken once the
+server's idle trim has been seen (Server.wait_trim: tir_idle_trims_total)."""
 
 import hashlib
 import http.client
@@ -837,12 +836,7 @@ def test_idle_trim():
     srv = Server("--blob-cache", "48M")
     try:
         def idle_rss():
-            n = metrics(srv).get("tir_idle_trims_total", 0)
-
-            def trimmed():
-                time.sleep(0.7)
-                return metrics(srv).get("tir_idle_trims_total", 0) > n
-            eventually(trimmed)
+            srv.wait_trim()
             return srv.rss_kib() - (int(metrics(srv).get("tir_tensor_bytes", 0)) >> 10)
 
         def client(k, bad):
@@ -978,9 +972,7 @@ def test_big_blobs():
         r = request(srv, "PUT", "/v1/blobs/" + blob(g)[0], blob(g)[1])
         check("big blob: 400 a bool of 2 near the end", error_is(r, 400, "bad_request") and
               "a bool is 0 or 1" in r.err()["message"], describe(r))
-        # a pause for the idle trim (500 ms without a request) before the
-        # baseline: were it late, the baseline is higher and the check looser
-        time.sleep(1)
+        srv.wait_trim()  # the idle trim before the baseline
         base = srv.rss_kib()
         for _ in range(3):
             s = socket.create_connection(("127.0.0.1", srv.port))
@@ -1024,7 +1016,7 @@ def test_inflight():
         sid = new_session(srv)
         hs, _ = put_blob(srv, np.arange(3, dtype=np.float32))
         run(srv, sid, EXP3, {"t0": {"blob": hs}})
-        time.sleep(0.7)  # the idle trim before the baseline (late: a looser check)
+        srv.wait_trim()  # the idle trim before the baseline
         base = srv.rss_kib()
         rng = np.random.default_rng(7)
         a = rng.standard_normal(6 << 20, dtype=np.float32)  # 24 MiB
@@ -1724,7 +1716,7 @@ def test_json_values():
         sid = new_session(srv)
         check("json: /v1/info says max_run_values",
               request(srv, "GET", "/v1/info").json()["limits"].get("max_run_values") == RUN_MAX_VALUES)
-        time.sleep(0.7)  # the idle trim before the baseline (late: a looser check)
+        srv.wait_trim()  # the idle trim before the baseline
         base = srv.hwm_kib()
         body = b'{"graph":[' + b"0," * (25 << 20) + b'0]}'  # 50 MiB, 26,214,403 values
         t0 = time.monotonic()
@@ -2178,7 +2170,7 @@ def test_graph_cache():
     try:
         sid = new_session(srv)
         h, _ = put_blob(srv, np.ones(3, np.float32))
-        time.sleep(1.2)  # the idle trim, before the baseline
+        srv.wait_trim()  # the idle trim before the baseline
         base = srv.rss_kib()
         ok = True
         for i in range(24):
@@ -2210,9 +2202,7 @@ def test_load(clients=64, batches=50):
             hb, _ = put_blob(srv, b)
             run(srv, sid, LOAD_TEXT, {"t0": {"blob": ha}, "t1": {"blob": hb}})
         request(srv, "DELETE", f"/v1/sessions/{sid}")
-        # a pause for the idle trim (500 ms without a request) before the
-        # baseline: were it late, the baseline is higher and the check looser
-        time.sleep(1.2)
+        srv.wait_trim()  # the idle trim before the baseline
         base = srv.rss_kib()
         m0 = metrics(srv)
 

@@ -19,6 +19,7 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 
 import numpy as np
 
@@ -146,6 +147,17 @@ class Server:
     def hwm_kib(self):
         """The most it has held (VmHWM)."""
         return self.status_kib("VmHWM")
+
+    def wait_trim(self, seconds=60):
+        """Whether the server gives memory back once idle (its trim, 500 ms
+        after its last request: tir_idle_trims_total) within `seconds`.
+        Asked every 0.7 s, slower than the trim, as each ask is a request."""
+        n = metrics(self).get("tir_idle_trims_total", 0)
+
+        def trimmed():
+            time.sleep(0.7)
+            return metrics(self).get("tir_idle_trims_total", 0) > n
+        return eventually(trimmed, seconds)
 
     def logged(self, regex):
         """How many of its log lines match regex."""
