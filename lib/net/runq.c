@@ -387,14 +387,14 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	pthread_mutex_unlock(&s->q.mu);
 	if (rc && err.code == TIR_EINTERRUPT && why == TIME_UP) {
 		tir_exec_clear_inputs(x);
+		snprintf(err.msg, sizeof err.msg,
+			 "the batch ran past this server's limit of %d s (--max-batch-seconds) and was stopped at this op",
+			 s->o.max_batch_seconds);
 		char *rend = tir_err_render(&err);
 		json_t *extra = err_json(&err, rend);
 		json_object_set_new(extra, "limit_s", json_integer(s->o.max_batch_seconds));
 		free(rend);
-		return reply_error(c, r, 413, "time", extra,
-				   "the batch ran past this server's limit of %d s (--max-batch-seconds) and "
-				   "was stopped at this op",
-				   s->o.max_batch_seconds);
+		return reply_error(c, r, 413, "time", extra, "%s", err.msg);
 	}
 	if (rc && err.code == TIR_EINTERRUPT) {
 		tir_exec_clear_inputs(x);

@@ -2067,6 +2067,7 @@ def test_time_limit():
         check("time limit: a batch over it: 413 time, at its op, within the limit plus 1 s",
               error_is(r, 413, "time") and e.get("limit_s") == 1 and isinstance(e.get("line"), int) and
               1 <= e.get("line") <= len(text.splitlines()) and "--max-batch-seconds" in e.get("message", "") and
+              "--max-batch-seconds" in e.get("rendered", "") and
               1.0 <= took < 2.0,
               f"{took:.2f} s, {describe(r)}")
         check("time limit: the session goes on", small_ok(run(srv, sid, SMALL)))
