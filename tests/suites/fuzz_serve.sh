@@ -11,6 +11,7 @@ set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
+. tests/py-suite.sh
 BUILD=${BUILD:-build}
 case $BUILD in /*) bdir=$BUILD ;; *) bdir=$root/$BUILD ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-fuzz-serve.XXXXXX") || exit 1
@@ -25,11 +26,7 @@ for seed in 1 "$random"; do
 		--seconds "$secs" --reset-gone --out "$bdir/fuzz-serve" >"$tmp/out" 2>&1
 	st=$?
 	last=$(tail -n 1 "$tmp/out")
-	if [ "${VERBOSE:-0}" = 1 ]; then
-		sed '$d' "$tmp/out"
-	else
-		sed '$d' "$tmp/out" | grep -v -e '^ok ' -e '^# '
-	fi
+	py_shown "$tmp/out"
 	p=$(echo "$last" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1/p')
 	f=$(echo "$last" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\2/p')
 	if [ -z "$p" ]; then

@@ -13,6 +13,7 @@ set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
+. tests/py-suite.sh
 BUILD=${BUILD:-build}
 case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-serve.XXXXXX") || exit 1
@@ -20,18 +21,4 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 timeout 600 /usr/bin/python3 tests/net/serve_test.py "$tir" >"$tmp/out" 2>&1
 st=$?
-last=$(tail -n 1 "$tmp/out")
-if [ "${VERBOSE:-0}" = 1 ]; then
-	sed '$d' "$tmp/out"
-else
-	sed '$d' "$tmp/out" | grep -v -e '^ok ' -e '^# '
-fi
-case $last in
-*" passed, "*" failed") echo "$last" ;;
-*)
-	echo "serve_test.py: FAILED: exit $st, no summary line: $last"
-	echo "0 passed, 1 failed"
-	exit 1
-	;;
-esac
-[ "$st" -eq 0 ]
+py_report "$tmp/out" "$st" serve_test.py

@@ -13,6 +13,7 @@ set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
+. tests/py-suite.sh
 BUILD=${BUILD:-build}
 case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-soak.XXXXXX") || exit 1
@@ -21,18 +22,4 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 timeout 300 /usr/bin/python3 tests/net/soak.py --seconds 20 --restarts 1 --quiet-every 5 --tir "$tir" \
 	--out "$tmp/out" >"$tmp/log" 2>&1
 st=$?
-last=$(tail -n 1 "$tmp/log")
-if [ "${VERBOSE:-0}" = 1 ]; then
-	sed '$d' "$tmp/log"
-else
-	sed '$d' "$tmp/log" | grep -v -e '^ok ' -e '^# '
-fi
-case $last in
-*" passed, "*" failed") echo "$last" ;;
-*)
-	echo "soak.py: FAILED: exit $st, no summary line: $last"
-	echo "0 passed, 1 failed"
-	exit 1
-	;;
-esac
-[ "$st" -eq 0 ]
+py_report "$tmp/log" "$st" soak.py
