@@ -4,8 +4,9 @@
  *   server.c  HTTP on libmicrohttpd: routes, the token, bodies and their
  *             budget, uploads, sessions, /metrics, the log, start and stop
  *   runq.c    POST /v1/sessions/ID/run: the batch read and checked, queued,
- *             run on the one compute thread, answered; a batch whose
- *             client went away dropped or stopped
+ *             run on a compute thread (sessions at once, each one's in
+ *             order), answered; a batch whose client went away, or
+ *             past --max-batch-seconds, dropped or stopped
  *
  * The state kept between requests (blobs, graphs, sessions) is store.h's.
  * None of this leaves libtir-net.so (hidden).
@@ -104,7 +105,7 @@ struct req {
 	unsigned char *body;
 	size_t len, cap;
 	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
-	bool queued;                   /* a run handed to the compute thread */
+	bool queued;                   /* a run handed to the compute threads */
 	enum { KEPT, DROPPED, STOPPED } gone; /* its client went away: the batch not run, or stopped */
 	double ran_ms;                 /* how long a stopped batch ran */
 };
@@ -127,14 +128,15 @@ enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
 /* ---- runq.c: the batches ---- */
 
 void runq_init(struct server *s);
-/* Start the compute thread; false when it cannot be. */
+/* Ready the compute threads (started as batches come, up to one per
+ * session the server keeps); false when it cannot be. */
 bool runq_start(struct server *s);
-/* Run what is queued, answer it, and end the compute thread. */
+/* Run what is queued, answer it, and end the compute threads. */
 void runq_stop(struct server *s);
 void runq_destroy(struct server *s);
 /* POST /v1/sessions/ID/run, its body whole: answered now (an error, a
  * 409), or queued with the connection suspended, answered and resumed
- * by the compute thread. */
+ * by a compute thread. */
 enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r);
 /* The main thread's tick: stop each running batch whose client has hung
  * up, or that has run past --max-batch-seconds. */

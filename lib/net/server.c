@@ -780,7 +780,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (r->queued) /* resumed: answered by the compute thread, or not at all */
+	if (r->queued) /* resumed: answered by a compute thread, or not at all */
 		return r->status ? MHD_YES : MHD_NO;
 	if (r->status) /* answered when the headers came */
 		return MHD_YES;
@@ -1039,7 +1039,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	}
 	if (!runq_start(s)) {
 		server_free(s);
-		return tir_errf(err, TIR_ENOMEM, NULL, "cannot start the compute thread");
+		return tir_errf(err, TIR_ENOMEM, NULL, "cannot ready the compute threads (out of memory)");
 	}
 	/* the gate (gate.c) accepts the connections and hands them over; the
 	 * connection limit is the gate's (libmicrohttpd's, per thread of its
