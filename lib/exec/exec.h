@@ -184,10 +184,11 @@ void tir_gen_run(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int
 int tir_k_gen(struct tir_tensor *out, const struct tir_gen *g);
 /* What computing one element costs, counted as bytes moved (fuse.c). */
 int64_t tir_gen_cost(enum tir_op op);
-/* randn's own ln u (u in (0, 1]) and cos(2 pi u) (u in [0, 1) a multiple
- * of 2^-53), as every path computes them. */
+/* randn's own ln u (u in (0, 1]), cos(2 pi u) and sin(2 pi u) (u in
+ * [0, 1) a multiple of 2^-53), as every path computes them. */
 double tir_gen_ln(double u);
 double tir_gen_cos2pi(double u);
+double tir_gen_sin2pi(double u);
 
 /* movement (copies; views are above) */
 int tir_k_concat(const struct tir_tensor *const *xs, int n, int axis, struct tir_tensor *out,

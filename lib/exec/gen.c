@@ -159,8 +159,16 @@ double tir_gen_ln(double u)
 
 double tir_gen_cos2pi(double u)
 {
-	vd_s1 v = {u};
-	return cos2pi_s1(v)[0];
+	vd_s1 v = {u}, c, s;
+	cossin2pi_s1(v, &c, &s);
+	return c[0];
+}
+
+double tir_gen_sin2pi(double u)
+{
+	vd_s1 v = {u}, c, s;
+	cossin2pi_s1(v, &c, &s);
+	return s[0];
 }
 
 /* ---- the generator of a node ---- */

@@ -37,8 +37,9 @@ GV_INLINE GV_TGT VD GV_(u53d)(VU u)
 
 /* Philox4x32-10 of counters {lo32(i), hi32(i), 0, 0} under the round keys,
  * for GV_U vectors at once (their rounds interleaved: one alone waits on
- * its multiplies): the four words of each, in the low halves of the lanes. */
-#define GV_U 4
+ * its multiplies): the four words of each, in the low halves of the lanes.
+ * GV_U * GV_L is a multiple of 8, the counters of one group (rng.c). */
+#define GV_U (GV_L >= 2 ? 4 : 8)
 GV_INLINE GV_TGT void GV_(philox)(const VU *i, const uint32_t *k0, const uint32_t *k1, VU w[][4])
 {
 	const VU m0 = SPLATU(PHILOX_M0), m1 = SPLATU(PHILOX_M1);
@@ -96,11 +97,11 @@ GV_INLINE GV_TGT VD GV_(ln)(VD u)
 	return ed * 0x1.62e42fefa3800p-1 + (lo + 2.0 * s);
 }
 
-/* cos(2 pi u) for u in [0, 1) a multiple of 2^-53 or coarser: u = n/4 + r
- * exactly (n = round(4u), |r| <= 1/8), cos(n pi/2 + 2 pi r) by quadrant
- * from Taylor polynomials of cos(2 pi r) (to r^16) and sin(2 pi r) (to
- * r^17) in r. */
-GV_INLINE GV_TGT VD GV_(cos2pi)(VD u)
+/* cos(2 pi u) and sin(2 pi u) for u in [0, 1) a multiple of 2^-53 or
+ * coarser: u = n/4 + r exactly (n = round(4u), |r| <= 1/8), then
+ * cos and sin of n pi/2 + 2 pi r by quadrant from Taylor polynomials of
+ * cos(2 pi r) (to r^16) and sin(2 pi r) (to r^17) in r. */
+GV_INLINE GV_TGT void GV_(cossin2pi)(VD u, VD *cos_out, VD *sin_out)
 {
 	VD t = u * 4.0;
 	VD nd = (t + 0x1.8p52) - 0x1.8p52;
@@ -125,10 +126,88 @@ GV_INLINE GV_TGT VD GV_(cos2pi)(VD u)
 	s = s * z - 0x1.4abbce625be53p+5;      /* (2pi)^3 / 3! */
 	s = s * z + 0x1.921fb54442d18p+2;      /* 2pi */
 	s = s * r;
-	VS odd = (VS)((q & SPLATU(1)) != SPLATU(0));
-	VS neg = (VS)((q == SPLATU(1)) | (q == SPLATU(2)));
-	VD v = (VD)(((VU)odd & (VU)s) | (~(VU)odd & (VU)c));
-	return (VD)((VU)v ^ ((VU)neg & SPLATU(0x8000000000000000u)));
+	/* cos: c, -s, -c, s by quadrant; sin: s, c, -s, -c */
+	VU odd = (VU)((q & SPLATU(1)) != SPLATU(0));
+	VU cneg = (VU)((q == SPLATU(1)) | (q == SPLATU(2))) & SPLATU(0x8000000000000000u);
+	VU sneg = (VU)(q >= SPLATU(2)) & SPLATU(0x8000000000000000u);
+	*cos_out = (VD)(((odd & (VU)s) | (~odd & (VU)c)) ^ cneg);
+	*sin_out = (VD)(((odd & (VU)c) | (~odd & (VU)s)) ^ sneg);
+}
+
+/* ln u1 -> sqrt(-2 ln u1): Box-Muller's radius */
+GV_INLINE GV_TGT VD GV_(radius)(VD u1)
+{
+	return GV_SQRT(-2.0 * GV_(ln)(u1));
+}
+
+/* The uniform of a 24-bit (single) or 53-bit word pair: k 2^-24 or
+ * k 2^-53, plus one step when plus1 (Box-Muller's u1, in (0, 1]). */
+GV_INLINE GV_TGT VD GV_(unit24)(VU w, bool plus1)
+{
+	return GV_(u2d)((w >> 8) + SPLATU(plus1)) * 0x1p-24;
+}
+
+GV_INLINE GV_TGT VD GV_(unit53)(VU hi, VU lo, bool plus1)
+{
+	return GV_(u53d)((((hi << 32) | lo) >> 11) + SPLATU(plus1)) * 0x1p-53;
+}
+
+/* lanes of a where m is all ones, else of b */
+GV_INLINE GV_TGT VU GV_(pick)(VU m, VU a, VU b)
+{
+	return (m & a) | (~m & b);
+}
+
+/* rand and randn by rng.c's layout.  One group: 8 counters (lane l of the
+ * group: counter 8 g + l), 32 f32 or 16 f64 elements, slot q of the group
+ * (elements 8 q .. 8 q + 7) from its words:
+ *   rand f32: word q;  rand f64: words 2q, 2q + 1;
+ *   randn f32: pair p = q / 2 (u1 from word 2p, u2 from 2p + 1), cos for
+ *     even q, sin for odd;  randn f64: u1 from words 0, 1, u2 from 2, 3,
+ *     cos for q = 0, sin for q = 1.
+ * The slots of one vector of counters w: v[q] for each q < GV_SLOTS. */
+GV_INLINE GV_TGT void GV_(slots)(bool normal, bool single, const VU w[4], VD v[4])
+{
+	if (!normal) {
+		if (single) {
+			for (int q = 0; q < 4; q++)
+				v[q] = GV_(unit24)(w[q], false);
+		} else {
+			v[0] = GV_(unit53)(w[0], w[1], false);
+			v[1] = GV_(unit53)(w[2], w[3], false);
+		}
+		return;
+	}
+	if (single) {
+		for (int p = 0; p < 2; p++) {
+			VD r = GV_(radius)(GV_(unit24)(w[2 * p], true)), c, s;
+			GV_(cossin2pi)(GV_(unit24)(w[2 * p + 1], false), &c, &s);
+			v[2 * p] = r * c;
+			v[2 * p + 1] = r * s;
+		}
+	} else {
+		VD r = GV_(radius)(GV_(unit53)(w[0], w[1], true)), c, s;
+		GV_(cossin2pi)(GV_(unit53)(w[2], w[3], false), &c, &s);
+		v[0] = r * c;
+		v[1] = r * s;
+	}
+}
+
+/* Element i's value alone, any i (lanes of arbitrary indices): its counter
+ * and slot from i, every slot of that counter, the one it needs picked. */
+GV_INLINE GV_TGT VD GV_(pick_slot)(bool single, VU i, const VD v[4])
+{
+	VU q = single ? (i >> 3) & SPLATU(3) : (i >> 3) & SPLATU(1);
+	VD r = v[0];
+	for (int k = 1; k < (single ? 4 : 2); k++)
+		r = (VD)GV_(pick)((VU)(q == SPLATU((uint64_t)k)), (VU)v[k], (VU)r);
+	return r;
+}
+
+GV_INLINE GV_TGT VU GV_(counter)(bool single, VU i)
+{
+	VU g = single ? i >> 5 : i >> 4;
+	return (g << 3) | (i & SPLATU(7));
 }
 
 /* Lanes of v to elements [e, min(e + lanes, n)) of dst. */
@@ -149,6 +228,73 @@ GV_INLINE GV_TGT void GV_(store)(void *dst, bool single, int64_t e, int64_t n, V
 	}
 }
 
+/* K = GV_U * GV_L counters from c (a multiple of 8): their groups'
+ * elements, K * per of them (per: 4 for f32, 2 for f64), to out in
+ * element order. */
+GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint64_t c, void *out)
+{
+	VU lane, ix[GV_U], w[GV_U][4];
+	for (int l = 0; l < GV_L; l++)
+		lane[l] = (uint64_t)l;
+	for (int u = 0; u < GV_U; u++)
+		ix[u] = SPLATU(c + (uint64_t)(u * GV_L)) + lane;
+	GV_(philox)(ix, g->k0, g->k1, w);
+	int per = single ? 4 : 2, big = 1 << 30;
+	for (int u = 0; u < GV_U; u++) {
+		VD v[4];
+		GV_(slots)(g->op == TIR_OP_RANDN, single, w[u], v);
+		/* the group of vector u, and its place in the group */
+		int grp = u * GV_L / 8, at = u * GV_L % 8;
+		for (int q = 0; q < per; q++)
+			GV_(store)(out, single, grp * 8 * per + q * 8 + at, big, v[q]);
+	}
+}
+
+/* rand and randn of flat elements i0 + e * st, e < n. */
+static GV_TGT void GV_(rand)(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n)
+{
+	bool single = g->dt == TIR_DTYPE_F32;
+	size_t es = single ? 4 : 8;
+	if (st == 1 && n > 0) {
+		/* whole blocks of K counters, each giving K * per elements in
+		 * order; a block the run covers in part goes through buf */
+		const int64_t per = single ? 4 : 2, kc = GV_U * GV_L, kel = kc * per;
+		_Alignas(64) char buf[GV_U * GV_L * 4 * 4];
+		int64_t b0 = i0 / kel * kel;
+		for (int64_t b = b0; b < i0 + n; b += kel) {
+			uint64_t c = (uint64_t)(b / per);
+			if (b >= i0 && b + kel <= i0 + n) {
+				GV_(rand_block)(g, single, c, (char *)dst + (size_t)(b - i0) * es);
+				continue;
+			}
+			GV_(rand_block)(g, single, c, buf);
+			int64_t lo = b > i0 ? b : i0, hi = b + kel < i0 + n ? b + kel : i0 + n;
+			memcpy((char *)dst + (size_t)(lo - i0) * es, buf + (size_t)(lo - b) * es,
+			       (size_t)(hi - lo) * es);
+		}
+		return;
+	}
+	/* any other run: each lane its own counter, the slot it needs picked */
+	VU lane;
+	for (int l = 0; l < GV_L; l++)
+		lane[l] = (uint64_t)l * (uint64_t)st;
+	const VU step = SPLATU((uint64_t)GV_L * (uint64_t)st);
+	VU idx = SPLATU((uint64_t)i0) + lane;
+	for (int64_t e = 0; e < n; e += GV_U * GV_L) {
+		VU ix[GV_U], cx[GV_U], w[GV_U][4];
+		for (int u = 0; u < GV_U; u++, idx += step) {
+			ix[u] = idx;
+			cx[u] = GV_(counter)(single, idx);
+		}
+		GV_(philox)(cx, g->k0, g->k1, w);
+		for (int u = 0; u < GV_U && e + u * GV_L < n; u++) {
+			VD v[4];
+			GV_(slots)(g->op == TIR_OP_RANDN, single, w[u], v);
+			GV_(store)(dst, single, e + u * GV_L, n, GV_(pick_slot)(single, ix[u], v));
+		}
+	}
+}
+
 /* The generator's values of flat elements i0 + e * st, e < n, to dst (of
  * g->dt).  Lanes past n are computed and not stored. */
 static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n)
@@ -164,30 +310,7 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 	const VU step = SPLATU((uint64_t)GV_L * (uint64_t)st);
 	VU idx = SPLATU((uint64_t)i0) + lane;
 	if (g->op == TIR_OP_RAND || g->op == TIR_OP_RANDN) {
-		for (int64_t e = 0; e < n; e += GV_U * GV_L) {
-			VU ix[GV_U], w[GV_U][4];
-			for (int u = 0; u < GV_U; u++, idx += step)
-				ix[u] = idx;
-			GV_(philox)(ix, g->k0, g->k1, w);
-			for (int u = 0; u < GV_U && e + u * GV_L < n; u++) {
-				VD v;
-				if (g->op == TIR_OP_RAND) {
-					v = single ? GV_(u2d)(w[u][0] >> 8) * 0x1p-24
-						   : GV_(u53d)(((w[u][0] << 32) | w[u][1]) >> 11) * 0x1p-53;
-				} else {
-					VD u1, u2;
-					if (single) {
-						u1 = GV_(u2d)((w[u][0] >> 8) + SPLATU(1)) * 0x1p-24;
-						u2 = GV_(u2d)(w[u][2] >> 8) * 0x1p-24;
-					} else {
-						u1 = GV_(u53d)((((w[u][0] << 32) | w[u][1]) >> 11) + SPLATU(1)) * 0x1p-53;
-						u2 = GV_(u53d)(((w[u][2] << 32) | w[u][3]) >> 11) * 0x1p-53;
-					}
-					v = GV_SQRT(-2.0 * GV_(ln)(u1)) * GV_(cos2pi)(u2);
-				}
-				GV_(store)(dst, single, e + u * GV_L, n, v);
-			}
-		}
+		GV_(rand)(g, dst, i0, st, n);
 		return;
 	}
 	for (int64_t e = 0; e < n; e += GV_L, idx += step) {

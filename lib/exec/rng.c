@@ -4,24 +4,33 @@
  * that a value depends only on (seed, element index, dtype), never on
  * threads, chunking, fusion or where it runs.  Not a cryptographic RNG.
  *
- * The definition (a contract: changing it changes every program's output):
- *   element i (flat row-major index into out):
- *     counter = {lo32(i), hi32(i), 0, 0}, key = {lo32(seed), hi32(seed)}
- *     {r0, r1, r2, r3} = Philox4x32-10(counter, key)
- *   rand, f32:  (r0 >> 8) * 2^-24
- *   rand, f64:  (((u64)r0 << 32 | r1) >> 11) * 2^-53           (both in [0, 1))
- *   randn: Box-Muller, computed in double, rounded to out's dtype:
- *     f32:  u1 = ((r0 >> 8) + 1) * 2^-24,  u2 = (r2 >> 8) * 2^-24
+ * The definition (a contract: changing it changes every program's output).
+ * Each Philox block gives four 32-bit words, and every word is used:
+ * elements go in groups of 8 counters, 32 elements for f32 and 16 for
+ * f64 (so that a vector of 8 counters fills whole runs of 8 elements):
+ *   element i (flat row-major index into out), f32:  group g = i / 32,
+ *     slot q = (i / 8) % 4;  f64:  g = i / 16, q = (i / 8) % 2;
+ *   counter c = 8 g + i % 8:  {lo32(c), hi32(c), 0, 0}, key = {lo32(seed),
+ *     hi32(seed)},  {r0, r1, r2, r3} = Philox4x32-10(counter, key)
+ *   rand, f32:  (r_q >> 8) * 2^-24
+ *   rand, f64:  (((u64)r_2q << 32 | r_2q+1) >> 11) * 2^-53   (both in [0, 1))
+ *   randn: Box-Muller, both of its outputs, computed in double, rounded
+ *   to out's dtype:
+ *     f32:  pair p = q / 2,  u1 = ((r_2p >> 8) + 1) * 2^-24,
+ *           u2 = (r_2p+1 >> 8) * 2^-24,  cos for even q, sin for odd q
  *     f64:  u1 = (((((u64)r0 << 32 | r1) >> 11) + 1) * 2^-53,
- *           u2 = (((u64)r2 << 32 | r3) >> 11) * 2^-53
- *     z = sqrt(-2 ln u1) * cos(2 pi u2)                     (u1 in (0, 1])
- *   with ln and cos tir's own (gen.c, genv.h), the same bits on every
+ *           u2 = (((u64)r2 << 32 | r3) >> 11) * 2^-53,  cos for q = 0, sin for 1
+ *     z = sqrt(-2 ln u1) * cos(2 pi u2)  (or sin)           (u1 in (0, 1])
+ *   with ln, cos and sin tir's own (gen.c, genv.h), the same bits on every
  *   vector path: ln u1 from u1 = 2^e m, m in [sqrt(1/2), sqrt(2)), as
  *   e ln 2 + 2 atanh((m - 1)/(m + 1)) by its series, within 2 ULP of the
  *   true value (1.02 measured for f32's u1, 1.59 for f64's); cos(2 pi u2)
- *   from the exact split u2 = n/4 + r, |r| <= 1/8, and Taylor polynomials
- *   of cos and sin of 2 pi r, within 2.5e-16 absolute (1.6e-16 measured;
- *   test_gen measures both against long double).  Until Nov 2026 they were
+ *   (and sin) from the exact split u2 = n/4 + r, |r| <= 1/8, and Taylor
+ *   polynomials of cos and sin of 2 pi r, within 2.5e-16 absolute (1.6e-16
+ *   measured; test_gen measures them against long double).
+ *   Until 26 Nov 2026 element i took Philox's counter i and one word of it
+ *   (two for f64 and randn): rand cost a Philox block per element, randn
+ *   a block, a log and a square root.  Until earlier in Nov 2026 they were
  *   libm's log and cos(2 pi * u2 rounded): of the 2^24 f32 values of seed
  *   1, 3 differ, all where u2 is 1/4 or 3/4 (now 0 exactly, then about
  *   -2.7e-16); f64 values move in the last bits (4e-11 relative at most
@@ -68,22 +77,28 @@ void tir_philox4x32_10(uint32_t ctr[4], const uint32_t key[2])
 /* The value of element i as a double, by the definition above. */
 static inline double rng_value(uint64_t i, const uint32_t key[2], bool normal, bool single)
 {
-	uint32_t r[4] = {(uint32_t)i, (uint32_t)(i >> 32), 0, 0};
+	uint64_t c = (single ? i >> 5 : i >> 4) << 3 | (i & 7);
+	unsigned q = single ? (unsigned)(i >> 3) & 3 : (unsigned)(i >> 3) & 1;
+	uint32_t r[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0};
 	tir_philox4x32_10(r, key);
 	if (!normal) {
 		if (single)
-			return (double)(r[0] >> 8) * 0x1p-24;
-		return (double)((((uint64_t)r[0] << 32) | r[1]) >> 11) * 0x1p-53;
+			return (double)(r[q] >> 8) * 0x1p-24;
+		return (double)((((uint64_t)r[2 * q] << 32) | r[2 * q + 1]) >> 11) * 0x1p-53;
 	}
 	double u1, u2;
+	bool sine;
 	if (single) {
-		u1 = (double)((r[0] >> 8) + 1) * 0x1p-24;
-		u2 = (double)(r[2] >> 8) * 0x1p-24;
+		unsigned p = q / 2;
+		u1 = (double)((r[2 * p] >> 8) + 1) * 0x1p-24;
+		u2 = (double)(r[2 * p + 1] >> 8) * 0x1p-24;
+		sine = q % 2;
 	} else {
 		u1 = (double)(((((uint64_t)r[0] << 32) | r[1]) >> 11) + 1) * 0x1p-53;
 		u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
+		sine = q;
 	}
-	return sqrt(-2.0 * tir_gen_ln(u1)) * tir_gen_cos2pi(u2);
+	return sqrt(-2.0 * tir_gen_ln(u1)) * (sine ? tir_gen_sin2pi(u2) : tir_gen_cos2pi(u2));
 }
 
 void tir_rand_range(void *p, enum tir_dtype dt, int64_t start, int64_t n, uint64_t seed,

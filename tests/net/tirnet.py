@@ -26,6 +26,7 @@ import numpy as np
 from wait_for import until
 
 TIR = "build/tir"
+PROTOCOL = 3  # lib/net/net.h's TIR_PROTOCOL: the number in results heads and headers
 ALL_LINES = []
 
 
@@ -61,7 +62,7 @@ def results(body):
     """(metadata, [arrays]) of a results body."""
     assert body[:4] == b"TIRR", "no TIRR"
     proto, count, mlen = struct.unpack_from("<III", body, 4)
-    assert proto == 2
+    assert proto == PROTOCOL
     meta = json.loads(body[16:16 + mlen])
     off = 16 + mlen + (-mlen % 8)
     vals = []
@@ -80,7 +81,7 @@ CHUNK = 256 << 10
 
 
 def chunk_list(f):
-    """Frame f's chunk list (protocol 2): a head, then each chunk's SHA-256."""
+    """Frame f's chunk list (since protocol 2): a head, then each chunk's SHA-256."""
     leaves = b"".join(hashlib.sha256(f[i:i + CHUNK]).digest() for i in range(0, len(f), CHUNK))
     return b"TIRC" + struct.pack("<IQ", CHUNK, len(f)) + leaves
 
@@ -113,7 +114,7 @@ class Server:
             for raw in self.proc.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 self.lines.append(line)
-                m = re.match(r"tir serve: listening on http://[^ ]+:(\d+) \(protocol 2\)$", line)
+                m = re.match(r"tir serve: listening on http://[^ ]+:(\d+) \(protocol 3\)$", line)
                 if m and not self.port:
                     self.first = line
                     self.port = int(m.group(1))
@@ -225,7 +226,7 @@ def request(srv, method, path, body=None, headers=None, conn=None):
 def error_is(r, status, code):
     e = r.err()
     return r.status == status and e.get("status") == status and e.get("code") == code and \
-        isinstance(e.get("message"), str) and r.headers.get("tir-protocol") == "2"
+        isinstance(e.get("message"), str) and r.headers.get("tir-protocol") == "3"
 
 
 def describe(r):

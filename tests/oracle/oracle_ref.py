@@ -382,24 +382,39 @@ def philox_selftest():
 
 
 def rand(shape, seed=0, dt="f32", normal=False):
-    """rand/randn exactly as rng.c defines them."""
+    """rand/randn exactly as rng.c defines them: element i of a group of 8
+    Philox counters (32 f32 or 16 f64 elements) takes counter
+    8 * (i // group) + i % 8 and slot (i // 8) % slots of its words."""
     n = int(np.prod(shape, dtype=np.int64))
     i = np.arange(n, dtype=np.uint64)
     seed &= 0xFFFFFFFFFFFFFFFF
-    r0, r1, r2, r3 = philox4x32_10(i & _M32, i >> _S32, 0, 0, seed & 0xFFFFFFFF, seed >> 32)
-    s8, s11 = np.uint64(8), np.uint64(11)
     single = dt == "f32"
+    s3, s8, s11 = np.uint64(3), np.uint64(8), np.uint64(11)
+    group = np.uint64(32 if single else 16)
+    c = (i // group) * np.uint64(8) + (i & np.uint64(7))
+    q = ((i >> s3) & np.uint64(3 if single else 1)).astype(np.int64)
+    r = philox4x32_10(c & _M32, c >> _S32, 0, 0, seed & 0xFFFFFFFF, seed >> 32)
+    r = np.stack(r)  # r[w][i]: word w of element i's counter
+    cols = np.arange(n)
+
+    def word(k):  # word k[i] of element i's block
+        return r[k, cols]
+
     if not normal:
         if single:
-            v = (r0 >> s8).astype(np.float64) * 2.0**-24
+            v = (word(q) >> s8).astype(np.float64) * 2.0**-24
         else:
-            v = (((r0 << _S32) | r1) >> s11).astype(np.float64) * 2.0**-53
+            v = (((word(2 * q) << _S32) | word(2 * q + 1)) >> s11).astype(np.float64) * 2.0**-53
     else:
         if single:
-            u1 = ((r0 >> s8) + np.uint64(1)).astype(np.float64) * 2.0**-24
-            u2 = (r2 >> s8).astype(np.float64) * 2.0**-24
+            p = q // 2
+            u1 = ((word(2 * p) >> s8) + np.uint64(1)).astype(np.float64) * 2.0**-24
+            u2 = (word(2 * p + 1) >> s8).astype(np.float64) * 2.0**-24
+            sine = q % 2 == 1
         else:
-            u1 = ((((r0 << _S32) | r1) >> s11) + np.uint64(1)).astype(np.float64) * 2.0**-53
-            u2 = (((r2 << _S32) | r3) >> s11).astype(np.float64) * 2.0**-53
-        v = np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586476925 * u2)
+            u1 = ((((r[0] << _S32) | r[1]) >> s11) + np.uint64(1)).astype(np.float64) * 2.0**-53
+            u2 = (((r[2] << _S32) | r[3]) >> s11).astype(np.float64) * 2.0**-53
+            sine = q == 1
+        t = 6.283185307179586476925 * u2
+        v = np.sqrt(-2.0 * np.log(u1)) * np.where(sine, np.sin(t), np.cos(t))
     return rounded(v.reshape(shape), dt)

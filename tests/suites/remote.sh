@@ -82,7 +82,7 @@ start_server() {
 	addr=
 	i=0
 	while [ $i -lt 1200 ]; do
-		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 2)$|\1|p' "$log")
+		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 3)$|\1|p' "$log")
 		if [ -n "$port" ]; then
 			addr=127.0.0.1:$port
 			return 0
@@ -485,7 +485,7 @@ if start_fake silent; then
 	kill -9 "$fpid"
 fi
 if start_fake proto1; then
-	expect3 "protocol 1 (an old server)" 2000 "^tir: remote $faddr speaks tir protocol 1; this tir speaks 2$" \
+	expect3 "protocol 1 (an old server)" 2000 "^tir: remote $faddr speaks tir protocol 1; this tir speaks 3$" \
 		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
 	kill -9 "$fpid"
 fi

@@ -64,7 +64,7 @@ static void test_ln(void)
 	CHECK(tir_gen_ln(1.0) == 0 && !signbit(tir_gen_ln(1.0)));
 }
 
-static void test_cos(void)
+static void test_cos_sin(void)
 {
 	const long double twopi = 6.283185307179586476925286766559005768L;
 	double worst24 = 0, worst53 = 0;
@@ -76,17 +76,23 @@ static void test_cos(void)
 		if (u < 0 || u >= 1)
 			continue;
 		double e = fabs((double)((long double)tir_gen_cos2pi(u) - cosl(twopi * (long double)u)));
+		double f = fabs((double)((long double)tir_gen_sin2pi(u) - sinl(twopi * (long double)u)));
 		worst24 = e > worst24 ? e : worst24;
+		worst24 = f > worst24 ? f : worst24;
 		u = (double)(next64() >> 11) * 0x1p-53;
 		e = fabs((double)((long double)tir_gen_cos2pi(u) - cosl(twopi * (long double)u)));
+		f = fabs((double)((long double)tir_gen_sin2pi(u) - sinl(twopi * (long double)u)));
 		worst53 = e > worst53 ? e : worst53;
+		worst53 = f > worst53 ? f : worst53;
 	}
 	if (verbose)
-		fprintf(stderr, "cos(2 pi u): %.3g absolute (k 2^-24), %.3g (k 2^-53)\n", worst24, worst53);
+		fprintf(stderr, "cos and sin of 2 pi u: %.3g absolute (k 2^-24), %.3g (k 2^-53)\n", worst24, worst53);
 	CHECK(worst24 <= 2.5e-16);
 	CHECK(worst53 <= 2.5e-16);
 	CHECK(tir_gen_cos2pi(0) == 1 && tir_gen_cos2pi(0.5) == -1);
 	CHECK(tir_gen_cos2pi(0.25) == 0 && tir_gen_cos2pi(0.75) == 0);
+	CHECK(tir_gen_sin2pi(0) == 0 && tir_gen_sin2pi(0.5) == 0);
+	CHECK(tir_gen_sin2pi(0.25) == 1 && tir_gen_sin2pi(0.75) == -1);
 }
 
 static struct tir_node *node_of(struct tir_program **pp, const char *src)
@@ -187,7 +193,7 @@ int main(void)
 	const char *v = getenv("TIR_TEST_VERBOSE");
 	verbose = v && *v && strcmp(v, "0") != 0;
 	test_ln();
-	test_cos();
+	test_cos_sin();
 	test_paths();
 	test_threads();
 	return check_report("test_gen");
