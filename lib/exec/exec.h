@@ -141,6 +141,9 @@ int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_
 double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			  void *ctx);
 double tir_reduce_pw_join(double *part, int cnt);
+/* tir_reduce_pw_part of var's second pass: the squared deviations from m */
+double tir_reduce_pwdev_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
+			     void *ctx, double m);
 /* A reduction over leading axes (x contiguous, its rows taken in order):
  * acc, n doubles (n elements of dt for MAX, MIN), starts with
  * tir_reduce_acc_init, takes each row of n elements with

@@ -215,6 +215,51 @@ static double NAME(const T *x, int64_t n, int64_t s)                        \
 	return NAME(x, h, s) + NAME(x + h * s, n - h, s);                    \
 }
 
+/* var's second pass over one run: the squared deviations from m summed by
+ * DEF_PAIRWISE's tree (the same splits, 8 lanes below 129 elements), so
+ * that a long run's parts go to several threads as a sum's do.  One build
+ * (no ISA variants: nothing here may contract into an FMA). */
+#define DEF_PAIRWISE_DEV(NAME, T)                                            \
+static double NAME(const T *x, int64_t n, int64_t s, double m)              \
+{                                                                            \
+	if (n < 8) {                                                         \
+		double t = 0;                                                \
+		for (int64_t i = 0; i < n; i++) {                            \
+			double d = (double)x[i * s] - m;                     \
+			t += d * d;                                          \
+		}                                                            \
+		return t;                                                    \
+	}                                                                    \
+	if (n <= 128) {                                                      \
+		double p[8];                                                 \
+		for (int k = 0; k < 8; k++) {                                \
+			double d = (double)x[k * s] - m;                     \
+			p[k] = d * d;                                        \
+		}                                                            \
+		int64_t i = 8;                                               \
+		for (; i + 8 <= n; i += 8)                                   \
+			for (int k = 0; k < 8; k++) {                        \
+				double d = (double)x[(i + k) * s] - m;       \
+				p[k] += d * d;                               \
+			}                                                    \
+		double t = ((p[0] + p[1]) + (p[2] + p[3])) +                 \
+			   ((p[4] + p[5]) + (p[6] + p[7]));                  \
+		for (; i < n; i++) {                                         \
+			double d = (double)x[i * s] - m;                     \
+			t += d * d;                                          \
+		}                                                            \
+		return t;                                                    \
+	}                                                                    \
+	int64_t h = n / 2;                                                   \
+	h -= h % 8;                                                          \
+	return NAME(x, h, s, m) + NAME(x + h * s, n - h, s, m);              \
+}
+
+DEF_PAIRWISE_DEV(pwd_f32, float)
+DEF_PAIRWISE_DEV(pwd_f64, double)
+DEF_PAIRWISE_DEV(pwd_i32, int32_t)
+DEF_PAIRWISE_DEV(pwd_i64, int64_t)
+
 #define NO_PW8(x, n) 0.0
 DEF_PAIRWISE(pw_f32, float, 1, TIR_ISA_PICK(pw8_f32))
 DEF_PAIRWISE(pw_f64, double, 1, TIR_ISA_PICK(pw8_f64))
@@ -352,20 +397,16 @@ DEF_EXTREMUM(min_i32, int32_t, TAKE_MIN, 0, NO_EXT8)
 DEF_EXTREMUM(min_i64, int64_t, TAKE_MIN, 0, NO_EXT8)
 DEF_EXTREMUM(min_b, uint8_t, TAKE_MIN, 0, NO_EXT8)
 
-/* var's second pass: squared deviations from the mean (aux) into acc */
-#define DEF_DEV2(NAME, T)                                                    \
+/* var's second pass: squared deviations from the mean (aux) into acc;
+ * a run of one output pairwise (as sums are), else one by one */
+#define DEF_DEV2(NAME, T, PWD)                                               \
 static void NAME(const struct run *r, void *accv, void *aux)                \
 {                                                                            \
 	const T *x = r->x;                                                   \
 	double *acc = accv;                                                  \
 	const double *mean = aux;                                            \
 	if (r->os == 0) {                                                    \
-		double m = mean[r->o], t = 0;                                \
-		for (int64_t j = 0; j < r->n; j++) {                         \
-			double d = (double)x[j * r->xs] - m;                 \
-			t += d * d;                                          \
-		}                                                            \
-		acc[r->o] += t;                                              \
+		acc[r->o] += PWD(x, r->n, r->xs, mean[r->o]);                \
 		return;                                                      \
 	}                                                                    \
 	for (int64_t j = 0; j < r->n; j++) {                                 \
@@ -375,10 +416,10 @@ static void NAME(const struct run *r, void *accv, void *aux)                \
 	}                                                                    \
 }
 
-DEF_DEV2(dev2_f32, float)
-DEF_DEV2(dev2_f64, double)
-DEF_DEV2(dev2_i32, int32_t)
-DEF_DEV2(dev2_i64, int64_t)
+DEF_DEV2(dev2_f32, float, pwd_f32)
+DEF_DEV2(dev2_f64, double, pwd_f64)
+DEF_DEV2(dev2_i32, int32_t, pwd_i32)
+DEF_DEV2(dev2_i64, int64_t, pwd_i64)
 
 /* argmax/argmin: acc is out (i64, -1 until the first element), aux the
  * best value so far (double for floats, int64 otherwise: both exact).
@@ -562,6 +603,8 @@ static void walk_task(void *ctx, int64_t t)
 	walk_part(j->p, j->x, j->fold, j->acc, j->aux, j->ax, lo, hi);
 }
 
+#define MIN_RUN 128
+
 static void walk_pool(const struct plan *p, const struct tir_tensor *x, fold_fn fold,
 		      void *acc, void *aux)
 {
@@ -579,6 +622,13 @@ static void walk_pool(const struct plan *p, const struct tir_tensor *x, fold_fn 
 	int64_t ntasks = per >= items ? len : (len * per + items - 1) / items;
 	if (ntasks > len / 2)
 		ntasks = len / 2;
+	/* along the axis x is contiguous in (a reduction down columns), a
+	 * task's runs are its piece of the axis: pieces of at least
+	 * MIN_RUN elements, as fused column reductions keep theirs, or
+	 * the cost of each run and reads of a line or two a row dominate
+	 * ([4096, 4096] f32 down columns in 256 tasks of 16: 0.5 GB/s) */
+	if (p->xs[ax] == 1 && ntasks > len / MIN_RUN)
+		ntasks = len / MIN_RUN;
 	if (ntasks <= 1) {
 		walk(p, x, fold, acc, aux);
 		return;
@@ -710,6 +760,72 @@ static int reduce_empty(enum tir_op op, struct tir_tensor *out, int64_t onumel,
 	}
 }
 
+/* ---- one output of a long contiguous run, in pieces on the pool ----
+ * A reduction to one value would be one task of the walk (it has no kept
+ * axis to cut); a pairwise sum's tree splits instead: the pieces of
+ * tir_reduce_pw_split, each summed on its own, joined in the tree's
+ * order, give the run's pairwise sum bit for bit whatever the threads. */
+struct xpieces {
+	const void *x;
+	bool f32, dev;      /* dev: var's squared deviations from m */
+	double m;
+	int64_t lo[TIR_TASKS_WANT], len[TIR_TASKS_WANT];
+	double part[TIR_TASKS_WANT];
+};
+
+static void xpiece(void *ctx, int64_t t)
+{
+	struct xpieces *pc = ctx;
+	int64_t lo = pc->lo[t], n = pc->len[t];
+	if (pc->f32) {
+		const float *x = (const float *)pc->x + lo;
+		pc->part[t] = pc->dev ? pwd_f32(x, n, 1, pc->m) : pw_f32(x, n, 1);
+	} else {
+		const double *x = (const double *)pc->x + lo;
+		pc->part[t] = pc->dev ? pwd_f64(x, n, 1, pc->m) : pw_f64(x, n, 1);
+	}
+}
+
+/* SUM, MEAN or VAR of the count contiguous f32/f64 elements at x into
+ * out's one element, as the walk computes it; false when the run is too
+ * short to be worth pieces (the walk does it). */
+static bool reduce_pieces(enum tir_op op, const void *x, enum tir_dtype dt, int64_t count,
+			  struct tir_tensor *out)
+{
+	int64_t want = count / tir_task_items(count, (int64_t)tir_dtype_size(dt));
+	int depth = 0;
+	while ((2 << depth) <= TIR_TASKS_WANT && (2 << depth) <= want)
+		depth++;
+	if (!depth)
+		return false;
+	struct xpieces *pc = calloc(1, sizeof *pc);
+	if (!pc)
+		return false;
+	int cnt = tir_reduce_pw_split(count, 128, depth, pc->lo, pc->len);
+	if (!cnt) {
+		free(pc);
+		return false;
+	}
+	pc->x = x;
+	pc->f32 = dt == TIR_DTYPE_F32;
+	tir_pool_run(cnt, xpiece, pc);
+	double acc = 0.0;
+	acc += tir_reduce_pw_join(pc->part, cnt);
+	if (op != TIR_OP_SUM)
+		acc /= (double)count;
+	if (op == TIR_OP_VAR) {
+		pc->dev = true;
+		pc->m = acc;
+		tir_pool_run(cnt, xpiece, pc);
+		acc = 0.0;
+		acc += tir_reduce_pw_join(pc->part, cnt);
+		acc /= (double)count;
+	}
+	free(pc);
+	store_f64(out, &acc, 1);
+	return true;
+}
+
 /* op over the axes of x set in mask, into out (the contract is in exec.h). */
 int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 		 struct tir_tensor *out, struct tir_err *err)
@@ -738,6 +854,10 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 
 	enum tir_dtype dt = x->dtype;
 	int64_t n = p.onumel;
+	if (n == 1 && (op == TIR_OP_SUM || op == TIR_OP_MEAN || op == TIR_OP_VAR) &&
+	    (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) && tir_tensor_is_contiguous(x) &&
+	    tir_reduce_by_runs(x, mask) && reduce_pieces(op, tir_tensor_data(x), dt, p.count, out))
+		return 0;
 	bool owned = false, owned2 = false;
 	double *acc = NULL, *acc2 = NULL;
 	void *best = NULL;
@@ -849,6 +969,20 @@ static double NAME(tir_run_get get, void *ctx, int64_t lo, int64_t n, int64_t ch
 DEF_PW_GET(pwg_f32, float, pw_f32)
 DEF_PW_GET(pwg_f64, double, pw_f64)
 
+/* the same for var's squared deviations from m */
+#define DEF_PWD_GET(NAME, T, PWD)                                            \
+static double NAME(tir_run_get get, void *ctx, int64_t lo, int64_t n, int64_t chunk, double m) \
+{                                                                            \
+	if (n <= chunk)                                                      \
+		return PWD((const T *)get(ctx, lo, n), n, 1, m);             \
+	int64_t h = n / 2;                                                   \
+	h -= h % 8;                                                          \
+	return NAME(get, ctx, lo, h, chunk, m) + NAME(get, ctx, lo + h, n - h, chunk, m); \
+}
+
+DEF_PWD_GET(pwdg_f32, float, pwd_f32)
+DEF_PWD_GET(pwdg_f64, double, pwd_f64)
+
 /* max/min of a long run piece by piece: DEF_EXTREMUM's 8 lanes (elements
  * 0..7 start them, whole groups of 8 up to e fold into them, then the lanes
  * and the rest fold into a in order).  Pieces are multiples of 8 but the last. */
@@ -890,23 +1024,15 @@ DEF_EXT_GET(maxg_f64, double, TAKE_FMAX)
 DEF_EXT_GET(ming_f32, float, TAKE_FMIN)
 DEF_EXT_GET(ming_f64, double, TAKE_FMIN)
 
-/* sum (double) of (x - m)^2 or product of x, sequential, piece by piece */
+/* product (double) of x, sequential, piece by piece */
 #define DEF_SEQ_GET(NAME, T)                                                 \
-static double NAME(tir_run_get get, void *ctx, int64_t n, int64_t chunk, bool dev, double m, \
-		   double t)                                                \
+static double NAME(tir_run_get get, void *ctx, int64_t n, int64_t chunk, double t) \
 {                                                                            \
 	for (int64_t lo = 0; lo < n; lo += chunk) {                          \
 		int64_t len = n - lo < chunk ? n - lo : chunk;               \
 		const T *x = get(ctx, lo, len);                              \
-		if (dev) {                                                   \
-			for (int64_t j = 0; j < len; j++) {                  \
-				double d = (double)x[j] - m;                 \
-				t += d * d;                                  \
-			}                                                    \
-		} else {                                                     \
-			for (int64_t j = 0; j < len; j++)                    \
-				t *= (double)x[j];                           \
-		}                                                            \
+		for (int64_t j = 0; j < len; j++)                            \
+			t *= (double)x[j];                                   \
 	}                                                                    \
 	return t;                                                            \
 }
@@ -984,7 +1110,7 @@ void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk,
 								  : ming_f64(get, ctx, n, chunk, INFINITY);
 			return;
 		case TIR_OP_PROD:
-			acc = f32 ? seqg_f32(get, ctx, n, chunk, false, 0, 1.0) : seqg_f64(get, ctx, n, chunk, false, 0, 1.0);
+			acc = f32 ? seqg_f32(get, ctx, n, chunk, 1.0) : seqg_f64(get, ctx, n, chunk, 1.0);
 			break;
 		default:
 			acc = 0.0;
@@ -993,8 +1119,8 @@ void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk,
 				acc /= (double)n;
 			if (op == TIR_OP_VAR) {
 				acc2 = 0.0;
-				acc2 += f32 ? seqg_f32(get, ctx, n, chunk, true, acc, 0.0)
-					    : seqg_f64(get, ctx, n, chunk, true, acc, 0.0);
+				acc2 += f32 ? pwdg_f32(get, ctx, 0, n, chunk, acc)
+					    : pwdg_f64(get, ctx, 0, n, chunk, acc);
 				acc = acc2 / (double)n;
 			}
 		}
@@ -1037,6 +1163,13 @@ double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chun
 {
 	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
 	return dt == TIR_DTYPE_F32 ? pwg_f32(get, ctx, lo, n, chunk) : pwg_f64(get, ctx, lo, n, chunk);
+}
+
+double tir_reduce_pwdev_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
+			     void *ctx, double m)
+{
+	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	return dt == TIR_DTYPE_F32 ? pwdg_f32(get, ctx, lo, n, chunk, m) : pwdg_f64(get, ctx, lo, n, chunk, m);
 }
 
 double tir_reduce_pw_join(double *part, int cnt)

@@ -906,15 +906,17 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 #endif
 }
 
-/* One long row summed by its root (SUM or MEAN) in pieces on the pool:
- * the pieces of its pairwise sum (whose tree, and so whose result, is
- * the row's whatever the pieces), their number fixed by the row's length
- * and the caches. */
+/* One long row summed by its root (SUM, MEAN, or VAR in two passes) in
+ * pieces on the pool: the pieces of its pairwise sum (whose tree, and so
+ * whose result, is the row's whatever the pieces), their number fixed by
+ * the row's length and the caches. */
 #define MAX_PIECES TIR_TASKS_WANT
 struct pieces {
 	struct vm *vm;
 	int64_t lo[MAX_PIECES], len[MAX_PIECES];
 	double part[MAX_PIECES];
+	bool dev;        /* VAR's second pass: deviations from mean */
+	double mean;
 };
 
 static void run_piece(void *ctx, int64_t t)
@@ -925,7 +927,12 @@ static void run_piece(void *ctx, int64_t t)
 		return;
 	b.k = 1;
 	b.red = pc->vm->n - 1;
-	pc->part[t] = tir_reduce_pw_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk, red_piece, &b);
+	if (pc->dev)
+		pc->part[t] = tir_reduce_pwdev_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk,
+						    red_piece, &b, pc->mean);
+	else
+		pc->part[t] = tir_reduce_pw_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk, red_piece,
+						 &b);
 }
 
 /* Task t of a reduction down the cols (over leading axes): cols
@@ -970,7 +977,7 @@ static bool run_pieces(struct vm *vm)
 	int root = vm->n - 1;
 	const struct vnode *r = &vm->nd[root];
 	if (vm->rows != 1 || vm->chunk == vm->cols || !r->red || r->pre ||
-	    (r->n->op != TIR_OP_SUM && r->n->op != TIR_OP_MEAN))
+	    (r->n->op != TIR_OP_SUM && r->n->op != TIR_OP_MEAN && r->n->op != TIR_OP_VAR))
 		return false;
 	for (int j = 0; j < root; j++)
 		if (vm->nd[j].cls == TIR_FC_ROW && !vm->nd[j].pre)
@@ -986,11 +993,21 @@ static bool run_pieces(struct vm *vm)
 	pc->vm = vm;
 	int cnt = depth ? tir_reduce_pw_split(vm->cols, vm->red_chunk, depth, pc->lo, pc->len) : 0;
 	if (cnt) {
+		/* as tir_reduce_run: the sum added to 0.0; VAR, its mean,
+		 * then the squared deviations from it the same way */
 		tir_pool_run(cnt, run_piece, pc);
 		double acc = 0.0;
 		acc += tir_reduce_pw_join(pc->part, cnt);
-		if (r->n->op == TIR_OP_MEAN)
+		if (r->n->op != TIR_OP_SUM)
 			acc /= (double)vm->cols;
+		if (r->n->op == TIR_OP_VAR) {
+			pc->dev = true;
+			pc->mean = acc;
+			tir_pool_run(cnt, run_piece, pc);
+			acc = 0.0;
+			acc += tir_reduce_pw_join(pc->part, cnt);
+			acc /= (double)vm->cols;
+		}
 		if (vm->dt == TIR_DTYPE_F32) {
 			float f = (float)acc;
 			memcpy(vm->out, &f, 4);

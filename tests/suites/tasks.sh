@@ -4,7 +4,8 @@
 # MLP layer's ([256, 1024] @ [1024, 1024]: tir's gemm packs both operands
 # once and shares them, so its tiles can be small), a
 # row kernel (softmax over [4096, 1024]), a reduction kernel of its own
-# (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis) and a
+# (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis), a
+# reduction to one value (var of the same: the pieces of its pairwise sums) and a
 # fused elementwise chain over 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
 # included), the same number at --threads 1 (the cut never follows the
@@ -50,6 +51,11 @@ x = rand([4096, 4096], seed=1)
 print slice(x, stop=1)
 print max(x, axis=1), min(transpose(x, [1, 0]), axis=0)
 EOF
+cat >"$tmp/whole.tir" <<'EOF'
+x = rand([4096, 4096], seed=1)
+print slice(x, stop=1)
+print var(x), sum(x)
+EOF
 cat >"$tmp/chain.tir" <<'EOF'
 x = arange(16777216) * 1e-7
 y = sqrt(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)
@@ -65,7 +71,7 @@ tasks() {
 	}' "$1"
 }
 
-for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "reduce ^max$" "chain ^fused\\[mul"; do
+for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "reduce ^max$" "whole ^var$" "chain ^fused\\[mul"; do
 	name=${case%% *}
 	pat=${case#* }
 	"$tir" run --profile --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>"$tmp/prof1"

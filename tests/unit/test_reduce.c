@@ -983,6 +983,36 @@ static void test_reduce_run(void)
 		tir_tensor_release(&out);
 		tir_tensor_release(&x);
 	}
+	/* one output of a long run goes to the pool in pieces (sum, mean, var):
+	 * the same bits at any thread count, and tir_reduce_run's (the one
+	 * pairwise tree, computed on one thread piece by piece) */
+	static const int pool_threads[] = {1, 2, 3, 7};
+	static const enum tir_op pool_ops[] = {TIR_OP_SUM, TIR_OP_MEAN, TIR_OP_VAR};
+	for (int d = 0; d < 2; d++) {
+		enum tir_dtype dt = d ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+		size_t es = tir_dtype_size(dt);
+		int64_t n = 2000003;
+		struct tir_tensor x, out;
+		mk(&x, dt, 1, &n, NULL);
+		for (int64_t i = 0; i < n; i++)
+			put(&x, i, 1000 + (double)(int64_t)(rnd() % 2001 - 1000) / 7);
+		bool mask[TIR_MAX_RANK] = {true};
+		for (size_t oi = 0; oi < sizeof pool_ops / sizeof pool_ops[0]; oi++) {
+			double want[1] = {0};
+			struct pieces p = {tir_tensor_data(&x), es, 1024, true, 0};
+			tir_reduce_run(pool_ops[oi], dt, n, 1024, piece, &p, want);
+			for (size_t ti = 0; ti < sizeof pool_threads / sizeof pool_threads[0]; ti++) {
+				tir_pool_set_threads(pool_threads[ti]);
+				struct tir_err err = {0};
+				mk(&out, dt, 0, NULL, NULL);
+				CHECK(tir_k_reduce(pool_ops[oi], &x, mask, &out, &err) == 0);
+				CHECK(!memcmp(want, tir_tensor_data(&out), es));
+				tir_tensor_release(&out);
+			}
+		}
+		tir_pool_set_threads(0);
+		tir_tensor_release(&x);
+	}
 	/* rows of a contiguous matrix are runs; of its transpose they are not */
 	int64_t shape[2] = {5, 300};
 	bool last[TIR_MAX_RANK] = {false, true}, first[TIR_MAX_RANK] = {true, false};
