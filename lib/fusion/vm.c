@@ -1411,11 +1411,18 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			rc = premake(vm, j, err);
 		} else if (v->red && value_of(vm, j, 0) >= 0) {
 			/* a value read from memory: the blocks fold its rows as
-			 * tir_k_reduce does only if it walks them as runs */
+			 * tir_k_reduce does only if it walks them as runs; a
+			 * reduction of it to one value is tir_k_reduce's too,
+			 * which gives a long run to the pool in pieces (in the
+			 * blocks it would be one task whenever it is not the
+			 * root: e.g. sum(max(x, axis=1)) + var(x)) */
 			bool mask[TIR_MAX_RANK];
 			const struct tir_tensor *x = &vm->vals[value_of(vm, j, 0)];
 			tir_reduce_mask(v->n, x->rank, mask);
-			if (info->leading || !tir_reduce_by_runs(x, mask))
+			int64_t on = 1;
+			for (int d = 0; d < v->n->type.rank; d++)
+				on *= v->n->type.shape[d];
+			if (info->leading || !tir_reduce_by_runs(x, mask) || on == 1)
 				rc = premake(vm, j, err);
 		}
 	}
