@@ -273,8 +273,14 @@ static void stream(char *dst, const char *src, size_t n)
 }
 
 #define GEN_CHUNK 1024 /* elements generated into L1 before they are streamed out */
-/* tensors from this many bytes are streamed out */
-#define GEN_STREAM_MIN ((int64_t)1 << 20)
+
+/* Tensors from this many bytes are streamed out: 4 x L2, as the fused
+ * kernels' roots (vm.c's ntmin), more than the caches near a core hold,
+ * so not read back from them soon anyway. */
+static int64_t gen_stream_min(void)
+{
+	return 4 * tir_machine_caches()->l2;
+}
 
 struct gen_job {
 	const struct tir_gen *g;
@@ -317,7 +323,7 @@ int tir_k_gen(struct tir_tensor *out, const struct tir_gen *g)
 	 * split changes no value */
 	int64_t per = tir_task_items(n, (int64_t)es);
 	per = (per + GEN_CHUNK - 1) / GEN_CHUNK * GEN_CHUNK;
-	struct gen_job job = {g, p, es, n, per, n * (int64_t)es >= GEN_STREAM_MIN};
+	struct gen_job job = {g, p, es, n, per, n * (int64_t)es >= gen_stream_min()};
 	int64_t nt = (n + per - 1) / per;
 	if (nt > 1)
 		tir_pool_run(nt, gen_task, &job);

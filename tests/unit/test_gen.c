@@ -161,27 +161,34 @@ static void test_paths(void)
 	free(ref);
 }
 
-/* tir_k_gen: the same bytes at any thread count (tasks never depend on it) */
+/* tir_k_gen: the same bytes at any thread count (tasks never depend on
+ * it), and rng.c's values; n past 4 x L2 bytes, so that the tensor is
+ * streamed out (gen.c's threshold, read from the machine) */
 static void test_threads(void)
 {
-	const char *src = "x = randn([1000003], seed=5)";
+	int64_t n = tir_machine_caches()->l2 + 12347;
+	if (n < 1000003)
+		n = 1000003;
+	char src[64];
+	snprintf(src, sizeof src, "x = randn([%lld], seed=5)", (long long)n);
 	struct tir_program *p;
-	struct tir_node *n = node_of(&p, src);
+	struct tir_node *nd = node_of(&p, src);
 	struct tir_gen g;
 	struct tir_err err = {0};
-	CHECK(tir_gen_init(&g, n));
+	CHECK(tir_gen_init(&g, nd));
 	struct tir_tensor t[4];
 	static const int threads[] = {1, 2, 3, 7};
 	for (int k = 0; k < 4; k++) {
 		tir_pool_set_threads(threads[k]);
-		CHECK(tir_tensor_alloc(&t[k], TIR_DTYPE_F32, n->type.rank, n->type.shape, false, &err) == 0);
+		CHECK(tir_tensor_alloc(&t[k], TIR_DTYPE_F32, nd->type.rank, nd->type.shape, false, &err) == 0);
 		CHECK(tir_k_gen(&t[k], &g) == 0);
 		if (k)
-			CHECK(memcmp(tir_tensor_data(&t[0]), tir_tensor_data(&t[k]), 4 * 1000003) == 0);
+			CHECK(memcmp(tir_tensor_data(&t[0]), tir_tensor_data(&t[k]), (size_t)n * 4) == 0);
 	}
-	float *ref = malloc(4 * 1000003);
-	tir_rand_range(ref, TIR_DTYPE_F32, 0, 1000003, 5, true);
-	CHECK(memcmp(ref, tir_tensor_data(&t[0]), 4 * 1000003) == 0);
+	tir_pool_set_threads(0);
+	float *ref = malloc((size_t)n * 4);
+	tir_rand_range(ref, TIR_DTYPE_F32, 0, n, 5, true);
+	CHECK(memcmp(ref, tir_tensor_data(&t[0]), (size_t)n * 4) == 0);
 	free(ref);
 	for (int k = 0; k < 4; k++)
 		tir_tensor_release(&t[k]);
