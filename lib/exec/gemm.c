@@ -276,9 +276,11 @@ struct job {
 	int64_t ga, gb, ua, ub;      /* panels per unit; units of a, of b */
 	/* output tiles: tm x tn panels each, ti x tj per batch entry */
 	int64_t tm, tn, ti, tj;
-	/* with an epilogue and tj > 1: per (batch entry, row of tiles), the
-	 * tiles not yet done; the task that finishes the last one runs the
-	 * epilogue over the whole rows */
+	/* the epilogue: a row of tiles is cut into ng groups of eg tiles,
+	 * finished together by the task that makes the group's last tile;
+	 * left[(e * ti + row of tiles) * ng + group] counts those not yet
+	 * made (used when eg > 1) */
+	int64_t eg, ng;
 	_Atomic int64_t *left;
 	atomic_int epi_failed;
 };
@@ -404,17 +406,22 @@ static void tile_task(void *arg, int64_t t)
 	}
 	if (!g->epi)
 		return;
-	/* Whole rows in one call: the tile's own when it spans them (it is
-	 * still in cache), else its row of tiles' once the last of them is
-	 * done (still in the caches of the threads that made them).  One
-	 * call per row of a tile instead pays the epilogue's setup for
-	 * every tn * NR elements: relu([256, 1024] @ [1024, 1024] + b) made
-	 * 9216 calls of 32 elements, near a tenth of the product's time. */
-	if (j->tj > 1 && atomic_fetch_sub(&j->left[t / j->tj], 1) != 1)
+	/* the epilogue of the tile's group once its last tile is made (see
+	 * choose_epi): whole rows in one call, else one call a row */
+	int64_t jb = rest % j->tj, grp = jb / j->eg;
+	if (j->eg > 1 && atomic_fetch_sub(&j->left[(t / j->tj) * j->ng + grp], 1) != 1)
 		return;
 	int64_t i0 = q0 * mr, rows = (q1 * mr < g->m ? q1 * mr : g->m) - i0;
-	if (g->epi(g->epi_ctx, e * g->m * g->n + i0 * g->n, rows * g->n))
-		atomic_store(&j->epi_failed, 1);
+	int64_t j0 = grp * j->eg * j->tn * nr, j1 = (grp + 1) * j->eg * j->tn * nr;
+	int64_t cols = (j1 < g->n ? j1 : g->n) - j0, base = e * g->m * g->n;
+	if (cols == g->n) {
+		if (g->epi(g->epi_ctx, base + i0 * g->n, rows * cols))
+			atomic_store(&j->epi_failed, 1);
+		return;
+	}
+	for (int64_t i = 0; i < rows; i++)
+		if (g->epi(g->epi_ctx, base + (i0 + i) * g->n + j0, cols))
+			atomic_store(&j->epi_failed, 1);
 }
 
 /* KC: a b micro-panel (KC x NR) in half of L1d, a multiple of 8 in
@@ -459,6 +466,27 @@ static void choose_tiles(struct job *j, int64_t want_m, int64_t want_n)
 	j->tn = tn < 1 ? 1 : tn;
 	j->ti = ceil_div(j->mp, j->tm);
 	j->tj = ceil_div(j->np, j->tn);
+}
+
+/* The epilogue's groups: as many tiles along a row of tiles as keep the
+ * group's part of the output within a quarter of L2 (still in the caches
+ * of the threads that made it when its last tile is done), the row cut
+ * into groups of equal size.  Each call of the epilogue pays a setup
+ * (the fused VM's, some 20 ns here), so calls of a tile's rows alone
+ * cost much: relu([256, 1024] @ [1024, 1024] + b) in tiles 32 wide made
+ * 9216 calls of 32 elements, near a tenth of the product's time; in
+ * groups (here whole rows: 8 calls) the setup is nothing.  A group is
+ * also the most work the epilogue leaves to one thread after the rest
+ * of the product is made. */
+static void choose_epi(struct job *j)
+{
+	const struct tir_caches *mc = tir_machine_caches();
+	int64_t rows = j->tm * j->mr, cols = j->tn * j->nr;
+	int64_t most = j->g->epi_group > 0 ? j->g->epi_group      /* the test hook */
+					    : mc->l2 / 4 / (rows * cols * j->es);
+	most = most < 1 ? 1 : most;
+	j->ng = ceil_div(j->tj, most);
+	j->eg = ceil_div(j->tj, j->ng);
 }
 
 /* Packing buffers kept between products, one per pool slot (the thread
@@ -569,9 +597,19 @@ int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 		   __builtin_mul_overflow(j.nbb, j.npad, &bbytes) |
 		   __builtin_mul_overflow(bbytes, g->k, &bbytes) |
 		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX - 128 - bbytes);
-	/* the epilogue's counters (choose_tiles decides whether they are
-	 * used; room for them is cheap) */
-	int64_t nleft = g->epi ? batches * j.mp : 0;
+	/* packing units of about L2 / 8 bytes each */
+	int64_t unit = tir_machine_caches()->l2 / 8;
+	j.ga = unit / (j.kc * j.mr * j.es);
+	j.gb = unit / (j.kc * j.nr * j.es);
+	j.ga = j.ga < 1 ? 1 : j.ga;
+	j.gb = j.gb < 1 ? 1 : j.gb;
+	j.ua = j.na * j.kb * ceil_div(j.mp, j.ga);
+	j.ub = j.nbb * j.kb * ceil_div(j.np, j.gb);
+	choose_tiles(&j, g->tile_m, g->tile_n);
+	choose_epi(&j);
+	int64_t ntiles = batches * j.ti * j.tj;
+	/* the epilogue's counters, after the packed operands */
+	int64_t nleft = g->epi && j.eg > 1 ? batches * j.ti * j.ng : 0;
 	if (!big && nleft > (INT64_MAX - 256 - abytes - bbytes) / (int64_t)sizeof(int64_t))
 		big = true;
 	size_t size = big ? 0 : (size_t)((abytes + bbytes + 127) / 64 * 64 +
@@ -586,19 +624,10 @@ int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 	j.pa = buf;
 	j.pb = buf + (abytes + 63) / 64 * 64;
 	j.left = (_Atomic int64_t *)(j.pb + (bbytes + 63) / 64 * 64);
-
-	/* packing units of about L2 / 8 bytes each */
-	int64_t unit = tir_machine_caches()->l2 / 8;
-	j.ga = unit / (j.kc * j.mr * j.es);
-	j.gb = unit / (j.kc * j.nr * j.es);
-	j.ga = j.ga < 1 ? 1 : j.ga;
-	j.gb = j.gb < 1 ? 1 : j.gb;
-	j.ua = j.na * j.kb * ceil_div(j.mp, j.ga);
-	j.ub = j.nbb * j.kb * ceil_div(j.np, j.gb);
-	choose_tiles(&j, g->tile_m, g->tile_n);
-	int64_t ntiles = batches * j.ti * j.tj;
-	for (int64_t i = 0; g->epi && j.tj > 1 && i < batches * j.ti; i++)
-		atomic_init(&j.left[i], j.tj);
+	for (int64_t i = 0; i < nleft; i++) {
+		int64_t grp = i % j.ng, first = grp * j.eg;
+		atomic_init(&j.left[i], j.tj - first < j.eg ? j.tj - first : j.eg);
+	}
 
 	double macs = (double)batches * (double)g->m * (double)g->n * (double)g->k;
 	if (macs < (double)SERIAL_MACS) {

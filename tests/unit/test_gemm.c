@@ -13,7 +13,7 @@
  *  - bit for bit across thread counts (1, 2, 3, 4, 7, 16, 64) and across
  *    tile sizes (the test hook), which must not change a bit.
  * An epilogue runs once on each element, on its final value, whatever
- * the threads and tiles.
+ * the threads, tiles and epilogue groups.
  * Shapes: 1x1x1, k = 0, m = 1, n = 1, k = 1, tails in every dimension,
  * k several KC long; row-major, transposed and odd-strided operands,
  * accumulation into c; broadcast batch axes (a batch of a against one b,
@@ -256,7 +256,8 @@ static int epi_twice(void *ctx, int64_t i0, int64_t n)
 
 /* The epilogue runs once on every element, after its last k-block: the
  * result is the product's, then the epilogue's, bit for bit, at every
- * thread count and tile size (tiles spanning whole rows or not), also
+ * thread count, tile size (tiles spanning whole rows or not) and size of
+ * epilogue group (a tile, several, the last one short, whole rows), also
  * with batch entries (each its own c). */
 static void test_epilogue(enum tir_dtype dt, int64_t batches)
 {
@@ -288,13 +289,17 @@ static void test_epilogue(enum tir_dtype dt, int64_t batches)
 	g.c = c;
 	g.epi = epi_twice;
 	g.epi_ctx = &x;
-	static const int64_t tiles[][2] = { { 0, 0 }, { 12, 32 }, { 13, 5 }, { 24, 1000 }, { 1000, 64 } };
+	/* tile rows, columns and tiles per epilogue group (0: chosen) */
+	static const int64_t tiles[][3] = { { 0, 0, 0 }, { 12, 32, 0 }, { 12, 32, 1 }, { 12, 32, 2 },
+					    { 13, 5, 3 }, { 13, 5, 1000 }, { 24, 1000, 0 },
+					    { 1000, 64, 1 } };
 	int differ = 0, miscount = 0, runs = 0;
 	for (int t = 0; t < NTHREADS; t++) {
 		tir_blas_set_threads(threads[t]);
 		for (size_t s = 0; s < sizeof tiles / sizeof tiles[0]; s++) {
 			g.tile_m = tiles[s][0];
 			g.tile_n = tiles[s][1];
+			g.epi_group = tiles[s][2];
 			memset(c, 0x55, bytes);
 			memset(seen, 0, (size_t)total * sizeof *seen);
 			CHECK(tir_gemm_run(&g, &err) == 0);
