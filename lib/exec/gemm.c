@@ -555,6 +555,73 @@ static const struct gemm_kern *pick_kernel(enum tir_dtype dt)
 	return &kernels[tir_vmath_path()][dt == TIR_DTYPE_F64];
 }
 
+/* A slab of a product split in slabs (run_slabs): rows [i0, i0 + m)
+ * and columns [j0, j0 + n) of the whole, whose rows are N long and whose
+ * batch entries are M rows.  The slab's epilogue offsets (its own
+ * [batch, m, n]) are mapped to the whole's, one run of a row at a time. */
+struct slab {
+	tir_epilogue_fn epi;
+	void *ctx;
+	int64_t M, N, i0, j0, m, n;
+};
+
+static int slab_epi(void *arg, int64_t off, int64_t count)
+{
+	const struct slab *s = arg;
+	while (count > 0) {
+		int64_t e = off / (s->m * s->n), r = off % (s->m * s->n);
+		int64_t i = r / s->n, jj = r % s->n;
+		int64_t run = s->n - jj < count ? s->n - jj : count;
+		if (s->epi(s->ctx, (e * s->M + s->i0 + i) * s->N + s->j0 + jj, run))
+			return 1;
+		off += run;
+		count -= run;
+	}
+	return 0;
+}
+
+/* The product in slabs, when its packed operands would outgrow the
+ * buffer a thread keeps (keep bytes): the larger one's free axis (a's
+ * rows, b's columns) is cut into slabs of whole panels that pack into at
+ * most half of it, and each slab is a product of its own (which may cut
+ * the other operand in turn).  Every element is the same chain in any
+ * slab.  Packing a [16, 1024] @ [1024, 32768] whole (128 MiB of b) took
+ * fresh pages at every product and read b back from memory: five times
+ * OpenBLAS's time; in slabs its buffer stays kept, in the caches. */
+static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abytes, int64_t bbytes,
+		     size_t keep, struct tir_err *err)
+{
+	/* the larger operand's axis, unless it is one panel */
+	bool rows = abytes >= bbytes ? j->mp > 1 : j->np <= 1;
+	int64_t panels = rows ? j->mp : j->np, w = rows ? j->mr : j->nr;
+	int64_t slabs = ceil_div(rows ? abytes : bbytes, (int64_t)(keep / 2 > 0 ? keep / 2 : 1));
+	slabs = slabs < 2 ? 2 : slabs;
+	int64_t per = ceil_div(panels, slabs) * w, full = rows ? g->m : g->n;
+	for (int64_t x0 = 0; x0 < full; x0 += per) {
+		int64_t len = full - x0 < per ? full - x0 : per;
+		struct tir_gemm s = *g;
+		struct slab sl = { g->epi, g->epi_ctx, g->m, g->n, rows ? x0 : 0, rows ? 0 : x0,
+				   rows ? len : g->m, rows ? g->n : len };
+		if (rows) {
+			s.m = len;
+			s.a = (const char *)g->a + x0 * g->a_rs * j->es;
+			s.c = (char *)g->c + x0 * g->ldc * j->es;
+		} else {
+			s.n = len;
+			s.b = (const char *)g->b + x0 * g->b_cs * j->es;
+			s.c = (char *)g->c + x0 * j->es;
+		}
+		if (g->epi) {
+			s.epi = slab_epi;
+			s.epi_ctx = &sl;
+		}
+		int rc = tir_gemm_run(&s, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 {
 	struct job j = { .g = g, .kern = pick_kernel(g->dt) };
@@ -597,6 +664,10 @@ int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 		   __builtin_mul_overflow(j.nbb, j.npad, &bbytes) |
 		   __builtin_mul_overflow(bbytes, g->k, &bbytes) |
 		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX - 128 - bbytes);
+	size_t keep = g->slab_bytes > 0 ? (size_t)g->slab_bytes      /* the test hook */
+		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
+	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
+		return run_slabs(g, &j, abytes, bbytes, keep, err);
 	/* packing units of about L2 / 8 bytes each */
 	int64_t unit = tir_machine_caches()->l2 / 8;
 	j.ga = unit / (j.kc * j.mr * j.es);

@@ -13,7 +13,8 @@
  *  - bit for bit across thread counts (1, 2, 3, 4, 7, 16, 64) and across
  *    tile sizes (the test hook), which must not change a bit.
  * An epilogue runs once on each element, on its final value, whatever
- * the threads, tiles and epilogue groups.
+ * the threads, tiles and epilogue groups.  A product cut in slabs (the
+ * test's small kept buffer) is the same, bit for bit.
  * Shapes: 1x1x1, k = 0, m = 1, n = 1, k = 1, tails in every dimension,
  * k several KC long; row-major, transposed and odd-strided operands,
  * accumulation into c; broadcast batch axes (a batch of a against one b,
@@ -202,8 +203,11 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 	g.b = b;
 	size_t bytes = (size_t)(m * n * es);
 	char *first = malloc(bytes), *c = malloc(bytes);
-	static const int64_t tiles[][2] = { { 0, 0 }, { 1, 1 }, { 12, 32 }, { 13, 5 },
-					    { 64, 1000 }, { 1000, 64 }, { 1000, 1000 } };
+	/* tile rows, columns, and the kept buffer's size (0: the real one;
+	 * 1: slabs of one panel of each operand) */
+	static const int64_t tiles[][3] = { { 0, 0, 0 }, { 1, 1, 0 }, { 12, 32, 0 }, { 13, 5, 0 },
+					    { 64, 1000, 0 }, { 1000, 64, 0 }, { 1000, 1000, 0 },
+					    { 0, 0, 1 }, { 0, 0, 60000 }, { 13, 5, 150000 } };
 	int differ = 0, runs = 0;
 	for (int t = 0; t < NTHREADS; t++) {
 		tir_blas_set_threads(threads[t]);
@@ -212,6 +216,7 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 			g.c = runs ? c : first;
 			g.tile_m = tiles[s][0];
 			g.tile_n = tiles[s][1];
+			g.slab_bytes = tiles[s][2];
 			memset(g.c, 0x55, bytes);
 			CHECK(tir_gemm_run(&g, &err) == 0);
 			if (runs++ && memcmp(first, c, bytes))
@@ -224,7 +229,7 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 			tir_dtype_name(dt), la, lb, differ, runs);
 	CHECK(differ == 0);
 	g.c = NULL;
-	g.tile_m = g.tile_n = 0;
+	g.tile_m = g.tile_n = g.slab_bytes = 0;
 	check_one(&g, NULL);
 	free(first);
 	free(c);
@@ -257,8 +262,8 @@ static int epi_twice(void *ctx, int64_t i0, int64_t n)
 /* The epilogue runs once on every element, after its last k-block: the
  * result is the product's, then the epilogue's, bit for bit, at every
  * thread count, tile size (tiles spanning whole rows or not) and size of
- * epilogue group (a tile, several, the last one short, whole rows), also
- * with batch entries (each its own c). */
+ * epilogue group (a tile, several, the last one short, whole rows) and
+ * slabs (rows, columns, both), also with batch entries (each its own c). */
 static void test_epilogue(enum tir_dtype dt, int64_t batches)
 {
 	int64_t m = 103, n = 150, k = 301;
@@ -289,10 +294,12 @@ static void test_epilogue(enum tir_dtype dt, int64_t batches)
 	g.c = c;
 	g.epi = epi_twice;
 	g.epi_ctx = &x;
-	/* tile rows, columns and tiles per epilogue group (0: chosen) */
-	static const int64_t tiles[][3] = { { 0, 0, 0 }, { 12, 32, 0 }, { 12, 32, 1 }, { 12, 32, 2 },
-					    { 13, 5, 3 }, { 13, 5, 1000 }, { 24, 1000, 0 },
-					    { 1000, 64, 1 } };
+	/* tile rows, columns, tiles per epilogue group (0: chosen) and the
+	 * kept buffer's size (0: the real one; else slabs) */
+	static const int64_t tiles[][4] = { { 0, 0, 0, 0 }, { 12, 32, 0, 0 }, { 12, 32, 1, 0 },
+					    { 12, 32, 2, 0 }, { 13, 5, 3, 0 }, { 13, 5, 1000, 0 },
+					    { 24, 1000, 0, 0 }, { 1000, 64, 1, 0 }, { 0, 0, 0, 1 },
+					    { 0, 0, 0, 60000 }, { 12, 32, 2, 150000 } };
 	int differ = 0, miscount = 0, runs = 0;
 	for (int t = 0; t < NTHREADS; t++) {
 		tir_blas_set_threads(threads[t]);
@@ -300,6 +307,7 @@ static void test_epilogue(enum tir_dtype dt, int64_t batches)
 			g.tile_m = tiles[s][0];
 			g.tile_n = tiles[s][1];
 			g.epi_group = tiles[s][2];
+			g.slab_bytes = tiles[s][3];
 			memset(c, 0x55, bytes);
 			memset(seen, 0, (size_t)total * sizeof *seen);
 			CHECK(tir_gemm_run(&g, &err) == 0);
