@@ -31,7 +31,9 @@
  * registers; KC keeps a b micro-panel (KC x NR) in half of L1d while
  * MR-row panels of a stream past it from L2; a tile's a block (its rows x
  * KC) holds at most half of L2.  All from the caches read at run time
- * (machine.c).
+ * (machine.c).  A product whose packed operands would not fit the buffer
+ * kept between products is done in slabs that do (run_slabs); a fused
+ * epilogue runs on groups of tiles once they are made (choose_epi).
  */
 #include "exec.h"
 #include "vmath.h"
@@ -217,10 +219,6 @@ static void pack(int64_t es, void *dst, const char *src, int64_t is, int64_t ps,
 		pack_f64(dst, (const double *)src, is, ps, len, w, kc);
 }
 
-/* Panels 0..nq-1 of wb bytes a row, each kc rows (panel q at dst + q *
- * wb * kc), from rows ps bytes apart whose panels follow each other (q
- * at src + q * wb): one row of all of them at a time.  wb of a size known
- * here, so no library call. */
 /* rows of b asked for ahead: a b too big for L2 waits on them otherwise
  * (perf: the loads of the copy held most of pack_task's samples in the
  * MLP); 4, 8 and 16 measured alike, 2-4% off a [256, 1024] @ [1024,
@@ -228,6 +226,10 @@ static void pack(int64_t es, void *dst, const char *src, int64_t is, int64_t ps,
 #ifndef GM_PFROW
 #define GM_PFROW 8
 #endif
+/* Panels 0..nq-1 of wb bytes a row, each kc rows (panel q at dst + q *
+ * wb * kc), from rows ps bytes apart whose panels follow each other (q
+ * at src + q * wb): one row of all of them at a time.  wb of a size known
+ * here, so no library call. */
 #define GM_ROWS_CASE(B)                                                       \
 	case B:                                                              \
 		for (int64_t p = 0; p < kc; p++, src += ps, dst += B) {      \
