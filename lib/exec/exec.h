@@ -228,9 +228,14 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
  * order (an FMA per step on the AVX2 and AVX-512 paths): its bits depend
  * only on its row of a, its column of b and the vector path, never on the
  * thread count or the tiles (gemm.c).  epi (when set; needs ldc == n and
- * c_batch == m * n) runs as tir_k_matmul_epi's on each tile's rows.
- * tile_m, tile_n: 0, or a test's tile size (rows, columns).  Packs both
- * operands into a scratch buffer it frees.  returns 0 or -TIR_ENOMEM. */
+ * c_batch == m * n) runs as tir_k_matmul_epi's, once on each element,
+ * over whole rows or a group of tiles' part of each row, once the group
+ * is made.  tile_m, tile_n: 0, or a test's tile size (rows, columns);
+ * epi_group: 0, or a test's tiles per epilogue group.  Packs both
+ * operands into a scratch buffer it keeps for the next product (up to 64
+ * MiB, 8 on a pool worker); a product whose packed operands would not fit
+ * it is done in slabs that do; slab_bytes: 0, or a test's size for that
+ * buffer.  returns 0 or -TIR_ENOMEM. */
 struct tir_gemm {
 	enum tir_dtype dt;                  /* F32 or F64 */
 	int64_t m, n, k;
@@ -243,7 +248,7 @@ struct tir_gemm {
 	bool acc;
 	tir_epilogue_fn epi;
 	void *epi_ctx;
-	int64_t tile_m, tile_n;
+	int64_t tile_m, tile_n, epi_group, slab_bytes;
 };
 int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err);
 /* "tir avx512 (f32 12x32, f64 12x16, KC 192/192)": the gemm kernels the

@@ -31,7 +31,9 @@
  * registers; KC keeps a b micro-panel (KC x NR) in half of L1d while
  * MR-row panels of a stream past it from L2; a tile's a block (its rows x
  * KC) holds at most half of L2.  All from the caches read at run time
- * (machine.c).
+ * (machine.c).  A product whose packed operands would not fit the buffer
+ * kept between products is done in slabs that do (run_slabs); a fused
+ * epilogue runs on groups of tiles once they are made (choose_epi).
  */
 #include "exec.h"
 #include "vmath.h"
@@ -173,6 +175,13 @@ static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 			}                                                    \
 			return;                                              \
 		}                                                            \
+		if (len == w) {                                              \
+			switch (w) {                                         \
+			GM_PACK_COLS(T, 4) GM_PACK_COLS(T, 6)                \
+			GM_PACK_COLS(T, 12)                                  \
+			default: break;                                      \
+			}                                                    \
+		}                                                            \
 		for (int64_t p = 0; p < kc; p++, dst += w) {                 \
 			const T *s = src + p * ps;                           \
 			for (int64_t i = 0; i < len; i++)                    \
@@ -181,6 +190,17 @@ static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 				dst[i] = 0;                                  \
 		}                                                            \
 	}
+/* a full panel of W (every kernel's MR) across memory, as a row-major a
+ * is: W elements a step, W known here, so the copy is unrolled (half the
+ * time of the loop below for a [256, 1024] a) */
+#define GM_PACK_COLS(T, W)                                                    \
+	case W:                                                              \
+		for (int64_t p = 0; p < kc; p++, dst += W) {                 \
+			const T *s = src + p * ps;                           \
+			_Pragma("GCC unroll 12") for (int i = 0; i < W; i++) \
+				dst[i] = s[i * is];                          \
+		}                                                            \
+		return;
 /* kc rows of B bytes each (w elements), ps elements apart */
 #define GM_PACK_ROWS(B)                                                       \
 	case B:                                                              \
@@ -197,6 +217,40 @@ static void pack(int64_t es, void *dst, const char *src, int64_t is, int64_t ps,
 		pack_f32(dst, (const float *)src, is, ps, len, w, kc);
 	else
 		pack_f64(dst, (const double *)src, is, ps, len, w, kc);
+}
+
+/* rows of b asked for ahead: a b too big for L2 waits on them otherwise
+ * (perf: the loads of the copy held most of pack_task's samples in the
+ * MLP); 4, 8 and 16 measured alike, 2-4% off a [256, 1024] @ [1024,
+ * 1024] at one thread */
+#ifndef GM_PFROW
+#define GM_PFROW 8
+#endif
+/* Panels 0..nq-1 of wb bytes a row, each kc rows (panel q at dst + q *
+ * wb * kc), from rows ps bytes apart whose panels follow each other (q
+ * at src + q * wb): one row of all of them at a time.  wb of a size known
+ * here, so no library call. */
+#define GM_ROWS_CASE(B)                                                       \
+	case B:                                                              \
+		for (int64_t p = 0; p < kc; p++, src += ps, dst += B) {      \
+			if (p + GM_PFROW < kc)                               \
+				for (int64_t x = 0; x < nq * (B); x += 64)   \
+					__builtin_prefetch(src + GM_PFROW * ps + x); \
+			for (int64_t q = 0; q < nq; q++)                     \
+				memcpy(dst + q * (B) * kc, src + q * (B), (B)); \
+		}                                                            \
+		return;
+static void pack_rows(char *restrict dst, const char *restrict src, int64_t ps, int64_t nq,
+		      int64_t wb, int64_t kc)
+{
+	switch (wb) {
+	GM_ROWS_CASE(16) GM_ROWS_CASE(32) GM_ROWS_CASE(64) GM_ROWS_CASE(128)
+	default:
+		break;
+	}
+	for (int64_t p = 0; p < kc; p++, src += ps, dst += wb)
+		for (int64_t q = 0; q < nq; q++)
+			memcpy(dst + q * wb * kc, src + q * wb, (size_t)wb);
 }
 
 /* ---- blocking ---- */
@@ -224,6 +278,12 @@ struct job {
 	int64_t ga, gb, ua, ub;      /* panels per unit; units of a, of b */
 	/* output tiles: tm x tn panels each, ti x tj per batch entry */
 	int64_t tm, tn, ti, tj;
+	/* the epilogue: a row of tiles is cut into ng groups of eg tiles,
+	 * finished together by the task that makes the group's last tile;
+	 * left[(e * ti + row of tiles) * ng + group] counts those not yet
+	 * made (used when eg > 1) */
+	int64_t eg, ng;
+	_Atomic int64_t *left;
 	atomic_int epi_failed;
 };
 
@@ -280,6 +340,16 @@ static void pack_task(void *arg, int64_t t)
 	int64_t is = is_a ? g->a_rs : g->b_cs, ps = is_a ? g->a_cs : g->b_rs;
 	const char *src = (const char *)(is_a ? g->a : g->b) + (off + k0 * ps) * j->es;
 	char *dst = (is_a ? j->pa : j->pb) + (bi * g->k * pad + k0 * pad) * j->es;
+	/* full panels whose elements run along memory (a row-major b): row
+	 * by row across the unit's panels, each row one run of memory read
+	 * once (a third faster than panel by panel, which reads every row
+	 * once per panel, a page apart) */
+	int64_t nfull = full / w - p0 < p1 - p0 ? full / w - p0 : p1 - p0;
+	if (is == 1 && nfull > 1) {
+		pack_rows(dst + p0 * w * kcb * j->es, src + p0 * w * j->es, ps * j->es, nfull,
+			  w * j->es, kcb);
+		p0 += nfull;
+	}
 	for (int64_t q = p0; q < p1; q++) {
 		int64_t len = full - q * w < w ? full - q * w : w;
 		pack(j->es, dst + q * w * kcb * j->es, src + q * w * is * j->es, is, ps, len, w,
@@ -338,10 +408,14 @@ static void tile_task(void *arg, int64_t t)
 	}
 	if (!g->epi)
 		return;
-	/* the tile is still in cache: finish it (whole rows in one call) */
+	/* the epilogue of the tile's group once its last tile is made (see
+	 * choose_epi): whole rows in one call, else one call a row */
+	int64_t jb = rest % j->tj, grp = jb / j->eg;
+	if (j->eg > 1 && atomic_fetch_sub(&j->left[(t / j->tj) * j->ng + grp], 1) != 1)
+		return;
 	int64_t i0 = q0 * mr, rows = (q1 * mr < g->m ? q1 * mr : g->m) - i0;
-	int64_t j0 = r0 * nr, cols = (r1 * nr < g->n ? r1 * nr : g->n) - j0;
-	int64_t base = e * g->m * g->n;
+	int64_t j0 = grp * j->eg * j->tn * nr, j1 = (grp + 1) * j->eg * j->tn * nr;
+	int64_t cols = (j1 < g->n ? j1 : g->n) - j0, base = e * g->m * g->n;
 	if (cols == g->n) {
 		if (g->epi(g->epi_ctx, base + i0 * g->n, rows * cols))
 			atomic_store(&j->epi_failed, 1);
@@ -394,6 +468,27 @@ static void choose_tiles(struct job *j, int64_t want_m, int64_t want_n)
 	j->tn = tn < 1 ? 1 : tn;
 	j->ti = ceil_div(j->mp, j->tm);
 	j->tj = ceil_div(j->np, j->tn);
+}
+
+/* The epilogue's groups: as many tiles along a row of tiles as keep the
+ * group's part of the output within a quarter of L2 (still in the caches
+ * of the threads that made it when its last tile is done), the row cut
+ * into groups of equal size.  Each call of the epilogue pays a setup
+ * (the fused VM's, some 20 ns here), so calls of a tile's rows alone
+ * cost much: relu([256, 1024] @ [1024, 1024] + b) in tiles 32 wide made
+ * 9216 calls of 32 elements, near a tenth of the product's time; in
+ * groups (here whole rows: 8 calls) the setup is nothing.  A group is
+ * also the most work the epilogue leaves to one thread after the rest
+ * of the product is made. */
+static void choose_epi(struct job *j)
+{
+	const struct tir_caches *mc = tir_machine_caches();
+	int64_t rows = j->tm * j->mr, cols = j->tn * j->nr;
+	int64_t most = j->g->epi_group > 0 ? j->g->epi_group      /* the test hook */
+					    : mc->l2 / 4 / (rows * cols * j->es);
+	most = most < 1 ? 1 : most;
+	j->ng = ceil_div(j->tj, most);
+	j->eg = ceil_div(j->tj, j->ng);
 }
 
 /* Packing buffers kept between products, one per pool slot (the thread
@@ -462,6 +557,73 @@ static const struct gemm_kern *pick_kernel(enum tir_dtype dt)
 	return &kernels[tir_vmath_path()][dt == TIR_DTYPE_F64];
 }
 
+/* A slab of a product split in slabs (run_slabs): rows [i0, i0 + m)
+ * and columns [j0, j0 + n) of the whole, whose rows are N long and whose
+ * batch entries are M rows.  The slab's epilogue offsets (its own
+ * [batch, m, n]) are mapped to the whole's, one run of a row at a time. */
+struct slab {
+	tir_epilogue_fn epi;
+	void *ctx;
+	int64_t M, N, i0, j0, m, n;
+};
+
+static int slab_epi(void *arg, int64_t off, int64_t count)
+{
+	const struct slab *s = arg;
+	while (count > 0) {
+		int64_t e = off / (s->m * s->n), r = off % (s->m * s->n);
+		int64_t i = r / s->n, jj = r % s->n;
+		int64_t run = s->n - jj < count ? s->n - jj : count;
+		if (s->epi(s->ctx, (e * s->M + s->i0 + i) * s->N + s->j0 + jj, run))
+			return 1;
+		off += run;
+		count -= run;
+	}
+	return 0;
+}
+
+/* The product in slabs, when its packed operands would outgrow the
+ * buffer a thread keeps (keep bytes): the larger one's free axis (a's
+ * rows, b's columns) is cut into slabs of whole panels that pack into at
+ * most half of it, and each slab is a product of its own (which may cut
+ * the other operand in turn).  Every element is the same chain in any
+ * slab.  Packing a [16, 1024] @ [1024, 32768] whole (128 MiB of b) took
+ * fresh pages at every product and read b back from memory: five times
+ * OpenBLAS's time; in slabs its buffer stays kept, in the caches. */
+static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abytes, int64_t bbytes,
+		     size_t keep, struct tir_err *err)
+{
+	/* the larger operand's axis, unless it is one panel */
+	bool rows = abytes >= bbytes ? j->mp > 1 : j->np <= 1;
+	int64_t panels = rows ? j->mp : j->np, w = rows ? j->mr : j->nr;
+	int64_t slabs = ceil_div(rows ? abytes : bbytes, (int64_t)(keep / 2 > 0 ? keep / 2 : 1));
+	slabs = slabs < 2 ? 2 : slabs;
+	int64_t per = ceil_div(panels, slabs) * w, full = rows ? g->m : g->n;
+	for (int64_t x0 = 0; x0 < full; x0 += per) {
+		int64_t len = full - x0 < per ? full - x0 : per;
+		struct tir_gemm s = *g;
+		struct slab sl = { g->epi, g->epi_ctx, g->m, g->n, rows ? x0 : 0, rows ? 0 : x0,
+				   rows ? len : g->m, rows ? g->n : len };
+		if (rows) {
+			s.m = len;
+			s.a = (const char *)g->a + x0 * g->a_rs * j->es;
+			s.c = (char *)g->c + x0 * g->ldc * j->es;
+		} else {
+			s.n = len;
+			s.b = (const char *)g->b + x0 * g->b_cs * j->es;
+			s.c = (char *)g->c + x0 * j->es;
+		}
+		if (g->epi) {
+			s.epi = slab_epi;
+			s.epi_ctx = &sl;
+		}
+		int rc = tir_gemm_run(&s, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 {
 	struct job j = { .g = g, .kern = pick_kernel(g->dt) };
@@ -504,17 +666,10 @@ int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 		   __builtin_mul_overflow(j.nbb, j.npad, &bbytes) |
 		   __builtin_mul_overflow(bbytes, g->k, &bbytes) |
 		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX - 128 - bbytes);
-	size_t size = big ? 0 : (size_t)((abytes + bbytes + 127) / 64 * 64);
-	int slot = -1;
-	char *buf = big ? NULL : scratch_get(size, &slot);
-	if (!buf)
-		return tir_errf(err, TIR_ENOMEM, NULL,
-				"matmul: out of memory packing its operands (%lld x %lld and %lld x %lld, %lld and %lld times)",
-				(long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n,
-				(long long)j.na, (long long)j.nbb);
-	j.pa = buf;
-	j.pb = buf + (abytes + 63) / 64 * 64;
-
+	size_t keep = g->slab_bytes > 0 ? (size_t)g->slab_bytes      /* the test hook */
+		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
+	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
+		return run_slabs(g, &j, abytes, bbytes, keep, err);
 	/* packing units of about L2 / 8 bytes each */
 	int64_t unit = tir_machine_caches()->l2 / 8;
 	j.ga = unit / (j.kc * j.mr * j.es);
@@ -524,7 +679,28 @@ int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 	j.ua = j.na * j.kb * ceil_div(j.mp, j.ga);
 	j.ub = j.nbb * j.kb * ceil_div(j.np, j.gb);
 	choose_tiles(&j, g->tile_m, g->tile_n);
+	choose_epi(&j);
 	int64_t ntiles = batches * j.ti * j.tj;
+	/* the epilogue's counters, after the packed operands */
+	int64_t nleft = g->epi && j.eg > 1 ? batches * j.ti * j.ng : 0;
+	if (!big && nleft > (INT64_MAX - 256 - abytes - bbytes) / (int64_t)sizeof(int64_t))
+		big = true;
+	size_t size = big ? 0 : (size_t)((abytes + bbytes + 127) / 64 * 64 +
+					 nleft * (int64_t)sizeof(int64_t) + 64);
+	int slot = -1;
+	char *buf = big ? NULL : scratch_get(size, &slot);
+	if (!buf)
+		return tir_errf(err, TIR_ENOMEM, NULL,
+				"matmul: out of memory packing its operands (%lld x %lld and %lld x %lld, %lld and %lld times)",
+				(long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n,
+				(long long)j.na, (long long)j.nbb);
+	j.pa = buf;
+	j.pb = buf + (abytes + 63) / 64 * 64;
+	j.left = (_Atomic int64_t *)(j.pb + (bbytes + 63) / 64 * 64);
+	for (int64_t i = 0; i < nleft; i++) {
+		int64_t grp = i % j.ng, first = grp * j.eg;
+		atomic_init(&j.left[i], j.tj - first < j.eg ? j.tj - first : j.eg);
+	}
 
 	double macs = (double)batches * (double)g->m * (double)g->n * (double)g->k;
 	if (macs < (double)SERIAL_MACS) {

@@ -12,6 +12,9 @@
  *    scalar;
  *  - bit for bit across thread counts (1, 2, 3, 4, 7, 16, 64) and across
  *    tile sizes (the test hook), which must not change a bit.
+ * An epilogue runs once on each element, on its final value, whatever
+ * the threads, tiles and epilogue groups.  A product cut in slabs (the
+ * test's small kept buffer) is the same, bit for bit.
  * Shapes: 1x1x1, k = 0, m = 1, n = 1, k = 1, tails in every dimension,
  * k several KC long; row-major, transposed and odd-strided operands,
  * accumulation into c; broadcast batch axes (a batch of a against one b,
@@ -200,8 +203,11 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 	g.b = b;
 	size_t bytes = (size_t)(m * n * es);
 	char *first = malloc(bytes), *c = malloc(bytes);
-	static const int64_t tiles[][2] = { { 0, 0 }, { 1, 1 }, { 12, 32 }, { 13, 5 },
-					    { 64, 1000 }, { 1000, 64 }, { 1000, 1000 } };
+	/* tile rows, columns, and the kept buffer's size (0: the real one;
+	 * 1: slabs of one panel of each operand) */
+	static const int64_t tiles[][3] = { { 0, 0, 0 }, { 1, 1, 0 }, { 12, 32, 0 }, { 13, 5, 0 },
+					    { 64, 1000, 0 }, { 1000, 64, 0 }, { 1000, 1000, 0 },
+					    { 0, 0, 1 }, { 0, 0, 60000 }, { 13, 5, 150000 } };
 	int differ = 0, runs = 0;
 	for (int t = 0; t < NTHREADS; t++) {
 		tir_blas_set_threads(threads[t]);
@@ -210,6 +216,7 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 			g.c = runs ? c : first;
 			g.tile_m = tiles[s][0];
 			g.tile_n = tiles[s][1];
+			g.slab_bytes = tiles[s][2];
 			memset(g.c, 0x55, bytes);
 			CHECK(tir_gemm_run(&g, &err) == 0);
 			if (runs++ && memcmp(first, c, bytes))
@@ -222,10 +229,107 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 			tir_dtype_name(dt), la, lb, differ, runs);
 	CHECK(differ == 0);
 	g.c = NULL;
-	g.tile_m = g.tile_n = 0;
+	g.tile_m = g.tile_n = g.slab_bytes = 0;
 	check_one(&g, NULL);
 	free(first);
 	free(c);
+	free(a);
+	free(b);
+}
+
+/* An epilogue as a matmul passes it: elements [i0, i0 + n) of the
+ * contiguous output, c = c * 2 + 1 (exact in binary), and a count of the
+ * calls on each element. */
+struct epi_ctx {
+	enum tir_dtype dt;
+	void *c;
+	int *seen;
+};
+
+static int epi_twice(void *ctx, int64_t i0, int64_t n)
+{
+	struct epi_ctx *x = ctx;
+	for (int64_t i = i0; i < i0 + n; i++) {
+		__atomic_add_fetch(&x->seen[i], 1, __ATOMIC_RELAXED);
+		if (x->dt == TIR_DTYPE_F32)
+			((float *)x->c)[i] = ((float *)x->c)[i] * 2 + 1;
+		else
+			((double *)x->c)[i] = ((double *)x->c)[i] * 2 + 1;
+	}
+	return 0;
+}
+
+/* The epilogue runs once on every element, after its last k-block: the
+ * result is the product's, then the epilogue's, bit for bit, at every
+ * thread count, tile size (tiles spanning whole rows or not) and size of
+ * epilogue group (a tile, several, the last one short, whole rows) and
+ * slabs (rows, columns, both), also with batch entries (each its own c). */
+static void test_epilogue(enum tir_dtype dt, int64_t batches)
+{
+	int64_t m = 103, n = 150, k = 301;
+	int64_t es = (int64_t)tir_dtype_size(dt), total = batches * m * n;
+	struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = k, .ldc = n, .c_batch = m * n };
+	void *a = operand(dt, batches * m, k, 0, &g.a_rs, &g.a_cs);
+	void *b = operand(dt, k, n, 0, &g.b_rs, &g.b_cs);
+	g.a = a;
+	g.b = b;
+	if (batches > 1) {
+		g.nb = 1;
+		g.shape[0] = batches;
+		g.as[0] = m * k;
+		g.bs[0] = 0;
+	}
+	size_t bytes = (size_t)(total * es);
+	char *want = malloc(bytes), *c = malloc(bytes);
+	int *seen = malloc((size_t)total * sizeof *seen);
+	struct tir_err err = { 0 };
+	g.c = want;
+	CHECK(tir_gemm_run(&g, &err) == 0);
+	for (int64_t i = 0; i < total; i++)
+		if (dt == TIR_DTYPE_F32)
+			((float *)want)[i] = ((float *)want)[i] * 2 + 1;
+		else
+			((double *)want)[i] = ((double *)want)[i] * 2 + 1;
+	struct epi_ctx x = { .dt = dt, .c = c, .seen = seen };
+	g.c = c;
+	g.epi = epi_twice;
+	g.epi_ctx = &x;
+	/* tile rows, columns, tiles per epilogue group (0: chosen) and the
+	 * kept buffer's size (0: the real one; else slabs) */
+	static const int64_t tiles[][4] = { { 0, 0, 0, 0 }, { 12, 32, 0, 0 }, { 12, 32, 1, 0 },
+					    { 12, 32, 2, 0 }, { 13, 5, 3, 0 }, { 13, 5, 1000, 0 },
+					    { 24, 1000, 0, 0 }, { 1000, 64, 1, 0 }, { 0, 0, 0, 1 },
+					    { 0, 0, 0, 60000 }, { 12, 32, 2, 150000 } };
+	int differ = 0, miscount = 0, runs = 0;
+	for (int t = 0; t < NTHREADS; t++) {
+		tir_blas_set_threads(threads[t]);
+		for (size_t s = 0; s < sizeof tiles / sizeof tiles[0]; s++) {
+			g.tile_m = tiles[s][0];
+			g.tile_n = tiles[s][1];
+			g.epi_group = tiles[s][2];
+			g.slab_bytes = tiles[s][3];
+			memset(c, 0x55, bytes);
+			memset(seen, 0, (size_t)total * sizeof *seen);
+			CHECK(tir_gemm_run(&g, &err) == 0);
+			runs++;
+			if (memcmp(want, c, bytes))
+				differ++;
+			for (int64_t i = 0; i < total; i++)
+				if (seen[i] != 1) {
+					miscount++;
+					break;
+				}
+		}
+	}
+	tir_blas_set_threads(1);
+	if (differ || miscount)
+		fprintf(stderr, "gemm %s epilogue, %lld batches: %d of %d runs differ, %d miscount\n",
+			tir_dtype_name(dt), (long long)batches, differ, runs, miscount);
+	CHECK(differ == 0);
+	CHECK(miscount == 0);
+	free(want);
+	free(c);
+	free(seen);
 	free(a);
 	free(b);
 }
@@ -376,6 +480,8 @@ int main(void)
 		test_shapes(dt);
 		test_invariance(dt, 0, 0);
 		test_invariance(dt, 1, 2);
+		test_epilogue(dt, 1);
+		test_epilogue(dt, 3);
 		/* a batch of a against one b (folded into one tall matrix) */
 		test_batched(dt, (int64_t[]){ 3, 4, 29, 70 }, (int64_t[]){ 1, 1, 70, 45 }, 4);
 		/* both broadcast, on different axes */
