@@ -19,6 +19,7 @@ static const char *const usage_text =
 	"  tir run FILE.tir [options]   parse, check and run a program; print its results\n"
 	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
 	"  tir fmt FILE.tir             print the program in canonical form\n"
+	"  tir inspect FILE             the tensors of a .safetensors or .npy file\n"
 	"  tir repl                     an interactive session (tir help repl)\n"
 	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
 	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
@@ -31,7 +32,8 @@ const char *const cli_run_help =
 	"usage: tir run FILE.tir [options]\n"
 	"\n"
 	"  --input NAME=FILE     value of `input NAME` from a .npy or .safetensors file\n"
-	"  --save NAME=FILE.npy  write a bound value to a .npy file\n"
+	"  --save NAME=FILE      write a bound value to FILE.npy, or to FILE.safetensors\n"
+	"                        (which holds every value saved to it, by name)\n"
 	"  --remote HOST:PORT    run on a tir server (`tir serve`); https://HOST:PORT for one\n"
 	"                        serving TLS (checked against the system's CAs, or\n"
 	"                        TIR_CA_FILE's); TIR_TOKEN is its token, TIR_TIMEOUT the\n"
@@ -225,6 +227,41 @@ static int cmd_fmt(int argc, char **argv)
 	return status;
 }
 
+static const char inspect_help[] =
+	"usage: tir inspect FILE\n"
+	"\n"
+	"The tensors of a .safetensors or .npy file, from its header alone (the\n"
+	"data is not read): name, dtype as the file names it, shape, bytes, offset\n"
+	"of the data from the start of the file, and the tir dtype it loads as (\"-\"\n"
+	"for a dtype tir does not read yet).  Every tensor is checked as loading\n"
+	"it would be: a header that lies (offsets out of range or overlapping, a\n"
+	"shape that disagrees with its bytes) is an error, exit status 1.\n";
+
+static int cmd_inspect(int argc, char **argv)
+{
+	if (argc == 1 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
+		fputs(inspect_help, stdout);
+		return EXIT_OK;
+	}
+	if (argc != 1) {
+		fputs(inspect_help, stderr);
+		return EXIT_USAGE;
+	}
+	struct tir_err err = {0};
+	char *s = tir_file_inspect(argv[0], &err);
+	if (!s) {
+		cli_print_err(&err);
+		return EXIT_PROGRAM;
+	}
+	fputs(s, stdout);
+	free(s);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "tir: writing: %s\n", strerror(errno));
+		return EXIT_PROGRAM;
+	}
+	return EXIT_OK;
+}
+
 static int cmd_help(int argc, char **argv)
 {
 	if (argc == 0) {
@@ -251,6 +288,10 @@ static int cmd_help(int argc, char **argv)
 	}
 	if (!strcmp(argv[0], "check") || !strcmp(argv[0], "fmt")) {
 		printf("usage: tir %s FILE.tir\n", argv[0]);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[0], "inspect")) {
+		fputs(inspect_help, stdout);
 		return EXIT_OK;
 	}
 	fprintf(stderr, "tir: no help for '%s'\n%s", argv[0], usage_text);
@@ -282,6 +323,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 2, argv + 2);
 	if (!strcmp(cmd, "fmt"))
 		return cmd_fmt(argc - 2, argv + 2);
+	if (!strcmp(cmd, "inspect"))
+		return cmd_inspect(argc - 2, argv + 2);
 	if (!strcmp(cmd, "run")) {
 		int status = cli_run(argc - 2, argv + 2);
 		tir_release_caches();

@@ -375,6 +375,57 @@ static int dot_load(struct repl *r, char *arg)
 	return 0;
 }
 
+/* .save NAME [NAME...] FILE: compute the names' values (those kept are
+ * not computed again) and write them: FILE.safetensors holds them all,
+ * by name; a .npy file one. */
+#define TIR_REPL_SAVE_MAX 64
+
+static int dot_save(struct repl *r, char *arg)
+{
+	char *tok[TIR_REPL_SAVE_MAX + 1];
+	int n = 0;
+	for (char *t = strtok(arg, " \t"); t; t = strtok(NULL, " \t")) {
+		if (n == TIR_REPL_SAVE_MAX + 1) {
+			fprintf(stderr, "tir: .save takes at most %d names\n", TIR_REPL_SAVE_MAX);
+			r->failed = true;
+			return 0;
+		}
+		tok[n++] = t;
+	}
+	if (n < 2)
+		return 1;
+	const char *path = tok[n - 1];
+	int nnames = n - 1;
+	for (int i = 0; i < nnames; i++) {
+		if (!is_name(tok[i]))
+			return 1;
+		const struct tir_binding *b = tir_program_lookup(r->p, tok[i], strlen(tok[i]));
+		if (!b || !b->node) {
+			const char *sug = tir_program_suggest(r->p, tok[i], strlen(tok[i]));
+			fprintf(stderr, "tir: no value named '%s'%s%s%s\n", tok[i], sug ? "; did you mean '" : "",
+				sug ? sug : "", sug ? "'?" : "");
+			r->failed = true;
+			return 0;
+		}
+	}
+	struct tir_err err = {0};
+	interrupted = 0;
+	drain_wake_pipe();
+	if (tir_exec_run(r->x, r->p->nstmts, (const char *const *)tok, nnames, &err)) {
+		print_run_err(&err);
+		r->failed = true;
+		return 0;
+	}
+	const struct tir_tensor *ts[TIR_REPL_SAVE_MAX];
+	for (int i = 0; i < nnames; i++)
+		ts[i] = tir_exec_named(r->x, (size_t)i);
+	if (tir_tensors_save(path, (const char *const *)tok, ts, nnames, &err)) {
+		cli_print_err(&err);
+		r->failed = true;
+	}
+	return 0;
+}
+
 static int dot_quit(struct repl *r, char *arg)
 {
 	if (*arg)
@@ -502,6 +553,7 @@ static const struct dot_cmd dot_cmds[] = {
 	{"quit", "", "leave the session (also Ctrl-D)", dot_quit},
 	{"remote", "HOST:PORT|off", "compute on a tir server (tir serve), or here again (off)", dot_remote},
 	{"reset", "", "forget every name and value", dot_reset},
+	{"save", "NAME... FILE", "write values to FILE.npy (one) or FILE.safetensors (each by name)", dot_save},
 	{"timer", "on|off", "show timing after each computation (on stderr)", dot_timer},
 	{"vars", "", "each name with its type and whether it is computed", dot_vars},
 };

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,15 @@ struct run_opts {
 	int threads, precision;
 };
 
-static int usage(const char *fmt, const char *arg)
+static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage(const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
 	fprintf(stderr, "tir run: ");
-	fprintf(stderr, fmt, arg);
+	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n(tir help run lists the options)\n");
+	va_end(ap);
 	return EXIT_USAGE;
 }
 
@@ -77,7 +82,17 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 				return usage("--input wants NAME=FILE, got '%s'", val);
 		} else if (!strcmp(a, "--save")) {
 			if (!split_pair(val, &o->saves[o->nsaves++]))
-				return usage("--save wants NAME=FILE.npy, got '%s'", val);
+				return usage("--save wants NAME=FILE.npy or NAME=FILE.safetensors, got '%s'", val);
+			const struct pair *sv = &o->saves[o->nsaves - 1];
+			for (int j = 0; j < o->nsaves - 1; j++) {
+				if (strcmp(o->saves[j].path, sv->path))
+					continue;
+				if (!tir_path_is_safetensors(sv->path))
+					return usage("--save: %s is named twice; a .npy file holds one tensor "
+						     "(a name ending in .safetensors holds several)", sv->path);
+				if (!strcmp(o->saves[j].name, sv->name))
+					return usage("--save: %s=%s is given twice", sv->name, sv->path);
+			}
 		} else if (!strcmp(a, "--remote")) {
 			o->remote = val;
 		} else if (!strcmp(a, "--threads")) {
@@ -218,8 +233,23 @@ int cli_run(int argc, char **argv)
 		fputs(s, stdout);
 		free(s);
 	}
+	/* one file per path: a .safetensors file gets every value saved to it */
 	for (int i = 0; i < o.nsaves; i++) {
-		if (tir_tensor_save(o.saves[i].path, tir_exec_named(x, (size_t)i), &err)) {
+		bool done = false;
+		for (int j = 0; j < i && !done; j++)
+			done = !strcmp(o.saves[j].path, o.saves[i].path);
+		if (done)
+			continue;
+		const char *fnames[o.nsaves];
+		const struct tir_tensor *fts[o.nsaves];
+		int n = 0;
+		for (int j = i; j < o.nsaves; j++) {
+			if (strcmp(o.saves[j].path, o.saves[i].path))
+				continue;
+			fnames[n] = o.saves[j].name;
+			fts[n++] = tir_exec_named(x, (size_t)j);
+		}
+		if (tir_tensors_save(o.saves[i].path, fnames, fts, n, &err)) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;
 			goto out;

@@ -204,6 +204,20 @@ const char *tir_exec_explain(struct tir_exec *x);
 char *tir_tensor_format(const struct tir_tensor *t, const char *header, int precision, bool full);
 /* Write t as a .npy file (written whole, then renamed into place). */
 int tir_tensor_save(const char *path, const struct tir_tensor *t, struct tir_err *err);
+/* Write n tensors to path: a path ending in ".safetensors" gets one
+ * .safetensors file holding all of them under names[] (unique), any other
+ * path a .npy file of the one tensor (n must be 1).  Written whole, then
+ * renamed into place. */
+int tir_tensors_save(const char *path, const char *const *names, const struct tir_tensor *const *ts, int n,
+		     struct tir_err *err);
+/* Whether path names a .safetensors file (by its extension), for saving. */
+bool tir_path_is_safetensors(const char *path);
+/* What `tir inspect FILE` prints: the file's format, then a table of its
+ * tensors (name, dtype as the file names it, shape, bytes, offset from
+ * the start of the file, the tir dtype it loads as or "-"), from the
+ * header alone; every tensor checked (no overlaps, offsets and sizes
+ * that agree).  returns: new, free(); NULL with err set. */
+char *tir_file_inspect(const char *path, struct tir_err *err);
 /* Give back the memory kept for reuse by freed tensors. */
 void tir_release_caches(void);
 /* Threads for OpenBLAS and the engine (0: the default). */

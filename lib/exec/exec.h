@@ -398,11 +398,35 @@ struct tir_file_info {
  * by content (the npy magic), not by extension. */
 int tir_file_info(const char *path, const char *name, struct tir_file_info *info,
 		  struct tir_err *err);
+/* Every tensor of a file, from its header alone (tir inspect): each one
+ * checked as loading it would check it, whatever its dtype, and no two
+ * overlapping.  Free with tir_file_listing_free (also after an error). */
+struct tir_file_entry {
+	char *name;              /* NULL in a .npy file */
+	char dtype[64];          /* as the file names it: "F32", "BF16", "<f4" */
+	bool loads;              /* tir reads it, as dt */
+	enum tir_dtype dt;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	uint64_t offset, bytes;  /* its data: from the start of the file */
+};
+struct tir_file_listing {
+	const char *format;      /* "npy", "safetensors" */
+	uint64_t file_bytes, header_bytes;
+	size_t n;
+	struct tir_file_entry *e;
+	char *metadata;          /* safetensors' __metadata__ as compact JSON, or NULL */
+};
+int tir_file_list(const char *path, struct tir_file_listing *list, struct tir_err *err);
+void tir_file_listing_free(struct tir_file_listing *list);
 /* Read the tensor (header validated, data read fully). dst must be empty. */
 int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 		  struct tir_err *err);
 /* Write t (any layout) as a version 1.0 .npy file that NumPy reads. */
 int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *err);
+/* Write n named tensors (any layout) as one .safetensors file. */
+int tir_safetensors_save(const char *path, const char *const *names, const struct tir_tensor *const *ts,
+			 int n, struct tir_err *err);
 
 /* ---- for lib/net: a run whose graph another tir computes ---- */
 

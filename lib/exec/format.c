@@ -119,6 +119,23 @@ int tir_tensor_save(const char *path, const struct tir_tensor *t, struct tir_err
 	return tir_npy_save(path, t, err);
 }
 
+bool tir_path_is_safetensors(const char *path)
+{
+	size_t n = strlen(path), k = strlen(".safetensors");
+	return n > k && !strcmp(path + n - k, ".safetensors");
+}
+
+int tir_tensors_save(const char *path, const char *const *names, const struct tir_tensor *const *ts, int n,
+		     struct tir_err *err)
+{
+	if (tir_path_is_safetensors(path))
+		return tir_safetensors_save(path, names, ts, n, err);
+	if (n != 1)
+		return tir_errf(err, TIR_EDATA, NULL, "%s: a .npy file holds one tensor, not %d (save to a "
+				"name ending in .safetensors for several)", path, n);
+	return tir_npy_save(path, ts[0], err);
+}
+
 void tir_set_threads(int n)
 {
 	tir_blas_set_threads(n);

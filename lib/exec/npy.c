@@ -230,7 +230,17 @@ static int hdr_shape(struct hdr *h, int *rank, int64_t *shape)
 }
 
 /* descr to dtype, or an error naming it. */
-static int npy_dtype(struct tir_err *err, const char *path, const char *d, enum tir_dtype *dt)
+/* What a header says of its one tensor, or of each (tir_file_list): the
+ * dtype as the file names it, and whether tir reads it (info->dtype). */
+struct probe {
+	struct tir_file_info info;
+	char dtype[64];        /* "<f4", "F32", "BF16" */
+	size_t esize;          /* bytes of an element */
+	bool loads;            /* info->dtype is tir's */
+	bool lenient;          /* listing: a dtype tir does not read is no error */
+};
+
+static bool npy_dtype_of(const char *d, enum tir_dtype *dt)
 {
 	static const struct {
 		const char *descr;
@@ -242,16 +252,42 @@ static int npy_dtype(struct tir_err *err, const char *path, const char *d, enum 
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		if (strcmp(d, ok[i].descr) == 0) {
 			*dt = ok[i].dt;
-			return 0;
+			return true;
 		}
 	}
+	return false;
+}
+
+/* The bytes of an element of a plain .npy descr ('<f2', '|u1', '>i8',
+ * '<c8'): its number; 0 for anything else. */
+static size_t npy_descr_size(const char *d)
+{
+	if (strlen(d) < 3 || !strchr("<>|=", d[0]) || !strchr("biufc", d[1]))
+		return 0;
+	char *end;
+	long n = strtol(d + 2, &end, 10);
+	return *end || n <= 0 || n > 32 ? 0 : (size_t)n;
+}
+
+static int npy_dtype(struct tir_err *err, const char *path, const char *d, struct probe *pr)
+{
+	snprintf(pr->dtype, sizeof pr->dtype, "%s", d);
+	pr->loads = npy_dtype_of(d, &pr->info.dtype);
+	if (pr->loads) {
+		pr->esize = tir_dtype_size(pr->info.dtype);
+		return 0;
+	}
+	pr->esize = npy_descr_size(d);
+	if (pr->lenient && pr->esize)
+		return 0;
 	return ferr(err, TIR_EDATA, path,
 		    "unsupported dtype '%s'%s; tir reads little-endian f4 f8 i4 i8 b1",
 		    d, d[0] == '>' ? " (big-endian)" : "");
 }
 
-static int npy_parse_dict(struct hdr *h, struct tir_file_info *info)
+static int npy_parse_dict(struct hdr *h, struct probe *pr)
 {
+	struct tir_file_info *info = &pr->info;
 	char key[32], descr[64];
 	bool seen_descr = false, seen_fortran = false, seen_shape = false;
 	bool fortran = false;
@@ -302,7 +338,7 @@ static int npy_parse_dict(struct hdr *h, struct tir_file_info *info)
 			      !seen_shape ? "shape" : NULL;
 	if (missing)
 		return ferr(h->err, TIR_EDATA, h->path, "bad .npy header: no '%s' key", missing);
-	if ((rc = npy_dtype(h->err, h->path, descr, &info->dtype)))
+	if ((rc = npy_dtype(h->err, h->path, descr, pr)))
 		return rc;
 	if (fortran)
 		return ferr(h->err, TIR_EDATA, h->path,
@@ -312,8 +348,9 @@ static int npy_parse_dict(struct hdr *h, struct tir_file_info *info)
 }
 
 static int npy_info(int fd, const char *path, uint64_t fsize, const unsigned char *head,
-		    size_t nhead, struct tir_file_info *info, struct tir_err *err)
+		    size_t nhead, struct probe *pr, struct tir_err *err)
 {
+	struct tir_file_info *info = &pr->info;
 	if (nhead < 8)
 		return ferr(err, TIR_EDATA, path,
 			    "truncated: the file ends inside the .npy preamble");
@@ -346,7 +383,7 @@ static int npy_info(int fd, const char *path, uint64_t fsize, const unsigned cha
 		return rc;
 	}
 	struct hdr h = {text, text, text + hlen, path, err};
-	int rc = npy_parse_dict(&h, info);
+	int rc = npy_parse_dict(&h, pr);
 	free(text);
 	if (rc)
 		return rc;
@@ -355,7 +392,7 @@ static int npy_info(int fd, const char *path, uint64_t fsize, const unsigned cha
 	if ((rc = check_shape(err, path, "", info->rank, info->shape, &numel)))
 		return rc;
 	info->data_offset = pre + hlen;
-	info->data_bytes = (uint64_t)numel * tir_dtype_size(info->dtype);
+	info->data_bytes = (uint64_t)numel * pr->esize;
 	uint64_t have = fsize - info->data_offset;
 	if (have < info->data_bytes)
 		return ferr(err, TIR_EDATA, path,
@@ -397,8 +434,25 @@ static size_t edit_distance(const char *a, const char *b)
 	return row[lb];
 }
 
-static int st_dtype(struct tir_err *err, const char *path, const char *tname,
-		    const char *d, enum tir_dtype *dt)
+/* The bytes of an element of each dtype the safetensors format names; 0
+ * for a name it does not. */
+static size_t st_dtype_size(const char *d)
+{
+	static const struct {
+		const char *name;
+		size_t size;
+	} sizes[] = {
+		{"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1},
+		{"I16", 2}, {"U16", 2}, {"F16", 2}, {"BF16", 2},
+		{"I32", 4}, {"U32", 4}, {"F32", 4}, {"I64", 8}, {"U64", 8}, {"F64", 8},
+	};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		if (strcmp(d, sizes[i].name) == 0)
+			return sizes[i].size;
+	return 0;
+}
+
+static bool st_dtype_of(const char *d, enum tir_dtype *dt)
 {
 	static const struct {
 		const char *name;
@@ -410,9 +464,17 @@ static int st_dtype(struct tir_err *err, const char *path, const char *tname,
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		if (strcmp(d, ok[i].name) == 0) {
 			*dt = ok[i].dt;
-			return 0;
+			return true;
 		}
 	}
+	return false;
+}
+
+static int st_dtype(struct tir_err *err, const char *path, const char *tname,
+		    const char *d, enum tir_dtype *dt)
+{
+	if (st_dtype_of(d, dt))
+		return 0;
 	return ferr(err, TIR_EDATA, path,
 		    "tensor '%s': unsupported dtype '%s'; tir reads F32 F64 I32 I64 BOOL",
 		    tname, d);
@@ -486,8 +548,9 @@ static bool st_uint(json_t *j, int64_t *v)
 }
 
 static int st_entry(json_t *e, const char *path, const char *tname, uint64_t data_size,
-		    struct tir_file_info *info, struct tir_err *err)
+		    struct probe *pr, struct tir_err *err)
 {
+	struct tir_file_info *info = &pr->info;
 	if (!json_is_object(e))
 		return ferr(err, TIR_EDATA, path, "tensor '%s': expected a JSON object", tname);
 	json_t *jd = json_object_get(e, "dtype");
@@ -502,9 +565,22 @@ static int st_entry(json_t *e, const char *path, const char *tname, uint64_t dat
 	if (!json_is_array(jo) || json_array_size(jo) != 2)
 		return ferr(err, TIR_EDATA, path,
 			    "tensor '%s': \"data_offsets\" missing or not [begin, end]", tname);
-	int rc = st_dtype(err, path, tname, json_string_value(jd), &info->dtype);
+	const char *dname = json_string_value(jd);
+	snprintf(pr->dtype, sizeof pr->dtype, "%s", dname);
+	pr->esize = st_dtype_size(dname);
+	int rc = 0;
+	if (!pr->lenient)
+		rc = st_dtype(err, path, tname, dname, &info->dtype);
+	else if (!pr->esize)
+		rc = ferr(err, TIR_EDATA, path, "tensor '%s': unknown dtype '%s'", tname, dname);
+	else
+		pr->loads = st_dtype_of(dname, &info->dtype);
 	if (rc)
 		return rc;
+	if (!pr->lenient) {
+		pr->loads = true;
+		pr->esize = tir_dtype_size(info->dtype);
+	}
 	size_t rank = json_array_size(js);
 	if (rank > TIR_MAX_RANK)
 		return ferr(err, TIR_EDATA, path,
@@ -531,7 +607,7 @@ static int st_entry(json_t *e, const char *path, const char *tname, uint64_t dat
 			    "tensor '%s': data_offsets [%lld, %lld] out of range "
 			    "(the data is %llu bytes)", tname, (long long)begin,
 			    (long long)end, (unsigned long long)data_size);
-	uint64_t need = (uint64_t)numel * tir_dtype_size(info->dtype);
+	uint64_t need = (uint64_t)numel * pr->esize;
 	if ((uint64_t)(end - begin) != need)
 		return ferr(err, TIR_EDATA, path,
 			    "tensor '%s': its shape needs %llu bytes but data_offsets span %llu",
@@ -541,8 +617,100 @@ static int st_entry(json_t *e, const char *path, const char *tname, uint64_t dat
 	return 0;
 }
 
+struct span {
+	uint64_t b, e;
+	const char *name;
+};
+
+static int span_cmp(const void *x, const void *y)
+{
+	const struct span *a = x, *b = y;
+	return a->b < b->b ? -1 : a->b > b->b ? 1 : a->e < b->e ? -1 : a->e > b->e;
+}
+
+/* Every tensor of the header checked (a dtype the format names, a shape,
+ * offsets inside the data that match them) and no two overlapping; with
+ * list, each goes into it too (in the file's order).  A file that lies
+ * about one tensor is refused whichever is asked for. */
+static int st_all(json_t *root, const char *path, uint64_t data_size, uint64_t base,
+		  struct tir_file_listing *list, struct tir_err *err)
+{
+	size_t n = json_object_size(root), m = 0;
+	struct span *sp = calloc(n ? n : 1, sizeof *sp);
+	struct tir_file_entry *ents = list ? calloc(n ? n : 1, sizeof *ents) : NULL;
+	if (!sp || (list && !ents)) {
+		free(sp);
+		free(ents);
+		return ferr(err, TIR_ENOMEM, path, "out of memory reading the header");
+	}
+	int rc = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(root, k, v) {
+		if (strcmp(k, "__metadata__") == 0)
+			continue;
+		struct probe pr = {.lenient = true};
+		if ((rc = st_entry(v, path, k, data_size, &pr, err)))
+			goto out;
+		sp[m] = (struct span){pr.info.data_offset, pr.info.data_offset + pr.info.data_bytes, k};
+		if (ents) {
+			struct tir_file_entry *e = &ents[m];
+			e->name = strdup(k);
+			if (!e->name) {
+				rc = ferr(err, TIR_ENOMEM, path, "out of memory reading the header");
+				goto out;
+			}
+			snprintf(e->dtype, sizeof e->dtype, "%s", pr.dtype);
+			e->loads = pr.loads;
+			e->dt = pr.info.dtype;
+			e->rank = pr.info.rank;
+			memcpy(e->shape, pr.info.shape, sizeof e->shape);
+			e->offset = base + pr.info.data_offset;
+			e->bytes = pr.info.data_bytes;
+		}
+		m++;
+	}
+	qsort(sp, m, sizeof *sp, span_cmp);
+	for (size_t i = 1, last = 0; i < m; i++) {
+		if (sp[i].b == sp[i].e)
+			continue;
+		if (sp[last].e > sp[i].b && sp[last].b != sp[last].e) {
+			rc = ferr(err, TIR_EDATA, path,
+				  "tensors '%s' and '%s' overlap: data_offsets [%llu, %llu] and [%llu, %llu]",
+				  sp[last].name, sp[i].name, (unsigned long long)sp[last].b,
+				  (unsigned long long)sp[last].e, (unsigned long long)sp[i].b,
+				  (unsigned long long)sp[i].e);
+			goto out;
+		}
+		if (sp[i].e > sp[last].e || sp[last].b == sp[last].e)
+			last = i;
+	}
+	if (list) {
+		/* in the file's order: by offset, then name */
+		for (size_t i = 1; i < m; i++)
+			for (size_t j = i; j > 0 && (ents[j].offset < ents[j - 1].offset ||
+					(ents[j].offset == ents[j - 1].offset &&
+					 strcmp(ents[j].name, ents[j - 1].name) < 0)); j--) {
+				struct tir_file_entry t = ents[j];
+				ents[j] = ents[j - 1];
+				ents[j - 1] = t;
+			}
+		list->e = ents;
+		list->n = m;
+		ents = NULL;
+	}
+out:
+	if (ents)
+		for (size_t i = 0; i < n; i++)
+			free(ents[i].name);
+	free(ents);
+	free(sp);
+	return rc;
+}
+
+/* The tensor `name` into *pr (list NULL), or every tensor into list. */
 static int st_info(int fd, const char *path, uint64_t fsize, uint64_t hlen, const char *name,
-		   struct tir_file_info *info, struct tir_err *err)
+		   struct probe *pr, struct tir_file_listing *list, struct tir_err *err)
 {
 	if (hlen > ST_MAX_HEADER)
 		return ferr(err, TIR_EDATA, path,
@@ -586,11 +754,22 @@ static int st_info(int fd, const char *path, uint64_t fsize, uint64_t hlen, cons
 			goto out;
 		}
 	}
+	uint64_t data_size = fsize - 8 - hlen;
+	if (list) {
+		list->format = "safetensors";
+		list->header_bytes = 8 + hlen;
+		if (meta && json_object_size(meta))
+			list->metadata = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
+		rc = st_all(root, path, data_size, 8 + hlen, list, err);
+		goto out;
+	}
 	if ((rc = st_pick(root, path, name, &tname, &entry, err)))
 		goto out;
-	if ((rc = st_entry(entry, path, tname, fsize - 8 - hlen, info, err)))
+	if ((rc = st_entry(entry, path, tname, data_size, pr, err)))
 		goto out;
-	info->data_offset += 8 + hlen;
+	if ((rc = st_all(root, path, data_size, 8 + hlen, NULL, err)))
+		goto out;
+	pr->info.data_offset += 8 + hlen;
 out:
 	json_decref(root);
 	return rc;
@@ -598,10 +777,10 @@ out:
 
 /* ---- open, detect, dispatch ---- */
 
-static int open_info(const char *path, const char *name, int *fdp,
-		     struct tir_file_info *info, struct tir_err *err)
+static int open_info(const char *path, const char *name, int *fdp, struct probe *pr,
+		     struct tir_file_listing *list, struct tir_err *err)
 {
-	memset(info, 0, sizeof *info);
+	memset(&pr->info, 0, sizeof pr->info);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return ferr(err, TIR_EDATA, path, "cannot open: %s", strerror(errno));
@@ -633,7 +812,25 @@ static int open_info(const char *path, const char *name, int *fdp,
 				  "a .npy file holds one tensor: load it without a name");
 			goto fail;
 		}
-		rc = npy_info(fd, path, fsize, head, nhead, info, err);
+		rc = npy_info(fd, path, fsize, head, nhead, pr, err);
+		if (!rc && list) {
+			list->format = "npy";
+			list->header_bytes = pr->info.data_offset;
+			list->e = calloc(1, sizeof *list->e);
+			if (!list->e) {
+				rc = ferr(err, TIR_ENOMEM, path, "out of memory");
+			} else {
+				struct tir_file_entry *e = list->e;
+				list->n = 1;
+				snprintf(e->dtype, sizeof e->dtype, "%s", pr->dtype);
+				e->loads = pr->loads;
+				e->dt = pr->info.dtype;
+				e->rank = pr->info.rank;
+				memcpy(e->shape, pr->info.shape, sizeof e->shape);
+				e->offset = pr->info.data_offset;
+				e->bytes = pr->info.data_bytes;
+			}
+		}
 	} else {
 		uint64_t hlen = 0;
 		for (int i = 7; nhead >= 8 && i >= 0; i--)
@@ -643,10 +840,12 @@ static int open_info(const char *path, const char *name, int *fdp,
 			rc = ferr(err, TIR_EDATA, path, "not a .npy or .safetensors file");
 			goto fail;
 		}
-		rc = st_info(fd, path, fsize, hlen, name, info, err);
+		rc = st_info(fd, path, fsize, hlen, name, pr, list, err);
 	}
 	if (rc)
 		goto fail;
+	if (list)
+		list->file_bytes = fsize;
 	*fdp = fd;
 	return 0;
 fail:
@@ -659,23 +858,49 @@ int tir_file_info(const char *path, const char *name, struct tir_file_info *info
 		  struct tir_err *err)
 {
 	int fd;
-	int rc = open_info(path, name, &fd, info, err);
+	struct probe pr = {0};
+	int rc = open_info(path, name, &fd, &pr, NULL, err);
 	if (rc)
 		return rc;
+	*info = pr.info;
 	close(fd);
 	return 0;
+}
+
+int tir_file_list(const char *path, struct tir_file_listing *list, struct tir_err *err)
+{
+	int fd;
+	struct probe pr = {.lenient = true};
+	memset(list, 0, sizeof *list);
+	int rc = open_info(path, NULL, &fd, &pr, list, err);
+	if (rc) {
+		tir_file_listing_free(list);
+		return rc;
+	}
+	close(fd);
+	return 0;
+}
+
+void tir_file_listing_free(struct tir_file_listing *list)
+{
+	for (size_t i = 0; i < list->n; i++)
+		free(list->e[i].name);
+	free(list->e);
+	free(list->metadata);
+	memset(list, 0, sizeof *list);
 }
 
 /* A new contiguous tensor in dst (empty on failure); bool bytes checked. */
 int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 		  struct tir_err *err)
 {
-	struct tir_file_info info;
+	struct probe pr = {0};
 	int fd;
 	memset(dst, 0, sizeof *dst);
-	int rc = open_info(path, name, &fd, &info, err);
+	int rc = open_info(path, name, &fd, &pr, NULL, err);
 	if (rc)
 		return rc;
+	const struct tir_file_info info = pr.info;
 	if ((rc = tir_tensor_alloc(dst, info.dtype, info.rank, info.shape, false, err))) {
 		close(fd);
 		return ferr(err, err->code, path, "%s", err->msg);
@@ -793,28 +1018,18 @@ static void npy_header(const struct tir_tensor *t, struct tir_str *h, unsigned c
 		pre[i] = (unsigned char)(h->n >> (8 * (i - 8)));
 }
 
-/* Write t as .npy through PATH.tmp and a rename: never a half file.  A
- * path that names something other than a regular file (/dev/null, a FIFO,
+/* Write a file through PATH.tmp and a rename: never a half file.  A path
+ * that names something other than a regular file (/dev/null, a FIFO,
  * /dev/stdout) is written in place: a rename would replace it (as root,
- * /dev/null itself) with a regular file. */
-int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *err)
+ * /dev/null itself) with a regular file.  body writes the bytes to fd,
+ * -1 with errno on failure. */
+static int write_file(const char *path, int (*body)(int fd, const void *ctx), const void *ctx,
+		      struct tir_err *err)
 {
-	if ((unsigned)t->dtype >= TIR_DTYPE_COUNT || t->rank < 0 || t->rank > TIR_MAX_RANK)
-		return ferr(err, TIR_EDATA, path, "cannot save a tensor of rank %d", t->rank);
-	int64_t numel = tir_tensor_numel(t);
-	if (numel > 0 && !t->buf)
-		return ferr(err, TIR_EDATA, path, "the tensor has no data");
-
-	struct tir_str header = {0};
-	unsigned char pre[12];
-	size_t npre;
-	npy_header(t, &header, pre, &npre);
 	size_t plen = strlen(path);
-	char *tmp = header.oom ? NULL : malloc(plen + 5);
-	if (!tmp) {
-		tir_str_free(&header);
+	char *tmp = malloc(plen + 5);
+	if (!tmp)
 		return ferr(err, TIR_ENOMEM, path, "out of memory");
-	}
 	memcpy(tmp, path, plen);
 	memcpy(tmp + plen, ".tmp", 5);
 	struct stat st;
@@ -827,11 +1042,9 @@ int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *e
 	if (fd < 0) {
 		rc = ferr(err, TIR_EDATA, path, "cannot create %s: %s", tmp, strerror(errno));
 		free(tmp);
-		tir_str_free(&header);
 		return rc;
 	}
-	if (write_all(fd, pre, npre) || write_all(fd, header.s, header.n) ||
-	    write_data(fd, t, numel)) {
+	if (body(fd, ctx)) {
 		rc = ferr(err, TIR_EDATA, path, "cannot write: %s", strerror(errno));
 		close(fd);
 		goto fail;
@@ -846,14 +1059,195 @@ int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *e
 		goto fail;
 	}
 	free(tmp);
-	tir_str_free(&header);
 	return 0;
 fail:
 	if (!in_place)
 		unlink(tmp);
 	free(tmp);
+	return rc;
+}
+
+static int savable(const char *path, const struct tir_tensor *t, struct tir_err *err)
+{
+	if ((unsigned)t->dtype >= TIR_DTYPE_COUNT || t->rank < 0 || t->rank > TIR_MAX_RANK)
+		return ferr(err, TIR_EDATA, path, "cannot save a tensor of rank %d", t->rank);
+	if (tir_tensor_numel(t) > 0 && !t->buf)
+		return ferr(err, TIR_EDATA, path, "the tensor has no data");
+	return 0;
+}
+
+struct npy_out {
+	const struct tir_tensor *t;
+	const unsigned char *pre;
+	size_t npre;
+	const struct tir_str *header;
+};
+
+static int npy_body(int fd, const void *ctx)
+{
+	const struct npy_out *o = ctx;
+	return write_all(fd, o->pre, o->npre) || write_all(fd, o->header->s, o->header->n) ||
+			       write_data(fd, o->t, tir_tensor_numel(o->t))
+		       ? -1
+		       : 0;
+}
+
+/* Write t as .npy (write_file: never a half file). */
+int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *err)
+{
+	int rc = savable(path, t, err);
+	if (rc)
+		return rc;
+	struct tir_str header = {0};
+	unsigned char pre[12];
+	size_t npre;
+	npy_header(t, &header, pre, &npre);
+	if (header.oom) {
+		tir_str_free(&header);
+		return ferr(err, TIR_ENOMEM, path, "out of memory");
+	}
+	struct npy_out o = {t, pre, npre, &header};
+	rc = write_file(path, npy_body, &o, err);
 	tir_str_free(&header);
 	return rc;
+}
+
+/* ---- writing .safetensors ---- */
+
+struct st_out {
+	const struct tir_tensor *const *ts;
+	int n;
+	const char *header;
+	size_t hlen;              /* with its padding */
+};
+
+static int st_body(int fd, const void *ctx)
+{
+	const struct st_out *o = ctx;
+	unsigned char len[8];
+	for (int i = 0; i < 8; i++)
+		len[i] = (unsigned char)((uint64_t)o->hlen >> (8 * i));
+	size_t text = strlen(o->header);
+	static const char spaces[8] = "        ";
+	if (write_all(fd, len, 8) || write_all(fd, o->header, text) ||
+	    write_all(fd, spaces, o->hlen - text))
+		return -1;
+	for (int i = 0; i < o->n; i++)
+		if (write_data(fd, o->ts[i], tir_tensor_numel(o->ts[i])))
+			return -1;
+	return 0;
+}
+
+/* Write n named tensors as one .safetensors file, in the order given:
+ * names unique and not "__metadata__"; the header padded with spaces to a
+ * multiple of 8 bytes, as the format's own writer does. */
+int tir_safetensors_save(const char *path, const char *const *names, const struct tir_tensor *const *ts,
+			 int n, struct tir_err *err)
+{
+	static const char *const stname[TIR_DTYPE_COUNT] = {
+		[TIR_DTYPE_BOOL] = "BOOL", [TIR_DTYPE_I32] = "I32", [TIR_DTYPE_I64] = "I64",
+		[TIR_DTYPE_F32] = "F32", [TIR_DTYPE_F64] = "F64",
+	};
+	int rc = 0;
+	json_t *root = json_object();
+	uint64_t at = 0;
+	for (int i = 0; root && i < n && !rc; i++) {
+		if ((rc = savable(path, ts[i], err)))
+			break;
+		if (!strcmp(names[i], "__metadata__") || json_object_get(root, names[i])) {
+			rc = ferr(err, TIR_EDATA, path, "tensor '%s' %s", names[i],
+				  strcmp(names[i], "__metadata__") ? "given twice" : "is a reserved name");
+			break;
+		}
+		uint64_t bytes = (uint64_t)tir_tensor_numel(ts[i]) * tir_dtype_size(ts[i]->dtype);
+		json_t *shape = json_array();
+		for (int d = 0; shape && d < ts[i]->rank; d++)
+			json_array_append_new(shape, json_integer(ts[i]->shape[d]));
+		json_t *e = json_pack("{s:s, s:o, s:[I, I]}", "dtype", stname[ts[i]->dtype], "shape", shape,
+				      "data_offsets", (json_int_t)at, (json_int_t)(at + bytes));
+		if (!e || json_object_set_new(root, names[i], e))
+			rc = ferr(err, TIR_ENOMEM, path, "out of memory");
+		at += bytes;
+	}
+	char *text = !rc && root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(root);
+	if (rc)
+		return rc;
+	if (!text)
+		return ferr(err, TIR_ENOMEM, path, "out of memory");
+	size_t len = strlen(text);
+	struct st_out o = {ts, n, text, (len + 7) / 8 * 8};
+	rc = write_file(path, st_body, &o, err);
+	free(text);
+	return rc;
+}
+
+/* ---- tir inspect ---- */
+
+static void shape_str(const struct tir_file_entry *e, char *buf, size_t cap)
+{
+	size_t at = 0;
+	at += (size_t)snprintf(buf, cap, "[");
+	for (int d = 0; d < e->rank && at < cap; d++)
+		at += (size_t)snprintf(buf + at, cap - at, "%s%lld", d ? ", " : "", (long long)e->shape[d]);
+	if (at < cap)
+		snprintf(buf + at, cap - at, "]");
+}
+
+char *tir_file_inspect(const char *path, struct tir_err *err)
+{
+	struct tir_file_listing l;
+	if (tir_file_list(path, &l, err))
+		return NULL;
+	/* columns: name, dtype, shape, bytes, offset, tir (what it loads as) */
+	static const char *const head[6] = {"name", "dtype", "shape", "bytes", "offset", "tir"};
+	size_t w[6];
+	for (int c = 0; c < 6; c++)
+		w[c] = strlen(head[c]);
+	char (*cell)[6][96] = calloc(l.n ? l.n : 1, sizeof *cell);
+	struct tir_str out = {0};
+	uint64_t data = 0;
+	if (!cell)
+		goto oom;
+	for (size_t i = 0; i < l.n; i++) {
+		const struct tir_file_entry *e = &l.e[i];
+		snprintf(cell[i][0], 96, "%s", e->name ? e->name : "-");
+		snprintf(cell[i][1], 96, "%s", e->dtype);
+		shape_str(e, cell[i][2], 96);
+		snprintf(cell[i][3], 96, "%llu", (unsigned long long)e->bytes);
+		snprintf(cell[i][4], 96, "%llu", (unsigned long long)e->offset);
+		snprintf(cell[i][5], 96, "%s", e->loads ? tir_dtype_name(e->dt) : "-");
+		for (int c = 0; c < 6; c++)
+			w[c] = strlen(cell[i][c]) > w[c] ? strlen(cell[i][c]) : w[c];
+		data += e->bytes;
+	}
+	tir_str_addf(&out, "%s: %s, %zu tensor%s, %llu bytes of data, header %llu bytes\n", path, l.format,
+		     l.n, l.n == 1 ? "" : "s", (unsigned long long)data, (unsigned long long)l.header_bytes);
+	for (size_t i = 0; i <= l.n; i++) {
+		for (int c = 0; c < 6; c++) {
+			const char *v = i ? cell[i - 1][c] : head[c];
+			bool right = c == 3 || c == 4;
+			if (c == 5)
+				tir_str_addf(&out, "%s\n", v);
+			else if (right)
+				tir_str_addf(&out, "%*s  ", (int)w[c], v);
+			else
+				tir_str_addf(&out, "%-*s  ", (int)w[c], v);
+		}
+	}
+	if (l.metadata)
+		tir_str_addf(&out, "__metadata__: %s\n", l.metadata);
+	if (out.oom)
+		goto oom;
+	free(cell);
+	tir_file_listing_free(&l);
+	return out.s;
+oom:
+	free(cell);
+	tir_str_free(&out);
+	tir_file_listing_free(&l);
+	tir_errf(err, TIR_ENOMEM, NULL, "%s: out of memory", path);
+	return NULL;
 }
 
 int tir_load_type_from_file(void *ud, const char *path, const char *name, enum tir_dtype *dtype,

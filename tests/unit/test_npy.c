@@ -566,6 +566,113 @@ static void test_save_errors(void)
 	tir_tensor_release(&t);
 }
 
+/* tir_file_list (tir inspect): every tensor, whatever its dtype, in the
+ * file's order; a header that lies about any tensor is refused, for
+ * loading too; several named tensors saved as one .safetensors file and
+ * read back by name. */
+static void test_listing(void)
+{
+	struct tir_err err = {0};
+	struct tir_file_listing l;
+	unsigned char data[64] = {0};
+	make_st("list.safetensors",
+		"{\"b\": {\"dtype\": \"BF16\", \"shape\": [4], \"data_offsets\": [16, 24]}, "
+		"\"a\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [0, 16]}, "
+		"\"e\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [24, 24]}, "
+		"\"__metadata__\": {\"format\": \"pt\"}}",
+		data, 24);
+	CHECK(tir_file_list(fpath("list.safetensors"), &l, &err) == 0);
+	CHECK(l.n == 3 && !strcmp(l.format, "safetensors") && l.metadata &&
+	      !strcmp(l.metadata, "{\"format\":\"pt\"}"));
+	if (l.n == 3) {
+		CHECK(!strcmp(l.e[0].name, "a") && l.e[0].loads && l.e[0].dt == TIR_DTYPE_F32 &&
+		      l.e[0].offset == l.header_bytes && l.e[0].bytes == 16);
+		CHECK(!strcmp(l.e[1].name, "b") && !l.e[1].loads && !strcmp(l.e[1].dtype, "BF16") &&
+		      l.e[1].rank == 1 && l.e[1].shape[0] == 4 && l.e[1].bytes == 8);
+		CHECK(!strcmp(l.e[2].name, "e") && l.e[2].bytes == 0);
+	}
+	tir_file_listing_free(&l);
+	char *text = tir_file_inspect(fpath("list.safetensors"), &err);
+	CHECK(text && strstr(text, "safetensors, 3 tensors, 24 bytes of data") &&
+	      strstr(text, "BF16") && strstr(text, "__metadata__: {\"format\":\"pt\"}"));
+	free(text);
+
+	/* a .npy of a dtype tir does not read is listed, not loaded */
+	const uint16_t h[3] = {0x3c00, 0x4000, 0xc000};
+	make_npy("half.npy", 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", h, sizeof h);
+	CHECK(tir_file_list(fpath("half.npy"), &l, &err) == 0);
+	CHECK(l.n == 1 && !l.e[0].name && !l.e[0].loads && !strcmp(l.e[0].dtype, "<f2") &&
+	      l.e[0].bytes == 6 && l.e[0].offset == 128);
+	tir_file_listing_free(&l);
+	expect_err("half.npy", NULL, "unsupported dtype '<f2'");
+
+	/* lies: overlapping data, an unknown dtype, bytes that disagree with
+	 * the shape; refused when listing and when loading another tensor */
+	make_st("overlap.safetensors",
+		"{\"a\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}, "
+		"\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]}}",
+		data, 16);
+	CHECK(tir_file_list(fpath("overlap.safetensors"), &l, &err) != 0 &&
+	      strstr(err.msg, "tensors 'a' and 'b' overlap: data_offsets [0, 16] and [8, 16]"));
+	CHECK(l.n == 0 && !l.e);
+	expect_err("overlap.safetensors", "a", "overlap");
+	make_st("unknown.safetensors",
+		"{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
+		"\"q\": {\"dtype\": \"Q4\", \"shape\": [2], \"data_offsets\": [8, 9]}}",
+		data, 9);
+	CHECK(tir_file_list(fpath("unknown.safetensors"), &l, &err) != 0 &&
+	      strstr(err.msg, "tensor 'q': unknown dtype 'Q4'"));
+	expect_err("unknown.safetensors", "a", "unknown dtype 'Q4'");
+	make_st("lies.safetensors",
+		"{\"h\": {\"dtype\": \"F16\", \"shape\": [3], \"data_offsets\": [0, 8]}}", data, 8);
+	CHECK(tir_file_list(fpath("lies.safetensors"), &l, &err) != 0 &&
+	      strstr(err.msg, "its shape needs 6 bytes but data_offsets span 8"));
+	make_st("range.safetensors",
+		"{\"h\": {\"dtype\": \"I8\", \"shape\": [30], \"data_offsets\": [0, 30]}}", data, 8);
+	CHECK(tir_file_list(fpath("range.safetensors"), &l, &err) != 0 && strstr(err.msg, "out of range"));
+
+	/* several named tensors in one file, any layout, read back by name */
+	struct tir_tensor x, y, z, xt, back;
+	const int64_t sx[2] = {3, 5}, sy[1] = {4};
+	CHECK(tir_tensor_alloc(&x, TIR_DTYPE_F64, 2, sx, false, &err) == 0);
+	CHECK(tir_tensor_alloc(&y, TIR_DTYPE_I32, 1, sy, false, &err) == 0);
+	CHECK(tir_tensor_alloc(&z, TIR_DTYPE_BOOL, 0, NULL, false, &err) == 0);
+	fill(&x, 1);
+	fill(&y, 2);
+	fill(&z, 3);
+	tir_view_transpose(&x, (const int[]){1, 0}, &xt);
+	const char *names[3] = {"x.t", "y", "z"};
+	const struct tir_tensor *ts[3] = {&xt, &y, &z};
+	CHECK(tir_safetensors_save(fpath("out.safetensors"), names, ts, 3, &err) == 0);
+	CHECK(tir_file_list(fpath("out.safetensors"), &l, &err) == 0 && l.n == 3);
+	CHECK(l.n == 3 && (l.header_bytes - 8) % 8 == 0 && !strcmp(l.e[0].name, "x.t") &&
+	      l.e[0].shape[0] == 5 && l.e[0].shape[1] == 3);
+	tir_file_listing_free(&l);
+	for (int i = 0; i < 3; i++) {
+		CHECK(tir_file_load(fpath("out.safetensors"), names[i], &back, &err) == 0);
+		CHECK(same_type(&back, ts[i]));
+		bool same = true;
+		for (int64_t e = 0; e < tir_tensor_numel(ts[i]); e++)
+			same &= tir_tensor_get_f64(&back, e) == tir_tensor_get_f64(ts[i], e);
+		CHECK(same);
+		tir_tensor_release(&back);
+	}
+	const char *twice[2] = {"y", "y"};
+	const struct tir_tensor *two[2] = {&y, &y};
+	CHECK(tir_safetensors_save(fpath("twice.safetensors"), twice, two, 2, &err) != 0 &&
+	      strstr(err.msg, "tensor 'y' given twice"));
+	const char *meta[1] = {"__metadata__"};
+	CHECK(tir_safetensors_save(fpath("meta.safetensors"), meta, two, 1, &err) != 0 &&
+	      strstr(err.msg, "reserved"));
+	CHECK(tir_tensors_save(fpath("two.npy"), twice, two, 2, &err) != 0 &&
+	      strstr(err.msg, "a .npy file holds one tensor, not 2"));
+	CHECK(tir_tensors_save(fpath("one.npy"), names + 1, ts + 1, 1, &err) == 0);
+	tir_tensor_release(&xt);
+	tir_tensor_release(&x);
+	tir_tensor_release(&y);
+	tir_tensor_release(&z);
+}
+
 static void cleanup(void)
 {
 	DIR *d = opendir(dir);
@@ -590,6 +697,7 @@ int main(void)
 	test_npy_errors();
 	test_safetensors();
 	test_save_errors();
+	test_listing();
 	CHECK(tir_mem_current() == mem0);
 	cleanup();
 	return check_report("test_npy");

@@ -1,0 +1,166 @@
+#!/bin/sh
+# tests/suites/files.sh — whole checkpoints from the command line:
+# `tir run --save` of several values into one .safetensors file (read back
+# by NumPy from the bytes, and by tir's own load), `tir inspect` of what
+# was written and of files tir cannot load (a bf16 tensor is listed, not
+# refused; a header that lies is exit 1 with the file and the tensor
+# named), --save's usage errors (exit 2), and the REPL's `.save`.
+# Prints `N passed, M failed` last.
+BUILD=${BUILD:-build}
+tir=$BUILD/tir
+py=/usr/bin/python3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-files.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "files: $*"; }
+
+cat >"$tmp/p.tir" <<'T'
+w = randn([3, 4], seed=1)
+b = arange(4)
+m = gt(w, 0)
+h = transpose(w, [1, 0]) * 2
+print sum(w)
+T
+
+# several values into one file, one of them twice (another file), a view
+"$tir" run --quiet "$tmp/p.tir" --save w=$tmp/ck.safetensors --save b=$tmp/ck.safetensors \
+	--save m=$tmp/ck.safetensors --save h=$tmp/ck.safetensors --save w=$tmp/w.npy \
+	>"$tmp/out" 2>"$tmp/err"
+st=$?
+[ $st -eq 0 ] && ok || { bad "--save to one .safetensors: exit $st"; cat "$tmp/err"; }
+
+# NumPy reads the bytes itself (u64 header size, JSON, data) and finds the
+# values of the .npy written beside it
+if "$py" - "$tmp" <<'PY'
+import json, struct, sys
+import numpy as np
+d = sys.argv[1]
+raw = open(d + "/ck.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+assert n % 8 == 0, "header not padded to 8"
+head = json.loads(raw[8:8 + n])
+assert list(head) == ["w", "b", "m", "h"], list(head)
+kinds = {"F32": np.float32, "I64": np.int64, "BOOL": np.bool_}
+def get(name):
+    e = head[name]
+    lo, hi = e["data_offsets"]
+    return np.frombuffer(raw[8 + n + lo:8 + n + hi], dtype=kinds[e["dtype"]]).reshape(e["shape"])
+w = np.load(d + "/w.npy")
+assert np.array_equal(get("w"), w)
+assert np.array_equal(get("b"), np.arange(4))
+assert np.array_equal(get("m"), w > 0)
+assert np.array_equal(get("h"), w.T * np.float32(2))
+ends = sorted((e["data_offsets"][0], e["data_offsets"][1]) for e in head.values())
+assert ends[0][0] == 0 and all(a[1] == b[0] for a, b in zip(ends, ends[1:])), ends
+assert 8 + n + ends[-1][1] == len(raw)
+PY
+then ok; else bad "NumPy's reading of ck.safetensors disagrees"; fi
+
+# tir loads each back by name
+cat >"$tmp/back.tir" <<T
+h = load("$tmp/ck.safetensors", "h")
+m = load("$tmp/ck.safetensors", "m")
+print h, m
+T
+printf 'w = randn([3, 4], seed=1)\nprint transpose(w, [1, 0]) * 2, gt(w, 0)\n' >"$tmp/same.tir"
+"$tir" run --quiet "$tmp/back.tir" 2>&1 | sed 's/^load([^)]*): /X: /; s/^load([^)]*)), /X, /' >"$tmp/b1"
+"$tir" run --quiet "$tmp/same.tir" 2>&1 | sed 's/^[a-z]*(.*): \(f32\|bool\)/X: \1/' >"$tmp/b2"
+if [ "$(sed -n '2,5p' "$tmp/b1")" = "$(sed -n '2,5p' "$tmp/b2")" ] &&
+	[ "$(sed -n '7,9p' "$tmp/b1")" = "$(sed -n '7,9p' "$tmp/b2")" ]; then ok; else
+	bad "values loaded back by name differ from the computed ones"
+	diff "$tmp/b1" "$tmp/b2" | head -n 10
+fi
+
+# tir inspect: the table of what was written
+"$tir" inspect "$tmp/ck.safetensors" >"$tmp/ins" 2>&1
+st=$?
+hb=$(sed -n 's/.*header \([0-9]*\) bytes$/\1/p' "$tmp/ins")
+cat >"$tmp/want" <<W
+$tmp/ck.safetensors: safetensors, 4 tensors, 140 bytes of data, header $hb bytes
+name  dtype  shape   bytes  offset  tir
+w     F32    [3, 4]     48     $((hb))  f32
+b     I64    [4]        32     $((hb + 48))  i64
+m     BOOL   [3, 4]     12     $((hb + 80))  bool
+h     F32    [4, 3]     48     $((hb + 92))  f32
+W
+if [ $st -eq 0 ] && [ $((hb % 8)) -eq 0 ] && cmp -s "$tmp/ins" "$tmp/want"; then ok; else
+	bad "tir inspect ck.safetensors (exit $st):"
+	diff "$tmp/want" "$tmp/ins"
+fi
+"$tir" inspect "$tmp/w.npy" >"$tmp/ins" 2>&1
+if grep -q '^-     <f4    \[3, 4\]     48     128  f32$' "$tmp/ins"; then ok; else
+	bad "tir inspect w.npy:"
+	cat "$tmp/ins"
+fi
+
+# a bf16 checkpoint is listed (tir cannot load it yet), with its metadata
+"$py" - "$tmp/bf.safetensors" <<'PY'
+import json, struct, sys
+h = json.dumps({"__metadata__": {"format": "pt"},
+                "l0.weight": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]},
+                "l0.bias": {"dtype": "F32", "shape": [3], "data_offsets": [12, 24]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(24))
+PY
+"$tir" inspect "$tmp/bf.safetensors" >"$tmp/ins" 2>&1
+st=$?
+if [ $st -eq 0 ] && grep -q '^l0.weight  BF16   \[2, 3\]     12 .* -$' "$tmp/ins" &&
+	grep -q '^l0.bias    F32    \[3\]        12 .* f32$' "$tmp/ins" &&
+	grep -q '^__metadata__: {"format":"pt"}$' "$tmp/ins"; then ok; else
+	bad "tir inspect of a bf16 checkpoint (exit $st):"
+	cat "$tmp/ins"
+fi
+
+# headers that lie: exit 1, the file and what is wrong named, nothing on stdout
+lie() {
+	"$py" - "$tmp/lie.safetensors" "$1" "$2" <<'PY'
+import struct, sys
+h = sys.argv[2].encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(int(sys.argv[3])))
+PY
+	"$tir" inspect "$tmp/lie.safetensors" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q "^tir: error: $tmp/lie.safetensors: $3" "$tmp/err"; then ok; else
+		bad "inspect of a lying header ($3): exit $st"
+		cat "$tmp/out" "$tmp/err"
+	fi
+}
+lie '{"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}}' 16 \
+	"tensors 'a' and 'b' overlap"
+lie '{"a": {"dtype": "F32", "shape": [400], "data_offsets": [0, 1600]}}' 16 \
+	"tensor 'a': data_offsets \[0, 1600\] out of range"
+lie '{"a": {"dtype": "F16", "shape": [3], "data_offsets": [0, 8]}}' 8 \
+	"tensor 'a': its shape needs 6 bytes but data_offsets span 8"
+lie '{"a": {"dtype": "Q4_K", "shape": [3], "data_offsets": [0, 8]}}' 8 \
+	"tensor 'a': unknown dtype 'Q4_K'"
+lie '{"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 8]}}' 8 \
+	"tensor 'a': negative dimension"
+"$tir" inspect "$tmp/none.safetensors" >/dev/null 2>"$tmp/err"
+st=$?
+[ $st -eq 1 ] && grep -q "cannot open" "$tmp/err" && ok || bad "inspect of a missing file: exit $st"
+"$tir" inspect >/dev/null 2>&1
+st=$?
+[ $st -eq 2 ] && ok || bad "inspect without a file: exit $st, expected 2"
+
+# --save's usage errors: exit 2 before anything runs
+"$tir" run "$tmp/p.tir" --save w=$tmp/x.npy --save b=$tmp/x.npy >/dev/null 2>"$tmp/err"
+st=$?
+[ $st -eq 2 ] && grep -q "x.npy is named twice; a .npy file holds one tensor" "$tmp/err" && ok ||
+	{ bad "two values to one .npy: exit $st"; cat "$tmp/err"; }
+"$tir" run "$tmp/p.tir" --save w=$tmp/y.safetensors --save w=$tmp/y.safetensors >/dev/null 2>"$tmp/err"
+st=$?
+[ $st -eq 2 ] && grep -q "w=.*y.safetensors is given twice" "$tmp/err" && ok ||
+	{ bad "one value twice to one .safetensors: exit $st"; cat "$tmp/err"; }
+[ ! -e "$tmp/x.npy" ] && [ ! -e "$tmp/y.safetensors" ] && ok || bad "a refused --save wrote a file"
+
+# the REPL: .save NAME... FILE
+printf 'w = randn([3, 4], seed=1)\nh = transpose(w, [1, 0]) * 2\n.save h w %s\n.save w %s\n.save nope %s\n' \
+	"$tmp/r.safetensors" "$tmp/r.npy" "$tmp/n.npy" | "$tir" repl >"$tmp/out" 2>"$tmp/err"
+if cmp -s "$tmp/r.npy" "$tmp/w.npy" && "$tir" inspect "$tmp/r.safetensors" | grep -q '^h  ' &&
+	grep -q "no value named 'nope'" "$tmp/err" && [ ! -e "$tmp/n.npy" ]; then ok; else
+	bad "the REPL's .save:"
+	cat "$tmp/out" "$tmp/err"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
