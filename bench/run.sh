@@ -327,7 +327,7 @@ fi
 section "create: creation ops over f32[16777216], $THREADS threads (median of >= $RUNS runs, >= 1 s)"
 if "$BUILD/bench/write_bw" "$THREADS" >"$tmp/bw"; then
 	bw_ms=$(kv "$tmp/bw" best_ms)
-	echo "  write bandwidth: 64 MiB in $bw_ms ms ($(kv "$tmp/bw" gb_per_s) GB/s; memset $(kv "$tmp/bw" memset_ms) ms, streaming stores $(kv "$tmp/bw" stream_ms) ms)"
+	echo "  write bandwidth: 64 MiB in $bw_ms ms ($(kv "$tmp/bw" gb_per_s) GB/s; memset $(kv "$tmp/bw" memset_ms) ms, streaming stores $(kv "$tmp/bw" stream_ms) ms; of zeros $(kv "$tmp/bw" zero_stream_ms) ms, not the reference)"
 else
 	echo "  write_bw FAILED"
 	bw_ms=

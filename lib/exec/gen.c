@@ -82,6 +82,7 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #define GV_MUL(a, b) ((__typeof__(a))_mm_mul_epu32((__m128i)(a), (__m128i)(b)))
 #define GV_HI(x) ((__typeof__(x))_mm_shuffle_epi32((__m128i)(x), 0xb1))
 #define GV_SQRT(x) ((__typeof__(x))_mm_sqrt_pd((__m128d)(x)))
+#define GV_NTD(d, v) _mm_stream_pd((double *)(void *)(d), (__m128d)(v))
 #else
 #define GV_MUL(a, b) (((a) & 0xffffffffu) * (b))
 #define GV_HI(x) ((x) >> 32)
@@ -94,6 +95,7 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #undef GV_MUL
 #undef GV_HI
 #undef GV_SQRT
+#undef GV_NTD
 
 #if TIR_ISA_X86
 #define GV_SFX a2
@@ -102,6 +104,8 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #define GV_MUL(a, b) ((__typeof__(a))_mm256_mul_epu32((__m256i)(a), (__m256i)(b)))
 #define GV_HI(x) ((__typeof__(x))_mm256_shuffle_epi32((__m256i)(x), 0xb1))
 #define GV_SQRT(x) ((__typeof__(x))_mm256_sqrt_pd((__m256d)(x)))
+#define GV_NTF(d, f) _mm_stream_ps((float *)(void *)(d), (__m128)(f))
+#define GV_NTD(d, v) _mm256_stream_pd((double *)(void *)(d), (__m256d)(v))
 #include "genv.h"
 #undef GV_SFX
 #undef GV_TGT
@@ -109,6 +113,8 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #undef GV_MUL
 #undef GV_HI
 #undef GV_SQRT
+#undef GV_NTF
+#undef GV_NTD
 
 #define GV_SFX a5
 #define GV_TGT TIR_ISA_A5
@@ -116,6 +122,8 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #define GV_MUL(a, b) ((__typeof__(a))_mm512_mul_epu32((__m512i)(a), (__m512i)(b)))
 #define GV_HI(x) ((__typeof__(x))_mm512_shuffle_epi32((__m512i)(x), _MM_PERM_CDAB))
 #define GV_SQRT(x) ((__typeof__(x))_mm512_sqrt_pd((__m512d)(x)))
+#define GV_NTF(d, f) _mm256_stream_ps((float *)(void *)(d), (__m256)(f))
+#define GV_NTD(d, v) _mm512_stream_pd((double *)(void *)(d), (__m512d)(v))
 #include "genv.h"
 #undef GV_SFX
 #undef GV_TGT
@@ -123,9 +131,11 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 #undef GV_MUL
 #undef GV_HI
 #undef GV_SQRT
+#undef GV_NTF
+#undef GV_NTD
 #endif
 
-typedef void (*gen_fn)(const struct tir_gen *, void *, int64_t, int64_t, int64_t);
+typedef void (*gen_fn)(const struct tir_gen *, void *, int64_t, int64_t, int64_t, bool);
 
 static gen_fn gen_of(enum tir_vmath_path p)
 {
@@ -142,13 +152,13 @@ static gen_fn gen_of(enum tir_vmath_path p)
 
 void tir_gen_run(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n)
 {
-	gen_of(tir_vmath_path())(g, dst, i0, st, n);
+	gen_of(tir_vmath_path())(g, dst, i0, st, n, false);
 }
 
 void tir_gen_run_on(enum tir_vmath_path p, const struct tir_gen *g, void *dst, int64_t i0, int64_t st,
 		    int64_t n)
 {
-	gen_of(p)(g, dst, i0, st, n);
+	gen_of(p)(g, dst, i0, st, n, false);
 }
 
 double tir_gen_ln(double u)
@@ -236,47 +246,12 @@ int64_t tir_gen_cost(enum tir_op op)
 
 /* ---- the reference kernel: fill a tensor ---- */
 
-/* dst = src, n bytes (64-byte aligned dst), by stores that bypass the
- * caches on the vector paths: a tensor of this size is not read back from
- * them soon, and such stores do not read each line first. */
-#if TIR_ISA_X86
-TIR_ISA_A5 static void stream_a5(char *dst, const char *src, size_t n)
-{
-	size_t i = 0;
-	for (; i + 64 <= n; i += 64)
-		_mm512_stream_si512((void *)(dst + i), _mm512_load_si512((const void *)(src + i)));
-	memcpy(dst + i, src + i, n - i);
-}
-#endif
+#define GEN_CHUNK 1024 /* tasks are whole chunks, so that streamed stores stay aligned */
 
-static void stream(char *dst, const char *src, size_t n)
-{
-#if defined(__x86_64__)
-	enum tir_vmath_path p = tir_vmath_path();
-	if (p == TIR_VMATH_SCALAR || ((uintptr_t)dst & 63)) {
-		memcpy(dst, src, n);
-		return;
-	}
-#if TIR_ISA_X86
-	if (p == TIR_VMATH_AVX512) {
-		stream_a5(dst, src, n);
-		return;
-	}
-#endif
-	size_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm_stream_si128((__m128i *)(dst + i), _mm_load_si128((const __m128i *)(src + i)));
-	memcpy(dst + i, src + i, n - i);
-#else
-	memcpy(dst, src, n);
-#endif
-}
-
-#define GEN_CHUNK 1024 /* elements generated into L1 before they are streamed out */
-
-/* Tensors from this many bytes are streamed out: 4 x L2, as the fused
- * kernels' roots (vm.c's ntmin), more than the caches near a core hold,
- * so not read back from them soon anyway. */
+/* Tensors from this many bytes are streamed out (each vector stored by
+ * the generator straight to memory, past the caches): 4 x L2, as the
+ * fused kernels' roots (vm.c's ntmin), more than the caches near a core
+ * hold, so not read back from them soon anyway. */
 static int64_t gen_stream_min(void)
 {
 	return 4 * tir_machine_caches()->l2;
@@ -294,19 +269,10 @@ static void gen_task(void *ctx, int64_t t)
 {
 	const struct gen_job *j = ctx;
 	int64_t lo = t * j->per, hi = lo + j->per < j->n ? lo + j->per : j->n;
-	gen_fn fn = gen_of(tir_vmath_path());
-	if (!j->nt) {
-		fn(j->g, j->p + (size_t)lo * j->es, lo, 1, hi - lo);
-		return;
-	}
-	_Alignas(64) char buf[GEN_CHUNK * 8];
-	for (int64_t i = lo; i < hi; i += GEN_CHUNK) {
-		int64_t k = hi - i < GEN_CHUNK ? hi - i : GEN_CHUNK;
-		fn(j->g, buf, i, 1, k);
-		stream(j->p + (size_t)i * j->es, buf, (size_t)k * j->es);
-	}
+	gen_of(tir_vmath_path())(j->g, j->p + (size_t)lo * j->es, lo, 1, hi - lo, j->nt);
 #if defined(__x86_64__)
-	_mm_sfence();
+	if (j->nt)
+		_mm_sfence(); /* the streamed stores seen before the task is done */
 #endif
 }
 

@@ -210,28 +210,44 @@ GV_INLINE GV_TGT VU GV_(counter)(bool single, VU i)
 	return (g << 3) | (i & SPLATU(7));
 }
 
-/* Lanes of v to elements [e, min(e + lanes, n)) of dst. */
-GV_INLINE GV_TGT void GV_(store)(void *dst, bool single, int64_t e, int64_t n, VD v)
+/* Lanes of v to elements [e, min(e + lanes, n)) of dst; nt: a whole
+ * vector at an address aligned to its size goes by a store that bypasses
+ * the caches (GV_NTF, GV_NTD where the build has them; the caller fences). */
+GV_INLINE GV_TGT void GV_(store)(void *dst, bool single, int64_t e, int64_t n, VD v, bool nt)
 {
 	int64_t k = n - e < GV_L ? n - e : GV_L;
 	char *d = (char *)dst + (size_t)e * (single ? 4 : 8);
 	if (single) {
 		VF f = __builtin_convertvector(v, VF);
+#ifdef GV_NTF
+		if (nt && k == GV_L && !((uintptr_t)d & (sizeof f - 1))) {
+			GV_NTF(d, f);
+			return;
+		}
+#endif
 		if (k == GV_L)
 			memcpy(d, &f, sizeof f);
 		else
 			memcpy(d, &f, (size_t)k * 4);
-	} else if (k == GV_L) {
-		memcpy(d, &v, sizeof v);
-	} else {
-		memcpy(d, &v, (size_t)k * 8);
+		return;
 	}
+#ifdef GV_NTD
+	if (nt && k == GV_L && !((uintptr_t)d & (sizeof v - 1))) {
+		GV_NTD(d, v);
+		return;
+	}
+#endif
+	(void)nt;
+	if (k == GV_L)
+		memcpy(d, &v, sizeof v);
+	else
+		memcpy(d, &v, (size_t)k * 8);
 }
 
 /* K = GV_U * GV_L counters from c (a multiple of 8): their groups'
  * elements, K * per of them (per: 4 for f32, 2 for f64), to out in
  * element order. */
-GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint64_t c, void *out)
+GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint64_t c, void *out, bool nt)
 {
 	VU lane, ix[GV_U], w[GV_U][4];
 	for (int l = 0; l < GV_L; l++)
@@ -246,12 +262,12 @@ GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint
 		/* the group of vector u, and its place in the group */
 		int grp = u * GV_L / 8, at = u * GV_L % 8;
 		for (int q = 0; q < per; q++)
-			GV_(store)(out, single, grp * 8 * per + q * 8 + at, big, v[q]);
+			GV_(store)(out, single, grp * 8 * per + q * 8 + at, big, v[q], nt);
 	}
 }
 
 /* rand and randn of flat elements i0 + e * st, e < n. */
-static GV_TGT void GV_(rand)(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n)
+static GV_TGT void GV_(rand)(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n, bool nt)
 {
 	bool single = g->dt == TIR_DTYPE_F32;
 	size_t es = single ? 4 : 8;
@@ -264,10 +280,10 @@ static GV_TGT void GV_(rand)(const struct tir_gen *g, void *dst, int64_t i0, int
 		for (int64_t b = b0; b < i0 + n; b += kel) {
 			uint64_t c = (uint64_t)(b / per);
 			if (b >= i0 && b + kel <= i0 + n) {
-				GV_(rand_block)(g, single, c, (char *)dst + (size_t)(b - i0) * es);
+				GV_(rand_block)(g, single, c, (char *)dst + (size_t)(b - i0) * es, nt);
 				continue;
 			}
-			GV_(rand_block)(g, single, c, buf);
+			GV_(rand_block)(g, single, c, buf, false);
 			int64_t lo = b > i0 ? b : i0, hi = b + kel < i0 + n ? b + kel : i0 + n;
 			memcpy((char *)dst + (size_t)(lo - i0) * es, buf + (size_t)(lo - b) * es,
 			       (size_t)(hi - lo) * es);
@@ -290,14 +306,14 @@ static GV_TGT void GV_(rand)(const struct tir_gen *g, void *dst, int64_t i0, int
 		for (int u = 0; u < GV_U && e + u * GV_L < n; u++) {
 			VD v[4];
 			GV_(slots)(g->op == TIR_OP_RANDN, single, w[u], v);
-			GV_(store)(dst, single, e + u * GV_L, n, GV_(pick_slot)(single, ix[u], v));
+			GV_(store)(dst, single, e + u * GV_L, n, GV_(pick_slot)(single, ix[u], v), false);
 		}
 	}
 }
 
 /* The generator's values of flat elements i0 + e * st, e < n, to dst (of
  * g->dt).  Lanes past n are computed and not stored. */
-static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n)
+static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int64_t st, int64_t n, bool nt)
 {
 	bool single = g->dt == TIR_DTYPE_F32;
 	if (g->op == TIR_OP_EYE) {
@@ -310,7 +326,7 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 	const VU step = SPLATU((uint64_t)GV_L * (uint64_t)st);
 	VU idx = SPLATU((uint64_t)i0) + lane;
 	if (g->op == TIR_OP_RAND || g->op == TIR_OP_RANDN) {
-		GV_(rand)(g, dst, i0, st, n);
+		GV_(rand)(g, dst, i0, st, n, nt);
 		return;
 	}
 	for (int64_t e = 0; e < n; e += GV_L, idx += step) {
@@ -331,7 +347,7 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 			v = SPLATD(g->a);
 			break;
 		}
-		GV_(store)(dst, single, e, n, v);
+		GV_(store)(dst, single, e, n, v, nt && st == 1);
 	}
 }
 
