@@ -11,45 +11,13 @@
  * gemm_bench [THREADS [REPS [CASE]]].  Not a test: it asserts nothing.
  */
 #include "exec/exec.h"
+#include "bench.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp);
-	return v[n / 2];
-}
-
-static void fill(struct tir_tensor *t, int rank, const int64_t *shape, unsigned seed)
-{
-	struct tir_err err = {0};
-	if (tir_tensor_alloc(t, TIR_DTYPE_F32, rank, shape, false, &err)) {
-		fprintf(stderr, "alloc: %s\n", err.msg);
-		exit(1);
-	}
-	float *p = tir_tensor_data(t);
-	int64_t n = tir_tensor_numel(t);
-	srand(seed);
-	for (int64_t i = 0; i < n; i++)
-		p[i] = (float)rand() / (float)RAND_MAX - 0.5f;
-}
 
 struct bcase {
 	const char *name;
@@ -74,26 +42,26 @@ static void run_case(const struct bcase *c, int threads, int reps)
 	int64_t cs[4];
 	if (c->kind == 2) {
 		int64_t xs[4] = { c->batch, 64, 56, 56 }, ws[4] = { 64, 64, 3, 3 };
-		fill(&a, 4, xs, 1);
-		fill(&b, 4, ws, 2);
+		bench_fill(&a, 4, xs, 1, 1.0f);
+		bench_fill(&b, 4, ws, 2, 1.0f);
 		cs[0] = c->batch, cs[1] = 64, cs[2] = 56, cs[3] = 56;
-		fill(&o, 4, cs, 3);
+		bench_fill(&o, 4, cs, 3, 1.0f);
 		cols = malloc((size_t)(c->k * c->n) * 4);
 		oc = malloc((size_t)(c->m * c->n) * 4);
 		for (int64_t i = 0; i < c->k * c->n; i++)
 			cols[i] = (float)(i % 7) * 0.1f;
 	} else if (c->kind == 1) {
 		int64_t as[3] = { c->batch, c->m, c->k }, bs[3] = { c->batch, c->k, c->n };
-		fill(&a, 3, as, 1);
-		fill(&b, 3, bs, 2);
+		bench_fill(&a, 3, as, 1, 1.0f);
+		bench_fill(&b, 3, bs, 2, 1.0f);
 		cs[0] = c->batch, cs[1] = c->m, cs[2] = c->n;
-		fill(&o, 3, cs, 3);
+		bench_fill(&o, 3, cs, 3, 1.0f);
 	} else {
 		int64_t as[2] = { c->m, c->k }, bs[2] = { c->k, c->n };
-		fill(&a, 2, as, 1);
-		fill(&b, 2, bs, 2);
+		bench_fill(&a, 2, as, 1, 1.0f);
+		bench_fill(&b, 2, bs, 2, 1.0f);
 		cs[0] = c->m, cs[1] = c->n;
-		fill(&o, 2, cs, 3);
+		bench_fill(&o, 2, cs, 3, 1.0f);
 	}
 	const float *pa = tir_tensor_data(&a), *pb = tir_tensor_data(&b);
 	float *po = tir_tensor_data(&o);
@@ -104,7 +72,7 @@ static void run_case(const struct bcase *c, int threads, int reps)
 		/* each side's round starts with one untimed run (warm caches,
 		 * threads awake) */
 		for (int r = r0 - 1; r < r1; r++) {
-			double t0 = now_ms();
+			double t0 = bench_ms(CLOCK_MONOTONIC);
 			for (int64_t e = 0; e < c->batch; e++) {
 				if (c->kind == 2)
 					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m,
@@ -117,17 +85,17 @@ static void run_case(const struct bcase *c, int threads, int reps)
 						    po + e * c->m * c->n, (blasint)c->n);
 			}
 			if (r >= r0)
-				tc[r] = now_ms() - t0;
+				tc[r] = bench_ms(CLOCK_MONOTONIC) - t0;
 		}
 		openblas_set_num_threads(1);
 		/* OpenBLAS's threads poll a while before they sleep */
 		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 		for (int r = r0 - 1; r < r1; r++) {
-			double t0 = now_ms();
+			double t0 = bench_ms(CLOCK_MONOTONIC);
 			int rc = c->kind == 2
 				 ? tir_k_conv2d(&a, &b, NULL, (int64_t[2]){ 1, 1 }, (int64_t[2]){ 1, 1 }, &o, &err)
 				 : tir_k_matmul(&a, &b, &o, &err);
-			double ms = now_ms() - t0;
+			double ms = bench_ms(CLOCK_MONOTONIC) - t0;
 			if (r >= r0)
 				tt[r] = ms;
 			if (rc) {
@@ -136,7 +104,7 @@ static void run_case(const struct bcase *c, int threads, int reps)
 			}
 		}
 	}
-	double mt = median(tt, reps), mc = median(tc, reps);
+	double mt = bench_median(tt, reps), mc = bench_median(tc, reps);
 	double gflop = 2.0 * (double)c->batch * (double)c->m * (double)c->n * (double)c->k / 1e9;
 	printf("%-28s %2d threads: tir %9.3f ms %7.1f GFLOP/s, openblas %9.3f ms %7.1f GFLOP/s, ratio %.3f\n",
 	       c->name, threads, mt, gflop / mt * 1e3, mc, gflop / mc * 1e3, mt / mc);

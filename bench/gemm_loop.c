@@ -11,50 +11,13 @@
  * medians of runs made while the machine was otherwise idle.  Not a test.
  */
 #include "exec/exec.h"
+#include "bench.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double ms_of(clockid_t clock)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static void fill(struct tir_tensor *t, int rank, const int64_t *shape, unsigned seed)
-{
-	struct tir_err err = {0};
-	if (tir_tensor_alloc(t, TIR_DTYPE_F32, rank, shape, false, &err)) {
-		fprintf(stderr, "alloc: %s\n", err.msg);
-		exit(1);
-	}
-	float *p = tir_tensor_data(t);
-	srand(seed);
-	for (int64_t i = 0; i < tir_tensor_numel(t); i++)
-		p[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * 0.06f;
-}
-
-static const char *mlp_program =
-	"input x: f32[256, 1024]\n"
-	"input w1: f32[1024, 1024]\n"
-	"input w2: f32[1024, 1024]\n"
-	"input w3: f32[1024, 10]\n"
-	"input b1: f32[1024]\n"
-	"input b2: f32[1024]\n"
-	"input b3: f32[10]\n"
-	"h1 = relu(x @ w1 + b1)\n"
-	"h2 = relu(h1 @ w2 + b2)\n"
-	"y = h2 @ w3 + b3\n";
 
 struct job {
 	int kind;                    /* 0 tir matmul, 1 cblas_sgemm, 2 mlp */
@@ -87,7 +50,7 @@ static void run_once(struct job *j)
 static struct tir_exec *mlp_exec(struct tir_program **pp)
 {
 	struct tir_program *p = tir_program_new();
-	if (tir_program_parse(p, "mlp", mlp_program, strlen(mlp_program), 0)) {
+	if (tir_program_parse(p, "mlp", bench_mlp_program, strlen(bench_mlp_program), 0)) {
 		fprintf(stderr, "parse failed\n");
 		exit(1);
 	}
@@ -98,7 +61,7 @@ static struct tir_exec *mlp_exec(struct tir_program **pp)
 	for (int i = 0; i < 7; i++) {
 		struct tir_tensor t = {0};
 		struct tir_err err = {0};
-		fill(&t, ranks[i], shapes[i], (unsigned)i + 1);
+		bench_fill(&t, ranks[i], shapes[i], (unsigned)i + 1, 0.06f);
 		if (tir_exec_set_input(x, names[i], &t, names[i], &err)) {
 			fprintf(stderr, "input: %s\n", err.msg);
 			exit(1);
@@ -133,21 +96,21 @@ int main(int argc, char **argv)
 	if (j.kind == 2) {
 		j.x = mlp_exec(&p);
 	} else {
-		fill(&j.a, 2, (int64_t[]){ j.m, j.k }, 1);
-		fill(&j.b, 2, (int64_t[]){ j.k, j.n }, 2);
-		fill(&j.c, 2, (int64_t[]){ j.m, j.n }, 3);
+		bench_fill(&j.a, 2, (int64_t[]){ j.m, j.k }, 1, 0.06f);
+		bench_fill(&j.b, 2, (int64_t[]){ j.k, j.n }, 2, 0.06f);
+		bench_fill(&j.c, 2, (int64_t[]){ j.m, j.n }, 3, 0.06f);
 	}
-	for (double t0 = ms_of(CLOCK_MONOTONIC); ms_of(CLOCK_MONOTONIC) - t0 < 300;)
+	for (double t0 = bench_ms(CLOCK_MONOTONIC); bench_ms(CLOCK_MONOTONIC) - t0 < 300;)
 		run_once(&j);
 	double *wall = calloc((size_t)reps, sizeof *wall);
-	double c0 = ms_of(CLOCK_PROCESS_CPUTIME_ID);
+	double c0 = bench_ms(CLOCK_PROCESS_CPUTIME_ID);
 	for (int r = 0; r < reps; r++) {
-		double t0 = ms_of(CLOCK_MONOTONIC);
+		double t0 = bench_ms(CLOCK_MONOTONIC);
 		run_once(&j);
-		wall[r] = ms_of(CLOCK_MONOTONIC) - t0;
+		wall[r] = bench_ms(CLOCK_MONOTONIC) - t0;
 	}
-	double cpu = (ms_of(CLOCK_PROCESS_CPUTIME_ID) - c0) / reps;
-	qsort(wall, (size_t)reps, sizeof *wall, cmp);
+	double cpu = (bench_ms(CLOCK_PROCESS_CPUTIME_ID) - c0) / reps;
+	qsort(wall, (size_t)reps, sizeof *wall, bench_cmp);
 	if (j.kind == 2)
 		printf("mlp 1024-1024-1024-10 batch 256 (tir)");
 	else

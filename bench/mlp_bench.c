@@ -8,6 +8,7 @@
  * the ratio.  Not a test: it asserts nothing about time.
  */
 #include "exec/exec.h"
+#include "bench.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -18,57 +19,12 @@
 #define REPS 21
 #define ROUND 7      /* REPS is a multiple */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp);
-	return v[n / 2];
-}
-
-static const char *program =
-	"input x: f32[256, 1024]\n"
-	"input w1: f32[1024, 1024]\n"
-	"input w2: f32[1024, 1024]\n"
-	"input w3: f32[1024, 10]\n"
-	"input b1: f32[1024]\n"
-	"input b2: f32[1024]\n"
-	"input b3: f32[10]\n"
-	"h1 = relu(x @ w1 + b1)\n"
-	"h2 = relu(h1 @ w2 + b2)\n"
-	"y = h2 @ w3 + b3\n";
-
-static void fill(struct tir_tensor *t, int rank, const int64_t *shape, unsigned seed)
-{
-	struct tir_err err = {0};
-	if (tir_tensor_alloc(t, TIR_DTYPE_F32, rank, shape, false, &err)) {
-		fprintf(stderr, "alloc: %s\n", err.msg);
-		exit(1);
-	}
-	float *p = tir_tensor_data(t);
-	int64_t n = tir_tensor_numel(t);
-	srand(seed);
-	for (int64_t i = 0; i < n; i++)
-		p[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * 0.06f;
-}
-
 int main(int argc, char **argv)
 {
 	int threads = argc > 1 ? atoi(argv[1]) : 2;
 	tir_blas_set_threads(threads);
 	struct tir_program *p = tir_program_new();
-	if (tir_program_parse(p, "mlp", program, strlen(program), 0)) {
+	if (tir_program_parse(p, "mlp", bench_mlp_program, strlen(bench_mlp_program), 0)) {
 		fprintf(stderr, "parse failed\n");
 		return 1;
 	}
@@ -80,7 +36,7 @@ int main(int argc, char **argv)
 	const float *raw[7];
 	for (int i = 0; i < 7; i++) {
 		memset(&t[i], 0, sizeof t[i]);
-		fill(&t[i], ranks[i], shapes[i], (unsigned)i + 1);
+		bench_fill(&t[i], ranks[i], shapes[i], (unsigned)i + 1, 0.06f);
 		struct tir_tensor keep = {0};
 		tir_tensor_ref(&keep, &t[i]);
 		raw[i] = tir_tensor_data(&keep);
@@ -101,28 +57,28 @@ int main(int argc, char **argv)
 	for (int r0 = 0; r0 < REPS; r0 += ROUND) {
 		openblas_set_num_threads(threads);
 		for (int r = r0; r < r0 + ROUND; r++) {
-			double t0 = now_ms();
+			double t0 = bench_ms(CLOCK_MONOTONIC);
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 1024, 1024, 1,
 				    raw[0], 1024, raw[1], 1024, 0, h1, 1024);
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 1024, 1024, 1,
 				    h1, 1024, raw[2], 1024, 0, h2, 1024);
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 10, 1024, 1,
 				    h2, 1024, raw[3], 10, 0, y, 10);
-			tc[r] = now_ms() - t0;
+			tc[r] = bench_ms(CLOCK_MONOTONIC) - t0;
 		}
 		openblas_set_num_threads(1);
 		nanosleep(&(struct timespec){ .tv_nsec = 300000000 }, NULL);
 		for (int r = r0; r < r0 + ROUND; r++) {
-			double t0 = now_ms();
+			double t0 = bench_ms(CLOCK_MONOTONIC);
 			struct tir_err err = {0};
 			if (tir_exec_run(x, 0, want, 1, &err)) {
 				fprintf(stderr, "run: %s\n", err.msg);
 				return 1;
 			}
-			tt[r] = now_ms() - t0;
+			tt[r] = bench_ms(CLOCK_MONOTONIC) - t0;
 		}
 	}
-	double mt = median(tt, REPS), mc = median(tc, REPS);
+	double mt = bench_median(tt, REPS), mc = bench_median(tc, REPS);
 	printf("mlp 1024-1024-1024-10 batch 256, %d threads: tir %.3f ms, direct sgemm %.3f ms, ratio %.3f\n",
 	       threads, mt, mc, mt / mc);
 	free(h1);

@@ -244,6 +244,17 @@ GV_INLINE GV_TGT void GV_(store)(void *dst, bool single, int64_t e, int64_t n, V
 		memcpy(d, &v, (size_t)k * 8);
 }
 
+/* The flat indices of a vector's lanes at i0 (i0, i0 + st, ...), and in
+ * *step what takes them to the next vector's. */
+GV_INLINE GV_TGT VU GV_(lanes)(int64_t i0, int64_t st, VU *step)
+{
+	VU lane;
+	for (int l = 0; l < GV_L; l++)
+		lane[l] = (uint64_t)l * (uint64_t)st;
+	*step = SPLATU((uint64_t)GV_L * (uint64_t)st);
+	return SPLATU((uint64_t)i0) + lane;
+}
+
 /* K = GV_U * GV_L counters from c (a multiple of 8): their groups'
  * elements, K * per of them (per: 4 for f32, 2 for f64), to out in
  * element order. */
@@ -291,11 +302,7 @@ static GV_TGT void GV_(rand)(const struct tir_gen *g, void *dst, int64_t i0, int
 		return;
 	}
 	/* any other run: each lane its own counter, the slot it needs picked */
-	VU lane;
-	for (int l = 0; l < GV_L; l++)
-		lane[l] = (uint64_t)l * (uint64_t)st;
-	const VU step = SPLATU((uint64_t)GV_L * (uint64_t)st);
-	VU idx = SPLATU((uint64_t)i0) + lane;
+	VU step, idx = GV_(lanes)(i0, st, &step);
 	for (int64_t e = 0; e < n; e += GV_U * GV_L) {
 		VU ix[GV_U], cx[GV_U], w[GV_U][4];
 		for (int u = 0; u < GV_U; u++, idx += step) {
@@ -320,15 +327,11 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 		gen_eye(dst, single, i0, st, n, g->n);
 		return;
 	}
-	VU lane;
-	for (int l = 0; l < GV_L; l++)
-		lane[l] = (uint64_t)l * (uint64_t)st;
-	const VU step = SPLATU((uint64_t)GV_L * (uint64_t)st);
-	VU idx = SPLATU((uint64_t)i0) + lane;
 	if (g->op == TIR_OP_RAND || g->op == TIR_OP_RANDN) {
 		GV_(rand)(g, dst, i0, st, n, nt);
 		return;
 	}
+	VU step, idx = GV_(lanes)(i0, st, &step);
 	for (int64_t e = 0; e < n; e += GV_L, idx += step) {
 		VD v;
 		switch (g->op) {
