@@ -517,6 +517,7 @@ static void scratch_init(void)
  * (-1: not a kept one). */
 static void *scratch_get(size_t size, int *slot)
 {
+	size = (size + 63) / 64 * 64; /* aligned_alloc wants a multiple of the alignment */
 	int w = tir_pool_worker();
 	pthread_once(&scratch_once, scratch_init);
 	*slot = -1;
