@@ -142,6 +142,85 @@ st=$?
 st=$?
 [ $st -eq 2 ] && ok || bad "inspect without a file: exit $st, expected 2"
 
+# hostile files, fuzzed: 400 mutations (seeded) of a checkpoint with three
+# tensors and of a .npy (bytes flipped in the header, cut short, the size
+# field or numbers in the JSON changed, keys duplicated, deep nesting);
+# `tir inspect` and `load` of each must exit 0 or 1, never crash or hang,
+# and on 1 print one line on stderr naming the file, nothing on stdout
+mkdir -p "$tmp/fz"
+"$py" - "$tmp/fz" <<'PY'
+import json, random, struct, sys
+d = sys.argv[1]
+rng = random.Random(20261126)
+head = json.dumps({"__metadata__": {"format": "pt"},
+                   "a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                   "b": {"dtype": "BF16", "shape": [4], "data_offsets": [24, 32]},
+                   "c": {"dtype": "I64", "shape": [2], "data_offsets": [32, 48]}}).encode()
+st = struct.pack("<Q", len(head)) + head + bytes(range(48))
+npy_head = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+npy_head += b" " * (117 - len(npy_head)) + b"\n"
+npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(npy_head)) + npy_head + bytes(24)
+nums = [b"-1", b"0", b"99999999999999999999", b"18446744073709551615", b"1e400", b"4294967296",
+        b"9223372036854775807", b"\"x\"", b"[]", b"null", b"2.5"]
+def mutate(b, is_st):
+    b = bytearray(b)
+    k = rng.randrange(7)
+    if k == 0:    # flip bytes in the header
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(min(len(b), 8 + len(head) if is_st else 128))
+            b[i] = rng.randrange(256)
+    elif k == 1:  # cut short
+        b = b[:rng.randrange(len(b))]
+    elif k == 2 and is_st:  # the size field lies
+        b[0:8] = struct.pack("<Q", rng.choice([0, 1, len(head) - 1, len(head) + 1, len(b), 1 << 40, (1 << 64) - 1]))
+    elif k == 3:  # a number becomes another
+        txt = bytes(b)
+        spots = [i for i in range(len(txt) if not is_st else 8 + len(head)) if txt[i:i+1].isdigit()]
+        if spots:
+            i = rng.choice(spots)
+            j = i
+            while j < len(txt) and txt[j:j+1].isdigit():
+                j += 1
+            b = bytearray(txt[:i] + rng.choice(nums) + txt[j:])
+            if is_st:
+                b[0:8] = struct.pack("<Q", len(head) + len(b) - len(txt))
+    elif k == 4 and is_st:  # a key twice, or a tensor entry replaced
+        h = head.replace(b'"c":', b'"a":') if rng.random() < 0.5 else \
+            head.replace(b'"I64"', rng.choice([b'"Q4"', b'"F16"', b'""', b'7', b'"bf16"']))
+        b = bytearray(struct.pack("<Q", len(h)) + h + bytes(48))
+    elif k == 5 and is_st:  # deep nesting in the metadata
+        h = b'{"__metadata__": ' + b"[" * 5000 + b"]" * 5000 + head[head.index(b','):]
+        b = bytearray(struct.pack("<Q", len(h)) + h + bytes(48))
+    else:         # bytes appended or the data cut
+        b = b + bytes(rng.randrange(1, 64)) if rng.random() < 0.5 else b[:-rng.randrange(1, 16)]
+    return bytes(b)
+for i in range(200):
+    open("%s/%03d.safetensors" % (d, i), "wb").write(mutate(st, True))
+    open("%s/%03d.npy" % (d, i), "wb").write(mutate(npy, False))
+PY
+fz_bad=0
+for f in "$tmp"/fz/*; do
+	case $f in *.npy) load="load(\"$f\")" ;; *) load="load(\"$f\", \"a\")" ;; esac
+	printf 'x = %s\nprint x\n' "$load" >"$tmp/fz.tir"
+	for how in inspect run; do
+		if [ $how = inspect ]; then
+			timeout 20 "$tir" inspect "$f" >"$tmp/out" 2>"$tmp/err"
+		else
+			timeout 20 "$tir" run --quiet "$tmp/fz.tir" >"$tmp/out" 2>"$tmp/err"
+		fi
+		st=$?
+		if [ $st -eq 0 ] && [ ! -s "$tmp/err" ]; then
+			continue
+		elif [ $st -eq 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" -le 3 ] &&
+			grep -q "$f" "$tmp/err" && ! grep -q Sanitizer "$tmp/err"; then
+			continue
+		fi
+		fz_bad=$((fz_bad + 1))
+		[ $fz_bad -le 3 ] && { echo "files: $how of the fuzzed $f: exit $st"; head -n 5 "$tmp/err"; cp "$f" "${TMPDIR:-/tmp}/tir-files-fuzz-$(basename "$f")"; }
+	done
+done
+[ $fz_bad -eq 0 ] && ok || bad "$fz_bad fuzzed files were not a clean exit 0 or 1 (the first kept in ${TMPDIR:-/tmp})"
+
 # --save's usage errors: exit 2 before anything runs
 "$tir" run "$tmp/p.tir" --save w=$tmp/x.npy --save b=$tmp/x.npy >/dev/null 2>"$tmp/err"
 st=$?
