@@ -29,7 +29,7 @@ endif
 # Debian packages the tool and its tests need (the dependency step).
 DEB_PKGS := build-essential pkg-config libjansson-dev \
             libopenblas-dev libmicrohttpd-dev libcurl4-openssl-dev \
-            libedit-dev libssl-dev libsleef-dev python3-numpy openssl
+            libedit-dev libssl-dev libsleef-dev python3-numpy openssl graphviz
 
 # What pkg-config says of the libraries is asked only after the dependency
 # step has run: $(BUILD)/pkg.mk is made by a rule that first installs what is

@@ -18,7 +18,7 @@ static const char *const usage_text =
 	"\n"
 	"  tir run FILE.tir [options]   parse, check and run a program; print its results\n"
 	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
-	"  tir fmt FILE.tir             print the program in canonical form\n"
+	"  tir fmt FILE.tir [--dot]     print the program in canonical form (--dot: its plan, for Graphviz)\n"
 	"  tir inspect FILE             the tensors of a .safetensors or .npy file\n"
 	"  tir repl                     an interactive session (tir help repl)\n"
 	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
@@ -207,15 +207,39 @@ static int cmd_check(int argc, char **argv)
 
 static int cmd_fmt(int argc, char **argv)
 {
-	if (argc != 1) {
-		fprintf(stderr, "usage: tir fmt FILE.tir\n");
+	const char *file = NULL;
+	bool dot = false;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--dot"))
+			dot = true;
+		else if (!file && argv[i][0] != '-')
+			file = argv[i];
+		else
+			file = NULL, argc = -1;
+	}
+	if (!file) {
+		fprintf(stderr, "usage: tir fmt FILE.tir [--dot]\n");
 		return EXIT_USAGE;
 	}
 	int status = EXIT_OK;
-	struct tir_program *p = cli_load_program(argv[0], &status, NULL);
+	struct tir_program *p = cli_load_program(file, &status, NULL);
 	if (!p)
 		return status;
-	char *s = tir_program_format(p);
+	char *s = NULL;
+	if (dot) {
+		/* the plan of what it prints, kernels as clusters (nothing runs) */
+		struct tir_err err = {0};
+		struct tir_exec *x = tir_exec_new(p);
+		s = x ? tir_exec_dot(x, NULL, &err) : NULL;
+		tir_exec_free(x);
+		if (!s && err.code && err.code != TIR_ENOMEM) {
+			cli_print_err(&err);
+			tir_program_free(p);
+			return EXIT_PROGRAM;
+		}
+	} else {
+		s = tir_program_format(p);
+	}
 	if (!s) {
 		fprintf(stderr, "tir: out of memory\n");
 		status = EXIT_PROGRAM;
@@ -286,8 +310,16 @@ static int cmd_help(int argc, char **argv)
 		free(s);
 		return EXIT_OK;
 	}
-	if (!strcmp(argv[0], "check") || !strcmp(argv[0], "fmt")) {
-		printf("usage: tir %s FILE.tir\n", argv[0]);
+	if (!strcmp(argv[0], "check")) {
+		printf("usage: tir check FILE.tir\n");
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[0], "fmt")) {
+		printf("usage: tir fmt FILE.tir [--dot]\n"
+		       "\n"
+		       "The program in canonical form; with --dot, the plan of what it prints as a\n"
+		       "Graphviz graph (each kernel a cluster of the ops fused into it; nothing\n"
+		       "runs): tir fmt model.tir --dot | dot -Tpng > plan.png\n");
 		return EXIT_OK;
 	}
 	if (!strcmp(argv[0], "inspect")) {

@@ -261,6 +261,17 @@ static void scan_line(struct fmt_line *fl)
 
 static int dot_graph(struct repl *r, char *arg)
 {
+	/* NAME [--dot] */
+	char *opt = strchr(arg, ' ');
+	bool dot = false;
+	if (opt) {
+		*opt++ = 0;
+		while (*opt == ' ')
+			opt++;
+		if (strcmp(opt, "--dot"))
+			return 1;
+		dot = true;
+	}
 	if (!is_name(arg))
 		return 1;
 	const struct tir_binding *b = tir_program_lookup(r->p, arg, strlen(arg));
@@ -269,6 +280,19 @@ static int dot_graph(struct repl *r, char *arg)
 		fprintf(stderr, "tir: no value named '%s'%s%s%s\n", arg, sug ? "; did you mean '" : "",
 			sug ? sug : "", sug ? "'?" : "");
 		r->failed = true;
+		return 0;
+	}
+	if (dot) {
+		/* the plan of NAME's value as Graphviz (as tir fmt --dot) */
+		struct tir_err err = {0};
+		char *g = tir_exec_dot(r->x, arg, &err);
+		if (!g) {
+			cli_print_err(&err);
+			r->failed = true;
+			return 0;
+		}
+		fputs(g, stdout);
+		free(g);
 		return 0;
 	}
 	/* the whole program in canonical form, then only the lines NAME
@@ -546,7 +570,7 @@ static int dot_vars(struct repl *r, char *arg)
 
 static const struct dot_cmd dot_cmds[] = {
 	{"explain", "", "the plan of the last computation: its kernels, in order", dot_explain},
-	{"graph", "NAME", "the statements NAME depends on, in canonical form", dot_graph},
+	{"graph", "NAME [--dot]", "the statements NAME depends on, in canonical form (--dot: its plan, for Graphviz)", dot_graph},
 	{"help", "", "this list", dot_help},
 	{"input", "NAME=FILE", "the value of `input NAME` from a .npy or .safetensors file", dot_input},
 	{"load", "FILE", "run a .tir file's statements into the session", dot_load},

@@ -197,6 +197,10 @@ void tir_exec_set_profile(struct tir_exec *x, bool on);
 char *tir_exec_profile(const struct tir_exec *x);
 /* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
 const char *tir_exec_explain(struct tir_exec *x);
+/* The plan of what the program prints (name NULL), or of the value bound
+ * to name, as a Graphviz digraph: each kernel a cluster of its ops,
+ * nothing computed.  returns: new, free(); NULL with err set. */
+char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err);
 
 /* The result block of docs/language.md ("Printed results"): "HEADER: f32[2, 3]" and the values, floats
  * with `precision` significant digits, summarized past 1000 elements

@@ -1321,6 +1321,58 @@ static int plan_peak(const struct tir_program *p, const bool *need, const int64_
 	return 0;
 }
 
+char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err)
+{
+	struct tir_program *p = x->prog;
+	size_t nn = p->nnodes;
+	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	bool *need = calloc(nn + 1, sizeof *need), *target = calloc(nn + 1, sizeof *target);
+	char *dot = NULL;
+	struct tir_plan plan = {0};
+	if (!uses || !need || !target) {
+		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	/* the targets as a run would have them: every print, or the name */
+	if (name) {
+		struct tir_binding *b = tir_program_lookup(p, name, strlen(name));
+		if (!b || !b->node) {
+			const char *sug = tir_program_suggest(p, name, strlen(name));
+			tir_errf(err, TIR_EDATA, NULL, "no value named '%s' in the program%s%s%s", name,
+				 sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
+			goto out;
+		}
+		need[b->node->id] = target[b->node->id] = true;
+		uses[b->node->id]++;
+	}
+	for (size_t s = 0; !name && s < p->nstmts; s++) {
+		const struct tir_stmt *st = &p->stmts[s];
+		for (int i = 0; st->kind == TIR_STMT_PRINT && i < st->nitems; i++) {
+			need[st->items[i].node->id] = target[st->items[i].node->id] = true;
+			uses[st->items[i].node->id]++;
+		}
+	}
+	for (size_t i = nn; i-- > 0;) {
+		if (!need[i])
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		for (int k = 0; k < n->nin; k++) {
+			if (!n->in[k])
+				continue;
+			need[n->in[k]->id] = true;
+			uses[n->in[k]->id]++;
+		}
+	}
+	if (tir_fuse(p, need, uses, target, &plan) || !(dot = tir_plan_dot(p, &plan)))
+		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+out:
+	tir_plan_free(&plan);
+	free(uses);
+	free(need);
+	free(target);
+	return dot;
+}
+
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {

@@ -24,6 +24,7 @@
  */
 #include "fusion.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1266,3 +1267,104 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 	}
 	return out.oom ? (tir_str_free(&out), NULL) : out.s;
 }
+
+/* ---- the plan as a Graphviz graph (tir fmt --dot, .graph NAME --dot) ---- */
+
+/* s with the characters a DOT string cannot hold as they are escaped */
+static void dot_str(struct tir_str *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			tir_str_add(out, "\\", 1);
+		if (*s == '\n')
+			tir_str_add(out, "\\n", 2);
+		else
+			tir_str_add(out, s, 1);
+	}
+}
+
+/* One node's box: "name = op" (or "op"), then its type. */
+static void dot_node(struct tir_str *out, const struct tir_program *p, const struct tir_plan *plan,
+		     const struct tir_node *n, const char *indent)
+{
+	char tb[TIR_TYPE_STRLEN], label[512];
+	const char *name = tir_node_current_name(p, n);
+	const char *op = tir_op(n->op)->name;
+	if (n->op == TIR_OP_INPUT)
+		snprintf(label, sizeof label, "input %s\n%s", n->input_name ? n->input_name : "?",
+			 tir_type_str(&n->type, tb, sizeof tb));
+	else if (n->op == TIR_OP_CONST && n->type.rank == 0 && !n->data)
+		snprintf(label, sizeof label, "%.6g",
+			 n->type.dtype == TIR_DTYPE_F32 || n->type.dtype == TIR_DTYPE_F64 ? n->fval
+											  : (double)n->ival);
+	else if (n->op == TIR_OP_CONST)
+		snprintf(label, sizeof label, "%s%sliteral\n%s", name ? name : "", name ? " = " : "",
+			 tir_type_str(&n->type, tb, sizeof tb));
+	else
+		snprintf(label, sizeof label, "%s%s%s\n%s", name ? name : "", name ? " = " : "", op,
+			 tir_type_str(&n->type, tb, sizeof tb));
+	tir_str_addf(out, "%sn%u [label=\"", indent, n->id);
+	dot_str(out, label);
+	/* leaves plain, values stored bold, values never stored dashed */
+	const char *style = n->op == TIR_OP_INPUT || n->op == TIR_OP_CONST ? "shape=plaintext"
+			    : plan->interior[n->id]			 ? "style=dashed"
+									 : "style=bold";
+	tir_str_addf(out, "\", %s];\n", style);
+}
+
+char *tir_plan_dot(const struct tir_program *p, const struct tir_plan *plan)
+{
+	struct tir_str out = {0};
+	tir_str_addf(&out, "digraph tir {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+	bool *drawn = calloc(plan->nnodes + 1, sizeof *drawn);
+	if (!drawn)
+		return NULL;
+	/* each kernel a cluster: a group's nodes (and the generators it
+	 * computes inside), or one node run alone */
+	int k = 0;
+	for (size_t i = 0; i < plan->nnodes; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (!plan->need[i] || plan->interior[i] || n->op == TIR_OP_CONST || n->op == TIR_OP_INPUT)
+			continue;
+		int g = plan->group_of[i];
+		k++;
+		tir_str_addf(&out, "  subgraph cluster_%d {\n    label=\"kernel %d%s\";\n", k, k,
+			     g >= 0 ? (plan->groups[g].head ? ": matmul + fused" : ": fused") : "");
+		if (g >= 0) {
+			const struct tir_group *gr = &plan->groups[g];
+			for (int q = 0; q < gr->nin; q++)
+				if (plan->interior[gr->inputs[q]->id] && !drawn[gr->inputs[q]->id]) {
+					dot_node(&out, p, plan, gr->inputs[q], "    ");
+					drawn[gr->inputs[q]->id] = true;
+				}
+			for (int j = 0; j < gr->n; j++)
+				if (!drawn[gr->nodes[j]->id]) {
+					dot_node(&out, p, plan, gr->nodes[j], "    ");
+					drawn[gr->nodes[j]->id] = true;
+				}
+		} else {
+			dot_node(&out, p, plan, n, "    ");
+			drawn[i] = true;
+		}
+		tir_str_add(&out, "  }\n", 4);
+	}
+	/* what the kernels read from outside any: inputs, literals, values
+	 * kept from an earlier run */
+	for (size_t i = 0; i < plan->nnodes; i++)
+		if (plan->need[i] && !drawn[i]) {
+			dot_node(&out, p, plan, p->nodes[i], "  ");
+			drawn[i] = true;
+		}
+	for (size_t i = 0; i < plan->nnodes; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (!plan->need[i])
+			continue;
+		for (int q = 0; q < n->nin; q++)
+			if (n->in[q] && drawn[n->in[q]->id])
+				tir_str_addf(&out, "  n%u -> n%u;\n", n->in[q]->id, n->id);
+	}
+	tir_str_add(&out, "}\n", 2);
+	free(drawn);
+	return out.oom ? (tir_str_free(&out), NULL) : out.s;
+}
+

@@ -150,5 +150,9 @@ const char *tir_fused_build(void);
 /* The plan as text for --explain: one kernel a line, its ops, its result
  * and why it closed.  returns: new, free(). */
 char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan);
+/* The plan as a Graphviz digraph: each kernel a cluster of the ops it
+ * runs (values it never stores dashed, those it stores bold), inputs and
+ * literals outside, an edge per operand.  returns: new, free(). */
+char *tir_plan_dot(const struct tir_program *p, const struct tir_plan *plan);
 
 #endif
