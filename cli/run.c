@@ -21,6 +21,7 @@ struct run_opts {
 	struct pair *inputs, *saves;
 	int ninputs, nsaves;
 	const char *remote;
+	const char *trace;       /* --trace FILE.json */
 	bool no_fuse, explain, profile, full, quiet;
 	int threads, precision;
 };
@@ -70,7 +71,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		char *val = NULL;
-		bool takes = !strcmp(a, "--input") || !strcmp(a, "--save") || !strcmp(a, "--remote") ||
+		bool takes = !strcmp(a, "--input") || !strcmp(a, "--save") || !strcmp(a, "--remote") || !strcmp(a, "--trace") ||
 			     !strcmp(a, "--threads") || !strcmp(a, "--precision");
 		if (takes) {
 			if (i + 1 >= argc)
@@ -95,6 +96,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			}
 		} else if (!strcmp(a, "--remote")) {
 			o->remote = val;
+		} else if (!strcmp(a, "--trace")) {
+			o->trace = val;
 		} else if (!strcmp(a, "--threads")) {
 			if (!parse_int(val, 1, 1024, &o->threads))
 				return usage("--threads wants a number from 1 to 1024, got '%s'", val);
@@ -124,6 +127,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	}
 	if (!o->file)
 		return usage("%s", "which program? tir run FILE.tir");
+	if (o->trace && o->remote)
+		return usage("%s", "--trace traces local runs; with --remote it is not supported yet");
 	return 0;
 }
 
@@ -193,6 +198,7 @@ int cli_run(int argc, char **argv)
 	}
 	tir_exec_set_fuse(x, !o.no_fuse);
 	tir_exec_set_profile(x, o.profile);
+	tir_exec_set_trace(x, o.trace != NULL);
 	for (int i = 0; i < o.ninputs; i++) {
 		if (tir_exec_input_file(x, o.inputs[i].name, o.inputs[i].path, &err)) {
 			cli_print_err(&err);
@@ -259,6 +265,19 @@ int cli_run(int argc, char **argv)
 		fprintf(stderr, "tir: writing results: %s\n", strerror(errno));
 		status = EXIT_PROGRAM;
 		goto out;
+	}
+	if (o.trace) {
+		char *json = tir_exec_trace_json(x, parse_ms);
+		FILE *f = json ? fopen(o.trace, "w") : NULL;
+		bool ok = f && fputs(json, f) >= 0 && fputc('\n', f) != EOF;
+		if (f && fclose(f) != 0)
+			ok = false;
+		free(json);
+		if (!ok) {
+			fprintf(stderr, "tir: --trace %s: %s\n", o.trace, json ? strerror(errno) : "out of memory");
+			status = EXIT_PROGRAM;
+			goto out;
+		}
 	}
 	if (!o.quiet)
 		cli_print_timing(parse_ms, tir_exec_stats(x), remote ? tir_remote_stats(remote) : NULL);

@@ -195,6 +195,14 @@ void tir_exec_set_fuse(struct tir_exec *x, bool fuse);
  * the last one (kernel, ms, MiB moved, GFLOP/s).  returns: new, free(). */
 void tir_exec_set_profile(struct tir_exec *x, bool on);
 char *tir_exec_profile(const struct tir_exec *x);
+/* Note the next runs' kernels and the pool threads' spans (tir run
+ * --trace): tir_exec_trace_json gives the last run as Chrome trace events
+ * (JSON that Perfetto and chrome://tracing open): on thread 0 the parse
+ * (parse_ms, before the run), the plan and each kernel (args: MiB moved,
+ * GFLOP, tasks), on thread 1 + k pool slot k's span of each kernel's
+ * tasks.  Local runs only.  returns: new, free(). */
+void tir_exec_set_trace(struct tir_exec *x, bool on);
+char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms);
 /* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
 const char *tir_exec_explain(struct tir_exec *x);
 /* The plan of what the program prints (name NULL), or of the value bound

@@ -325,6 +325,20 @@ volatile sig_atomic_t *tir_pool_set_stop(volatile sig_atomic_t *flag);
 bool tir_pool_stopping(void);
 /* Set OpenBLAS to one thread, once; call before any direct cblas call. */
 void tir_blas_single(void);
+/* Tracing (tir run --trace): while on, each thread that works on a run
+ * notes one span, from its first task to the end of its last, and the
+ * tasks it ran; slot 0 is the thread that started the run, slot k its
+ * k-th worker.  tir_pool_trace(true) clears what was noted, (false)
+ * stops noting and keeps it;
+ * tir_pool_trace_take hands the spans over (new array, free(); *n of
+ * them) and clears them: call it while no run is in progress. */
+struct tir_pool_span {
+	int slot;
+	int64_t t0_ns, t1_ns;    /* CLOCK_MONOTONIC */
+	int64_t tasks;
+};
+void tir_pool_trace(bool on);
+struct tir_pool_span *tir_pool_trace_take(size_t *n);
 /* ---- end of the thread pool block ---- */
 
 /* ---- the machine (machine.c) ----

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,11 +98,57 @@ static inline bool stopped(void)
 	return my_stop && *my_stop;
 }
 
+/* ---- tracing: a span per thread per run, each slot its own list ---- */
+static atomic_bool tracing;
+static struct {
+	struct tir_pool_span *v;
+	size_t n, cap;
+} spans[TIR_POOL_MAX + 1];
+
+static void note_span(int64_t t0, int64_t tasks)
+{
+	if (!tasks)
+		return;
+	int64_t t1 = now_ns();
+	int slot = my_slot >= 0 && my_slot <= TIR_POOL_MAX ? my_slot : 0;
+	if (tir_grow((void **)&spans[slot].v, &spans[slot].cap, spans[slot].n + 1, sizeof *spans[slot].v))
+		return; /* a span lost, nothing else */
+	spans[slot].v[spans[slot].n++] = (struct tir_pool_span){slot, t0, t1, tasks};
+}
+
+void tir_pool_trace(bool on)
+{
+	size_t n;
+	if (on)
+		free(tir_pool_trace_take(&n));
+	atomic_store(&tracing, on);
+}
+
+struct tir_pool_span *tir_pool_trace_take(size_t *n)
+{
+	size_t total = 0;
+	for (int s = 0; s <= TIR_POOL_MAX; s++)
+		total += spans[s].n;
+	struct tir_pool_span *all = malloc(sizeof *all * (total ? total : 1));
+	*n = 0;
+	for (int s = 0; s <= TIR_POOL_MAX; s++) {
+		if (all)
+			memcpy(all + *n, spans[s].v, sizeof *all * spans[s].n);
+		*n += all ? spans[s].n : 0;
+		spans[s].n = 0;
+	}
+	return all;
+}
+
 static void claim_tasks(void (*fn)(void *, int64_t), void *ctx, int64_t ntasks)
 {
-	int64_t t;
-	while (!stopped() && (t = atomic_fetch_add(&pool.next, 1)) < ntasks)
+	int64_t t, done = 0, t0 = atomic_load_explicit(&tracing, memory_order_relaxed) ? now_ns() : -1;
+	while (!stopped() && (t = atomic_fetch_add(&pool.next, 1)) < ntasks) {
 		fn(ctx, t);
+		done++;
+	}
+	if (t0 >= 0)
+		note_span(t0, done);
 }
 
 static void *worker_main(void *arg)
@@ -255,9 +302,12 @@ static int run_inline(int64_t ntasks, void (*fn)(void *, int64_t), void *ctx)
 {
 	bool was = in_task;
 	in_task = true;
-	for (int64_t t = 0; t < ntasks && !stopped(); t++)
+	int64_t t = 0, t0 = !was && atomic_load_explicit(&tracing, memory_order_relaxed) ? now_ns() : -1;
+	for (; t < ntasks && !stopped(); t++)
 		fn(ctx, t);
 	in_task = was;
+	if (t0 >= 0)
+		note_span(t0, t);
 	return 1;
 }
 

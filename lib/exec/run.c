@@ -8,6 +8,7 @@
 #include "exec.h"
 #include "../fusion/fusion.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +73,13 @@ struct tir_exec {
 	size_t ncconst, capcconst;
 	uint64_t pclock;
 	bool profile;                  /* time every kernel */
+	bool trace;                    /* and note the pool's spans (--trace) */
+	double run_t0, plan_t1, run_t1; /* the last run's start, its plan's end, its end (now_ms) */
+	struct tir_pool_span *spans;   /* the pool's, of the last traced run */
+	size_t nspans;
 	struct tir_kprof {
 		char what[112];
+		double start_ms;          /* when it started (now_ms) */
 		double ms, bytes, flops;
 		int64_t tasks;            /* offered to the pool (1: ran on the caller alone) */
 	} *prof;
@@ -122,6 +128,7 @@ void tir_exec_free(struct tir_exec *x)
 		return;
 	clear_results(x);
 	free(x->explain);
+	free(x->spans);
 	free(x->remote_profile);
 	for (int i = 0; i < 8; i++) {
 		free(x->pcache[i].sig);
@@ -1112,6 +1119,7 @@ static void profile_kernel(struct tir_exec *x, const struct tir_group *g, const 
 	struct tir_kprof *k = &x->prof[x->nprof++];
 	memset(k, 0, sizeof *k);
 	k->ms = ms;
+	k->start_ms = now_ms() - ms;
 	k->tasks = tasks > 1 ? tasks : 1;
 	double numel = (double)tir_type_numel(&n->type);
 	k->bytes = numel * (double)tir_dtype_size((enum tir_dtype)n->type.dtype);
@@ -1518,6 +1526,10 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	volatile sig_atomic_t *outer_stop = tir_pool_set_stop(x->intr);
 	double t1 = now_ms();
 	x->stats.plan_ms = t1 - t0;
+	x->run_t0 = t0;
+	x->plan_t1 = t1;
+	if (x->trace)
+		tir_pool_trace(true);
 	for (size_t i = 0; i < nn && !rc; i++) {
 		if (!need[i] || (planned && plan.interior[i]))
 			continue;
@@ -1526,7 +1538,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			break;
 		}
-		double tk = x->profile ? now_ms() : 0;
+		double tk = x->profile || x->trace ? now_ms() : 0;
 		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
@@ -1535,7 +1547,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
 				err->loc = n->loc;
-			if (x->profile && !rc)
+			if ((x->profile || x->trace) && !rc)
 				profile_kernel(x, &plan.groups[plan.group_of[i]], n, now_ms() - tk,
 					       tir_pool_offered() - t0k);
 			const struct tir_group *gr = &plan.groups[plan.group_of[i]];
@@ -1575,7 +1587,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			*err = e;
 		else if (small_const)
 			const_keep(x, n, &vals[i]);
-		else if (x->profile && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
+		else if ((x->profile || x->trace) && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
 			profile_kernel(x, NULL, n, now_ms() - tk, tir_pool_offered() - t0k);
 		if (!rc && x->keep && keepable(p, n))
 			tir_tensor_ref(&x->kept[i], &vals[i]);
@@ -1587,6 +1599,12 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			free(inp);
 	}
 	tir_pool_set_stop(outer_stop);
+	if (x->trace) {
+		tir_pool_trace(false);
+		free(x->spans);
+		x->spans = tir_pool_trace_take(&x->nspans);
+		x->run_t1 = now_ms();
+	}
 	free(need);
 	x->stats.run_ms = now_ms() - t1;
 	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;
@@ -1649,6 +1667,58 @@ const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x)
 void tir_exec_set_fuse(struct tir_exec *x, bool fuse)
 {
 	x->no_fuse = !fuse;
+}
+
+void tir_exec_set_trace(struct tir_exec *x, bool on)
+{
+	x->trace = on;
+}
+
+char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
+{
+	/* Chrome's trace event format: complete events ("X", microseconds
+	 * from the start of the parse), thread names as metadata ("M"):
+	 * tid 0 the run (parse, plan, each kernel), tid 1 + k pool slot k's
+	 * spans (slot 0: the thread that ran the kernels, helping) */
+	json_t *ev = json_array();
+	double origin = x->run_t0 - parse_ms;
+#define US(ms) json_real((ms) * 1e3)
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M", "pid", 1,
+					    "tid", 0, "args", "name", "tir run"));
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i}", "name", "parse", "ph", "X", "ts",
+					    US(0), "dur", US(parse_ms), "pid", 1, "tid", 0));
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:{s:b}}", "name", "plan", "ph", "X",
+					    "ts", US(x->run_t0 - origin), "dur", US(x->plan_t1 - x->run_t0), "pid", 1,
+					    "tid", 0, "args", "cached", x->stats.plan_cached));
+	for (size_t i = 0; i < x->nprof; i++) {
+		const struct tir_kprof *k = &x->prof[i];
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:f, s:f, s:I}}",
+						    "name", k->what, "cat", "kernel", "ph", "X", "ts",
+						    US(k->start_ms - origin), "dur", US(k->ms), "pid", 1, "tid", 0,
+						    "args", "mib", k->bytes / 1048576.0, "gflop", k->flops / 1e9,
+						    "tasks", (json_int_t)k->tasks));
+	}
+	bool named[TIR_POOL_MAX + 1] = {false};
+	for (size_t i = 0; i < x->nspans; i++) {
+		const struct tir_pool_span *sp = &x->spans[i];
+		if (!named[sp->slot]) {
+			char nm[32];
+			snprintf(nm, sizeof nm, sp->slot ? "pool worker %d" : "pool: the running thread", sp->slot);
+			json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
+							    "M", "pid", 1, "tid", 1 + sp->slot, "args", "name", nm));
+			named[sp->slot] = true;
+		}
+		double t0 = (double)sp->t0_ns / 1e6, t1 = (double)sp->t1_ns / 1e6;
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:I}}", "name", "tasks",
+						    "cat", "pool", "ph", "X", "ts", US(t0 - origin), "dur",
+						    US(t1 - t0), "pid", 1, "tid", 1 + sp->slot, "args", "tasks",
+						    (json_int_t)sp->tasks));
+	}
+#undef US
+	json_t *root = json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
+	char *s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
+	json_decref(root);
+	return s;
 }
 
 void tir_exec_set_profile(struct tir_exec *x, bool on)
