@@ -132,7 +132,7 @@ struct tir_pool_span *tir_pool_trace_take(size_t *n)
 	struct tir_pool_span *all = malloc(sizeof *all * (total ? total : 1));
 	*n = 0;
 	for (int s = 0; s <= TIR_POOL_MAX; s++) {
-		if (all)
+		if (all && spans[s].n)
 			memcpy(all + *n, spans[s].v, sizeof *all * spans[s].n);
 		*n += all ? spans[s].n : 0;
 		spans[s].n = 0;

@@ -22,6 +22,7 @@ for prog in samples/mlp.tir samples/cnn.tir bench/e2e/norm.tir; do
 		"$tir" run --threads $t --trace "$tmp/t.json" "$prog" >/dev/null 2>"$tmp/err"
 		st=$?
 		k=$(sed -n 's/.* -> \([0-9]*\) kernels.*/\1/p' "$tmp/err")
+		: >"$tmp/msg"
 		if [ $st -eq 0 ] && "$py" tests/trace_check.py "$tmp/t.json" "$k" >"$tmp/msg" 2>&1; then ok; else
 			bad "$prog --threads $t (exit $st):"
 			cat "$tmp/msg" "$tmp/err" | head -n 10
