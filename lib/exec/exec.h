@@ -141,6 +141,18 @@ int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_
 double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			  void *ctx);
 double tir_reduce_pw_join(double *part, int cnt);
+/* A piece of one run for tir_reduce_pool: the pairwise sum of its
+ * elements [lo, lo + n) (dev: of their squared deviations from m), as
+ * tir_reduce_pw_part (tir_reduce_pwdev_part) gives it. */
+typedef double (*tir_piece_fn)(void *ctx, int64_t lo, int64_t n, bool dev, double m);
+/* SUM, MEAN or VAR of one run of n elements of item_bytes each, in the
+ * pieces of its pairwise tree on the pool (as many as a stream of the run
+ * would make tasks; none shorter than chunk, >= 128 and a multiple of 8):
+ * *out is the value tir_reduce_run computes before rounding it to the
+ * output's dtype, the same bits for any thread count.  false, nothing
+ * done, when the run is too short to split. */
+bool tir_reduce_pool(enum tir_op op, int64_t n, int64_t chunk, int64_t item_bytes, tir_piece_fn part, void *ctx,
+		     double *out);
 /* tir_reduce_pw_part of var's second pass: the squared deviations from m */
 double tir_reduce_pwdev_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			     void *ctx, double m);

@@ -165,7 +165,8 @@ GV_INLINE GV_TGT VU GV_(pick)(VU m, VU a, VU b)
  *   randn f32: pair p = q / 2 (u1 from word 2p, u2 from 2p + 1), cos for
  *     even q, sin for odd;  randn f64: u1 from words 0, 1, u2 from 2, 3,
  *     cos for q = 0, sin for q = 1.
- * The slots of one vector of counters w: v[q] for each q < GV_SLOTS. */
+ * The slots of one vector of counters w: v[q] for each slot q (4 for f32,
+ * 2 for f64). */
 GV_INLINE GV_TGT void GV_(slots)(bool normal, bool single, const VU w[4], VD v[4])
 {
 	if (!normal) {

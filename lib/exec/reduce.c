@@ -765,65 +765,72 @@ static int reduce_empty(enum tir_op op, struct tir_tensor *out, int64_t onumel,
  * axis to cut); a pairwise sum's tree splits instead: the pieces of
  * tir_reduce_pw_split, each summed on its own, joined in the tree's
  * order, give the run's pairwise sum bit for bit whatever the threads. */
-struct xpieces {
-	const void *x;
-	bool f32, dev;      /* dev: var's squared deviations from m */
+struct pool_job {
+	tir_piece_fn part;
+	void *ctx;
+	bool dev;
 	double m;
 	int64_t lo[TIR_TASKS_WANT], len[TIR_TASKS_WANT];
-	double part[TIR_TASKS_WANT];
+	double sum[TIR_TASKS_WANT];
 };
 
-static void xpiece(void *ctx, int64_t t)
+static void pool_piece(void *ctx, int64_t t)
 {
-	struct xpieces *pc = ctx;
-	int64_t lo = pc->lo[t], n = pc->len[t];
-	if (pc->f32) {
-		const float *x = (const float *)pc->x + lo;
-		pc->part[t] = pc->dev ? pwd_f32(x, n, 1, pc->m) : pw_f32(x, n, 1);
-	} else {
-		const double *x = (const double *)pc->x + lo;
-		pc->part[t] = pc->dev ? pwd_f64(x, n, 1, pc->m) : pw_f64(x, n, 1);
-	}
+	struct pool_job *j = ctx;
+	j->sum[t] = j->part(j->ctx, j->lo[t], j->len[t], j->dev, j->m);
 }
 
-/* SUM, MEAN or VAR of the count contiguous f32/f64 elements at x into
- * out's one element, as the walk computes it; false when the run is too
- * short to be worth pieces (the walk does it). */
-static bool reduce_pieces(enum tir_op op, const void *x, enum tir_dtype dt, int64_t count,
-			  struct tir_tensor *out)
+bool tir_reduce_pool(enum tir_op op, int64_t n, int64_t chunk, int64_t item_bytes, tir_piece_fn part, void *ctx,
+		     double *out)
 {
-	int64_t want = count / tir_task_items(count, (int64_t)tir_dtype_size(dt));
+	/* about as many pieces as a stream of the run would make tasks */
+	int64_t want = n / tir_task_items(n, item_bytes);
 	int depth = 0;
 	while ((2 << depth) <= TIR_TASKS_WANT && (2 << depth) <= want)
 		depth++;
-	if (!depth)
-		return false;
-	struct xpieces *pc = calloc(1, sizeof *pc);
-	if (!pc)
-		return false;
-	int cnt = tir_reduce_pw_split(count, 128, depth, pc->lo, pc->len);
+	struct pool_job *j = depth ? calloc(1, sizeof *j) : NULL;
+	int cnt = j ? tir_reduce_pw_split(n, chunk, depth, j->lo, j->len) : 0;
 	if (!cnt) {
-		free(pc);
+		free(j);
 		return false;
 	}
-	pc->x = x;
-	pc->f32 = dt == TIR_DTYPE_F32;
-	tir_pool_run(cnt, xpiece, pc);
+	j->part = part;
+	j->ctx = ctx;
+	/* as tir_reduce_run: the sum added to 0.0; VAR, its mean, then the
+	 * squared deviations from it the same way */
+	tir_pool_run(cnt, pool_piece, j);
 	double acc = 0.0;
-	acc += tir_reduce_pw_join(pc->part, cnt);
+	acc += tir_reduce_pw_join(j->sum, cnt);
 	if (op != TIR_OP_SUM)
-		acc /= (double)count;
+		acc /= (double)n;
 	if (op == TIR_OP_VAR) {
-		pc->dev = true;
-		pc->m = acc;
-		tir_pool_run(cnt, xpiece, pc);
+		j->dev = true;
+		j->m = acc;
+		tir_pool_run(cnt, pool_piece, j);
 		acc = 0.0;
-		acc += tir_reduce_pw_join(pc->part, cnt);
-		acc /= (double)count;
+		acc += tir_reduce_pw_join(j->sum, cnt);
+		acc /= (double)n;
 	}
-	free(pc);
-	store_f64(out, &acc, 1);
+	free(j);
+	*out = acc;
 	return true;
+}
+
+/* a piece of a contiguous f32 or f64 run in memory */
+struct mem_run {
+	const void *x;
+	bool f32;
+};
+
+static double mem_piece(void *ctx, int64_t lo, int64_t n, bool dev, double m)
+{
+	const struct mem_run *r = ctx;
+	if (r->f32) {
+		const float *x = (const float *)r->x + lo;
+		return dev ? pwd_f32(x, n, 1, m) : pw_f32(x, n, 1);
+	}
+	const double *x = (const double *)r->x + lo;
+	return dev ? pwd_f64(x, n, 1, m) : pw_f64(x, n, 1);
 }
 
 /* op over the axes of x set in mask, into out (the contract is in exec.h). */
@@ -856,8 +863,14 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 	int64_t n = p.onumel;
 	if (n == 1 && (op == TIR_OP_SUM || op == TIR_OP_MEAN || op == TIR_OP_VAR) &&
 	    (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) && tir_tensor_is_contiguous(x) &&
-	    tir_reduce_by_runs(x, mask) && reduce_pieces(op, tir_tensor_data(x), dt, p.count, out))
-		return 0;
+	    tir_reduce_by_runs(x, mask)) {
+		struct mem_run r = {tir_tensor_data(x), dt == TIR_DTYPE_F32};
+		double v;
+		if (tir_reduce_pool(op, p.count, 128, (int64_t)tir_dtype_size(dt), mem_piece, &r, &v)) {
+			store_f64(out, &v, 1);
+			return 0;
+		}
+	}
 	bool owned = false, owned2 = false;
 	double *acc = NULL, *acc2 = NULL;
 	void *best = NULL;

@@ -906,33 +906,20 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 #endif
 }
 
-/* One long row summed by its root (SUM, MEAN, or VAR in two passes) in
- * pieces on the pool: the pieces of its pairwise sum (whose tree, and so
- * whose result, is the row's whatever the pieces), their number fixed by
- * the row's length and the caches. */
-#define MAX_PIECES TIR_TASKS_WANT
-struct pieces {
-	struct vm *vm;
-	int64_t lo[MAX_PIECES], len[MAX_PIECES];
-	double part[MAX_PIECES];
-	bool dev;        /* VAR's second pass: deviations from mean */
-	double mean;
-};
-
-static void run_piece(void *ctx, int64_t t)
+/* A piece of one long row summed by its root (tir_reduce_pool's part):
+ * computed in a block of its own, on whichever thread runs it. */
+static double row_piece(void *ctx, int64_t lo, int64_t n, bool dev, double m)
 {
-	struct pieces *pc = ctx;
+	struct vm *vm = ctx;
 	struct blk b;
-	if (!blk_init(&b, pc->vm))
-		return;
+	if (!blk_init(&b, vm)) {
+		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	b.k = 1;
-	b.red = pc->vm->n - 1;
-	if (pc->dev)
-		pc->part[t] = tir_reduce_pwdev_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk,
-						    red_piece, &b, pc->mean);
-	else
-		pc->part[t] = tir_reduce_pw_part(pc->vm->dt, pc->lo[t], pc->len[t], pc->vm->red_chunk, red_piece,
-						 &b);
+	b.red = vm->n - 1;
+	return dev ? tir_reduce_pwdev_part(vm->dt, lo, n, vm->red_chunk, red_piece, &b, m)
+		   : tir_reduce_pw_part(vm->dt, lo, n, vm->red_chunk, red_piece, &b);
 }
 
 /* Task t of a reduction down the cols (over leading axes): cols
@@ -982,41 +969,18 @@ static bool run_pieces(struct vm *vm)
 	for (int j = 0; j < root; j++)
 		if (vm->nd[j].cls == TIR_FC_ROW && !vm->nd[j].pre)
 			return false;
-	/* about as many pieces as a stream of the row would make tasks */
-	int64_t want = vm->cols / tir_task_items(vm->cols, (int64_t)vm->esz);
-	int depth = 0;
-	while ((2 << depth) <= MAX_PIECES && (2 << depth) <= want)
-		depth++;
-	struct pieces *pc = calloc(1, sizeof *pc);
-	if (!pc)
+	/* the pieces of its pairwise tree on the pool (SUM, MEAN; VAR in
+	 * two passes) */
+	double acc;
+	if (!tir_reduce_pool(r->n->op, vm->cols, vm->red_chunk, (int64_t)vm->esz, row_piece, vm, &acc))
 		return false;
-	pc->vm = vm;
-	int cnt = depth ? tir_reduce_pw_split(vm->cols, vm->red_chunk, depth, pc->lo, pc->len) : 0;
-	if (cnt) {
-		/* as tir_reduce_run: the sum added to 0.0; VAR, its mean,
-		 * then the squared deviations from it the same way */
-		tir_pool_run(cnt, run_piece, pc);
-		double acc = 0.0;
-		acc += tir_reduce_pw_join(pc->part, cnt);
-		if (r->n->op != TIR_OP_SUM)
-			acc /= (double)vm->cols;
-		if (r->n->op == TIR_OP_VAR) {
-			pc->dev = true;
-			pc->mean = acc;
-			tir_pool_run(cnt, run_piece, pc);
-			acc = 0.0;
-			acc += tir_reduce_pw_join(pc->part, cnt);
-			acc /= (double)vm->cols;
-		}
-		if (vm->dt == TIR_DTYPE_F32) {
-			float f = (float)acc;
-			memcpy(vm->out, &f, 4);
-		} else {
-			memcpy(vm->out, &acc, 8);
-		}
+	if (vm->dt == TIR_DTYPE_F32) {
+		float f = (float)acc;
+		memcpy(vm->out, &f, 4);
+	} else {
+		memcpy(vm->out, &acc, 8);
 	}
-	free(pc);
-	return cnt > 0;
+	return true;
 }
 
 static void run_task(void *ctx, int64_t t)
