@@ -5,13 +5,8 @@
 # its timing line; the REPL's `.graph NAME --dot` gives NAME's plan alone;
 # misuse is exit 2 or a message.  (tests/golden/dot-plan.tir has a whole
 # graph.)  Prints `N passed, M failed` last.
-BUILD=${BUILD:-build}
-tir=$BUILD/tir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-dot.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "dot: $*"; }
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin dot
 
 if ! command -v dot >/dev/null 2>&1; then
 	echo "dot: Graphviz's dot is missing (install graphviz: make deps)"
@@ -58,5 +53,4 @@ st=$?
 st=$?
 [ $st -eq 2 ] && ok || bad "tir fmt with an unknown option: exit $st, expected 2"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_end

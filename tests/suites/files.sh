@@ -6,14 +6,8 @@
 # refused; a header that lies is exit 1 with the file and the tensor
 # named), --save's usage errors (exit 2), and the REPL's `.save`.
 # Prints `N passed, M failed` last.
-BUILD=${BUILD:-build}
-tir=$BUILD/tir
-py=/usr/bin/python3
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-files.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "files: $*"; }
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin files
 
 cat >"$tmp/p.tir" <<'T'
 w = randn([3, 4], seed=1)
@@ -241,5 +235,4 @@ if cmp -s "$tmp/r.npy" "$tmp/w.npy" && "$tir" inspect "$tmp/r.safetensors" | gre
 	cat "$tmp/out" "$tmp/err"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_end

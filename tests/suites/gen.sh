@@ -6,14 +6,9 @@
 # kernel is computed inside it (one kernel in --profile, never stored);
 # rand's f32 values are rng.c's definition (the NumPy oracle's sum).
 # Prints `N passed, M failed` last.
-BUILD=${BUILD:-build}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-tir=$BUILD/tir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-gen.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "gen: $*"; }
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin gen
 
 cat >"$tmp/p.tir" <<'TIR'
 a = rand([1000003], seed=1)
@@ -73,5 +68,4 @@ n=$(sed -n 's/^\([0-9]*\) kernels, .*/\1/p' "$tmp/prof")
 grep -q 'fused\[randn mul relu sum\]' "$tmp/prof" && ok || bad "profile does not name fused[randn mul relu sum]"
 grep -q 'peak [0-9.]* B$' "$tmp/prof" && ok || bad "peak is not bytes: $(tail -n 1 "$tmp/prof")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_end

@@ -3,13 +3,8 @@
 # result over an input that nothing reads afterwards (peak bytes drop), and
 # never over a value that is still read, printed or kept by the REPL.
 # Prints `N passed, M failed` last.
-BUILD=${BUILD:-build}
-tir=$BUILD/tir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-memory.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "memory: $*"; }
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin memory
 
 # peak FILE [FLAGS]: the "peak N MiB" of the timing line
 peak() {
@@ -54,5 +49,4 @@ out=$(printf '%s\n' 'a = randn([64, 64], seed=1)' 'sum(a)' 'b = tanh(a) * 2' 'su
 first=$(printf '%s\n' "$out" | sed -n 2p)
 last=$(printf '%s\n' "$out" | tail -n 1)
 [ -n "$first" ] && [ "$first" = "$last" ] && ok || bad "REPL: sum(a) changed after b: '$first' then '$last'"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_end

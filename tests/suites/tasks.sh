@@ -12,13 +12,8 @@
 # thread count) and print the same bytes at 1, 16 and 64; `tir --version`
 # names the caches the cuts are sized by.  Prints `N passed, M failed` last.
 set -u
-BUILD=${BUILD:-build}
-tir=$BUILD/tir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-tasks.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "tasks: $1"; }
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin tasks
 
 # the caches, as `tir --version` prints them
 line=$("$tir" --version | grep '^caches: ')
@@ -105,5 +100,4 @@ printf 'x = ones([4])\nprint x + 1\n' >"$tmp/small.tir"
 got=$(tasks "$tmp/prof" '^(add|fused\[(ones )?add\])$')
 if [ "$got" = 1 ]; then ok; else bad "a 4-element add: '$got' tasks, expected 1"; cat "$tmp/prof"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_end

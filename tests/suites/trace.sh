@@ -8,14 +8,8 @@
 # kernels offered; the same at --threads 1 and 3; --trace with --remote is
 # a usage error, an unwritable file a data error.  Prints `N passed, M
 # failed` last.
-BUILD=${BUILD:-build}
-tir=$BUILD/tir
-py=/usr/bin/python3
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-trace.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "trace: $*"; }
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin trace
 
 for prog in samples/mlp.tir samples/cnn.tir bench/e2e/norm.tir; do
 	for t in 1 2 3; do
@@ -43,5 +37,4 @@ st=$?
 st=$?
 [ $st -eq 2 ] && ok || bad "--trace without a file: exit $st, expected 2"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_end

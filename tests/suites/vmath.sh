@@ -5,13 +5,8 @@
 # name (and tir's gemm kernels with it), one it lacks gives the best below
 # it, "auto" and "" the best.
 # Prints `N passed, M failed` last.
-BUILD=${BUILD:-build}
-tir=$BUILD/tir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-vmath.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "vmath: $*"; }
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin vmath
 
 printf 'print sum(exp(randn([100, 30], seed=1)), axis=1)\n' >"$tmp/p.tir"
 msg='tir: TIR_VMATH=avx9: unknown vector path (scalar, sse2, avx2, avx512)'
@@ -49,5 +44,4 @@ for p in scalar sse2 avx2 avx512; do
 	case $g in "tir $want ("*) ok ;; *) bad "TIR_VMATH=$p: tir --version's gemm is '$g', not tir $want" ;; esac
 	grep -q "; gemm: tir $want (" "$tmp/err" && ok || bad "TIR_VMATH=$p: --profile does not name gemm tir $want"
 done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_end
