@@ -5,7 +5,8 @@
 # once and shares them, so its tiles can be small), a
 # row kernel (softmax over [4096, 1024]), a reduction kernel of its own
 # (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis), a
-# reduction to one value (var of the same: the pieces of its pairwise sums) and a
+# reduction to one value (var of the same: the pieces of its pairwise sums;
+# also inside a fused kernel that adds to it) and a
 # fused elementwise chain over 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
 # included), the same number at --threads 1 (the cut never follows the
@@ -51,6 +52,11 @@ x = rand([4096, 4096], seed=1)
 print slice(x, stop=1)
 print var(x), sum(x)
 EOF
+cat >"$tmp/wholefused.tir" <<'EOF'
+x = rand([4096, 4096], seed=2)
+y = sum(max(x, axis=1)) + var(x) + 1
+print y
+EOF
 cat >"$tmp/chain.tir" <<'EOF'
 x = arange(16777216) * 1e-7
 y = sqrt(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)
@@ -66,7 +72,7 @@ tasks() {
 	}' "$1"
 }
 
-for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "reduce ^max$" "whole ^var$" "chain ^fused\\[mul"; do
+for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "reduce ^max$" "whole ^var$" "wholefused ^fused\\[.*var" "chain ^fused\\[mul"; do
 	name=${case%% *}
 	pat=${case#* }
 	"$tir" run --profile --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>"$tmp/prof1"
