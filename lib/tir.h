@@ -38,13 +38,21 @@
 
 #define TIR_VERSION "0.1.0"
 
-/* Element types, in promotion order: bool < i32 < i64 < f32 < f64. */
+/* Element types.  The numbers are on the wire (protocol.md): new ones go
+ * last.  f16, bf16, i8, u8 and i16 are storage types: ops compute in
+ * their wide type (tir_dtype_wide: f32, i32) and round or wrap on store.
+ * Promotion is tir_dtype_promote's table (docs/language.md). */
 enum tir_dtype {
 	TIR_DTYPE_BOOL,
 	TIR_DTYPE_I32,
 	TIR_DTYPE_I64,
 	TIR_DTYPE_F32,
 	TIR_DTYPE_F64,
+	TIR_DTYPE_F16,
+	TIR_DTYPE_BF16,
+	TIR_DTYPE_I8,
+	TIR_DTYPE_U8,
+	TIR_DTYPE_I16,
 	TIR_DTYPE_COUNT
 };
 
@@ -340,5 +348,12 @@ char *tir_ops_help(void);
 const char *tir_dtype_name(enum tir_dtype t);
 int tir_dtype_from_name(const char *s, size_t n);
 size_t tir_dtype_size(enum tir_dtype t);
+bool tir_dtype_is_float(enum tir_dtype t);   /* f16, bf16, f32, f64 */
+bool tir_dtype_is_int(enum tir_dtype t);     /* i8, u8, i16, i32, i64 */
+/* The type t computes in: f32 for f16 and bf16, i32 for i8, u8 and i16,
+ * else t itself. */
+enum tir_dtype tir_dtype_wide(enum tir_dtype t);
+/* The type a op b computes and stores in (neither a weak literal). */
+enum tir_dtype tir_dtype_promote(enum tir_dtype a, enum tir_dtype b);
 
 #endif

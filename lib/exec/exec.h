@@ -60,6 +60,9 @@ void *tir_tensor_data(const struct tir_tensor *t);
 
 /* A contiguous copy in dtype `dt` (converting; float to int truncates
  * toward zero, anything to bool is != 0).  dst must be empty. */
+/* cvt.c: n elements from s (step ss, in elements) of dtype st into
+ * contiguous d of dtype dt (equal dtypes: the bits copied). */
+void tir_cvt_run(enum tir_dtype dt, void *d, enum tir_dtype st, const void *s, int64_t ss, int64_t n);
 int tir_tensor_convert(const struct tir_tensor *src, enum tir_dtype dt,
 		       struct tir_tensor *dst, struct tir_err *err);
 /* Views (no copy).  The result shares src's buffer. */

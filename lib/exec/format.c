@@ -6,6 +6,7 @@
  * Returns text; printing is the caller's.
  */
 #include "exec.h"
+#include "half.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,15 @@ struct fmt {
 	bool summarize;
 	struct tir_str *out;
 };
+
+/* Digits printed: the precision asked, but no more than tell every two
+ * values of a 16-bit type apart (f16 5, bf16 4; more show only the
+ * binary's noise). */
+static int prec_of(const struct fmt *f)
+{
+	int cap = f->t->dtype == TIR_DTYPE_F16 ? 5 : f->t->dtype == TIR_DTYPE_BF16 ? 4 : 17;
+	return f->precision < cap ? f->precision : cap;
+}
 
 static void elem(const struct fmt *f, int64_t off)
 {
@@ -38,8 +48,21 @@ static void elem(const struct fmt *f, int64_t off)
 	case TIR_DTYPE_I64:
 		tir_str_addf(f->out, "%lld", (long long)*(const int64_t *)p);
 		return;
+	case TIR_DTYPE_I8:
+		tir_str_addf(f->out, "%d", *(const int8_t *)p);
+		return;
+	case TIR_DTYPE_U8:
+		tir_str_addf(f->out, "%d", *(const uint8_t *)p);
+		return;
+	case TIR_DTYPE_I16:
+		tir_str_addf(f->out, "%d", *(const int16_t *)p);
+		return;
 	case TIR_DTYPE_F32:
 		v = *(const float *)p;
+		break;
+	case TIR_DTYPE_F16:
+	case TIR_DTYPE_BF16:
+		v = f->t->dtype == TIR_DTYPE_F16 ? tir_h2f(*(const uint16_t *)p) : tir_b2f(*(const uint16_t *)p);
 		break;
 	default:
 		v = *(const double *)p;
@@ -50,7 +73,7 @@ static void elem(const struct fmt *f, int64_t off)
 	else if (isinf(v))
 		tir_str_addf(f->out, "%s", v < 0 ? "-inf" : "inf");
 	else
-		tir_str_addf(f->out, "%.*g", f->precision, v);
+		tir_str_addf(f->out, "%.*g", prec_of(f), v);
 }
 
 /* Axis `d` of the tensor from element offset `off` (in elements). */

@@ -248,6 +248,8 @@ static bool npy_dtype_of(const char *d, enum tir_dtype *dt)
 	} ok[] = {
 		{"<f4", TIR_DTYPE_F32}, {"<f8", TIR_DTYPE_F64}, {"<i4", TIR_DTYPE_I32},
 		{"<i8", TIR_DTYPE_I64}, {"|b1", TIR_DTYPE_BOOL}, {"<b1", TIR_DTYPE_BOOL},
+		{"<f2", TIR_DTYPE_F16}, {"|i1", TIR_DTYPE_I8},   {"<i1", TIR_DTYPE_I8},
+		{"|u1", TIR_DTYPE_U8},  {"<u1", TIR_DTYPE_U8},   {"<i2", TIR_DTYPE_I16},
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		if (strcmp(d, ok[i].descr) == 0) {
@@ -281,7 +283,7 @@ static int npy_dtype(struct tir_err *err, const char *path, const char *d, struc
 	if (pr->lenient && pr->esize)
 		return 0;
 	return ferr(err, TIR_EDATA, path,
-		    "unsupported dtype '%s'%s; tir reads little-endian f4 f8 i4 i8 b1",
+		    "unsupported dtype '%s'%s; tir reads little-endian f2 f4 f8 i1 i2 i4 i8 u1 b1",
 		    d, d[0] == '>' ? " (big-endian)" : "");
 }
 
@@ -459,7 +461,9 @@ static bool st_dtype_of(const char *d, enum tir_dtype *dt)
 		enum tir_dtype dt;
 	} ok[] = {
 		{"F32", TIR_DTYPE_F32}, {"F64", TIR_DTYPE_F64}, {"I32", TIR_DTYPE_I32},
-		{"I64", TIR_DTYPE_I64}, {"BOOL", TIR_DTYPE_BOOL},
+		{"I64", TIR_DTYPE_I64}, {"BOOL", TIR_DTYPE_BOOL}, {"F16", TIR_DTYPE_F16},
+		{"BF16", TIR_DTYPE_BF16}, {"I8", TIR_DTYPE_I8}, {"U8", TIR_DTYPE_U8},
+		{"I16", TIR_DTYPE_I16},
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		if (strcmp(d, ok[i].name) == 0) {
@@ -476,7 +480,7 @@ static int st_dtype(struct tir_err *err, const char *path, const char *tname,
 	if (st_dtype_of(d, dt))
 		return 0;
 	return ferr(err, TIR_EDATA, path,
-		    "tensor '%s': unsupported dtype '%s'; tir reads F32 F64 I32 I64 BOOL",
+		    "tensor '%s': unsupported dtype '%s'; tir reads F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL",
 		    tname, d);
 }
 
@@ -996,7 +1000,8 @@ static void npy_header(const struct tir_tensor *t, struct tir_str *h, unsigned c
 {
 	static const char *const descr[TIR_DTYPE_COUNT] = {
 		[TIR_DTYPE_BOOL] = "|b1", [TIR_DTYPE_I32] = "<i4", [TIR_DTYPE_I64] = "<i8",
-		[TIR_DTYPE_F32] = "<f4", [TIR_DTYPE_F64] = "<f8",
+		[TIR_DTYPE_F32] = "<f4", [TIR_DTYPE_F64] = "<f8", [TIR_DTYPE_F16] = "<f2",
+		[TIR_DTYPE_I8] = "|i1", [TIR_DTYPE_U8] = "|u1", [TIR_DTYPE_I16] = "<i2",
 	};
 	tir_str_addf(h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr[t->dtype]);
 	for (int i = 0; i < t->rank; i++)
@@ -1098,6 +1103,9 @@ int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *e
 	int rc = savable(path, t, err);
 	if (rc)
 		return rc;
+	if (t->dtype == TIR_DTYPE_BF16)
+		return ferr(err, TIR_EDATA, path,
+			    "bf16 has no .npy dtype (NumPy has none); save it as .safetensors, or cast it");
 	struct tir_str header = {0};
 	unsigned char pre[12];
 	size_t npre;
@@ -1146,7 +1154,9 @@ int tir_safetensors_save(const char *path, const char *const *names, const struc
 {
 	static const char *const stname[TIR_DTYPE_COUNT] = {
 		[TIR_DTYPE_BOOL] = "BOOL", [TIR_DTYPE_I32] = "I32", [TIR_DTYPE_I64] = "I64",
-		[TIR_DTYPE_F32] = "F32", [TIR_DTYPE_F64] = "F64",
+		[TIR_DTYPE_F32] = "F32", [TIR_DTYPE_F64] = "F64", [TIR_DTYPE_F16] = "F16",
+		[TIR_DTYPE_BF16] = "BF16", [TIR_DTYPE_I8] = "I8", [TIR_DTYPE_U8] = "U8",
+		[TIR_DTYPE_I16] = "I16",
 	};
 	int rc = 0;
 	json_t *root = json_object();

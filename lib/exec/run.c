@@ -6,6 +6,7 @@
  * printing here: results are handed back as tensors.
  */
 #include "exec.h"
+#include "half.h"
 #include "../fusion/fusion.h"
 
 #include <jansson.h>
@@ -301,9 +302,47 @@ static int as_dtype(const struct tir_tensor *v, enum tir_dtype dt, struct tir_te
 	return tir_tensor_convert(v, dt, out, err);
 }
 
+/* n's result in the type it computes in (f32 for f16 and bf16, i32 for
+ * i8, u8 and i16: eval_node narrows it after) */
 static int alloc_out(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
 {
-	return tir_tensor_alloc(out, (enum tir_dtype)n->type.dtype, n->type.rank, n->type.shape, false, err);
+	return tir_tensor_alloc(out, tir_dtype_wide((enum tir_dtype)n->type.dtype), n->type.rank, n->type.shape,
+				false, err);
+}
+
+static bool is_narrow(enum tir_dtype dt)
+{
+	return tir_dtype_wide(dt) != dt;
+}
+
+/* A view (or a copy of one): no arithmetic, any dtype as it is. */
+static bool moves_only(enum tir_op op)
+{
+	switch (op) {
+	case TIR_OP_RESHAPE: case TIR_OP_FLATTEN: case TIR_OP_SQUEEZE: case TIR_OP_UNSQUEEZE:
+	case TIR_OP_TRANSPOSE: case TIR_OP_EXPAND: case TIR_OP_SLICE: case TIR_OP_CAST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* rand's [0, 1) values narrowed toward zero (to nearest, one just under 1
+ * would round up to 1) */
+static int narrow_rand(struct tir_tensor *t, enum tir_dtype dt, struct tir_tensor *out, struct tir_err *err)
+{
+	int rc = tir_tensor_convert(t, dt, out, err);
+	if (rc)
+		return rc;
+	const float *s = tir_tensor_data(t);
+	uint16_t *d = tir_tensor_data(out);
+	int64_t n = tir_tensor_numel(t);
+	for (int64_t i = 0; i < n; i++) {
+		float back = dt == TIR_DTYPE_F16 ? tir_h2f(d[i]) : tir_b2f(d[i]);
+		if (back > s[i])
+			d[i]--; /* positive: the next value down */
+	}
+	return 0;
 }
 
 /* A view with size-1 axes in front, up to rank r. */
@@ -375,7 +414,7 @@ static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, stru
 	memcpy(oshape, batch, sizeof(int64_t) * (size_t)nb);
 	oshape[nb] = av.shape[nb];
 	oshape[nb + 1] = bv.shape[nb + 1];
-	int rc = tir_tensor_alloc(&o, (enum tir_dtype)n->type.dtype, nb + 2, oshape, false, err);
+	int rc = tir_tensor_alloc(&o, tir_dtype_wide((enum tir_dtype)n->type.dtype), nb + 2, oshape, false, err);
 	struct tir_fused *f = NULL;
 	if (!rc && g) {
 		for (int k = 0; k < g->nin; k++)
@@ -478,6 +517,10 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 	struct tir_tensor *c = cv;
 	bool convert = d->kind == TIR_KIND_ELEMWISE || d->kind == TIR_KIND_MATMUL ||
 		       d->kind == TIR_KIND_NN || n->op == TIR_OP_CONCAT || n->op == TIR_OP_PAD;
+	/* the storage types compute in their wide type */
+	for (int i = 0; i < n->nin && !moves_only(n->op); i++)
+		if (n->in[i] && is_narrow((enum tir_dtype)n->in[i]->type.dtype))
+			convert = true;
 	if (n->op == TIR_OP_CONCAT) {
 		c = calloc(n->nin, sizeof *c);
 		if (!c)
@@ -492,7 +535,9 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 		enum tir_dtype want = cd;
 		if (n->op == TIR_OP_WHERE && i == 0)
 			want = TIR_DTYPE_BOOL;
-		if (convert && !(n->op == TIR_OP_GATHER && i == 1))
+		if (n->op == TIR_OP_GATHER && i == 1 && is_narrow(in[i].dtype))
+			want = TIR_DTYPE_I64; /* an index */
+		if (convert && !(n->op == TIR_OP_GATHER && i == 1 && !is_narrow(in[i].dtype)))
 			rc = as_dtype(&in[i], want, &c[i], err);
 		else
 			tir_tensor_ref(&c[i], &in[i]);
@@ -613,7 +658,8 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 			break;
 		case TIR_OP_GATHER:
 			if (!(rc = alloc_out(n, out, err)))
-				rc = tir_k_gather(&in[0], &in[1], tir_axis(at[0].i, in[0].rank), out, err);
+				rc = tir_k_gather(convert ? &c[0] : &in[0], &c[1], tir_axis(at[0].i, in[0].rank), out,
+						  err);
 			break;
 		default:
 			TIR_ASSERT(!"movement op");
@@ -659,6 +705,14 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 		break;
 	default:
 		TIR_ASSERT(!"op kind");
+	}
+	if (!rc && is_narrow(ot) && out->dtype == tir_dtype_wide(ot) && !moves_only(n->op)) {
+		/* a storage type: computed wide, rounded or wrapped on store */
+		struct tir_tensor t;
+		rc = n->op == TIR_OP_RAND ? narrow_rand(out, ot, &t, err) : tir_tensor_convert(out, ot, &t, err);
+		tir_tensor_release(out);
+		if (!rc)
+			*out = t;
 	}
 out:
 	for (int i = 0; i < n->nin; i++)

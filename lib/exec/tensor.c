@@ -4,6 +4,7 @@
  * reshape).  No arithmetic kernels live here; see elementwise.c and friends.
  */
 #include "exec.h"
+#include "half.h"
 #include "iter.h"
 
 #include <pthread.h>
@@ -320,6 +321,11 @@ static double load_f64(enum tir_dtype st, const void *p)
 	case TIR_DTYPE_I64: return (double)*(const int64_t *)p;
 	case TIR_DTYPE_F32: return *(const float *)p;
 	case TIR_DTYPE_F64: return *(const double *)p;
+	case TIR_DTYPE_F16: return tir_h2f(*(const uint16_t *)p);
+	case TIR_DTYPE_BF16: return tir_b2f(*(const uint16_t *)p);
+	case TIR_DTYPE_I8: return *(const int8_t *)p;
+	case TIR_DTYPE_U8: return *(const uint8_t *)p;
+	case TIR_DTYPE_I16: return *(const int16_t *)p;
 	default: return 0;
 	}
 }
@@ -332,60 +338,12 @@ static int64_t load_i64(enum tir_dtype st, const void *p)
 	case TIR_DTYPE_I64: return *(const int64_t *)p;
 	case TIR_DTYPE_F32: return tir_f2i64(*(const float *)p);
 	case TIR_DTYPE_F64: return tir_f2i64(*(const double *)p);
+	case TIR_DTYPE_F16: return tir_f2i64(tir_h2f(*(const uint16_t *)p));
+	case TIR_DTYPE_BF16: return tir_f2i64(tir_b2f(*(const uint16_t *)p));
+	case TIR_DTYPE_I8: return *(const int8_t *)p;
+	case TIR_DTYPE_U8: return *(const uint8_t *)p;
+	case TIR_DTYPE_I16: return *(const int16_t *)p;
 	default: return 0;
-	}
-}
-
-/* One run of n elements from s (step ss, in elements) into contiguous d. */
-#define CONV_RUN(DT, ST, EXPR)                                              \
-	do {                                                                \
-		DT *d_ = (DT *)d;                                           \
-		const ST *s_ = (const ST *)s;                               \
-		if (ss == 1)                                                \
-			for (int64_t i = 0; i < n; i++) {                   \
-				ST v = s_[i];                               \
-				d_[i] = (EXPR);                             \
-			}                                                   \
-		else                                                        \
-			for (int64_t i = 0; i < n; i++) {                   \
-				ST v = s_[i * ss];                          \
-				d_[i] = (EXPR);                             \
-			}                                                   \
-	} while (0)
-
-#define CONV_FROM(DT, TO_BOOL, FROM_I, FROM_F)                              \
-	switch (st) {                                                       \
-	case TIR_DTYPE_BOOL: CONV_RUN(DT, uint8_t, TO_BOOL); break;         \
-	case TIR_DTYPE_I32: CONV_RUN(DT, int32_t, FROM_I); break;           \
-	case TIR_DTYPE_I64: CONV_RUN(DT, int64_t, FROM_I); break;           \
-	case TIR_DTYPE_F32: CONV_RUN(DT, float, FROM_F); break;             \
-	case TIR_DTYPE_F64: CONV_RUN(DT, double, FROM_F); break;            \
-	default: break;                                                     \
-	}
-
-static void conv_run(enum tir_dtype dt, void *d, enum tir_dtype st, const void *s,
-		     int64_t ss, int64_t n)
-{
-	switch (dt) {
-	case TIR_DTYPE_BOOL:
-		CONV_FROM(uint8_t, v != 0, v != 0, v != 0);
-		break;
-	case TIR_DTYPE_I32:
-		/* integers wrap (two's complement) like NumPy's astype */
-		CONV_FROM(int32_t, (int32_t)(v != 0), (int32_t)(uint32_t)(uint64_t)v,
-			  tir_f2i32(v));
-		break;
-	case TIR_DTYPE_I64:
-		CONV_FROM(int64_t, (int64_t)(v != 0), (int64_t)v, tir_f2i64(v));
-		break;
-	case TIR_DTYPE_F32:
-		CONV_FROM(float, (float)(v != 0), (float)v, (float)v);
-		break;
-	case TIR_DTYPE_F64:
-		CONV_FROM(double, (double)(v != 0), (double)v, (double)v);
-		break;
-	default:
-		break;
 	}
 }
 
@@ -403,7 +361,7 @@ int tir_tensor_convert(const struct tir_tensor *src, enum tir_dtype dt,
 	const char *s = tir_tensor_data(src);
 	if (s && tir_iter_init(&it, src->rank, src->shape, 2, st))
 		do {
-			conv_run(dt, d + it.off[0] * (int64_t)dsz, src->dtype,
+			tir_cvt_run(dt, d + it.off[0] * (int64_t)dsz, src->dtype,
 				 s + it.off[1] * (int64_t)ssz, it.istride[1], it.inner);
 		} while (tir_iter_next(&it));
 	*dst = out;

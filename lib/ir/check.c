@@ -1,7 +1,7 @@
 /*
  * check.c — shape and dtype inference, one rule per family of ops (ops.def
- * names the rule of each op).  NumPy broadcasting; promotion
- * bool < i32 < i64 < f32 < f64 with weak scalar literals.  Annotations are
+ * names the rule of each op).  NumPy broadcasting; promotion by
+ * tir_dtype_promote's table (PyTorch's) with weak scalar literals.  Annotations are
  * compared in parse.c.  Errors point at the operand at fault and name both
  * shapes.  Nothing here allocates tensor memory or runs anything.
  */
@@ -15,12 +15,12 @@
 
 static int kind_of(int dt)
 {
-	return dt == TIR_DTYPE_BOOL ? 0 : dt <= TIR_DTYPE_I64 ? 1 : 2;
+	return dt == TIR_DTYPE_BOOL ? 0 : tir_dtype_is_int((enum tir_dtype)dt) ? 1 : 2;
 }
 
 static bool is_float(int dt)
 {
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+	return tir_dtype_is_float((enum tir_dtype)dt);
 }
 
 /* The dtype and weakness of a combined with b into *t (whose shape is not
@@ -39,7 +39,7 @@ static void promote_into(const struct tir_type *a, const struct tir_type *b, str
 			dtype = b->dtype;
 		weak = false;
 	} else {
-		dtype = a->dtype > b->dtype ? a->dtype : b->dtype;
+		dtype = (uint8_t)tir_dtype_promote((enum tir_dtype)a->dtype, (enum tir_dtype)b->dtype);
 		weak = a->weak && b->weak;
 	}
 	t->dtype = dtype;
@@ -239,8 +239,8 @@ static int rule_linspace(struct tir_node *n, struct tir_err *err)
 		return fail_at(n, -1, err, TIR_ETYPE, "more than %lld elements", (long long)TIR_MAX_ELEMS);
 	if (!isfinite(start) || !isfinite(stop) || !isfinite(delta))
 		return fail_at(n, -1, err, TIR_ETYPE, "start and stop must be finite");
-	if (n->type.dtype != TIR_DTYPE_F32 && n->type.dtype != TIR_DTYPE_F64)
-		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be f32 or f64");
+	if (!is_float(n->type.dtype))
+		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be a float type");
 	n->type.rank = 1;
 	n->type.shape[0] = num;
 	return 0;
@@ -264,7 +264,7 @@ static int rule_random(struct tir_node *n, struct tir_err *err)
 {
 	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
 	if (!is_float(n->type.dtype))
-		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be f32 or f64, got %s",
+		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be a float type (f16, bf16, f32, f64), got %s",
 			       tir_dtype_name(n->type.dtype));
 	return shape_from(n, attr(n, "shape"), &n->type, err);
 }
@@ -397,7 +397,7 @@ static int rule_reduce(struct tir_node *n, struct tir_err *err)
 	switch (n->op) {
 	case TIR_OP_SUM:
 	case TIR_OP_PROD:
-		if (x->dtype == TIR_DTYPE_BOOL || x->dtype == TIR_DTYPE_I32)
+		if (x->dtype == TIR_DTYPE_BOOL || tir_dtype_is_int((enum tir_dtype)x->dtype))
 			t.dtype = TIR_DTYPE_I64;
 		break;
 	case TIR_OP_MEAN:
@@ -576,8 +576,7 @@ static int rule_concat(struct tir_node *n, struct tir_err *err)
 		t.shape[a] += y->shape[a];
 		if (t.shape[a] > TIR_MAX_DIM)
 			return fail_at(n, i, err, TIR_ETYPE, "result too large");
-		if (y->dtype > t.dtype)
-			t.dtype = y->dtype;
+		t.dtype = (uint8_t)tir_dtype_promote((enum tir_dtype)t.dtype, (enum tir_dtype)y->dtype);
 	}
 	n->type = t;
 	return check_numel(n, &t, err);
@@ -928,12 +927,14 @@ enum tir_dtype tir_compute_dtype(const struct tir_node *n)
 {
 	switch (n->op) {
 	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
-		return (enum tir_dtype)tir_promote(in(n, 0), in(n, 1)).dtype;
+		return tir_dtype_wide((enum tir_dtype)tir_promote(in(n, 0), in(n, 1)).dtype);
 	case TIR_OP_AND: case TIR_OP_OR: case TIR_OP_NOT:
 		return TIR_DTYPE_BOOL;
 	case TIR_OP_ARGMAX: case TIR_OP_ARGMIN:
-		return (enum tir_dtype)in(n, 0)->dtype;
+		return tir_dtype_wide((enum tir_dtype)in(n, 0)->dtype);
+	case TIR_OP_CAST:
+		return (enum tir_dtype)n->type.dtype; /* converts, computes nothing */
 	default:
-		return (enum tir_dtype)n->type.dtype;
+		return tir_dtype_wide((enum tir_dtype)n->type.dtype);
 	}
 }

@@ -16,7 +16,7 @@ static struct tir_opdef table[TIR_OP_COUNT] = {
 };
 
 static_assert(TIR_OP_COUNT < 256, "op ids fit a byte");
-static_assert(TIR_DTYPE_COUNT == 5, "five dtypes");
+static_assert(TIR_DTYPE_COUNT == 10, "ten dtypes");
 
 static int64_t default_ints[TIR_OP_COUNT][TIR_MAX_PARAMS][2];
 

@@ -638,7 +638,7 @@ static const char *attr_kind_text(enum tir_attr_kind k)
 	case TIR_ATTR_FLOAT: return "a number";
 	case TIR_ATTR_NUM: return "a number";
 	case TIR_ATTR_BOOL: return "true or false";
-	case TIR_ATTR_DTYPE: return "a dtype (f32 f64 i32 i64 bool)";
+	case TIR_ATTR_DTYPE: return "a dtype (f32 f64 f16 bf16 i64 i32 i16 i8 u8 bool)";
 	case TIR_ATTR_SHAPE: return "a list of integers";
 	case TIR_ATTR_AXES: return "an integer or a list of integers";
 	case TIR_ATTR_PAIR: return "an integer or a pair [a, b]";

@@ -174,8 +174,9 @@ void tir_str_free(struct tir_str *b)
 
 /* ---- dtypes ---- */
 
-static const char *const dtype_names[TIR_DTYPE_COUNT] = {"bool", "i32", "i64", "f32", "f64"};
-static const size_t dtype_sizes[TIR_DTYPE_COUNT] = {1, 4, 8, 4, 8};
+static const char *const dtype_names[TIR_DTYPE_COUNT] = {"bool", "i32", "i64", "f32", "f64",
+							  "f16",  "bf16", "i8",  "u8",  "i16"};
+static const size_t dtype_sizes[TIR_DTYPE_COUNT] = {1, 4, 8, 4, 8, 2, 2, 1, 1, 2};
 
 const char *tir_dtype_name(enum tir_dtype t)
 {
@@ -185,6 +186,47 @@ const char *tir_dtype_name(enum tir_dtype t)
 size_t tir_dtype_size(enum tir_dtype t)
 {
 	return (unsigned)t < TIR_DTYPE_COUNT ? dtype_sizes[t] : 0;
+}
+
+bool tir_dtype_is_float(enum tir_dtype t)
+{
+	return t == TIR_DTYPE_F32 || t == TIR_DTYPE_F64 || t == TIR_DTYPE_F16 || t == TIR_DTYPE_BF16;
+}
+
+bool tir_dtype_is_int(enum tir_dtype t)
+{
+	return t == TIR_DTYPE_I32 || t == TIR_DTYPE_I64 || t == TIR_DTYPE_I8 || t == TIR_DTYPE_U8 ||
+	       t == TIR_DTYPE_I16;
+}
+
+enum tir_dtype tir_dtype_wide(enum tir_dtype t)
+{
+	switch (t) {
+	case TIR_DTYPE_F16: case TIR_DTYPE_BF16: return TIR_DTYPE_F32;
+	case TIR_DTYPE_I8: case TIR_DTYPE_U8: case TIR_DTYPE_I16: return TIR_DTYPE_I32;
+	default: return t;
+	}
+}
+
+/* PyTorch's table: within a kind the wider type (u8 with a signed type
+ * the signed type wide enough for both; f16 with bf16 f32); across kinds
+ * (bool < integer < float) the higher kind's type. */
+enum tir_dtype tir_dtype_promote(enum tir_dtype a, enum tir_dtype b)
+{
+	/* bits of the value range: signed ints, u8 as 9 (needs a sign bit
+	 * to sit beside a signed type); floats ranked f16 = bf16 < f32 < f64 */
+	static const int8_t kind[TIR_DTYPE_COUNT] = {0, 1, 1, 2, 2, 2, 2, 1, 1, 1};
+	static const int8_t rank[TIR_DTYPE_COUNT] = {0, 32, 64, 32, 64, 16, 16, 8, 9, 16};
+	if (a == b)
+		return a;
+	if (kind[a] != kind[b])
+		return kind[a] > kind[b] ? a : b;
+	if (rank[a] == rank[b]) /* f16 and bf16 */
+		return TIR_DTYPE_F32;
+	enum tir_dtype w = rank[a] > rank[b] ? a : b, o = w == a ? b : a;
+	if (w == TIR_DTYPE_U8 && o == TIR_DTYPE_I8)
+		return TIR_DTYPE_I16;
+	return w;
 }
 
 int tir_dtype_from_name(const char *s, size_t n)

@@ -99,7 +99,7 @@ def test_endpoints():
         check("GET /v1/info", r.status == 200 and j.get("name") == "tir" and j.get("protocol") == 3 and
               isinstance(j.get("version"), str) and "matmul" in j.get("ops", []) and
               "exp" in j.get("ops", []) and j.get("ops") == sorted(j.get("ops", [])) and
-              j.get("dtypes") == ["bool", "i32", "i64", "f32", "f64"] and
+              j.get("dtypes") == ["bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"] and
               lim.get("max_body") == 2 << 20 and lim.get("max_sessions") == 5 and
               lim.get("session_ttl") == 77 and lim.get("blob_cache") == 12345678 and
               lim.get("max_rank") == 8 and lim.get("max_elems") == 1 << 32 and

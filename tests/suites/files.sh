@@ -88,18 +88,21 @@ if grep -q '^-     <f4    \[3, 4\]     48     128  f32$' "$tmp/ins"; then ok; el
 	cat "$tmp/ins"
 fi
 
-# a bf16 checkpoint is listed (tir cannot load it yet), with its metadata
+# a bf16 checkpoint is listed with the tir dtype of each tensor, and its metadata;
+# an F8 tensor (which tir does not read) is listed with '-'
 "$py" - "$tmp/bf.safetensors" <<'PY'
 import json, struct, sys
 h = json.dumps({"__metadata__": {"format": "pt"},
                 "l0.weight": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]},
-                "l0.bias": {"dtype": "F32", "shape": [3], "data_offsets": [12, 24]}}).encode()
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(24))
+                "l0.bias": {"dtype": "F32", "shape": [3], "data_offsets": [12, 24]},
+                "q": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [24, 28]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(28))
 PY
 "$tir" inspect "$tmp/bf.safetensors" >"$tmp/ins" 2>&1
 st=$?
-if [ $st -eq 0 ] && grep -q '^l0.weight  BF16   \[2, 3\]     12 .* -$' "$tmp/ins" &&
-	grep -q '^l0.bias    F32    \[3\]        12 .* f32$' "$tmp/ins" &&
+if [ $st -eq 0 ] && grep -q '^l0.weight  BF16     \[2, 3\]     12 .* bf16$' "$tmp/ins" &&
+	grep -q '^q          F8_E4M3  \[4\]         4 .* -$' "$tmp/ins" &&
+	grep -q '^l0.bias    F32      \[3\]        12 .* f32$' "$tmp/ins" &&
 	grep -q '^__metadata__: {"format":"pt"}$' "$tmp/ins"; then ok; else
 	bad "tir inspect of a bf16 checkpoint (exit $st):"
 	cat "$tmp/ins"

@@ -217,12 +217,32 @@ static void test_broadcast(void)
 
 static void test_promotion(void)
 {
-	/* strong operands: the larger of bool < i32 < i64 < f32 < f64 */
-	for (int a = 0; a < TIR_DTYPE_COUNT; a++) {
-		for (int b = 0; b < TIR_DTYPE_COUNT; b++) {
+	/* strong operands: PyTorch's torch.promote_types, written out (row
+	 * op column); the table is symmetric, checked both ways */
+	enum { B = TIR_DTYPE_BOOL, I8 = TIR_DTYPE_I8, U8 = TIR_DTYPE_U8, I16 = TIR_DTYPE_I16,
+	       I32 = TIR_DTYPE_I32, I64 = TIR_DTYPE_I64, H = TIR_DTYPE_F16, BH = TIR_DTYPE_BF16,
+	       F = TIR_DTYPE_F32, D = TIR_DTYPE_F64 };
+	static const int order[10] = {B, I8, U8, I16, I32, I64, H, BH, F, D};
+	static const int want[10][10] = {
+		/*         bool i8   u8   i16  i32  i64  f16 bf16 f32 f64 */
+		/* bool */ {B,   I8,  U8,  I16, I32, I64, H,  BH,  F,  D},
+		/* i8   */ {I8,  I8,  I16, I16, I32, I64, H,  BH,  F,  D},
+		/* u8   */ {U8,  I16, U8,  I16, I32, I64, H,  BH,  F,  D},
+		/* i16  */ {I16, I16, I16, I16, I32, I64, H,  BH,  F,  D},
+		/* i32  */ {I32, I32, I32, I32, I32, I64, H,  BH,  F,  D},
+		/* i64  */ {I64, I64, I64, I64, I64, I64, H,  BH,  F,  D},
+		/* f16  */ {H,   H,   H,   H,   H,   H,   H,  F,   F,  D},
+		/* bf16 */ {BH,  BH,  BH,  BH,  BH,  BH,  F,  BH,  F,  D},
+		/* f32  */ {F,   F,   F,   F,   F,   F,   F,  F,   F,  D},
+		/* f64  */ {D,   D,   D,   D,   D,   D,   D,  D,   D,  D},
+	};
+	for (int i = 0; i < 10; i++) {
+		for (int j = 0; j < 10; j++) {
+			int a = order[i], b = order[j];
 			struct tir_type ta = ty(a, 0, NULL, false), tb = ty(b, 0, NULL, false);
 			struct tir_type r = tir_promote(&ta, &tb);
-			CHECK(r.dtype == (a > b ? a : b) && !r.weak);
+			CHECK(r.dtype == want[i][j] && !r.weak);
+			CHECK(want[i][j] == want[j][i]);
 		}
 	}
 	/* weak scalars: {weak dtype, strong dtype, result} */
@@ -857,8 +877,8 @@ static void test_creation(void)
 	ERR("y = eye(-1)", "n must be >= 0");
 	TYPE("y = rand([2, 3])", "f32[2, 3]");
 	TYPE("y = randn([2], seed=5, dtype=f64)", "f64[2]");
-	ERR("y = rand([2], dtype=i32)", "rand: dtype must be f32 or f64, got i32");
-	ERR("y = randn([2], dtype=bool)", "randn: dtype must be f32 or f64, got bool");
+	ERR("y = rand([2], dtype=i32)", "rand: dtype must be a float type (f16, bf16, f32, f64), got i32");
+	ERR("y = randn([2], dtype=bool)", "randn: dtype must be a float type (f16, bf16, f32, f64), got bool");
 	ERR("y = randn([2, -3])", "dimension 1 is -3");
 }
 
@@ -912,12 +932,13 @@ static void test_helpers(void)
 	ts[1] = ty(TIR_DTYPE_BOOL, 1, s2, false);
 	hand_init(&h, TIR_OP_SUB, 2, ts);
 	CHECK(tir_check_node(&h.n, &e) == -TIR_ETYPE && e.loc.col == 10);
-	/* unary float ops keep f64 and turn the rest into f32 */
+	/* unary float ops keep a float type and turn the rest into f32 */
 	for (int dt = 0; dt < TIR_DTYPE_COUNT; dt++) {
 		struct tir_type t1 = ty(dt, 1, s2, false);
 		hand_init(&h, TIR_OP_TANH, 1, &t1);
 		CHECK(tir_check_node(&h.n, &e) == 0);
-		CHECK(h.n.type.dtype == (dt == TIR_DTYPE_F64 ? TIR_DTYPE_F64 : TIR_DTYPE_F32));
+		bool fl = dt == TIR_DTYPE_F64 || dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F16 || dt == TIR_DTYPE_BF16;
+		CHECK(h.n.type.dtype == (fl ? dt : TIR_DTYPE_F32));
 	}
 }
 

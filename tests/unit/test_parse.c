@@ -520,7 +520,7 @@ static void test_arguments(void)
 	EXPECT_ERR("input x: f32[2]\ny = sum(x, axis=x)", TIR_ESYNTAX, "'axis' must be an integer or a list");
 	EXPECT_ERR("input x: f32[2]\ny = sum(x, axis=1.5)", TIR_ESYNTAX, "must be an integer");
 	EXPECT_ERR("input x: f32[2]\ny = argmax(x, axis=[0])", TIR_ESYNTAX, "'axis' must be an integer");
-	EXPECT_ERR("input x: f32[2]\ny = cast(x, f16)", TIR_ESYNTAX, "'dtype' must be a dtype");
+	EXPECT_ERR("input x: f32[2]\ny = cast(x, f8)", TIR_ESYNTAX, "'dtype' must be a dtype");
 	EXPECT_ERR("input x: f32[2]\ny = sum(x, keepdims=1)", TIR_ESYNTAX, "true or false");
 	EXPECT_ERR("input x: f32[1,1,4,4]\ny = maxpool2d(x, [1, 2, 3])", TIR_ESYNTAX, "pair");
 	EXPECT_ERR("input x: f32[2]\ny = pad(x, [1, 2])", TIR_ESYNTAX, "a pair [before, after]");
