@@ -1,6 +1,6 @@
 # tir — one hand-written GNU Makefile.  Settings first; local overrides in
 # config.mk (not committed).  `make run`, `make test`, `make asan`,
-# `make fuzz`, `make bench`, `make soak`.
+# `make fuzz`, `make bench`, `make soak`, `make test-torch`.
 
 CC       ?= cc
 OPT      ?= -O2 -g
