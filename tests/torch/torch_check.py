@@ -34,9 +34,10 @@ bound is about K * eps ~ 3e-5 of the sum of |terms|, and a typical one
 sqrt(K) * eps ~ 2e-6; the layers after it (layernorm's 1/sigma, softmax,
 the residuals) do not amplify it by more than a few.  Measured errors are
 printed ("# " lines): about 2e-7 relative (8e-8 for the CNN) on every
-TIR_VMATH path, so 1e-5 leaves a margin of 40x or more, while any real error of layout or semantics (a transposed
-weight, a wrong head split, a missing mask, a bias on the wrong axis)
-is 1e-3 or more (the negative checks below show the size of one).
+TIR_VMATH path, so 1e-5 leaves a margin of 40x or more, while a real error
+of layout or semantics (a transposed weight, a wrong head split, a missing
+mask, a bias on the wrong axis) is 1e-3 or more (the negative checks below
+show the size of one: 0.05 on one weight is 1e-3 or more).
 
 Checks that the comparison can fail (run every time):
   - the comparator on a copy of the reference with one element moved by
