@@ -1,6 +1,6 @@
 # tir — one hand-written GNU Makefile.  Settings first; local overrides in
 # config.mk (not committed).  `make run`, `make test`, `make asan`,
-# `make fuzz`, `make bench`, `make soak`.
+# `make fuzz`, `make bench`, `make soak`, `make test-torch`.
 
 CC       ?= cc
 OPT      ?= -O2 -g
@@ -61,7 +61,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test asan fuzz bench soak clean golden-update fresh-check test-kernels
+.PHONY: all deps run test asan fuzz bench soak clean golden-update fresh-check test-kernels test-torch
 
 all: $(BUILD)/tir $(NET_SO) $(UNIT_BIN)
 
@@ -124,6 +124,14 @@ test: all
 test-kernels: all
 	@BUILD=$(BUILD) sh tests/kernels.sh
 
+# tir against torch.nn modules (a transformer encoder block, a small CNN)
+# loaded from the same .safetensors checkpoint: tests/torch/torch_check.py.
+# Needs PyTorch (python3-torch, which `make bench` installs; `make deps`
+# never does): without it this fails and says so.  Not part of `make test`,
+# whose oracle is NumPy.  TORCH_FLAGS=--brief leaves out the "ok" lines.
+test-torch: all
+	@timeout 300 /usr/bin/python3 tests/torch/torch_check.py --tir $(BUILD)/tir $(TORCH_FLAGS)
+
 # AddressSanitizer + UBSan over the whole suite, in its own object folder.
 ASAN_OPT := -O1 -g -fno-omit-frame-pointer
 ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -150,12 +158,20 @@ soak: all
 	@/usr/bin/python3 tests/net/soak.py --seconds $(SOAK_SECONDS) --tir $(BUILD)/tir $(if $(SOAK_OUT),--out $(SOAK_OUT))
 
 # The peers (NumPy, numexpr, PyTorch) are installed here only, never by
-# deps/test; bench/hand_fused.c links SLEEF.
+# deps/test; bench/hand_fused.c links SLEEF.  With torch there, test-torch
+# runs first (its failure fails bench, after the benchmarks have run).
 bench:
 	@sh tests/deps.sh python3-numexpr python3-torch || \
 		echo "bench: peers missing (see above); their columns stay empty"
 	@$(MAKE) --no-print-directory all $(BENCH_BIN) LDLIBS='$(LDLIBS) -lsleef'
-	@BUILD=$(BUILD) sh bench/run.sh
+	@st=0; echo "== test-torch: tir against torch.nn modules from one checkpoint (tests/torch)"; \
+	if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory test-torch TORCH_FLAGS=--brief || { st=1; echo "bench: make test-torch FAILED"; }; \
+	else \
+		echo "  skipped: torch does not import (python3-torch missing, see above)"; \
+	fi; \
+	BUILD=$(BUILD) sh bench/run.sh || st=1; \
+	exit $$st
 
 # The README's two commands on a fresh Debian 12 root (debootstrap, chroot):
 # not part of `make test`; needs root and Debian's mirror.
