@@ -62,6 +62,11 @@ bool tir_fusable(const struct tir_node *n)
 	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
 		/* a mask inside a float kernel, never its result (can_root) */
 		return is_float(tir_compute_dtype(n));
+	case TIR_OP_CAST:
+		/* to the kernel's float dtype: its operand is read from memory
+		 * (members all have the kernel's dtype) and widened as it is
+		 * read (vm.c: gather), so the cast itself copies */
+		return is_float(n->type.dtype) && !n->type.weak;
 	case TIR_OP_WHERE:
 		/* the condition is converted to the kernel's dtype and tested
 		 * against 0: exact for bool, integers and floats but for an f64
@@ -406,7 +411,7 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 				*culprit = m->in[0];
 				return "a reduction reads a per-row value";
 			}
-		} else if (kind == TIR_KIND_MOVEMENT) {
+		} else if (kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) {
 			if (row) {
 				*culprit = m;
 				return "an operand moves a per-row value";

@@ -256,6 +256,15 @@ static const char *gather(const struct tir_gen *gen, const struct tir_tensor *v,
 {
 	const char *base = v->buf->data;
 	int last = v->rank - 1;
+	/* a value stored in another dtype (f16 weights, i8 codes, a mask):
+	 * widened run by run into dst, never read in place */
+	enum tir_dtype dt = es == 4 ? TIR_DTYPE_F32 : TIR_DTYPE_F64;
+	bool cvt = !gen && v->dtype != dt;
+	size_t ses = tir_dtype_size(v->dtype);
+	if (cvt && last < 0) {
+		tir_cvt_run(dt, dst, v->dtype, base + v->offset * (int64_t)ses, 1, 1);
+		return dst;
+	}
 	if (last < 0 && gen) {
 		tir_gen_run(gen, dst, v->offset, 0, 1);
 		return dst;
@@ -274,7 +283,7 @@ static const char *gather(const struct tir_gen *gen, const struct tir_tensor *v,
 		tir_gen_run(gen, dst, off, 1, n);
 		return dst;
 	}
-	if (sl == 1 && idx[last] + n <= v->shape[last])
+	if (sl == 1 && idx[last] + n <= v->shape[last] && !cvt)
 		return base + off * (int64_t)es;
 	int64_t k = 0;
 	while (k < n) {
@@ -282,8 +291,10 @@ static const char *gather(const struct tir_gen *gen, const struct tir_tensor *v,
 		if (run > n - k)
 			run = n - k;
 		char *d = dst + (size_t)k * es;
-		const char *src = base + off * (int64_t)es;
-		if (gen && sl == 0) {
+		const char *src = base + off * (int64_t)(cvt ? ses : es);
+		if (cvt) {
+			tir_cvt_run(dt, d, v->dtype, src, sl, run);
+		} else if (gen && sl == 0) {
 			tir_gen_run(gen, d, off, 0, 1);
 			if (es == 4)
 				copy_strided4((uint32_t *)d, (const uint32_t *)d, 0, run);
@@ -549,6 +560,8 @@ static bool row_uniform(struct bv v, int64_t n)
 static int member_kernel(const struct tir_node *n, const struct tir_tensor *a, struct tir_tensor *d,
 			 struct tir_err *err)
 {
+	if (n->op == TIR_OP_CAST) /* of the kernel's dtype already (see apply) */
+		return tir_k_copy(&a[0], d);
 	if (n->op == TIR_OP_WHERE || n->type.dtype == TIR_DTYPE_BOOL)
 		return tir_k_mask(n->op, a, d, err);
 	if (n->nin == 1)
@@ -567,6 +580,20 @@ static void apply(const struct vm *vm, int j, const struct bv *a, struct bv dst,
 {
 	const struct vnode *v = &vm->nd[j];
 	int64_t len = k * n;
+	if (v->n->op == TIR_OP_CAST) {
+		/* its operand comes widened to the kernel's dtype: a copy */
+		size_t es = vm->esz;
+		for (int64_t i = 0; i < k; i++) {
+			char *d = dst.p + (size_t)(i * dst.so) * es;
+			const char *s = a[0].p + (size_t)(i * a[0].so) * es;
+			if (dst.si == 1)
+				tir_cvt_run(vm->dt, d, vm->dt, s, a[0].si, n);
+			else
+				for (int64_t e = 0; e < n; e++)
+					memcpy(d + (size_t)(e * dst.si) * es, s + (size_t)(e * a[0].si) * es, es);
+		}
+		return;
+	}
 	if (v->f1 && flat(a[0], k, n) && flat(dst, k, n)) {
 		v->f1(dst.p, a[0].p, len);
 		return;
@@ -1144,7 +1171,7 @@ static int premake(struct vm *vm, int j, struct tir_err *err)
 	}
 	if (rc)
 		return rc;
-	if (tir_op(n->op)->kind == TIR_KIND_MOVEMENT) {
+	if (tir_op(n->op)->kind == TIR_KIND_MOVEMENT && n->op != TIR_OP_CAST) {
 		rc = tir_move_view(n, &vm->vals[value_of(vm, j, 0)], false, v, err);
 		vm->vg[vm->nvals] = vm->vg[value_of(vm, j, 0)];
 	} else if (tir_op(n->op)->kind == TIR_KIND_REDUCE) {
@@ -1297,6 +1324,24 @@ static void lean_plan(struct vm *vm, bool tiled)
 	vm->lean = true;
 }
 
+/* Whether input k of another dtype is widened as the blocks read it (no
+ * pass of its own over memory): when only members computed block by
+ * block read it, never a reduction folding it in place or a member made
+ * before the blocks, which take values of the group's dtype. */
+static bool widens(const struct vm *vm, const struct tir_group *g, int k)
+{
+	const struct tir_group_info *info = &vm->info;
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *n = g->nodes[j];
+		bool reads = false;
+		for (int i = 0; i < n->nin; i++)
+			reads |= n->in[i] == g->inputs[k];
+		if (reads && (info->cls[j] == TIR_FC_ONCE || tir_op(n->op)->kind == TIR_KIND_REDUCE))
+			return false;
+	}
+	return true;
+}
+
 struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
 				    struct tir_tensor *out, struct tir_err *err)
 {
@@ -1345,7 +1390,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				rc = realize(vm, k, err);
 			continue;
 		}
-		if (in[k].dtype == vm->dt && k < 64) {
+		if ((in[k].dtype == vm->dt || widens(vm, g, k)) && k < 64) {
 			/* the caller holds it through the call */
 			vm->vals[k] = in[k];
 			vm->borrowed |= (uint64_t)1 << k;
@@ -1481,8 +1526,9 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		/* constant along cols (and not a row read as such) */
 		c->bcast = c->direct && !c->row && !c->for_red && c->si == 0 &&
 			   (vm->cols > 1 || c->so == 0);
-		if (c->bcast || c->gen)
-			c->direct = c->bcast = false; /* (a generator is computed into its register) */
+		if (c->bcast || c->gen || c->v.dtype != vm->dt)
+			c->direct = c->bcast = false; /* (a generator is computed into its register,
+						       * a value of another dtype widened into it) */
 		if (!c->direct)
 			c->reg = c->row ? vm->nsmall++ : vm->nbig++;
 	}
