@@ -403,7 +403,8 @@ static void test_list_literals(void)
 	EXPECT_ERR("a = [1, [2]]", TIR_ESYNTAX, "ragged");
 	EXPECT_ERR("a = [[1], 2]", TIR_ESYNTAX, "ragged");
 	EXPECT_ERR("a = [[1, 2], []]", TIR_ESYNTAX, "ragged");
-	EXPECT_ERR("x = 1\na = [x, 2]", TIR_ESYNTAX, "numbers only");
+	EXPECT_ERR("x = 1.5\na = [x, 2]", TIR_ESYNTAX, "numbers only");
+	EXPECT_ERR("x = ones([2])\na = [x, 2]", TIR_ESYNTAX, "numbers only");
 	EXPECT_ERR("a = [1, relu(2)]", TIR_ESYNTAX, "numbers only");
 	EXPECT_ERR("a = [1, \"s\"]", TIR_ESYNTAX, "expected a number");
 	EXPECT_ERR("a = [[[[[[[[[1]]]]]]]]]", TIR_ESYNTAX, "rank limit");
