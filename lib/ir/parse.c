@@ -2340,6 +2340,16 @@ static bool scan_block(struct parser *ps, const struct tir_token *open, bool fn_
 		}
 		if (tok_is(ps, &t, "return")) {
 			if (fn_body && depth == 1) {
+				struct tir_token v;
+				tir_lex_scan(lx, &v);
+				sc->ntok++;
+				prev = v.kind;
+				if (v.kind == TIR_TOK_NEWLINE || v.kind == TIR_TOK_RBRACE || v.kind == TIR_TOK_EOF) {
+					perr_tok(ps, &t, "'return' needs the value to give: return EXPR");
+					break;
+				}
+				if (v.kind == TIR_TOK_LBRACE)
+					depth++;
 				returned = true;
 				continue;
 			}
@@ -2954,9 +2964,10 @@ int tir_text_incomplete(const char *src, size_t len)
 	struct tir_lexer lx;
 	if (len > (size_t)TIR_MAX_SOURCE || tir_lex_init(&lx, &s))
 		return 0;
-	while (tir_lex_next(&lx).kind != TIR_TOK_EOF)
-		;
+	long braces = 0; /* a block's lines are one chunk: read on while one is open */
+	for (enum tir_tok k; (k = tir_lex_next(&lx).kind) != TIR_TOK_EOF;)
+		braces += k == TIR_TOK_LBRACE ? 1 : k == TIR_TOK_RBRACE && braces > 0 ? -1 : 0;
 	int depth = lx.depth;
 	tir_lex_fini(&lx);
-	return depth > 0;
+	return depth > 0 || braces > 0;
 }
