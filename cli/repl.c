@@ -545,8 +545,9 @@ static int dot_vars(struct repl *r, char *arg)
 			if (s->kind == TIR_STMT_PRINT)
 				continue;
 			const struct tir_binding *b = tir_program_lookup(p, s->name, strlen(s->name));
-			if (!b || b->node != s->node || b->loc.src != s->loc.src || b->loc.off != s->loc.off)
-				continue;
+			if (!b || b->node != s->node || b->loc.src != s->loc.src || b->loc.off != s->loc.off ||
+			    b->owner)
+				continue; /* rebound since, or a function's local (renamed) */
 			tir_type_str(&s->node->type, tb, sizeof tb);
 			if (pass == 0) {
 				int ln = (int)strlen(s->name), lt = (int)strlen(tb);
@@ -588,7 +589,9 @@ static int dot_help(struct repl *r, char *arg)
 	if (*arg)
 		return 1;
 	puts("Statements: NAME = EXPR, NAME: TYPE = EXPR, input NAME: TYPE, print EXPR, ...;\n"
-	     "an expression alone prints its value.  A line goes on while a bracket is open.\n");
+	     "an expression alone prints its value.  A line goes on while a bracket is open,\n"
+	     "and a block while its braces are: fn NAME(PARAMS) { ... return EXPR },\n"
+	     "for i in range(N) { ... }.\n");
 	for (size_t i = 0; i < NDOT; i++) {
 		char head[40];
 		snprintf(head, sizeof head, ".%s %s", dot_cmds[i].name, dot_cmds[i].args);
@@ -778,9 +781,18 @@ static void add_names(const char *text, size_t n, bool inputs_only)
 	const struct tir_program *p = completing->p;
 	for (size_t i = 0; i < p->nbind; i++) {
 		const struct tir_binding *b = &p->bind[i];
-		if (b->node && (!inputs_only || find_input(p, b->name)))
+		if (b->node && !b->owner && (!inputs_only || find_input(p, b->name)))
 			cand_add(b->name, text, n);
 	}
+}
+
+/* The functions defined, for completion. */
+static void add_funcs(const char *text, size_t n)
+{
+	const struct tir_program *p = completing->p;
+	for (size_t i = 0; i < p->nfuncs; i++)
+		if (!p->funcs[i]->bad)
+			cand_add(p->funcs[i]->name, text, n);
 }
 
 static char **complete(const char *text, int start, int end)
@@ -822,19 +834,23 @@ static char **complete(const char *text, int start, int end)
 				cand_add("off", text, n);
 		}
 	} else {
-		static const char *const words[] = {"print", "input", "true", "false", "inf", "nan"};
+		static const char *const words[] = {"print", "input", "true", "false", "inf", "nan",
+						    "fn", "for", "in", "return"};
 		for (int op = 0; op < TIR_OP_COUNT; op++) {
 			const char *s = tir_op((enum tir_op)op)->name;
 			if (tir_op_lookup(s, strlen(s)) >= 0)
 				cand_add(s, text, n);
 		}
+		add_funcs(text, n);
+		cand_add("range", text, n);
 		bool op = ncands == 1;
 		add_names(text, n, false);
 		for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 			cand_add(words[i], text, n);
 		if (ncands == 1)
 			rl_completion_append_character = op ? '(' : '\0';
-		if (ncands == 1 && !strcmp(cands[0], "print"))
+		if (ncands == 1 && (!strcmp(cands[0], "print") || !strcmp(cands[0], "fn") ||
+				    !strcmp(cands[0], "for") || !strcmp(cands[0], "in") || !strcmp(cands[0], "return")))
 			rl_completion_append_character = ' ';
 	}
 	(void)end;
@@ -986,7 +1002,7 @@ int cli_repl(int argc, char **argv)
 		tir_remote_close(r.remote);
 		return EXIT_PROGRAM;
 	}
-	struct tir_str acc = {0};   /* a statement while its brackets are open */
+	struct tir_str acc = {0};   /* a statement while its brackets (or a block's braces) are open */
 	uint32_t first = 0;         /* its first line */
 	char *last = NULL;          /* the last line put in the history */
 	while (!r.quit) {

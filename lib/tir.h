@@ -63,6 +63,10 @@ enum tir_dtype {
 #define TIR_MAX_DEPTH 200                      /* expression nesting */
 #define TIR_MAX_SOURCE (INT64_C(256) << 20)    /* bytes of program text */
 #define TIR_MAX_DIAGS 20                       /* errors reported per parse */
+#define TIR_MAX_EXPANDED 1000000               /* tokens loops and calls read again, per parse */
+#define TIR_MAX_NEST 32                        /* loops and calls being expanded at once */
+#define TIR_MAX_FN_PARAMS 16                   /* parameters of a function */
+#define TIR_MAX_NOTES 6                        /* notes of one error (the calls and loops it is in) */
 
 /* Error codes returned (negated) by library functions. */
 enum tir_code {
@@ -90,11 +94,20 @@ struct tir_loc {
 	uint32_t col;
 };
 
+/* A note under an error: where the text at fault was reached from (a
+ * call of a function, an iteration of a loop), innermost first. */
+struct tir_note {
+	struct tir_loc loc;
+	char msg[160];
+};
+
 /* One error.  Caller-owned; the last argument of fallible functions. */
 struct tir_err {
 	int code;              /* enum tir_code, 0 when no error */
 	struct tir_loc loc;    /* loc.src is NULL when there is no position */
 	char msg[512];
+	int nnotes;            /* notes[0..nnotes) are set (tir_errf clears them) */
+	struct tir_note notes[TIR_MAX_NOTES];
 };
 
 struct tir_program;
@@ -121,7 +134,7 @@ int tir_program_parse(struct tir_program *p, const char *name,
 int tir_program_parse_at(struct tir_program *p, const char *name, const char *src,
 			 size_t len, unsigned flags, uint32_t first_line);
 
-/* Whether text ends inside an open bracket (the REPL reads on). */
+/* Whether text ends inside an open bracket or brace (the REPL reads on). */
 int tir_text_incomplete(const char *src, size_t len);
 
 /* Diagnostics of the last parse.  borrowed, valid until the next parse. */
@@ -130,7 +143,8 @@ const struct tir_err *tir_program_diag(const struct tir_program *p, int i);
 /* How many errors were found in all (ndiags stops at TIR_MAX_DIAGS). */
 int tir_program_nerrors(const struct tir_program *p);
 
-/* Render `file:line:col: error: msg`, the source line and a caret.
+/* Render `file:line:col: error: msg`, the source line and a caret, then
+ * each note the same way (`file:line:col: note: msg`).
  * returns: new string, free with free(). */
 char *tir_err_render(const struct tir_err *e);
 

@@ -3,7 +3,8 @@
 pseudo-terminal, as a person at a keyboard would: the prompt, the
 continuation prompt, history recall (Up arrow, in a session and from the
 history file of the last one), tab completion of an op name, a dot-command
-and a file name (then .load), an error with its caret followed by a
+and a file name (then .load), a multi-line fn and a loop calling it (with
+its name completed), an error with its caret followed by a
 statement that works, Ctrl-C abandoning a line, Ctrl-C stopping a long
 computation with the session intact, a stop and continue, Ctrl-D leaving,
 and the terminal put back when a signal ends the process.
@@ -254,6 +255,24 @@ def main():
               repr(s.text(s.mark)[-300:]))
         s.send(b"a + 1\r")
         check("statement after an error", s.expect(r"\[2, 3\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+
+        # a multi-line fn: the continuation prompt until its braces close,
+        # then a loop calling it; Tab completes the function's name
+        s.send(b"fn twice(v, k) {\r")
+        check("fn opens a block", s.expect(r"\n\.\.\.> ") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"  w = v * 2\r")
+        check("fn block goes on", s.expect(r"\n\.\.\.> ") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"  return w + k\r")
+        s.expect(r"\n\.\.\.> ")
+        s.send(b"}\r")
+        check("fn block closes", s.expect(r"\}\s*\ntir> ") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"c = a; for i in range(3) { c = twi\t")
+        check("tab completes a function", s.expect(r"c = twice\(") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b"c, i) }\r")
+        s.expect(r"\ntir> ")
+        s.send(b"c\r")
+        check("fn and for ran", s.expect(r"c: i64\[2\]\s*\n\[12, 20\]\s*\ntir> ") is not None,
+              repr(s.text(s.mark)[-200:]))
 
         # Ctrl-C at the prompt drops the line being typed
         s.send(b"this is not tir")

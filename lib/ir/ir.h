@@ -153,6 +153,7 @@ enum tir_tok {
 	TIR_TOK_LBRACKET, TIR_TOK_RBRACKET,
 	TIR_TOK_COMMA, TIR_TOK_COLON, TIR_TOK_ASSIGN,
 	TIR_TOK_PLUS, TIR_TOK_MINUS, TIR_TOK_STAR, TIR_TOK_SLASH, TIR_TOK_AT,
+	TIR_TOK_LBRACE, TIR_TOK_RBRACE, /* a block: not brackets (newlines in it end statements) */
 	TIR_TOK_ERROR,        /* the lexer's message is in the lexer */
 	TIR_TOK_COUNT
 };
@@ -206,6 +207,8 @@ struct tir_node {
 	struct tir_type type;
 	uint16_t nin;
 	bool in_print;            /* made by a print statement (fmt inlines it) */
+	bool known_int;           /* CONST: an integer known when checked (a loop's
+				   * index, an int parameter, or + - * of them) */
 	uint32_t uses;            /* operand edges pointing here */
 	uint32_t stmt;            /* index of the statement that made it */
 	struct tir_node **in;
@@ -225,8 +228,10 @@ enum tir_stmt_kind { TIR_STMT_INPUT, TIR_STMT_BIND, TIR_STMT_PRINT };
 
 struct tir_print_item {
 	struct tir_node *node;
-	const char *header;       /* canonical text of the printed expression */
+	const char *header;       /* canonical text of the printed expression; as
+				   * written (blanks folded) when it calls a function */
 	struct tir_loc loc;
+	bool called;              /* it calls a function: fmt renders node, not header */
 };
 
 struct tir_stmt {
@@ -240,8 +245,26 @@ struct tir_stmt {
 
 struct tir_binding {
 	const char *name;         /* arena */
-	struct tir_node *node;    /* NULL: poisoned by an earlier error */
+	struct tir_node *node;    /* NULL: poisoned by an earlier error, or unbound */
 	struct tir_loc loc;
+	uint32_t owner;           /* 0: a name of the program; else the call (its
+				   * serial) whose local name this is, renamed */
+	bool unbound;             /* rolled back (REPL): as if never bound */
+};
+
+/* A function: its text is expanded again at each call (parse.c). */
+struct tir_func {
+	const char *name;         /* arena */
+	int nparams;
+	const char *params[TIR_MAX_FN_PARAMS];   /* arena */
+	const struct tir_source *src;
+	uint32_t line_base;       /* lines before its chunk (REPL) */
+	uint32_t body_off;        /* the byte after its '{' */
+	uint32_t body_line;       /* that byte's line in src */
+	uint32_t ntok;            /* tokens of the body: the cost of one call */
+	struct tir_loc loc;       /* its name where defined */
+	uint32_t ncalls;          /* calls expanded so far: numbers the next one's names */
+	bool bad;                 /* its definition failed: calls fail unreported */
 };
 
 struct tir_bind_slot {
@@ -260,6 +283,9 @@ struct tir_program {
 	struct tir_bind_slot *bind_index;   /* bind by name: open addressing, power-of-two size */
 	size_t capindex;
 	struct tir_source *sources;
+	struct tir_func **funcs;      /* every function defined, in order (arena) */
+	size_t nfuncs, capfuncs;
+	uint32_t ncallserial;         /* calls expanded so far (binding owners) */
 	struct tir_err diags[TIR_MAX_DIAGS];
 	int ndiags, nerrors;
 	tir_load_type_fn loader;
@@ -271,6 +297,8 @@ struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *
 const char *tir_program_suggest(const struct tir_program *p, const char *s, size_t n);
 /* A name currently bound to node, or NULL. */
 const char *tir_node_current_name(const struct tir_program *p, const struct tir_node *n);
+/* The function named s[0..n), the latest definition, or NULL. */
+const struct tir_func *tir_program_func(const struct tir_program *p, const char *s, size_t n);
 
 /* ---- checking ---- */
 

@@ -368,6 +368,8 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 	case '*': k = TIR_TOK_STAR; goto punct;
 	case '/': k = TIR_TOK_SLASH; goto punct;
 	case '@': k = TIR_TOK_AT; goto punct;
+	case '{': k = TIR_TOK_LBRACE; goto punct;
+	case '}': k = TIR_TOK_RBRACE; goto punct;
 	default: break;
 	}
 	if (is_digit((unsigned char)c) || (c == '.' && p + 1 < lx->end && is_digit((unsigned char)p[1]))) {
@@ -410,7 +412,7 @@ const char *tir_tok_name(enum tir_tok t)
 	static const char *const names[TIR_TOK_COUNT] = {
 		"end of input", "end of line", "a name", "a number", "a number", "a string",
 		"'('", "')'", "'['", "']'", "','", "':'", "'='", "'+'", "'-'", "'*'", "'/'", "'@'",
-		"an invalid token",
+		"'{'", "'}'", "an invalid token",
 	};
 	return (unsigned)t < TIR_TOK_COUNT ? names[t] : "?";
 }

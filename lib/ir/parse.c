@@ -8,9 +8,45 @@
 #include "ir.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One argument of a call being expanded: an int (known when checked) or a
+ * tensor. */
+struct fn_arg {
+	bool is_int;
+	int64_t v;
+	struct tir_node *node;
+};
+
+/* A loop or a call being expanded (parser.frames, innermost last).  Names
+ * are looked up through the frames down to the innermost call: a loop
+ * gives its index, a call its locals and parameters, and nothing past a
+ * call is seen (a function reads only what it is given). */
+struct frame {
+	bool call;                 /* a call; else a loop */
+	bool in_print;             /* call: the caller's in_print, for the value returned */
+	struct tir_loc loc;        /* the 'for', or the call's name */
+	const char *var;           /* loop: its index's name (in the source) */
+	uint32_t varlen;
+	int64_t value, trips;      /* loop: the index now, and the count */
+	const struct tir_func *fn; /* call */
+	uint32_t serial;           /* call: the program's count (binding owner) */
+	uint32_t callno;           /* call: the function's count (in its locals' names) */
+	struct fn_arg args[TIR_MAX_FN_PARAMS];
+};
+
+/* What a failed top-level statement must undo of the bindings its loops
+ * and calls made. */
+struct bind_undo {
+	uint32_t index;            /* into prog->bind */
+	bool was_new, unbound;
+	uint32_t owner;
+	struct tir_node *node;
+	struct tir_loc loc;
+};
 
 struct parser {
 	struct tir_program *prog;
@@ -34,7 +70,7 @@ struct parser {
 	int first_code;
 	/* What the statement will bind, committed only when it ends well: a
 	 * failed statement binds nothing (in a file it poisons the name). */
-	struct {
+	struct pending {
 		const char *name;  /* in the source text; NULL: binds nothing */
 		uint32_t len;
 		uint32_t hash;     /* of the name (hash_name) */
@@ -48,9 +84,20 @@ struct parser {
 		const char *old;
 	} *undo;
 	size_t nundo, capundo;
+	/* loops and calls (see struct frame) */
+	struct frame frames[TIR_MAX_NEST];
+	int nframes;
+	uint64_t expanded;         /* tokens read again by loops and calls (TIR_MAX_EXPANDED) */
+	bool quiet;                /* a trial parse: errors are not reported */
+	bool called;               /* the expression called a function (print headers) */
+	uint32_t prev_end;         /* the end of the last token consumed */
+	struct bind_undo *bundo;   /* bindings made inside loops and calls */
+	size_t nbundo, capbundo;
+	uint32_t *findex;          /* prog->funcs by name: open addressing, index + 1 */
+	size_t capfindex;
 };
 
-static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan"};
+static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return"};
 
 /* ---- errors ---- */
 
@@ -62,17 +109,21 @@ static void loc_tok(const struct parser *ps, const struct tir_token *t, struct t
 	loc->col = t->col;
 }
 
+static void add_notes(const struct parser *ps, struct tir_err *e);
+
 static void add_diag(struct parser *ps, const struct tir_err *e)
 {
 	struct tir_program *p = ps->prog;
-	if (ps->stmt_failed)
-		return; /* one error per statement: the rest would be echoes */
+	if (ps->quiet || ps->stmt_failed)
+		return; /* a trial; or one error per statement: the rest would be echoes */
 	ps->stmt_failed = true;
 	if (!ps->first_code)
 		ps->first_code = e->code;
 	p->nerrors++;
-	if (p->ndiags < TIR_MAX_DIAGS)
-		p->diags[p->ndiags++] = *e;
+	if (p->ndiags < TIR_MAX_DIAGS) {
+		p->diags[p->ndiags] = *e;
+		add_notes(ps, &p->diags[p->ndiags++]);
+	}
 }
 
 static void perr(struct parser *ps, int code, const struct tir_loc *loc, const char *fmt, ...)
@@ -136,6 +187,7 @@ static void lex_ahead(struct parser *ps)
 static void advance(struct parser *ps)
 {
 	ps->ntok++;
+	ps->prev_end = ps->tok->off + ps->tok->len;
 	ps->tok = other_tok(ps);
 	if (ps->tok->kind == TIR_TOK_ERROR && !ps->ahead_told)
 		lex_error(ps, ps->tok);
@@ -356,6 +408,426 @@ const char *tir_node_current_name(const struct tir_program *p, const struct tir_
 	return NULL;
 }
 
+/* ---- positions: loops and calls read text again ----
+ * A loop's body is parsed once per iteration and a function's body once
+ * per call, each time from its text: the lexer is moved to the body and
+ * back.  Bodies start where no bracket is open (a '{' ends a statement's
+ * head), so a body is lexed at depth 0 whatever the caller had open. */
+
+struct pos {
+	struct tir_token toks[2];
+	int cur;                   /* which of toks is current */
+	char errmsg[2][TIR_LEX_ERRLEN];
+	bool ahead_told;
+	const struct tir_source *src;
+	const char *p, *line_start, *col_p;
+	uint32_t line, col_v;
+	bool line_ascii;
+	int depth;
+	struct tir_token *open;    /* a copy of lx.open[0..depth) (calls), or NULL */
+	uint32_t line_base, prev_end;
+	uint64_t ntok;
+};
+
+/* Note where the parser is; with_open, also the brackets open (freed by
+ * restore_pos).  False when out of memory. */
+static bool save_pos(const struct parser *ps, struct pos *s, bool with_open)
+{
+	memcpy(s->toks, ps->toks, sizeof s->toks);
+	s->cur = (int)(ps->tok - ps->toks);
+	memcpy(s->errmsg, ps->errmsg, sizeof s->errmsg);
+	s->ahead_told = ps->ahead_told;
+	s->src = ps->lx.src;
+	s->p = ps->lx.p;
+	s->line_start = ps->lx.line_start;
+	s->col_p = ps->lx.col_p;
+	s->line = ps->lx.line;
+	s->col_v = ps->lx.col_v;
+	s->line_ascii = ps->lx.line_ascii;
+	s->depth = ps->lx.depth;
+	s->open = NULL;
+	s->line_base = ps->line_base;
+	s->prev_end = ps->prev_end;
+	s->ntok = ps->ntok;
+	if (with_open && s->depth > 0) {
+		s->open = malloc(sizeof *s->open * (size_t)s->depth);
+		if (!s->open)
+			return false;
+		memcpy(s->open, ps->lx.open, sizeof *s->open * (size_t)s->depth);
+	}
+	return true;
+}
+
+static void restore_pos(struct parser *ps, struct pos *s)
+{
+	memcpy(ps->toks, s->toks, sizeof s->toks);
+	ps->tok = &ps->toks[s->cur];
+	memcpy(ps->errmsg, s->errmsg, sizeof s->errmsg);
+	ps->ahead_told = s->ahead_told;
+	ps->lx.src = s->src;
+	ps->lx.p = s->p;
+	ps->lx.end = s->src->text + s->src->len;
+	ps->lx.line_start = s->line_start;
+	ps->lx.col_p = s->col_p;
+	ps->lx.line = s->line;
+	ps->lx.col_v = s->col_v;
+	ps->lx.line_ascii = s->line_ascii;
+	ps->lx.depth = s->depth;
+	if (s->open)
+		memcpy(ps->lx.open, s->open, sizeof *s->open * (size_t)s->depth);
+	free(s->open);
+	s->open = NULL;
+	ps->line_base = s->line_base;
+	ps->prev_end = s->prev_end;
+	ps->ntok = s->ntok;
+}
+
+/* Point a lexer at byte off of src, which is on line `line`. */
+static void lex_at(struct tir_lexer *lx, const struct tir_source *src, uint32_t off, uint32_t line)
+{
+	lx->src = src;
+	lx->p = src->text + off;
+	lx->end = src->text + src->len;
+	lx->line = line;
+	const char *ls = lx->p;
+	while (ls > src->text && ls[-1] != '\n')
+		ls--;
+	lx->line_start = ls;
+	lx->line_ascii = false; /* columns counted in code points from the line's start */
+	lx->col_p = ls;
+	lx->col_v = 1;
+	lx->depth = 0;
+}
+
+/* Go on parsing at byte off of src (lines before its chunk: line_base). */
+static void seek(struct parser *ps, const struct tir_source *src, uint32_t off, uint32_t line,
+		 uint32_t line_base)
+{
+	lex_at(&ps->lx, src, off, line);
+	ps->line_base = line_base;
+	lex_ahead(ps);
+	advance(ps);
+}
+
+/* ---- names in loops and functions ---- */
+
+/* The innermost call being expanded, or NULL at the top level. */
+static struct frame *scope_call(struct parser *ps)
+{
+	for (int i = ps->nframes; i-- > 0;)
+		if (ps->frames[i].call)
+			return &ps->frames[i];
+	return NULL;
+}
+
+/* The index of the parameter of f named s[0..n), or -1. */
+static int param_index(const struct tir_func *f, const char *s, size_t n)
+{
+	for (int k = 0; k < f->nparams; k++)
+		if (same_name(f->params[k], s, n))
+			return k;
+	return -1;
+}
+
+/* A function's local name is bound in the program as FN_K_NAME (the K-th
+ * call of FN; '_' added while that name is another's), so that the
+ * expanded program, which tir fmt prints, reads back as it is.  The
+ * binding of the local s[0..n) of call fr (made if `create`), or NULL. */
+static struct tir_binding *local_binding(struct parser *ps, const struct frame *fr, const char *s,
+					 size_t n, bool create)
+{
+	struct tir_program *p = ps->prog;
+	char buf[600];
+	int len = snprintf(buf, sizeof buf - 20, "%s_%u_%.*s", fr->fn->name, fr->callno, (int)n, s);
+	if (len < 0 || len >= (int)sizeof buf - 20)
+		return NULL;
+	for (int k = 0; k < 16; k++, buf[len++] = '_') {
+		struct tir_binding *b = tir_program_lookup(p, buf, (size_t)len);
+		if (b && b->owner == fr->serial)
+			return b;
+		if (!b) {
+			if (!create || len > 255)
+				return NULL; /* not bound in this call */
+			b = bind_name(p, buf, (size_t)len, hash_name(buf, (size_t)len));
+			if (!b)
+				return NULL;
+		} else if (!create || !b->unbound) {
+			continue; /* another's: the name with one more '_' */
+		}
+		b->owner = fr->serial;
+		b->unbound = false;
+		return b;
+	}
+	return NULL;
+}
+
+enum { L_NONE, L_INT, L_NODE };
+
+struct look {
+	int kind;
+	int64_t v;                 /* L_INT */
+	struct tir_node *node;     /* L_NODE (NULL: poisoned) */
+	struct tir_binding *b;     /* L_NODE through a binding */
+	bool in_fn;                /* looked up inside a function */
+};
+
+/* What the name s[0..n) stands for here: a loop's index or an int
+ * parameter (L_INT), a tensor (L_NODE), or nothing. */
+static void lookup_name(struct parser *ps, const char *s, size_t n, struct look *lk)
+{
+	memset(lk, 0, sizeof *lk);
+	for (int i = ps->nframes; i-- > 0;) {
+		struct frame *f = &ps->frames[i];
+		if (!f->call) {
+			if (f->varlen == n && !memcmp(f->var, s, n)) {
+				lk->kind = L_INT;
+				lk->v = f->value;
+				return;
+			}
+			continue;
+		}
+		/* the function's own names, then its parameters, and nothing else */
+		lk->in_fn = true;
+		struct tir_binding *b = local_binding(ps, f, s, n, false);
+		if (b) {
+			lk->kind = L_NODE;
+			lk->b = b;
+			lk->node = b->node;
+			return;
+		}
+		int k = param_index(f->fn, s, n);
+		if (k >= 0) {
+			lk->kind = f->args[k].is_int ? L_INT : L_NODE;
+			lk->v = f->args[k].v;
+			lk->node = f->args[k].node;
+		}
+		return;
+	}
+	struct tir_binding *b = tir_program_lookup(ps->prog, s, n);
+	if (b && !b->unbound) {
+		lk->kind = L_NODE;
+		lk->b = b;
+		lk->node = b->node;
+	}
+}
+
+/* A weak integer scalar: the value of an integer literal. */
+static bool is_int_literal(const struct tir_node *n)
+{
+	return n && n->op == TIR_OP_CONST && n->type.weak && n->type.dtype == TIR_DTYPE_I64;
+}
+
+/* Whether the name s[0..n) is an integer known when checked. */
+static bool static_name(struct parser *ps, const char *s, size_t n, int64_t *v)
+{
+	struct look lk;
+	lookup_name(ps, s, n, &lk);
+	if (lk.kind == L_INT)
+		*v = lk.v;
+	else if (lk.kind == L_NODE && is_int_literal(lk.node))
+		*v = lk.node->ival;
+	else
+		return false;
+	return true;
+}
+
+/* The notes of an error made inside loops and calls: where each was
+ * entered, innermost first. */
+static void add_notes(const struct parser *ps, struct tir_err *e)
+{
+	e->nnotes = 0;
+	for (int i = ps->nframes; i-- > 0 && e->nnotes < TIR_MAX_NOTES;) {
+		const struct frame *f = &ps->frames[i];
+		struct tir_note *nt = &e->notes[e->nnotes++];
+		nt->loc = f->loc;
+		if (!f->call) {
+			snprintf(nt->msg, sizeof nt->msg, "in this loop, at %.*s = %lld", (int)f->varlen, f->var,
+				 (long long)f->value);
+			continue;
+		}
+		struct tir_str m = {0};
+		char tb[TIR_TYPE_STRLEN];
+		tir_str_addf(&m, "in call to %s (", f->fn->name);
+		for (int k = 0; k < f->fn->nparams; k++) {
+			const struct fn_arg *a = &f->args[k];
+			if (a->is_int)
+				tir_str_addf(&m, "%s%s = %lld", k ? ", " : "", f->fn->params[k], (long long)a->v);
+			else
+				tir_str_addf(&m, "%s%s: %s", k ? ", " : "", f->fn->params[k],
+					     tir_type_str(&a->node->type, tb, sizeof tb));
+		}
+		tir_str_add(&m, ")", 1);
+		snprintf(nt->msg, sizeof nt->msg, "%s", m.s && !m.oom ? m.s : "in a call");
+		if (m.n >= sizeof nt->msg && sizeof nt->msg > 4)
+			memcpy(nt->msg + sizeof nt->msg - 5, "...)", 5);
+		tir_str_free(&m);
+	}
+}
+
+/* ---- functions by name ---- */
+
+const struct tir_func *tir_program_func(const struct tir_program *p, const char *s, size_t n)
+{
+	for (size_t i = p->nfuncs; i-- > 0;)
+		if (same_name(p->funcs[i]->name, s, n))
+			return p->funcs[i];
+	return NULL;
+}
+
+/* The parser's own index of prog->funcs (the program's may be long: a
+ * REPL session's). */
+static struct tir_func *func_find(struct parser *ps, const char *s, size_t n)
+{
+	if (!ps->capfindex)
+		return NULL;
+	size_t mask = ps->capfindex - 1;
+	for (size_t i = hash_name(s, n) & mask;; i = (i + 1) & mask) {
+		uint32_t k = ps->findex[i];
+		if (!k)
+			return NULL;
+		if (same_name(ps->prog->funcs[k - 1]->name, s, n))
+			return ps->prog->funcs[k - 1];
+	}
+}
+
+static int func_index_put(struct parser *ps, size_t k)
+{
+	struct tir_program *p = ps->prog;
+	if ((k + 1) * 2 > ps->capfindex) {
+		size_t ncap = ps->capfindex ? ps->capfindex * 2 : 16;
+		uint32_t *ni = calloc(ncap, sizeof *ni);
+		if (!ni)
+			return -TIR_ENOMEM;
+		free(ps->findex);
+		ps->findex = ni;
+		ps->capfindex = ncap;
+		for (size_t j = 0; j < k; j++)
+			func_index_put(ps, j); /* room enough now: no recursion past one level */
+	}
+	const char *name = p->funcs[k]->name;
+	size_t n = strlen(name), mask = ps->capfindex - 1;
+	for (size_t i = hash_name(name, n) & mask;; i = (i + 1) & mask) {
+		uint32_t *slot = &ps->findex[i];
+		if (!*slot || same_name(p->funcs[*slot - 1]->name, name, n)) {
+			*slot = (uint32_t)k + 1; /* a later definition replaces an earlier one */
+			return 0;
+		}
+	}
+}
+
+/* ---- integers known when checked ----
+ * Loop bounds, attributes, dimensions of a type, function arguments and
+ * strings' {...} take integers known when the program is checked:
+ *   iexpr   = iterm { ("+" | "-") iterm }
+ *   iterm   = ifactor { "*" ifactor }
+ *   ifactor = "-" ifactor | INT | NAME | "(" iexpr ")"
+ * where a NAME is a loop's index, an int parameter, or a name bound to an
+ * integer literal.  Overflow is an error. */
+
+static bool static_factor(struct parser *ps, int64_t *v, int lvl, const char *want);
+static bool static_expr_rest(struct parser *ps, int64_t first, int64_t *v, int lvl, const char *want);
+
+static bool static_overflow(struct parser *ps, const struct tir_token *at)
+{
+	perr_tok(ps, at, "integer overflow (the limit is 2^63-1)");
+	return false;
+}
+
+static bool static_term_rest(struct parser *ps, int64_t t, int64_t *v, int lvl, const char *want)
+{
+	while (ps->tok->kind == TIR_TOK_STAR) {
+		struct tir_token op = *ps->tok;
+		advance(ps);
+		int64_t f;
+		if (!static_factor(ps, &f, lvl, want))
+			return false;
+		if (__builtin_mul_overflow(t, f, &t))
+			return static_overflow(ps, &op);
+	}
+	*v = t;
+	return true;
+}
+
+static bool static_expr_rest(struct parser *ps, int64_t first, int64_t *v, int lvl, const char *want)
+{
+	int64_t acc;
+	if (!static_term_rest(ps, first, &acc, lvl, want))
+		return false;
+	while (ps->tok->kind == TIR_TOK_PLUS || ps->tok->kind == TIR_TOK_MINUS) {
+		struct tir_token op = *ps->tok;
+		advance(ps);
+		int64_t f, t;
+		if (!static_factor(ps, &f, lvl, want) || !static_term_rest(ps, f, &t, lvl, want))
+			return false;
+		if (op.kind == TIR_TOK_PLUS ? __builtin_add_overflow(acc, t, &acc)
+					    : __builtin_sub_overflow(acc, t, &acc))
+			return static_overflow(ps, &op);
+	}
+	*v = acc;
+	return true;
+}
+
+static bool static_factor(struct parser *ps, int64_t *v, int lvl, const char *want)
+{
+	struct tir_token t = *ps->tok;
+	if (lvl > 64) {
+		perr_tok(ps, &t, "integer expression nested deeper than 64 levels");
+		return false;
+	}
+	switch (t.kind) {
+	case TIR_TOK_MINUS:
+		advance(ps);
+		if (!static_factor(ps, v, lvl + 1, want))
+			return false;
+		if (*v == INT64_MIN)
+			return static_overflow(ps, &t);
+		*v = -*v;
+		return true;
+	case TIR_TOK_INT:
+		*v = t.ival;
+		advance(ps);
+		return true;
+	case TIR_TOK_NAME:
+		if (!static_name(ps, ps->lx.src->text + t.off, t.len, v))
+			break;
+		advance(ps);
+		return true;
+	case TIR_TOK_LPAREN: {
+		advance(ps);
+		int64_t f;
+		return static_factor(ps, &f, lvl + 1, want) && static_expr_rest(ps, f, v, lvl + 1, want) &&
+		       close_bracket(ps, TIR_TOK_RPAREN, &t);
+	}
+	default:
+		break;
+	}
+	expected(ps, want);
+	return false;
+}
+
+/* iexpr, at the current token. */
+static bool parse_static(struct parser *ps, int64_t *v, const char *want)
+{
+	int64_t f;
+	return static_factor(ps, &f, 0, want) && static_expr_rest(ps, f, v, 0, want);
+}
+
+/* Whether the current token begins an integer known when checked that
+ * parse_number would not read: a name that is one, "(", or "-" before
+ * either. */
+static bool static_start(struct parser *ps)
+{
+	const struct tir_token *t = ps->tok;
+	int64_t v;
+	if (t->kind == TIR_TOK_MINUS)
+		t = peek(ps);
+	if (t->kind == TIR_TOK_LPAREN)
+		return true;
+	return t->kind == TIR_TOK_NAME && static_name(ps, ps->lx.src->text + t->off, t->len, &v);
+}
+
+#define STATIC_WANT "an integer known when checked (a literal, a loop index, an int parameter, or a name bound to an integer literal)"
+
 /* ---- nodes ---- */
 
 static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, const struct tir_loc *loc)
@@ -415,9 +887,21 @@ static struct tir_node *scalar(struct parser *ps, const struct tir_loc *loc, enu
 	return n;
 }
 
+/* A loop's index or an int parameter where a tensor may be: an integer
+ * literal, marked so that i + 1 folds. */
+static struct tir_node *known_int(struct parser *ps, const struct tir_loc *loc, int64_t v)
+{
+	struct tir_node *n = scalar(ps, loc, TIR_DTYPE_I64, v, (double)v);
+	if (n)
+		n->known_int = true;
+	return n;
+}
+
 /* ---- expressions ---- */
 
 static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start);
+static struct tir_node *parse_fn_call(struct parser *ps, struct tir_func *f, const struct tir_token *name);
+static void unknown_call(struct parser *ps, const struct tir_token *t);
 
 static bool enter(struct parser *ps)
 {
@@ -453,6 +937,40 @@ static bool parse_number(struct parser *ps, bool *is_int, int64_t *iv, double *f
 		return false;
 	}
 	advance(ps);
+	return true;
+}
+
+static bool is_static_op(enum tir_tok k)
+{
+	return k == TIR_TOK_PLUS || k == TIR_TOK_MINUS || k == TIR_TOK_STAR;
+}
+
+/* A numeric attribute: a number literal, or an integer known when checked
+ * (i, i + 1, 2 * n).  *wrong when the token can begin neither (nothing
+ * consumed, nothing reported). */
+static bool parse_num_or_static(struct parser *ps, const struct tir_token *at, bool *is_int, int64_t *iv,
+				double *fv, bool *wrong)
+{
+	*wrong = false;
+	if (static_start(ps)) {
+		if (!parse_static(ps, iv, "an integer"))
+			return false;
+		*is_int = true;
+		*fv = (double)*iv;
+		return true;
+	}
+	if (at->kind != TIR_TOK_INT && at->kind != TIR_TOK_FLOAT && at->kind != TIR_TOK_MINUS &&
+	    !tok_is(ps, at, "inf") && !tok_is(ps, at, "nan")) {
+		*wrong = true;
+		return true;
+	}
+	if (!parse_number(ps, is_int, iv, fv))
+		return false;
+	if (*is_int && is_static_op(ps->tok->kind)) { /* 2 * i */
+		if (!static_expr_rest(ps, *iv, iv, 0, "an integer"))
+			return false;
+		*fv = (double)*iv;
+	}
 	return true;
 }
 
@@ -503,6 +1021,12 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 				iv = tok_is(ps, &at, "true");
 				fv = (double)iv;
 				advance(ps);
+			} else if (static_start(ps)) {
+				if (!parse_static(ps, &iv, "an integer"))
+					return false;
+				is_int = true;
+				fv = (double)iv;
+				lb->any_num = true;
 			} else if ((at.kind == TIR_TOK_NAME && !tok_is(ps, &at, "inf") && !tok_is(ps, &at, "nan")) ||
 				   at.kind == TIR_TOK_LPAREN) {
 				perr_tok(ps, &at, "a list literal holds numbers only; to join tensors use concat([a, b], axis=0)");
@@ -511,6 +1035,11 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 				return false;
 			} else {
 				lb->any_num = true;
+				if (is_int && is_static_op(ps->tok->kind)) {
+					if (!static_expr_rest(ps, iv, &iv, 0, "an integer"))
+						return false;
+					fv = (double)iv;
+				}
 			}
 			if (!is_int)
 				lb->any_float = true;
@@ -604,31 +1133,177 @@ out:
 	return n;
 }
 
-/* A string literal's contents (escapes \" \\ \n \t). */
+/* ---- strings: escapes and {...} ----
+ * A string's {iexpr} is replaced by the integer's decimal digits (a loop
+ * index, an int parameter: "h.{i}.weight"); "{{" and "}}" are braces. */
+
+struct interp {
+	struct parser *ps;
+	const struct tir_token *t;
+	const char *s;             /* the token's text */
+	size_t i;                  /* at s[i] */
+};
+
+/* The position of byte k of string token t (it is on one line). */
+static void loc_in_string(const struct parser *ps, const struct tir_token *t, size_t k, struct tir_loc *loc)
+{
+	const char *s = ps->lx.src->text + t->off;
+	uint32_t col = t->col;
+	for (size_t j = 0; j < k; j++)
+		col += ((unsigned char)s[j] & 0xC0) != 0x80;
+	loc->src = ps->lx.src;
+	loc->off = t->off + (uint32_t)k;
+	loc->line = t->line + ps->line_base;
+	loc->col = col;
+}
+
+static bool interp_fail(struct interp *c, size_t k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool interp_fail(struct interp *c, size_t k, const char *fmt, ...)
+{
+	struct tir_err e = {.code = TIR_ESYNTAX};
+	loc_in_string(c->ps, c->t, k, &e.loc);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+	va_end(ap);
+	add_diag(c->ps, &e);
+	return false;
+}
+
+static void interp_blank(struct interp *c)
+{
+	while (c->s[c->i] == ' ' || c->s[c->i] == '\t')
+		c->i++;
+}
+
+static bool interp_sum(struct interp *c, int64_t *v, int lvl);
+
+static bool interp_factor(struct interp *c, int64_t *v, int lvl)
+{
+	interp_blank(c);
+	size_t at = c->i;
+	char ch = c->s[at];
+	if (lvl > 64)
+		return interp_fail(c, at, "integer expression nested deeper than 64 levels");
+	if (ch == '-') {
+		c->i++;
+		if (!interp_factor(c, v, lvl + 1))
+			return false;
+		if (*v == INT64_MIN)
+			return interp_fail(c, at, "integer overflow (the limit is 2^63-1)");
+		*v = -*v;
+		return true;
+	}
+	if (ch == '(') {
+		c->i++;
+		if (!interp_sum(c, v, lvl + 1))
+			return false;
+		interp_blank(c);
+		if (c->s[c->i] != ')')
+			return interp_fail(c, c->i, "expected ')' to close '(' in {...}");
+		c->i++;
+		return true;
+	}
+	if (ch >= '0' && ch <= '9') {
+		uint64_t x = 0;
+		for (; c->s[c->i] >= '0' && c->s[c->i] <= '9'; c->i++) {
+			unsigned d = (unsigned)(c->s[c->i] - '0');
+			if (x > (UINT64_C(9223372036854775807) - d) / 10)
+				return interp_fail(c, at, "integer overflow (the limit is 2^63-1)");
+			x = x * 10 + d;
+		}
+		*v = (int64_t)x;
+		return true;
+	}
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_') {
+		size_t b = c->i;
+		while ((c->s[c->i] >= 'a' && c->s[c->i] <= 'z') || (c->s[c->i] >= 'A' && c->s[c->i] <= 'Z') ||
+		       (c->s[c->i] >= '0' && c->s[c->i] <= '9') || c->s[c->i] == '_')
+			c->i++;
+		size_t n = c->i - b;
+		if (!static_name(c->ps, c->s + b, n, v))
+			return interp_fail(c, b,
+					   "'%.*s' in a string's {...} is not a loop index, an int parameter or a name "
+					   "bound to an integer literal (a brace itself is written {{ or }})",
+					   (int)(n > 40 ? 40 : n), c->s + b);
+		return true;
+	}
+	return interp_fail(c, at, "expected an integer expression in {...} (a brace itself is written {{ or }})");
+}
+
+static bool interp_sum(struct interp *c, int64_t *v, int lvl)
+{
+	int64_t acc = 0, t;
+	char op = '+';
+	for (;;) {
+		size_t at = c->i;
+		if (!interp_factor(c, &t, lvl))
+			return false;
+		interp_blank(c);
+		while (c->s[c->i] == '*') {
+			int64_t f;
+			size_t mat = c->i++;
+			if (!interp_factor(c, &f, lvl))
+				return false;
+			if (__builtin_mul_overflow(t, f, &t))
+				return interp_fail(c, mat, "integer overflow (the limit is 2^63-1)");
+			interp_blank(c);
+		}
+		if (op == '+' ? __builtin_add_overflow(acc, t, &acc) : __builtin_sub_overflow(acc, t, &acc))
+			return interp_fail(c, at, "integer overflow (the limit is 2^63-1)");
+		if (c->s[c->i] != '+' && c->s[c->i] != '-')
+			break;
+		op = c->s[c->i++];
+	}
+	*v = acc;
+	return true;
+}
+
+/* A string literal's contents (escapes \" \\ \n \t, and {...}). */
 static const char *string_value(struct parser *ps, const struct tir_token *t)
 {
-	const char *s = ps->lx.src->text + t->off + 1;
-	size_t n = t->len - 2;
-	char *d = tir_arena_alloc(&ps->prog->arena, n + 1);
-	if (!d)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (c == '\\' && i + 1 < n) {
-			c = s[++i];
-			c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+	const char *s = ps->lx.src->text + t->off;
+	size_t n = t->len - 1; /* s[0] and s[n] are the quotes */
+	struct tir_str d = {0};
+	struct interp c = {.ps = ps, .t = t, .s = s};
+	const char *out = NULL;
+	for (size_t i = 1; i < n; i++) {
+		char ch = s[i];
+		if (ch == '\\' && i + 1 < n) {
+			ch = s[++i];
+			ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
+		} else if ((ch == '{' || ch == '}') && s[i + 1] == ch) {
+			i++; /* {{ and }} */
+		} else if (ch == '}') {
+			interp_fail(&c, i, "a '}' alone in a string: write '}}' for a brace, or {NAME} to put in an integer");
+			goto out;
+		} else if (ch == '{') {
+			int64_t v;
+			c.i = i + 1;
+			if (!interp_sum(&c, &v, 0))
+				goto out;
+			interp_blank(&c);
+			if (c.i >= n || s[c.i] != '}') {
+				interp_fail(&c, c.i >= n ? i : c.i, "expected '}' to close the '{' of this string");
+				goto out;
+			}
+			tir_str_addf(&d, "%lld", (long long)v);
+			i = c.i;
+			continue;
 		}
-		if (c == 0) {
+		if (ch == 0) {
 			struct tir_loc loc;
 			loc_tok(ps, t, &loc);
 			perr(ps, TIR_ESYNTAX, &loc, "a string may not contain a NUL byte");
-			return NULL;
+			goto out;
 		}
-		d[k++] = c;
+		tir_str_add(&d, &ch, 1);
 	}
-	d[k] = 0;
-	return d;
+	if (!d.oom)
+		out = tir_arena_strndup(&ps->prog->arena, d.s ? d.s : "", d.n);
+out:
+	tir_str_free(&d);
+	return out;
 }
 
 static const char *attr_kind_text(enum tir_attr_kind k)
@@ -658,17 +1333,14 @@ static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 	int n = 0;
 	while (ps->tok->kind != TIR_TOK_RBRACKET) {
 		struct tir_token at = *ps->tok;
-		bool neg = accept(ps, TIR_TOK_MINUS);
-		if (ps->tok->kind != TIR_TOK_INT) {
-			expected(ps, "an integer");
+		int64_t v;
+		if (!parse_static(ps, &v, "an integer"))
 			return false;
-		}
 		if (n >= max) {
 			perr_tok(ps, &at, "too many entries (at most %d)", max);
 			return false;
 		}
-		buf[n++] = neg ? -ps->tok->ival : ps->tok->ival;
-		advance(ps);
+		buf[n++] = v;
 		if (!accept(ps, TIR_TOK_COMMA))
 			break;
 	}
@@ -689,18 +1361,18 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 {
 	struct tir_token at = *ps->tok;
 	char got[80];
+	bool wrong_kind = false;
 	memset(a, 0, sizeof *a);
 	a->set = true;
 	switch (prm->kind) {
 	case TIR_ATTR_INT:
 	case TIR_ATTR_FLOAT:
 	case TIR_ATTR_NUM: {
-		if (at.kind != TIR_TOK_INT && at.kind != TIR_TOK_FLOAT && at.kind != TIR_TOK_MINUS &&
-		    !tok_is(ps, &at, "inf") && !tok_is(ps, &at, "nan"))
-			goto wrong;
 		bool is_int;
-		if (!parse_number(ps, &is_int, &a->i, &a->f))
+		if (!parse_num_or_static(ps, &at, &is_int, &a->i, &a->f, &wrong_kind))
 			return false;
+		if (wrong_kind)
+			goto wrong;
 		if (prm->kind == TIR_ATTR_INT && !is_int) {
 			perr_tok(ps, &at, "%s: '%s' must be an integer, got %g", opname, prm->name, a->f);
 			return false;
@@ -723,14 +1395,15 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		advance(ps);
 		return true;
 	case TIR_ATTR_SHAPE:
-		if (at.kind == TIR_TOK_INT) { /* zeros(5) is zeros([5]) */
+		if (at.kind == TIR_TOK_INT || (at.kind != TIR_TOK_MINUS && static_start(ps))) {
+			/* zeros(5) is zeros([5]) */
 			a->n = 1;
 			a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v);
 			if (!a->v)
 				return false;
-			a->v[0] = at.ival;
+			if (!parse_static(ps, &a->v[0], "an integer"))
+				return false;
 			a->is_list = true;
-			advance(ps);
 			return true;
 		}
 		if (at.kind != TIR_TOK_LBRACKET)
@@ -748,16 +1421,12 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 			}
 			return true;
 		}
-		if (at.kind != TIR_TOK_INT && at.kind != TIR_TOK_MINUS)
+		if (at.kind != TIR_TOK_INT && at.kind != TIR_TOK_MINUS && !static_start(ps))
 			goto wrong;
 		{
-			bool neg = accept(ps, TIR_TOK_MINUS);
-			if (ps->tok->kind != TIR_TOK_INT) {
-				expected(ps, "an integer");
+			int64_t v;
+			if (!parse_static(ps, &v, "an integer"))
 				return false;
-			}
-			int64_t v = neg ? -ps->tok->ival : ps->tok->ival;
-			advance(ps);
 			a->n = prm->kind == TIR_ATTR_PAIR ? 2 : 1;
 			a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * 2);
 			if (!a->v)
@@ -1063,11 +1732,15 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	if (peek(ps)->kind == TIR_TOK_LPAREN) {
 		int op = tir_op_lookup(s, t.len);
 		if (op < 0) {
-			const char *sug = tir_op_suggest(s, t.len);
-			if (sug)
-				perr_tok(ps, &t, "unknown op '%.*s'; did you mean '%s'?", (int)t.len, s, sug);
-			else
-				perr_tok(ps, &t, "unknown op '%.*s' (tir help ops lists them)", (int)t.len, s);
+			struct tir_func *f = func_find(ps, s, t.len);
+			if (f) {
+				if (!enter(ps))
+					return NULL;
+				struct tir_node *n = parse_fn_call(ps, f, &t);
+				ps->depth--;
+				return n;
+			}
+			unknown_call(ps, &t);
 			return NULL;
 		}
 		if (!enter(ps))
@@ -1076,18 +1749,29 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		ps->depth--;
 		return n;
 	}
-	struct tir_binding *b = tir_program_lookup(ps->prog, s, t.len);
-	if (b) {
+	struct look lk;
+	lookup_name(ps, s, t.len, &lk);
+	if (lk.kind == L_INT) { /* a loop's index or an int parameter: its value, as a literal */
 		advance(ps);
-		if (!b->node)
+		return known_int(ps, start, lk.v);
+	}
+	if (lk.kind == L_NODE) {
+		struct tir_binding *b = lk.b;
+		advance(ps);
+		if (!lk.node)
 			ps->stmt_failed = true; /* its definition failed: already reported */
-		else if (b->node->ref_name != b->name &&
+		else if (b && b->node->ref_name != b->name &&
 			 !tir_grow((void **)&ps->undo, &ps->capundo, ps->nundo + 1, sizeof *ps->undo)) {
 			/* headers say what was written */
 			ps->undo[ps->nundo++] = (struct ref_undo){b->node, b->node->ref_name};
 			b->node->ref_name = b->name;
 		}
-		return b->node;
+		return lk.node;
+	}
+	if (lk.in_fn) {
+		perr_tok(ps, &t, "undefined name '%.*s' (a function sees only its parameters and the names it binds)",
+			 (int)t.len, s);
+		return NULL;
 	}
 	if (tir_dtype_from_name(s, t.len) >= 0) {
 		perr_tok(ps, &t, "'%.*s' is a dtype, not a value", (int)t.len, s);
@@ -1111,6 +1795,18 @@ static struct tir_node *binary(struct parser *ps, enum tir_op op, const struct t
 {
 	struct tir_loc loc;
 	loc_tok(ps, optok, &loc);
+	if ((a->known_int || b->known_int) && is_int_literal(a) && is_int_literal(b) &&
+	    (op == TIR_OP_ADD || op == TIR_OP_SUB || op == TIR_OP_MUL)) {
+		/* i + 1: still an integer known when checked, folded */
+		int64_t v;
+		if (op == TIR_OP_ADD ? __builtin_add_overflow(a->ival, b->ival, &v)
+		    : op == TIR_OP_SUB ? __builtin_sub_overflow(a->ival, b->ival, &v)
+				       : __builtin_mul_overflow(a->ival, b->ival, &v)) {
+			perr(ps, TIR_ESYNTAX, &loc, "integer overflow (the limit is 2^63-1)");
+			return NULL;
+		}
+		return known_int(ps, aloc, v);
+	}
 	struct tir_node *n = new_node(ps, op, 2, &loc);
 	if (!n)
 		return NULL;
@@ -1147,6 +1843,8 @@ static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 	ps->depth--;
 	if (!x)
 		return NULL;
+	if (x->known_int && is_int_literal(x) && x->ival != INT64_MIN)
+		return known_int(ps, start, -x->ival); /* -i */
 	struct tir_node *n = new_node(ps, TIR_OP_NEG, 1, start);
 	if (!n)
 		return NULL;
@@ -1296,7 +1994,52 @@ static bool check_name(struct parser *ps, const struct tir_token *t)
 		perr_tok(ps, t, "'%.*s' is reserved and cannot be bound", (int)t->len, s);
 		return false;
 	}
+	/* a loop's index and an int parameter stand for numbers */
+	for (int i = ps->nframes; i-- > 0;) {
+		const struct frame *f = &ps->frames[i];
+		if (!f->call && f->varlen == t->len && !memcmp(f->var, s, t->len)) {
+			perr_tok(ps, t, "'%.*s' is the index of a loop around it and cannot be bound here", (int)t->len, s);
+			return false;
+		}
+		if (f->call) {
+			int k = param_index(f->fn, s, t->len);
+			if (k >= 0 && f->args[k].is_int) {
+				perr_tok(ps, t, "'%.*s' is an int parameter of %s and cannot be bound", (int)t->len, s,
+					 f->fn->name);
+				return false;
+			}
+			break;
+		}
+	}
 	return true;
+}
+
+/* Text as written, for a header: blanks and line ends folded to one
+ * space, comments dropped. */
+static void fold_text(const char *s, size_t n, struct tir_str *out)
+{
+	bool blank = false, quoted = false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!quoted && c == '#') {
+			while (i + 1 < n && s[i + 1] != '\n')
+				i++;
+			blank = true;
+			continue;
+		}
+		if (!quoted && (c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+			blank = true;
+			continue;
+		}
+		if (blank && out->n)
+			tir_str_add(out, " ", 1);
+		blank = false;
+		if (c == '"')
+			quoted = !quoted;
+		else if (quoted && c == '\\' && i + 1 < n)
+			tir_str_add(out, &s[i++], 1);
+		tir_str_add(out, &s[i], 1);
+	}
 }
 
 /* input_stmt = "input" NAME ":" type */
@@ -1333,22 +2076,40 @@ static void parse_input(struct parser *ps)
 	ps->pend.node = n;
 }
 
-/* Bind what the statement promised (see struct parser's pend). */
+/* Bind what the statement promised (see struct parser's pend).  Inside a
+ * function the name is the call's local (local_binding).  Inside loops and
+ * calls each binding is noted, for a failed top-level statement to undo. */
 static void commit_binding(struct parser *ps)
 {
 	struct tir_program *p = ps->prog;
 	if (!ps->pend.name)
 		return;
 	bool ok = !ps->stmt_failed && ps->pend.node;
-	if (!ok && (ps->flags & TIR_PARSE_REPL))
-		return; /* the old binding stays */
-	struct tir_binding *b = bind_name(p, ps->pend.name, ps->pend.len, ps->pend.hash);
+	bool nested = ps->nframes > 0;
+	if (!ok && (nested || (ps->flags & TIR_PARSE_REPL)))
+		return; /* the old binding stays (nested: the top-level statement undoes all) */
+	struct frame *fr = scope_call(ps);
+	size_t nbind = p->nbind;
+	struct tir_binding *b = fr ? local_binding(ps, fr, ps->pend.name, ps->pend.len, true)
+				   : bind_name(p, ps->pend.name, ps->pend.len, ps->pend.hash);
 	if (!b) {
-		perr(ps, TIR_ENOMEM, &ps->pend.loc, "out of memory");
+		perr(ps, TIR_ENOMEM, &ps->pend.loc, fr ? "the renamed local name is too long" : "out of memory");
 		return;
 	}
+	if (nested) {
+		if (tir_grow((void **)&ps->bundo, &ps->capbundo, ps->nbundo + 1, sizeof *ps->bundo)) {
+			perr(ps, TIR_ENOMEM, &ps->pend.loc, "out of memory");
+			return;
+		}
+		ps->bundo[ps->nbundo++] = (struct bind_undo){
+			.index = (uint32_t)(b - p->bind), .was_new = p->nbind != nbind, .unbound = b->unbound,
+			.owner = b->owner, .node = b->node, .loc = b->loc};
+	}
+	if (!fr)
+		b->owner = 0; /* bound at the top level: the program's name now */
 	b->loc = ps->pend.loc;
 	b->node = NULL; /* poisoned unless the statement is whole */
+	b->unbound = false;
 	if (!ok)
 		return;
 	struct tir_stmt *st = new_stmt(ps, ps->pend.kind, &ps->pend.loc);
@@ -1361,6 +2122,30 @@ static void commit_binding(struct parser *ps)
 	if (ps->pend.kind == TIR_STMT_INPUT)
 		n->input_name = b->name;
 	name_node(ps, n, b->name);
+}
+
+/* Undo the bindings a failed top-level statement made in its loops and
+ * calls: in the REPL as if never made, in a file poisoned (their later
+ * uses are not reported again). */
+static void undo_bindings(struct parser *ps)
+{
+	struct tir_program *p = ps->prog;
+	bool repl = ps->flags & TIR_PARSE_REPL;
+	while (ps->nbundo > 0) {
+		const struct bind_undo *u = &ps->bundo[--ps->nbundo];
+		struct tir_binding *b = &p->bind[u->index];
+		if (!repl) {
+			b->node = NULL;
+		} else if (u->was_new) {
+			b->node = NULL;
+			b->unbound = true;
+		} else {
+			b->node = u->node;
+			b->loc = u->loc;
+			b->owner = u->owner;
+			b->unbound = u->unbound;
+		}
+	}
 }
 
 /* print_stmt = "print" expr { "," expr }   (REPL: a bare expr) */
@@ -1382,12 +2167,16 @@ static void parse_print(struct parser *ps, bool bare)
 		struct tir_token first = *ps->tok;
 		uint64_t before = ps->ntok;
 		struct tir_print_item *it = &items[nitems];
+		ps->called = false;
 		it->node = parse_expr(ps, &it->loc);
 		if (!it->node)
 			return;
+		it->called = ps->called;
 		struct tir_str h = {0};
 		if (ps->ntok - before == 1 && first.kind == TIR_TOK_NAME)
 			tir_str_add(&h, ps->lx.src->text + first.off, first.len);
+		else if (it->called) /* the expanded expression names a call's locals: say what was written */
+			fold_text(ps->lx.src->text + first.off, ps->prev_end - first.off, &h);
 		else
 			tir_render_expr(ps->prog, it->node, &h);
 		it->header = h.oom ? NULL : tir_arena_strndup(&ps->prog->arena, h.s, h.n);
@@ -1451,12 +2240,576 @@ static void parse_bind(struct parser *ps)
 	ps->pend.node = n;
 }
 
+/* Skip the rest of a failed statement: to the end of its line, or of the
+ * block it opened. */
 static void skip_statement(struct parser *ps)
 {
-	while (ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF) {
+	int braces = 0;
+	while (ps->tok->kind != TIR_TOK_EOF && (braces > 0 || ps->tok->kind != TIR_TOK_NEWLINE)) {
+		if (ps->tok->kind == TIR_TOK_LBRACE)
+			braces++;
+		else if (ps->tok->kind == TIR_TOK_RBRACE && braces > 0)
+			braces--;
 		ps->ntok++;
 		ps->tok = other_tok(ps); /* its errors are the failed statement's */
 		lex_ahead(ps);
+	}
+}
+
+/* ---- blocks: loops and functions ----
+ * Nothing is stored of a block but where its text is: a loop's body is
+ * parsed again for each value of its index, a function's body for each
+ * call, so each copy is typed with what it is given, as if written out.
+ * The expanded program is the statements these make (tir fmt prints it).
+ * Hostile text stays cheap: every loop and call is charged the tokens it
+ * reads again, and one that would pass TIR_MAX_EXPANDED with the loops
+ * around it counted (its count times theirs times its body's length) is
+ * refused before it starts. */
+
+struct scan {
+	uint32_t end_off, end_line;  /* just past the closing '}', and its line */
+	uint32_t ntok;               /* tokens in the block, the '}' too */
+};
+
+/* Find the '}' that closes the block *open opens (in the current text)
+ * and count its tokens, checking what may be written in it: no fn; in a
+ * function no input or print, and `return EXPR` last; elsewhere no
+ * return.  False with the error reported. */
+static bool scan_block(struct parser *ps, const struct tir_token *open, bool fn_body, struct scan *sc)
+{
+	struct tir_lexer *lx = malloc(sizeof *lx);
+	struct tir_loc loc;
+	if (!lx) {
+		loc_tok(ps, open, &loc);
+		perr(ps, TIR_ENOMEM, &loc, "out of memory");
+		return false;
+	}
+	tir_lex_init(lx, ps->lx.src);
+	lex_at(lx, ps->lx.src, open->off + 1, open->line);
+	bool in_fn = fn_body || scope_call(ps), ok = false, returned = false;
+	int depth = 1;
+	enum tir_tok prev = TIR_TOK_LBRACE;
+	struct tir_token t;
+	sc->ntok = 0;
+	for (;;) {
+		tir_lex_scan(lx, &t);
+		if (t.kind == TIR_TOK_EOF) {
+			loc_tok(ps, open, &loc);
+			perr(ps, TIR_EINCOMPLETE, &loc, "'{' is never closed: expected '}' before the end of input");
+			break;
+		}
+		if (t.kind == TIR_TOK_ERROR) {
+			loc_tok(ps, &t, &loc);
+			perr(ps, TIR_ESYNTAX, &loc, "%s", lx->errmsg);
+			break;
+		}
+		sc->ntok++;
+		bool start = prev == TIR_TOK_NEWLINE || prev == TIR_TOK_LBRACE || prev == TIR_TOK_RBRACE;
+		prev = t.kind;
+		if (t.kind == TIR_TOK_LBRACE) {
+			if (++depth > TIR_MAX_NEST) {
+				perr_tok(ps, &t, "blocks nested deeper than %d", TIR_MAX_NEST);
+				break;
+			}
+			continue;
+		}
+		if (t.kind == TIR_TOK_RBRACE) {
+			if (--depth > 0)
+				continue;
+			if (fn_body && !returned) {
+				perr_tok(ps, &t, "a function's body ends with 'return EXPR', the value it gives");
+				break;
+			}
+			sc->end_off = t.off + 1;
+			sc->end_line = t.line;
+			ok = true;
+			break;
+		}
+		if (!start || t.kind == TIR_TOK_NEWLINE)
+			continue;
+		if (returned && depth == 1) {
+			perr_tok(ps, &t, "nothing may follow 'return' in a function's body");
+			break;
+		}
+		if (t.kind != TIR_TOK_NAME)
+			continue;
+		if (tok_is(ps, &t, "fn")) {
+			perr_tok(ps, &t, "a function is defined at the top level only, not inside a %s",
+				 fn_body && depth == 1 ? "function" : "loop");
+			break;
+		}
+		if (tok_is(ps, &t, "return")) {
+			if (fn_body && depth == 1) {
+				struct tir_token v;
+				tir_lex_scan(lx, &v);
+				sc->ntok++;
+				prev = v.kind;
+				if (v.kind == TIR_TOK_NEWLINE || v.kind == TIR_TOK_RBRACE || v.kind == TIR_TOK_EOF) {
+					perr_tok(ps, &t, "'return' needs the value to give: return EXPR");
+					break;
+				}
+				if (v.kind == TIR_TOK_LBRACE)
+					depth++;
+				returned = true;
+				continue;
+			}
+			perr_tok(ps, &t, in_fn ? "'return' inside a loop: a function returns once, at the end of its body"
+					       : "'return' outside a function");
+			break;
+		}
+		if (in_fn && tok_is(ps, &t, "print")) {
+			perr_tok(ps, &t, "a function cannot print (it is pure): print what it returns");
+			break;
+		}
+		if (tok_is(ps, &t, "input")) {
+			perr_tok(ps, &t, "'input' is declared at the top level only%s",
+				 in_fn ? ": a function is given its values as arguments" : "");
+			break;
+		}
+	}
+	tir_lex_fini(lx);
+	free(lx);
+	return ok;
+}
+
+static void parse_statement(struct parser *ps);
+
+/* The error of a statement followed by more than its end. */
+static void end_expected(struct parser *ps)
+{
+	char got[80];
+	tok_desc(ps, ps->tok, got, sizeof got);
+	if (ps->tok->kind == TIR_TOK_ERROR)
+		lex_error(ps, ps->tok);
+	else
+		perr_tok(ps, ps->tok, "expected the end of the statement, got %s", got);
+}
+
+/* block    = { statement ( NEWLINE | before "}" ) } "}"
+ * fn_block = { statement ( NEWLINE | before "}" ) } "return" expr { NEWLINE } "}"
+ * From the token after '{' up to its '}' (left current).  A function's
+ * gives the value returned.  Stops at the first error. */
+static struct tir_node *parse_block(struct parser *ps, bool fn_body)
+{
+	for (;;) {
+		while (ps->tok->kind == TIR_TOK_NEWLINE)
+			advance(ps);
+		if (ps->tok->kind == TIR_TOK_RBRACE || ps->tok->kind == TIR_TOK_EOF)
+			return NULL; /* scan_block checked the rest */
+		if (fn_body && tok_is(ps, ps->tok, "return")) {
+			const struct frame *fr = scope_call(ps);
+			advance(ps);
+			ps->stmt = (uint32_t)ps->prog->nstmts;
+			ps->in_print = fr->in_print; /* the value is the caller's */
+			struct tir_loc l;
+			struct tir_node *n = parse_expr(ps, &l);
+			ps->in_print = false;
+			if (!n || ps->stmt_failed)
+				return NULL;
+			while (ps->tok->kind == TIR_TOK_NEWLINE)
+				advance(ps);
+			if (ps->tok->kind != TIR_TOK_RBRACE) {
+				end_expected(ps);
+				return NULL;
+			}
+			return n;
+		}
+		ps->stmt = (uint32_t)ps->prog->nstmts;
+		ps->in_print = false;
+		parse_statement(ps);
+		if (!ps->stmt_failed && ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_RBRACE)
+			end_expected(ps);
+		commit_binding(ps);
+		memset(&ps->pend, 0, sizeof ps->pend);
+		if (ps->stmt_failed)
+			return NULL;
+	}
+}
+
+/* The product of the counts of the loops being expanded. */
+static double loop_mult(const struct parser *ps)
+{
+	double m = 1;
+	for (int i = 0; i < ps->nframes; i++)
+		if (!ps->frames[i].call)
+			m *= (double)ps->frames[i].trips;
+	return m;
+}
+
+/* Whether expanding `what` (about est tokens, the loops around it
+ * counted) keeps within TIR_MAX_EXPANDED; else the error, at loc. */
+static bool within_limit(struct parser *ps, const struct tir_loc *loc, double est, const char *what)
+{
+	if ((double)ps->expanded + est <= (double)TIR_MAX_EXPANDED)
+		return true;
+	perr(ps, TIR_ESYNTAX, loc,
+	     "%s would expand to about %.3g tokens%s, over the limit of %d (TIR_MAX_EXPANDED)", what,
+	     (double)ps->expanded + est, ps->nframes ? " with the loops and calls around it" : "",
+	     TIR_MAX_EXPANDED);
+	return false;
+}
+
+/* for_stmt = "for" NAME "in" "range" "(" iexpr [ "," iexpr [ "," iexpr ] ] ")" "{" block */
+static void parse_for(struct parser *ps)
+{
+	struct tir_token kw = *ps->tok;
+	struct tir_loc loc;
+	loc_tok(ps, &kw, &loc);
+	advance(ps); /* for */
+	struct tir_token var = *ps->tok;
+	if (!check_name(ps, &var))
+		return;
+	struct look lk;
+	lookup_name(ps, ps->lx.src->text + var.off, var.len, &lk);
+	if (lk.kind == L_INT) {
+		perr_tok(ps, &var, "'%.*s' is already the index of a loop around this one, or an int parameter",
+			 (int)var.len, ps->lx.src->text + var.off);
+		return;
+	}
+	advance(ps);
+	if (!tok_is(ps, ps->tok, "in")) {
+		expected(ps, "'in', as in: for i in range(4) { ... }");
+		return;
+	}
+	advance(ps);
+	if (!tok_is(ps, ps->tok, "range") || peek(ps)->kind != TIR_TOK_LPAREN) {
+		expected(ps, "range(...), as in: for i in range(4) { ... }");
+		return;
+	}
+	advance(ps);
+	struct tir_token open = *ps->tok;
+	advance(ps);
+	int64_t a[3];
+	struct tir_token at[3];
+	int na = 0;
+	while (ps->tok->kind != TIR_TOK_RPAREN) {
+		if (na == 3) {
+			perr_tok(ps, ps->tok, "range takes at most 3 arguments (start, stop, step)");
+			return;
+		}
+		at[na] = *ps->tok;
+		if (!parse_static(ps, &a[na++], STATIC_WANT))
+			return;
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RPAREN, &open))
+		return;
+	if (na == 0) {
+		perr_tok(ps, &open, "range needs a count: range(stop), range(start, stop) or range(start, stop, step)");
+		return;
+	}
+	int64_t start = na > 1 ? a[0] : 0, stop = na > 1 ? a[1] : a[0], step = na > 2 ? a[2] : 1;
+	if (step == 0) {
+		perr_tok(ps, &at[2], "range: the step must not be 0");
+		return;
+	}
+	uint64_t trips = 0;
+	if (step > 0 && stop > start)
+		trips = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1;
+	else if (step < 0 && stop < start)
+		trips = ((uint64_t)start - (uint64_t)stop - 1) / ((uint64_t)(-(step + 1)) + 1) + 1;
+	if (ps->tok->kind != TIR_TOK_LBRACE) {
+		expected(ps, "'{' to open the loop's body");
+		return;
+	}
+	struct tir_token brace = *ps->tok;
+	struct scan sc;
+	if (!scan_block(ps, &brace, false, &sc))
+		return;
+	const struct tir_source *src = ps->lx.src;
+	uint32_t base = ps->line_base;
+	if (ps->nframes >= TIR_MAX_NEST) {
+		perr(ps, TIR_ESYNTAX, &loc, "loops and calls nested deeper than %d", TIR_MAX_NEST);
+		return;
+	}
+	if (!within_limit(ps, &loc, loop_mult(ps) * (double)trips * sc.ntok, "this loop"))
+		return;
+	struct frame *fr = &ps->frames[ps->nframes++];
+	memset(fr, 0, offsetof(struct frame, args));
+	fr->loc = loc;
+	fr->var = src->text + var.off;
+	fr->varlen = var.len;
+	fr->trips = (int64_t)trips;
+	for (uint64_t k = 0; k < trips && !ps->stmt_failed; k++) {
+		fr->value = (int64_t)((uint64_t)start + k * (uint64_t)step);
+		ps->expanded += sc.ntok;
+		seek(ps, src, brace.off + 1, brace.line, base);
+		parse_block(ps, false);
+	}
+	ps->nframes--;
+	seek(ps, src, sc.end_off, sc.end_line, base);
+}
+
+/* fn_def = "fn" NAME "(" [ NAME { "," NAME } [","] ] ")" "{" fn_block */
+static void parse_fn(struct parser *ps)
+{
+	struct tir_program *p = ps->prog;
+	advance(ps); /* fn */
+	struct tir_token nt = *ps->tok;
+	const char *text = ps->lx.src->text;
+	if (!check_name(ps, &nt))
+		return;
+	if (tir_op_lookup(text + nt.off, nt.len) >= 0) {
+		perr_tok(ps, &nt, "'%.*s' is an op; a function needs a name of its own", (int)nt.len, text + nt.off);
+		return;
+	}
+	advance(ps);
+	struct tir_token open = *ps->tok;
+	if (!accept(ps, TIR_TOK_LPAREN)) {
+		expected(ps, "'(' and the parameters, as in: fn block(x, i) { ... }");
+		return;
+	}
+	struct tir_token params[TIR_MAX_FN_PARAMS];
+	int np = 0;
+	while (ps->tok->kind != TIR_TOK_RPAREN) {
+		struct tir_token pt = *ps->tok;
+		if (pt.kind != TIR_TOK_NAME) {
+			expected(ps, "a parameter's name");
+			return;
+		}
+		if (!check_name(ps, &pt))
+			return;
+		for (int k = 0; k < np; k++) {
+			if (params[k].len == pt.len && !memcmp(text + params[k].off, text + pt.off, pt.len)) {
+				perr_tok(ps, &pt, "parameter '%.*s' is named twice", (int)pt.len, text + pt.off);
+				return;
+			}
+		}
+		if (np == TIR_MAX_FN_PARAMS) {
+			perr_tok(ps, &pt, "a function takes at most %d parameters", TIR_MAX_FN_PARAMS);
+			return;
+		}
+		params[np++] = pt;
+		advance(ps);
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RPAREN, &open))
+		return;
+	if (ps->tok->kind != TIR_TOK_LBRACE) {
+		expected(ps, "'{' to open the function's body");
+		return;
+	}
+	struct tir_token brace = *ps->tok;
+	struct scan sc;
+	bool ok = scan_block(ps, &brace, true, &sc);
+	if (!ok && (ps->flags & TIR_PARSE_REPL))
+		return; /* an earlier definition stays */
+	struct tir_func *f = tir_arena_alloc(&p->arena, sizeof *f);
+	if (!f || tir_grow((void **)&p->funcs, &p->capfuncs, p->nfuncs + 1, sizeof *p->funcs) ||
+	    !(f->name = tir_arena_strndup(&p->arena, text + nt.off, nt.len))) {
+		perr_tok(ps, &nt, "out of memory");
+		return;
+	}
+	for (int k = 0; k < np; k++)
+		if (!(f->params[k] = tir_arena_strndup(&p->arena, text + params[k].off, params[k].len))) {
+			perr_tok(ps, &nt, "out of memory");
+			return;
+		}
+	f->nparams = np;
+	f->src = ps->lx.src;
+	f->line_base = ps->line_base;
+	f->body_off = brace.off + 1;
+	f->body_line = brace.line;
+	f->ntok = sc.ntok;
+	loc_tok(ps, &nt, &f->loc);
+	f->bad = !ok; /* in a file its calls then fail unreported */
+	p->funcs[p->nfuncs++] = f;
+	if (func_index_put(ps, p->nfuncs - 1)) {
+		perr_tok(ps, &nt, "out of memory");
+		return;
+	}
+	if (ok)
+		seek(ps, ps->lx.src, sc.end_off, sc.end_line, ps->line_base);
+}
+
+/* An unknown op's (or function's) error, with what it may have meant. */
+static void unknown_call(struct parser *ps, const struct tir_token *t)
+{
+	const struct tir_program *p = ps->prog;
+	const char *s = ps->lx.src->text + t->off;
+	size_t n = t->len;
+	if (tok_is(ps, t, "range")) {
+		perr_tok(ps, t, "range(...) is a loop's count only, as in: for i in range(4) { ... }");
+		return;
+	}
+	const char *sug = tir_op_suggest(s, n);
+	if (!p->nfuncs) {
+		if (sug)
+			perr_tok(ps, t, "unknown op '%.*s'; did you mean '%s'?", (int)n, s, sug);
+		else
+			perr_tok(ps, t, "unknown op '%.*s' (tir help ops lists them)", (int)n, s);
+		return;
+	}
+	int best = n <= 2 ? 1 : n <= 5 ? 2 : 3;
+	for (size_t i = 0; i < p->nfuncs; i++) {
+		const char *fname = p->funcs[i]->name;
+		int d = tir_edit_distance(s, n, fname, strlen(fname));
+		if (d < best || (d == best && !sug)) {
+			best = d;
+			sug = fname;
+		}
+	}
+	if (sug)
+		perr_tok(ps, t, "unknown op or function '%.*s'; did you mean '%s'?", (int)n, s, sug);
+	else
+		perr_tok(ps, t, "unknown op or function '%.*s' (tir help ops lists the ops)", (int)n, s);
+}
+
+/* fn_call = NAME "(" [ expr { "," expr } [","] ] ")"   (NAME a function)
+ * An argument that is an integer known when checked (iexpr) makes its
+ * parameter an int; any other is a tensor.  The body is parsed with them,
+ * its names the call's own; the value is what it returns. */
+static struct tir_node *parse_fn_call(struct parser *ps, struct tir_func *f, const struct tir_token *name)
+{
+	struct tir_program *p = ps->prog;
+	struct tir_loc loc;
+	loc_tok(ps, name, &loc);
+	advance(ps); /* name */
+	struct tir_token open = *ps->tok;
+	advance(ps); /* '(' */
+	struct fn_arg args[TIR_MAX_FN_PARAMS];
+	int nargs = 0;
+	bool in_print = ps->in_print;
+	struct tir_node *ret = NULL;
+	ps->in_print = false; /* the arguments are the body's statements' operands */
+	while (ps->tok->kind != TIR_TOK_RPAREN) {
+		struct tir_token at = *ps->tok;
+		if (at.kind == TIR_TOK_NAME && peek(ps)->kind == TIR_TOK_ASSIGN) {
+			perr_tok(ps, &at, "%s: a function's arguments are given by position", f->name);
+			goto out;
+		}
+		if (nargs == TIR_MAX_FN_PARAMS) {
+			perr_tok(ps, &at, "%s: more than %d arguments", f->name, TIR_MAX_FN_PARAMS);
+			goto out;
+		}
+		struct fn_arg *a = &args[nargs++];
+		/* an integer known when checked?  tried quietly, else a tensor */
+		struct pos mark;
+		save_pos(ps, &mark, false);
+		bool quiet = ps->quiet;
+		ps->quiet = true;
+		bool is_int = parse_static(ps, &a->v, "") &&
+			      (ps->tok->kind == TIR_TOK_COMMA || ps->tok->kind == TIR_TOK_RPAREN);
+		ps->quiet = quiet;
+		a->is_int = is_int;
+		a->node = NULL;
+		if (!is_int) {
+			restore_pos(ps, &mark);
+			struct tir_loc el;
+			if (!(a->node = parse_expr(ps, &el)))
+				goto out;
+		}
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RPAREN, &open))
+		goto out;
+	if (f->bad) {
+		ps->stmt_failed = true; /* its definition failed: reported there */
+		goto out;
+	}
+	if (nargs != f->nparams) {
+		struct tir_str ps_ = {0};
+		for (int k = 0; k < f->nparams; k++)
+			tir_str_addf(&ps_, "%s%s", k ? ", " : "", f->params[k]);
+		perr(ps, TIR_ETYPE, &loc, "%s takes %d argument%s (%s), got %d", f->name, f->nparams,
+		     f->nparams == 1 ? "" : "s", ps_.s && !ps_.oom ? ps_.s : "", nargs);
+		tir_str_free(&ps_);
+		goto out;
+	}
+	for (int i = 0; i < ps->nframes; i++) {
+		if (!ps->frames[i].call || ps->frames[i].fn != f)
+			continue;
+		struct tir_str cyc = {0};
+		for (int j = i; j < ps->nframes; j++)
+			if (ps->frames[j].call)
+				tir_str_addf(&cyc, "%s -> ", ps->frames[j].fn->name);
+		tir_str_addf(&cyc, "%s", f->name);
+		perr(ps, TIR_ESYNTAX, &loc, "recursion: %s (a function may not call itself, directly or through others)",
+		     cyc.s && !cyc.oom ? cyc.s : f->name);
+		tir_str_free(&cyc);
+		goto out;
+	}
+	if (ps->nframes >= TIR_MAX_NEST) {
+		perr(ps, TIR_ESYNTAX, &loc, "loops and calls nested deeper than %d", TIR_MAX_NEST);
+		goto out;
+	}
+	if (!within_limit(ps, &loc, loop_mult(ps) * f->ntok, "this call"))
+		goto out;
+	ps->expanded += f->ntok;
+	struct frame *fr = &ps->frames[ps->nframes++];
+	memset(fr, 0, offsetof(struct frame, args));
+	fr->call = true;
+	fr->in_print = in_print;
+	fr->loc = loc;
+	fr->fn = f;
+	fr->serial = ++p->ncallserial;
+	fr->callno = f->ncalls++;
+	memcpy(fr->args, args, sizeof *args * (size_t)nargs);
+	struct pos back;
+	if (!save_pos(ps, &back, true)) {
+		ps->nframes--;
+		perr(ps, TIR_ENOMEM, &loc, "out of memory");
+		goto out;
+	}
+	struct pending pend = ps->pend;
+	memset(&ps->pend, 0, sizeof ps->pend);
+	seek(ps, f->src, f->body_off, f->body_line, f->line_base);
+	ret = parse_block(ps, true);
+	restore_pos(ps, &back);
+	ps->pend = pend;
+	ps->nframes--;
+	ps->stmt = (uint32_t)p->nstmts; /* the caller's nodes from here come after the body's statements */
+	ps->called = true;
+out:
+	ps->in_print = in_print;
+	return ret;
+}
+
+/* statement = input_stmt | bind_stmt | print_stmt | fn_def | for_stmt
+ *           | expr (REPL, top level: printed) */
+static void parse_statement(struct parser *ps)
+{
+	const struct tir_token *t = ps->tok;
+	bool top = ps->nframes == 0;
+	if (t->kind == TIR_TOK_ERROR) {
+		/* reported by advance */
+	} else if (t->kind == TIR_TOK_RBRACE) {
+		perr_tok(ps, t, "'}' closes nothing");
+	} else if (t->kind == TIR_TOK_NAME &&
+		   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
+		parse_bind(ps); /* also `print = 3`, to say print is reserved */
+	} else if (tok_is(ps, t, "input") && peek(ps)->kind == TIR_TOK_NAME) {
+		if (top)
+			parse_input(ps);
+		else
+			perr_tok(ps, t, "'input' is declared at the top level only");
+	} else if (tok_is(ps, t, "print")) {
+		if (scope_call(ps))
+			perr_tok(ps, t, "a function cannot print (it is pure): print what it returns");
+		else
+			parse_print(ps, false);
+	} else if (tok_is(ps, t, "fn") && peek(ps)->kind == TIR_TOK_NAME) {
+		if (top)
+			parse_fn(ps);
+		else
+			perr_tok(ps, t, "a function is defined at the top level only");
+	} else if (tok_is(ps, t, "for") && peek(ps)->kind == TIR_TOK_NAME) {
+		parse_for(ps);
+	} else if (tok_is(ps, t, "return")) {
+		perr_tok(ps, t, scope_call(ps) ? "'return' inside a loop: a function returns once, at the end of its body"
+					       : "'return' outside a function");
+	} else if (top && (ps->flags & TIR_PARSE_REPL)) {
+		parse_print(ps, true);
+	} else {
+		struct tir_token at = *t;
+		struct tir_loc l;
+		/* parse it anyway: its own errors come first */
+		if (parse_expr(ps, &l) && !ps->stmt_failed)
+			perr_tok(ps, &at, top ? "an expression alone does nothing in a file; write 'print ...' or 'NAME = ...'"
+					      : "an expression alone does nothing here; write 'NAME = ...'");
 	}
 }
 
@@ -1475,35 +2828,9 @@ static void parse_statements(struct parser *ps)
 		ps->in_print = false;
 		size_t nodes_before = ps->prog->nnodes;
 		size_t stmts_before = ps->prog->nstmts;
-		const struct tir_token *t = ps->tok;
-		if (t->kind == TIR_TOK_ERROR) {
-			/* reported by advance */
-		} else if (t->kind == TIR_TOK_NAME &&
-			   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
-			parse_bind(ps); /* also `print = 3`, to say print is reserved */
-		} else if (tok_is(ps, t, "input") && peek(ps)->kind == TIR_TOK_NAME) {
-			parse_input(ps);
-		} else if (tok_is(ps, t, "print")) {
-			parse_print(ps, false);
-		} else if (ps->flags & TIR_PARSE_REPL) {
-			parse_print(ps, true);
-		} else {
-			struct tir_token at = *t;
-			uint64_t before = ps->ntok;
-			struct tir_loc l;
-			/* parse it anyway: its own errors come first */
-			if (parse_expr(ps, &l) && !ps->stmt_failed)
-				perr_tok(ps, &at, "an expression alone does nothing in a file; write 'print ...' or 'NAME = ...'");
-			(void)before;
-		}
-		if (!ps->stmt_failed && ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF) {
-			char got[80];
-			tok_desc(ps, ps->tok, got, sizeof got);
-			if (ps->tok->kind == TIR_TOK_ERROR)
-				lex_error(ps, ps->tok);
-			else
-				perr_tok(ps, ps->tok, "expected the end of the statement, got %s", got);
-		}
+		parse_statement(ps);
+		if (!ps->stmt_failed && ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF)
+			end_expected(ps);
 		if (ps->stmt_failed) {
 			/* nothing of a failed statement stays in the graph */
 			ps->prog->nnodes = nodes_before;
@@ -1512,9 +2839,11 @@ static void parse_statements(struct parser *ps)
 				ps->nundo--;
 				ps->undo[ps->nundo].node->ref_name = ps->undo[ps->nundo].old;
 			}
+			undo_bindings(ps);
 		}
 		commit_binding(ps);
 		ps->nundo = 0;
+		ps->nbundo = 0;
 		memset(&ps->pend, 0, sizeof ps->pend);
 		if (ps->stmt_failed)
 			skip_statement(ps);
@@ -1579,9 +2908,14 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	ps.tok = &ps.toks[0];
 	if (tir_lex_init(&ps.lx, s))
 		return -TIR_ENOMEM;
+	for (size_t k = 0; k < p->nfuncs; k++)
+		if (func_index_put(&ps, k))
+			return -TIR_ENOMEM;
 	parse_statements(&ps);
 	tir_lex_fini(&ps.lx);
 	free(ps.undo);
+	free(ps.bundo);
+	free(ps.findex);
 	return p->nerrors ? -ps.first_code : 0;
 }
 
@@ -1598,6 +2932,7 @@ void tir_program_free(struct tir_program *p)
 	free(p->stmts);
 	free(p->bind);
 	free(p->bind_index);
+	free(p->funcs);
 	tir_arena_free(&p->arena);
 	free(p);
 }
@@ -1629,9 +2964,10 @@ int tir_text_incomplete(const char *src, size_t len)
 	struct tir_lexer lx;
 	if (len > (size_t)TIR_MAX_SOURCE || tir_lex_init(&lx, &s))
 		return 0;
-	while (tir_lex_next(&lx).kind != TIR_TOK_EOF)
-		;
+	long braces = 0; /* a block's lines are one chunk: read on while one is open */
+	for (enum tir_tok k; (k = tir_lex_next(&lx).kind) != TIR_TOK_EOF;)
+		braces += k == TIR_TOK_LBRACE ? 1 : k == TIR_TOK_RBRACE && braces > 0 ? -1 : 0;
 	int depth = lx.depth;
 	tir_lex_fini(&lx);
-	return depth > 0;
+	return depth > 0 || braces > 0;
 }

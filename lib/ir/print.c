@@ -55,6 +55,8 @@ static void render_string(const char *s, struct tir_str *out)
 	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')
 			tir_str_add(out, "\\", 1);
+		if (*s == '{' || *s == '}') /* a brace is written twice (one alone interpolates) */
+			tir_str_add(out, s, 1);
 		if (*s == '\n')
 			tir_str_add(out, "\\n", 2);
 		else if (*s == '\t')
@@ -380,7 +382,10 @@ char *tir_program_format(const struct tir_program *p)
 			for (int i = 0; i < s->nitems; i++) {
 				if (i)
 					tir_str_add(&out, ", ", 2);
-				tir_str_add(&out, s->items[i].header, strlen(s->items[i].header));
+				if (s->items[i].called) /* its header is the text written, calls and all */
+					fmt_operand(p, s->items[i].node, &out);
+				else
+					tir_str_add(&out, s->items[i].header, strlen(s->items[i].header));
 			}
 			tir_str_add(&out, "\n", 1);
 			break;
@@ -429,23 +434,18 @@ static void add_clean(struct tir_str *out, const char *s, size_t n, bool keep_ta
 	}
 }
 
-char *tir_err_render(const struct tir_err *e)
+/* `file:line:col: KIND: msg`, the source line and a caret. */
+static void render_located(struct tir_str *out, const struct tir_loc *loc, const char *kind,
+			   const char *msg)
 {
-	struct tir_str out = {0};
-	const struct tir_source *src = e->loc.src;
-	if (!src) {
-		tir_str_add(&out, "error: ", 7);
-		add_clean(&out, e->msg, strlen(e->msg), false);
-		tir_str_add(&out, "\n", 1);
-		return out.s;
-	}
-	add_clean(&out, src->name, strlen(src->name), false);
-	tir_str_addf(&out, ":%u:%u: error: ", e->loc.line, e->loc.col);
-	add_clean(&out, e->msg, strlen(e->msg), false);
-	tir_str_add(&out, "\n", 1);
+	const struct tir_source *src = loc->src;
+	add_clean(out, src->name, strlen(src->name), false);
+	tir_str_addf(out, ":%u:%u: %s: ", loc->line, loc->col, kind);
+	add_clean(out, msg, strlen(msg), false);
+	tir_str_add(out, "\n", 1);
 	/* the source line, cut to a window around the column if it is long */
 	const char *t = src->text;
-	uint32_t off = e->loc.off > src->len ? src->len : e->loc.off;
+	uint32_t off = loc->off > src->len ? src->len : loc->off;
 	uint32_t b = off, end = off;
 	while (b > 0 && t[b - 1] != '\n')
 		b--;
@@ -463,21 +463,37 @@ char *tir_err_render(const struct tir_err *e)
 		while (to > off && (t[to] & 0xC0) == 0x80)
 			to--;
 	}
-	tir_str_add(&out, "    ", 4);
+	tir_str_add(out, "    ", 4);
 	if (from > b)
-		tir_str_add(&out, "...", 3);
-	add_clean(&out, t + from, to - from, true);
+		tir_str_add(out, "...", 3);
+	add_clean(out, t + from, to - from, true);
 	if (to < end)
-		tir_str_add(&out, "...", 3);
-	tir_str_add(&out, "\n    ", 5);
+		tir_str_add(out, "...", 3);
+	tir_str_add(out, "\n    ", 5);
 	if (from > b)
-		tir_str_add(&out, "   ", 3);
+		tir_str_add(out, "   ", 3);
 	for (uint32_t i = from; i < off; i++) {
 		if ((t[i] & 0xC0) == 0x80)
 			continue;
-		tir_str_add(&out, t[i] == '\t' ? "\t" : " ", 1);
+		tir_str_add(out, t[i] == '\t' ? "\t" : " ", 1);
 	}
-	tir_str_add(&out, "^\n", 2);
+	tir_str_add(out, "^\n", 2);
+}
+
+char *tir_err_render(const struct tir_err *e)
+{
+	struct tir_str out = {0};
+	if (!e->loc.src) {
+		tir_str_add(&out, "error: ", 7);
+		add_clean(&out, e->msg, strlen(e->msg), false);
+		tir_str_add(&out, "\n", 1);
+		return out.s;
+	}
+	render_located(&out, &e->loc, "error", e->msg);
+	int nn = e->nnotes < 0 ? 0 : e->nnotes > TIR_MAX_NOTES ? TIR_MAX_NOTES : e->nnotes;
+	for (int i = 0; i < nn; i++)
+		if (e->notes[i].loc.src)
+			render_located(&out, &e->notes[i].loc, "note", e->notes[i].msg);
 	if (out.oom) {
 		tir_str_free(&out);
 		return NULL;

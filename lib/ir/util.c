@@ -276,6 +276,7 @@ int tir_errf(struct tir_err *err, int code, const struct tir_loc *loc, const cha
 {
 	if (err) {
 		err->code = code;
+		err->nnotes = 0;
 		if (loc)
 			err->loc = *loc;
 		else

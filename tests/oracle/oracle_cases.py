@@ -1113,6 +1113,65 @@ def file_cases():
                  "r7": sc, "r8": R.rounded(R.f64(w) @ R.f64(w).T, "f32"), "r9": iv})
 
 
+# ---------------------------------------------------------------- fn and for
+
+
+def lang_cases():
+    """A 4-layer perceptron written with fn and for (issue 15): the loop
+    unrolled, each call typed and expanded, int parameters in slice bounds
+    and in load names ("h.{i}.w"); the same network in NumPy, layer by
+    layer in f64 rounded to f32 as tir computes it."""
+    g = Gen("fn_mlp")
+    d, n, layers = 16, 8, 4
+    x = g.f("f32", (n, d), -1, 1)
+    w = g.f("f32", (layers, d, d), -0.5, 0.5)
+    b = g.f("f32", (layers, d), -0.1, 0.1)
+
+    def dense(h, i):
+        return (R.rounded(R.f64(h) @ R.f64(w[i]), "f32") + b[i]).astype(np.float32)
+
+    h = x
+    hs = []
+    for i in range(layers - 1):
+        h = np.maximum(dense(h, i), np.float32(0))
+        hs.append(h)
+    logits = dense(h, layers - 1)
+    z = R.f64(logits) - R.f64(logits).max(axis=-1, keepdims=True)
+    sm = R.rounded(np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True), "f32")
+    tol = (1e-5, 1e-6)
+    case("fn_mlp_slices",
+         "fn dense(x, w, b, i) {\n"
+         "  wi = reshape(slice(w, axis=0, start=i, stop=i + 1), [%d, %d])\n"
+         "  bi = reshape(slice(b, axis=0, start=i, stop=i + 1), [%d])\n"
+         "  return x @ wi + bi\n"
+         "}\n"
+         "fn layer(x, w, b, i) {\n"
+         "  return relu(dense(x, w, b, i))\n"
+         "}\n"
+         "h = x\n"
+         "for i in range(%d) {\n"
+         "  h = layer(h, w, b, i)\n"
+         "}\n"
+         "r1 = h\n"
+         "r2 = softmax(dense(h, w, b, %d), axis=-1)\n"
+         "r3 = dense_2_wi\n" % (d, d, d, layers - 1, layers - 1),
+         {"x": x, "w": w, "b": b},
+         {"r1": hs[-1], "r2": sm, "r3": w[2]}, tol=tol)
+    st = safetensors(dict([("h.%d.w" % i, w[i]) for i in range(layers)] +
+                          [("h.%d.b" % i, b[i]) for i in range(layers)]))
+    case("fn_mlp_load",
+         "fn block(x, i) {\n"
+         "  y = x @ load(\"m.safetensors\", \"h.{i}.w\") + load(\"m.safetensors\", \"h.{i}.b\")\n"
+         "  return y\n"
+         "}\n"
+         "for i in range(%d) {\n"
+         "  x = relu(block(x, i))\n"
+         "}\n"
+         "r1 = x\n"
+         "r2 = softmax(block(x, %d), axis=-1)\n" % (layers - 1, layers - 1),
+         {"x": x}, {"r1": hs[-1], "r2": sm}, files={"m.safetensors": st}, tol=tol)
+
+
 # ---------------------------------------------------------------- errors
 
 
@@ -1372,6 +1431,7 @@ def build():
     creation_cases()
     literal_cases()
     file_cases()
+    lang_cases()
     error_cases()
     formatting_cases()
     view_cases()

@@ -245,7 +245,8 @@ static bool same_graph(const struct tir_program *pa, const struct tir_program *p
 			return false;
 		}
 		for (int i = 0; i < x->nitems; i++) {
-			if (strcmp(x->items[i].header, y->items[i].header) ||
+			/* a call's header is its text; fmt writes the expanded expression */
+			if ((!x->items[i].called && strcmp(x->items[i].header, y->items[i].header)) ||
 			    !same_edge(pa, x->items[i].node, pb, y->items[i].node)) {
 				snprintf(why, nwhy, "print items '%s' and '%s'", x->items[i].header,
 					 y->items[i].header);
@@ -403,7 +404,8 @@ static void test_list_literals(void)
 	EXPECT_ERR("a = [1, [2]]", TIR_ESYNTAX, "ragged");
 	EXPECT_ERR("a = [[1], 2]", TIR_ESYNTAX, "ragged");
 	EXPECT_ERR("a = [[1, 2], []]", TIR_ESYNTAX, "ragged");
-	EXPECT_ERR("x = 1\na = [x, 2]", TIR_ESYNTAX, "numbers only");
+	EXPECT_ERR("x = 1.5\na = [x, 2]", TIR_ESYNTAX, "numbers only");
+	EXPECT_ERR("x = ones([2])\na = [x, 2]", TIR_ESYNTAX, "numbers only");
 	EXPECT_ERR("a = [1, relu(2)]", TIR_ESYNTAX, "numbers only");
 	EXPECT_ERR("a = [1, \"s\"]", TIR_ESYNTAX, "expected a number");
 	EXPECT_ERR("a = [[[[[[[[[1]]]]]]]]]", TIR_ESYNTAX, "rank limit");
@@ -974,6 +976,10 @@ static const char *const programs[] = {
 	"s = softmax(h @ transpose(w), axis=-1)\n"
 	"loss = -mean(sum(log_softmax(s) * where(gt(s, 0.5), 1.0, 0.0), axis=1))\n"
 	"print loss, argmax(s, axis=-1), reshape(concat([h, s], axis=0), [-1])\n",
+
+	/* 16: functions and loops, expanded */
+	"input x: f32[4, 8]\nfn block(x, i) {\n  h = relu(x * (i + 1))\n  return h + slice(x, axis=0, start=i, stop=i + 1)\n}\n"
+	"for i in range(3) {\n  x = block(x, i)\n  print sum(x)\n}\nprint block(x, 0), x\n",
 };
 
 static struct tir_program *parse_with_loader(const char *src, int *rc)
@@ -1131,6 +1137,206 @@ static void test_known_bugs(void)
 	tir_program_free(p);
 }
 
+/* ---- functions and loops (expanded as parsed) ---- */
+
+/* The rendered first diagnostic of src (a file), or "" with none. */
+static char *first_diag(const char *src, unsigned flags)
+{
+	struct tir_program *p = parse_flags(src, flags, NULL);
+	const struct tir_err *e = tir_program_diag(p, 0);
+	char *r = e ? tir_err_render(e) : strdup("");
+	tir_program_free(p);
+	return r;
+}
+
+static bool is_weak_int(const struct tir_node *n, int64_t v)
+{
+	return n && n->op == TIR_OP_CONST && n->type.weak && n->ival == v;
+}
+
+static void test_fn_for(void)
+{
+	char b[TIR_TYPE_STRLEN];
+	/* a loop unrolled: each iteration its own statements, x rebound */
+	struct tir_program *p = PARSE_OK("x = zeros([2, 3])\nfor i in range(4) {\n  x = x + i\n}\n");
+	CHECK(p->nstmts == 5);
+	struct tir_node *x = bound(p, "x");
+	CHECK(x && x->op == TIR_OP_ADD && x->in[1]->op == TIR_OP_CONST && x->in[1]->ival == 3);
+	CHECK(x->in[0]->op == TIR_OP_ADD && x->in[0]->in[1]->ival == 2);
+	CHECK(tir_program_lookup(p, "i", 1) == NULL); /* the index is the loop's only */
+	tir_program_free(p);
+
+	/* range(start, stop, step), negative steps, empty ranges */
+	p = PARSE_OK("s = 0\nfor i in range(10, 0, -3) {\n s = s + i\n}\nfor j in range(5, 5) { s = s * 100 }\n");
+	CHECK(p->nstmts == 5); /* 10 7 4 1 */
+	/* s stays an integer known when checked: s + i folds */
+	CHECK(is_weak_int(bound(p, "s"), 22));
+	tir_program_free(p);
+
+	/* a function: typed at each call, its locals renamed FN_K_NAME */
+	p = PARSE_OK("fn block(x, i) {\n  h = x * (i + 1)\n  return relu(h)\n}\n"
+		     "a = block(ones([2, 3]), 0)\nb = block(ones([4]), 5)\n");
+	CHECK(type_is(bound(p, "a"), "f32[2, 3]"));
+	CHECK(type_is(bound(p, "b"), "f32[4]"));
+	CHECK(type_is(bound(p, "block_0_h"), "f32[2, 3]"));
+	CHECK(type_is(bound(p, "block_1_h"), "f32[4]"));
+	CHECK(bound(p, "block_1_h")->in[1]->ival == 6); /* i + 1 folded: an int known when checked */
+	CHECK(tir_program_lookup(p, "block_1_h", 9)->owner != 0);
+	CHECK(tir_program_lookup(p, "h", 1) == NULL);
+	tir_program_free(p);
+
+	/* an int parameter in attributes, shapes, ranges and strings */
+	p = PARSE_OK("fn pick(x, k) {\n  y = slice(x, axis=0, start=k, stop=k + 2)\n  z = zeros([k, 2 * k])\n"
+		     "  s = y\n  for j in range(k) { s = s + j }\n  return reshape(s, [2, -1]) + sum(z)\n}\n"
+		     "r = pick(ones([6, 4]), 3)\n");
+	CHECK(type_is(bound(p, "r"), "f32[2, 4]"));
+	CHECK(type_is(bound(p, "pick_0_z"), "f32[3, 6]"));
+	tir_program_free(p);
+	p = tir_program_new();
+	tir_program_set_loader(p, fake_loader, NULL);
+	const char *ls = "for i in range(2) {\n  w = load(\"h.{i}.{2*i+1}.npy\")\n}\nq = load(\"{{x}}.npy\")\n";
+	CHECK(tir_program_parse(p, "t.tir", ls, strlen(ls), 0) == 0);
+	CHECK(bound(p, "w") && !strcmp(bound(p, "w")->attr[0].s, "h.1.3.npy"));
+	CHECK(bound(p, "q") && !strcmp(bound(p, "q")->attr[0].s, "{x}.npy"));
+	char *fmt = tir_program_format(p);
+	CHECK(fmt && strstr(fmt, "load(\"{{x}}.npy\")") && strstr(fmt, "load(\"h.0.1.npy\")"));
+	free(fmt);
+	tir_program_free(p);
+
+	/* a name bound to an integer literal counts too; a tensor does not */
+	p = PARSE_OK("n = 3\nx = zeros([1])\nfor i in range(n) { x = x + 1 }\n");
+	CHECK(p->nstmts == 5);
+	tir_program_free(p);
+	EXPECT_ERR("n = sum(ones([3]))\nfor i in range(n) { }", TIR_ESYNTAX, "integer known when checked");
+
+	/* functions may call functions; the latest definition is called */
+	p = PARSE_OK("fn f(x) { return x + 1 }\nfn g(x) {\n  y = f(x)\n  return f(y) * 2\n}\n"
+		     "fn f(x) { return x - 1 }\nz = g(ones([2]))\n");
+	CHECK(bound(p, "z")->op == TIR_OP_MUL && bound(p, "z")->in[0]->op == TIR_OP_SUB);
+	CHECK(p->nfuncs == 3);
+	tir_program_free(p);
+
+	/* a function sees only its parameters and its own names */
+	EXPECT_ERR("w = ones([2])\nfn f(x) { return x * w }\ny = f(ones([2]))", TIR_ESYNTAX,
+		   "undefined name 'w' (a function sees only");
+	/* errors */
+	EXPECT_ERR("fn f(x) { return f(x) }\ny = f(1.5)", TIR_ESYNTAX, "recursion: f -> f");
+	EXPECT_ERR("fn f(x) { return g(x) }\nfn g(x) { return f(x) }\ny = f(1.5)", TIR_ESYNTAX,
+		   "recursion: f -> g -> f");
+	EXPECT_ERR("fn f(x, i) { return x }\ny = f(1.5)", TIR_ETYPE, "f takes 2 arguments (x, i), got 1");
+	EXPECT_ERR("fn f(x) { return x }\ny = fx(1.5)", TIR_ESYNTAX, "unknown op or function 'fx'; did you mean 'f'?");
+	EXPECT_ERR("fn f(x) { return x }\ny = f(x=1.5)", TIR_ESYNTAX, "given by position");
+	EXPECT_ERR("fn f(x) {\n  y = x\n}\n", TIR_ESYNTAX, "ends with 'return EXPR'");
+	EXPECT_ERR("fn f(x) {\n  return\n}\n", TIR_ESYNTAX, "'return' needs the value");
+	EXPECT_ERR("fn f(x) {\n  return x\n  y = x\n}\n", TIR_ESYNTAX, "nothing may follow 'return'");
+	EXPECT_ERR("fn f(x) {\n  fn g(y) { return y }\n  return x\n}\n", TIR_ESYNTAX, "top level only");
+	EXPECT_ERR("fn f(x) {\n  print x\n  return x\n}\n", TIR_ESYNTAX, "cannot print");
+	EXPECT_ERR("fn f(x) {\n  for i in range(2) { return x }\n  return x\n}\n", TIR_ESYNTAX, "'return' inside a loop");
+	EXPECT_ERR("return 1", TIR_ESYNTAX, "'return' outside a function");
+	EXPECT_ERR("for i in range(2) {\n  return 1\n}", TIR_ESYNTAX, "'return' outside a function");
+	EXPECT_ERR("fn relu(x) { return x }", TIR_ESYNTAX, "is an op");
+	EXPECT_ERR("fn f(x, x) { return x }", TIR_ESYNTAX, "named twice");
+	EXPECT_ERR("fn = 3", TIR_ESYNTAX, "reserved");
+	EXPECT_ERR("for i in range(2) {\n  i = 3\n}", TIR_ESYNTAX, "'i' is the index of a loop");
+	EXPECT_ERR("fn f(x, i) {\n  i = 3\n  return x\n}\ny = f(1.5, 2)", TIR_ESYNTAX, "'i' is an int parameter of f");
+	EXPECT_ERR("for i in range(3) {\n  for i in range(2) { }\n}", TIR_ESYNTAX, "is the index of a loop");
+	EXPECT_ERR("for i in range(1, 5, 0) { }", TIR_ESYNTAX, "the step must not be 0");
+	EXPECT_ERR("for i in range(2.5) { }", TIR_ESYNTAX, "integer known when checked");
+	EXPECT_ERR("for i in range(2) {\n  input x: f32[2]\n}", TIR_ESYNTAX, "top level only");
+	EXPECT_ERR("print range(3)", TIR_ESYNTAX, "range(...) is a loop's count only");
+	EXPECT_ERR("x = load(\"h.{i}.npy\")", TIR_ESYNTAX, "'i' in a string's {...} is not a loop index");
+	EXPECT_ERR("for i in range(2) { x = load(\"h.{i.npy\") }", TIR_ESYNTAX, "expected '}' to close");
+	EXPECT_ERR("x = load(\"a}b.npy\")", TIR_ESYNTAX, "a '}' alone in a string");
+	EXPECT_ERR("for i in range(9223372036854775807) { x = 1 }", TIR_ESYNTAX, "TIR_MAX_EXPANDED");
+	EXPECT_ERR("for i in range(3) {\n  x = 1\n", TIR_EINCOMPLETE, "'{' is never closed");
+	EXPECT_ERR("}", TIR_ESYNTAX, "closes nothing");
+	EXPECT_ERR("x = 3 * 9223372036854775807\nfor i in range(x * 2) { }", TIR_ESYNTAX, "integer known when checked");
+	EXPECT_ERR("for i in range(9223372036854775807 + 1) { }", TIR_ESYNTAX, "integer overflow");
+
+	/* an error inside a function: at its text, with notes naming the call and the loop */
+	char *r = first_diag("fn block(x, i) {\n  h = x @ ones([5, 5])\n  return h\n}\n"
+			     "x = ones([2, 3])\nfor k in range(2) {\n  x = block(x, k)\n}\n", 0);
+	CHECK(strstr(r, "t.tir:2:11: error: matmul: inner dimensions differ") != NULL);
+	CHECK(strstr(r, "t.tir:7:7: note: in call to block (x: f32[2, 3], i = 0)\n      x = block(x, k)\n          ^\n") != NULL);
+	CHECK(strstr(r, "t.tir:6:1: note: in this loop, at k = 0") != NULL);
+	if (!strstr(r, "note: in call to block"))
+		fprintf(stderr, "%s", r);
+	free(r);
+	/* at the second iteration */
+	r = first_diag("x = ones([4])\nfor k in range(3) {\n  y = slice(x, axis=0, start=0, stop=2 - k)\n"
+		       "  z = reshape(y, [2])\n}\n", 0);
+	CHECK(strstr(r, "note: in this loop, at k = 1") != NULL);
+	free(r);
+
+	/* a bomb of nested loops fails at once, before expanding much */
+	struct tir_str bomb = {0};
+	for (int k = 0; k < 10; k++)
+		tir_str_addf(&bomb, "for i%d in range(1000) {\n", k);
+	tir_str_addf(&bomb, "x = 1\n");
+	for (int k = 0; k < 10; k++)
+		tir_str_addf(&bomb, "}\n");
+	p = parse_flags(bomb.s, 0, NULL);
+	CHECK(tir_program_nerrors(p) == 1 && p->nnodes < 10 &&
+	      strstr(tir_program_diag(p, 0)->msg, "TIR_MAX_EXPANDED"));
+	tir_program_free(p);
+	tir_str_free(&bomb);
+	/* so does a chain of calls that doubles at each step, at the limit */
+	struct tir_str chain = {0};
+	tir_str_addf(&chain, "fn g0(x) { return x + 1 }\n");
+	for (int k = 1; k < 30; k++)
+		tir_str_addf(&chain, "fn g%d(x) {\n  y = g%d(x)\n  return g%d(y)\n}\n", k, k - 1, k - 1);
+	tir_str_addf(&chain, "z = g29(ones([2]))\n");
+	p = parse_flags(chain.s, 0, NULL);
+	CHECK(tir_program_nerrors(p) == 1 && strstr(tir_program_diag(p, 0)->msg, "TIR_MAX_EXPANDED"));
+	CHECK(p->nnodes == 0 && p->nstmts == 0); /* the statement undone whole */
+	tir_program_free(p);
+	tir_str_free(&chain);
+	/* nesting: 40 loops inside each other */
+	struct tir_str deep = {0};
+	for (int k = 0; k < 40; k++)
+		tir_str_addf(&deep, "for i%d in range(1) {\n", k);
+	for (int k = 0; k < 40; k++)
+		tir_str_addf(&deep, "}\n");
+	EXPECT_ERR(deep.s, TIR_ESYNTAX, "nested deeper than 32");
+	tir_str_free(&deep);
+
+	/* a failed loop in a file poisons what it bound: no echoes */
+	p = parse_flags("x = ones([2])\nfor i in range(2) {\n  x = x + 1\n  y = x @ ones([3])\n}\nz = x + y\n", 0, NULL);
+	CHECK(tir_program_nerrors(p) == 1 && p->nstmts == 1);
+	tir_program_free(p);
+	/* in the REPL a failed loop undoes all it did; a failed fn keeps the old one */
+	p = tir_program_new();
+	const char *c1 = "x = ones([2])\nfn f(x) { return x + 1 }\n";
+	CHECK(tir_program_parse(p, "<repl>", c1, strlen(c1), TIR_PARSE_REPL) == 0);
+	struct tir_node *x0 = bound(p, "x");
+	const char *c2 = "for i in range(3) {\n  x = f(x)\n  w = x * i\n  bad = x @ ones([7])\n}\n";
+	CHECK(tir_program_parse(p, "<repl>", c2, strlen(c2), TIR_PARSE_REPL) != 0);
+	CHECK(bound(p, "x") == x0 && tir_program_lookup(p, "w", 1)->unbound && p->nstmts == 1);
+	const char *c3 = "fn f(x) {\n  return\n}\nw = f(x)\n";
+	CHECK(tir_program_parse(p, "<repl>", c3, strlen(c3), TIR_PARSE_REPL) != 0);
+	CHECK(tir_program_ndiags(p) == 1); /* the old f still works */
+	const char *c4 = "w = f(x) * 2\nw\n";
+	CHECK(tir_program_parse(p, "<repl>", c4, strlen(c4), TIR_PARSE_REPL) == 0);
+	CHECK(type_is(bound(p, "w"), "f32[2]"));
+	/* a function defined in one chunk, called in the next, errs at its own line */
+	const char *c5 = "fn g(a) {\n  b = a @ a\n  return b\n}\n";
+	CHECK(tir_program_parse_at(p, "<stdin>", c5, strlen(c5), TIR_PARSE_REPL, 10) == 0);
+	const char *c6 = "g(1.5)\n";
+	CHECK(tir_program_parse_at(p, "<stdin>", c6, strlen(c6), TIR_PARSE_REPL, 20) != 0);
+	const struct tir_err *e = tir_program_diag(p, 0);
+	CHECK(e && e->loc.line == 11 && e->nnotes == 1 && e->notes[0].loc.line == 20);
+	/* the print header of a call is the text written */
+	const char *c7 = "print f(x),   f(x)   +\t1  # one\n";
+	CHECK(tir_program_parse(p, "<repl>", c7, strlen(c7), TIR_PARSE_REPL) == 0);
+	const struct tir_stmt *st = &p->stmts[p->nstmts - 1];
+	CHECK(!strcmp(st->items[0].header, "f(x)") && !strcmp(st->items[1].header, "f(x) + 1"));
+	tir_program_free(p);
+	CHECK(tir_text_incomplete("fn f(x) {\n", 10) == 1);
+	CHECK(tir_text_incomplete("fn f(x) {\n return x }\n", 22) == 0);
+	CHECK(tir_text_incomplete("x = \"{\"\n", 8) == 0);
+	(void)b;
+}
+
 int main(void)
 {
 	test_sugar();
@@ -1145,5 +1351,6 @@ int main(void)
 	test_format_text();
 	test_round_trip();
 	test_known_bugs();
+	test_fn_for();
 	return check_report("test_parse");
 }
