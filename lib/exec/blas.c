@@ -188,7 +188,12 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 		return tir_errf(err, TIR_ETYPE, NULL,
 				"matmul: operands of rank %d and %d into rank %d (need equal ranks >= 2)",
 				a->rank, b->rank, out->rank);
-	if (a->dtype != dt || b->dtype != dt)
+	/* a float product may read operands stored narrower: gemm.c widens
+	 * them as it packs */
+	bool widen = (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) &&
+		(a->dtype == dt || tir_dtype_wide(a->dtype) != a->dtype) &&
+		(b->dtype == dt || tir_dtype_wide(b->dtype) != b->dtype);
+	if (!widen && (a->dtype != dt || b->dtype != dt))
 		return tir_errf(err, TIR_ETYPE, NULL, "matmul: dtypes %s and %s into %s",
 				tir_dtype_name(a->dtype), tir_dtype_name(b->dtype),
 				tir_dtype_name(dt));
@@ -239,7 +244,8 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 
 	if (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) {
 		struct tir_gemm g = {
-			.dt = dt, .m = m, .n = n, .k = k, .a = j.a.p, .b = j.b.p,
+			.dt = dt, .a_dt = a->dtype, .b_dt = b->dtype,
+			.m = m, .n = n, .k = k, .a = j.a.p, .b = j.b.p,
 			.a_rs = j.a.rs, .a_cs = j.a.cs, .b_rs = j.b.rs, .b_cs = j.b.cs,
 			.nb = nb, .c = j.c, .ldc = n, .c_batch = m * n, .epi = epi,
 			.epi_ctx = epi_ctx,

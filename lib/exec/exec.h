@@ -253,6 +253,9 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
  * buffer.  returns 0 or -TIR_ENOMEM. */
 struct tir_gemm {
 	enum tir_dtype dt;                  /* F32 or F64 */
+	/* a's and b's dtypes when other than dt (0: dt): f16, bf16, i8...
+	 * are widened as their panels are packed, never in a pass of their own */
+	enum tir_dtype a_dt, b_dt;
 	int64_t m, n, k;
 	const void *a, *b;
 	int64_t a_rs, a_cs, b_rs, b_cs;

@@ -338,8 +338,24 @@ static void pack_task(void *arg, int64_t t)
 	int64_t off = batch_offset(g, is_a ? g->as : g->bs, bi);
 	/* element (i along the panel, p along k) of the source */
 	int64_t is = is_a ? g->a_rs : g->b_cs, ps = is_a ? g->a_cs : g->b_rs;
-	const char *src = (const char *)(is_a ? g->a : g->b) + (off + k0 * ps) * j->es;
+	enum tir_dtype sdt = is_a ? g->a_dt : g->b_dt;
 	char *dst = (is_a ? j->pa : j->pb) + (bi * g->k * pad + k0 * pad) * j->es;
+	if (sdt && sdt != g->dt) {
+		/* stored narrower (f16 weights, i8 codes): widened as packed */
+		int64_t ses = (int64_t)tir_dtype_size(sdt);
+		const char *s0 = (const char *)(is_a ? g->a : g->b) + (off + k0 * ps) * ses;
+		for (int64_t q = p0; q < p1; q++) {
+			int64_t len = full - q * w < w ? full - q * w : w;
+			char *d = dst + q * w * kcb * j->es;
+			const char *s = s0 + q * w * is * ses;
+			for (int64_t p = 0; p < kcb; p++, d += w * j->es) {
+				tir_cvt_run(g->dt, d, sdt, s + p * ps * ses, is, len);
+				memset(d + len * j->es, 0, (size_t)((w - len) * j->es));
+			}
+		}
+		return;
+	}
+	const char *src = (const char *)(is_a ? g->a : g->b) + (off + k0 * ps) * j->es;
 	/* full panels whose elements run along memory (a row-major b): row
 	 * by row across the unit's panels, each row one run of memory read
 	 * once (a third faster than panel by panel, which reads every row

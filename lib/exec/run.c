@@ -304,6 +304,20 @@ static int as_dtype(const struct tir_tensor *v, enum tir_dtype dt, struct tir_te
 
 /* n's result in the type it computes in (f32 for f16 and bf16, i32 for
  * i8, u8 and i16: eval_node narrows it after) */
+static bool is_narrow(enum tir_dtype dt);
+
+/* A matmul's operand: a storage type as it is (gemm.c widens it as it
+ * packs), else converted to the product's dtype. */
+static int as_head_operand(const struct tir_tensor *v, enum tir_dtype dt, struct tir_tensor *out,
+			   struct tir_err *err)
+{
+	if (is_narrow(v->dtype)) {
+		tir_tensor_ref(out, v);
+		return 0;
+	}
+	return as_dtype(v, dt, out, err);
+}
+
 static int alloc_out(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
 {
 	return tir_tensor_alloc(out, tir_dtype_wide((enum tir_dtype)n->type.dtype), n->type.rank, n->type.shape,
@@ -537,7 +551,9 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 			want = TIR_DTYPE_BOOL;
 		if (n->op == TIR_OP_GATHER && i == 1 && is_narrow(in[i].dtype))
 			want = TIR_DTYPE_I64; /* an index */
-		if (convert && !(n->op == TIR_OP_GATHER && i == 1 && !is_narrow(in[i].dtype)))
+		if (n->op == TIR_OP_MATMUL && is_narrow(in[i].dtype) && tir_dtype_is_float(cd))
+			tir_tensor_ref(&c[i], &in[i]); /* widened as gemm.c packs it */
+		else if (convert && !(n->op == TIR_OP_GATHER && i == 1 && !is_narrow(in[i].dtype)))
 			rc = as_dtype(&in[i], want, &c[i], err);
 		else
 			tir_tensor_ref(&c[i], &in[i]);
@@ -855,9 +871,9 @@ static int run_group(struct tir_exec *x, const struct tir_group *g, const bool *
 		/* the matmul makes the root's buffer, the group finishes it */
 		const struct tir_node *h = g->head;
 		struct tir_tensor a = {0}, b = {0};
-		rc = as_dtype(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
+		rc = as_head_operand(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
 		if (!rc)
-			rc = as_dtype(&vals[h->in[1]->id], (enum tir_dtype)h->type.dtype, &b, err);
+			rc = as_head_operand(&vals[h->in[1]->id], (enum tir_dtype)h->type.dtype, &b, err);
 		if (!rc)
 			rc = eval_matmul_epi(h, &a, &b, out, g, in, err);
 		tir_tensor_release(&a);
