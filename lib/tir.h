@@ -182,6 +182,7 @@ bool tir_exec_has_value(const struct tir_exec *x, const char *name);
 struct tir_exec_stats {
 	double plan_ms, run_ms;
 	size_t peak_bytes;      /* most tensor memory held at once during the run */
+	size_t mapped_bytes;    /* most file data mapped at once (inputs, load): not in peak_bytes */
 	size_t plan_peak_bytes; /* the plan's, simulated before it ran (only under a
 				 * memory budget; 0 otherwise): errs low */
 	int nops, nkernels;
@@ -232,6 +233,17 @@ bool tir_path_is_safetensors(const char *path);
 char *tir_file_inspect(const char *path, struct tir_err *err);
 /* Give back the memory kept for reuse by freed tensors. */
 void tir_release_caches(void);
+/* Whether load and inputs map their file's data rather than read it
+ * (default on): a tensor of at least 64 KiB whose data is aligned for its
+ * dtype, in a dtype read as stored, is then the file's pages, read-only,
+ * read in by the kernel as kernels touch them and never copied.  The file
+ * must stay as it is while the value lives: rewritten in place, the value
+ * changes; truncated, a touch of a page past its end is SIGBUS.  A
+ * program that keeps values for long (the REPL) turns it off. */
+void tir_set_file_mapping(bool on);
+/* Bytes of files mapped by tensors now (async-signal-safe: a SIGBUS
+ * handler may ask whether a mapping could be the cause). */
+size_t tir_mapped_bytes(void);
 /* Threads for OpenBLAS and the engine (0: the default). */
 void tir_set_threads(int n);
 /* The vector path of tir's own kernels, one per process: "avx512", "avx2",

@@ -12,11 +12,16 @@
 
 #include "../ir/ir.h"
 
-/* A reference-counted, 64-byte aligned block of memory. */
+/* A reference-counted, 64-byte aligned block of memory, or (map set) a
+ * read-only mapping of a file that data points into: never written (the
+ * pages are PROT_READ), munmap'd on the last release, counted apart from
+ * the tensor bytes (tir_mem_mapped), never charged to the budget. */
 struct tir_buf {
 	int refs;
 	size_t bytes;
 	void *data;
+	void *map;               /* the mapping's start (page aligned), or NULL */
+	size_t map_bytes;
 };
 
 struct tir_tensor {
@@ -45,11 +50,25 @@ void tir_mem_uncharge(size_t n);
 const char *tir_bytes_str(size_t n, char out[32]);
 /* Free the cache of released buffers kept for reuse. */
 void tir_mem_trim(void);
+/* Bytes of files mapped by tensors now, and the most since
+ * tir_mem_reset_peak.  File pages: the kernel reads them in as they are
+ * touched and may drop them again, so they are neither tensor bytes nor
+ * under the budget. */
+size_t tir_mem_mapped(void);
+size_t tir_mem_mapped_peak(void);
+/* Whether a kernel may write into b (it is held once and is not a file's
+ * mapping): the executor's in-place reuse asks this. */
+bool tir_buf_writable(const struct tir_buf *b);
 
 /* Allocate a contiguous tensor of the given type (zeroed when zero is true).
  * returns 0 or -TIR_ENOMEM (err filled).  t is overwritten: release first. */
 int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 		     const int64_t *shape, bool zero, struct tir_err *err);
+/* A contiguous tensor over data, inside the read-only mapping [map,
+ * map + map_bytes), which it takes over (munmap'd on the last release,
+ * or here on failure); data aligned for dt.  returns 0 or -TIR_ENOMEM. */
+int tir_tensor_wrap_map(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, void *map,
+			size_t map_bytes, void *data, struct tir_err *err);
 void tir_tensor_release(struct tir_tensor *t);       /* drop the reference; t becomes empty */
 void tir_tensor_ref(struct tir_tensor *dst, const struct tir_tensor *src); /* share, refs++ */
 int64_t tir_tensor_numel(const struct tir_tensor *t);

@@ -759,7 +759,7 @@ static const struct tir_tensor *const_as(struct tir_exec *x, const struct tir_no
 }
 
 /* An input of g whose memory g's root may take: its last reader is g,
- * its buffer is held by this value alone, it is contiguous and of the
+ * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const int64_t *uses)
@@ -767,7 +767,8 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 	for (int k = 0; k < g->nin; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
-		if (!v->buf || v->buf->refs != 1 || v->dtype != (enum tir_dtype)x->type.dtype)
+		/* (a file's mapping is never written: tir_buf_writable) */
+		if (!tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
 			continue;
 		int64_t edges = 0;
 		for (int j = 0; j < g->n; j++)
@@ -1608,6 +1609,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	free(need);
 	x->stats.run_ms = now_ms() - t1;
 	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;
+	x->stats.mapped_bytes = tir_mem_mapped_peak();
 	if (rc)
 		goto done;
 	/* hand the targets over (printed values in their node's dtype) */
