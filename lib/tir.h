@@ -201,9 +201,33 @@ char *tir_exec_profile(const struct tir_exec *x);
  * (JSON that Perfetto and chrome://tracing open): on thread 0 the parse
  * (parse_ms, before the run), the plan and each kernel (args: MiB moved,
  * GFLOP, tasks), on thread 1 + k pool slot k's span of each kernel's
- * tasks.  Local runs only.  returns: new, free(). */
+ * tasks.  A remote run instead: on thread 0 the parse and the batch (made
+ * and its blobs named), on thread 1 each round trip (method, path,
+ * status, bytes up and down), each upload (its blob, bytes, MiB/s) and
+ * the fetch of the results within their requests, on thread 2 the
+ * server's plan (with its explain text) and run, from the times it
+ * reports, ending where its reply began.  returns: new, free(). */
 void tir_exec_set_trace(struct tir_exec *x, bool on);
 char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms);
+/* Where a run is, for a progress line (tir run on a terminal).  fn gets
+ * it on the running thread: a local run at the start of each kernel, a
+ * remote run at each request's start and while its bytes move (libcurl's
+ * pace: often while they flow, about once a second while it waits).  fn
+ * must be quick; it may keep what it needs (p is borrowed). */
+enum tir_step {
+	TIR_STEP_KERNEL,        /* kernel k of n (local) */
+	TIR_STEP_UPLOAD,        /* blob k of n going up: bytes of total */
+	TIR_STEP_WAIT,          /* a request sent, its reply not begun */
+	TIR_STEP_RESULTS,       /* a reply coming: bytes (of total, 0 unknown) */
+};
+struct tir_progress {
+	enum tir_step step;
+	int k, n;
+	uint64_t bytes, total;
+	double step_ms;         /* when this step began (ms, CLOCK_MONOTONIC) */
+};
+typedef void (*tir_progress_fn)(void *ctx, const struct tir_progress *p);
+void tir_exec_set_progress(struct tir_exec *x, tir_progress_fn fn, void *ctx);
 /* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
 const char *tir_exec_explain(struct tir_exec *x);
 /* The plan of what the program prints (name NULL), or of the value bound

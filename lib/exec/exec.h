@@ -489,6 +489,25 @@ bool tir_exec_profiling(const struct tir_exec *x);
 /* The interrupt flag (tir_exec_set_interrupt), or NULL. */
 volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
 
+/* What a remote run reports of itself (lib/net/client.c): its progress
+ * (to tir_exec_set_progress's fn, if any), and, while tracing, its spans
+ * (tir_exec_trace_json writes them).  t0_ms, t1_ms: CLOCK_MONOTONIC ms. */
+enum { TIR_TRACK_CLIENT, TIR_TRACK_NET, TIR_TRACK_SERVER };
+struct tir_net_span {
+	int track;
+	char name[64];
+	const char *cat;         /* static: "batch", "request", "upload", "fetch", "server" */
+	double t0_ms, t1_ms;
+	long status;             /* request: the HTTP status (0: none, the transfer failed) */
+	uint64_t up, down;       /* bytes: request (head and body), upload, fetch */
+	char blob[65];           /* upload: the blob's name */
+	int count;               /* batch: the blobs it names; server plan: kernels */
+	char *text;              /* server plan: its explain text (taken over), or NULL */
+};
+void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p);
+bool tir_exec_tracing(const struct tir_exec *x);
+void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s);
+
 /* Release the inputs given and the last run's results: `tir serve` keeps
  * an exec for its plan cache, not for its data. */
 void tir_exec_clear_inputs(struct tir_exec *x);
