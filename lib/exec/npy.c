@@ -946,6 +946,8 @@ int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 	if (rc)
 		return rc;
 	const struct tir_file_info info = pr.info;
+	/* (data read as another dtype or byte order than stored must not
+	 * come here: it is converted into memory of its own) */
 	int mapped = map_data(fd, path, &info, dst, err);
 	if (mapped < 0) {
 		close(fd);
