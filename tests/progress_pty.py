@@ -12,6 +12,9 @@
   - --progress=never shows nothing.
 On a pipe: nothing with the default (auto), even with TIR_PROGRESS_DELAY=0;
 --progress=always draws there too; a bad --progress is exit 2.
+And a mapped --input truncated while its upload reads it (the fake holds
+the upload, the file is cut, the fake reads on): the SIGBUS is said
+plainly ("truncated or replaced in place"), exit 1, no core.
 
 Each step waits for what it must see (up to a generous timeout), never
 for a pause being long enough.  One line per failure; the last line is
@@ -163,6 +166,26 @@ def main():
     r = subprocess.run([tir, "run", "--progress=sometimes", mlp], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     check("--progress=sometimes", r.returncode == 2 and b"--progress wants auto, always or never" in r.stderr,
           repr(r.stderr))
+
+    # 6. the mapped input truncated under its upload: SIGBUS, said, exit 1
+    fp, addr = fake("holdput")
+    try:
+        p = subprocess.Popen([tir, "run", "--quiet", prog, "--input", "x=" + big, "--remote", addr], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        seen = fp.stdout.readline() == b"PUT\n"   # the upload under way, from the mapping
+        os.truncate(big, 0)
+        fp.send_signal(signal.SIGUSR1)             # the fake reads on: the client reads past the end
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        check("a mapped input truncated under its upload", seen and p.returncode == 1 and
+              b"tir: a file mapped by load or --input was truncated or replaced in place" in err,
+              "exit %d: %r" % (p.returncode, err[-300:]))
+    finally:
+        fp.kill()
+        fp.wait()
 
     os.unlink(big)
     os.unlink(prog)

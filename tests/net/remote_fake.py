@@ -30,10 +30,12 @@ port on the first line of stdout, and serves until killed:
   sink      protocol 3, takes any PUT as fast as it can and answers 201 (for
             bench/remote.sh: the client's upload speed with no server work)
   holdput   protocol 3, a session, a 409 to a run asking for every blob it
-            names, then a PUT's head read and its body never: an upload
-            held under way (tests/progress_pty.py)
+            names, then a PUT's head read ("PUT" printed on stdout) and its
+            body not until SIGUSR1, then read and dropped: an upload held
+            under way (tests/progress_pty.py)
 """
 import json
+import signal
 import socket
 import struct
 import sys
@@ -140,6 +142,9 @@ def endless(conn, ctype, first, status=b"200 OK", fill=b"\0"):
         sent += len(block)
 
 
+GO = threading.Event()
+
+
 def holdput(conn):
     buf = b""
     while True:
@@ -149,7 +154,11 @@ def holdput(conn):
                 return
             buf += d
         if buf.startswith(b"PUT "):
-            threading.Event().wait()  # the body is never read
+            print("PUT", flush=True)
+            GO.wait()  # the body is not read until SIGUSR1
+            while conn.recv(1 << 20):
+                pass
+            return
         req = read_request(conn, buf)
         if req is None:
             return
@@ -250,6 +259,7 @@ def main():
         while True:
             time.sleep(3600)
     s.listen(16)
+    signal.signal(signal.SIGUSR1, lambda *a: GO.set())
     print(s.getsockname()[1], flush=True)
     held = []
     while True:
