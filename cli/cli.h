@@ -23,6 +23,15 @@ void cli_print_timing(double parse_ms, const struct tir_exec_stats *st,
 /* --profile of a remote run: what went up ("blobs: ...; graph: ..."). */
 void cli_print_blobs(const struct tir_remote_stats *net);
 
+/* progress.c: the progress line of a run (--progress=auto|always|never;
+ * auto: when stderr is a terminal), shown once the run has taken a second
+ * (TIR_PROGRESS_DELAY seconds).  start: NULL when there is none; stop
+ * clears the line and frees it (NULL is fine). */
+enum cli_progress_mode { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER };
+bool cli_progress_parse(const char *s, enum cli_progress_mode *mode);
+struct cli_progress *cli_progress_start(struct tir_exec *x, enum cli_progress_mode mode);
+void cli_progress_stop(struct cli_progress *g, struct tir_exec *x);
+
 int cli_run(int argc, char **argv);
 extern const char *const cli_run_help;
 int cli_repl(int argc, char **argv);

@@ -8,10 +8,12 @@
 #include "exec/exec.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *const usage_text =
 	"usage: tir COMMAND [ARGS]\n"
@@ -43,7 +45,10 @@ const char *const cli_run_help =
 	"  --profile             print a table of kernels: time, bytes, GFLOP/s, tasks\n"
 	"  --trace FILE.json     write the run as Chrome trace events (Perfetto,\n"
 	"                        chrome://tracing): parse, plan, each kernel, and each\n"
-	"                        pool thread's share of it (local runs)\n"
+	"                        pool thread's share of it; with --remote the batch,\n"
+	"                        each request, upload and fetch, the server's plan and run\n"
+	"  --progress=WHEN       a progress line on stderr once a run takes a second:\n"
+	"                        auto (default: when stderr is a terminal), always, never\n"
 	"  --threads N           threads for the engine (default: one per processor)\n"
 	"  --precision N         significant digits of printed floats (default 6)\n"
 	"  --full                print every element (no ... summary)\n"
@@ -150,6 +155,11 @@ void cli_print_timing(double parse_ms, const struct tir_exec_stats *st,
 	fprintf(stderr, "parse %.2f ms \xc2\xb7 plan %.2f ms (%d ops -> %d kernels%s) \xc2\xb7 run %.2f ms "
 		"\xc2\xb7 peak %s", parse_ms, st->plan_ms, st->nops, st->nkernels,
 		st->plan_cached ? ", cached" : "", st->run_ms, peak);
+	if (st->mapped_bytes) {
+		char mapped[32];
+		human_bytes((double)st->mapped_bytes, mapped, sizeof mapped);
+		fprintf(stderr, " \xc2\xb7 mapped %s", mapped);
+	}
 	if (net) {
 		char up[32], down[32];
 		human_bytes((double)net->bytes_up, up, sizeof up);
@@ -333,8 +343,29 @@ static int cmd_help(int argc, char **argv)
 	return EXIT_USAGE;
 }
 
+/* A file that load or --input mapped, truncated while its value lives,
+ * faults (SIGBUS) where the value is read past the file's new end: said
+ * plainly, exit 1, rather than a core dump.  Any other SIGBUS is left to
+ * kill as usual. */
+static void on_sigbus(int sig)
+{
+	static const char msg[] = "tir: a file mapped by load or --input was truncated or replaced "
+				  "in place while its value was in use (SIGBUS)\n";
+	if (tir_mapped_bytes()) {
+		ssize_t w = write(2, msg, sizeof msg - 1);
+		(void)w;
+		_exit(EXIT_PROGRAM);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 int main(int argc, char **argv)
 {
+	struct sigaction sa = {0};
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 	if (argc < 2) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;

@@ -991,6 +991,9 @@ int cli_repl(int argc, char **argv)
 	}
 	struct repl r = {.tty = isatty(STDIN_FILENO)};
 	char *hist = NULL;
+	/* a session outlives the files it read: np.save rewrites a file in
+	 * place, which would change (or, shorter, fault) a mapped value */
+	tir_set_file_mapping(false);
 	if (remote && strchr(remote, ',')) {
 		fprintf(stderr, "tir repl: --remote %s: several remotes at once are not supported yet\n", remote);
 		return EXIT_USAGE;

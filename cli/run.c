@@ -24,6 +24,7 @@ struct run_opts {
 	const char *trace;       /* --trace FILE.json */
 	bool no_fuse, explain, profile, full, quiet;
 	int threads, precision;
+	enum cli_progress_mode progress;
 };
 
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -114,6 +115,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			o->full = true;
 		} else if (!strcmp(a, "--quiet")) {
 			o->quiet = true;
+		} else if (!strncmp(a, "--progress=", 11)) {
+			if (!cli_progress_parse(a + 11, &o->progress))
+				return usage("--progress wants auto, always or never, got '%s'", a + 11);
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(cli_run_help, stdout);
 			return -1;
@@ -127,8 +131,6 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	}
 	if (!o->file)
 		return usage("%s", "which program? tir run FILE.tir");
-	if (o->trace && o->remote)
-		return usage("%s", "--trace traces local runs; with --remote it is not supported yet");
 	return 0;
 }
 
@@ -208,7 +210,9 @@ int cli_run(int argc, char **argv)
 	}
 	for (int i = 0; i < o.nsaves; i++)
 		names[i] = o.saves[i].name;
+	struct cli_progress *prog = cli_progress_start(x, o.progress);
 	int rc = tir_exec_run(x, 0, names, o.nsaves, &err);
+	cli_progress_stop(prog, x);
 	if (o.explain)
 		fputs(tir_exec_explain(x), stderr);
 	if (o.profile && !rc) {

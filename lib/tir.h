@@ -204,6 +204,7 @@ bool tir_exec_has_value(const struct tir_exec *x, const char *name);
 struct tir_exec_stats {
 	double plan_ms, run_ms;
 	size_t peak_bytes;      /* most tensor memory held at once during the run */
+	size_t mapped_bytes;    /* most file data mapped at once (inputs, load): not in peak_bytes */
 	size_t plan_peak_bytes; /* the plan's, simulated before it ran (only under a
 				 * memory budget; 0 otherwise): errs low */
 	int nops, nkernels;
@@ -222,9 +223,33 @@ char *tir_exec_profile(const struct tir_exec *x);
  * (JSON that Perfetto and chrome://tracing open): on thread 0 the parse
  * (parse_ms, before the run), the plan and each kernel (args: MiB moved,
  * GFLOP, tasks), on thread 1 + k pool slot k's span of each kernel's
- * tasks.  Local runs only.  returns: new, free(). */
+ * tasks.  A remote run instead: on thread 0 the parse and the batch (made
+ * and its blobs named), on thread 1 each round trip (method, path,
+ * status, bytes up and down), each upload (its blob, bytes, MiB/s) and
+ * the fetch of the results within their requests, on thread 2 the
+ * server's plan (with its explain text) and run, from the times it
+ * reports, ending where its reply began.  returns: new, free(). */
 void tir_exec_set_trace(struct tir_exec *x, bool on);
 char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms);
+/* Where a run is, for a progress line (tir run on a terminal).  fn gets
+ * it on the running thread: a local run at the start of each kernel, a
+ * remote run at each request's start and while its bytes move (libcurl's
+ * pace: often while they flow, about once a second while it waits).  fn
+ * must be quick; it may keep what it needs (p is borrowed). */
+enum tir_step {
+	TIR_STEP_KERNEL,        /* kernel k of n (local) */
+	TIR_STEP_UPLOAD,        /* blob k of n going up: bytes of total */
+	TIR_STEP_WAIT,          /* a request sent, its reply not begun */
+	TIR_STEP_RESULTS,       /* a reply coming: bytes (of total, 0 unknown) */
+};
+struct tir_progress {
+	enum tir_step step;
+	int k, n;
+	uint64_t bytes, total;
+	double step_ms;         /* when this step began (ms, CLOCK_MONOTONIC) */
+};
+typedef void (*tir_progress_fn)(void *ctx, const struct tir_progress *p);
+void tir_exec_set_progress(struct tir_exec *x, tir_progress_fn fn, void *ctx);
 /* The last run's plan: one kernel a line.  borrowed, valid until the next run. */
 const char *tir_exec_explain(struct tir_exec *x);
 /* The plan of what the program prints (name NULL), or of the value bound
@@ -254,6 +279,17 @@ bool tir_path_is_safetensors(const char *path);
 char *tir_file_inspect(const char *path, struct tir_err *err);
 /* Give back the memory kept for reuse by freed tensors. */
 void tir_release_caches(void);
+/* Whether load and inputs map their file's data rather than read it
+ * (default on): a tensor of at least 64 KiB whose data is aligned for its
+ * dtype, in a dtype read as stored, is then the file's pages, read-only,
+ * read in by the kernel as kernels touch them and never copied.  The file
+ * must stay as it is while the value lives: rewritten in place, the value
+ * changes; truncated, a touch of a page past its end is SIGBUS.  A
+ * program that keeps values for long (the REPL) turns it off. */
+void tir_set_file_mapping(bool on);
+/* Bytes of files mapped by tensors now (async-signal-safe: a SIGBUS
+ * handler may ask whether a mapping could be the cause). */
+size_t tir_mapped_bytes(void);
 /* Threads for OpenBLAS and the engine (0: the default). */
 void tir_set_threads(int n);
 /* The vector path of tir's own kernels, one per process: "avx512", "avx2",

@@ -12,11 +12,16 @@
 
 #include "../ir/ir.h"
 
-/* A reference-counted, 64-byte aligned block of memory. */
+/* A reference-counted, 64-byte aligned block of memory, or (map set) a
+ * read-only mapping of a file that data points into: never written (the
+ * pages are PROT_READ), munmap'd on the last release, counted apart from
+ * the tensor bytes (tir_mem_mapped), never charged to the budget. */
 struct tir_buf {
 	int refs;
 	size_t bytes;
 	void *data;
+	void *map;               /* the mapping's start (page aligned), or NULL */
+	size_t map_bytes;
 };
 
 struct tir_tensor {
@@ -45,11 +50,25 @@ void tir_mem_uncharge(size_t n);
 const char *tir_bytes_str(size_t n, char out[32]);
 /* Free the cache of released buffers kept for reuse. */
 void tir_mem_trim(void);
+/* Bytes of files mapped by tensors now, and the most since
+ * tir_mem_reset_peak.  File pages: the kernel reads them in as they are
+ * touched and may drop them again, so they are neither tensor bytes nor
+ * under the budget. */
+size_t tir_mem_mapped(void);
+size_t tir_mem_mapped_peak(void);
+/* Whether a kernel may write into b (it is held once and is not a file's
+ * mapping): the executor's in-place reuse asks this. */
+bool tir_buf_writable(const struct tir_buf *b);
 
 /* Allocate a contiguous tensor of the given type (zeroed when zero is true).
  * returns 0 or -TIR_ENOMEM (err filled).  t is overwritten: release first. */
 int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 		     const int64_t *shape, bool zero, struct tir_err *err);
+/* A contiguous tensor over data, inside the read-only mapping [map,
+ * map + map_bytes), which it takes over (munmap'd on the last release,
+ * or here on failure); data aligned for dt.  returns 0 or -TIR_ENOMEM. */
+int tir_tensor_wrap_map(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, void *map,
+			size_t map_bytes, void *data, struct tir_err *err);
 void tir_tensor_release(struct tir_tensor *t);       /* drop the reference; t becomes empty */
 void tir_tensor_ref(struct tir_tensor *dst, const struct tir_tensor *src); /* share, refs++ */
 int64_t tir_tensor_numel(const struct tir_tensor *t);
@@ -475,6 +494,25 @@ bool tir_exec_fusing(const struct tir_exec *x);
 bool tir_exec_profiling(const struct tir_exec *x);
 /* The interrupt flag (tir_exec_set_interrupt), or NULL. */
 volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
+
+/* What a remote run reports of itself (lib/net/client.c): its progress
+ * (to tir_exec_set_progress's fn, if any), and, while tracing, its spans
+ * (tir_exec_trace_json writes them).  t0_ms, t1_ms: CLOCK_MONOTONIC ms. */
+enum { TIR_TRACK_CLIENT, TIR_TRACK_NET, TIR_TRACK_SERVER };
+struct tir_net_span {
+	int track;
+	char name[64];
+	const char *cat;         /* static: "batch", "request", "upload", "fetch", "server" */
+	double t0_ms, t1_ms;
+	long status;             /* request: the HTTP status (0: none, the transfer failed) */
+	uint64_t up, down;       /* bytes: request (head and body), upload, fetch */
+	char blob[65];           /* upload: the blob's name */
+	int count;               /* batch: the blobs it names; server plan: kernels */
+	char *text;              /* server plan: its explain text (taken over), or NULL */
+};
+void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p);
+bool tir_exec_tracing(const struct tir_exec *x);
+void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s);
 
 /* Release the inputs given and the last run's results: `tir serve` keeps
  * an exec for its plan cache, not for its data. */

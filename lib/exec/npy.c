@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -894,7 +896,50 @@ void tir_file_listing_free(struct tir_file_listing *list)
 	memset(list, 0, sizeof *list);
 }
 
-/* A new contiguous tensor in dst (empty on failure); bool bytes checked. */
+/* ---- mapping the data (tir_set_file_mapping) ---- */
+
+#define MAP_MIN ((uint64_t)64 << 10)   /* smaller data is read: a mapping costs a page and a syscall */
+
+static atomic_bool map_off;
+
+void tir_set_file_mapping(bool on)
+{
+	atomic_store(&map_off, !on);
+}
+
+size_t tir_mapped_bytes(void)
+{
+	return tir_mem_mapped();
+}
+
+/* info's data as a read-only private mapping of fd in dst: 0; 1 (dst
+ * untouched) when it is read instead: mapping off, small data, data not
+ * aligned for its dtype (a safetensors offset may be any byte), or a file
+ * that cannot be mapped; or -code. */
+static int map_data(int fd, const char *path, const struct tir_file_info *info, struct tir_tensor *dst,
+		    struct tir_err *err)
+{
+	uint64_t es = tir_dtype_size(info->dtype), pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (atomic_load(&map_off) || info->data_bytes < MAP_MIN || info->data_offset % es || !pg)
+		return 1;
+	uint64_t start = info->data_offset / pg * pg, len = info->data_offset + info->data_bytes - start;
+	if (len > SIZE_MAX)
+		return 1;
+	void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, (off_t)start);
+	if (m == MAP_FAILED)
+		return 1;
+	/* shrunk since its size was checked, a page past the end would be SIGBUS */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < info->data_offset + info->data_bytes) {
+		munmap(m, (size_t)len);
+		return ferr(err, TIR_EDATA, path, "truncated while being read (the file changed)");
+	}
+	return tir_tensor_wrap_map(dst, info->dtype, info->rank, info->shape, m, (size_t)len,
+				   (char *)m + (info->data_offset - start), err);
+}
+
+/* A new contiguous tensor in dst (empty on failure): the file's pages
+ * (map_data) or a copy; bool bytes checked. */
 int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 		  struct tir_err *err)
 {
@@ -905,12 +950,19 @@ int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 	if (rc)
 		return rc;
 	const struct tir_file_info info = pr.info;
-	if ((rc = tir_tensor_alloc(dst, info.dtype, info.rank, info.shape, false, err))) {
+	/* (data read as another dtype or byte order than stored must not
+	 * come here: it is converted into memory of its own) */
+	int mapped = map_data(fd, path, &info, dst, err);
+	if (mapped < 0) {
+		close(fd);
+		return mapped;
+	}
+	if (mapped && (rc = tir_tensor_alloc(dst, info.dtype, info.rank, info.shape, false, err))) {
 		close(fd);
 		return ferr(err, err->code, path, "%s", err->msg);
 	}
-	unsigned char *data = tir_tensor_data(dst);
-	if (info.data_bytes && read_at(fd, data, info.data_bytes, info.data_offset)) {
+	const unsigned char *data = tir_tensor_data(dst);
+	if (mapped && info.data_bytes && read_at(fd, tir_tensor_data(dst), info.data_bytes, info.data_offset)) {
 		rc = read_err(err, path, "the data");
 		goto fail;
 	}

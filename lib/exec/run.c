@@ -78,6 +78,10 @@ struct tir_exec {
 	double run_t0, plan_t1, run_t1; /* the last run's start, its plan's end, its end (now_ms) */
 	struct tir_pool_span *spans;   /* the pool's, of the last traced run */
 	size_t nspans;
+	struct tir_net_span *net;      /* a traced remote run's (tir_exec_trace_span) */
+	size_t nnet, capnet;
+	tir_progress_fn progress;      /* tir_exec_set_progress */
+	void *progress_ctx;
 	struct tir_kprof {
 		char what[112];
 		double start_ms;          /* when it started (now_ms) */
@@ -123,6 +127,13 @@ static void clear_results(struct tir_exec *x)
 	x->nresults = x->nnamed = 0;
 }
 
+static void net_spans_clear(struct tir_exec *x)
+{
+	for (size_t i = 0; i < x->nnet; i++)
+		free(x->net[i].text);
+	x->nnet = 0;
+}
+
 void tir_exec_free(struct tir_exec *x)
 {
 	if (!x)
@@ -130,6 +141,8 @@ void tir_exec_free(struct tir_exec *x)
 	clear_results(x);
 	free(x->explain);
 	free(x->spans);
+	net_spans_clear(x);
+	free(x->net);
 	free(x->remote_profile);
 	for (int i = 0; i < 8; i++) {
 		free(x->pcache[i].sig);
@@ -829,7 +842,7 @@ static const struct tir_tensor *const_as(struct tir_exec *x, const struct tir_no
 }
 
 /* An input of g whose memory g's root may take: its last reader is g,
- * its buffer is held by this value alone, it is contiguous and of the
+ * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const int64_t *uses)
@@ -837,7 +850,8 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 	for (int k = 0; k < g->nin; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
-		if (!v->buf || v->buf->refs != 1 || v->dtype != (enum tir_dtype)x->type.dtype)
+		/* (a file's mapping is never written: tir_buf_writable) */
+		if (!tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
 			continue;
 		int64_t edges = 0;
 		for (int j = 0; j < g->n; j++)
@@ -1458,6 +1472,8 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	double t0 = now_ms();
 	clear_results(x);
 	memset(&x->stats, 0, sizeof x->stats);
+	x->run_t0 = t0;
+	net_spans_clear(x);
 	x->rerun = false;
 	size_t nn = p->nnodes;
 	int64_t *uses = calloc(nn + 1, sizeof *uses);
@@ -1600,6 +1616,11 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	x->plan_t1 = t1;
 	if (x->trace)
 		tir_pool_trace(true);
+	struct tir_progress prog = {.step = TIR_STEP_KERNEL};
+	for (size_t i = 0; x->progress && i < nn; i++) /* the kernels as the loop below counts them */
+		prog.n += need[i] && !(planned && plan.interior[i]) &&
+			  ((planned && plan.group_of[i] >= 0) ||
+			   (p->nodes[i]->op != TIR_OP_CONST && p->nodes[i]->op != TIR_OP_INPUT));
 	for (size_t i = 0; i < nn && !rc; i++) {
 		if (!need[i] || (planned && plan.interior[i]))
 			continue;
@@ -1607,6 +1628,12 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		if (x->intr && *x->intr) { /* at the op it would run next */
 			rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			break;
+		}
+		if (x->progress && ((planned && plan.group_of[i] >= 0) ||
+				    (n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT))) {
+			prog.k++;
+			prog.step_ms = now_ms();
+			x->progress(x->progress_ctx, &prog);
 		}
 		double tk = x->profile || x->trace ? now_ms() : 0;
 		int64_t t0k = tir_pool_offered();
@@ -1678,6 +1705,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 	free(need);
 	x->stats.run_ms = now_ms() - t1;
 	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;
+	x->stats.mapped_bytes = tir_mem_mapped_peak();
 	if (rc)
 		goto done;
 	/* hand the targets over (printed values in their node's dtype) */
@@ -1744,6 +1772,68 @@ void tir_exec_set_trace(struct tir_exec *x, bool on)
 	x->trace = on;
 }
 
+void tir_exec_set_progress(struct tir_exec *x, tir_progress_fn fn, void *ctx)
+{
+	x->progress = fn;
+	x->progress_ctx = ctx;
+}
+
+void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p)
+{
+	if (x->progress)
+		x->progress(x->progress_ctx, p);
+}
+
+bool tir_exec_tracing(const struct tir_exec *x)
+{
+	return x->trace;
+}
+
+/* s is copied; its text taken over (freed if it cannot be kept). */
+void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s)
+{
+	if (tir_grow((void **)&x->net, &x->capnet, x->nnet + 1, sizeof *x->net)) {
+		free(s->text);
+		return;
+	}
+	x->net[x->nnet++] = *s;
+	s->text = NULL;
+}
+
+/* A remote run's trace (tir_exec_trace_json): the client's spans as lib/net noted them. */
+static void trace_remote(const struct tir_exec *x, json_t *ev, double origin)
+{
+	static const char *const track[] = {"tir run", "network: requests to the server",
+					    "server (its own timings)"};
+	for (int t = 1; t < 3; t++)
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
+						    "pid", 1, "tid", t, "args", "name", track[t]));
+	for (size_t i = 0; i < x->nnet; i++) {
+		const struct tir_net_span *s = &x->net[i];
+		json_t *args = json_object();
+		if (!strcmp(s->cat, "request")) {
+			json_object_set_new(args, "status", json_integer(s->status));
+			json_object_set_new(args, "bytes_up", json_integer((json_int_t)s->up));
+			json_object_set_new(args, "bytes_down", json_integer((json_int_t)s->down));
+		} else if (!strcmp(s->cat, "upload") || !strcmp(s->cat, "fetch")) {
+			double sec = (s->t1_ms - s->t0_ms) / 1e3;
+			uint64_t b = !strcmp(s->cat, "upload") ? s->up : s->down;
+			if (s->blob[0])
+				json_object_set_new(args, "blob", json_string(s->blob));
+			json_object_set_new(args, "bytes", json_integer((json_int_t)b));
+			json_object_set_new(args, "mib_per_s", json_real(sec > 0 ? b / 1048576.0 / sec : 0));
+		} else if (!strcmp(s->cat, "batch")) {
+			json_object_set_new(args, "blobs", json_integer(s->count));
+		} else if (s->text) {
+			json_object_set_new(args, "kernels", json_integer(s->count));
+			json_object_set_new(args, "explain", json_string(s->text));
+		}
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", s->name, "cat",
+						    s->cat, "ph", "X", "ts", (s->t0_ms - origin) * 1e3, "dur",
+						    (s->t1_ms - s->t0_ms) * 1e3, "pid", 1, "tid", s->track, "args", args));
+	}
+}
+
 char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
 {
 	/* Chrome's trace event format: complete events ("X", microseconds
@@ -1757,6 +1847,10 @@ char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
 					    "tid", 0, "args", "name", "tir run"));
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i}", "name", "parse", "ph", "X", "ts",
 					    US(0), "dur", US(parse_ms), "pid", 1, "tid", 0));
+	if (x->remote) {
+		trace_remote(x, ev, origin);
+		goto out;
+	}
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:{s:b}}", "name", "plan", "ph", "X",
 					    "ts", US(x->run_t0 - origin), "dur", US(x->plan_t1 - x->run_t0), "pid", 1,
 					    "tid", 0, "args", "cached", x->stats.plan_cached));
@@ -1784,6 +1878,7 @@ char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
 						    US(t1 - t0), "pid", 1, "tid", 1 + sp->slot, "args", "tasks",
 						    (json_int_t)sp->tasks));
 	}
+out:
 #undef US
 	json_t *root = json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
 	char *s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;

@@ -34,9 +34,27 @@ size_t tir_mem_peak(void)
 	return atomic_load(&mem_peak);
 }
 
+static atomic_size_t mem_mapped, mem_mapped_peak;
+
 void tir_mem_reset_peak(void)
 {
 	atomic_store(&mem_peak, atomic_load(&mem_current));
+	atomic_store(&mem_mapped_peak, atomic_load(&mem_mapped));
+}
+
+size_t tir_mem_mapped(void)
+{
+	return atomic_load(&mem_mapped);
+}
+
+size_t tir_mem_mapped_peak(void)
+{
+	return atomic_load(&mem_mapped_peak);
+}
+
+bool tir_buf_writable(const struct tir_buf *b)
+{
+	return b && !b->map && __atomic_load_n(&b->refs, __ATOMIC_ACQUIRE) == 1;
 }
 
 static atomic_size_t mem_limit;
@@ -239,9 +257,7 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	}
 	if (zero)
 		memset(data, 0, rounded);
-	b->refs = 1;
-	b->bytes = rounded;
-	b->data = data;
+	*b = (struct tir_buf){.refs = 1, .bytes = rounded, .data = data};
 
 	t->dtype = dt;
 	t->rank = rank;
@@ -253,12 +269,40 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	return 0;
 }
 
+int tir_tensor_wrap_map(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, void *map,
+			size_t map_bytes, void *data, struct tir_err *err)
+{
+	empty(t);
+	struct tir_buf *b = malloc(sizeof *b);
+	if (!b) {
+		munmap(map, map_bytes);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	*b = (struct tir_buf){.refs = 1, .bytes = map_bytes, .data = data, .map = map, .map_bytes = map_bytes};
+	size_t now = atomic_fetch_add(&mem_mapped, map_bytes) + map_bytes;
+	size_t peak = atomic_load(&mem_mapped_peak);
+	while (now > peak && !atomic_compare_exchange_weak(&mem_mapped_peak, &peak, now))
+		;
+	t->dtype = dt;
+	t->rank = rank;
+	for (int i = 0; i < rank; i++)
+		t->shape[i] = shape[i];
+	tir_tensor_set_contiguous_strides(t);
+	t->buf = b;
+	return 0;
+}
+
 void tir_tensor_release(struct tir_tensor *t)
 {
 	struct tir_buf *b = t->buf;
 	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		atomic_fetch_sub(&mem_current, b->bytes);
-		pool_give(b->data, b->bytes);
+		if (b->map) {
+			munmap(b->map, b->map_bytes);
+			atomic_fetch_sub(&mem_mapped, b->map_bytes);
+		} else {
+			atomic_fetch_sub(&mem_current, b->bytes);
+			pool_give(b->data, b->bytes);
+		}
 		free(b);
 	}
 	empty(t);

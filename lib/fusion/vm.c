@@ -198,7 +198,7 @@ struct vm {
 static void mkview(struct tir_tensor *t, struct tir_buf *b, enum tir_dtype dt, const void *p, int64_t k,
 		   int64_t n, int64_t so, int64_t si)
 {
-	*b = (struct tir_buf){1, 0, (void *)p};
+	*b = (struct tir_buf){.refs = 1, .data = (void *)p};
 	*t = (struct tir_tensor){.dtype = dt, .rank = 2, .shape = {k, n}, .strides = {so, si}, .buf = b};
 }
 
@@ -1374,7 +1374,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			const struct tir_node *x = g->inputs[k];
 			struct tir_gen *gn = &vm->gens[vm->ngen];
 			TIR_ASSERT(tir_gen_init(gn, x) && gn->dt == vm->dt && vm->ngen < TIR_FUSE_MAX_INPUTS);
-			vm->vbuf[vm->ngen] = (struct tir_buf){1, 0, NULL};
+			vm->vbuf[vm->ngen] = (struct tir_buf){.refs = 1};
 			struct tir_tensor *v = &vm->vals[k];
 			*v = (struct tir_tensor){.dtype = vm->dt, .rank = x->type.rank, .buf = &vm->vbuf[vm->ngen]};
 			memcpy(v->shape, x->type.shape, sizeof(int64_t) * (size_t)x->type.rank);

@@ -68,6 +68,13 @@ struct tir_remote {
 	CURLcode failed;             /* how the last transfer failed, CURLE_OK if it did not */
 	char errbuf[CURL_ERROR_SIZE];
 	volatile sig_atomic_t *intr; /* the running exec's interrupt flag */
+	struct tir_exec *x;          /* the exec whose run is under way: its progress and trace */
+	struct tir_progress step;    /* the request under way's, as last told */
+	bool uploading;              /* it is a blob's PUT */
+	double req_ms, first_ms;     /* it began; its reply began (0: not yet) */
+	double fb_ms;                /* the last request's reply began (curl's count; 0: none) */
+	double sent_ms;              /* the blob under way was all sent (0: not yet) */
+	const char *blob;            /* the blob it sends */
 	/* the REPL's values the session holds, by node id; keys to drop */
 	bool *held;
 	size_t nheld;
@@ -386,7 +393,25 @@ static size_t on_read(char *d, size_t size, size_t n, void *ud)
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-	const struct tir_remote *r = ud;
+	struct tir_remote *r = ud;
+	if (r->x) {
+		struct tir_progress *p = &r->step;
+		if (dn > 0 && !r->first_ms)
+			r->first_ms = now_ms();
+		if (r->uploading && ut > 0 && un == ut && !r->sent_ms)
+			r->sent_ms = now_ms();
+		if (r->uploading && (un < ut || !dn)) {
+			p->step = TIR_STEP_UPLOAD;
+			p->bytes = (uint64_t)un;
+			p->total = (uint64_t)ut;
+		} else if (dn > 0) {
+			*p = (struct tir_progress){TIR_STEP_RESULTS, 0, 0, (uint64_t)dn, dt > 0 ? (uint64_t)dt : 0,
+						   r->first_ms};
+		} else {
+			*p = (struct tir_progress){.step = TIR_STEP_WAIT, .step_ms = r->req_ms};
+		}
+		tir_exec_progress(r->x, p);
+	}
 	return r->intr && *r->intr; /* non-zero aborts the transfer */
 }
 
@@ -776,6 +801,37 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
 	}
 }
 
+/* --trace: one request's span, and within it an upload's or the fetch
+ * of results (from its first byte, fb_ms, to its end), on the network
+ * track; a session's id in the path cut to 8 digits, as the server logs it. */
+static void trace_request(struct tir_remote *r, const char *method, const char *path, double t0, double t1,
+			  double fb_ms, long status, uint64_t up, uint64_t down, uint64_t body)
+{
+	struct tir_net_span s = {.track = TIR_TRACK_NET, .cat = "request", .t0_ms = t0, .t1_ms = t1,
+				 .status = status, .up = up, .down = down};
+	const char *sid = strstr(path, "/sessions/");
+	if (sid && strlen(sid) > 10 + 8)
+		snprintf(s.name, sizeof s.name, "%s %.*s\u2026%s", method, (int)(sid - path + 10 + 8), path,
+			 strchr(sid + 10, '/') ? strchr(sid + 10, '/') : "");
+	else if (r->uploading)
+		snprintf(s.name, sizeof s.name, "%s /v1/blobs/%.8s\u2026", method, r->blob ? r->blob : "");
+	else
+		snprintf(s.name, sizeof s.name, "%s %s", method, path);
+	tir_exec_trace_span(r->x, &s);
+	if (r->uploading && status / 100 == 2) {
+		struct tir_net_span u = {.track = TIR_TRACK_NET, .cat = "upload", .t0_ms = t0,
+					 .t1_ms = r->sent_ms ? r->sent_ms : t1, .up = body};
+		snprintf(u.name, sizeof u.name, "upload %.8s\u2026", r->blob ? r->blob : "");
+		snprintf(u.blob, sizeof u.blob, "%s", r->blob ? r->blob : "");
+		tir_exec_trace_span(r->x, &u);
+	} else if (r->dec && status == 200 && fb_ms) {
+		struct tir_net_span f = {.track = TIR_TRACK_NET, .cat = "fetch", .t0_ms = fb_ms, .t1_ms = t1,
+					 .down = down};
+		snprintf(f.name, sizeof f.name, "fetch results");
+		tir_exec_trace_span(r->x, &f);
+	}
+}
+
 /* One HTTP request; the reply's body in r->body, its status in *status.
  * The body is body[0..len) (NULL: none), or with up, a PUT of what it
  * reads.  A transfer that fails or a reply without this protocol's header
@@ -818,19 +874,38 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 	r->retry_after = -1;
 	r->errbuf[0] = 0;
 	double t0 = now_ms();
+	r->req_ms = t0;
+	r->first_ms = r->sent_ms = 0;
+	r->uploading = up != NULL;
+	if (r->x) {
+		if (!up)
+			r->step = (struct tir_progress){.step = TIR_STEP_WAIT, .step_ms = t0};
+		r->step.step_ms = t0;
+		tir_exec_progress(r->x, &r->step);
+	}
 	CURLcode rc = curl_easy_perform(c);
-	r->stats.net_ms += now_ms() - t0;
+	double t1 = now_ms();
+	r->stats.net_ms += t1 - t0;
 	r->stats.round_trips++;
-	free(url);
-	curl_off_t sent = 0, got = 0;
+	curl_off_t sent = 0, got = 0, fb = 0;
 	long reqh = 0, resh = 0;
 	curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &sent);
 	curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &got);
 	curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &reqh);
 	curl_easy_getinfo(c, CURLINFO_HEADER_SIZE, &resh);
+	curl_easy_getinfo(c, CURLINFO_STARTTRANSFER_TIME_T, &fb);
 	r->stats.bytes_up += (uint64_t)sent + (uint64_t)reqh;
 	r->stats.bytes_down += (uint64_t)got + (uint64_t)resh;
 	r->failed = rc;
+	if (r->x && tir_exec_tracing(r->x)) {
+		long code = 0;
+		if (rc == CURLE_OK)
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		trace_request(r, method, path, t0, t1, fb > 0 ? t0 + (double)fb / 1e3 : 0, code,
+			      (uint64_t)sent + (uint64_t)reqh, (uint64_t)got + (uint64_t)resh, (uint64_t)sent);
+	}
+	r->fb_ms = fb > 0 ? t0 + (double)fb / 1e3 : 0;
+	free(url);
 	if (rc != CURLE_OK)
 		return curl_failed(r, rc, err);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -1107,7 +1182,9 @@ static int put_blob(struct tir_remote *r, const struct tir_batch_input *in, stru
 	char path[TIR_SHA_HEX + 16];
 	snprintf(path, sizeof path, "/v1/blobs/%s", in->blob);
 	long st = 0;
+	r->blob = in->blob;
 	int rc = request_up(r, "PUT", path, NULL, in->len + n, &up, r->hbin, &st, err);
+	r->blob = NULL;
 	tir_tensor_release(&c);
 	if (rc)
 		return rc;
@@ -1141,6 +1218,7 @@ static int send_missing(struct tir_remote *r, const struct tir_batch *b, bool *t
 			rc = net_err(r, err, "the server asks for a blob this batch does not have");
 			break;
 		}
+		r->step = (struct tir_progress){TIR_STEP_UPLOAD, (int)i + 1, (int)json_array_size(blobs), 0, 0, 0};
 		rc = put_blob(r, &b->inputs[k], err);
 	}
 	json_decref(root);
@@ -1241,6 +1319,32 @@ static int read_results(struct tir_remote *r, const struct tir_exec *x, const st
 	return 0;
 }
 
+/* --trace: the batch made (its text, its blobs named), on the client's track. */
+static void trace_batch(struct tir_exec *x, const struct tir_batch *b, double t0)
+{
+	struct tir_net_span s = {.track = TIR_TRACK_CLIENT, .cat = "batch", .t0_ms = t0, .t1_ms = now_ms()};
+	snprintf(s.name, sizeof s.name, "batch");
+	for (size_t i = 0; i < b->ninputs; i++)
+		s.count += b->inputs[i].blob[0] != 0;
+	tir_exec_trace_span(x, &s);
+}
+
+/* --trace: the server's plan and run, as long as it says they took,
+ * ending where its reply began (the run's end is the reply's start, give
+ * or take the network's latency). */
+static void trace_server(struct tir_remote *r, struct tir_exec *x, const struct tir_remote_result *res)
+{
+	double end = r->fb_ms ? r->fb_ms : now_ms(), run = res->stats.run_ms, plan = res->stats.plan_ms;
+	struct tir_net_span p = {.track = TIR_TRACK_SERVER, .cat = "server", .t0_ms = end - run - plan,
+				 .t1_ms = end - run, .count = res->stats.nkernels};
+	snprintf(p.name, sizeof p.name, "plan%s", res->stats.plan_cached ? " (cached)" : "");
+	p.text = strdup(res->explain ? res->explain : "");
+	tir_exec_trace_span(x, &p);
+	struct tir_net_span k = {.track = TIR_TRACK_SERVER, .cat = "server", .t0_ms = end - run, .t1_ms = end};
+	snprintf(k.name, sizeof k.name, "run (%d kernels)", res->stats.nkernels);
+	tir_exec_trace_span(x, &k);
+}
+
 int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
 		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err)
 {
@@ -1248,13 +1352,17 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	if (ntargets == 0)
 		return 0; /* nothing to compute: nothing to send */
 	r->intr = tir_exec_interrupt_flag(x);
+	r->x = x;
 	struct tir_batch b = {0};
 	struct tir_tensor *vals = calloc(ntargets, sizeof *vals); /* the results as they come */
 	if (!vals)
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	double tb = now_ms();
 	int rc = held_sync(r, x, err);
 	if (!rc)
 		rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
+	if (!rc && tir_exec_tracing(x))
+		trace_batch(x, &b, tb);
 	if (!rc && !r->session[0])
 		rc = session_make(r, err);
 	bool text = false, renewed = false;
@@ -1282,6 +1390,8 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			r->stats.graph_sent = true;
 		if (!rc && st == 200)
 			rc = read_results(r, x, &b, &dec, res, err);
+		if (!rc && st == 200 && tir_exec_tracing(x))
+			trace_server(r, x, res);
 		results_reset(&dec);
 		if (rc)
 			break;
@@ -1339,5 +1449,6 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	tir_batch_free(&b);
 	free(vals);
 	r->intr = NULL;
+	r->x = NULL;
 	return rc;
 }

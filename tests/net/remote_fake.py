@@ -29,8 +29,13 @@ port on the first line of stdout, and serves until killed:
             connections): a connect that never completes, on loopback
   sink      protocol 3, takes any PUT as fast as it can and answers 201 (for
             bench/remote.sh: the client's upload speed with no server work)
+  holdput   protocol 3, a session, a 409 to a run asking for every blob it
+            names, then a PUT's head read ("PUT" printed on stdout) and its
+            body not until SIGUSR1, then read and dropped: an upload held
+            under way (tests/progress_pty.py)
 """
 import json
+import signal
 import socket
 import struct
 import sys
@@ -137,11 +142,45 @@ def endless(conn, ctype, first, status=b"200 OK", fill=b"\0"):
         sent += len(block)
 
 
+GO = threading.Event()
+
+
+def holdput(conn):
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            d = conn.recv(65536)
+            if not d:
+                return
+            buf += d
+        if buf.startswith(b"PUT "):
+            print("PUT", flush=True)
+            GO.wait()  # the body is not read until SIGUSR1
+            while conn.recv(1 << 20):
+                pass
+            return
+        req = read_request(conn, buf)
+        if req is None:
+            return
+        head, body, buf = req
+        if head.startswith(b"POST /v1/sessions "):
+            reply(conn, 201, json.dumps({"session": SESSION, "ttl": 600}).encode())
+        elif head.startswith(b"POST "):
+            blobs = [v["blob"] for v in json.loads(body).get("inputs", {}).values() if "blob" in v]
+            reply(conn, 409, json.dumps({"error": {"status": 409, "code": "missing", "message": "send these",
+                                                   "graph": True, "blobs": blobs}}).encode())
+        else:
+            reply(conn, 204, b"")
+
+
 def serve(conn):
     buf = b""
     try:
         if MODE == "sink":
             sink(conn)
+            return
+        if MODE == "holdput":
+            holdput(conn)
             return
         while True:
             if MODE == "silent":
@@ -220,6 +259,7 @@ def main():
         while True:
             time.sleep(3600)
     s.listen(16)
+    signal.signal(signal.SIGUSR1, lambda *a: GO.set())
     print(s.getsockname()[1], flush=True)
     held = []
     while True:

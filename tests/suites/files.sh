@@ -218,6 +218,82 @@ for f in "$tmp"/fz/*; do
 done
 [ $fz_bad -eq 0 ] && ok || bad "$fz_bad fuzzed files were not a clean exit 0 or 1 (the first kept in ${TMPDIR:-/tmp})"
 
+# mapped files: load and --input map a tensor of 64 KiB or more (the
+# timing line says "mapped"); a kernel that could take a loaded value's
+# memory for its result (y = w * 2 + 1, w read by nothing else) must not
+# write into the mapping: the file is unchanged and the results right
+# (the pages are read-only: a write would be SIGSEGV)
+"$py" - "$tmp" <<'PY'
+import json, struct, sys
+import numpy as np
+d = sys.argv[1]
+w = (np.arange(40000, dtype=np.float32) % 97 - 48).reshape(200, 200)
+np.save(d + "/big.npy", w)
+np.save(d + "/bigb.npy", (w > 0))
+bb = (w > 0).astype(np.uint8)
+bb[150, 7] = 2
+np.save(d + "/bigbad.npy", bb.view(np.bool_))
+# safetensors: a u8 pair first puts "u" at data offset 2 (not aligned for
+# f32: copied), "a" at 160004 (aligned: mapped)
+h = json.dumps({"p": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                "u": {"dtype": "F32", "shape": [200, 200], "data_offsets": [2, 160002]},
+                "a": {"dtype": "F32", "shape": [200, 200], "data_offsets": [160004, 320004]}}).encode()
+h += b" " * (-len(h) % 8)
+open(d + "/big.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0" + w.tobytes() + b"\0\0" + w.tobytes())
+# a header that promises 160000 bytes of data over a file cut at 100000
+raw = open(d + "/big.npy", "rb").read()
+open(d + "/cut.npy", "wb").write(raw[:100000])
+open(d + "/empty.npy", "wb").close()
+np.save(d + "/want.npy", w * np.float32(2) + np.float32(1))
+PY
+sum0=$(md5sum <"$tmp/big.npy")
+printf 'w = load("%s")\ny = w * 2 + 1\nprint sum(y)\n' "$tmp/big.npy" >"$tmp/m.tir"
+"$tir" run "$tmp/m.tir" --save "y=$tmp/y.npy" >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ $st -eq 0 ] && grep -q ' · mapped 156\.[0-9] KiB$' "$tmp/err" && [ "$(md5sum <"$tmp/big.npy")" = "$sum0" ] &&
+	"$py" -c 'import numpy as np, sys; sys.exit(not np.array_equal(np.load(sys.argv[1]), np.load(sys.argv[2])))' \
+		"$tmp/y.npy" "$tmp/want.npy"; then ok; else
+	bad "a mapped load read by a kernel that may reuse its input (exit $st):"
+	cat "$tmp/out" "$tmp/err"
+fi
+printf 'input w: f32[200, 200]\ny = w * 2 + 1\nprint sum(y)\n' >"$tmp/mi.tir"
+"$tir" run "$tmp/mi.tir" --input "w=$tmp/big.npy" --save "y=$tmp/yi.npy" >"$tmp/out2" 2>"$tmp/err"
+if [ $? -eq 0 ] && grep -q ' · mapped 156\.[0-9] KiB$' "$tmp/err" && cmp -s "$tmp/out" "$tmp/out2" &&
+	cmp -s "$tmp/y.npy" "$tmp/yi.npy" && [ "$(md5sum <"$tmp/big.npy")" = "$sum0" ]; then ok; else
+	bad "a mapped --input:"
+	cat "$tmp/out2" "$tmp/err"
+fi
+# safetensors: the aligned tensor mapped, the unaligned one copied; the same values
+for t in a u; do
+	printf 'w = load("%s", "%s")\ny = w * 2 + 1\nprint sum(y)\n' "$tmp/big.safetensors" $t >"$tmp/s$t.tir"
+	"$tir" run "$tmp/s$t.tir" --save "y=$tmp/y$t.npy" >"$tmp/out$t" 2>"$tmp/err$t"
+	echo $? >"$tmp/st$t"
+done
+if [ "$(cat "$tmp/sta")$(cat "$tmp/stu")" = 00 ] && grep -q ' · mapped ' "$tmp/erra" && ! grep -q 'mapped' "$tmp/erru" &&
+	cmp -s "$tmp/outa" "$tmp/out" && cmp -s "$tmp/outu" "$tmp/out" && cmp -s "$tmp/ya.npy" "$tmp/y.npy" &&
+	cmp -s "$tmp/yu.npy" "$tmp/y.npy"; then ok; else
+	bad "safetensors, mapped (a) and unaligned (u):"
+	cat "$tmp/outa" "$tmp/erra" "$tmp/outu" "$tmp/erru"
+fi
+# a mapped bool file is checked byte by byte as a read one is
+printf 'b = load("%s")\nprint sum(cast(b, i64))\n' "$tmp/bigb.npy" >"$tmp/b.tir"
+"$tir" run --quiet "$tmp/b.tir" >"$tmp/out" 2>&1
+want=$("$py" -c 'import numpy as np, sys; print(int(np.load(sys.argv[1]).sum()))' "$tmp/bigb.npy")
+[ "$(sed -n 2p "$tmp/out")" = "$want" ] && ok || { bad "a mapped bool file:"; cat "$tmp/out"; }
+printf 'b = load("%s")\nprint b\n' "$tmp/bigbad.npy" >"$tmp/b.tir"
+"$tir" run --quiet "$tmp/b.tir" >"$tmp/out" 2>"$tmp/err"
+st=$?
+[ $st -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q "bigbad.npy: invalid bool byte 0x02 at element 30007" "$tmp/err" && ok ||
+	{ bad "a mapped bool file with a byte 2: exit $st"; cat "$tmp/err"; }
+# files too short for what their header promises, or empty: clear errors, exit 1
+for f in cut.npy:"truncated: expected 160000 bytes of data" empty.npy:"not a .npy or .safetensors file"; do
+	printf 'w = load("%s")\nprint w\n' "$tmp/${f%%:*}" >"$tmp/c.tir"
+	"$tir" run --quiet "$tmp/c.tir" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q "${f%%:*}: ${f#*:}" "$tmp/err" && ok ||
+		{ bad "load of ${f%%:*}: exit $st"; cat "$tmp/err"; }
+done
+
 # --save's usage errors: exit 2 before anything runs
 "$tir" run "$tmp/p.tir" --save w=$tmp/x.npy --save b=$tmp/x.npy >/dev/null 2>"$tmp/err"
 st=$?

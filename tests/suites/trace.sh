@@ -5,8 +5,9 @@
 # dur in microseconds, and "M" thread names), one kernel event per kernel
 # the run reports, kernels one after another after the parse and the plan,
 # every pool span inside a kernel and as many tasks in the spans as the
-# kernels offered; the same at --threads 1 and 3; --trace with --remote is
-# a usage error, an unwritable file a data error.  Prints `N passed, M
+# kernels offered; the same at --threads 1 and 3; a remote run's trace
+# (its requests, uploads and fetch, the server's plan and run) against
+# what the run reports; an unwritable file a data error.  Prints `N passed, M
 # failed` last.
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin trace
@@ -24,11 +25,46 @@ for prog in samples/mlp.tir samples/cnn.tir bench/e2e/norm.tir; do
 	done
 done
 
+# a remote run, on a server of its own (a free loopback port): the batch,
+# every round trip, each upload and the fetch of the results, the
+# server's plan and run (tests/trace_check.py --remote), against the
+# numbers the run itself reports (--profile's blobs line, the timing
+# line's round trips and bytes up); then again, the blobs cached: no uploads
+"$tir" serve --port 0 2>"$tmp/serve.log" &
+spid=$!
+i=0
+port=
+while [ $i -lt 1200 ] && [ -z "$port" ] && kill -0 $spid 2>/dev/null; do
+	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 3)$|\1|p' "$tmp/serve.log")
+	[ -n "$port" ] || sleep 0.05
+	i=$((i + 1))
+done
+"$py" -c 'import numpy as np, sys
+np.save(sys.argv[1] + "/x.npy", np.linspace(-1, 1, 64 * 300, dtype=np.float32).reshape(64, 300))
+np.save(sys.argv[1] + "/w.npy", np.cos(np.arange(300 * 200, dtype=np.float32)).reshape(300, 200))' "$tmp"
+printf 'input x: f32[64, 300]\nw = load("%s/w.npy")\nprint sum(relu(x @ w), axis=1)\n' "$tmp" >"$tmp/r.tir"
+"$tir" run --quiet "$tmp/r.tir" --input "x=$tmp/x.npy" >"$tmp/local.out" 2>&1
+for round in first again; do
+	"$tir" run --profile --trace "$tmp/r.json" "$tmp/r.tir" --input "x=$tmp/x.npy" --remote "127.0.0.1:$port" \
+		>"$tmp/out" 2>"$tmp/err"
+	st=$?
+	k=$(sed -n 's/.* -> \([0-9]*\) kernels.*/\1/p' "$tmp/err")
+	trips=$(sed -n 's/.* net .* (\([0-9]*\) round trips*, .*/\1/p' "$tmp/err")
+	up=$(sed -n 's/.* round trips*, \(.*\) up, .*/\1/p' "$tmp/err")
+	blobs=$(sed -n 's/^blobs: [0-9]* cached, \([0-9]*\) sent (\([0-9]*\) bytes).*/\1 \2/p' "$tmp/err")
+	want=2
+	[ $round = again ] && want=0
+	: >"$tmp/msg"
+	if [ $st -eq 0 ] && [ -n "$port" ] && cmp -s "$tmp/out" "$tmp/local.out" && [ "${blobs% *}" = $want ] &&
+		"$py" tests/trace_check.py "$tmp/r.json" --remote "$k" "$trips" "$up" $blobs >"$tmp/msg" 2>&1; then ok; else
+		bad "--trace of a remote run ($round; exit $st, blobs sent: '$blobs'):"
+		cat "$tmp/msg" "$tmp/err" | head -n 10
+	fi
+done
+kill -TERM $spid 2>/dev/null
+wait $spid 2>/dev/null
+
 # misuse
-"$tir" run --trace "$tmp/t.json" --remote 127.0.0.1:1 samples/mlp.tir >/dev/null 2>"$tmp/err"
-st=$?
-[ $st -eq 2 ] && grep -q "with --remote it is not supported yet" "$tmp/err" && ok ||
-	{ bad "--trace with --remote: exit $st"; cat "$tmp/err"; }
 "$tir" run --quiet --trace "$tmp/no/such/dir/t.json" samples/mlp.tir >/dev/null 2>"$tmp/err"
 st=$?
 [ $st -eq 1 ] && grep -q "tir: --trace $tmp/no/such/dir/t.json: No such file or directory" "$tmp/err" && ok ||

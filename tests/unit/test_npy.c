@@ -704,6 +704,60 @@ static void cleanup(void)
 	rmdir(dir);
 }
 
+/* load maps data of 64 KiB or more (tir_set_file_mapping): the file's
+ * pages, read-only, not charged as tensor bytes, unmapped on the last
+ * release; small data, or mapping off, is read into memory of its own.
+ * The mapping is live: the file truncated under it is SIGBUS on a touch
+ * (README's caveat; the CLI says so, exit 1). */
+static void test_mapping(void)
+{
+	struct tir_err err = {0};
+	struct tir_tensor t, u, v;
+	int64_t shape[1] = {32768};
+	CHECK(tir_tensor_alloc(&t, TIR_DTYPE_F32, 1, shape, false, &err) == 0);
+	float *d = tir_tensor_data(&t);
+	for (int64_t i = 0; i < shape[0]; i++)
+		d[i] = (float)i * 0.5f;
+	CHECK(tir_npy_save(fpath("map.npy"), &t, &err) == 0);
+	size_t held = tir_mem_current(), mapped = tir_mem_mapped();
+	CHECK(tir_file_load(fpath("map.npy"), NULL, &u, &err) == 0);
+	CHECK(u.buf && u.buf->map && !tir_buf_writable(u.buf));
+	CHECK(tir_mem_current() == held && tir_mem_mapped() >= mapped + 131072);
+	CHECK(u.buf && memcmp(tir_tensor_data(&u), d, 131072) == 0);
+	CHECK(((uintptr_t)tir_tensor_data(&u) & 63) == 0);   /* numpy's 64-byte header */
+	tir_tensor_ref(&v, &u);
+	tir_tensor_release(&u);
+	CHECK(tir_mem_mapped() >= mapped + 131072);           /* still held by v */
+	tir_tensor_release(&v);
+	CHECK(tir_mem_mapped() == mapped);
+	tir_set_file_mapping(false);
+	CHECK(tir_file_load(fpath("map.npy"), NULL, &u, &err) == 0);
+	CHECK(u.buf && !u.buf->map && tir_buf_writable(u.buf) && tir_mem_mapped() == mapped);
+	CHECK(u.buf && memcmp(tir_tensor_data(&u), d, 131072) == 0);
+	tir_tensor_release(&u);
+	tir_set_file_mapping(true);
+	struct tir_tensor small = t; /* 4000 bytes: read */
+	small.shape[0] = 1000;
+	CHECK(tir_npy_save(fpath("small.npy"), &small, &err) == 0);
+	CHECK(tir_file_load(fpath("small.npy"), NULL, &u, &err) == 0);
+	CHECK(u.buf && !u.buf->map);
+	tir_tensor_release(&u);
+#if !defined(__SANITIZE_ADDRESS__)
+	/* (ASan takes SIGBUS for itself) */
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (tir_file_load(fpath("map.npy"), NULL, &u, &err) || truncate(fpath("map.npy"), 0))
+			_exit(3);
+		volatile float x = ((volatile float *)tir_tensor_data(&u))[32767];
+		(void)x;
+		_exit(0);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS);
+#endif
+	tir_tensor_release(&t);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -717,6 +771,7 @@ int main(void)
 	test_safetensors();
 	test_save_errors();
 	test_listing();
+	test_mapping();
 	CHECK(tir_mem_current() == mem0);
 	cleanup();
 	return check_report("test_npy");
