@@ -10,6 +10,7 @@
 #ifndef TIR_HALF_H
 #define TIR_HALF_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,6 +54,8 @@ static inline uint32_t tir_round_small(double a, int man, int bias)
 	uint32_t inf = (uint32_t)(2 * bias + 1) << man;
 	if (a != a)
 		return inf | 1u << (man - 1);
+	if (a > DBL_MAX)
+		return inf;
 	int e;
 	frexp(a, &e); /* a = f * 2^e, f in [0.5, 1): 2^(e-1) <= a */
 	e -= 1;

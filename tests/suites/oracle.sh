@@ -32,4 +32,4 @@ if [ ! -x "$tir" ]; then
 fi
 
 # oracle.py makes and removes its own temporary directory under TMPDIR
-exec "$py" "$root/tests/oracle/oracle.py" --tir "$tir"
+exec "$py" "$root/tests/oracle/${ORACLE_SCRIPT:-oracle.py}" --tir "$tir"
