@@ -453,7 +453,58 @@ def check_attention(s):
     return prints, saved, claims
 
 
+def read_bf16_ckpt(path):
+    """A .safetensors file of BF16 and I64 tensors: name -> float64 / int64."""
+    import json
+    import struct
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    out = {}
+    for k, v in json.loads(raw[8:8 + n]).items():
+        if k == "__metadata__":
+            continue
+        a, e = v["data_offsets"]
+        body = raw[8 + n + a:8 + n + e]
+        if v["dtype"] == "BF16":
+            bits = np.frombuffer(body, np.uint16).astype(np.uint32) << 16
+            out[k] = bits.view(np.float32).astype(np.float64).reshape(v["shape"])
+        else:
+            out[k] = np.frombuffer(body, np.int64).reshape(v["shape"])
+    return out
+
+
+def check_gpt2(s):
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    path = os.path.join(root, "samples", "gpt2.safetensors")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpt2_ckpt
+    with tempfile.TemporaryDirectory() as t:
+        gpt2_ckpt.write(os.path.join(t, "g.safetensors"))
+        same_file = open(os.path.join(t, "g.safetensors"), "rb").read() == open(path, "rb").read()
+    w = read_bf16_ckpt(path)
+    x = w["wte.weight"][w["tokens"]] + w["wpe.weight"]
+    for i in range(12):
+        g = {k[len("h.%d." % i):]: v for k, v in w.items() if k.startswith("h.%d." % i)}
+        h = layernorm(x, g["ln_1.weight"], g["ln_1.bias"])
+        qkv = h @ g["attn.c_attn.weight"] + g["attn.c_attn.bias"]
+        q, k, v = (qkv[:, j * 32:(j + 1) * 32].reshape(16, 4, 8).transpose(1, 0, 2) for j in range(3))
+        a = attention(q, k, v, causal=True).transpose(1, 0, 2).reshape(16, 32)
+        x = x + a @ g["attn.c_proj.weight"] + g["attn.c_proj.bias"]
+        h = layernorm(x, g["ln_2.weight"], g["ln_2.bias"])
+        x = x + gelu(h @ g["mlp.c_fc.weight"] + g["mlp.c_fc.bias"]) @ g["mlp.c_proj.weight"] + \
+            g["mlp.c_proj.bias"]
+    x = layernorm(x, w["ln_f.weight"], w["ln_f.bias"])
+    logits = x @ w["wte.weight"].T
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    prints = [i64(w["tokens"]), i64(logits.argmax(axis=1)), f32(logits[-1:], scale=rms(logits))]
+    claims = [("samples/gpt2.safetensors is what tests/oracle/gpt2_ckpt.py writes", same_file),
+              ("every next token wins by more than f32 noise (so argmax is well defined)",
+               bool((top2[:, 1] - top2[:, 0] > 1e-3).all()))]
+    return prints, {"logits": f32(logits, scale=rms(logits))}, claims
+
+
 SAMPLES = {
+    "gpt2": (["logits"], check_gpt2),
     "mlp": (["x", "w1", "w2", "h", "y"], check_mlp),
     "creation": (["u", "n", "d", "s5", "s5_again", "s6", "ub", "nb"], check_creation),
     "elementwise": (["r", "leaky"], check_elementwise),
