@@ -368,4 +368,28 @@ for op in zeros ones full arange linspace eye rand randn fused; do
 	}'
 done
 echo "  targets: fills, arange, linspace, eye at >= 70% of write bandwidth (<= 1.43x), rand <= 2x, randn <= 4x"
+
+# ---- bf16: a product of two bf16 operands against the same product in f32 ----
+# On a CPU with AVX-512 BF16 tir's gemm runs vdpbf16ps on pairs of bf16
+# (lib/exec/gemm.c, kern_bf16); elsewhere the bf16 operands are widened as
+# they are packed and the f32 kernel runs (then no faster than f32).
+# Debian 12's OpenBLAS (0.3.21) is built without cblas_sbgemm.
+section "bf16 matmul: [2048, 2048] @ [2048, 2048], $THREADS threads (median of >= $RUNS runs, >= 1 s)"
+: >"$tmp/rows"
+for t in f32 bf16; do
+	printf 'input a: %s[2048, 2048]\ninput b: %s[2048, 2048]\ny = a @ b\n' "$t" "$t" >"$tmp/mm_$t.tir"
+	if "$BUILD/bench/tir_time" --threads "$THREADS" --runs "$RUNS" --out y "$tmp/mm_$t.tir" >"$tmp/tir.mm_$t"; then
+		row "tir $t" "$(kv "$tmp/tir.mm_$t" ms_median)" "" ""
+	else
+		row "tir $t" "" "" "tir_time FAILED"
+		status=1
+	fi
+done
+table "tir f32" "tir bf16"
+if grep -q avx512_bf16 /proc/cpuinfo 2>/dev/null; then
+	echo "  kernel: vdpbf16ps (this CPU has AVX-512 BF16)"
+else
+	echo "  kernel: bf16 widened to f32 (no AVX-512 BF16 here): expect about 1x"
+fi
+target "bf16 >= 1.6x faster than f32" "$(ratio "$(kv "$tmp/tir.mm_f32" ms_median)" "$(kv "$tmp/tir.mm_bf16" ms_median)")" ">=" 1.6
 exit $status

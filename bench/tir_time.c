@@ -76,11 +76,13 @@ static int fill_input(struct tir_exec *x, const struct tir_stmt *st, int k, doub
 	const struct tir_type *ty = &st->node->type;
 	struct tir_err err = {0};
 	struct tir_tensor t = {0};
-	if (ty->dtype != TIR_DTYPE_F32 && ty->dtype != TIR_DTYPE_F64) {
-		fprintf(stderr, "tir_time: input %s: only f32 and f64 inputs are filled\n", st->name);
+	if (!tir_dtype_is_float((enum tir_dtype)ty->dtype)) {
+		fprintf(stderr, "tir_time: input %s: only float inputs are filled\n", st->name);
 		return -1;
 	}
-	if (tir_tensor_alloc(&t, (enum tir_dtype)ty->dtype, ty->rank, ty->shape, false, &err)) {
+	/* f16 and bf16: the f32 values, rounded */
+	enum tir_dtype make = ty->dtype == TIR_DTYPE_F64 ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+	if (tir_tensor_alloc(&t, make, ty->rank, ty->shape, false, &err)) {
 		fprintf(stderr, "tir_time: input %s: %s\n", st->name, err.msg);
 		return -1;
 	}
@@ -90,10 +92,20 @@ static int fill_input(struct tir_exec *x, const struct tir_stmt *st, int k, doub
 	for (int64_t i = 0; i < n; i++) {
 		uint64_t h = ((uint64_t)i * UINT64_C(2654435761) + (uint64_t)k * 40503u) & 0xffffffffu;
 		double v = lo + (hi - lo) * ((double)h / 4294967296.0);
-		if (ty->dtype == TIR_DTYPE_F32)
+		if (make == TIR_DTYPE_F32)
 			pf[i] = (float)v;
 		else
 			pd[i] = v;
+	}
+	if (make != ty->dtype) {
+		struct tir_tensor h = {0};
+		int rc = tir_tensor_convert(&t, (enum tir_dtype)ty->dtype, &h, &err);
+		tir_tensor_release(&t);
+		if (rc) {
+			fprintf(stderr, "tir_time: input %s: %s\n", st->name, err.msg);
+			return -1;
+		}
+		t = h;
 	}
 	if (tir_exec_set_input(x, st->name, &t, st->name, &err)) {
 		fprintf(stderr, "tir_time: input %s: %s\n", st->name, err.msg);

@@ -130,10 +130,65 @@ GM_KERNEL(kern_a5_f32, GM_A5, float, gm_f16, 12, 2, _mm512_fmadd_ps)
 GM_KERNEL(kern_a5_f64, GM_A5, double, gm_d8, 12, 2, _mm512_fmadd_pd)
 #endif
 
+#if GM_X86
+/* bf16 products on AVX-512 BF16 (vdpbf16ps): a and b packed as pairs of
+ * bf16 along k (one 32-bit element a pair, so the panels are laid out as
+ * f32 ones of half the depth), c f32.  Each step adds both products of
+ * a pair to the accumulator, in the instruction's order; bf16 subnormal
+ * inputs count as zero (the instruction's DAZ).  12 x 2 vectors, as
+ * kern_a5_f32. */
+__attribute__((target("avx512f,avx512bf16"))) static void kern_bf16(int64_t kc, const void *pav,
+								 const void *pbv, void *cv, int64_t ldc,
+								 int load)
+{
+	const uint32_t *pa = pav, *pb = pbv;
+	float *c = cv;
+	__m512 acc[12][2];
+	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
+		for (int v = 0; v < 2; v++)
+			acc[i][v] = load ? _mm512_loadu_ps(c + i * ldc + v * 16) : _mm512_setzero_ps();
+	for (int64_t p = 0; p < kc; p++, pa += 12, pb += 32) {
+		__builtin_prefetch(pa + GM_PFA * 12);
+		__builtin_prefetch(pb + GM_PFB * 32);
+		__m512bh b0 = (__m512bh)_mm512_load_si512(pb), b1 = (__m512bh)_mm512_load_si512(pb + 16);
+		_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) {
+			__m512bh a = (__m512bh)_mm512_set1_epi32((int)pa[i]);
+			acc[i][0] = _mm512_dpbf16_ps(acc[i][0], a, b0);
+			acc[i][1] = _mm512_dpbf16_ps(acc[i][1], a, b1);
+		}
+	}
+	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
+		for (int v = 0; v < 2; v++)
+			_mm512_storeu_ps(c + i * ldc + v * 16, acc[i][v]);
+}
+#endif
+
 struct gemm_kern {
 	gemm_kernel_fn fn;
 	int mr, nr;
 };
+
+#if GM_X86
+static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32 };
+#endif
+
+/* The bf16 kernel, for a product of two bf16 operands on the AVX-512
+ * path of a CPU with AVX-512 BF16; else NULL (the operands are widened
+ * to f32 as they are packed, and the f32 kernel runs). */
+static const struct gemm_kern *pick_pairs(const struct tir_gemm *g)
+{
+#if GM_X86
+	static int ok = -1;
+	if (ok < 0)
+		ok = __builtin_cpu_supports("avx512bf16");
+	if (ok && g->dt == TIR_DTYPE_F32 && g->a_dt == TIR_DTYPE_BF16 && g->b_dt == TIR_DTYPE_BF16 &&
+	    tir_vmath_path() == TIR_VMATH_AVX512)
+		return &kern_pairs;
+#else
+	(void)g;
+#endif
+	return NULL;
+}
 
 /* [path][0 f32, 1 f64] */
 static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
@@ -267,6 +322,8 @@ static int64_t ceil_div(int64_t a, int64_t b)
 struct job {
 	const struct tir_gemm *g;
 	const struct gemm_kern *kern;
+	bool pairs;                  /* kern_bf16: g->k counts pairs of the ksrc steps */
+	int64_t ksrc;
 	int64_t es, mr, nr, kc;
 	int64_t mp, np, kb;          /* panels of a (rows), of b (columns); k-blocks */
 	int64_t mpad, npad;          /* mp * mr, np * nr */
@@ -340,6 +397,25 @@ static void pack_task(void *arg, int64_t t)
 	int64_t is = is_a ? g->a_rs : g->b_cs, ps = is_a ? g->a_cs : g->b_rs;
 	enum tir_dtype sdt = is_a ? g->a_dt : g->b_dt;
 	char *dst = (is_a ? j->pa : j->pb) + (bi * g->k * pad + k0 * pad) * j->es;
+	if (j->pairs) {
+		/* element (i, pair p): source steps 2p and 2p + 1 of k (past
+		 * its end 0), low half first, as vdpbf16ps takes them */
+		const uint16_t *s0 = (const uint16_t *)(is_a ? g->a : g->b) + off;
+		for (int64_t q = p0; q < p1; q++) {
+			int64_t len = full - q * w < w ? full - q * w : w;
+			uint32_t *d = (uint32_t *)(dst + q * w * kcb * j->es);
+			for (int64_t p = 0; p < kcb; p++, d += w) {
+				int64_t kk = 2 * (k0 + p);
+				const uint16_t *s = s0 + q * w * is + kk * ps;
+				bool hi = kk + 1 < j->ksrc;
+				for (int64_t i = 0; i < len; i++)
+					d[i] = s[i * is] | (hi ? (uint32_t)s[i * is + ps] << 16 : 0);
+				for (int64_t i = len; i < w; i++)
+					d[i] = 0;
+			}
+		}
+		return;
+	}
 	if (sdt && sdt != g->dt) {
 		/* stored narrower (f16 weights, i8 codes): widened as packed */
 		int64_t ses = (int64_t)tir_dtype_size(sdt);
@@ -621,13 +697,15 @@ static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abyt
 		struct tir_gemm s = *g;
 		struct slab sl = { g->epi, g->epi_ctx, g->m, g->n, rows ? x0 : 0, rows ? 0 : x0,
 				   rows ? len : g->m, rows ? g->n : len };
+		int64_t aes = g->a_dt ? (int64_t)tir_dtype_size(g->a_dt) : j->es;
+		int64_t bes = g->b_dt ? (int64_t)tir_dtype_size(g->b_dt) : j->es;
 		if (rows) {
 			s.m = len;
-			s.a = (const char *)g->a + x0 * g->a_rs * j->es;
+			s.a = (const char *)g->a + x0 * g->a_rs * aes;
 			s.c = (char *)g->c + x0 * g->ldc * j->es;
 		} else {
 			s.n = len;
-			s.b = (const char *)g->b + x0 * g->b_cs * j->es;
+			s.b = (const char *)g->b + x0 * g->b_cs * bes;
 			s.c = (char *)g->c + x0 * j->es;
 		}
 		if (g->epi) {
@@ -641,11 +719,22 @@ static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abyt
 	return 0;
 }
 
-int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
+int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 {
-	struct job j = { .g = g, .kern = pick_kernel(g->dt) };
+	struct job j = { .g = g0, .kern = pick_kernel(g0->dt), .ksrc = g0->k };
 	int64_t batches = 1;
 	int rc = 0;
+	/* bf16 pairs: the product of half the depth over pair elements */
+	struct tir_gemm gp;
+	const struct gemm_kern *pk = g0->k > 0 ? pick_pairs(g0) : NULL;
+	if (pk) {
+		gp = *g0;
+		gp.k = (g0->k + 1) / 2;
+		j.g = &gp;
+		j.kern = pk;
+		j.pairs = true;
+	}
+	const struct tir_gemm *g = j.g;
 
 	TIR_ASSERT(g->dt == TIR_DTYPE_F32 || g->dt == TIR_DTYPE_F64);
 	for (int d = 0; d < g->nb; d++)
@@ -686,7 +775,7 @@ int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err)
 	size_t keep = g->slab_bytes > 0 ? (size_t)g->slab_bytes      /* the test hook */
 		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
 	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
-		return run_slabs(g, &j, abytes, bbytes, keep, err);
+		return run_slabs(g0, &j, abytes, bbytes, keep, err);
 	/* packing units of about L2 / 8 bytes each */
 	int64_t unit = tir_machine_caches()->l2 / 8;
 	j.ga = unit / (j.kc * j.mr * j.es);

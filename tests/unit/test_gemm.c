@@ -471,6 +471,69 @@ static void test_conv(enum tir_dtype dt)
 	tir_tensor_release(&first);
 }
 
+/* Operands stored as bf16 or f16 (or one of each with f32): each element
+ * against a long double reference of the widened values, within the
+ * bound of a sequential sum (k + 2) * 2^-24 * sum |a b| (the bf16 pair
+ * kernel sums a pair's two exact products, then adds: inside it); bit
+ * for bit across thread counts, tile sizes and a product cut in slabs;
+ * odd k (a pair's second half past the end), transposed and strided
+ * operands, tails in m and n. */
+static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
+{
+	int64_t m = 77, n = 70, k = 801; /* 401 pairs: several k-blocks */
+	struct tir_err err = { 0 };
+	int64_t ars, acs, brs, bcs;
+	float *af = operand(TIR_DTYPE_F32, m, k, la, &ars, &acs);
+	float *bf = operand(TIR_DTYPE_F32, k, n, lb, &brs, &bcs);
+	/* the same layouts in the narrow types (element offsets as the f32's) */
+	int64_t aspan = (m - 1) * ars + (k - 1) * acs + 1, bspan = (k - 1) * brs + (n - 1) * bcs + 1;
+	void *an = malloc((size_t)aspan * 4), *bn = malloc((size_t)bspan * 4);
+	tir_cvt_run(adt, an, TIR_DTYPE_F32, af, 1, aspan);
+	tir_cvt_run(bdt, bn, TIR_DTYPE_F32, bf, 1, bspan);
+	tir_cvt_run(TIR_DTYPE_F32, af, adt, an, 1, aspan); /* the values the product reads */
+	tir_cvt_run(TIR_DTYPE_F32, bf, bdt, bn, 1, bspan);
+	float *c = calloc((size_t)(m * n), 4), *first = calloc((size_t)(m * n), 4);
+	int bad = 0;
+	for (int ti = 0; ti < NTHREADS; ti++) {
+		tir_blas_set_threads(threads[ti]);
+		for (int slab = 0; slab < 2; slab++) {
+			struct tir_gemm g = {
+				.dt = TIR_DTYPE_F32, .a_dt = adt, .b_dt = bdt, .m = m, .n = n, .k = k,
+				.a = adt == TIR_DTYPE_F32 ? (void *)af : an, .b = bdt == TIR_DTYPE_F32 ? (void *)bf : bn,
+				.a_rs = ars, .a_cs = acs, .b_rs = brs, .b_cs = bcs, .c = c, .ldc = n,
+				.slab_bytes = slab ? 4096 : 0, .tile_m = slab ? 1 : 0,
+			};
+			CHECK(tir_gemm_run(&g, &err) == 0);
+			if (ti == 0 && slab == 0) {
+				memcpy(first, c, (size_t)(m * n) * 4);
+				for (int64_t i = 0; i < m; i++)
+					for (int64_t j = 0; j < n; j++) {
+						long double r = 0, mag = 0;
+						for (int64_t p = 0; p < k; p++) {
+							long double t = (long double)af[i * ars + p * acs] * bf[p * brs + j * bcs];
+							r += t;
+							mag += fabsl(t);
+						}
+						bad += fabsl(c[i * n + j] - r) > (k + 2) * 0x1p-24L * mag;
+					}
+			} else {
+				bad += memcmp(first, c, (size_t)(m * n) * 4) != 0;
+			}
+		}
+	}
+	tir_blas_set_threads(1);
+	if (bad)
+		fprintf(stderr, "narrow %s @ %s (layouts %d %d): %d bad\n", tir_dtype_name(adt), tir_dtype_name(bdt),
+			la, lb, bad);
+	CHECK(bad == 0);
+	free(af);
+	free(bf);
+	free(an);
+	free(bn);
+	free(c);
+	free(first);
+}
+
 int main(void)
 {
 	fprintf(stderr, "test_gemm: path %s, %s\n", tir_vector_path(), tir_gemm_info());
@@ -490,6 +553,11 @@ int main(void)
 		test_batched(dt, (int64_t[]){ 1, 25, 300 }, (int64_t[]){ 6, 300, 40 }, 3);
 		test_conv(dt);
 	}
+	test_narrow(TIR_DTYPE_BF16, TIR_DTYPE_BF16, 0, 0);  /* the pair kernel, where there is one */
+	test_narrow(TIR_DTYPE_BF16, TIR_DTYPE_BF16, 1, 2);
+	test_narrow(TIR_DTYPE_F16, TIR_DTYPE_F16, 0, 1);
+	test_narrow(TIR_DTYPE_F32, TIR_DTYPE_BF16, 2, 0);
+	test_narrow(TIR_DTYPE_F16, TIR_DTYPE_F32, 0, 0);
 	tir_pool_shutdown();
 	return check_report("test_gemm");
 }
