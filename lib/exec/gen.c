@@ -210,7 +210,9 @@ bool tir_gen_init(struct tir_gen *g, const struct tir_node *n)
 	const struct tir_attr *at = n->attr;
 	memset(g, 0, sizeof *g);
 	g->op = n->op;
-	g->dt = tir_dtype_wide((enum tir_dtype)n->type.dtype); /* f16, bf16: made in f32 */
+	g->dt = (enum tir_dtype)n->type.dtype;
+	if (g->dt == TIR_DTYPE_F16 || g->dt == TIR_DTYPE_BF16)
+		g->dt = TIR_DTYPE_F64; /* made in f64, rounded once (run.c) */
 	if (!tir_gen_is_op(n->op) || (g->dt != TIR_DTYPE_F32 && g->dt != TIR_DTYPE_F64))
 		return false;
 	switch (n->op) {

@@ -333,8 +333,11 @@ static int as_head_operand(const struct tir_tensor *v, enum tir_dtype dt, struct
 
 static int alloc_out(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
 {
-	return tir_tensor_alloc(out, tir_dtype_wide((enum tir_dtype)n->type.dtype), n->type.rank, n->type.shape,
-				false, err);
+	enum tir_dtype dt = (enum tir_dtype)n->type.dtype, w = tir_dtype_wide(dt);
+	/* an f16 or bf16 creation op is made in f64 and rounded once */
+	if (w == TIR_DTYPE_F32 && dt != w && tir_op(n->op)->kind == TIR_KIND_CREATE)
+		w = TIR_DTYPE_F64;
+	return tir_tensor_alloc(out, w, n->type.rank, n->type.shape, false, err);
 }
 
 static bool is_narrow(enum tir_dtype dt)
@@ -361,11 +364,11 @@ static int narrow_rand(struct tir_tensor *t, enum tir_dtype dt, struct tir_tenso
 	int rc = tir_tensor_convert(t, dt, out, err);
 	if (rc)
 		return rc;
-	const float *s = tir_tensor_data(t);
+	const double *s = tir_tensor_data(t); /* made in f64: alloc_out */
 	uint16_t *d = tir_tensor_data(out);
 	int64_t n = tir_tensor_numel(t);
 	for (int64_t i = 0; i < n; i++) {
-		float back = dt == TIR_DTYPE_F16 ? tir_h2f(d[i]) : tir_b2f(d[i]);
+		double back = dt == TIR_DTYPE_F16 ? tir_h2f(d[i]) : tir_b2f(d[i]);
 		if (back > s[i])
 			d[i]--; /* positive: the next value down */
 	}
@@ -735,7 +738,8 @@ static int eval_node(struct tir_exec *x, const struct tir_node *n, struct tir_te
 	default:
 		TIR_ASSERT(!"op kind");
 	}
-	if (!rc && is_narrow(ot) && out->dtype == tir_dtype_wide(ot) && !moves_only(n->op)) {
+	if (!rc && is_narrow(ot) && out->dtype != ot && !moves_only(n->op) && n->op != TIR_OP_CONST &&
+	    n->op != TIR_OP_INPUT && n->op != TIR_OP_LOAD) {
 		/* a storage type: computed wide, rounded or wrapped on store */
 		struct tir_tensor t;
 		rc = n->op == TIR_OP_RAND ? narrow_rand(out, ot, &t, err) : tir_tensor_convert(out, ot, &t, err);
