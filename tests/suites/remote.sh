@@ -396,6 +396,18 @@ printf 'x = relux(ones([2]))\n' >"$tmp/syntax.tir"
 check_same "program error" syntax.tir
 printf 'x = 1\n' >"$tmp/noprint.tir"
 check_same "nothing printed" noprint.tir
+# the storage dtypes cross the wire both ways: an f16 input uploaded, bf16,
+# i8 and u8 values computed there and printed here, an f16 result saved
+"$py" -c 'import numpy as np, sys; np.save(sys.argv[1], (np.arange(12).reshape(3, 4) / 7).astype(np.float16))' "$tmp/h.npy"
+printf 'input h: f16[3, 4]\nb = cast(h, bf16) * 3\nq = cast(h * 100, i8) + cast(h * 100, i8)\nprint h * h, b, q, cast(q, u8)\n' >"$tmp/half.tir"
+check_same "f16, bf16, i8, u8 values" half.tir --input "h=$tmp/h.npy"
+(cd "$tmp" && timeout 20 "$tir" run --quiet half.tir --input "h=$tmp/h.npy" --save "b=$tmp/lb.safetensors" --save "q=$tmp/lq.npy" >/dev/null 2>&1)
+(cd "$tmp" && timeout 20 "$tir" run --quiet half.tir --input "h=$tmp/h.npy" --save "b=$tmp/rb.safetensors" --save "q=$tmp/rq.npy" --remote "$main_addr" >/dev/null 2>&1)
+if cmp -s "$tmp/lb.safetensors" "$tmp/rb.safetensors" && cmp -s "$tmp/lq.npy" "$tmp/rq.npy"; then
+	pass
+else
+	fail "f16 saves" "a bf16 or i8 value saved from a remote run differs from the local one"
+fi
 printf 'print 2.5, 3, true, -inf\nprint [1.5, 2.5] * 2\n' >"$tmp/scalars.tir"
 check_same "scalars" scalars.tir
 

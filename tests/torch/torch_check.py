@@ -243,6 +243,90 @@ def run_tir(tir, prog, cwd, args):
     return np.load(out), None
 
 
+# ---- f16 and bf16 against torch's own ----
+
+HALF_PROG = """input a: {t}[64, 96]
+input b: {t}[96, 48]
+input c: {t}[48]
+e = a * 1.5 - exp(a) / 4
+m = a @ b
+y = gelu(m + c)
+s = sum(a, axis=1)
+"""
+
+
+def half_checks(torch, tir, d):
+    """tir's f16 and bf16 ops (computed in f32, rounded on store) against
+    torch's CPU ops on the same values: elementwise chains bit for bit
+    (torch rounds after each op too), matmul, gelu and sum within one step
+    of the type (torch's kernels sum in another order)."""
+    os.makedirs(d, exist_ok=True)
+    g = torch.Generator().manual_seed(SEED)
+    for tname, tdt, step in (("bf16", torch.bfloat16, 2.0 ** -7), ("f16", torch.float16, 2.0 ** -10)):
+        a = torch.randn(64, 96, generator=g).to(tdt)
+        b = (torch.randn(96, 48, generator=g) / 8).to(tdt)
+        c = torch.randn(48, generator=g).to(tdt)
+        st = {"a": a, "b": b, "c": c}
+        raw = {}
+        for n, t in st.items():
+            raw[n] = t.view(torch.int16).numpy().astype("<i2").tobytes()
+        header, off, blobs = {}, 0, []
+        for n, t in st.items():
+            header[n] = {"dtype": tname.upper(), "shape": list(t.shape), "data_offsets": [off, off + len(raw[n])]}
+            off += len(raw[n])
+            blobs.append(raw[n])
+        h = json.dumps(header).encode()
+        h += b" " * (-len(h) % 8)
+        ck = os.path.join(d, "in.safetensors")
+        with open(ck, "wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+        prog = os.path.join(d, "half.tir")
+        with open(prog, "w") as f:
+            f.write(HALF_PROG.format(t=tname))
+        outs = ["e", "m", "y", "s"]
+        with open(prog, "w") as f:
+            body = HALF_PROG.format(t=tname).split("\n")[3:]
+            f.write("\n".join(['%s = load("in.safetensors", "%s")' % (n, n) for n in st] + body))
+        cmd = [tir, "run", "half.tir", "--quiet"] + sum(
+            (["--save", "%s=out.safetensors" % n] for n in outs), [])
+        p = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            fail("%s ops against torch: tir runs" % tname, p.stderr.strip()[-400:])
+            continue
+        data = open(os.path.join(d, "out.safetensors"), "rb").read()
+        (n,) = struct.unpack("<Q", data[:8])
+        head = json.loads(data[8:8 + n])
+        got = {}
+        for k, v in head.items():
+            lo, hi = v["data_offsets"]
+            bits = torch.from_numpy(np.frombuffer(data[8 + n + lo:8 + n + hi], "<i2").copy())
+            got[k] = bits.view(tdt).reshape(v["shape"]).float().numpy()
+        with torch.no_grad():
+            if tdt == torch.bfloat16:
+                want = {"e": a * 1.5 - torch.exp(a) / 4, "m": a @ b}
+                want["y"] = torch.nn.functional.gelu(want["m"] + c)
+                want["s"] = a.sum(dim=1)
+            else:
+                # torch 1.13 has no CPU f16 exp or matmul: each op in f32,
+                # rounded to f16 after it, as torch's f16 ops do elsewhere
+                def r(t):
+                    return t.to(tdt).float()
+                af, bf_, cf = a.float(), b.float(), c.float()
+                m = r(af @ bf_)
+                want = {"e": r(r(af * 1.5) - r(r(torch.exp(af)) / 4)), "m": m,
+                        "y": r(torch.nn.functional.gelu(r(m + cf))), "s": r(af.sum(dim=1))}
+        for k in outs:
+            w = want[k].float().numpy()
+            if k == "e":
+                # exp: tir's and torch's f32 exp may differ in the last f32 bit
+                diff = np.abs(got[k] - w) > step * np.maximum(np.abs(w), 1e-3)
+            else:
+                diff = np.abs(got[k] - w) > 2 * step * np.maximum(np.abs(w), np.abs(w).max() * 1e-2)
+            check(head[k]["dtype"] == tname.upper() and not diff.any(),
+                  "%s %s against torch (%s)" % (tname, k, "one step" if k == "e" else "two steps of the output"),
+                  "%d of %d differ; max |diff| %g" % (diff.sum(), diff.size, np.abs(got[k] - w).max()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tir", default=os.path.join(ROOT, "build", "tir"))
@@ -377,6 +461,7 @@ def main():
                     good, err, what = compare(y, y_ref)
                     check(not good, "%s with causal=false: the comparison fails (%.2g relative)" % (tag, err),
                           "still matched: " + what)
+        half_checks(torch, tir, os.path.join(work, "half"))
     finally:
         if not opt.keep:
             shutil.rmtree(work, ignore_errors=True)
