@@ -92,6 +92,25 @@ def fake(mode):
     return p, "127.0.0.1:" + p.stdout.readline().decode().strip()
 
 
+
+def held(mode, cmd, env, pattern, line, name):
+    """cmd --remote a fake server in MODE, on a terminal: once its progress
+    line matches pattern, Ctrl-C; the line (starting with `line`) must be
+    cleared before "interrupted", and the exit 130."""
+    fp, addr = fake(mode)
+    try:
+        pid, fd = spawn(cmd + ["--remote", addr], env)
+        m, buf = read_until(fd, pattern)
+        os.kill(pid, signal.SIGINT)
+        st, out = finish(pid, fd, buf)
+        stop = out.find(b"tir: interrupted")
+        check(name, m is not None and st == 130 and stop > 0 and
+              out.rfind(b"\r\x1b[K", 0, stop) > out.rfind(line, 0, stop),
+              "exit %d: %r" % (st, out[-400:]))
+    finally:
+        fp.kill()
+        fp.wait()
+
 def main():
     global ROOT
     tir = os.path.abspath(sys.argv[1])
@@ -127,34 +146,14 @@ def main():
     prog = os.path.join(tmp, "up.tir")
     with open(prog, "w") as f:
         f.write("input x: f32[16777216]\nprint sum(x)\n")
-    fp, addr = fake("holdput")
-    try:
-        pid, fd = spawn([tir, "run", prog, "--input", "x=" + big, "--remote", addr], env)
-        m, buf = read_until(fd, rb"\rtir: upload 1 of 1: [0-9.]+ of 64\.0 MiB, \d+ MiB/s \xc2\xb7 \d+\.\d s")
-        os.kill(pid, signal.SIGINT)
-        st, out = finish(pid, fd, buf)
-        stop = out.find(b"tir: interrupted")
-        check("a held upload on a terminal", m is not None and st == 130 and stop > 0 and
-              out.rfind(b"\r\x1b[K", 0, stop) > out.rfind(b"\rtir: upload", 0, stop),
-              "exit %d: %r" % (st, out[-400:]))
-    finally:
-        fp.kill()
-        fp.wait()
+    held("holdput", [tir, "run", prog, "--input", "x=" + big], env,
+         rb"\rtir: upload 1 of 1: [0-9.]+ of 64\.0 MiB, \d+ MiB/s \xc2\xb7 \d+\.\d s",
+         b"\rtir: upload", "a held upload on a terminal")
 
     # 4. a server that never answers: waiting for it
-    fp, addr = fake("silent")
-    try:
-        pid, fd = spawn([tir, "run", mlp, "--remote", addr], env)
-        m, buf = read_until(fd, rb"\rtir: waiting for the server \([0-9.]+ s\) \xc2\xb7 \d+\.\d s")
-        os.kill(pid, signal.SIGINT)
-        st, out = finish(pid, fd, buf)
-        stop = out.find(b"tir: interrupted")
-        check("a silent server on a terminal", m is not None and st == 130 and stop > 0 and
-              out.rfind(b"\r\x1b[K", 0, stop) > out.rfind(b"\rtir: waiting", 0, stop),
-              "exit %d: %r" % (st, out[-400:]))
-    finally:
-        fp.kill()
-        fp.wait()
+    held("silent", [tir, "run", mlp], env,
+         rb"\rtir: waiting for the server \([0-9.]+ s\) \xc2\xb7 \d+\.\d s",
+         b"\rtir: waiting", "a silent server on a terminal")
 
     # 5. on a pipe: nothing by default, even at once; --progress=always draws
     r = subprocess.run([tir, "run", mlp], env=now, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
