@@ -847,6 +847,8 @@ static char **complete(const char *text, int start, int end)
 		add_names(text, n, false);
 		for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 			cand_add(words[i], text, n);
+		for (int d = 0; d < TIR_DTYPE_COUNT; d++) /* cast(x, bf16), dtype=f16, input x: u8[...] */
+			cand_add(tir_dtype_name((enum tir_dtype)d), text, n);
 		if (ncands == 1)
 			rl_completion_append_character = op ? '(' : '\0';
 		if (ncands == 1 && (!strcmp(cands[0], "print") || !strcmp(cands[0], "fn") ||

@@ -232,6 +232,12 @@ def main():
         check("tab completes an op", s.expect(r"print matmul\(") is not None, repr(s.text(s.mark)[-200:]))
         s.send(b"[[1, 2]], [[3], [4]])\r")
         check("completed line runs", s.expect(r"\[\[11\]\]\s*\ntir> ") is not None, repr(s.text(s.mark)[-300:]))
+        # ... and a dtype name
+        s.send(b"print cast([1.5, 2.25], bf1\t")
+        check("tab completes a dtype", s.expect(r"cast\(\[1\.5, 2\.25\], bf16") is not None, repr(s.text(s.mark)[-200:]))
+        s.send(b")\r")
+        check("a bf16 value prints", s.expect(r"bf16\[2\]\s*\n\[1\.5, 2\.25\]\s*\ntir> ") is not None,
+              repr(s.text(s.mark)[-300:]))
 
         s.send(b".ti\t")
         check("tab completes a dot-command", s.expect(r"\.timer ") is not None, repr(s.text(s.mark)[-200:]))
