@@ -315,8 +315,6 @@ static int as_dtype(const struct tir_tensor *v, enum tir_dtype dt, struct tir_te
 	return tir_tensor_convert(v, dt, out, err);
 }
 
-/* n's result in the type it computes in (f32 for f16 and bf16, i32 for
- * i8, u8 and i16: eval_node narrows it after) */
 static bool is_narrow(enum tir_dtype dt);
 
 /* A matmul's operand: a storage type as it is (gemm.c widens it as it
@@ -331,6 +329,8 @@ static int as_head_operand(const struct tir_tensor *v, enum tir_dtype dt, struct
 	return as_dtype(v, dt, out, err);
 }
 
+/* n's result in the type it computes in (f32 for f16 and bf16, i32 for
+ * i8, u8 and i16: eval_node narrows it after) */
 static int alloc_out(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
 {
 	enum tir_dtype dt = (enum tir_dtype)n->type.dtype, w = tir_dtype_wide(dt);
