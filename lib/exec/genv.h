@@ -311,9 +311,9 @@ GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint
 				u2[u] = GV_(unit53)(w[u][2], w[u][3], false);
 			}
 		}
-		for (int j = 0; j < np; j += GV_NX) {
+		_Pragma("GCC unroll 4") for (int j = 0; j < np; j += GV_NX) {
 			GV_(ln_n)(u1 + j, rad + j, GV_NX);
-			for (int k = j; k < j + GV_NX; k++)
+			_Pragma("GCC unroll 4") for (int k = j; k < j + GV_NX; k++)
 				rad[k] = GV_SQRT(-2.0 * rad[k]);
 			GV_(cossin2pi_n)(u2 + j, cs + j, sn + j, GV_NX);
 		}
