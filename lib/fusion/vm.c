@@ -1324,13 +1324,19 @@ static void lean_plan(struct vm *vm, bool tiled)
 	vm->lean = true;
 }
 
-/* Whether input k of another dtype is widened as the blocks read it (no
- * pass of its own over memory): when only members computed block by
- * block read it, never a reduction folding it in place or a member made
- * before the blocks, which take values of the group's dtype. */
-static bool widens(const struct vm *vm, const struct tir_group *g, int k)
+/* Whether input k (v) of another dtype is widened as the blocks read it
+ * (no pass of its own over memory): a big value of a storage type that
+ * only members computed block by block read, never a reduction folding
+ * it in place or a member made before the blocks, which take values of
+ * the group's dtype. */
+static bool widens(const struct vm *vm, const struct tir_group *g, int k, const struct tir_tensor *v)
 {
 	const struct tir_group_info *info = &vm->info;
+	/* a storage type (f16, bf16, i8, u8, i16) big enough that a pass
+	 * would cost: a scalar or a small operand (a literal held in f64, a
+	 * bias) is converted once and then read in place or spread */
+	if (tir_dtype_wide(v->dtype) == v->dtype || tir_tensor_numel(v) < 4096)
+		return false;
 	for (int j = 0; j < g->n; j++) {
 		const struct tir_node *n = g->nodes[j];
 		bool reads = false;
@@ -1390,7 +1396,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				rc = realize(vm, k, err);
 			continue;
 		}
-		if ((in[k].dtype == vm->dt || widens(vm, g, k)) && k < 64) {
+		if ((in[k].dtype == vm->dt || widens(vm, g, k, &in[k])) && k < 64) {
 			/* the caller holds it through the call */
 			vm->vals[k] = in[k];
 			vm->borrowed |= (uint64_t)1 << k;
