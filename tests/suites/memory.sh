@@ -31,6 +31,24 @@ p=$(peak "$tmp/own.tir" --no-fuse)
 [ "$p" = "12.0 MiB" ] && ok || bad "--no-fuse: peak '$p', expected 12.0 MiB"
 p=$(peak "$tmp/kept.tir")
 [ "$p" = "8.0 MiB" ] && ok || bad "a printed: peak '$p', expected 8.0 MiB (a kept)"
+# narrow weights are widened inside the kernels that read them, never by a
+# pass of their own: w (bf16, 2 MiB) and q (i8, 1 MiB) made, then a fused
+# elementwise kernel and a matmul read them; no f32 copy (4 MiB) of either
+# is ever held.  --no-fuse converts them (its peak is the check's foil).
+cat >"$tmp/narrow.tir" <<'T'
+w = cast(randn([1024, 1024], seed=1), bf16)
+q = cast(randn([1024, 1024], seed=2) * 20, i8)
+x = randn([64, 1024], seed=3)
+y = relu(x @ w) @ q
+e = sum(exp(cast(w, f32) * 0.5) + cast(q, f32) * 0.25)
+print sum(y), e
+T
+p=$(peak "$tmp/narrow.tir")
+[ "$p" = "7.0 MiB" ] && ok || bad "narrow weights: peak '$p', expected 7.0 MiB (the f32 randn of w being narrowed, w, q: no widened copy)"
+p=$(peak "$tmp/narrow.tir" --no-fuse)
+case $p in 1[0-9].*" MiB") ok ;; *) bad "narrow weights, --no-fuse: peak '$p', expected 10 MiB or more (widened copies)" ;; esac
+"$tir" run "$tmp/narrow.tir" --explain 2>&1 | grep -q 'fused [0-9]* ops \[cast mul exp cast mul add sum\]' && ok ||
+	bad "narrow weights: the casts are not inside the sum's kernel"
 # x is dead after y's kernel but read there across (a transpose view):
 # y must not take its memory
 cat >"$tmp/across.tir" <<'T'
