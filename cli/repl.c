@@ -90,7 +90,11 @@ static int session_open(struct repl *r)
 	tir_program_set_loader(r->p, tir_load_type_from_file, NULL);
 	tir_exec_keep_named(r->x, true);
 	tir_exec_set_interrupt(r->x, &interrupted);
-	tir_exec_set_remote(r->x, r->remote);
+	struct tir_err err = {0};
+	if (tir_exec_set_remote(r->x, r->remote, &err)) {
+		cli_print_err(&err);
+		return -1;
+	}
 	r->computed = false;
 	return 0;
 }
@@ -489,7 +493,7 @@ static int dot_remote(struct repl *r, char *arg)
 		return 0;
 	}
 	if (!strcmp(arg, "off")) {
-		tir_exec_set_remote(r->x, NULL);
+		tir_exec_set_remote(r->x, NULL, NULL); /* (nothing to make: never fails) */
 		tir_remote_close(r->remote);
 		r->remote = NULL;
 		puts("remote: off (the session computes here)");
@@ -500,7 +504,13 @@ static int dot_remote(struct repl *r, char *arg)
 		r->failed = true;
 		return 0;
 	}
-	tir_exec_set_remote(r->x, rem);
+	struct tir_err err = {0};
+	if (tir_exec_set_remote(r->x, rem, &err)) {
+		cli_print_err(&err);
+		tir_remote_close(rem);
+		r->failed = true;
+		return 0;
+	}
 	tir_remote_close(r->remote);
 	r->remote = rem;
 	printf("remote: %s (computations run there)\n", tir_remote_name(rem));
@@ -556,8 +566,7 @@ static int dot_vars(struct repl *r, char *arg)
 				count++;
 				continue;
 			}
-			bool has = tir_exec_has_value(r->x, s->name) ||
-				   (r->remote && tir_remote_holds(r->remote, r->x, s->node->id));
+			bool has = tir_exec_has_value(r->x, s->name); /* (here or on the remote) */
 			const char *state = s->node->op == TIR_OP_INPUT
 						    ? (has ? "input, given" : "input, no value yet (.input NAME=FILE)")
 						    : (has ? "computed" : "not computed");

@@ -198,7 +198,8 @@ void tir_exec_set_interrupt(struct tir_exec *x, volatile sig_atomic_t *flag);
  * reuse (the REPL); a value goes when its name is rebound or an input it
  * was computed from is given again.  Off (the default) frees them all. */
 void tir_exec_keep_named(struct tir_exec *x, bool on);
-/* Whether the value NAME is bound to now is held: kept, or an input's given value. */
+/* Whether the value NAME is bound to now is held: an input's given value,
+ * or kept by a device of x (here, or in a remote's session). */
 bool tir_exec_has_value(const struct tir_exec *x, const char *name);
 
 struct tir_exec_stats {
@@ -321,8 +322,6 @@ int tir_remote_connect(struct tir_remote *r, struct tir_err *err);
 /* The program the values were kept for is gone (the REPL's .reset): the
  * next run drops them on the server. */
 void tir_remote_forget(struct tir_remote *r);
-/* Whether the session holds the value of node id of x's program. */
-bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id);
 
 /* What the last run sent and received. */
 struct tir_remote_stats {
@@ -335,12 +334,13 @@ struct tir_remote_stats {
 };
 const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r);
 
-/* Run x's graph on r from now on; NULL runs it here again.  The program
- * is still parsed and checked here, `load` and inputs are read here and
- * travel as data; results and statistics come back into x as from a local
- * run.  A failure to reach r or a broken reply is -TIR_ENET.  borrowed:
- * r must outlive its use by x. */
-void tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r);
+/* Run x's graph on r from now on (x's device list: the CPU, then r);
+ * NULL runs it here again.  The program is still parsed and checked here,
+ * `load` and inputs are read here and travel as data; results and
+ * statistics come back into x as from a local run.  A failure to reach r
+ * or a broken reply is -TIR_ENET.  borrowed: r must outlive its use by x.
+ * returns 0 or -TIR_ENOMEM. */
+int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err *err);
 
 /* `tir serve`: an HTTP server running batches from remote clients. */
 struct tir_serve_tenant {
