@@ -10,7 +10,7 @@
  * Alternate the binaries of the two builds several times and compare the
  * medians of runs made while the machine was otherwise idle.  Not a test.
  */
-#include "exec/exec.h"
+#include "engine/engine.h"
 #include "bench.h"
 
 #include <cblas.h>

@@ -7,7 +7,7 @@
  * threading at the same thread count.  Prints medians of REPS runs and
  * the ratio.  Not a test: it asserts nothing about time.
  */
-#include "exec/exec.h"
+#include "engine/engine.h"
 #include "bench.h"
 
 #include <cblas.h>

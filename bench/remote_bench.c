@@ -36,7 +36,7 @@
  *
  * Prints "key value" lines for bench/remote.sh.  Not a test.
  */
-#include "exec/exec.h"
+#include "engine/engine.h"
 #include "net/batch.h"
 
 #include <curl/curl.h>
@@ -124,7 +124,7 @@ static void round_trip(struct tir_remote *r, const char *addr, int runs)
 	tir_tensor_alloc(&t, TIR_DTYPE_F32, 1, shape, true, &err);
 	if (tir_exec_set_input(x, "x", &t, "bench", &err))
 		die("input", &err);
-	tir_exec_set_remote(x, r);
+	tir_exec_set_remote(x, r, &err);
 	double *ms = calloc((size_t)runs, sizeof *ms);
 	for (int i = 0; i < 20; i++)
 		if (tir_exec_run(x, 0, NULL, 0, &err))
@@ -324,7 +324,7 @@ static void upload_download(struct tir_remote *r, const char *addr, int runs, in
 	double *whole = calloc((size_t)runs, sizeof *whole), *down = calloc((size_t)runs, sizeof *down);
 	struct tir_program *p = parse("up.tir", "input x: f32[67108864]\nprint slice(x, axis=0, stop=2)\n");
 	struct tir_exec *x = tir_exec_new(p);
-	tir_exec_set_remote(x, r);
+	tir_exec_set_remote(x, r, &err);
 	struct tir_program *q = parse("down.tir", "input x: f32[67108864]\nprint x\n");
 	struct tir_exec *y = tir_exec_new(q);
 	/* a connection of its own: a remote keeps the blob names of one
@@ -332,7 +332,7 @@ static void upload_download(struct tir_remote *r, const char *addr, int runs, in
 	struct tir_remote *r2 = tir_remote_open(addr, getenv("TIR_TOKEN"), &err);
 	if (!r2)
 		die(addr, &err);
-	tir_exec_set_remote(y, r2);
+	tir_exec_set_remote(y, r2, &err);
 	struct tir_tensor same = {0};
 	tir_tensor_ref(&same, &t);
 	if (tir_exec_set_input(y, "x", &same, "bench", &err)) /* takes it */
@@ -455,9 +455,9 @@ static void mlp(struct tir_remote *r, const char *path, int runs)
 	/* local and remote runs alternate, so that both see the same load;
 	 * the ratio is the median of each pair's */
 	for (int i = -3; i < runs; i++) {
-		tir_exec_set_remote(x, NULL);
+		tir_exec_set_remote(x, NULL, &err);
 		double a = run_once(x);
-		tir_exec_set_remote(x, r);
+		tir_exec_set_remote(x, r, &err);
 		double b = run_once(x);
 		if (i < 0)
 			continue;

@@ -19,7 +19,7 @@
  * bench/hand_fused.c and bench/peers.py make the very same numbers, so the
  * output sums printed by all three can be compared.
  */
-#include "exec/exec.h"
+#include "engine/engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

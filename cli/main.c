@@ -5,10 +5,10 @@
  * usage, 3 remote failure, 130/143 a remote run stopped by SIGINT/SIGTERM).  No tensor logic lives here.
  */
 #include "cli.h"
-#include "exec/exec.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +63,36 @@ double cli_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int cli_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 8;
+	while (nc < need)
+		nc *= 2;
+	if (nc > SIZE_MAX / elem)
+		return -1;
+	void *np = realloc(*p, nc * elem);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+void cli_str_add(struct cli_str *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (cli_grow((void **)&b->s, &b->cap, b->n + n + 1, 1)) {
+		b->oom = true;
+		return;
+	}
+	memcpy(b->s + b->n, s, n);
+	b->n += n;
+	b->s[b->n] = 0;
 }
 
 char *cli_read_file(const char *path, size_t *len)

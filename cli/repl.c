@@ -8,7 +8,6 @@
  * same text.  Not an evaluator: lib/ does the work.
  */
 #include "cli.h"
-#include "exec/exec.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -90,7 +89,11 @@ static int session_open(struct repl *r)
 	tir_program_set_loader(r->p, tir_load_type_from_file, NULL);
 	tir_exec_keep_named(r->x, true);
 	tir_exec_set_interrupt(r->x, &interrupted);
-	tir_exec_set_remote(r->x, r->remote);
+	struct tir_err err = {0};
+	if (tir_exec_set_remote(r->x, r->remote, &err)) {
+		cli_print_err(&err);
+		return -1;
+	}
 	r->computed = false;
 	return 0;
 }
@@ -110,15 +113,6 @@ static bool is_name(const char *s)
 	while (isalnum((unsigned char)*s) || *s == '_')
 		s++;
 	return !*s;
-}
-
-/* The input statement named name, or NULL. */
-static const struct tir_stmt *find_input(const struct tir_program *p, const char *name)
-{
-	for (size_t i = p->nstmts; i-- > 0;)
-		if (p->stmts[i].kind == TIR_STMT_INPUT && !strcmp(p->stmts[i].name, name))
-			return &p->stmts[i];
-	return NULL;
 }
 
 static void print_run_err(struct tir_err *e)
@@ -167,7 +161,7 @@ static void compute(struct repl *r, size_t from, double parse_ms)
 static void eval_text(struct repl *r, const char *name, const char *text, size_t len,
 		      uint32_t first_line)
 {
-	size_t from = r->p->nstmts;
+	size_t from = tir_program_nstmts(r->p);
 	double t0 = cli_now_ms();
 	int rc = tir_program_parse_at(r->p, name, text, len, TIR_PARSE_REPL, first_line);
 	double parse_ms = cli_now_ms() - t0;
@@ -178,12 +172,8 @@ static void eval_text(struct repl *r, const char *name, const char *text, size_t
 			fprintf(stderr, "tir: out of memory\n");
 		r->failed = true;
 	}
-	for (size_t s = from; s < r->p->nstmts; s++) {
-		if (r->p->stmts[s].kind == TIR_STMT_PRINT) {
-			compute(r, from, parse_ms);
-			break;
-		}
-	}
+	if (tir_program_prints_from(r->p, from))
+		compute(r, from, parse_ms);
 }
 
 /* ---- dot-commands ---- */
@@ -211,54 +201,6 @@ static int dot_explain(struct repl *r, char *arg)
 	return 0;
 }
 
-/* A line of canonical text, "NAME: T = EXPR" or "input NAME: T" (or a
- * print, which defines nothing): the name it defines and the names EXPR
- * reads, that is its names neither called nor naming a keyword argument (a
- * word never bound, like true or f32, costs only a lookup). */
-struct fmt_line {
-	const char *text;
-	size_t len;
-	char *def;
-	char **uses;
-	int nuses;
-	bool keep;
-};
-
-static void scan_line(struct fmt_line *fl)
-{
-	struct tir_source src = {.name = "", .text = fl->text, .len = (uint32_t)fl->len};
-	struct tir_lexer lx;
-	if (tir_lex_init(&lx, &src))
-		return;
-	struct tir_token t = tir_lex_next(&lx), prev = {0};
-	bool input = t.kind == TIR_TOK_NAME && t.len == 5 && !memcmp(fl->text + t.off, "input", 5);
-	if (input)
-		t = tir_lex_next(&lx);
-	if (t.kind == TIR_TOK_NAME && !(t.len == 5 && !memcmp(fl->text + t.off, "print", 5)))
-		fl->def = strndup(fl->text + t.off, t.len);
-	bool rhs = false;
-	while (!input && fl->def && t.kind != TIR_TOK_EOF && t.kind != TIR_TOK_ERROR) {
-		prev = t;
-		t = tir_lex_next(&lx);
-		if (t.kind == TIR_TOK_ASSIGN && !rhs) {
-			rhs = true;
-			continue;
-		}
-		/* a name before this token, neither called nor a keyword */
-		if (!rhs || prev.kind != TIR_TOK_NAME || t.kind == TIR_TOK_LPAREN || t.kind == TIR_TOK_ASSIGN)
-			continue;
-		const char *s = fl->text + prev.off;
-		char **nu = realloc(fl->uses, sizeof *nu * (size_t)(fl->nuses + 1));
-		if (!nu)
-			break;
-		fl->uses = nu;
-		fl->uses[fl->nuses] = strndup(s, prev.len);
-		if (fl->uses[fl->nuses])
-			fl->nuses++;
-	}
-	tir_lex_fini(&lx);
-}
-
 static int dot_graph(struct repl *r, char *arg)
 {
 	/* NAME [--dot] */
@@ -274,8 +216,7 @@ static int dot_graph(struct repl *r, char *arg)
 	}
 	if (!is_name(arg))
 		return 1;
-	const struct tir_binding *b = tir_program_lookup(r->p, arg, strlen(arg));
-	if (!b || !b->node) {
+	if (!tir_program_binds(r->p, arg)) {
 		const char *sug = tir_program_suggest(r->p, arg, strlen(arg));
 		fprintf(stderr, "tir: no value named '%s'%s%s%s\n", arg, sug ? "; did you mean '" : "",
 			sug ? sug : "", sug ? "'?" : "");
@@ -295,64 +236,14 @@ static int dot_graph(struct repl *r, char *arg)
 		free(g);
 		return 0;
 	}
-	/* the whole program in canonical form, then only the lines NAME
-	 * depends on: walking back, a line is kept when it defines a name still
-	 * wanted, and its names become wanted (the latest definition wins, as
-	 * when the program ran) */
-	char *text = tir_program_format(r->p);
-	struct fmt_line *lines = NULL;
-	size_t n = 0, cap = 0;
-	for (char *s = text; s && *s;) {
-		char *e = strchr(s, '\n');
-		size_t len = e ? (size_t)(e - s + 1) : strlen(s);
-		if (tir_grow((void **)&lines, &cap, n + 1, sizeof *lines))
-			break;
-		lines[n++] = (struct fmt_line){.text = s, .len = len};
-		s += len;
-	}
-	char **want = NULL;
-	size_t nwant = 0, capwant = 0;
-	if (!text || tir_grow((void **)&want, &capwant, 1, sizeof *want) || !(want[0] = strdup(arg))) {
+	/* the statements NAME depends on, in canonical form */
+	char *text = tir_program_format_deps(r->p, arg);
+	if (!text) {
 		fprintf(stderr, "tir: out of memory\n");
 		r->failed = true;
-		goto out;
+		return 0;
 	}
-	nwant = 1;
-	for (size_t i = n; i-- > 0 && nwant > 0;) {
-		struct fmt_line *fl = &lines[i];
-		scan_line(fl);
-		size_t w = 0;
-		while (fl->def && w < nwant && strcmp(want[w], fl->def))
-			w++;
-		if (!fl->def || w == nwant)
-			continue;
-		fl->keep = true;
-		free(want[w]);
-		want[w] = want[--nwant];
-		for (int k = 0; k < fl->nuses; k++) {
-			size_t j = 0;
-			while (j < nwant && strcmp(want[j], fl->uses[k]))
-				j++;
-			if (j == nwant && !tir_grow((void **)&want, &capwant, nwant + 1, sizeof *want)) {
-				want[nwant++] = fl->uses[k];
-				fl->uses[k] = NULL;
-			}
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		if (lines[i].keep)
-			fwrite(lines[i].text, 1, lines[i].len, stdout);
-out:
-	for (size_t i = 0; i < nwant; i++)
-		free(want[i]);
-	free(want);
-	for (size_t i = 0; i < n; i++) {
-		for (int k = 0; k < lines[i].nuses; k++)
-			free(lines[i].uses[k]);
-		free(lines[i].uses);
-		free(lines[i].def);
-	}
-	free(lines);
+	fputs(text, stdout);
 	free(text);
 	return 0;
 }
@@ -373,7 +264,7 @@ static int dot_input(struct repl *r, char *arg)
 	if (!is_name(name) || !*path)
 		return 1;
 	struct tir_err err = {0};
-	if (!find_input(r->p, name)) {
+	if (!tir_program_is_input(r->p, name)) {
 		fprintf(stderr, "tir: the session has no 'input %s'; declare it first (input %s: f32[...])\n",
 			name, name);
 		r->failed = true;
@@ -423,8 +314,7 @@ static int dot_save(struct repl *r, char *arg)
 	for (int i = 0; i < nnames; i++) {
 		if (!is_name(tok[i]))
 			return 1;
-		const struct tir_binding *b = tir_program_lookup(r->p, tok[i], strlen(tok[i]));
-		if (!b || !b->node) {
+		if (!tir_program_binds(r->p, tok[i])) {
 			const char *sug = tir_program_suggest(r->p, tok[i], strlen(tok[i]));
 			fprintf(stderr, "tir: no value named '%s'%s%s%s\n", tok[i], sug ? "; did you mean '" : "",
 				sug ? sug : "", sug ? "'?" : "");
@@ -435,7 +325,7 @@ static int dot_save(struct repl *r, char *arg)
 	struct tir_err err = {0};
 	interrupted = 0;
 	drain_wake_pipe();
-	if (tir_exec_run(r->x, r->p->nstmts, (const char *const *)tok, nnames, &err)) {
+	if (tir_exec_run(r->x, tir_program_nstmts(r->p), (const char *const *)tok, nnames, &err)) {
 		print_run_err(&err);
 		r->failed = true;
 		return 0;
@@ -489,7 +379,7 @@ static int dot_remote(struct repl *r, char *arg)
 		return 0;
 	}
 	if (!strcmp(arg, "off")) {
-		tir_exec_set_remote(r->x, NULL);
+		tir_exec_set_remote(r->x, NULL, NULL); /* (nothing to make: never fails) */
 		tir_remote_close(r->remote);
 		r->remote = NULL;
 		puts("remote: off (the session computes here)");
@@ -500,7 +390,13 @@ static int dot_remote(struct repl *r, char *arg)
 		r->failed = true;
 		return 0;
 	}
-	tir_exec_set_remote(r->x, rem);
+	struct tir_err err = {0};
+	if (tir_exec_set_remote(r->x, rem, &err)) {
+		cli_print_err(&err);
+		tir_remote_close(rem);
+		r->failed = true;
+		return 0;
+	}
 	tir_remote_close(r->remote);
 	r->remote = rem;
 	printf("remote: %s (computations run there)\n", tir_remote_name(rem));
@@ -531,40 +427,39 @@ static int dot_timer(struct repl *r, char *arg)
 	return 0;
 }
 
+/* .vars: a pass for the columns' widths, then one printing. */
+struct vars_pass {
+	struct repl *r;
+	bool print;
+	int wn, wt, count;
+};
+
+static void var_line(void *ud, const struct tir_var *v)
+{
+	struct vars_pass *vp = ud;
+	if (!vp->print) {
+		int ln = (int)strlen(v->name), lt = (int)strlen(v->type);
+		vp->wn = ln > vp->wn ? ln : vp->wn;
+		vp->wt = lt > vp->wt ? lt : vp->wt;
+		vp->count++;
+		return;
+	}
+	bool has = tir_exec_has_value(vp->r->x, v->name); /* (here or on the remote) */
+	const char *state = v->input ? (has ? "input, given" : "input, no value yet (.input NAME=FILE)")
+				     : (has ? "computed" : "not computed");
+	printf("%-*s  %-*s  %s\n", vp->wn, v->name, vp->wt, v->type, state);
+}
+
 static int dot_vars(struct repl *r, char *arg)
 {
 	if (*arg)
 		return 1;
-	const struct tir_program *p = r->p;
-	int wn = 0, wt = 0, count = 0;
-	char tb[TIR_TYPE_STRLEN];
 	/* each name once, where it was last bound */
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < p->nstmts; i++) {
-			const struct tir_stmt *s = &p->stmts[i];
-			if (s->kind == TIR_STMT_PRINT)
-				continue;
-			const struct tir_binding *b = tir_program_lookup(p, s->name, strlen(s->name));
-			if (!b || b->node != s->node || b->loc.src != s->loc.src || b->loc.off != s->loc.off ||
-			    b->owner)
-				continue; /* rebound since, or a function's local (renamed) */
-			tir_type_str(&s->node->type, tb, sizeof tb);
-			if (pass == 0) {
-				int ln = (int)strlen(s->name), lt = (int)strlen(tb);
-				wn = ln > wn ? ln : wn;
-				wt = lt > wt ? lt : wt;
-				count++;
-				continue;
-			}
-			bool has = tir_exec_has_value(r->x, s->name) ||
-				   (r->remote && tir_remote_holds(r->remote, r->x, s->node->id));
-			const char *state = s->node->op == TIR_OP_INPUT
-						    ? (has ? "input, given" : "input, no value yet (.input NAME=FILE)")
-						    : (has ? "computed" : "not computed");
-			printf("%-*s  %-*s  %s\n", wn, s->name, wt, tb, state);
-		}
-	}
-	if (!count)
+	struct vars_pass vp = {.r = r};
+	tir_program_vars(r->p, var_line, &vp);
+	vp.print = true;
+	tir_program_vars(r->p, var_line, &vp);
+	if (!vp.count)
 		puts("no names bound yet");
 	return 0;
 }
@@ -752,7 +647,7 @@ static size_t ncands, capcands, next_cand;
 
 static void cand_add(const char *s, const char *text, size_t n)
 {
-	if (strncmp(s, text, n) || tir_grow((void **)&cands, &capcands, ncands + 1, sizeof *cands))
+	if (strncmp(s, text, n) || cli_grow((void **)&cands, &capcands, ncands + 1, sizeof *cands))
 		return;
 	for (size_t i = 0; i < ncands; i++)
 		if (!strcmp(cands[i], s))
@@ -776,23 +671,22 @@ static char *cand_next(const char *text, int state)
 	return next_cand < ncands ? strdup(cands[next_cand++]) : NULL;
 }
 
-static void add_names(const char *text, size_t n, bool inputs_only)
+/* A name from the program, for completion: the word being completed is
+ * cand_text[0..cand_n). */
+static const char *cand_text;
+static size_t cand_n;
+
+static void cand_name(void *ud, const char *name)
 {
-	const struct tir_program *p = completing->p;
-	for (size_t i = 0; i < p->nbind; i++) {
-		const struct tir_binding *b = &p->bind[i];
-		if (b->node && !b->owner && (!inputs_only || find_input(p, b->name)))
-			cand_add(b->name, text, n);
-	}
+	(void)ud;
+	cand_add(name, cand_text, cand_n);
 }
 
-/* The functions defined, for completion. */
-static void add_funcs(const char *text, size_t n)
+static void add_names(const char *text, size_t n, enum tir_names kind)
 {
-	const struct tir_program *p = completing->p;
-	for (size_t i = 0; i < p->nfuncs; i++)
-		if (!p->funcs[i]->bad)
-			cand_add(p->funcs[i]->name, text, n);
+	cand_text = text;
+	cand_n = n;
+	tir_program_names(completing->p, kind, cand_name, NULL);
 }
 
 static char **complete(const char *text, int start, int end)
@@ -821,9 +715,9 @@ static char **complete(const char *text, int start, int end)
 			}
 			rl_completion_append_character = '\0';
 			if (c && c->fn == dot_graph)
-				add_names(text, n, false);
+				add_names(text, n, TIR_NAMES_VALUES);
 			if (c && c->fn == dot_input) {
-				add_names(text, n, true);
+				add_names(text, n, TIR_NAMES_INPUTS);
 				rl_completion_append_character = '=';
 			}
 			if (c && c->fn == dot_timer) {
@@ -836,15 +730,11 @@ static char **complete(const char *text, int start, int end)
 	} else {
 		static const char *const words[] = {"print", "input", "true", "false", "inf", "nan",
 						    "fn", "for", "in", "return"};
-		for (int op = 0; op < TIR_OP_COUNT; op++) {
-			const char *s = tir_op((enum tir_op)op)->name;
-			if (tir_op_lookup(s, strlen(s)) >= 0)
-				cand_add(s, text, n);
-		}
-		add_funcs(text, n);
+		add_names(text, n, TIR_NAMES_OPS);
+		add_names(text, n, TIR_NAMES_FUNCS);
 		cand_add("range", text, n);
 		bool op = ncands == 1;
-		add_names(text, n, false);
+		add_names(text, n, TIR_NAMES_VALUES);
 		for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 			cand_add(words[i], text, n);
 		for (int d = 0; d < TIR_DTYPE_COUNT; d++) /* cast(x, bf16), dtype=f16, input x: u8[...] */
@@ -1007,7 +897,7 @@ int cli_repl(int argc, char **argv)
 		tir_remote_close(r.remote);
 		return EXIT_PROGRAM;
 	}
-	struct tir_str acc = {0};   /* a statement while its brackets (or a block's braces) are open */
+	struct cli_str acc = {0};   /* a statement while its brackets (or a block's braces) are open */
 	uint32_t first = 0;         /* its first line */
 	char *last = NULL;          /* the last line put in the history */
 	while (!r.quit) {
@@ -1047,8 +937,8 @@ int cli_repl(int argc, char **argv)
 			}
 			first = r.line;
 		}
-		tir_str_add(&acc, line, len);
-		tir_str_add(&acc, "\n", 1);
+		cli_str_add(&acc, line, len);
+		cli_str_add(&acc, "\n", 1);
 		free(line);
 		if (acc.oom) {
 			fprintf(stderr, "tir: out of memory\n");
@@ -1063,7 +953,7 @@ int cli_repl(int argc, char **argv)
 	if (acc.n && !r.quit) /* the input ended inside a bracket: say where it opened */
 		eval_text(&r, "<stdin>", acc.s, acc.n, first);
 	fflush(stdout);
-	tir_str_free(&acc);
+	free(acc.s);
 	free(last);
 	if (r.tty)
 		tty_close(hist);

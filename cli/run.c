@@ -194,7 +194,11 @@ int cli_run(int argc, char **argv)
 			status = err.code == TIR_ENOMEM ? EXIT_PROGRAM : EXIT_USAGE;
 			goto out;
 		}
-		tir_exec_set_remote(x, remote);
+		if (tir_exec_set_remote(x, remote, &err)) {
+			cli_print_err(&err);
+			status = EXIT_PROGRAM;
+			goto out;
+		}
 		tir_exec_set_interrupt(x, &interrupted);
 		catch_signals();
 	}

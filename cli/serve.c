@@ -4,7 +4,6 @@
  * tir_serve (lib/net/server.c); docs/protocol.md is what it speaks.
  */
 #include "cli.h"
-#include "net/net.h"
 
 #include <ctype.h>
 #include <errno.h>

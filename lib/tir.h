@@ -164,6 +164,40 @@ void tir_program_set_loader(struct tir_program *p, tir_load_type_fn fn, void *ud
 int tir_load_type_from_file(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
 			    int *rank, int64_t *shape, struct tir_err *err);
 
+/* ---- what a program holds (the REPL asks) ---- */
+
+/* Statements parsed so far: tir_exec_run from this computes only what
+ * is parsed after now. */
+size_t tir_program_nstmts(const struct tir_program *p);
+/* Whether a statement from `from` on prints. */
+bool tir_program_prints_from(const struct tir_program *p, size_t from);
+/* Whether NAME is bound to a value now (by `input NAME` or `NAME = ...`). */
+bool tir_program_binds(const struct tir_program *p, const char *name);
+/* Whether NAME is declared by an `input` statement. */
+bool tir_program_is_input(const struct tir_program *p, const char *name);
+/* The bound name closest to s[0..n), for "did you mean"; NULL if none is
+ * close.  borrowed, valid until the program changes. */
+const char *tir_program_suggest(const struct tir_program *p, const char *s, size_t n);
+/* The names a line may use, for completion, each once to fn (borrowed
+ * for the call): the ops a program may call (p unused), the functions
+ * defined, the names bound to a value, the inputs declared. */
+enum tir_names { TIR_NAMES_OPS, TIR_NAMES_FUNCS, TIR_NAMES_VALUES, TIR_NAMES_INPUTS };
+typedef void (*tir_name_fn)(void *ud, const char *name);
+void tir_program_names(const struct tir_program *p, enum tir_names kind, tir_name_fn fn, void *ud);
+/* Each name bound now, once, at the statement that bound it last (a
+ * function's own names left out), in statement order, to fn. */
+struct tir_var {
+	const char *name;           /* borrowed */
+	char type[160];             /* "f32[64, 10]" */
+	bool input;                 /* bound by `input NAME: T` */
+};
+typedef void (*tir_var_fn)(void *ud, const struct tir_var *v);
+void tir_program_vars(const struct tir_program *p, tir_var_fn fn, void *ud);
+/* The lines of tir_program_format's text that the value bound to NAME
+ * depends on, in order (the latest definition of each name, as when the
+ * program ran).  returns: new, free(); NULL when out of memory. */
+char *tir_program_format_deps(const struct tir_program *p, const char *name);
+
 /* ---- running ---- */
 
 struct tir_exec;     /* runs a program's graph; keeps inputs and results */
@@ -198,7 +232,8 @@ void tir_exec_set_interrupt(struct tir_exec *x, volatile sig_atomic_t *flag);
  * reuse (the REPL); a value goes when its name is rebound or an input it
  * was computed from is given again.  Off (the default) frees them all. */
 void tir_exec_keep_named(struct tir_exec *x, bool on);
-/* Whether the value NAME is bound to now is held: kept, or an input's given value. */
+/* Whether the value NAME is bound to now is held: an input's given value,
+ * or kept by a device of x (here, or in a remote's session). */
 bool tir_exec_has_value(const struct tir_exec *x, const char *name);
 
 struct tir_exec_stats {
@@ -297,12 +332,22 @@ void tir_set_threads(int n);
  * environment variable TIR_VMATH names one, the best at or below it.
  * Chosen at the first call or the first kernel run.  static storage. */
 const char *tir_vector_path(void);
+/* What --version says of the kernels, each static storage: tir's gemm
+ * ("tir avx512 (f32 12x32, ...)"), OpenBLAS's build and core, and the
+ * caches ("L1d 48 KiB, L2 2 MiB, L3 480 MiB (sysconf)"). */
+const char *tir_gemm_info(void);
+const char *tir_blas_info(void);
+const char *tir_machine_info(void);
 /* 0 when TIR_VMATH is unset, empty, "auto" or a path's name; else
  * -TIR_EUNSUPPORTED with err saying so (the run would take the best path:
  * a client checks first, as the CLI does). */
 int tir_vector_path_check(struct tir_err *err);
 
 /* ---- remote: another tir runs the graph (lib/net, docs/protocol.md) ---- */
+
+/* The version of the wire protocol (docs/protocol.md) this tir speaks:
+ * `tir serve` says it when listening, and /v1/info answers it. */
+#define TIR_PROTOCOL 3
 
 struct tir_remote;   /* one server: a keep-alive connection and a session */
 
@@ -321,8 +366,6 @@ int tir_remote_connect(struct tir_remote *r, struct tir_err *err);
 /* The program the values were kept for is gone (the REPL's .reset): the
  * next run drops them on the server. */
 void tir_remote_forget(struct tir_remote *r);
-/* Whether the session holds the value of node id of x's program. */
-bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id);
 
 /* What the last run sent and received. */
 struct tir_remote_stats {
@@ -335,12 +378,13 @@ struct tir_remote_stats {
 };
 const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r);
 
-/* Run x's graph on r from now on; NULL runs it here again.  The program
- * is still parsed and checked here, `load` and inputs are read here and
- * travel as data; results and statistics come back into x as from a local
- * run.  A failure to reach r or a broken reply is -TIR_ENET.  borrowed:
- * r must outlive its use by x. */
-void tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r);
+/* Run x's graph on r from now on (x's device list: the CPU, then r);
+ * NULL runs it here again.  The program is still parsed and checked here,
+ * `load` and inputs are read here and travel as data; results and
+ * statistics come back into x as from a local run.  A failure to reach r
+ * or a broken reply is -TIR_ENET.  borrowed: r must outlive its use by x.
+ * returns 0 or -TIR_ENOMEM. */
+int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err *err);
 
 /* `tir serve`: an HTTP server running batches from remote clients. */
 struct tir_serve_tenant {

@@ -1,7 +1,9 @@
 /*
  * exec.h — lib/exec's one internal header: tensors, the reference kernels
  * (one per op family; the oracle every faster path is checked against),
- * .npy/.safetensors I/O, and the executor over a program's graph.
+ * .npy/.safetensors I/O, and one node by its reference kernel (eval.c).
+ * The executor that runs a graph is lib/engine's, above this and
+ * lib/fusion: nothing here includes or calls either.
  *
  * Vocabulary: shape[] is elements per axis, strides[] is ELEMENTS per step
  * (not bytes), offset is in elements from buf->data.  A stride of 0 is a
@@ -414,12 +416,28 @@ void tir_blas_set_threads(int n);
  * SkylakeX)".  returns: static storage. */
 const char *tir_blas_info(void);
 
-/* ---- the executor (run.c) ---- */
+/* ---- one node by its reference kernel (eval.c) ---- */
 
-/* Give `input NAME` the value t (takes ownership of t's reference; t is
- * left empty).  `what` names where it came from, for messages. */
-int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *t,
-		       const char *what, struct tir_err *err);
+/* v in dtype dt: a new reference to v itself when it is of dt, else a
+ * converted copy; release it. */
+int tir_tensor_as_dtype(const struct tir_tensor *v, enum tir_dtype dt, struct tir_tensor *out,
+			struct tir_err *err);
+/* A matmul's operand: a storage type as it is (gemm.c widens it as it
+ * packs), else as tir_tensor_as_dtype to the product's dtype dt. */
+int tir_matmul_operand(const struct tir_tensor *v, enum tir_dtype dt, struct tir_tensor *out,
+		       struct tir_err *err);
+/* A matmul's operands a, b as tir_k_matmul_epi takes them: a [k] operand
+ * lifted to [1, k] ([k, 1]), the batch axes broadcast to each other's (new
+ * views av, bv; release them); rank and shape[] are the product's. */
+void tir_matmul_views(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *av,
+		      struct tir_tensor *bv, int *rank, int64_t *shape);
+/* Compute node n by its reference kernel from its operands' values in[]
+ * (any dtype and layout: converted and broadcast here) into out (empty);
+ * given: an INPUT node's value (NULL: none given, an error naming
+ * --input).  On failure err->loc is n's when no kernel set it, and the
+ * message starts with n's op. */
+int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct tir_tensor *given,
+		  struct tir_tensor *out, struct tir_err *err);
 
 /* rows.c: softmax, log_softmax (w, b NULL), layernorm, rmsnorm (b NULL)
  * over the last axis when x, out (and w, b, as [D]) are contiguous of one
@@ -478,56 +496,5 @@ int tir_npy_save(const char *path, const struct tir_tensor *t, struct tir_err *e
 /* Write n named tensors (any layout) as one .safetensors file. */
 int tir_safetensors_save(const char *path, const char *const *names, const struct tir_tensor *const *ts,
 			 int n, struct tir_err *err);
-
-/* ---- for lib/net: a run whose graph another tir computes ---- */
-
-struct tir_remote;
-/* The value given for INPUT node id, or NULL. */
-const struct tir_tensor *tir_exec_input_value(const struct tir_exec *x, uint32_t id);
-struct tir_program *tir_exec_program(const struct tir_exec *x);
-/* Whether the values of named nodes are kept between runs (the REPL). */
-bool tir_exec_keeping(const struct tir_exec *x);
-/* Counts the inputs given so far: when it moves, values computed before
- * may be stale. */
-uint64_t tir_exec_input_gen(const struct tir_exec *x);
-bool tir_exec_fusing(const struct tir_exec *x);
-bool tir_exec_profiling(const struct tir_exec *x);
-/* The interrupt flag (tir_exec_set_interrupt), or NULL. */
-volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
-
-/* What a remote run reports of itself (lib/net/client.c): its progress
- * (to tir_exec_set_progress's fn, if any), and, while tracing, its spans
- * (tir_exec_trace_json writes them).  t0_ms, t1_ms: CLOCK_MONOTONIC ms. */
-enum { TIR_TRACK_CLIENT, TIR_TRACK_NET, TIR_TRACK_SERVER };
-struct tir_net_span {
-	int track;
-	char name[64];
-	const char *cat;         /* static: "batch", "request", "upload", "fetch", "server" */
-	double t0_ms, t1_ms;
-	long status;             /* request: the HTTP status (0: none, the transfer failed) */
-	uint64_t up, down;       /* bytes: request (head and body), upload, fetch */
-	char blob[65];           /* upload: the blob's name */
-	int count;               /* batch: the blobs it names; server plan: kernels */
-	char *text;              /* server plan: its explain text (taken over), or NULL */
-};
-void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p);
-bool tir_exec_tracing(const struct tir_exec *x);
-void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s);
-
-/* Release the inputs given and the last run's results: `tir serve` keeps
- * an exec for its plan cache, not for its data. */
-void tir_exec_clear_inputs(struct tir_exec *x);
-
-/* What a remote run hands back. */
-struct tir_remote_result {
-	struct tir_tensor *values;     /* ntargets of them, zeroed by the caller; filled */
-	struct tir_exec_stats stats;
-	char *explain, *profile;       /* new (malloc), or NULL */
-};
-/* lib/net/client.c: compute targets[0..ntargets) of x's program on r.
- * The values come back in each target node's dtype and shape.  A program
- * or data error is reported at its source position, as a local run would. */
-int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
-		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err);
 
 #endif

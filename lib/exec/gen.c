@@ -212,7 +212,7 @@ bool tir_gen_init(struct tir_gen *g, const struct tir_node *n)
 	g->op = n->op;
 	g->dt = (enum tir_dtype)n->type.dtype;
 	if (g->dt == TIR_DTYPE_F16 || g->dt == TIR_DTYPE_BF16)
-		g->dt = TIR_DTYPE_F64; /* made in f64, rounded once (run.c) */
+		g->dt = TIR_DTYPE_F64; /* made in f64, rounded once (eval.c) */
 	if (!tir_gen_is_op(n->op) || (g->dt != TIR_DTYPE_F32 && g->dt != TIR_DTYPE_F64))
 		return false;
 	switch (n->op) {

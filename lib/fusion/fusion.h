@@ -1,7 +1,7 @@
 /*
  * fusion.h — lib/fusion's one internal header: the plan (which needed
  * nodes run together as one kernel), the fuser that makes it, and the
- * blocked evaluator of fused groups.  The executor (lib/exec) runs the
+ * blocked evaluator of fused groups.  The executor (lib/engine) runs the
  * plan; without a plan (--no-fuse) it runs one reference kernel per node.
  * A fused kernel computes every element with the same per-op functions
  * (lib/exec/vmath.h, the reduction folds of reduce.c) as the reference

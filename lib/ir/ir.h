@@ -293,8 +293,7 @@ struct tir_program {
 };
 
 struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n);
-/* The closest bound name, for "did you mean"; NULL if none is close. */
-const char *tir_program_suggest(const struct tir_program *p, const char *s, size_t n);
+/* (tir_program_suggest, "did you mean", is in tir.h) */
 /* A name currently bound to node, or NULL. */
 const char *tir_node_current_name(const struct tir_program *p, const struct tir_node *n);
 /* The function named s[0..n), the latest definition, or NULL. */

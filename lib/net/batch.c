@@ -124,7 +124,7 @@ static int leaf_value(const struct tir_exec *x, const struct tir_node *n, struct
 			memcpy(tir_tensor_data(v), n->data, bytes);
 		return rc;
 	}
-	/* load: the file's errors as eval_node in lib/exec/run.c gives them */
+	/* load: the file's errors as tir_node_eval in lib/exec/eval.c gives them */
 	int rc = tir_file_load(n->attr[0].s, n->attr[1].set ? n->attr[1].s : NULL, v, err);
 	if (!rc) {
 		bool ok = v->dtype == n->type.dtype && v->rank == n->type.rank;

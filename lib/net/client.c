@@ -1057,7 +1057,7 @@ bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint
 }
 
 /* Inputs were given since the values were made: those computed from an
- * input whose value changed go (as lib/exec/run.c's kept_forget). */
+ * input whose value changed go (as lib/engine/run.c's kept_forget). */
 static int held_stale(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
 {
 	const struct tir_program *p = tir_exec_program(x);
@@ -1093,7 +1093,7 @@ static int held_stale(struct tir_remote *r, const struct tir_exec *x, struct tir
 }
 
 /* Before a run: what is held still stands for the program as it is now
- * (as lib/exec/run.c's kept_sync: a rebound name's value goes; so do
+ * (as lib/engine/run.c's kept_sync: a rebound name's value goes; so do
  * values computed from an input given again). */
 static int held_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
 {

@@ -8,7 +8,7 @@
  * object binds its own names to itself (-Bsymbolic).  Programs that link
  * lib/net in directly (the tests, the benchmarks) never pull this file in.
  */
-#include "../exec/exec.h"
+#include "../engine/engine.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -26,13 +26,13 @@
 #ifndef TIR_NET_H
 #define TIR_NET_H
 
-#include "../exec/exec.h"
+#include "../engine/engine.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define TIR_PROTOCOL 3
-#define TIR_PROTOCOL_STR "3"
+#define TIR_PROTOCOL_STR "3"          /* TIR_PROTOCOL (tir.h) as text */
+_Static_assert(TIR_PROTOCOL == 3, "TIR_PROTOCOL_STR says TIR_PROTOCOL");
 #define TIR_PROTOCOL_HEADER "Tir-Protocol"
 #define TIR_SHA_HEX 64                 /* hex digits of a SHA-256 */
 

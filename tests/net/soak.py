@@ -1214,7 +1214,7 @@ def probe_overhead():
 def calibrate(out, tokens, progs, pdir):
     """What the graphs' small constants hold once every program has run
     twice: a cached graph makes each constant of 64 bytes or less once,
-    from its second run on, and keeps it (lib/exec/run.c), so that a quiet
+    from its second run on, and keeps it (lib/engine/cpu.c), so that a quiet
     server holds those besides its blobs and kept values.  Measured on a
     server of its own, as the difference of what tensors hold beyond the
     blobs after one round and after two."""

@@ -1,0 +1,1089 @@
+/*
+ * cpu.c — the CPU of this process as a device: runs a batch by computing
+ * exactly the nodes its targets need, in graph order (a topological
+ * order), each kernel of the plan the fuser made (or one reference kernel
+ * per op, --no-fuse), freeing each intermediate after its last use; plans
+ * are cached by the structure of what a run needs.  Times each kernel for
+ * --profile and --trace.  No printing here: values are handed back.
+ */
+#include "device.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Plans kept by the structure of what a run needs: a graph run again is
+ * not planned again (the REPL, a server receiving the same batch). */
+#define PCACHE 8
+
+struct cpu {
+	struct tir_device dev;
+	struct tir_program *prog;      /* the program of the run under way (or the last) */
+	char *explain;                 /* the last run's plan as text */
+	struct plan_entry {
+		int64_t *sig;          /* see plan_signature */
+		size_t nsig;
+		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
+		size_t ngroups_words;
+		const char **closed;
+		int32_t *alone_at;     /* nodes (dense) the fuser left alone, and why */
+		const char **alone_why;
+		size_t nalone;
+		struct tir_group_info *info; /* by group: the groups analyzed */
+		struct plan_fin {      /* by dense index: what tir_plan_finish made */
+			int64_t keep, copy;
+			int32_t extra_uses;
+			bool interior, dup;
+		} *fin;
+		uint64_t used;
+	} pcache[PCACHE];
+	struct tir_plan plan;          /* this run's plan, made or instantiated */
+	/* the entry x->plan instantiates (or NULL), for which run: the
+	 * program's nodes then (they never change once made), and what the
+	 * run needed (with x->plan.need).  The same again is x->plan as it is,
+	 * with no signature to make. */
+	struct plan_entry *plan_src;
+	bool rerun;                    /* this run is that one again */
+	struct tir_node **plan_nodes;
+	int64_t *plan_uses;
+	bool *plan_target;
+	size_t capplan;
+	/* by node id, kept empty between runs: a run's values */
+	struct tir_tensor *vals;
+	size_t capvals;
+	/* small constants' values, made once for the runs of a plan run
+	 * again (a graph of scalar ops has about as many as ops; a single
+	 * run holds and counts its memory as before): by node id the
+	 * slot + 1, or 0 */
+	int32_t *cslot;
+	size_t ncslot;
+	struct cconst {
+		const struct tir_node *n; /* (ids are reused when a failed statement is undone) */
+		struct tir_tensor v;
+		struct tir_tensor as;     /* v converted, for the fused kernels reading it (or empty) */
+	} *cconst;
+	size_t ncconst, capcconst;
+	uint64_t pclock;
+	double plan_t1, run_t1;        /* the last run's plan's end, its end (tir_now_ms) */
+	struct tir_pool_span *spans;   /* the pool's, of the last traced run */
+	size_t nspans;
+	struct tir_kprof {
+		char what[112];
+		double start_ms;          /* when it started (tir_now_ms) */
+		double ms, bytes, flops;
+		int64_t tasks;            /* offered to the pool (1: ran on the caller alone) */
+	} *prof;
+	size_t nprof, capprof;
+};
+
+static int epilogue_range(void *ctx, int64_t i0, int64_t n)
+{
+	return tir_fused_range(ctx, i0, n);
+}
+
+/* matmul node n, whose group g finishes each block of the result as it
+ * is made; out is the group root's value.  gin: the group's inputs, the
+ * head's slot to be filled here. */
+static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, struct tir_tensor *b0,
+			   struct tir_tensor *out, const struct tir_group *g, struct tir_tensor *gin,
+			   struct tir_err *err)
+{
+	struct tir_tensor av = {0}, bv = {0}, o = {0};
+	int rank;
+	int64_t oshape[TIR_MAX_RANK];
+	tir_matmul_views(a0, b0, &av, &bv, &rank, oshape);
+	int rc = tir_tensor_alloc(&o, tir_dtype_wide((enum tir_dtype)n->type.dtype), rank, oshape, false, err);
+	struct tir_fused *f = NULL;
+	if (!rc) {
+		for (int k = 0; k < g->nin; k++)
+			if (g->inputs[k] == n)
+				gin[k] = o; /* borrowed: the epilogue works in place */
+		f = tir_fused_prepare(g, gin, &o, err);
+		if (!f)
+			rc = -err->code;
+	}
+	if (!rc)
+		rc = tir_k_matmul_epi(&av, &bv, &o, epilogue_range, f, err);
+	tir_fused_free(f);
+	if (!rc)
+		rc = tir_tensor_reshape(&o, g->root->type.rank, g->root->type.shape, out, err);
+	tir_tensor_release(&av);
+	tir_tensor_release(&bv);
+	tir_tensor_release(&o);
+	return rc;
+}
+
+/* ---- a run ---- */
+
+/* Operands of n that nobody reads any more are freed; an interior one has
+ * no value to free. */
+static void drop_operands(const struct tir_node *n, const bool *interior, struct tir_tensor *vals,
+			  int64_t *uses)
+{
+	for (int k = 0; k < n->nin; k++) {
+		if (!n->in[k] || (interior && interior[n->in[k]->id]))
+			continue;
+		uint32_t id = n->in[k]->id;
+		if (--uses[id] == 0)
+			tir_tensor_release(&vals[id]);
+	}
+}
+
+/* Constants of at most this many bytes are made once per exec. */
+#define CCONST_BYTES 64
+
+static bool cacheable_const(const struct tir_node *n)
+{
+	return n->op == TIR_OP_CONST &&
+	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
+}
+
+/* Constant node n's value made before, into out; false when there is none. */
+static bool const_hit(const struct cpu *x, const struct tir_node *n, struct tir_tensor *out)
+{
+	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
+	if (s < 0 || x->cconst[s].n != n)
+		return false;
+	tir_tensor_ref(out, &x->cconst[s].v);
+	return true;
+}
+
+/* Keep constant node n's value v for the next runs (unless out of memory). */
+static void const_keep(struct cpu *x, const struct tir_node *n, const struct tir_tensor *v)
+{
+	size_t old = x->ncslot;
+	if (tir_grow((void **)&x->cslot, &x->ncslot, (size_t)n->id + 1, sizeof *x->cslot))
+		return;
+	memset(x->cslot + old, 0, (x->ncslot - old) * sizeof *x->cslot);
+	int32_t s = x->cslot[n->id] - 1;
+	if (s < 0) {
+		if (tir_grow((void **)&x->cconst, &x->capcconst, x->ncconst + 1, sizeof *x->cconst))
+			return;
+		s = (int32_t)x->ncconst++;
+		x->cslot[n->id] = s + 1;
+		memset(&x->cconst[s], 0, sizeof x->cconst[s]);
+	} else {
+		tir_tensor_release(&x->cconst[s].v); /* another node's, at a reused id */
+		tir_tensor_release(&x->cconst[s].as);
+	}
+	x->cconst[s].n = n;
+	tir_tensor_ref(&x->cconst[s].v, v);
+}
+
+/* A fused kernel converts a constant of another dtype (a literal is held
+ * in f64) on every call: the converted value of cached constant n, made
+ * once, or NULL. */
+static const struct tir_tensor *const_as(struct cpu *x, const struct tir_node *n, enum tir_dtype dt)
+{
+	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
+	if (s < 0 || x->cconst[s].n != n)
+		return NULL;
+	struct cconst *c = &x->cconst[s];
+	if (c->as.buf && c->as.dtype == dt)
+		return &c->as;
+	struct tir_err e = {0};
+	tir_tensor_release(&c->as);
+	return tir_tensor_convert(&c->v, dt, &c->as, &e) ? NULL : &c->as;
+}
+
+/* An input of g whose memory g's root may take: its last reader is g,
+ * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
+ * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
+ * -1 when none. */
+static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const int64_t *uses)
+{
+	for (int k = 0; k < g->nin; k++) {
+		const struct tir_node *x = g->inputs[k];
+		const struct tir_tensor *v = &vals[x->id];
+		/* (a file's mapping is never written: tir_buf_writable) */
+		if (!tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
+			continue;
+		int64_t edges = 0;
+		for (int j = 0; j < g->n; j++)
+			for (int q = 0; q < g->nodes[j]->nin; q++)
+				edges += g->nodes[j]->in[q] == x;
+		if (uses[x->id] == edges && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
+			return k;
+	}
+	return -1;
+}
+
+/* One fused kernel: read its inputs, write its root. */
+static int run_group(struct cpu *x, const struct tir_group *g, const bool *interior,
+		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
+{
+	struct tir_tensor in[64];
+	const struct tir_node *r = g->root;
+	if (g->nin > 64)
+		return tir_errf(err, TIR_EUNSUPPORTED, &r->loc, "a fused kernel reads at most 64 values");
+	for (int k = 0; k < g->nin; k++) {
+		const struct tir_node *o = g->inputs[k];
+		const struct tir_tensor *c = NULL;
+		in[k] = vals[o->id];
+		/* (borrowed from the cache, which holds it past the kernel) */
+		if (g->info && in[k].dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
+			in[k] = *c;
+	}
+	struct tir_tensor *out = &vals[r->id];
+	int rc = 0;
+	if (g->head) {
+		/* the matmul makes the root's buffer, the group finishes it */
+		const struct tir_node *h = g->head;
+		struct tir_tensor a = {0}, b = {0};
+		rc = tir_matmul_operand(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
+		if (!rc)
+			rc = tir_matmul_operand(&vals[h->in[1]->id], (enum tir_dtype)h->type.dtype, &b, err);
+		if (!rc)
+			rc = eval_matmul_epi(h, &a, &b, out, g, in, err);
+		tir_tensor_release(&a);
+		tir_tensor_release(&b);
+		if (!rc)
+			drop_operands(h, interior, vals, uses);
+	} else {
+		/* the memory planner's cheap win: an input nobody reads after
+		 * this kernel, held by nothing else, takes the root */
+		int k = inplace_input(g, vals, uses);
+		if (k >= 0)
+			tir_tensor_ref(out, &vals[g->inputs[k]->id]);
+		else
+			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
+		if (!rc)
+			rc = tir_fused_eval(g, in, out, err);
+	}
+	if (rc) {
+		tir_tensor_release(out);
+		if (!err->loc.src)
+			err->loc = r->loc;
+		return rc;
+	}
+	for (int j = 0; j < g->n; j++)
+		drop_operands(g->nodes[j], interior, vals, uses);
+	return 0;
+}
+
+/* The structure the fuser decides on, with nodes numbered densely in
+ * graph order (so the same computation made again, at other node ids, has
+ * the same signature): every node's op, dtype, shape, operands, readers
+ * and whether it is needed or a target.  dense[] lists the node ids. */
+static int64_t *plan_signature(const struct tir_program *p, const bool *need, const int64_t *uses,
+			       const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
+{
+	size_t cap = 0, n = 0;
+	int64_t *sig = NULL, nd = 0;
+	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	if (!rank_of)
+		return NULL;
+	for (size_t i = 0; i < p->nnodes; i++) {
+		rank_of[i] = -1;
+		if (!need[i] && !target[i])
+			continue;
+		const struct tir_node *t = p->nodes[i];
+		if (tir_grow((void **)&sig, &cap, n + 8 + t->type.rank + t->nin, sizeof *sig)) {
+			free(sig);
+			free(rank_of);
+			return NULL;
+		}
+		rank_of[i] = nd;
+		dense[nd++] = (int64_t)i;
+		sig[n++] = t->op | (int64_t)t->type.dtype << 16 | (int64_t)t->type.weak << 24 |
+			   (int64_t)need[i] << 25 | (int64_t)target[i] << 26;
+		sig[n++] = uses[i];
+		sig[n++] = t->type.rank | (int64_t)t->nin << 8;
+		for (int d = 0; d < t->type.rank; d++)
+			sig[n++] = t->type.shape[d];
+		for (int k = 0; k < t->nin; k++)
+			sig[n++] = t->in[k] ? rank_of[t->in[k]->id] : -2;
+		/* attributes (axes, perms, slices) decide fusion too */
+		for (int a = 0; a < tir_op(t->op)->nattr; a++) {
+			const struct tir_attr *at = &t->attr[a];
+			if (tir_grow((void **)&sig, &cap, n + 4 + (size_t)(at->v ? at->n : 0), sizeof *sig)) {
+				free(sig);
+				free(rank_of);
+				return NULL;
+			}
+			int64_t fb;
+			memcpy(&fb, &at->f, sizeof fb);
+			sig[n++] = at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2;
+			sig[n++] = at->i;
+			sig[n++] = fb;
+			for (int k = 0; at->v && k < at->n; k++)
+				sig[n++] = at->v[k];
+			uint64_t h = 1469598103934665603u; /* a string's FNV-1a */
+			for (const char *c = at->s; c && *c; c++)
+				h = (h ^ (unsigned char)*c) * 1099511628211u;
+			sig[n++] = (int64_t)h;
+		}
+	}
+	free(rank_of);
+	*nsig = n;
+	*ndense = nd;
+	return sig ? sig : calloc(1, sizeof *sig);
+}
+
+/* Remember that x->plan instantiates entry e for this run. */
+static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, const bool *target)
+{
+	size_t nn = x->prog->nnodes, cap = x->capplan;
+	x->plan_src = NULL;
+	if (tir_grow((void **)&x->plan_nodes, &cap, nn + 1, sizeof *x->plan_nodes))
+		return; /* then it is found by its signature next time */
+	cap = x->capplan;
+	if (tir_grow((void **)&x->plan_uses, &cap, nn + 1, sizeof *x->plan_uses))
+		return;
+	cap = x->capplan;
+	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
+		return;
+	x->capplan = cap;
+	if (nn) { /* (an empty program has no nodes array) */
+		memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
+		memcpy(x->plan_uses, uses, sizeof *x->plan_uses * nn);
+		memcpy(x->plan_target, target, nn);
+	}
+	x->plan_src = e;
+}
+
+/* Whether this run is the one x->plan was made or instantiated for. */
+static bool plan_bound(const struct cpu *x, const bool *need, const int64_t *uses, const bool *target)
+{
+	size_t nn = x->prog->nnodes;
+	return x->plan_src && x->plan.need && x->plan.nnodes == nn && nn && !memcmp(x->plan.need, need, nn) &&
+	       !memcmp(x->plan_target, target, nn) && !memcmp(x->plan_uses, uses, sizeof *uses * nn) &&
+	       !memcmp(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
+}
+
+/* Entry e's plan on this run's nodes (dense: by dense index) into x->plan. */
+static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *need, const int64_t *dense,
+			    int64_t nd)
+{
+	struct tir_program *p = x->prog;
+	struct tir_plan *pl = &x->plan;
+	size_t nn = p->nnodes;
+	pl->nnodes = nn;
+	pl->group_of = malloc(sizeof *pl->group_of * (nn + 1));
+	pl->interior = calloc(nn + 1, sizeof *pl->interior);
+	pl->need = malloc(nn + 1);
+	pl->extra_uses = calloc(nn + 1, sizeof *pl->extra_uses);
+	pl->keep = calloc(nn + 1, sizeof *pl->keep);
+	pl->copy = calloc(nn + 1, sizeof *pl->copy);
+	pl->dup = calloc(nn + 1, sizeof *pl->dup);
+	size_t ng = 0;
+	for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
+		ng++;
+	pl->groups = calloc(ng + 1, sizeof *pl->groups);
+	if (!pl->group_of || !pl->interior || !pl->need || !pl->extra_uses || !pl->keep || !pl->copy || !pl->dup ||
+	    !pl->groups)
+		return -TIR_ENOMEM;
+	memcpy(pl->need, need, nn);
+	for (size_t i = 0; i < nn; i++)
+		pl->group_of[i] = -1;
+	size_t w = 0;
+	for (size_t g = 0; g < ng; g++) {
+		struct tir_group *gr = &pl->groups[g];
+		gr->n = e->groups[w];
+		gr->nin = e->groups[w + 1];
+		gr->head = e->groups[w + 2] >= 0 ? p->nodes[dense[e->groups[w + 2]]] : NULL;
+		gr->closed = e->closed[g];
+		gr->info = &e->info[g]; /* (e outlives x->plan: it is only replaced when a plan is made) */
+		gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
+		gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
+		if (!gr->nodes || !gr->inputs)
+			return -TIR_ENOMEM;
+		w += 3;
+		for (int j = 0; j < gr->n; j++)
+			gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
+		for (int j = 0; j < gr->nin; j++)
+			gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
+		gr->root = gr->nodes[gr->n - 1];
+		pl->group_of[gr->root->id] = (int32_t)g;
+	}
+	pl->ngroups = (int)ng;
+	/* tir_plan_finish's result, as it was for this structure */
+	for (int64_t k = 0; k < nd; k++) {
+		const struct plan_fin *f = &e->fin[k];
+		int64_t id = dense[k];
+		pl->interior[id] = f->interior;
+		pl->dup[id] = f->dup;
+		pl->extra_uses[id] = f->extra_uses;
+		pl->keep[id] = f->keep;
+		pl->copy[id] = f->copy;
+	}
+	if (e->nalone && !(pl->alone = calloc(nn + 1, sizeof *pl->alone)))
+		return -TIR_ENOMEM;
+	for (size_t k = 0; k < e->nalone; k++)
+		pl->alone[dense[e->alone_at[k]]] = e->alone_why[k];
+	return 0;
+}
+
+/* x->plan, just made, into entry victim (by dense index); false when
+ * there is no memory for it (the plan is fine, it is just not cached). */
+static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig, size_t nsig,
+			  const int64_t *dense, int64_t nd)
+{
+	const struct tir_program *p = x->prog;
+	const struct tir_plan *pl = &x->plan;
+	size_t words = 0, nalone = 0;
+	for (int g = 0; g < pl->ngroups; g++)
+		words += 3 + (size_t)pl->groups[g].n + (size_t)pl->groups[g].nin;
+	for (size_t i = 0; pl->alone && i < p->nnodes; i++)
+		nalone += pl->alone[i] != NULL;
+	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	int32_t *gw = malloc(sizeof *gw * (words + 1));
+	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
+	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1));
+	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
+	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
+	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
+	if (!rank_of || !gw || !closed || !info || !fin || !alone_at || !alone_why) {
+		free(rank_of);
+		free(gw);
+		free(closed);
+		free(info);
+		free(fin);
+		free(alone_at);
+		free(alone_why);
+		return false;
+	}
+	for (int64_t k = 0; k < nd; k++) {
+		int64_t id = dense[k];
+		rank_of[id] = k;
+		fin[k] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id],
+					   .extra_uses = pl->extra_uses[id], .interior = pl->interior[id],
+					   .dup = pl->dup[id]};
+	}
+	size_t w = 0;
+	for (int g = 0; g < pl->ngroups; g++) {
+		const struct tir_group *gr = &pl->groups[g];
+		gw[w++] = gr->n;
+		gw[w++] = gr->nin;
+		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
+		for (int j = 0; j < gr->n; j++)
+			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
+		for (int j = 0; j < gr->nin; j++)
+			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
+		closed[g] = gr->closed;
+		const struct tir_node *culprit;
+		if (gr->info)
+			info[g] = *gr->info;
+		else
+			TIR_ASSERT(!tir_group_analyze(gr, &info[g], &culprit));
+	}
+	for (size_t i = 0, k = 0; pl->alone && i < p->nnodes; i++)
+		if (pl->alone[i]) {
+			alone_at[k] = (int32_t)rank_of[i];
+			alone_why[k++] = pl->alone[i];
+		}
+	free(rank_of);
+	free(victim->sig);
+	free(victim->groups);
+	free(victim->closed);
+	free(victim->alone_at);
+	free(victim->alone_why);
+	free(victim->info);
+	free(victim->fin);
+	*victim = (struct plan_entry){.sig = sig, .nsig = nsig, .groups = gw, .ngroups_words = words,
+				      .closed = closed, .alone_at = alone_at, .alone_why = alone_why,
+				      .nalone = nalone, .info = info, .fin = fin, .used = ++x->pclock};
+	return true;
+}
+
+/* This run's plan (x->plan): from the cache when the structure was seen
+ * (as it is when the same nodes are run again), else from the fuser (and
+ * then cached). */
+static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const bool *target,
+		    bool *cached)
+{
+	struct tir_program *p = x->prog;
+	if (plan_bound(x, need, uses, target)) {
+		*cached = x->rerun = true;
+		x->plan_src->used = ++x->pclock;
+		return 0;
+	}
+	size_t nsig;
+	int64_t nd = 0;
+	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
+	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
+	int rc = -TIR_ENOMEM;
+	if (!sig)
+		goto out;
+	struct plan_entry *e = NULL, *victim = &x->pcache[0];
+	for (int i = 0; i < PCACHE && !e; i++) {
+		struct plan_entry *c = &x->pcache[i];
+		if (c->sig && c->nsig == nsig && !memcmp(c->sig, sig, nsig * sizeof *sig))
+			e = c;
+		else if (!c->sig || c->used < victim->used)
+			victim = c;
+	}
+	*cached = e != NULL;
+	tir_plan_free(&x->plan);
+	x->plan_src = NULL;
+	if (e) {
+		e->used = ++x->pclock;
+		if (!(rc = plan_instantiate(x, e, need, dense, nd)))
+			plan_bind(x, e, uses, target);
+		goto out;
+	}
+	if ((rc = tir_fuse(p, need, uses, target, &x->plan)))
+		goto out;
+	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
+		sig = NULL;
+		plan_bind(x, victim, uses, target);
+	}
+out:
+	free(sig);
+	free(dense);
+	if (rc) {
+		tir_plan_free(&x->plan);
+		x->plan_src = NULL;
+	}
+	return rc;
+}
+
+/* One row of --profile: what ran, how long, bytes moved, flops done, in
+ * how many tasks. */
+static void profile_kernel(struct cpu *x, const struct tir_group *g, const struct tir_node *n,
+			   double ms, int64_t tasks)
+{
+	if (tir_grow((void **)&x->prof, &x->capprof, x->nprof + 1, sizeof *x->prof))
+		return;
+	struct tir_kprof *k = &x->prof[x->nprof++];
+	memset(k, 0, sizeof *k);
+	k->ms = ms;
+	k->start_ms = tir_now_ms() - ms;
+	k->tasks = tasks > 1 ? tasks : 1;
+	double numel = (double)tir_type_numel(&n->type);
+	k->bytes = numel * (double)tir_dtype_size((enum tir_dtype)n->type.dtype);
+	int nin = g ? g->nin : n->nin;
+	const bool *inner = x->plan.interior;
+	for (int j = 0; j < nin; j++) {
+		const struct tir_node *in = g ? g->inputs[j] : n->in[j];
+		if (in && !(g && inner && inner[in->id])) /* (a generator it computes) */
+			k->bytes += (double)tir_type_numel(&in->type) * (double)tir_dtype_size((enum tir_dtype)in->type.dtype);
+	}
+	size_t len = 0;
+	if (g) {
+		/* one flop per element each member makes (a reduction: per
+		 * element it folds) */
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_node *m = g->nodes[j];
+			k->flops += (double)tir_type_numel(tir_op(m->op)->kind == TIR_KIND_REDUCE ? &m->in[0]->type : &m->type);
+		}
+		len += (size_t)snprintf(k->what, sizeof k->what, "fused[");
+		for (int j = 0; j < g->nin && len < sizeof k->what; j++)
+			if (inner && inner[g->inputs[j]->id] && tir_gen_is_op(g->inputs[j]->op))
+				len += (size_t)snprintf(k->what + len, sizeof k->what - len, "%s ",
+							tir_op(g->inputs[j]->op)->name);
+		for (int j = 0; j < g->n && len < sizeof k->what; j++)
+			len += (size_t)snprintf(k->what + len, sizeof k->what - len, "%s%s", j ? " " : "",
+						tir_op(g->nodes[j]->op)->name);
+		if (len < sizeof k->what)
+			snprintf(k->what + len, sizeof k->what - len, "]");
+	} else {
+		snprintf(k->what, sizeof k->what, "%s", tir_op(n->op)->name);
+		if (n->op == TIR_OP_MATMUL) {
+			const struct tir_type *a = &n->in[0]->type;
+			k->flops = 2.0 * numel * (double)a->shape[a->rank - 1];
+		} else if (tir_op(n->op)->kind == TIR_KIND_REDUCE || tir_op(n->op)->kind == TIR_KIND_NN) {
+			k->flops = (double)tir_type_numel(&n->in[0]->type);
+		} else if (tir_op(n->op)->kind != TIR_KIND_MOVEMENT && tir_op(n->op)->kind != TIR_KIND_CREATE) {
+			k->flops = numel;
+		}
+	}
+}
+
+/* ---- the plan's memory, simulated before a run under a budget ---- */
+
+struct sim {
+	size_t *live;                  /* by node id: the bytes its value holds */
+	int64_t *uses;                 /* a copy of the run's */
+	size_t total, peak;
+	size_t peak_step;              /* the position (node id) where the peak was reached */
+};
+
+static size_t value_bytes(const struct tir_node *n)
+{
+	return (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
+}
+
+static void sim_hold(struct sim *m, const struct tir_node *n, size_t bytes, size_t step)
+{
+	m->live[n->id] += bytes;
+	m->total += bytes;
+	if (m->total > m->peak) {
+		m->peak = m->total;
+		m->peak_step = step;
+	}
+}
+
+static void sim_drop(struct sim *m, const struct tir_node *n, const bool *interior)
+{
+	for (int k = 0; k < n->nin; k++) {
+		const struct tir_node *o = n->in[k];
+		if (!o || (interior && interior[o->id]))
+			continue;
+		if (--m->uses[o->id] == 0) {
+			m->total -= m->live[o->id];
+			m->live[o->id] = 0;
+		}
+	}
+}
+
+/* Run the plan's schedule on sizes alone, as tir_exec_run runs it, up to
+ * and including the step `until` (SIZE_MAX: all of it). */
+static void sim_run(struct sim *m, const struct tir_program *p, const bool *need, const int64_t *uses,
+		    const struct tir_plan *plan, size_t until)
+{
+	size_t nn = p->nnodes;
+	memset(m->live, 0, nn * sizeof *m->live);
+	memcpy(m->uses, uses, nn * sizeof *m->uses);
+	m->total = m->peak = 0;
+	m->peak_step = 0;
+	for (size_t i = 0; i < nn && i <= until; i++) {
+		if (!need[i] || (plan && plan->interior[i]))
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		if (plan && plan->group_of[i] >= 0) {
+			const struct tir_group *g = &plan->groups[plan->group_of[i]];
+			const struct tir_node *r = g->root;
+			size_t bytes = value_bytes(r);
+			/* an input it may write over (inplace_input) holds the root */
+			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
+				const struct tir_node *o = g->inputs[k];
+				int64_t edges = 0;
+				for (int j = 0; j < g->n; j++)
+					for (int q = 0; q < g->nodes[j]->nin; q++)
+						edges += g->nodes[j]->in[q] == o;
+				if (m->live[o->id] >= bytes && o->type.dtype == r->type.dtype &&
+				    m->uses[o->id] == edges && tir_fused_can_overwrite(g, k))
+					bytes = 0;
+			}
+			sim_hold(m, r, bytes, i);
+			if (g->head)
+				sim_drop(m, g->head, plan->interior);
+			for (int j = 0; j < g->n; j++)
+				sim_drop(m, g->nodes[j], plan->interior);
+			continue;
+		}
+		size_t bytes = value_bytes(n);
+		switch (n->op) {
+		case TIR_OP_INPUT:      /* held already */
+		case TIR_OP_RESHAPE:    /* views (a reshape may copy: counted low) */
+		case TIR_OP_FLATTEN:
+		case TIR_OP_SQUEEZE:
+		case TIR_OP_UNSQUEEZE:
+		case TIR_OP_TRANSPOSE:
+		case TIR_OP_EXPAND:
+		case TIR_OP_SLICE:
+			bytes = 0;
+			break;
+		case TIR_OP_CAST:
+			bytes = n->in[0] && n->in[0]->type.dtype == n->type.dtype ? 0 : bytes;
+			break;
+		default:
+			break;
+		}
+		sim_hold(m, n, bytes, i);
+		sim_drop(m, n, NULL);
+	}
+}
+
+/* The most tensor memory the run would hold at once, and in *at the node
+ * of the largest value held then.  It errs low, never high: views, a
+ * kernel that may write over an input it is the last reader of, and what
+ * kernels use inside them (packing buffers) count nothing, so a run it
+ * says would pass the budget would have passed it. */
+static int plan_peak(const struct tir_program *p, const bool *need, const int64_t *uses,
+		     const struct tir_plan *plan, size_t *peak, const struct tir_node **at)
+{
+	size_t nn = p->nnodes;
+	struct sim m = {.live = calloc(nn + 1, sizeof *m.live), .uses = calloc(nn + 1, sizeof *m.uses)};
+	if (!m.live || !m.uses) {
+		free(m.live);
+		free(m.uses);
+		return -1;
+	}
+	sim_run(&m, p, need, uses, plan, SIZE_MAX);
+	*peak = m.peak;
+	*at = NULL;
+	if (m.peak) { /* again, to the peak: the largest value then */
+		sim_run(&m, p, need, uses, plan, m.peak_step);
+		size_t best = 0;
+		for (size_t i = 0; i <= m.peak_step && i < nn; i++)
+			if (m.live[i] && m.live[i] >= best) {
+				best = m.live[i];
+				*at = p->nodes[i];
+			}
+	}
+	free(m.live);
+	free(m.uses);
+	return 0;
+}
+
+/* ---- the device ---- */
+
+static struct cpu *cpu_of(const struct tir_device *d)
+{
+	return (struct cpu *)d;
+}
+
+static const char *cpu_name(const struct tir_device *d)
+{
+	(void)d;
+	return "cpu";
+}
+
+static int cpu_upload(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_err *err)
+{
+	(void)d, (void)x, (void)id, (void)err;
+	return 0; /* read where x holds it */
+}
+
+static bool cpu_holds(const struct tir_device *d, const struct tir_exec *x, uint32_t id)
+{
+	(void)d;
+	return id < x->nkept && x->kept[id].buf;
+}
+
+static int cpu_fetch(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_tensor *out,
+		     struct tir_err *err)
+{
+	if (!cpu_holds(d, x, id))
+		return tir_errf(err, TIR_EDATA, NULL, "cpu holds no value of node %u", (unsigned)id);
+	tir_tensor_ref(out, &x->kept[id]);
+	return 0;
+}
+
+static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
+		   struct tir_tensor *out, struct tir_err *err)
+{
+	struct cpu *c = cpu_of(d);
+	struct tir_program *p = x->prog;
+	double t0 = x->run_t0;
+	c->prog = p;
+	c->rerun = false;
+	size_t nn = p->nnodes;
+	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	/* c->vals, kept between runs (empty): what is set is listed in made
+	 * and released after, not all nn of them */
+	struct tir_tensor *vals = NULL;
+	uint32_t *made = malloc(sizeof *made * (nn + 1));
+	size_t nmade = 0, oldvals = c->capvals;
+	int rc = 0;
+	if (!tir_grow((void **)&c->vals, &c->capvals, nn + 1, sizeof *c->vals)) {
+		memset(c->vals + oldvals, 0, (c->capvals - oldvals) * sizeof *c->vals);
+		vals = c->vals;
+	}
+	/* what the targets need, and how often each value is read */
+	bool *need = calloc(nn + 1, sizeof *need);
+	bool *target = calloc(nn + 1, sizeof *target);
+	struct tir_plan plan = {0};
+	bool planned = false;
+	if (!uses || !vals || !made || !need || !target) {
+		free(need);
+		free(target);
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < ntargets; i++) {
+		need[targets[i]->id] = true;
+		target[targets[i]->id] = true;
+		uses[targets[i]->id]++;
+	}
+	for (size_t i = nn; i-- > 0;) {
+		if (!need[i])
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		if (x->keep && x->kept[i].buf) {
+			/* computed before: a value to read, not a node to run */
+			tir_tensor_ref(&vals[i], &x->kept[i]);
+			made[nmade++] = (uint32_t)i;
+			need[i] = false;
+			target[i] = true;
+			continue;
+		}
+		if (x->keep && tir_exec_keepable(p, n))
+			target[i] = true; /* materialized, so that it can be kept */
+		for (int k = 0; k < n->nin; k++) {
+			if (!n->in[k])
+				continue;
+			need[n->in[k]->id] = true;
+			uses[n->in[k]->id]++;
+		}
+	}
+	if (!x->no_fuse) {
+		if (plan_for(c, need, uses, target, &x->stats.plan_cached)) {
+			free(need);
+			free(target);
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			goto done;
+		}
+		planned = true;
+		plan = c->plan;
+		/* a value recomputed in several kernels: its operands are read
+		 * by each */
+		for (size_t i = 0; i < nn; i++)
+			uses[i] += plan.extra_uses[i];
+		free(c->explain); /* made when asked for: cpu_explain */
+		c->explain = NULL;
+	}
+	free(target);
+	/* under a budget (tir serve --max-memory): a run whose plan would
+	 * pass what is left is refused before it allocates anything */
+	size_t limit = tir_mem_limit();
+	if (limit) {
+		const struct tir_node *at = NULL;
+		size_t peak = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
+		if (plan_peak(p, need, uses, planned ? &plan : NULL, &peak, &at)) {
+			free(need);
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			goto done;
+		}
+		x->stats.plan_peak_bytes = peak;
+		if (peak > left) {
+			char a[32], b[32], cc[32], dd[32];
+			free(need);
+			rc = tir_errf(err, TIR_EBUDGET, at ? &at->loc : NULL,
+				      "%s%sthe batch would hold %s at its peak (%s of it this value, the largest "
+				      "then); the memory budget has %s left of %s (--max-memory)",
+				      at ? tir_op(at->op)->name : "", at ? ": " : "", tir_bytes_str(peak, a),
+				      tir_bytes_str(at ? value_bytes(at) : 0, b), tir_bytes_str(left, cc),
+				      tir_bytes_str(limit, dd));
+			goto done;
+		}
+	}
+	c->nprof = 0;
+	tir_mem_reset_peak();
+	size_t base = tir_mem_current();
+	/* the kernels stop inside too (the pool's tasks), and a kernel that
+	 * stopped is no result: the flag is looked at after each node */
+	volatile sig_atomic_t *outer_stop = tir_pool_set_stop(x->intr);
+	double t1 = tir_now_ms();
+	x->stats.plan_ms = t1 - t0;
+	c->plan_t1 = t1;
+	if (x->trace)
+		tir_pool_trace(true);
+	struct tir_progress prog = {.step = TIR_STEP_KERNEL};
+	for (size_t i = 0; x->progress && i < nn; i++) /* the kernels as the loop below counts them */
+		prog.n += need[i] && !(planned && plan.interior[i]) &&
+			  ((planned && plan.group_of[i] >= 0) ||
+			   (p->nodes[i]->op != TIR_OP_CONST && p->nodes[i]->op != TIR_OP_INPUT));
+	for (size_t i = 0; i < nn && !rc; i++) {
+		if (!need[i] || (planned && plan.interior[i]))
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		if (x->intr && *x->intr) { /* at the op it would run next */
+			rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
+			break;
+		}
+		if (x->progress && ((planned && plan.group_of[i] >= 0) ||
+				    (n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT))) {
+			prog.k++;
+			prog.step_ms = tir_now_ms();
+			x->progress(x->progress_ctx, &prog);
+		}
+		double tk = x->profile || x->trace ? tir_now_ms() : 0;
+		int64_t t0k = tir_pool_offered();
+		made[nmade++] = (uint32_t)i;
+		if (planned && plan.group_of[i] >= 0) {
+			rc = run_group(c, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			if (!rc && x->intr && *x->intr) /* cut short: not a value */
+				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
+			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
+				err->loc = n->loc;
+			if ((x->profile || x->trace) && !rc)
+				profile_kernel(c, &plan.groups[plan.group_of[i]], n, tir_now_ms() - tk,
+					       tir_pool_offered() - t0k);
+			const struct tir_group *gr = &plan.groups[plan.group_of[i]];
+			x->stats.nops += gr->n + (gr->head != NULL);
+			for (int k = 0; k < gr->nin; k++) /* generators it computed */
+				x->stats.nops += plan.interior[gr->inputs[k]->id] && tir_gen_is_op(gr->inputs[k]->op);
+			x->stats.nkernels++;
+			if (!rc && x->keep && tir_exec_keepable(p, n))
+				tir_tensor_ref(&x->kept[i], &vals[i]);
+			continue;
+		}
+		bool small_const = c->rerun && cacheable_const(n);
+		if (small_const && const_hit(c, n, &vals[i])) {
+			if (x->keep && tir_exec_keepable(p, n))
+				tir_tensor_ref(&x->kept[i], &vals[i]);
+			continue;
+		}
+		struct tir_tensor in[TIR_MAX_PARAMS];
+		struct tir_tensor *inp = in;
+		if (n->nin > TIR_MAX_PARAMS) {
+			inp = calloc(n->nin, sizeof *inp);
+			if (!inp) {
+				rc = tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+				break;
+			}
+		}
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k])
+				inp[k] = vals[n->in[k]->id];
+		struct tir_err e = {0};
+		rc = tir_node_eval(n, inp, n->op == TIR_OP_INPUT ? tir_exec_input_value(x, n->id) : NULL, &vals[i], &e);
+		if (!rc && x->intr && *x->intr) /* cut short: not a value */
+			rc = tir_errf(&e, TIR_EINTERRUPT, &n->loc, "interrupted");
+		if (rc && e.code == TIR_EBUDGET && !e.loc.src)
+			e.loc = n->loc;
+		if (rc)
+			*err = e;
+		else if (small_const)
+			const_keep(c, n, &vals[i]);
+		else if ((x->profile || x->trace) && n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT)
+			profile_kernel(c, NULL, n, tir_now_ms() - tk, tir_pool_offered() - t0k);
+		if (!rc && x->keep && tir_exec_keepable(p, n))
+			tir_tensor_ref(&x->kept[i], &vals[i]);
+		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
+		x->stats.nops += op;
+		x->stats.nkernels += op;
+		drop_operands(n, NULL, vals, uses);
+		if (inp != in)
+			free(inp);
+	}
+	tir_pool_set_stop(outer_stop);
+	if (x->trace) {
+		tir_pool_trace(false);
+		free(c->spans);
+		c->spans = tir_pool_trace_take(&c->nspans);
+		c->run_t1 = tir_now_ms();
+	}
+	free(need);
+	x->stats.run_ms = tir_now_ms() - t1;
+	x->stats.peak_bytes = tir_mem_peak() > base ? tir_mem_peak() - base : 0;
+	x->stats.mapped_bytes = tir_mem_mapped_peak();
+	/* hand the targets over (in their node's dtype) */
+	for (size_t i = 0; i < ntargets && !rc; i++) {
+		const struct tir_node *n = targets[i];
+		rc = tir_tensor_as_dtype(&vals[n->id], (enum tir_dtype)n->type.dtype, &out[i], err);
+	}
+done:
+	for (size_t k = 0; vals && k < nmade; k++)
+		tir_tensor_release(&vals[made[k]]);
+	free(made);
+	free(uses);
+	return rc;
+}
+
+static const char *cpu_explain(struct tir_device *d, struct tir_exec *x)
+{
+	struct cpu *c = cpu_of(d);
+	if (x->no_fuse)
+		return "--no-fuse: one reference kernel per op\n";
+	if (!c->explain && c->plan.need)
+		c->explain = tir_plan_explain(c->prog, &c->plan);
+	return c->explain ? c->explain : "";
+}
+
+static char *cpu_profile(const struct tir_device *d, const struct tir_exec *x)
+{
+	const struct cpu *c = cpu_of(d);
+	struct tir_str out = {0};
+	tir_str_addf(&out, "%-4s %-44s %10s %10s %9s %7s\n", "#", "kernel", "ms", "MiB", "GFLOP/s",
+		     "tasks");
+	double tot = 0;
+	for (size_t i = 0; i < c->nprof; i++) {
+		const struct tir_kprof *k = &c->prof[i];
+		tot += k->ms;
+		char gf[32] = "-";
+		if (k->flops > 0 && k->ms > 0)
+			snprintf(gf, sizeof gf, "%.2f", k->flops / (k->ms * 1e6));
+		tir_str_addf(&out, "%-4zu %-44.44s %10.3f %10.2f %9s %7lld\n", i + 1, k->what, k->ms,
+			     k->bytes / (1024.0 * 1024.0), gf, (long long)k->tasks);
+	}
+	tir_str_addf(&out, "%zu kernels, %.3f ms; plan %s; vector path: %s; gemm: %s; blas: %s; threads: %d\n",
+		     c->nprof, tot,
+		     x->no_fuse ? "none (--no-fuse)" : x->stats.plan_cached ? "from the cache" : "made",
+		     tir_vector_path(), tir_gemm_info(), tir_blas_info(), tir_pool_threads());
+	return out.oom ? (tir_str_free(&out), NULL) : out.s;
+}
+
+/* The plan, each kernel (args: MiB moved, GFLOP, tasks) on thread 0,
+ * pool slot k's spans on thread 1 + k (slot 0: the thread that ran the
+ * kernels, helping). */
+static void cpu_trace(const struct tir_device *d, const struct tir_exec *x, json_t *ev, double origin)
+{
+	const struct cpu *c = cpu_of(d);
+#define US(ms) json_real((ms) * 1e3)
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:{s:b}}", "name", "plan", "ph", "X",
+					    "ts", US(x->run_t0 - origin), "dur", US(c->plan_t1 - x->run_t0), "pid", 1,
+					    "tid", 0, "args", "cached", x->stats.plan_cached));
+	for (size_t i = 0; i < c->nprof; i++) {
+		const struct tir_kprof *k = &c->prof[i];
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:f, s:f, s:I}}",
+						    "name", k->what, "cat", "kernel", "ph", "X", "ts",
+						    US(k->start_ms - origin), "dur", US(k->ms), "pid", 1, "tid", 0,
+						    "args", "mib", k->bytes / 1048576.0, "gflop", k->flops / 1e9,
+						    "tasks", (json_int_t)k->tasks));
+	}
+	bool named[TIR_POOL_MAX + 1] = {false};
+	for (size_t i = 0; i < c->nspans; i++) {
+		const struct tir_pool_span *sp = &c->spans[i];
+		if (!named[sp->slot]) {
+			char nm[32];
+			snprintf(nm, sizeof nm, sp->slot ? "pool worker %d" : "pool: the running thread", sp->slot);
+			json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
+							    "M", "pid", 1, "tid", 1 + sp->slot, "args", "name", nm));
+			named[sp->slot] = true;
+		}
+		double t0 = (double)sp->t0_ns / 1e6, t1 = (double)sp->t1_ns / 1e6;
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:I}}", "name", "tasks",
+						    "cat", "pool", "ph", "X", "ts", US(t0 - origin), "dur",
+						    US(t1 - t0), "pid", 1, "tid", 1 + sp->slot, "args", "tasks",
+						    (json_int_t)sp->tasks));
+	}
+#undef US
+}
+
+static void cpu_free(struct tir_device *d)
+{
+	struct cpu *c = cpu_of(d);
+	if (!c)
+		return;
+	free(c->explain);
+	free(c->spans);
+	for (int i = 0; i < PCACHE; i++) {
+		free(c->pcache[i].sig);
+		free(c->pcache[i].groups);
+		free(c->pcache[i].closed);
+		free(c->pcache[i].alone_at);
+		free(c->pcache[i].alone_why);
+		free(c->pcache[i].info);
+		free(c->pcache[i].fin);
+	}
+	tir_plan_free(&c->plan);
+	free(c->plan_nodes);
+	free(c->plan_uses);
+	free(c->plan_target);
+	free(c->vals);
+	for (size_t i = 0; i < c->ncconst; i++) {
+		tir_tensor_release(&c->cconst[i].v);
+		tir_tensor_release(&c->cconst[i].as);
+	}
+	free(c->cconst);
+	free(c->cslot);
+	free(c->prof);
+	free(c);
+}
+
+static const struct tir_device_ops cpu_ops = {
+	.kind = "cpu",
+	.name = cpu_name,
+	.upload = cpu_upload,
+	.run = cpu_run,
+	.holds = cpu_holds,
+	.fetch = cpu_fetch,
+	.explain = cpu_explain,
+	.profile = cpu_profile,
+	.trace = cpu_trace,
+	.free = cpu_free,
+};
+
+struct tir_device *tir_cpu_device(void)
+{
+	struct cpu *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->dev.ops = &cpu_ops;
+	return &c->dev;
+}

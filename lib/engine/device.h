@@ -1,0 +1,110 @@
+/*
+ * device.h — inside lib/engine: the device interface and the executor's
+ * state.  A device is a place that holds values and runs batches; the
+ * executor (run.c) holds a list of them and reaches each only through its
+ * ops table, never by its kind.  Today there are two kinds: the CPU of
+ * this process (cpu.c: the plan cache, the fused and reference kernels)
+ * and a `tir serve` (remote.c: lib/net's client, loaded at run time by
+ * lib/net/door.c).  Not for the rest of the library: lib/net sees the
+ * executor through engine.h.
+ */
+#ifndef TIR_DEVICE_H
+#define TIR_DEVICE_H
+
+#include "engine.h"
+#include "../fusion/fusion.h"
+
+struct json_t; /* jansson's (the trace) */
+
+/* The most devices an executor holds.  Today devices[0] is the CPU and a
+ * remote, if one is given, devices[1]. */
+#define TIR_MAX_DEVICES 8
+
+struct tir_device;
+
+/* What every kind of device implements.  Values are named by the node of
+ * x's program they are the value of; ownership as said by each.
+ *
+ * An MPI group (issue 13, a later point) is one more kind: each rank a
+ * device of this table, run a batch on its rank, upload and fetch as
+ * point-to-point transfers within the group, collectives as batches whose
+ * ops span its ranks. */
+struct tir_device_ops {
+	const char *kind;                       /* "cpu", "remote" */
+	/* For messages: "cpu", "HOST:PORT".  borrowed. */
+	const char *(*name)(const struct tir_device *d);
+	/* Place the value given for input node id (x holds it: tir_exec_set_input)
+	 * where d's batches read it.  The CPU reads it in place; a remote sends
+	 * it by its hash in the next batch that reads it, only if the server
+	 * lacks it, so neither copies anything here.  returns 0 or -code. */
+	int (*upload)(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_err *err);
+	/* Run a batch: compute targets[0..n) of x's program on d (what they
+	 * need of it; values d holds are read, not computed again), into
+	 * vals[0..n) (empty on entry) in each target node's dtype and shape.
+	 * Sets x->stats; a runtime error is at the op's source position. */
+	int (*run)(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
+		   struct tir_tensor *vals, struct tir_err *err);
+	/* Whether d holds the value of node id (kept from an earlier run). */
+	bool (*holds)(const struct tir_device *d, const struct tir_exec *x, uint32_t id);
+	/* The value of node id that d holds, into out (empty): here it is a
+	 * reference, from a remote a batch of that one value. */
+	int (*fetch)(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_tensor *out,
+		     struct tir_err *err);
+	/* The last run's plan (--explain): one kernel a line.  borrowed, valid
+	 * until the next run. */
+	const char *(*explain)(struct tir_device *d, struct tir_exec *x);
+	/* The last run's kernel table (--profile).  returns: new, free(), or NULL. */
+	char *(*profile)(const struct tir_device *d, const struct tir_exec *x);
+	/* The last run's trace events after the parse (origin: the trace's 0,
+	 * ms), appended to the JSON array ev. */
+	void (*trace)(const struct tir_device *d, const struct tir_exec *x, struct json_t *ev, double origin);
+	/* Free d and what it holds (the remote's connection is its opener's). */
+	void (*free)(struct tir_device *d);
+};
+
+struct tir_device {
+	const struct tir_device_ops *ops;
+};
+
+/* cpu.c: this process's CPU.  returns: new, or NULL (out of memory). */
+struct tir_device *tir_cpu_device(void);
+/* remote.c: a tir serve through r (borrowed: r must outlive the device).
+ * returns: new, or NULL (out of memory). */
+struct tir_device *tir_remote_device(struct tir_remote *r);
+
+struct tir_exec {
+	struct tir_program *prog;
+	struct tir_tensor *inputs;     /* by node id: values given for INPUT nodes */
+	size_t ninputs_cap;
+	struct tir_tensor *results;    /* printed values of the last run, in order, then the named ones */
+	const char **headers;
+	size_t nresults;
+	struct tir_tensor *named;      /* results + nresults: the values asked for by name */
+	size_t nnamed;
+	struct tir_exec_stats stats;
+	bool no_fuse;                  /* --no-fuse: one reference kernel per node */
+	bool profile;                  /* time every kernel */
+	bool trace;                    /* and note the pool's spans (--trace) */
+	double run_t0;                 /* the last run's start (tir_now_ms) */
+	struct tir_net_span *net;      /* a traced remote run's (tir_exec_trace_span) */
+	size_t nnet, capnet;
+	tir_progress_fn progress;      /* tir_exec_set_progress */
+	void *progress_ctx;
+	volatile sig_atomic_t *intr;   /* stop between nodes once it is set */
+	bool keep;                     /* keep values of named nodes (the REPL) */
+	uint64_t input_gen;            /* inputs given so far */
+	struct tir_tensor *kept;       /* by node id: a value computed here before */
+	size_t nkept;
+	/* where values live and batches run: dev[0] the CPU; runs go to the
+	 * last (a remote when one is given) */
+	struct tir_device *dev[TIR_MAX_DEVICES];
+	int ndev;
+};
+
+/* CLOCK_MONOTONIC in ms. */
+double tir_now_ms(void);
+/* Whether node n's value is worth keeping between runs (bound to a name
+ * now; an input's is held anyway). */
+bool tir_exec_keepable(const struct tir_program *p, const struct tir_node *n);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * engine.h — lib/engine's one header for the rest of the library: the
+ * executor (struct tir_exec, whose public half is in tir.h) above the
+ * kernels (lib/exec) and the fuser (lib/fusion), as lib/net sees it: the
+ * server runs its batches through it, the client reads a run's inputs and
+ * reports its progress and spans into it.  How the executor reaches the
+ * places that compute (the CPU, a tir serve) is device.h's, inside the engine.
+ */
+#ifndef TIR_ENGINE_H
+#define TIR_ENGINE_H
+
+#include "../exec/exec.h"
+
+/* Give `input NAME` the value t (takes ownership of t's reference; t is
+ * left empty).  `what` names where it came from, for messages. */
+int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *t,
+		       const char *what, struct tir_err *err);
+
+/* ---- for lib/net: a run whose graph another tir computes ---- */
+
+/* The value given for INPUT node id, or NULL. */
+const struct tir_tensor *tir_exec_input_value(const struct tir_exec *x, uint32_t id);
+struct tir_program *tir_exec_program(const struct tir_exec *x);
+/* Whether the values of named nodes are kept between runs (the REPL). */
+bool tir_exec_keeping(const struct tir_exec *x);
+/* Counts the inputs given so far: when it moves, values computed before
+ * may be stale. */
+uint64_t tir_exec_input_gen(const struct tir_exec *x);
+bool tir_exec_fusing(const struct tir_exec *x);
+bool tir_exec_profiling(const struct tir_exec *x);
+/* The interrupt flag (tir_exec_set_interrupt), or NULL. */
+volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
+
+/* What a remote run reports of itself (lib/net/client.c): its progress
+ * (to tir_exec_set_progress's fn, if any), and, while tracing, its spans
+ * (tir_exec_trace_json writes them).  t0_ms, t1_ms: CLOCK_MONOTONIC ms. */
+enum { TIR_TRACK_CLIENT, TIR_TRACK_NET, TIR_TRACK_SERVER };
+struct tir_net_span {
+	int track;
+	char name[64];
+	const char *cat;         /* static: "batch", "request", "upload", "fetch", "server" */
+	double t0_ms, t1_ms;
+	long status;             /* request: the HTTP status (0: none, the transfer failed) */
+	uint64_t up, down;       /* bytes: request (head and body), upload, fetch */
+	char blob[65];           /* upload: the blob's name */
+	int count;               /* batch: the blobs it names; server plan: kernels */
+	char *text;              /* server plan: its explain text (taken over), or NULL */
+};
+void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p);
+bool tir_exec_tracing(const struct tir_exec *x);
+void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s);
+
+/* Release the inputs given and the last run's results: `tir serve` keeps
+ * an exec for its plan cache, not for its data. */
+void tir_exec_clear_inputs(struct tir_exec *x);
+
+/* What a remote run hands back. */
+struct tir_remote_result {
+	struct tir_tensor *values;     /* ntargets of them, zeroed by the caller; filled */
+	struct tir_exec_stats stats;
+	char *explain, *profile;       /* new (malloc), or NULL */
+};
+/* Whether r's session holds the value of node id of x's program (the
+ * remote device's holds; lib/net/client.c, through door.c). */
+bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id);
+/* lib/net/client.c: compute targets[0..ntargets) of x's program on r.
+ * The values come back in each target node's dtype and shape.  A program
+ * or data error is reported at its source position, as a local run would. */
+int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
+		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * remote.c — a `tir serve` as a device: a batch goes to the server through
+ * lib/net's client (loaded at run time by lib/net/door.c, so that tir
+ * starts without libcurl), which sends the batch text and whatever blobs
+ * the server lacks, and brings the values back; its plan, profile and
+ * spans come back with them.  The connection is its opener's (the CLI's).
+ */
+#include "device.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct remote {
+	struct tir_device dev;
+	struct tir_remote *r;          /* borrowed */
+	char *explain, *profile;       /* the server's, of the last run */
+};
+
+static struct remote *remote_of(const struct tir_device *d)
+{
+	return (struct remote *)d;
+}
+
+static const char *remote_name(const struct tir_device *d)
+{
+	return tir_remote_name(remote_of(d)->r);
+}
+
+static int remote_upload(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_err *err)
+{
+	(void)d, (void)x, (void)id, (void)err;
+	return 0; /* sent by hash in the next batch that reads it, if the server lacks it */
+}
+
+static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
+		      struct tir_tensor *out, struct tir_err *err)
+{
+	struct remote *m = remote_of(d);
+	struct tir_remote_result res = {0};
+	res.values = calloc(ntargets + 1, sizeof *res.values);
+	if (!res.values)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	free(m->explain);
+	free(m->profile);
+	m->explain = m->profile = NULL;
+	int rc = tir_remote_run(m->r, x, targets, ntargets, &res, err);
+	if (!rc) {
+		x->stats = res.stats;
+		m->explain = res.explain;
+		m->profile = res.profile;
+		res.explain = res.profile = NULL;
+	}
+	for (size_t i = 0; i < ntargets; i++) {
+		if (!rc)
+			rc = tir_tensor_as_dtype(&res.values[i], (enum tir_dtype)targets[i]->type.dtype, &out[i], err);
+		tir_tensor_release(&res.values[i]);
+	}
+	free(res.values);
+	free(res.explain);
+	free(res.profile);
+	return rc;
+}
+
+static bool remote_holds(const struct tir_device *d, const struct tir_exec *x, uint32_t id)
+{
+	return tir_remote_holds(remote_of(d)->r, x, id);
+}
+
+/* A batch of the one value: the session holds it, so nothing is computed. */
+static int remote_fetch(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_tensor *out,
+			struct tir_err *err)
+{
+	if (!remote_holds(d, x, id))
+		return tir_errf(err, TIR_EDATA, NULL, "remote %s holds no value of node %u", remote_name(d),
+				(unsigned)id);
+	struct tir_node *n = x->prog->nodes[id];
+	struct tir_exec_stats keep = x->stats;
+	int rc = remote_run(d, x, &n, 1, out, err);
+	x->stats = keep;
+	return rc;
+}
+
+static const char *remote_explain(struct tir_device *d, struct tir_exec *x)
+{
+	(void)x;
+	return remote_of(d)->explain ? remote_of(d)->explain : "";
+}
+
+static char *remote_profile(const struct tir_device *d, const struct tir_exec *x)
+{
+	(void)x;
+	return remote_of(d)->profile ? strdup(remote_of(d)->profile) : NULL;
+}
+
+/* The client's spans as lib/net noted them (tir_exec_trace_span): on
+ * thread 1 the requests, on thread 2 the server's own timings. */
+static void remote_trace(const struct tir_device *d, const struct tir_exec *x, json_t *ev, double origin)
+{
+	(void)d;
+	static const char *const track[] = {"tir run", "network: requests to the server",
+					    "server (its own timings)"};
+	for (int t = 1; t < 3; t++)
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
+						    "pid", 1, "tid", t, "args", "name", track[t]));
+	for (size_t i = 0; i < x->nnet; i++) {
+		const struct tir_net_span *s = &x->net[i];
+		json_t *args = json_object();
+		if (!strcmp(s->cat, "request")) {
+			json_object_set_new(args, "status", json_integer(s->status));
+			json_object_set_new(args, "bytes_up", json_integer((json_int_t)s->up));
+			json_object_set_new(args, "bytes_down", json_integer((json_int_t)s->down));
+		} else if (!strcmp(s->cat, "upload") || !strcmp(s->cat, "fetch")) {
+			double sec = (s->t1_ms - s->t0_ms) / 1e3;
+			uint64_t b = !strcmp(s->cat, "upload") ? s->up : s->down;
+			if (s->blob[0])
+				json_object_set_new(args, "blob", json_string(s->blob));
+			json_object_set_new(args, "bytes", json_integer((json_int_t)b));
+			json_object_set_new(args, "mib_per_s", json_real(sec > 0 ? b / 1048576.0 / sec : 0));
+		} else if (!strcmp(s->cat, "batch")) {
+			json_object_set_new(args, "blobs", json_integer(s->count));
+		} else if (s->text) {
+			json_object_set_new(args, "kernels", json_integer(s->count));
+			json_object_set_new(args, "explain", json_string(s->text));
+		}
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", s->name, "cat",
+						    s->cat, "ph", "X", "ts", (s->t0_ms - origin) * 1e3, "dur",
+						    (s->t1_ms - s->t0_ms) * 1e3, "pid", 1, "tid", s->track, "args", args));
+	}
+}
+
+static void remote_free(struct tir_device *d)
+{
+	struct remote *m = remote_of(d);
+	if (!m)
+		return;
+	free(m->explain);
+	free(m->profile);
+	free(m);
+}
+
+static const struct tir_device_ops remote_ops = {
+	.kind = "remote",
+	.name = remote_name,
+	.upload = remote_upload,
+	.run = remote_run,
+	.holds = remote_holds,
+	.fetch = remote_fetch,
+	.explain = remote_explain,
+	.profile = remote_profile,
+	.trace = remote_trace,
+	.free = remote_free,
+};
+
+struct tir_device *tir_remote_device(struct tir_remote *r)
+{
+	struct remote *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	m->dev.ops = &remote_ops;
+	m->r = r;
+	return &m->dev;
+}

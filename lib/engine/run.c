@@ -1,0 +1,489 @@
+/*
+ * run.c — the executor: a program's inputs, the values a run must make
+ * (every print, and names asked for), the values kept between runs (the
+ * REPL), and the list of devices that hold values and run batches
+ * (device.h): the CPU of this process, and a tir serve when one is given.
+ * A run goes to its device through the ops table alone.  No printing
+ * here: results are handed back as tensors.
+ */
+#include "device.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double tir_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct tir_exec *tir_exec_new(struct tir_program *p)
+{
+	struct tir_exec *x = calloc(1, sizeof *x);
+	if (!x)
+		return NULL;
+	x->prog = p;
+	if (!(x->dev[0] = tir_cpu_device())) {
+		free(x);
+		return NULL;
+	}
+	x->ndev = 1;
+	return x;
+}
+
+/* The device runs go to: the last one given. */
+static struct tir_device *run_device(const struct tir_exec *x)
+{
+	return x->dev[x->ndev - 1];
+}
+
+static void clear_results(struct tir_exec *x)
+{
+	for (size_t i = 0; i < x->nresults + x->nnamed; i++)
+		tir_tensor_release(&x->results[i]);
+	free(x->results);
+	free(x->headers);
+	x->results = x->named = NULL;
+	x->headers = NULL;
+	x->nresults = x->nnamed = 0;
+}
+
+static void net_spans_clear(struct tir_exec *x)
+{
+	for (size_t i = 0; i < x->nnet; i++)
+		free(x->net[i].text);
+	x->nnet = 0;
+}
+
+void tir_exec_free(struct tir_exec *x)
+{
+	if (!x)
+		return;
+	clear_results(x);
+	net_spans_clear(x);
+	free(x->net);
+	for (int i = 0; i < x->ndev; i++)
+		x->dev[i]->ops->free(x->dev[i]);
+	tir_exec_keep_named(x, false);
+	for (size_t i = 0; i < x->ninputs_cap; i++)
+		tir_tensor_release(&x->inputs[i]);
+	free(x->inputs);
+	free(x);
+}
+
+/* ---- values kept between runs (tir_exec_keep_named) ---- */
+
+/* A node bound to a name now: its value is worth keeping.  An input's
+ * value is kept anyway, in x->inputs. */
+bool tir_exec_keepable(const struct tir_program *p, const struct tir_node *n)
+{
+	return n->op != TIR_OP_INPUT && tir_node_current_name(p, n);
+}
+
+/* Size the cache to the grown graph; drop values whose name was rebound. */
+static int kept_sync(struct tir_exec *x)
+{
+	size_t nn = x->prog->nnodes, old = x->nkept;
+	if (tir_grow((void **)&x->kept, &x->nkept, nn, sizeof *x->kept))
+		return -TIR_ENOMEM;
+	if (x->nkept > old)
+		memset(x->kept + old, 0, (x->nkept - old) * sizeof *x->kept);
+	for (size_t i = 0; i < old; i++)
+		if (x->kept[i].buf && (i >= nn || !tir_exec_keepable(x->prog, x->prog->nodes[i])))
+			tir_tensor_release(&x->kept[i]);
+	return 0;
+}
+
+/* Input node id has a new value: drop the kept values computed from it. */
+static void kept_forget(struct tir_exec *x, uint32_t id)
+{
+	size_t nn = x->prog->nnodes < x->nkept ? x->prog->nnodes : x->nkept;
+	if (id >= nn)
+		return;
+	bool *dep = calloc(nn, sizeof *dep); /* NULL: forget everything after id */
+	for (size_t i = id; i < nn; i++) {
+		const struct tir_node *n = x->prog->nodes[i];
+		bool d = i == id || !dep;
+		for (int k = 0; !d && k < n->nin; k++)
+			d = n->in[k] && dep[n->in[k]->id];
+		if (dep)
+			dep[i] = d;
+		if (d)
+			tir_tensor_release(&x->kept[i]);
+	}
+	free(dep);
+}
+
+void tir_exec_keep_named(struct tir_exec *x, bool on)
+{
+	x->keep = on;
+	if (on)
+		return;
+	for (size_t i = 0; i < x->nkept; i++)
+		tir_tensor_release(&x->kept[i]);
+	free(x->kept);
+	x->kept = NULL;
+	x->nkept = 0;
+}
+
+bool tir_exec_has_value(const struct tir_exec *x, const char *name)
+{
+	const struct tir_binding *b = tir_program_lookup(x->prog, name, strlen(name));
+	if (!b || !b->node)
+		return false;
+	uint32_t id = b->node->id;
+	if (b->node->op == TIR_OP_INPUT)
+		return id < x->ninputs_cap && x->inputs[id].buf;
+	for (int i = 0; i < x->ndev; i++)
+		if (x->dev[i]->ops->holds(x->dev[i], x, id))
+			return true;
+	return false;
+}
+
+void tir_exec_set_interrupt(struct tir_exec *x, volatile sig_atomic_t *flag)
+{
+	x->intr = flag;
+}
+
+static const struct tir_stmt *find_input(const struct tir_program *p, const char *name)
+{
+	for (size_t i = p->nstmts; i-- > 0;)
+		if (p->stmts[i].kind == TIR_STMT_INPUT && !strcmp(p->stmts[i].name, name))
+			return &p->stmts[i];
+	return NULL;
+}
+
+int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *t,
+		       const char *what, struct tir_err *err)
+{
+	const struct tir_stmt *s = find_input(x->prog, name);
+	if (!s)
+		return tir_errf(err, TIR_EDATA, NULL, "%s: the program has no 'input %s'", what, name);
+	const struct tir_node *n = s->node;
+	bool ok = t->dtype == n->type.dtype && t->rank == n->type.rank;
+	for (int i = 0; ok && i < t->rank; i++)
+		ok = t->shape[i] == n->type.shape[i];
+	if (!ok) {
+		struct tir_type have = {.dtype = (uint8_t)t->dtype, .rank = (uint8_t)t->rank};
+		memcpy(have.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+		char a[TIR_TYPE_STRLEN], b[TIR_TYPE_STRLEN];
+		return tir_errf(err, TIR_EDATA, &n->loc, "%s holds %s but input %s is declared %s", what,
+				tir_type_str(&have, a, sizeof a), name, tir_type_str(&n->type, b, sizeof b));
+	}
+	size_t old = x->ninputs_cap;
+	if (tir_grow((void **)&x->inputs, &x->ninputs_cap, x->prog->nnodes, sizeof *x->inputs))
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	/* tir_grow leaves new slots uninitialised */
+	memset(x->inputs + old, 0, (x->ninputs_cap - old) * sizeof *x->inputs);
+	tir_tensor_release(&x->inputs[n->id]);
+	x->inputs[n->id] = *t;
+	memset(t, 0, sizeof *t);
+	x->input_gen++;
+	kept_forget(x, n->id);
+	for (int i = 0; i < x->ndev; i++) {
+		int rc = x->dev[i]->ops->upload(x->dev[i], x, n->id, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int tir_exec_input_file(struct tir_exec *x, const char *name, const char *path, struct tir_err *err)
+{
+	struct tir_tensor t = {0};
+	if (!find_input(x->prog, name))
+		return tir_errf(err, TIR_EDATA, NULL, "--input %s=%s: the program has no 'input %s'", name,
+				path, name);
+	/* the file's only tensor, or in a .safetensors file of several the one
+	 * named like the input */
+	int rc = tir_file_load(path, NULL, &t, err);
+	if (rc) {
+		struct tir_err e2 = {0};
+		if (tir_file_load(path, name, &t, &e2))
+			return rc;
+		rc = 0;
+	}
+	rc = tir_exec_set_input(x, name, &t, path, err);
+	tir_tensor_release(&t);
+	return rc;
+}
+
+char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err)
+{
+	struct tir_program *p = x->prog;
+	size_t nn = p->nnodes;
+	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	bool *need = calloc(nn + 1, sizeof *need), *target = calloc(nn + 1, sizeof *target);
+	char *dot = NULL;
+	struct tir_plan plan = {0};
+	if (!uses || !need || !target) {
+		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	/* the targets as a run would have them: every print, or the name */
+	if (name) {
+		struct tir_binding *b = tir_program_lookup(p, name, strlen(name));
+		if (!b || !b->node) {
+			const char *sug = tir_program_suggest(p, name, strlen(name));
+			tir_errf(err, TIR_EDATA, NULL, "no value named '%s' in the program%s%s%s", name,
+				 sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
+			goto out;
+		}
+		need[b->node->id] = target[b->node->id] = true;
+		uses[b->node->id]++;
+	}
+	for (size_t s = 0; !name && s < p->nstmts; s++) {
+		const struct tir_stmt *st = &p->stmts[s];
+		for (int i = 0; st->kind == TIR_STMT_PRINT && i < st->nitems; i++) {
+			need[st->items[i].node->id] = target[st->items[i].node->id] = true;
+			uses[st->items[i].node->id]++;
+		}
+	}
+	for (size_t i = nn; i-- > 0;) {
+		if (!need[i])
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		for (int k = 0; k < n->nin; k++) {
+			if (!n->in[k])
+				continue;
+			need[n->in[k]->id] = true;
+			uses[n->in[k]->id]++;
+		}
+	}
+	if (tir_fuse(p, need, uses, target, &plan) || !(dot = tir_plan_dot(p, &plan)))
+		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+out:
+	tir_plan_free(&plan);
+	free(uses);
+	free(need);
+	free(target);
+	return dot;
+}
+
+int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
+		 struct tir_err *err)
+{
+	struct tir_program *p = x->prog;
+	double t0 = tir_now_ms();
+	clear_results(x);
+	memset(&x->stats, 0, sizeof x->stats);
+	x->run_t0 = t0;
+	net_spans_clear(x);
+	struct tir_node **targets = NULL;
+	size_t ntargets = 0, captargets = 0, capheaders = 0;
+	int rc = 0;
+	if (x->keep && kept_sync(x)) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	/* the targets: every print from from_stmt on, then the names */
+	for (size_t s = from_stmt; s < p->nstmts; s++) {
+		const struct tir_stmt *st = &p->stmts[s];
+		for (int i = 0; st->kind == TIR_STMT_PRINT && i < st->nitems; i++) {
+			if (tir_grow((void **)&targets, &captargets, ntargets + 1, sizeof *targets) ||
+			    tir_grow((void **)&x->headers, &capheaders, ntargets + 1, sizeof *x->headers)) {
+				rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+				goto done;
+			}
+			x->headers[ntargets] = st->items[i].header;
+			targets[ntargets++] = st->items[i].node;
+		}
+	}
+	size_t nprint = ntargets;
+	x->nresults = 0;
+	for (int i = 0; i < nnames; i++) {
+		struct tir_binding *b = tir_program_lookup(p, names[i], strlen(names[i]));
+		if (!b || !b->node) {
+			const char *sug = tir_program_suggest(p, names[i], strlen(names[i]));
+			rc = tir_errf(err, TIR_EDATA, NULL, "no value named '%s' in the program%s%s%s", names[i],
+				      sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
+			goto done;
+		}
+		if (tir_grow((void **)&targets, &captargets, ntargets + 1, sizeof *targets)) {
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			goto done;
+		}
+		targets[ntargets++] = b->node;
+	}
+	/* the values: one array, the printed then the named */
+	x->results = calloc(ntargets + 1, sizeof *x->results);
+	if (!x->results) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	x->named = x->results + nprint;
+	struct tir_device *d = run_device(x);
+	rc = d->ops->run(d, x, targets, ntargets, x->results, err);
+	if (!rc) {
+		x->nresults = nprint;
+		x->nnamed = ntargets - nprint;
+	} else {
+		for (size_t i = 0; i < ntargets; i++)
+			tir_tensor_release(&x->results[i]);
+	}
+done:
+	free(targets);
+	if (rc)
+		clear_results(x);
+	return rc;
+}
+
+size_t tir_exec_nresults(const struct tir_exec *x)
+{
+	return x->nresults;
+}
+
+const char *tir_exec_header(const struct tir_exec *x, size_t i)
+{
+	return i < x->nresults ? x->headers[i] : NULL;
+}
+
+const struct tir_tensor *tir_exec_result(const struct tir_exec *x, size_t i)
+{
+	return i < x->nresults ? &x->results[i] : NULL;
+}
+
+const struct tir_tensor *tir_exec_named(const struct tir_exec *x, size_t i)
+{
+	return i < x->nnamed ? &x->named[i] : NULL;
+}
+
+const struct tir_exec_stats *tir_exec_stats(const struct tir_exec *x)
+{
+	return &x->stats;
+}
+
+void tir_exec_set_fuse(struct tir_exec *x, bool fuse)
+{
+	x->no_fuse = !fuse;
+}
+
+void tir_exec_set_trace(struct tir_exec *x, bool on)
+{
+	x->trace = on;
+}
+
+void tir_exec_set_progress(struct tir_exec *x, tir_progress_fn fn, void *ctx)
+{
+	x->progress = fn;
+	x->progress_ctx = ctx;
+}
+
+void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p)
+{
+	if (x->progress)
+		x->progress(x->progress_ctx, p);
+}
+
+bool tir_exec_tracing(const struct tir_exec *x)
+{
+	return x->trace;
+}
+
+/* s is copied; its text taken over (freed if it cannot be kept). */
+void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s)
+{
+	if (tir_grow((void **)&x->net, &x->capnet, x->nnet + 1, sizeof *x->net)) {
+		free(s->text);
+		return;
+	}
+	x->net[x->nnet++] = *s;
+	s->text = NULL;
+}
+
+char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
+{
+	/* Chrome's trace event format: complete events ("X", microseconds
+	 * from the start of the parse), thread names as metadata ("M"): tid
+	 * 0 the run (the parse here, then what the device ran) */
+	json_t *ev = json_array();
+	double origin = x->run_t0 - parse_ms;
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M", "pid", 1,
+					    "tid", 0, "args", "name", "tir run"));
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i}", "name", "parse", "ph", "X", "ts",
+					    json_real(0), "dur", json_real(parse_ms * 1e3), "pid", 1, "tid", 0));
+	const struct tir_device *d = run_device(x);
+	d->ops->trace(d, x, ev, origin);
+	json_t *root = json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
+	char *s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
+	json_decref(root);
+	return s;
+}
+
+void tir_exec_set_profile(struct tir_exec *x, bool on)
+{
+	x->profile = on;
+}
+
+char *tir_exec_profile(const struct tir_exec *x)
+{
+	const struct tir_device *d = run_device(x);
+	return d->ops->profile(d, x);
+}
+
+const char *tir_exec_explain(struct tir_exec *x)
+{
+	struct tir_device *d = run_device(x);
+	return d->ops->explain(d, x);
+}
+
+/* ---- for lib/net ---- */
+
+void tir_exec_clear_inputs(struct tir_exec *x)
+{
+	clear_results(x);
+	for (size_t i = 0; i < x->ninputs_cap; i++)
+		tir_tensor_release(&x->inputs[i]);
+}
+
+int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err *err)
+{
+	struct tir_device *d = r ? tir_remote_device(r) : NULL;
+	if (r && !d)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	for (int i = 1; i < x->ndev; i++)
+		x->dev[i]->ops->free(x->dev[i]);
+	x->ndev = 1;
+	if (d)
+		x->dev[x->ndev++] = d;
+	return 0;
+}
+
+const struct tir_tensor *tir_exec_input_value(const struct tir_exec *x, uint32_t id)
+{
+	return id < x->ninputs_cap && x->inputs[id].buf ? &x->inputs[id] : NULL;
+}
+
+struct tir_program *tir_exec_program(const struct tir_exec *x)
+{
+	return x->prog;
+}
+
+bool tir_exec_keeping(const struct tir_exec *x)
+{
+	return x->keep;
+}
+
+uint64_t tir_exec_input_gen(const struct tir_exec *x)
+{
+	return x->input_gen;
+}
+
+bool tir_exec_fusing(const struct tir_exec *x)
+{
+	return !x->no_fuse;
+}
+
+bool tir_exec_profiling(const struct tir_exec *x)
+{
+	return x->profile;
+}
+
+volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x)
+{
+	return x->intr;
+}
