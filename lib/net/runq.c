@@ -469,6 +469,14 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 
 static void *computer(void *arg);
 
+bool runq_stopping(struct server *s)
+{
+	pthread_mutex_lock(&s->q.mu);
+	bool stop = s->q.stop;
+	pthread_mutex_unlock(&s->q.mu);
+	return stop;
+}
+
 enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r)
 {
 	struct run u = {0};
@@ -498,6 +506,13 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 	}
 	if (!r->id_ok || !(u.ss = session_get(s->sessions, r->id, r->tenant))) {
 		ok = reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
+		goto out;
+	}
+	/* a stopping server takes no new batch: 503 before anything is listed
+	 * as missing (a 409 would have the client send blobs it cannot use,
+	 * whose storing evicts what other clients just sent) */
+	if (runq_stopping(s)) {
+		ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
 		goto out;
 	}
 	bool graph_cached = true;

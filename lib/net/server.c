@@ -702,6 +702,12 @@ static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, stru
 	int st = upload_finish(r->up, &held, &t, &code, msg, sizeof msg);
 	if (st)
 		return reply_error(c, r, st, code, NULL, "%s", msg);
+	if (runq_stopping(s)) {
+		/* nothing will run here any more: storing it would only evict
+		 * blobs that batches already under way were sent */
+		tir_tensor_release(&t);
+		return reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+	}
 	/* "bytes": the frame's, as the blob cache counts them */
 	json_int_t fbytes = (json_int_t)upload_frame_bytes(r->up);
 	/* the bytes are checked: the tenant holds the blob (stored now, or

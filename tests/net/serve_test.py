@@ -1886,6 +1886,16 @@ def test_long_batch():
         srv.proc.send_signal(signal.SIGTERM)
         stopping = srv.wait_log(r"^tir serve: stopping once 2 batches received are answered$")
         alive = srv.proc.poll() is None and th.is_alive()
+        # a stopping server takes no new work: a batch whose blob it lacks
+        # gets 503 (not a 409 asking for the blob), and a blob is not stored
+        h, body = blob(frame(np.arange(7, dtype=np.float32)))
+        rb = request(srv, "POST", f"/v1/sessions/{sid}/run",
+                     json.dumps({"graph": hashlib.sha256(b"print x\n").hexdigest(), "inputs": {"x": {"blob": h}}}).encode())
+        rp = request(srv, "PUT", "/v1/blobs/" + h, body)
+        check("stopping: a new batch gets 503, not 409; a PUT gets 503",
+              error_is(rb, 503, "busy") and "stopping" in str(rb.json()) and
+              error_is(rp, 503, "busy") and "stopping" in str(rp.json()),
+              describe(rb) + " / " + describe(rp))
         socks.pop().close()
         th.join(120)
         r = out.get("stop", (None,))[0]
