@@ -10,16 +10,6 @@
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 
 double cli_now_ms(void);
-/* Grow *p, an array of *cap elements of elem bytes, to hold need of them
- * (doubling).  returns 0, or -1 out of memory (*p as it was). */
-int cli_grow(void **p, size_t *cap, size_t need, size_t elem);
-/* A growing string: s[0..n), NUL-terminated; oom once an add failed. */
-struct cli_str {
-	char *s;
-	size_t n, cap;
-	bool oom;
-};
-void cli_str_add(struct cli_str *b, const char *s, size_t n);
 /* Read a whole file; NULL with a message on stderr.  returns: new, free(). */
 char *cli_read_file(const char *path, size_t *len);
 /* Parse FILE into a new program; NULL (errors printed, *status set) if not. */

@@ -65,36 +65,6 @@ double cli_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-int cli_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 8;
-	while (nc < need)
-		nc *= 2;
-	if (nc > SIZE_MAX / elem)
-		return -1;
-	void *np = realloc(*p, nc * elem);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
-void cli_str_add(struct cli_str *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (cli_grow((void **)&b->s, &b->cap, b->n + n + 1, 1)) {
-		b->oom = true;
-		return;
-	}
-	memcpy(b->s + b->n, s, n);
-	b->n += n;
-	b->s[b->n] = 0;
-}
-
 char *cli_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

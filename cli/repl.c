@@ -647,7 +647,7 @@ static size_t ncands, capcands, next_cand;
 
 static void cand_add(const char *s, const char *text, size_t n)
 {
-	if (strncmp(s, text, n) || cli_grow((void **)&cands, &capcands, ncands + 1, sizeof *cands))
+	if (strncmp(s, text, n) || tir_grow((void **)&cands, &capcands, ncands + 1, sizeof *cands))
 		return;
 	for (size_t i = 0; i < ncands; i++)
 		if (!strcmp(cands[i], s))
@@ -897,7 +897,7 @@ int cli_repl(int argc, char **argv)
 		tir_remote_close(r.remote);
 		return EXIT_PROGRAM;
 	}
-	struct cli_str acc = {0};   /* a statement while its brackets (or a block's braces) are open */
+	struct tir_str acc = {0};   /* a statement while its brackets (or a block's braces) are open */
 	uint32_t first = 0;         /* its first line */
 	char *last = NULL;          /* the last line put in the history */
 	while (!r.quit) {
@@ -937,8 +937,8 @@ int cli_repl(int argc, char **argv)
 			}
 			first = r.line;
 		}
-		cli_str_add(&acc, line, len);
-		cli_str_add(&acc, "\n", 1);
+		tir_str_add(&acc, line, len);
+		tir_str_add(&acc, "\n", 1);
 		free(line);
 		if (acc.oom) {
 			fprintf(stderr, "tir: out of memory\n");

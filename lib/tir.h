@@ -439,6 +439,20 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 char *tir_ops_help(void);
 
 /* dtype names: "f32" ... returns -1 when unknown. */
+/* Small utilities the library and its clients share.  Grow *p, an array
+ * of *cap elements of elem bytes, to hold need of them (doubling): 0, or
+ * -TIR_ENOMEM (*p as it was). */
+int tir_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* A growing string: s[0..n), NUL-terminated; oom once an add failed. */
+struct tir_str {
+	char *s;
+	size_t n, cap;
+	bool oom;
+};
+void tir_str_add(struct tir_str *b, const char *s, size_t n);
+void tir_str_addf(struct tir_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tir_str_free(struct tir_str *b);
+
 const char *tir_dtype_name(enum tir_dtype t);
 int tir_dtype_from_name(const char *s, size_t n);
 size_t tir_dtype_size(enum tir_dtype t);

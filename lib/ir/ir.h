@@ -31,8 +31,7 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n);      /* zeroed, 16-aligned
 char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n);
 void tir_arena_free(struct tir_arena *a);
 
-/* ---- growable vectors (malloc'd) ---- */
-int tir_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* (growable vectors and strings: tir_grow, struct tir_str in tir.h) */
 
 /* ---- the op table ---- */
 
@@ -335,15 +334,7 @@ int tir_errf(struct tir_err *err, int code, const struct tir_loc *loc, const cha
 /* ---- printing ---- */
 
 /* Append the canonical text of the expression computing n to buf (names
- * where a name is current, calls otherwise).  A growable string: */
-struct tir_str {
-	char *s;
-	size_t n, cap;
-	bool oom;
-};
-void tir_str_add(struct tir_str *b, const char *s, size_t n);
-void tir_str_addf(struct tir_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void tir_str_free(struct tir_str *b);
+ * where a name is current, calls otherwise). */
 void tir_render_expr(const struct tir_program *p, const struct tir_node *n, struct tir_str *out);
 void tir_render_attr(const struct tir_param *prm, const struct tir_attr *a, struct tir_str *out);
 /* n's call, op(operands, attributes), each operand written by `operand`
