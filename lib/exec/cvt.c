@@ -130,10 +130,13 @@ __attribute__((target("avx2,f16c"))) static void f2h_f16c(uint16_t *d, const flo
 
 static bool use_f16c(void)
 {
-	static int ok = -1;
-	if (ok < 0)
-		ok = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
-	return ok && tir_vmath_path() >= TIR_VMATH_AVX2;
+	static int ok = -1; /* asked once; threads may ask together (same answer) */
+	int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+	if (v < 0) {
+		v = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+	}
+	return v && tir_vmath_path() >= TIR_VMATH_AVX2;
 }
 #endif
 

@@ -178,10 +178,13 @@ static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32 };
 static const struct gemm_kern *pick_pairs(const struct tir_gemm *g)
 {
 #if GM_X86
-	static int ok = -1;
-	if (ok < 0)
-		ok = __builtin_cpu_supports("avx512bf16");
-	if (ok && g->dt == TIR_DTYPE_F32 && g->a_dt == TIR_DTYPE_BF16 && g->b_dt == TIR_DTYPE_BF16 &&
+	static int ok = -1; /* asked once; threads may ask together (same answer) */
+	int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+	if (v < 0) {
+		v = __builtin_cpu_supports("avx512bf16");
+		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+	}
+	if (v && g->dt == TIR_DTYPE_F32 && g->a_dt == TIR_DTYPE_BF16 && g->b_dt == TIR_DTYPE_BF16 &&
 	    tir_vmath_path() == TIR_VMATH_AVX512)
 		return &kern_pairs;
 #else
