@@ -700,6 +700,7 @@ static void *computer(void *arg)
 			compute(s, j);
 		}
 		run_free(s, &j->u);
+		req_let_go(s, j->r); /* the parse it was charged for is gone */
 		/* out of the running before the resume: MHD may close the
 		 * socket from then on, and a client that has its answer sees
 		 * it no longer running */

@@ -140,6 +140,7 @@ void runq_destroy(struct server *s);
 enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r);
 /* Whether the server is stopping (no new batch is taken, nor a blob stored) */
 bool runq_stopping(struct server *s);
+void req_let_go(struct server *s, struct req *r);
 /* The main thread's tick: stop each running batch whose client has hung
  * up, or that has run past --max-batch-seconds. */
 void runq_watch(struct server *s);

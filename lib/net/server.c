@@ -278,6 +278,19 @@ static void unreserve(struct server *s, struct req *r)
 	r->reserved = 0;
 }
 
+/* What a request holds of its body (the bytes, an upload's buffer) and
+ * its share of the budget, let go of once it is answered and before the
+ * answer can reach the client: a client that has its answer may send the
+ * next body at once, and the budget must not still count this one. */
+void req_let_go(struct server *s, struct req *r)
+{
+	free(r->body);
+	r->body = NULL;
+	upload_free(r->up);
+	r->up = NULL;
+	unreserve(s, r);
+}
+
 /* The 503 of a body the budget cannot hold now: nothing of it is read. */
 static enum MHD_Result reply_busy(struct server *s, struct MHD_Connection *c, struct req *r,
 				  uint64_t len)
@@ -790,7 +803,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return r->status ? MHD_YES : MHD_NO;
 	if (r->status) /* answered when the headers came */
 		return MHD_YES;
-	return finish(s, c, r);
+	enum MHD_Result ok = finish(s, c, r);
+	if (!r->queued) /* answered here: sent once this returns */
+		req_let_go(s, r);
+	return ok;
 }
 
 static void done(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -838,9 +854,7 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 			snprintf(line + n, sizeof line - (size_t)n, " (cut short by %s)", why[toe]);
 		s->o.log(s->o.log_ud, line);
 	}
-	upload_free(r->up);
-	free(r->body);
-	unreserve(s, r);
+	req_let_go(s, r);
 	free(r);
 	gate_request(c, false);
 	atomic_fetch_sub(&s->inflight, 1);

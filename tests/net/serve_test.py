@@ -1777,6 +1777,10 @@ def test_json_values():
         runp = f"/v1/sessions/{sid}/run"
         r = request(srv, "POST", runp, raw_at)
         check("json: a parse that costs all of --max-inflight: 200", r.status == 200, describe(r))
+        # its share is let go of before the answer is sent: a client that
+        # has it may send the next body at once (asked once, no waiting)
+        check("json: ... and the budget holds none of it once it is answered",
+              metrics(srv).get("tir_inflight_body_bytes") == 0, str(metrics(srv).get("tir_inflight_body_bytes")))
         over = dict(at, drop=at["drop"][:-1] + [at["drop"][-1] + "x"])  # one byte more
         r = request(srv, "POST", runp, json.dumps(over).encode())
         check("json: one that costs more than --max-inflight: 413, said so",
