@@ -176,7 +176,7 @@ void cli_print_blobs(const struct tir_remote_stats *net)
 		net->blobs_sent, (unsigned long long)net->blob_bytes_sent, net->graph_sent ? "sent" : "cached");
 }
 
-struct tir_program *cli_load_program(const char *path, int *status, double *parse_ms)
+struct tir_program *cli_load_program(const char *path, int nremotes, int *status, double *parse_ms)
 {
 	size_t len;
 	char *src = cli_read_file(path, &len);
@@ -192,6 +192,8 @@ struct tir_program *cli_load_program(const char *path, int *status, double *pars
 		return NULL;
 	}
 	tir_program_set_loader(p, tir_load_type_from_file, NULL);
+	if (nremotes >= 0)
+		tir_program_set_remotes(p, nremotes);
 	double t0 = cli_now_ms();
 	int rc = tir_program_parse(p, path, src, len, 0);
 	if (parse_ms)
@@ -213,7 +215,7 @@ static int cmd_check(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	int status = EXIT_OK;
-	struct tir_program *p = cli_load_program(argv[0], &status, NULL);
+	struct tir_program *p = cli_load_program(argv[0], -1, &status, NULL);
 	tir_program_free(p);
 	return status;
 }
@@ -235,7 +237,7 @@ static int cmd_fmt(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	int status = EXIT_OK;
-	struct tir_program *p = cli_load_program(file, &status, NULL);
+	struct tir_program *p = cli_load_program(file, -1, &status, NULL);
 	if (!p)
 		return status;
 	char *s = NULL;

@@ -28,7 +28,7 @@
 struct repl {
 	struct tir_program *p;
 	struct tir_exec *x;
-	struct tir_remote *remote; /* .remote: computations run there, or NULL */
+	struct cli_remotes remotes; /* .remote: remote:0, remote:1, ... (none: here) */
 	bool tty;           /* stdin is a terminal: prompts and libedit */
 	bool timer;         /* .timer on */
 	bool failed;        /* an error happened (the exit status when piped) */
@@ -90,7 +90,8 @@ static int session_open(struct repl *r)
 	tir_exec_keep_named(r->x, true);
 	tir_exec_set_interrupt(r->x, &interrupted);
 	struct tir_err err = {0};
-	if (tir_exec_set_remote(r->x, r->remote, &err)) {
+	tir_program_set_remotes(r->p, r->remotes.n);
+	if (tir_exec_set_remotes(r->x, r->remotes.r, r->remotes.n, &err)) {
 		cli_print_err(&err);
 		return -1;
 	}
@@ -153,8 +154,11 @@ static void compute(struct repl *r, size_t from, double parse_ms)
 		free(s);
 	}
 	fflush(stdout);
-	if (r->timer)
-		cli_print_timing(parse_ms, tir_exec_stats(r->x), r->remote ? tir_remote_stats(r->remote) : NULL);
+	if (r->timer) {
+		struct tir_remote_stats net;
+		cli_remotes_stats(&r->remotes, &net);
+		cli_print_timing(parse_ms, tir_exec_stats(r->x), r->remotes.n ? &net : NULL);
+	}
 }
 
 /* Parse a chunk of statements into the session and compute its prints. */
@@ -348,23 +352,20 @@ static int dot_quit(struct repl *r, char *arg)
 	return 0;
 }
 
-/* A remote at hostport with its session made, or NULL (the error said). */
-static struct tir_remote *remote_connect(const char *hostport)
+/* What .remote says: the servers, remote:0 first. */
+static void remote_say(const struct repl *r)
 {
-	struct tir_err err = {0};
-	if (strchr(hostport, ',')) {
-		fprintf(stderr, "tir: %s: several remotes at once are not supported yet\n", hostport);
-		return NULL;
+	if (!r->remotes.n) {
+		puts("remote: off (the session computes here)");
+		return;
 	}
-	const char *token = getenv("TIR_TOKEN");
-	struct tir_remote *rem = tir_remote_open(hostport, token && *token ? token : NULL, &err);
-	if (rem && tir_remote_connect(rem, &err)) {
-		tir_remote_close(rem);
-		rem = NULL;
+	if (r->remotes.n == 1) {
+		printf("remote: %s (computations run there)\n", tir_remote_name(r->remotes.r[0]));
+		return;
 	}
-	if (!rem)
-		cli_print_err(&err);
-	return rem;
+	printf("remote: %d servers (values placed nowhere run on remote:0)\n", r->remotes.n);
+	for (int i = 0; i < r->remotes.n; i++)
+		printf("  remote:%d  %s\n", i, tir_remote_name(r->remotes.r[i]));
 }
 
 static int dot_remote(struct repl *r, char *arg)
@@ -372,34 +373,32 @@ static int dot_remote(struct repl *r, char *arg)
 	if (strchr(arg, ' '))
 		return 1;
 	if (!*arg) {
-		if (r->remote)
-			printf("remote: %s (computations run there)\n", tir_remote_name(r->remote));
-		else
-			puts("remote: off (the session computes here)");
+		remote_say(r);
 		return 0;
 	}
 	if (!strcmp(arg, "off")) {
-		tir_exec_set_remote(r->x, NULL, NULL); /* (nothing to make: never fails) */
-		tir_remote_close(r->remote);
-		r->remote = NULL;
-		puts("remote: off (the session computes here)");
+		tir_exec_set_remotes(r->x, NULL, 0, NULL); /* (nothing to make: never fails) */
+		cli_remotes_close(&r->remotes);
+		tir_program_set_remotes(r->p, 0);
+		remote_say(r);
 		return 0;
 	}
-	struct tir_remote *rem = remote_connect(arg);
-	if (!rem) {
+	struct cli_remotes g;
+	if (cli_remotes_open(&g, arg, true)) {
 		r->failed = true;
 		return 0;
 	}
 	struct tir_err err = {0};
-	if (tir_exec_set_remote(r->x, rem, &err)) {
+	if (tir_exec_set_remotes(r->x, g.r, g.n, &err)) {
 		cli_print_err(&err);
-		tir_remote_close(rem);
+		cli_remotes_close(&g);
 		r->failed = true;
 		return 0;
 	}
-	tir_remote_close(r->remote);
-	r->remote = rem;
-	printf("remote: %s (computations run there)\n", tir_remote_name(rem));
+	cli_remotes_close(&r->remotes);
+	r->remotes = g;
+	tir_program_set_remotes(r->p, g.n);
+	remote_say(r);
 	return 0;
 }
 
@@ -409,8 +408,8 @@ static int dot_reset(struct repl *r, char *arg)
 		return 1;
 	session_close(r);
 	tir_release_caches();
-	if (r->remote)
-		tir_remote_forget(r->remote); /* the remote stays; the values it kept go */
+	for (int i = 0; i < r->remotes.n; i++)
+		tir_remote_forget(r->remotes.r[i]); /* the remotes stay; the values they kept go */
 	if (session_open(r))
 		r->quit = r->failed = true;
 	return 0;
@@ -431,6 +430,7 @@ static int dot_timer(struct repl *r, char *arg)
 struct vars_pass {
 	struct repl *r;
 	bool print;
+	bool devices;       /* a value is placed: a column says where each lives */
 	int wn, wt, count;
 };
 
@@ -441,13 +441,17 @@ static void var_line(void *ud, const struct tir_var *v)
 		int ln = (int)strlen(v->name), lt = (int)strlen(v->type);
 		vp->wn = ln > vp->wn ? ln : vp->wn;
 		vp->wt = lt > vp->wt ? lt : vp->wt;
+		vp->devices = vp->devices || strcmp(v->device, "any");
 		vp->count++;
 		return;
 	}
 	bool has = tir_exec_has_value(vp->r->x, v->name); /* (here or on the remote) */
 	const char *state = v->input ? (has ? "input, given" : "input, no value yet (.input NAME=FILE)")
 				     : (has ? "computed" : "not computed");
-	printf("%-*s  %-*s  %s\n", vp->wn, v->name, vp->wt, v->type, state);
+	if (vp->devices) /* where each lives, once a program places values */
+		printf("%-*s  %-*s  %-8s  %s\n", vp->wn, v->name, vp->wt, v->type, v->device, state);
+	else
+		printf("%-*s  %-*s  %s\n", vp->wn, v->name, vp->wt, v->type, state);
 }
 
 static int dot_vars(struct repl *r, char *arg)
@@ -471,7 +475,7 @@ static const struct dot_cmd dot_cmds[] = {
 	{"input", "NAME=FILE", "the value of `input NAME` from a .npy or .safetensors file", dot_input},
 	{"load", "FILE", "run a .tir file's statements into the session", dot_load},
 	{"quit", "", "leave the session (also Ctrl-D)", dot_quit},
-	{"remote", "HOST:PORT|off", "compute on a tir server (tir serve), or here again (off)", dot_remote},
+	{"remote", "HOSTS|off", "compute on tir servers (HOST:PORT,HOST:PORT... are remote:0, remote:1, ...), or here again (off)", dot_remote},
 	{"reset", "", "forget every name and value", dot_reset},
 	{"save", "NAME... FILE", "write values to FILE.npy (one) or FILE.safetensors (each by name)", dot_save},
 	{"timer", "on|off", "show timing after each computation (on stderr)", dot_timer},
@@ -853,7 +857,7 @@ static void tty_close(char *hist)
 /* ---- the loop ---- */
 
 const char *const cli_repl_help =
-	"usage: tir repl [--remote HOST:PORT]\n"
+	"usage: tir repl [--remote HOST:PORT[,HOST:PORT...]]\n"
 	"\n"
 	"  An interactive session: statements accumulate, an expression alone\n"
 	"  prints its value, .help lists the dot-commands.  With stdin not a\n"
@@ -861,7 +865,8 @@ const char *const cli_repl_help =
 	"  status is 1 when any statement failed.  History is kept in\n"
 	"  ~/.tir_history (TIR_HISTORY=FILE elsewhere, TIR_HISTORY= none).\n"
 	"\n"
-	"  --remote HOST:PORT    compute on a tir server (as .remote HOST:PORT);\n"
+	"  --remote HOST:PORT    compute on a tir server (as .remote HOST:PORT); a list\n"
+	"                        names remote:0, remote:1, ... for to(x, \"remote:1\");\n"
 	"                        https://HOST:PORT for one serving TLS (TIR_CA_FILE: a CA\n"
 	"                        to trust besides the system's); TIR_TOKEN is its token,\n"
 	"                        TIR_TIMEOUT the seconds to wait for a reply\n";
@@ -886,15 +891,14 @@ int cli_repl(int argc, char **argv)
 	/* a session outlives the files it read: np.save rewrites a file in
 	 * place, which would change (or, shorter, fault) a mapped value */
 	tir_set_file_mapping(false);
-	if (remote && strchr(remote, ',')) {
-		fprintf(stderr, "tir repl: --remote %s: several remotes at once are not supported yet\n", remote);
-		return EXIT_USAGE;
+	if (remote) {
+		int st = cli_remotes_open(&r.remotes, remote, true);
+		if (st)
+			return st;
 	}
-	if (remote && !(r.remote = remote_connect(remote)))
-		return EXIT_REMOTE;
 	if (session_open(&r) || (r.tty && tty_open(&r, &hist))) {
 		session_close(&r);
-		tir_remote_close(r.remote);
+		cli_remotes_close(&r.remotes);
 		return EXIT_PROGRAM;
 	}
 	struct tir_str acc = {0};   /* a statement while its brackets (or a block's braces) are open */
@@ -958,6 +962,6 @@ int cli_repl(int argc, char **argv)
 	if (r.tty)
 		tty_close(hist);
 	session_close(&r);
-	tir_remote_close(r.remote);
+	cli_remotes_close(&r.remotes);
 	return r.failed && !r.tty ? EXIT_PROGRAM : EXIT_OK;
 }

@@ -161,21 +161,22 @@ int cli_run(int argc, char **argv)
 	int status = parse_args(argc, argv, &o);
 	struct tir_program *p = NULL;
 	struct tir_exec *x = NULL;
-	struct tir_remote *remote = NULL;
+	struct cli_remotes remotes = {0};
 	const char **names = NULL;
 	if (status) {
 		status = status < 0 ? EXIT_OK : status;
 		goto out;
 	}
-	if (o.remote && strchr(o.remote, ',')) {
-		fprintf(stderr, "tir run: --remote %s: several remotes at once are not supported yet\n", o.remote);
+	if (o.remote && cli_remotes_count(o.remote) > CLI_MAX_REMOTES) {
+		fprintf(stderr, "tir run: --remote names %d servers; at most %d at once\n",
+			cli_remotes_count(o.remote), CLI_MAX_REMOTES);
 		status = EXIT_USAGE;
 		goto out;
 	}
 	if (o.threads)
 		tir_set_threads(o.threads);
 	double parse_ms = 0;
-	p = cli_load_program(o.file, &status, &parse_ms);
+	p = cli_load_program(o.file, o.remote ? cli_remotes_count(o.remote) : 0, &status, &parse_ms);
 	if (!p)
 		goto out;
 	x = tir_exec_new(p);
@@ -187,14 +188,9 @@ int cli_run(int argc, char **argv)
 	}
 	struct tir_err err = {0};
 	if (o.remote) {
-		const char *token = getenv("TIR_TOKEN");
-		remote = tir_remote_open(o.remote, token && *token ? token : NULL, &err);
-		if (!remote) {
-			cli_print_err(&err);
-			status = err.code == TIR_ENOMEM ? EXIT_PROGRAM : EXIT_USAGE;
+		if ((status = cli_remotes_open(&remotes, o.remote, false)))
 			goto out;
-		}
-		if (tir_exec_set_remote(x, remote, &err)) {
+		if (tir_exec_set_remotes(x, remotes.r, remotes.n, &err)) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;
 			goto out;
@@ -224,8 +220,11 @@ int cli_run(int argc, char **argv)
 		if (t)
 			fputs(t, stderr);
 		free(t);
-		if (remote)
-			cli_print_blobs(tir_remote_stats(remote));
+		if (remotes.n) {
+			struct tir_remote_stats net;
+			cli_remotes_stats(&remotes, &net);
+			cli_print_blobs(&net);
+		}
 	}
 	if (rc && err.code == TIR_EINTERRUPT) {
 		fprintf(stderr, "tir: interrupted\n");
@@ -287,14 +286,17 @@ int cli_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!o.quiet)
-		cli_print_timing(parse_ms, tir_exec_stats(x), remote ? tir_remote_stats(remote) : NULL);
+	if (!o.quiet) {
+		struct tir_remote_stats net;
+		cli_remotes_stats(&remotes, &net);
+		cli_print_timing(parse_ms, tir_exec_stats(x), remotes.n ? &net : NULL);
+	}
 out:
 	free(names);
 	free(o.inputs);
 	free(o.saves);
 	tir_exec_free(x);
-	tir_remote_close(remote); /* after x, which borrows it */
+	cli_remotes_close(&remotes); /* after x, which borrows them */
 	tir_program_free(p);
 	return status;
 }

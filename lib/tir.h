@@ -159,6 +159,9 @@ typedef int (*tir_load_type_fn)(void *ud, const char *path, const char *name,
 				enum tir_dtype *dtype, int *rank, int64_t *shape,
 				struct tir_err *err);
 void tir_program_set_loader(struct tir_program *p, tir_load_type_fn fn, void *ud);
+/* The program runs with n remotes (remote:0 .. remote:n-1): `to` a device
+ * past them is an error when checked.  Unset, only the run says so. */
+void tir_program_set_remotes(struct tir_program *p, int n);
 /* The loader of a program that may read files (the CLI's): the type from
  * the .npy or .safetensors header.  ud is unused. */
 int tir_load_type_from_file(void *ud, const char *path, const char *name, enum tir_dtype *dtype,
@@ -190,6 +193,8 @@ struct tir_var {
 	const char *name;           /* borrowed */
 	char type[160];             /* "f32[64, 10]" */
 	bool input;                 /* bound by `input NAME: T` */
+	char device[24];            /* where it lives: "cpu", "remote:1", or "any"
+				     * (placed nowhere: made where it is read) */
 };
 typedef void (*tir_var_fn)(void *ud, const struct tir_var *v);
 void tir_program_vars(const struct tir_program *p, tir_var_fn fn, void *ud);
@@ -385,6 +390,13 @@ const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r);
  * or a broken reply is -TIR_ENET.  borrowed: r must outlive its use by x.
  * returns 0 or -TIR_ENOMEM. */
 int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err *err);
+/* The same for several: r[k] is remote:k (n = 0: none).  A value placed
+ * nowhere runs on remote:0; `to(x, "remote:k")` places one (see the
+ * language's "Devices").  The program's `to`s are checked against n at
+ * run time; tir_program_set_remotes says n while parsing.
+ * returns 0, or -TIR_ENOMEM, -TIR_EUNSUPPORTED past TIR_MAX_REMOTES. */
+#define TIR_MAX_REMOTES 63
+int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n, struct tir_err *err);
 
 /* `tir serve`: an HTTP server running batches from remote clients. */
 struct tir_serve_tenant {

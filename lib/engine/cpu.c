@@ -52,6 +52,9 @@ struct cpu {
 	/* by node id, kept empty between runs: a run's values */
 	struct tir_tensor *vals;
 	size_t capvals;
+	/* by node id: values put here for this run (cpu_put) */
+	struct tir_tensor *given;
+	size_t ngiven;
 	/* small constants' values, made once for the runs of a plan run
 	 * again (a graph of scalar ops has about as many as ops; a single
 	 * run holds and counts its memory as before): by node id the
@@ -744,6 +747,26 @@ static bool cpu_holds(const struct tir_device *d, const struct tir_exec *x, uint
 	return id < x->nkept && x->kept[id].buf;
 }
 
+static int cpu_put(struct tir_device *d, struct tir_exec *x, uint32_t id, const struct tir_tensor *v,
+		   struct tir_err *err)
+{
+	struct cpu *c = cpu_of(d);
+	size_t old = c->ngiven;
+	if (tir_grow((void **)&c->given, &c->ngiven, (size_t)x->prog->nnodes + 1, sizeof *c->given))
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	memset(c->given + old, 0, (c->ngiven - old) * sizeof *c->given);
+	tir_tensor_release(&c->given[id]);
+	tir_tensor_ref(&c->given[id], v);
+	return 0;
+}
+
+static void cpu_clear(struct tir_device *d)
+{
+	struct cpu *c = cpu_of(d);
+	for (size_t i = 0; i < c->ngiven; i++)
+		tir_tensor_release(&c->given[i]);
+}
+
 static int cpu_fetch(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_tensor *out,
 		     struct tir_err *err)
 {
@@ -793,9 +816,11 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		if (!need[i])
 			continue;
 		const struct tir_node *n = p->nodes[i];
-		if (x->keep && x->kept[i].buf) {
-			/* computed before: a value to read, not a node to run */
-			tir_tensor_ref(&vals[i], &x->kept[i]);
+		const struct tir_tensor *have = x->keep && x->kept[i].buf ? &x->kept[i]
+					      : i < c->ngiven && c->given[i].buf ? &c->given[i] : NULL;
+		if (have) {
+			/* computed before, or moved here: a value to read, not a node to run */
+			tir_tensor_ref(&vals[i], have);
 			made[nmade++] = (uint32_t)i;
 			need[i] = false;
 			target[i] = true;
@@ -1056,6 +1081,8 @@ static void cpu_free(struct tir_device *d)
 	free(c->plan_uses);
 	free(c->plan_target);
 	free(c->vals);
+	cpu_clear(d);
+	free(c->given);
 	for (size_t i = 0; i < c->ncconst; i++) {
 		tir_tensor_release(&c->cconst[i].v);
 		tir_tensor_release(&c->cconst[i].as);
@@ -1066,11 +1093,22 @@ static void cpu_free(struct tir_device *d)
 	free(c);
 }
 
+/* Every value comes back: what is to stay here the executor puts back. */
+static int cpu_run_on(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
+		      const bool *stay, struct tir_tensor *vals, struct tir_err *err)
+{
+	(void)stay;
+	return cpu_run(d, x, targets, n, vals, err);
+}
+
 static const struct tir_device_ops cpu_ops = {
 	.kind = "cpu",
 	.name = cpu_name,
 	.upload = cpu_upload,
 	.run = cpu_run,
+	.run_on = cpu_run_on,
+	.put = cpu_put,
+	.clear = cpu_clear,
 	.holds = cpu_holds,
 	.fetch = cpu_fetch,
 	.explain = cpu_explain,

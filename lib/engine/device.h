@@ -16,9 +16,9 @@
 
 struct json_t; /* jansson's (the trace) */
 
-/* The most devices an executor holds.  Today devices[0] is the CPU and a
- * remote, if one is given, devices[1]. */
-#define TIR_MAX_DEVICES 8
+/* The most devices an executor holds: dev[0] is the CPU, dev[1 + k]
+ * remote:k (--remote's k-th server).  A node's TIR_DEV_* is its index. */
+#define TIR_MAX_DEVICES 64
 
 struct tir_device;
 
@@ -44,6 +44,19 @@ struct tir_device_ops {
 	 * Sets x->stats; a runtime error is at the op's source position. */
 	int (*run)(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
 		   struct tir_tensor *vals, struct tir_err *err);
+	/* The same for one batch of a run over several devices: stay[i]
+	 * (NULL: none) asks that targets[i] stay on d for a later batch (or
+	 * another device) to read; its vals[i] may come back empty, and then
+	 * d holds it (holds says so) until the run ends. */
+	int (*run_on)(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
+		      const bool *stay, struct tir_tensor *vals, struct tir_err *err);
+	/* Give d node id's value v for the rest of this run: its batches read
+	 * it (a leaf), never compute it.  A value moved here from another
+	 * device, or one an earlier batch here handed back.  0 or -code. */
+	int (*put)(struct tir_device *d, struct tir_exec *x, uint32_t id, const struct tir_tensor *v,
+		   struct tir_err *err);
+	/* Forget what put gave (a run's start and end). */
+	void (*clear)(struct tir_device *d);
 	/* Whether d holds the value of node id (kept from an earlier run). */
 	bool (*holds)(const struct tir_device *d, const struct tir_exec *x, uint32_t id);
 	/* The value of node id that d holds, into out (empty): here it is a
@@ -95,10 +108,16 @@ struct tir_exec {
 	uint64_t input_gen;            /* inputs given so far */
 	struct tir_tensor *kept;       /* by node id: a value computed here before */
 	size_t nkept;
-	/* where values live and batches run: dev[0] the CPU; runs go to the
-	 * last (a remote when one is given) */
+	/* where values live and batches run: dev[0] the CPU, dev[1 + k]
+	 * remote:k; a value placed nowhere is computed on the home device,
+	 * remote:0 when there are remotes, else the CPU */
 	struct tir_device *dev[TIR_MAX_DEVICES];
 	int ndev;
+	uint64_t run_seq;              /* tir_exec_run's calls */
+	char *explain;                 /* a run of several batches: each one's plan, or NULL */
+	int nbatches;                  /* the last run's batches */
+	int explain_dev;               /* the device of its last batch */
+	uint64_t ran_mask;             /* the devices that ran its batches */
 };
 
 /* CLOCK_MONOTONIC in ms. */

@@ -50,13 +50,22 @@ void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p);
 bool tir_exec_tracing(const struct tir_exec *x);
 void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s);
 
+/* Counts tir_exec_run's calls: the batches of one run (one per device and
+ * step) see the same number. */
+uint64_t tir_exec_run_seq(const struct tir_exec *x);
+
 /* Release the inputs given and the last run's results: `tir serve` keeps
  * an exec for its plan cache, not for its data. */
 void tir_exec_clear_inputs(struct tir_exec *x);
 
 /* What a remote run hands back. */
 struct tir_remote_result {
-	struct tir_tensor *values;     /* ntargets of them, zeroed by the caller; filled */
+	/* in, for one batch of a run over several devices (zeroed: none): */
+	const bool *stay;              /* by target: kept in the session, not sent back */
+	const struct tir_tensor *given; /* by node id: values moved here, sent as blobs */
+	size_t ngiven;
+	/* out: */
+	struct tir_tensor *values;     /* ntargets of them, zeroed by the caller; filled (not a stay's) */
 	struct tir_exec_stats stats;
 	char *explain, *profile;       /* new (malloc), or NULL */
 };

@@ -15,6 +15,8 @@ struct remote {
 	struct tir_device dev;
 	struct tir_remote *r;          /* borrowed */
 	char *explain, *profile;       /* the server's, of the last run */
+	struct tir_tensor *given;      /* by node id: values put here for this run */
+	size_t ngiven;
 };
 
 static struct remote *remote_of(const struct tir_device *d)
@@ -33,11 +35,11 @@ static int remote_upload(struct tir_device *d, struct tir_exec *x, uint32_t id, 
 	return 0; /* sent by hash in the next batch that reads it, if the server lacks it */
 }
 
-static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
-		      struct tir_tensor *out, struct tir_err *err)
+static int remote_run_on(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets,
+			 size_t ntargets, const bool *stay, struct tir_tensor *out, struct tir_err *err)
 {
 	struct remote *m = remote_of(d);
-	struct tir_remote_result res = {0};
+	struct tir_remote_result res = {.stay = stay, .given = m->given, .ngiven = m->ngiven};
 	res.values = calloc(ntargets + 1, sizeof *res.values);
 	if (!res.values)
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
@@ -52,7 +54,7 @@ static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node 
 		res.explain = res.profile = NULL;
 	}
 	for (size_t i = 0; i < ntargets; i++) {
-		if (!rc)
+		if (!rc && res.values[i].buf)
 			rc = tir_tensor_as_dtype(&res.values[i], (enum tir_dtype)targets[i]->type.dtype, &out[i], err);
 		tir_tensor_release(&res.values[i]);
 	}
@@ -60,6 +62,32 @@ static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node 
 	free(res.explain);
 	free(res.profile);
 	return rc;
+}
+
+static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
+		      struct tir_tensor *out, struct tir_err *err)
+{
+	return remote_run_on(d, x, targets, ntargets, NULL, out, err);
+}
+
+static int remote_put(struct tir_device *d, struct tir_exec *x, uint32_t id, const struct tir_tensor *v,
+		      struct tir_err *err)
+{
+	struct remote *m = remote_of(d);
+	size_t old = m->ngiven;
+	if (tir_grow((void **)&m->given, &m->ngiven, (size_t)x->prog->nnodes + 1, sizeof *m->given))
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	memset(m->given + old, 0, (m->ngiven - old) * sizeof *m->given);
+	tir_tensor_release(&m->given[id]);
+	tir_tensor_ref(&m->given[id], v); /* sent by its hash in the next batch, if the server lacks it */
+	return 0;
+}
+
+static void remote_clear(struct tir_device *d)
+{
+	struct remote *m = remote_of(d);
+	for (size_t i = 0; i < m->ngiven; i++)
+		tir_tensor_release(&m->given[i]);
 }
 
 static bool remote_holds(const struct tir_device *d, const struct tir_exec *x, uint32_t id)
@@ -136,6 +164,8 @@ static void remote_free(struct tir_device *d)
 		return;
 	free(m->explain);
 	free(m->profile);
+	remote_clear(d);
+	free(m->given);
 	free(m);
 }
 
@@ -144,6 +174,9 @@ static const struct tir_device_ops remote_ops = {
 	.name = remote_name,
 	.upload = remote_upload,
 	.run = remote_run,
+	.run_on = remote_run_on,
+	.put = remote_put,
+	.clear = remote_clear,
 	.holds = remote_holds,
 	.fetch = remote_fetch,
 	.explain = remote_explain,

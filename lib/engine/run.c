@@ -35,11 +35,6 @@ struct tir_exec *tir_exec_new(struct tir_program *p)
 	return x;
 }
 
-/* The device runs go to: the last one given. */
-static struct tir_device *run_device(const struct tir_exec *x)
-{
-	return x->dev[x->ndev - 1];
-}
 
 static void clear_results(struct tir_exec *x)
 {
@@ -66,6 +61,7 @@ void tir_exec_free(struct tir_exec *x)
 	clear_results(x);
 	net_spans_clear(x);
 	free(x->net);
+	free(x->explain);
 	for (int i = 0; i < x->ndev; i++)
 		x->dev[i]->ops->free(x->dev[i]);
 	tir_exec_keep_named(x, false);
@@ -264,6 +260,255 @@ out:
 	return dot;
 }
 
+/* ---- a run over several devices ---- */
+
+/* The device index node n lives on (x->dev), -1 placed nowhere. */
+static int dev_of(const struct tir_node *n)
+{
+	return n->dev == TIR_DEV_ANY ? -1 : n->dev;
+}
+
+/* The home device: a value placed nowhere that is asked for is made there. */
+static int home_of(const struct tir_exec *x)
+{
+	return x->ndev > 1 ? 1 : 0;
+}
+
+/* b, one batch's, into a, the run's so far (first: a is b). */
+static void stats_add(struct tir_exec_stats *a, const struct tir_exec_stats *b, bool first)
+{
+	if (first) {
+		*a = *b;
+		return;
+	}
+	a->mapped_bytes = a->mapped_bytes > b->mapped_bytes ? a->mapped_bytes : b->mapped_bytes;
+	a->plan_ms += b->plan_ms;
+	a->run_ms += b->run_ms;
+	a->nops += b->nops;
+	a->nkernels += b->nkernels;
+	a->peak_bytes = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
+	a->plan_peak_bytes = a->plan_peak_bytes > b->plan_peak_bytes ? a->plan_peak_bytes : b->plan_peak_bytes;
+	a->plan_cached = a->plan_cached && b->plan_cached;
+}
+
+/* One batch's plan into the run's explain, under a line naming where it ran. */
+static void explain_add(struct tir_exec *x, struct tir_device *d, int dev, int step, int nsteps)
+{
+	struct tir_str e = {0};
+	if (x->explain)
+		tir_str_add(&e, x->explain, strlen(x->explain));
+	char dn[24];
+	tir_str_addf(&e, "# on %s (%s)", tir_dev_str(dev, dn), d->ops->name(d));
+	if (nsteps > 1)
+		tir_str_addf(&e, ", step %d of %d", step + 1, nsteps);
+	tir_str_add(&e, "\n", 1);
+	const char *t = d->ops->explain(d, x);
+	tir_str_add(&e, t, strlen(t));
+	free(x->explain);
+	x->explain = e.oom ? NULL : e.s;
+	if (e.oom)
+		tir_str_free(&e);
+}
+
+/*
+ * Compute targets[0..nt) into out: each op runs on the device its node is
+ * placed on (a value placed nowhere: on each device that reads it, and a
+ * target placed nowhere on the home device).  A `to` whose operand lives
+ * on another device is a transfer.  The run goes in steps: a step's
+ * batches (one per device) need only values made in earlier steps; after
+ * each step the values the next one reads are moved.  A value one step
+ * makes that a later step on the same device reads stays there.
+ */
+static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_t nt, struct tir_tensor *out,
+		      struct tir_err *err)
+{
+	struct tir_program *p = x->prog;
+	size_t nn = p->nnodes;
+	int nd = x->ndev, home = home_of(x);
+	uint64_t *need = calloc(nn + 1, sizeof *need);  /* by node: the devices it is needed on */
+	int *lvl = calloc(nn + 1, sizeof *lvl);          /* by node: its step */
+	bool *moved = calloc(nn + 1, sizeof *moved);     /* a `to` from another device */
+	bool *stays = calloc(nn + 1, sizeof *stays);     /* read by a later step on its device */
+	bool *moves_out = calloc(nn + 1, sizeof *moves_out); /* a moved `to`'s operand */
+	struct tir_tensor *hand = calloc(nn + 1, sizeof *hand); /* values that came back */
+	struct tir_node **bt = calloc(nt + nn + 1, sizeof *bt);
+	bool *bstay = calloc(nt + nn + 1, sizeof *bstay);
+	struct tir_tensor *bv = calloc(nt + nn + 1, sizeof *bv);
+	int rc = 0, nsteps = 0;
+	if (!need || !lvl || !moved || !stays || !moves_out || !hand || !bt || !bstay || !bv) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	/* every `to` names a device that is there */
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (n->op == TIR_OP_TO && dev_of(n) >= nd) {
+			char dn[24];
+			rc = tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(n->dev, dn),
+				      nd == 1 ? "no --remote is given" : "--remote names fewer servers");
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < nt; i++) {
+		int d = dev_of(targets[i]);
+		need[targets[i]->id] |= 1ull << (d < 0 ? home : d);
+	}
+	/* what each device needs, from the last node back; a value a device
+	 * holds (kept by an earlier run) is read there */
+	for (size_t i = nn; i-- > 0;) {
+		if (!need[i])
+			continue;
+		const struct tir_node *n = p->nodes[i];
+		for (int d = 0; d < nd; d++) {
+			if (!(need[i] >> d & 1) || x->dev[d]->ops->holds(x->dev[d], x, (uint32_t)i))
+				continue;
+			if (n->op == TIR_OP_TO && dev_of(n->in[0]) >= 0 && dev_of(n->in[0]) != d) {
+				moved[i] = true;
+				moves_out[n->in[0]->id] = true;
+				need[n->in[0]->id] |= 1ull << dev_of(n->in[0]);
+				continue;
+			}
+			for (int k = 0; k < n->nin; k++)
+				if (n->in[k])
+					need[n->in[k]->id] |= 1ull << d;
+		}
+	}
+	/* the steps: a moved value is there one step after its operand */
+	for (size_t i = 0; i < nn; i++) {
+		const struct tir_node *n = p->nodes[i];
+		if (!need[i])
+			continue;
+		for (int k = 0; k < n->nin; k++) {
+			const struct tir_node *o = n->in[k];
+			int l = o ? lvl[o->id] + (moved[i] ? 1 : 0) : 0;
+			lvl[i] = l > lvl[i] ? l : lvl[i];
+		}
+		/* an operand made here by an earlier step stays for this one */
+		for (int k = 0; k < n->nin; k++) {
+			const struct tir_node *o = n->in[k];
+			if (o && !moved[i] && dev_of(o) >= 0 && lvl[o->id] < lvl[i])
+				stays[o->id] = true;
+		}
+		nsteps = lvl[i] + 1 > nsteps ? lvl[i] + 1 : nsteps;
+	}
+	x->nbatches = 0;
+	x->ran_mask = 0;
+	for (int L = 0; L < nsteps && !rc; L++) {
+		for (int d = 0; d < nd && !rc; d++) {
+			struct tir_device *dv = x->dev[d];
+			bool remote = d > 0;
+			size_t nb = 0;
+			/* the targets of this batch: the run's, what moves out, what stays */
+			for (size_t i = 0; i < nt; i++) {
+				int td = dev_of(targets[i]);
+				if ((td < 0 ? home : td) != d || lvl[targets[i]->id] != L)
+					continue;
+				bool dup = false;
+				for (size_t j = 0; j < nb && !dup; j++)
+					dup = bt[j] == targets[i];
+				if (!dup) {
+					bstay[nb] = false;
+					bt[nb++] = targets[i];
+				}
+			}
+			for (size_t i = 0; i < nn; i++) {
+				const struct tir_node *n = p->nodes[i];
+				if (dev_of(n) != d || lvl[i] != L || !(stays[i] || moves_out[i]) || !(need[i] >> d & 1))
+					continue;
+				bool dup = false;
+				for (size_t j = 0; j < nb && !dup; j++)
+					dup = bt[j] == n;
+				if (dup)
+					continue;
+				/* a remote keeps it for the later step, or for another
+				 * server to fetch; what goes to the CPU comes back */
+				bool to_cpu = false;
+				for (size_t j = i + 1; j < nn && moves_out[i] && !to_cpu; j++)
+					to_cpu = moved[j] && p->nodes[j]->in[0] == n && dev_of(p->nodes[j]) == 0;
+				bstay[nb] = remote && !to_cpu;
+				bt[nb++] = p->nodes[i];
+			}
+			if (!nb)
+				continue;
+			if (x->intr && *x->intr) {
+				rc = tir_errf(err, TIR_EINTERRUPT, &bt[0]->loc, "interrupted");
+				break;
+			}
+			struct tir_exec_stats before = x->stats;
+			memset(bv, 0, nb * sizeof *bv);
+			rc = dv->ops->run_on(dv, x, bt, nb, bstay, bv, err);
+			struct tir_exec_stats mine = x->stats;
+			x->stats = before;
+			stats_add(&x->stats, &mine, x->nbatches == 0);
+			x->nbatches++;
+			x->ran_mask |= 1ull << d;
+			if (rc)
+				break;
+			explain_add(x, dv, d, L, nsteps);
+			x->explain_dev = d;
+			for (size_t j = 0; j < nb && !rc; j++) {
+				uint32_t id = bt[j]->id;
+				if (bv[j].buf && stays[id] && !remote)
+					rc = dv->ops->put(dv, x, id, &bv[j], err);
+				if (bv[j].buf && moves_out[id] && !hand[id].buf)
+					tir_tensor_ref(&hand[id], &bv[j]);
+			}
+			/* the run's targets made here */
+			for (size_t i = 0; i < nt && !rc; i++)
+				for (size_t j = 0; j < nb; j++)
+					if (bt[j] == targets[i] && !out[i].buf && bv[j].buf) {
+						tir_tensor_ref(&out[i], &bv[j]);
+						break;
+					}
+			for (size_t j = 0; j < nb; j++)
+				tir_tensor_release(&bv[j]);
+		}
+		/* the moves into the next step */
+		for (size_t i = 0; i < nn && !rc; i++) {
+			if (!moved[i] || lvl[i] != L + 1)
+				continue;
+			const struct tir_node *n = p->nodes[i], *o = n->in[0];
+			int from = dev_of(o), to = dev_of(n);
+			struct tir_tensor v = {0};
+			if (hand[o->id].buf)
+				tir_tensor_ref(&v, &hand[o->id]);
+			else
+				rc = x->dev[from]->ops->fetch(x->dev[from], x, o->id, &v, err);
+			if (!rc)
+				rc = x->dev[to]->ops->put(x->dev[to], x, n->id, &v, err);
+			tir_tensor_release(&v);
+		}
+	}
+	/* a target the devices held already, asked for alone */
+	for (size_t i = 0; i < nt && !rc; i++) {
+		if (out[i].buf)
+			continue;
+		int d = dev_of(targets[i]);
+		d = d < 0 ? home : d;
+		rc = x->dev[d]->ops->fetch(x->dev[d], x, targets[i]->id, &out[i], err);
+	}
+out:
+	for (size_t i = 0; hand && i < nn; i++)
+		tir_tensor_release(&hand[i]);
+	for (int d = 0; d < nd; d++)
+		x->dev[d]->ops->clear(x->dev[d]);
+	free(need);
+	free(lvl);
+	free(moved);
+	free(stays);
+	free(moves_out);
+	free(hand);
+	free(bt);
+	free(bstay);
+	free(bv);
+	return rc;
+}
+
+uint64_t tir_exec_run_seq(const struct tir_exec *x)
+{
+	return x->run_seq;
+}
+
 int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names, int nnames,
 		 struct tir_err *err)
 {
@@ -316,8 +561,11 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 		goto done;
 	}
 	x->named = x->results + nprint;
-	struct tir_device *d = run_device(x);
-	rc = d->ops->run(d, x, targets, ntargets, x->results, err);
+	x->run_seq++;
+	free(x->explain);
+	x->explain = NULL;
+	x->explain_dev = home_of(x);
+	rc = run_placed(x, targets, ntargets, x->results, err);
 	if (!rc) {
 		x->nresults = nprint;
 		x->nnamed = ntargets - nprint;
@@ -406,8 +654,16 @@ char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
 					    "tid", 0, "args", "name", "tir run"));
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i}", "name", "parse", "ph", "X", "ts",
 					    json_real(0), "dur", json_real(parse_ms * 1e3), "pid", 1, "tid", 0));
-	const struct tir_device *d = run_device(x);
-	d->ops->trace(d, x, ev, origin);
+	/* the CPU's spans if it ran a batch, the remotes' (x->net, all of
+	 * them) if one did */
+	uint64_t ran = x->ran_mask ? x->ran_mask : 1ull << home_of(x);
+	if (ran & 1)
+		x->dev[0]->ops->trace(x->dev[0], x, ev, origin);
+	for (int d = 1; d < x->ndev; d++)
+		if (ran >> d & 1) {
+			x->dev[d]->ops->trace(x->dev[d], x, ev, origin);
+			break;
+		}
 	json_t *root = json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
 	char *s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
 	json_decref(root);
@@ -421,13 +677,16 @@ void tir_exec_set_profile(struct tir_exec *x, bool on)
 
 char *tir_exec_profile(const struct tir_exec *x)
 {
-	const struct tir_device *d = run_device(x);
+	const struct tir_device *d = x->dev[x->explain_dev < x->ndev ? x->explain_dev : home_of(x)];
 	return d->ops->profile(d, x);
 }
 
 const char *tir_exec_explain(struct tir_exec *x)
 {
-	struct tir_device *d = run_device(x);
+	if (x->explain && x->nbatches > 1)
+		return x->explain;
+	/* one batch: its plan as the device gave it */
+	struct tir_device *d = x->dev[x->explain_dev < x->ndev ? x->explain_dev : home_of(x)];
 	return d->ops->explain(d, x);
 }
 
@@ -440,17 +699,29 @@ void tir_exec_clear_inputs(struct tir_exec *x)
 		tir_tensor_release(&x->inputs[i]);
 }
 
-int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err *err)
+int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n, struct tir_err *err)
 {
-	struct tir_device *d = r ? tir_remote_device(r) : NULL;
-	if (r && !d)
-		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	struct tir_device *d[TIR_MAX_DEVICES];
+	if (n < 0 || n > TIR_MAX_REMOTES || n >= TIR_MAX_DEVICES)
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%d remotes: at most %d at once", n, TIR_MAX_REMOTES);
+	for (int i = 0; i < n; i++) {
+		if (!(d[i] = tir_remote_device(r[i]))) {
+			while (i-- > 0)
+				d[i]->ops->free(d[i]);
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		}
+	}
 	for (int i = 1; i < x->ndev; i++)
 		x->dev[i]->ops->free(x->dev[i]);
 	x->ndev = 1;
-	if (d)
-		x->dev[x->ndev++] = d;
+	for (int i = 0; i < n; i++)
+		x->dev[x->ndev++] = d[i];
 	return 0;
+}
+
+int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err *err)
+{
+	return tir_exec_set_remotes(x, &r, r ? 1 : 0, err);
 }
 
 const struct tir_tensor *tir_exec_input_value(const struct tir_exec *x, uint32_t id)

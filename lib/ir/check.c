@@ -912,6 +912,76 @@ bool tir_type_bounded(const struct tir_type *t)
 	return true;
 }
 
+/* ---- placement ---- */
+
+int tir_dev_parse(const char *s)
+{
+	if (!strcmp(s, "cpu"))
+		return TIR_DEV_CPU;
+	if (strncmp(s, "remote:", 7) || s[7] < '0' || s[7] > '9' || (s[7] == '0' && s[8]))
+		return -1;
+	long k = 0;
+	for (const char *c = s + 7; *c; c++) {
+		if (*c < '0' || *c > '9' || k >= TIR_DEV_MAX_REMOTES)
+			return -1;
+		k = k * 10 + (*c - '0');
+	}
+	return k < TIR_DEV_MAX_REMOTES ? TIR_DEV_REMOTE((int)k) : -1;
+}
+
+const char *tir_dev_str(int dev, char buf[24])
+{
+	if (dev == TIR_DEV_ANY)
+		snprintf(buf, 24, "any");
+	else if (dev == TIR_DEV_CPU)
+		snprintf(buf, 24, "cpu");
+	else
+		snprintf(buf, 24, "remote:%d", dev - 1);
+	return buf;
+}
+
+int tir_place_node(const struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	char a[24], b[24];
+	n->dev = TIR_DEV_ANY;
+	if (n->op == TIR_OP_TO) {
+		const struct tir_attr *at = attr(n, "device");
+		int d = tir_dev_parse(at->s);
+		if (d < 0)
+			return fail_at(n, -1, err, TIR_ETYPE,
+				       "no device '%s': devices are \"cpu\" and \"remote:N\" (the N-th of --remote, "
+				       "from 0)", at->s);
+		if (d != TIR_DEV_CPU && p->remotes_known && d - 1 >= p->nremotes) {
+			if (!p->nremotes)
+				return fail_at(n, -1, err, TIR_ETYPE, "no device %s: no --remote is given", at->s);
+			return fail_at(n, -1, err, TIR_ETYPE, "no device %s: --remote names %d server%s (remote:0%s%s)",
+				       at->s, p->nremotes, p->nremotes == 1 ? "" : "s", p->nremotes > 1 ? " .. " : "",
+				       p->nremotes > 1 ? tir_dev_str(TIR_DEV_REMOTE(p->nremotes - 1), b) : "");
+		}
+		n->dev = (int16_t)d;
+		return 0;
+	}
+	int first = -1;
+	for (int k = 0; k < n->nin; k++) {
+		const struct tir_node *o = n->in[k];
+		if (!o || o->dev == TIR_DEV_ANY)
+			continue;
+		if (first < 0) {
+			first = k;
+			n->dev = o->dev;
+		} else if (o->dev != n->dev) {
+			const struct tir_node *f = n->in[first];
+			const char *fname = f->ref_name ? f->ref_name : "one operand";
+			const char *oname = o->ref_name ? o->ref_name : "another";
+			return fail_at(n, -1, err, TIR_ETYPE,
+				       "operands on different devices: %s is on %s, %s on %s; move one with "
+				       "to(%s, \"%s\")", fname, tir_dev_str(f->dev, a), oname, tir_dev_str(o->dev, b),
+				       o->ref_name ? o->ref_name : "x", a);
+		}
+	}
+	return 0;
+}
+
 int tir_check_node(struct tir_node *n, struct tir_err *err)
 {
 	int rc = rules[n->op](n, err);

@@ -210,6 +210,8 @@ struct tir_node {
 				   * index, an int parameter, or + - * of them) */
 	uint32_t uses;            /* operand edges pointing here */
 	uint32_t stmt;            /* index of the statement that made it */
+	int16_t dev;              /* where it lives (tir_place_node): TIR_DEV_ANY,
+				   * TIR_DEV_CPU, or TIR_DEV_REMOTE(k) */
 	struct tir_node **in;
 	struct tir_loc *inloc;    /* where each operand was written */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
@@ -289,6 +291,8 @@ struct tir_program {
 	int ndiags, nerrors;
 	tir_load_type_fn loader;
 	void *loader_ud;
+	int nremotes;                 /* remote:0 .. remote:nremotes-1 exist ... */
+	bool remotes_known;           /* ... when this is set (tir_program_set_remotes) */
 };
 
 struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n);
@@ -299,6 +303,23 @@ const char *tir_node_current_name(const struct tir_program *p, const struct tir_
 const struct tir_func *tir_program_func(const struct tir_program *p, const char *s, size_t n);
 
 /* ---- checking ---- */
+
+/* Where a node lives.  A value placed nowhere (an input, a literal, a
+ * load, a creation op, and what is computed from such values alone) is
+ * computed on each device that uses it; `to` places a value, and an op
+ * lives where its placed operands are. */
+#define TIR_DEV_ANY (-1)
+#define TIR_DEV_CPU 0
+#define TIR_DEV_REMOTE(k) ((k) + 1)
+#define TIR_DEV_MAX_REMOTES 4096
+/* Set n->dev from its operands (a `to` from its device): operands placed
+ * on two devices are an error at n, as is `to` a device that is not
+ * there when p knows its remotes.  0 or -code. */
+int tir_place_node(const struct tir_program *p, struct tir_node *n, struct tir_err *err);
+/* The device `to`'s string names (TIR_DEV_*), or -1 when it names none. */
+int tir_dev_parse(const char *s);
+/* "cpu", "remote:3", or "any" for TIR_DEV_ANY, into buf. */
+const char *tir_dev_str(int dev, char buf[24]);
 
 /* Infer node->type from its operands and attributes.  On failure fill err
  * (positioned at the operand at fault) and return -code. */

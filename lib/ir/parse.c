@@ -844,6 +844,7 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 	}
 	n->op = op;
 	n->loc = *loc;
+	n->dev = TIR_DEV_ANY; /* placed when checked (tir_place_node) */
 	n->nin = (uint16_t)nin;
 	n->in_print = ps->in_print;
 	n->stmt = ps->stmt;
@@ -866,7 +867,7 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 	if (!n)
 		return NULL;
 	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
-	if (tir_check_node(n, &e) == 0)
+	if (tir_check_node(n, &e) == 0 && tir_place_node(ps->prog, n, &e) == 0)
 		return n;
 	if (e.loc.src == NULL)
 		e.loc = n->loc;
@@ -2922,6 +2923,12 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 struct tir_program *tir_program_new(void)
 {
 	return calloc(1, sizeof(struct tir_program));
+}
+
+void tir_program_set_remotes(struct tir_program *p, int n)
+{
+	p->nremotes = n;
+	p->remotes_known = true;
 }
 
 void tir_program_free(struct tir_program *p)

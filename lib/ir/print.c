@@ -314,6 +314,15 @@ static const char *fresh_name(struct fmt_state *st, char *buf, size_t n)
 	}
 }
 
+/* "  # on remote:1" after a placed value's line (a comment: the text
+ * parses back the same). */
+static void device_note(const struct tir_node *n, bool placed, struct tir_str *out)
+{
+	char d[24];
+	if (placed && n->dev != TIR_DEV_ANY)
+		tir_str_addf(out, "  # on %s", tir_dev_str(n->dev, d));
+}
+
 char *tir_program_format(const struct tir_program *p)
 {
 	struct tir_str out = {0};
@@ -340,6 +349,9 @@ char *tir_program_format(const struct tir_program *p)
 		saved[i] = p->bind[i].node;
 		mp->bind[i].node = NULL;
 	}
+	bool placed = false; /* a value is placed: each placed line says where */
+	for (size_t i = 0; i < p->nnodes && !placed; i++)
+		placed = p->nodes[i]->dev != TIR_DEV_ANY;
 	size_t ni = 0;
 	for (size_t si = 0; si < p->nstmts; si++) {
 		const struct tir_stmt *s = &p->stmts[si];
@@ -359,6 +371,7 @@ char *tir_program_format(const struct tir_program *p)
 				render_literal(n, &out);
 			else
 				render_call(p, n, fmt_operand, &out);
+			device_note(n, placed, &out);
 			tir_str_add(&out, "\n", 1);
 		}
 		switch (s->kind) {
@@ -374,6 +387,7 @@ char *tir_program_format(const struct tir_program *p)
 				n->type.weak ? render_scalar(n, &out) : render_literal(n, &out);
 			else
 				render_call(p, n, fmt_operand, &out);
+			device_note(n, placed, &out);
 			tir_str_add(&out, "\n", 1);
 			break;
 		}

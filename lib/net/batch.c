@@ -245,20 +245,30 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 		    size_t ntargets, const bool *held, size_t nheld, struct tir_batch_memo *memo,
 		    struct tir_err *err)
 {
+	return tir_batch_build_on(b, x, targets, ntargets, NULL, held, nheld, NULL, 0, memo, err);
+}
+
+int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
+		       size_t ntargets, const bool *stay, const bool *held, size_t nheld,
+		       const struct tir_tensor *given, size_t ngiven, struct tir_batch_memo *memo,
+		       struct tir_err *err)
+{
 	const struct tir_program *p = tir_exec_program(x);
 	size_t nn = p->nnodes;
 	memset(b, 0, sizeof *b);
 	unsigned char *role = calloc(nn + 1, 1);
-	bool *target = calloc(nn + 1, sizeof *target);
+	bool *target = calloc(nn + 1, sizeof *target), *stays = calloc(nn + 1, sizeof *stays);
 	uint32_t *tnum = malloc((nn + 1) * sizeof *tnum);
 	struct tir_str text = {0};
 	size_t caplines = 0;
 	int rc = 0;
-	if (!role || !target || !tnum)
+	if (!role || !target || !tnum || !stays)
 		goto oom;
 	/* what the targets need, from the last node back: a leaf stops the walk */
 	for (size_t i = 0; i < ntargets; i++)
 		target[targets[i]->id] = true;
+	for (size_t i = 0; stay && i < ntargets; i++)
+		stays[targets[i]->id] = stay[i];
 	for (size_t i = nn; i-- > 0;) {
 		const struct tir_node *n = p->nodes[i];
 		if (!target[i] && !role[i])
@@ -271,7 +281,8 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 			role[i] = R_HELD;
 			continue;
 		}
-		if (n->op == TIR_OP_INPUT || n->op == TIR_OP_LOAD || n->op == TIR_OP_CONST) {
+		if (n->op == TIR_OP_INPUT || n->op == TIR_OP_LOAD || n->op == TIR_OP_CONST ||
+		    (given && i < ngiven && given[i].buf)) {
 			role[i] = R_BLOB;
 			continue;
 		}
@@ -313,14 +324,17 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 		if (role[i] == R_HELD) {
 			tir_batch_key(n->id, in->key);
 		} else {
-			if ((rc = leaf_value(x, n, &in->value, err)))
+			bool moved = given && i < ngiven && given[i].buf;
+			if (moved)
+				tir_tensor_ref(&in->value, &given[i]);
+			else if ((rc = leaf_value(x, n, &in->value, err)))
 				goto fail;
-			rc = n->op == TIR_OP_INPUT
+			rc = n->op == TIR_OP_INPUT && !moved
 				     ? input_name(n, &in->value, memo, in->blob, &in->list, &in->len, err)
 				     : tir_blob_chunks(&in->value, in->blob, &in->list, &in->len, err);
 			if (rc)
 				goto fail;
-			if (keeping && tir_batch_keepable(p, n))
+			if ((keeping && tir_batch_keepable(p, n)) || stays[i])
 				b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};
 		}
 		tir_str_addf(&text, "input t%u: %s\n", tnum[i], tir_type_str(&n->type, tb, sizeof tb));
@@ -335,26 +349,38 @@ int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_no
 		tir_str_addf(&text, "t%u: %s = ", tnum[i], tir_type_str(&n->type, tb, sizeof tb));
 		if (n->op == TIR_OP_CONST)
 			render_scalar(n, &text);
+		else if (n->op == TIR_OP_TO) /* its operand is here: the server's own device */
+			tir_str_addf(&text, "to(t%u, \"cpu\")", tnum[n->in[0]->id]);
 		else
 			tir_render_call(p, n, operand, &text);
 		tir_str_add(&text, "\n", 1);
-		if (keeping && tir_batch_keepable(p, n))
+		if ((keeping && tir_batch_keepable(p, n)) || stays[i])
 			b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};
 		if (add_line(b, &caplines, n))
 			goto oom;
 	}
 	tnum_tls = NULL;
-	tir_str_add(&text, "print ", 6);
+	size_t nprint = 0;
 	for (size_t i = 0; i < ntargets; i++)
-		tir_str_addf(&text, "%st%u", i ? ", " : "", tnum[targets[i]->id]);
-	tir_str_add(&text, "\n", 1);
-	if (text.oom || add_line(b, &caplines, NULL))
+		nprint += !stay || !stay[i];
+	/* a batch whose values all stay prints nothing: its keeps are made */
+	if (nprint) {
+		tir_str_add(&text, "print ", 6);
+		for (size_t i = 0, k = 0; i < ntargets; i++)
+			if (!stay || !stay[i])
+				tir_str_addf(&text, "%st%u", k++ ? ", " : "", tnum[targets[i]->id]);
+		tir_str_add(&text, "\n", 1);
+		if (add_line(b, &caplines, NULL))
+			goto oom;
+	}
+	if (text.oom)
 		goto oom;
 	b->text = text.s;
 	b->len = text.n;
 	tir_sha256_hex(b->text, b->len, b->graph);
 	free(role);
 	free(target);
+	free(stays);
 	free(tnum);
 	return 0;
 oom:
@@ -364,6 +390,7 @@ fail:
 	tir_str_free(&text);
 	free(role);
 	free(target);
+	free(stays);
 	free(tnum);
 	tir_batch_free(b);
 	return rc;

@@ -78,6 +78,15 @@ void tir_batch_key(uint32_t id, char key[24]);
 int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
 		    size_t ntargets, const bool *held, size_t nheld, struct tir_batch_memo *memo,
 		    struct tir_err *err);
+/* The same, for one batch of a run over several devices: stay[i] (NULL:
+ * none) says targets[i] is not printed but kept under tir_batch_key (a
+ * later batch reads it there, or another server fetches it); given[id]
+ * (id < ngiven; an empty tensor: none) is a value the batch starts from,
+ * sent as a blob (one moved here from another device). */
+int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
+		       size_t ntargets, const bool *stay, const bool *held, size_t nheld,
+		       const struct tir_tensor *given, size_t ngiven, struct tir_batch_memo *memo,
+		       struct tir_err *err);
 void tir_batch_free(struct tir_batch *b);
 
 /* The node line (1-based) of the text defines, or NULL. */

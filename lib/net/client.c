@@ -83,6 +83,8 @@ struct tir_remote {
 	char (*inblob)[TIR_SHA_HEX + 1]; /* by input node id: its value's blob when they were made */
 	size_t ninblob;
 	uint64_t gen;                /* tir_exec_input_gen then */
+	bool synced;                 /* held_sync ran for the run tir_exec_run_seq says */
+	uint64_t synced_seq;
 	struct tir_batch_memo memo;  /* inputs' blob names, hashed once per value */
 	const struct tir_program *prog; /* the program they belong to */
 	struct heartbeat hb;
@@ -1357,10 +1359,28 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	struct tir_tensor *vals = calloc(ntargets, sizeof *vals); /* the results as they come */
 	if (!vals)
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	/* the printed targets, in order: what comes back */
+	struct tir_node **printed = malloc((ntargets + 1) * sizeof *printed);
+	size_t nprint = 0;
+	if (!printed) {
+		free(vals);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	for (size_t i = 0; i < ntargets; i++)
+		if (!res->stay || !res->stay[i])
+			printed[nprint++] = targets[i];
 	double tb = now_ms();
-	int rc = held_sync(r, x, err);
+	int rc = 0;
+	/* once a run: its later batches (several devices) read what the
+	 * earlier ones kept */
+	if (!r->synced || r->synced_seq != tir_exec_run_seq(x)) {
+		rc = held_sync(r, x, err);
+		r->synced = !rc;
+		r->synced_seq = tir_exec_run_seq(x);
+	}
 	if (!rc)
-		rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
+		rc = tir_batch_build_on(&b, x, targets, ntargets, res->stay, r->held, r->nheld, res->given,
+					res->ngiven, &r->memo, err);
 	if (!rc && tir_exec_tracing(x))
 		trace_batch(x, &b, tb);
 	if (!rc && !r->session[0])
@@ -1381,7 +1401,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sessions/%s/run", r->session);
 		long st = 0;
-		struct results dec = {.targets = targets, .ntargets = ntargets, .values = vals};
+		struct results dec = {.targets = printed, .ntargets = nprint, .values = vals};
 		r->dec = &dec;
 		rc = request(r, "POST", path, body, strlen(body), r->hjson, &st, err);
 		r->dec = NULL;
@@ -1390,6 +1410,12 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			r->stats.graph_sent = true;
 		if (!rc && st == 200)
 			rc = read_results(r, x, &b, &dec, res, err);
+		/* the printed values to their targets' places (from the back: k <= i) */
+		for (size_t i = ntargets, k = nprint; !rc && st == 200 && nprint < ntargets && i-- > 0;)
+			if (!res->stay[i] && --k != i) {
+				res->values[i] = res->values[k];
+				memset(&res->values[k], 0, sizeof res->values[k]);
+			}
 		if (!rc && st == 200 && tir_exec_tracing(x))
 			trace_server(r, x, res);
 		results_reset(&dec);
@@ -1420,7 +1446,8 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			held_forget(r);
 			r->ndrops = 0;
 			tir_batch_free(&b);
-			rc = tir_batch_build(&b, x, targets, ntargets, r->held, r->nheld, &r->memo, err);
+			rc = tir_batch_build_on(&b, x, targets, ntargets, res->stay, r->held, r->nheld, res->given,
+						res->ngiven, &r->memo, err);
 			if (!rc)
 				rc = session_make(r, err);
 			continue;
@@ -1448,6 +1475,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	r->stats.blobs_cached = nblobs > r->stats.blobs_sent ? nblobs - r->stats.blobs_sent : 0;
 	tir_batch_free(&b);
 	free(vals);
+	free(printed);
 	r->intr = NULL;
 	r->x = NULL;
 	return rc;

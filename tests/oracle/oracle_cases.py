@@ -1187,7 +1187,11 @@ def error_cases():
     case("int_pow_negative_exponent", "r = pow(a, b)", {"a": arr([2, 3], "i32"), "b": arr([1, -1], "i32")},
          error=pos + r"pow", err_line=1)
     x = np.ones((2, 2), "<f4")
-    case("to_not_supported", 'r = to(x, "remote:1")', {"x": x}, error=r"not supported yet")
+    case("to_no_remote", 'r = to(x, "remote:1")', {"x": x}, error=pos + r"to: no device remote:1: no --remote",
+         err_line=1)
+    case("to_bad_device", 'r = to(x, "gpu:0")', {"x": x}, error=pos + r"to: no device 'gpu:0'", err_line=1)
+    case("to_cpu_is_x", 'r = to(x * 2.0, "cpu") + 1.0', {"x": x}, expect={"r": x * 2 + 1})
+    # (operands on two devices need a remote: tests/net/devices_test.py)
     case("all_reduce_not_supported", "r = all_reduce(x, op=sum)", {"x": x}, error=r"not supported yet")
     case("rand_int_dtype_error", "r = rand([2], dtype=i32)", error=pos + r"rand: dtype", err_line=1)
 

@@ -945,7 +945,7 @@ static const char *const programs[] = {
 
 	/* 10: devices */
 	"input x: f32[4]\na = to(x, \"remote:1\")\nb = all_reduce(a)\nc = all_reduce(a, op=max)\n"
-	"d = to(x * 2, \"remote:\\\\2\\n\")\nprint to(b, \"local\")\n",
+	"d = to(x * 2, \"remote:2\")\ne = to(d, \"cpu\") + 1\nprint to(b, \"cpu\"), e\n",
 
 	/* 11: rebinding, aliases, weak scalars bound to names */
 	"input x: f32[3]\nx2 = x\ny = x * 2\ny = y + 1\nk = 3\nz = y * k\nk = 2.5\nz = z * k\n"

@@ -1,0 +1,80 @@
+/*
+ * remotes.c — `--remote a:6667,b:6667` (tir run, tir repl, .remote): the
+ * servers in the order given, remote:0, remote:1, ...  Each is its own
+ * connection and session.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_remotes_count(const char *list)
+{
+	int n = 1;
+	for (const char *c = list; *c; c++)
+		n += *c == ',';
+	return n;
+}
+
+int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
+{
+	memset(g, 0, sizeof *g);
+	int n = cli_remotes_count(list);
+	if (n > CLI_MAX_REMOTES) {
+		fprintf(stderr, "tir: --remote names %d servers; at most %d at once\n", n, CLI_MAX_REMOTES);
+		return EXIT_USAGE;
+	}
+	const char *token = getenv("TIR_TOKEN");
+	for (const char *s = list; g->n < n; g->n++) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		char one[512];
+		if (!len || len >= sizeof one) {
+			fprintf(stderr, "tir: --remote %s: server %d of the list is %s\n", list, g->n,
+				len ? "too long" : "empty");
+			cli_remotes_close(g);
+			return EXIT_USAGE;
+		}
+		memcpy(one, s, len);
+		one[len] = 0;
+		struct tir_err err = {0};
+		struct tir_remote *r = tir_remote_open(one, token && *token ? token : NULL, &err);
+		if (r && connect && tir_remote_connect(r, &err)) {
+			tir_remote_close(r);
+			r = NULL;
+		}
+		if (!r) {
+			cli_print_err(&err);
+			cli_remotes_close(g);
+			return err.code == TIR_ENOMEM ? EXIT_PROGRAM : err.code == TIR_ENET && connect ? EXIT_REMOTE
+												  : EXIT_USAGE;
+		}
+		g->r[g->n] = r;
+		s = end ? end + 1 : s + len;
+	}
+	return EXIT_OK;
+}
+
+void cli_remotes_close(struct cli_remotes *g)
+{
+	for (int i = 0; i < g->n; i++)
+		tir_remote_close(g->r[i]);
+	memset(g, 0, sizeof *g);
+}
+
+void cli_remotes_stats(const struct cli_remotes *g, struct tir_remote_stats *sum)
+{
+	memset(sum, 0, sizeof *sum);
+	for (int i = 0; i < g->n; i++) {
+		const struct tir_remote_stats *s = tir_remote_stats(g->r[i]);
+		sum->net_ms += s->net_ms;
+		sum->round_trips += s->round_trips;
+		sum->bytes_up += s->bytes_up;
+		sum->bytes_down += s->bytes_down;
+		sum->blobs_cached += s->blobs_cached;
+		sum->blobs_sent += s->blobs_sent;
+		sum->blob_bytes_sent += s->blob_bytes_sent;
+		sum->graph_sent = sum->graph_sent || s->graph_sent;
+	}
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""tests/net/devices_test.py — several devices (issue 13, point 1): `to`,
+`--remote a,b` (remote:0, remote:1, ...), the CPU among them, checked
+placement, and what fmt, .vars and --explain say of it.
+
+Servers are started here on free loopback ports (tirnet.Server).  Each
+program runs three ways: on several devices, and locally with every
+`to(...)` taken out; the printed bytes must be the same (on one machine,
+the same kernels compute the same bits wherever they run), and the values
+are checked against NumPy too.  Nothing waits for a sleep: a server is
+ready when it says it listens, and counts are read from its /metrics.
+
+usage: devices_test.py BUILD/tir
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tirnet  # noqa: E402
+from tirnet import ALL_LINES, Server  # noqa: E402
+
+TIR = sys.argv[1] if len(sys.argv) > 1 else "build/tir"
+tirnet.TIR = TIR
+passed = failed = 0
+TMP = tempfile.mkdtemp(prefix="tir-devices.")  # removed at the end (main)
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+    sys.stdout.flush()
+    return ok
+
+
+def tir(*args, stdin=None, env=None):
+    e = dict(os.environ)
+    e.pop("TIR_TOKEN", None)
+    e.update(env or {})
+    p = subprocess.run([TIR, *args], input=stdin, capture_output=True, timeout=300, env=e)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def write(name, text):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def npy(name, a):
+    path = os.path.join(TMP, name)
+    np.save(path, a)
+    return path
+
+
+def local_twin(text):
+    """The program with every to(...) taken out: what runs on one device."""
+    return re.sub(r'to\((\w+), "[a-z0-9:]+"\)', r"\1", text)
+
+
+def addr(*servers):
+    return ",".join(f"127.0.0.1:{s.port}" for s in servers)
+
+
+RUN_LINE = r"^POST /v1/sessions/\S+/run 200 "
+
+
+def runs(srv):
+    """Batches it answered 200 (its log: a line once each is sent)."""
+    return srv.logged(RUN_LINE)
+
+
+def values(out):
+    """name -> array from tir's printed results (--full)."""
+    got, name, buf = {}, None, []
+    for ln in out.splitlines():
+        m = re.match(r"^(\S+): (\w+)\[([^\]]*)\]$", ln)
+        if m:
+            if name:
+                got[name] = buf
+            name, buf = m.group(1), []
+            continue
+        buf.append(ln)
+    if name:
+        got[name] = buf
+    res = {}
+    for k, lines in got.items():
+        txt = " ".join(lines).replace("[", " ").replace("]", " ").replace(",", " ")
+        res[k] = np.array([float(t) for t in txt.split()])
+    return res
+
+
+X = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5) / 4
+
+
+def test_programs(a, b):
+    xp = npy("x.npy", X)
+    w = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
+    wp = npy("w.npy", w)
+    progs = {
+        # a chain over three devices and back: two moves server to server,
+        # one to the CPU; a value placed nowhere (h) made on each user
+        "chain": ("input x: f32[3, 4]\nw = load(\"%s\")\nh = relu(x @ w)\n"
+                  "a = to(h, \"remote:0\") * 2.0\nb = to(a, \"remote:1\") + 1.0\n"
+                  "c = to(b, \"cpu\")\nd = exp(to(c, \"remote:0\") - 3.0)\nprint h, a, b, c, d\n" % wp,
+                  lambda: {"h": np.maximum(X @ w, 0), "a": np.maximum(X @ w, 0) * 2,
+                           "b": np.maximum(X @ w, 0) * 2 + 1, "c": np.maximum(X @ w, 0) * 2 + 1,
+                           "d": np.exp(np.maximum(X @ w, 0) * 2 + 1 - 3)}),
+        # one value used on a device and moved away too: it stays where it
+        # was made for the later step that reads it there
+        "stays": ("input x: f32[3, 4]\np = to(x, \"remote:1\") * 3.0\nq = to(p, \"remote:0\") + 1.0\n"
+                  "r = p + to(q, \"remote:1\")\nprint r\n",
+                  lambda: {"r": X * 3 + X * 3 + 1}),
+        # creation ops made on the device that reads them
+        "made_there": ("m = randn([64, 64], seed=3)\nk = to(m, \"remote:1\") @ to(m, \"remote:1\")\n"
+                       "s = sum(to(k, \"cpu\"))\nprint s\n", None),
+        # the CPU alone among remotes, and a reduction moved
+        "reduce": ("input x: f32[3, 4]\nt = sum(to(x, \"cpu\") * x, axis=1)\nu = to(t, \"remote:1\") / 2.0\n"
+                   "print u\n", lambda: {"u": (X * X).sum(1) / 2}),
+    }
+    for name, (text, ref) in progs.items():
+        f = write(f"{name}.tir", text)
+        lf = write(f"{name}_local.tir", local_twin(text))
+        inp = ["--input", f"x={xp}"] if "input x" in text else []
+        st, out, err = tir("run", f, *inp, "--remote", addr(a, b), "--quiet", "--full")
+        lst, lout, lerr = tir("run", lf, *inp, "--quiet", "--full")
+        check(f"{name}: runs on several devices", st == 0, err)
+        check(f"{name}: the same bytes as a local run", st == 0 and lst == 0 and out == lout,
+              f"\n{out}\n-- local --\n{lout}\n{lerr}")
+        if ref and st == 0:
+            got = values(out)
+            bad = [k for k, v in ref().items() if k not in got or
+                   not np.allclose(got[k], np.asarray(v, dtype=np.float64).ravel(), rtol=1e-5, atol=1e-5)]
+            check(f"{name}: NumPy agrees", not bad, f"{bad}: {got}")
+
+
+def test_moves(a, b):
+    """What moves where, counted by each server."""
+    xp = npy("x.npy", X)
+    text = ("input x: f32[3, 4]\ny = to(x, \"remote:1\") * 2.0\nz = to(y, \"remote:0\") + 1.0\n"
+            "print z\n")
+    f = write("moves.tir", text)
+    ra, rb = runs(a), runs(b)
+    st, out, err = tir("run", f, "--input", f"x={xp}", "--remote", addr(a, b), "--explain")
+    check("moves: exit 0", st == 0, err)
+    check("moves: remote:1 ran a batch, remote:0 one",
+          b.wait_log(RUN_LINE, rb + 1) and a.wait_log(RUN_LINE, ra + 1),
+          f"remote:0 {runs(a) - ra}, remote:1 {runs(b) - rb}")
+    check("moves: --explain says where each batch ran",
+          re.search(r"# on remote:1 \(127\.0\.0\.1:%d\), step 1 of 2" % b.port, err) and
+          re.search(r"# on remote:0 \(127\.0\.0\.1:%d\), step 2 of 2" % a.port, err), err)
+    # a weight made by randn on remote:1 is made there: no blob goes up
+    g = write("gen.tir", "w = randn([256, 256], seed=1)\nk = to(w, \"remote:1\") * 2.0\n"
+              "print sum(to(k, \"remote:0\"))\n")
+    st, out, err = tir("run", g, "--remote", addr(a, b), "--profile")
+    m = re.search(r"blobs: (\d+) cached, (\d+) sent \((\d+) bytes\)", err)
+    # one blob: the value moved from remote:1 to remote:0 (through this
+    # client until servers fetch from each other); never the weight's
+    check("randn on remote:1 is made there, not uploaded",
+          st == 0 and m and int(m.group(3)) <= 256 * 256 * 4 + 1024, err[-600:])
+
+
+def test_checked(a, b):
+    xp = npy("x.npy", X)
+    # operands on two devices: an error at the op, before anything is sent
+    bad = write("mixed.tir", "input x: f32[3, 4]\np = to(x, \"remote:0\")\nq = to(x, \"remote:1\")\n"
+                "r = p + q\nprint r\n")
+    ra, rb = runs(a), runs(b)
+    st, out, err = tir("run", bad, "--input", f"x={xp}", "--remote", addr(a, b))
+    check("mixed devices: exit 1, at the op, said what",
+          st == 1 and "mixed.tir:4:7: error: add: operands on different devices: p is on remote:0, q on remote:1"
+          in err and "    r = p + q\n          ^" in err, err)
+    check("mixed devices: nothing was sent", runs(a) == ra and runs(b) == rb, "")
+    st, out, err = tir("check", bad)
+    check("tir check says it too", st == 1 and "operands on different devices" in err, err)
+    # a device past the list: at check time with --remote, at the `to`
+    far = write("far.tir", "input x: f32[3, 4]\np = to(x, \"remote:2\")\nprint p\n")
+    st, out, err = tir("run", far, "--input", f"x={xp}", "--remote", addr(a, b))
+    check("remote:2 of two: exit 1 at the to",
+          st == 1 and "far.tir:2:5: error: to: no device remote:2: --remote names 2 servers (remote:0 .. remote:1)"
+          in err, err)
+    st, out, err = tir("check", far)
+    check("remote:2 without --remote: tir check passes (no list to check against)", st == 0, err)
+    st, out, err = tir("run", far, "--input", f"x={xp}")
+    check("remote:2 run locally: exit 1, no --remote", st == 1 and "no device remote:2: no --remote is given" in err,
+          err)
+    typo = write("typo.tir", "input x: f32[3, 4]\np = to(x, \"remote1\")\nprint p\n")
+    st, out, err = tir("check", typo)
+    check("a device name that is none: said, with the names there are",
+          st == 1 and "to: no device 'remote1': devices are \"cpu\" and \"remote:N\"" in err, err)
+    # fmt says where each placed value lives, and parses back the same
+    st, out, err = tir("fmt", write("fmt.tir", "input x: f32[3, 4]\ny = exp(x)\np = to(y, \"remote:1\")\n"
+                                    "q = p * 2.0\nprint q\n"))
+    check("fmt notes each placed value's device",
+          st == 0 and 'p: f32[3, 4] = to(y, "remote:1")  # on remote:1\n' in out and
+          "q: f32[3, 4] = mul(p, 2.0)  # on remote:1\n" in out and "y: f32[3, 4] = exp(x)\n" in out, out)
+    st2, out2, err2 = tir("fmt", write("fmt2.tir", out))
+    check("fmt's text parses back the same", st2 == 0 and out2 == out, out2 + err2)
+
+
+def test_repl(a, b):
+    xp = npy("x.npy", X)
+    script = (f".remote {addr(a, b)}\n.remote\ninput x: f32[3, 4]\n.input x={xp}\n"
+              "y = to(x, \"remote:1\") * 2.0\nz = to(y, \"remote:0\") + 1.0\nz\n.vars\nsum(z)\n"
+              "w = to(x, \"remote:3\")\n.remote off\n.remote\n")
+    st, out, err = tir("repl", stdin=script.encode())
+    check("repl: .remote lists the servers in order",
+          f"remote: 2 servers (values placed nowhere run on remote:0)\n  remote:0  127.0.0.1:{a.port}\n"
+          f"  remote:1  127.0.0.1:{b.port}\n" in out, out)
+    want = (X * 2 + 1).sum()
+    m = re.search(r"sum\(z\): f32\[\]\n(\S+)", out)
+    check("repl: values across devices, kept between lines", m and abs(float(m.group(1)) - want) < 1e-3, out + err)
+    check("repl: .vars says each value's device",
+          re.search(r"^y\s+f32\[3, 4\]\s+remote:1\s+computed$", out, re.M) and
+          re.search(r"^z\s+f32\[3, 4\]\s+remote:0\s+computed$", out, re.M) and
+          re.search(r"^x\s+f32\[3, 4\]\s+any\s+input, given$", out, re.M), out)
+    check("repl: to a device past the list is an error at check time, the session goes on",
+          "error: to: no device remote:3: --remote names 2 servers" in err and
+          out.rstrip().endswith("remote: off (the session computes here)") and st == 1, err + out)
+
+
+def test_faults(a):
+    xp = npy("x.npy", X)
+    dead = Server()
+    port = dead.port
+    dead.stop()
+    f = write("dead.tir", "input x: f32[3, 4]\ny = to(x, \"remote:1\") + 1.0\nprint to(y, \"remote:0\")\n")
+    st, out, err = tir("run", f, "--input", f"x={xp}", "--remote", f"127.0.0.1:{a.port},127.0.0.1:{port}")
+    check("remote:1 down: exit 3, its address named", st == 3 and f"127.0.0.1:{port}" in err, f"{st} {err}")
+    st, out, err = tir("run", f, "--input", f"x={xp}", "--remote", f"127.0.0.1:{a.port},")
+    check("an empty name in the list: exit 2", st == 2 and "empty" in err, f"{st} {err}")
+
+
+def main():
+    a, b = Server(), Server()
+    try:
+        for t in (test_programs, test_moves, test_checked, test_repl):
+            try:
+                t(a, b)
+            except Exception as e:
+                check(t.__name__, False, f"{type(e).__name__}: {e}")
+        try:
+            test_faults(a)
+        except Exception as e:
+            check("test_faults", False, f"{type(e).__name__}: {e}")
+    finally:
+        a.stop()
+        b.stop()
+        shutil.rmtree(TMP, ignore_errors=True)
+    reports = [ln for lines in ALL_LINES for ln in lines
+               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
+    check("no sanitizer report from any server", not reports, str(reports[:5]))
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
