@@ -13,7 +13,7 @@ An example is a fenced block whose first line is a command or a prompt:
     command ending in `&` runs in the background: the lines after it are
     the first lines it prints, waited for (a state, never a sleep), and it
     is stopped at the end of the block.  Port 6667 in a block stands for a
-    free loopback port the check picks.
+    free loopback port the check picks, and 6668 for a second one.
   - `tir> STATEMENT`: a REPL transcript.  The lines after the `tir> ` and
     `...> ` prompts are typed into `tir repl` (stdin not a terminal, so
     errors say `<stdin>:LINE:COL` as in the block); the other lines are
@@ -164,7 +164,10 @@ class Shell:
 
 def shell_example(lines, tir):
     port = str(free_port())
-    lines = [ln.replace("6667", port) for ln in lines]
+    port2 = port
+    while port2 == port:
+        port2 = str(free_port())
+    lines = [ln.replace("6667", port).replace("6668", port2) for ln in lines]
     steps = []              # [command, [expected lines]]
     for ln in lines:
         if ln.startswith("$ "):
