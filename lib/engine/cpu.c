@@ -904,7 +904,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 				    (n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT))) {
 			prog.k++;
 			prog.step_ms = tir_now_ms();
-			x->progress(x->progress_ctx, &prog);
+			tir_exec_progress(x, &prog);
 		}
 		double tk = x->profile || x->trace ? tir_now_ms() : 0;
 		int64_t t0k = tir_pool_offered();
@@ -1095,10 +1095,15 @@ static void cpu_free(struct tir_device *d)
 
 /* Every value comes back: what is to stay here the executor puts back. */
 static int cpu_run_on(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
-		      const bool *stay, struct tir_tensor *vals, struct tir_err *err)
+		      const bool *stay, struct tir_tensor *vals, struct tir_exec_stats *st, struct tir_err *err)
 {
 	(void)stay;
-	return cpu_run(d, x, targets, n, vals, err);
+	struct tir_exec_stats keep = x->stats; /* the caller's thread: no batch beside it writes x->stats */
+	memset(&x->stats, 0, sizeof x->stats);
+	int rc = cpu_run(d, x, targets, n, vals, err);
+	*st = x->stats;
+	x->stats = keep;
+	return rc;
 }
 
 static const struct tir_device_ops cpu_ops = {

@@ -14,6 +14,8 @@
 #include "engine.h"
 #include "../fusion/fusion.h"
 
+#include <pthread.h>
+
 struct json_t; /* jansson's (the trace) */
 
 /* The most devices an executor holds: dev[0] is the CPU, dev[1 + k]
@@ -44,12 +46,14 @@ struct tir_device_ops {
 	 * Sets x->stats; a runtime error is at the op's source position. */
 	int (*run)(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
 		   struct tir_tensor *vals, struct tir_err *err);
-	/* The same for one batch of a run over several devices: stay[i]
-	 * (NULL: none) asks that targets[i] stay on d for a later batch (or
-	 * another device) to read; its vals[i] may come back empty, and then
-	 * d holds it (holds says so) until the run ends. */
+	/* The same for one batch of a run over several devices, with its
+	 * statistics in *st, not x->stats: the batches of a step run at once,
+	 * each remote's on a thread of its own (the CPU's on the caller's).
+	 * stay[i] (NULL: none) asks that targets[i] stay on d for a later
+	 * batch (or another device) to read; its vals[i] may come back empty,
+	 * and then d holds it (holds says so) until the run ends. */
 	int (*run_on)(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
-		      const bool *stay, struct tir_tensor *vals, struct tir_err *err);
+		      const bool *stay, struct tir_tensor *vals, struct tir_exec_stats *st, struct tir_err *err);
 	/* Give d node id's value v for the rest of this run: its batches read
 	 * it (a leaf), never compute it.  A value moved here from another
 	 * device, or one an earlier batch here handed back.  0 or -code. */
@@ -99,11 +103,13 @@ struct tir_exec {
 	bool profile;                  /* time every kernel */
 	bool trace;                    /* and note the pool's spans (--trace) */
 	double run_t0;                 /* the last run's start (tir_now_ms) */
+	pthread_mutex_t mu;            /* the spans and progress of batches running at once */
 	struct tir_net_span *net;      /* a traced remote run's (tir_exec_trace_span) */
 	size_t nnet, capnet;
 	tir_progress_fn progress;      /* tir_exec_set_progress */
 	void *progress_ctx;
 	volatile sig_atomic_t *intr;   /* stop between nodes once it is set */
+	volatile sig_atomic_t step_stop; /* a step's batches stop (run.c's run_at_once) */
 	bool keep;                     /* keep values of named nodes (the REPL) */
 	uint64_t input_gen;            /* inputs given so far */
 	struct tir_tensor *kept;       /* by node id: a value computed here before */

@@ -36,7 +36,8 @@ static int remote_upload(struct tir_device *d, struct tir_exec *x, uint32_t id, 
 }
 
 static int remote_run_on(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets,
-			 size_t ntargets, const bool *stay, struct tir_tensor *out, struct tir_err *err)
+			 size_t ntargets, const bool *stay, struct tir_tensor *out, struct tir_exec_stats *st,
+			 struct tir_err *err)
 {
 	struct remote *m = remote_of(d);
 	struct tir_remote_result res = {.stay = stay, .given = m->given, .ngiven = m->ngiven};
@@ -48,7 +49,7 @@ static int remote_run_on(struct tir_device *d, struct tir_exec *x, struct tir_no
 	m->explain = m->profile = NULL;
 	int rc = tir_remote_run(m->r, x, targets, ntargets, &res, err);
 	if (!rc) {
-		x->stats = res.stats;
+		*st = res.stats;
 		m->explain = res.explain;
 		m->profile = res.profile;
 		res.explain = res.profile = NULL;
@@ -67,7 +68,7 @@ static int remote_run_on(struct tir_device *d, struct tir_exec *x, struct tir_no
 static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
 		      struct tir_tensor *out, struct tir_err *err)
 {
-	return remote_run_on(d, x, targets, ntargets, NULL, out, err);
+	return remote_run_on(d, x, targets, ntargets, NULL, out, &x->stats, err);
 }
 
 static int remote_put(struct tir_device *d, struct tir_exec *x, uint32_t id, const struct tir_tensor *v,

@@ -9,6 +9,7 @@
 #include "device.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct tir_exec *tir_exec_new(struct tir_program *p)
 		return NULL;
 	}
 	x->ndev = 1;
+	pthread_mutex_init(&x->mu, NULL);
 	return x;
 }
 
@@ -62,6 +64,7 @@ void tir_exec_free(struct tir_exec *x)
 	net_spans_clear(x);
 	free(x->net);
 	free(x->explain);
+	pthread_mutex_destroy(&x->mu);
 	for (int i = 0; i < x->ndev; i++)
 		x->dev[i]->ops->free(x->dev[i]);
 	tir_exec_keep_named(x, false);
@@ -310,6 +313,92 @@ static void explain_add(struct tir_exec *x, struct tir_device *d, int dev, int s
 		tir_str_free(&e);
 }
 
+/* One device's batch of a step, run on a thread of its own or the caller's. */
+struct batch_job {
+	struct tir_exec *x;
+	int d;
+	struct tir_node **bt;
+	bool *bstay;
+	struct tir_tensor *bv;
+	size_t nb;
+	int rc;
+	struct tir_err err;
+	struct tir_exec_stats st;
+	pthread_t th;
+	bool threaded;
+	struct step_sync *sync;        /* running beside others, or NULL */
+};
+
+/* The batches of a step running at once: how many ended, whether one failed. */
+struct step_sync {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int ended;
+	bool failed;
+};
+
+static void *batch_thread(void *arg)
+{
+	struct batch_job *b = arg;
+	struct tir_device *dv = b->x->dev[b->d];
+	b->rc = dv->ops->run_on(dv, b->x, b->bt, b->nb, b->bstay, b->bv, &b->st, &b->err);
+	if (b->sync) {
+		pthread_mutex_lock(&b->sync->mu);
+		b->sync->ended++;
+		b->sync->failed = b->sync->failed || b->rc;
+		pthread_cond_signal(&b->sync->cv);
+		pthread_mutex_unlock(&b->sync->mu);
+	}
+	return NULL;
+}
+
+/* Run jobs[0..nj) at once, each on a thread of its own, and wait for them
+ * here: a batch that fails stops the others (a server that died, a program
+ * error: the rest of the step is not worth waiting for), as does the
+ * user's interrupt, through the flag the devices look at (x->intr, pointed
+ * at the step's own meanwhile).  A job whose thread cannot start runs here. */
+static void run_at_once(struct tir_exec *x, struct batch_job *jobs, int nj)
+{
+	struct step_sync sy = {.ended = 0};
+	pthread_mutex_init(&sy.mu, NULL);
+	pthread_cond_init(&sy.cv, NULL);
+	volatile sig_atomic_t *user = x->intr;
+	x->step_stop = 0;
+	x->intr = &x->step_stop;
+	int started = 0;
+	for (int k = 0; k < nj; k++) {
+		jobs[k].sync = &sy;
+		jobs[k].threaded = !pthread_create(&jobs[k].th, NULL, batch_thread, &jobs[k]);
+		started += jobs[k].threaded;
+	}
+	for (int k = 0; k < nj; k++) /* no thread: here, after the others started */
+		if (!jobs[k].threaded)
+			batch_thread(&jobs[k]);
+	pthread_mutex_lock(&sy.mu);
+	while (sy.ended < nj) {
+		if (sy.failed || (user && *user))
+			x->step_stop = user && *user ? *user : 1;
+		/* the user's flag is set by a signal handler, which cannot
+		 * signal cv: it is looked at every 20 ms */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&sy.cv, &sy.mu, &ts);
+	}
+	pthread_mutex_unlock(&sy.mu);
+	for (int k = 0; k < nj; k++)
+		if (jobs[k].threaded)
+			pthread_join(jobs[k].th, NULL);
+	x->intr = user;
+	pthread_cond_destroy(&sy.cv);
+	pthread_mutex_destroy(&sy.mu);
+	(void)started;
+}
+
 /*
  * Compute targets[0..nt) into out: each op runs on the device its node is
  * placed on (a value placed nowhere: on each device that reads it, and a
@@ -331,11 +420,15 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 	bool *stays = calloc(nn + 1, sizeof *stays);     /* read by a later step on its device */
 	bool *moves_out = calloc(nn + 1, sizeof *moves_out); /* a moved `to`'s operand */
 	struct tir_tensor *hand = calloc(nn + 1, sizeof *hand); /* values that came back */
-	struct tir_node **bt = calloc(nt + nn + 1, sizeof *bt);
-	bool *bstay = calloc(nt + nn + 1, sizeof *bstay);
-	struct tir_tensor *bv = calloc(nt + nn + 1, sizeof *bv);
+	/* a step's batches share these: each target or node is in at most
+	 * one batch of a step per device that needs it */
+	size_t room = (nt + nn) * (size_t)nd + 1;
+	struct tir_node **bt = calloc(room, sizeof *bt);
+	bool *bstay = calloc(room, sizeof *bstay);
+	struct tir_tensor *bv = calloc(room, sizeof *bv);
+	struct batch_job *jobs = calloc((size_t)nd, sizeof *jobs);
 	int rc = 0, nsteps = 0;
-	if (!need || !lvl || !moved || !stays || !moves_out || !hand || !bt || !bstay || !bv) {
+	if (!need || !lvl || !moved || !stays || !moves_out || !hand || !bt || !bstay || !bv || !jobs) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -394,21 +487,29 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 	x->nbatches = 0;
 	x->ran_mask = 0;
 	for (int L = 0; L < nsteps && !rc; L++) {
-		for (int d = 0; d < nd && !rc; d++) {
-			struct tir_device *dv = x->dev[d];
+		/* this step's batches, one per device with work */
+		int nj = 0;
+		size_t used = 0; /* of bt, bstay, bv: each batch its own run of them */
+		for (int d = 0; d < nd; d++) {
 			bool remote = d > 0;
-			size_t nb = 0;
+			struct batch_job *b = &jobs[nj];
+			memset(b, 0, sizeof *b);
+			b->x = x;
+			b->d = d;
+			b->bt = bt + used;
+			b->bstay = bstay + used;
+			b->bv = bv + used;
 			/* the targets of this batch: the run's, what moves out, what stays */
 			for (size_t i = 0; i < nt; i++) {
 				int td = dev_of(targets[i]);
 				if ((td < 0 ? home : td) != d || lvl[targets[i]->id] != L)
 					continue;
 				bool dup = false;
-				for (size_t j = 0; j < nb && !dup; j++)
-					dup = bt[j] == targets[i];
+				for (size_t j = 0; j < b->nb && !dup; j++)
+					dup = b->bt[j] == targets[i];
 				if (!dup) {
-					bstay[nb] = false;
-					bt[nb++] = targets[i];
+					b->bstay[b->nb] = false;
+					b->bt[b->nb++] = targets[i];
 				}
 			}
 			for (size_t i = 0; i < nn; i++) {
@@ -416,8 +517,8 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				if (dev_of(n) != d || lvl[i] != L || !(stays[i] || moves_out[i]) || !(need[i] >> d & 1))
 					continue;
 				bool dup = false;
-				for (size_t j = 0; j < nb && !dup; j++)
-					dup = bt[j] == n;
+				for (size_t j = 0; j < b->nb && !dup; j++)
+					dup = b->bt[j] == n;
 				if (dup)
 					continue;
 				/* a remote keeps it for the later step, or for another
@@ -425,44 +526,62 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				bool to_cpu = false;
 				for (size_t j = i + 1; j < nn && moves_out[i] && !to_cpu; j++)
 					to_cpu = moved[j] && p->nodes[j]->in[0] == n && dev_of(p->nodes[j]) == 0;
-				bstay[nb] = remote && !to_cpu;
-				bt[nb++] = p->nodes[i];
+				b->bstay[b->nb] = remote && !to_cpu;
+				b->bt[b->nb++] = p->nodes[i];
 			}
-			if (!nb)
-				continue;
-			if (x->intr && *x->intr) {
-				rc = tir_errf(err, TIR_EINTERRUPT, &bt[0]->loc, "interrupted");
-				break;
+			if (b->nb) {
+				used += b->nb;
+				nj++;
 			}
-			struct tir_exec_stats before = x->stats;
-			memset(bv, 0, nb * sizeof *bv);
-			rc = dv->ops->run_on(dv, x, bt, nb, bstay, bv, err);
-			struct tir_exec_stats mine = x->stats;
-			x->stats = before;
-			stats_add(&x->stats, &mine, x->nbatches == 0);
+		}
+		if (x->intr && *x->intr && nj) {
+			rc = tir_errf(err, TIR_EINTERRUPT, &jobs[0].bt[0]->loc, "interrupted");
+			break;
+		}
+		/* the batches of a step at once, each on a thread of its own */
+		if (nj > 1)
+			run_at_once(x, jobs, nj);
+		else if (nj)
+			batch_thread(&jobs[0]);
+		/* the error to tell: the first that is not another's stop */
+		for (int k = 0; k < nj && !rc; k++)
+			if (jobs[k].rc && jobs[k].err.code != TIR_EINTERRUPT) {
+				rc = jobs[k].rc;
+				*err = jobs[k].err;
+			}
+		for (int k = 0; k < nj && !rc; k++)
+			if (jobs[k].rc) {
+				rc = jobs[k].rc;
+				*err = jobs[k].err;
+			}
+		/* then, in device order: plans, values */
+		for (int k = 0; k < nj; k++) {
+			struct batch_job *b = &jobs[k];
+			struct tir_device *dv = x->dev[b->d];
+			stats_add(&x->stats, &b->st, x->nbatches == 0);
 			x->nbatches++;
-			x->ran_mask |= 1ull << d;
+			x->ran_mask |= 1ull << b->d;
 			if (rc)
-				break;
-			explain_add(x, dv, d, L, nsteps);
-			x->explain_dev = d;
-			for (size_t j = 0; j < nb && !rc; j++) {
-				uint32_t id = bt[j]->id;
-				if (bv[j].buf && stays[id] && !remote)
-					rc = dv->ops->put(dv, x, id, &bv[j], err);
-				if (bv[j].buf && moves_out[id] && !hand[id].buf)
-					tir_tensor_ref(&hand[id], &bv[j]);
+				continue;
+			explain_add(x, dv, b->d, L, nsteps);
+			x->explain_dev = b->d;
+			for (size_t j = 0; j < b->nb && !rc; j++) {
+				uint32_t id = b->bt[j]->id;
+				if (b->bv[j].buf && stays[id] && b->d == 0)
+					rc = dv->ops->put(dv, x, id, &b->bv[j], err);
+				if (b->bv[j].buf && moves_out[id] && !hand[id].buf)
+					tir_tensor_ref(&hand[id], &b->bv[j]);
 			}
 			/* the run's targets made here */
 			for (size_t i = 0; i < nt && !rc; i++)
-				for (size_t j = 0; j < nb; j++)
-					if (bt[j] == targets[i] && !out[i].buf && bv[j].buf) {
-						tir_tensor_ref(&out[i], &bv[j]);
+				for (size_t j = 0; j < b->nb; j++)
+					if (b->bt[j] == targets[i] && !out[i].buf && b->bv[j].buf) {
+						tir_tensor_ref(&out[i], &b->bv[j]);
 						break;
 					}
-			for (size_t j = 0; j < nb; j++)
-				tir_tensor_release(&bv[j]);
 		}
+		for (size_t j = 0; j < used; j++)
+			tir_tensor_release(&bv[j]);
 		/* the moves into the next step */
 		for (size_t i = 0; i < nn && !rc; i++) {
 			if (!moved[i] || lvl[i] != L + 1)
@@ -501,6 +620,7 @@ out:
 	free(bt);
 	free(bstay);
 	free(bv);
+	free(jobs);
 	return rc;
 }
 
@@ -623,8 +743,11 @@ void tir_exec_set_progress(struct tir_exec *x, tir_progress_fn fn, void *ctx)
 
 void tir_exec_progress(struct tir_exec *x, const struct tir_progress *p)
 {
-	if (x->progress)
-		x->progress(x->progress_ctx, p);
+	if (!x->progress)
+		return;
+	pthread_mutex_lock(&x->mu); /* (batches of a step run at once) */
+	x->progress(x->progress_ctx, p);
+	pthread_mutex_unlock(&x->mu);
 }
 
 bool tir_exec_tracing(const struct tir_exec *x)
@@ -635,12 +758,13 @@ bool tir_exec_tracing(const struct tir_exec *x)
 /* s is copied; its text taken over (freed if it cannot be kept). */
 void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s)
 {
-	if (tir_grow((void **)&x->net, &x->capnet, x->nnet + 1, sizeof *x->net)) {
+	pthread_mutex_lock(&x->mu); /* (batches of a step run at once) */
+	if (tir_grow((void **)&x->net, &x->capnet, x->nnet + 1, sizeof *x->net))
 		free(s->text);
-		return;
-	}
-	x->net[x->nnet++] = *s;
+	else
+		x->net[x->nnet++] = *s;
 	s->text = NULL;
+	pthread_mutex_unlock(&x->mu);
 }
 
 char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)

@@ -15,7 +15,9 @@ usage: devices_test.py BUILD/tir
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 import sys
 import tempfile
 
@@ -23,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
-from tirnet import ALL_LINES, Server  # noqa: E402
+from tirnet import ALL_LINES, Server, eventually, metrics  # noqa: E402
 
 TIR = sys.argv[1] if len(sys.argv) > 1 else "build/tir"
 tirnet.TIR = TIR
@@ -242,6 +244,71 @@ def test_faults(a):
     check("an empty name in the list: exit 2", st == 2 and "empty" in err, f"{st} {err}")
 
 
+def chain_program():
+    """Two chains of 20,000 1024 x 1024 matmuls (2 GFLOP each), one on
+    each server: minutes of work on any machine, each kernel short, so
+    that the test acts while both run and a stop is prompt.  w is scaled
+    by 1/sqrt(1024): the values stay far from overflow and denormals."""
+    lines = ["w = randn([1024, 1024], seed=1) * 0.03125", 'a0 = to(w, "remote:0")', 'b0 = to(w, "remote:1")']
+    lines += ["a%d = a%d @ w\nb%d = b%d @ w" % (i + 1, i, i + 1, i) for i in range(20000)]
+    lines.append('print sum(to(a20000, "cpu")) + sum(to(b20000, "cpu"))')
+    return write("chains.tir", "\n".join(lines) + "\n")
+
+
+def running(srv):
+    return metrics(srv).get("tir_batches_running", 0.0)
+
+
+def start_chains(servers):
+    e = dict(os.environ)
+    e.pop("TIR_TOKEN", None)
+    return subprocess.Popen([TIR, "run", "--quiet", chain_program(), "--remote", addr(*servers)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
+
+
+def test_at_once(a, b):
+    """A step's batches run at once: both servers are seen running theirs
+    together; SIGINT then stops the client (130) and both batches."""
+    p = start_chains((a, b))
+    both = eventually(lambda: running(a) == 1 and running(b) == 1 or p.poll() is not None)
+    check("a step's batches run at once: both servers run one together",
+          both and p.poll() is None, f"running {running(a)}, {running(b)}; client {p.poll()}")
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    check("SIGINT stops the run: exit 130", p.returncode == 130, f"{p.returncode} {err.decode()[-300:]}")
+    check("... and both servers stop their batch",
+          eventually(lambda: running(a) == 0 and running(b) == 0), f"running {running(a)}, {running(b)}")
+
+
+def test_member_dies(a):
+    """One of several remotes killed mid-batch: exit 3 naming it, at once,
+    and the other server's batch is stopped (its client went away)."""
+    c = Server()
+    p = start_chains((a, c))
+    both = eventually(lambda: running(a) == 1 and running(c) == 1 or p.poll() is not None)
+    check("member dies: both servers run their batch", both and p.poll() is None,
+          f"running {running(a)}, {running(c)}")
+    t0 = time.monotonic()
+    c.proc.kill()
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    took = time.monotonic() - t0
+    err = err.decode()
+    check("member dies: exit 3 naming the dead server",
+          p.returncode == 3 and f"remote 127.0.0.1:{c.port}" in err, f"{p.returncode} {err[-300:]}")
+    check("member dies: said at once (under 10 s)", took < 10, f"{took:.1f} s")
+    check("member dies: the other server stops its batch", eventually(lambda: running(a) == 0),
+          f"running {running(a)}")
+    c.stop()
+
+
 def main():
     a, b = Server(), Server()
     try:
@@ -250,6 +317,15 @@ def main():
                 t(a, b)
             except Exception as e:
                 check(t.__name__, False, f"{type(e).__name__}: {e}")
+        for t in (test_at_once,):
+            try:
+                t(a, b)
+            except Exception as e:
+                check(t.__name__, False, f"{type(e).__name__}: {e}")
+        try:
+            test_member_dies(a)
+        except Exception as e:
+            check("test_member_dies", False, f"{type(e).__name__}: {e}")
         try:
             test_faults(a)
         except Exception as e:
