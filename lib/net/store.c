@@ -483,6 +483,10 @@ struct sval {
 	struct hlink h;
 	char key[SESSION_KEY_MAX + 1];
 	struct tir_tensor t;
+	/* its chunk list and blob name, once an export hashed it (NULL: not yet) */
+	unsigned char *list;
+	size_t listlen;
+	char blob[TIR_SHA_HEX + 1];
 };
 
 /* What a kept value's record costs besides its tensor (the record, the
@@ -516,7 +520,8 @@ static struct sval *sval_new(const char *key, const struct tir_tensor *t)
 static void sval_free(struct sval *v)
 {
 	tir_tensor_release(&v->t);
-	tir_mem_uncharge(SVAL_OVERHEAD);
+	tir_mem_uncharge(SVAL_OVERHEAD + v->listlen);
+	free(v->list);
 	free(v);
 }
 
@@ -1072,4 +1077,86 @@ void session_store_caps(struct session_store *s, size_t *count, uint64_t *bytes)
 	(void)s;
 	*count = atomic_load(&caps_open);
 	*bytes = atomic_load(&caps_bytes);
+}
+
+bool session_value_chunks(struct session_store *s, struct session *ss, const char *key,
+			  struct tir_tensor *t, unsigned char **list, size_t *len,
+			  char blob[TIR_SHA_HEX + 1])
+{
+	*list = NULL;
+	*len = 0;
+	/* the copy's buffer is allocated with the lock let go, for the length
+	 * the record had; should the record change meanwhile, again */
+	size_t want = 0;
+	for (int tries = 0; tries < 4; tries++) {
+		unsigned char *buf = want ? malloc(want) : NULL;
+		if (want && !buf)
+			break;
+		bool found = false, had = false, copied = false;
+		pthread_mutex_lock(&s->mu);
+		struct hlink *l = ht_find(&ss->vals, key);
+		if (l) {
+			struct sval *v = CONTAINER(l, struct sval, h);
+			found = true;
+			had = v->list != NULL;
+			if (had && buf && v->listlen == want) {
+				memcpy(buf, v->list, want);
+				memcpy(blob, v->blob, TIR_SHA_HEX + 1);
+				copied = true;
+			}
+			if (!had || copied)
+				tir_tensor_ref(t, &v->t);
+			else
+				want = v->listlen;
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (copied) {
+			*list = buf;
+			*len = want;
+			return true;
+		}
+		free(buf);
+		if (!found || !had)
+			return found;
+	}
+	return session_value(s, ss, key, t); /* without its list */
+}
+
+/* Whether a and b are the same value: one buffer, one view of it. */
+static bool same_tensor(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (a->buf != b->buf || a->offset != b->offset || a->dtype != b->dtype || a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+			return false;
+	return true;
+}
+
+void session_value_note(struct session_store *s, struct session *ss, const char *key,
+			const struct tir_tensor *t, const unsigned char *list, size_t len,
+			const char blob[TIR_SHA_HEX + 1])
+{
+	unsigned char *copy = malloc(len);
+	if (!copy)
+		return;
+	memcpy(copy, list, len);
+	if (!tir_mem_charge(len)) {
+		free(copy);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&ss->vals, key);
+	struct sval *v = l ? CONTAINER(l, struct sval, h) : NULL;
+	if (v && !v->list && same_tensor(&v->t, t)) {
+		v->list = copy;
+		v->listlen = len;
+		memcpy(v->blob, blob, TIR_SHA_HEX + 1);
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (copy) {
+		tir_mem_uncharge(len);
+		free(copy);
+	}
 }

@@ -121,6 +121,18 @@ void session_sweep(struct session_store *s);
 /* A new reference to the value kept under key in *t; false when none. */
 bool session_value(struct session_store *s, struct session *ss, const char *key,
 		   struct tir_tensor *t);
+/* session_value, and the value's chunk list and blob name when
+ * session_value_note kept them: *list a copy (free it), or NULL. */
+bool session_value_chunks(struct session_store *s, struct session *ss, const char *key,
+			  struct tir_tensor *t, unsigned char **list, size_t *len,
+			  char blob[TIR_SHA_HEX + 1]);
+/* Keep a copy of list[0..len), the chunk list of t's frame, and its blob
+ * name, with the value key holds, while that is t (it is charged to the
+ * memory budget; when there is no room, or key holds another value now,
+ * nothing is kept): the next export of it need not hash it again. */
+void session_value_note(struct session_store *s, struct session *ss, const char *key,
+			const struct tir_tensor *t, const unsigned char *list, size_t len,
+			const char blob[TIR_SHA_HEX + 1]);
 /* Whether, after forgetting drop[0..ndrop) and adding the keys
  * keys[0..nkeep) (replacing any they hold), the session keeps at most
  * SESSION_MAX_VALUES values. */

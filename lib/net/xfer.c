@@ -61,18 +61,23 @@ static void count(struct server *s, uint64_t *counter, uint64_t n)
 
 struct export_job {
 	struct session *ss;            /* borrowed: the job's reference */
+	char key[SESSION_KEY_MAX + 1];
 	struct tir_tensor t;           /* the value (a reference) */
+	unsigned char *list;           /* its chunk list, when an export before hashed it, or NULL */
+	size_t listlen;
+	char blob[TIR_SHA_HEX + 1];
 };
 
 static void export_done(void *arg)
 {
 	struct export_job *e = arg;
 	tir_tensor_release(&e->t);
+	free(e->list);
 	free(e);
 }
 
-/* On a compute thread: the value's chunk list (its blob name), then the
- * capability. */
+/* On a compute thread: the value's chunk list (its blob name: hashed
+ * once per value kept, noted with it), then the capability. */
 static enum MHD_Result export_task(struct server *s, struct MHD_Connection *c, struct req *r, void *arg,
 				   volatile sig_atomic_t *cancel)
 {
@@ -88,9 +93,16 @@ static enum MHD_Result export_task(struct server *s, struct MHD_Connection *c, s
 	} else {
 		tir_tensor_ref(&v.t, t);
 	}
-	if (tir_blob_chunks(&v.t, v.blob, &v.list, &v.listlen, &err)) {
+	if (e->list) {
+		v.list = e->list;
+		v.listlen = e->listlen;
+		memcpy(v.blob, e->blob, sizeof v.blob);
+		e->list = NULL;
+	} else if (tir_blob_chunks(&v.t, v.blob, &v.list, &v.listlen, &err)) {
 		cap_value_release(&v);
 		return reply_error(c, r, 503, "busy", NULL, "no memory to export the value now");
+	} else {
+		session_value_note(s->sessions, e->ss, e->key, t, v.list, v.listlen, v.blob);
 	}
 	v.frame_bytes = tir_frame_size(&v.t);
 	json_int_t bytes = (json_int_t)v.frame_bytes;
@@ -141,7 +153,7 @@ enum MHD_Result xfer_export(struct server *s, struct MHD_Connection *c, struct r
 		return reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
 	}
 	struct export_job *e = calloc(1, sizeof *e);
-	if (!e || !session_value(s->sessions, ss, key, &e->t)) {
+	if (!e || !session_value_chunks(s->sessions, ss, key, &e->t, &e->list, &e->listlen, e->blob)) {
 		ok = e ? reply_error(c, r, 404, "not_found", NULL, "key: this session has no value '%s'", key)
 		       : reply_error(c, r, 500, "internal", NULL, "out of memory");
 		free(e);
@@ -149,6 +161,7 @@ enum MHD_Result xfer_export(struct server *s, struct MHD_Connection *c, struct r
 		session_unref(s->sessions, ss);
 		return ok;
 	}
+	snprintf(e->key, sizeof e->key, "%s", key);
 	json_decref(doc);
 	e->ss = ss;
 	return runq_post_task(s, c, r, ss, export_task, export_done, e);
