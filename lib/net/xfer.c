@@ -131,38 +131,37 @@ enum MHD_Result xfer_export(struct server *s, struct MHD_Connection *c, struct r
 	json_t *doc = body_object(c, r, &ok);
 	if (!doc)
 		return ok;
-	const char *k, *key = NULL;
+	const char *k, *why = NULL;
+	char key[SESSION_KEY_MAX + 1] = "", unknown[65] = "";
 	json_t *v;
 	json_object_foreach(doc, k, v) {
-		if (strcmp(k, "key")) {
-			json_decref(doc);
-			return reply_error(c, r, 400, "bad_request", NULL,
-					   "body: an unknown field '%.64s' (an export takes \"key\")", k);
-		}
-		key = json_string_value(v);
+		const char *str = json_string_value(v);
+		if (strcmp(k, "key"))
+			snprintf(unknown, sizeof unknown, "%s", k);
+		else if (!str || !session_key_valid(str))
+			why = "key: not a key (1-64 of A-Z a-z 0-9 _ . -)";
+		else
+			snprintf(key, sizeof key, "%s", str);
 	}
-	if (!key || !session_key_valid(key)) {
-		json_decref(doc);
-		return reply_error(c, r, 400, "bad_request", NULL, "key: %s",
-				   json_object_get(doc, "key") ? "not a key (1-64 of A-Z a-z 0-9 _ . -)"
-							       : "missing (the key of a value the session keeps)");
-	}
+	json_decref(doc);
+	if (unknown[0])
+		return reply_error(c, r, 400, "bad_request", NULL,
+				   "body: an unknown field '%s' (an export takes \"key\")", unknown);
+	if (why || !key[0])
+		return reply_error(c, r, 400, "bad_request", NULL, "%s",
+				   why ? why : "key: missing (the key of a value the session keeps)");
 	struct session *ss = r->id_ok ? session_get(s->sessions, r->id, r->tenant) : NULL;
-	if (!ss) {
-		json_decref(doc);
+	if (!ss)
 		return reply_error(c, r, 404, "not_found", NULL, "no such session (expired or deleted?)");
-	}
 	struct export_job *e = calloc(1, sizeof *e);
 	if (!e || !session_value_chunks(s->sessions, ss, key, &e->t, &e->list, &e->listlen, e->blob)) {
 		ok = e ? reply_error(c, r, 404, "not_found", NULL, "key: this session has no value '%s'", key)
 		       : reply_error(c, r, 500, "internal", NULL, "out of memory");
 		free(e);
-		json_decref(doc);
 		session_unref(s->sessions, ss);
 		return ok;
 	}
 	snprintf(e->key, sizeof e->key, "%s", key);
-	json_decref(doc);
 	e->ss = ss;
 	return runq_post_task(s, c, r, ss, export_task, export_done, e);
 }
@@ -466,7 +465,7 @@ static enum MHD_Result upstream_refused(struct fetch *f, struct MHD_Connection *
 	const char *msg = json_string_value(json_object_get(e, "message"));
 	enum MHD_Result ok;
 	if (msg)
-		ok = reply_error(c, f->r, 502, "upstream", extra, "the source %s answered %ld %s: %.300s", im->from,
+		ok = reply_error(c, f->r, 502, "upstream", extra, "the source %s answered %ld %.40s: %.300s", im->from,
 				 f->status, code ? code : "error", msg);
 	else
 		ok = reply_error(c, f->r, 502, "upstream", extra, "the source %s answered HTTP %ld", im->from,
@@ -621,7 +620,6 @@ static enum MHD_Result import_task(struct server *s, struct MHD_Connection *c, s
 	count(s, r->status == 200 ? &s->imports_ok : &s->imports_failed, 1);
 	return ok;
 }
-
 
 enum MHD_Result xfer_import(struct server *s, struct MHD_Connection *c, struct req *r)
 {

@@ -445,7 +445,7 @@ def test_sources():
     redirecting; a value over the importer's --max-body.  A slow source
     holds a compute thread, never the HTTP side."""
     A = Server()
-    B = Server("--transfer-seconds", "2", "--max-body", "1M")
+    B = Server("--transfer-seconds", "3", "--max-body", "1M")
     fakes = []
     try:
         sa, sb, sb2 = new_session(A), new_session(B), new_session(B)
@@ -483,11 +483,12 @@ def test_sources():
         side = time.monotonic() - t1
         th.join(60)
         r = out.get("r")
+        # (held behind the import, they would take the 3 s it waits)
         check("a silent source: others are served meanwhile (healthz, another session's batch)",
-              waiting and ok and r2.status == 200 and side < 1.5, f"{side:.2f} s {describe(r2)}")
-        check("... and the import fails after --transfer-seconds (2): 502 upstream naming it",
-              r is not None and error_is(r, 502, "upstream") and "within 2 s" in r.err().get("message", "") and
-              f"127.0.0.1:{silent.port}" in r.err().get("message", "") and 1.5 < out["took"] < 15,
+              waiting and ok and r2.status == 200 and side < 2, f"{side:.2f} s {describe(r2)}")
+        check("... and the import fails after --transfer-seconds (3): 502 upstream naming it",
+              r is not None and error_is(r, 502, "upstream") and "within 3 s" in r.err().get("message", "") and
+              f"127.0.0.1:{silent.port}" in r.err().get("message", "") and 2.5 < out["took"] < 20,
               f"{out.get('took')} s; {describe(r) if r else 'no answer'}")
         head = silent.heads[0].decode("latin-1") if silent.heads else ""
         check("... it asked GET /v1/exports/CAP, Tir-Protocol: 3, no token",
