@@ -598,7 +598,7 @@ static enum MHD_Result import_fetch(struct server *s, struct MHD_Connection *c, 
 						 "no memory to keep the value now (--max-memory); try again shortly");
 			else if (session_dead(s->sessions, im->ss))
 				ok = reply_error(c, r, 404, "not_found", NULL,
-						 "no such session (it ended while the value came)");
+						 "the session ended while the value came; nothing was kept");
 			else
 				ok = reply_json(c, r, 200, json_pack("{ss ss sI}", "key", im->key, "blob", im->blob,
 								     "bytes", (json_int_t)fbytes));
