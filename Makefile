@@ -63,7 +63,10 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps run test asan fuzz bench soak clean golden-update fresh-check test-kernels test-torch
 
-all: $(BUILD)/tir $(NET_SO) $(UNIT_BIN)
+# tests/net/xfer_test.py's driver of the client's server-to-server calls
+XFER_CLIENT := $(BUILD)/tests/xfer_client
+
+all: $(BUILD)/tir $(NET_SO) $(UNIT_BIN) $(XFER_CLIENT)
 
 # The dependency step: install what is missing (as root), else say how.
 deps:
@@ -106,6 +109,10 @@ $(BUILD)/%.o: %.c
 # Tests and benchmarks link lib/net in directly (before libtir.a, so that
 # the door is not pulled in).
 $(BUILD)/tests/%: tests/unit/%.c $(NET_OBJ) $(BUILD)/libtir.a
+	@mkdir -p $(@D)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(NET_OBJ) $(BUILD)/libtir.a $(LDFLAGS) $(NET_LIBS) $(LDLIBS)
+
+$(XFER_CLIENT): tests/net/xfer_client.c $(NET_OBJ) $(BUILD)/libtir.a
 	@mkdir -p $(@D)
 	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(NET_OBJ) $(BUILD)/libtir.a $(LDFLAGS) $(NET_LIBS) $(LDLIBS)
 

@@ -392,4 +392,23 @@ else
 	echo "  kernel: bf16 widened to f32 (no AVX-512 BF16 here): expect about 1x"
 fi
 target "bf16 >= 1.6x faster than f32" "$(ratio "$(kv "$tmp/tir.mm_f32" ms_median)" "$(kv "$tmp/tir.mm_bf16" ms_median)")" ">=" 1.6
+
+# ---- xfer ----
+# bench/xfer.py starts two `tir serve`s and moves a 64 MiB f32 value from
+# one's session to the other's (an export on A, an import on B: B fetches
+# it from A and checks it), medians of 5 after 3 warm-up transfers.
+section "xfer: 64 MiB f32 server to server on loopback (median of 5, after 3 warm-up)"
+if $PY bench/xfer.py "$BUILD/tir" --runs 5 >"$tmp/xfer"; then
+	f=$tmp/xfer
+	printf '  %-52s %10s %10s\n' what ms GB/s
+	printf '  %-52s %10s %10s\n' "import (B fetches from A and checks every chunk)" "$(kv "$f" import_ms)" "$(kv "$f" import_gbs)"
+	printf '  %-52s %10s %10s\n' "export + import, a value just computed (hashed)" "$(kv "$f" fresh_ms)" "$(kv "$f" fresh_gbs)"
+	printf '  %-52s %10s %10s\n' "export + import, a value exported before" "$(kv "$f" again_ms)" "$(kv "$f" again_gbs)"
+	printf '  %-52s %10s\n' "  export: hashing the value / its list kept" "$(kv "$f" export_hash_ms) / $(kv "$f" export_kept_ms)"
+	printf '  %-52s %10s\n' "  the first import, into pages B never had" "$(kv "$f" cold_import_ms)"
+	target "import >= 1 GB/s" "$(kv "$f" import_gbs)" ">=" 1
+else
+	echo "  xfer.py FAILED"
+	status=1
+fi
 exit $status

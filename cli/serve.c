@@ -59,6 +59,9 @@ const char *const cli_serve_help =
 	"  --header-timeout SECS a connection has this long to send a request's head,\n"
 	"                       from when it is accepted or its last request ended,\n"
 	"                       whatever it trickles; then it is closed (default 10)\n"
+	"  --transfer-seconds N an import (POST /v1/sessions/ID/import) that has not\n"
+	"                       fetched its value from the other server within N s\n"
+	"                       fails: 502 upstream (default 60)\n"
 	"  --tokens FILE        tenants, one a line: NAME TOKEN [sessions=N]\n"
 	"                       [inflight=BYTES]; each has its own sessions and blobs\n"
 	"                       (a blob's name is no key to another tenant's bytes) and\n"
@@ -229,7 +232,7 @@ int cli_serve(int argc, char **argv)
 						    "--max-sessions", "--session-ttl", "--blob-cache",
 						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens",
 						    "--max-memory", "--max-connections-per-address", "--header-timeout",
-						    "--session-lease", "--max-batch-seconds"};
+						    "--session-lease", "--max-batch-seconds", "--transfer-seconds"};
 		int f = -1;
 		const char *val = NULL;
 		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
@@ -317,6 +320,10 @@ int cli_serve(int argc, char **argv)
 		case 16:
 			ok = parse_num(val, 0, 1000000000, false, &v);
 			o.max_batch_seconds = (int)v;
+			break;
+		case 17:
+			ok = parse_num(val, 1, 86400, false, &v);
+			o.transfer_seconds = (int)v;
 			break;
 		}
 		if (!ok) {

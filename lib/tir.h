@@ -441,6 +441,9 @@ struct tir_serve_opts {
 	int *bound_port;            /* set once listening, if not NULL */
 	/* called once, with log_ud and the port, when the server is listening; NULL: not */
 	void (*listening)(void *ud, int port);
+	/* seconds an import (POST /v1/sessions/ID/import) may take to fetch
+	 * its value from the other server (0: 60) */
+	int transfer_seconds;
 };
 /* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets it),
  * then finish the requests under way and return 0; or fill err and return

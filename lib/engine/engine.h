@@ -78,4 +78,35 @@ bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint
 int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
 		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err);
 
+/* ---- server to server (lib/net/client.c, through door.c; docs/protocol.md,
+ * "Server to server"): a value one remote's session holds goes to
+ * another's directly, never through this client ---- */
+
+/* "http://HOST:PORT" or "https://HOST:PORT": r's server as this client
+ * reaches it.  borrowed, valid until tir_remote_close. */
+const char *tir_remote_base_url(const struct tir_remote *r);
+/* A capability for the value of node id of x's program that r's session
+ * holds (tir_remote_holds, after the held values are brought up to date
+ * with x's inputs): one use, by a server holding a token of the tenant
+ * r's token is of, while r's session lives.  cap: its 64 hex digits;
+ * blob: the value's blob name (net.h), which the receiver checks.
+ * returns 0; -TIR_EDATA when r holds no such value; -TIR_ENET when the
+ * server cannot be reached or refuses (the message says what it said). */
+int tir_remote_export(struct tir_remote *r, const struct tir_exec *x, uint32_t id, char cap[65], char blob[65],
+		      struct tir_err *err);
+/* Have r's server fetch node id's value from from's server with cap and
+ * blob (from tir_remote_export on from), check it, and keep it in r's
+ * session (made now if need be) under node id's key: then
+ * tir_remote_holds(r, x, id) is true and r's next batches read it as a
+ * leaf.  from's address is sent as this client reaches it, with from's
+ * token.  The value is stale on r, as one r computed, once an input it
+ * was computed from is given again.  x must keep values (the REPL's,
+ * tir_exec_keep_named).  A capability is used up by the attempt, whatever
+ * its outcome.  returns 0; -TIR_EDATA for a node no session keeps;
+ * -TIR_ENET when r cannot be reached or the transfer fails (r's message:
+ * the source unreachable, its answer, a blob that does not hash to its
+ * name). */
+int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t id, const struct tir_remote *from,
+		      const char *cap, const char *blob, struct tir_err *err);
+
 #endif

@@ -1480,3 +1480,189 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	r->x = NULL;
 	return rc;
 }
+
+/* ---- server to server (docs/protocol.md, "Server to server") ----
+ *
+ * A value one remote's session holds goes to another's directly: the
+ * source issues a capability for it (export), the receiver is told to
+ * fetch it from the source with that capability (import), and the
+ * receiver's held table then says it holds the node, as if a batch there
+ * had kept it.  The value's bytes never come through this client. */
+
+const char *tir_remote_base_url(const struct tir_remote *r)
+{
+	return r->base;
+}
+
+/* The token r sends (its Authorization header's), or NULL: borrowed. */
+static const char *remote_token(const struct tir_remote *r)
+{
+	static const char auth[] = "Authorization: Bearer ";
+	for (const struct curl_slist *h = r->hjson; h; h = h->next)
+		if (!strncmp(h->data, auth, sizeof auth - 1))
+			return h->data + sizeof auth - 1;
+	return NULL;
+}
+
+/* A 404 that says the session is gone (not a key): its values went with it. */
+static bool session_gone_reply(struct tir_remote *r)
+{
+	json_t *root;
+	json_t *e = reply_error(r, &root);
+	const char *msg = e ? json_string_value(json_object_get(e, "message")) : NULL;
+	bool gone = msg && !strncmp(msg, "no such session", 15);
+	json_decref(root);
+	return gone;
+}
+
+int tir_remote_export(struct tir_remote *r, const struct tir_exec *x, uint32_t id, char cap[65], char blob[65],
+		      struct tir_err *err)
+{
+	int rc = held_sync(r, x, err);
+	if (rc)
+		return rc;
+	if (!tir_remote_holds(r, x, id) || !r->session[0])
+		return tir_errf(err, TIR_EDATA, NULL, "remote %s holds no value of node %u", r->name, (unsigned)id);
+	char key[24], path[128];
+	tir_batch_key(id, key);
+	json_t *o = json_pack("{ss}", "key", key);
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!body)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	snprintf(path, sizeof path, "/v1/sessions/%s/export", r->session);
+	long st = 0;
+	r->intr = tir_exec_interrupt_flag(x);
+	rc = request(r, "POST", path, body, strlen(body), r->hjson, &st, err);
+	r->intr = NULL;
+	free(body);
+	if (rc)
+		return rc;
+	if (st == 404) {
+		/* the session is gone and its values with it, or this one is:
+		 * the client holds no more than the server */
+		if (session_gone_reply(r)) {
+			r->session[0] = 0;
+			heartbeat_set(r, "", 0);
+			held_forget(r);
+			r->ndrops = 0;
+		} else if (held_drop(r, id)) {
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		}
+		return http_failed(r, st, err);
+	}
+	if (st != 200)
+		return http_failed(r, st, err);
+	json_t *root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
+	const char *c = json_string_value(json_object_get(root, "cap"));
+	const char *b = json_string_value(json_object_get(root, "blob"));
+	bool ok = c && b && tir_sha_valid(c) && tir_sha_valid(b);
+	if (ok) {
+		memcpy(cap, c, TIR_SHA_HEX + 1);
+		memcpy(blob, b, TIR_SHA_HEX + 1);
+	}
+	json_decref(root);
+	return ok ? 0 : net_err(r, err, "the reply to an export names no capability and blob");
+}
+
+/* Node id's value came to r from elsewhere: the inputs it was computed
+ * from are noted as its batch's would be (r->inblob), so that giving one
+ * of them again makes it stale here too (held_stale).  Their blob names
+ * are from's when it was synced to the same inputs (the export just did),
+ * else hashed here. */
+static int held_inputs(struct tir_remote *r, const struct tir_exec *x, uint32_t id,
+		       const struct tir_remote *from, struct tir_err *err)
+{
+	const struct tir_program *p = tir_exec_program(x);
+	bool *dep = calloc((size_t)id + 1, sizeof *dep);
+	if (!dep)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	dep[id] = true;
+	bool same = from->prog == p && from->gen == tir_exec_input_gen(x);
+	int rc = 0;
+	for (size_t i = (size_t)id + 1; i-- > 0 && !rc;) {
+		const struct tir_node *n = p->nodes[i];
+		if (!dep[i])
+			continue;
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && n->in[k]->id < i)
+				dep[n->in[k]->id] = true;
+		if (n->op != TIR_OP_INPUT || i >= r->ninblob || r->inblob[i][0])
+			continue;
+		if (same && i < from->ninblob && from->inblob[i][0]) {
+			memcpy(r->inblob[i], from->inblob[i], TIR_SHA_HEX + 1);
+			continue;
+		}
+		const struct tir_tensor *v = tir_exec_input_value(x, n->id);
+		if (v)
+			rc = tir_batch_memo_name(&r->memo, n, v, r->inblob[i], err);
+	}
+	free(dep);
+	return rc;
+}
+
+int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t id, const struct tir_remote *from,
+		      const char *cap, const char *blob, struct tir_err *err)
+{
+	const struct tir_program *p = tir_exec_program(x);
+	if (!cap || !blob || !tir_sha_valid(cap) || !tir_sha_valid(blob))
+		return tir_errf(err, TIR_EDATA, NULL, "an import needs a capability and a blob name (64 hex digits each)");
+	if (id >= p->nnodes || !tir_exec_keeping(x) || !tir_batch_keepable(p, p->nodes[id]))
+		return tir_errf(err, TIR_EDATA, NULL, "node %u's value is not one a session keeps", (unsigned)id);
+	int rc = held_sync(r, x, err);
+	if (!rc && !r->session[0])
+		rc = session_make(r, err);
+	if (rc)
+		return rc;
+	char key[24], path[128];
+	tir_batch_key(id, key);
+	const char *token = remote_token(from);
+	json_t *o = json_pack("{ss ss ss ss}", "key", key, "from", from->base, "cap", cap, "blob", blob);
+	if (o && token)
+		json_object_set_new(o, "token", json_string(token));
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!body)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	long st = 0;
+	r->intr = tir_exec_interrupt_flag(x);
+	for (int attempt = 0;; attempt++) {
+		snprintf(path, sizeof path, "/v1/sessions/%s/import", r->session);
+		/* once: a 503 may come after the source was asked, and the
+		 * capability is then used */
+		rc = request_once(r, "POST", path, body, strlen(body), NULL, r->hjson, &st, err);
+		if (rc || st != 404 || attempt || !session_gone_reply(r))
+			break;
+		/* the session expired (and its values with it): a new one; the
+		 * source was not asked, so the capability is still good */
+		r->session[0] = 0;
+		held_forget(r);
+		r->ndrops = 0;
+		if ((rc = session_make(r, err)))
+			break;
+	}
+	r->intr = NULL;
+	explicit_bzero(body, strlen(body)); /* the capability and the token */
+	free(body);
+	if (rc)
+		return rc;
+	if (st != 200)
+		return http_failed(r, st, err);
+	json_t *root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
+	const char *k = json_string_value(json_object_get(root, "key"));
+	const char *b = json_string_value(json_object_get(root, "blob"));
+	bool ok = k && b && !strcmp(k, key) && !strcmp(b, blob);
+	json_decref(root);
+	if (!ok)
+		return net_err(r, err, "the reply to an import is not of the value asked for");
+	/* held from now on, as a batch's keep: no drop of its key still to
+	 * come (the import replaced what the key held), and stale once an
+	 * input it was computed from is given again */
+	r->held[id] = true;
+	for (size_t i = 0; i < r->ndrops;)
+		if (r->drops[i] == id)
+			r->drops[i] = r->drops[--r->ndrops];
+		else
+			i++;
+	return held_inputs(r, x, id, from, err);
+}

@@ -282,7 +282,10 @@ struct job {
 	struct job *next;              /* in the queue, then among the running */
 	struct MHD_Connection *c;
 	struct req *r;
-	struct run u;
+	struct run u;                  /* a task's: only u.ss */
+	runq_task_fn task;             /* a task (an export, an import), or NULL: a batch */
+	void (*task_done)(void *);
+	void *task_arg;
 	bool graph_cached;
 	int fd;                        /* the client's socket (MHD's; only polled) */
 	uint64_t bound;                /* the most its values can hold (batch_bound) */
@@ -468,6 +471,8 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 }
 
 static void *computer(void *arg);
+static bool enqueue(struct server *s, struct MHD_Connection *c, struct req *r, struct job *j,
+		    enum MHD_Result *ok);
 
 bool runq_stopping(struct server *s)
 {
@@ -591,19 +596,31 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
+	j->u = u;
+	j->graph_cached = graph_cached;
+	j->bound = batch_bound(u.g->prog);
+	if (enqueue(s, c, r, j, &ok))
+		return MHD_YES;
+	free(j);
+out:
+	run_free(s, &u);
+	return ok;
+}
+
+/* Queue job j of request r (its connection suspended) for a compute
+ * thread: true; or false with *ok the answer given (j left to the caller). */
+static bool enqueue(struct server *s, struct MHD_Connection *c, struct req *r, struct job *j,
+		    enum MHD_Result *ok)
+{
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	j->c = c;
 	j->r = r;
-	j->u = u;
-	j->graph_cached = graph_cached;
 	j->fd = ci ? (int)ci->connect_fd : -1;
-	j->bound = batch_bound(u.g->prog);
 	pthread_mutex_lock(&s->q.mu);
 	if (s->q.stop) {
 		pthread_mutex_unlock(&s->q.mu);
-		free(j);
-		ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
-		goto out;
+		*ok = reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+		return false;
 	}
 	/* a thread for it when none waits for work (none is started past
 	 * the cap: the batch then waits for one to be free) */
@@ -612,9 +629,8 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 		s->q.nthreads++;
 	if (!s->q.nthreads) {
 		pthread_mutex_unlock(&s->q.mu);
-		free(j);
-		ok = reply_error(c, r, 503, "busy", NULL, "cannot start a compute thread now");
-		goto out;
+		*ok = reply_error(c, r, 503, "busy", NULL, "cannot start a compute thread now");
+		return false;
 	}
 	MHD_suspend_connection(c);
 	r->queued = true;
@@ -624,9 +640,28 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 	s->q.tail = &j->next;
 	pthread_cond_broadcast(&s->q.cv);
 	pthread_mutex_unlock(&s->q.mu);
-	return MHD_YES;
-out:
-	run_free(s, &u);
+	return true;
+}
+
+enum MHD_Result runq_post_task(struct server *s, struct MHD_Connection *c, struct req *r,
+			       struct session *ss, runq_task_fn fn, void (*done)(void *), void *arg)
+{
+	enum MHD_Result ok;
+	struct job *j = calloc(1, sizeof *j);
+	if (!j) {
+		ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
+	} else {
+		j->u.ss = ss;
+		j->task = fn;
+		j->task_done = done;
+		j->task_arg = arg;
+		if (enqueue(s, c, r, j, &ok))
+			return MHD_YES;
+		free(j);
+	}
+	if (done)
+		done(arg);
+	session_unref(s->sessions, ss);
 	return ok;
 }
 
@@ -634,7 +669,7 @@ out:
  * batch at a time). */
 static bool conflict(const struct job *a, const struct job *b)
 {
-	return a->u.ss == b->u.ss || a->u.g == b->u.g;
+	return a->u.ss == b->u.ss || (a->u.g && a->u.g == b->u.g);
 }
 
 /* The next batch a compute thread may start (q.mu held), taken out of the
@@ -690,15 +725,20 @@ static void *computer(void *arg)
 		j->next = s->q.running;
 		s->q.running = j;
 		s->q.busy++;
-		j->deadline = s->o.max_batch_seconds > 0 ? now_ms() + 1e3 * s->o.max_batch_seconds : 0;
+		/* (a task keeps its own time: --transfer-seconds) */
+		j->deadline = s->o.max_batch_seconds > 0 && !j->task ? now_ms() + 1e3 * s->o.max_batch_seconds : 0;
 		pthread_mutex_unlock(&s->q.mu);
 		if (hung_up(j->fd)) {
 			j->r->gone = DROPPED; /* nobody to answer: not run */
 			reply_gone(j->c, j->r);
+		} else if (j->task) {
+			j->task(s, j->c, j->r, j->task_arg, &j->cancel);
 		} else {
 			/* a suspended connection may be answered from any thread */
 			compute(s, j);
 		}
+		if (j->task_done)
+			j->task_done(j->task_arg);
 		run_free(s, &j->u);
 		req_let_go(s, j->r); /* the parse it was charged for is gone */
 		/* out of the running before the resume: MHD may close the

@@ -24,7 +24,8 @@
 
 #pragma GCC visibility push(hidden)
 
-enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB, R_RENEW };
+enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB, R_RENEW,
+	     R_EXPORT, R_IMPORT, R_EXPORTS };
 
 /* The batches.  Each session's run in the order they came, one at a time;
  * those of different sessions at once, each on a compute thread of its
@@ -82,6 +83,8 @@ struct server {
 	uint64_t by_status[600], aborted, cancelled;
 	uint64_t bytes_in, bytes_out;
 	double kernel_s;
+	/* server to server (xfer.c) */
+	uint64_t exports_issued, exports_served, imports_ok, imports_failed, import_bytes;
 };
 
 /* One request, from its headers to done(). */
@@ -138,6 +141,16 @@ void runq_destroy(struct server *s);
  * 409), or queued with the connection suspended, answered and resumed
  * by a compute thread. */
 enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r);
+/* A task that is not a batch (an export, an import: xfer.c), queued as a
+ * batch is, in its session's order (ss: a reference, taken), and run on
+ * a compute thread with the connection suspended; fn answers (cancel
+ * becomes non-zero when the client hangs up), then done(arg) frees what
+ * it had.  On an answer now (the server is stopping) done(arg) is called
+ * too. */
+typedef enum MHD_Result (*runq_task_fn)(struct server *s, struct MHD_Connection *c, struct req *r,
+					void *arg, volatile sig_atomic_t *cancel);
+enum MHD_Result runq_post_task(struct server *s, struct MHD_Connection *c, struct req *r,
+			       struct session *ss, runq_task_fn fn, void (*done)(void *), void *arg);
 /* Whether the server is stopping (no new batch is taken, nor a blob stored) */
 bool runq_stopping(struct server *s);
 void req_let_go(struct server *s, struct req *r);
@@ -146,6 +159,21 @@ void req_let_go(struct server *s, struct req *r);
 void runq_watch(struct server *s);
 /* Batches queued or running. */
 int runq_pending(struct server *s);
+
+/* ---- xfer.c: server to server ---- */
+
+#define TRANSFER_SECONDS 60             /* --transfer-seconds' default */
+#define XFER_BODY_MAX 8192              /* an export's or an import's JSON body */
+
+/* POST /v1/sessions/ID/export and /import, their bodies whole; GET
+ * /v1/exports/CAP. */
+enum MHD_Result xfer_export(struct server *s, struct MHD_Connection *c, struct req *r);
+enum MHD_Result xfer_import(struct server *s, struct MHD_Connection *c, struct req *r);
+enum MHD_Result xfer_serve(struct server *s, struct MHD_Connection *c, struct req *r);
+/* Grow r's share of the budget for bodies in flight (--max-inflight, and
+ * its tenant's) to `bytes`; false when it has not that much left
+ * (server.c). */
+bool req_reserve(struct server *s, struct req *r, uint64_t bytes);
 
 /* ---- gate.c: the connections ---- */
 

@@ -15,6 +15,7 @@
  */
 #include "serve.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <malloc.h>
@@ -141,7 +142,7 @@ enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status,
 /* Where url goes; r->id and r->path filled. */
 static enum route route_of(const char *url, struct req *r)
 {
-	static const char sess[] = "/v1/sessions/", blobs[] = "/v1/blobs/";
+	static const char sess[] = "/v1/sessions/", blobs[] = "/v1/blobs/", exports[] = "/v1/exports/";
 	const char *rest = NULL;
 	enum route rt = R_NONE;
 	size_t idlen = 0;
@@ -157,12 +158,22 @@ static enum route route_of(const char *url, struct req *r)
 		rest = url + sizeof sess - 1;
 		const char *slash = strchr(rest, '/');
 		idlen = slash ? (size_t)(slash - rest) : strlen(rest);
-		rt = !slash ? R_SESSION : !strcmp(slash, "/run") ? R_RUN : !strcmp(slash, "/renew") ? R_RENEW : R_NONE;
+		rt = !slash			  ? R_SESSION
+		     : !strcmp(slash, "/run")	  ? R_RUN
+		     : !strcmp(slash, "/renew")	  ? R_RENEW
+		     : !strcmp(slash, "/export") ? R_EXPORT
+		     : !strcmp(slash, "/import") ? R_IMPORT
+						  : R_NONE;
 		r->id_ok = idlen == SESSION_ID_HEX;
 	} else if (!strncmp(url, blobs, sizeof blobs - 1) && !strchr(url + sizeof blobs - 1, '/')) {
 		rest = url + sizeof blobs - 1;
 		idlen = strlen(rest);
 		rt = R_BLOB;
+		r->id_ok = idlen == TIR_SHA_HEX;
+	} else if (!strncmp(url, exports, sizeof exports - 1) && !strchr(url + sizeof exports - 1, '/')) {
+		rest = url + sizeof exports - 1;
+		idlen = strlen(rest);
+		rt = R_EXPORTS;
 		r->id_ok = idlen == TIR_SHA_HEX;
 	}
 	if (rest && idlen <= TIR_SHA_HEX) {
@@ -175,10 +186,14 @@ static enum route route_of(const char *url, struct req *r)
 		r->id_ok = false;
 	}
 	/* the log line names an id by its first 8 digits: a session id is
-	 * the session's only key and does not belong in a log */
+	 * the session's only key, a capability the value's, and neither
+	 * belongs in a log */
 	if (rest && r->id_ok)
 		snprintf(r->path, sizeof r->path, "%.*s%.8s\xe2\x80\xa6%s", (int)(rest - url), url, r->id,
-			 rt == R_RUN ? "/run" : rt == R_RENEW ? "/renew" : "");
+			 rt == R_RUN ? "/run" : rt == R_RENEW ? "/renew" : rt == R_EXPORT ? "/export"
+									 : rt == R_IMPORT ? "/import" : "");
+	else if (rt == R_EXPORTS) /* a capability that is none: not a word of it */
+		snprintf(r->path, sizeof r->path, "%s\xe2\x80\xa6", exports);
 	else
 		snprintf(r->path, sizeof r->path, "%.80s%s", url, strlen(url) > 80 ? "\xe2\x80\xa6" : "");
 	return rt;
@@ -194,7 +209,11 @@ static const char *allowed(enum route rt)
 	case R_SESSIONS:
 	case R_RUN:
 	case R_RENEW:
+	case R_EXPORT:
+	case R_IMPORT:
 		return "POST";
+	case R_EXPORTS: /* not HEAD: a capability is used up by its first request */
+		return "GET";
 	case R_SESSION:
 		return "DELETE";
 	case R_BLOB:
@@ -254,7 +273,7 @@ static bool take(atomic_uint_fast64_t *used, uint64_t cap, uint64_t more)
 	return true;
 }
 
-static bool reserve(struct server *s, struct req *r, uint64_t bytes)
+bool req_reserve(struct server *s, struct req *r, uint64_t bytes)
 {
 	uint64_t want = bytes > SMALL_BODY ? bytes : 0;
 	if (want <= r->reserved)
@@ -340,6 +359,9 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 						 : r->route == R_RUN   ? "/v1/sessions/ID/run"
 						 : r->route == R_RENEW ? "/v1/sessions/ID/renew"
 						 : r->route == R_BLOB  ? "/v1/blobs/SHA256"
+						 : r->route == R_EXPORT ? "/v1/sessions/ID/export"
+						 : r->route == R_IMPORT ? "/v1/sessions/ID/import"
+						 : r->route == R_EXPORTS ? "/v1/exports/CAP"
 								       : url,
 						 allowed(r->route), method);
 		return ok;
@@ -398,7 +420,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
-		if (!mine && !reserve(s, r, len))
+		if (!mine && !req_reserve(s, r, len))
 			return reply_busy(s, c, r, len);
 		if (!(r->up = upload_new(r->id, len, held)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
@@ -415,12 +437,27 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		if (!(r->body = malloc(r->cap)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for a body now");
 		r->keep_body = true;
+	} else if (r->route == R_EXPORT || r->route == R_IMPORT) {
+		/* a small JSON object, with a Content-Length */
+		if (te)
+			return reply_error(c, r, 411, "length_required", NULL, "%s needs a Content-Length",
+					   r->route == R_EXPORT ? "POST /v1/sessions/ID/export"
+								: "POST /v1/sessions/ID/import");
+		if (len > XFER_BODY_MAX)
+			return reply_error(c, r, 413, "too_large", NULL,
+					   "body: %llu bytes; an %s request has at most %d",
+					   (unsigned long long)len, r->route == R_EXPORT ? "export" : "import",
+					   XFER_BODY_MAX);
+		r->cap = len;
+		if (!(r->body = malloc(r->cap ? r->cap : 1)))
+			return reply_error(c, r, 503, "busy", NULL, "no memory for a body now");
+		r->keep_body = true;
 	} else if (r->route == R_RUN) {
 		/* allocated once when the length is known; a chunked body grows by doubling */
 		r->cap = r->has_len ? len : SMALL_BODY;
 		if (r->cap > s->o.max_body)
 			r->cap = s->o.max_body;
-		if (!reserve(s, r, r->cap))
+		if (!req_reserve(s, r, r->cap))
 			return reply_busy(s, c, r, r->cap);
 		r->body = malloc(r->cap ? r->cap : 1);
 		if (!r->body)
@@ -450,7 +487,7 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 		size_t cap = r->cap * 2 > r->len + n ? r->cap * 2 : r->len + n;
 		if (cap > s->o.max_body)
 			cap = s->o.max_body;
-		if (!r->has_len && !reserve(s, r, cap)) {
+		if (!r->has_len && !req_reserve(s, r, cap)) {
 			r->busy = true; /* the rest is read and dropped; the answer is a 503 */
 			free(r->body);
 			r->body = NULL;
@@ -512,7 +549,7 @@ static bool run_body_fits(struct server *s, struct MHD_Connection *c, struct req
 				      most == s->o.max_inflight ? "--max-inflight" : "--tokens");
 		return false;
 	}
-	if (!reserve(s, r, cost)) {
+	if (!req_reserve(s, r, cost)) {
 		*answer = reply_busy(s, c, r, cost - r->reserved);
 		return false;
 	}
@@ -540,7 +577,7 @@ static char *make_info(const struct server *s)
 	json_t *dtypes = json_array();
 	for (int d = 0; d < TIR_DTYPE_COUNT; d++)
 		json_array_append_new(dtypes, json_string(tir_dtype_name((enum tir_dtype)d)));
-	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
+	json_t *limits = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI}", "max_body", (json_int_t)s->o.max_body,
 				   "max_batch_seconds", (json_int_t)s->o.max_batch_seconds,
 				   "max_memory", (json_int_t)s->o.max_memory,
 				   "max_inflight", (json_int_t)s->o.max_inflight,
@@ -551,7 +588,9 @@ static char *make_info(const struct server *s)
 				   (json_int_t)SESSION_MAX_VALUES, "max_run_values", (json_int_t)RUN_MAX_VALUES,
 				   "max_connections", (json_int_t)MAX_CONNECTIONS, "max_connections_per_address",
 				   (json_int_t)s->o.max_connections_per_address, "header_timeout",
-				   (json_int_t)s->o.header_timeout, "session_lease", (json_int_t)s->o.session_lease);
+				   (json_int_t)s->o.header_timeout, "session_lease", (json_int_t)s->o.session_lease,
+				   "max_exports_per_session", (json_int_t)SESSION_MAX_CAPS, "transfer_seconds",
+				   (json_int_t)s->o.transfer_seconds);
 	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
 				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
 				"threads", tir_pool_threads(), "blas", tir_blas_info());
@@ -626,6 +665,22 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)gs.timed_out);
 	tir_str_addf(&out, "# TYPE tir_idle_trims_total counter\ntir_idle_trims_total %llu\n",
 		     (unsigned long long)atomic_load(&s->trims));
+	size_t caps_n;
+	uint64_t caps_b;
+	session_store_caps(s->sessions, &caps_n, &caps_b);
+	pthread_mutex_lock(&s->mmu);
+	tir_str_addf(&out,
+		     "# TYPE tir_exports_issued_total counter\ntir_exports_issued_total %llu\n"
+		     "# TYPE tir_exports_served_total counter\ntir_exports_served_total %llu\n"
+		     "# TYPE tir_exports_open gauge\ntir_exports_open %zu\n"
+		     "# TYPE tir_export_bytes gauge\ntir_export_bytes %llu\n"
+		     "# TYPE tir_imports_total counter\n"
+		     "tir_imports_total{result=\"ok\"} %llu\ntir_imports_total{result=\"failed\"} %llu\n"
+		     "# TYPE tir_import_bytes_total counter\ntir_import_bytes_total %llu\n",
+		     (unsigned long long)s->exports_issued, (unsigned long long)s->exports_served, caps_n,
+		     (unsigned long long)caps_b, (unsigned long long)s->imports_ok,
+		     (unsigned long long)s->imports_failed, (unsigned long long)s->import_bytes);
+	pthread_mutex_unlock(&s->mmu);
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -765,6 +820,12 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 		return renew_session(s, c, r);
 	case R_BLOB:
 		return put_blob(s, c, r);
+	case R_EXPORT:
+		return xfer_export(s, c, r);
+	case R_IMPORT:
+		return xfer_import(s, c, r);
+	case R_EXPORTS:
+		return xfer_serve(s, c, r);
 	case R_RUN: {
 		enum MHD_Result answer;
 		return run_body_fits(s, c, r, &answer) ? runq_post(s, c, r) : answer;
@@ -985,6 +1046,7 @@ static void server_free(struct server *s)
 	runq_destroy(s);
 	pthread_mutex_destroy(&s->mmu);
 	free(s);
+	curl_global_cleanup(); /* (counted: once per init) */
 }
 
 int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err)
@@ -1015,6 +1077,8 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	}
 	if (!s->o.max_memory)
 		s->o.max_memory = default_max_memory();
+	if (s->o.transfer_seconds <= 0)
+		s->o.transfer_seconds = TRANSFER_SECONDS;
 	if (tenants_make(s, err)) {
 		free(s);
 		return -err->code;
@@ -1035,6 +1099,9 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	 * whose free tops malloc_trim keeps (the idle trim gave back little,
 	 * and an idle server held 2 to 5 times its tensors: tests/net/soak.py) */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	/* imports fetch with libcurl from the compute threads: its global
+	 * state is made now, before any thread (server_free undoes it) */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	runq_init(s);
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);

@@ -483,6 +483,10 @@ struct sval {
 	struct hlink h;
 	char key[SESSION_KEY_MAX + 1];
 	struct tir_tensor t;
+	/* its chunk list and blob name, once an export hashed it (NULL: not yet) */
+	unsigned char *list;
+	size_t listlen;
+	char blob[TIR_SHA_HEX + 1];
 };
 
 /* What a kept value's record costs besides its tensor (the record, the
@@ -516,7 +520,8 @@ static struct sval *sval_new(const char *key, const struct tir_tensor *t)
 static void sval_free(struct sval *v)
 {
 	tir_tensor_release(&v->t);
-	tir_mem_uncharge(SVAL_OVERHEAD);
+	tir_mem_uncharge(SVAL_OVERHEAD + v->listlen);
+	free(v->list);
 	free(v);
 }
 
@@ -540,6 +545,8 @@ void session_store_kept(struct session_store *s, size_t *count, size_t *bytes)
 	*bytes = atomic_load(&kept_bytes);
 }
 
+struct cap;
+
 struct session {
 	struct hlink h;
 	char id[SESSION_ID_HEX + 1];
@@ -550,11 +557,38 @@ struct session {
 	int refs;                      /* requests under way */
 	bool dead;                     /* deleted or expired: freed at the last unref */
 	struct htab vals;
+	struct cap *caps;              /* its capabilities not yet used (ncaps) */
+	int ncaps;
 };
+
+/* A capability: in the store's table by the SHA-256 of its digits (key),
+ * and in its session's list. */
+struct cap {
+	struct hlink h;
+	char key[TIR_SHA_HEX + 1];
+	struct cap *next;              /* the session's next */
+	struct session *ss;
+	struct cap_value v;
+	size_t charge;                 /* of the memory budget: the record and the list */
+};
+
+/* Capabilities open in the server, and the frame bytes they hold (/metrics). */
+static atomic_size_t caps_open;
+static atomic_uint_fast64_t caps_bytes;
+
+static void cap_free(struct cap *c)
+{
+	atomic_fetch_sub(&caps_open, 1);
+	atomic_fetch_sub(&caps_bytes, c->v.frame_bytes);
+	cap_value_release(&c->v);
+	tir_mem_uncharge(c->charge);
+	free(c);
+}
 
 struct session_store {
 	pthread_mutex_t mu;
 	struct htab tab;
+	struct htab caps;              /* every live session's capabilities, by key */
 	int max, ttl;
 	uint64_t created;
 	uint64_t expired_ttl, expired_lease;
@@ -574,6 +608,11 @@ struct session_store *session_store_new(int max_sessions, int ttl_seconds)
 
 static void session_free(struct session *ss)
 {
+	while (ss->caps) {
+		struct cap *c = ss->caps;
+		ss->caps = c->next;
+		cap_free(c);
+	}
 	for (size_t i = 0; i < ss->vals.nb; i++)
 		for (struct hlink *l = ss->vals.b[i], *next; l; l = next) {
 			next = l->next;
@@ -595,8 +634,18 @@ void session_store_free(struct session_store *s)
 			session_free(CONTAINER(l, struct session, h));
 		}
 	free(s->tab.b);
+	free(s->caps.b);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+/* ss leaves the store (deleted or expired): its capabilities can no
+ * longer be found (they go with it when it is freed); s->mu held. */
+static void session_gone(struct session_store *s, struct session *ss)
+{
+	s->per[ss->tenant]--;
+	for (struct cap *c = ss->caps; c; c = c->next)
+		ht_remove(&s->caps, &c->h);
 }
 
 /* Whether ss has expired: idle past the TTL, or its lease not renewed
@@ -621,7 +670,7 @@ static void sweep_locked(struct session_store *s, struct session **gone)
 			if (expired(s, ss, now)) {
 				*pp = ss->h.next;
 				s->tab.n--;
-				s->per[ss->tenant]--;
+				session_gone(s, ss);
 				ss->dead = true;
 				ss->h.next = *gone ? &(*gone)->h : NULL; /* a list of the gone */
 				*gone = ss;
@@ -697,7 +746,7 @@ struct session *session_get(struct session_store *s, const char *id, int tenant)
 	/* an idle session past its TTL (or lease) is gone even before a sweep sees it */
 	if (ss && expired(s, ss, now_s())) {
 		ht_remove(&s->tab, &ss->h);
-		s->per[ss->tenant]--;
+		session_gone(s, ss);
 		session_free(ss);
 		ss = NULL;
 	}
@@ -719,7 +768,7 @@ bool session_renew(struct session_store *s, const char *id, int tenant, int *lea
 		ss = NULL;
 	if (ss && expired(s, ss, now_s())) {
 		ht_remove(&s->tab, &ss->h);
-		s->per[ss->tenant]--;
+		session_gone(s, ss);
 		gone = ss;
 		ss = NULL;
 	}
@@ -755,7 +804,7 @@ bool session_delete(struct session_store *s, const char *id, int tenant)
 	bool now = false;
 	if (ss) {
 		ht_remove(&s->tab, &ss->h);
-		s->per[ss->tenant]--;
+		session_gone(s, ss);
 		ss->dead = true;
 		now = ss->refs == 0;
 	}
@@ -909,4 +958,205 @@ bool session_key_valid(const char *key)
 			return false;
 	}
 	return n > 0;
+}
+
+bool session_dead(struct session_store *s, struct session *ss)
+{
+	pthread_mutex_lock(&s->mu);
+	bool dead = ss->dead;
+	pthread_mutex_unlock(&s->mu);
+	return dead;
+}
+
+/* ---- capabilities ---- */
+
+/* What a capability's record costs besides its list (the record, the
+ * allocator's share and the table's): charged to --max-memory with the
+ * list, as a kept value's record is. */
+#define CAP_OVERHEAD (sizeof(struct cap) + 64)
+
+void cap_value_release(struct cap_value *v)
+{
+	tir_tensor_release(&v->t);
+	free(v->list);
+	v->list = NULL;
+	v->listlen = 0;
+}
+
+int session_cap_issue(struct session_store *s, struct session *ss, struct cap_value *v,
+		      char cap[TIR_SHA_HEX + 1])
+{
+	unsigned char r[32];
+	struct cap *c = NULL;
+	size_t charge = CAP_OVERHEAD + v->listlen;
+	if (RAND_bytes(r, sizeof r) != 1 || !(c = calloc(1, sizeof *c)) || !tir_mem_charge(charge)) {
+		free(c);
+		cap_value_release(v);
+		return -2;
+	}
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 32; i++) {
+		cap[2 * i] = digits[r[i] >> 4];
+		cap[2 * i + 1] = digits[r[i] & 15];
+	}
+	cap[TIR_SHA_HEX] = 0;
+	explicit_bzero(r, sizeof r);
+	tir_sha256_hex(cap, TIR_SHA_HEX, c->key);
+	c->h.key = c->key;
+	c->ss = ss;
+	c->v = *v;
+	memset(v, 0, sizeof *v);
+	c->charge = charge;
+	atomic_fetch_add(&caps_open, 1);
+	atomic_fetch_add(&caps_bytes, c->v.frame_bytes);
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (ss->dead)
+		rc = -3;
+	else if (ss->ncaps >= SESSION_MAX_CAPS)
+		rc = -1;
+	else if (ht_find(&s->caps, c->key) || ht_insert(&s->caps, &c->h))
+		rc = -2; /* (a collision of 256 random bits is not going to happen) */
+	if (!rc) {
+		c->next = ss->caps;
+		ss->caps = c;
+		ss->ncaps++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (rc) {
+		explicit_bzero(cap, TIR_SHA_HEX);
+		cap_free(c);
+	}
+	return rc;
+}
+
+bool session_cap_take(struct session_store *s, const char *cap, int tenant, struct cap_value *v)
+{
+	char key[TIR_SHA_HEX + 1];
+	tir_sha256_hex(cap, strlen(cap), key);
+	struct cap *got = NULL;
+	struct session *gone = NULL;
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&s->caps, key);
+	struct cap *c = l ? CONTAINER(l, struct cap, h) : NULL;
+	struct session *ss = c && c->ss->tenant == tenant ? c->ss : NULL;
+	/* a session past its TTL (or lease) is gone, and its capabilities
+	 * with it, even before a sweep sees it */
+	if (ss && expired(s, ss, now_s())) {
+		ht_remove(&s->tab, &ss->h);
+		session_gone(s, ss);
+		ss->dead = true;
+		gone = ss; /* (expired: no request holds it) */
+		ss = NULL;
+	}
+	if (ss) {
+		ht_remove(&s->caps, &c->h);
+		for (struct cap **pp = &ss->caps; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+		ss->ncaps--;
+		got = c;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (gone)
+		session_free(gone);
+	if (!got)
+		return false;
+	*v = got->v;
+	memset(&got->v, 0, sizeof got->v);
+	atomic_fetch_sub(&caps_bytes, v->frame_bytes);
+	got->v.frame_bytes = 0;
+	cap_free(got);
+	return true;
+}
+
+void session_store_caps(struct session_store *s, size_t *count, uint64_t *bytes)
+{
+	(void)s;
+	*count = atomic_load(&caps_open);
+	*bytes = atomic_load(&caps_bytes);
+}
+
+bool session_value_chunks(struct session_store *s, struct session *ss, const char *key,
+			  struct tir_tensor *t, unsigned char **list, size_t *len,
+			  char blob[TIR_SHA_HEX + 1])
+{
+	*list = NULL;
+	*len = 0;
+	/* the copy's buffer is allocated with the lock let go, for the length
+	 * the record had; should the record change meanwhile, again */
+	size_t want = 0;
+	for (int tries = 0; tries < 4; tries++) {
+		unsigned char *buf = want ? malloc(want) : NULL;
+		if (want && !buf)
+			break;
+		bool found = false, had = false, copied = false;
+		pthread_mutex_lock(&s->mu);
+		struct hlink *l = ht_find(&ss->vals, key);
+		if (l) {
+			struct sval *v = CONTAINER(l, struct sval, h);
+			found = true;
+			had = v->list != NULL;
+			if (had && buf && v->listlen == want) {
+				memcpy(buf, v->list, want);
+				memcpy(blob, v->blob, TIR_SHA_HEX + 1);
+				copied = true;
+			}
+			if (!had || copied)
+				tir_tensor_ref(t, &v->t);
+			else
+				want = v->listlen;
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (copied) {
+			*list = buf;
+			*len = want;
+			return true;
+		}
+		free(buf);
+		if (!found || !had)
+			return found;
+	}
+	return session_value(s, ss, key, t); /* without its list */
+}
+
+/* Whether a and b are the same value: one buffer, one view of it. */
+static bool same_tensor(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (a->buf != b->buf || a->offset != b->offset || a->dtype != b->dtype || a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+			return false;
+	return true;
+}
+
+void session_value_note(struct session_store *s, struct session *ss, const char *key,
+			const struct tir_tensor *t, const unsigned char *list, size_t len,
+			const char blob[TIR_SHA_HEX + 1])
+{
+	unsigned char *copy = malloc(len);
+	if (!copy)
+		return;
+	memcpy(copy, list, len);
+	if (!tir_mem_charge(len)) {
+		free(copy);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	struct hlink *l = ht_find(&ss->vals, key);
+	struct sval *v = l ? CONTAINER(l, struct sval, h) : NULL;
+	if (v && !v->list && same_tensor(&v->t, t)) {
+		v->list = copy;
+		v->listlen = len;
+		memcpy(v->blob, blob, TIR_SHA_HEX + 1);
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (copy) {
+		tir_mem_uncharge(len);
+		free(copy);
+	}
 }

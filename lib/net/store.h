@@ -121,6 +121,18 @@ void session_sweep(struct session_store *s);
 /* A new reference to the value kept under key in *t; false when none. */
 bool session_value(struct session_store *s, struct session *ss, const char *key,
 		   struct tir_tensor *t);
+/* session_value, and the value's chunk list and blob name when
+ * session_value_note kept them: *list a copy (free it), or NULL. */
+bool session_value_chunks(struct session_store *s, struct session *ss, const char *key,
+			  struct tir_tensor *t, unsigned char **list, size_t *len,
+			  char blob[TIR_SHA_HEX + 1]);
+/* Keep a copy of list[0..len), the chunk list of t's frame, and its blob
+ * name, with the value key holds, while that is t (it is charged to the
+ * memory budget; when there is no room, or key holds another value now,
+ * nothing is kept): the next export of it need not hash it again. */
+void session_value_note(struct session_store *s, struct session *ss, const char *key,
+			const struct tir_tensor *t, const unsigned char *list, size_t len,
+			const char blob[TIR_SHA_HEX + 1]);
 /* Whether, after forgetting drop[0..ndrop) and adding the keys
  * keys[0..nkeep) (replacing any they hold), the session keeps at most
  * SESSION_MAX_VALUES values. */
@@ -143,6 +155,41 @@ uint64_t session_store_created(struct session_store *s);
 void session_store_expired(struct session_store *s, uint64_t *ttl, uint64_t *lease);
 /* Whether key is 1..64 bytes of [A-Za-z0-9_.-]. */
 bool session_key_valid(const char *key);
+/* Whether ss was deleted or expired (a request's reference keeps it). */
+bool session_dead(struct session_store *s, struct session *ss);
+
+/* ---- capabilities (POST /v1/sessions/ID/export, GET /v1/exports/CAP) ----
+ * A capability is 256 random bits, as 64 hex digits, that names one value
+ * of one session for one GET: the value's frame and its chunk list, held
+ * by reference (a key dropped later does not take it away).  The store
+ * keeps the SHA-256 of each, not the capability, and finds one by it, so
+ * that no lookup's time depends on how much of a guess was right.  A
+ * capability dies when it is used, and with its session (deleted,
+ * expired, its lease run out) and the server. */
+#define SESSION_MAX_CAPS 64
+
+/* What a capability hands out: the PUT body of its blob, in pieces. */
+struct cap_value {
+	struct tir_tensor t;           /* contiguous; a reference */
+	unsigned char *list;           /* the chunk list (malloc'd), listlen bytes */
+	size_t listlen;
+	char blob[TIR_SHA_HEX + 1];    /* the SHA-256 of the list */
+	uint64_t frame_bytes;
+};
+void cap_value_release(struct cap_value *v);
+/* Issue a capability for v in ss (v taken: its tensor reference and list
+ * are the capability's now, v left empty; on failure released).  cap gets
+ * its 64 hex digits.  returns 0; -1 when ss has SESSION_MAX_CAPS open; -2
+ * no memory, no randomness or over the memory budget; -3 ss is dead. */
+int session_cap_issue(struct session_store *s, struct session *ss, struct cap_value *v,
+		      char cap[TIR_SHA_HEX + 1]);
+/* Use capability cap (any string) as tenant: true with its value in *v
+ * (the caller's, release it), and the capability gone; false when there
+ * is none such, it is another tenant's, or its session has expired (all
+ * alike). */
+bool session_cap_take(struct session_store *s, const char *cap, int tenant, struct cap_value *v);
+/* Capabilities open, and the frame bytes they hold. */
+void session_store_caps(struct session_store *s, size_t *count, uint64_t *bytes);
 
 /* ---- blob uploads (upload.c) ---- */
 
@@ -163,6 +210,9 @@ int upload_finish(struct upload *u, bool *held, struct tir_tensor *t, const char
 		  size_t n);
 /* The frame's bytes (its chunk list says), once the list's head is in. */
 uint64_t upload_frame_bytes(const struct upload *u);
+/* Whether something is wrong already (upload_finish will say what): the
+ * rest of the body need not be read. */
+bool upload_failed(const struct upload *u);
 /* Free it at any point (a client that went away mid-upload). */
 void upload_free(struct upload *u);
 

@@ -457,3 +457,8 @@ uint64_t upload_frame_bytes(const struct upload *u)
 {
 	return u->flen;
 }
+
+bool upload_failed(const struct upload *u)
+{
+	return u->status != 0;
+}

@@ -276,9 +276,17 @@ def test_doc_examples():
             put = next((o for o in outs if '"blob"' in o[1]), None)
             check("doc: the frame by hand is stored (PUT)", put and put[0] == 0 and
                   json.loads(put[1]).get("bytes") == 40, str(outs))
-            od = outs[-1][1].split()
-            check("doc: the curl run answers TIRR (od)", outs[-1][0] == 0 and od[1:5] == ["54", "49", "52", "52"],
-                  str(outs[-1])[:400])
+            ran = next((o for b, o in zip(blocks, outs) if "od -A d" in b), (1, "", ""))
+            od = ran[1].split()
+            check("doc: the curl run answers TIRR (od)", ran[0] == 0 and od[1:5] == ["54", "49", "52", "52"],
+                  str(ran)[:400])
+            moved = next((o for b, o in zip(blocks, outs) if "/import" in b), (1, "", ""))
+            try:
+                j = json.loads(moved[1])
+            except ValueError:
+                j = {}
+            check("doc: server to server: the export and the import (200, the 40-byte frame)",
+                  moved[0] == 0 and j.get("key") == "w3" and j.get("bytes") == 40, str(moved)[:400])
     finally:
         srv.stop()
 

@@ -114,7 +114,7 @@ class Server:
             for raw in self.proc.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 self.lines.append(line)
-                m = re.match(r"tir serve: listening on http://[^ ]+:(\d+) \(protocol 3\)$", line)
+                m = re.match(r"tir serve: listening on https?://[^ ]+:(\d+) \(protocol 3\)$", line)
                 if m and not self.port:
                     self.first = line
                     self.port = int(m.group(1))
