@@ -61,6 +61,13 @@ struct tir_device_ops {
 		   struct tir_err *err);
 	/* Forget what put gave (a run's start and end). */
 	void (*clear)(struct tir_device *d);
+	/* Have d fetch the value of node src_id that device `from` holds
+	 * (a stay of an earlier batch) straight from it, as node dst_id's
+	 * for the rest of the run: two servers move it between them, never
+	 * through this process.  NULL, or -TIR_EUNSUPPORTED, when d cannot
+	 * (the CPU; two kinds that do not meet): the executor fetches and puts. */
+	int (*take)(struct tir_device *d, struct tir_device *from, struct tir_exec *x, uint32_t src_id,
+		    uint32_t dst_id, struct tir_err *err);
 	/* Whether d holds the value of node id (kept from an earlier run). */
 	bool (*holds)(const struct tir_device *d, const struct tir_exec *x, uint32_t id);
 	/* The value of node id that d holds, into out (empty): here it is a

@@ -91,6 +91,24 @@ static void remote_clear(struct tir_device *d)
 		tir_tensor_release(&m->given[i]);
 }
 
+/* Server to server (docs/protocol.md, "Server to server"): `from` issues
+ * a single-use capability for the value, d fetches it with that and
+ * checks its hash.  The value the source holds under src_id's key is kept
+ * on d under dst_id's. */
+static int remote_take(struct tir_device *d, struct tir_device *from, struct tir_exec *x, uint32_t src_id,
+		       uint32_t dst_id, struct tir_err *err)
+{
+	if (strcmp(from->ops->kind, "remote"))
+		return -TIR_EUNSUPPORTED;
+	struct tir_remote *src = remote_of(from)->r, *dst = remote_of(d)->r;
+	char cap[65], blob[65]; /* 64 hex digits each */
+	int rc = tir_remote_export(src, x, src_id, cap, blob, err);
+	if (!rc)
+		rc = tir_remote_import(dst, x, dst_id, src, cap, blob, err);
+	explicit_bzero(cap, sizeof cap);
+	return rc;
+}
+
 static bool remote_holds(const struct tir_device *d, const struct tir_exec *x, uint32_t id)
 {
 	return tir_remote_holds(remote_of(d)->r, x, id);
@@ -178,6 +196,7 @@ static const struct tir_device_ops remote_ops = {
 	.run_on = remote_run_on,
 	.put = remote_put,
 	.clear = remote_clear,
+	.take = remote_take,
 	.holds = remote_holds,
 	.fetch = remote_fetch,
 	.explain = remote_explain,

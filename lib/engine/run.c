@@ -588,13 +588,19 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				continue;
 			const struct tir_node *n = p->nodes[i], *o = n->in[0];
 			int from = dev_of(o), to = dev_of(n);
+			struct tir_device *src = x->dev[from], *dst = x->dev[to];
 			struct tir_tensor v = {0};
-			if (hand[o->id].buf)
-				tir_tensor_ref(&v, &hand[o->id]);
-			else
-				rc = x->dev[from]->ops->fetch(x->dev[from], x, o->id, &v, err);
+			if (hand[o->id].buf) { /* it came back here: sent on from here */
+				rc = dst->ops->put(dst, x, n->id, &hand[o->id], err);
+				continue;
+			}
+			/* straight from one to the other when they can */
+			rc = dst->ops->take ? dst->ops->take(dst, src, x, o->id, n->id, err) : -TIR_EUNSUPPORTED;
+			if (rc != -TIR_EUNSUPPORTED)
+				continue;
+			rc = src->ops->fetch(src, x, o->id, &v, err);
 			if (!rc)
-				rc = x->dev[to]->ops->put(x->dev[to], x, n->id, &v, err);
+				rc = dst->ops->put(dst, x, n->id, &v, err);
 			tir_tensor_release(&v);
 		}
 	}

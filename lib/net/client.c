@@ -1123,6 +1123,19 @@ static int held_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_
 	return 0;
 }
 
+/* held_sync once a run (tir_exec_run_seq): the later batches of a run
+ * over several devices, its exports and imports, read what its earlier
+ * batches kept, even values no name holds (dropped at the next run's). */
+static int run_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
+{
+	if (r->synced && r->synced_seq == tir_exec_run_seq(x) && r->prog == tir_exec_program(x))
+		return 0;
+	int rc = held_sync(r, x, err);
+	r->synced = !rc;
+	r->synced_seq = tir_exec_run_seq(x);
+	return rc;
+}
+
 /* ---- a run ---- */
 
 static char *run_body(const struct tir_remote *r, const struct tir_exec *x, const struct tir_batch *b,
@@ -1371,13 +1384,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			printed[nprint++] = targets[i];
 	double tb = now_ms();
 	int rc = 0;
-	/* once a run: its later batches (several devices) read what the
-	 * earlier ones kept */
-	if (!r->synced || r->synced_seq != tir_exec_run_seq(x)) {
-		rc = held_sync(r, x, err);
-		r->synced = !rc;
-		r->synced_seq = tir_exec_run_seq(x);
-	}
+	rc = run_sync(r, x, err);
 	if (!rc)
 		rc = tir_batch_build_on(&b, x, targets, ntargets, res->stay, r->held, r->nheld, res->given,
 					res->ngiven, &r->memo, err);
@@ -1518,7 +1525,7 @@ static bool session_gone_reply(struct tir_remote *r)
 int tir_remote_export(struct tir_remote *r, const struct tir_exec *x, uint32_t id, char cap[65], char blob[65],
 		      struct tir_err *err)
 {
-	int rc = held_sync(r, x, err);
+	int rc = run_sync(r, x, err);
 	if (rc)
 		return rc;
 	if (!tir_remote_holds(r, x, id) || !r->session[0])
@@ -1607,9 +1614,12 @@ int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t i
 	const struct tir_program *p = tir_exec_program(x);
 	if (!cap || !blob || !tir_sha_valid(cap) || !tir_sha_valid(blob))
 		return tir_errf(err, TIR_EDATA, NULL, "an import needs a capability and a blob name (64 hex digits each)");
-	if (id >= p->nnodes || !tir_exec_keeping(x) || !tir_batch_keepable(p, p->nodes[id]))
+	/* any value a batch computes (one no name holds: for the rest of
+	 * this run); an input's is the client's, a scalar literal written inline */
+	const struct tir_node *n = id < p->nnodes ? p->nodes[id] : NULL;
+	if (!n || n->op == TIR_OP_INPUT || (n->op == TIR_OP_CONST && n->type.weak))
 		return tir_errf(err, TIR_EDATA, NULL, "node %u's value is not one a session keeps", (unsigned)id);
-	int rc = held_sync(r, x, err);
+	int rc = run_sync(r, x, err);
 	if (!rc && !r->session[0])
 		rc = session_make(r, err);
 	if (rc)

@@ -76,6 +76,8 @@ def addr(*servers):
 
 
 RUN_LINE = r"^POST /v1/sessions/\S+/run 200 "
+IMPORT_LINE = r"^POST /v1/sessions/\S+/import 200 "
+EXPORT_LINE = r"^GET /v1/exports/\S+ 200 "
 
 
 def runs(srv):
@@ -165,12 +167,21 @@ def test_moves(a, b):
     # a weight made by randn on remote:1 is made there: no blob goes up
     g = write("gen.tir", "w = randn([256, 256], seed=1)\nk = to(w, \"remote:1\") * 2.0\n"
               "print sum(to(k, \"remote:0\"))\n")
+    ia, eb = a.logged(IMPORT_LINE), b.logged(EXPORT_LINE)
     st, out, err = tir("run", g, "--remote", addr(a, b), "--profile")
     m = re.search(r"blobs: (\d+) cached, (\d+) sent \((\d+) bytes\)", err)
-    # one blob: the value moved from remote:1 to remote:0 (through this
-    # client until servers fetch from each other); never the weight's
-    check("randn on remote:1 is made there, not uploaded",
-          st == 0 and m and int(m.group(3)) <= 256 * 256 * 4 + 1024, err[-600:])
+    # no blob at all: the weight is made on remote:1, and the value moves
+    # from remote:1 to remote:0 server to server, never through this client
+    check("randn on remote:1 is made there; the move goes server to server: no blob sent",
+          st == 0 and m and m.group(2) == "0" and m.group(3) == "0", err[-600:])
+    check("... remote:0 imported it, fetched from remote:1",
+          a.wait_log(IMPORT_LINE, ia + 1) and b.wait_log(EXPORT_LINE, eb + 1),
+          f"imports {a.logged(IMPORT_LINE) - ia}, exports served {b.logged(EXPORT_LINE) - eb}")
+    lf = write("gen_local.tir", local_twin(open(g).read()))
+    lst, lout, lerr = tir("run", lf, "--quiet")
+    st, out, err = tir("run", g, "--remote", addr(a, b), "--quiet")
+    check("... and prints what a local run does (its header names the to)",
+          st == 0 and out.splitlines()[1:] == lout.splitlines()[1:], out + err + lout)
 
 
 def test_checked(a, b):
@@ -242,6 +253,27 @@ def test_faults(a):
     check("remote:1 down: exit 3, its address named", st == 3 and f"127.0.0.1:{port}" in err, f"{st} {err}")
     st, out, err = tir("run", f, "--input", f"x={xp}", "--remote", f"127.0.0.1:{a.port},")
     check("an empty name in the list: exit 2", st == 2 and "empty" in err, f"{st} {err}")
+
+
+def test_tokens():
+    """Servers with a token: the client's TIR_TOKEN opens both, and one
+    server fetching from the other shows it too (tokens hold between
+    servers); a wrong token is refused before anything runs."""
+    t1, t2 = Server("--token", "s3cret-a"), Server("--token", "s3cret-a")
+    try:
+        g = write("tok.tir", "w = randn([64, 64], seed=2)\nk = to(w, \"remote:1\") * 2.0\n"
+                  "print sum(to(k, \"remote:0\"))\n")
+        ia = t1.logged(IMPORT_LINE)
+        st, out, err = tir("run", g, "--remote", addr(t1, t2), "--quiet", env={"TIR_TOKEN": "s3cret-a"})
+        lst, lout, lerr = tir("run", write("tok_local.tir", local_twin(open(g).read())), "--quiet")
+        check("tokens: a move between two servers with a token",
+              st == 0 and out.splitlines()[1:] == lout.splitlines()[1:] and t1.wait_log(IMPORT_LINE, ia + 1),
+              out + err)
+        st, out, err = tir("run", g, "--remote", addr(t1, t2), "--quiet", env={"TIR_TOKEN": "wrong"})
+        check("tokens: a wrong token: exit 3, said", st == 3 and "token" in err, f"{st} {err}")
+    finally:
+        t1.stop()
+        t2.stop()
 
 
 def chain_program():
@@ -322,6 +354,10 @@ def main():
                 t(a, b)
             except Exception as e:
                 check(t.__name__, False, f"{type(e).__name__}: {e}")
+        try:
+            test_tokens()
+        except Exception as e:
+            check("test_tokens", False, f"{type(e).__name__}: {e}")
         try:
             test_member_dies(a)
         except Exception as e:
