@@ -411,4 +411,24 @@ else
 	echo "  xfer.py FAILED"
 	status=1
 fi
+
+# ---- devices ----
+# bench/devices.py: an MLP (1024 -> 2048 -> 1024) over 4096 rows on one
+# local tir serve, and split by rows over two (each half moved to its
+# server, both computing at once, the results moved back and joined);
+# medians of 5 whole `tir run` commands after a warm-up.  With --threads 1
+# each server is one core (two machines' worth); with default threads the
+# two servers share this machine's cores.
+section "devices: data-parallel MLP, 4096 rows, one server vs two (median of 5)"
+if $PY bench/devices.py "$BUILD/tir" --runs 5 >"$tmp/devices"; then
+	f=$tmp/devices
+	printf '  %-40s %10s %10s %10s %6s\n' servers "one (ms)" "two (ms)" "two/one" same
+	printf '  %-40s %10s %10s %10s %6s\n' "--threads 1 (a core each)" "$(kv "$f" threads1_one_ms)" \
+		"$(kv "$f" threads1_two_ms)" "$(kv "$f" threads1_speedup)x" "$(kv "$f" threads1_same)"
+	printf '  %-40s %10s %10s %10s %6s\n' "default threads (sharing the cores)" "$(kv "$f" default_one_ms)" \
+		"$(kv "$f" default_two_ms)" "$(kv "$f" default_speedup)x" "$(kv "$f" default_same)"
+else
+	echo "  devices.py FAILED"
+	status=1
+fi
 exit $status
