@@ -134,7 +134,7 @@ bool tir_exec_has_value(const struct tir_exec *x, const char *name)
 	const struct tir_binding *b = tir_program_lookup(x->prog, name, strlen(name));
 	if (!b || !b->node)
 		return false;
-	uint32_t id = b->node->id;
+	uint32_t id = tir_exe(b->node)->id;
 	if (b->node->op == TIR_OP_INPUT)
 		return id < x->ninputs_cap && x->inputs[id].buf;
 	for (int i = 0; i < x->ndev; i++)
@@ -232,14 +232,16 @@ char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err)
 				 sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
 			goto out;
 		}
-		need[b->node->id] = target[b->node->id] = true;
-		uses[b->node->id]++;
+		uint32_t id = tir_exe(b->node)->id;
+		need[id] = target[id] = true;
+		uses[id]++;
 	}
 	for (size_t s = 0; !name && s < p->nstmts; s++) {
 		const struct tir_stmt *st = &p->stmts[s];
 		for (int i = 0; st->kind == TIR_STMT_PRINT && i < st->nitems; i++) {
-			need[st->items[i].node->id] = target[st->items[i].node->id] = true;
-			uses[st->items[i].node->id]++;
+			uint32_t id = tir_exe(st->items[i].node)->id;
+			need[id] = target[id] = true;
+			uses[id]++;
 		}
 	}
 	for (size_t i = nn; i-- > 0;) {
@@ -661,7 +663,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				goto done;
 			}
 			x->headers[ntargets] = st->items[i].header;
-			targets[ntargets++] = st->items[i].node;
+			targets[ntargets++] = tir_exe(st->items[i].node); /* a sharded value: gathered */
 		}
 	}
 	size_t nprint = ntargets;
@@ -678,7 +680,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
-		targets[ntargets++] = b->node;
+		targets[ntargets++] = tir_exe(b->node);
 	}
 	/* the values: one array, the printed then the named */
 	x->results = calloc(ntargets + 1, sizeof *x->results);

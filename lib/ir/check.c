@@ -171,6 +171,17 @@ static int rule_all_reduce(struct tir_node *n, struct tir_err *err)
 	return fail_at(n, -1, err, TIR_ETYPE, "op must be sum, mean, max, min or prod, got '%s'", w);
 }
 
+static int rule_shard(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *t = in(n, 0);
+	int64_t a = attr(n, "axis")->i;
+	if (a < -(int64_t)t->rank || a >= (int64_t)t->rank) {
+		char s[TIR_TYPE_STRLEN];
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s", (long long)a, TSTR(t, s));
+	}
+	return rule_same(n, err);
+}
+
 static int rule_fill(struct tir_node *n, struct tir_err *err)
 {
 	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
@@ -933,6 +944,8 @@ const char *tir_dev_str(int dev, char buf[24])
 {
 	if (dev == TIR_DEV_ANY)
 		snprintf(buf, 24, "any");
+	else if (dev == TIR_DEV_SHARDED)
+		snprintf(buf, 24, "sharded");
 	else if (dev == TIR_DEV_CPU)
 		snprintf(buf, 24, "cpu");
 	else
@@ -940,10 +953,15 @@ const char *tir_dev_str(int dev, char buf[24])
 	return buf;
 }
 
-int tir_place_node(const struct tir_program *p, struct tir_node *n, struct tir_err *err)
+int tir_place_node(struct tir_program *p, struct tir_node *n, struct tir_err *err)
 {
 	char a[24], b[24];
 	n->dev = TIR_DEV_ANY;
+	bool sharded = n->op == TIR_OP_SHARD || n->op == TIR_OP_ALL_REDUCE;
+	for (int k = 0; k < n->nin && !sharded; k++)
+		sharded = n->in[k] && (n->in[k]->alias || n->in[k]->dev == TIR_DEV_SHARDED);
+	if (sharded) /* made on the devices by shard.c */
+		return tir_shard_node(p, n, err);
 	if (n->op == TIR_OP_TO) {
 		const struct tir_attr *at = attr(n, "device");
 		int d = tir_dev_parse(at->s);

@@ -65,10 +65,12 @@ enum tir_attr_kind {
 	TIR_ATTR_PADS,
 	TIR_ATTR_STR,
 	TIR_ATTR_WORD,
+	TIR_ATTR_STRS,        /* a list of strings: n of them in v's place, as ss */
 	TIR_ATTR_KIND_COUNT
 };
 
 #define TIR_MAX_PARAMS 6
+#define TIR_MAX_STRS 64      /* strings in a strs attribute (shard's devices) */
 
 struct tir_param {
 	const char *name;
@@ -89,6 +91,7 @@ struct tir_attr {
 	double f;             /* float, num */
 	int64_t *v;
 	const char *s;        /* str, word */
+	const char **ss;      /* strs: n strings */
 };
 
 struct tir_opdef {
@@ -211,7 +214,16 @@ struct tir_node {
 	uint32_t uses;            /* operand edges pointing here */
 	uint32_t stmt;            /* index of the statement that made it */
 	int16_t dev;              /* where it lives (tir_place_node): TIR_DEV_ANY,
-				   * TIR_DEV_CPU, or TIR_DEV_REMOTE(k) */
+				   * TIR_DEV_CPU, TIR_DEV_REMOTE(k), or
+				   * TIR_DEV_SHARDED (shard says where) */
+	bool hidden;              /* made by the checker (a shard's pieces, their
+				   * gather): tir fmt does not show it */
+	/* A node a run never computes itself: its value is alias's (a node
+	 * on the devices; its operands are the user's, for fmt and errors).
+	 * Set when an operand is sharded or has an alias. */
+	struct tir_node *alias;
+	struct tir_shard *shard;  /* TIR_DEV_SHARDED: its pieces (NULL: not
+				   * known, the remotes not being known) */
 	struct tir_node **in;
 	struct tir_loc *inloc;    /* where each operand was written */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
@@ -309,13 +321,39 @@ const struct tir_func *tir_program_func(const struct tir_program *p, const char 
  * computed on each device that uses it; `to` places a value, and an op
  * lives where its placed operands are. */
 #define TIR_DEV_ANY (-1)
+#define TIR_DEV_SHARDED (-2)
 #define TIR_DEV_CPU 0
 #define TIR_DEV_REMOTE(k) ((k) + 1)
 #define TIR_DEV_MAX_REMOTES 4096
+/* A sharded value: a piece on each of n devices.  axis >= 0: each piece
+ * is a slice along axis; axis < 0: each is the whole value (replicated) or,
+ * partial, a term of it (the value is their sum). */
+struct tir_shard {
+	int n;
+	int axis;
+	bool partial;
+	int16_t *dev;                /* n TIR_DEV_* */
+	struct tir_node **piece;     /* n */
+};
+/* The node a run computes for n: n, or its alias. */
+static inline struct tir_node *tir_exe(struct tir_node *n)
+{
+	return n && n->alias ? n->alias : n;
+}
+/* shard.c: when an operand of n (checked, its type known) is sharded or
+ * has an alias, or n is a shard: make the nodes that compute it on the
+ * devices (n's alias; its pieces if sharded).  0 when nothing is to be
+ * done or it is done, else -code with err at n. */
+int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *err);
+/* parse.c: a new node of p (attributes at their defaults, dev ANY, made
+ * by statement stmt), or NULL (out of memory). */
+struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, const struct tir_loc *loc,
+			      uint32_t stmt);
+
 /* Set n->dev from its operands (a `to` from its device): operands placed
  * on two devices are an error at n, as is `to` a device that is not
  * there when p knows its remotes.  0 or -code. */
-int tir_place_node(const struct tir_program *p, struct tir_node *n, struct tir_err *err);
+int tir_place_node(struct tir_program *p, struct tir_node *n, struct tir_err *err);
 /* The device `to`'s string names (TIR_DEV_*), or -1 when it names none. */
 int tir_dev_parse(const char *s);
 /* "cpu", "remote:3", or "any" for TIR_DEV_ANY, into buf. */

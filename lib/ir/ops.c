@@ -21,7 +21,7 @@ static_assert(TIR_DTYPE_COUNT == 10, "ten dtypes");
 static int64_t default_ints[TIR_OP_COUNT][TIR_MAX_PARAMS][2];
 
 static const char *const attr_kind_names[TIR_ATTR_KIND_COUNT] = {
-	"int", "float", "num", "bool", "dtype", "shape", "axes", "pair", "pads", "str", "word",
+	"int", "float", "num", "bool", "dtype", "shape", "axes", "pair", "pads", "str", "word", "strs",
 };
 
 static int attr_kind_from(const char *s, size_t n)

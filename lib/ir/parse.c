@@ -830,24 +830,21 @@ static bool static_start(struct parser *ps)
 
 /* ---- nodes ---- */
 
-static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, const struct tir_loc *loc)
+struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, const struct tir_loc *loc,
+			      uint32_t stmt)
 {
-	struct tir_program *p = ps->prog;
 	const struct tir_opdef *d = tir_op(op);
 	/* the node, its attributes and its operands in one piece */
 	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
 	struct tir_node *n = tir_arena_alloc(&p->arena, sizeof *n + sizeof *n->attr * nattr +
 							(sizeof *n->in + sizeof *n->inloc) * n_in);
-	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)) {
-		perr(ps, TIR_ENOMEM, loc, "out of memory");
+	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes))
 		return NULL;
-	}
 	n->op = op;
 	n->loc = *loc;
 	n->dev = TIR_DEV_ANY; /* placed when checked (tir_place_node) */
 	n->nin = (uint16_t)nin;
-	n->in_print = ps->in_print;
-	n->stmt = ps->stmt;
+	n->stmt = stmt;
 	if (nattr) {
 		n->attr = (struct tir_attr *)(n + 1);
 		memcpy(n->attr, d->defaults, sizeof *n->attr * nattr);
@@ -858,6 +855,17 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 	}
 	n->id = (uint32_t)p->nnodes;
 	p->nodes[p->nnodes++] = n;
+	return n;
+}
+
+static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, const struct tir_loc *loc)
+{
+	struct tir_node *n = tir_node_new(ps->prog, op, nin, loc, ps->stmt);
+	if (!n) {
+		perr(ps, TIR_ENOMEM, loc, "out of memory");
+		return NULL;
+	}
+	n->in_print = ps->in_print;
 	return n;
 }
 
@@ -1321,6 +1329,7 @@ static const char *attr_kind_text(enum tir_attr_kind k)
 	case TIR_ATTR_PADS: return "a list of [before, after] pairs";
 	case TIR_ATTR_STR: return "a string";
 	case TIR_ATTR_WORD: return "a name";
+	case TIR_ATTR_STRS: return "a list of strings";
 	default: return "?";
 	}
 }
@@ -1479,6 +1488,39 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		a->s = string_value(ps, &at);
 		advance(ps);
 		return a->s != NULL;
+	case TIR_ATTR_STRS: {
+		if (at.kind != TIR_TOK_LBRACKET)
+			goto wrong;
+		struct tir_token open = at;
+		advance(ps);
+		const char *buf[TIR_MAX_STRS];
+		int n = 0;
+		while (ps->tok->kind != TIR_TOK_RBRACKET) {
+			struct tir_token st = *ps->tok;
+			if (st.kind != TIR_TOK_STRING) {
+				expected(ps, "a string");
+				return false;
+			}
+			if (n >= TIR_MAX_STRS) {
+				perr_tok(ps, &st, "%s: '%s' has more than %d strings", opname, prm->name, TIR_MAX_STRS);
+				return false;
+			}
+			if (!(buf[n++] = string_value(ps, &st)))
+				return false;
+			advance(ps);
+			if (!accept(ps, TIR_TOK_COMMA))
+				break;
+		}
+		if (!close_bracket(ps, TIR_TOK_RBRACKET, &open))
+			return false;
+		a->n = n;
+		a->ss = tir_arena_alloc(&ps->prog->arena, sizeof *a->ss * (size_t)(n + 1));
+		if (!a->ss)
+			return false;
+		memcpy(a->ss, buf, sizeof *a->ss * (size_t)n);
+		a->is_list = true;
+		return true;
+	}
 	case TIR_ATTR_WORD:
 		if (at.kind != TIR_TOK_NAME)
 			goto wrong;

@@ -110,6 +110,14 @@ void tir_render_attr(const struct tir_param *prm, const struct tir_attr *a, stru
 	case TIR_ATTR_STR:
 		render_string(a->s, out);
 		break;
+	case TIR_ATTR_STRS:
+		tir_str_add(out, "[", 1);
+		for (int i = 0; i < a->n; i++) {
+			tir_str_add(out, i ? ", " : "", i ? 2 : 0);
+			render_string(a->ss[i], out);
+		}
+		tir_str_add(out, "]", 1);
+		break;
 	case TIR_ATTR_WORD:
 		tir_str_addf(out, "%s", a->s);
 		break;
@@ -134,6 +142,7 @@ static bool attr_equal(const struct tir_param *prm, const struct tir_attr *a, co
 	case TIR_ATTR_SHAPE:
 	case TIR_ATTR_AXES:
 	case TIR_ATTR_PADS:
+	case TIR_ATTR_STRS:
 		return false; /* no defaults of these kinds */
 	default:
 		return a->i == b->i;
@@ -319,8 +328,22 @@ static const char *fresh_name(struct fmt_state *st, char *buf, size_t n)
 static void device_note(const struct tir_node *n, bool placed, struct tir_str *out)
 {
 	char d[24];
-	if (placed && n->dev != TIR_DEV_ANY)
+	if (!placed || n->dev == TIR_DEV_ANY)
+		return;
+	if (n->dev != TIR_DEV_SHARDED) {
 		tir_str_addf(out, "  # on %s", tir_dev_str(n->dev, d));
+		return;
+	}
+	const struct tir_shard *s = n->shard;
+	if (!s) {
+		tir_str_addf(out, "  # sharded");
+		return;
+	}
+	tir_str_addf(out, "  # %s ", s->axis >= 0 ? "sharded over" : s->partial ? "terms of a sum on" : "a copy on each of");
+	for (int i = 0; i < s->n; i++)
+		tir_str_addf(out, "%s%s", i ? ", " : "", tir_dev_str(s->dev[i], d));
+	if (s->axis >= 0)
+		tir_str_addf(out, " along axis %d", s->axis);
 }
 
 char *tir_program_format(const struct tir_program *p)
@@ -358,7 +381,7 @@ char *tir_program_format(const struct tir_program *p)
 		/* the nodes this statement made, operands first */
 		for (; ni < p->nnodes && p->nodes[ni]->stmt <= si; ni++) {
 			const struct tir_node *n = p->nodes[ni];
-			if (n->in_print || n->op == TIR_OP_INPUT || n == s->node)
+			if (n->in_print || n->op == TIR_OP_INPUT || n == s->node || n->hidden)
 				continue;
 			if (n->op == TIR_OP_CONST && n->type.weak)
 				continue; /* scalars stay inline */

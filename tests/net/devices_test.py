@@ -255,6 +255,102 @@ def test_faults(a):
     check("an empty name in the list: exit 2", st == 2 and "empty" in err, f"{st} {err}")
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def blocks(out):
+    """[(header, numbers)] of printed values"""
+    res = []
+    for part in re.split(r"^(\S.*: \w+\[[^\]]*\])$", out, flags=re.M)[1:]:
+        if re.match(r"^\S.*: \w+\[[^\]]*\]$", part):
+            res.append([part, None])
+        else:
+            res[-1][1] = np.array([float(v) for v in re.findall(r"-?(?:inf|nan|[0-9.]+(?:e[-+]?\d+)?)", part)])
+    return res
+
+
+def test_sharding(a, b):
+    """shard, ops on sharded values, reductions and products across the
+    split, all_reduce: docs/examples' two samples against their goldens
+    (tests/numdiff.py's tolerance) and NumPy, and the same bytes as a
+    local run wherever the split leaves the order of every sum as it is."""
+    x = np.load(f"{ROOT}/docs/examples/x.npy")
+    w1 = np.load(f"{ROOT}/docs/examples/w1.npy")
+    w2 = np.load(f"{ROOT}/docs/examples/w2.npy")
+    h = np.maximum(x.astype(np.float64) @ w1, 0)
+    z = h @ w2
+    y = np.exp(z - z.max(1, keepdims=True))
+    y /= y.sum(1, keepdims=True)
+    want = {"data-parallel": [y, y.mean(0)], "tensor-parallel": [z, z.sum(1)]}
+    for name, ref in want.items():
+        f = f"docs/examples/{name}.tir"
+        ra, rb = a.logged(RUN_LINE), b.logged(RUN_LINE)
+        e = dict(os.environ)
+        e.pop("TIR_TOKEN", None)
+        p = subprocess.run([TIR, "run", "--quiet", f, "--remote", addr(a, b)], capture_output=True, cwd=ROOT,
+                           timeout=300, env=e)
+        out = p.stdout.decode()
+        check(f"{name}: runs sharded over two servers", p.returncode == 0, p.stderr.decode())
+        got = os.path.join(TMP, f"{name}.got")
+        with open(got, "w") as fh:
+            fh.write(out)
+        nd = subprocess.run(["/usr/bin/python3", f"{ROOT}/tests/numdiff.py", f"{ROOT}/docs/examples/{name}.out", got],
+                            capture_output=True)
+        check(f"{name}: its golden, within tests/numdiff.py's tolerance", nd.returncode == 0,
+              nd.stdout.decode() + nd.stderr.decode())
+        bl = blocks(out)
+        ok = len(bl) == len(ref) and all(np.allclose(v, r.ravel(), rtol=1e-5, atol=1e-6) for (_, v), r in zip(bl, ref))
+        check(f"{name}: NumPy agrees", ok, out)
+        check(f"{name}: both servers ran their piece",
+              a.wait_log(RUN_LINE, ra + 1) and b.wait_log(RUN_LINE, rb + 1), "")
+    # the same bytes as a local run where no sum is split: rows of a
+    # product, elementwise ops, a reduction along the other axis
+    text = ('x = load("docs/examples/x.npy")\nw1 = load("docs/examples/w1.npy")\n'
+            "s = shard(x, axis=0)\nh = exp(s @ w1 * 0.5) - 1.0\nr = max(h, axis=1)\nc = to(h, \"cpu\") * 2.0\n"
+            "print h, r, c\n")
+    f = write("rows.tir", text)
+    lf = write("rows_local.tir", text.replace("shard(x, axis=0)", "x").replace('to(h, \"cpu\")', "h"))
+    e = dict(os.environ)
+    e.pop("TIR_TOKEN", None)
+    p = subprocess.run([TIR, "run", "--quiet", f, "--remote", addr(a, b)], capture_output=True, cwd=ROOT, timeout=300,
+                       env=e)
+    q = subprocess.run([TIR, "run", "--quiet", lf], capture_output=True, cwd=ROOT, timeout=300, env=e)
+    po = [ln for ln in p.stdout.decode().splitlines() if not ln.startswith(("h:", "r:", "mul("))]
+    qo = [ln for ln in q.stdout.decode().splitlines() if not ln.startswith(("h:", "r:", "mul("))]
+    check("sharded rows: the same bytes as a local run", p.returncode == 0 and po == qo and po,
+          p.stderr.decode() + "\n".join(po[:4]) + "\n--\n" + "\n".join(qo[:4]))
+    # over this process and a server
+    f = write("mixed.tir", 'x = load("docs/examples/x.npy")\n'
+              'print sum(shard(x, axis=1, devices=["cpu", "remote:1"]) * 3.0, axis=0)\n')
+    p = subprocess.run([TIR, "run", "--quiet", f, "--remote", addr(a, b)], capture_output=True, cwd=ROOT, timeout=300,
+                       env=e)
+    bl = blocks(p.stdout.decode())
+    check("sharded over cpu and remote:1", p.returncode == 0 and bl and np.allclose(bl[0][1], (x * 3).sum(0), rtol=1e-5),
+          p.stdout.decode() + p.stderr.decode())
+    # errors, at check time, before anything is sent
+    cases = [
+        ("x = ones([5, 2])\nprint shard(x, axis=0)\n",
+         "2:7: error: shard: an uneven split: axis 0 of f32[5, 2] has 5, not a multiple of the 2 devices"),
+        ('x = ones([4, 2])\na = to(x, "remote:0")\nprint shard(x) + a\n',
+         "3:16: error: add: operands on different devices: one is sharded over remote:0, remote:1, a on remote:0"),
+        ("x = ones([4])\nprint all_reduce(x)\n", "2:7: error: all_reduce: x is not sharded"),
+        ("x = shard(ones([4]))\nprint shard(x)\n", "2:7: error: shard: x is sharded already"),
+        ('print shard(ones([4]), devices=["remote:1", "remote:1"])\n', "1:7: error: shard: remote:1 is named twice"),
+        ('print shard(ones([4]), devices=["remote:2"])\n', "1:7: error: shard: no device remote:2: past --remote's list"),
+        ("p = shard(ones([4, 4]), axis=1) @ shard(ones([4, 4]), axis=0)\nprint all_reduce(p, op=max)\n",
+         "2:7: error: all_reduce: p holds the terms of a sum"),
+    ]
+    for i, (prog, msg) in enumerate(cases):
+        f = write(f"bad{i}.tir", prog)
+        st, out, err = tir("run", f, "--remote", addr(a, b))
+        check(f"sharding error {i}: exit 1, said where", st == 1 and f"bad{i}.tir:{msg}" in err, err)
+    st, out, err = tir("run", write("nodev.tir", "print shard(ones([4]))\n"))
+    check("shard without --remote: said", st == 1 and "shard: no devices to shard over: no --remote is given" in err,
+          err)
+    st, out, err = tir("check", write("chk.tir", "x = shard(ones([4, 2]))\ny = all_reduce(x * 2.0)\nprint y\n"))
+    check("tir check without --remote: typed, not split", st == 0, err)
+
+
 def test_tokens():
     """Servers with a token: the client's TIR_TOKEN opens both, and one
     server fetching from the other shows it too (tokens hold between
@@ -344,7 +440,7 @@ def test_member_dies(a):
 def main():
     a, b = Server(), Server()
     try:
-        for t in (test_programs, test_moves, test_checked, test_repl):
+        for t in (test_programs, test_moves, test_checked, test_repl, test_sharding):
             try:
                 t(a, b)
             except Exception as e:

@@ -1192,7 +1192,10 @@ def error_cases():
     case("to_bad_device", 'r = to(x, "gpu:0")', {"x": x}, error=pos + r"to: no device 'gpu:0'", err_line=1)
     case("to_cpu_is_x", 'r = to(x * 2.0, "cpu") + 1.0', {"x": x}, expect={"r": x * 2 + 1})
     # (operands on two devices need a remote: tests/net/devices_test.py)
-    case("all_reduce_not_supported", "r = all_reduce(x, op=sum)", {"x": x}, error=r"not supported yet")
+    case("all_reduce_unsharded", "r = all_reduce(x, op=sum)", {"x": x},
+         error=pos + r"all_reduce: x is not sharded", err_line=1)
+    case("shard_no_remote", "r = shard(x, axis=0)", {"x": x}, error=pos + r"shard: no devices to shard over",
+         err_line=1)
     case("rand_int_dtype_error", "r = rand([2], dtype=i32)", error=pos + r"rand: dtype", err_line=1)
 
 

@@ -143,6 +143,13 @@ static bool same_attr(const struct tir_param *prm, const struct tir_attr *a, con
 	case TIR_ATTR_STR:
 	case TIR_ATTR_WORD:
 		return !strcmp(a->s, b->s);
+	case TIR_ATTR_STRS:
+		if (a->n != b->n)
+			return false;
+		for (int i = 0; i < a->n; i++)
+			if (strcmp(a->ss[i], b->ss[i]))
+				return false;
+		return true;
 	default:
 		return false;
 	}
@@ -465,7 +472,7 @@ static void test_arguments(void)
 	p = PARSE_OK("input x: f32[2, 3, 4, 4]\ninput w: f32[5, 3, 3, 3]\ninput v: f32[4]\n"
 		     "s = softmax(x)\nl = layernorm(x, v, v)\nr = rmsnorm(x, v)\nc = conv2d(x, w)\n"
 		     "t = slice(x)\na = arange(5)\nz = zeros([2])\nm = maxpool2d(x, 2)\n"
-		     "q = all_reduce(x)\ne = sum(x)\n");
+		     "q = all_reduce(shard(x))\ne = sum(x)\n");
 	CHECK(attr_of(bound(p, "s"), "axis")->set && attr_of(bound(p, "s"), "axis")->i == -1);
 	CHECK(attr_of(bound(p, "l"), "eps")->set && attr_of(bound(p, "l"), "eps")->f == 1e-5);
 	CHECK(attr_of(bound(p, "r"), "eps")->f == 1e-6);
@@ -490,7 +497,7 @@ static void test_arguments(void)
 	p = PARSE_OK("input x: f32[1, 2, 8, 8]\ninput w: f32[3, 2, 3, 3]\n"
 		     "a = zeros(5)\nb = conv2d(x, w, stride=[2, 1], padding=1)\nc = sum(x, [0, -1])\n"
 		     "d = full([2], -inf)\ne = pad(x, [[0, 0], [0, 0], [1, 2], [3, 4]], value=-1.5)\n"
-		     "f = cast(x, i32)\ng = to(x, \"remote:1\")\nh = all_reduce(x, op=max)\n"
+		     "f = cast(x, i32)\ng = to(x, \"remote:1\")\nh = all_reduce(shard(x), op=max)\n"
 		     "i = full([2], 7)\nj = arange(0, 1, 0.25)\n");
 	struct tir_node *za = bound(p, "a");
 	CHECK(type_is(za, "f32[5]") && attr_of(za, "shape")->is_list);
@@ -944,7 +951,7 @@ static const char *const programs[] = {
 	"print attention(q, k, v, true)\n",
 
 	/* 10: devices */
-	"input x: f32[4]\na = to(x, \"remote:1\")\nb = all_reduce(a)\nc = all_reduce(a, op=max)\n"
+	"input x: f32[4]\na = to(x, \"remote:1\")\nb = all_reduce(shard(a))\nc = all_reduce(shard(a, axis=-1, devices=[\"remote:0\", \"cpu\"]), op=max)\n"
 	"d = to(x * 2, \"remote:2\")\ne = to(d, \"cpu\") + 1\nprint to(b, \"cpu\"), e\n",
 
 	/* 11: rebinding, aliases, weak scalars bound to names */

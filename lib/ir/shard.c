@@ -1,0 +1,548 @@
+/*
+ * shard.c — sharded values (docs/language.md, "Devices"): `shard(x,
+ * axis=0)` splits x along an axis over the remotes, one piece on each; an
+ * op on sharded values is made again for each piece, on its device, as an
+ * ordinary node (hidden: tir fmt shows the op as written).  What the op
+ * means for the whole value is its alias: the pieces gathered on the first
+ * device (a concat of them moved there), or, for a reduction over the
+ * sharded axis or a product contracting it, the pieces' partial results
+ * combined there.  A run computes aliases and pieces, never the user's
+ * node itself; the executor and the batches see only ordinary ops, `to`
+ * among them, so moves go server to server and a step's pieces run at once.
+ *
+ * An op this file does not split runs on the first device on the gathered
+ * operands (correct, not parallel): movement ops, gather, conv, argmax and
+ * the rest.
+ */
+#include "ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- making nodes ---- */
+
+static struct tir_node *node(struct tir_program *p, const struct tir_node *like, enum tir_op op, int nin,
+			     struct tir_err *err)
+{
+	struct tir_node *n = tir_node_new(p, op, nin, &like->loc, like->stmt);
+	if (!n) {
+		tir_errf(err, TIR_ENOMEM, &like->loc, "out of memory");
+		return NULL;
+	}
+	n->hidden = true;
+	n->in_print = like->in_print;
+	for (int k = 0; k < nin; k++)
+		n->inloc[k] = like->loc;
+	return n;
+}
+
+/* Check and place a node made here: NULL (err at like) when it fails. */
+static struct tir_node *done(struct tir_program *p, struct tir_node *n, const struct tir_node *like,
+			     struct tir_err *err)
+{
+	if (!n)
+		return NULL;
+	if (tir_check_node(n, err) || tir_place_node(p, n, err)) {
+		if (!err->loc.src)
+			err->loc = like->loc;
+		return NULL;
+	}
+	return n;
+}
+
+static struct tir_attr *attr_of(struct tir_node *n, const char *name)
+{
+	int i = tir_op_attr_index(n->op, name);
+	return i >= 0 ? &n->attr[i] : NULL;
+}
+
+static struct tir_node *to_dev(struct tir_program *p, const struct tir_node *like, struct tir_node *x, int dev,
+			       struct tir_err *err)
+{
+	if (x->dev == dev)
+		return x;
+	struct tir_node *n = node(p, like, TIR_OP_TO, 1, err);
+	if (!n)
+		return NULL;
+	char d[24];
+	struct tir_attr *a = attr_of(n, "device");
+	tir_dev_str(dev, d);
+	a->s = tir_arena_strndup(&p->arena, d, strlen(d));
+	a->set = true;
+	n->in[0] = x;
+	return a->s ? done(p, n, like, err) : (tir_errf(err, TIR_ENOMEM, &like->loc, "out of memory"), NULL);
+}
+
+static struct tir_node *slice_of(struct tir_program *p, const struct tir_node *like, struct tir_node *x, int axis,
+				 int64_t start, int64_t stop, struct tir_err *err)
+{
+	struct tir_node *n = node(p, like, TIR_OP_SLICE, 1, err);
+	if (!n)
+		return NULL;
+	struct tir_attr *a = attr_of(n, "axis"), *b = attr_of(n, "start"), *c = attr_of(n, "stop");
+	a->i = axis;
+	a->set = b->set = c->set = true;
+	b->i = start;
+	c->i = stop;
+	n->in[0] = x;
+	return done(p, n, like, err);
+}
+
+static struct tir_node *binary(struct tir_program *p, const struct tir_node *like, enum tir_op op,
+			       struct tir_node *a, struct tir_node *b, struct tir_err *err)
+{
+	struct tir_node *n = node(p, like, op, 2, err);
+	if (!n)
+		return NULL;
+	n->in[0] = a;
+	n->in[1] = b;
+	return done(p, n, like, err);
+}
+
+/* A weak scalar (a literal's kind: it takes the other operand's dtype). */
+static struct tir_node *scalar(struct tir_program *p, const struct tir_node *like, double v, struct tir_err *err)
+{
+	struct tir_node *n = node(p, like, TIR_OP_CONST, 0, err);
+	if (!n)
+		return NULL;
+	n->type.dtype = TIR_DTYPE_F32;
+	n->type.weak = true;
+	n->fval = v;
+	return n;
+}
+
+/* like's op again on operands ins (its attributes as they are). */
+static struct tir_node *again(struct tir_program *p, const struct tir_node *like, struct tir_node *const *ins,
+			      struct tir_err *err)
+{
+	struct tir_node *n = node(p, like, like->op, like->nin, err);
+	if (!n)
+		return NULL;
+	if (tir_op(like->op)->nattr)
+		memcpy(n->attr, like->attr, sizeof *n->attr * (size_t)tir_op(like->op)->nattr);
+	memcpy(n->inloc, like->inloc, sizeof *n->inloc * like->nin);
+	for (int k = 0; k < like->nin; k++)
+		n->in[k] = ins[k];
+	n->ival = like->ival;
+	n->fval = like->fval;
+	return done(p, n, like, err);
+}
+
+/* ---- sharded values ---- */
+
+static struct tir_shard *new_shard(struct tir_program *p, int n, int axis, bool partial, const int16_t *dev)
+{
+	struct tir_shard *s = tir_arena_alloc(&p->arena, sizeof *s);
+	if (!s)
+		return NULL;
+	s->dev = tir_arena_alloc(&p->arena, sizeof *s->dev * (size_t)n);
+	s->piece = tir_arena_alloc(&p->arena, sizeof *s->piece * (size_t)n);
+	if (!s->dev || !s->piece)
+		return NULL;
+	s->n = n;
+	s->axis = axis;
+	s->partial = partial;
+	memcpy(s->dev, dev, sizeof *s->dev * (size_t)n);
+	return s;
+}
+
+static bool same_devices(const struct tir_shard *a, const struct tir_shard *b)
+{
+	return a->n == b->n && !memcmp(a->dev, b->dev, sizeof *a->dev * (size_t)a->n);
+}
+
+/* "remote:0, remote:1" */
+static const char *devices_str(const struct tir_shard *s, char *buf, size_t cap)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (int i = 0; i < s->n && o + 24 < cap; i++) {
+		char d[24];
+		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", tir_dev_str(s->dev[i], d));
+	}
+	return buf;
+}
+
+/* The whole of sharded n on its first device: n's alias. */
+static struct tir_node *gather(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_shard *s = n->shard;
+	int d0 = s->dev[0];
+	if (s->axis < 0 && !s->partial)
+		return s->piece[0]; /* every device holds all of it */
+	struct tir_node *moved[TIR_MAX_STRS] = {0};
+	for (int i = 0; i < s->n; i++)
+		if (!(moved[i] = to_dev(p, n, s->piece[i], d0, err)))
+			return NULL;
+	if (s->partial) { /* the sum of the terms */
+		struct tir_node *acc = moved[0];
+		for (int i = 1; i < s->n && acc; i++)
+			acc = binary(p, n, TIR_OP_ADD, acc, moved[i], err);
+		return acc;
+	}
+	struct tir_node *c = node(p, n, TIR_OP_CONCAT, s->n, err);
+	if (!c)
+		return NULL;
+	attr_of(c, "axis")->i = s->axis;
+	attr_of(c, "axis")->set = true;
+	for (int i = 0; i < s->n; i++)
+		c->in[i] = moved[i];
+	return done(p, c, n, err);
+}
+
+/* n is sharded as s: its pieces are made, its alias is their gather. */
+static int sharded(struct tir_program *p, struct tir_node *n, struct tir_shard *s, struct tir_err *err)
+{
+	if (!s)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	n->shard = s;
+	n->dev = TIR_DEV_SHARDED;
+	n->alias = gather(p, n, err);
+	return n->alias ? 0 : -err->code;
+}
+
+/* n is computed by a on one device: n's alias. */
+static int aliased(struct tir_node *n, struct tir_node *a, struct tir_err *err)
+{
+	if (!a)
+		return -err->code;
+	n->alias = a;
+	n->dev = a->dev;
+	n->shard = NULL;
+	return 0;
+}
+
+/* The op on the operands' whole values, on one device (gathered on the
+ * first device of a sharded one). */
+static int whole(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	struct tir_node *ins[64];
+	if (n->nin > 64)
+		return tir_errf(err, TIR_EUNSUPPORTED, &n->loc, "%s: more than 64 operands of sharded values",
+				tir_op(n->op)->name);
+	for (int k = 0; k < n->nin; k++)
+		ins[k] = tir_exe(n->in[k]);
+	return aliased(n, again(p, n, ins, err), err);
+}
+
+/* ---- the ops ---- */
+
+/* shard(x, axis, devices?) */
+static int make_shard(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	struct tir_node *x = n->in[0];
+	if (x->dev == TIR_DEV_SHARDED)
+		return tir_errf(err, TIR_ETYPE, &n->loc, "shard: %s is sharded already", x->ref_name ? x->ref_name : "its operand");
+	const struct tir_attr *ad = attr_of(n, "devices");
+	int16_t dev[TIR_MAX_STRS];
+	int nd = 0;
+	if (ad->set) {
+		for (int i = 0; i < ad->n; i++) {
+			int d = tir_dev_parse(ad->ss[i]);
+			if (d < 0)
+				return tir_errf(err, TIR_ETYPE, &n->loc,
+						"shard: no device '%s': devices are \"cpu\" and \"remote:N\"", ad->ss[i]);
+			if (d != TIR_DEV_CPU && p->remotes_known && d - 1 >= p->nremotes)
+				return tir_errf(err, TIR_ETYPE, &n->loc, "shard: no device %s: %s", ad->ss[i],
+						p->nremotes ? "past --remote's list" : "no --remote is given");
+			for (int j = 0; j < nd; j++)
+				if (dev[j] == d)
+					return tir_errf(err, TIR_ETYPE, &n->loc, "shard: %s is named twice", ad->ss[i]);
+			dev[nd++] = (int16_t)d;
+		}
+		if (nd < 1)
+			return tir_errf(err, TIR_ETYPE, &n->loc, "shard: devices is empty");
+	} else if (p->remotes_known) {
+		if (!p->nremotes)
+			return tir_errf(err, TIR_ETYPE, &n->loc,
+					"shard: no devices to shard over: no --remote is given (or name them: "
+					"devices=[\"remote:0\", ...])");
+		if (p->nremotes > TIR_MAX_STRS)
+			return tir_errf(err, TIR_EUNSUPPORTED, &n->loc, "shard: over more than %d devices",
+					TIR_MAX_STRS);
+		for (int i = 0; i < p->nremotes; i++)
+			dev[nd++] = (int16_t)TIR_DEV_REMOTE(i);
+	}
+	n->dev = TIR_DEV_SHARDED;
+	if (!nd) /* the remotes are not known (tir check, tir fmt): typed only */
+		return 0;
+	int axis = (int)attr_of(n, "axis")->i;
+	if (axis < 0)
+		axis += n->type.rank;
+	int64_t len = n->type.shape[axis];
+	if (len % nd) {
+		char t[TIR_TYPE_STRLEN];
+		return tir_errf(err, TIR_ETYPE, &n->loc,
+				"shard: an uneven split: axis %d of %s has %lld, not a multiple of the %d devices", axis,
+				tir_type_str(&n->type, t, sizeof t), (long long)len, nd);
+	}
+	struct tir_shard *s = new_shard(p, nd, axis, false, dev);
+	if (!s)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	struct tir_node *whole_x = tir_exe(x);
+	for (int i = 0; i < nd; i++) {
+		struct tir_node *sl = slice_of(p, n, whole_x, axis, len / nd * i, len / nd * (i + 1), err);
+		if (!sl || !(s->piece[i] = to_dev(p, n, sl, dev[i], err)))
+			return -err->code;
+	}
+	return sharded(p, n, s, err);
+}
+
+/* Operand o of n as the piece on device i of shard s (s->axis: the
+ * result's sharded axis, or < 0): its piece when sharded like s, else the
+ * whole of it, sliced along the result's axis when it has that axis. */
+static struct tir_node *operand_piece(struct tir_program *p, struct tir_node *n, struct tir_node *o,
+				      const struct tir_shard *s, int i, struct tir_err *err)
+{
+	struct tir_node *w = tir_exe(o);
+	if (o->dev == TIR_DEV_SHARDED) {
+		if (o->shard->axis >= 0 || s->axis < 0)
+			return o->shard->piece[i];
+		w = o->shard->piece[i]; /* a copy of the whole on device i: sliced there */
+	}
+	if (s->axis < 0 || (o->op == TIR_OP_CONST && o->type.weak))
+		return w;
+	int oa = s->axis - (n->type.rank - o->type.rank);
+	if (oa < 0 || o->type.shape[oa] == 1)
+		return w;
+	int64_t len = o->type.shape[oa];
+	return slice_of(p, n, w, oa, len / s->n * i, len / s->n * (i + 1), err);
+}
+
+/* pieces[i] = n's op on each operand's piece i */
+static int per_piece(struct tir_program *p, struct tir_node *n, struct tir_shard *s, struct tir_err *err)
+{
+	if (!s)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	struct tir_node *ins[64];
+	if (n->nin > 64)
+		return whole(p, n, err);
+	for (int i = 0; i < s->n; i++) {
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && !(ins[k] = operand_piece(p, n, n->in[k], s, i, err)))
+				return -err->code;
+			else if (!n->in[k])
+				ins[k] = NULL;
+		if (!(s->piece[i] = again(p, n, ins, err)))
+			return -err->code;
+	}
+	return sharded(p, n, s, err);
+}
+
+/* The sharded operands of n agree (the same devices, the same axis of the
+ * result, none partial); *first: the first of them.  A placed operand
+ * beside them is an error. */
+static int agree(struct tir_node *n, const struct tir_node **first, int *axis, struct tir_err *err)
+{
+	*first = NULL;
+	*axis = -1;
+	char a[24], b[300];
+	for (int k = 0; k < n->nin; k++) {
+		const struct tir_node *o = n->in[k];
+		if (!o || o->dev != TIR_DEV_SHARDED)
+			continue;
+		if (!o->shard || o->shard->partial)
+			return 0; /* not known, or terms: gathered */
+		int ra = o->shard->axis < 0 ? -1 : o->shard->axis + (n->type.rank - o->type.rank);
+		if (!*first) {
+			*first = o;
+		} else if (!same_devices(o->shard, (*first)->shard)) {
+			return tir_errf(err, TIR_ETYPE, &n->loc,
+					"%s: operands sharded over different devices: %s over %s; reshard one", tir_op(n->op)->name,
+					o->ref_name ? o->ref_name : "one", devices_str(o->shard, b, sizeof b));
+		}
+		if (ra >= 0 && *axis >= 0 && ra != *axis)
+			return 1; /* along different axes: gathered */
+		if (ra >= 0)
+			*axis = ra;
+	}
+	for (int k = 0; *first && k < n->nin; k++) {
+		const struct tir_node *o = n->in[k];
+		if (o && o->dev != TIR_DEV_SHARDED && tir_exe((struct tir_node *)o)->dev >= 0)
+			return tir_errf(err, TIR_ETYPE, &n->loc,
+					"%s: operands on different devices: %s is sharded over %s, %s on %s; a value "
+					"beside a sharded one is placed nowhere (made on each device)",
+					tir_op(n->op)->name, (*first)->ref_name ? (*first)->ref_name : "one",
+					devices_str((*first)->shard, b, sizeof b), o->ref_name ? o->ref_name : "another",
+					tir_dev_str(tir_exe((struct tir_node *)o)->dev, a));
+	}
+	return 0;
+}
+
+static int elementwise(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_node *f;
+	int axis, rc = agree(n, &f, &axis, err);
+	if (rc < 0)
+		return rc;
+	if (rc > 0 || !f)
+		return whole(p, n, err);
+	return per_piece(p, n, new_shard(p, f->shard->n, axis, false, f->shard->dev), err);
+}
+
+/* sum, mean, max, min, prod */
+static int reduction(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	struct tir_node *x = n->in[0];
+	const struct tir_shard *s = x->shard;
+	if (!s || s->partial)
+		return whole(p, n, err);
+	bool mask[TIR_MAX_RANK];
+	tir_reduce_mask(n, x->type.rank, mask);
+	bool keep = attr_of(n, "keepdims")->i;
+	if (s->axis < 0 || !mask[s->axis]) { /* along another axis: each piece alone */
+		int axis = s->axis;
+		for (int a = 0; axis >= 0 && !keep && a < s->axis; a++)
+			axis -= mask[a];
+		return per_piece(p, n, new_shard(p, s->n, axis, false, s->dev), err);
+	}
+	/* over the sharded axis: each piece's, combined on the first device */
+	enum tir_op part = n->op == TIR_OP_MEAN ? TIR_OP_SUM : n->op;
+	enum tir_op comb = n->op == TIR_OP_MAX ? TIR_OP_MAXIMUM : n->op == TIR_OP_MIN ? TIR_OP_MINIMUM
+			 : n->op == TIR_OP_PROD ? TIR_OP_MUL : TIR_OP_ADD;
+	if (n->op == TIR_OP_MEAN && !tir_dtype_is_float((enum tir_dtype)x->type.dtype))
+		return whole(p, n, err); /* an integer mean: summed whole, then divided (no wrap) */
+	struct tir_node *acc = NULL;
+	for (int i = 0; i < s->n; i++) {
+		struct tir_node *r = node(p, n, part, 1, err);
+		if (!r)
+			return -err->code;
+		memcpy(r->attr, n->attr, sizeof *r->attr * (size_t)tir_op(n->op)->nattr);
+		r->in[0] = s->piece[i];
+		if (!(r = done(p, r, n, err)) || !(r = to_dev(p, n, r, s->dev[0], err)))
+			return -err->code;
+		acc = acc ? binary(p, n, comb, acc, r, err) : r;
+		if (!acc)
+			return -err->code;
+	}
+	if (n->op == TIR_OP_MEAN) {
+		double count = 1;
+		for (int a = 0; a < x->type.rank; a++)
+			count *= mask[a] ? (double)x->type.shape[a] : 1;
+		struct tir_node *c = scalar(p, n, count, err);
+		if (!c || !(acc = binary(p, n, TIR_OP_DIV, acc, c, err)))
+			return -err->code;
+	}
+	return aliased(n, acc, err);
+}
+
+/* a @ b: rows (or a batch axis) of a, columns of b, or the contracted axis
+ * of both (each device a term of the product: partial) */
+static int product(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	struct tir_node *a = n->in[0], *b = n->in[1];
+	const struct tir_shard *sa = a->dev == TIR_DEV_SHARDED ? a->shard : NULL;
+	const struct tir_shard *sb = b->dev == TIR_DEV_SHARDED ? b->shard : NULL;
+	int ra = a->type.rank, rb = b->type.rank, rn = n->type.rank;
+	if ((a->dev == TIR_DEV_SHARDED && !sa) || (b->dev == TIR_DEV_SHARDED && !sb) || ra < 2 || rb < 2 ||
+	    (sa && sa->partial) || (sb && sb->partial) || (sa && sb && !same_devices(sa, sb)))
+		return whole(p, n, err);
+	if ((!sa && tir_exe(a)->dev >= 0) || (!sb && tir_exe(b)->dev >= 0))
+		return whole(p, n, err); /* beside a placed value: gathered there (or the placement error) */
+	const struct tir_shard *s = sa ? sa : sb;
+	int axis = -1;
+	bool partial = false;
+	if (sa && sb && sa->axis == ra - 1 && sb->axis == rb - 2) {
+		partial = true; /* k split on both sides */
+	} else if (sa && sa->axis >= 0 && sa->axis != ra - 1 && (!sb || sb->axis < 0)) {
+		axis = sa->axis == ra - 2 ? rn - 2 : sa->axis + (rn - ra); /* rows, or a batch axis */
+		if (sa->axis < ra - 2 && rb > 2)
+			return whole(p, n, err); /* a batch axis broadcast against b's: not split */
+	} else if (sb && sb->axis == rb - 1 && (!sa || sa->axis < 0)) {
+		axis = rn - 1; /* columns */
+	} else if (!(sa && sa->axis < 0) && !(sb && sb->axis < 0)) {
+		return whole(p, n, err);
+	}
+	struct tir_shard *r = new_shard(p, s->n, axis, partial, s->dev);
+	if (!r)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	for (int i = 0; i < s->n; i++) {
+		struct tir_node *ins[2] = {sa ? sa->piece[i] : tir_exe(a), sb ? sb->piece[i] : tir_exe(b)};
+		if (!(r->piece[i] = again(p, n, ins, err)))
+			return -err->code;
+	}
+	return sharded(p, n, r, err);
+}
+
+/* all_reduce(x, op): the op of x's pieces, on every device */
+static int all_reduce(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	struct tir_node *x = n->in[0];
+	const char *w = attr_of(n, "op")->s;
+	if (x->dev != TIR_DEV_SHARDED)
+		return tir_errf(err, TIR_ETYPE, &n->loc,
+				"all_reduce: %s is not sharded: there is nothing to reduce across devices (shard it: "
+				"shard(x, axis=0))", x->ref_name ? x->ref_name : "its operand");
+	const struct tir_shard *s = x->shard;
+	n->dev = TIR_DEV_SHARDED;
+	if (!s) /* the devices are not known: typed as x */
+		return 0;
+	if (s->partial && strcmp(w, "sum") && strcmp(w, "mean"))
+		return tir_errf(err, TIR_ETYPE, &n->loc,
+				"all_reduce: %s holds the terms of a sum (a product contracting the sharded axis): "
+				"op=%s of them is no reduction of the value; use sum or mean", x->ref_name ? x->ref_name : "its operand", w);
+	/* the result: one piece's type (the whole value's when replicated or partial) */
+	n->type = s->piece[0]->type;
+	n->type.weak = false;
+	enum tir_op comb = !strcmp(w, "max") ? TIR_OP_MAXIMUM : !strcmp(w, "min") ? TIR_OP_MINIMUM
+			 : !strcmp(w, "prod") ? TIR_OP_MUL : TIR_OP_ADD;
+	struct tir_node *acc = NULL;
+	for (int i = 0; i < s->n; i++) {
+		struct tir_node *m = to_dev(p, n, s->piece[i], s->dev[0], err);
+		if (!m || !(acc = acc ? binary(p, n, comb, acc, m, err) : m))
+			return -err->code;
+	}
+	if (!strcmp(w, "mean")) {
+		struct tir_node *c = scalar(p, n, s->n, err);
+		if (!c || !(acc = binary(p, n, TIR_OP_DIV, acc, c, err)))
+			return -err->code;
+	}
+	struct tir_shard *r = new_shard(p, s->n, -1, false, s->dev);
+	if (!r)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	for (int i = 0; i < s->n; i++) /* a copy on each device, from the first */
+		if (!(r->piece[i] = to_dev(p, n, acc, s->dev[i], err)))
+			return -err->code;
+	return sharded(p, n, r, err);
+}
+
+int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	if (n->op == TIR_OP_SHARD)
+		return make_shard(p, n, err);
+	if (n->op == TIR_OP_ALL_REDUCE)
+		return all_reduce(p, n, err);
+	/* an operand whose devices are not known (tir check, tir fmt without
+	 * --remote): typed only */
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->dev == TIR_DEV_SHARDED && !n->in[k]->shard) {
+			n->dev = TIR_DEV_SHARDED;
+			return 0;
+		}
+	bool any = false;
+	for (int k = 0; k < n->nin; k++)
+		any = any || (n->in[k] && n->in[k]->dev == TIR_DEV_SHARDED);
+	if (!any) /* only aliases (a combined reduction, ...): the op again on them */
+		return whole(p, n, err);
+	switch (tir_op(n->op)->kind) {
+	case TIR_KIND_ELEMWISE:
+		return elementwise(p, n, err);
+	case TIR_KIND_REDUCE:
+		if (n->op == TIR_OP_ARGMAX || n->op == TIR_OP_ARGMIN)
+			return whole(p, n, err);
+		return reduction(p, n, err);
+	case TIR_KIND_MATMUL:
+		return product(p, n, err);
+	default:
+		break;
+	}
+	/* softmax and the norms along an axis that is not split: each piece */
+	if (n->op == TIR_OP_SOFTMAX || n->op == TIR_OP_LOG_SOFTMAX) {
+		const struct tir_shard *s = n->in[0]->shard;
+		int a = (int)attr_of(n, "axis")->i;
+		a = a < 0 ? a + n->type.rank : a;
+		if (s && !s->partial && s->axis != a)
+			return per_piece(p, n, new_shard(p, s->n, s->axis, false, s->dev), err);
+	}
+	return whole(p, n, err);
+}
