@@ -42,6 +42,8 @@ static struct tir_node *done(struct tir_program *p, struct tir_node *n, const st
 {
 	if (!n)
 		return NULL;
+	for (int k = 0; k < n->nin; k++) /* operands first: a batch walks ids down */
+		TIR_ASSERT(!n->in[k] || n->in[k]->id < n->id);
 	if (tir_check_node(n, err) || tir_place_node(p, n, err)) {
 		if (!err->loc.src)
 			err->loc = like->loc;
@@ -109,6 +111,20 @@ static struct tir_node *scalar(struct tir_program *p, const struct tir_node *lik
 	n->type.weak = true;
 	n->fval = v;
 	return n;
+}
+
+static struct tir_node *cast_to(struct tir_program *p, const struct tir_node *like, struct tir_node *x,
+			       enum tir_dtype dt, struct tir_err *err)
+{
+	if (x->type.dtype == dt)
+		return x;
+	struct tir_node *n = node(p, like, TIR_OP_CAST, 1, err);
+	if (!n)
+		return NULL;
+	attr_of(n, "dtype")->i = dt;
+	attr_of(n, "dtype")->set = true;
+	n->in[0] = x;
+	return done(p, n, like, err);
 }
 
 /* like's op again on operands ins (its attributes as they are). */
@@ -396,19 +412,28 @@ static int reduction(struct tir_program *p, struct tir_node *n, struct tir_err *
 			axis -= mask[a];
 		return per_piece(p, n, new_shard(p, s->n, axis, false, s->dev), err);
 	}
-	/* over the sharded axis: each piece's, combined on the first device */
+	/* over the sharded axis: each piece's, combined on the first device
+	 * (a variance is no sum of the pieces' variances: gathered) */
+	if (n->op == TIR_OP_VAR)
+		return whole(p, n, err);
 	enum tir_op part = n->op == TIR_OP_MEAN ? TIR_OP_SUM : n->op;
 	enum tir_op comb = n->op == TIR_OP_MAX ? TIR_OP_MAXIMUM : n->op == TIR_OP_MIN ? TIR_OP_MINIMUM
 			 : n->op == TIR_OP_PROD ? TIR_OP_MUL : TIR_OP_ADD;
 	if (n->op == TIR_OP_MEAN && !tir_dtype_is_float((enum tir_dtype)x->type.dtype))
 		return whole(p, n, err); /* an integer mean: summed whole, then divided (no wrap) */
+	/* a sum or product of f16 or bf16 is made in f32 and rounded once, as
+	 * a local one is: so are the pieces' terms and their combination */
+	enum tir_dtype dt = (enum tir_dtype)x->type.dtype;
+	bool widen = (dt == TIR_DTYPE_F16 || dt == TIR_DTYPE_BF16) && comb != TIR_OP_MAXIMUM && comb != TIR_OP_MINIMUM;
 	struct tir_node *acc = NULL;
 	for (int i = 0; i < s->n; i++) {
-		struct tir_node *r = node(p, n, part, 1, err);
+		/* (an operand is made before the node reading it: ids go up) */
+		struct tir_node *v = widen ? cast_to(p, n, s->piece[i], TIR_DTYPE_F32, err) : s->piece[i];
+		struct tir_node *r = v ? node(p, n, part, 1, err) : NULL;
 		if (!r)
 			return -err->code;
 		memcpy(r->attr, n->attr, sizeof *r->attr * (size_t)tir_op(n->op)->nattr);
-		r->in[0] = s->piece[i];
+		r->in[0] = v;
 		if (!(r = done(p, r, n, err)) || !(r = to_dev(p, n, r, s->dev[0], err)))
 			return -err->code;
 		acc = acc ? binary(p, n, comb, acc, r, err) : r;
@@ -423,6 +448,8 @@ static int reduction(struct tir_program *p, struct tir_node *n, struct tir_err *
 		if (!c || !(acc = binary(p, n, TIR_OP_DIV, acc, c, err)))
 			return -err->code;
 	}
+	if (widen && !(acc = cast_to(p, n, acc, (enum tir_dtype)n->type.dtype, err)))
+		return -err->code;
 	return aliased(n, acc, err);
 }
 
@@ -524,6 +551,8 @@ int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *er
 		any = any || (n->in[k] && n->in[k]->dev == TIR_DEV_SHARDED);
 	if (!any) /* only aliases (a combined reduction, ...): the op again on them */
 		return whole(p, n, err);
+	if (n->op == TIR_OP_CAST) /* elementwise too */
+		return elementwise(p, n, err);
 	switch (tir_op(n->op)->kind) {
 	case TIR_KIND_ELEMWISE:
 		return elementwise(p, n, err);

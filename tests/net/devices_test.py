@@ -319,6 +319,25 @@ def test_sharding(a, b):
     qo = [ln for ln in q.stdout.decode().splitlines() if not ln.startswith(("h:", "r:", "mul("))]
     check("sharded rows: the same bytes as a local run", p.returncode == 0 and po == qo and po,
           p.stderr.decode() + "\n".join(po[:4]) + "\n--\n" + "\n".join(qo[:4]))
+    # reductions over the split axis that must not sum the pieces' own
+    # (var), and f16 sums made in f32 and rounded once, as a local run does
+    text = ('x = load("docs/examples/x.npy")\ns = shard(x, axis=0)\n'
+            "print var(s, axis=0), var(s, axis=1), cast(s, bf16), sum(cast(s, f16), axis=0), mean(s * 2.0)\n")
+    f = write("reduce.tir", text)
+    lf = write("reduce_local.tir", text.replace("shard(x, axis=0)", "x"))
+    p = subprocess.run([TIR, "run", "--quiet", f, "--remote", addr(a, b)], capture_output=True, cwd=ROOT,
+                       timeout=300, env=e)
+    q = subprocess.run([TIR, "run", "--quiet", lf], capture_output=True, cwd=ROOT, timeout=300, env=e)
+    got = os.path.join(TMP, "reduce.got")
+    want = os.path.join(TMP, "reduce.want")
+    with open(got, "wb") as fh:
+        fh.write(p.stdout)
+    with open(want, "wb") as fh:
+        fh.write(q.stdout)
+    nd = subprocess.run(["/usr/bin/python3", f"{ROOT}/tests/numdiff.py", want, got], capture_output=True)
+    check("var, f16 sums, bf16 casts, mean over the split axis: a local run's, within tolerance",
+          p.returncode == 0 and q.returncode == 0 and nd.returncode == 0,
+          p.stderr.decode() + nd.stdout.decode())
     # over this process and a server
     f = write("mixed.tir", 'x = load("docs/examples/x.npy")\n'
               'print sum(shard(x, axis=1, devices=["cpu", "remote:1"]) * 3.0, axis=0)\n')
