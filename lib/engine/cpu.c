@@ -751,20 +751,12 @@ static int cpu_put(struct tir_device *d, struct tir_exec *x, uint32_t id, const 
 		   struct tir_err *err)
 {
 	struct cpu *c = cpu_of(d);
-	size_t old = c->ngiven;
-	if (tir_grow((void **)&c->given, &c->ngiven, (size_t)x->prog->nnodes + 1, sizeof *c->given))
-		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-	memset(c->given + old, 0, (c->ngiven - old) * sizeof *c->given);
-	tir_tensor_release(&c->given[id]);
-	tir_tensor_ref(&c->given[id], v);
-	return 0;
+	return tir_values_put(&c->given, &c->ngiven, x, id, v, err);
 }
 
 static void cpu_clear(struct tir_device *d)
 {
-	struct cpu *c = cpu_of(d);
-	for (size_t i = 0; i < c->ngiven; i++)
-		tir_tensor_release(&c->given[i]);
+	tir_values_clear(cpu_of(d)->given, cpu_of(d)->ngiven);
 }
 
 static int cpu_fetch(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_tensor *out,

@@ -133,6 +133,12 @@ struct tir_exec {
 	uint64_t ran_mask;             /* the devices that ran its batches */
 };
 
+/* A device's values put for a run (its put and clear): by node id, grown
+ * to the program's nodes; v referenced at id (over what was there). */
+int tir_values_put(struct tir_tensor **vals, size_t *n, const struct tir_exec *x, uint32_t id,
+		   const struct tir_tensor *v, struct tir_err *err);
+void tir_values_clear(struct tir_tensor *vals, size_t n);
+
 /* CLOCK_MONOTONIC in ms. */
 double tir_now_ms(void);
 /* Whether node n's value is worth keeping between runs (bound to a name

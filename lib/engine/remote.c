@@ -74,21 +74,14 @@ static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node 
 static int remote_put(struct tir_device *d, struct tir_exec *x, uint32_t id, const struct tir_tensor *v,
 		      struct tir_err *err)
 {
+	/* sent by its hash in the next batch, if the server lacks it */
 	struct remote *m = remote_of(d);
-	size_t old = m->ngiven;
-	if (tir_grow((void **)&m->given, &m->ngiven, (size_t)x->prog->nnodes + 1, sizeof *m->given))
-		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-	memset(m->given + old, 0, (m->ngiven - old) * sizeof *m->given);
-	tir_tensor_release(&m->given[id]);
-	tir_tensor_ref(&m->given[id], v); /* sent by its hash in the next batch, if the server lacks it */
-	return 0;
+	return tir_values_put(&m->given, &m->ngiven, x, id, v, err);
 }
 
 static void remote_clear(struct tir_device *d)
 {
-	struct remote *m = remote_of(d);
-	for (size_t i = 0; i < m->ngiven; i++)
-		tir_tensor_release(&m->given[i]);
+	tir_values_clear(remote_of(d)->given, remote_of(d)->ngiven);
 }
 
 /* Server to server (docs/protocol.md, "Server to server"): `from` issues

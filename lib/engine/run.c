@@ -265,6 +265,24 @@ out:
 	return dot;
 }
 
+int tir_values_put(struct tir_tensor **vals, size_t *n, const struct tir_exec *x, uint32_t id,
+		   const struct tir_tensor *v, struct tir_err *err)
+{
+	size_t old = *n;
+	if (tir_grow((void **)vals, n, (size_t)x->prog->nnodes + 1, sizeof **vals))
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	memset(*vals + old, 0, (*n - old) * sizeof **vals); /* tir_grow leaves them as they were */
+	tir_tensor_release(&(*vals)[id]);
+	tir_tensor_ref(&(*vals)[id], v);
+	return 0;
+}
+
+void tir_values_clear(struct tir_tensor *vals, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tir_tensor_release(&vals[i]);
+}
+
 /* ---- a run over several devices ---- */
 
 /* The device index node n lives on (x->dev), -1 placed nowhere. */
