@@ -2,11 +2,12 @@
 """bench/devices.py TIR [--runs N] [--batch B] — data-parallel inference over
 several devices (README, "Several devices"): an MLP (1024 -> 2048 -> 1024,
 relu) over a batch of B rows (default 4096), run by `tir run --remote` on
-one local `tir serve`, and split by rows over two (each half sliced here,
-moved to its server, the two results moved back and joined here).  The
-weights are loaded files, sent once and then cached by hash; the figures are
-medians of N runs (default 5) after one warm-up run, of the whole command
-(start, parse, moves, both servers computing at once, results back).
+one local `tir serve`, and split by rows over two (`shard(x, axis=0)`:
+each half sliced here and moved to its server, the two results gathered).
+The weights are loaded files, sent once and then cached by hash; the
+figures are medians of N runs (default 5) after one warm-up run, of the
+whole command (start, parse, moves, both servers computing at once,
+results back).
 
 Two settings: every server with --threads 1 (a server is one core: the
 throughput of two against one is what two machines would give), and every
@@ -33,12 +34,7 @@ def program(tmp, b, halves):
             "fn mlp(v, a, b) {\n    return relu(v @ a) @ b\n}\n")
     if not halves:
         return head + "print sum(mlp(x, w1, w2), axis=1)\n"
-    h = b // 2
-    return head + (
-        "xs = to(x, \"cpu\")\n"
-        f"y0 = mlp(to(slice(xs, axis=0, start=0, stop={h}), \"remote:0\"), w1, w2)\n"
-        f"y1 = mlp(to(slice(xs, axis=0, start={h}, stop={b}), \"remote:1\"), w1, w2)\n"
-        "print concat([to(sum(y0, axis=1), \"cpu\"), to(sum(y1, axis=1), \"cpu\")], axis=0)\n")
+    return head + "print sum(mlp(shard(x, axis=0), w1, w2), axis=1)\n"
 
 
 def timed(tir, path, xp, remotes, runs):

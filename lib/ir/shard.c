@@ -243,6 +243,22 @@ static int whole(struct tir_program *p, struct tir_node *n, struct tir_err *err)
 
 /* ---- the ops ---- */
 
+/* Whether x, placed nowhere, is made from data this process holds (an
+ * input, a loaded file, a tensor literal): such a value is split here and
+ * each piece sent where it goes, rather than sent whole to every device.
+ * A value made from creation ops alone is made on each device instead. */
+static bool from_data(const struct tir_node *x, int depth)
+{
+	if (x->op == TIR_OP_INPUT || x->op == TIR_OP_LOAD || (x->op == TIR_OP_CONST && !x->type.weak))
+		return true;
+	if (depth > 64)
+		return true; /* deep: split here (either way is right) */
+	for (int k = 0; k < x->nin; k++)
+		if (x->in[k] && from_data(x->in[k], depth + 1))
+			return true;
+	return false;
+}
+
 /* shard(x, axis, devices?) */
 static int make_shard(struct tir_program *p, struct tir_node *n, struct tir_err *err)
 {
@@ -296,6 +312,8 @@ static int make_shard(struct tir_program *p, struct tir_node *n, struct tir_err 
 	if (!s)
 		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
 	struct tir_node *whole_x = tir_exe(x);
+	if (whole_x->dev == TIR_DEV_ANY && from_data(whole_x, 0) && !(whole_x = to_dev(p, n, whole_x, TIR_DEV_CPU, err)))
+		return -err->code;
 	for (int i = 0; i < nd; i++) {
 		struct tir_node *sl = slice_of(p, n, whole_x, axis, len / nd * i, len / nd * (i + 1), err);
 		if (!sl || !(s->piece[i] = to_dev(p, n, sl, dev[i], err)))
