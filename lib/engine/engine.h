@@ -72,6 +72,11 @@ struct tir_remote_result {
 /* Whether r's session holds the value of node id of x's program (the
  * remote device's holds; lib/net/client.c, through door.c). */
 bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id);
+/* Bring what r's session holds up to date with x's program and inputs as
+ * they are now (a rebound name's value, one computed from an input given
+ * again, go), so that tir_remote_holds is right for the run about to be
+ * planned.  returns 0 or -TIR_ENOMEM. */
+int tir_remote_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err);
 /* lib/net/client.c: compute targets[0..ntargets) of x's program on r.
  * The values come back in each target node's dtype and shape.  A program
  * or data error is reported at its source position, as a local run would. */

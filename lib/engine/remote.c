@@ -109,6 +109,11 @@ static int remote_take(struct tir_device *d, struct tir_device *from, struct tir
 	return rc;
 }
 
+static int remote_sync(struct tir_device *d, struct tir_exec *x, struct tir_err *err)
+{
+	return tir_remote_sync(remote_of(d)->r, x, err);
+}
+
 static bool remote_holds(const struct tir_device *d, const struct tir_exec *x, uint32_t id)
 {
 	return tir_remote_holds(remote_of(d)->r, x, id);
@@ -197,6 +202,7 @@ static const struct tir_device_ops remote_ops = {
 	.put = remote_put,
 	.clear = remote_clear,
 	.take = remote_take,
+	.sync = remote_sync,
 	.holds = remote_holds,
 	.fetch = remote_fetch,
 	.explain = remote_explain,

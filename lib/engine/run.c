@@ -442,6 +442,12 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			goto out;
 		}
 	}
+	/* what each device holds, as of now: the walk below asks */
+	for (int d = 0; d < nd && !rc; d++)
+		if (x->dev[d]->ops->sync)
+			rc = x->dev[d]->ops->sync(x->dev[d], x, err);
+	if (rc)
+		goto out;
 	for (size_t i = 0; i < nt; i++) {
 		int d = dev_of(targets[i]);
 		need[targets[i]->id] |= 1ull << (d < 0 ? home : d);

@@ -1136,6 +1136,17 @@ static int run_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_e
 	return rc;
 }
 
+/* What r holds brought up to date with x's program and inputs now (its
+ * holds is right for them): before a run plans which device computes
+ * what. */
+int tir_remote_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
+{
+	int rc = held_sync(r, x, err);
+	r->synced = !rc;
+	r->synced_seq = tir_exec_run_seq(x);
+	return rc;
+}
+
 /* ---- a run ---- */
 
 static char *run_body(const struct tir_remote *r, const struct tir_exec *x, const struct tir_batch *b,
