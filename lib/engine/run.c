@@ -185,6 +185,10 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 	kept_forget(x, n->id);
 	for (int i = 0; i < x->ndev; i++) {
 		int rc = x->dev[i]->ops->upload(x->dev[i], x, n->id, err);
+		/* the values computed from the old one go there too, now: the
+		 * REPL's .vars asks holds before any run */
+		if (!rc && x->dev[i]->ops->sync)
+			rc = x->dev[i]->ops->sync(x->dev[i], x, err);
 		if (rc)
 			return rc;
 	}
