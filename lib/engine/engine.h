@@ -75,7 +75,8 @@ bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint
 /* Bring what r's session holds up to date with x's program and inputs as
  * they are now (a rebound name's value, one computed from an input given
  * again, go), so that tir_remote_holds is right for the run about to be
- * planned.  returns 0 or -TIR_ENOMEM. */
+ * planned; r's statistics (tir_remote_stats) start from zero, to add up
+ * over that run's batches.  returns 0 or -TIR_ENOMEM. */
 int tir_remote_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err);
 /* lib/net/client.c: compute targets[0..ntargets) of x's program on r.
  * The values come back in each target node's dtype and shape.  A program

@@ -1138,9 +1138,11 @@ static int run_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_e
 
 /* What r holds brought up to date with x's program and inputs now (its
  * holds is right for them): before a run plans which device computes
- * what. */
+ * what.  The statistics start from zero there: a run's are of all its
+ * batches, exports and imports on r (none: r had no part in it). */
 int tir_remote_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
 {
+	memset(&r->stats, 0, sizeof r->stats);
 	int rc = held_sync(r, x, err);
 	r->synced = !rc;
 	r->synced_seq = tir_exec_run_seq(x);
@@ -1374,7 +1376,8 @@ static void trace_server(struct tir_remote *r, struct tir_exec *x, const struct 
 int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
 		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err)
 {
-	memset(&r->stats, 0, sizeof r->stats);
+	/* the statistics add up over the run's batches (zeroed by tir_remote_sync) */
+	int sent0 = r->stats.blobs_sent;
 	if (ntargets == 0)
 		return 0; /* nothing to compute: nothing to send */
 	r->intr = tir_exec_interrupt_flag(x);
@@ -1490,7 +1493,8 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			seen = !strcmp(b.inputs[i].blob, b.inputs[j].blob);
 		nblobs += !seen;
 	}
-	r->stats.blobs_cached = nblobs > r->stats.blobs_sent ? nblobs - r->stats.blobs_sent : 0;
+	int sent = r->stats.blobs_sent - sent0;
+	r->stats.blobs_cached += nblobs > sent ? nblobs - sent : 0;
 	tir_batch_free(&b);
 	free(vals);
 	free(printed);
