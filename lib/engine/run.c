@@ -436,16 +436,26 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
-	/* every `to` names a device that is there */
-	for (size_t i = 0; i < nn; i++) {
+	/* every `to` the targets reach names a device that is there (the
+	 * REPL's program may hold others, placed before .remote changed:
+	 * they stop no line that does not read them); moved marks the reach */
+	for (size_t i = 0; i < nt; i++)
+		moved[targets[i]->id] = true;
+	for (size_t i = nn; i-- > 0;) {
 		const struct tir_node *n = p->nodes[i];
+		if (!moved[i])
+			continue;
 		if (n->op == TIR_OP_TO && dev_of(n) >= nd) {
 			char dn[24];
 			rc = tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(n->dev, dn),
 				      nd == 1 ? "no --remote is given" : "--remote names fewer servers");
 			goto out;
 		}
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k])
+				moved[n->in[k]->id] = true;
 	}
+	memset(moved, 0, (nn + 1) * sizeof *moved);
 	/* what each device holds, as of now: the walk below asks */
 	for (int d = 0; d < nd && !rc; d++)
 		if (x->dev[d]->ops->sync)
