@@ -297,7 +297,7 @@ def test_import_refused(b):
 def main():
     a, b = Server(), Server()
     try:
-        for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off, test_stats, test_chains, test_same_twice, test_dtypes):
+        for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off, test_stats, test_trace_profile_explain, test_chains, test_same_twice, test_dtypes):
             try:
                 t(a, b)
             except Exception as e:
