@@ -403,6 +403,22 @@ static void run_at_once(struct tir_exec *x, struct batch_job *jobs, int nj)
 	(void)started;
 }
 
+/* A program's error in remote d's batch, among several devices: said
+ * where, as --explain heads its batch ("div: ..., on remote:1 (HOST:PORT)").
+ * One remote alone reads as a local run; the CPU's is this process's. */
+static void err_on(const struct tir_exec *x, int d, struct tir_err *err)
+{
+	struct tir_device *dv = x->dev[d];
+	const char *name = dv->ops->name(dv);
+	if (x->ndev < 3 || d == 0 || !err->loc.src || err->code == TIR_EINTERRUPT || strstr(err->msg, name))
+		return;
+	char dn[24], on[96];
+	snprintf(on, sizeof on, ", on %s (%s)", tir_dev_str(TIR_DEV_REMOTE(d - 1), dn), name);
+	size_t n = strlen(err->msg);
+	if (n + strlen(on) < sizeof err->msg)
+		memcpy(err->msg + n, on, strlen(on) + 1);
+}
+
 /*
  * Compute targets[0..nt) into out: each op runs on the device its node is
  * placed on (a value placed nowhere: on each device that reads it, and a
@@ -568,6 +584,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			if (jobs[k].rc && jobs[k].err.code != TIR_EINTERRUPT) {
 				rc = jobs[k].rc;
 				*err = jobs[k].err;
+				err_on(x, jobs[k].d, err);
 			}
 		for (int k = 0; k < nj && !rc; k++)
 			if (jobs[k].rc) {

@@ -172,7 +172,7 @@ def test_runtime_error(a, b):
     check("runtime error on remote:1: exit 1 at the op",
           st == 1 and "div0.tir:4:7: error: div: integer division by zero" in err and
           "    q = a / to(z, \"remote:1\")\n          ^" in err, err)
-    check("... naming remote:1 and its address", f"remote:1 (127.0.0.1:{b.port})" in err, err)
+    check("... naming remote:1 and its address", f"div: integer division by zero, on remote:1 (127.0.0.1:{b.port})\n" in err, err)
     # one remote alone reads as a local run (docs: a program's error)
     g = write("div0_one.tir", "x = arange(4, dtype=i32)\nprint x / zeros([4], dtype=i32)\n")
     st, out, err = tir("run", g, "--remote", addr(a))
@@ -297,7 +297,7 @@ def test_import_refused(b):
 def main():
     a, b = Server(), Server()
     try:
-        for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off, test_stats, test_trace_profile_explain, test_chains, test_same_twice, test_dtypes):
+        for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off, test_stats, test_runtime_error, test_trace_profile_explain, test_chains, test_same_twice, test_dtypes):
             try:
                 t(a, b)
             except Exception as e:
