@@ -558,11 +558,16 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				if (dup)
 					continue;
 				/* a remote keeps it for the later step, or for another
-				 * server to fetch; what goes to the CPU comes back */
-				bool to_cpu = false;
-				for (size_t j = i + 1; j < nn && moves_out[i] && !to_cpu; j++)
-					to_cpu = moved[j] && p->nodes[j]->in[0] == n && dev_of(p->nodes[j]) == 0;
-				b->bstay[b->nb] = remote && !to_cpu;
+				 * server to fetch; what only the CPU reads comes back
+				 * (else it is fetched from where it stays after the step:
+				 * not made again there, and servers move it between them) */
+				bool to_cpu = false, to_remote = false;
+				for (size_t j = i + 1; j < nn && moves_out[i]; j++)
+					if (moved[j] && p->nodes[j]->in[0] == n) {
+						to_cpu = to_cpu || dev_of(p->nodes[j]) == 0;
+						to_remote = to_remote || dev_of(p->nodes[j]) > 0;
+					}
+				b->bstay[b->nb] = remote && (!to_cpu || stays[i] || to_remote);
 				b->bt[b->nb++] = p->nodes[i];
 			}
 			if (b->nb) {

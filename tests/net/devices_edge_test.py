@@ -262,6 +262,22 @@ def test_same_twice(a, b):
           out2 + err2 + err)
 
 
+def test_stays_and_back(a, b):
+    """A value on remote:1 read by a later step there, moved to the CPU and
+    to remote:0: made once, kept there, moved server to server."""
+    f = write("stays_back.tir", "x = arange(4, dtype=f32)\np = to(x, \"remote:1\") * 3.0\nq = to(p, \"cpu\")\n"
+              "r = to(p, \"remote:0\") + 1.0\ns = p + to(r, \"remote:1\")\nprint q, s\n")
+    ia = a.logged(IMPORT_LINE)
+    st, out, err = tir("run", f, "--remote", addr(a, b), "--explain")
+    check("stays and back: the values",
+          st == 0 and "q: f32[4]\n[0, 3, 6, 9]\n" in out and "s: f32[4]\n[1, 7, 13, 19]\n" in out, out + err)
+    last = err.split(f"# on remote:1 (127.0.0.1:{b.port}), step 3 of 3\n")[-1]
+    check("stays and back: p is made once on remote:1 (step 3 reads it)",
+          st == 0 and err.count("mul -> p") == 1 and "add -> s" in last, err)
+    check("stays and back: remote:0 imports p from remote:1", settled(a, IMPORT_LINE, ia + 1),
+          f"{a.logged(IMPORT_LINE) - ia} imports")
+
+
 def test_dtypes(a, b):
     for dt in ("bf16", "f16", "i8", "u8", "i64", "f64"):
         f = write(f"dt_{dt}.tir", f"x = arange(6, dtype={dt})\na = to(x, \"remote:1\")\nb = to(a, \"remote:0\")\n"
@@ -297,7 +313,7 @@ def test_import_refused(b):
 def main():
     a, b = Server(), Server()
     try:
-        for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off, test_stats, test_runtime_error, test_trace_profile_explain, test_chains, test_same_twice, test_dtypes):
+        for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off, test_stats, test_runtime_error, test_trace_profile_explain, test_stays_and_back, test_chains, test_same_twice, test_dtypes):
             try:
                 t(a, b)
             except Exception as e:
