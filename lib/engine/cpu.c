@@ -1042,9 +1042,10 @@ static void cpu_trace(const struct tir_device *d, const struct tir_exec *x, json
 						    "tasks", (json_int_t)k->tasks));
 	}
 	bool named[TIR_POOL_MAX + 1] = {false};
-	/* the pool's threads after the remotes' (TIR_TRACK_NET, _SERVER) when
-	 * a remote ran a batch of the run too: one name a thread */
-	int tid0 = x->ran_mask & ~1ull ? TIR_TRACK_SERVER + 1 : 1;
+	/* the pool's threads after the remotes' (two each: remote.c's
+	 * remote_trace) when a remote ran a batch of the run too: one name a
+	 * thread */
+	int tid0 = x->ran_mask & ~1ull ? 1 + 2 * (x->ndev - 1) : 1;
 	for (size_t i = 0; i < c->nspans; i++) {
 		const struct tir_pool_span *sp = &c->spans[i];
 		if (!named[sp->slot]) {

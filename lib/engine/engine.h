@@ -37,6 +37,7 @@ volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
 enum { TIR_TRACK_CLIENT, TIR_TRACK_NET, TIR_TRACK_SERVER };
 struct tir_net_span {
 	int track;
+	const struct tir_remote *who; /* the remote it is of: each its own tracks in a run over several */
 	char name[64];
 	const char *cat;         /* static: "batch", "request", "upload", "fetch", "server" */
 	double t0_ms, t1_ms;

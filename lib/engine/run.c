@@ -826,16 +826,14 @@ char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
 					    "tid", 0, "args", "name", "tir run"));
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i}", "name", "parse", "ph", "X", "ts",
 					    json_real(0), "dur", json_real(parse_ms * 1e3), "pid", 1, "tid", 0));
-	/* the CPU's spans if it ran a batch, the remotes' (x->net, all of
-	 * them) if one did */
+	/* the CPU's spans if it ran a batch, each remote's (its part of
+	 * x->net) if it did */
 	uint64_t ran = x->ran_mask ? x->ran_mask : 1ull << home_of(x);
 	if (ran & 1)
 		x->dev[0]->ops->trace(x->dev[0], x, ev, origin);
 	for (int d = 1; d < x->ndev; d++)
-		if (ran >> d & 1) {
+		if (ran >> d & 1)
 			x->dev[d]->ops->trace(x->dev[d], x, ev, origin);
-			break;
-		}
 	json_t *root = json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
 	char *s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
 	json_decref(root);

@@ -182,7 +182,8 @@ def test_runtime_error(a, b):
 
 def trace_ok(path):
     """What is wrong with the trace at path in Chrome's format, or None:
-    JSON, named threads, each thread one name, events with ts and dur."""
+    JSON, named threads, each thread one name, events with ts and dur, the
+    complete events of a thread nested (a viewer drops the others)."""
     try:
         doc = json.load(open(path))
     except (OSError, ValueError) as e:
@@ -200,6 +201,15 @@ def trace_ok(path):
                 return f"event {e}: ts and dur"
             if e["tid"] not in names:
                 return f"event {e['name']} on thread {e['tid']}, which has no name"
+    xs = [e for e in doc.get("traceEvents", []) if e.get("ph") == "X"]
+    for tid in sorted({e["tid"] for e in xs}):
+        ends = []
+        for e in sorted((e for e in xs if e["tid"] == tid), key=lambda e: (e["ts"], -e["dur"])):
+            while ends and ends[-1] <= e["ts"] + 50:
+                ends.pop()
+            if ends and e["ts"] + e["dur"] > ends[-1] + 50:
+                return f"thread {tid} ({names[tid]}): {e['name']} overlaps an event it is not inside"
+            ends.append(e["ts"] + e["dur"])
     return None
 
 
@@ -214,6 +224,17 @@ def test_trace_profile_explain(a, b):
     check("trace: runs, the same values", st == 0 and body(out) == body(lout), out + err + lout)
     bad = trace_ok(tp)
     check("trace: valid, one name a thread (the CPU's pool, the requests)", bad is None, bad)
+    # two servers' batches at once: each its own threads
+    g = write("at_once.tir", "w = randn([300, 300], seed=1)\na = to(w, \"remote:0\") @ w\n"
+              "b = to(w, \"remote:1\") @ w\nprint sum(a + to(b, \"remote:0\"))\n")
+    tp = os.path.join(TMP, "at_once.json")
+    bad = "no run"
+    for _ in range(3):  # the batches overlap in time on most runs; any run must be right
+        st, out, err = tir("run", g, "--remote", addr(a, b), "--trace", tp, "--quiet")
+        bad = trace_ok(tp) if st == 0 else err
+        if bad:
+            break
+    check("trace: two servers at once, each server's events on threads of its own", bad is None, bad)
     st, out, err = tir("run", f, "--remote", addr(a, b), "--explain", "--profile", "--no-fuse")
     check("--explain --profile --no-fuse: the same values, each step said",
           st == 0 and body(out) == body(lout) and "# on cpu (cpu), step 1 of 4" in err and
