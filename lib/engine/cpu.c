@@ -1034,19 +1034,23 @@ static void cpu_trace(const struct tir_device *d, const struct tir_exec *x, json
 						    "tasks", (json_int_t)k->tasks));
 	}
 	bool named[TIR_POOL_MAX + 1] = {false};
+	/* the pool's threads after the remotes' (two each: remote.c's
+	 * remote_trace) when a remote ran a batch of the run too: one name a
+	 * thread */
+	int tid0 = x->ran_mask & ~1ull ? 1 + 2 * (x->ndev - 1) : 1;
 	for (size_t i = 0; i < c->nspans; i++) {
 		const struct tir_pool_span *sp = &c->spans[i];
 		if (!named[sp->slot]) {
 			char nm[32];
 			snprintf(nm, sizeof nm, sp->slot ? "pool worker %d" : "pool: the running thread", sp->slot);
 			json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
-							    "M", "pid", 1, "tid", 1 + sp->slot, "args", "name", nm));
+							    "M", "pid", 1, "tid", tid0 + sp->slot, "args", "name", nm));
 			named[sp->slot] = true;
 		}
 		double t0 = (double)sp->t0_ns / 1e6, t1 = (double)sp->t1_ns / 1e6;
 		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:I}}", "name", "tasks",
 						    "cat", "pool", "ph", "X", "ts", US(t0 - origin), "dur",
-						    US(t1 - t0), "pid", 1, "tid", 1 + sp->slot, "args", "tasks",
+						    US(t1 - t0), "pid", 1, "tid", tid0 + sp->slot, "args", "tasks",
 						    (json_int_t)sp->tasks));
 	}
 #undef US

@@ -68,6 +68,11 @@ struct tir_device_ops {
 	 * (the CPU; two kinds that do not meet): the executor fetches and puts. */
 	int (*take)(struct tir_device *d, struct tir_device *from, struct tir_exec *x, uint32_t src_id,
 		    uint32_t dst_id, struct tir_err *err);
+	/* Bring what d holds up to date with x's program and inputs now, so
+	 * that holds is right for the run about to be planned (a remote learns
+	 * of a rebound name or an input given again only here).  NULL: what
+	 * d holds is always up to date (the CPU: x->kept).  0 or -code. */
+	int (*sync)(struct tir_device *d, struct tir_exec *x, struct tir_err *err);
 	/* Whether d holds the value of node id (kept from an earlier run). */
 	bool (*holds)(const struct tir_device *d, const struct tir_exec *x, uint32_t id);
 	/* The value of node id that d holds, into out (empty): here it is a

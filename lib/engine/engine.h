@@ -37,6 +37,7 @@ volatile sig_atomic_t *tir_exec_interrupt_flag(const struct tir_exec *x);
 enum { TIR_TRACK_CLIENT, TIR_TRACK_NET, TIR_TRACK_SERVER };
 struct tir_net_span {
 	int track;
+	const struct tir_remote *who; /* the remote it is of: each its own tracks in a run over several */
 	char name[64];
 	const char *cat;         /* static: "batch", "request", "upload", "fetch", "server" */
 	double t0_ms, t1_ms;
@@ -72,6 +73,12 @@ struct tir_remote_result {
 /* Whether r's session holds the value of node id of x's program (the
  * remote device's holds; lib/net/client.c, through door.c). */
 bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id);
+/* Bring what r's session holds up to date with x's program and inputs as
+ * they are now (a rebound name's value, one computed from an input given
+ * again, go), so that tir_remote_holds is right for the run about to be
+ * planned; r's statistics (tir_remote_stats) start from zero, to add up
+ * over that run's batches.  returns 0 or -TIR_ENOMEM. */
+int tir_remote_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err);
 /* lib/net/client.c: compute targets[0..ntargets) of x's program on r.
  * The values come back in each target node's dtype and shape.  A program
  * or data error is reported at its source position, as a local run would. */

@@ -102,6 +102,11 @@ static int remote_take(struct tir_device *d, struct tir_device *from, struct tir
 	return rc;
 }
 
+static int remote_sync(struct tir_device *d, struct tir_exec *x, struct tir_err *err)
+{
+	return tir_remote_sync(remote_of(d)->r, x, err);
+}
+
 static bool remote_holds(const struct tir_device *d, const struct tir_exec *x, uint32_t id)
 {
 	return tir_remote_holds(remote_of(d)->r, x, id);
@@ -133,18 +138,32 @@ static char *remote_profile(const struct tir_device *d, const struct tir_exec *x
 	return remote_of(d)->profile ? strdup(remote_of(d)->profile) : NULL;
 }
 
-/* The client's spans as lib/net noted them (tir_exec_trace_span): on
- * thread 1 the requests, on thread 2 the server's own timings. */
+/* The client's spans of d as lib/net noted them (tir_exec_trace_span):
+ * on thread 1 the requests, on thread 2 the server's own timings.  In a
+ * run where several devices ran batches (at once), remote:k's are on
+ * threads 1 + 2k and 2 + 2k, its batches made on the first of them. */
 static void remote_trace(const struct tir_device *d, const struct tir_exec *x, json_t *ev, double origin)
 {
-	(void)d;
-	static const char *const track[] = {"tir run", "network: requests to the server",
-					    "server (its own timings)"};
-	for (int t = 1; t < 3; t++)
+	int k = 0;
+	while (k + 1 < x->ndev && x->dev[k + 1] != d)
+		k++;
+	bool several = (x->ran_mask & (x->ran_mask - 1)) != 0;
+	char names[2][160];
+	if (several) {
+		snprintf(names[0], sizeof names[0], "remote:%d %s: requests", k, remote_name(d));
+		snprintf(names[1], sizeof names[1], "remote:%d %s: the server (its own timings)", k, remote_name(d));
+	} else {
+		snprintf(names[0], sizeof names[0], "network: requests to the server");
+		snprintf(names[1], sizeof names[1], "server (its own timings)");
+	}
+	for (int t = 0; t < 2; t++)
 		json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
-						    "pid", 1, "tid", t, "args", "name", track[t]));
+						    "pid", 1, "tid", 1 + 2 * k + t, "args", "name", names[t]));
 	for (size_t i = 0; i < x->nnet; i++) {
 		const struct tir_net_span *s = &x->net[i];
+		if (s->who && s->who != remote_of(d)->r)
+			continue;
+		int tid = s->track == TIR_TRACK_CLIENT ? (several ? 1 + 2 * k : 0) : s->track + 2 * k;
 		json_t *args = json_object();
 		if (!strcmp(s->cat, "request")) {
 			json_object_set_new(args, "status", json_integer(s->status));
@@ -165,7 +184,7 @@ static void remote_trace(const struct tir_device *d, const struct tir_exec *x, j
 		}
 		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", s->name, "cat",
 						    s->cat, "ph", "X", "ts", (s->t0_ms - origin) * 1e3, "dur",
-						    (s->t1_ms - s->t0_ms) * 1e3, "pid", 1, "tid", s->track, "args", args));
+						    (s->t1_ms - s->t0_ms) * 1e3, "pid", 1, "tid", tid, "args", args));
 	}
 }
 
@@ -190,6 +209,7 @@ static const struct tir_device_ops remote_ops = {
 	.put = remote_put,
 	.clear = remote_clear,
 	.take = remote_take,
+	.sync = remote_sync,
 	.holds = remote_holds,
 	.fetch = remote_fetch,
 	.explain = remote_explain,

@@ -185,6 +185,10 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 	kept_forget(x, n->id);
 	for (int i = 0; i < x->ndev; i++) {
 		int rc = x->dev[i]->ops->upload(x->dev[i], x, n->id, err);
+		/* the values computed from the old one go there too, now: the
+		 * REPL's .vars asks holds before any run */
+		if (!rc && x->dev[i]->ops->sync)
+			rc = x->dev[i]->ops->sync(x->dev[i], x, err);
 		if (rc)
 			return rc;
 	}
@@ -419,6 +423,22 @@ static void run_at_once(struct tir_exec *x, struct batch_job *jobs, int nj)
 	(void)started;
 }
 
+/* A program's error in remote d's batch, among several devices: said
+ * where, as --explain heads its batch ("div: ..., on remote:1 (HOST:PORT)").
+ * One remote alone reads as a local run; the CPU's is this process's. */
+static void err_on(const struct tir_exec *x, int d, struct tir_err *err)
+{
+	struct tir_device *dv = x->dev[d];
+	const char *name = dv->ops->name(dv);
+	if (x->ndev < 3 || d == 0 || !err->loc.src || err->code == TIR_EINTERRUPT || strstr(err->msg, name))
+		return;
+	char dn[24], on[96];
+	snprintf(on, sizeof on, ", on %s (%s)", tir_dev_str(TIR_DEV_REMOTE(d - 1), dn), name);
+	size_t n = strlen(err->msg);
+	if (n + strlen(on) < sizeof err->msg)
+		memcpy(err->msg + n, on, strlen(on) + 1);
+}
+
 /*
  * Compute targets[0..nt) into out: each op runs on the device its node is
  * placed on (a value placed nowhere: on each device that reads it, and a
@@ -452,16 +472,32 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
-	/* every `to` names a device that is there */
-	for (size_t i = 0; i < nn; i++) {
+	/* every `to` the targets reach names a device that is there (the
+	 * REPL's program may hold others, placed before .remote changed:
+	 * they stop no line that does not read them); moved marks the reach */
+	for (size_t i = 0; i < nt; i++)
+		moved[targets[i]->id] = true;
+	for (size_t i = nn; i-- > 0;) {
 		const struct tir_node *n = p->nodes[i];
+		if (!moved[i])
+			continue;
 		if (n->op == TIR_OP_TO && dev_of(n) >= nd) {
 			char dn[24];
 			rc = tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(n->dev, dn),
 				      nd == 1 ? "no --remote is given" : "--remote names fewer servers");
 			goto out;
 		}
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k])
+				moved[n->in[k]->id] = true;
 	}
+	memset(moved, 0, (nn + 1) * sizeof *moved);
+	/* what each device holds, as of now: the walk below asks */
+	for (int d = 0; d < nd && !rc; d++)
+		if (x->dev[d]->ops->sync)
+			rc = x->dev[d]->ops->sync(x->dev[d], x, err);
+	if (rc)
+		goto out;
 	for (size_t i = 0; i < nt; i++) {
 		int d = dev_of(targets[i]);
 		need[targets[i]->id] |= 1ull << (d < 0 ? home : d);
@@ -542,11 +578,16 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				if (dup)
 					continue;
 				/* a remote keeps it for the later step, or for another
-				 * server to fetch; what goes to the CPU comes back */
-				bool to_cpu = false;
-				for (size_t j = i + 1; j < nn && moves_out[i] && !to_cpu; j++)
-					to_cpu = moved[j] && p->nodes[j]->in[0] == n && dev_of(p->nodes[j]) == 0;
-				b->bstay[b->nb] = remote && !to_cpu;
+				 * server to fetch; what only the CPU reads comes back
+				 * (else it is fetched from where it stays after the step:
+				 * not made again there, and servers move it between them) */
+				bool to_cpu = false, to_remote = false;
+				for (size_t j = i + 1; j < nn && moves_out[i]; j++)
+					if (moved[j] && p->nodes[j]->in[0] == n) {
+						to_cpu = to_cpu || dev_of(p->nodes[j]) == 0;
+						to_remote = to_remote || dev_of(p->nodes[j]) > 0;
+					}
+				b->bstay[b->nb] = remote && (!to_cpu || stays[i] || to_remote);
 				b->bt[b->nb++] = p->nodes[i];
 			}
 			if (b->nb) {
@@ -568,6 +609,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			if (jobs[k].rc && jobs[k].err.code != TIR_EINTERRUPT) {
 				rc = jobs[k].rc;
 				*err = jobs[k].err;
+				err_on(x, jobs[k].d, err);
 			}
 		for (int k = 0; k < nj && !rc; k++)
 			if (jobs[k].rc) {
@@ -804,16 +846,14 @@ char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
 					    "tid", 0, "args", "name", "tir run"));
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i}", "name", "parse", "ph", "X", "ts",
 					    json_real(0), "dur", json_real(parse_ms * 1e3), "pid", 1, "tid", 0));
-	/* the CPU's spans if it ran a batch, the remotes' (x->net, all of
-	 * them) if one did */
+	/* the CPU's spans if it ran a batch, each remote's (its part of
+	 * x->net) if it did */
 	uint64_t ran = x->ran_mask ? x->ran_mask : 1ull << home_of(x);
 	if (ran & 1)
 		x->dev[0]->ops->trace(x->dev[0], x, ev, origin);
 	for (int d = 1; d < x->ndev; d++)
-		if (ran >> d & 1) {
+		if (ran >> d & 1)
 			x->dev[d]->ops->trace(x->dev[d], x, ev, origin);
-			break;
-		}
 	json_t *root = json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
 	char *s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
 	json_decref(root);

@@ -809,7 +809,7 @@ static int curl_failed(struct tir_remote *r, CURLcode rc, struct tir_err *err)
 static void trace_request(struct tir_remote *r, const char *method, const char *path, double t0, double t1,
 			  double fb_ms, long status, uint64_t up, uint64_t down, uint64_t body)
 {
-	struct tir_net_span s = {.track = TIR_TRACK_NET, .cat = "request", .t0_ms = t0, .t1_ms = t1,
+	struct tir_net_span s = {.track = TIR_TRACK_NET, .who = r, .cat = "request", .t0_ms = t0, .t1_ms = t1,
 				 .status = status, .up = up, .down = down};
 	const char *sid = strstr(path, "/sessions/");
 	if (sid && strlen(sid) > 10 + 8)
@@ -821,13 +821,13 @@ static void trace_request(struct tir_remote *r, const char *method, const char *
 		snprintf(s.name, sizeof s.name, "%s %s", method, path);
 	tir_exec_trace_span(r->x, &s);
 	if (r->uploading && status / 100 == 2) {
-		struct tir_net_span u = {.track = TIR_TRACK_NET, .cat = "upload", .t0_ms = t0,
+		struct tir_net_span u = {.track = TIR_TRACK_NET, .who = r, .cat = "upload", .t0_ms = t0,
 					 .t1_ms = r->sent_ms ? r->sent_ms : t1, .up = body};
 		snprintf(u.name, sizeof u.name, "upload %.8s\u2026", r->blob ? r->blob : "");
 		snprintf(u.blob, sizeof u.blob, "%s", r->blob ? r->blob : "");
 		tir_exec_trace_span(r->x, &u);
 	} else if (r->dec && status == 200 && fb_ms) {
-		struct tir_net_span f = {.track = TIR_TRACK_NET, .cat = "fetch", .t0_ms = fb_ms, .t1_ms = t1,
+		struct tir_net_span f = {.track = TIR_TRACK_NET, .who = r, .cat = "fetch", .t0_ms = fb_ms, .t1_ms = t1,
 					 .down = down};
 		snprintf(f.name, sizeof f.name, "fetch results");
 		tir_exec_trace_span(r->x, &f);
@@ -1136,6 +1136,19 @@ static int run_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_e
 	return rc;
 }
 
+/* What r holds brought up to date with x's program and inputs now (its
+ * holds is right for them): before a run plans which device computes
+ * what.  The statistics start from zero there: a run's are of all its
+ * batches, exports and imports on r (none: r had no part in it). */
+int tir_remote_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
+{
+	memset(&r->stats, 0, sizeof r->stats);
+	int rc = held_sync(r, x, err);
+	r->synced = !rc;
+	r->synced_seq = tir_exec_run_seq(x);
+	return rc;
+}
+
 /* ---- a run ---- */
 
 static char *run_body(const struct tir_remote *r, const struct tir_exec *x, const struct tir_batch *b,
@@ -1335,9 +1348,9 @@ static int read_results(struct tir_remote *r, const struct tir_exec *x, const st
 }
 
 /* --trace: the batch made (its text, its blobs named), on the client's track. */
-static void trace_batch(struct tir_exec *x, const struct tir_batch *b, double t0)
+static void trace_batch(const struct tir_remote *r, struct tir_exec *x, const struct tir_batch *b, double t0)
 {
-	struct tir_net_span s = {.track = TIR_TRACK_CLIENT, .cat = "batch", .t0_ms = t0, .t1_ms = now_ms()};
+	struct tir_net_span s = {.track = TIR_TRACK_CLIENT, .who = r, .cat = "batch", .t0_ms = t0, .t1_ms = now_ms()};
 	snprintf(s.name, sizeof s.name, "batch");
 	for (size_t i = 0; i < b->ninputs; i++)
 		s.count += b->inputs[i].blob[0] != 0;
@@ -1350,12 +1363,12 @@ static void trace_batch(struct tir_exec *x, const struct tir_batch *b, double t0
 static void trace_server(struct tir_remote *r, struct tir_exec *x, const struct tir_remote_result *res)
 {
 	double end = r->fb_ms ? r->fb_ms : now_ms(), run = res->stats.run_ms, plan = res->stats.plan_ms;
-	struct tir_net_span p = {.track = TIR_TRACK_SERVER, .cat = "server", .t0_ms = end - run - plan,
+	struct tir_net_span p = {.track = TIR_TRACK_SERVER, .who = r, .cat = "server", .t0_ms = end - run - plan,
 				 .t1_ms = end - run, .count = res->stats.nkernels};
 	snprintf(p.name, sizeof p.name, "plan%s", res->stats.plan_cached ? " (cached)" : "");
 	p.text = strdup(res->explain ? res->explain : "");
 	tir_exec_trace_span(x, &p);
-	struct tir_net_span k = {.track = TIR_TRACK_SERVER, .cat = "server", .t0_ms = end - run, .t1_ms = end};
+	struct tir_net_span k = {.track = TIR_TRACK_SERVER, .who = r, .cat = "server", .t0_ms = end - run, .t1_ms = end};
 	snprintf(k.name, sizeof k.name, "run (%d kernels)", res->stats.nkernels);
 	tir_exec_trace_span(x, &k);
 }
@@ -1363,7 +1376,8 @@ static void trace_server(struct tir_remote *r, struct tir_exec *x, const struct 
 int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
 		   size_t ntargets, struct tir_remote_result *res, struct tir_err *err)
 {
-	memset(&r->stats, 0, sizeof r->stats);
+	/* the statistics add up over the run's batches (zeroed by tir_remote_sync) */
+	int sent0 = r->stats.blobs_sent;
 	if (ntargets == 0)
 		return 0; /* nothing to compute: nothing to send */
 	r->intr = tir_exec_interrupt_flag(x);
@@ -1389,7 +1403,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 		rc = tir_batch_build_on(&b, x, targets, ntargets, res->stay, r->held, r->nheld, res->given,
 					res->ngiven, &r->memo, err);
 	if (!rc && tir_exec_tracing(x))
-		trace_batch(x, &b, tb);
+		trace_batch(r, x, &b, tb);
 	if (!rc && !r->session[0])
 		rc = session_make(r, err);
 	bool text = false, renewed = false;
@@ -1479,7 +1493,8 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 			seen = !strcmp(b.inputs[i].blob, b.inputs[j].blob);
 		nblobs += !seen;
 	}
-	r->stats.blobs_cached = nblobs > r->stats.blobs_sent ? nblobs - r->stats.blobs_sent : 0;
+	int sent = r->stats.blobs_sent - sent0;
+	r->stats.blobs_cached += nblobs > sent ? nblobs - sent : 0;
 	tir_batch_free(&b);
 	free(vals);
 	free(printed);

@@ -34,6 +34,7 @@ static struct {
 	int (*remote_connect)(struct tir_remote *, struct tir_err *);
 	void (*remote_forget)(struct tir_remote *);
 	bool (*remote_holds)(const struct tir_remote *, const struct tir_exec *, uint32_t);
+	int (*remote_sync)(struct tir_remote *, const struct tir_exec *, struct tir_err *);
 	const char *(*remote_base_url)(const struct tir_remote *);
 	int (*remote_export)(struct tir_remote *, const struct tir_exec *, uint32_t, char *, char *, struct tir_err *);
 	int (*remote_import)(struct tir_remote *, const struct tir_exec *, uint32_t, const struct tir_remote *,
@@ -71,12 +72,13 @@ static void open_net(void)
 	*(void **)&net.remote_connect = dlsym(net.h, "tir_remote_connect");
 	*(void **)&net.remote_forget = dlsym(net.h, "tir_remote_forget");
 	*(void **)&net.remote_holds = dlsym(net.h, "tir_remote_holds");
+	*(void **)&net.remote_sync = dlsym(net.h, "tir_remote_sync");
 	*(void **)&net.remote_base_url = dlsym(net.h, "tir_remote_base_url");
 	*(void **)&net.remote_export = dlsym(net.h, "tir_remote_export");
 	*(void **)&net.remote_import = dlsym(net.h, "tir_remote_import");
 	if (!net.remote_open || !net.remote_close || !net.remote_name || !net.remote_stats ||
 	    !net.remote_run || !net.serve || !net.remote_connect || !net.remote_forget ||
-	    !net.remote_holds || !net.remote_base_url || !net.remote_export || !net.remote_import) {
+	    !net.remote_holds || !net.remote_sync || !net.remote_base_url || !net.remote_export || !net.remote_import) {
 		snprintf(net.why, sizeof net.why, "%s is not the one this tir was built with", path);
 		net.remote_open = NULL;
 		net.serve = NULL;
@@ -133,6 +135,11 @@ void tir_remote_forget(struct tir_remote *r)
 bool tir_remote_holds(const struct tir_remote *r, const struct tir_exec *x, uint32_t id)
 {
 	return net.remote_holds(r, x, id);
+}
+
+int tir_remote_sync(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err)
+{
+	return net.remote_sync(r, x, err);
 }
 
 const char *tir_remote_base_url(const struct tir_remote *r)
