@@ -29,7 +29,13 @@ endif
 # Debian packages the tool and its tests need (the dependency step).
 DEB_PKGS := build-essential pkg-config libjansson-dev \
             libopenblas-dev libmicrohttpd-dev libcurl4-openssl-dev \
-            libedit-dev libssl-dev libsleef-dev python3-numpy openssl graphviz
+            libedit-dev libssl-dev libsleef-dev python3-numpy openssl graphviz \
+            libopenmpi-dev openmpi-bin
+# MPI (server groups, docs/groups.md) is optional: libtir-mpi.so is built
+# only when pkg-config finds it (ompi-c, else mpi).  NO_MPI=1 builds as if
+# it found none.
+MPI_PKGS := ompi-c mpi
+NO_MPI   ?=
 
 # What pkg-config says of the libraries is asked only after the dependency
 # step has run: $(BUILD)/pkg.mk is made by a rule that first installs what is
@@ -52,7 +58,12 @@ LDFLAGS  += $(SAN)
 NET_SRC  := $(filter-out lib/net/door.c,$(sort $(wildcard lib/net/*.c)))
 NET_OBJ  := $(NET_SRC:%.c=$(BUILD)/%.o)
 NET_SO   := $(BUILD)/libtir-net.so
-LIB_SRC  := $(filter-out $(NET_SRC),$(sort $(wildcard lib/*/*.c)))
+# lib/mpi is libtir-mpi.so, which a `tir serve` under mpirun loads
+# (lib/net/group.c); built only when pkg.mk found MPI.
+MPI_SRC  := $(sort $(wildcard lib/mpi/*.c))
+MPI_OBJ  := $(MPI_SRC:%.c=$(BUILD)/%.o)
+MPI_SO   := $(if $(and $(MPI_LIBS),$(if $(NO_MPI),,1)),$(BUILD)/libtir-mpi.so)
+LIB_SRC  := $(filter-out $(NET_SRC) $(MPI_SRC),$(sort $(wildcard lib/*/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -66,7 +77,10 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 # tests/net/xfer_test.py's driver of the client's server-to-server calls
 XFER_CLIENT := $(BUILD)/tests/xfer_client
 
-all: $(BUILD)/tir $(NET_SO) $(UNIT_BIN) $(XFER_CLIENT)
+all: $(BUILD)/tir $(NET_SO) $(MPI_SO) $(UNIT_BIN) $(XFER_CLIENT)
+ifeq ($(MPI_SO),)
+	@rm -f $(BUILD)/libtir-mpi.so
+endif
 
 # The dependency step: install what is missing (as root), else say how.
 deps:
@@ -80,7 +94,13 @@ $(BUILD)/pkg.mk: Makefile
 	@mkdir -p $(@D)
 	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS) $(NET_PKGS))"; \
 	   echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
-	   echo "NET_LIBS := $$(pkg-config --libs $(NET_PKGS))"; } >$@.tmp && mv $@.tmp $@
+	   echo "NET_LIBS := $$(pkg-config --libs $(NET_PKGS))"; \
+	   for m in $(MPI_PKGS); do \
+		if pkg-config --exists $$m; then \
+			echo "MPI_CFLAGS := $$(pkg-config --cflags $$m)"; \
+			echo "MPI_LIBS := $$(pkg-config --libs $$m)"; break; \
+		fi; \
+	   done; } >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/libtir.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -101,6 +121,11 @@ $(BUILD)/lib/exec/vmath.o: override OPT := -O2 -g
 $(NET_OBJ): CFLAGS += -fPIC
 $(NET_SO): $(NET_OBJ)
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-Bsymbolic -o $@ $(NET_OBJ) $(NET_LIBS)
+
+$(MPI_OBJ): CFLAGS += -fPIC
+$(MPI_OBJ): CPPFLAGS += $(MPI_CFLAGS)
+$(BUILD)/libtir-mpi.so: $(MPI_OBJ)
+	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-Bsymbolic -o $@ $(MPI_OBJ) $(MPI_LIBS) -pthread
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -192,4 +217,4 @@ golden-update: all
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(NET_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(NET_OBJ:.o=.d) $(MPI_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

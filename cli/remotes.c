@@ -1,7 +1,9 @@
 /*
  * remotes.c — `--remote a:6667,b:6667` (tir run, tir repl, .remote): the
  * servers in the order given, remote:0, remote:1, ...  Each is its own
- * connection and session.
+ * connection and session.  An address of a group (mpirun; docs/groups.md)
+ * stands for every rank of it: they take consecutive numbers there, in
+ * rank order.
  */
 #include "cli.h"
 
@@ -26,12 +28,13 @@ int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
 		return EXIT_USAGE;
 	}
 	const char *token = getenv("TIR_TOKEN");
-	for (const char *s = list; g->n < n; g->n++) {
+	const char *s = list;
+	for (int i = 0; i < n; i++) {
 		const char *end = strchr(s, ',');
 		size_t len = end ? (size_t)(end - s) : strlen(s);
 		char one[512];
 		if (!len || len >= sizeof one) {
-			fprintf(stderr, "tir: --remote %s: server %d of the list is %s\n", list, g->n,
+			fprintf(stderr, "tir: --remote %s: server %d of the list is %s\n", list, i,
 				len ? "too long" : "empty");
 			cli_remotes_close(g);
 			return EXIT_USAGE;
@@ -39,18 +42,20 @@ int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
 		memcpy(one, s, len);
 		one[len] = 0;
 		struct tir_err err = {0};
-		struct tir_remote *r = tir_remote_open(one, token && *token ? token : NULL, &err);
-		if (r && connect && tir_remote_connect(r, &err)) {
-			tir_remote_close(r);
-			r = NULL;
-		}
-		if (!r) {
+		/* the servers after this one still need their places */
+		int left = CLI_MAX_REMOTES - g->n - (n - i - 1);
+		int got = tir_remote_group_open(one, token && *token ? token : NULL, g->r + g->n, left, &err);
+		for (int k = 0; k < got && connect && !err.code; k++)
+			if (tir_remote_connect(g->r[g->n + k], &err))
+				break;
+		if (got > 0)
+			g->n += got;
+		if (got <= 0 || err.code) {
 			cli_print_err(&err);
 			cli_remotes_close(g);
 			return err.code == TIR_ENOMEM ? EXIT_PROGRAM : err.code == TIR_ENET && connect ? EXIT_REMOTE
 												  : EXIT_USAGE;
 		}
-		g->r[g->n] = r;
 		s = end ? end + 1 : s + len;
 	}
 	return EXIT_OK;

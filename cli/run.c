@@ -175,8 +175,12 @@ int cli_run(int argc, char **argv)
 	}
 	if (o.threads)
 		tir_set_threads(o.threads);
+	/* first the remotes: a group's address stands for all its ranks, and
+	 * the program is checked against as many devices as they are */
+	if (o.remote && (status = cli_remotes_open(&remotes, o.remote, false)))
+		goto out;
 	double parse_ms = 0;
-	p = cli_load_program(o.file, o.remote ? cli_remotes_count(o.remote) : 0, &status, &parse_ms);
+	p = cli_load_program(o.file, remotes.n, &status, &parse_ms);
 	if (!p)
 		goto out;
 	x = tir_exec_new(p);
@@ -188,8 +192,6 @@ int cli_run(int argc, char **argv)
 	}
 	struct tir_err err = {0};
 	if (o.remote) {
-		if ((status = cli_remotes_open(&remotes, o.remote, false)))
-			goto out;
 		if (tir_exec_set_remotes(x, remotes.r, remotes.n, &err)) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;

@@ -21,7 +21,8 @@ const char *const cli_serve_help =
 	"stops it.\n"
 	"\n"
 	"  --host ADDR          address to listen on (default 127.0.0.1)\n"
-	"  --port N             port (default 6667; 0: any free port, printed at start)\n"
+	"  --port N             port (default 6667; 0: any free port, printed at start;\n"
+	"                       under mpirun, rank r of the group listens on N + r)\n"
 	"  --token T            requests need `Authorization: Bearer T` (default: the\n"
 	"                       TIR_TOKEN environment variable; none when unset)\n"
 	"  --max-body BYTES     largest request body (default 1G)\n"
@@ -89,11 +90,16 @@ static void log_line(void *ud, const char *line)
 static const char *host_shown;
 static bool tls_shown;
 
+static int group_rank = -1, group_size;
+
 static void on_listening(void *ud, int port)
 {
 	bool v6 = strchr(host_shown, ':') != NULL;
-	fprintf(stderr, "tir serve: listening on %s://%s%s%s:%d (protocol %d)\n", tls_shown ? "https" : "http",
-		v6 ? "[" : "", host_shown, v6 ? "]" : "", port, TIR_PROTOCOL);
+	char rank[64] = "";
+	if (group_rank >= 0)
+		snprintf(rank, sizeof rank, ", rank %d of a group of %d", group_rank, group_size);
+	fprintf(stderr, "tir serve: listening on %s://%s%s%s:%d (protocol %d%s)\n", tls_shown ? "https" : "http",
+		v6 ? "[" : "", host_shown, v6 ? "]" : "", port, TIR_PROTOCOL, rank);
 }
 
 /* A count with an optional K, M or G suffix into *v, within [lo, hi]. */
@@ -351,6 +357,8 @@ int cli_serve(int argc, char **argv)
 	tls_shown = o.tls_cert != NULL;
 	o.log = log_line;
 	o.listening = on_listening;
+	o.group_rank = &group_rank;
+	o.group_size = &group_size;
 	host_shown = o.host;
 
 	struct sigaction sa = {0};

@@ -444,6 +444,9 @@ struct tir_serve_opts {
 	/* seconds an import (POST /v1/sessions/ID/import) may take to fetch
 	 * its value from the other server (0: 60) */
 	int transfer_seconds;
+	/* set before listening is called when the server is a rank of a
+	 * group (started under mpirun; docs/groups.md), else left */
+	int *group_rank, *group_size;
 };
 /* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets it),
  * then finish the requests under way and return 0; or fill err and return
@@ -478,5 +481,16 @@ bool tir_dtype_is_int(enum tir_dtype t);     /* i8, u8, i16, i32, i64 */
 enum tir_dtype tir_dtype_wide(enum tir_dtype t);
 /* The type a op b computes and stores in (neither a weak literal). */
 enum tir_dtype tir_dtype_promote(enum tir_dtype a, enum tir_dtype b);
+
+/* ---- server groups (lib/net/client.c, through door.c; docs/groups.md) ---- */
+
+/* Open hostport, and when it is a rank of a group (its /v1/info says so;
+ * asked within 5 s, a server that does not answer taken as a lone one)
+ * every rank of the group, in rank order, at the addresses the group
+ * gives, the one given among them.  out: at most max remotes, each new
+ * (tir_remote_close).  returns how many (1 for a lone server); -code with
+ * err filled (a group of more than max, an address that is none). */
+int tir_remote_group_open(const char *hostport, const char *token, struct tir_remote **out, int max,
+			  struct tir_err *err);
 
 #endif

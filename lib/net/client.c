@@ -88,6 +88,8 @@ struct tir_remote {
 	struct tir_batch_memo memo;  /* inputs' blob names, hashed once per value */
 	const struct tir_program *prog; /* the program they belong to */
 	struct heartbeat hb;
+	char group[33];              /* the group it is a rank of (tir_remote_group_open), "" none */
+	int rank;
 };
 
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1645,6 +1647,11 @@ int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t i
 	json_t *o = json_pack("{ss ss ss ss}", "key", key, "from", from->base, "cap", cap, "blob", blob);
 	if (o && token)
 		json_object_set_new(o, "token", json_string(token));
+	/* two ranks of one group: the receiver asks the source over MPI */
+	if (o && r->group[0] && !strcmp(r->group, from->group)) {
+		json_object_set_new(o, "group", json_string(from->group));
+		json_object_set_new(o, "rank", json_integer(from->rank));
+	}
 	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!body)
@@ -1690,4 +1697,90 @@ int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t i
 		else
 			i++;
 	return held_inputs(r, x, id, from, err);
+}
+
+/* ---- server groups (docs/groups.md): one address of a group opens
+ * every rank ---- */
+
+/* r's /v1/info, asked once within a few seconds: its "group", or NULL
+ * (a lone server, or none that answers).  *root: free with json_decref. */
+static json_t *group_of(struct tir_remote *r, json_t **root)
+{
+	long st = 0;
+	struct tir_err err = {0};
+	*root = NULL;
+	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
+	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, &err);
+	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	memset(&r->stats, 0, sizeof r->stats);
+	if (rc || st != 200)
+		return NULL;
+	*root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
+	json_t *g = json_object_get(*root, "group");
+	return json_is_object(g) ? g : NULL;
+}
+
+int tir_remote_group_open(const char *hostport, const char *token, struct tir_remote **out, int max,
+			  struct tir_err *err)
+{
+	struct tir_remote *r = tir_remote_open(hostport, token, err);
+	if (!r)
+		return -err->code;
+	json_t *root;
+	json_t *g = group_of(r, &root);
+	if (!g) {
+		json_decref(root);
+		if (max < 1) {
+			tir_remote_close(r);
+			return tir_errf(err, TIR_EUNSUPPORTED, NULL, "too many servers");
+		}
+		out[0] = r;
+		return 1;
+	}
+	const char *id = json_string_value(json_object_get(g, "id"));
+	json_t *members = json_object_get(g, "members");
+	json_int_t size = json_integer_value(json_object_get(g, "size"));
+	json_int_t rank = json_integer_value(json_object_get(g, "rank"));
+	if (!id || strlen(id) != 32 || !json_is_array(members) || size < 1 ||
+	    (json_int_t)json_array_size(members) != size || rank < 0 || rank >= size) {
+		json_decref(root);
+		tir_remote_close(r);
+		return tir_errf(err, TIR_ENET, NULL, "remote %s: its /v1/info says of its group what no tir server says",
+				hostport);
+	}
+	if (size > max) {
+		json_decref(root);
+		tir_remote_close(r);
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "remote %s is a rank of a group of %d servers: too many "
+				"(at most %d remotes at once)", hostport, (int)size, max);
+	}
+	/* the members at their addresses, in rank order, by the scheme this
+	 * one was given; the one given is the one opened */
+	const char *scheme = !strncmp(hostport, "https://", 8) ? "https://" : "";
+	int n = 0, rc = 0;
+	for (; n < size && !rc; n++) {
+		const char *m = json_string_value(json_array_get(members, (size_t)n));
+		char name[512];
+		if (n == rank) {
+			out[n] = r;
+		} else if (!m || snprintf(name, sizeof name, "%s%s", scheme, m) >= (int)sizeof name ||
+			   !(out[n] = tir_remote_open(name, token, err))) {
+			if (!m || !err->code)
+				tir_errf(err, TIR_ENET, NULL, "remote %s: member %d of its group is no address", hostport, n);
+			rc = -err->code;
+			break;
+		}
+		snprintf(out[n]->group, sizeof out[n]->group, "%s", id);
+		out[n]->rank = n;
+	}
+	json_decref(root);
+	if (rc) {
+		for (int i = 0; i < n; i++)
+			if (i != rank)
+				tir_remote_close(out[i]);
+		if (n <= rank)
+			tir_remote_close(r);
+		return rc;
+	}
+	return n;
 }

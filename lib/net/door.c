@@ -39,6 +39,7 @@ static struct {
 	int (*remote_export)(struct tir_remote *, const struct tir_exec *, uint32_t, char *, char *, struct tir_err *);
 	int (*remote_import)(struct tir_remote *, const struct tir_exec *, uint32_t, const struct tir_remote *,
 			     const char *, const char *, struct tir_err *);
+	int (*remote_group_open)(const char *, const char *, struct tir_remote **, int, struct tir_err *);
 } net = {.once = PTHREAD_ONCE_INIT};
 
 /* TIR_NET_LIB names the object; else it sits next to the binary. */
@@ -76,9 +77,11 @@ static void open_net(void)
 	*(void **)&net.remote_base_url = dlsym(net.h, "tir_remote_base_url");
 	*(void **)&net.remote_export = dlsym(net.h, "tir_remote_export");
 	*(void **)&net.remote_import = dlsym(net.h, "tir_remote_import");
+	*(void **)&net.remote_group_open = dlsym(net.h, "tir_remote_group_open");
 	if (!net.remote_open || !net.remote_close || !net.remote_name || !net.remote_stats ||
 	    !net.remote_run || !net.serve || !net.remote_connect || !net.remote_forget ||
-	    !net.remote_holds || !net.remote_sync || !net.remote_base_url || !net.remote_export || !net.remote_import) {
+	    !net.remote_holds || !net.remote_sync || !net.remote_base_url || !net.remote_export ||
+	    !net.remote_import || !net.remote_group_open) {
 		snprintf(net.why, sizeof net.why, "%s is not the one this tir was built with", path);
 		net.remote_open = NULL;
 		net.serve = NULL;
@@ -162,4 +165,10 @@ int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t i
 int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err)
 {
 	return loaded(err) ? net.serve(o, stop, err) : -err->code;
+}
+
+int tir_remote_group_open(const char *hostport, const char *token, struct tir_remote **out, int max,
+			  struct tir_err *err)
+{
+	return loaded(err) ? net.remote_group_open(hostport, token, out, max, err) : -err->code;
 }

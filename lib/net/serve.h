@@ -14,6 +14,7 @@
 #ifndef TIR_NET_SERVE_H
 #define TIR_NET_SERVE_H
 
+#include "../mpi/group.h"
 #include "store.h"
 
 #include <jansson.h>
@@ -59,6 +60,17 @@ struct tenant {
 	atomic_uint_fast64_t reserved;
 };
 
+/* This server as a rank of a group (group.c; api NULL outside one). */
+#define GROUP_ADDR 300                  /* a member's HOST:PORT, at most */
+struct group {
+	const struct tir_mpi_api *api;
+	int rank, size;
+	char id[33];                   /* rank 0's random id: the same on every rank */
+	char (*members)[GROUP_ADDR];   /* by rank: HOST:PORT */
+	/* under the server's mmu: values received and sent over MPI */
+	uint64_t imports, import_bytes, served, served_bytes;
+};
+
 #define MAX_CONNECTIONS 256             /* open at once, all clients together */
 
 struct server {
@@ -85,6 +97,7 @@ struct server {
 	double kernel_s;
 	/* server to server (xfer.c) */
 	uint64_t exports_issued, exports_served, imports_ok, imports_failed, import_bytes;
+	struct group group;
 };
 
 /* One request, from its headers to done(). */
@@ -174,6 +187,21 @@ enum MHD_Result xfer_serve(struct server *s, struct MHD_Connection *c, struct re
  * its tenant's) to `bytes`; false when it has not that much left
  * (server.c). */
 bool req_reserve(struct server *s, struct req *r, uint64_t bytes);
+
+/* ---- group.c: a rank of a group under mpirun (docs/groups.md) ---- */
+
+/* Whether this process was started by mpirun (its environment says). */
+bool group_wanted(void);
+/* Load libtir-mpi.so and MPI_Init: s->group's api, rank and size. */
+int group_init(struct server *s, struct tir_err *err);
+/* Share each rank's address (addr; NULL: this rank could not listen) and
+ * start answering peers' asks.  0, or -code (then group_finish). */
+int group_join(struct server *s, const char *addr, struct tir_err *err);
+void group_finish(struct server *s);
+/* /v1/info's "group": new. */
+json_t *group_info(const struct server *s);
+/* The tenant of a token (NULL: none), or -1 (server.c). */
+int server_tenant(const struct server *s, const char *token);
 
 /* ---- gate.c: the connections ---- */
 

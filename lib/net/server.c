@@ -237,6 +237,22 @@ static bool method_ok(enum route rt, const char *m)
  * hashed first, so that each comparison is over 64 bytes whatever was
  * sent, in time that does not depend on where they differ; every tenant's
  * is compared, so the time does not say which one matched either. */
+int server_tenant(const struct server *s, const char *token)
+{
+	if (s->open)
+		return 0;
+	if (!token)
+		return -1;
+	char got[TIR_SHA_HEX + 1];
+	tir_sha256_hex(token, strlen(token), got);
+	int who = -1;
+	for (int i = 0; i < s->ntenants; i++) {
+		bool eq = tir_const_eq(got, s->tenants[i].token_sha, TIR_SHA_HEX);
+		who = eq ? i : who;
+	}
+	return who;
+}
+
 static int tenant_of(const struct server *s, struct MHD_Connection *c)
 {
 	if (s->open)
@@ -247,14 +263,7 @@ static int tenant_of(const struct server *s, struct MHD_Connection *c)
 	h += 7;
 	while (*h == ' ')
 		h++;
-	char got[TIR_SHA_HEX + 1];
-	tir_sha256_hex(h, strlen(h), got);
-	int who = -1;
-	for (int i = 0; i < s->ntenants; i++) {
-		bool eq = tir_const_eq(got, s->tenants[i].token_sha, TIR_SHA_HEX);
-		who = eq ? i : who;
-	}
-	return who;
+	return server_tenant(s, h);
 }
 
 /* ---- the budget for bodies in flight (--max-inflight) ---- */
@@ -594,6 +603,8 @@ static char *make_info(const struct server *s)
 	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
 				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
 				"threads", tir_pool_threads(), "blas", tir_blas_info());
+	if (doc && s->group.members)
+		json_object_set_new(doc, "group", group_info(s));
 	char *t = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	return t;
@@ -680,6 +691,16 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)s->exports_issued, (unsigned long long)s->exports_served, caps_n,
 		     (unsigned long long)caps_b, (unsigned long long)s->imports_ok,
 		     (unsigned long long)s->imports_failed, (unsigned long long)s->import_bytes);
+	if (s->group.api)
+		tir_str_addf(&out,
+			     "# TYPE tir_group_imports_total counter\ntir_group_imports_total{via=\"mpi\"} %llu\n"
+			     "# TYPE tir_group_import_bytes_total counter\ntir_group_import_bytes_total{via=\"mpi\"} %llu\n"
+			     "# TYPE tir_group_exports_served_total counter\n"
+			     "tir_group_exports_served_total{via=\"mpi\"} %llu\n"
+			     "# TYPE tir_group_export_bytes_total counter\n"
+			     "tir_group_export_bytes_total{via=\"mpi\"} %llu\n",
+			     (unsigned long long)s->group.imports, (unsigned long long)s->group.import_bytes,
+			     (unsigned long long)s->group.served, (unsigned long long)s->group.served_bytes);
 	pthread_mutex_unlock(&s->mmu);
 	if (out.oom) {
 		tir_str_free(&out);
@@ -1033,6 +1054,7 @@ static int tenants_make(struct server *s, struct tir_err *err)
 
 static void server_free(struct server *s)
 {
+	group_finish(s);
 	gate_free(s->gate);
 	blob_store_free(s->blobs);
 	graph_store_free(s->graphs);
@@ -1113,8 +1135,53 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 		server_free(s);
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 	}
+	/* under mpirun: one rank of a group, on --port + its rank */
+	int want_port = s->o.port;
+	if (group_wanted()) {
+		int rc = group_init(s, err);
+		if (rc) {
+			server_free(s);
+			return rc;
+		}
+		if (s->o.port == 0 || s->o.port + s->group.rank > 65535) {
+			group_join(s, NULL, err);
+			group_finish(s);
+			server_free(s);
+			return tir_errf(err, TIR_EUNSUPPORTED, NULL,
+					"rank %d of a group of %d (mpirun): %s", s->group.rank, s->group.size,
+					s->o.port ? "--port + rank passes 65535"
+						  : "--port 0 is not allowed in a group: rank r listens on --port + r");
+		}
+		want_port = s->o.port + s->group.rank;
+	}
 	int family = AF_INET, port = 0;
-	int fd = listen_on(s->o.host, s->o.port, &family, &port, err);
+	int fd = listen_on(s->o.host, want_port, &family, &port, err);
+	if (s->group.api) {
+		char addr[GROUP_ADDR], host[256];
+		const char *h = s->o.host;
+		/* a wildcard address is no address for the others to reach */
+		if ((!strcmp(h, "0.0.0.0") || !strcmp(h, "::")) && !gethostname(host, sizeof host)) {
+			host[sizeof host - 1] = 0;
+			h = host;
+		}
+		snprintf(addr, sizeof addr, "%s%s%s:%d", strchr(h, ':') ? "[" : "", h, strchr(h, ':') ? "]" : "", port);
+		struct tir_err jerr = {0};
+		int rc = group_join(s, fd < 0 ? NULL : addr, fd < 0 ? &jerr : err);
+		if (fd >= 0 && rc) {
+			close(fd);
+			fd = rc;
+		}
+		if (fd < 0)
+			group_finish(s);
+		free(s->info);
+		s->info = NULL;
+		if (fd >= 0 && !(s->info = make_info(s))) {
+			close(fd);
+			group_finish(s);
+			server_free(s);
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		}
+	}
 	if (fd < 0) {
 		server_free(s);
 		return fd;
@@ -1159,6 +1226,10 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	tir_mem_set_limit((size_t)s->o.max_memory); /* every tensor of this process, from now on */
 	if (o->bound_port)
 		*o->bound_port = port;
+	if (s->group.api && o->group_rank)
+		*o->group_rank = s->group.rank;
+	if (s->group.api && o->group_size)
+		*o->group_size = s->group.size;
 	if (o->listening)
 		o->listening(o->log_ud, port);
 	/* until told to stop: expire idle sessions, and once the server is
@@ -1207,6 +1278,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	}
 	gate_stop(s->gate);
 	MHD_stop_daemon(d);
+	group_finish(s);
 	server_free(s);
 	tir_mem_set_limit(0);
 	return 0;

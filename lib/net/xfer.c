@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define CONNECT_MS 5000L                /* to connect to a source, at most */
 #define ERR_BODY_MAX (16 << 10)         /* of a source's error reply, what is read */
@@ -222,6 +223,8 @@ struct import_job {
 	char cap[TIR_SHA_HEX + 1];
 	char blob[TIR_SHA_HEX + 1];
 	char *token;                   /* for the source, or NULL */
+	int rank;                      /* the source's rank in this server's group (over MPI), or -1 */
+	char group[33];                /* the group the client says both are of */
 };
 
 static void import_done(void *arg)
@@ -331,6 +334,8 @@ static long long header_num(const char *d, size_t len)
 	return digits && i == len ? v : -1;
 }
 
+static bool fetch_begin(struct fetch *f);
+
 static size_t on_head(char *d, size_t size, size_t n, void *ud)
 {
 	struct fetch *f = ud;
@@ -360,9 +365,16 @@ static size_t on_head(char *d, size_t size, size_t n, void *ud)
 	f->status = st;
 	if (st != 200 || f->proto != TIR_PROTOCOL)
 		return len; /* said once the transfer ends */
-	struct server *s = f->s;
 	if (!f->have_len)
 		return fetch_fault(f, 502, "upstream", "source %s answered without a Content-Length", f->im->from);
+	return fetch_begin(f) ? len : 0;
+}
+
+/* The value is f->len bytes: within the limits, its share of the budget
+ * taken, and its upload ready; false with the fault noted. */
+static bool fetch_begin(struct fetch *f)
+{
+	struct server *s = f->s;
 	if (f->len > s->o.max_body)
 		return fetch_fault(f, 413, "too_large",
 				   "the value from %s is %llu bytes (its chunk list and frame), over this server's "
@@ -383,7 +395,7 @@ static size_t on_head(char *d, size_t size, size_t n, void *ud)
 				   (unsigned long long)f->len);
 	if (!(f->up = upload_new(f->im->blob, f->len, false)))
 		return fetch_fault(f, 503, "busy", "no memory to receive the value now");
-	return len;
+	return true;
 }
 
 static size_t on_data(char *d, size_t size, size_t n, void *ud)
@@ -490,12 +502,149 @@ static enum MHD_Result upload_refused(struct fetch *f, struct MHD_Connection *c,
 	return reply_error(c, f->r, st, code, extra, "%s", msg);
 }
 
+/* The value came whole: checked, and kept in the session. */
+static enum MHD_Result fetched(struct fetch *f, struct MHD_Connection *c)
+{
+	struct server *s = f->s;
+	struct req *r = f->r;
+	const struct import_job *im = f->im;
+	struct tir_tensor t = {0};
+	enum MHD_Result ok;
+	char msg[600];
+	const char *code = "bad_request";
+	bool held;
+	int st = upload_finish(f->up, &held, &t, &code, msg, sizeof msg);
+	if (st) {
+		ok = upload_refused(f, c, st, code, msg);
+	} else {
+		/* kept as a batch's keep is: it counts toward the session's
+		 * values and the memory budget */
+		const char *keys[1] = {im->key};
+		int kept = session_update(s->sessions, im->ss, NULL, 0, keys, &t, 1);
+		uint64_t fbytes = upload_frame_bytes(f->up);
+		if (kept == -1)
+			ok = reply_error(c, r, 413, "too_large", NULL, "key: a session keeps at most %d values",
+					 SESSION_MAX_VALUES);
+		else if (kept)
+			ok = reply_error(c, r, 503, "busy", NULL,
+					 "no memory to keep the value now (--max-memory); try again shortly");
+		else if (session_dead(s->sessions, im->ss))
+			ok = reply_error(c, r, 404, "not_found", NULL,
+					 "the session ended while the value came; nothing was kept");
+		else
+			ok = reply_json(c, r, 200, json_pack("{ss ss sI}", "key", im->key, "blob", im->blob,
+							     "bytes", (json_int_t)fbytes));
+		if (r->status == 200)
+			count(s, &s->import_bytes, fbytes);
+	}
+	tir_tensor_release(&t);
+	return ok;
+}
+
+/* ---- the same, from a rank of this server's group, over MPI ---- */
+
+static int sink_begin(void *ud, uint64_t total)
+{
+	struct fetch *f = ud;
+	f->have_len = true;
+	f->len = total;
+	f->status = 200;
+	f->proto = TIR_PROTOCOL;
+	return fetch_begin(f) ? 0 : f->fault;
+}
+
+static bool sink_absorb(void *ud, const void *p, size_t n)
+{
+	struct fetch *f = ud;
+	if (n > f->len - f->got) {
+		fetch_fault(f, 502, "upstream", "source %s sent more than it said", f->im->from);
+		return false;
+	}
+	upload_absorb(f->up, p, n);
+	f->got += n;
+	return !upload_failed(f->up);
+}
+
+static json_t *mpi_extra(const struct import_job *im)
+{
+	return json_pack("{ss si}", "source", im->from, "source_rank", im->rank);
+}
+
+static enum MHD_Result import_mpi(struct server *s, struct MHD_Connection *c, struct req *r, struct import_job *im,
+				  volatile sig_atomic_t *cancel)
+{
+	struct fetch f = {.s = s, .r = r, .im = im, .cancel = cancel, .proto = -1};
+	struct tir_mpi_sink sink = {.ud = &f, .begin = sink_begin, .absorb = sink_absorb};
+	char why[TIR_MPI_WHY] = "";
+	uint64_t got = 0;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int secs = s->o.transfer_seconds;
+	int rc = s->group.api->fetch(im->rank, im->cap, im->token ? im->token : "", &sink, secs, cancel, &got, why,
+				     sizeof why);
+	enum MHD_Result ok;
+	if (f.fault) {
+		ok = reply_error(c, r, f.fault, f.fault_code, mpi_extra(im), "%s", f.why);
+	} else if (f.up && upload_failed(f.up)) {
+		char msg[600];
+		const char *code = "bad_request";
+		bool held;
+		struct tir_tensor t = {0};
+		int st = upload_finish(f.up, &held, &t, &code, msg, sizeof msg);
+		tir_tensor_release(&t);
+		ok = upload_refused(&f, c, st, code, msg);
+	} else if (rc == TIR_MPI_CANCELLED) {
+		r->gone = STOPPED;
+		ok = reply(c, r, 499, NULL, NULL, 0);
+	} else if (rc == TIR_MPI_NO_ANSWER) {
+		ok = reply_error(c, r, 502, "upstream", mpi_extra(im),
+				 "the source %s (rank %d of the group) did not answer over MPI within %d s "
+				 "(--transfer-seconds)", im->from, im->rank, secs);
+	} else if (rc == TIR_MPI_SLOW) {
+		ok = reply_error(c, r, 502, "upstream", mpi_extra(im),
+				 "the value from the source %s (rank %d of the group) did not come over MPI within %d s "
+				 "(--transfer-seconds): %llu of %llu bytes", im->from, im->rank, secs,
+				 (unsigned long long)got, (unsigned long long)f.len);
+	} else if (rc < 0) {
+		ok = reply_error(c, r, 502, "upstream", mpi_extra(im), "the source %s (rank %d of the group): MPI: %s",
+				 im->from, im->rank, why);
+	} else if (rc > 0) {
+		json_t *extra = mpi_extra(im);
+		json_object_set_new(extra, "source_status", json_integer(rc));
+		ok = reply_error(c, r, 502, "upstream", extra, "the source %s (rank %d of the group) answered %d: %.300s",
+				 im->from, im->rank, rc, why);
+	} else if (!f.up || f.got != f.len) {
+		ok = reply_error(c, r, 502, "upstream", mpi_extra(im), "the source %s sent %llu of %llu bytes",
+				 im->from, (unsigned long long)f.got, (unsigned long long)f.len);
+	} else {
+		ok = fetched(&f, c);
+		if (r->status == 200) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+			pthread_mutex_lock(&s->mmu);
+			s->group.imports++;
+			s->group.import_bytes += f.got;
+			pthread_mutex_unlock(&s->mmu);
+			if (s->o.log) {
+				char line[GROUP_ADDR + 200];
+				snprintf(line, sizeof line, "tir serve: import over MPI from rank %d (%s): %llu bytes in %.2f ms",
+					 im->rank, im->from, (unsigned long long)f.got, ms);
+				s->o.log(s->o.log_ud, line);
+			}
+		}
+	}
+	upload_free(f.up);
+	return ok;
+}
+
 /* On a compute thread: fetch, check, keep. */
 static enum MHD_Result import_fetch(struct server *s, struct MHD_Connection *c, struct req *r,
 				    struct import_job *im, volatile sig_atomic_t *cancel)
 {
 	if (runq_stopping(s))
 		return reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+	if (im->rank >= 0)
+		return import_mpi(s, c, r, im, cancel);
 	struct fetch f = {.s = s, .r = r, .im = im, .cancel = cancel, .proto = -1};
 	char url[FROM_MAX + 100], errbuf[CURL_ERROR_SIZE] = "";
 	snprintf(url, sizeof url, "%s/v1/exports/%s", im->from, im->cap);
@@ -578,33 +727,7 @@ static enum MHD_Result import_fetch(struct server *s, struct MHD_Connection *c, 
 	} else if (f.status != 200 || f.proto != TIR_PROTOCOL || !f.up) {
 		ok = upstream_refused(&f, c);
 	} else {
-		char msg[600];
-		const char *code = "bad_request";
-		bool held;
-		int st = upload_finish(f.up, &held, &t, &code, msg, sizeof msg);
-		if (st) {
-			ok = upload_refused(&f, c, st, code, msg);
-		} else {
-			/* kept as a batch's keep is: it counts toward the session's
-			 * values and the memory budget */
-			const char *keys[1] = {im->key};
-			int kept = session_update(s->sessions, im->ss, NULL, 0, keys, &t, 1);
-			uint64_t fbytes = upload_frame_bytes(f.up);
-			if (kept == -1)
-				ok = reply_error(c, r, 413, "too_large", NULL, "key: a session keeps at most %d values",
-						 SESSION_MAX_VALUES);
-			else if (kept)
-				ok = reply_error(c, r, 503, "busy", NULL,
-						 "no memory to keep the value now (--max-memory); try again shortly");
-			else if (session_dead(s->sessions, im->ss))
-				ok = reply_error(c, r, 404, "not_found", NULL,
-						 "the session ended while the value came; nothing was kept");
-			else
-				ok = reply_json(c, r, 200, json_pack("{ss ss sI}", "key", im->key, "blob", im->blob,
-								     "bytes", (json_int_t)fbytes));
-			if (r->status == 200)
-				count(s, &s->import_bytes, fbytes);
-		}
+		ok = fetched(&f, c);
 	}
 	tir_tensor_release(&t);
 	upload_free(f.up);
@@ -634,6 +757,7 @@ enum MHD_Result xfer_import(struct server *s, struct MHD_Connection *c, struct r
 	}
 	const char *k, *why = NULL;
 	json_t *v;
+	im->rank = -1;
 	json_object_foreach(doc, k, v) {
 		const char *str = json_string_value(v);
 		if (!strcmp(k, "key")) {
@@ -660,8 +784,19 @@ enum MHD_Result xfer_import(struct server *s, struct MHD_Connection *c, struct r
 				why = "token: not a token (one line of text, for the source server)";
 			else if (!im->token && !(im->token = strdup(str)))
 				why = "out of memory";
+		} else if (!strcmp(k, "group")) {
+			if (!str || strlen(str) != 32)
+				why = "group: not a group's id (32 hex digits, as /v1/info says)";
+			else
+				snprintf(im->group, sizeof im->group, "%s", str);
+		} else if (!strcmp(k, "rank")) {
+			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1 << 20)
+				why = "rank: not a rank (0, 1, ... of the source in its group)";
+			else
+				im->rank = (int)json_integer_value(v);
 		} else {
-			why = "body: an unknown field (an import takes \"key\", \"from\", \"cap\", \"blob\" and \"token\")";
+			why = "body: an unknown field (an import takes \"key\", \"from\", \"cap\", \"blob\", "
+			      "\"token\", \"group\" and \"rank\")";
 		}
 		if (why)
 			break;
@@ -675,6 +810,10 @@ enum MHD_Result xfer_import(struct server *s, struct MHD_Connection *c, struct r
 		why = "cap: missing (a capability from POST /v1/sessions/ID/export on the source)";
 	else if (!why && !im->blob[0])
 		why = "blob: missing (the blob name the export gave)";
+	/* over MPI only from another rank of this very group; else HTTP */
+	if (!s->group.api || !s->group.members || strcmp(im->group, s->group.id) || im->rank >= s->group.size ||
+	    im->rank == s->group.rank)
+		im->rank = -1;
 	if (why) {
 		import_done(im);
 		count(s, &s->imports_failed, 1);
