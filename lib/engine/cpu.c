@@ -68,7 +68,7 @@ struct cpu {
 	} *cconst;
 	size_t ncconst, capcconst;
 	uint64_t pclock;
-	double plan_t1, run_t1;        /* the last run's plan's end, its end (tir_now_ms) */
+	double plan_t0, plan_t1, run_t1; /* the last run's plan's start and end, its end (tir_now_ms) */
 	struct tir_pool_span *spans;   /* the pool's, of the last traced run */
 	size_t nspans;
 	struct tir_kprof {
@@ -774,6 +774,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	struct cpu *c = cpu_of(d);
 	struct tir_program *p = x->prog;
 	double t0 = x->run_t0;
+	c->plan_t0 = t0;
 	c->prog = p;
 	c->rerun = false;
 	size_t nn = p->nnodes;
@@ -1023,7 +1024,7 @@ static void cpu_trace(const struct tir_device *d, const struct tir_exec *x, json
 	const struct cpu *c = cpu_of(d);
 #define US(ms) json_real((ms) * 1e3)
 	json_array_append_new(ev, json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:{s:b}}", "name", "plan", "ph", "X",
-					    "ts", US(x->run_t0 - origin), "dur", US(c->plan_t1 - x->run_t0), "pid", 1,
+					    "ts", US(c->plan_t0 - origin), "dur", US(c->plan_t1 - c->plan_t0), "pid", 1,
 					    "tid", 0, "args", "cached", x->stats.plan_cached));
 	for (size_t i = 0; i < c->nprof; i++) {
 		const struct tir_kprof *k = &c->prof[i];
@@ -1096,7 +1097,11 @@ static int cpu_run_on(struct tir_device *d, struct tir_exec *x, struct tir_node 
 	(void)stay;
 	struct tir_exec_stats keep = x->stats; /* the caller's thread: no batch beside it writes x->stats */
 	memset(&x->stats, 0, sizeof x->stats);
+	/* its plan's time from its own start, not the run's (a later step) */
+	double t0 = x->run_t0;
+	x->run_t0 = tir_now_ms();
 	int rc = cpu_run(d, x, targets, n, vals, err);
+	x->run_t0 = t0;
 	*st = x->stats;
 	x->stats = keep;
 	return rc;

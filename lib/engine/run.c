@@ -302,15 +302,23 @@ static int home_of(const struct tir_exec *x)
 }
 
 /* b, one batch's, into a, the run's so far (first: a is b). */
-static void stats_add(struct tir_exec_stats *a, const struct tir_exec_stats *b, bool first)
+/* b, one batch's, into a, the run's so far (first: a is b).  The batches
+ * of one step run at once: their plan and run times count once, the
+ * longest (step_plan, step_run: the step's so far, added to a's times of
+ * the steps before when the step ends, by the caller). */
+static void stats_add(struct tir_exec_stats *a, const struct tir_exec_stats *b, bool first, double *step_plan,
+		      double *step_run)
 {
+	*step_plan = b->plan_ms > *step_plan ? b->plan_ms : *step_plan;
+	*step_run = b->run_ms > *step_run ? b->run_ms : *step_run;
 	if (first) {
+		double plan = a->plan_ms, run = a->run_ms;
 		*a = *b;
+		a->plan_ms = plan;
+		a->run_ms = run;
 		return;
 	}
 	a->mapped_bytes = a->mapped_bytes > b->mapped_bytes ? a->mapped_bytes : b->mapped_bytes;
-	a->plan_ms += b->plan_ms;
-	a->run_ms += b->run_ms;
 	a->nops += b->nops;
 	a->nkernels += b->nkernels;
 	a->peak_bytes = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
@@ -617,10 +625,15 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				*err = jobs[k].err;
 			}
 		/* then, in device order: plans, values */
+		double step_plan = 0, step_run = 0;
 		for (int k = 0; k < nj; k++) {
 			struct batch_job *b = &jobs[k];
 			struct tir_device *dv = x->dev[b->d];
-			stats_add(&x->stats, &b->st, x->nbatches == 0);
+			stats_add(&x->stats, &b->st, x->nbatches == 0, &step_plan, &step_run);
+			if (k == nj - 1) {
+				x->stats.plan_ms += step_plan;
+				x->stats.run_ms += step_run;
+			}
 			x->nbatches++;
 			x->ran_mask |= 1ull << b->d;
 			if (rc)
@@ -723,7 +736,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				goto done;
 			}
 			x->headers[ntargets] = st->items[i].header;
-			targets[ntargets++] = tir_exe(st->items[i].node); /* a sharded value: gathered */
+			targets[ntargets++] = tir_shown(st->items[i].node); /* a sharded value: gathered here */
 		}
 	}
 	size_t nprint = ntargets;
@@ -740,7 +753,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
-		targets[ntargets++] = tir_exe(b->node);
+		targets[ntargets++] = tir_shown(b->node);
 	}
 	/* the values: one array, the printed then the named */
 	x->results = calloc(ntargets + 1, sizeof *x->results);

@@ -222,6 +222,8 @@ struct tir_node {
 	 * on the devices; its operands are the user's, for fmt and errors).
 	 * Set when an operand is sharded or has an alias. */
 	struct tir_node *alias;
+	struct tir_node *shown;   /* a sharded value printed or saved: gathered
+				   * here (pieces come back with their batches) */
 	struct tir_shard *shard;  /* TIR_DEV_SHARDED: its pieces (NULL: not
 				   * known, the remotes not being known) */
 	struct tir_node **in;
@@ -339,6 +341,12 @@ struct tir_shard {
 static inline struct tir_node *tir_exe(struct tir_node *n)
 {
 	return n && n->alias ? n->alias : n;
+}
+/* The node a run computes to print or save n: a sharded value is gathered
+ * by this process. */
+static inline struct tir_node *tir_shown(struct tir_node *n)
+{
+	return n && n->shown ? n->shown : tir_exe(n);
 }
 /* shard.c: when an operand of n (checked, its type known) is sharded or
  * has an alias, or n is a shard: make the nodes that compute it on the

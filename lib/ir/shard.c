@@ -179,13 +179,13 @@ static const char *devices_str(const struct tir_shard *s, char *buf, size_t cap)
 	return buf;
 }
 
-/* The whole of sharded n on its first device: n's alias. */
-static struct tir_node *gather(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+/* The whole of sharded n on device d0 (its first: n's alias; or this
+ * process: what printing it reads). */
+static struct tir_node *gather(struct tir_program *p, struct tir_node *n, int d0, struct tir_err *err)
 {
 	const struct tir_shard *s = n->shard;
-	int d0 = s->dev[0];
 	if (s->axis < 0 && !s->partial)
-		return s->piece[0]; /* every device holds all of it */
+		return to_dev(p, n, s->piece[0], d0, err); /* every device holds all of it */
 	struct tir_node *moved[TIR_MAX_STRS] = {0};
 	for (int i = 0; i < s->n; i++)
 		if (!(moved[i] = to_dev(p, n, s->piece[i], d0, err)))
@@ -213,8 +213,11 @@ static int sharded(struct tir_program *p, struct tir_node *n, struct tir_shard *
 		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
 	n->shard = s;
 	n->dev = TIR_DEV_SHARDED;
-	n->alias = gather(p, n, err);
-	return n->alias ? 0 : -err->code;
+	n->alias = gather(p, n, s->dev[0], err);
+	/* printed here: each piece comes back with its own batch, a step
+	 * sooner than through the first device */
+	n->shown = n->alias ? gather(p, n, TIR_DEV_CPU, err) : NULL;
+	return n->shown ? 0 : -err->code;
 }
 
 /* n is computed by a on one device: n's alias. */
@@ -225,6 +228,7 @@ static int aliased(struct tir_node *n, struct tir_node *a, struct tir_err *err)
 	n->alias = a;
 	n->dev = a->dev;
 	n->shard = NULL;
+	n->shown = NULL;
 	return 0;
 }
 
