@@ -11,8 +11,8 @@
  * among them, so moves go server to server and a step's pieces run at once.
  *
  * An op this file does not split runs on the first device on the gathered
- * operands (correct, not parallel): movement ops, gather, conv, argmax and
- * the rest.
+ * operands (correct, not parallel): movement ops, gather, conv, pooling,
+ * argmax and the rest.
  */
 #include "ir.h"
 
@@ -587,7 +587,22 @@ int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *er
 	default:
 		break;
 	}
-	/* softmax and the norms along an axis that is not split: each piece */
+	/* the norms along the last axis, attention over the last two, of a
+	 * value split along another: each piece (the weights whole on each) */
+	if (n->op == TIR_OP_LAYERNORM || n->op == TIR_OP_RMSNORM || n->op == TIR_OP_ATTENTION) {
+		const struct tir_node *f;
+		int axis, rc = agree(n, &f, &axis, err);
+		if (rc < 0)
+			return rc;
+		int last = n->op == TIR_OP_ATTENTION ? n->type.rank - 2 : n->type.rank - 1;
+		bool x_split = n->in[0]->dev == TIR_DEV_SHARDED; /* q for attention */
+		for (int k = 1; n->op != TIR_OP_ATTENTION && k < n->nin; k++)
+			x_split = x_split && !(n->in[k] && n->in[k]->dev == TIR_DEV_SHARDED);
+		if (!rc && f && x_split && axis >= 0 && axis < last)
+			return per_piece(p, n, new_shard(p, f->shard->n, axis, false, f->shard->dev), err);
+		return whole(p, n, err);
+	}
+	/* softmax along an axis that is not split: each piece */
 	if (n->op == TIR_OP_SOFTMAX || n->op == TIR_OP_LOG_SOFTMAX) {
 		const struct tir_shard *s = n->in[0]->shard;
 		int a = (int)attr_of(n, "axis")->i;

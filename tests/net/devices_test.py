@@ -338,6 +338,23 @@ def test_sharding(a, b):
     check("var, f16 sums, bf16 casts, mean over the split axis: a local run's, within tolerance",
           p.returncode == 0 and q.returncode == 0 and nd.returncode == 0,
           p.stderr.decode() + nd.stdout.decode())
+    # the norms and attention split along a batch axis: each piece on its
+    # server (the weights whole on each), the same bytes as a local run
+    text = ('x = load("docs/examples/x.npy")\nq = reshape(x, [2, 4, 16])\ng = ones([16]) * 1.5\n'
+            "b = zeros([16]) + 0.25\ns = shard(q, axis=0)\nh = layernorm(s, g, b)\nr = rmsnorm(s, g)\n"
+            "a = attention(h, h, r, causal=true)\nprint h, r, a, attention(s, q, q)\n")
+    f = write("norms.tir", text)
+    lf = write("norms_local.tir", text.replace("shard(q, axis=0)", "q"))
+    ra, rb = a.logged(RUN_LINE), b.logged(RUN_LINE)
+    p = subprocess.run([TIR, "run", "--quiet", f, "--remote", addr(a, b), "--explain"], capture_output=True,
+                       cwd=ROOT, timeout=300, env=e)
+    q = subprocess.run([TIR, "run", "--quiet", lf], capture_output=True, cwd=ROOT, timeout=300, env=e)
+    po = [ln for ln in p.stdout.decode().splitlines() if not ln.startswith("attention(")]
+    qo = [ln for ln in q.stdout.decode().splitlines() if not ln.startswith("attention(")]
+    ex = p.stderr.decode()
+    on_both = all(re.search(r"# on remote:%d .*\n(kernel .*\n)*kernel \d+: .*attention" % k, ex) for k in (0, 1))
+    check("layernorm, rmsnorm, attention split along a batch axis: on both servers, a local run's bytes",
+          p.returncode == 0 and po == qo and po and on_both, ex[-800:])
     # over this process and a server
     f = write("mixed.tir", 'x = load("docs/examples/x.npy")\n'
               'print sum(shard(x, axis=1, devices=["cpu", "remote:1"]) * 3.0, axis=0)\n')
