@@ -880,8 +880,30 @@ void tir_exec_set_profile(struct tir_exec *x, bool on)
 
 char *tir_exec_profile(const struct tir_exec *x)
 {
-	const struct tir_device *d = x->dev[x->explain_dev < x->ndev ? x->explain_dev : home_of(x)];
-	return d->ops->profile(d, x);
+	int ran = 0;
+	for (int d = 0; d < x->ndev; d++)
+		ran += (int)(x->ran_mask >> d & 1);
+	if (ran < 2) {
+		const struct tir_device *d = x->dev[x->explain_dev < x->ndev ? x->explain_dev : home_of(x)];
+		return d->ops->profile(d, x);
+	}
+	/* several devices: each one's table (of its last batch), under its name */
+	struct tir_str out = {0};
+	for (int d = 0; d < x->ndev; d++) {
+		if (!(x->ran_mask >> d & 1))
+			continue;
+		char *t = x->dev[d]->ops->profile(x->dev[d], x), dn[24];
+		tir_str_addf(&out, "# on %s (%s)%s\n", tir_dev_str(d, dn), x->dev[d]->ops->name(x->dev[d]),
+			     x->nbatches > ran ? ", its last batch" : "");
+		if (t)
+			tir_str_add(&out, t, strlen(t));
+		free(t);
+	}
+	if (out.oom) {
+		tir_str_free(&out);
+		return NULL;
+	}
+	return out.s;
 }
 
 const char *tir_exec_explain(struct tir_exec *x)
