@@ -80,7 +80,7 @@ void tir_exec_free(struct tir_exec *x)
  * value is kept anyway, in x->inputs. */
 bool tir_exec_keepable(const struct tir_program *p, const struct tir_node *n)
 {
-	return n->op != TIR_OP_INPUT && tir_node_current_name(p, n);
+	return n->op != TIR_OP_INPUT && tir_node_kept_name(p, n);
 }
 
 /* Size the cache to the grown graph; drop values whose name was rebound. */
@@ -134,6 +134,13 @@ bool tir_exec_has_value(const struct tir_exec *x, const char *name)
 	const struct tir_binding *b = tir_program_lookup(x->prog, name, strlen(name));
 	if (!b || !b->node)
 		return false;
+	if (b->node->shard) { /* sharded: every piece held where it lives */
+		const struct tir_shard *s = b->node->shard;
+		bool all = true;
+		for (int i = 0; i < s->n && all; i++)
+			all = s->dev[i] < x->ndev && x->dev[s->dev[i]]->ops->holds(x->dev[s->dev[i]], x, s->piece[i]->id);
+		return all;
+	}
 	uint32_t id = tir_exe(b->node)->id;
 	if (b->node->op == TIR_OP_INPUT)
 		return id < x->ninputs_cap && x->inputs[id].buf;

@@ -224,6 +224,7 @@ struct tir_node {
 	struct tir_node *alias;
 	struct tir_node *shown;   /* a sharded value printed or saved: gathered
 				   * here (pieces come back with their batches) */
+	struct tir_node *owner;   /* a piece: the sharded node it is a piece of */
 	struct tir_shard *shard;  /* TIR_DEV_SHARDED: its pieces (NULL: not
 				   * known, the remotes not being known) */
 	struct tir_node **in;
@@ -353,6 +354,9 @@ static inline struct tir_node *tir_shown(struct tir_node *n)
  * devices (n's alias; its pieces if sharded).  0 when nothing is to be
  * done or it is done, else -code with err at n. */
 int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *err);
+/* The name a value is kept under between runs (the REPL): the name bound
+ * to n now, or for a piece of a sharded value its value's; NULL: none. */
+const char *tir_node_kept_name(const struct tir_program *p, const struct tir_node *n);
 /* parse.c: a new node of p (attributes at their defaults, dev ANY, made
  * by statement stmt), or NULL (out of memory). */
 struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, const struct tir_loc *loc,

@@ -393,6 +393,12 @@ const char *tir_program_suggest(const struct tir_program *p, const char *s, size
 	return best;
 }
 
+const char *tir_node_kept_name(const struct tir_program *p, const struct tir_node *n)
+{
+	const char *name = tir_node_current_name(p, n);
+	return name || !n->owner ? name : tir_node_current_name(p, n->owner);
+}
+
 const char *tir_node_current_name(const struct tir_program *p, const struct tir_node *n)
 {
 	if (n->ref_name) {

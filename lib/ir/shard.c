@@ -213,6 +213,9 @@ static int sharded(struct tir_program *p, struct tir_node *n, struct tir_shard *
 		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
 	n->shard = s;
 	n->dev = TIR_DEV_SHARDED;
+	for (int i = 0; i < s->n; i++) /* kept between REPL lines under n's name */
+		if (!s->piece[i]->owner && s->piece[i]->hidden)
+			s->piece[i]->owner = n;
 	n->alias = gather(p, n, s->dev[0], err);
 	/* printed here: each piece comes back with its own batch, a step
 	 * sooner than through the first device */

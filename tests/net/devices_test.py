@@ -243,6 +243,22 @@ def test_repl(a, b):
           out.rstrip().endswith("remote: off (the session computes here)") and st == 1, err + out)
 
 
+def test_repl_sharded(a, b):
+    """A sharded value named in the REPL is kept between lines, each piece
+    on its server: a later line reads the pieces, it does not make them
+    again; rebinding the name lets them go."""
+    script = (f".remote {addr(a, b)}\nx = randn([4, 3], seed=1)\ny = shard(x, axis=0) * 2.0\ny\n.vars\n"
+              "sum(y, axis=1)\n.explain\ny = y + 1.0\n.vars\n")
+    st, out, err = tir("repl", stdin=script.encode())
+    ex = out[out.index("sum(y, axis=1)"):] if "sum(y, axis=1)" in out else ""
+    check("repl: a named sharded value is kept, each piece on its server",
+          st == 0 and re.search(r"^y\s+f32\[4, 3\]\s+sharded\s+computed$", out, re.M), out + err)
+    check("repl: ... a later line reads the pieces (each server sums, makes nothing again)",
+          "# on remote:0" in ex and "# on remote:1" in ex and "mul" not in ex and "randn" not in ex, ex)
+    check("repl: ... and rebinding y lets them go",
+          re.search(r"^y\s+f32\[4, 3\]\s+sharded\s+not computed$", out, re.M), out)
+
+
 def test_faults(a):
     xp = npy("x.npy", X)
     dead = Server()
@@ -476,7 +492,7 @@ def test_member_dies(a):
 def main():
     a, b = Server(), Server()
     try:
-        for t in (test_programs, test_moves, test_checked, test_repl, test_sharding):
+        for t in (test_programs, test_moves, test_checked, test_repl, test_sharding, test_repl_sharded):
             try:
                 t(a, b)
             except Exception as e:
