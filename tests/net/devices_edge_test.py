@@ -16,61 +16,21 @@ usage: devices_edge_test.py BUILD/tir
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import devcheck  # noqa: E402
 import tirnet  # noqa: E402
+from devcheck import IMPORT_LINE, RUN_LINE, addr  # noqa: E402
 from tirnet import ALL_LINES, Server  # noqa: E402
 
 TIR = sys.argv[1] if len(sys.argv) > 1 else "build/tir"
 tirnet.TIR = TIR
-passed = failed = 0
-TMP = tempfile.mkdtemp(prefix="tir-devices-edge.")  # removed at the end (main)
-
-RUN_LINE = r"^POST /v1/sessions/\S+/run 200 "
-IMPORT_LINE = r"^POST /v1/sessions/\S+/import 200 "
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
-    sys.stdout.flush()
-    return ok
-
-
-def tir(*args, stdin=None, env=None):
-    e = dict(os.environ)
-    e.pop("TIR_TOKEN", None)
-    e.update(env or {})
-    p = subprocess.run([TIR, *args], input=stdin, capture_output=True, timeout=300, env=e)
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
-
-
-def write(name, text):
-    path = os.path.join(TMP, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def npy(name, a):
-    path = os.path.join(TMP, name)
-    np.save(path, a)
-    return path
-
-
-def addr(*servers):
-    return ",".join(f"127.0.0.1:{s.port}" for s in servers)
+C = devcheck.Checks(TIR, "tir-devices-edge.")  # its directory removed at the end (main)
+TMP = C.tmp
+check, tir, write, npy = C.check, C.tir, C.write, C.npy
 
 
 def local_twin(text):
@@ -347,12 +307,10 @@ def main():
     finally:
         a.stop()
         b.stop()
-        shutil.rmtree(TMP, ignore_errors=True)
     reports = [ln for lines in ALL_LINES for ln in lines
                if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
     check("no sanitizer report from any server", not reports, str(reports[:5]))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return C.counts()
 
 
 if __name__ == "__main__":
