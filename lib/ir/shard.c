@@ -11,8 +11,8 @@
  * among them, so moves go server to server and a step's pieces run at once.
  *
  * An op this file does not split runs on the first device on the gathered
- * operands (correct, not parallel): movement ops, gather, conv, pooling,
- * argmax and the rest.
+ * operands (correct, not parallel): movement across the split axis,
+ * gather, conv, pooling, argmax and the rest.
  */
 #include "ir.h"
 
@@ -558,6 +558,71 @@ static int all_reduce(struct tir_program *p, struct tir_node *n, struct tir_err 
 	return sharded(p, n, r, err);
 }
 
+/* The result's axis that x's split axis a becomes under n (transpose,
+ * reshape, slice), or -1 when the pieces do not stay whole along it. */
+static int moved_axis(struct tir_node *n, int a)
+{
+	const struct tir_type *in = &n->in[0]->type, *out = &n->type;
+	if (n->op == TIR_OP_TRANSPOSE) {
+		const struct tir_attr *perm = attr_of(n, "perm");
+		if (!perm->set)
+			return in->rank - 1 - a;
+		for (int j = 0; j < perm->n; j++)
+			if ((perm->v[j] < 0 ? perm->v[j] + in->rank : perm->v[j]) == a)
+				return j;
+		return -1;
+	}
+	if (n->op == TIR_OP_SLICE) {
+		int64_t ax = attr_of(n, "axis")->i;
+		return (ax < 0 ? ax + in->rank : ax) == a ? -1 : a;
+	}
+	/* reshape: an axis of the same length whose leading axes hold as many
+	 * elements (row-major: a piece's elements stay one piece) */
+	int64_t before = 1;
+	for (int i = 0; i < a; i++)
+		before *= in->shape[i];
+	int64_t acc = 1;
+	for (int j = 0; j < out->rank; j++) {
+		if (acc == before && out->shape[j] == in->shape[a])
+			return j;
+		acc *= out->shape[j];
+	}
+	return -1;
+}
+
+static int movement(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_shard *s = n->in[0]->dev == TIR_DEV_SHARDED ? n->in[0]->shard : NULL;
+	int j = s && !s->partial && s->axis >= 0 ? moved_axis(n, s->axis) : -1;
+	if (j < 0)
+		return whole(p, n, err);
+	struct tir_shard *r = new_shard(p, s->n, j, false, s->dev);
+	if (!r)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	if (n->op != TIR_OP_RESHAPE)
+		return per_piece(p, n, r, err);
+	/* each piece to its own shape: the result's, the split axis's length
+	 * shared out */
+	int64_t *shape = tir_arena_alloc(&p->arena, sizeof *shape * (size_t)(n->type.rank + 1));
+	if (!shape)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	memcpy(shape, n->type.shape, sizeof *shape * (size_t)n->type.rank);
+	shape[j] /= s->n;
+	for (int i = 0; i < s->n; i++) {
+		struct tir_node *m = node(p, n, TIR_OP_RESHAPE, 1, err);
+		if (!m)
+			return -err->code;
+		struct tir_attr *a = attr_of(m, "shape");
+		a->set = a->is_list = true;
+		a->n = n->type.rank;
+		a->v = shape;
+		m->in[0] = s->piece[i];
+		if (!(r->piece[i] = done(p, m, n, err)))
+			return -err->code;
+	}
+	return sharded(p, n, r, err);
+}
+
 int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *err)
 {
 	if (n->op == TIR_OP_SHARD)
@@ -605,6 +670,9 @@ int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *er
 			return per_piece(p, n, new_shard(p, f->shard->n, axis, false, f->shard->dev), err);
 		return whole(p, n, err);
 	}
+	/* moving values along the split axis, not across it: each piece */
+	if (n->op == TIR_OP_TRANSPOSE || n->op == TIR_OP_RESHAPE || n->op == TIR_OP_SLICE)
+		return movement(p, n, err);
 	/* softmax along an axis that is not split: each piece */
 	if (n->op == TIR_OP_SOFTMAX || n->op == TIR_OP_LOG_SOFTMAX) {
 		const struct tir_shard *s = n->in[0]->shard;

@@ -330,6 +330,23 @@ def test_sharding(a, b):
     on_both = all(re.search(r"# on remote:%d .*\n(kernel .*\n)*kernel \d+: .*attention" % k, ex) for k in (0, 1))
     check("layernorm, rmsnorm, attention split along a batch axis: on both servers, a local run's bytes",
           p.returncode == 0 and po == qo and po and on_both, ex[-800:])
+    # heads split out by reshape and transpose, attention per head, and
+    # back: along the split axis, each piece on its server; a reshape that
+    # merges the split axis with another gathers (correct either way)
+    text = ('x = load("docs/examples/x.npy")\nq = reshape(x, [2, 4, 16])\ns = shard(q, axis=0)\n'
+            "h = transpose(reshape(s, [2, 4, 2, 8]), [0, 2, 1, 3])\na = attention(h, h, h, causal=true)\n"
+            "o = reshape(transpose(a, [0, 2, 1, 3]), [2, 4, 16])\nt = transpose(s)\n"
+            "c = slice(s, axis=2, start=3, stop=9)\nf = reshape(s, [8, 16])\nprint o, t, c, f\n")
+    f = write("heads.tir", text)
+    lf = write("heads_local.tir", text.replace("shard(q, axis=0)", "q"))
+    p = subprocess.run([TIR, "run", "--quiet", f, "--remote", addr(a, b), "--explain"], capture_output=True,
+                       cwd=ROOT, timeout=300, env=e)
+    q = subprocess.run([TIR, "run", "--quiet", lf], capture_output=True, cwd=ROOT, timeout=300, env=e)
+    ex = p.stderr.decode()
+    r1 = ex[ex.index("# on remote:1"):] if "# on remote:1" in ex else ""
+    check("reshape, transpose and slice along the split axis: each piece on its server, a local run's bytes",
+          p.returncode == 0 and p.stdout == q.stdout and "reshape -> _ f32[1, 4, 2, 8]" in r1 and
+          "attention -> _ f32[1, 2, 4, 8]" in r1, ex[-1200:])
     # over this process and a server
     f = write("mixed.tir", 'x = load("docs/examples/x.npy")\n'
               'print sum(shard(x, axis=1, devices=["cpu", "remote:1"]) * 3.0, axis=0)\n')
