@@ -1,5 +1,5 @@
 # tests/py-suite.sh — sourced by the suites that run a Python test script
-# (tests/suites/serve.sh, soak_smoke.sh, fuzz_serve.sh): the script prints
+# (tests/suites/serve.sh, devices.sh, xfer.sh, mpi.sh, ...): the script prints
 # "ok NAME" or "FAIL NAME: WHY" per check, "# " lines of figures, and last
 # "N passed, M failed".  POSIX sh.
 
@@ -29,4 +29,29 @@ py_report() {
 		;;
 	esac
 	[ "$2" -eq 0 ]
+}
+
+# py_build: the build under test, from BUILD (default build, relative to
+# $root): its directory in $bdir and its binary in $tir
+py_build() {
+	BUILD=${BUILD:-build}
+	case $BUILD in /*) bdir=$BUILD ;; *) bdir=$root/$BUILD ;; esac
+	tir=$bdir/tir
+}
+
+# py_suite SECONDS SCRIPT ARG...: run the Python test script SCRIPT (with
+# Debian's /usr/bin/python3, for at most SECONDS) and report it as
+# py_report does; returns as py_report
+py_suite() {
+	_secs=$1
+	_script=$2
+	shift 2
+	_tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-suite.XXXXXX") || return 1
+	trap 'rm -rf "$_tmp"' EXIT INT TERM
+	timeout "$_secs" /usr/bin/python3 "$_script" "$@" >"$_tmp/out" 2>&1
+	_st=$?
+	py_report "$_tmp/out" "$_st" "$(basename "$_script")"
+	_st=$?
+	rm -rf "$_tmp"
+	return $_st
 }

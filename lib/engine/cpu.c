@@ -1111,7 +1111,6 @@ static const struct tir_device_ops cpu_ops = {
 	.kind = "cpu",
 	.name = cpu_name,
 	.upload = cpu_upload,
-	.run = cpu_run,
 	.run_on = cpu_run_on,
 	.put = cpu_put,
 	.clear = cpu_clear,

@@ -40,18 +40,16 @@ struct tir_device_ops {
 	 * it by its hash in the next batch that reads it, only if the server
 	 * lacks it, so neither copies anything here.  returns 0 or -code. */
 	int (*upload)(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_err *err);
-	/* Run a batch: compute targets[0..n) of x's program on d (what they
-	 * need of it; values d holds are read, not computed again), into
-	 * vals[0..n) (empty on entry) in each target node's dtype and shape.
-	 * Sets x->stats; a runtime error is at the op's source position. */
-	int (*run)(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
-		   struct tir_tensor *vals, struct tir_err *err);
-	/* The same for one batch of a run over several devices, with its
-	 * statistics in *st, not x->stats: the batches of a step run at once,
-	 * each remote's on a thread of its own (the CPU's on the caller's).
-	 * stay[i] (NULL: none) asks that targets[i] stay on d for a later
-	 * batch (or another device) to read; its vals[i] may come back empty,
-	 * and then d holds it (holds says so) until the run ends. */
+	/* Run a batch, one of a run's (run.c's steps): compute targets[0..n)
+	 * of x's program on d (what they need of it; values d holds or was
+	 * put are read, not computed again), into vals[0..n) (empty on entry)
+	 * in each target node's dtype and shape, its statistics into *st (not
+	 * x->stats: the batches of a step run at once, each remote's on a
+	 * thread of its own, the CPU's on the caller's).  A runtime error is
+	 * at the op's source position.  stay[i] (NULL: none) asks that
+	 * targets[i] stay on d for a later batch (or another device) to read;
+	 * its vals[i] may come back empty, and then d holds it (holds says
+	 * so) until the run ends. */
 	int (*run_on)(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t n,
 		      const bool *stay, struct tir_tensor *vals, struct tir_exec_stats *st, struct tir_err *err);
 	/* Give d node id's value v for the rest of this run: its batches read

@@ -65,12 +65,6 @@ static int remote_run_on(struct tir_device *d, struct tir_exec *x, struct tir_no
 	return rc;
 }
 
-static int remote_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
-		      struct tir_tensor *out, struct tir_err *err)
-{
-	return remote_run_on(d, x, targets, ntargets, NULL, out, &x->stats, err);
-}
-
 static int remote_put(struct tir_device *d, struct tir_exec *x, uint32_t id, const struct tir_tensor *v,
 		      struct tir_err *err)
 {
@@ -120,10 +114,8 @@ static int remote_fetch(struct tir_device *d, struct tir_exec *x, uint32_t id, s
 		return tir_errf(err, TIR_EDATA, NULL, "remote %s holds no value of node %u", remote_name(d),
 				(unsigned)id);
 	struct tir_node *n = x->prog->nodes[id];
-	struct tir_exec_stats keep = x->stats;
-	int rc = remote_run(d, x, &n, 1, out, err);
-	x->stats = keep;
-	return rc;
+	struct tir_exec_stats st; /* a fetch is no part of the run's figures */
+	return remote_run_on(d, x, &n, 1, NULL, out, &st, err);
 }
 
 static const char *remote_explain(struct tir_device *d, struct tir_exec *x)
@@ -204,7 +196,6 @@ static const struct tir_device_ops remote_ops = {
 	.kind = "remote",
 	.name = remote_name,
 	.upload = remote_upload,
-	.run = remote_run,
 	.run_on = remote_run_on,
 	.put = remote_put,
 	.clear = remote_clear,

@@ -404,11 +404,9 @@ static void run_at_once(struct tir_exec *x, struct batch_job *jobs, int nj)
 	volatile sig_atomic_t *user = x->intr;
 	x->step_stop = 0;
 	x->intr = &x->step_stop;
-	int started = 0;
 	for (int k = 0; k < nj; k++) {
 		jobs[k].sync = &sy;
 		jobs[k].threaded = !pthread_create(&jobs[k].th, NULL, batch_thread, &jobs[k]);
-		started += jobs[k].threaded;
 	}
 	for (int k = 0; k < nj; k++) /* no thread: here, after the others started */
 		if (!jobs[k].threaded)
@@ -435,7 +433,6 @@ static void run_at_once(struct tir_exec *x, struct batch_job *jobs, int nj)
 	x->intr = user;
 	pthread_cond_destroy(&sy.cv);
 	pthread_mutex_destroy(&sy.mu);
-	(void)started;
 }
 
 /* A program's error in remote d's batch, among several devices: said

@@ -347,6 +347,16 @@ def test_sharding(a, b):
     check("reshape, transpose and slice along the split axis: each piece on its server, a local run's bytes",
           p.returncode == 0 and p.stdout == q.stdout and "reshape -> _ f32[1, 4, 2, 8]" in r1 and
           "attention -> _ f32[1, 2, 4, 8]" in r1, ex[-1200:])
+    # --profile: each device's kernel table under its name; --explain: the
+    # printed value gathered here, in a last step on the CPU
+    p = subprocess.run([TIR, "run", "--quiet", "docs/examples/data-parallel.tir", "--remote", addr(a, b),
+                        "--profile", "--explain"], capture_output=True, cwd=ROOT, timeout=300, env=e)
+    ex = p.stderr.decode()
+    check("--profile over several devices: a table for each, under its name",
+          p.returncode == 0 and all(re.search(r"^# on %s \(.*\n#    kernel " % d, ex, re.M)
+                                    for d in (r"remote:0", r"remote:1", "cpu")), ex[-1500:])
+    check("a printed sharded value is gathered here: its concat in the CPU's step",
+          re.search(r"^# on cpu \(cpu\), step \d of \d\n(kernel .*\n)*kernel \d+: concat", ex, re.M), ex[-1500:])
     # over this process and a server
     f = write("mixed.tir", 'x = load("docs/examples/x.npy")\n'
               'print sum(shard(x, axis=1, devices=["cpu", "remote:1"]) * 3.0, axis=0)\n')
@@ -362,6 +372,8 @@ def test_sharding(a, b):
         ('x = ones([4, 2])\na = to(x, "remote:0")\nprint shard(x) + a\n',
          "3:16: error: add: operands on different devices: one is sharded over remote:0, remote:1, a on remote:0"),
         ("x = ones([4])\nprint all_reduce(x)\n", "2:7: error: all_reduce: x is not sharded"),
+        ("print shard(ones([4]), devices=[])\n", "1:7: error: shard: devices is empty"),
+        ('print shard(ones([4]), devices=["remote:0", 3])\n', "1:45: error: expected a string"),
         ("x = shard(ones([4]))\nprint shard(x)\n", "2:7: error: shard: x is sharded already"),
         ('print shard(ones([4]), devices=["remote:1", "remote:1"])\n', "1:7: error: shard: remote:1 is named twice"),
         ('print shard(ones([4]), devices=["remote:2"])\n', "1:7: error: shard: no device remote:2: past --remote's list"),

@@ -11,11 +11,5 @@ set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
 . tests/py-suite.sh
-BUILD=${BUILD:-build}
-case $BUILD in /*) tir=$BUILD/tir ;; *) tir=$root/$BUILD/tir ;; esac
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-devices.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-timeout 600 /usr/bin/python3 tests/net/devices_test.py "$tir" >"$tmp/out" 2>&1
-st=$?
-py_report "$tmp/out" "$st" devices_test.py
+py_build
+py_suite 600 tests/net/devices_test.py "$tir"

@@ -14,12 +14,6 @@ set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
 . tests/py-suite.sh
-BUILD=${BUILD:-build}
-case $BUILD in /*) bdir=$BUILD ;; *) bdir=$root/$BUILD ;; esac
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-xfer.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
+py_build
 unset TIR_TOKEN TIR_CA_FILE
-
-timeout 300 /usr/bin/python3 tests/net/xfer_test.py "$bdir/tir" "$bdir/tests/xfer_client" >"$tmp/out" 2>&1
-st=$?
-py_report "$tmp/out" "$st" xfer_test.py
+py_suite 300 tests/net/xfer_test.py "$tir" "$bdir/tests/xfer_client"
