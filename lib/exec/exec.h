@@ -399,6 +399,10 @@ struct tir_caches {
 /* The caches: sysconf, else /sys/devices/system/cpu/cpu0/cache, else the
  * defaults machine.c documents; read at the first call.  static storage. */
 const struct tir_caches *tir_machine_caches(void);
+/* Where the shared object `so` is: the environment variable env names it
+ * (when set), else it sits next to the running tir binary.  false when the
+ * binary cannot be found (path says nothing then). */
+bool tir_machine_lib_path(const char *env, const char *so, char *path, size_t cap);
 /* "L1d 48 KiB, L2 2 MiB, L3 480 MiB (sysconf)"; static storage. */
 const char *tir_machine_info(void);
 /* A sysfs cache size ("48K", "2048K", "1M") in bytes; 0 when unreadable. */

@@ -187,3 +187,21 @@ int64_t tir_task_items(int64_t n, int64_t item_bytes)
 	int64_t items = (int64_t)(bytes / (double)item_bytes);
 	return items < 1 ? 1 : items > n ? n : items;
 }
+
+bool tir_machine_lib_path(const char *env, const char *so, char *path, size_t cap)
+{
+	const char *e = getenv(env);
+	if (e && *e) {
+		snprintf(path, cap, "%s", e);
+		return true;
+	}
+	if (cap < strlen(so) + 2)
+		return false;
+	ssize_t n = readlink("/proc/self/exe", path, cap - strlen(so) - 1);
+	if (n <= 0)
+		return false;
+	path[n] = 0;
+	char *slash = strrchr(path, '/');
+	strcpy(slash ? slash + 1 : path, so);
+	return true;
+}

@@ -46,18 +46,9 @@ static struct {
 static void open_net(void)
 {
 	char path[PATH_MAX];
-	const char *env = getenv("TIR_NET_LIB");
-	if (env && *env) {
-		snprintf(path, sizeof path, "%s", env);
-	} else {
-		ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof NET_SO - 1);
-		if (n <= 0) {
-			snprintf(net.why, sizeof net.why, "cannot find the tir binary to load %s", NET_SO);
-			return;
-		}
-		path[n] = 0;
-		char *slash = strrchr(path, '/');
-		strcpy(slash ? slash + 1 : path, NET_SO);
+	if (!tir_machine_lib_path("TIR_NET_LIB", NET_SO, path, sizeof path)) {
+		snprintf(net.why, sizeof net.why, "cannot find the tir binary to load %s", NET_SO);
+		return;
 	}
 	net.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!net.h) {

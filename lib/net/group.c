@@ -36,17 +36,8 @@ bool group_wanted(void)
 int group_init(struct server *s, struct tir_err *err)
 {
 	char path[PATH_MAX];
-	const char *env = getenv("TIR_MPI_LIB");
-	if (env && *env) {
-		snprintf(path, sizeof path, "%s", env);
-	} else {
-		ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof MPI_SO - 1);
-		if (n <= 0)
-			return tir_errf(err, TIR_EUNSUPPORTED, NULL, "cannot find the tir binary to load %s", MPI_SO);
-		path[n] = 0;
-		char *slash = strrchr(path, '/');
-		strcpy(slash ? slash + 1 : path, MPI_SO);
-	}
+	if (!tir_machine_lib_path("TIR_MPI_LIB", MPI_SO, path, sizeof path))
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "cannot find the tir binary to load %s", MPI_SO);
 	/* RTLD_GLOBAL: Open MPI dlopens its own components, which want
 	 * libmpi's symbols */
 	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);

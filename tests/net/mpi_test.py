@@ -259,8 +259,11 @@ finally:
 # a rank killed while a client runs: exit 3 naming it; the others keep serving
 g = Group(4, recovery=True)
 try:
-    heavy = write("heavy.tir", 'x = randn([512, 512], seed=1)\nw = randn([512, 512], seed=2)\n'
-                               'h = shard(x, axis=0)\n' + "".join(f"h = tanh(h @ w)\n" for _ in range(400)) +
+    # minutes of work on any machine (5000 products of [512, 2048] @ [2048,
+    # 2048] a rank, 4 GFLOP each), each kernel short: the rank is killed
+    # while its batch runs, whatever the machine's speed
+    heavy = write("heavy.tir", 'x = randn([2048, 2048], seed=1)\nw = randn([2048, 2048], seed=2) * 0.0221\n'
+                               'h = shard(x, axis=0)\n' + "".join("h = tanh(h @ w)\n" for _ in range(5000)) +
                   'print sum(h)\n')
     p = subprocess.Popen([TIR, "run", heavy, "--remote", g.addr(0), "--quiet"], cwd=ROOT, env=ENV,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
