@@ -27,10 +27,9 @@ struct tir_device;
 /* What every kind of device implements.  Values are named by the node of
  * x's program they are the value of; ownership as said by each.
  *
- * An MPI group (issue 13, a later point) is one more kind: each rank a
- * device of this table, run a batch on its rank, upload and fetch as
- * point-to-point transfers within the group, collectives as batches whose
- * ops span its ranks. */
+ * A rank of an MPI group is a remote that says its group (group): moves
+ * between two ranks go over MPI (take), and an all_reduce whose pieces are
+ * on ranks of one group is their collective (all_reduce). */
 struct tir_device_ops {
 	const char *kind;                       /* "cpu", "remote" */
 	/* For messages: "cpu", "HOST:PORT".  borrowed. */
@@ -66,6 +65,16 @@ struct tir_device_ops {
 	 * (the CPU; two kinds that do not meet): the executor fetches and puts. */
 	int (*take)(struct tir_device *d, struct tir_device *from, struct tir_exec *x, uint32_t src_id,
 		    uint32_t dst_id, struct tir_err *err);
+	/* The MPI group d is a rank of (docs/groups.md): its id (32 hex
+	 * digits), d's rank in *rank; NULL for a device in none.  NULL op: in none. */
+	const char *(*group)(const struct tir_device *d, int *rank);
+	/* d's part of one collective of a group's ranks (coll, below): op of
+	 * node src_id's value on every rank, kept on d as node dst_id's for
+	 * the rest of the run.  The executor calls it for every rank of the
+	 * collective at once, each on a thread of its own; key names it, the
+	 * same on every rank and never again.  NULL: d cannot. 0 or -code. */
+	int (*all_reduce)(struct tir_device *d, struct tir_exec *x, const char *key, const char *op,
+			  const int *ranks, int n, uint32_t src_id, uint32_t dst_id, struct tir_err *err);
 	/* Bring what d holds up to date with x's program and inputs now, so
 	 * that holds is right for the run about to be planned (a remote learns
 	 * of a rebound name or an input given again only here).  NULL: what

@@ -115,5 +115,20 @@ int tir_remote_export(struct tir_remote *r, const struct tir_exec *x, uint32_t i
  * name). */
 int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t id, const struct tir_remote *from,
 		      const char *cap, const char *blob, struct tir_err *err);
+/* The MPI group r's server is a rank of (docs/groups.md): its id (32 hex
+ * digits), with r's rank in *rank; NULL for a lone server. */
+const char *tir_remote_group(const struct tir_remote *r, int *rank);
+/* r's rank's part of one all_reduce of its group's ranks[0..n) (each a
+ * rank of r's group, 0 among them): op (sum mean max min prod) of node
+ * src_id's value, which every one of those ranks' sessions holds, kept in
+ * r's session under node dst_id's key, as an import's is.  The group's
+ * ranks run it as one MPI_Allreduce once each of them was asked with the
+ * same key (32 hex digits, new for each), within the servers'
+ * --transfer-seconds.  The caller asks every rank at once.  returns 0;
+ * -TIR_EDATA when r holds no such value; -TIR_ENET when r cannot be
+ * reached or the collective fails (r's message says why: a rank that was
+ * not asked in time, values of other sizes, the deadline). */
+int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *key, const char *op,
+			  const int *ranks, int n, uint32_t src_id, uint32_t dst_id, struct tir_err *err);
 
 #endif

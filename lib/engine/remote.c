@@ -96,6 +96,17 @@ static int remote_take(struct tir_device *d, struct tir_device *from, struct tir
 	return rc;
 }
 
+static const char *remote_group(const struct tir_device *d, int *rank)
+{
+	return tir_remote_group(remote_of(d)->r, rank);
+}
+
+static int remote_all_reduce(struct tir_device *d, struct tir_exec *x, const char *key, const char *op,
+			     const int *ranks, int n, uint32_t src_id, uint32_t dst_id, struct tir_err *err)
+{
+	return tir_remote_all_reduce(remote_of(d)->r, x, key, op, ranks, n, src_id, dst_id, err);
+}
+
 static int remote_sync(struct tir_device *d, struct tir_exec *x, struct tir_err *err)
 {
 	return tir_remote_sync(remote_of(d)->r, x, err);
@@ -200,6 +211,8 @@ static const struct tir_device_ops remote_ops = {
 	.put = remote_put,
 	.clear = remote_clear,
 	.take = remote_take,
+	.group = remote_group,
+	.all_reduce = remote_all_reduce,
 	.sync = remote_sync,
 	.holds = remote_holds,
 	.fetch = remote_fetch,

@@ -8,11 +8,13 @@
  */
 #include "device.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 double tir_now_ms(void)
@@ -352,10 +354,50 @@ static void explain_add(struct tir_exec *x, struct tir_device *d, int dev, int s
 		tir_str_free(&e);
 }
 
-/* One device's batch of a step, run on a thread of its own or the caller's. */
+/* An all_reduce its devices make as one collective of their group's
+ * (run_placed): the ranks of its pieces. */
+struct coll_plan {
+	const struct tir_coll *c;
+	int ranks[TIR_MAX_DEVICES];
+};
+
+/* Whether c runs as one collective of its devices: every piece on a rank
+ * of one MPI group, no rank twice and rank 0 among them (it orders the
+ * group's collectives: docs/groups.md), of a dtype and an op MPI reduces
+ * as tir does (an integer mean, f16, bf16 and bool are lowered). */
+static bool coll_at_once(const struct tir_exec *x, const struct tir_coll *c, int *ranks)
+{
+	enum tir_dtype dt = (enum tir_dtype)c->out[0]->type.dtype;
+	bool fl = dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+	bool in = dt == TIR_DTYPE_I32 || dt == TIR_DTYPE_I64 || dt == TIR_DTYPE_I8 || dt == TIR_DTYPE_U8 ||
+		  dt == TIR_DTYPE_I16;
+	if ((!fl && !(in && strcmp(c->op, "mean"))) || c->in[0]->type.dtype != dt)
+		return false;
+	const char *gid = NULL;
+	uint64_t seen = 0;
+	for (int i = 0; i < c->n; i++) {
+		int d = c->dev[i], rk = -1;
+		if (d <= 0 || d >= x->ndev || c->out[i] == c->in[i])
+			return false;
+		struct tir_device *dv = x->dev[d];
+		const char *g = dv->ops->group && dv->ops->all_reduce ? dv->ops->group(dv, &rk) : NULL;
+		if (!g || (gid && strcmp(g, gid)) || rk < 0 || rk >= 64 || (seen >> rk & 1))
+			return false;
+		gid = g;
+		seen |= 1ull << rk;
+		ranks[i] = rk;
+	}
+	return seen & 1;
+}
+
+/* One device's batch of a step, run on a thread of its own or the caller's
+ * (or its part of a collective: coll). */
 struct batch_job {
 	struct tir_exec *x;
 	int d;
+	const struct coll_plan *coll;  /* its part of this collective, piece */
+	int piece;
+	const char *key;
 	struct tir_node **bt;
 	bool *bstay;
 	struct tir_tensor *bv;
@@ -380,7 +422,13 @@ static void *batch_thread(void *arg)
 {
 	struct batch_job *b = arg;
 	struct tir_device *dv = b->x->dev[b->d];
-	b->rc = dv->ops->run_on(dv, b->x, b->bt, b->nb, b->bstay, b->bv, &b->st, &b->err);
+	if (b->coll) {
+		const struct tir_coll *c = b->coll->c;
+		b->rc = dv->ops->all_reduce(dv, b->x, b->key, c->op, b->coll->ranks, c->n, c->in[b->piece]->id,
+					    c->out[b->piece]->id, &b->err);
+	} else {
+		b->rc = dv->ops->run_on(dv, b->x, b->bt, b->nb, b->bstay, b->bv, &b->st, &b->err);
+	}
 	if (b->sync) {
 		pthread_mutex_lock(&b->sync->mu);
 		b->sync->ended++;
@@ -451,6 +499,61 @@ static void err_on(const struct tir_exec *x, int d, struct tir_err *err)
 		memcpy(err->msg + n, on, strlen(on) + 1);
 }
 
+/* A collective's name: 128 random bits, the same on each of its ranks. */
+static int coll_key(char key[33], struct tir_err *err)
+{
+	unsigned char r[16];
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		return tir_errf(err, TIR_EDATA, NULL, "no random bits for a collective's name: %s", strerror(errno));
+	for (int i = 0; i < 16; i++)
+		snprintf(key + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+/* c's collective: every rank's part at once (a part that fails stops the
+ * others', as a step's batches do), and a line of --explain. */
+static int coll_run(struct tir_exec *x, const struct coll_plan *cp, int step, struct tir_err *err)
+{
+	const struct tir_coll *c = cp->c;
+	char key[33];
+	int rc = coll_key(key, err);
+	struct batch_job *jobs = rc ? NULL : calloc((size_t)c->n, sizeof *jobs);
+	if (rc || !jobs)
+		return rc ? rc : tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	for (int i = 0; i < c->n; i++) {
+		jobs[i].x = x;
+		jobs[i].d = c->dev[i];
+		jobs[i].coll = cp;
+		jobs[i].piece = i;
+		jobs[i].key = key;
+	}
+	run_at_once(x, jobs, c->n);
+	for (int pass = 0; pass < 2 && !rc; pass++) /* first an error that is not another's stop */
+		for (int i = 0; i < c->n && !rc; i++)
+			if (jobs[i].rc && (pass || jobs[i].err.code != TIR_EINTERRUPT)) {
+				rc = jobs[i].rc;
+				*err = jobs[i].err;
+				err_on(x, jobs[i].d, err);
+			}
+	free(jobs);
+	if (rc)
+		return rc;
+	struct tir_str e = {0};
+	if (x->explain)
+		tir_str_add(&e, x->explain, strlen(x->explain));
+	char ty[160], dn[24];
+	tir_type_str(&c->out[0]->type, ty, sizeof ty);
+	tir_str_addf(&e, "# all_reduce(op=%s) of %s: one MPI_Allreduce of ranks", c->op, ty);
+	for (int i = 0; i < c->n; i++)
+		tir_str_addf(&e, "%s%d (%s)", i ? ", " : " ", cp->ranks[i], tir_dev_str(c->dev[i], dn));
+	tir_str_addf(&e, " of a group, before step %d\n", step + 1);
+	free(x->explain);
+	x->explain = e.oom ? NULL : e.s;
+	if (e.oom)
+		tir_str_free(&e);
+	return 0;
+}
+
 /*
  * Compute targets[0..nt) into out: each op runs on the device its node is
  * placed on (a value placed nowhere: on each device that reads it, and a
@@ -479,8 +582,10 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 	bool *bstay = calloc(room, sizeof *bstay);
 	struct tir_tensor *bv = calloc(room, sizeof *bv);
 	struct batch_job *jobs = calloc((size_t)nd, sizeof *jobs);
-	int rc = 0, nsteps = 0;
-	if (!need || !lvl || !moved || !stays || !moves_out || !hand || !bt || !bstay || !bv || !jobs) {
+	int *cx = calloc(nn + 1, sizeof *cx);            /* by node: 1 + its collective's index in cp, or 0 */
+	struct coll_plan *cp = NULL;
+	int rc = 0, nsteps = 0, ncp = 0;
+	if (!need || !lvl || !moved || !stays || !moves_out || !hand || !bt || !bstay || !bv || !jobs || !cx) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -503,13 +608,33 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			if (n->in[k])
 				moved[n->in[k]->id] = true;
 	}
-	memset(moved, 0, (nn + 1) * sizeof *moved);
 	/* what each device holds, as of now: the walk below asks */
 	for (int d = 0; d < nd && !rc; d++)
 		if (x->dev[d]->ops->sync)
 			rc = x->dev[d]->ops->sync(x->dev[d], x, err);
 	if (rc)
 		goto out;
+	/* the all_reduces a group's ranks make as one collective each */
+	for (size_t i = 0; i < nn && !rc; i++) {
+		const struct tir_coll *c = p->nodes[i]->coll;
+		if (!c || c->out[0] != p->nodes[i] || !moved[i])
+			continue;
+		struct coll_plan *g = realloc(cp, sizeof *cp * (size_t)(ncp + 1));
+		if (!g) {
+			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+			break;
+		}
+		cp = g;
+		cp[ncp].c = c;
+		if (!coll_at_once(x, c, cp[ncp].ranks))
+			continue;
+		for (int j = 0; j < c->n; j++)
+			cx[c->out[j]->id] = ncp + 1;
+		ncp++;
+	}
+	if (rc)
+		goto out;
+	memset(moved, 0, (nn + 1) * sizeof *moved);
 	for (size_t i = 0; i < nt; i++) {
 		int d = dev_of(targets[i]);
 		need[targets[i]->id] |= 1ull << (d < 0 ? home : d);
@@ -523,6 +648,16 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		for (int d = 0; d < nd; d++) {
 			if (!(need[i] >> d & 1) || x->dev[d]->ops->holds(x->dev[d], x, (uint32_t)i))
 				continue;
+			if (cx[i]) { /* every piece of its collective, from every piece */
+				const struct tir_coll *c = cp[cx[i] - 1].c;
+				for (int j = 0; j < c->n; j++) {
+					moved[c->out[j]->id] = true;
+					need[c->out[j]->id] |= 1ull << c->dev[j];
+					moves_out[c->in[j]->id] = true;
+					need[c->in[j]->id] |= 1ull << c->dev[j];
+				}
+				continue;
+			}
 			if (n->op == TIR_OP_TO && dev_of(n->in[0]) >= 0 && dev_of(n->in[0]) != d) {
 				moved[i] = true;
 				moves_out[n->in[0]->id] = true;
@@ -539,6 +674,13 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		const struct tir_node *n = p->nodes[i];
 		if (!need[i])
 			continue;
+		if (cx[i]) { /* a step after the last of its collective's pieces is made */
+			const struct tir_coll *c = cp[cx[i] - 1].c;
+			for (int j = 0; j < c->n; j++)
+				lvl[i] = lvl[c->in[j]->id] + 1 > lvl[i] ? lvl[c->in[j]->id] + 1 : lvl[i];
+			nsteps = lvl[i] + 1 > nsteps ? lvl[i] + 1 : nsteps;
+			continue;
+		}
 		for (int k = 0; k < n->nin; k++) {
 			const struct tir_node *o = n->in[k];
 			int l = o ? lvl[o->id] + (moved[i] ? 1 : 0) : 0;
@@ -663,7 +805,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			tir_tensor_release(&bv[j]);
 		/* the moves into the next step */
 		for (size_t i = 0; i < nn && !rc; i++) {
-			if (!moved[i] || lvl[i] != L + 1)
+			if (!moved[i] || lvl[i] != L + 1 || cx[i])
 				continue;
 			const struct tir_node *n = p->nodes[i], *o = n->in[0];
 			int from = dev_of(o), to = dev_of(n);
@@ -681,6 +823,12 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			if (!rc)
 				rc = dst->ops->put(dst, x, n->id, &v, err);
 			tir_tensor_release(&v);
+		}
+		/* and the collectives, each at once on its ranks */
+		for (int k = 0; k < ncp && !rc; k++) {
+			uint32_t o0 = cp[k].c->out[0]->id;
+			if (moved[o0] && lvl[o0] == L + 1)
+				rc = coll_run(x, &cp[k], L + 1, err);
 		}
 	}
 	/* a target the devices held already, asked for alone */
@@ -706,6 +854,8 @@ out:
 	free(bstay);
 	free(bv);
 	free(jobs);
+	free(cx);
+	free(cp);
 	return rc;
 }
 

@@ -227,6 +227,8 @@ struct tir_node {
 	struct tir_node *owner;   /* a piece: the sharded node it is a piece of */
 	struct tir_shard *shard;  /* TIR_DEV_SHARDED: its pieces (NULL: not
 				   * known, the remotes not being known) */
+	struct tir_coll *coll;    /* a piece of an all_reduce's result: the
+				   * collective it may be made by (shard.c) */
 	struct tir_node **in;
 	struct tir_loc *inloc;    /* where each operand was written */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
@@ -337,6 +339,18 @@ struct tir_shard {
 	bool partial;
 	int16_t *dev;                /* n TIR_DEV_* */
 	struct tir_node **piece;     /* n */
+};
+/* all_reduce(x, op) of a sharded x (shard.c): out[i], on dev[i], is the
+ * op of in[0..n) elementwise.  The checker lowers it to moves and
+ * elementwise ops through dev[0], which any devices can run; when the
+ * devices are ranks of one MPI group an executor may make out[0..n) as
+ * one collective of theirs instead (lib/engine/run.c), and never run the
+ * lowering. */
+struct tir_coll {
+	int n;
+	const char *op;              /* sum mean max min prod */
+	int16_t *dev;                /* n TIR_DEV_* */
+	struct tir_node **in, **out; /* n each */
 };
 /* The node a run computes for n: n, or its alias. */
 static inline struct tir_node *tir_exe(struct tir_node *n)

@@ -527,8 +527,12 @@ static int all_reduce(struct tir_program *p, struct tir_node *n, struct tir_err 
 				"shard(x, axis=0))", x->ref_name ? x->ref_name : "its operand");
 	const struct tir_shard *s = x->shard;
 	n->dev = TIR_DEV_SHARDED;
-	if (!s) /* the devices are not known: typed as x */
+	/* an integer mean is f32, as mean's is */
+	bool fmean = !strcmp(w, "mean") && !tir_dtype_is_float((enum tir_dtype)x->type.dtype);
+	if (!s) { /* the devices are not known: typed as x */
+		n->type.dtype = fmean ? TIR_DTYPE_F32 : n->type.dtype;
 		return 0;
+	}
 	if (s->partial && strcmp(w, "sum") && strcmp(w, "mean"))
 		return tir_errf(err, TIR_ETYPE, &n->loc,
 				"all_reduce: %s holds the terms of a sum (a product contracting the sharded axis): "
@@ -536,6 +540,7 @@ static int all_reduce(struct tir_program *p, struct tir_node *n, struct tir_err 
 	/* the result: one piece's type (the whole value's when replicated or partial) */
 	n->type = s->piece[0]->type;
 	n->type.weak = false;
+	n->type.dtype = fmean ? TIR_DTYPE_F32 : n->type.dtype;
 	enum tir_op comb = !strcmp(w, "max") ? TIR_OP_MAXIMUM : !strcmp(w, "min") ? TIR_OP_MINIMUM
 			 : !strcmp(w, "prod") ? TIR_OP_MUL : TIR_OP_ADD;
 	struct tir_node *acc = NULL;
@@ -555,6 +560,19 @@ static int all_reduce(struct tir_program *p, struct tir_node *n, struct tir_err 
 	for (int i = 0; i < s->n; i++) /* a copy on each device, from the first */
 		if (!(r->piece[i] = to_dev(p, n, acc, s->dev[i], err)))
 			return -err->code;
+	/* or, on a group's ranks, one collective of theirs */
+	struct tir_coll *c = s->n > 1 ? tir_arena_alloc(&p->arena, sizeof *c) : NULL;
+	if (s->n > 1) {
+		if (!c)
+			return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+		c->n = s->n;
+		c->op = w;
+		c->dev = s->dev;
+		c->in = s->piece;
+		c->out = r->piece;
+		for (int i = 0; i < s->n; i++)
+			r->piece[i]->coll = c;
+	}
 	return sharded(p, n, r, err);
 }
 

@@ -16,10 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TIR_MPI_API_VERSION 1
+#define TIR_MPI_API_VERSION 2
 #define TIR_MPI_PIECES 4               /* of one value: chunk list, frame head, data, padding */
 #define TIR_MPI_TOKEN_MAX 4096
 #define TIR_MPI_WHY 400
+#define TIR_MPI_MAX_RANKS 64          /* of one collective */
 
 /* What a source sends for one request: its pieces in order, held until
  * sent (then hooks.release(hold)). */
@@ -63,6 +64,33 @@ enum tir_mpi_fail {
 	TIR_MPI_REFUSED = -5,          /* sink.begin refused it (its status in *status) */
 };
 
+/* One rank's part of an all_reduce over ranks[0..n) of the group (0
+ * among them: it orders every collective of the group, so that each rank
+ * runs them in one order, whatever order its clients' requests came in).
+ * The server fills it in and posts it; the MPI part calls done(c) once,
+ * on its collective thread, within about 3 x `seconds` of the post. */
+enum tir_mpi_type { TIR_MPI_F32, TIR_MPI_F64, TIR_MPI_I32, TIR_MPI_I64, TIR_MPI_I8, TIR_MPI_U8, TIR_MPI_I16 };
+enum tir_mpi_op { TIR_MPI_SUM, TIR_MPI_MAX, TIR_MPI_MIN, TIR_MPI_PROD };
+struct tir_mpi_coll {
+	char key[33];                  /* names it: the same on each of its ranks */
+	int n;
+	int ranks[TIR_MPI_MAX_RANKS];
+	int type, op;                  /* tir_mpi_type, tir_mpi_op */
+	uint64_t count;                /* elements of send and of recv */
+	const void *send;
+	void *recv;
+	void (*done)(struct tir_mpi_coll *c);
+	/* for done: 0, a tir_mpi_fail, or TIR_MPI_KEPT (failed, and MPI may
+	 * still touch send and recv: they must never be freed) */
+	int status;
+	char why[TIR_MPI_WHY];
+	double data_s;                 /* how long its data took (MPI_Iallreduce) */
+	/* the MPI part's */
+	struct tir_mpi_coll *next;
+	double deadline;               /* to be begun by */
+};
+#define TIR_MPI_KEPT (-6)
+
 struct tir_mpi_api {
 	int version;                   /* TIR_MPI_API_VERSION */
 	/* MPI_Init_thread (MPI_THREAD_MULTIPLE), errors returned: 0 with
@@ -78,6 +106,10 @@ struct tir_mpi_api {
 	 * or a tir_mpi_fail (why says more).  *got: bytes that came. */
 	int (*fetch)(int src, const char *cap, const char *token, const struct tir_mpi_sink *sink, int seconds,
 		     volatile sig_atomic_t *cancel, uint64_t *got, char *why, size_t n);
+	/* Post c (its done called once, always, maybe before this returns):
+	 * begun by `seconds` from now (else "not begun"), its ranks each given
+	 * `seconds` to be asked for it, and its data moved within `seconds`. */
+	void (*all_reduce)(struct tir_mpi_coll *c, int seconds);
 	/* Stop the service thread (sends under way get `seconds`), then
 	 * MPI_Finalize: 0, or -1 when it did not return within a second
 	 * (mpirun stopping the job does not wait for it). */

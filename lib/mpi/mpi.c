@@ -9,12 +9,29 @@
  * against a deadline: a peer that died or hangs is an error after
  * --transfer-seconds, never a wait forever.  Errors are returned
  * (MPI_ERRORS_RETURN on the communicator), never fatal.
+ *
+ * An all_reduce is MPI_Allreduce, on a communicator of its own (cl.cc),
+ * run by one collective thread per rank.  Every rank must run the group's
+ * collectives in one order, though its clients' requests come in any:
+ * rank 0 orders them.  Its thread takes the oldest request rank 0 has and
+ * broadcasts it (MPI_Ibcast: the key and what is reduced); every rank's
+ * thread waits for that broadcast, then for its own request of that key
+ * (at most --transfer-seconds), and the collective's ranks agree that
+ * each has it (a small MPI_Iallreduce) before the data's.  So a rank whose
+ * client never asked, or asked for another size, fails the collective on
+ * every rank rather than leaving the others in it, and every wait has a
+ * deadline.  A collective whose data do not all move within the deadline
+ * leaves MPI in a state nothing mends: the group takes no collective again
+ * (mpirun must start it anew), and what MPI may still touch is kept.
  */
 #include "group.h"
 
 #include <mpi.h>
+#include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +108,75 @@ static void mpi_why(int rc, const char *what, char *why, size_t n)
 	snprintf(why, n, "%s: %s", what, s);
 }
 
+/* ---- the collectives' state (their thread is further down) ---- */
+
+/* Float max and min as tir's maximum and minimum (a NaN wins), made
+ * commutative to the bit (of two NaNs the larger pattern; +0 over -0 for
+ * max, -0 for min): every rank's result is the same bits whatever order
+ * MPI reduces in. */
+#define FMAXMIN(T, U, MAX, MIN)                                                   \
+	static inline T MAX(T a, T b)                                            \
+	{                                                                        \
+		if (a != a || b != b) {                                          \
+			U ua, ub;                                                \
+			memcpy(&ua, &a, sizeof a);                               \
+			memcpy(&ub, &b, sizeof b);                               \
+			return a != a && b != b ? (ua > ub ? a : b) : a != a ? a : b; \
+		}                                                                \
+		if (a == b)                                                      \
+			return signbit(a) ? b : a;                               \
+		return a > b ? a : b;                                            \
+	}                                                                        \
+	static inline T MIN(T a, T b)                                            \
+	{                                                                        \
+		if (a != a || b != b)                                            \
+			return MAX(a, b);                                        \
+		if (a == b)                                                      \
+			return signbit(a) ? a : b;                               \
+		return a < b ? a : b;                                            \
+	}
+FMAXMIN(float, uint32_t, max_f32, min_f32)
+FMAXMIN(double, uint64_t, max_f64, min_f64)
+
+static void fmax_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	if (*dt == MPI_FLOAT)
+		for (int i = 0; i < *len; i++)
+			((float *)inout)[i] = max_f32(((const float *)in)[i], ((float *)inout)[i]);
+	else
+		for (int i = 0; i < *len; i++)
+			((double *)inout)[i] = max_f64(((const double *)in)[i], ((double *)inout)[i]);
+}
+
+static void fmin_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	if (*dt == MPI_FLOAT)
+		for (int i = 0; i < *len; i++)
+			((float *)inout)[i] = min_f32(((const float *)in)[i], ((float *)inout)[i]);
+	else
+		for (int i = 0; i < *len; i++)
+			((double *)inout)[i] = min_f64(((const double *)in)[i], ((double *)inout)[i]);
+}
+
+#define SUBS 16                        /* communicators of part of the group, kept */
+
+static struct {
+	MPI_Comm cc;                   /* the collectives' */
+	MPI_Op fmax, fmin;
+	pthread_t thread;
+	bool running;
+	pthread_mutex_t mu;            /* the queue, broken */
+	pthread_cond_t cv;
+	struct tir_mpi_coll *head;     /* posted and not begun, oldest first */
+	bool broken;
+	char broken_why[TIR_MPI_WHY];
+	struct {
+		uint64_t mask;         /* its ranks */
+		MPI_Comm comm;         /* MPI_COMM_NULL on a rank not of it */
+	} sub[SUBS];
+	int nsub, next_sub;
+} cl = {.cc = MPI_COMM_NULL, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
 static int init(int *rank, int *size, char *why, size_t n)
 {
 	int provided = 0;
@@ -112,6 +198,14 @@ static int init(int *rank, int *size, char *why, size_t n)
 		return -1;
 	}
 	MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
+	if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &cl.cc)) != MPI_SUCCESS ||
+	    (rc = MPI_Op_create(fmax_fn, 1, &cl.fmax)) != MPI_SUCCESS ||
+	    (rc = MPI_Op_create(fmin_fn, 1, &cl.fmin)) != MPI_SUCCESS) {
+		mpi_why(rc, "the collectives' communicator", why, n);
+		MPI_Finalize();
+		return -1;
+	}
+	MPI_Comm_set_errhandler(cl.cc, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(g.comm, &g.rank);
 	MPI_Comm_size(g.comm, &g.size);
 	*rank = g.rank;
@@ -317,6 +411,8 @@ static void *service(void *arg)
 	return NULL;
 }
 
+static void *collectives(void *arg);
+
 static int serve(const struct tir_mpi_hooks *h, int seconds, char *why, size_t n)
 {
 	g.h = *h;
@@ -326,6 +422,8 @@ static int serve(const struct tir_mpi_hooks *h, int seconds, char *why, size_t n
 		return -1;
 	}
 	g.serving = true;
+	if (pthread_create(&cl.thread, NULL, collectives, NULL) == 0)
+		cl.running = true; /* (else every all_reduce is refused, saying so) */
 	return 0;
 }
 
@@ -458,6 +556,396 @@ static int fetch(int src, const char *cap, const char *token, const struct tir_m
 	return ret;
 }
 
+/* ---- collectives (the header says how they are ordered) ---- */
+
+#define ORDER_MAGIC 0x44524f54u        /* "TORD" */
+
+/* What rank 0 broadcasts: the next collective every rank runs. */
+struct order {
+	uint32_t magic;
+	int32_t n, type, op;
+	uint64_t count;
+	int32_t ranks[TIR_MPI_MAX_RANKS];
+	char key[33];
+};
+
+static void coll_end(struct tir_mpi_coll *c, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void coll_end(struct tir_mpi_coll *c, int status, const char *fmt, ...)
+{
+	c->status = status;
+	c->why[0] = 0;
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->why, sizeof c->why, fmt, ap);
+		va_end(ap);
+	}
+	c->done(c);
+}
+
+/* The group takes no collective again: the queue fails with why. */
+static void coll_break(const char *why)
+{
+	pthread_mutex_lock(&cl.mu);
+	cl.broken = true;
+	snprintf(cl.broken_why, sizeof cl.broken_why, "%s", why);
+	struct tir_mpi_coll *c = cl.head;
+	cl.head = NULL;
+	pthread_mutex_unlock(&cl.mu);
+	char line[TIR_MPI_WHY + 64];
+	snprintf(line, sizeof line, "tir serve: mpi: %s; this group takes no collective again", why);
+	g.h.log(g.h.ud, line);
+	while (c) {
+		struct tir_mpi_coll *next = c->next;
+		coll_end(c, TIR_MPI_ERROR, "%s; this group takes no collective again (restart it with mpirun)", why);
+		c = next;
+	}
+}
+
+/* Fail what waited past its deadline to be begun. */
+static void coll_expire(void)
+{
+	double t = now_s();
+	struct tir_mpi_coll *gone = NULL;
+	pthread_mutex_lock(&cl.mu);
+	for (struct tir_mpi_coll **p = &cl.head; *p;) {
+		struct tir_mpi_coll *c = *p;
+		if (c->deadline >= t) {
+			p = &c->next;
+			continue;
+		}
+		*p = c->next;
+		c->next = gone;
+		gone = c;
+	}
+	pthread_mutex_unlock(&cl.mu);
+	while (gone) {
+		struct tir_mpi_coll *next = gone->next;
+		coll_end(gone, TIR_MPI_NO_ANSWER,
+			 g.rank ? "rank 0 of the group did not begin this all_reduce within %d s (--transfer-seconds): "
+				  "it was not asked for it, or not in time"
+				: "this all_reduce was not begun within %d s (--transfer-seconds)",
+			 g.seconds);
+		gone = next;
+	}
+}
+
+/* Take the request of key off the queue, waiting for it until deadline
+ * (its client may ask this rank later than rank 0); NULL when none came. */
+static struct tir_mpi_coll *coll_take(const char *key, double deadline)
+{
+	pthread_mutex_lock(&cl.mu);
+	for (;;) {
+		for (struct tir_mpi_coll **p = &cl.head; *p; p = &(*p)->next)
+			if (!strcmp((*p)->key, key)) {
+				struct tir_mpi_coll *c = *p;
+				*p = c->next;
+				pthread_mutex_unlock(&cl.mu);
+				return c;
+			}
+		if (now_s() > deadline || atomic_load(&g.stop))
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&cl.cv, &cl.mu, &ts);
+	}
+	pthread_mutex_unlock(&cl.mu);
+	return NULL;
+}
+
+/* The communicator of o's ranks: cc for the whole group, else one made by
+ * every rank (MPI_Comm_split over cc: each rank is here for o), kept; on
+ * a rank not of it MPI_COMM_NULL.  -1 on an MPI error (why). */
+static int coll_comm(const struct order *o, MPI_Comm *comm, char *why, size_t n)
+{
+	uint64_t mask = 0;
+	int pos = -1;
+	for (int i = 0; i < o->n; i++) {
+		mask |= 1ull << o->ranks[i];
+		pos = o->ranks[i] == g.rank ? i : pos;
+	}
+	if (o->n == g.size) {
+		*comm = cl.cc;
+		return 0;
+	}
+	for (int i = 0; i < cl.nsub; i++)
+		if (cl.sub[i].mask == mask) {
+			*comm = cl.sub[i].comm;
+			return 0;
+		}
+	/* the oldest kept goes: the same on every rank, which sees the same orders */
+	int slot = cl.nsub < SUBS ? cl.nsub++ : cl.next_sub++ % SUBS;
+	if (cl.sub[slot].comm != MPI_COMM_NULL && cl.sub[slot].mask)
+		MPI_Comm_free(&cl.sub[slot].comm);
+	cl.sub[slot].mask = 0;
+	cl.sub[slot].comm = MPI_COMM_NULL;
+	int rc = MPI_Comm_split(cl.cc, pos >= 0 ? 0 : MPI_UNDEFINED, pos, &cl.sub[slot].comm);
+	if (rc != MPI_SUCCESS) {
+		mpi_why(rc, "MPI_Comm_split", why, n);
+		return -1;
+	}
+	if (cl.sub[slot].comm != MPI_COMM_NULL)
+		MPI_Comm_set_errhandler(cl.sub[slot].comm, MPI_ERRORS_RETURN);
+	cl.sub[slot].mask = mask;
+	*comm = cl.sub[slot].comm;
+	return 0;
+}
+
+/* Wait for rq until deadline, yielding between tests: MPI makes progress
+ * only when asked, and a collective's data want it all the time. */
+static int wait_hard(MPI_Request *rq, double deadline, int *mpirc)
+{
+	for (;;) {
+		int done = 0;
+		int rc = MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+		if (rc != MPI_SUCCESS) {
+			*mpirc = rc;
+			return -1;
+		}
+		if (done)
+			return 0;
+		if (now_s() > deadline)
+			return 1;
+		sched_yield();
+	}
+}
+
+static MPI_Datatype mpi_type(int t)
+{
+	switch (t) {
+	case TIR_MPI_F32: return MPI_FLOAT;
+	case TIR_MPI_F64: return MPI_DOUBLE;
+	case TIR_MPI_I32: return MPI_INT32_T;
+	case TIR_MPI_I64: return MPI_INT64_T;
+	case TIR_MPI_I8: return MPI_INT8_T;
+	case TIR_MPI_U8: return MPI_UINT8_T;
+	default: return MPI_INT16_T;
+	}
+}
+
+static size_t type_size(int t)
+{
+	static const size_t size[] = {4, 8, 4, 8, 1, 1, 2};
+	return size[t];
+}
+
+static MPI_Op mpi_op(int op, int t)
+{
+	bool fl = t == TIR_MPI_F32 || t == TIR_MPI_F64;
+	switch (op) {
+	case TIR_MPI_MAX: return fl ? cl.fmax : MPI_MAX;
+	case TIR_MPI_MIN: return fl ? cl.fmin : MPI_MIN;
+	case TIR_MPI_PROD: return MPI_PROD;
+	default: return MPI_SUM;
+	}
+}
+
+#define COLL_PIECE ((uint64_t)1 << 28)  /* elements of one MPI_Iallreduce, at most (an int) */
+
+/* Run order o here: c is this rank's request of it, if it had one yet. */
+static void coll_run(const struct order *o, struct tir_mpi_coll *c)
+{
+	char why[TIR_MPI_WHY];
+	MPI_Comm comm;
+	if (coll_comm(o, &comm, why, sizeof why)) {
+		if (c)
+			coll_end(c, TIR_MPI_ERROR, "%s", why);
+		coll_break(why);
+		return;
+	}
+	bool part = false;
+	for (int i = 0; i < o->n; i++)
+		part = part || o->ranks[i] == g.rank;
+	if (!part)
+		return;
+	if (!c)
+		c = coll_take(o->key, now_s() + g.seconds);
+	/* every rank of it has it, and the same of it */
+	int ready = c && c->n == o->n && c->type == o->type && c->op == o->op && c->count == o->count &&
+		    !memcmp(c->ranks, o->ranks, sizeof *c->ranks * (size_t)o->n);
+	int all = 0, rc = 0;
+	MPI_Request rq;
+	if ((rc = MPI_Iallreduce(&ready, &all, 1, MPI_INT, MPI_MIN, comm, &rq)) != MPI_SUCCESS ||
+	    wait_until(&rq, 1, now_s() + 2.0 * g.seconds + 1, NULL, &rc)) {
+		if (rc)
+			mpi_why(rc, "agreeing on an all_reduce", why, sizeof why);
+		else
+			snprintf(why, sizeof why, "the ranks of an all_reduce did not all answer within %d s", 2 * g.seconds + 1);
+		if (c)
+			coll_end(c, TIR_MPI_ERROR, "%s", why);
+		coll_break(why);
+		return;
+	}
+	if (!c)
+		return; /* the others were told */
+	if (!all) {
+		coll_end(c, TIR_MPI_NO_ANSWER,
+			 !ready ? "rank 0 of the group began this all_reduce with another size, dtype or op"
+				: "a rank of this all_reduce was not asked for it within %d s (--transfer-seconds), or was "
+				  "asked for another size, dtype or op: none of them ran it", g.seconds);
+		return;
+	}
+	/* the data, in pieces MPI counts with an int */
+	MPI_Datatype t = mpi_type(c->type);
+	MPI_Op op = mpi_op(c->op, c->type);
+	size_t es = type_size(c->type);
+	double t0 = now_s(), deadline = t0 + g.seconds;
+	for (uint64_t off = 0; off < c->count; off += COLL_PIECE) {
+		uint64_t cnt = c->count - off < COLL_PIECE ? c->count - off : COLL_PIECE;
+		rc = MPI_Iallreduce((const char *)c->send + off * es, (char *)c->recv + off * es, (int)cnt, t, op, comm,
+				    &rq);
+		bool posted = rc == MPI_SUCCESS;
+		int st = posted ? wait_hard(&rq, deadline, &rc) : -1;
+		if (st) {
+			if (st < 0)
+				mpi_why(rc, "MPI_Iallreduce", why, sizeof why);
+			else
+				snprintf(why, sizeof why, "an all_reduce's data did not all move within %d s "
+					 "(--transfer-seconds)", g.seconds);
+			/* what an earlier piece's MPI_Iallreduce or this one's may still touch */
+			coll_end(c, posted || off ? TIR_MPI_KEPT : TIR_MPI_ERROR, "%s", why);
+			coll_break(why);
+			return;
+		}
+	}
+	c->data_s = now_s() - t0;
+	coll_end(c, 0, NULL);
+}
+
+static void *collectives(void *arg)
+{
+	(void)arg;
+	struct order *o = calloc(1, sizeof *o);
+	MPI_Request rq = MPI_REQUEST_NULL;
+	int idle = 0, rc = 0;
+	char why[TIR_MPI_WHY];
+	if (!o)
+		return NULL;
+	while (!atomic_load(&g.stop) && !cl.broken) {
+		coll_expire();
+		struct tir_mpi_coll *c = NULL;
+		if (g.rank == 0) {
+			/* the oldest request here is the group's next */
+			pthread_mutex_lock(&cl.mu);
+			if (!cl.head) {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += 20 * 1000000L;
+				if (ts.tv_nsec >= 1000000000L) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000L;
+				}
+				pthread_cond_timedwait(&cl.cv, &cl.mu, &ts);
+			}
+			if ((c = cl.head))
+				cl.head = c->next;
+			pthread_mutex_unlock(&cl.mu);
+			if (!c)
+				continue;
+			memset(o, 0, sizeof *o);
+			o->magic = ORDER_MAGIC;
+			o->n = c->n;
+			o->type = c->type;
+			o->op = c->op;
+			o->count = c->count;
+			memcpy(o->ranks, c->ranks, sizeof *o->ranks * (size_t)c->n);
+			memcpy(o->key, c->key, sizeof o->key);
+			if ((rc = MPI_Ibcast(o, sizeof *o, MPI_BYTE, 0, cl.cc, &rq)) != MPI_SUCCESS ||
+			    wait_until(&rq, 1, now_s() + g.seconds, NULL, &rc)) {
+				if (rc)
+					mpi_why(rc, "MPI_Ibcast", why, sizeof why);
+				else
+					snprintf(why, sizeof why, "the group's ranks did not all take the next "
+						 "collective within %d s", g.seconds);
+				coll_end(c, TIR_MPI_ERROR, "%s", why);
+				coll_break(why);
+				break;
+			}
+			rq = MPI_REQUEST_NULL;
+		} else {
+			/* rank 0's next order, waited for between other things */
+			int done = 0;
+			if (rq == MPI_REQUEST_NULL && (rc = MPI_Ibcast(o, sizeof *o, MPI_BYTE, 0, cl.cc, &rq)) != MPI_SUCCESS) {
+				mpi_why(rc, "MPI_Ibcast", why, sizeof why);
+				coll_break(why);
+				break;
+			}
+			if ((rc = MPI_Test(&rq, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
+				mpi_why(rc, "MPI_Ibcast", why, sizeof why);
+				coll_break(why);
+				break;
+			}
+			if (!done) {
+				pause_for(&idle);
+				continue;
+			}
+			idle = 0;
+			rq = MPI_REQUEST_NULL;
+		}
+		o->key[32] = 0;
+		bool good = o->magic == ORDER_MAGIC && o->n >= 1 && o->n <= g.size && o->n <= TIR_MPI_MAX_RANKS &&
+			    o->type >= TIR_MPI_F32 && o->type <= TIR_MPI_I16 && o->op >= TIR_MPI_SUM &&
+			    o->op <= TIR_MPI_PROD;
+		uint64_t seen = 0;
+		for (int i = 0; good && i < o->n; i++) {
+			good = o->ranks[i] >= 0 && o->ranks[i] < g.size && !(seen >> o->ranks[i] & 1);
+			seen |= good ? 1ull << o->ranks[i] : 0;
+		}
+		if (!good) { /* no rank 0 of ours sends this */
+			if (c)
+				coll_end(c, TIR_MPI_ERROR, "a malformed order");
+			coll_break("rank 0 broadcast a malformed order");
+			break;
+		}
+		coll_run(o, c);
+	}
+	/* a broadcast still posted is let go (MPI_Finalize is given a second) */
+	if (rq != MPI_REQUEST_NULL)
+		MPI_Request_free(&rq);
+	else
+		free(o);
+	/* what is queued fails */
+	pthread_mutex_lock(&cl.mu);
+	struct tir_mpi_coll *c = cl.head;
+	cl.head = NULL;
+	cl.broken = true;
+	if (!cl.broken_why[0])
+		snprintf(cl.broken_why, sizeof cl.broken_why, "the server is stopping");
+	pthread_mutex_unlock(&cl.mu);
+	while (c) {
+		struct tir_mpi_coll *next = c->next;
+		coll_end(c, TIR_MPI_ERROR, "%s", cl.broken_why);
+		c = next;
+	}
+	return NULL;
+}
+
+static void all_reduce(struct tir_mpi_coll *c, int seconds)
+{
+	pthread_mutex_lock(&cl.mu);
+	if (cl.broken || !cl.running) {
+		char why[TIR_MPI_WHY];
+		snprintf(why, sizeof why, "%s", cl.broken ? cl.broken_why : "the group is not serving");
+		pthread_mutex_unlock(&cl.mu);
+		coll_end(c, TIR_MPI_ERROR, "%s%s", why, cl.broken ? "; this group takes no collective again" : "");
+		return;
+	}
+	c->deadline = now_s() + seconds;
+	c->next = NULL;
+	struct tir_mpi_coll **p = &cl.head;
+	while (*p)
+		p = &(*p)->next;
+	*p = c;
+	pthread_cond_broadcast(&cl.cv);
+	pthread_mutex_unlock(&cl.mu);
+}
+
 static pthread_mutex_t fin_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fin_cv = PTHREAD_COND_INITIALIZER;
 static bool fin_done;
@@ -483,6 +971,10 @@ static int finish(int seconds)
 		atomic_store(&g.stop, true);
 		pthread_join(g.thread, NULL);
 		g.serving = false;
+	}
+	if (cl.running) {
+		pthread_join(cl.thread, NULL);
+		cl.running = false;
 	}
 	if (g.comm != MPI_COMM_NULL)
 		MPI_Comm_free(&g.comm);
@@ -512,6 +1004,7 @@ static const struct tir_mpi_api api = {
 	.allgather = allgather,
 	.serve = serve,
 	.fetch = fetch,
+	.all_reduce = all_reduce,
 	.finish = finish,
 };
 

@@ -1625,6 +1625,21 @@ static int held_inputs(struct tir_remote *r, const struct tir_exec *x, uint32_t 
 	return rc;
 }
 
+/* Node id's value is held by r's session from now on, as a batch's keep:
+ * no drop of its key still to come (what came replaced what the key
+ * held), and stale once an input it was computed from is given again. */
+static int held_now(struct tir_remote *r, const struct tir_exec *x, uint32_t id, const struct tir_remote *from,
+		    struct tir_err *err)
+{
+	r->held[id] = true;
+	for (size_t i = 0; i < r->ndrops;)
+		if (r->drops[i] == id)
+			r->drops[i] = r->drops[--r->ndrops];
+		else
+			i++;
+	return held_inputs(r, x, id, from, err);
+}
+
 int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t id, const struct tir_remote *from,
 		      const char *cap, const char *blob, struct tir_err *err)
 {
@@ -1687,16 +1702,64 @@ int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t i
 	json_decref(root);
 	if (!ok)
 		return net_err(r, err, "the reply to an import is not of the value asked for");
-	/* held from now on, as a batch's keep: no drop of its key still to
-	 * come (the import replaced what the key held), and stale once an
-	 * input it was computed from is given again */
-	r->held[id] = true;
-	for (size_t i = 0; i < r->ndrops;)
-		if (r->drops[i] == id)
-			r->drops[i] = r->drops[--r->ndrops];
-		else
-			i++;
-	return held_inputs(r, x, id, from, err);
+	return held_now(r, x, id, from, err);
+}
+
+const char *tir_remote_group(const struct tir_remote *r, int *rank)
+{
+	*rank = r->rank;
+	return r->group[0] ? r->group : NULL;
+}
+
+int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *key, const char *op,
+			  const int *ranks, int n, uint32_t src_id, uint32_t dst_id, struct tir_err *err)
+{
+	const struct tir_program *p = tir_exec_program(x);
+	if (dst_id >= p->nnodes || !r->group[0])
+		return tir_errf(err, TIR_EDATA, NULL, "remote %s: no collective of a group here", r->name);
+	int rc = run_sync(r, x, err);
+	if (rc)
+		return rc;
+	if (!tir_remote_holds(r, x, src_id) || !r->session[0])
+		return tir_errf(err, TIR_EDATA, NULL, "remote %s holds no value of node %u", r->name, (unsigned)src_id);
+	char src[24], dst[24], path[128];
+	tir_batch_key(src_id, src);
+	tir_batch_key(dst_id, dst);
+	json_t *rk = json_array();
+	for (int i = 0; rk && i < n; i++)
+		json_array_append_new(rk, json_integer(ranks[i]));
+	json_t *o = rk ? json_pack("{ss ss ss ss ss so}", "key", src, "as", dst, "op", op, "coll", key, "group", r->group,
+				   "ranks", rk) : NULL;
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!body)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	snprintf(path, sizeof path, "/v1/sessions/%s/allreduce", r->session);
+	long st = 0;
+	r->intr = tir_exec_interrupt_flag(x);
+	r->x = x; /* its span in --trace */
+	/* once: the other ranks are in it with this key */
+	rc = request_once(r, "POST", path, body, strlen(body), NULL, r->hjson, &st, err);
+	r->x = NULL;
+	r->intr = NULL;
+	free(body);
+	if (rc)
+		return rc;
+	if (st == 404 && session_gone_reply(r)) {
+		r->session[0] = 0;
+		heartbeat_set(r, "", 0);
+		held_forget(r);
+		r->ndrops = 0;
+	}
+	if (st != 200)
+		return http_failed(r, st, err);
+	json_t *root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
+	const char *k = json_string_value(json_object_get(root, "key"));
+	bool ok = k && !strcmp(k, dst);
+	json_decref(root);
+	if (!ok)
+		return net_err(r, err, "the reply to an all_reduce is not of the value asked for");
+	return held_now(r, x, dst_id, r, err);
 }
 
 /* ---- server groups (docs/groups.md): one address of a group opens

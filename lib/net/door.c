@@ -40,6 +40,9 @@ static struct {
 	int (*remote_import)(struct tir_remote *, const struct tir_exec *, uint32_t, const struct tir_remote *,
 			     const char *, const char *, struct tir_err *);
 	int (*remote_group_open)(const char *, const char *, struct tir_remote **, int, struct tir_err *);
+	const char *(*remote_group)(const struct tir_remote *, int *);
+	int (*remote_all_reduce)(struct tir_remote *, struct tir_exec *, const char *, const char *, const int *,
+				 int, uint32_t, uint32_t, struct tir_err *);
 } net = {.once = PTHREAD_ONCE_INIT};
 
 /* TIR_NET_LIB names the object; else it sits next to the binary. */
@@ -69,10 +72,12 @@ static void open_net(void)
 	*(void **)&net.remote_export = dlsym(net.h, "tir_remote_export");
 	*(void **)&net.remote_import = dlsym(net.h, "tir_remote_import");
 	*(void **)&net.remote_group_open = dlsym(net.h, "tir_remote_group_open");
+	*(void **)&net.remote_group = dlsym(net.h, "tir_remote_group");
+	*(void **)&net.remote_all_reduce = dlsym(net.h, "tir_remote_all_reduce");
 	if (!net.remote_open || !net.remote_close || !net.remote_name || !net.remote_stats ||
 	    !net.remote_run || !net.serve || !net.remote_connect || !net.remote_forget ||
 	    !net.remote_holds || !net.remote_sync || !net.remote_base_url || !net.remote_export ||
-	    !net.remote_import || !net.remote_group_open) {
+	    !net.remote_import || !net.remote_group_open || !net.remote_group || !net.remote_all_reduce) {
 		snprintf(net.why, sizeof net.why, "%s is not the one this tir was built with", path);
 		net.remote_open = NULL;
 		net.serve = NULL;
@@ -151,6 +156,17 @@ int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t i
 		      const char *cap, const char *blob, struct tir_err *err)
 {
 	return net.remote_import(r, x, id, from, cap, blob, err);
+}
+
+const char *tir_remote_group(const struct tir_remote *r, int *rank)
+{
+	return net.remote_group(r, rank);
+}
+
+int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *key, const char *op,
+			  const int *ranks, int n, uint32_t src_id, uint32_t dst_id, struct tir_err *err)
+{
+	return net.remote_all_reduce(r, x, key, op, ranks, n, src_id, dst_id, err);
 }
 
 int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err)

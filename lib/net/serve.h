@@ -26,7 +26,7 @@
 #pragma GCC visibility push(hidden)
 
 enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB, R_RENEW,
-	     R_EXPORT, R_IMPORT, R_EXPORTS };
+	     R_EXPORT, R_IMPORT, R_EXPORTS, R_ALLREDUCE };
 
 /* The batches.  Each session's run in the order they came, one at a time;
  * those of different sessions at once, each on a compute thread of its
@@ -67,8 +67,12 @@ struct group {
 	int rank, size;
 	char id[33];                   /* rank 0's random id: the same on every rank */
 	char (*members)[GROUP_ADDR];   /* by rank: HOST:PORT */
-	/* under the server's mmu: values received and sent over MPI */
+	/* under the server's mmu: values received and sent over MPI, and
+	 * all_reduces (coll.c): done and failed, their bytes, and the
+	 * seconds their data took (MPI_Iallreduce alone) */
 	uint64_t imports, import_bytes, served, served_bytes;
+	uint64_t colls, colls_failed, coll_bytes;
+	double coll_data_s;
 };
 
 #define MAX_CONNECTIONS 256             /* open at once, all clients together */
@@ -187,6 +191,10 @@ enum MHD_Result xfer_serve(struct server *s, struct MHD_Connection *c, struct re
  * its tenant's) to `bytes`; false when it has not that much left
  * (server.c). */
 bool req_reserve(struct server *s, struct req *r, uint64_t bytes);
+
+/* ---- coll.c: POST /v1/sessions/ID/allreduce, its body whole ---- */
+
+enum MHD_Result coll_all_reduce(struct server *s, struct MHD_Connection *c, struct req *r);
 
 /* ---- group.c: a rank of a group under mpirun (docs/groups.md) ---- */
 

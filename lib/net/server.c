@@ -163,6 +163,7 @@ static enum route route_of(const char *url, struct req *r)
 		     : !strcmp(slash, "/renew")	  ? R_RENEW
 		     : !strcmp(slash, "/export") ? R_EXPORT
 		     : !strcmp(slash, "/import") ? R_IMPORT
+		     : !strcmp(slash, "/allreduce") ? R_ALLREDUCE
 						  : R_NONE;
 		r->id_ok = idlen == SESSION_ID_HEX;
 	} else if (!strncmp(url, blobs, sizeof blobs - 1) && !strchr(url + sizeof blobs - 1, '/')) {
@@ -191,7 +192,8 @@ static enum route route_of(const char *url, struct req *r)
 	if (rest && r->id_ok)
 		snprintf(r->path, sizeof r->path, "%.*s%.8s\xe2\x80\xa6%s", (int)(rest - url), url, r->id,
 			 rt == R_RUN ? "/run" : rt == R_RENEW ? "/renew" : rt == R_EXPORT ? "/export"
-									 : rt == R_IMPORT ? "/import" : "");
+									 : rt == R_IMPORT ? "/import"
+									 : rt == R_ALLREDUCE ? "/allreduce" : "");
 	else if (rt == R_EXPORTS) /* a capability that is none: not a word of it */
 		snprintf(r->path, sizeof r->path, "%s\xe2\x80\xa6", exports);
 	else
@@ -211,6 +213,7 @@ static const char *allowed(enum route rt)
 	case R_RENEW:
 	case R_EXPORT:
 	case R_IMPORT:
+	case R_ALLREDUCE:
 		return "POST";
 	case R_EXPORTS: /* not HEAD: a capability is used up by its first request */
 		return "GET";
@@ -370,6 +373,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 						 : r->route == R_BLOB  ? "/v1/blobs/SHA256"
 						 : r->route == R_EXPORT ? "/v1/sessions/ID/export"
 						 : r->route == R_IMPORT ? "/v1/sessions/ID/import"
+						 : r->route == R_ALLREDUCE ? "/v1/sessions/ID/allreduce"
 						 : r->route == R_EXPORTS ? "/v1/exports/CAP"
 								       : url,
 						 allowed(r->route), method);
@@ -446,17 +450,16 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 		if (!(r->body = malloc(r->cap)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for a body now");
 		r->keep_body = true;
-	} else if (r->route == R_EXPORT || r->route == R_IMPORT) {
+	} else if (r->route == R_EXPORT || r->route == R_IMPORT || r->route == R_ALLREDUCE) {
 		/* a small JSON object, with a Content-Length */
+		const char *what = r->route == R_EXPORT ? "export" : r->route == R_IMPORT ? "import" : "allreduce";
 		if (te)
-			return reply_error(c, r, 411, "length_required", NULL, "%s needs a Content-Length",
-					   r->route == R_EXPORT ? "POST /v1/sessions/ID/export"
-								: "POST /v1/sessions/ID/import");
+			return reply_error(c, r, 411, "length_required", NULL,
+					   "POST /v1/sessions/ID/%s needs a Content-Length", what);
 		if (len > XFER_BODY_MAX)
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "body: %llu bytes; an %s request has at most %d",
-					   (unsigned long long)len, r->route == R_EXPORT ? "export" : "import",
-					   XFER_BODY_MAX);
+					   (unsigned long long)len, what, XFER_BODY_MAX);
 		r->cap = len;
 		if (!(r->body = malloc(r->cap ? r->cap : 1)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for a body now");
@@ -701,6 +704,16 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 			     "tir_group_export_bytes_total{via=\"mpi\"} %llu\n",
 			     (unsigned long long)s->group.imports, (unsigned long long)s->group.import_bytes,
 			     (unsigned long long)s->group.served, (unsigned long long)s->group.served_bytes);
+	if (s->group.api)
+		tir_str_addf(&out,
+			     "# TYPE tir_group_allreduce_total counter\n"
+			     "tir_group_allreduce_total{result=\"ok\"} %llu\n"
+			     "tir_group_allreduce_total{result=\"failed\"} %llu\n"
+			     "# TYPE tir_group_allreduce_bytes_total counter\ntir_group_allreduce_bytes_total %llu\n"
+			     "# TYPE tir_group_allreduce_data_seconds_total counter\n"
+			     "tir_group_allreduce_data_seconds_total %.6f\n",
+			     (unsigned long long)s->group.colls, (unsigned long long)s->group.colls_failed,
+			     (unsigned long long)s->group.coll_bytes, s->group.coll_data_s);
 	pthread_mutex_unlock(&s->mmu);
 	if (out.oom) {
 		tir_str_free(&out);
@@ -845,6 +858,8 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 		return xfer_export(s, c, r);
 	case R_IMPORT:
 		return xfer_import(s, c, r);
+	case R_ALLREDUCE:
+		return coll_all_reduce(s, c, r);
 	case R_EXPORTS:
 		return xfer_serve(s, c, r);
 	case R_RUN: {

@@ -189,15 +189,91 @@ try:
           and f"# on remote:0 ({g.addr(0)})" in err, f"exit {st}: {err[-600:]}")
 
     lone_list = ",".join(f"127.0.0.1:{s.port}" for s in lone)
+    group_out = {}
     for ex in ("data-parallel", "tensor-parallel"):
+        c0 = [metrics(rk) for rk in g.ranks]
         st1, out1, err1 = tir("run", f"docs/examples/{ex}.tir", "--remote", g.addr(0), "--quiet")
+        c1 = [metrics(rk) for rk in g.ranks]
         st2, out2, err2 = tir("run", f"docs/examples/{ex}.tir", "--remote", lone_list, "--quiet")
-        check(f"{ex}: over the group as over 4 lone servers", st1 == 0 and out1 == out2 and out1,
-              f"exit {st1}/{st2}: {err1[-300:]} {err2[-300:]}")
+        group_out[ex] = out1
         gold = write(ex + ".got", out1)
+        lone_got = write(ex + ".lone", out2)
+        # data-parallel sums nothing across devices: the same bytes; the
+        # tensor-parallel all_reduce is MPI's sum over the group and the
+        # lowering's ((p0 + p1) + p2) + p3 over lone servers: within the
+        # tolerance
+        if ex == "data-parallel":
+            check(f"{ex}: over the group as over 4 lone servers, the same bytes", st1 == 0 and out1 == out2 and out1,
+                  f"exit {st1}/{st2}: {err1[-300:]} {err2[-300:]}")
+        else:
+            nd = subprocess.run([sys.executable, "tests/numdiff.py", lone_got, gold], cwd=ROOT, capture_output=True)
+            check(f"{ex}: over the group as over 4 lone servers (numdiff)", st1 == 0 and st2 == 0 and
+                  nd.returncode == 0, f"exit {st1}/{st2}: {err1[-300:]} {nd.stdout.decode()[-300:]}")
+            ok_key = 'tir_group_allreduce_total{result="ok"}'
+            check(f"{ex}: its all_reduce is one MPI_Allreduce of the 4 ranks (each rank's metrics), no moves",
+                  all(c1[r].get(ok_key, 0) == c0[r].get(ok_key, 0) + 1 and
+                      c1[r].get('tir_group_imports_total{via="mpi"}', 0) ==
+                      c0[r].get('tir_group_imports_total{via="mpi"}', 0) for r in range(4)),
+                  str([(c0[r].get(ok_key), c1[r].get(ok_key)) for r in range(4)]))
         nd = subprocess.run([sys.executable, "tests/numdiff.py", f"docs/examples/{ex}.out", gold], cwd=ROOT,
                             capture_output=True)
         check(f"{ex}: agrees with its golden (numdiff)", nd.returncode == 0, nd.stdout.decode()[-300:])
+
+    # all_reduce of every op and dtype MPI makes, against NumPy; f16 and an
+    # integer mean are lowered (moves), and right too
+    import numpy as np
+    rng = np.random.default_rng(7)
+    xf = rng.standard_normal((8, 6)).astype(np.float32)
+    xi = rng.integers(-50, 50, (8, 6)).astype(np.int32)
+    np.save(os.path.join(tmp, "xf.npy"), xf)
+    np.save(os.path.join(tmp, "xi.npy"), xi)
+    cases = [("f32", "sum", "xf", None), ("f32", "mean", "xf", None), ("f32", "max", "xf", None),
+             ("f32", "min", "xf", None), ("f32", "prod", "xf", None), ("f64", "sum", "xf", "f64"),
+             ("f64", "mean", "xf", "f64"), ("i32", "sum", "xi", None), ("i32", "max", "xi", None),
+             ("i32", "min", "xi", None), ("i64", "prod", "xi", "i64"), ("f16", "sum", "xf", "f16"),
+             ("i32", "mean", "xi", None)]
+    for dt, op, src, cast in cases:
+        expr = f'load("{tmp}/{src}.npy")' + (f", {cast}" if cast else "")
+        expr = f"cast({expr})" if cast else expr
+        prog = write(f"ar-{dt}-{op}.tir", f"x = {expr}\ny = all_reduce(shard(x, axis=0), op={op})\n"
+                                          f"print to(y, \"cpu\")\n")
+        c0 = metrics(g.ranks[0])
+        st, out, err = tir("run", prog, "--remote", g.addr(1), "--precision", "9")
+        c1 = metrics(g.ranks[0])
+        a = np.load(os.path.join(tmp, f"{src}.npy")).astype({"f32": np.float32, "f64": np.float64, "i32": np.int32,
+                                                             "i64": np.int64, "f16": np.float16}[dt])
+        parts = a.reshape(4, 2, 6)
+        want = {"sum": parts.sum(0), "max": parts.max(0), "min": parts.min(0), "prod": parts.prod(0),
+                "mean": parts.astype(np.float64).sum(0) / 4}[op]  # an integer mean is f32
+        nums = re.findall(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)", out.split("\n", 1)[1] if "\n" in out else "")
+        got = np.array([float(v) for v in nums]) if nums else np.array([])
+        mpi = c1.get('tir_group_allreduce_total{result="ok"}', 0) - c0.get('tir_group_allreduce_total{result="ok"}', 0)
+        lowered = dt == "f16" or (op == "mean" and dt == "i32")
+        close = got.size == want.size and np.allclose(got, want.astype(np.float64).ravel(), rtol=2e-3 if dt == "f16"
+                                                      else 1e-6, atol=1e-6)
+        check(f"all_reduce op={op} of {dt} over the group: NumPy's; "
+              + ("lowered to moves (MPI reduces no " + ("f16" if dt == "f16" else "integer mean") + ")"
+                 if lowered else "one MPI_Allreduce"),
+              st == 0 and close and mpi == (0 if lowered else 1),
+              f"exit {st}, {mpi} collectives: {out[:300]} want {want.ravel()[:6]} {err[-300:]}")
+
+    # part of the group: with rank 0, a collective of its own communicator;
+    # without it, moves
+    for devs, coll in (('"remote:2", "remote:0"', 1), ('"remote:1", "remote:3"', 0)):
+        prog = write("part.tir", f'x = load("{tmp}/xf.npy")\n'
+                                 f'y = all_reduce(shard(x, axis=0, devices=[{devs}]), op=sum)\nprint to(y, "cpu")\n')
+        c0 = metrics(g.ranks[2])
+        st, out, err = tir("run", prog, "--remote", g.addr(0), "--precision", "9")
+        c1 = metrics(g.ranks[2])
+        nums = re.findall(r"-?\d+\.?\d*(?:e[-+]?\d+)?", out.split("\n", 1)[1] if "\n" in out else "")
+        got = np.array([float(v) for v in nums])
+        want = xf.reshape(2, 4, 6).sum(0).astype(np.float64).ravel()
+        n = c1.get('tir_group_allreduce_total{result="ok"}', 0) - c0.get('tir_group_allreduce_total{result="ok"}', 0)
+        check(f"all_reduce over ranks [{devs}]: right, " + ("one MPI_Allreduce of those two" if coll else
+                                                              "moves (rank 0 orders collectives, it is not in it)"),
+              st == 0 and got.size == want.size and np.allclose(got, want, rtol=1e-6) and
+              (n == 1 if coll else c1.get('tir_group_allreduce_total{result="ok"}', 0) ==
+               c0.get('tir_group_allreduce_total{result="ok"}', 0)), f"exit {st}, {n}: {out[:200]} {err[-300:]}")
 
     # a move between two ranks goes over MPI, and its bytes are right
     big = write("move.tir", 'x = to(randn([4096, 4096], seed=3), "remote:2")\n'
@@ -234,8 +310,9 @@ try:
           l1.get('tir_imports_total{result="ok"}', 0) == l0.get('tir_imports_total{result="ok"}', 0) + 1,
           f"exit {st}: {out} {err[-300:]}")
 
-    # three clients at once over the same group
-    want = tir("run", "docs/examples/tensor-parallel.tir", "--remote", lone_list, "--quiet")[1]
+    # three clients at once over the same group: each its collectives,
+    # in one order on every rank (MPI's sum is the same bytes each time)
+    want = group_out["tensor-parallel"]
     res = [None] * 3
 
     def client(i):
@@ -247,9 +324,39 @@ try:
         t.start()
     for t in ts:
         t.join(120)
-    check("3 clients at once over the group: all right, no deadlock",
+    check("3 clients at once over the group: all right (the same bytes as alone), no deadlock",
           all(r is not None and r[0] == 0 for r in res) and res[0][1] == want and res[2][1] == want
           and res[1][1] == want_dp, str([(r[0], r[2][-200:]) if r else None for r in res]))
+
+    # six clients at once, each with a chain of collectives of its own size,
+    # through every rank's address: every rank runs every collective in the
+    # one order rank 0 gives, whichever rank each request reaches first
+    chain = {}
+    for i in range(6):
+        n = 4 * (i + 1)
+        chain[i] = write(f"chain{i}.tir", f"x = shard(ones([{n}, 5]) * {i + 1}.0, axis=0)\n" +
+                         "".join(f"x = all_reduce(x, op=sum) * 0.25 + {k}.0\n" for k in range(4)) +
+                         "print x\n")
+    c0 = metrics(g.ranks[0])
+    res = [None] * 6
+
+    def chain_client(i):
+        res[i] = tir("run", chain[i], "--remote", g.addr(i % 4), "--quiet")
+    ts = [threading.Thread(target=chain_client, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(150)
+    c1 = metrics(g.ranks[0])
+    # each collective sums 4 copies (times 0.25: the value again) and adds k
+    wants = [f"x: f32[{i + 1}, 5]" for i in range(6)]
+    vals = [float(i + 1 + 0 + 1 + 2 + 3) for i in range(6)]
+    check("6 clients at once, 4 collectives each, through every rank: all right, no deadlock",
+          all(r is not None and r[0] == 0 and r[1].startswith(wants[i]) and
+              all(abs(float(v) - vals[i]) < 1e-5 for v in re.findall(r"-?\d+\.?\d*", r[1].split("\n", 1)[1]))
+              for i, r in enumerate(res)) and
+          c1.get('tir_group_allreduce_total{result="ok"}', 0) - c0.get('tir_group_allreduce_total{result="ok"}', 0) == 24,
+          str([(r[0], r[1][:60], r[2][-200:]) if r else None for r in res]))
 finally:
     st = g.stop()
     check("SIGTERM to mpirun stops every rank (no hang)", st is not None and not g.pids(), f"status {st}")
