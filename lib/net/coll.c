@@ -21,6 +21,7 @@
 
 struct coll_job {
 	struct tir_mpi_coll c;         /* first: done's argument is the job */
+	struct server *s;
 	struct session *ss;            /* borrowed: the task's reference */
 	char as[SESSION_KEY_MAX + 1];
 	struct tir_tensor in, out;
@@ -34,6 +35,7 @@ struct coll_job {
 static void coll_ended(struct tir_mpi_coll *c)
 {
 	struct coll_job *j = (struct coll_job *)c;
+	atomic_fetch_sub(&j->s->group.coll_waiting, 1);
 	pthread_mutex_lock(&j->mu);
 	j->ended = true;
 	pthread_cond_broadcast(&j->cv);
@@ -271,6 +273,8 @@ enum MHD_Result coll_all_reduce(struct server *s, struct MHD_Connection *c, stru
 	j->c.send = tir_tensor_data(&j->in);
 	j->c.recv = tir_tensor_data(&j->out);
 	j->ss = ss;
+	j->s = s;
+	atomic_fetch_add(&s->group.coll_waiting, 1);
 	s->group.api->all_reduce(&j->c, s->o.transfer_seconds);
 	return runq_post_task(s, c, r, ss, coll_task, coll_free, j);
 refused:

@@ -73,6 +73,7 @@ struct group {
 	uint64_t imports, import_bytes, served, served_bytes;
 	uint64_t colls, colls_failed, coll_bytes;
 	double coll_data_s;
+	atomic_int coll_waiting;       /* posted to the MPI part, not yet ended */
 };
 
 #define MAX_CONNECTIONS 256             /* open at once, all clients together */

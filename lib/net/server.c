@@ -711,9 +711,11 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 			     "tir_group_allreduce_total{result=\"failed\"} %llu\n"
 			     "# TYPE tir_group_allreduce_bytes_total counter\ntir_group_allreduce_bytes_total %llu\n"
 			     "# TYPE tir_group_allreduce_data_seconds_total counter\n"
-			     "tir_group_allreduce_data_seconds_total %.6f\n",
+			     "tir_group_allreduce_data_seconds_total %.6f\n"
+			     "# TYPE tir_group_allreduce_waiting gauge\ntir_group_allreduce_waiting %d\n",
 			     (unsigned long long)s->group.colls, (unsigned long long)s->group.colls_failed,
-			     (unsigned long long)s->group.coll_bytes, s->group.coll_data_s);
+			     (unsigned long long)s->group.coll_bytes, s->group.coll_data_s,
+			     atomic_load(&s->group.coll_waiting));
 	pthread_mutex_unlock(&s->mmu);
 	if (out.oom) {
 		tir_str_free(&out);

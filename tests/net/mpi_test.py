@@ -8,7 +8,14 @@ what they print over 4 lone servers (and agree with their goldens); a move
 between two ranks goes over MPI (the receiver's log and metrics say so)
 with the right bytes; a move between a rank and a lone server over HTTP;
 three clients at once get the right answers; a rank killed with -9 while a
-client runs is exit 3 naming it, and the other ranks keep serving.
+client runs is exit 3 naming it, and the other ranks keep serving.  An
+all_reduce over ranks of the group is one MPI_Allreduce (each rank's
+metrics) of every op and dtype MPI makes, against NumPy (f16 and an integer
+mean lowered to moves); six clients with 24 collectives at once through
+every rank all finish right; and collectives that cannot be (malformed, a
+rank never asked, rank 0 never asked, other sizes, a rank killed while the
+others wait) are answered within --transfer-seconds' deadlines, after which
+the group still runs collectives.
 Everything waits for what it can observe (listening lines, /metrics),
 never for a sleep.  Prints "ok NAME" or "FAIL NAME: WHY" per check, and
 last "N passed, M failed"."""
@@ -25,7 +32,12 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
-from tirnet import Server, eventually, metrics  # noqa: E402
+from tirnet import Server, describe, eventually, metrics  # noqa: E402
+import json  # noqa: E402
+
+
+def json_short(o):
+    return json.dumps(o)[:60]
 
 TIR = os.path.abspath(sys.argv[1])
 tirnet.TIR = TIR
@@ -395,6 +407,126 @@ finally:
     pids = g.pids()
     for pid in pids.values():
         os.kill(pid, signal.SIGKILL)
+
+# collectives that cannot be: every rank answers within its deadlines
+# (--transfer-seconds 2 here), says why, and keeps serving collectives
+import time  # noqa: E402
+
+T = 2
+g = Group(3, "--transfer-seconds", str(T), recovery=True)
+lone1 = Server()
+try:
+    gid = info(g.ranks[0])["group"]["id"]
+
+    def holding(rank, n=4, value=1.0, dtype="f32"):
+        sid = tirnet.new_session(rank)
+        r = tirnet.run(rank, sid, f"t1: {dtype}[{n}] = full([{n}], {value}, dtype={dtype})\nprint t1\n",
+                       keep={"t1": "v1"})
+        return sid if r.status == 200 else None
+
+    def ask(rank, sid, key, rk, over=None):
+        body = {"key": "v1", "as": "v2", "op": "sum", "coll": key, "group": gid, "ranks": rk}
+        body.update(over or {})
+        body = {k: v for k, v in body.items() if v is not None}
+        return tirnet.request(rank, "POST", f"/v1/sessions/{sid}/allreduce", body)
+
+    def at_once(calls):
+        out = [None] * len(calls)
+
+        def one(i):
+            t0 = time.monotonic()
+            r = calls[i]()
+            out[i] = (r, time.monotonic() - t0)
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(len(calls))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        return out
+
+    three = write("three.tir", "x = shard(arange(24, dtype=f32), axis=0)\nprint all_reduce(x, op=sum)\n")
+
+    def group_works():
+        st, out, err = tir("run", three, "--remote", g.addr(0), "--quiet")
+        return st == 0 and "[24, 27, 30, 33, 36, 39, 42, 45]" in out, f"exit {st}: {out} {err[-300:]}"
+
+    s0, s1 = holding(g.ranks[0]), holding(g.ranks[1])
+    ok, why = group_works()
+    check("faults: the group runs collectives before", ok and s0 and s1, why)
+
+    # malformed requests: 400 (or 404, 409), at once, naming the field
+    bad = [({"op": "avg"}, 400, "op:"), ({"coll": "xyz"}, 400, "coll:"), ({"ranks": [1, 2]}, 400, "rank 0"),
+           ({"ranks": [0, 2]}, 400, "this server's rank"), ({"ranks": [0, 0]}, 400, "distinct"),
+           ({"ranks": [0, 1, 2, 3]}, 400, "ranks:"), ({"ranks": None}, 400, "needed"),
+           ({"group": "f" * 32}, 409, "group"), ({"key": "nothing"}, 404, "no value"),
+           ({"extra": 1}, 400, "unknown field")]
+    for over, want, text in bad:
+        r = ask(g.ranks[1], s1, "a" * 32, [0, 1], over)
+        check(f"allreduce {json_short(over)}: {want} saying {text!r}",
+              r.status == want and text in r.err().get("message", ""),
+              describe(r))
+    sb = tirnet.new_session(g.ranks[1])
+    tirnet.run(g.ranks[1], sb, "t1: bool[2] = cast(ones([2]), bool)\nprint t1\n", keep={"t1": "v1"})
+    r = ask(g.ranks[1], sb, "b" * 32, [0, 1])
+    check("allreduce of a bool: 400 naming the dtypes MPI makes", r.status == 400 and "bool" in r.err().get("message", ""), describe(r))
+    sl = tirnet.new_session(lone1)
+    tirnet.run(lone1, sl, "t1: f32[2] = ones([2])\nprint t1\n", keep={"t1": "v1"})
+    r = tirnet.request(lone1, "POST", f"/v1/sessions/{sl}/allreduce",
+                       {"key": "v1", "as": "v2", "op": "sum", "coll": "c" * 32, "group": gid, "ranks": [0, 1]})
+    check("allreduce on a lone server: 409 not_in_group", r.status == 409 and "no rank of a group" in r.err().get("message", ""),
+          describe(r))
+
+    # rank 1 asked, rank 0 never: rank 1 answers 504 once its deadline passes
+    (r, secs), = at_once([lambda: ask(g.ranks[1], s1, "1" * 32, [0, 1])])
+    check("a collective rank 0 never begins: 504 within the deadline, naming rank 0",
+          r.status == 504 and "rank 0" in r.err().get("message", "") and T * 0.5 <= secs < 3 * T + 5, f"{secs:.1f} s: {describe(r)}")
+    # rank 0 asked, rank 1 never: rank 0 answers 504
+    (r, secs), = at_once([lambda: ask(g.ranks[0], s0, "2" * 32, [0, 1])])
+    check("a collective one rank is never asked for: 504 within the deadline on the other",
+          r.status == 504 and "not asked" in r.err().get("message", "") and secs < 3 * T + 5, f"{secs:.1f} s: {describe(r)}")
+    # two ranks asked for other sizes: both fail
+    s1b = holding(g.ranks[1], n=8)
+    out = at_once([lambda: ask(g.ranks[0], s0, "3" * 32, [0, 1]), lambda: ask(g.ranks[1], s1b, "3" * 32, [0, 1])])
+    check("ranks asked for other sizes: each fails (504), neither hangs",
+          all(o and o[0].status == 504 and o[1] < 3 * T + 5 for o in out), str([(describe(o[0]), o[1]) for o in out if o]))
+    # the same collective, right: 200 on both, 2 = 1 + 1
+    out = at_once([lambda: ask(g.ranks[0], s0, "4" * 32, [0, 1]), lambda: ask(g.ranks[1], s1, "4" * 32, [0, 1])])
+    check("then the same collective asked of both: 200 on both", all(o and o[0].status == 200 for o in out),
+          str([describe(o[0]) for o in out if o]))
+    ok, why = group_works()
+    check("faults: the group still runs collectives after them", ok, why)
+    m = metrics(g.ranks[0])
+    check("/metrics counts the collectives that failed", m.get('tir_group_allreduce_total{result="failed"}', 0) >= 2,
+          str({k: v for k, v in m.items() if "allreduce" in k}))
+
+    # a rank killed while the others wait in a collective: they answer
+    # (502/504) within their deadlines, and take no collective again
+    s2 = holding(g.ranks[2])
+    pid = g.pids().get(2)
+    res = [None, None]
+
+    def waiting(i):
+        t0 = time.monotonic()
+        r = ask(g.ranks[i], [s0, s1][i], "5" * 32, [0, 1, 2])
+        res[i] = (r, time.monotonic() - t0)
+    ts = [threading.Thread(target=waiting, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    # both wait in it (rank 0 began it at once: it was all it had) when rank 2 dies
+    waited = eventually(lambda: all(metrics(g.ranks[i]).get("tir_group_allreduce_waiting", 0) >= 1
+                                    for i in range(2)), 30)
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+    for t in ts:
+        t.join(60)
+    check("a rank killed while the others wait in a collective: they answer within their deadlines",
+          waited and pid and all(r and r[0].status in (502, 504) and r[1] < 3 * T + 10 for r in res),
+          str([(describe(r[0]), round(r[1], 1)) if r else None for r in res]))
+finally:
+    g.stop()
+    for pid in g.pids().values():
+        os.kill(pid, signal.SIGKILL)
+    lone1.stop()
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

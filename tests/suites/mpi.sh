@@ -2,7 +2,9 @@
 # tests/suites/mpi.sh — server groups on MPI (docs/groups.md):
 # tests/net/mpi_test.py starts groups with `mpirun --oversubscribe` on free
 # loopback ports (group start, /v1/info, discovery, the examples over a
-# group, moves over MPI and over HTTP, concurrent clients, a killed rank).
+# group, moves over MPI and over HTTP, all_reduce as MPI_Allreduce against
+# NumPy, concurrent clients' collectives, collectives that cannot be, a
+# killed rank).
 # MPI is optional: a build without libtir-mpi.so (no MPI found by
 # pkg-config, or NO_MPI=1) or a machine without mpirun says the checks are
 # skipped, and only the checks that need no MPI run: that NO_MPI=1 builds
@@ -44,7 +46,7 @@ kill $pid 2>/dev/null
 wait $pid 2>/dev/null
 
 if [ ! -f "$bdir/libtir-mpi.so" ] || ! command -v mpirun >/dev/null 2>&1; then
-	echo "mpi: 15 checks skipped: MPI is not installed (no $BUILD/libtir-mpi.so or no mpirun; make deps installs libopenmpi-dev and openmpi-bin)"
+	echo "mpi: 52 checks skipped: MPI is not installed (no $BUILD/libtir-mpi.so or no mpirun; make deps installs libopenmpi-dev and openmpi-bin)"
 	suite_end
 	exit $?
 fi
