@@ -71,6 +71,8 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+# the plain MPI peer of all_reduce over a group (bench/allreduce.py), with MPI
+BENCH_MPI := $(if $(MPI_SO),$(BUILD)/bench/allreduce_mpi)
 
 .PHONY: all deps run test asan fuzz bench soak clean golden-update fresh-check test-kernels test-torch
 
@@ -145,6 +147,10 @@ $(BUILD)/bench/%: bench/%.c $(NET_OBJ) $(BUILD)/libtir.a
 	@mkdir -p $(@D)
 	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(NET_OBJ) $(BUILD)/libtir.a $(LDFLAGS) $(NET_LIBS) $(LDLIBS)
 
+$(BUILD)/bench/allreduce_mpi: bench/mpi/allreduce.c
+	@mkdir -p $(@D)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(MPI_CFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(MPI_LIBS)
+
 run: deps all
 	$(BUILD)/tir run samples/mlp.tir
 
@@ -195,7 +201,7 @@ soak: all
 bench:
 	@sh tests/deps.sh python3-numexpr python3-torch || \
 		echo "bench: peers missing (see above); their columns stay empty"
-	@$(MAKE) --no-print-directory all $(BENCH_BIN) LDLIBS='$(LDLIBS) -lsleef'
+	@$(MAKE) --no-print-directory all $(BENCH_BIN) $(BENCH_MPI) LDLIBS='$(LDLIBS) -lsleef'
 	@st=0; echo "== test-torch: tir against torch.nn modules from one checkpoint (tests/torch)"; \
 	if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory test-torch TORCH_FLAGS=--brief || { st=1; echo "bench: make test-torch FAILED"; }; \

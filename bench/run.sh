@@ -431,4 +431,26 @@ else
 	echo "  devices.py FAILED"
 	status=1
 fi
+
+# ---- allreduce ----
+# bench/allreduce.py: all_reduce(op=sum) of 64 MiB f32 on each of 4 ranks
+# of a group (mpirun --oversubscribe tir serve) against a plain C
+# MPI_Allreduce of the same buffer on 4 ranks (bench/mpi/allreduce.c);
+# medians of 9.  Needs MPI (libtir-mpi.so and mpirun).
+section "allreduce: 64 MiB f32 over 4 ranks of a group vs plain MPI_Allreduce (median of 9)"
+if [ ! -x "$BUILD/bench/allreduce_mpi" ] || [ ! -f "$BUILD/libtir-mpi.so" ] || ! command -v mpirun >/dev/null 2>&1; then
+	echo "  skipped: MPI is not installed (make deps installs libopenmpi-dev and openmpi-bin)"
+elif $PY bench/allreduce.py "$BUILD/tir" "$BUILD/bench/allreduce_mpi" --runs 9 >"$tmp/allreduce"; then
+	f=$tmp/allreduce
+	printf '  %-62s %10s\n' what ms
+	printf '  %-62s %10s\n' "tir: the collective as the client sees it (request to answer)" "$(kv "$f" tir_ms)"
+	printf '  %-62s %10s\n' "tir: its MPI_Iallreduce alone (the servers' figure)" "$(kv "$f" tir_data_ms)"
+	printf '  %-62s %10s\n' "plain C MPI_Allreduce (barrier to the last rank's end)" "$(kv "$f" plain_ms)"
+	printf '  %-62s %10s\n' "tir / plain" "$(kv "$f" ratio)x"
+	printf '  %-62s %10s\n' "the sum as a local run's" "$(kv "$f" same)"
+	target "all_reduce <= 1.2x plain MPI_Allreduce" "$(kv "$f" ratio)" "<=" 1.2
+else
+	echo "  allreduce.py FAILED"
+	status=1
+fi
 exit $status

@@ -89,6 +89,7 @@ struct tir_remote {
 	const struct tir_program *prog; /* the program they belong to */
 	struct heartbeat hb;
 	char group[33];              /* the group it is a rank of (tir_remote_group_open), "" none */
+	bool group_coll;             /* its ranks make collectives (/v1/info's group.collectives) */
 	int rank;
 };
 
@@ -1708,7 +1709,7 @@ int tir_remote_import(struct tir_remote *r, const struct tir_exec *x, uint32_t i
 const char *tir_remote_group(const struct tir_remote *r, int *rank)
 {
 	*rank = r->rank;
-	return r->group[0] ? r->group : NULL;
+	return r->group[0] && r->group_coll ? r->group : NULL;
 }
 
 int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *key, const char *op,
@@ -1801,6 +1802,13 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 		return 1;
 	}
 	const char *id = json_string_value(json_object_get(g, "id"));
+	/* a group whose ranks make all_reduce as one collective (a server of
+	 * before them has moves only) */
+	bool coll = false;
+	json_t *cv;
+	size_t ci;
+	json_array_foreach(json_object_get(g, "collectives"), ci, cv)
+		coll = coll || (json_is_string(cv) && !strcmp(json_string_value(cv), "all_reduce"));
 	json_t *members = json_object_get(g, "members");
 	json_int_t size = json_integer_value(json_object_get(g, "size"));
 	json_int_t rank = json_integer_value(json_object_get(g, "rank"));
@@ -1835,6 +1843,7 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 		}
 		snprintf(out[n]->group, sizeof out[n]->group, "%s", id);
 		out[n]->rank = n;
+		out[n]->group_coll = coll;
 	}
 	json_decref(root);
 	if (rc) {

@@ -128,7 +128,8 @@ json_t *group_info(const struct server *s)
 	json_t *m = json_array();
 	for (int r = 0; r < gr->size && gr->members; r++)
 		json_array_append_new(m, json_string(gr->members[r]));
-	return json_pack("{ss si si so}", "id", gr->id, "size", gr->size, "rank", gr->rank, "members", m);
+	return json_pack("{ss si si so s[s]}", "id", gr->id, "size", gr->size, "rank", gr->rank, "members", m,
+			 "collectives", "all_reduce");
 }
 
 /* ---- a peer's ask (on the MPI service thread) ---- */
