@@ -576,6 +576,35 @@ static int all_reduce(struct tir_program *p, struct tir_node *n, struct tir_err 
 	return sharded(p, n, r, err);
 }
 
+/* conv2d(x, w, bias), maxpool2d(x), avgpool2d(x) of an x split along
+ * its batch axis (the pools: or its channels): each piece, the weights
+ * and bias whole on each device (placed nowhere; sharded ones: gathered) */
+static int batch_split(struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_node *f;
+	int axis, rc = agree(n, &f, &axis, err);
+	if (rc < 0)
+		return rc;
+	struct tir_node *x = n->in[0];
+	bool ok = !rc && f == x && (axis == 0 || (axis == 1 && n->op != TIR_OP_CONV2D));
+	for (int k = 1; ok && k < n->nin; k++)
+		ok = !n->in[k] || n->in[k]->dev != TIR_DEV_SHARDED;
+	if (!ok)
+		return whole(p, n, err);
+	struct tir_shard *r = new_shard(p, x->shard->n, axis, false, x->shard->dev);
+	if (!r)
+		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
+	struct tir_node *ins[3] = {NULL, NULL, NULL};
+	for (int k = 1; k < n->nin && k < 3; k++)
+		ins[k] = n->in[k] ? tir_exe(n->in[k]) : NULL;
+	for (int i = 0; i < r->n; i++) {
+		ins[0] = x->shard->piece[i];
+		if (!(r->piece[i] = again(p, n, ins, err)))
+			return -err->code;
+	}
+	return sharded(p, n, r, err);
+}
+
 /* The result's axis that x's split axis a becomes under n (transpose,
  * reshape, slice), or -1 when the pieces do not stay whole along it. */
 static int moved_axis(struct tir_node *n, int a)
@@ -665,8 +694,15 @@ int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *er
 	case TIR_KIND_ELEMWISE:
 		return elementwise(p, n, err);
 	case TIR_KIND_REDUCE:
-		if (n->op == TIR_OP_ARGMAX || n->op == TIR_OP_ARGMIN)
-			return whole(p, n, err);
+		if (n->op == TIR_OP_ARGMAX || n->op == TIR_OP_ARGMIN) {
+			/* along another axis each piece's index is the value's; over
+			 * the split axis (or all of it) the whole value's */
+			const struct tir_shard *s = n->in[0]->shard;
+			bool mask[TIR_MAX_RANK];
+			tir_reduce_mask(n, n->in[0]->type.rank, mask);
+			if (!s || s->partial || s->axis < 0 || mask[s->axis])
+				return whole(p, n, err);
+		}
 		return reduction(p, n, err);
 	case TIR_KIND_MATMUL:
 		return product(p, n, err);
@@ -685,6 +721,23 @@ int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *er
 		for (int k = 1; n->op != TIR_OP_ATTENTION && k < n->nin; k++)
 			x_split = x_split && !(n->in[k] && n->in[k]->dev == TIR_DEV_SHARDED);
 		if (!rc && f && x_split && axis >= 0 && axis < last)
+			return per_piece(p, n, new_shard(p, f->shard->n, axis, false, f->shard->dev), err);
+		return whole(p, n, err);
+	}
+	/* conv2d and the pools of a value split along its batch axis (the
+	 * pools: or its channels), the weights whole on each device: each piece */
+	if (n->op == TIR_OP_CONV2D || n->op == TIR_OP_MAXPOOL2D || n->op == TIR_OP_AVGPOOL2D)
+		return batch_split(p, n, err);
+	/* concat along an axis that is not split: each piece (a value not
+	 * sharded beside it sliced as the split) */
+	if (n->op == TIR_OP_CONCAT) {
+		const struct tir_node *f;
+		int axis, rc = agree(n, &f, &axis, err);
+		if (rc < 0)
+			return rc;
+		int c = (int)attr_of(n, "axis")->i;
+		c = c < 0 ? c + n->type.rank : c;
+		if (!rc && f && axis >= 0 && axis != c)
 			return per_piece(p, n, new_shard(p, f->shard->n, axis, false, f->shard->dev), err);
 		return whole(p, n, err);
 	}

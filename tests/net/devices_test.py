@@ -347,6 +347,26 @@ def test_sharding(a, b):
     check("reshape, transpose and slice along the split axis: each piece on its server, a local run's bytes",
           p.returncode == 0 and p.stdout == q.stdout and "reshape -> _ f32[1, 4, 2, 8]" in r1 and
           "attention -> _ f32[1, 2, 4, 8]" in r1, ex[-1200:])
+    # conv2d and the pools of a batch split, a pool of a channel split,
+    # argmax along another axis, concat along another axis: each piece on
+    # its server (the weights whole on each), a local run's bytes
+    text = ("x = randn([4, 3, 8, 8], seed=1)\nw = randn([6, 3, 3, 3], seed=2)\nb = randn([6], seed=3)\n"
+            "c = conv2d(shard(x, axis=0), w, b, padding=1)\nm = maxpool2d(relu(c), kernel=2)\n"
+            "v = avgpool2d(m, kernel=2)\nq = maxpool2d(shard(conv2d(x, w, b, padding=1), axis=1), kernel=2)\n"
+            "print c, m, v, q, argmax(v, axis=1), concat([v, v * 2.0], axis=1)\n")
+    f = write("cnn.tir", text)
+    lf = write("cnn_local.tir", text.replace("shard(x, axis=0)", "x").replace(
+        "shard(conv2d(x, w, b, padding=1), axis=1)", "conv2d(x, w, b, padding=1)"))
+    p = subprocess.run([TIR, "run", "--quiet", f, "--remote", addr(a, b), "--explain"], capture_output=True,
+                       cwd=ROOT, timeout=300, env=e)
+    q = subprocess.run([TIR, "run", "--quiet", lf], capture_output=True, cwd=ROOT, timeout=300, env=e)
+    ex = p.stderr.decode()
+    r1 = ex[ex.index("# on remote:1"):ex.index("# on cpu")] if "# on remote:1" in ex and "# on cpu" in ex else ""
+    check("conv2d, pools, argmax and concat of split values: each piece on its server, a local run's bytes",
+          p.returncode == 0 and p.stdout == q.stdout and p.stdout and
+          all(k in r1 for k in ("conv2d -> _ f32[2, 6, 8, 8]", "maxpool2d -> _ f32[2, 6, 4, 4]",
+                                "avgpool2d -> _ f32[2, 6, 2, 2]", "maxpool2d -> _ f32[4, 3, 4, 4]",
+                                "argmax -> _ i64[2, 2, 2]", "concat -> _ f32[2, 12, 2, 2]")), ex[-1500:])
     # --profile: each device's kernel table under its name; --explain: the
     # printed value gathered here, in a last step on the CPU
     p = subprocess.run([TIR, "run", "--quiet", "docs/examples/data-parallel.tir", "--remote", addr(a, b),
