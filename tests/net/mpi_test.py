@@ -384,22 +384,28 @@ try:
     heavy = write("heavy.tir", 'x = randn([2048, 2048], seed=1)\nw = randn([2048, 2048], seed=2) * 0.0221\n'
                                'h = shard(x, axis=0)\n' + "".join("h = tanh(h @ w)\n" for _ in range(5000)) +
                   'print sum(h)\n')
-    p = subprocess.Popen([TIR, "run", heavy, "--remote", g.addr(0), "--quiet"], cwd=ROOT, env=ENV,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    running = eventually(lambda: metrics(g.ranks[3]).get("tir_batches_running", 0) >= 1 or p.poll() is not None, 60)
+    # two clients, one through rank 0's address and one through rank 1's:
+    # each has a batch on rank 3 (running, or queued behind the other's)
+    ps = [subprocess.Popen([TIR, "run", heavy, "--remote", g.addr(i), "--quiet"], cwd=ROOT, env=ENV,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
+    running = eventually(lambda: (metrics(g.ranks[3]).get("tir_batches_running", 0) +
+                                  metrics(g.ranks[3]).get("tir_batches_queued", 0) >= 2) or
+                         any(p.poll() is not None for p in ps), 60)
     pid = g.pids().get(3)
-    if pid and p.poll() is None:
+    if pid and all(p.poll() is None for p in ps):
         os.kill(pid, signal.SIGKILL)
-    try:
-        out, err = p.communicate(timeout=60)
-        st = p.returncode
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        st = None
-    err = err.decode()
-    check("a rank killed mid-run: exit 3 naming its address", running and pid and st == 3 and g.addr(3) in err,
-          f"running {running}, pid {pid}, exit {st}: {err[-400:]}")
+    ends = []
+    for p in ps:
+        try:
+            out, err = p.communicate(timeout=60)
+            ends.append((p.returncode, err.decode()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            ends.append((None, err.decode()))
+    check("a rank killed mid-run: every client using it exits 3 naming its address",
+          running and pid and all(st == 3 and g.addr(3) in err for st, err in ends),
+          f"running {running}, pid {pid}: {[(st, err[-300:]) for st, err in ends]}")
     check("a rank killed: the others keep serving (mpirun --enable-recovery)",
           all(tirnet.request(g.ranks[r], "GET", "/healthz").status == 200 for r in range(3)))
 finally:
