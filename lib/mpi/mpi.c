@@ -77,6 +77,9 @@ static struct {
 	bool serving;
 	atomic_bool stop;
 	atomic_uint next_tag;
+	/* a collective's data are moving: the service thread leaves MPI's
+	 * progress to it (its MPI_Test would take MPI's lock beside them) */
+	atomic_bool in_data;
 } g = {.comm = MPI_COMM_NULL};
 
 static double now_s(void)
@@ -350,6 +353,11 @@ static void *service(void *arg)
 		return NULL;
 	while (!atomic_load(&g.stop)) {
 		bool work = false;
+		if (atomic_load(&g.in_data)) { /* asks wait a moment; MPI keeps them */
+			struct timespec ts = {0, 200 * 1000};
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		if (rq == MPI_REQUEST_NULL &&
 		    MPI_Irecv(a, sizeof *a, MPI_BYTE, MPI_ANY_SOURCE, TAG_ASK, g.comm, &rq) != MPI_SUCCESS)
 			rq = MPI_REQUEST_NULL;
@@ -796,6 +804,7 @@ static void coll_run(const struct order *o, struct tir_mpi_coll *c)
 	MPI_Op op = mpi_op(c->op, c->type);
 	size_t es = type_size(c->type);
 	double t0 = now_s(), deadline = t0 + g.seconds;
+	atomic_store(&g.in_data, true);
 	for (uint64_t off = 0; off < c->count; off += COLL_PIECE) {
 		uint64_t cnt = c->count - off < COLL_PIECE ? c->count - off : COLL_PIECE;
 		rc = MPI_Iallreduce((const char *)c->send + off * es, (char *)c->recv + off * es, (int)cnt, t, op, comm,
@@ -809,11 +818,13 @@ static void coll_run(const struct order *o, struct tir_mpi_coll *c)
 				snprintf(why, sizeof why, "an all_reduce's data did not all move within %d s "
 					 "(--transfer-seconds)", g.seconds);
 			/* what an earlier piece's MPI_Iallreduce or this one's may still touch */
+			atomic_store(&g.in_data, false);
 			coll_end(c, posted || off ? TIR_MPI_KEPT : TIR_MPI_ERROR, "%s", why);
 			coll_break(why);
 			return;
 		}
 	}
+	atomic_store(&g.in_data, false);
 	c->data_s = now_s() - t0;
 	coll_end(c, 0, NULL);
 }
