@@ -24,7 +24,6 @@ import json
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,28 +32,12 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "net"))
+import tirnet  # noqa: E402
+
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_btl_vader_single_copy_mechanism="none")
 ENV.pop("TIR_TOKEN", None)
-
-
-def free_base(n):
-    for _ in range(50):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        base = s.getsockname()[1]
-        s.close()
-        ok = base + n <= 65535
-        for p in range(base, base + n if ok else base):
-            t = socket.socket()
-            try:
-                t.bind(("127.0.0.1", p))
-            except OSError:
-                ok = False
-            t.close()
-        if ok:
-            return base
-    raise RuntimeError("no free port range")
 
 
 def metric(port, name):
@@ -88,7 +71,7 @@ def main():
     with open(local, "w") as f:
         f.write(f"x = randn([{ranks}, 16777216], seed=1)\nprint sum(sum(x, axis=0))\n")
 
-    base = free_base(ranks)
+    base = tirnet.free_range(ranks)
     g = subprocess.Popen(["mpirun", "--oversubscribe", "-n", str(ranks), tir, "serve", "--port", str(base)],
                          env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          start_new_session=True)

@@ -611,6 +611,19 @@ static void coll_break(const char *why)
 	}
 }
 
+/* With cl.mu held: until a request is posted, or 20 ms. */
+static void wait_a_little(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 20 * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&cl.cv, &cl.mu, &ts);
+}
+
 /* Fail what waited past its deadline to be begun. */
 static void coll_expire(void)
 {
@@ -654,14 +667,7 @@ static struct tir_mpi_coll *coll_take(const char *key, double deadline)
 			}
 		if (now_s() > deadline || atomic_load(&g.stop))
 			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&cl.cv, &cl.mu, &ts);
+		wait_a_little();
 	}
 	pthread_mutex_unlock(&cl.mu);
 	return NULL;
@@ -845,14 +851,7 @@ static void *collectives(void *arg)
 			/* the oldest request here is the group's next */
 			pthread_mutex_lock(&cl.mu);
 			if (!cl.head) {
-				struct timespec ts;
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_nsec += 20 * 1000000L;
-				if (ts.tv_nsec >= 1000000000L) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000L;
-				}
-				pthread_cond_timedwait(&cl.cv, &cl.mu, &ts);
+				wait_a_little();
 			}
 			if ((c = cl.head))
 				cl.head = c->next;

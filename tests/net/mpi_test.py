@@ -24,7 +24,6 @@ import http.client
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
-from tirnet import Server, describe, eventually, metrics  # noqa: E402
+from tirnet import Server, describe, eventually, free_range, metrics  # noqa: E402
 import json  # noqa: E402
 
 
@@ -73,28 +72,6 @@ class Rank:
 
     def conn(self, timeout=30):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-
-
-def free_range(n):
-    """A base port with n free ones after it (bound and let go)."""
-    for _ in range(50):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        base = s.getsockname()[1]
-        s.close()
-        if base + n > 65535:
-            continue
-        ok = True
-        for p in range(base, base + n):
-            t = socket.socket()
-            try:
-                t.bind(("127.0.0.1", p))
-            except OSError:
-                ok = False
-            t.close()
-        if ok:
-            return base
-    raise RuntimeError("no free port range")
 
 
 class Group:

@@ -30,6 +30,28 @@ PROTOCOL = 3  # lib/net/net.h's TIR_PROTOCOL: the number in results heads and he
 ALL_LINES = []
 
 
+def free_range(n):
+    """A base port with n free ones after it on loopback (bound and let go)."""
+    for _ in range(50):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        base = s.getsockname()[1]
+        s.close()
+        if base + n > 65535:
+            continue
+        ok = True
+        for p in range(base, base + n):
+            t = socket.socket()
+            try:
+                t.bind(("127.0.0.1", p))
+            except OSError:
+                ok = False
+            t.close()
+        if ok:
+            return base
+    raise RuntimeError("no free port range")
+
+
 def eventually(pred, seconds=60):
     """Whether pred() becomes true, polled every 20 ms for at most `seconds`."""
     return until(lambda: (bool(pred()), None), seconds)[0]
