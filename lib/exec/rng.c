@@ -86,19 +86,16 @@ static inline double rng_value(uint64_t i, const uint32_t key[2], bool normal, b
 			return (double)(r[q] >> 8) * 0x1p-24;
 		return (double)((((uint64_t)r[2 * q] << 32) | r[2 * q + 1]) >> 11) * 0x1p-53;
 	}
-	double u1, u2;
-	bool sine;
 	if (single) {
 		unsigned p = q / 2;
-		u1 = (double)((r[2 * p] >> 8) + 1) * 0x1p-24;
-		u2 = (double)(r[2 * p + 1] >> 8) * 0x1p-24;
-		sine = q % 2;
-	} else {
-		u1 = (double)(((((uint64_t)r[0] << 32) | r[1]) >> 11) + 1) * 0x1p-53;
-		u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
-		sine = q;
+		float u1 = (float)((r[2 * p] >> 8) + 1) * 0x1p-24f;
+		float u2 = (float)(r[2 * p + 1] >> 8) * 0x1p-24f;
+		float rad = sqrtf(-2.0f * tir_gen_lnf(u1));
+		return rad * (q % 2 ? tir_gen_sin2pif(u2) : tir_gen_cos2pif(u2));
 	}
-	return sqrt(-2.0 * tir_gen_ln(u1)) * (sine ? tir_gen_sin2pi(u2) : tir_gen_cos2pi(u2));
+	double u1 = (double)(((((uint64_t)r[0] << 32) | r[1]) >> 11) + 1) * 0x1p-53;
+	double u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
+	return sqrt(-2.0 * tir_gen_ln(u1)) * (q ? tir_gen_sin2pi(u2) : tir_gen_cos2pi(u2));
 }
 
 void tir_rand_range(void *p, enum tir_dtype dt, int64_t start, int64_t n, uint64_t seed,
