@@ -1,10 +1,12 @@
 /*
  * genv.h — the body of gen.c's generators, included by gen.c once per
  * build with GV_SFX (the build's name), GV_TGT (its target attribute),
- * GV_VB (vector bytes: 8 is one lane, the scalar path) and GV_MUL (a
- * 32 x 32 -> 64-bit multiply of each lane's low halves).  Every build
- * runs the same IEEE operations in the same order on each lane (gen.c
- * turns contraction off), so every build gives the same bits.
+ * GV_VB (vector bytes: 8 is one lane, the scalar path), GV_MUL (a
+ * 32 x 32 -> 64-bit multiply of each lane's low halves), GV_HI, and
+ * GV_SQRT and GV_SQRTF (square roots of double lanes and of the twice as
+ * many f32 lanes randn f32 computes on).  Every build runs the same IEEE
+ * operations in the same order on each lane (gen.c turns contraction
+ * off), so every build gives the same bits.
  */
 #define GV_CAT_(a, b) a##b
 #define GV_CAT(a, b) GV_CAT_(a, b)
