@@ -188,10 +188,12 @@ GV_INLINE GV_TGT WU GV_(pack)(VU a, VU b)
 	const WU ix = {GV_LO, 2 + GV_LO, 4 + GV_LO, 6 + GV_LO};
 #elif GV_L == 4
 	const WU ix = {GV_LO, 2 + GV_LO, 4 + GV_LO, 6 + GV_LO, 8 + GV_LO, 10 + GV_LO, 12 + GV_LO, 14 + GV_LO};
-#else
+#elif GV_L == 8
 	const WU ix = {GV_LO,      2 + GV_LO,  4 + GV_LO,  6 + GV_LO,  8 + GV_LO,  10 + GV_LO,
 		       12 + GV_LO, 14 + GV_LO, 16 + GV_LO, 18 + GV_LO, 20 + GV_LO, 22 + GV_LO,
 		       24 + GV_LO, 26 + GV_LO, 28 + GV_LO, 30 + GV_LO};
+#else
+#error "genv.h: pack for GV_L lanes"
 #endif
 #undef GV_LO
 	return __builtin_shuffle((WU)a, (WU)b, ix);
@@ -249,7 +251,8 @@ GV_INLINE GV_TGT void GV_(lnf_n)(const WF *u, WF *out, int N)
  * the coefficients (2 pi)^k / k! rounded to f32. */
 GV_INLINE GV_TGT void GV_(cossinf_n)(const WF *u, WF *cos_out, WF *sin_out, int N)
 {
-	/* -(2pi)^8 / 8!, ... 1 and -(2pi)^7 / 7!, ... 2pi; the first of each below */
+	/* (2pi)^8 / 8!, -(2pi)^6 / 6!, ... 1 and -(2pi)^7 / 7!, ... 2pi (the
+	 * highest of each is where c and s start, below) */
 	static const float cc[] = {0x1.e1f506p+5f, -0x1.55d3c8p+6f, 0x1.03c1f0p+6f, -0x1.3bd3ccp+4f, 1.0f};
 	static const float sc[] = {-0x1.32d2ccp+6f, 0x1.466bc6p+6f, -0x1.4abbcep+5f, 0x1.921fb6p+2f};
 	WU q[GV_NX];
@@ -280,7 +283,7 @@ GV_INLINE GV_TGT void GV_(cossinf_n)(const WF *u, WF *cos_out, WF *sin_out, int 
 }
 
 /* randn f32 of GV_U vectors of counters (their words w, as philox gives
- * them), N a multiple of GV_NX or 1: for vector u, o[u][q] the lanes of
+ * them), N <= 2 GV_NX of them: for vector u, o[u][q] the lanes of
  * slot q.  Pair p of a counter (u1 from word 2p, u2 from 2p + 1) goes
  * in lanes p GV_L .. p GV_L + GV_L - 1; z = sqrt(-2 ln u1) cos(2 pi u2)
  * (slot 2p) and sqrt(-2 ln u1) sin(2 pi u2) (slot 2p + 1), in f32. */
