@@ -352,7 +352,7 @@ int tir_vector_path_check(struct tir_err *err);
 
 /* The version of the wire protocol (docs/protocol.md) this tir speaks:
  * `tir serve` says it when listening, and /v1/info answers it. */
-#define TIR_PROTOCOL 3
+#define TIR_PROTOCOL 4
 
 struct tir_remote;   /* one server: a keep-alive connection and a session */
 

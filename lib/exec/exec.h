@@ -228,6 +228,11 @@ int64_t tir_gen_cost(enum tir_op op);
 double tir_gen_ln(double u);
 double tir_gen_cos2pi(double u);
 double tir_gen_sin2pi(double u);
+/* The same for randn f32, in f32: ln u (u a multiple of 2^-24 in (0, 1]),
+ * cos(2 pi u) and sin(2 pi u) (u in [0, 1) a multiple of 2^-24). */
+float tir_gen_lnf(float u);
+float tir_gen_cos2pif(float u);
+float tir_gen_sin2pif(float u);
 
 /* movement (copies; views are above) */
 int tir_k_concat(const struct tir_tensor *const *xs, int n, int axis, struct tir_tensor *out,

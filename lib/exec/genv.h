@@ -1,10 +1,12 @@
 /*
  * genv.h — the body of gen.c's generators, included by gen.c once per
  * build with GV_SFX (the build's name), GV_TGT (its target attribute),
- * GV_VB (vector bytes: 8 is one lane, the scalar path) and GV_MUL (a
- * 32 x 32 -> 64-bit multiply of each lane's low halves).  Every build
- * runs the same IEEE operations in the same order on each lane (gen.c
- * turns contraction off), so every build gives the same bits.
+ * GV_VB (vector bytes: 8 is one lane, the scalar path), GV_MUL (a
+ * 32 x 32 -> 64-bit multiply of each lane's low halves), GV_HI, and
+ * GV_SQRT and GV_SQRTF (square roots of double lanes and of the twice as
+ * many f32 lanes randn f32 computes on).  Every build runs the same IEEE
+ * operations in the same order on each lane (gen.c turns contraction
+ * off), so every build gives the same bits.
  */
 #define GV_CAT_(a, b) a##b
 #define GV_CAT(a, b) GV_CAT_(a, b)
@@ -15,13 +17,22 @@ typedef uint64_t GV_(vu) __attribute__((vector_size(GV_VB), aligned(8)));
 typedef int64_t GV_(vs) __attribute__((vector_size(GV_VB), aligned(8)));
 typedef double GV_(vd) __attribute__((vector_size(GV_VB), aligned(8)));
 typedef float GV_(vf) __attribute__((vector_size(GV_VB / 2), aligned(4)));
+/* randn f32's vectors: twice the lanes, 32 bits each */
+typedef uint32_t GV_(wu) __attribute__((vector_size(GV_VB), aligned(4)));
+typedef int32_t GV_(ws) __attribute__((vector_size(GV_VB), aligned(4)));
+typedef float GV_(wf) __attribute__((vector_size(GV_VB), aligned(4)));
 
 #define VU GV_(vu)
 #define VS GV_(vs)
 #define VD GV_(vd)
 #define VF GV_(vf)
+#define WU GV_(wu)
+#define WS GV_(ws)
+#define WF GV_(wf)
 #define SPLATU(c) ((VU){0} + (uint64_t)(c))
 #define SPLATD(c) ((VD){0} + (double)(c))
+#define SPLATW(c) ((WU){0} + (uint32_t)(c))
+#define SPLATF(c) ((WF){0} + (float)(c))
 
 /* u < 2^52 (u64 lanes) as doubles, exactly */
 GV_INLINE GV_TGT VD GV_(u2d)(VU u)
@@ -159,6 +170,146 @@ GV_INLINE GV_TGT void GV_(cossin2pi)(VD u, VD *cos_out, VD *sin_out)
 	GV_(cossin2pi_n)(&u, cos_out, sin_out, 1);
 }
 
+/* ---- randn f32: in f32, 2 GV_L lanes a vector ---- */
+
+/* The 32-bit words of a's lanes, then b's (the low halves of the u64
+ * lanes, where philox leaves them): one vector of twice the lanes. */
+GV_INLINE GV_TGT WU GV_(pack)(VU a, VU b)
+{
+#if defined(__GNUC__) && !defined(__clang__)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define GV_LO 0
+#else
+#define GV_LO 1
+#endif
+#if GV_L == 1
+	const WU ix = {GV_LO, 2 + GV_LO};
+#elif GV_L == 2
+	const WU ix = {GV_LO, 2 + GV_LO, 4 + GV_LO, 6 + GV_LO};
+#elif GV_L == 4
+	const WU ix = {GV_LO, 2 + GV_LO, 4 + GV_LO, 6 + GV_LO, 8 + GV_LO, 10 + GV_LO, 12 + GV_LO, 14 + GV_LO};
+#elif GV_L == 8
+	const WU ix = {GV_LO,      2 + GV_LO,  4 + GV_LO,  6 + GV_LO,  8 + GV_LO,  10 + GV_LO,
+		       12 + GV_LO, 14 + GV_LO, 16 + GV_LO, 18 + GV_LO, 20 + GV_LO, 22 + GV_LO,
+		       24 + GV_LO, 26 + GV_LO, 28 + GV_LO, 30 + GV_LO};
+#else
+#error "genv.h: pack for GV_L lanes"
+#endif
+#undef GV_LO
+	return __builtin_shuffle((WU)a, (WU)b, ix);
+#else
+	WU r;
+	for (int l = 0; l < GV_L; l++) {
+		r[l] = (uint32_t)a[l];
+		r[GV_L + l] = (uint32_t)b[l];
+	}
+	return r;
+#endif
+}
+
+/* The uniform of a word's top 24 bits, k 2^-24, plus one step when plus1
+ * (Box-Muller's u1, in (0, 1]): exact in f32. */
+GV_INLINE GV_TGT WF GV_(unit24f)(WU w, bool plus1)
+{
+	return __builtin_convertvector((WS)(w >> 8) + (int32_t)plus1, WF) * 0x1p-24f;
+}
+
+/* ln u for u in (0, 1] in f32, as ln_n: u = 2^e m, m in [sqrt(1/2),
+ * sqrt(2)) (1.41421354, sqrt 2 rounded to f32, the bound), ln m = 2 atanh
+ * s, s = (m - 1) / (m + 1), |s| <= 0.1716, by its series to s^9 (the
+ * coefficients 2/k rounded to f32), e ln 2 in two parts (fdlibm's logf's:
+ * e ln2_hi exact for |e| < 128). */
+GV_INLINE GV_TGT void GV_(lnf_n)(const WF *u, WF *out, int N)
+{
+	WF ed[GV_NX], s[GV_NX], z[GV_NX], p[GV_NX];
+	_Pragma("GCC unroll 4") for (int k = 0; k < N; k++) {
+		WU b = (WU)u[k];
+		WS e = (WS)(b >> 23) - 127;
+		WF m = (WF)((b & SPLATW(0x007fffffu)) | SPLATW(0x3f800000u));
+		WS big = (WS)(m > 0x1.6a09e6p+0f);
+		m = (WF)(((WU)big & (WU)(m * 0.5f)) | (~(WU)big & (WU)m));
+		e = e - big; /* big is -1 where true */
+		ed[k] = __builtin_convertvector(e, WF);
+		WF f = m - 1.0f;
+		s[k] = f / (m + 1.0f);
+		z[k] = s[k] * s[k];
+		p[k] = SPLATF(0x1.c71c72p-3f); /* 2/9 */
+	}
+	static const float coef[] = {0x1.24924ap-2f, 0x1.99999ap-2f, 0x1.555556p-1f}; /* 2/7, 2/5, 2/3 */
+	_Pragma("GCC unroll 3") for (int c = 0; c < 3; c++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < N; k++)
+			p[k] = p[k] * z[k] + coef[c];
+	_Pragma("GCC unroll 4") for (int k = 0; k < N; k++) {
+		WF lo = ed[k] * 0x1.2fefa4p-17f + s[k] * (z[k] * p[k]);
+		out[k] = ed[k] * 0x1.62e3p-1f + (lo + 2.0f * s[k]);
+	}
+}
+
+/* cos(2 pi u) and sin(2 pi u) in f32 for u in [0, 1) a multiple of 2^-24
+ * or coarser, as cossin2pi_n: u = n/4 + r exactly (n = round(4u), |r| <=
+ * 1/8), Taylor polynomials of cos(2 pi r) to r^10 and sin(2 pi r) to r^9,
+ * the coefficients (2 pi)^k / k! rounded to f32. */
+GV_INLINE GV_TGT void GV_(cossinf_n)(const WF *u, WF *cos_out, WF *sin_out, int N)
+{
+	/* (2pi)^8 / 8!, -(2pi)^6 / 6!, ... 1 and -(2pi)^7 / 7!, ... 2pi (the
+	 * highest of each is where c and s start, below) */
+	static const float cc[] = {0x1.e1f506p+5f, -0x1.55d3c8p+6f, 0x1.03c1f0p+6f, -0x1.3bd3ccp+4f, 1.0f};
+	static const float sc[] = {-0x1.32d2ccp+6f, 0x1.466bc6p+6f, -0x1.4abbcep+5f, 0x1.921fb6p+2f};
+	WU q[GV_NX];
+	WF r[GV_NX], z[GV_NX], c[GV_NX], s[GV_NX];
+	_Pragma("GCC unroll 4") for (int k = 0; k < N; k++) {
+		WF t = u[k] * 4.0f;
+		WF nd = (t + 0x1.8p23f) - 0x1.8p23f;
+		q[k] = (WU)(nd + 0x1.8p23f) & SPLATW(3);
+		r[k] = (t - nd) * 0.25f;
+		z[k] = r[k] * r[k];
+		c[k] = SPLATF(-0x1.a6d1f2p+4f); /* -(2pi)^10 / 10! */
+		s[k] = SPLATF(0x1.507834p+5f);  /* (2pi)^9 / 9! */
+	}
+	_Pragma("GCC unroll 5") for (int j = 0; j < 5; j++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < N; k++) {
+			c[k] = c[k] * z[k] + cc[j];
+			if (j < 4)
+				s[k] = s[k] * z[k] + sc[j];
+		}
+	_Pragma("GCC unroll 4") for (int k = 0; k < N; k++) {
+		WF sk = s[k] * r[k];
+		WU odd = (WU)((q[k] & SPLATW(1)) != SPLATW(0));
+		WU cneg = (WU)((q[k] == SPLATW(1)) | (q[k] == SPLATW(2))) & SPLATW(0x80000000u);
+		WU sneg = (WU)(q[k] >= SPLATW(2)) & SPLATW(0x80000000u);
+		cos_out[k] = (WF)(((odd & (WU)sk) | (~odd & (WU)c[k])) ^ cneg);
+		sin_out[k] = (WF)(((odd & (WU)c[k]) | (~odd & (WU)sk)) ^ sneg);
+	}
+}
+
+/* randn f32 of GV_U vectors of counters (their words w, as philox gives
+ * them), N <= 2 GV_NX of them: for vector u, o[u][q] the lanes of
+ * slot q.  Pair p of a counter (u1 from word 2p, u2 from 2p + 1) goes
+ * in lanes p GV_L .. p GV_L + GV_L - 1; z = sqrt(-2 ln u1) cos(2 pi u2)
+ * (slot 2p) and sqrt(-2 ln u1) sin(2 pi u2) (slot 2p + 1), in f32. */
+GV_INLINE GV_TGT void GV_(normf)(VU w[][4], VF o[][4], int N)
+{
+	WF u1[2 * GV_NX], u2[2 * GV_NX], rad[2 * GV_NX], cs[2 * GV_NX], sn[2 * GV_NX];
+	for (int u = 0; u < N; u++) {
+		u1[u] = GV_(unit24f)(GV_(pack)(w[u][0], w[u][2]), true);
+		u2[u] = GV_(unit24f)(GV_(pack)(w[u][1], w[u][3]), false);
+	}
+	_Pragma("GCC unroll 2") for (int j = 0; j < N; j += GV_NX) {
+		int n = N - j < GV_NX ? N - j : GV_NX;
+		GV_(lnf_n)(u1 + j, rad + j, n);
+		_Pragma("GCC unroll 4") for (int k = j; k < j + n; k++)
+			rad[k] = GV_SQRTF(-2.0f * rad[k]);
+		GV_(cossinf_n)(u2 + j, cs + j, sn + j, n);
+	}
+	for (int u = 0; u < N; u++) {
+		WF zc = rad[u] * cs[u], zs = rad[u] * sn[u];
+		memcpy(&o[u][0], &zc, sizeof(VF));
+		memcpy(&o[u][1], &zs, sizeof(VF));
+		memcpy(&o[u][2], (char *)&zc + sizeof(VF), sizeof(VF));
+		memcpy(&o[u][3], (char *)&zs + sizeof(VF), sizeof(VF));
+	}
+}
+
 /* ln u1 -> sqrt(-2 ln u1): Box-Muller's radius */
 GV_INLINE GV_TGT VD GV_(radius)(VD u1)
 {
@@ -205,12 +356,11 @@ GV_INLINE GV_TGT void GV_(slots)(bool normal, bool single, const VU w[4], VD v[4
 		return;
 	}
 	if (single) {
-		for (int p = 0; p < 2; p++) {
-			VD r = GV_(radius)(GV_(unit24)(w[2 * p], true)), c, s;
-			GV_(cossin2pi)(GV_(unit24)(w[2 * p + 1], false), &c, &s);
-			v[2 * p] = r * c;
-			v[2 * p + 1] = r * s;
-		}
+		VU ww[1][4] = {{w[0], w[1], w[2], w[3]}};
+		VF o[1][4];
+		GV_(normf)(ww, o, 1);
+		for (int q = 0; q < 4; q++)
+			v[q] = __builtin_convertvector(o[0][q], VD);
 	} else {
 		VD r = GV_(radius)(GV_(unit53)(w[0], w[1], true)), c, s;
 		GV_(cossin2pi)(GV_(unit53)(w[2], w[3], false), &c, &s);
@@ -270,6 +420,19 @@ GV_INLINE GV_TGT void GV_(store)(void *dst, bool single, int64_t e, int64_t n, V
 		memcpy(d, &v, (size_t)k * 8);
 }
 
+/* A whole vector of f32 lanes to d, as store */
+GV_INLINE GV_TGT void GV_(storef)(float *d, VF f, bool nt)
+{
+#ifdef GV_NTF
+	if (nt && !((uintptr_t)d & (sizeof f - 1))) {
+		GV_NTF(d, f);
+		return;
+	}
+#endif
+	(void)nt;
+	memcpy(d, &f, sizeof f);
+}
+
 /* The flat indices of a vector's lanes at i0 (i0, i0 + st, ...), and in
  * *step what takes them to the next vector's. */
 GV_INLINE GV_TGT VU GV_(lanes)(int64_t i0, int64_t st, VU *step)
@@ -292,26 +455,27 @@ GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint
 	for (int u = 0; u < GV_U; u++)
 		ix[u] = SPLATU(c + (uint64_t)(u * GV_L)) + lane;
 	GV_(philox)(ix, g->k0, g->k1, w);
-	int per = single ? 4 : 2, big = 1 << 30;
-	/* randn: the radii and angles of all the block's pairs, GV_NX vectors
-	 * at a time (slots' values, side by side) */
-	enum { NP = 2 * GV_U };
-	VD rad[NP], cs[NP], sn[NP];
-	int np = single ? 2 * GV_U : GV_U;
-	if (g->op == TIR_OP_RANDN) {
-		VD u1[NP], u2[NP];
+	int per = single ? 4 : 2;
+	if (g->op == TIR_OP_RANDN && single) {
+		VF o[GV_U][4];
+		GV_(normf)(w, o, GV_U);
 		for (int u = 0; u < GV_U; u++) {
-			if (single) {
-				for (int p = 0; p < 2; p++) {
-					u1[2 * u + p] = GV_(unit24)(w[u][2 * p], true);
-					u2[2 * u + p] = GV_(unit24)(w[u][2 * p + 1], false);
-				}
-			} else {
-				u1[u] = GV_(unit53)(w[u][0], w[u][1], true);
-				u2[u] = GV_(unit53)(w[u][2], w[u][3], false);
-			}
+			int grp = u * GV_L / 8, at = u * GV_L % 8;
+			for (int q = 0; q < 4; q++)
+				GV_(storef)((float *)out + grp * 32 + q * 8 + at, o[u][q], nt);
 		}
-		_Pragma("GCC unroll 4") for (int j = 0; j < np; j += GV_NX) {
+		return;
+	}
+	/* randn f64: the radii and angles of all the block's pairs, GV_NX
+	 * vectors at a time (slots' values, side by side) */
+	VD rad[GV_U], cs[GV_U], sn[GV_U];
+	if (g->op == TIR_OP_RANDN) {
+		VD u1[GV_U], u2[GV_U];
+		for (int u = 0; u < GV_U; u++) {
+			u1[u] = GV_(unit53)(w[u][0], w[u][1], true);
+			u2[u] = GV_(unit53)(w[u][2], w[u][3], false);
+		}
+		_Pragma("GCC unroll 2") for (int j = 0; j < GV_U; j += GV_NX) {
 			GV_(ln_n)(u1 + j, rad + j, GV_NX);
 			_Pragma("GCC unroll 4") for (int k = j; k < j + GV_NX; k++)
 				rad[k] = GV_SQRT(-2.0 * rad[k]);
@@ -322,11 +486,6 @@ GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint
 		VD v[4];
 		if (g->op != TIR_OP_RANDN)
 			GV_(slots)(false, single, w[u], v);
-		else if (single)
-			for (int p = 0; p < 2; p++) {
-				v[2 * p] = rad[2 * u + p] * cs[2 * u + p];
-				v[2 * p + 1] = rad[2 * u + p] * sn[2 * u + p];
-			}
 		else {
 			v[0] = rad[u] * cs[u];
 			v[1] = rad[u] * sn[u];
@@ -334,7 +493,7 @@ GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint
 		/* the group of vector u, and its place in the group */
 		int grp = u * GV_L / 8, at = u * GV_L % 8;
 		for (int q = 0; q < per; q++)
-			GV_(store)(out, single, grp * 8 * per + q * 8 + at, big, v[q], nt);
+			GV_(store)(out, single, grp * 8 * per + q * 8 + at, 1 << 30, v[q], nt);
 	}
 }
 
@@ -421,5 +580,10 @@ static GV_TGT void GV_(run)(const struct tir_gen *g, void *dst, int64_t i0, int6
 #undef VF
 #undef SPLATU
 #undef SPLATD
+#undef WU
+#undef WS
+#undef WF
+#undef SPLATW
+#undef SPLATF
 #undef GV_L
 #undef GV_U

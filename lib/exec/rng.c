@@ -14,20 +14,37 @@
  *     hi32(seed)},  {r0, r1, r2, r3} = Philox4x32-10(counter, key)
  *   rand, f32:  (r_q >> 8) * 2^-24
  *   rand, f64:  (((u64)r_2q << 32 | r_2q+1) >> 11) * 2^-53   (both in [0, 1))
- *   randn: Box-Muller, both of its outputs, computed in double, rounded
- *   to out's dtype:
+ *   randn: Box-Muller, both of its outputs; f32 out computed in f32,
+ *   every other dtype in double:
  *     f32:  pair p = q / 2,  u1 = ((r_2p >> 8) + 1) * 2^-24,
- *           u2 = (r_2p+1 >> 8) * 2^-24,  cos for even q, sin for odd q
+ *           u2 = (r_2p+1 >> 8) * 2^-24 (both exact in f32),
+ *           z = sqrt(-2 lnf(u1)) * cos2pif(u2) for even q, sin2pif for odd,
+ *           every operation an f32 one (IEEE, rounded to nearest, no fused
+ *           multiply-add), with gen.c's lnf and cos2pif/sin2pif (genv.h):
+ *           lnf u = e ln2_hi + ((e ln2_lo + s (z p)) + 2 s) from u = 2^e m,
+ *           m in [sqrt(1/2), sqrt(2)) (sqrt 2 rounded to f32 the bound),
+ *           s = (m - 1)/(m + 1), z = s^2, p = 2/3 + z (2/5 + z (2/7 + z 2/9))
+ *           (each 2/k, ln2_hi = 0x1.62e3p-1 and ln2_lo = 0x1.2fefa4p-17
+ *           f32 constants); cos and sin of 2 pi u2 from u2 = n/4 + r
+ *           (n = round(4 u2), half to even; exact), by quadrant n % 4 from
+ *           the Taylor polynomials of cos(2 pi r) to r^10 and sin(2 pi r)
+ *           to r^9 in z = r^2 (Horner; coefficients (2 pi)^k / k! rounded
+ *           to f32; sin's is r times its polynomial).  Measured (test_gen,
+ *           all 2^24 arguments, against long double): lnf within 1.61 f32
+ *           ULP, cos and sin 1.72, z 3.52 (2^22 pairs).
  *     f64:  u1 = (((((u64)r0 << 32 | r1) >> 11) + 1) * 2^-53,
  *           u2 = (((u64)r2 << 32 | r3) >> 11) * 2^-53,  cos for q = 0, sin for 1
- *     z = sqrt(-2 ln u1) * cos(2 pi u2)  (or sin)           (u1 in (0, 1])
+ *           z = sqrt(-2 ln u1) * cos(2 pi u2)  (or sin)        (u1 in (0, 1])
  *   with ln, cos and sin tir's own (gen.c, genv.h), the same bits on every
  *   vector path: ln u1 from u1 = 2^e m, m in [sqrt(1/2), sqrt(2)), as
  *   e ln 2 + 2 atanh((m - 1)/(m + 1)) by its series, within 2 ULP of the
- *   true value (1.02 measured for f32's u1, 1.59 for f64's); cos(2 pi u2)
- *   (and sin) from the exact split u2 = n/4 + r, |r| <= 1/8, and Taylor
- *   polynomials of cos and sin of 2 pi r, within 2.5e-16 absolute (1.6e-16
- *   measured; test_gen measures them against long double).
+ *   true value (1.59 measured); cos(2 pi u2) (and sin) from the exact
+ *   split u2 = n/4 + r, |r| <= 1/8, and Taylor polynomials of cos and sin
+ *   of 2 pi r, within 2.5e-16 absolute (1.6e-16 measured; test_gen
+ *   measures them against long double).
+ *   Until 27 Nov 2026 f32 randn was the f64 computation above, rounded
+ *   once to f32 (of the same 24-bit u1 and u2): 43% of
+ *   the 2^24 values of seed 1 differ from today's, by 4 f32 ULPs at most.
  *   Until 26 Nov 2026 element i took Philox's counter i and one word of it
  *   (two for f64 and randn): rand cost a Philox block per element, randn
  *   a block, a log and a square root.  Until earlier in Nov 2026 they were
@@ -86,19 +103,16 @@ static inline double rng_value(uint64_t i, const uint32_t key[2], bool normal, b
 			return (double)(r[q] >> 8) * 0x1p-24;
 		return (double)((((uint64_t)r[2 * q] << 32) | r[2 * q + 1]) >> 11) * 0x1p-53;
 	}
-	double u1, u2;
-	bool sine;
 	if (single) {
 		unsigned p = q / 2;
-		u1 = (double)((r[2 * p] >> 8) + 1) * 0x1p-24;
-		u2 = (double)(r[2 * p + 1] >> 8) * 0x1p-24;
-		sine = q % 2;
-	} else {
-		u1 = (double)(((((uint64_t)r[0] << 32) | r[1]) >> 11) + 1) * 0x1p-53;
-		u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
-		sine = q;
+		float u1 = (float)((r[2 * p] >> 8) + 1) * 0x1p-24f;
+		float u2 = (float)(r[2 * p + 1] >> 8) * 0x1p-24f;
+		float rad = sqrtf(-2.0f * tir_gen_lnf(u1));
+		return rad * (q % 2 ? tir_gen_sin2pif(u2) : tir_gen_cos2pif(u2));
 	}
-	return sqrt(-2.0 * tir_gen_ln(u1)) * (sine ? tir_gen_sin2pi(u2) : tir_gen_cos2pi(u2));
+	double u1 = (double)(((((uint64_t)r[0] << 32) | r[1]) >> 11) + 1) * 0x1p-53;
+	double u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
+	return sqrt(-2.0 * tir_gen_ln(u1)) * (q ? tir_gen_sin2pi(u2) : tir_gen_cos2pi(u2));
 }
 
 void tir_rand_range(void *p, enum tir_dtype dt, int64_t start, int64_t n, uint64_t seed,

@@ -31,8 +31,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define TIR_PROTOCOL_STR "3"          /* TIR_PROTOCOL (tir.h) as text */
-_Static_assert(TIR_PROTOCOL == 3, "TIR_PROTOCOL_STR says TIR_PROTOCOL");
+#define TIR_PROTOCOL_STR "4"          /* TIR_PROTOCOL (tir.h) as text */
+_Static_assert(TIR_PROTOCOL == 4, "TIR_PROTOCOL_STR says TIR_PROTOCOL");
 #define TIR_PROTOCOL_HEADER "Tir-Protocol"
 #define TIR_SHA_HEX 64                 /* hex digits of a SHA-256 */
 

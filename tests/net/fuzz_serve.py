@@ -331,7 +331,7 @@ class Req:
     def __init__(self, method, path, body=b"", auth=None, route=None):
         self.method, self.path, self.body = method, path, body
         self.version = "HTTP/1.1"
-        self.headers = [("Host", "127.0.0.1"), ("Tir-Protocol", "3")]
+        self.headers = [("Host", "127.0.0.1"), ("Tir-Protocol", "4")]
         if auth:
             self.headers.append(("Authorization", "Bearer " + auth))
         if body or method in ("POST", "PUT"):
@@ -1138,7 +1138,7 @@ class Fuzzer:
                 if self.a.strict_json:
                     self.fail("error bodies", "not JSON: " + r.short(), ex)
         if tirs:
-            if r.headers["tir-protocol"] != "3":
+            if r.headers["tir-protocol"] != "4":
                 self.fail("documented answers", "Tir-Protocol: " + r.headers["tir-protocol"], ex)
             if r.status == 503 and "retry-after" not in r.headers:
                 self.fail("documented answers", "a 503 without Retry-After: " + r.short(), ex)
@@ -1478,7 +1478,7 @@ class Fuzzer:
         r, ex = self.valid(t, Req(m, path, b"", None, route=rt), f"{m} {path}")
         if self.expect_valid(r, ex, {200}, f"{m} {path}") and m == "GET" and rt == "info":
             j = r.json() or {}
-            if j.get("protocol") != 3 or j.get("dtypes") != DTN_ALL:
+            if j.get("protocol") != 4 or j.get("dtypes") != DTN_ALL:
                 self.fail("valid answers right", "/v1/info: " + r.short(), ex)
 
     def v_sessions(self, t):
@@ -2037,12 +2037,12 @@ class Fuzzer:
             hset("Transfer-Encoding", rng.choice(["gzip", "chunked, gzip", "identity", "gzip, chunked", "x" * 200]))
             must = 0
         elif k == "protocol":
-            v = rng.choice(["1", "2", "03", "x" * 100, "3.0", "-3", "3\x00", "1", "3"])
+            v = rng.choice(["1", "3", "04", "x" * 100, "4.0", "-4", "4\x00", "1", "4"])
             if rng.random() < 0.2:
                 hset("Tir-Protocol", v, add=True)
             else:
                 hset("Tir-Protocol", v)
-                expect = bexp if v == "3" else {(400, "protocol")}  # (the token is right: that comes first)
+                expect = bexp if v == "4" else {(400, "protocol")}  # (the token is right: that comes first)
             if "\x00" in v:
                 must, expect = 0, None
         elif k == "auth":

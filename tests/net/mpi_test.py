@@ -102,7 +102,7 @@ class Group:
         for raw in self.proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self.lines.append(line)
-            m = re.match(r"tir serve: listening on http://[^ ]+:(\d+) \(protocol 3, rank (\d+) of a group of (\d+)\)$",
+            m = re.match(r"tir serve: listening on http://[^ ]+:(\d+) \(protocol 4, rank (\d+) of a group of (\d+)\)$",
                          line)
             if m:
                 self.listening[int(m.group(2))] = int(m.group(1))

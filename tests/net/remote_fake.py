@@ -6,30 +6,30 @@ port on the first line of stdout, and serves until killed:
   silent    accepts and reads, never answers (the client's TIR_TIMEOUT)
   proto1    answers everything, speaking Tir-Protocol 1 (an old server)
   noproto   answers everything, with no Tir-Protocol header (not tir)
-  garbage   protocol 3, a session, then a run reply that is not a results body
-  short     protocol 3, a session, then a run reply cut short (Content-Length lies)
-  badframe  protocol 3, a session, then a results body whose frame is malformed
-  trickle   protocol 3, a session, then a results body for `print ones([3])`
+  garbage   protocol 4, a session, then a run reply that is not a results body
+  short     protocol 4, a session, then a run reply cut short (Content-Length lies)
+  badframe  protocol 4, a session, then a results body whose frame is malformed
+  trickle   protocol 4, a session, then a results body for `print ones([3])`
             saying [1, 2, 3], sent a few bytes at a time (the client decodes
             results as they come)
-  wrongtype protocol 3, a session, then results whose frame is f32[4]
-  extra     protocol 3, a session, then results with bytes after the frame
-  endless   protocol 3, a session, then results for `print ones([3])` that
+  wrongtype protocol 4, a session, then results whose frame is f32[4]
+  extra     protocol 4, a session, then results with bytes after the frame
+  endless   protocol 4, a session, then results for `print ones([3])` that
             announce 8 GB and go on with zeros after the frame, for as long
             as the client reads (the client stops at the first byte too many)
-  bigerror  protocol 3, a session, then a 404 whose body announces 8 GB and
+  bigerror  protocol 4, a session, then a 404 whose body announces 8 GB and
             streams (the client reads at most 16 MiB of a body not results)
-  bigmeta   protocol 3, a session, then results whose head says 4 GiB of
+  bigmeta   protocol 4, a session, then results whose head says 4 GiB of
             metadata (the client refuses before it allocates)
-  hugeshape protocol 3, a session, then a result frame of shape
+  hugeshape protocol 4, a session, then a result frame of shape
             [2^32, 2^32] with no data bytes (its element count would wrap)
-  stall     protocol 3, a session, then nothing on the same connection
+  stall     protocol 4, a session, then nothing on the same connection
             (a stalled server: the client says no answer, not no connection)
   backlog   listens but never accepts, its queue full (its own two
             connections): a connect that never completes, on loopback
-  sink      protocol 3, takes any PUT as fast as it can and answers 201 (for
+  sink      protocol 4, takes any PUT as fast as it can and answers 201 (for
             bench/remote.sh: the client's upload speed with no server work)
-  holdput   protocol 3, a session, a 409 to a run asking for every blob it
+  holdput   protocol 4, a session, a 409 to a run asking for every blob it
             names, then a PUT's head read ("PUT" printed on stdout) and its
             body not until SIGUSR1, then read and dropped: an upload held
             under way (tests/progress_pty.py)
@@ -93,7 +93,7 @@ def sink(conn):
         reply(conn, 201, b"")
 
 
-def reply(conn, status, body, proto=b"3", length=None, ctype=b"application/json"):
+def reply(conn, status, body, proto=b"4", length=None, ctype=b"application/json"):
     h = b"HTTP/1.1 %d X\r\n" % status
     if proto is not None:
         h += b"Tir-Protocol: " + proto + b"\r\n"
@@ -104,14 +104,14 @@ def reply(conn, status, body, proto=b"3", length=None, ctype=b"application/json"
 
 def results_with_bad_frame():
     meta = b"{}"
-    head = b"TIRR" + struct.pack("<III", 3, 1, len(meta)) + meta + b"\0" * 6
+    head = b"TIRR" + struct.pack("<III", 4, 1, len(meta)) + meta + b"\0" * 6
     frame = b"TIRT" + bytes([3, 1, 0, 0]) + struct.pack("<Q", 8) + struct.pack("<q", 3) + b"\0" * 8
     return head + frame  # 8 data bytes for 3 f32: malformed
 
 
 def results_of(frame, tail=b""):
     meta = b'{"plan_ms": 0, "run_ms": 0}'
-    return b"TIRR" + struct.pack("<III", 3, 1, len(meta)) + meta + b"\0" * (-len(meta) % 8) + frame + tail
+    return b"TIRR" + struct.pack("<III", 4, 1, len(meta)) + meta + b"\0" * (-len(meta) % 8) + frame + tail
 
 
 def f32_frame(vals):
@@ -123,7 +123,7 @@ def f32_frame(vals):
 def trickle(conn, body):
     """A results reply a few bytes at a time."""
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn.sendall(b"HTTP/1.1 200 X\r\nTir-Protocol: 3\r\nContent-Type: application/x-tir-results\r\n"
+    conn.sendall(b"HTTP/1.1 200 X\r\nTir-Protocol: 4\r\nContent-Type: application/x-tir-results\r\n"
                  b"Content-Length: %d\r\n\r\n" % len(body))
     for i in range(0, len(body), 3):
         conn.sendall(body[i:i + 3])
@@ -133,7 +133,7 @@ def trickle(conn, body):
 def endless(conn, ctype, first, status=b"200 OK", fill=b"\0"):
     """A reply that announces 8 GB: first, then fill for as long as the
     client reads (at most 8 GB, or until it hangs up)."""
-    conn.sendall(b"HTTP/1.1 " + status + b"\r\nTir-Protocol: 3\r\nContent-Type: " + ctype +
+    conn.sendall(b"HTTP/1.1 " + status + b"\r\nTir-Protocol: 4\r\nContent-Type: " + ctype +
                  b"\r\nContent-Length: %d\r\n\r\n" % (8 << 30) + first)
     block = fill * (1 << 20)
     sent = len(first)
@@ -220,7 +220,7 @@ def serve(conn):
                         status=b"404 Not Found", fill=b"x")
                 return
             elif MODE == "bigmeta":
-                endless(conn, b"application/x-tir-results", b"TIRR" + struct.pack("<III", 3, 1, 0xFFFFFFF0))
+                endless(conn, b"application/x-tir-results", b"TIRR" + struct.pack("<III", 4, 1, 0xFFFFFFF0))
                 return
             elif MODE == "hugeshape":
                 frame = b"TIRT" + bytes([3, 2, 0, 0]) + struct.pack("<Q", 0) + struct.pack("<qq", 1 << 32, 1 << 32)

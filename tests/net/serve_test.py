@@ -88,15 +88,15 @@ def test_endpoints():
     srv = Server("--max-sessions", "5", "--session-ttl", "77", "--blob-cache", "12345678",
                  "--max-body", "2M", "--threads", "2")
     try:
-        check("start line", srv.first == f"tir serve: listening on http://127.0.0.1:{srv.port} (protocol 3)",
+        check("start line", srv.first == f"tir serve: listening on http://127.0.0.1:{srv.port} (protocol 4)",
               srv.first)
         r = request(srv, "GET", "/healthz")
-        check("GET /healthz", r.status == 200 and r.body == b"ok" and r.headers.get("tir-protocol") == "3",
+        check("GET /healthz", r.status == 200 and r.body == b"ok" and r.headers.get("tir-protocol") == "4",
               describe(r))
         r = request(srv, "GET", "/v1/info")
         j = r.json() or {}
         lim = j.get("limits", {})
-        check("GET /v1/info", r.status == 200 and j.get("name") == "tir" and j.get("protocol") == 3 and
+        check("GET /v1/info", r.status == 200 and j.get("name") == "tir" and j.get("protocol") == 4 and
               isinstance(j.get("version"), str) and "matmul" in j.get("ops", []) and
               "exp" in j.get("ops", []) and j.get("ops") == sorted(j.get("ops", [])) and
               j.get("dtypes") == ["bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"] and
@@ -269,7 +269,7 @@ def test_doc_examples():
                 state = "yes"
                 outs.append((p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")))
             info = next((o for o in outs if '"protocol"' in o[1]), None)
-            check("doc: curl /v1/info", info and info[0] == 0 and json.loads(info[1]).get("protocol") == 3,
+            check("doc: curl /v1/info", info and info[0] == 0 and json.loads(info[1]).get("protocol") == 4,
                   str(outs[:1]))
             st = open(os.path.join(d, "state")).read()
             check("doc: S= makes a session", re.search(r'S="?[0-9a-f]{32}"?', st), st[:200])
@@ -395,11 +395,11 @@ def test_errors():
         # protocol 1's blob (a bare frame), and a request that says protocol 1
         r = request(srv, "PUT", "/v1/blobs/" + sha(good), good)
         check("400 protocol: a bare frame, as protocol 1 sent it", error_is(r, 400, "protocol") and
-              "protocol 1" in r.err()["message"] and "speaks protocol 3" in r.err()["message"], describe(r))
+              "protocol 1" in r.err()["message"] and "speaks protocol 4" in r.err()["message"], describe(r))
         r = request(srv, "POST", runp, {"graph": sha(EXP3), "inputs": {"t0": {"blob": h}}},
                     headers={"Tir-Protocol": "1"})
         check("400 protocol: a request of protocol 1", error_is(r, 400, "protocol") and
-              "protocol 1; this server speaks 3" in r.err()["message"], describe(r))
+              "protocol 1; this server speaks 4" in r.err()["message"], describe(r))
         r = request(srv, "PUT", "/v1/blobs/" + "A" * 64, blob(good)[1])
         check("400 bad_request: blob name in capitals", error_is(r, 400, "bad_request"), describe(r))
         r = request(srv, "PUT", "/v1/blobs/abc", blob(good)[1])
@@ -925,7 +925,7 @@ def test_cli():
         c.request("GET", "/healthz")
         r = c.getresponse()
         check("--host ::1 (IPv6)", r.status == 200 and r.read() == b"ok" and
-              srv.first == f"tir serve: listening on http://[::1]:{srv.port} (protocol 3)", srv.first)
+              srv.first == f"tir serve: listening on http://[::1]:{srv.port} (protocol 4)", srv.first)
         c.close()
     except OSError as e:
         check("--host ::1 (IPv6: no IPv6 loopback here, skipped)", True, str(e))
@@ -1197,7 +1197,7 @@ def json_error(reply, status, code):
         e = json.loads(body).get("error", {})
     except ValueError:
         return False
-    return st == status and hdrs.get("tir-protocol") == "3" and \
+    return st == status and hdrs.get("tir-protocol") == "4" and \
         hdrs.get("content-type") == "application/json" and e.get("status") == status and \
         e.get("code") == code and isinstance(e.get("message"), str)
 

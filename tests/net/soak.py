@@ -182,7 +182,7 @@ ODD = Ledger("check")        # the server's side: log against clients, kills, st
 
 # ---- the server, one process a life ----
 
-LISTEN = re.compile(r"tir serve: listening on http://127\.0\.0\.1:(\d+) \(protocol 3\)$")
+LISTEN = re.compile(r"tir serve: listening on http://127\.0\.0\.1:(\d+) \(protocol 4\)$")
 
 
 class Life:
@@ -365,7 +365,7 @@ class Conn:
         s, gen = self.s, self.gen
         s.settimeout(REQUEST_TIMEOUT)
         big = len(body) > 64 * 1024
-        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTir-Protocol: 3\r\n"
+        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTir-Protocol: 4\r\n"
                 f"Authorization: Bearer {self.tok}\r\nContent-Length: {len(body)}\r\n")
         if method == "POST" and body:
             head += "Content-Type: application/json\r\n"
@@ -997,12 +997,12 @@ def child_main(argv):
     if kind == "upload":
         a = np.random.default_rng(int(argv[4])).standard_normal(int(argv[3]) * MiB // 4, dtype=np.float32)
         name, body = blob(frame(a))
-        data = (f"PUT /v1/blobs/{name} HTTP/1.1\r\nHost: x\r\nTir-Protocol: 3\r\nAuthorization: Bearer {tok}\r\n"
+        data = (f"PUT /v1/blobs/{name} HTTP/1.1\r\nHost: x\r\nTir-Protocol: 4\r\nAuthorization: Bearer {tok}\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body[:len(body) // 2]
     else:
         name = argv[3]
         body = json.dumps({"graph": sha(ENDLESS), "text": ENDLESS, "inputs": {}}).encode()
-        data = (f"POST /v1/sessions/{name}/run HTTP/1.1\r\nHost: x\r\nTir-Protocol: 3\r\n"
+        data = (f"POST /v1/sessions/{name}/run HTTP/1.1\r\nHost: x\r\nTir-Protocol: 4\r\n"
                 f"Authorization: Bearer {tok}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -1151,7 +1151,7 @@ class Dave(Client):
         if not self.half:
             self.half = blob(frame(self.rng.standard_normal(MiB, dtype=np.float32)))
         name, body = self.half
-        head = (f"PUT /v1/blobs/{name} HTTP/1.1\r\nHost: x\r\nTir-Protocol: 3\r\nAuthorization: Bearer {self.tok}\r\n"
+        head = (f"PUT /v1/blobs/{name} HTTP/1.1\r\nHost: x\r\nTir-Protocol: 4\r\nAuthorization: Bearer {self.tok}\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n").encode()
         self.drop(head + body[:len(body) // 2], "a connection dropped in the middle of an upload's body",
                   rf"^PUT /v1/blobs/{name[:8]}\u2026 - \d+ 0 [\d.]+ms \(cut short by ",
@@ -1160,7 +1160,7 @@ class Dave(Client):
     def drop_run(self, life):
         self.ensure_session()
         body = json.dumps({"graph": sha("x"), "text": "x" * 2000, "inputs": {}}).encode()
-        head = (f"POST /v1/sessions/{self.sid}/run HTTP/1.1\r\nHost: x\r\nTir-Protocol: 3\r\n"
+        head = (f"POST /v1/sessions/{self.sid}/run HTTP/1.1\r\nHost: x\r\nTir-Protocol: 4\r\n"
                 f"Authorization: Bearer {self.tok}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
         self.drop(head + body[:1000], "a connection dropped in the middle of a run's body",
                   rf"^POST /v1/sessions/{self.sid[:8]}\u2026/run - \d+ 0 [\d.]+ms \(cut short by ", ("", None), life)
@@ -1273,7 +1273,7 @@ def stop_under_way(life, stop_prog):
     c.close()
     body = json.dumps({"graph": sha(STOP_TEXT), "text": STOP_TEXT, "inputs": {}}).encode()
     s = socket.create_connection(("127.0.0.1", SRV.port), timeout=30)
-    s.sendall((f"POST /v1/sessions/{r.json()['session']}/run HTTP/1.1\r\nHost: x\r\nTir-Protocol: 3\r\n"
+    s.sendall((f"POST /v1/sessions/{r.json()['session']}/run HTTP/1.1\r\nHost: x\r\nTir-Protocol: 4\r\n"
                f"Authorization: Bearer {token('probe')}\r\nContent-Type: application/json\r\n"
                f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
     said = settle(s)

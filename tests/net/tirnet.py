@@ -26,7 +26,7 @@ import numpy as np
 from wait_for import until
 
 TIR = "build/tir"
-PROTOCOL = 3  # lib/net/net.h's TIR_PROTOCOL: the number in results heads and headers
+PROTOCOL = 4  # lib/net/net.h's TIR_PROTOCOL: the number in results heads and headers
 ALL_LINES = []
 
 
@@ -136,7 +136,7 @@ class Server:
             for raw in self.proc.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 self.lines.append(line)
-                m = re.match(r"tir serve: listening on https?://[^ ]+:(\d+) \(protocol 3\)$", line)
+                m = re.match(r"tir serve: listening on https?://[^ ]+:(\d+) \(protocol 4\)$", line)
                 if m and not self.port:
                     self.first = line
                     self.port = int(m.group(1))
@@ -248,7 +248,7 @@ def request(srv, method, path, body=None, headers=None, conn=None):
 def error_is(r, status, code):
     e = r.err()
     return r.status == status and e.get("status") == status and e.get("code") == code and \
-        isinstance(e.get("message"), str) and r.headers.get("tir-protocol") == "3"
+        isinstance(e.get("message"), str) and r.headers.get("tir-protocol") == "4"
 
 
 def describe(r):

@@ -210,7 +210,7 @@ def test_basic():
         check("GET /v1/exports/CAP: the chunk list, then the frame (a PUT's body), application/octet-stream",
               r.status == 200 and r.body == chunk_list(want) + want and
               r.headers.get("content-type") == "application/octet-stream" and
-              r.headers.get("tir-protocol") == "3", f"{r.status} {len(r.body)} bytes {r.headers}")
+              r.headers.get("tir-protocol") == "4", f"{r.status} {len(r.body)} bytes {r.headers}")
         r = request(A, "GET", "/v1/exports/" + c2)
         check("... and once only (404)", error_is(r, 404, "not_found"), describe(r))
         for bad in ("abc", c2.upper(), c2[:-1] + "g", c2 + "0"):
@@ -491,8 +491,8 @@ def test_sources():
               f"127.0.0.1:{silent.port}" in r.err().get("message", "") and 2.5 < out["took"] < 20,
               f"{out.get('took')} s; {describe(r) if r else 'no answer'}")
         head = silent.heads[0].decode("latin-1") if silent.heads else ""
-        check("... it asked GET /v1/exports/CAP, Tir-Protocol: 3, no token",
-              head.startswith(f"GET /v1/exports/{cap} HTTP/1.1\r\n") and "\r\nTir-Protocol: 3\r\n" in head and
+        check("... it asked GET /v1/exports/CAP, Tir-Protocol: 4, no token",
+              head.startswith(f"GET /v1/exports/{cap} HTTP/1.1\r\n") and "\r\nTir-Protocol: 4\r\n" in head and
               "authorization" not in head.lower(), head[:300])
 
         body = b"<html>secret intranet page</html>"
@@ -503,7 +503,7 @@ def test_sources():
               error_is(r, 502, "upstream") and "no tir server" in r.err().get("message", "") and
               b"secret" not in r.body, describe(r))
         there = f"{url(A)}/v1/exports/{cap}".encode()
-        redirect = Fake(b"HTTP/1.1 302 Found\r\nLocation: " + there + b"\r\nTir-Protocol: 3\r\n"
+        redirect = Fake(b"HTTP/1.1 302 Found\r\nLocation: " + there + b"\r\nTir-Protocol: 4\r\n"
                         b"Content-Length: 0\r\nConnection: close\r\n\r\n")
         fakes.append(redirect)
         r = imp(B, sb, "k", A, cap, name, frm=f"http://127.0.0.1:{redirect.port}")

@@ -42,7 +42,7 @@ class Case:
 
 
 def selftest():
-    return R.philox_selftest()
+    return R.philox_selftest() or R.randnf_selftest()
 
 
 class Gen:
@@ -936,8 +936,7 @@ def creation_cases():
          expect={"r1": np.eye(3, dtype="<f4"), "r2": np.eye(0, dtype="<f4"), "r3": np.eye(2, dtype="<i8"),
                  "r4": np.eye(4, dtype=bool), "r5": np.eye(1, dtype="<f8"), "r6": np.eye(3, dtype="<i4")})
 
-    # rand: bit-exact; randn: the same Box-Muller in float64 (libm's log
-    # and cos may differ from NumPy's in the last place)
+    # rand: bit-exact
     rands = [("rand([3, 5])", [3, 5], 0, "f32", False),
              ("rand([2, 3, 4], seed=7, dtype=f64)", [2, 3, 4], 7, "f64", False),
              ("rand([], seed=123456789012)", [], 123456789012, "f32", False),
@@ -950,15 +949,24 @@ def creation_cases():
     case("rand_bitexact", body,
          expect={"r%d" % k: R.rand(s, sd, dt, nm) for k, (_, s, sd, dt, nm) in enumerate(rands)},
          tol=(0.0, 0.0))
+    # randn f32 is computed in f32 by its definition, which oracle_ref
+    # follows step by step: bit-exact (randnf_selftest, run first, checks
+    # that definition against float64 math)
     randns = [("randn([3, 5])", [3, 5], 0, "f32", True),
               ("randn([1000], seed=1)", [1000], 1, "f32", True),
-              ("randn([10, 10], seed=4294967301, dtype=f64)", [10, 10], 4294967301, "f64", True),
-              ("randn([4, 2, 3], seed=99, dtype=f64)", [4, 2, 3], 99, "f64", True),
-              ("randn([], seed=5)", [], 5, "f32", True)]
+              ("randn([], seed=5)", [], 5, "f32", True),
+              ("randn([70001], seed=-3)", [70001], -3, "f32", True)]
     body = "\n".join("r%d = %s" % (k, e) for k, e in enumerate(r[0] for r in randns))
     body += "\nscaled = randn([784, 4], seed=1) * 0.05"
     exp = {"r%d" % k: R.rand(s, sd, dt, nm) for k, (_, s, sd, dt, nm) in enumerate(randns)}
     exp["scaled"] = R.rounded(R.f64(R.rand([784, 4], 1, "f32", True)) * R.f64(np.float32(0.05)), "f32")
+    case("randn_f32_bitexact", body, expect=exp, tol=(0.0, 0.0))
+    # randn f64: the same Box-Muller in float64 (tir's own log and cos may
+    # differ from NumPy's in the last places)
+    randns = [("randn([10, 10], seed=4294967301, dtype=f64)", [10, 10], 4294967301, "f64", True),
+              ("randn([4, 2, 3], seed=99, dtype=f64)", [4, 2, 3], 99, "f64", True)]
+    body = "\n".join("r%d = %s" % (k, e) for k, e in enumerate(r[0] for r in randns))
+    exp = {"r%d" % k: R.rand(s, sd, dt, nm) for k, (_, s, sd, dt, nm) in enumerate(randns)}
     case("randn_cases", body, expect=exp, tol=(1e-6, 1e-12))
 
 

@@ -381,6 +381,93 @@ def philox_selftest():
     return None
 
 
+F4 = np.float32
+
+
+def _f4(h):
+    """an f32 constant from its hex-float spelling in rng.c's definition"""
+    return F4(float.fromhex(h))
+
+
+def lnf(u):
+    """randn f32's ln u, u float32 in (0, 1], every step in float32 (NumPy's
+    float32 ufuncs round each operation, as IEEE does): u = 2^e m with m in
+    [sqrt(1/2), sqrt(2)) (the bound sqrt 2 rounded to f32), s = (m-1)/(m+1),
+    z = s^2, p = 2/3 + z (2/5 + z (2/7 + z 2/9)) (each 2/k rounded to f32),
+    ln u = e ln2_hi + ((e ln2_lo + s (z p)) + 2 s)."""
+    b = u.view(np.uint32)
+    e = (b >> np.uint32(23)).astype(np.int32) - np.int32(127)
+    m = ((b & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(F4)
+    big = m > _f4("0x1.6a09e6p+0")
+    m = np.where(big, m * F4(0.5), m)
+    ed = (e + big.astype(np.int32)).astype(F4)
+    s = (m - F4(1)) / (m + F4(1))
+    z = s * s
+    p = _f4("0x1.c71c72p-3")
+    for c in ("0x1.24924ap-2", "0x1.99999ap-2", "0x1.555556p-1"):
+        p = p * z + _f4(c)
+    lo = ed * _f4("0x1.2fefa4p-17") + s * (z * p)
+    return ed * _f4("0x1.62e3p-1") + (lo + F4(2) * s)
+
+
+def cossinf(u):
+    """randn f32's cos(2 pi u) and sin(2 pi u), u float32 multiples of 2^-24
+    in [0, 1), in float32: n = round(4u) (half to even), r = (4u - n)/4,
+    z = r^2, cos(2 pi r) and sin(2 pi r) by their Taylor polynomials to
+    r^10 and r^9 (coefficients (2 pi)^k/k! rounded to f32, Horner in z),
+    then by quadrant n % 4."""
+    t = u * F4(4)
+    n = np.rint(t)  # exact: t is a float32 <= 4
+    q = n.astype(np.int64) & 3
+    r = (t - n) * F4(0.25)
+    z = r * r
+    c = _f4("-0x1.a6d1f2p+4")
+    for k in ("0x1.e1f506p+5", "-0x1.55d3c8p+6", "0x1.03c1f0p+6", "-0x1.3bd3ccp+4", "0x1p+0"):
+        c = c * z + _f4(k)
+    s = _f4("0x1.507834p+5")
+    for k in ("-0x1.32d2ccp+6", "0x1.466bc6p+6", "-0x1.4abbcep+5", "0x1.921fb6p+2"):
+        s = s * z + _f4(k)
+    s = s * r
+    cos = np.choose(q, [c, -s, -c, s])
+    sin = np.choose(q, [s, c, -s, -c])
+    return cos, sin
+
+
+def _ulps32(got, want):
+    """|got - want| in f32 ULPs of want (float64; 0 where both are 0)"""
+    w = np.abs(want)
+    e = np.floor(np.log2(np.where(w > 0, w, 1.0)))
+    err = np.abs(got.astype(np.float64) - want) / np.exp2(np.maximum(e, -126.0) - 23)
+    return float(np.max(np.where(w > 0, err, np.where(got == 0, 0.0, np.inf)), initial=0.0))
+
+
+def randnf_selftest():
+    """None when the f32 definition above is close to float64 math: lnf and
+    cossinf over all 2^24 arguments within 2 f32 ULPs, and z over 2^20
+    pairs within 4 (rng.c's bounds), else a message."""
+    k = np.arange(1, 2**24 + 1, dtype=np.uint64)
+    u1 = k.astype(F4) * F4(2.0**-24)
+    worst = {"ln": _ulps32(lnf(u1), np.log(u1.astype(np.float64)))}
+    u2 = (k - np.uint64(1)).astype(F4) * F4(2.0**-24)
+    c, s = cossinf(u2)
+    n = np.rint(4 * u2.astype(np.float64))
+    q = n.astype(np.int64) & 3
+    t = 2 * np.pi * (u2.astype(np.float64) - n / 4)  # exact reduction, so zeros are exact
+    cr, sr = np.cos(t), np.sin(t)
+    worst["cos"] = _ulps32(c, np.choose(q, [cr, -sr, -cr, sr]))
+    worst["sin"] = _ulps32(s, np.choose(q, [sr, cr, -sr, -cr]))
+    g = np.random.default_rng(12)
+    i1, i2 = g.integers(0, 2**24, 2**20), g.integers(0, 2**24, 2**20)
+    a, b, bq = u1[i1], u2[i2], q[i2]
+    rad = np.sqrt(-2 * np.log(a.astype(np.float64)))
+    zc = np.sqrt(F4(-2) * lnf(a)) * c[i2]
+    worst["z"] = _ulps32(zc, rad * np.choose(bq, [cr[i2], -sr[i2], -cr[i2], sr[i2]]))
+    for name, bound in (("ln", 2), ("cos", 2), ("sin", 2), ("z", 4)):
+        if not worst[name] <= bound:
+            return "randn f32's %s: %.3f f32 ULPs from float64 math (bound %d)" % (name, worst[name], bound)
+    return None
+
+
 def rand(shape, seed=0, dt="f32", normal=False):
     """rand/randn exactly as rng.c defines them: element i of a group of 8
     Philox counters (32 f32 or 16 f64 elements) takes counter
@@ -406,11 +493,14 @@ def rand(shape, seed=0, dt="f32", normal=False):
         else:
             v = (((word(2 * q) << _S32) | word(2 * q + 1)) >> s11).astype(np.float64) * 2.0**-53
     else:
-        if single:
+        if single:  # in float32 throughout (rng.c: since 27 Nov 2026)
             p = q // 2
-            u1 = ((word(2 * p) >> s8) + np.uint64(1)).astype(np.float64) * 2.0**-24
-            u2 = (word(2 * p + 1) >> s8).astype(np.float64) * 2.0**-24
-            sine = q % 2 == 1
+            u1 = ((word(2 * p) >> s8) + np.uint64(1)).astype(F4) * F4(2.0**-24)
+            u2 = (word(2 * p + 1) >> s8).astype(F4) * F4(2.0**-24)
+            cos, sin = cossinf(u2)
+            v = np.sqrt(F4(-2) * lnf(u1)) * np.where(q % 2 == 1, sin, cos)
+            assert v.dtype == F4
+            return v.reshape(shape)
         else:
             u1 = ((((r[0] << _S32) | r[1]) >> s11) + np.uint64(1)).astype(np.float64) * 2.0**-53
             u2 = (((r[2] << _S32) | r[3]) >> s11).astype(np.float64) * 2.0**-53

@@ -82,7 +82,7 @@ start_server() {
 	addr=
 	i=0
 	while [ $i -lt 1200 ]; do
-		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 3)$|\1|p' "$log")
+		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 4)$|\1|p' "$log")
 		if [ -n "$port" ]; then
 			addr=127.0.0.1:$port
 			return 0
@@ -497,7 +497,7 @@ if start_fake silent; then
 	kill -9 "$fpid"
 fi
 if start_fake proto1; then
-	expect3 "protocol 1 (an old server)" 2000 "^tir: remote $faddr speaks tir protocol 1; this tir speaks 3$" \
+	expect3 "protocol 1 (an old server)" 2000 "^tir: remote $faddr speaks tir protocol 1; this tir speaks 4$" \
 		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
 	kill -9 "$fpid"
 fi

@@ -94,7 +94,7 @@ start_server() {
 	port=
 	i=0
 	while [ $i -lt 1200 ]; do
-		port=$(sed -n 's|^tir serve: listening on https*://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 3)$|\1|p' "$log")
+		port=$(sed -n 's|^tir serve: listening on https*://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 4)$|\1|p' "$log")
 		[ -n "$port" ] && return 0
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.05

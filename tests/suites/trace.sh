@@ -35,7 +35,7 @@ spid=$!
 i=0
 port=
 while [ $i -lt 1200 ] && [ -z "$port" ] && kill -0 $spid 2>/dev/null; do
-	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 3)$|\1|p' "$tmp/serve.log")
+	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) (protocol 4)$|\1|p' "$tmp/serve.log")
 	[ -n "$port" ] || sleep 0.05
 	i=$((i + 1))
 done

@@ -95,6 +95,83 @@ static void test_cos_sin(void)
 	CHECK(tir_gen_sin2pi(0.25) == 1 && tir_gen_sin2pi(0.75) == -1);
 }
 
+/* |got - want| in ULPs of want as a float (2^-149 at least) */
+static double ulpsf(float got, long double want)
+{
+	int e;
+	frexpl(want, &e);
+	long double ulp = ldexpl(1.0L, e - 24 < -149 ? -149 : e - 24);
+	if (want == 0)
+		return got == 0 ? 0 : INFINITY;
+	return (double)(fabsl((long double)got - want) / ulp);
+}
+
+/* cos(2 pi u) and sin(2 pi u) in long double, from u = n/4 + r (exact),
+ * so that the zeros are exact */
+static void cossin_ref(float u, long double *c, long double *s)
+{
+	const long double twopi = 6.283185307179586476925286766559005768L;
+	long double n = roundl(4.0L * u), r = (long double)u - n / 4;
+	long double cr = cosl(twopi * r), sr = sinl(twopi * r);
+	switch ((int)n & 3) {
+	case 0: *c = cr, *s = sr; break;
+	case 1: *c = -sr, *s = cr; break;
+	case 2: *c = -cr, *s = -sr; break;
+	default: *c = sr, *s = -cr; break;
+	}
+}
+
+/* randn f32's ln and cos/sin in f32, over every argument it takes (2^24
+ * of each), and its values z = sqrt(-2 ln u1) cos(2 pi u2) (and sin) over
+ * 2^22 random pairs and the ends, against long double */
+static void test_f32(void)
+{
+	double wln = 0, wcs = 0, wcsa = 0, wz = 0;
+	for (uint32_t k = 1; k <= (UINT32_C(1) << 24); k++) {
+		float u = (float)k * 0x1p-24f;
+		double w = ulpsf(tir_gen_lnf(u), logl((long double)u));
+		wln = w > wln ? w : wln;
+		u = (float)(k - 1) * 0x1p-24f;
+		long double c, s;
+		cossin_ref(u, &c, &s);
+		float gc = tir_gen_cos2pif(u), gs = tir_gen_sin2pif(u);
+		w = ulpsf(gc, c);
+		wcs = w > wcs ? w : wcs;
+		w = ulpsf(gs, s);
+		wcs = w > wcs ? w : wcs;
+		w = (double)fabsl((long double)gc - c);
+		wcsa = w > wcsa ? w : wcsa;
+		w = (double)fabsl((long double)gs - s);
+		wcsa = w > wcsa ? w : wcsa;
+	}
+	for (int i = 0; i < (1 << 22) + 64; i++) {
+		uint64_t r = next64();
+		uint32_t k1 = (uint32_t)(r >> 40) + 1, k2 = (uint32_t)r >> 8;
+		if (i >= 1 << 22) /* u1 at its ends, u2 at quadrant boundaries */
+			k1 = i % 2 ? (uint32_t)(i % 32) + 1 : (UINT32_C(1) << 24) - (uint32_t)(i % 32),
+			k2 = (uint32_t)(i % 4) << 22 | ((uint32_t)i >> 2 & 1);
+		float u1 = (float)k1 * 0x1p-24f, u2 = (float)k2 * 0x1p-24f;
+		float rad = sqrtf(-2.0f * tir_gen_lnf(u1));
+		long double rw = sqrtl(-2.0L * logl((long double)u1)), c, s;
+		cossin_ref(u2, &c, &s);
+		double w = ulpsf(rad * tir_gen_cos2pif(u2), rw * c);
+		wz = w > wz ? w : wz;
+		w = ulpsf(rad * tir_gen_sin2pif(u2), rw * s);
+		wz = w > wz ? w : wz;
+	}
+	if (verbose)
+		fprintf(stderr, "f32: ln %.3f ULP, cos and sin of 2 pi u %.3f ULP (%.3g absolute), z %.3f ULP\n", wln,
+			wcs, wcsa, wz);
+	CHECK(wln <= 2.0);
+	CHECK(wcs <= 2.0);
+	CHECK(wz <= 4.0);
+	CHECK(tir_gen_lnf(1.0f) == 0 && !signbit(tir_gen_lnf(1.0f)));
+	CHECK(tir_gen_cos2pif(0) == 1 && tir_gen_cos2pif(0.5f) == -1);
+	CHECK(tir_gen_cos2pif(0.25f) == 0 && tir_gen_cos2pif(0.75f) == 0);
+	CHECK(tir_gen_sin2pif(0) == 0 && tir_gen_sin2pif(0.5f) == 0);
+	CHECK(tir_gen_sin2pif(0.25f) == 1 && tir_gen_sin2pif(0.75f) == -1);
+}
+
 static struct tir_node *node_of(struct tir_program **pp, const char *src)
 {
 	int rc = 0;
@@ -201,6 +278,7 @@ int main(void)
 	verbose = v && *v && strcmp(v, "0") != 0;
 	test_ln();
 	test_cos_sin();
+	test_f32();
 	test_paths();
 	test_threads();
 	return check_report("test_gen");
