@@ -450,6 +450,7 @@ static void mlp(struct tir_remote *r, const char *path, int runs)
 	src[n] = 0;
 	struct tir_program *p = parse(path, src);
 	struct tir_exec *x = tir_exec_new(p);
+	struct tir_err err = {0};
 	double *l = calloc((size_t)runs, sizeof *l), *m = calloc((size_t)runs, sizeof *m);
 	double *q = calloc((size_t)runs, sizeof *q);
 	/* local and remote runs alternate, so that both see the same load;
