@@ -62,6 +62,10 @@ __attribute__((target("avx512f"), always_inline)) static inline void compress16(
 	__m512i a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
 	__m512i w[16];
 	memcpy(w, win, sizeof w);
+	/* the constants read from memory (a broadcast operand of the add),
+	 * not made from immediates: that costs two more steps a round */
+	const uint32_t *k = K256;
+	__asm__("" : "+r"(k));
 	#pragma GCC unroll 64
 	for (int t = 0; t < 64; t++) {
 		__m512i wt;
@@ -78,7 +82,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void compress16(
 		}
 		/* summed so that e's next value waits on three steps after e:
 		 * h + K + w and d are there a round early */
-		__m512i hk = _mm512_add_epi32(h, _mm512_add_epi32(wt, _mm512_set1_epi32((int)K256[t])));
+		__m512i hk = _mm512_add_epi32(h, _mm512_add_epi32(wt, _mm512_set1_epi32((int)k[t])));
 		__m512i ch = _mm512_ternarylogic_epi32(e, f, g, 0xca);
 		__m512i S1 = _mm512_ternarylogic_epi32(_mm512_ror_epi32(e, 6), _mm512_ror_epi32(e, 11),
 						       _mm512_ror_epi32(e, 25), 0x96);
