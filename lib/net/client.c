@@ -676,7 +676,7 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 	CURL *c = r->curl;
 	curl_common(c);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-	/* blobs go up in 1 MiB pieces (64 KiB by default): ~3 GB/s on loopback */
+	/* blobs go up in 1 MiB pieces (64 KiB by default): ~4 GB/s on loopback */
 	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
 	/* and results come down in pieces of 1 MiB (16 KiB by default: a
 	 * system call and a callback each) */
