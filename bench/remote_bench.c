@@ -244,6 +244,16 @@ static size_t on_read(char *b, size_t size, size_t n, void *ud)
 	return done;
 }
 
+/* The connection's socket as lib/net/client.c makes it (tuned when the
+ * server is on this machine), so that the PUTs alone are the client's. */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	curl_socket_t fd = socket(a->family, a->socktype, a->protocol);
+	if (fd != CURL_SOCKET_BAD && purpose == CURLSOCKTYPE_IPCXN && a->socktype == SOCK_STREAM)
+		tir_sock_local(fd, &a->addr);
+	return fd;
+}
+
 /* The client's hash (the blob's name) and the PUT alone, with curl */
 static void put(const char *addr, int runs)
 {
@@ -258,6 +268,7 @@ static void put(const char *addr, int runs)
 	h = curl_slist_append(h, "Content-Type: application/octet-stream");
 	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
@@ -450,6 +461,7 @@ static void mlp(struct tir_remote *r, const char *path, int runs)
 	src[n] = 0;
 	struct tir_program *p = parse(path, src);
 	struct tir_exec *x = tir_exec_new(p);
+	struct tir_err err = {0};
 	double *l = calloc((size_t)runs, sizeof *l), *m = calloc((size_t)runs, sizeof *m);
 	double *q = calloc((size_t)runs, sizeof *q);
 	/* local and remote runs alternate, so that both see the same load;

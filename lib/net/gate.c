@@ -688,6 +688,7 @@ static void accept_some(struct gate *g)
 			continue;
 		}
 		keepalive(fd);
+		tir_sock_local(fd, (struct sockaddr *)&ss);
 		struct wait *x = calloc(1, sizeof *x);
 		if (!x) {
 			pthread_mutex_lock(&g->mu);

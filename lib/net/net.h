@@ -30,6 +30,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 
 #define TIR_PROTOCOL_STR "4"          /* TIR_PROTOCOL (tir.h) as text */
 _Static_assert(TIR_PROTOCOL == 4, "TIR_PROTOCOL_STR says TIR_PROTOCOL");
@@ -119,6 +120,17 @@ struct tir_toucher {
 };
 void tir_touch_start(struct tir_toucher *t, void *data, size_t n);
 void tir_touch_stop(struct tir_toucher *t);
+
+/* A TCP socket whose other end is on this machine (a loopback address:
+ * 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104) is given the reno congestion
+ * control (which every user may choose), whatever the system's default:
+ * on loopback there is no congestion to control, and BBR (some systems'
+ * default, the benchmark VM's) paces and reorders there, and retransmits
+ * for nothing: a 256 MiB upload cost the client twice the CPU and the
+ * machine a fifth of its time idle.  Sockets to other machines keep the
+ * system's choice.  Best effort: a failure changes nothing. */
+bool tir_addr_loopback(const struct sockaddr *sa);
+void tir_sock_local(int fd, const struct sockaddr *peer);
 
 /* SHA-256 of d[0..n) as 64 lowercase hex digits and a NUL. */
 void tir_sha256_hex(const void *d, size_t n, char out[TIR_SHA_HEX + 1]);

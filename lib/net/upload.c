@@ -29,7 +29,7 @@
 
 #define HASH_THREAD_MIN ((size_t)4 << 20)
 /* Checking threads for one upload: one per CPU, at most this many (each
- * checks about 3 GB/s on the AVX-512 path, 1-2 with the SHA extensions). */
+ * checks about 5 GB/s on the AVX-512 path, 1-2 with the SHA extensions). */
 #define CHECKERS_MAX 4
 
 struct upload {

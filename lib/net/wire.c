@@ -1,18 +1,22 @@
 /*
  * wire.c — the binary formats of net.h: tensor frames, SHA-256 names
  * (OpenSSL's libcrypto, which uses this CPU's SHA extensions), the
- * constant-time compare for tokens, and the count of a JSON body's values
- * that the server makes before it lets a parser near the body.
+ * constant-time compare for tokens, the count of a JSON body's values
+ * that the server makes before it lets a parser near the body, and the
+ * tuning of sockets to this machine.
  */
 #include "net.h"
 #include "../exec/vmath.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -229,6 +233,32 @@ void tir_touch_stop(struct tir_toucher *t)
 	atomic_store(&t->stop, true);
 	pthread_join(t->th, NULL);
 	t->on = false;
+}
+
+/* ---- sockets to this machine ---- */
+
+bool tir_addr_loopback(const struct sockaddr *sa)
+{
+	if (!sa)
+		return false;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)sa;
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+void tir_sock_local(int fd, const struct sockaddr *peer)
+{
+#ifdef TCP_CONGESTION
+	static const char reno[] = "reno";
+	if (fd >= 0 && tir_addr_loopback(peer))
+		setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, reno, sizeof reno - 1);
+#endif
 }
 
 /* ---- SHA-256 ---- */

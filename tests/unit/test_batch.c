@@ -341,6 +341,34 @@ static void test_blob_name(void)
 	}
 }
 
+/* Every run of 1 to 16 chunks hashed in one call (the AVX-512 lanes, where
+ * the CPU has them, from 6 chunks on) says what each chunk hashed alone
+ * says (OpenSSL), from data at every offset a frame's header gives it
+ * (ranks 0 to 3: 16 to 40 bytes) and past a lane's prefetch distance. */
+static void test_chunk_lanes(void)
+{
+	size_t k = 40, bytes = k * TIR_CHUNK;
+	unsigned char *buf = malloc(bytes + 64);
+	for (size_t i = 0; i < bytes + 64; i++)
+		buf[i] = (unsigned char)(i * 2654435761u >> 13);
+	unsigned char head[40] = {0};
+	for (int rank = 0; rank <= 3; rank++) {
+		size_t hlen = 16 + 8 * (size_t)rank;
+		struct tir_frame_src f = {head, hlen, buf + 8 * (size_t)rank, bytes - hlen, 0};
+		unsigned char one[17][32], many[16][32];
+		for (size_t m = 1; m <= 16; m++) {
+			size_t first = 1 + (m * 7) % 20; /* whole chunks in the data */
+			tir_chunk_hash(&f, first, first + m, many);
+			for (size_t j = 0; j < m; j++)
+				tir_chunk_hash(&f, first + j, first + j + 1, one + j);
+			CHECK(!memcmp(one, many, 32 * m));
+			if (memcmp(one, many, 32 * m))
+				fprintf(stderr, "  rank %d: %zu chunks from %zu hashed at once differ\n", rank, m, first);
+		}
+	}
+	free(buf);
+}
+
 /* every op line of a bigger program reads back; optional operands by keyword */
 static void test_parses_back(void)
 {
@@ -376,6 +404,7 @@ int main(void)
 	test_errors();
 	test_load_and_keep();
 	test_blob_name();
+	test_chunk_lanes();
 	test_parses_back();
 	tir_release_caches();
 	return check_report("test_batch");

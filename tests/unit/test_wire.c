@@ -2,14 +2,21 @@
  * test_wire.c — the count of a JSON body's values the server makes before
  * it parses a run request (lib/net/wire.c, tir_json_values): keys not
  * counted, strings with escapes, invalid JSON counted at least as a
- * parser would make values of it.
+ * parser would make values of it; and the tuning of sockets to this
+ * machine (tir_sock_local): which addresses are loopback, and that such a
+ * socket gets reno while one to another machine keeps the default.
  */
 #include "net/net.h"
 #include "check.h"
 
+#include <arpa/inet.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 static size_t count(const char *s)
 {
@@ -41,8 +48,71 @@ static void agrees(const char *s)
 	json_decref(d);
 }
 
+static bool loopback4(const char *ip)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	CHECK(inet_pton(AF_INET, ip, &a.sin_addr) == 1);
+	return tir_addr_loopback((struct sockaddr *)&a);
+}
+
+static bool loopback6(const char *ip)
+{
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6};
+	CHECK(inet_pton(AF_INET6, ip, &a.sin6_addr) == 1);
+	return tir_addr_loopback((struct sockaddr *)&a);
+}
+
+/* The congestion control of a new TCP socket after tir_sock_local(peer);
+ * "" where the system has no such option. */
+static void cc_after(const struct sockaddr *peer, char out[32])
+{
+	out[0] = 0;
+#ifdef TCP_CONGESTION
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(fd >= 0);
+	tir_sock_local(fd, peer);
+	socklen_t n = 31;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, out, &n) == 0)
+		out[n < 31 ? n : 31] = 0;
+	out[strcspn(out, "\n")] = 0;
+	close(fd);
+#endif
+}
+
+static void test_loopback(void)
+{
+	CHECK(loopback4("127.0.0.1"));
+	CHECK(loopback4("127.1.2.3"));
+	CHECK(!loopback4("10.0.0.1"));
+	CHECK(!loopback4("128.0.0.1"));
+	CHECK(!loopback4("0.0.0.0"));
+	CHECK(loopback6("::1"));
+	CHECK(loopback6("::ffff:127.0.0.1"));
+	CHECK(!loopback6("::ffff:10.0.0.1"));
+	CHECK(!loopback6("::2"));
+	CHECK(!loopback6("fe80::1"));
+	CHECK(!tir_addr_loopback(NULL));
+	struct sockaddr_un u = {.sun_family = AF_UNIX, .sun_path = "x"};
+	CHECK(!tir_addr_loopback((struct sockaddr *)&u));
+	/* a loopback peer: reno; another: the system's default, untouched */
+	struct sockaddr_in lo = {.sin_family = AF_INET}, far = {.sin_family = AF_INET};
+	inet_pton(AF_INET, "127.0.0.1", &lo.sin_addr);
+	inet_pton(AF_INET, "192.0.2.1", &far.sin_addr);
+	char got[32], other[32], fresh[32];
+	cc_after((struct sockaddr *)&lo, got);
+	cc_after((struct sockaddr *)&far, other);
+	cc_after(NULL, fresh);
+#ifdef TCP_CONGESTION
+	CHECK(!strcmp(got, "reno"));
+	if (strcmp(got, "reno"))
+		fprintf(stderr, "  a loopback socket's congestion control: \"%s\"\n", got);
+#endif
+	CHECK(!strcmp(other, fresh));
+}
+
 int main(void)
 {
+	test_loopback();
 	CHECK(count("") == 0);
 	CHECK(count("   \n") == 0);
 	agrees("0");
