@@ -1551,14 +1551,24 @@ static bool session_gone_reply(struct tir_remote *r)
 	return gone;
 }
 
-int tir_remote_export(struct tir_remote *r, const struct tir_exec *x, uint32_t id, char cap[65], char blob[65],
-		      struct tir_err *err)
+/* r's held values brought up to date with x (run_sync), and node id's
+ * among them: 0, or -code (-TIR_EDATA when r holds no such value). */
+static int sync_holding(struct tir_remote *r, const struct tir_exec *x, uint32_t id, struct tir_err *err)
 {
 	int rc = run_sync(r, x, err);
 	if (rc)
 		return rc;
 	if (!tir_remote_holds(r, x, id) || !r->session[0])
 		return tir_errf(err, TIR_EDATA, NULL, "remote %s holds no value of node %u", r->name, (unsigned)id);
+	return 0;
+}
+
+int tir_remote_export(struct tir_remote *r, const struct tir_exec *x, uint32_t id, char cap[65], char blob[65],
+		      struct tir_err *err)
+{
+	int rc = sync_holding(r, x, id, err);
+	if (rc)
+		return rc;
 	char key[24], path[128];
 	tir_batch_key(id, key);
 	json_t *o = json_pack("{ss}", "key", key);
@@ -1729,11 +1739,9 @@ int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *
 	const struct tir_program *p = tir_exec_program(x);
 	if (dst_id >= p->nnodes || !r->group[0])
 		return tir_errf(err, TIR_EDATA, NULL, "remote %s: no collective of a group here", r->name);
-	int rc = run_sync(r, x, err);
+	int rc = sync_holding(r, x, src_id, err);
 	if (rc)
 		return rc;
-	if (!tir_remote_holds(r, x, src_id) || !r->session[0])
-		return tir_errf(err, TIR_EDATA, NULL, "remote %s holds no value of node %u", r->name, (unsigned)src_id);
 	char src[24], dst[24], path[128];
 	tir_batch_key(src_id, src);
 	tir_batch_key(dst_id, dst);

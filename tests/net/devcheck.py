@@ -4,6 +4,7 @@ tir, files in a directory of their own, and the servers' log lines they
 wait for.  Each check prints "ok NAME" or "FAIL NAME: WHY"; the script ends
 with counts() as its last line (tests/py-suite.sh reads it)."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +57,11 @@ class Checks:
         shutil.rmtree(self.tmp, ignore_errors=True)
         print(f"{self.passed} passed, {self.failed} failed")
         return 1 if self.failed else 0
+
+
+def local_twin(text):
+    """The program with every to(...) taken out: what runs on one device."""
+    return re.sub(r'to\((\w+), "[a-z0-9:]+"\)', r"\1", text)
 
 
 def addr(*servers):

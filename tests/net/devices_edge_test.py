@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import devcheck  # noqa: E402
 import tirnet  # noqa: E402
-from devcheck import IMPORT_LINE, RUN_LINE, addr  # noqa: E402
+from devcheck import IMPORT_LINE, RUN_LINE, addr, local_twin  # noqa: E402
 from tirnet import ALL_LINES, Server  # noqa: E402
 
 TIR = sys.argv[1] if len(sys.argv) > 1 else "build/tir"
@@ -31,11 +31,6 @@ tirnet.TIR = TIR
 C = devcheck.Checks(TIR, "tir-devices-edge.")  # its directory removed at the end (main)
 TMP = C.tmp
 check, tir, write, npy = C.check, C.tir, C.write, C.npy
-
-
-def local_twin(text):
-    """The program with every to(...) taken out: what runs on one device."""
-    return re.sub(r'to\((\w+), "[a-z0-9:]+"\)', r"\1", text)
 
 
 def body(out):

@@ -448,6 +448,13 @@ try:
         check(f"allreduce {json_short(over)}: {want} saying {text!r}",
               r.status == want and text in r.err().get("message", ""),
               describe(r))
+    r = tirnet.request(g.ranks[1], "POST", f"/v1/sessions/{s1}/allreduce", b"{" + b" " * 9000 + b"}")
+    check("allreduce with a body over 8 KiB: 413 before it is read", r.status == 413 and
+          "allreduce" in r.err().get("message", ""), describe(r))
+    out = tirnet.raw(g.ranks[1], (f"POST /v1/sessions/{s1}/allreduce HTTP/1.1\r\nHost: x\r\n"
+                                  "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n").encode())
+    check("allreduce without a Content-Length: 411", out.startswith(b"HTTP/1.1 411") and b"Content-Length" in out,
+          out[:200])
     sb = tirnet.new_session(g.ranks[1])
     tirnet.run(g.ranks[1], sb, "t1: bool[2] = cast(ones([2]), bool)\nprint t1\n", keep={"t1": "v1"})
     r = ask(g.ranks[1], sb, "b" * 32, [0, 1])

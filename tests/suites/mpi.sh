@@ -46,7 +46,7 @@ kill $pid 2>/dev/null
 wait $pid 2>/dev/null
 
 if [ ! -f "$bdir/libtir-mpi.so" ] || ! command -v mpirun >/dev/null 2>&1; then
-	echo "mpi: 52 checks skipped: MPI is not installed (no $BUILD/libtir-mpi.so or no mpirun; make deps installs libopenmpi-dev and openmpi-bin)"
+	echo "mpi: 54 checks skipped: MPI is not installed (no $BUILD/libtir-mpi.so or no mpirun; make deps installs libopenmpi-dev and openmpi-bin)"
 	suite_end
 	exit $?
 fi
