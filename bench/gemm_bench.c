@@ -4,16 +4,23 @@
  * [1024, 1024], 1024^3, 2048^3, a batched matmul ([32, 256, 64] @
  * [32, 64, 256]; OpenBLAS: one cblas_sgemm per batch entry) and a conv2d
  * (x [8, 64, 56, 56], w [64, 64, 3, 3], stride 1, padding 1; OpenBLAS: the
- * gemm of the same im2col product, [64, 576] @ [576, 3136] per image, the
- * im2col itself not timed).  Prints, per case, the median ms of each
+ * gemm of the same im2col product, [64, 576] @ [576, 3136] per image, each
+ * image's column matrix made beforehand and not timed, each into its own
+ * output: until Nov 27 one column matrix and one output served all eight,
+ * so OpenBLAS's read the same 7 MiB and wrote the same 0.8 MiB eight
+ * times, from the caches, where a conv2d reads and writes 8 images).
+ * After the runs, the largest difference of tir's conv2d from
+ * OpenBLAS's products is printed, relative to the largest |value|.  Prints, per case, the median ms of each
  * (rounds of 5 interleaved, each after one untimed run), GFLOP/s and the
- * ratio tir / OpenBLAS.  Usage:
+ * ratio tir / OpenBLAS, of the medians and the median of the paired
+ * runs' ratios (the r-th of each in a round).  Usage:
  * gemm_bench [THREADS [REPS [CASE]]].  Not a test: it asserts nothing.
  */
 #include "exec/exec.h"
 #include "bench.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +53,19 @@ static void run_case(const struct bcase *c, int threads, int reps)
 		bench_fill(&b, 4, ws, 2, 1.0f);
 		cs[0] = c->batch, cs[1] = 64, cs[2] = 56, cs[3] = 56;
 		bench_fill(&o, 4, cs, 3, 1.0f);
-		cols = malloc((size_t)(c->k * c->n) * 4);
-		oc = malloc((size_t)(c->m * c->n) * 4);
-		for (int64_t i = 0; i < c->k * c->n; i++)
-			cols[i] = (float)(i % 7) * 0.1f;
+		cols = malloc((size_t)(c->batch * c->k * c->n) * 4);
+		oc = malloc((size_t)(c->batch * c->m * c->n) * 4);
+		/* each image's column matrix: row (ch, i, j), column (oh, ow) */
+		const float *x = tir_tensor_data(&a);
+		for (int64_t e = 0; e < c->batch; e++)
+			for (int64_t r = 0; r < c->k; r++)
+				for (int64_t p = 0; p < c->n; p++) {
+					int64_t ch = r / 9, ih = p / 56 + r / 3 % 3 - 1, iw = p % 56 + r % 3 - 1;
+					cols[(e * c->k + r) * c->n + p] =
+						ih < 0 || ih >= 56 || iw < 0 || iw >= 56
+							? 0.0f
+							: x[((e * 64 + ch) * 56 + ih) * 56 + iw];
+				}
 	} else if (c->kind == 1) {
 		int64_t as[3] = { c->batch, c->m, c->k }, bs[3] = { c->batch, c->k, c->n };
 		bench_fill(&a, 3, as, 1, 1.0f);
@@ -76,8 +92,9 @@ static void run_case(const struct bcase *c, int threads, int reps)
 			for (int64_t e = 0; e < c->batch; e++) {
 				if (c->kind == 2)
 					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m,
-						    (blasint)c->n, (blasint)c->k, 1, pb, (blasint)c->k, cols,
-						    (blasint)c->n, 0, oc, (blasint)c->n);
+						    (blasint)c->n, (blasint)c->k, 1, pb, (blasint)c->k,
+						    cols + e * c->k * c->n, (blasint)c->n, 0,
+						    oc + e * c->m * c->n, (blasint)c->n);
 				else
 					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m,
 						    (blasint)c->n, (blasint)c->k, 1, pa + e * c->m * c->k,
@@ -104,10 +121,28 @@ static void run_case(const struct bcase *c, int threads, int reps)
 			}
 		}
 	}
+	/* the r-th runs of a round, one of each, a second or so apart: their
+	 * ratio holds better than the medians' when the machine's speed
+	 * wanders (a VM whose host is busy) */
+	double *tr = calloc((size_t)reps, sizeof *tr);
+	for (int r = 0; r < reps; r++)
+		tr[r] = tt[r] / tc[r];
+	double mr = bench_median(tr, reps);
+	free(tr);
 	double mt = bench_median(tt, reps), mc = bench_median(tc, reps);
 	double gflop = 2.0 * (double)c->batch * (double)c->m * (double)c->n * (double)c->k / 1e9;
-	printf("%-28s %2d threads: tir %9.3f ms %7.1f GFLOP/s, openblas %9.3f ms %7.1f GFLOP/s, ratio %.3f\n",
-	       c->name, threads, mt, gflop / mt * 1e3, mc, gflop / mc * 1e3, mt / mc);
+	printf("%-28s %2d threads: tir %9.3f ms %7.1f GFLOP/s, openblas %9.3f ms %7.1f GFLOP/s, ratio %.3f (paired %.3f)\n",
+	       c->name, threads, mt, gflop / mt * 1e3, mc, gflop / mc * 1e3, mt / mc, mr);
+	if (c->kind == 2) {
+		double most = 0, diff = 0;
+		for (int64_t i = 0; i < c->batch * c->m * c->n; i++) {
+			double d = fabs((double)po[i] - (double)oc[i]);
+			most = fabs((double)oc[i]) > most ? fabs((double)oc[i]) : most;
+			diff = d > diff ? d : diff;
+		}
+		printf("%-28s conv2d against the products: largest difference %.2g of %.3g\n", "",
+		       diff, most);
+	}
 	fflush(stdout);
 	tir_tensor_release(&a);
 	tir_tensor_release(&b);

@@ -295,6 +295,28 @@ struct tir_gemm {
 	int64_t tile_m, tile_n, epi_group, slab_bytes;
 };
 int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err);
+/* A product whose caller packs the right operand itself, as conv2d's
+ * im2col writes its panels: the panels' form for dt (tir_gemm_form),
+ * a packed once for every k-block (tir_gemm_pack_a, on the pool), then
+ * tir_gemm_panels for each k-block of kc steps (the last may be short),
+ * in order.  b's packed k-block holds ceil(n / nr) panels, panel r at r *
+ * nr * kcb elements, its element (step p, column i) at p * nr + i, zero
+ * past column n.  Each element of c is the chain tir_gemm_run makes. */
+struct tir_gemm_form {
+	const void *kern;                   /* gemm.c's kernel */
+	int64_t mr, nr, kc, es;             /* kc may be lowered (a multiple of 8) */
+};
+void tir_gemm_form(enum tir_dtype dt, struct tir_gemm_form *f);
+/* bytes of a [m, k] packed in f's form */
+int64_t tir_gemm_a_bytes(const struct tir_gemm_form *f, int64_t m, int64_t k);
+/* a[i, p] at a + i * rs + p * cs elements, into dst (tir_gemm_a_bytes) */
+void tir_gemm_pack_a(const struct tir_gemm_form *f, void *dst, const void *a, int64_t rs,
+		     int64_t cs, int64_t m, int64_t k);
+/* c[m, n] (row stride ldc) (+)= the k-block of pa starting at step k0,
+ * kcb steps long (pa: tir_gemm_pack_a's whole), times pb (that k-block
+ * of b); load: add to what c holds.  false when the pool is stopping. */
+bool tir_gemm_panels(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,
+		     int64_t m, const void *pb, int64_t n, void *c, int64_t ldc, bool load);
 /* "tir avx512 (f32 12x32, f64 12x16, KC 192/192)": the gemm kernels the
  * vector path picks; static storage. */
 const char *tir_gemm_info(void);

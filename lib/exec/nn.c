@@ -325,51 +325,78 @@ static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, 
 	return 0;
 }
 
-/* col[kc, pc]: rows k0.. (filter taps (c, i, j)) by output positions p0.. of
- * the column matrix of one image xp; zero where a tap reads padding.  A
- * row goes by runs of positions on one output row (oh): a run reads one
- * input row, zeros where it leaves it at either side, a plain copy in
- * between when the stride and the input's last axis are 1. */
+/* Row r (filter tap kk = (c, i, j)) of a k-block of the column matrix of
+ * one image xp, output positions p0 .. p0 + pc, written straight into the
+ * gemm's packed panels of b (nr columns each, kcb rows: position q at
+ * pb[(q / nr * kcb + r) * nr + q % nr]); zero where the tap reads
+ * padding.  The row goes by runs of positions on one output row (oh): a
+ * run reads one input row, zeros where it leaves it at either side.
+ * Each piece is cut at the panels' edges and copied inline (a library
+ * call a piece cost as much as the copy: a 3x3 conv2d's runs are a few
+ * dozen elements). */
+/* 16 bytes, any alignment: the copies' unit (SSE2's on x86-64) */
+#define CONV_V 16
+typedef char conv_v __attribute__((vector_size(CONV_V), aligned(1), may_alias));
+/* An output row's part of a task's positions: positions [q, q + n) are
+ * columns [ow0, ow0 + n) of output row oh, whose taps read input row
+ * ih0 + i (i: the tap's row). */
+struct conv_seg {
+	int64_t q, n, ow0, ih0;
+};
+
 #define DEFINE_CONV(T, SFX)                                                       \
-static void im2col_##SFX(const struct conv *g, const T *xp, T *col, int64_t k0,   \
-			 int64_t kc, int64_t p0, int64_t pc)                       \
+static inline void put_##SFX(T *pb, int64_t kcb, int nrs, int64_t r, int64_t q,   \
+			     const T *s, int64_t st, int64_t n)                    \
 {                                                                                  \
-	for (int64_t r = 0; r < kc; r++) {                                         \
-		int64_t kk = k0 + r, c = kk / (g->kh * g->kw);                     \
-		int64_t i = kk / g->kw % g->kh, j = kk % g->kw;                    \
-		const T *xc = xp + c * g->xs[1];                                   \
-		T *dst = col + r * pc;                                             \
-		for (int64_t p = p0, end = p0 + pc; p < end;) {                    \
-			int64_t oh = p / g->ow, ow0 = p % g->ow;                   \
-			int64_t ow1 = g->ow < ow0 + (end - p) ? g->ow : ow0 + (end - p); \
-			int64_t ih = oh * g->sh - g->ph + i;                       \
-			T *d = dst + (p - p0);                                     \
-			p += ow1 - ow0;                                            \
-			if (ih < 0 || ih >= g->h) {                                \
-				for (int64_t q = 0; q < ow1 - ow0; q++)            \
-					d[q] = 0;                                  \
-				continue;                                          \
-			}                                                          \
-			const T *xr = xc + ih * g->xs[2];                          \
-			/* ow with iw = ow * sw - pw + j in [0, w): [lo, hi) */    \
-			int64_t off = j - g->pw;                                   \
-			int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;    \
-			int64_t hi = g->w - off <= 0 ? 0 : (g->w - off + g->sw - 1) / g->sw; \
-			lo = lo < ow0 ? ow0 : lo > ow1 ? ow1 : lo;                 \
-			hi = hi > ow1 ? ow1 : hi < lo ? lo : hi;                   \
-			int64_t q = 0;                                             \
-			for (int64_t ow = ow0; ow < lo; ow++)                      \
-				d[q++] = 0;                                        \
-			if (g->sw == 1 && g->xs[3] == 1) {                         \
-				memcpy(d + q, xr + lo + off, (size_t)(hi - lo) * sizeof(T)); \
-				q += hi - lo;                                      \
-			} else {                                                   \
-				for (int64_t ow = lo; ow < hi; ow++)               \
-					d[q++] = xr[(ow * g->sw + off) * g->xs[3]]; \
-			}                                                          \
-			for (int64_t ow = hi; ow < ow1; ow++)                      \
-				d[q++] = 0;                                        \
+	int64_t nr = (int64_t)1 << nrs;                                            \
+	while (n > 0) {                                                            \
+		int64_t at = q & (nr - 1), k = nr - at < n ? nr - at : n;          \
+		T *d = pb + ((q >> nrs) * kcb + r) * nr + at;                      \
+		int64_t t = 0;                                                     \
+		if (!s) {                                                          \
+			for (; t + CONV_V / (int64_t)sizeof(T) <= k; t += CONV_V / (int64_t)sizeof(T)) \
+				*(conv_v *)(d + t) = (conv_v){ 0 };                \
+			for (; t < k; t++)                                         \
+				d[t] = 0;                                          \
+		} else if (st == 1) {                                              \
+			for (; t + CONV_V / (int64_t)sizeof(T) <= k; t += CONV_V / (int64_t)sizeof(T)) \
+				*(conv_v *)(d + t) = *(const conv_v *)(s + t);     \
+			for (; t < k; t++)                                         \
+				d[t] = s[t];                                       \
+		} else {                                                           \
+			for (; t < k; t++)                                         \
+				d[t] = s[t * st];                                  \
 		}                                                                  \
+		if (s)                                                             \
+			s += k * st;                                               \
+		q += k;                                                            \
+		n -= k;                                                            \
+	}                                                                          \
+}                                                                                  \
+static void im2col_##SFX(const struct conv *g, const T *xc, T *pb, int64_t kcb,   \
+			 int nrs, int64_t r, int64_t i, int64_t j,                 \
+			 const struct conv_seg *seg, int64_t nseg)                 \
+{                                                                                  \
+	int64_t off = j - g->pw, st = g->sw * g->xs[3];                            \
+	/* ow with iw = ow * sw - pw + j in [0, w): [lo0, hi0) on every row */     \
+	int64_t lo0 = off >= 0 ? 0 : g->sw == 1 ? -off : (-off + g->sw - 1) / g->sw; \
+	int64_t hi0 = g->w - off <= 0 ? 0                                          \
+		      : g->sw == 1 ? g->w - off : (g->w - off + g->sw - 1) / g->sw; \
+	for (int64_t x = 0; x < nseg; x++) {                                       \
+		int64_t q = seg[x].q, ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;      \
+		int64_t ih = seg[x].ih0 + i;                                       \
+		if (ih < 0 || ih >= g->h) {                                        \
+			put_##SFX(pb, kcb, nrs, r, q, NULL, 0, seg[x].n);          \
+			continue;                                                  \
+		}                                                                  \
+		const T *xr = xc + ih * g->xs[2];                                  \
+		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;              \
+		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;                \
+		put_##SFX(pb, kcb, nrs, r, q, NULL, 0, lo - ow0);                  \
+		q += lo - ow0;                                                     \
+		put_##SFX(pb, kcb, nrs, r, q, xr + (lo * g->sw + off) * g->xs[3], st, hi - lo); \
+		q += hi - lo;                                                      \
+		put_##SFX(pb, kcb, nrs, r, q, NULL, 0, ow1 - hi);                  \
 	}                                                                          \
 }
 DEFINE_CONV(float, f32)
@@ -377,62 +404,97 @@ DEFINE_CONV(double, f64)
 
 /* One conv2d cut into tasks: task t = (image, block of pos output
  * positions); each fills its block of every output plane with the bias,
- * then accumulates the gemms over blocks of kc_max filter taps in order. */
+ * then, k-block by k-block of the filter taps, writes the block's
+ * column matrix straight into the gemm's packed panels (im2col a row at a
+ * time, each row cut into the panels) and multiplies the weights, packed
+ * once for all tasks, into it (tir_gemm_panels). */
 struct conv_job {
 	const struct conv *g;
 	bool f32;
 	int64_t es;
-	const char *x, *w, *bias;
+	const char *x, *bias;
+	const void *pw;                      /* the weights, packed */
+	struct tir_gemm_form form;
 	int64_t bstride;
 	char *out;
-	int64_t plane, kdim, kc_max, pos, pblocks;
+	int64_t plane, kdim, pos, pblocks;
 	atomic_bool failed;                  /* a column buffer was not had */
-	void *cols[TIR_POOL_MAX];            /* per worker, kc_max x pos */
+	void *cols[TIR_POOL_MAX];            /* per worker: kc x pos packed, then a row */
 };
 
 static void conv_task(void *arg, int64_t t)
 {
 	struct conv_job *j = arg;
 	const struct conv *g = j->g;
+	const struct tir_gemm_form *f = &j->form;
 	int64_t es = j->es, img = t / j->pblocks, p0 = t % j->pblocks * j->pos;
 	int64_t pc = j->plane - p0 < j->pos ? j->plane - p0 : j->pos;
+	int64_t np = (pc + f->nr - 1) / f->nr, npad = np * f->nr;
 	char *oimg = j->out + img * g->o * j->plane * es;
 
-	for (int64_t f = 0; f < g->o; f++) {
-		char *dst = oimg + (f * j->plane + p0) * es;
-		const char *bv = j->bias ? j->bias + f * j->bstride * es : NULL;
-		for (int64_t q = 0; q < pc; q++) {
-			if (j->f32)
-				((float *)dst)[q] = bv ? *(const float *)bv : 0.0f;
-			else
-				((double *)dst)[q] = bv ? *(const double *)bv : 0.0;
+	/* with a bias, each chain starts from it: the block is filled first;
+	 * without, the first k-block starts from zero in the kernel */
+	for (int64_t fi = 0; j->bias && fi < g->o; fi++) {
+		char *dst = oimg + (fi * j->plane + p0) * es;
+		const char *bv = j->bias + fi * j->bstride * es;
+		if (j->f32) {
+			float v = *(const float *)bv, *d = (float *)dst;
+			for (int64_t q = 0; q < pc; q++)
+				d[q] = v;
+		} else {
+			double v = *(const double *)bv, *d = (double *)dst;
+			for (int64_t q = 0; q < pc; q++)
+				d[q] = v;
 		}
 	}
 	void **slot = &j->cols[tir_pool_worker()];
-	if (!*slot && !(*slot = malloc((size_t)(j->kc_max * j->pos * es)))) {
+	/* the longest k-block's panels of any task */
+	int64_t kc1 = j->kdim < f->kc ? j->kdim : f->kc;
+	int64_t most = (j->pos + f->nr - 1) / f->nr * f->nr;
+	/* then the task's output rows: at most pos + 1 of them */
+	size_t bytes = (size_t)(kc1 * most * es) + (size_t)(j->pos + 1) * sizeof(struct conv_seg);
+	if (!*slot && !(*slot = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
-	void *cols = *slot;
+	char *pb = *slot;
+	struct conv_seg *seg = (struct conv_seg *)(pb + kc1 * most * es);
+	int64_t nseg = 0;
+	for (int64_t q = 0, oh = p0 / g->ow, ow0 = p0 % g->ow; q < pc; oh++, ow0 = 0) {
+		int64_t n = g->ow - ow0 < pc - q ? g->ow - ow0 : pc - q;
+		seg[nseg++] = (struct conv_seg){ q, n, ow0, oh * g->sh - g->ph };
+		q += n;
+	}
+	int nrs = __builtin_ctzll((unsigned long long)f->nr);
 	const char *xp = j->x + img * g->xs[0] * es;
-	for (int64_t k0 = 0; k0 < j->kdim; k0 += j->kc_max) {
-		int64_t kc = j->kdim - k0 < j->kc_max ? j->kdim - k0 : j->kc_max;
-		if (j->f32)
-			im2col_f32(g, (const float *)xp, cols, k0, kc, p0, pc);
-		else
-			im2col_f64(g, (const double *)xp, cols, k0, kc, p0, pc);
+	for (int64_t k0 = 0; k0 < j->kdim; k0 += f->kc) {
+		int64_t kcb = j->kdim - k0 < f->kc ? j->kdim - k0 : f->kc;
+		/* tap k0 + r is (c, i, jj), counted along without dividing */
+		int64_t c = k0 / (g->kh * g->kw), i = k0 / g->kw % g->kh, jj = k0 % g->kw;
+		for (int64_t r = 0; r < kcb; r++) {
+			const char *xc = xp + c * g->xs[1] * es;
+			if (j->f32) {
+				im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, seg,
+					   nseg);
+				put_f32((float *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
+			} else {
+				im2col_f64(g, (const double *)xc, (double *)pb, kcb, nrs, r, i, jj,
+					   seg, nseg);
+				put_f64((double *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
+			}
+			if (++jj == g->kw) {
+				jj = 0;
+				if (++i == g->kh) {
+					i = 0;
+					c++;
+				}
+			}
+		}
 		/* out[f, p0 + q] += w[f, k0 ..] @ cols: each output element goes on
 		 * as one chain from its bias over the taps in order (gemm.c) */
-		struct tir_gemm gm = {
-			.dt = j->f32 ? TIR_DTYPE_F32 : TIR_DTYPE_F64, .m = g->o, .n = pc, .k = kc,
-			.a = j->w + k0 * es, .a_rs = j->kdim, .a_cs = 1,
-			.b = cols, .b_rs = pc, .b_cs = 1,
-			.c = oimg + p0 * es, .ldc = j->plane, .acc = true,
-		};
-		if (tir_gemm_run(&gm, NULL)) {
-			atomic_store(&j->failed, true);
+		if (!tir_gemm_panels(f, j->pw, k0, kcb, g->o, pb, pc, oimg + p0 * es, j->plane,
+				     k0 > 0 || j->bias))
 			return;
-		}
 	}
 }
 
@@ -526,19 +588,31 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory");
 		goto done;
 	}
-	/* filter taps per gemm: the column block im2col writes and the gemm
-	 * reads right after holds at most an L2, so it is still there */
+	/* filter taps per k-block: the packed column block im2col writes and
+	 * the gemm reads right after holds at most half an L2, so it is still
+	 * there beside the weights' panels */
 	int64_t pos = conv_pos(g->n, plane, es);
-	int64_t kc_max = tir_machine_caches()->l2 / es / pos;
-	if (kc_max < 1)
-		kc_max = 1;
 	*j = (struct conv_job){
-		.g = g, .f32 = f32, .es = es, .x = xdata, .w = wdata, .bias = bdata,
-		.bstride = bstride, .out = odata, .plane = plane, .kdim = kdim,
-		.kc_max = kdim < kc_max ? kdim : kc_max, .pos = pos,
+		.g = g, .f32 = f32, .es = es, .x = xdata, .bias = bdata,
+		.bstride = bstride, .out = odata, .plane = plane, .kdim = kdim, .pos = pos,
 		.pblocks = (plane + pos - 1) / pos,
 	};
+	struct tir_gemm_form *f = &j->form;
+	tir_gemm_form(out->dtype, f);
+	int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
+	int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
+	f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
+	int64_t wbytes = tir_gemm_a_bytes(f, g->o, kdim);
+	void *pw = aligned_alloc(64, (size_t)(wbytes + 63) / 64 * 64);
+	if (!pw) {
+		free(j);
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory packing its weights");
+		goto done;
+	}
+	tir_gemm_pack_a(f, pw, wdata, kdim, 1, g->o, kdim);
+	j->pw = pw;
 	tir_pool_run(g->n * j->pblocks, conv_task, j);
+	free(pw);
 	if (atomic_load(&j->failed))
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for its column or packing buffers");
 	for (int i = 0; i < TIR_POOL_MAX; i++)
