@@ -10,7 +10,12 @@
  * so OpenBLAS's read the same 7 MiB and wrote the same 0.8 MiB eight
  * times, from the caches, where a conv2d reads and writes 8 images).
  * After the runs, the largest difference of tir's conv2d from
- * OpenBLAS's products is printed, relative to the largest |value|.  Prints, per case, the median ms of each
+ * OpenBLAS's products is printed, relative to the largest |value|.  And
+ * attention (q, k, v [4, 8, 512, 64]) against OpenBLAS's two products
+ * per head, q k^T and the scores @ v, the products alone (the ratio, and
+ * GFLOP/s counting them alone), and with tir's own softmax of the scaled
+ * scores between them, on the calling thread (the function tir's
+ * attention calls; timed apart and printed, with that ratio).  Prints, per case, the median ms of each
  * (rounds of 5 interleaved, each after one untimed run), GFLOP/s and the
  * ratio tir / OpenBLAS, of the medians and the median of the paired
  * runs' ratios (the r-th of each in a round).  Usage:
@@ -28,8 +33,9 @@
 
 struct bcase {
 	const char *name;
-	int kind;                    /* 0 matmul, 1 batched, 2 conv2d */
-	int64_t batch, m, n, k;      /* conv: images, O, H*W, C*kh*kw */
+	int kind;                    /* 0 matmul, 1 batched, 2 conv2d, 3 attention */
+	int64_t batch, m, n, k;      /* conv: images, O, H*W, C*kh*kw;
+				      * attention: batch x heads, Lq, Lk, d (= dv) */
 };
 
 static const struct bcase cases[] = {
@@ -38,6 +44,7 @@ static const struct bcase cases[] = {
 	{ "2048^3", 0, 1, 2048, 2048, 2048 },
 	{ "[32,256,64]@[32,64,256]", 1, 32, 256, 256, 64 },
 	{ "conv2d [8,64,56,56] 3x3x64", 2, 8, 64, 56 * 56, 64 * 9 },
+	{ "attention [4,8,512,64]", 3, 32, 512, 512, 64 },
 };
 
 static void run_case(const struct bcase *c, int threads, int reps)
@@ -45,6 +52,7 @@ static void run_case(const struct bcase *c, int threads, int reps)
 	struct tir_err err = {0};
 	struct tir_tensor a = {0}, b = {0}, o = {0}, bias = {0};
 	double *tt = calloc((size_t)reps, sizeof *tt), *tc = calloc((size_t)reps, sizeof *tc);
+	double *ts = calloc((size_t)reps, sizeof *ts);     /* attention: the softmax's part */
 	float *cols = NULL, *oc = NULL;
 	int64_t cs[4];
 	if (c->kind == 2) {
@@ -66,6 +74,14 @@ static void run_case(const struct bcase *c, int threads, int reps)
 							? 0.0f
 							: x[((e * 64 + ch) * 56 + ih) * 56 + iw];
 				}
+	} else if (c->kind == 3) {
+		int64_t qs[4] = { 4, c->batch / 4, c->m, c->k }, os[4] = { 4, c->batch / 4, c->m, c->k };
+		bench_fill(&a, 4, qs, 1, 1.0f);
+		bench_fill(&b, 4, qs, 2, 1.0f);
+		bench_fill(&bias, 4, qs, 4, 1.0f);     /* v */
+		bench_fill(&o, 4, os, 3, 1.0f);
+		memcpy(cs, os, sizeof cs);
+		cols = malloc((size_t)(c->m * c->n) * 4);      /* the scores, reused */
 	} else if (c->kind == 1) {
 		int64_t as[3] = { c->batch, c->m, c->k }, bs[3] = { c->batch, c->k, c->n };
 		bench_fill(&a, 3, as, 1, 1.0f);
@@ -88,9 +104,26 @@ static void run_case(const struct bcase *c, int threads, int reps)
 		/* each side's round starts with one untimed run (warm caches,
 		 * threads awake) */
 		for (int r = r0 - 1; r < r1; r++) {
-			double t0 = bench_ms(CLOCK_MONOTONIC);
+			double t0 = bench_ms(CLOCK_MONOTONIC), soft = 0;
 			for (int64_t e = 0; e < c->batch; e++) {
-				if (c->kind == 2)
+				if (c->kind == 3) {
+					/* q k^T, then tir's own softmax of the
+					 * scaled scores (the function tir's
+					 * attention calls, on this thread; timed
+					 * apart), then @ v */
+					int64_t qo = e * c->m * c->k, ko = e * c->n * c->k;
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)c->m,
+						    (blasint)c->n, (blasint)c->k, 1, pa + qo, (blasint)c->k,
+						    pb + ko, (blasint)c->k, 0, cols, (blasint)c->n);
+					double s0 = bench_ms(CLOCK_MONOTONIC);
+					tir_rows_scores(TIR_DTYPE_F32, cols, c->m, c->n, 0, false,
+							1 / sqrt((double)c->k));
+					soft += bench_ms(CLOCK_MONOTONIC) - s0;
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m,
+						    (blasint)c->k, (blasint)c->n, 1, cols, (blasint)c->n,
+						    (const float *)tir_tensor_data(&bias) + ko, (blasint)c->k, 0,
+						    po + qo, (blasint)c->k);
+				} else if (c->kind == 2)
 					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->m,
 						    (blasint)c->n, (blasint)c->k, 1, pb, (blasint)c->k,
 						    cols + e * c->k * c->n, (blasint)c->n, 0,
@@ -102,14 +135,15 @@ static void run_case(const struct bcase *c, int threads, int reps)
 						    po + e * c->m * c->n, (blasint)c->n);
 			}
 			if (r >= r0)
-				tc[r] = bench_ms(CLOCK_MONOTONIC) - t0;
+				tc[r] = bench_ms(CLOCK_MONOTONIC) - t0 - soft, ts[r] = soft;
 		}
 		openblas_set_num_threads(1);
 		/* OpenBLAS's threads poll a while before they sleep */
 		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 		for (int r = r0 - 1; r < r1; r++) {
 			double t0 = bench_ms(CLOCK_MONOTONIC);
-			int rc = c->kind == 2
+			int rc = c->kind == 3 ? tir_k_attention(&a, &b, &bias, false, &o, &err)
+				 : c->kind == 2
 				 ? tir_k_conv2d(&a, &b, NULL, (int64_t[2]){ 1, 1 }, (int64_t[2]){ 1, 1 }, &o, &err)
 				 : tir_k_matmul(&a, &b, &o, &err);
 			double ms = bench_ms(CLOCK_MONOTONIC) - t0;
@@ -128,11 +162,19 @@ static void run_case(const struct bcase *c, int threads, int reps)
 	for (int r = 0; r < reps; r++)
 		tr[r] = tt[r] / tc[r];
 	double mr = bench_median(tr, reps);
+	/* attention: against the products and the softmax together too */
+	for (int r = 0; r < reps; r++)
+		tr[r] = tt[r] / (tc[r] + ts[r]);
+	double mrs = bench_median(tr, reps), msoft = bench_median(ts, reps);
 	free(tr);
 	double mt = bench_median(tt, reps), mc = bench_median(tc, reps);
-	double gflop = 2.0 * (double)c->batch * (double)c->m * (double)c->n * (double)c->k / 1e9;
+	double gflop = (c->kind == 3 ? 4.0 : 2.0) * (double)c->batch * (double)c->m *
+		       (double)c->n * (double)c->k / 1e9;
 	printf("%-28s %2d threads: tir %9.3f ms %7.1f GFLOP/s, openblas %9.3f ms %7.1f GFLOP/s, ratio %.3f (paired %.3f)\n",
 	       c->name, threads, mt, gflop / mt * 1e3, mc, gflop / mc * 1e3, mt / mc, mr);
+	if (c->kind == 3)
+		printf("%-28s with the softmax (%.3f ms on OpenBLAS's side): paired ratio %.3f\n", "",
+		       msoft, mrs);
 	if (c->kind == 2) {
 		double most = 0, diff = 0;
 		for (int64_t i = 0; i < c->batch * c->m * c->n; i++) {
@@ -152,6 +194,7 @@ static void run_case(const struct bcase *c, int threads, int reps)
 	free(oc);
 	free(tt);
 	free(tc);
+	free(ts);
 }
 
 int main(int argc, char **argv)

@@ -273,10 +273,11 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
  * over whole rows or a group of tiles' part of each row, once the group
  * is made.  tile_m, tile_n: 0, or a test's tile size (rows, columns);
  * epi_group: 0, or a test's tiles per epilogue group.  Packs both
- * operands into a scratch buffer it keeps for the next product (up to 64
- * MiB, 8 on a pool worker); a product whose packed operands would not fit
- * it is done in slabs that do; slab_bytes: 0, or a test's size for that
- * buffer.  returns 0 or -TIR_ENOMEM. */
+ * operands, a k-block at a time, into a scratch buffer it keeps for the
+ * next product (up to 64 MiB, 8 on a pool worker); a product whose
+ * k-block's packed operands would not fit it is done in slabs that do;
+ * slab_bytes: 0, or a test's size for that buffer.  returns 0 or
+ * -TIR_ENOMEM. */
 struct tir_gemm {
 	enum tir_dtype dt;                  /* F32 or F64 */
 	/* a's and b's dtypes when other than dt (0: dt): f16, bf16, i8...
@@ -312,6 +313,12 @@ int64_t tir_gemm_a_bytes(const struct tir_gemm_form *f, int64_t m, int64_t k);
 /* a[i, p] at a + i * rs + p * cs elements, into dst (tir_gemm_a_bytes) */
 void tir_gemm_pack_a(const struct tir_gemm_form *f, void *dst, const void *a, int64_t rs,
 		     int64_t cs, int64_t m, int64_t k);
+/* bytes of b [k, n] packed in f's form, k-block by k-block; b[p, j] at b
+ * + p * rs + j * cs elements, packed into dst on this thread (the k-block
+ * at k0 then starts k0 * ceil(n / nr) * nr elements in) */
+int64_t tir_gemm_b_bytes(const struct tir_gemm_form *f, int64_t k, int64_t n);
+void tir_gemm_pack_b(const struct tir_gemm_form *f, void *dst, const void *b, int64_t rs,
+		     int64_t cs, int64_t k, int64_t n);
 /* c[m, n] (row stride ldc) (+)= the k-block of pa starting at step k0,
  * kcb steps long (pa: tir_gemm_pack_a's whole), times pb (that k-block
  * of b); load: add to what c holds.  false when the pool is stopping. */
@@ -475,6 +482,13 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
  * float dtype; false (nothing done) otherwise, for the general loops. */
 bool tir_rows_apply(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *w,
 		    const struct tir_tensor *b, double eps, struct tir_tensor *out);
+
+/* attention's scores s[rows, lk] of query rows r0.. (f32 or f64), in
+ * place, on this thread: each row times scale (rounded to the dtype,
+ * scale too), then its softmax as tir_rows_apply's (over the first r0 + i
+ * + 1 keys of row i when causal, zeros after). */
+void tir_rows_scores(enum tir_dtype dt, void *s, int64_t rows, int64_t lk, int64_t r0,
+		     bool causal, double scale);
 
 /* Test hooks: the build of reduce.c's (rows.c's) vector loops that the
  * vector path picks, "gen", "a2" or "a5" (vmath.h's TIR_ISA_BUILDS). */

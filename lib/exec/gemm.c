@@ -1,13 +1,15 @@
 /*
  * gemm.c — tir's own packed float matrix product (f32, f64), GotoBLAS/BLIS
- * style: both operands are packed once into panels (MR rows of a, NR
- * columns of b, k-major), in parallel, and the output is then cut into
- * tiles, each one a task on the pool that runs a register-blocked
- * micro-kernel over the packed panels.  One micro-kernel per vector path
+ * style: k-block by k-block (KC steps of k), both operands' share of it
+ * is packed into panels (MR rows of a, NR columns of b, k-major), in
+ * parallel, and the output is then cut into tiles, each one a task on the
+ * pool that runs a register-blocked micro-kernel over the packed panels.  One micro-kernel per vector path
  * (AVX-512F, AVX2+FMA, SSE2, portable C), written once over GCC's vector
  * types and compiled per target attribute, picked by vmath's path
- * (TIR_VMATH).  Not here: integer products, batch-shape checks and the
- * matmul op itself (blas.c), im2col (nn.c).
+ * (TIR_VMATH), with variants of fewer rows for c's bottom edge.  A caller
+ * may pack b itself (tir_gemm_panels: conv2d's im2col writes the panels).
+ * Not here: integer products, batch-shape checks and the matmul op itself
+ * (blas.c), im2col (nn.c).
  *
  * Why the result never depends on the threads or the cut: each output
  * element is ONE accumulation chain, c = 0 (or c's old value when
@@ -31,9 +33,12 @@
  * registers; KC makes a b micro-panel (KC x NR) of twice L1d, and the
  * MR-row panels of a and it stream from L2 (choose_kc); a tile's a block
  * (its rows x KC) holds at most half of L2.  All from the caches read at run time
- * (machine.c).  A product whose packed operands would not fit the buffer
- * kept between products is done in slabs that do (run_slabs); a fused
- * epilogue runs on groups of tiles once they are made (choose_epi).
+ * (machine.c).  One k-block at a time, its packed panels are still in
+ * the last-level cache when its tiles read them (packed whole first, a
+ * 2048^3 product read 32 MiB of panels back from memory).  A product
+ * whose k-block's packed operands would not fit the buffer kept between
+ * products is done in slabs that do (run_slabs); a fused epilogue runs on
+ * groups of tiles once the last k-block made them (choose_epi).
  */
 #include "exec.h"
 #include "vmath.h"
@@ -278,7 +283,8 @@ static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 		if (len == w) {                                              \
 			switch (w) {                                         \
 			GM_PACK_COLS(T, 4) GM_PACK_COLS(T, 6)                \
-			GM_PACK_COLS(T, 12)                                  \
+			GM_PACK_COLS(T, 8) GM_PACK_COLS(T, 12)               \
+			GM_PACK_COLS(T, 16) GM_PACK_COLS(T, 32)              \
 			default: break;                                      \
 			}                                                    \
 		}                                                            \
@@ -290,9 +296,10 @@ static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 				dst[i] = 0;                                  \
 		}                                                            \
 	}
-/* a full panel of W (every kernel's MR) across memory, as a row-major a
- * is: W elements a step, W known here, so the copy is unrolled (half the
- * time of the loop below for a [256, 1024] a) */
+/* a full panel of W (every kernel's MR, and NR) across memory, as a
+ * row-major a is (or a transposed b: attention's k): W elements a step,
+ * W known here, so the copy is unrolled (half the time of the loop below
+ * for a [256, 1024] a) */
 #define GM_PACK_COLS(T, W)                                                    \
 	case W:                                                              \
 		for (int64_t p = 0; p < kc; p++, dst += W) {                 \
@@ -652,7 +659,7 @@ static void choose_epi(struct job *j)
 }
 
 /* Packing buffers kept between products, one per pool slot (the thread
- * that starts a matmul is slot 0; a conv2d task on a worker is its
+ * that starts a matmul is slot 0; an attention task on a worker is its
  * worker's): a fresh buffer costs its page faults, as much as the packing
  * itself for a product like [256, 1024] @ [1024, 1024].  Slot 0 keeps up
  * to 64 MiB, the workers 8 MiB; a slot in use (two threads outside the
@@ -943,6 +950,26 @@ void tir_gemm_pack_a(const struct tir_gemm_form *f, void *dst, const void *a, in
 			pack_a_task(&j, t);
 	else
 		tir_pool_run(units, pack_a_task, &j);
+}
+
+int64_t tir_gemm_b_bytes(const struct tir_gemm_form *f, int64_t k, int64_t n)
+{
+	return ceil_div(n, f->nr) * f->nr * k * f->es;
+}
+
+void tir_gemm_pack_b(const struct tir_gemm_form *f, void *dst, const void *b, int64_t rs,
+		     int64_t cs, int64_t k, int64_t n)
+{
+	int64_t np = ceil_div(n, f->nr);
+	for (int64_t k0 = 0; k0 < k; k0 += f->kc) {
+		int64_t kcb = k - k0 < f->kc ? k - k0 : f->kc;
+		for (int64_t r = 0; r < np; r++) {
+			int64_t len = n - r * f->nr < f->nr ? n - r * f->nr : f->nr;
+			pack(f->es, (char *)dst + (k0 * np + r * kcb) * f->nr * f->es,
+			     (const char *)b + (k0 * rs + r * f->nr * cs) * f->es, cs, rs, len, f->nr,
+			     kcb);
+		}
+	}
 }
 
 bool tir_gemm_panels(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,

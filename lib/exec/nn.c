@@ -1,6 +1,6 @@
 /*
  * nn.c — the reference kernels of the nn ops: softmax and log_softmax,
- * layernorm and rmsnorm, conv2d (im2col + gemm), max/avg pooling and
+ * layernorm and rmsnorm, conv2d (im2col into gemm's panels), max/avg pooling and
  * attention.  Float dtypes only; the statistics are kept in double.
  * conv2d and attention split their work into tasks sized by the shapes and
  * the caches run on the pool, each task's products through tir's gemm
@@ -713,123 +713,106 @@ int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 
 /* ---- attention ---- */
 
-/* A 2-D view (no reference taken: never released) of t's last two axes at
- * element offset off, rows r0.. of them; swap exchanges the two axes. */
-static struct tir_tensor view2d(const struct tir_tensor *t, int64_t off, int64_t r0,
-				int64_t rows, bool swap)
-{
-	struct tir_tensor v = *t;
-	int r = t->rank;
-	v.rank = 2;
-	v.offset = t->offset + off + r0 * t->strides[r - 2];
-	v.shape[0] = rows;
-	v.shape[1] = t->shape[r - 1];
-	v.strides[0] = t->strides[r - 2];
-	v.strides[1] = t->strides[r - 1];
-	if (swap) {
-		v.shape[0] = t->shape[r - 1];
-		v.shape[1] = rows;
-		v.strides[0] = t->strides[r - 1];
-		v.strides[1] = t->strides[r - 2];
-	}
-	return v;
-}
-
-/* Scores s[rows, lk] of query rows r0.. in place: scale, softmax each row
- * over j <= i when causal, the masked j > i exactly 0. */
-#define DEFINE_SCORES(T, SFX)                                                      \
-static void scores_##SFX(T *s, int64_t rows, int64_t lk, int64_t r0, bool causal,  \
-			 double scale)                                             \
-{                                                                                  \
-	for (int64_t i = 0; i < rows; i++, s += lk) {                              \
-		int64_t lim = causal && r0 + i + 1 < lk ? r0 + i + 1 : lk;         \
-		double m = (double)s[0] * scale, sum = 0;                          \
-		for (int64_t j = 1; j < lim; j++) {                                \
-			double v = (double)s[j] * scale;                           \
-			if (v > m || isnan(v))                                     \
-				m = v;                                             \
-		}                                                                  \
-		for (int64_t j = 0; j < lim; j++) {                                \
-			double e = exp((double)s[j] * scale - m);                  \
-			s[j] = (T)e;                                               \
-			sum += e;                                                  \
-		}                                                                  \
-		for (int64_t j = 0; j < lim; j++)                                  \
-			s[j] = (T)((double)s[j] / sum);                            \
-		for (int64_t j = lim; j < lk; j++)                                 \
-			s[j] = 0;                                                  \
-	}                                                                          \
-}
-DEFINE_SCORES(float, f32)
-DEFINE_SCORES(double, f64)
-
 /* One attention cut into tasks: task t = (batch entry, chunk of query
- * rows), each through its worker's scores buffer. */
+ * rows), each through its worker's scores buffer.  The batch entries go
+ * in groups whose k^T and v are packed first, once (pack_task: each
+ * entry's, in gemm's form), for every chunk of the entry to read. */
 struct attn_job {
 	const struct tir_tensor *q, *k, *v;
 	struct tir_tensor *out;
 	bool causal;
 	double scale;
 	int nb;
-	int64_t lq, lk, dv, chunk, chunks;
+	int64_t lq, lk, d, dv, chunk, chunks;
+	int64_t e0;                          /* the group's first batch entry */
 	const int64_t *qs, *ks, *vs;
+	struct tir_gemm_form f;
+	int64_t kbytes, vbytes;              /* an entry's packed k^T, v */
+	char *packed;                        /* the group's, entry by entry */
 	atomic_bool failed;
-	pthread_mutex_t lock;                /* guards err */
-	struct tir_err *err;                 /* the first failure */
-	struct tir_tensor scores[TIR_POOL_MAX];   /* per worker, [chunk, lk] */
+	void *buf[TIR_POOL_MAX];             /* per worker: scores, then packed q, s */
 };
 
-static void attn_fail(struct attn_job *j, const struct tir_err *e)
+/* Batch entry e's element offsets into q, k and v (broadcast axes: 0). */
+static void attn_offsets(const struct attn_job *j, int64_t e, int64_t *qo, int64_t *ko,
+			 int64_t *vo)
 {
-	pthread_mutex_lock(&j->lock);
-	if (!atomic_load(&j->failed))
-		*j->err = *e;
-	atomic_store(&j->failed, true);
-	pthread_mutex_unlock(&j->lock);
+	*qo = *ko = *vo = 0;
+	for (int i = j->nb - 1; i >= 0; i--) {
+		int64_t ix = e % j->out->shape[i];
+		e /= j->out->shape[i];
+		*qo += ix * j->qs[i];
+		*ko += ix * j->ks[i];
+		*vo += ix * j->vs[i];
+	}
+}
+
+/* task t: k^T (t even) or v of the group's entry t / 2 */
+static void attn_pack_task(void *arg, int64_t t)
+{
+	struct attn_job *j = arg;
+	int64_t qo, ko, vo, r = j->k->rank, es = j->f.es;
+	attn_offsets(j, j->e0 + t / 2, &qo, &ko, &vo);
+	char *dst = j->packed + t / 2 * (j->kbytes + j->vbytes);
+	if (t % 2 == 0) {       /* k^T [d, lk]: element (p, i) is k[i, p] */
+		const char *k = (const char *)tir_tensor_data(j->k) + ko * es;
+		tir_gemm_pack_b(&j->f, dst, k, j->k->strides[r - 1], j->k->strides[r - 2], j->d,
+				j->lk);
+	} else {
+		const char *v = (const char *)tir_tensor_data(j->v) + vo * es;
+		tir_gemm_pack_b(&j->f, dst + j->kbytes, v, j->v->strides[r - 2],
+				j->v->strides[r - 1], j->lk, j->dv);
+	}
+}
+
+/* The product c[m, n] (row stride ldc) = a [m, k] packed as pa (packed
+ * into by this call) @ pb packed, k-block by k-block. */
+static bool attn_product(const struct tir_gemm_form *f, void *pa, const void *a, int64_t rs,
+			 int64_t cs, int64_t m, int64_t k, const char *pb, int64_t n, void *c,
+			 int64_t ldc)
+{
+	int64_t npad = (n + f->nr - 1) / f->nr * f->nr;
+	tir_gemm_pack_a(f, pa, a, rs, cs, m, k);
+	for (int64_t k0 = 0; k0 < k; k0 += f->kc) {
+		int64_t kcb = k - k0 < f->kc ? k - k0 : f->kc;
+		if (!tir_gemm_panels(f, pa, k0, kcb, m, pb + k0 * npad * f->es, n, c, ldc, k0 > 0))
+			return false;
+	}
+	return true;
 }
 
 static void attn_task(void *arg, int64_t t)
 {
 	struct attn_job *j = arg;
-	struct tir_err e = { 0 };
-	const struct tir_tensor *out = j->out;
-	int64_t batch = t / j->chunks, r0 = t % j->chunks * j->chunk;
-	int64_t rows = j->lq - r0 < j->chunk ? j->lq - r0 : j->chunk;
-	int64_t qo = 0, ko = 0, vo = 0, rest = batch;
+	const struct tir_gemm_form *f = &j->f;
+	int64_t e = j->e0 + t / j->chunks, r0 = t % j->chunks * j->chunk;
+	int64_t rows = j->lq - r0 < j->chunk ? j->lq - r0 : j->chunk, es = f->es;
+	int64_t r = j->q->rank;
 
 	if (atomic_load(&j->failed))
 		return;
-	struct tir_tensor *sc = &j->scores[tir_pool_worker()];
-	if (!sc->buf) {
-		int64_t shape[2] = { j->chunk, j->lk };
-		if (tir_tensor_alloc(sc, out->dtype, 2, shape, false, &e)) {
-			attn_fail(j, &e);
-			return;
-		}
-	}
-	for (int i = j->nb - 1; i >= 0; i--) {
-		int64_t ix = rest % out->shape[i];
-		rest /= out->shape[i];
-		qo += ix * j->qs[i];
-		ko += ix * j->ks[i];
-		vo += ix * j->vs[i];
-	}
-	struct tir_tensor kt = view2d(j->k, ko, 0, j->lk, true);
-	struct tir_tensor vv = view2d(j->v, vo, 0, j->lk, false);
-	struct tir_tensor qv = view2d(j->q, qo, r0, rows, false);
-	struct tir_tensor ov = view2d(out, batch * j->lq * j->dv, r0, rows, false);
-	struct tir_tensor s = *sc;
-	s.shape[0] = rows;
-	if (tir_k_matmul(&qv, &kt, &s, &e)) {
-		attn_fail(j, &e);
+	/* the scores [chunk, lk], then q's rows packed, then the scores packed */
+	int64_t sbytes = j->chunk * j->lk * es;
+	int64_t qbytes = tir_gemm_a_bytes(f, j->chunk, j->d);
+	int64_t pbytes = tir_gemm_a_bytes(f, j->chunk, j->lk);
+	void **slot = &j->buf[tir_pool_worker()];
+	if (!*slot &&
+	    !(*slot = aligned_alloc(64, (size_t)(sbytes + qbytes + pbytes + 255) / 64 * 64))) {
+		atomic_store(&j->failed, true);
 		return;
 	}
-	if (out->dtype == TIR_DTYPE_F32)
-		scores_f32(tir_tensor_data(&s), rows, j->lk, r0, j->causal, j->scale);
-	else
-		scores_f64(tir_tensor_data(&s), rows, j->lk, r0, j->causal, j->scale);
-	if (tir_k_matmul(&s, &vv, &ov, &e))
-		attn_fail(j, &e);
+	char *sc = *slot, *pq = sc + (sbytes + 63) / 64 * 64, *ps = pq + (qbytes + 63) / 64 * 64;
+	int64_t qo, ko, vo;
+	attn_offsets(j, e, &qo, &ko, &vo);
+	const char *q = (const char *)tir_tensor_data(j->q) +
+			(qo + r0 * j->q->strides[r - 2]) * es;
+	const char *pk = j->packed + (t / j->chunks) * (j->kbytes + j->vbytes);
+	char *o = (char *)tir_tensor_data(j->out) + ((e * j->lq + r0) * j->dv) * es;
+	if (!attn_product(f, pq, q, j->q->strides[r - 2], j->q->strides[r - 1], rows, j->d, pk,
+			  j->lk, sc, j->lk))
+		return;
+	tir_rows_scores(j->out->dtype, sc, rows, j->lk, r0, j->causal, j->scale);
+	attn_product(f, ps, sc, j->lk, 1, rows, j->lk, pk + j->kbytes, j->dv, o, j->dv);
 }
 
 /* softmax(q @ k^T / sqrt(d)) @ v per batch, query rows in bounded chunks. */
@@ -895,32 +878,35 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 	struct attn_job *j = calloc(1, sizeof *j);
 	if (!j)
 		return tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory");
-	j->q = q;
-	j->k = k;
-	j->v = v;
-	j->out = out;
-	j->causal = causal;
-	j->scale = 1.0 / sqrt((double)d);
-	j->nb = nb;
-	j->lq = lq;
-	j->lk = lk;
-	j->dv = dv;
-	j->chunk = chunk;
-	j->chunks = (lq + chunk - 1) / chunk;
-	j->qs = qs;
-	j->ks = ks;
-	j->vs = vs;
-	j->err = err;
-	pthread_mutex_init(&j->lock, NULL);
-	int64_t ntasks = batches * j->chunks;
-	if (ntasks == 1)        /* one task: let its matmuls use the pool */
-		attn_task(j, 0);
-	else
-		tir_pool_run(ntasks, attn_task, j);
-	rc = atomic_load(&j->failed) ? -err->code : 0;
+	*j = (struct attn_job){
+		.q = q, .k = k, .v = v, .out = out, .causal = causal,
+		.scale = 1.0 / sqrt((double)d), .nb = nb, .lq = lq, .lk = lk, .d = d, .dv = dv,
+		.chunk = chunk, .chunks = (lq + chunk - 1) / chunk, .qs = qs, .ks = ks, .vs = vs,
+	};
+	tir_gemm_form(out->dtype, &j->f);
+	j->kbytes = (tir_gemm_b_bytes(&j->f, d, lk) + 63) / 64 * 64;
+	j->vbytes = (tir_gemm_b_bytes(&j->f, lk, dv) + 63) / 64 * 64;
+	/* entries a group: their packed k^T and v within half the last-level
+	 * cache (8 MiB when it is not known), at least one */
+	int64_t llc = mc->l3 > 0 ? mc->l3 : (int64_t)8 << 20;
+	int64_t group = llc / 2 / (j->kbytes + j->vbytes);
+	group = group < 1 ? 1 : group > batches ? batches : group;
+	j->packed = aligned_alloc(64, (size_t)(group * (j->kbytes + j->vbytes)));
+	if (!j->packed) {
+		free(j);
+		return tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory packing k and v");
+	}
+	for (j->e0 = 0; j->e0 < batches && !atomic_load(&j->failed); j->e0 += group) {
+		int64_t n = batches - j->e0 < group ? batches - j->e0 : group;
+		tir_pool_run(2 * n, attn_pack_task, j);
+		tir_pool_run(n * j->chunks, attn_task, j);
+	}
+	rc = atomic_load(&j->failed)
+		     ? tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory for its scores")
+		     : 0;
 	for (int i = 0; i < TIR_POOL_MAX; i++)
-		tir_tensor_release(&j->scores[i]);
-	pthread_mutex_destroy(&j->lock);
+		free(j->buf[i]);
+	free(j->packed);
 	free(j);
 	return rc;
 }

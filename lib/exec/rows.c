@@ -72,6 +72,40 @@ ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, in
 	for (int64_t j = 0; j < n; j++)                                            \
 		o[j] *= inv;                                                       \
 }                                                                                  \
+/* attention's scores, a row in place: s[j] * scale for j < lim (rounded \
+ * to T, as the product of two T values), the softmax of those as          \
+ * softmax_row's, and zeros past lim (causal masking) */                    \
+ROWS_INLINE static void scores_row_##SFX(T *s, int64_t n, int64_t lim, T scale)  \
+{                                                                                  \
+	for (int64_t j = 0; j < lim; j++)                                          \
+		s[j] *= scale;                                                     \
+	T mm[16];                                                                  \
+	for (int k = 0; k < 16; k++)                                               \
+		mm[k] = s[0];                                                      \
+	int64_t j0 = 0;                                                            \
+	for (; j0 + 16 <= lim; j0 += 16)                                           \
+		for (int k = 0; k < 16; k++)                                       \
+			mm[k] = s[j0 + k] > mm[k] ? s[j0 + k] : mm[k];             \
+	for (; j0 < lim; j0++)                                                     \
+		mm[0] = s[j0] > mm[0] ? s[j0] : mm[0];                             \
+	T m = mm[0];                                                               \
+	for (int k = 1; k < 16; k++)                                               \
+		m = mm[k] > m ? mm[k] : m;                                         \
+	if (isinf(m) && m < 0)                                                     \
+		m = 0;                                                             \
+	double sum = tir_vmath_expsum_##SFX(s, s, m, lim);                         \
+	T inv = (T)(1.0 / sum);                                                    \
+	for (int64_t j = 0; j < lim; j++)                                          \
+		s[j] = sum != sum ? (T)NAN : s[j] * inv;                           \
+	for (int64_t j = lim; j < n; j++)                                          \
+		s[j] = 0;                                                          \
+}                                                                                  \
+ROWS_INLINE static void scores_##SFX(T *s, int64_t rows, int64_t lk, int64_t r0,  \
+				     bool causal, T scale)                         \
+{                                                                                  \
+	for (int64_t i = 0; i < rows; i++, s += lk)                                \
+		scores_row_##SFX(s, lk, causal && r0 + i + 1 < lk ? r0 + i + 1 : lk, scale); \
+}                                                                                  \
 ROWS_INLINE static void norm_row_##SFX(const T *x, const T *w, const T *b, T *o, int64_t n,     \
 			   double eps, bool rms)                                   \
 {                                                                                  \
@@ -119,6 +153,16 @@ DEFINE_ROWS(double, f64)
 	{                                                                          \
 		rows_f64(jb, r0, r1);                                              \
 	}                                                                          \
+	TGT static void scores_f32_##B(float *s, int64_t rows, int64_t lk, int64_t r0, \
+				       bool causal, float scale)                   \
+	{                                                                          \
+		scores_f32(s, rows, lk, r0, causal, scale);                        \
+	}                                                                          \
+	TGT static void scores_f64_##B(double *s, int64_t rows, int64_t lk, int64_t r0, \
+				       bool causal, double scale)                  \
+	{                                                                          \
+		scores_f64(s, rows, lk, r0, causal, scale);                        \
+	}                                                                          \
 	static const char *rows_build_##B(void) { return #B; }
 
 TIR_ISA_BUILDS(DEF_ROWS_BUILD)
@@ -126,6 +170,15 @@ TIR_ISA_BUILDS(DEF_ROWS_BUILD)
 const char *tir_rows_build(void)
 {
 	return TIR_ISA_PICK(rows_build)();
+}
+
+void tir_rows_scores(enum tir_dtype dt, void *s, int64_t rows, int64_t lk, int64_t r0,
+		     bool causal, double scale)
+{
+	if (dt == TIR_DTYPE_F32)
+		TIR_ISA_PICK(scores_f32)(s, rows, lk, r0, causal, (float)scale);
+	else
+		TIR_ISA_PICK(scores_f64)(s, rows, lk, r0, causal, scale);
 }
 
 static void rows_task(void *ctx, int64_t t)
