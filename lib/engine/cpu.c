@@ -586,6 +586,17 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 		if (n->op == TIR_OP_MATMUL) {
 			const struct tir_type *a = &n->in[0]->type;
 			k->flops = 2.0 * numel * (double)a->shape[a->rank - 1];
+		} else if (n->op == TIR_OP_CONV2D) {
+			/* a multiply-add per output element and filter tap */
+			const struct tir_type *w = &n->in[1]->type;
+			k->flops = 2.0 * numel * (double)w->shape[1] * (double)w->shape[2] *
+				   (double)w->shape[3];
+		} else if (n->op == TIR_OP_ATTENTION) {
+			/* its two products: q k^T, and the scores @ v */
+			const struct tir_type *q = &n->in[0]->type, *kk = &n->in[1]->type;
+			double dv = (double)n->type.shape[n->type.rank - 1];
+			double lk = (double)kk->shape[kk->rank - 2], d = (double)q->shape[q->rank - 1];
+			k->flops = dv > 0 ? 2.0 * numel / dv * lk * (d + dv) : 0;
 		} else if (tir_op(n->op)->kind == TIR_KIND_REDUCE || tir_op(n->op)->kind == TIR_KIND_NN) {
 			k->flops = (double)tir_type_numel(&n->in[0]->type);
 		} else if (tir_op(n->op)->kind != TIR_KIND_MOVEMENT && tir_op(n->op)->kind != TIR_KIND_CREATE) {

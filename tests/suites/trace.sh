@@ -73,4 +73,35 @@ st=$?
 st=$?
 [ $st -eq 2 ] && ok || bad "--trace without a file: exit $st, expected 2"
 
+
+# each product kernel's GFLOP in the trace: 2 multiply-add flops per
+# output element and step of its sum (conv2d: per filter tap; attention:
+# its two products), as --profile's GFLOP/s divides them
+cat >"$tmp/flops.tir" <<'EOF'
+a = randn([6, 20], seed=1)
+b = randn([20, 7], seed=2)
+print a @ b
+x = randn([2, 3, 9, 8], seed=3)
+w = randn([5, 3, 3, 2], seed=4)
+print conv2d(x, w, stride=2, padding=1)
+q = randn([2, 4, 6], seed=5)
+k = randn([2, 10, 6], seed=6)
+v = randn([2, 10, 3], seed=7)
+print attention(q, k, v)
+EOF
+"$tir" run --trace "$tmp/f.json" "$tmp/flops.tir" >/dev/null 2>"$tmp/err"
+st=$?
+got=$("$py" -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+for e in ev:
+    if e.get("ph") == "X" and e["name"] in ("matmul", "conv2d", "attention"):
+        print(e["name"], round(e["args"]["gflop"] * 1e9))
+' "$tmp/f.json" 2>&1)
+# matmul 2*6*7*20; conv2d out [2, 5, 5, 5], 3*3*2 taps; attention 2*2*4*10*(6+3)
+want="matmul 1680
+conv2d 9000
+attention 1440"
+[ $st -eq 0 ] && [ "$got" = "$want" ] && ok || bad "flops in the trace (exit $st): '$got', expected '$want'"
+
 suite_end
