@@ -498,30 +498,16 @@ static void conv_task(void *arg, int64_t t)
 	}
 }
 
-/* Elements in a cache line; min_cut: in 8 of them (128 f32), the fewest
- * rows or columns a task is cut to along an axis (a gemm's block side, as
- * in blas.c: each element of the operand every task repacks then feeds at
- * least that many multiply-adds). */
-static int64_t line_elems(int64_t es)
-{
-	int64_t n = tir_machine_caches()->line / es;
-	return n > 1 ? n : 1;
-}
-
-static int64_t min_cut(int64_t es)
-{
-	return 8 * line_elems(es);
-}
-
 /* Output positions per conv2d task: CONV_POS at most, halved (to whole
- * cache lines of a plane) toward TIR_TASKS_WANT tasks, down to min_cut. */
-static int64_t conv_pos(int64_t images, int64_t plane, int64_t es)
+ * panels of the gemm's nr columns) toward TIR_TASKS_WANT tasks, down to
+ * two panels (the weights are packed once for all tasks, so a small
+ * task repacks nothing: [8, 64, 56, 56] makes 392 tasks of 64). */
+static int64_t conv_pos(int64_t images, int64_t plane, int64_t nr)
 {
-	int64_t line = line_elems(es);
 	int64_t pos = plane < CONV_POS ? plane : CONV_POS;
 	while (images * ((plane + pos - 1) / pos) < TIR_TASKS_WANT) {
-		int64_t half = ((pos + 1) / 2 + line - 1) / line * line;
-		if (half >= pos || half < min_cut(es))
+		int64_t half = ((pos + 1) / 2 + nr - 1) / nr * nr;
+		if (half >= pos || half < 2 * nr)
 			break;
 		pos = half;
 	}
@@ -591,14 +577,16 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	/* filter taps per k-block: the packed column block im2col writes and
 	 * the gemm reads right after holds at most half an L2, so it is still
 	 * there beside the weights' panels */
-	int64_t pos = conv_pos(g->n, plane, es);
+	struct tir_gemm_form form;
+	tir_gemm_form(out->dtype, &form);
+	int64_t pos = conv_pos(g->n, plane, form.nr);
 	*j = (struct conv_job){
 		.g = g, .f32 = f32, .es = es, .x = xdata, .bias = bdata,
 		.bstride = bstride, .out = odata, .plane = plane, .kdim = kdim, .pos = pos,
 		.pblocks = (plane + pos - 1) / pos,
 	};
 	struct tir_gemm_form *f = &j->form;
-	tir_gemm_form(out->dtype, f);
+	*f = form;
 	int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
 	int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
 	f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
@@ -862,8 +850,10 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 	/* the scores of at most `chunk` query rows per task: ATTN_ROWS, and
 	 * scores of at most an L2 (made by one product, then read by the
 	 * softmax and by the next product: still in L2); then halved toward
-	 * TIR_TASKS_WANT tasks, down to min_cut rows (k and v are repacked by
-	 * every task) */
+	 * TIR_TASKS_WANT tasks, down to two panels of the gemm's mr rows (k
+	 * and v are packed once for all of a head's tasks) */
+	struct tir_gemm_form form;
+	tir_gemm_form(out->dtype, &form);
 	const struct tir_caches *mc = tir_machine_caches();
 	int64_t batches = total / (lq * dv);
 	int64_t chunk = mc->l2 / es / lk;
@@ -873,7 +863,7 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		chunk = lq;
 	if (chunk < 1)
 		chunk = 1;
-	while (batches * ((lq + chunk - 1) / chunk) < TIR_TASKS_WANT && (chunk + 1) / 2 >= min_cut(es))
+	while (batches * ((lq + chunk - 1) / chunk) < TIR_TASKS_WANT && (chunk + 1) / 2 >= 2 * form.mr)
 		chunk = (chunk + 1) / 2;
 	struct attn_job *j = calloc(1, sizeof *j);
 	if (!j)
@@ -883,7 +873,7 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		.scale = 1.0 / sqrt((double)d), .nb = nb, .lq = lq, .lk = lk, .d = d, .dv = dv,
 		.chunk = chunk, .chunks = (lq + chunk - 1) / chunk, .qs = qs, .ks = ks, .vs = vs,
 	};
-	tir_gemm_form(out->dtype, &j->f);
+	j->f = form;
 	j->kbytes = (tir_gemm_b_bytes(&j->f, d, lk) + 63) / 64 * 64;
 	j->vbytes = (tir_gemm_b_bytes(&j->f, lk, dv) + 63) / 64 * 64;
 	/* entries a group: their packed k^T and v within half the last-level

@@ -2,7 +2,10 @@
 # tests/suites/tasks.sh — the parallelism a kernel offers, as --profile's
 # tasks column shows it: a large matmul ([4096, 4096] @ [4096, 4096]), an
 # MLP layer's ([256, 1024] @ [1024, 1024]: tir's gemm packs both operands
-# once and shares them, so its tiles can be small), a
+# once and shares them, so its tiles can be small), a batched matmul
+# ([32, 256, 64] @ [32, 64, 256]), a conv2d ([8, 64, 56, 56], 3x3x64: its
+# weights packed once, positions cut toward 256 tasks), an attention (q,
+# k, v [4, 8, 512, 64]: each head's k and v packed once, query rows cut), a
 # row kernel (softmax over [4096, 1024]), a reduction kernel of its own
 # (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis), a
 # reduction to one value (var of the same: the pieces of its pairwise sums;
@@ -57,6 +60,24 @@ x = rand([4096, 4096], seed=2)
 y = sum(max(x, axis=1)) + var(x) + 1
 print y
 EOF
+cat >"$tmp/batched.tir" <<'EOF'
+a = rand([32, 256, 64], seed=1)
+b = rand([32, 64, 256], seed=2)
+y = a @ b
+print sum(y, axis=0)
+EOF
+cat >"$tmp/conv.tir" <<'EOF'
+x = rand([8, 64, 56, 56], seed=1)
+w = rand([64, 64, 3, 3], seed=2) * 0.1
+y = conv2d(x, w, padding=1)
+print sum(y, axis=0)
+EOF
+cat >"$tmp/attn.tir" <<'EOF'
+q = randn([4, 8, 512, 64], seed=1)
+k = randn([4, 8, 512, 64], seed=2)
+v = randn([4, 8, 512, 64], seed=3)
+print sum(attention(q, k, v), axis=1)
+EOF
 cat >"$tmp/chain.tir" <<'EOF'
 x = arange(16777216) * 1e-7
 y = sqrt(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)
@@ -72,7 +93,7 @@ tasks() {
 	}' "$1"
 }
 
-for case in "matmul ^matmul$" "layer ^matmul$" "softmax ^softmax$" "reduce ^max$" "whole ^var$" "wholefused ^fused\\[.*var" "chain ^fused\\[mul"; do
+for case in "matmul ^matmul$" "layer ^matmul$" "batched ^matmul$" "conv ^conv2d$" "attn ^attention$" "softmax ^softmax$" "reduce ^max$" "whole ^var$" "wholefused ^fused\\[.*var" "chain ^fused\\[mul"; do
 	name=${case%% *}
 	pat=${case#* }
 	"$tir" run --profile --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>"$tmp/prof1"
