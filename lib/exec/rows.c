@@ -38,9 +38,10 @@ struct rows_job {
 };
 
 #define DEFINE_ROWS(T, SFX)                                                         \
-ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
+/* the max of x[0..n) in 16 lanes (a NaN is caught by the sum after it), 0 \
+ * when every element is -inf (exp then gives 0s, the sum 0, as NumPy) */    \
+ROWS_INLINE static T row_max_##SFX(const T *x, int64_t n)                          \
 {                                                                                  \
-	/* the max in 16 lanes (a NaN is caught by the sum below) */               \
 	T mm[16];                                                                  \
 	for (int k = 0; k < 16; k++)                                               \
 		mm[k] = x[0];                                                      \
@@ -53,8 +54,11 @@ ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, in
 	T m = mm[0];                                                               \
 	for (int k = 1; k < 16; k++)                                               \
 		m = mm[k] > m ? mm[k] : m;                                         \
-	if (isinf(m) && m < 0)                                                     \
-		m = 0; /* every element -inf: exp gives 0s, the sum 0, as NumPy */ \
+	return isinf(m) && m < 0 ? 0 : m;                                          \
+}                                                                                  \
+ROWS_INLINE static void softmax_row_##SFX(const T *restrict x, T *restrict o, int64_t n, bool lg) \
+{                                                                                  \
+	T m = row_max_##SFX(x, n);                                                 \
 	/* o = exp(x - m) and its sum, in one pass */                             \
 	double s = tir_vmath_expsum_##SFX(o, x, m, n);                             \
 	if (s != s) { /* a NaN (or inf - inf) in the row: all of it is NaN */     \
@@ -79,20 +83,7 @@ ROWS_INLINE static void scores_row_##SFX(T *s, int64_t n, int64_t lim, T scale) 
 {                                                                                  \
 	for (int64_t j = 0; j < lim; j++)                                          \
 		s[j] *= scale;                                                     \
-	T mm[16];                                                                  \
-	for (int k = 0; k < 16; k++)                                               \
-		mm[k] = s[0];                                                      \
-	int64_t j0 = 0;                                                            \
-	for (; j0 + 16 <= lim; j0 += 16)                                           \
-		for (int k = 0; k < 16; k++)                                       \
-			mm[k] = s[j0 + k] > mm[k] ? s[j0 + k] : mm[k];             \
-	for (; j0 < lim; j0++)                                                     \
-		mm[0] = s[j0] > mm[0] ? s[j0] : mm[0];                             \
-	T m = mm[0];                                                               \
-	for (int k = 1; k < 16; k++)                                               \
-		m = mm[k] > m ? mm[k] : m;                                         \
-	if (isinf(m) && m < 0)                                                     \
-		m = 0;                                                             \
+	T m = row_max_##SFX(s, lim);                                               \
 	double sum = tir_vmath_expsum_##SFX(s, s, m, lim);                         \
 	T inv = (T)(1.0 / sum);                                                    \
 	for (int64_t j = 0; j < lim; j++)                                          \
