@@ -17,7 +17,8 @@
  * scores between them, on tir's pool at the same thread count (the
  * function tir's attention calls; timed apart and printed, with that
  * ratio).  Prints, per case, the median ms of each
- * (rounds of 5 interleaved, each after one untimed run), GFLOP/s and the
+ * (rounds of 5 interleaved, each after a pause and 50 ms of untimed
+ * runs), GFLOP/s and the
  * ratio tir / OpenBLAS, of the medians and the median of the paired
  * runs' ratios (the r-th of each in a round).  Usage:
  * gemm_bench [THREADS [REPS [CASE]]].  Not a test: it asserts nothing.
@@ -62,6 +63,9 @@ static void soft_task(void *arg, int64_t t)
 	int64_t r0 = t * 16, n = sf->rows - r0 < 16 ? sf->rows - r0 : 16;
 	tir_rows_scores(TIR_DTYPE_F32, sf->s + r0 * sf->lk, n, sf->lk, 0, false, sf->scale);
 }
+
+/* untimed runs of each side before its round, for this long at least */
+#define WARM_MS 50.0
 
 static void run_case(const struct bcase *c, int threads, int reps)
 {
@@ -116,9 +120,14 @@ static void run_case(const struct bcase *c, int threads, int reps)
 	int round = reps < 5 ? reps : 5;
 	for (int r0 = 0; r0 < reps; r0 += round) {
 		int r1 = r0 + round < reps ? r0 + round : reps;
+		/* each side's round starts after the other's threads have gone
+		 * to sleep (OpenBLAS's poll a while first), with untimed runs
+		 * for WARM_MS at least (caches, threads and the clock back up
+		 * to speed: one run of a 2 ms product after the pause ran some
+		 * 10% slow) */
+		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 		openblas_set_num_threads(threads);
-		/* each side's round starts with one untimed run (warm caches,
-		 * threads awake) */
+		double w0 = bench_ms(CLOCK_MONOTONIC);
 		for (int r = r0 - 1; r < r1; r++) {
 			double t0 = bench_ms(CLOCK_MONOTONIC), soft = 0;
 			for (int64_t e = 0; e < c->batch; e++) {
@@ -150,12 +159,14 @@ static void run_case(const struct bcase *c, int threads, int reps)
 						    (blasint)c->k, pb + e * c->k * c->n, (blasint)c->n, 0,
 						    po + e * c->m * c->n, (blasint)c->n);
 			}
-			if (r >= r0)
+			if (r < r0 && bench_ms(CLOCK_MONOTONIC) - w0 < WARM_MS)
+				r--;            /* warming up still */
+			else if (r >= r0)
 				tc[r] = bench_ms(CLOCK_MONOTONIC) - t0 - soft, ts[r] = soft;
 		}
 		openblas_set_num_threads(1);
-		/* OpenBLAS's threads poll a while before they sleep */
 		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
+		w0 = bench_ms(CLOCK_MONOTONIC);
 		for (int r = r0 - 1; r < r1; r++) {
 			double t0 = bench_ms(CLOCK_MONOTONIC);
 			int rc = c->kind == 3 ? tir_k_attention(&a, &b, &bias, false, &o, &err)
@@ -163,12 +174,14 @@ static void run_case(const struct bcase *c, int threads, int reps)
 				 ? tir_k_conv2d(&a, &b, NULL, (int64_t[2]){ 1, 1 }, (int64_t[2]){ 1, 1 }, &o, &err)
 				 : tir_k_matmul(&a, &b, &o, &err);
 			double ms = bench_ms(CLOCK_MONOTONIC) - t0;
-			if (r >= r0)
-				tt[r] = ms;
 			if (rc) {
 				fprintf(stderr, "%s: %s\n", c->name, err.msg);
 				exit(1);
 			}
+			if (r < r0 && bench_ms(CLOCK_MONOTONIC) - w0 < WARM_MS)
+				r--;
+			else if (r >= r0)
+				tt[r] = ms;
 		}
 	}
 	/* the r-th runs of a round, one of each, a second or so apart: their
