@@ -885,10 +885,12 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
 	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
 		return run_slabs(g0, &j, abytes, bbytes, keep, err);
-	/* packing units of about L2 / 8 bytes each */
+	/* packing units of about L2 / 8 bytes each, of the k-block as long
+	 * as it is (a [32, 256, 64] @ [32, 64, 256] made 512 units of 8 KiB
+	 * when they were sized by KC) */
 	int64_t unit = tir_machine_caches()->l2 / 8;
-	j.ga = unit / (j.kc * j.mr * j.es);
-	j.gb = unit / (j.kc * j.nr * j.es);
+	j.ga = unit / (kc1 * j.mr * j.es);
+	j.gb = unit / (kc1 * j.nr * j.es);
 	j.ga = j.ga < 1 ? 1 : j.ga;
 	j.gb = j.gb < 1 ? 1 : j.gb;
 	j.ua = j.na * ceil_div(j.mp, j.ga);
