@@ -463,7 +463,7 @@ fi
 # environment's OPENBLAS_CORETYPE when it sets one.  The figure is the
 # median of the paired runs' ratios tir / OpenBLAS (rounds of 5, each side
 # after a pause and 50 ms of untimed runs).
-section "gemm: tir / OpenBLAS's own cblas_sgemm on the same shapes, by threads (paired ratios of 10 runs)"
+section "gemm: tir / OpenBLAS's own cblas_sgemm on the same shapes, by threads (paired ratios of 20 runs)"
 n=$(nproc)
 ts=1
 t=2
@@ -471,7 +471,7 @@ while [ "$t" -lt "$n" ]; do ts="$ts $t"; t=$((t * 2)); done
 [ "$n" -gt 1 ] && ts="$ts $n"
 : >"$tmp/gemm"
 for t in $ts; do
-	if env -u OPENBLAS_CORETYPE "$BUILD/bench/gemm_bench" "$t" 10 >"$tmp/gemm.$t"; then
+	if env -u OPENBLAS_CORETYPE "$BUILD/bench/gemm_bench" "$t" 20 >"$tmp/gemm.$t"; then
 		[ "$t" = 1 ] && sed -n '1s/^gemm: /  tir: /p' "$tmp/gemm.$t"
 		# NAME|THREADS|TIR MS|OPENBLAS MS|PAIRED RATIO, and attention's
 		# ratio with the softmax on both sides as a row of its own

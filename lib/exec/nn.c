@@ -1,7 +1,8 @@
 /*
  * nn.c — the reference kernels of the nn ops: softmax and log_softmax,
  * layernorm and rmsnorm, conv2d (im2col into gemm's panels), max/avg pooling and
- * attention.  Float dtypes only; the statistics are kept in double.
+ * attention.  Float dtypes only; the statistics are kept in double
+ * (attention's softmax is rows.c's, as the softmax op's fast path).
  * conv2d and attention split their work into tasks sized by the shapes and
  * the caches run on the pool, each task's products through tir's gemm
  * (gemm.c), so results are bitwise the same with any thread count.
