@@ -3,7 +3,8 @@
  * style: k-block by k-block (KC steps of k), both operands' share of it
  * is packed into panels (MR rows of a, NR columns of b, k-major), in
  * parallel, and the output is then cut into tiles, each one a task on the
- * pool that runs a register-blocked micro-kernel over the packed panels.  One micro-kernel per vector path
+ * pool that runs a register-blocked micro-kernel over the packed panels.
+ * One micro-kernel per vector path
  * (AVX-512F, AVX2+FMA, SSE2, portable C), written once over GCC's vector
  * types and compiled per target attribute, picked by vmath's path
  * (TIR_VMATH), with variants of fewer rows for c's bottom edge.  A caller

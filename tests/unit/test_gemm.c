@@ -190,6 +190,29 @@ static void test_shapes(enum tir_dtype dt)
 			}
 }
 
+/* Every bottom edge: m from 1 to 25 covers each R-row edge kernel of
+ * every path (MR 4, 6, 12), in place (n a multiple of every NR) and on
+ * a copy (n not), with k across a k-block, into c and added to it. */
+static void test_edges(enum tir_dtype dt)
+{
+	for (int64_t m = 1; m <= 25; m++)
+		for (int64_t n = 32; n <= 33; n++) {
+			struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = m == 25 ? 1601 : 70 };
+			void *a = operand(dt, m, g.k, 0, &g.a_rs, &g.a_cs);
+			void *b = operand(dt, g.k, n, 0, &g.b_rs, &g.b_cs);
+			g.a = a;
+			g.b = b;
+			check_one(&g, NULL);
+			int64_t rs, cs;
+			void *c0 = operand(dt, m, n, 0, &rs, &cs);
+			g.acc = true;
+			check_one(&g, c0);
+			free(c0);
+			free(a);
+			free(b);
+		}
+}
+
 /* The same product at every thread count and with several tile sizes:
  * one result, bit for bit. */
 static void test_invariance(enum tir_dtype dt, int la, int lb)
@@ -416,13 +439,14 @@ static void test_batched(enum tir_dtype dt, const int64_t *as, const int64_t *bs
 	tir_tensor_release(&first);
 }
 
-/* conv2d on a plane its position blocks cut mid-row: the same bits at
- * every thread count, and near a double reference. */
-static void test_conv(enum tir_dtype dt)
+/* conv2d on a plane its position blocks cut mid-row, with a bias; and
+ * with 130 channels (1170 taps: more than one k-block of them) and none:
+ * the same bits at every thread count, and near a double reference. */
+static void test_conv(enum tir_dtype dt, int64_t c, int64_t h, int64_t wd, bool with_bias)
 {
 	struct tir_tensor x, w, bias, out, first;
 	struct tir_err err = { 0 };
-	int64_t n = 2, c = 5, h = 40, wd = 37, o = 7;
+	int64_t n = 2, o = 7;
 	fill_tensor(&x, dt, 4, (int64_t[]){ n, c, h, wd });
 	fill_tensor(&w, dt, 4, (int64_t[]){ o, c, 3, 3 });
 	fill_tensor(&bias, dt, 1, (int64_t[]){ o });
@@ -434,8 +458,8 @@ static void test_conv(enum tir_dtype dt)
 	for (int t = 0; t < NTHREADS; t++) {
 		tir_blas_set_threads(threads[t]);
 		struct tir_tensor *dst = t ? &out : &first;
-		CHECK(tir_k_conv2d(&x, &w, &bias, (int64_t[]){ 1, 1 }, (int64_t[]){ 1, 1 }, dst,
-				   &err) == 0);
+		CHECK(tir_k_conv2d(&x, &w, with_bias ? &bias : NULL, (int64_t[]){ 1, 1 },
+				   (int64_t[]){ 1, 1 }, dst, &err) == 0);
 		if (t && memcmp(tir_tensor_data(&first), tir_tensor_data(&out), bytes))
 			differ++;
 	}
@@ -447,7 +471,8 @@ static void test_conv(enum tir_dtype dt)
 		for (int64_t f = 0; f < o; f++)
 			for (int64_t y = 0; y < h; y++)
 				for (int64_t xx = 0; xx < wd; xx++) {
-					double ref = tir_tensor_get_f64(&bias, f), mag = fabs(ref);
+					double ref = with_bias ? tir_tensor_get_f64(&bias, f) : 0;
+					double mag = fabs(ref);
 					for (int64_t ch = 0; ch < c; ch++)
 						for (int64_t i = 0; i < 3; i++)
 							for (int64_t j = 0; j < 3; j++) {
@@ -541,6 +566,7 @@ int main(void)
 	for (int f = 0; f < 2; f++) {
 		enum tir_dtype dt = f ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
 		test_shapes(dt);
+		test_edges(dt);
 		test_invariance(dt, 0, 0);
 		test_invariance(dt, 1, 2);
 		test_epilogue(dt, 1);
@@ -551,7 +577,8 @@ int main(void)
 		test_batched(dt, (int64_t[]){ 3, 1, 17, 130 }, (int64_t[]){ 1, 4, 130, 33 }, 4);
 		/* one b per entry, a shared */
 		test_batched(dt, (int64_t[]){ 1, 25, 300 }, (int64_t[]){ 6, 300, 40 }, 3);
-		test_conv(dt);
+		test_conv(dt, 5, 40, 37, true);
+		test_conv(dt, 130, 12, 11, false);
 	}
 	test_narrow(TIR_DTYPE_BF16, TIR_DTYPE_BF16, 0, 0);  /* the pair kernel, where there is one */
 	test_narrow(TIR_DTYPE_BF16, TIR_DTYPE_BF16, 1, 2);
