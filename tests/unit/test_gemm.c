@@ -158,6 +158,27 @@ static void check_one(struct tir_gemm *g, const void *c0)
 	free(c);
 }
 
+/* a [m, k] in layout la @ b [k, n] in lb, into c; when both are
+ * row-major also added to a c that holds values (c += a @ b) */
+static void check_product(enum tir_dtype dt, int64_t m, int64_t n, int64_t k, int la, int lb)
+{
+	struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = k };
+	void *a = operand(dt, m, k, la, &g.a_rs, &g.a_cs);
+	void *b = operand(dt, k, n, lb, &g.b_rs, &g.b_cs);
+	g.a = a;
+	g.b = b;
+	check_one(&g, NULL);
+	if (la == 0 && lb == 0) {
+		int64_t rs, cs;
+		void *c0 = operand(dt, m, n, 0, &rs, &cs);
+		g.acc = true;
+		check_one(&g, c0);
+		free(c0);
+	}
+	free(a);
+	free(b);
+}
+
 static void test_shapes(enum tir_dtype dt)
 {
 	static const int64_t shapes[][3] = {
@@ -172,21 +193,7 @@ static void test_shapes(enum tir_dtype dt)
 				/* every layout pair on the small shapes, fewer on the large */
 				if (m * n * k > 100000 && la != lb && la + lb != 1)
 					continue;
-				struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = k };
-				void *a = operand(dt, m, k, la, &g.a_rs, &g.a_cs);
-				void *b = operand(dt, k, n, lb, &g.b_rs, &g.b_cs);
-				g.a = a;
-				g.b = b;
-				check_one(&g, NULL);
-				if (la == 0 && lb == 0) {      /* c += a @ b */
-					int64_t rs, cs;
-					void *c0 = operand(dt, m, n, 0, &rs, &cs);
-					g.acc = true;
-					check_one(&g, c0);
-					free(c0);
-				}
-				free(a);
-				free(b);
+				check_product(dt, m, n, k, la, lb);
 			}
 }
 
@@ -196,21 +203,8 @@ static void test_shapes(enum tir_dtype dt)
 static void test_edges(enum tir_dtype dt)
 {
 	for (int64_t m = 1; m <= 25; m++)
-		for (int64_t n = 32; n <= 33; n++) {
-			struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = m == 25 ? 1601 : 70 };
-			void *a = operand(dt, m, g.k, 0, &g.a_rs, &g.a_cs);
-			void *b = operand(dt, g.k, n, 0, &g.b_rs, &g.b_cs);
-			g.a = a;
-			g.b = b;
-			check_one(&g, NULL);
-			int64_t rs, cs;
-			void *c0 = operand(dt, m, n, 0, &rs, &cs);
-			g.acc = true;
-			check_one(&g, c0);
-			free(c0);
-			free(a);
-			free(b);
-		}
+		for (int64_t n = 32; n <= 33; n++)
+			check_product(dt, m, n, m == 25 ? 1601 : 70, 0, 0);
 }
 
 /* The same product at every thread count and with several tile sizes:
