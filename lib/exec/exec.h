@@ -494,6 +494,10 @@ void tir_rows_scores(enum tir_dtype dt, void *s, int64_t rows, int64_t lk, int64
  * vector path picks, "gen", "a2" or "a5" (vmath.h's TIR_ISA_BUILDS). */
 const char *tir_reduce_build(void);
 const char *tir_rows_build(void);
+/* Test hook: attention's batch entries a group (their k and v packed
+ * together, then their chunks run) when n > 0; 0 puts back the choice by
+ * the last-level cache.  Results never depend on it. */
+void tir_attention_test_group(int64_t n);
 
 /* ---- files: .npy and .safetensors ----
  * Every header field is validated against the file's size; errors name the

@@ -411,7 +411,7 @@ struct job {
 	bool pairs;                  /* kern_bf16: g->k counts pairs of the ksrc steps */
 	int64_t ksrc;
 	int64_t es, mr, nr, kc;
-	int64_t mp, np, kb;          /* panels of a (rows), of b (columns); k-blocks */
+	int64_t mp, np;              /* panels of a (rows), of b (columns) */
 	int64_t k0, kcb;             /* the k-block being packed and used */
 	int64_t mpad, npad;          /* mp * mr, np * nr */
 	/* the batch entries whose operands differ: a's are na, b's nbb; entry
@@ -868,7 +868,6 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	j.np = ceil_div(g->n, j.nr);
 	j.mpad = j.mp * j.mr;
 	j.npad = j.np * j.nr;
-	j.kb = ceil_div(g->k, j.kc);
 	j.na = j.nbb = 1;
 	for (int d = 0; d < g->nb; d++) {
 		j.na *= g->as[d] ? g->shape[d] : 1;

@@ -702,6 +702,14 @@ int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 
 /* ---- attention ---- */
 
+/* the test hook's batch entries a group (0: from the cache) */
+static _Atomic int64_t attn_group_test;
+
+void tir_attention_test_group(int64_t n)
+{
+	atomic_store(&attn_group_test, n > 0 ? n : 0);
+}
+
 /* One attention cut into tasks: task t = (batch entry, chunk of query
  * rows), each through its worker's scores buffer.  The batch entries go
  * in groups whose k^T and v are packed first, once (pack_task: each
@@ -880,7 +888,9 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 	/* entries a group: their packed k^T and v within half the last-level
 	 * cache (8 MiB when it is not known), at least one */
 	int64_t llc = mc->l3 > 0 ? mc->l3 : (int64_t)8 << 20;
-	int64_t group = llc / 2 / (j->kbytes + j->vbytes);
+	int64_t group = atomic_load(&attn_group_test);
+	if (group <= 0)
+		group = llc / 2 / (j->kbytes + j->vbytes);
 	group = group < 1 ? 1 : group > batches ? batches : group;
 	j->packed = aligned_alloc(64, (size_t)(group * (j->kbytes + j->vbytes)));
 	if (!j->packed) {

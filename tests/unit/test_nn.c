@@ -702,6 +702,27 @@ static void test_attention(enum tir_dtype dt)
 		check_attention(&q, &kb, &v, causal, tol);
 		tir_tensor_release(&kb);
 	}
+	/* k and v packed in groups of 1, 2 and 5 of the 6 entries (as a head
+	 * too large for the cache is): the bytes of one group, every thread
+	 * count */
+	alloc(&out, dt, 4, (int64_t[]){ 2, 3, 5, 3 });
+	struct tir_tensor again;
+	alloc(&again, dt, 4, (int64_t[]){ 2, 3, 5, 3 });
+	size_t obytes = (size_t)tir_tensor_numel(&out) * tir_dtype_size(dt);
+	int threads0 = tir_pool_threads();
+	CHECK(tir_k_attention(&q, &k, &v, false, &out, &err) == 0);
+	for (int64_t grp = 1; grp <= 5; grp += grp == 1 ? 1 : 3)
+		for (int th = 1; th <= 3; th += 2) {
+			tir_attention_test_group(grp);
+			tir_blas_set_threads(th);
+			memset(tir_tensor_data(&again), 0, obytes);
+			CHECK(tir_k_attention(&q, &k, &v, false, &again, &err) == 0);
+			CHECK(memcmp(tir_tensor_data(&out), tir_tensor_data(&again), obytes) == 0);
+		}
+	tir_attention_test_group(0);
+	tir_blas_set_threads(threads0);
+	tir_tensor_release(&again);
+	tir_tensor_release(&out);
 	/* a transposed v and self-attention sizes */
 	struct tir_tensor v2, q2;
 	rnd(&v2, dt, 3, (int64_t[]){ 2, 8, 7 }, 1);
