@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""tests/readme_check.py [--tir TIR] FILE.md... — run every example of a
-Markdown file and check that it prints what the file shows, so that the
-README cannot drift from the program.  tests/suites/readme.sh runs it on
-README.md and docs/*.md.
+"""tests/readme_check.py [--tir TIR] [--counts] [FILE.md...] — run every
+example of Markdown files and check that it prints what the file shows, so
+that the README and the manual cannot drift from the program.  Without
+FILE.md it reads README.md and docs/*.md, as tests/suites/readme.sh does.
+With --counts it prints, before the last line, one line per file:
+"FILE: N examples" (tests/suites/readme.sh holds each file to a floor, so
+that an example cannot go untested by being deleted or losing its `$ `).
 
 An example is a fenced block whose first line is a command or a prompt:
 
@@ -29,6 +32,7 @@ examples and are not run.
 Prints one line per failing example with where and what; the last line is
 "N passed, M failed" (one count per example); exit 0 only if none failed.
 """
+import glob
 import os
 import re
 import signal
@@ -208,10 +212,18 @@ def repl_example(lines, tir):
 def main(argv):
     args = argv[1:]
     tir = os.path.join(ROOT, os.environ.get("BUILD", "build"), "tir")
-    if args[:1] == ["--tir"]:
-        tir, args = os.path.abspath(args[1]), args[2:]
+    counts = False
+    while args[:1] in (["--tir"], ["--counts"]):
+        if args[0] == "--tir":
+            tir, args = os.path.abspath(args[1]), args[2:]
+        else:
+            counts, args = True, args[1:]
+    if not args:
+        args = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
     passed = failed = 0
+    per_file = []
     for path in args:
+        before = passed + failed
         for start, lines in blocks(path):
             if not lines:
                 continue
@@ -226,6 +238,10 @@ def main(argv):
                 failed += 1
             else:
                 passed += 1
+        per_file.append((os.path.relpath(path, ROOT), passed + failed - before))
+    if counts:
+        for name, n in per_file:
+            print(f"{name}: {n} examples")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 

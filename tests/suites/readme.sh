@@ -1,11 +1,13 @@
 #!/bin/sh
 # tests/suites/readme.sh — the examples of README.md and docs/*.md run as
 # written (tests/readme_check.py: a `$ CMD` or `tir> ` block prints what it
-# shows, floats within tests/numdiff.py's tolerance), and the two checkers
-# themselves: each must accept what it should and refuse what it should
-# (a checker that cannot fail proves nothing).  One count per example and
-# per case; the last line is "N passed, M failed".  Run from the
-# repository root; BUILD picks the build (default build).
+# shows, floats within tests/numdiff.py's tolerance), each file holding at
+# least the examples it held when this suite last changed (so that none
+# goes untested by being deleted), and the two checkers themselves: each
+# must accept what it should and refuse what it should (a checker that
+# cannot fail proves nothing), the examples of every file among them.  One
+# count per example and per case; the last line is "N passed, M failed".
+# Run from the repository root; BUILD picks the build (default build).
 set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,20 +20,62 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 passed=0
 failed=0
 
+# the least number of examples of each file: raise a floor when adding
+# examples, lower it only when an example moves to another file
+floors="README.md 5 docs/commands.md 4 docs/fusion.md 1 docs/language.md 1 docs/remote.md 3"
+
 # 1. the examples
-"$py" tests/readme_check.py --tir "$tir" README.md docs/*.md >"$tmp/out" 2>&1
+"$py" tests/readme_check.py --tir "$tir" --counts README.md docs/*.md >"$tmp/out" 2>&1
 c=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$tmp/out" | tail -n 1)
 if [ -z "$c" ]; then
 	echo "readme: FAILED: tests/readme_check.py gave no summary"
 	tail -n 5 "$tmp/out"
 	failed=$((failed + 1))
 else
-	sed '$d' "$tmp/out"
+	sed '$d' "$tmp/out" | grep -v ': [0-9]* examples$'
 	# shellcheck disable=SC2086 # "N M": split on purpose
 	set -- $c
 	passed=$((passed + $1))
 	failed=$((failed + $2))
 fi
+
+# 1b. no file holds fewer examples than its floor
+# shellcheck disable=SC2086 # "FILE N ...": split on purpose
+set -- $floors
+while [ $# -ge 2 ]; do
+	n=$(sed -n "s|^$1: \([0-9]*\) examples\$|\1|p" "$tmp/out")
+	if [ -n "$n" ] && [ "$n" -ge "$2" ]; then
+		passed=$((passed + 1))
+	else
+		echo "readme: FAILED: $1 has ${n:-no} examples, fewer than its $2"
+		failed=$((failed + 1))
+	fi
+	shift 2
+done
+
+# 1c. each file's first example, its expected output given one line more,
+# must fail, and only it: the checker reads every file and can fail on it
+mkdir "$tmp/broken"
+# shellcheck disable=SC2086
+set -- $floors
+while [ $# -ge 2 ]; do
+	b="$tmp/broken/$(echo "$1" | tr / _)"
+	awk 'st == 0 && /^```/ { print; st = 1; next }
+	     st == 1 { st = /^```/ ? 0 : /^(\$ |tir> )/ ? 2 : 3; print; next }
+	     st == 2 && /^```/ { print "a line no example prints"; print; st = 4; next }
+	     st == 3 && /^```/ { st = 0 }
+	     { print }' "$1" >"$b"
+	"$py" tests/readme_check.py --tir "$tir" "$b" >"$tmp/bout" 2>&1
+	if ! cmp -s "$1" "$b" && [ "$(grep -c ': FAILED: ' "$tmp/bout")" -eq 1 ] &&
+	   tail -n 1 "$tmp/bout" | grep -q ' passed, 1 failed$'; then
+		passed=$((passed + 1))
+	else
+		echo "readme_check: FAILED: $1 with its first example broken: expected one failure:"
+		tail -n 5 "$tmp/bout"
+		failed=$((failed + 1))
+	fi
+	shift 2
+done
 
 # 2. numdiff: case NAME WANT_STATUS EXPECTED GOT (the texts as printf formats)
 case_numdiff() {
