@@ -1,8 +1,10 @@
 /*
- * main.c — the tir command line: run, check, fmt, repl, serve, help.  A
- * thin client of libtir (lib/tir.h): it reads files, prints results and
- * errors, and owns the exit statuses (0 ok, 1 program or data error, 2 bad
- * usage, 3 remote failure, 130/143 a remote run stopped by SIGINT/SIGTERM).  No tensor logic lives here.
+ * main.c — the tir command line: dispatch to the commands of flags.c's
+ * table; check, fmt, inspect, help and --version themselves.  A thin
+ * client of libtir (lib/tir.h): it reads files, prints results and errors,
+ * and owns the exit statuses (0 ok, 1 program or data error, 2 bad usage,
+ * 3 remote failure, 130/143 a remote run stopped by SIGINT/SIGTERM).  No
+ * tensor logic lives here.
  */
 #include "cli.h"
 
@@ -171,11 +173,12 @@ static const char *file_only(enum cli_cmd_id cmd, int argc, char **argv, int *st
 {
 	struct cli_args a;
 	char *val;
+	int f;
 	cli_args_begin(&a, cmd, argc, argv);
-	while (cli_args_next(&a, &val) >= 0)
+	while ((f = cli_args_next(&a, &val)) >= 0)
 		;
 	*status = a.exit;
-	return a.exit == EXIT_OK && a.done ? a.operand : NULL;
+	return f == CLI_ARGS_DONE ? a.operand : NULL;
 }
 
 int cli_check(int argc, char **argv)
