@@ -7,6 +7,9 @@
 
 #include "tir.h"
 
+#include <getopt.h>
+#include <stdio.h>
+
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 
 double cli_now_ms(void);
@@ -49,11 +52,67 @@ void cli_remotes_close(struct cli_remotes *g);
 /* What the last run sent and received, over all of them. */
 void cli_remotes_stats(const struct cli_remotes *g, struct tir_remote_stats *sum);
 
+/* flags.c: the commands and their flags (flags.def), read by getopt_long
+ * and shown by the help.  Each command is called as main is, argv[0] its
+ * name, and returns its exit status. */
+enum cli_cmd_id { CMD_RUN, CMD_CHECK, CMD_FMT, CMD_INSPECT, CMD_REPL, CMD_SERVE, CMD_HELP, CMD_VERSION,
+		  CMD_COUNT };
+enum cli_flag_id {
+#define FLAG(id, cmd, name, value, help) FLAG_##id,
+#include "flags.def"
+#undef FLAG
+	FLAG_COUNT
+};
+struct cli_cmd {
+	const char *name;     /* "run" */
+	const char *operand;  /* what it takes besides flags ("FILE.tir"), or NULL */
+	const char *what;     /* the operand in a message ("program"), NULL: none taken */
+	const char *summary;  /* its line in `tir help` */
+	const char *about;    /* its help's prose before the flags, or NULL */
+	const char *footer;   /* and after them, or NULL */
+	const char *hint;     /* after a misuse message; NULL: the whole help */
+	int (*main)(int argc, char **argv);
+};
+extern const struct cli_cmd cli_cmds[CMD_COUNT];
+/* The command named NAME, or NULL. */
+const struct cli_cmd *cli_cmd_find(const char *name);
+/* A flag's long name ("max-body" for FLAG_SERVE_MAX_BODY). */
+const char *cli_flag_name(int id);
+/* `tir help`: every command, one line each. */
+void cli_print_usage(FILE *f);
+/* `tir help CMD`, `tir CMD --help`: its usage line, prose and flags. */
+void cli_print_help(FILE *f, enum cli_cmd_id cmd);
+/* "tir CMD: MESSAGE" and the command's hint on stderr.  returns EXIT_USAGE. */
+int cli_misuse(enum cli_cmd_id cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A command's arguments as getopt_long reads them, in order: each flag
+ * from cli_args_next, the operand (if the command takes one) in
+ * a->operand.  --opt=value and --opt value alike; `--` ends the flags; a
+ * lone `-` is an operand; abbreviations are refused.  Any number of
+ * parses per process (getopt's state is reset by each begin). */
+enum { CLI_ARGS_DONE = -1, CLI_ARGS_STOP = -2 };
+struct cli_args {
+	enum cli_cmd_id cmd;
+	int argc;
+	char **argv;
+	const char *operand;
+	int exit;             /* after CLI_ARGS_STOP: EXIT_OK (help printed) or EXIT_USAGE (misuse said) */
+	bool done;
+	struct option longopts[FLAG_COUNT + 2]; /* the command's flags, --help, the end */
+};
+void cli_args_begin(struct cli_args *a, enum cli_cmd_id cmd, int argc, char **argv);
+/* The next flag's FLAG_ id, *value its value (NULL for a switch);
+ * CLI_ARGS_DONE at the end, the operand checked; CLI_ARGS_STOP when the
+ * command is to return a->exit now. */
+int cli_args_next(struct cli_args *a, char **value);
+
 int cli_run(int argc, char **argv);
-extern const char *const cli_run_help;
 int cli_repl(int argc, char **argv);
-extern const char *const cli_repl_help;
 int cli_serve(int argc, char **argv);
-extern const char *const cli_serve_help;
+int cli_check(int argc, char **argv);
+int cli_fmt(int argc, char **argv);
+int cli_inspect(int argc, char **argv);
+int cli_help(int argc, char **argv);
+int cli_version(int argc, char **argv);
 
 #endif

@@ -1,8 +1,10 @@
 /*
- * main.c — the tir command line: run, check, fmt, repl, serve, help.  A
- * thin client of libtir (lib/tir.h): it reads files, prints results and
- * errors, and owns the exit statuses (0 ok, 1 program or data error, 2 bad
- * usage, 3 remote failure, 130/143 a remote run stopped by SIGINT/SIGTERM).  No tensor logic lives here.
+ * main.c — the tir command line: dispatch to the commands of flags.c's
+ * table; check, fmt, inspect, help and --version themselves.  A thin
+ * client of libtir (lib/tir.h): it reads files, prints results and errors,
+ * and owns the exit statuses (0 ok, 1 program or data error, 2 bad usage,
+ * 3 remote failure, 130/143 a remote run stopped by SIGINT/SIGTERM).  No
+ * tensor logic lives here.
  */
 #include "cli.h"
 
@@ -14,51 +16,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char *const usage_text =
-	"usage: tir COMMAND [ARGS]\n"
-	"\n"
-	"  tir run FILE.tir [options]   parse, check and run a program; print its results\n"
-	"  tir check FILE.tir           parse and type-check only (silent when well formed)\n"
-	"  tir fmt FILE.tir [--dot]     print the program in canonical form (--dot: its plan, for Graphviz)\n"
-	"  tir inspect FILE             the tensors of a .safetensors or .npy file\n"
-	"  tir repl                     an interactive session (tir help repl)\n"
-	"  tir serve [--port 6667]      serve batches over HTTP (tir help serve)\n"
-	"  tir help [COMMAND|ops]       this text, a command's options, or the op table\n"
-	"  tir --version                the version, vector path, gemm, BLAS, caches\n"
-	"\n"
-	"TIR_VMATH=scalar|sse2|avx2|avx512 caps the vector path (default: the best the\n"
-	"CPU has).\n";
-
-const char *const cli_run_help =
-	"usage: tir run FILE.tir [options]\n"
-	"\n"
-	"  --input NAME=FILE     value of `input NAME` from a .npy or .safetensors file\n"
-	"  --save NAME=FILE      write a bound value to FILE.npy, or to FILE.safetensors\n"
-	"                        (which holds every value saved to it, by name)\n"
-	"  --remote HOST:PORT    run on a tir server (`tir serve`); https://HOST:PORT for one\n"
-	"                        serving TLS (checked against the system's CAs, or\n"
-	"                        TIR_CA_FILE's); TIR_TOKEN is its token, TIR_TIMEOUT the\n"
-	"                        seconds to wait for a reply (default 600).  A list\n"
-	"                        a:6667,b:6667 names remote:0, remote:1, ... for to() and\n"
-	"                        shard(); one address of an MPI group names all its ranks\n"
-	"  --no-fuse             run op by op (the reference path)\n"
-	"  --explain             print the plan: which ops went into which kernel\n"
-	"  --profile             print a table of kernels: time, bytes, GFLOP/s, tasks\n"
-	"  --trace FILE.json     write the run as Chrome trace events (Perfetto,\n"
-	"                        chrome://tracing): parse, plan, each kernel, and each\n"
-	"                        pool thread's share of it; with --remote the batch,\n"
-	"                        each request, upload and fetch, the server's plan and run\n"
-	"  --progress=WHEN       a progress line on stderr once a run takes a second:\n"
-	"                        auto (default: when stderr is a terminal), always, never\n"
-	"  --threads N           threads for the engine (default: one per processor)\n"
-	"  --precision N         significant digits of printed floats (default 6)\n"
-	"  --full                print every element (no ... summary)\n"
-	"  --quiet               no timing line on stderr\n"
-	"\n"
-	"Exit status: 0 ok, 1 an error in the program or its data, 2 bad usage,\n"
-	"3 the remote failed (unreachable, another protocol, token refused),\n"
-	"130/143 a --remote run stopped by SIGINT/SIGTERM (its session deleted).\n";
 
 double cli_now_ms(void)
 {
@@ -210,36 +167,45 @@ struct tir_program *cli_load_program(const char *path, int nremotes, int *status
 	return p;
 }
 
-static int cmd_check(int argc, char **argv)
+/* a command that takes a file and no flag but --help: its file, or NULL
+ * with *status to return */
+static const char *file_only(enum cli_cmd_id cmd, int argc, char **argv, int *status)
 {
-	if (argc != 1) {
-		fprintf(stderr, "usage: tir check FILE.tir\n");
-		return EXIT_USAGE;
-	}
-	int status = EXIT_OK;
-	struct tir_program *p = cli_load_program(argv[0], -1, &status, NULL);
+	struct cli_args a;
+	char *val;
+	int f;
+	cli_args_begin(&a, cmd, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0)
+		;
+	*status = a.exit;
+	return f == CLI_ARGS_DONE ? a.operand : NULL;
+}
+
+int cli_check(int argc, char **argv)
+{
+	int status;
+	const char *file = file_only(CMD_CHECK, argc, argv, &status);
+	if (!file)
+		return status;
+	struct tir_program *p = cli_load_program(file, -1, &status, NULL);
 	tir_program_free(p);
 	return status;
 }
 
-static int cmd_fmt(int argc, char **argv)
+int cli_fmt(int argc, char **argv)
 {
-	const char *file = NULL;
 	bool dot = false;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--dot"))
+	struct cli_args a;
+	char *val;
+	int f;
+	cli_args_begin(&a, CMD_FMT, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0)
+		if (f == FLAG_FMT_DOT)
 			dot = true;
-		else if (!file && argv[i][0] != '-')
-			file = argv[i];
-		else
-			file = NULL, argc = -1;
-	}
-	if (!file) {
-		fprintf(stderr, "usage: tir fmt FILE.tir [--dot]\n");
-		return EXIT_USAGE;
-	}
+	if (f == CLI_ARGS_STOP)
+		return a.exit;
 	int status = EXIT_OK;
-	struct tir_program *p = cli_load_program(file, -1, &status, NULL);
+	struct tir_program *p = cli_load_program(a.operand, -1, &status, NULL);
 	if (!p)
 		return status;
 	char *s = NULL;
@@ -268,28 +234,14 @@ static int cmd_fmt(int argc, char **argv)
 	return status;
 }
 
-static const char inspect_help[] =
-	"usage: tir inspect FILE\n"
-	"\n"
-	"The tensors of a .safetensors or .npy file, from its header alone (the\n"
-	"data is not read): name, dtype as the file names it, shape, bytes, offset\n"
-	"of the data from the start of the file, and the tir dtype it loads as (\"-\"\n"
-	"for a dtype tir does not read yet).  Every tensor is checked as loading\n"
-	"it would be: a header that lies (offsets out of range or overlapping, a\n"
-	"shape that disagrees with its bytes) is an error, exit status 1.\n";
-
-static int cmd_inspect(int argc, char **argv)
+int cli_inspect(int argc, char **argv)
 {
-	if (argc == 1 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
-		fputs(inspect_help, stdout);
-		return EXIT_OK;
-	}
-	if (argc != 1) {
-		fputs(inspect_help, stderr);
-		return EXIT_USAGE;
-	}
+	int status;
+	const char *file = file_only(CMD_INSPECT, argc, argv, &status);
+	if (!file)
+		return status;
 	struct tir_err err = {0};
-	char *s = tir_file_inspect(argv[0], &err);
+	char *s = tir_file_inspect(file, &err);
 	if (!s) {
 		cli_print_err(&err);
 		return EXIT_PROGRAM;
@@ -303,48 +255,34 @@ static int cmd_inspect(int argc, char **argv)
 	return EXIT_OK;
 }
 
-static int cmd_help(int argc, char **argv)
+/* tir help [COMMAND|ops] (its words are no flags) */
+int cli_help(int argc, char **argv)
 {
-	if (argc == 0) {
-		fputs(usage_text, stdout);
+	if (argc < 2) {
+		cli_print_usage(stdout);
 		return EXIT_OK;
 	}
-	if (!strcmp(argv[0], "run")) {
-		fputs(cli_run_help, stdout);
-		return EXIT_OK;
-	}
-	if (!strcmp(argv[0], "repl")) {
-		fputs(cli_repl_help, stdout);
-		return EXIT_OK;
-	}
-	if (!strcmp(argv[0], "serve")) {
-		fputs(cli_serve_help, stdout);
-		return EXIT_OK;
-	}
-	if (!strcmp(argv[0], "ops")) {
+	if (!strcmp(argv[1], "ops")) {
 		char *s = tir_ops_help();
 		fputs(s ? s : "", stdout);
 		free(s);
 		return EXIT_OK;
 	}
-	if (!strcmp(argv[0], "check")) {
-		printf("usage: tir check FILE.tir\n");
-		return EXIT_OK;
+	const struct cli_cmd *c = cli_cmd_find(argv[1]);
+	if (!c || c - cli_cmds == CMD_HELP || c - cli_cmds == CMD_VERSION) {
+		fprintf(stderr, "tir: no help for '%s'\n", argv[1]);
+		cli_print_usage(stderr);
+		return EXIT_USAGE;
 	}
-	if (!strcmp(argv[0], "fmt")) {
-		printf("usage: tir fmt FILE.tir [--dot]\n"
-		       "\n"
-		       "The program in canonical form; with --dot, the plan of what it prints as a\n"
-		       "Graphviz graph (each kernel a cluster of the ops fused into it; nothing\n"
-		       "runs): tir fmt model.tir --dot | dot -Tpng > plan.png\n");
-		return EXIT_OK;
-	}
-	if (!strcmp(argv[0], "inspect")) {
-		fputs(inspect_help, stdout);
-		return EXIT_OK;
-	}
-	fprintf(stderr, "tir: no help for '%s'\n%s", argv[0], usage_text);
-	return EXIT_USAGE;
+	cli_print_help(stdout, (enum cli_cmd_id)(c - cli_cmds));
+	return EXIT_OK;
+}
+
+int cli_version(int argc, char **argv)
+{
+	printf("tir %s\nvector path: %s\ngemm: %s\nblas: %s\ncaches: %s\n", TIR_VERSION, tir_vector_path(),
+	       tir_gemm_info(), tir_blas_info(), tir_machine_info());
+	return EXIT_OK;
 }
 
 /* A file that load or --input mapped, truncated while its value lives,
@@ -371,45 +309,28 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
 	if (argc < 2) {
-		fputs(usage_text, stderr);
+		cli_print_usage(stderr);
 		return EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
-		return cmd_help(argc - 2, argv + 2);
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
+		cmd = "help";
+	else if (!strcmp(cmd, "version"))
+		cmd = "--version";
 	/* before any command runs a kernel: a misspelt path is never taken
 	 * silently for the best one */
 	struct tir_err err = {0};
-	if (tir_vector_path_check(&err)) {
+	if (strcmp(cmd, "help") && tir_vector_path_check(&err)) {
 		fprintf(stderr, "tir: %s\n", err.msg);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("tir %s\nvector path: %s\ngemm: %s\nblas: %s\ncaches: %s\n", TIR_VERSION,
-		       tir_vector_path(), tir_gemm_info(), tir_blas_info(), tir_machine_info());
-		return EXIT_OK;
+	const struct cli_cmd *c = cli_cmd_find(cmd);
+	if (!c) {
+		fprintf(stderr, "tir: unknown command '%s'\n", cmd);
+		cli_print_usage(stderr);
+		return EXIT_USAGE;
 	}
-	if (!strcmp(cmd, "check"))
-		return cmd_check(argc - 2, argv + 2);
-	if (!strcmp(cmd, "fmt"))
-		return cmd_fmt(argc - 2, argv + 2);
-	if (!strcmp(cmd, "inspect"))
-		return cmd_inspect(argc - 2, argv + 2);
-	if (!strcmp(cmd, "run")) {
-		int status = cli_run(argc - 2, argv + 2);
-		tir_release_caches();
-		return status;
-	}
-	if (!strcmp(cmd, "repl")) {
-		int status = cli_repl(argc - 2, argv + 2);
-		tir_release_caches();
-		return status;
-	}
-	if (!strcmp(cmd, "serve")) {
-		int status = cli_serve(argc - 2, argv + 2);
-		tir_release_caches();
-		return status;
-	}
-	fprintf(stderr, "tir: unknown command '%s'\n%s", cmd, usage_text);
-	return EXIT_USAGE;
+	int status = c->main(argc - 1, argv + 1);
+	tir_release_caches();
+	return status;
 }

@@ -856,36 +856,18 @@ static void tty_close(char *hist)
 
 /* ---- the loop ---- */
 
-const char *const cli_repl_help =
-	"usage: tir repl [--remote HOST:PORT[,HOST:PORT...]]\n"
-	"\n"
-	"  An interactive session: statements accumulate, an expression alone\n"
-	"  prints its value, .help lists the dot-commands.  With stdin not a\n"
-	"  terminal there is no prompt (tir repl < script.tir) and the exit\n"
-	"  status is 1 when any statement failed.  History is kept in\n"
-	"  ~/.tir_history (TIR_HISTORY=FILE elsewhere, TIR_HISTORY= none).\n"
-	"\n"
-	"  --remote HOST:PORT    compute on a tir server (as .remote HOST:PORT); a list\n"
-	"                        names remote:0, remote:1, ... for to(x, \"remote:1\");\n"
-	"                        https://HOST:PORT for one serving TLS (TIR_CA_FILE: a CA\n"
-	"                        to trust besides the system's); TIR_TOKEN is its token,\n"
-	"                        TIR_TIMEOUT the seconds to wait for a reply\n";
-
 int cli_repl(int argc, char **argv)
 {
 	const char *remote = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_repl_help, stdout);
-			return EXIT_OK;
-		}
-		if (!strcmp(argv[i], "--remote") && i + 1 < argc) {
-			remote = argv[++i];
-			continue;
-		}
-		fprintf(stderr, "tir repl: unexpected '%s'\n%s", argv[i], cli_repl_help);
-		return EXIT_USAGE;
-	}
+	struct cli_args a;
+	char *val;
+	int f;
+	cli_args_begin(&a, CMD_REPL, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0)
+		if (f == FLAG_REPL_REMOTE)
+			remote = val;
+	if (f == CLI_ARGS_STOP)
+		return a.exit;
 	struct repl r = {.tty = isatty(STDIN_FILENO)};
 	char *hist = NULL;
 	/* a session outlives the files it read: np.save rewrites a file in

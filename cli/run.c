@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,18 +25,6 @@ struct run_opts {
 	int threads, precision;
 	enum cli_progress_mode progress;
 };
-
-static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "tir run: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n(tir help run lists the options)\n");
-	va_end(ap);
-	return EXIT_USAGE;
-}
 
 /* NAME=FILE */
 static bool split_pair(char *s, struct pair *p)
@@ -62,75 +49,79 @@ static bool parse_int(const char *s, int lo, int hi, int *out)
 	return true;
 }
 
+/* 0, or an exit status to return now (-1: help was printed) */
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
 	o->precision = 6;
 	o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
 	o->saves = calloc((size_t)argc + 1, sizeof *o->saves);
 	if (!o->inputs || !o->saves)
-		return usage("%s", "out of memory");
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		char *val = NULL;
-		bool takes = !strcmp(a, "--input") || !strcmp(a, "--save") || !strcmp(a, "--remote") || !strcmp(a, "--trace") ||
-			     !strcmp(a, "--threads") || !strcmp(a, "--precision");
-		if (takes) {
-			if (i + 1 >= argc)
-				return usage("%s needs a value", a);
-			val = argv[++i];
-		}
-		if (!strcmp(a, "--input")) {
+		return cli_misuse(CMD_RUN, "%s", "out of memory");
+	struct cli_args a;
+	char *val; /* in argv: split_pair cuts it */
+	int f;
+	cli_args_begin(&a, CMD_RUN, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0) {
+		switch (f) {
+		case FLAG_RUN_INPUT:
 			if (!split_pair(val, &o->inputs[o->ninputs++]))
-				return usage("--input wants NAME=FILE, got '%s'", val);
-		} else if (!strcmp(a, "--save")) {
+				return cli_misuse(CMD_RUN, "--input wants NAME=FILE, got '%s'", val);
+			break;
+		case FLAG_RUN_SAVE: {
 			if (!split_pair(val, &o->saves[o->nsaves++]))
-				return usage("--save wants NAME=FILE.npy or NAME=FILE.safetensors, got '%s'", val);
+				return cli_misuse(CMD_RUN, "--save wants NAME=FILE.npy or NAME=FILE.safetensors, got '%s'", val);
 			const struct pair *sv = &o->saves[o->nsaves - 1];
 			for (int j = 0; j < o->nsaves - 1; j++) {
 				if (strcmp(o->saves[j].path, sv->path))
 					continue;
 				if (!tir_path_is_safetensors(sv->path))
-					return usage("--save: %s is named twice; a .npy file holds one tensor "
+					return cli_misuse(CMD_RUN, "--save: %s is named twice; a .npy file holds one tensor "
 						     "(a name ending in .safetensors holds several)", sv->path);
 				if (!strcmp(o->saves[j].name, sv->name))
-					return usage("--save: %s=%s is given twice", sv->name, sv->path);
+					return cli_misuse(CMD_RUN, "--save: %s=%s is given twice", sv->name, sv->path);
 			}
-		} else if (!strcmp(a, "--remote")) {
+			break;
+		}
+		case FLAG_RUN_REMOTE:
 			o->remote = val;
-		} else if (!strcmp(a, "--trace")) {
+			break;
+		case FLAG_RUN_TRACE:
 			o->trace = val;
-		} else if (!strcmp(a, "--threads")) {
+			break;
+		case FLAG_RUN_THREADS:
 			if (!parse_int(val, 1, 1024, &o->threads))
-				return usage("--threads wants a number from 1 to 1024, got '%s'", val);
-		} else if (!strcmp(a, "--precision")) {
+				return cli_misuse(CMD_RUN, "--threads wants a number from 1 to 1024, got '%s'", val);
+			break;
+		case FLAG_RUN_PRECISION:
 			if (!parse_int(val, 1, 17, &o->precision))
-				return usage("--precision wants a number from 1 to 17, got '%s'", val);
-		} else if (!strcmp(a, "--no-fuse")) {
+				return cli_misuse(CMD_RUN, "--precision wants a number from 1 to 17, got '%s'", val);
+			break;
+		case FLAG_RUN_PROGRESS:
+			if (!cli_progress_parse(val, &o->progress))
+				return cli_misuse(CMD_RUN, "--progress wants auto, always or never, got '%s'", val);
+			break;
+		case FLAG_RUN_NO_FUSE:
 			o->no_fuse = true;
-		} else if (!strcmp(a, "--explain")) {
+			break;
+		case FLAG_RUN_EXPLAIN:
 			o->explain = true;
-		} else if (!strcmp(a, "--profile")) {
+			break;
+		case FLAG_RUN_PROFILE:
 			o->profile = true;
-		} else if (!strcmp(a, "--full")) {
+			break;
+		case FLAG_RUN_FULL:
 			o->full = true;
-		} else if (!strcmp(a, "--quiet")) {
+			break;
+		case FLAG_RUN_QUIET:
 			o->quiet = true;
-		} else if (!strncmp(a, "--progress=", 11)) {
-			if (!cli_progress_parse(a + 11, &o->progress))
-				return usage("--progress wants auto, always or never, got '%s'", a + 11);
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_run_help, stdout);
-			return -1;
-		} else if (a[0] == '-' && a[1]) {
-			return usage("unknown option '%s'", a);
-		} else if (o->file) {
-			return usage("one program at a time; '%s' is a second one", a);
-		} else {
-			o->file = a;
+			break;
+		default:
+			break;
 		}
 	}
-	if (!o->file)
-		return usage("%s", "which program? tir run FILE.tir");
+	if (f == CLI_ARGS_STOP)
+		return a.exit == EXIT_OK ? -1 : a.exit;
+	o->file = a.operand;
 	return 0;
 }
 

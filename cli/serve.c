@@ -13,64 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cli_serve_help =
-	"usage: tir serve [options]\n"
-	"\n"
-	"Runs batches for `tir run --remote HOST:PORT` and the REPL's .remote over\n"
-	"HTTP (docs/protocol.md).  One line per request on stderr; SIGINT or SIGTERM\n"
-	"stops it.\n"
-	"\n"
-	"  --host ADDR          address to listen on (default 127.0.0.1)\n"
-	"  --port N             port (default 6667; 0: any free port, printed at start;\n"
-	"                       under mpirun, rank r of the group listens on N + r)\n"
-	"  --token T            requests need `Authorization: Bearer T` (default: the\n"
-	"                       TIR_TOKEN environment variable; none when unset)\n"
-	"  --max-body BYTES     largest request body (default 1G)\n"
-	"  --max-sessions N     sessions open at once (default 64)\n"
-	"  --session-ttl SECS   a session idle this long is deleted (default 600)\n"
-	"  --session-lease SECS a session whose client asked for a lease (tir's do) is\n"
-	"                       deleted after this long without a request or a renewal,\n"
-	"                       so that a client gone without a word (frozen, cut off)\n"
-	"                       does not hold it for the TTL; tir renews every third of\n"
-	"                       it (default 30)\n"
-	"  --blob-cache BYTES   tensors kept for clients, least recently used evicted\n"
-	"                       past this (default 1G)\n"
-	"  --max-inflight BYTES request bodies being received at once, all together;\n"
-	"                       past it a request is answered 503 busy before its body\n"
-	"                       is read (default: the larger of 2 x --max-body and\n"
-	"                       --blob-cache; bodies of 64K or less are not counted);\n"
-	"                       a run request is charged what parsing it would hold\n"
-	"                       too, and one of over 16448 JSON values is refused\n"
-	"  --threads N          threads for the engine (default: one per processor)\n"
-	"  --max-memory BYTES   tensors held at once: blobs, kept values and batches\n"
-	"                       together; a batch whose plan would pass what is left\n"
-	"                       is refused before it starts (413, at the op of its\n"
-	"                       largest value) (default: 3/4 of the machine's\n"
-	"                       memory, or of its cgroup's limit if lower)\n"
-	"  --max-batch-seconds N\n"
-	"                       a batch running longer is stopped, inside its kernel\n"
-	"                       if need be (413 time, at its op; default 0: no limit)\n"
-	"  --tls-cert FILE      serve HTTPS with this certificate (PEM; a chain: the\n"
-	"                       server's first); clients use --remote https://HOST:PORT\n"
-	"  --tls-key FILE       the certificate's private key (PEM, not encrypted)\n"
-	"  --max-connections-per-address N\n"
-	"                       connections one client address (an IPv6 /64) may hold\n"
-	"                       open; past it 503 busy, or closed on TLS (default 32;\n"
-	"                       256 for all clients together)\n"
-	"  --header-timeout SECS a connection has this long to send a request's head,\n"
-	"                       from when it is accepted or its last request ended,\n"
-	"                       whatever it trickles; then it is closed (default 10)\n"
-	"  --transfer-seconds N an import (POST /v1/sessions/ID/import) that has not\n"
-	"                       fetched its value from the other server within N s\n"
-	"                       fails: 502 upstream (default 60); in a group, each\n"
-	"                       wait of an all_reduce's too (docs/groups.md)\n"
-	"  --tokens FILE        tenants, one a line: NAME TOKEN [sessions=N]\n"
-	"                       [inflight=BYTES]; each has its own sessions and blobs\n"
-	"                       (a blob's name is no key to another tenant's bytes) and\n"
-	"                       these limits (default: the server's); instead of --token\n"
-	"\n"
-	"BYTES may end in K, M or G (powers of 1024).\n";
-
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -229,125 +171,99 @@ int cli_serve(int argc, char **argv)
 	bool token_flag = false;
 	if (token && !*token)
 		token = NULL;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_serve_help, stdout);
-			return EXIT_OK;
-		}
-		static const char *const flags[] = {"--host", "--port", "--token", "--max-body",
-						    "--max-sessions", "--session-ttl", "--blob-cache",
-						    "--threads", "--max-inflight", "--tls-cert", "--tls-key", "--tokens",
-						    "--max-memory", "--max-connections-per-address", "--header-timeout",
-						    "--session-lease", "--max-batch-seconds", "--transfer-seconds"};
-		int f = -1;
-		const char *val = NULL;
-		for (int k = 0; k < (int)(sizeof flags / sizeof *flags) && f < 0; k++) {
-			size_t n = strlen(flags[k]);
-			if (!strncmp(a, flags[k], n) && (a[n] == 0 || a[n] == '=')) {
-				f = k;
-				val = a[n] == '=' ? a + n + 1 : NULL;
-			}
-		}
-		if (f < 0) {
-			fprintf(stderr, "tir serve: unknown option '%s' (tir help serve)\n", a);
-			return EXIT_USAGE;
-		}
-		if (!val) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "tir serve: %s needs a value (tir help serve)\n", a);
-				return EXIT_USAGE;
-			}
-			val = argv[++i];
-		}
+	struct cli_args a;
+	char *val;
+	int f;
+	cli_args_begin(&a, CMD_SERVE, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0) {
 		uint64_t v = 0;
 		bool ok = true;
 		switch (f) {
-		case 0:
+		case FLAG_SERVE_HOST:
 			o.host = val;
 			ok = *val != 0;
 			break;
-		case 1:
+		case FLAG_SERVE_PORT:
 			ok = parse_num(val, 0, 65535, false, &v);
 			o.port = (int)v;
 			break;
-		case 2:
+		case FLAG_SERVE_TOKEN:
 			token = val;
 			token_flag = true;
 			ok = *val != 0;
 			break;
-		case 3:
+		case FLAG_SERVE_MAX_BODY:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_body);
 			break;
-		case 4:
+		case FLAG_SERVE_MAX_SESSIONS:
 			ok = parse_num(val, 1, 1000000, false, &v);
 			o.max_sessions = (int)v;
 			break;
-		case 5:
+		case FLAG_SERVE_SESSION_TTL:
 			ok = parse_num(val, 1, 100000000, false, &v);
 			o.session_ttl = (int)v;
 			break;
-		case 6:
+		case FLAG_SERVE_BLOB_CACHE:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.blob_cache);
 			break;
-		case 7:
+		case FLAG_SERVE_THREADS:
 			ok = parse_num(val, 0, 256, false, &v);
 			o.threads = (int)v;
 			break;
-		case 8:
+		case FLAG_SERVE_MAX_INFLIGHT:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_inflight);
 			break;
-		case 9:
+		case FLAG_SERVE_TLS_CERT:
 			o.tls_cert = val;
 			ok = *val != 0;
 			break;
-		case 10:
+		case FLAG_SERVE_TLS_KEY:
 			o.tls_key = val;
 			ok = *val != 0;
 			break;
-		case 11:
+		case FLAG_SERVE_TOKENS:
 			tokens_file = val;
 			ok = *val != 0;
 			break;
-		case 12:
+		case FLAG_SERVE_MAX_MEMORY:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_memory);
 			break;
-		case 13:
+		case FLAG_SERVE_MAX_CONNECTIONS_PER_ADDRESS:
 			ok = parse_num(val, 1, 1000000, false, &v);
 			o.max_connections_per_address = (int)v;
 			break;
-		case 14:
+		case FLAG_SERVE_HEADER_TIMEOUT:
 			ok = parse_num(val, 1, 86400, false, &v);
 			o.header_timeout = (int)v;
 			break;
-		case 15:
+		case FLAG_SERVE_SESSION_LEASE:
 			ok = parse_num(val, 1, 100000000, false, &v);
 			o.session_lease = (int)v;
 			break;
-		case 16:
+		case FLAG_SERVE_MAX_BATCH_SECONDS:
 			ok = parse_num(val, 0, 1000000000, false, &v);
 			o.max_batch_seconds = (int)v;
 			break;
-		case 17:
+		case FLAG_SERVE_TRANSFER_SECONDS:
 			ok = parse_num(val, 1, 86400, false, &v);
 			o.transfer_seconds = (int)v;
 			break;
+		default:
+			break;
 		}
-		if (!ok) {
-			fprintf(stderr, "tir serve: %s: bad value '%s' (tir help serve)\n", flags[f], val);
-			return EXIT_USAGE;
-		}
+		if (!ok)
+			return cli_misuse(CMD_SERVE, "--%s: bad value '%s'", cli_flag_name(f), val);
 	}
+	if (f == CLI_ARGS_STOP)
+		return a.exit;
 	if (!o.tls_cert != !o.tls_key) {
-		fprintf(stderr, "tir serve: %s needs %s too (tir help serve)\n", o.tls_cert ? "--tls-cert" : "--tls-key",
-			o.tls_cert ? "--tls-key" : "--tls-cert");
-		return EXIT_USAGE;
+		return cli_misuse(CMD_SERVE, "%s needs %s too", o.tls_cert ? "--tls-cert" : "--tls-key",
+				  o.tls_cert ? "--tls-key" : "--tls-cert");
 	}
 	static struct tir_serve_tenant tenants[256];
 	if (tokens_file) {
 		if (token_flag) {
-			fprintf(stderr, "tir serve: --token or --tokens, not both (tir help serve)\n");
-			return EXIT_USAGE;
+			return cli_misuse(CMD_SERVE, "--token or --tokens, not both");
 		}
 		if (!read_tokens(tokens_file, tenants, (int)(sizeof tenants / sizeof *tenants), &o.ntenants))
 			return EXIT_PROGRAM;
