@@ -470,6 +470,8 @@ struct tir_str {
 void tir_str_add(struct tir_str *b, const char *s, size_t n);
 void tir_str_addf(struct tir_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tir_str_free(struct tir_str *b);
+/* CLOCK_MONOTONIC in milliseconds: the one clock of timings and deadlines. */
+double tir_now_ms(void);
 
 const char *tir_dtype_name(enum tir_dtype t);
 int tir_dtype_from_name(const char *s, size_t n);

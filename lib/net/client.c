@@ -96,13 +96,6 @@ struct tir_remote {
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nremotes; /* curl_global_init once while any remote is open */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* ---- results, decoded as they arrive ----
  *
  * A 200 to a run is a results body (docs/protocol.md): its frames go
@@ -402,9 +395,9 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 	if (r->x) {
 		struct tir_progress *p = &r->step;
 		if (dn > 0 && !r->first_ms)
-			r->first_ms = now_ms();
+			r->first_ms = tir_now_ms();
 		if (r->uploading && ut > 0 && un == ut && !r->sent_ms)
-			r->sent_ms = now_ms();
+			r->sent_ms = tir_now_ms();
 		if (r->uploading && (un < ut || !dn)) {
 			p->step = TIR_STEP_UPLOAD;
 			p->bytes = (uint64_t)un;
@@ -889,7 +882,7 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 	r->proto = -1;
 	r->retry_after = -1;
 	r->errbuf[0] = 0;
-	double t0 = now_ms();
+	double t0 = tir_now_ms();
 	r->req_ms = t0;
 	r->first_ms = r->sent_ms = 0;
 	r->uploading = up != NULL;
@@ -900,7 +893,7 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 		tir_exec_progress(r->x, &r->step);
 	}
 	CURLcode rc = curl_easy_perform(c);
-	double t1 = now_ms();
+	double t1 = tir_now_ms();
 	r->stats.net_ms += t1 - t0;
 	r->stats.round_trips++;
 	curl_off_t sent = 0, got = 0, fb = 0;
@@ -949,7 +942,7 @@ static int request_up(struct tir_remote *r, const char *method, const char *path
 		      size_t len, struct upload *up, struct curl_slist *hdr, long *status,
 		      struct tir_err *err)
 {
-	double t0 = now_ms();
+	double t0 = tir_now_ms();
 	int again = 0;
 	for (;;) {
 		int rc = request_once(r, method, path, body, len, up, hdr, status, err);
@@ -958,9 +951,9 @@ static int request_up(struct tir_remote *r, const char *method, const char *path
 		if (rc || *status != 503 || r->retry_after < 0)
 			return rc;
 		double wait = (r->retry_after ? r->retry_after : 1) * 1e3;
-		if (now_ms() + wait - t0 > r->timeout_ms)
+		if (tir_now_ms() + wait - t0 > r->timeout_ms)
 			return 0; /* the 503 is the answer */
-		for (double end = now_ms() + wait; now_ms() < end;) {
+		for (double end = tir_now_ms() + wait; tir_now_ms() < end;) {
 			if (r->intr && *r->intr)
 				return tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
 			struct timespec ts = {0, 20 * 1000 * 1000};
@@ -1364,7 +1357,7 @@ static int read_results(struct tir_remote *r, const struct tir_exec *x, const st
 /* --trace: the batch made (its text, its blobs named), on the client's track. */
 static void trace_batch(const struct tir_remote *r, struct tir_exec *x, const struct tir_batch *b, double t0)
 {
-	struct tir_net_span s = {.track = TIR_TRACK_CLIENT, .who = r, .cat = "batch", .t0_ms = t0, .t1_ms = now_ms()};
+	struct tir_net_span s = {.track = TIR_TRACK_CLIENT, .who = r, .cat = "batch", .t0_ms = t0, .t1_ms = tir_now_ms()};
 	snprintf(s.name, sizeof s.name, "batch");
 	for (size_t i = 0; i < b->ninputs; i++)
 		s.count += b->inputs[i].blob[0] != 0;
@@ -1376,7 +1369,7 @@ static void trace_batch(const struct tir_remote *r, struct tir_exec *x, const st
  * or take the network's latency). */
 static void trace_server(struct tir_remote *r, struct tir_exec *x, const struct tir_remote_result *res)
 {
-	double end = r->fb_ms ? r->fb_ms : now_ms(), run = res->stats.run_ms, plan = res->stats.plan_ms;
+	double end = r->fb_ms ? r->fb_ms : tir_now_ms(), run = res->stats.run_ms, plan = res->stats.plan_ms;
 	struct tir_net_span p = {.track = TIR_TRACK_SERVER, .who = r, .cat = "server", .t0_ms = end - run - plan,
 				 .t1_ms = end - run, .count = res->stats.nkernels};
 	snprintf(p.name, sizeof p.name, "plan%s", res->stats.plan_cached ? " (cached)" : "");
@@ -1410,7 +1403,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	for (size_t i = 0; i < ntargets; i++)
 		if (!res->stay || !res->stay[i])
 			printed[nprint++] = targets[i];
-	double tb = now_ms();
+	double tb = tir_now_ms();
 	int rc = 0;
 	rc = run_sync(r, x, err);
 	if (!rc)

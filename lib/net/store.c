@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- a string-keyed intrusive hash table and an LRU list ---- */
 
@@ -109,11 +108,10 @@ static void lru_front(struct lru *h, struct lru *e)
 	h->next = e;
 }
 
+/* Sessions' leases count in seconds. */
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return tir_now_ms() / 1e3;
 }
 
 /* ---- blobs ---- */

@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #define CONNECT_MS 5000L                /* to connect to a source, at most */
 #define ERR_BODY_MAX (16 << 10)         /* of a source's error reply, what is read */
@@ -577,8 +576,7 @@ static enum MHD_Result import_mpi(struct server *s, struct MHD_Connection *c, st
 	struct tir_mpi_sink sink = {.ud = &f, .begin = sink_begin, .absorb = sink_absorb};
 	char why[TIR_MPI_WHY] = "";
 	uint64_t got = 0;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0 = tir_now_ms();
 	int secs = s->o.transfer_seconds;
 	int rc = s->group.api->fetch(im->rank, im->cap, im->token ? im->token : "", &sink, secs, cancel, &got, why,
 				     sizeof why);
@@ -619,8 +617,7 @@ static enum MHD_Result import_mpi(struct server *s, struct MHD_Connection *c, st
 	} else {
 		ok = fetched(&f, c);
 		if (r->status == 200) {
-			clock_gettime(CLOCK_MONOTONIC, &t1);
-			double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+			double ms = tir_now_ms() - t0;
 			pthread_mutex_lock(&s->mmu);
 			s->group.imports++;
 			s->group.import_bytes += f.got;
