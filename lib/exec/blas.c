@@ -190,7 +190,7 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 				a->rank, b->rank, out->rank);
 	/* a float product may read operands stored narrower: gemm.c widens
 	 * them as it packs */
-	bool widen = (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) &&
+	bool widen = tir_dtype_is_wide_float(dt) &&
 		(a->dtype == dt || tir_dtype_wide(a->dtype) != a->dtype) &&
 		(b->dtype == dt || tir_dtype_wide(b->dtype) != b->dtype);
 	if (!widen && (a->dtype != dt || b->dtype != dt))
@@ -242,7 +242,7 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 	j.a = (struct mat){ tir_tensor_data(a), a->strides[r - 2], a->strides[r - 1] };
 	j.b = (struct mat){ tir_tensor_data(b), b->strides[r - 2], b->strides[r - 1] };
 
-	if (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) {
+	if (tir_dtype_is_wide_float(dt)) {
 		struct tir_gemm g = {
 			.dt = dt, .a_dt = a->dtype, .b_dt = b->dtype,
 			.m = m, .n = n, .k = k, .a = j.a.p, .b = j.b.p,

@@ -845,7 +845,7 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	}
 	const struct tir_gemm *g = j.g;
 
-	TIR_ASSERT(g->dt == TIR_DTYPE_F32 || g->dt == TIR_DTYPE_F64);
+	TIR_ASSERT(tir_dtype_is_wide_float(g->dt));
 	for (int d = 0; d < g->nb; d++)
 		batches *= g->shape[d];
 	if (g->m <= 0 || g->n <= 0 || batches <= 0)

@@ -681,11 +681,6 @@ static fold_fn pick(enum tir_op op, enum tir_dtype dt)
 	}
 }
 
-static bool is_float(enum tir_dtype dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
-}
-
 /* out[i] = v[i] in out's dtype (float to int by tir's rule) */
 static void store_f64(struct tir_tensor *out, const double *v, int64_t n)
 {
@@ -862,7 +857,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 	enum tir_dtype dt = x->dtype;
 	int64_t n = p.onumel;
 	if (n == 1 && (op == TIR_OP_SUM || op == TIR_OP_MEAN || op == TIR_OP_VAR) &&
-	    (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) && tir_tensor_is_contiguous(x) &&
+	    tir_dtype_is_wide_float(dt) && tir_tensor_is_contiguous(x) &&
 	    tir_reduce_by_runs(x, mask)) {
 		struct mem_run r = {tir_tensor_data(x), dt == TIR_DTYPE_F32};
 		double v;
@@ -874,7 +869,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 	bool owned = false, owned2 = false;
 	double *acc = NULL, *acc2 = NULL;
 	void *best = NULL;
-	if ((op == TIR_OP_SUM || op == TIR_OP_PROD) && !is_float(dt)) {
+	if ((op == TIR_OP_SUM || op == TIR_OP_PROD) && !tir_dtype_is_wide_float(dt)) {
 		/* wrapping, in out itself */
 		fill(out, n, 0, op == TIR_OP_SUM ? 0 : 1);
 		walk_pool(&p, x, fold, tir_tensor_data(out), NULL);
@@ -1092,7 +1087,7 @@ static void reduce_one(enum tir_op op, bool f32, fold_fn fold, fold_fn first, co
 void tir_reduce_rows(enum tir_op op, enum tir_dtype dt, const void *x, int64_t stride, int64_t n, int64_t k,
 		     void *out)
 {
-	TIR_ASSERT(n >= 1 && is_float(dt));
+	TIR_ASSERT(n >= 1 && tir_dtype_is_wide_float(dt));
 	bool f32 = dt == TIR_DTYPE_F32;
 	size_t es = f32 ? 4 : 8;
 	fold_fn fold = pick(op, dt), first = pick(TIR_OP_MEAN, dt);
@@ -1104,7 +1099,7 @@ void tir_reduce_rows(enum tir_op op, enum tir_dtype dt, const void *x, int64_t s
 void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
 		    void *ctx, void *out)
 {
-	TIR_ASSERT(n >= 1 && chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	TIR_ASSERT(n >= 1 && chunk >= 128 && chunk % 8 == 0 && tir_dtype_is_wide_float(dt));
 	bool f32 = dt == TIR_DTYPE_F32;
 	double acc, acc2;
 	if (n <= chunk) {
@@ -1174,14 +1169,14 @@ int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_
 double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			  void *ctx)
 {
-	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && tir_dtype_is_wide_float(dt));
 	return dt == TIR_DTYPE_F32 ? pwg_f32(get, ctx, lo, n, chunk) : pwg_f64(get, ctx, lo, n, chunk);
 }
 
 double tir_reduce_pwdev_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			     void *ctx, double m)
 {
-	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && tir_dtype_is_wide_float(dt));
 	return dt == TIR_DTYPE_F32 ? pwdg_f32(get, ctx, lo, n, chunk, m) : pwdg_f64(get, ctx, lo, n, chunk, m);
 }
 
@@ -1197,7 +1192,7 @@ double tir_reduce_pw_join(double *part, int cnt)
 
 void tir_reduce_acc_init(enum tir_op op, enum tir_dtype dt, void *acc, int64_t n)
 {
-	TIR_ASSERT(is_float(dt));
+	TIR_ASSERT(tir_dtype_is_wide_float(dt));
 	for (int64_t i = 0; i < n; i++) {
 		if (op == TIR_OP_MAX || op == TIR_OP_MIN) {
 			double v = op == TIR_OP_MAX ? -INFINITY : INFINITY;
