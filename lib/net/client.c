@@ -423,23 +423,47 @@ static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_soc
 	return fd;
 }
 
-/* What every handle of a remote does alike: no signals, the connect
- * timeout, no proxy, TLS checked against the system's CAs or TIR_CA_FILE's
- * (the host name too), loopback connections tuned. */
-static void curl_common(CURL *c)
+void tir_curl_setup(CURL *h, const struct tir_curl_opts *o)
 {
-	curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a tir server is reached directly */
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "tir/" TIR_VERSION);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, o->connect_ms);
+	if (o->timeout_ms)
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* the one request asked for, of http or https, and no other: a tir
+	 * server is reached directly, no redirect is followed */
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, o->agent);
 	const char *ca = getenv("TIR_CA_FILE");
 	if (ca && *ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	/* by default 64 KiB up and 16 KiB down: a system call and a callback each */
+	if (o->big_pieces) {
+		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 1L << 20);
+	}
+	if (o->errbuf)
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, o->errbuf);
+	if (o->on_head) {
+		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, o->on_head);
+		curl_easy_setopt(h, CURLOPT_HEADERDATA, o->ud);
+	}
+	if (o->on_body) {
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, o->on_body);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, o->ud);
+	}
+	if (o->on_progress) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, o->on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, o->ud);
+	}
 }
 
 /* ---- the lease's heartbeat ---- */
@@ -464,15 +488,15 @@ static void *beat(void *arg)
 	struct heartbeat *hb = &r->hb;
 	CURL *c = curl_easy_init();
 	if (c) {
-		curl_common(c);
+		tir_curl_setup(c, &(struct tir_curl_opts){.agent = "tir/" TIR_VERSION,
+							.connect_ms = CONNECT_TIMEOUT_MS,
+							.on_body = drop_body,
+							.on_progress = beat_stop,
+							.ud = hb});
 		curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L); /* the server closes idle ones anyway */
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->hjson);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop_body);
-		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, beat_stop);
-		curl_easy_setopt(c, CURLOPT_XFERINFODATA, hb);
 	}
 	pthread_mutex_lock(&hb->mu);
 	while (!hb->stop && c) {
@@ -667,22 +691,15 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		return NULL;
 	}
-	CURL *c = r->curl;
-	curl_common(c);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-	/* blobs go up in 1 MiB pieces (64 KiB by default): ~4 GB/s on loopback */
-	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
-	/* and results come down in pieces of 1 MiB (16 KiB by default: a
-	 * system call and a callback each) */
-	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 1L << 20);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, r);
+	tir_curl_setup(r->curl, &(struct tir_curl_opts){.agent = "tir/" TIR_VERSION,
+							  .connect_ms = CONNECT_TIMEOUT_MS,
+							  .timeout_ms = r->timeout_ms,
+							  .errbuf = r->errbuf,
+							  .on_head = on_header,
+							  .on_body = on_body,
+							  .on_progress = on_progress,
+							  .ud = r,
+							  .big_pieces = true});
 	return r;
 }
 
