@@ -330,7 +330,8 @@ void tir_set_file_mapping(bool on);
 /* Bytes of files mapped by tensors now (async-signal-safe: a SIGBUS
  * handler may ask whether a mapping could be the cause). */
 size_t tir_mapped_bytes(void);
-/* Threads for OpenBLAS and the engine (0: the default). */
+/* Threads for the engine's kernels, the caller's included; n < 1: one per
+ * processor (the default).  OpenBLAS is held at one thread. */
 void tir_set_threads(int n);
 /* The vector path of tir's own kernels, one per process: "avx512", "avx2",
  * "sse2" or "scalar" (portable C), the best this CPU has or, when the

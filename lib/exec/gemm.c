@@ -10,7 +10,7 @@
  * (TIR_VMATH), with variants of fewer rows for c's bottom edge.  A caller
  * may pack b itself (tir_gemm_panels: conv2d's im2col writes the panels).
  * Not here: integer products, batch-shape checks and the matmul op itself
- * (blas.c), im2col (nn.c).
+ * (matmul.c), im2col (nn.c).
  *
  * Why the result never depends on the threads or the cut: each output
  * element is ONE accumulation chain, c = 0 (or c's old value when

@@ -6,7 +6,7 @@
  * conv2d and attention split their work into tasks sized by the shapes and
  * the caches run on the pool, each task's products through tir's gemm
  * (gemm.c), so results are bitwise the same with any thread count.
- * Not here: plain matmul (blas.c) or any fused variant (lib/fusion).
+ * Not here: plain matmul (matmul.c) or any fused variant (lib/fusion).
  */
 #include "exec.h"
 #include "iter.h"
