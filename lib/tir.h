@@ -457,7 +457,6 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);
 
-/* dtype names: "f32" ... returns -1 when unknown. */
 /* Small utilities the library and its clients share.  Grow *p, an array
  * of *cap elements of elem bytes, to hold need of them (doubling): 0, or
  * -TIR_ENOMEM (*p as it was). */
@@ -474,6 +473,8 @@ void tir_str_free(struct tir_str *b);
 /* CLOCK_MONOTONIC in milliseconds: the one clock of timings and deadlines. */
 double tir_now_ms(void);
 
+/* A dtype's name ("f32", ...; "?" for none), and the dtype s[0..n) names
+ * (-1 when none). */
 const char *tir_dtype_name(enum tir_dtype t);
 int tir_dtype_from_name(const char *s, size_t n);
 size_t tir_dtype_size(enum tir_dtype t);

@@ -7,13 +7,15 @@
  *
  *   tensor frame (a blob; also each result):
  *     0  "TIRT"            4 bytes
- *     4  dtype             u8   (enum tir_dtype: bool, i32, i64, f32, f64)
+ *     4  dtype             u8   (enum tir_dtype: 0 bool, 1 i32, 2 i64, 3 f32,
+ *                               4 f64, 5 f16, 6 bf16, 7 i8, 8 u8, 9 i16)
  *     5  rank              u8   (<= TIR_MAX_RANK)
  *     6  0                 u16
  *     8  nbytes            u64  (numel * dtype size; bool is one byte 0/1)
  *    16  shape[rank]       i64 each
  *    16+8*rank  data       nbytes, row-major, then zero padding to 8
- *   A blob's name is the SHA-256 of its whole frame (padding included).
+ *   A blob is one frame; its name is the SHA-256 of the frame's chunk
+ *   list (below, "blob names"), not of the frame itself.
  *
  *   results (the body of a successful run):
  *     0  "TIRR"            4 bytes
