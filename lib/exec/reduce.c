@@ -65,7 +65,7 @@ DEF_PW8(pw8_f32_gen, , float, v8f)
 DEF_PW8(pw8_f32_a2, TIR_ISA_A2, float, v8f)
 /* DEF_PW8 with AVX-512's one conversion of 8 floats (GCC makes the
  * generic one two half conversions and a shuffle per group): the same
- * lanes, the same adds, the same bits; 30% fewer cycles a row */
+ * lanes, the same adds, the same bits, in fewer cycles a row */
 TIR_ISA_A5 static double pw8_f32_a5(const float *x, int64_t n)
 {
 	__m512d p = _mm512_cvtps_pd(_mm256_loadu_ps(x));
@@ -625,8 +625,7 @@ static void walk_pool(const struct plan *p, const struct tir_tensor *x, fold_fn 
 	/* along the axis x is contiguous in (a reduction down columns), a
 	 * task's runs are its piece of the axis: pieces of at least
 	 * MIN_RUN elements, as fused column reductions keep theirs, or
-	 * the cost of each run and reads of a line or two a row dominate
-	 * ([4096, 4096] f32 down columns in 256 tasks of 16: 0.5 GB/s) */
+	 * the cost of each run and reads of a line or two a row dominate */
 	if (p->xs[ax] == 1 && ntasks > len / MIN_RUN)
 		ntasks = len / MIN_RUN;
 	if (ntasks <= 1) {
