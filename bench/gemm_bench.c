@@ -235,7 +235,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: gemm_bench [THREADS [REPS [CASE]]]\n");
 		return 2;
 	}
-	tir_blas_set_threads(threads);
+	tir_set_threads(threads);
 	printf("gemm: %s; blas: %s\n", tir_gemm_info(), tir_blas_info());
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		if (!only || strstr(cases[i].name, only))

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: gemm_loop THREADS REPS M K N [blas] | gemm_loop THREADS REPS mlp\n");
 		return 2;
 	}
-	tir_blas_set_threads(threads);
+	tir_set_threads(threads);
 	if (j.kind == 1)
 		openblas_set_num_threads(threads);
 	if (j.kind == 2) {

@@ -22,7 +22,7 @@
 int main(int argc, char **argv)
 {
 	int threads = argc > 1 ? atoi(argv[1]) : 2;
-	tir_blas_set_threads(threads);
+	tir_set_threads(threads);
 	struct tir_program *p = tir_program_new();
 	if (tir_program_parse(p, "mlp", bench_mlp_program, strlen(bench_mlp_program), 0)) {
 		fprintf(stderr, "parse failed\n");

@@ -171,7 +171,7 @@ int main(int argc, char **argv)
 	}
 	free(src);
 
-	tir_blas_set_threads(threads);
+	tir_set_threads(threads);
 	struct tir_exec *x = tir_exec_new(p);
 	int rc = x ? 0 : 1, k = 0;
 	if (x)

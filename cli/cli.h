@@ -12,7 +12,6 @@
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 
-double cli_now_ms(void);
 /* Read a whole file; NULL with a message on stderr.  returns: new, free(). */
 char *cli_read_file(const char *path, size_t *len);
 /* Parse FILE into a new program; NULL (errors printed, *status set) if not.

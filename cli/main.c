@@ -14,15 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-double cli_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 char *cli_read_file(const char *path, size_t *len)
 {
@@ -153,10 +145,10 @@ struct tir_program *cli_load_program(const char *path, int nremotes, int *status
 	tir_program_set_loader(p, tir_load_type_from_file, NULL);
 	if (nremotes >= 0)
 		tir_program_set_remotes(p, nremotes);
-	double t0 = cli_now_ms();
+	double t0 = tir_now_ms();
 	int rc = tir_program_parse(p, path, src, len, 0);
 	if (parse_ms)
-		*parse_ms = cli_now_ms() - t0;
+		*parse_ms = tir_now_ms() - t0;
 	free(src);
 	if (rc) {
 		cli_print_diags(p);

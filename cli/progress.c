@@ -27,13 +27,6 @@ struct cli_progress {
 	struct tir_progress p;
 };
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* The line for what g->p says, at now; with g->mu held. */
 static void draw(struct cli_progress *g, double now)
 {
@@ -80,7 +73,7 @@ static void on_progress(void *ctx, const struct tir_progress *p)
 	pthread_mutex_lock(&g->mu);
 	g->p = *p;
 	g->told = true;
-	maybe_draw(g, mono_ms());
+	maybe_draw(g, tir_now_ms());
 	pthread_mutex_unlock(&g->mu);
 }
 
@@ -97,7 +90,7 @@ static void *ticker(void *arg)
 		ts.tv_nsec %= 1000000000L;
 		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
 		if (!g->stop)
-			maybe_draw(g, mono_ms());
+			maybe_draw(g, tir_now_ms());
 	}
 	pthread_mutex_unlock(&g->mu);
 	return NULL;
@@ -127,7 +120,7 @@ struct cli_progress *cli_progress_start(struct tir_exec *x, enum cli_progress_mo
 	char *end;
 	double delay = d && *d ? strtod(d, &end) : 1.0;
 	g->delay_ms = (d && *d && (*end || delay < 0)) ? 1000.0 : delay * 1e3;
-	g->t0 = mono_ms();
+	g->t0 = tir_now_ms();
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
 	if (pthread_create(&g->th, NULL, ticker, g) != 0) {

@@ -166,9 +166,9 @@ static void eval_text(struct repl *r, const char *name, const char *text, size_t
 		      uint32_t first_line)
 {
 	size_t from = tir_program_nstmts(r->p);
-	double t0 = cli_now_ms();
+	double t0 = tir_now_ms();
 	int rc = tir_program_parse_at(r->p, name, text, len, TIR_PARSE_REPL, first_line);
-	double parse_ms = cli_now_ms() - t0;
+	double parse_ms = tir_now_ms() - t0;
 	if (rc) {
 		if (tir_program_ndiags(r->p))
 			cli_print_diags(r->p);

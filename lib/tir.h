@@ -330,7 +330,8 @@ void tir_set_file_mapping(bool on);
 /* Bytes of files mapped by tensors now (async-signal-safe: a SIGBUS
  * handler may ask whether a mapping could be the cause). */
 size_t tir_mapped_bytes(void);
-/* Threads for OpenBLAS and the engine (0: the default). */
+/* Threads for the engine's kernels, the caller's included; n < 1: one per
+ * processor (the default).  OpenBLAS is held at one thread. */
 void tir_set_threads(int n);
 /* The vector path of tir's own kernels, one per process: "avx512", "avx2",
  * "sse2" or "scalar" (portable C), the best this CPU has or, when the
@@ -456,7 +457,6 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);
 
-/* dtype names: "f32" ... returns -1 when unknown. */
 /* Small utilities the library and its clients share.  Grow *p, an array
  * of *cap elements of elem bytes, to hold need of them (doubling): 0, or
  * -TIR_ENOMEM (*p as it was). */
@@ -470,11 +470,18 @@ struct tir_str {
 void tir_str_add(struct tir_str *b, const char *s, size_t n);
 void tir_str_addf(struct tir_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tir_str_free(struct tir_str *b);
+/* CLOCK_MONOTONIC in milliseconds: the one clock of timings and deadlines. */
+double tir_now_ms(void);
 
+/* A dtype's name ("f32", ...; "?" for none), and the dtype s[0..n) names
+ * (-1 when none). */
 const char *tir_dtype_name(enum tir_dtype t);
 int tir_dtype_from_name(const char *s, size_t n);
 size_t tir_dtype_size(enum tir_dtype t);
 bool tir_dtype_is_float(enum tir_dtype t);   /* f16, bf16, f32, f64 */
+/* f32 or f64: a float type kernels compute in (tir_dtype_wide of any float),
+ * as a compute dtype or a kernel's operand is. */
+bool tir_dtype_is_wide_float(enum tir_dtype t);
 bool tir_dtype_is_int(enum tir_dtype t);     /* i8, u8, i16, i32, i64 */
 /* The type t computes in: f32 for f16 and bf16, i32 for i8, u8 and i16,
  * else t itself. */

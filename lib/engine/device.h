@@ -151,8 +151,6 @@ int tir_values_put(struct tir_tensor **vals, size_t *n, const struct tir_exec *x
 		   const struct tir_tensor *v, struct tir_err *err);
 void tir_values_clear(struct tir_tensor *vals, size_t n);
 
-/* CLOCK_MONOTONIC in ms. */
-double tir_now_ms(void);
 /* Whether node n's value is worth keeping between runs (bound to a name
  * now; an input's is held anyway). */
 bool tir_exec_keepable(const struct tir_program *p, const struct tir_node *n);

@@ -17,13 +17,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-double tir_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 struct tir_exec *tir_exec_new(struct tir_program *p)
 {
 	struct tir_exec *x = calloc(1, sizeof *x);

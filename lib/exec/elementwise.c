@@ -588,7 +588,7 @@ int tir_k_select_run(enum tir_op op, bool mask, enum tir_dtype dt, void *out, co
 int tir_k_mask(enum tir_op op, const struct tir_tensor *in, struct tir_tensor *out, struct tir_err *err)
 {
 	int nin = op == TIR_OP_WHERE ? 3 : 2;
-	bool ok = out->dtype == TIR_DTYPE_F32 || out->dtype == TIR_DTYPE_F64;
+	bool ok = tir_dtype_is_wide_float(out->dtype);
 	for (int k = 0; k < nin; k++)
 		ok &= in[k].dtype == out->dtype && same_shape(&in[k], out) && ready(&in[k]);
 	if (!ok || !tir_tensor_is_contiguous(out) || !ready(out))

@@ -349,7 +349,7 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
 		    struct tir_err *err);
 
-/* ---- the thread pool (pool.c) and BLAS threading (blas.c) ----
+/* ---- the thread pool and OpenBLAS's threads (pool.c) ----
  * Kernels split their work into tasks whose number and bounds depend only
  * on the shapes and the caches (machine.c), never on the thread count;
  * tasks write disjoint outputs, so a result is bitwise the same with any
@@ -396,7 +396,8 @@ volatile sig_atomic_t *tir_pool_set_stop(volatile sig_atomic_t *flag);
 /* Whether the run the calling thread works for has been told to stop: for
  * tasks long enough to look between their steps (gemm's tiles). */
 bool tir_pool_stopping(void);
-/* Set OpenBLAS to one thread, once; call before any direct cblas call. */
+/* Set OpenBLAS to one thread, once; call before any direct cblas call
+ * (tir_set_threads, tir.h, calls it). */
 void tir_blas_single(void);
 /* Tracing (tir run --trace): while on, each thread that works on a run
  * notes one span, from its first task to the end of its last, and the
@@ -416,7 +417,7 @@ struct tir_pool_span *tir_pool_trace_take(size_t *n);
 
 /* ---- the machine (machine.c) ----
  * Every block size fitted to a CPU is derived from its caches, read once;
- * the rules are by each constant (machine.c, blas.c, nn.c, rows.c,
+ * the rules are by each constant (machine.c, matmul.c, nn.c, rows.c,
  * lib/fusion/vm.c).  Block sizes never depend on the thread count. */
 
 /* What a kernel splitting its work aims for: 4 tasks per thread at 64
@@ -445,14 +446,6 @@ int64_t tir_machine_parse_size(const char *s);
  * n / TIR_TASKS_WANT, but a task holds at least L1d and at most L2 bytes
  * (and at least one item).  From the shape and the caches only. */
 int64_t tir_task_items(int64_t n, int64_t item_bytes);
-
-/* ---- BLAS settings (blas.c) ---- */
-/* Threads for the engine (the pool; OpenBLAS stays at one); n < 1 means
- * one thread per processor. */
-void tir_blas_set_threads(int n);
-/* OpenBLAS's build configuration and core, e.g. "OpenBLAS 0.3.21 ... (core
- * SkylakeX)".  returns: static storage. */
-const char *tir_blas_info(void);
 
 /* ---- one node by its reference kernel (eval.c) ---- */
 

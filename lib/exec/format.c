@@ -159,11 +159,6 @@ int tir_tensors_save(const char *path, const char *const *names, const struct ti
 	return tir_npy_save(path, ts[0], err);
 }
 
-void tir_set_threads(int n)
-{
-	tir_blas_set_threads(n);
-}
-
 void tir_release_caches(void)
 {
 	tir_mem_trim();

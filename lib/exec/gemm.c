@@ -10,7 +10,7 @@
  * (TIR_VMATH), with variants of fewer rows for c's bottom edge.  A caller
  * may pack b itself (tir_gemm_panels: conv2d's im2col writes the panels).
  * Not here: integer products, batch-shape checks and the matmul op itself
- * (blas.c), im2col (nn.c).
+ * (matmul.c), im2col (nn.c).
  *
  * Why the result never depends on the threads or the cut: each output
  * element is ONE accumulation chain, c = 0 (or c's old value when
@@ -362,8 +362,7 @@ static void pack(int64_t es, void *dst, const char *src, int64_t is, int64_t ps,
 
 /* rows of b asked for ahead: a b too big for L2 waits on them otherwise
  * (perf: the loads of the copy held most of pack_task's samples in the
- * MLP); 4, 8 and 16 measured alike, 2-4% off a [256, 1024] @ [1024,
- * 1024] at one thread */
+ * MLP); 4, 8 and 16 rows ahead do alike */
 #ifndef GM_PFROW
 #define GM_PFROW 8
 #endif
@@ -520,8 +519,8 @@ static void pack_task(void *arg, int64_t t)
 	const char *src = (const char *)(is_a ? g->a : g->b) + (off + k0 * ps) * j->es;
 	/* full panels whose elements run along memory (a row-major b): row
 	 * by row across the unit's panels, each row one run of memory read
-	 * once (a third faster than panel by panel, which reads every row
-	 * once per panel, a page apart) */
+	 * once (faster than panel by panel, which reads every row once per
+	 * panel, a page apart) */
 	int64_t nfull = full / w - p0 < p1 - p0 ? full / w - p0 : p1 - p0;
 	if (is == 1 && nfull > 1) {
 		pack_rows(dst + p0 * w * kcb * j->es, src + p0 * w * j->es, ps * j->es, nfull,
@@ -625,8 +624,8 @@ static void tile_task(void *arg, int64_t t)
 /* KC: a b micro-panel (KC x NR) of twice L1d, a multiple of 8 in
  * [64, 1024].  It streams from L2 (the prefetches ahead of the kernel
  * keep it coming); a longer KC loads and stores each C tile fewer times.
- * Half of L1d, as first chosen, left 2048^3 at 1.21x OpenBLAS's own
- * AVX-512 kernel on Zen 5; twice L1d at 1.04-1.14x (bench/gemm_bench).
+ * Half of L1d, as first chosen, made large products slower than twice
+ * L1d does (bench/gemm_bench).
  * The results do not depend on it: each element's sum runs over k in
  * order whatever the blocks. */
 static int64_t choose_kc(int64_t nr, int64_t es)
@@ -675,10 +674,10 @@ static void choose_tiles(struct job *j, int64_t want_m, int64_t want_n)
  * group's part of the output within a quarter of L2 (still in the caches
  * of the threads that made it when its last tile is done), the row cut
  * into groups of equal size.  Each call of the epilogue pays a setup
- * (the fused VM's, some 20 ns here), so calls of a tile's rows alone
- * cost much: relu([256, 1024] @ [1024, 1024] + b) in tiles 32 wide made
- * 9216 calls of 32 elements, near a tenth of the product's time; in
- * groups (here whole rows: 8 calls) the setup is nothing.  A group is
+ * (the fused VM's), so calls of a tile's rows alone cost much:
+ * relu([256, 1024] @ [1024, 1024] + b) in tiles 32 wide made 9216 calls
+ * of 32 elements; in groups (here whole rows: 8 calls) the setup is
+ * nothing.  A group is
  * also the most work the epilogue leaves to one thread after the rest
  * of the product is made. */
 static void choose_epi(struct job *j)
@@ -845,7 +844,7 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	}
 	const struct tir_gemm *g = j.g;
 
-	TIR_ASSERT(g->dt == TIR_DTYPE_F32 || g->dt == TIR_DTYPE_F64);
+	TIR_ASSERT(tir_dtype_is_wide_float(g->dt));
 	for (int d = 0; d < g->nb; d++)
 		batches *= g->shape[d];
 	if (g->m <= 0 || g->n <= 0 || batches <= 0)
@@ -923,7 +922,7 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	/* k-block by k-block: its packed panels (a k-block's share of both
 	 * operands) are still in the last-level cache when its tiles read
 	 * them.  Packed whole first, a 2048^3 product read its panels back
-	 * from memory (32 MiB) and ran at 1.17x OpenBLAS's time; so, at 1.0x. */
+	 * from memory (32 MiB), and was slower for it. */
 	for (j.k0 = 0; j.k0 < g->k && !tir_pool_stopping(); j.k0 += j.kc) {
 		j.kcb = g->k - j.k0 < j.kc ? g->k - j.k0 : j.kc;
 		if (macs < (double)SERIAL_MACS) {

@@ -264,9 +264,10 @@ bool tir_gen_init(struct tir_gen *g, const struct tir_node *n)
 	return true;
 }
 
-/* Bytes moved that computing one element costs, as fuse.c counts work
- * (on the machine this was measured on, 16M f32 on 2 threads: a fill 4 ms,
- * arange 4, rand about 10, randn about 25). */
+/* Bytes moved that computing one element costs, as fuse.c counts work:
+ * arange and the fills cost as much as their store, rand (a Philox block
+ * for several elements) more, randn (a logarithm and a cosine besides)
+ * most; set from their times against a fill's. */
 int64_t tir_gen_cost(enum tir_op op)
 {
 	switch (op) {

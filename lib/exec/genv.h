@@ -87,7 +87,7 @@ GV_INLINE GV_TGT void GV_(philox)(const VU *i, const uint32_t *k0, const uint32_
  * to s^21; e ln 2 in two parts (e ln2_hi exact).  See gen.c for the bound.
  * Of N vectors at once, step by step across them: each lane's operations
  * are the same for any N, but N independent chains keep the multiplier
- * and adder busy where one chain waits on each step (randn: 1.3-1.9x). */
+ * and adder busy where one chain waits on each step. */
 GV_INLINE GV_TGT void GV_(ln_n)(const VD *u, VD *out, int N)
 {
 	VD ed[GV_NX], s[GV_NX], z[GV_NX], p[GV_NX];

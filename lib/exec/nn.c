@@ -6,7 +6,7 @@
  * conv2d and attention split their work into tasks sized by the shapes and
  * the caches run on the pool, each task's products through tir's gemm
  * (gemm.c), so results are bitwise the same with any thread count.
- * Not here: plain matmul (blas.c) or any fused variant (lib/fusion).
+ * Not here: plain matmul (matmul.c) or any fused variant (lib/fusion).
  */
 #include "exec.h"
 #include "iter.h"
@@ -26,11 +26,6 @@
 #define CONV_POS 256
 #define ATTN_ROWS 256
 
-static bool is_float(enum tir_dtype dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
-}
-
 static bool same_shape(const struct tir_tensor *a, const struct tir_tensor *b)
 {
 	if (a->rank != b->rank)
@@ -45,7 +40,7 @@ static bool same_shape(const struct tir_tensor *a, const struct tir_tensor *b)
 static int check_io(const char *op, const struct tir_tensor *x, const struct tir_tensor *out,
 		    struct tir_err *err)
 {
-	if (!is_float(out->dtype))
+	if (!tir_dtype_is_wide_float(out->dtype))
 		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%s: no kernel for %s", op,
 				tir_dtype_name(out->dtype));
 	if (x->dtype != out->dtype)

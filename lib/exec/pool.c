@@ -5,10 +5,12 @@
  * runs skip a sleep) and then sleep on a condition variable.  Which thread
  * runs a task never changes what the task computes; how a kernel splits
  * its work into tasks (by shape and caches, never by thread count) is up
- * to the kernel (blas.c, nn.c, rows.c, lib/fusion/vm.c), not here.
+ * to the kernel (matmul.c, nn.c, rows.c, lib/fusion/vm.c), not here.
+ * The thread count is set here, OpenBLAS's (held at one) with it.
  */
 #include "exec.h"
 
+#include <cblas.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -248,6 +250,25 @@ void tir_pool_set_threads(int n)
 	if (n > TIR_POOL_MAX)
 		n = TIR_POOL_MAX;
 	atomic_store(&pool.want, n);
+}
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_one_thread(void)
+{
+	openblas_set_num_threads(1);
+}
+
+void tir_blas_single(void)
+{
+	pthread_once(&blas_once, blas_one_thread);
+}
+
+/* The engine's threads are the pool's; OpenBLAS stays at one. */
+void tir_set_threads(int n)
+{
+	tir_blas_single();
+	tir_pool_set_threads(n);
 }
 
 /* Threads a run may use, caller included. */

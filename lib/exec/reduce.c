@@ -65,7 +65,7 @@ DEF_PW8(pw8_f32_gen, , float, v8f)
 DEF_PW8(pw8_f32_a2, TIR_ISA_A2, float, v8f)
 /* DEF_PW8 with AVX-512's one conversion of 8 floats (GCC makes the
  * generic one two half conversions and a shuffle per group): the same
- * lanes, the same adds, the same bits; 30% fewer cycles a row */
+ * lanes, the same adds, the same bits, in fewer cycles a row */
 TIR_ISA_A5 static double pw8_f32_a5(const float *x, int64_t n)
 {
 	__m512d p = _mm512_cvtps_pd(_mm256_loadu_ps(x));
@@ -625,8 +625,7 @@ static void walk_pool(const struct plan *p, const struct tir_tensor *x, fold_fn 
 	/* along the axis x is contiguous in (a reduction down columns), a
 	 * task's runs are its piece of the axis: pieces of at least
 	 * MIN_RUN elements, as fused column reductions keep theirs, or
-	 * the cost of each run and reads of a line or two a row dominate
-	 * ([4096, 4096] f32 down columns in 256 tasks of 16: 0.5 GB/s) */
+	 * the cost of each run and reads of a line or two a row dominate */
 	if (p->xs[ax] == 1 && ntasks > len / MIN_RUN)
 		ntasks = len / MIN_RUN;
 	if (ntasks <= 1) {
@@ -679,11 +678,6 @@ static fold_fn pick(enum tir_op op, enum tir_dtype dt)
 	case TIR_OP_ARGMIN: return amn[dt];
 	default: return NULL;
 	}
-}
-
-static bool is_float(enum tir_dtype dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
 }
 
 /* out[i] = v[i] in out's dtype (float to int by tir's rule) */
@@ -862,7 +856,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 	enum tir_dtype dt = x->dtype;
 	int64_t n = p.onumel;
 	if (n == 1 && (op == TIR_OP_SUM || op == TIR_OP_MEAN || op == TIR_OP_VAR) &&
-	    (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) && tir_tensor_is_contiguous(x) &&
+	    tir_dtype_is_wide_float(dt) && tir_tensor_is_contiguous(x) &&
 	    tir_reduce_by_runs(x, mask)) {
 		struct mem_run r = {tir_tensor_data(x), dt == TIR_DTYPE_F32};
 		double v;
@@ -874,7 +868,7 @@ int tir_k_reduce(enum tir_op op, const struct tir_tensor *x, const bool *mask,
 	bool owned = false, owned2 = false;
 	double *acc = NULL, *acc2 = NULL;
 	void *best = NULL;
-	if ((op == TIR_OP_SUM || op == TIR_OP_PROD) && !is_float(dt)) {
+	if ((op == TIR_OP_SUM || op == TIR_OP_PROD) && !tir_dtype_is_wide_float(dt)) {
 		/* wrapping, in out itself */
 		fill(out, n, 0, op == TIR_OP_SUM ? 0 : 1);
 		walk_pool(&p, x, fold, tir_tensor_data(out), NULL);
@@ -1092,7 +1086,7 @@ static void reduce_one(enum tir_op op, bool f32, fold_fn fold, fold_fn first, co
 void tir_reduce_rows(enum tir_op op, enum tir_dtype dt, const void *x, int64_t stride, int64_t n, int64_t k,
 		     void *out)
 {
-	TIR_ASSERT(n >= 1 && is_float(dt));
+	TIR_ASSERT(n >= 1 && tir_dtype_is_wide_float(dt));
 	bool f32 = dt == TIR_DTYPE_F32;
 	size_t es = f32 ? 4 : 8;
 	fold_fn fold = pick(op, dt), first = pick(TIR_OP_MEAN, dt);
@@ -1104,7 +1098,7 @@ void tir_reduce_rows(enum tir_op op, enum tir_dtype dt, const void *x, int64_t s
 void tir_reduce_run(enum tir_op op, enum tir_dtype dt, int64_t n, int64_t chunk, tir_run_get get,
 		    void *ctx, void *out)
 {
-	TIR_ASSERT(n >= 1 && chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	TIR_ASSERT(n >= 1 && chunk >= 128 && chunk % 8 == 0 && tir_dtype_is_wide_float(dt));
 	bool f32 = dt == TIR_DTYPE_F32;
 	double acc, acc2;
 	if (n <= chunk) {
@@ -1174,14 +1168,14 @@ int tir_reduce_pw_split(int64_t n, int64_t chunk, int depth, int64_t *lo, int64_
 double tir_reduce_pw_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			  void *ctx)
 {
-	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && tir_dtype_is_wide_float(dt));
 	return dt == TIR_DTYPE_F32 ? pwg_f32(get, ctx, lo, n, chunk) : pwg_f64(get, ctx, lo, n, chunk);
 }
 
 double tir_reduce_pwdev_part(enum tir_dtype dt, int64_t lo, int64_t n, int64_t chunk, tir_run_get get,
 			     void *ctx, double m)
 {
-	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && is_float(dt));
+	TIR_ASSERT(chunk >= 128 && chunk % 8 == 0 && tir_dtype_is_wide_float(dt));
 	return dt == TIR_DTYPE_F32 ? pwdg_f32(get, ctx, lo, n, chunk, m) : pwdg_f64(get, ctx, lo, n, chunk, m);
 }
 
@@ -1197,7 +1191,7 @@ double tir_reduce_pw_join(double *part, int cnt)
 
 void tir_reduce_acc_init(enum tir_op op, enum tir_dtype dt, void *acc, int64_t n)
 {
-	TIR_ASSERT(is_float(dt));
+	TIR_ASSERT(tir_dtype_is_wide_float(dt));
 	for (int64_t i = 0; i < n; i++) {
 		if (op == TIR_OP_MAX || op == TIR_OP_MIN) {
 			double v = op == TIR_OP_MAX ? -INFINITY : INFINITY;

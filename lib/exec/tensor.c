@@ -100,8 +100,8 @@ void tir_mem_uncharge(size_t n)
  * of up to half the bytes is kept, so that a server receiving tensors of
  * one shape again and again (or a client receiving them) writes them
  * into pages it has already: fresh pages cost the kernel's zeroing, and
- * inside a virtual machine the host's first touch too (a 256 MiB upload
- * spent 40% of the server's time in clear_page before). */
+ * inside a virtual machine the host's first touch too (uploads spent much
+ * of the server's time in clear_page before). */
 #define POOL_SLOTS 32
 #define POOL_MIN (64 * 1024)
 #define POOL_MAX_BYTES ((size_t)512 << 20)

@@ -25,8 +25,8 @@
  *
  * A NaN result is a quiet NaN; its sign and payload are whatever the
  * vector unit and SLEEF make of the inputs (the same on every run on one
- * machine), not a fixed one: keeping one default NaN cost 5-7% on fused
- * chains, and printing shows every NaN as nan.
+ * machine), not a fixed one: keeping one default NaN would cost time on
+ * every fused chain, and printing shows every NaN as nan.
  *
  * Not here: strided operands (callers gather them into a block first),
  * integer or bool dtypes, comparisons.

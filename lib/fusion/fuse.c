@@ -28,11 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_float(int dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
-}
-
 static bool is_cmp(enum tir_op op)
 {
 	return op == TIR_OP_EQ || op == TIR_OP_NE || op == TIR_OP_LT || op == TIR_OP_LE ||
@@ -61,12 +56,12 @@ bool tir_fusable(const struct tir_node *n)
 		break;
 	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
 		/* a mask inside a float kernel, never its result (can_root) */
-		return is_float(tir_compute_dtype(n));
+		return tir_dtype_is_wide_float(tir_compute_dtype(n));
 	case TIR_OP_CAST:
 		/* to the kernel's float dtype: its operand is read from memory
 		 * (members all have the kernel's dtype) and widened as it is
 		 * read (vm.c: gather), so the cast itself copies */
-		return is_float(n->type.dtype) && !n->type.weak;
+		return tir_dtype_is_wide_float(n->type.dtype) && !n->type.weak;
 	case TIR_OP_WHERE:
 		/* the condition is converted to the kernel's dtype and tested
 		 * against 0: exact for bool, integers and floats but for an f64
@@ -78,7 +73,7 @@ bool tir_fusable(const struct tir_node *n)
 		return false;
 	}
 	/* float in, float out: the dtype it computes in is its result's */
-	return is_float(n->type.dtype) && tir_compute_dtype(n) == n->type.dtype && !n->type.weak;
+	return tir_dtype_is_wide_float(n->type.dtype) && tir_compute_dtype(n) == n->type.dtype && !n->type.weak;
 }
 
 static bool same_shape(const struct tir_type *a, const struct tir_type *b)
@@ -173,7 +168,7 @@ static const char *why_not_reduce(const struct tir_node *o)
 {
 	if (!is_red_op(o->op))
 		return "an operand's reduction does not fuse";
-	if (!is_float(o->type.dtype) || o->type.weak || o->in[0]->type.dtype != o->type.dtype ||
+	if (!tir_dtype_is_wide_float(o->type.dtype) || o->type.weak || o->in[0]->type.dtype != o->type.dtype ||
 	    tir_compute_dtype(o) != o->type.dtype)
 		return "an operand's dtype does not fuse";
 	int split;
@@ -197,7 +192,7 @@ static const char *why_not(const struct tir_node *r, const struct tir_node *o, i
 		if (why)
 			return why;
 	} else if (k == TIR_KIND_MOVEMENT && is_view_op(o->op)) {
-		if (!is_float(o->type.dtype))
+		if (!tir_dtype_is_wide_float(o->type.dtype))
 			return "an operand's dtype does not fuse";
 	} else if (!tir_fusable(o)) {
 		return k == TIR_KIND_ELEMWISE ? "an operand's dtype does not fuse" : "an operand is not elementwise";
@@ -708,7 +703,7 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 
 static bool gen_float(const struct tir_node *o)
 {
-	return tir_gen_is_op(o->op) && is_float(o->type.dtype) && !o->type.weak;
+	return tir_gen_is_op(o->op) && tir_dtype_is_wide_float(o->type.dtype) && !o->type.weak;
 }
 
 /* Whether reader r may take generator o into its kernel. */

@@ -84,9 +84,9 @@ static struct {
 	/* bytes of a root (rows of a reducing group) from which it goes out
 	 * with stores that bypass the caches (nt_copy), when its blocks are
 	 * larger than L1: 4 x L2, more than the caches near a core hold, so
-	 * not read back from them soon anyway.  (Blocks in L1 lose by it:
-	 * bench/softmax_hand.tir, 1 row a block, 2.62 -> 2.84 ms;
-	 * layernorm_hand, 16 rows, gains 3.33 -> 2.97.) */
+	 * not read back from them soon anyway.  (Blocks in L1 lose by it, as
+	 * bench/softmax_hand.tir's of 1 row do; layernorm_hand's of 16 rows
+	 * gain.) */
 	int64_t ntmin;
 	/* registers start this far past a page boundary: half of an L1d way
 	 * (see thread_regs) */
@@ -1258,9 +1258,9 @@ static size_t round64(size_t n)
  * if so its registers anew: with every member made once per block, in
  * order, a FULL member's register is free once its last reader has run
  * (that reader may write over it: vmath computes in place), so fewer
- * registers than ensure's memo needs.  (Blocks keep their size: with
- * blocks of a row, bench/layernorm_hand.tir took 4.9 ms, not 3.4: its rows
- * come from memory and go back to it while the row is computed.) */
+ * registers than ensure's memo needs.  (Blocks keep their size: blocks
+ * of a row made bench/layernorm_hand.tir slower, its rows coming from
+ * memory and going back to it while the row is computed.) */
 static void lean_plan(struct vm *vm, bool tiled)
 {
 	const struct tir_group_info *info = &vm->info;

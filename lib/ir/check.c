@@ -18,11 +18,6 @@ static int kind_of(int dt)
 	return dt == TIR_DTYPE_BOOL ? 0 : tir_dtype_is_int((enum tir_dtype)dt) ? 1 : 2;
 }
 
-static bool is_float(int dt)
-{
-	return tir_dtype_is_float((enum tir_dtype)dt);
-}
-
 /* The dtype and weakness of a combined with b into *t (whose shape is not
  * touched: t may be a). */
 static void promote_into(const struct tir_type *a, const struct tir_type *b, struct tir_type *t)
@@ -250,7 +245,7 @@ static int rule_linspace(struct tir_node *n, struct tir_err *err)
 		return fail_at(n, -1, err, TIR_ETYPE, "more than %lld elements", (long long)TIR_MAX_ELEMS);
 	if (!isfinite(start) || !isfinite(stop) || !isfinite(delta))
 		return fail_at(n, -1, err, TIR_ETYPE, "start and stop must be finite");
-	if (!is_float(n->type.dtype))
+	if (!tir_dtype_is_float(n->type.dtype))
 		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be a float type");
 	n->type.rank = 1;
 	n->type.shape[0] = num;
@@ -274,7 +269,7 @@ static int rule_eye(struct tir_node *n, struct tir_err *err)
 static int rule_random(struct tir_node *n, struct tir_err *err)
 {
 	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
-	if (!is_float(n->type.dtype))
+	if (!tir_dtype_is_float(n->type.dtype))
 		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be a float type (f16, bf16, f32, f64), got %s",
 			       tir_dtype_name(n->type.dtype));
 	return shape_from(n, attr(n, "shape"), &n->type, err);
@@ -296,7 +291,7 @@ static int rule_unary_num(struct tir_node *n, struct tir_err *err)
 static int rule_unary_float(struct tir_node *n, struct tir_err *err)
 {
 	n->type = *in(n, 0);
-	if (!is_float(n->type.dtype))
+	if (!tir_dtype_is_float(n->type.dtype))
 		n->type.dtype = TIR_DTYPE_F32;
 	return 0;
 }
@@ -413,7 +408,7 @@ static int rule_reduce(struct tir_node *n, struct tir_err *err)
 		break;
 	case TIR_OP_MEAN:
 	case TIR_OP_VAR:
-		if (!is_float(x->dtype))
+		if (!tir_dtype_is_float(x->dtype))
 			t.dtype = TIR_DTYPE_F32;
 		break;
 	case TIR_OP_ARGMAX:
@@ -764,7 +759,7 @@ static int rule_matmul(struct tir_node *n, struct tir_err *err)
 
 static int float_of(struct tir_node *n, struct tir_type *t)
 {
-	if (!is_float(t->dtype))
+	if (!tir_dtype_is_float(t->dtype))
 		t->dtype = TIR_DTYPE_F32;
 	t->weak = false;
 	return 0;

@@ -429,5 +429,8 @@ void tir_render_call(const struct tir_program *p, const struct tir_node *n,
 		     struct tir_str *out);
 /* A number as tir text that reads back to the same double ("1.0", "1e-05", "inf"). */
 void tir_render_float(double v, struct tir_str *out);
+/* A scalar literal's value as tir text: true/false, an integer, or a float
+ * (tir_render_float) by n's dtype. */
+void tir_render_scalar(const struct tir_node *n, struct tir_str *out);
 
 #endif

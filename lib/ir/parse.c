@@ -2910,8 +2910,8 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 
 /* Room for about as many statements as the text has lines that start with
  * a name (a statement's first token), and for the names they bind: sized
- * once, these arrays are not copied again and again as a big program grows
- * (about 5% of parse_bench's time).  A guess, not a bound: they still grow
+ * once, these arrays are not copied again and again as a big program
+ * grows.  A guess, not a bound: they still grow
  * past it as needed; and never more than STMT_GUESS ahead. */
 #define STMT_GUESS (1 << 20)
 

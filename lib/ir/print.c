@@ -201,7 +201,7 @@ static void render_literal(const struct tir_node *n, struct tir_str *out)
 	}
 }
 
-static void render_scalar(const struct tir_node *n, struct tir_str *out)
+void tir_render_scalar(const struct tir_node *n, struct tir_str *out)
 {
 	switch (n->type.dtype) {
 	case TIR_DTYPE_BOOL: tir_str_addf(out, "%s", n->ival ? "true" : "false"); break;
@@ -284,7 +284,7 @@ void tir_render_expr(const struct tir_program *p, const struct tir_node *n, stru
 		tir_str_add(out, n->input_name, strlen(n->input_name));
 	} else if (n->op == TIR_OP_CONST) {
 		if (n->type.weak)
-			render_scalar(n, out);
+			tir_render_scalar(n, out);
 		else
 			render_literal(n, out);
 	} else {
@@ -407,7 +407,7 @@ char *tir_program_format(const struct tir_program *p)
 			if (n->stmt != si)
 				fmt_operand(p, n, &out); /* an alias of an earlier value */
 			else if (n->op == TIR_OP_CONST)
-				n->type.weak ? render_scalar(n, &out) : render_literal(n, &out);
+				n->type.weak ? tir_render_scalar(n, &out) : render_literal(n, &out);
 			else
 				render_call(p, n, fmt_operand, &out);
 			device_note(n, placed, &out);

@@ -1,6 +1,7 @@
 /*
  * util.c — the small things everything else leans on: the arena, growable
- * vectors and strings, dtype names, error filling.  No policy lives here.
+ * vectors and strings, dtype names, error filling, the clock.  No policy
+ * lives here.
  */
 #include "ir.h"
 
@@ -8,11 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 _Noreturn void tir_assert_fail(const char *what, const char *file, int line)
 {
 	fprintf(stderr, "tir: internal error: %s (%s:%d)\n", what, file, line);
 	abort();
+}
+
+double tir_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* ---- arena ---- */
@@ -191,6 +200,11 @@ size_t tir_dtype_size(enum tir_dtype t)
 bool tir_dtype_is_float(enum tir_dtype t)
 {
 	return t == TIR_DTYPE_F32 || t == TIR_DTYPE_F64 || t == TIR_DTYPE_F16 || t == TIR_DTYPE_BF16;
+}
+
+bool tir_dtype_is_wide_float(enum tir_dtype t)
+{
+	return t == TIR_DTYPE_F32 || t == TIR_DTYPE_F64;
 }
 
 bool tir_dtype_is_int(enum tir_dtype t)

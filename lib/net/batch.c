@@ -25,18 +25,6 @@ void tir_batch_key(uint32_t id, char key[24])
 	snprintf(key, 24, "v%u", id);
 }
 
-size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head)
-{
-	memcpy(head, TIR_FRAME_MAGIC, 4);
-	head[4] = (unsigned char)t->dtype;
-	head[5] = (unsigned char)t->rank;
-	head[6] = head[7] = 0;
-	tir_put_u64(head + 8, (uint64_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype));
-	for (int i = 0; i < t->rank; i++)
-		tir_put_u64(head + 16 + 8 * i, (uint64_t)t->shape[i]);
-	return 16 + 8 * (size_t)t->rank;
-}
-
 int tir_blob_chunks(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], unsigned char **list,
 		    size_t *len, struct tir_err *err)
 {
@@ -82,16 +70,6 @@ bool tir_batch_keepable(const struct tir_program *p, const struct tir_node *n)
 	       tir_node_kept_name(p, n);
 }
 
-static void render_scalar(const struct tir_node *n, struct tir_str *out)
-{
-	if (n->type.dtype == TIR_DTYPE_BOOL)
-		tir_str_addf(out, "%s", n->ival ? "true" : "false");
-	else if (n->type.dtype == TIR_DTYPE_I32 || n->type.dtype == TIR_DTYPE_I64)
-		tir_str_addf(out, "%lld", (long long)n->ival);
-	else
-		tir_render_float(n->fval, out);
-}
-
 /* The operand callback's context (tir_render_call's callback takes none). */
 static _Thread_local const uint32_t *tnum_tls;
 
@@ -99,7 +77,7 @@ static void operand(const struct tir_program *p, const struct tir_node *n, struc
 {
 	(void)p;
 	if (n->op == TIR_OP_CONST && n->type.weak)
-		render_scalar(n, out);
+		tir_render_scalar(n, out);
 	else
 		tir_str_addf(out, "t%u", tnum_tls[n->id]);
 }
@@ -348,7 +326,7 @@ int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir
 		const struct tir_node *n = p->nodes[i];
 		tir_str_addf(&text, "t%u: %s = ", tnum[i], tir_type_str(&n->type, tb, sizeof tb));
 		if (n->op == TIR_OP_CONST)
-			render_scalar(n, &text);
+			tir_render_scalar(n, &text);
 		else if (n->op == TIR_OP_TO) /* its operand is here: the server's own device */
 			tir_str_addf(&text, "to(t%u, \"cpu\")", tnum[n->in[0]->id]);
 		else

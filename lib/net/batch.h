@@ -92,10 +92,6 @@ void tir_batch_free(struct tir_batch *b);
 /* The node line (1-based) of the text defines, or NULL. */
 const struct tir_node *tir_batch_line_node(const struct tir_batch *b, long line);
 
-/* The header of t's frame (as tir_frame_encode writes it) into head;
- * returns its length.  The data and zero padding to 8 follow it. */
-size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head);
-
 /* The name of t's frame (tir_frame_encode) without making the frame: the
  * SHA-256 of its chunk list (net.h), whose chunks hash on one thread per
  * CPU.  With list, the chunk list in *list (malloc'd, *len bytes). */

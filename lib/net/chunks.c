@@ -9,9 +9,9 @@
  * The hashes are plain SHA-256 whatever computes them: OpenSSL's (the
  * CPU's SHA extensions) for a chunk alone, and on the AVX-512 vector path
  * sixteen whole chunks at once, one per 32-bit lane of a zmm register
- * (about 2.5 times the SHA extensions' speed on the machine tir is
- * measured on: 5 GB/s a core against 2; it was 3 with gathers for loads
- * and the rounds in a loop).  TIR_VMATH below avx512 turns the lanes off.
+ * (faster a core than the SHA extensions; gathers for loads and the
+ * rounds in a loop were slower).  TIR_VMATH below avx512 turns the lanes
+ * off.
  */
 #include "net.h"
 #include "../exec/vmath.h"
@@ -278,7 +278,7 @@ static void *part_thread(void *arg)
 }
 
 #define THREADS_MAX 8
-#define THREAD_MIN_CHUNKS 32 /* 8 MiB a thread at least: a thread costs ~50 us */
+#define THREAD_MIN_CHUNKS 32 /* 8 MiB a thread at least: starting one is small beside it */
 
 void tir_chunk_hash_all(const struct tir_frame_src *f, unsigned char (*out)[32], int nthreads)
 {

@@ -96,13 +96,6 @@ struct tir_remote {
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nremotes; /* curl_global_init once while any remote is open */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* ---- results, decoded as they arrive ----
  *
  * A 200 to a run is a results body (docs/protocol.md): its frames go
@@ -402,9 +395,9 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 	if (r->x) {
 		struct tir_progress *p = &r->step;
 		if (dn > 0 && !r->first_ms)
-			r->first_ms = now_ms();
+			r->first_ms = tir_now_ms();
 		if (r->uploading && ut > 0 && un == ut && !r->sent_ms)
-			r->sent_ms = now_ms();
+			r->sent_ms = tir_now_ms();
 		if (r->uploading && (un < ut || !dn)) {
 			p->step = TIR_STEP_UPLOAD;
 			p->bytes = (uint64_t)un;
@@ -430,23 +423,47 @@ static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_soc
 	return fd;
 }
 
-/* What every handle of a remote does alike: no signals, the connect
- * timeout, no proxy, TLS checked against the system's CAs or TIR_CA_FILE's
- * (the host name too), loopback connections tuned. */
-static void curl_common(CURL *c)
+void tir_curl_setup(CURL *h, const struct tir_curl_opts *o)
 {
-	curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a tir server is reached directly */
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "tir/" TIR_VERSION);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, o->connect_ms);
+	if (o->timeout_ms)
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* the one request asked for, of http or https, and no other: a tir
+	 * server is reached directly, no redirect is followed */
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, o->agent);
 	const char *ca = getenv("TIR_CA_FILE");
 	if (ca && *ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	/* by default 64 KiB up and 16 KiB down: a system call and a callback each */
+	if (o->big_pieces) {
+		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 1L << 20);
+	}
+	if (o->errbuf)
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, o->errbuf);
+	if (o->on_head) {
+		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, o->on_head);
+		curl_easy_setopt(h, CURLOPT_HEADERDATA, o->ud);
+	}
+	if (o->on_body) {
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, o->on_body);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, o->ud);
+	}
+	if (o->on_progress) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, o->on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, o->ud);
+	}
 }
 
 /* ---- the lease's heartbeat ---- */
@@ -471,15 +488,15 @@ static void *beat(void *arg)
 	struct heartbeat *hb = &r->hb;
 	CURL *c = curl_easy_init();
 	if (c) {
-		curl_common(c);
+		tir_curl_setup(c, &(struct tir_curl_opts){.agent = "tir/" TIR_VERSION,
+							.connect_ms = CONNECT_TIMEOUT_MS,
+							.on_body = drop_body,
+							.on_progress = beat_stop,
+							.ud = hb});
 		curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L); /* the server closes idle ones anyway */
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->hjson);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop_body);
-		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, beat_stop);
-		curl_easy_setopt(c, CURLOPT_XFERINFODATA, hb);
 	}
 	pthread_mutex_lock(&hb->mu);
 	while (!hb->stop && c) {
@@ -674,22 +691,15 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		return NULL;
 	}
-	CURL *c = r->curl;
-	curl_common(c);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-	/* blobs go up in 1 MiB pieces (64 KiB by default): ~4 GB/s on loopback */
-	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
-	/* and results come down in pieces of 1 MiB (16 KiB by default: a
-	 * system call and a callback each) */
-	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 1L << 20);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, r);
+	tir_curl_setup(r->curl, &(struct tir_curl_opts){.agent = "tir/" TIR_VERSION,
+							  .connect_ms = CONNECT_TIMEOUT_MS,
+							  .timeout_ms = r->timeout_ms,
+							  .errbuf = r->errbuf,
+							  .on_head = on_header,
+							  .on_body = on_body,
+							  .on_progress = on_progress,
+							  .ud = r,
+							  .big_pieces = true});
 	return r;
 }
 
@@ -889,7 +899,7 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 	r->proto = -1;
 	r->retry_after = -1;
 	r->errbuf[0] = 0;
-	double t0 = now_ms();
+	double t0 = tir_now_ms();
 	r->req_ms = t0;
 	r->first_ms = r->sent_ms = 0;
 	r->uploading = up != NULL;
@@ -900,7 +910,7 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 		tir_exec_progress(r->x, &r->step);
 	}
 	CURLcode rc = curl_easy_perform(c);
-	double t1 = now_ms();
+	double t1 = tir_now_ms();
 	r->stats.net_ms += t1 - t0;
 	r->stats.round_trips++;
 	curl_off_t sent = 0, got = 0, fb = 0;
@@ -949,7 +959,7 @@ static int request_up(struct tir_remote *r, const char *method, const char *path
 		      size_t len, struct upload *up, struct curl_slist *hdr, long *status,
 		      struct tir_err *err)
 {
-	double t0 = now_ms();
+	double t0 = tir_now_ms();
 	int again = 0;
 	for (;;) {
 		int rc = request_once(r, method, path, body, len, up, hdr, status, err);
@@ -958,9 +968,9 @@ static int request_up(struct tir_remote *r, const char *method, const char *path
 		if (rc || *status != 503 || r->retry_after < 0)
 			return rc;
 		double wait = (r->retry_after ? r->retry_after : 1) * 1e3;
-		if (now_ms() + wait - t0 > r->timeout_ms)
+		if (tir_now_ms() + wait - t0 > r->timeout_ms)
 			return 0; /* the 503 is the answer */
-		for (double end = now_ms() + wait; now_ms() < end;) {
+		for (double end = tir_now_ms() + wait; tir_now_ms() < end;) {
 			if (r->intr && *r->intr)
 				return tir_errf(err, TIR_EINTERRUPT, NULL, "interrupted");
 			struct timespec ts = {0, 20 * 1000 * 1000};
@@ -1364,7 +1374,7 @@ static int read_results(struct tir_remote *r, const struct tir_exec *x, const st
 /* --trace: the batch made (its text, its blobs named), on the client's track. */
 static void trace_batch(const struct tir_remote *r, struct tir_exec *x, const struct tir_batch *b, double t0)
 {
-	struct tir_net_span s = {.track = TIR_TRACK_CLIENT, .who = r, .cat = "batch", .t0_ms = t0, .t1_ms = now_ms()};
+	struct tir_net_span s = {.track = TIR_TRACK_CLIENT, .who = r, .cat = "batch", .t0_ms = t0, .t1_ms = tir_now_ms()};
 	snprintf(s.name, sizeof s.name, "batch");
 	for (size_t i = 0; i < b->ninputs; i++)
 		s.count += b->inputs[i].blob[0] != 0;
@@ -1376,7 +1386,7 @@ static void trace_batch(const struct tir_remote *r, struct tir_exec *x, const st
  * or take the network's latency). */
 static void trace_server(struct tir_remote *r, struct tir_exec *x, const struct tir_remote_result *res)
 {
-	double end = r->fb_ms ? r->fb_ms : now_ms(), run = res->stats.run_ms, plan = res->stats.plan_ms;
+	double end = r->fb_ms ? r->fb_ms : tir_now_ms(), run = res->stats.run_ms, plan = res->stats.plan_ms;
 	struct tir_net_span p = {.track = TIR_TRACK_SERVER, .who = r, .cat = "server", .t0_ms = end - run - plan,
 				 .t1_ms = end - run, .count = res->stats.nkernels};
 	snprintf(p.name, sizeof p.name, "plan%s", res->stats.plan_cached ? " (cached)" : "");
@@ -1410,7 +1420,7 @@ int tir_remote_run(struct tir_remote *r, struct tir_exec *x, struct tir_node *co
 	for (size_t i = 0; i < ntargets; i++)
 		if (!res->stay || !res->stay[i])
 			printed[nprint++] = targets[i];
-	double tb = now_ms();
+	double tb = tir_now_ms();
 	int rc = 0;
 	rc = run_sync(r, x, err);
 	if (!rc)

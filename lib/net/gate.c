@@ -45,7 +45,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define HEAD_MAX (16 * 1024)     /* a request's head: its line and headers */
@@ -54,13 +53,6 @@
 #define LINGER_MAX 64            /* connections lingering at once; past that, closed at once */
 #define ACCEPT_BATCH 64          /* accepts per wake-up */
 #define HANDED_STALE_MS 5000     /* handed over and never started: libmicrohttpd closed it */
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Whom a connection is counted against: an IPv4 address, or the /64 of an
  * IPv6 one (a client has a /64 to itself); a mapped IPv4 address is an
@@ -526,7 +518,7 @@ static void answer(struct gate *g, struct wait *w, int status, const char *code,
 	else
 		list_del(&g->lingering, w);
 	w->linger = true;
-	w->deadline = now_ms() + LINGER_MS;
+	w->deadline = tir_now_ms() + LINGER_MS;
 	list_add(&g->lingering, w);
 	look(g, w, 0); /* what is there already (edge-triggered: it raises no new event) */
 }
@@ -572,7 +564,7 @@ static void hand_over(struct gate *g, struct wait *w)
 		free(w);
 		return;
 	}
-	*k = (struct conn){.who = w->who, .fd = w->fd, .state = HANDED, .since = now_ms(), .g = g};
+	*k = (struct conn){.who = w->who, .fd = w->fd, .state = HANDED, .since = tir_now_ms(), .g = g};
 	pthread_mutex_lock(&g->mu);
 	struct conn *stale = g->byfd[w->fd]; /* the fd was closed by libmicrohttpd, unannounced */
 	if (stale)
@@ -672,7 +664,7 @@ static void accept_some(struct gate *g)
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				/* no fd for it: leave the rest in the backlog a while */
 				epoll_ctl(g->ep, EPOLL_CTL_DEL, g->lfd, NULL);
-				g->paused_until = now_ms() + 100;
+				g->paused_until = tir_now_ms() + 100;
 			}
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -698,7 +690,7 @@ static void accept_some(struct gate *g)
 			continue;
 		}
 		*x = (struct wait){.fd = fd, .who = w, .addrlen = sl, .counted = true,
-				   .deadline = now_ms() + g->timeout_ms};
+				   .deadline = tir_now_ms() + g->timeout_ms};
 		memcpy(&x->addr, &ss, sl);
 		list_add(&g->waiting, x);
 		struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = x};
@@ -732,7 +724,7 @@ static void *gate_main(void *arg)
 	struct gate *g = arg;
 	struct epoll_event ev[64];
 	while (!g->stop) {
-		double now = now_ms(), next = now + 1000;
+		double now = tir_now_ms(), next = now + 1000;
 		if (g->waiting.head && g->waiting.head->deadline < next)
 			next = g->waiting.head->deadline;
 		if (g->lingering.head && g->lingering.head->deadline < next)
@@ -746,7 +738,7 @@ static void *gate_main(void *arg)
 			else if (ev[i].data.ptr != &g->wake)
 				look(g, ev[i].data.ptr, ev[i].events);
 		}
-		now = now_ms();
+		now = tir_now_ms();
 		if (g->paused_until && now >= g->paused_until) {
 			struct epoll_event e = {.events = EPOLLIN, .data.ptr = &g->lfd};
 			epoll_ctl(g->ep, EPOLL_CTL_ADD, g->lfd, &e);
@@ -855,7 +847,7 @@ void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 		}
 		if (k) {
 			k->state = HELD;
-			k->since = now_ms();
+			k->since = tir_now_ms();
 		}
 		pthread_mutex_unlock(&g->mu);
 		*socket_context = k;
@@ -881,13 +873,13 @@ void gate_request(struct MHD_Connection *c, bool begins)
 		return;
 	pthread_mutex_lock(&k->g->mu);
 	k->busy = begins;
-	k->since = now_ms();
+	k->since = tir_now_ms();
 	pthread_mutex_unlock(&k->g->mu);
 }
 
 void gate_sweep(struct gate *g)
 {
-	double now = now_ms();
+	double now = tir_now_ms();
 	struct who shut[16];         /* said in the log, after the mutex */
 	int nshut = 0;
 	pthread_mutex_lock(&g->mu);

@@ -7,13 +7,15 @@
  *
  *   tensor frame (a blob; also each result):
  *     0  "TIRT"            4 bytes
- *     4  dtype             u8   (enum tir_dtype: bool, i32, i64, f32, f64)
+ *     4  dtype             u8   (enum tir_dtype: 0 bool, 1 i32, 2 i64, 3 f32,
+ *                               4 f64, 5 f16, 6 bf16, 7 i8, 8 u8, 9 i16)
  *     5  rank              u8   (<= TIR_MAX_RANK)
  *     6  0                 u16
  *     8  nbytes            u64  (numel * dtype size; bool is one byte 0/1)
  *    16  shape[rank]       i64 each
  *    16+8*rank  data       nbytes, row-major, then zero padding to 8
- *   A blob's name is the SHA-256 of its whole frame (padding included).
+ *   A blob is one frame; its name is the SHA-256 of the frame's chunk
+ *   list (below, "blob names"), not of the frame itself.
  *
  *   results (the body of a successful run):
  *     0  "TIRR"            4 bytes
@@ -28,6 +30,7 @@
 
 #include "../engine/engine.h"
 
+#include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -44,6 +47,9 @@ _Static_assert(TIR_PROTOCOL == 4, "TIR_PROTOCOL_STR says TIR_PROTOCOL");
 
 /* Bytes of t's frame (header, data, padding). */
 size_t tir_frame_size(const struct tir_tensor *t);
+/* The header of t's frame into head (TIR_FRAME_HEAD_MAX bytes at most);
+ * returns its length.  The data and zero padding to 8 follow it. */
+size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head);
 /* Write t's frame into dst (tir_frame_size(t) bytes; t may be any layout).
  * returns 0 or -TIR_ENOMEM (a strided t is copied first). */
 int tir_frame_encode(const struct tir_tensor *t, void *dst, struct tir_err *err);
@@ -151,6 +157,25 @@ bool tir_const_eq(const void *a, const void *b, size_t n);
  * first error), so that a body can be judged by what parsing it would
  * hold before it is parsed.  Linear, no allocation. */
 size_t tir_json_values(const void *buf, size_t len);
+
+/* ---- libcurl handles (client.c): a remote's, a server's import ---- */
+/* What one handle does beyond what all share. */
+struct tir_curl_opts {
+	const char *agent;                  /* the User-Agent */
+	long connect_ms;                    /* to connect, at most */
+	long timeout_ms;                    /* a whole request, at most (0: set per request) */
+	char *errbuf;                       /* CURL_ERROR_SIZE bytes for libcurl's message, or NULL */
+	curl_write_callback on_head;        /* response headers (NULL: dropped) */
+	curl_write_callback on_body;        /* the response's body (NULL: libcurl's own) */
+	curl_xferinfo_callback on_progress; /* NULL: none */
+	void *ud;                           /* the callbacks' */
+	bool big_pieces;                    /* bodies up and down in pieces of 1 MiB */
+};
+/* Set h up as every handle of tir is: no signals, TCP_NODELAY and
+ * keep-alive, no proxy, http or https and no redirect followed, TLS checked
+ * against the system's CAs or TIR_CA_FILE's (the host name too), loopback
+ * connections tuned (tir_sock_local); then as o says. */
+void tir_curl_setup(CURL *h, const struct tir_curl_opts *o);
 
 /* Little-endian fixed-width reads and writes (any host). */
 static inline void tir_put_u32(unsigned char *p, uint32_t v)

@@ -31,13 +31,6 @@
 #define POLLRDHUP 0x2000                /* Linux's, outside _GNU_SOURCE */
 #endif
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static size_t pad8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
@@ -291,7 +284,7 @@ struct job {
 	uint64_t bound;                /* the most its values can hold (batch_bound) */
 	bool beside;                   /* started beside others, its bound counted in q.beside */
 	bool overlapped;               /* another batch ran during it */
-	double deadline;               /* now_ms() past which it is stopped (0: none) */
+	double deadline;               /* tir_now_ms() past which it is stopped (0: none) */
 	/* set by the main thread's watch (under q.mu), read by the exec */
 	volatile sig_atomic_t cancel;
 	enum { GO_ON, CLIENT_GONE, TIME_UP } why;
@@ -381,7 +374,7 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	tir_exec_set_fuse(x, b->fuse);
 	tir_exec_set_profile(x, b->profile);
 	tir_exec_set_interrupt(x, &job->cancel);
-	double t0 = now_ms();
+	double t0 = tir_now_ms();
 	int rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
 	tir_exec_set_interrupt(x, NULL);
 	pthread_mutex_lock(&s->q.mu);
@@ -402,7 +395,7 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	if (rc && err.code == TIR_EINTERRUPT) {
 		tir_exec_clear_inputs(x);
 		r->gone = STOPPED;
-		r->ran_ms = now_ms() - t0;
+		r->ran_ms = tir_now_ms() - t0;
 		return reply_gone(c, r);
 	}
 	if (rc) {
@@ -726,7 +719,7 @@ static void *computer(void *arg)
 		s->q.running = j;
 		s->q.busy++;
 		/* (a task keeps its own time: --transfer-seconds) */
-		j->deadline = s->o.max_batch_seconds > 0 && !j->task ? now_ms() + 1e3 * s->o.max_batch_seconds : 0;
+		j->deadline = s->o.max_batch_seconds > 0 && !j->task ? tir_now_ms() + 1e3 * s->o.max_batch_seconds : 0;
 		pthread_mutex_unlock(&s->q.mu);
 		if (hung_up(j->fd)) {
 			j->r->gone = DROPPED; /* nobody to answer: not run */
@@ -809,7 +802,7 @@ void runq_destroy(struct server *s)
 
 void runq_watch(struct server *s)
 {
-	double now = now_ms();
+	double now = tir_now_ms();
 	pthread_mutex_lock(&s->q.mu);
 	for (struct job *j = s->q.running; j; j = j->next) {
 		if (j->cancel)

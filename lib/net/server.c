@@ -53,13 +53,6 @@
 #define RETRY_AFTER "1"                 /* seconds, on a 503 for the budget */
 #define TICK_MS 20                      /* the main thread's: the sweep, the trim, the watch */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* ---- responses ---- */
 
 enum MHD_Result reply(struct MHD_Connection *c, struct req *r, int status, const char *ctype,
@@ -886,7 +879,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		atomic_fetch_add(&s->inflight, 1);
 		*con_cls = r;
 		gate_request(c, true);
-		r->t0 = now_ms();
+		r->t0 = tir_now_ms();
 		snprintf(r->method, sizeof r->method, "%s", method);
 		return begin(s, c, r, url, method);
 	}
@@ -940,7 +933,7 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 		snprintf(st, sizeof st, "%d", r->gone != KEPT ? 499 : r->status);
 		int n = snprintf(line, sizeof line, "%s %s %s %llu %llu %.2fms", r->method, r->path,
 				 r->status ? st : "-", (unsigned long long)r->in,
-				 (unsigned long long)(sent ? r->out : 0), now_ms() - r->t0);
+				 (unsigned long long)(sent ? r->out : 0), tir_now_ms() - r->t0);
 		if (n < 0 || (size_t)n >= sizeof line)
 			n = 0;
 		if (r->gone == DROPPED)
@@ -1252,13 +1245,13 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	/* until told to stop: expire idle sessions, and once the server is
 	 * idle give back the memory the last requests used */
 	uint64_t seen = 0, trimmed = 0;
-	double idle_since = now_ms(), swept = now_ms();
+	double idle_since = tir_now_ms(), swept = tir_now_ms();
 	while (!*stop) {
 		struct timespec ts = {0, TICK_MS * 1000 * 1000};
 		nanosleep(&ts, NULL);
 		runq_watch(s);
 		gate_sweep(s->gate);
-		double now = now_ms();
+		double now = tir_now_ms();
 		uint64_t act = atomic_load(&s->activity);
 		if (act != seen) {
 			seen = act;

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- a string-keyed intrusive hash table and an LRU list ---- */
 
@@ -109,11 +108,10 @@ static void lru_front(struct lru *h, struct lru *e)
 	h->next = e;
 }
 
+/* Sessions' leases count in seconds. */
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return tir_now_ms() / 1e3;
 }
 
 /* ---- blobs ---- */
@@ -843,8 +841,8 @@ static const char **sorted_keys(const char *const *v, size_t n)
 
 /* The count after the update (s->mu held); SIZE_MAX when out of memory.
  * The lists are sorted first: a request's lists are as long as its body
- * allows, and comparing each key with every other one held a thread for
- * minutes (100,000 keys: 21 s). */
+ * allows, and comparing each key with every other one (quadratic in
+ * them) held a thread for minutes. */
 static size_t count_after(struct session *ss, const char *const *drop, size_t ndrop,
 			  const char *const *keys, size_t nkeep)
 {

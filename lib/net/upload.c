@@ -28,8 +28,7 @@
 #include <unistd.h>
 
 #define HASH_THREAD_MIN ((size_t)4 << 20)
-/* Checking threads for one upload: one per CPU, at most this many (each
- * checks about 5 GB/s on the AVX-512 path, 1-2 with the SHA extensions). */
+/* Checking threads for one upload: one per CPU, at most this many. */
 #define CHECKERS_MAX 4
 
 struct upload {

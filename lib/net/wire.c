@@ -34,18 +34,23 @@ size_t tir_frame_size(const struct tir_tensor *t)
 	return 16 + 8 * (size_t)t->rank + pad8(data);
 }
 
+size_t tir_frame_head(const struct tir_tensor *t, unsigned char *head)
+{
+	memcpy(head, TIR_FRAME_MAGIC, 4);
+	head[4] = (unsigned char)t->dtype;
+	head[5] = (unsigned char)t->rank;
+	head[6] = head[7] = 0;
+	tir_put_u64(head + 8, (uint64_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype));
+	for (int i = 0; i < t->rank; i++)
+		tir_put_u64(head + 16 + 8 * i, (uint64_t)t->shape[i]);
+	return 16 + 8 * (size_t)t->rank;
+}
+
 int tir_frame_encode(const struct tir_tensor *t, void *dst, struct tir_err *err)
 {
 	unsigned char *p = dst;
 	size_t data = (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
-	memcpy(p, TIR_FRAME_MAGIC, 4);
-	p[4] = (unsigned char)t->dtype;
-	p[5] = (unsigned char)t->rank;
-	p[6] = p[7] = 0;
-	tir_put_u64(p + 8, data);
-	for (int i = 0; i < t->rank; i++)
-		tir_put_u64(p + 16 + 8 * i, (uint64_t)t->shape[i]);
-	p += 16 + 8 * t->rank;
+	p += tir_frame_head(t, p);
 	if (data && tir_tensor_is_contiguous(t)) {
 		memcpy(p, tir_tensor_data(t), data);
 	} else if (data) {

@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #define CONNECT_MS 5000L                /* to connect to a source, at most */
 #define ERR_BODY_MAX (16 << 10)         /* of a source's error reply, what is read */
@@ -577,8 +576,7 @@ static enum MHD_Result import_mpi(struct server *s, struct MHD_Connection *c, st
 	struct tir_mpi_sink sink = {.ud = &f, .begin = sink_begin, .absorb = sink_absorb};
 	char why[TIR_MPI_WHY] = "";
 	uint64_t got = 0;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0 = tir_now_ms();
 	int secs = s->o.transfer_seconds;
 	int rc = s->group.api->fetch(im->rank, im->cap, im->token ? im->token : "", &sink, secs, cancel, &got, why,
 				     sizeof why);
@@ -619,8 +617,7 @@ static enum MHD_Result import_mpi(struct server *s, struct MHD_Connection *c, st
 	} else {
 		ok = fetched(&f, c);
 		if (r->status == 200) {
-			clock_gettime(CLOCK_MONOTONIC, &t1);
-			double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+			double ms = tir_now_ms() - t0;
 			pthread_mutex_lock(&s->mmu);
 			s->group.imports++;
 			s->group.import_bytes += f.got;
@@ -671,35 +668,18 @@ static enum MHD_Result import_fetch(struct server *s, struct MHD_Connection *c, 
 	}
 	long limit_ms = 1000L * s->o.transfer_seconds;
 	CURL *h = f.h;
+	tir_curl_setup(h, &(struct tir_curl_opts){.agent = "tir/" TIR_VERSION " (import)",
+						  .connect_ms = limit_ms < CONNECT_MS ? limit_ms : CONNECT_MS,
+						  .timeout_ms = limit_ms,
+						  .errbuf = errbuf,
+						  .on_head = on_head,
+						  .on_body = on_data,
+						  .on_progress = on_progress,
+						  .ud = &f,
+						  .big_pieces = true});
 	curl_easy_setopt(h, CURLOPT_URL, url);
-	/* the one request asked for, of http or https, and no other: no
-	 * redirect is followed, no proxy is used */
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_PROXY, "");
 	curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "tir/" TIR_VERSION " (import)");
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, limit_ms < CONNECT_MS ? limit_ms : CONNECT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, limit_ms);
-	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	/* the value comes in pieces of 1 MiB (16 KiB by default) */
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 1L << 20);
-	const char *ca = getenv("TIR_CA_FILE");
-	if (ca && *ca)
-		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_head);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &f);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &f);
 	CURLcode rc = curl_easy_perform(h);
 	curl_slist_free_all(hdr);
 	if (auth) {

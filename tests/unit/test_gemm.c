@@ -227,7 +227,7 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 					    { 0, 0, 1 }, { 0, 0, 60000 }, { 13, 5, 150000 } };
 	int differ = 0, runs = 0;
 	for (int t = 0; t < NTHREADS; t++) {
-		tir_blas_set_threads(threads[t]);
+		tir_set_threads(threads[t]);
 		for (size_t s = 0; s < sizeof tiles / sizeof tiles[0]; s++) {
 			struct tir_err err = { 0 };
 			g.c = runs ? c : first;
@@ -240,7 +240,7 @@ static void test_invariance(enum tir_dtype dt, int la, int lb)
 				differ++;
 		}
 	}
-	tir_blas_set_threads(1);
+	tir_set_threads(1);
 	if (differ)
 		fprintf(stderr, "gemm %s layouts %d %d: %d of %d runs differ from the first\n",
 			tir_dtype_name(dt), la, lb, differ, runs);
@@ -319,7 +319,7 @@ static void test_epilogue(enum tir_dtype dt, int64_t batches)
 					    { 0, 0, 0, 60000 }, { 12, 32, 2, 150000 } };
 	int differ = 0, miscount = 0, runs = 0;
 	for (int t = 0; t < NTHREADS; t++) {
-		tir_blas_set_threads(threads[t]);
+		tir_set_threads(threads[t]);
 		for (size_t s = 0; s < sizeof tiles / sizeof tiles[0]; s++) {
 			g.tile_m = tiles[s][0];
 			g.tile_n = tiles[s][1];
@@ -338,7 +338,7 @@ static void test_epilogue(enum tir_dtype dt, int64_t batches)
 				}
 		}
 	}
-	tir_blas_set_threads(1);
+	tir_set_threads(1);
 	if (differ || miscount)
 		fprintf(stderr, "gemm %s epilogue, %lld batches: %d of %d runs differ, %d miscount\n",
 			tir_dtype_name(dt), (long long)batches, differ, runs, miscount);
@@ -383,14 +383,14 @@ static void test_batched(enum tir_dtype dt, const int64_t *as, const int64_t *bs
 	size_t bytes = (size_t)tir_tensor_numel(&out) * tir_dtype_size(dt);
 	int differ = 0;
 	for (int t = 0; t < NTHREADS; t++) {
-		tir_blas_set_threads(threads[t]);
+		tir_set_threads(threads[t]);
 		struct tir_tensor *o = t ? &out : &first;
 		memset(tir_tensor_data(o), 0x55, bytes);
 		CHECK(tir_k_matmul(&a, &b, o, &err) == 0);
 		if (t && memcmp(tir_tensor_data(&first), tir_tensor_data(&out), bytes))
 			differ++;
 	}
-	tir_blas_set_threads(1);
+	tir_set_threads(1);
 	CHECK(differ == 0);
 	/* each entry against check_one's reference and chain */
 	int64_t batches = tir_tensor_numel(&out) / (m * n), es = (int64_t)tir_dtype_size(dt);
@@ -450,14 +450,14 @@ static void test_conv(enum tir_dtype dt, int64_t c, int64_t h, int64_t wd, bool 
 	size_t bytes = (size_t)tir_tensor_numel(&out) * tir_dtype_size(dt);
 	int differ = 0;
 	for (int t = 0; t < NTHREADS; t++) {
-		tir_blas_set_threads(threads[t]);
+		tir_set_threads(threads[t]);
 		struct tir_tensor *dst = t ? &out : &first;
 		CHECK(tir_k_conv2d(&x, &w, with_bias ? &bias : NULL, (int64_t[]){ 1, 1 },
 				   (int64_t[]){ 1, 1 }, dst, &err) == 0);
 		if (t && memcmp(tir_tensor_data(&first), tir_tensor_data(&out), bytes))
 			differ++;
 	}
-	tir_blas_set_threads(1);
+	tir_set_threads(1);
 	CHECK(differ == 0);
 	int64_t bad = 0;
 	double u = dt == TIR_DTYPE_F32 ? 0x1p-24 : 0x1p-53;
@@ -514,7 +514,7 @@ static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
 	float *c = calloc((size_t)(m * n), 4), *first = calloc((size_t)(m * n), 4);
 	int bad = 0;
 	for (int ti = 0; ti < NTHREADS; ti++) {
-		tir_blas_set_threads(threads[ti]);
+		tir_set_threads(threads[ti]);
 		for (int slab = 0; slab < 2; slab++) {
 			struct tir_gemm g = {
 				.dt = TIR_DTYPE_F32, .a_dt = adt, .b_dt = bdt, .m = m, .n = n, .k = k,
@@ -540,7 +540,7 @@ static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
 			}
 		}
 	}
-	tir_blas_set_threads(1);
+	tir_set_threads(1);
 	if (bad)
 		fprintf(stderr, "narrow %s @ %s (layouts %d %d): %d bad\n", tir_dtype_name(adt), tir_dtype_name(bdt),
 			la, lb, bad);
@@ -556,7 +556,7 @@ static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
 int main(void)
 {
 	fprintf(stderr, "test_gemm: path %s, %s\n", tir_vector_path(), tir_gemm_info());
-	tir_blas_set_threads(1);
+	tir_set_threads(1);
 	for (int f = 0; f < 2; f++) {
 		enum tir_dtype dt = f ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
 		test_shapes(dt);

@@ -1,5 +1,5 @@
 /*
- * test_nn.c — matmul (blas.c) and the nn kernels (nn.c) against plain
+ * test_nn.c — matmul (matmul.c) and the nn kernels (nn.c) against plain
  * double-precision loops written here, on contiguous and strided views,
  * broadcast batch axes and edge sizes.  Not a speed test.
  */
@@ -714,13 +714,13 @@ static void test_attention(enum tir_dtype dt)
 	for (int64_t grp = 1; grp <= 5; grp += grp == 1 ? 1 : 3)
 		for (int th = 1; th <= 3; th += 2) {
 			tir_attention_test_group(grp);
-			tir_blas_set_threads(th);
+			tir_set_threads(th);
 			memset(tir_tensor_data(&again), 0, obytes);
 			CHECK(tir_k_attention(&q, &k, &v, false, &again, &err) == 0);
 			CHECK(memcmp(tir_tensor_data(&out), tir_tensor_data(&again), obytes) == 0);
 		}
 	tir_attention_test_group(0);
-	tir_blas_set_threads(threads0);
+	tir_set_threads(threads0);
 	tir_tensor_release(&again);
 	tir_tensor_release(&out);
 	/* a transposed v and self-attention sizes */
@@ -750,7 +750,7 @@ static void test_attention(enum tir_dtype dt)
 
 int main(void)
 {
-	tir_blas_set_threads(2);
+	tir_set_threads(2);
 	CHECK(strlen(tir_blas_info()) > 0);
 	size_t before = tir_mem_current();
 

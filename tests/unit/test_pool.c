@@ -265,7 +265,7 @@ static void check_matmul(const char *what, const struct tir_tensor *a, const str
 	for (int i = 0; i < NDET; i++) {
 		struct tir_tensor out;
 		struct tir_err err = { 0 };
-		tir_blas_set_threads(det_threads[i]);
+		tir_set_threads(det_threads[i]);
 		CHECK(tir_tensor_alloc(&out, a->dtype, r, shape, false, &err) == 0);
 		if (tir_k_matmul(a, b, &out, &err)) {
 			fprintf(stderr, "%s: %s\n", what, err.msg);
@@ -386,7 +386,7 @@ static void test_conv_det(enum tir_dtype dt)
 	for (int i = 0; i < NDET; i++) {
 		struct tir_tensor out;
 		struct tir_err err = { 0 };
-		tir_blas_set_threads(det_threads[i]);
+		tir_set_threads(det_threads[i]);
 		CHECK(tir_tensor_alloc(&out, dt, 4, oshape, false, &err) == 0);
 		CHECK(tir_k_conv2d(&x, &w, &bias, stride, pad, &out, &err) == 0);
 		if (i == 0)
@@ -436,7 +436,7 @@ static void attention_det(enum tir_dtype dt, int rank, const int64_t *qshape,
 	for (int i = 0; i < NDET; i++) {
 		struct tir_tensor out;
 		struct tir_err err = { 0 };
-		tir_blas_set_threads(det_threads[i]);
+		tir_set_threads(det_threads[i]);
 		CHECK(tir_tensor_alloc(&out, dt, rank, oshape, false, &err) == 0);
 		CHECK(tir_k_attention(&q, &k, &v, causal, &out, &err) == 0);
 		if (i == 0)
@@ -512,7 +512,7 @@ static char *run_program(int threads)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	tir_blas_set_threads(threads);
+	tir_set_threads(threads);
 	CHECK(tir_program_parse(p, "mlp", mlp_program, strlen(mlp_program), 0) == 0);
 	struct tir_exec *x = tir_exec_new(p);
 	CHECK(tir_exec_run(x, 0, NULL, 0, &err) == 0);

@@ -58,11 +58,6 @@ static void unravel(int64_t i, int rank, const int64_t *shape, int64_t *c)
 	}
 }
 
-static bool is_float(enum tir_dtype dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
-}
-
 /* ---- the reference reduction: one pass in logical order ---- */
 
 struct expect {
@@ -130,7 +125,7 @@ static void ref_reduce(enum tir_op op, const struct tir_tensor *x, const bool *m
 				m2[o] += dv * dv;
 				continue;
 			}
-			int64_t vi = is_float(x->dtype) ? 0 : tir_tensor_get_i64(x, k);
+			int64_t vi = tir_dtype_is_wide_float(x->dtype) ? 0 : tir_tensor_get_i64(x, k);
 			ls[o] += v;
 			lp[o] *= v;
 			ws[o] += (uint64_t)vi;
@@ -138,7 +133,7 @@ static void ref_reduce(enum tir_op op, const struct tir_tensor *x, const bool *m
 			bool take;
 			if (at[o] < 0)
 				take = true;
-			else if (is_float(x->dtype))
+			else if (tir_dtype_is_wide_float(x->dtype))
 				take = !isnan(bf[o]) && (isnan(v) || (mx ? v > bf[o] : v < bf[o]));
 			else
 				take = mx ? vi > bi[o] : vi < bi[o];
@@ -221,10 +216,10 @@ static void check_reduce(enum tir_op op, const struct tir_tensor *x, const bool 
 	if (ok && rc)
 		ok = strstr(err.msg, "reduction over an empty axis") != NULL;
 	double tol = x->dtype == TIR_DTYPE_F32 ? 2e-6 : 1e-12;
-	bool loose = !arg && !is_float(x->dtype) &&
+	bool loose = !arg && !tir_dtype_is_wide_float(x->dtype) &&
 		     (op == TIR_OP_MEAN || op == TIR_OP_VAR);
 	for (int64_t o = 0; ok && rc == 0 && o < e.n; o++) {
-		if (!arg && is_float(x->dtype)) {
+		if (!arg && tir_dtype_is_wide_float(x->dtype)) {
 			double g = tir_tensor_get_f64(&out, o), w = e.f[o];
 			if (x->dtype == TIR_DTYPE_F32)
 				w = (float)w;
@@ -259,7 +254,7 @@ static void randomize(struct tir_tensor *t, int nan_pct, int range)
 	int64_t n = tir_tensor_numel(t);
 	for (int64_t i = 0; i < n; i++) {
 		double v = (double)((int64_t)(rnd() % (uint64_t)(2 * range + 1)) - range);
-		if (is_float(t->dtype)) {
+		if (tir_dtype_is_wide_float(t->dtype)) {
 			v += (double)(rnd() % 4) / 4;
 			if (nan_pct && (int)(rnd() % 100) < nan_pct)
 				v = NAN;
@@ -354,7 +349,7 @@ static void test_reduce_matrix(void)
 			numel *= shape[d];
 		for (int dt = 0; dt <= TIR_DTYPE_F64; dt++) { /* the kernels' dtypes (the storage types compute wide) */
 			for (int lay = 0; lay < L_COUNT; lay++) {
-				for (int nanp = 0; nanp <= (is_float(dt) ? 15 : 0); nanp += 15) {
+				for (int nanp = 0; nanp <= (tir_dtype_is_wide_float(dt) ? 15 : 0); nanp += 15) {
 					struct tir_tensor x;
 					if (!make_view(&x, dt, rank, shape, lay, nanp, 4))
 						continue;
@@ -372,7 +367,7 @@ static void test_reduce_matrix(void)
 							if (arg && nax != 1 && nax != rank)
 								continue;
 							/* products of many values leave double's range */
-							if (op == TIR_OP_PROD && is_float(dt) && numel > 64)
+							if (op == TIR_OP_PROD && tir_dtype_is_wide_float(dt) && numel > 64)
 								continue;
 							check_reduce(op, &x, mask, layout_names[lay]);
 						}
@@ -766,7 +761,7 @@ static void test_pad(void)
 			double fv = vals[k];
 			if (dt == TIR_DTYPE_BOOL)
 				fv = fv != 0;
-			else if (!is_float(dt))
+			else if (!tir_dtype_is_wide_float(dt))
 				fv = trunc(fv);
 			else if (dt == TIR_DTYPE_F32)
 				fv = (float)fv;

@@ -4,7 +4,10 @@
  * counted, strings with escapes, invalid JSON counted at least as a
  * parser would make values of it; and the tuning of sockets to this
  * machine (tir_sock_local): which addresses are loopback, and that such a
- * socket gets reno while one to another machine keeps the default.
+ * socket gets reno while one to another machine keeps the default; the
+ * frame header (tir_frame_head) that tir_frame_encode writes, byte by
+ * byte; and the one libcurl set-up (tir_curl_setup), which takes http and
+ * https only.
  */
 #include "net/net.h"
 #include "check.h"
@@ -110,9 +113,57 @@ static void test_loopback(void)
 	CHECK(!strcmp(other, fresh));
 }
 
+/* tir_frame_head: net.h's layout, the very bytes tir_frame_encode starts
+ * its frame with, for each rank and dtype sizes 1, 2, 8. */
+static void test_frame_head(void)
+{
+	struct tir_err err = {0};
+	enum tir_dtype dts[] = {TIR_DTYPE_BOOL, TIR_DTYPE_BF16, TIR_DTYPE_I16, TIR_DTYPE_F64};
+	int64_t shape[TIR_MAX_RANK];
+	for (int rank = 0; rank <= TIR_MAX_RANK; rank++)
+		for (int k = 0; k < 4; k++) {
+			for (int d = 0; d < rank; d++)
+				shape[d] = 1 + (d + k) % 3;
+			struct tir_tensor t = {0};
+			CHECK(tir_tensor_alloc(&t, dts[k], rank, shape, true, &err) == 0);
+			unsigned char head[TIR_FRAME_HEAD_MAX];
+			size_t n = tir_frame_head(&t, head), size = tir_frame_size(&t);
+			CHECK(n == 16 + 8 * (size_t)rank);
+			CHECK(!memcmp(head, "TIRT", 4) && head[4] == dts[k] && head[5] == rank && !head[6] && !head[7]);
+			CHECK(tir_get_u64(head + 8) == (uint64_t)tir_tensor_numel(&t) * tir_dtype_size(dts[k]));
+			bool same = true;
+			for (int d = 0; d < rank; d++)
+				same &= tir_get_u64(head + 16 + 8 * d) == (uint64_t)shape[d];
+			CHECK(same);
+			unsigned char *frame = malloc(size);
+			CHECK(frame && tir_frame_encode(&t, frame, &err) == 0 && !memcmp(frame, head, n));
+			free(frame);
+			tir_tensor_release(&t);
+		}
+}
+
+/* A handle set up by tir_curl_setup refuses a scheme other than http and
+ * https before it reads anything. */
+static void test_curl_setup(void)
+{
+	CURL *h = curl_easy_init();
+	CHECK(h != NULL);
+	if (!h)
+		return;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	tir_curl_setup(h, &(struct tir_curl_opts){.agent = "tir/test", .connect_ms = 1000, .timeout_ms = 2000,
+						  .errbuf = errbuf});
+	curl_easy_setopt(h, CURLOPT_URL, "file:///dev/null");
+	CHECK(curl_easy_perform(h) == CURLE_UNSUPPORTED_PROTOCOL);
+	CHECK(errbuf[0] != 0);
+	curl_easy_cleanup(h);
+}
+
 int main(void)
 {
 	test_loopback();
+	test_frame_head();
+	test_curl_setup();
 	CHECK(count("") == 0);
 	CHECK(count("   \n") == 0);
 	agrees("0");

@@ -1,17 +1,12 @@
 /*
- * blas.c — the matmul kernel: float matrices through tir's own packed gemm
- * (gemm.c), integer ones by plain loops cut into blocks on the pool, batch
- * axes broadcast; and the engine's BLAS settings (OpenBLAS stays linked
- * and at one thread, for any direct cblas call, but no matmul goes
- * through it: see gemm.c for why).  Results are bitwise the same with any
- * thread count.  Not here: fused epilogues (lib/fusion) or the nn ops
- * built on matmul (nn.c).
+ * matmul.c — the matmul kernel: float matrices through tir's own packed
+ * gemm (gemm.c), integer ones by plain loops cut into blocks on the pool,
+ * batch axes broadcast.  No matmul goes through OpenBLAS (see gemm.c for
+ * why).  Results are bitwise the same with any thread count.  Not here:
+ * fused epilogues (lib/fusion) or the nn ops built on matmul (nn.c).
  */
 #include "exec.h"
 
-#include <cblas.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 
 /* One 2-D operand: element (i, j) is at p + (i * rs + j * cs) elements. */
@@ -190,7 +185,7 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 				a->rank, b->rank, out->rank);
 	/* a float product may read operands stored narrower: gemm.c widens
 	 * them as it packs */
-	bool widen = (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) &&
+	bool widen = tir_dtype_is_wide_float(dt) &&
 		(a->dtype == dt || tir_dtype_wide(a->dtype) != a->dtype) &&
 		(b->dtype == dt || tir_dtype_wide(b->dtype) != b->dtype);
 	if (!widen && (a->dtype != dt || b->dtype != dt))
@@ -242,7 +237,7 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 	j.a = (struct mat){ tir_tensor_data(a), a->strides[r - 2], a->strides[r - 1] };
 	j.b = (struct mat){ tir_tensor_data(b), b->strides[r - 2], b->strides[r - 1] };
 
-	if (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64) {
+	if (tir_dtype_is_wide_float(dt)) {
 		struct tir_gemm g = {
 			.dt = dt, .a_dt = a->dtype, .b_dt = b->dtype,
 			.m = m, .n = n, .k = k, .a = j.a.p, .b = j.b.p,
@@ -277,42 +272,4 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 	if (j.epi_rc)
 		return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
 	return 0;
-}
-
-static pthread_once_t single_once = PTHREAD_ONCE_INIT;
-
-static void set_single(void)
-{
-	openblas_set_num_threads(1);
-}
-
-/* OpenBLAS on one thread: the pool does the parallel work. */
-void tir_blas_single(void)
-{
-	pthread_once(&single_once, set_single);
-}
-
-/* n threads for the engine; n < 1 means one per processor. */
-void tir_blas_set_threads(int n)
-{
-	tir_blas_single();
-	tir_pool_set_threads(n);
-}
-
-static char blas_info[256];
-static pthread_once_t blas_info_once = PTHREAD_ONCE_INIT;
-
-static void blas_info_init(void)
-{
-	const char *cfg = openblas_get_config();
-	const char *core = openblas_get_corename();
-	snprintf(blas_info, sizeof blas_info, "%s (core %s)", cfg ? cfg : "OpenBLAS",
-		 core ? core : "unknown");
-}
-
-/* A line describing the BLAS in use; static storage. */
-const char *tir_blas_info(void)
-{
-	pthread_once(&blas_info_once, blas_info_init);
-	return blas_info;
 }
