@@ -12,15 +12,14 @@
 #define TIR_DEVICE_H
 
 #include "engine.h"
+#include "sched.h"
 #include "../fusion/fusion.h"
 
 #include <pthread.h>
 
 struct json_t; /* jansson's (the trace) */
 
-/* The most devices an executor holds: dev[0] is the CPU, dev[1 + k]
- * remote:k (--remote's k-th server).  A node's TIR_DEV_* is its index. */
-#define TIR_MAX_DEVICES 64
+/* The most devices an executor holds: TIR_MAX_DEVICES (sched.h). */
 
 struct tir_device;
 
