@@ -1,9 +1,10 @@
 /*
  * device.h — inside lib/engine: the device interface and the executor's
  * state.  A device is a place that holds values and runs batches; the
- * executor (run.c) holds a list of them and reaches each only through its
- * ops table, never by its kind.  Today there are two kinds: the CPU of
- * this process (cpu.c: the plan cache, the fused and reference kernels)
+ * executor (run.c, carrying out sched.c's steps) holds a list of them and
+ * reaches each only through its ops table, never by its kind.  Today
+ * there are two kinds: the CPU of this process (cpu.c: the plan cache,
+ * the fused and reference kernels)
  * and a `tir serve` (remote.c: lib/net's client, loaded at run time by
  * lib/net/door.c).  Not for the rest of the library: lib/net sees the
  * executor through engine.h.

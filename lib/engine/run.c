@@ -3,8 +3,10 @@
  * (every print, and names asked for), the values kept between runs (the
  * REPL), and the list of devices that hold values and run batches
  * (device.h): the CPU of this process, and a tir serve when one is given.
- * A run goes to its device through the ops table alone.  No printing
- * here: results are handed back as tensors.
+ * It carries out the scheduler's steps (sched.h): syncs the devices, runs
+ * each step's batches at once on threads, moves values, says errors,
+ * stats and --explain.  A run goes to its device through the ops table
+ * alone.  No printing here: results are handed back as tensors.
  */
 #include "device.h"
 

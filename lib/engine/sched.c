@@ -236,7 +236,8 @@ static int key_cmp(const void *a, const void *b)
 	return x->minor < y->minor ? -1 : x->minor > y->minor;
 }
 
-static size_t grow_keys(struct sched_key **k, size_t *cap, size_t n)
+/* Room in *k for entry n (doubling); 0, or 1 out of memory. */
+static int grow_keys(struct sched_key **k, size_t *cap, size_t n)
 {
 	if (n < *cap)
 		return 0;
