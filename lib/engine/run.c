@@ -525,9 +525,9 @@ static void sched_devices(const struct tir_exec *x, struct tir_sched *s)
 	}
 }
 
-/* A move after a step: straight from one device to the other when they
- * can, else through here (from the value its batch handed back, if it
- * did). */
+/* A move after a step: from the value its batch handed back here, if it
+ * did; else straight from one device to the other when they can; else
+ * fetched here and put there. */
 static int move_run(struct tir_exec *x, const struct tir_sched_move *m, const struct tir_tensor *back,
 		    struct tir_err *err)
 {

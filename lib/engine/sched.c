@@ -289,7 +289,8 @@ static int sched_batches(struct tir_sched *s)
 			goto out;
 		k[nk++] = (struct sched_key){(size_t)s->level[i] * nd + (size_t)d, s->nt + i, i};
 	}
-	qsort(k, nk, sizeof *k, key_cmp);
+	if (nk)
+		qsort(k, nk, sizeof *k, key_cmp);
 	s->item_node = malloc(sizeof *s->item_node * (nk + 1));
 	s->item_stay = malloc(sizeof *s->item_stay * (nk + 1));
 	s->item_put = malloc(sizeof *s->item_put * (nk + 1));
@@ -371,7 +372,8 @@ static int sched_moves(struct tir_sched *s)
 		}
 		k[nk++] = (struct sched_key){(size_t)s->level[i] - 1, i, i};
 	}
-	qsort(k, nk, sizeof *k, key_cmp);
+	if (nk)
+		qsort(k, nk, sizeof *k, key_cmp);
 	if (!(s->moves = malloc(sizeof *s->moves * (nk + 1)))) {
 		free(k);
 		return -TIR_ENOMEM;

@@ -303,9 +303,10 @@ int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir
 	struct batch_leaves lv = {p, held, nheld, given, ngiven};
 	memcpy(need, target, nn * sizeof *need);
 	tir_need_walk(p, need, NULL, is_leaf, &lv);
-	for (size_t i = 0; i < nn; i++)
-		if (need[i])
-			role[i] = target[i] && role_of(&lv, i) == R_SCALAR ? R_OP : role_of(&lv, i);
+	for (size_t i = 0; i < nn; i++) {
+		enum role r = need[i] ? role_of(&lv, i) : R_NONE;
+		role[i] = r == R_SCALAR && target[i] ? R_OP : r; /* a weak scalar asked for: a line */
+	}
 	/* numbers in order of appearance: the inputs first, then the lines */
 	uint32_t next = 0;
 	for (size_t i = 0; i < nn; i++) {
