@@ -661,7 +661,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 	x->ran_mask = 0;
 	for (int L = 0; L < s.nsteps && !rc; L++)
 		rc = run_step(x, &s, L, jobs, vals, out, err);
-	/* a target the devices held already, asked for alone */
+	/* a target its batch did not hand back (a device held it), asked for alone */
 	for (size_t i = 0; i < nt && !rc; i++) {
 		int d = s.target_dev[i];
 		if (!out[i].buf)

@@ -321,8 +321,8 @@ out:
 	return rc;
 }
 
-/* Which item makes each target (one at most: a node is listed once), and
- * where one made by none (held already) is fetched from. */
+/* Which item makes each target (a node is listed once), and the device it
+ * is made on. */
 static int sched_targets(struct tir_sched *s)
 {
 	size_t nn = s->p->nnodes;

@@ -88,8 +88,9 @@ struct tir_sched {
 	size_t nmoves;
 	struct tir_sched_coll *colls;
 	size_t ncolls;
-	/* by target: the item that makes it, or TIR_SCHED_NONE (a value held
-	 * already: fetched from target_dev after the steps) */
+	/* by target: the item that makes it (every target is one's), and the
+	 * device it is made on: where a value its batch did not hand back is
+	 * fetched from after the steps */
 	size_t *target_item;
 	int *target_dev;
 
