@@ -779,6 +779,25 @@ static int cpu_fetch(struct tir_device *d, struct tir_exec *x, uint32_t id, stru
 	return 0;
 }
 
+/* The value of node i a batch here reads, not runs: computed before (a
+ * name's, kept), or moved here (put); NULL: none. */
+static const struct tir_tensor *cpu_have(const struct cpu *c, const struct tir_exec *x, size_t i)
+{
+	return x->keep && x->kept[i].buf ? &x->kept[i] : i < c->ngiven && c->given[i].buf ? &c->given[i] : NULL;
+}
+
+struct cpu_run_ctx {
+	const struct cpu *c;
+	const struct tir_exec *x;
+};
+
+/* The needs-walk's held: a value cpu_have finds. */
+static bool cpu_held(const void *ctx, uint32_t id)
+{
+	const struct cpu_run_ctx *h = ctx;
+	return cpu_have(h->c, h->x, id) != NULL;
+}
+
 static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
 		   struct tir_tensor *out, struct tir_err *err)
 {
@@ -816,27 +835,20 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		target[targets[i]->id] = true;
 		uses[targets[i]->id]++;
 	}
-	for (size_t i = nn; i-- > 0;) {
+	struct cpu_run_ctx hctx = {c, x};
+	tir_need_walk(p, need, uses, cpu_held, &hctx);
+	for (size_t i = 0; i < nn; i++) {
 		if (!need[i])
 			continue;
-		const struct tir_node *n = p->nodes[i];
-		const struct tir_tensor *have = x->keep && x->kept[i].buf ? &x->kept[i]
-					      : i < c->ngiven && c->given[i].buf ? &c->given[i] : NULL;
+		const struct tir_tensor *have = cpu_have(c, x, i);
 		if (have) {
 			/* computed before, or moved here: a value to read, not a node to run */
 			tir_tensor_ref(&vals[i], have);
 			made[nmade++] = (uint32_t)i;
 			need[i] = false;
 			target[i] = true;
-			continue;
-		}
-		if (x->keep && tir_exec_keepable(p, n))
+		} else if (x->keep && tir_exec_keepable(p, p->nodes[i])) {
 			target[i] = true; /* materialized, so that it can be kept */
-		for (int k = 0; k < n->nin; k++) {
-			if (!n->in[k])
-				continue;
-			need[n->in[k]->id] = true;
-			uses[n->in[k]->id]++;
 		}
 	}
 	if (!x->no_fuse) {

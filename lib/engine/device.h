@@ -1,9 +1,10 @@
 /*
  * device.h — inside lib/engine: the device interface and the executor's
  * state.  A device is a place that holds values and runs batches; the
- * executor (run.c) holds a list of them and reaches each only through its
- * ops table, never by its kind.  Today there are two kinds: the CPU of
- * this process (cpu.c: the plan cache, the fused and reference kernels)
+ * executor (run.c, carrying out sched.c's steps) holds a list of them and
+ * reaches each only through its ops table, never by its kind.  Today
+ * there are two kinds: the CPU of this process (cpu.c: the plan cache,
+ * the fused and reference kernels)
  * and a `tir serve` (remote.c: lib/net's client, loaded at run time by
  * lib/net/door.c).  Not for the rest of the library: lib/net sees the
  * executor through engine.h.
@@ -12,15 +13,14 @@
 #define TIR_DEVICE_H
 
 #include "engine.h"
+#include "sched.h"
 #include "../fusion/fusion.h"
 
 #include <pthread.h>
 
 struct json_t; /* jansson's (the trace) */
 
-/* The most devices an executor holds: dev[0] is the CPU, dev[1 + k]
- * remote:k (--remote's k-th server).  A node's TIR_DEV_* is its index. */
-#define TIR_MAX_DEVICES 64
+/* The most devices an executor holds: TIR_MAX_DEVICES (sched.h). */
 
 struct tir_device;
 

@@ -16,6 +16,15 @@
 int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *t,
 		       const char *what, struct tir_err *err);
 
+/* The needs-walk (sched.c), the one place that says which nodes of p a
+ * run's targets need: need[0 .. p->nnodes) holds the targets on entry and
+ * every node they read on return, walked from the last node back.  A node
+ * held(ctx, id) says is held (a value there already; NULL: none is) is
+ * needed, but not what it reads.  uses (NULL: not counted) gets one read
+ * of each operand of every node walked through. */
+typedef bool tir_held_fn(const void *ctx, uint32_t id);
+void tir_need_walk(const struct tir_program *p, bool *need, int64_t *uses, tir_held_fn *held, const void *ctx);
+
 /* ---- for lib/net: a run whose graph another tir computes ---- */
 
 /* The value given for INPUT node id, or NULL. */

@@ -3,8 +3,10 @@
  * (every print, and names asked for), the values kept between runs (the
  * REPL), and the list of devices that hold values and run batches
  * (device.h): the CPU of this process, and a tir serve when one is given.
- * A run goes to its device through the ops table alone.  No printing
- * here: results are handed back as tensors.
+ * It carries out the scheduler's steps (sched.h): syncs the devices, runs
+ * each step's batches at once on threads, moves values, says errors,
+ * stats and --explain.  A run goes to its device through the ops table
+ * alone.  No printing here: results are handed back as tensors.
  */
 #include "device.h"
 
@@ -250,17 +252,7 @@ char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err)
 			uses[id]++;
 		}
 	}
-	for (size_t i = nn; i-- > 0;) {
-		if (!need[i])
-			continue;
-		const struct tir_node *n = p->nodes[i];
-		for (int k = 0; k < n->nin; k++) {
-			if (!n->in[k])
-				continue;
-			need[n->in[k]->id] = true;
-			uses[n->in[k]->id]++;
-		}
-	}
+	tir_need_walk(p, need, uses, NULL, NULL);
 	if (tir_fuse(p, need, uses, target, &plan) || !(dot = tir_plan_dot(p, &plan)))
 		tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 out:
@@ -291,19 +283,12 @@ void tir_values_clear(struct tir_tensor *vals, size_t n)
 
 /* ---- a run over several devices ---- */
 
-/* The device index node n lives on (x->dev), -1 placed nowhere. */
-static int dev_of(const struct tir_node *n)
-{
-	return n->dev == TIR_DEV_ANY ? -1 : n->dev;
-}
-
 /* The home device: a value placed nowhere that is asked for is made there. */
 static int home_of(const struct tir_exec *x)
 {
 	return x->ndev > 1 ? 1 : 0;
 }
 
-/* b, one batch's, into a, the run's so far (first: a is b). */
 /* b, one batch's, into a, the run's so far (first: a is b).  The batches
  * of one step run at once: their plan and run times count once, the
  * longest (step_plan, step_run: the step's so far, added to a's times of
@@ -347,52 +332,16 @@ static void explain_add(struct tir_exec *x, struct tir_device *d, int dev, int s
 		tir_str_free(&e);
 }
 
-/* An all_reduce its devices make as one collective of their group's
- * (run_placed): the ranks of its pieces. */
-struct coll_plan {
-	const struct tir_coll *c;
-	int ranks[TIR_MAX_DEVICES];
-};
-
-/* Whether c runs as one collective of its devices: every piece on a rank
- * of one MPI group, no rank twice and rank 0 among them (it orders the
- * group's collectives: docs/groups.md), of a dtype and an op MPI reduces
- * as tir does (an integer mean, f16, bf16 and bool are lowered). */
-static bool coll_at_once(const struct tir_exec *x, const struct tir_coll *c, int *ranks)
-{
-	enum tir_dtype dt = (enum tir_dtype)c->out[0]->type.dtype;
-	bool fl = dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
-	bool in = dt == TIR_DTYPE_I32 || dt == TIR_DTYPE_I64 || dt == TIR_DTYPE_I8 || dt == TIR_DTYPE_U8 ||
-		  dt == TIR_DTYPE_I16;
-	if ((!fl && !(in && strcmp(c->op, "mean"))) || c->in[0]->type.dtype != dt)
-		return false;
-	const char *gid = NULL;
-	uint64_t seen = 0;
-	for (int i = 0; i < c->n; i++) {
-		int d = c->dev[i], rk = -1;
-		if (d <= 0 || d >= x->ndev || c->out[i] == c->in[i])
-			return false;
-		struct tir_device *dv = x->dev[d];
-		const char *g = dv->ops->group && dv->ops->all_reduce ? dv->ops->group(dv, &rk) : NULL;
-		if (!g || (gid && strcmp(g, gid)) || rk < 0 || rk >= 64 || (seen >> rk & 1))
-			return false;
-		gid = g;
-		seen |= 1ull << rk;
-		ranks[i] = rk;
-	}
-	return seen & 1;
-}
-
 /* One device's batch of a step, run on a thread of its own or the caller's
  * (or its part of a collective: coll). */
 struct batch_job {
 	struct tir_exec *x;
 	int d;
-	const struct coll_plan *coll;  /* its part of this collective, piece */
+	const struct tir_sched_coll *coll; /* its part of this collective, piece */
 	int piece;
 	const char *key;
 	struct tir_node **bt;
-	bool *bstay;
+	const bool *bstay;
 	struct tir_tensor *bv;
 	size_t nb;
 	int rc;
@@ -505,7 +454,7 @@ static int coll_key(char key[33], struct tir_err *err)
 
 /* c's collective: every rank's part at once (a part that fails stops the
  * others', as a step's batches do), and a line of --explain. */
-static int coll_run(struct tir_exec *x, const struct coll_plan *cp, int step, struct tir_err *err)
+static int coll_run(struct tir_exec *x, const struct tir_sched_coll *cp, int step, struct tir_err *err)
 {
 	const struct tir_coll *c = cp->c;
 	char key[33];
@@ -547,308 +496,176 @@ static int coll_run(struct tir_exec *x, const struct coll_plan *cp, int step, st
 	return 0;
 }
 
+/* ---- carrying a schedule out (sched.h makes it) ---- */
+
+/* The scheduler's question of x's devices: whether d holds node id's value. */
+static bool dev_holds(const void *ctx, int d, uint32_t id)
+{
+	const struct tir_exec *x = ctx;
+	return x->dev[d]->ops->holds(x->dev[d], x, id);
+}
+
+/* What the scheduler knows of x's devices: the MPI group each is a rank of,
+ * if it makes collectives. */
+static void sched_devices(const struct tir_exec *x, struct tir_sched *s)
+{
+	for (int d = 0; d < x->ndev; d++) {
+		struct tir_device *dv = x->dev[d];
+		struct tir_sched_dev *sd = &s->dev[d];
+		sd->rank = -1;
+		sd->all_reduce = dv->ops->all_reduce != NULL;
+		sd->group = dv->ops->group && sd->all_reduce ? dv->ops->group(dv, &sd->rank) : NULL;
+	}
+}
+
+/* A move after a step: from the value its batch handed back here, if it
+ * did; else straight from one device to the other when they can; else
+ * fetched here and put there. */
+static int move_run(struct tir_exec *x, const struct tir_sched_move *m, const struct tir_tensor *back,
+		    struct tir_err *err)
+{
+	struct tir_device *src = x->dev[m->from], *dst = x->dev[m->to];
+	if (back && back->buf)
+		return dst->ops->put(dst, x, m->dst, back, err);
+	int rc = dst->ops->take ? dst->ops->take(dst, src, x, m->src, m->dst, err) : -TIR_EUNSUPPORTED;
+	if (rc != -TIR_EUNSUPPORTED)
+		return rc;
+	struct tir_tensor v = {0};
+	rc = src->ops->fetch(src, x, m->src, &v, err);
+	if (!rc)
+		rc = dst->ops->put(dst, x, m->dst, &v, err);
+	tir_tensor_release(&v);
+	return rc;
+}
+
+/* Step L of s: its batches at once, each on a thread of its own; what they
+ * made where it goes (the run's targets into out; a value the CPU reads in
+ * a later step put back there); then the moves and the collectives into
+ * the next step.  jobs: room for a batch per device; vals: for the step's
+ * items. */
+static int run_step(struct tir_exec *x, const struct tir_sched *s, int L, struct batch_job *jobs,
+		    struct tir_tensor *vals, struct tir_tensor *out, struct tir_err *err)
+{
+	const struct tir_sched_step *st = &s->steps[L];
+	int nj = (int)st->nbatches, rc = 0;
+	size_t first = nj ? s->batches[st->batch].item : 0, nv = 0;
+	for (int k = 0; k < nj; k++) {
+		const struct tir_sched_batch *sb = &s->batches[st->batch + (size_t)k];
+		struct batch_job *b = &jobs[k];
+		memset(b, 0, sizeof *b);
+		b->x = x;
+		b->d = sb->dev;
+		b->bt = s->item_node + sb->item;
+		b->bstay = s->item_stay + sb->item;
+		b->bv = vals + (sb->item - first);
+		b->nb = sb->nitems;
+		nv += sb->nitems;
+	}
+	if (x->intr && *x->intr && nj)
+		return tir_errf(err, TIR_EINTERRUPT, &jobs[0].bt[0]->loc, "interrupted");
+	if (nj > 1)
+		run_at_once(x, jobs, nj);
+	else if (nj)
+		batch_thread(&jobs[0]);
+	/* the error to tell: the first that is not another's stop */
+	for (int k = 0; k < nj && !rc; k++)
+		if (jobs[k].rc && jobs[k].err.code != TIR_EINTERRUPT) {
+			rc = jobs[k].rc;
+			*err = jobs[k].err;
+			err_on(x, jobs[k].d, err);
+		}
+	for (int k = 0; k < nj && !rc; k++)
+		if (jobs[k].rc) {
+			rc = jobs[k].rc;
+			*err = jobs[k].err;
+		}
+	/* then, in device order: plans, values */
+	double step_plan = 0, step_run = 0;
+	for (int k = 0; k < nj; k++) {
+		struct batch_job *b = &jobs[k];
+		struct tir_device *dv = x->dev[b->d];
+		size_t item = s->batches[st->batch + (size_t)k].item;
+		stats_add(&x->stats, &b->st, x->nbatches == 0, &step_plan, &step_run);
+		if (k == nj - 1) {
+			x->stats.plan_ms += step_plan;
+			x->stats.run_ms += step_run;
+		}
+		x->nbatches++;
+		x->ran_mask |= 1ull << b->d;
+		if (rc)
+			continue;
+		explain_add(x, dv, b->d, L, s->nsteps);
+		x->explain_dev = b->d;
+		for (size_t j = 0; j < b->nb && !rc; j++)
+			if (b->bv[j].buf && s->item_put[item + j])
+				rc = dv->ops->put(dv, x, b->bt[j]->id, &b->bv[j], err);
+		/* the run's targets made here */
+		for (size_t i = 0; i < s->nt && !rc; i++) {
+			size_t t = s->target_item[i];
+			if (t != TIR_SCHED_NONE && t >= item && t < item + b->nb && !out[i].buf &&
+			    b->bv[t - item].buf)
+				tir_tensor_ref(&out[i], &b->bv[t - item]);
+		}
+	}
+	/* the moves into the next step, then the collectives, each at once on its ranks */
+	for (size_t m = st->move; m < st->move + st->nmoves && !rc; m++) {
+		size_t j = s->moves[m].src_item;
+		rc = move_run(x, &s->moves[m], j != TIR_SCHED_NONE ? &vals[j - first] : NULL, err);
+	}
+	for (size_t j = 0; j < nv; j++)
+		tir_tensor_release(&vals[j]);
+	for (size_t c = st->coll; c < st->coll + st->ncolls && !rc; c++)
+		rc = coll_run(x, &s->colls[c], L + 1, err);
+	return rc;
+}
+
 /*
  * Compute targets[0..nt) into out: each op runs on the device its node is
  * placed on (a value placed nowhere: on each device that reads it, and a
  * target placed nowhere on the home device).  A `to` whose operand lives
- * on another device is a transfer.  The run goes in steps: a step's
- * batches (one per device) need only values made in earlier steps; after
- * each step the values the next one reads are moved.  A value one step
- * makes that a later step on the same device reads stays there.
+ * on another device is a transfer.  The scheduler (sched.h) says the steps:
+ * a step's batches (one per device) need only values made in earlier
+ * steps; after each step the values the next one reads are moved.
  */
 static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_t nt, struct tir_tensor *out,
 		      struct tir_err *err)
 {
-	struct tir_program *p = x->prog;
-	size_t nn = p->nnodes;
-	int nd = x->ndev, home = home_of(x);
-	uint64_t *need = calloc(nn + 1, sizeof *need);  /* by node: the devices it is needed on */
-	int *lvl = calloc(nn + 1, sizeof *lvl);          /* by node: its step */
-	bool *moved = calloc(nn + 1, sizeof *moved);     /* a `to` from another device */
-	bool *stays = calloc(nn + 1, sizeof *stays);     /* read by a later step on its device */
-	bool *moves_out = calloc(nn + 1, sizeof *moves_out); /* a moved `to`'s operand */
-	struct tir_tensor *hand = calloc(nn + 1, sizeof *hand); /* values that came back */
-	/* a step's batches share these: each target or node is in at most
-	 * one batch of a step per device that needs it */
-	size_t room = (nt + nn) * (size_t)nd + 1;
-	struct tir_node **bt = calloc(room, sizeof *bt);
-	bool *bstay = calloc(room, sizeof *bstay);
-	struct tir_tensor *bv = calloc(room, sizeof *bv);
-	struct batch_job *jobs = calloc((size_t)nd, sizeof *jobs);
-	int *cx = calloc(nn + 1, sizeof *cx);            /* by node: 1 + its collective's index in cp, or 0 */
-	struct coll_plan *cp = NULL;
-	int rc = 0, nsteps = 0, ncp = 0;
-	if (!need || !lvl || !moved || !stays || !moves_out || !hand || !bt || !bstay || !bv || !jobs || !cx) {
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-		goto out;
-	}
-	/* every `to` the targets reach names a device that is there (the
-	 * REPL's program may hold others, placed before .remote changed:
-	 * they stop no line that does not read them); moved marks the reach */
-	for (size_t i = 0; i < nt; i++)
-		moved[targets[i]->id] = true;
-	for (size_t i = nn; i-- > 0;) {
-		const struct tir_node *n = p->nodes[i];
-		if (!moved[i])
-			continue;
-		if (n->op == TIR_OP_TO && dev_of(n) >= nd) {
-			char dn[24];
-			rc = tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(n->dev, dn),
-				      nd == 1 ? "no --remote is given" : "--remote names fewer servers");
-			goto out;
-		}
-		for (int k = 0; k < n->nin; k++)
-			if (n->in[k])
-				moved[n->in[k]->id] = true;
-	}
-	/* what each device holds, as of now: the walk below asks */
-	for (int d = 0; d < nd && !rc; d++)
+	struct tir_sched s = {.p = x->prog, .targets = targets, .nt = nt, .ndev = x->ndev, .home = home_of(x),
+			      .holds = dev_holds, .ctx = x};
+	struct batch_job *jobs = NULL;
+	struct tir_tensor *vals = NULL;
+	int rc = tir_sched_reach(&s, err);
+	/* what each device holds, as of now: the schedule asks */
+	for (int d = 0; d < x->ndev && !rc; d++)
 		if (x->dev[d]->ops->sync)
 			rc = x->dev[d]->ops->sync(x->dev[d], x, err);
 	if (rc)
 		goto out;
-	/* the all_reduces a group's ranks make as one collective each */
-	for (size_t i = 0; i < nn && !rc; i++) {
-		const struct tir_coll *c = p->nodes[i]->coll;
-		if (!c || c->out[0] != p->nodes[i] || !moved[i])
-			continue;
-		struct coll_plan *g = realloc(cp, sizeof *cp * (size_t)(ncp + 1));
-		if (!g) {
-			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-			break;
-		}
-		cp = g;
-		cp[ncp].c = c;
-		if (!coll_at_once(x, c, cp[ncp].ranks))
-			continue;
-		for (int j = 0; j < c->n; j++)
-			cx[c->out[j]->id] = ncp + 1;
-		ncp++;
-	}
-	if (rc)
+	sched_devices(x, &s);
+	if ((rc = tir_sched_plan(&s, err)))
 		goto out;
-	memset(moved, 0, (nn + 1) * sizeof *moved);
-	for (size_t i = 0; i < nt; i++) {
-		int d = dev_of(targets[i]);
-		need[targets[i]->id] |= 1ull << (d < 0 ? home : d);
-	}
-	/* what each device needs, from the last node back; a value a device
-	 * holds (kept by an earlier run) is read there */
-	for (size_t i = nn; i-- > 0;) {
-		if (!need[i])
-			continue;
-		const struct tir_node *n = p->nodes[i];
-		for (int d = 0; d < nd; d++) {
-			if (!(need[i] >> d & 1) || x->dev[d]->ops->holds(x->dev[d], x, (uint32_t)i))
-				continue;
-			if (cx[i]) { /* every piece of its collective, from every piece */
-				const struct tir_coll *c = cp[cx[i] - 1].c;
-				for (int j = 0; j < c->n; j++) {
-					moved[c->out[j]->id] = true;
-					need[c->out[j]->id] |= 1ull << c->dev[j];
-					moves_out[c->in[j]->id] = true;
-					need[c->in[j]->id] |= 1ull << c->dev[j];
-				}
-				continue;
-			}
-			if (n->op == TIR_OP_TO && dev_of(n->in[0]) >= 0 && dev_of(n->in[0]) != d) {
-				moved[i] = true;
-				moves_out[n->in[0]->id] = true;
-				need[n->in[0]->id] |= 1ull << dev_of(n->in[0]);
-				continue;
-			}
-			for (int k = 0; k < n->nin; k++)
-				if (n->in[k])
-					need[n->in[k]->id] |= 1ull << d;
-		}
-	}
-	/* the steps: a moved value is there one step after its operand */
-	for (size_t i = 0; i < nn; i++) {
-		const struct tir_node *n = p->nodes[i];
-		if (!need[i])
-			continue;
-		if (cx[i]) { /* a step after the last of its collective's pieces is made */
-			const struct tir_coll *c = cp[cx[i] - 1].c;
-			for (int j = 0; j < c->n; j++)
-				lvl[i] = lvl[c->in[j]->id] + 1 > lvl[i] ? lvl[c->in[j]->id] + 1 : lvl[i];
-			nsteps = lvl[i] + 1 > nsteps ? lvl[i] + 1 : nsteps;
-			continue;
-		}
-		for (int k = 0; k < n->nin; k++) {
-			const struct tir_node *o = n->in[k];
-			int l = o ? lvl[o->id] + (moved[i] ? 1 : 0) : 0;
-			lvl[i] = l > lvl[i] ? l : lvl[i];
-		}
-		/* an operand made here by an earlier step stays for this one */
-		for (int k = 0; k < n->nin; k++) {
-			const struct tir_node *o = n->in[k];
-			if (o && !moved[i] && dev_of(o) >= 0 && lvl[o->id] < lvl[i])
-				stays[o->id] = true;
-		}
-		nsteps = lvl[i] + 1 > nsteps ? lvl[i] + 1 : nsteps;
+	jobs = calloc((size_t)x->ndev, sizeof *jobs);
+	vals = calloc(s.nitems + 1, sizeof *vals);
+	if (!jobs || !vals) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto out;
 	}
 	x->nbatches = 0;
 	x->ran_mask = 0;
-	for (int L = 0; L < nsteps && !rc; L++) {
-		/* this step's batches, one per device with work */
-		int nj = 0;
-		size_t used = 0; /* of bt, bstay, bv: each batch its own run of them */
-		for (int d = 0; d < nd; d++) {
-			bool remote = d > 0;
-			struct batch_job *b = &jobs[nj];
-			memset(b, 0, sizeof *b);
-			b->x = x;
-			b->d = d;
-			b->bt = bt + used;
-			b->bstay = bstay + used;
-			b->bv = bv + used;
-			/* the targets of this batch: the run's, what moves out, what stays */
-			for (size_t i = 0; i < nt; i++) {
-				int td = dev_of(targets[i]);
-				if ((td < 0 ? home : td) != d || lvl[targets[i]->id] != L)
-					continue;
-				bool dup = false;
-				for (size_t j = 0; j < b->nb && !dup; j++)
-					dup = b->bt[j] == targets[i];
-				if (!dup) {
-					b->bstay[b->nb] = false;
-					b->bt[b->nb++] = targets[i];
-				}
-			}
-			for (size_t i = 0; i < nn; i++) {
-				const struct tir_node *n = p->nodes[i];
-				if (dev_of(n) != d || lvl[i] != L || !(stays[i] || moves_out[i]) || !(need[i] >> d & 1))
-					continue;
-				bool dup = false;
-				for (size_t j = 0; j < b->nb && !dup; j++)
-					dup = b->bt[j] == n;
-				if (dup)
-					continue;
-				/* a remote keeps it for the later step, or for another
-				 * server to fetch; what only the CPU reads comes back
-				 * (else it is fetched from where it stays after the step:
-				 * not made again there, and servers move it between them) */
-				bool to_cpu = false, to_remote = false;
-				for (size_t j = i + 1; j < nn && moves_out[i]; j++)
-					if (moved[j] && p->nodes[j]->in[0] == n) {
-						to_cpu = to_cpu || dev_of(p->nodes[j]) == 0;
-						to_remote = to_remote || dev_of(p->nodes[j]) > 0;
-					}
-				b->bstay[b->nb] = remote && (!to_cpu || stays[i] || to_remote);
-				b->bt[b->nb++] = p->nodes[i];
-			}
-			if (b->nb) {
-				used += b->nb;
-				nj++;
-			}
-		}
-		if (x->intr && *x->intr && nj) {
-			rc = tir_errf(err, TIR_EINTERRUPT, &jobs[0].bt[0]->loc, "interrupted");
-			break;
-		}
-		/* the batches of a step at once, each on a thread of its own */
-		if (nj > 1)
-			run_at_once(x, jobs, nj);
-		else if (nj)
-			batch_thread(&jobs[0]);
-		/* the error to tell: the first that is not another's stop */
-		for (int k = 0; k < nj && !rc; k++)
-			if (jobs[k].rc && jobs[k].err.code != TIR_EINTERRUPT) {
-				rc = jobs[k].rc;
-				*err = jobs[k].err;
-				err_on(x, jobs[k].d, err);
-			}
-		for (int k = 0; k < nj && !rc; k++)
-			if (jobs[k].rc) {
-				rc = jobs[k].rc;
-				*err = jobs[k].err;
-			}
-		/* then, in device order: plans, values */
-		double step_plan = 0, step_run = 0;
-		for (int k = 0; k < nj; k++) {
-			struct batch_job *b = &jobs[k];
-			struct tir_device *dv = x->dev[b->d];
-			stats_add(&x->stats, &b->st, x->nbatches == 0, &step_plan, &step_run);
-			if (k == nj - 1) {
-				x->stats.plan_ms += step_plan;
-				x->stats.run_ms += step_run;
-			}
-			x->nbatches++;
-			x->ran_mask |= 1ull << b->d;
-			if (rc)
-				continue;
-			explain_add(x, dv, b->d, L, nsteps);
-			x->explain_dev = b->d;
-			for (size_t j = 0; j < b->nb && !rc; j++) {
-				uint32_t id = b->bt[j]->id;
-				if (b->bv[j].buf && stays[id] && b->d == 0)
-					rc = dv->ops->put(dv, x, id, &b->bv[j], err);
-				if (b->bv[j].buf && moves_out[id] && !hand[id].buf)
-					tir_tensor_ref(&hand[id], &b->bv[j]);
-			}
-			/* the run's targets made here */
-			for (size_t i = 0; i < nt && !rc; i++)
-				for (size_t j = 0; j < b->nb; j++)
-					if (b->bt[j] == targets[i] && !out[i].buf && b->bv[j].buf) {
-						tir_tensor_ref(&out[i], &b->bv[j]);
-						break;
-					}
-		}
-		for (size_t j = 0; j < used; j++)
-			tir_tensor_release(&bv[j]);
-		/* the moves into the next step */
-		for (size_t i = 0; i < nn && !rc; i++) {
-			if (!moved[i] || lvl[i] != L + 1 || cx[i])
-				continue;
-			const struct tir_node *n = p->nodes[i], *o = n->in[0];
-			int from = dev_of(o), to = dev_of(n);
-			struct tir_device *src = x->dev[from], *dst = x->dev[to];
-			struct tir_tensor v = {0};
-			if (hand[o->id].buf) { /* it came back here: sent on from here */
-				rc = dst->ops->put(dst, x, n->id, &hand[o->id], err);
-				continue;
-			}
-			/* straight from one to the other when they can */
-			rc = dst->ops->take ? dst->ops->take(dst, src, x, o->id, n->id, err) : -TIR_EUNSUPPORTED;
-			if (rc != -TIR_EUNSUPPORTED)
-				continue;
-			rc = src->ops->fetch(src, x, o->id, &v, err);
-			if (!rc)
-				rc = dst->ops->put(dst, x, n->id, &v, err);
-			tir_tensor_release(&v);
-		}
-		/* and the collectives, each at once on its ranks */
-		for (int k = 0; k < ncp && !rc; k++) {
-			uint32_t o0 = cp[k].c->out[0]->id;
-			if (moved[o0] && lvl[o0] == L + 1)
-				rc = coll_run(x, &cp[k], L + 1, err);
-		}
-	}
-	/* a target the devices held already, asked for alone */
+	for (int L = 0; L < s.nsteps && !rc; L++)
+		rc = run_step(x, &s, L, jobs, vals, out, err);
+	/* a target its batch did not hand back (a device held it), asked for alone */
 	for (size_t i = 0; i < nt && !rc; i++) {
-		if (out[i].buf)
-			continue;
-		int d = dev_of(targets[i]);
-		d = d < 0 ? home : d;
-		rc = x->dev[d]->ops->fetch(x->dev[d], x, targets[i]->id, &out[i], err);
+		int d = s.target_dev[i];
+		if (!out[i].buf)
+			rc = x->dev[d]->ops->fetch(x->dev[d], x, targets[i]->id, &out[i], err);
 	}
 out:
-	for (size_t i = 0; hand && i < nn; i++)
-		tir_tensor_release(&hand[i]);
-	for (int d = 0; d < nd; d++)
+	for (int d = 0; d < x->ndev; d++)
 		x->dev[d]->ops->clear(x->dev[d]);
-	free(need);
-	free(lvl);
-	free(moved);
-	free(stays);
-	free(moves_out);
-	free(hand);
-	free(bt);
-	free(bstay);
-	free(bv);
+	tir_sched_free(&s);
 	free(jobs);
-	free(cx);
-	free(cp);
+	free(vals);
 	return rc;
 }
 

@@ -219,6 +219,36 @@ int tir_batch_memo_name(struct tir_batch_memo *memo, const struct tir_node *n, c
 	return input_name(n, v, memo, out, NULL, NULL, err);
 }
 
+/* What a batch reads of node i, as the needs-walk gets to it. */
+struct batch_leaves {
+	const struct tir_program *p;
+	const bool *held;
+	size_t nheld;
+	const struct tir_tensor *given;
+	size_t ngiven;
+};
+
+/* Node i's role in a batch that needs it (a weak scalar asked for is a
+ * line of its own: the caller's). */
+static enum role role_of(const struct batch_leaves *l, size_t i)
+{
+	const struct tir_node *n = l->p->nodes[i];
+	if (n->op == TIR_OP_CONST && n->type.weak)
+		return R_SCALAR;
+	if (l->held && i < l->nheld && l->held[i])
+		return R_HELD;
+	if (n->op == TIR_OP_INPUT || n->op == TIR_OP_LOAD || n->op == TIR_OP_CONST ||
+	    (l->given && i < l->ngiven && l->given[i].buf))
+		return R_BLOB;
+	return R_OP;
+}
+
+/* The needs-walk's held: a node the batch reads, not what it reads. */
+static bool is_leaf(const void *ctx, uint32_t id)
+{
+	return role_of(ctx, id) != R_OP;
+}
+
 int tir_batch_build(struct tir_batch *b, const struct tir_exec *x, struct tir_node *const *targets,
 		    size_t ntargets, const bool *held, size_t nheld, struct tir_batch_memo *memo,
 		    struct tir_err *err)
@@ -236,38 +266,24 @@ int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir
 	memset(b, 0, sizeof *b);
 	unsigned char *role = calloc(nn + 1, 1);
 	bool *target = calloc(nn + 1, sizeof *target), *stays = calloc(nn + 1, sizeof *stays);
+	bool *need = malloc((nn + 1) * sizeof *need);
 	uint32_t *tnum = malloc((nn + 1) * sizeof *tnum);
 	struct tir_str text = {0};
 	size_t caplines = 0;
 	int rc = 0;
-	if (!role || !target || !tnum || !stays)
+	if (!role || !target || !tnum || !stays || !need)
 		goto oom;
 	/* what the targets need, from the last node back: a leaf stops the walk */
 	for (size_t i = 0; i < ntargets; i++)
 		target[targets[i]->id] = true;
 	for (size_t i = 0; stay && i < ntargets; i++)
 		stays[targets[i]->id] = stay[i];
-	for (size_t i = nn; i-- > 0;) {
-		const struct tir_node *n = p->nodes[i];
-		if (!target[i] && !role[i])
-			continue;
-		if (n->op == TIR_OP_CONST && n->type.weak) {
-			role[i] = target[i] ? R_OP : R_SCALAR;
-			continue;
-		}
-		if (held && i < nheld && held[i]) {
-			role[i] = R_HELD;
-			continue;
-		}
-		if (n->op == TIR_OP_INPUT || n->op == TIR_OP_LOAD || n->op == TIR_OP_CONST ||
-		    (given && i < ngiven && given[i].buf)) {
-			role[i] = R_BLOB;
-			continue;
-		}
-		role[i] = R_OP;
-		for (int k = 0; k < n->nin; k++)
-			if (n->in[k] && !role[n->in[k]->id])
-				role[n->in[k]->id] = R_SCALAR; /* needed; settled when the walk gets there */
+	struct batch_leaves lv = {p, held, nheld, given, ngiven};
+	memcpy(need, target, nn * sizeof *need);
+	tir_need_walk(p, need, NULL, is_leaf, &lv);
+	for (size_t i = 0; i < nn; i++) {
+		enum role r = need[i] ? role_of(&lv, i) : R_NONE;
+		role[i] = r == R_SCALAR && target[i] ? R_OP : r; /* a weak scalar asked for: a line */
 	}
 	/* numbers in order of appearance: the inputs first, then the lines */
 	uint32_t next = 0;
@@ -359,6 +375,7 @@ int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir
 	free(role);
 	free(target);
 	free(stays);
+	free(need);
 	free(tnum);
 	return 0;
 oom:
@@ -369,6 +386,7 @@ fail:
 	free(role);
 	free(target);
 	free(stays);
+	free(need);
 	free(tnum);
 	tir_batch_free(b);
 	return rc;
