@@ -30,6 +30,7 @@ struct tir_exec *tir_exec_new(struct tir_program *p)
 	if (!x)
 		return NULL;
 	x->prog = p;
+	x->pl = tir_placed(p);
 	if (!(x->dev[0] = tir_cpu_device())) {
 		free(x);
 		return NULL;
@@ -82,7 +83,7 @@ void tir_exec_free(struct tir_exec *x)
  * value is kept anyway, in x->inputs. */
 bool tir_exec_keepable(const struct tir_program *p, const struct tir_node *n)
 {
-	return n->op != TIR_OP_INPUT && tir_node_kept_name(p, n);
+	return n->op != TIR_OP_INPUT && tir_place_kept_name(p, n);
 }
 
 /* Size the cache to the grown graph; drop values whose name was rebound. */
@@ -136,14 +137,14 @@ bool tir_exec_has_value(const struct tir_exec *x, const char *name)
 	const struct tir_binding *b = tir_program_lookup(x->prog, name, strlen(name));
 	if (!b || !b->node)
 		return false;
-	if (b->node->shard) { /* sharded: every piece held where it lives */
-		const struct tir_shard *s = b->node->shard;
+	if (tir_place_shard(x->pl, b->node)) { /* sharded: every piece held where it lives */
+		const struct tir_shard *s = tir_place_shard(x->pl, b->node);
 		bool all = true;
 		for (int i = 0; i < s->n && all; i++)
 			all = s->dev[i] < x->ndev && x->dev[s->dev[i]]->ops->holds(x->dev[s->dev[i]], x, s->piece[i]->id);
 		return all;
 	}
-	uint32_t id = tir_exe(b->node)->id;
+	uint32_t id = tir_place_exe(x->pl, b->node)->id;
 	if (b->node->op == TIR_OP_INPUT)
 		return id < x->ninputs_cap && x->inputs[id].buf;
 	for (int i = 0; i < x->ndev; i++)
@@ -245,14 +246,14 @@ char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err)
 				 sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
 			goto out;
 		}
-		uint32_t id = tir_exe(b->node)->id;
+		uint32_t id = tir_place_exe(x->pl, b->node)->id;
 		need[id] = target[id] = true;
 		uses[id]++;
 	}
 	for (size_t s = 0; !name && s < p->nstmts; s++) {
 		const struct tir_stmt *st = &p->stmts[s];
 		for (int i = 0; st->kind == TIR_STMT_PRINT && i < st->nitems; i++) {
-			uint32_t id = tir_exe(st->items[i].node)->id;
+			uint32_t id = tir_place_exe(x->pl, st->items[i].node)->id;
 			need[id] = target[id] = true;
 			uses[id]++;
 		}
@@ -299,9 +300,10 @@ void tir_values_clear(struct tir_tensor *vals, size_t n)
 /* ---- a run over several devices ---- */
 
 /* The device index node n lives on (x->dev), -1 placed nowhere. */
-static int dev_of(const struct tir_node *n)
+static int dev_of(const struct tir_placed *pl, const struct tir_node *n)
 {
-	return n->dev == TIR_DEV_ANY ? -1 : n->dev;
+	int d = tir_place_dev(pl, n);
+	return d == TIR_DEV_ANY ? -1 : d;
 }
 
 /* The home device: a value placed nowhere that is asked for is made there. */
@@ -598,9 +600,9 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		const struct tir_node *n = p->nodes[i];
 		if (!moved[i])
 			continue;
-		if (n->op == TIR_OP_TO && dev_of(n) >= nd) {
+		if (n->op == TIR_OP_TO && dev_of(x->pl, n) >= nd) {
 			char dn[24];
-			rc = tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(n->dev, dn),
+			rc = tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(tir_place_dev(x->pl, n), dn),
 				      nd == 1 ? "no --remote is given" : "--remote names fewer servers");
 			goto out;
 		}
@@ -616,7 +618,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		goto out;
 	/* the all_reduces a group's ranks make as one collective each */
 	for (size_t i = 0; i < nn && !rc; i++) {
-		const struct tir_coll *c = p->nodes[i]->coll;
+		const struct tir_coll *c = tir_place_coll(x->pl, p->nodes[i]);
 		if (!c || c->out[0] != p->nodes[i] || !moved[i])
 			continue;
 		struct coll_plan *g = realloc(cp, sizeof *cp * (size_t)(ncp + 1));
@@ -636,7 +638,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		goto out;
 	memset(moved, 0, (nn + 1) * sizeof *moved);
 	for (size_t i = 0; i < nt; i++) {
-		int d = dev_of(targets[i]);
+		int d = dev_of(x->pl, targets[i]);
 		need[targets[i]->id] |= 1ull << (d < 0 ? home : d);
 	}
 	/* what each device needs, from the last node back; a value a device
@@ -658,10 +660,10 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				}
 				continue;
 			}
-			if (n->op == TIR_OP_TO && dev_of(n->in[0]) >= 0 && dev_of(n->in[0]) != d) {
+			if (n->op == TIR_OP_TO && dev_of(x->pl, n->in[0]) >= 0 && dev_of(x->pl, n->in[0]) != d) {
 				moved[i] = true;
 				moves_out[n->in[0]->id] = true;
-				need[n->in[0]->id] |= 1ull << dev_of(n->in[0]);
+				need[n->in[0]->id] |= 1ull << dev_of(x->pl, n->in[0]);
 				continue;
 			}
 			for (int k = 0; k < n->nin; k++)
@@ -689,7 +691,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 		/* an operand made here by an earlier step stays for this one */
 		for (int k = 0; k < n->nin; k++) {
 			const struct tir_node *o = n->in[k];
-			if (o && !moved[i] && dev_of(o) >= 0 && lvl[o->id] < lvl[i])
+			if (o && !moved[i] && dev_of(x->pl, o) >= 0 && lvl[o->id] < lvl[i])
 				stays[o->id] = true;
 		}
 		nsteps = lvl[i] + 1 > nsteps ? lvl[i] + 1 : nsteps;
@@ -711,7 +713,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			b->bv = bv + used;
 			/* the targets of this batch: the run's, what moves out, what stays */
 			for (size_t i = 0; i < nt; i++) {
-				int td = dev_of(targets[i]);
+				int td = dev_of(x->pl, targets[i]);
 				if ((td < 0 ? home : td) != d || lvl[targets[i]->id] != L)
 					continue;
 				bool dup = false;
@@ -724,7 +726,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			}
 			for (size_t i = 0; i < nn; i++) {
 				const struct tir_node *n = p->nodes[i];
-				if (dev_of(n) != d || lvl[i] != L || !(stays[i] || moves_out[i]) || !(need[i] >> d & 1))
+				if (dev_of(x->pl, n) != d || lvl[i] != L || !(stays[i] || moves_out[i]) || !(need[i] >> d & 1))
 					continue;
 				bool dup = false;
 				for (size_t j = 0; j < b->nb && !dup; j++)
@@ -738,8 +740,8 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 				bool to_cpu = false, to_remote = false;
 				for (size_t j = i + 1; j < nn && moves_out[i]; j++)
 					if (moved[j] && p->nodes[j]->in[0] == n) {
-						to_cpu = to_cpu || dev_of(p->nodes[j]) == 0;
-						to_remote = to_remote || dev_of(p->nodes[j]) > 0;
+						to_cpu = to_cpu || dev_of(x->pl, p->nodes[j]) == 0;
+						to_remote = to_remote || dev_of(x->pl, p->nodes[j]) > 0;
 					}
 				b->bstay[b->nb] = remote && (!to_cpu || stays[i] || to_remote);
 				b->bt[b->nb++] = p->nodes[i];
@@ -808,7 +810,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 			if (!moved[i] || lvl[i] != L + 1 || cx[i])
 				continue;
 			const struct tir_node *n = p->nodes[i], *o = n->in[0];
-			int from = dev_of(o), to = dev_of(n);
+			int from = dev_of(x->pl, o), to = dev_of(x->pl, n);
 			struct tir_device *src = x->dev[from], *dst = x->dev[to];
 			struct tir_tensor v = {0};
 			if (hand[o->id].buf) { /* it came back here: sent on from here */
@@ -835,7 +837,7 @@ static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_
 	for (size_t i = 0; i < nt && !rc; i++) {
 		if (out[i].buf)
 			continue;
-		int d = dev_of(targets[i]);
+		int d = dev_of(x->pl, targets[i]);
 		d = d < 0 ? home : d;
 		rc = x->dev[d]->ops->fetch(x->dev[d], x, targets[i]->id, &out[i], err);
 	}
@@ -890,7 +892,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				goto done;
 			}
 			x->headers[ntargets] = st->items[i].header;
-			targets[ntargets++] = tir_shown(st->items[i].node); /* a sharded value: gathered here */
+			targets[ntargets++] = tir_place_shown(x->pl, st->items[i].node); /* a sharded value: gathered here */
 		}
 	}
 	size_t nprint = ntargets;
@@ -907,7 +909,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
-		targets[ntargets++] = tir_shown(b->node);
+		targets[ntargets++] = tir_place_shown(x->pl, b->node);
 	}
 	/* the values: one array, the printed then the named */
 	x->results = calloc(ntargets + 1, sizeof *x->results);
