@@ -201,7 +201,7 @@ struct tir_name_link {
 };
 
 /* The small fields come together so that none pads: a program holds one
- * node per operation (144 bytes on 64-bit; parse.c puts its attr, in and
+ * node per operation (192 bytes on 64-bit; parse.c puts its attr, in and
  * inloc right behind it, in the same arena piece).  It holds what the
  * program says: where a value runs is lib/place's answer, not the node's. */
 struct tir_node {
