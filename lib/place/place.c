@@ -90,7 +90,7 @@ static int place(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 {
 	char a[24], b[24];
 	bool sharded = n->op == TIR_OP_SHARD || n->op == TIR_OP_ALL_REDUCE;
-	for (int k = 0; k < n->nin && !sharded; k++)
+	for (int k = 0; k < n->nin && !sharded && pl->sharding; k++)
 		sharded = n->in[k] && (tir_place_alias(pl, n->in[k]) || tir_place_dev(pl, n->in[k]) == TIR_DEV_SHARDED);
 	if (sharded) /* made on the devices by shard.c */
 		return tir_shard_node(pl, n, err);
@@ -112,10 +112,12 @@ static int place(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 		pl->dev[n->id] = (int16_t)d;
 		return 0;
 	}
+	/* where the placed operands are (the common case, nothing placed: a
+	 * read of each operand's device) */
 	int first = -1, dev = TIR_DEV_ANY;
 	for (int k = 0; k < n->nin; k++) {
 		const struct tir_node *o = n->in[k];
-		int od = o ? tir_place_dev(pl, o) : TIR_DEV_ANY;
+		int od = o && o->id < pl->n ? pl->dev[o->id] : TIR_DEV_ANY;
 		if (od == TIR_DEV_ANY)
 			continue;
 		if (first < 0) {
@@ -137,7 +139,9 @@ static int place(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 
 int tir_place_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 {
-	if (tir_place_cover(pl, n))
+	if (n->id == pl->n && n->id < pl->cap) /* the next node: the common case */
+		pl->ext[pl->n++] = NULL;
+	else if (n->id >= pl->n && tir_place_cover(pl, n))
 		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
 	pl->dev[n->id] = TIR_DEV_ANY;
 	int rc = place(pl, n, err);

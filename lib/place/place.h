@@ -78,6 +78,8 @@ struct tir_placed {
 	size_t nset;                 /* of ids [0, n), those placed somewhere */
 	int nremotes;                /* remote:0 .. remote:nremotes-1 exist ... */
 	bool remotes_known;          /* ... when this is set (tir_program_set_remotes) */
+	bool sharding;               /* shard.c has run: an operand may be sharded or
+				      * have an alias (until then no node has either) */
 };
 
 /* The placement of p (tir_program_new attaches one); NULL for a program

@@ -681,6 +681,7 @@ static int movement(struct tir_placed *pl, struct tir_node *n, struct tir_err *e
 
 int tir_shard_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 {
+	pl->sharding = true; /* (place.c looks for sharded operands from now on) */
 	if (n->op == TIR_OP_SHARD)
 		return make_shard(pl, n, err);
 	if (n->op == TIR_OP_ALL_REDUCE)
