@@ -281,7 +281,7 @@ struct tir_bind_slot {
  * operands before the node; a node it fails fails its statement, as a
  * type error does.  Every hook may be NULL. */
 struct tir_pass {
-	void *ud;                 /* the pass's own state; freed by free(ud) */
+	void *ud;                 /* the pass's own state (its free hook frees it) */
 	/* n is checked: 0, or -code with err filled (at n when it says no place) */
 	int (*node)(void *ud, struct tir_program *p, struct tir_node *n, struct tir_err *err);
 	/* the graph was cut back to its first nnodes nodes (a failed statement) */
