@@ -13,6 +13,12 @@
  * An op this file does not split runs on the first device on the gathered
  * operands (correct, not parallel): movement across the split axis,
  * gather, conv, pooling, argmax and the rest.
+ *
+ * Part of the placement pass (place.h): what it says of a node goes into
+ * struct tir_placed, not into the node; the nodes it makes are the
+ * program's, marked hidden there.  The one thing it writes into a user's
+ * node is all_reduce's type, one piece's (docs/language.md), which the
+ * nodes after it are checked against.
  */
 #include "place.h"
 
