@@ -316,6 +316,10 @@ struct tir_program {
 	struct tir_pass pass;         /* run over each node as it is checked */
 };
 
+/* A program with no pass (tir_program_new gives one with lib/place's
+ * placement).  returns: new, free with tir_program_free. */
+struct tir_program *tir_program_alloc(void);
+
 struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n);
 /* (tir_program_suggest, "did you mean", is in tir.h) */
 /* A name currently bound to node, or NULL. */
@@ -324,10 +328,6 @@ const char *tir_node_current_name(const struct tir_program *p, const struct tir_
 const struct tir_func *tir_program_func(const struct tir_program *p, const char *s, size_t n);
 
 /* ---- checking ---- */
-
-/* A program with no pass (tir_program_new gives one with lib/place's
- * placement).  returns: new, free with tir_program_free. */
-struct tir_program *tir_program_alloc(void);
 
 /* parse.c: a new node of p (attributes at their defaults, made by
  * statement stmt), or NULL (out of memory). */
