@@ -110,6 +110,7 @@ struct tir_device *tir_remote_device(struct tir_remote *r);
 
 struct tir_exec {
 	struct tir_program *prog;
+	const struct tir_placed *pl;   /* prog's placement (lib/place): where each node runs */
 	struct tir_tensor *inputs;     /* by node id: values given for INPUT nodes */
 	size_t ninputs_cap;
 	struct tir_tensor *results;    /* printed values of the last run, in order, then the named ones */

@@ -10,6 +10,7 @@
 #define TIR_ENGINE_H
 
 #include "../exec/exec.h"
+#include "../place/place.h"
 
 /* Give `input NAME` the value t (takes ownership of t's reference; t is
  * left empty).  `what` names where it came from, for messages. */

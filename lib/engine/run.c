@@ -25,6 +25,7 @@ struct tir_exec *tir_exec_new(struct tir_program *p)
 	if (!x)
 		return NULL;
 	x->prog = p;
+	x->pl = tir_placed(p);
 	if (!(x->dev[0] = tir_cpu_device())) {
 		free(x);
 		return NULL;
@@ -77,7 +78,7 @@ void tir_exec_free(struct tir_exec *x)
  * value is kept anyway, in x->inputs. */
 bool tir_exec_keepable(const struct tir_program *p, const struct tir_node *n)
 {
-	return n->op != TIR_OP_INPUT && tir_node_kept_name(p, n);
+	return n->op != TIR_OP_INPUT && tir_place_kept_name(p, n);
 }
 
 /* Size the cache to the grown graph; drop values whose name was rebound. */
@@ -131,14 +132,14 @@ bool tir_exec_has_value(const struct tir_exec *x, const char *name)
 	const struct tir_binding *b = tir_program_lookup(x->prog, name, strlen(name));
 	if (!b || !b->node)
 		return false;
-	if (b->node->shard) { /* sharded: every piece held where it lives */
-		const struct tir_shard *s = b->node->shard;
+	if (tir_place_shard(x->pl, b->node)) { /* sharded: every piece held where it lives */
+		const struct tir_shard *s = tir_place_shard(x->pl, b->node);
 		bool all = true;
 		for (int i = 0; i < s->n && all; i++)
 			all = s->dev[i] < x->ndev && x->dev[s->dev[i]]->ops->holds(x->dev[s->dev[i]], x, s->piece[i]->id);
 		return all;
 	}
-	uint32_t id = tir_exe(b->node)->id;
+	uint32_t id = tir_place_exe(x->pl, b->node)->id;
 	if (b->node->op == TIR_OP_INPUT)
 		return id < x->ninputs_cap && x->inputs[id].buf;
 	for (int i = 0; i < x->ndev; i++)
@@ -240,14 +241,14 @@ char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err)
 				 sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
 			goto out;
 		}
-		uint32_t id = tir_exe(b->node)->id;
+		uint32_t id = tir_place_exe(x->pl, b->node)->id;
 		need[id] = target[id] = true;
 		uses[id]++;
 	}
 	for (size_t s = 0; !name && s < p->nstmts; s++) {
 		const struct tir_stmt *st = &p->stmts[s];
 		for (int i = 0; st->kind == TIR_STMT_PRINT && i < st->nitems; i++) {
-			uint32_t id = tir_exe(st->items[i].node)->id;
+			uint32_t id = tir_place_exe(x->pl, st->items[i].node)->id;
 			need[id] = target[id] = true;
 			uses[id]++;
 		}
@@ -630,7 +631,7 @@ static int run_step(struct tir_exec *x, const struct tir_sched *s, int L, struct
 static int run_placed(struct tir_exec *x, struct tir_node *const *targets, size_t nt, struct tir_tensor *out,
 		      struct tir_err *err)
 {
-	struct tir_sched s = {.p = x->prog, .targets = targets, .nt = nt, .ndev = x->ndev, .home = home_of(x),
+	struct tir_sched s = {.p = x->prog, .pl = x->pl, .targets = targets, .nt = nt, .ndev = x->ndev, .home = home_of(x),
 			      .holds = dev_holds, .ctx = x};
 	struct batch_job *jobs = NULL;
 	struct tir_tensor *vals = NULL;
@@ -700,7 +701,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 				goto done;
 			}
 			x->headers[ntargets] = st->items[i].header;
-			targets[ntargets++] = tir_shown(st->items[i].node); /* a sharded value: gathered here */
+			targets[ntargets++] = tir_place_shown(x->pl, st->items[i].node); /* a sharded value: gathered here */
 		}
 	}
 	size_t nprint = ntargets;
@@ -717,7 +718,7 @@ int tir_exec_run(struct tir_exec *x, size_t from_stmt, const char *const *names,
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
-		targets[ntargets++] = tir_shown(b->node);
+		targets[ntargets++] = tir_place_shown(x->pl, b->node);
 	}
 	/* the values: one array, the printed then the named */
 	x->results = calloc(ntargets + 1, sizeof *x->results);

@@ -11,14 +11,14 @@
 
 /* Where placement is read: these accessors alone (placement is a pass of
  * its own, and where it keeps its answer may move). */
-static inline int node_dev(const struct tir_node *n)
+static inline int node_dev(const struct tir_sched *s, const struct tir_node *n)
 {
-	return n->dev;
+	return tir_place_dev(s->pl, n);
 }
 
-static inline const struct tir_coll *node_coll(const struct tir_node *n)
+static inline const struct tir_coll *node_coll(const struct tir_sched *s, const struct tir_node *n)
 {
-	return n->coll;
+	return tir_place_coll(s->pl, n);
 }
 
 /* ---- the needs-walk ---- */
@@ -42,15 +42,16 @@ void tir_need_walk(const struct tir_program *p, bool *need, int64_t *uses, tir_h
 /* ---- the scheduler ---- */
 
 /* The device index node n lives on, -1 placed nowhere. */
-static int dev_of(const struct tir_node *n)
+static int dev_of(const struct tir_sched *s, const struct tir_node *n)
 {
-	return node_dev(n) == TIR_DEV_ANY ? -1 : node_dev(n);
+	int d = node_dev(s, n);
+	return d == TIR_DEV_ANY ? -1 : d;
 }
 
 /* The device a target is made on: its own, or the home device. */
 static int made_on(const struct tir_sched *s, const struct tir_node *t)
 {
-	int d = dev_of(t);
+	int d = dev_of(s, t);
 	return d < 0 ? s->home : d;
 }
 
@@ -71,9 +72,9 @@ int tir_sched_reach(struct tir_sched *s, struct tir_err *err)
 	/* the last `to` first, as the walk back meets them */
 	for (size_t i = nn; i-- > 0;) {
 		const struct tir_node *n = p->nodes[i];
-		if (s->reach[i] && n->op == TIR_OP_TO && dev_of(n) >= s->ndev) {
+		if (s->reach[i] && n->op == TIR_OP_TO && dev_of(s, n) >= s->ndev) {
 			char dn[24];
-			return tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(node_dev(n), dn),
+			return tir_errf(err, TIR_EDATA, &n->loc, "to: no device %s: %s", tir_dev_str(node_dev(s, n), dn),
 					s->ndev == 1 ? "no --remote is given" : "--remote names fewer servers");
 		}
 	}
@@ -117,7 +118,7 @@ static int sched_collectives(struct tir_sched *s)
 {
 	const struct tir_program *p = s->p;
 	for (size_t i = 0; i < p->nnodes; i++) {
-		const struct tir_coll *c = node_coll(p->nodes[i]);
+		const struct tir_coll *c = node_coll(s, p->nodes[i]);
 		if (!c || c->out[0] != p->nodes[i] || !s->reach[i])
 			continue;
 		struct tir_sched_coll *g = realloc(s->colls, sizeof *g * (s->ncolls + 1));
@@ -160,7 +161,7 @@ static void sched_needs(struct tir_sched *s)
 				}
 				continue;
 			}
-			int from = n->op == TIR_OP_TO ? dev_of(n->in[0]) : -1;
+			int from = n->op == TIR_OP_TO ? dev_of(s, n->in[0]) : -1;
 			if (from >= 0 && from != d) {
 				s->moved[i] = true;
 				s->moves_out[n->in[0]->id] = true;
@@ -198,7 +199,7 @@ static void sched_levels(struct tir_sched *s)
 			}
 			for (int k = 0; k < n->nin; k++) {
 				const struct tir_node *o = n->in[k];
-				if (o && !s->moved[i] && dev_of(o) >= 0 && lvl[o->id] < lvl[i])
+				if (o && !s->moved[i] && dev_of(s, o) >= 0 && lvl[o->id] < lvl[i])
 					s->stays[o->id] = true;
 			}
 		}
@@ -215,8 +216,8 @@ static void sched_sent_to(struct tir_sched *s)
 		const struct tir_node *n = p->nodes[j];
 		if (!s->moved[j] || n->nin < 1 || !n->in[0] || !s->moves_out[n->in[0]->id])
 			continue;
-		s->sent_to[n->in[0]->id] |= dev_of(n) == 0 ? TIR_SCHED_TO_CPU
-					  : dev_of(n) > 0 ? TIR_SCHED_TO_REMOTE : 0;
+		s->sent_to[n->in[0]->id] |= dev_of(s, n) == 0 ? TIR_SCHED_TO_CPU
+					  : dev_of(s, n) > 0 ? TIR_SCHED_TO_REMOTE : 0;
 	}
 }
 
@@ -281,7 +282,7 @@ static int sched_batches(struct tir_sched *s)
 		k[nk++] = (struct sched_key){(size_t)s->level[t->id] * nd + (size_t)made_on(s, t), i, t->id};
 	}
 	for (size_t i = 0; i < nn; i++) {
-		int d = dev_of(p->nodes[i]);
+		int d = dev_of(s, p->nodes[i]);
 		if (listed[i] || d < 0 || d >= s->ndev || !(s->stays[i] || s->moves_out[i]) || !(s->need[i] >> d & 1))
 			continue;
 		listed[i] = true;
@@ -381,7 +382,7 @@ static int sched_moves(struct tir_sched *s)
 	for (size_t j = 0; j < nk; j++) {
 		const struct tir_node *n = p->nodes[k[j].what], *o = n->in[0];
 		int L = (int)k[j].major;
-		s->moves[j] = (struct tir_sched_move){.src = o->id, .dst = n->id, .from = dev_of(o), .to = dev_of(n),
+		s->moves[j] = (struct tir_sched_move){.src = o->id, .dst = n->id, .from = dev_of(s, o), .to = dev_of(s, n),
 						      .src_item = item_in_step(s, L, o->id)};
 		if (!s->steps[L].nmoves)
 			s->steps[L].move = j;

@@ -63,6 +63,7 @@ struct tir_sched_step {
 struct tir_sched {
 	/* in (the caller's; borrowed until tir_sched_free): */
 	const struct tir_program *p;
+	const struct tir_placed *pl;   /* where p's nodes are placed (lib/place) */
 	struct tir_node *const *targets;
 	size_t nt;
 	int ndev;                  /* devices 0 .. ndev-1 */

@@ -202,7 +202,8 @@ struct tir_name_link {
 
 /* The small fields come together so that none pads: a program holds one
  * node per operation (192 bytes on 64-bit; parse.c puts its attr, in and
- * inloc right behind it, in the same arena piece). */
+ * inloc right behind it, in the same arena piece).  It holds what the
+ * program says: where a value runs is lib/place's answer, not the node's. */
 struct tir_node {
 	enum tir_op op;
 	uint32_t id;              /* index in program->nodes */
@@ -213,22 +214,6 @@ struct tir_node {
 				   * index, an int parameter, or + - * of them) */
 	uint32_t uses;            /* operand edges pointing here */
 	uint32_t stmt;            /* index of the statement that made it */
-	int16_t dev;              /* where it lives (tir_place_node): TIR_DEV_ANY,
-				   * TIR_DEV_CPU, TIR_DEV_REMOTE(k), or
-				   * TIR_DEV_SHARDED (shard says where) */
-	bool hidden;              /* made by the checker (a shard's pieces, their
-				   * gather): tir fmt does not show it */
-	/* A node a run never computes itself: its value is alias's (a node
-	 * on the devices; its operands are the user's, for fmt and errors).
-	 * Set when an operand is sharded or has an alias. */
-	struct tir_node *alias;
-	struct tir_node *shown;   /* a sharded value printed or saved: gathered
-				   * here (pieces come back with their batches) */
-	struct tir_node *owner;   /* a piece: the sharded node it is a piece of */
-	struct tir_shard *shard;  /* TIR_DEV_SHARDED: its pieces (NULL: not
-				   * known, the remotes not being known) */
-	struct tir_coll *coll;    /* a piece of an all_reduce's result: the
-				   * collective it may be made by (shard.c) */
 	struct tir_node **in;
 	struct tir_loc *inloc;    /* where each operand was written */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
@@ -290,6 +275,26 @@ struct tir_bind_slot {
 	uint32_t bind;            /* index into program->bind + 1; 0: empty */
 };
 
+/* A pass over the graph as it grows (lib/place's placement: lib/ir calls it
+ * and knows nothing of what it does).  The parser hands it each node once
+ * the node is checked, in graph order, so that the pass sees a node's
+ * operands before the node; a node it fails fails its statement, as a
+ * type error does.  Every hook may be NULL. */
+struct tir_pass {
+	void *ud;                 /* the pass's own state (its free hook frees it) */
+	/* n is checked: 0, or -code with err filled (at n when it says no place) */
+	int (*node)(void *ud, struct tir_program *p, struct tir_node *n, struct tir_err *err);
+	/* the graph was cut back to its first nnodes nodes (a failed statement) */
+	void (*cut)(void *ud, size_t nnodes);
+	/* tir fmt: whether the pass made n (not written: its own node), and
+	 * what to write after n's line (a comment, "  # on remote:1") */
+	bool (*made)(const void *ud, const struct tir_node *n);
+	void (*note)(const void *ud, const struct tir_node *n, struct tir_str *out);
+	/* .vars: where n lives, a word of at most 23 bytes into buf */
+	void (*where)(const void *ud, const struct tir_node *n, char buf[24]);
+	void (*free)(void *ud);
+};
+
 struct tir_program {
 	struct tir_arena arena;
 	struct tir_node **nodes;
@@ -308,9 +313,12 @@ struct tir_program {
 	int ndiags, nerrors;
 	tir_load_type_fn loader;
 	void *loader_ud;
-	int nremotes;                 /* remote:0 .. remote:nremotes-1 exist ... */
-	bool remotes_known;           /* ... when this is set (tir_program_set_remotes) */
+	struct tir_pass pass;         /* run over each node as it is checked */
 };
+
+/* A program with no pass (tir_program_new gives one with lib/place's
+ * placement).  returns: new, free with tir_program_free. */
+struct tir_program *tir_program_alloc(void);
 
 struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n);
 /* (tir_program_suggest, "did you mean", is in tir.h) */
@@ -321,69 +329,10 @@ const struct tir_func *tir_program_func(const struct tir_program *p, const char 
 
 /* ---- checking ---- */
 
-/* Where a node lives.  A value placed nowhere (an input, a literal, a
- * load, a creation op, and what is computed from such values alone) is
- * computed on each device that uses it; `to` places a value, and an op
- * lives where its placed operands are. */
-#define TIR_DEV_ANY (-1)
-#define TIR_DEV_SHARDED (-2)
-#define TIR_DEV_CPU 0
-#define TIR_DEV_REMOTE(k) ((k) + 1)
-#define TIR_DEV_MAX_REMOTES 4096
-/* A sharded value: a piece on each of n devices.  axis >= 0: each piece
- * is a slice along axis; axis < 0: each is the whole value (replicated) or,
- * partial, a term of it (the value is their sum). */
-struct tir_shard {
-	int n;
-	int axis;
-	bool partial;
-	int16_t *dev;                /* n TIR_DEV_* */
-	struct tir_node **piece;     /* n */
-};
-/* all_reduce(x, op) of a sharded x (shard.c): out[i], on dev[i], is the
- * op of in[0..n) elementwise.  The checker lowers it to moves and
- * elementwise ops through dev[0], which any devices can run; when the
- * devices are ranks of one MPI group an executor may make out[0..n) as
- * one collective of theirs instead (lib/engine/run.c), and never run the
- * lowering. */
-struct tir_coll {
-	int n;
-	const char *op;              /* sum mean max min prod */
-	int16_t *dev;                /* n TIR_DEV_* */
-	struct tir_node **in, **out; /* n each */
-};
-/* The node a run computes for n: n, or its alias. */
-static inline struct tir_node *tir_exe(struct tir_node *n)
-{
-	return n && n->alias ? n->alias : n;
-}
-/* The node a run computes to print or save n: a sharded value is gathered
- * by this process. */
-static inline struct tir_node *tir_shown(struct tir_node *n)
-{
-	return n && n->shown ? n->shown : tir_exe(n);
-}
-/* shard.c: when an operand of n (checked, its type known) is sharded or
- * has an alias, or n is a shard: make the nodes that compute it on the
- * devices (n's alias; its pieces if sharded).  0 when nothing is to be
- * done or it is done, else -code with err at n. */
-int tir_shard_node(struct tir_program *p, struct tir_node *n, struct tir_err *err);
-/* The name a value is kept under between runs (the REPL): the name bound
- * to n now, or for a piece of a sharded value its value's; NULL: none. */
-const char *tir_node_kept_name(const struct tir_program *p, const struct tir_node *n);
-/* parse.c: a new node of p (attributes at their defaults, dev ANY, made
- * by statement stmt), or NULL (out of memory). */
+/* parse.c: a new node of p (attributes at their defaults, made by
+ * statement stmt), or NULL (out of memory). */
 struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, const struct tir_loc *loc,
 			      uint32_t stmt);
-
-/* Set n->dev from its operands (a `to` from its device): operands placed
- * on two devices are an error at n, as is `to` a device that is not
- * there when p knows its remotes.  0 or -code. */
-int tir_place_node(struct tir_program *p, struct tir_node *n, struct tir_err *err);
-/* The device `to`'s string names (TIR_DEV_*), or -1 when it names none. */
-int tir_dev_parse(const char *s);
-/* "cpu", "remote:3", or "any" for TIR_DEV_ANY, into buf. */
-const char *tir_dev_str(int dev, char buf[24]);
 
 /* Infer node->type from its operands and attributes.  On failure fill err
  * (positioned at the operand at fault) and return -code. */

@@ -393,12 +393,6 @@ const char *tir_program_suggest(const struct tir_program *p, const char *s, size
 	return best;
 }
 
-const char *tir_node_kept_name(const struct tir_program *p, const struct tir_node *n)
-{
-	const char *name = tir_node_current_name(p, n);
-	return name || !n->owner ? name : tir_node_current_name(p, n->owner);
-}
-
 const char *tir_node_current_name(const struct tir_program *p, const struct tir_node *n)
 {
 	if (n->ref_name) {
@@ -848,7 +842,6 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 		return NULL;
 	n->op = op;
 	n->loc = *loc;
-	n->dev = TIR_DEV_ANY; /* placed when checked (tir_place_node) */
 	n->nin = (uint16_t)nin;
 	n->stmt = stmt;
 	if (nattr) {
@@ -881,7 +874,8 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 	if (!n)
 		return NULL;
 	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
-	if (tir_check_node(n, &e) == 0 && tir_place_node(ps->prog, n, &e) == 0)
+	const struct tir_pass *pass = &ps->prog->pass;
+	if (tir_check_node(n, &e) == 0 && (!pass->node || pass->node(pass->ud, ps->prog, n, &e) == 0))
 		return n;
 	if (e.loc.src == NULL)
 		e.loc = n->loc;
@@ -2884,6 +2878,8 @@ static void parse_statements(struct parser *ps)
 			/* nothing of a failed statement stays in the graph */
 			ps->prog->nnodes = nodes_before;
 			ps->prog->nstmts = stmts_before;
+			if (ps->prog->pass.cut)
+				ps->prog->pass.cut(ps->prog->pass.ud, nodes_before);
 			while (ps->nundo > 0) {
 				ps->nundo--;
 				ps->undo[ps->nundo].node->ref_name = ps->undo[ps->nundo].old;
@@ -2968,21 +2964,17 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	return p->nerrors ? -ps.first_code : 0;
 }
 
-struct tir_program *tir_program_new(void)
+struct tir_program *tir_program_alloc(void)
 {
 	return calloc(1, sizeof(struct tir_program));
-}
-
-void tir_program_set_remotes(struct tir_program *p, int n)
-{
-	p->nremotes = n;
-	p->remotes_known = true;
 }
 
 void tir_program_free(struct tir_program *p)
 {
 	if (!p)
 		return;
+	if (p->pass.free)
+		p->pass.free(p->pass.ud);
 	free(p->nodes);
 	free(p->stmts);
 	free(p->bind);

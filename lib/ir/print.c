@@ -323,29 +323,6 @@ static const char *fresh_name(struct fmt_state *st, char *buf, size_t n)
 	}
 }
 
-/* "  # on remote:1" after a placed value's line (a comment: the text
- * parses back the same). */
-static void device_note(const struct tir_node *n, bool placed, struct tir_str *out)
-{
-	char d[24];
-	if (!placed || n->dev == TIR_DEV_ANY)
-		return;
-	if (n->dev != TIR_DEV_SHARDED) {
-		tir_str_addf(out, "  # on %s", tir_dev_str(n->dev, d));
-		return;
-	}
-	const struct tir_shard *s = n->shard;
-	if (!s) {
-		tir_str_addf(out, "  # sharded");
-		return;
-	}
-	tir_str_addf(out, "  # %s ", s->axis >= 0 ? "sharded over" : s->partial ? "terms of a sum on" : "a copy on each of");
-	for (int i = 0; i < s->n; i++)
-		tir_str_addf(out, "%s%s", i ? ", " : "", tir_dev_str(s->dev[i], d));
-	if (s->axis >= 0)
-		tir_str_addf(out, " along axis %d", s->axis);
-}
-
 char *tir_program_format(const struct tir_program *p)
 {
 	struct tir_str out = {0};
@@ -372,16 +349,16 @@ char *tir_program_format(const struct tir_program *p)
 		saved[i] = p->bind[i].node;
 		mp->bind[i].node = NULL;
 	}
-	bool placed = false; /* a value is placed: each placed line says where */
-	for (size_t i = 0; i < p->nnodes && !placed; i++)
-		placed = p->nodes[i]->dev != TIR_DEV_ANY;
+	/* a pass (placement) may have made nodes of its own, not written,
+	 * and may say something after a line ("  # on remote:1") */
+	const struct tir_pass *pass = &p->pass;
 	size_t ni = 0;
 	for (size_t si = 0; si < p->nstmts; si++) {
 		const struct tir_stmt *s = &p->stmts[si];
 		/* the nodes this statement made, operands first */
 		for (; ni < p->nnodes && p->nodes[ni]->stmt <= si; ni++) {
 			const struct tir_node *n = p->nodes[ni];
-			if (n->in_print || n->op == TIR_OP_INPUT || n == s->node || n->hidden)
+			if (n->in_print || n->op == TIR_OP_INPUT || n == s->node || (pass->made && pass->made(pass->ud, n)))
 				continue;
 			if (n->op == TIR_OP_CONST && n->type.weak)
 				continue; /* scalars stay inline */
@@ -394,7 +371,8 @@ char *tir_program_format(const struct tir_program *p)
 				render_literal(n, &out);
 			else
 				render_call(p, n, fmt_operand, &out);
-			device_note(n, placed, &out);
+			if (pass->note)
+				pass->note(pass->ud, n, &out);
 			tir_str_add(&out, "\n", 1);
 		}
 		switch (s->kind) {
@@ -410,7 +388,8 @@ char *tir_program_format(const struct tir_program *p)
 				n->type.weak ? tir_render_scalar(n, &out) : render_literal(n, &out);
 			else
 				render_call(p, n, fmt_operand, &out);
-			device_note(n, placed, &out);
+			if (pass->note)
+				pass->note(pass->ud, n, &out);
 			tir_str_add(&out, "\n", 1);
 			break;
 		}

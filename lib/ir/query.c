@@ -6,6 +6,7 @@
  */
 #include "ir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,7 +82,10 @@ void tir_program_vars(const struct tir_program *p, tir_var_fn fn, void *ud)
 			continue; /* rebound since, or a function's local (renamed) */
 		struct tir_var v = {.name = s->name, .input = s->node->op == TIR_OP_INPUT};
 		tir_type_str(&s->node->type, v.type, sizeof v.type);
-		tir_dev_str(s->node->dev, v.device);
+		if (p->pass.where)
+			p->pass.where(p->pass.ud, s->node, v.device);
+		else
+			snprintf(v.device, sizeof v.device, "any");
 		fn(ud, &v);
 	}
 }

@@ -67,7 +67,7 @@ int tir_blob_name(const struct tir_tensor *t, char out[TIR_SHA_HEX + 1], struct 
 bool tir_batch_keepable(const struct tir_program *p, const struct tir_node *n)
 {
 	return n->op != TIR_OP_INPUT && !(n->op == TIR_OP_CONST && n->type.weak) &&
-	       tir_node_kept_name(p, n);
+	       tir_place_kept_name(p, n);
 }
 
 /* The operand callback's context (tir_render_call's callback takes none). */

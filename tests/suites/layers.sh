@@ -1,8 +1,10 @@
 #!/bin/sh
 # tests/suites/layers.sh — the library's layers call one way only (README,
-# "Layout"): lib/ir < lib/exec < lib/fusion < lib/engine < lib/net, and the
-# CLI reaches the library through lib/tir.h alone.  Each rule greps the
-# #include lines and the calls of the layers above.  Prints `N passed,
+# "Layout"): lib/ir < lib/exec < lib/fusion < lib/engine < lib/net, with
+# lib/place (placement: a pass over lib/ir's graph) beside lib/exec and
+# lib/fusion, read by lib/engine and lib/net only; and the CLI reaches the
+# library through lib/tir.h alone.  Each rule greps the #include lines and
+# the calls of the layers above.  Prints `N passed,
 # M failed` last.
 pass=0 fail=0
 # rule NAME FILES... -- PATTERN: no line of FILES matches PATTERN (ERE)
@@ -18,13 +20,23 @@ rule() {
 		fail=$((fail + 1)); echo "layers: $name:"; printf '%s\n' "$hits" | sed 's/^/    /'; fi
 }
 rule "lib/ir includes only tir.h and its own" lib/ir/*.c lib/ir/*.h -- \
-	'#include "\.\./(exec|fusion|engine|net)/'
-rule "lib/exec includes neither lib/fusion, lib/engine nor lib/net" lib/exec/*.c lib/exec/*.h -- \
-	'#include "\.\./(fusion|engine|net)/'
+	'#include "\.\./(exec|fusion|engine|net|place|mpi)/'
+# the graph says what the program says: where it runs is lib/place's
+rule "lib/ir knows no devices (no placement field, name or call)" lib/ir/*.c lib/ir/*.h -- \
+	'(->|\.)(dev|hidden|alias|shown|shard|coll)\b|TIR_DEV_|\btir_(place|placed|shard|dev)_?[a-z_]*\(|struct tir_(placed|shard|coll)\b|^\s+[a-z_ 0-9*]+\b(dev|hidden|alias|shown|shard|coll);'
+hits=$(grep -nE '#include "' lib/place/*.c lib/place/*.h | grep -vE ':#include "(place\.h|\.\./ir/ir\.h)"$')
+if [ -z "$hits" ]; then pass=$((pass + 1)); else
+	fail=$((fail + 1)); echo "layers: lib/place includes only lib/ir and itself:"; printf '%s\n' "$hits" | sed 's/^/    /'; fi
+rule "lib/place calls nothing above lib/ir" lib/place/*.c lib/place/*.h -- \
+	'\btir_(fuse|fused|plan|group|exec|remote|device|kernel|tensor|pool|node_eval)_?[a-z_]*\('
+rule "lib/exec and lib/fusion read no placement" lib/exec/*.c lib/exec/*.h lib/fusion/*.c lib/fusion/*.h -- \
+	'#include "\.\./place/|\btir_(place|placed|shard|dev)_?[a-z_]*\(|TIR_DEV_|struct tir_(placed|shard|coll)\b'
+rule "lib/exec includes neither lib/fusion, lib/engine, lib/place nor lib/net" lib/exec/*.c lib/exec/*.h -- \
+	'#include "\.\./(fusion|engine|place|net)/'
 rule "lib/exec calls neither the fuser nor the executor" lib/exec/*.c lib/exec/*.h -- \
 	'\btir_(fuse|fused|plan|group|exec|remote|device)_?[a-z_]*\('
 rule "lib/fusion includes only lib/exec" lib/fusion/*.c lib/fusion/*.h -- \
-	'#include "\.\./(engine|net)/'
+	'#include "\.\./(engine|place|net)/'
 rule "lib/fusion calls not the executor" lib/fusion/*.c lib/fusion/*.h -- \
 	'\btir_(exec|remote|device)_[a-z_]*\('
 rule "lib/engine includes not lib/net (door.c loads it)" lib/engine/*.c lib/engine/*.h -- \

@@ -37,7 +37,7 @@ static bool fake_holds(const void *ctx, int d, uint32_t id)
 	f->calls++;
 	for (int i = 0; i < f->nheld; i++) {
 		const struct tir_binding *b = tir_program_lookup(f->p, f->held_name[i], strlen(f->held_name[i]));
-		if (f->held_dev[i] == d && b && b->node && tir_exe(b->node)->id == id)
+		if (f->held_dev[i] == d && b && b->node && tir_place_exe(tir_placed(f->p), b->node)->id == id)
 			return true;
 	}
 	return false;
@@ -67,7 +67,7 @@ static size_t targets_of(const struct tir_program *p, struct tir_node **t, size_
 	size_t n = 0;
 	for (size_t s = 0; s < p->nstmts; s++)
 		for (int i = 0; p->stmts[s].kind == TIR_STMT_PRINT && i < p->stmts[s].nitems && n < max; i++)
-			t[n++] = tir_shown(p->stmts[s].items[i].node);
+			t[n++] = tir_place_shown(tir_placed(p), p->stmts[s].items[i].node);
 	return n;
 }
 
@@ -142,7 +142,7 @@ static int schedule(const char *src, int nremotes, int ndev, struct fake *f, cha
 	struct tir_node *t[64];
 	size_t nt = targets_of(p, t, 64);
 	f->p = p;
-	struct tir_sched s = {.p = p, .targets = t, .nt = nt, .ndev = ndev, .home = ndev > 1 ? 1 : 0,
+	struct tir_sched s = {.p = p, .pl = tir_placed(p), .targets = t, .nt = nt, .ndev = ndev, .home = ndev > 1 ? 1 : 0,
 			      .holds = fake_holds, .ctx = f};
 	for (int d = 0; d < ndev; d++)
 		s.dev[d] = (struct tir_sched_dev){.group = f->group[d], .rank = f->rank[d],
