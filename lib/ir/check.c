@@ -902,7 +902,7 @@ static int rule_attention(struct tir_node *n, struct tir_err *err)
 typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
 
 static const rule_fn rules[TIR_OP_COUNT] = {
-#define X(e, name, kind, sig, rule) [TIR_OP_##e] = rule,
+#define X(e, name, kind, sig, rule, ...) [TIR_OP_##e] = rule,
 #include "ops.def"
 #undef X
 };
