@@ -4,8 +4,10 @@
  * composites (tanh, sigmoid, silu, gelu, rsqrt) written once over GCC's
  * vector types so that each runs as one pass of whole vectors, plain C that
  * the compiler vectorizes for the rest, and four dispatch paths (AVX-512F,
- * AVX2+FMA, SSE2, portable C) chosen once per process.  Not here: strides,
- * tensors, integer ops (elementwise.c).
+ * AVX2+FMA, SSE2, portable C) chosen once per process.  Which ops have
+ * functions here, and of what form, is ops.def's vec column; each op's are
+ * named by its row (vm_kern).  Not here: strides, tensors, integer ops
+ * (elementwise.c).
  *
  * What is the same everywhere, and what is not:
  *  - on one machine, one path is used for the whole process, so a value is
