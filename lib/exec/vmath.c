@@ -4,8 +4,10 @@
  * composites (tanh, sigmoid, silu, gelu, rsqrt) written once over GCC's
  * vector types so that each runs as one pass of whole vectors, plain C that
  * the compiler vectorizes for the rest, and four dispatch paths (AVX-512F,
- * AVX2+FMA, SSE2, portable C) chosen once per process.  Not here: strides,
- * tensors, integer ops (elementwise.c).
+ * AVX2+FMA, SSE2, portable C) chosen once per process.  Which ops have
+ * functions here, and of what form, is ops.def's vec column; each op's are
+ * named by its row (vm_kern).  Not here: strides, tensors, integer ops
+ * (elementwise.c).
  *
  * What is the same everywhere, and what is not:
  *  - on one machine, one path is used for the whole process, so a value is
@@ -34,8 +36,10 @@
 #if defined(__GNUC__) && !defined(__clang__)
 /* "cheap": GCC's -O2 model vectorizes no loop with a remainder.
  * fp-contract: the composites' polynomials may use FMA where the path has
- * it; no exact op has a multiply feeding an add. */
-#pragma GCC optimize("vect-cost-model=cheap", "fp-contract=fast")
+ * it; no exact op has a multiply feeding an add.  align-loops: every loop
+ * starts a 64-byte line, wherever the link puts this file (a loop 32 bytes
+ * into one ran AVX-512 exp over 16M floats 1.2-2x slower on an EPYC). */
+#pragma GCC optimize("vect-cost-model=cheap", "fp-contract=fast", "align-loops=64")
 #endif
 
 /* The vector paths need GCC's target attribute and x86-64; elsewhere only
@@ -315,12 +319,12 @@
 #define M_FMOD_f64 fmod
 #define M_COPYSIGN_f64 copysign
 
-/* ---- every op of a path as one function over arrays, in a table ---- */
+/* ---- every op of a path as one function over arrays ----
+ * An op's functions are named by its row in ops.def: P_ENUM_S (P the path,
+ * S the element type), and vm_kern (below) is made from the rows' vec
+ * column.  The path's other functions are in a table per path. */
 
 struct vm_ops {
-	tir_vmath1_fn u[TIR_OP_COUNT];   /* NULL: not a vmath unary op */
-	tir_vmath2_fn b[TIR_OP_COUNT];
-	tir_vmath2_fn s[2][TIR_OP_COUNT]; /* operand k one value (NULL: not provided) */
 	double (*expsum)(void *d, const void *x, double m, int64_t n);
 	void (*moments)(const void *x, int64_t n, double c, double *s1, double *s2);
 	void (*norm)(void *o, const void *x, const void *w, const void *b, double mean,
@@ -354,55 +358,56 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 #define widen8_a2_f64 widen8_f64
 #define widen8_a5_f64 widen8_f64
 
-/* Path P's functions for S, and its table P_ops_S: EXP ... are its
- * vector functions on one VF, TANH tanhe (f32) or tanhm1 (f64).
+/* Path P's functions for S (each op's as its ops.def row names it, see
+ * vm_kern), and its table P_ops_S of the others: EXP ... are its vector
+ * functions on one VF, TANH tanhe (f32) or tanhm1 (f64).
  * Semantics as NumPy (docs/language.md, "Types"): relu and maximum/minimum keep
  * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's
  * sign. */
 #define VM_ARRAYS(P, S, TGT, T, VF, EXP, LOG, SIN, COS, ERF, SQRT, POW, TANH)   \
-	VM_LOOP_U(P##_exp_##S, TGT, T, VF, EXP)               \
-	VM_LOOP_U(P##_log_##S, TGT, T, VF, LOG)               \
-	VM_LOOP_U(P##_sin_##S, TGT, T, VF, SIN)               \
-	VM_LOOP_U(P##_cos_##S, TGT, T, VF, COS)               \
-	VM_LOOP_U(P##_erf_##S, TGT, T, VF, ERF)               \
-	VM_LOOP_U(P##_sqrt_##S, TGT, T, VF, SQRT)             \
-	VM_LOOP_U(P##_tanh_##S, TGT, T, VF, P##_v##TANH##_##S) \
-	VM_LOOP_U(P##_sigmoid_##S, TGT, T, VF, P##_vsigmoid_##S) \
-	VM_LOOP_U(P##_silu_##S, TGT, T, VF, P##_vsilu_##S)     \
-	VM_LOOP_U(P##_gelu_##S, TGT, T, VF, P##_vgelu_##S)     \
-	VM_LOOP_U(P##_rsqrt_##S, TGT, T, VF, P##_vrsqrt_##S)   \
-	VM_MAP_U(P##_neg_##S, TGT, T, -s[i])                                 \
-	VM_MAP_U(P##_abs_##S, TGT, T, M_FABS_##S(s[i]))                      \
-	VM_MAP_U(P##_recip_##S, TGT, T, 1 / s[i])                            \
-	VM_MAP_U(P##_floor_##S, TGT, T, M_FLOOR_##S(s[i]))                   \
-	VM_MAP_U(P##_ceil_##S, TGT, T, M_CEIL_##S(s[i]))                     \
-	VM_MAP_U(P##_round_##S, TGT, T, M_RINT_##S(s[i]))                    \
+	VM_LOOP_U(P##_EXP_##S, TGT, T, VF, EXP)               \
+	VM_LOOP_U(P##_LOG_##S, TGT, T, VF, LOG)               \
+	VM_LOOP_U(P##_SIN_##S, TGT, T, VF, SIN)               \
+	VM_LOOP_U(P##_COS_##S, TGT, T, VF, COS)               \
+	VM_LOOP_U(P##_ERF_##S, TGT, T, VF, ERF)               \
+	VM_LOOP_U(P##_SQRT_##S, TGT, T, VF, SQRT)             \
+	VM_LOOP_U(P##_TANH_##S, TGT, T, VF, P##_v##TANH##_##S) \
+	VM_LOOP_U(P##_SIGMOID_##S, TGT, T, VF, P##_vsigmoid_##S) \
+	VM_LOOP_U(P##_SILU_##S, TGT, T, VF, P##_vsilu_##S)     \
+	VM_LOOP_U(P##_GELU_##S, TGT, T, VF, P##_vgelu_##S)     \
+	VM_LOOP_U(P##_RSQRT_##S, TGT, T, VF, P##_vrsqrt_##S)   \
+	VM_MAP_U(P##_NEG_##S, TGT, T, -s[i])                                 \
+	VM_MAP_U(P##_ABS_##S, TGT, T, M_FABS_##S(s[i]))                      \
+	VM_MAP_U(P##_RECIP_##S, TGT, T, 1 / s[i])                            \
+	VM_MAP_U(P##_FLOOR_##S, TGT, T, M_FLOOR_##S(s[i]))                   \
+	VM_MAP_U(P##_CEIL_##S, TGT, T, M_CEIL_##S(s[i]))                     \
+	VM_MAP_U(P##_ROUND_##S, TGT, T, M_RINT_##S(s[i]))                    \
 	/* maximum(x, 0): -0 gives +0 */                                     \
-	VM_MAP_U(P##_relu_##S, TGT, T, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0) \
-	VM_MAP_U(P##_sign_##S, TGT, T,                                       \
+	VM_MAP_U(P##_RELU_##S, TGT, T, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0) \
+	VM_MAP_U(P##_SIGN_##S, TGT, T,                                       \
 		 s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i])        \
-	VM_LOOP_B(P##_add_##S, TGT, T, VF, V_ADD)             \
-	VM_LOOP_B(P##_sub_##S, TGT, T, VF, V_SUB)             \
-	VM_LOOP_B(P##_mul_##S, TGT, T, VF, V_MUL)             \
-	VM_LOOP_B(P##_div_##S, TGT, T, VF, V_DIV)             \
-	VM_LOOP_B(P##_pow_##S, TGT, T, VF, POW)               \
-	VM_LOOP_BS(P##_add_vs_##S, TGT, T, VF, V_ADD, 1, P##_add_##S)      \
-	VM_LOOP_BS(P##_sub_vs_##S, TGT, T, VF, V_SUB, 1, P##_sub_##S)      \
-	VM_LOOP_BS(P##_mul_vs_##S, TGT, T, VF, V_MUL, 1, P##_mul_##S)      \
-	VM_LOOP_BS(P##_div_vs_##S, TGT, T, VF, V_DIV, 1, P##_div_##S)      \
-	VM_LOOP_BS(P##_pow_vs_##S, TGT, T, VF, POW, 1, P##_pow_##S)        \
-	VM_LOOP_BS(P##_add_sv_##S, TGT, T, VF, V_ADD, 0, P##_add_##S)      \
-	VM_LOOP_BS(P##_sub_sv_##S, TGT, T, VF, V_SUB, 0, P##_sub_##S)      \
-	VM_LOOP_BS(P##_mul_sv_##S, TGT, T, VF, V_MUL, 0, P##_mul_##S)      \
-	VM_LOOP_BS(P##_div_sv_##S, TGT, T, VF, V_DIV, 0, P##_div_##S)      \
-	VM_LOOP_BS(P##_pow_sv_##S, TGT, T, VF, POW, 0, P##_pow_##S)        \
+	VM_LOOP_B(P##_ADD_##S, TGT, T, VF, V_ADD)             \
+	VM_LOOP_B(P##_SUB_##S, TGT, T, VF, V_SUB)             \
+	VM_LOOP_B(P##_MUL_##S, TGT, T, VF, V_MUL)             \
+	VM_LOOP_B(P##_DIV_##S, TGT, T, VF, V_DIV)             \
+	VM_LOOP_B(P##_POW_##S, TGT, T, VF, POW)               \
+	VM_LOOP_BS(P##_ADD_vs_##S, TGT, T, VF, V_ADD, 1, P##_ADD_##S)      \
+	VM_LOOP_BS(P##_SUB_vs_##S, TGT, T, VF, V_SUB, 1, P##_SUB_##S)      \
+	VM_LOOP_BS(P##_MUL_vs_##S, TGT, T, VF, V_MUL, 1, P##_MUL_##S)      \
+	VM_LOOP_BS(P##_DIV_vs_##S, TGT, T, VF, V_DIV, 1, P##_DIV_##S)      \
+	VM_LOOP_BS(P##_POW_vs_##S, TGT, T, VF, POW, 1, P##_POW_##S)        \
+	VM_LOOP_BS(P##_ADD_sv_##S, TGT, T, VF, V_ADD, 0, P##_ADD_##S)      \
+	VM_LOOP_BS(P##_SUB_sv_##S, TGT, T, VF, V_SUB, 0, P##_SUB_##S)      \
+	VM_LOOP_BS(P##_MUL_sv_##S, TGT, T, VF, V_MUL, 0, P##_MUL_##S)      \
+	VM_LOOP_BS(P##_DIV_sv_##S, TGT, T, VF, V_DIV, 0, P##_DIV_##S)      \
+	VM_LOOP_BS(P##_POW_sv_##S, TGT, T, VF, POW, 0, P##_POW_##S)        \
 	/* NaN in either wins; a tie gives b */                              \
-	VM_MAP_B(P##_maximum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
-	VM_MAP_B(P##_minimum_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
+	VM_MAP_B(P##_MAXIMUM_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
+	VM_MAP_B(P##_MINIMUM_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
 	/* np.mod: libm's fmod (exact, so any correct one agrees; SLEEF's    \
 	 * is not exact for huge a / b), moved to the divisor's sign; a zero \
 	 * takes the divisor's sign; b == 0 gives NaN */                     \
-	static TGT void P##_mod_##S(void *dv, const void *av, const void *bv, int64_t n) \
+	static TGT void P##_MOD_##S(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
 		T *d = dv;                                                   \
 		const T *a = av, *b = bv;                                    \
@@ -433,7 +438,7 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 		if (i < n) {                                                 \
 			for (int64_t j = i; j < n; j++)                      \
 				d[j] = x[j] - m;                             \
-			P##_exp_##S(d + i, d + i, n - i);                    \
+			P##_EXP_##S(d + i, d + i, n - i);                    \
 		}                                                            \
 		for (; i + 8 <= n; i += 8)                                   \
 			acc += widen8_##P##_##S(d + i);                      \
@@ -473,34 +478,6 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 		*s2 = ((q0[0] + q0[1]) + (q0[2] + q0[3])) + ((q0[4] + q0[5]) + (q0[6] + q0[7])); \
 	}                                                                    \
 	static const struct vm_ops P##_ops_##S = {                           \
-		.u = {                                                       \
-			[TIR_OP_EXP] = P##_exp_##S, [TIR_OP_LOG] = P##_log_##S, \
-			[TIR_OP_SIN] = P##_sin_##S, [TIR_OP_COS] = P##_cos_##S, \
-			[TIR_OP_ERF] = P##_erf_##S, [TIR_OP_SQRT] = P##_sqrt_##S, \
-			[TIR_OP_TANH] = P##_tanh_##S,                        \
-			[TIR_OP_SIGMOID] = P##_sigmoid_##S,                  \
-			[TIR_OP_SILU] = P##_silu_##S, [TIR_OP_GELU] = P##_gelu_##S, \
-			[TIR_OP_RSQRT] = P##_rsqrt_##S, [TIR_OP_NEG] = P##_neg_##S, \
-			[TIR_OP_ABS] = P##_abs_##S, [TIR_OP_RECIP] = P##_recip_##S, \
-			[TIR_OP_FLOOR] = P##_floor_##S, [TIR_OP_CEIL] = P##_ceil_##S, \
-			[TIR_OP_ROUND] = P##_round_##S, [TIR_OP_RELU] = P##_relu_##S, \
-			[TIR_OP_SIGN] = P##_sign_##S,                        \
-		},                                                           \
-		.b = {                                                       \
-			[TIR_OP_ADD] = P##_add_##S, [TIR_OP_SUB] = P##_sub_##S, \
-			[TIR_OP_MUL] = P##_mul_##S, [TIR_OP_DIV] = P##_div_##S, \
-			[TIR_OP_POW] = P##_pow_##S,                          \
-			[TIR_OP_MAXIMUM] = P##_maximum_##S,                  \
-			[TIR_OP_MINIMUM] = P##_minimum_##S, [TIR_OP_MOD] = P##_mod_##S, \
-		},                                                           \
-		.s = {                                                       \
-			{[TIR_OP_ADD] = P##_add_sv_##S, [TIR_OP_SUB] = P##_sub_sv_##S, \
-			 [TIR_OP_MUL] = P##_mul_sv_##S, [TIR_OP_DIV] = P##_div_sv_##S, \
-			 [TIR_OP_POW] = P##_pow_sv_##S},                     \
-			{[TIR_OP_ADD] = P##_add_vs_##S, [TIR_OP_SUB] = P##_sub_vs_##S, \
-			 [TIR_OP_MUL] = P##_mul_vs_##S, [TIR_OP_DIV] = P##_div_vs_##S, \
-			 [TIR_OP_POW] = P##_pow_vs_##S},                     \
-		},                                                           \
 		.expsum = P##_expsum_##S,                                    \
 		.moments = P##_moments_##S,                                  \
 		.norm = P##_norm_##S,                                        \
@@ -659,6 +636,41 @@ VM_ARRAYS(a5, f64, VM_AVX512, double, __m512d, Sleef_finz_expd8_u10avx512f,
 
 #endif /* VM_X86 */
 
+/* ---- each op's functions, made from ops.def's vec column ----
+ * By op: [path][0 f32, 1 f64], and for the one-value forms [k] first
+ * (operand k one value).  NULL where ops.def gives the op no such
+ * function (and for the paths this machine's build has not). */
+struct vm_kern {
+	tir_vmath1_fn u[TIR_VMATH_PATH_COUNT][2];
+	tir_vmath2_fn b[TIR_VMATH_PATH_COUNT][2];
+	tir_vmath2_fn s[2][TIR_VMATH_PATH_COUNT][2];
+};
+
+/* Op E's functions of form M (_ or _sv_ or _vs_) on every path. */
+#define VM_PER_PATH(E, M) VM_PER_PATH_(E, M)
+#if VM_X86
+#define VM_PER_PATH_(E, M)                                                   \
+	{                                                                    \
+		[TIR_VMATH_SCALAR] = {sc_##E##M##f32, sc_##E##M##f64},       \
+		[TIR_VMATH_SSE2] = {s2_##E##M##f32, s2_##E##M##f64},         \
+		[TIR_VMATH_AVX2] = {a2_##E##M##f32, a2_##E##M##f64},         \
+		[TIR_VMATH_AVX512] = {a5_##E##M##f32, a5_##E##M##f64},       \
+	}
+#else
+#define VM_PER_PATH_(E, M) {[TIR_VMATH_SCALAR] = {sc_##E##M##f32, sc_##E##M##f64}}
+#endif
+
+#define VM_KERN_NONE(E) {.u = {{0}}}
+#define VM_KERN_UNARY(E) {.u = VM_PER_PATH(E, _)}
+#define VM_KERN_BINARY(E) {.b = VM_PER_PATH(E, _)}
+#define VM_KERN_BINARY_SV(E) {.b = VM_PER_PATH(E, _), .s = {VM_PER_PATH(E, _sv_), VM_PER_PATH(E, _vs_)}}
+
+static const struct vm_kern vm_kern[TIR_OP_COUNT] = {
+#define X(e, name, kind, sig, rule, fuse, cost, vec) [TIR_OP_##e] = VM_KERN_##vec(e),
+#include "../ir/ops.def"
+#undef X
+};
+
 /* ---- the paths ---- */
 
 struct vm_path {
@@ -751,55 +763,40 @@ int tir_vector_path_check(struct tir_err *err)
 
 bool tir_vmath_unary_op(enum tir_op op)
 {
-	switch (op) {
-	case TIR_OP_NEG: case TIR_OP_ABS: case TIR_OP_EXP: case TIR_OP_LOG:
-	case TIR_OP_SQRT: case TIR_OP_RSQRT: case TIR_OP_RECIP: case TIR_OP_SIN:
-	case TIR_OP_COS: case TIR_OP_TANH: case TIR_OP_SIGMOID: case TIR_OP_RELU:
-	case TIR_OP_GELU: case TIR_OP_SILU: case TIR_OP_ERF: case TIR_OP_FLOOR:
-	case TIR_OP_CEIL: case TIR_OP_ROUND: case TIR_OP_SIGN:
-		return true;
-	default:
-		return false;
-	}
+	return (unsigned)op < TIR_OP_COUNT && vm_kern[op].u[TIR_VMATH_SCALAR][0];
 }
 
 bool tir_vmath_binary_op(enum tir_op op)
 {
-	switch (op) {
-	case TIR_OP_ADD: case TIR_OP_SUB: case TIR_OP_MUL: case TIR_OP_DIV:
-	case TIR_OP_POW: case TIR_OP_MAXIMUM: case TIR_OP_MINIMUM: case TIR_OP_MOD:
-		return true;
-	default:
-		return false;
-	}
+	return (unsigned)op < TIR_OP_COUNT && vm_kern[op].b[TIR_VMATH_SCALAR][0];
 }
 
 void tir_vmath_f32(enum tir_op op, float *dst, const float *src, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path()->o32->u[op](dst, src, n);
+		vm_kern[op].u[tir_vmath_path()][0](dst, src, n);
 }
 
 void tir_vmath_f64(enum tir_op op, double *dst, const double *src, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path()->o64->u[op](dst, src, n);
+		vm_kern[op].u[tir_vmath_path()][1](dst, src, n);
 }
 
 void tir_vmath2_f32(enum tir_op op, float *dst, const float *a, const float *b, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path()->o32->b[op](dst, a, b, n);
+		vm_kern[op].b[tir_vmath_path()][0](dst, a, b, n);
 }
 
 void tir_vmath2_f64(enum tir_op op, double *dst, const double *a, const double *b, int64_t n)
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path()->o64->b[op](dst, a, b, n);
+		vm_kern[op].b[tir_vmath_path()][1](dst, a, b, n);
 }
 
 double tir_vmath_expsum_f32(float *dst, const float *src, float m, int64_t n)
@@ -816,24 +813,21 @@ tir_vmath1_fn tir_vmath_unary_fn(enum tir_op op, enum tir_dtype dt)
 {
 	if (!tir_vmath_unary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64))
 		return NULL;
-	const struct vm_path *p = vm_path();
-	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->u[op];
+	return vm_kern[op].u[tir_vmath_path()][dt == TIR_DTYPE_F64];
 }
 
 tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt)
 {
 	if (!tir_vmath_binary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64))
 		return NULL;
-	const struct vm_path *p = vm_path();
-	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->b[op];
+	return vm_kern[op].b[tir_vmath_path()][dt == TIR_DTYPE_F64];
 }
 
 tir_vmath2_fn tir_vmath_binary_scalar_fn(enum tir_op op, enum tir_dtype dt, int k)
 {
 	if (!tir_vmath_binary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64) || (k != 0 && k != 1))
 		return NULL;
-	const struct vm_path *p = vm_path();
-	return (dt == TIR_DTYPE_F32 ? p->o32 : p->o64)->s[k][op];
+	return vm_kern[op].s[k][tir_vmath_path()][dt == TIR_DTYPE_F64];
 }
 
 void tir_vmath_moments_f32(const float *x, int64_t n, double c, double *s1, double *s2)
@@ -860,10 +854,15 @@ void tir_vmath_norm_f64(double *o, const double *x, const double *w, const doubl
 
 /* ---- the test hook ---- */
 
-static const struct vm_path *vm_path_on(enum tir_vmath_path p)
+static enum tir_vmath_path vm_path_index(enum tir_vmath_path p)
 {
 	TIR_ASSERT(p >= 0 && p < TIR_VMATH_PATH_COUNT && tir_vmath_path_ok(p));
-	return &vm_paths[p];
+	return p;
+}
+
+static const struct vm_path *vm_path_on(enum tir_vmath_path p)
+{
+	return &vm_paths[vm_path_index(p)];
 }
 
 void tir_vmath_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const float *src,
@@ -871,7 +870,7 @@ void tir_vmath_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const f
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path_on(p)->o32->u[op](dst, src, n);
+		vm_kern[op].u[vm_path_index(p)][0](dst, src, n);
 }
 
 void tir_vmath_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *src,
@@ -879,7 +878,7 @@ void tir_vmath_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const 
 {
 	TIR_ASSERT(tir_vmath_unary_op(op));
 	if (n > 0)
-		vm_path_on(p)->o64->u[op](dst, src, n);
+		vm_kern[op].u[vm_path_index(p)][1](dst, src, n);
 }
 
 void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const float *a,
@@ -887,7 +886,7 @@ void tir_vmath2_f32_on(enum tir_vmath_path p, enum tir_op op, float *dst, const 
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path_on(p)->o32->b[op](dst, a, b, n);
+		vm_kern[op].b[vm_path_index(p)][0](dst, a, b, n);
 }
 
 void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const double *a,
@@ -895,7 +894,7 @@ void tir_vmath2_f64_on(enum tir_vmath_path p, enum tir_op op, double *dst, const
 {
 	TIR_ASSERT(tir_vmath_binary_op(op));
 	if (n > 0)
-		vm_path_on(p)->o64->b[op](dst, a, b, n);
+		vm_kern[op].b[vm_path_index(p)][1](dst, a, b, n);
 }
 
 double tir_vmath_expsum_f32_on(enum tir_vmath_path p, float *dst, const float *src, float m,

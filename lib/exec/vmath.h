@@ -42,10 +42,9 @@
  * in any L1d. */
 #define TIR_VMATH_BLOCK 512
 
-/* Whether op is a float unary op these compute (exp ... sign, not NOT). */
+/* Whether op is a float unary op these compute: ops.def's vec UNARY. */
 bool tir_vmath_unary_op(enum tir_op op);
-/* Whether op is a float binary arithmetic op these compute (add sub mul div
- * pow maximum minimum mod). */
+/* Whether op is a float binary op these compute: vec BINARY or BINARY_SV. */
 bool tir_vmath_binary_op(enum tir_op op);
 
 /* dst[i] = op(src[i]) for i < n; dst may equal src (no other overlap).
@@ -69,8 +68,8 @@ tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt);
 /* As tir_vmath_binary_fn's, with operand k (0: a, 1: b) one value, used
  * for every element: op(a[0], b[i]) or op(a[i], b[0]), each result bitwise
  * what the array function gives for an array of copies (broadcast scalars
- * and per-row values need no spreading).  NULL when not provided (only add
- * sub mul div pow are). */
+ * and per-row values need no spreading).  NULL when not provided (ops.def's
+ * vec BINARY_SV ops have them). */
 tir_vmath2_fn tir_vmath_binary_scalar_fn(enum tir_op op, enum tir_dtype dt, int k);
 
 /* softmax's middle pass over a row: dst[i] = exp(src[i] - m) (each

@@ -28,10 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A comparison: inside a kernel, a mask of the kernel's dtype. */
 static bool is_cmp(enum tir_op op)
 {
-	return op == TIR_OP_EQ || op == TIR_OP_NE || op == TIR_OP_LT || op == TIR_OP_LE ||
-	       op == TIR_OP_GT || op == TIR_OP_GE;
+	return tir_op(op)->fuse == TIR_FUSE_MASK;
 }
 
 /* The dtype n is computed in inside a kernel: its result's, but for a
@@ -42,27 +42,21 @@ enum tir_dtype tir_fuse_dtype(const struct tir_node *n)
 	return is_cmp(n->op) ? tir_compute_dtype(n) : (enum tir_dtype)n->type.dtype;
 }
 
+/* What each class of ops.def's fuse column asks of the node itself. */
 bool tir_fusable(const struct tir_node *n)
 {
-	switch (n->op) {
-	case TIR_OP_NEG: case TIR_OP_ABS: case TIR_OP_EXP: case TIR_OP_LOG:
-	case TIR_OP_SQRT: case TIR_OP_RSQRT: case TIR_OP_RECIP: case TIR_OP_SIN:
-	case TIR_OP_COS: case TIR_OP_TANH: case TIR_OP_SIGMOID: case TIR_OP_RELU:
-	case TIR_OP_GELU: case TIR_OP_SILU: case TIR_OP_ERF: case TIR_OP_FLOOR:
-	case TIR_OP_CEIL: case TIR_OP_ROUND: case TIR_OP_SIGN:
-	case TIR_OP_ADD: case TIR_OP_SUB: case TIR_OP_MUL: case TIR_OP_DIV:
-	case TIR_OP_POW: case TIR_OP_MAXIMUM: case TIR_OP_MINIMUM: case TIR_OP_MOD:
-	case TIR_OP_CLIP:
+	switch (tir_op(n->op)->fuse) {
+	case TIR_FUSE_FLOAT:
 		break;
-	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
+	case TIR_FUSE_MASK:
 		/* a mask inside a float kernel, never its result (can_root) */
 		return tir_dtype_is_wide_float(tir_compute_dtype(n));
-	case TIR_OP_CAST:
+	case TIR_FUSE_CAST:
 		/* to the kernel's float dtype: its operand is read from memory
 		 * (members all have the kernel's dtype) and widened as it is
 		 * read (vm.c: gather), so the cast itself copies */
 		return tir_dtype_is_wide_float(n->type.dtype) && !n->type.weak;
-	case TIR_OP_WHERE:
+	case TIR_FUSE_SELECT:
 		/* the condition is converted to the kernel's dtype and tested
 		 * against 0: exact for bool, integers and floats but for an f64
 		 * one in an f32 kernel (1e-50 would become 0) */
@@ -90,24 +84,13 @@ static bool same_shape(const struct tir_type *a, const struct tir_type *b)
 /* Movement ops that are views: a fused kernel reads through them. */
 static bool is_view_op(enum tir_op op)
 {
-	switch (op) {
-	case TIR_OP_TRANSPOSE: case TIR_OP_SLICE: case TIR_OP_EXPAND: case TIR_OP_RESHAPE:
-	case TIR_OP_FLATTEN: case TIR_OP_SQUEEZE: case TIR_OP_UNSQUEEZE:
-		return true;
-	default:
-		return false;
-	}
+	enum tir_fuse f = tir_op(op)->fuse;
+	return f == TIR_FUSE_VIEW || f == TIR_FUSE_RESHAPE;
 }
 
 static bool is_red_op(enum tir_op op)
 {
-	switch (op) {
-	case TIR_OP_SUM: case TIR_OP_MEAN: case TIR_OP_MAX: case TIR_OP_MIN: case TIR_OP_PROD:
-	case TIR_OP_VAR:
-		return true;
-	default:
-		return false;
-	}
+	return tir_op(op)->fuse == TIR_FUSE_REDUCE;
 }
 
 /* Reduction n's input as rows x cols, the reduced axes (cols) trailing;
@@ -528,19 +511,11 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 
 /* ---- keep or recompute: the scored choice ---- */
 
-/* What computing op costs per element, counted as bytes moved (on this
- * kind of machine an AVX-512 exp costs about what moving 8 bytes does). */
+/* What computing op costs per element, counted as bytes moved (ops.def's
+ * cost column). */
 static int64_t op_cost(enum tir_op op)
 {
-	switch (op) {
-	case TIR_OP_EXP: case TIR_OP_LOG: case TIR_OP_TANH: case TIR_OP_SIGMOID: case TIR_OP_GELU:
-	case TIR_OP_SILU: case TIR_OP_ERF: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_POW:
-		return 8;
-	case TIR_OP_DIV: case TIR_OP_RECIP: case TIR_OP_SQRT: case TIR_OP_RSQRT: case TIR_OP_MOD:
-		return 2;
-	default:
-		return 1;
-	}
+	return tir_op(op)->cost;
 }
 
 static int64_t bytes_of(const struct tir_node *n)

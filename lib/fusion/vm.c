@@ -153,7 +153,7 @@ struct vnode {
 	 * arrays, and with operand k one value (taken unspread) */
 	tir_vmath1_fn f1;
 	tir_vmath2_fn f2, sfn[2];
-	bool sel;                /* where, clip or a comparison: tir_k_select_run */
+	bool sel;                /* a mask or three operands (where, clip): tir_k_select_run */
 	bool mask;               /* a comparison (1 or 0), or where reading a mask */
 };
 
@@ -562,7 +562,7 @@ static int member_kernel(const struct tir_node *n, const struct tir_tensor *a, s
 {
 	if (n->op == TIR_OP_CAST) /* of the kernel's dtype already (see apply) */
 		return tir_k_copy(&a[0], d);
-	if (n->op == TIR_OP_WHERE || n->type.dtype == TIR_DTYPE_BOOL)
+	if (tir_op(n->op)->fuse == TIR_FUSE_SELECT || n->type.dtype == TIR_DTYPE_BOOL)
 		return tir_k_mask(n->op, a, d, err);
 	if (n->nin == 1)
 		return tir_k_unary(n->op, &a[0], d, err);
@@ -1152,7 +1152,7 @@ static int realize(struct vm *vm, int val, struct tir_err *err)
 
 static bool reshape_op(enum tir_op op)
 {
-	return op == TIR_OP_RESHAPE || op == TIR_OP_FLATTEN || op == TIR_OP_SQUEEZE || op == TIR_OP_UNSQUEEZE;
+	return tir_op(op)->fuse == TIR_FUSE_RESHAPE;
 }
 
 /* Member j (ONCE), or reduction j that the blocks cannot fold as runs,
@@ -1276,12 +1276,8 @@ static void lean_plan(struct vm *vm, bool tiled)
 			continue;
 		if (v->cls != TIR_FC_FULL && v->cls != TIR_FC_ROW && (v->cls != TIR_FC_ALIAS || j == root))
 			return;
-		if (v->red) {
-			enum tir_op op = v->n->op;
-			if (op != TIR_OP_SUM && op != TIR_OP_PROD && op != TIR_OP_MAX && op != TIR_OP_MIN &&
-			    op != TIR_OP_MEAN && op != TIR_OP_VAR)
-				return;
-		}
+		if (v->red && tir_op(v->n->op)->fuse != TIR_FUSE_REDUCE)
+			return;
 	}
 	/* the last member to read each FULL member's register (an ALIAS
 	 * reads nothing: its readers read the member below) */
@@ -1420,8 +1416,8 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		v->f2 = v->n->nin == 2 ? tir_vmath_binary_fn(v->n->op, vm->dt) : NULL;
 		for (int k = 0; k < 2; k++)
 			v->sfn[k] = v->n->nin == 2 ? tir_vmath_binary_scalar_fn(v->n->op, vm->dt, k) : NULL;
-		v->mask = v->n->op == TIR_OP_WHERE || v->n->type.dtype == TIR_DTYPE_BOOL;
-		v->sel = v->mask || v->n->op == TIR_OP_CLIP;
+		v->mask = tir_op(v->n->op)->fuse == TIR_FUSE_SELECT || v->n->type.dtype == TIR_DTYPE_BOOL;
+		v->sel = v->mask || v->n->nin == 3;
 		if (v->cls == TIR_FC_ONCE) {
 			rc = premake(vm, j, err);
 		} else if (v->red && value_of(vm, j, 0) >= 0) {

@@ -897,7 +897,7 @@ static int rule_attention(struct tir_node *n, struct tir_err *err)
 typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
 
 static const rule_fn rules[TIR_OP_COUNT] = {
-#define X(e, name, kind, sig, rule) [TIR_OP_##e] = rule,
+#define X(e, name, kind, sig, rule, ...) [TIR_OP_##e] = rule,
 #include "ops.def"
 #undef X
 };
@@ -931,11 +931,12 @@ int tir_check_node(struct tir_node *n, struct tir_err *err)
 
 enum tir_dtype tir_compute_dtype(const struct tir_node *n)
 {
-	switch (n->op) {
-	case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
+	/* the comparisons and logic ops by their rows' rules (ops.def) */
+	if (rules[n->op] == rule_compare)
 		return tir_dtype_wide((enum tir_dtype)tir_promote(in(n, 0), in(n, 1)).dtype);
-	case TIR_OP_AND: case TIR_OP_OR: case TIR_OP_NOT:
+	if (rules[n->op] == rule_logic || rules[n->op] == rule_unary_logic)
 		return TIR_DTYPE_BOOL;
+	switch (n->op) {
 	case TIR_OP_ARGMAX: case TIR_OP_ARGMIN:
 		return tir_dtype_wide((enum tir_dtype)in(n, 0)->dtype);
 	case TIR_OP_CAST:

@@ -36,7 +36,7 @@ void tir_arena_free(struct tir_arena *a);
 /* ---- the op table ---- */
 
 enum tir_op {
-#define X(e, name, kind, sig, rule) TIR_OP_##e,
+#define X(e, ...) TIR_OP_##e,
 #include "ops.def"
 #undef X
 	TIR_OP_COUNT
@@ -51,6 +51,28 @@ enum tir_kind {
 	TIR_KIND_NN,
 	TIR_KIND_DEVICE,
 	TIR_KIND_COUNT
+};
+
+/* ops.def's fuse column: how the fuser takes the op into a kernel. */
+enum tir_fuse {
+	TIR_FUSE_NO,          /* never: it runs by its reference kernel alone */
+	TIR_FUSE_FLOAT,       /* elementwise, float in and out, in the kernel's dtype */
+	TIR_FUSE_MASK,        /* a comparison: 1 or 0 of the kernel's dtype, never its result */
+	TIR_FUSE_SELECT,      /* FLOAT, operand 0 a condition tested against 0 (where) */
+	TIR_FUSE_CAST,        /* a conversion: its operand is widened as it is read */
+	TIR_FUSE_REDUCE,      /* a reduction the kernels fold over trailing axes */
+	TIR_FUSE_VIEW,        /* a movement that is a view: strides only */
+	TIR_FUSE_RESHAPE,     /* a view that keeps the elements' order */
+	TIR_FUSE_COUNT
+};
+
+/* ops.def's vec column: the op's float functions over arrays (vmath.h). */
+enum tir_vec {
+	TIR_VEC_NONE,
+	TIR_VEC_UNARY,        /* f(dst, x, n) */
+	TIR_VEC_BINARY,       /* f(dst, a, b, n) */
+	TIR_VEC_BINARY_SV,    /* BINARY, and forms with a or b one value */
+	TIR_VEC_COUNT
 };
 
 enum tir_attr_kind {
@@ -98,6 +120,9 @@ struct tir_opdef {
 	const char *name;
 	enum tir_kind kind;
 	const char *sig;
+	enum tir_fuse fuse;
+	uint8_t cost;         /* per element, as bytes moved (ops.def) */
+	enum tir_vec vec;
 	int nparams;
 	int ntensor;          /* how many of the params are operands */
 	struct tir_param params[TIR_MAX_PARAMS];

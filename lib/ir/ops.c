@@ -1,6 +1,7 @@
 /*
- * ops.c — the op table built from ops.def: names, kinds, and each op's
- * signature read once from its text into parameters and default values.
+ * ops.c — the op table built from ops.def: names, kinds, the fuser's and
+ * vmath's columns, and each op's signature read once from its text into
+ * parameters and default values.
  * Lookup by name for the parser.  No shape logic here (that is check.c).
  */
 #include "ir.h"
@@ -10,7 +11,8 @@
 #include <string.h>
 
 static struct tir_opdef table[TIR_OP_COUNT] = {
-#define X(e, nm, k, s, rule) [TIR_OP_##e] = {.name = nm, .kind = TIR_KIND_##k, .sig = s},
+#define X(e, nm, k, s, rule, fz, c, v) \
+	[TIR_OP_##e] = {.name = nm, .kind = TIR_KIND_##k, .sig = s, .fuse = TIR_FUSE_##fz, .cost = c, .vec = TIR_VEC_##v},
 #include "ops.def"
 #undef X
 };
