@@ -679,23 +679,13 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 			continue;
 		}
 		size_t bytes = value_bytes(n);
-		switch (n->op) {
-		case TIR_OP_INPUT:      /* held already */
-		case TIR_OP_RESHAPE:    /* views (a reshape may copy: counted low) */
-		case TIR_OP_FLATTEN:
-		case TIR_OP_SQUEEZE:
-		case TIR_OP_UNSQUEEZE:
-		case TIR_OP_TRANSPOSE:
-		case TIR_OP_EXPAND:
-		case TIR_OP_SLICE:
+		enum tir_fuse f = tir_op(n->op)->fuse;
+		if (n->op == TIR_OP_INPUT)      /* held already */
 			bytes = 0;
-			break;
-		case TIR_OP_CAST:
-			bytes = n->in[0] && n->in[0]->type.dtype == n->type.dtype ? 0 : bytes;
-			break;
-		default:
-			break;
-		}
+		else if (f == TIR_FUSE_VIEW || f == TIR_FUSE_RESHAPE) /* views (a reshape may copy: counted low) */
+			bytes = 0;
+		else if (n->op == TIR_OP_CAST && n->in[0] && n->in[0]->type.dtype == n->type.dtype)
+			bytes = 0;
 		sim_hold(m, n, bytes, i);
 		sim_drop(m, n, NULL);
 	}
