@@ -26,7 +26,7 @@
 #ifndef TIR_NET_H
 #define TIR_NET_H
 
-#include "../engine/engine.h"
+#include "api.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
