@@ -584,7 +584,7 @@ struct tir_net_api {
  * both). */
 const struct tir_net_api *tir_net(struct tir_err *err);
 /* A program that links lib/net in itself (the tests, the benchmarks)
- * hands its table (lib/net/api.h's tir_net_api()) over before its first
+ * hands its table (lib/net/api.h's TIR_NET_API_ENTRY) over before its first
  * remote: tir_net() then returns it, checked as a loaded one is, and loads
  * nothing.  Once tir_net() has answered, the table cannot change.
  * returns 0, or -TIR_EUNSUPPORTED with err filled (too late, or a table
