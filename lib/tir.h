@@ -467,8 +467,8 @@ enum tir_dtype tir_dtype_promote(enum tir_dtype a, enum tir_dtype b);
  * the first time a remote or the server is used, so that a tir that uses
  * neither never loads libcurl, libmicrohttpd and libcrypto.  The library
  * exports one function, TIR_NET_API_ENTRY, which returns this table;
- * tir_net() loads it and checks its version and size, and everything
- * above lib/net calls it only through the table.  Any change to the
+ * tir_net() loads it and checks its version and size, and the engine
+ * and the CLI call lib/net only through the table.  Any change to the
  * members (their order, a type, one more) raises TIR_NET_API_VERSION. */
 #define TIR_NET_API_VERSION 1
 #define TIR_NET_API_ENTRY "tir_net_api"

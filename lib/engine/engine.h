@@ -70,4 +70,5 @@ struct tir_remote_result {
 	struct tir_exec_stats stats;
 	char *explain, *profile;       /* new (malloc), or NULL */
 };
+
 #endif

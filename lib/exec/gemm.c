@@ -875,12 +875,12 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	}
 	/* one k-block packed at a time (the buffer holds the longest) */
 	int64_t abytes, bbytes, kc1 = g->k < j.kc ? g->k : j.kc;
-	bool big = __builtin_mul_overflow(j.na, j.mpad, &abytes) ||
-		   __builtin_mul_overflow(abytes, kc1, &abytes) ||
-		   __builtin_mul_overflow(abytes, j.es, &abytes) ||
-		   __builtin_mul_overflow(j.nbb, j.npad, &bbytes) ||
-		   __builtin_mul_overflow(bbytes, kc1, &bbytes) ||
-		   __builtin_mul_overflow(bbytes, j.es, &bbytes) || abytes > INT64_MAX - 128 - bbytes;
+	bool big = __builtin_mul_overflow(j.na, j.mpad, &abytes) |
+		   __builtin_mul_overflow(abytes, kc1, &abytes) |
+		   __builtin_mul_overflow(abytes, j.es, &abytes) |
+		   __builtin_mul_overflow(j.nbb, j.npad, &bbytes) |
+		   __builtin_mul_overflow(bbytes, kc1, &bbytes) |
+		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX - 128 - bbytes);
 	size_t keep = g->slab_bytes > 0 ? (size_t)g->slab_bytes      /* the test hook */
 		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
 	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
