@@ -89,7 +89,8 @@ XFER_CLIENT := $(BUILD)/tests/xfer_client
 FUZZ_BIN  := $(BUILD)/tests/fuzz_parse
 FUZZ_MAIN ?= tests/fuzz/replay.c
 FUZZ_LINK ?=
-FUZZ_SAN  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_SAN  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+             -fno-omit-frame-pointer
 
 all: $(BUILD)/tir $(NET_SO) $(MPI_SO) $(UNIT_BIN) $(XFER_CLIENT) $(FUZZ_BIN)
 ifeq ($(MPI_SO),)
