@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <string.h>
 
 #define NET_SO "libtir-net.so"
 
