@@ -36,7 +36,7 @@
  *
  * Prints "key value" lines for bench/remote.sh.  Not a test.
  */
-#include "engine/engine.h"
+#include "net/api.h"
 #include "net/batch.h"
 
 #include <curl/curl.h>
@@ -496,6 +496,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *addr = argv[1], *mlp_path = "samples/mlp.tir", *only = NULL;
+	/* lib/net is linked in: the executor's remote devices call it */
+	struct tir_err nerr = {0};
+	if (tir_net_use(tir_net_api(), &nerr)) {
+		fprintf(stderr, "remote_bench: %s\n", nerr.msg);
+		return 2;
+	}
 	int runs = 1000, big = 7, warm = 4;
 	for (int i = 2; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--runs"))

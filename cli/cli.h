@@ -39,6 +39,7 @@ void cli_progress_stop(struct cli_progress *g, struct tir_exec *x);
 /* remotes.c: --remote a:6667,b:6667, remote:0, remote:1, ... in order. */
 #define CLI_MAX_REMOTES 63
 struct cli_remotes {
+	const struct tir_net_api *net; /* what they were opened through (tir_net) */
 	struct tir_remote *r[CLI_MAX_REMOTES];
 	int n;
 };

@@ -27,6 +27,11 @@ int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
 		fprintf(stderr, "tir: --remote names %d servers; at most %d at once\n", n, CLI_MAX_REMOTES);
 		return EXIT_USAGE;
 	}
+	struct tir_err lerr = {0};
+	if (!(g->net = tir_net(&lerr))) {
+		cli_print_err(&lerr);
+		return EXIT_USAGE;
+	}
 	const char *token = getenv("TIR_TOKEN");
 	const char *s = list;
 	for (int i = 0; i < n; i++) {
@@ -44,9 +49,9 @@ int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
 		struct tir_err err = {0};
 		/* the servers after this one still need their places */
 		int left = CLI_MAX_REMOTES - g->n - (n - i - 1);
-		int got = tir_remote_group_open(one, token && *token ? token : NULL, g->r + g->n, left, &err);
+		int got = g->net->remote_group_open(one, token && *token ? token : NULL, g->r + g->n, left, &err);
 		for (int k = 0; k < got && connect && !err.code; k++)
-			if (tir_remote_connect(g->r[g->n + k], &err))
+			if (g->net->remote_connect(g->r[g->n + k], &err))
 				break;
 		if (got > 0)
 			g->n += got;
@@ -64,7 +69,7 @@ int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
 void cli_remotes_close(struct cli_remotes *g)
 {
 	for (int i = 0; i < g->n; i++)
-		tir_remote_close(g->r[i]);
+		g->net->remote_close(g->r[i]);
 	memset(g, 0, sizeof *g);
 }
 
@@ -72,7 +77,7 @@ void cli_remotes_stats(const struct cli_remotes *g, struct tir_remote_stats *sum
 {
 	memset(sum, 0, sizeof *sum);
 	for (int i = 0; i < g->n; i++) {
-		const struct tir_remote_stats *s = tir_remote_stats(g->r[i]);
+		const struct tir_remote_stats *s = g->net->remote_stats(g->r[i]);
 		sum->net_ms += s->net_ms;
 		sum->round_trips += s->round_trips;
 		sum->bytes_up += s->bytes_up;

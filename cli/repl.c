@@ -360,12 +360,12 @@ static void remote_say(const struct repl *r)
 		return;
 	}
 	if (r->remotes.n == 1) {
-		printf("remote: %s (computations run there)\n", tir_remote_name(r->remotes.r[0]));
+		printf("remote: %s (computations run there)\n", r->remotes.net->remote_name(r->remotes.r[0]));
 		return;
 	}
 	printf("remote: %d servers (values placed nowhere run on remote:0)\n", r->remotes.n);
 	for (int i = 0; i < r->remotes.n; i++)
-		printf("  remote:%d  %s\n", i, tir_remote_name(r->remotes.r[i]));
+		printf("  remote:%d  %s\n", i, r->remotes.net->remote_name(r->remotes.r[i]));
 }
 
 static int dot_remote(struct repl *r, char *arg)
@@ -409,7 +409,7 @@ static int dot_reset(struct repl *r, char *arg)
 	session_close(r);
 	tir_release_caches();
 	for (int i = 0; i < r->remotes.n; i++)
-		tir_remote_forget(r->remotes.r[i]); /* the remotes stay; the values they kept go */
+		r->remotes.net->remote_forget(r->remotes.r[i]); /* the remotes stay; the values they kept go */
 	if (session_open(r))
 		r->quit = r->failed = true;
 	return 0;

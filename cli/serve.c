@@ -1,7 +1,8 @@
 /*
  * serve.c — `tir serve`: reads the flags, logs one line per request on
  * stderr, and stops cleanly on SIGINT or SIGTERM.  The server itself is
- * tir_serve (lib/net/server.c); docs/protocol.md is what it speaks.
+ * the network part's (lib/net/server.c, through tir_net()'s table);
+ * docs/protocol.md is what it speaks.
  */
 #include "cli.h"
 
@@ -286,7 +287,8 @@ int cli_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct tir_err err = {0};
-	if (tir_serve(&o, &stop, &err)) {
+	const struct tir_net_api *net = tir_net(&err);
+	if (!net || net->serve(&o, &stop, &err)) {
 		fprintf(stderr, "tir serve: %s\n", err.msg);
 		return EXIT_PROGRAM;
 	}

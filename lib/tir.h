@@ -356,22 +356,7 @@ int tir_vector_path_check(struct tir_err *err);
 #define TIR_PROTOCOL 4
 
 struct tir_remote;   /* one server: a keep-alive connection and a session */
-
-/* Talk to `tir serve` at HOST:PORT (the session is made at the first run).
- * token: sent as "Authorization: Bearer TOKEN", or NULL.  Nothing is
- * sent yet.  returns: new, free with tir_remote_close (which deletes the
- * session on the server); NULL with err filled (-TIR_ENET, a bad address). */
-struct tir_remote *tir_remote_open(const char *hostport, const char *token, struct tir_err *err);
-void tir_remote_close(struct tir_remote *r);
-/* "HOST:PORT" as given.  borrowed. */
-const char *tir_remote_name(const struct tir_remote *r);
-
-/* Make the session now (one round trip), so that a wrong address, a wrong
- * token or another protocol is said at once.  returns 0 or -code. */
-int tir_remote_connect(struct tir_remote *r, struct tir_err *err);
-/* The program the values were kept for is gone (the REPL's .reset): the
- * next run drops them on the server. */
-void tir_remote_forget(struct tir_remote *r);
+/* (opened, used and closed through tir_net()'s table, at the end) */
 
 /* What the last run sent and received. */
 struct tir_remote_stats {
@@ -382,7 +367,6 @@ struct tir_remote_stats {
 	uint64_t blob_bytes_sent;
 	bool graph_sent;            /* the batch text went up (the server lacked it) */
 };
-const struct tir_remote_stats *tir_remote_stats(const struct tir_remote *r);
 
 /* Run x's graph on r from now on (x's device list: the CPU, then r);
  * NULL runs it here again.  The program is still parsed and checked here,
@@ -449,11 +433,6 @@ struct tir_serve_opts {
 	 * group (started under mpirun; docs/groups.md), else left */
 	int *group_rank, *group_size;
 };
-/* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets it),
- * then finish the requests under way and return 0; or fill err and return
- * -code when it cannot start (the port is taken, a bad address). */
-int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err);
-
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);
 
@@ -489,15 +468,134 @@ enum tir_dtype tir_dtype_wide(enum tir_dtype t);
 /* The type a op b computes and stores in (neither a weak literal). */
 enum tir_dtype tir_dtype_promote(enum tir_dtype a, enum tir_dtype b);
 
-/* ---- server groups (lib/net/client.c, through door.c; docs/groups.md) ---- */
+/* ---- the network part: one table (lib/net, built as libtir-net.so) ----
+ * The client of `tir serve` and the server itself are libtir-net.so,
+ * loaded from next to the tir binary (TIR_NET_LIB=PATH: from that file)
+ * the first time a remote or the server is used, so that a tir that uses
+ * neither never loads libcurl, libmicrohttpd and libcrypto.  The library
+ * exports one function, TIR_NET_API_ENTRY, which returns this table;
+ * tir_net() loads it and checks its version and size, and the engine
+ * and the CLI call lib/net only through the table.  Any change to the
+ * members (their order, a type, one more) raises TIR_NET_API_VERSION. */
+#define TIR_NET_API_VERSION 1
+#define TIR_NET_API_ENTRY "tir_net_api"
 
-/* Open hostport, and when it is a rank of a group (its /v1/info says so;
- * asked within 5 s, a server that does not answer taken as a lone one)
- * every rank of the group, in rank order, at the addresses the group
- * gives, the one given among them.  out: at most max remotes, each new
- * (tir_remote_close).  returns how many (1 for a lone server); -code with
- * err filled (a group of more than max, an address that is none). */
-int tir_remote_group_open(const char *hostport, const char *token, struct tir_remote **out, int max,
-			  struct tir_err *err);
+struct tir_node;            /* lib/ir/ir.h's */
+struct tir_remote_result;   /* lib/engine/engine.h's */
+
+struct tir_net_api {
+	uint32_t version;           /* TIR_NET_API_VERSION of the library's build */
+	uint32_t size;              /* sizeof (struct tir_net_api) of the library's build */
+
+	/* Talk to `tir serve` at HOST:PORT (the session is made at the first
+	 * run).  token: sent as "Authorization: Bearer TOKEN", or NULL.
+	 * Nothing is sent yet.  returns: new, free with remote_close (which
+	 * deletes the session on the server); NULL with err filled
+	 * (-TIR_ENET, a bad address). */
+	struct tir_remote *(*remote_open)(const char *hostport, const char *token, struct tir_err *err);
+	void (*remote_close)(struct tir_remote *r);
+	/* "HOST:PORT" as given.  borrowed. */
+	const char *(*remote_name)(const struct tir_remote *r);
+	/* Make the session now (one round trip), so that a wrong address, a
+	 * wrong token or another protocol is said at once.  returns 0 or -code. */
+	int (*remote_connect)(struct tir_remote *r, struct tir_err *err);
+	/* The program the values were kept for is gone (the REPL's .reset):
+	 * the next run drops them on the server. */
+	void (*remote_forget)(struct tir_remote *r);
+	/* What the last run sent and received.  borrowed. */
+	const struct tir_remote_stats *(*remote_stats)(const struct tir_remote *r);
+	/* Open hostport, and when it is a rank of a group (its /v1/info says
+	 * so; asked within 5 s, a server that does not answer taken as a lone
+	 * one) every rank of the group, in rank order, at the addresses the
+	 * group gives, the one given among them (docs/groups.md).  out: at
+	 * most max remotes, each new (remote_close).  returns how many (1 for
+	 * a lone server); -code with err filled (a group of more than max, an
+	 * address that is none). */
+	int (*remote_group_open)(const char *hostport, const char *token, struct tir_remote **out, int max,
+				 struct tir_err *err);
+	/* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets
+	 * it), then finish the requests under way and return 0; or fill err
+	 * and return -code when it cannot start (the port is taken, a bad
+	 * address). */
+	int (*serve)(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struct tir_err *err);
+
+	/* -- the executor's remote device (lib/engine/remote.c) -- */
+
+	/* Compute targets[0..ntargets) of x's program on r.  The values come
+	 * back in each target node's dtype and shape.  A program or data
+	 * error is reported at its source position, as a local run would. */
+	int (*remote_run)(struct tir_remote *r, struct tir_exec *x, struct tir_node *const *targets,
+			  size_t ntargets, struct tir_remote_result *res, struct tir_err *err);
+	/* Whether r's session holds the value of node id of x's program. */
+	bool (*remote_holds)(const struct tir_remote *r, const struct tir_exec *x, uint32_t id);
+	/* Bring what r's session holds up to date with x's program and inputs
+	 * as they are now (a rebound name's value, one computed from an input
+	 * given again, go), so that remote_holds is right for the run about to
+	 * be planned; r's statistics (remote_stats) start from zero, to add up
+	 * over that run's batches.  returns 0 or -TIR_ENOMEM. */
+	int (*remote_sync)(struct tir_remote *r, const struct tir_exec *x, struct tir_err *err);
+
+	/* Server to server (docs/protocol.md, "Server to server"): a value one
+	 * remote's session holds goes to another's directly, never through
+	 * this client. */
+
+	/* "http://HOST:PORT" or "https://HOST:PORT": r's server as this client
+	 * reaches it.  borrowed, valid until remote_close. */
+	const char *(*remote_base_url)(const struct tir_remote *r);
+	/* A capability for the value of node id of x's program that r's
+	 * session holds (remote_holds, after the held values are brought up to
+	 * date with x's inputs): one use, by a server holding a token of the
+	 * tenant r's token is of, while r's session lives.  cap: its 64 hex
+	 * digits; blob: the value's blob name (lib/net/net.h), which the
+	 * receiver checks.  returns 0; -TIR_EDATA when r holds no such value;
+	 * -TIR_ENET when the server cannot be reached or refuses (the message
+	 * says what it said). */
+	int (*remote_export)(struct tir_remote *r, const struct tir_exec *x, uint32_t id, char cap[65],
+			     char blob[65], struct tir_err *err);
+	/* Have r's server fetch node id's value from from's server with cap
+	 * and blob (from remote_export on from), check it, and keep it in r's
+	 * session (made now if need be) under node id's key: then
+	 * remote_holds(r, x, id) is true and r's next batches read it as a
+	 * leaf.  from's address is sent as this client reaches it, with from's
+	 * token.  The value is stale on r, as one r computed, once an input it
+	 * was computed from is given again.  x must keep values (the REPL's,
+	 * tir_exec_keep_named).  A capability is used up by the attempt,
+	 * whatever its outcome.  returns 0; -TIR_EDATA for a node no session
+	 * keeps; -TIR_ENET when r cannot be reached or the transfer fails (r's
+	 * message: the source unreachable, its answer, a blob that does not
+	 * hash to its name). */
+	int (*remote_import)(struct tir_remote *r, const struct tir_exec *x, uint32_t id,
+			     const struct tir_remote *from, const char *cap, const char *blob, struct tir_err *err);
+	/* The MPI group r's server is a rank of (docs/groups.md): its id (32
+	 * hex digits), with r's rank in *rank; NULL for a lone server. */
+	const char *(*remote_group)(const struct tir_remote *r, int *rank);
+	/* r's rank's part of one all_reduce of its group's ranks[0..n) (each a
+	 * rank of r's group, 0 among them): op (sum mean max min prod) of node
+	 * src_id's value, which every one of those ranks' sessions holds, kept
+	 * in r's session under node dst_id's key, as an import's is.  The
+	 * group's ranks run it as one MPI_Allreduce once each of them was
+	 * asked with the same key (32 hex digits, new for each), within the
+	 * servers' --transfer-seconds.  The caller asks every rank at once.
+	 * returns 0; -TIR_EDATA when r holds no such value; -TIR_ENET when r
+	 * cannot be reached or the collective fails (r's message says why: a
+	 * rank that was not asked in time, values of other sizes, the
+	 * deadline). */
+	int (*remote_all_reduce)(struct tir_remote *r, struct tir_exec *x, const char *key, const char *op,
+				 const int *ranks, int n, uint32_t src_id, uint32_t dst_id, struct tir_err *err);
+};
+
+/* The network part's table, libtir-net.so loaded and checked on the first
+ * call (any thread).  returns: borrowed, for the life of the process; or
+ * NULL with err filled (-TIR_EUNSUPPORTED: the library will not load, or
+ * is of another version or size than this tir's: err names the file and
+ * both). */
+const struct tir_net_api *tir_net(struct tir_err *err);
+/* A program that links lib/net in itself (the tests, the benchmarks)
+ * hands its table (lib/net/api.h's TIR_NET_API_ENTRY) over before its first
+ * remote: tir_net() then returns it, checked as a loaded one is, and loads
+ * nothing.  Once tir_net() has answered, the table cannot change.
+ * returns 0, or -TIR_EUNSUPPORTED with err filled (too late, or a table
+ * of another version or size). */
+int tir_net_use(const struct tir_net_api *api, struct tir_err *err);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * remote.c — a `tir serve` as a device: a batch goes to the server through
  * lib/net's client (loaded at run time by lib/net/door.c, so that tir
- * starts without libcurl), which sends the batch text and whatever blobs
+ * starts without libcurl, and called through its table, tir_net()), which sends the batch text and whatever blobs
  * the server lacks, and brings the values back; its plan, profile and
  * spans come back with them.  The connection is its opener's (the CLI's).
  */
@@ -14,6 +14,7 @@
 struct remote {
 	struct tir_device dev;
 	struct tir_remote *r;          /* borrowed */
+	const struct tir_net_api *net; /* r's opener had it: tir_net() */
 	char *explain, *profile;       /* the server's, of the last run */
 	struct tir_tensor *given;      /* by node id: values put here for this run */
 	size_t ngiven;
@@ -26,7 +27,7 @@ static struct remote *remote_of(const struct tir_device *d)
 
 static const char *remote_name(const struct tir_device *d)
 {
-	return tir_remote_name(remote_of(d)->r);
+	return remote_of(d)->net->remote_name(remote_of(d)->r);
 }
 
 static int remote_upload(struct tir_device *d, struct tir_exec *x, uint32_t id, struct tir_err *err)
@@ -47,7 +48,7 @@ static int remote_run_on(struct tir_device *d, struct tir_exec *x, struct tir_no
 	free(m->explain);
 	free(m->profile);
 	m->explain = m->profile = NULL;
-	int rc = tir_remote_run(m->r, x, targets, ntargets, &res, err);
+	int rc = m->net->remote_run(m->r, x, targets, ntargets, &res, err);
 	if (!rc) {
 		*st = res.stats;
 		m->explain = res.explain;
@@ -88,33 +89,34 @@ static int remote_take(struct tir_device *d, struct tir_device *from, struct tir
 	if (strcmp(from->ops->kind, "remote"))
 		return -TIR_EUNSUPPORTED;
 	struct tir_remote *src = remote_of(from)->r, *dst = remote_of(d)->r;
+	const struct tir_net_api *net = remote_of(d)->net;
 	char cap[65], blob[65]; /* 64 hex digits each */
-	int rc = tir_remote_export(src, x, src_id, cap, blob, err);
+	int rc = net->remote_export(src, x, src_id, cap, blob, err);
 	if (!rc)
-		rc = tir_remote_import(dst, x, dst_id, src, cap, blob, err);
+		rc = net->remote_import(dst, x, dst_id, src, cap, blob, err);
 	explicit_bzero(cap, sizeof cap);
 	return rc;
 }
 
 static const char *remote_group(const struct tir_device *d, int *rank)
 {
-	return tir_remote_group(remote_of(d)->r, rank);
+	return remote_of(d)->net->remote_group(remote_of(d)->r, rank);
 }
 
 static int remote_all_reduce(struct tir_device *d, struct tir_exec *x, const char *key, const char *op,
 			     const int *ranks, int n, uint32_t src_id, uint32_t dst_id, struct tir_err *err)
 {
-	return tir_remote_all_reduce(remote_of(d)->r, x, key, op, ranks, n, src_id, dst_id, err);
+	return remote_of(d)->net->remote_all_reduce(remote_of(d)->r, x, key, op, ranks, n, src_id, dst_id, err);
 }
 
 static int remote_sync(struct tir_device *d, struct tir_exec *x, struct tir_err *err)
 {
-	return tir_remote_sync(remote_of(d)->r, x, err);
+	return remote_of(d)->net->remote_sync(remote_of(d)->r, x, err);
 }
 
 static bool remote_holds(const struct tir_device *d, const struct tir_exec *x, uint32_t id)
 {
-	return tir_remote_holds(remote_of(d)->r, x, id);
+	return remote_of(d)->net->remote_holds(remote_of(d)->r, x, id);
 }
 
 /* A batch of the one value: the session holds it, so nothing is computed. */
@@ -229,5 +231,10 @@ struct tir_device *tir_remote_device(struct tir_remote *r)
 		return NULL;
 	m->dev.ops = &remote_ops;
 	m->r = r;
+	/* loaded already: r was opened through it */
+	if (!(m->net = tir_net(NULL))) {
+		free(m);
+		return NULL;
+	}
 	return &m->dev;
 }

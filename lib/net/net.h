@@ -28,7 +28,7 @@
 #ifndef TIR_NET_H
 #define TIR_NET_H
 
-#include "../engine/engine.h"
+#include "api.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

@@ -1,13 +1,14 @@
 #!/bin/sh
 # tests/fuzz/run.sh SECONDS — build the libFuzzer target tests/fuzz/fuzz_parse.c
-# with ASan and UBSan into build-fuzz/ and run it for SECONDS (default 60)
-# on a copy of the seed corpus (build-fuzz/corpus, which keeps what earlier
-# runs found; the repository's corpus stays small).  Exit 1 when the
-# fuzzer finds a crash, a leak, undefined behaviour or a timeout; the
-# reproducers are build-fuzz/artifacts/crash-* (or leak-, timeout-, oom-).
-# Replay one with: build-fuzz/fuzz_parse FILE
-# `make fuzz FUZZTIME=600` calls this.  Not a regression suite: the corpus
-# files are replayed by `make fuzz` only.
+# with ASan and UBSan into build-fuzz/ (`make fuzz-parse`: the Makefile's own
+# sources and flags, with clang) and run it for SECONDS (default 60) on a
+# copy of the seed corpus (build-fuzz/corpus, which keeps what earlier runs
+# found; the repository's corpus stays small).  Exit 1 when the fuzzer
+# finds a crash, a leak, undefined behaviour or a timeout, or does not
+# build; the reproducers are build-fuzz/artifacts/crash-* (or leak-,
+# timeout-, oom-).  Replay one with: build-fuzz/tests/fuzz_parse FILE
+# `make fuzz FUZZTIME=600` calls this.  The corpus itself is replayed by
+# every `make test` (tests/suites/fuzz_parse.sh), without libFuzzer.
 set -eu
 
 secs=${1:-60}
@@ -17,28 +18,11 @@ out=build-fuzz
 
 sh tests/deps.sh clang libclang-rt-14-dev
 
-CC=${FUZZ_CC:-clang}
-pkgs="jansson openblas sleef"
 mkdir -p "$out/artifacts" "$out/corpus"
-
-# Rebuild when any source is newer than the binary.
-bin=$out/fuzz_parse
-srcs="$(ls lib/*/*.c 2>/dev/null | grep -v "^lib/net/") lib/net/door.c"  # the parser needs no network
-stale=1
-# shellcheck disable=SC2086
-if [ -x "$bin" ] && [ -z "$(find $srcs lib/*.h lib/*/*.h lib/ir/ops.def \
-	tests/fuzz/fuzz_parse.c -newer "$bin" 2>/dev/null | head -n 1)" ]; then
-	stale=0
-fi
-if [ $stale = 1 ]; then
-	echo "fuzz: building $bin"
-	# shellcheck disable=SC2046,SC2086
-	$CC -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
-		-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
-		$(pkg-config --cflags $pkgs) \
-		-o "$bin" tests/fuzz/fuzz_parse.c $srcs \
-		$(pkg-config --libs $pkgs) -lm -pthread
+bin=$out/tests/fuzz_parse
+if ! ${MAKE:-make} --no-print-directory fuzz-parse; then
+	echo "fuzz: FAILED: $bin does not build (make fuzz-parse)"
+	exit 1
 fi
 
 cp tests/fuzz/corpus/* "$out/corpus/"

@@ -14,7 +14,7 @@
  * f32, exact, so no oracle is needed.  Prints "ok NAME" or "FAIL NAME: WHY"
  * per check and "N passed, M failed" last; exit 0 when none failed.
  */
-#include "engine/engine.h"
+#include "net/api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +94,11 @@ int main(int argc, char **argv)
 	const char *tb = argc == 5 && strcmp(argv[4], "-") ? argv[4] : NULL;
 	struct tir_err err = {0};
 	char why[600];
+	/* lib/net is linked in: the executor's remote devices call it */
+	if (tir_net_use(tir_net_api(), &err)) {
+		fprintf(stderr, "xfer_client: %s\n", err.msg);
+		return 2;
+	}
 	struct tir_remote *a = tir_remote_open(argv[1], ta, &err);
 	struct tir_remote *b = a ? tir_remote_open(argv[2], tb, &err) : NULL;
 	struct tir_program *p = tir_program_new();

@@ -2,7 +2,8 @@
 # tests/suites/layers.sh — the library's layers call one way only (README,
 # "Layout"): lib/ir < lib/exec < lib/fusion < lib/engine < lib/net, with
 # lib/place (placement: a pass over lib/ir's graph) beside lib/exec and
-# lib/fusion, read by lib/engine and lib/net only; and the CLI reaches the
+# lib/fusion, read by lib/engine and lib/net only; the engine and the CLI
+# reach lib/net only through its table (tir_net()); and the CLI reaches the
 # library through lib/tir.h alone.  Each rule greps the #include lines and
 # the calls of the layers above.  Prints `N passed,
 # M failed` last.
@@ -41,6 +42,20 @@ rule "lib/fusion calls not the executor" lib/fusion/*.c lib/fusion/*.h -- \
 	'\btir_(exec|remote|device)_[a-z_]*\('
 rule "lib/engine includes not lib/net (door.c loads it)" lib/engine/*.c lib/engine/*.h -- \
 	'#include "\.\./net/'
+# lib/net's functions (each one lib/net/*.c defines, the door but) are
+# reached from below only through the table tir_net() hands out: no call
+# of one by its name in the layers below, the CLI, tir.h or the door.
+net_fns=$(ls lib/net/*.c | grep -v '^lib/net/door\.c$' | xargs grep -hE '^[a-z][a-z0-9_ ]*[ *]tir_[a-z0-9_]+\(' |
+	grep -v '^static' | sed -E 's/^[^(]*[ *](tir_[a-z0-9_]+)\(.*/\1/' | sort -u | paste -sd '|' -)
+if [ -z "$net_fns" ]; then
+	fail=$((fail + 1)); echo "layers: found no function lib/net defines (the pattern is out of date)"
+else
+	# every folder of lib/ but lib/net and lib/mpi (a new one joins by itself)
+	# shellcheck disable=SC2046
+	rule "nothing below lib/net names its functions (door.c hands out its table)" \
+		$(ls lib/*/*.[ch] | grep -vE '^lib/(net|mpi)/') lib/tir.h lib/net/door.c cli/*.[ch] \
+		-- "\\b($net_fns)\\("
+fi
 hits=$(grep -nE '#include "' cli/*.c cli/*.h | grep -vE ':#include "(cli\.h|tir\.h|flags\.def)"$')
 if [ -z "$hits" ]; then pass=$((pass + 1)); else
 	fail=$((fail + 1)); echo "layers: the CLI includes only cli.h, its flags.def and lib/tir.h:"; printf '%s\n' "$hits" | sed 's/^/    /'; fi
