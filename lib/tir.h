@@ -459,8 +459,12 @@ int tir_dtype_from_name(const char *s, size_t n);
 size_t tir_dtype_size(enum tir_dtype t);
 bool tir_dtype_is_float(enum tir_dtype t);   /* f16, bf16, f32, f64 */
 /* f32 or f64: a float type kernels compute in (tir_dtype_wide of any float),
- * as a compute dtype or a kernel's operand is. */
-bool tir_dtype_is_wide_float(enum tir_dtype t);
+ * as a compute dtype or a kernel's operand is.  Inline: kernels ask it of
+ * every chunk. */
+static inline bool tir_dtype_is_wide_float(enum tir_dtype t)
+{
+	return t == TIR_DTYPE_F32 || t == TIR_DTYPE_F64;
+}
 bool tir_dtype_is_int(enum tir_dtype t);     /* i8, u8, i16, i32, i64 */
 /* The type t computes in: f32 for f16 and bf16, i32 for i8, u8 and i16,
  * else t itself. */

@@ -47,9 +47,13 @@
 #endif
 
 /* GCC's -O2 cost model vectorizes no loop that needs a remainder (the
- * broadcast fills below); ask for "cheap", as elementwise.c does. */
+ * broadcast fills below); ask for "cheap", as elementwise.c does.
+ * align-loops: every loop starts a 64-byte line, so that the speed of the
+ * block loops (gather, ensure) does not hang on where the linker happens
+ * to put this file (as vmath.c's; a change elsewhere in lib/ moved them
+ * and a fused chain ran slower with the same instructions). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("vect-cost-model=cheap")
+#pragma GCC optimize("vect-cost-model=cheap", "align-loops=64")
 #endif
 
 #define MAX_SRC (3 * TIR_FUSE_MAX_OPS)

@@ -202,11 +202,6 @@ bool tir_dtype_is_float(enum tir_dtype t)
 	return t == TIR_DTYPE_F32 || t == TIR_DTYPE_F64 || t == TIR_DTYPE_F16 || t == TIR_DTYPE_BF16;
 }
 
-bool tir_dtype_is_wide_float(enum tir_dtype t)
-{
-	return t == TIR_DTYPE_F32 || t == TIR_DTYPE_F64;
-}
-
 bool tir_dtype_is_int(enum tir_dtype t)
 {
 	return t == TIR_DTYPE_I32 || t == TIR_DTYPE_I64 || t == TIR_DTYPE_I8 || t == TIR_DTYPE_U8 ||
