@@ -9,7 +9,7 @@ WARN     := -std=c11 -Wall -Wextra $(WERROR) -Wshadow -Wundef -Wwrite-strings \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 PKGS     := jansson openblas libedit sleef
 # lib/net's libraries load only when a remote or the server is used (see
-# NET_SO below): linked into tir they would add ~3.5 ms to every start.
+# NET_SO below): linked into tir they would be loaded at every start.
 NET_PKGS := libmicrohttpd libcurl libcrypto jansson
 BUILD    ?= build
 SAN      ?=

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench/allreduce.py TIR MPI_PEER [--runs N] [--ranks R] — all_reduce over a
-server group against plain MPI (README, "Several devices"; issue 13): R
+server group against plain MPI (docs/remote.md, "Several devices"; issue 13): R
 ranks (default 4) of `mpirun --oversubscribe tir serve` on loopback, and a
 program whose sharded value is R pieces of 64 MiB f32 (16M elements, each
 made on its rank by randn) reduced by `all_reduce(op=sum)`.  Its peer,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench/devices.py TIR [--runs N] [--batch B] — data-parallel inference over
-several devices (README, "Several devices"): an MLP (1024 -> 2048 -> 1024,
+several devices (docs/remote.md, "Several devices"): an MLP (1024 -> 2048 -> 1024,
 relu) over a batch of B rows (default 4096), run by `tir run --remote` on
 one local `tir serve`, and split by rows over two (`shard(x, axis=0)`:
 each half sliced here and moved to its server, the two results gathered).
@@ -13,7 +13,7 @@ Two settings: every server with --threads 1 (a server is one core: the
 throughput of two against one is what two machines would give), and every
 server with its default threads (one per CPU: on this 2-CPU machine two
 servers share the same two cores, so no gain is expected).  The cost model
-for more devices is README's.  Prints "key value" lines for bench/run.sh.
+for more devices is docs/remote.md's.  Prints "key value" lines for bench/run.sh.
 Not a test."""
 
 import os

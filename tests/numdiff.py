@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/numdiff.py EXPECTED GOT — compare a golden stdout with a run's, the
-way every golden, sample and README example is compared: the text exactly,
+way every golden, sample and README or docs example is compared: the text exactly,
 and the floating-point numbers within a stated tolerance.
 
 Why: a value computed through OpenBLAS (matmul, conv2d, attention, and what
@@ -12,7 +12,7 @@ golden may not be compared byte for byte across machines; what tir promises
 byte for byte holds on one machine and is compared exactly elsewhere
 (fused vs --no-fuse, --threads 1 vs N, local vs --remote).
 
-The rule (the README's "Results across machines" says it for users):
+The rule (docs/commands.md's "Results across machines" says it for users):
   - the output is read as values: a header line `TEXT: DTYPE[SHAPE]`, then
     the lines that print it.  Every header line must be equal exactly;
   - the text between the numbers must be equal exactly, and so must the
@@ -25,7 +25,7 @@ The rule (the README's "Results across machines" says it for users):
     ones, in absolute terms: a sum that cancels to 1e-8 on one machine may
     be -3e-9 on another), and RTOL is 1e-4: ten units in the sixth
     significant digit of the value's largest element.  The largest
-    difference seen over the samples, goldens and README examples between
+    difference seen over the samples, goldens and docs examples between
     OpenBLAS's own choice, its Haswell, SkylakeX, Zen, Sandybridge and
     Prescott kernels and tir's scalar, sse2, avx2 and avx512 paths was
     4.2e-6 of that scale (--report prints it for one comparison).

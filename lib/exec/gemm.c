@@ -27,7 +27,7 @@
  * the tiles, MR, NR, KC, the caches or the thread count, and not on m or
  * n either.  (OpenBLAS cannot promise this: its threaded results differ
  * from its single-threaded ones, and a grid of single-threaded calls from
- * one whole call, on most of its x86 kernels; see README's Decisions.)
+ * one whole call, on most of its x86 kernels; see docs/decisions.md.)
  *
  * Speed: the packed panels make every micro-kernel step a few aligned
  * vector loads, MR broadcasts and MR x NR/L FMAs with all accumulators in

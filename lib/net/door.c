@@ -1,7 +1,7 @@
 /*
  * door.c — the way into lib/net.  libcurl and libmicrohttpd (and the dozen
- * libraries they bring) would add about 3.5 ms to every start of tir if it
- * were linked with them, so lib/net is a shared object, libtir-net.so,
+ * libraries they bring) would add their loading and relocation to every
+ * start of tir if it were linked with them, so lib/net is a shared object, libtir-net.so,
  * loaded from next to the tir binary the first time a remote or the server
  * is used.  It exports one function, which returns one table (tir.h's
  * struct tir_net_api); this file loads it, checks the table's version and

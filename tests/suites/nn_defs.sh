@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/suites/nn_defs.sh — attention is its definition written out in
 # tir's own ops, byte for byte: attention(q, k, v) against softmax(q @
-# transpose(k) * 1/sqrt(d)) @ v (README, Decisions), in f32 and f64, with
+# transpose(k) * 1/sqrt(d)) @ v (docs/decisions.md), in f32 and f64, with
 # broadcast batch axes, fused and --no-fuse, on every vector path this
 # CPU has, at one thread and three (and 900 keys: the scores @ v over
 # two k-blocks); and the causal form against the

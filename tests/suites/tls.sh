@@ -8,7 +8,7 @@
 #  1. a run over TLS prints what a local run prints (samples/mlp.tir, and a
 #     program with an 8 MiB input sent as a blob), TIR_CA_FILE naming the CA;
 #     the token holds over TLS; the REPL's .remote https://...; curl
-#     --cacert reaches /healthz (the README's example);
+#     --cacert reaches /healthz (docs/remote.md's example);
 #  2. the client refuses, with exit 3 and the reason: a certificate of an
 #     unknown CA (no TIR_CA_FILE, or another CA's), one naming another
 #     host, a TIR_CA_FILE that cannot be read, http:// to a TLS server (it
@@ -169,7 +169,7 @@ if start_server "$tmp/s1.log" --tls-cert "$tmp/good.pem" --tls-key "$tmp/good.ke
 	else
 		pass
 	fi
-	# curl, as the README shows
+	# curl, as docs/remote.md shows
 	if command -v curl >/dev/null 2>&1; then
 		got=$(curl -s --max-time 20 --cacert "$tmp/ca.pem" "https://127.0.0.1:$port/healthz")
 		[ "$got" = "ok" ] && pass || fail "curl --cacert /healthz" "got '$got'"

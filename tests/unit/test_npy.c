@@ -708,7 +708,7 @@ static void cleanup(void)
  * pages, read-only, not charged as tensor bytes, unmapped on the last
  * release; small data, or mapping off, is read into memory of its own.
  * The mapping is live: the file truncated under it is SIGBUS on a touch
- * (README's caveat; the CLI says so, exit 1). */
+ * (docs/commands.md, "Files are mapped"; the CLI says so, exit 1). */
 static void test_mapping(void)
 {
 	struct tir_err err = {0};
