@@ -110,6 +110,9 @@ $(BUILD)/pkg.mk: Makefile
 	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS) $(NET_PKGS))"; \
 	   echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
 	   echo "NET_LIBS := $$(pkg-config --libs $(NET_PKGS))"; \
+	   d=$$(pkg-config --variable=libdir openblas); d=$${d%/}; \
+	   echo "BLAS_SO := $$(objdump -p $$d/libopenblas.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
+	   echo "BLAS_DIR := $$d"; \
 	   for m in $(MPI_PKGS); do \
 		if pkg-config --exists $$m; then \
 			echo "MPI_CFLAGS := $$(pkg-config --cflags $$m)"; \
@@ -145,12 +148,14 @@ $(BUILD)/libtir.so: $(LIB_OBJ) $(BUILD)/libtir.sym
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libtir.so -Wl,--version-script=$(BUILD)/libtir.sym \
 		-Wl,-z,defs -Wl,--as-needed -o $@ $(LIB_OBJ) $(LDLIBS)
 
-# OpenBLAS and SLEEF come first among tir's needs, libtir.so after them:
-# at start OpenBLAS binds some 12,000 of its own symbols, and SLEEF 900,
-# each looked up through the loaded objects in order (tir, its needs,
-# theirs), so each lookup meets OpenBLAS second (libtir.so first, it was
-# sixth: 0.2 ms more a start).
-FIRST_LIBS := $(filter -L% -lopenblas% -lsleef%,$(PKG_LIBS))
+# SLEEF comes first among tir's needs, libtir.so after it: at start SLEEF
+# binds some 900 of its own symbols, each looked up through the loaded
+# objects in order (tir, its needs, theirs).  OpenBLAS is not linked
+# (--as-needed drops it: nothing refers to it): lib/exec/blas.c dlopens
+# it by its soname (else its path) at its first use.
+FIRST_LIBS := $(filter -lsleef%,$(PKG_LIBS))
+$(BUILD)/lib/exec/blas.o: CPPFLAGS += -DTIR_BLAS_SONAME='"$(or $(BLAS_SO),libopenblas.so.0)"' \
+	-DTIR_BLAS_PATH='"$(BLAS_DIR)$(if $(BLAS_DIR),/)$(or $(BLAS_SO),libopenblas.so.0)"'
 $(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.so
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -Wl,--no-as-needed $(FIRST_LIBS) -Wl,--as-needed \
 		$(BUILD)/libtir.so -Wl,-rpath,'$$ORIGIN' $(LDLIBS)

@@ -99,7 +99,8 @@ void cli_print_usage(FILE *f)
 	for (int i = 0; i < CMD_COUNT; i++)
 		fprintf(f, "  tir %-*s  %s\n", width, s[i], cli_cmds[i].summary);
 	fputs("\nTIR_VMATH=scalar|sse2|avx2|avx512 caps the vector path (default: the best the\n"
-	      "CPU has).\n", f);
+	      "CPU has).  TIR_GEMM=tir|openblas picks the code of float products (as run's\n"
+	      "--gemm, which wins over it).\n", f);
 }
 
 /* "  --name VALUE" and its help, its lines from HELP_COLUMN on */

@@ -273,7 +273,7 @@ int cli_help(int argc, char **argv)
 int cli_version(int argc, char **argv)
 {
 	printf("tir %s\nvector path: %s\ngemm: %s\nblas: %s\ncaches: %s\n", TIR_VERSION, tir_vector_path(),
-	       tir_gemm_info(), tir_blas_info(), tir_machine_info());
+	       tir_gemm_info(), tir_blas_version(), tir_machine_info());
 	return EXIT_OK;
 }
 
@@ -312,7 +312,7 @@ int main(int argc, char **argv)
 	/* before any command runs a kernel: a misspelt path is never taken
 	 * silently for the best one */
 	struct tir_err err = {0};
-	if (strcmp(cmd, "help") && tir_vector_path_check(&err)) {
+	if (strcmp(cmd, "help") && (tir_vector_path_check(&err) || tir_gemm_check(&err))) {
 		fprintf(stderr, "tir: %s\n", err.msg);
 		return EXIT_USAGE;
 	}

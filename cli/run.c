@@ -21,6 +21,7 @@ struct run_opts {
 	int ninputs, nsaves;
 	const char *remote;
 	const char *trace;       /* --trace FILE.json */
+	const char *gemm;        /* --gemm tir|openblas */
 	bool no_fuse, explain, profile, full, quiet;
 	int threads, precision;
 	enum cli_progress_mode progress;
@@ -91,6 +92,11 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case FLAG_RUN_THREADS:
 			if (!parse_int(val, 1, 1024, &o->threads))
 				return cli_misuse(CMD_RUN, "--threads wants a number from 1 to 1024, got '%s'", val);
+			break;
+		case FLAG_RUN_GEMM:
+			if (strcmp(val, "tir") && strcmp(val, "openblas"))
+				return cli_misuse(CMD_RUN, "--gemm wants tir or openblas, got '%s'", val);
+			o->gemm = val;
 			break;
 		case FLAG_RUN_PRECISION:
 			if (!parse_int(val, 1, 17, &o->precision))
@@ -166,6 +172,8 @@ int cli_run(int argc, char **argv)
 	}
 	if (o.threads)
 		tir_set_threads(o.threads);
+	if (o.gemm)
+		tir_set_gemm(o.gemm, NULL);
 	/* first the remotes: a group's address stands for all its ranks, and
 	 * the program is checked against as many devices as they are */
 	if (o.remote && (status = cli_remotes_open(&remotes, o.remote, false)))

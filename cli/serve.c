@@ -211,6 +211,11 @@ int cli_serve(int argc, char **argv)
 			ok = parse_num(val, 0, 256, false, &v);
 			o.threads = (int)v;
 			break;
+		case FLAG_SERVE_GEMM:
+			ok = !strcmp(val, "tir") || !strcmp(val, "openblas");
+			if (ok)
+				tir_set_gemm(val, NULL);
+			break;
 		case FLAG_SERVE_MAX_INFLIGHT:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.max_inflight);
 			break;

@@ -331,18 +331,33 @@ void tir_set_file_mapping(bool on);
  * handler may ask whether a mapping could be the cause). */
 size_t tir_mapped_bytes(void);
 /* Threads for the engine's kernels, the caller's included; n < 1: one per
- * processor (the default).  OpenBLAS is held at one thread. */
+ * processor (the default).  A product on OpenBLAS runs on as many of
+ * OpenBLAS's threads, tir's pool idle meanwhile. */
 void tir_set_threads(int n);
 /* The vector path of tir's own kernels, one per process: "avx512", "avx2",
  * "sse2" or "scalar" (portable C), the best this CPU has or, when the
  * environment variable TIR_VMATH names one, the best at or below it.
  * Chosen at the first call or the first kernel run.  static storage. */
 const char *tir_vector_path(void);
-/* What --version says of the kernels, each static storage: tir's gemm
- * ("tir avx512 (f32 12x32, ...)"), OpenBLAS's build and core, and the
- * caches ("L1d 48 KiB, L2 2 MiB, L3 480 MiB (sysconf)"). */
+/* What --version says of the kernels, each static storage: the gemm that
+ * runs float products ("tir avx512 (f32 12x32, ...)", "openblas (OpenBLAS
+ * 0.3.21, core Zen)"), OpenBLAS's build and core (or that it is not
+ * loaded: asking never loads it), and the caches ("L1d 48 KiB, L2 2 MiB,
+ * L3 480 MiB (sysconf)"). */
 const char *tir_gemm_info(void);
 const char *tir_blas_info(void);
+/* tir_blas_info after loading OpenBLAS (tir --version), or why it could
+ * not be loaded. */
+const char *tir_blas_version(void);
+/* Which gemm runs float products (f32, f64; others always on tir's):
+ * "tir", "openblas", or NULL, "" or "auto" for the machine's default (tir's
+ * where it has a tuned path, AVX2 or AVX-512, OpenBLAS elsewhere).  Wins
+ * over the environment variable TIR_GEMM (same names).  returns 0 or
+ * -TIR_EUNSUPPORTED for another name. */
+int tir_set_gemm(const char *name, struct tir_err *err);
+/* 0 when TIR_GEMM is unset or names a gemm; else -TIR_EUNSUPPORTED with
+ * err saying so (the CLI checks it first, as TIR_VMATH). */
+int tir_gemm_check(struct tir_err *err);
 const char *tir_machine_info(void);
 /* 0 when TIR_VMATH is unset, empty, "auto" or a path's name; else
  * -TIR_EUNSUPPORTED with err saying so (the run would take the best path:

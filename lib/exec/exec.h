@@ -328,6 +328,53 @@ bool tir_gemm_panels(const struct tir_gemm_form *f, const void *pa, int64_t k0, 
  * vector path picks; static storage. */
 const char *tir_gemm_info(void);
 
+/* The product g describes on the gemm chosen (tir_gemm_kind): tir's
+ * (tir_gemm_run), or OpenBLAS's (tir_blas_gemm) for f32 and f64 operands
+ * of the product's own dtype; other products always on tir's.  returns 0
+ * or -code (err filled). */
+int tir_gemm(const struct tir_gemm *g, struct tir_err *err);
+
+/* ---- OpenBLAS, loaded at its first use (blas.c) ----
+ * Nothing of OpenBLAS is linked: tir_blas_sym dlopens it once (its
+ * soname, found at build time; TIR_OPENBLAS names another file), with
+ * OpenBLAS's own threads held at one as it loads, and resolves name in
+ * it.  returns the symbol, or NULL with *err set to why (OpenBLAS not
+ * installed, or no such symbol): a message in blas.c's storage, valid
+ * until this thread's next call; never free it.  Thread-safe. */
+void *tir_blas_sym(const char *name, char **err);
+/* Whether OpenBLAS is loaded (nothing is loaded by asking). */
+bool tir_blas_is_loaded(void);
+/* Which gemm runs float products: TIR_GEMM_TIR or TIR_GEMM_OPENBLAS, as
+ * tir_set_gemm set it, else TIR_GEMM, else the machine's default (tir's
+ * where it has a tuned path: AVX2 or AVX-512; OpenBLAS elsewhere). */
+enum { TIR_GEMM_TIR, TIR_GEMM_OPENBLAS };
+int tir_gemm_kind(void);
+/* Whether that is the machine's default (neither TIR_GEMM nor a flag). */
+bool tir_gemm_default(void);
+/* Whether a product of dtype dt runs on OpenBLAS now: 1 (OpenBLAS loaded
+ * by this call if need be), 0 (tir's gemm: another dtype, --gemm tir, or
+ * the default with OpenBLAS missing), or -TIR_ERUNTIME when openblas was
+ * asked for by name and cannot be loaded (err says why). */
+int tir_gemm_blas(enum tir_dtype dt, struct tir_err *err);
+/* g (f32 or f64, a_dt and b_dt 0 or dt) on OpenBLAS: its batch entries
+ * one call each, in turn on OpenBLAS's threads (as many as the pool's),
+ * or, many or small, as tasks on the pool with OpenBLAS on one thread;
+ * epi as tir_gemm_run's.  Call only when tir_gemm_blas said 1. */
+int tir_blas_gemm(const struct tir_gemm *g, struct tir_err *err);
+/* Whether cblas reads the r x c matrix with strides rs, cs (elements) as
+ * it lies: row-major (*trans false) or as the transpose of one (*trans
+ * true), *ld its leading dimension. */
+bool tir_blas_layout(int64_t r, int64_t c, int64_t rs, int64_t cs, bool *trans, int64_t *ld);
+/* Products on OpenBLAS from tasks of the caller's own (conv2d's,
+ * attention's): tir_blas_lock(threads) before the run (OpenBLAS's count,
+ * 1 for calls from pool tasks), tir_blas_unlock after; between them
+ * tir_blas_call, c[m, n] (row stride ldc) = (acc ? c : 0) + op(a) @ op(b)
+ * of dt (op: transposed when ta, tb; lda, ldb as tir_blas_layout). */
+void tir_blas_lock(int threads);
+void tir_blas_unlock(void);
+void tir_blas_call(enum tir_dtype dt, int64_t m, int64_t n, int64_t k, const void *a, bool ta, int64_t lda,
+		   const void *b, bool tb, int64_t ldb, bool acc, void *c, int64_t ldc);
+
 /* nn (float dtypes; all inputs in out's dtype) */
 int tir_k_softmax(const struct tir_tensor *x, int axis, bool log, struct tir_tensor *out,
 		  struct tir_err *err);
@@ -353,8 +400,7 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
  * Kernels split their work into tasks whose number and bounds depend only
  * on the shapes and the caches (machine.c), never on the thread count;
  * tasks write disjoint outputs, so a result is bitwise the same with any
- * number of threads.  OpenBLAS, linked for any direct cblas call but no
- * longer behind matmul, runs on one thread (tir_blas_single). */
+ * number of threads (OpenBLAS's products excepted: blas.c). */
 
 /* The most threads a run uses (caller included); per-worker scratch arrays
  * are sized by it. */
@@ -396,9 +442,6 @@ volatile sig_atomic_t *tir_pool_set_stop(volatile sig_atomic_t *flag);
 /* Whether the run the calling thread works for has been told to stop: for
  * tasks long enough to look between their steps (gemm's tiles). */
 bool tir_pool_stopping(void);
-/* Set OpenBLAS to one thread, once; call before any direct cblas call
- * (tir_set_threads, tir.h, calls it). */
-void tir_blas_single(void);
 /* Tracing (tir run --trace): while on, each thread that works on a run
  * notes one span, from its first task to the end of its last, and the
  * tasks it ran; slot 0 is the thread that started the run, slot k its

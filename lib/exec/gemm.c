@@ -1025,8 +1025,36 @@ static void info_init(void)
 		 (long long)choose_kc(d->nr, 8));
 }
 
+/* "openblas (OpenBLAS 0.3.21, core Zen; tir avx512 for other dtypes)" */
+static _Thread_local char blas_line[160];
+
 const char *tir_gemm_info(void)
 {
 	pthread_once(&info_once, info_init);
-	return info;
+	if (tir_gemm_kind() != TIR_GEMM_OPENBLAS)
+		return info;
+	char ver[64] = "not loaded yet";
+	if (tir_blas_is_loaded()) {
+		/* "OpenBLAS 0.3.21 DYNAMIC_ARCH ... (core Zen), ...": its first
+		 * two words and the core */
+		const char *b = tir_blas_info(), *core = strstr(b, "(core ");
+		int w = 0, len = 0;
+		while (b[len] && (b[len] != ' ' || ++w < 2))
+			len++;
+		int clen = core ? (int)strcspn(core + 6, ")") : 0;
+		snprintf(ver, sizeof ver, "%.*s%s%.*s", len, b, core ? ", core " : "", clen, core ? core + 6 : "");
+	}
+	snprintf(blas_line, sizeof blas_line, "openblas (%s; f32, f64; other dtypes on tir %s)%s", ver,
+		 tir_vector_path(), tir_gemm_default() ? ", this CPU's default" : "");
+	return blas_line;
+}
+
+/* The one place a float product picks its gemm. */
+int tir_gemm(const struct tir_gemm *g, struct tir_err *err)
+{
+	bool own = (!g->a_dt || g->a_dt == g->dt) && (!g->b_dt || g->b_dt == g->dt);
+	int use = own ? tir_gemm_blas(g->dt, err) : 0;
+	if (use < 0)
+		return use;
+	return use ? tir_blas_gemm(g, err) : tir_gemm_run(g, err);
 }

@@ -3,13 +3,11 @@
  * size every kernel that splits work over the pool derives from them.
  * Kernels take their block sizes from here (and from their shapes), never
  * from the thread count, so results stay the same for any --threads; they
- * may differ between machines, within numdiff's tolerance.  Also what
- * --version says of the OpenBLAS linked in.  Not here: how a kernel cuts
- * its own work (matmul.c, nn.c, rows.c, vm.c).
+ * may differ between machines, within numdiff's tolerance.  Not here: how
+ * a kernel cuts its own work (matmul.c, nn.c, rows.c, vm.c).
  */
 #include "exec.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,24 +164,6 @@ const char *tir_machine_info(void)
 {
 	pthread_once(&info_once, info_init);
 	return info;
-}
-
-static char blas_info[256];
-static pthread_once_t blas_info_once = PTHREAD_ONCE_INIT;
-
-static void blas_info_init(void)
-{
-	const char *cfg = openblas_get_config();
-	const char *core = openblas_get_corename();
-	snprintf(blas_info, sizeof blas_info, "%s (core %s)", cfg ? cfg : "OpenBLAS",
-		 core ? core : "unknown");
-}
-
-/* A line describing the BLAS linked in; static storage. */
-const char *tir_blas_info(void)
-{
-	pthread_once(&blas_info_once, blas_info_init);
-	return blas_info;
 }
 
 /* Items per task for a kernel streaming n items of item_bytes each (rows

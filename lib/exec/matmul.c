@@ -1,8 +1,9 @@
 /*
- * matmul.c — the matmul kernel: float matrices through tir's own packed
- * gemm (gemm.c), integer ones by plain loops cut into blocks on the pool,
- * batch axes broadcast.  No matmul goes through OpenBLAS (see gemm.c for
- * why).  Results are bitwise the same with any thread count.  Not here:
+ * matmul.c — the matmul kernel: float matrices through the gemm chosen
+ * (tir_gemm: tir's own packed gemm, gemm.c, or OpenBLAS, blas.c), integer
+ * ones by plain loops cut into blocks on the pool, batch axes broadcast.
+ * Results are bitwise the same with any thread count on tir's gemm (not
+ * on OpenBLAS's threads: docs/decisions.md).  Not here:
  * fused epilogues (lib/fusion) or the nn ops built on matmul (nn.c).
  */
 #include "exec.h"
@@ -257,7 +258,7 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 			g.a_rs = frs;
 			g.c_batch = 0;
 		}
-		return tir_gemm_run(&g, err);
+		return tir_gemm(&g, err);
 	}
 
 	choose_blocks(&j, batches);

@@ -6,11 +6,10 @@
  * runs a task never changes what the task computes; how a kernel splits
  * its work into tasks (by shape and caches, never by thread count) is up
  * to the kernel (matmul.c, nn.c, rows.c, lib/fusion/vm.c), not here.
- * The thread count is set here, OpenBLAS's (held at one) with it.
+ * The thread count is set here (OpenBLAS's is set per product: blas.c).
  */
 #include "exec.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -252,22 +251,10 @@ void tir_pool_set_threads(int n)
 	atomic_store(&pool.want, n);
 }
 
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-
-static void blas_one_thread(void)
-{
-	openblas_set_num_threads(1);
-}
-
-void tir_blas_single(void)
-{
-	pthread_once(&blas_once, blas_one_thread);
-}
-
-/* The engine's threads are the pool's; OpenBLAS stays at one. */
+/* The engine's threads are the pool's; OpenBLAS gets as many for a
+ * product that runs on its threads (blas.c). */
 void tir_set_threads(int n)
 {
-	tir_blas_single();
 	tir_pool_set_threads(n);
 }
 

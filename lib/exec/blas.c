@@ -1,0 +1,436 @@
+/*
+ * blas.c — OpenBLAS, loaded at its first use rather than linked: the
+ * loader (tir_blas_sym, for products here and LAPACK in linalg.c), which
+ * gemm runs float products (--gemm tir|openblas, TIR_GEMM), and the
+ * products on OpenBLAS (matmul's; conv2d's and attention's call
+ * tir_blas_call from their own tasks, nn.c).  Not here: tir's own gemm
+ * (gemm.c).
+ *
+ * Why loaded late: linked, OpenBLAS and its Fortran runtime were loaded and
+ * bound at every start (most of a one-line program's start-up), and its
+ * thread pool, started at load, spun (sched_yield) beside tir's in runs
+ * that never called it.  Loaded here, it starts with one thread: OpenBLAS
+ * reads OPENBLAS_NUM_THREADS as it loads, so the dlopen runs with it set
+ * to 1 (whatever the user's environment says: tir sets OpenBLAS's count
+ * itself before every product, from --threads), and with
+ * OPENBLAS_THREAD_TIMEOUT=4 unless the user set a timeout (its idle
+ * threads then sleep at once instead of spinning for some 0.1 s after a
+ * product, beside tir's pool); both are put back as they were right after,
+ * so children see the user's environment.  (setenv while other threads
+ * may read the environment: tir's own threads do not.)
+ *
+ * One pool of threads at a time: a product either runs on OpenBLAS's
+ * threads (as many as tir's --threads) while tir's pool is idle, or its
+ * independent parts (batch entries, conv2d's and attention's blocks) are
+ * tasks on tir's pool, each on one OpenBLAS thread.  Products on OpenBLAS
+ * take one lock, so two threads of one process (server sessions) never
+ * run them at once.
+ */
+#include "exec.h"
+#include "vmath.h"
+
+#include <cblas.h>   /* the functions' types only: nothing is linked */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TIR_BLAS_SONAME
+#define TIR_BLAS_SONAME "libopenblas.so.0"
+#endif
+#ifndef TIR_BLAS_PATH
+#define TIR_BLAS_PATH ""
+#endif
+
+static struct {
+	pthread_once_t once;
+	void *h;
+	char name[512];          /* what was loaded, or what was tried */
+	char err[768];           /* why it was not, when it was not */
+	__typeof__(cblas_sgemm) *sgemm;
+	__typeof__(cblas_dgemm) *dgemm;
+	void (*set_threads)(int);
+	char *(*config)(void);
+	char *(*corename)(void);
+	pthread_mutex_t lock;    /* held while a product runs on OpenBLAS */
+	int threads;             /* OpenBLAS's count as last set (0: never) */
+} blas = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ---- the loader ---- */
+
+struct env_saved {
+	const char *name;
+	char *old;               /* its value before, or NULL when unset */
+	bool set;                /* set here */
+};
+
+static void env_push(struct env_saved *s, const char *name, const char *value)
+{
+	const char *old = getenv(name);
+	s->name = name;
+	s->old = old ? strdup(old) : NULL;
+	s->set = (!old || s->old) && setenv(name, value, 1) == 0;
+}
+
+static void env_pop(struct env_saved *s)
+{
+	if (!s->set)
+		return;
+	if (s->old)
+		setenv(s->name, s->old, 1);
+	else
+		unsetenv(s->name);
+	free(s->old);
+}
+
+static void *open_lib(const char *path)
+{
+	snprintf(blas.name, sizeof blas.name, "%s", path);
+	return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+static void load(void)
+{
+	struct env_saved thr = { 0 }, tmo = { 0 };
+	env_push(&thr, "OPENBLAS_NUM_THREADS", "1");
+	if (!getenv("OPENBLAS_THREAD_TIMEOUT") && !getenv("GOTO_THREAD_TIMEOUT"))
+		env_push(&tmo, "OPENBLAS_THREAD_TIMEOUT", "4");
+	const char *want = getenv("TIR_OPENBLAS");
+	void *h = NULL;
+	if (want && *want) {
+		h = open_lib(want);
+	} else {
+		h = open_lib(TIR_BLAS_SONAME);
+		if (!h && *TIR_BLAS_PATH) {
+			char first[512];
+			snprintf(first, sizeof first, "%s", dlerror());
+			h = open_lib(TIR_BLAS_PATH);
+			if (!h)
+				snprintf(blas.err, sizeof blas.err, "OpenBLAS is not installed: %s; %s",
+					 first, dlerror());
+		}
+	}
+	env_pop(&tmo);
+	env_pop(&thr);
+	if (!h) {
+		if (!blas.err[0])
+			snprintf(blas.err, sizeof blas.err, "OpenBLAS is not installed: %s", dlerror());
+		return;
+	}
+	blas.sgemm = (__typeof__(blas.sgemm))dlsym(h, "cblas_sgemm");
+	blas.dgemm = (__typeof__(blas.dgemm))dlsym(h, "cblas_dgemm");
+	blas.set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+	blas.config = (char *(*)(void))dlsym(h, "openblas_get_config");
+	blas.corename = (char *(*)(void))dlsym(h, "openblas_get_corename");
+	if (!blas.sgemm || !blas.dgemm || !blas.set_threads) {
+		snprintf(blas.err, sizeof blas.err,
+			 "%s is not OpenBLAS (no cblas_sgemm, cblas_dgemm or openblas_set_num_threads)",
+			 blas.name);
+		dlclose(h);
+		return;
+	}
+	__atomic_store_n(&blas.h, h, __ATOMIC_RELEASE);
+}
+
+static bool loaded(void)
+{
+	pthread_once(&blas.once, load);
+	return blas.h != NULL;
+}
+
+static _Thread_local char sym_err[640];
+
+void *tir_blas_sym(const char *name, char **err)
+{
+	if (!loaded()) {
+		if (err)
+			*err = blas.err;
+		return NULL;
+	}
+	void *p = dlsym(blas.h, name);
+	if (!p) {
+		snprintf(sym_err, sizeof sym_err, "%s has no function %s", blas.name, name);
+		if (err)
+			*err = sym_err;
+	}
+	return p;
+}
+
+bool tir_blas_is_loaded(void)
+{
+	return __atomic_load_n(&blas.h, __ATOMIC_ACQUIRE) != NULL;
+}
+
+static void set_threads(int n)
+{
+	if (n < 1)
+		n = 1;
+	if (blas.threads != n) {
+		blas.set_threads(n);
+		blas.threads = n;
+	}
+}
+
+void tir_blas_lock(int threads)
+{
+	pthread_mutex_lock(&blas.lock);
+	set_threads(threads);
+}
+
+void tir_blas_unlock(void)
+{
+	pthread_mutex_unlock(&blas.lock);
+}
+
+/* "OpenBLAS 0.3.21 ... (core Zen), libopenblas.so.0"; static storage */
+static char info[640];
+static pthread_once_t info_once = PTHREAD_ONCE_INIT;
+
+static void info_init(void)
+{
+	const char *cfg = blas.config ? blas.config() : NULL;
+	const char *core = blas.corename ? blas.corename() : NULL;
+	snprintf(info, sizeof info, "%s (core %s), %s", cfg ? cfg : "OpenBLAS", core ? core : "unknown",
+		 blas.name);
+}
+
+const char *tir_blas_info(void)
+{
+	if (!tir_blas_is_loaded())
+		return TIR_BLAS_SONAME ", not loaded (loaded when a product or linear algebra first runs on it)";
+	pthread_once(&info_once, info_init);
+	return info;
+}
+
+const char *tir_blas_version(void)
+{
+	return loaded() ? tir_blas_info() : blas.err;
+}
+
+/* ---- which gemm runs float products ---- */
+
+static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
+static int choice = -1;          /* TIR_GEMM_TIR, TIR_GEMM_OPENBLAS */
+static bool chosen;              /* by TIR_GEMM or tir_set_gemm, not by default */
+
+/* -1 for a name that is no gemm's, else the kind; "" and "auto": the
+ * machine's default */
+static int parse_kind(const char *s, bool *given)
+{
+	*given = s && *s && strcmp(s, "auto");
+	if (!*given)
+		return tir_vmath_path() >= TIR_VMATH_AVX2 ? TIR_GEMM_TIR : TIR_GEMM_OPENBLAS;
+	if (!strcmp(s, "tir"))
+		return TIR_GEMM_TIR;
+	if (!strcmp(s, "openblas"))
+		return TIR_GEMM_OPENBLAS;
+	return -1;
+}
+
+static void choose(void)
+{
+	bool given;
+	int k = parse_kind(getenv("TIR_GEMM"), &given);
+	if (k < 0)
+		k = parse_kind(NULL, &given);
+	__atomic_store_n(&chosen, given, __ATOMIC_RELAXED);
+	__atomic_store_n(&choice, k, __ATOMIC_RELEASE);
+}
+
+int tir_gemm_check(struct tir_err *err)
+{
+	bool given;
+	const char *s = getenv("TIR_GEMM");
+	if (parse_kind(s, &given) >= 0)
+		return 0;
+	return tir_errf(err, TIR_EUNSUPPORTED, NULL, "TIR_GEMM=%s: unknown gemm (tir, openblas)", s);
+}
+
+int tir_set_gemm(const char *name, struct tir_err *err)
+{
+	bool given;
+	int k = parse_kind(name, &given);
+	if (k < 0)
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "unknown gemm '%s' (tir, openblas)", name);
+	pthread_once(&choice_once, choose);
+	__atomic_store_n(&chosen, given, __ATOMIC_RELAXED);
+	__atomic_store_n(&choice, k, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int tir_gemm_kind(void)
+{
+	pthread_once(&choice_once, choose);
+	return __atomic_load_n(&choice, __ATOMIC_ACQUIRE);
+}
+
+bool tir_gemm_default(void)
+{
+	pthread_once(&choice_once, choose);
+	return !__atomic_load_n(&chosen, __ATOMIC_RELAXED);
+}
+
+int tir_gemm_blas(enum tir_dtype dt, struct tir_err *err)
+{
+	if ((dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64) || tir_gemm_kind() != TIR_GEMM_OPENBLAS)
+		return 0;
+	if (loaded())
+		return 1;
+	/* the machine's default: tir's gemm serves where OpenBLAS is not
+	 * installed; asked for by name, it is an error */
+	if (tir_gemm_default())
+		return 0;
+	return tir_errf(err, TIR_ERUNTIME, NULL, "--gemm openblas: %s", blas.err);
+}
+
+/* ---- products on OpenBLAS ---- */
+
+bool tir_blas_layout(int64_t r, int64_t c, int64_t rs, int64_t cs, bool *trans, int64_t *ld)
+{
+	if (r > INT_MAX || c > INT_MAX)
+		return false;
+	/* row-major: a row's elements next to each other */
+	if (c == 1 || cs == 1) {
+		int64_t l = r == 1 ? (c > 1 ? c : 1) : rs;
+		if (l >= c && l >= 1 && l <= INT_MAX) {
+			*trans = false;
+			*ld = l;
+			return true;
+		}
+	}
+	/* column-major: the transpose of a row-major one */
+	if (r == 1 || rs == 1) {
+		int64_t l = c == 1 ? (r > 1 ? r : 1) : cs;
+		if (l >= r && l >= 1 && l <= INT_MAX) {
+			*trans = true;
+			*ld = l;
+			return true;
+		}
+	}
+	return false;
+}
+
+void tir_blas_call(enum tir_dtype dt, int64_t m, int64_t n, int64_t k, const void *a, bool ta, int64_t lda,
+		    const void *b, bool tb, int64_t ldb, bool acc, void *c, int64_t ldc)
+{
+	enum CBLAS_TRANSPOSE at = ta ? CblasTrans : CblasNoTrans, bt = tb ? CblasTrans : CblasNoTrans;
+	if (dt == TIR_DTYPE_F32)
+		blas.sgemm(CblasRowMajor, at, bt, (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)lda, b,
+			   (blasint)ldb, acc ? 1.0f : 0.0f, c, (blasint)ldc);
+	else
+		blas.dgemm(CblasRowMajor, at, bt, (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b,
+			   (blasint)ldb, acc ? 1.0 : 0.0, c, (blasint)ldc);
+}
+
+/* A product of struct tir_gemm's form on OpenBLAS: its batch entries, each
+ * one call; operands cblas cannot read as they lie (a broadcast row,
+ * negative strides) copied to a contiguous matrix first. */
+struct bjob {
+	const struct tir_gemm *g;
+	int64_t es, batches;
+	bool one;                /* a task per entry, OpenBLAS on one thread */
+	int64_t rows;            /* epilogue: rows a task */
+	_Atomic bool failed;
+};
+
+/* matrix r x c at p (strides rs, cs elements) as cblas reads it, copied
+ * into *copy (malloc'd; free it) when it must be */
+static const void *readable(const char *p, int64_t r, int64_t c, int64_t rs, int64_t cs, int64_t es, bool *t,
+			    int64_t *ld, void **copy)
+{
+	*copy = NULL;
+	if (tir_blas_layout(r, c, rs, cs, t, ld))
+		return p;
+	char *d = malloc((size_t)(r * c * es) + 1);
+	if (!d)
+		return NULL;
+	for (int64_t i = 0; i < r; i++)
+		for (int64_t j = 0; j < c; j++)
+			memcpy(d + (i * c + j) * es, p + (i * rs + j * cs) * es, (size_t)es);
+	*t = false;
+	*ld = c > 1 ? c : 1;
+	return *copy = d;
+}
+
+static int64_t entry_offset(const struct tir_gemm *g, const int64_t *st, int64_t e)
+{
+	int64_t off = 0;
+	for (int d = g->nb - 1; d >= 0; d--) {
+		off += e % g->shape[d] * st[d];
+		e /= g->shape[d];
+	}
+	return off;
+}
+
+static void entry_task(void *arg, int64_t e)
+{
+	struct bjob *j = arg;
+	const struct tir_gemm *g = j->g;
+	bool ta, tb;
+	int64_t lda, ldb;
+	void *ca, *cb;
+	const char *a = (const char *)g->a + entry_offset(g, g->as, e) * j->es;
+	const char *b = (const char *)g->b + entry_offset(g, g->bs, e) * j->es;
+	const void *pa = readable(a, g->m, g->k, g->a_rs, g->a_cs, j->es, &ta, &lda, &ca);
+	const void *pb = readable(b, g->k, g->n, g->b_rs, g->b_cs, j->es, &tb, &ldb, &cb);
+	char *c = (char *)g->c + e * g->c_batch * j->es;
+	if (pa && pb)
+		tir_blas_call(g->dt, g->m, g->n, g->k, pa, ta, lda, pb, tb, ldb, g->acc, c, g->ldc);
+	else
+		atomic_store(&j->failed, true);
+	free(ca);
+	free(cb);
+	if (j->one && pa && pb && g->epi && g->epi(g->epi_ctx, e * g->m * g->n, g->m * g->n))
+		atomic_store(&j->failed, true);
+}
+
+/* the epilogue over rows [t * rows, ...) of all entries */
+static void epi_task(void *arg, int64_t t)
+{
+	struct bjob *j = arg;
+	const struct tir_gemm *g = j->g;
+	int64_t total = j->batches * g->m, r0 = t * j->rows;
+	int64_t nr = total - r0 < j->rows ? total - r0 : j->rows;
+	if (g->epi(g->epi_ctx, r0 * g->n, nr * g->n))
+		atomic_store(&j->failed, true);
+}
+
+/* Below this many multiply-adds an entry is a task of its own on tir's
+ * pool (OpenBLAS itself runs such products on one thread). */
+#define BLAS_ENTRY_MACS ((double)(1 << 22))
+
+int tir_blas_gemm(const struct tir_gemm *g, struct tir_err *err)
+{
+	struct bjob j = { .g = g, .es = g->dt == TIR_DTYPE_F32 ? 4 : 8, .batches = 1 };
+	for (int d = 0; d < g->nb; d++)
+		j.batches *= g->shape[d];
+	if (g->m <= 0 || g->n <= 0 || j.batches <= 0)
+		return 0;
+	if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->ldc > INT_MAX)
+		return tir_gemm_run(g, err);       /* past cblas's int sizes */
+	if (g->k <= 0)
+		return tir_gemm_run(g, err);       /* zeros and the epilogue */
+	int threads = tir_pool_threads();
+	double macs = (double)g->m * (double)g->n * (double)g->k;
+	j.one = threads > 1 && j.batches > 1 && (macs < BLAS_ENTRY_MACS || j.batches >= 4 * threads);
+	tir_blas_lock(j.one ? 1 : threads);
+	if (j.one) {
+		tir_pool_run(j.batches, entry_task, &j);
+	} else {
+		for (int64_t e = 0; e < j.batches && !tir_pool_stopping(); e++)
+			entry_task(&j, e);
+	}
+	tir_blas_unlock();
+	if (!j.one && g->epi && !atomic_load(&j.failed)) {
+		/* the epilogue on tir's pool, OpenBLAS idle: tasks of whole rows */
+		int64_t total = j.batches * g->m;
+		j.rows = tir_task_items(total, g->n * j.es);
+		tir_pool_run((total + j.rows - 1) / j.rows, epi_task, &j);
+	}
+	if (atomic_load(&j.failed))
+		return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory (its epilogue, or a copy of an operand)");
+	return 0;
+}
