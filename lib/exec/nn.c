@@ -411,6 +411,8 @@ struct conv_job {
 	const char *x, *bias;
 	const void *pw;                      /* the weights, packed */
 	struct tir_gemm_form form;
+	const void *w;                       /* on OpenBLAS: the weights [O, kdim] */
+	int blas_nrs;                        /* and the columns' row: 2^blas_nrs */
 	int64_t bstride;
 	char *out;
 	int64_t plane, kdim, pos, pblocks;
@@ -444,9 +446,13 @@ static void conv_task(void *arg, int64_t t)
 		}
 	}
 	void **slot = &j->cols[tir_pool_worker()];
+	/* on OpenBLAS, the column matrix [kdim, pc] whole, row-major, its rows
+	 * 2^blas_nrs long: im2col's panels of one panel of that width */
+	bool blas = j->w != NULL;
+	int64_t kc = blas ? j->kdim : f->kc;
 	/* the longest k-block's panels of any task */
-	int64_t kc1 = j->kdim < f->kc ? j->kdim : f->kc;
-	int64_t most = (j->pos + f->nr - 1) / f->nr * f->nr;
+	int64_t kc1 = j->kdim < kc ? j->kdim : kc;
+	int64_t most = blas ? (int64_t)1 << j->blas_nrs : (j->pos + f->nr - 1) / f->nr * f->nr;
 	/* then the task's output rows: at most pos + 1 of them */
 	size_t bytes = (size_t)(kc1 * most * es) + (size_t)(j->pos + 1) * sizeof(struct conv_seg);
 	if (!*slot && !(*slot = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
@@ -461,10 +467,10 @@ static void conv_task(void *arg, int64_t t)
 		seg[nseg++] = (struct conv_seg){ q, n, ow0, oh * g->sh - g->ph };
 		q += n;
 	}
-	int nrs = __builtin_ctzll((unsigned long long)f->nr);
+	int nrs = blas ? j->blas_nrs : __builtin_ctzll((unsigned long long)f->nr);
 	const char *xp = j->x + img * g->xs[0] * es;
-	for (int64_t k0 = 0; k0 < j->kdim; k0 += f->kc) {
-		int64_t kcb = j->kdim - k0 < f->kc ? j->kdim - k0 : f->kc;
+	for (int64_t k0 = 0; k0 < j->kdim; k0 += kc) {
+		int64_t kcb = j->kdim - k0 < kc ? j->kdim - k0 : kc;
 		/* tap k0 + r is (c, i, jj), counted along without dividing */
 		int64_t c = k0 / (g->kh * g->kw), i = k0 / g->kw % g->kh, jj = k0 % g->kw;
 		for (int64_t r = 0; r < kcb; r++) {
@@ -472,11 +478,13 @@ static void conv_task(void *arg, int64_t t)
 			if (j->f32) {
 				im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, seg,
 					   nseg);
-				put_f32((float *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
+				if (!blas)
+					put_f32((float *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
 			} else {
 				im2col_f64(g, (const double *)xc, (double *)pb, kcb, nrs, r, i, jj,
 					   seg, nseg);
-				put_f64((double *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
+				if (!blas)
+					put_f64((double *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
 			}
 			if (++jj == g->kw) {
 				jj = 0;
@@ -485,6 +493,11 @@ static void conv_task(void *arg, int64_t t)
 					c++;
 				}
 			}
+		}
+		if (blas) {         /* out[:, block] (+)= w [O, kdim] @ cols [kdim, pc] */
+			tir_blas_call(j->f32 ? TIR_DTYPE_F32 : TIR_DTYPE_F64, g->o, pc, kcb, j->w, false,
+				      j->kdim, pb, false, most, j->bias != NULL, oimg + p0 * es, j->plane);
+			continue;
 		}
 		/* out[f, p0 + q] += w[f, k0 ..] @ cols: each output element goes on
 		 * as one chain from its bias over the taps in order (gemm.c) */
@@ -583,6 +596,21 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	};
 	struct tir_gemm_form *f = &j->form;
 	*f = form;
+	int use = tir_gemm_blas(out->dtype, err);
+	if (use) {
+		/* on OpenBLAS: each task a call on one of its threads, with the
+		 * weights as they lie (tir_gemm_blas loaded it) */
+		rc = use < 0 ? use : 0;
+		j->w = wdata;
+		while (!rc && ((int64_t)1 << j->blas_nrs) < pos)
+			j->blas_nrs++;
+		if (!rc) {
+			tir_blas_lock(1);
+			tir_pool_run(g->n * j->pblocks, conv_task, j);
+			tir_blas_unlock();
+		}
+		goto freed;
+	}
 	int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
 	int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
 	f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
@@ -597,6 +625,7 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	j->pw = pw;
 	tir_pool_run(g->n * j->pblocks, conv_task, j);
 	free(pw);
+freed:
 	if (atomic_load(&j->failed))
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for its column or packing buffers");
 	for (int i = 0; i < TIR_POOL_MAX; i++)
@@ -723,6 +752,7 @@ struct attn_job {
 	char *packed;                        /* the group's, entry by entry */
 	atomic_bool failed;
 	void *buf[TIR_POOL_MAX];             /* per worker: scores, then packed q, s */
+	bool blas;                           /* the products on OpenBLAS (attn_blas_task) */
 };
 
 /* Batch entry e's element offsets into q, k and v (broadcast axes: 0). */
@@ -807,10 +837,80 @@ static void attn_task(void *arg, int64_t t)
 	attn_product(f, ps, sc, j->lk, 1, rows, j->lk, pk + j->kbytes, j->dv, o, j->dv);
 }
 
-/* softmax(q @ k^T / sqrt(d)) @ v per batch, query rows in bounded chunks. */
+/* Task t of attention on OpenBLAS: the chunk's scores [rows, lk] = q's
+ * rows @ k^T, their softmax, and out's rows = scores @ v, each product one
+ * call on one of OpenBLAS's threads (q, k and v readable as they lie:
+ * tir_k_attention copied them otherwise). */
+static void attn_blas_task(void *arg, int64_t t)
+{
+	struct attn_job *j = arg;
+	int64_t e = t / j->chunks, r0 = t % j->chunks * j->chunk;
+	int64_t rows = j->lq - r0 < j->chunk ? j->lq - r0 : j->chunk;
+	int64_t r = j->q->rank, es = (int64_t)tir_dtype_size(j->out->dtype);
+	enum tir_dtype dt = j->out->dtype;
+	void **slot = &j->buf[tir_pool_worker()];
+	if (atomic_load(&j->failed) ||
+	    (!*slot && !(*slot = aligned_alloc(64, (size_t)(j->chunk * j->lk * es + 63) / 64 * 64)))) {
+		atomic_store(&j->failed, true);
+		return;
+	}
+	int64_t qo, ko, vo, lda, ldb, ldv;
+	bool ta, tb, tv;
+	attn_offsets(j, e, &qo, &ko, &vo);
+	const int64_t *qs = j->q->strides, *ks = j->k->strides, *vs = j->v->strides;
+	const char *q = (const char *)tir_tensor_data(j->q) + (qo + r0 * qs[r - 2]) * es;
+	const char *k = (const char *)tir_tensor_data(j->k) + ko * es;
+	const char *v = (const char *)tir_tensor_data(j->v) + vo * es;
+	char *o = (char *)tir_tensor_data(j->out) + ((e * j->lq + r0) * j->dv) * es;
+	tir_blas_layout(rows, j->d, qs[r - 2], qs[r - 1], &ta, &lda);
+	tir_blas_layout(j->d, j->lk, ks[r - 1], ks[r - 2], &tb, &ldb);
+	tir_blas_layout(j->lk, j->dv, vs[r - 2], vs[r - 1], &tv, &ldv);
+	tir_blas_call(dt, rows, j->lk, j->d, q, ta, lda, k, tb, ldb, false, *slot, j->lk);
+	tir_rows_scores(dt, *slot, rows, j->lk, r0, j->causal, j->scale);
+	tir_blas_call(dt, rows, j->dv, j->lk, *slot, false, j->lk, v, tv, ldv, false, o, j->dv);
+}
+
+/* Whether every matrix of x (its last two axes, r x c) is one cblas reads
+ * as it lies (transposed when t). */
+static bool blas_readable(const struct tir_tensor *x, bool t)
+{
+	int r = x->rank;
+	bool tr;
+	int64_t ld;
+	return t ? tir_blas_layout(x->shape[r - 1], x->shape[r - 2], x->strides[r - 1], x->strides[r - 2], &tr, &ld)
+		 : tir_blas_layout(x->shape[r - 2], x->shape[r - 1], x->strides[r - 2], x->strides[r - 1], &tr, &ld);
+}
+
+static int attention(const struct tir_tensor *q, const struct tir_tensor *k, const struct tir_tensor *v,
+		     bool causal, bool blas, struct tir_tensor *out, struct tir_err *err);
+
+/* softmax(q @ k^T / sqrt(d)) @ v per batch, query rows in bounded chunks;
+ * on OpenBLAS (tir_gemm_blas) with q, k and v copied contiguous first when
+ * cblas cannot read them as they lie. */
 int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
 		    struct tir_err *err)
+{
+	int use = q->rank >= 2 && q->dtype == out->dtype && k->dtype == out->dtype && v->dtype == out->dtype
+			  ? tir_gemm_blas(out->dtype, err) : 0;
+	if (use <= 0)
+		return use < 0 ? use : attention(q, k, v, causal, false, out, err);
+	struct tir_tensor c[3] = { 0 };
+	const struct tir_tensor *in[3] = { q, k, v };
+	int rc = 0;
+	for (int i = 0; i < 3 && !rc; i++)
+		if (in[i]->rank == q->rank && !blas_readable(in[i], i == 1) &&
+		    !(rc = tir_tensor_convert(in[i], in[i]->dtype, &c[i], err)))
+			in[i] = &c[i];
+	if (!rc)
+		rc = attention(in[0], in[1], in[2], causal, true, out, err);
+	for (int i = 0; i < 3; i++)
+		tir_tensor_release(&c[i]);
+	return rc;
+}
+
+static int attention(const struct tir_tensor *q, const struct tir_tensor *k, const struct tir_tensor *v,
+		     bool causal, bool blas, struct tir_tensor *out, struct tir_err *err)
 {
 	int rc = check_io("attention", q, out, err);
 	if (rc)
@@ -878,6 +978,13 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		.chunk = chunk, .chunks = (lq + chunk - 1) / chunk, .qs = qs, .ks = ks, .vs = vs,
 	};
 	j->f = form;
+	if (blas) {
+		j->blas = true;
+		tir_blas_lock(1);
+		tir_pool_run(batches * j->chunks, attn_blas_task, j);
+		tir_blas_unlock();
+		goto done;
+	}
 	j->kbytes = (tir_gemm_b_bytes(&j->f, d, lk) + 63) / 64 * 64;
 	j->vbytes = (tir_gemm_b_bytes(&j->f, lk, dv) + 63) / 64 * 64;
 	/* entries a group: their packed k^T and v within half the last-level
@@ -897,6 +1004,7 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		tir_pool_run(2 * n, attn_pack_task, j);
 		tir_pool_run(n * j->chunks, attn_task, j);
 	}
+done:
 	rc = atomic_load(&j->failed)
 		     ? tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory for its scores")
 		     : 0;
