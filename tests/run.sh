@@ -48,6 +48,10 @@ case $BUILD in /*) bdir=$BUILD ;; *) bdir=$root/$BUILD ;; esac
 tir=$bdir/tir
 case $BUILD in *asan*) export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" ;; esac
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+# Products on tir's gemm, whatever this machine's default: the goldens,
+# samples and unit tests compare bytes across --threads, which only tir's
+# gemm promises.  tests/suites/gemm.sh runs the product cases on OpenBLAS.
+export TIR_GEMM="${TIR_GEMM:-tir}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tir-test.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM

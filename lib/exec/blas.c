@@ -273,6 +273,11 @@ bool tir_gemm_default(void)
 	return !__atomic_load_n(&chosen, __ATOMIC_RELAXED);
 }
 
+bool tir_blas_missing(void)
+{
+	return !tir_blas_is_loaded() && blas.err[0];
+}
+
 int tir_gemm_blas(enum tir_dtype dt, struct tir_err *err)
 {
 	if ((dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64) || tir_gemm_kind() != TIR_GEMM_OPENBLAS)

@@ -342,8 +342,10 @@ int tir_gemm(const struct tir_gemm *g, struct tir_err *err);
  * installed, or no such symbol): a message in blas.c's storage, valid
  * until this thread's next call; never free it.  Thread-safe. */
 void *tir_blas_sym(const char *name, char **err);
-/* Whether OpenBLAS is loaded (nothing is loaded by asking). */
+/* Whether OpenBLAS is loaded; whether it was tried and could not be
+ * (nothing is loaded by asking). */
 bool tir_blas_is_loaded(void);
+bool tir_blas_missing(void);
 /* Which gemm runs float products: TIR_GEMM_TIR or TIR_GEMM_OPENBLAS, as
  * tir_set_gemm set it, else TIR_GEMM, else the machine's default (tir's
  * where it has a tuned path: AVX2 or AVX-512; OpenBLAS elsewhere). */

@@ -1033,6 +1033,11 @@ const char *tir_gemm_info(void)
 	pthread_once(&info_once, info_init);
 	if (tir_gemm_kind() != TIR_GEMM_OPENBLAS)
 		return info;
+	if (tir_gemm_default() && tir_blas_missing()) {
+		/* the default's OpenBLAS is not installed: products ran on tir's */
+		snprintf(blas_line, sizeof blas_line, "%s; OpenBLAS, the default on this vector path, is not installed", info);
+		return blas_line;
+	}
 	char ver[64] = "not loaded yet";
 	if (tir_blas_is_loaded()) {
 		/* "OpenBLAS 0.3.21 DYNAMIC_ARCH ... (core Zen), ...": its first
@@ -1045,7 +1050,7 @@ const char *tir_gemm_info(void)
 		snprintf(ver, sizeof ver, "%.*s%s%.*s", len, b, core ? ", core " : "", clen, core ? core + 6 : "");
 	}
 	snprintf(blas_line, sizeof blas_line, "openblas (%s; f32, f64; other dtypes on tir %s)%s", ver,
-		 tir_vector_path(), tir_gemm_default() ? ", this CPU's default" : "");
+		 tir_vector_path(), tir_gemm_default() ? ", the default on this vector path" : "");
 	return blas_line;
 }
 

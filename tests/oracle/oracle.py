@@ -291,6 +291,9 @@ def main(argv):
     ap.add_argument("-k", default=None, help="only cases whose name contains this")
     ap.add_argument("-j", type=int, default=2, help="cases run at once (default 2)")
     ap.add_argument("-v", action="store_true", help="also list the passing cases")
+    ap.add_argument("--products", action="store_true",
+                    help="only the cases with a product (matmul, @, conv2d, attention): "
+                         "tests/suites/gemm.sh runs them under --gemm openblas (TIR_GEMM)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args(argv)
     tir = os.path.abspath(args.tir)
@@ -302,6 +305,8 @@ def main(argv):
     cases = oracle_cases.build()
     if args.k:
         cases = [c for c in cases if args.k in c.name]
+    if args.products:
+        cases = [c for c in cases if re.search(r"@|matmul|conv2d|attention", c.body or "")]
     names = [c.name for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -1,0 +1,163 @@
+#!/bin/sh
+# tests/suites/gemm.sh — --gemm tir|openblas (TIR_GEMM) and OpenBLAS loaded
+# only when used (lib/exec/blas.c): every oracle case with a product
+# (matmul, batched matmul, conv2d, attention) and the samples against NumPy
+# under --gemm openblas, also with OPENBLAS_CORETYPE=Sandybridge passed to
+# those runs alone and under TIR_VMATH=scalar (whose default gemm is
+# OpenBLAS's); the flag's spellings and misuse, the flag winning over
+# TIR_GEMM, the --profile footer naming the gemm that ran; tir not linked
+# with OpenBLAS or its Fortran runtime; a run with no product mapping no
+# OpenBLAS and making no sched_yield (strace, when installed), and a live
+# REPL mapping it only once a product ran.  POSIX sh.
+set -u
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+. tests/sh-suite.sh
+suite_begin gemm
+
+# ---- against NumPy under openblas ----
+# oracle_check NAME ENV...: the oracle's product cases under ENV
+oracle_check() {
+	name=$1
+	shift
+	env "$@" "$py" tests/oracle/oracle.py --tir "$tir" --products >"$tmp/oracle" 2>&1
+	last=$(tail -n 1 "$tmp/oracle")
+	case $last in
+	"0 passed, "*) bad "$name: no product case ran: $last" ;;
+	*" passed, 0 failed") ok ;;
+	*) bad "$name: $(sed '$d' "$tmp/oracle" | head -n 5) ($last)" ;;
+	esac
+}
+oracle_check "oracle --gemm openblas" TIR_GEMM=openblas
+oracle_check "oracle --gemm openblas, OpenBLAS's Sandybridge kernel" TIR_GEMM=openblas OPENBLAS_CORETYPE=Sandybridge
+oracle_check "oracle TIR_VMATH=scalar (default: openblas)" TIR_VMATH=scalar TIR_GEMM=
+if TIR_GEMM=openblas "$py" tests/oracle/samples_check.py --tir "$tir" >"$tmp/samples" 2>&1; then
+	ok
+else
+	bad "samples_check under --gemm openblas: $(tail -n 3 "$tmp/samples")"
+fi
+
+# ---- the flag ----
+cat >"$tmp/p.tir" <<'EOF'
+a = randn([64, 48], seed=1)
+b = randn([48, 32], seed=2)
+print sum(a @ b)
+EOF
+# footer ENV... -- ARGS: the gemm named by --profile's footer
+footer() {
+	env "$@" >/dev/null 2>"$tmp/prof"
+	sed -n 's/.*; gemm: \(.*\); blas: .*/\1/p' "$tmp/prof"
+}
+expect_footer() {
+	want=$1
+	shift
+	got=$(footer "$@")
+	case $got in
+	$want) ok ;;
+	*) bad "footer of $*: '$got', want $want" ;;
+	esac
+}
+expect_footer "tir *" TIR_GEMM= "$tir" run --profile --gemm tir "$tmp/p.tir"
+expect_footer "openblas (OpenBLAS *" TIR_GEMM= "$tir" run --profile --gemm openblas "$tmp/p.tir"
+expect_footer "openblas (OpenBLAS *" TIR_GEMM= "$tir" run --profile --gemm=openblas "$tmp/p.tir"
+expect_footer "openblas (OpenBLAS *" TIR_GEMM=openblas "$tir" run --profile "$tmp/p.tir"
+expect_footer "tir *" TIR_GEMM=openblas "$tir" run --profile --gemm tir "$tmp/p.tir"
+expect_footer "openblas (OpenBLAS *, the default on this vector path" TIR_GEMM= TIR_VMATH=scalar "$tir" run --profile "$tmp/p.tir"
+expect_footer "openblas (OpenBLAS *core Sandybridge*" TIR_GEMM=openblas OPENBLAS_CORETYPE=Sandybridge "$tir" run --profile "$tmp/p.tir"
+expect_footer "tir scalar *" TIR_GEMM=tir TIR_VMATH=scalar "$tir" run --profile "$tmp/p.tir"
+expect_footer "tir scalar *; OpenBLAS, the default on this vector path, is not installed" \
+	TIR_GEMM= TIR_VMATH=scalar TIR_OPENBLAS=/nonexistent/libopenblas.so.0 "$tir" run --profile "$tmp/p.tir"
+# on a machine with a tuned path (AVX2 or AVX-512) the default is tir's
+case $("$tir" --version | sed -n 's/^vector path: //p') in
+avx2 | avx512) expect_footer "tir *" TIR_GEMM= "$tir" run --profile "$tmp/p.tir" ;;
+esac
+
+# misuse: exit 2 and a message naming the value
+"$tir" run --gemm bogus "$tmp/p.tir" >/dev/null 2>"$tmp/err"
+st=$?
+if [ $st -eq 2 ] && grep -q "gemm wants tir or openblas, got 'bogus'" "$tmp/err"; then ok; else
+	bad "--gemm bogus: exit $st, $(head -n 1 "$tmp/err")"; fi
+TIR_GEMM=bogus "$tir" run "$tmp/p.tir" >/dev/null 2>"$tmp/err"
+st=$?
+if [ $st -eq 2 ] && grep -q "TIR_GEMM=bogus: unknown gemm" "$tmp/err"; then ok; else
+	bad "TIR_GEMM=bogus: exit $st, $(head -n 1 "$tmp/err")"; fi
+"$tir" serve --gemm bogus >/dev/null 2>"$tmp/err"
+st=$?
+if [ $st -eq 2 ] && grep -q "gemm: bad value 'bogus'" "$tmp/err"; then ok; else
+	bad "serve --gemm bogus: exit $st, $(head -n 1 "$tmp/err")"; fi
+# openblas asked for by name and missing: a run-time error at the product
+TIR_OPENBLAS=/nonexistent/libopenblas.so.0 "$tir" run --gemm openblas "$tmp/p.tir" >/dev/null 2>"$tmp/err"
+st=$?
+if [ $st -eq 1 ] && grep -q "p.tir:3:.*--gemm openblas: OpenBLAS is not installed" "$tmp/err"; then ok; else
+	bad "--gemm openblas with no OpenBLAS: exit $st, $(head -n 1 "$tmp/err")"; fi
+# the same answer within f32 rounding either way
+a=$("$tir" run --quiet --gemm tir "$tmp/p.tir" | tail -n 1)
+b=$("$tir" run --quiet --gemm openblas "$tmp/p.tir" | tail -n 1)
+if "$py" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-3 * max(1, abs(a)))" "$a" "$b"; then
+	ok
+else
+	bad "sum(a @ b): $a with --gemm tir, $b with --gemm openblas"
+fi
+
+# ---- OpenBLAS not loaded unless used ----
+if command -v ldd >/dev/null 2>&1; then
+	if ldd "$tir" | grep -q -e openblas -e gfortran; then
+		bad "tir is linked with OpenBLAS or libgfortran: $(ldd "$tir" | grep -e openblas -e gfortran | tr '\n' ' ')"
+	else
+		ok
+	fi
+fi
+"$py" - "$tir" >"$tmp/maps" 2>&1 <<'EOF'
+# a live REPL: no OpenBLAS mapped until a product runs on it
+import os, select, subprocess, sys, time
+env = dict(os.environ, TIR_GEMM="openblas", TIR_HISTORY="")
+p = subprocess.Popen([sys.argv[1], "repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT, env=env)
+def answer(line, want):
+    p.stdin.write(line.encode() + b"\n")
+    p.stdin.flush()
+    out, end = b"", time.monotonic() + 20
+    while want.encode() not in out:
+        r, _, _ = select.select([p.stdout], [], [], max(0, end - time.monotonic()))
+        if not r:
+            sys.exit("no answer to %r (got %r)" % (line, out))
+        out += os.read(p.stdout.fileno(), 4096)
+def mapped():
+    with open("/proc/%d/maps" % p.pid) as f:
+        maps = f.read()
+    return "libopenblas" in maps, "libgfortran" in maps
+answer("a = ones([3, 3], f32)", "")
+answer("sum(a)", "9")
+before = mapped()
+answer("sum(a @ a)", "27")
+after = mapped()
+p.stdin.close()
+p.wait(20)
+print("before %s %s after %s %s" % (before + after))
+sys.exit(0 if before == (False, False) and after == (True, True) else 1)
+EOF
+if [ $? -eq 0 ]; then ok; else bad "repl maps: $(tail -n 1 "$tmp/maps") (want nothing before a product, both after)"; fi
+
+# no product: no spinning thread (OpenBLAS's spun with sched_yield beside
+# tir's pool when it was linked); a product at --threads 1: OpenBLAS on one
+# thread, no spinning either
+if command -v strace >/dev/null 2>&1; then
+	"$py" -c "
+print('t = 0.0')
+for i in range(2000): print('t = t + %d.0' % (i % 7))
+print('print t')" >"$tmp/long.tir"
+	for g in tir openblas; do
+		for prog in long p; do
+			strace -f -c -o "$tmp/strace" -e trace=sched_yield "$tir" run --quiet --threads 1 --gemm $g \
+				"$tmp/$prog.tir" >/dev/null 2>&1
+			n=$(awk '$NF == "sched_yield" {print $4}' "$tmp/strace")
+			if [ "${n:-0}" -le 2 ]; then ok; else
+				bad "$prog.tir --threads 1 --gemm $g: $n sched_yield calls (want at most 2)"; fi
+		done
+	done
+else
+	echo "gemm: strace is not installed: the sched_yield checks are skipped"
+fi
+
+suite_end
