@@ -100,6 +100,9 @@ for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 	run:threads)
 		pair 0 run threads 2 $run
 		pair 2 run threads 0 $run ;;
+	run:gemm)
+		pair 0 run gemm openblas $run
+		pair 2 run gemm blis $run ;;
 	run:precision)
 		pair 0 run precision 3 $run
 		"$tir" run $run >"$tmp/o3"
@@ -124,6 +127,7 @@ for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 		blob-cache) good=1G badv=12Q ;;
 		max-inflight) good=64M badv=0 ;;
 		threads) good=2 badv=many ;;
+		gemm) good=openblas badv=blis ;;
 		max-memory) good=1GiB badv=0 ;;
 		max-batch-seconds) good=0 badv=-1 ;;
 		tls-cert) good=$tmp/c.pem badv= ;;
