@@ -455,59 +455,6 @@ else
 fi
 
 # ---- gemm: tir's matmul, batched matmul, conv2d and attention against OpenBLAS ----
-# build/bench/gemm_bench at 1, 2, 4, ... threads up to this machine's
-# CPUs, each against OpenBLAS's threaded cblas_sgemm at the same count on
-# the same shapes (bench/README.md, "gemm"), OpenBLAS picking its own
-# kernel for this CPU (OPENBLAS_CORETYPE unset for these runs: the kernel
-# a user's machine gets); then once at $THREADS threads with the
-# environment's OPENBLAS_CORETYPE when it sets one.  The figure is the
-# median of the paired runs' ratios tir / OpenBLAS (rounds of 5, each side
-# after a pause and 50 ms of untimed runs).
-section "gemm: tir / OpenBLAS's own cblas_sgemm on the same shapes, by threads (paired ratios of 20 runs)"
-n=$(nproc)
-ts=1
-t=2
-while [ "$t" -lt "$n" ]; do ts="$ts $t"; t=$((t * 2)); done
-[ "$n" -gt 1 ] && ts="$ts $n"
-: >"$tmp/gemm"
-for t in $ts; do
-	if env -u OPENBLAS_CORETYPE "$BUILD/bench/gemm_bench" "$t" 20 >"$tmp/gemm.$t"; then
-		[ "$t" = 1 ] && sed -n '1s/^gemm: /  tir: /p' "$tmp/gemm.$t"
-		# NAME|THREADS|TIR MS|OPENBLAS MS|PAIRED RATIO, and attention's
-		# ratio with the softmax on both sides as a row of its own
-		awk -v t="$t" '
-			/ threads: tir / {
-				name = $0; sub(/ +[0-9]+ threads: .*/, "", name)
-				for (i = 1; i <= NF; i++) {
-					if ($i == "tir") tms = $(i + 1)
-					if ($i == "openblas") oms = $(i + 1)
-				}
-				r = $NF; sub(/\)$/, "", r)
-				print name "|" t "|" tms "|" oms "|" r
-			}
-			/with the softmax/ { r = $NF; print "attention, softmax both sides|" t "|||" r }
-			/conv2d against the products/ { sub(/^ +/, ""); note = $0 }
-			END { if (note != "") print note > "/dev/stderr" }
-		' "$tmp/gemm.$t" >>"$tmp/gemm" 2>"$tmp/gemm.note"
-	else
-		echo "  gemm_bench $t FAILED"
-		status=1
-	fi
-done
-sed 's/^/  /' "$tmp/gemm.note"
-printf '  %-30s %7s %10s %10s %7s\n' shape threads "tir ms" "OpenBLAS" ratio
-awk -F'|' '{ printf "  %-30s %7s %10s %10s %7s\n", $1, $2, $3, $4, $5 }' "$tmp/gemm"
-worst=$(awk -F'|' '$1 !~ /^attention/ && $5 > w { w = $5 } END { if (NR) print w + 0 }' "$tmp/gemm")
-target "matmul, batched, conv2d <= 1.1x OpenBLAS" "$worst" "<=" 1.1
-worst=$(awk -F'|' '$1 ~ /softmax both/ && $5 > w { w = $5 } END { if (NR) print w + 0 }' "$tmp/gemm")
-target "attention <= 1.1x (softmax both sides)" "$worst" "<=" 1.1
-if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
-	echo "  with this environment's OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE, $THREADS threads:"
-	if "$BUILD/bench/gemm_bench" "$THREADS" 10 >"$tmp/gemm.env"; then
-		sed -n 's/^\(.*[^ ]\)  *\([0-9][0-9]*\) threads: .*(paired \([0-9.]*\))$/    \1: \3/p' "$tmp/gemm.env"
-	else
-		echo "  gemm_bench FAILED"
-		status=1
-	fi
-fi
+# bench/gemm.sh (runs alone too: BUILD=build sh bench/gemm.sh)
+. "$root/bench/gemm.sh"
 exit $status

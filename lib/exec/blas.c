@@ -56,7 +56,6 @@ static struct {
 	char *(*config)(void);
 	char *(*corename)(void);
 	pthread_mutex_t lock;    /* held while a product runs on OpenBLAS */
-	int threads;             /* OpenBLAS's count as last set (0: never) */
 } blas = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- the loader ---- */
@@ -164,14 +163,11 @@ bool tir_blas_is_loaded(void)
 	return __atomic_load_n(&blas.h, __ATOMIC_ACQUIRE) != NULL;
 }
 
+/* Set every time, never cached: a program linked with OpenBLAS too (the
+ * benchmarks) sets it itself between tir's products. */
 static void set_threads(int n)
 {
-	if (n < 1)
-		n = 1;
-	if (blas.threads != n) {
-		blas.set_threads(n);
-		blas.threads = n;
-	}
+	blas.set_threads(n < 1 ? 1 : n);
 }
 
 void tir_blas_lock(int threads)
