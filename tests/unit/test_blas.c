@@ -1,0 +1,200 @@
+/*
+ * test_blas.c — OpenBLAS loaded at its first use (blas.c): the loader puts
+ * the environment back as it found it, tir_blas_sym resolves LAPACK's
+ * names and says why it cannot; which gemm runs what (tir_set_gemm,
+ * tir_gemm_blas); how cblas reads a strided matrix (tir_blas_layout); and
+ * products on OpenBLAS (tir_blas_gemm) against tir's gemm on the same
+ * operands, within f32/f64 rounding: contiguous, transposed, broadcast and
+ * odd-strided operands (copied), batches (on OpenBLAS's threads, or many
+ * small entries as tasks of the pool), accumulation, k = 0, and an
+ * epilogue that runs once on each element, on its final value.
+ */
+#include "exec/exec.h"
+#include "check.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 4242;
+
+static double frand(void)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(rng >> 11) / (double)(1ull << 53) * 2 - 1;
+}
+
+static void *fill(enum tir_dtype dt, int64_t n)
+{
+	size_t es = dt == TIR_DTYPE_F32 ? 4 : 8;
+	char *p = malloc((size_t)n * es + 8);
+	for (int64_t i = 0; i < n; i++) {
+		if (dt == TIR_DTYPE_F32)
+			((float *)p)[i] = (float)frand();
+		else
+			((double *)p)[i] = frand();
+	}
+	return p;
+}
+
+static double get(enum tir_dtype dt, const void *c, int64_t i)
+{
+	return dt == TIR_DTYPE_F32 ? ((const float *)c)[i] : ((const double *)c)[i];
+}
+
+/* the epilogue: each element once, seeing its final value */
+struct seen {
+	enum tir_dtype dt;
+	const void *c;
+	_Atomic int *hits;
+	double *val;
+};
+
+static int epi(void *ctx, int64_t i0, int64_t n)
+{
+	struct seen *s = ctx;
+	for (int64_t i = i0; i < i0 + n; i++) {
+		atomic_fetch_add(&s->hits[i], 1);
+		s->val[i] = get(s->dt, s->c, i);
+	}
+	return 0;
+}
+
+/* g on OpenBLAS and on tir's gemm, from the same c (acc), compared */
+static void compare(struct tir_gemm g, int64_t total, bool with_epi)
+{
+	size_t es = g.dt == TIR_DTYPE_F32 ? 4 : 8;
+	void *c0 = fill(g.dt, total), *c1 = malloc((size_t)total * es + 8);
+	memcpy(c1, c0, (size_t)total * es);
+	struct seen s = { g.dt, c0, calloc((size_t)total, sizeof(int)), calloc((size_t)total, sizeof(double)) };
+	struct tir_err err = { 0 };
+	g.c = c0;
+	if (with_epi) {
+		g.epi = epi;
+		g.epi_ctx = &s;
+	}
+	CHECK(tir_blas_gemm(&g, &err) == 0);
+	g.c = c1;
+	g.epi = NULL;
+	CHECK(tir_gemm_run(&g, &err) == 0);
+	double tol = g.dt == TIR_DTYPE_F32 ? 2e-5 * (double)(g.k + 1) : 1e-13 * (double)(g.k + 1);
+	int bad = 0, once = 0;
+	for (int64_t i = 0; i < total; i++) {
+		double x = get(g.dt, c0, i), y = get(g.dt, c1, i);
+		bad += !(fabs(x - y) <= tol);
+		once += with_epi && (s.hits[i] != 1 || s.val[i] != x);
+	}
+	CHECK(bad == 0);
+	CHECK(once == 0);
+	if (bad)
+		fprintf(stderr, "  m %lld n %lld k %lld nb %d: %d elements differ\n", (long long)g.m, (long long)g.n,
+			(long long)g.k, g.nb, bad);
+	free(c0);
+	free(c1);
+	free(s.hits);
+	free(s.val);
+}
+
+static void products(enum tir_dtype dt, int threads)
+{
+	tir_set_threads(threads);
+	int64_t m = 37, n = 45, k = 29;
+	void *a = fill(dt, 64 * 64 * 8), *b = fill(dt, 64 * 64 * 8);
+	struct tir_gemm g = { .dt = dt, .m = m, .n = n, .k = k, .a = a, .b = b, .ldc = n, .c_batch = m * n };
+	/* row-major */
+	g.a_rs = k, g.a_cs = 1, g.b_rs = n, g.b_cs = 1;
+	compare(g, m * n, true);
+	/* transposed a, transposed b */
+	g.a_rs = 1, g.a_cs = m;
+	compare(g, m * n, false);
+	g.b_rs = 1, g.b_cs = k;
+	compare(g, m * n, true);
+	/* a broadcast down its rows, b every other column: copied */
+	g.a_rs = 0, g.a_cs = 1, g.b_rs = 2 * n, g.b_cs = 2;
+	compare(g, m * n, true);
+	/* accumulating, and k = 0 (zeros, then the epilogue) */
+	g.a_rs = k, g.b_rs = n, g.b_cs = 1, g.acc = true;
+	compare(g, m * n, false);
+	g.acc = false, g.k = 0;
+	compare(g, m * n, true);
+	/* a batch: b shared (bs 0), then both broadcast on different axes */
+	struct tir_gemm bt = { .dt = dt, .m = 20, .n = 24, .k = 16, .a = a, .b = b, .a_rs = 16, .a_cs = 1,
+			       .b_rs = 24, .b_cs = 1, .nb = 1, .shape = { 6 }, .as = { 20 * 16 }, .bs = { 0 },
+			       .ldc = 24, .c_batch = 20 * 24 };
+	compare(bt, 6 * 20 * 24, true);
+	bt.nb = 2;
+	bt.shape[0] = 3, bt.shape[1] = 4;
+	bt.as[0] = 20 * 16, bt.as[1] = 0, bt.bs[0] = 0, bt.bs[1] = 16 * 24;
+	compare(bt, 12 * 20 * 24, true);
+	/* many small entries (tasks of the pool at 2+ threads) */
+	struct tir_gemm sm = { .dt = dt, .m = 8, .n = 8, .k = 8, .a = a, .b = b, .a_rs = 8, .a_cs = 1,
+			       .b_rs = 8, .b_cs = 1, .nb = 1, .shape = { 40 }, .as = { 64 }, .bs = { 64 },
+			       .ldc = 8, .c_batch = 64 };
+	compare(sm, 40 * 64, true);
+	free(a);
+	free(b);
+	/* one large product: OpenBLAS's threads, then the epilogue on the pool */
+	int64_t big = 300;
+	a = fill(dt, big * big);
+	b = fill(dt, big * big);
+	struct tir_gemm lg = { .dt = dt, .m = big, .n = big, .k = big, .a = a, .b = b, .a_rs = big, .a_cs = 1,
+			       .b_rs = big, .b_cs = 1, .ldc = big, .c_batch = big * big };
+	compare(lg, big * big, true);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	/* the loader: first use, the environment as it was */
+	setenv("OPENBLAS_NUM_THREADS", "7", 1);
+	unsetenv("OPENBLAS_THREAD_TIMEOUT");
+	unsetenv("GOTO_THREAD_TIMEOUT");
+	CHECK(!tir_blas_is_loaded());
+	char *why = NULL;
+	CHECK(tir_blas_sym("cblas_sgemm", &why) != NULL);
+	CHECK(tir_blas_is_loaded());
+	const char *v = getenv("OPENBLAS_NUM_THREADS");
+	CHECK(v && !strcmp(v, "7"));
+	CHECK(getenv("OPENBLAS_THREAD_TIMEOUT") == NULL);
+	CHECK(tir_blas_sym("dgesv_", &why) != NULL);    /* OpenBLAS's LAPACK */
+	why = NULL;
+	CHECK(tir_blas_sym("tir_no_such_function", &why) == NULL);
+	CHECK(why && strstr(why, "tir_no_such_function"));
+	CHECK(strstr(tir_blas_info(), "OpenBLAS") != NULL);
+
+	/* which gemm */
+	struct tir_err err = { 0 };
+	CHECK(tir_set_gemm("bogus", &err) == -TIR_EUNSUPPORTED);
+	CHECK(tir_set_gemm("tir", &err) == 0);
+	CHECK(tir_gemm_kind() == TIR_GEMM_TIR && !tir_gemm_default());
+	CHECK(tir_gemm_blas(TIR_DTYPE_F32, &err) == 0);
+	CHECK(strncmp(tir_gemm_info(), "tir ", 4) == 0);
+	CHECK(tir_set_gemm("openblas", &err) == 0);
+	CHECK(tir_gemm_blas(TIR_DTYPE_F32, &err) == 1);
+	CHECK(tir_gemm_blas(TIR_DTYPE_F64, &err) == 1);
+	CHECK(tir_gemm_blas(TIR_DTYPE_BF16, &err) == 0);
+	CHECK(tir_gemm_blas(TIR_DTYPE_I32, &err) == 0);
+	CHECK(strncmp(tir_gemm_info(), "openblas (OpenBLAS ", 19) == 0);
+	CHECK(tir_set_gemm("auto", &err) == 0 && tir_gemm_default());
+
+	/* how cblas reads a matrix */
+	bool t;
+	int64_t ld;
+	CHECK(tir_blas_layout(3, 4, 4, 1, &t, &ld) && !t && ld == 4);
+	CHECK(tir_blas_layout(3, 4, 6, 1, &t, &ld) && !t && ld == 6);
+	CHECK(tir_blas_layout(3, 4, 1, 3, &t, &ld) && t && ld == 3);
+	CHECK(tir_blas_layout(1, 4, 0, 1, &t, &ld) && !t && ld == 4);
+	CHECK(tir_blas_layout(3, 1, 1, 0, &t, &ld) && ld >= 1);
+	CHECK(!tir_blas_layout(3, 4, 0, 1, &t, &ld));
+	CHECK(!tir_blas_layout(3, 4, 8, 2, &t, &ld));
+	CHECK(!tir_blas_layout(3, 4, 2, 1, &t, &ld));
+	CHECK(!tir_blas_layout(3, 4, -4, 1, &t, &ld));
+
+	for (int th = 1; th <= 3; th += 2) {
+		products(TIR_DTYPE_F32, th);
+		products(TIR_DTYPE_F64, th);
+	}
+	tir_pool_shutdown();
+	return check_report("test_blas");
+}
