@@ -100,6 +100,28 @@ else
 	bad "sum(a @ b): $a with --gemm tir, $b with --gemm openblas"
 fi
 
+# tir serve --gemm openblas: the server's products on OpenBLAS (a remote
+# run's --profile footer is the server's), the same answer
+pids=
+trap 'for p in $pids; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT INT TERM
+TIR_GEMM= "$tir" serve --port=0 --host=127.0.0.1 --threads=2 --gemm openblas 2>"$tmp/serve.log" &
+spid=$!
+pids=$spid
+addr=
+i=0
+while [ $i -lt 1200 ] && [ -z "$addr" ] && kill -0 "$spid" 2>/dev/null; do
+	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) .*|\1|p' "$tmp/serve.log")
+	[ -n "$port" ] && addr=127.0.0.1:$port || sleep 0.05
+	i=$((i + 1))
+done
+if [ -z "$addr" ]; then
+	bad "tir serve --gemm openblas did not start: $(head -n 3 "$tmp/serve.log")"
+else
+	expect_footer "openblas (OpenBLAS *" TIR_GEMM=tir "$tir" run --profile --remote "$addr" "$tmp/p.tir"
+	r=$("$tir" run --quiet --remote "$addr" "$tmp/p.tir" | tail -n 1)
+	[ "$r" = "$b" ] && ok || bad "serve --gemm openblas: $r, a local --gemm openblas run $b"
+fi
+
 # ---- OpenBLAS not loaded unless used ----
 if command -v ldd >/dev/null 2>&1; then
 	if ldd "$tir" | grep -q -e openblas -e gfortran; then
