@@ -7,6 +7,8 @@
 # vector path this CPU has.  `make test-kernels` runs it and .ci/run calls
 # it after `make test`, which runs under the machine's own choice.
 #
+# tests/suites/gemm.sh runs there too: the product cases on OpenBLAS under
+# each OPENBLAS_CORETYPE (tests/run.sh pins TIR_GEMM=tir for the rest).
 # The goldens are compared with tests/numdiff.py's tolerance, so they hold
 # under every choice; what tir promises byte for byte (fused vs --no-fuse,
 # --threads 1 vs N) is checked within each choice.  One line per setting
@@ -18,7 +20,7 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 BUILD=${BUILD:-build}
-parts=${TESTS:-unit,golden,samples,readme,oracle,fusion,plan_cache,memory}
+parts=${TESTS:-unit,golden,samples,readme,oracle,fusion,plan_cache,memory,gemm}
 
 settings=
 case $(uname -m) in

@@ -104,6 +104,7 @@ fi
 # run's --profile footer is the server's), the same answer
 pids=
 trap 'for p in $pids; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT INT TERM
+: >"$tmp/serve.log"
 TIR_GEMM= "$tir" serve --port=0 --host=127.0.0.1 --threads=2 --gemm openblas 2>"$tmp/serve.log" &
 spid=$!
 pids=$spid
