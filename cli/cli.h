@@ -12,7 +12,8 @@
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 
-/* Read a whole file; NULL with a message on stderr.  returns: new, free(). */
+/* Read a whole file ("-": standard input); NULL with a message on stderr.
+ * returns: new, free(). */
 char *cli_read_file(const char *path, size_t *len);
 /* Parse FILE into a new program; NULL (errors printed, *status set) if not.
  * nremotes: the servers --remote names (its `to`s are checked against
@@ -91,11 +92,14 @@ int cli_misuse(enum cli_cmd_id cmd, const char *fmt, ...) __attribute__((format(
  * lone `-` is an operand; abbreviations are refused.  Any number of
  * parses per process (getopt's state is reset by each begin). */
 enum { CLI_ARGS_DONE = -1, CLI_ARGS_STOP = -2 };
+#define CLI_MAX_OPERANDS 256
 struct cli_args {
 	enum cli_cmd_id cmd;
 	int argc;
 	char **argv;
 	const char *operand;
+	const char *operands[CLI_MAX_OPERANDS]; /* every one, when the command's operand ends in "..." */
+	int noperands;
 	int exit;             /* after CLI_ARGS_STOP: EXIT_OK (help printed) or EXIT_USAGE (misuse said) */
 	bool done;
 	struct option longopts[FLAG_COUNT + 2]; /* the command's flags, --help, the end */

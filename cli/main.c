@@ -18,7 +18,10 @@
 
 char *cli_read_file(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	bool in = !strcmp(path, "-");
+	FILE *f = in ? stdin : fopen(path, "rb");
+	if (in)
+		path = "<stdin>";
 	if (!f) {
 		fprintf(stderr, "tir: cannot open '%s': %s\n", path, strerror(errno));
 		return NULL;
@@ -34,7 +37,8 @@ char *cli_read_file(const char *path, size_t *len)
 			fprintf(stderr, "tir: %s: program text is over the limit of %lld MiB\n", path,
 				(long long)(TIR_MAX_SOURCE >> 20));
 			free(buf);
-			fclose(f);
+			if (!in)
+				fclose(f);
 			return NULL;
 		}
 		if (n == cap) {
@@ -51,10 +55,12 @@ char *cli_read_file(const char *path, size_t *len)
 	if (!buf || ferror(f)) {
 		fprintf(stderr, "tir: cannot read '%s': %s\n", path, buf ? strerror(errno) : "out of memory");
 		free(buf);
-		fclose(f);
+		if (!in)
+			fclose(f);
 		return NULL;
 	}
-	fclose(f);
+	if (!in)
+		fclose(f);
 	*len = n;
 	return buf;
 }
@@ -146,7 +152,9 @@ struct tir_program *cli_load_program(const char *path, int nremotes, int *status
 	if (nremotes >= 0)
 		tir_program_set_remotes(p, nremotes);
 	double t0 = tir_now_ms();
-	int rc = tir_program_parse(p, path, src, len, 0);
+	/* `-`: the program on standard input; errors name <stdin>, and its
+	 * relative paths are the current directory's */
+	int rc = tir_program_parse(p, strcmp(path, "-") ? path : "<stdin>", src, len, 0);
 	if (parse_ms)
 		*parse_ms = tir_now_ms() - t0;
 	free(src);
@@ -228,23 +236,36 @@ int cli_fmt(int argc, char **argv)
 
 int cli_inspect(int argc, char **argv)
 {
-	int status;
-	const char *file = file_only(CMD_INSPECT, argc, argv, &status);
-	if (!file)
-		return status;
-	struct tir_err err = {0};
-	char *s = tir_file_inspect(file, &err);
-	if (!s) {
-		cli_print_err(&err);
-		return EXIT_PROGRAM;
+	struct cli_args a;
+	char *val;
+	int f;
+	cli_args_begin(&a, CMD_INSPECT, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0)
+		;
+	if (f == CLI_ARGS_STOP)
+		return a.exit;
+	/* one block per file, as ls does with several; a bad one is said and
+	 * the rest still listed (exit 1 at the end) */
+	int status = EXIT_OK;
+	for (int i = 0; i < a.noperands; i++) {
+		struct tir_err err = {0};
+		char *s = tir_file_inspect(a.operands[i], &err);
+		if (!s) {
+			fflush(stdout);
+			cli_print_err(&err);
+			status = EXIT_PROGRAM;
+			continue;
+		}
+		if (i)
+			fputc('\n', stdout);
+		fputs(s, stdout);
+		free(s);
 	}
-	fputs(s, stdout);
-	free(s);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "tir: writing: %s\n", strerror(errno));
 		return EXIT_PROGRAM;
 	}
-	return EXIT_OK;
+	return status;
 }
 
 /* tir help [COMMAND|ops] (its words are no flags) */

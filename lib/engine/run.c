@@ -206,15 +206,11 @@ int tir_exec_input_file(struct tir_exec *x, const char *name, const char *path, 
 	if (!find_input(x->prog, name))
 		return tir_errf(err, TIR_EDATA, NULL, "--input %s=%s: the program has no 'input %s'", name,
 				path, name);
-	/* the file's only tensor, or in a .safetensors file of several the one
-	 * named like the input */
-	int rc = tir_file_load(path, NULL, &t, err);
-	if (rc) {
-		struct tir_err e2 = {0};
-		if (tir_file_load(path, name, &t, &e2))
-			return rc;
-		rc = 0;
-	}
+	/* FILE or FILE:TENSOR; the file's only tensor, or in a .safetensors
+	 * file of several the one named like the input */
+	int rc = tir_file_load_input(path, name, &t, err);
+	if (rc)
+		return rc;
 	rc = tir_exec_set_input(x, name, &t, path, err);
 	tir_tensor_release(&t);
 	return rc;

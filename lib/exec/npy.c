@@ -905,6 +905,71 @@ void tir_file_listing_free(struct tir_file_listing *list)
 	memset(list, 0, sizeof *list);
 }
 
+/* ---- --input NAME=FILE[:TENSOR] ---- */
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+int tir_file_load_input(const char *spec, const char *input, struct tir_tensor *dst, struct tir_err *err)
+{
+	memset(dst, 0, sizeof *dst);
+	/* FILE:TENSOR only when SPEC itself is no file and FILE is one: a
+	 * path with a colon in it still names its file */
+	const char *colon = strrchr(spec, ':');
+	if (!is_file(spec) && colon && colon > spec && colon[1]) {
+		char *file = strndup(spec, (size_t)(colon - spec));
+		if (!file)
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		int rc = 1;
+		if (is_file(file)) {
+			rc = tir_file_load(file, colon + 1, dst, err);
+			if (rc) {
+				char msg[sizeof err->msg];
+				snprintf(msg, sizeof msg, "%s", err->msg);
+				tir_errf(err, err->code, NULL, "--input %s=%s: %s", input, spec, msg);
+			}
+		}
+		free(file);
+		if (rc <= 0)
+			return rc;
+	}
+	int rc = tir_file_load(spec, NULL, dst, err);
+	if (!rc)
+		return 0;
+	/* of a .safetensors file of several, the one named like the input */
+	struct tir_file_listing l;
+	struct tir_err e2 = {0};
+	bool several = !tir_file_list(spec, &l, &e2) && l.n > 1 && !strcmp(l.format, "safetensors");
+	if (!several || !tir_file_load(spec, input, dst, &e2)) {
+		tir_file_listing_free(&l);
+		return several ? 0 : rc;
+	}
+	char names[200] = "";
+	size_t used = 0;
+	const char *near = l.e[0].name;
+	size_t neard = SIZE_MAX;
+	for (size_t i = 0; i < l.n; i++) {
+		size_t d = edit_distance(input, l.e[i].name);
+		if (d < neard) {
+			neard = d;
+			near = l.e[i].name;
+		}
+		if (i < 6 && used < sizeof names) {
+			int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", l.e[i].name);
+			used += n > 0 ? (size_t)n : 0;
+		}
+	}
+	rc = tir_errf(err, TIR_EDATA, NULL,
+		      "--input %s=%s: the file holds %zu tensors (%s%s) and none is named '%s'; "
+		      "say which, as --input %s=%s:%s", input, spec, l.n, names, l.n > 6 ? ", ..." : "",
+		      input, input, spec, near);
+	tir_file_listing_free(&l);
+	return rc;
+}
+
 /* ---- mapping the data (tir_set_file_mapping) ---- */
 
 #define MAP_MIN ((uint64_t)64 << 10)   /* smaller data is read: a mapping costs a page and a syscall */
