@@ -28,6 +28,13 @@ void cli_print_timing(double parse_ms, const struct tir_exec_stats *st,
 /* --profile of a remote run: what went up ("blobs: ...; graph: ..."). */
 void cli_print_blobs(const struct tir_remote_stats *net);
 
+/* run.c: whether PATH ends in .npy or .safetensors (what --save and .save
+ * write); and whether the value NAME of p can be saved to PATH (bound, a
+ * dtype the format holds, a folder that takes a new file): EXIT_OK, or
+ * EXIT_PROGRAM with the reason on stderr ("WHAT NAME=PATH: ..."). */
+bool cli_save_format_ok(const char *path);
+int cli_save_check(const struct tir_program *p, const char *name, const char *path, const char *what);
+
 /* progress.c: the progress line of a run (--progress=auto|always|never;
  * auto: when stderr is a terminal), shown once the run has taken a second
  * (TIR_PROGRESS_DELAY seconds).  start: NULL when there is none; stop

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct pair {
 	const char *name, *path;
@@ -49,6 +51,63 @@ static bool parse_int(const char *s, int lo, int hi, int *out)
 	return true;
 }
 
+bool cli_save_format_ok(const char *path)
+{
+	size_t n = strlen(path);
+	return tir_path_is_safetensors(path) || (n > 4 && !strcmp(path + n - 4, ".npy"));
+}
+
+struct save_check {
+	const char *name;
+	char type[160];
+};
+
+static void find_var(void *ud, const struct tir_var *v)
+{
+	struct save_check *c = ud;
+	if (!strcmp(v->name, c->name))
+		snprintf(c->type, sizeof c->type, "%s", v->type);
+}
+
+int cli_save_check(const struct tir_program *p, const char *name, const char *path, const char *what)
+{
+	if (!tir_program_binds(p, name)) {
+		const char *sug = tir_program_suggest(p, name, strlen(name));
+		fprintf(stderr, "tir: %s %s=%s: no value named '%s' in the program%s%s%s\n", what, name, path, name,
+			sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
+		return EXIT_PROGRAM;
+	}
+	struct save_check c = {name, ""};
+	tir_program_vars(p, find_var, &c);
+	if (!tir_path_is_safetensors(path) && !strncmp(c.type, "bf16", 4)) {
+		fprintf(stderr, "tir: %s %s=%s: %s is %s, which .npy cannot hold (NumPy has no bf16); save it to a "
+			".safetensors file, or cast(%s, f32) first\n", what, name, path, name, c.type, name);
+		return EXIT_PROGRAM;
+	}
+	/* the folder must exist and take a new file (written as PATH.tmp, then renamed) */
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	struct stat st;
+	const char *why = NULL;
+	if (stat(dir, &st) != 0)
+		why = errno == ENOENT ? "no such folder" : strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a folder";
+	else if (access(dir, W_OK | X_OK) != 0)
+		why = "the folder is not writable";
+	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		why = "a folder of that name is there";
+	if (why) {
+		fprintf(stderr, "tir: %s %s=%s: %s%s%s\n", what, name, path, why, slash ? ": " : "", slash ? dir : "");
+		return EXIT_PROGRAM;
+	}
+	return EXIT_OK;
+}
+
 /* 0, or an exit status to return now (-1: help was printed) */
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
@@ -71,6 +130,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			if (!split_pair(val, &o->saves[o->nsaves++]))
 				return cli_misuse(CMD_RUN, "--save wants NAME=FILE.npy or NAME=FILE.safetensors, got '%s'", val);
 			const struct pair *sv = &o->saves[o->nsaves - 1];
+			if (!cli_save_format_ok(sv->path))
+				return cli_misuse(CMD_RUN, "--save %s=%s: the file's name must end in .npy or "
+					     ".safetensors (the format written)", sv->name, sv->path);
 			for (int j = 0; j < o->nsaves - 1; j++) {
 				if (strcmp(o->saves[j].path, sv->path))
 					continue;
@@ -174,6 +236,11 @@ int cli_run(int argc, char **argv)
 	p = cli_load_program(o.file, remotes.n, &status, &parse_ms);
 	if (!p)
 		goto out;
+	/* every --save checked before anything runs: no run wasted, no
+	 * file of several written and the next refused */
+	for (int i = 0; i < o.nsaves; i++)
+		if ((status = cli_save_check(p, o.saves[i].name, o.saves[i].path, "--save")))
+			goto out;
 	x = tir_exec_new(p);
 	names = calloc((size_t)o.nsaves + 1, sizeof *names);
 	if (!x || !names) {
