@@ -82,8 +82,10 @@ void cli_print_err(const struct tir_err *e)
 {
 	char *s = tir_err_render(e);
 	if (s) {
-		if (!e->loc.src && e->code == TIR_ENET && !strncmp(s, "error: ", 7))
-			fprintf(stderr, "tir: %s", s + 7); /* "tir: remote HOST:PORT: ..." */
+		/* "tir: remote HOST:PORT: ...", the server's failure or its address's */
+		bool remote = e->code == TIR_ENET || (e->code == TIR_EDATA && !strncmp(e->msg, "remote ", 7));
+		if (!e->loc.src && remote && !strncmp(s, "error: ", 7))
+			fprintf(stderr, "tir: %s", s + 7);
 		else if (!e->loc.src)
 			fprintf(stderr, "tir: %s", s);
 		else

@@ -605,6 +605,8 @@ static bool split_hostport(const char *s, char *host, size_t nhost, int *port)
 	return true;
 }
 
+#define DEFAULT_PORT 6667 /* tir serve's --port when none is given (cli/serve.c) */
+
 /* TIR_TIMEOUT seconds (default 600) for one request, in ms. */
 static long timeout_ms(void)
 {
@@ -633,9 +635,19 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 			 hostport);
 		return NULL;
 	}
-	if (!split_hostport(hp, host, sizeof host, &port)) {
-		tir_errf(err, TIR_ENET, NULL, "remote '%s': expected HOST:PORT or https://HOST:PORT (e.g. 127.0.0.1:6667)",
-			 hostport);
+	/* a trailing '/' (a URL's) is no part of the address; a HOST alone
+	 * ("localhost", "[::1]") is at tir serve's default port */
+	char addr[300];
+	size_t al = strlen(hp);
+	while (al && hp[al - 1] == '/')
+		al--;
+	snprintf(addr, sizeof addr, "%.*s", (int)(al < sizeof addr ? al : sizeof addr - 1), hp);
+	bool bare = al < sizeof addr - 8 && (addr[0] == '[' ? addr[al - 1] == ']' : !strchr(addr, ':'));
+	if (bare && al)
+		snprintf(addr + al, sizeof addr - al, ":%d", DEFAULT_PORT);
+	if (!split_hostport(addr, host, sizeof host, &port)) {
+		tir_errf(err, TIR_EDATA, NULL, "remote '%s': expected HOST, HOST:PORT, [IPV6]:PORT or "
+			 "https://HOST:PORT (e.g. 127.0.0.1:6667)", hostport);
 		return NULL;
 	}
 	if (token && (!*token || strpbrk(token, "\r\n"))) {
@@ -1795,16 +1807,17 @@ int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *
 /* ---- server groups (docs/groups.md): one address of a group opens
  * every rank ---- */
 
-/* r's /v1/info, asked once within a few seconds: its "group", or NULL
- * (a lone server, or none that answers).  *root: free with json_decref. */
-static json_t *group_of(struct tir_remote *r, json_t **root)
+/* r's /v1/info, asked once: its "group", or NULL (a lone server, or one
+ * that answers /v1/info with no group).  *root: free with json_decref.
+ * A server that does not answer within TIR_TIMEOUT (or cannot be reached
+ * within the connect timeout) is an error in *err, *hung set: waiting
+ * again for the request that follows would double TIR_TIMEOUT. */
+static json_t *group_of(struct tir_remote *r, json_t **root, bool *hung, struct tir_err *err)
 {
 	long st = 0;
-	struct tir_err err = {0};
 	*root = NULL;
-	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
-	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, &err);
-	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, err);
+	*hung = rc && r->hung;
 	memset(&r->stats, 0, sizeof r->stats);
 	if (rc || st != 200)
 		return NULL;
@@ -1820,7 +1833,14 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	if (!r)
 		return -err->code;
 	json_t *root;
-	json_t *g = group_of(r, &root);
+	bool hung = false;
+	struct tir_err ierr = {0};
+	json_t *g = group_of(r, &root, &hung, &ierr);
+	if (hung) {
+		tir_remote_close(r);
+		*err = ierr;
+		return -err->code;
+	}
 	if (!g) {
 		json_decref(root);
 		if (max < 1) {
