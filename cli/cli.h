@@ -33,6 +33,8 @@ void cli_print_blobs(const struct tir_remote_stats *net);
  * dtype the format holds, a folder that takes a new file): EXIT_OK, or
  * EXIT_PROGRAM with the reason on stderr ("WHAT NAME=PATH: ..."). */
 bool cli_save_format_ok(const char *path);
+/* BYTES with an optional K, M, G or T (powers of 1024, "KiB", "KB" too). */
+bool cli_parse_bytes(const char *s, size_t *v);
 int cli_save_check(const struct tir_program *p, const char *name, const char *path, const char *what);
 
 /* progress.c: the progress line of a run (--progress=auto|always|never;

@@ -15,6 +15,7 @@
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -930,6 +931,7 @@ static void tty_close(char *hist)
 int cli_repl(int argc, char **argv)
 {
 	const char *remote = NULL;
+	size_t max_memory = SIZE_MAX;
 	struct cli_args a;
 	char *val;
 	int f;
@@ -943,6 +945,10 @@ int cli_repl(int argc, char **argv)
 	while ((f = cli_args_next(&a, &val)) >= 0) {
 		if (f == FLAG_REPL_REMOTE)
 			remote = val;
+		if (f == FLAG_REPL_MAX_MEMORY && !cli_parse_bytes(val, &max_memory)) {
+			free(inputs);
+			return cli_misuse(CMD_REPL, "--max-memory wants BYTES (e.g. 512M, 8G; 0: no limit), got '%s'", val);
+		}
 		if (f != FLAG_REPL_INPUT)
 			continue;
 		char *eq = strchr(val, '=');
@@ -962,6 +968,7 @@ int cli_repl(int argc, char **argv)
 		return a.exit;
 	}
 	struct repl r = {.tty = isatty(STDIN_FILENO), .pending = inputs, .npending = ninputs};
+	tir_set_max_memory(max_memory == SIZE_MAX ? tir_default_max_memory() : max_memory);
 	char *hist = NULL;
 	/* a session outlives the files it read: np.save rewrites a file in
 	 * place, which would change (or, shorter, fault) a mapped value */

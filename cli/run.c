@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct run_opts {
 	const char *remote;
 	const char *trace;       /* --trace FILE.json */
 	bool no_fuse, explain, profile, full, quiet;
+	size_t max_memory;       /* --max-memory; SIZE_MAX: not given (the default) */
 	int threads, precision;
 	enum cli_progress_mode progress;
 };
@@ -48,6 +50,31 @@ static bool parse_int(const char *s, int lo, int hi, int *out)
 	if (errno || end == s || *end || v < lo || v > hi)
 		return false;
 	*out = (int)v;
+	return true;
+}
+
+bool cli_parse_bytes(const char *s, size_t *v)
+{
+	char *end;
+	errno = 0;
+	if (!*s || !strchr("0123456789", *s))
+		return false;
+	unsigned long long n = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	int shift = 0;
+	const char *at = *end ? strchr("KMGT", *end & ~0x20) : NULL;
+	if (at) {
+		shift = 10 * (int)(at - "KMGT" + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+	}
+	if (*end || (shift && n > (SIZE_MAX >> shift)) || n > SIZE_MAX)
+		return false;
+	*v = (size_t)n << shift;
 	return true;
 }
 
@@ -112,6 +139,7 @@ int cli_save_check(const struct tir_program *p, const char *name, const char *pa
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
 	o->precision = 6;
+	o->max_memory = SIZE_MAX;
 	o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
 	o->saves = calloc((size_t)argc + 1, sizeof *o->saves);
 	if (!o->inputs || !o->saves)
@@ -161,6 +189,11 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case FLAG_RUN_PROGRESS:
 			if (!cli_progress_parse(val, &o->progress))
 				return cli_misuse(CMD_RUN, "--progress wants auto, always or never, got '%s'", val);
+			break;
+		case FLAG_RUN_MAX_MEMORY:
+			if (!cli_parse_bytes(val, &o->max_memory))
+				return cli_misuse(CMD_RUN, "--max-memory wants BYTES (e.g. 512M, 8G; 0: no limit), got '%s'",
+						  val);
 			break;
 		case FLAG_RUN_NO_FUSE:
 			o->no_fuse = true;
@@ -228,6 +261,8 @@ int cli_run(int argc, char **argv)
 	}
 	if (o.threads)
 		tir_set_threads(o.threads);
+	/* the tensors of a run here; a --remote run's are the server's */
+	tir_set_max_memory(o.max_memory == SIZE_MAX ? tir_default_max_memory() : o.max_memory);
 	/* first the remotes: a group's address stands for all its ranks, and
 	 * the program is checked against as many devices as they are */
 	if (o.remote && (status = cli_remotes_open(&remotes, o.remote, false)))

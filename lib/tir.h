@@ -319,6 +319,14 @@ bool tir_path_is_safetensors(const char *path);
 char *tir_file_inspect(const char *path, struct tir_err *err);
 /* Give back the memory kept for reuse by freed tensors. */
 void tir_release_caches(void);
+/* A budget for the tensor bytes this process holds at once (0: none): a
+ * run whose plan would pass it is refused before it allocates, at the op
+ * of its largest value (TIR_EBUDGET), as tir serve --max-memory does. */
+void tir_set_max_memory(size_t bytes);
+/* Three quarters of the memory available now (MemAvailable of
+ * /proc/meminfo; of the machine's memory when that cannot be read): the
+ * budget of tir run and tir repl unless --max-memory says otherwise. */
+size_t tir_default_max_memory(void);
 /* Whether load and inputs map their file's data rather than read it
  * (default on): a tensor of at least 64 KiB whose data is aligned for its
  * dtype, in a dtype read as stored, is then the file's pages, read-only,

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 struct tir_exec *tir_exec_new(struct tir_program *p)
 {
@@ -198,6 +199,30 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 			return rc;
 	}
 	return 0;
+}
+
+void tir_set_max_memory(size_t bytes)
+{
+	tir_mem_set_limit(bytes);
+}
+
+size_t tir_default_max_memory(void)
+{
+	unsigned long long kb = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	uint64_t mem = (uint64_t)kb << 10;
+	if (!kb) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+		mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)8 << 30;
+	}
+	mem = mem / 4 * 3;
+	return mem > SIZE_MAX ? SIZE_MAX : (size_t)mem;
 }
 
 int tir_exec_input_file(struct tir_exec *x, const char *name, const char *path, struct tir_err *err)
