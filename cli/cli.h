@@ -17,7 +17,10 @@ enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 char *cli_read_file(const char *path, size_t *len);
 /* Parse FILE into a new program; NULL (errors printed, *status set) if not.
  * nremotes: the servers --remote names (its `to`s are checked against
- * them), or -1 for none known (tir fmt, tir check without --remote). */
+ * them), or -1 for none known (tir fmt, tir check without --remote), or
+ * CLI_LOCAL_DEVICES (tir run --local): as many as the text names
+ * (1 + the highest N of remote:N, at least 1), said in *status. */
+#define CLI_LOCAL_DEVICES (-2)
 struct tir_program *cli_load_program(const char *path, int nremotes, int *status, double *parse_ms);
 void cli_print_diags(const struct tir_program *p);
 void cli_print_err(const struct tir_err *e);

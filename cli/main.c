@@ -135,6 +135,23 @@ void cli_print_blobs(const struct tir_remote_stats *net)
 		net->blobs_sent, (unsigned long long)net->blob_bytes_sent, net->graph_sent ? "sent" : "cached");
 }
 
+/* 1 + the highest N of "remote:N" in the text (0: none), for --local */
+static int devices_named(const char *src, size_t len)
+{
+	int n = 0;
+	for (const char *s = src; s + 7 <= src + len; s++) {
+		if (memcmp(s, "remote:", 7))
+			continue;
+		long k = 0;
+		const char *d = s + 7;
+		while (d < src + len && *d >= '0' && *d <= '9' && k < TIR_MAX_REMOTES)
+			k = k * 10 + (*d++ - '0');
+		if (d > s + 7 && k + 1 > n)
+			n = (int)(k + 1);
+	}
+	return n;
+}
+
 struct tir_program *cli_load_program(const char *path, int nremotes, int *status, double *parse_ms)
 {
 	size_t len;
@@ -142,6 +159,11 @@ struct tir_program *cli_load_program(const char *path, int nremotes, int *status
 	if (!src) {
 		*status = EXIT_PROGRAM;
 		return NULL;
+	}
+	if (nremotes == CLI_LOCAL_DEVICES) {
+		nremotes = devices_named(src, len);
+		nremotes = nremotes ? nremotes : 1;
+		*status = nremotes;
 	}
 	struct tir_program *p = tir_program_new();
 	if (!p) {

@@ -24,7 +24,7 @@ struct run_opts {
 	int ninputs, nsaves;
 	const char *remote;
 	const char *trace;       /* --trace FILE.json */
-	bool no_fuse, explain, profile, full, quiet;
+	bool no_fuse, explain, profile, full, quiet, local;
 	size_t max_memory;       /* --max-memory; SIZE_MAX: not given (the default) */
 	int threads, precision;
 	enum cli_progress_mode progress;
@@ -195,6 +195,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 				return cli_misuse(CMD_RUN, "--max-memory wants BYTES (e.g. 512M, 8G; 0: no limit), got '%s'",
 						  val);
 			break;
+		case FLAG_RUN_LOCAL:
+			o->local = true;
+			break;
 		case FLAG_RUN_NO_FUSE:
 			o->no_fuse = true;
 			break;
@@ -265,12 +268,18 @@ int cli_run(int argc, char **argv)
 	tir_set_max_memory(o.max_memory == SIZE_MAX ? tir_default_max_memory() : o.max_memory);
 	/* first the remotes: a group's address stands for all its ranks, and
 	 * the program is checked against as many devices as they are */
-	if (o.remote && (status = cli_remotes_open(&remotes, o.remote, false)))
+	if (o.remote && !o.local && (status = cli_remotes_open(&remotes, o.remote, false)))
 		goto out;
 	double parse_ms = 0;
-	p = cli_load_program(o.file, remotes.n, &status, &parse_ms);
+	/* --local: remote:0, ... are CPU devices here, as many as --remote
+	 * names (nothing is opened) or as the program names */
+	int nlocal = o.remote ? cli_remotes_count(o.remote) : CLI_LOCAL_DEVICES;
+	p = cli_load_program(o.file, o.local ? nlocal : remotes.n, &status, &parse_ms);
 	if (!p)
 		goto out;
+	if (o.local && nlocal == CLI_LOCAL_DEVICES)
+		nlocal = status;
+	status = EXIT_OK;
 	/* every --save checked before anything runs: no run wasted, no
 	 * file of several written and the next refused */
 	for (int i = 0; i < o.nsaves; i++)
@@ -284,7 +293,12 @@ int cli_run(int argc, char **argv)
 		goto out;
 	}
 	struct tir_err err = {0};
-	if (o.remote) {
+	if (o.local && tir_exec_set_local(x, nlocal, &err)) {
+		cli_print_err(&err);
+		status = EXIT_PROGRAM;
+		goto out;
+	}
+	if (o.remote && !o.local) {
 		if (tir_exec_set_remotes(x, remotes.r, remotes.n, &err)) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;

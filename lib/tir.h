@@ -390,6 +390,12 @@ int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err
  * returns 0, or -TIR_ENOMEM, -TIR_EUNSUPPORTED past TIR_MAX_REMOTES. */
 #define TIR_MAX_REMOTES 63
 int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n, struct tir_err *err);
+/* `tir run --local`: remote:0 .. remote:n-1 are n more CPU devices of this
+ * process, so that a program written for servers (its to, shard and
+ * all_reduce, placed as they would be) runs here alone, values moved
+ * between them in memory and collectives made of moves and elementwise
+ * ops.  For debugging: the results are a run on servers'.  0 or -code. */
+int tir_exec_set_local(struct tir_exec *x, int n, struct tir_err *err);
 
 /* `tir serve`: an HTTP server running batches from remote clients. */
 struct tir_serve_tenant {

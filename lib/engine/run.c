@@ -930,6 +930,26 @@ int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n,
 	return 0;
 }
 
+int tir_exec_set_local(struct tir_exec *x, int n, struct tir_err *err)
+{
+	if (n < 0 || n > TIR_MAX_REMOTES || n >= TIR_MAX_DEVICES)
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%d devices: at most %d at once", n, TIR_MAX_REMOTES);
+	struct tir_device *d[TIR_MAX_DEVICES];
+	for (int i = 0; i < n; i++) {
+		if (!(d[i] = tir_cpu_device())) {
+			while (i-- > 0)
+				d[i]->ops->free(d[i]);
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		}
+	}
+	for (int i = 1; i < x->ndev; i++)
+		x->dev[i]->ops->free(x->dev[i]);
+	x->ndev = 1;
+	for (int i = 0; i < n; i++)
+		x->dev[x->ndev++] = d[i];
+	return 0;
+}
+
 int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err *err)
 {
 	return tir_exec_set_remotes(x, &r, r ? 1 : 0, err);
