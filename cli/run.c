@@ -129,7 +129,9 @@ int cli_save_check(const struct tir_program *p, const char *name, const char *pa
 	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		why = "a folder of that name is there";
 	if (why) {
-		fprintf(stderr, "tir: %s %s=%s: %s%s%s\n", what, name, path, why, slash ? ": " : "", slash ? dir : "");
+		bool folder = why[0] != 'a'; /* the folder's fault: name it */
+		fprintf(stderr, "tir: %s %s=%s: %s%s%s\n", what, name, path, why, folder && slash ? ": " : "",
+			folder && slash ? dir : "");
 		return EXIT_PROGRAM;
 	}
 	return EXIT_OK;
