@@ -133,12 +133,14 @@ static void repl_words(char *msg, size_t cap)
 		{"--input ", ".input "},
 	};
 	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
-		char *at = strstr(msg, sub[i].from);
-		size_t lf = strlen(sub[i].from), lt = strlen(sub[i].to), n = strlen(msg);
-		if (!at || n - lf + lt >= cap)
-			continue;
-		memmove(at + lt, at + lf, n - (size_t)(at - msg) - lf + 1);
-		memcpy(at, sub[i].to, lt);
+		size_t lf = strlen(sub[i].from), lt = strlen(sub[i].to);
+		for (char *at = strstr(msg, sub[i].from); at; at = strstr(at + lt, sub[i].from)) {
+			size_t n = strlen(msg);
+			if (n - lf + lt >= cap)
+				break;
+			memmove(at + lt, at + lf, n - (size_t)(at - msg) - lf + 1);
+			memcpy(at, sub[i].to, lt);
+		}
 	}
 }
 

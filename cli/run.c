@@ -107,7 +107,7 @@ int cli_save_check(const struct tir_program *p, const char *name, const char *pa
 	struct save_check c = {name, ""};
 	tir_program_vars(p, find_var, &c);
 	if (!tir_path_is_safetensors(path) && !strncmp(c.type, "bf16", 4)) {
-		fprintf(stderr, "tir: %s %s=%s: %s is %s, which .npy cannot hold (NumPy has no bf16); save it to a "
+		fprintf(stderr, "tir: %s %s=%s: %s is %s: bf16 has no .npy dtype (NumPy has none); save it to a "
 			".safetensors file, or cast(%s, f32) first\n", what, name, path, name, c.type, name);
 		return EXIT_PROGRAM;
 	}

@@ -59,6 +59,7 @@ struct tir_remote {
 	long timeout_ms;
 	char session[64];            /* "" until made */
 	bool hung;                   /* a request timed out: do not wait on it again at close */
+	long spent_ms;               /* of TIR_TIMEOUT, by a /v1/info at open that timed out */
 	struct tir_remote_stats stats;
 	struct tir_str body;         /* the last reply's body (but results, which dec reads) */
 	bool too_long;               /* it was over BODY_MAX: the transfer was stopped */
@@ -606,6 +607,7 @@ static bool split_hostport(const char *s, char *host, size_t nhost, int *port)
 }
 
 #define DEFAULT_PORT 6667 /* tir serve's --port when none is given (cli/serve.c) */
+#define INFO_TIMEOUT_MS 5000L /* the /v1/info asked at open */
 
 /* TIR_TIMEOUT seconds (default 600) for one request, in ms. */
 static long timeout_ms(void)
@@ -911,6 +913,13 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 	r->proto = -1;
 	r->retry_after = -1;
 	r->errbuf[0] = 0;
+	/* the first request after a /v1/info that timed out: what is left */
+	long spent = r->spent_ms;
+	if (spent) {
+		long left = r->timeout_ms - spent;
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
+		r->spent_ms = 0;
+	}
 	double t0 = tir_now_ms();
 	r->req_ms = t0;
 	r->first_ms = r->sent_ms = 0;
@@ -922,6 +931,8 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 		tir_exec_progress(r->x, &r->step);
 	}
 	CURLcode rc = curl_easy_perform(c);
+	if (spent)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
 	double t1 = tir_now_ms();
 	r->stats.net_ms += t1 - t0;
 	r->stats.round_trips++;
@@ -1807,16 +1818,18 @@ int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *
 /* ---- server groups (docs/groups.md): one address of a group opens
  * every rank ---- */
 
-/* r's /v1/info, asked once: its "group", or NULL (a lone server, or one
- * that answers /v1/info with no group).  *root: free with json_decref.
- * A server that does not answer within TIR_TIMEOUT (or cannot be reached
- * within the connect timeout) is an error in *err, *hung set: waiting
- * again for the request that follows would double TIR_TIMEOUT. */
+/* r's /v1/info, asked once within a few seconds: its "group", or NULL
+ * (a lone server, or none that answers).  *root: free with json_decref.
+ * A request that timed out sets *hung, its error in *err: the caller
+ * counts the wait against TIR_TIMEOUT (so TIR_TIMEOUT=2 is 2 s, not this
+ * wait and then the next request's 2 s). */
 static json_t *group_of(struct tir_remote *r, json_t **root, bool *hung, struct tir_err *err)
 {
 	long st = 0;
 	*root = NULL;
+	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms < INFO_TIMEOUT_MS ? r->timeout_ms : INFO_TIMEOUT_MS);
 	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, err);
+	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms);
 	*hung = rc && r->hung;
 	memset(&r->stats, 0, sizeof r->stats);
 	if (rc || st != 200)
@@ -1835,11 +1848,20 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	json_t *root;
 	bool hung = false;
 	struct tir_err ierr = {0};
+	double t0 = tir_now_ms();
 	json_t *g = group_of(r, &root, &hung, &ierr);
-	if (hung) {
+	double spent = tir_now_ms() - t0;
+	/* no answer: all of TIR_TIMEOUT spent, or no connection made (the
+	 * next request would wait to connect as long again), is the answer;
+	 * else the next request has what is left of TIR_TIMEOUT */
+	if (hung && (spent >= r->timeout_ms - 50 || strstr(ierr.msg, "cannot connect"))) {
 		tir_remote_close(r);
 		*err = ierr;
 		return -err->code;
+	}
+	if (hung) {
+		r->hung = false;
+		r->spent_ms = (long)spent;
 	}
 	if (!g) {
 		json_decref(root);

@@ -138,7 +138,7 @@ save_err() { # NAME STATUS PATTERN ARGS...
 	fi
 }
 save_err txt 2 "^tir run: --save w=$tmp/sv_w.txt: the file's name must end in .npy or .safetensors" --save "w=$tmp/sv_w.txt"
-save_err bf16 1 "h is bf16\[2, 3\], which .npy cannot hold (NumPy has no bf16)" --save "w=$tmp/sv_w.npy" --save "h=$tmp/sv_h.npy"
+save_err bf16 1 "h is bf16\[2, 3\]: bf16 has no .npy dtype (NumPy has none)" --save "w=$tmp/sv_w.npy" --save "h=$tmp/sv_h.npy"
 save_err folder 1 "no such folder: $tmp/nodir" --save "w=$tmp/sv_w.npy" --save "h=$tmp/nodir/sv_h.safetensors"
 save_err name 1 "no value named 'ww' in the program; did you mean 'w'?" --save "w=$tmp/sv_w.npy" --save "ww=$tmp/sv_x.npy"
 mkdir "$tmp/dir.npy"
