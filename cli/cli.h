@@ -12,11 +12,15 @@
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 
-/* Read a whole file; NULL with a message on stderr.  returns: new, free(). */
+/* Read a whole file ("-": standard input); NULL with a message on stderr.
+ * returns: new, free(). */
 char *cli_read_file(const char *path, size_t *len);
 /* Parse FILE into a new program; NULL (errors printed, *status set) if not.
  * nremotes: the servers --remote names (its `to`s are checked against
- * them), or -1 for none known (tir fmt, tir check without --remote). */
+ * them), or -1 for none known (tir fmt, tir check without --remote), or
+ * CLI_LOCAL_DEVICES (tir run --local): as many as the text names
+ * (1 + the highest N of remote:N, at least 1), said in *status. */
+#define CLI_LOCAL_DEVICES (-2)
 struct tir_program *cli_load_program(const char *path, int nremotes, int *status, double *parse_ms);
 void cli_print_diags(const struct tir_program *p);
 void cli_print_err(const struct tir_err *e);
@@ -26,6 +30,15 @@ void cli_print_timing(double parse_ms, const struct tir_exec_stats *st,
 		      const struct tir_remote_stats *net);
 /* --profile of a remote run: what went up ("blobs: ...; graph: ..."). */
 void cli_print_blobs(const struct tir_remote_stats *net);
+
+/* run.c: whether PATH ends in .npy or .safetensors (what --save and .save
+ * write); and whether the value NAME of p can be saved to PATH (bound, a
+ * dtype the format holds, a folder that takes a new file): EXIT_OK, or
+ * EXIT_PROGRAM with the reason on stderr ("WHAT NAME=PATH: ..."). */
+bool cli_save_format_ok(const char *path);
+/* BYTES with an optional K, M, G or T (powers of 1024, "KiB", "KB" too). */
+bool cli_parse_bytes(const char *s, size_t *v);
+int cli_save_check(const struct tir_program *p, const char *name, const char *path, const char *what);
 
 /* progress.c: the progress line of a run (--progress=auto|always|never;
  * auto: when stderr is a terminal), shown once the run has taken a second
@@ -91,11 +104,14 @@ int cli_misuse(enum cli_cmd_id cmd, const char *fmt, ...) __attribute__((format(
  * lone `-` is an operand; abbreviations are refused.  Any number of
  * parses per process (getopt's state is reset by each begin). */
 enum { CLI_ARGS_DONE = -1, CLI_ARGS_STOP = -2 };
+#define CLI_MAX_OPERANDS 256
 struct cli_args {
 	enum cli_cmd_id cmd;
 	int argc;
 	char **argv;
 	const char *operand;
+	const char *operands[CLI_MAX_OPERANDS]; /* every one, when the command's operand ends in "..." */
+	int noperands;
 	int exit;             /* after CLI_ARGS_STOP: EXIT_OK (help printed) or EXIT_USAGE (misuse said) */
 	bool done;
 	struct option longopts[FLAG_COUNT + 2]; /* the command's flags, --help, the end */

@@ -36,13 +36,15 @@ const struct cli_cmd cli_cmds[CMD_COUNT] = {
 		     "The program in canonical form (one op per line, explicit types), or its\n"
 		     "plan for Graphviz: tir fmt model.tir --dot | dot -Tpng > plan.png\n",
 		     NULL, NULL, cli_fmt},
-	[CMD_INSPECT] = {"inspect", "FILE", "file", "the tensors of a .safetensors or .npy file",
-			 "The tensors of a .safetensors or .npy file, from its header alone (the\n"
+	[CMD_INSPECT] = {"inspect", "FILE...", "file", "the tensors of .safetensors or .npy files",
+			 "The tensors of .safetensors or .npy files, from their headers alone (the\n"
 			 "data is not read): name, dtype as the file names it, shape, bytes, offset\n"
 			 "of the data from the start of the file, and the tir dtype it loads as (\"-\"\n"
 			 "for a dtype tir does not read yet).  Every tensor is checked as loading\n"
 			 "it would be: a header that lies (offsets out of range or overlapping, a\n"
-			 "shape that disagrees with its bytes) is an error, exit status 1.\n",
+			 "shape that disagrees with its bytes) is an error, exit status 1.  Of\n"
+			 "several files, one block each, a blank line between; a file that fails\n"
+			 "is said on stderr and the others are still listed.\n",
 			 NULL, NULL, cli_inspect},
 	[CMD_REPL] = {"repl", NULL, NULL, "an interactive session (tir help repl)",
 		      "  An interactive session: statements accumulate, an expression alone\n"
@@ -203,10 +205,12 @@ static bool operand(struct cli_args *a, const char *s)
 	const struct cli_cmd *c = &cli_cmds[a->cmd];
 	if (!c->what)
 		a->exit = cli_misuse(a->cmd, "unexpected '%s'", s);
-	else if (a->operand)
+	else if (a->operand && !strstr(c->operand, "..."))
 		a->exit = cli_misuse(a->cmd, "one %s at a time; '%s' is a second one", c->what, s);
+	else if (a->noperands == CLI_MAX_OPERANDS)
+		a->exit = cli_misuse(a->cmd, "at most %d %ss at once", CLI_MAX_OPERANDS, c->what);
 	else
-		a->operand = s;
+		a->operands[a->noperands++] = a->operand ? s : (a->operand = s);
 	return !a->exit;
 }
 

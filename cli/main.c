@@ -18,7 +18,10 @@
 
 char *cli_read_file(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	bool in = !strcmp(path, "-");
+	FILE *f = in ? stdin : fopen(path, "rb");
+	if (in)
+		path = "<stdin>";
 	if (!f) {
 		fprintf(stderr, "tir: cannot open '%s': %s\n", path, strerror(errno));
 		return NULL;
@@ -34,7 +37,8 @@ char *cli_read_file(const char *path, size_t *len)
 			fprintf(stderr, "tir: %s: program text is over the limit of %lld MiB\n", path,
 				(long long)(TIR_MAX_SOURCE >> 20));
 			free(buf);
-			fclose(f);
+			if (!in)
+				fclose(f);
 			return NULL;
 		}
 		if (n == cap) {
@@ -51,10 +55,12 @@ char *cli_read_file(const char *path, size_t *len)
 	if (!buf || ferror(f)) {
 		fprintf(stderr, "tir: cannot read '%s': %s\n", path, buf ? strerror(errno) : "out of memory");
 		free(buf);
-		fclose(f);
+		if (!in)
+			fclose(f);
 		return NULL;
 	}
-	fclose(f);
+	if (!in)
+		fclose(f);
 	*len = n;
 	return buf;
 }
@@ -76,8 +82,10 @@ void cli_print_err(const struct tir_err *e)
 {
 	char *s = tir_err_render(e);
 	if (s) {
-		if (!e->loc.src && e->code == TIR_ENET && !strncmp(s, "error: ", 7))
-			fprintf(stderr, "tir: %s", s + 7); /* "tir: remote HOST:PORT: ..." */
+		/* "tir: remote HOST:PORT: ...", the server's failure or its address's */
+		bool remote = e->code == TIR_ENET || (e->code == TIR_EDATA && !strncmp(e->msg, "remote ", 7));
+		if (!e->loc.src && remote && !strncmp(s, "error: ", 7))
+			fprintf(stderr, "tir: %s", s + 7);
 		else if (!e->loc.src)
 			fprintf(stderr, "tir: %s", s);
 		else
@@ -127,6 +135,23 @@ void cli_print_blobs(const struct tir_remote_stats *net)
 		net->blobs_sent, (unsigned long long)net->blob_bytes_sent, net->graph_sent ? "sent" : "cached");
 }
 
+/* 1 + the highest N of "remote:N" in the text (0: none), for --local */
+static int devices_named(const char *src, size_t len)
+{
+	int n = 0;
+	for (const char *s = src; s + 7 <= src + len; s++) {
+		if (memcmp(s, "remote:", 7))
+			continue;
+		long k = 0;
+		const char *d = s + 7;
+		while (d < src + len && *d >= '0' && *d <= '9' && k < TIR_MAX_REMOTES)
+			k = k * 10 + (*d++ - '0');
+		if (d > s + 7 && k + 1 > n)
+			n = (int)(k + 1);
+	}
+	return n;
+}
+
 struct tir_program *cli_load_program(const char *path, int nremotes, int *status, double *parse_ms)
 {
 	size_t len;
@@ -134,6 +159,11 @@ struct tir_program *cli_load_program(const char *path, int nremotes, int *status
 	if (!src) {
 		*status = EXIT_PROGRAM;
 		return NULL;
+	}
+	if (nremotes == CLI_LOCAL_DEVICES) {
+		nremotes = devices_named(src, len);
+		nremotes = nremotes ? nremotes : 1;
+		*status = nremotes;
 	}
 	struct tir_program *p = tir_program_new();
 	if (!p) {
@@ -146,7 +176,9 @@ struct tir_program *cli_load_program(const char *path, int nremotes, int *status
 	if (nremotes >= 0)
 		tir_program_set_remotes(p, nremotes);
 	double t0 = tir_now_ms();
-	int rc = tir_program_parse(p, path, src, len, 0);
+	/* `-`: the program on standard input; errors name <stdin>, and its
+	 * relative paths are the current directory's */
+	int rc = tir_program_parse(p, strcmp(path, "-") ? path : "<stdin>", src, len, 0);
 	if (parse_ms)
 		*parse_ms = tir_now_ms() - t0;
 	free(src);
@@ -228,23 +260,36 @@ int cli_fmt(int argc, char **argv)
 
 int cli_inspect(int argc, char **argv)
 {
-	int status;
-	const char *file = file_only(CMD_INSPECT, argc, argv, &status);
-	if (!file)
-		return status;
-	struct tir_err err = {0};
-	char *s = tir_file_inspect(file, &err);
-	if (!s) {
-		cli_print_err(&err);
-		return EXIT_PROGRAM;
+	struct cli_args a;
+	char *val;
+	int f;
+	cli_args_begin(&a, CMD_INSPECT, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0)
+		;
+	if (f == CLI_ARGS_STOP)
+		return a.exit;
+	/* one block per file, as ls does with several; a bad one is said and
+	 * the rest still listed (exit 1 at the end) */
+	int status = EXIT_OK;
+	for (int i = 0; i < a.noperands; i++) {
+		struct tir_err err = {0};
+		char *s = tir_file_inspect(a.operands[i], &err);
+		if (!s) {
+			fflush(stdout);
+			cli_print_err(&err);
+			status = EXIT_PROGRAM;
+			continue;
+		}
+		if (i)
+			fputc('\n', stdout);
+		fputs(s, stdout);
+		free(s);
 	}
-	fputs(s, stdout);
-	free(s);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "tir: writing: %s\n", strerror(errno));
 		return EXIT_PROGRAM;
 	}
-	return EXIT_OK;
+	return status;
 }
 
 /* tir help [COMMAND|ops] (its words are no flags) */

@@ -58,8 +58,9 @@ int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
 		if (got <= 0 || err.code) {
 			cli_print_err(&err);
 			cli_remotes_close(g);
-			return err.code == TIR_ENOMEM ? EXIT_PROGRAM : err.code == TIR_ENET && connect ? EXIT_REMOTE
-												  : EXIT_USAGE;
+			/* a server that cannot be reached or does not answer is
+			 * the remote's failure; a malformed address, usage */
+			return err.code == TIR_ENOMEM ? EXIT_PROGRAM : err.code == TIR_ENET ? EXIT_REMOTE : EXIT_USAGE;
 		}
 		s = end ? end + 1 : s + len;
 	}

@@ -15,6 +15,7 @@
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@ struct repl {
 	bool quit;
 	bool computed;      /* something ran since the session began */
 	uint32_t line;      /* input lines read so far */
+	char **pending;     /* --input NAME=FILE not yet bound (NAME not declared yet) */
+	int npending;
 };
 
 /* Set by the signal handlers; the self-pipe wakes a read in progress
@@ -116,14 +119,50 @@ static bool is_name(const char *s)
 	return !*s;
 }
 
+/* The library's hints name tir run's options; here they are dot-commands:
+ * "--input x=F" is ".input x=F", "no --remote is given" says how to
+ * connect.  In place (the message shrinks or stays within its buffer). */
+static void repl_words(char *msg, size_t cap)
+{
+	static const struct {
+		const char *from, *to;
+	} sub[] = {
+		{"no --remote is given", "the session has no servers (.remote HOST:PORT)"},
+		{"--remote names", ".remote names"},
+		{"past --remote's list", "past .remote's list"},
+		{"--input ", ".input "},
+	};
+	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+		size_t lf = strlen(sub[i].from), lt = strlen(sub[i].to);
+		for (char *at = strstr(msg, sub[i].from); at; at = strstr(at + lt, sub[i].from)) {
+			size_t n = strlen(msg);
+			if (n - lf + lt >= cap)
+				break;
+			memmove(at + lt, at + lf, n - (size_t)(at - msg) - lf + 1);
+			memcpy(at, sub[i].to, lt);
+		}
+	}
+}
+
+/* cli_print_diags with repl_words */
+static void print_diags(const struct tir_program *p)
+{
+	for (int i = 0; i < tir_program_ndiags(p); i++) {
+		struct tir_err e = *tir_program_diag(p, i);
+		repl_words(e.msg, sizeof e.msg);
+		char *s = tir_err_render(&e);
+		if (s)
+			fputs(s, stderr);
+		free(s);
+	}
+	int more = tir_program_nerrors(p) - tir_program_ndiags(p);
+	if (more > 0)
+		fprintf(stderr, "tir: %d more error%s not shown\n", more, more == 1 ? "" : "s");
+}
+
 static void print_run_err(struct tir_err *e)
 {
-	/* the library's hint names tir run's option; here it is a dot-command */
-	char *s = strstr(e->msg, "--input ");
-	if (s) {
-		s[1] = '.';
-		memmove(s, s + 1, strlen(s + 1) + 1);
-	}
+	repl_words(e->msg, sizeof e->msg);
 	if (e->code == TIR_EINTERRUPT)
 		fputs("\ninterrupted\n", stderr); /* after the terminal's ^C */
 	else
@@ -161,6 +200,25 @@ static void compute(struct repl *r, size_t from, double parse_ms)
 	}
 }
 
+/* Bind each --input whose name the session now declares (before anything
+ * computes with it); an error is said once and the pair dropped. */
+static void bind_pending(struct repl *r)
+{
+	for (int i = 0; i < r->npending; i++) {
+		char *eq = strchr(r->pending[i], '=');
+		*eq = 0;
+		bool declared = tir_program_is_input(r->p, r->pending[i]);
+		struct tir_err err = {0};
+		if (declared && tir_exec_input_file(r->x, r->pending[i], eq + 1, &err)) {
+			print_run_err(&err);
+			r->failed = true;
+		}
+		*eq = '=';
+		if (declared)
+			r->pending[i--] = r->pending[--r->npending];
+	}
+}
+
 /* Parse a chunk of statements into the session and compute its prints. */
 static void eval_text(struct repl *r, const char *name, const char *text, size_t len,
 		      uint32_t first_line)
@@ -171,11 +229,12 @@ static void eval_text(struct repl *r, const char *name, const char *text, size_t
 	double parse_ms = tir_now_ms() - t0;
 	if (rc) {
 		if (tir_program_ndiags(r->p))
-			cli_print_diags(r->p);
+			print_diags(r->p);
 		else
 			fprintf(stderr, "tir: out of memory\n");
 		r->failed = true;
 	}
+	bind_pending(r);
 	if (tir_program_prints_from(r->p, from))
 		compute(r, from, parse_ms);
 }
@@ -273,7 +332,7 @@ static int dot_input(struct repl *r, char *arg)
 			name, name);
 		r->failed = true;
 	} else if (tir_exec_input_file(r->x, name, path, &err)) {
-		cli_print_err(&err);
+		print_run_err(&err);
 		r->failed = true;
 	}
 	return 0;
@@ -326,10 +385,25 @@ static int dot_save(struct repl *r, char *arg)
 			return 0;
 		}
 	}
+	/* what tir run --save checks, before anything is computed */
+	if (!cli_save_format_ok(path)) {
+		fprintf(stderr, "tir: .save: %s: the file's name must end in .npy or .safetensors (the format "
+			"written)\n", path);
+		r->failed = true;
+		return 0;
+	}
+	for (int i = 0; i < nnames; i++) {
+		if (cli_save_check(r->p, tok[i], path, ".save")) {
+			r->failed = true;
+			return 0;
+		}
+	}
 	struct tir_err err = {0};
 	interrupted = 0;
 	drain_wake_pipe();
-	if (tir_exec_run(r->x, tir_program_nstmts(r->p), (const char *const *)tok, nnames, &err)) {
+	int rc = tir_exec_run(r->x, tir_program_nstmts(r->p), (const char *const *)tok, nnames, &err);
+	r->computed = true; /* .explain shows what .save computed */
+	if (rc) {
 		print_run_err(&err);
 		r->failed = true;
 		return 0;
@@ -859,28 +933,59 @@ static void tty_close(char *hist)
 int cli_repl(int argc, char **argv)
 {
 	const char *remote = NULL;
+	size_t max_memory = SIZE_MAX;
 	struct cli_args a;
 	char *val;
 	int f;
+	char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+	int ninputs = 0;
+	if (!inputs) {
+		fprintf(stderr, "tir: out of memory\n");
+		return EXIT_PROGRAM;
+	}
 	cli_args_begin(&a, CMD_REPL, argc, argv);
-	while ((f = cli_args_next(&a, &val)) >= 0)
+	while ((f = cli_args_next(&a, &val)) >= 0) {
 		if (f == FLAG_REPL_REMOTE)
 			remote = val;
-	if (f == CLI_ARGS_STOP)
+		if (f == FLAG_REPL_MAX_MEMORY && !cli_parse_bytes(val, &max_memory)) {
+			free(inputs);
+			return cli_misuse(CMD_REPL, "--max-memory wants BYTES (e.g. 512M, 8G; 0: no limit), got '%s'", val);
+		}
+		if (f != FLAG_REPL_INPUT)
+			continue;
+		char *eq = strchr(val, '=');
+		if (eq)
+			*eq = 0;
+		bool good = eq && is_name(val) && eq[1];
+		if (eq)
+			*eq = '=';
+		if (!good) {
+			free(inputs);
+			return cli_misuse(CMD_REPL, "--input wants NAME=FILE, got '%s'", val);
+		}
+		inputs[ninputs++] = val;
+	}
+	if (f == CLI_ARGS_STOP) {
+		free(inputs);
 		return a.exit;
-	struct repl r = {.tty = isatty(STDIN_FILENO)};
+	}
+	struct repl r = {.tty = isatty(STDIN_FILENO), .pending = inputs, .npending = ninputs};
+	tir_set_max_memory(max_memory == SIZE_MAX ? tir_default_max_memory() : max_memory);
 	char *hist = NULL;
 	/* a session outlives the files it read: np.save rewrites a file in
 	 * place, which would change (or, shorter, fault) a mapped value */
 	tir_set_file_mapping(false);
 	if (remote) {
 		int st = cli_remotes_open(&r.remotes, remote, true);
-		if (st)
+		if (st) {
+			free(inputs);
 			return st;
+		}
 	}
 	if (session_open(&r) || (r.tty && tty_open(&r, &hist))) {
 		session_close(&r);
 		cli_remotes_close(&r.remotes);
+		free(inputs);
 		return EXIT_PROGRAM;
 	}
 	struct tir_str acc = {0};   /* a statement while its brackets (or a block's braces) are open */
@@ -945,5 +1050,6 @@ int cli_repl(int argc, char **argv)
 		tty_close(hist);
 	session_close(&r);
 	cli_remotes_close(&r.remotes);
+	free(inputs);
 	return r.failed && !r.tty ? EXIT_PROGRAM : EXIT_OK;
 }

@@ -7,9 +7,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct pair {
 	const char *name, *path;
@@ -22,7 +25,8 @@ struct run_opts {
 	const char *remote;
 	const char *trace;       /* --trace FILE.json */
 	const char *gemm;        /* --gemm tir|openblas */
-	bool no_fuse, explain, profile, full, quiet;
+	bool no_fuse, explain, profile, full, quiet, local;
+	size_t max_memory;       /* --max-memory; SIZE_MAX: not given (the default) */
 	int threads, precision;
 	enum cli_progress_mode progress;
 };
@@ -50,10 +54,95 @@ static bool parse_int(const char *s, int lo, int hi, int *out)
 	return true;
 }
 
+bool cli_parse_bytes(const char *s, size_t *v)
+{
+	char *end;
+	errno = 0;
+	if (!*s || !strchr("0123456789", *s))
+		return false;
+	unsigned long long n = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	int shift = 0;
+	const char *at = *end ? strchr("KMGT", *end & ~0x20) : NULL;
+	if (at) {
+		shift = 10 * (int)(at - "KMGT" + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+	}
+	if (*end || (shift && n > (SIZE_MAX >> shift)) || n > SIZE_MAX)
+		return false;
+	*v = (size_t)n << shift;
+	return true;
+}
+
+bool cli_save_format_ok(const char *path)
+{
+	size_t n = strlen(path);
+	return tir_path_is_safetensors(path) || (n > 4 && !strcmp(path + n - 4, ".npy"));
+}
+
+struct save_check {
+	const char *name;
+	char type[160];
+};
+
+static void find_var(void *ud, const struct tir_var *v)
+{
+	struct save_check *c = ud;
+	if (!strcmp(v->name, c->name))
+		snprintf(c->type, sizeof c->type, "%s", v->type);
+}
+
+int cli_save_check(const struct tir_program *p, const char *name, const char *path, const char *what)
+{
+	if (!tir_program_binds(p, name)) {
+		const char *sug = tir_program_suggest(p, name, strlen(name));
+		fprintf(stderr, "tir: %s %s=%s: no value named '%s' in the program%s%s%s\n", what, name, path, name,
+			sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
+		return EXIT_PROGRAM;
+	}
+	struct save_check c = {name, ""};
+	tir_program_vars(p, find_var, &c);
+	if (!tir_path_is_safetensors(path) && !strncmp(c.type, "bf16", 4)) {
+		fprintf(stderr, "tir: %s %s=%s: %s is %s: bf16 has no .npy dtype (NumPy has none); save it to a "
+			".safetensors file, or cast(%s, f32) first\n", what, name, path, name, c.type, name);
+		return EXIT_PROGRAM;
+	}
+	/* the folder must exist and take a new file (written as PATH.tmp, then renamed) */
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	struct stat st;
+	const char *why = NULL;
+	if (stat(dir, &st) != 0)
+		why = errno == ENOENT ? "no such folder" : strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a folder";
+	else if (access(dir, W_OK | X_OK) != 0)
+		why = "the folder is not writable";
+	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		why = "a folder of that name is there";
+	if (why) {
+		bool folder = why[0] != 'a'; /* the folder's fault: name it */
+		fprintf(stderr, "tir: %s %s=%s: %s%s%s\n", what, name, path, why, folder && slash ? ": " : "",
+			folder && slash ? dir : "");
+		return EXIT_PROGRAM;
+	}
+	return EXIT_OK;
+}
+
 /* 0, or an exit status to return now (-1: help was printed) */
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
 	o->precision = 6;
+	o->max_memory = SIZE_MAX;
 	o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
 	o->saves = calloc((size_t)argc + 1, sizeof *o->saves);
 	if (!o->inputs || !o->saves)
@@ -72,6 +161,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			if (!split_pair(val, &o->saves[o->nsaves++]))
 				return cli_misuse(CMD_RUN, "--save wants NAME=FILE.npy or NAME=FILE.safetensors, got '%s'", val);
 			const struct pair *sv = &o->saves[o->nsaves - 1];
+			if (!cli_save_format_ok(sv->path))
+				return cli_misuse(CMD_RUN, "--save %s=%s: the file's name must end in .npy or "
+					     ".safetensors (the format written)", sv->name, sv->path);
 			for (int j = 0; j < o->nsaves - 1; j++) {
 				if (strcmp(o->saves[j].path, sv->path))
 					continue;
@@ -105,6 +197,14 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case FLAG_RUN_PROGRESS:
 			if (!cli_progress_parse(val, &o->progress))
 				return cli_misuse(CMD_RUN, "--progress wants auto, always or never, got '%s'", val);
+			break;
+		case FLAG_RUN_MAX_MEMORY:
+			if (!cli_parse_bytes(val, &o->max_memory))
+				return cli_misuse(CMD_RUN, "--max-memory wants BYTES (e.g. 512M, 8G; 0: no limit), got '%s'",
+						  val);
+			break;
+		case FLAG_RUN_LOCAL:
+			o->local = true;
 			break;
 		case FLAG_RUN_NO_FUSE:
 			o->no_fuse = true;
@@ -174,14 +274,27 @@ int cli_run(int argc, char **argv)
 		tir_set_threads(o.threads);
 	if (o.gemm)
 		tir_set_gemm(o.gemm, NULL);
+	/* the tensors of a run here; a --remote run's are the server's */
+	tir_set_max_memory(o.max_memory == SIZE_MAX ? tir_default_max_memory() : o.max_memory);
 	/* first the remotes: a group's address stands for all its ranks, and
 	 * the program is checked against as many devices as they are */
-	if (o.remote && (status = cli_remotes_open(&remotes, o.remote, false)))
+	if (o.remote && !o.local && (status = cli_remotes_open(&remotes, o.remote, false)))
 		goto out;
 	double parse_ms = 0;
-	p = cli_load_program(o.file, remotes.n, &status, &parse_ms);
+	/* --local: remote:0, ... are CPU devices here, as many as --remote
+	 * names (nothing is opened) or as the program names */
+	int nlocal = o.remote ? cli_remotes_count(o.remote) : CLI_LOCAL_DEVICES;
+	p = cli_load_program(o.file, o.local ? nlocal : remotes.n, &status, &parse_ms);
 	if (!p)
 		goto out;
+	if (o.local && nlocal == CLI_LOCAL_DEVICES)
+		nlocal = status;
+	status = EXIT_OK;
+	/* every --save checked before anything runs: no run wasted, no
+	 * file of several written and the next refused */
+	for (int i = 0; i < o.nsaves; i++)
+		if ((status = cli_save_check(p, o.saves[i].name, o.saves[i].path, "--save")))
+			goto out;
 	x = tir_exec_new(p);
 	names = calloc((size_t)o.nsaves + 1, sizeof *names);
 	if (!x || !names) {
@@ -190,7 +303,12 @@ int cli_run(int argc, char **argv)
 		goto out;
 	}
 	struct tir_err err = {0};
-	if (o.remote) {
+	if (o.local && tir_exec_set_local(x, nlocal, &err)) {
+		cli_print_err(&err);
+		status = EXIT_PROGRAM;
+		goto out;
+	}
+	if (o.remote && !o.local) {
 		if (tir_exec_set_remotes(x, remotes.r, remotes.n, &err)) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;

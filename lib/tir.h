@@ -319,6 +319,14 @@ bool tir_path_is_safetensors(const char *path);
 char *tir_file_inspect(const char *path, struct tir_err *err);
 /* Give back the memory kept for reuse by freed tensors. */
 void tir_release_caches(void);
+/* A budget for the tensor bytes this process holds at once (0: none): a
+ * run whose plan would pass it is refused before it allocates, at the op
+ * of its largest value (TIR_EBUDGET), as tir serve --max-memory does. */
+void tir_set_max_memory(size_t bytes);
+/* Three quarters of the memory available now (MemAvailable of
+ * /proc/meminfo; of the machine's memory when that cannot be read): the
+ * budget of tir run and tir repl unless --max-memory says otherwise. */
+size_t tir_default_max_memory(void);
 /* Whether load and inputs map their file's data rather than read it
  * (default on): a tensor of at least 64 KiB whose data is aligned for its
  * dtype, in a dtype read as stored, is then the file's pages, read-only,
@@ -397,6 +405,12 @@ int tir_exec_set_remote(struct tir_exec *x, struct tir_remote *r, struct tir_err
  * returns 0, or -TIR_ENOMEM, -TIR_EUNSUPPORTED past TIR_MAX_REMOTES. */
 #define TIR_MAX_REMOTES 63
 int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n, struct tir_err *err);
+/* `tir run --local`: remote:0 .. remote:n-1 are n more CPU devices of this
+ * process, so that a program written for servers (its to, shard and
+ * all_reduce, placed as they would be) runs here alone, values moved
+ * between them in memory and collectives made of moves and elementwise
+ * ops.  For debugging: the results are a run on servers'.  0 or -code. */
+int tir_exec_set_local(struct tir_exec *x, int n, struct tir_err *err);
 
 /* `tir serve`: an HTTP server running batches from remote clients. */
 struct tir_serve_tenant {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 struct tir_exec *tir_exec_new(struct tir_program *p)
 {
@@ -200,21 +201,41 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
 	return 0;
 }
 
+void tir_set_max_memory(size_t bytes)
+{
+	tir_mem_set_limit(bytes);
+}
+
+size_t tir_default_max_memory(void)
+{
+	unsigned long long kb = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	uint64_t mem = (uint64_t)kb << 10;
+	if (!kb) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+		mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)8 << 30;
+	}
+	mem = mem / 4 * 3;
+	return mem > SIZE_MAX ? SIZE_MAX : (size_t)mem;
+}
+
 int tir_exec_input_file(struct tir_exec *x, const char *name, const char *path, struct tir_err *err)
 {
 	struct tir_tensor t = {0};
 	if (!find_input(x->prog, name))
 		return tir_errf(err, TIR_EDATA, NULL, "--input %s=%s: the program has no 'input %s'", name,
 				path, name);
-	/* the file's only tensor, or in a .safetensors file of several the one
-	 * named like the input */
-	int rc = tir_file_load(path, NULL, &t, err);
-	if (rc) {
-		struct tir_err e2 = {0};
-		if (tir_file_load(path, name, &t, &e2))
-			return rc;
-		rc = 0;
-	}
+	/* FILE or FILE:TENSOR; the file's only tensor, or in a .safetensors
+	 * file of several the one named like the input */
+	int rc = tir_file_load_input(path, name, &t, err);
+	if (rc)
+		return rc;
 	rc = tir_exec_set_input(x, name, &t, path, err);
 	tir_tensor_release(&t);
 	return rc;
@@ -896,6 +917,26 @@ int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n,
 		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%d remotes: at most %d at once", n, TIR_MAX_REMOTES);
 	for (int i = 0; i < n; i++) {
 		if (!(d[i] = tir_remote_device(r[i]))) {
+			while (i-- > 0)
+				d[i]->ops->free(d[i]);
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		}
+	}
+	for (int i = 1; i < x->ndev; i++)
+		x->dev[i]->ops->free(x->dev[i]);
+	x->ndev = 1;
+	for (int i = 0; i < n; i++)
+		x->dev[x->ndev++] = d[i];
+	return 0;
+}
+
+int tir_exec_set_local(struct tir_exec *x, int n, struct tir_err *err)
+{
+	if (n < 0 || n > TIR_MAX_REMOTES || n >= TIR_MAX_DEVICES)
+		return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%d devices: at most %d at once", n, TIR_MAX_REMOTES);
+	struct tir_device *d[TIR_MAX_DEVICES];
+	for (int i = 0; i < n; i++) {
+		if (!(d[i] = tir_cpu_device())) {
 			while (i-- > 0)
 				d[i]->ops->free(d[i]);
 			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");

@@ -575,6 +575,11 @@ struct tir_file_listing {
 };
 int tir_file_list(const char *path, struct tir_file_listing *list, struct tir_err *err);
 void tir_file_listing_free(struct tir_file_listing *list);
+/* The value of --input NAME=SPEC into dst: SPEC is FILE, or FILE:TENSOR
+ * (one tensor of a .safetensors file) when SPEC is not itself a file and
+ * the part before its last ':' is.  Without a TENSOR: the file's only
+ * tensor, or of several the one called NAME; else an error listing them. */
+int tir_file_load_input(const char *spec, const char *input, struct tir_tensor *dst, struct tir_err *err);
 /* Read the tensor (header validated, data read fully). dst must be empty. */
 int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 		  struct tir_err *err);

@@ -239,23 +239,35 @@ struct probe {
 	char dtype[64];        /* "<f4", "F32", "BF16" */
 	size_t esize;          /* bytes of an element */
 	bool loads;            /* info->dtype is tir's */
+	bool swap;             /* .npy: big-endian data, byte-swapped as it is read */
+	bool fortran;          /* .npy: column-major data, transposed as it is read */
 	bool lenient;          /* listing: a dtype tir does not read is no error */
 };
 
-static bool npy_dtype_of(const char *d, enum tir_dtype *dt)
+/* A plain descr ('<f4', '>i8', '|u1', '=f2') to tir's dtype; *swap when
+ * its bytes are big-endian and wider than one (read, then byte-swapped).
+ * '=' is the writer's native order, which NumPy only writes as '<' or '>'
+ * on disk; it is taken as little-endian. */
+static bool npy_dtype_of(const char *d, enum tir_dtype *dt, bool *swap)
 {
 	static const struct {
-		const char *descr;
+		const char *kind; /* type letter and bytes */
 		enum tir_dtype dt;
 	} ok[] = {
-		{"<f4", TIR_DTYPE_F32}, {"<f8", TIR_DTYPE_F64}, {"<i4", TIR_DTYPE_I32},
-		{"<i8", TIR_DTYPE_I64}, {"|b1", TIR_DTYPE_BOOL}, {"<b1", TIR_DTYPE_BOOL},
-		{"<f2", TIR_DTYPE_F16}, {"|i1", TIR_DTYPE_I8},   {"<i1", TIR_DTYPE_I8},
-		{"|u1", TIR_DTYPE_U8},  {"<u1", TIR_DTYPE_U8},   {"<i2", TIR_DTYPE_I16},
+		{"f4", TIR_DTYPE_F32}, {"f8", TIR_DTYPE_F64}, {"i4", TIR_DTYPE_I32},
+		{"i8", TIR_DTYPE_I64}, {"b1", TIR_DTYPE_BOOL}, {"f2", TIR_DTYPE_F16},
+		{"i1", TIR_DTYPE_I8},  {"u1", TIR_DTYPE_U8},  {"i2", TIR_DTYPE_I16},
 	};
+	if (!d[0] || !strchr("<>|=", d[0]))
+		return false;
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-		if (strcmp(d, ok[i].descr) == 0) {
+		if (strcmp(d + 1, ok[i].kind) == 0) {
+			size_t es = tir_dtype_size(ok[i].dt);
+			/* '|' (no order) is NumPy's mark of a one-byte type */
+			if (d[0] == '|' && es != 1)
+				return false;
 			*dt = ok[i].dt;
+			*swap = d[0] == '>' && es > 1;
 			return true;
 		}
 	}
@@ -276,7 +288,7 @@ static size_t npy_descr_size(const char *d)
 static int npy_dtype(struct tir_err *err, const char *path, const char *d, struct probe *pr)
 {
 	snprintf(pr->dtype, sizeof pr->dtype, "%s", d);
-	pr->loads = npy_dtype_of(d, &pr->info.dtype);
+	pr->loads = npy_dtype_of(d, &pr->info.dtype, &pr->swap);
 	if (pr->loads) {
 		pr->esize = tir_dtype_size(pr->info.dtype);
 		return 0;
@@ -285,8 +297,8 @@ static int npy_dtype(struct tir_err *err, const char *path, const char *d, struc
 	if (pr->lenient && pr->esize)
 		return 0;
 	return ferr(err, TIR_EDATA, path,
-		    "unsupported dtype '%s'%s; tir reads little-endian f2 f4 f8 i1 i2 i4 i8 u1 b1",
-		    d, d[0] == '>' ? " (big-endian)" : "");
+		    "unsupported dtype '%s'; tir reads f2 f4 f8 i1 i2 i4 i8 u1 b1 "
+		    "(little- or big-endian)", d);
 }
 
 static int npy_parse_dict(struct hdr *h, struct probe *pr)
@@ -311,7 +323,7 @@ static int npy_parse_dict(struct hdr *h, struct probe *pr)
 			if (h->p < h->end && (*h->p == '[' || *h->p == '{'))
 				return ferr(h->err, TIR_EDATA, h->path,
 					    "structured dtypes are not supported; tir reads "
-					    "little-endian f4 f8 i4 i8 b1");
+					    "f2 f4 f8 i1 i2 i4 i8 u1 b1");
 			rc = hdr_str(h, descr, sizeof descr, "expected a string for 'descr'");
 		} else if (strcmp(key, "fortran_order") == 0) {
 			seen = &seen_fortran;
@@ -344,10 +356,7 @@ static int npy_parse_dict(struct hdr *h, struct probe *pr)
 		return ferr(h->err, TIR_EDATA, h->path, "bad .npy header: no '%s' key", missing);
 	if ((rc = npy_dtype(h->err, h->path, descr, pr)))
 		return rc;
-	if (fortran)
-		return ferr(h->err, TIR_EDATA, h->path,
-			    "fortran_order is True (column-major data); tir reads C order: "
-			    "save numpy.ascontiguousarray(a)");
+	pr->fortran = fortran;
 	return 0;
 }
 
@@ -896,6 +905,71 @@ void tir_file_listing_free(struct tir_file_listing *list)
 	memset(list, 0, sizeof *list);
 }
 
+/* ---- --input NAME=FILE[:TENSOR] ---- */
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+int tir_file_load_input(const char *spec, const char *input, struct tir_tensor *dst, struct tir_err *err)
+{
+	memset(dst, 0, sizeof *dst);
+	/* FILE:TENSOR only when SPEC itself is no file and FILE is one: a
+	 * path with a colon in it still names its file */
+	const char *colon = strrchr(spec, ':');
+	if (!is_file(spec) && colon && colon > spec && colon[1]) {
+		char *file = strndup(spec, (size_t)(colon - spec));
+		if (!file)
+			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		int rc = 1;
+		if (is_file(file)) {
+			rc = tir_file_load(file, colon + 1, dst, err);
+			if (rc) {
+				char msg[sizeof err->msg];
+				snprintf(msg, sizeof msg, "%s", err->msg);
+				tir_errf(err, err->code, NULL, "--input %s=%s: %s", input, spec, msg);
+			}
+		}
+		free(file);
+		if (rc <= 0)
+			return rc;
+	}
+	int rc = tir_file_load(spec, NULL, dst, err);
+	if (!rc)
+		return 0;
+	/* of a .safetensors file of several, the one named like the input */
+	struct tir_file_listing l;
+	struct tir_err e2 = {0};
+	bool several = !tir_file_list(spec, &l, &e2) && l.n > 1 && !strcmp(l.format, "safetensors");
+	if (!several || !tir_file_load(spec, input, dst, &e2)) {
+		tir_file_listing_free(&l);
+		return several ? 0 : rc;
+	}
+	char names[200] = "";
+	size_t used = 0;
+	const char *near = l.e[0].name;
+	size_t neard = SIZE_MAX;
+	for (size_t i = 0; i < l.n; i++) {
+		size_t d = edit_distance(input, l.e[i].name);
+		if (d < neard) {
+			neard = d;
+			near = l.e[i].name;
+		}
+		if (i < 6 && used < sizeof names) {
+			int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", l.e[i].name);
+			used += n > 0 ? (size_t)n : 0;
+		}
+	}
+	rc = tir_errf(err, TIR_EDATA, NULL,
+		      "--input %s=%s: the file holds %zu tensors (%s%s) and none is named '%s'; "
+		      "say which, as --input %s=%s:%s", input, spec, l.n, names, l.n > 6 ? ", ..." : "",
+		      input, input, spec, near);
+	tir_file_listing_free(&l);
+	return rc;
+}
+
 /* ---- mapping the data (tir_set_file_mapping) ---- */
 
 #define MAP_MIN ((uint64_t)64 << 10)   /* smaller data is read: a mapping costs a page and a syscall */
@@ -938,21 +1012,69 @@ static int map_data(int fd, const char *path, const struct tir_file_info *info, 
 				   (char *)m + (info->data_offset - start), err);
 }
 
+/* Big-endian elements of es bytes to this machine's order, in place. */
+static void swap_bytes(unsigned char *p, uint64_t n, size_t es)
+{
+	for (uint64_t i = 0; i < n; i++, p += es) {
+		if (es == 2) {
+			uint16_t v;
+			memcpy(&v, p, 2);
+			v = __builtin_bswap16(v);
+			memcpy(p, &v, 2);
+		} else if (es == 4) {
+			uint32_t v;
+			memcpy(&v, p, 4);
+			v = __builtin_bswap32(v);
+			memcpy(p, &v, 4);
+		} else if (es == 8) {
+			uint64_t v;
+			memcpy(&v, p, 8);
+			v = __builtin_bswap64(v);
+			memcpy(p, &v, 8);
+		}
+	}
+}
+
+/* Column-major src (fortran_order: the first axis varies fastest) into
+ * row-major dst, elements of es bytes. */
+static void fortran_to_c(unsigned char *dst, const unsigned char *src, int rank, const int64_t *shape,
+			 size_t es)
+{
+	int64_t stride[TIR_MAX_RANK], idx[TIR_MAX_RANK] = {0}, numel = 1, off = 0;
+	for (int d = 0; d < rank; d++) {
+		stride[d] = numel;
+		numel *= shape[d];
+	}
+	for (int64_t i = 0; i < numel; i++) {
+		memcpy(dst + (size_t)i * es, src + (size_t)off * es, es);
+		for (int d = rank - 1; d >= 0; d--) {
+			off += stride[d];
+			if (++idx[d] < shape[d])
+				break;
+			off -= stride[d] * shape[d];
+			idx[d] = 0;
+		}
+	}
+}
+
 /* A new contiguous tensor in dst (empty on failure): the file's pages
- * (map_data) or a copy; bool bytes checked. */
+ * (map_data) or a copy; bool bytes checked.  Big-endian data is
+ * byte-swapped and Fortran-order data transposed into C order as it is
+ * read (never mapped). */
 int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 		  struct tir_err *err)
 {
 	struct probe pr = {0};
 	int fd;
+	unsigned char *tmp = NULL;
 	memset(dst, 0, sizeof *dst);
 	int rc = open_info(path, name, &fd, &pr, NULL, err);
 	if (rc)
 		return rc;
 	const struct tir_file_info info = pr.info;
-	/* (data read as another dtype or byte order than stored must not
-	 * come here: it is converted into memory of its own) */
-	int mapped = map_data(fd, path, &info, dst, err);
+	/* data read in another byte order or layout than stored must not be
+	 * mapped: it is converted into memory of its own */
+	int mapped = pr.swap || pr.fortran ? 1 : map_data(fd, path, &info, dst, err);
 	if (mapped < 0) {
 		close(fd);
 		return mapped;
@@ -961,11 +1083,23 @@ int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 		close(fd);
 		return ferr(err, err->code, path, "%s", err->msg);
 	}
-	const unsigned char *data = tir_tensor_data(dst);
-	if (mapped && info.data_bytes && read_at(fd, tir_tensor_data(dst), info.data_bytes, info.data_offset)) {
+	unsigned char *data = tir_tensor_data(dst);
+	if (pr.fortran && info.data_bytes && info.rank > 1) {
+		tmp = malloc(info.data_bytes);
+		if (!tmp) {
+			rc = ferr(err, TIR_ENOMEM, path, "out of memory reading Fortran-order data");
+			goto fail;
+		}
+	}
+	if (mapped && info.data_bytes && read_at(fd, tmp ? tmp : data, info.data_bytes, info.data_offset)) {
 		rc = read_err(err, path, "the data");
 		goto fail;
 	}
+	size_t es = tir_dtype_size(info.dtype);
+	if (pr.swap)
+		swap_bytes(tmp ? tmp : data, info.data_bytes / es, es);
+	if (tmp)
+		fortran_to_c(data, tmp, info.rank, info.shape, es);
 	if (info.dtype == TIR_DTYPE_BOOL) {
 		for (uint64_t i = 0; i < info.data_bytes; i++) {
 			if (data[i] > 1) {
@@ -976,9 +1110,11 @@ int tir_file_load(const char *path, const char *name, struct tir_tensor *dst,
 			}
 		}
 	}
+	free(tmp);
 	close(fd);
 	return 0;
 fail:
+	free(tmp);
 	close(fd);
 	tir_tensor_release(dst);
 	return rc;

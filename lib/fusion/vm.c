@@ -1437,7 +1437,16 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			int64_t on = 1;
 			for (int d = 0; d < v->n->type.rank; d++)
 				on *= v->n->type.shape[d];
-			if (info->leading || !tir_reduce_by_runs(x, mask) || on == 1)
+			/* a generator is no memory: the blocks compute its
+			 * elements as they fold them along rows, whatever the
+			 * layout, so sum(randn(...)) is never stored, as
+			 * sum(randn(...) * 2) is not; but to one value only as
+			 * the root, which the blocks split over the pool (a
+			 * reduction of leading axes reads it whole: the fuser
+			 * gives it none) */
+			bool gen = vm->vg[value_of(vm, j, 0)] != 0 && !info->leading &&
+				   (on > 1 || v->n == g->root);
+			if (!gen && (info->leading || !tir_reduce_by_runs(x, mask) || on == 1))
 				rc = premake(vm, j, err);
 		}
 	}

@@ -59,6 +59,7 @@ struct tir_remote {
 	long timeout_ms;
 	char session[64];            /* "" until made */
 	bool hung;                   /* a request timed out: do not wait on it again at close */
+	long spent_ms;               /* of TIR_TIMEOUT, by a /v1/info at open that timed out */
 	struct tir_remote_stats stats;
 	struct tir_str body;         /* the last reply's body (but results, which dec reads) */
 	bool too_long;               /* it was over BODY_MAX: the transfer was stopped */
@@ -605,6 +606,9 @@ static bool split_hostport(const char *s, char *host, size_t nhost, int *port)
 	return true;
 }
 
+#define DEFAULT_PORT 6667 /* tir serve's --port when none is given (cli/serve.c) */
+#define INFO_TIMEOUT_MS 5000L /* the /v1/info asked at open */
+
 /* TIR_TIMEOUT seconds (default 600) for one request, in ms. */
 static long timeout_ms(void)
 {
@@ -633,9 +637,19 @@ struct tir_remote *tir_remote_open(const char *hostport, const char *token, stru
 			 hostport);
 		return NULL;
 	}
-	if (!split_hostport(hp, host, sizeof host, &port)) {
-		tir_errf(err, TIR_ENET, NULL, "remote '%s': expected HOST:PORT or https://HOST:PORT (e.g. 127.0.0.1:6667)",
-			 hostport);
+	/* a trailing '/' (a URL's) is no part of the address; a HOST alone
+	 * ("localhost", "[::1]") is at tir serve's default port */
+	char addr[300];
+	size_t al = strlen(hp);
+	while (al && hp[al - 1] == '/')
+		al--;
+	snprintf(addr, sizeof addr, "%.*s", (int)(al < sizeof addr ? al : sizeof addr - 1), hp);
+	bool bare = al < sizeof addr - 8 && (addr[0] == '[' ? addr[al - 1] == ']' : !strchr(addr, ':'));
+	if (bare && al)
+		snprintf(addr + al, sizeof addr - al, ":%d", DEFAULT_PORT);
+	if (!split_hostport(addr, host, sizeof host, &port)) {
+		tir_errf(err, TIR_EDATA, NULL, "remote '%s': expected HOST, HOST:PORT, [IPV6]:PORT or "
+			 "https://HOST:PORT (e.g. 127.0.0.1:6667)", hostport);
 		return NULL;
 	}
 	if (token && (!*token || strpbrk(token, "\r\n"))) {
@@ -899,6 +913,13 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 	r->proto = -1;
 	r->retry_after = -1;
 	r->errbuf[0] = 0;
+	/* the first request after a /v1/info that timed out: what is left */
+	long spent = r->spent_ms;
+	if (spent) {
+		long left = r->timeout_ms - spent;
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
+		r->spent_ms = 0;
+	}
 	double t0 = tir_now_ms();
 	r->req_ms = t0;
 	r->first_ms = r->sent_ms = 0;
@@ -910,6 +931,8 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 		tir_exec_progress(r->x, &r->step);
 	}
 	CURLcode rc = curl_easy_perform(c);
+	if (spent)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
 	double t1 = tir_now_ms();
 	r->stats.net_ms += t1 - t0;
 	r->stats.round_trips++;
@@ -1796,15 +1819,18 @@ int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *
  * every rank ---- */
 
 /* r's /v1/info, asked once within a few seconds: its "group", or NULL
- * (a lone server, or none that answers).  *root: free with json_decref. */
-static json_t *group_of(struct tir_remote *r, json_t **root)
+ * (a lone server, or none that answers).  *root: free with json_decref.
+ * A request that timed out sets *hung, its error in *err: the caller
+ * counts the wait against TIR_TIMEOUT (so TIR_TIMEOUT=2 is 2 s, not this
+ * wait and then the next request's 2 s). */
+static json_t *group_of(struct tir_remote *r, json_t **root, bool *hung, struct tir_err *err)
 {
 	long st = 0;
-	struct tir_err err = {0};
 	*root = NULL;
-	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
-	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, &err);
+	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms < INFO_TIMEOUT_MS ? r->timeout_ms : INFO_TIMEOUT_MS);
+	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, err);
 	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	*hung = rc && r->hung;
 	memset(&r->stats, 0, sizeof r->stats);
 	if (rc || st != 200)
 		return NULL;
@@ -1820,7 +1846,23 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	if (!r)
 		return -err->code;
 	json_t *root;
-	json_t *g = group_of(r, &root);
+	bool hung = false;
+	struct tir_err ierr = {0};
+	double t0 = tir_now_ms();
+	json_t *g = group_of(r, &root, &hung, &ierr);
+	double spent = tir_now_ms() - t0;
+	/* no answer: all of TIR_TIMEOUT spent, or no connection made (the
+	 * next request would wait to connect as long again), is the answer;
+	 * else the next request has what is left of TIR_TIMEOUT */
+	if (hung && (spent >= r->timeout_ms - 50 || strstr(ierr.msg, "cannot connect"))) {
+		tir_remote_close(r);
+		*err = ierr;
+		return -err->code;
+	}
+	if (hung) {
+		r->hung = false;
+		r->spent_ms = (long)spent;
+	}
 	if (!g) {
 		json_decref(root);
 		if (max < 1) {

@@ -89,7 +89,8 @@ def test_repl_remote_off(a, b):
     check(".remote off: a line that needs no remote runs here",
           "q: f32[4]\n[1, 2, 3, 4]\n" in out, out + err)
     check(".remote off: a value on remote:1 is an error at its to",
-          re.search(r"<stdin>:4:5: error: to: no device remote:1: no --remote is given", err), err)
+          re.search(r"<stdin>:4:5: error: to: no device remote:1: the session has no servers \(\.remote HOST:PORT\)",
+                    err), err)
     check(".remote one server: a line placed nowhere runs on it", "sum(x): f32[]\n6\n" in out, out + err)
 
 

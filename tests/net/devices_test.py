@@ -193,7 +193,7 @@ def test_repl(a, b):
           re.search(r"^z\s+f32\[3, 4\]\s+remote:0\s+computed$", out, re.M) and
           re.search(r"^x\s+f32\[3, 4\]\s+any\s+input, given$", out, re.M), out)
     check("repl: to a device past the list is an error at check time, the session goes on",
-          "error: to: no device remote:3: --remote names 2 servers" in err and
+          "error: to: no device remote:3: .remote names 2 servers" in err and
           out.rstrip().endswith("remote: off (the session computes here)") and st == 1, err + out)
 
 

@@ -69,6 +69,7 @@ pair() {
 }
 
 run="--quiet $tmp/p.tir --input x=$tmp/x.npy"
+printf 'print exp(zeros([512, 512]))\n' >"$tmp/big.tir"
 for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 	cmd=${row%%:*} flag=${row#*:}
 	case $row in
@@ -109,6 +110,18 @@ for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 		! cmp -s "$tmp/o1" "$tmp/o3" && grep -q '^\[\[0\.123, 2\.12,' "$tmp/o1" && ok ||
 			bad "run --precision 3 printed as the default does"
 		pair 2 run precision 18 $run ;;
+	run:max-memory)
+		pair 0 run max-memory 1G $run
+		pair 1 run max-memory 1K --quiet "$tmp/big.tir"
+		pair 2 run max-memory lots $run ;;
+	repl:input)
+		printf 'input x: f32[2, 3]\nx\n' >"$tmp/repl_in.in"
+		in=$tmp/repl_in.in pair 0 repl input "x=$tmp/x.npy"
+		grep -q 'x: f32\[2, 3\]' "$tmp/o1" && ok || bad "repl --input x=FILE bound no value"
+		in=$tmp/repl_in.in pair 2 repl input "x" ;;
+	repl:max-memory)
+		in=$tmp/repl.in pair 0 repl max-memory 512M
+		in=$tmp/repl.in pair 2 repl max-memory 1X ;;
 	repl:remote)
 		in=$tmp/repl.in pair 0 repl remote "$addr"
 		grep -q 'f32\[2\]' "$tmp/o1" && ok || bad "repl --remote ADDR printed no value"
@@ -232,6 +245,6 @@ misuse "^tir repl: unknown option '--bogus'" repl --bogus
 misuse "^tir repl: --remote needs a value" repl --remote
 misuse "^tir fmt: unknown option '--dot2'" fmt "$tmp/p.tir" --dot2
 misuse "^tir check: which program? tir check FILE.tir" check
-misuse "^tir inspect: one file at a time" inspect a b
+misuse "^tir inspect: which file? tir inspect FILE\.\.\." inspect
 
 suite_end

@@ -365,16 +365,24 @@ static void test_npy_errors(void)
 
 	make_npy("u2.npy", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (12,), }",
 		 f6, sizeof f6);
-	expect_err("u2.npy", NULL, "unsupported dtype '<u2'; tir reads little-endian");
-	make_npy("be.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
+	expect_err("u2.npy", NULL, "unsupported dtype '<u2'; tir reads f2 f4 f8");
+	make_npy("bec.npy", 1, "{'descr': '>c8', 'fortran_order': False, 'shape': (3,), }",
 		 f6, sizeof f6);
-	expect_err("be.npy", NULL, "unsupported dtype '>f4' (big-endian)");
+	expect_err("bec.npy", NULL, "unsupported dtype '>c8'; tir reads f2 f4 f8 i1 i2 i4 i8 u1 b1 "
+		   "(little- or big-endian)");
+	make_npy("barf4.npy", 1, "{'descr': '|f4', 'fortran_order': False, 'shape': (6,), }",
+		 f6, sizeof f6);
+	expect_err("barf4.npy", NULL, "unsupported dtype '|f4'");
 	make_npy("rec.npy", 1, "{'descr': [('a', '<f4')], 'fortran_order': False, "
 		 "'shape': (6,), }", f6, sizeof f6);
 	expect_err("rec.npy", NULL, "structured dtypes are not supported");
+	/* a Fortran-order file is checked as any other: its bytes must be there */
 	make_npy("fort.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+		 f6, 20);
+	expect_err("fort.npy", NULL, "truncated: expected 24 bytes of data, file has 20");
+	make_npy("bef.npy", 1, "{'descr': '>f8', 'fortran_order': True, 'shape': (2, 3), }",
 		 f6, sizeof f6);
-	expect_err("fort.npy", NULL, "fortran_order is True");
+	expect_err("bef.npy", NULL, "truncated: expected 48 bytes of data, file has 24");
 
 	make_npy("neg.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 6), }",
 		 f6, sizeof f6);
@@ -414,6 +422,177 @@ static void test_npy_errors(void)
 	expect_err("empty.bin", NULL, "not a .npy or .safetensors file");
 	write_bytes("text.bin", "hello, world {}\n", 16);
 	expect_err("text.bin", NULL, "not a .npy or .safetensors file");
+}
+
+/* Big-endian and Fortran-order data, as NumPy writes `a.astype('>f4')` and
+ * `np.save(p, a.T)`: byte-swapped and transposed into C order on load. */
+static void test_npy_orders(void)
+{
+	struct tir_tensor t;
+	struct tir_err err = {0};
+
+	/* >f4 [2, 3]: 1.5 is 3f c0 00 00 */
+	unsigned char bef[24] = {0};
+	for (int i = 0; i < 6; i++) {
+		float v = (float)i + 0.5f;
+		uint32_t u;
+		memcpy(&u, &v, 4);
+		u = __builtin_bswap32(u);
+		memcpy(bef + 4 * i, &u, 4);
+	}
+	make_npy("be4.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
+		 bef, sizeof bef);
+	CHECK(tir_file_load(fpath("be4.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_F32 && t.rank == 2);
+	CHECK(((float *)tir_tensor_data(&t))[0] == 0.5f && ((float *)tir_tensor_data(&t))[5] == 5.5f);
+	tir_tensor_release(&t);
+
+	/* >i8, >i4, >i2, >f2, >f8: one element each */
+	const unsigned char i8[8] = {0x80, 0, 0, 0, 0, 0, 0, 0x01};
+	make_npy("be8.npy", 1, "{'descr': '>i8', 'fortran_order': False, 'shape': (1,), }", i8, 8);
+	CHECK(tir_file_load(fpath("be8.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_I64 && ((int64_t *)tir_tensor_data(&t))[0] == INT64_MIN + 1);
+	tir_tensor_release(&t);
+	const unsigned char i4[4] = {0xff, 0xff, 0xff, 0xfe};
+	make_npy("bei4.npy", 1, "{'descr': '>i4', 'fortran_order': False, 'shape': (), }", i4, 4);
+	CHECK(tir_file_load(fpath("bei4.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_I32 && t.rank == 0 && ((int32_t *)tir_tensor_data(&t))[0] == -2);
+	tir_tensor_release(&t);
+	const unsigned char i2[4] = {0x01, 0x02, 0xff, 0xff};
+	make_npy("bei2.npy", 1, "{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }", i2, 4);
+	CHECK(tir_file_load(fpath("bei2.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_I16 && ((int16_t *)tir_tensor_data(&t))[0] == 0x0102 &&
+	      ((int16_t *)tir_tensor_data(&t))[1] == -1);
+	tir_tensor_release(&t);
+	const unsigned char f2[2] = {0x3c, 0x00}; /* 1.0 */
+	make_npy("bef2.npy", 1, "{'descr': '>f2', 'fortran_order': False, 'shape': (1,), }", f2, 2);
+	CHECK(tir_file_load(fpath("bef2.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_F16 && ((uint16_t *)tir_tensor_data(&t))[0] == 0x3c00);
+	tir_tensor_release(&t);
+	/* one-byte types in every order NumPy may write them */
+	const uint8_t u3[3] = {0, 7, 255};
+	const char *u1s[] = {"|u1", "<u1", ">u1", "=u1"};
+	for (int i = 0; i < 4; i++) {
+		char dict[128];
+		snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (3,), }", u1s[i]);
+		make_npy("u1.npy", 1, dict, u3, 3);
+		CHECK(tir_file_load(fpath("u1.npy"), NULL, &t, &err) == 0);
+		CHECK(t.dtype == TIR_DTYPE_U8 && ((uint8_t *)tir_tensor_data(&t))[2] == 255);
+		tir_tensor_release(&t);
+	}
+	const uint8_t b2[2] = {1, 0};
+	make_npy("beb.npy", 1, "{'descr': '>b1', 'fortran_order': False, 'shape': (2,), }", b2, 2);
+	CHECK(tir_file_load(fpath("beb.npy"), NULL, &t, &err) == 0);
+	CHECK(t.dtype == TIR_DTYPE_BOOL && ((uint8_t *)tir_tensor_data(&t))[0] == 1);
+	tir_tensor_release(&t);
+
+	/* Fortran order: a [2, 3, 4] array whose first axis varies fastest */
+	int32_t fo[24], want[24];
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			for (int k = 0; k < 4; k++) {
+				int v = 100 * i + 10 * j + k;
+				fo[i + 2 * j + 6 * k] = v;
+				want[12 * i + 4 * j + k] = v;
+			}
+	make_npy("f3.npy", 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3, 4), }",
+		 fo, sizeof fo);
+	CHECK(tir_file_load(fpath("f3.npy"), NULL, &t, &err) == 0);
+	CHECK(t.rank == 3 && t.shape[0] == 2 && t.shape[2] == 4);
+	CHECK(memcmp(tir_tensor_data(&t), want, sizeof want) == 0);
+	tir_tensor_release(&t);
+	/* both at once: big-endian and Fortran order */
+	for (int i = 0; i < 24; i++)
+		fo[i] = (int32_t)__builtin_bswap32((uint32_t)fo[i]);
+	make_npy("bf3.npy", 1, "{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3, 4), }",
+		 fo, sizeof fo);
+	CHECK(tir_file_load(fpath("bf3.npy"), NULL, &t, &err) == 0);
+	CHECK(memcmp(tir_tensor_data(&t), want, sizeof want) == 0);
+	tir_tensor_release(&t);
+	/* Fortran order of rank 0, 1 and of an empty array is C order */
+	make_npy("f0.npy", 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (0, 3), }", NULL, 0);
+	CHECK(tir_file_load(fpath("f0.npy"), NULL, &t, &err) == 0);
+	CHECK(t.rank == 2 && tir_tensor_numel(&t) == 0);
+	tir_tensor_release(&t);
+	make_npy("f1.npy", 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (5,), }", want, 20);
+	CHECK(tir_file_load(fpath("f1.npy"), NULL, &t, &err) == 0);
+	CHECK(memcmp(tir_tensor_data(&t), want, 20) == 0);
+	tir_tensor_release(&t);
+	/* big enough to be mapped were it little-endian C order: it is read */
+	static int32_t bigf[64 * 1024];
+	for (int i = 0; i < 64 * 1024; i++)
+		bigf[i] = (int32_t)__builtin_bswap32((uint32_t)i);
+	FILE *f = fopen(fpath("bigbe.npy"), "wb");
+	const char hd[] = "{'descr': '>i4', 'fortran_order': True, 'shape': (256, 256), }";
+	unsigned char pre[10] = "\x93NUMPY\x01\x00";
+	size_t hl = (10 + strlen(hd) + 1 + 63) / 64 * 64 - 10;
+	pre[8] = (unsigned char)hl;
+	pre[9] = (unsigned char)(hl >> 8);
+	fwrite(pre, 1, 10, f);
+	fwrite(hd, 1, strlen(hd), f);
+	for (size_t i = strlen(hd); i + 1 < hl; i++)
+		fputc(' ', f);
+	fputc('\n', f);
+	fwrite(bigf, 4, 64 * 1024, f);
+	fclose(f);
+	size_t mapped0 = tir_mapped_bytes();
+	CHECK(tir_file_load(fpath("bigbe.npy"), NULL, &t, &err) == 0);
+	CHECK(tir_mapped_bytes() == mapped0);
+	/* element [i][j] was stored at i + 256 j */
+	CHECK(((int32_t *)tir_tensor_data(&t))[1] == 256 && ((int32_t *)tir_tensor_data(&t))[256] == 1);
+	tir_tensor_release(&t);
+}
+
+/* Headers mutated at random (bytes changed, cut, grown) are loaded or
+ * refused with an error naming the file, never a crash; a header whose
+ * shape lies about the data is an error. */
+static void test_npy_fuzz(void)
+{
+	const char *dicts[] = {
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+		"{'descr': '>i8', 'fortran_order': True, 'shape': (3, 1), }",
+		"{'descr': '|b1', 'fortran_order': False, 'shape': (6,), }",
+	};
+	unsigned char data[48] = {0};
+	uint32_t seed = 12345;
+	int loaded = 0, refused = 0;
+	for (int round = 0; round < 3000; round++) {
+		char dict[160];
+		snprintf(dict, sizeof dict, "%s", dicts[round % 3]);
+		size_t n = strlen(dict);
+		int edits = 1 + round % 4;
+		for (int e = 0; e < edits; e++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t at = (seed >> 8) % n;
+			static const char alphabet[] = "0123456789(),: '{}<>|=fibuTrueFals-\"x";
+			seed = seed * 1103515245u + 12345u;
+			if ((seed >> 20) % 5 == 0 && n > 2)
+				dict[--n] = 0;                    /* cut */
+			else
+				dict[at] = alphabet[(seed >> 8) % (sizeof alphabet - 1)];
+		}
+		seed = seed * 1103515245u + 12345u;
+		static const size_t exact[3] = {24, 24, 6};
+		size_t nd = (seed >> 24) % 2 ? exact[round % 3] : (seed >> 12) % 49;
+		make_npy("fz.npy", 1 + (int)((seed >> 8) % 3), dict, data, nd);
+		struct tir_tensor t;
+		struct tir_err err = {0};
+		if (tir_file_load(fpath("fz.npy"), NULL, &t, &err) == 0) {
+			loaded++;
+			CHECK((size_t)tir_tensor_numel(&t) * tir_dtype_size(t.dtype) <= sizeof data);
+			tir_tensor_release(&t);
+		} else {
+			refused++;
+			CHECK(err.code == TIR_EDATA && strncmp(err.msg, fpath("fz.npy"), strlen(dir)) == 0);
+		}
+	}
+	CHECK(loaded > 0 && refused > 0);
+	/* the shape lies: more elements than the data holds, or fewer */
+	const float f6[6] = {0};
+	make_npy("lie.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 3), }", f6, sizeof f6);
+	expect_err("lie.npy", NULL, "truncated: expected 36 bytes of data, file has 24");
+	make_npy("lie2.npy", 1, "{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }", f6, sizeof f6);
+	expect_err("lie2.npy", NULL, "8 trailing bytes");
 }
 
 static void test_safetensors(void)
@@ -768,6 +947,8 @@ int main(void)
 	test_roundtrips();
 	test_npy_versions();
 	test_npy_errors();
+	test_npy_orders();
+	test_npy_fuzz();
 	test_safetensors();
 	test_save_errors();
 	test_listing();
