@@ -253,6 +253,9 @@ int cli_serve(int argc, char **argv)
 			ok = parse_num(val, 1, 100000000, false, &v);
 			o.max_ops = (int)v;
 			break;
+		case FLAG_SERVE_GRAPH_CACHE:
+			ok = parse_num(val, 1, UINT64_MAX, true, &o.graph_cache);
+			break;
 		case FLAG_SERVE_TRANSFER_SECONDS:
 			ok = parse_num(val, 1, 86400, false, &v);
 			o.transfer_seconds = (int)v;

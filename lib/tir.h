@@ -436,8 +436,10 @@ struct tir_serve_opts {
 	/* set before listening is called when the server is a rank of a
 	 * group (started under mpirun; docs/groups.md), else left */
 	int *group_rank, *group_size;
-	/* ops one batch text may make, its loops and calls expanded (0: 100000) */
+	/* ops one batch text may make, its loops and calls expanded (0: 40000) */
 	int max_ops;
+	/* bytes the parsed batch texts kept may hold, those in use counted (0: 64 MiB) */
+	uint64_t graph_cache;
 };
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);

@@ -69,8 +69,8 @@ static json_t *err_json(const struct tir_err *e, const char *rendered)
 /* ---- what a tenant holds of --max-memory ---- */
 
 /* What a parsed node costs, its plan included (a text of 100,000 adds,
- * parsed, planned and run, held 110 MB): charged as the parse makes the
- * nodes, CHARGE_NODES at a time. */
+ * parsed, planned and run, held 110 MB), and a literal's data 1.5 times:
+ * charged as the parse makes the nodes, CHARGE_NODES at a time. */
 #define NODE_COST 1536
 #define CHARGE_NODES 256
 
@@ -146,7 +146,7 @@ struct counter {
 	struct tir_pass inner;
 	struct server *s;
 	int tenant;
-	uint64_t nodes, max, charged;
+	uint64_t nodes, max, charged, data;
 	uint64_t cap;                  /* the graph cache's size: no graph is kept past it */
 	enum { COUNT_OK, COUNT_OPS, COUNT_MEMORY, COUNT_CACHE } over;
 };
@@ -162,8 +162,14 @@ static int count_node(void *ud, struct tir_program *p, struct tir_node *n, struc
 				"the batch makes more than %llu ops (its loops and calls expanded), this server's "
 				"limit (--max-ops)", (unsigned long long)k->max);
 	}
-	if (k->nodes * NODE_COST > k->charged) {
-		uint64_t step = (uint64_t)CHARGE_NODES * NODE_COST;
+	if (n->data) /* (a literal, checked: its type is its data's) */
+		k->data += (uint64_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) * 3 / 2;
+	if (k->nodes * NODE_COST + k->data > k->charged) {
+		/* node by node at first (a small text under a small budget),
+		 * then CHARGE_NODES at a time */
+		uint64_t step = (k->nodes < CHARGE_NODES ? k->nodes : CHARGE_NODES) * NODE_COST;
+		if (step < k->nodes * NODE_COST + k->data - k->charged)
+			step = k->nodes * NODE_COST + k->data - k->charged;
 		if (k->charged + step > k->cap) {
 			k->over = COUNT_CACHE;
 			return tir_errf(err, TIR_EBUDGET, &n->loc, "the batch's graph is over the graph cache");
@@ -804,7 +810,7 @@ static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 					 json_pack("{sI sI}", "graph_bytes", (json_int_t)cost, "cache_bytes",
 						   (json_int_t)graph_store_cap(s->graphs)),
 					 "text: its parsed graph would hold %s or more, over this server's cache of batch graphs "
-					 "(%s: a quarter of --max-memory, at least 64 MiB)",
+					 "(%s: --graph-cache)",
 					 tir_bytes_str(cost, a), tir_bytes_str(graph_store_cap(s->graphs), b));
 			goto out;
 		}

@@ -42,10 +42,11 @@
 #define DEFAULT_PER_ADDRESS 32
 #define DEFAULT_HEADER_TIMEOUT 10
 #define MAX_GRAPHS 256
-/* The cache of parsed batch texts (store.c) holds a quarter of
- * --max-memory, at least this much, the graphs in use counted. */
-#define GRAPH_CACHE_MIN ((uint64_t)64 << 20)
-#define DEFAULT_MAX_OPS 100000          /* ops of one batch text, its loops expanded */
+/* The cache of parsed batch texts (store.c): --graph-cache's default, the
+ * graphs in use counted.  A parsed op costs NODE_COST (runq.c), so the
+ * default --max-ops fits in it. */
+#define DEFAULT_GRAPH_CACHE ((uint64_t)64 << 20)
+#define DEFAULT_MAX_OPS 40000           /* ops of one batch text, its loops expanded */
 #define DEFAULT_MAX_BATCH_SECONDS 300
 #define POOL_THREADS 4
 #define CONNECTION_TIMEOUT 30
@@ -1177,8 +1178,7 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
 	s->blobs = blob_store_new(s->o.blob_cache);
-	s->graphs = graph_store_new(MAX_GRAPHS, s->o.max_memory / 4 > GRAPH_CACHE_MIN ? s->o.max_memory / 4
-										   : GRAPH_CACHE_MIN);
+	s->graphs = graph_store_new(MAX_GRAPHS, s->o.graph_cache ? s->o.graph_cache : DEFAULT_GRAPH_CACHE);
 	s->sessions = session_store_new(s->o.max_sessions, s->o.session_ttl);
 	if (s->sessions) /* a lease-less session idle a lease's time gives its slot to its tenant's next */
 		session_store_set_reclaim(s->sessions, s->o.session_lease);
