@@ -376,7 +376,7 @@ def test_tenant_shares():
         with open(path, "w") as f:
             f.write("alice tokA\nbob tokB\n")
         os.chmod(path, 0o600)
-        srv = Server("--max-memory", "1G", "--tokens", path, "--max-sessions", "4", "--session-lease", "1")
+        srv = Server("--max-memory", "1G", "--tokens", path, "--max-sessions", "4", "--session-lease", "3")
         A = {"Authorization": "Bearer tokA"}
         B = {"Authorization": "Bearer tokB"}
         try:
@@ -391,19 +391,22 @@ def test_tenant_shares():
             sb = new_session(srv, B)
             r = run(srv, sb, "v: f32[50000000] = full([50000000], 2.0)\ns: f32[] = sum(v)\nprint s\n", headers=B)
             check("tenants: B's 200 MB batch runs beside A's values", r.status == 200, describe(r))
-            r = run(srv, sb, "v: f32[150000000] = full([150000000], 2.0)\nw: f32[150000000] = mul(v, 2)\n"
-                    "s: f32[] = sum(w)\nprint s\n", headers=B)
+            # a plan of 772 MB at its peak (a, and the product of 576 MB)
+            r = run(srv, sb, "a: f32[4096, 12000] = randn([4096, 12000], seed=1)\nt: f32[12000, 4096] = transpose(a)\n"
+                    "b: f32[12000, 12000] = matmul(t, a)\ns: f32[] = sum(b)\nprint s\n", headers=B)
             e = r.err()
             msg = e.get("message", "")
             check("tenants: B's batch over its share: 413 memory with B's share, none of the server's figures",
                   error_is(r, 413, "memory") and "your share of 512 MiB" in msg and "1.0 GiB" not in msg and
                   "left" not in msg and "budget" not in e and e.get("share") == 512 * MIB, describe(r))
-            # sessions: --max-sessions 4 split between two: 2 each
+            # sessions: --max-sessions 4 split between two: 2 each (sa
+            # touched first: it has not been idle for the 3 s of a lease)
+            run(srv, sa, SMALL, headers=A)
             sa2 = new_session(srv, A)
             r = request(srv, "POST", "/v1/sessions", headers=A)
             check("tenants: sessions split evenly (a third of A's refused while both are in use)",
                   sa2 is not None and r.status == 503, describe(r))
-            # a session without a lease gives its slot once idle --session-lease (1 s)
+            # a session without a lease gives its slot once idle --session-lease (3 s)
             got = eventually(lambda: request(srv, "POST", "/v1/sessions", headers=A).status == 201, 15)
             check("tenants: a lease-less session idle past --session-lease gives its slot to the tenant's next",
                   got)
