@@ -82,7 +82,7 @@ uint64_t tenant_held(struct server *s, int t)
 
 /* Take `more` of --max-memory for tenant t, within its share; false when
  * either has not that much left (nothing taken). */
-static bool charge_tenant(struct server *s, int t, uint64_t more)
+static bool charge_once(struct server *s, int t, uint64_t more)
 {
 	struct tenant *tn = &s->tenants[t];
 	if (tn->max_memory && (more > tn->max_memory || tenant_held(s, t) > tn->max_memory - more))
@@ -91,6 +91,14 @@ static bool charge_tenant(struct server *s, int t, uint64_t more)
 		return false;
 	atomic_fetch_add(&tn->mem, more);
 	return true;
+}
+
+/* (the cached graphs no batch uses are let go first, the tenant's for its
+ * share, anyone's for the budget) */
+static bool charge_tenant(struct server *s, int t, uint64_t more)
+{
+	return charge_once(s, t, more) || (graph_store_trim(s->graphs, t) && charge_once(s, t, more)) ||
+	       (graph_store_trim(s->graphs, -1) && charge_once(s, t, more));
 }
 
 static void uncharge_tenant(struct server *s, int t, uint64_t n)
@@ -594,6 +602,11 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	tir_exec_set_interrupt(x, &job->cancel);
 	double t0 = tir_now_ms();
 	int rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
+	/* over the budget: the cached graphs no batch uses go, and once more */
+	if (rc && err.code == TIR_EBUDGET && !job->cancel && graph_store_trim(s->graphs, -1)) {
+		memset(&err, 0, sizeof err);
+		rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
+	}
 	tir_exec_set_interrupt(x, NULL);
 	pthread_mutex_lock(&s->q.mu);
 	int why = job->why;

@@ -1055,7 +1055,8 @@ static void tenant_shares(struct server *s, struct tenant *t, const struct tir_s
 	int sessions = n > 1 ? s->o.max_sessions / n : s->o.max_sessions;
 	t->max_sessions = in && in->max_sessions > 0 ? in->max_sessions : sessions > 0 ? sessions : 1;
 	uint64_t mem = n > 1 ? s->o.max_memory / 2 : s->o.max_memory;
-	t->max_memory = in && in->max_memory > 0 && in->max_memory < s->o.max_memory ? in->max_memory : mem;
+	t->max_memory = !in || !in->max_memory ? mem : in->max_memory < s->o.max_memory ? in->max_memory
+										      : s->o.max_memory;
 	int batches = n > 1 ? s->o.max_sessions / 2 : 0;
 	t->max_batches = in && in->max_batches > 0 ? in->max_batches : n > 1 && batches < 1 ? 1 : batches;
 	atomic_init(&t->mem, 0);

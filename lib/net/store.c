@@ -466,6 +466,31 @@ void graph_unref(struct graph_store *s, struct graph *g)
 	graph_free_list(victims);
 }
 
+uint64_t graph_store_trim(struct graph_store *s, int tenant)
+{
+	struct graph *victims = NULL;
+	uint64_t freed = 0;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nb; i++)
+		for (struct graph **pp = &s->b[i]; *pp;) {
+			struct graph *g = *pp;
+			if (g->refs || (tenant >= 0 && g->tenant != tenant)) {
+				pp = &g->next;
+				continue;
+			}
+			*pp = g->next;
+			s->n--;
+			s->bytes -= g->cost;
+			s->per[g->tenant] -= g->cost;
+			freed += g->cost;
+			g->next = victims;
+			victims = g;
+		}
+	pthread_mutex_unlock(&s->mu);
+	graph_free_list(victims);
+	return freed;
+}
+
 uint64_t graph_store_tenant_bytes(struct graph_store *s, int tenant)
 {
 	pthread_mutex_lock(&s->mu);

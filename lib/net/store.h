@@ -89,6 +89,8 @@ struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, stru
 			uint64_t cost, int *why);
 /* Let go of a reference (and evict what no longer fits). */
 void graph_unref(struct graph_store *s, struct graph *g);
+/* Drop the graphs no run holds, tenant's (-1: anyone's): what they cost. */
+uint64_t graph_store_trim(struct graph_store *s, int tenant);
 /* What tenant's graphs cost; the cache's size; graphs refused for room. */
 uint64_t graph_store_tenant_bytes(struct graph_store *s, int tenant);
 uint64_t graph_store_cap(const struct graph_store *s);
