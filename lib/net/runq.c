@@ -555,6 +555,7 @@ static enum MHD_Result tenant_budget_error(struct server *s, struct MHD_Connecti
 	free(rend);
 	json_object_set_new(extra, "peak", json_integer((json_int_t)peak));
 	json_object_set_new(extra, "share", json_integer((json_int_t)tn->max_memory));
+	json_object_set_new(extra, "budget", json_integer((json_int_t)tn->max_memory)); /* its own */
 	json_object_set_new(extra, "held", json_integer((json_int_t)held));
 	if (never)
 		return reply_error(c, r, 413, "memory", extra, "%s", err->msg);
@@ -779,6 +780,8 @@ static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 		atomic_fetch_sub(&s->tenants[r->tenant].mem, cost);
 		if (prc && k->over == COUNT_OPS) {
 			const struct tir_err *e = tir_program_diag(p, 0);
+			for (int i = 1; e->code != TIR_EBUDGET && i < tir_program_ndiags(p); i++)
+				e = tir_program_diag(p, i); /* the limit's, not an error before it */
 			char *rend = tir_err_render(e);
 			json_t *extra = err_json(e, rend);
 			json_object_set_new(extra, "limit", json_integer(s->o.max_ops));
@@ -893,7 +896,7 @@ static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 		return true;
 	free(j);
 out:
-	(void)ok;
+	(void)ok; /* answered: MHD sends it once the caller resumes the connection */
 	run_free(s, &u);
 	return false;
 }
