@@ -263,8 +263,8 @@ def test_small_bodies():
 def test_healthz_while_parsing():
     """Texts are parsed on parse threads, not on the HTTP threads: while six
     texts of 200,000 adds are parsed (and refused or run), /healthz answers
-    within 50 ms (90th percentile; six concurrent ones delayed it by up to
-    1,023 ms)."""
+    within 50 ms (90th percentile), none waiting for a parse (six concurrent
+    ones delayed it by up to 1,023 ms)."""
     srv = Server("--max-memory", "4G", "--max-ops", "250000", "--graph-cache", "1G")
     try:
         sids = [new_session(srv) for _ in range(6)]
@@ -274,8 +274,6 @@ def test_healthz_while_parsing():
         def one(i):
             out[i] = run(srv, sids[i], million_add(200000).replace("print", f"t0b: f32[3] = add(t0, {i})\nprint"),
                          {"t0": {"blob": h}})
-        # the texts made before the clock starts: sending is the client's time
-        texts = []
         ts = [threading.Thread(target=one, args=(i,)) for i in range(6)]
         for t in ts:
             t.start()
@@ -287,7 +285,6 @@ def test_healthz_while_parsing():
             lat.append((time.monotonic() - t0, ok))
         for t in ts:
             t.join(60)
-        del texts
         ms = sorted(x[0] * 1e3 for x in lat)
         n = len(ms)
         p50, p90, worst = (ms[n // 2], ms[int(n * 0.9)], ms[-1]) if n else (0, 0, 0)
@@ -296,6 +293,10 @@ def test_healthz_while_parsing():
         check("healthz while parsing: every ask answered 200", n > 0 and all(x[1] for x in lat), f"{n} asks")
         check("healthz while parsing: 90th percentile under 50 ms", n >= 5 and p90 < 50,
               f"{n} asks, 90th {p90:.1f} ms, worst {worst:.1f} ms")
+        # (parsed on the HTTP threads, an ask that met a thread parsing
+        # waited for the parse: 3,266 ms here, the 90th percentile 1.7 ms)
+        check("healthz while parsing: no ask waits for a parse (the worst under 1 s)", n >= 5 and worst < 1000,
+              f"worst {worst:.1f} ms")
         check("healthz while parsing: the six answered", all(r is not None and r.status in (200, 503) for r in out),
               str([describe(r) if r else None for r in out]))
     finally:
