@@ -907,6 +907,7 @@ class Mallory(Client):
                      f"p: f32[{pad}] = zeros([{pad}])"]
             lines += [f"x{i + 1}: f32[512, 512] = matmul(x{i}, w)" for i in range(8)]
             r = self.send("\n".join(lines + ["s: f32[] = sum(x8)", "print s"]) + "\n", "a crafted bound")
+            self.gone_with_restart(r)
             if self.over_budget(r):
                 return
             if r.status == 200 and np.isfinite(results(r.body)[1][0]):
