@@ -118,17 +118,17 @@ static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, i
 		eol = strchr(p, '\n');
 		if (eol)
 			*eol = 0;
-		char *fld[5];
+		char *fld[7];
 		int nf = 0;
-		for (char *q = strtok(p, " \t\r"); q && nf < 5; q = strtok(NULL, " \t\r"))
+		for (char *q = strtok(p, " \t\r"); q && nf < 7; q = strtok(NULL, " \t\r"))
 			fld[nf++] = q;
 		if (!nf || fld[0][0] == '#')
 			continue;
 		const char *why = NULL;
 		if (nf < 2)
-			why = "expected NAME TOKEN [sessions=N] [inflight=BYTES]";
-		else if (nf > 4)
-			why = "more than NAME TOKEN [sessions=N] [inflight=BYTES]";
+			why = "expected NAME TOKEN [sessions=N] [inflight=BYTES] [memory=BYTES] [batches=N]";
+		else if (nf > 6)
+			why = "more than NAME TOKEN [sessions=N] [inflight=BYTES] [memory=BYTES] [batches=N]";
 		else if (!name_ok(fld[0]))
 			why = "a name is 1 to 64 of A-Z a-z 0-9 _ . -";
 		else if (*n >= max)
@@ -142,9 +142,13 @@ static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, i
 				uint64_t v;
 				if (!strncmp(fld[k], "sessions=", 9) && parse_num(fld[k] + 9, 1, 1000000, false, &v))
 					e->max_sessions = (int)v;
+				else if (!strncmp(fld[k], "batches=", 8) && parse_num(fld[k] + 8, 1, 1000000, false, &v))
+					e->max_batches = (int)v;
 				else if (!(!strncmp(fld[k], "inflight=", 9) &&
-					   parse_num(fld[k] + 9, 1, UINT64_MAX, true, &e->max_inflight)))
-					why = "an option is sessions=N or inflight=BYTES";
+					   parse_num(fld[k] + 9, 1, UINT64_MAX, true, &e->max_inflight)) &&
+					 !(!strncmp(fld[k], "memory=", 7) &&
+					   parse_num(fld[k] + 7, 1, UINT64_MAX, true, &e->max_memory)))
+					why = "an option is sessions=N, inflight=BYTES, memory=BYTES or batches=N";
 			}
 			for (int j = 0; j < *n - 1 && !why; j++)
 				if (!strcmp(t[j].name, e->name))
@@ -248,7 +252,14 @@ int cli_serve(int argc, char **argv)
 			break;
 		case FLAG_SERVE_MAX_BATCH_SECONDS:
 			ok = parse_num(val, 0, 1000000000, false, &v);
-			o.max_batch_seconds = (int)v;
+			o.max_batch_seconds = v ? (int)v : -1; /* 0: no limit (the library's 0 is its default) */
+			break;
+		case FLAG_SERVE_MAX_OPS:
+			ok = parse_num(val, 1, 100000000, false, &v);
+			o.max_ops = (int)v;
+			break;
+		case FLAG_SERVE_GRAPH_CACHE:
+			ok = parse_num(val, 1, UINT64_MAX, true, &o.graph_cache);
 			break;
 		case FLAG_SERVE_TRANSFER_SECONDS:
 			ok = parse_num(val, 1, 86400, false, &v);

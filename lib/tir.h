@@ -418,6 +418,10 @@ struct tir_serve_tenant {
 	const char *token;          /* its Bearer token */
 	int max_sessions;           /* sessions it may have open (0: --max-sessions) */
 	uint64_t max_inflight;      /* bytes of its bodies received at once (0: --max-inflight) */
+	uint64_t max_memory;        /* its share of max_memory (0: all of it with one tenant, half
+				     * with several) */
+	int max_batches;            /* its batches running at once (0: all the compute threads with
+				     * one tenant, half of them, at least 1, with several) */
 };
 
 struct tir_serve_opts {
@@ -440,7 +444,7 @@ struct tir_serve_opts {
 	 * cgroup's limit when that is lower) */
 	uint64_t max_memory;
 	/* seconds a batch may run before it is stopped, inside a kernel if
-	 * need be (0: no limit) */
+	 * need be (0: 300; negative: no limit) */
 	int max_batch_seconds;
 	/* HTTPS: files of the certificate (chain) and its key, PEM; both or
 	 * neither (NULL: plain HTTP) */
@@ -461,6 +465,10 @@ struct tir_serve_opts {
 	/* set before listening is called when the server is a rank of a
 	 * group (started under mpirun; docs/groups.md), else left */
 	int *group_rank, *group_size;
+	/* ops one batch text may make, its loops and calls expanded (0: 40000) */
+	int max_ops;
+	/* bytes the parsed batch texts kept may hold, those in use counted (0: 64 MiB) */
+	uint64_t graph_cache;
 };
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);

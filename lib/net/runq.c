@@ -1,17 +1,24 @@
 /*
- * runq.c — POST /v1/sessions/ID/run: the request read and checked (the
- * batch text parsed once per graph, the inputs found in the session and
- * the blob store, a 409 for what is missing), then queued and run by a
- * compute thread, which answers it and resumes its connection (suspended
- * meanwhile, so that MHD's threads go on with everything else).
+ * runq.c — POST /v1/sessions/ID/run: the request read and checked on a
+ * parse thread (its JSON; the batch text parsed once per graph, at most
+ * --max-ops ops, each charged to --max-memory as it is made; the inputs
+ * found in the session and the blob store, a 409 for what is missing),
+ * then queued and run by a compute thread, which answers it and resumes
+ * its connection (suspended from the moment its body is in, so that MHD's
+ * threads go on with everything else: /healthz answers while texts of
+ * hundreds of thousands of ops are parsed).
  *
  * The schedule (serve.h's struct runq): each session's batches in the
  * order they came, one at a time; batches of different sessions at once,
  * each on its own compute thread, so that nobody waits behind another's
  * long batch for more than the share of the CPU the long one takes.  A
- * graph (its exec) serves one batch at a time.  A batch starts beside
- * others only when the bound of what it can hold fits in half of what
- * --max-memory has left; one that does not waits until it can run alone.
+ * graph (its exec) serves one batch at a time.  A small batch (its bound
+ * within an eighth of --max-memory) starts beside others while the small
+ * ones beside hold no more than that eighth and its bound is free; another
+ * starts beside others only when its bound fits in half of what
+ * --max-memory has left, that eighth set aside; one that does not waits
+ * until it can run alone.  So no batch's planned bound, however crafted,
+ * keeps a small batch waiting.  A tenant runs at most `batches=` at once.
  *
  * MHD does not watch a suspended connection, so this does: a batch whose
  * client has gone (its socket hung up) is not run when its turn comes,
@@ -25,7 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef POLLRDHUP
 #define POLLRDHUP 0x2000                /* Linux's, outside _GNU_SOURCE */
@@ -54,6 +64,189 @@ static json_t *err_json(const struct tir_err *e, const char *rendered)
 	if (rendered)
 		json_object_set_new(x, "rendered", json_string(rendered));
 	return x;
+}
+
+/* ---- what a tenant holds of --max-memory ---- */
+
+/* What a parsed node costs, its plan included (a text of 100,000 adds,
+ * parsed, planned and run, held 110 MB), and a literal's data 1.5 times:
+ * charged as the parse makes the nodes, CHARGE_NODES at a time. */
+#define NODE_COST 1536
+#define CHARGE_NODES 256
+
+uint64_t tenant_held(struct server *s, int t)
+{
+	return atomic_load(&s->tenants[t].mem) + graph_store_tenant_bytes(s->graphs, t) +
+	       session_store_tenant_bytes(s->sessions, t);
+}
+
+/* Take `more` of --max-memory for tenant t, within its share; false when
+ * either has not that much left (nothing taken). */
+static bool charge_once(struct server *s, int t, uint64_t more)
+{
+	struct tenant *tn = &s->tenants[t];
+	if (tn->max_memory && (more > tn->max_memory || tenant_held(s, t) > tn->max_memory - more))
+		return false;
+	if (!tir_mem_charge(more))
+		return false;
+	atomic_fetch_add(&tn->mem, more);
+	return true;
+}
+
+/* (the cached graphs no batch uses are let go first, the tenant's for its
+ * share, anyone's for the budget) */
+static bool charge_tenant(struct server *s, int t, uint64_t more)
+{
+	return charge_once(s, t, more) || (graph_store_trim(s->graphs, t) && charge_once(s, t, more)) ||
+	       (graph_store_trim(s->graphs, -1) && charge_once(s, t, more));
+}
+
+static void uncharge_tenant(struct server *s, int t, uint64_t n)
+{
+	atomic_fetch_sub(&s->tenants[t].mem, n);
+	tir_mem_uncharge(n);
+}
+
+bool req_charge(struct server *s, struct req *r, uint64_t bytes)
+{
+	if (bytes <= r->charged)
+		return true;
+	if (!charge_tenant(s, r->tenant, bytes - r->charged))
+		return false;
+	r->charged = bytes;
+	return true;
+}
+
+void req_uncharge(struct server *s, struct req *r)
+{
+	uncharge_tenant(s, r->tenant, r->charged);
+	r->charged = 0;
+}
+
+enum MHD_Result reply_no_memory(struct server *s, struct MHD_Connection *c, struct req *r,
+				uint64_t bytes, const char *what)
+{
+	const struct tenant *tn = &s->tenants[r->tenant];
+	uint64_t share = tn->max_memory, held = tenant_held(s, r->tenant);
+	char a[32], b[32], d[32];
+	const char *whose = s->ntenants > 1 ? "your share" : "this server's budget";
+	const char *flag = s->ntenants > 1 ? "memory= in --tokens" : "--max-memory";
+	json_t *extra = json_pack("{sI sI sI}", "needs", (json_int_t)bytes, "share", (json_int_t)share, "held",
+				  (json_int_t)held);
+	if (share && bytes > share)
+		return reply_error(c, r, 413, "memory", extra, "%s needs %s, over %s of %s (%s)", what,
+				   tir_bytes_str(bytes, a), whose, tir_bytes_str(share, d), flag);
+	r->retry_after = "1";
+	if (s->ntenants > 1)
+		return reply_error(c, r, 503, "busy", extra,
+				   "%s needs %s; you hold %s of your share of %s (%s), and the server has no "
+				   "room for it now: try again shortly", what, tir_bytes_str(bytes, a),
+				   tir_bytes_str(held, b), tir_bytes_str(share, d), flag);
+	return reply_error(c, r, 503, "busy", extra,
+			   "%s needs %s, and the memory budget (--max-memory) has no room for it now: try "
+			   "again shortly", what, tir_bytes_str(bytes, a));
+}
+
+/* The parser's pass over each node, wrapped (struct tir_pass): each node
+ * counted against --max-ops and charged to --max-memory and its tenant's
+ * share as it is made, before the placement pass sees it. */
+struct counter {
+	struct tir_pass inner;
+	struct server *s;
+	int tenant;
+	uint64_t nodes, max, charged, data;
+	uint64_t cap;                  /* the graph cache's size: no graph is kept past it */
+	enum { COUNT_OK, COUNT_OPS, COUNT_MEMORY, COUNT_CACHE } over;
+};
+
+static int count_node(void *ud, struct tir_program *p, struct tir_node *n, struct tir_err *err)
+{
+	struct counter *k = ud;
+	if (k->over) /* one error: the rest of the text is not worth reading */
+		return tir_errf(err, TIR_EBUDGET, &n->loc, "the batch was refused");
+	if (++k->nodes > k->max) {
+		k->over = COUNT_OPS;
+		return tir_errf(err, TIR_EBUDGET, &n->loc,
+				"the batch makes more than %llu ops (its loops and calls expanded), this server's "
+				"limit (--max-ops)", (unsigned long long)k->max);
+	}
+	if (n->data) /* (a literal, checked: its type is its data's) */
+		k->data += (uint64_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) * 3 / 2;
+	if (k->nodes * NODE_COST + k->data > k->charged) {
+		/* node by node at first (a small text under a small budget),
+		 * then CHARGE_NODES at a time */
+		uint64_t step = (k->nodes < CHARGE_NODES ? k->nodes : CHARGE_NODES) * NODE_COST;
+		if (step < k->nodes * NODE_COST + k->data - k->charged)
+			step = k->nodes * NODE_COST + k->data - k->charged;
+		if (k->charged + step > k->cap) {
+			k->over = COUNT_CACHE;
+			return tir_errf(err, TIR_EBUDGET, &n->loc, "the batch's graph is over the graph cache");
+		}
+		if (!charge_tenant(k->s, k->tenant, step)) {
+			k->over = COUNT_MEMORY;
+			return tir_errf(err, TIR_EBUDGET, &n->loc, "no memory for the batch's graph");
+		}
+		k->charged += step;
+	}
+	return k->inner.node ? k->inner.node(k->inner.ud, p, n, err) : 0;
+}
+
+static void count_cut(void *ud, size_t nnodes)
+{
+	struct counter *k = ud;
+	if (k->inner.cut)
+		k->inner.cut(k->inner.ud, nnodes);
+}
+
+static bool count_made(const void *ud, const struct tir_node *n)
+{
+	const struct counter *k = ud;
+	return k->inner.made && k->inner.made(k->inner.ud, n);
+}
+
+static void count_note(const void *ud, const struct tir_node *n, struct tir_str *out)
+{
+	const struct counter *k = ud;
+	if (k->inner.note)
+		k->inner.note(k->inner.ud, n, out);
+}
+
+static void count_where(const void *ud, const struct tir_node *n, char buf[24])
+{
+	const struct counter *k = ud;
+	if (k->inner.where)
+		k->inner.where(k->inner.ud, n, buf);
+	else
+		buf[0] = 0;
+}
+
+static void count_free(void *ud)
+{
+	struct counter *k = ud;
+	if (k->inner.free)
+		k->inner.free(k->inner.ud);
+	free(k);
+}
+
+/* Wrap p's pass in a counter (owned by p); NULL when out of memory. */
+static struct counter *count_wrap(struct server *s, int tenant, struct tir_program *p)
+{
+	struct counter *k = calloc(1, sizeof *k);
+	if (!k)
+		return NULL;
+	k->inner = p->pass;
+	k->s = s;
+	k->tenant = tenant;
+	k->max = (uint64_t)s->o.max_ops;
+	k->cap = graph_store_cap(s->graphs);
+	p->pass = (struct tir_pass){k,
+				    count_node,
+				    k->inner.cut ? count_cut : NULL,
+				    k->inner.made ? count_made : NULL,
+				    k->inner.note ? count_note : NULL,
+				    k->inner.where ? count_where : NULL,
+				    count_free};
+	return k;
 }
 
 /* What one run request asks, read from its JSON. */
@@ -283,6 +476,7 @@ struct job {
 	int fd;                        /* the client's socket (MHD's; only polled) */
 	uint64_t bound;                /* the most its values can hold (batch_bound) */
 	bool beside;                   /* started beside others, its bound counted in q.beside */
+	bool small;                    /* ... in q.small instead: a small batch */
 	bool overlapped;               /* another batch ran during it */
 	double deadline;               /* tir_now_ms() past which it is stopped (0: none) */
 	/* set by the main thread's watch (under q.mu), read by the exec */
@@ -336,6 +530,39 @@ static enum MHD_Result reply_gone(struct MHD_Connection *c, struct req *r)
 	return reply(c, r, 499, NULL, NULL, 0);
 }
 
+/* A batch over the budget on a server of several tenants: the tenant's
+ * own figures (its share, what it holds, the batch's planned peak), never
+ * what others hold nor what the server has left.  413 when the peak is
+ * over its share (it never runs), else 503: later. */
+static enum MHD_Result tenant_budget_error(struct server *s, struct MHD_Connection *c, struct req *r,
+					   struct tir_exec *x, struct tir_err *err)
+{
+	const struct tenant *tn = &s->tenants[r->tenant];
+	uint64_t peak = tir_exec_stats(x)->plan_peak_bytes, held = tenant_held(s, r->tenant);
+	char a[32], b[32], d[32];
+	bool never = peak && tn->max_memory && peak > tn->max_memory;
+	if (never)
+		snprintf(err->msg, sizeof err->msg,
+			 "the batch would hold %s at its peak, over your share of %s of this server's memory "
+			 "(memory= in --tokens)", tir_bytes_str(peak, a), tir_bytes_str(tn->max_memory, d));
+	else
+		snprintf(err->msg, sizeof err->msg,
+			 "the batch would hold %s at its peak; you hold %s of your share of %s (memory= in "
+			 "--tokens), and the server has no room for it now: try again shortly",
+			 tir_bytes_str(peak, a), tir_bytes_str(held, b), tir_bytes_str(tn->max_memory, d));
+	char *rend = tir_err_render(err);
+	json_t *extra = err_json(err, rend);
+	free(rend);
+	json_object_set_new(extra, "peak", json_integer((json_int_t)peak));
+	json_object_set_new(extra, "share", json_integer((json_int_t)tn->max_memory));
+	json_object_set_new(extra, "budget", json_integer((json_int_t)tn->max_memory)); /* its own */
+	json_object_set_new(extra, "held", json_integer((json_int_t)held));
+	if (never)
+		return reply_error(c, r, 413, "memory", extra, "%s", err->msg);
+	r->retry_after = "1";
+	return reply_error(c, r, 503, "busy", extra, "%s", err->msg);
+}
+
 /* On a compute thread: bind, run, answer.  u->vals are handed to the exec. */
 static enum MHD_Result compute(struct server *s, struct job *job)
 {
@@ -376,6 +603,11 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	tir_exec_set_interrupt(x, &job->cancel);
 	double t0 = tir_now_ms();
 	int rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
+	/* over the budget: the cached graphs no batch uses go, and once more */
+	if (rc && err.code == TIR_EBUDGET && !job->cancel && graph_store_trim(s->graphs, -1)) {
+		memset(&err, 0, sizeof err);
+		rc = tir_exec_run(x, 0, b->keep_name, (int)b->nkeep, &err);
+	}
 	tir_exec_set_interrupt(x, NULL);
 	pthread_mutex_lock(&s->q.mu);
 	int why = job->why;
@@ -402,6 +634,8 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 		tir_exec_clear_inputs(x);
 		if (err.code == TIR_ENOMEM)
 			return reply_error(c, r, 500, "internal", NULL, "%s", err.msg);
+		if (err.code == TIR_EBUDGET && s->ntenants > 1) /* the tenant's own figures only */
+			return tenant_budget_error(s, c, r, x, &err);
 		if (err.code == TIR_EBUDGET && overlapped) { /* it may fit alone: later */
 			r->retry_after = "1";
 			return reply_error(c, r, 503, "busy", NULL,
@@ -444,11 +678,21 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	size_t len = 0;
 	struct MHD_Response *body = mtext ? results_response(x, mtext, &len) : NULL;
 	free(mtext);
-	for (size_t j = 0; body && j < b->nkeep; j++)
+	uint64_t keeping = 0;
+	for (size_t j = 0; body && j < b->nkeep; j++) {
 		tir_tensor_ref(&u->kept[j], tir_exec_named(x, j));
+		keeping += (uint64_t)tir_tensor_numel(&u->kept[j]) * tir_dtype_size(u->kept[j].dtype);
+	}
 	tir_exec_clear_inputs(x); /* the memory a run used goes back now */
 	if (!body)
 		return reply_error(c, r, 500, "internal", NULL, "out of memory making the results");
+	/* what a tenant keeps stays within its share (values kept before under
+	 * the same keys counted too: the safe side) */
+	const struct tenant *tn = &s->tenants[r->tenant];
+	if (keeping && tn->max_memory && tenant_held(s, r->tenant) + keeping > tn->max_memory) {
+		MHD_destroy_response(body);
+		return reply_no_memory(s, c, r, keeping, "keep: the values kept");
+	}
 	int kept = session_update(s->sessions, u->ss, b->drop, b->ndrop, b->keep_key, u->kept, b->nkeep);
 	if (kept == -1) {
 		MHD_destroy_response(body);
@@ -465,7 +709,7 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 
 static void *computer(void *arg);
 static bool enqueue(struct server *s, struct MHD_Connection *c, struct req *r, struct job *j,
-		    enum MHD_Result *ok);
+		    enum MHD_Result *ok, bool suspended);
 
 bool runq_stopping(struct server *s)
 {
@@ -475,7 +719,11 @@ bool runq_stopping(struct server *s)
 	return stop;
 }
 
-enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r)
+/* On a parse thread, the connection suspended: read the run request r
+ * whose body is whole, parse its text, find its values, and queue it for
+ * a compute thread: true; or false, answered (the caller lets go of r and
+ * resumes c). */
+static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 {
 	struct run u = {0};
 	char msg[600];
@@ -484,9 +732,11 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 	u.doc = json_loadb((const char *)r->body, r->len, JSON_REJECT_DUPLICATES, &jerr);
 	free(r->body); /* its share of the budget stays: the document holds as much */
 	r->body = NULL;
-	if (!u.doc)
-		return reply_error(c, r, 400, "bad_request", NULL, "body: not JSON: %s (byte %d)", jerr.text,
-				   jerr.position);
+	if (!u.doc) {
+		reply_error(c, r, 400, "bad_request", NULL, "body: not JSON: %s (byte %d)", jerr.text,
+			    jerr.position);
+		return false;
+	}
 	int st = read_batch(u.doc, &u.b, msg, sizeof msg);
 	if (st) {
 		ok = reply_error(c, r, st, st == 400 ? "bad_request" : st == 413 ? "too_large" : "internal",
@@ -518,12 +768,43 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 	if (!u.g && u.b.text) {
 		graph_cached = false;
 		struct tir_program *p = tir_program_new();
-		if (!p) {
+		struct counter *k = p ? count_wrap(s, r->tenant, p) : NULL;
+		if (!k) {
+			tir_program_free(p);
 			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 			goto out;
 		}
 		tir_program_set_loader(p, refuse_load, NULL);
-		if (tir_program_parse(p, "batch", u.b.text, u.b.text_len, 0)) {
+		int prc = tir_program_parse(p, "batch", u.b.text, u.b.text_len, 0);
+		uint64_t cost = k->charged; /* the graph's from here (k goes with p) */
+		atomic_fetch_sub(&s->tenants[r->tenant].mem, cost);
+		if (prc && k->over == COUNT_OPS) {
+			const struct tir_err *e = tir_program_diag(p, 0);
+			for (int i = 1; e->code != TIR_EBUDGET && i < tir_program_ndiags(p); i++)
+				e = tir_program_diag(p, i); /* the limit's, not an error before it */
+			char *rend = tir_err_render(e);
+			json_t *extra = err_json(e, rend);
+			json_object_set_new(extra, "limit", json_integer(s->o.max_ops));
+			ok = reply_error(c, r, 413, "too_many_ops", extra, "%s", e->msg);
+			free(rend);
+			tir_program_free(p);
+			tir_mem_uncharge(cost);
+			goto out;
+		}
+		if (prc && k->over == COUNT_MEMORY) {
+			uint64_t nodes = k->nodes;
+			tir_program_free(p);
+			tir_mem_uncharge(cost);
+			ok = reply_no_memory(s, c, r, (nodes + CHARGE_NODES) * NODE_COST, "the batch's graph");
+			goto out;
+		}
+		int why = 0;
+		if (prc && k->over == COUNT_CACHE) { /* refused as graph_put would */
+			tir_program_free(p);
+			tir_mem_uncharge(cost);
+			cost += (uint64_t)CHARGE_NODES * NODE_COST; /* what it would have held, at least */
+			why = 413;
+		} else if (prc) {
 			struct tir_str all = {0};
 			for (int i = 0; i < tir_program_ndiags(p); i++) {
 				char *one = tir_err_render(tir_program_diag(p, i));
@@ -535,9 +816,28 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 			ok = reply_error(c, r, 400, "program", err_json(e, all.s ? all.s : ""), "%s", e->msg);
 			tir_str_free(&all);
 			tir_program_free(p);
+			tir_mem_uncharge(cost);
 			goto out;
 		}
-		u.g = graph_put(s->graphs, u.b.graph, r->tenant, p);
+		u.g = why ? NULL : graph_put(s->graphs, u.b.graph, r->tenant, p, cost, &why);
+		if (!u.g && why == 413) {
+			char a[32], b[32];
+			ok = reply_error(c, r, 413, "too_large",
+					 json_pack("{sI sI}", "graph_bytes", (json_int_t)cost, "cache_bytes",
+						   (json_int_t)graph_store_cap(s->graphs)),
+					 "text: its parsed graph would hold %s or more, over this server's cache of batch graphs "
+					 "(%s: --graph-cache)",
+					 tir_bytes_str(cost, a), tir_bytes_str(graph_store_cap(s->graphs), b));
+			goto out;
+		}
+		if (!u.g && why == 503) {
+			char b[32];
+			r->retry_after = "1";
+			ok = reply_error(c, r, 503, "busy", NULL,
+					 "text: the cache of batch graphs (%s) is full of the graphs of batches queued "
+					 "and running: try again shortly", tir_bytes_str(graph_store_cap(s->graphs), b));
+			goto out;
+		}
 		if (!u.g) {
 			ok = reply_error(c, r, 500, "internal", NULL, "out of memory");
 			goto out;
@@ -592,18 +892,86 @@ enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req
 	j->u = u;
 	j->graph_cached = graph_cached;
 	j->bound = batch_bound(u.g->prog);
-	if (enqueue(s, c, r, j, &ok))
-		return MHD_YES;
+	if (enqueue(s, c, r, j, &ok, true))
+		return true;
 	free(j);
 out:
+	(void)ok; /* answered: MHD sends it once the caller resumes the connection */
 	run_free(s, &u);
-	return ok;
+	return false;
 }
 
-/* Queue job j of request r (its connection suspended) for a compute
- * thread: true; or false with *ok the answer given (j left to the caller). */
+enum MHD_Result runq_post(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	struct job *j = calloc(1, sizeof *j);
+	if (!j)
+		return reply_error(c, r, 503, "busy", NULL, "no memory for a batch now");
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	j->c = c;
+	j->r = r;
+	j->fd = ci ? (int)ci->connect_fd : -1;
+	pthread_mutex_lock(&s->q.mu);
+	if (s->q.stop || s->q.pstop || !s->q.nparsers) {
+		pthread_mutex_unlock(&s->q.mu);
+		free(j);
+		return reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+	}
+	MHD_suspend_connection(c);
+	r->queued = true;
+	atomic_fetch_add(&s->q.pending, 1);
+	*s->q.ptail = j;
+	s->q.ptail = &j->next;
+	pthread_cond_signal(&s->q.pcv);
+	pthread_mutex_unlock(&s->q.mu);
+	return MHD_YES;
+}
+
+/* A parse thread: the run requests whose bodies are in, in the order
+ * they came.  It runs below the HTTP threads' priority. */
+static void *parser(void *arg)
+{
+	struct server *s = arg;
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5);
+	pthread_mutex_lock(&s->q.mu);
+	for (;;) {
+		struct job *j = s->q.phead;
+		if (!j) {
+			if (s->q.pstop)
+				break;
+			pthread_cond_wait(&s->q.pcv, &s->q.mu);
+			continue;
+		}
+		if (!(s->q.phead = j->next))
+			s->q.ptail = &s->q.phead;
+		pthread_mutex_unlock(&s->q.mu);
+		struct MHD_Connection *c = j->c;
+		struct req *r = j->r;
+		bool queued = false;
+		if (hung_up(j->fd)) {
+			r->gone = DROPPED; /* nobody to answer: not read */
+			reply_gone(c, r);
+		} else {
+			queued = post_body(s, c, r); /* r is a compute thread's once queued */
+		}
+		free(j);
+		if (!queued)
+			req_let_go(s, r);
+		atomic_fetch_sub(&s->q.pending, 1);
+		if (!queued)
+			MHD_resume_connection(c);
+		pthread_mutex_lock(&s->q.mu);
+	}
+	pthread_mutex_unlock(&s->q.mu);
+	return NULL;
+}
+
+
+
+/* Queue job j of request r for a compute thread, its connection
+ * suspended (now, or by the caller: suspended): true; or false with *ok
+ * the answer given (j left to the caller). */
 static bool enqueue(struct server *s, struct MHD_Connection *c, struct req *r, struct job *j,
-		    enum MHD_Result *ok)
+		    enum MHD_Result *ok, bool suspended)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	j->c = c;
@@ -625,7 +993,8 @@ static bool enqueue(struct server *s, struct MHD_Connection *c, struct req *r, s
 		*ok = reply_error(c, r, 503, "busy", NULL, "cannot start a compute thread now");
 		return false;
 	}
-	MHD_suspend_connection(c);
+	if (!suspended)
+		MHD_suspend_connection(c);
 	r->queued = true;
 	atomic_fetch_add(&s->q.pending, 1);
 	s->q.waiting++;
@@ -648,7 +1017,7 @@ enum MHD_Result runq_post_task(struct server *s, struct MHD_Connection *c, struc
 		j->task = fn;
 		j->task_done = done;
 		j->task_arg = arg;
-		if (enqueue(s, c, r, j, &ok))
+		if (enqueue(s, c, r, j, &ok, false))
 			return MHD_YES;
 		free(j);
 	}
@@ -665,15 +1034,23 @@ static bool conflict(const struct job *a, const struct job *b)
 	return a->u.ss == b->u.ss || (a->u.g && a->u.g == b->u.g);
 }
 
+/* A batch is small when its bound is within an eighth of --max-memory:
+ * the small ones beside others share that eighth, set aside for them. */
+#define SMALL_SHARE 8
+
 /* The next batch a compute thread may start (q.mu held), taken out of the
  * queue, or NULL: the first in the order they came whose session and
  * graph are free, that no earlier waiting batch of its session precedes,
- * and that fits (alone, or its bound in half of what --max-memory has
- * left beside those running). */
+ * whose tenant runs fewer than its batches=, and that fits: alone; small,
+ * beside the small ones in the share set aside for them and in what is
+ * free; or its bound in half of what --max-memory has left beside those
+ * running, that share set aside.  The bounds of the big ones running
+ * never keep a small one waiting. */
 static struct job *pick(struct server *s)
 {
 	uint64_t limit = tir_mem_limit(), held = tir_mem_current();
-	uint64_t left = limit > held ? limit - held : 0;
+	uint64_t left = limit > held ? limit - held : 0, share = limit / SMALL_SHARE;
+	uint64_t room = left > share ? left - share : 0;
 	for (struct job **pp = &s->q.head; *pp; pp = &(*pp)->next) {
 		struct job *j = *pp;
 		bool free_ = true;
@@ -683,16 +1060,26 @@ static struct job *pick(struct server *s)
 			free_ = !conflict(o, j);
 		if (!free_)
 			continue;
-		bool alone = !s->q.running;
-		if (!alone && limit && (j->bound > left / 2 || s->q.beside > left / 2 - j->bound))
+		const struct tenant *tn = &s->tenants[j->r->tenant];
+		if (!j->task && tn->max_batches && tn->running >= tn->max_batches)
+			continue;
+		bool alone = !s->q.running, small = limit && j->bound <= share;
+		if (!alone && limit && small && (j->bound > left || s->q.small > share - j->bound))
+			continue;
+		if (!alone && limit && !small && (j->bound > room / 2 || s->q.beside > room / 2 - j->bound))
 			continue;
 		*pp = j->next;
 		if (s->q.tail == &j->next)
 			s->q.tail = pp;
 		j->next = NULL;
 		j->beside = !alone;
-		if (j->beside)
+		j->small = j->beside && small;
+		if (j->small)
+			s->q.small += j->bound;
+		else if (j->beside)
 			s->q.beside += j->bound;
+		if (!j->task)
+			s->tenants[j->r->tenant].running++;
 		return j;
 	}
 	return NULL;
@@ -732,6 +1119,7 @@ static void *computer(void *arg)
 		}
 		if (j->task_done)
 			j->task_done(j->task_arg);
+		int tenant = j->r->tenant;
 		run_free(s, &j->u);
 		req_let_go(s, j->r); /* the parse it was charged for is gone */
 		/* out of the running before the resume: MHD may close the
@@ -744,8 +1132,12 @@ static void *computer(void *arg)
 				break;
 			}
 		s->q.busy--;
-		if (j->beside)
+		if (j->small)
+			s->q.small -= j->bound;
+		else if (j->beside)
 			s->q.beside -= j->bound;
+		if (!j->task)
+			s->tenants[tenant].running--;
 		pthread_cond_broadcast(&s->q.cv); /* what waited on it may start */
 		pthread_mutex_unlock(&s->q.mu);
 		atomic_fetch_sub(&s->q.pending, 1);
@@ -762,7 +1154,9 @@ void runq_init(struct server *s)
 {
 	pthread_mutex_init(&s->q.mu, NULL);
 	pthread_cond_init(&s->q.cv, NULL);
+	pthread_cond_init(&s->q.pcv, NULL);
 	s->q.tail = &s->q.head;
+	s->q.ptail = &s->q.phead;
 }
 
 bool runq_start(struct server *s)
@@ -770,11 +1164,26 @@ bool runq_start(struct server *s)
 	/* one thread per session at most: more could only wait */
 	s->q.cap = s->o.max_sessions > 0 ? s->o.max_sessions : 1;
 	s->q.threads = calloc((size_t)s->q.cap, sizeof *s->q.threads);
-	return s->q.threads != NULL;
+	if (!s->q.threads)
+		return false;
+	int want = (int)(sizeof s->q.parsers / sizeof *s->q.parsers);
+	pthread_mutex_lock(&s->q.mu);
+	while (s->q.nparsers < want && !pthread_create(&s->q.parsers[s->q.nparsers], NULL, parser, s))
+		s->q.nparsers++;
+	pthread_mutex_unlock(&s->q.mu);
+	return s->q.nparsers > 0;
 }
 
 void runq_stop(struct server *s)
 {
+	/* the parse threads first: what they hold is answered, or queued */
+	pthread_mutex_lock(&s->q.mu);
+	s->q.pstop = true;
+	pthread_cond_broadcast(&s->q.pcv);
+	pthread_mutex_unlock(&s->q.mu);
+	for (int i = 0; i < s->q.nparsers; i++)
+		pthread_join(s->q.parsers[i], NULL);
+	s->q.nparsers = 0;
 	pthread_mutex_lock(&s->q.mu);
 	s->q.stop = true;
 	pthread_cond_broadcast(&s->q.cv);
@@ -798,6 +1207,7 @@ void runq_destroy(struct server *s)
 	free(s->q.threads);
 	pthread_mutex_destroy(&s->q.mu);
 	pthread_cond_destroy(&s->q.cv);
+	pthread_cond_destroy(&s->q.pcv);
 }
 
 void runq_watch(struct server *s)

@@ -28,15 +28,22 @@
 enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB, R_RENEW,
 	     R_EXPORT, R_IMPORT, R_EXPORTS, R_ALLREDUCE };
 
-/* The batches.  Each session's run in the order they came, one at a time;
+/* The batches.  A run request's body is read (JSON), its text parsed and
+ * its values found on a parse thread (PARSE_THREADS of them), never on an
+ * HTTP thread; then it is queued.
+ * Each session's run in the order they came, one at a time;
  * those of different sessions at once, each on a compute thread of its
  * own (started as needed, at most one per session the server keeps), so
  * that a small batch never waits behind a long one of somebody else.
  * The first of them to reach the engine's pool has its threads; the others
- * run on their own thread beside it.  A batch starts beside others only
- * when what it could hold at most (every value of its program) fits in
- * half of what --max-memory has left; else it waits until it can run
- * alone.  Waiting connections are suspended. */
+ * run on their own thread beside it.  A small batch (what it could hold
+ * at most, every value of its program, within SMALL_SHARE of --max-memory)
+ * starts beside others while the small ones running beside hold no more
+ * than that share together and what it could hold is free: no batch's
+ * planned bound keeps it waiting.  Any other starts beside others only
+ * when its bound fits in half of what --max-memory has left, the small
+ * share set aside; else it waits until it can run alone.  A tenant runs at
+ * most its `batches=` at once.  Waiting connections are suspended. */
 struct runq {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;             /* the compute threads: a batch may be startable */
@@ -48,6 +55,13 @@ struct runq {
 	atomic_int pending;            /* batches queued or running */
 	int waiting, busy;             /* /metrics' gauges: queued, and running */
 	uint64_t beside;               /* the bound of the batches started beside others */
+	uint64_t small;                /* the bound of the small batches started beside others */
+	/* the parse threads: run requests whose bodies are in */
+	pthread_cond_t pcv;
+	struct job *phead, **ptail;
+	pthread_t parsers[2];
+	int nparsers;
+	bool pstop;
 };
 
 /* A tenant (--tokens; one, 0, without): the token's hash, its limits,
@@ -58,6 +72,14 @@ struct tenant {
 	int max_sessions;
 	uint64_t max_inflight;
 	atomic_uint_fast64_t reserved;
+	/* its share of --max-memory (memory=), and of the compute threads
+	 * (batches=); what it holds of the budget besides its graphs and kept
+	 * values (store.c counts those): its run bodies, their JSON and texts
+	 * being parsed; its batches running (under q.mu) */
+	uint64_t max_memory;
+	int max_batches;
+	atomic_uint_fast64_t mem;
+	int running;
 };
 
 /* This server as a rank of a group (group.c; api NULL outside one). */
@@ -126,7 +148,8 @@ struct req {
 	unsigned char *body;
 	size_t len, cap;
 	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
-	bool queued;                   /* a run handed to the compute threads */
+	bool queued;                   /* a run handed to the parse or compute threads */
+	uint64_t charged;              /* of --max-memory (and its tenant's share): its body, its JSON */
 	enum { KEPT, DROPPED, STOPPED } gone; /* its client went away: the batch not run, or stopped */
 	double ran_ms;                 /* how long a stopped batch ran */
 };
@@ -248,6 +271,17 @@ void gate_stats(struct gate *g, struct gate_stats *st);
  * new strings for libmicrohttpd.  0, or -code with err naming the file. */
 int tir_tls_load(const char *cert_path, const char *key_path, char **cert_pem, char **key_pem,
 		 struct tir_err *err);
+/* Grow r's charge to --max-memory and its tenant's share to `bytes`
+ * (runq.c); false, nothing taken, when either has not that much left. */
+bool req_charge(struct server *s, struct req *r, uint64_t bytes);
+void req_uncharge(struct server *s, struct req *r);
+/* What tenant t holds of --max-memory, by what it is charged: its
+ * requests', its graphs', its kept values'. */
+uint64_t tenant_held(struct server *s, int t);
+/* A 503 for a request that --max-memory (or its tenant's share) cannot
+ * hold now: the tenant's own figures only. */
+enum MHD_Result reply_no_memory(struct server *s, struct MHD_Connection *c, struct req *r,
+				uint64_t bytes, const char *what);
 /* Batches waiting in the queue, and running, at one instant. */
 void runq_counts(struct server *s, int *queued, int *running);
 

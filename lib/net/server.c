@@ -42,6 +42,12 @@
 #define DEFAULT_PER_ADDRESS 32
 #define DEFAULT_HEADER_TIMEOUT 10
 #define MAX_GRAPHS 256
+/* The cache of parsed batch texts (store.c): --graph-cache's default, the
+ * graphs in use counted.  A parsed op costs NODE_COST (runq.c), so the
+ * default --max-ops fits in it. */
+#define DEFAULT_GRAPH_CACHE ((uint64_t)64 << 20)
+#define DEFAULT_MAX_OPS 40000           /* ops of one batch text, its loops expanded */
+#define DEFAULT_MAX_BATCH_SECONDS 300
 #define POOL_THREADS 4
 #define CONNECTION_TIMEOUT 30
 #define CONNECTION_MEMORY (128 * 1024)  /* MHD's buffer per connection: the size of a body piece */
@@ -313,6 +319,7 @@ void req_let_go(struct server *s, struct req *r)
 	upload_free(r->up);
 	r->up = NULL;
 	unreserve(s, r);
+	req_uncharge(s, r);
 }
 
 /* The 503 of a body the budget cannot hold now: nothing of it is read. */
@@ -464,6 +471,9 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			r->cap = s->o.max_body;
 		if (!req_reserve(s, r, r->cap))
 			return reply_busy(s, c, r, r->cap);
+		/* and to --max-memory (its tenant's share), however small */
+		if (!req_charge(s, r, r->cap))
+			return reply_no_memory(s, c, r, r->cap, "the request's body");
 		r->body = malloc(r->cap ? r->cap : 1);
 		if (!r->body)
 			return reply_error(c, r, 503, "busy", NULL, "no memory for a body of %llu bytes now",
@@ -492,7 +502,7 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 		size_t cap = r->cap * 2 > r->len + n ? r->cap * 2 : r->len + n;
 		if (cap > s->o.max_body)
 			cap = s->o.max_body;
-		if (!r->has_len && !req_reserve(s, r, cap)) {
+		if (!r->has_len && (!req_reserve(s, r, cap) || !req_charge(s, r, cap))) {
 			r->busy = true; /* the rest is read and dropped; the answer is a 503 */
 			free(r->body);
 			r->body = NULL;
@@ -558,6 +568,10 @@ static bool run_body_fits(struct server *s, struct MHD_Connection *c, struct req
 		*answer = reply_busy(s, c, r, cost - r->reserved);
 		return false;
 	}
+	if (!req_charge(s, r, cost)) {
+		*answer = reply_no_memory(s, c, r, cost, "the request's JSON");
+		return false;
+	}
 	return true;
 }
 
@@ -596,6 +610,10 @@ static char *make_info(const struct server *s)
 				   (json_int_t)s->o.header_timeout, "session_lease", (json_int_t)s->o.session_lease,
 				   "max_exports_per_session", (json_int_t)SESSION_MAX_CAPS, "transfer_seconds",
 				   (json_int_t)s->o.transfer_seconds);
+	if (limits) { /* what a batch text may make, and the cache its graphs share */
+		json_object_set_new(limits, "max_ops", json_integer(s->o.max_ops));
+		json_object_set_new(limits, "graph_cache", json_integer((json_int_t)(s->graphs ? graph_store_cap(s->graphs) : 0)));
+	}
 	json_t *doc = json_pack("{ss ss si so so so si ss}", "name", "tir", "version", TIR_VERSION,
 				"protocol", TIR_PROTOCOL, "ops", ops, "dtypes", dtypes, "limits", limits,
 				"threads", tir_pool_threads(), "blas", tir_blas_info());
@@ -1027,6 +1045,23 @@ static uint64_t default_max_memory(void)
 	return mem / 4 * 3;
 }
 
+/* A tenant's shares: of sessions, of --max-memory, of the compute
+ * threads (running batches).  Its tokens line sets them; without, one
+ * tenant has all, and each of several half of the memory and of the
+ * running batches and an equal part of the sessions (at least 1 each), so
+ * that no tenant alone fills the server. */
+static void tenant_shares(struct server *s, struct tenant *t, const struct tir_serve_tenant *in, int n)
+{
+	int sessions = n > 1 ? s->o.max_sessions / n : s->o.max_sessions;
+	t->max_sessions = in && in->max_sessions > 0 ? in->max_sessions : sessions > 0 ? sessions : 1;
+	uint64_t mem = n > 1 ? s->o.max_memory / 2 : s->o.max_memory;
+	t->max_memory = !in || !in->max_memory ? mem : in->max_memory < s->o.max_memory ? in->max_memory
+										      : s->o.max_memory;
+	int batches = n > 1 ? s->o.max_sessions / 2 : 0;
+	t->max_batches = in && in->max_batches > 0 ? in->max_batches : n > 1 && batches < 1 ? 1 : batches;
+	atomic_init(&t->mem, 0);
+}
+
 /* The tenants: --tokens's, or one of --token, or one open to all. */
 static int tenants_make(struct server *s, struct tir_err *err)
 {
@@ -1047,8 +1082,8 @@ static int tenants_make(struct server *s, struct tir_err *err)
 		snprintf(t->name, sizeof t->name, "%s", name);
 		if (tok)
 			tir_sha256_hex(tok, strlen(tok), t->token_sha);
-		t->max_sessions = in && in[i].max_sessions > 0 ? in[i].max_sessions : s->o.max_sessions;
 		t->max_inflight = in && in[i].max_inflight > 0 ? in[i].max_inflight : s->o.max_inflight;
+		tenant_shares(s, t, in ? &in[i] : NULL, n);
 		atomic_init(&t->reserved, 0);
 		for (int j = 0; j < i; j++)
 			if (!strcmp(s->tenants[j].token_sha, t->token_sha)) {
@@ -1109,6 +1144,12 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	}
 	if (!s->o.max_memory)
 		s->o.max_memory = default_max_memory();
+	if (s->o.max_ops <= 0)
+		s->o.max_ops = DEFAULT_MAX_OPS;
+	if (!s->o.max_batch_seconds)
+		s->o.max_batch_seconds = DEFAULT_MAX_BATCH_SECONDS;
+	else if (s->o.max_batch_seconds < 0)
+		s->o.max_batch_seconds = 0; /* no limit */
 	if (s->o.transfer_seconds <= 0)
 		s->o.transfer_seconds = TRANSFER_SECONDS;
 	if (tenants_make(s, err)) {
@@ -1138,8 +1179,10 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	pthread_mutex_init(&s->mmu, NULL);
 	tir_set_threads(s->o.threads);
 	s->blobs = blob_store_new(s->o.blob_cache);
-	s->graphs = graph_store_new(MAX_GRAPHS);
+	s->graphs = graph_store_new(MAX_GRAPHS, s->o.graph_cache ? s->o.graph_cache : DEFAULT_GRAPH_CACHE);
 	s->sessions = session_store_new(s->o.max_sessions, s->o.session_ttl);
+	if (s->sessions) /* a lease-less session idle a lease's time gives its slot to its tenant's next */
+		session_store_set_reclaim(s->sessions, s->o.session_lease);
 	s->info = make_info(s);
 	if (!s->blobs || !s->graphs || !s->sessions || !s->info) {
 		server_free(s);

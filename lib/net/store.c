@@ -304,34 +304,18 @@ struct graph_store {
 	struct graph **b;              /* hash chains (graph.next), power of two */
 	size_t nb, n;
 	int max;
-	uint64_t bytes;                /* their costs (graph_cost) */
-	uint64_t clock, hits;
+	uint64_t cap;                  /* bytes: the cache's size, the graphs in use counted */
+	uint64_t bytes;                /* their costs (charged while parsed) */
+	uint64_t per[TIR_MAX_TENANTS]; /* the same, by tenant */
+	uint64_t clock, hits, refused;
 };
-
-/* About what the cached graphs may hold: past it, as past max_graphs, the
- * least recently used graphs no run holds are dropped.  A graph parsed and
- * planned holds about 1 KiB a node and its literals' data (a text of
- * 30,000 lines held 26 MB, one with a literal of a million numbers 12 MB):
- * bounded in count alone, 256 texts held gigabytes. */
-#define GRAPH_CACHE_BYTES ((uint64_t)64 << 20)
-
-/* An estimate of what program p holds once planned. */
-static uint64_t graph_cost(const struct tir_program *p)
-{
-	uint64_t c = (uint64_t)p->nnodes * 1024;
-	for (size_t i = 0; i < p->nnodes; i++)
-		if (p->nodes[i]->data)
-			c += (uint64_t)tir_type_numel(&p->nodes[i]->type) *
-			     tir_dtype_size((enum tir_dtype)p->nodes[i]->type.dtype) * 3 / 2;
-	return c;
-}
 
 static size_t graph_bucket(const struct graph_store *s, const char *sha)
 {
 	return (size_t)(hash_str(sha) & (s->nb - 1));
 }
 
-struct graph_store *graph_store_new(int max_graphs)
+struct graph_store *graph_store_new(int max_graphs, uint64_t cap_bytes)
 {
 	struct graph_store *s = calloc(1, sizeof *s);
 	if (!s)
@@ -344,13 +328,16 @@ struct graph_store *graph_store_new(int max_graphs)
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	s->max = max_graphs;
+	s->cap = cap_bytes;
 	return s;
 }
 
+/* What a graph was charged (its cost) goes back to --max-memory with it. */
 static void graph_free(struct graph *g)
 {
 	tir_exec_free(g->x);
 	tir_program_free(g->prog);
+	tir_mem_uncharge(g->cost);
 	free(g);
 }
 
@@ -383,59 +370,84 @@ struct graph *graph_get(struct graph_store *s, const char *sha, int tenant)
 	return g;
 }
 
-struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, struct tir_program *p)
+/* Unlink the least recently used graphs no run holds onto *victims until
+ * `more` bytes fit beside the rest, or none is left to drop (s->mu held).
+ * Whether they fit. */
+static bool graph_make_room(struct graph_store *s, uint64_t more, bool one_more, struct graph **victims)
 {
+	while ((one_more && s->n >= (size_t)s->max) || s->bytes + more > s->cap) {
+		struct graph **vp = NULL;
+		for (size_t i = 0; i < s->nb; i++)
+			for (struct graph **pp = &s->b[i]; *pp; pp = &(*pp)->next)
+				if (!(*pp)->refs && (!vp || (*pp)->used < (*vp)->used))
+					vp = pp;
+		if (!vp)
+			return false;
+		struct graph *v = *vp;
+		*vp = v->next;
+		s->n--;
+		s->bytes -= v->cost;
+		s->per[v->tenant] -= v->cost;
+		v->next = *victims;
+		*victims = v;
+	}
+	return true;
+}
+
+static void graph_free_list(struct graph *victims)
+{
+	while (victims) {
+		struct graph *next = victims->next;
+		graph_free(victims);
+		victims = next;
+	}
+}
+
+struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, struct tir_program *p,
+			uint64_t cost, int *why)
+{
+	*why = 500;
 	struct graph *g = calloc(1, sizeof *g);
 	if (g)
 		g->x = tir_exec_new(p);
 	if (!g || !g->x) {
 		free(g);
 		tir_program_free(p);
+		tir_mem_uncharge(cost);
 		return NULL;
 	}
 	memcpy(g->sha, sha, TIR_SHA_HEX + 1);
 	g->tenant = tenant;
 	g->prog = p;
-	g->cost = graph_cost(p);
+	g->cost = cost;
 	struct graph *victims = NULL, *dup = NULL;
 	pthread_mutex_lock(&s->mu);
 	size_t k = graph_bucket(s, sha);
 	for (dup = s->b[k]; dup && (strcmp(dup->sha, sha) || dup->tenant != tenant);)
 		dup = dup->next;
+	bool fits = true;
 	if (dup) {
 		dup->refs++;
 		dup->used = ++s->clock;
+	} else if (cost > s->cap) {
+		fits = false;
+		*why = 413;
+	} else if (!graph_make_room(s, cost, true, &victims)) {
+		fits = false;
+		*why = 503; /* the graphs of queued and running batches fill it now */
 	} else {
-		/* past the bounds, the least recently used graphs no run holds */
-		while (s->n >= (size_t)s->max || (s->n && s->bytes + g->cost > GRAPH_CACHE_BYTES)) {
-			struct graph **vp = NULL;
-			for (size_t i = 0; i < s->nb; i++)
-				for (struct graph **pp = &s->b[i]; *pp; pp = &(*pp)->next)
-					if (!(*pp)->refs && (!vp || (*pp)->used < (*vp)->used))
-						vp = pp;
-			if (!vp)
-				break;
-			struct graph *v = *vp;
-			*vp = v->next;
-			s->n--;
-			s->bytes -= v->cost;
-			v->next = victims;
-			victims = v;
-		}
 		g->refs = 1;
 		g->used = ++s->clock;
 		g->next = s->b[k];
 		s->b[k] = g;
 		s->n++;
 		s->bytes += g->cost;
+		s->per[tenant] += g->cost;
 	}
+	s->refused += !fits;
 	pthread_mutex_unlock(&s->mu);
-	while (victims) {
-		struct graph *next = victims->next;
-		graph_free(victims);
-		victims = next;
-	}
-	if (dup) {
+	graph_free_list(victims);
+	if (dup || !fits) {
 		graph_free(g);
 		return dup;
 	}
@@ -446,9 +458,58 @@ void graph_unref(struct graph_store *s, struct graph *g)
 {
 	if (!g)
 		return;
+	struct graph *victims = NULL;
 	pthread_mutex_lock(&s->mu);
 	g->refs--;
+	graph_make_room(s, 0, false, &victims); /* a graph in use may have held it past its size */
 	pthread_mutex_unlock(&s->mu);
+	graph_free_list(victims);
+}
+
+uint64_t graph_store_trim(struct graph_store *s, int tenant)
+{
+	struct graph *victims = NULL;
+	uint64_t freed = 0;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nb; i++)
+		for (struct graph **pp = &s->b[i]; *pp;) {
+			struct graph *g = *pp;
+			if (g->refs || (tenant >= 0 && g->tenant != tenant)) {
+				pp = &g->next;
+				continue;
+			}
+			*pp = g->next;
+			s->n--;
+			s->bytes -= g->cost;
+			s->per[g->tenant] -= g->cost;
+			freed += g->cost;
+			g->next = victims;
+			victims = g;
+		}
+	pthread_mutex_unlock(&s->mu);
+	graph_free_list(victims);
+	return freed;
+}
+
+uint64_t graph_store_tenant_bytes(struct graph_store *s, int tenant)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t n = s->per[tenant];
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+uint64_t graph_store_cap(const struct graph_store *s)
+{
+	return s->cap;
+}
+
+uint64_t graph_store_refused(struct graph_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t n = s->refused;
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 uint64_t graph_store_hits(struct graph_store *s)
@@ -492,8 +553,10 @@ struct sval {
  * 64 sessions of 4096 kept scalars are not free. */
 #define SVAL_OVERHEAD (sizeof(struct sval) + 64)
 
-/* The kept values of every session, for /metrics (one server a process). */
+/* The kept values of every session, for /metrics (one server a process),
+ * and their bytes by tenant (a tenant's share of --max-memory). */
 static atomic_size_t kept_count, kept_bytes;
+static atomic_size_t kept_by_tenant[TIR_MAX_TENANTS];
 
 static size_t tensor_bytes(const struct tir_tensor *t)
 {
@@ -523,17 +586,25 @@ static void sval_free(struct sval *v)
 	free(v);
 }
 
-/* A record enters or leaves a session's table. */
-static void sval_counted(const struct sval *v, bool in)
+/* A record of tenant's enters or leaves a session's table. */
+static void sval_counted(const struct sval *v, int tenant, bool in)
 {
 	size_t b = tensor_bytes(&v->t) + SVAL_OVERHEAD;
 	if (in) {
 		atomic_fetch_add(&kept_count, 1);
 		atomic_fetch_add(&kept_bytes, b);
+		atomic_fetch_add(&kept_by_tenant[tenant], b);
 	} else {
 		atomic_fetch_sub(&kept_count, 1);
 		atomic_fetch_sub(&kept_bytes, b);
+		atomic_fetch_sub(&kept_by_tenant[tenant], b);
 	}
+}
+
+size_t session_store_tenant_bytes(struct session_store *s, int tenant)
+{
+	(void)s;
+	return atomic_load(&kept_by_tenant[tenant]);
 }
 
 void session_store_kept(struct session_store *s, size_t *count, size_t *bytes)
@@ -589,9 +660,52 @@ struct session_store {
 	struct htab caps;              /* every live session's capabilities, by key */
 	int max, ttl;
 	uint64_t created;
-	uint64_t expired_ttl, expired_lease;
+	uint64_t expired_ttl, expired_lease, reclaimed;
 	int per[TIR_MAX_TENANTS];      /* sessions open, by tenant */
+	int reclaim;                   /* seconds idle before a lease-less session may be reclaimed */
 };
+
+void session_store_set_reclaim(struct session_store *s, int seconds)
+{
+	s->reclaim = seconds;
+}
+
+static void session_gone(struct session_store *s, struct session *ss);
+
+/* A tenant at its cap: its session without a lease that has been idle
+ * longest, if idle at least s->reclaim seconds and no request holds it,
+ * leaves the store onto *gone, making room (s->mu held).  A leased
+ * session's client says it is alive; one without a lease says nothing, and
+ * would otherwise hold its slot for the whole TTL. */
+static bool reclaim_locked(struct session_store *s, int tenant, struct session **gone)
+{
+	double now = now_s();
+	struct session *old = NULL;
+	for (size_t i = 0; i < s->tab.nb; i++)
+		for (struct hlink *l = s->tab.b[i]; l; l = l->next) {
+			struct session *ss = CONTAINER(l, struct session, h);
+			if (ss->tenant == tenant && !ss->lease && !ss->refs && s->reclaim > 0 &&
+			    now - ss->last >= s->reclaim && (!old || ss->last < old->last))
+				old = ss;
+		}
+	if (!old)
+		return false;
+	ht_remove(&s->tab, &old->h);
+	session_gone(s, old);
+	old->dead = true;
+	old->h.next = *gone ? &(*gone)->h : NULL;
+	*gone = old;
+	s->reclaimed++;
+	return true;
+}
+
+uint64_t session_store_reclaimed(struct session_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t n = s->reclaimed;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
 
 struct session_store *session_store_new(int max_sessions, int ttl_seconds)
 {
@@ -615,7 +729,7 @@ static void session_free(struct session *ss)
 		for (struct hlink *l = ss->vals.b[i], *next; l; l = next) {
 			next = l->next;
 			struct sval *v = CONTAINER(l, struct sval, h);
-			sval_counted(v, false);
+			sval_counted(v, ss->tenant, false);
 			sval_free(v);
 		}
 	free(ss->vals.b);
@@ -719,7 +833,7 @@ int session_create(struct session_store *s, int tenant, int tenant_max, int leas
 	int rc = 0;
 	pthread_mutex_lock(&s->mu);
 	sweep_locked(s, &gone);
-	if (s->per[tenant] >= tenant_max)
+	if (s->per[tenant] >= tenant_max && !reclaim_locked(s, tenant, &gone))
 		rc = -3;
 	else if (s->tab.n >= (size_t)s->max)
 		rc = -1;
@@ -897,14 +1011,14 @@ int session_update(struct session_store *s, struct session *ss, const char *cons
 				ht_remove(&ss->vals, l);
 				l->next = gone ? &gone->h : NULL;
 				gone = CONTAINER(l, struct sval, h);
-				sval_counted(gone, false);
+				sval_counted(gone, ss->tenant, false);
 			}
 			/* the table grows by doubling: an insert fails only
 			 * when growing does, and then the value is dropped */
 			if (i >= ndrop && ht_insert(&ss->vals, &fresh[i - ndrop]->h)) {
 				rc = -2;
 			} else if (i >= ndrop) {
-				sval_counted(fresh[i - ndrop], true);
+				sval_counted(fresh[i - ndrop], ss->tenant, true);
 				fresh[i - ndrop] = NULL;
 			}
 		}

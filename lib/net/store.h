@@ -7,8 +7,9 @@
  *             a byte budget; shared by a tenant's sessions (held once,
  *             seen only by the tenants that sent its bytes)
  *   graphs    SHA-256 of a batch text -> its parsed program and a tir_exec
- *             (with the exec's plan cache); bounded in count and, about,
- *             in bytes
+ *             (with the exec's plan cache); bounded in count and in bytes
+ *             (what each was charged to --max-memory while parsed), the
+ *             graphs of queued and running batches counted
  *   sessions  random 128-bit id -> values kept under client-chosen keys;
  *             idle ones expire, and leased ones whose client stops
  *             renewing
@@ -67,23 +68,36 @@ struct graph {
 	/* store.c's: */
 	int refs;
 	uint64_t used;
-	uint64_t cost;                 /* about what it holds, in bytes */
+	uint64_t cost;                 /* what it was charged to --max-memory (its parse's estimate) */
 	struct graph *next;            /* hash chain */
 };
 struct graph_store;
 
-struct graph_store *graph_store_new(int max_graphs);
+/* At most max_graphs graphs, whose costs add up to at most cap_bytes. */
+struct graph_store *graph_store_new(int max_graphs, uint64_t cap_bytes);
 void graph_store_free(struct graph_store *s);
 /* Tenant's graph named sha with a reference (release with graph_unref), or NULL. */
 struct graph *graph_get(struct graph_store *s, const char *sha, int tenant);
-/* Keep a parsed program under sha (takes p; it gets an exec) and return
- * it with a reference; when another request stored sha meanwhile, p is
- * freed and that one is returned.  NULL when out of memory (p freed). */
-struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, struct tir_program *p);
+/* Keep a parsed program under sha (takes p; it gets an exec) and its
+ * charge of cost bytes to --max-memory (taken: given back when the graph
+ * goes), and return it with a reference; when another request stored sha
+ * meanwhile, p is freed and that one is returned.  Graphs no run holds are
+ * evicted, least recently used first, to make room.  NULL (p freed, cost
+ * given back) with *why 413 when cost alone is over the cache's size, 503
+ * when the graphs in use fill it now, 500 when out of memory. */
+struct graph *graph_put(struct graph_store *s, const char *sha, int tenant, struct tir_program *p,
+			uint64_t cost, int *why);
+/* Let go of a reference (and evict what no longer fits). */
 void graph_unref(struct graph_store *s, struct graph *g);
+/* Drop the graphs no run holds, tenant's (-1: anyone's): what they cost. */
+uint64_t graph_store_trim(struct graph_store *s, int tenant);
+/* What tenant's graphs cost; the cache's size; graphs refused for room. */
+uint64_t graph_store_tenant_bytes(struct graph_store *s, int tenant);
+uint64_t graph_store_cap(const struct graph_store *s);
+uint64_t graph_store_refused(struct graph_store *s);
 uint64_t graph_store_hits(struct graph_store *s);
 size_t graph_store_count(struct graph_store *s);
-/* What the graphs kept cost, by graph_cost's estimate (bounded at about 64 MiB). */
+/* What the graphs kept cost (at most the cache's size). */
 uint64_t graph_store_bytes(struct graph_store *s);
 
 /* ---- sessions ---- */
@@ -147,6 +161,13 @@ bool session_fits(struct session_store *s, struct session *ss, const char *const
 int session_update(struct session_store *s, struct session *ss, const char *const *drop,
 		   size_t ndrop, const char *const *keys, const struct tir_tensor *vals, size_t nkeep);
 size_t session_store_count(struct session_store *s);
+/* The bytes tenant's sessions keep (tensors and records). */
+size_t session_store_tenant_bytes(struct session_store *s, int tenant);
+/* A tenant at its cap of sessions (session_create) takes the slot of its
+ * session without a lease that has been idle longest, once idle for
+ * `seconds` (0: never); sessions reclaimed so. */
+void session_store_set_reclaim(struct session_store *s, int seconds);
+uint64_t session_store_reclaimed(struct session_store *s);
 /* The values all sessions keep, and what they hold: their tensors'
  * bytes and their records'. */
 void session_store_kept(struct session_store *s, size_t *count, size_t *bytes);

@@ -2347,8 +2347,10 @@ class Fuzzer:
                           f"{m.get('tir_inflight_body_bytes')} bytes, batches queued "
                           f"{m.get('tir_batches_queued')}, running {m.get('tir_batches_running')}")
             # a blob's tensor is its frame's data rounded up to 64 bytes (the
-            # cache counts the frame, whose head is 16 + 8 x rank bytes)
-            bound = m.get("tir_blob_cache_bytes", 0) + 64 * m.get("tir_blob_cache_blobs", 0)
+            # cache counts the frame, whose head is 16 + 8 x rank bytes), and
+            # the cached texts' graphs, charged to the budget as parsed
+            bound = m.get("tir_blob_cache_bytes", 0) + 64 * m.get("tir_blob_cache_blobs", 0) + \
+                m.get("tir_graph_cache_bytes", 0)
             if m.get("tir_sessions") == 0 and m.get("tir_tensor_bytes", 0) > bound:
                 self.fail("memory bounded", f"no session open, but tensors hold {m.get('tir_tensor_bytes'):.0f} "
                           f"bytes, more than the blob cache's {m.get('tir_blob_cache_bytes'):.0f} "

@@ -20,6 +20,15 @@ enough that every limit is met, under mixed clients for the whole time:
   dave   a killer: SIGKILL to a client in the middle of an upload, of a
          long batch, of a `tir run --remote`; connections dropped in the
          middle of a body or of the headers.
+  mallory  the red team of issue 27: loop texts of 160,000 adds and texts
+         of 50,000 lines (413 too_many_ops as they are parsed), loop texts
+         of 30,000 adds whose graphs fill --graph-cache (checked, or 503
+         while the cache holds graphs in use), a batch whose unused
+         zeros([pad]) claims 40% of --max-memory;
+  tina   tiny batches, timed: their latency percentiles are printed, with
+         the peak VmRSS against --max-memory (checked within the budget,
+         --max-inflight and 256 MiB of the server's own, the allocator's
+         freed memory between idle trims included).
 
 Every request of the protocol clients is accounted for: answered and
 right, answered with an expected error (409 then sent again, 503 with
@@ -99,8 +108,8 @@ T0 = now()
 TIR = os.path.join(ROOT, "build", "tir")
 SALT = os.urandom(6).hex()
 # tenant, its options in the --tokens file
-TENANTS = [("alice", "sessions=2"), ("bob", "inflight=40M"), ("carol", ""), ("dave", "sessions=4"),
-           ("probe", "")]
+TENANTS = [("alice", "sessions=2"), ("bob", "inflight=40M sessions=3"), ("carol", "sessions=4"), ("dave", "sessions=4"),
+           ("probe", "sessions=2"), ("mallory", "sessions=2"), ("tina", "sessions=1")]
 LIMITS = ["--max-memory", "192M", "--blob-cache", "48M", "--max-inflight", "64M", "--max-sessions", "12",
           "--max-body", "80M", "--session-ttl", "120", "--threads", "2"]
 TTL = 120
@@ -864,6 +873,92 @@ class Bob(Client):
 
 # ---- tir run --remote ----
 
+class Mallory(Client):
+    """The red team of issue 27, beside the normal traffic: batch texts
+    that would build far more than they are (a 60-byte loop of 160,000
+    adds, a text of 50,000 add lines: 413 too_many_ops as they are parsed),
+    loop texts of 30,000 adds whose graphs fill the graph cache (run and
+    checked, or 503 while the cache is full of graphs in use), and a crafted
+    batch whose unused zeros([pad]) claims a planned bound of about 40% of
+    --max-memory (run and checked, or refused by the budget)."""
+    tenant = "mallory"
+
+    def step(self):
+        self.ensure_session()
+        k = self.prng.random()
+        if k < 0.25:
+            self.refused(f"x = t0\nfor i in range(160000) {{ x = x + {self.prng.randrange(1000)} }}\nprint x\n",
+                         "a 60-byte loop of 160,000 adds")
+        elif k < 0.4:
+            n = 50000
+            text = "".join(f"t{j + 1}: f32[3] = add(t{j}, t0)\n" for j in range(n)) + f"print t{n}\n"
+            self.refused(text, "a text of 50,000 add lines")
+        elif k < 0.75:
+            c = self.prng.randrange(1, 500)  # the sum stays an integer f32 holds exactly (< 2^24)
+            r = self.send(f"x = t0\nfor i in range(30000) {{ x = x + {c} }}\nprint x\n", "a loop of 30,000 adds")
+            if self.over_budget(r) or self.graph_refused(r):
+                return
+            if r.status == 200 and np.allclose(results(r.body)[1][0], 1 + 30000 * c):
+                REQ.add(OK, "200 run of a 30,000-add loop (red team), checked")
+            else:
+                self.unexpected("a loop of 30,000 adds", r)
+        else:
+            pad = 192 * MiB * 2 // 5 // 4
+            lines = ["x0: f32[512, 512] = randn([512, 512], seed=1)", "w: f32[512, 512] = mul(x0, 0.0442)",
+                     f"p: f32[{pad}] = zeros([{pad}])"]
+            lines += [f"x{i + 1}: f32[512, 512] = matmul(x{i}, w)" for i in range(8)]
+            r = self.send("\n".join(lines + ["s: f32[] = sum(x8)", "print s"]) + "\n", "a crafted bound")
+            self.gone_with_restart(r)
+            if self.over_budget(r):
+                return
+            if r.status == 200 and np.isfinite(results(r.body)[1][0]):
+                REQ.add(OK, "200 run of a crafted bound (red team)")
+            else:
+                self.unexpected("a crafted bound", r)
+
+    def send(self, text, what):
+        text = "input t0: f32[3]\n" + text
+        h, b = blob(frame(np.ones(3, np.float32)))
+        return self.run_batch(text, {"t0": {"blob": h}}, {h: b}, what=what)
+
+    def refused(self, text, what):
+        r = self.send(text, what)
+        self.gone_with_restart(r)
+        if r.status == 413 and r.err().get("code") == "too_many_ops" and "--max-ops" in r.err().get("message", ""):
+            REQ.add(EXPECTED, "413 too_many_ops: " + what + " (red team)")
+        else:
+            self.unexpected(what, r)
+
+    def graph_refused(self, r):
+        self.gone_with_restart(r)
+        if r.status == 413 and r.err().get("code") in ("too_large", "memory"):
+            REQ.add(EXPECTED, "413: a graph over the cache or the tenant's share (red team)")
+            return True
+        return False
+
+
+TINY = []  # ms of each tiny batch of tina's, answered
+
+
+class Tina(Client):
+    """A tiny batch now and then, timed: what the red team must not delay."""
+    tenant = "tina"
+
+    def step(self):
+        self.ensure_session()
+        text = "x: f32[4] = ones([4])\ns: f32[] = sum(x)\nprint s\n"
+        body = json.dumps({"graph": sha(text), "text": text, "inputs": {}}).encode()
+        t0 = now()
+        r = self.call("POST", f"/v1/sessions/{self.sid}/run", body, what="a tiny batch")
+        ms = (now() - t0) * 1e3
+        self.gone_with_restart(r)
+        if r.status == 200 and float(results(r.body)[1][0]) == 4.0:
+            REQ.add(OK, "200 tiny batch, timed")
+            TINY.append(ms)
+        else:
+            self.unexpected("a tiny batch", r)
+
+
 class Program:
     def __init__(self, name, path, args=(), fresh=None):
         self.name, self.path, self.args, self.fresh = name, path, list(args), fresh
@@ -1433,12 +1528,15 @@ class Quiet:
         # tensor is its frame less a head of 16 + 8 x rank bytes, its data
         # rounded up to 64: 80 bytes less to 40 more; and the graphs' small
         # constants, at most what calibrate() measured
+        # (the cached batch texts' graphs are charged to --max-memory too,
+        # and tir_graph_cache_bytes says how much)
+        graphs = int(m.get("tir_graph_cache_bytes", 0))
         nvals = int(m.get("tir_session_values", 0))
         records = int(m.get("tir_session_value_bytes", 0)) - kept
         if not 0 <= records <= 1024 * nvals:
             self.problems.append(f"at {t():.0f} s {nvals} kept values cost {records} bytes beside their "
                                  f"tensors ({kept} bytes)")
-        expected = cache + kept + max(records, 0)
+        expected = cache + kept + max(records, 0) + graphs
         row = {"t": round(t(), 1), "life": life.n, "age": round(now() - life.started, 1), "rss_kib": rss,
                "tensor_bytes": int(m.get("tir_tensor_bytes", -1)), "blobs_and_kept": expected,
                "low": expected - nblobs * 80 - 4096, "high": expected + nblobs * 40 + self.consts + 4096,
@@ -1518,7 +1616,7 @@ def main():
     ap.add_argument("--quiet-every", type=float, default=30)
     ap.add_argument("--warmup", type=float, default=90)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--clients", default="alice,bob,carol,dave", help="which kinds of client run (for a look at one)")
+    ap.add_argument("--clients", default="alice,bob,carol,dave,mallory,tina", help="which kinds of client run (for a look at one)")
     a = ap.parse_args()
     TIR = os.path.abspath(a.tir)
     tirnet.TIR = TIR
@@ -1555,7 +1653,8 @@ def main():
             f"the graphs' small constants {consts} B")
         rnd = random.Random(seed)
         clients = [Alice(f"alice{i}", rnd.randrange(1 << 30), ["memory", "runtime", "program", "key"] if i == 0 else [])
-                   for i in range(3)] + [Bob(f"bob{i}", rnd.randrange(1 << 30), i == 0) for i in range(2)]
+                   for i in range(3)] + [Bob(f"bob{i}", rnd.randrange(1 << 30), i == 0) for i in range(2)] + \
+            [Mallory("mallory", rnd.randrange(1 << 30)), Tina("tina", rnd.randrange(1 << 30))]
         runners = [Runner(f"carol{i}", rnd.randrange(1 << 30), progs, pdir) for i in range(2)]
         dave = Dave("dave", rnd.randrange(1 << 30), long_prog, kill_tir=a.seconds >= 120)
         kinds = a.clients.split(",")
@@ -1661,6 +1760,23 @@ def main():
         if lr:
             say(f"#   life {life.n}: " + " ".join(f"{r['rss_kib'] / 1024:.0f}" for r in lr) + " MiB")
 
+    # the red team against the budget and the tiny batches
+    budget_mib = 192
+    say(f"# peak VmRSS {sampler.max_rss / 1024:.1f} MiB of the samples every 3 s, against --max-memory "
+        f"{budget_mib} MiB (request bodies being received, up to --max-inflight 64 MiB, are not tensors)")
+    # (the server's own: code, stacks, MHD's buffers, and what the
+    # allocator keeps of freed memory between idle trims: 375 MiB was seen
+    # at the peak of a 120 s run)
+    checks.append((f"peak VmRSS within --max-memory, --max-inflight and 256 MiB of the server's own",
+                   sampler.max_rss <= (budget_mib + 64 + 256) * 1024, f"{sampler.max_rss} KiB"))
+    if TINY:
+        ms = sorted(TINY)
+        pct = [ms[min(len(ms) - 1, int(len(ms) * q))] for q in (0.5, 0.9, 0.99)]
+        say(f"# tiny batches beside the red team: {len(ms)}, median {pct[0]:.1f} ms, 90th {pct[1]:.1f} ms, "
+            f"99th {pct[2]:.1f} ms, worst {ms[-1]:.1f} ms")
+    checks.append(("tiny batches answered beside the red team (median under 1 s)",
+                   "tina" not in kinds or (TINY and sorted(TINY)[len(TINY) // 2] < 1000),
+                   f"{len(TINY)} answered"))
     checks.append(("no request failed", REQ.total(FAILED) == 0, "; ".join(REQ.fails[:6])))
     checks.append(("every tir run --remote printed what a local run prints", RUNS.total(FAILED) == 0 and
                    RUNS.total(OK) > 0, "; ".join(RUNS.fails[:6]) or f"{RUNS.total(OK)} right"))

@@ -143,6 +143,8 @@ for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 		gemm) good=openblas badv=blis ;;
 		max-memory) good=1GiB badv=0 ;;
 		max-batch-seconds) good=0 badv=-1 ;;
+		max-ops) good=1000 badv=0 ;;
+		graph-cache) good=128M badv=0 ;;
 		tls-cert) good=$tmp/c.pem badv= ;;
 		tls-key) good=$tmp/k.pem badv= ;;
 		max-connections-per-address) good=4 badv=0 ;;
