@@ -2337,13 +2337,15 @@ static void parse_bind(struct parser *ps)
 	ps->pend.node = n;
 }
 
-/* Whether the statement at a NAME followed by ',' binds several names:
- * an '=' outside brackets before the line ends (else, in the REPL, it
- * prints a list of values).  Reads ahead on a copy of the lexer. */
-static bool is_multi_bind(const struct parser *ps)
+/* Whether the statement at a NAME followed by ',' or ':' binds several
+ * names: a ',' and then an '=' outside brackets before the line ends
+ * (else, in the REPL, `a, b` prints a list of values, and `a: T = ...`
+ * binds one).  Reads ahead on a copy of the lexer. */
+static bool is_multi_bind(struct parser *ps)
 {
-	struct tir_lexer lx = ps->lx; /* it is a token ahead: at what follows the ',' */
+	struct tir_lexer lx = ps->lx; /* it is a token ahead: at what follows the ',' or ':' */
 	int depth = 0;
+	bool comma = peek(ps)->kind == TIR_TOK_COMMA;
 	for (;;) {
 		struct tir_token t = tir_lex_next(&lx);
 		switch (t.kind) {
@@ -2356,7 +2358,10 @@ static bool is_multi_bind(const struct parser *ps)
 			break;
 		case TIR_TOK_ASSIGN:
 			if (depth == 0)
-				return true;
+				return comma;
+			break;
+		case TIR_TOK_COMMA:
+			comma |= depth == 0;
 			break;
 		case TIR_TOK_NEWLINE: case TIR_TOK_EOF: case TIR_TOK_ERROR:
 			return false;
@@ -2993,11 +2998,12 @@ static void parse_statement(struct parser *ps)
 		/* reported by advance */
 	} else if (t->kind == TIR_TOK_RBRACE) {
 		perr_tok(ps, t, "'}' closes nothing");
+	} else if (t->kind == TIR_TOK_NAME && (peek(ps)->kind == TIR_TOK_COMMA || peek(ps)->kind == TIR_TOK_COLON) &&
+		   is_multi_bind(ps)) {
+		parse_multi_bind(ps);
 	} else if (t->kind == TIR_TOK_NAME &&
 		   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
 		parse_bind(ps); /* also `print = 3`, to say print is reserved */
-	} else if (t->kind == TIR_TOK_NAME && peek(ps)->kind == TIR_TOK_COMMA && is_multi_bind(ps)) {
-		parse_multi_bind(ps);
 	} else if (tok_is(ps, t, "input") && peek(ps)->kind == TIR_TOK_NAME) {
 		if (top)
 			parse_input(ps);
