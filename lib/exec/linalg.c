@@ -375,9 +375,29 @@ done:
 	return rc;
 }
 
+/* Whether the r x c matrix at p holds a NaN or an infinity. */
+static bool non_finite(const struct la *L, const char *p, int64_t count)
+{
+	for (int64_t i = 0; i < count; i++)
+		if (!isfinite(get(L, p, i)))
+			return true;
+	return false;
+}
+
+/* Matrix t: a NaN or infinity in its operands makes every one of its
+ * results NaN (LAPACK is not asked: some of its iterations need not end
+ * on them); else LAPACK's answer. */
 static void task(void *ctx, int64_t t)
 {
 	struct la *L = ctx;
+	if (non_finite(L, operand(L, L->a, L->astr, t), L->amat) ||
+	    (L->b && non_finite(L, operand(L, L->b, L->bstr, t), L->bmat))) {
+		for (int r = 0; r < L->nres; r++)
+			for (int64_t i = 0; i < L->rsize[r]; i++)
+				put(L, result(L, r, t), i, NAN);
+		L->info[t] = 0;
+		return;
+	}
 	L->info[t] = one(L, t);
 }
 
@@ -450,6 +470,8 @@ int tir_k_linalg(const struct tir_node *n, const struct tir_tensor *in, struct t
 		L.nrhs = vec ? 1 : in[1].shape[in[1].rank - 1];
 	} else if (n->op == TIR_OP_DET || n->op == TIR_OP_SLOGDET) {
 		own0 = 0;
+	} else if (n->op == TIR_OP_EIGH) {
+		own0 = 1; /* w */
 	}
 	L.nb = rt[0].rank - own0;
 	L.nbatch = 1;
