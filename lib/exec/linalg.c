@@ -35,7 +35,7 @@ typedef void (*gelsd_fn)(const int *, const int *, const int *, void *, const in
 /* One op over a batch. */
 struct la {
 	const struct tir_node *n;
-	bool f64;
+	bool f64;                    /* always: f32 computes in f64 (tir_k_linalg) */
 	size_t es;                   /* element size */
 	int64_t m, k;                /* a's rows and columns */
 	int64_t nrhs;                /* solve, lstsq: b's columns (1: a vector) */
@@ -132,33 +132,19 @@ static int work_size(const struct la *L, const void *w)
 }
 
 /* sign and log|det| of a's LU factors (NumPy's way: det = sign * exp(logdet)). */
-static void lu_slogdet(const struct la *L, const void *lu, const int *ipiv, int n, double *sign, double *logdet)
+static void lu_slogdet(const double *lu, const int *ipiv, int n, double *sign, double *logdet)
 {
-	if (L->f64) {
-		double s = 1, acc = 0;
-		for (int i = 0; i < n; i++) {
-			double d = ((const double *)lu)[i + (int64_t)i * n];
-			if (ipiv[i] != i + 1)
-				s = -s;
-			if (d < 0)
-				s = -s, d = -d;
-			acc += log(d);
-		}
-		*sign = s;
-		*logdet = acc;
-	} else {
-		float s = 1, acc = 0;
-		for (int i = 0; i < n; i++) {
-			float d = ((const float *)lu)[i + (int64_t)i * n];
-			if (ipiv[i] != i + 1)
-				s = -s;
-			if (d < 0)
-				s = -s, d = -d;
-			acc += logf(d);
-		}
-		*sign = s;
-		*logdet = acc;
+	double s = 1, acc = 0;
+	for (int i = 0; i < n; i++) {
+		double d = lu[i + (int64_t)i * n];
+		if (ipiv[i] != i + 1)
+			s = -s;
+		if (d < 0)
+			s = -s, d = -d;
+		acc += log(d);
 	}
+	*sign = s;
+	*logdet = acc;
 }
 
 /* One matrix: 0, LAPACK's info (> 0: singular, not positive definite,
@@ -176,9 +162,9 @@ static int one(struct la *L, int64_t t)
 		return -1;
 	to_cols(L, a, m, k, ca, m);
 	int rc = 0;
-	void *w = NULL, *w2 = NULL, *w3 = NULL;
+	void *w = NULL, *w2 = NULL;
 	int *iw = NULL;
-	int lw = -1, one_ = 1;
+	int lw = -1;
 	char q[2];
 	switch (n->op) {
 	case TIR_OP_SOLVE:
@@ -209,10 +195,10 @@ static int one(struct la *L, int64_t t)
 			((getrf_fn)L->fn[0])(&m, &m, ca, &m, iw, &info);
 		double sign = 0, logdet = -INFINITY;
 		if (info == 0)
-			lu_slogdet(L, ca, iw, m, &sign, &logdet);
+			lu_slogdet((const double *)ca, iw, m, &sign, &logdet);
 		info = 0; /* singular: det 0, slogdet (0, -inf), as NumPy */
 		if (n->op == TIR_OP_DET) {
-			put(L, result(L, 0, t), 0, L->f64 ? sign * exp(logdet) : (double)((float)sign * expf((float)logdet)));
+			put(L, result(L, 0, t), 0, sign * exp(logdet));
 		} else {
 			put(L, result(L, 0, t), 0, sign);
 			put(L, result(L, 1, t), 0, logdet);
@@ -366,8 +352,6 @@ static int one(struct la *L, int64_t t)
 oom:
 	rc = -1;
 done:
-	(void)one_;
-	(void)w3;
 	free(ca);
 	free(w);
 	free(w2);
