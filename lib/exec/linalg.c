@@ -223,7 +223,7 @@ static int one(struct la *L, int64_t t)
 			memset(qo, 0, (size_t)L->rsize[0] * es);
 			break;
 		}
-		char wq[16];
+		double wq[2];
 		w = malloc((size_t)mn * es);
 		if (!w)
 			goto oom;
@@ -247,7 +247,7 @@ static int one(struct la *L, int64_t t)
 		void *wv = result(L, 0, t);
 		if (m == 0)
 			break;
-		char wq[16];
+		double wq[2];
 		int lwq = -1, liw = -1, iwq = 0;
 		((syevd_fn)L->fn[0])("V", "L", &m, ca, &m, wv, wq, &lwq, &iwq, &liw, &info, 1, 1);
 		lw = work_size(L, wq);
@@ -275,7 +275,7 @@ static int one(struct la *L, int64_t t)
 		q[0] = full ? 'A' : 'S';
 		q[1] = 0;
 		if (mn > 0) {
-			char wq[16];
+			double wq[2];
 			int lda = imax(m, 1);
 			((gesdd_fn)L->fn[0])(q, &m, &k, ca, &lda, sv, u, &ldu, vt, &ldvt, wq, &lw, iw, &info, 1);
 			lw = work_size(L, wq);
@@ -328,7 +328,7 @@ static int one(struct la *L, int64_t t)
 			/* rcond: NumPy's default, machine epsilon times the larger dimension */
 			double rc_d = (L->f64 ? DBL_EPSILON : FLT_EPSILON) * (m > k ? m : k);
 			float rc_f = (float)rc_d;
-			char wq[16];
+			double wq[2];
 			int iwq = 0;
 			((gelsd_fn)L->fn[0])(&m, &k, &nrhs, ca, &lda, cb, &ldb, sv, L->f64 ? (void *)&rc_d : (void *)&rc_f,
 					      &rank, wq, &lw, &iwq, &info);
