@@ -869,6 +869,17 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		} else if (x->keep && tir_exec_keepable(p, p->nodes[i])) {
 			target[i] = true; /* materialized, so that it can be kept */
 		}
+		/* a call of several results that runs: its other results with
+		 * names are made too (views of it, no work), so that asking for
+		 * one later does not run the call again (ir.h) */
+		int nres = tir_op(p->nodes[i]->op)->nres;
+		for (int r = 1; need[i] && x->keep && nres > 1 && r <= nres; r++) {
+			size_t j = i + (size_t)r;
+			if (j < nn && !need[j] && !cpu_have(c, x, j) && tir_exec_keepable(p, p->nodes[j])) {
+				need[j] = true;
+				uses[i]++;
+			}
+		}
 	}
 	if (!x->no_fuse) {
 		if (plan_for(c, need, uses, target, &x->stats.plan_cached)) {

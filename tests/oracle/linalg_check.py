@@ -21,7 +21,8 @@ and pinv:
     not match at check time, with the caret; det and slogdet of a singular
     matrix (0 and (0, -inf), as NumPy); NaN in, NaN out;
   * the same bytes at --threads 1 and 2 for a batch; `tir fmt` reads back to
-    itself and runs the same; --remote against a `tir serve` started here.
+    itself and runs the same; --remote against a `tir serve` started here;
+    the REPL (a result made with its sibling asked for).
 Prints "ok NAME" / "FAIL NAME: WHY", last "N passed, M failed".
 """
 import os
@@ -429,6 +430,20 @@ def remote_case(tmp):
         log.close()
 
 
+def repl_case(tmp):
+    # the REPL: several names bound, `a, b` still prints two values, and
+    # the call's other result is made with the one asked for (kept)
+    text = "a = [[2.0, 1.0], [1.0, 3.0]]\nw, v = eigh(a)\nw\n.vars\nq, r = qr(a)\nq, r\n"
+    r = subprocess.run([TIR, "repl"], input=text, capture_output=True, text=True, timeout=60)
+    if r.returncode or r.stderr:
+        return "repl: %r" % r.stderr
+    if not re.search(r"^v +f32\[2, 2\] +computed$", r.stdout, re.M):
+        return "v was not made with w: %r" % r.stdout
+    if "q: f32[2, 2]" not in r.stdout or "r: f32[2, 2]" not in r.stdout:
+        return "`q, r` did not print both: %r" % r.stdout
+    return None
+
+
 def help_case(tmp):
     r = subprocess.run([TIR, "help", "ops"], capture_output=True, text=True)
     for want in ("qr          (a) -> q, r", "svd         (a, full_matrices:bool=false) -> u, s, vt", "solve", "pinv"):
@@ -461,6 +476,7 @@ def main():
     check("threads", threads_case)
     check("fmt", fmt_case)
     check("remote", remote_case)
+    check("repl", repl_case)
     check("help", help_case)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
