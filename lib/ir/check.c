@@ -1083,6 +1083,14 @@ bool tir_type_bounded(const struct tir_type *t)
 
 int tir_check_node(struct tir_node *n, struct tir_err *err)
 {
+	/* a call of several results is read only by its RESULT nodes (ir.h) */
+	for (int i = 0; n->op != TIR_OP_RESULT && i < n->nin; i++)
+		if (n->in[i] && n->in[i]->type.dtype == TIR_DTYPE_U8 && tir_op(n->in[i]->op)->nres > 1) {
+			const struct tir_opdef *d = tir_op(n->in[i]->op);
+			return tir_errf(err, TIR_ETYPE, n->inloc[i].src ? &n->inloc[i] : &n->loc,
+					"%s gives %d results; bind each to a name first (%s, ... = %s(...))", d->name,
+					d->nres, d->res[0], d->name);
+		}
 	int rc = rules[n->op](n, err);
 	if (rc == 0 && !tir_type_bounded(&n->type)) {
 		char s[TIR_TYPE_STRLEN];

@@ -327,6 +327,8 @@ ERRORS = [
      r"case\.tir:2:8: error: inv gives one result but 2 names are bound", None),
     ("in an expression", "x = matmul(qr(a), a)", {"a": np.ones((2, 2))},
      r"case\.tir:2:12: error: qr gives 2 results", None),
+    ("the call in an expression", "x, y = qr(a) + a", {"a": np.ones((2, 2))},
+     r"case\.tir:2:8: error: qr gives 2 results; bind each to a name first", None),
     ("not a call", "x, y = a", {"a": np.ones((2, 2))},
      r"case\.tir:2:8: error: 2 names are bound: the value must be a call", None),
     ("bound twice", "x, x = qr(a)", {"a": np.ones((2, 2))},
