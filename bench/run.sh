@@ -457,4 +457,40 @@ fi
 # ---- gemm: tir's matmul, batched matmul, conv2d and attention against OpenBLAS ----
 # bench/gemm.sh (runs alone too: BUILD=build sh bench/gemm.sh)
 . "$root/bench/gemm.sh"
+
+# ---- linalg ----
+# The linear algebra on OpenBLAS's LAPACK against NumPy's np.linalg (the
+# same LAPACK routines) on the same data, both at 1 thread and at THREADS
+# (NumPy's OpenBLAS set to that many; tir's batch spread over its pool, each
+# matrix on one thread, so one matrix alone runs on one core: the eigh row
+# at THREADS says what that costs).  tir_time and bench/linalg.py, medians.
+for t in 1 "$THREADS"; do
+	[ "$t" = 1 ] && [ "$THREADS" = 1 ] && [ -n "${linalg_once:-}" ] && continue
+	linalg_once=1
+	section "linalg: np.linalg against tir, $t thread(s) (median of >= $RUNS runs, >= 1 s)"
+	: >"$tmp/rows"
+	for case in solve eigh; do
+		if "$BUILD/bench/tir_time" --threads "$t" --runs "$RUNS" bench/linalg_$case.tir >"$tmp/la.$case"; then
+			row "tir $case" "$(kv "$tmp/la.$case" ms_median)" "$(kv "$tmp/la.$case" sum)" ""
+		else
+			row "tir $case" "" "" "tir_time FAILED"
+			status=1
+		fi
+		$PY bench/linalg.py --threads "$t" --runs "$RUNS" "$case" >"$tmp/lapy.$case" || status=1
+		peer_rows "$tmp/lapy.$case" numpy "numpy $case"
+	done
+	echo "  solve: 64 x f64[256, 256] (+ 64 I) against f64[64, 256]; eigh: f64[1024, 1024]"
+	awk -F '\t' '{ lab[NR] = $1; ms[NR] = $2; sm[NR] = $3; note[NR] = $4 }
+	END {
+		printf "  %-28s %10s %10s %14s\n", "", "median ms", "/tir", "sum"
+		for (i = 1; i <= NR; i++) {
+			tir = i % 2 ? ms[i] : ms[i - 1]
+			if (ms[i] == "") { printf "  %-28s %10s  %s\n", lab[i], "-", note[i]; continue }
+			printf "  %-28s %10.3f %9.2fx %14s  %s\n", lab[i], ms[i], (tir > 0 ? ms[i] / tir : 0), sm[i], note[i]
+		}
+	}' "$tmp/rows"
+	: >"$tmp/rows"
+	target "solve batch no slower than numpy" "$(ratio "$(kv "$tmp/lapy.solve" numpy_ms)" "$(kv "$tmp/la.solve" ms_median)")" ">=" 1
+	target "eigh 1024 no slower than numpy" "$(ratio "$(kv "$tmp/lapy.eigh" numpy_ms)" "$(kv "$tmp/la.eigh" ms_median)")" ">=" 1
+done
 exit $status

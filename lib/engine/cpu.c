@@ -544,6 +544,33 @@ out:
 
 /* One row of --profile: what ran, how long, bytes moved, flops done, in
  * how many tasks. */
+/* A linalg op's flops, by LAPACK's leading terms per matrix (m x k,
+ * n = min(m, k)), times the batch: an estimate for --profile's GFLOP/s. */
+static double linalg_flops(const struct tir_node *n)
+{
+	const struct tir_type *a = &n->in[0]->type;
+	double m = (double)a->shape[a->rank - 2], k = (double)a->shape[a->rank - 1], mn = m < k ? m : k;
+	double batch = 1, rhs = 0;
+	for (int i = 0; i + 2 < a->rank; i++)
+		batch *= (double)a->shape[i];
+	if (n->op == TIR_OP_SOLVE || n->op == TIR_OP_LSTSQ) {
+		const struct tir_type *b = &n->in[1]->type;
+		rhs = b->rank == a->rank - 1 ? 1 : (double)b->shape[b->rank - 1];
+		batch = (double)tir_type_numel(&n->type) / (k * rhs > 0 ? k * rhs : 1);
+	}
+	double f;
+	switch (n->op) {
+	case TIR_OP_SOLVE: f = 2.0 / 3 * m * m * m + 2 * m * m * rhs; break;
+	case TIR_OP_INV: f = 8.0 / 3 * m * m * m; break;
+	case TIR_OP_DET: case TIR_OP_SLOGDET: f = 2.0 / 3 * m * m * m; break;
+	case TIR_OP_CHOLESKY: f = 1.0 / 3 * m * m * m; break;
+	case TIR_OP_QR: f = 4 * m * k * mn - 4.0 / 3 * mn * mn * mn; break;
+	case TIR_OP_EIGH: f = 9 * m * m * m; break;
+	default: f = 4 * m * k * mn + 8 * mn * mn * mn + 2 * m * k * (rhs > 0 ? rhs : mn); break; /* svd, lstsq, pinv */
+	}
+	return batch * f;
+}
+
 static void profile_kernel(struct cpu *x, const struct tir_group *g, const struct tir_node *n,
 			   double ms, int64_t tasks)
 {
@@ -597,6 +624,8 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 			double dv = (double)n->type.shape[n->type.rank - 1];
 			double lk = (double)kk->shape[kk->rank - 2], d = (double)q->shape[q->rank - 1];
 			k->flops = dv > 0 ? 2.0 * numel / dv * lk * (d + dv) : 0;
+		} else if (tir_op(n->op)->kind == TIR_KIND_LINALG) {
+			k->flops = linalg_flops(n);
 		} else if (tir_op(n->op)->kind == TIR_KIND_REDUCE || tir_op(n->op)->kind == TIR_KIND_NN) {
 			k->flops = (double)tir_type_numel(&n->in[0]->type);
 		} else if (tir_op(n->op)->kind != TIR_KIND_MOVEMENT && tir_op(n->op)->kind != TIR_KIND_CREATE) {
@@ -839,6 +868,17 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			target[i] = true;
 		} else if (x->keep && tir_exec_keepable(p, p->nodes[i])) {
 			target[i] = true; /* materialized, so that it can be kept */
+		}
+		/* a call of several results that runs: its other results with
+		 * names are made too (views of it, no work), so that asking for
+		 * one later does not run the call again (ir.h) */
+		int nres = tir_op(p->nodes[i]->op)->nres;
+		for (int r = 1; need[i] && x->keep && nres > 1 && r <= nres; r++) {
+			size_t j = i + (size_t)r;
+			if (j < nn && !need[j] && !cpu_have(c, x, j) && tir_exec_keepable(p, p->nodes[j])) {
+				need[j] = true;
+				uses[i]++;
+			}
 		}
 	}
 	if (!x->no_fuse) {

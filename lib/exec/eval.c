@@ -233,6 +233,11 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 	 * elementwise ops broadcast to the result's shape */
 	struct tir_tensor cv[TIR_MAX_PARAMS] = {{0}};
 	struct tir_tensor *c = cv;
+	/* linalg.c converts its operands itself; its results may be packed (ir.h) */
+	if (n->op == TIR_OP_RESULT)
+		return tir_k_result(n, &in[0], out, err);
+	if (d->kind == TIR_KIND_LINALG)
+		return tir_k_linalg(n, in, out, err);
 	bool convert = d->kind == TIR_KIND_ELEMWISE || d->kind == TIR_KIND_MATMUL ||
 		       d->kind == TIR_KIND_NN || n->op == TIR_OP_CONCAT || n->op == TIR_OP_PAD;
 	/* the storage types compute in their wide type */

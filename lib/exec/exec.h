@@ -398,6 +398,17 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 		    const struct tir_tensor *v, bool causal, struct tir_tensor *out,
 		    struct tir_err *err);
 
+/* ---- linear algebra (linalg.c) ---- */
+/* A LINALG node (ops.def) on its operands as given (any dtype: converted
+ * here); out: its one result, or the pack of several (ir.h). */
+int tir_k_linalg(const struct tir_node *n, const struct tir_tensor *in, struct tir_tensor *out,
+		 struct tir_err *err);
+/* A RESULT node: a view of its result's bytes in the pack. */
+int tir_k_result(const struct tir_node *n, const struct tir_tensor *pack, struct tir_tensor *out,
+		 struct tir_err *err);
+/* An OpenBLAS symbol by name, or NULL with *err saying why (blas.c). */
+void *tir_blas_sym(const char *name, char **err);
+
 /* ---- the thread pool and OpenBLAS's threads (pool.c) ----
  * Kernels split their work into tasks whose number and bounds depend only
  * on the shapes and the caches (machine.c), never on the thread count;

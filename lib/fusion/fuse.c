@@ -1231,6 +1231,17 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 				add_choice(&out, p, plan, gr->nodes[j], true);
 			add_choice(&out, p, plan, n, false);
 			tir_str_addf(&out, "; closed: %s\n", gr->closed);
+		} else if (tir_op(n->op)->nres > 1) { /* several results, packed: named by its RESULT nodes */
+			tir_str_addf(&out, "%s -> (", tir_op(n->op)->name);
+			for (int r = 1; r <= tir_op(n->op)->nres && i + (size_t)r < p->nnodes; r++) {
+				const char *rn = tir_node_current_name(p, p->nodes[i + (size_t)r]);
+				tir_str_addf(&out, "%s%s %s", r > 1 ? ", " : "", rn ? rn : "_",
+					     tir_type_str(&p->nodes[i + (size_t)r]->type, tb, sizeof tb));
+			}
+			tir_str_add(&out, ")\n", 2);
+		} else if (n->op == TIR_OP_RESULT) {
+			tir_str_addf(&out, "result %d of %s -> %s %s, a view\n", tir_result_index(n) + 1,
+				     tir_op(n->in[0]->op)->name, name ? name : "_", tir_type_str(&n->type, tb, sizeof tb));
 		} else {
 			tir_str_addf(&out, "%s -> %s %s", tir_op(n->op)->name, name ? name : "_",
 				     tir_type_str(&n->type, tb, sizeof tb));

@@ -894,6 +894,169 @@ static int rule_attention(struct tir_node *n, struct tir_err *err)
 	return check_numel(n, &n->type, err);
 }
 
+/* ---- linear algebra and several results ---- */
+
+/* A matrix operand of a linalg op: [..., m, n], square if asked; its
+ * batch axes into b. */
+static int linalg_matrix(struct tir_node *n, int i, bool square, struct tir_type *b, struct tir_err *err)
+{
+	const struct tir_type *a = in(n, i);
+	char sa[TIR_TYPE_STRLEN];
+	if (a->dtype == TIR_DTYPE_BOOL)
+		return fail_at(n, i, err, TIR_ETYPE, "not defined for bool");
+	if (a->rank < 2)
+		return fail_at(n, i, err, TIR_ETYPE, "needs a matrix (at least 2 dimensions), got %s", TSTR(a, sa));
+	if (square && a->shape[a->rank - 1] != a->shape[a->rank - 2])
+		return fail_at(n, i, err, TIR_ETYPE, "needs square matrices (..., n, n), got %s", TSTR(a, sa));
+	*b = (struct tir_type){.rank = (uint8_t)(a->rank - 2)};
+	memcpy(b->shape, a->shape, sizeof(int64_t) * b->rank);
+	return 0;
+}
+
+/* The types of a linalg op's results into t: their number, or -code.
+ * f64 stays f64; every other dtype computes in, and gives, f32. */
+static int linalg_types(struct tir_node *n, struct tir_type *t, struct tir_err *err)
+{
+	const struct tir_type *a = in(n, 0);
+	bool square = n->op != TIR_OP_QR && n->op != TIR_OP_SVD && n->op != TIR_OP_LSTSQ && n->op != TIR_OP_PINV;
+	struct tir_type batch = {0};
+	int rc = linalg_matrix(n, 0, square, &batch, err);
+	if (rc)
+		return rc;
+	uint8_t dt = a->dtype == TIR_DTYPE_F64 ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+	int64_t m = a->shape[a->rank - 2], k = a->shape[a->rank - 1], mn = m < k ? m : k;
+	/* each result: the batch axes, then up to two of its own */
+#define RESULT(i, r, d0, d1)                                                  \
+	do {                                                                  \
+		t[i] = batch;                                                 \
+		t[i].dtype = dt;                                              \
+		if ((r) > 0)                                                  \
+			t[i].shape[t[i].rank++] = (d0);                      \
+		if ((r) > 1)                                                  \
+			t[i].shape[t[i].rank++] = (d1);                      \
+	} while (0)
+	switch (n->op) {
+	case TIR_OP_SOLVE:
+	case TIR_OP_LSTSQ: {
+		/* b is a vector when it has one axis fewer than a (NumPy 1.x) */
+		const struct tir_type *b = in(n, 1);
+		char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
+		if (b->dtype == TIR_DTYPE_BOOL)
+			return fail_at(n, 1, err, TIR_ETYPE, "not defined for bool");
+		bool vec = b->rank == a->rank - 1;
+		if (b->rank < 1 || (!vec && b->rank < 2) || b->shape[b->rank - (vec ? 1 : 2)] != m)
+			return fail_at(n, 1, err, TIR_ETYPE, "b must be (..., %lld) or (..., %lld, k) for a %s, got %s",
+				       (long long)m, (long long)m, TSTR(a, sa), TSTR(b, sb));
+		struct tir_type bb = {.rank = (uint8_t)(b->rank - (vec ? 1 : 2))};
+		memcpy(bb.shape, b->shape, sizeof(int64_t) * bb.rank);
+		if (!tir_broadcast(&batch, &bb, &batch))
+			return fail_at(n, 1, err, TIR_ETYPE, "batch dimensions do not broadcast: %s and %s",
+				       TSTR(a, sa), TSTR(b, sb));
+		if (b->dtype == TIR_DTYPE_F64)
+			dt = TIR_DTYPE_F64;
+		if (vec)
+			RESULT(0, 1, k, 0);
+		else
+			RESULT(0, 2, k, b->shape[b->rank - 1]);
+		return 1;
+	}
+	case TIR_OP_INV:
+	case TIR_OP_CHOLESKY:
+		RESULT(0, 2, m, m);
+		return 1;
+	case TIR_OP_DET:
+		RESULT(0, 0, 0, 0);
+		return 1;
+	case TIR_OP_SLOGDET:
+		RESULT(0, 0, 0, 0);
+		RESULT(1, 0, 0, 0);
+		return 2;
+	case TIR_OP_QR:
+		RESULT(0, 2, m, mn);
+		RESULT(1, 2, mn, k);
+		return 2;
+	case TIR_OP_EIGH:
+		RESULT(0, 1, m, 0);
+		RESULT(1, 2, m, m);
+		return 2;
+	case TIR_OP_SVD: {
+		bool full = attr(n, "full_matrices")->i;
+		RESULT(0, 2, m, full ? m : mn);
+		RESULT(1, 1, mn, 0);
+		RESULT(2, 2, full ? k : mn, k);
+		return 3;
+	}
+	case TIR_OP_PINV:
+		RESULT(0, 2, k, m);
+		return 1;
+	default:
+		TIR_ASSERT(!"linalg op");
+	}
+#undef RESULT
+}
+
+static int rule_linalg(struct tir_node *n, struct tir_err *err)
+{
+	struct tir_type t[TIR_MAX_RESULTS];
+	int k = linalg_types(n, t, err);
+	if (k < 0)
+		return k;
+	for (int i = 0; i < k; i++) {
+		int rc = check_numel(n, &t[i], err);
+		if (rc)
+			return rc;
+	}
+	if (k == 1) {
+		n->type = t[0];
+		return 0;
+	}
+	/* several: the node holds them packed (ir.h) */
+	n->type = (struct tir_type){.dtype = TIR_DTYPE_U8, .rank = 1};
+	n->type.shape[0] = (int64_t)tir_result_offset(n, k);
+	return 0;
+}
+
+int tir_node_results(const struct tir_node *n, struct tir_type *t)
+{
+	if (tir_op(n->op)->nres < 2)
+		return 0;
+	struct tir_err e;
+	int k = 0;
+	if (tir_op(n->op)->kind == TIR_KIND_LINALG)
+		k = linalg_types((struct tir_node *)n, t, &e);
+	TIR_ASSERT(k == tir_op(n->op)->nres); /* n was checked */
+	return k;
+}
+
+size_t tir_result_offset(const struct tir_node *n, int i)
+{
+	struct tir_type t[TIR_MAX_RESULTS];
+	int k = tir_node_results(n, t);
+	size_t off = 0;
+	for (int j = 0; j < i && j < k; j++) {
+		off += (size_t)tir_type_numel(&t[j]) * tir_dtype_size((enum tir_dtype)t[j].dtype);
+		off = (off + 63) & ~(size_t)63;
+	}
+	return off;
+}
+
+int tir_result_index(const struct tir_node *n)
+{
+	return (int)n->attr[0].i;
+}
+
+/* RESULT: result `index` of its operand, a node with several results. */
+static int rule_result(struct tir_node *n, struct tir_err *err)
+{
+	struct tir_type t[TIR_MAX_RESULTS];
+	int k = tir_node_results(n->in[0], t);
+	if (n->attr[0].i < 0 || n->attr[0].i >= k)
+		return fail_at(n, 0, err, TIR_ETYPE, "%s has no result %lld", tir_op(n->in[0]->op)->name,
+			       (long long)n->attr[0].i);
+	n->type = t[n->attr[0].i];
+	return 0;
+}
+
 typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
 
 static const rule_fn rules[TIR_OP_COUNT] = {
@@ -920,6 +1083,14 @@ bool tir_type_bounded(const struct tir_type *t)
 
 int tir_check_node(struct tir_node *n, struct tir_err *err)
 {
+	/* a call of several results is read only by its RESULT nodes (ir.h) */
+	for (int i = 0; n->op != TIR_OP_RESULT && i < n->nin; i++)
+		if (n->in[i] && n->in[i]->type.dtype == TIR_DTYPE_U8 && tir_op(n->in[i]->op)->nres > 1) {
+			const struct tir_opdef *d = tir_op(n->in[i]->op);
+			return tir_errf(err, TIR_ETYPE, n->inloc[i].src ? &n->inloc[i] : &n->loc,
+					"%s gives %d results; bind each to a name first (%s, ... = %s(...))", d->name,
+					d->nres, d->res[0], d->name);
+		}
 	int rc = rules[n->op](n, err);
 	if (rc == 0 && !tir_type_bounded(&n->type)) {
 		char s[TIR_TYPE_STRLEN];

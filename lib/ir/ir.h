@@ -50,6 +50,7 @@ enum tir_kind {
 	TIR_KIND_MATMUL,
 	TIR_KIND_NN,
 	TIR_KIND_DEVICE,
+	TIR_KIND_LINALG,      /* LAPACK's factorizations and solvers (lib/exec/linalg.c) */
 	TIR_KIND_COUNT
 };
 
@@ -92,6 +93,7 @@ enum tir_attr_kind {
 };
 
 #define TIR_MAX_PARAMS 6
+#define TIR_MAX_RESULTS 4    /* results of one op: u, s, vt = svd(a) */
 #define TIR_MAX_STRS 64      /* strings in a strs attribute (shard's devices) */
 
 struct tir_param {
@@ -129,6 +131,11 @@ struct tir_opdef {
 	int attr_of_param[TIR_MAX_PARAMS];   /* index into node->attr, -1 for operands */
 	int nattr;
 	struct tir_attr defaults[TIR_MAX_PARAMS];   /* parsed defaults, by attr index */
+	/* Several results ("a -> q, r" in ops.def): the call's node holds them
+	 * all, packed (tir_node_results), and each is read out by a RESULT node
+	 * made with it; nres 1 for every other op. */
+	int nres;
+	const char *res[TIR_MAX_RESULTS];   /* the results' names, for help and errors */
 };
 
 /* The table, built once (thread-safe) from ops.def. */
@@ -269,6 +276,10 @@ struct tir_stmt {
 	const char *name;         /* INPUT, BIND */
 	struct tir_node *node;    /* INPUT, BIND: the value bound */
 	struct tir_print_item *items;
+	/* BIND of `a, b = op(...)`: one statement per name, consecutive, each
+	 * binding its RESULT node; nres how many (0: an ordinary binding) and
+	 * res which this one is (the first writes the line: print.c) */
+	uint8_t nres, res;
 };
 
 struct tir_binding {
@@ -385,6 +396,22 @@ void tir_slice_params(const struct tir_node *n, int64_t dim, int64_t *start, int
 enum tir_dtype tir_compute_dtype(const struct tir_node *n);
 /* Normalize axis `a` for `rank` (-1 is the last); -1 when out of range. */
 int tir_axis(int64_t a, int rank);
+
+/* ---- several results (a, b = op(...)) ----
+ * An op whose row gives results ("a -> q, r") makes one node holding all
+ * of them, packed in one u8 buffer (each at tir_result_offset, 64-byte
+ * aligned), and the statement binds k RESULT nodes reading it, each an
+ * ordinary value of its own type.  The pack is never a name's value and
+ * never an operand of anything but its RESULT nodes, which come right
+ * after it in the graph (ids pack->id + 1 .. + k). */
+
+/* n's results' types into t (at most TIR_MAX_RESULTS): their number, or
+ * 0 when n is not an op with several results.  n must be checked. */
+int tir_node_results(const struct tir_node *n, struct tir_type *t);
+/* Byte offset of result i in the pack of n, and the pack's size (i = k). */
+size_t tir_result_offset(const struct tir_node *n, int i);
+/* A RESULT node's index (which result of its operand it reads). */
+int tir_result_index(const struct tir_node *n);
 
 /* Error helpers: fill err, return -code. */
 int tir_errf(struct tir_err *err, int code, const struct tir_loc *loc, const char *fmt, ...)

@@ -84,6 +84,17 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 	TIR_ASSERT(strlen(d->sig) < sizeof buf[op]);
 	strcpy(s, d->sig);
 	d->nattr = 0;
+	d->nres = 1;
+	char *arrow = strstr(s, "->");
+	if (arrow) { /* several results: their names */
+		*arrow = 0;
+		d->nres = 0;
+		for (char *tok = strtok(arrow + 2, ", "); tok; tok = strtok(NULL, ", ")) {
+			TIR_ASSERT(d->nres < TIR_MAX_RESULTS);
+			d->res[d->nres++] = tok;
+		}
+		TIR_ASSERT(d->nres >= 2);
+	}
 	for (char *tok = strtok(s, ", "); tok; tok = strtok(NULL, ", ")) {
 		TIR_ASSERT(d->nparams < TIR_MAX_PARAMS);
 		struct tir_param *p = &d->params[d->nparams];
@@ -123,7 +134,7 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 
 static bool callable(int op)
 {
-	return op != TIR_OP_CONST && op != TIR_OP_INPUT;
+	return op != TIR_OP_CONST && op != TIR_OP_INPUT && op != TIR_OP_RESULT;
 }
 
 /* The callable ops by name: open addressing over op + 1 (0 is empty), at
@@ -225,7 +236,7 @@ const char *tir_op_suggest(const char *s, size_t n)
 }
 
 static const char *const kind_names[TIR_KIND_COUNT] = {
-	"creation", "elementwise", "reduce", "movement", "matmul", "nn", "device",
+	"creation", "elementwise", "reduce", "movement", "matmul", "nn", "device", "linalg",
 };
 
 const char *tir_kind_name(enum tir_kind k)
@@ -252,7 +263,10 @@ char *tir_ops_help(void)
 				if (p->deflt)
 					tir_str_addf(&out, "=%s", p->deflt);
 			}
-			tir_str_add(&out, ")\n", 2);
+			tir_str_add(&out, ")", 1);
+			for (int i = 0; d->nres > 1 && i < d->nres; i++)
+				tir_str_addf(&out, "%s%s", i ? ", " : " -> ", d->res[i]);
+			tir_str_add(&out, "\n", 1);
 		}
 	}
 	return out.s;

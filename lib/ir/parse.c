@@ -78,6 +78,11 @@ struct parser {
 		struct tir_node *node;
 		struct tir_loc loc;
 	} pend;
+	/* a, b = op(...): the names after the first (pend), bound with it */
+	struct pending more[TIR_MAX_RESULTS - 1];
+	int nmore;
+	int want_results;          /* names the call being parsed binds (parse_call reads it) */
+	struct tir_node *multi;    /* the call of several results it made */
 	/* ref_name changes of this statement, undone if it fails */
 	struct ref_undo {
 		struct tir_node *node;
@@ -1552,6 +1557,31 @@ static const char *op_params_text(const struct tir_opdef *d, char *buf, size_t n
 
 /* call = NAME "(" [ arg { "," arg } [","] ] ")"
  * arg  = [ NAME "=" ] ( expr | attribute literal | "[" expr {"," expr} "]" ) */
+/* Whether call n gives as many results as the names it is bound to
+ * (want; 0 when it is an operand): else the error, at the call. */
+static bool results_match(struct parser *ps, struct tir_node *n, int want, const struct tir_loc *loc)
+{
+	const struct tir_opdef *d = tir_op(n->op);
+	char names[80] = "";
+	for (int i = 0; i < d->nres && d->nres > 1; i++)
+		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", d->res[i]);
+	if (d->nres > 1 && want == 0) {
+		perr(ps, TIR_ETYPE, loc, "%s gives %d results; bind each to a name: %s = %s(...)", d->name, d->nres,
+		     names, d->name);
+		return false;
+	}
+	if (d->nres != want) {
+		if (d->nres > 1)
+			perr(ps, TIR_ETYPE, loc, "%s gives %d results (%s) but %d names are bound", d->name, d->nres,
+			     names, want);
+		else
+			perr(ps, TIR_ETYPE, loc, "%s gives one result but %d names are bound", d->name, want);
+		return false;
+	}
+	ps->multi = n;
+	return true;
+}
+
 static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const struct tir_token *name)
 {
 	const struct tir_opdef *d = tir_op(op);
@@ -1570,6 +1600,8 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	size_t nlist = 0, caplist = 0, caplistloc = 0;
 	struct tir_node *n = NULL;
 	char pbuf[160];
+	int want = ps->want_results; /* the names bound to this call, if it is a statement's whole value */
+	ps->want_results = 0;
 	memcpy(attrs, d->defaults, sizeof *attrs * (size_t)d->nattr);
 
 	int pos = 0;
@@ -1716,6 +1748,8 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 		n->type.rank = (uint8_t)rank;
 	}
 	n = checked(ps, n);
+	if (n && (d->nres > 1 || want > 0) && !results_match(ps, n, want, &loc))
+		n = NULL;
 fail:
 	free(list);
 	free(listloc);
@@ -2122,7 +2156,7 @@ static void parse_input(struct parser *ps)
 /* Bind what the statement promised (see struct parser's pend).  Inside a
  * function the name is the call's local (local_binding).  Inside loops and
  * calls each binding is noted, for a failed top-level statement to undo. */
-static void commit_binding(struct parser *ps)
+static void commit_one(struct parser *ps)
 {
 	struct tir_program *p = ps->prog;
 	if (!ps->pend.name)
@@ -2165,6 +2199,26 @@ static void commit_binding(struct parser *ps)
 	if (ps->pend.kind == TIR_STMT_INPUT)
 		n->input_name = b->name;
 	name_node(ps, n, b->name);
+}
+
+/* Commit the statement's binding, or its several (a, b = op(...)): one
+ * BIND statement each, consecutive, marked so that fmt writes them as one. */
+static void commit_binding(struct parser *ps)
+{
+	struct tir_program *p = ps->prog;
+	int nres = ps->nmore ? ps->nmore + 1 : 0;
+	size_t first = p->nstmts;
+	commit_one(ps);
+	for (int i = 0; i < ps->nmore; i++) {
+		ps->pend = ps->more[i];
+		commit_one(ps);
+	}
+	ps->nmore = 0;
+	if (nres && p->nstmts == first + (size_t)nres)
+		for (int i = 0; i < nres; i++) {
+			p->stmts[first + (size_t)i].nres = (uint8_t)nres;
+			p->stmts[first + (size_t)i].res = (uint8_t)i;
+		}
 }
 
 /* Undo the bindings a failed top-level statement made in its loops and
@@ -2281,6 +2335,129 @@ static void parse_bind(struct parser *ps)
 		return;
 	}
 	ps->pend.node = n;
+}
+
+/* Whether the statement at a NAME followed by ',' or ':' binds several
+ * names: a ',' and then an '=' outside brackets before the line ends
+ * (else, in the REPL, `a, b` prints a list of values, and `a: T = ...`
+ * binds one).  Reads ahead on a copy of the lexer. */
+static bool is_multi_bind(struct parser *ps)
+{
+	struct tir_lexer lx = ps->lx; /* it is a token ahead: at what follows the ',' or ':' */
+	int depth = 0;
+	bool comma = peek(ps)->kind == TIR_TOK_COMMA;
+	for (;;) {
+		struct tir_token t = tir_lex_next(&lx);
+		switch (t.kind) {
+		case TIR_TOK_LPAREN: case TIR_TOK_LBRACKET: case TIR_TOK_LBRACE:
+			depth++;
+			break;
+		case TIR_TOK_RPAREN: case TIR_TOK_RBRACKET: case TIR_TOK_RBRACE:
+			if (--depth < 0)
+				return false;
+			break;
+		case TIR_TOK_ASSIGN:
+			if (depth == 0)
+				return comma;
+			break;
+		case TIR_TOK_COMMA:
+			comma |= depth == 0;
+			break;
+		case TIR_TOK_NEWLINE: case TIR_TOK_EOF: case TIR_TOK_ERROR:
+			return false;
+		default:
+			break;
+		}
+	}
+}
+
+/* bind_stmt = target { "," target } "=" expr
+ * target    = NAME [ ":" type ]
+ * Several targets: expr is a call of an op with that many results (ir.h);
+ * each name is bound to a RESULT node reading the call's node. */
+static void parse_multi_bind(struct parser *ps)
+{
+	struct pending tg[TIR_MAX_RESULTS];
+	struct tir_type ann[TIR_MAX_RESULTS];
+	struct tir_loc annloc[TIR_MAX_RESULTS];
+	bool has_ann[TIR_MAX_RESULTS] = {0};
+	int k = 0;
+	do {
+		struct tir_token nt = *ps->tok;
+		if (nt.kind != TIR_TOK_NAME) {
+			expected(ps, "a name");
+			return;
+		}
+		if (k == TIR_MAX_RESULTS) {
+			perr_tok(ps, &nt, "at most %d names are bound by one statement", TIR_MAX_RESULTS);
+			return;
+		}
+		if (!check_name(ps, &nt))
+			return;
+		const char *s = ps->lx.src->text + nt.off;
+		for (int i = 0; i < k; i++)
+			if (tg[i].len == nt.len && !memcmp(tg[i].name, s, nt.len)) {
+				perr_tok(ps, &nt, "'%.*s' is bound twice by this statement", (int)nt.len, s);
+				return;
+			}
+		tg[k] = (struct pending){.name = s, .len = nt.len, .hash = hash_name(s, nt.len), .kind = TIR_STMT_BIND};
+		loc_tok(ps, &nt, &tg[k].loc);
+		advance(ps);
+		if (accept(ps, TIR_TOK_COLON)) {
+			loc_tok(ps, ps->tok, &annloc[k]);
+			if (!parse_type(ps, &ann[k]))
+				return;
+			has_ann[k] = true;
+		}
+		k++;
+	} while (accept(ps, TIR_TOK_COMMA));
+	if (!accept(ps, TIR_TOK_ASSIGN)) {
+		expected(ps, "'='");
+		return;
+	}
+	struct tir_token at = *ps->tok;
+	struct tir_loc eloc;
+	loc_tok(ps, &at, &eloc);
+	if (at.kind != TIR_TOK_NAME || peek(ps)->kind != TIR_TOK_LPAREN ||
+	    tir_op_lookup(ps->lx.src->text + at.off, at.len) < 0) {
+		if (at.kind != TIR_TOK_ERROR)
+			perr(ps, TIR_ETYPE, &eloc, "%d names are bound: the value must be a call of an op with %d results "
+			     "(as q, r = qr(a))", k, k);
+		return;
+	}
+	ps->want_results = k;
+	ps->multi = NULL;
+	struct tir_node *n = parse_expr(ps, &eloc);
+	ps->want_results = 0;
+	if (!n)
+		return;
+	if (n != ps->multi) {
+		perr(ps, TIR_ETYPE, &eloc, "%d names are bound: the value must be the call alone (as q, r = qr(a))", k);
+		return;
+	}
+	for (int i = 0; i < k; i++) {
+		struct tir_node *r = new_node(ps, TIR_OP_RESULT, 1, &n->loc);
+		if (!r)
+			return;
+		r->in[0] = n;
+		r->inloc[0] = eloc;
+		r->attr[0].set = true;
+		r->attr[0].i = i;
+		if (!(r = checked(ps, r)))
+			return;
+		if (has_ann[i] && !tir_type_equal(&ann[i], &r->type)) {
+			char a[TIR_TYPE_STRLEN], v[TIR_TYPE_STRLEN];
+			perr(ps, TIR_ETYPE, &annloc[i], "annotation says %s but %s's result %d is %s",
+			     tir_type_str(&ann[i], a, sizeof a), tir_op(n->op)->name, i + 1,
+			     tir_type_str(&r->type, v, sizeof v));
+			return;
+		}
+		tg[i].node = r;
+	}
+	ps->pend = tg[0];
+	for (int i = 1; i < k; i++)
+		ps->more[i - 1] = tg[i];
+	ps->nmore = k - 1;
 }
 
 /* Skip the rest of a failed statement: to the end of its line, or of the
@@ -2821,6 +2998,9 @@ static void parse_statement(struct parser *ps)
 		/* reported by advance */
 	} else if (t->kind == TIR_TOK_RBRACE) {
 		perr_tok(ps, t, "'}' closes nothing");
+	} else if (t->kind == TIR_TOK_NAME && (peek(ps)->kind == TIR_TOK_COMMA || peek(ps)->kind == TIR_TOK_COLON) &&
+		   is_multi_bind(ps)) {
+		parse_multi_bind(ps);
 	} else if (t->kind == TIR_TOK_NAME &&
 		   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
 		parse_bind(ps); /* also `print = 3`, to say print is reserved */

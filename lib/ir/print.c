@@ -323,6 +323,21 @@ static const char *fresh_name(struct fmt_state *st, char *buf, size_t n)
 	}
 }
 
+/* `q: T, r: T = qr(a)` for the statements s[0 .. s->nres), which bind
+ * the results of one call. */
+static void format_results(const struct tir_program *p, const struct tir_stmt *s, struct tir_str *out)
+{
+	char tb[TIR_TYPE_STRLEN];
+	for (int i = 0; i < s->nres; i++)
+		tir_str_addf(out, "%s%s: %s", i ? ", " : "", s[i].name, tir_type_str(&s[i].node->type, tb, sizeof tb));
+	tir_str_add(out, " = ", 3);
+	const struct tir_node *call = s->node->in[0];
+	render_call(p, call, fmt_operand, out);
+	if (p->pass.note)
+		p->pass.note(p->pass.ud, call, out);
+	tir_str_add(out, "\n", 1);
+}
+
 char *tir_program_format(const struct tir_program *p)
 {
 	struct tir_str out = {0};
@@ -362,6 +377,8 @@ char *tir_program_format(const struct tir_program *p)
 				continue;
 			if (n->op == TIR_OP_CONST && n->type.weak)
 				continue; /* scalars stay inline */
+			if (n->op == TIR_OP_RESULT || tir_op(n->op)->nres > 1)
+				continue; /* written by the statement that binds the results */
 			char nb[32];
 			const char *nm = fresh_name(&st, nb, sizeof nb);
 			owned[n->id] = strdup(nm);
@@ -381,6 +398,11 @@ char *tir_program_format(const struct tir_program *p)
 			break;
 		case TIR_STMT_BIND: {
 			const struct tir_node *n = s->node;
+			if (s->nres) { /* a, b = op(...): one line, by its first statement */
+				if (s->res == 0)
+					format_results(p, s, &out);
+				break;
+			}
 			tir_str_addf(&out, "%s: %s = ", s->name, tir_type_str(&n->type, tb, sizeof tb));
 			if (n->stmt != si)
 				fmt_operand(p, n, &out); /* an alias of an earlier value */

@@ -82,6 +82,22 @@ static void operand(const struct tir_program *p, const struct tir_node *n, struc
 		tir_str_addf(out, "t%u", tnum_tls[n->id]);
 }
 
+/* The line of a call of several results: its RESULT nodes (the nodes
+ * right after it, ir.h) bound by their numbers. */
+static void results_line(const struct tir_program *p, const struct tir_node *n, const uint32_t *tnum,
+			 struct tir_str *text)
+{
+	char tb[TIR_TYPE_STRLEN];
+	for (int k = 1; k <= tir_op(n->op)->nres; k++) {
+		const struct tir_node *r = p->nodes[n->id + (uint32_t)k];
+		TIR_ASSERT(r->op == TIR_OP_RESULT && r->in[0] == n && tir_result_index(r) == k - 1);
+		tir_str_addf(text, "%st%u: %s", k > 1 ? ", " : "", tnum[r->id], tir_type_str(&r->type, tb, sizeof tb));
+	}
+	tir_str_add(text, " = ", 3);
+	tir_render_call(p, n, operand, text);
+	tir_str_add(text, "\n", 1);
+}
+
 /* The value a blob leaf starts from, as a local run would read it. */
 static int leaf_value(const struct tir_exec *x, const struct tir_node *n, struct tir_tensor *v,
 		      struct tir_err *err)
@@ -285,6 +301,10 @@ int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir
 		enum role r = need[i] ? role_of(&lv, i) : R_NONE;
 		role[i] = r == R_SCALAR && target[i] ? R_OP : r; /* a weak scalar asked for: a line */
 	}
+	/* a call of several results binds them all on its line (results_line) */
+	for (size_t i = 0; i < nn; i++)
+		for (int k = 1; role[i] == R_OP && tir_op(p->nodes[i]->op)->nres > 1 && k <= tir_op(p->nodes[i]->op)->nres; k++)
+			role[i + (size_t)k] = R_OP;
 	/* numbers in order of appearance: the inputs first, then the lines */
 	uint32_t next = 0;
 	for (size_t i = 0; i < nn; i++) {
@@ -340,6 +360,17 @@ int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir
 		if (role[i] != R_OP)
 			continue;
 		const struct tir_node *n = p->nodes[i];
+		if (n->op == TIR_OP_RESULT || tir_op(n->op)->nres > 1) {
+			/* `tA: T, tB: T = qr(t2)`, written at the call, read by its results */
+			if (n->op != TIR_OP_RESULT) {
+				results_line(p, n, tnum, &text);
+				if (add_line(b, &caplines, n))
+					goto oom;
+			} else if ((keeping && tir_batch_keepable(p, n)) || stays[i]) {
+				b->keep[b->nkeep++] = (struct tir_batch_keep){tnum[i], n->id};
+			}
+			continue;
+		}
 		tir_str_addf(&text, "t%u: %s = ", tnum[i], tir_type_str(&n->type, tb, sizeof tb));
 		if (n->op == TIR_OP_CONST)
 			tir_render_scalar(n, &text);

@@ -987,6 +987,13 @@ static const char *const programs[] = {
 	/* 16: functions and loops, expanded */
 	"input x: f32[4, 8]\nfn block(x, i) {\n  h = relu(x * (i + 1))\n  return h + slice(x, axis=0, start=i, stop=i + 1)\n}\n"
 	"for i in range(3) {\n  x = block(x, i)\n  print sum(x)\n}\nprint block(x, 0), x\n",
+
+	/* 17: linear algebra and several results, in a function, a loop and annotated */
+	"input a: f32[2, 4, 4]\ninput b: f64[4, 3]\n"
+	"fn orth(m) {\n  q, r = qr(m @ m)\n  return q + r\n}\n"
+	"for i in range(2) {\n  w, v = eigh(a + i)\n  print w, orth(v)\n}\n"
+	"s: f32[2], l: f32[2] = slogdet(a)\nu, sv, vt = svd(b, full_matrices=true)\nu, sv, vt = svd(u)\n"
+	"print solve(a, a), inv(a), det(a), cholesky(a), lstsq(b, b), pinv(b, rcond=1e-10), s + l, vt\n",
 };
 
 static struct tir_program *parse_with_loader(const char *src, int *rc)
