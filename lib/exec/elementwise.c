@@ -211,10 +211,36 @@ static int unary_not(enum tir_dtype dt, UNARY_ARGS)
 	return 0;
 }
 
+/* isnan, isinf, isfinite of any dtype: an integer or bool is finite */
+static int unary_test(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
+{
+	bool fl = dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+	if (!fl) {
+		if (dt != TIR_DTYPE_BOOL && dt != TIR_DTYPE_I32 && dt != TIR_DTYPE_I64)
+			return RUN_UNSUPPORTED;
+		memset(o, op == TIR_OP_ISFINITE, (size_t)n);
+		return 0;
+	}
+#define TESTS(T)                                                             	switch (op) {                                                        	case TIR_OP_ISNAN: RUN1(uint8_t, T, isnan(v) != 0); break;           	case TIR_OP_ISINF: RUN1(uint8_t, T, isinf(v) != 0); break;           	case TIR_OP_ISFINITE: RUN1(uint8_t, T, isfinite(v) != 0); break;     	default: return RUN_UNSUPPORTED;                                     	}
+	if (dt == TIR_DTYPE_F32)
+		TESTS(float)
+	else
+		TESTS(double)
+#undef TESTS
+	return 0;
+}
+
+static bool is_test(enum tir_op op)
+{
+	return op == TIR_OP_ISNAN || op == TIR_OP_ISINF || op == TIR_OP_ISFINITE;
+}
+
 static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 {
 	if (op == TIR_OP_NOT)
 		return unary_not(dt, o, px, sx, n);
+	if (is_test(op))
+		return unary_test(op, dt, o, px, sx, n);
 	switch (dt) {
 	case TIR_DTYPE_I32: return unary_i32(op, o, px, sx, n);
 	case TIR_DTYPE_I64: return unary_i64(op, o, px, sx, n);
@@ -435,7 +461,7 @@ static int run_failed(int rc, const char *what, enum tir_op op, enum tir_dtype d
 int tir_k_unary(enum tir_op op, const struct tir_tensor *x, struct tir_tensor *out,
 		struct tir_err *err)
 {
-	enum tir_dtype want = op == TIR_OP_NOT ? TIR_DTYPE_BOOL : x->dtype;
+	enum tir_dtype want = op == TIR_OP_NOT || is_test(op) ? TIR_DTYPE_BOOL : x->dtype;
 	if (out->dtype != want || !same_shape(x, out) || !tir_tensor_is_contiguous(out) ||
 	    !ready(x) || !ready(out))
 		return misuse(err, "unary", op, x->dtype);

@@ -312,6 +312,10 @@
 #define M_RINT_f32 nearbyintf
 #define M_FMOD_f32 fmodf
 #define M_COPYSIGN_f32 copysignf
+#define M_LOG1P_f32 log1pf
+#define M_EXPM1_f32 expm1f
+#define M_LOG1P_f64 log1p
+#define M_EXPM1_f64 expm1
 #define M_FABS_f64 fabs
 #define M_FLOOR_f64 floor
 #define M_CEIL_f64 ceil
@@ -379,6 +383,8 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_MAP_U(P##_NEG_##S, TGT, T, -s[i])                                 \
 	VM_MAP_U(P##_ABS_##S, TGT, T, M_FABS_##S(s[i]))                      \
 	VM_MAP_U(P##_RECIP_##S, TGT, T, 1 / s[i])                            \
+	VM_MAP_U(P##_LOG1P_##S, TGT, T, M_LOG1P_##S(s[i]))                   \
+	VM_MAP_U(P##_EXPM1_##S, TGT, T, M_EXPM1_##S(s[i]))                   \
 	VM_MAP_U(P##_FLOOR_##S, TGT, T, M_FLOOR_##S(s[i]))                   \
 	VM_MAP_U(P##_CEIL_##S, TGT, T, M_CEIL_##S(s[i]))                     \
 	VM_MAP_U(P##_ROUND_##S, TGT, T, M_RINT_##S(s[i]))                    \
