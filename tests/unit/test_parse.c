@@ -987,6 +987,16 @@ static const char *const programs[] = {
 	/* 16: functions and loops, expanded */
 	"input x: f32[4, 8]\nfn block(x, i) {\n  h = relu(x * (i + 1))\n  return h + slice(x, axis=0, start=i, stop=i + 1)\n}\n"
 	"for i in range(3) {\n  x = block(x, i)\n  print sum(x)\n}\nprint block(x, 0), x\n",
+
+	/* 17: NumPy's common ops (issue 25), with their attributes */
+	"input x: f32[2, 4, 5, 5]\ninput w: f32[4, 2, 3, 3]\ninput m: f32[4, 4]\n"
+	"a = log1p(abs(m)) + expm1(m)\nb = isnan(m)\nc = isinf(m)\nd = isfinite(m)\n"
+	"e = std(m, axis=1, ddof=1)\nf = var(m, ddof=1, keepdims=true)\ng = any(b, axis=0)\nh = all(d)\n"
+	"i = logsumexp(m, axis=[0, 1])\nj = cumsum(m)\nk = cumprod(m, axis=0)\nl = sort(m, axis=0)\n"
+	"n = argsort(m)\no = stack([m, m], axis=-1)\np = einsum(\"ij,jk,kl->il\", m, m, m)\nq = einsum(\"ii->\", m)\n"
+	"r = conv2d(x, w, dilation=2, padding=2, groups=2)\ns = maxpool2d(x, 3, stride=1, padding=1)\n"
+	"t = avgpool2d(x, [2, 3], padding=[1, 1], count_include_pad=false)\n"
+	"print a, e, f, g, h, i, j, k, l, n, o, p, q, r, s, t\n",
 };
 
 static struct tir_program *parse_with_loader(const char *src, int *rc)

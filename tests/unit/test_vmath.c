@@ -36,7 +36,7 @@ static const enum tir_op unary_ops[] = {
 	TIR_OP_NEG, TIR_OP_ABS, TIR_OP_EXP, TIR_OP_LOG, TIR_OP_SQRT, TIR_OP_RSQRT,
 	TIR_OP_RECIP, TIR_OP_SIN, TIR_OP_COS, TIR_OP_TANH, TIR_OP_SIGMOID, TIR_OP_RELU,
 	TIR_OP_GELU, TIR_OP_SILU, TIR_OP_ERF, TIR_OP_FLOOR, TIR_OP_CEIL, TIR_OP_ROUND,
-	TIR_OP_SIGN,
+	TIR_OP_SIGN, TIR_OP_LOG1P, TIR_OP_EXPM1,
 };
 static const enum tir_op binary_ops[] = {
 	TIR_OP_ADD, TIR_OP_SUB, TIR_OP_MUL, TIR_OP_DIV, TIR_OP_POW, TIR_OP_MAXIMUM,
@@ -206,6 +206,8 @@ static double ref_f32(enum tir_op op, float xf)
 	case TIR_OP_SILU: return x * sig_d(x);
 	case TIR_OP_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
 	case TIR_OP_ERF: return erf(x);
+	case TIR_OP_LOG1P: return log1p(x);
+	case TIR_OP_EXPM1: return expm1(x);
 	default: return NAN;
 	}
 }
@@ -224,6 +226,8 @@ static long double ref_f64(enum tir_op op, double xd)
 	case TIR_OP_SILU: return x * sig_l(x);
 	case TIR_OP_GELU: return 0.5L * x * erfcl(-x / sqrtl(2.0L));
 	case TIR_OP_ERF: return erfl(x);
+	case TIR_OP_LOG1P: return log1pl(x);
+	case TIR_OP_EXPM1: return expm1l(x);
 	default: return NAN;
 	}
 }
@@ -426,6 +430,8 @@ static double bound(enum tir_op op)
 	case TIR_OP_SIGMOID: return 3;
 	case TIR_OP_SILU: return 3.5;
 	case TIR_OP_GELU: return 4;
+	case TIR_OP_LOG1P: /* libm's, on every path: glibc documents at most 1 */
+	case TIR_OP_EXPM1: return 2;
 	default: return 1.001;
 	}
 }
@@ -650,6 +656,11 @@ static void test_special(void)
 	CHECK(u64(TIR_OP_SILU, 800) == 800 && u64(TIR_OP_SILU, -800) == 0);
 	CHECK(u32(TIR_OP_SILU, INFINITY) == INFINITY && isnan(u32(TIR_OP_SILU, NAN)));
 	CHECK(u32(TIR_OP_GELU, 100) == 100 && u32(TIR_OP_GELU, -100) == 0);
+	/* log1p and expm1: exact near 0 where log(1 + x) and exp(x) - 1 lose x */
+	CHECK(u32(TIR_OP_LOG1P, -1) == -INFINITY && isnan(u32(TIR_OP_LOG1P, -2)) && u64(TIR_OP_LOG1P, INFINITY) == INFINITY);
+	CHECK(u32(TIR_OP_LOG1P, 1e-30f) == 1e-30f && u64(TIR_OP_LOG1P, 1e-300) == 1e-300);
+	CHECK(u32(TIR_OP_EXPM1, -INFINITY) == -1 && u64(TIR_OP_EXPM1, 1e-300) == 1e-300);
+	CHECK(same_f32(u32(TIR_OP_EXPM1, -0.0f), -0.0f) && u64(TIR_OP_EXPM1, 1000) == INFINITY);
 	CHECK(u64(TIR_OP_GELU, 800) == 800 && u64(TIR_OP_GELU, -800) == 0);
 	CHECK(u32(TIR_OP_GELU, INFINITY) == INFINITY && same_f32(u32(TIR_OP_GELU, 0), 0.0f));
 	/* the tail that 1 + erf would lose: gelu(-10) = -7.6e-23 */
