@@ -1038,9 +1038,8 @@ int tir_einsum_parse(const char *spec, int nops, const struct tir_type *const *o
 			snprintf(why, cap, "'...' in \"%s\" is not supported; name every axis", spec);
 			return -1;
 		}
-		if (*p != ',' && *p != '-') {
-			snprintf(why, cap, "'%c' in \"%s\" is not a subscript letter (a-z, A-Z)", *p ? *p : ' ',
-				 spec);
+		if (*p && *p != ',' && *p != '-') {
+			snprintf(why, cap, "'%c' in \"%s\" is not a subscript letter (a-z, A-Z)", *p, spec);
 			return -1;
 		}
 		if (len != ops[k]->rank) {

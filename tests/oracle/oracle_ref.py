@@ -129,6 +129,8 @@ UNARY_FLOAT = {
     "gelu": gelu,
     "silu": lambda x: x * sigmoid(x),
     "erf": erf,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
 }
 
 UNARY_NUM = {
