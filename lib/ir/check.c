@@ -844,6 +844,10 @@ static int rule_conv2d(struct tir_node *n, struct tir_err *err)
 	int64_t ow = x->shape[3] + 2 * pd[1] - (dl[1] * (w->shape[3] - 1) + 1);
 	if (w->shape[2] == 0 || w->shape[3] == 0)
 		oh = ow = -1;
+	if ((oh < 0 || ow < 0) && (dl[0] != 1 || dl[1] != 1))
+		return fail_at(n, 1, err, TIR_ETYPE, "kernel %s dilated by [%lld, %lld] spans %lldx%lld, more than the padded input %s",
+			       TSTR(w, sw), (long long)dl[0], (long long)dl[1], (long long)(dl[0] * (w->shape[2] - 1) + 1),
+			       (long long)(dl[1] * (w->shape[3] - 1) + 1), TSTR(x, sx));
 	if (oh < 0 || ow < 0)
 		return fail_at(n, 1, err, TIR_ETYPE, "kernel %s is larger than the padded input %s",
 			       TSTR(w, sw), TSTR(x, sx));
