@@ -1,0 +1,85 @@
+#!/bin/sh
+# tests/suites/ops.sh — NumPy's common ops (issue 25) through the whole
+# pipeline; their values are tests/oracle/oracle_ops.py's.  Checks:
+#  1. a program using every one of them, at sizes where the gemm, conv2d
+#     and the fused kernels cut work into tasks, prints the same bytes at
+#     --threads 1 and 2, and with --no-fuse;
+#  2. the same bytes run --remote against `tir serve` on loopback (started
+#     and stopped here);
+#  3. `tir help ops` lists each with its parameters, and docs/language.md
+#     has a line for each;
+#  4. `tir fmt` of the program is a fixed point (it formats to itself).
+# Prints `N passed, M failed` last.  POSIX sh.
+set -u
+. "$(dirname "$0")/../sh-suite.sh"
+suite_begin ops
+
+cat >"$tmp/ops.tir" <<'EOF'
+x = randn([256, 384], seed=7)
+y = randn([384, 320], seed=8)
+m = log1p(abs(x)) - expm1(x * 0.1)
+print sum(isnan(log(x))), any(isinf(m)), all(isfinite(m), axis=0)
+print std(m, axis=1, ddof=1), var(m, ddof=1), logsumexp(m, axis=0, keepdims=true)
+print cumsum(m, axis=1), cumprod(slice(m, axis=1, stop=8) * 0.5 + 1.0, axis=0), cumsum(cast(gt(x, 0), i32))
+print sort(m), argsort(m, axis=0), stack([x, x * 2.0], axis=1)
+print einsum("ik,kj->ij", x, y), einsum("ik,kj,jl->il", x, y, transpose(y)), einsum("ii->i", slice(x, axis=1, stop=256))
+img = randn([2, 8, 40, 40], seed=9)
+w = randn([16, 2, 3, 3], seed=10)
+print conv2d(img, w, padding=2, dilation=2, groups=4), conv2d(img, randn([8, 1, 3, 3], seed=11), groups=8, stride=2)
+print maxpool2d(img, 3, stride=2, padding=1), avgpool2d(img, 3, padding=1, count_include_pad=false), avgpool2d(img, 2, padding=1)
+EOF
+
+# 1. the same bytes at 1 and 2 threads, fused or not
+if "$tir" run --threads 1 "$tmp/ops.tir" >"$tmp/t1" 2>"$tmp/e1"; then ok; else bad "run --threads 1 failed: $(cat "$tmp/e1")"; fi
+"$tir" run --threads 2 "$tmp/ops.tir" >"$tmp/t2" 2>/dev/null
+if cmp -s "$tmp/t1" "$tmp/t2"; then ok; else bad "--threads 2 prints other bytes than --threads 1"; fi
+"$tir" run --threads 2 --no-fuse "$tmp/ops.tir" >"$tmp/nf" 2>/dev/null
+if cmp -s "$tmp/t1" "$tmp/nf"; then ok; else bad "--no-fuse prints other bytes than the fused run"; fi
+if [ "$(wc -l <"$tmp/t1")" -gt 100 ]; then ok; else bad "the program printed too little: $(head -c 300 "$tmp/t1")"; fi
+
+# 2. --remote: a server on loopback
+"$tir" serve --port 0 2>"$tmp/serve.log" &
+spid=$!
+port=
+i=0
+while [ $i -lt 1200 ] && [ -z "$port" ]; do
+	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) .*|\1|p' "$tmp/serve.log")
+	kill -0 "$spid" 2>/dev/null || break
+	[ -n "$port" ] || sleep 0.05
+	i=$((i + 1))
+done
+if [ -n "$port" ]; then
+	"$tir" run --remote "127.0.0.1:$port" "$tmp/ops.tir" >"$tmp/r" 2>"$tmp/re"
+	if cmp -s "$tmp/t1" "$tmp/r"; then ok; else bad "--remote prints other bytes: $(head -c 300 "$tmp/re")"; fi
+else
+	bad "tir serve did not start: $(cat "$tmp/serve.log")"
+fi
+kill -TERM "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+
+# 3. the table's help and the docs
+"$tir" help ops >"$tmp/help"
+for sig in "log1p       (x)" "expm1       (x)" "isnan       (x)" "isinf       (x)" "isfinite    (x)" \
+	"var         (x, axis?:axes, keepdims:bool=false, ddof:int=0)" \
+	"std         (x, axis?:axes, keepdims:bool=false, ddof:int=0)" \
+	"any         (x, axis?:axes, keepdims:bool=false)" "all         (x, axis?:axes, keepdims:bool=false)" \
+	"logsumexp   (x, axis?:axes, keepdims:bool=false)" "cumsum      (x, axis?:int)" "cumprod     (x, axis?:int)" \
+	"sort        (x, axis:int=-1)" "argsort     (x, axis:int=-1)" "stack       (xs*, axis:int=0)" \
+	"einsum      (subscripts:str, operands*)" \
+	"conv2d      (x, w, bias?, stride:pair=1, padding:pair=0, dilation:pair=1, groups:int=1)" \
+	"maxpool2d   (x, kernel:pair, stride?:pair, padding:pair=0)" \
+	"avgpool2d   (x, kernel:pair, stride?:pair, padding:pair=0, count_include_pad:bool=true)"; do
+	if grep -qF "  $sig" "$tmp/help"; then ok; else bad "tir help ops has no line '$sig'"; fi
+done
+for op in log1p expm1 isnan isinf isfinite std any all logsumexp cumsum cumprod sort argsort stack einsum \
+	dilation groups count_include_pad ddof; do
+	if grep -q "\`$op" docs/language.md; then ok; else bad "docs/language.md does not name \`$op"; fi
+done
+
+# 4. fmt is a fixed point
+if "$tir" fmt "$tmp/ops.tir" >"$tmp/f1.tir" 2>"$tmp/fe" && "$tir" fmt "$tmp/f1.tir" >"$tmp/f2.tir" &&
+	cmp -s "$tmp/f1.tir" "$tmp/f2.tir"; then ok; else bad "tir fmt is not a fixed point: $(cat "$tmp/fe")"; fi
+"$tir" run --threads 1 "$tmp/f1.tir" >"$tmp/tf" 2>/dev/null
+if cmp -s "$tmp/t1" "$tmp/tf"; then ok; else bad "the formatted program prints other bytes"; fi
+
+suite_end
