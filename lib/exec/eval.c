@@ -394,6 +394,13 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 			rc = tir_k_sort(n->op == TIR_OP_ARGSORT, &c[0], tir_axis(at[0].i, in[0].rank), tir_dtype_wide(ot),
 					out, err);
 			break;
+		case TIR_OP_TILE:
+			rc = tir_k_tile(&c[0], n->type.rank, n->type.shape, out, err);
+			break;
+		case TIR_OP_TRIU:
+		case TIR_OP_TRIL:
+			rc = tir_k_trilu(n->op == TIR_OP_TRIU, &c[0], at[0].i, out, err);
+			break;
 		case TIR_OP_STACK: {
 			const struct tir_tensor **xs = calloc(n->nin, sizeof *xs);
 			if (!xs) {
@@ -425,6 +432,13 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 	case TIR_KIND_NN:
 		if (n->op == TIR_OP_ATTENTION) {
 			rc = eval_attention(n, c, out, err);
+			break;
+		}
+		if (n->op == TIR_OP_ELU || n->op == TIR_OP_CELU || n->op == TIR_OP_LEAKY_RELU ||
+		    n->op == TIR_OP_HARDSIGMOID || n->op == TIR_OP_PRELU) {
+			bool two = n->op == TIR_OP_HARDSIGMOID;
+			rc = tir_k_act(n->op, &c[0], n->op == TIR_OP_PRELU ? &c[1] : NULL, d->nattr ? at[0].f : 0,
+				       two ? at[1].f : 0, tir_dtype_wide(ot), out, err);
 			break;
 		}
 		if ((rc = alloc_out(n, out, err)))

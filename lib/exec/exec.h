@@ -378,6 +378,16 @@ int tir_k_stack(const struct tir_tensor *const *xs, int n, int axis, struct tir_
 int tir_k_einsum(const char *spec, const struct tir_tensor *xs, int n, enum tir_dtype dt, struct tir_tensor *out,
 		 struct tir_err *err);
 
+/* act.c: elu, celu (alpha a), leaky_relu (slope a), hardsigmoid
+ * (max(0, min(1, a x + b))), prelu (slope sl, broadcast to x) of x, out
+ * made in dt (f32 or f64); tile of x to shape[rank]; triu (upper) or
+ * tril of x's last two axes from diagonal k.  out empty on entry. */
+int tir_k_act(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *sl, double a, double b,
+	      enum tir_dtype dt, struct tir_tensor *out, struct tir_err *err);
+int tir_k_tile(const struct tir_tensor *x, int rank, const int64_t *shape, struct tir_tensor *out,
+	       struct tir_err *err);
+int tir_k_trilu(bool upper, const struct tir_tensor *x, int64_t k, struct tir_tensor *out, struct tir_err *err);
+
 /* q [..., Lq, d], k [..., Lk, d], v [..., Lk, dv], same rank, batch axes
  * broadcast to out's; out [..., Lq, dv] */
 int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,

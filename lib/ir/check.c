@@ -1120,6 +1120,67 @@ static int rule_einsum(struct tir_node *n, struct tir_err *err)
 	return check_numel(n, &t, err);
 }
 
+/* tile: NumPy's, reps of any length (the shorter of x's axes and reps
+ * padded with 1s in front) */
+static int rule_tile(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	const struct tir_attr *r = attr(n, "reps");
+	char sx[TIR_TYPE_STRLEN];
+	int rank = r->n > x->rank ? r->n : x->rank;
+	if (rank > TIR_MAX_RANK)
+		return fail_at(n, -1, err, TIR_ETYPE, "more than %d dimensions", TIR_MAX_RANK);
+	struct tir_type t = {.dtype = x->dtype, .rank = (uint8_t)rank};
+	for (int i = 0; i < rank; i++) {
+		int xi = i - (rank - x->rank), ri = i - (rank - r->n);
+		int64_t d = xi >= 0 ? x->shape[xi] : 1, k = ri >= 0 ? r->v[ri] : 1;
+		if (k < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "reps must be >= 0, got %lld", (long long)k);
+		if (k > TIR_MAX_DIM || (k && d > TIR_MAX_DIM / k))
+			return fail_at(n, -1, err, TIR_ETYPE, "tiling %s is too large", TSTR(x, sx));
+		t.shape[i] = d * k;
+	}
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+/* triu, tril: the last two axes a matrix (NumPy's), k the diagonal */
+static int rule_trilu(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	if (x->rank < 2)
+		return fail_at(n, 0, err, TIR_ETYPE, "needs at least two dimensions, got %s", TSTR(x, sx));
+	n->type = *x;
+	n->type.weak = false;
+	return 0;
+}
+
+/* the activations with parameters: a float result; prelu's slope
+ * broadcasts to x (it never changes x's shape) */
+static int rule_act(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	struct tir_type t = *x;
+	if (n->op == TIR_OP_PRELU) {
+		struct tir_type b;
+		char sx[TIR_TYPE_STRLEN], ss[TIR_TYPE_STRLEN];
+		bool ok = tir_broadcast(x, in(n, 1), &b) && b.rank == x->rank;
+		for (int i = 0; ok && i < x->rank; i++)
+			ok = b.shape[i] == x->shape[i];
+		if (!ok)
+			return fail_at(n, 1, err, TIR_ETYPE, "slope %s does not broadcast to x %s", TSTR(in(n, 1), ss),
+				       TSTR(x, sx));
+		t = tir_promote(x, in(n, 1));
+		t.rank = x->rank;
+		memcpy(t.shape, x->shape, sizeof t.shape);
+	}
+	if (n->op == TIR_OP_CELU && attr(n, "alpha")->f == 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "alpha must not be 0");
+	n->type = t;
+	return float_of(n, &n->type);
+}
+
 typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
 
 static const rule_fn rules[TIR_OP_COUNT] = {

@@ -243,6 +243,38 @@ def ops_cases(case, Gen, with_specials, SPECIAL, arr):
             exp["r5"] = R.rounded(pool2d(x, 2, None, 1, False), dt)
         case("pool_padding_%s" % dt, "\n".join(body), {"x": x}, exp)
 
+    # the activations with parameters (PyTorch's), tile, triu/tril
+    for dt in ["f32", "f64", "i32"]:
+        g = Gen("act_%s" % dt)
+        x = with_specials(g, dt, (3, 8)) if dt in FLOATS else g.any(dt, (3, 8), -4, 4)
+        sl = g.f("f32", (8,), 0.0, 0.5)
+        od = dt if dt in FLOATS else "f32"
+        X = f64(x)
+        with np.errstate(all="ignore"):
+            exp = {
+                "r1": np.where(X > 0, X, np.expm1(X)), "r2": np.where(X > 0, X, 0.5 * np.expm1(X)),
+                "r3": np.where(X > 0, X, 2.0 * np.expm1(X / 2.0)), "r4": np.where(X >= 0, X, X * 0.01),
+                "r5": np.where(X >= 0, X, X * 0.2), "r6": np.clip(X / 6 + 0.5, 0, 1),
+                "r7": np.clip(0.2 * X + 0.5, 0, 1), "r8": np.where(X >= 0, X, X * f64(sl)),
+            }
+        od8 = "f64" if dt == "f64" else "f32"
+        case("act_%s" % dt,
+             "r1 = elu(x)\nr2 = elu(x, alpha=0.5)\nr3 = celu(x, alpha=2.0)\nr4 = leaky_relu(x)\n"
+             "r5 = leaky_relu(x, negative_slope=0.2)\nr6 = hardsigmoid(x)\nr7 = hardsigmoid(x, alpha=0.2, beta=0.5)\n"
+             "r8 = prelu(x, sl)",
+             {"x": x, "sl": sl}, {k: R.rounded(v, od8 if k == "r8" else od) for k, v in exp.items()})
+    for dt in ["f32", "i64", "bool"]:
+        g = Gen("tile_trilu_%s" % dt)
+        x = g.any(dt, (2, 3), -5, 5)
+        y = g.any(dt, (2, 4, 5), -5, 5)
+        case("tile_trilu_%s" % dt,
+             "r1 = tile(x, [2, 3])\nr2 = tile(x, 2)\nr3 = tile(x, [2, 1, 2])\nr4 = tile(x, [0, 2])\n"
+             "r5 = triu(y)\nr6 = tril(y)\nr7 = triu(y, k=2)\nr8 = tril(y, k=-1)\nr9 = triu(y, k=-9)\nr10 = tril(x, 7)",
+             {"x": x, "y": y},
+             {"r1": np.tile(x, (2, 3)), "r2": np.tile(x, 2), "r3": np.tile(x, (2, 1, 2)), "r4": np.tile(x, (0, 2)),
+              "r5": np.triu(y), "r6": np.tril(y), "r7": np.triu(y, 2), "r8": np.tril(y, -1), "r9": np.triu(y, -9),
+              "r10": np.tril(x, 7)})
+
     # errors, each at its line
     x = np.ones((2, 3), "<f4")
     x4 = np.ones((1, 3, 4, 4), "<f4")
@@ -261,6 +293,9 @@ def ops_cases(case, Gen, with_specials, SPECIAL, arr):
         ("err_einsum_ellipsis", 'r = einsum("...->", x)', r"einsum: '\.\.\.' .* is not supported", 1),
         ("err_conv_groups", "r = conv2d(x4, w, groups=2)", r"conv2d: groups=2", 1),
         ("err_conv_dilation", "r = conv2d(x4, w, dilation=0)", r"conv2d: dilation must be >= 1", 1),
+        ("err_tile_reps", "r = tile(x, [2, -1])", r"tile: reps must be >= 0", 1),
+        ("err_trilu_rank", "r = triu(reshape(x, [6]))", r"triu: needs at least two dimensions", 1),
+        ("err_prelu_slope", "r = prelu(x, [1.0, 2.0])", r"prelu: slope f32\[2\] does not broadcast to x", 1),
         ("err_pool_padding", "r = maxpool2d(x4, 2, padding=2)", r"maxpool2d: padding 2 must be >= 0 and at most half",
          1),
     ]:

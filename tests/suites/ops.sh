@@ -27,6 +27,9 @@ img = randn([2, 8, 40, 40], seed=9)
 w = randn([16, 2, 3, 3], seed=10)
 print conv2d(img, w, padding=2, dilation=2, groups=4), conv2d(img, randn([8, 1, 3, 3], seed=11), groups=8, stride=2)
 print maxpool2d(img, 3, stride=2, padding=1), avgpool2d(img, 3, padding=1, count_include_pad=false), avgpool2d(img, 2, padding=1)
+print selu(x) + hardswish(x) + softplus(x) + softsign(x), tan(x) + atan(x) + sinh(x) + cosh(x) + asinh(x)
+print elu(m) + celu(m, alpha=0.5) + leaky_relu(m) + hardsigmoid(m), prelu(img, reshape(arange(8) * 0.1, [8, 1, 1]))
+print tile(slice(x, axis=1, stop=3), [2, 2]), triu(x, k=2), tril(img, k=-3)
 EOF
 
 # 1. the same bytes at 1 and 2 threads, fused or not
@@ -68,11 +71,14 @@ for sig in "log1p       (x)" "expm1       (x)" "isnan       (x)" "isinf       (x
 	"einsum      (subscripts:str, operands*)" \
 	"conv2d      (x, w, bias?, stride:pair=1, padding:pair=0, dilation:pair=1, groups:int=1)" \
 	"maxpool2d   (x, kernel:pair, stride?:pair, padding:pair=0)" \
-	"avgpool2d   (x, kernel:pair, stride?:pair, padding:pair=0, count_include_pad:bool=true)"; do
+	"avgpool2d   (x, kernel:pair, stride?:pair, padding:pair=0, count_include_pad:bool=true)" \
+	"tile        (x, reps:shape)" "triu        (x, k:int=0)" "elu         (x, alpha:float=1.0)" \
+	"leaky_relu  (x, negative_slope:float=0.01)" "prelu       (x, slope)" "atanh       (x)" "selu        (x)"; do
 	if grep -qF "  $sig" "$tmp/help"; then ok; else bad "tir help ops has no line '$sig'"; fi
 done
 for op in log1p expm1 isnan isinf isfinite std any all logsumexp cumsum cumprod sort argsort stack einsum \
-	dilation groups count_include_pad ddof; do
+	dilation groups count_include_pad ddof selu hardswish softplus softsign tan asin acos atan sinh cosh asinh \
+	acosh atanh tile triu tril elu celu leaky_relu hardsigmoid prelu; do
 	if grep -q "\`$op" docs/language.md; then ok; else bad "docs/language.md does not name \`$op"; fi
 done
 

@@ -997,6 +997,14 @@ static const char *const programs[] = {
 	"r = conv2d(x, w, dilation=2, padding=2, groups=2)\ns = maxpool2d(x, 3, stride=1, padding=1)\n"
 	"t = avgpool2d(x, [2, 3], padding=[1, 1], count_include_pad=false)\n"
 	"print a, e, f, g, h, i, j, k, l, n, o, p, q, r, s, t\n",
+
+	/* 18: ONNX's activations, trigonometry, tile and triu/tril (issue 24) */
+	"input m: f32[4, 4]\n"
+	"a = selu(m) + hardswish(m) + softplus(m) + softsign(m)\n"
+	"b = tan(m) + asin(m) + acos(m) + atan(m) + sinh(m) + cosh(m) + asinh(m) + acosh(m) + atanh(m)\n"
+	"c = elu(m) + celu(m, alpha=2.0) + leaky_relu(m, negative_slope=0.2) + hardsigmoid(m, alpha=0.2, beta=0.5)\n"
+	"d = prelu(m, [0.25]) + elu(m, 0.5)\ne = tile(m, [2, 1, 3])\nf = triu(m, k=1) + tril(m) + triu(m, -1)\n"
+	"print a, b, c, d, e, f\n",
 };
 
 static struct tir_program *parse_with_loader(const char *src, int *rc)
