@@ -5,7 +5,7 @@
 #     and the fused kernels cut work into tasks, prints the same bytes at
 #     --threads 1 and 2, and with --no-fuse;
 #  2. the same bytes run --remote against `tir serve` on loopback (started
-#     and stopped here);
+#     and stopped here), and with a value sharded over two servers;
 #  3. `tir help ops` lists each with its parameters, and docs/language.md
 #     has a line for each;
 #  4. `tir fmt` of the program is a fixed point (it formats to itself).
@@ -41,25 +41,44 @@ if cmp -s "$tmp/t1" "$tmp/t2"; then ok; else bad "--threads 2 prints other bytes
 if cmp -s "$tmp/t1" "$tmp/nf"; then ok; else bad "--no-fuse prints other bytes than the fused run"; fi
 if [ "$(wc -l <"$tmp/t1")" -gt 100 ]; then ok; else bad "the program printed too little: $(head -c 300 "$tmp/t1")"; fi
 
-# 2. --remote: a server on loopback
-"$tir" serve --port 0 2>"$tmp/serve.log" &
-spid=$!
-port=
-i=0
-while [ $i -lt 1200 ] && [ -z "$port" ]; do
-	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) .*|\1|p' "$tmp/serve.log")
-	kill -0 "$spid" 2>/dev/null || break
-	[ -n "$port" ] || sleep 0.05
-	i=$((i + 1))
-done
-if [ -n "$port" ]; then
-	"$tir" run --remote "127.0.0.1:$port" "$tmp/ops.tir" >"$tmp/r" 2>"$tmp/re"
+# 2. --remote: servers on loopback; a value sharded over two of them
+# gives the bytes of the same program run here
+serve() { # serve N: sets port (empty when it does not start)
+	"$tir" serve --port 0 2>"$tmp/serve$1.log" &
+	eval "spid$1=\$!"
+	port=
+	i=0
+	while [ $i -lt 1200 ] && [ -z "$port" ]; do
+		port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) .*|\1|p' "$tmp/serve$1.log")
+		[ -n "$port" ] || sleep 0.05
+		i=$((i + 1))
+	done
+}
+serve 1
+port1=$port
+serve 2
+port2=$port
+trap 'kill -9 ${spid1:-} ${spid2:-} 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+if [ -n "$port1" ] && [ -n "$port2" ]; then
+	"$tir" run --remote "127.0.0.1:$port1" "$tmp/ops.tir" >"$tmp/r" 2>"$tmp/re"
 	if cmp -s "$tmp/t1" "$tmp/r"; then ok; else bad "--remote prints other bytes: $(head -c 300 "$tmp/re")"; fi
+	cat >"$tmp/shard.tir" <<'EOF'
+x = randn([8, 6], seed=4)
+s = shard(x, axis=0, devices=["remote:0", "remote:1"])
+print std(s, axis=0, ddof=1), var(s, axis=1, ddof=1), cumsum(s, axis=0), sort(s, axis=0), any(gt(s, 2.0), axis=0)
+print logsumexp(s, axis=0), einsum("ij,kj->ik", s, s), isnan(s), log1p(abs(s)), elu(s), tile(s, [1, 2]), triu(s)
+EOF
+	sed 's/^s = shard.*/s = x/' "$tmp/shard.tir" >"$tmp/local.tir"
+	"$tir" run --remote "127.0.0.1:$port1,127.0.0.1:$port2" "$tmp/shard.tir" >"$tmp/sr" 2>"$tmp/se"
+	"$tir" run "$tmp/local.tir" >"$tmp/sl" 2>/dev/null
+	if [ -s "$tmp/sl" ] && cmp -s "$tmp/sr" "$tmp/sl"; then ok; else bad "sharded over two servers: other bytes than here: $(head -c 300 "$tmp/se")"; fi
 else
-	bad "tir serve did not start: $(cat "$tmp/serve.log")"
+	bad "tir serve did not start: $(cat "$tmp/serve1.log" "$tmp/serve2.log")"
 fi
-kill -TERM "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
+for p in ${spid1:-} ${spid2:-}; do
+	kill -TERM "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+done
 
 # 3. the table's help and the docs
 "$tir" help ops >"$tmp/help"
