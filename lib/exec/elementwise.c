@@ -211,10 +211,36 @@ static int unary_not(enum tir_dtype dt, UNARY_ARGS)
 	return 0;
 }
 
+/* isnan, isinf, isfinite of any dtype: an integer or bool is finite */
+static int unary_test(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
+{
+	bool fl = dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64;
+	if (!fl) {
+		if (dt != TIR_DTYPE_BOOL && dt != TIR_DTYPE_I32 && dt != TIR_DTYPE_I64)
+			return RUN_UNSUPPORTED;
+		memset(o, op == TIR_OP_ISFINITE, (size_t)n);
+		return 0;
+	}
+#define TESTS(T)                                                             	switch (op) {                                                        	case TIR_OP_ISNAN: RUN1(uint8_t, T, isnan(v) != 0); break;           	case TIR_OP_ISINF: RUN1(uint8_t, T, isinf(v) != 0); break;           	case TIR_OP_ISFINITE: RUN1(uint8_t, T, isfinite(v) != 0); break;     	default: return RUN_UNSUPPORTED;                                     	}
+	if (dt == TIR_DTYPE_F32)
+		TESTS(float)
+	else
+		TESTS(double)
+#undef TESTS
+	return 0;
+}
+
+static bool is_test(enum tir_op op)
+{
+	return op == TIR_OP_ISNAN || op == TIR_OP_ISINF || op == TIR_OP_ISFINITE;
+}
+
 static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 {
 	if (op == TIR_OP_NOT)
 		return unary_not(dt, o, px, sx, n);
+	if (is_test(op))
+		return unary_test(op, dt, o, px, sx, n);
 	switch (dt) {
 	case TIR_DTYPE_I32: return unary_i32(op, o, px, sx, n);
 	case TIR_DTYPE_I64: return unary_i64(op, o, px, sx, n);
@@ -435,7 +461,7 @@ static int run_failed(int rc, const char *what, enum tir_op op, enum tir_dtype d
 int tir_k_unary(enum tir_op op, const struct tir_tensor *x, struct tir_tensor *out,
 		struct tir_err *err)
 {
-	enum tir_dtype want = op == TIR_OP_NOT ? TIR_DTYPE_BOOL : x->dtype;
+	enum tir_dtype want = op == TIR_OP_NOT || is_test(op) ? TIR_DTYPE_BOOL : x->dtype;
 	if (out->dtype != want || !same_shape(x, out) || !tir_tensor_is_contiguous(out) ||
 	    !ready(x) || !ready(out))
 		return misuse(err, "unary", op, x->dtype);
@@ -560,6 +586,26 @@ static int mask_cmp_run(enum tir_op op, enum tir_dtype dt, BINARY_ARGS)
 }
 #undef MASK_CMP
 
+/* isnan, isinf, isfinite giving 1 or 0 of their operand's float type */
+static int mask_test_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
+{
+#define MASK_TEST(T)                                                         \
+	switch (op) {                                                        \
+	case TIR_OP_ISNAN: RUN1(T, T, isnan(v) ? 1 : 0); break;              \
+	case TIR_OP_ISINF: RUN1(T, T, isinf(v) ? 1 : 0); break;              \
+	case TIR_OP_ISFINITE: RUN1(T, T, isfinite(v) ? 1 : 0); break;        \
+	default: return RUN_UNSUPPORTED;                                     \
+	}
+	if (dt == TIR_DTYPE_F32)
+		MASK_TEST(float)
+	else if (dt == TIR_DTYPE_F64)
+		MASK_TEST(double)
+	else
+		return RUN_UNSUPPORTED;
+#undef MASK_TEST
+	return 0;
+}
+
 static int mask_where_run(enum tir_dtype dt, TERNARY_ARGS)
 {
 	switch (dt) {
@@ -578,6 +624,8 @@ int tir_k_select_run(enum tir_op op, bool mask, enum tir_dtype dt, void *out, co
 		rc = mask_where_run(dt, out, p[0], st[0], p[1], st[1], p[2], st[2], n);
 	else if (op == TIR_OP_CLIP)
 		rc = clip_run(dt, out, p[0], st[0], p[1], st[1], p[2], st[2], n);
+	else if (mask && is_test(op))
+		rc = mask_test_run(op, dt, out, p[0], st[0], n);
 	else if (mask)
 		rc = mask_cmp_run(op, dt, out, p[0], st[0], p[1], st[1], n);
 	else
@@ -587,14 +635,14 @@ int tir_k_select_run(enum tir_op op, bool mask, enum tir_dtype dt, void *out, co
 
 int tir_k_mask(enum tir_op op, const struct tir_tensor *in, struct tir_tensor *out, struct tir_err *err)
 {
-	int nin = op == TIR_OP_WHERE ? 3 : 2;
+	int nin = op == TIR_OP_WHERE ? 3 : is_test(op) ? 1 : 2;
 	bool ok = tir_dtype_is_wide_float(out->dtype);
 	for (int k = 0; k < nin; k++)
 		ok &= in[k].dtype == out->dtype && same_shape(&in[k], out) && ready(&in[k]);
 	if (!ok || !tir_tensor_is_contiguous(out) || !ready(out))
 		return misuse(err, "mask", op, out->dtype);
 	struct tir_iter it;
-	const int64_t *st[4] = {out->strides, in[0].strides, in[1].strides, in[nin - 1].strides};
+	const int64_t *st[4] = {out->strides, in[0].strides, in[nin > 1].strides, in[nin - 1].strides};
 	const void *p[3];
 	for (int k = 0; k < nin; k++)
 		p[k] = tir_tensor_data(&in[k]);
@@ -607,6 +655,8 @@ int tir_k_mask(enum tir_op op, const struct tir_tensor *in, struct tir_tensor *o
 		if (op == TIR_OP_WHERE)
 			rc = mask_where_run(out->dtype, o, AT(&in[0], p[0], 1), it.istride[1], AT(&in[1], p[1], 2),
 					    it.istride[2], AT(&in[2], p[2], 3), it.istride[3], it.inner);
+		else if (nin == 1)
+			rc = mask_test_run(op, out->dtype, o, AT(&in[0], p[0], 1), it.istride[1], it.inner);
 		else
 			rc = mask_cmp_run(op, out->dtype, o, AT(&in[0], p[0], 1), it.istride[1], AT(&in[1], p[1], 2),
 					  it.istride[2], it.inner);

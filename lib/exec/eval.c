@@ -239,12 +239,13 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 	if (d->kind == TIR_KIND_LINALG)
 		return tir_k_linalg(n, in, out, err);
 	bool convert = d->kind == TIR_KIND_ELEMWISE || d->kind == TIR_KIND_MATMUL ||
-		       d->kind == TIR_KIND_NN || n->op == TIR_OP_CONCAT || n->op == TIR_OP_PAD;
+		       d->kind == TIR_KIND_NN || n->op == TIR_OP_CONCAT || n->op == TIR_OP_PAD ||
+		       n->op == TIR_OP_STACK;
 	/* the storage types compute in their wide type */
 	for (int i = 0; i < n->nin && !moves_only(n->op); i++)
 		if (n->in[i] && is_narrow((enum tir_dtype)n->in[i]->type.dtype))
 			convert = true;
-	if (n->op == TIR_OP_CONCAT) {
+	if (n->op == TIR_OP_CONCAT || n->nin > TIR_MAX_PARAMS) {
 		c = calloc(n->nin, sizeof *c);
 		if (!c)
 			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
@@ -331,7 +332,19 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 		break;
 	case TIR_KIND_REDUCE: {
 		bool mask[TIR_MAX_RANK];
+		if (n->op == TIR_OP_CUMSUM || n->op == TIR_OP_CUMPROD) {
+			rc = tir_k_scan(n->op == TIR_OP_CUMPROD, &c[0], at[0].set ? tir_axis(at[0].i, in[0].rank) : -1,
+					tir_dtype_wide(ot), out, err);
+			break;
+		}
 		tir_reduce_mask(n, in[0].rank, mask);
+		int ddof = tir_op_attr_index(n->op, "ddof");
+		if (n->op == TIR_OP_STD || n->op == TIR_OP_ANY || n->op == TIR_OP_ALL || n->op == TIR_OP_LOGSUMEXP ||
+		    (ddof >= 0 && at[ddof].i != 0)) {
+			rc = tir_k_axes(n->op, &c[0], mask, ddof >= 0 ? at[ddof].i : 0, n->type.rank, n->type.shape,
+					tir_dtype_wide(ot), out, err);
+			break;
+		}
 		if (!(rc = alloc_out(n, out, err)))
 			rc = tir_k_reduce(n->op, convert ? &c[0] : &in[0], mask, out, err);
 		break;
@@ -381,6 +394,31 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 			if (!(rc = alloc_out(n, out, err)))
 				rc = tir_k_pad(&c[0], at[0].v, at[1].is_int ? (double)at[1].i : at[1].f, out, err);
 			break;
+		case TIR_OP_SORT:
+		case TIR_OP_ARGSORT:
+			rc = tir_k_sort(n->op == TIR_OP_ARGSORT, &c[0], tir_axis(at[0].i, in[0].rank), tir_dtype_wide(ot),
+					out, err);
+			break;
+		case TIR_OP_TILE:
+			rc = tir_k_tile(&c[0], n->type.rank, n->type.shape, out, err);
+			break;
+		case TIR_OP_TRIU:
+		case TIR_OP_TRIL:
+			rc = tir_k_trilu(n->op == TIR_OP_TRIU, &c[0], at[0].i, out, err);
+			break;
+		case TIR_OP_STACK: {
+			const struct tir_tensor **xs = calloc(n->nin, sizeof *xs);
+			if (!xs) {
+				rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+				break;
+			}
+			for (int i = 0; i < n->nin; i++)
+				xs[i] = &c[i];
+			if (!(rc = alloc_out(n, out, err)))
+				rc = tir_k_stack(xs, n->nin, tir_axis(at[0].i, n->type.rank), out, err);
+			free(xs);
+			break;
+		}
 		case TIR_OP_GATHER:
 			if (!(rc = alloc_out(n, out, err)))
 				rc = tir_k_gather(convert ? &c[0] : &in[0], &c[1], tir_axis(at[0].i, in[0].rank), out,
@@ -391,11 +429,21 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 		}
 		break;
 	case TIR_KIND_MATMUL:
-		rc = eval_matmul(n, &c[0], &c[1], out, err);
+		if (n->op == TIR_OP_EINSUM)
+			rc = tir_k_einsum(at[0].s, c, n->nin, tir_dtype_wide(ot), out, err);
+		else
+			rc = eval_matmul(n, &c[0], &c[1], out, err);
 		break;
 	case TIR_KIND_NN:
 		if (n->op == TIR_OP_ATTENTION) {
 			rc = eval_attention(n, c, out, err);
+			break;
+		}
+		if (n->op == TIR_OP_ELU || n->op == TIR_OP_CELU || n->op == TIR_OP_LEAKY_RELU ||
+		    n->op == TIR_OP_HARDSIGMOID || n->op == TIR_OP_PRELU) {
+			bool two = n->op == TIR_OP_HARDSIGMOID;
+			rc = tir_k_act(n->op, &c[0], n->op == TIR_OP_PRELU ? &c[1] : NULL, d->nattr ? at[0].f : 0,
+				       two ? at[1].f : 0, tir_dtype_wide(ot), out, err);
 			break;
 		}
 		if ((rc = alloc_out(n, out, err)))
@@ -413,12 +461,13 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 			rc = tir_k_rmsnorm(&c[0], &c[1], at[0].f, out, err);
 			break;
 		case TIR_OP_CONV2D:
-			rc = tir_k_conv2d(&c[0], &c[1], n->in[2] ? &c[2] : NULL, at[0].v, at[1].v, out, err);
+			rc = tir_k_conv2d_ex(&c[0], &c[1], n->in[2] ? &c[2] : NULL, at[0].v, at[1].v, at[2].v, at[3].i,
+					     out, err);
 			break;
 		case TIR_OP_MAXPOOL2D:
 		case TIR_OP_AVGPOOL2D:
-			rc = tir_k_pool2d(n->op == TIR_OP_MAXPOOL2D, &c[0], at[0].v, at[1].set ? at[1].v : at[0].v,
-					  out, err);
+			rc = tir_k_pool2d_ex(n->op == TIR_OP_MAXPOOL2D, &c[0], at[0].v, at[1].set ? at[1].v : at[0].v,
+					     at[2].v, n->op == TIR_OP_AVGPOOL2D && at[3].i, out, err);
 			break;
 		default:
 			TIR_ASSERT(!"nn op");

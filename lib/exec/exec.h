@@ -392,6 +392,51 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err);
 int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err);
+/* conv.c: conv2d with dilation and groups (x's channels in groups of
+ * C / groups, each with O / groups filters of w [O, C / groups, kh, kw]);
+ * pooling with padding (count_pad: avgpool counts the padded zeros). */
+int tir_k_conv2d_ex(const struct tir_tensor *x, const struct tir_tensor *w, const struct tir_tensor *bias,
+		    const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2], int64_t groups,
+		    struct tir_tensor *out, struct tir_err *err);
+int tir_k_pool2d_ex(bool max, const struct tir_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+		    const int64_t padding[2], bool count_pad, struct tir_tensor *out, struct tir_err *err);
+
+/* axis.c, scan.c, sort.c, einsum.c: NumPy's ops along axes.  Each makes
+ * out (empty on entry: these allocate it) in dtype dt. */
+/* x's axes in mask moved last, converted to dt, contiguous: rows x cols
+ * (the view's shape kept: x's other axes, then mask's) */
+int tir_axes_last(const struct tir_tensor *x, const bool *mask, enum tir_dtype dt, struct tir_tensor *rows,
+		  int64_t *nrows, int64_t *ncols, struct tir_err *err);
+/* res (a result laid out by tir_axes_last with axis alone last) back in
+ * x's axis order, converted to dt */
+int tir_axis_back(const struct tir_tensor *res, int rank, int axis, enum tir_dtype dt, struct tir_tensor *out,
+		  struct tir_err *err);
+/* any, all, std, var (ddof), logsumexp over the axes in mask, out of
+ * shape[rank] */
+int tir_k_axes(enum tir_op op, const struct tir_tensor *x, const bool *mask, int64_t ddof, int rank,
+	       const int64_t *shape, enum tir_dtype dt, struct tir_tensor *out, struct tir_err *err);
+/* cumsum (prod false) or cumprod along axis, or the flattened x (axis -1) */
+int tir_k_scan(bool prod, const struct tir_tensor *x, int axis, enum tir_dtype dt, struct tir_tensor *out,
+	       struct tir_err *err);
+/* sort (the values) or argsort (arg: the i64 indices) along axis, stable */
+int tir_k_sort(bool arg, const struct tir_tensor *x, int axis, enum tir_dtype dt, struct tir_tensor *out,
+	       struct tir_err *err);
+/* xs[0..n) of one shape joined along a new axis into out (allocated) */
+int tir_k_stack(const struct tir_tensor *const *xs, int n, int axis, struct tir_tensor *out, struct tir_err *err);
+/* einsum of xs[0..n) (of dtype dt) into out, made in dt */
+int tir_k_einsum(const char *spec, const struct tir_tensor *xs, int n, enum tir_dtype dt, struct tir_tensor *out,
+		 struct tir_err *err);
+
+/* act.c: elu, celu (alpha a), leaky_relu (slope a), hardsigmoid
+ * (max(0, min(1, a x + b))), prelu (slope sl, broadcast to x) of x, out
+ * made in dt (f32 or f64); tile of x to shape[rank]; triu (upper) or
+ * tril of x's last two axes from diagonal k.  out empty on entry. */
+int tir_k_act(enum tir_op op, const struct tir_tensor *x, const struct tir_tensor *sl, double a, double b,
+	      enum tir_dtype dt, struct tir_tensor *out, struct tir_err *err);
+int tir_k_tile(const struct tir_tensor *x, int rank, const int64_t *shape, struct tir_tensor *out,
+	       struct tir_err *err);
+int tir_k_trilu(bool upper, const struct tir_tensor *x, int64_t k, struct tir_tensor *out, struct tir_err *err);
+
 /* q [..., Lq, d], k [..., Lk, d], v [..., Lk, dv], same rank, batch axes
  * broadcast to out's; out [..., Lq, dv] */
 int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,

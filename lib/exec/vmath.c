@@ -312,6 +312,33 @@
 #define M_RINT_f32 nearbyintf
 #define M_FMOD_f32 fmodf
 #define M_COPYSIGN_f32 copysignf
+#define M_LOG1P_f32 log1pf
+#define M_EXPM1_f32 expm1f
+#define M_LOG1P_f64 log1p
+#define M_EXPM1_f64 expm1
+#define M_TAN_f32 tanf
+#define M_ASIN_f32 asinf
+#define M_ACOS_f32 acosf
+#define M_ATAN_f32 atanf
+#define M_SINH_f32 sinhf
+#define M_COSH_f32 coshf
+#define M_ASINH_f32 asinhf
+#define M_ACOSH_f32 acoshf
+#define M_ATANH_f32 atanhf
+#define M_EXP_f32 expf
+#define M_TAN_f64 tan
+#define M_ASIN_f64 asin
+#define M_ACOS_f64 acos
+#define M_ATAN_f64 atan
+#define M_SINH_f64 sinh
+#define M_COSH_f64 cosh
+#define M_ASINH_f64 asinh
+#define M_ACOSH_f64 acosh
+#define M_ATANH_f64 atanh
+#define M_EXP_f64 exp
+/* selu's constants (Klambauer et al.: PyTorch's and ONNX's) */
+#define SELU_ALPHA 1.6732632423543772848170429916717
+#define SELU_SCALE 1.0507009873554804934193349852946
 #define M_FABS_f64 fabs
 #define M_FLOOR_f64 floor
 #define M_CEIL_f64 ceil
@@ -379,6 +406,24 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_MAP_U(P##_NEG_##S, TGT, T, -s[i])                                 \
 	VM_MAP_U(P##_ABS_##S, TGT, T, M_FABS_##S(s[i]))                      \
 	VM_MAP_U(P##_RECIP_##S, TGT, T, 1 / s[i])                            \
+	VM_MAP_U(P##_LOG1P_##S, TGT, T, M_LOG1P_##S(s[i]))                   \
+	VM_MAP_U(P##_EXPM1_##S, TGT, T, M_EXPM1_##S(s[i]))                   \
+	VM_MAP_U(P##_TAN_##S, TGT, T, M_TAN_##S(s[i]))                       \
+	VM_MAP_U(P##_ASIN_##S, TGT, T, M_ASIN_##S(s[i]))                     \
+	VM_MAP_U(P##_ACOS_##S, TGT, T, M_ACOS_##S(s[i]))                     \
+	VM_MAP_U(P##_ATAN_##S, TGT, T, M_ATAN_##S(s[i]))                     \
+	VM_MAP_U(P##_SINH_##S, TGT, T, M_SINH_##S(s[i]))                     \
+	VM_MAP_U(P##_COSH_##S, TGT, T, M_COSH_##S(s[i]))                     \
+	VM_MAP_U(P##_ASINH_##S, TGT, T, M_ASINH_##S(s[i]))                   \
+	VM_MAP_U(P##_ACOSH_##S, TGT, T, M_ACOSH_##S(s[i]))                   \
+	VM_MAP_U(P##_ATANH_##S, TGT, T, M_ATANH_##S(s[i]))                   \
+	VM_MAP_U(P##_SELU_##S, TGT, T, (T)SELU_SCALE * (s[i] > 0 ? s[i]      \
+				: (T)SELU_ALPHA * M_EXPM1_##S(s[i])))        \
+	VM_MAP_U(P##_HARDSWISH_##S, TGT, T, s[i] * (s[i] <= -3 ? 0 : s[i] >= 3 ? 1 \
+				: (s[i] + 3) / 6))                           \
+	VM_MAP_U(P##_SOFTPLUS_##S, TGT, T, s[i] > 0 ? s[i] + M_LOG1P_##S(M_EXP_##S(-s[i])) \
+				: M_LOG1P_##S(M_EXP_##S(s[i])))              \
+	VM_MAP_U(P##_SOFTSIGN_##S, TGT, T, s[i] / (1 + M_FABS_##S(s[i])))    \
 	VM_MAP_U(P##_FLOOR_##S, TGT, T, M_FLOOR_##S(s[i]))                   \
 	VM_MAP_U(P##_CEIL_##S, TGT, T, M_CEIL_##S(s[i]))                     \
 	VM_MAP_U(P##_ROUND_##S, TGT, T, M_RINT_##S(s[i]))                    \

@@ -151,6 +151,9 @@ static const char *why_not_reduce(const struct tir_node *o)
 {
 	if (!is_red_op(o->op))
 		return "an operand's reduction does not fuse";
+	int ddof = tir_op_attr_index(o->op, "ddof");
+	if (ddof >= 0 && o->attr[ddof].i != 0) /* the kernels divide by the count */
+		return "an operand's reduction has a ddof";
 	if (!tir_dtype_is_wide_float(o->type.dtype) || o->type.weak || o->in[0]->type.dtype != o->type.dtype ||
 	    tir_compute_dtype(o) != o->type.dtype)
 		return "an operand's dtype does not fuse";

@@ -408,8 +408,14 @@ static int rule_reduce(struct tir_node *n, struct tir_err *err)
 		break;
 	case TIR_OP_MEAN:
 	case TIR_OP_VAR:
+	case TIR_OP_STD:
+	case TIR_OP_LOGSUMEXP:
 		if (!tir_dtype_is_float(x->dtype))
 			t.dtype = TIR_DTYPE_F32;
+		break;
+	case TIR_OP_ANY:
+	case TIR_OP_ALL:
+		t.dtype = TIR_DTYPE_BOOL;
 		break;
 	case TIR_OP_ARGMAX:
 	case TIR_OP_ARGMIN:
@@ -804,9 +810,17 @@ static int rule_conv2d(struct tir_node *n, struct tir_err *err)
 		return fail_at(n, 0, err, TIR_ETYPE, "x must be [N, C, H, W], got %s", TSTR(x, sx));
 	if (w->rank != 4)
 		return fail_at(n, 1, err, TIR_ETYPE, "w must be [O, C, kh, kw], got %s", TSTR(w, sw));
-	if (w->shape[1] != x->shape[1])
+	int64_t groups = attr(n, "groups")->i;
+	if (groups < 1 || groups > TIR_MAX_DIM)
+		return fail_at(n, -1, err, TIR_ETYPE, "groups must be >= 1, got %lld", (long long)groups);
+	if (groups == 1 && w->shape[1] != x->shape[1])
 		return fail_at(n, 1, err, TIR_ETYPE, "channels differ: x %s has %lld, w %s has %lld",
 			       TSTR(x, sx), (long long)x->shape[1], TSTR(w, sw), (long long)w->shape[1]);
+	if (groups > 1 && (x->shape[1] % groups || w->shape[0] % groups || w->shape[1] != x->shape[1] / groups))
+		return fail_at(n, 1, err, TIR_ETYPE,
+			       "groups=%lld: x %s needs channels divisible by %lld, and w %s [O, C/groups, kh, kw] "
+			       "with O divisible by %lld",
+			       (long long)groups, TSTR(x, sx), (long long)groups, TSTR(w, sw), (long long)groups);
 	struct tir_type t = tir_promote(x, w);
 	if (n->in[2]) {
 		const struct tir_type *b = in(n, 2);
@@ -815,17 +829,25 @@ static int rule_conv2d(struct tir_node *n, struct tir_err *err)
 				       (long long)w->shape[0], TSTR(b, sw));
 		t = tir_promote(&t, b);
 	}
-	const int64_t *st = attr(n, "stride")->v, *pd = attr(n, "padding")->v;
+	const int64_t *st = attr(n, "stride")->v, *pd = attr(n, "padding")->v, *dl = attr(n, "dilation")->v;
 	for (int i = 0; i < 2; i++) {
-		if (st[i] < 1 || pd[i] < 0)
-			return fail_at(n, -1, err, TIR_ETYPE, "%s must be >= %d", st[i] < 1 ? "stride" : "padding",
-				       st[i] < 1);
-		if (st[i] > TIR_MAX_DIM || pd[i] > TIR_MAX_DIM)
+		if (st[i] < 1 || pd[i] < 0 || dl[i] < 1)
+			return fail_at(n, -1, err, TIR_ETYPE, "%s must be >= %d",
+				       st[i] < 1 ? "stride" : dl[i] < 1 ? "dilation" : "padding", pd[i] >= 0);
+		if (st[i] > TIR_MAX_DIM || pd[i] > TIR_MAX_DIM || dl[i] > TIR_MAX_DIM)
 			return fail_at(n, -1, err, TIR_ETYPE, "%s must be at most %lld",
-				       st[i] > TIR_MAX_DIM ? "stride" : "padding", (long long)TIR_MAX_DIM);
+				       st[i] > TIR_MAX_DIM ? "stride" : dl[i] > TIR_MAX_DIM ? "dilation" : "padding",
+				       (long long)TIR_MAX_DIM);
 	}
-	int64_t oh = x->shape[2] + 2 * pd[0] - w->shape[2];
-	int64_t ow = x->shape[3] + 2 * pd[1] - w->shape[3];
+	/* the kernel's reach, dilated: dilation * (k - 1) + 1 */
+	int64_t oh = x->shape[2] + 2 * pd[0] - (dl[0] * (w->shape[2] - 1) + 1);
+	int64_t ow = x->shape[3] + 2 * pd[1] - (dl[1] * (w->shape[3] - 1) + 1);
+	if (w->shape[2] == 0 || w->shape[3] == 0)
+		oh = ow = -1;
+	if ((oh < 0 || ow < 0) && (dl[0] != 1 || dl[1] != 1))
+		return fail_at(n, 1, err, TIR_ETYPE, "kernel %s dilated by [%lld, %lld] spans %lldx%lld, more than the padded input %s",
+			       TSTR(w, sw), (long long)dl[0], (long long)dl[1], (long long)(dl[0] * (w->shape[2] - 1) + 1),
+			       (long long)(dl[1] * (w->shape[3] - 1) + 1), TSTR(x, sx));
 	if (oh < 0 || ow < 0)
 		return fail_at(n, 1, err, TIR_ETYPE, "kernel %s is larger than the padded input %s",
 			       TSTR(w, sw), TSTR(x, sx));
@@ -842,19 +864,26 @@ static int rule_pool2d(struct tir_node *n, struct tir_err *err)
 	if (x->rank != 4)
 		return fail_at(n, 0, err, TIR_ETYPE, "x must be [N, C, H, W], got %s", TSTR(x, sx));
 	const struct tir_attr *k = attr(n, "kernel"), *s = attr(n, "stride");
-	const int64_t *st = s->set ? s->v : k->v;
+	const int64_t *st = s->set ? s->v : k->v, *pd = attr(n, "padding")->v;
 	for (int i = 0; i < 2; i++) {
 		if (k->v[i] < 1 || st[i] < 1)
 			return fail_at(n, -1, err, TIR_ETYPE, "%s must be >= 1", k->v[i] < 1 ? "kernel" : "stride");
-		if (st[i] > TIR_MAX_DIM)
-			return fail_at(n, -1, err, TIR_ETYPE, "stride must be at most %lld", (long long)TIR_MAX_DIM);
-		if (k->v[i] > x->shape[2 + i])
-			return fail_at(n, -1, err, TIR_ETYPE, "kernel %lldx%lld is larger than the input %s",
-				       (long long)k->v[0], (long long)k->v[1], TSTR(x, sx));
+		if (st[i] > TIR_MAX_DIM || k->v[i] > TIR_MAX_DIM)
+			return fail_at(n, -1, err, TIR_ETYPE, "%s must be at most %lld",
+				       st[i] > TIR_MAX_DIM ? "stride" : "kernel", (long long)TIR_MAX_DIM);
+		/* PyTorch's rule: a window never lies wholly in the padding */
+		if (pd[i] < 0 || pd[i] > k->v[i] / 2)
+			return fail_at(n, -1, err, TIR_ETYPE,
+				       "padding %lld must be >= 0 and at most half the kernel (%lld)",
+				       (long long)pd[i], (long long)k->v[i]);
+		if (k->v[i] > x->shape[2 + i] + 2 * pd[i])
+			return fail_at(n, -1, err, TIR_ETYPE, "kernel %lldx%lld is larger than the %sinput %s",
+				       (long long)k->v[0], (long long)k->v[1], pd[0] || pd[1] ? "padded " : "",
+				       TSTR(x, sx));
 	}
 	n->type = (struct tir_type){.dtype = x->dtype, .rank = 4,
-				    .shape = {x->shape[0], x->shape[1], (x->shape[2] - k->v[0]) / st[0] + 1,
-					      (x->shape[3] - k->v[1]) / st[1] + 1}};
+				    .shape = {x->shape[0], x->shape[1], (x->shape[2] + 2 * pd[0] - k->v[0]) / st[0] + 1,
+					      (x->shape[3] + 2 * pd[1] - k->v[1]) / st[1] + 1}};
 	if (n->op == TIR_OP_AVGPOOL2D)
 		float_of(n, &n->type);
 	else if (n->type.dtype == TIR_DTYPE_BOOL)
@@ -1057,6 +1086,264 @@ static int rule_result(struct tir_node *n, struct tir_err *err)
 	return 0;
 }
 
+/* ---- NumPy's common ops (issue 25) ---- */
+
+/* isnan, isinf, isfinite: bool, of any dtype (an integer is finite) */
+static int rule_isfloat_test(struct tir_node *n, struct tir_err *err)
+{
+	n->type = *in(n, 0);
+	n->type.dtype = TIR_DTYPE_BOOL;
+	n->type.weak = false;
+	return 0;
+}
+
+/* cumsum, cumprod: one axis, or none (the flattened elements, as NumPy);
+ * integers and bool accumulate in i64, as NumPy's sum does */
+static int rule_scan(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	const struct tir_attr *ax = attr(n, "axis");
+	char sx[TIR_TYPE_STRLEN];
+	struct tir_type t = *x;
+	t.weak = false;
+	if (ax->set) {
+		if (tir_axis(ax->i, x->rank) < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s (rank %d)",
+				       (long long)ax->i, TSTR(x, sx), x->rank);
+	} else {
+		t.rank = 1;
+		t.shape[0] = tir_type_numel(x);
+	}
+	if (!tir_dtype_is_float(x->dtype))
+		t.dtype = TIR_DTYPE_I64;
+	n->type = t;
+	return 0;
+}
+
+/* sort, argsort: along one axis (-1 the last); argsort's indices are i64 */
+static int rule_sort(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	if (tir_axis(attr(n, "axis")->i, x->rank) < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s (rank %d)",
+			       (long long)attr(n, "axis")->i, TSTR(x, sx), x->rank);
+	n->type = *x;
+	n->type.weak = false;
+	if (n->op == TIR_OP_ARGSORT)
+		n->type.dtype = TIR_DTYPE_I64;
+	return 0;
+}
+
+/* stack: operands of one shape, joined along a new axis */
+static int rule_stack(struct tir_node *n, struct tir_err *err)
+{
+	if (n->nin == 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "needs at least one tensor");
+	const struct tir_type *x = in(n, 0);
+	char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
+	if (x->rank >= TIR_MAX_RANK)
+		return fail_at(n, 0, err, TIR_ETYPE, "more than %d dimensions (%s has %d already)", TIR_MAX_RANK,
+			       TSTR(x, sa), x->rank);
+	int a = tir_axis(attr(n, "axis")->i, x->rank + 1);
+	if (a < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for stacking %s (rank %d)",
+			       (long long)attr(n, "axis")->i, TSTR(x, sa), x->rank + 1);
+	struct tir_type p = *x;
+	for (int i = 1; i < n->nin; i++) {
+		const struct tir_type *y = in(n, i);
+		bool ok = y->rank == x->rank;
+		for (int k = 0; ok && k < x->rank; k++)
+			ok = y->shape[k] == x->shape[k];
+		if (!ok)
+			return fail_at(n, i, err, TIR_ETYPE, "all operands need one shape: %s and %s",
+				       TSTR(x, sa), TSTR(y, sb));
+		promote_into(&p, y, &p);
+	}
+	struct tir_type t = {.dtype = p.dtype, .rank = (uint8_t)(x->rank + 1)};
+	for (int i = 0, j = 0; i < t.rank; i++)
+		t.shape[i] = i == a ? n->nin : x->shape[j++];
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+/* einsum's subscripts: "ij,jk->ik", one term of letters per operand, the
+ * explicit output after "->".  Each letter one size; an output letter
+ * once, and found in an operand.  Fills the letters' sizes (by letter). */
+int tir_einsum_parse(const char *spec, int nops, const struct tir_type *const *ops, struct tir_einsum *e,
+		     char *why, size_t cap)
+{
+	memset(e, 0, sizeof *e);
+	for (int c = 0; c < 128; c++)
+		e->size[c] = -1;
+	const char *p = spec;
+	for (int k = 0; k < nops || *p == ','; k++) {
+		if (k >= nops) {
+			snprintf(why, cap, "subscripts \"%s\" have more terms than the %d operand%s", spec, nops,
+				 nops == 1 ? "" : "s");
+			return -1;
+		}
+		if (k > 0) {
+			if (*p != ',') {
+				snprintf(why, cap, "subscripts \"%s\" have %d term%s for %d operands", spec, k,
+					 k == 1 ? "" : "s", nops);
+				return -1;
+			}
+			p++;
+		}
+		int len = 0;
+		for (; (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'); p++) {
+			if (len >= TIR_MAX_RANK) {
+				snprintf(why, cap, "term %d of \"%s\" has more than %d letters", k + 1, spec,
+					 TIR_MAX_RANK);
+				return -1;
+			}
+			e->term[k][len++] = *p;
+		}
+		e->len[k] = len;
+		if (*p == '.') {
+			snprintf(why, cap, "'...' in \"%s\" is not supported; name every axis", spec);
+			return -1;
+		}
+		if (*p && *p != ',' && *p != '-') {
+			snprintf(why, cap, "'%c' in \"%s\" is not a subscript letter (a-z, A-Z)", *p, spec);
+			return -1;
+		}
+		if (len != ops[k]->rank) {
+			char s[TIR_TYPE_STRLEN];
+			snprintf(why, cap, "term \"%.*s\" has %d letter%s for operand %d, %s (rank %d)", len,
+				 e->term[k], len, len == 1 ? "" : "s", k + 1, TSTR(ops[k], s), ops[k]->rank);
+			return -(k + 2);
+		}
+		for (int i = 0; i < len; i++) {
+			int c = e->term[k][i];
+			if (e->size[c] >= 0 && e->size[c] != ops[k]->shape[i]) {
+				snprintf(why, cap, "'%c' is %lld in one place and %lld in operand %d", c,
+					 (long long)e->size[c], (long long)ops[k]->shape[i], k + 1);
+				return -(k + 2);
+			}
+			e->size[c] = ops[k]->shape[i];
+		}
+	}
+	if (p[0] != '-' || p[1] != '>') {
+		snprintf(why, cap, "subscripts \"%s\" need the explicit output form \"...->out\"", spec);
+		return -1;
+	}
+	p += 2;
+	int len = 0;
+	for (; *p; p++) {
+		int c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+			snprintf(why, cap, "'%c' in the output of \"%s\" is not a subscript letter", c, spec);
+			return -1;
+		}
+		if (e->size[c] < 0) {
+			snprintf(why, cap, "output letter '%c' of \"%s\" is in no operand", c, spec);
+			return -1;
+		}
+		for (int i = 0; i < len; i++)
+			if (e->out[i] == c) {
+				snprintf(why, cap, "output letter '%c' of \"%s\" is given twice", c, spec);
+				return -1;
+			}
+		if (len >= TIR_MAX_RANK) {
+			snprintf(why, cap, "the output of \"%s\" has more than %d letters", spec, TIR_MAX_RANK);
+			return -1;
+		}
+		e->out[len++] = (char)c;
+	}
+	e->nout = len;
+	e->nops = nops;
+	return 0;
+}
+
+static int rule_einsum(struct tir_node *n, struct tir_err *err)
+{
+	if (n->nin == 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "needs at least one operand");
+	if (n->nin > TIR_EINSUM_MAX_OPS)
+		return fail_at(n, -1, err, TIR_ETYPE, "at most %d operands", TIR_EINSUM_MAX_OPS);
+	const struct tir_type *ops[TIR_EINSUM_MAX_OPS];
+	struct tir_type p = *in(n, 0);
+	for (int i = 0; i < n->nin; i++) {
+		ops[i] = in(n, i);
+		promote_into(&p, ops[i], &p);
+	}
+	struct tir_einsum e;
+	char why[300];
+	int rc = tir_einsum_parse(attr(n, "subscripts")->s, n->nin, ops, &e, why, sizeof why);
+	if (rc)
+		return fail_at(n, rc <= -2 ? -rc - 2 : -1, err, TIR_ETYPE, "%s", why);
+	if (p.dtype == TIR_DTYPE_BOOL)
+		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool");
+	struct tir_type t = {.dtype = p.dtype, .rank = (uint8_t)e.nout};
+	for (int i = 0; i < e.nout; i++)
+		t.shape[i] = e.size[(int)e.out[i]];
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+/* tile: NumPy's, reps of any length (the shorter of x's axes and reps
+ * padded with 1s in front) */
+static int rule_tile(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	const struct tir_attr *r = attr(n, "reps");
+	char sx[TIR_TYPE_STRLEN];
+	int rank = r->n > x->rank ? r->n : x->rank;
+	if (rank > TIR_MAX_RANK)
+		return fail_at(n, -1, err, TIR_ETYPE, "more than %d dimensions", TIR_MAX_RANK);
+	struct tir_type t = {.dtype = x->dtype, .rank = (uint8_t)rank};
+	for (int i = 0; i < rank; i++) {
+		int xi = i - (rank - x->rank), ri = i - (rank - r->n);
+		int64_t d = xi >= 0 ? x->shape[xi] : 1, k = ri >= 0 ? r->v[ri] : 1;
+		if (k < 0)
+			return fail_at(n, -1, err, TIR_ETYPE, "reps must be >= 0, got %lld", (long long)k);
+		if (k > TIR_MAX_DIM || (k && d > TIR_MAX_DIM / k))
+			return fail_at(n, -1, err, TIR_ETYPE, "tiling %s is too large", TSTR(x, sx));
+		t.shape[i] = d * k;
+	}
+	n->type = t;
+	return check_numel(n, &t, err);
+}
+
+/* triu, tril: the last two axes a matrix (NumPy's), k the diagonal */
+static int rule_trilu(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	if (x->rank < 2)
+		return fail_at(n, 0, err, TIR_ETYPE, "needs at least two dimensions, got %s", TSTR(x, sx));
+	n->type = *x;
+	n->type.weak = false;
+	return 0;
+}
+
+/* the activations with parameters: a float result; prelu's slope
+ * broadcasts to x (it never changes x's shape) */
+static int rule_act(struct tir_node *n, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	struct tir_type t = *x;
+	if (n->op == TIR_OP_PRELU) {
+		struct tir_type b;
+		char sx[TIR_TYPE_STRLEN], ss[TIR_TYPE_STRLEN];
+		bool ok = tir_broadcast(x, in(n, 1), &b) && b.rank == x->rank;
+		for (int i = 0; ok && i < x->rank; i++)
+			ok = b.shape[i] == x->shape[i];
+		if (!ok)
+			return fail_at(n, 1, err, TIR_ETYPE, "slope %s does not broadcast to x %s", TSTR(in(n, 1), ss),
+				       TSTR(x, sx));
+		t = tir_promote(x, in(n, 1));
+		t.rank = x->rank;
+		memcpy(t.shape, x->shape, sizeof t.shape);
+	}
+	if (n->op == TIR_OP_CELU && attr(n, "alpha")->f == 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "alpha must not be 0");
+	n->type = t;
+	return float_of(n, &n->type);
+}
+
 typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
 
 static const rule_fn rules[TIR_OP_COUNT] = {
@@ -1107,8 +1394,11 @@ enum tir_dtype tir_compute_dtype(const struct tir_node *n)
 		return tir_dtype_wide((enum tir_dtype)tir_promote(in(n, 0), in(n, 1)).dtype);
 	if (rules[n->op] == rule_logic || rules[n->op] == rule_unary_logic)
 		return TIR_DTYPE_BOOL;
+	if (rules[n->op] == rule_isfloat_test) /* tests its operand as it is */
+		return tir_dtype_wide((enum tir_dtype)in(n, 0)->dtype);
 	switch (n->op) {
 	case TIR_OP_ARGMAX: case TIR_OP_ARGMIN:
+	case TIR_OP_ARGSORT: case TIR_OP_ANY: case TIR_OP_ALL:
 		return tir_dtype_wide((enum tir_dtype)in(n, 0)->dtype);
 	case TIR_OP_CAST:
 		return (enum tir_dtype)n->type.dtype; /* converts, computes nothing */

@@ -92,8 +92,8 @@ enum tir_attr_kind {
 	TIR_ATTR_KIND_COUNT
 };
 
-#define TIR_MAX_PARAMS 6
 #define TIR_MAX_RESULTS 4    /* results of one op: u, s, vt = svd(a) */
+#define TIR_MAX_PARAMS 8
 #define TIR_MAX_STRS 64      /* strings in a strs attribute (shard's devices) */
 
 struct tir_param {
@@ -412,6 +412,19 @@ int tir_node_results(const struct tir_node *n, struct tir_type *t);
 size_t tir_result_offset(const struct tir_node *n, int i);
 /* A RESULT node's index (which result of its operand it reads). */
 int tir_result_index(const struct tir_node *n);
+/* einsum's subscripts, read (check.c): term k of operand k, the output's
+ * letters, each letter's size (-1: absent), by its character. */
+#define TIR_EINSUM_MAX_OPS 32
+struct tir_einsum {
+	int nops, nout;
+	int len[TIR_EINSUM_MAX_OPS];
+	char term[TIR_EINSUM_MAX_OPS][TIR_MAX_RANK];
+	char out[TIR_MAX_RANK];
+	int64_t size[128];
+};
+/* 0, or fills why: -1 for the subscripts, -(k + 2) for operand k. */
+int tir_einsum_parse(const char *spec, int nops, const struct tir_type *const *ops, struct tir_einsum *e,
+		     char *why, size_t cap);
 
 /* Error helpers: fill err, return -code. */
 int tir_errf(struct tir_err *err, int code, const struct tir_loc *loc, const char *fmt, ...)

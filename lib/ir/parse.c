@@ -1650,7 +1650,31 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 		}
 		given[pi] = true;
 		const struct tir_param *prm = &d->params[pi];
-		if (prm->list) {
+		/* a list that is the op's last parameter may be written as the
+		 * remaining positional operands (einsum("ij,jk->ik", a, b)) */
+		bool rest = prm->list && !seen_kw && pi == d->nparams - 1 && ps->tok->kind != TIR_TOK_LBRACKET;
+		if (rest) {
+			for (;;) {
+				struct tir_loc el;
+				struct tir_node *e = parse_expr(ps, &el);
+				if (!e)
+					goto fail;
+				if (nlist >= 60000) {
+					perr(ps, TIR_ESYNTAX, &el, "%s: too many operands", d->name);
+					goto fail;
+				}
+				if (tir_grow((void **)&list, &caplist, nlist + 1, sizeof *list) ||
+				    tir_grow((void **)&listloc, &caplistloc, nlist + 1, sizeof *listloc)) {
+					perr(ps, TIR_ENOMEM, &el, "out of memory");
+					goto fail;
+				}
+				list[nlist] = e;
+				listloc[nlist++] = el;
+				if (ps->tok->kind != TIR_TOK_COMMA || peek(ps)->kind == TIR_TOK_RPAREN)
+					break;
+				advance(ps);
+			}
+		} else if (prm->list) {
 			struct tir_token lopen = *ps->tok;
 			if (lopen.kind != TIR_TOK_LBRACKET) {
 				char got[80];

@@ -223,13 +223,19 @@ static void render_call(const struct tir_program *p, const struct tir_node *n,
 	for (int pi = 0; pi < d->nparams; pi++) {
 		const struct tir_param *prm = &d->params[pi];
 		if (prm->list) {
-			tir_str_add(out, first ? "[" : ", [", first ? 1 : 3);
+			/* the last parameter: the operands written one by one */
+			bool rest = pi == d->nparams - 1 && n->nin > 0;
+			if (!first)
+				tir_str_add(out, ", ", 2);
+			if (!rest)
+				tir_str_add(out, "[", 1);
 			for (int j = 0; j < n->nin; j++) {
 				if (j)
 					tir_str_add(out, ", ", 2);
 				operand(p, n->in[k++], out);
 			}
-			tir_str_add(out, "]", 1);
+			if (!rest)
+				tir_str_add(out, "]", 1);
 			first = false;
 			continue;
 		}

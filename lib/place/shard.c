@@ -710,6 +710,9 @@ int tir_shard_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *er
 	case TIR_KIND_ELEMWISE:
 		return elementwise(pl, n, err);
 	case TIR_KIND_REDUCE:
+		/* the scans, any, all, std, logsumexp (their own kernels): whole */
+		if (tir_op(n->op)->fuse != TIR_FUSE_REDUCE && n->op != TIR_OP_ARGMAX && n->op != TIR_OP_ARGMIN)
+			return whole(pl, n, err);
 		if (n->op == TIR_OP_ARGMAX || n->op == TIR_OP_ARGMIN) {
 			/* along another axis each piece's index is the value's; over
 			 * the split axis (or all of it) the whole value's */

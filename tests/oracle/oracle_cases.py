@@ -17,6 +17,7 @@ import zlib
 
 import numpy as np
 
+import oracle_ops
 import oracle_ref as R
 from oracle_ref import NPDT, FLOATS, INTS, INT_MIN, INT_MAX
 
@@ -1454,4 +1455,5 @@ def build():
     accuracy_cases()
     more_dtype_cases()
     edge_cases()
+    oracle_ops.ops_cases(case, Gen, with_specials, SPECIAL, arr)
     return list(CASES)

@@ -129,6 +129,21 @@ UNARY_FLOAT = {
     "gelu": gelu,
     "silu": lambda x: x * sigmoid(x),
     "erf": erf,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "selu": lambda x: 1.0507009873554804934 * np.where(x > 0, x, 1.6732632423543772848 * np.expm1(x)),
+    "hardswish": lambda x: x * np.clip(x + 3, 0, 6) / 6,
+    "softplus": lambda x: np.logaddexp(0, x),
+    "softsign": lambda x: x / (1 + np.abs(x)),
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
 }
 
 UNARY_NUM = {

@@ -994,6 +994,23 @@ static const char *const programs[] = {
 	"for i in range(2) {\n  w, v = eigh(a + i)\n  print w, orth(v)\n}\n"
 	"s: f32[2], l: f32[2] = slogdet(a)\nu, sv, vt = svd(b, full_matrices=true)\nu, sv, vt = svd(u)\n"
 	"print solve(a, a), inv(a), det(a), cholesky(a), lstsq(b, b), pinv(b, rcond=1e-10), s + l, vt\n",
+	/* 18: NumPy's common ops (issue 25), with their attributes */
+	"input x: f32[2, 4, 5, 5]\ninput w: f32[4, 2, 3, 3]\ninput m: f32[4, 4]\n"
+	"a = log1p(abs(m)) + expm1(m)\nb = isnan(m)\nc = isinf(m)\nd = isfinite(m)\n"
+	"e = std(m, axis=1, ddof=1)\nf = var(m, ddof=1, keepdims=true)\ng = any(b, axis=0)\nh = all(d)\n"
+	"i = logsumexp(m, axis=[0, 1])\nj = cumsum(m)\nk = cumprod(m, axis=0)\nl = sort(m, axis=0)\n"
+	"n = argsort(m)\no = stack([m, m], axis=-1)\np = einsum(\"ij,jk,kl->il\", m, m, m)\nq = einsum(\"ii->\", m)\n"
+	"r = conv2d(x, w, dilation=2, padding=2, groups=2)\ns = maxpool2d(x, 3, stride=1, padding=1)\n"
+	"t = avgpool2d(x, [2, 3], padding=[1, 1], count_include_pad=false)\n"
+	"print a, e, f, g, h, i, j, k, l, n, o, p, q, r, s, t\n",
+
+	/* 19: ONNX's activations, trigonometry, tile and triu/tril (issue 24) */
+	"input m: f32[4, 4]\n"
+	"a = selu(m) + hardswish(m) + softplus(m) + softsign(m)\n"
+	"b = tan(m) + asin(m) + acos(m) + atan(m) + sinh(m) + cosh(m) + asinh(m) + acosh(m) + atanh(m)\n"
+	"c = elu(m) + celu(m, alpha=2.0) + leaky_relu(m, negative_slope=0.2) + hardsigmoid(m, alpha=0.2, beta=0.5)\n"
+	"d = prelu(m, [0.25]) + elu(m, 0.5)\ne = tile(m, [2, 1, 3])\nf = triu(m, k=1) + tril(m) + triu(m, -1)\n"
+	"print a, b, c, d, e, f\n",
 };
 
 static struct tir_program *parse_with_loader(const char *src, int *rc)

@@ -36,7 +36,9 @@ static const enum tir_op unary_ops[] = {
 	TIR_OP_NEG, TIR_OP_ABS, TIR_OP_EXP, TIR_OP_LOG, TIR_OP_SQRT, TIR_OP_RSQRT,
 	TIR_OP_RECIP, TIR_OP_SIN, TIR_OP_COS, TIR_OP_TANH, TIR_OP_SIGMOID, TIR_OP_RELU,
 	TIR_OP_GELU, TIR_OP_SILU, TIR_OP_ERF, TIR_OP_FLOOR, TIR_OP_CEIL, TIR_OP_ROUND,
-	TIR_OP_SIGN,
+	TIR_OP_SIGN, TIR_OP_LOG1P, TIR_OP_EXPM1, TIR_OP_SELU, TIR_OP_HARDSWISH, TIR_OP_SOFTPLUS,
+	TIR_OP_SOFTSIGN, TIR_OP_TAN, TIR_OP_ASIN, TIR_OP_ACOS, TIR_OP_ATAN, TIR_OP_SINH, TIR_OP_COSH,
+	TIR_OP_ASINH, TIR_OP_ACOSH, TIR_OP_ATANH,
 };
 static const enum tir_op binary_ops[] = {
 	TIR_OP_ADD, TIR_OP_SUB, TIR_OP_MUL, TIR_OP_DIV, TIR_OP_POW, TIR_OP_MAXIMUM,
@@ -206,6 +208,21 @@ static double ref_f32(enum tir_op op, float xf)
 	case TIR_OP_SILU: return x * sig_d(x);
 	case TIR_OP_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
 	case TIR_OP_ERF: return erf(x);
+	case TIR_OP_LOG1P: return log1p(x);
+	case TIR_OP_EXPM1: return expm1(x);
+	case TIR_OP_SELU: return 1.0507009873554804934 * (x > 0 ? x : 1.6732632423543772848 * expm1(x));
+	case TIR_OP_HARDSWISH: return x <= -3 ? 0 * x : x >= 3 ? x : x * (x + 3) / 6;
+	case TIR_OP_SOFTPLUS: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+	case TIR_OP_SOFTSIGN: return x / (1 + fabs(x));
+	case TIR_OP_TAN: return tan(x);
+	case TIR_OP_ASIN: return asin(x);
+	case TIR_OP_ACOS: return acos(x);
+	case TIR_OP_ATAN: return atan(x);
+	case TIR_OP_SINH: return sinh(x);
+	case TIR_OP_COSH: return cosh(x);
+	case TIR_OP_ASINH: return asinh(x);
+	case TIR_OP_ACOSH: return acosh(x);
+	case TIR_OP_ATANH: return atanh(x);
 	default: return NAN;
 	}
 }
@@ -224,6 +241,21 @@ static long double ref_f64(enum tir_op op, double xd)
 	case TIR_OP_SILU: return x * sig_l(x);
 	case TIR_OP_GELU: return 0.5L * x * erfcl(-x / sqrtl(2.0L));
 	case TIR_OP_ERF: return erfl(x);
+	case TIR_OP_LOG1P: return log1pl(x);
+	case TIR_OP_EXPM1: return expm1l(x);
+	case TIR_OP_SELU: return 1.0507009873554804934193349852946L * (x > 0 ? x : 1.6732632423543772848170429916717L * expm1l(x));
+	case TIR_OP_HARDSWISH: return x <= -3 ? 0 * x : x >= 3 ? x : x * (x + 3) / 6;
+	case TIR_OP_SOFTPLUS: return x > 0 ? x + log1pl(expl(-x)) : log1pl(expl(x));
+	case TIR_OP_SOFTSIGN: return x / (1 + fabsl(x));
+	case TIR_OP_TAN: return tanl(x);
+	case TIR_OP_ASIN: return asinl(x);
+	case TIR_OP_ACOS: return acosl(x);
+	case TIR_OP_ATAN: return atanl(x);
+	case TIR_OP_SINH: return sinhl(x);
+	case TIR_OP_COSH: return coshl(x);
+	case TIR_OP_ASINH: return asinhl(x);
+	case TIR_OP_ACOSH: return acoshl(x);
+	case TIR_OP_ATANH: return atanhl(x);
 	default: return NAN;
 	}
 }
@@ -426,6 +458,14 @@ static double bound(enum tir_op op)
 	case TIR_OP_SIGMOID: return 3;
 	case TIR_OP_SILU: return 3.5;
 	case TIR_OP_GELU: return 4;
+	case TIR_OP_LOG1P: /* libm's, on every path: glibc documents at most 1 */
+	case TIR_OP_EXPM1: return 2;
+	/* libm's (glibc documents at most 2 for the hyperbolic ones), and the
+	 * composites: their few IEEE steps around libm's function */
+	case TIR_OP_TAN: case TIR_OP_ASIN: case TIR_OP_ACOS: case TIR_OP_ATAN: case TIR_OP_SINH:
+	case TIR_OP_COSH: case TIR_OP_ASINH: case TIR_OP_ACOSH: case TIR_OP_ATANH:
+	case TIR_OP_HARDSWISH: case TIR_OP_SOFTSIGN: case TIR_OP_SOFTPLUS: return 3;
+	case TIR_OP_SELU: return 4;
 	default: return 1.001;
 	}
 }
@@ -650,6 +690,11 @@ static void test_special(void)
 	CHECK(u64(TIR_OP_SILU, 800) == 800 && u64(TIR_OP_SILU, -800) == 0);
 	CHECK(u32(TIR_OP_SILU, INFINITY) == INFINITY && isnan(u32(TIR_OP_SILU, NAN)));
 	CHECK(u32(TIR_OP_GELU, 100) == 100 && u32(TIR_OP_GELU, -100) == 0);
+	/* log1p and expm1: exact near 0 where log(1 + x) and exp(x) - 1 lose x */
+	CHECK(u32(TIR_OP_LOG1P, -1) == -INFINITY && isnan(u32(TIR_OP_LOG1P, -2)) && u64(TIR_OP_LOG1P, INFINITY) == INFINITY);
+	CHECK(u32(TIR_OP_LOG1P, 1e-30f) == 1e-30f && u64(TIR_OP_LOG1P, 1e-300) == 1e-300);
+	CHECK(u32(TIR_OP_EXPM1, -INFINITY) == -1 && u64(TIR_OP_EXPM1, 1e-300) == 1e-300);
+	CHECK(same_f32(u32(TIR_OP_EXPM1, -0.0f), -0.0f) && u64(TIR_OP_EXPM1, 1000) == INFINITY);
 	CHECK(u64(TIR_OP_GELU, 800) == 800 && u64(TIR_OP_GELU, -800) == 0);
 	CHECK(u32(TIR_OP_GELU, INFINITY) == INFINITY && same_f32(u32(TIR_OP_GELU, 0), 0.0f));
 	/* the tail that 1 + erf would lose: gelu(-10) = -7.6e-23 */
