@@ -58,8 +58,10 @@ int cli_remotes_open(struct cli_remotes *g, const char *list, bool connect)
 		if (got <= 0 || err.code) {
 			cli_print_err(&err);
 			cli_remotes_close(g);
-			return err.code == TIR_ENOMEM ? EXIT_PROGRAM : err.code == TIR_ENET && connect ? EXIT_REMOTE
-												  : EXIT_USAGE;
+			/* got 0: the server was reached, and it or its group cannot be used */
+			return err.code == TIR_ENOMEM				  ? EXIT_PROGRAM
+			       : err.code == TIR_ENET && (connect || got == 0) ? EXIT_REMOTE
+										  : EXIT_USAGE;
 		}
 		s = end ? end + 1 : s + len;
 	}

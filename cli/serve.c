@@ -118,17 +118,17 @@ static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, i
 		eol = strchr(p, '\n');
 		if (eol)
 			*eol = 0;
-		char *fld[5];
+		char *fld[6];
 		int nf = 0;
-		for (char *q = strtok(p, " \t\r"); q && nf < 5; q = strtok(NULL, " \t\r"))
+		for (char *q = strtok(p, " \t\r"); q && nf < 6; q = strtok(NULL, " \t\r"))
 			fld[nf++] = q;
 		if (!nf || fld[0][0] == '#')
 			continue;
 		const char *why = NULL;
 		if (nf < 2)
-			why = "expected NAME TOKEN [sessions=N] [inflight=BYTES]";
-		else if (nf > 4)
-			why = "more than NAME TOKEN [sessions=N] [inflight=BYTES]";
+			why = "expected NAME TOKEN [sessions=N] [inflight=BYTES] [admin]";
+		else if (nf > 5)
+			why = "more than NAME TOKEN [sessions=N] [inflight=BYTES] [admin]";
 		else if (!name_ok(fld[0]))
 			why = "a name is 1 to 64 of A-Z a-z 0-9 _ . -";
 		else if (*n >= max)
@@ -140,11 +140,13 @@ static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, i
 			e->token = fld[1];
 			for (int k = 2; k < nf && !why; k++) {
 				uint64_t v;
-				if (!strncmp(fld[k], "sessions=", 9) && parse_num(fld[k] + 9, 1, 1000000, false, &v))
+				if (!strcmp(fld[k], "admin"))
+					e->admin = true;
+				else if (!strncmp(fld[k], "sessions=", 9) && parse_num(fld[k] + 9, 1, 1000000, false, &v))
 					e->max_sessions = (int)v;
 				else if (!(!strncmp(fld[k], "inflight=", 9) &&
 					   parse_num(fld[k] + 9, 1, UINT64_MAX, true, &e->max_inflight)))
-					why = "an option is sessions=N or inflight=BYTES";
+					why = "an option is sessions=N, inflight=BYTES or admin";
 			}
 			for (int j = 0; j < *n - 1 && !why; j++)
 				if (!strcmp(t[j].name, e->name))

@@ -389,6 +389,7 @@ struct tir_serve_tenant {
 	const char *token;          /* its Bearer token */
 	int max_sessions;           /* sessions it may have open (0: --max-sessions) */
 	uint64_t max_inflight;      /* bytes of its bodies received at once (0: --max-inflight) */
+	bool admin;                 /* its /metrics shows every tenant's figures, not only its own */
 };
 
 struct tir_serve_opts {
@@ -509,12 +510,15 @@ struct tir_net_api {
 	/* What the last run sent and received.  borrowed. */
 	const struct tir_remote_stats *(*remote_stats)(const struct tir_remote *r);
 	/* Open hostport, and when it is a rank of a group (its /v1/info says
-	 * so; asked within 5 s, a server that does not answer taken as a lone
-	 * one) every rank of the group, in rank order, at the addresses the
-	 * group gives, the one given among them (docs/groups.md).  out: at
+	 * so; asked within 5 s, a server that cannot be reached at all taken
+	 * as a lone one) every rank of the group, in rank order, at the
+	 * addresses the group gives, the one given among them, each asked
+	 * whether it is that rank of that group (docs/groups.md).  out: at
 	 * most max remotes, each new (remote_close).  returns how many (1 for
 	 * a lone server); -code with err filled (a group of more than max, an
-	 * address that is none). */
+	 * address that is none); 0 with err filled when the server was reached
+	 * and cannot be used: it did not answer /v1/info (a rank whose group
+	 * is forming answers nothing), or a member of its group is missing. */
 	int (*remote_group_open)(const char *hostport, const char *token, struct tir_remote **out, int max,
 				 struct tir_err *err);
 	/* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets

@@ -1795,22 +1795,60 @@ int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *
 /* ---- server groups (docs/groups.md): one address of a group opens
  * every rank ---- */
 
-/* r's /v1/info, asked once within a few seconds: its "group", or NULL
- * (a lone server, or none that answers).  *root: free with json_decref. */
-static json_t *group_of(struct tir_remote *r, json_t **root)
+/* r's /v1/info, asked once within a few seconds: 1 with its "group" in
+ * *g, 0 when it answers as a lone server, -1 when it cannot be reached
+ * at all (nothing listens: taken as a lone server, whose first use says
+ * so), -2 with err filled when it was reached and did not answer 200 in
+ * time (a rank of a group answers nothing until its group is formed: it
+ * is no lone server to run on).  *root: free with json_decref. */
+static int group_of(struct tir_remote *r, json_t **root, json_t **g, struct tir_err *err)
 {
 	long st = 0;
-	struct tir_err err = {0};
-	*root = NULL;
+	struct tir_err e = {0};
+	*root = *g = NULL;
 	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
-	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, &err);
+	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, &e);
 	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	long connected = 0;
+	curl_easy_getinfo(r->curl, CURLINFO_NUM_CONNECTS, &connected);
 	memset(&r->stats, 0, sizeof r->stats);
-	if (rc || st != 200)
-		return NULL;
+	if (rc && e.code == TIR_EINTERRUPT) {
+		*err = e;
+		return -2;
+	}
+	if (rc && !connected)
+		return -1;
+	if (rc || st != 200) {
+		tir_errf(err, TIR_ENET, NULL, "remote %s: %s; a server that does not answer /v1/info (a rank of a "
+			 "group still forming, or one stopped) is not used", r->name,
+			 rc ? "connected, but no answer within 5 s" : st == 503 ? "503: busy or forming its group"
+									 : "/v1/info is not 200");
+		return -2;
+	}
 	*root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
-	json_t *g = json_object_get(*root, "group");
-	return json_is_object(g) ? g : NULL;
+	*g = json_object_get(*root, "group");
+	return json_is_object(*g) ? 1 : 0;
+}
+
+/* Member m of group id (rank n): whether it answers as that member;
+ * false with err naming it. */
+static bool member_here(struct tir_remote *m, const char *id, int n, int size, const char *via,
+			struct tir_err *err)
+{
+	json_t *root, *g;
+	int rc = group_of(m, &root, &g, err);
+	const char *mid = rc == 1 ? json_string_value(json_object_get(g, "id")) : NULL;
+	bool ok = mid && !strcmp(mid, id) && json_integer_value(json_object_get(g, "rank")) == n &&
+		  json_integer_value(json_object_get(g, "size")) == size;
+	json_decref(root);
+	if (!ok)
+		tir_errf(err, TIR_ENET, NULL, "remote %s is rank 0..%d of a group, but its member %d (%s) %s; "
+			 "a group is not used with members missing", via, size - 1, n, m->name,
+			 rc == -1   ? "cannot be reached"
+			 : rc == -2 ? "does not answer /v1/info"
+			 : rc == 0  ? "answers as a lone server"
+				    : "answers as a member of another group, or at another rank");
+	return ok;
 }
 
 int tir_remote_group_open(const char *hostport, const char *token, struct tir_remote **out, int max,
@@ -1819,9 +1857,13 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	struct tir_remote *r = tir_remote_open(hostport, token, err);
 	if (!r)
 		return -err->code;
-	json_t *root;
-	json_t *g = group_of(r, &root);
-	if (!g) {
+	json_t *root, *g;
+	int found = group_of(r, &root, &g, err);
+	if (found == -2) {
+		tir_remote_close(r);
+		return 0; /* reached, and unusable: the network's fault, not the address's */
+	}
+	if (found <= 0) {
 		json_decref(root);
 		if (max < 1) {
 			tir_remote_close(r);
@@ -1858,6 +1900,7 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	 * one was given; the one given is the one opened */
 	const char *scheme = !strncmp(hostport, "https://", 8) ? "https://" : "";
 	int n = 0, rc = 0;
+	bool missing = false;
 	for (; n < size && !rc; n++) {
 		const char *m = json_string_value(json_array_get(members, (size_t)n));
 		char name[512];
@@ -1868,6 +1911,12 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 			if (!m || !err->code)
 				tir_errf(err, TIR_ENET, NULL, "remote %s: member %d of its group is no address", hostport, n);
 			rc = -err->code;
+			break;
+		}
+		if (n != rank && !member_here(out[n], id, n, (int)size, hostport, err)) {
+			tir_remote_close(out[n]);
+			rc = -err->code;
+			missing = true;
 			break;
 		}
 		snprintf(out[n]->group, sizeof out[n]->group, "%s", id);
@@ -1881,7 +1930,7 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 				tir_remote_close(out[i]);
 		if (n <= rank)
 			tir_remote_close(r);
-		return rc;
+		return missing ? 0 : rc;
 	}
 	return n;
 }

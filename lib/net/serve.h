@@ -58,6 +58,10 @@ struct tenant {
 	int max_sessions;
 	uint64_t max_inflight;
 	atomic_uint_fast64_t reserved;
+	/* /metrics: an admin's shows every figure, another's only these of
+	 * its own (and its sessions and blobs) */
+	bool admin;
+	atomic_uint_fast64_t requests, bytes_in, bytes_out;
 };
 
 /* This server as a rank of a group (group.c; api NULL outside one). */
@@ -114,6 +118,7 @@ struct req {
 	char id[TIR_SHA_HEX + 1];      /* a session id or a blob name from the path */
 	bool id_ok;                    /* id is well formed for its route */
 	int tenant;                    /* whose token it carries (0 on an open server) */
+	bool authed;                   /* tenant is the token's (not a 401's, nor a public route's) */
 	int status;                    /* of the response queued, 0 before */
 	uint64_t in, out;
 	const char *allow;             /* the Allow header of a 405 */
@@ -220,6 +225,9 @@ struct gate_stats {
 	uint64_t refused_address;      /* past --max-connections-per-address */
 	uint64_t refused_full;         /* past MAX_CONNECTIONS */
 	uint64_t timed_out;            /* closed for want of a head within --header-timeout */
+	uint64_t refused_reserved;     /* requests without a token past the unreserved slots */
+	uint64_t evicted;              /* closed in their head phase to make room for a newcomer */
+	int busy;                      /* with a request under way */
 };
 /* A gate on listening socket lfd (taken); NULL when out of resources
  * (lfd left to the caller). */
@@ -238,6 +246,10 @@ void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 /* A request of c has its head in (begins) or is done: between the two the
  * connection is not held to the header deadline. */
 void gate_request(struct MHD_Connection *c, bool begins);
+/* Whether c's request, its head in, may take a slot: one that presents a
+ * valid token (token) always may; one without, only while the slots kept
+ * for tokens are not needed. */
+bool gate_admit(struct MHD_Connection *c, bool token);
 /* The main thread's tick: libmicrohttpd's connections that have waited
  * --header-timeout for a head are shut down. */
 void gate_sweep(struct gate *g);

@@ -340,8 +340,19 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			     const char *url, const char *method)
 {
 	r->route = route_of(url, r);
-	bool public = r->route == R_HEALTHZ || r->route == R_INFO || r->route == R_METRICS;
-	r->tenant = public ? 0 : tenant_of(s, c);
+	/* /metrics is a tenant's like any other route: what it shows a
+	 * tenant is its own figures (get_metrics) */
+	bool public = r->route == R_HEALTHZ || r->route == R_INFO;
+	r->tenant = tenant_of(s, c);
+	/* a request with a valid token may take a slot kept for such (gate.c) */
+	if (!gate_admit(c, !s->open && r->tenant >= 0)) {
+		r->tenant = 0;
+		return reply_error(c, r, 503, "busy", NULL,
+				   "%d requests are under way; the slots left are kept for requests with a token: "
+				   "try again shortly", MAX_CONNECTIONS - MAX_CONNECTIONS / 8);
+	}
+	if (public)
+		r->tenant = 0;
 	if (r->tenant < 0) {
 		r->tenant = 0;
 		return reply_error(c, r, 401, "unauthorized", NULL, "%s",
@@ -349,6 +360,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 					   ? "wrong token"
 					   : "this server needs a token: Authorization: Bearer TOKEN");
 	}
+	r->authed = !public;
 	if (r->route == R_NONE)
 		return reply_error(c, r, 404, "not_found", NULL, "no such path: %s", url);
 	/* a client says which protocol it speaks (curl need not) */
@@ -417,18 +429,19 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			return reply_error(c, r, 411, "length_required", NULL,
 					   "PUT /v1/blobs/SHA256 needs a Content-Length");
 		/* held by this tenant: the bytes are only checked.  Held by
-		 * another: they are checked and nothing is stored again, but the
-		 * budget and the limits are as for a new blob, so that no answer
-		 * says another tenant has it */
+		 * another or by none, it is one case: the budget and the limits
+		 * are a new blob's, and the body is decoded, checked and stored as
+		 * the tenant's own copy (store.h), so that neither an answer, nor
+		 * a figure of the tenant's, nor the time says another tenant has
+		 * it */
 		bool mine = blob_touch(s->blobs, r->id, r->tenant);
-		bool held = mine || blob_touch(s->blobs, r->id, -1);
 		if (!mine && len > s->o.blob_cache)
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
 		if (!mine && !req_reserve(s, r, len))
 			return reply_busy(s, c, r, len);
-		if (!(r->up = upload_new(r->id, len, held)))
+		if (!(r->up = upload_new(r->id, len, mine)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 	} else if (r->route == R_SESSIONS && (te || len)) {
 		/* {"lease": true}, or nothing */
@@ -606,9 +619,38 @@ static char *make_info(const struct server *s)
 	return t;
 }
 
+/* The figures of tenant t alone (its name as the label). */
+static void tenant_metrics(struct server *s, struct tir_str *out, int t, bool types)
+{
+	const struct tenant *tn = &s->tenants[t];
+	uint64_t nb, bb;
+	blob_store_tenant(s->blobs, t, &nb, &bb);
+	static const char *const kinds[] = {"counter", "counter", "counter", "gauge", "gauge", "gauge", "gauge"};
+	static const char *const names[] = {"tir_tenant_requests_total", "tir_tenant_bytes_in_total",
+					    "tir_tenant_bytes_out_total", "tir_tenant_sessions", "tir_tenant_blobs",
+					    "tir_tenant_blob_bytes", "tir_tenant_inflight_body_bytes"};
+	uint64_t v[] = {atomic_load(&tn->requests), atomic_load(&tn->bytes_in), atomic_load(&tn->bytes_out),
+			(uint64_t)session_store_tenant(s->sessions, t), nb, bb, atomic_load(&tn->reserved)};
+	for (int i = 0; i < 7; i++) {
+		if (types)
+			tir_str_addf(out, "# TYPE %s %s\n", names[i], kinds[i]);
+		tir_str_addf(out, "%s{tenant=\"%s\"} %llu\n", names[i], tn->name, (unsigned long long)v[i]);
+	}
+}
+
 static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, struct req *r)
 {
 	struct tir_str out = {0};
+	if (!s->open && !s->tenants[r->tenant].admin) {
+		/* a tenant's own figures, nothing of the server's or the others':
+		 * no count that another tenant's requests move */
+		tenant_metrics(s, &out, r->tenant, true);
+		if (out.oom) {
+			tir_str_free(&out);
+			return MHD_NO;
+		}
+		return reply(c, r, 200, "text/plain; version=0.0.4", out.s, out.n);
+	}
 	struct blob_stats bs;
 	blob_store_stats(s->blobs, &bs);
 	int queued, running;
@@ -659,7 +701,10 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_connections_refused_total counter\n"
 		     "tir_connections_refused_total{reason=\"address\"} %llu\n"
 		     "tir_connections_refused_total{reason=\"full\"} %llu\n"
-		     "# TYPE tir_connections_timed_out_total counter\ntir_connections_timed_out_total %llu\n",
+		     "tir_connections_refused_total{reason=\"reserved\"} %llu\n"
+		     "# TYPE tir_connections_timed_out_total counter\ntir_connections_timed_out_total %llu\n"
+		     "# TYPE tir_connections_evicted_total counter\ntir_connections_evicted_total %llu\n"
+		     "# TYPE tir_connections_busy gauge\ntir_connections_busy %d\n",
 		     session_store_count(s->sessions),
 		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)exp_ttl,
 		     (unsigned long long)exp_lease, (unsigned long long)bs.hits,
@@ -669,7 +714,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)graph_store_bytes(s->graphs), kept_n, kept_b, tir_mem_current(), (unsigned long long)s->o.max_memory,
 		     (unsigned long long)atomic_load(&s->reserved), queued, running, gs.open,
 		     (unsigned long long)gs.refused_address, (unsigned long long)gs.refused_full,
-		     (unsigned long long)gs.timed_out);
+		     (unsigned long long)gs.refused_reserved, (unsigned long long)gs.timed_out,
+		     (unsigned long long)gs.evicted, gs.busy);
 	tir_str_addf(&out, "# TYPE tir_idle_trims_total counter\ntir_idle_trims_total %llu\n",
 		     (unsigned long long)atomic_load(&s->trims));
 	size_t caps_n;
@@ -710,6 +756,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 			     (unsigned long long)s->group.coll_bytes, s->group.coll_data_s,
 			     atomic_load(&s->group.coll_waiting));
 	pthread_mutex_unlock(&s->mmu);
+	for (int t = 0; t < s->ntenants && s->o.tenants; t++)
+		tenant_metrics(s, &out, t, t == 0);
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -919,6 +967,12 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	s->bytes_in += r->in;
 	s->bytes_out += sent ? r->out : 0;
 	pthread_mutex_unlock(&s->mmu);
+	if (r->authed) {
+		struct tenant *tn = &s->tenants[r->tenant];
+		atomic_fetch_add(&tn->requests, 1);
+		atomic_fetch_add(&tn->bytes_in, r->in);
+		atomic_fetch_add(&tn->bytes_out, sent ? r->out : 0);
+	}
 	atomic_fetch_add(&s->activity, 1);
 	if (s->o.log) {
 		static const char *const why[] = {
@@ -1050,6 +1104,8 @@ static int tenants_make(struct server *s, struct tir_err *err)
 		t->max_sessions = in && in[i].max_sessions > 0 ? in[i].max_sessions : s->o.max_sessions;
 		t->max_inflight = in && in[i].max_inflight > 0 ? in[i].max_inflight : s->o.max_inflight;
 		atomic_init(&t->reserved, 0);
+		/* --token's one tenant is the server's only one: all it sees is its own */
+		t->admin = in ? in[i].admin : true;
 		for (int j = 0; j < i; j++)
 			if (!strcmp(s->tenants[j].token_sha, t->token_sha)) {
 				tir_errf(err, TIR_EUNSUPPORTED, NULL, "--tokens: tenants %s and %s have the same token",
