@@ -247,6 +247,17 @@ int cli_serve(int argc, char **argv)
 			ok = parse_num(val, 0, 1000000000, false, &v);
 			o.max_batch_seconds = (int)v;
 			break;
+		case FLAG_SERVE_PEERS: {
+			/* repeated: joined by commas */
+			static char peers[4096];
+			size_t have = strlen(peers), add = strlen(val);
+			ok = *val != 0 && have + add + 2 < sizeof peers;
+			if (ok) {
+				snprintf(peers + have, sizeof peers - have, "%s%s", have ? "," : "", val);
+				o.peers = peers;
+			}
+			break;
+		}
 		case FLAG_SERVE_TRANSFER_SECONDS:
 			ok = parse_num(val, 1, 86400, false, &v);
 			o.transfer_seconds = (int)v;

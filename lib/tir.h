@@ -433,6 +433,9 @@ struct tir_serve_opts {
 	/* set before listening is called when the server is a rank of a
 	 * group (started under mpirun; docs/groups.md), else left */
 	int *group_rank, *group_size;
+	/* the servers an import may fetch from: addresses and CIDRs, comma
+	 * separated (NULL: the group's members and loopback) */
+	const char *peers;
 };
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);

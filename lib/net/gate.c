@@ -333,6 +333,7 @@ struct wait {
 	socklen_t addrlen;
 	bool linger;
 	bool counted;                /* counted against its address and the server */
+	bool dead;                   /* closed to make room: freed after the epoll batch that may name it */
 	double deadline;
 	struct head head;            /* its first request's head, as far as it is checked */
 	struct wait *prev, *next;
@@ -355,6 +356,7 @@ struct gate {
 	atomic_bool stop;
 	double paused_until;         /* accept paused (out of fds) until then */
 	struct wlist waiting, lingering; /* the gate thread's alone */
+	struct wait *dead;           /* closed, to be freed (their next links them) */
 	pthread_mutex_t mu;          /* what follows */
 	struct tally {
 		struct who who;
@@ -741,7 +743,15 @@ static bool let_in(struct gate *g, const struct who *w, bool *full)
 		char a[64];
 		who_str(&gone->who, a, sizeof a);
 		say(g, "tir serve: %s: connection closed: no request head yet, and its slot was needed", a);
-		drop(g, gone);
+		/* an event of the batch being handled may still name it: closed
+		 * and uncounted now, freed once the batch is done */
+		list_del(&g->waiting, gone);
+		uncount(g, gone);
+		epoll_ctl(g->ep, EPOLL_CTL_DEL, gone->fd, NULL);
+		close(gone->fd);
+		gone->dead = true;
+		gone->next = g->dead;
+		g->dead = gone;
 	}
 	return in;
 }
@@ -828,8 +838,13 @@ static void *gate_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &g->lfd)
 				accept_some(g);
-			else if (ev[i].data.ptr != &g->wake)
+			else if (ev[i].data.ptr != &g->wake && !((struct wait *)ev[i].data.ptr)->dead)
 				look(g, ev[i].data.ptr, ev[i].events);
+		}
+		while (g->dead) {
+			struct wait *w = g->dead;
+			g->dead = w->next;
+			free(w);
 		}
 		now = tir_now_ms();
 		if (g->paused_until && now >= g->paused_until) {

@@ -107,6 +107,8 @@ struct server {
 	/* server to server (xfer.c) */
 	uint64_t exports_issued, exports_served, imports_ok, imports_failed, import_bytes;
 	struct group group;
+	struct peer *peers;            /* an import's sources may be these alone (peers.c) */
+	int npeers;
 };
 
 /* One request, from its headers to done(). */
@@ -197,6 +199,21 @@ enum MHD_Result xfer_serve(struct server *s, struct MHD_Connection *c, struct re
  * its tenant's) to `bytes`; false when it has not that much left
  * (server.c). */
 bool req_reserve(struct server *s, struct req *r, uint64_t bytes);
+
+/* ---- peers.c: the sources an import may fetch from (--peers) ---- */
+
+#define FROM_HOST_MAX 300               /* an import source's host, at most */
+struct peer;
+/* --peers, or the default (loopback and the group's members, once the
+ * group is formed), into s->peers.  0, or -code with err. */
+int peers_init(struct server *s, struct tir_err *err);
+void peers_free(struct server *s);
+/* Whether an import may fetch from `from` (http(s)://HOST:PORT): 0 with
+ * resolve set to curl's HOST:PORT:ADDRESS to pin a name to the address
+ * checked ("" for an address), -1 when it is no peer (or a name that does
+ * not resolve), -2 when its host is a spelling of an address not taken
+ * (2130706433, 0x7f.1, 017700000001, 127.1).  No connection is made. */
+int peers_check(const struct server *s, const char *from, char *resolve, size_t n);
 
 /* ---- coll.c: POST /v1/sessions/ID/allreduce, its body whole ---- */
 

@@ -1061,13 +1061,23 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
-/* Three quarters of the memory this process may use: the machine's, or
- * its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) when
- * lower. */
+/* Three quarters of the memory this process may use when it starts: what
+ * the machine has available (/proc/meminfo's MemAvailable: free, and the
+ * caches the kernel can drop; not its total, much of which other
+ * processes may hold), or its cgroup's limit (v2 memory.max, v1
+ * memory.limit_in_bytes) when lower. */
 static uint64_t default_max_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
 	uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)8 << 30;
+	FILE *mi = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb;
+	while (mi && fgets(line, sizeof line, mi))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1 && kb > 0 && kb * 1024 < mem)
+			mem = kb * 1024;
+	if (mi)
+		fclose(mi);
 	static const char *const limits[] = {"/sys/fs/cgroup/memory.max",
 					     "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
 	for (int i = 0; i < 2; i++) {
@@ -1127,6 +1137,7 @@ static void server_free(struct server *s)
 	session_store_free(s->sessions);
 	free(s->info);
 	free(s->tenants);
+	peers_free(s);
 	free(s->tls_cert);
 	if (s->tls_key) /* the key does not outlive the server in freed memory */
 		explicit_bzero(s->tls_key, strlen(s->tls_key));
@@ -1251,6 +1262,12 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	if (fd < 0) {
 		server_free(s);
 		return fd;
+	}
+	int prc = peers_init(s, err); /* (after the group: its members are peers) */
+	if (prc) {
+		close(fd);
+		server_free(s);
+		return prc;
 	}
 	if (!(s->gate = gate_new(s, fd))) {
 		close(fd);
