@@ -1816,13 +1816,17 @@ static int group_of(struct tir_remote *r, json_t **root, json_t **g, struct tir_
 		*err = e;
 		return -2;
 	}
-	if (rc && !connected)
+	/* nothing there, or something that is no tir server: its first use
+	 * says what */
+	if ((rc && (!connected || !r->hung)) || (!rc && st != 200 && st != 503))
 		return -1;
-	if (rc || st != 200) {
-		tir_errf(err, TIR_ENET, NULL, "remote %s: %s; a server that does not answer /v1/info (a rank of a "
-			 "group still forming, or one stopped) is not used", r->name,
-			 rc ? "connected, but no answer within 5 s" : st == 503 ? "503: busy or forming its group"
-									 : "/v1/info is not 200");
+	if (rc) { /* connected, and no answer in time: as any request says it */
+		*err = e;
+		return -2;
+	}
+	if (st != 200) {
+		tir_errf(err, TIR_ENET, NULL, "remote %s: /v1/info answered 503 (busy, or a rank of a group still "
+			 "forming); it is not used as a lone server", r->name);
 		return -2;
 	}
 	*root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);

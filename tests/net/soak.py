@@ -100,7 +100,7 @@ TIR = os.path.join(ROOT, "build", "tir")
 SALT = os.urandom(6).hex()
 # tenant, its options in the --tokens file
 TENANTS = [("alice", "sessions=2"), ("bob", "inflight=40M"), ("carol", ""), ("dave", "sessions=4"),
-           ("probe", "")]
+           ("probe", ""), ("root", "admin"), ("eve", "")]
 LIMITS = ["--max-memory", "192M", "--blob-cache", "48M", "--max-inflight", "64M", "--max-sessions", "12",
           "--max-body", "80M", "--session-ttl", "120", "--threads", "2"]
 TTL = 120
@@ -272,7 +272,7 @@ class Srv:
         return any(t1 >= a and (b is None or t0 <= b) for a, b in list(self.windows))
 
     def metrics(self):
-        return scrape(self.addr(), timeout=30) if self.port else {}
+        return scrape(self.addr(), timeout=30, token=token("root")) if self.port else {}
 
 
 SRV = Srv()
