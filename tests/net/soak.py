@@ -91,6 +91,7 @@ sys.path.insert(0, HERE)
 import tirnet  # noqa: E402  (tests/net/tirnet.py)
 from tirnet import JsonBody, blob, frame, results, sha  # noqa: E402
 from wait_for import metrics as scrape  # noqa: E402
+import soak_edge  # noqa: E402  (the red-team cases at the edge: slow heads, /metrics, PUT times)
 
 MiB = 1 << 20
 now = time.monotonic
@@ -1518,7 +1519,8 @@ def main():
     ap.add_argument("--quiet-every", type=float, default=30)
     ap.add_argument("--warmup", type=float, default=90)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--clients", default="alice,bob,carol,dave", help="which kinds of client run (for a look at one)")
+    ap.add_argument("--clients", default="alice,bob,carol,dave,edge",
+                    help="which kinds of client run (for a look at one)")
     a = ap.parse_args()
     TIR = os.path.abspath(a.tir)
     tirnet.TIR = TIR
@@ -1569,6 +1571,9 @@ def main():
         sampler.start()
         for c in members:
             c.start()
+        edge = soak_edge.Edge()
+        if "edge" in kinds:
+            edge.start(lambda: SRV.port if SRV.up.is_set() else None, token, CTL.stop, CTL.pause.is_set)
         begun = now()
         end = begun + a.seconds
         half = a.seconds / 2
@@ -1617,6 +1622,7 @@ def main():
         CTL.release()
         for c in members:
             c.join(PAUSE_BOUND)
+        edge.join(PAUSE_BOUND)
         stuck = [c.name for c in members if c.is_alive()]
         checks.append(("the clients stopped", not stuck, f"still running: {stuck}"))
         end_sessions = now() + TTL + 30
@@ -1661,6 +1667,10 @@ def main():
         if lr:
             say(f"#   life {life.n}: " + " ".join(f"{r['rss_kib'] / 1024:.0f}" for r in lr) + " MiB")
 
+    if "edge" in a.clients.split(","):
+        for ln in edge.report():
+            say(ln)
+        checks += edge.checks()
     checks.append(("no request failed", REQ.total(FAILED) == 0, "; ".join(REQ.fails[:6])))
     checks.append(("every tir run --remote printed what a local run prints", RUNS.total(FAILED) == 0 and
                    RUNS.total(OK) > 0, "; ".join(RUNS.fails[:6]) or f"{RUNS.total(OK)} right"))
