@@ -452,12 +452,21 @@ static void uncount(struct gate *g, struct wait *w)
 	w->counted = false;
 }
 
+/* w is done with: freed once the epoll batch being handled, whose events
+ * may name it, is over (gate_main), its socket closed or handed over. */
+static void bury(struct gate *g, struct wait *w)
+{
+	w->dead = true;
+	w->next = g->dead;
+	g->dead = w;
+}
+
 static void drop(struct gate *g, struct wait *w)
 {
 	list_del(w->linger ? &g->lingering : &g->waiting, w);
 	uncount(g, w);
 	close(w->fd);
-	free(w);
+	bury(g, w);
 }
 
 static void say(struct gate *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -514,7 +523,7 @@ static void answer(struct gate *g, struct wait *w, int status, const char *code,
 	if (g->lingering.n >= LINGER_MAX) {
 		list_del(w->linger ? &g->lingering : &g->waiting, w);
 		close(w->fd);
-		free(w);
+		bury(g, w);
 		return;
 	}
 	if (!w->linger)
@@ -565,7 +574,7 @@ static void hand_over(struct gate *g, struct wait *w)
 		free(k);
 		uncount(g, w);
 		close(w->fd);
-		free(w);
+		bury(g, w);
 		return;
 	}
 	*k = (struct conn){.who = w->who, .fd = w->fd, .state = HANDED, .since = tir_now_ms(), .g = g};
@@ -588,7 +597,7 @@ static void hand_over(struct gate *g, struct wait *w)
 		}
 		pthread_mutex_unlock(&g->mu);
 	}
-	free(w);
+	bury(g, w);
 }
 
 /* w's socket has news: its head, all of it or more of it, or its end. */
@@ -721,37 +730,52 @@ static struct wait *evict(struct gate *g, struct pick *p)
 /* Count newcomer w in, making room by closing a head-phase connection when
  * it needs one; false (nothing counted) when there is none to close, with
  * *full saying whether the server's limit or the address's was hit. */
+static void look(struct gate *g, struct wait *w, uint32_t ev);
+
 static bool let_in(struct gate *g, const struct who *w, bool *full)
 {
 	struct pick p;
 	struct wait *gone = NULL;
-	pthread_mutex_lock(&g->mu);
-	bool in = count_in(g, w, false, full);
-	if (!in) {
-		heads_scan(g, *full ? NULL : w, &p);
-		if (p.w || p.k) {
-			gone = evict(g, &p);
-			in = count_in(g, w, true, full);
+	bool in = false;
+	/* a connection of the gate's picked may have its head in its socket
+	 * already, not yet looked at (a burst of accepts): it is looked at
+	 * first, and the pick made again if it is no longer in its head phase */
+	for (int tries = 0; tries < 8; tries++) {
+		pthread_mutex_lock(&g->mu);
+		in = count_in(g, w, false, full);
+		bool need = !in;
+		heads_scan(g, need ? (*full ? NULL : w) : NULL, &p);
+		need = need || p.heads >= HEAD_CAP;
+		struct wait *cand = need && tries < 7 ? p.w : NULL;
+		if (!cand) {
+			if (need && (p.w || p.k)) {
+				gone = evict(g, &p);
+				if (!in)
+					in = count_in(g, w, true, full);
+			}
+			pthread_mutex_unlock(&g->mu);
+			break;
 		}
-	} else {
-		heads_scan(g, NULL, &p);
-		if (p.heads >= HEAD_CAP && (p.w || p.k))
-			gone = evict(g, &p);
+		if (in) /* counted: undone while the candidate is looked at */
+			count_out(g, w);
+		pthread_mutex_unlock(&g->mu);
+		look(g, cand, 0);
+		if (!cand->dead && !cand->linger) { /* still waiting for its head: it goes */
+			pthread_mutex_lock(&g->mu);
+			in = count_in(g, w, true, full);
+			g->evicted++;
+			pthread_mutex_unlock(&g->mu);
+			gone = cand;
+			break;
+		}
+		in = false;
 	}
-	pthread_mutex_unlock(&g->mu);
 	if (gone) {
 		char a[64];
 		who_str(&gone->who, a, sizeof a);
 		say(g, "tir serve: %s: connection closed: no request head yet, and its slot was needed", a);
-		/* an event of the batch being handled may still name it: closed
-		 * and uncounted now, freed once the batch is done */
-		list_del(&g->waiting, gone);
-		uncount(g, gone);
 		epoll_ctl(g->ep, EPOLL_CTL_DEL, gone->fd, NULL);
-		close(gone->fd);
-		gone->dead = true;
-		gone->next = g->dead;
-		g->dead = gone;
+		drop(g, gone);
 	}
 	return in;
 }
@@ -904,6 +928,11 @@ void gate_stop(struct gate *g)
 		drop(g, g->waiting.head);
 	while (g->lingering.head)
 		drop(g, g->lingering.head);
+	while (g->dead) {
+		struct wait *w = g->dead;
+		g->dead = w->next;
+		free(w);
+	}
 	if (g->lfd >= 0)
 		close(g->lfd);
 	g->lfd = -1;
