@@ -1820,8 +1820,10 @@ static int group_of(struct tir_remote *r, json_t **root, json_t **g, struct tir_
 	 * says what */
 	if ((rc && (!connected || !r->hung)) || (!rc && st != 200 && st != 503))
 		return -1;
-	if (rc) { /* connected, and no answer in time: as any request says it */
-		*err = e;
+	if (rc) { /* connected, and no answer in time */
+		tir_errf(err, TIR_ENET, NULL, "remote %s: no answer to /v1/info within %ld s (a rank of a group still "
+			 "forming, or a server stopped); it is not used as a lone server", r->name,
+			 (r->timeout_ms < 5000 ? r->timeout_ms : 5000L) / 1000);
 		return -2;
 	}
 	if (st != 200) {
