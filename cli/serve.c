@@ -118,17 +118,17 @@ static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, i
 		eol = strchr(p, '\n');
 		if (eol)
 			*eol = 0;
-		char *fld[7];
+		char *fld[8];
 		int nf = 0;
-		for (char *q = strtok(p, " \t\r"); q && nf < 7; q = strtok(NULL, " \t\r"))
+		for (char *q = strtok(p, " \t\r"); q && nf < 8; q = strtok(NULL, " \t\r"))
 			fld[nf++] = q;
 		if (!nf || fld[0][0] == '#')
 			continue;
 		const char *why = NULL;
 		if (nf < 2)
-			why = "expected NAME TOKEN [sessions=N] [inflight=BYTES] [memory=BYTES] [batches=N]";
-		else if (nf > 6)
-			why = "more than NAME TOKEN [sessions=N] [inflight=BYTES] [memory=BYTES] [batches=N]";
+			why = "expected NAME TOKEN [sessions=N] [inflight=BYTES] [memory=BYTES] [batches=N] [admin]";
+		else if (nf > 7)
+			why = "more than NAME TOKEN [sessions=N] [inflight=BYTES] [memory=BYTES] [batches=N] [admin]";
 		else if (!name_ok(fld[0]))
 			why = "a name is 1 to 64 of A-Z a-z 0-9 _ . -";
 		else if (*n >= max)
@@ -140,7 +140,9 @@ static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, i
 			e->token = fld[1];
 			for (int k = 2; k < nf && !why; k++) {
 				uint64_t v;
-				if (!strncmp(fld[k], "sessions=", 9) && parse_num(fld[k] + 9, 1, 1000000, false, &v))
+				if (!strcmp(fld[k], "admin"))
+					e->admin = true;
+				else if (!strncmp(fld[k], "sessions=", 9) && parse_num(fld[k] + 9, 1, 1000000, false, &v))
 					e->max_sessions = (int)v;
 				else if (!strncmp(fld[k], "batches=", 8) && parse_num(fld[k] + 8, 1, 1000000, false, &v))
 					e->max_batches = (int)v;
@@ -148,7 +150,7 @@ static bool read_tokens(const char *path, struct tir_serve_tenant *t, int max, i
 					   parse_num(fld[k] + 9, 1, UINT64_MAX, true, &e->max_inflight)) &&
 					 !(!strncmp(fld[k], "memory=", 7) &&
 					   parse_num(fld[k] + 7, 1, UINT64_MAX, true, &e->max_memory)))
-					why = "an option is sessions=N, inflight=BYTES, memory=BYTES or batches=N";
+					why = "an option is sessions=N, inflight=BYTES, memory=BYTES, batches=N or admin";
 			}
 			for (int j = 0; j < *n - 1 && !why; j++)
 				if (!strcmp(t[j].name, e->name))
@@ -261,6 +263,17 @@ int cli_serve(int argc, char **argv)
 		case FLAG_SERVE_GRAPH_CACHE:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.graph_cache);
 			break;
+		case FLAG_SERVE_PEERS: {
+			/* repeated: joined by commas */
+			static char peers[4096];
+			size_t have = strlen(peers), add = strlen(val);
+			ok = *val != 0 && have + add + 2 < sizeof peers;
+			if (ok) {
+				snprintf(peers + have, sizeof peers - have, "%s%s", have ? "," : "", val);
+				o.peers = peers;
+			}
+			break;
+		}
 		case FLAG_SERVE_TRANSFER_SECONDS:
 			ok = parse_num(val, 1, 86400, false, &v);
 			o.transfer_seconds = (int)v;

@@ -422,6 +422,7 @@ struct tir_serve_tenant {
 				     * with several) */
 	int max_batches;            /* its batches running at once (0: all the compute threads with
 				     * one tenant, half of them, at least 1, with several) */
+	bool admin;                 /* its /metrics shows every tenant's figures, not only its own */
 };
 
 struct tir_serve_opts {
@@ -469,6 +470,9 @@ struct tir_serve_opts {
 	int max_ops;
 	/* bytes the parsed batch texts kept may hold, those in use counted (0: 64 MiB) */
 	uint64_t graph_cache;
+	/* the servers an import may fetch from: addresses and CIDRs, comma
+	 * separated (NULL: the group's members and loopback) */
+	const char *peers;
 };
 /* The op table as text, one op a line with its signature.  returns: new, free(). */
 char *tir_ops_help(void);
@@ -546,12 +550,15 @@ struct tir_net_api {
 	/* What the last run sent and received.  borrowed. */
 	const struct tir_remote_stats *(*remote_stats)(const struct tir_remote *r);
 	/* Open hostport, and when it is a rank of a group (its /v1/info says
-	 * so; asked within 5 s, a server that does not answer taken as a lone
-	 * one) every rank of the group, in rank order, at the addresses the
-	 * group gives, the one given among them (docs/groups.md).  out: at
+	 * so; asked within 5 s, a server that cannot be reached at all taken
+	 * as a lone one) every rank of the group, in rank order, at the
+	 * addresses the group gives, the one given among them, each asked
+	 * whether it is that rank of that group (docs/groups.md).  out: at
 	 * most max remotes, each new (remote_close).  returns how many (1 for
 	 * a lone server); -code with err filled (a group of more than max, an
-	 * address that is none). */
+	 * address that is none); 0 with err filled when the server was reached
+	 * and cannot be used: it did not answer /v1/info (a rank whose group
+	 * is forming answers nothing), or a member of its group is missing. */
 	int (*remote_group_open)(const char *hostport, const char *token, struct tir_remote **out, int max,
 				 struct tir_err *err);
 	/* Serve until *stop becomes non-zero (a SIGINT/SIGTERM handler sets

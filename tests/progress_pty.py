@@ -151,7 +151,7 @@ def main():
          b"\rtir: upload", "a held upload on a terminal")
 
     # 4. a server that never answers: waiting for it
-    held("silent", [tir, "run", mlp], env,
+    held("quiet", [tir, "run", mlp], env,
          rb"\rtir: waiting for the server \([0-9.]+ s\) \xc2\xb7 \d+\.\d s",
          b"\rtir: waiting", "a silent server on a terminal")
 

@@ -59,7 +59,6 @@ struct tir_remote {
 	long timeout_ms;
 	char session[64];            /* "" until made */
 	bool hung;                   /* a request timed out: do not wait on it again at close */
-	long spent_ms;               /* of TIR_TIMEOUT, by a /v1/info at open that timed out */
 	struct tir_remote_stats stats;
 	struct tir_str body;         /* the last reply's body (but results, which dec reads) */
 	bool too_long;               /* it was over BODY_MAX: the transfer was stopped */
@@ -913,13 +912,6 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 	r->proto = -1;
 	r->retry_after = -1;
 	r->errbuf[0] = 0;
-	/* the first request after a /v1/info that timed out: what is left */
-	long spent = r->spent_ms;
-	if (spent) {
-		long left = r->timeout_ms - spent;
-		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
-		r->spent_ms = 0;
-	}
 	double t0 = tir_now_ms();
 	r->req_ms = t0;
 	r->first_ms = r->sent_ms = 0;
@@ -931,8 +923,6 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 		tir_exec_progress(r->x, &r->step);
 	}
 	CURLcode rc = curl_easy_perform(c);
-	if (spent)
-		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
 	double t1 = tir_now_ms();
 	r->stats.net_ms += t1 - t0;
 	r->stats.round_trips++;
@@ -1818,25 +1808,70 @@ int tir_remote_all_reduce(struct tir_remote *r, struct tir_exec *x, const char *
 /* ---- server groups (docs/groups.md): one address of a group opens
  * every rank ---- */
 
-/* r's /v1/info, asked once within a few seconds: its "group", or NULL
- * (a lone server, or none that answers).  *root: free with json_decref.
- * A request that timed out sets *hung, its error in *err: the caller
- * counts the wait against TIR_TIMEOUT (so TIR_TIMEOUT=2 is 2 s, not this
- * wait and then the next request's 2 s). */
-static json_t *group_of(struct tir_remote *r, json_t **root, bool *hung, struct tir_err *err)
+/* r's /v1/info, asked once within a few seconds: 1 with its "group" in
+ * *g, 0 when it answers as a lone server, -1 when it cannot be reached
+ * at all (nothing listens: taken as a lone server, whose first use says
+ * so), -2 with err filled when it was reached and did not answer 200 in
+ * time (a rank of a group answers nothing until its group is formed: it
+ * is no lone server to run on).  *root: free with json_decref. */
+static int group_of(struct tir_remote *r, json_t **root, json_t **g, struct tir_err *err)
 {
 	long st = 0;
-	*root = NULL;
+	struct tir_err e = {0};
+	*root = *g = NULL;
 	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms < INFO_TIMEOUT_MS ? r->timeout_ms : INFO_TIMEOUT_MS);
-	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, err);
+	int rc = request_once(r, "GET", "/v1/info", NULL, 0, NULL, r->hjson, &st, &e);
 	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-	*hung = rc && r->hung;
+	long connected = 0;
+	curl_easy_getinfo(r->curl, CURLINFO_NUM_CONNECTS, &connected);
 	memset(&r->stats, 0, sizeof r->stats);
-	if (rc || st != 200)
-		return NULL;
+	if (rc && e.code == TIR_EINTERRUPT) {
+		*err = e;
+		return -2;
+	}
+	/* nothing there, or something that is no tir server: its first use
+	 * says what */
+	if ((rc && !r->hung) || (!rc && st != 200 && st != 503))
+		return -1;
+	long wait_s = (r->timeout_ms < INFO_TIMEOUT_MS ? r->timeout_ms : INFO_TIMEOUT_MS) / 1000;
+	if (rc && !connected) { /* no connection in time: the next request would wait as long again */
+		tir_errf(err, TIR_ENET, NULL, "remote %s: cannot connect within %ld s", r->name, wait_s);
+		return -2;
+	}
+	if (rc) { /* connected, and no answer in time */
+		tir_errf(err, TIR_ENET, NULL, "remote %s: no answer to /v1/info within %ld s (a rank of a group still "
+			 "forming, or a server stopped); it is not used as a lone server", r->name, wait_s);
+		return -2;
+	}
+	if (st != 200) {
+		tir_errf(err, TIR_ENET, NULL, "remote %s: /v1/info answered 503 (busy, or a rank of a group still "
+			 "forming); it is not used as a lone server", r->name);
+		return -2;
+	}
 	*root = json_loadb(r->body.s ? r->body.s : "", r->body.n, 0, NULL);
-	json_t *g = json_object_get(*root, "group");
-	return json_is_object(g) ? g : NULL;
+	*g = json_object_get(*root, "group");
+	return json_is_object(*g) ? 1 : 0;
+}
+
+/* Member m of group id (rank n): whether it answers as that member;
+ * false with err naming it. */
+static bool member_here(struct tir_remote *m, const char *id, int n, int size, const char *via,
+			struct tir_err *err)
+{
+	json_t *root, *g;
+	int rc = group_of(m, &root, &g, err);
+	const char *mid = rc == 1 ? json_string_value(json_object_get(g, "id")) : NULL;
+	bool ok = mid && !strcmp(mid, id) && json_integer_value(json_object_get(g, "rank")) == n &&
+		  json_integer_value(json_object_get(g, "size")) == size;
+	json_decref(root);
+	if (!ok)
+		tir_errf(err, TIR_ENET, NULL, "remote %s is rank 0..%d of a group, but its member %d (%s) %s; "
+			 "a group is not used with members missing", via, size - 1, n, m->name,
+			 rc == -1   ? "cannot be reached"
+			 : rc == -2 ? "does not answer /v1/info"
+			 : rc == 0  ? "answers as a lone server"
+				    : "answers as a member of another group, or at another rank");
+	return ok;
 }
 
 int tir_remote_group_open(const char *hostport, const char *token, struct tir_remote **out, int max,
@@ -1845,25 +1880,13 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	struct tir_remote *r = tir_remote_open(hostport, token, err);
 	if (!r)
 		return -err->code;
-	json_t *root;
-	bool hung = false;
-	struct tir_err ierr = {0};
-	double t0 = tir_now_ms();
-	json_t *g = group_of(r, &root, &hung, &ierr);
-	double spent = tir_now_ms() - t0;
-	/* no answer: all of TIR_TIMEOUT spent, or no connection made (the
-	 * next request would wait to connect as long again), is the answer;
-	 * else the next request has what is left of TIR_TIMEOUT */
-	if (hung && (spent >= r->timeout_ms - 50 || strstr(ierr.msg, "cannot connect"))) {
+	json_t *root, *g;
+	int found = group_of(r, &root, &g, err);
+	if (found == -2) {
 		tir_remote_close(r);
-		*err = ierr;
-		return -err->code;
+		return 0; /* reached, and unusable: the network's fault, not the address's */
 	}
-	if (hung) {
-		r->hung = false;
-		r->spent_ms = (long)spent;
-	}
-	if (!g) {
+	if (found <= 0) {
 		json_decref(root);
 		if (max < 1) {
 			tir_remote_close(r);
@@ -1900,6 +1923,7 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	 * one was given; the one given is the one opened */
 	const char *scheme = !strncmp(hostport, "https://", 8) ? "https://" : "";
 	int n = 0, rc = 0;
+	bool missing = false;
 	for (; n < size && !rc; n++) {
 		const char *m = json_string_value(json_array_get(members, (size_t)n));
 		char name[512];
@@ -1910,6 +1934,12 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 			if (!m || !err->code)
 				tir_errf(err, TIR_ENET, NULL, "remote %s: member %d of its group is no address", hostport, n);
 			rc = -err->code;
+			break;
+		}
+		if (n != rank && !member_here(out[n], id, n, (int)size, hostport, err)) {
+			tir_remote_close(out[n]);
+			rc = -err->code;
+			missing = true;
 			break;
 		}
 		snprintf(out[n]->group, sizeof out[n]->group, "%s", id);
@@ -1923,7 +1953,7 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 				tir_remote_close(out[i]);
 		if (n <= rank)
 			tir_remote_close(r);
-		return rc;
+		return missing ? 0 : rc;
 	}
 	return n;
 }

@@ -94,6 +94,7 @@ struct conn {
 	int fd;
 	enum { HANDED, HELD } state; /* given to MHD_add_connection / MHD says it has it */
 	bool busy;                   /* a request's head is in and it is not done */
+	bool token;                  /* that request presented a valid token (gate_admit) */
 	bool shut;                   /* shut down past the deadline */
 	double since;                /* ms: handed over, held, or its last request done */
 	struct gate *g;
@@ -332,6 +333,7 @@ struct wait {
 	socklen_t addrlen;
 	bool linger;
 	bool counted;                /* counted against its address and the server */
+	bool dead;                   /* closed to make room: freed after the epoll batch that may name it */
 	double deadline;
 	struct head head;            /* its first request's head, as far as it is checked */
 	struct wait *prev, *next;
@@ -354,6 +356,7 @@ struct gate {
 	atomic_bool stop;
 	double paused_until;         /* accept paused (out of fds) until then */
 	struct wlist waiting, lingering; /* the gate thread's alone */
+	struct wait *dead;           /* closed, to be freed (their next links them) */
 	pthread_mutex_t mu;          /* what follows */
 	struct tally {
 		struct who who;
@@ -363,7 +366,8 @@ struct gate {
 	int open;                    /* all connections held: waiting here, or libmicrohttpd's */
 	struct conn **byfd;          /* libmicrohttpd's, by socket */
 	int nbyfd;
-	uint64_t refused_address, refused_full, timed_out;
+	int busy;                    /* libmicrohttpd's connections with a request under way */
+	uint64_t refused_address, refused_full, refused_reserved, timed_out, evicted;
 };
 
 /* ---- counts (g->mu held) ---- */
@@ -448,12 +452,21 @@ static void uncount(struct gate *g, struct wait *w)
 	w->counted = false;
 }
 
+/* w is done with: freed once the epoll batch being handled, whose events
+ * may name it, is over (gate_main), its socket closed or handed over. */
+static void bury(struct gate *g, struct wait *w)
+{
+	w->dead = true;
+	w->next = g->dead;
+	g->dead = w;
+}
+
 static void drop(struct gate *g, struct wait *w)
 {
 	list_del(w->linger ? &g->lingering : &g->waiting, w);
 	uncount(g, w);
 	close(w->fd);
-	free(w);
+	bury(g, w);
 }
 
 static void say(struct gate *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -510,7 +523,7 @@ static void answer(struct gate *g, struct wait *w, int status, const char *code,
 	if (g->lingering.n >= LINGER_MAX) {
 		list_del(w->linger ? &g->lingering : &g->waiting, w);
 		close(w->fd);
-		free(w);
+		bury(g, w);
 		return;
 	}
 	if (!w->linger)
@@ -561,7 +574,7 @@ static void hand_over(struct gate *g, struct wait *w)
 		free(k);
 		uncount(g, w);
 		close(w->fd);
-		free(w);
+		bury(g, w);
 		return;
 	}
 	*k = (struct conn){.who = w->who, .fd = w->fd, .state = HANDED, .since = tir_now_ms(), .g = g};
@@ -584,7 +597,7 @@ static void hand_over(struct gate *g, struct wait *w)
 		}
 		pthread_mutex_unlock(&g->mu);
 	}
-	free(w);
+	bury(g, w);
 }
 
 /* w's socket has news: its head, all of it or more of it, or its end. */
@@ -650,6 +663,123 @@ static void refuse(struct gate *g, int fd, const struct who *w, bool full)
 	answer(g, x, 503, "busy", msg);
 }
 
+/* ---- room for a newcomer: connections still in their head phase ----
+ *
+ * A connection is in its head phase from when it is accepted, or its last
+ * request ended, until its next request's head is in: waiting here for a
+ * first head, or libmicrohttpd's and idle (a kept-alive connection, or a
+ * TLS one whose handshake or head is not done).  Such a connection holds a
+ * slot and has given the server nothing; HEAD_CAP of them at most are
+ * held at once, all addresses together, and when a newcomer needs a slot
+ * (its address at --max-connections-per-address, the server at
+ * MAX_CONNECTIONS, or HEAD_CAP reached) the oldest head-phase connection
+ * of the address that holds the most connections (of the newcomer's own,
+ * for its address's limit) is closed to make it.  Slow heads, from however
+ * many addresses, then hold at most HEAD_CAP slots and are the ones that
+ * give way: a client that sends its head at once is always let in. */
+#define HEAD_CAP (MAX_CONNECTIONS / 2)
+
+struct pick {
+	int heads;                   /* connections in their head phase */
+	struct wait *w;              /* the one to close: the gate's, */
+	struct conn *k;              /* or libmicrohttpd's */
+	int n;                       /* connections its address holds */
+	double since;                /* when its head phase began */
+};
+
+static void consider(struct gate *g, const struct who *who, double since, struct wait *w, struct conn *k,
+		     const struct who *only, struct pick *p)
+{
+	p->heads++;
+	if (only && memcmp(who, only, sizeof *who))
+		return;
+	const struct tally *t = tally_of(g, who);
+	int n = t ? t->n : 0;
+	if ((!p->w && !p->k) || n > p->n || (n == p->n && since < p->since))
+		*p = (struct pick){.heads = p->heads, .w = w, .k = k, .n = n, .since = since};
+}
+
+/* Count the head-phase connections, and pick the one to close: of address
+ * only, or (NULL) of the address holding the most (g->mu held). */
+static void heads_scan(struct gate *g, const struct who *only, struct pick *p)
+{
+	*p = (struct pick){0};
+	for (struct wait *w = g->waiting.head; w; w = w->next)
+		consider(g, &w->who, w->deadline - g->timeout_ms, w, NULL, only, p);
+	for (int fd = 0; fd < g->nbyfd; fd++) {
+		struct conn *k = g->byfd[fd];
+		if (k && !k->busy && !k->shut)
+			consider(g, &k->who, k->since, NULL, k, only, p);
+	}
+}
+
+/* Close p's pick (g->mu held; a connection of the gate's is returned to
+ * be dropped once it is let go).  libmicrohttpd's is shut down as the
+ * sweep does: it reads the end and closes the connection itself. */
+static struct wait *evict(struct gate *g, struct pick *p)
+{
+	g->evicted++;
+	if (p->k) {
+		shutdown(p->k->fd, SHUT_RDWR);
+		p->k->shut = true;
+		return NULL;
+	}
+	return p->w;
+}
+
+/* Count newcomer w in, making room by closing a head-phase connection when
+ * it needs one; false (nothing counted) when there is none to close, with
+ * *full saying whether the server's limit or the address's was hit. */
+static void look(struct gate *g, struct wait *w, uint32_t ev);
+
+static bool let_in(struct gate *g, const struct who *w, bool *full)
+{
+	struct pick p;
+	struct wait *gone = NULL;
+	bool in = false;
+	/* a connection of the gate's picked may have its head in its socket
+	 * already, not yet looked at (a burst of accepts): it is looked at
+	 * first, and the pick made again if it is no longer in its head phase */
+	for (int tries = 0; tries < 8; tries++) {
+		pthread_mutex_lock(&g->mu);
+		in = count_in(g, w, false, full);
+		bool need = !in;
+		heads_scan(g, need ? (*full ? NULL : w) : NULL, &p);
+		need = need || p.heads >= HEAD_CAP;
+		struct wait *cand = need && tries < 7 ? p.w : NULL;
+		if (!cand) {
+			if (need && (p.w || p.k)) {
+				gone = evict(g, &p);
+				if (!in)
+					in = count_in(g, w, true, full);
+			}
+			pthread_mutex_unlock(&g->mu);
+			break;
+		}
+		if (in) /* counted: undone while the candidate is looked at */
+			count_out(g, w);
+		pthread_mutex_unlock(&g->mu);
+		look(g, cand, 0);
+		if (!cand->dead && !cand->linger) { /* still waiting for its head: it goes */
+			pthread_mutex_lock(&g->mu);
+			in = count_in(g, w, true, full);
+			g->evicted++;
+			pthread_mutex_unlock(&g->mu);
+			gone = cand;
+			break;
+		}
+		in = false;
+	}
+	if (gone) {
+		char a[64];
+		who_str(&gone->who, a, sizeof a);
+		say(g, "tir serve: %s: connection closed: no request head yet, and its slot was needed", a);
+		epoll_ctl(g->ep, EPOLL_CTL_DEL, gone->fd, NULL);
+		drop(g, gone);
+	}
+	return in;
+}
+
 static void accept_some(struct gate *g)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
@@ -672,10 +802,7 @@ static void accept_some(struct gate *g)
 		}
 		struct who w = who_of((struct sockaddr *)&ss);
 		bool full;
-		pthread_mutex_lock(&g->mu);
-		bool in = count_in(g, &w, false, &full);
-		pthread_mutex_unlock(&g->mu);
-		if (!in) {
+		if (!let_in(g, &w, &full)) {
 			refuse(g, fd, &w, full);
 			continue;
 		}
@@ -735,8 +862,13 @@ static void *gate_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &g->lfd)
 				accept_some(g);
-			else if (ev[i].data.ptr != &g->wake)
+			else if (ev[i].data.ptr != &g->wake && !((struct wait *)ev[i].data.ptr)->dead)
 				look(g, ev[i].data.ptr, ev[i].events);
+		}
+		while (g->dead) {
+			struct wait *w = g->dead;
+			g->dead = w->next;
+			free(w);
 		}
 		now = tir_now_ms();
 		if (g->paused_until && now >= g->paused_until) {
@@ -796,6 +928,11 @@ void gate_stop(struct gate *g)
 		drop(g, g->waiting.head);
 	while (g->lingering.head)
 		drop(g, g->lingering.head);
+	while (g->dead) {
+		struct wait *w = g->dead;
+		g->dead = w->next;
+		free(w);
+	}
 	if (g->lfd >= 0)
 		close(g->lfd);
 	g->lfd = -1;
@@ -858,6 +995,7 @@ void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 		pthread_mutex_lock(&g->mu);
 		if (k->fd < g->nbyfd && g->byfd[k->fd] == k)
 			g->byfd[k->fd] = NULL;
+		g->busy -= k->busy;
 		count_out(g, &k->who);
 		pthread_mutex_unlock(&g->mu);
 		free(k);
@@ -872,9 +1010,32 @@ void gate_request(struct MHD_Connection *c, bool begins)
 	if (!k)
 		return;
 	pthread_mutex_lock(&k->g->mu);
+	k->g->busy += (int)begins - (int)k->busy;
 	k->busy = begins;
+	k->token = false;
 	k->since = tir_now_ms();
 	pthread_mutex_unlock(&k->g->mu);
+}
+
+/* RESERVED of the server's slots are for requests that present a valid
+ * token: one without is refused once MAX_CONNECTIONS - RESERVED requests
+ * are under way.  (On an open server every request is let in.) */
+#define RESERVED (MAX_CONNECTIONS / 8)
+
+bool gate_admit(struct MHD_Connection *c, bool token)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *k = i ? i->socket_context : NULL;
+	if (!k)
+		return true;
+	struct gate *g = k->g;
+	pthread_mutex_lock(&g->mu);
+	k->token = token;
+	bool ok = token || g->s->open || g->busy <= g->max_open - RESERVED;
+	if (!ok)
+		g->refused_reserved++;
+	pthread_mutex_unlock(&g->mu);
+	return ok;
 }
 
 void gate_sweep(struct gate *g)
@@ -916,5 +1077,8 @@ void gate_stats(struct gate *g, struct gate_stats *st)
 	st->refused_address = g->refused_address;
 	st->refused_full = g->refused_full;
 	st->timed_out = g->timed_out;
+	st->refused_reserved = g->refused_reserved;
+	st->evicted = g->evicted;
+	st->busy = g->busy;
 	pthread_mutex_unlock(&g->mu);
 }

@@ -80,6 +80,10 @@ struct tenant {
 	int max_batches;
 	atomic_uint_fast64_t mem;
 	int running;
+	/* /metrics: an admin's shows every figure, another's only these of
+	 * its own (and its sessions and blobs) */
+	bool admin;
+	atomic_uint_fast64_t requests, bytes_in, bytes_out;
 };
 
 /* This server as a rank of a group (group.c; api NULL outside one). */
@@ -125,6 +129,8 @@ struct server {
 	/* server to server (xfer.c) */
 	uint64_t exports_issued, exports_served, imports_ok, imports_failed, import_bytes;
 	struct group group;
+	struct peer *peers;            /* an import's sources may be these alone (peers.c) */
+	int npeers;
 };
 
 /* One request, from its headers to done(). */
@@ -136,6 +142,7 @@ struct req {
 	char id[TIR_SHA_HEX + 1];      /* a session id or a blob name from the path */
 	bool id_ok;                    /* id is well formed for its route */
 	int tenant;                    /* whose token it carries (0 on an open server) */
+	bool authed;                   /* tenant is the token's (not a 401's, nor a public route's) */
 	int status;                    /* of the response queued, 0 before */
 	uint64_t in, out;
 	const char *allow;             /* the Allow header of a 405 */
@@ -216,6 +223,21 @@ enum MHD_Result xfer_serve(struct server *s, struct MHD_Connection *c, struct re
  * (server.c). */
 bool req_reserve(struct server *s, struct req *r, uint64_t bytes);
 
+/* ---- peers.c: the sources an import may fetch from (--peers) ---- */
+
+#define FROM_HOST_MAX 300               /* an import source's host, at most */
+struct peer;
+/* --peers, or the default (loopback and the group's members, once the
+ * group is formed), into s->peers.  0, or -code with err. */
+int peers_init(struct server *s, struct tir_err *err);
+void peers_free(struct server *s);
+/* Whether an import may fetch from `from` (http(s)://HOST:PORT): 0 with
+ * resolve set to curl's HOST:PORT:ADDRESS to pin a name to the address
+ * checked ("" for an address), -1 when it is no peer (or a name that does
+ * not resolve), -2 when its host is a spelling of an address not taken
+ * (2130706433, 0x7f.1, 017700000001, 127.1).  No connection is made. */
+int peers_check(const struct server *s, const char *from, char *resolve, size_t n);
+
 /* ---- coll.c: POST /v1/sessions/ID/allreduce, its body whole ---- */
 
 enum MHD_Result coll_all_reduce(struct server *s, struct MHD_Connection *c, struct req *r);
@@ -243,6 +265,9 @@ struct gate_stats {
 	uint64_t refused_address;      /* past --max-connections-per-address */
 	uint64_t refused_full;         /* past MAX_CONNECTIONS */
 	uint64_t timed_out;            /* closed for want of a head within --header-timeout */
+	uint64_t refused_reserved;     /* requests without a token past the unreserved slots */
+	uint64_t evicted;              /* closed in their head phase to make room for a newcomer */
+	int busy;                      /* with a request under way */
 };
 /* A gate on listening socket lfd (taken); NULL when out of resources
  * (lfd left to the caller). */
@@ -261,6 +286,10 @@ void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 /* A request of c has its head in (begins) or is done: between the two the
  * connection is not held to the header deadline. */
 void gate_request(struct MHD_Connection *c, bool begins);
+/* Whether c's request, its head in, may take a slot: one that presents a
+ * valid token (token) always may; one without, only while the slots kept
+ * for tokens are not needed. */
+bool gate_admit(struct MHD_Connection *c, bool token);
 /* The main thread's tick: libmicrohttpd's connections that have waited
  * --header-timeout for a head are shut down. */
 void gate_sweep(struct gate *g);

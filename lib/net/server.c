@@ -347,8 +347,19 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			     const char *url, const char *method)
 {
 	r->route = route_of(url, r);
-	bool public = r->route == R_HEALTHZ || r->route == R_INFO || r->route == R_METRICS;
-	r->tenant = public ? 0 : tenant_of(s, c);
+	/* /metrics is a tenant's like any other route: what it shows a
+	 * tenant is its own figures (get_metrics) */
+	bool public = r->route == R_HEALTHZ || r->route == R_INFO;
+	r->tenant = tenant_of(s, c);
+	/* a request with a valid token may take a slot kept for such (gate.c) */
+	if (!gate_admit(c, !s->open && r->tenant >= 0)) {
+		r->tenant = 0;
+		return reply_error(c, r, 503, "busy", NULL,
+				   "%d requests are under way; the slots left are kept for requests with a token: "
+				   "try again shortly", MAX_CONNECTIONS - MAX_CONNECTIONS / 8);
+	}
+	if (public)
+		r->tenant = 0;
 	if (r->tenant < 0) {
 		r->tenant = 0;
 		return reply_error(c, r, 401, "unauthorized", NULL, "%s",
@@ -356,6 +367,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 					   ? "wrong token"
 					   : "this server needs a token: Authorization: Bearer TOKEN");
 	}
+	r->authed = !public;
 	if (r->route == R_NONE)
 		return reply_error(c, r, 404, "not_found", NULL, "no such path: %s", url);
 	/* a client says which protocol it speaks (curl need not) */
@@ -424,18 +436,19 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			return reply_error(c, r, 411, "length_required", NULL,
 					   "PUT /v1/blobs/SHA256 needs a Content-Length");
 		/* held by this tenant: the bytes are only checked.  Held by
-		 * another: they are checked and nothing is stored again, but the
-		 * budget and the limits are as for a new blob, so that no answer
-		 * says another tenant has it */
+		 * another or by none, it is one case: the budget and the limits
+		 * are a new blob's, and the body is decoded, checked and stored as
+		 * the tenant's own copy (store.h), so that neither an answer, nor
+		 * a figure of the tenant's, nor the time says another tenant has
+		 * it */
 		bool mine = blob_touch(s->blobs, r->id, r->tenant);
-		bool held = mine || blob_touch(s->blobs, r->id, -1);
 		if (!mine && len > s->o.blob_cache)
 			return reply_error(c, r, 413, "too_large", NULL,
 					   "a blob of %llu bytes is over the blob cache of %llu bytes (--blob-cache)",
 					   (unsigned long long)len, (unsigned long long)s->o.blob_cache);
 		if (!mine && !req_reserve(s, r, len))
 			return reply_busy(s, c, r, len);
-		if (!(r->up = upload_new(r->id, len, held)))
+		if (!(r->up = upload_new(r->id, len, mine)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 	} else if (r->route == R_SESSIONS && (te || len)) {
 		/* {"lease": true}, or nothing */
@@ -624,9 +637,38 @@ static char *make_info(const struct server *s)
 	return t;
 }
 
+/* The figures of tenant t alone (its name as the label). */
+static void tenant_metrics(struct server *s, struct tir_str *out, int t, bool types)
+{
+	const struct tenant *tn = &s->tenants[t];
+	uint64_t nb, bb;
+	blob_store_tenant(s->blobs, t, &nb, &bb);
+	static const char *const kinds[] = {"counter", "counter", "counter", "gauge", "gauge", "gauge", "gauge"};
+	static const char *const names[] = {"tir_tenant_requests_total", "tir_tenant_bytes_in_total",
+					    "tir_tenant_bytes_out_total", "tir_tenant_sessions", "tir_tenant_blobs",
+					    "tir_tenant_blob_bytes", "tir_tenant_inflight_body_bytes"};
+	uint64_t v[] = {atomic_load(&tn->requests), atomic_load(&tn->bytes_in), atomic_load(&tn->bytes_out),
+			(uint64_t)session_store_tenant(s->sessions, t), nb, bb, atomic_load(&tn->reserved)};
+	for (int i = 0; i < 7; i++) {
+		if (types)
+			tir_str_addf(out, "# TYPE %s %s\n", names[i], kinds[i]);
+		tir_str_addf(out, "%s{tenant=\"%s\"} %llu\n", names[i], tn->name, (unsigned long long)v[i]);
+	}
+}
+
 static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, struct req *r)
 {
 	struct tir_str out = {0};
+	if (!s->open && !s->tenants[r->tenant].admin) {
+		/* a tenant's own figures, nothing of the server's or the others':
+		 * no count that another tenant's requests move */
+		tenant_metrics(s, &out, r->tenant, true);
+		if (out.oom) {
+			tir_str_free(&out);
+			return MHD_NO;
+		}
+		return reply(c, r, 200, "text/plain; version=0.0.4", out.s, out.n);
+	}
 	struct blob_stats bs;
 	blob_store_stats(s->blobs, &bs);
 	int queued, running;
@@ -677,7 +719,10 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_connections_refused_total counter\n"
 		     "tir_connections_refused_total{reason=\"address\"} %llu\n"
 		     "tir_connections_refused_total{reason=\"full\"} %llu\n"
-		     "# TYPE tir_connections_timed_out_total counter\ntir_connections_timed_out_total %llu\n",
+		     "tir_connections_refused_total{reason=\"reserved\"} %llu\n"
+		     "# TYPE tir_connections_timed_out_total counter\ntir_connections_timed_out_total %llu\n"
+		     "# TYPE tir_connections_evicted_total counter\ntir_connections_evicted_total %llu\n"
+		     "# TYPE tir_connections_busy gauge\ntir_connections_busy %d\n",
 		     session_store_count(s->sessions),
 		     (unsigned long long)session_store_created(s->sessions), (unsigned long long)exp_ttl,
 		     (unsigned long long)exp_lease, (unsigned long long)bs.hits,
@@ -687,7 +732,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     (unsigned long long)graph_store_bytes(s->graphs), kept_n, kept_b, tir_mem_current(), (unsigned long long)s->o.max_memory,
 		     (unsigned long long)atomic_load(&s->reserved), queued, running, gs.open,
 		     (unsigned long long)gs.refused_address, (unsigned long long)gs.refused_full,
-		     (unsigned long long)gs.timed_out);
+		     (unsigned long long)gs.refused_reserved, (unsigned long long)gs.timed_out,
+		     (unsigned long long)gs.evicted, gs.busy);
 	tir_str_addf(&out, "# TYPE tir_idle_trims_total counter\ntir_idle_trims_total %llu\n",
 		     (unsigned long long)atomic_load(&s->trims));
 	size_t caps_n;
@@ -728,6 +774,8 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 			     (unsigned long long)s->group.coll_bytes, s->group.coll_data_s,
 			     atomic_load(&s->group.coll_waiting));
 	pthread_mutex_unlock(&s->mmu);
+	for (int t = 0; t < s->ntenants && s->o.tenants; t++)
+		tenant_metrics(s, &out, t, t == 0);
 	if (out.oom) {
 		tir_str_free(&out);
 		return MHD_NO;
@@ -937,6 +985,12 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 	s->bytes_in += r->in;
 	s->bytes_out += sent ? r->out : 0;
 	pthread_mutex_unlock(&s->mmu);
+	if (r->authed) {
+		struct tenant *tn = &s->tenants[r->tenant];
+		atomic_fetch_add(&tn->requests, 1);
+		atomic_fetch_add(&tn->bytes_in, r->in);
+		atomic_fetch_add(&tn->bytes_out, sent ? r->out : 0);
+	}
 	atomic_fetch_add(&s->activity, 1);
 	if (s->o.log) {
 		static const char *const why[] = {
@@ -1025,13 +1079,23 @@ static int listen_on(const char *host, int port, int *family, int *bound, struct
 	return fd;
 }
 
-/* Three quarters of the memory this process may use: the machine's, or
- * its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) when
- * lower. */
+/* Three quarters of the memory this process may use when it starts: what
+ * the machine has available (/proc/meminfo's MemAvailable: free, and the
+ * caches the kernel can drop; not its total, much of which other
+ * processes may hold), or its cgroup's limit (v2 memory.max, v1
+ * memory.limit_in_bytes) when lower. */
 static uint64_t default_max_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
 	uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)8 << 30;
+	FILE *mi = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb;
+	while (mi && fgets(line, sizeof line, mi))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1 && kb > 0 && kb * 1024 < mem)
+			mem = kb * 1024;
+	if (mi)
+		fclose(mi);
 	static const char *const limits[] = {"/sys/fs/cgroup/memory.max",
 					     "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
 	for (int i = 0; i < 2; i++) {
@@ -1085,6 +1149,8 @@ static int tenants_make(struct server *s, struct tir_err *err)
 		t->max_inflight = in && in[i].max_inflight > 0 ? in[i].max_inflight : s->o.max_inflight;
 		tenant_shares(s, t, in ? &in[i] : NULL, n);
 		atomic_init(&t->reserved, 0);
+		/* --token's one tenant is the server's only one: all it sees is its own */
+		t->admin = in ? in[i].admin : true;
 		for (int j = 0; j < i; j++)
 			if (!strcmp(s->tenants[j].token_sha, t->token_sha)) {
 				tir_errf(err, TIR_EUNSUPPORTED, NULL, "--tokens: tenants %s and %s have the same token",
@@ -1106,6 +1172,7 @@ static void server_free(struct server *s)
 	session_store_free(s->sessions);
 	free(s->info);
 	free(s->tenants);
+	peers_free(s);
 	free(s->tls_cert);
 	if (s->tls_key) /* the key does not outlive the server in freed memory */
 		explicit_bzero(s->tls_key, strlen(s->tls_key));
@@ -1238,6 +1305,12 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 	if (fd < 0) {
 		server_free(s);
 		return fd;
+	}
+	int prc = peers_init(s, err); /* (after the group: its members are peers) */
+	if (prc) {
+		close(fd);
+		server_free(s);
+		return prc;
 	}
 	if (!(s->gate = gate_new(s, fd))) {
 		close(fd);

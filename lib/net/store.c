@@ -120,6 +120,7 @@ struct blob {
 	struct hlink h;
 	struct lru l;
 	char sha[TIR_SHA_HEX + 1];
+	char key[TIR_SHA_HEX + 8];     /* SHA.TENANT: each tenant's blobs are its own copies */
 	struct tir_tensor t;
 	uint64_t bytes;
 	uint64_t holders[TENANT_WORDS]; /* the tenants that sent its bytes: one bit each */
@@ -183,12 +184,23 @@ void blob_store_free(struct blob_store *s)
 	free(s);
 }
 
-/* Blob sha if tenant holds it (or any tenant, with tenant -1); s->mu held. */
+/* A blob is stored once per tenant that sent its bytes, not once for all:
+ * a copy shared between tenants made a PUT of a blob another held differ
+ * (in the memory it left free for the next one, and so in time) from a PUT
+ * of a new one, and that told one tenant what another holds. */
+static void blob_key(char out[TIR_SHA_HEX + 8], const char *sha, int tenant)
+{
+	snprintf(out, TIR_SHA_HEX + 8, "%.64s.%d", sha, tenant);
+}
+
+/* Blob sha if tenant holds it; s->mu held. */
 static struct blob *find_held(struct blob_store *s, const char *sha, int tenant)
 {
-	struct hlink *l = ht_find(&s->tab, sha);
+	char key[TIR_SHA_HEX + 8];
+	blob_key(key, sha, tenant);
+	struct hlink *l = ht_find(&s->tab, key);
 	struct blob *b = l ? CONTAINER(l, struct blob, h) : NULL;
-	return b && (tenant < 0 || holds(b, tenant)) ? b : NULL;
+	return b && holds(b, tenant) ? b : NULL;
 }
 
 bool blob_get(struct blob_store *s, const char *sha, int tenant, struct tir_tensor *t)
@@ -219,7 +231,7 @@ bool blob_touch(struct blob_store *s, const char *sha, int tenant)
 int blob_grant(struct blob_store *s, const char *sha, int tenant)
 {
 	pthread_mutex_lock(&s->mu);
-	struct blob *b = find_held(s, sha, -1);
+	struct blob *b = find_held(s, sha, tenant);
 	int rc = !b ? -1 : holds(b, tenant) ? 0 : 1;
 	if (b) {
 		grant(b, tenant);
@@ -237,7 +249,8 @@ int blob_put(struct blob_store *s, const char *sha, int tenant, struct tir_tenso
 		return -1;
 	}
 	memcpy(b->sha, sha, TIR_SHA_HEX + 1);
-	b->h.key = b->sha;
+	blob_key(b->key, sha, tenant);
+	b->h.key = b->key;
 	b->t = *t;
 	memset(t, 0, sizeof *t);
 	b->bytes = bytes + BLOB_OVERHEAD;
@@ -253,8 +266,8 @@ int blob_put(struct blob_store *s, const char *sha, int tenant, struct tir_tenso
 	lru_init(&gone);
 	int rc;
 	pthread_mutex_lock(&s->mu);
-	struct blob *had = find_held(s, sha, -1);
-	if (had) { /* the bytes are there: the tenant holds them now too */
+	struct blob *had = find_held(s, sha, tenant);
+	if (had) { /* the tenant's own, sent again meanwhile */
 		rc = holds(had, tenant) ? 0 : 1;
 		grant(had, tenant);
 		lru_front(&s->order, &had->l);
@@ -294,6 +307,20 @@ void blob_store_stats(struct blob_store *s, struct blob_stats *st)
 	pthread_mutex_lock(&s->mu);
 	*st = s->st;
 	st->bytes = s->bytes;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void blob_store_tenant(struct blob_store *s, int tenant, uint64_t *count, uint64_t *bytes)
+{
+	*count = *bytes = 0;
+	pthread_mutex_lock(&s->mu);
+	for (struct lru *e = s->order.next; e != &s->order; e = e->next) {
+		const struct blob *b = CONTAINER(e, struct blob, l);
+		if (holds(b, tenant)) {
+			++*count;
+			*bytes += b->bytes;
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -808,6 +835,14 @@ void session_sweep(struct session_store *s)
 	sweep_locked(s, &gone);
 	pthread_mutex_unlock(&s->mu);
 	free_gone(gone);
+}
+
+int session_store_tenant(struct session_store *s, int tenant)
+{
+	pthread_mutex_lock(&s->mu);
+	int n = s->per[tenant];
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 int session_create(struct session_store *s, int tenant, int tenant_max, int lease, char id[SESSION_ID_HEX + 1])

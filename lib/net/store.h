@@ -39,9 +39,10 @@ struct blob_stats {
 /* returns: new, free with blob_store_free; NULL when out of memory. */
 struct blob_store *blob_store_new(uint64_t cap_bytes);
 void blob_store_free(struct blob_store *s);
-/* A blob is held once, whoever sent it, but a tenant sees only the blobs
- * it sent the bytes of: its name alone is no key to it (a tenant that
- * knows a SHA-256 must still prove the bytes).  tenant -1: any. */
+/* A blob is held once for each tenant that sent its bytes (a copy of its
+ * own: no time or count of a PUT says whether another tenant holds it),
+ * and a tenant sees only the blobs it sent the bytes of: its name alone is
+ * no key to it (a tenant that knows a SHA-256 must still prove the bytes). */
 /* A new reference to blob sha's tensor in *t (and the blob becomes the
  * most recently used); false when tenant does not hold it.  Counts a hit
  * or a miss. */
@@ -57,6 +58,9 @@ int blob_grant(struct blob_store *s, const char *sha, int tenant);
  * the tenant held it already (t released), -1 when out of memory. */
 int blob_put(struct blob_store *s, const char *sha, int tenant, struct tir_tensor *t, uint64_t bytes);
 void blob_store_stats(struct blob_store *s, struct blob_stats *st);
+/* The blobs tenant holds and their bytes (as the cache counts them): what
+ * /metrics shows a tenant of its own. */
+void blob_store_tenant(struct blob_store *s, int tenant, uint64_t *count, uint64_t *bytes);
 
 /* ---- graphs ---- */
 
@@ -132,6 +136,8 @@ bool session_delete(struct session_store *s, const char *id, int tenant);
 bool session_renew(struct session_store *s, const char *id, int tenant, int *lease);
 /* Expire sessions idle past the TTL, and those whose lease ran out. */
 void session_sweep(struct session_store *s);
+/* Sessions tenant has open. */
+int session_store_tenant(struct session_store *s, int tenant);
 /* A new reference to the value kept under key in *t; false when none. */
 bool session_value(struct session_store *s, struct session *ss, const char *key,
 		   struct tir_tensor *t);

@@ -456,6 +456,19 @@ static enum MHD_Result upstream_failed(struct fetch *f, struct MHD_Connection *c
 	}
 }
 
+/* What a source's status means, in this server's words. */
+static const char *source_phrase(long status)
+{
+	switch (status) {
+	case 401: return "no token, or a wrong one, for the source (the import's \"token\")";
+	case 404: return "no such capability there (used, expired or never issued)";
+	case 409: return "the capability is not for that blob";
+	case 413: return "the value is over a limit of the source";
+	case 503: return "the source is busy or stopping";
+	default: return "the source refused the export";
+	}
+}
+
 /* The source answered something else than its value: what it said. */
 static enum MHD_Result upstream_refused(struct fetch *f, struct MHD_Connection *c)
 {
@@ -469,20 +482,10 @@ static enum MHD_Result upstream_refused(struct fetch *f, struct MHD_Connection *
 		return reply_error(c, f->r, 502, "upstream", extra,
 				   "the source %s speaks tir protocol %d; this server speaks %d", im->from, f->proto,
 				   TIR_PROTOCOL);
-	/* a tir server's error: its status, code and message (those alone) */
-	json_t *doc = json_loadb(f->errbody.s ? f->errbody.s : "", f->errbody.n, 0, NULL);
-	json_t *e = json_object_get(doc, "error");
-	const char *code = json_string_value(json_object_get(e, "code"));
-	const char *msg = json_string_value(json_object_get(e, "message"));
-	enum MHD_Result ok;
-	if (msg)
-		ok = reply_error(c, f->r, 502, "upstream", extra, "the source %s answered %ld %.40s: %.300s", im->from,
-				 f->status, code ? code : "error", msg);
-	else
-		ok = reply_error(c, f->r, 502, "upstream", extra, "the source %s answered HTTP %ld", im->from,
-				 f->status);
-	json_decref(doc);
-	return ok;
+	/* a tir server's error: its status and a phrase of this server's for
+	 * it; nothing the source wrote is quoted back */
+	return reply_error(c, f->r, 502, "upstream", extra, "the source %s answered %ld: %s", im->from, f->status,
+			   source_phrase(f->status));
 }
 
 /* The upload's verdict, as the importer's: a blob that does not hash to
@@ -609,8 +612,8 @@ static enum MHD_Result import_mpi(struct server *s, struct MHD_Connection *c, st
 	} else if (rc > 0) {
 		json_t *extra = mpi_extra(im);
 		json_object_set_new(extra, "source_status", json_integer(rc));
-		ok = reply_error(c, r, 502, "upstream", extra, "the source %s (rank %d of the group) answered %d: %.300s",
-				 im->from, im->rank, rc, why);
+		ok = reply_error(c, r, 502, "upstream", extra, "the source %s (rank %d of the group) answered %d: %s",
+				 im->from, im->rank, rc, source_phrase(rc));
 	} else if (!f.up || f.got != f.len) {
 		ok = reply_error(c, r, 502, "upstream", mpi_extra(im), "the source %s sent %llu of %llu bytes",
 				 im->from, (unsigned long long)f.got, (unsigned long long)f.len);
@@ -640,6 +643,18 @@ static enum MHD_Result import_fetch(struct server *s, struct MHD_Connection *c, 
 {
 	if (runq_stopping(s))
 		return reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+	/* the source is checked before anything is sent to it: one that is no
+	 * peer gets the same answer, at once, whatever listens there */
+	char resolve[FROM_HOST_MAX + 80];
+	int peer = peers_check(s, im->from, resolve, sizeof resolve);
+	if (peer == -2)
+		return reply_error(c, r, 400, "bad_request", NULL,
+				   "from: %s: an IPv4 address is four decimal numbers of 0-255 (no other spelling: "
+				   "2130706433, 0x7f.1, 017700000001, 127.1), an IPv6 one in brackets", im->from);
+	if (peer)
+		return reply_error(c, r, 403, "forbidden", NULL,
+				   "from: %s is not among this server's peers (--peers; by default the members of "
+				   "its group and loopback): an import fetches only from them", im->from);
 	if (im->rank >= 0)
 		return import_mpi(s, c, r, im, cancel);
 	struct fetch f = {.s = s, .r = r, .im = im, .cancel = cancel, .proto = -1};
@@ -680,7 +695,12 @@ static enum MHD_Result import_fetch(struct server *s, struct MHD_Connection *c, 
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	CURLcode rc = curl_easy_perform(h);
+	/* a name goes to the address checked, not to another lookup's */
+	struct curl_slist *pin = resolve[0] ? curl_slist_append(NULL, resolve) : NULL;
+	if (pin)
+		curl_easy_setopt(h, CURLOPT_RESOLVE, pin);
+	CURLcode rc = resolve[0] && !pin ? CURLE_OUT_OF_MEMORY : curl_easy_perform(h);
+	curl_slist_free_all(pin);
 	curl_slist_free_all(hdr);
 	if (auth) {
 		explicit_bzero(auth, strlen(auth));

@@ -1009,7 +1009,9 @@ class Fuzzer:
         self.tmp = tempfile.mkdtemp(prefix="tir-fuzz-serve.")
         self.tokens = os.path.join(self.tmp, "tokens")
         with open(self.tokens, "w") as f:
-            f.write("alice alice-token-0123\nbob b0b-token-4567 sessions=128 inflight=24M\n")
+            # root: an admin, whose /metrics has every figure (the fuzzer's own view)
+            f.write("alice alice-token-0123\nbob b0b-token-4567 sessions=128 inflight=24M\n"
+                    "root root-token-89ab admin\n")
         os.chmod(self.tokens, 0o600)
         self.tenants = [Tenant("alice", "alice-token-0123"), Tenant("bob", "b0b-token-4567")]
         self.asan = b"__asan_init" in open(a.tir, "rb").read()
@@ -1475,7 +1477,8 @@ class Fuzzer:
     def v_get(self, t):
         path, rt = self.rng.choice([("/healthz", "healthz"), ("/v1/info", "info"), ("/metrics", "metrics")])
         m = "HEAD" if self.rng.random() < 0.2 else "GET"
-        r, ex = self.valid(t, Req(m, path, b"", None, route=rt), f"{m} {path}")
+        # (/metrics is the tenant's: its own figures, with its token)
+        r, ex = self.valid(t, Req(m, path, b"", t.token if rt == "metrics" else None, route=rt), f"{m} {path}")
         if self.expect_valid(r, ex, {200}, f"{m} {path}") and m == "GET" and rt == "info":
             j = r.json() or {}
             if j.get("protocol") != 4 or j.get("dtypes") != DTN_ALL:
@@ -2050,7 +2053,7 @@ class Fuzzer:
                             "Bearer   " + t.token, "Bearer " + t.token + " ", "Bearer " + t.token[:-1],
                             "Bearer " + self.tenants[0].token, "Bearer " + "z" * 100000])
             hset("Authorization", v)
-            public = rt in ("healthz", "info", "metrics")
+            public = rt in ("healthz", "info")  # (/metrics is a tenant's: it needs the token)
             if v in ("Bearer wrong", "Basic " + t.token, "Bearer", "Bearer " + t.token[:-1]) and not public:
                 expect = {(401, "unauthorized")}
             elif v in ("bearer " + t.token, "Bearer   " + t.token) or public and len(v) < 1000:
@@ -2273,7 +2276,7 @@ class Fuzzer:
 
     def metrics(self):
         c = Conn(self.srv.port)
-        c.send(http_bytes("GET", "/metrics", [("Host", "x")]))
+        c.send(http_bytes("GET", "/metrics", [("Host", "x"), ("Authorization", "Bearer root-token-89ab")]))
         r = c.response(time.monotonic() + 30)
         c.close()
         m = {}

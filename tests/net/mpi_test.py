@@ -24,10 +24,13 @@ import http.client
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
@@ -517,6 +520,83 @@ finally:
     for pid in g.pids().values():
         os.kill(pid, signal.SIGKILL)
     lone1.stop()
+
+# ---- a group's first moments (the issue: a client that reached rank 0 of
+# a 3-rank group started under load saw a lone server) ----
+# Rank 2 is stopped (SIGSTOP) as soon as it exists, so that the group
+# cannot form: rank 0 answers nothing meanwhile (it listens only to join,
+# and serves once the group is formed), and a client given its address
+# runs nothing and exits 3.  Once rank 2 goes on, the group forms and
+# serves; and a formed group with a member stopped is refused (exit 3,
+# naming the member), never run on in part.
+base = free_range(3)
+fm = types.SimpleNamespace(base=base)
+proc = subprocess.Popen(["mpirun", "--oversubscribe", "-n", "3", TIR, "serve", "--port", str(base)],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV,
+                        start_new_session=True)
+fm_lines = []
+threading.Thread(target=lambda: [fm_lines.append(ln.decode("utf-8", "replace")) for ln in proc.stderr],
+                 daemon=True).start()
+found = {}
+try:
+    eventually(lambda: found.update(Group.pids(fm)) or 2 in found, 60)
+    pid2 = found.get(2)
+    if pid2:
+        os.kill(pid2, signal.SIGSTOP)
+    answered = None
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 3:
+        try:
+            with socket.create_connection(("127.0.0.1", base), timeout=1) as k:
+                k.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                k.settimeout(3 - (time.monotonic() - t0) if time.monotonic() - t0 < 2.9 else 0.1)
+                try:
+                    answered = k.recv(100) or answered
+                except OSError:
+                    pass
+                break
+        except OSError:
+            time.sleep(0.1)
+    check("first moments: while rank 2 has not joined, rank 0 answers nothing (no /healthz)",
+          pid2 and not answered, f"pid {pid2}, answered {answered!r}")
+    only0 = write("only0.tir", 'a = to(ones([2]), "remote:0")\nprint a\n')
+    t0 = time.monotonic()
+    st, out, err = tir("run", only0, "--remote", f"127.0.0.1:{base}", timeout=60)
+    took = time.monotonic() - t0
+    check("first moments: a client given rank 0 of a group not formed: exit 3, nothing run",
+          st == 3 and out == "" and took < 30, f"exit {st} in {took:.1f} s: {err.strip()[:300]}")
+    if pid2:
+        os.kill(pid2, signal.SIGCONT)
+    formed = eventually(lambda: sum("listening on" in ln for ln in fm_lines) == 3, 60)
+    ranks = [Rank(base + r) for r in range(3)]
+    gi = info(ranks[0]).get("group", {}) if formed else {}
+    where = write("where3.tir", 'a = to(ones([2]), "remote:2")\nb = to(a * 2.0, "remote:1")\nprint b\n')
+    st, out, err = tir("run", where, "--remote", f"127.0.0.1:{base}")
+    check("first moments: once rank 2 goes on the group forms, and a client runs on all 3",
+          formed and gi.get("size") == 3 and st == 0 and out.strip() != "", f"{gi} exit {st}: {err.strip()[:200]}")
+    if pid2:
+        os.kill(pid2, signal.SIGSTOP)
+    t0 = time.monotonic()
+    st, out, err = tir("run", only0, "--remote", f"127.0.0.1:{base}", timeout=60)
+    took = time.monotonic() - t0
+    check("first moments: a formed group with rank 2 stopped: exit 3 naming member 2, nothing run",
+          st == 3 and out == "" and "member 2" in err and "missing" in err and took < 30,
+          f"exit {st} in {took:.1f} s: {err.strip()[:300]}")
+    if pid2:
+        os.kill(pid2, signal.SIGCONT)
+finally:
+    for pid in Group.pids(fm).values():
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -3,7 +3,10 @@
 (tests/suites/remote.sh).  Listens on 127.0.0.1 on a free port, prints the
 port on the first line of stdout, and serves until killed:
 
-  silent    accepts and reads, never answers (the client's TIR_TIMEOUT)
+  silent    accepts and reads, never answers (the client's TIR_TIMEOUT; a
+            client takes it for a rank of a group still forming: exit 3)
+  quiet     answers GET /v1/info as a lone server, then never anything
+            else (the client's wait for a batch, its progress line)
   proto1    answers everything, speaking Tir-Protocol 1 (an old server)
   noproto   answers everything, with no Tir-Protocol header (not tir)
   garbage   protocol 4, a session, then a run reply that is not a results body
@@ -187,6 +190,17 @@ def serve(conn):
                 if not conn.recv(65536):
                     return
                 continue
+            if MODE == "quiet":
+                req = read_request(conn, buf)
+                if req is None:
+                    return
+                head, body, buf = req
+                if not head.startswith(b"GET /v1/info "):
+                    while conn.recv(65536):
+                        pass
+                    return
+                reply(conn, 200, json.dumps({"name": "tir", "protocol": 4}).encode())
+                continue
             req = read_request(conn, buf)
             if req is None:
                 return
@@ -197,6 +211,8 @@ def serve(conn):
                 reply(conn, 201, b'{"session": "%s", "ttl": 600}' % SESSION.encode(), proto=b"1")
             elif MODE == "noproto":
                 reply(conn, 200, b"<html>hello</html>", proto=None, ctype=b"text/html")
+            elif method == b"GET" and path == b"/v1/info":  # a lone server's (the client asks first)
+                reply(conn, 200, json.dumps({"name": "tir", "protocol": 4}).encode())
             elif method == b"POST" and path == b"/v1/sessions":
                 reply(conn, 201, json.dumps({"session": SESSION, "ttl": 600}).encode())
             elif method == b"DELETE":
@@ -236,7 +252,7 @@ def serve(conn):
     except OSError:
         pass
     finally:
-        if MODE != "silent":
+        if MODE not in ("silent", "quiet"):
             conn.close()
 
 

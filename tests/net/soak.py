@@ -100,6 +100,7 @@ sys.path.insert(0, HERE)
 import tirnet  # noqa: E402  (tests/net/tirnet.py)
 from tirnet import JsonBody, blob, frame, results, sha  # noqa: E402
 from wait_for import metrics as scrape  # noqa: E402
+import soak_edge  # noqa: E402  (the red-team cases at the edge: slow heads, /metrics, PUT times)
 
 MiB = 1 << 20
 now = time.monotonic
@@ -109,7 +110,8 @@ TIR = os.path.join(ROOT, "build", "tir")
 SALT = os.urandom(6).hex()
 # tenant, its options in the --tokens file
 TENANTS = [("alice", "sessions=2"), ("bob", "inflight=40M sessions=3"), ("carol", "sessions=4"), ("dave", "sessions=4"),
-           ("probe", "sessions=2"), ("mallory", "sessions=2"), ("tina", "sessions=1")]
+           ("probe", "sessions=2"), ("mallory", "sessions=2"), ("tina", "sessions=1"), ("root", "admin sessions=1"),
+           ("eve", "sessions=1")]
 LIMITS = ["--max-memory", "192M", "--blob-cache", "48M", "--max-inflight", "64M", "--max-sessions", "12",
           "--max-body", "80M", "--session-ttl", "120", "--threads", "2"]
 TTL = 120
@@ -281,7 +283,7 @@ class Srv:
         return any(t1 >= a and (b is None or t0 <= b) for a, b in list(self.windows))
 
     def metrics(self):
-        return scrape(self.addr(), timeout=30) if self.port else {}
+        return scrape(self.addr(), timeout=30, token=token("root")) if self.port else {}
 
 
 SRV = Srv()
@@ -1616,7 +1618,8 @@ def main():
     ap.add_argument("--quiet-every", type=float, default=30)
     ap.add_argument("--warmup", type=float, default=90)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--clients", default="alice,bob,carol,dave,mallory,tina", help="which kinds of client run (for a look at one)")
+    ap.add_argument("--clients", default="alice,bob,carol,dave,mallory,tina,edge",
+                    help="which kinds of client run (for a look at one)")
     a = ap.parse_args()
     TIR = os.path.abspath(a.tir)
     tirnet.TIR = TIR
@@ -1668,6 +1671,9 @@ def main():
         sampler.start()
         for c in members:
             c.start()
+        edge = soak_edge.Edge()
+        if "edge" in kinds:
+            edge.start(lambda: SRV.port if SRV.up.is_set() else None, token, CTL.stop, CTL.pause.is_set)
         begun = now()
         end = begun + a.seconds
         half = a.seconds / 2
@@ -1716,6 +1722,7 @@ def main():
         CTL.release()
         for c in members:
             c.join(PAUSE_BOUND)
+        edge.join(PAUSE_BOUND)
         stuck = [c.name for c in members if c.is_alive()]
         checks.append(("the clients stopped", not stuck, f"still running: {stuck}"))
         end_sessions = now() + TTL + 30
@@ -1777,6 +1784,10 @@ def main():
     checks.append(("tiny batches answered beside the red team (median under 1 s)",
                    "tina" not in kinds or (TINY and sorted(TINY)[len(TINY) // 2] < 1000),
                    f"{len(TINY)} answered"))
+    if "edge" in a.clients.split(","):
+        for ln in edge.report():
+            say(ln)
+        checks += edge.checks()
     checks.append(("no request failed", REQ.total(FAILED) == 0, "; ".join(REQ.fails[:6])))
     checks.append(("every tir run --remote printed what a local run prints", RUNS.total(FAILED) == 0 and
                    RUNS.total(OK) > 0, "; ".join(RUNS.fails[:6]) or f"{RUNS.total(OK)} right"))

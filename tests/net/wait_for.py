@@ -17,6 +17,7 @@ within SECONDS; 2 for a bad command line.  Standard library only
 (Debian's /usr/bin/python3); tests/net/*.py import the functions."""
 
 import http.client
+import os
 import re
 import sys
 import time
@@ -24,12 +25,15 @@ import time
 POLL = 0.02
 
 
-def metrics(hostport, timeout=10):
-    """{sample name: value} of a server's /metrics; {} when it does not answer."""
+def metrics(hostport, timeout=10, token=None):
+    """{sample name: value} of a server's /metrics; {} when it does not answer.
+    token: the Bearer token to ask with (default TIR_TOKEN's; a server with
+    tokens shows its figures to a token alone, all of them to an admin's)."""
     host, _, port = hostport.rpartition(":")
+    token = token or os.environ.get("TIR_TOKEN")
     try:
         c = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
-        c.request("GET", "/metrics")
+        c.request("GET", "/metrics", headers={"Authorization": "Bearer " + token} if token else {})
         body = c.getresponse().read().decode("utf-8", "replace")
         c.close()
     except (OSError, http.client.HTTPException):

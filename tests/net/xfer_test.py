@@ -527,6 +527,70 @@ def test_sources():
         B.stop()
 
 
+def test_peers():
+    """--peers: an import's source is checked before any connection.  B
+    with --peers 127.0.0.2: A's open port and a closed one on 127.0.0.1
+    get the same 403, at once (no port-scan oracle); other spellings of an
+    IPv4 address are refused (400); by default loopback is a peer, and a
+    name (localhost) resolves to one; a tir-speaking source's own words are
+    not quoted back."""
+    A = Server()
+    B = Server("--peers", "127.0.0.2", "--peers", "10.9.0.0/16,fd00::/8")
+    C = Server()
+    fakes = []
+    try:
+        sa, sb, sc = new_session(A), new_session(B), new_session(C)
+        x = np.arange(5, dtype=np.float32)
+        keep(A, sa, x, "v")
+        j = export(A, sa, "v").json() or {}
+        cap, name = j.get("cap", ""), j.get("blob", "")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+        s.close()
+        answers, times = [], []
+        for frm in (url(A), f"http://127.0.0.1:{closed}"):
+            t0 = time.monotonic()
+            r = imp(B, sb, "k", A, cap, name, frm=frm)
+            times.append(time.monotonic() - t0)
+            answers.append((r.status, r.err().get("code"), r.err().get("message", "").replace(frm, "FROM")))
+        check("peers: an open port and a closed one of a non-peer: the same 403, at once",
+              answers[0] == answers[1] and answers[0][:2] == (403, "forbidden") and
+              "--peers" in answers[0][2] and max(times) < 1.0, f"{answers} {times}")
+        check("peers: nothing was asked of A (its capability is unused)",
+              request(A, "GET", "/v1/exports/" + cap).status == 200)
+        j = export(A, sa, "v").json() or {}
+        cap, name = j.get("cap", ""), j.get("blob", "")
+        for host in ("2130706433", "0x7f.1", "017700000001", "127.1", "0177.0.0.1"):
+            r = imp(C, sc, "k", A, cap, name, frm=f"http://{host}:{A.port}")
+            check(f"peers: {host} is no spelling taken (400)", error_is(r, 400, "bad_request") and
+                  "four decimal numbers" in r.err().get("message", ""), describe(r))
+        r = imp(C, sc, "k", A, cap, name, frm=f"http://localhost:{A.port}")
+        got, _ = read(C, sc, "k", x)
+        check("peers: by default loopback is a peer, and localhost resolves to it (200)",
+              r.status == 200 and got is not None and np.array_equal(got, x), describe(r))
+        r = request(B, "GET", "/v1/info")
+        check("peers: the server started with --peers given twice and a list", r.status == 200)
+        body = b'{"error":{"status":404,"code":"not_found","message":"secret-internal-detail"}}'
+        liar = Fake(b"HTTP/1.1 404 Not Found\r\nTir-Protocol: 4\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        fakes.append(liar)
+        r = imp(C, sc, "k2", A, cap, name, frm=f"http://127.0.0.1:{liar.port}")
+        check("peers: a source's own message is not quoted back (its status and a fixed phrase)",
+              error_is(r, 502, "upstream") and r.err().get("source_status") == 404 and
+              b"secret" not in r.body and "no such capability" in r.err().get("message", ""), describe(r))
+    finally:
+        for f in fakes:
+            f.close()
+        A.stop()
+        B.stop()
+        C.stop()
+    for bad in ("1.2.3", "10.0.0.0/33", "example.org", "2130706433"):
+        p = subprocess.run([tirnet.TIR, "serve", "--port", "0", "--peers", bad], capture_output=True, timeout=30)
+        check(f"peers: --peers {bad} refused at start", p.returncode != 0 and b"--peers" in p.stderr,
+              p.stderr.decode()[:200])
+
+
 def test_tls(tmp):
     """An https source: the importer checks its certificate against
     TIR_CA_FILE (its own environment's) or the system's CAs."""
@@ -655,7 +719,7 @@ def main():
     t0 = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="tir-xfer.")
     try:
-        for t in (test_basic, test_requests, test_expiry, lambda: test_tokens(tmp), test_sources,
+        for t in (test_basic, test_requests, test_expiry, lambda: test_tokens(tmp), test_sources, test_peers,
                   lambda: test_tls(tmp), test_big, test_stopping):
             try:
                 t()

@@ -151,6 +151,7 @@ for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 		header-timeout) good=10 badv=0 ;;
 		transfer-seconds) good=60 badv=86401 ;;
 		tokens) good=$tmp/tokens badv= ;;
+		peers) good=10.0.0.0/8 badv= ;;
 		*) good= badv= ;;
 		esac
 		if [ -z "$good" ]; then

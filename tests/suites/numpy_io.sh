@@ -242,12 +242,12 @@ faddr=127.0.0.1:$(head -n 1 "$tmp/fake.port")
 t0=$(now_ms)
 TIR_TIMEOUT=2 timeout 20 "$tir" run --quiet "$tmp/one.tir" --remote "$faddr" >/dev/null 2>"$tmp/err"
 st=$? t=$(($(now_ms) - t0))
-[ $st -eq 3 ] && [ $t -ge 1900 ] && [ $t -lt 3500 ] && grep -q "^tir: remote $faddr: no answer within 2 s (TIR_TIMEOUT)$" "$tmp/err" &&
+[ $st -eq 3 ] && [ $t -ge 1900 ] && [ $t -lt 3500 ] && grep -q "^tir: remote $faddr: no answer to /v1/info within 2 s " "$tmp/err" &&
 	ok || { bad "TIR_TIMEOUT=2: exit $st after $t ms (expected 3 after 2 s)"; cat "$tmp/err"; }
 t0=$(now_ms)
 printf '.remote %s\n' "$faddr" | TIR_TIMEOUT=2 timeout 20 "$tir" repl >/dev/null 2>"$tmp/err"
 t=$(($(now_ms) - t0))
-[ $t -lt 3500 ] && grep -q "no answer within 2 s" "$tmp/err" && ok || { bad "REPL .remote, TIR_TIMEOUT=2: $t ms"; cat "$tmp/err"; }
+[ $t -lt 3500 ] && grep -q "no answer to /v1/info within 2 s" "$tmp/err" && ok || { bad "REPL .remote, TIR_TIMEOUT=2: $t ms"; cat "$tmp/err"; }
 kill -9 $fpid 2>/dev/null
 
 suite_end

@@ -491,8 +491,9 @@ fi
 
 # fakes
 if start_fake silent; then
-	# 2 s of TIR_TIMEOUT, and then at once
-	TIR_TIMEOUT=2 expect3 "no answer" 5000 "^tir: remote $faddr: no answer within 2 s \(TIR_TIMEOUT\)$" \
+	# 2 s of TIR_TIMEOUT, and then at once: no answer to its first
+	# question, /v1/info, is no lone server (a rank of a group forming)
+	TIR_TIMEOUT=2 expect3 "no answer" 5000 "^tir: remote $faddr: no answer to /v1/info within 2 s \(a rank of a group still forming, or a server stopped\); it is not used as a lone server$" \
 		"$tir" run --quiet samples/mlp.tir --remote "$faddr"
 	kill -9 "$fpid"
 fi
