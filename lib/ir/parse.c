@@ -1860,19 +1860,338 @@ static struct tir_node *binary(struct parser *ps, enum tir_op op, const struct t
 	return checked(ps, n);
 }
 
-/* unary = "-" unary | primary */
+/* A node of op with operand x (at xloc), its attributes at their defaults,
+ * not yet checked (the caller sets attributes, then checked()). */
+static struct tir_node *node1(struct parser *ps, enum tir_op op, struct tir_node *x, const struct tir_loc *xloc,
+			      const struct tir_loc *loc)
+{
+	struct tir_node *n = new_node(ps, op, 1, loc);
+	if (!n)
+		return NULL;
+	n->in[0] = x;
+	n->inloc[0] = *xloc;
+	return n;
+}
+
+/* Set n's integer attribute `name` (int, or a one-entry axes). */
+static void set_int_attr(struct tir_node *n, const char *name, int64_t v, int64_t *store)
+{
+	struct tir_attr *a = &n->attr[tir_op_attr_index(n->op, name)];
+	a->set = true;
+	a->i = v;
+	a->is_int = true;
+	if (store) { /* axes: a list of one */
+		*store = v;
+		a->n = 1;
+		a->v = store;
+	}
+}
+
+/* ---- indexing: NumPy's basic indexing, lowered to movement ops ----
+ * x[2] is squeeze(slice(x, start=2, stop=3), axis=0); x[a:b:s] a slice (a
+ * view); None an unsqueeze; "..." as many ":" as the other items leave;
+ * a tensor of integers a gather along its axis (NumPy's take). */
+
+enum { IX_INT, IX_SLICE, IX_NEW, IX_ALL, IX_TENSOR };
+
+struct index_item {
+	int kind;
+	struct tir_loc loc;
+	int64_t v[3];              /* INT: v[0]; SLICE: start, stop, step */
+	bool set[3];
+	struct tir_node *node;     /* TENSOR */
+	struct tir_loc nloc;
+};
+
+#define MAX_INDEX_ITEMS 32
+
+/* Whether the current token begins an integer known when checked. */
+static bool index_static(struct parser *ps)
+{
+	const struct tir_token *t = ps->tok;
+	if (t->kind == TIR_TOK_INT)
+		return true;
+	if (t->kind == TIR_TOK_MINUS && peek(ps)->kind == TIR_TOK_INT)
+		return true;
+	return t->kind != TIR_TOK_LPAREN && static_start(ps);
+}
+
+static bool slice_bound_end(enum tir_tok k)
+{
+	return k == TIR_TOK_COLON || k == TIR_TOK_COMMA || k == TIR_TOK_RBRACKET;
+}
+
+/* item = "..." | "None" | [iexpr] ":" [iexpr] [":" [iexpr]] | iexpr | expr */
+static bool parse_index_item(struct parser *ps, struct index_item *it)
+{
+	memset(it, 0, sizeof *it);
+	loc_tok(ps, ps->tok, &it->loc);
+	if (ps->tok->kind == TIR_TOK_ELLIPSIS) {
+		advance(ps);
+		it->kind = IX_ALL;
+		return true;
+	}
+	if (tok_is(ps, ps->tok, "None")) {
+		advance(ps);
+		it->kind = IX_NEW;
+		return true;
+	}
+	if (ps->tok->kind != TIR_TOK_COLON) {
+		if (index_static(ps)) {
+			if (!parse_static(ps, &it->v[0], "an index"))
+				return false;
+			it->set[0] = true;
+			it->kind = IX_INT;
+		} else {
+			it->node = parse_expr(ps, &it->nloc);
+			if (!it->node)
+				return false;
+			if (is_int_literal(it->node)) {
+				it->kind = IX_INT;
+				it->v[0] = it->node->ival;
+				it->set[0] = true;
+			} else {
+				it->kind = IX_TENSOR;
+			}
+		}
+		if (ps->tok->kind != TIR_TOK_COLON)
+			return true;
+		if (it->kind == IX_TENSOR) {
+			perr(ps, TIR_ESYNTAX, &it->loc,
+			     "a slice's bounds are integers known when checked, not tensors");
+			return false;
+		}
+	}
+	it->kind = IX_SLICE;
+	it->v[2] = 1;
+	for (int k = 1; k < 3 && ps->tok->kind == TIR_TOK_COLON; k++) {
+		advance(ps);
+		if (slice_bound_end(ps->tok->kind))
+			continue;
+		if (!parse_static(ps, &it->v[k], STATIC_WANT))
+			return false;
+		it->set[k] = true;
+	}
+	return true;
+}
+
+/* index = "[" item { "," item } [","] "]", after the value x */
+static struct tir_node *parse_index(struct parser *ps, struct tir_node *x, const struct tir_loc *xloc)
+{
+	struct tir_token open = *ps->tok;
+	struct tir_loc oloc;
+	loc_tok(ps, &open, &oloc);
+	advance(ps);
+	if (!enter(ps))
+		return NULL;
+	struct index_item items[MAX_INDEX_ITEMS];
+	int n = 0, nconsume = 0, nell = 0, ntensor = 0, nint = 0;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		if (n == MAX_INDEX_ITEMS) {
+			perr_tok(ps, ps->tok, "too many indices (at most %d)", MAX_INDEX_ITEMS);
+			return NULL;
+		}
+		struct index_item *it = &items[n];
+		if (!parse_index_item(ps, it))
+			return NULL;
+		if (it->kind == IX_ALL && nell++) {
+			perr(ps, TIR_ESYNTAX, &it->loc, "an index can only have a single ellipsis ('...')");
+			return NULL;
+		}
+		nconsume += it->kind == IX_INT || it->kind == IX_SLICE || it->kind == IX_TENSOR;
+		ntensor += it->kind == IX_TENSOR;
+		nint += it->kind == IX_INT;
+		n++;
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RBRACKET, &open))
+		return NULL;
+	if (n == 0) {
+		perr(ps, TIR_ESYNTAX, &oloc, "an empty index: write x[...] for all of x");
+		return NULL;
+	}
+	ps->depth--;
+	ps->called = true; /* a print's header says what was written */
+	char sx[TIR_TYPE_STRLEN];
+	int rank = x->type.rank;
+	if (nconsume > rank) {
+		perr(ps, TIR_ETYPE, &oloc, "too many indices for %s: it has %d ax%s, indexed with %d",
+		     tir_type_str(&x->type, sx, sizeof sx), rank, rank == 1 ? "is" : "es", nconsume);
+		return NULL;
+	}
+	if (ntensor > 1 || (ntensor && nint)) {
+		for (int i = 0; i < n; i++)
+			if (items[i].kind == IX_TENSOR && (ntensor > 1 || nint)) {
+				perr(ps, TIR_EUNSUPPORTED, &items[i].loc,
+				     ntensor > 1 ? "one tensor index at most (NumPy's advanced indexing of several is not supported)"
+						 : "a tensor index beside an integer index is not supported: "
+						   "write the integer as a slice (i:i+1) and squeeze after");
+				return NULL;
+			}
+	}
+	struct tir_node *cur = x;
+	struct tir_loc curloc = *xloc;
+	int ax = 0, oax = 0; /* axis of x, axis of cur */
+	for (int i = 0; i < n; i++) {
+		struct index_item *it = &items[i];
+		struct tir_node *m = NULL;
+		int64_t dim = ax < rank ? x->type.shape[ax] : 0;
+		switch (it->kind) {
+		case IX_ALL:
+			ax += rank - nconsume;
+			oax += rank - nconsume;
+			continue;
+		case IX_NEW:
+			m = node1(ps, TIR_OP_UNSQUEEZE, cur, &curloc, &it->loc);
+			if (!m)
+				return NULL;
+			set_int_attr(m, "axis", oax, NULL);
+			oax++;
+			break;
+		case IX_SLICE:
+			ax++;
+			if (!it->set[0] && !it->set[1] && it->v[2] == 1) {
+				oax++; /* ':' takes the axis whole */
+				continue;
+			}
+			m = node1(ps, TIR_OP_SLICE, cur, &curloc, &it->loc);
+			if (!m)
+				return NULL;
+			set_int_attr(m, "axis", oax, NULL);
+			if (it->set[0])
+				set_int_attr(m, "start", it->v[0], NULL);
+			if (it->set[1])
+				set_int_attr(m, "stop", it->v[1], NULL);
+			set_int_attr(m, "step", it->v[2], NULL);
+			oax++;
+			break;
+		case IX_INT: {
+			int64_t k = it->v[0];
+			if (k < -dim || k >= dim) {
+				perr(ps, TIR_ETYPE, &it->loc, "index %lld is out of bounds for axis %d with size %lld",
+				     (long long)k, ax, (long long)dim);
+				return NULL;
+			}
+			if (k < 0)
+				k += dim;
+			ax++;
+			m = node1(ps, TIR_OP_SLICE, cur, &curloc, &it->loc);
+			if (!m)
+				return NULL;
+			set_int_attr(m, "axis", oax, NULL);
+			set_int_attr(m, "start", k, NULL);
+			set_int_attr(m, "stop", k + 1, NULL);
+			if (!(m = checked(ps, m)))
+				return NULL;
+			cur = m;
+			int64_t *store = tir_arena_alloc(&ps->prog->arena, sizeof *store);
+			if (!store || !(m = node1(ps, TIR_OP_SQUEEZE, cur, &curloc, &it->loc)))
+				return NULL;
+			set_int_attr(m, "axis", oax, store);
+			break;
+		}
+		case IX_TENSOR:
+			if (it->node->type.dtype == TIR_DTYPE_BOOL) {
+				perr(ps, TIR_EUNSUPPORTED, &it->loc,
+				     "a bool index (a mask) picks a number of elements known only when run; "
+				     "use where(mask, x, 0) instead");
+				return NULL;
+			}
+			ax++;
+			m = new_node(ps, TIR_OP_GATHER, 2, &it->loc);
+			if (!m)
+				return NULL;
+			m->in[0] = cur;
+			m->inloc[0] = curloc;
+			m->in[1] = it->node;
+			m->inloc[1] = it->nloc;
+			set_int_attr(m, "axis", oax, NULL);
+			oax += it->node->type.rank;
+			break;
+		}
+		if (!(m = checked(ps, m)))
+			return NULL;
+		cur = m;
+	}
+	return cur;
+}
+
+/* What follows "." after a value: T, or a helpful error. */
+static struct tir_node *parse_dot(struct parser *ps, struct tir_node *x, const struct tir_loc *xloc)
+{
+	advance(ps); /* '.' */
+	struct tir_token t = *ps->tok;
+	if (t.kind != TIR_TOK_NAME) {
+		expected(ps, "'T' after '.' (x.T reverses the axes)");
+		return NULL;
+	}
+	const char *s = ps->lx.src->text + t.off;
+	if (tok_is(ps, &t, "T")) {
+		struct tir_loc loc;
+		loc_tok(ps, &t, &loc);
+		advance(ps);
+		ps->called = true;
+		return checked(ps, node1(ps, TIR_OP_TRANSPOSE, x, xloc, &loc));
+	}
+	if (tir_op_lookup(s, t.len) >= 0)
+		perr_tok(ps, &t, "tir has no methods: write %.*s(x, ...) for x.%.*s(...)", (int)t.len, s, (int)t.len, s);
+	else
+		perr_tok(ps, &t, "'.%.*s': the only attribute is .T (the axes reversed)", (int)t.len, s);
+	return NULL;
+}
+
+/* postfix = primary { index | "." "T" } */
+static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *x = parse_primary(ps, start);
+	int chain = 0;
+	while (x && (ps->tok->kind == TIR_TOK_LBRACKET || ps->tok->kind == TIR_TOK_DOT)) {
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		x = ps->tok->kind == TIR_TOK_DOT ? parse_dot(ps, x, start) : parse_index(ps, x, start);
+	}
+	ps->depth -= chain;
+	return x;
+}
+
+static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start);
+
+/* power = postfix [ "**" unary ]   (right-associative: 2**3**2 is 2**9) */
+static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_postfix(ps, start);
+	if (!a || ps->tok->kind != TIR_TOK_STARSTAR)
+		return a;
+	struct tir_token optok = *ps->tok;
+	advance(ps);
+	if (!enter(ps))
+		return NULL;
+	struct tir_loc bloc;
+	struct tir_node *b = parse_unary(ps, &bloc);
+	ps->depth--;
+	return b ? binary(ps, TIR_OP_POW, &optok, a, start, b, &bloc) : NULL;
+}
+
+/* unary = "-" NUMBER | ( "-" | "+" | "~" ) unary | power
+ * (-2**2 is -(2**2), as in Python) */
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 {
-	if (ps->tok->kind != TIR_TOK_MINUS)
-		return parse_primary(ps, start);
+	enum tir_tok k = ps->tok->kind;
+	if (k != TIR_TOK_MINUS && k != TIR_TOK_PLUS && k != TIR_TOK_TILDE)
+		return parse_power(ps, start);
 	struct tir_token minus = *ps->tok;
 	loc_tok(ps, &minus, start);
 	advance(ps);
 	if (!enter(ps))
 		return NULL;
-	/* -NUMBER (and -inf, -nan) is a literal, not neg(NUMBER) */
-	if (ps->tok->kind == TIR_TOK_INT || ps->tok->kind == TIR_TOK_FLOAT ||
-	    tok_is(ps, ps->tok, "inf") || tok_is(ps, ps->tok, "nan")) {
+	/* -NUMBER (and -inf, -nan) is a literal, not neg(NUMBER), unless a ** follows */
+	if (k == TIR_TOK_MINUS &&
+	    (ps->tok->kind == TIR_TOK_INT || ps->tok->kind == TIR_TOK_FLOAT || tok_is(ps, ps->tok, "inf") ||
+	     tok_is(ps, ps->tok, "nan")) &&
+	    peek(ps)->kind != TIR_TOK_STARSTAR && peek(ps)->kind != TIR_TOK_LBRACKET &&
+	    peek(ps)->kind != TIR_TOK_DOT) {
 		struct tir_token t = *ps->tok;
 		advance(ps);
 		ps->depth--;
@@ -1886,17 +2205,22 @@ static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 	ps->depth--;
 	if (!x)
 		return NULL;
+	if (k == TIR_TOK_PLUS)
+		return x;
+	if (k == TIR_TOK_TILDE) {
+		if (x->type.dtype != TIR_DTYPE_BOOL) {
+			perr(ps, TIR_ETYPE, start, "'~' is logical not, on bool; %s has no bitwise ops",
+			     tir_dtype_name(x->type.dtype));
+			return NULL;
+		}
+		return checked(ps, node1(ps, TIR_OP_NOT, x, &inner, start));
+	}
 	if (x->known_int && is_int_literal(x) && x->ival != INT64_MIN)
 		return known_int(ps, start, -x->ival); /* -i */
-	struct tir_node *n = new_node(ps, TIR_OP_NEG, 1, start);
-	if (!n)
-		return NULL;
-	n->in[0] = x;
-	n->inloc[0] = inner;
-	return checked(ps, n);
+	return checked(ps, node1(ps, TIR_OP_NEG, x, &inner, start));
 }
 
-/* term = unary { ("*" | "/" | "@") unary } */
+/* term = unary { ("*" | "/" | "//" | "%" | "@") unary } */
 static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 {
 	struct tir_node *a = parse_unary(ps, start);
@@ -1906,6 +2230,8 @@ static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 		switch (ps->tok->kind) {
 		case TIR_TOK_STAR: op = TIR_OP_MUL; break;
 		case TIR_TOK_SLASH: op = TIR_OP_DIV; break;
+		case TIR_TOK_SLASHSLASH: op = TIR_OP_FLOOR_DIVIDE; break;
+		case TIR_TOK_PERCENT: op = TIR_OP_MOD; break;
 		case TIR_TOK_AT: op = TIR_OP_MATMUL; break;
 		default: goto done;
 		}
@@ -1925,8 +2251,8 @@ done:
 	return a;
 }
 
-/* expr = term { ("+" | "-") term } */
-static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
+/* arith = term { ("+" | "-") term } */
+static struct tir_node *parse_arith(struct parser *ps, struct tir_loc *start)
 {
 	struct tir_node *a = parse_term(ps, start);
 	int chain = 0;
@@ -1945,6 +2271,107 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 	}
 	ps->depth -= chain;
 	return a;
+}
+
+/* and(a, b) or or(a, b) for "&" "|": on bool only. */
+static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct tir_token *optok,
+				struct tir_node *a, const struct tir_loc *aloc, struct tir_node *b,
+				const struct tir_loc *bloc)
+{
+	const struct tir_node *bad = a->type.dtype != TIR_DTYPE_BOOL ? a : b->type.dtype != TIR_DTYPE_BOOL ? b : NULL;
+	if (bad) {
+		perr(ps, TIR_ETYPE, bad == a ? aloc : bloc,
+		     "'%c' is logical %s, on bool; %s has no bitwise ops (compare first: (x > 0) %c (y > 0))",
+		     op == TIR_OP_AND ? '&' : '|', op == TIR_OP_AND ? "and" : "or", tir_dtype_name(bad->type.dtype),
+		     op == TIR_OP_AND ? '&' : '|');
+		return NULL;
+	}
+	return binary(ps, op, optok, a, aloc, b, bloc);
+}
+
+/* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
+static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_arith(ps, start);
+	int chain = 0;
+	while (a && ps->tok->kind == TIR_TOK_AMP) {
+		struct tir_token optok = *ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_arith(ps, &bloc);
+		if (!b)
+			return NULL;
+		a = logical(ps, TIR_OP_AND, &optok, a, start, b, &bloc);
+	}
+	ps->depth -= chain;
+	return a;
+}
+
+static struct tir_node *parse_bitor(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_bitand(ps, start);
+	int chain = 0;
+	while (a && ps->tok->kind == TIR_TOK_PIPE) {
+		struct tir_token optok = *ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_bitand(ps, &bloc);
+		if (!b)
+			return NULL;
+		a = logical(ps, TIR_OP_OR, &optok, a, start, b, &bloc);
+	}
+	ps->depth -= chain;
+	return a;
+}
+
+static int compare_op(enum tir_tok k)
+{
+	switch (k) {
+	case TIR_TOK_LT: return TIR_OP_LT;
+	case TIR_TOK_LE: return TIR_OP_LE;
+	case TIR_TOK_GT: return TIR_OP_GT;
+	case TIR_TOK_GE: return TIR_OP_GE;
+	case TIR_TOK_EQ: return TIR_OP_EQ;
+	case TIR_TOK_NE: return TIR_OP_NE;
+	default: return -1;
+	}
+}
+
+/* expr = bitor { ("<" | "<=" | ">" | ">=" | "==" | "!=") bitor }
+ * A chain is Python's: a < b < c is (a < b) & (b < c). */
+static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_bitor(ps, start);
+	struct tir_node *acc = NULL;
+	struct tir_loc aloc = *start;
+	int chain = 0, op;
+	while (a && (op = compare_op(ps->tok->kind)) >= 0) {
+		struct tir_token optok = *ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_bitor(ps, &bloc);
+		if (!b)
+			return NULL;
+		struct tir_node *c = binary(ps, (enum tir_op)op, &optok, a, &aloc, b, &bloc);
+		if (!c)
+			return NULL;
+		acc = acc ? binary(ps, TIR_OP_AND, &optok, acc, start, c, &aloc) : c;
+		if (!acc)
+			return NULL;
+		a = b;
+		aloc = bloc;
+	}
+	ps->depth -= chain;
+	return acc ? acc : a;
 }
 
 /* ---- statements ---- */

@@ -369,7 +369,7 @@ static void test_errors(void)
 		{"99999999999999999999999", 0, "99999999999999999999999", 1, "too large"},
 		{"a $ b", 1, "$", 3, "unexpected character '$'"},
 		{"a ! b", 1, "!", 3, "unexpected character '!'"},
-		{"a . b", 1, ".", 3, "unexpected character '.'"},
+		{"a ? b", 1, "?", 3, "unexpected character '?'"},
 		{"x \xff", 1, "\xff", 3, "unexpected byte 0xff"},
 		{"x \x80", 1, "\x80", 3, "unexpected byte 0x80"},
 		{"x \x01", 1, "\x01", 3, "unexpected byte 0x01"},
