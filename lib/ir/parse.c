@@ -97,7 +97,8 @@ struct parser {
 	size_t capfindex;
 };
 
-static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return"};
+static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return",
+					"True", "False", "None"};
 
 /* ---- errors ---- */
 
@@ -157,6 +158,30 @@ static void tok_desc(const struct parser *ps, const struct tir_token *t, char *b
 	}
 }
 
+/* tir's word for a NumPy spelling that is not tir's ("did you mean"):
+ * dtypes, and functions whose tir name differs.  NULL if none. */
+static const char *numpy_spelling(const char *s, size_t n)
+{
+	static const char *const map[][2] = {
+		{"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"}, {"bfloat16", "bf16"},
+		{"int8", "i8"}, {"uint8", "u8"}, {"int16", "i16"}, {"int32", "i32"}, {"int64", "i64"},
+		{"bool_", "bool"}, {"double", "f64"}, {"single", "f32"}, {"half", "f16"},
+		{"float_", "f64"}, {"int_", "i64"}, {"newaxis", "None"},
+		{"concatenate", "concat"}, {"power", "pow"}, {"multiply", "mul"}, {"subtract", "sub"},
+		{"divide", "div"}, {"true_divide", "div"}, {"remainder", "mod"}, {"absolute", "abs"},
+		{"negative", "neg"}, {"equal", "eq"}, {"not_equal", "ne"}, {"less", "lt"},
+		{"less_equal", "le"}, {"greater", "gt"}, {"greater_equal", "ge"}, {"logical_and", "and"},
+		{"logical_or", "or"}, {"logical_not", "not"}, {"expand_dims", "unsqueeze"}, {"take", "gather"},
+		{"amax", "max"}, {"amin", "min"}, {"average", "mean"}, {"broadcast_to", "expand"},
+		{"reciprocal", "recip"}, {"astype", "cast"}, {"array", "a list literal [...]"},
+		{"asarray", "a list literal [...]"}, {"dot", "matmul"}, {"fromfile", "load"},
+	};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (strlen(map[i][0]) == n && !memcmp(map[i][0], s, n))
+			return map[i][1];
+	return NULL;
+}
+
 /* ---- tokens ---- */
 
 static void lex_error(struct parser *ps, const struct tir_token *t)
@@ -210,6 +235,17 @@ static bool tok_is(const struct parser *ps, const struct tir_token *t, const cha
 	       !memcmp(ps->lx.src->text + t->off, word, n);
 }
 
+/* true and false, and Python's True and False, which mean the same. */
+static bool is_true(const struct parser *ps, const struct tir_token *t)
+{
+	return tok_is(ps, t, "true") || tok_is(ps, t, "True");
+}
+
+static bool is_bool_word(const struct parser *ps, const struct tir_token *t)
+{
+	return is_true(ps, t) || tok_is(ps, t, "false") || tok_is(ps, t, "False");
+}
+
 static void perr_tok(struct parser *ps, const struct tir_token *t, const char *fmt, ...)
 {
 	struct tir_err e = {.code = TIR_ESYNTAX};
@@ -219,6 +255,28 @@ static void perr_tok(struct parser *ps, const struct tir_token *t, const char *f
 	vsnprintf(e.msg, sizeof e.msg, fmt, ap);
 	va_end(ap);
 	add_diag(ps, &e);
+}
+
+/* np.sum, numpy.float32: at NAME "np" before ".", say so with tir's word
+ * (the statement fails); false if it is not that. */
+static bool np_prefix(struct parser *ps, const struct tir_token *t)
+{
+	if ((!tok_is(ps, t, "np") && !tok_is(ps, t, "numpy")) || peek(ps)->kind != TIR_TOK_DOT)
+		return false;
+	const char *s = ps->lx.src->text + t->off;
+	advance(ps);
+	advance(ps);
+	const struct tir_token *a = ps->tok;
+	const char *as = ps->lx.src->text + a->off;
+	const char *sug = a->kind != TIR_TOK_NAME ? NULL
+			  : tir_op_lookup(as, a->len) >= 0 || tir_dtype_from_name(as, a->len) >= 0
+			  ? tir_arena_strndup(&ps->prog->arena, as, a->len)
+			  : numpy_spelling(as, a->len);
+	if (sug)
+		perr_tok(ps, t, "tir's names have no '%.*s.' prefix; did you mean '%s'?", (int)t->len, s, sug);
+	else
+		perr_tok(ps, t, "tir's names have no '%.*s.' prefix (tir help ops lists the ops)", (int)t->len, s);
+	return true;
 }
 
 /* An unexpected token where `want` was expected.  At the end of input in
@@ -1024,10 +1082,10 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 			bool is_int;
 			int64_t iv;
 			double fv;
-			if (tok_is(ps, &at, "true") || tok_is(ps, &at, "false")) {
+			if (is_bool_word(ps, &at)) {
 				lb->any_bool = true;
 				is_int = true;
-				iv = tok_is(ps, &at, "true");
+				iv = is_true(ps, &at);
 				fv = (double)iv;
 				advance(ps);
 			} else if (static_start(ps)) {
@@ -1365,6 +1423,58 @@ static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 	return true;
 }
 
+/* A Python tuple where a list of integers is taken: "(" iexpr "," ... ")".
+ * (n) alone is the integer n, as in Python, and may go on as an iexpr:
+ * (n + 1) * 2.  *one when it was a single integer (in a->v[0]). */
+static bool parse_int_tuple(struct parser *ps, struct tir_attr *a, int max, bool *one)
+{
+	struct tir_token open = *ps->tok;
+	advance(ps);
+	int64_t buf[TIR_MAX_RANK * 2];
+	int n = 0;
+	*one = false;
+	if (ps->tok->kind != TIR_TOK_RPAREN) {
+		if (!parse_static(ps, &buf[0], "an integer"))
+			return false;
+		n = 1;
+		if (ps->tok->kind == TIR_TOK_RPAREN) { /* (n): an integer in parentheses */
+			advance(ps);
+			*one = true;
+			if (is_static_op(ps->tok->kind) && !static_expr_rest(ps, buf[0], &buf[0], 0, "an integer"))
+				return false;
+			goto done;
+		}
+		if (!accept(ps, TIR_TOK_COMMA)) {
+			close_bracket(ps, TIR_TOK_RPAREN, &open);
+			return false;
+		}
+	}
+	while (ps->tok->kind != TIR_TOK_RPAREN) {
+		struct tir_token at = *ps->tok;
+		int64_t v;
+		if (!parse_static(ps, &v, "an integer"))
+			return false;
+		if (n >= max) {
+			perr_tok(ps, &at, "too many entries (at most %d)", max);
+			return false;
+		}
+		buf[n++] = v;
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RPAREN, &open))
+		return false;
+done:
+	a->n = n;
+	a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * (size_t)(n > 2 ? n : 2));
+	if (!a->v)
+		return false;
+	memcpy(a->v, buf, sizeof *a->v * (size_t)n);
+	a->i = n ? buf[0] : 0;
+	a->is_list = !*one;
+	return true;
+}
+
 /* An attribute's literal value, of the kind the op's signature says. */
 static bool parse_attr(struct parser *ps, const char *opname, const struct tir_param *prm,
 		       struct tir_attr *a)
@@ -1391,9 +1501,9 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		return true;
 	}
 	case TIR_ATTR_BOOL:
-		if (!tok_is(ps, &at, "true") && !tok_is(ps, &at, "false"))
+		if (!is_bool_word(ps, &at))
 			goto wrong;
-		a->i = tok_is(ps, &at, "true");
+		a->i = is_true(ps, &at);
 		advance(ps);
 		return true;
 	case TIR_ATTR_DTYPE:
@@ -1405,6 +1515,26 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		advance(ps);
 		return true;
 	case TIR_ATTR_SHAPE:
+	case TIR_ATTR_AXES:
+	case TIR_ATTR_PAIR:
+		if (at.kind == TIR_TOK_LPAREN) { /* a tuple: (2, 3) */
+			bool one;
+			if (!parse_int_tuple(ps, a, TIR_MAX_RANK, &one))
+				return false;
+			if (one && prm->kind != TIR_ATTR_AXES) { /* (5) is 5: [5], or the pair [5, 5] */
+				a->v[1] = a->v[0];
+				a->n = prm->kind == TIR_ATTR_PAIR ? 2 : 1;
+				a->is_list = prm->kind == TIR_ATTR_SHAPE;
+			}
+			if (prm->kind == TIR_ATTR_PAIR && a->n != 2) {
+				perr_tok(ps, &at, "%s: '%s' must be an integer or a pair (a, b), got %d entries",
+					 opname, prm->name, a->n);
+				return false;
+			}
+			return true;
+		}
+		if (prm->kind != TIR_ATTR_SHAPE)
+			goto axes;
 		if (at.kind == TIR_TOK_INT || (at.kind != TIR_TOK_MINUS && static_start(ps))) {
 			/* zeros(5) is zeros([5]) */
 			a->n = 1;
@@ -1419,8 +1549,7 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		if (at.kind != TIR_TOK_LBRACKET)
 			goto wrong;
 		return parse_int_list(ps, a, TIR_MAX_RANK);
-	case TIR_ATTR_AXES:
-	case TIR_ATTR_PAIR:
+	axes:
 		if (at.kind == TIR_TOK_LBRACKET) {
 			if (!parse_int_list(ps, a, TIR_MAX_RANK))
 				return false;
@@ -1535,9 +1664,15 @@ wrong:
 		expected(ps, "");
 		return false;
 	}
+	if (np_prefix(ps, &at))
+		return false;
 	tok_desc(ps, &at, got, sizeof got);
-	perr_tok(ps, &at, "%s: '%s' must be %s, got %s", opname, prm->name,
-		 attr_kind_text(prm->kind), got);
+	const char *np = at.kind == TIR_TOK_NAME ? numpy_spelling(ps->lx.src->text + at.off, at.len) : NULL;
+	if (np && prm->kind == TIR_ATTR_DTYPE)
+		perr_tok(ps, &at, "%s: '%s' must be a dtype, got %s; did you mean '%s'?", opname, prm->name, got, np);
+	else
+		perr_tok(ps, &at, "%s: '%s' must be %s, got %s", opname, prm->name,
+			 attr_kind_text(prm->kind), got);
 	return false;
 }
 
@@ -1764,9 +1899,9 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return NULL;
 	}
 	const char *s = ps->lx.src->text + t.off;
-	if (tok_is(ps, &t, "true") || tok_is(ps, &t, "false")) {
+	if (is_bool_word(ps, &t)) {
 		advance(ps);
-		return scalar(ps, start, TIR_DTYPE_BOOL, tok_is(ps, &t, "true"), 0);
+		return scalar(ps, start, TIR_DTYPE_BOOL, is_true(ps, &t), 0);
 	}
 	if (tok_is(ps, &t, "inf") || tok_is(ps, &t, "nan")) {
 		advance(ps);
@@ -1822,6 +1957,17 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	}
 	if (tir_op_lookup(s, t.len) >= 0) {
 		perr_tok(ps, &t, "'%.*s' is an op; call it: %.*s(...)", (int)t.len, s, (int)t.len, s);
+		return NULL;
+	}
+	if (np_prefix(ps, &t))
+		return NULL;
+	if (tok_is(ps, &t, "None")) {
+		perr_tok(ps, &t, "None is a new axis in an index only, as in x[:, None]");
+		return NULL;
+	}
+	const char *np = numpy_spelling(s, t.len);
+	if (np) {
+		perr_tok(ps, &t, "undefined name '%.*s'; did you mean '%s'?", (int)t.len, s, np);
 		return NULL;
 	}
 	const char *sug = tir_program_suggest(ps->prog, s, t.len);
@@ -2382,6 +2528,12 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 	struct tir_token t = *ps->tok;
 	int dt = t.kind == TIR_TOK_NAME ? tir_dtype_from_name(ps->lx.src->text + t.off, t.len) : -1;
 	if (dt < 0) {
+		const char *np = t.kind == TIR_TOK_NAME ? numpy_spelling(ps->lx.src->text + t.off, t.len) : NULL;
+		if (np) {
+			perr_tok(ps, &t, "expected a type such as f32[2, 3], got '%.*s'; did you mean '%s'?", (int)t.len,
+				 ps->lx.src->text + t.off, np);
+			return false;
+		}
 		expected(ps, "a type such as f32[2, 3]");
 		return false;
 	}
@@ -3102,6 +3254,11 @@ static void unknown_call(struct parser *ps, const struct tir_token *t)
 	size_t n = t->len;
 	if (tok_is(ps, t, "range")) {
 		perr_tok(ps, t, "range(...) is a loop's count only, as in: for i in range(4) { ... }");
+		return;
+	}
+	const char *np = numpy_spelling(s, n);
+	if (np) {
+		perr_tok(ps, t, "unknown op '%.*s'; did you mean '%s'?", (int)n, s, np);
 		return;
 	}
 	const char *sug = tir_op_suggest(s, n);
