@@ -113,7 +113,9 @@ struct tir_attr {
 	double f;             /* float, num */
 	int64_t *v;
 	const char *s;        /* str, word */
-	const char **ss;      /* strs: n strings */
+	const char **ss;      /* strs: n strings; str: when set, ss[0] is the text
+			       * as written and s what it means (load's path
+			       * joined to the program's folder) */
 };
 
 struct tir_opdef {
@@ -283,6 +285,8 @@ struct tir_binding {
 	uint32_t owner;           /* 0: a name of the program; else the call (its
 				   * serial) whose local name this is, renamed */
 	bool unbound;             /* rolled back (REPL): as if never bound */
+	const char *str;          /* a name for a string (ck = "m.npy"): its value
+				   * (arena); node is NULL then */
 };
 
 /* A function: its text is expanded again at each call (parse.c). */

@@ -19,6 +19,7 @@ struct fn_arg {
 	bool is_int;
 	int64_t v;
 	struct tir_node *node;
+	const char *str;           /* a string (node NULL, is_int false) */
 };
 
 /* A loop or a call being expanded (parser.frames, innermost last).  Names
@@ -76,6 +77,7 @@ struct parser {
 		uint32_t hash;     /* of the name (hash_name) */
 		enum tir_stmt_kind kind;
 		struct tir_node *node;
+		const char *str;   /* a string bound (node NULL) */
 		struct tir_loc loc;
 	} pend;
 	/* ref_name changes of this statement, undone if it fails */
@@ -619,13 +621,14 @@ static struct tir_binding *local_binding(struct parser *ps, const struct frame *
 	return NULL;
 }
 
-enum { L_NONE, L_INT, L_NODE };
+enum { L_NONE, L_INT, L_NODE, L_STR };
 
 struct look {
 	int kind;
 	int64_t v;                 /* L_INT */
 	struct tir_node *node;     /* L_NODE (NULL: poisoned) */
 	struct tir_binding *b;     /* L_NODE through a binding */
+	const char *str;           /* L_STR: a name for a string */
 	bool in_fn;                /* looked up inside a function */
 };
 
@@ -647,6 +650,11 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 		/* the function's own names, then its parameters, and nothing else */
 		lk->in_fn = true;
 		struct tir_binding *b = local_binding(ps, f, s, n, false);
+		if (b && b->str) {
+			lk->kind = L_STR;
+			lk->str = b->str;
+			return;
+		}
 		if (b) {
 			lk->kind = L_NODE;
 			lk->b = b;
@@ -655,14 +663,18 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 		}
 		int k = param_index(f->fn, s, n);
 		if (k >= 0) {
-			lk->kind = f->args[k].is_int ? L_INT : L_NODE;
+			lk->kind = f->args[k].is_int ? L_INT : f->args[k].str ? L_STR : L_NODE;
 			lk->v = f->args[k].v;
 			lk->node = f->args[k].node;
+			lk->str = f->args[k].str;
 		}
 		return;
 	}
 	struct tir_binding *b = tir_program_lookup(ps->prog, s, n);
-	if (b && !b->unbound) {
+	if (b && !b->unbound && b->str) {
+		lk->kind = L_STR;
+		lk->str = b->str;
+	} else if (b && !b->unbound) {
 		lk->kind = L_NODE;
 		lk->b = b;
 		lk->node = b->node;
@@ -710,6 +722,8 @@ static void add_notes(const struct parser *ps, struct tir_err *e)
 			const struct fn_arg *a = &f->args[k];
 			if (a->is_int)
 				tir_str_addf(&m, "%s%s = %lld", k ? ", " : "", f->fn->params[k], (long long)a->v);
+			else if (a->str)
+				tir_str_addf(&m, "%s%s = \"%s\"", k ? ", " : "", f->fn->params[k], a->str);
 			else
 				tir_str_addf(&m, "%s%s: %s", k ? ", " : "", f->fn->params[k],
 					     tir_type_str(&a->node->type, tb, sizeof tb));
@@ -1346,6 +1360,25 @@ static const char *string_value(struct parser *ps, const struct tir_token *t)
 			goto out;
 		} else if (ch == '{') {
 			int64_t v;
+			/* {NAME} of a string: the string */
+			size_t b = i + 1, e;
+			while (b < n && (s[b] == ' ' || s[b] == '\t'))
+				b++;
+			for (e = b; e < n && (s[e] == '_' || (s[e] >= 'a' && s[e] <= 'z') || (s[e] >= 'A' && s[e] <= 'Z') ||
+					      (e > b && s[e] >= '0' && s[e] <= '9'));)
+				e++;
+			size_t m = e;
+			while (m < n && (s[m] == ' ' || s[m] == '\t'))
+				m++;
+			if (e > b && m < n && s[m] == '}') {
+				struct look lk;
+				lookup_name(ps, s + b, e - b, &lk);
+				if (lk.kind == L_STR) {
+					tir_str_add(&d, lk.str, strlen(lk.str));
+					i = m;
+					continue;
+				}
+			}
 			c.i = i + 1;
 			if (!interp_sum(&c, &v, 0))
 				goto out;
@@ -1371,6 +1404,31 @@ static const char *string_value(struct parser *ps, const struct tir_token *t)
 out:
 	tir_str_free(&d);
 	return out;
+}
+
+/* The string a NAME token names (ck = "m.npy"), or NULL. */
+static const char *string_name(struct parser *ps, const struct tir_token *t)
+{
+	if (t->kind != TIR_TOK_NAME)
+		return NULL;
+	struct look lk;
+	lookup_name(ps, ps->lx.src->text + t->off, t->len, &lk);
+	return lk.kind == L_STR ? lk.str : NULL;
+}
+
+/* Whether the current token is a string: a STRING, or a name for one. */
+static bool at_string(struct parser *ps)
+{
+	return ps->tok->kind == TIR_TOK_STRING || string_name(ps, ps->tok);
+}
+
+/* The string at the current token (at_string), consumed; NULL on error
+ * (reported). */
+static const char *take_string(struct parser *ps)
+{
+	const char *v = ps->tok->kind == TIR_TOK_STRING ? string_value(ps, ps->tok) : string_name(ps, ps->tok);
+	advance(ps);
+	return v;
 }
 
 static const char *attr_kind_text(enum tir_attr_kind k)
@@ -1612,11 +1670,9 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		return true;
 	}
 	case TIR_ATTR_STR:
-		if (at.kind != TIR_TOK_STRING)
+		if (!at_string(ps))
 			goto wrong;
-		a->s = string_value(ps, &at);
-		advance(ps);
-		return a->s != NULL;
+		return (a->s = take_string(ps)) != NULL;
 	case TIR_ATTR_STRS: {
 		if (at.kind != TIR_TOK_LBRACKET)
 			goto wrong;
@@ -1626,7 +1682,7 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		int n = 0;
 		while (ps->tok->kind != TIR_TOK_RBRACKET) {
 			struct tir_token st = *ps->tok;
-			if (st.kind != TIR_TOK_STRING) {
+			if (!at_string(ps)) {
 				expected(ps, "a string");
 				return false;
 			}
@@ -1634,9 +1690,8 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 				perr_tok(ps, &st, "%s: '%s' has more than %d strings", opname, prm->name, TIR_MAX_STRS);
 				return false;
 			}
-			if (!(buf[n++] = string_value(ps, &st)))
+			if (!(buf[n++] = take_string(ps)))
 				return false;
-			advance(ps);
 			if (!accept(ps, TIR_TOK_COMMA))
 				break;
 		}
@@ -1674,6 +1729,30 @@ wrong:
 		perr_tok(ps, &at, "%s: '%s' must be %s, got %s", opname, prm->name,
 			 attr_kind_text(prm->kind), got);
 	return false;
+}
+
+/* A relative load path is relative to the program's file: joined to the
+ * folder of the source's name when that has one (not in the REPL, nor for
+ * a program read from standard input, whose folder is the current one).
+ * The text as written stays in ss[0], for tir fmt. */
+static bool relative_path(struct parser *ps, struct tir_attr *a)
+{
+	const char *name = ps->lx.src->name, *slash = name ? strrchr(name, '/') : NULL;
+	if ((ps->flags & TIR_PARSE_REPL) || !slash || !a->s || a->s[0] == '/' || !a->s[0])
+		return true;
+	size_t dl = (size_t)(slash - name) + 1, pl = strlen(a->s);
+	char *j = tir_arena_alloc(&ps->prog->arena, dl + pl + 1);
+	const char **ss = tir_arena_alloc(&ps->prog->arena, sizeof *ss);
+	if (!j || !ss) {
+		perr(ps, TIR_ENOMEM, NULL, "out of memory");
+		return false;
+	}
+	memcpy(j, name, dl);
+	memcpy(j + dl, a->s, pl + 1);
+	ss[0] = a->s;
+	a->ss = ss;
+	a->s = j;
+	return true;
 }
 
 static const char *op_params_text(const struct tir_opdef *d, char *buf, size_t n)
@@ -1831,6 +1910,10 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	}
 	if (d->nattr)
 		memcpy(n->attr, attrs, sizeof *n->attr * (size_t)d->nattr);
+	if (op == TIR_OP_LOAD && !relative_path(ps, &n->attr[0])) {
+		n = NULL;
+		goto fail;
+	}
 	if (op == TIR_OP_LOAD) {
 		/* the type is in the file's header; whoever hosts us reads it */
 		struct tir_err e = {0};
@@ -1885,7 +1968,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	case TIR_TOK_STRING:
-		perr_tok(ps, &t, "a string is only a file path for load(...)");
+		perr_tok(ps, &t, "a string is a file path for load(...), or a name's value alone (ck = \"m.npy\")");
 		return NULL;
 	case TIR_TOK_NAME:
 		break;
@@ -1929,6 +2012,11 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	}
 	struct look lk;
 	lookup_name(ps, s, t.len, &lk);
+	if (lk.kind == L_STR) {
+		perr_tok(ps, &t, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
+			 "or a device for to(...)", (int)t.len, s);
+		return NULL;
+	}
 	if (lk.kind == L_INT) { /* a loop's index or an int parameter: its value, as a literal */
 		advance(ps);
 		return known_int(ps, start, lk.v);
@@ -2706,11 +2794,12 @@ static void commit_binding(struct parser *ps)
 	struct tir_program *p = ps->prog;
 	if (!ps->pend.name)
 		return;
-	bool ok = !ps->stmt_failed && ps->pend.node;
+	bool ok = !ps->stmt_failed && (ps->pend.node || ps->pend.str);
 	bool nested = ps->nframes > 0;
-	if (!ok && (nested || (ps->flags & TIR_PARSE_REPL)))
-		return; /* the old binding stays (nested: the top-level statement undoes all) */
 	struct frame *fr = scope_call(ps);
+	if (!ok && (fr || (ps->flags & TIR_PARSE_REPL)))
+		return; /* the old binding stays (in a call: the top-level statement undoes all) */
+	/* in a file, a loop's failed statement poisons its name as a top-level one does */
 	size_t nbind = p->nbind;
 	struct tir_binding *b = fr ? local_binding(ps, fr, ps->pend.name, ps->pend.len, true)
 				   : bind_name(p, ps->pend.name, ps->pend.len, ps->pend.hash);
@@ -2731,9 +2820,14 @@ static void commit_binding(struct parser *ps)
 		b->owner = 0; /* bound at the top level: the program's name now */
 	b->loc = ps->pend.loc;
 	b->node = NULL; /* poisoned unless the statement is whole */
+	b->str = NULL;
 	b->unbound = false;
 	if (!ok)
 		return;
+	if (ps->pend.str) { /* a string is the parser's alone: no statement, no node */
+		b->str = ps->pend.str;
+		return;
+	}
 	struct tir_stmt *st = new_stmt(ps, ps->pend.kind, &ps->pend.loc);
 	if (!st)
 		return;
@@ -2756,6 +2850,7 @@ static void undo_bindings(struct parser *ps)
 	while (ps->nbundo > 0) {
 		const struct bind_undo *u = &ps->bundo[--ps->nbundo];
 		struct tir_binding *b = &p->bind[u->index];
+		b->str = NULL;
 		if (!repl) {
 			b->node = NULL;
 		} else if (u->was_new) {
@@ -2848,6 +2943,16 @@ static void parse_bind(struct parser *ps)
 	}
 	if (!accept(ps, TIR_TOK_ASSIGN)) {
 		expected(ps, "'='");
+		return;
+	}
+	enum tir_tok after = peek(ps)->kind;
+	if (at_string(ps) && (after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE)) {
+		/* a name for a string: ck = "m.safetensors" */
+		if (has_ann) {
+			perr(ps, TIR_ETYPE, &annloc, "a string has no tensor type: write %.*s = \"...\"", (int)nt.len, s);
+			return;
+		}
+		ps->pend.str = take_string(ps);
 		return;
 	}
 	struct tir_loc eloc;
@@ -3312,6 +3417,17 @@ static struct tir_node *parse_fn_call(struct parser *ps, struct tir_func *f, con
 			goto out;
 		}
 		struct fn_arg *a = &args[nargs++];
+		enum tir_tok after = peek(ps)->kind;
+		a->str = NULL;
+		if (at_string(ps) && (after == TIR_TOK_COMMA || after == TIR_TOK_RPAREN)) {
+			a->is_int = false;
+			a->node = NULL;
+			if (!(a->str = take_string(ps)))
+				goto out;
+			if (!accept(ps, TIR_TOK_COMMA))
+				break;
+			continue;
+		}
 		/* an integer known when checked?  tried quietly, else a tensor */
 		struct pos mark;
 		save_pos(ps, &mark, false);

@@ -545,7 +545,9 @@ static void test_arguments(void)
 	EXPECT_ERR("y = f32", TIR_ESYNTAX, "is a dtype, not a value");
 	EXPECT_ERR("y = input(1)", TIR_ESYNTAX, "unknown op 'input'");
 	EXPECT_ERR("y = const(1)", TIR_ESYNTAX, "unknown op 'const'");
-	EXPECT_ERR("y = \"s\"", TIR_ESYNTAX, "only a file path");
+	EXPECT_ERR("y = \"s\" + 1", TIR_ESYNTAX, "a string is a file path");
+	EXPECT_ERR("y = \"s\"\nprint y", TIR_ESYNTAX, "'y' names a string");
+	EXPECT_ERR("y: f32[] = \"s\"", TIR_ETYPE, "a string has no tensor type");
 	EXPECT_ERR("abc = 1\ny = abd", TIR_ESYNTAX, "undefined name 'abd'; did you mean 'abc'?");
 	EXPECT_ERR("y = nothing", TIR_ESYNTAX, "undefined name 'nothing'");
 }
