@@ -97,6 +97,13 @@ struct parser {
 	size_t nbundo, capbundo;
 	uint32_t *findex;          /* prog->funcs by name: open addressing, index + 1 */
 	size_t capfindex;
+	/* float list literals of this statement whose dtype their use may
+	 * still settle (settle_literals), with their values as written */
+	struct float_lit {
+		struct tir_node *node;
+		double *v;         /* arena */
+	} *lits;
+	size_t nlits, caplits;
 };
 
 static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return",
@@ -941,10 +948,15 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 }
 
 /* Type-check a finished node; NULL (error reported) when it does not. */
+static void settle_literals(struct parser *ps, struct tir_node *n);
+static void settle_for(struct parser *ps, const struct tir_node *n, enum tir_dtype want);
+
 static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 {
 	if (!n)
 		return NULL;
+	if (ps->nlits)
+		settle_literals(ps, n);
 	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
 	const struct tir_pass *pass = &ps->prog->pass;
 	if (tir_check_node(n, &e) == 0 && (!pass->node || pass->node(pass->ud, ps->prog, n, &e) == 0))
@@ -953,6 +965,46 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 		e.loc = n->loc;
 	add_diag(ps, &e);
 	return NULL;
+}
+
+/* A float list literal is f32 unless its use needs another dtype: as an
+ * operand of cast to f64, or beside an f64 tensor, it is f64, its values
+ * as written (so [100000001.0] keeps its 1).  n is the op about to be
+ * checked.  A literal bound to a name first, or alone, stays f32. */
+static void settle_literals(struct parser *ps, struct tir_node *n)
+{
+	enum tir_dtype want = TIR_DTYPE_F32;
+	if (n->op == TIR_OP_CAST)
+		want = (enum tir_dtype)n->attr[0].i;
+	for (int i = 0; i < n->nin; i++) {
+		const struct tir_node *o = n->in[i];
+		if (o && !(o->op == TIR_OP_CONST && o->data && o->type.dtype == TIR_DTYPE_F32) && !o->type.weak &&
+		    o->type.dtype == TIR_DTYPE_F64)
+			want = TIR_DTYPE_F64;
+	}
+	settle_for(ps, n, want);
+}
+
+/* Settle the pending literals among n's operands to `want`. */
+static void settle_for(struct parser *ps, const struct tir_node *n, enum tir_dtype want)
+{
+	for (size_t k = 0; k < ps->nlits; k++) {
+		struct float_lit *l = &ps->lits[k];
+		bool operand = false;
+		for (int i = 0; i < n->nin; i++)
+			operand |= n->in[i] == l->node;
+		if (!operand || l->node->names)
+			continue;
+		if (want == TIR_DTYPE_F64) {
+			int64_t m = tir_type_numel(&l->node->type);
+			double *d = tir_arena_alloc(&ps->prog->arena, sizeof *d * (size_t)m + 1);
+			if (d) {
+				memcpy(d, l->v, sizeof *d * (size_t)m);
+				l->node->data = d;
+				l->node->type.dtype = TIR_DTYPE_F64;
+			}
+		}
+	}
 }
 
 static struct tir_node *scalar(struct parser *ps, const struct tir_loc *loc, enum tir_dtype dt,
@@ -1199,6 +1251,17 @@ static struct tir_node *parse_list_literal(struct parser *ps, const struct tir_l
 		perr(ps, TIR_ENOMEM, loc, "out of memory");
 		n = NULL;
 		goto out;
+	}
+	if (dt == TIR_DTYPE_F32 && lb.any_float) {
+		struct float_lit l = {.node = n};
+		l.v = tir_arena_alloc(&ps->prog->arena, sizeof *l.v * lb.n + 1);
+		if (!l.v || tir_grow((void **)&ps->lits, &ps->caplits, ps->nlits + 1, sizeof *ps->lits)) {
+			perr(ps, TIR_ENOMEM, loc, "out of memory");
+			n = NULL;
+			goto out;
+		}
+		memcpy(l.v, lb.f, sizeof *l.v * lb.n);
+		ps->lits[ps->nlits++] = l;
 	}
 	for (size_t i = 0; i < lb.n; i++) {
 		switch (dt) {
@@ -2957,6 +3020,10 @@ static void parse_bind(struct parser *ps)
 	}
 	struct tir_loc eloc;
 	struct tir_node *n = parse_expr(ps, &eloc);
+	if (n && has_ann && ann.dtype == TIR_DTYPE_F64) { /* x: f64[2] = [0.1, 0.2]: the literal is f64 */
+		struct tir_node view = {.op = TIR_OP_CONST, .nin = 1, .in = &n};
+		settle_for(ps, &view, TIR_DTYPE_F64);
+	}
 	if (n && has_ann && !tir_type_equal(&ann, &n->type)) {
 		char a[TIR_TYPE_STRLEN], v[TIR_TYPE_STRLEN];
 		perr(ps, TIR_ETYPE, &annloc, "annotation says %s but the value is %s%s",
@@ -3574,6 +3641,7 @@ static void parse_statements(struct parser *ps)
 		parse_statement(ps);
 		if (!ps->stmt_failed && ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF)
 			end_expected(ps);
+		ps->nlits = 0; /* a float list literal not settled by its use is f32 */
 		if (ps->stmt_failed) {
 			/* nothing of a failed statement stays in the graph */
 			ps->prog->nnodes = nodes_before;
@@ -3661,6 +3729,7 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	free(ps.undo);
 	free(ps.bundo);
 	free(ps.findex);
+	free(ps.lits);
 	return p->nerrors ? -ps.first_code : 0;
 }
 
