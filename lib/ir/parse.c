@@ -3036,9 +3036,38 @@ static void parse_bind(struct parser *ps)
 
 /* Skip the rest of a failed statement: to the end of its line, or of the
  * block it opened. */
+/* Whether a line feed comes between byte prev and the current token. */
+static bool starts_line(const struct parser *ps, uint32_t prev)
+{
+	const char *t = ps->lx.src->text;
+	return prev < ps->tok->off && memchr(t + prev, '\n', ps->tok->off - prev) != NULL;
+}
+
+/* Whether the current token begins a statement beyond doubt: NAME "=",
+ * NAME ":", or print, input, fn, for before a name. */
+static bool starts_statement(struct parser *ps)
+{
+	const struct tir_token *t = ps->tok;
+	if (t->kind != TIR_TOK_NAME)
+		return false;
+	enum tir_tok k = peek(ps)->kind;
+	if (tok_is(ps, t, "print"))
+		return true;
+	return k == TIR_TOK_ASSIGN || k == TIR_TOK_COLON ||
+	       ((tok_is(ps, t, "input") || tok_is(ps, t, "fn") || tok_is(ps, t, "for")) && k == TIR_TOK_NAME);
+}
+
 static void skip_statement(struct parser *ps)
 {
 	int braces = 0;
+	/* A bracket left open ran the statement into the next line, which
+	 * begins a statement of its own (NAME "=" ...): that one is parsed, so
+	 * the errors further down are found.  (A mismatched closer within a
+	 * line keeps the old reading: the rest is skipped.) */
+	if (ps->lx.depth > 0 && starts_line(ps, ps->prev_end) && starts_statement(ps)) {
+		ps->lx.depth = 0;
+		return;
+	}
 	while (ps->tok->kind != TIR_TOK_EOF && (braces > 0 || ps->tok->kind != TIR_TOK_NEWLINE)) {
 		if (ps->tok->kind == TIR_TOK_LBRACE)
 			braces++;
@@ -3049,16 +3078,6 @@ static void skip_statement(struct parser *ps)
 		lex_ahead(ps);
 	}
 }
-
-/* ---- blocks: loops and functions ----
- * Nothing is stored of a block but where its text is: a loop's body is
- * parsed again for each value of its index, a function's body for each
- * call, so each copy is typed with what it is given, as if written out.
- * The expanded program is the statements these make (tir fmt prints it).
- * Hostile text stays cheap: every loop and call is charged the tokens it
- * reads again, and one that would pass TIR_MAX_EXPANDED with the loops
- * around it counted (its count times theirs times its body's length) is
- * refused before it starts. */
 
 struct scan {
 	uint32_t end_off, end_line;  /* just past the closing '}', and its line */
