@@ -877,6 +877,14 @@ static void test_limits(void)
 /* ---- the canonical form round trip ---- */
 
 static const char *const programs[] = {
+	/* Python's operators, NumPy's indexing, tuples, names for strings */
+	"input x: f32[2, 3, 4]\n"
+	"ck = \"cpu\"\n"
+	"a = x[1, ::-1, None, ...] ** 2 // 3.0 % 2.0\n"
+	"b = (x > 1.0) & ~(x == 2.0) | (x != 3.0) & (0.0 <= x < 5.0)\n"
+	"c = to(x.T[[2, 0]], ck)\n"
+	"d: f64[2] = [0.1, 100000001.0]\n"
+	"print a, b, c, -2 ** 2, zeros((2, 3)), sum(x, axis=(0, 1), keepdims=True), d + cast(x[0, 0, :2], f64)\n",
 	/* 1: the two-layer perceptron of the README */
 	"# model.tir\n"
 	"input x: f32[64, 784]\n"
