@@ -814,14 +814,31 @@ static bool static_overflow(struct parser *ps, const struct tir_token *at)
 
 static bool static_term_rest(struct parser *ps, int64_t t, int64_t *v, int lvl, const char *want)
 {
-	while (ps->tok->kind == TIR_TOK_STAR) {
+	while (ps->tok->kind == TIR_TOK_STAR || ps->tok->kind == TIR_TOK_SLASHSLASH ||
+	       ps->tok->kind == TIR_TOK_PERCENT) {
 		struct tir_token op = *ps->tok;
 		advance(ps);
 		int64_t f;
 		if (!static_factor(ps, &f, lvl, want))
 			return false;
-		if (__builtin_mul_overflow(t, f, &t))
+		if (op.kind == TIR_TOK_STAR) {
+			if (__builtin_mul_overflow(t, f, &t))
+				return static_overflow(ps, &op);
+			continue;
+		}
+		/* Python's // and %: toward -inf, the divisor's sign */
+		if (f == 0) {
+			perr_tok(ps, &op, "integer division by zero");
+			return false;
+		}
+		if (t == INT64_MIN && f == -1)
 			return static_overflow(ps, &op);
+		int64_t q = t / f, r = t % f;
+		if (r != 0 && (r < 0) != (f < 0)) {
+			q--;
+			r += f;
+		}
+		t = op.kind == TIR_TOK_SLASHSLASH ? q : r;
 	}
 	*v = t;
 	return true;
@@ -1075,7 +1092,8 @@ static bool parse_number(struct parser *ps, bool *is_int, int64_t *iv, double *f
 
 static bool is_static_op(enum tir_tok k)
 {
-	return k == TIR_TOK_PLUS || k == TIR_TOK_MINUS || k == TIR_TOK_STAR;
+	return k == TIR_TOK_PLUS || k == TIR_TOK_MINUS || k == TIR_TOK_STAR || k == TIR_TOK_SLASHSLASH ||
+	       k == TIR_TOK_PERCENT;
 }
 
 /* A numeric attribute: a number literal, or an integer known when checked
@@ -1384,13 +1402,28 @@ static bool interp_sum(struct interp *c, int64_t *v, int lvl)
 		if (!interp_factor(c, &t, lvl))
 			return false;
 		interp_blank(c);
-		while (c->s[c->i] == '*') {
+		while (c->s[c->i] == '*' || c->s[c->i] == '%' || (c->s[c->i] == '/' && c->s[c->i + 1] == '/')) {
 			int64_t f;
-			size_t mat = c->i++;
+			size_t mat = c->i;
+			char mop = c->s[c->i];
+			c->i += mop == '/' ? 2 : 1;
 			if (!interp_factor(c, &f, lvl))
 				return false;
-			if (__builtin_mul_overflow(t, f, &t))
+			if (mop == '*') {
+				if (__builtin_mul_overflow(t, f, &t))
+					return interp_fail(c, mat, "integer overflow (the limit is 2^63-1)");
+			} else if (f == 0) {
+				return interp_fail(c, mat, "integer division by zero");
+			} else if (t == INT64_MIN && f == -1) {
 				return interp_fail(c, mat, "integer overflow (the limit is 2^63-1)");
+			} else { /* Python's // and % */
+				int64_t q = t / f, r = t % f;
+				if (r != 0 && (r < 0) != (f < 0)) {
+					q--;
+					r += f;
+				}
+				t = mop == '/' ? q : r;
+			}
 			interp_blank(c);
 		}
 		if (op == '+' ? __builtin_add_overflow(acc, t, &acc) : __builtin_sub_overflow(acc, t, &acc))
