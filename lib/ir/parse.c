@@ -3227,6 +3227,9 @@ static void end_expected(struct parser *ps)
 	tok_desc(ps, ps->tok, got, sizeof got);
 	if (ps->tok->kind == TIR_TOK_ERROR)
 		lex_error(ps, ps->tok);
+	else if (ps->tok->kind == TIR_TOK_ASSIGN && (ps->flags & TIR_PARSE_REPL))
+		perr_tok(ps, ps->tok, "only a name can be assigned: a tensor is never changed in place "
+				      "(x[0] = v has no meaning here; build a new one with where, concat or pad)");
 	else
 		perr_tok(ps, ps->tok, "expected the end of the statement, got %s", got);
 }
@@ -3669,7 +3672,10 @@ static void parse_statement(struct parser *ps)
 		struct tir_token at = *t;
 		struct tir_loc l;
 		/* parse it anyway: its own errors come first */
-		if (parse_expr(ps, &l) && !ps->stmt_failed)
+		if (parse_expr(ps, &l) && !ps->stmt_failed && ps->tok->kind == TIR_TOK_ASSIGN)
+			perr_tok(ps, ps->tok, "only a name can be assigned: a tensor is never changed in place "
+					      "(x[0] = v has no meaning here; build a new one with where, concat or pad)");
+		else if (!ps->stmt_failed)
 			perr_tok(ps, &at, top ? "an expression alone does nothing in a file; write 'print ...' or 'NAME = ...'"
 					      : "an expression alone does nothing here; write 'NAME = ...'");
 	}
