@@ -165,6 +165,10 @@ run_case() {
 	if [ "$verb" = fmt ] && [ "$st" -eq 0 ] && [ "${args#*--dot}" = "$args" ]; then
 		rm -rf "$tmp/fmt" && mkdir -p "$tmp/fmt"
 		cp "$tmp/out" "$tmp/fmt/$name.tir"
+		# load paths are relative to the program's file: its fixtures beside it
+		for f in "$dir"/*.npy "$dir"/*.safetensors; do
+			[ -e "$f" ] && ln -sf "$f" "$tmp/fmt/"
+		done
 		(cd "$dir" && timeout 20 "$tir" fmt "$tmp/fmt/$name.tir" >"$tmp/out2" 2>"$tmp/err2")
 		st2=$?
 		if [ "$st2" -ne 0 ] || ! diff -u --label "fmt" --label "fmt of fmt" "$tmp/out" "$tmp/out2" >"$tmp/diff"; then

@@ -31,6 +31,25 @@ static inline float k_maxf(float a, float b) { return isnan(a) ? a : (a > b ? a 
 static inline double k_min(double a, double b) { return isnan(a) ? a : (a < b ? a : b); }
 static inline float k_minf(float a, float b) { return isnan(a) ? a : (a < b ? a : b); }
 
+/* NumPy's floor_divide of floats (npy_divmod): from fmod, so that it agrees
+ * with mod (a == b * (a // b) + a % b as nearly as rounding allows);
+ * b == 0 gives a / b (inf or nan). */
+#define FLOAT_FLOORDIV(S, T, FMOD, FLOOR, COPYSIGN)                          \
+	static inline T k_floordiv_##S(T a, T b)                             \
+	{                                                                    \
+		if (b == 0)                                                  \
+			return a / b;                                        \
+		T mod = FMOD(a, b), div = (a - mod) / b;                     \
+		if (mod != 0 && (b < 0) != (mod < 0))                        \
+			div -= 1;                                            \
+		if (div == 0)                                                \
+			return COPYSIGN((T)0, a / b);                        \
+		T fd = FLOOR(div);                                           \
+		return div - fd > (T)0.5 ? fd + 1 : fd;                      \
+	}
+FLOAT_FLOORDIV(f32, float, fmodf, floorf, copysignf)
+FLOAT_FLOORDIV(f64, double, fmod, floor, copysign)
+
 /* Integer floor division, modulo with the divisor's sign, and power, for
  * T with unsigned twin U.  The caller has flagged b == 0 (and b < 0 for
  * pow); these return 0 then.  INT_MIN / -1 wraps to INT_MIN as in NumPy. */
@@ -312,6 +331,7 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 			return 0;                                            \
 		}                                                            \
 		switch (op) {                                                \
+		case TIR_OP_FLOOR_DIVIDE: RUN2(T, T, k_floordiv_##S(a, b)); break; \
 		COMPARE_CASES(T)                                             \
 		default: return RUN_UNSUPPORTED;                             \
 		}                                                            \
@@ -328,6 +348,7 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 		case TIR_OP_SUB: RUN2(T, T, (T)((U)a - (U)b)); break;        \
 		case TIR_OP_MUL: RUN2(T, T, (T)((U)a * (U)b)); break;        \
 		case TIR_OP_DIV:                                             \
+		case TIR_OP_FLOOR_DIVIDE: /* integer division floors already */ \
 			RUN2(T, T, (bad |= b == 0, k_idiv##SUF(a, b)));      \
 			return bad ? RUN_DIV_ZERO : 0;                       \
 		case TIR_OP_MOD:                                             \

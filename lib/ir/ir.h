@@ -115,7 +115,9 @@ struct tir_attr {
 	double f;             /* float, num */
 	int64_t *v;
 	const char *s;        /* str, word */
-	const char **ss;      /* strs: n strings */
+	const char **ss;      /* strs: n strings; str: when set, ss[0] is the text
+			       * as written and s what it means (load's path
+			       * joined to the program's folder) */
 };
 
 struct tir_opdef {
@@ -188,6 +190,11 @@ enum tir_tok {
 	TIR_TOK_COMMA, TIR_TOK_COLON, TIR_TOK_ASSIGN,
 	TIR_TOK_PLUS, TIR_TOK_MINUS, TIR_TOK_STAR, TIR_TOK_SLASH, TIR_TOK_AT,
 	TIR_TOK_LBRACE, TIR_TOK_RBRACE, /* a block: not brackets (newlines in it end statements) */
+	/* Python's operators (docs/language.md, "Operators") */
+	TIR_TOK_STARSTAR, TIR_TOK_SLASHSLASH, TIR_TOK_PERCENT,
+	TIR_TOK_LT, TIR_TOK_LE, TIR_TOK_GT, TIR_TOK_GE, TIR_TOK_EQ, TIR_TOK_NE,
+	TIR_TOK_AMP, TIR_TOK_PIPE, TIR_TOK_TILDE,
+	TIR_TOK_DOT, TIR_TOK_ELLIPSIS,   /* x.T; x[..., 0] */
 	TIR_TOK_ERROR,        /* the lexer's message is in the lexer */
 	TIR_TOK_COUNT
 };
@@ -289,6 +296,8 @@ struct tir_binding {
 	uint32_t owner;           /* 0: a name of the program; else the call (its
 				   * serial) whose local name this is, renamed */
 	bool unbound;             /* rolled back (REPL): as if never bound */
+	const char *str;          /* a name for a string (ck = "m.npy"): its value
+				   * (arena); node is NULL then */
 };
 
 /* A function: its text is expanded again at each call (parse.c). */

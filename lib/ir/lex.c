@@ -362,14 +362,31 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 	case ';': k = TIR_TOK_NEWLINE; goto punct;
 	case ',': k = TIR_TOK_COMMA; goto punct;
 	case ':': k = TIR_TOK_COLON; goto punct;
-	case '=': k = TIR_TOK_ASSIGN; goto punct;
+	case '=': k = TIR_TOK_ASSIGN; goto punct2;
 	case '+': k = TIR_TOK_PLUS; goto punct;
 	case '-': k = TIR_TOK_MINUS; goto punct;
-	case '*': k = TIR_TOK_STAR; goto punct;
-	case '/': k = TIR_TOK_SLASH; goto punct;
+	case '*': k = TIR_TOK_STAR; goto punct2;
+	case '/': k = TIR_TOK_SLASH; goto punct2;
 	case '@': k = TIR_TOK_AT; goto punct;
 	case '{': k = TIR_TOK_LBRACE; goto punct;
 	case '}': k = TIR_TOK_RBRACE; goto punct;
+	case '%': k = TIR_TOK_PERCENT; goto punct;
+	case '<': k = TIR_TOK_LT; goto punct2;
+	case '>': k = TIR_TOK_GT; goto punct2;
+	case '!': k = TIR_TOK_ERROR; goto punct2;
+	case '&': k = TIR_TOK_AMP; goto punct;
+	case '|': k = TIR_TOK_PIPE; goto punct;
+	case '~': k = TIR_TOK_TILDE; goto punct;
+	case '.':
+		if (p + 1 < lx->end && is_digit((unsigned char)p[1]))
+			break; /* .5 */
+		if (p + 2 < lx->end && p[1] == '.' && p[2] == '.') {
+			lx->p = p + 3;
+			make(lx, t, TIR_TOK_ELLIPSIS, p, 3);
+			return;
+		}
+		k = TIR_TOK_DOT;
+		goto punct;
 	default: break;
 	}
 	if (is_digit((unsigned char)c) || (c == '.' && p + 1 < lx->end && is_digit((unsigned char)p[1]))) {
@@ -405,6 +422,27 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 punct:
 	lx->p = p + 1;
 	make(lx, t, k, p, 1);
+	return;
+punct2:
+	/* the two-character operators: ** // <= >= == != */
+	if (p + 1 < lx->end && p[1] == (c == '*' || c == '/' ? c : '=')) {
+		static const struct { char c; enum tir_tok k; } two[] = {
+			{'*', TIR_TOK_STARSTAR}, {'/', TIR_TOK_SLASHSLASH}, {'<', TIR_TOK_LE},
+			{'>', TIR_TOK_GE}, {'=', TIR_TOK_EQ}, {'!', TIR_TOK_NE},
+		};
+		for (size_t i = 0; i < sizeof two / sizeof two[0]; i++)
+			if (two[i].c == c)
+				k = two[i].k;
+		lx->p = p + 2;
+		make(lx, t, k, p, 2);
+		return;
+	}
+	if (k == TIR_TOK_ERROR) {
+		lx->p = p + 1;
+		error_at(lx, t, p, 1, "unexpected character '!' (not is ~, and != is not equal)");
+		return;
+	}
+	goto punct;
 }
 
 const char *tir_tok_name(enum tir_tok t)
@@ -412,7 +450,8 @@ const char *tir_tok_name(enum tir_tok t)
 	static const char *const names[TIR_TOK_COUNT] = {
 		"end of input", "end of line", "a name", "a number", "a number", "a string",
 		"'('", "')'", "'['", "']'", "','", "':'", "'='", "'+'", "'-'", "'*'", "'/'", "'@'",
-		"'{'", "'}'", "an invalid token",
+		"'{'", "'}'", "'**'", "'//'", "'%'", "'<'", "'<='", "'>'", "'>='", "'=='", "'!='",
+		"'&'", "'|'", "'~'", "'.'", "'...'", "an invalid token",
 	};
 	return (unsigned)t < TIR_TOK_COUNT ? names[t] : "?";
 }

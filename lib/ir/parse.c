@@ -19,6 +19,7 @@ struct fn_arg {
 	bool is_int;
 	int64_t v;
 	struct tir_node *node;
+	const char *str;           /* a string (node NULL, is_int false) */
 };
 
 /* A loop or a call being expanded (parser.frames, innermost last).  Names
@@ -76,6 +77,7 @@ struct parser {
 		uint32_t hash;     /* of the name (hash_name) */
 		enum tir_stmt_kind kind;
 		struct tir_node *node;
+		const char *str;   /* a string bound (node NULL) */
 		struct tir_loc loc;
 	} pend;
 	/* a, b = op(...): the names after the first (pend), bound with it */
@@ -100,9 +102,17 @@ struct parser {
 	size_t nbundo, capbundo;
 	uint32_t *findex;          /* prog->funcs by name: open addressing, index + 1 */
 	size_t capfindex;
+	/* float list literals of this statement whose dtype their use may
+	 * still settle (settle_literals), with their values as written */
+	struct float_lit {
+		struct tir_node *node;
+		double *v;         /* arena */
+	} *lits;
+	size_t nlits, caplits;
 };
 
-static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return"};
+static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return",
+					"True", "False", "None"};
 
 /* ---- errors ---- */
 
@@ -162,6 +172,30 @@ static void tok_desc(const struct parser *ps, const struct tir_token *t, char *b
 	}
 }
 
+/* tir's word for a NumPy spelling that is not tir's ("did you mean"):
+ * dtypes, and functions whose tir name differs.  NULL if none. */
+static const char *numpy_spelling(const char *s, size_t n)
+{
+	static const char *const map[][2] = {
+		{"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"}, {"bfloat16", "bf16"},
+		{"int8", "i8"}, {"uint8", "u8"}, {"int16", "i16"}, {"int32", "i32"}, {"int64", "i64"},
+		{"bool_", "bool"}, {"double", "f64"}, {"single", "f32"}, {"half", "f16"},
+		{"float_", "f64"}, {"int_", "i64"}, {"newaxis", "None"},
+		{"concatenate", "concat"}, {"power", "pow"}, {"multiply", "mul"}, {"subtract", "sub"},
+		{"divide", "div"}, {"true_divide", "div"}, {"remainder", "mod"}, {"absolute", "abs"},
+		{"negative", "neg"}, {"equal", "eq"}, {"not_equal", "ne"}, {"less", "lt"},
+		{"less_equal", "le"}, {"greater", "gt"}, {"greater_equal", "ge"}, {"logical_and", "and"},
+		{"logical_or", "or"}, {"logical_not", "not"}, {"expand_dims", "unsqueeze"}, {"take", "gather"},
+		{"amax", "max"}, {"amin", "min"}, {"average", "mean"}, {"broadcast_to", "expand"},
+		{"reciprocal", "recip"}, {"astype", "cast"}, {"array", "a list literal [...]"},
+		{"asarray", "a list literal [...]"}, {"dot", "matmul"}, {"fromfile", "load"},
+	};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (strlen(map[i][0]) == n && !memcmp(map[i][0], s, n))
+			return map[i][1];
+	return NULL;
+}
+
 /* ---- tokens ---- */
 
 static void lex_error(struct parser *ps, const struct tir_token *t)
@@ -215,6 +249,17 @@ static bool tok_is(const struct parser *ps, const struct tir_token *t, const cha
 	       !memcmp(ps->lx.src->text + t->off, word, n);
 }
 
+/* true and false, and Python's True and False, which mean the same. */
+static bool is_true(const struct parser *ps, const struct tir_token *t)
+{
+	return tok_is(ps, t, "true") || tok_is(ps, t, "True");
+}
+
+static bool is_bool_word(const struct parser *ps, const struct tir_token *t)
+{
+	return is_true(ps, t) || tok_is(ps, t, "false") || tok_is(ps, t, "False");
+}
+
 static void perr_tok(struct parser *ps, const struct tir_token *t, const char *fmt, ...)
 {
 	struct tir_err e = {.code = TIR_ESYNTAX};
@@ -224,6 +269,28 @@ static void perr_tok(struct parser *ps, const struct tir_token *t, const char *f
 	vsnprintf(e.msg, sizeof e.msg, fmt, ap);
 	va_end(ap);
 	add_diag(ps, &e);
+}
+
+/* np.sum, numpy.float32: at NAME "np" before ".", say so with tir's word
+ * (the statement fails); false if it is not that. */
+static bool np_prefix(struct parser *ps, const struct tir_token *t)
+{
+	if ((!tok_is(ps, t, "np") && !tok_is(ps, t, "numpy")) || peek(ps)->kind != TIR_TOK_DOT)
+		return false;
+	const char *s = ps->lx.src->text + t->off;
+	advance(ps);
+	advance(ps);
+	const struct tir_token *a = ps->tok;
+	const char *as = ps->lx.src->text + a->off;
+	const char *sug = a->kind != TIR_TOK_NAME ? NULL
+			  : tir_op_lookup(as, a->len) >= 0 || tir_dtype_from_name(as, a->len) >= 0
+			  ? tir_arena_strndup(&ps->prog->arena, as, a->len)
+			  : numpy_spelling(as, a->len);
+	if (sug)
+		perr_tok(ps, t, "tir's names have no '%.*s.' prefix; did you mean '%s'?", (int)t->len, s, sug);
+	else
+		perr_tok(ps, t, "tir's names have no '%.*s.' prefix (tir help ops lists the ops)", (int)t->len, s);
+	return true;
 }
 
 /* An unexpected token where `want` was expected.  At the end of input in
@@ -566,13 +633,14 @@ static struct tir_binding *local_binding(struct parser *ps, const struct frame *
 	return NULL;
 }
 
-enum { L_NONE, L_INT, L_NODE };
+enum { L_NONE, L_INT, L_NODE, L_STR };
 
 struct look {
 	int kind;
 	int64_t v;                 /* L_INT */
 	struct tir_node *node;     /* L_NODE (NULL: poisoned) */
 	struct tir_binding *b;     /* L_NODE through a binding */
+	const char *str;           /* L_STR: a name for a string */
 	bool in_fn;                /* looked up inside a function */
 };
 
@@ -594,6 +662,11 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 		/* the function's own names, then its parameters, and nothing else */
 		lk->in_fn = true;
 		struct tir_binding *b = local_binding(ps, f, s, n, false);
+		if (b && b->str) {
+			lk->kind = L_STR;
+			lk->str = b->str;
+			return;
+		}
 		if (b) {
 			lk->kind = L_NODE;
 			lk->b = b;
@@ -602,14 +675,18 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 		}
 		int k = param_index(f->fn, s, n);
 		if (k >= 0) {
-			lk->kind = f->args[k].is_int ? L_INT : L_NODE;
+			lk->kind = f->args[k].is_int ? L_INT : f->args[k].str ? L_STR : L_NODE;
 			lk->v = f->args[k].v;
 			lk->node = f->args[k].node;
+			lk->str = f->args[k].str;
 		}
 		return;
 	}
 	struct tir_binding *b = tir_program_lookup(ps->prog, s, n);
-	if (b && !b->unbound) {
+	if (b && !b->unbound && b->str) {
+		lk->kind = L_STR;
+		lk->str = b->str;
+	} else if (b && !b->unbound) {
 		lk->kind = L_NODE;
 		lk->b = b;
 		lk->node = b->node;
@@ -657,6 +734,8 @@ static void add_notes(const struct parser *ps, struct tir_err *e)
 			const struct fn_arg *a = &f->args[k];
 			if (a->is_int)
 				tir_str_addf(&m, "%s%s = %lld", k ? ", " : "", f->fn->params[k], (long long)a->v);
+			else if (a->str)
+				tir_str_addf(&m, "%s%s = \"%s\"", k ? ", " : "", f->fn->params[k], a->str);
 			else
 				tir_str_addf(&m, "%s%s: %s", k ? ", " : "", f->fn->params[k],
 					     tir_type_str(&a->node->type, tb, sizeof tb));
@@ -740,14 +819,31 @@ static bool static_overflow(struct parser *ps, const struct tir_token *at)
 
 static bool static_term_rest(struct parser *ps, int64_t t, int64_t *v, int lvl, const char *want)
 {
-	while (ps->tok->kind == TIR_TOK_STAR) {
+	while (ps->tok->kind == TIR_TOK_STAR || ps->tok->kind == TIR_TOK_SLASHSLASH ||
+	       ps->tok->kind == TIR_TOK_PERCENT) {
 		struct tir_token op = *ps->tok;
 		advance(ps);
 		int64_t f;
 		if (!static_factor(ps, &f, lvl, want))
 			return false;
-		if (__builtin_mul_overflow(t, f, &t))
+		if (op.kind == TIR_TOK_STAR) {
+			if (__builtin_mul_overflow(t, f, &t))
+				return static_overflow(ps, &op);
+			continue;
+		}
+		/* Python's // and %: toward -inf, the divisor's sign */
+		if (f == 0) {
+			perr_tok(ps, &op, "integer division by zero");
+			return false;
+		}
+		if (t == INT64_MIN && f == -1)
 			return static_overflow(ps, &op);
+		int64_t q = t / f, r = t % f;
+		if (r != 0 && (r < 0) != (f < 0)) {
+			q--;
+			r += f;
+		}
+		t = op.kind == TIR_TOK_SLASHSLASH ? q : r;
 	}
 	*v = t;
 	return true;
@@ -874,10 +970,15 @@ static struct tir_node *new_node(struct parser *ps, enum tir_op op, int nin, con
 }
 
 /* Type-check a finished node; NULL (error reported) when it does not. */
+static void settle_literals(struct parser *ps, struct tir_node *n);
+static void settle_for(struct parser *ps, const struct tir_node *n, enum tir_dtype want);
+
 static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 {
 	if (!n)
 		return NULL;
+	if (ps->nlits)
+		settle_literals(ps, n);
 	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
 	const struct tir_pass *pass = &ps->prog->pass;
 	if (tir_check_node(n, &e) == 0 && (!pass->node || pass->node(pass->ud, ps->prog, n, &e) == 0))
@@ -886,6 +987,46 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 		e.loc = n->loc;
 	add_diag(ps, &e);
 	return NULL;
+}
+
+/* A float list literal is f32 unless its use needs another dtype: as an
+ * operand of cast to f64, or beside an f64 tensor, it is f64, its values
+ * as written (so [100000001.0] keeps its 1).  n is the op about to be
+ * checked.  A literal bound to a name first, or alone, stays f32. */
+static void settle_literals(struct parser *ps, struct tir_node *n)
+{
+	enum tir_dtype want = TIR_DTYPE_F32;
+	if (n->op == TIR_OP_CAST)
+		want = (enum tir_dtype)n->attr[0].i;
+	for (int i = 0; i < n->nin; i++) {
+		const struct tir_node *o = n->in[i];
+		if (o && !(o->op == TIR_OP_CONST && o->data && o->type.dtype == TIR_DTYPE_F32) && !o->type.weak &&
+		    o->type.dtype == TIR_DTYPE_F64)
+			want = TIR_DTYPE_F64;
+	}
+	settle_for(ps, n, want);
+}
+
+/* Settle the pending literals among n's operands to `want`. */
+static void settle_for(struct parser *ps, const struct tir_node *n, enum tir_dtype want)
+{
+	for (size_t k = 0; k < ps->nlits; k++) {
+		struct float_lit *l = &ps->lits[k];
+		bool operand = false;
+		for (int i = 0; i < n->nin; i++)
+			operand |= n->in[i] == l->node;
+		if (!operand || l->node->names)
+			continue;
+		if (want == TIR_DTYPE_F64) {
+			int64_t m = tir_type_numel(&l->node->type);
+			double *d = tir_arena_alloc(&ps->prog->arena, sizeof *d * (size_t)m + 1);
+			if (d) {
+				memcpy(d, l->v, sizeof *d * (size_t)m);
+				l->node->data = d;
+				l->node->type.dtype = TIR_DTYPE_F64;
+			}
+		}
+	}
 }
 
 static struct tir_node *scalar(struct parser *ps, const struct tir_loc *loc, enum tir_dtype dt,
@@ -956,7 +1097,8 @@ static bool parse_number(struct parser *ps, bool *is_int, int64_t *iv, double *f
 
 static bool is_static_op(enum tir_tok k)
 {
-	return k == TIR_TOK_PLUS || k == TIR_TOK_MINUS || k == TIR_TOK_STAR;
+	return k == TIR_TOK_PLUS || k == TIR_TOK_MINUS || k == TIR_TOK_STAR || k == TIR_TOK_SLASHSLASH ||
+	       k == TIR_TOK_PERCENT;
 }
 
 /* A numeric attribute: a number literal, or an integer known when checked
@@ -1029,10 +1171,10 @@ static bool parse_list_rec(struct parser *ps, struct litbuf *lb, int level)
 			bool is_int;
 			int64_t iv;
 			double fv;
-			if (tok_is(ps, &at, "true") || tok_is(ps, &at, "false")) {
+			if (is_bool_word(ps, &at)) {
 				lb->any_bool = true;
 				is_int = true;
-				iv = tok_is(ps, &at, "true");
+				iv = is_true(ps, &at);
 				fv = (double)iv;
 				advance(ps);
 			} else if (static_start(ps)) {
@@ -1132,6 +1274,17 @@ static struct tir_node *parse_list_literal(struct parser *ps, const struct tir_l
 		perr(ps, TIR_ENOMEM, loc, "out of memory");
 		n = NULL;
 		goto out;
+	}
+	if (dt == TIR_DTYPE_F32 && lb.any_float) {
+		struct float_lit l = {.node = n};
+		l.v = tir_arena_alloc(&ps->prog->arena, sizeof *l.v * lb.n + 1);
+		if (!l.v || tir_grow((void **)&ps->lits, &ps->caplits, ps->nlits + 1, sizeof *ps->lits)) {
+			perr(ps, TIR_ENOMEM, loc, "out of memory");
+			n = NULL;
+			goto out;
+		}
+		memcpy(l.v, lb.f, sizeof *l.v * lb.n);
+		ps->lits[ps->nlits++] = l;
 	}
 	for (size_t i = 0; i < lb.n; i++) {
 		switch (dt) {
@@ -1254,13 +1407,28 @@ static bool interp_sum(struct interp *c, int64_t *v, int lvl)
 		if (!interp_factor(c, &t, lvl))
 			return false;
 		interp_blank(c);
-		while (c->s[c->i] == '*') {
+		while (c->s[c->i] == '*' || c->s[c->i] == '%' || (c->s[c->i] == '/' && c->s[c->i + 1] == '/')) {
 			int64_t f;
-			size_t mat = c->i++;
+			size_t mat = c->i;
+			char mop = c->s[c->i];
+			c->i += mop == '/' ? 2 : 1;
 			if (!interp_factor(c, &f, lvl))
 				return false;
-			if (__builtin_mul_overflow(t, f, &t))
+			if (mop == '*') {
+				if (__builtin_mul_overflow(t, f, &t))
+					return interp_fail(c, mat, "integer overflow (the limit is 2^63-1)");
+			} else if (f == 0) {
+				return interp_fail(c, mat, "integer division by zero");
+			} else if (t == INT64_MIN && f == -1) {
 				return interp_fail(c, mat, "integer overflow (the limit is 2^63-1)");
+			} else { /* Python's // and % */
+				int64_t q = t / f, r = t % f;
+				if (r != 0 && (r < 0) != (f < 0)) {
+					q--;
+					r += f;
+				}
+				t = mop == '/' ? q : r;
+			}
 			interp_blank(c);
 		}
 		if (op == '+' ? __builtin_add_overflow(acc, t, &acc) : __builtin_sub_overflow(acc, t, &acc))
@@ -1293,6 +1461,25 @@ static const char *string_value(struct parser *ps, const struct tir_token *t)
 			goto out;
 		} else if (ch == '{') {
 			int64_t v;
+			/* {NAME} of a string: the string */
+			size_t b = i + 1, e;
+			while (b < n && (s[b] == ' ' || s[b] == '\t'))
+				b++;
+			for (e = b; e < n && (s[e] == '_' || (s[e] >= 'a' && s[e] <= 'z') || (s[e] >= 'A' && s[e] <= 'Z') ||
+					      (e > b && s[e] >= '0' && s[e] <= '9'));)
+				e++;
+			size_t m = e;
+			while (m < n && (s[m] == ' ' || s[m] == '\t'))
+				m++;
+			if (e > b && m < n && s[m] == '}') {
+				struct look lk;
+				lookup_name(ps, s + b, e - b, &lk);
+				if (lk.kind == L_STR) {
+					tir_str_add(&d, lk.str, strlen(lk.str));
+					i = m;
+					continue;
+				}
+			}
 			c.i = i + 1;
 			if (!interp_sum(&c, &v, 0))
 				goto out;
@@ -1318,6 +1505,31 @@ static const char *string_value(struct parser *ps, const struct tir_token *t)
 out:
 	tir_str_free(&d);
 	return out;
+}
+
+/* The string a NAME token names (ck = "m.npy"), or NULL. */
+static const char *string_name(struct parser *ps, const struct tir_token *t)
+{
+	if (t->kind != TIR_TOK_NAME)
+		return NULL;
+	struct look lk;
+	lookup_name(ps, ps->lx.src->text + t->off, t->len, &lk);
+	return lk.kind == L_STR ? lk.str : NULL;
+}
+
+/* Whether the current token is a string: a STRING, or a name for one. */
+static bool at_string(struct parser *ps)
+{
+	return ps->tok->kind == TIR_TOK_STRING || string_name(ps, ps->tok);
+}
+
+/* The string at the current token (at_string), consumed; NULL on error
+ * (reported). */
+static const char *take_string(struct parser *ps)
+{
+	const char *v = ps->tok->kind == TIR_TOK_STRING ? string_value(ps, ps->tok) : string_name(ps, ps->tok);
+	advance(ps);
+	return v;
 }
 
 static const char *attr_kind_text(enum tir_attr_kind k)
@@ -1370,6 +1582,58 @@ static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 	return true;
 }
 
+/* A Python tuple where a list of integers is taken: "(" iexpr "," ... ")".
+ * (n) alone is the integer n, as in Python, and may go on as an iexpr:
+ * (n + 1) * 2.  *one when it was a single integer (in a->v[0]). */
+static bool parse_int_tuple(struct parser *ps, struct tir_attr *a, int max, bool *one)
+{
+	struct tir_token open = *ps->tok;
+	advance(ps);
+	int64_t buf[TIR_MAX_RANK * 2];
+	int n = 0;
+	*one = false;
+	if (ps->tok->kind != TIR_TOK_RPAREN) {
+		if (!parse_static(ps, &buf[0], "an integer"))
+			return false;
+		n = 1;
+		if (ps->tok->kind == TIR_TOK_RPAREN) { /* (n): an integer in parentheses */
+			advance(ps);
+			*one = true;
+			if (is_static_op(ps->tok->kind) && !static_expr_rest(ps, buf[0], &buf[0], 0, "an integer"))
+				return false;
+			goto done;
+		}
+		if (!accept(ps, TIR_TOK_COMMA)) {
+			close_bracket(ps, TIR_TOK_RPAREN, &open);
+			return false;
+		}
+	}
+	while (ps->tok->kind != TIR_TOK_RPAREN) {
+		struct tir_token at = *ps->tok;
+		int64_t v;
+		if (!parse_static(ps, &v, "an integer"))
+			return false;
+		if (n >= max) {
+			perr_tok(ps, &at, "too many entries (at most %d)", max);
+			return false;
+		}
+		buf[n++] = v;
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RPAREN, &open))
+		return false;
+done:
+	a->n = n;
+	a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * (size_t)(n > 2 ? n : 2));
+	if (!a->v)
+		return false;
+	memcpy(a->v, buf, sizeof *a->v * (size_t)n);
+	a->i = n ? buf[0] : 0;
+	a->is_list = !*one;
+	return true;
+}
+
 /* An attribute's literal value, of the kind the op's signature says. */
 static bool parse_attr(struct parser *ps, const char *opname, const struct tir_param *prm,
 		       struct tir_attr *a)
@@ -1396,9 +1660,9 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		return true;
 	}
 	case TIR_ATTR_BOOL:
-		if (!tok_is(ps, &at, "true") && !tok_is(ps, &at, "false"))
+		if (!is_bool_word(ps, &at))
 			goto wrong;
-		a->i = tok_is(ps, &at, "true");
+		a->i = is_true(ps, &at);
 		advance(ps);
 		return true;
 	case TIR_ATTR_DTYPE:
@@ -1410,6 +1674,26 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		advance(ps);
 		return true;
 	case TIR_ATTR_SHAPE:
+	case TIR_ATTR_AXES:
+	case TIR_ATTR_PAIR:
+		if (at.kind == TIR_TOK_LPAREN) { /* a tuple: (2, 3) */
+			bool one;
+			if (!parse_int_tuple(ps, a, TIR_MAX_RANK, &one))
+				return false;
+			if (one && prm->kind != TIR_ATTR_AXES) { /* (5) is 5: [5], or the pair [5, 5] */
+				a->v[1] = a->v[0];
+				a->n = prm->kind == TIR_ATTR_PAIR ? 2 : 1;
+				a->is_list = prm->kind == TIR_ATTR_SHAPE;
+			}
+			if (prm->kind == TIR_ATTR_PAIR && a->n != 2) {
+				perr_tok(ps, &at, "%s: '%s' must be an integer or a pair (a, b), got %d entries",
+					 opname, prm->name, a->n);
+				return false;
+			}
+			return true;
+		}
+		if (prm->kind != TIR_ATTR_SHAPE)
+			goto axes;
 		if (at.kind == TIR_TOK_INT || (at.kind != TIR_TOK_MINUS && static_start(ps))) {
 			/* zeros(5) is zeros([5]) */
 			a->n = 1;
@@ -1424,8 +1708,7 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		if (at.kind != TIR_TOK_LBRACKET)
 			goto wrong;
 		return parse_int_list(ps, a, TIR_MAX_RANK);
-	case TIR_ATTR_AXES:
-	case TIR_ATTR_PAIR:
+	axes:
 		if (at.kind == TIR_TOK_LBRACKET) {
 			if (!parse_int_list(ps, a, TIR_MAX_RANK))
 				return false;
@@ -1488,11 +1771,9 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		return true;
 	}
 	case TIR_ATTR_STR:
-		if (at.kind != TIR_TOK_STRING)
+		if (!at_string(ps))
 			goto wrong;
-		a->s = string_value(ps, &at);
-		advance(ps);
-		return a->s != NULL;
+		return (a->s = take_string(ps)) != NULL;
 	case TIR_ATTR_STRS: {
 		if (at.kind != TIR_TOK_LBRACKET)
 			goto wrong;
@@ -1502,7 +1783,7 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 		int n = 0;
 		while (ps->tok->kind != TIR_TOK_RBRACKET) {
 			struct tir_token st = *ps->tok;
-			if (st.kind != TIR_TOK_STRING) {
+			if (!at_string(ps)) {
 				expected(ps, "a string");
 				return false;
 			}
@@ -1510,9 +1791,8 @@ static bool parse_attr(struct parser *ps, const char *opname, const struct tir_p
 				perr_tok(ps, &st, "%s: '%s' has more than %d strings", opname, prm->name, TIR_MAX_STRS);
 				return false;
 			}
-			if (!(buf[n++] = string_value(ps, &st)))
+			if (!(buf[n++] = take_string(ps)))
 				return false;
-			advance(ps);
 			if (!accept(ps, TIR_TOK_COMMA))
 				break;
 		}
@@ -1540,10 +1820,40 @@ wrong:
 		expected(ps, "");
 		return false;
 	}
+	if (np_prefix(ps, &at))
+		return false;
 	tok_desc(ps, &at, got, sizeof got);
-	perr_tok(ps, &at, "%s: '%s' must be %s, got %s", opname, prm->name,
-		 attr_kind_text(prm->kind), got);
+	const char *np = at.kind == TIR_TOK_NAME ? numpy_spelling(ps->lx.src->text + at.off, at.len) : NULL;
+	if (np && prm->kind == TIR_ATTR_DTYPE)
+		perr_tok(ps, &at, "%s: '%s' must be a dtype, got %s; did you mean '%s'?", opname, prm->name, got, np);
+	else
+		perr_tok(ps, &at, "%s: '%s' must be %s, got %s", opname, prm->name,
+			 attr_kind_text(prm->kind), got);
 	return false;
+}
+
+/* A relative load path is relative to the program's file: joined to the
+ * folder of the source's name when that has one (not in the REPL, nor for
+ * a program read from standard input, whose folder is the current one).
+ * The text as written stays in ss[0], for tir fmt. */
+static bool relative_path(struct parser *ps, struct tir_attr *a)
+{
+	const char *name = ps->lx.src->name, *slash = name ? strrchr(name, '/') : NULL;
+	if ((ps->flags & TIR_PARSE_REPL) || !slash || !a->s || a->s[0] == '/' || !a->s[0])
+		return true;
+	size_t dl = (size_t)(slash - name) + 1, pl = strlen(a->s);
+	char *j = tir_arena_alloc(&ps->prog->arena, dl + pl + 1);
+	const char **ss = tir_arena_alloc(&ps->prog->arena, sizeof *ss);
+	if (!j || !ss) {
+		perr(ps, TIR_ENOMEM, NULL, "out of memory");
+		return false;
+	}
+	memcpy(j, name, dl);
+	memcpy(j + dl, a->s, pl + 1);
+	ss[0] = a->s;
+	a->ss = ss;
+	a->s = j;
+	return true;
 }
 
 static const char *op_params_text(const struct tir_opdef *d, char *buf, size_t n)
@@ -1752,6 +2062,10 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 	}
 	if (d->nattr)
 		memcpy(n->attr, attrs, sizeof *n->attr * (size_t)d->nattr);
+	if (op == TIR_OP_LOAD && !relative_path(ps, &n->attr[0])) {
+		n = NULL;
+		goto fail;
+	}
 	if (op == TIR_OP_LOAD) {
 		/* the type is in the file's header; whoever hosts us reads it */
 		struct tir_err e = {0};
@@ -1808,7 +2122,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	case TIR_TOK_STRING:
-		perr_tok(ps, &t, "a string is only a file path for load(...)");
+		perr_tok(ps, &t, "a string is a file path for load(...), or a name's value alone (ck = \"m.npy\")");
 		return NULL;
 	case TIR_TOK_NAME:
 		break;
@@ -1822,9 +2136,9 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return NULL;
 	}
 	const char *s = ps->lx.src->text + t.off;
-	if (tok_is(ps, &t, "true") || tok_is(ps, &t, "false")) {
+	if (is_bool_word(ps, &t)) {
 		advance(ps);
-		return scalar(ps, start, TIR_DTYPE_BOOL, tok_is(ps, &t, "true"), 0);
+		return scalar(ps, start, TIR_DTYPE_BOOL, is_true(ps, &t), 0);
 	}
 	if (tok_is(ps, &t, "inf") || tok_is(ps, &t, "nan")) {
 		advance(ps);
@@ -1852,6 +2166,11 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	}
 	struct look lk;
 	lookup_name(ps, s, t.len, &lk);
+	if (lk.kind == L_STR) {
+		perr_tok(ps, &t, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
+			 "or a device for to(...)", (int)t.len, s);
+		return NULL;
+	}
 	if (lk.kind == L_INT) { /* a loop's index or an int parameter: its value, as a literal */
 		advance(ps);
 		return known_int(ps, start, lk.v);
@@ -1880,6 +2199,17 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	}
 	if (tir_op_lookup(s, t.len) >= 0) {
 		perr_tok(ps, &t, "'%.*s' is an op; call it: %.*s(...)", (int)t.len, s, (int)t.len, s);
+		return NULL;
+	}
+	if (np_prefix(ps, &t))
+		return NULL;
+	if (tok_is(ps, &t, "None")) {
+		perr_tok(ps, &t, "None is a new axis in an index only, as in x[:, None]");
+		return NULL;
+	}
+	const char *np = numpy_spelling(s, t.len);
+	if (np) {
+		perr_tok(ps, &t, "undefined name '%.*s'; did you mean '%s'?", (int)t.len, s, np);
 		return NULL;
 	}
 	const char *sug = tir_program_suggest(ps->prog, s, t.len);
@@ -1918,19 +2248,338 @@ static struct tir_node *binary(struct parser *ps, enum tir_op op, const struct t
 	return checked(ps, n);
 }
 
-/* unary = "-" unary | primary */
+/* A node of op with operand x (at xloc), its attributes at their defaults,
+ * not yet checked (the caller sets attributes, then checked()). */
+static struct tir_node *node1(struct parser *ps, enum tir_op op, struct tir_node *x, const struct tir_loc *xloc,
+			      const struct tir_loc *loc)
+{
+	struct tir_node *n = new_node(ps, op, 1, loc);
+	if (!n)
+		return NULL;
+	n->in[0] = x;
+	n->inloc[0] = *xloc;
+	return n;
+}
+
+/* Set n's integer attribute `name` (int, or a one-entry axes). */
+static void set_int_attr(struct tir_node *n, const char *name, int64_t v, int64_t *store)
+{
+	struct tir_attr *a = &n->attr[tir_op_attr_index(n->op, name)];
+	a->set = true;
+	a->i = v;
+	a->is_int = true;
+	if (store) { /* axes: a list of one */
+		*store = v;
+		a->n = 1;
+		a->v = store;
+	}
+}
+
+/* ---- indexing: NumPy's basic indexing, lowered to movement ops ----
+ * x[2] is squeeze(slice(x, start=2, stop=3), axis=0); x[a:b:s] a slice (a
+ * view); None an unsqueeze; "..." as many ":" as the other items leave;
+ * a tensor of integers a gather along its axis (NumPy's take). */
+
+enum { IX_INT, IX_SLICE, IX_NEW, IX_ALL, IX_TENSOR };
+
+struct index_item {
+	int kind;
+	struct tir_loc loc;
+	int64_t v[3];              /* INT: v[0]; SLICE: start, stop, step */
+	bool set[3];
+	struct tir_node *node;     /* TENSOR */
+	struct tir_loc nloc;
+};
+
+#define MAX_INDEX_ITEMS 32
+
+/* Whether the current token begins an integer known when checked. */
+static bool index_static(struct parser *ps)
+{
+	const struct tir_token *t = ps->tok;
+	if (t->kind == TIR_TOK_INT)
+		return true;
+	if (t->kind == TIR_TOK_MINUS && peek(ps)->kind == TIR_TOK_INT)
+		return true;
+	return t->kind != TIR_TOK_LPAREN && static_start(ps);
+}
+
+static bool slice_bound_end(enum tir_tok k)
+{
+	return k == TIR_TOK_COLON || k == TIR_TOK_COMMA || k == TIR_TOK_RBRACKET;
+}
+
+/* item = "..." | "None" | [iexpr] ":" [iexpr] [":" [iexpr]] | iexpr | expr */
+static bool parse_index_item(struct parser *ps, struct index_item *it)
+{
+	memset(it, 0, sizeof *it);
+	loc_tok(ps, ps->tok, &it->loc);
+	if (ps->tok->kind == TIR_TOK_ELLIPSIS) {
+		advance(ps);
+		it->kind = IX_ALL;
+		return true;
+	}
+	if (tok_is(ps, ps->tok, "None")) {
+		advance(ps);
+		it->kind = IX_NEW;
+		return true;
+	}
+	if (ps->tok->kind != TIR_TOK_COLON) {
+		if (index_static(ps)) {
+			if (!parse_static(ps, &it->v[0], "an index"))
+				return false;
+			it->set[0] = true;
+			it->kind = IX_INT;
+		} else {
+			it->node = parse_expr(ps, &it->nloc);
+			if (!it->node)
+				return false;
+			if (is_int_literal(it->node)) {
+				it->kind = IX_INT;
+				it->v[0] = it->node->ival;
+				it->set[0] = true;
+			} else {
+				it->kind = IX_TENSOR;
+			}
+		}
+		if (ps->tok->kind != TIR_TOK_COLON)
+			return true;
+		if (it->kind == IX_TENSOR) {
+			perr(ps, TIR_ESYNTAX, &it->loc,
+			     "a slice's bounds are integers known when checked, not tensors");
+			return false;
+		}
+	}
+	it->kind = IX_SLICE;
+	it->v[2] = 1;
+	for (int k = 1; k < 3 && ps->tok->kind == TIR_TOK_COLON; k++) {
+		advance(ps);
+		if (slice_bound_end(ps->tok->kind))
+			continue;
+		if (!parse_static(ps, &it->v[k], STATIC_WANT))
+			return false;
+		it->set[k] = true;
+	}
+	return true;
+}
+
+/* index = "[" item { "," item } [","] "]", after the value x */
+static struct tir_node *parse_index(struct parser *ps, struct tir_node *x, const struct tir_loc *xloc)
+{
+	struct tir_token open = *ps->tok;
+	struct tir_loc oloc;
+	loc_tok(ps, &open, &oloc);
+	advance(ps);
+	if (!enter(ps))
+		return NULL;
+	struct index_item items[MAX_INDEX_ITEMS];
+	int n = 0, nconsume = 0, nell = 0, ntensor = 0, nint = 0;
+	while (ps->tok->kind != TIR_TOK_RBRACKET) {
+		if (n == MAX_INDEX_ITEMS) {
+			perr_tok(ps, ps->tok, "too many indices (at most %d)", MAX_INDEX_ITEMS);
+			return NULL;
+		}
+		struct index_item *it = &items[n];
+		if (!parse_index_item(ps, it))
+			return NULL;
+		if (it->kind == IX_ALL && nell++) {
+			perr(ps, TIR_ESYNTAX, &it->loc, "an index can only have a single ellipsis ('...')");
+			return NULL;
+		}
+		nconsume += it->kind == IX_INT || it->kind == IX_SLICE || it->kind == IX_TENSOR;
+		ntensor += it->kind == IX_TENSOR;
+		nint += it->kind == IX_INT;
+		n++;
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	if (!close_bracket(ps, TIR_TOK_RBRACKET, &open))
+		return NULL;
+	if (n == 0) {
+		perr(ps, TIR_ESYNTAX, &oloc, "an empty index: write x[...] for all of x");
+		return NULL;
+	}
+	ps->depth--;
+	ps->called = true; /* a print's header says what was written */
+	char sx[TIR_TYPE_STRLEN];
+	int rank = x->type.rank;
+	if (nconsume > rank) {
+		perr(ps, TIR_ETYPE, &oloc, "too many indices for %s: it has %d ax%s, indexed with %d",
+		     tir_type_str(&x->type, sx, sizeof sx), rank, rank == 1 ? "is" : "es", nconsume);
+		return NULL;
+	}
+	if (ntensor > 1 || (ntensor && nint)) {
+		for (int i = 0; i < n; i++)
+			if (items[i].kind == IX_TENSOR && (ntensor > 1 || nint)) {
+				perr(ps, TIR_EUNSUPPORTED, &items[i].loc,
+				     ntensor > 1 ? "one tensor index at most (NumPy's advanced indexing of several is not supported)"
+						 : "a tensor index beside an integer index is not supported: "
+						   "write the integer as a slice (i:i+1) and squeeze after");
+				return NULL;
+			}
+	}
+	struct tir_node *cur = x;
+	struct tir_loc curloc = *xloc;
+	int ax = 0, oax = 0; /* axis of x, axis of cur */
+	for (int i = 0; i < n; i++) {
+		struct index_item *it = &items[i];
+		struct tir_node *m = NULL;
+		int64_t dim = ax < rank ? x->type.shape[ax] : 0;
+		switch (it->kind) {
+		case IX_ALL:
+			ax += rank - nconsume;
+			oax += rank - nconsume;
+			continue;
+		case IX_NEW:
+			m = node1(ps, TIR_OP_UNSQUEEZE, cur, &curloc, &it->loc);
+			if (!m)
+				return NULL;
+			set_int_attr(m, "axis", oax, NULL);
+			oax++;
+			break;
+		case IX_SLICE:
+			ax++;
+			if (!it->set[0] && !it->set[1] && it->v[2] == 1) {
+				oax++; /* ':' takes the axis whole */
+				continue;
+			}
+			m = node1(ps, TIR_OP_SLICE, cur, &curloc, &it->loc);
+			if (!m)
+				return NULL;
+			set_int_attr(m, "axis", oax, NULL);
+			if (it->set[0])
+				set_int_attr(m, "start", it->v[0], NULL);
+			if (it->set[1])
+				set_int_attr(m, "stop", it->v[1], NULL);
+			set_int_attr(m, "step", it->v[2], NULL);
+			oax++;
+			break;
+		case IX_INT: {
+			int64_t k = it->v[0];
+			if (k < -dim || k >= dim) {
+				perr(ps, TIR_ETYPE, &it->loc, "index %lld is out of bounds for axis %d with size %lld",
+				     (long long)k, ax, (long long)dim);
+				return NULL;
+			}
+			if (k < 0)
+				k += dim;
+			ax++;
+			m = node1(ps, TIR_OP_SLICE, cur, &curloc, &it->loc);
+			if (!m)
+				return NULL;
+			set_int_attr(m, "axis", oax, NULL);
+			set_int_attr(m, "start", k, NULL);
+			set_int_attr(m, "stop", k + 1, NULL);
+			if (!(m = checked(ps, m)))
+				return NULL;
+			cur = m;
+			int64_t *store = tir_arena_alloc(&ps->prog->arena, sizeof *store);
+			if (!store || !(m = node1(ps, TIR_OP_SQUEEZE, cur, &curloc, &it->loc)))
+				return NULL;
+			set_int_attr(m, "axis", oax, store);
+			break;
+		}
+		case IX_TENSOR:
+			if (it->node->type.dtype == TIR_DTYPE_BOOL) {
+				perr(ps, TIR_EUNSUPPORTED, &it->loc,
+				     "a bool index (a mask) picks a number of elements known only when run; "
+				     "use where(mask, x, 0) instead");
+				return NULL;
+			}
+			ax++;
+			m = new_node(ps, TIR_OP_GATHER, 2, &it->loc);
+			if (!m)
+				return NULL;
+			m->in[0] = cur;
+			m->inloc[0] = curloc;
+			m->in[1] = it->node;
+			m->inloc[1] = it->nloc;
+			set_int_attr(m, "axis", oax, NULL);
+			oax += it->node->type.rank;
+			break;
+		}
+		if (!(m = checked(ps, m)))
+			return NULL;
+		cur = m;
+	}
+	return cur;
+}
+
+/* What follows "." after a value: T, or a helpful error. */
+static struct tir_node *parse_dot(struct parser *ps, struct tir_node *x, const struct tir_loc *xloc)
+{
+	advance(ps); /* '.' */
+	struct tir_token t = *ps->tok;
+	if (t.kind != TIR_TOK_NAME) {
+		expected(ps, "'T' after '.' (x.T reverses the axes)");
+		return NULL;
+	}
+	const char *s = ps->lx.src->text + t.off;
+	if (tok_is(ps, &t, "T")) {
+		struct tir_loc loc;
+		loc_tok(ps, &t, &loc);
+		advance(ps);
+		ps->called = true;
+		return checked(ps, node1(ps, TIR_OP_TRANSPOSE, x, xloc, &loc));
+	}
+	if (tir_op_lookup(s, t.len) >= 0)
+		perr_tok(ps, &t, "tir has no methods: write %.*s(x, ...) for x.%.*s(...)", (int)t.len, s, (int)t.len, s);
+	else
+		perr_tok(ps, &t, "'.%.*s': the only attribute is .T (the axes reversed)", (int)t.len, s);
+	return NULL;
+}
+
+/* postfix = primary { index | "." "T" } */
+static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *x = parse_primary(ps, start);
+	int chain = 0;
+	while (x && (ps->tok->kind == TIR_TOK_LBRACKET || ps->tok->kind == TIR_TOK_DOT)) {
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		x = ps->tok->kind == TIR_TOK_DOT ? parse_dot(ps, x, start) : parse_index(ps, x, start);
+	}
+	ps->depth -= chain;
+	return x;
+}
+
+static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start);
+
+/* power = postfix [ "**" unary ]   (right-associative: 2**3**2 is 2**9) */
+static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_postfix(ps, start);
+	if (!a || ps->tok->kind != TIR_TOK_STARSTAR)
+		return a;
+	struct tir_token optok = *ps->tok;
+	advance(ps);
+	if (!enter(ps))
+		return NULL;
+	struct tir_loc bloc;
+	struct tir_node *b = parse_unary(ps, &bloc);
+	ps->depth--;
+	return b ? binary(ps, TIR_OP_POW, &optok, a, start, b, &bloc) : NULL;
+}
+
+/* unary = "-" NUMBER | ( "-" | "+" | "~" ) unary | power
+ * (-2**2 is -(2**2), as in Python) */
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 {
-	if (ps->tok->kind != TIR_TOK_MINUS)
-		return parse_primary(ps, start);
+	enum tir_tok k = ps->tok->kind;
+	if (k != TIR_TOK_MINUS && k != TIR_TOK_PLUS && k != TIR_TOK_TILDE)
+		return parse_power(ps, start);
 	struct tir_token minus = *ps->tok;
 	loc_tok(ps, &minus, start);
 	advance(ps);
 	if (!enter(ps))
 		return NULL;
-	/* -NUMBER (and -inf, -nan) is a literal, not neg(NUMBER) */
-	if (ps->tok->kind == TIR_TOK_INT || ps->tok->kind == TIR_TOK_FLOAT ||
-	    tok_is(ps, ps->tok, "inf") || tok_is(ps, ps->tok, "nan")) {
+	/* -NUMBER (and -inf, -nan) is a literal, not neg(NUMBER), unless a ** follows */
+	if (k == TIR_TOK_MINUS &&
+	    (ps->tok->kind == TIR_TOK_INT || ps->tok->kind == TIR_TOK_FLOAT || tok_is(ps, ps->tok, "inf") ||
+	     tok_is(ps, ps->tok, "nan")) &&
+	    peek(ps)->kind != TIR_TOK_STARSTAR && peek(ps)->kind != TIR_TOK_LBRACKET &&
+	    peek(ps)->kind != TIR_TOK_DOT) {
 		struct tir_token t = *ps->tok;
 		advance(ps);
 		ps->depth--;
@@ -1944,17 +2593,22 @@ static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 	ps->depth--;
 	if (!x)
 		return NULL;
+	if (k == TIR_TOK_PLUS)
+		return x;
+	if (k == TIR_TOK_TILDE) {
+		if (x->type.dtype != TIR_DTYPE_BOOL) {
+			perr(ps, TIR_ETYPE, start, "'~' is logical not, on bool; %s has no bitwise ops",
+			     tir_dtype_name(x->type.dtype));
+			return NULL;
+		}
+		return checked(ps, node1(ps, TIR_OP_NOT, x, &inner, start));
+	}
 	if (x->known_int && is_int_literal(x) && x->ival != INT64_MIN)
 		return known_int(ps, start, -x->ival); /* -i */
-	struct tir_node *n = new_node(ps, TIR_OP_NEG, 1, start);
-	if (!n)
-		return NULL;
-	n->in[0] = x;
-	n->inloc[0] = inner;
-	return checked(ps, n);
+	return checked(ps, node1(ps, TIR_OP_NEG, x, &inner, start));
 }
 
-/* term = unary { ("*" | "/" | "@") unary } */
+/* term = unary { ("*" | "/" | "//" | "%" | "@") unary } */
 static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 {
 	struct tir_node *a = parse_unary(ps, start);
@@ -1964,6 +2618,8 @@ static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 		switch (ps->tok->kind) {
 		case TIR_TOK_STAR: op = TIR_OP_MUL; break;
 		case TIR_TOK_SLASH: op = TIR_OP_DIV; break;
+		case TIR_TOK_SLASHSLASH: op = TIR_OP_FLOOR_DIVIDE; break;
+		case TIR_TOK_PERCENT: op = TIR_OP_MOD; break;
 		case TIR_TOK_AT: op = TIR_OP_MATMUL; break;
 		default: goto done;
 		}
@@ -1983,8 +2639,8 @@ done:
 	return a;
 }
 
-/* expr = term { ("+" | "-") term } */
-static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
+/* arith = term { ("+" | "-") term } */
+static struct tir_node *parse_arith(struct parser *ps, struct tir_loc *start)
 {
 	struct tir_node *a = parse_term(ps, start);
 	int chain = 0;
@@ -2005,6 +2661,107 @@ static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 	return a;
 }
 
+/* and(a, b) or or(a, b) for "&" "|": on bool only. */
+static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct tir_token *optok,
+				struct tir_node *a, const struct tir_loc *aloc, struct tir_node *b,
+				const struct tir_loc *bloc)
+{
+	const struct tir_node *bad = a->type.dtype != TIR_DTYPE_BOOL ? a : b->type.dtype != TIR_DTYPE_BOOL ? b : NULL;
+	if (bad) {
+		perr(ps, TIR_ETYPE, bad == a ? aloc : bloc,
+		     "'%c' is logical %s, on bool; %s has no bitwise ops (compare first: (x > 0) %c (y > 0))",
+		     op == TIR_OP_AND ? '&' : '|', op == TIR_OP_AND ? "and" : "or", tir_dtype_name(bad->type.dtype),
+		     op == TIR_OP_AND ? '&' : '|');
+		return NULL;
+	}
+	return binary(ps, op, optok, a, aloc, b, bloc);
+}
+
+/* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
+static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_arith(ps, start);
+	int chain = 0;
+	while (a && ps->tok->kind == TIR_TOK_AMP) {
+		struct tir_token optok = *ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_arith(ps, &bloc);
+		if (!b)
+			return NULL;
+		a = logical(ps, TIR_OP_AND, &optok, a, start, b, &bloc);
+	}
+	ps->depth -= chain;
+	return a;
+}
+
+static struct tir_node *parse_bitor(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_bitand(ps, start);
+	int chain = 0;
+	while (a && ps->tok->kind == TIR_TOK_PIPE) {
+		struct tir_token optok = *ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_bitand(ps, &bloc);
+		if (!b)
+			return NULL;
+		a = logical(ps, TIR_OP_OR, &optok, a, start, b, &bloc);
+	}
+	ps->depth -= chain;
+	return a;
+}
+
+static int compare_op(enum tir_tok k)
+{
+	switch (k) {
+	case TIR_TOK_LT: return TIR_OP_LT;
+	case TIR_TOK_LE: return TIR_OP_LE;
+	case TIR_TOK_GT: return TIR_OP_GT;
+	case TIR_TOK_GE: return TIR_OP_GE;
+	case TIR_TOK_EQ: return TIR_OP_EQ;
+	case TIR_TOK_NE: return TIR_OP_NE;
+	default: return -1;
+	}
+}
+
+/* expr = bitor { ("<" | "<=" | ">" | ">=" | "==" | "!=") bitor }
+ * A chain is Python's: a < b < c is (a < b) & (b < c). */
+static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_bitor(ps, start);
+	struct tir_node *acc = NULL;
+	struct tir_loc aloc = *start;
+	int chain = 0, op;
+	while (a && (op = compare_op(ps->tok->kind)) >= 0) {
+		struct tir_token optok = *ps->tok;
+		advance(ps);
+		if (!enter(ps))
+			return NULL;
+		chain++;
+		struct tir_loc bloc;
+		struct tir_node *b = parse_bitor(ps, &bloc);
+		if (!b)
+			return NULL;
+		struct tir_node *c = binary(ps, (enum tir_op)op, &optok, a, &aloc, b, &bloc);
+		if (!c)
+			return NULL;
+		acc = acc ? binary(ps, TIR_OP_AND, &optok, acc, start, c, &aloc) : c;
+		if (!acc)
+			return NULL;
+		a = b;
+		aloc = bloc;
+	}
+	ps->depth -= chain;
+	return acc ? acc : a;
+}
+
 /* ---- statements ---- */
 
 /* type = DTYPE "[" [ INT { "," INT } [","] ] "]" */
@@ -2013,6 +2770,12 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 	struct tir_token t = *ps->tok;
 	int dt = t.kind == TIR_TOK_NAME ? tir_dtype_from_name(ps->lx.src->text + t.off, t.len) : -1;
 	if (dt < 0) {
+		const char *np = t.kind == TIR_TOK_NAME ? numpy_spelling(ps->lx.src->text + t.off, t.len) : NULL;
+		if (np) {
+			perr_tok(ps, &t, "expected a type such as f32[2, 3], got '%.*s'; did you mean '%s'?", (int)t.len,
+				 ps->lx.src->text + t.off, np);
+			return false;
+		}
 		expected(ps, "a type such as f32[2, 3]");
 		return false;
 	}
@@ -2185,11 +2948,12 @@ static void commit_one(struct parser *ps)
 	struct tir_program *p = ps->prog;
 	if (!ps->pend.name)
 		return;
-	bool ok = !ps->stmt_failed && ps->pend.node;
+	bool ok = !ps->stmt_failed && (ps->pend.node || ps->pend.str);
 	bool nested = ps->nframes > 0;
-	if (!ok && (nested || (ps->flags & TIR_PARSE_REPL)))
-		return; /* the old binding stays (nested: the top-level statement undoes all) */
 	struct frame *fr = scope_call(ps);
+	if (!ok && (fr || (ps->flags & TIR_PARSE_REPL)))
+		return; /* the old binding stays (in a call: the top-level statement undoes all) */
+	/* in a file, a loop's failed statement poisons its name as a top-level one does */
 	size_t nbind = p->nbind;
 	struct tir_binding *b = fr ? local_binding(ps, fr, ps->pend.name, ps->pend.len, true)
 				   : bind_name(p, ps->pend.name, ps->pend.len, ps->pend.hash);
@@ -2210,9 +2974,14 @@ static void commit_one(struct parser *ps)
 		b->owner = 0; /* bound at the top level: the program's name now */
 	b->loc = ps->pend.loc;
 	b->node = NULL; /* poisoned unless the statement is whole */
+	b->str = NULL;
 	b->unbound = false;
 	if (!ok)
 		return;
+	if (ps->pend.str) { /* a string is the parser's alone: no statement, no node */
+		b->str = ps->pend.str;
+		return;
+	}
 	struct tir_stmt *st = new_stmt(ps, ps->pend.kind, &ps->pend.loc);
 	if (!st)
 		return;
@@ -2255,6 +3024,7 @@ static void undo_bindings(struct parser *ps)
 	while (ps->nbundo > 0) {
 		const struct bind_undo *u = &ps->bundo[--ps->nbundo];
 		struct tir_binding *b = &p->bind[u->index];
+		b->str = NULL;
 		if (!repl) {
 			b->node = NULL;
 		} else if (u->was_new) {
@@ -2349,8 +3119,22 @@ static void parse_bind(struct parser *ps)
 		expected(ps, "'='");
 		return;
 	}
+	enum tir_tok after = peek(ps)->kind;
+	if (at_string(ps) && (after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE)) {
+		/* a name for a string: ck = "m.safetensors" */
+		if (has_ann) {
+			perr(ps, TIR_ETYPE, &annloc, "a string has no tensor type: write %.*s = \"...\"", (int)nt.len, s);
+			return;
+		}
+		ps->pend.str = take_string(ps);
+		return;
+	}
 	struct tir_loc eloc;
 	struct tir_node *n = parse_expr(ps, &eloc);
+	if (n && has_ann && ann.dtype == TIR_DTYPE_F64) { /* x: f64[2] = [0.1, 0.2]: the literal is f64 */
+		struct tir_node view = {.op = TIR_OP_CONST, .nin = 1, .in = &n};
+		settle_for(ps, &view, TIR_DTYPE_F64);
+	}
 	if (n && has_ann && !tir_type_equal(&ann, &n->type)) {
 		char a[TIR_TYPE_STRLEN], v[TIR_TYPE_STRLEN];
 		perr(ps, TIR_ETYPE, &annloc, "annotation says %s but the value is %s%s",
@@ -2486,9 +3270,38 @@ static void parse_multi_bind(struct parser *ps)
 
 /* Skip the rest of a failed statement: to the end of its line, or of the
  * block it opened. */
+/* Whether a line feed comes between byte prev and the current token. */
+static bool starts_line(const struct parser *ps, uint32_t prev)
+{
+	const char *t = ps->lx.src->text;
+	return prev < ps->tok->off && memchr(t + prev, '\n', ps->tok->off - prev) != NULL;
+}
+
+/* Whether the current token begins a statement beyond doubt: NAME "=",
+ * NAME ":", or print, input, fn, for before a name. */
+static bool starts_statement(struct parser *ps)
+{
+	const struct tir_token *t = ps->tok;
+	if (t->kind != TIR_TOK_NAME)
+		return false;
+	enum tir_tok k = peek(ps)->kind;
+	if (tok_is(ps, t, "print"))
+		return true;
+	return k == TIR_TOK_ASSIGN || k == TIR_TOK_COLON ||
+	       ((tok_is(ps, t, "input") || tok_is(ps, t, "fn") || tok_is(ps, t, "for")) && k == TIR_TOK_NAME);
+}
+
 static void skip_statement(struct parser *ps)
 {
 	int braces = 0;
+	/* A bracket left open ran the statement into the next line, which
+	 * begins a statement of its own (NAME "=" ...): that one is parsed, so
+	 * the errors further down are found.  (A mismatched closer within a
+	 * line keeps the old reading: the rest is skipped.) */
+	if (ps->lx.depth > 0 && starts_line(ps, ps->prev_end) && starts_statement(ps)) {
+		ps->lx.depth = 0;
+		return;
+	}
 	while (ps->tok->kind != TIR_TOK_EOF && (braces > 0 || ps->tok->kind != TIR_TOK_NEWLINE)) {
 		if (ps->tok->kind == TIR_TOK_LBRACE)
 			braces++;
@@ -2499,16 +3312,6 @@ static void skip_statement(struct parser *ps)
 		lex_ahead(ps);
 	}
 }
-
-/* ---- blocks: loops and functions ----
- * Nothing is stored of a block but where its text is: a loop's body is
- * parsed again for each value of its index, a function's body for each
- * call, so each copy is typed with what it is given, as if written out.
- * The expanded program is the statements these make (tir fmt prints it).
- * Hostile text stays cheap: every loop and call is charged the tokens it
- * reads again, and one that would pass TIR_MAX_EXPANDED with the loops
- * around it counted (its count times theirs times its body's length) is
- * refused before it starts. */
 
 struct scan {
 	uint32_t end_off, end_line;  /* just past the closing '}', and its line */
@@ -2625,6 +3428,9 @@ static void end_expected(struct parser *ps)
 	tok_desc(ps, ps->tok, got, sizeof got);
 	if (ps->tok->kind == TIR_TOK_ERROR)
 		lex_error(ps, ps->tok);
+	else if (ps->tok->kind == TIR_TOK_ASSIGN && (ps->flags & TIR_PARSE_REPL))
+		perr_tok(ps, ps->tok, "only a name can be assigned: a tensor is never changed in place "
+				      "(x[0] = v has no meaning here; build a new one with where, concat or pad)");
 	else
 		perr_tok(ps, ps->tok, "expected the end of the statement, got %s", got);
 }
@@ -2878,6 +3684,11 @@ static void unknown_call(struct parser *ps, const struct tir_token *t)
 		perr_tok(ps, t, "range(...) is a loop's count only, as in: for i in range(4) { ... }");
 		return;
 	}
+	const char *np = numpy_spelling(s, n);
+	if (np) {
+		perr_tok(ps, t, "unknown op '%.*s'; did you mean '%s'?", (int)n, s, np);
+		return;
+	}
 	const char *sug = tir_op_suggest(s, n);
 	if (!p->nfuncs) {
 		if (sug)
@@ -2929,6 +3740,17 @@ static struct tir_node *parse_fn_call(struct parser *ps, struct tir_func *f, con
 			goto out;
 		}
 		struct fn_arg *a = &args[nargs++];
+		enum tir_tok after = peek(ps)->kind;
+		a->str = NULL;
+		if (at_string(ps) && (after == TIR_TOK_COMMA || after == TIR_TOK_RPAREN)) {
+			a->is_int = false;
+			a->node = NULL;
+			if (!(a->str = take_string(ps)))
+				goto out;
+			if (!accept(ps, TIR_TOK_COMMA))
+				break;
+			continue;
+		}
 		/* an integer known when checked?  tried quietly, else a tensor */
 		struct pos mark;
 		save_pos(ps, &mark, false);
@@ -3054,7 +3876,10 @@ static void parse_statement(struct parser *ps)
 		struct tir_token at = *t;
 		struct tir_loc l;
 		/* parse it anyway: its own errors come first */
-		if (parse_expr(ps, &l) && !ps->stmt_failed)
+		if (parse_expr(ps, &l) && !ps->stmt_failed && ps->tok->kind == TIR_TOK_ASSIGN)
+			perr_tok(ps, ps->tok, "only a name can be assigned: a tensor is never changed in place "
+					      "(x[0] = v has no meaning here; build a new one with where, concat or pad)");
+		else if (!ps->stmt_failed)
 			perr_tok(ps, &at, top ? "an expression alone does nothing in a file; write 'print ...' or 'NAME = ...'"
 					      : "an expression alone does nothing here; write 'NAME = ...'");
 	}
@@ -3078,6 +3903,7 @@ static void parse_statements(struct parser *ps)
 		parse_statement(ps);
 		if (!ps->stmt_failed && ps->tok->kind != TIR_TOK_NEWLINE && ps->tok->kind != TIR_TOK_EOF)
 			end_expected(ps);
+		ps->nlits = 0; /* a float list literal not settled by its use is f32 */
 		if (ps->stmt_failed) {
 			/* nothing of a failed statement stays in the graph */
 			ps->prog->nnodes = nodes_before;
@@ -3165,6 +3991,7 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	free(ps.undo);
 	free(ps.bundo);
 	free(ps.findex);
+	free(ps.lits);
 	return p->nerrors ? -ps.first_code : 0;
 }
 

@@ -107,8 +107,8 @@ void tir_render_attr(const struct tir_param *prm, const struct tir_attr *a, stru
 		}
 		tir_str_add(out, "]", 1);
 		break;
-	case TIR_ATTR_STR:
-		render_string(a->s, out);
+	case TIR_ATTR_STR: /* as written: a load path made relative to the program's folder keeps its text */
+		render_string(a->ss ? a->ss[0] : a->s, out);
 		break;
 	case TIR_ATTR_STRS:
 		tir_str_add(out, "[", 1);

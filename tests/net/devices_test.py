@@ -31,7 +31,14 @@ TIR = sys.argv[1] if len(sys.argv) > 1 else "build/tir"
 tirnet.TIR = TIR
 C = devcheck.Checks(TIR, "tir-devices.")  # its directory removed at the end (main)
 TMP = C.tmp
-check, tir, write, npy = C.check, C.tir, C.write, C.npy
+check, tir, npy = C.check, C.tir, C.npy
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "examples")
+
+
+def write(name, text):
+    """C.write, with the examples' data named by absolute path: a relative
+    load path is relative to the program's file, here in a temporary folder."""
+    return C.write(name, text.replace('load("docs/examples/', 'load("%s/' % EXAMPLES))
 
 
 def runs(srv):

@@ -125,6 +125,29 @@ static void test_kinds(void)
 	TOK(L, 5, TIR_TOK_EOF, "", 1, 6);
 	done(L);
 
+	/* Python's operators: the two-character ones whole, . and ... */
+	L = lexs("a**b//c%d<e<=f>g>=h==i!=j&k|~l.T[...]=.5");
+	{
+		static const struct { enum tir_tok k; const char *text; uint32_t col; } want[] = {
+			{TIR_TOK_NAME, "a", 1}, {TIR_TOK_STARSTAR, "**", 2}, {TIR_TOK_NAME, "b", 4},
+			{TIR_TOK_SLASHSLASH, "//", 5}, {TIR_TOK_NAME, "c", 7}, {TIR_TOK_PERCENT, "%", 8},
+			{TIR_TOK_NAME, "d", 9}, {TIR_TOK_LT, "<", 10}, {TIR_TOK_NAME, "e", 11},
+			{TIR_TOK_LE, "<=", 12}, {TIR_TOK_NAME, "f", 14}, {TIR_TOK_GT, ">", 15},
+			{TIR_TOK_NAME, "g", 16}, {TIR_TOK_GE, ">=", 17}, {TIR_TOK_NAME, "h", 19},
+			{TIR_TOK_EQ, "==", 20}, {TIR_TOK_NAME, "i", 22}, {TIR_TOK_NE, "!=", 23},
+			{TIR_TOK_NAME, "j", 25}, {TIR_TOK_AMP, "&", 26}, {TIR_TOK_NAME, "k", 27},
+			{TIR_TOK_PIPE, "|", 28}, {TIR_TOK_TILDE, "~", 29}, {TIR_TOK_NAME, "l", 30},
+			{TIR_TOK_DOT, ".", 31}, {TIR_TOK_NAME, "T", 32}, {TIR_TOK_LBRACKET, "[", 33},
+			{TIR_TOK_ELLIPSIS, "...", 34}, {TIR_TOK_RBRACKET, "]", 37}, {TIR_TOK_ASSIGN, "=", 38},
+			{TIR_TOK_FLOAT, ".5", 39},
+		};
+		for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+			TOK(L, (int)k, want[k].k, want[k].text, 1, want[k].col);
+		CHECK(!strcmp(tir_tok_name(TIR_TOK_STARSTAR), "'**'"));
+		CHECK(!strcmp(tir_tok_name(TIR_TOK_ELLIPSIS), "'...'"));
+	}
+	done(L);
+
 	/* empty input, and input of only blanks and comments */
 	L = lexs("");
 	CHECK(L->n == 1 && L->t[0].kind == TIR_TOK_EOF && L->t[0].line == 1 && L->t[0].col == 1);
@@ -368,8 +391,8 @@ static void test_errors(void)
 		{"9223372036854775808", 0, "9223372036854775808", 1, "too large"},
 		{"99999999999999999999999", 0, "99999999999999999999999", 1, "too large"},
 		{"a $ b", 1, "$", 3, "unexpected character '$'"},
-		{"a ! b", 1, "!", 3, "unexpected character '!'"},
-		{"a . b", 1, ".", 3, "unexpected character '.'"},
+		{"a ! b", 1, "!", 3, "unexpected character '!' (not is ~"},
+		{"a ? b", 1, "?", 3, "unexpected character '?'"},
 		{"x \xff", 1, "\xff", 3, "unexpected byte 0xff"},
 		{"x \x80", 1, "\x80", 3, "unexpected byte 0x80"},
 		{"x \x01", 1, "\x01", 3, "unexpected byte 0x01"},

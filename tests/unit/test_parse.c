@@ -545,7 +545,9 @@ static void test_arguments(void)
 	EXPECT_ERR("y = f32", TIR_ESYNTAX, "is a dtype, not a value");
 	EXPECT_ERR("y = input(1)", TIR_ESYNTAX, "unknown op 'input'");
 	EXPECT_ERR("y = const(1)", TIR_ESYNTAX, "unknown op 'const'");
-	EXPECT_ERR("y = \"s\"", TIR_ESYNTAX, "only a file path");
+	EXPECT_ERR("y = \"s\" + 1", TIR_ESYNTAX, "a string is a file path");
+	EXPECT_ERR("y = \"s\"\nprint y", TIR_ESYNTAX, "'y' names a string");
+	EXPECT_ERR("y: f32[] = \"s\"", TIR_ETYPE, "a string has no tensor type");
 	EXPECT_ERR("abc = 1\ny = abd", TIR_ESYNTAX, "undefined name 'abd'; did you mean 'abc'?");
 	EXPECT_ERR("y = nothing", TIR_ESYNTAX, "undefined name 'nothing'");
 }
@@ -875,6 +877,14 @@ static void test_limits(void)
 /* ---- the canonical form round trip ---- */
 
 static const char *const programs[] = {
+	/* Python's operators, NumPy's indexing, tuples, names for strings */
+	"input x: f32[2, 3, 4]\n"
+	"ck = \"cpu\"\n"
+	"a = x[1, ::-1, None, ...] ** 2 // 3.0 % 2.0\n"
+	"b = (x > 1.0) & ~(x == 2.0) | (x != 3.0) & (0.0 <= x < 5.0)\n"
+	"c = to(x.T[[2, 0]], ck)\n"
+	"d: f64[2] = [0.1, 100000001.0]\n"
+	"print a, b, c, -2 ** 2, zeros((2, 3)), sum(x, axis=(0, 1), keepdims=True), d + cast(x[0, 0, :2], f64)\n",
 	/* 1: the two-layer perceptron of the README */
 	"# model.tir\n"
 	"input x: f32[64, 784]\n"
@@ -913,7 +923,7 @@ static const char *const programs[] = {
 	/* 5: every binary op, weak scalars on either side */
 	"input x: f32[2, 3]\ninput y: f32[3]\ninput i: i32[2, 3]\ninput b: bool[3]\n"
 	"a = add(x, y)\nc = sub(1, x)\nd = mul(i, 2)\ne = div(i, 0.5)\nf = pow(x, 2)\ng = maximum(x, y)\n"
-	"h = minimum(b, b)\nk = mod(i, 3)\nl = eq(x, y)\nm = ne(i, 2)\nn = lt(x, 0)\no = le(2.5, x)\n"
+	"h = minimum(b, b)\nk = mod(i, 3)\nk2 = floor_divide(i, -3)\nl = eq(x, y)\nm = ne(i, 2)\nn = lt(x, 0)\no = le(2.5, x)\n"
 	"p = gt(i, x)\nq = ge(x, -1)\nr = and(b, x)\ns = or(b, true)\nt = where(b, x, 0)\n"
 	"u = where(gt(x, 0), i, 1.5)\nv = clip(x, 0, 6)\nw = clip(i, -1, y)\nz = 1 + 2 * 3\n"
 	"print x + y - 1, x * y / 2, true\n",
