@@ -7,7 +7,7 @@ OPT      ?= -O2 -g
 WERROR   ?= -Werror
 WARN     := -std=c11 -Wall -Wextra $(WERROR) -Wshadow -Wundef -Wwrite-strings \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
-PKGS     := jansson openblas libedit sleef
+PKGS     := jansson openblas libedit sleef libprotobuf-c libpcre2-8
 # lib/net's libraries load only when a remote or the server is used (see
 # NET_SO below): linked into tir they would be loaded at every start.
 NET_PKGS := libmicrohttpd libcurl libcrypto jansson
@@ -31,7 +31,9 @@ endif
 DEB_PKGS := build-essential pkg-config libjansson-dev \
             libopenblas-dev libmicrohttpd-dev libcurl4-openssl-dev \
             libedit-dev libssl-dev libsleef-dev python3-numpy openssl graphviz \
-            libopenmpi-dev openmpi-bin
+            libopenmpi-dev openmpi-bin \
+            libprotobuf-c-dev protobuf-c-compiler libonnx-dev libpcre2-dev \
+            libonnx-testdata python3-onnx
 # MPI (server groups, docs/groups.md) is optional: libtir-mpi.so is built
 # only when pkg-config finds it (ompi-c, else mpi).  NO_MPI=1 builds as if
 # it found none.
@@ -66,7 +68,11 @@ MPI_SRC  := $(sort $(wildcard lib/mpi/*.c))
 MPI_OBJ  := $(MPI_SRC:%.c=$(BUILD)/%.o)
 MPI_SO   := $(if $(and $(MPI_LIBS),$(if $(NO_MPI),,1)),$(BUILD)/libtir-mpi.so)
 LIB_SRC  := $(filter-out $(NET_SRC) $(MPI_SRC),$(sort $(wildcard lib/*/*.c)))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# lib/onnx reads models with protobuf-c over Debian's own onnx.proto
+# (libonnx-dev), generated here at build time: $(BUILD)/gen/onnx/onnx.pb-c.[ch].
+ONNX_PROTO := /usr/include/onnx/onnx.proto
+ONNX_GEN := $(BUILD)/gen/onnx/onnx.pb-c.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ONNX_GEN:.c=.o)
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -174,6 +180,15 @@ $(MPI_OBJ): CFLAGS += -fPIC
 $(MPI_OBJ): CPPFLAGS += $(MPI_CFLAGS)
 $(BUILD)/libtir-mpi.so: $(MPI_OBJ)
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-Bsymbolic -o $@ $(MPI_OBJ) $(MPI_LIBS) -pthread
+
+$(ONNX_GEN): $(ONNX_PROTO) $(BUILD)/pkg.mk
+	@mkdir -p $(BUILD)/gen
+	$(call SAY,PROTOC,$@)protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)).. onnx/onnx.proto
+$(ONNX_GEN:.c=.h): $(ONNX_GEN)
+$(ONNX_GEN:.c=.o): $(ONNX_GEN)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+$(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): CPPFLAGS += -I$(BUILD)/gen
+$(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): $(ONNX_GEN:.c=.h)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)

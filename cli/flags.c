@@ -44,6 +44,14 @@ const struct cli_cmd cli_cmds[CMD_COUNT] = {
 			 "it would be: a header that lies (offsets out of range or overlapping, a\n"
 			 "shape that disagrees with its bytes) is an error, exit status 1.\n",
 			 NULL, NULL, cli_inspect},
+	[CMD_IMPORT] = {"import", "MODEL.onnx", "model", "an ONNX model as a tir program and its weights",
+			"An ONNX model (opsets 7 to 17) as a readable tir program: one or a few\n"
+			"statements per node, each node's name and op in a comment, its\n"
+			"initializers in a .safetensors file beside it read with load()\n"
+			"(docs/onnx.md).  Shapes are static: a symbolic dimension must be fixed\n"
+			"with --dim.  A model with ops tir cannot import is refused, every such\n"
+			"node listed.  tir run MODEL.onnx imports and runs it in one go.\n",
+			NULL, NULL, cli_import},
 	[CMD_REPL] = {"repl", NULL, NULL, "an interactive session (tir help repl)",
 		      "  An interactive session: statements accumulate, an expression alone\n"
 		      "  prints its value, .help lists the dot-commands.  With stdin not a\n"

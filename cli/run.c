@@ -19,6 +19,8 @@ struct run_opts {
 	const char *file;
 	struct pair *inputs, *saves;
 	int ninputs, nsaves;
+	struct tir_onnx_dim *dims;   /* --dim, for an ONNX model */
+	int ndims;
 	const char *remote;
 	const char *trace;       /* --trace FILE.json */
 	bool no_fuse, explain, profile, full, quiet;
@@ -55,7 +57,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	o->precision = 6;
 	o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
 	o->saves = calloc((size_t)argc + 1, sizeof *o->saves);
-	if (!o->inputs || !o->saves)
+	o->dims = calloc((size_t)argc + 1, sizeof *o->dims);
+	if (!o->inputs || !o->saves || !o->dims)
 		return cli_misuse(CMD_RUN, "%s", "out of memory");
 	struct cli_args a;
 	char *val; /* in argv: split_pair cuts it */
@@ -115,6 +118,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case FLAG_RUN_QUIET:
 			o->quiet = true;
 			break;
+		case FLAG_RUN_DIM:
+			if (!cli_parse_dim(val, &o->dims[o->ndims++]))
+				return cli_misuse(CMD_RUN, "--dim wants NAME=N, got '%s'", val);
+			break;
 		default:
 			break;
 		}
@@ -154,6 +161,9 @@ int cli_run(int argc, char **argv)
 	struct tir_exec *x = NULL;
 	struct cli_remotes remotes = {0};
 	const char **names = NULL;
+	struct cli_onnx onnx = {0};
+	const char **in_names = NULL, **in_paths = NULL;
+	struct tir_onnx_shape *shapes = NULL;
 	if (status) {
 		status = status < 0 ? EXIT_OK : status;
 		goto out;
@@ -171,7 +181,31 @@ int cli_run(int argc, char **argv)
 	if (o.remote && (status = cli_remotes_open(&remotes, o.remote, false)))
 		goto out;
 	double parse_ms = 0;
-	p = cli_load_program(o.file, remotes.n, &status, &parse_ms);
+	/* inputs from TensorProto files, and an ONNX model, which is imported
+	 * here and named as the model names its tensors */
+	in_names = calloc((size_t)o.ninputs + 1, sizeof *in_names);
+	in_paths = calloc((size_t)o.ninputs + 1, sizeof *in_paths);
+	shapes = calloc((size_t)o.ninputs + 1, sizeof *shapes);
+	if (!in_names || !in_paths || !shapes) {
+		fprintf(stderr, "tir: out of memory\n");
+		status = EXIT_PROGRAM;
+		goto out;
+	}
+	for (int i = 0; i < o.ninputs; i++) {
+		in_names[i] = o.inputs[i].name;
+		in_paths[i] = o.inputs[i].path;
+	}
+	bool is_onnx = tir_path_is_onnx(o.file);
+	if ((status = cli_onnx_inputs(&onnx, in_names, in_paths, o.ninputs, is_onnx ? shapes : NULL)))
+		goto out;
+	if (is_onnx) {
+		struct tir_onnx_opts io = {.dims = o.dims, .ndims = o.ndims, .inputs = shapes, .ninputs = o.ninputs};
+		p = cli_onnx_load(&onnx, o.file, &io, remotes.n, &status, &parse_ms);
+		for (int i = 0; p && i < o.ninputs; i++)
+			in_names[i] = cli_onnx_map(&onnx, in_names[i]);
+	} else {
+		p = cli_load_program(o.file, remotes.n, &status, &parse_ms);
+	}
 	if (!p)
 		goto out;
 	x = tir_exec_new(p);
@@ -195,14 +229,14 @@ int cli_run(int argc, char **argv)
 	tir_exec_set_profile(x, o.profile);
 	tir_exec_set_trace(x, o.trace != NULL);
 	for (int i = 0; i < o.ninputs; i++) {
-		if (tir_exec_input_file(x, o.inputs[i].name, o.inputs[i].path, &err)) {
+		if (tir_exec_input_file(x, in_names[i], in_paths[i], &err)) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;
 			goto out;
 		}
 	}
 	for (int i = 0; i < o.nsaves; i++)
-		names[i] = o.saves[i].name;
+		names[i] = cli_onnx_map(&onnx, o.saves[i].name);
 	struct cli_progress *prog = cli_progress_start(x, o.progress);
 	int rc = tir_exec_run(x, 0, names, o.nsaves, &err);
 	cli_progress_stop(prog, x);
@@ -286,10 +320,15 @@ int cli_run(int argc, char **argv)
 	}
 out:
 	free(names);
+	free(in_names);
+	free(in_paths);
+	free(shapes);
+	free(o.dims);
 	free(o.inputs);
 	free(o.saves);
 	tir_exec_free(x);
 	cli_remotes_close(&remotes); /* after x, which borrows them */
 	tir_program_free(p);
+	cli_onnx_done(&onnx);
 	return status;
 }

@@ -20,6 +20,7 @@ int cli_serve(int argc, char **argv) { return 0; }
 int cli_check(int argc, char **argv) { return 0; }
 int cli_fmt(int argc, char **argv) { return 0; }
 int cli_inspect(int argc, char **argv) { return 0; }
+int cli_import(int argc, char **argv) { return 0; }
 int cli_help(int argc, char **argv) { return 0; }
 int cli_version(int argc, char **argv) { return 0; }
 
