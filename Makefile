@@ -82,7 +82,8 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 # the plain MPI peer of all_reduce over a group (bench/allreduce.py), with MPI
 BENCH_MPI := $(if $(MPI_SO),$(BUILD)/bench/allreduce_mpi)
 
-.PHONY: all deps run test asan fuzz fuzz-parse bench soak clean golden-update fresh-check test-kernels test-torch
+.PHONY: all deps run test asan fuzz fuzz-parse fuzz-onnx bench soak clean golden-update fresh-check test-kernels \
+	test-torch test-onnx
 
 # tests/net/xfer_test.py's driver of the client's server-to-server calls
 XFER_CLIENT := $(BUILD)/tests/xfer_client
@@ -235,6 +236,13 @@ test-kernels: all
 # whose oracle is NumPy.  TORCH_FLAGS=--brief leaves out the "ok" lines.
 test-torch: all
 	@timeout 300 /usr/bin/python3 tests/torch/torch_check.py --tir $(BUILD)/tir $(TORCH_FLAGS)
+
+# ONNX's conformance suite (Debian's libonnx-testdata) through tir import
+# and tir run: passed / wrong / unsupported counts and the names that fail
+# (tests/onnx/run.py).  `make test` runs the ones in tests/onnx/pass.txt;
+# ONNX_FLAGS=--write-pass=tests/onnx/pass.txt rewrites that list.
+test-onnx: all
+	@/usr/bin/python3 tests/onnx/run.py --tir $(BUILD)/tir $(ONNX_FLAGS)
 
 # AddressSanitizer + UBSan over the whole suite, in its own object folder.
 ASAN_OPT := -O1 -g -fno-omit-frame-pointer

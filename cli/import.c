@@ -92,7 +92,9 @@ int cli_onnx_inputs(struct cli_onnx *st, const char **names, const char **paths,
 				return EXIT_PROGRAM;
 			}
 			paths[i] = npy;
+			sh->path = npy;
 		} else if (shapes) {
+			sh->path = paths[i];
 			enum tir_dtype dt;
 			if (tir_load_type_from_file(NULL, paths[i], NULL, &dt, &sh->rank, sh->shape, &err)) {
 				cli_print_err(&err);

@@ -616,6 +616,8 @@ struct tir_onnx_shape {
 	const char *name;
 	int rank;
 	int64_t shape[TIR_MAX_RANK];
+	const char *path;           /* its file (.npy): a small integer input that
+				     * the model uses as a shape or axes is read */
 };
 struct tir_onnx_opts {
 	const struct tir_onnx_dim *dims;

@@ -737,6 +737,23 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 		return ox_fail(m, TIR_ENOMEM, "out of memory");
 	if (val->defined)
 		return ox_fail(m, TIR_EDATA, "input '%s' is declared twice", name);
+	/* a small integer input given: its values are known (a shape, axes) */
+	int64_t numel = 1;
+	for (int k = 0; k < rank; k++)
+		numel *= shape[k];
+	if (given && given->path && !dtype_is_float(dt) && numel <= OX_FOLD_MAX) {
+		struct tir_tensor t = {0};
+		if (tir_file_load(given->path, NULL, &t, m->err))
+			return -m->err->code;
+		struct ox_const *c = t.dtype == dt && t.rank == rank ? ox_const_new(dt, rank, shape) : NULL;
+		const unsigned char *p = c ? tir_tensor_data(&t) : NULL;
+		for (int64_t k = 0; c && k < c->n; k++) {
+			c->d[k] = raw_elem(p, dt, k);
+			c->i[k] = raw_int(p, dt, k);
+		}
+		tir_tensor_release(&t);
+		val->c = c;
+	}
 	char *tn = tir_name_for(m, name);
 	if (!tn)
 		return m->err->code ? -m->err->code : ox_fail(m, TIR_ENOMEM, "out of memory");

@@ -198,6 +198,17 @@ static const char *unary_of(const char *op)
 
 static int op_unary(struct ox_node_ctx *c)
 {
+	struct ox_const *k = cin(c, 0);
+	const char *op = c->n->op_type;
+	if (k && !is_float(k->dtype) && k->dtype != TIR_DTYPE_BOOL && k->n <= OX_FOLD_MAX &&
+	    (!strcmp(op, "Neg") || !strcmp(op, "Abs"))) {
+		struct ox_const *r = ox_const_new(k->dtype, k->rank, k->shape);
+		for (int64_t e = 0; r && e < k->n; e++) {
+			r->i[e] = !strcmp(op, "Neg") ? -k->i[e] : k->i[e] < 0 ? -k->i[e] : k->i[e];
+			r->d[e] = (double)r->i[e];
+		}
+		return bind_const(c, 0, r);
+	}
 	struct tir_type t;
 	const char *x = in(c, 0);
 	if (!x || !in_type(c, 0, &t))
@@ -217,6 +228,17 @@ static const char *binary_of(const char *op)
 		if (!strcmp(map[k][0], op))
 			return map[k][1];
 	return NULL;
+}
+
+/* where floor division and truncation differ: a remainder, and a and b
+ * of different signs */
+static const char *trunc_fix(struct ox_node_ctx *c, const char *a, const char *b, const char *r)
+{
+	const char *nz = EMIT("ne(%s, 0)", r);
+	const char *na = nz ? EMIT("lt(%s, 0)", a) : NULL;
+	const char *nb = na ? EMIT("lt(%s, 0)", b) : NULL;
+	const char *df = nb ? EMIT("ne(%s, %s)", na, nb) : NULL;
+	return df ? EMIT("and(%s, %s)", nz, df) : NULL;
 }
 
 /* elementwise on two known integer values (shape arithmetic) */
@@ -261,19 +283,36 @@ static int op_binary(struct ox_node_ctx *c)
 		if (rc <= 0)
 			return rc;
 	}
-	if (!strcmp(op, "Mod") && attr_i(c, "fmod", 0))
-		return FAIL("Mod with fmod=1 (C's fmod) is not supported");
 	struct tir_type ta, tb;
 	const char *a = in(c, 0), *b = in(c, 1);
 	if (!a || !b || !in_type(c, 0, &ta) || !in_type(c, 1, &tb))
 		return -c->m->err->code;
+	if (!strcmp(op, "Mod") && attr_i(c, "fmod", 0)) {
+		/* C's fmod: a - b * trunc(a / b) */
+		if (is_float(ta.dtype)) {
+			const char *q = EMIT("div(%s, %s)", a, b), *t;
+			const char *sg = q ? EMIT("sign(%s)", q) : NULL;
+			const char *ab = sg ? EMIT("abs(%s)", q) : NULL;
+			const char *fl = ab ? EMIT("floor(%s)", ab) : NULL;
+			t = fl ? EMIT("mul(%s, %s)", sg, fl) : NULL;
+			const char *bt = t ? EMIT("mul(%s, %s)", b, t) : NULL;
+			return bind_as(c, bt ? EMIT("sub(%s, %s)", a, bt) : NULL, ta.dtype);
+		}
+		/* integers: NumPy's mod takes the divisor's sign, C's the dividend's */
+		const char *r = EMIT("mod(%s, %s)", a, b);
+		const char *fix = r ? trunc_fix(c, a, b, r) : NULL;
+		const char *rb = fix ? EMIT("sub(%s, %s)", r, b) : NULL;
+		return bind_as(c, rb ? EMIT("where(%s, %s, %s)", fix, rb, r) : NULL, ta.dtype);
+	}
 	bool keep = !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") ||
 		    !strcmp(op, "Pow") || !strcmp(op, "Mod");
 	if (!strcmp(op, "Div") && !is_float(ta.dtype)) {
-		/* integer division truncates toward zero: sign * floor(|a| / |b|) */
+		/* integer division truncates toward zero (tir's floors) */
 		const char *q = EMIT("div(%s, %s)", a, b);
-		const char *r = q ? EMIT("cast(%s, dtype=%s)", q, dtn(ta.dtype)) : NULL;
-		return bind(c, 0, r);
+		const char *r = q ? EMIT("mod(%s, %s)", a, b) : NULL;
+		const char *fix = r ? trunc_fix(c, a, b, r) : NULL;
+		const char *q1 = fix ? EMIT("add(%s, 1)", q) : NULL;
+		return bind_as(c, q1 ? EMIT("where(%s, %s, %s)", fix, q1, q) : NULL, ta.dtype);
 	}
 	const char *r = EMIT("%s(%s, %s)", binary_of(op), a, b);
 	return keep ? bind_as(c, r, ta.dtype) : bind(c, 0, r);
@@ -426,6 +465,24 @@ static int op_activation(struct ox_node_ctx *c)
 		const char *s = EMIT("sin(%s)", x);
 		const char *k = s ? EMIT("cos(%s)", x) : NULL;
 		r = k ? EMIT("div(%s, %s)", s, k) : NULL;
+	} else if (!strcmp(op, "Sinh") || !strcmp(op, "Cosh")) {
+		const char *e = EMIT("exp(%s)", x);
+		const char *n = e ? EMIT("neg(%s)", x) : NULL;
+		const char *en = n ? EMIT("exp(%s)", n) : NULL;
+		const char *d = en ? EMIT("%s(%s, %s)", op[0] == 'S' ? "sub" : "add", e, en) : NULL;
+		r = d ? EMIT("mul(%s, 0.5)", d) : NULL;
+	} else if (!strcmp(op, "Asinh") || !strcmp(op, "Acosh")) {
+		const char *sq = EMIT("mul(%s, %s)", x, x);
+		const char *s1 = sq ? EMIT("%s(%s, 1)", op[1] == 's' ? "add" : "sub", sq) : NULL;
+		const char *rt = s1 ? EMIT("sqrt(%s)", s1) : NULL;
+		const char *a = rt ? EMIT("add(%s, %s)", x, rt) : NULL;
+		r = a ? EMIT("log(%s)", a) : NULL;
+	} else if (!strcmp(op, "Atanh")) {
+		const char *p = EMIT("add(%s, 1)", x);
+		const char *n = p ? EMIT("sub(1, %s)", x) : NULL;
+		const char *q = n ? EMIT("div(%s, %s)", p, n) : NULL;
+		const char *l = q ? EMIT("log(%s)", q) : NULL;
+		r = l ? EMIT("mul(%s, 0.5)", l) : NULL;
 	} else if (!strcmp(op, "IsNaN")) {
 		return bind(c, 0, EMIT("ne(%s, %s)", x, x));
 	} else if (!strcmp(op, "IsInf")) {
@@ -992,6 +1049,138 @@ static int op_cast(struct ox_node_ctx *c)
 	return x ? bind(c, 0, EMIT("cast(%s, dtype=%s)", x, dtn(dt))) : -c->m->err->code;
 }
 
+static int op_castlike(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 1, &t))
+		return -c->m->err->code;
+	return bind(c, 0, EMIT("cast(%s, dtype=%s)", x, dtn(t.dtype)));
+}
+
+/* [n] indices along one axis, shaped to broadcast on axis a of rank r */
+static const char *iota(struct ox_node_ctx *c, const char *base, int64_t n, int a, int r)
+{
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0; k < r; k++)
+		sh[k] = k == a ? n : 1;
+	char b[300];
+	const char *i = ox_emit(c->m, base, "arange(0, %" PRId64 ", dtype=i64)", n);
+	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, shp(b, r, sh)) : i;
+}
+
+static int op_trilu(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 2)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	int64_t k = 0;
+	if (has_in(c, 1)) {
+		struct ox_const *kc = need_const(c, 1, "k");
+		if (!kc)
+			return -c->m->err->code;
+		k = kc->i[0];
+	}
+	int64_t n = t.shape[t.rank - 2], m = t.shape[t.rank - 1];
+	if (!n || !m)
+		return bind(c, 0, x);
+	const char *rows = iota(c, out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, out_name(c, 0), m, 1, 2) : NULL;
+	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
+	bool upper = attr_i(c, "upper", 1);
+	const char *mask = d ? EMIT("%s(%s, %" PRId64 ")", upper ? "ge" : "le", d, k) : NULL;
+	const char *zero = mask ? EMIT("cast(0, dtype=%s)", dtn(t.dtype)) : NULL;
+	return bind(c, 0, zero ? EMIT("where(%s, %s, %s)", mask, x, zero) : NULL);
+}
+
+static int op_eyelike(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank != 2)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	enum tir_dtype dt = (enum tir_dtype)t.dtype;
+	if (attr(c, "dtype") && !ox_dtype((int32_t)attr_i(c, "dtype", 1), &dt))
+		return FAIL("dtype %s, which tir has not", ox_onnx_type_name((int32_t)attr_i(c, "dtype", 1)));
+	int64_t k = attr_i(c, "k", 0), n = t.shape[0], m = t.shape[1];
+	if (!n || !m) {
+		char b[300];
+		return bind(c, 0, EMIT("zeros(%s, dtype=%s)", shp(b, 2, t.shape), dtn(dt)));
+	}
+	const char *rows = iota(c, out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, out_name(c, 0), m, 1, 2) : NULL;
+	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
+	const char *mask = d ? EMIT("eq(%s, %" PRId64 ")", d, k) : NULL;
+	return bind(c, 0, mask ? EMIT("cast(%s, dtype=%s)", mask, dtn(dt)) : NULL);
+}
+
+static int op_hardmax(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", c->opset < 13 ? 1 : -1), t.rank, &a))
+		return -c->m->err->code;
+	const char *y = x;
+	int r = t.rank;
+	int64_t sh[2] = {1, 1};
+	if (c->opset < 13 && a != t.rank - 1) {
+		for (int k = 0; k < t.rank; k++)
+			sh[k < a ? 0 : 1] *= t.shape[k];
+		char b[300];
+		y = EMIT("reshape(%s, shape=%s)", x, shp(b, 2, sh));
+		a = 1;
+		r = 2;
+	}
+	const struct tir_type *ty = y ? ox_type(c->m, y) : NULL;
+	if (!ty)
+		return -c->m->err->code;
+	const char *i = EMIT("argmax(%s, axis=%d, keepdims=true)", y, a);
+	const char *io = i ? iota(c, out_name(c, 0), ty->shape[a], a, r) : NULL;
+	const char *mask = io ? EMIT("eq(%s, %s)", io, i) : NULL;
+	const char *h = mask ? EMIT("cast(%s, dtype=%s)", mask, dtn(t.dtype)) : NULL;
+	if (h && y != x) {
+		char b[300];
+		h = EMIT("reshape(%s, shape=%s)", h, shp(b, t.rank, t.shape));
+	}
+	return bind(c, 0, h);
+}
+
+static int op_onehot(struct ox_node_ctx *c)
+{
+	struct tir_type ti, tv;
+	const char *idx = in(c, 0), *vals = in(c, 2);
+	struct ox_const *dc = need_const(c, 1, "depth");
+	if (!idx || !vals || !dc || !in_type(c, 0, &ti) || !in_type(c, 2, &tv))
+		return -c->m->err->code;
+	int64_t depth = (int64_t)dc->d[0];
+	if (depth < 1 || depth > TIR_MAX_DIM || ti.rank + 1 > TIR_MAX_RANK)
+		return ox_fail(c->m, TIR_ETYPE, "depth %" PRId64, depth);
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", -1), ti.rank + 1, &a))
+		return -c->m->err->code;
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0, j = 0; k <= ti.rank; k++)
+		sh[k] = k == a ? 1 : ti.shape[j++];
+	char b[300];
+	const char *i64 = EMIT("cast(%s, dtype=i64)", idx);
+	const char *neg = i64 ? EMIT("lt(%s, 0)", i64) : NULL;
+	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i64, depth) : NULL;
+	const char *fix = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i64) : NULL;
+	const char *u = fix ? EMIT("reshape(%s, shape=%s)", fix, shp(b, ti.rank + 1, sh)) : NULL;
+	const char *io = u ? iota(c, out_name(c, 0), depth, a, ti.rank + 1) : NULL;
+	const char *mask = io ? EMIT("eq(%s, %s)", u, io) : NULL;
+	const char *v0 = mask ? EMIT("slice(%s, axis=0, start=0, stop=1)", vals) : NULL;
+	const char *v1 = v0 ? EMIT("slice(%s, axis=0, start=1, stop=2)", vals) : NULL;
+	const char *s0 = v1 ? EMIT("reshape(%s, shape=[])", v0) : NULL;
+	const char *s1 = s0 ? EMIT("reshape(%s, shape=[])", v1) : NULL;
+	return bind(c, 0, s1 ? EMIT("where(%s, %s, %s)", mask, s1, s0) : NULL);
+}
+
 static int op_expand(struct ox_node_ctx *c)
 {
 	struct tir_type t;
@@ -1393,9 +1582,9 @@ static int op_layernorm(struct ox_node_ctx *c)
 	const char *x = in(c, 0);
 	if (!x || !in_type(c, 0, &t) || !in_type(c, 1, &ts))
 		return -c->m->err->code;
+	bool extra = false;
 	for (size_t k = 1; k < c->n->n_output; k++)
-		if (*out_name(c, k))
-			return FAIL("LayerNormalization's Mean and InvStdDev outputs are not supported");
+		extra |= *out_name(c, k) != 0;
 	int a;
 	if (norm_axis(c, attr_i(c, "axis", -1), t.rank, &a))
 		return -c->m->err->code;
@@ -1404,7 +1593,7 @@ static int op_layernorm(struct ox_node_ctx *c)
 	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
 	if (!sc || (has_in(c, 2) && !b))
 		return -c->m->err->code;
-	if (a == t.rank - 1 && ts.rank == 1 && b && t.dtype == TIR_DTYPE_F32) {
+	if (!extra && a == t.rank - 1 && ts.rank == 1 && b && t.dtype == TIR_DTYPE_F32) {
 		struct tir_type tb;
 		if (in_type(c, 2, &tb) && tb.rank == 1)
 			return bind(c, 0, EMIT("layernorm(%s, %s, %s, eps=%.9g)", x, sc, b, eps));
@@ -1422,7 +1611,12 @@ static int op_layernorm(struct ox_node_ctx *c)
 	const char *s = n ? EMIT("mul(%s, %s)", n, sc) : NULL;
 	if (s && b)
 		s = EMIT("add(%s, %s)", s, b);
-	return bind_as(c, s, t.dtype);
+	int rc = bind_as(c, s, t.dtype);
+	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
+		rc = bind(c, 1, mu);
+	if (!rc && c->n->n_output > 2 && *out_name(c, 2))
+		rc = bind(c, 2, rs);
+	return rc;
 }
 
 /* pads of a 2-D window op: explicit, or from auto_pad */
@@ -1555,22 +1749,47 @@ static int op_pool(struct ox_node_ctx *c)
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
 	if (window_2d(c, &t, kdef, k, s) || window_pads(c, &t, k, s, p))
 		return -c->m->err->code;
+	int64_t extra[2] = {0, 0};
 	if (attr_i(c, "ceil_mode", 0)) {
+		/* the last window, partly past the end, is kept: pad for it (a
+		 * window must start inside the input or its front pad) */
 		for (int d = 0; d < 2; d++) {
 			int64_t span = t.shape[2 + d] + p[d] + p[d + 2] - k[d];
-			if (span % s[d])
-				return FAIL("ceil_mode=1 where it rounds up is not supported");
+			int64_t out = (span + s[d] - 1) / s[d] + 1;
+			if ((out - 1) * s[d] >= t.shape[2 + d] + p[d])
+				out--;
+			int64_t need = (out - 1) * s[d] + k[d] - (t.shape[2 + d] + p[d] + p[d + 2]);
+			extra[d] = need > 0 ? need : 0;
 		}
 	}
-	bool padded = p[0] || p[1] || p[2] || p[3];
-	if (padded) {
-		if (!max && !attr_i(c, "count_include_pad", 0))
-			return FAIL("AveragePool with pads and count_include_pad=0 is not supported");
-		x = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=%s)",
-			 x, p[0], p[2], p[1], p[3], max ? "-inf" : "0");
+	bool padded = p[0] || p[1] || p[2] || p[3] || extra[0] || extra[1];
+	bool count_pad = !max && attr_i(c, "count_include_pad", 0);
+	const char *xp = x;
+	if (padded)
+		xp = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=%s)",
+			  x, p[0], p[2] + extra[0], p[1], p[3] + extra[1], max ? "-inf" : "0");
+	const char *y = xp ? EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
+				  max ? "maxpool2d" : "avgpool2d", xp, k[0], k[1], s[0], s[1]) : NULL;
+	if (y && !max && padded) {
+		/* the mean of the window's cells inside the input (or inside
+		 * input and pads, count_include_pad): a pool of ones divides */
+		int64_t one[4] = {1, 1, t.shape[2], t.shape[3]};
+		char b[300];
+		const char *o = EMIT("ones(%s, dtype=%s)", shp(b, 4, one), dtn(t.dtype));
+		const char *op = o ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64
+					  "]], value=%s)", o, p[0], p[2] + extra[0], p[1], p[3] + extra[1],
+					  count_pad ? "1" : "0") : NULL;
+		if (op && count_pad && (extra[0] || extra[1])) {
+			/* pads count, the ceil_mode's extra does not */
+			op = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=1)",
+				  o, p[0], p[2], p[1], p[3]);
+			op = op ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, %" PRId64 "], [0, %" PRId64 "]])", op, extra[0],
+				       extra[1]) : NULL;
+		}
+		const char *cnt = op ? EMIT("avgpool2d(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
+					    op, k[0], k[1], s[0], s[1]) : NULL;
+		y = cnt ? EMIT("div(%s, %s)", y, cnt) : NULL;
 	}
-	const char *y = x ? EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
-				 max ? "maxpool2d" : "avgpool2d", x, k[0], k[1], s[0], s[1]) : NULL;
 	return bind_as(c, y, t.dtype);
 }
 
@@ -1641,7 +1860,10 @@ static const struct ox_opdef ops[] = {
 	{"Celu", op_activation}, {"HardSigmoid", op_activation}, {"HardSwish", op_activation},
 	{"Softplus", op_activation}, {"Softsign", op_activation}, {"ThresholdedRelu", op_activation},
 	{"Tan", op_activation}, {"IsNaN", op_activation}, {"IsInf", op_activation}, {"Gelu", op_activation},
-	{"Shrink", op_activation},
+	{"Shrink", op_activation}, {"Sinh", op_activation}, {"Cosh", op_activation}, {"Asinh", op_activation},
+	{"Acosh", op_activation}, {"Atanh", op_activation},
+	{"CastLike", op_castlike}, {"Trilu", op_trilu}, {"EyeLike", op_eyelike}, {"Hardmax", op_hardmax},
+	{"OneHot", op_onehot},
 	{"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"ConstantOfShape", op_constant_of_shape},
 	{"Range", op_range}, {"Reshape", op_reshape}, {"Flatten", op_flatten}, {"Squeeze", op_squeeze},
 	{"Unsqueeze", op_unsqueeze}, {"Transpose", op_transpose}, {"Concat", op_concat}, {"Slice", op_slice},
