@@ -228,17 +228,45 @@ int cli_fmt(int argc, char **argv)
 
 int cli_inspect(int argc, char **argv)
 {
-	int status;
-	const char *file = file_only(CMD_INSPECT, argc, argv, &status);
-	if (!file)
-		return status;
+	struct cli_args a;
+	char *val;
+	int f;
+	const char *match = NULL;
+	cli_args_begin(&a, CMD_INSPECT, argc, argv);
+	while ((f = cli_args_next(&a, &val)) >= 0)
+		if (f == FLAG_INSPECT_MATCH)
+			match = val;
+	if (f == CLI_ARGS_STOP)
+		return a.exit;
+	const char *file = a.operand;
+	struct tir_regex *re = NULL;
+	if (match && !(re = cli_regex("--match", match)))
+		return EXIT_USAGE;
 	struct tir_err err = {0};
 	char *s = tir_file_inspect(file, &err);
 	if (!s) {
+		tir_regex_free(re);
 		cli_print_err(&err);
 		return EXIT_PROGRAM;
 	}
-	fputs(s, stdout);
+	/* --match: the two head lines, then the rows whose name matches */
+	int line = 0;
+	for (char *p = s; *p; line++) {
+		char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+		bool keep = !re || line < 2;
+		if (!keep) {
+			size_t nl = strcspn(p, " \n");
+			char save = p[nl];
+			p[nl] = 0;
+			keep = tir_regex_match(re, p);
+			p[nl] = save;
+		}
+		if (keep)
+			fwrite(p, 1, len, stdout);
+		p += len;
+	}
+	tir_regex_free(re);
 	free(s);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "tir: writing: %s\n", strerror(errno));

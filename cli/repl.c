@@ -432,11 +432,14 @@ struct vars_pass {
 	bool print;
 	bool devices;       /* a value is placed: a column says where each lives */
 	int wn, wt, count;
+	const struct tir_regex *re; /* .vars REGEX: the names it matches */
 };
 
 static void var_line(void *ud, const struct tir_var *v)
 {
 	struct vars_pass *vp = ud;
+	if (vp->re && !tir_regex_match(vp->re, v->name))
+		return;
 	if (!vp->print) {
 		int ln = (int)strlen(v->name), lt = (int)strlen(v->type);
 		vp->wn = ln > vp->wn ? ln : vp->wn;
@@ -456,15 +459,17 @@ static void var_line(void *ud, const struct tir_var *v)
 
 static int dot_vars(struct repl *r, char *arg)
 {
-	if (*arg)
-		return 1;
+	struct tir_regex *re = NULL;
+	if (*arg && !(re = cli_regex(".vars", arg)))
+		return 0;
 	/* each name once, where it was last bound */
-	struct vars_pass vp = {.r = r};
+	struct vars_pass vp = {.r = r, .re = re};
 	tir_program_vars(r->p, var_line, &vp);
 	vp.print = true;
 	tir_program_vars(r->p, var_line, &vp);
 	if (!vp.count)
-		puts("no names bound yet");
+		puts(re ? "no name bound matches" : "no names bound yet");
+	tir_regex_free(re);
 	return 0;
 }
 
@@ -479,7 +484,7 @@ static const struct dot_cmd dot_cmds[] = {
 	{"reset", "", "forget every name and value", dot_reset},
 	{"save", "NAME... FILE", "write values to FILE.npy (one) or FILE.safetensors (each by name)", dot_save},
 	{"timer", "on|off", "show timing after each computation (on stderr)", dot_timer},
-	{"vars", "", "each name with its type and whether it is computed", dot_vars},
+	{"vars", "[REGEX]", "each name (matching the PCRE2 pattern) with its type and whether it is computed", dot_vars},
 };
 #define NDOT (sizeof dot_cmds / sizeof dot_cmds[0])
 

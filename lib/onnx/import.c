@@ -246,8 +246,8 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 	int64_t n = 1;
 	for (size_t k = 0; k < t->n_dims; k++) {
 		if (t->dims[k] < 0 || t->dims[k] > TIR_MAX_DIM || (t->dims[k] && n > TIR_MAX_ELEMS / t->dims[k]))
-			return tir_errf(err, TIR_EDATA, NULL, "%s: tensor '%s': dimension %zu is %" PRId64
-					" (at most %" PRId64 " elements)", where, tn, k, t->dims[k], TIR_MAX_ELEMS);
+			return tir_errf(err, TIR_EDATA, NULL, "%s: tensor '%s': its dimensions ask for more than %" PRId64
+					" elements (dimension %zu is %" PRId64 ")", where, tn, TIR_MAX_ELEMS, k, t->dims[k]);
 		n *= t->dims[k];
 	}
 	size_t sz = dtype_size(dt);
@@ -390,7 +390,30 @@ static bool name_taken(struct ox_imp *m, const char *s)
 /* The name rule (docs/onnx.md): each byte not a letter, digit or _ becomes
  * _, a leading digit (or nothing) gets a v before it, at most 200 bytes;
  * a name taken (or reserved) gets _2, _3, ... */
+static char *fresh(struct ox_imp *m, const char *base);
+
 char *ox_fresh(struct ox_imp *m, const char *base)
+{
+	const struct tir_onnx_opts *o = m->opts;
+	if (!o || !o->nrenames || !base)
+		return fresh(m, base);
+	char *cur = strdup(base);
+	for (int k = 0; cur && k < o->nrenames; k++) {
+		struct tir_err e = {0};
+		char *next = tir_regex_subst(o->renames[k], cur, o->replacements[k], &e);
+		free(cur);
+		cur = next;
+		if (!cur && !m->err->code)
+			*m->err = e;
+	}
+	if (!cur)
+		return NULL;
+	char *r = fresh(m, cur);
+	free(cur);
+	return r;
+}
+
+static char *fresh(struct ox_imp *m, const char *base)
 {
 	char buf[256];
 	size_t n = 0;
@@ -410,23 +433,6 @@ char *ox_fresh(struct ox_imp *m, const char *base)
 		if (!name_taken(m, out))
 			return strdup(out);
 	}
-}
-
-/* a tir name for ONNX name onnx: --rename's patterns, then the rule */
-static char *tir_name_for(struct ox_imp *m, const char *onnx)
-{
-	const struct tir_onnx_opts *o = m->opts;
-	char *cur = strdup(onnx);
-	for (int k = 0; cur && o && k < o->nrenames; k++) {
-		char *next = tir_regex_subst(o->renames[k], cur, o->replacements[k], m->err);
-		free(cur);
-		cur = next;
-	}
-	if (!cur)
-		return NULL;
-	char *r = ox_fresh(m, cur);
-	free(cur);
-	return r;
 }
 
 /* ---- the text ---- */
@@ -754,7 +760,7 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 		tir_tensor_release(&t);
 		val->c = c;
 	}
-	char *tn = tir_name_for(m, name);
+	char *tn = ox_fresh(m, name);
 	if (!tn)
 		return m->err->code ? -m->err->code : ox_fail(m, TIR_ENOMEM, "out of memory");
 	struct tir_str s = {0};
@@ -869,8 +875,13 @@ static int check_ops(struct ox_imp *m)
 		const Onnx__NodeProto *nd = g->node[k];
 		const char *op = nd->op_type ? nd->op_type : "";
 		const char *why = NULL;
-		if (!default_domain(nd->domain))
+		int64_t ver = m->opset;
+		if (!default_domain(nd->domain)) {
 			why = "unknown domain";
+			for (size_t j = 0; j < m->model->n_opset_import; j++)
+				if (m->model->opset_import[j]->domain && !strcmp(m->model->opset_import[j]->domain, nd->domain))
+					ver = m->model->opset_import[j]->version;
+		}
 		else if ((why = ox_op_refused(op)) == NULL && !ox_op_lookup(op))
 			why = "not supported";
 		if (!why)
@@ -878,7 +889,7 @@ static int check_ops(struct ox_imp *m)
 		if (bad < 50)
 			tir_str_addf(&s, "%snode '%s': %s (domain '%s', opset %" PRId64 "): %s", bad ? "; " : "",
 				     nd->name && *nd->name ? nd->name : "(unnamed)", op,
-				     default_domain(nd->domain) ? "ai.onnx" : nd->domain, m->opset, why);
+				     default_domain(nd->domain) ? "ai.onnx" : nd->domain, ver, why);
 		bad++;
 	}
 	int rc = 0;
