@@ -94,12 +94,15 @@ XFER_CLIENT := $(BUILD)/tests/xfer_client
 # fuzz` builds it in build-fuzz with clang and libFuzzer's own main
 # instead (FUZZ_MAIN empty, FUZZ_LINK=-fsanitize=fuzzer).
 FUZZ_BIN  := $(BUILD)/tests/fuzz_parse
+# the ONNX importer's target (tests/fuzz/fuzz_onnx.c), built the same way;
+# its seeds are tests/fuzz/onnx (tests/suites/onnx_fuzz.sh replays them)
+FUZZ_ONNX := $(BUILD)/tests/fuzz_onnx
 FUZZ_MAIN ?= tests/fuzz/replay.c
 FUZZ_LINK ?=
 FUZZ_SAN  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
              -fno-omit-frame-pointer
 
-all: $(BUILD)/tir $(NET_SO) $(MPI_SO) $(UNIT_BIN) $(XFER_CLIENT) $(FUZZ_BIN)
+all: $(BUILD)/tir $(NET_SO) $(MPI_SO) $(UNIT_BIN) $(XFER_CLIENT) $(FUZZ_BIN) $(FUZZ_ONNX)
 ifeq ($(MPI_SO),)
 	@rm -f $(BUILD)/libtir-mpi.so
 endif
@@ -210,6 +213,11 @@ $(FUZZ_BIN): tests/fuzz/fuzz_parse.c $(FUZZ_MAIN) $(BUILD)/libtir.a
 	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(FUZZ_MAIN) $(BUILD)/libtir.a \
 		$(LDFLAGS) $(LDLIBS)
 
+$(FUZZ_ONNX): tests/fuzz/fuzz_onnx.c $(FUZZ_MAIN) $(BUILD)/libtir.a
+	@mkdir -p $(@D)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(FUZZ_MAIN) $(BUILD)/libtir.a \
+		$(LDFLAGS) $(LDLIBS)
+
 $(BUILD)/bench/%: bench/%.c $(NET_OBJ) $(BUILD)/libtir.a
 	@mkdir -p $(@D)
 	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(NET_OBJ) $(BUILD)/libtir.a $(LDFLAGS) $(NET_LIBS) $(LDLIBS)
@@ -256,6 +264,7 @@ asan:
 # one, printed).  Both run; either failing fails it.
 fuzz: $(BUILD)/pkg.mk
 	@st=0; sh tests/fuzz/run.sh $(FUZZTIME) || st=1; \
+	sh tests/fuzz/run.sh $(FUZZTIME) fuzz_onnx || st=1; \
 	$(MAKE) --no-print-directory BUILD=build-asan OPT="$(ASAN_OPT)" SAN="$(ASAN_SAN)" all || exit 1; \
 	echo "fuzz: the protocol fuzzer on build-asan/tir for $(FUZZTIME)s"; \
 	/usr/bin/python3 tests/net/fuzz_serve.py --tir build-asan/tir --seconds $(FUZZTIME) \
@@ -271,6 +280,12 @@ fuzz-parse:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(or $(FUZZ_CC),clang) OPT="-g -O1" SAN="$(FUZZ_SAN)" \
 		WERROR="-Wno-error -Wno-unknown-pragmas" FUZZ_MAIN= FUZZ_LINK=-fsanitize=fuzzer \
 		build-fuzz/tests/fuzz_parse
+
+# The same for the ONNX importer's target, build-fuzz/tests/fuzz_onnx.
+fuzz-onnx:
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(or $(FUZZ_CC),clang) OPT="-g -O1" SAN="$(FUZZ_SAN)" \
+		WERROR="-Wno-error -Wno-unknown-pragmas" FUZZ_MAIN= FUZZ_LINK=-fsanitize=fuzzer \
+		build-fuzz/tests/fuzz_onnx
 
 # A soak of tir serve (tests/net/soak.py): SOAK_SECONDS of mixed clients,
 # restarts and kills; memory flat and no request lost.  Not part of `make
