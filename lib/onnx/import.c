@@ -980,9 +980,10 @@ static char *final_text(struct ox_imp *m)
 	if (!canon)
 		return NULL;
 	struct tir_str out = {0};
-	tir_str_addf(&out, "# imported from %s (ONNX opset %" PRId64 ", producer %s %s) by tir import\n", m->path,
-		     m->opset, m->model->producer_name ? m->model->producer_name : "?",
-		     m->model->producer_version ? m->model->producer_version : "");
+	const char *pn = m->model->producer_name && *m->model->producer_name ? m->model->producer_name : "unknown";
+	const char *pv = m->model->producer_version ? m->model->producer_version : "";
+	tir_str_addf(&out, "# imported from %s (ONNX opset %" PRId64 ", producer %s%s%s) by tir import\n", m->path,
+		     m->opset, pn, *pv ? " " : "", pv);
 	size_t ci = 0;
 	for (char *line = canon; *line;) {
 		char *end = strchr(line, '\n');
