@@ -364,6 +364,73 @@ struct ox_val *ox_val(struct ox_imp *m, const char *onnx)
 	return v;
 }
 
+static const char *names_get(const struct ox_names *t, const char *k, bool *found)
+{
+	*found = false;
+	if (!t->cap)
+		return NULL;
+	for (size_t h = hash_str(k) & (t->cap - 1); t->key[h]; h = (h + 1) & (t->cap - 1))
+		if (!strcmp(t->key[h], k)) {
+			*found = true;
+			return t->val[h];
+		}
+	return NULL;
+}
+
+static bool names_has(const struct ox_names *t, const char *k)
+{
+	bool f;
+	names_get(t, k, &f);
+	return f;
+}
+
+/* add k (-> v) if absent; returns 0 or -1 out of memory */
+static int names_put(struct ox_names *t, const char *k, const char *v)
+{
+	if (names_has(t, k))
+		return 0;
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 64;
+		char **nk = calloc(nc, sizeof *nk), **nv = calloc(nc, sizeof *nv);
+		if (!nk || !nv)
+			return free(nk), free(nv), -1;
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->key[i])
+				continue;
+			size_t h = hash_str(t->key[i]) & (nc - 1);
+			while (nk[h])
+				h = (h + 1) & (nc - 1);
+			nk[h] = t->key[i];
+			nv[h] = t->val[i];
+		}
+		free(t->key);
+		free(t->val);
+		t->key = nk;
+		t->val = nv;
+		t->cap = nc;
+	}
+	size_t h = hash_str(k) & (t->cap - 1);
+	while (t->key[h])
+		h = (h + 1) & (t->cap - 1);
+	t->key[h] = strdup(k);
+	t->val[h] = v ? strdup(v) : NULL;
+	if (!t->key[h] || (v && !t->val[h]))
+		return -1;
+	t->n++;
+	return 0;
+}
+
+static void names_free(struct ox_names *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->key[i]);
+		free(t->val[i]);
+	}
+	free(t->key);
+	free(t->val);
+	memset(t, 0, sizeof *t);
+}
+
 static bool reserved(const char *s)
 {
 	static const char *const words[] = {"input", "print", "true", "false", "inf", "nan", "bool", "i8", "u8",
@@ -384,7 +451,7 @@ static bool reserved(const char *s)
 
 static bool name_taken(struct ox_imp *m, const char *s)
 {
-	return reserved(s) || tir_program_lookup(m->prog, s, strlen(s)) != NULL;
+	return reserved(s) || names_has(&m->reserved, s) || tir_program_lookup(m->prog, s, strlen(s)) != NULL;
 }
 
 /* The name rule (docs/onnx.md): each byte not a letter, digit or _ becomes
@@ -480,8 +547,30 @@ const char *ox_emit(struct ox_imp *m, const char *base, const char *fmt, ...)
 		return NULL;
 	}
 	const struct tir_binding *b = tir_program_lookup(m->prog, name, strlen(name));
+	if (names_put(&m->emitted, name, NULL))
+		ox_fail(m, TIR_ENOMEM, "out of memory");
 	free(name);
-	return b ? b->name : NULL;
+	return b && !m->err->code ? b->name : NULL;
+}
+
+/* The node's output takes its clean name in the end when its value is a
+ * step the node itself wrote (not an operand passed through). */
+static int alias(struct ox_imp *m, struct ox_val *v, const char *tir)
+{
+	if (!v->clean || !strcmp(tir, v->clean) || !names_has(&m->emitted, tir) || names_has(&m->alias, tir))
+		return 0;
+	return names_put(&m->alias, tir, v->clean) ? ox_fail(m, TIR_ENOMEM, "out of memory") : 0;
+}
+
+int ox_bind(struct ox_imp *m, const char *onnx, const char *tir)
+{
+	struct ox_val *v = ox_val(m, onnx);
+	if (!v)
+		return ox_fail(m, TIR_ENOMEM, "out of memory");
+	free(v->tir);
+	v->tir = strdup(tir);
+	v->defined = true;
+	return v->tir ? alias(m, v, tir) : ox_fail(m, TIR_ENOMEM, "out of memory");
 }
 
 const struct tir_type *ox_type(struct ox_imp *m, const char *tir)
@@ -575,7 +664,7 @@ static const char *emit_const(struct ox_imp *m, struct ox_val *v)
 		}
 	} else {
 		/* a tensor of the weights file, under the tir name it gets */
-		char *wn = ox_fresh(m, v->onnx);
+		char *wn = v->clean ? strdup(v->clean) : ox_fresh(m, v->onnx);
 		if (!wn || add_weight(m, wn, c)) {
 			free(wn);
 			ox_fail(m, TIR_ENOMEM, "out of memory");
@@ -608,6 +697,8 @@ const char *ox_use(struct ox_imp *m, const char *onnx)
 		if (!t)
 			return NULL;
 		v->tir = strdup(t);
+		if (alias(m, v, t))
+			return NULL;
 	}
 	if (!v->tir)
 		ox_fail(m, TIR_EDATA, "tensor '%s' has no value", onnx);
@@ -973,6 +1064,66 @@ static int write_weights(struct ox_imp *m, const char *file, bool npy)
 	return rc;
 }
 
+/* text with each name of the alias map replaced (not inside comments or
+ * strings, nor an op's or keyword's name) */
+static char *apply_alias(const struct ox_names *al, char *text)
+{
+	if (!al->n)
+		return text;
+	struct tir_str out = {0};
+	const char *p = text;
+	bool line_start = true;
+	while (*p) {
+		if (line_start && *p == '#') {
+			size_t n = strcspn(p, "\n");
+			tir_str_add(&out, p, n);
+			p += n;
+			continue;
+		}
+		line_start = false;
+		if (*p == '"') {
+			const char *q = p + 1;
+			while (*q && *q != '"' && *q != '\n')
+				q += q[0] == '\\' && q[1] ? 2 : 1;
+			if (*q == '"')
+				q++;
+			tir_str_add(&out, p, (size_t)(q - p));
+			p = q;
+			continue;
+		}
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_') {
+			const char *q = p;
+			while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_')
+				q++;
+			char name[300];
+			size_t n = (size_t)(q - p);
+			bool f = false;
+			const char *to = NULL;
+			if (n < sizeof name && *q != '(' && *q != '=') {
+				memcpy(name, p, n);
+				name[n] = 0;
+				to = names_get(al, name, &f);
+			}
+			if (f && to)
+				tir_str_add(&out, to, strlen(to));
+			else
+				tir_str_add(&out, p, n);
+			p = q;
+			continue;
+		}
+		if (*p == '\n')
+			line_start = true;
+		tir_str_add(&out, p, 1);
+		p++;
+	}
+	free(text);
+	if (out.oom) {
+		tir_str_free(&out);
+		return NULL;
+	}
+	return out.s;
+}
+
 /* The canonical text with a comment before each node's first line. */
 static char *final_text(struct ox_imp *m)
 {
@@ -1015,6 +1166,14 @@ static int import_nodes(struct ox_imp *m, const size_t *order)
 		const Onnx__NodeProto *nd = g->node[order[k]];
 		const struct ox_opdef *def = ox_op_lookup(nd->op_type);
 		struct ox_node_ctx c = {.m = m, .n = nd, .opset = m->opset};
+		names_free(&m->emitted);
+		for (size_t j = 0; j < nd->n_output; j++) {
+			if (!nd->output[j] || !*nd->output[j])
+				continue;
+			struct ox_val *v = ox_val(m, nd->output[j]);
+			if (!v || !(v->clean = ox_fresh(m, nd->output[j])) || names_put(&m->reserved, v->clean, NULL))
+				return ox_fail(m, TIR_ENOMEM, "out of memory");
+		}
 		size_t before = m->text.n;
 		int serial = m->serial;
 		int rc = def->fn(&c);
@@ -1135,6 +1294,8 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 	if (m.nw && (rc = write_weights(&m, wfile, false)))
 		goto out;
 	out->text = final_text(&m);
+	if (out->text)
+		out->text = apply_alias(&m.alias, out->text);
 	if (!out->text) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto out;
@@ -1151,8 +1312,10 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 	for (size_t k = 0; k < m.nvals; k++) {
 		if (!m.vals[k].tir)
 			continue;
+		bool f;
+		const char *to = names_get(&m.alias, m.vals[k].tir, &f);
 		out->onnx_names[out->nnames] = strdup(m.vals[k].onnx);
-		out->tir_names[out->nnames++] = strdup(m.vals[k].tir);
+		out->tir_names[out->nnames++] = strdup(f && to ? to : m.vals[k].tir);
 		if (m.vals[k].is_input)
 			out->inputs[out->ninputs++] = strdup(m.vals[k].onnx);
 	}
@@ -1165,6 +1328,7 @@ out:
 	for (size_t k = 0; k < m.nvals; k++) {
 		free(m.vals[k].onnx);
 		free(m.vals[k].tir);
+		free(m.vals[k].clean);
 		ox_const_free(m.vals[k].c);
 	}
 	free(m.vals);
@@ -1175,6 +1339,9 @@ out:
 	}
 	free(m.comments);
 	free(m.cnames);
+	names_free(&m.reserved);
+	names_free(&m.emitted);
+	names_free(&m.alias);
 	for (size_t k = 0; k < m.nw; k++)
 		free(m.wnames[k]); /* the constants are the values' */
 	free(m.wnames);

@@ -106,13 +106,7 @@ static int bind(struct ox_node_ctx *c, size_t k, const char *tir)
 {
 	if (!tir)
 		return -c->m->err->code;
-	struct ox_val *v = ox_val(c->m, out_name(c, k));
-	if (!v)
-		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
-	free(v->tir);
-	v->tir = strdup(tir);
-	v->defined = true;
-	return 0;
+	return ox_bind(c->m, out_name(c, k), tir);
 }
 
 static int bind_const(struct ox_node_ctx *c, size_t k, struct ox_const *cv)

@@ -34,6 +34,13 @@ struct ox_val {
 	bool defined;            /* an input, initializer or node output seen */
 	bool is_input;
 	struct ox_const *c;      /* known value, or NULL */
+	char *clean;             /* a node output's name by the name rule, kept for it */
+};
+
+/* A set of names, or a map of names to names (val NULL in a set). */
+struct ox_names {
+	char **key, **val;
+	size_t n, cap;           /* cap: a power of 2, or 0 */
 };
 
 struct ox_node_ctx;
@@ -58,6 +65,9 @@ struct ox_imp {
 	struct ox_const **wconsts;
 	size_t nw, wcap;
 	int serial;
+	struct ox_names reserved;        /* the clean names of node outputs */
+	struct ox_names emitted;         /* names the node being imported bound */
+	struct ox_names alias;           /* a node's last step -> its output's clean name */
 	struct tir_err *err;
 	char *loaded_path;               /* the load() path written */
 };
@@ -73,6 +83,8 @@ const char *ox_emit(struct ox_imp *m, const char *base, const char *fmt, ...) __
 const struct tir_type *ox_type(struct ox_imp *m, const char *tir);
 /* the tir name holding an ONNX value (a constant is emitted on first use); NULL with err */
 const char *ox_use(struct ox_imp *m, const char *onnx);
+/* ONNX value onnx is the tir value tir (a node's output) */
+int ox_bind(struct ox_imp *m, const char *onnx, const char *tir);
 int ox_fail(struct ox_imp *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape);
 void ox_const_free(struct ox_const *c);
