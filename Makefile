@@ -244,6 +244,8 @@ test-kernels: all
 # whose oracle is NumPy.  TORCH_FLAGS=--brief leaves out the "ok" lines.
 test-torch: all
 	@timeout 300 /usr/bin/python3 tests/torch/torch_check.py --tir $(BUILD)/tir $(TORCH_FLAGS)
+	@echo "== a residual CNN with batch norm and a transformer encoder exported to ONNX (tests/onnx/torch_onnx.py)"
+	@timeout 300 /usr/bin/python3 tests/onnx/torch_onnx.py --tir $(BUILD)/tir
 
 # ONNX's conformance suite (Debian's libonnx-testdata) through tir import
 # and tir run: passed / wrong / unsupported counts and the names that fail
