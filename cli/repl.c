@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +36,8 @@ struct repl {
 	bool quit;
 	bool computed;      /* something ran since the session began */
 	uint32_t line;      /* input lines read so far */
+	struct cli_onnx *models; /* .load MODEL.onnx: their weights' folders, kept for the session */
+	int nmodels;
 };
 
 /* Set by the signal handlers; the self-pipe wakes a read in progress
@@ -279,10 +282,45 @@ static int dot_input(struct repl *r, char *arg)
 	return 0;
 }
 
+/* .load MODEL.onnx [NAME=N...]: the model imported, its outputs not
+ * printed (its inputs have no values yet: .input NAME=FILE, tir names) */
+static int load_onnx(struct repl *r, char *arg)
+{
+	char *path = strtok(arg, " \t");
+	struct tir_onnx_dim dims[16];
+	int nd = 0;
+	for (char *t = strtok(NULL, " \t"); t; t = strtok(NULL, " \t"))
+		if (nd == 16 || !cli_parse_dim(t, &dims[nd++]))
+			return 1;
+	struct cli_onnx *m = realloc(r->models, (size_t)(r->nmodels + 1) * sizeof *m);
+	if (!m) {
+		fprintf(stderr, "tir: out of memory\n");
+		r->failed = true;
+		return 0;
+	}
+	r->models = m;
+	struct cli_onnx *st = &r->models[r->nmodels++];
+	memset(st, 0, sizeof *st);
+	struct tir_onnx_opts o = {.dims = dims, .ndims = nd, .no_prints = true};
+	int status;
+	struct tir_program *p = cli_onnx_load(st, path, &o, -1, &status, NULL);
+	if (!p) {
+		r->failed = true;
+		return 0;
+	}
+	tir_program_free(p); /* (checked; the session parses the text again) */
+	eval_text(r, path, st->model.text, strlen(st->model.text), 1);
+	return 0;
+}
+
 static int dot_load(struct repl *r, char *arg)
 {
 	if (!*arg)
 		return 1;
+	char first[PATH_MAX];
+	snprintf(first, sizeof first, "%.*s", (int)strcspn(arg, " \t"), arg);
+	if (tir_path_is_onnx(first))
+		return load_onnx(r, arg);
 	size_t len;
 	char *src = cli_read_file(arg, &len);
 	if (!src) {
@@ -484,7 +522,7 @@ static const struct dot_cmd dot_cmds[] = {
 	{"reset", "", "forget every name and value", dot_reset},
 	{"save", "NAME... FILE", "write values to FILE.npy (one) or FILE.safetensors (each by name)", dot_save},
 	{"timer", "on|off", "show timing after each computation (on stderr)", dot_timer},
-	{"vars", "[REGEX]", "each name (matching the PCRE2 pattern) with its type and whether it is computed", dot_vars},
+	{"vars", "", "each name with its type and whether it is computed", dot_vars},
 };
 #define NDOT (sizeof dot_cmds / sizeof dot_cmds[0])
 
@@ -950,5 +988,8 @@ int cli_repl(int argc, char **argv)
 		tty_close(hist);
 	session_close(&r);
 	cli_remotes_close(&r.remotes);
+	for (int i = 0; i < r.nmodels; i++)
+		cli_onnx_done(&r.models[i]);
+	free(r.models);
 	return r.failed && !r.tty ? EXIT_PROGRAM : EXIT_OK;
 }

@@ -631,6 +631,7 @@ struct tir_onnx_opts {
 	int nrenames;
 	const char *weights_file;   /* where the initializers are written (.safetensors) */
 	const char *weights_ref;    /* the path load() names (NULL: weights_file) */
+	bool no_prints;             /* no `print` of the outputs (the REPL's .load) */
 };
 /* An imported model: the program's text and the ONNX names it binds. */
 struct tir_onnx_model {

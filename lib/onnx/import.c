@@ -1275,7 +1275,7 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		goto out;
 	/* the outputs: each printed */
 	struct tir_str pr = {0};
-	for (size_t k = 0; k < g->n_output; k++) {
+	for (size_t k = 0; k < g->n_output && !(o && o->no_prints); k++) {
 		const char *on = g->output[k]->name ? g->output[k]->name : "";
 		const char *t = ox_use(&m, on);
 		if (!t) {

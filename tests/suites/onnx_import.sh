@@ -14,7 +14,11 @@ suite_begin onnx_import
 m=$tmp/models
 if ! $py tests/onnx/make_models.py "$m" >"$tmp/make.out" 2>&1; then
 	bad "make_models.py failed: $(tail -n 1 "$tmp/make.out")"
-	suite_end
+	# the REPL's .load of a model: its names, then an input and an output
+printf '.load %s batch=2\n.input input_1=%s\n.save probs %s\n' "$m/mlp.onnx" "$m/x.npy" "$tmp/rp.npy" |
+	$tir repl >"$tmp/out" 2>&1
+if [ $? -eq 0 ] && close "$tmp/rp.npy" "$m/expect.npy"; then ok; else bad ".load mlp.onnx: $(cat "$tmp/out")"; fi
+suite_end
 	exit 1
 fi
 
@@ -102,4 +106,8 @@ $tir inspect "$tmp/mlp.safetensors" --match '[a-' >/dev/null 2>"$tmp/err"
 printf 'alpha = 1\nalps = 2\nbeta = 3\n.vars ^al\n' | $tir repl >"$tmp/out" 2>&1
 if grep -q '^alpha ' "$tmp/out" && grep -q '^alps ' "$tmp/out" && ! grep -q '^beta ' "$tmp/out"; then ok
 else bad ".vars ^al: $(cat "$tmp/out")"; fi
+# the REPL's .load of a model: its names, then an input and an output
+printf '.load %s batch=2\n.input input_1=%s\n.save probs %s\n' "$m/mlp.onnx" "$m/x.npy" "$tmp/rp.npy" |
+	$tir repl >"$tmp/out" 2>&1
+if [ $? -eq 0 ] && close "$tmp/rp.npy" "$m/expect.npy"; then ok; else bad ".load mlp.onnx: $(cat "$tmp/out")"; fi
 suite_end
