@@ -834,11 +834,12 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 		return ox_fail(m, TIR_ENOMEM, "out of memory");
 	if (val->defined)
 		return ox_fail(m, TIR_EDATA, "input '%s' is declared twice", name);
-	/* a small integer input given: its values are known (a shape, axes) */
+	/* a small integer input given, or a float scalar: its values are known
+	 * (a shape, axes, a Range's bounds, a depth) */
 	int64_t numel = 1;
 	for (int k = 0; k < rank; k++)
 		numel *= shape[k];
-	if (given && given->path && !dtype_is_float(dt) && numel <= OX_FOLD_MAX) {
+	if (given && given->path && (dtype_is_float(dt) ? numel == 1 : numel <= OX_FOLD_MAX)) {
 		struct tir_tensor t = {0};
 		if (tir_file_load(given->path, NULL, &t, m->err))
 			return -m->err->code;

@@ -355,15 +355,16 @@ static int op_identity(struct ox_node_ctx *c)
 		struct tir_type t;
 		char b[300];
 		in_type(c, 0, &t);
-		rc = bind(c, 1, ox_emit(c->m, out_name(c, 1), "full(%s, true, dtype=bool)", shp(b, t.rank, t.shape)));
+		rc = bind(c, 1, ox_emit(c->m, out_name(c, 1), "ones(%s, dtype=bool)", shp(b, t.rank, t.shape)));
 	}
 	return rc;
 }
 
 static int op_dropout(struct ox_node_ctx *c)
 {
-	struct ox_const *tm = cin(c, 2);
-	if (has_in(c, 2) && (!tm || tm->d[0] != 0))
+	struct ox_const *tm = cin(c, 2), *ratio = cin(c, 1);
+	/* training mode drops at random; with ratio 0 it is the identity */
+	if (has_in(c, 2) && (!tm || tm->d[0] != 0) && !(ratio && ratio->d[0] == 0))
 		return FAIL("Dropout in training mode is not supported");
 	return op_identity(c);
 }
