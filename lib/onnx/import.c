@@ -86,14 +86,24 @@ struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape)
 			return NULL;
 		n *= shape[k];
 	}
+	if (rank < 0 || rank > TIR_MAX_RANK)
+		return NULL;
 	struct ox_const *c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	c->dtype = dt;
 	c->rank = rank;
-	if (rank)
-		memcpy(c->shape, shape, (size_t)rank * sizeof *shape);
+	for (int k = 0; k < rank; k++)
+		c->shape[k] = shape[k];
 	c->n = n;
+	if (n > OX_FOLD_MAX) {
+		c->bytes = malloc((size_t)n * dtype_size(dt));
+		if (!c->bytes) {
+			ox_const_free(c);
+			return NULL;
+		}
+		return c;
+	}
 	c->i = calloc((size_t)n + 1, sizeof *c->i);
 	c->d = calloc((size_t)n + 1, sizeof *c->d);
 	if (!c->i || !c->d) {
@@ -103,12 +113,40 @@ struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape)
 	return c;
 }
 
+static void store_elem(unsigned char *p, enum tir_dtype dt, double d, int64_t i)
+{
+	switch (dt) {
+	case TIR_DTYPE_F32: { float f = (float)d; memcpy(p, &f, 4); break; }
+	case TIR_DTYPE_F64: memcpy(p, &d, 8); break;
+	case TIR_DTYPE_I64: memcpy(p, &i, 8); break;
+	case TIR_DTYPE_I32: { int32_t v = (int32_t)i; memcpy(p, &v, 4); break; }
+	case TIR_DTYPE_I16: { int16_t v = (int16_t)i; memcpy(p, &v, 2); break; }
+	case TIR_DTYPE_I8: { int8_t v = (int8_t)i; memcpy(p, &v, 1); break; }
+	case TIR_DTYPE_U8: { uint8_t v = (uint8_t)i; memcpy(p, &v, 1); break; }
+	case TIR_DTYPE_BOOL: { uint8_t v = d != 0; memcpy(p, &v, 1); break; }
+	case TIR_DTYPE_F16: { uint16_t h = tir_d2h(d); memcpy(p, &h, 2); break; }
+	case TIR_DTYPE_BF16: { uint16_t h = tir_d2b(d); memcpy(p, &h, 2); break; }
+	default: break;
+	}
+}
+
+void ox_const_set(struct ox_const *c, int64_t k, double d, int64_t i)
+{
+	if (c->bytes) {
+		store_elem(c->bytes + (size_t)k * dtype_size(c->dtype), c->dtype, d, i);
+		return;
+	}
+	c->d[k] = d;
+	c->i[k] = i;
+}
+
 void ox_const_free(struct ox_const *c)
 {
 	if (!c)
 		return;
 	free(c->i);
 	free(c->d);
+	free(c->bytes);
 	free(c);
 }
 
@@ -285,23 +323,27 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 	struct ox_const *c = ox_const_new(dt, (int)t->n_dims, t->dims);
 	if (!c)
 		return free(ext), tir_errf(err, TIR_ENOMEM, NULL, "%s: tensor '%s': out of memory", where, tn);
+	if (c->bytes && raw) {
+		memcpy(c->bytes, raw, want); /* a weight: as stored */
+		n = 0;
+	}
 	for (int64_t k = 0; k < n; k++) {
 		if (raw) {
-			c->d[k] = raw_elem(raw, dt, k);
-			c->i[k] = raw_int(raw, dt, k);
+			ox_const_set(c, k, raw_elem(raw, dt, k), raw_int(raw, dt, k));
 			continue;
 		}
+		double d;
 		switch (dt) {
-		case TIR_DTYPE_F32: c->d[k] = t->float_data[k]; break;
-		case TIR_DTYPE_F64: c->d[k] = t->double_data[k]; break;
-		case TIR_DTYPE_I64: c->i[k] = t->int64_data[k]; c->d[k] = (double)c->i[k]; continue;
-		case TIR_DTYPE_F16: { uint16_t h = (uint16_t)t->int32_data[k]; c->d[k] = half_to_float(h); break; }
+		case TIR_DTYPE_F32: d = t->float_data[k]; break;
+		case TIR_DTYPE_F64: d = t->double_data[k]; break;
+		case TIR_DTYPE_I64: ox_const_set(c, k, (double)t->int64_data[k], t->int64_data[k]); continue;
+		case TIR_DTYPE_F16: { uint16_t h = (uint16_t)t->int32_data[k]; d = half_to_float(h); break; }
 		case TIR_DTYPE_BF16: { uint32_t w = (uint32_t)(uint16_t)t->int32_data[k] << 16; float f;
-			memcpy(&f, &w, 4); c->d[k] = f; break; }
-		case TIR_DTYPE_BOOL: c->d[k] = t->int32_data[k] != 0; break;
-		default: c->d[k] = t->int32_data[k]; break;
+			memcpy(&f, &w, 4); d = f; break; }
+		case TIR_DTYPE_BOOL: d = t->int32_data[k] != 0; break;
+		default: d = t->int32_data[k]; break;
 		}
-		c->i[k] = isfinite(c->d[k]) && fabs(c->d[k]) < 9.2e18 ? (int64_t)c->d[k] : 0;
+		ox_const_set(c, k, d, isfinite(d) && fabs(d) < 9.2e18 ? (int64_t)d : 0);
 	}
 	free(ext);
 	*out = c;
@@ -623,8 +665,8 @@ static int add_weight(struct ox_imp *m, const char *name, struct ox_const *c)
 static const char *emit_const(struct ox_imp *m, struct ox_val *v)
 {
 	struct ox_const *c = v->c;
-	bool same = c->n > 0;
-	for (int64_t k = 1; k < c->n && same; k++)
+	bool same = c->n > 0 && c->d;
+	for (int64_t k = 1; same && k < c->n; k++)
 		same = c->d[k] == c->d[0] || (isnan(c->d[k]) && isnan(c->d[0]));
 	struct tir_str s = {0};
 	const char *r = NULL;
@@ -845,10 +887,8 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 			return -m->err->code;
 		struct ox_const *c = t.dtype == dt && t.rank == rank ? ox_const_new(dt, rank, shape) : NULL;
 		const unsigned char *p = c ? tir_tensor_data(&t) : NULL;
-		for (int64_t k = 0; c && k < c->n; k++) {
-			c->d[k] = raw_elem(p, dt, k);
-			c->i[k] = raw_int(p, dt, k);
-		}
+		for (int64_t k = 0; c && k < c->n; k++)
+			ox_const_set(c, k, raw_elem(p, dt, k), raw_int(p, dt, k));
 		tir_tensor_release(&t);
 		val->c = c;
 	}
@@ -1036,22 +1076,10 @@ static int write_weights(struct ox_imp *m, const char *file, bool npy)
 			break;
 		unsigned char *dst = tir_tensor_data(&ts[k]);
 		size_t sz = dtype_size(c->dtype);
-		for (int64_t e = 0; e < c->n; e++) {
-			unsigned char *p = dst + (size_t)e * sz;
-			switch (c->dtype) {
-			case TIR_DTYPE_F32: { float f = (float)c->d[e]; memcpy(p, &f, 4); break; }
-			case TIR_DTYPE_F64: memcpy(p, &c->d[e], 8); break;
-			case TIR_DTYPE_I64: memcpy(p, &c->i[e], 8); break;
-			case TIR_DTYPE_I32: { int32_t v = (int32_t)c->i[e]; memcpy(p, &v, 4); break; }
-			case TIR_DTYPE_I16: { int16_t v = (int16_t)c->i[e]; memcpy(p, &v, 2); break; }
-			case TIR_DTYPE_I8: { int8_t v = (int8_t)c->i[e]; memcpy(p, &v, 1); break; }
-			case TIR_DTYPE_U8: { uint8_t v = (uint8_t)c->i[e]; memcpy(p, &v, 1); break; }
-			case TIR_DTYPE_BOOL: { uint8_t v = c->d[e] != 0; memcpy(p, &v, 1); break; }
-			case TIR_DTYPE_F16: { uint16_t h = tir_d2h(c->d[e]); memcpy(p, &h, 2); break; }
-			case TIR_DTYPE_BF16: { uint16_t h = tir_d2b(c->d[e]); memcpy(p, &h, 2); break; }
-			default: break;
-			}
-		}
+		if (c->bytes)
+			memcpy(dst, c->bytes, (size_t)c->n * sz);
+		for (int64_t e = 0; !c->bytes && e < c->n; e++)
+			store_elem(dst + (size_t)e * sz, c->dtype, c->d[e], c->i[e]);
 		names[k] = m->wnames[k];
 		tp[k] = &ts[k];
 	}

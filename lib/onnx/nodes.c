@@ -59,11 +59,12 @@ static struct ox_val *in_val(struct ox_node_ctx *c, size_t k)
 	return has_in(c, k) ? ox_find(c->m, c->n->input[k]) : NULL;
 }
 
-/* the input's known value, or NULL */
+/* the input's known value, or NULL (a weight past OX_FOLD_MAX elements
+ * is known but never folded) */
 static struct ox_const *cin(struct ox_node_ctx *c, size_t k)
 {
 	struct ox_val *v = in_val(c, k);
-	return v ? v->c : NULL;
+	return v && v->c && v->c->i ? v->c : NULL;
 }
 
 /* the input as a tir name (a constant written on first use) */
@@ -533,10 +534,8 @@ static int op_constant(struct ox_node_ctx *c)
 		bool f = a->name[6] == 'f';
 		int64_t n = f ? (int64_t)a->n_floats : (int64_t)a->n_ints;
 		r = ox_const_new(f ? TIR_DTYPE_F32 : TIR_DTYPE_I64, 1, &n);
-		for (int64_t k = 0; r && k < n; k++) {
-			r->d[k] = f ? a->floats[k] : (double)a->ints[k];
-			r->i[k] = f ? (int64_t)a->floats[k] : a->ints[k];
-		}
+		for (int64_t k = 0; r && k < n; k++)
+			ox_const_set(r, k, f ? a->floats[k] : (double)a->ints[k], f ? (int64_t)a->floats[k] : a->ints[k]);
 	} else {
 		(void)one;
 		return FAIL("Constant's '%s' is not supported", a->name);

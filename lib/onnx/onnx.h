@@ -21,10 +21,9 @@ struct ox_const {
 	int rank;
 	int64_t shape[TIR_MAX_RANK];
 	int64_t n;
-	int64_t *i;              /* n integers (floats truncated) */
-	double *d;               /* n doubles */
-	const void *raw;         /* the bytes as stored (little-endian, dtype's size), or NULL */
-	size_t raw_size;
+	int64_t *i;              /* n integers (floats truncated); NULL past OX_FOLD_MAX */
+	double *d;               /* n doubles; NULL past OX_FOLD_MAX */
+	unsigned char *bytes;    /* past OX_FOLD_MAX instead: the elements as tir stores them */
 };
 
 /* One ONNX tensor name of the graph. */
@@ -86,7 +85,10 @@ const char *ox_use(struct ox_imp *m, const char *onnx);
 /* ONNX value onnx is the tir value tir (a node's output) */
 int ox_bind(struct ox_imp *m, const char *onnx, const char *tir);
 int ox_fail(struct ox_imp *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* i and d for at most OX_FOLD_MAX elements, else bytes (a weight: never folded) */
 struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape);
+/* element k of c is d (as a float) and i (as an integer) */
+void ox_const_set(struct ox_const *c, int64_t k, double d, int64_t i);
 void ox_const_free(struct ox_const *c);
 int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_const **out, struct tir_err *err);
 bool ox_dtype(int32_t onnx, enum tir_dtype *dt);

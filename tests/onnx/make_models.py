@@ -85,6 +85,22 @@ def simple(nodes, fname, inits=(), opv=13, check=True, shape=(2, 3), extra_opset
     return m
 
 
+# weights past the folding limit (65536 elements), as raw_data and as
+# float_data: y = x @ w + b, w [300, 300]
+wb = rng.standard_normal((300, 300)).astype(np.float32)
+xb = rng.standard_normal((2, 300)).astype(np.float32)
+for name, raw in (("big_raw.onnx", True), ("big_fields.onnx", False)):
+    wt = numpy_helper.from_array(wb, "w")
+    if not raw:
+        wt.ClearField("raw_data")
+        wt.float_data.extend(wb.ravel().tolist())
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "big",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 300])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 300])], [wt])
+    save(name, helper.make_model(graph, opset_imports=opset(13)))
+np.save(os.path.join(out, "xb.npy"), xb)
+np.save(os.path.join(out, "expect_big.npy"), xb @ wb)
+
 # several unsupported ops: every one listed at once
 simple([one("Relu", "a", ins=["x"], outs=["a"]), one("Resize", "up", ins=["a"], outs=["b"]),
         one("ConvTranspose", "deconv", ins=["b", "b"], outs=["c"]), one("Relu", "d", ins=["c"], outs=["y"])],

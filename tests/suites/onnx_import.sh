@@ -55,6 +55,12 @@ $tir import "$m/mlp.onnx" -o "$tmp/x.tir" 2>"$tmp/err"
 grep -q "input 'input.1': dimension 0 ('batch') is symbolic; fix it with --dim batch=N" "$tmp/err" && ok ||
 	bad "unfixed dimension: $(cat "$tmp/err")"
 
+# weights past the folding limit, stored as raw_data and as float_data
+for f in big_raw big_fields; do
+	if $tir run "$m/$f.onnx" --input x="$m/xb.npy" --save y="$tmp/yb.npy" --quiet >/dev/null 2>"$tmp/err" &&
+	   close "$tmp/yb.npy" "$m/expect_big.npy"; then ok; else bad "$f.onnx: $(cat "$tmp/err")"; fi
+done
+
 # --rename: PCRE2 substitutions, in order
 if $tir import "$m/mlp.onnx" --dim batch=2 -o "$tmp/r.tir" --rename '^onnx::Gemm_(\d+)$=gemm_w$1' \
 	--rename '\.=_' 2>"$tmp/err" && grep -q 'gemm_w1: f32\[8, 4\] = load' "$tmp/r.tir" &&
