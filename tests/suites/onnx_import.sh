@@ -6,15 +6,33 @@
 # PCRE2), `tir fmt` leaving an imported program as it is, shape arithmetic
 # folded, and each hostile file (malformed, lying sizes, a cycle, huge
 # dimensions, an unknown domain, an escaping external-data path, ops tir
-# has not) refused with its own message, never a crash.  Also tir inspect
-# --match and the REPL's .vars REGEX, which share the PCRE2 wrapper.
+# has not) refused with its own message, never a crash; --remote and the
+# REPL's .load of a model.  Also tir inspect --match and the REPL's .vars
+# REGEX, which share the PCRE2 wrapper.
 set -u
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin onnx_import
 m=$tmp/models
 if ! $py tests/onnx/make_models.py "$m" >"$tmp/make.out" 2>&1; then
 	bad "make_models.py failed: $(tail -n 1 "$tmp/make.out")"
-	# the REPL's .load of a model: its names, then an input and an output
+	# --remote: the model imported here, run on a tir serve
+: >"$tmp/serve.log"
+$tir serve --port=0 --host=127.0.0.1 --threads=1 2>"$tmp/serve.log" &
+spid=$!
+trap 'kill -TERM $spid 2>/dev/null; wait $spid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+port= i=0
+while [ $i -lt 1200 ] && [ -z "$port" ] && kill -0 $spid 2>/dev/null; do
+	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) .*|\1|p' "$tmp/serve.log")
+	[ -n "$port" ] || sleep 0.05
+	i=$((i + 1))
+done
+if [ -n "$port" ] && $tir run "$m/mlp.onnx" --input input.1="$m/x.pb" --remote "127.0.0.1:$port" \
+	--save probs="$tmp/pr.npy" --quiet >/dev/null 2>"$tmp/err" && close "$tmp/pr.npy" "$m/expect.npy"; then ok
+else bad "--remote (port '$port'): $(cat "$tmp/err" "$tmp/serve.log")"; fi
+kill -TERM $spid 2>/dev/null
+wait $spid 2>/dev/null
+
+# the REPL's .load of a model: its names, then an input and an output
 printf '.load %s batch=2\n.input input_1=%s\n.save probs %s\n' "$m/mlp.onnx" "$m/x.npy" "$tmp/rp.npy" |
 	$tir repl >"$tmp/out" 2>&1
 if [ $? -eq 0 ] && close "$tmp/rp.npy" "$m/expect.npy"; then ok; else bad ".load mlp.onnx: $(cat "$tmp/out")"; fi
@@ -112,6 +130,23 @@ $tir inspect "$tmp/mlp.safetensors" --match '[a-' >/dev/null 2>"$tmp/err"
 printf 'alpha = 1\nalps = 2\nbeta = 3\n.vars ^al\n' | $tir repl >"$tmp/out" 2>&1
 if grep -q '^alpha ' "$tmp/out" && grep -q '^alps ' "$tmp/out" && ! grep -q '^beta ' "$tmp/out"; then ok
 else bad ".vars ^al: $(cat "$tmp/out")"; fi
+# --remote: the model imported here, run on a tir serve
+: >"$tmp/serve.log"
+$tir serve --port=0 --host=127.0.0.1 --threads=1 2>"$tmp/serve.log" &
+spid=$!
+trap 'kill -TERM $spid 2>/dev/null; wait $spid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+port= i=0
+while [ $i -lt 1200 ] && [ -z "$port" ] && kill -0 $spid 2>/dev/null; do
+	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) .*|\1|p' "$tmp/serve.log")
+	[ -n "$port" ] || sleep 0.05
+	i=$((i + 1))
+done
+if [ -n "$port" ] && $tir run "$m/mlp.onnx" --input input.1="$m/x.pb" --remote "127.0.0.1:$port" \
+	--save probs="$tmp/pr.npy" --quiet >/dev/null 2>"$tmp/err" && close "$tmp/pr.npy" "$m/expect.npy"; then ok
+else bad "--remote (port '$port'): $(cat "$tmp/err" "$tmp/serve.log")"; fi
+kill -TERM $spid 2>/dev/null
+wait $spid 2>/dev/null
+
 # the REPL's .load of a model: its names, then an input and an output
 printf '.load %s batch=2\n.input input_1=%s\n.save probs %s\n' "$m/mlp.onnx" "$m/x.npy" "$tmp/rp.npy" |
 	$tir repl >"$tmp/out" 2>&1
