@@ -97,7 +97,7 @@ struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape)
 		c->shape[k] = shape[k];
 	c->n = n;
 	if (n > OX_FOLD_MAX) {
-		c->bytes = malloc((size_t)n * dtype_size(dt));
+		c->bytes = calloc((size_t)n, dtype_size(dt));
 		if (!c->bytes) {
 			ox_const_free(c);
 			return NULL;
@@ -195,6 +195,11 @@ static double raw_elem(const unsigned char *p, enum tir_dtype dt, int64_t k)
 	case TIR_DTYPE_BF16: { uint32_t w = (uint32_t)u.u16 << 16; float f; memcpy(&f, &w, 4); return f; }
 	default: return 0;
 	}
+}
+
+double ox_const_get(const struct ox_const *c, int64_t k)
+{
+	return c->bytes ? raw_elem(c->bytes, c->dtype, k) : c->d[k];
 }
 
 static int64_t raw_int(const unsigned char *p, enum tir_dtype dt, int64_t k)

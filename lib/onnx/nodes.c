@@ -1641,10 +1641,11 @@ static int window_pads(struct ox_node_ctx *c, const struct tir_type *t, const in
 	return 0;
 }
 
-static int window_2d(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kdef, int64_t k[2], int64_t s[2])
+static int window_2d(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kdef, int64_t k[2], int64_t s[2],
+		     bool dilation_done)
 {
 	size_t n;
-	const int64_t *ks = attr_ints(c, "kernel_shape", &n);
+	const int64_t *ks = dilation_done ? NULL : attr_ints(c, "kernel_shape", &n);
 	if (t->rank != 4)
 		return FAIL("%s of a %d-D input (tir has 2-D only)", c->n->op_type, t->rank - 2);
 	if (ks && n != 2)
@@ -1654,7 +1655,7 @@ static int window_2d(struct ox_node_ctx *c, const struct tir_type *t, const int6
 	const int64_t *st = attr_ints(c, "strides", &n);
 	s[0] = st && n == 2 ? st[0] : 1;
 	s[1] = st && n == 2 ? st[1] : 1;
-	const int64_t *dl = attr_ints(c, "dilations", &n);
+	const int64_t *dl = dilation_done ? NULL : attr_ints(c, "dilations", &n);
 	for (size_t j = 0; dl && j < n; j++)
 		if (dl[j] != 1)
 			return FAIL("dilations other than 1 are not supported");
@@ -1663,14 +1664,81 @@ static int window_2d(struct ox_node_ctx *c, const struct tir_type *t, const int6
 	return 0;
 }
 
+/* A known weight [O, C/g, k...] of a grouped or dilated convolution as
+ * the weight of the same convolution with one group and no dilation:
+ * [O, C, (k - 1) d + 1, ...], zero outside each output's group of inputs
+ * and between the taps.  returns its tir name, or NULL with err set. */
+static const char *dense_weight(struct ox_node_ctx *c, int64_t g, const int64_t *dil)
+{
+	struct ox_val *wv = in_val(c, 1);
+	const struct ox_const *w = wv ? wv->c : NULL;
+	if (!w || (w->rank != 3 && w->rank != 4)) {
+		FAIL("a grouped or dilated Conv needs its weight known at import");
+		return NULL;
+	}
+	int nsp = w->rank - 2;
+	int64_t O = w->shape[0], Cg = w->shape[1], kh = nsp == 2 ? w->shape[2] : 1, kw = w->shape[w->rank - 1];
+	int64_t dh = nsp == 2 ? dil[0] : 1, dw = dil[nsp - 1];
+	if (g < 1 || O % g || dh < 1 || dw < 1 || dh > 64 || dw > 64) {
+		ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " or dilations do not fit the weight", g);
+		return NULL;
+	}
+	int64_t sh[4] = {O, Cg * g, (kh - 1) * dh + 1, (kw - 1) * dw + 1};
+	int64_t shape[4] = {sh[0], sh[1], nsp == 2 ? sh[2] : sh[3], sh[3]};
+	struct ox_const *d = ox_const_new(w->dtype, w->rank, shape);
+	if (!d) {
+		ox_fail(c->m, TIR_EDATA, "a dense weight of %" PRId64 " x %" PRId64 " taps is too large", O, Cg * g);
+		return NULL;
+	}
+	for (int64_t o = 0; o < O; o++)
+		for (int64_t ci = 0; ci < Cg; ci++)
+			for (int64_t i = 0; i < kh; i++)
+				for (int64_t j = 0; j < kw; j++) {
+					int64_t src = ((o * Cg + ci) * kh + i) * kw + j;
+					int64_t cc = (o / (O / g)) * Cg + ci;
+					int64_t dst = ((o * sh[1] + cc) * (nsp == 2 ? sh[2] : 1) + i * dh) * sh[3] + j * dw;
+					double v = ox_const_get(w, src);
+					ox_const_set(d, dst, v, (int64_t)v);
+				}
+	char name[600];
+	snprintf(name, sizeof name, "%s_dense", wv->onnx);
+	while (ox_find(c->m, name))
+		strncat(name, "_", sizeof name - strlen(name) - 1);
+	struct ox_val *v = ox_val(c->m, name);
+	if (!v) {
+		ox_const_free(d);
+		ox_fail(c->m, TIR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	v->c = d;
+	v->defined = true;
+	return ox_use(c->m, name);
+}
+
 static int op_conv(struct ox_node_ctx *c)
 {
 	struct tir_type t, tw;
-	const char *x = in(c, 0), *w = in(c, 1);
-	if (!x || !w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+	const char *x = in(c, 0), *w = NULL;
+	if (!x || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
 		return -c->m->err->code;
-	if (attr_i(c, "group", 1) != 1)
-		return FAIL("Conv with groups is not supported");
+	int64_t g = attr_i(c, "group", 1), one[2] = {1, 1};
+	size_t nd;
+	const int64_t *dl = attr_ints(c, "dilations", &nd);
+	bool dilated = false;
+	for (size_t j = 0; dl && j < nd; j++)
+		dilated |= dl[j] != 1;
+	if (dl && nd != (size_t)(t.rank - 2))
+		return ox_fail(c->m, TIR_ETYPE, "%zu dilations for %d spatial axes", nd, t.rank - 2);
+	bool dense = g != 1 || dilated;
+	if (dense && t.rank != 3 && t.rank != 4)
+		return FAIL("Conv of a %d-D input (tir has 1-D and 2-D)", t.rank - 2);
+	w = dense ? dense_weight(c, g, dilated ? dl : one) : in(c, 1);
+	if (!w)
+		return -c->m->err->code;
+	if (dense) {
+		tw = *ox_type(c->m, w);
+		g = 1;
+	}
 	bool one_d = t.rank == 3 && tw.rank == 3;
 	if (one_d) {
 		/* [N, C, L] as [N, C, 1, L] */
@@ -1687,13 +1755,10 @@ static int op_conv(struct ox_node_ctx *c)
 	if (one_d) {
 		/* attributes of one axis: move them to the second */
 		size_t n;
-		const int64_t *ks = attr_ints(c, "kernel_shape", &n), *st = attr_ints(c, "strides", &n);
+		const int64_t *st = attr_ints(c, "strides", &n);
 		const int64_t *pd = attr_ints(c, "pads", &n);
-		const int64_t *dl = attr_ints(c, "dilations", &n);
-		if (dl && dl[0] != 1)
-			return FAIL("dilations other than 1 are not supported");
 		k[0] = 1;
-		k[1] = ks ? ks[0] : kdef[1];
+		k[1] = kdef[1];
 		s[0] = 1;
 		s[1] = st ? st[0] : 1;
 		memset(p, 0, sizeof p);
@@ -1703,8 +1768,12 @@ static int op_conv(struct ox_node_ctx *c)
 			p[1] = pd[0];
 			p[3] = pd[1];
 		}
-	} else if (window_2d(c, &t, kdef, k, s) || window_pads(c, &t, k, s, p)) {
+	} else if (window_2d(c, &t, kdef, k, s, dense) || window_pads(c, &t, k, s, p)) {
 		return -c->m->err->code;
+	}
+	if (dense) {
+		k[0] = kdef[0];
+		k[1] = kdef[1];
 	}
 	if (p[0] != p[2] || p[1] != p[3]) {
 		x = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]])", x, p[0],
@@ -1741,7 +1810,7 @@ static int op_pool(struct ox_node_ctx *c)
 	int64_t kdef[2] = {1, 1}, k[2], s[2], p[4];
 	if (!attr(c, "kernel_shape"))
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
-	if (window_2d(c, &t, kdef, k, s) || window_pads(c, &t, k, s, p))
+	if (window_2d(c, &t, kdef, k, s, false) || window_pads(c, &t, k, s, p))
 		return -c->m->err->code;
 	int64_t extra[2] = {0, 0};
 	if (attr_i(c, "ceil_mode", 0)) {

@@ -89,6 +89,7 @@ int ox_fail(struct ox_imp *m, int code, const char *fmt, ...) __attribute__((for
 struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape);
 /* element k of c is d (as a float) and i (as an integer) */
 void ox_const_set(struct ox_const *c, int64_t k, double d, int64_t i);
+double ox_const_get(const struct ox_const *c, int64_t k);
 void ox_const_free(struct ox_const *c);
 int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_const **out, struct tir_err *err);
 bool ox_dtype(int32_t onnx, enum tir_dtype *dt);

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """tests/onnx/torch_onnx.py --tir TIR — real architectures from PyTorch
-through ONNX: a residual CNN with batch norm (its BatchNormalization nodes
+through ONNX: depthwise, grouped and dilated convolutions, a residual CNN
+with batch norm (its BatchNormalization nodes
 kept: no constant folding) and a two-layer transformer encoder, each
 exported with torch.onnx.export (random weights, fixed seeds, opset 17) and
 run by `tir run MODEL.onnx`; tir's output must match PyTorch's (rtol 1e-4,
@@ -49,6 +50,19 @@ class ResNet(nn.Module):
         return self.fc(x)
 
 
+class Mobile(nn.Module):
+    """depthwise (groups = channels), grouped and dilated convolutions"""
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.gr = nn.Conv2d(8, 12, 3, padding=2, dilation=2, groups=4)
+        self.c1 = nn.Conv1d(12, 6, 3, dilation=3)
+
+    def forward(self, x):
+        y = torch.relu(self.gr(torch.relu(self.dw(x))))
+        return self.c1(y.mean(dim=2))
+
+
 def models():
     torch.manual_seed(0)
     cnn = ResNet().eval()
@@ -59,6 +73,7 @@ def models():
             m.weight.data.uniform_(0.5, 1.5)
             m.bias.data.uniform_(-0.2, 0.2)
     yield "resnet_bn", cnn, torch.randn(2, 3, 32, 32), False
+    yield "mobile_grouped_dilated", Mobile().eval(), torch.randn(2, 8, 16, 16), True
     layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0, activation="gelu")
     enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
     yield "transformer_encoder", enc, torch.randn(2, 8, 32), True
