@@ -1685,7 +1685,10 @@ static const char *dense_weight(struct ox_node_ctx *c, int64_t g, const int64_t 
 	}
 	int64_t sh[4] = {O, Cg * g, (kh - 1) * dh + 1, (kw - 1) * dw + 1};
 	int64_t shape[4] = {sh[0], sh[1], nsp == 2 ? sh[2] : sh[3], sh[3]};
-	struct ox_const *d = ox_const_new(w->dtype, w->rank, shape);
+	/* at most 2^26 elements (256 MiB of f32): a hostile group count or
+	 * dilation must not make the import allocate without bound */
+	double total = (double)sh[0] * (double)sh[1] * (double)sh[2] * (double)sh[3];
+	struct ox_const *d = total <= (double)(1 << 26) ? ox_const_new(w->dtype, w->rank, shape) : NULL;
 	if (!d) {
 		ox_fail(c->m, TIR_EDATA, "a dense weight of %" PRId64 " x %" PRId64 " taps is too large", O, Cg * g);
 		return NULL;
