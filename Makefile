@@ -7,7 +7,7 @@ OPT      ?= -O2 -g
 WERROR   ?= -Werror
 WARN     := -std=c11 -Wall -Wextra $(WERROR) -Wshadow -Wundef -Wwrite-strings \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
-PKGS     := jansson openblas libedit sleef
+PKGS     := jansson openblas libedit sleef libprotobuf-c libpcre2-8
 # lib/net's libraries load only when a remote or the server is used (see
 # NET_SO below): linked into tir they would be loaded at every start.
 NET_PKGS := libmicrohttpd libcurl libcrypto jansson
@@ -31,7 +31,9 @@ endif
 DEB_PKGS := build-essential pkg-config libjansson-dev \
             libopenblas-dev libmicrohttpd-dev libcurl4-openssl-dev \
             libedit-dev libssl-dev libsleef-dev python3-numpy openssl graphviz \
-            libopenmpi-dev openmpi-bin
+            libopenmpi-dev openmpi-bin \
+            libprotobuf-c-dev protobuf-c-compiler libonnx-dev libpcre2-dev \
+            libonnx-testdata python3-onnx
 # MPI (server groups, docs/groups.md) is optional: libtir-mpi.so is built
 # only when pkg-config finds it (ompi-c, else mpi).  NO_MPI=1 builds as if
 # it found none.
@@ -66,7 +68,11 @@ MPI_SRC  := $(sort $(wildcard lib/mpi/*.c))
 MPI_OBJ  := $(MPI_SRC:%.c=$(BUILD)/%.o)
 MPI_SO   := $(if $(and $(MPI_LIBS),$(if $(NO_MPI),,1)),$(BUILD)/libtir-mpi.so)
 LIB_SRC  := $(filter-out $(NET_SRC) $(MPI_SRC),$(sort $(wildcard lib/*/*.c)))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# lib/onnx reads models with protobuf-c over Debian's own onnx.proto
+# (libonnx-dev), generated here at build time: $(BUILD)/gen/onnx/onnx.pb-c.[ch].
+ONNX_PROTO := /usr/include/onnx/onnx.proto
+ONNX_GEN := $(BUILD)/gen/onnx/onnx.pb-c.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ONNX_GEN:.c=.o)
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -76,7 +82,8 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 # the plain MPI peer of all_reduce over a group (bench/allreduce.py), with MPI
 BENCH_MPI := $(if $(MPI_SO),$(BUILD)/bench/allreduce_mpi)
 
-.PHONY: all deps run test asan fuzz fuzz-parse bench soak clean golden-update fresh-check test-kernels test-torch
+.PHONY: all deps run test asan fuzz fuzz-parse fuzz-onnx bench soak clean golden-update fresh-check test-kernels \
+	test-torch test-onnx
 
 # tests/net/xfer_test.py's driver of the client's server-to-server calls
 XFER_CLIENT := $(BUILD)/tests/xfer_client
@@ -87,12 +94,15 @@ XFER_CLIENT := $(BUILD)/tests/xfer_client
 # fuzz` builds it in build-fuzz with clang and libFuzzer's own main
 # instead (FUZZ_MAIN empty, FUZZ_LINK=-fsanitize=fuzzer).
 FUZZ_BIN  := $(BUILD)/tests/fuzz_parse
+# the ONNX importer's target (tests/fuzz/fuzz_onnx.c), built the same way;
+# its seeds are tests/fuzz/onnx (tests/suites/onnx_fuzz.sh replays them)
+FUZZ_ONNX := $(BUILD)/tests/fuzz_onnx
 FUZZ_MAIN ?= tests/fuzz/replay.c
 FUZZ_LINK ?=
 FUZZ_SAN  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
              -fno-omit-frame-pointer
 
-all: $(BUILD)/tir $(NET_SO) $(MPI_SO) $(UNIT_BIN) $(XFER_CLIENT) $(FUZZ_BIN)
+all: $(BUILD)/tir $(NET_SO) $(MPI_SO) $(UNIT_BIN) $(XFER_CLIENT) $(FUZZ_BIN) $(FUZZ_ONNX)
 ifeq ($(MPI_SO),)
 	@rm -f $(BUILD)/libtir-mpi.so
 endif
@@ -180,6 +190,15 @@ $(MPI_OBJ): CPPFLAGS += $(MPI_CFLAGS)
 $(BUILD)/libtir-mpi.so: $(MPI_OBJ)
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-Bsymbolic -o $@ $(MPI_OBJ) $(MPI_LIBS) -pthread
 
+$(ONNX_GEN): $(ONNX_PROTO) $(BUILD)/pkg.mk
+	@mkdir -p $(BUILD)/gen
+	$(call SAY,PROTOC,$@)protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)).. onnx/onnx.proto
+$(ONNX_GEN:.c=.h): $(ONNX_GEN)
+$(ONNX_GEN:.c=.o): $(ONNX_GEN)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+$(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): CPPFLAGS += -I$(BUILD)/gen
+$(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): $(ONNX_GEN:.c=.h)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -195,6 +214,11 @@ $(XFER_CLIENT): tests/net/xfer_client.c $(NET_OBJ) $(BUILD)/libtir.a
 	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(NET_OBJ) $(BUILD)/libtir.a $(LDFLAGS) $(NET_LIBS) $(LDLIBS)
 
 $(FUZZ_BIN): tests/fuzz/fuzz_parse.c $(FUZZ_MAIN) $(BUILD)/libtir.a
+	@mkdir -p $(@D)
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(FUZZ_MAIN) $(BUILD)/libtir.a \
+		$(LDFLAGS) $(LDLIBS)
+
+$(FUZZ_ONNX): tests/fuzz/fuzz_onnx.c $(FUZZ_MAIN) $(BUILD)/libtir.a
 	@mkdir -p $(@D)
 	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(FUZZ_MAIN) $(BUILD)/libtir.a \
 		$(LDFLAGS) $(LDLIBS)
@@ -225,6 +249,15 @@ test-kernels: all
 # whose oracle is NumPy.  TORCH_FLAGS=--brief leaves out the "ok" lines.
 test-torch: all
 	@timeout 300 /usr/bin/python3 tests/torch/torch_check.py --tir $(BUILD)/tir $(TORCH_FLAGS)
+	@echo "== a residual CNN with batch norm and a transformer encoder exported to ONNX (tests/onnx/torch_onnx.py)"
+	@timeout 300 /usr/bin/python3 tests/onnx/torch_onnx.py --tir $(BUILD)/tir
+
+# ONNX's conformance suite (Debian's libonnx-testdata) through tir import
+# and tir run: passed / wrong / unsupported counts and the names that fail
+# (tests/onnx/run.py).  `make test` runs the ones in tests/onnx/pass.txt;
+# ONNX_FLAGS=--write-pass=tests/onnx/pass.txt rewrites that list.
+test-onnx: all
+	@/usr/bin/python3 tests/onnx/run.py --tir $(BUILD)/tir $(ONNX_FLAGS)
 
 # AddressSanitizer + UBSan over the whole suite, in its own object folder.
 ASAN_OPT := -O1 -g -fno-omit-frame-pointer
@@ -238,6 +271,7 @@ asan:
 # one, printed).  Both run; either failing fails it.
 fuzz: $(BUILD)/pkg.mk
 	@st=0; sh tests/fuzz/run.sh $(FUZZTIME) || st=1; \
+	sh tests/fuzz/run.sh $(FUZZTIME) fuzz_onnx || st=1; \
 	$(MAKE) --no-print-directory BUILD=build-asan OPT="$(ASAN_OPT)" SAN="$(ASAN_SAN)" all || exit 1; \
 	echo "fuzz: the protocol fuzzer on build-asan/tir for $(FUZZTIME)s"; \
 	/usr/bin/python3 tests/net/fuzz_serve.py --tir build-asan/tir --seconds $(FUZZTIME) \
@@ -253,6 +287,12 @@ fuzz-parse:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(or $(FUZZ_CC),clang) OPT="-g -O1" SAN="$(FUZZ_SAN)" \
 		WERROR="-Wno-error -Wno-unknown-pragmas" FUZZ_MAIN= FUZZ_LINK=-fsanitize=fuzzer \
 		build-fuzz/tests/fuzz_parse
+
+# The same for the ONNX importer's target, build-fuzz/tests/fuzz_onnx.
+fuzz-onnx:
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(or $(FUZZ_CC),clang) OPT="-g -O1" SAN="$(FUZZ_SAN)" \
+		WERROR="-Wno-error -Wno-unknown-pragmas" FUZZ_MAIN= FUZZ_LINK=-fsanitize=fuzzer \
+		build-fuzz/tests/fuzz_onnx
 
 # A soak of tir serve (tests/net/soak.py): SOAK_SECONDS of mixed clients,
 # restarts and kills; memory flat and no request lost.  Not part of `make

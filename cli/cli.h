@@ -68,7 +68,7 @@ void cli_remotes_stats(const struct cli_remotes *g, struct tir_remote_stats *sum
 /* flags.c: the commands and their flags (flags.def), read by getopt_long
  * and shown by the help.  Each command is called as main is, argv[0] its
  * name, and returns its exit status. */
-enum cli_cmd_id { CMD_RUN, CMD_CHECK, CMD_FMT, CMD_INSPECT, CMD_REPL, CMD_SERVE, CMD_HELP, CMD_VERSION,
+enum cli_cmd_id { CMD_RUN, CMD_CHECK, CMD_FMT, CMD_INSPECT, CMD_IMPORT, CMD_REPL, CMD_SERVE, CMD_HELP, CMD_VERSION,
 		  CMD_COUNT };
 enum cli_flag_id {
 #define FLAG(id, cmd, name, value, help) FLAG_##id,
@@ -123,6 +123,34 @@ void cli_args_begin(struct cli_args *a, enum cli_cmd_id cmd, int argc, char **ar
 int cli_args_next(struct cli_args *a, char **value);
 
 int cli_run(int argc, char **argv);
+int cli_import(int argc, char **argv);
+
+/* import.c: ONNX models and TensorProto inputs for tir run.  A state
+ * holding the temporary folder its files go in (the model's weights, the
+ * inputs read from .pb files), removed by cli_onnx_done. */
+struct cli_onnx {
+	char dir[64];
+	struct tir_onnx_model model;
+	bool imported;
+	char **paths;                /* the temporary files */
+	int npaths;
+};
+/* --input NAME=FILE.pb: each such path becomes a .npy file of the same
+ * tensor (paths[i] is replaced; the new string is the state's).  With a
+ * model (imported next), the shapes of all inputs are noted in shapes.
+ * returns EXIT_OK or an exit status (the error said). */
+int cli_onnx_inputs(struct cli_onnx *st, const char **names, const char **paths, int n,
+		    struct tir_onnx_shape *shapes);
+/* Import the model at path in memory and parse it (as cli_load_program). */
+struct tir_program *cli_onnx_load(struct cli_onnx *st, const char *path, const struct tir_onnx_opts *o,
+				  int nremotes, int *status, double *parse_ms);
+/* The tir name of ONNX name `name` of the model imported, else name. */
+const char *cli_onnx_map(const struct cli_onnx *st, const char *name);
+void cli_onnx_done(struct cli_onnx *st);
+/* NAME=N, for --dim; false when malformed */
+bool cli_parse_dim(char *s, struct tir_onnx_dim *d);
+/* a PCRE2 pattern, its error printed with a caret under the offset */
+struct tir_regex *cli_regex(const char *what, const char *pattern);
 int cli_repl(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_check(int argc, char **argv);

@@ -46,6 +46,14 @@ const struct cli_cmd cli_cmds[CMD_COUNT] = {
 			 "several files, one block each, a blank line between; a file that fails\n"
 			 "is said on stderr and the others are still listed.\n",
 			 NULL, NULL, cli_inspect},
+	[CMD_IMPORT] = {"import", "MODEL.onnx", "model", "an ONNX model as a tir program and its weights",
+			"An ONNX model (opsets 7 to 17) as a readable tir program: one or a few\n"
+			"statements per node, each node's name and op in a comment, its\n"
+			"initializers in a .safetensors file beside it read with load()\n"
+			"(docs/onnx.md).  Shapes are static: a symbolic dimension must be fixed\n"
+			"with --dim.  A model with ops tir cannot import is refused, every such\n"
+			"node listed.  tir run MODEL.onnx imports and runs it in one go.\n",
+			NULL, NULL, cli_import},
 	[CMD_REPL] = {"repl", NULL, NULL, "an interactive session (tir help repl)",
 		      "  An interactive session: statements accumulate, an expression alone\n"
 		      "  prints its value, .help lists the dot-commands.  With stdin not a\n"

@@ -263,11 +263,16 @@ int cli_inspect(int argc, char **argv)
 	struct cli_args a;
 	char *val;
 	int f;
+	const char *match = NULL;
 	cli_args_begin(&a, CMD_INSPECT, argc, argv);
 	while ((f = cli_args_next(&a, &val)) >= 0)
-		;
+		if (f == FLAG_INSPECT_MATCH)
+			match = val;
 	if (f == CLI_ARGS_STOP)
 		return a.exit;
+	struct tir_regex *re = NULL;
+	if (match && !(re = cli_regex("--match", match)))
+		return EXIT_USAGE;
 	/* one block per file, as ls does with several; a bad one is said and
 	 * the rest still listed (exit 1 at the end) */
 	int status = EXIT_OK;
@@ -282,9 +287,26 @@ int cli_inspect(int argc, char **argv)
 		}
 		if (i)
 			fputc('\n', stdout);
-		fputs(s, stdout);
+		/* --match: the two head lines, then the rows whose name matches */
+		int line = 0;
+		for (char *p = s; *p; line++) {
+			char *eol = strchr(p, '\n');
+			size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+			bool keep = !re || line < 2;
+			if (!keep) {
+				size_t nl = strcspn(p, " \n");
+				char save = p[nl];
+				p[nl] = 0;
+				keep = tir_regex_match(re, p);
+				p[nl] = save;
+			}
+			if (keep)
+				fwrite(p, 1, len, stdout);
+			p += len;
+		}
 		free(s);
 	}
+	tir_regex_free(re);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "tir: writing: %s\n", strerror(errno));
 		return EXIT_PROGRAM;

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
@@ -38,6 +39,8 @@ struct repl {
 	uint32_t line;      /* input lines read so far */
 	char **pending;     /* --input NAME=FILE not yet bound (NAME not declared yet) */
 	int npending;
+	struct cli_onnx *models; /* .load MODEL.onnx: their weights' folders, kept for the session */
+	int nmodels;
 };
 
 /* Set by the signal handlers; the self-pipe wakes a read in progress
@@ -338,10 +341,45 @@ static int dot_input(struct repl *r, char *arg)
 	return 0;
 }
 
+/* .load MODEL.onnx [NAME=N...]: the model imported, its outputs not
+ * printed (its inputs have no values yet: .input NAME=FILE, tir names) */
+static int load_onnx(struct repl *r, char *arg)
+{
+	char *path = strtok(arg, " \t");
+	struct tir_onnx_dim dims[16];
+	int nd = 0;
+	for (char *t = strtok(NULL, " \t"); t; t = strtok(NULL, " \t"))
+		if (nd == 16 || !cli_parse_dim(t, &dims[nd++]))
+			return 1;
+	struct cli_onnx *m = realloc(r->models, (size_t)(r->nmodels + 1) * sizeof *m);
+	if (!m) {
+		fprintf(stderr, "tir: out of memory\n");
+		r->failed = true;
+		return 0;
+	}
+	r->models = m;
+	struct cli_onnx *st = &r->models[r->nmodels++];
+	memset(st, 0, sizeof *st);
+	struct tir_onnx_opts o = {.dims = dims, .ndims = nd, .no_prints = true};
+	int status;
+	struct tir_program *p = cli_onnx_load(st, path, &o, -1, &status, NULL);
+	if (!p) {
+		r->failed = true;
+		return 0;
+	}
+	tir_program_free(p); /* (checked; the session parses the text again) */
+	eval_text(r, path, st->model.text, strlen(st->model.text), 1);
+	return 0;
+}
+
 static int dot_load(struct repl *r, char *arg)
 {
 	if (!*arg)
 		return 1;
+	char first[PATH_MAX];
+	snprintf(first, sizeof first, "%.*s", (int)strcspn(arg, " \t"), arg);
+	if (tir_path_is_onnx(first))
+		return load_onnx(r, arg);
 	size_t len;
 	char *src = cli_read_file(arg, &len);
 	if (!src) {
@@ -506,11 +544,14 @@ struct vars_pass {
 	bool print;
 	bool devices;       /* a value is placed: a column says where each lives */
 	int wn, wt, count;
+	const struct tir_regex *re; /* .vars REGEX: the names it matches */
 };
 
 static void var_line(void *ud, const struct tir_var *v)
 {
 	struct vars_pass *vp = ud;
+	if (vp->re && !tir_regex_match(vp->re, v->name))
+		return;
 	if (!vp->print) {
 		int ln = (int)strlen(v->name), lt = (int)strlen(v->type);
 		vp->wn = ln > vp->wn ? ln : vp->wn;
@@ -530,15 +571,17 @@ static void var_line(void *ud, const struct tir_var *v)
 
 static int dot_vars(struct repl *r, char *arg)
 {
-	if (*arg)
-		return 1;
+	struct tir_regex *re = NULL;
+	if (*arg && !(re = cli_regex(".vars", arg)))
+		return 0;
 	/* each name once, where it was last bound */
-	struct vars_pass vp = {.r = r};
+	struct vars_pass vp = {.r = r, .re = re};
 	tir_program_vars(r->p, var_line, &vp);
 	vp.print = true;
 	tir_program_vars(r->p, var_line, &vp);
 	if (!vp.count)
-		puts("no names bound yet");
+		puts(re ? "no name bound matches" : "no names bound yet");
+	tir_regex_free(re);
 	return 0;
 }
 
@@ -1051,5 +1094,8 @@ int cli_repl(int argc, char **argv)
 	session_close(&r);
 	cli_remotes_close(&r.remotes);
 	free(inputs);
+	for (int i = 0; i < r.nmodels; i++)
+		cli_onnx_done(&r.models[i]);
+	free(r.models);
 	return r.failed && !r.tty ? EXIT_PROGRAM : EXIT_OK;
 }

@@ -22,6 +22,8 @@ struct run_opts {
 	const char *file;
 	struct pair *inputs, *saves;
 	int ninputs, nsaves;
+	struct tir_onnx_dim *dims;   /* --dim, for an ONNX model */
+	int ndims;
 	const char *remote;
 	const char *trace;       /* --trace FILE.json */
 	const char *gemm;        /* --gemm tir|openblas */
@@ -145,7 +147,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	o->max_memory = SIZE_MAX;
 	o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
 	o->saves = calloc((size_t)argc + 1, sizeof *o->saves);
-	if (!o->inputs || !o->saves)
+	o->dims = calloc((size_t)argc + 1, sizeof *o->dims);
+	if (!o->inputs || !o->saves || !o->dims)
 		return cli_misuse(CMD_RUN, "%s", "out of memory");
 	struct cli_args a;
 	char *val; /* in argv: split_pair cuts it */
@@ -221,6 +224,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case FLAG_RUN_QUIET:
 			o->quiet = true;
 			break;
+		case FLAG_RUN_DIM:
+			if (!cli_parse_dim(val, &o->dims[o->ndims++]))
+				return cli_misuse(CMD_RUN, "--dim wants NAME=N, got '%s'", val);
+			break;
 		default:
 			break;
 		}
@@ -260,6 +267,9 @@ int cli_run(int argc, char **argv)
 	struct tir_exec *x = NULL;
 	struct cli_remotes remotes = {0};
 	const char **names = NULL;
+	struct cli_onnx onnx = {0};
+	const char **in_names = NULL, **in_paths = NULL;
+	struct tir_onnx_shape *shapes = NULL;
 	if (status) {
 		status = status < 0 ? EXIT_OK : status;
 		goto out;
@@ -284,7 +294,33 @@ int cli_run(int argc, char **argv)
 	/* --local: remote:0, ... are CPU devices here, as many as --remote
 	 * names (nothing is opened) or as the program names */
 	int nlocal = o.remote ? cli_remotes_count(o.remote) : CLI_LOCAL_DEVICES;
-	p = cli_load_program(o.file, o.local ? nlocal : remotes.n, &status, &parse_ms);
+	/* inputs from TensorProto files, and an ONNX model, which is imported
+	 * here and named as the model names its tensors */
+	in_names = calloc((size_t)o.ninputs + 1, sizeof *in_names);
+	in_paths = calloc((size_t)o.ninputs + 1, sizeof *in_paths);
+	shapes = calloc((size_t)o.ninputs + 1, sizeof *shapes);
+	if (!in_names || !in_paths || !shapes) {
+		fprintf(stderr, "tir: out of memory\n");
+		status = EXIT_PROGRAM;
+		goto out;
+	}
+	for (int i = 0; i < o.ninputs; i++) {
+		in_names[i] = o.inputs[i].name;
+		in_paths[i] = o.inputs[i].path;
+	}
+	bool is_onnx = tir_path_is_onnx(o.file);
+	if ((status = cli_onnx_inputs(&onnx, in_names, in_paths, o.ninputs, is_onnx ? shapes : NULL)))
+		goto out;
+	if (is_onnx) {
+		struct tir_onnx_opts io = {.dims = o.dims, .ndims = o.ndims, .inputs = shapes, .ninputs = o.ninputs};
+		if (o.local && nlocal == CLI_LOCAL_DEVICES)
+			nlocal = 1; /* a model names no devices */
+		p = cli_onnx_load(&onnx, o.file, &io, o.local ? nlocal : remotes.n, &status, &parse_ms);
+		for (int i = 0; p && i < o.ninputs; i++)
+			in_names[i] = cli_onnx_map(&onnx, in_names[i]);
+	} else {
+		p = cli_load_program(o.file, o.local ? nlocal : remotes.n, &status, &parse_ms);
+	}
 	if (!p)
 		goto out;
 	if (o.local && nlocal == CLI_LOCAL_DEVICES)
@@ -293,7 +329,7 @@ int cli_run(int argc, char **argv)
 	/* every --save checked before anything runs: no run wasted, no
 	 * file of several written and the next refused */
 	for (int i = 0; i < o.nsaves; i++)
-		if ((status = cli_save_check(p, o.saves[i].name, o.saves[i].path, "--save")))
+		if ((status = cli_save_check(p, cli_onnx_map(&onnx, o.saves[i].name), o.saves[i].path, "--save")))
 			goto out;
 	x = tir_exec_new(p);
 	names = calloc((size_t)o.nsaves + 1, sizeof *names);
@@ -321,14 +357,14 @@ int cli_run(int argc, char **argv)
 	tir_exec_set_profile(x, o.profile);
 	tir_exec_set_trace(x, o.trace != NULL);
 	for (int i = 0; i < o.ninputs; i++) {
-		if (tir_exec_input_file(x, o.inputs[i].name, o.inputs[i].path, &err)) {
+		if (tir_exec_input_file(x, in_names[i], in_paths[i], &err)) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;
 			goto out;
 		}
 	}
 	for (int i = 0; i < o.nsaves; i++)
-		names[i] = o.saves[i].name;
+		names[i] = cli_onnx_map(&onnx, o.saves[i].name);
 	struct cli_progress *prog = cli_progress_start(x, o.progress);
 	int rc = tir_exec_run(x, 0, names, o.nsaves, &err);
 	cli_progress_stop(prog, x);
@@ -412,10 +448,15 @@ int cli_run(int argc, char **argv)
 	}
 out:
 	free(names);
+	free(in_names);
+	free(in_paths);
+	free(shapes);
+	free(o.dims);
 	free(o.inputs);
 	free(o.saves);
 	tir_exec_free(x);
 	cli_remotes_close(&remotes); /* after x, which borrows them */
 	tir_program_free(p);
+	cli_onnx_done(&onnx);
 	return status;
 }

@@ -646,4 +646,70 @@ const struct tir_net_api *tir_net(struct tir_err *err);
  * of another version or size). */
 int tir_net_use(const struct tir_net_api *api, struct tir_err *err);
 
+/* ---- ONNX import (lib/onnx, docs/onnx.md) ---- */
+
+struct tir_regex;    /* a compiled PCRE2 pattern (tir_regex_new) */
+
+/* A symbolic dimension fixed (--dim NAME=N), or an input's shape given
+ * (the file of --input: its ONNX name and shape fix its symbolic dims). */
+struct tir_onnx_dim {
+	const char *name;
+	int64_t value;
+};
+struct tir_onnx_shape {
+	const char *name;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	const char *path;           /* its file (.npy): a small integer input that
+				     * the model uses as a shape or axes is read */
+};
+struct tir_onnx_opts {
+	const struct tir_onnx_dim *dims;
+	int ndims;
+	const struct tir_onnx_shape *inputs;
+	int ninputs;
+	/* --rename REGEX=REPLACEMENT, applied in order to each ONNX name
+	 * before it is made a valid identifier */
+	struct tir_regex *const *renames;
+	const char *const *replacements;
+	int nrenames;
+	const char *weights_file;   /* where the initializers are written (.safetensors) */
+	const char *weights_ref;    /* the path load() names (NULL: weights_file) */
+	bool no_prints;             /* no `print` of the outputs (the REPL's .load) */
+};
+/* An imported model: the program's text and the ONNX names it binds. */
+struct tir_onnx_model {
+	char *text;                 /* the tir program (canonical form, with comments) */
+	size_t nnames;
+	char **onnx_names;          /* every tensor name of the graph... */
+	char **tir_names;           /* ...and the tir name bound to it */
+	size_t ninputs, noutputs;   /* the graph's inputs and outputs, as ONNX names */
+	char **inputs, **outputs;
+};
+/* Import the ONNX model at path (docs/onnx.md); writes the weights file.
+ * returns 0 and fills *out (free with tir_onnx_model_free), or -code with
+ * err filled: an unsupported op lists every one of the model. */
+int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_onnx_model *out,
+		    struct tir_err *err);
+void tir_onnx_model_free(struct tir_onnx_model *m);
+/* The tir name bound to ONNX tensor `onnx`, or NULL.  borrowed. */
+const char *tir_onnx_name(const struct tir_onnx_model *m, const char *onnx);
+/* Whether path names an ONNX model or TensorProto file, by extension. */
+bool tir_path_is_onnx(const char *path);
+bool tir_path_is_pb(const char *path);
+/* Read the TensorProto file pb and write it as the .npy file npy; its
+ * shape into *rank/shape when not NULL. */
+int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, struct tir_err *err);
+
+/* A PCRE2 pattern (JIT-compiled where PCRE2 has it).  A bad pattern:
+ * NULL, err->msg says why and err->loc.col is its offset (1-based).
+ * returns: new, free with tir_regex_free. */
+struct tir_regex *tir_regex_new(const char *pattern, struct tir_err *err);
+void tir_regex_free(struct tir_regex *re);
+/* Whether the pattern matches somewhere in s. */
+bool tir_regex_match(const struct tir_regex *re, const char *s);
+/* s with every match replaced by repl ($1, ${name}); returns: new, free(),
+ * or NULL with err filled. */
+char *tir_regex_subst(const struct tir_regex *re, const char *s, const char *repl, struct tir_err *err);
+
 #endif

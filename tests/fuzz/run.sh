@@ -12,29 +12,35 @@
 set -eu
 
 secs=${1:-60}
+# the target: fuzz_parse (the default; seeds tests/fuzz/corpus) or
+# fuzz_onnx (the ONNX importer; seeds tests/fuzz/onnx, `make fuzz-onnx`)
+target=${2:-fuzz_parse}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=build-fuzz
 
 sh tests/deps.sh clang libclang-rt-14-dev
 
-mkdir -p "$out/artifacts" "$out/corpus"
-bin=$out/tests/fuzz_parse
-if ! ${MAKE:-make} --no-print-directory fuzz-parse; then
-	echo "fuzz: FAILED: $bin does not build (make fuzz-parse)"
+seeds=tests/fuzz/corpus corpus=$out/corpus dict=-dict=tests/fuzz/tir.dict maxlen=4096
+[ "$target" = fuzz_onnx ] && seeds=tests/fuzz/onnx corpus=$out/corpus-onnx dict= maxlen=65536
+mkdir -p "$out/artifacts" "$corpus"
+bin=$out/tests/$target
+mk=$(echo "$target" | tr _ -)
+if ! ${MAKE:-make} --no-print-directory "$mk"; then
+	echo "fuzz: FAILED: $bin does not build (make $mk)"
 	exit 1
 fi
 
-cp tests/fuzz/corpus/* "$out/corpus/"
+cp "$seeds"/* "$corpus/"
 # Fork mode goes on after a crash, so one run finds every bug it can in the
 # time given; each crash leaves a reproducer in $out/artifacts.
 before=$(find "$out/artifacts" -type f | wc -l)
-echo "fuzz: running $bin for ${secs}s on $out/corpus"
+echo "fuzz: running $bin for ${secs}s on $corpus"
 status=0
 "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-	-max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-	-dict=tests/fuzz/tir.dict -artifact_prefix="$out/artifacts/" \
-	"$out/corpus" >"$out/fuzz.log" 2>&1 || status=$?
+	-max_total_time="$secs" -max_len=$maxlen -timeout=10 -rss_limit_mb=2048 \
+	$dict -artifact_prefix="$out/artifacts/" \
+	"$corpus" >"$out/fuzz.log" 2>&1 || status=$?
 grep -E '^#[0-9]+: cov|DONE|INFO: exiting' "$out/fuzz.log" | tail -n 3
 after=$(find "$out/artifacts" -type f | wc -l)
 if [ "$after" -gt "$before" ]; then

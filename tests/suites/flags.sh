@@ -122,6 +122,23 @@ for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 	repl:max-memory)
 		in=$tmp/repl.in pair 0 repl max-memory 512M
 		in=$tmp/repl.in pair 2 repl max-memory 1X ;;
+	run:dim)
+		onnx=tests/fuzz/onnx/symbolic.onnx
+		pair 0 run dim n=2 --quiet $onnx --input "x=$tmp/x.npy"
+		pair 2 run dim n --quiet $onnx --input "x=$tmp/x.npy" ;;
+	import:output)
+		pair 0 import output "$tmp/s.tir" --dim n=2 tests/fuzz/onnx/symbolic.onnx
+		pair 1 import output "$tmp/nowhere/s.tir" --dim n=2 tests/fuzz/onnx/symbolic.onnx ;;
+	import:dim)
+		pair 0 import dim n=2 --output "$tmp/s.tir" tests/fuzz/onnx/symbolic.onnx
+		pair 2 import dim n=two --output "$tmp/s.tir" tests/fuzz/onnx/symbolic.onnx ;;
+	import:rename)
+		pair 0 import rename '^x$=pixels' --dim n=2 --output "$tmp/s.tir" tests/fuzz/onnx/symbolic.onnx
+		grep -q '^input pixels: f32\[2, 3\]$' "$tmp/s.tir" && ok || bad "import --rename '^x$=pixels' renamed nothing"
+		pair 2 import rename '(x=y' --dim n=2 --output "$tmp/s.tir" tests/fuzz/onnx/symbolic.onnx ;;
+	inspect:match)
+		pair 0 inspect match '^wte' samples/gpt2.safetensors
+		pair 2 inspect match 'wte[' samples/gpt2.safetensors ;;
 	repl:remote)
 		in=$tmp/repl.in pair 0 repl remote "$addr"
 		grep -q 'f32\[2\]' "$tmp/o1" && ok || bad "repl --remote ADDR printed no value"

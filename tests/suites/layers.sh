@@ -56,6 +56,16 @@ else
 		$(ls lib/*/*.[ch] | grep -vE '^lib/(net|mpi)/') lib/tir.h lib/net/door.c cli/*.[ch] \
 		-- "\\b($net_fns)\\("
 fi
+# lib/onnx (the importer) writes programs for lib/ir to check, and uses
+# lib/exec's files (the weights it writes, inputs it reads); nothing runs
+hits=$(grep -nE '#include "' lib/onnx/*.c lib/onnx/*.h |
+	grep -vE ':#include "(onnx\.h|onnx/onnx\.pb-c\.h|\.\./ir/ir\.h|\.\./exec/(exec|half)\.h)"$')
+if [ -z "$hits" ]; then pass=$((pass + 1)); else
+	fail=$((fail + 1)); echo "layers: lib/onnx includes only lib/ir, lib/exec's files and itself:"; printf '%s\n' "$hits" | sed 's/^/    /'; fi
+rule "lib/onnx calls neither the fuser, the executor nor placement" lib/onnx/*.c lib/onnx/*.h -- \
+	'\btir_(fuse|fused|plan|group|exec|remote|device|place|placed|shard|kernel|node_eval)_?[a-z_]*\('
+rule "no layer below includes lib/onnx" lib/ir/*.[ch] lib/exec/*.[ch] lib/fusion/*.[ch] lib/engine/*.[ch] lib/place/*.[ch] lib/net/*.[ch] -- \
+	'#include "\.\./onnx/'
 hits=$(grep -nE '#include "' cli/*.c cli/*.h | grep -vE ':#include "(cli\.h|tir\.h|flags\.def)"$')
 if [ -z "$hits" ]; then pass=$((pass + 1)); else
 	fail=$((fail + 1)); echo "layers: the CLI includes only cli.h, its flags.def and lib/tir.h:"; printf '%s\n' "$hits" | sed 's/^/    /'; fi

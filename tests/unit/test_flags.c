@@ -20,6 +20,7 @@ int cli_serve(int argc, char **argv) { return 0; }
 int cli_check(int argc, char **argv) { return 0; }
 int cli_fmt(int argc, char **argv) { return 0; }
 int cli_inspect(int argc, char **argv) { return 0; }
+int cli_import(int argc, char **argv) { return 0; }
 int cli_help(int argc, char **argv) { return 0; }
 int cli_version(int argc, char **argv) { return 0; }
 
@@ -100,7 +101,7 @@ static void test_operands(void)
 	EXPECT(CMD_RUN, "run a.tir -- b.tir", "@a.tir;USAGE", "'b.tir' is a second one");
 	EXPECT(CMD_RUN, "run --quiet", "quiet;USAGE", "tir run: which program? tir run FILE.tir\n");
 	EXPECT(CMD_SERVE, "serve extra", "USAGE", "tir serve: unexpected 'extra' (tir help serve)\n");
-	EXPECT(CMD_INSPECT, "inspect", "USAGE", "tir inspect: which file? tir inspect FILE...\nusage: tir inspect FILE...\n");
+	EXPECT(CMD_INSPECT, "inspect", "USAGE", "tir inspect: which file? tir inspect FILE...\nusage: tir inspect FILE... [--match REGEX]\n");
 	/* inspect takes several files, each in operands[] in order */
 	EXPECT(CMD_INSPECT, "inspect a.npy b.npy", "@a.npy;DONE", "");
 }

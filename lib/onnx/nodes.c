@@ -1,0 +1,1968 @@
+/*
+ * nodes.c — one emitter per ONNX op of the default domain (opsets 7-17):
+ * each writes the node as tir statements over today's ops, or folds it
+ * when its inputs are known (shape arithmetic), or says why it cannot.
+ * The table at the end is the list docs/onnx.md gives.
+ */
+#include "onnx.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the node's attributes and operands ---- */
+
+static const Onnx__AttributeProto *attr(struct ox_node_ctx *c, const char *name)
+{
+	for (size_t k = 0; k < c->n->n_attribute; k++)
+		if (c->n->attribute[k]->name && !strcmp(c->n->attribute[k]->name, name))
+			return c->n->attribute[k];
+	return NULL;
+}
+
+static int64_t attr_i(struct ox_node_ctx *c, const char *name, int64_t def)
+{
+	const Onnx__AttributeProto *a = attr(c, name);
+	return a ? a->i : def;
+}
+
+static double attr_f(struct ox_node_ctx *c, const char *name, double def)
+{
+	const Onnx__AttributeProto *a = attr(c, name);
+	return a ? a->f : def;
+}
+
+static const int64_t *attr_ints(struct ox_node_ctx *c, const char *name, size_t *n)
+{
+	const Onnx__AttributeProto *a = attr(c, name);
+	*n = a ? a->n_ints : 0;
+	return a ? a->ints : NULL;
+}
+
+static bool attr_str_is(struct ox_node_ctx *c, const char *name, const char *v, const char *def)
+{
+	const Onnx__AttributeProto *a = attr(c, name);
+	if (!a || !a->has_s)
+		return !strcmp(v, def);
+	return a->s.len == strlen(v) && !memcmp(a->s.data, v, a->s.len);
+}
+
+static bool has_in(struct ox_node_ctx *c, size_t k)
+{
+	return k < c->n->n_input && c->n->input[k] && *c->n->input[k];
+}
+
+static struct ox_val *in_val(struct ox_node_ctx *c, size_t k)
+{
+	return has_in(c, k) ? ox_find(c->m, c->n->input[k]) : NULL;
+}
+
+/* the input's known value, or NULL (a weight past OX_FOLD_MAX elements
+ * is known but never folded) */
+static struct ox_const *cin(struct ox_node_ctx *c, size_t k)
+{
+	struct ox_val *v = in_val(c, k);
+	return v && v->c && v->c->i ? v->c : NULL;
+}
+
+/* the input as a tir name (a constant written on first use) */
+static const char *in(struct ox_node_ctx *c, size_t k)
+{
+	if (!has_in(c, k)) {
+		ox_fail(c->m, TIR_EDATA, "input %zu is missing", k);
+		return NULL;
+	}
+	return ox_use(c->m, c->n->input[k]);
+}
+
+/* the input's type (of a constant, without writing it) */
+static bool in_type(struct ox_node_ctx *c, size_t k, struct tir_type *t)
+{
+	struct ox_val *v = in_val(c, k);
+	if (!v)
+		return false;
+	if (v->c && !v->tir) {
+		memset(t, 0, sizeof *t);
+		t->dtype = (uint8_t)v->c->dtype;
+		t->rank = (uint8_t)v->c->rank;
+		memcpy(t->shape, v->c->shape, sizeof t->shape);
+		return true;
+	}
+	const char *n = in(c, k);
+	const struct tir_type *ty = n ? ox_type(c->m, n) : NULL;
+	if (!ty)
+		return false;
+	*t = *ty;
+	return true;
+}
+
+static const char *out_name(struct ox_node_ctx *c, size_t k)
+{
+	return k < c->n->n_output && c->n->output[k] ? c->n->output[k] : "";
+}
+
+static int bind(struct ox_node_ctx *c, size_t k, const char *tir)
+{
+	if (!tir)
+		return -c->m->err->code;
+	return ox_bind(c->m, out_name(c, k), tir);
+}
+
+static int bind_const(struct ox_node_ctx *c, size_t k, struct ox_const *cv)
+{
+	if (!cv)
+		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
+	struct ox_val *v = ox_val(c->m, out_name(c, k));
+	if (!v) {
+		ox_const_free(cv);
+		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
+	}
+	ox_const_free(v->c);
+	v->c = cv;
+	v->defined = true;
+	return 0;
+}
+
+#define EMIT(...) ox_emit(c->m, out_name(c, 0), __VA_ARGS__)
+#define FAIL(...) ox_fail(c->m, TIR_EUNSUPPORTED, __VA_ARGS__)
+
+static const char *dtn(enum tir_dtype dt)
+{
+	static const char *const n[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"};
+	return dt < TIR_DTYPE_COUNT ? n[dt] : "?";
+}
+
+static bool is_float(enum tir_dtype dt)
+{
+	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64 || dt == TIR_DTYPE_F16 || dt == TIR_DTYPE_BF16;
+}
+
+/* "[2, 3]" */
+static const char *shp(char *buf, int rank, const int64_t *shape)
+{
+	size_t n = 0;
+	buf[n++] = '[';
+	for (int k = 0; k < rank; k++)
+		n += (size_t)snprintf(buf + n, 32, "%s%" PRId64, k ? ", " : "", shape[k]);
+	buf[n++] = ']';
+	buf[n] = 0;
+	return buf;
+}
+
+static int norm_axis(struct ox_node_ctx *c, int64_t a, int rank, int *out)
+{
+	*out = 0;
+	if (a < -rank || a >= rank)
+		return ox_fail(c->m, TIR_ETYPE, "axis %" PRId64 " is out of range for rank %d", a, rank);
+	*out = (int)(a < 0 ? a + rank : a);
+	return 0;
+}
+
+/* x cast to dt when its dtype is another (ONNX keeps the input's dtype
+ * where tir computes in a float) */
+static const char *as_dtype(struct ox_node_ctx *c, const char *x, enum tir_dtype dt)
+{
+	const struct tir_type *t = x ? ox_type(c->m, x) : NULL;
+	if (!t || t->dtype == dt)
+		return x;
+	return EMIT("cast(%s, dtype=%s)", x, dtn(dt));
+}
+
+/* the final value of output 0: cast back to dt when needed, then bound */
+static int bind_as(struct ox_node_ctx *c, const char *x, enum tir_dtype dt)
+{
+	return bind(c, 0, as_dtype(c, x, dt));
+}
+
+/* ---- elementwise ---- */
+
+static const char *unary_of(const char *op)
+{
+	static const char *const map[][2] = {
+		{"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Exp", "exp"}, {"Log", "log"},
+		{"Sqrt", "sqrt"}, {"Abs", "abs"}, {"Neg", "neg"}, {"Erf", "erf"}, {"Floor", "floor"},
+		{"Ceil", "ceil"}, {"Round", "round"}, {"Sign", "sign"}, {"Reciprocal", "recip"}, {"Not", "not"},
+		{"Sin", "sin"}, {"Cos", "cos"}, {NULL, NULL}};
+	for (int k = 0; map[k][0]; k++)
+		if (!strcmp(map[k][0], op))
+			return map[k][1];
+	return NULL;
+}
+
+static int op_unary(struct ox_node_ctx *c)
+{
+	struct ox_const *k = cin(c, 0);
+	const char *op = c->n->op_type;
+	if (k && !is_float(k->dtype) && k->dtype != TIR_DTYPE_BOOL && k->n <= OX_FOLD_MAX &&
+	    (!strcmp(op, "Neg") || !strcmp(op, "Abs"))) {
+		struct ox_const *r = ox_const_new(k->dtype, k->rank, k->shape);
+		for (int64_t e = 0; r && e < k->n; e++) {
+			r->i[e] = !strcmp(op, "Neg") ? -k->i[e] : k->i[e] < 0 ? -k->i[e] : k->i[e];
+			r->d[e] = (double)r->i[e];
+		}
+		return bind_const(c, 0, r);
+	}
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	const char *r = EMIT("%s(%s)", unary_of(c->n->op_type), x);
+	return bind_as(c, r, t.dtype);
+}
+
+static const char *binary_of(const char *op)
+{
+	static const char *const map[][2] = {
+		{"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Pow", "pow"},
+		{"Equal", "eq"}, {"Less", "lt"}, {"Greater", "gt"}, {"LessOrEqual", "le"},
+		{"GreaterOrEqual", "ge"}, {"And", "and"}, {"Or", "or"}, {"Xor", "ne"}, {"Mod", "mod"},
+		{NULL, NULL}};
+	for (int k = 0; map[k][0]; k++)
+		if (!strcmp(map[k][0], op))
+			return map[k][1];
+	return NULL;
+}
+
+/* where floor division and truncation differ: a remainder, and a and b
+ * of different signs */
+static const char *trunc_fix(struct ox_node_ctx *c, const char *a, const char *b, const char *r)
+{
+	const char *nz = EMIT("ne(%s, 0)", r);
+	const char *na = nz ? EMIT("lt(%s, 0)", a) : NULL;
+	const char *nb = na ? EMIT("lt(%s, 0)", b) : NULL;
+	const char *df = nb ? EMIT("ne(%s, %s)", na, nb) : NULL;
+	return df ? EMIT("and(%s, %s)", nz, df) : NULL;
+}
+
+/* elementwise on two known integer values (shape arithmetic) */
+static int fold_binary(struct ox_node_ctx *c, struct ox_const *a, struct ox_const *b)
+{
+	const char *op = c->n->op_type;
+	if (a->dtype != b->dtype || is_float(a->dtype) || a->n > OX_FOLD_MAX || b->n > OX_FOLD_MAX)
+		return 1;
+	/* only the same shapes or a scalar side */
+	const struct ox_const *big = a->n >= b->n ? a : b;
+	if (!(a->n == b->n && a->rank == b->rank) && !(a->n == 1 && a->rank <= big->rank) &&
+	    !(b->n == 1 && b->rank <= big->rank))
+		return 1;
+	bool cmp = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater");
+	struct ox_const *r = ox_const_new(cmp ? TIR_DTYPE_BOOL : a->dtype, big->rank, big->shape);
+	if (!r)
+		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
+	for (int64_t k = 0; k < r->n; k++) {
+		int64_t x = a->i[a->n == 1 ? 0 : k], y = b->i[b->n == 1 ? 0 : k], v = 0;
+		if (!strcmp(op, "Add")) v = x + y;
+		else if (!strcmp(op, "Sub")) v = x - y;
+		else if (!strcmp(op, "Mul")) v = x * y;
+		else if (!strcmp(op, "Div")) {
+			if (!y) { ox_const_free(r); return 1; }
+			v = x / y;
+		} else if (!strcmp(op, "Equal")) v = x == y;
+		else if (!strcmp(op, "Less")) v = x < y;
+		else if (!strcmp(op, "Greater")) v = x > y;
+		else { ox_const_free(r); return 1; }
+		r->i[k] = v;
+		r->d[k] = (double)v;
+	}
+	return bind_const(c, 0, r);
+}
+
+static int op_binary(struct ox_node_ctx *c)
+{
+	const char *op = c->n->op_type;
+	struct ox_const *ca = cin(c, 0), *cb = cin(c, 1);
+	if (ca && cb) {
+		int rc = fold_binary(c, ca, cb);
+		if (rc <= 0)
+			return rc;
+	}
+	struct tir_type ta, tb;
+	const char *a = in(c, 0), *b = in(c, 1);
+	if (!a || !b || !in_type(c, 0, &ta) || !in_type(c, 1, &tb))
+		return -c->m->err->code;
+	if (!strcmp(op, "Mod") && attr_i(c, "fmod", 0)) {
+		/* C's fmod: a - b * trunc(a / b) */
+		if (is_float(ta.dtype)) {
+			const char *q = EMIT("div(%s, %s)", a, b), *t;
+			const char *sg = q ? EMIT("sign(%s)", q) : NULL;
+			const char *ab = sg ? EMIT("abs(%s)", q) : NULL;
+			const char *fl = ab ? EMIT("floor(%s)", ab) : NULL;
+			t = fl ? EMIT("mul(%s, %s)", sg, fl) : NULL;
+			const char *bt = t ? EMIT("mul(%s, %s)", b, t) : NULL;
+			return bind_as(c, bt ? EMIT("sub(%s, %s)", a, bt) : NULL, ta.dtype);
+		}
+		/* integers: NumPy's mod takes the divisor's sign, C's the dividend's */
+		const char *r = EMIT("mod(%s, %s)", a, b);
+		const char *fix = r ? trunc_fix(c, a, b, r) : NULL;
+		const char *rb = fix ? EMIT("sub(%s, %s)", r, b) : NULL;
+		return bind_as(c, rb ? EMIT("where(%s, %s, %s)", fix, rb, r) : NULL, ta.dtype);
+	}
+	bool keep = !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") ||
+		    !strcmp(op, "Pow") || !strcmp(op, "Mod");
+	if (!strcmp(op, "Div") && !is_float(ta.dtype)) {
+		/* integer division truncates toward zero (tir's floors) */
+		const char *q = EMIT("div(%s, %s)", a, b);
+		const char *r = q ? EMIT("mod(%s, %s)", a, b) : NULL;
+		const char *fix = r ? trunc_fix(c, a, b, r) : NULL;
+		const char *q1 = fix ? EMIT("add(%s, 1)", q) : NULL;
+		return bind_as(c, q1 ? EMIT("where(%s, %s, %s)", fix, q1, q) : NULL, ta.dtype);
+	}
+	const char *r = EMIT("%s(%s, %s)", binary_of(op), a, b);
+	return keep ? bind_as(c, r, ta.dtype) : bind(c, 0, r);
+}
+
+/* Min, Max, Sum, Mean: a chain */
+static int op_variadic(struct ox_node_ctx *c)
+{
+	const char *op = c->n->op_type;
+	const char *f = !strcmp(op, "Min") ? "minimum" : !strcmp(op, "Max") ? "maximum" : "add";
+	struct tir_type t;
+	const char *acc = in(c, 0);
+	if (!acc || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	size_t n = c->n->n_input;
+	for (size_t k = 1; k < n && acc; k++) {
+		const char *x = in(c, k);
+		acc = x ? EMIT("%s(%s, %s)", f, acc, x) : NULL;
+	}
+	if (acc && n == 1 && strcmp(op, "Mean"))
+		return bind(c, 0, acc);
+	if (acc && !strcmp(op, "Mean") && n > 1)
+		acc = EMIT("div(%s, %zu)", acc, n);
+	if (acc && n == 1)
+		acc = EMIT("mul(%s, 1)", acc);
+	return bind_as(c, acc, t.dtype);
+}
+
+static int op_identity(struct ox_node_ctx *c)
+{
+	struct ox_const *k = cin(c, 0);
+	if (k) {
+		struct ox_const *r = ox_const_new(k->dtype, k->rank, k->shape);
+		if (r) {
+			memcpy(r->i, k->i, (size_t)k->n * sizeof *r->i);
+			memcpy(r->d, k->d, (size_t)k->n * sizeof *r->d);
+		}
+		return bind_const(c, 0, r);
+	}
+	const char *x = in(c, 0);
+	if (!x)
+		return -c->m->err->code;
+	int rc = bind(c, 0, x);
+	/* Dropout's mask: all true */
+	if (!rc && c->n->n_output > 1 && *out_name(c, 1)) {
+		struct tir_type t;
+		char b[300];
+		in_type(c, 0, &t);
+		rc = bind(c, 1, ox_emit(c->m, out_name(c, 1), "ones(%s, dtype=bool)", shp(b, t.rank, t.shape)));
+	}
+	return rc;
+}
+
+static int op_dropout(struct ox_node_ctx *c)
+{
+	struct ox_const *tm = cin(c, 2), *ratio = cin(c, 1);
+	/* training mode drops at random; with ratio 0 it is the identity */
+	if (has_in(c, 2) && (!tm || tm->d[0] != 0) && !(ratio && ratio->d[0] == 0))
+		return FAIL("Dropout in training mode is not supported");
+	return op_identity(c);
+}
+
+static int op_where(struct ox_node_ctx *c)
+{
+	const char *k = in(c, 0), *a = in(c, 1), *b = in(c, 2);
+	if (!k || !a || !b)
+		return -c->m->err->code;
+	return bind(c, 0, EMIT("where(%s, %s, %s)", k, a, b));
+}
+
+static int op_clip(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	const char *r = x;
+	if (c->opset < 11) {
+		double lo = attr_f(c, "min", -INFINITY), hi = attr_f(c, "max", INFINITY);
+		if (lo > -INFINITY)
+			r = EMIT("maximum(%s, %.9g)", r, lo);
+		if (r && hi < INFINITY)
+			r = EMIT("minimum(%s, %.9g)", r, hi);
+	} else {
+		if (has_in(c, 1)) {
+			const char *lo = in(c, 1);
+			r = lo ? EMIT("maximum(%s, %s)", r, lo) : NULL;
+		}
+		if (r && has_in(c, 2)) {
+			const char *hi = in(c, 2);
+			r = hi ? EMIT("minimum(%s, %s)", r, hi) : NULL;
+		}
+	}
+	if (r == x)
+		r = EMIT("mul(%s, 1)", x);
+	return bind_as(c, r, t.dtype);
+}
+
+/* activations written with today's ops */
+static int op_activation(struct ox_node_ctx *c)
+{
+	const char *op = c->n->op_type;
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	const char *r = NULL;
+	if (!strcmp(op, "LeakyRelu")) {
+		double a = attr_f(c, "alpha", 0.01);
+		const char *neg = EMIT("lt(%s, 0)", x);
+		const char *m = neg ? EMIT("mul(%s, %.9g)", x, a) : NULL;
+		r = m ? EMIT("where(%s, %s, %s)", neg, m, x) : NULL;
+	} else if (!strcmp(op, "PRelu")) {
+		const char *s = in(c, 1);
+		const char *neg = s ? EMIT("lt(%s, 0)", x) : NULL;
+		const char *m = neg ? EMIT("mul(%s, %s)", x, s) : NULL;
+		r = m ? EMIT("where(%s, %s, %s)", neg, m, x) : NULL;
+	} else if (!strcmp(op, "Elu") || !strcmp(op, "Selu") || !strcmp(op, "Celu")) {
+		double a = attr_f(c, "alpha", !strcmp(op, "Selu") ? 1.67326319217681884765625 : 1.0);
+		double g = !strcmp(op, "Selu") ? attr_f(c, "gamma", 1.05070102214813232421875) : 1.0;
+		const char *xs = !strcmp(op, "Celu") ? EMIT("div(%s, %.9g)", x, a) : x;
+		const char *e = xs ? EMIT("exp(%s)", xs) : NULL;
+		const char *e1 = e ? EMIT("sub(%s, 1)", e) : NULL;
+		const char *ea = e1 ? EMIT("mul(%s, %.9g)", e1, a) : NULL;
+		const char *pos = ea ? EMIT("gt(%s, 0)", x) : NULL;
+		r = pos ? EMIT("where(%s, %s, %s)", pos, x, ea) : NULL;
+		if (r && g != 1.0)
+			r = EMIT("mul(%s, %.9g)", r, g);
+	} else if (!strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish")) {
+		bool sw = !strcmp(op, "HardSwish");
+		double a = sw ? 1.0 / 6 : attr_f(c, "alpha", 0.2), b = sw ? 0.5 : attr_f(c, "beta", 0.5);
+		const char *l = EMIT("mul(%s, %.9g)", x, a);
+		const char *l2 = l ? EMIT("add(%s, %.9g)", l, b) : NULL;
+		const char *lo = l2 ? EMIT("maximum(%s, 0)", l2) : NULL;
+		r = lo ? EMIT("minimum(%s, 1)", lo) : NULL;
+		if (r && sw)
+			r = EMIT("mul(%s, %s)", x, r);
+	} else if (!strcmp(op, "Softplus")) {
+		const char *e = EMIT("exp(%s)", x);
+		const char *e1 = e ? EMIT("add(%s, 1)", e) : NULL;
+		r = e1 ? EMIT("log(%s)", e1) : NULL;
+	} else if (!strcmp(op, "Softsign")) {
+		const char *a = EMIT("abs(%s)", x);
+		const char *a1 = a ? EMIT("add(%s, 1)", a) : NULL;
+		r = a1 ? EMIT("div(%s, %s)", x, a1) : NULL;
+	} else if (!strcmp(op, "ThresholdedRelu")) {
+		double a = attr_f(c, "alpha", 1.0);
+		const char *g = EMIT("gt(%s, %.9g)", x, a);
+		r = g ? EMIT("where(%s, %s, 0)", g, x) : NULL;
+	} else if (!strcmp(op, "Tan")) {
+		const char *s = EMIT("sin(%s)", x);
+		const char *k = s ? EMIT("cos(%s)", x) : NULL;
+		r = k ? EMIT("div(%s, %s)", s, k) : NULL;
+	} else if (!strcmp(op, "Sinh") || !strcmp(op, "Cosh")) {
+		const char *e = EMIT("exp(%s)", x);
+		const char *n = e ? EMIT("neg(%s)", x) : NULL;
+		const char *en = n ? EMIT("exp(%s)", n) : NULL;
+		const char *d = en ? EMIT("%s(%s, %s)", op[0] == 'S' ? "sub" : "add", e, en) : NULL;
+		r = d ? EMIT("mul(%s, 0.5)", d) : NULL;
+	} else if (!strcmp(op, "Asinh") || !strcmp(op, "Acosh")) {
+		const char *sq = EMIT("mul(%s, %s)", x, x);
+		const char *s1 = sq ? EMIT("%s(%s, 1)", op[1] == 's' ? "add" : "sub", sq) : NULL;
+		const char *rt = s1 ? EMIT("sqrt(%s)", s1) : NULL;
+		const char *a = rt ? EMIT("add(%s, %s)", x, rt) : NULL;
+		r = a ? EMIT("log(%s)", a) : NULL;
+	} else if (!strcmp(op, "Atanh")) {
+		const char *p = EMIT("add(%s, 1)", x);
+		const char *n = p ? EMIT("sub(1, %s)", x) : NULL;
+		const char *q = n ? EMIT("div(%s, %s)", p, n) : NULL;
+		const char *l = q ? EMIT("log(%s)", q) : NULL;
+		r = l ? EMIT("mul(%s, 0.5)", l) : NULL;
+	} else if (!strcmp(op, "IsNaN")) {
+		return bind(c, 0, EMIT("ne(%s, %s)", x, x));
+	} else if (!strcmp(op, "IsInf")) {
+		bool p = attr_i(c, "detect_positive", 1), n = attr_i(c, "detect_negative", 1);
+		if (p && n) {
+			const char *a = EMIT("abs(%s)", x);
+			return bind(c, 0, a ? EMIT("eq(%s, inf)", a) : NULL);
+		}
+		if (p)
+			return bind(c, 0, EMIT("eq(%s, inf)", x));
+		if (n)
+			return bind(c, 0, EMIT("eq(%s, -inf)", x));
+		return bind(c, 0, EMIT("ne(%s, %s)", x, x)); /* neither: never, but NaN is never equal: all false */
+	} else if (!strcmp(op, "Gelu")) {
+		if (!attr_str_is(c, "approximate", "none", "none"))
+			return FAIL("Gelu with approximate=tanh is not supported");
+		r = EMIT("gelu(%s)", x);
+	} else if (!strcmp(op, "Shrink")) {
+		double l = attr_f(c, "lambd", 0.5), b = attr_f(c, "bias", 0.0);
+		const char *lo = EMIT("lt(%s, %.9g)", x, -l);
+		const char *hi = lo ? EMIT("gt(%s, %.9g)", x, l) : NULL;
+		const char *xp = hi ? EMIT("add(%s, %.9g)", x, b) : NULL;
+		const char *xm = xp ? EMIT("sub(%s, %.9g)", x, b) : NULL;
+		const char *w1 = xm ? EMIT("where(%s, %s, 0)", hi, xm) : NULL;
+		r = w1 ? EMIT("where(%s, %s, %s)", lo, xp, w1) : NULL;
+	}
+	return bind_as(c, r, t.dtype);
+}
+
+/* ---- shapes, folded ---- */
+
+static int op_constant(struct ox_node_ctx *c)
+{
+	const Onnx__AttributeProto *a = NULL;
+	for (size_t k = 0; k < c->n->n_attribute; k++)
+		a = c->n->attribute[k];
+	if (!a || !a->name)
+		return ox_fail(c->m, TIR_EDATA, "Constant without a value");
+	struct ox_const *r = NULL;
+	int64_t one = 1;
+	if (!strcmp(a->name, "value") && a->t) {
+		int rc = ox_tensor_decode(c->m, a->t, &r, c->m->err);
+		if (rc)
+			return rc;
+	} else if (!strcmp(a->name, "value_float") || !strcmp(a->name, "value_int")) {
+		bool f = a->name[6] == 'f';
+		r = ox_const_new(f ? TIR_DTYPE_F32 : TIR_DTYPE_I64, 0, NULL);
+		if (r) {
+			r->d[0] = f ? a->f : (double)a->i;
+			r->i[0] = f ? (int64_t)a->f : a->i;
+		}
+	} else if (!strcmp(a->name, "value_floats") || !strcmp(a->name, "value_ints")) {
+		bool f = a->name[6] == 'f';
+		int64_t n = f ? (int64_t)a->n_floats : (int64_t)a->n_ints;
+		r = ox_const_new(f ? TIR_DTYPE_F32 : TIR_DTYPE_I64, 1, &n);
+		for (int64_t k = 0; r && k < n; k++)
+			ox_const_set(r, k, f ? a->floats[k] : (double)a->ints[k], f ? (int64_t)a->floats[k] : a->ints[k]);
+	} else {
+		(void)one;
+		return FAIL("Constant's '%s' is not supported", a->name);
+	}
+	return bind_const(c, 0, r);
+}
+
+/* an input that must be known at import (a shape, axes, pads) */
+static struct ox_const *need_const(struct ox_node_ctx *c, size_t k, const char *what)
+{
+	struct ox_const *v = cin(c, k);
+	if (!v)
+		ox_fail(c->m, TIR_EUNSUPPORTED, "its %s (input %zu, '%s') is computed at run time; tir needs it known "
+			"at import (a static shape)", what, k, has_in(c, k) ? c->n->input[k] : "");
+	return v;
+}
+
+static int op_shape(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t s = attr_i(c, "start", 0), e = attr_i(c, "end", t.rank);
+	if (s < 0)
+		s += t.rank;
+	if (e < 0)
+		e += t.rank;
+	s = s < 0 ? 0 : s > t.rank ? t.rank : s;
+	e = e < 0 ? 0 : e > t.rank ? t.rank : e;
+	int64_t n = e > s ? e - s : 0;
+	struct ox_const *r = ox_const_new(TIR_DTYPE_I64, 1, &n);
+	for (int64_t k = 0; r && k < n; k++) {
+		r->i[k] = t.shape[s + k];
+		r->d[k] = (double)r->i[k];
+	}
+	return bind_const(c, 0, r);
+}
+
+static int op_size(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	struct ox_const *r = ox_const_new(TIR_DTYPE_I64, 0, NULL);
+	if (r) {
+		r->i[0] = tir_type_numel(&t);
+		r->d[0] = (double)r->i[0];
+	}
+	return bind_const(c, 0, r);
+}
+
+static int op_constant_of_shape(struct ox_node_ctx *c)
+{
+	struct ox_const *s = need_const(c, 0, "shape");
+	if (!s)
+		return -c->m->err->code;
+	if (s->n > TIR_MAX_RANK)
+		return FAIL("a shape of %" PRId64 " dimensions", s->n);
+	const Onnx__AttributeProto *a = attr(c, "value");
+	struct ox_const *v = NULL;
+	if (a && a->t) {
+		int rc = ox_tensor_decode(c->m, a->t, &v, c->m->err);
+		if (rc)
+			return rc;
+		if (v->n != 1) {
+			ox_const_free(v);
+			return ox_fail(c->m, TIR_EDATA, "value must have one element");
+		}
+	}
+	enum tir_dtype dt = v ? v->dtype : TIR_DTYPE_F32;
+	double val = v ? v->d[0] : 0;
+	int64_t iv = v ? v->i[0] : 0;
+	ox_const_free(v);
+	for (int64_t k = 0; k < s->n; k++)
+		if (s->i[k] < 0 || s->i[k] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_EDATA, "dimension %" PRId64 " of the shape is %" PRId64, k, s->i[k]);
+	struct tir_type t = {.dtype = (uint8_t)dt, .rank = (uint8_t)s->n};
+	memcpy(t.shape, s->i, (size_t)s->n * sizeof *t.shape);
+	if (!tir_type_bounded(&t))
+		return ox_fail(c->m, TIR_EDATA, "the shape has more than 2^32 elements");
+	if (tir_type_numel(&t) <= OX_FOLD_MAX) {
+		struct ox_const *r = ox_const_new(dt, (int)s->n, s->i);
+		for (int64_t k = 0; r && k < r->n; k++) {
+			r->d[k] = val;
+			r->i[k] = iv;
+		}
+		return bind_const(c, 0, r);
+	}
+	char b[300], num[64];
+	if (is_float(dt))
+		snprintf(num, sizeof num, "%.17g", val);
+	else
+		snprintf(num, sizeof num, "%" PRId64, iv);
+	if (!strcmp(num, "inf") || !strcmp(num, "-inf") || !strcmp(num, "nan") || !strcmp(num, "-nan"))
+		snprintf(num, sizeof num, "%s", isnan(val) ? "nan" : val < 0 ? "-inf" : "inf");
+	return bind(c, 0, EMIT("full(%s, %s, dtype=%s)", shp(b, (int)s->n, s->i), num, dtn(dt)));
+}
+
+static int op_range(struct ox_node_ctx *c)
+{
+	struct ox_const *s = need_const(c, 0, "start"), *l = s ? need_const(c, 1, "limit") : NULL,
+			*d = l ? need_const(c, 2, "delta") : NULL;
+	if (!d)
+		return -c->m->err->code;
+	double st = s->d[0], li = l->d[0], de = d->d[0];
+	if (de == 0 || !isfinite(st) || !isfinite(li) || !isfinite(de))
+		return ox_fail(c->m, TIR_EDATA, "Range with delta 0 or a bound not finite");
+	double cnt = ceil((li - st) / de);
+	int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+	if (n > OX_FOLD_MAX)
+		return FAIL("Range of %" PRId64 " elements (folded at import: at most %d)", n, OX_FOLD_MAX);
+	struct ox_const *r = ox_const_new(s->dtype, 1, &n);
+	for (int64_t k = 0; r && k < n; k++) {
+		if (is_float(s->dtype)) {
+			r->d[k] = st + (double)k * de;
+			if (s->dtype == TIR_DTYPE_F32)
+				r->d[k] = (float)((float)st + (float)k * (float)de);
+			r->i[k] = (int64_t)r->d[k];
+		} else {
+			r->i[k] = s->i[0] + k * d->i[0];
+			r->d[k] = (double)r->i[k];
+		}
+	}
+	return bind_const(c, 0, r);
+}
+
+/* the input's shape with axes removed or added, as a reshape */
+static int reshape_to(struct ox_node_ctx *c, int rank, const int64_t *shape)
+{
+	char b[300];
+	struct ox_const *k = cin(c, 0);
+	if (k && k->n <= OX_FOLD_MAX) {
+		struct ox_const *r = ox_const_new(k->dtype, rank, shape);
+		if (r && r->n == k->n) {
+			memcpy(r->i, k->i, (size_t)k->n * sizeof *r->i);
+			memcpy(r->d, k->d, (size_t)k->n * sizeof *r->d);
+			return bind_const(c, 0, r);
+		}
+		ox_const_free(r);
+	}
+	const char *x = in(c, 0);
+	return x ? bind(c, 0, EMIT("reshape(%s, shape=%s)", x, shp(b, rank, shape))) : -c->m->err->code;
+}
+
+static int op_reshape(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t sh[TIR_MAX_RANK];
+	size_t n;
+	const int64_t *src;
+	if (c->opset < 5) {
+		src = attr_ints(c, "shape", &n);
+	} else {
+		struct ox_const *s = need_const(c, 1, "shape");
+		if (!s)
+			return -c->m->err->code;
+		src = s->i;
+		n = (size_t)s->n;
+	}
+	if (n > TIR_MAX_RANK)
+		return FAIL("a shape of %zu dimensions (tir has at most %d)", n, TIR_MAX_RANK);
+	bool allowzero = attr_i(c, "allowzero", 0);
+	int infer = -1;
+	int64_t known = 1;
+	for (size_t k = 0; k < n; k++) {
+		sh[k] = src[k];
+		if (sh[k] == 0 && !allowzero) {
+			if ((int)k >= t.rank)
+				return ox_fail(c->m, TIR_ETYPE, "shape entry %zu is 0 (copy) past the input's rank", k);
+			sh[k] = t.shape[k];
+		}
+		if (sh[k] == -1) {
+			if (infer >= 0)
+				return ox_fail(c->m, TIR_ETYPE, "two -1 entries in the shape");
+			infer = (int)k;
+		} else if (sh[k] < 0) {
+			return ox_fail(c->m, TIR_ETYPE, "shape entry %" PRId64, sh[k]);
+		} else {
+			known *= sh[k];
+		}
+	}
+	int64_t total = tir_type_numel(&t);
+	if (infer >= 0) {
+		if (!known || total % known)
+			return ox_fail(c->m, TIR_ETYPE, "cannot infer -1: %" PRId64 " elements into parts of %" PRId64,
+				       total, known);
+		sh[infer] = total / known;
+	}
+	return reshape_to(c, (int)n, sh);
+}
+
+static int op_flatten(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t a = attr_i(c, "axis", 1);
+	if (a < 0)
+		a += t.rank;
+	if (a < 0 || a > t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "axis %" PRId64 " out of range", attr_i(c, "axis", 1));
+	int64_t sh[2] = {1, 1};
+	for (int k = 0; k < t.rank; k++)
+		sh[k < a ? 0 : 1] *= t.shape[k];
+	return reshape_to(c, 2, sh);
+}
+
+/* Squeeze/Unsqueeze: axes from the attribute (opset < 13) or input 1 */
+static int get_axes(struct ox_node_ctx *c, size_t input, int64_t *axes, size_t *n, bool *given)
+{
+	const int64_t *src;
+	size_t cnt;
+	if (c->opset < 13) {
+		src = attr_ints(c, "axes", &cnt);
+		*given = attr(c, "axes") != NULL;
+	} else if (has_in(c, input)) {
+		struct ox_const *a = need_const(c, input, "axes");
+		if (!a)
+			return -c->m->err->code;
+		src = a->i;
+		cnt = (size_t)a->n;
+		*given = true;
+	} else {
+		src = NULL;
+		cnt = 0;
+		*given = false;
+	}
+	if (cnt > TIR_MAX_RANK)
+		return ox_fail(c->m, TIR_ETYPE, "%zu axes", cnt);
+	if (cnt)
+		memcpy(axes, src, cnt * sizeof *axes);
+	*n = cnt;
+	return 0;
+}
+
+static int op_squeeze(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	int64_t axes[TIR_MAX_RANK];
+	size_t n;
+	bool given;
+	if (!in_type(c, 0, &t) || get_axes(c, 1, axes, &n, &given))
+		return -c->m->err->code;
+	bool drop[TIR_MAX_RANK] = {0};
+	for (size_t k = 0; k < n; k++) {
+		int a;
+		if (norm_axis(c, axes[k], t.rank, &a))
+			return -c->m->err->code;
+		if (t.shape[a] != 1)
+			return ox_fail(c->m, TIR_ETYPE, "axis %d has size %" PRId64 ", not 1", a, t.shape[a]);
+		drop[a] = true;
+	}
+	int64_t sh[TIR_MAX_RANK];
+	int r = 0;
+	for (int k = 0; k < t.rank; k++)
+		if (!(given ? drop[k] : t.shape[k] == 1))
+			sh[r++] = t.shape[k];
+	return reshape_to(c, r, sh);
+}
+
+static int op_unsqueeze(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	int64_t axes[TIR_MAX_RANK];
+	size_t n;
+	bool given;
+	if (!in_type(c, 0, &t) || get_axes(c, 1, axes, &n, &given))
+		return -c->m->err->code;
+	int rank = t.rank + (int)n;
+	if (rank > TIR_MAX_RANK)
+		return FAIL("a result of %d dimensions (tir has at most %d)", rank, TIR_MAX_RANK);
+	bool add[TIR_MAX_RANK] = {0};
+	for (size_t k = 0; k < n; k++) {
+		int a;
+		if (norm_axis(c, axes[k], rank, &a))
+			return -c->m->err->code;
+		if (add[a])
+			return ox_fail(c->m, TIR_ETYPE, "axis %d given twice", a);
+		add[a] = true;
+	}
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0, j = 0; k < rank; k++)
+		sh[k] = add[k] ? 1 : t.shape[j++];
+	return reshape_to(c, rank, sh);
+}
+
+static int op_transpose(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	size_t n;
+	const int64_t *p = attr_ints(c, "perm", &n);
+	int64_t perm[TIR_MAX_RANK];
+	if (!p) {
+		n = (size_t)t.rank;
+		for (int k = 0; k < t.rank; k++)
+			perm[k] = t.rank - 1 - k;
+		p = perm;
+	}
+	char b[300];
+	return bind(c, 0, EMIT("transpose(%s, perm=%s)", x, shp(b, (int)n, p)));
+}
+
+/* Concat: folded for small known integer inputs (shapes), else concat() */
+static int op_concat(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", 0), t.rank ? t.rank : 1, &a))
+		return -c->m->err->code;
+	bool all = t.rank == 1;
+	int64_t total = 0;
+	for (size_t k = 0; k < c->n->n_input && all; k++) {
+		struct ox_const *v = cin(c, k);
+		all = v && v->rank == 1 && !is_float(v->dtype) && v->dtype == (enum tir_dtype)t.dtype;
+		total += all ? v->n : 0;
+	}
+	if (all && total <= OX_FOLD_MAX) {
+		struct ox_const *r = ox_const_new(t.dtype, 1, &total);
+		int64_t at = 0;
+		for (size_t k = 0; r && k < c->n->n_input; k++) {
+			struct ox_const *v = cin(c, k);
+			memcpy(r->i + at, v->i, (size_t)v->n * sizeof *r->i);
+			memcpy(r->d + at, v->d, (size_t)v->n * sizeof *r->d);
+			at += v->n;
+		}
+		return bind_const(c, 0, r);
+	}
+	struct tir_str s = {0};
+	int used = 0;
+	for (size_t k = 0; k < c->n->n_input; k++) {
+		struct tir_type tk;
+		if (!has_in(c, k))
+			continue;
+		if (!in_type(c, k, &tk))
+			return tir_str_free(&s), -c->m->err->code;
+		if (tk.rank > a && tk.shape[a] == 0)
+			continue; /* an empty part */
+		const char *x = in(c, k);
+		if (!x)
+			return tir_str_free(&s), -c->m->err->code;
+		tir_str_addf(&s, "%s%s", used++ ? ", " : "", x);
+	}
+	if (!used) {
+		tir_str_free(&s);
+		return FAIL("every part is empty");
+	}
+	const char *r = EMIT("concat([%s], axis=%d)", s.s, a);
+	tir_str_free(&s);
+	return bind(c, 0, r);
+}
+
+/* ONNX's slice bounds for one axis, normalized: start in [0, dim] (or
+ * [0, dim-1] going back), stop likewise or -1 (past the front) */
+static void slice_bounds(int64_t dim, int64_t step, int64_t *start, int64_t *end)
+{
+	int64_t s = *start, e = *end;
+	if (s < 0)
+		s += dim;
+	if (e < 0)
+		e += dim;
+	if (step > 0) {
+		s = s < 0 ? 0 : s > dim ? dim : s;
+		e = e < 0 ? 0 : e > dim ? dim : e;
+	} else {
+		s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+		e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+	}
+	*start = s;
+	*end = e;
+}
+
+static int op_slice(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t st[TIR_MAX_RANK], en[TIR_MAX_RANK], ax[TIR_MAX_RANK], sp[TIR_MAX_RANK];
+	size_t n;
+	if (c->opset < 10) {
+		size_t ns, ne, na;
+		const int64_t *s = attr_ints(c, "starts", &ns), *e = attr_ints(c, "ends", &ne),
+			      *a = attr_ints(c, "axes", &na);
+		if (ns != ne || ns > TIR_MAX_RANK || (a && na != ns))
+			return ox_fail(c->m, TIR_ETYPE, "starts, ends and axes differ in length");
+		n = ns;
+		for (size_t k = 0; k < n; k++) {
+			st[k] = s[k];
+			en[k] = e[k];
+			ax[k] = a ? a[k] : (int64_t)k;
+			sp[k] = 1;
+		}
+	} else {
+		struct ox_const *s = need_const(c, 1, "starts"), *e = s ? need_const(c, 2, "ends") : NULL;
+		if (!e)
+			return -c->m->err->code;
+		struct ox_const *a = has_in(c, 3) ? need_const(c, 3, "axes") : NULL;
+		struct ox_const *p = has_in(c, 4) ? need_const(c, 4, "steps") : NULL;
+		if (c->m->err->code)
+			return -c->m->err->code;
+		n = (size_t)s->n;
+		if (e->n != s->n || n > TIR_MAX_RANK || (a && a->n != s->n) || (p && p->n != s->n))
+			return ox_fail(c->m, TIR_ETYPE, "starts, ends, axes and steps differ in length");
+		for (size_t k = 0; k < n; k++) {
+			st[k] = s->i[k];
+			en[k] = e->i[k];
+			ax[k] = a ? a->i[k] : (int64_t)k;
+			sp[k] = p ? p->i[k] : 1;
+		}
+	}
+	/* folded: a small known 1-D input (shape arithmetic) */
+	struct ox_const *kv = cin(c, 0);
+	if (kv && kv->rank == 1 && n == 1 && kv->n <= OX_FOLD_MAX && sp[0] != 0) {
+		int64_t s = st[0], e = en[0];
+		slice_bounds(kv->n, sp[0], &s, &e);
+		int64_t cnt = 0;
+		for (int64_t j = s; sp[0] > 0 ? j < e : j > e; j += sp[0])
+			cnt++;
+		struct ox_const *r = ox_const_new(kv->dtype, 1, &cnt);
+		int64_t o = 0;
+		for (int64_t j = s; r && (sp[0] > 0 ? j < e : j > e); j += sp[0], o++) {
+			r->i[o] = kv->i[j];
+			r->d[o] = kv->d[j];
+		}
+		return bind_const(c, 0, r);
+	}
+	const char *x = in(c, 0);
+	if (!x)
+		return -c->m->err->code;
+	for (size_t k = 0; k < n && x; k++) {
+		int a;
+		if (norm_axis(c, ax[k], t.rank, &a))
+			return -c->m->err->code;
+		if (sp[k] == 0)
+			return ox_fail(c->m, TIR_ETYPE, "step 0");
+		int64_t s = st[k], e = en[k];
+		slice_bounds(t.shape[a], sp[k], &s, &e);
+		if (sp[k] < 0 && e < 0)
+			x = EMIT("slice(%s, axis=%d, start=%" PRId64 ", step=%" PRId64 ")", x, a, s, sp[k]);
+		else if (sp[k] < 0 && s < 0)
+			x = EMIT("slice(%s, axis=%d, start=0, stop=0)", x, a);
+		else
+			x = EMIT("slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", x, a, s, e,
+				 sp[k]);
+	}
+	if (x && n == 0)
+		x = EMIT("reshape(%s, shape=%s)", x, shp((char[300]){0}, t.rank, t.shape));
+	return bind(c, 0, x);
+}
+
+static int op_gather(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+		return -c->m->err->code;
+	struct ox_const *kv = cin(c, 0), *ki = cin(c, 1);
+	if (kv && ki && kv->rank == 1 && ki->n <= OX_FOLD_MAX) {
+		struct ox_const *r = ox_const_new(kv->dtype, ki->rank, ki->shape);
+		for (int64_t k = 0; r && k < ki->n; k++) {
+			int64_t j = ki->i[k] < 0 ? ki->i[k] + kv->n : ki->i[k];
+			if (j < 0 || j >= kv->n) {
+				ox_const_free(r);
+				return ox_fail(c->m, TIR_EDATA, "index %" PRId64 " out of range", ki->i[k]);
+			}
+			r->i[k] = kv->i[j];
+			r->d[k] = kv->d[j];
+		}
+		return bind_const(c, 0, r);
+	}
+	const char *x = in(c, 0), *i = in(c, 1);
+	if (!x || !i)
+		return -c->m->err->code;
+	return bind(c, 0, EMIT("gather(%s, %s, axis=%d)", x, i, a));
+}
+
+static int op_cast(struct ox_node_ctx *c)
+{
+	enum tir_dtype dt;
+	int64_t to = attr_i(c, "to", 0);
+	if (!ox_dtype((int32_t)to, &dt))
+		return FAIL("Cast to %s, which tir has not", ox_onnx_type_name((int32_t)to));
+	struct ox_const *k = cin(c, 0);
+	if (k && k->n <= OX_FOLD_MAX && !is_float(k->dtype) && !is_float(dt) && dt != TIR_DTYPE_BOOL) {
+		struct ox_const *r = ox_const_new(dt, k->rank, k->shape);
+		for (int64_t e = 0; r && e < k->n; e++) {
+			r->i[e] = k->i[e];
+			if (dt == TIR_DTYPE_I32) r->i[e] = (int32_t)r->i[e];
+			if (dt == TIR_DTYPE_I16) r->i[e] = (int16_t)r->i[e];
+			if (dt == TIR_DTYPE_I8) r->i[e] = (int8_t)r->i[e];
+			if (dt == TIR_DTYPE_U8) r->i[e] = (uint8_t)r->i[e];
+			r->d[e] = (double)r->i[e];
+		}
+		return bind_const(c, 0, r);
+	}
+	const char *x = in(c, 0);
+	return x ? bind(c, 0, EMIT("cast(%s, dtype=%s)", x, dtn(dt))) : -c->m->err->code;
+}
+
+static int op_castlike(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 1, &t))
+		return -c->m->err->code;
+	return bind(c, 0, EMIT("cast(%s, dtype=%s)", x, dtn(t.dtype)));
+}
+
+/* [n] indices along one axis, shaped to broadcast on axis a of rank r */
+static const char *iota(struct ox_node_ctx *c, const char *base, int64_t n, int a, int r)
+{
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0; k < r; k++)
+		sh[k] = k == a ? n : 1;
+	char b[300];
+	const char *i = ox_emit(c->m, base, "arange(0, %" PRId64 ", dtype=i64)", n);
+	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, shp(b, r, sh)) : i;
+}
+
+static int op_trilu(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 2)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	int64_t k = 0;
+	if (has_in(c, 1)) {
+		struct ox_const *kc = need_const(c, 1, "k");
+		if (!kc)
+			return -c->m->err->code;
+		k = kc->i[0];
+	}
+	int64_t n = t.shape[t.rank - 2], m = t.shape[t.rank - 1];
+	if (!n || !m)
+		return bind(c, 0, x);
+	const char *rows = iota(c, out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, out_name(c, 0), m, 1, 2) : NULL;
+	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
+	bool upper = attr_i(c, "upper", 1);
+	const char *mask = d ? EMIT("%s(%s, %" PRId64 ")", upper ? "ge" : "le", d, k) : NULL;
+	const char *zero = mask ? EMIT("cast(0, dtype=%s)", dtn(t.dtype)) : NULL;
+	return bind(c, 0, zero ? EMIT("where(%s, %s, %s)", mask, x, zero) : NULL);
+}
+
+static int op_eyelike(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	if (!in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank != 2)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	enum tir_dtype dt = (enum tir_dtype)t.dtype;
+	if (attr(c, "dtype") && !ox_dtype((int32_t)attr_i(c, "dtype", 1), &dt))
+		return FAIL("dtype %s, which tir has not", ox_onnx_type_name((int32_t)attr_i(c, "dtype", 1)));
+	int64_t k = attr_i(c, "k", 0), n = t.shape[0], m = t.shape[1];
+	if (!n || !m) {
+		char b[300];
+		return bind(c, 0, EMIT("zeros(%s, dtype=%s)", shp(b, 2, t.shape), dtn(dt)));
+	}
+	const char *rows = iota(c, out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, out_name(c, 0), m, 1, 2) : NULL;
+	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
+	const char *mask = d ? EMIT("eq(%s, %" PRId64 ")", d, k) : NULL;
+	return bind(c, 0, mask ? EMIT("cast(%s, dtype=%s)", mask, dtn(dt)) : NULL);
+}
+
+static int op_hardmax(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", c->opset < 13 ? 1 : -1), t.rank, &a))
+		return -c->m->err->code;
+	const char *y = x;
+	int r = t.rank;
+	int64_t sh[2] = {1, 1};
+	if (c->opset < 13 && a != t.rank - 1) {
+		for (int k = 0; k < t.rank; k++)
+			sh[k < a ? 0 : 1] *= t.shape[k];
+		char b[300];
+		y = EMIT("reshape(%s, shape=%s)", x, shp(b, 2, sh));
+		a = 1;
+		r = 2;
+	}
+	const struct tir_type *ty = y ? ox_type(c->m, y) : NULL;
+	if (!ty)
+		return -c->m->err->code;
+	const char *i = EMIT("argmax(%s, axis=%d, keepdims=true)", y, a);
+	const char *io = i ? iota(c, out_name(c, 0), ty->shape[a], a, r) : NULL;
+	const char *mask = io ? EMIT("eq(%s, %s)", io, i) : NULL;
+	const char *h = mask ? EMIT("cast(%s, dtype=%s)", mask, dtn(t.dtype)) : NULL;
+	if (h && y != x) {
+		char b[300];
+		h = EMIT("reshape(%s, shape=%s)", h, shp(b, t.rank, t.shape));
+	}
+	return bind(c, 0, h);
+}
+
+static int op_onehot(struct ox_node_ctx *c)
+{
+	struct tir_type ti, tv;
+	const char *idx = in(c, 0), *vals = in(c, 2);
+	struct ox_const *dc = need_const(c, 1, "depth");
+	if (!idx || !vals || !dc || !in_type(c, 0, &ti) || !in_type(c, 2, &tv))
+		return -c->m->err->code;
+	int64_t depth = (int64_t)dc->d[0];
+	if (depth < 1 || depth > TIR_MAX_DIM || ti.rank + 1 > TIR_MAX_RANK)
+		return ox_fail(c->m, TIR_ETYPE, "depth %" PRId64, depth);
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", -1), ti.rank + 1, &a))
+		return -c->m->err->code;
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0, j = 0; k <= ti.rank; k++)
+		sh[k] = k == a ? 1 : ti.shape[j++];
+	char b[300];
+	const char *i64 = EMIT("cast(%s, dtype=i64)", idx);
+	const char *neg = i64 ? EMIT("lt(%s, 0)", i64) : NULL;
+	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i64, depth) : NULL;
+	const char *fix = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i64) : NULL;
+	const char *u = fix ? EMIT("reshape(%s, shape=%s)", fix, shp(b, ti.rank + 1, sh)) : NULL;
+	const char *io = u ? iota(c, out_name(c, 0), depth, a, ti.rank + 1) : NULL;
+	const char *mask = io ? EMIT("eq(%s, %s)", u, io) : NULL;
+	const char *v0 = mask ? EMIT("slice(%s, axis=0, start=0, stop=1)", vals) : NULL;
+	const char *v1 = v0 ? EMIT("slice(%s, axis=0, start=1, stop=2)", vals) : NULL;
+	const char *s0 = v1 ? EMIT("reshape(%s, shape=[])", v0) : NULL;
+	const char *s1 = s0 ? EMIT("reshape(%s, shape=[])", v1) : NULL;
+	return bind(c, 0, s1 ? EMIT("where(%s, %s, %s)", mask, s1, s0) : NULL);
+}
+
+static int op_expand(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	struct ox_const *s = need_const(c, 1, "shape");
+	if (!s || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int rank = t.rank > s->n ? t.rank : (int)s->n;
+	if (rank > TIR_MAX_RANK)
+		return FAIL("a result of %d dimensions", rank);
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0; k < rank; k++) {
+		int ia = k - (rank - t.rank), ib = k - (rank - (int)s->n);
+		int64_t a = ia >= 0 ? t.shape[ia] : 1, b = ib >= 0 ? s->i[ib] : 1;
+		if (a != b && a != 1 && b != 1)
+			return ox_fail(c->m, TIR_ETYPE, "shape %" PRId64 " does not broadcast with %" PRId64, a, b);
+		sh[k] = a == 1 ? b : a;
+		if (sh[k] < 0 || sh[k] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_EDATA, "dimension %" PRId64, sh[k]);
+	}
+	const char *x = in(c, 0);
+	char b[300];
+	return x ? bind(c, 0, EMIT("expand(%s, shape=%s)", x, shp(b, rank, sh))) : -c->m->err->code;
+}
+
+static int op_tile(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	struct ox_const *r = need_const(c, 1, "repeats");
+	if (!r || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (r->n != t.rank || 2 * t.rank > TIR_MAX_RANK)
+		return FAIL("Tile of rank %d (tir tiles up to rank %d)", t.rank, TIR_MAX_RANK / 2);
+	/* [a, b] -> [1, a, 1, b] -> [ra, a, rb, b] -> [ra*a, rb*b] */
+	int64_t s1[TIR_MAX_RANK], s2[TIR_MAX_RANK], s3[TIR_MAX_RANK];
+	for (int k = 0; k < t.rank; k++) {
+		if (r->i[k] < 0)
+			return ox_fail(c->m, TIR_EDATA, "repeat %" PRId64, r->i[k]);
+		s1[2 * k] = 1;
+		s1[2 * k + 1] = t.shape[k];
+		s2[2 * k] = r->i[k];
+		s2[2 * k + 1] = t.shape[k];
+		s3[k] = r->i[k] * t.shape[k];
+	}
+	char b1[300], b2[300], b3[300];
+	const char *x = in(c, 0);
+	x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b1, 2 * t.rank, s1)) : NULL;
+	x = x ? EMIT("expand(%s, shape=%s)", x, shp(b2, 2 * t.rank, s2)) : NULL;
+	x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b3, t.rank, s3)) : NULL;
+	return bind(c, 0, x);
+}
+
+static int op_split(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+		return -c->m->err->code;
+	size_t no = c->n->n_output;
+	int64_t parts[64];
+	if (no > 64)
+		return FAIL("%zu outputs", no);
+	size_t ns = 0;
+	const int64_t *sp = NULL;
+	if (c->opset < 13) {
+		sp = attr_ints(c, "split", &ns);
+	} else if (has_in(c, 1)) {
+		struct ox_const *s = need_const(c, 1, "split");
+		if (!s)
+			return -c->m->err->code;
+		sp = s->i;
+		ns = (size_t)s->n;
+	}
+	if (sp) {
+		if (ns != no)
+			return ox_fail(c->m, TIR_ETYPE, "split has %zu parts for %zu outputs", ns, no);
+		memcpy(parts, sp, ns * sizeof *parts);
+	} else {
+		int64_t each = (t.shape[a] + (int64_t)no - 1) / (int64_t)no;
+		for (size_t k = 0; k < no; k++) {
+			int64_t left = t.shape[a] - each * (int64_t)k;
+			parts[k] = left < each ? (left < 0 ? 0 : left) : each;
+		}
+	}
+	int64_t at = 0;
+	for (size_t k = 0; k < no; k++) {
+		if (!*out_name(c, k)) {
+			at += parts[k];
+			continue;
+		}
+		const char *r = ox_emit(c->m, out_name(c, k), "slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")",
+					x, a, at, at + parts[k]);
+		at += parts[k];
+		if (bind(c, k, r))
+			return -c->m->err->code;
+	}
+	return 0;
+}
+
+static int op_pad(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (!attr_str_is(c, "mode", "constant", "constant"))
+		return FAIL("Pad mode other than constant is not supported");
+	const int64_t *p;
+	size_t n;
+	double value = 0;
+	const char *vname = NULL;
+	if (c->opset < 11) {
+		p = attr_ints(c, "pads", &n);
+		value = attr_f(c, "value", 0);
+	} else {
+		struct ox_const *pc = need_const(c, 1, "pads");
+		if (!pc)
+			return -c->m->err->code;
+		p = pc->i;
+		n = (size_t)pc->n;
+		if (has_in(c, 2)) {
+			struct ox_const *v = cin(c, 2);
+			if (v)
+				value = v->d[0];
+			else
+				vname = "";
+		}
+	}
+	if (vname)
+		return FAIL("a constant_value computed at run time is not supported");
+	int64_t ax[TIR_MAX_RANK];
+	size_t na = 0;
+	if (c->opset >= 11 && has_in(c, 3)) {
+		struct ox_const *a = need_const(c, 3, "axes");
+		if (!a)
+			return -c->m->err->code;
+		na = (size_t)a->n;
+		for (size_t k = 0; k < na && k < TIR_MAX_RANK; k++)
+			ax[k] = a->i[k];
+	} else {
+		na = (size_t)t.rank;
+		for (int k = 0; k < t.rank; k++)
+			ax[k] = k;
+	}
+	if (n != 2 * na || na > TIR_MAX_RANK)
+		return ox_fail(c->m, TIR_ETYPE, "%zu pads for %zu axes", n, na);
+	int64_t before[TIR_MAX_RANK] = {0}, after[TIR_MAX_RANK] = {0};
+	for (size_t k = 0; k < na; k++) {
+		int a;
+		if (norm_axis(c, ax[k], t.rank, &a))
+			return -c->m->err->code;
+		before[a] = p[k];
+		after[a] = p[k + na];
+		if (before[a] < 0 || after[a] < 0)
+			return FAIL("negative pads are not supported");
+	}
+	struct tir_str s = {0};
+	tir_str_addf(&s, "[");
+	for (int k = 0; k < t.rank; k++)
+		tir_str_addf(&s, "%s[%" PRId64 ", %" PRId64 "]", k ? ", " : "", before[k], after[k]);
+	tir_str_addf(&s, "]");
+	char num[64];
+	if (isnan(value))
+		snprintf(num, sizeof num, "nan");
+	else if (isinf(value))
+		snprintf(num, sizeof num, value < 0 ? "-inf" : "inf");
+	else
+		snprintf(num, sizeof num, "%.17g", value);
+	const char *r = EMIT("pad(%s, pads=%s, value=%s)", x, s.s, num);
+	tir_str_free(&s);
+	return bind(c, 0, r);
+}
+
+/* ---- reductions ---- */
+
+static int op_reduce(struct ox_node_ctx *c)
+{
+	const char *op = c->n->op_type;
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t axes[TIR_MAX_RANK];
+	size_t n = 0;
+	bool from_input = !strcmp(op, "ReduceSum") ? c->opset >= 13 : false; /* the others: opset 18 */
+	if (from_input) {
+		if (has_in(c, 1)) {
+			struct ox_const *a = need_const(c, 1, "axes");
+			if (!a)
+				return -c->m->err->code;
+			n = (size_t)a->n;
+			if (n > TIR_MAX_RANK)
+				return ox_fail(c->m, TIR_ETYPE, "%zu axes", n);
+			memcpy(axes, a->i, n * sizeof *axes);
+		}
+	} else {
+		const int64_t *a = attr_ints(c, "axes", &n);
+		if (n > TIR_MAX_RANK)
+			return ox_fail(c->m, TIR_ETYPE, "%zu axes", n);
+		if (n)
+			memcpy(axes, a, n * sizeof *axes);
+	}
+	bool keep = attr_i(c, "keepdims", 1);
+	if (!n && attr_i(c, "noop_with_empty_axes", 0))
+		return bind(c, 0, EMIT("mul(%s, 1)", x));
+	struct tir_str ax = {0};
+	if (n) {
+		tir_str_addf(&ax, ", axis=[");
+		for (size_t k = 0; k < n; k++) {
+			int a;
+			if (norm_axis(c, axes[k], t.rank, &a))
+				return tir_str_free(&ax), -c->m->err->code;
+			tir_str_addf(&ax, "%s%d", k ? ", " : "", a);
+		}
+		tir_str_addf(&ax, "]");
+	} else if (t.rank) {
+		tir_str_addf(&ax, ", axis=[");
+		for (int k = 0; k < t.rank; k++)
+			tir_str_addf(&ax, "%s%d", k ? ", " : "", k);
+		tir_str_addf(&ax, "]");
+	}
+	const char *A = ax.s ? ax.s : "";
+	const char *K = keep ? "true" : "false";
+	const char *r = NULL;
+	if (!strcmp(op, "ReduceSum")) r = EMIT("sum(%s%s, keepdims=%s)", x, A, K);
+	else if (!strcmp(op, "ReduceMean")) r = EMIT("mean(%s%s, keepdims=%s)", x, A, K);
+	else if (!strcmp(op, "ReduceMax")) r = EMIT("max(%s%s, keepdims=%s)", x, A, K);
+	else if (!strcmp(op, "ReduceMin")) r = EMIT("min(%s%s, keepdims=%s)", x, A, K);
+	else if (!strcmp(op, "ReduceProd")) r = EMIT("prod(%s%s, keepdims=%s)", x, A, K);
+	else if (!strcmp(op, "ReduceL1")) {
+		const char *a = EMIT("abs(%s)", x);
+		r = a ? EMIT("sum(%s%s, keepdims=%s)", a, A, K) : NULL;
+	} else if (!strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare")) {
+		const char *sq = EMIT("mul(%s, %s)", x, x);
+		r = sq ? EMIT("sum(%s%s, keepdims=%s)", sq, A, K) : NULL;
+		if (r && !strcmp(op, "ReduceL2"))
+			r = EMIT("sqrt(%s)", r);
+	} else if (!strcmp(op, "ReduceLogSum")) {
+		const char *s = EMIT("sum(%s%s, keepdims=%s)", x, A, K);
+		r = s ? EMIT("log(%s)", s) : NULL;
+	} else if (!strcmp(op, "ReduceLogSumExp")) {
+		const char *mx = EMIT("max(%s%s, keepdims=true)", x, A);
+		const char *d = mx ? EMIT("sub(%s, %s)", x, mx) : NULL;
+		const char *e = d ? EMIT("exp(%s)", d) : NULL;
+		const char *s = e ? EMIT("sum(%s%s, keepdims=%s)", e, A, K) : NULL;
+		const char *l = s ? EMIT("log(%s)", s) : NULL;
+		const char *m2 = l && !keep ? EMIT("max(%s%s, keepdims=false)", x, A) : mx;
+		r = l && m2 ? EMIT("add(%s, %s)", l, m2) : NULL;
+	}
+	tir_str_free(&ax);
+	return bind_as(c, r, t.dtype);
+}
+
+static int op_argmax(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+		return -c->m->err->code;
+	bool keep = attr_i(c, "keepdims", 1);
+	const char *f = !strcmp(c->n->op_type, "ArgMax") ? "argmax" : "argmin";
+	if (attr_i(c, "select_last_index", 0)) {
+		/* the first of the reversed axis, counted from the end */
+		const char *rv = EMIT("slice(%s, axis=%d, step=-1)", x, a);
+		const char *i = rv ? EMIT("%s(%s, axis=%d, keepdims=%s)", f, rv, a, keep ? "true" : "false") : NULL;
+		return bind(c, 0, i ? EMIT("sub(%" PRId64 ", %s)", t.shape[a] - 1, i) : NULL);
+	}
+	return bind(c, 0, EMIT("%s(%s, axis=%d, keepdims=%s)", f, x, a, keep ? "true" : "false"));
+}
+
+/* ---- linear algebra and networks ---- */
+
+static int op_matmul(struct ox_node_ctx *c)
+{
+	const char *a = in(c, 0), *b = in(c, 1);
+	if (!a || !b)
+		return -c->m->err->code;
+	return bind(c, 0, EMIT("matmul(%s, %s)", a, b));
+}
+
+static int op_gemm(struct ox_node_ctx *c)
+{
+	const char *a = in(c, 0), *b = in(c, 1);
+	if (!a || !b)
+		return -c->m->err->code;
+	double alpha = attr_f(c, "alpha", 1), beta = attr_f(c, "beta", 1);
+	if (attr_i(c, "transA", 0))
+		a = EMIT("transpose(%s, perm=[1, 0])", a);
+	if (a && attr_i(c, "transB", 0))
+		b = EMIT("transpose(%s, perm=[1, 0])", b);
+	const char *y = a && b ? EMIT("matmul(%s, %s)", a, b) : NULL;
+	if (y && alpha != 1)
+		y = EMIT("mul(%s, %.9g)", y, alpha);
+	if (y && has_in(c, 2) && beta != 0) {
+		const char *cc = in(c, 2);
+		if (cc && beta != 1)
+			cc = EMIT("mul(%s, %.9g)", cc, beta);
+		y = cc ? EMIT("add(%s, %s)", y, cc) : NULL;
+	}
+	return bind(c, 0, y);
+}
+
+/* Softmax and LogSoftmax: before opset 13 the input is seen as 2-D,
+ * [prod(shape[:axis]), prod(shape[axis:])], and normalized per row */
+static int op_softmax(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	const char *f = !strcmp(c->n->op_type, "Softmax") ? "softmax" : "log_softmax";
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", c->opset < 13 ? 1 : -1), t.rank, &a))
+		return -c->m->err->code;
+	if (c->opset >= 13 || a == t.rank - 1)
+		return bind(c, 0, EMIT("%s(%s, axis=%d)", f, x, a));
+	int64_t sh[2] = {1, 1};
+	for (int k = 0; k < t.rank; k++)
+		sh[k < a ? 0 : 1] *= t.shape[k];
+	char b1[300], b2[300];
+	const char *r = EMIT("reshape(%s, shape=%s)", x, shp(b1, 2, sh));
+	r = r ? EMIT("%s(%s, axis=1)", f, r) : NULL;
+	return bind(c, 0, r ? EMIT("reshape(%s, shape=%s)", r, shp(b2, t.rank, t.shape)) : NULL);
+}
+
+/* [C] -> [C, 1, ..., 1] for an NC... input of rank r */
+static const char *per_channel(struct ox_node_ctx *c, size_t k, int rank)
+{
+	struct tir_type t;
+	const char *p = in(c, k);
+	if (!p || !in_type(c, k, &t))
+		return NULL;
+	if (t.rank != 1)
+		return ox_fail(c->m, TIR_ETYPE, "input %zu is not 1-D", k), NULL;
+	int64_t sh[TIR_MAX_RANK];
+	sh[0] = t.shape[0];
+	for (int j = 1; j < rank - 1; j++)
+		sh[j] = 1;
+	char b[300];
+	return ox_emit(c->m, c->n->input[k], "reshape(%s, shape=%s)", p, shp(b, rank - 1, sh));
+}
+
+static int op_batchnorm(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	for (size_t k = 1; k < c->n->n_output; k++)
+		if (*out_name(c, k))
+			return FAIL("BatchNormalization in training mode (more than one output) is not supported");
+	if (attr_i(c, "training_mode", 0))
+		return FAIL("BatchNormalization in training mode is not supported");
+	if (t.rank < 2)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	double eps = attr_f(c, "epsilon", 1e-5);
+	const char *sc = per_channel(c, 1, t.rank), *b = sc ? per_channel(c, 2, t.rank) : NULL,
+		   *mu = b ? per_channel(c, 3, t.rank) : NULL, *var = mu ? per_channel(c, 4, t.rank) : NULL;
+	const char *ve = var ? EMIT("add(%s, %.9g)", var, eps) : NULL;
+	const char *rs = ve ? EMIT("rsqrt(%s)", ve) : NULL;
+	const char *d = rs ? EMIT("sub(%s, %s)", x, mu) : NULL;
+	const char *n = d ? EMIT("mul(%s, %s)", d, rs) : NULL;
+	const char *s = n ? EMIT("mul(%s, %s)", n, sc) : NULL;
+	return bind_as(c, s ? EMIT("add(%s, %s)", s, b) : NULL, t.dtype);
+}
+
+static int op_instancenorm(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 3)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	double eps = attr_f(c, "epsilon", 1e-5);
+	struct tir_str ax = {0};
+	for (int k = 2; k < t.rank; k++)
+		tir_str_addf(&ax, "%s%d", k > 2 ? ", " : "", k);
+	const char *sc = per_channel(c, 1, t.rank), *b = sc ? per_channel(c, 2, t.rank) : NULL;
+	const char *mu = b ? EMIT("mean(%s, axis=[%s], keepdims=true)", x, ax.s) : NULL;
+	const char *var = mu ? EMIT("var(%s, axis=[%s], keepdims=true)", x, ax.s) : NULL;
+	tir_str_free(&ax);
+	const char *ve = var ? EMIT("add(%s, %.9g)", var, eps) : NULL;
+	const char *rs = ve ? EMIT("rsqrt(%s)", ve) : NULL;
+	const char *d = rs ? EMIT("sub(%s, %s)", x, mu) : NULL;
+	const char *n = d ? EMIT("mul(%s, %s)", d, rs) : NULL;
+	const char *s = n ? EMIT("mul(%s, %s)", n, sc) : NULL;
+	return bind_as(c, s ? EMIT("add(%s, %s)", s, b) : NULL, t.dtype);
+}
+
+static int op_layernorm(struct ox_node_ctx *c)
+{
+	struct tir_type t, ts;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t) || !in_type(c, 1, &ts))
+		return -c->m->err->code;
+	bool extra = false;
+	for (size_t k = 1; k < c->n->n_output; k++)
+		extra |= *out_name(c, k) != 0;
+	int a;
+	if (norm_axis(c, attr_i(c, "axis", -1), t.rank, &a))
+		return -c->m->err->code;
+	double eps = attr_f(c, "epsilon", 1e-5);
+	const char *sc = in(c, 1);
+	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
+	if (!sc || (has_in(c, 2) && !b))
+		return -c->m->err->code;
+	if (!extra && a == t.rank - 1 && ts.rank == 1 && b && t.dtype == TIR_DTYPE_F32) {
+		struct tir_type tb;
+		if (in_type(c, 2, &tb) && tb.rank == 1)
+			return bind(c, 0, EMIT("layernorm(%s, %s, %s, eps=%.9g)", x, sc, b, eps));
+	}
+	struct tir_str ax = {0};
+	for (int k = a; k < t.rank; k++)
+		tir_str_addf(&ax, "%s%d", k > a ? ", " : "", k);
+	const char *mu = EMIT("mean(%s, axis=[%s], keepdims=true)", x, ax.s);
+	const char *var = mu ? EMIT("var(%s, axis=[%s], keepdims=true)", x, ax.s) : NULL;
+	tir_str_free(&ax);
+	const char *ve = var ? EMIT("add(%s, %.9g)", var, eps) : NULL;
+	const char *rs = ve ? EMIT("rsqrt(%s)", ve) : NULL;
+	const char *d = rs ? EMIT("sub(%s, %s)", x, mu) : NULL;
+	const char *n = d ? EMIT("mul(%s, %s)", d, rs) : NULL;
+	const char *s = n ? EMIT("mul(%s, %s)", n, sc) : NULL;
+	if (s && b)
+		s = EMIT("add(%s, %s)", s, b);
+	int rc = bind_as(c, s, t.dtype);
+	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
+		rc = bind(c, 1, mu);
+	if (!rc && c->n->n_output > 2 && *out_name(c, 2))
+		rc = bind(c, 2, rs);
+	return rc;
+}
+
+/* pads of a 2-D window op: explicit, or from auto_pad */
+static int window_pads(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *k, const int64_t *s,
+		       int64_t pads[4])
+{
+	size_t n;
+	const int64_t *p = attr_ints(c, "pads", &n);
+	memset(pads, 0, 4 * sizeof *pads);
+	if (attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET") || attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
+		bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
+		for (int d = 0; d < 2; d++) {
+			int64_t in = t->shape[2 + d], out = (in + s[d] - 1) / s[d];
+			int64_t tot = (out - 1) * s[d] + k[d] - in;
+			if (tot < 0)
+				tot = 0;
+			pads[d] = upper ? tot / 2 : tot - tot / 2;
+			pads[d + 2] = tot - pads[d];
+		}
+	} else if (!attr_str_is(c, "auto_pad", "VALID", "NOTSET") && p) {
+		if (n != 4)
+			return ox_fail(c->m, TIR_ETYPE, "%zu pads for 2 spatial axes", n);
+		memcpy(pads, p, 4 * sizeof *pads);
+	}
+	for (int d = 0; d < 4; d++)
+		if (pads[d] < 0)
+			return ox_fail(c->m, TIR_ETYPE, "negative pads");
+	return 0;
+}
+
+static int window_2d(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kdef, int64_t k[2], int64_t s[2],
+		     bool dilation_done)
+{
+	size_t n;
+	const int64_t *ks = dilation_done ? NULL : attr_ints(c, "kernel_shape", &n);
+	if (t->rank != 4)
+		return FAIL("%s of a %d-D input (tir has 2-D only)", c->n->op_type, t->rank - 2);
+	if (ks && n != 2)
+		return ox_fail(c->m, TIR_ETYPE, "kernel_shape of %zu axes", n);
+	k[0] = ks ? ks[0] : kdef[0];
+	k[1] = ks ? ks[1] : kdef[1];
+	const int64_t *st = attr_ints(c, "strides", &n);
+	s[0] = st && n == 2 ? st[0] : 1;
+	s[1] = st && n == 2 ? st[1] : 1;
+	const int64_t *dl = dilation_done ? NULL : attr_ints(c, "dilations", &n);
+	for (size_t j = 0; dl && j < n; j++)
+		if (dl[j] != 1)
+			return FAIL("dilations other than 1 are not supported");
+	if (s[0] < 1 || s[1] < 1 || k[0] < 1 || k[1] < 1)
+		return ox_fail(c->m, TIR_ETYPE, "kernel or strides below 1");
+	return 0;
+}
+
+/* A known weight [O, C/g, k...] of a grouped or dilated convolution as
+ * the weight of the same convolution with one group and no dilation:
+ * [O, C, (k - 1) d + 1, ...], zero outside each output's group of inputs
+ * and between the taps.  returns its tir name, or NULL with err set. */
+static const char *dense_weight(struct ox_node_ctx *c, int64_t g, const int64_t *dil)
+{
+	struct ox_val *wv = in_val(c, 1);
+	const struct ox_const *w = wv ? wv->c : NULL;
+	if (!w || (w->rank != 3 && w->rank != 4)) {
+		FAIL("a grouped or dilated Conv needs its weight known at import");
+		return NULL;
+	}
+	int nsp = w->rank - 2;
+	int64_t O = w->shape[0], Cg = w->shape[1], kh = nsp == 2 ? w->shape[2] : 1, kw = w->shape[w->rank - 1];
+	int64_t dh = nsp == 2 ? dil[0] : 1, dw = dil[nsp - 1];
+	if (g < 1 || O % g || dh < 1 || dw < 1 || dh > 64 || dw > 64) {
+		ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " or dilations do not fit the weight", g);
+		return NULL;
+	}
+	int64_t sh[4] = {O, Cg * g, (kh - 1) * dh + 1, (kw - 1) * dw + 1};
+	int64_t shape[4] = {sh[0], sh[1], nsp == 2 ? sh[2] : sh[3], sh[3]};
+	/* at most 2^26 elements (256 MiB of f32): a hostile group count or
+	 * dilation must not make the import allocate without bound */
+	double total = (double)sh[0] * (double)sh[1] * (double)sh[2] * (double)sh[3];
+	struct ox_const *d = total <= (double)(1 << 26) ? ox_const_new(w->dtype, w->rank, shape) : NULL;
+	if (!d) {
+		ox_fail(c->m, TIR_EDATA, "a dense weight of %" PRId64 " x %" PRId64 " taps is too large", O, Cg * g);
+		return NULL;
+	}
+	for (int64_t o = 0; o < O; o++)
+		for (int64_t ci = 0; ci < Cg; ci++)
+			for (int64_t i = 0; i < kh; i++)
+				for (int64_t j = 0; j < kw; j++) {
+					int64_t src = ((o * Cg + ci) * kh + i) * kw + j;
+					int64_t cc = (o / (O / g)) * Cg + ci;
+					int64_t dst = ((o * sh[1] + cc) * (nsp == 2 ? sh[2] : 1) + i * dh) * sh[3] + j * dw;
+					double v = ox_const_get(w, src);
+					ox_const_set(d, dst, v, (int64_t)v);
+				}
+	char name[600];
+	snprintf(name, sizeof name, "%s_dense", wv->onnx);
+	while (ox_find(c->m, name))
+		strncat(name, "_", sizeof name - strlen(name) - 1);
+	struct ox_val *v = ox_val(c->m, name);
+	if (!v) {
+		ox_const_free(d);
+		ox_fail(c->m, TIR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	v->c = d;
+	v->defined = true;
+	return ox_use(c->m, name);
+}
+
+static int op_conv(struct ox_node_ctx *c)
+{
+	struct tir_type t, tw;
+	const char *x = in(c, 0), *w = NULL;
+	if (!x || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+		return -c->m->err->code;
+	int64_t g = attr_i(c, "group", 1), one[2] = {1, 1};
+	size_t nd;
+	const int64_t *dl = attr_ints(c, "dilations", &nd);
+	bool dilated = false;
+	for (size_t j = 0; dl && j < nd; j++)
+		dilated |= dl[j] != 1;
+	if (dl && nd != (size_t)(t.rank - 2))
+		return ox_fail(c->m, TIR_ETYPE, "%zu dilations for %d spatial axes", nd, t.rank - 2);
+	bool dense = g != 1 || dilated;
+	if (dense && t.rank != 3 && t.rank != 4)
+		return FAIL("Conv of a %d-D input (tir has 1-D and 2-D)", t.rank - 2);
+	w = dense ? dense_weight(c, g, dilated ? dl : one) : in(c, 1);
+	if (!w)
+		return -c->m->err->code;
+	if (dense) {
+		tw = *ox_type(c->m, w);
+		g = 1;
+	}
+	bool one_d = t.rank == 3 && tw.rank == 3;
+	if (one_d) {
+		/* [N, C, L] as [N, C, 1, L] */
+		int64_t xs[4] = {t.shape[0], t.shape[1], 1, t.shape[2]}, ws[4] = {tw.shape[0], tw.shape[1], 1, tw.shape[2]};
+		char b1[300], b2[300];
+		x = EMIT("reshape(%s, shape=%s)", x, shp(b1, 4, xs));
+		w = x ? EMIT("reshape(%s, shape=%s)", w, shp(b2, 4, ws)) : NULL;
+		if (!w)
+			return -c->m->err->code;
+		t.rank = 4;
+		memcpy(t.shape, xs, sizeof xs);
+	}
+	int64_t kdef[2] = {tw.rank == 4 ? tw.shape[2] : 1, tw.rank == 4 ? tw.shape[3] : tw.shape[2]}, k[2], s[2], p[4];
+	if (one_d) {
+		/* attributes of one axis: move them to the second */
+		size_t n;
+		const int64_t *st = attr_ints(c, "strides", &n);
+		const int64_t *pd = attr_ints(c, "pads", &n);
+		k[0] = 1;
+		k[1] = kdef[1];
+		s[0] = 1;
+		s[1] = st ? st[0] : 1;
+		memset(p, 0, sizeof p);
+		if (!attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") && !attr_str_is(c, "auto_pad", "VALID", "NOTSET"))
+			return FAIL("1-D Conv with auto_pad SAME is not supported");
+		if (pd) {
+			p[1] = pd[0];
+			p[3] = pd[1];
+		}
+	} else if (window_2d(c, &t, kdef, k, s, dense) || window_pads(c, &t, k, s, p)) {
+		return -c->m->err->code;
+	}
+	if (dense) {
+		k[0] = kdef[0];
+		k[1] = kdef[1];
+	}
+	if (p[0] != p[2] || p[1] != p[3]) {
+		x = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]])", x, p[0],
+			 p[2], p[1], p[3]);
+		memset(p, 0, sizeof p);
+		if (!x)
+			return -c->m->err->code;
+	}
+	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
+	if (has_in(c, 2) && !b)
+		return -c->m->err->code;
+	char bias[300];
+	snprintf(bias, sizeof bias, "%s%s", b ? ", " : "", b ? b : "");
+	const char *y = EMIT("conv2d(%s, %s%s, stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64 ", %" PRId64 "])",
+			     x, w, bias, s[0], s[1], p[0], p[1]);
+	if (y && one_d) {
+		const struct tir_type *ty = ox_type(c->m, y);
+		int64_t ys[3] = {ty->shape[0], ty->shape[1], ty->shape[3]};
+		char b3[300];
+		y = EMIT("reshape(%s, shape=%s)", y, shp(b3, 3, ys));
+	}
+	return bind(c, 0, y);
+}
+
+static int op_pool(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	bool max = !strcmp(c->n->op_type, "MaxPool");
+	if (c->n->n_output > 1 && *out_name(c, 1))
+		return FAIL("MaxPool's Indices output is not supported");
+	int64_t kdef[2] = {1, 1}, k[2], s[2], p[4];
+	if (!attr(c, "kernel_shape"))
+		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
+	if (window_2d(c, &t, kdef, k, s, false) || window_pads(c, &t, k, s, p))
+		return -c->m->err->code;
+	int64_t extra[2] = {0, 0};
+	if (attr_i(c, "ceil_mode", 0)) {
+		/* the last window, partly past the end, is kept: pad for it (a
+		 * window must start inside the input or its front pad) */
+		for (int d = 0; d < 2; d++) {
+			int64_t span = t.shape[2 + d] + p[d] + p[d + 2] - k[d];
+			int64_t out = (span + s[d] - 1) / s[d] + 1;
+			if ((out - 1) * s[d] >= t.shape[2 + d] + p[d])
+				out--;
+			int64_t need = (out - 1) * s[d] + k[d] - (t.shape[2 + d] + p[d] + p[d + 2]);
+			extra[d] = need > 0 ? need : 0;
+		}
+	}
+	bool padded = p[0] || p[1] || p[2] || p[3] || extra[0] || extra[1];
+	bool count_pad = !max && attr_i(c, "count_include_pad", 0);
+	const char *xp = x;
+	if (padded)
+		xp = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=%s)",
+			  x, p[0], p[2] + extra[0], p[1], p[3] + extra[1], max ? "-inf" : "0");
+	const char *y = xp ? EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
+				  max ? "maxpool2d" : "avgpool2d", xp, k[0], k[1], s[0], s[1]) : NULL;
+	if (y && !max && padded) {
+		/* the mean of the window's cells inside the input (or inside
+		 * input and pads, count_include_pad): a pool of ones divides */
+		int64_t one[4] = {1, 1, t.shape[2], t.shape[3]};
+		char b[300];
+		const char *o = EMIT("ones(%s, dtype=%s)", shp(b, 4, one), dtn(t.dtype));
+		const char *op = o ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64
+					  "]], value=%s)", o, p[0], p[2] + extra[0], p[1], p[3] + extra[1],
+					  count_pad ? "1" : "0") : NULL;
+		if (op && count_pad && (extra[0] || extra[1])) {
+			/* pads count, the ceil_mode's extra does not */
+			op = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=1)",
+				  o, p[0], p[2], p[1], p[3]);
+			op = op ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, %" PRId64 "], [0, %" PRId64 "]])", op, extra[0],
+				       extra[1]) : NULL;
+		}
+		const char *cnt = op ? EMIT("avgpool2d(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
+					    op, k[0], k[1], s[0], s[1]) : NULL;
+		y = cnt ? EMIT("div(%s, %s)", y, cnt) : NULL;
+	}
+	return bind_as(c, y, t.dtype);
+}
+
+static int op_global_pool(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 3)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	struct tir_str ax = {0};
+	for (int k = 2; k < t.rank; k++)
+		tir_str_addf(&ax, "%s%d", k > 2 ? ", " : "", k);
+	const char *r = EMIT("%s(%s, axis=[%s], keepdims=true)",
+			     !strcmp(c->n->op_type, "GlobalMaxPool") ? "max" : "mean", x, ax.s);
+	tir_str_free(&ax);
+	return bind_as(c, r, t.dtype);
+}
+
+static int op_depth_space(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank != 4)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	int64_t b = attr_i(c, "blocksize", 0), N = t.shape[0], C = t.shape[1], H = t.shape[2], W = t.shape[3];
+	if (b < 1)
+		return ox_fail(c->m, TIR_ETYPE, "blocksize %" PRId64, b);
+	char b1[300], b2[300];
+	const char *r;
+	if (!strcmp(c->n->op_type, "DepthToSpace")) {
+		if (C % (b * b))
+			return ox_fail(c->m, TIR_ETYPE, "channels %" PRId64 " not a multiple of blocksize²", C);
+		bool crd = attr_str_is(c, "mode", "CRD", "DCR");
+		int64_t s1[6] = {N, b, b, C / (b * b), H, W}, s1c[6] = {N, C / (b * b), b, b, H, W};
+		int64_t out[4] = {N, C / (b * b), H * b, W * b};
+		r = EMIT("reshape(%s, shape=%s)", x, shp(b1, 6, crd ? s1c : s1));
+		r = r ? EMIT("transpose(%s, perm=%s)", r, crd ? "[0, 1, 4, 2, 5, 3]" : "[0, 3, 4, 1, 5, 2]") : NULL;
+		r = r ? EMIT("reshape(%s, shape=%s)", r, shp(b2, 4, out)) : NULL;
+	} else {
+		if (H % b || W % b)
+			return ox_fail(c->m, TIR_ETYPE, "spatial sizes not multiples of blocksize");
+		int64_t s1[6] = {N, C, H / b, b, W / b, b}, out[4] = {N, C * b * b, H / b, W / b};
+		r = EMIT("reshape(%s, shape=%s)", x, shp(b1, 6, s1));
+		r = r ? EMIT("transpose(%s, perm=[0, 3, 5, 1, 2, 4])", r) : NULL;
+		r = r ? EMIT("reshape(%s, shape=%s)", r, shp(b2, 4, out)) : NULL;
+	}
+	return bind(c, 0, r);
+}
+
+/* ---- the table ---- */
+
+static const struct ox_opdef ops[] = {
+	{"Abs", op_unary}, {"Neg", op_unary}, {"Relu", op_unary}, {"Sigmoid", op_unary}, {"Tanh", op_unary},
+	{"Exp", op_unary}, {"Log", op_unary}, {"Sqrt", op_unary}, {"Erf", op_unary}, {"Floor", op_unary},
+	{"Ceil", op_unary}, {"Round", op_unary}, {"Sign", op_unary}, {"Reciprocal", op_unary}, {"Not", op_unary},
+	{"Sin", op_unary}, {"Cos", op_unary},
+	{"Add", op_binary}, {"Sub", op_binary}, {"Mul", op_binary}, {"Div", op_binary}, {"Pow", op_binary},
+	{"Mod", op_binary}, {"Equal", op_binary}, {"Less", op_binary}, {"Greater", op_binary},
+	{"LessOrEqual", op_binary}, {"GreaterOrEqual", op_binary}, {"And", op_binary}, {"Or", op_binary},
+	{"Xor", op_binary},
+	{"Min", op_variadic}, {"Max", op_variadic}, {"Sum", op_variadic}, {"Mean", op_variadic},
+	{"Identity", op_identity}, {"Dropout", op_dropout}, {"Where", op_where}, {"Clip", op_clip},
+	{"LeakyRelu", op_activation}, {"PRelu", op_activation}, {"Elu", op_activation}, {"Selu", op_activation},
+	{"Celu", op_activation}, {"HardSigmoid", op_activation}, {"HardSwish", op_activation},
+	{"Softplus", op_activation}, {"Softsign", op_activation}, {"ThresholdedRelu", op_activation},
+	{"Tan", op_activation}, {"IsNaN", op_activation}, {"IsInf", op_activation}, {"Gelu", op_activation},
+	{"Shrink", op_activation}, {"Sinh", op_activation}, {"Cosh", op_activation}, {"Asinh", op_activation},
+	{"Acosh", op_activation}, {"Atanh", op_activation},
+	{"CastLike", op_castlike}, {"Trilu", op_trilu}, {"EyeLike", op_eyelike}, {"Hardmax", op_hardmax},
+	{"OneHot", op_onehot},
+	{"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"ConstantOfShape", op_constant_of_shape},
+	{"Range", op_range}, {"Reshape", op_reshape}, {"Flatten", op_flatten}, {"Squeeze", op_squeeze},
+	{"Unsqueeze", op_unsqueeze}, {"Transpose", op_transpose}, {"Concat", op_concat}, {"Slice", op_slice},
+	{"Gather", op_gather}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
+	{"Pad", op_pad},
+	{"ReduceSum", op_reduce}, {"ReduceMean", op_reduce}, {"ReduceMax", op_reduce}, {"ReduceMin", op_reduce},
+	{"ReduceProd", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce}, {"ReduceSumSquare", op_reduce},
+	{"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
+	{"ArgMax", op_argmax}, {"ArgMin", op_argmax},
+	{"MatMul", op_matmul}, {"Gemm", op_gemm}, {"Softmax", op_softmax}, {"LogSoftmax", op_softmax},
+	{"BatchNormalization", op_batchnorm}, {"InstanceNormalization", op_instancenorm},
+	{"LayerNormalization", op_layernorm}, {"Conv", op_conv}, {"MaxPool", op_pool}, {"AveragePool", op_pool},
+	{"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
+	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
+	{NULL, NULL}};
+
+const struct ox_opdef *ox_op_lookup(const char *op_type)
+{
+	for (int k = 0; op_type && ops[k].name; k++)
+		if (!strcmp(ops[k].name, op_type))
+			return &ops[k];
+	return NULL;
+}
+
+const char *ox_op_refused(const char *op_type)
+{
+	static const char *const data_dep[] = {"NonZero", "Unique", "NonMaxSuppression", "Compress", NULL};
+	static const char *const flow[] = {"If", "Loop", "Scan", NULL};
+	for (int k = 0; op_type && data_dep[k]; k++)
+		if (!strcmp(op_type, data_dep[k]))
+			return "its result's shape depends on the data (tir's shapes are static)";
+	for (int k = 0; op_type && flow[k]; k++)
+		if (!strcmp(op_type, flow[k]))
+			return "control flow is not supported";
+	return NULL;
+}

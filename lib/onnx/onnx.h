@@ -1,0 +1,115 @@
+/*
+ * onnx.h — lib/onnx's internal header: the importer's state, shared by
+ * import.c (reading the model, names, constants, the program's text) and
+ * nodes.c (one emitter per ONNX op).  Not a protobuf reader: the messages
+ * are protobuf-c's, generated at build time from Debian's onnx.proto.
+ */
+#ifndef TIR_ONNX_H
+#define TIR_ONNX_H
+
+#include "../ir/ir.h"
+#include "onnx/onnx.pb-c.h"
+
+#define OX_MAX_MODEL (INT64_C(4) << 30)     /* bytes of a model file */
+#define OX_FOLD_MAX 65536                    /* elements a folded constant may have */
+#define OX_INLINE_MAX 16                     /* elements written as a literal */
+
+/* A known value (an initializer, a Constant, folded shape arithmetic):
+ * its elements as doubles and as integers (both kept, whichever the dtype). */
+struct ox_const {
+	enum tir_dtype dtype;
+	int rank;
+	int64_t shape[TIR_MAX_RANK];
+	int64_t n;
+	int64_t *i;              /* n integers (floats truncated); NULL past OX_FOLD_MAX */
+	double *d;               /* n doubles; NULL past OX_FOLD_MAX */
+	unsigned char *bytes;    /* past OX_FOLD_MAX instead: the elements as tir stores them */
+};
+
+/* One ONNX tensor name of the graph. */
+struct ox_val {
+	char *onnx;              /* the ONNX name */
+	char *tir;               /* its tir name, once bound (or a constant's, once emitted) */
+	bool defined;            /* an input, initializer or node output seen */
+	bool is_input;
+	struct ox_const *c;      /* known value, or NULL */
+	char *clean;             /* a node output's name by the name rule, kept for it */
+};
+
+/* A set of names, or a map of names to names (val NULL in a set). */
+struct ox_names {
+	char **key, **val;
+	size_t n, cap;           /* cap: a power of 2, or 0 */
+};
+
+struct ox_node_ctx;
+
+struct ox_imp {
+	const struct tir_onnx_opts *opts;
+	const char *path;
+	char *dir;                       /* the model's folder (external data) */
+	Onnx__ModelProto *model;
+	int64_t opset;
+	struct ox_val *vals;
+	size_t nvals, cap;
+	size_t *hash;                    /* open addressing: index + 1, 0 empty */
+	size_t hcap;
+	struct tir_program *prog;        /* every statement, checked as written */
+	struct tir_str text;             /* the statements as written */
+	char **comments;                 /* comment to put before the line binding names[k] */
+	char **cnames;
+	size_t ncomments, ccap;
+	/* the initializers (and folded constants) to write to the weights file */
+	char **wnames;
+	struct ox_const **wconsts;
+	size_t nw, wcap;
+	int serial;
+	struct ox_names reserved;        /* the clean names of node outputs */
+	struct ox_names emitted;         /* names the node being imported bound */
+	struct ox_names alias;           /* a node's last step -> its output's clean name */
+	struct tir_err *err;
+	char *loaded_path;               /* the load() path written */
+};
+
+/* ---- import.c ---- */
+struct ox_val *ox_val(struct ox_imp *m, const char *onnx);
+struct ox_val *ox_find(struct ox_imp *m, const char *onnx);
+/* a fresh tir name made from base */
+char *ox_fresh(struct ox_imp *m, const char *base);
+/* emit "NAME = EXPR" (NAME fresh from base), check it; returns NAME or NULL with m->err set */
+const char *ox_emit(struct ox_imp *m, const char *base, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* the type of a bound tir name */
+const struct tir_type *ox_type(struct ox_imp *m, const char *tir);
+/* the tir name holding an ONNX value (a constant is emitted on first use); NULL with err */
+const char *ox_use(struct ox_imp *m, const char *onnx);
+/* ONNX value onnx is the tir value tir (a node's output) */
+int ox_bind(struct ox_imp *m, const char *onnx, const char *tir);
+int ox_fail(struct ox_imp *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* i and d for at most OX_FOLD_MAX elements, else bytes (a weight: never folded) */
+struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape);
+/* element k of c is d (as a float) and i (as an integer) */
+void ox_const_set(struct ox_const *c, int64_t k, double d, int64_t i);
+double ox_const_get(const struct ox_const *c, int64_t k);
+void ox_const_free(struct ox_const *c);
+int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_const **out, struct tir_err *err);
+bool ox_dtype(int32_t onnx, enum tir_dtype *dt);
+const char *ox_onnx_type_name(int32_t onnx);
+
+/* ---- nodes.c ---- */
+/* The node's context handed to an emitter. */
+struct ox_node_ctx {
+	struct ox_imp *m;
+	const Onnx__NodeProto *n;
+	int64_t opset;
+};
+typedef int (*ox_emit_fn)(struct ox_node_ctx *c);
+struct ox_opdef {
+	const char *name;
+	ox_emit_fn fn;
+};
+/* the emitter of op_type in the default domain, or NULL */
+const struct ox_opdef *ox_op_lookup(const char *op_type);
+/* why an op is refused outright (data-dependent shape, ...), or NULL */
+const char *ox_op_refused(const char *op_type);
+
+#endif
