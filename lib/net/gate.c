@@ -94,6 +94,8 @@ struct conn {
 	int fd;
 	enum { HANDED, HELD } state; /* given to MHD_add_connection / MHD says it has it */
 	bool busy;                   /* a request's head is in and it is not done */
+	bool head_in;                /* handed over with its first head in its socket (plain HTTP):
+				      * not in its head phase, though libmicrohttpd has not begun it yet */
 	bool token;                  /* that request presented a valid token (gate_admit) */
 	bool shut;                   /* shut down past the deadline */
 	double since;                /* ms: handed over, held, or its last request done */
@@ -354,6 +356,7 @@ struct gate {
 	pthread_t th;
 	bool started;
 	atomic_bool stop;
+	atomic_bool trim;            /* head-phase connections may be past HEAD_CAP: the gate thread looks */
 	double paused_until;         /* accept paused (out of fds) until then */
 	struct wlist waiting, lingering; /* the gate thread's alone */
 	struct wait *dead;           /* closed, to be freed (their next links them) */
@@ -577,7 +580,8 @@ static void hand_over(struct gate *g, struct wait *w)
 		bury(g, w);
 		return;
 	}
-	*k = (struct conn){.who = w->who, .fd = w->fd, .state = HANDED, .since = tir_now_ms(), .g = g};
+	*k = (struct conn){.who = w->who, .fd = w->fd, .state = HANDED, .head_in = !g->tls, .since = tir_now_ms(),
+			   .g = g};
 	pthread_mutex_lock(&g->mu);
 	struct conn *stale = g->byfd[w->fd]; /* the fd was closed by libmicrohttpd, unannounced */
 	if (stale)
@@ -668,7 +672,9 @@ static void refuse(struct gate *g, int fd, const struct who *w, bool full)
  * A connection is in its head phase from when it is accepted, or its last
  * request ended, until its next request's head is in: waiting here for a
  * first head, or libmicrohttpd's and idle (a kept-alive connection, or a
- * TLS one whose handshake or head is not done).  Such a connection holds a
+ * TLS one whose handshake or head is not done).  A plain one handed over
+ * has its head in, checked here: it is not in its head phase even before
+ * libmicrohttpd, late under load, begins its request.  Such a connection holds a
  * slot and has given the server nothing; HEAD_CAP of them at most are
  * held at once, all addresses together, and when a newcomer needs a slot
  * (its address at --max-connections-per-address, the server at
@@ -708,7 +714,7 @@ static void heads_scan(struct gate *g, const struct who *only, struct pick *p)
 		consider(g, &w->who, w->deadline - g->timeout_ms, w, NULL, only, p);
 	for (int fd = 0; fd < g->nbyfd; fd++) {
 		struct conn *k = g->byfd[fd];
-		if (k && !k->busy && !k->shut)
+		if (k && !k->busy && !k->head_in && !k->shut)
 			consider(g, &k->who, k->since, NULL, k, only, p);
 	}
 }
@@ -778,6 +784,39 @@ static bool let_in(struct gate *g, const struct who *w, bool *full)
 		drop(g, gone);
 	}
 	return in;
+}
+
+/* A request that ended put its connection back in its head phase, which
+ * may make more than HEAD_CAP such (the cap is kept as connections come,
+ * and this one was not in its head phase then): the oldest of the busiest
+ * address are closed until HEAD_CAP are left (the gate's thread, woken by
+ * gate_request). */
+static void trim(struct gate *g)
+{
+	for (;;) {
+		struct pick p;
+		pthread_mutex_lock(&g->mu);
+		heads_scan(g, NULL, &p);
+		bool over = p.heads > HEAD_CAP && (p.w || p.k);
+		if (over && p.k)
+			evict(g, &p);
+		pthread_mutex_unlock(&g->mu);
+		if (!over)
+			return;
+		if (p.k)
+			continue;
+		look(g, p.w, 0); /* its head may be in its socket already, not yet looked at */
+		if (p.w->dead || p.w->linger)
+			continue;
+		pthread_mutex_lock(&g->mu);
+		g->evicted++;
+		pthread_mutex_unlock(&g->mu);
+		char a[64];
+		who_str(&p.w->who, a, sizeof a);
+		say(g, "tir serve: %s: connection closed: no request head yet, and its slot was needed", a);
+		epoll_ctl(g->ep, EPOLL_CTL_DEL, p.w->fd, NULL);
+		drop(g, p.w);
+	}
 }
 
 static void accept_some(struct gate *g)
@@ -860,11 +899,17 @@ static void *gate_main(void *arg)
 			next = g->paused_until;
 		int n = epoll_wait(g->ep, ev, 64, next > now ? (int)(next - now) + 1 : 0);
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &g->lfd)
+			if (ev[i].data.ptr == &g->lfd) {
 				accept_some(g);
-			else if (ev[i].data.ptr != &g->wake && !((struct wait *)ev[i].data.ptr)->dead)
+			} else if (ev[i].data.ptr == &g->wake) { /* a trim asked for (gate_request), or the stop */
+				uint64_t v;
+				(void)!read(g->wake, &v, sizeof v);
+			} else if (!((struct wait *)ev[i].data.ptr)->dead) {
 				look(g, ev[i].data.ptr, ev[i].events);
+			}
 		}
+		if (atomic_exchange(&g->trim, false))
+			trim(g);
 		while (g->dead) {
 			struct wait *w = g->dead;
 			g->dead = w->next;
@@ -1012,9 +1057,18 @@ void gate_request(struct MHD_Connection *c, bool begins)
 	pthread_mutex_lock(&k->g->mu);
 	k->g->busy += (int)begins - (int)k->busy;
 	k->busy = begins;
+	k->head_in = false;
 	k->token = false;
 	k->since = tir_now_ms();
+	struct pick p;
+	if (!begins)
+		heads_scan(k->g, NULL, &p);
+	bool over = !begins && p.heads > HEAD_CAP;
 	pthread_mutex_unlock(&k->g->mu);
+	if (over && !atomic_exchange(&k->g->trim, true)) {
+		uint64_t one = 1;
+		(void)!write(k->g->wake, &one, sizeof one);
+	}
 }
 
 /* RESERVED of the server's slots are for requests that present a valid
