@@ -238,6 +238,8 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 		return tir_k_result(n, &in[0], out, err);
 	if (d->kind == TIR_KIND_LINALG)
 		return tir_k_linalg(n, in, out, err);
+	if (d->nres > 1)
+		return tir_k_several(n, in, out, err);
 	bool convert = d->kind == TIR_KIND_ELEMWISE || d->kind == TIR_KIND_MATMUL ||
 		       d->kind == TIR_KIND_NN || n->op == TIR_OP_CONCAT || n->op == TIR_OP_PAD ||
 		       n->op == TIR_OP_STACK;

@@ -449,6 +449,14 @@ int tir_k_attention(const struct tir_tensor *q, const struct tir_tensor *k,
 int tir_k_linalg(const struct tir_node *n, const struct tir_tensor *in, struct tir_tensor *out,
 		 struct tir_err *err);
 /* A RESULT node: a view of its result's bytes in the pack. */
+/* several.c: split and topk, their results packed into out (allocated here) */
+int tir_k_several(const struct tir_node *n, const struct tir_tensor *in, struct tir_tensor *out,
+		  struct tir_err *err);
+/* sort.c: the k largest (or smallest) of x along axis and their indices, a
+ * stable sort (ties: the lower index first; NaN larger than any number),
+ * into values (x's dtype) and indices (i64), contiguous, allocated */
+int tir_k_topk(const struct tir_tensor *x, int axis, int64_t k, bool largest, struct tir_tensor *values,
+	       struct tir_tensor *indices, struct tir_err *err);
 int tir_k_result(const struct tir_node *n, const struct tir_tensor *pack, struct tir_tensor *out,
 		 struct tir_err *err);
 /* An OpenBLAS symbol by name, or NULL with *err saying why (blas.c). */

@@ -1236,7 +1236,7 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 			tir_str_addf(&out, "; closed: %s\n", gr->closed);
 		} else if (tir_op(n->op)->nres > 1) { /* several results, packed: named by its RESULT nodes */
 			tir_str_addf(&out, "%s -> (", tir_op(n->op)->name);
-			for (int r = 1; r <= tir_op(n->op)->nres && i + (size_t)r < p->nnodes; r++) {
+			for (int r = 1; r <= tir_node_nres(n) && i + (size_t)r < p->nnodes; r++) {
 				const char *rn = tir_node_current_name(p, p->nodes[i + (size_t)r]);
 				tir_str_addf(&out, "%s%s %s", r > 1 ? ", " : "", rn ? rn : "_",
 					     tir_type_str(&p->nodes[i + (size_t)r]->type, tb, sizeof tb));

@@ -1024,10 +1024,114 @@ static int linalg_types(struct tir_node *n, struct tir_type *t, struct tir_err *
 #undef RESULT
 }
 
-static int rule_linalg(struct tir_node *n, struct tir_err *err)
+/* ---- split and topk: movements of several results (issue 25) ---- */
+
+/* A slice bound as Python reads it: negative from the end, clamped. */
+static int64_t slice_bound(int64_t v, int64_t len)
+{
+	if (v < 0)
+		v += len;
+	return v < 0 ? 0 : v > len ? len : v;
+}
+
+/* split's number of sections, from its attributes alone: a count, or the
+ * indices between them (NumPy's np.split).  Clamped to what fits an int. */
+static int split_count(const struct tir_node *n)
+{
+	const struct tir_attr *s = &n->attr[0];
+	if (s->is_list)
+		return s->n + 1;
+	return s->i < 0 ? 0 : s->i > TIR_MAX_RESULTS + 1 ? TIR_MAX_RESULTS + 1 : (int)s->i;
+}
+
+int tir_split_sections(const struct tir_node *n, int64_t *start, int64_t *len)
+{
+	const struct tir_attr *s = &n->attr[0];
+	int k = split_count(n);
+	int ax = tir_axis(n->attr[1].i, in(n, 0)->rank);
+	int64_t all = in(n, 0)->shape[ax];
+	for (int i = 0; i < k; i++) {
+		if (s->is_list) { /* x[d[i-1]:d[i]] as slices read them */
+			int64_t a = i ? slice_bound(s->v[i - 1], all) : 0;
+			int64_t b = i < s->n ? slice_bound(s->v[i], all) : all;
+			start[i] = a;
+			len[i] = b > a ? b - a : 0;
+		} else {
+			start[i] = all / k * i;
+			len[i] = all / k;
+		}
+	}
+	return k;
+}
+
+static int split_types(struct tir_node *n, struct tir_type *t, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	const struct tir_attr *s = &n->attr[0];
+	char sx[TIR_TYPE_STRLEN];
+	int ax = tir_axis(n->attr[1].i, x->rank);
+	if (x->rank == 0)
+		return fail_at(n, 0, err, TIR_ETYPE, "a scalar has no axis to split");
+	if (ax < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s (rank %d)",
+			       (long long)n->attr[1].i, TSTR(x, sx), x->rank);
+	if (!s->is_list && s->i <= 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "the number of sections must be positive, got %lld",
+			       (long long)s->i);
+	int k = split_count(n);
+	if (k < 2)
+		return fail_at(n, -1, err, TIR_ETYPE, "one section is x itself: give 2 sections or more");
+	if (k > TIR_MAX_RESULTS)
+		return fail_at(n, -1, err, TIR_ETYPE, "at most %d sections, got %lld", TIR_MAX_RESULTS,
+			       s->is_list ? (long long)k : (long long)s->i);
+	if (!s->is_list && x->shape[ax] % k)
+		return fail_at(n, -1, err, TIR_ETYPE,
+			       "array split does not result in an equal division: axis %d of %s has %lld, "
+			       "not a multiple of %d (give the indices to split at for unequal parts)",
+			       ax, TSTR(x, sx), (long long)x->shape[ax], k);
+	int64_t start[TIR_MAX_RESULTS], len[TIR_MAX_RESULTS];
+	tir_split_sections(n, start, len);
+	for (int i = 0; i < k; i++) {
+		t[i] = *x;
+		t[i].weak = false;
+		t[i].shape[ax] = len[i];
+	}
+	return k;
+}
+
+/* topk: the k largest (or smallest) along an axis, and their int64
+ * indices (PyTorch's and ONNX's TopK) */
+static int topk_types(struct tir_node *n, struct tir_type *t, struct tir_err *err)
+{
+	const struct tir_type *x = in(n, 0);
+	char sx[TIR_TYPE_STRLEN];
+	int64_t k = n->attr[0].i;
+	int ax = tir_axis(n->attr[1].i, x->rank);
+	if (x->rank == 0)
+		return fail_at(n, 0, err, TIR_ETYPE, "a scalar has no axis to take the top k along");
+	if (ax < 0)
+		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s (rank %d)",
+			       (long long)n->attr[1].i, TSTR(x, sx), x->rank);
+	if (k < 0 || k > x->shape[ax])
+		return fail_at(n, -1, err, TIR_ETYPE, "k = %lld is out of range: axis %d of %s has %lld elements",
+			       (long long)k, ax, TSTR(x, sx), (long long)x->shape[ax]);
+	t[0] = *x;
+	t[0].weak = false;
+	t[0].shape[ax] = k;
+	t[1] = t[0];
+	t[1].dtype = TIR_DTYPE_I64;
+	return 2;
+}
+
+/* ---- several results: one function per op family says their types ---- */
+
+typedef int (*results_fn)(struct tir_node *n, struct tir_type *t, struct tir_err *err);
+
+/* n's results typed by f; one result is n's own type, several are packed */
+static int pack_results(struct tir_node *n, results_fn f, struct tir_err *err)
 {
 	struct tir_type t[TIR_MAX_RESULTS];
-	int k = linalg_types(n, t, err);
+	int k = f(n, t, err);
 	if (k < 0)
 		return k;
 	for (int i = 0; i < k; i++) {
@@ -1045,15 +1149,61 @@ static int rule_linalg(struct tir_node *n, struct tir_err *err)
 	return 0;
 }
 
+static int rule_linalg(struct tir_node *n, struct tir_err *err)
+{
+	return pack_results(n, linalg_types, err);
+}
+
+static int rule_split(struct tir_node *n, struct tir_err *err)
+{
+	return pack_results(n, split_types, err);
+}
+
+static int rule_topk(struct tir_node *n, struct tir_err *err)
+{
+	return pack_results(n, topk_types, err);
+}
+
+typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
+static const rule_fn rules[TIR_OP_COUNT];
+
+/* the families of ops with several results: by the rule their rows name
+ * (ops.def), the types of the results, and their number when the call
+ * says it (res_var) */
+static const struct several {
+	rule_fn rule;
+	results_fn types;
+	int (*count)(const struct tir_node *n);
+} several[] = {
+	{rule_linalg, linalg_types, NULL},
+	{rule_split, split_types, split_count},
+	{rule_topk, topk_types, NULL},
+};
+
+static const struct several *several_of(const struct tir_node *n)
+{
+	for (size_t i = 0; i < sizeof several / sizeof several[0]; i++)
+		if (rules[n->op] == several[i].rule)
+			return &several[i];
+	TIR_ASSERT(!"an op of several results has a family in several[]");
+	return NULL;
+}
+
+int tir_node_nres(const struct tir_node *n)
+{
+	const struct tir_opdef *d = tir_op(n->op);
+	if (d->nres < 2)
+		return 1;
+	return d->res_var ? several_of(n)->count(n) : d->nres;
+}
+
 int tir_node_results(const struct tir_node *n, struct tir_type *t)
 {
 	if (tir_op(n->op)->nres < 2)
 		return 0;
 	struct tir_err e;
-	int k = 0;
-	if (tir_op(n->op)->kind == TIR_KIND_LINALG)
-		k = linalg_types((struct tir_node *)n, t, &e);
-	TIR_ASSERT(k == tir_op(n->op)->nres); /* n was checked */
+	int k = several_of(n)->types((struct tir_node *)n, t, &e);
+	TIR_ASSERT(k == tir_node_nres(n)); /* n was checked */
 	return k;
 }
 
@@ -1343,8 +1493,6 @@ static int rule_act(struct tir_node *n, struct tir_err *err)
 	n->type = t;
 	return float_of(n, &n->type);
 }
-
-typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
 
 static const rule_fn rules[TIR_OP_COUNT] = {
 #define X(e, name, kind, sig, rule, ...) [TIR_OP_##e] = rule,

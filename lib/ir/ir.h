@@ -92,7 +92,7 @@ enum tir_attr_kind {
 	TIR_ATTR_KIND_COUNT
 };
 
-#define TIR_MAX_RESULTS 4    /* results of one op: u, s, vt = svd(a) */
+#define TIR_MAX_RESULTS 16   /* results of one op: u, s, vt = svd(a); split's sections */
 #define TIR_MAX_PARAMS 8
 #define TIR_MAX_STRS 64      /* strings in a strs attribute (shard's devices) */
 
@@ -135,8 +135,11 @@ struct tir_opdef {
 	struct tir_attr defaults[TIR_MAX_PARAMS];   /* parsed defaults, by attr index */
 	/* Several results ("a -> q, r" in ops.def): the call's node holds them
 	 * all, packed (tir_node_results), and each is read out by a RESULT node
-	 * made with it; nres 1 for every other op. */
+	 * made with it; nres 1 for every other op.  res_var: the number is
+	 * the call's own ("-> parts..." in ops.def, as split's sections), at
+	 * least 2: tir_node_nres says it for a node. */
 	int nres;
+	bool res_var;
 	const char *res[TIR_MAX_RESULTS];   /* the results' names, for help and errors */
 };
 
@@ -417,8 +420,15 @@ int tir_axis(int64_t a, int rank);
 /* n's results' types into t (at most TIR_MAX_RESULTS): their number, or
  * 0 when n is not an op with several results.  n must be checked. */
 int tir_node_results(const struct tir_node *n, struct tir_type *t);
+/* The number of results of n: tir_op(n->op)->nres, or the call's own for
+ * an op whose number varies (res_var: read from its attributes, so known
+ * before its operands' types are); 1 for an op of one result. */
+int tir_node_nres(const struct tir_node *n);
 /* Byte offset of result i in the pack of n, and the pack's size (i = k). */
 size_t tir_result_offset(const struct tir_node *n, int i);
+/* split's sections along its axis: start[i] and len[i] for each (at most
+ * TIR_MAX_RESULTS); their number.  n must be checked. */
+int tir_split_sections(const struct tir_node *n, int64_t *start, int64_t *len);
 /* A RESULT node's index (which result of its operand it reads). */
 int tir_result_index(const struct tir_node *n);
 /* einsum's subscripts, read (check.c): term k of operand k, the output's

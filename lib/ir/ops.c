@@ -91,6 +91,13 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 		d->nres = 0;
 		for (char *tok = strtok(arrow + 2, ", "); tok; tok = strtok(NULL, ", ")) {
 			TIR_ASSERT(d->nres < TIR_MAX_RESULTS);
+			size_t tl = strlen(tok);
+			if (tl > 3 && !strcmp(tok + tl - 3, "...")) { /* as many as the call says */
+				d->res_var = true;
+				d->res[d->nres++] = tok;
+				d->res[d->nres++] = tok;
+				break;
+			}
 			d->res[d->nres++] = tok;
 		}
 		TIR_ASSERT(d->nres >= 2);
@@ -139,7 +146,7 @@ static bool callable(int op)
 
 /* The callable ops by name: open addressing over op + 1 (0 is empty), at
  * most half full.  Every call in a program looks its name up here. */
-#define BY_NAME 256
+#define BY_NAME 512
 static uint8_t by_name[BY_NAME];
 static uint8_t name_len[TIR_OP_COUNT];
 static_assert(TIR_OP_COUNT * 2 <= BY_NAME, "the name table is at most half full");
@@ -264,7 +271,7 @@ char *tir_ops_help(void)
 					tir_str_addf(&out, "=%s", p->deflt);
 			}
 			tir_str_add(&out, ")", 1);
-			for (int i = 0; d->nres > 1 && i < d->nres; i++)
+			for (int i = 0; d->nres > 1 && i < (d->res_var ? 1 : d->nres); i++)
 				tir_str_addf(&out, "%s%s", i ? ", " : " -> ", d->res[i]);
 			tir_str_add(&out, "\n", 1);
 		}

@@ -1872,18 +1872,24 @@ static const char *op_params_text(const struct tir_opdef *d, char *buf, size_t n
 static bool results_match(struct parser *ps, struct tir_node *n, int want, const struct tir_loc *loc)
 {
 	const struct tir_opdef *d = tir_op(n->op);
+	int nres = tir_node_nres(n);
 	char names[80] = "";
-	for (int i = 0; i < d->nres && d->nres > 1; i++)
-		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", d->res[i]);
-	if (d->nres > 1 && want == 0) {
-		perr(ps, TIR_ETYPE, loc, "%s gives %d results; bind each to a name: %s = %s(...)", d->name, d->nres,
+	for (int i = 0; i < nres && nres > 1 && strlen(names) + 8 < sizeof names; i++) {
+		size_t l = strlen(names);
+		if (d->res_var) /* the call's own number: a, b, c, ... */
+			snprintf(names + l, sizeof names - l, "%s%c", i ? ", " : "", 'a' + i);
+		else
+			snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", d->res[i]);
+	}
+	if (nres > 1 && want == 0) {
+		perr(ps, TIR_ETYPE, loc, "%s gives %d results; bind each to a name: %s = %s(...)", d->name, nres,
 		     names, d->name);
 		return false;
 	}
-	if (d->nres != want) {
-		if (d->nres > 1)
-			perr(ps, TIR_ETYPE, loc, "%s gives %d results (%s) but %d names are bound", d->name, d->nres,
-			     names, want);
+	if (nres != want) {
+		if (nres > 1)
+			perr(ps, TIR_ETYPE, loc, "%s gives %d results (%s%s) but %d names are bound", d->name, nres,
+			     d->res_var ? "its sections: " : "", names, want);
 		else
 			perr(ps, TIR_ETYPE, loc, "%s gives one result but %d names are bound", d->name, want);
 		return false;

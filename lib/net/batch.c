@@ -88,7 +88,7 @@ static void results_line(const struct tir_program *p, const struct tir_node *n, 
 			 struct tir_str *text)
 {
 	char tb[TIR_TYPE_STRLEN];
-	for (int k = 1; k <= tir_op(n->op)->nres; k++) {
+	for (int k = 1, nres = tir_node_nres(n); k <= nres; k++) {
 		const struct tir_node *r = p->nodes[n->id + (uint32_t)k];
 		TIR_ASSERT(r->op == TIR_OP_RESULT && r->in[0] == n && tir_result_index(r) == k - 1);
 		tir_str_addf(text, "%st%u: %s", k > 1 ? ", " : "", tnum[r->id], tir_type_str(&r->type, tb, sizeof tb));
@@ -303,7 +303,7 @@ int tir_batch_build_on(struct tir_batch *b, const struct tir_exec *x, struct tir
 	}
 	/* a call of several results binds them all on its line (results_line) */
 	for (size_t i = 0; i < nn; i++)
-		for (int k = 1; role[i] == R_OP && tir_op(p->nodes[i]->op)->nres > 1 && k <= tir_op(p->nodes[i]->op)->nres; k++)
+		for (int k = 1; role[i] == R_OP && tir_op(p->nodes[i]->op)->nres > 1 && k <= tir_node_nres(p->nodes[i]); k++)
 			role[i + (size_t)k] = R_OP;
 	/* numbers in order of appearance: the inputs first, then the lines */
 	uint32_t next = 0;

@@ -1004,6 +1004,10 @@ static const char *const programs[] = {
 	"for i in range(2) {\n  w, v = eigh(a + i)\n  print w, orth(v)\n}\n"
 	"s: f32[2], l: f32[2] = slogdet(a)\nu, sv, vt = svd(b, full_matrices=true)\nu, sv, vt = svd(u)\n"
 	"print solve(a, a), inv(a), det(a), cholesky(a), lstsq(b, b), pinv(b, rcond=1e-10), s + l, vt\n",
+	/* split and topk: several results, their number the call's own for split */
+	"input x: f32[4, 6]\na, b = split(x, 2)\nc, d, e = split(x * 2.0, [2, -1], axis=-1)\n"
+	"v, i = topk(x, 3, axis=0, largest=false)\nw: f32[4, 6], j: i64[4, 6] = topk(x, 6, sorted=false)\n"
+	"print a + b, c, d, e, v, i, w, j\n",
 	/* 18: NumPy's common ops (issue 25), with their attributes */
 	"input x: f32[2, 4, 5, 5]\ninput w: f32[4, 2, 3, 3]\ninput m: f32[4, 4]\n"
 	"a = log1p(abs(m)) + expm1(m)\nb = isnan(m)\nc = isinf(m)\nd = isfinite(m)\n"
