@@ -406,7 +406,8 @@ static int op_clip(struct ox_node_ctx *c)
 	return bind_as(c, r, t.dtype);
 }
 
-/* activations written with today's ops */
+/* the activations: tir's op of the same meaning where it has one (with
+ * ONNX's attributes given), else written with where, mul, ... */
 static int op_activation(struct ox_node_ctx *c)
 {
 	const char *op = c->n->op_type;
@@ -414,84 +415,54 @@ static int op_activation(struct ox_node_ctx *c)
 	const char *x = in(c, 0);
 	if (!x || !in_type(c, 0, &t))
 		return -c->m->err->code;
+	static const char *const direct[][2] = {
+		{"Tan", "tan"}, {"Asin", "asin"}, {"Acos", "acos"}, {"Atan", "atan"}, {"Sinh", "sinh"},
+		{"Cosh", "cosh"}, {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"},
+		{"Softplus", "softplus"}, {"Softsign", "softsign"}, {"HardSwish", "hardswish"}, {NULL, NULL}};
 	const char *r = NULL;
+	for (int k = 0; direct[k][0]; k++)
+		if (!strcmp(op, direct[k][0]))
+			return bind_as(c, EMIT("%s(%s)", direct[k][1], x), t.dtype);
 	if (!strcmp(op, "LeakyRelu")) {
-		double a = attr_f(c, "alpha", 0.01);
-		const char *neg = EMIT("lt(%s, 0)", x);
-		const char *m = neg ? EMIT("mul(%s, %.9g)", x, a) : NULL;
-		r = m ? EMIT("where(%s, %s, %s)", neg, m, x) : NULL;
+		r = EMIT("leaky_relu(%s, negative_slope=%.9g)", x, attr_f(c, "alpha", 0.01));
 	} else if (!strcmp(op, "PRelu")) {
+		/* the slope broadcasts to x as NumPy's (unidirectional), as tir's */
 		const char *s = in(c, 1);
-		const char *neg = s ? EMIT("lt(%s, 0)", x) : NULL;
-		const char *m = neg ? EMIT("mul(%s, %s)", x, s) : NULL;
-		r = m ? EMIT("where(%s, %s, %s)", neg, m, x) : NULL;
-	} else if (!strcmp(op, "Elu") || !strcmp(op, "Selu") || !strcmp(op, "Celu")) {
-		double a = attr_f(c, "alpha", !strcmp(op, "Selu") ? 1.67326319217681884765625 : 1.0);
-		double g = !strcmp(op, "Selu") ? attr_f(c, "gamma", 1.05070102214813232421875) : 1.0;
-		const char *xs = !strcmp(op, "Celu") ? EMIT("div(%s, %.9g)", x, a) : x;
-		const char *e = xs ? EMIT("exp(%s)", xs) : NULL;
-		const char *e1 = e ? EMIT("sub(%s, 1)", e) : NULL;
-		const char *ea = e1 ? EMIT("mul(%s, %.9g)", e1, a) : NULL;
-		const char *pos = ea ? EMIT("gt(%s, 0)", x) : NULL;
-		r = pos ? EMIT("where(%s, %s, %s)", pos, x, ea) : NULL;
-		if (r && g != 1.0)
-			r = EMIT("mul(%s, %.9g)", r, g);
-	} else if (!strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish")) {
-		bool sw = !strcmp(op, "HardSwish");
-		double a = sw ? 1.0 / 6 : attr_f(c, "alpha", 0.2), b = sw ? 0.5 : attr_f(c, "beta", 0.5);
-		const char *l = EMIT("mul(%s, %.9g)", x, a);
-		const char *l2 = l ? EMIT("add(%s, %.9g)", l, b) : NULL;
-		const char *lo = l2 ? EMIT("maximum(%s, 0)", l2) : NULL;
-		r = lo ? EMIT("minimum(%s, 1)", lo) : NULL;
-		if (r && sw)
-			r = EMIT("mul(%s, %s)", x, r);
-	} else if (!strcmp(op, "Softplus")) {
-		const char *e = EMIT("exp(%s)", x);
-		const char *e1 = e ? EMIT("add(%s, 1)", e) : NULL;
-		r = e1 ? EMIT("log(%s)", e1) : NULL;
-	} else if (!strcmp(op, "Softsign")) {
-		const char *a = EMIT("abs(%s)", x);
-		const char *a1 = a ? EMIT("add(%s, 1)", a) : NULL;
-		r = a1 ? EMIT("div(%s, %s)", x, a1) : NULL;
+		r = s ? EMIT("prelu(%s, %s)", x, s) : NULL;
+	} else if (!strcmp(op, "Elu") || !strcmp(op, "Celu")) {
+		double a = attr_f(c, "alpha", 1.0);
+		if (!strcmp(op, "Celu") && a == 0)
+			return ox_fail(c->m, TIR_ETYPE, "Celu with alpha 0");
+		r = EMIT("%s(%s, alpha=%.9g)", !strcmp(op, "Elu") ? "elu" : "celu", x, a);
+	} else if (!strcmp(op, "Selu")) {
+		/* tir's selu has ONNX's default constants (float32 values) */
+		float a = (float)attr_f(c, "alpha", 1.67326319217681884765625);
+		float g = (float)attr_f(c, "gamma", 1.05070102214813232421875);
+		if (a == 1.67326319217681884765625f && g == 1.05070102214813232421875f) {
+			r = EMIT("selu(%s)", x);
+		} else {
+			const char *e = EMIT("elu(%s, alpha=%.9g)", x, (double)a);
+			r = e ? EMIT("mul(%s, %.9g)", e, (double)g) : NULL;
+		}
+	} else if (!strcmp(op, "HardSigmoid")) {
+		r = EMIT("hardsigmoid(%s, alpha=%.9g, beta=%.9g)", x, attr_f(c, "alpha", 0.2), attr_f(c, "beta", 0.5));
 	} else if (!strcmp(op, "ThresholdedRelu")) {
 		double a = attr_f(c, "alpha", 1.0);
 		const char *g = EMIT("gt(%s, %.9g)", x, a);
 		r = g ? EMIT("where(%s, %s, 0)", g, x) : NULL;
-	} else if (!strcmp(op, "Tan")) {
-		const char *s = EMIT("sin(%s)", x);
-		const char *k = s ? EMIT("cos(%s)", x) : NULL;
-		r = k ? EMIT("div(%s, %s)", s, k) : NULL;
-	} else if (!strcmp(op, "Sinh") || !strcmp(op, "Cosh")) {
-		const char *e = EMIT("exp(%s)", x);
-		const char *n = e ? EMIT("neg(%s)", x) : NULL;
-		const char *en = n ? EMIT("exp(%s)", n) : NULL;
-		const char *d = en ? EMIT("%s(%s, %s)", op[0] == 'S' ? "sub" : "add", e, en) : NULL;
-		r = d ? EMIT("mul(%s, 0.5)", d) : NULL;
-	} else if (!strcmp(op, "Asinh") || !strcmp(op, "Acosh")) {
-		const char *sq = EMIT("mul(%s, %s)", x, x);
-		const char *s1 = sq ? EMIT("%s(%s, 1)", op[1] == 's' ? "add" : "sub", sq) : NULL;
-		const char *rt = s1 ? EMIT("sqrt(%s)", s1) : NULL;
-		const char *a = rt ? EMIT("add(%s, %s)", x, rt) : NULL;
-		r = a ? EMIT("log(%s)", a) : NULL;
-	} else if (!strcmp(op, "Atanh")) {
-		const char *p = EMIT("add(%s, 1)", x);
-		const char *n = p ? EMIT("sub(1, %s)", x) : NULL;
-		const char *q = n ? EMIT("div(%s, %s)", p, n) : NULL;
-		const char *l = q ? EMIT("log(%s)", q) : NULL;
-		r = l ? EMIT("mul(%s, 0.5)", l) : NULL;
 	} else if (!strcmp(op, "IsNaN")) {
-		return bind(c, 0, EMIT("ne(%s, %s)", x, x));
+		return bind(c, 0, EMIT("isnan(%s)", x));
 	} else if (!strcmp(op, "IsInf")) {
 		bool p = attr_i(c, "detect_positive", 1), n = attr_i(c, "detect_negative", 1);
-		if (p && n) {
-			const char *a = EMIT("abs(%s)", x);
-			return bind(c, 0, a ? EMIT("eq(%s, inf)", a) : NULL);
+		if (p && n)
+			return bind(c, 0, EMIT("isinf(%s)", x));
+		if (!p && !n) {
+			char b[300];
+			return bind(c, 0, EMIT("zeros(%s, dtype=bool)", shp(b, t.rank, t.shape)));
 		}
-		if (p)
-			return bind(c, 0, EMIT("eq(%s, inf)", x));
-		if (n)
-			return bind(c, 0, EMIT("eq(%s, -inf)", x));
-		return bind(c, 0, EMIT("ne(%s, %s)", x, x)); /* neither: never, but NaN is never equal: all false */
+		const char *i = EMIT("isinf(%s)", x);
+		const char *s = i ? EMIT("%s(%s, 0)", p ? "gt" : "lt", x) : NULL;
+		return bind(c, 0, s ? EMIT("and(%s, %s)", i, s) : NULL);
 	} else if (!strcmp(op, "Gelu")) {
 		if (!attr_str_is(c, "approximate", "none", "none"))
 			return FAIL("Gelu with approximate=tanh is not supported");
@@ -1927,7 +1898,8 @@ static const struct ox_opdef ops[] = {
 	{"Softplus", op_activation}, {"Softsign", op_activation}, {"ThresholdedRelu", op_activation},
 	{"Tan", op_activation}, {"IsNaN", op_activation}, {"IsInf", op_activation}, {"Gelu", op_activation},
 	{"Shrink", op_activation}, {"Sinh", op_activation}, {"Cosh", op_activation}, {"Asinh", op_activation},
-	{"Acosh", op_activation}, {"Atanh", op_activation},
+	{"Acosh", op_activation}, {"Atanh", op_activation}, {"Asin", op_activation}, {"Acos", op_activation},
+	{"Atan", op_activation},
 	{"CastLike", op_castlike}, {"Trilu", op_trilu}, {"EyeLike", op_eyelike}, {"Hardmax", op_hardmax},
 	{"OneHot", op_onehot},
 	{"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"ConstantOfShape", op_constant_of_shape},
