@@ -1047,17 +1047,14 @@ static int op_trilu(struct ox_node_ctx *c)
 		struct ox_const *kc = need_const(c, 1, "k");
 		if (!kc)
 			return -c->m->err->code;
+		if (kc->n != 1)
+			return ox_fail(c->m, TIR_ETYPE, "k of %" PRId64 " elements", kc->n);
 		k = kc->i[0];
 	}
-	int64_t n = t.shape[t.rank - 2], m = t.shape[t.rank - 1];
-	if (!n || !m)
-		return bind(c, 0, x);
-	const char *rows = iota(c, out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, out_name(c, 0), m, 1, 2) : NULL;
-	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
-	bool upper = attr_i(c, "upper", 1);
-	const char *mask = d ? EMIT("%s(%s, %" PRId64 ")", upper ? "ge" : "le", d, k) : NULL;
-	const char *zero = mask ? EMIT("cast(0, dtype=%s)", dtn(t.dtype)) : NULL;
-	return bind(c, 0, zero ? EMIT("where(%s, %s, %s)", mask, x, zero) : NULL);
+	/* beyond the matrix, all kept or all zero: the same with k clamped */
+	int64_t lim = t.shape[t.rank - 2] + t.shape[t.rank - 1];
+	k = k > lim ? lim : k < -lim ? -lim : k;
+	return bind(c, 0, EMIT("%s(%s, k=%" PRId64 ")", attr_i(c, "upper", 1) ? "triu" : "tril", x, k));
 }
 
 static int op_eyelike(struct ox_node_ctx *c)
@@ -1176,25 +1173,99 @@ static int op_tile(struct ox_node_ctx *c)
 	struct ox_const *r = need_const(c, 1, "repeats");
 	if (!r || !in_type(c, 0, &t))
 		return -c->m->err->code;
-	if (r->n != t.rank || 2 * t.rank > TIR_MAX_RANK)
-		return FAIL("Tile of rank %d (tir tiles up to rank %d)", t.rank, TIR_MAX_RANK / 2);
-	/* [a, b] -> [1, a, 1, b] -> [ra, a, rb, b] -> [ra*a, rb*b] */
-	int64_t s1[TIR_MAX_RANK], s2[TIR_MAX_RANK], s3[TIR_MAX_RANK];
-	for (int k = 0; k < t.rank; k++) {
-		if (r->i[k] < 0)
-			return ox_fail(c->m, TIR_EDATA, "repeat %" PRId64, r->i[k]);
-		s1[2 * k] = 1;
-		s1[2 * k + 1] = t.shape[k];
-		s2[2 * k] = r->i[k];
-		s2[2 * k + 1] = t.shape[k];
-		s3[k] = r->i[k] * t.shape[k];
-	}
-	char b1[300], b2[300], b3[300];
+	if (r->n != t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "%" PRId64 " repeats for an input of rank %d", r->n, t.rank);
+	for (int k = 0; k < t.rank; k++)
+		if (r->i[k] < 0 || (t.shape[k] && r->i[k] > TIR_MAX_DIM / t.shape[k]))
+			return ox_fail(c->m, TIR_EDATA, "repeat %" PRId64 " of axis %d", r->i[k], k);
+	char b[300];
 	const char *x = in(c, 0);
-	x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b1, 2 * t.rank, s1)) : NULL;
-	x = x ? EMIT("expand(%s, shape=%s)", x, shp(b2, 2 * t.rank, s2)) : NULL;
-	x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b3, t.rank, s3)) : NULL;
-	return bind(c, 0, x);
+	return bind(c, 0, x ? EMIT("tile(%s, reps=%s)", x, shp(b, t.rank, r->i)) : NULL);
+}
+
+/* CumSum: tir's cumsum; reverse as the axis flipped before and after,
+ * exclusive as the input shifted by one (a zero in front, the last cut) */
+static int op_cumsum(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	struct ox_const *ac = x ? need_const(c, 1, "axis") : NULL;
+	if (!ac || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (ac->n != 1)
+		return ox_fail(c->m, TIR_ETYPE, "axis of %" PRId64 " elements", ac->n);
+	int a;
+	if (t.rank < 1)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank 0");
+	if (norm_axis(c, ac->i[0], t.rank, &a))
+		return -c->m->err->code;
+	bool rev = attr_i(c, "reverse", 0), excl = attr_i(c, "exclusive", 0);
+	if (rev)
+		x = EMIT("slice(%s, axis=%d, step=-1)", x, a);
+	if (x && excl) {
+		struct tir_str p = {0};
+		tir_str_addf(&p, "[");
+		for (int k = 0; k < t.rank; k++)
+			tir_str_addf(&p, "%s[%d, 0]", k ? ", " : "", k == a);
+		tir_str_addf(&p, "]");
+		x = EMIT("pad(%s, pads=%s)", x, p.s);
+		tir_str_free(&p);
+		x = x ? EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", x, a, t.shape[a]) : NULL;
+	}
+	x = x ? EMIT("cumsum(%s, axis=%d)", x, a) : NULL;
+	if (x && rev)
+		x = EMIT("slice(%s, axis=%d, step=-1)", x, a);
+	return bind_as(c, x, t.dtype);
+}
+
+/* Einsum: tir's einsum, the equation without spaces; the implicit form
+ * (no "->") given its output: the letters used once, in order */
+static int op_einsum(struct ox_node_ctx *c)
+{
+	const Onnx__AttributeProto *eq = attr(c, "equation");
+	if (!eq || !eq->has_s || eq->s.len > 200)
+		return ox_fail(c->m, TIR_EDATA, "Einsum without an equation");
+	char e[300];
+	size_t n = 0;
+	int count[128] = {0};
+	bool arrow = false;
+	for (size_t k = 0; k < eq->s.len; k++) {
+		char ch = (char)eq->s.data[k];
+		if (ch == ' ')
+			continue;
+		if (ch == '.')
+			return FAIL("Einsum with '...' is not supported");
+		if (ch == '-')
+			arrow = true;
+		else if (!arrow && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
+			count[(int)ch]++;
+		else if (!(ch == ',' || ch == '>' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
+			return ox_fail(c->m, TIR_EDATA, "Einsum equation with '%c'", ch);
+		e[n++] = ch;
+	}
+	if (!arrow) {
+		e[n++] = '-';
+		e[n++] = '>';
+		for (int ch = 'A'; ch <= 'z'; ch++)
+			if (count[ch] == 1)
+				e[n++] = (char)ch;
+	}
+	e[n] = 0;
+	struct tir_type t;
+	if (!c->n->n_input || !in_type(c, 0, &t))
+		return ox_fail(c->m, TIR_EDATA, "Einsum without inputs");
+	struct tir_str s = {0};
+	tir_str_addf(&s, "einsum(\"%s\"", e);
+	for (size_t k = 0; k < c->n->n_input; k++) {
+		const char *x = in(c, k);
+		if (!x)
+			return tir_str_free(&s), -c->m->err->code;
+		tir_str_addf(&s, ", %s", x);
+	}
+	tir_str_addf(&s, ")");
+	const char *r = EMIT("%s", s.s);
+	tir_str_free(&s);
+	return bind_as(c, r, t.dtype);
 }
 
 static int op_split(struct ox_node_ctx *c)
@@ -1389,13 +1460,7 @@ static int op_reduce(struct ox_node_ctx *c)
 		const char *s = EMIT("sum(%s%s, keepdims=%s)", x, A, K);
 		r = s ? EMIT("log(%s)", s) : NULL;
 	} else if (!strcmp(op, "ReduceLogSumExp")) {
-		const char *mx = EMIT("max(%s%s, keepdims=true)", x, A);
-		const char *d = mx ? EMIT("sub(%s, %s)", x, mx) : NULL;
-		const char *e = d ? EMIT("exp(%s)", d) : NULL;
-		const char *s = e ? EMIT("sum(%s%s, keepdims=%s)", e, A, K) : NULL;
-		const char *l = s ? EMIT("log(%s)", s) : NULL;
-		const char *m2 = l && !keep ? EMIT("max(%s%s, keepdims=false)", x, A) : mx;
-		r = l && m2 ? EMIT("add(%s, %s)", l, m2) : NULL;
+		r = EMIT("logsumexp(%s%s, keepdims=%s)", x, A, K);
 	}
 	tir_str_free(&ax);
 	return bind_as(c, r, t.dtype);
@@ -1906,7 +1971,7 @@ static const struct ox_opdef ops[] = {
 	{"Range", op_range}, {"Reshape", op_reshape}, {"Flatten", op_flatten}, {"Squeeze", op_squeeze},
 	{"Unsqueeze", op_unsqueeze}, {"Transpose", op_transpose}, {"Concat", op_concat}, {"Slice", op_slice},
 	{"Gather", op_gather}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
-	{"Pad", op_pad},
+	{"Pad", op_pad}, {"CumSum", op_cumsum}, {"Einsum", op_einsum},
 	{"ReduceSum", op_reduce}, {"ReduceMean", op_reduce}, {"ReduceMax", op_reduce}, {"ReduceMin", op_reduce},
 	{"ReduceProd", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce}, {"ReduceSumSquare", op_reduce},
 	{"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
