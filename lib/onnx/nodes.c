@@ -1649,175 +1649,123 @@ static int op_layernorm(struct ox_node_ctx *c)
 	return rc;
 }
 
-/* pads of a 2-D window op: explicit, or from auto_pad */
-static int window_pads(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *k, const int64_t *s,
-		       int64_t pads[4])
+/* a window op's attributes (Conv, MaxPool, AveragePool) over 1 or 2
+ * spatial axes, as tir's 2-D ones: a 1-D op's on the second axis, the
+ * first of size 1.  kw: the kernel (from the weight, or kernel_shape);
+ * pads [top, left, bottom, right] explicit or from auto_pad (with the
+ * dilated kernel's extent). */
+struct window {
+	int64_t k[2], s[2], d[2], p[4];
+};
+
+static int window_attrs(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kw, struct window *w)
 {
+	int nsp = t->rank - 2;
+	if (nsp != 1 && nsp != 2)
+		return FAIL("%s of a %d-D input (tir has 1-D and 2-D)", c->n->op_type, nsp);
 	size_t n;
-	const int64_t *p = attr_ints(c, "pads", &n);
-	memset(pads, 0, 4 * sizeof *pads);
-	if (attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET") || attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
-		bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
-		for (int d = 0; d < 2; d++) {
-			int64_t in = t->shape[2 + d], out = (in + s[d] - 1) / s[d];
-			int64_t tot = (out - 1) * s[d] + k[d] - in;
+	const int64_t *ks = attr_ints(c, "kernel_shape", &n);
+	if (ks && n != (size_t)nsp)
+		return ox_fail(c->m, TIR_ETYPE, "kernel_shape of %zu axes for %d spatial axes", n, nsp);
+	const int64_t *st = attr_ints(c, "strides", &n);
+	if (st && n != (size_t)nsp)
+		return ox_fail(c->m, TIR_ETYPE, "%zu strides for %d spatial axes", n, nsp);
+	const int64_t *dl = attr_ints(c, "dilations", &n);
+	if (dl && n != (size_t)nsp)
+		return ox_fail(c->m, TIR_ETYPE, "%zu dilations for %d spatial axes", n, nsp);
+	const int64_t *pd = attr_ints(c, "pads", &n);
+	if (pd && n != (size_t)(2 * nsp))
+		return ox_fail(c->m, TIR_ETYPE, "%zu pads for %d spatial axes", n, nsp);
+	int64_t in[2] = {1, 1};
+	for (int a = 0; a < 2; a++) {
+		int o = a - (2 - nsp); /* the ONNX axis, or -1 for the unit one */
+		in[a] = o < 0 ? 1 : t->shape[2 + o];
+		w->k[a] = o < 0 ? 1 : ks ? ks[o] : kw[o];
+		w->s[a] = o < 0 || !st ? 1 : st[o];
+		w->d[a] = o < 0 || !dl ? 1 : dl[o];
+		w->p[a] = o < 0 || !pd ? 0 : pd[o];
+		w->p[a + 2] = o < 0 || !pd ? 0 : pd[o + nsp];
+		if (kw && w->k[a] != (o < 0 ? 1 : kw[o]))
+			return ox_fail(c->m, TIR_ETYPE, "kernel_shape does not match the weight");
+		if (w->k[a] < 1 || w->s[a] < 1 || w->d[a] < 1 || w->k[a] > TIR_MAX_DIM || w->s[a] > TIR_MAX_DIM ||
+		    w->d[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "kernel, strides or dilations below 1 or too large");
+	}
+	bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
+	if (upper || attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
+		for (int a = 0; a < 2; a++) {
+			int64_t out = (in[a] + w->s[a] - 1) / w->s[a], ext = (w->k[a] - 1) * w->d[a] + 1;
+			int64_t tot = (out - 1) * w->s[a] + ext - in[a];
 			if (tot < 0)
 				tot = 0;
-			pads[d] = upper ? tot / 2 : tot - tot / 2;
-			pads[d + 2] = tot - pads[d];
+			w->p[a] = upper ? tot / 2 : tot - tot / 2;
+			w->p[a + 2] = tot - w->p[a];
 		}
-	} else if (!attr_str_is(c, "auto_pad", "VALID", "NOTSET") && p) {
-		if (n != 4)
-			return ox_fail(c->m, TIR_ETYPE, "%zu pads for 2 spatial axes", n);
-		memcpy(pads, p, 4 * sizeof *pads);
+	} else if (attr_str_is(c, "auto_pad", "VALID", "NOTSET")) {
+		memset(w->p, 0, sizeof w->p);
+	} else if (!attr_str_is(c, "auto_pad", "NOTSET", "NOTSET")) {
+		return ox_fail(c->m, TIR_ETYPE, "auto_pad not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
 	}
-	for (int d = 0; d < 4; d++)
-		if (pads[d] < 0)
-			return ox_fail(c->m, TIR_ETYPE, "negative pads");
+	for (int a = 0; a < 4; a++)
+		if (w->p[a] < 0 || w->p[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "pads %" PRId64, w->p[a]);
 	return 0;
 }
 
-static int window_2d(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kdef, int64_t k[2], int64_t s[2],
-		     bool dilation_done)
+/* [N, C, L] as [N, C, 1, L] (a 1-D window op as tir's 2-D) */
+static const char *unit_axis(struct ox_node_ctx *c, const char *x, const struct tir_type *t)
 {
-	size_t n;
-	const int64_t *ks = dilation_done ? NULL : attr_ints(c, "kernel_shape", &n);
-	if (t->rank != 4)
-		return FAIL("%s of a %d-D input (tir has 2-D only)", c->n->op_type, t->rank - 2);
-	if (ks && n != 2)
-		return ox_fail(c->m, TIR_ETYPE, "kernel_shape of %zu axes", n);
-	k[0] = ks ? ks[0] : kdef[0];
-	k[1] = ks ? ks[1] : kdef[1];
-	const int64_t *st = attr_ints(c, "strides", &n);
-	s[0] = st && n == 2 ? st[0] : 1;
-	s[1] = st && n == 2 ? st[1] : 1;
-	const int64_t *dl = dilation_done ? NULL : attr_ints(c, "dilations", &n);
-	for (size_t j = 0; dl && j < n; j++)
-		if (dl[j] != 1)
-			return FAIL("dilations other than 1 are not supported");
-	if (s[0] < 1 || s[1] < 1 || k[0] < 1 || k[1] < 1)
-		return ox_fail(c->m, TIR_ETYPE, "kernel or strides below 1");
-	return 0;
+	if (t->rank != 3)
+		return x;
+	int64_t s[4] = {t->shape[0], t->shape[1], 1, t->shape[2]};
+	char b[300];
+	return EMIT("reshape(%s, shape=%s)", x, shp(b, 4, s));
 }
 
-/* A known weight [O, C/g, k...] of a grouped or dilated convolution as
- * the weight of the same convolution with one group and no dilation:
- * [O, C, (k - 1) d + 1, ...], zero outside each output's group of inputs
- * and between the taps.  returns its tir name, or NULL with err set. */
-static const char *dense_weight(struct ox_node_ctx *c, int64_t g, const int64_t *dil)
+/* the 2-D result back to 1-D */
+static const char *drop_unit_axis(struct ox_node_ctx *c, const char *y, int rank)
 {
-	struct ox_val *wv = in_val(c, 1);
-	const struct ox_const *w = wv ? wv->c : NULL;
-	if (!w || (w->rank != 3 && w->rank != 4)) {
-		FAIL("a grouped or dilated Conv needs its weight known at import");
-		return NULL;
-	}
-	int nsp = w->rank - 2;
-	int64_t O = w->shape[0], Cg = w->shape[1], kh = nsp == 2 ? w->shape[2] : 1, kw = w->shape[w->rank - 1];
-	int64_t dh = nsp == 2 ? dil[0] : 1, dw = dil[nsp - 1];
-	if (g < 1 || O % g || dh < 1 || dw < 1 || dh > 64 || dw > 64) {
-		ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " or dilations do not fit the weight", g);
-		return NULL;
-	}
-	int64_t sh[4] = {O, Cg * g, (kh - 1) * dh + 1, (kw - 1) * dw + 1};
-	int64_t shape[4] = {sh[0], sh[1], nsp == 2 ? sh[2] : sh[3], sh[3]};
-	/* at most 2^26 elements (256 MiB of f32): a hostile group count or
-	 * dilation must not make the import allocate without bound */
-	double total = (double)sh[0] * (double)sh[1] * (double)sh[2] * (double)sh[3];
-	struct ox_const *d = total <= (double)(1 << 26) ? ox_const_new(w->dtype, w->rank, shape) : NULL;
-	if (!d) {
-		ox_fail(c->m, TIR_EDATA, "a dense weight of %" PRId64 " x %" PRId64 " taps is too large", O, Cg * g);
-		return NULL;
-	}
-	for (int64_t o = 0; o < O; o++)
-		for (int64_t ci = 0; ci < Cg; ci++)
-			for (int64_t i = 0; i < kh; i++)
-				for (int64_t j = 0; j < kw; j++) {
-					int64_t src = ((o * Cg + ci) * kh + i) * kw + j;
-					int64_t cc = (o / (O / g)) * Cg + ci;
-					int64_t dst = ((o * sh[1] + cc) * (nsp == 2 ? sh[2] : 1) + i * dh) * sh[3] + j * dw;
-					double v = ox_const_get(w, src);
-					ox_const_set(d, dst, v, (int64_t)v);
-				}
-	char name[600];
-	snprintf(name, sizeof name, "%s_dense", wv->onnx);
-	while (ox_find(c->m, name))
-		strncat(name, "_", sizeof name - strlen(name) - 1);
-	struct ox_val *v = ox_val(c->m, name);
-	if (!v) {
-		ox_const_free(d);
-		ox_fail(c->m, TIR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	v->c = d;
-	v->defined = true;
-	return ox_use(c->m, name);
+	if (!y || rank != 3)
+		return y;
+	const struct tir_type *ty = ox_type(c->m, y);
+	int64_t s[3] = {ty->shape[0], ty->shape[1], ty->shape[3]};
+	char b[300];
+	return EMIT("reshape(%s, shape=%s)", y, shp(b, 3, s));
 }
 
+static const char *pad_hw(struct ox_node_ctx *c, const char *x, const int64_t *p, const int64_t *extra,
+			  const char *value)
+{
+	return EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=%s)", x,
+		    p[0], p[2] + extra[0], p[1], p[3] + extra[1], value);
+}
+
+/* Conv: tir's conv2d with its groups and dilation; 1-D on a unit axis;
+ * pads uneven (SAME of an even kernel) through pad */
 static int op_conv(struct ox_node_ctx *c)
 {
 	struct tir_type t, tw;
-	const char *x = in(c, 0), *w = NULL;
-	if (!x || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
+	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
 		return -c->m->err->code;
-	int64_t g = attr_i(c, "group", 1), one[2] = {1, 1};
-	size_t nd;
-	const int64_t *dl = attr_ints(c, "dilations", &nd);
-	bool dilated = false;
-	for (size_t j = 0; dl && j < nd; j++)
-		dilated |= dl[j] != 1;
-	if (dl && nd != (size_t)(t.rank - 2))
-		return ox_fail(c->m, TIR_ETYPE, "%zu dilations for %d spatial axes", nd, t.rank - 2);
-	bool dense = g != 1 || dilated;
-	if (dense && t.rank != 3 && t.rank != 4)
-		return FAIL("Conv of a %d-D input (tir has 1-D and 2-D)", t.rank - 2);
-	w = dense ? dense_weight(c, g, dilated ? dl : one) : in(c, 1);
+	if (tw.rank != t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
+	struct window win;
+	if (window_attrs(c, &t, tw.shape + 2, &win))
+		return -c->m->err->code;
+	int64_t g = attr_i(c, "group", 1);
+	if (g < 1 || t.shape[1] % g || tw.shape[0] % g || tw.shape[1] * g != t.shape[1])
+		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64
+			       " x %" PRId64, g, t.shape[1], tw.shape[0], tw.shape[1]);
+	int rank = t.rank;
+	x = unit_axis(c, x, &t);
+	w = x ? unit_axis(c, w, &tw) : NULL;
 	if (!w)
 		return -c->m->err->code;
-	if (dense) {
-		tw = *ox_type(c->m, w);
-		g = 1;
-	}
-	bool one_d = t.rank == 3 && tw.rank == 3;
-	if (one_d) {
-		/* [N, C, L] as [N, C, 1, L] */
-		int64_t xs[4] = {t.shape[0], t.shape[1], 1, t.shape[2]}, ws[4] = {tw.shape[0], tw.shape[1], 1, tw.shape[2]};
-		char b1[300], b2[300];
-		x = EMIT("reshape(%s, shape=%s)", x, shp(b1, 4, xs));
-		w = x ? EMIT("reshape(%s, shape=%s)", w, shp(b2, 4, ws)) : NULL;
-		if (!w)
-			return -c->m->err->code;
-		t.rank = 4;
-		memcpy(t.shape, xs, sizeof xs);
-	}
-	int64_t kdef[2] = {tw.rank == 4 ? tw.shape[2] : 1, tw.rank == 4 ? tw.shape[3] : tw.shape[2]}, k[2], s[2], p[4];
-	if (one_d) {
-		/* attributes of one axis: move them to the second */
-		size_t n;
-		const int64_t *st = attr_ints(c, "strides", &n);
-		const int64_t *pd = attr_ints(c, "pads", &n);
-		k[0] = 1;
-		k[1] = kdef[1];
-		s[0] = 1;
-		s[1] = st ? st[0] : 1;
-		memset(p, 0, sizeof p);
-		if (!attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") && !attr_str_is(c, "auto_pad", "VALID", "NOTSET"))
-			return FAIL("1-D Conv with auto_pad SAME is not supported");
-		if (pd) {
-			p[1] = pd[0];
-			p[3] = pd[1];
-		}
-	} else if (window_2d(c, &t, kdef, k, s, dense) || window_pads(c, &t, k, s, p)) {
-		return -c->m->err->code;
-	}
-	if (dense) {
-		k[0] = kdef[0];
-		k[1] = kdef[1];
-	}
+	int64_t *p = win.p, none[2] = {0, 0};
 	if (p[0] != p[2] || p[1] != p[3]) {
-		x = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]])", x, p[0],
-			 p[2], p[1], p[3]);
-		memset(p, 0, sizeof p);
+		x = pad_hw(c, x, p, none, "0");
+		memset(p, 0, sizeof win.p);
 		if (!x)
 			return -c->m->err->code;
 	}
@@ -1826,17 +1774,16 @@ static int op_conv(struct ox_node_ctx *c)
 		return -c->m->err->code;
 	char bias[300];
 	snprintf(bias, sizeof bias, "%s%s", b ? ", " : "", b ? b : "");
-	const char *y = EMIT("conv2d(%s, %s%s, stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64 ", %" PRId64 "])",
-			     x, w, bias, s[0], s[1], p[0], p[1]);
-	if (y && one_d) {
-		const struct tir_type *ty = ox_type(c->m, y);
-		int64_t ys[3] = {ty->shape[0], ty->shape[1], ty->shape[3]};
-		char b3[300];
-		y = EMIT("reshape(%s, shape=%s)", y, shp(b3, 3, ys));
-	}
-	return bind(c, 0, y);
+	const char *y = EMIT("conv2d(%s, %s%s, stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64 ", %" PRId64
+			     "], dilation=[%" PRId64 ", %" PRId64 "], groups=%" PRId64 ")",
+			     x, w, bias, win.s[0], win.s[1], p[0], p[1], win.d[0], win.d[1], g);
+	return bind(c, 0, drop_unit_axis(c, y, rank));
 }
 
+/* MaxPool, AveragePool: tir's maxpool2d and avgpool2d with padding and
+ * count_include_pad when the pads are even and at most half the kernel;
+ * otherwise (uneven, larger, or ceil_mode's last window) the input padded
+ * first, and for the average a pool of ones counting */
 static int op_pool(struct ox_node_ctx *c)
 {
 	struct tir_type t;
@@ -1846,11 +1793,24 @@ static int op_pool(struct ox_node_ctx *c)
 	bool max = !strcmp(c->n->op_type, "MaxPool");
 	if (c->n->n_output > 1 && *out_name(c, 1))
 		return FAIL("MaxPool's Indices output is not supported");
-	int64_t kdef[2] = {1, 1}, k[2], s[2], p[4];
 	if (!attr(c, "kernel_shape"))
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
-	if (window_2d(c, &t, kdef, k, s, false) || window_pads(c, &t, k, s, p))
+	struct window win;
+	if (window_attrs(c, &t, NULL, &win))
 		return -c->m->err->code;
+	if (win.d[0] != 1 || win.d[1] != 1)
+		return FAIL("%s with dilations is not supported (tir's pools have none)", c->n->op_type);
+	const int64_t *k = win.k, *s = win.s;
+	int64_t *p = win.p;
+	int rank = t.rank;
+	x = unit_axis(c, x, &t);
+	if (!x)
+		return -c->m->err->code;
+	if (rank == 3) {
+		int64_t s4[4] = {t.shape[0], t.shape[1], 1, t.shape[2]};
+		t.rank = 4;
+		memcpy(t.shape, s4, sizeof s4);
+	}
 	int64_t extra[2] = {0, 0};
 	if (attr_i(c, "ceil_mode", 0)) {
 		/* the last window, partly past the end, is kept: pad for it (a
@@ -1864,35 +1824,36 @@ static int op_pool(struct ox_node_ctx *c)
 			extra[d] = need > 0 ? need : 0;
 		}
 	}
-	bool padded = p[0] || p[1] || p[2] || p[3] || extra[0] || extra[1];
 	bool count_pad = !max && attr_i(c, "count_include_pad", 0);
-	const char *xp = x;
-	if (padded)
-		xp = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=%s)",
-			  x, p[0], p[2] + extra[0], p[1], p[3] + extra[1], max ? "-inf" : "0");
-	const char *y = xp ? EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
-				  max ? "maxpool2d" : "avgpool2d", xp, k[0], k[1], s[0], s[1]) : NULL;
-	if (y && !max && padded) {
+	const char *pool = max ? "maxpool2d" : "avgpool2d";
+	const char *y;
+	if (!extra[0] && !extra[1] && p[0] == p[2] && p[1] == p[3] && 2 * p[0] <= k[0] && 2 * p[1] <= k[1]) {
+		y = EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64
+			 ", %" PRId64 "]%s)", pool, x, k[0], k[1], s[0], s[1], p[0], p[1],
+			 max ? "" : count_pad ? ", count_include_pad=true" : ", count_include_pad=false");
+		return bind_as(c, drop_unit_axis(c, y, rank), t.dtype);
+	}
+	const char *xp = pad_hw(c, x, p, extra, max ? "-inf" : "0");
+	y = xp ? EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])", pool, xp, k[0],
+		      k[1], s[0], s[1]) : NULL;
+	if (y && !max) {
 		/* the mean of the window's cells inside the input (or inside
 		 * input and pads, count_include_pad): a pool of ones divides */
-		int64_t one[4] = {1, 1, t.shape[2], t.shape[3]};
+		int64_t one[4] = {1, 1, t.shape[2], t.shape[3]}, none[2] = {0, 0};
 		char b[300];
 		const char *o = EMIT("ones(%s, dtype=%s)", shp(b, 4, one), dtn(t.dtype));
-		const char *op = o ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64
-					  "]], value=%s)", o, p[0], p[2] + extra[0], p[1], p[3] + extra[1],
-					  count_pad ? "1" : "0") : NULL;
+		const char *op = o ? pad_hw(c, o, p, extra, count_pad ? "1" : "0") : NULL;
 		if (op && count_pad && (extra[0] || extra[1])) {
 			/* pads count, the ceil_mode's extra does not */
-			op = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=1)",
-				  o, p[0], p[2], p[1], p[3]);
-			op = op ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, %" PRId64 "], [0, %" PRId64 "]])", op, extra[0],
-				       extra[1]) : NULL;
+			int64_t zero[4] = {0, 0, 0, 0};
+			op = pad_hw(c, o, p, none, "1");
+			op = op ? pad_hw(c, op, zero, extra, "0") : NULL;
 		}
 		const char *cnt = op ? EMIT("avgpool2d(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
 					    op, k[0], k[1], s[0], s[1]) : NULL;
 		y = cnt ? EMIT("div(%s, %s)", y, cnt) : NULL;
 	}
-	return bind_as(c, y, t.dtype);
+	return bind_as(c, drop_unit_axis(c, y, rank), t.dtype);
 }
 
 static int op_global_pool(struct ox_node_ctx *c)
