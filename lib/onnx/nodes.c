@@ -283,17 +283,9 @@ static int op_binary(struct ox_node_ctx *c)
 	if (!a || !b || !in_type(c, 0, &ta) || !in_type(c, 1, &tb))
 		return -c->m->err->code;
 	if (!strcmp(op, "Mod") && attr_i(c, "fmod", 0)) {
-		/* C's fmod: a - b * trunc(a / b) */
-		if (is_float(ta.dtype)) {
-			const char *q = EMIT("div(%s, %s)", a, b), *t;
-			const char *sg = q ? EMIT("sign(%s)", q) : NULL;
-			const char *ab = sg ? EMIT("abs(%s)", q) : NULL;
-			const char *fl = ab ? EMIT("floor(%s)", ab) : NULL;
-			t = fl ? EMIT("mul(%s, %s)", sg, fl) : NULL;
-			const char *bt = t ? EMIT("mul(%s, %s)", b, t) : NULL;
-			return bind_as(c, bt ? EMIT("sub(%s, %s)", a, bt) : NULL, ta.dtype);
-		}
-		/* integers: NumPy's mod takes the divisor's sign, C's the dividend's */
+		/* C's fmod takes the dividend's sign, tir's (NumPy's) mod the
+		 * divisor's: they differ by b where a remainder is left and a
+		 * and b have different signs (exact, floats and integers) */
 		const char *r = EMIT("mod(%s, %s)", a, b);
 		const char *fix = r ? trunc_fix(c, a, b, r) : NULL;
 		const char *rb = fix ? EMIT("sub(%s, %s)", r, b) : NULL;
