@@ -1480,6 +1480,18 @@ static int op_argmax(struct ox_node_ctx *c)
 
 /* ---- linear algebra and networks ---- */
 
+/* Det: tir's det, of [..., n, n] */
+static int op_det(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 2 || t.shape[t.rank - 1] != t.shape[t.rank - 2])
+		return ox_fail(c->m, TIR_ETYPE, "Det of a %d-D input, not [..., n, n]", t.rank);
+	return bind_as(c, EMIT("det(%s)", x), t.dtype);
+}
+
 static int op_matmul(struct ox_node_ctx *c)
 {
 	const char *a = in(c, 0), *b = in(c, 1);
@@ -1929,7 +1941,7 @@ static const struct ox_opdef ops[] = {
 	{"ReduceProd", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce}, {"ReduceSumSquare", op_reduce},
 	{"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
 	{"ArgMax", op_argmax}, {"ArgMin", op_argmax},
-	{"MatMul", op_matmul}, {"Gemm", op_gemm}, {"Softmax", op_softmax}, {"LogSoftmax", op_softmax},
+	{"MatMul", op_matmul}, {"Det", op_det}, {"Gemm", op_gemm}, {"Softmax", op_softmax}, {"LogSoftmax", op_softmax},
 	{"BatchNormalization", op_batchnorm}, {"InstanceNormalization", op_instancenorm},
 	{"LayerNormalization", op_layernorm}, {"Conv", op_conv}, {"MaxPool", op_pool}, {"AveragePool", op_pool},
 	{"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
