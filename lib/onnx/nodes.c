@@ -1026,6 +1026,45 @@ static const char *iota(struct ox_node_ctx *c, const char *base, int64_t n, int 
 	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, shp(b, r, sh)) : i;
 }
 
+/* GatherElements: each element's flat position in the data (the index on
+ * axis, the element's own coordinate on the others, times the strides),
+ * then a gather from the flattened data */
+static int op_gather_elements(struct ox_node_ctx *c)
+{
+	struct tir_type t, ti;
+	const char *x = in(c, 0), *ix = x ? in(c, 1) : NULL;
+	if (!ix || !in_type(c, 0, &t) || !in_type(c, 1, &ti))
+		return -c->m->err->code;
+	int a;
+	if (ti.rank != t.rank || !t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "indices of rank %d for data of rank %d", ti.rank, t.rank);
+	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+		return -c->m->err->code;
+	int64_t n = 1;
+	for (int k = 0; k < t.rank; k++)
+		n *= t.shape[k];
+	char b[300];
+	if (!n) {
+		return bind(c, 0, EMIT("zeros(%s, dtype=%s)", shp(b, ti.rank, ti.shape), dtn(t.dtype)));
+	}
+	const char *i = EMIT("cast(%s, dtype=i64)", ix);
+	const char *neg = i ? EMIT("lt(%s, 0)", i) : NULL;
+	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i, t.shape[a]) : NULL;
+	const char *pos = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i) : NULL;
+	int64_t stride = 1;
+	const char *acc = NULL;
+	bool ok = pos;
+	for (int k = t.rank - 1; k >= 0 && ok; k--) {
+		const char *co = k == a ? pos : iota(c, out_name(c, 0), ti.shape[k], k, t.rank);
+		co = co && stride != 1 ? EMIT("mul(%s, %" PRId64 ")", co, stride) : co;
+		acc = co && acc ? EMIT("add(%s, %s)", acc, co) : co;
+		ok = acc;
+		stride *= t.shape[k];
+	}
+	const char *flat = ok ? EMIT("reshape(%s, shape=[%" PRId64 "])", x, n) : NULL;
+	return bind(c, 0, flat ? EMIT("gather(%s, %s, axis=0)", flat, acc) : NULL);
+}
+
 static int op_trilu(struct ox_node_ctx *c)
 {
 	struct tir_type t;
@@ -1935,7 +1974,7 @@ static const struct ox_opdef ops[] = {
 	{"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"ConstantOfShape", op_constant_of_shape},
 	{"Range", op_range}, {"Reshape", op_reshape}, {"Flatten", op_flatten}, {"Squeeze", op_squeeze},
 	{"Unsqueeze", op_unsqueeze}, {"Transpose", op_transpose}, {"Concat", op_concat}, {"Slice", op_slice},
-	{"Gather", op_gather}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
+	{"Gather", op_gather}, {"GatherElements", op_gather_elements}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
 	{"Pad", op_pad}, {"CumSum", op_cumsum}, {"Einsum", op_einsum},
 	{"ReduceSum", op_reduce}, {"ReduceMean", op_reduce}, {"ReduceMax", op_reduce}, {"ReduceMin", op_reduce},
 	{"ReduceProd", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce}, {"ReduceSumSquare", op_reduce},
