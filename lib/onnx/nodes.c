@@ -1026,9 +1026,37 @@ static const char *iota(struct ox_node_ctx *c, const char *base, int64_t n, int 
 	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, shp(b, r, sh)) : i;
 }
 
-/* GatherElements: each element's flat position in the data (the index on
- * axis, the element's own coordinate on the others, times the strides),
- * then a gather from the flattened data */
+/* NumPy's take_along_axis (ONNX's GatherElements) of x by indices ix of
+ * the same rank on axis a: each element's flat position in x (the index
+ * on a, wrapped when negative, the element's own coordinate on the
+ * others, times the strides), then a gather from x flattened */
+static const char *take_along(struct ox_node_ctx *c, const char *x, const struct tir_type *t, const char *ix,
+			      const struct tir_type *ti, int a)
+{
+	char b[300];
+	int64_t n = 1;
+	for (int k = 0; k < t->rank; k++)
+		n *= t->shape[k];
+	if (!n)
+		return EMIT("zeros(%s, dtype=%s)", shp(b, ti->rank, ti->shape), dtn(t->dtype));
+	const char *i = EMIT("cast(%s, dtype=i64)", ix);
+	const char *neg = i ? EMIT("lt(%s, 0)", i) : NULL;
+	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i, t->shape[a]) : NULL;
+	const char *pos = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i) : NULL;
+	int64_t stride = 1;
+	const char *acc = NULL;
+	bool ok = pos;
+	for (int k = t->rank - 1; k >= 0 && ok; k--) {
+		const char *co = k == a ? pos : iota(c, out_name(c, 0), ti->shape[k], k, t->rank);
+		co = co && stride != 1 ? EMIT("mul(%s, %" PRId64 ")", co, stride) : co;
+		acc = co && acc ? EMIT("add(%s, %s)", acc, co) : co;
+		ok = acc;
+		stride *= t->shape[k];
+	}
+	const char *flat = ok ? EMIT("reshape(%s, shape=[%" PRId64 "])", x, n) : NULL;
+	return flat ? EMIT("gather(%s, %s, axis=0)", flat, acc) : NULL;
+}
+
 static int op_gather_elements(struct ox_node_ctx *c)
 {
 	struct tir_type t, ti;
@@ -1040,29 +1068,89 @@ static int op_gather_elements(struct ox_node_ctx *c)
 		return ox_fail(c->m, TIR_ETYPE, "indices of rank %d for data of rank %d", ti.rank, t.rank);
 	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
 		return -c->m->err->code;
-	int64_t n = 1;
-	for (int k = 0; k < t.rank; k++)
-		n *= t.shape[k];
+	return bind(c, 0, take_along(c, x, &t, ix, &ti, a));
+}
+
+/* NegativeLogLikelihoodLoss of log-probabilities lp [N, C, d...] and the
+ * node's target [N, d...] (input 1) and weight [C] (input 2): each
+ * element's -lp at its class, times its class's weight (0 where the
+ * target is ignore_index), then none, sum or mean (the sum divided by
+ * the weights' sum) */
+static int nll(struct ox_node_ctx *c, const char *lp, const struct tir_type *t)
+{
+	struct tir_type tt;
+	const char *tg = in(c, 1);
+	if (!tg || !in_type(c, 1, &tt))
+		return -c->m->err->code;
+	if (t->rank < 2 || tt.rank != t->rank - 1 || tt.shape[0] != t->shape[0])
+		return ox_fail(c->m, TIR_ETYPE, "target of rank %d for input of rank %d", tt.rank, t->rank);
+	bool none = attr_str_is(c, "reduction", "none", "mean"), sum = attr_str_is(c, "reduction", "sum", "mean");
+	if (!none && !sum && !attr_str_is(c, "reduction", "mean", "mean"))
+		return ox_fail(c->m, TIR_ETYPE, "reduction not none, sum or mean");
+	const Onnx__AttributeProto *ii = attr(c, "ignore_index");
+	const char *tl = EMIT("cast(%s, dtype=i64)", tg), *mask = NULL;
+	if (tl && ii) {
+		mask = EMIT("ne(%s, %" PRId64 ")", tl, ii->i);
+		tl = mask ? EMIT("where(%s, %s, 0)", mask, tl) : NULL;
+	}
+	struct tir_type ti = tt;
+	ti.rank = (uint8_t)t->rank;
+	ti.shape[1] = 1;
+	for (int k = 2; k < t->rank; k++)
+		ti.shape[k] = tt.shape[k - 1];
 	char b[300];
-	if (!n) {
-		return bind(c, 0, EMIT("zeros(%s, dtype=%s)", shp(b, ti.rank, ti.shape), dtn(t.dtype)));
+	const char *ix = tl ? EMIT("reshape(%s, shape=%s)", tl, shp(b, ti.rank, ti.shape)) : NULL;
+	const char *pk = ix ? take_along(c, lp, t, ix, &ti, 1) : NULL;
+	pk = pk ? EMIT("reshape(%s, shape=%s)", pk, shp(b, tt.rank, tt.shape)) : NULL;
+	const char *loss = pk ? EMIT("neg(%s)", pk) : NULL, *w = NULL;
+	if (loss && has_in(c, 2)) {
+		const char *wt = in(c, 2);
+		w = wt ? EMIT("gather(%s, %s, axis=0)", wt, tl) : NULL;
+		if (w && mask) {
+			const char *mf = EMIT("cast(%s, dtype=%s)", mask, dtn(t->dtype));
+			w = mf ? EMIT("mul(%s, %s)", w, mf) : NULL;
+		}
+	} else if (loss && mask) {
+		w = EMIT("cast(%s, dtype=%s)", mask, dtn(t->dtype));
 	}
-	const char *i = EMIT("cast(%s, dtype=i64)", ix);
-	const char *neg = i ? EMIT("lt(%s, 0)", i) : NULL;
-	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i, t.shape[a]) : NULL;
-	const char *pos = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i) : NULL;
-	int64_t stride = 1;
-	const char *acc = NULL;
-	bool ok = pos;
-	for (int k = t.rank - 1; k >= 0 && ok; k--) {
-		const char *co = k == a ? pos : iota(c, out_name(c, 0), ti.shape[k], k, t.rank);
-		co = co && stride != 1 ? EMIT("mul(%s, %" PRId64 ")", co, stride) : co;
-		acc = co && acc ? EMIT("add(%s, %s)", acc, co) : co;
-		ok = acc;
-		stride *= t.shape[k];
-	}
-	const char *flat = ok ? EMIT("reshape(%s, shape=[%" PRId64 "])", x, n) : NULL;
-	return bind(c, 0, flat ? EMIT("gather(%s, %s, axis=0)", flat, acc) : NULL);
+	if (!loss || ((has_in(c, 2) || mask) && !w))
+		return -c->m->err->code;
+	loss = w ? EMIT("mul(%s, %s)", loss, w) : loss;
+	const char *r = loss;
+	if (loss && sum)
+		r = EMIT("sum(%s)", loss);
+	else if (loss && !none && w) {
+		const char *s = EMIT("sum(%s)", loss), *sw = s ? EMIT("sum(%s)", w) : NULL;
+		r = sw ? EMIT("div(%s, %s)", s, sw) : NULL;
+	} else if (loss && !none)
+		r = EMIT("mean(%s)", loss);
+	return bind_as(c, r, t->dtype);
+}
+
+static int op_nllloss(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	return nll(c, x, &t);
+}
+
+/* SoftmaxCrossEntropyLoss: the loss of log_softmax over the classes; its
+ * second output those log-probabilities */
+static int op_sceloss(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 2)
+		return ox_fail(c->m, TIR_ETYPE, "scores of rank %d", t.rank);
+	const char *lp = EMIT("log_softmax(%s, axis=1)", x);
+	int rc = lp ? nll(c, lp, &t) : -c->m->err->code;
+	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
+		rc = bind(c, 1, lp);
+	return rc;
 }
 
 static int op_trilu(struct ox_node_ctx *c)
@@ -1974,7 +2062,8 @@ static const struct ox_opdef ops[] = {
 	{"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"ConstantOfShape", op_constant_of_shape},
 	{"Range", op_range}, {"Reshape", op_reshape}, {"Flatten", op_flatten}, {"Squeeze", op_squeeze},
 	{"Unsqueeze", op_unsqueeze}, {"Transpose", op_transpose}, {"Concat", op_concat}, {"Slice", op_slice},
-	{"Gather", op_gather}, {"GatherElements", op_gather_elements}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
+	{"Gather", op_gather}, {"GatherElements", op_gather_elements},
+	{"NegativeLogLikelihoodLoss", op_nllloss}, {"SoftmaxCrossEntropyLoss", op_sceloss}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
 	{"Pad", op_pad}, {"CumSum", op_cumsum}, {"Einsum", op_einsum},
 	{"ReduceSum", op_reduce}, {"ReduceMean", op_reduce}, {"ReduceMax", op_reduce}, {"ReduceMin", op_reduce},
 	{"ReduceProd", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce}, {"ReduceSumSquare", op_reduce},
