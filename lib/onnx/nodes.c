@@ -1443,8 +1443,9 @@ static int op_pad(struct ox_node_ctx *c)
 	const char *x = in(c, 0);
 	if (!x || !in_type(c, 0, &t))
 		return -c->m->err->code;
-	if (!attr_str_is(c, "mode", "constant", "constant"))
-		return FAIL("Pad mode other than constant is not supported");
+	bool edge = attr_str_is(c, "mode", "edge", "constant"), reflect = attr_str_is(c, "mode", "reflect", "constant");
+	if (!edge && !reflect && !attr_str_is(c, "mode", "constant", "constant"))
+		return FAIL("Pad mode other than constant, edge and reflect is not supported");
 	const int64_t *p;
 	size_t n;
 	double value = 0;
@@ -1493,6 +1494,33 @@ static int op_pad(struct ox_node_ctx *c)
 		after[a] = p[k + na];
 		if (before[a] < 0 || after[a] < 0)
 			return FAIL("negative pads are not supported");
+	}
+	if (edge || reflect) {
+		/* a gather on each padded axis of the positions it reads:
+		 * arange(-before, n + after) clamped (edge) or mirrored at
+		 * both ends (reflect: n - 1 - |n - 1 - |i||) */
+		const char *r = x;
+		for (int a = 0; a < t.rank && r; a++) {
+			int64_t d = t.shape[a];
+			if (!before[a] && !after[a])
+				continue;
+			if (!d || (reflect && (before[a] > d - 1 || after[a] > d - 1)))
+				return FAIL("Pad mode %s of %" PRId64 " and %" PRId64 " on an axis of %" PRId64 " is not supported",
+					    edge ? "edge" : "reflect", before[a], after[a], d);
+			const char *i = EMIT("arange(%" PRId64 ", %" PRId64 ", dtype=i64)", -before[a], d + after[a]);
+			if (i && edge) {
+				i = EMIT("clip(%s, 0, %" PRId64 ")", i, d - 1);
+			} else if (i) {
+				i = EMIT("abs(%s)", i);
+				i = i ? EMIT("sub(%" PRId64 ", %s)", d - 1, i) : NULL;
+				i = i ? EMIT("abs(%s)", i) : NULL;
+				i = i ? EMIT("sub(%" PRId64 ", %s)", d - 1, i) : NULL;
+			}
+			r = i ? EMIT("gather(%s, %s, axis=%d)", r, i, a) : NULL;
+		}
+		if (r == x)
+			r = EMIT("mul(%s, 1)", x);
+		return bind_as(c, r, t.dtype);
 	}
 	struct tir_str s = {0};
 	tir_str_addf(&s, "[");
