@@ -1071,6 +1071,47 @@ static int op_gather_elements(struct ox_node_ctx *c)
 	return bind(c, 0, take_along(c, x, &t, ix, &ti, a));
 }
 
+/* TopK: a stable argsort (of -x for the largest: ties keep the lower
+ * index first, as ONNX asks), its first K, and the values taken along */
+static int op_topk(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t k;
+	if (c->opset < 10) {
+		k = attr_i(c, "k", -1);
+	} else {
+		struct ox_const *kc = need_const(c, 1, "k");
+		if (!kc)
+			return -c->m->err->code;
+		k = kc->n == 1 ? kc->i[0] : -1;
+	}
+	int a;
+	if (!t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank 0");
+	if (norm_axis(c, attr_i(c, "axis", -1), t.rank, &a))
+		return -c->m->err->code;
+	if (k < 0 || k > t.shape[a])
+		return ox_fail(c->m, TIR_ETYPE, "k %" PRId64 " for an axis of %" PRId64, k, t.shape[a]);
+	const char *key = x;
+	if (attr_i(c, "largest", 1)) {
+		key = is_float(t.dtype) ? x : EMIT("cast(%s, dtype=i64)", x);
+		key = key ? EMIT("neg(%s)", key) : NULL;
+	}
+	const char *o = key ? EMIT("argsort(%s, axis=%d)", key, a) : NULL;
+	const char *ix = o ? EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", o, a, k) : NULL;
+	struct tir_type ti = t;
+	ti.shape[a] = k;
+	ti.dtype = TIR_DTYPE_I64;
+	const char *v = ix ? take_along(c, x, &t, ix, &ti, a) : NULL;
+	int rc = bind(c, 0, v);
+	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
+		rc = bind(c, 1, ix);
+	return rc;
+}
+
 /* NegativeLogLikelihoodLoss of log-probabilities lp [N, C, d...] and the
  * node's target [N, d...] (input 1) and weight [C] (input 2): each
  * element's -lp at its class, times its class's weight (0 where the
@@ -2132,7 +2173,7 @@ static const struct ox_opdef ops[] = {
 	{"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"ConstantOfShape", op_constant_of_shape},
 	{"Range", op_range}, {"Reshape", op_reshape}, {"Flatten", op_flatten}, {"Squeeze", op_squeeze},
 	{"Unsqueeze", op_unsqueeze}, {"Transpose", op_transpose}, {"Concat", op_concat}, {"Slice", op_slice},
-	{"Gather", op_gather}, {"GatherElements", op_gather_elements},
+	{"Gather", op_gather}, {"GatherElements", op_gather_elements}, {"TopK", op_topk},
 	{"NegativeLogLikelihoodLoss", op_nllloss}, {"SoftmaxCrossEntropyLoss", op_sceloss}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
 	{"Pad", op_pad}, {"CumSum", op_cumsum}, {"Einsum", op_einsum},
 	{"ReduceSum", op_reduce}, {"ReduceMean", op_reduce}, {"ReduceMax", op_reduce}, {"ReduceMin", op_reduce},
