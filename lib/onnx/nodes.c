@@ -2148,6 +2148,75 @@ static int op_depth_space(struct ox_node_ctx *c)
 	return bind(c, 0, r);
 }
 
+/* MeanVarianceNormalization: (x - mean) / (std + 1e-9) over axes
+ * (default [0, 2, 3]), as ONNX's function body */
+static int op_mvn(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	size_t n;
+	const int64_t *ax = attr_ints(c, "axes", &n), def[3] = {0, 2, 3};
+	if (!ax) {
+		ax = def;
+		n = 3;
+	}
+	if (n > TIR_MAX_RANK)
+		return ox_fail(c->m, TIR_ETYPE, "%zu axes", n);
+	struct tir_str s = {0};
+	for (size_t k = 0; k < n; k++) {
+		int a;
+		if (norm_axis(c, ax[k], t.rank, &a))
+			return tir_str_free(&s), -c->m->err->code;
+		tir_str_addf(&s, "%s%d", k ? ", " : "", a);
+	}
+	const char *mu = EMIT("mean(%s, axis=[%s], keepdims=true)", x, s.s ? s.s : "");
+	const char *d = mu ? EMIT("sub(%s, %s)", x, mu) : NULL;
+	const char *sq = d ? EMIT("mul(%s, %s)", d, d) : NULL;
+	const char *var = sq ? EMIT("mean(%s, axis=[%s], keepdims=true)", sq, s.s ? s.s : "") : NULL;
+	tir_str_free(&s);
+	const char *sd = var ? EMIT("sqrt(%s)", var) : NULL;
+	const char *se = sd ? EMIT("add(%s, 1e-9)", sd) : NULL;
+	return bind_as(c, se ? EMIT("div(%s, %s)", d, se) : NULL, t.dtype);
+}
+
+/* LRN: x / (bias + alpha / size * the sum of x² over the size channels
+ * around)^beta; the sum as size slices of x² padded on the channels */
+static int op_lrn(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t size = attr_i(c, "size", 0);
+	double alpha = attr_f(c, "alpha", 1e-4), beta = attr_f(c, "beta", 0.75), bias = attr_f(c, "bias", 1.0);
+	if (t.rank < 3)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	if (size < 1 || size > 64)
+		return FAIL("LRN of size %" PRId64 " is not supported (1 to 64)", size);
+	int64_t lo = (size - 1) / 2, hi = size - 1 - lo, C = t.shape[1];
+	struct tir_str p = {0};
+	tir_str_addf(&p, "[");
+	for (int k = 0; k < t.rank; k++)
+		tir_str_addf(&p, k == 1 ? "%s[%" PRId64 ", %" PRId64 "]" : "%s[0, 0]", k ? ", " : "", lo, hi);
+	tir_str_addf(&p, "]");
+	const char *sq = EMIT("mul(%s, %s)", x, x);
+	const char *sp = sq ? EMIT("pad(%s, pads=%s)", sq, p.s) : NULL;
+	tir_str_free(&p);
+	const char *ss = NULL;
+	for (int64_t i = 0; i < size && sp; i++) {
+		const char *sl = EMIT("slice(%s, axis=1, start=%" PRId64 ", stop=%" PRId64 ")", sp, i, i + C);
+		ss = sl && ss ? EMIT("add(%s, %s)", ss, sl) : sl;
+		if (!ss)
+			return -c->m->err->code;
+	}
+	const char *sc = ss ? EMIT("mul(%s, %.9g)", ss, alpha / (double)size) : NULL;
+	const char *b = sc ? EMIT("add(%s, %.9g)", sc, bias) : NULL;
+	const char *pw = b ? EMIT("pow(%s, %.9g)", b, beta) : NULL;
+	return bind_as(c, pw ? EMIT("div(%s, %s)", x, pw) : NULL, t.dtype);
+}
+
 /* ---- the table ---- */
 
 static const struct ox_opdef ops[] = {
@@ -2184,6 +2253,7 @@ static const struct ox_opdef ops[] = {
 	{"BatchNormalization", op_batchnorm}, {"InstanceNormalization", op_instancenorm},
 	{"LayerNormalization", op_layernorm}, {"Conv", op_conv}, {"MaxPool", op_pool}, {"AveragePool", op_pool},
 	{"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
+	{"MeanVarianceNormalization", op_mvn}, {"LRN", op_lrn},
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
 	{NULL, NULL}};
 
