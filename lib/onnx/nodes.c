@@ -1890,6 +1890,8 @@ static int window_attrs(struct ox_node_ctx *c, const struct tir_type *t, const i
 		if (w->k[a] < 1 || w->s[a] < 1 || w->d[a] < 1 || w->k[a] > TIR_MAX_DIM || w->s[a] > TIR_MAX_DIM ||
 		    w->d[a] > TIR_MAX_DIM)
 			return ox_fail(c->m, TIR_ETYPE, "kernel, strides or dilations below 1 or too large");
+		if ((double)(w->k[a] - 1) * (double)w->d[a] + 1 > (double)TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "a dilated kernel of %" PRId64 " x %" PRId64 " taps", w->k[a], w->d[a]);
 	}
 	bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
 	if (upper || attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
@@ -1980,6 +1982,111 @@ static int op_conv(struct ox_node_ctx *c)
 	return bind(c, 0, drop_unit_axis(c, y, rank));
 }
 
+/* ConvTranspose as a convolution: x with s - 1 zeros between its
+ * elements, padded by the dilated kernel's extent - 1 less the pads (cut
+ * where that is negative; output_padding more at the end), convolved
+ * with the weight flipped and its in and out channels swapped per group.
+ * Pads from output_shape or auto_pad as ONNX's spec states them. */
+static int op_convtranspose(struct ox_node_ctx *c)
+{
+	struct tir_type t, tw;
+	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
+	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+		return -c->m->err->code;
+	if (tw.rank != t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
+	int nsp = t.rank - 2;
+	bool same = !attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") && !attr_str_is(c, "auto_pad", "VALID", "NOTSET");
+	bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
+	size_t nos, nop;
+	const int64_t *os = attr_ints(c, "output_shape", &nos), *opd = attr_ints(c, "output_padding", &nop);
+	struct window win;
+	if (window_attrs(c, &t, tw.shape + 2, &win))
+		return -c->m->err->code;
+	if ((os && nos != (size_t)nsp) || (opd && nop != (size_t)nsp))
+		return ox_fail(c->m, TIR_ETYPE, "output_shape or output_padding not of %d axes", nsp);
+	int64_t g = attr_i(c, "group", 1), C = t.shape[1], Og = tw.shape[1];
+	if (g < 1 || C % g || tw.shape[0] != C)
+		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64,
+			       g, C, tw.shape[0]);
+	int rank = t.rank;
+	x = unit_axis(c, x, &t);
+	w = x ? unit_axis(c, w, &tw) : NULL;
+	if (!w)
+		return -c->m->err->code;
+	int64_t len[2], op[2], ext[2], front[2], back[2];
+	for (int a = 0; a < 2; a++) {
+		int o = a - (2 - nsp);
+		len[a] = o < 0 ? 1 : t.shape[2 + o];
+		op[a] = o < 0 || !opd ? 0 : opd[o];
+		ext[a] = (win.k[a] - 1) * win.d[a] + 1;
+		if (op[a] < 0 || op[a] > TIR_MAX_DIM ||
+		    (double)(len[a] - 1) * (double)win.s[a] + (double)ext[a] + (double)op[a] > (double)TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "a result of %" PRId64 " x %" PRId64 " strides", len[a], win.s[a]);
+		if (os || same) {
+			int64_t out = o < 0 ? 1 : os ? os[o] : len[a] * win.s[a];
+			int64_t tot = win.s[a] * (len[a] - 1) + op[a] + ext[a] - out;
+			if (o < 0)
+				tot = 0;
+			if (tot < 0) {
+				/* an output_shape past the full result: zeros after it,
+				 * as output_padding gives (ONNX's reference) */
+				op[a] -= tot;
+				tot = 0;
+			}
+			win.p[a] = upper || !same ? tot / 2 : tot - tot / 2;
+			win.p[a + 2] = tot - win.p[a];
+		}
+		front[a] = ext[a] - 1 - win.p[a];
+		back[a] = ext[a] - 1 - win.p[a + 2] + op[a];
+	}
+	char b1[300], b2[300];
+	if (win.s[0] > 1 || win.s[1] > 1) {
+		int64_t s6[6] = {t.shape[0], C, len[0], 1, len[1], 1};
+		int64_t s4[4] = {t.shape[0], C, len[0] * win.s[0], len[1] * win.s[1]};
+		x = EMIT("reshape(%s, shape=%s)", x, shp(b1, 6, s6));
+		x = x ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, 0], [0, %" PRId64 "], [0, 0], [0, %" PRId64 "]])", x,
+			     win.s[0] - 1, win.s[1] - 1) : NULL;
+		x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b2, 4, s4)) : NULL;
+		x = x ? EMIT("slice(%s, axis=2, start=0, stop=%" PRId64 ")", x, (len[0] - 1) * win.s[0] + 1) : NULL;
+		x = x ? EMIT("slice(%s, axis=3, start=0, stop=%" PRId64 ")", x, (len[1] - 1) * win.s[1] + 1) : NULL;
+	}
+	int64_t pz[4] = {front[0] > 0 ? front[0] : 0, front[1] > 0 ? front[1] : 0, back[0] > 0 ? back[0] : 0,
+			 back[1] > 0 ? back[1] : 0}, none[2] = {0, 0};
+	if (x && (pz[0] || pz[1] || pz[2] || pz[3]))
+		x = pad_hw(c, x, pz, none, "0");
+	for (int a = 0; a < 2 && x; a++) {
+		if (front[a] >= 0 && back[a] >= 0)
+			continue;
+		const struct tir_type *tx = ox_type(c->m, x);
+		int64_t n = tx->shape[2 + a], st = front[a] < 0 ? -front[a] : 0, sp = n - (back[a] < 0 ? -back[a] : 0);
+		if (sp <= st)
+			return ox_fail(c->m, TIR_ETYPE, "pads larger than the result");
+		x = EMIT("slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")", x, 2 + a, st, sp);
+	}
+	/* [C, O/g, kh, kw] flipped -> [g, C/g, O/g, kh, kw] -> [g, O/g, C/g, kh, kw] -> [O, C/g, kh, kw] */
+	int64_t w5[5] = {g, C / g, Og, tw.shape[2], tw.shape[3]}, w4[4] = {g * Og, C / g, tw.shape[2], tw.shape[3]};
+	const char *wf = x ? EMIT("slice(%s, axis=2, step=-1)", w) : NULL;
+	wf = wf ? EMIT("slice(%s, axis=3, step=-1)", wf) : NULL;
+	if (wf && g > 1) {
+		wf = EMIT("reshape(%s, shape=%s)", wf, shp(b1, 5, w5));
+		wf = wf ? EMIT("transpose(%s, perm=[0, 2, 1, 3, 4])", wf) : NULL;
+		wf = wf ? EMIT("reshape(%s, shape=%s)", wf, shp(b2, 4, w4)) : NULL;
+	} else if (wf) {
+		wf = EMIT("transpose(%s, perm=[1, 0, 2, 3])", wf);
+	}
+	if (!wf)
+		return -c->m->err->code;
+	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
+	if (has_in(c, 2) && !b)
+		return -c->m->err->code;
+	char bias[300];
+	snprintf(bias, sizeof bias, "%s%s", b ? ", " : "", b ? b : "");
+	const char *y = EMIT("conv2d(%s, %s%s, dilation=[%" PRId64 ", %" PRId64 "], groups=%" PRId64 ")", x, wf, bias,
+			     win.d[0], win.d[1], g);
+	return bind(c, 0, drop_unit_axis(c, y, rank));
+}
+
 /* a dilated MaxPool of a 4-D x: the maximum of the kernel's taps, each a
  * strided slice of x padded with -inf (ceil_mode's last window too) */
 static const char *dilated_maxpool(struct ox_node_ctx *c, const char *x, const struct tir_type *t,
@@ -2037,7 +2144,7 @@ static int op_pool(struct ox_node_ctx *c)
 	bool dilated = win.d[0] != 1 || win.d[1] != 1;
 	if (dilated && !max)
 		return FAIL("AveragePool with dilations is not supported (tir's pools have none)");
-	if (dilated && win.k[0] * win.k[1] > 256)
+	if (dilated && (double)win.k[0] * (double)win.k[1] > 256)
 		return FAIL("MaxPool with dilations and a kernel of %" PRId64 " taps is not supported (tir's pools have no "
 			    "dilation; a dilated one is written tap by tap, at most 256)", win.k[0] * win.k[1]);
 	const int64_t *k = win.k, *s = win.s;
@@ -2251,7 +2358,7 @@ static const struct ox_opdef ops[] = {
 	{"ArgMax", op_argmax}, {"ArgMin", op_argmax},
 	{"MatMul", op_matmul}, {"Det", op_det}, {"Gemm", op_gemm}, {"Softmax", op_softmax}, {"LogSoftmax", op_softmax},
 	{"BatchNormalization", op_batchnorm}, {"InstanceNormalization", op_instancenorm},
-	{"LayerNormalization", op_layernorm}, {"Conv", op_conv}, {"MaxPool", op_pool}, {"AveragePool", op_pool},
+	{"LayerNormalization", op_layernorm}, {"Conv", op_conv}, {"ConvTranspose", op_convtranspose}, {"MaxPool", op_pool}, {"AveragePool", op_pool},
 	{"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
 	{"MeanVarianceNormalization", op_mvn}, {"LRN", op_lrn},
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
