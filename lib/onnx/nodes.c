@@ -2037,6 +2037,8 @@ static int op_convtranspose(struct ox_node_ctx *c)
 			win.p[a] = upper || !same ? tot / 2 : tot - tot / 2;
 			win.p[a + 2] = tot - win.p[a];
 		}
+		if (op[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "output_shape past %" PRId64, TIR_MAX_DIM);
 		front[a] = ext[a] - 1 - win.p[a];
 		back[a] = ext[a] - 1 - win.p[a + 2] + op[a];
 	}
