@@ -283,17 +283,9 @@ static int op_binary(struct ox_node_ctx *c)
 	if (!a || !b || !in_type(c, 0, &ta) || !in_type(c, 1, &tb))
 		return -c->m->err->code;
 	if (!strcmp(op, "Mod") && attr_i(c, "fmod", 0)) {
-		/* C's fmod: a - b * trunc(a / b) */
-		if (is_float(ta.dtype)) {
-			const char *q = EMIT("div(%s, %s)", a, b), *t;
-			const char *sg = q ? EMIT("sign(%s)", q) : NULL;
-			const char *ab = sg ? EMIT("abs(%s)", q) : NULL;
-			const char *fl = ab ? EMIT("floor(%s)", ab) : NULL;
-			t = fl ? EMIT("mul(%s, %s)", sg, fl) : NULL;
-			const char *bt = t ? EMIT("mul(%s, %s)", b, t) : NULL;
-			return bind_as(c, bt ? EMIT("sub(%s, %s)", a, bt) : NULL, ta.dtype);
-		}
-		/* integers: NumPy's mod takes the divisor's sign, C's the dividend's */
+		/* C's fmod takes the dividend's sign, tir's (NumPy's) mod the
+		 * divisor's: they differ by b where a remainder is left and a
+		 * and b have different signs (exact, floats and integers) */
 		const char *r = EMIT("mod(%s, %s)", a, b);
 		const char *fix = r ? trunc_fix(c, a, b, r) : NULL;
 		const char *rb = fix ? EMIT("sub(%s, %s)", r, b) : NULL;
@@ -406,7 +398,8 @@ static int op_clip(struct ox_node_ctx *c)
 	return bind_as(c, r, t.dtype);
 }
 
-/* activations written with today's ops */
+/* the activations: tir's op of the same meaning where it has one (with
+ * ONNX's attributes given), else written with where, mul, ... */
 static int op_activation(struct ox_node_ctx *c)
 {
 	const char *op = c->n->op_type;
@@ -414,84 +407,54 @@ static int op_activation(struct ox_node_ctx *c)
 	const char *x = in(c, 0);
 	if (!x || !in_type(c, 0, &t))
 		return -c->m->err->code;
+	static const char *const direct[][2] = {
+		{"Tan", "tan"}, {"Asin", "asin"}, {"Acos", "acos"}, {"Atan", "atan"}, {"Sinh", "sinh"},
+		{"Cosh", "cosh"}, {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"},
+		{"Softplus", "softplus"}, {"Softsign", "softsign"}, {"HardSwish", "hardswish"}, {NULL, NULL}};
 	const char *r = NULL;
+	for (int k = 0; direct[k][0]; k++)
+		if (!strcmp(op, direct[k][0]))
+			return bind_as(c, EMIT("%s(%s)", direct[k][1], x), t.dtype);
 	if (!strcmp(op, "LeakyRelu")) {
-		double a = attr_f(c, "alpha", 0.01);
-		const char *neg = EMIT("lt(%s, 0)", x);
-		const char *m = neg ? EMIT("mul(%s, %.9g)", x, a) : NULL;
-		r = m ? EMIT("where(%s, %s, %s)", neg, m, x) : NULL;
+		r = EMIT("leaky_relu(%s, negative_slope=%.9g)", x, attr_f(c, "alpha", 0.01));
 	} else if (!strcmp(op, "PRelu")) {
+		/* the slope broadcasts to x as NumPy's (unidirectional), as tir's */
 		const char *s = in(c, 1);
-		const char *neg = s ? EMIT("lt(%s, 0)", x) : NULL;
-		const char *m = neg ? EMIT("mul(%s, %s)", x, s) : NULL;
-		r = m ? EMIT("where(%s, %s, %s)", neg, m, x) : NULL;
-	} else if (!strcmp(op, "Elu") || !strcmp(op, "Selu") || !strcmp(op, "Celu")) {
-		double a = attr_f(c, "alpha", !strcmp(op, "Selu") ? 1.67326319217681884765625 : 1.0);
-		double g = !strcmp(op, "Selu") ? attr_f(c, "gamma", 1.05070102214813232421875) : 1.0;
-		const char *xs = !strcmp(op, "Celu") ? EMIT("div(%s, %.9g)", x, a) : x;
-		const char *e = xs ? EMIT("exp(%s)", xs) : NULL;
-		const char *e1 = e ? EMIT("sub(%s, 1)", e) : NULL;
-		const char *ea = e1 ? EMIT("mul(%s, %.9g)", e1, a) : NULL;
-		const char *pos = ea ? EMIT("gt(%s, 0)", x) : NULL;
-		r = pos ? EMIT("where(%s, %s, %s)", pos, x, ea) : NULL;
-		if (r && g != 1.0)
-			r = EMIT("mul(%s, %.9g)", r, g);
-	} else if (!strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish")) {
-		bool sw = !strcmp(op, "HardSwish");
-		double a = sw ? 1.0 / 6 : attr_f(c, "alpha", 0.2), b = sw ? 0.5 : attr_f(c, "beta", 0.5);
-		const char *l = EMIT("mul(%s, %.9g)", x, a);
-		const char *l2 = l ? EMIT("add(%s, %.9g)", l, b) : NULL;
-		const char *lo = l2 ? EMIT("maximum(%s, 0)", l2) : NULL;
-		r = lo ? EMIT("minimum(%s, 1)", lo) : NULL;
-		if (r && sw)
-			r = EMIT("mul(%s, %s)", x, r);
-	} else if (!strcmp(op, "Softplus")) {
-		const char *e = EMIT("exp(%s)", x);
-		const char *e1 = e ? EMIT("add(%s, 1)", e) : NULL;
-		r = e1 ? EMIT("log(%s)", e1) : NULL;
-	} else if (!strcmp(op, "Softsign")) {
-		const char *a = EMIT("abs(%s)", x);
-		const char *a1 = a ? EMIT("add(%s, 1)", a) : NULL;
-		r = a1 ? EMIT("div(%s, %s)", x, a1) : NULL;
+		r = s ? EMIT("prelu(%s, %s)", x, s) : NULL;
+	} else if (!strcmp(op, "Elu") || !strcmp(op, "Celu")) {
+		double a = attr_f(c, "alpha", 1.0);
+		if (!strcmp(op, "Celu") && a == 0)
+			return ox_fail(c->m, TIR_ETYPE, "Celu with alpha 0");
+		r = EMIT("%s(%s, alpha=%.9g)", !strcmp(op, "Elu") ? "elu" : "celu", x, a);
+	} else if (!strcmp(op, "Selu")) {
+		/* tir's selu has ONNX's default constants (float32 values) */
+		float a = (float)attr_f(c, "alpha", 1.67326319217681884765625);
+		float g = (float)attr_f(c, "gamma", 1.05070102214813232421875);
+		if (a == 1.67326319217681884765625f && g == 1.05070102214813232421875f) {
+			r = EMIT("selu(%s)", x);
+		} else {
+			const char *e = EMIT("elu(%s, alpha=%.9g)", x, (double)a);
+			r = e ? EMIT("mul(%s, %.9g)", e, (double)g) : NULL;
+		}
+	} else if (!strcmp(op, "HardSigmoid")) {
+		r = EMIT("hardsigmoid(%s, alpha=%.9g, beta=%.9g)", x, attr_f(c, "alpha", 0.2), attr_f(c, "beta", 0.5));
 	} else if (!strcmp(op, "ThresholdedRelu")) {
 		double a = attr_f(c, "alpha", 1.0);
 		const char *g = EMIT("gt(%s, %.9g)", x, a);
 		r = g ? EMIT("where(%s, %s, 0)", g, x) : NULL;
-	} else if (!strcmp(op, "Tan")) {
-		const char *s = EMIT("sin(%s)", x);
-		const char *k = s ? EMIT("cos(%s)", x) : NULL;
-		r = k ? EMIT("div(%s, %s)", s, k) : NULL;
-	} else if (!strcmp(op, "Sinh") || !strcmp(op, "Cosh")) {
-		const char *e = EMIT("exp(%s)", x);
-		const char *n = e ? EMIT("neg(%s)", x) : NULL;
-		const char *en = n ? EMIT("exp(%s)", n) : NULL;
-		const char *d = en ? EMIT("%s(%s, %s)", op[0] == 'S' ? "sub" : "add", e, en) : NULL;
-		r = d ? EMIT("mul(%s, 0.5)", d) : NULL;
-	} else if (!strcmp(op, "Asinh") || !strcmp(op, "Acosh")) {
-		const char *sq = EMIT("mul(%s, %s)", x, x);
-		const char *s1 = sq ? EMIT("%s(%s, 1)", op[1] == 's' ? "add" : "sub", sq) : NULL;
-		const char *rt = s1 ? EMIT("sqrt(%s)", s1) : NULL;
-		const char *a = rt ? EMIT("add(%s, %s)", x, rt) : NULL;
-		r = a ? EMIT("log(%s)", a) : NULL;
-	} else if (!strcmp(op, "Atanh")) {
-		const char *p = EMIT("add(%s, 1)", x);
-		const char *n = p ? EMIT("sub(1, %s)", x) : NULL;
-		const char *q = n ? EMIT("div(%s, %s)", p, n) : NULL;
-		const char *l = q ? EMIT("log(%s)", q) : NULL;
-		r = l ? EMIT("mul(%s, 0.5)", l) : NULL;
 	} else if (!strcmp(op, "IsNaN")) {
-		return bind(c, 0, EMIT("ne(%s, %s)", x, x));
+		return bind(c, 0, EMIT("isnan(%s)", x));
 	} else if (!strcmp(op, "IsInf")) {
 		bool p = attr_i(c, "detect_positive", 1), n = attr_i(c, "detect_negative", 1);
-		if (p && n) {
-			const char *a = EMIT("abs(%s)", x);
-			return bind(c, 0, a ? EMIT("eq(%s, inf)", a) : NULL);
+		if (p && n)
+			return bind(c, 0, EMIT("isinf(%s)", x));
+		if (!p && !n) {
+			char b[300];
+			return bind(c, 0, EMIT("zeros(%s, dtype=bool)", shp(b, t.rank, t.shape)));
 		}
-		if (p)
-			return bind(c, 0, EMIT("eq(%s, inf)", x));
-		if (n)
-			return bind(c, 0, EMIT("eq(%s, -inf)", x));
-		return bind(c, 0, EMIT("ne(%s, %s)", x, x)); /* neither: never, but NaN is never equal: all false */
+		const char *i = EMIT("isinf(%s)", x);
+		const char *s = i ? EMIT("%s(%s, 0)", p ? "gt" : "lt", x) : NULL;
+		return bind(c, 0, s ? EMIT("and(%s, %s)", i, s) : NULL);
 	} else if (!strcmp(op, "Gelu")) {
 		if (!attr_str_is(c, "approximate", "none", "none"))
 			return FAIL("Gelu with approximate=tanh is not supported");
@@ -1063,6 +1026,174 @@ static const char *iota(struct ox_node_ctx *c, const char *base, int64_t n, int 
 	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, shp(b, r, sh)) : i;
 }
 
+/* NumPy's take_along_axis (ONNX's GatherElements) of x by indices ix of
+ * the same rank on axis a: each element's flat position in x (the index
+ * on a, wrapped when negative, the element's own coordinate on the
+ * others, times the strides), then a gather from x flattened */
+static const char *take_along(struct ox_node_ctx *c, const char *x, const struct tir_type *t, const char *ix,
+			      const struct tir_type *ti, int a)
+{
+	char b[300];
+	int64_t n = 1;
+	for (int k = 0; k < t->rank; k++)
+		n *= t->shape[k];
+	if (!n)
+		return EMIT("zeros(%s, dtype=%s)", shp(b, ti->rank, ti->shape), dtn(t->dtype));
+	const char *i = EMIT("cast(%s, dtype=i64)", ix);
+	const char *neg = i ? EMIT("lt(%s, 0)", i) : NULL;
+	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i, t->shape[a]) : NULL;
+	const char *pos = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i) : NULL;
+	int64_t stride = 1;
+	const char *acc = NULL;
+	bool ok = pos;
+	for (int k = t->rank - 1; k >= 0 && ok; k--) {
+		const char *co = k == a ? pos : iota(c, out_name(c, 0), ti->shape[k], k, t->rank);
+		co = co && stride != 1 ? EMIT("mul(%s, %" PRId64 ")", co, stride) : co;
+		acc = co && acc ? EMIT("add(%s, %s)", acc, co) : co;
+		ok = acc;
+		stride *= t->shape[k];
+	}
+	const char *flat = ok ? EMIT("reshape(%s, shape=[%" PRId64 "])", x, n) : NULL;
+	return flat ? EMIT("gather(%s, %s, axis=0)", flat, acc) : NULL;
+}
+
+static int op_gather_elements(struct ox_node_ctx *c)
+{
+	struct tir_type t, ti;
+	const char *x = in(c, 0), *ix = x ? in(c, 1) : NULL;
+	if (!ix || !in_type(c, 0, &t) || !in_type(c, 1, &ti))
+		return -c->m->err->code;
+	int a;
+	if (ti.rank != t.rank || !t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "indices of rank %d for data of rank %d", ti.rank, t.rank);
+	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+		return -c->m->err->code;
+	return bind(c, 0, take_along(c, x, &t, ix, &ti, a));
+}
+
+/* TopK: a stable argsort (of -x for the largest: ties keep the lower
+ * index first, as ONNX asks), its first K, and the values taken along */
+static int op_topk(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t k;
+	if (c->opset < 10) {
+		k = attr_i(c, "k", -1);
+	} else {
+		struct ox_const *kc = need_const(c, 1, "k");
+		if (!kc)
+			return -c->m->err->code;
+		k = kc->n == 1 ? kc->i[0] : -1;
+	}
+	int a;
+	if (!t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank 0");
+	if (norm_axis(c, attr_i(c, "axis", -1), t.rank, &a))
+		return -c->m->err->code;
+	if (k < 0 || k > t.shape[a])
+		return ox_fail(c->m, TIR_ETYPE, "k %" PRId64 " for an axis of %" PRId64, k, t.shape[a]);
+	const char *key = x;
+	if (attr_i(c, "largest", 1)) {
+		key = is_float(t.dtype) ? x : EMIT("cast(%s, dtype=i64)", x);
+		key = key ? EMIT("neg(%s)", key) : NULL;
+	}
+	const char *o = key ? EMIT("argsort(%s, axis=%d)", key, a) : NULL;
+	const char *ix = o ? EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", o, a, k) : NULL;
+	struct tir_type ti = t;
+	ti.shape[a] = k;
+	ti.dtype = TIR_DTYPE_I64;
+	const char *v = ix ? take_along(c, x, &t, ix, &ti, a) : NULL;
+	int rc = bind(c, 0, v);
+	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
+		rc = bind(c, 1, ix);
+	return rc;
+}
+
+/* NegativeLogLikelihoodLoss of log-probabilities lp [N, C, d...] and the
+ * node's target [N, d...] (input 1) and weight [C] (input 2): each
+ * element's -lp at its class, times its class's weight (0 where the
+ * target is ignore_index), then none, sum or mean (the sum divided by
+ * the weights' sum) */
+static int nll(struct ox_node_ctx *c, const char *lp, const struct tir_type *t)
+{
+	struct tir_type tt;
+	const char *tg = in(c, 1);
+	if (!tg || !in_type(c, 1, &tt))
+		return -c->m->err->code;
+	if (t->rank < 2 || tt.rank != t->rank - 1 || tt.shape[0] != t->shape[0])
+		return ox_fail(c->m, TIR_ETYPE, "target of rank %d for input of rank %d", tt.rank, t->rank);
+	bool none = attr_str_is(c, "reduction", "none", "mean"), sum = attr_str_is(c, "reduction", "sum", "mean");
+	if (!none && !sum && !attr_str_is(c, "reduction", "mean", "mean"))
+		return ox_fail(c->m, TIR_ETYPE, "reduction not none, sum or mean");
+	const Onnx__AttributeProto *ii = attr(c, "ignore_index");
+	const char *tl = EMIT("cast(%s, dtype=i64)", tg), *mask = NULL;
+	if (tl && ii) {
+		mask = EMIT("ne(%s, %" PRId64 ")", tl, ii->i);
+		tl = mask ? EMIT("where(%s, %s, 0)", mask, tl) : NULL;
+	}
+	struct tir_type ti = tt;
+	ti.rank = (uint8_t)t->rank;
+	ti.shape[1] = 1;
+	for (int k = 2; k < t->rank; k++)
+		ti.shape[k] = tt.shape[k - 1];
+	char b[300];
+	const char *ix = tl ? EMIT("reshape(%s, shape=%s)", tl, shp(b, ti.rank, ti.shape)) : NULL;
+	const char *pk = ix ? take_along(c, lp, t, ix, &ti, 1) : NULL;
+	pk = pk ? EMIT("reshape(%s, shape=%s)", pk, shp(b, tt.rank, tt.shape)) : NULL;
+	const char *loss = pk ? EMIT("neg(%s)", pk) : NULL, *w = NULL;
+	if (loss && has_in(c, 2)) {
+		const char *wt = in(c, 2);
+		w = wt ? EMIT("gather(%s, %s, axis=0)", wt, tl) : NULL;
+		if (w && mask) {
+			const char *mf = EMIT("cast(%s, dtype=%s)", mask, dtn(t->dtype));
+			w = mf ? EMIT("mul(%s, %s)", w, mf) : NULL;
+		}
+	} else if (loss && mask) {
+		w = EMIT("cast(%s, dtype=%s)", mask, dtn(t->dtype));
+	}
+	if (!loss || ((has_in(c, 2) || mask) && !w))
+		return -c->m->err->code;
+	loss = w ? EMIT("mul(%s, %s)", loss, w) : loss;
+	const char *r = loss;
+	if (loss && sum)
+		r = EMIT("sum(%s)", loss);
+	else if (loss && !none && w) {
+		const char *s = EMIT("sum(%s)", loss), *sw = s ? EMIT("sum(%s)", w) : NULL;
+		r = sw ? EMIT("div(%s, %s)", s, sw) : NULL;
+	} else if (loss && !none)
+		r = EMIT("mean(%s)", loss);
+	return bind_as(c, r, t->dtype);
+}
+
+static int op_nllloss(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	return nll(c, x, &t);
+}
+
+/* SoftmaxCrossEntropyLoss: the loss of log_softmax over the classes; its
+ * second output those log-probabilities */
+static int op_sceloss(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 2)
+		return ox_fail(c->m, TIR_ETYPE, "scores of rank %d", t.rank);
+	const char *lp = EMIT("log_softmax(%s, axis=1)", x);
+	int rc = lp ? nll(c, lp, &t) : -c->m->err->code;
+	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
+		rc = bind(c, 1, lp);
+	return rc;
+}
+
 static int op_trilu(struct ox_node_ctx *c)
 {
 	struct tir_type t;
@@ -1076,17 +1207,14 @@ static int op_trilu(struct ox_node_ctx *c)
 		struct ox_const *kc = need_const(c, 1, "k");
 		if (!kc)
 			return -c->m->err->code;
+		if (kc->n != 1)
+			return ox_fail(c->m, TIR_ETYPE, "k of %" PRId64 " elements", kc->n);
 		k = kc->i[0];
 	}
-	int64_t n = t.shape[t.rank - 2], m = t.shape[t.rank - 1];
-	if (!n || !m)
-		return bind(c, 0, x);
-	const char *rows = iota(c, out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, out_name(c, 0), m, 1, 2) : NULL;
-	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
-	bool upper = attr_i(c, "upper", 1);
-	const char *mask = d ? EMIT("%s(%s, %" PRId64 ")", upper ? "ge" : "le", d, k) : NULL;
-	const char *zero = mask ? EMIT("cast(0, dtype=%s)", dtn(t.dtype)) : NULL;
-	return bind(c, 0, zero ? EMIT("where(%s, %s, %s)", mask, x, zero) : NULL);
+	/* beyond the matrix, all kept or all zero: the same with k clamped */
+	int64_t lim = t.shape[t.rank - 2] + t.shape[t.rank - 1];
+	k = k > lim ? lim : k < -lim ? -lim : k;
+	return bind(c, 0, EMIT("%s(%s, k=%" PRId64 ")", attr_i(c, "upper", 1) ? "triu" : "tril", x, k));
 }
 
 static int op_eyelike(struct ox_node_ctx *c)
@@ -1205,25 +1333,99 @@ static int op_tile(struct ox_node_ctx *c)
 	struct ox_const *r = need_const(c, 1, "repeats");
 	if (!r || !in_type(c, 0, &t))
 		return -c->m->err->code;
-	if (r->n != t.rank || 2 * t.rank > TIR_MAX_RANK)
-		return FAIL("Tile of rank %d (tir tiles up to rank %d)", t.rank, TIR_MAX_RANK / 2);
-	/* [a, b] -> [1, a, 1, b] -> [ra, a, rb, b] -> [ra*a, rb*b] */
-	int64_t s1[TIR_MAX_RANK], s2[TIR_MAX_RANK], s3[TIR_MAX_RANK];
-	for (int k = 0; k < t.rank; k++) {
-		if (r->i[k] < 0)
-			return ox_fail(c->m, TIR_EDATA, "repeat %" PRId64, r->i[k]);
-		s1[2 * k] = 1;
-		s1[2 * k + 1] = t.shape[k];
-		s2[2 * k] = r->i[k];
-		s2[2 * k + 1] = t.shape[k];
-		s3[k] = r->i[k] * t.shape[k];
-	}
-	char b1[300], b2[300], b3[300];
+	if (r->n != t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "%" PRId64 " repeats for an input of rank %d", r->n, t.rank);
+	for (int k = 0; k < t.rank; k++)
+		if (r->i[k] < 0 || (t.shape[k] && r->i[k] > TIR_MAX_DIM / t.shape[k]))
+			return ox_fail(c->m, TIR_EDATA, "repeat %" PRId64 " of axis %d", r->i[k], k);
+	char b[300];
 	const char *x = in(c, 0);
-	x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b1, 2 * t.rank, s1)) : NULL;
-	x = x ? EMIT("expand(%s, shape=%s)", x, shp(b2, 2 * t.rank, s2)) : NULL;
-	x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b3, t.rank, s3)) : NULL;
-	return bind(c, 0, x);
+	return bind(c, 0, x ? EMIT("tile(%s, reps=%s)", x, shp(b, t.rank, r->i)) : NULL);
+}
+
+/* CumSum: tir's cumsum; reverse as the axis flipped before and after,
+ * exclusive as the input shifted by one (a zero in front, the last cut) */
+static int op_cumsum(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	struct ox_const *ac = x ? need_const(c, 1, "axis") : NULL;
+	if (!ac || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (ac->n != 1)
+		return ox_fail(c->m, TIR_ETYPE, "axis of %" PRId64 " elements", ac->n);
+	int a;
+	if (t.rank < 1)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank 0");
+	if (norm_axis(c, ac->i[0], t.rank, &a))
+		return -c->m->err->code;
+	bool rev = attr_i(c, "reverse", 0), excl = attr_i(c, "exclusive", 0);
+	if (rev)
+		x = EMIT("slice(%s, axis=%d, step=-1)", x, a);
+	if (x && excl) {
+		struct tir_str p = {0};
+		tir_str_addf(&p, "[");
+		for (int k = 0; k < t.rank; k++)
+			tir_str_addf(&p, "%s[%d, 0]", k ? ", " : "", k == a);
+		tir_str_addf(&p, "]");
+		x = EMIT("pad(%s, pads=%s)", x, p.s);
+		tir_str_free(&p);
+		x = x ? EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", x, a, t.shape[a]) : NULL;
+	}
+	x = x ? EMIT("cumsum(%s, axis=%d)", x, a) : NULL;
+	if (x && rev)
+		x = EMIT("slice(%s, axis=%d, step=-1)", x, a);
+	return bind_as(c, x, t.dtype);
+}
+
+/* Einsum: tir's einsum, the equation without spaces; the implicit form
+ * (no "->") given its output: the letters used once, in order */
+static int op_einsum(struct ox_node_ctx *c)
+{
+	const Onnx__AttributeProto *eq = attr(c, "equation");
+	if (!eq || !eq->has_s || eq->s.len > 200)
+		return ox_fail(c->m, TIR_EDATA, "Einsum without an equation");
+	char e[300];
+	size_t n = 0;
+	int count[128] = {0};
+	bool arrow = false;
+	for (size_t k = 0; k < eq->s.len; k++) {
+		char ch = (char)eq->s.data[k];
+		if (ch == ' ')
+			continue;
+		if (ch == '.')
+			return FAIL("Einsum with '...' is not supported");
+		if (ch == '-')
+			arrow = true;
+		else if (!arrow && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
+			count[(int)ch]++;
+		else if (!(ch == ',' || ch == '>' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
+			return ox_fail(c->m, TIR_EDATA, "Einsum equation with '%c'", ch);
+		e[n++] = ch;
+	}
+	if (!arrow) {
+		e[n++] = '-';
+		e[n++] = '>';
+		for (int ch = 'A'; ch <= 'z'; ch++)
+			if (count[ch] == 1)
+				e[n++] = (char)ch;
+	}
+	e[n] = 0;
+	struct tir_type t;
+	if (!c->n->n_input || !in_type(c, 0, &t))
+		return ox_fail(c->m, TIR_EDATA, "Einsum without inputs");
+	struct tir_str s = {0};
+	tir_str_addf(&s, "einsum(\"%s\"", e);
+	for (size_t k = 0; k < c->n->n_input; k++) {
+		const char *x = in(c, k);
+		if (!x)
+			return tir_str_free(&s), -c->m->err->code;
+		tir_str_addf(&s, ", %s", x);
+	}
+	tir_str_addf(&s, ")");
+	const char *r = EMIT("%s", s.s);
+	tir_str_free(&s);
+	return bind_as(c, r, t.dtype);
 }
 
 static int op_split(struct ox_node_ctx *c)
@@ -1282,8 +1484,9 @@ static int op_pad(struct ox_node_ctx *c)
 	const char *x = in(c, 0);
 	if (!x || !in_type(c, 0, &t))
 		return -c->m->err->code;
-	if (!attr_str_is(c, "mode", "constant", "constant"))
-		return FAIL("Pad mode other than constant is not supported");
+	bool edge = attr_str_is(c, "mode", "edge", "constant"), reflect = attr_str_is(c, "mode", "reflect", "constant");
+	if (!edge && !reflect && !attr_str_is(c, "mode", "constant", "constant"))
+		return FAIL("Pad mode other than constant, edge and reflect is not supported");
 	const int64_t *p;
 	size_t n;
 	double value = 0;
@@ -1332,6 +1535,33 @@ static int op_pad(struct ox_node_ctx *c)
 		after[a] = p[k + na];
 		if (before[a] < 0 || after[a] < 0)
 			return FAIL("negative pads are not supported");
+	}
+	if (edge || reflect) {
+		/* a gather on each padded axis of the positions it reads:
+		 * arange(-before, n + after) clamped (edge) or mirrored at
+		 * both ends (reflect: n - 1 - |n - 1 - |i||) */
+		const char *r = x;
+		for (int a = 0; a < t.rank && r; a++) {
+			int64_t d = t.shape[a];
+			if (!before[a] && !after[a])
+				continue;
+			if (!d || (reflect && (before[a] > d - 1 || after[a] > d - 1)))
+				return FAIL("Pad mode %s of %" PRId64 " and %" PRId64 " on an axis of %" PRId64 " is not supported",
+					    edge ? "edge" : "reflect", before[a], after[a], d);
+			const char *i = EMIT("arange(%" PRId64 ", %" PRId64 ", dtype=i64)", -before[a], d + after[a]);
+			if (i && edge) {
+				i = EMIT("clip(%s, 0, %" PRId64 ")", i, d - 1);
+			} else if (i) {
+				i = EMIT("abs(%s)", i);
+				i = i ? EMIT("sub(%" PRId64 ", %s)", d - 1, i) : NULL;
+				i = i ? EMIT("abs(%s)", i) : NULL;
+				i = i ? EMIT("sub(%" PRId64 ", %s)", d - 1, i) : NULL;
+			}
+			r = i ? EMIT("gather(%s, %s, axis=%d)", r, i, a) : NULL;
+		}
+		if (r == x)
+			r = EMIT("mul(%s, 1)", x);
+		return bind_as(c, r, t.dtype);
 	}
 	struct tir_str s = {0};
 	tir_str_addf(&s, "[");
@@ -1418,13 +1648,7 @@ static int op_reduce(struct ox_node_ctx *c)
 		const char *s = EMIT("sum(%s%s, keepdims=%s)", x, A, K);
 		r = s ? EMIT("log(%s)", s) : NULL;
 	} else if (!strcmp(op, "ReduceLogSumExp")) {
-		const char *mx = EMIT("max(%s%s, keepdims=true)", x, A);
-		const char *d = mx ? EMIT("sub(%s, %s)", x, mx) : NULL;
-		const char *e = d ? EMIT("exp(%s)", d) : NULL;
-		const char *s = e ? EMIT("sum(%s%s, keepdims=%s)", e, A, K) : NULL;
-		const char *l = s ? EMIT("log(%s)", s) : NULL;
-		const char *m2 = l && !keep ? EMIT("max(%s%s, keepdims=false)", x, A) : mx;
-		r = l && m2 ? EMIT("add(%s, %s)", l, m2) : NULL;
+		r = EMIT("logsumexp(%s%s, keepdims=%s)", x, A, K);
 	}
 	tir_str_free(&ax);
 	return bind_as(c, r, t.dtype);
@@ -1451,6 +1675,18 @@ static int op_argmax(struct ox_node_ctx *c)
 }
 
 /* ---- linear algebra and networks ---- */
+
+/* Det: tir's det, of [..., n, n] */
+static int op_det(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	if (t.rank < 2 || t.shape[t.rank - 1] != t.shape[t.rank - 2])
+		return ox_fail(c->m, TIR_ETYPE, "Det of a %d-D input, not [..., n, n]", t.rank);
+	return bind_as(c, EMIT("det(%s)", x), t.dtype);
+}
 
 static int op_matmul(struct ox_node_ctx *c)
 {
@@ -1613,175 +1849,125 @@ static int op_layernorm(struct ox_node_ctx *c)
 	return rc;
 }
 
-/* pads of a 2-D window op: explicit, or from auto_pad */
-static int window_pads(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *k, const int64_t *s,
-		       int64_t pads[4])
+/* a window op's attributes (Conv, MaxPool, AveragePool) over 1 or 2
+ * spatial axes, as tir's 2-D ones: a 1-D op's on the second axis, the
+ * first of size 1.  kw: the kernel (from the weight, or kernel_shape);
+ * pads [top, left, bottom, right] explicit or from auto_pad (with the
+ * dilated kernel's extent). */
+struct window {
+	int64_t k[2], s[2], d[2], p[4];
+};
+
+static int window_attrs(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kw, struct window *w)
 {
+	int nsp = t->rank - 2;
+	if (nsp != 1 && nsp != 2)
+		return FAIL("%s of a %d-D input (tir has 1-D and 2-D)", c->n->op_type, nsp);
 	size_t n;
-	const int64_t *p = attr_ints(c, "pads", &n);
-	memset(pads, 0, 4 * sizeof *pads);
-	if (attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET") || attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
-		bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
-		for (int d = 0; d < 2; d++) {
-			int64_t in = t->shape[2 + d], out = (in + s[d] - 1) / s[d];
-			int64_t tot = (out - 1) * s[d] + k[d] - in;
+	const int64_t *ks = attr_ints(c, "kernel_shape", &n);
+	if (ks && n != (size_t)nsp)
+		return ox_fail(c->m, TIR_ETYPE, "kernel_shape of %zu axes for %d spatial axes", n, nsp);
+	const int64_t *st = attr_ints(c, "strides", &n);
+	if (st && n != (size_t)nsp)
+		return ox_fail(c->m, TIR_ETYPE, "%zu strides for %d spatial axes", n, nsp);
+	const int64_t *dl = attr_ints(c, "dilations", &n);
+	if (dl && n != (size_t)nsp)
+		return ox_fail(c->m, TIR_ETYPE, "%zu dilations for %d spatial axes", n, nsp);
+	const int64_t *pd = attr_ints(c, "pads", &n);
+	if (pd && n != (size_t)(2 * nsp))
+		return ox_fail(c->m, TIR_ETYPE, "%zu pads for %d spatial axes", n, nsp);
+	int64_t in[2] = {1, 1};
+	for (int a = 0; a < 2; a++) {
+		int o = a - (2 - nsp); /* the ONNX axis, or -1 for the unit one */
+		in[a] = o < 0 ? 1 : t->shape[2 + o];
+		w->k[a] = o < 0 ? 1 : ks ? ks[o] : kw[o];
+		w->s[a] = o < 0 || !st ? 1 : st[o];
+		w->d[a] = o < 0 || !dl ? 1 : dl[o];
+		w->p[a] = o < 0 || !pd ? 0 : pd[o];
+		w->p[a + 2] = o < 0 || !pd ? 0 : pd[o + nsp];
+		if (kw && w->k[a] != (o < 0 ? 1 : kw[o]))
+			return ox_fail(c->m, TIR_ETYPE, "kernel_shape does not match the weight");
+		if (w->k[a] < 1 || w->s[a] < 1 || w->d[a] < 1 || w->k[a] > TIR_MAX_DIM || w->s[a] > TIR_MAX_DIM ||
+		    w->d[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "kernel, strides or dilations below 1 or too large");
+		if ((double)(w->k[a] - 1) * (double)w->d[a] + 1 > (double)TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "a dilated kernel of %" PRId64 " x %" PRId64 " taps", w->k[a], w->d[a]);
+	}
+	bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
+	if (upper || attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
+		for (int a = 0; a < 2; a++) {
+			int64_t out = (in[a] + w->s[a] - 1) / w->s[a], ext = (w->k[a] - 1) * w->d[a] + 1;
+			int64_t tot = (out - 1) * w->s[a] + ext - in[a];
 			if (tot < 0)
 				tot = 0;
-			pads[d] = upper ? tot / 2 : tot - tot / 2;
-			pads[d + 2] = tot - pads[d];
+			w->p[a] = upper ? tot / 2 : tot - tot / 2;
+			w->p[a + 2] = tot - w->p[a];
 		}
-	} else if (!attr_str_is(c, "auto_pad", "VALID", "NOTSET") && p) {
-		if (n != 4)
-			return ox_fail(c->m, TIR_ETYPE, "%zu pads for 2 spatial axes", n);
-		memcpy(pads, p, 4 * sizeof *pads);
+	} else if (attr_str_is(c, "auto_pad", "VALID", "NOTSET")) {
+		memset(w->p, 0, sizeof w->p);
+	} else if (!attr_str_is(c, "auto_pad", "NOTSET", "NOTSET")) {
+		return ox_fail(c->m, TIR_ETYPE, "auto_pad not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
 	}
-	for (int d = 0; d < 4; d++)
-		if (pads[d] < 0)
-			return ox_fail(c->m, TIR_ETYPE, "negative pads");
+	for (int a = 0; a < 4; a++)
+		if (w->p[a] < 0 || w->p[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "pads %" PRId64, w->p[a]);
 	return 0;
 }
 
-static int window_2d(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kdef, int64_t k[2], int64_t s[2],
-		     bool dilation_done)
+/* [N, C, L] as [N, C, 1, L] (a 1-D window op as tir's 2-D) */
+static const char *unit_axis(struct ox_node_ctx *c, const char *x, const struct tir_type *t)
 {
-	size_t n;
-	const int64_t *ks = dilation_done ? NULL : attr_ints(c, "kernel_shape", &n);
-	if (t->rank != 4)
-		return FAIL("%s of a %d-D input (tir has 2-D only)", c->n->op_type, t->rank - 2);
-	if (ks && n != 2)
-		return ox_fail(c->m, TIR_ETYPE, "kernel_shape of %zu axes", n);
-	k[0] = ks ? ks[0] : kdef[0];
-	k[1] = ks ? ks[1] : kdef[1];
-	const int64_t *st = attr_ints(c, "strides", &n);
-	s[0] = st && n == 2 ? st[0] : 1;
-	s[1] = st && n == 2 ? st[1] : 1;
-	const int64_t *dl = dilation_done ? NULL : attr_ints(c, "dilations", &n);
-	for (size_t j = 0; dl && j < n; j++)
-		if (dl[j] != 1)
-			return FAIL("dilations other than 1 are not supported");
-	if (s[0] < 1 || s[1] < 1 || k[0] < 1 || k[1] < 1)
-		return ox_fail(c->m, TIR_ETYPE, "kernel or strides below 1");
-	return 0;
+	if (t->rank != 3)
+		return x;
+	int64_t s[4] = {t->shape[0], t->shape[1], 1, t->shape[2]};
+	char b[300];
+	return EMIT("reshape(%s, shape=%s)", x, shp(b, 4, s));
 }
 
-/* A known weight [O, C/g, k...] of a grouped or dilated convolution as
- * the weight of the same convolution with one group and no dilation:
- * [O, C, (k - 1) d + 1, ...], zero outside each output's group of inputs
- * and between the taps.  returns its tir name, or NULL with err set. */
-static const char *dense_weight(struct ox_node_ctx *c, int64_t g, const int64_t *dil)
+/* the 2-D result back to 1-D */
+static const char *drop_unit_axis(struct ox_node_ctx *c, const char *y, int rank)
 {
-	struct ox_val *wv = in_val(c, 1);
-	const struct ox_const *w = wv ? wv->c : NULL;
-	if (!w || (w->rank != 3 && w->rank != 4)) {
-		FAIL("a grouped or dilated Conv needs its weight known at import");
-		return NULL;
-	}
-	int nsp = w->rank - 2;
-	int64_t O = w->shape[0], Cg = w->shape[1], kh = nsp == 2 ? w->shape[2] : 1, kw = w->shape[w->rank - 1];
-	int64_t dh = nsp == 2 ? dil[0] : 1, dw = dil[nsp - 1];
-	if (g < 1 || O % g || dh < 1 || dw < 1 || dh > 64 || dw > 64) {
-		ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " or dilations do not fit the weight", g);
-		return NULL;
-	}
-	int64_t sh[4] = {O, Cg * g, (kh - 1) * dh + 1, (kw - 1) * dw + 1};
-	int64_t shape[4] = {sh[0], sh[1], nsp == 2 ? sh[2] : sh[3], sh[3]};
-	/* at most 2^26 elements (256 MiB of f32): a hostile group count or
-	 * dilation must not make the import allocate without bound */
-	double total = (double)sh[0] * (double)sh[1] * (double)sh[2] * (double)sh[3];
-	struct ox_const *d = total <= (double)(1 << 26) ? ox_const_new(w->dtype, w->rank, shape) : NULL;
-	if (!d) {
-		ox_fail(c->m, TIR_EDATA, "a dense weight of %" PRId64 " x %" PRId64 " taps is too large", O, Cg * g);
-		return NULL;
-	}
-	for (int64_t o = 0; o < O; o++)
-		for (int64_t ci = 0; ci < Cg; ci++)
-			for (int64_t i = 0; i < kh; i++)
-				for (int64_t j = 0; j < kw; j++) {
-					int64_t src = ((o * Cg + ci) * kh + i) * kw + j;
-					int64_t cc = (o / (O / g)) * Cg + ci;
-					int64_t dst = ((o * sh[1] + cc) * (nsp == 2 ? sh[2] : 1) + i * dh) * sh[3] + j * dw;
-					double v = ox_const_get(w, src);
-					ox_const_set(d, dst, v, (int64_t)v);
-				}
-	char name[600];
-	snprintf(name, sizeof name, "%s_dense", wv->onnx);
-	while (ox_find(c->m, name))
-		strncat(name, "_", sizeof name - strlen(name) - 1);
-	struct ox_val *v = ox_val(c->m, name);
-	if (!v) {
-		ox_const_free(d);
-		ox_fail(c->m, TIR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	v->c = d;
-	v->defined = true;
-	return ox_use(c->m, name);
+	if (!y || rank != 3)
+		return y;
+	const struct tir_type *ty = ox_type(c->m, y);
+	int64_t s[3] = {ty->shape[0], ty->shape[1], ty->shape[3]};
+	char b[300];
+	return EMIT("reshape(%s, shape=%s)", y, shp(b, 3, s));
 }
 
+static const char *pad_hw(struct ox_node_ctx *c, const char *x, const int64_t *p, const int64_t *extra,
+			  const char *value)
+{
+	return EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=%s)", x,
+		    p[0], p[2] + extra[0], p[1], p[3] + extra[1], value);
+}
+
+/* Conv: tir's conv2d with its groups and dilation; 1-D on a unit axis;
+ * pads uneven (SAME of an even kernel) through pad */
 static int op_conv(struct ox_node_ctx *c)
 {
 	struct tir_type t, tw;
-	const char *x = in(c, 0), *w = NULL;
-	if (!x || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
+	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
 		return -c->m->err->code;
-	int64_t g = attr_i(c, "group", 1), one[2] = {1, 1};
-	size_t nd;
-	const int64_t *dl = attr_ints(c, "dilations", &nd);
-	bool dilated = false;
-	for (size_t j = 0; dl && j < nd; j++)
-		dilated |= dl[j] != 1;
-	if (dl && nd != (size_t)(t.rank - 2))
-		return ox_fail(c->m, TIR_ETYPE, "%zu dilations for %d spatial axes", nd, t.rank - 2);
-	bool dense = g != 1 || dilated;
-	if (dense && t.rank != 3 && t.rank != 4)
-		return FAIL("Conv of a %d-D input (tir has 1-D and 2-D)", t.rank - 2);
-	w = dense ? dense_weight(c, g, dilated ? dl : one) : in(c, 1);
+	if (tw.rank != t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
+	struct window win;
+	if (window_attrs(c, &t, tw.shape + 2, &win))
+		return -c->m->err->code;
+	int64_t g = attr_i(c, "group", 1);
+	if (g < 1 || t.shape[1] % g || tw.shape[0] % g || tw.shape[1] * g != t.shape[1])
+		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64
+			       " x %" PRId64, g, t.shape[1], tw.shape[0], tw.shape[1]);
+	int rank = t.rank;
+	x = unit_axis(c, x, &t);
+	w = x ? unit_axis(c, w, &tw) : NULL;
 	if (!w)
 		return -c->m->err->code;
-	if (dense) {
-		tw = *ox_type(c->m, w);
-		g = 1;
-	}
-	bool one_d = t.rank == 3 && tw.rank == 3;
-	if (one_d) {
-		/* [N, C, L] as [N, C, 1, L] */
-		int64_t xs[4] = {t.shape[0], t.shape[1], 1, t.shape[2]}, ws[4] = {tw.shape[0], tw.shape[1], 1, tw.shape[2]};
-		char b1[300], b2[300];
-		x = EMIT("reshape(%s, shape=%s)", x, shp(b1, 4, xs));
-		w = x ? EMIT("reshape(%s, shape=%s)", w, shp(b2, 4, ws)) : NULL;
-		if (!w)
-			return -c->m->err->code;
-		t.rank = 4;
-		memcpy(t.shape, xs, sizeof xs);
-	}
-	int64_t kdef[2] = {tw.rank == 4 ? tw.shape[2] : 1, tw.rank == 4 ? tw.shape[3] : tw.shape[2]}, k[2], s[2], p[4];
-	if (one_d) {
-		/* attributes of one axis: move them to the second */
-		size_t n;
-		const int64_t *st = attr_ints(c, "strides", &n);
-		const int64_t *pd = attr_ints(c, "pads", &n);
-		k[0] = 1;
-		k[1] = kdef[1];
-		s[0] = 1;
-		s[1] = st ? st[0] : 1;
-		memset(p, 0, sizeof p);
-		if (!attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") && !attr_str_is(c, "auto_pad", "VALID", "NOTSET"))
-			return FAIL("1-D Conv with auto_pad SAME is not supported");
-		if (pd) {
-			p[1] = pd[0];
-			p[3] = pd[1];
-		}
-	} else if (window_2d(c, &t, kdef, k, s, dense) || window_pads(c, &t, k, s, p)) {
-		return -c->m->err->code;
-	}
-	if (dense) {
-		k[0] = kdef[0];
-		k[1] = kdef[1];
-	}
+	int64_t *p = win.p, none[2] = {0, 0};
 	if (p[0] != p[2] || p[1] != p[3]) {
-		x = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]])", x, p[0],
-			 p[2], p[1], p[3]);
-		memset(p, 0, sizeof p);
+		x = pad_hw(c, x, p, none, "0");
+		memset(p, 0, sizeof win.p);
 		if (!x)
 			return -c->m->err->code;
 	}
@@ -1790,17 +1976,159 @@ static int op_conv(struct ox_node_ctx *c)
 		return -c->m->err->code;
 	char bias[300];
 	snprintf(bias, sizeof bias, "%s%s", b ? ", " : "", b ? b : "");
-	const char *y = EMIT("conv2d(%s, %s%s, stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64 ", %" PRId64 "])",
-			     x, w, bias, s[0], s[1], p[0], p[1]);
-	if (y && one_d) {
-		const struct tir_type *ty = ox_type(c->m, y);
-		int64_t ys[3] = {ty->shape[0], ty->shape[1], ty->shape[3]};
-		char b3[300];
-		y = EMIT("reshape(%s, shape=%s)", y, shp(b3, 3, ys));
-	}
-	return bind(c, 0, y);
+	const char *y = EMIT("conv2d(%s, %s%s, stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64 ", %" PRId64
+			     "], dilation=[%" PRId64 ", %" PRId64 "], groups=%" PRId64 ")",
+			     x, w, bias, win.s[0], win.s[1], p[0], p[1], win.d[0], win.d[1], g);
+	return bind(c, 0, drop_unit_axis(c, y, rank));
 }
 
+/* ConvTranspose as a convolution: x with s - 1 zeros between its
+ * elements, padded by the dilated kernel's extent - 1 less the pads (cut
+ * where that is negative; output_padding more at the end), convolved
+ * with the weight flipped and its in and out channels swapped per group.
+ * Pads from output_shape or auto_pad as ONNX's spec states them. */
+static int op_convtranspose(struct ox_node_ctx *c)
+{
+	struct tir_type t, tw;
+	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
+	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+		return -c->m->err->code;
+	if (tw.rank != t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
+	int nsp = t.rank - 2;
+	bool same = !attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") && !attr_str_is(c, "auto_pad", "VALID", "NOTSET");
+	bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
+	size_t nos, nop;
+	const int64_t *os = attr_ints(c, "output_shape", &nos), *opd = attr_ints(c, "output_padding", &nop);
+	struct window win;
+	if (window_attrs(c, &t, tw.shape + 2, &win))
+		return -c->m->err->code;
+	if ((os && nos != (size_t)nsp) || (opd && nop != (size_t)nsp))
+		return ox_fail(c->m, TIR_ETYPE, "output_shape or output_padding not of %d axes", nsp);
+	int64_t g = attr_i(c, "group", 1), C = t.shape[1], Og = tw.shape[1];
+	if (g < 1 || C % g || tw.shape[0] != C)
+		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64,
+			       g, C, tw.shape[0]);
+	int rank = t.rank;
+	x = unit_axis(c, x, &t);
+	w = x ? unit_axis(c, w, &tw) : NULL;
+	if (!w)
+		return -c->m->err->code;
+	int64_t len[2], op[2], ext[2], front[2], back[2];
+	for (int a = 0; a < 2; a++) {
+		int o = a - (2 - nsp);
+		len[a] = o < 0 ? 1 : t.shape[2 + o];
+		op[a] = o < 0 || !opd ? 0 : opd[o];
+		ext[a] = (win.k[a] - 1) * win.d[a] + 1;
+		if (op[a] < 0 || op[a] > TIR_MAX_DIM ||
+		    (double)(len[a] - 1) * (double)win.s[a] + (double)ext[a] + (double)op[a] > (double)TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "a result of %" PRId64 " x %" PRId64 " strides", len[a], win.s[a]);
+		if (os || same) {
+			int64_t out = o < 0 ? 1 : os ? os[o] : len[a] * win.s[a];
+			int64_t tot = win.s[a] * (len[a] - 1) + op[a] + ext[a] - out;
+			if (o < 0)
+				tot = 0;
+			if (tot < 0) {
+				/* an output_shape past the full result: zeros after it,
+				 * as output_padding gives (ONNX's reference) */
+				op[a] -= tot;
+				tot = 0;
+			}
+			win.p[a] = upper || !same ? tot / 2 : tot - tot / 2;
+			win.p[a + 2] = tot - win.p[a];
+		}
+		if (op[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "output_shape past %" PRId64, TIR_MAX_DIM);
+		front[a] = ext[a] - 1 - win.p[a];
+		back[a] = ext[a] - 1 - win.p[a + 2] + op[a];
+	}
+	char b1[300], b2[300];
+	if (win.s[0] > 1 || win.s[1] > 1) {
+		int64_t s6[6] = {t.shape[0], C, len[0], 1, len[1], 1};
+		int64_t s4[4] = {t.shape[0], C, len[0] * win.s[0], len[1] * win.s[1]};
+		x = EMIT("reshape(%s, shape=%s)", x, shp(b1, 6, s6));
+		x = x ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, 0], [0, %" PRId64 "], [0, 0], [0, %" PRId64 "]])", x,
+			     win.s[0] - 1, win.s[1] - 1) : NULL;
+		x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b2, 4, s4)) : NULL;
+		x = x ? EMIT("slice(%s, axis=2, start=0, stop=%" PRId64 ")", x, (len[0] - 1) * win.s[0] + 1) : NULL;
+		x = x ? EMIT("slice(%s, axis=3, start=0, stop=%" PRId64 ")", x, (len[1] - 1) * win.s[1] + 1) : NULL;
+	}
+	int64_t pz[4] = {front[0] > 0 ? front[0] : 0, front[1] > 0 ? front[1] : 0, back[0] > 0 ? back[0] : 0,
+			 back[1] > 0 ? back[1] : 0}, none[2] = {0, 0};
+	if (x && (pz[0] || pz[1] || pz[2] || pz[3]))
+		x = pad_hw(c, x, pz, none, "0");
+	for (int a = 0; a < 2 && x; a++) {
+		if (front[a] >= 0 && back[a] >= 0)
+			continue;
+		const struct tir_type *tx = ox_type(c->m, x);
+		int64_t n = tx->shape[2 + a], st = front[a] < 0 ? -front[a] : 0, sp = n - (back[a] < 0 ? -back[a] : 0);
+		if (sp <= st)
+			return ox_fail(c->m, TIR_ETYPE, "pads larger than the result");
+		x = EMIT("slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")", x, 2 + a, st, sp);
+	}
+	/* [C, O/g, kh, kw] flipped -> [g, C/g, O/g, kh, kw] -> [g, O/g, C/g, kh, kw] -> [O, C/g, kh, kw] */
+	int64_t w5[5] = {g, C / g, Og, tw.shape[2], tw.shape[3]}, w4[4] = {g * Og, C / g, tw.shape[2], tw.shape[3]};
+	const char *wf = x ? EMIT("slice(%s, axis=2, step=-1)", w) : NULL;
+	wf = wf ? EMIT("slice(%s, axis=3, step=-1)", wf) : NULL;
+	if (wf && g > 1) {
+		wf = EMIT("reshape(%s, shape=%s)", wf, shp(b1, 5, w5));
+		wf = wf ? EMIT("transpose(%s, perm=[0, 2, 1, 3, 4])", wf) : NULL;
+		wf = wf ? EMIT("reshape(%s, shape=%s)", wf, shp(b2, 4, w4)) : NULL;
+	} else if (wf) {
+		wf = EMIT("transpose(%s, perm=[1, 0, 2, 3])", wf);
+	}
+	if (!wf)
+		return -c->m->err->code;
+	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
+	if (has_in(c, 2) && !b)
+		return -c->m->err->code;
+	char bias[300];
+	snprintf(bias, sizeof bias, "%s%s", b ? ", " : "", b ? b : "");
+	const char *y = EMIT("conv2d(%s, %s%s, dilation=[%" PRId64 ", %" PRId64 "], groups=%" PRId64 ")", x, wf, bias,
+			     win.d[0], win.d[1], g);
+	return bind(c, 0, drop_unit_axis(c, y, rank));
+}
+
+/* a dilated MaxPool of a 4-D x: the maximum of the kernel's taps, each a
+ * strided slice of x padded with -inf (ceil_mode's last window too) */
+static const char *dilated_maxpool(struct ox_node_ctx *c, const char *x, const struct tir_type *t,
+				   const struct window *w)
+{
+	int64_t out[2], extra[2];
+	for (int a = 0; a < 2; a++) {
+		int64_t e = (w->k[a] - 1) * w->d[a] + 1, span = t->shape[2 + a] + w->p[a] + w->p[a + 2] - e;
+		if (span < 0) {
+			ox_fail(c->m, TIR_ETYPE, "a window of %" PRId64 " past an axis of %" PRId64, e, span + e);
+			return NULL;
+		}
+		out[a] = (attr_i(c, "ceil_mode", 0) ? (span + w->s[a] - 1) / w->s[a] : span / w->s[a]) + 1;
+		if (out[a] > 1 && (out[a] - 1) * w->s[a] >= t->shape[2 + a] + w->p[a])
+			out[a]--;
+		int64_t need = (out[a] - 1) * w->s[a] + e - (t->shape[2 + a] + w->p[a] + w->p[a + 2]);
+		extra[a] = need > 0 ? need : 0;
+	}
+	const char *xp = x;
+	if (w->p[0] || w->p[1] || w->p[2] || w->p[3] || extra[0] || extra[1])
+		xp = pad_hw(c, x, w->p, extra, "-inf");
+	const char *acc = NULL;
+	for (int64_t i = 0; i < w->k[0] && xp; i++)
+		for (int64_t j = 0; j < w->k[1] && xp; j++) {
+			int64_t r0 = i * w->d[0], c0 = j * w->d[1];
+			const char *s = EMIT("slice(%s, axis=2, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", xp, r0,
+					     r0 + (out[0] - 1) * w->s[0] + 1, w->s[0]);
+			s = s ? EMIT("slice(%s, axis=3, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", s, c0,
+				     c0 + (out[1] - 1) * w->s[1] + 1, w->s[1]) : NULL;
+			acc = s && acc ? EMIT("maximum(%s, %s)", acc, s) : s;
+			if (!acc)
+				return NULL;
+		}
+	return acc;
+}
+
+/* MaxPool, AveragePool: tir's maxpool2d and avgpool2d with padding and
+ * count_include_pad when the pads are even and at most half the kernel;
+ * otherwise (uneven, larger, or ceil_mode's last window) the input padded
+ * first, and for the average a pool of ones counting */
 static int op_pool(struct ox_node_ctx *c)
 {
 	struct tir_type t;
@@ -1810,11 +2138,28 @@ static int op_pool(struct ox_node_ctx *c)
 	bool max = !strcmp(c->n->op_type, "MaxPool");
 	if (c->n->n_output > 1 && *out_name(c, 1))
 		return FAIL("MaxPool's Indices output is not supported");
-	int64_t kdef[2] = {1, 1}, k[2], s[2], p[4];
 	if (!attr(c, "kernel_shape"))
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
-	if (window_2d(c, &t, kdef, k, s, false) || window_pads(c, &t, k, s, p))
+	struct window win;
+	if (window_attrs(c, &t, NULL, &win))
 		return -c->m->err->code;
+	bool dilated = win.d[0] != 1 || win.d[1] != 1;
+	if (dilated && !max)
+		return FAIL("AveragePool with dilations is not supported (tir's pools have none)");
+	if (dilated && (double)win.k[0] * (double)win.k[1] > 256)
+		return FAIL("MaxPool with dilations and a kernel of %" PRId64 " taps is not supported (tir's pools have no "
+			    "dilation; a dilated one is written tap by tap, at most 256)", win.k[0] * win.k[1]);
+	const int64_t *k = win.k, *s = win.s;
+	int64_t *p = win.p;
+	int rank = t.rank;
+	x = unit_axis(c, x, &t);
+	if (!x)
+		return -c->m->err->code;
+	if (rank == 3) {
+		int64_t s4[4] = {t.shape[0], t.shape[1], 1, t.shape[2]};
+		t.rank = 4;
+		memcpy(t.shape, s4, sizeof s4);
+	}
 	int64_t extra[2] = {0, 0};
 	if (attr_i(c, "ceil_mode", 0)) {
 		/* the last window, partly past the end, is kept: pad for it (a
@@ -1828,35 +2173,38 @@ static int op_pool(struct ox_node_ctx *c)
 			extra[d] = need > 0 ? need : 0;
 		}
 	}
-	bool padded = p[0] || p[1] || p[2] || p[3] || extra[0] || extra[1];
+	if (dilated)
+		return bind_as(c, drop_unit_axis(c, dilated_maxpool(c, x, &t, &win), rank), t.dtype);
 	bool count_pad = !max && attr_i(c, "count_include_pad", 0);
-	const char *xp = x;
-	if (padded)
-		xp = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=%s)",
-			  x, p[0], p[2] + extra[0], p[1], p[3] + extra[1], max ? "-inf" : "0");
-	const char *y = xp ? EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
-				  max ? "maxpool2d" : "avgpool2d", xp, k[0], k[1], s[0], s[1]) : NULL;
-	if (y && !max && padded) {
+	const char *pool = max ? "maxpool2d" : "avgpool2d";
+	const char *y;
+	if (!extra[0] && !extra[1] && p[0] == p[2] && p[1] == p[3] && 2 * p[0] <= k[0] && 2 * p[1] <= k[1]) {
+		y = EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64
+			 ", %" PRId64 "]%s)", pool, x, k[0], k[1], s[0], s[1], p[0], p[1],
+			 max ? "" : count_pad ? ", count_include_pad=true" : ", count_include_pad=false");
+		return bind_as(c, drop_unit_axis(c, y, rank), t.dtype);
+	}
+	const char *xp = pad_hw(c, x, p, extra, max ? "-inf" : "0");
+	y = xp ? EMIT("%s(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])", pool, xp, k[0],
+		      k[1], s[0], s[1]) : NULL;
+	if (y && !max) {
 		/* the mean of the window's cells inside the input (or inside
 		 * input and pads, count_include_pad): a pool of ones divides */
-		int64_t one[4] = {1, 1, t.shape[2], t.shape[3]};
+		int64_t one[4] = {1, 1, t.shape[2], t.shape[3]}, none[2] = {0, 0};
 		char b[300];
 		const char *o = EMIT("ones(%s, dtype=%s)", shp(b, 4, one), dtn(t.dtype));
-		const char *op = o ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64
-					  "]], value=%s)", o, p[0], p[2] + extra[0], p[1], p[3] + extra[1],
-					  count_pad ? "1" : "0") : NULL;
+		const char *op = o ? pad_hw(c, o, p, extra, count_pad ? "1" : "0") : NULL;
 		if (op && count_pad && (extra[0] || extra[1])) {
 			/* pads count, the ceil_mode's extra does not */
-			op = EMIT("pad(%s, pads=[[0, 0], [0, 0], [%" PRId64 ", %" PRId64 "], [%" PRId64 ", %" PRId64 "]], value=1)",
-				  o, p[0], p[2], p[1], p[3]);
-			op = op ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, %" PRId64 "], [0, %" PRId64 "]])", op, extra[0],
-				       extra[1]) : NULL;
+			int64_t zero[4] = {0, 0, 0, 0};
+			op = pad_hw(c, o, p, none, "1");
+			op = op ? pad_hw(c, op, zero, extra, "0") : NULL;
 		}
 		const char *cnt = op ? EMIT("avgpool2d(%s, kernel=[%" PRId64 ", %" PRId64 "], stride=[%" PRId64 ", %" PRId64 "])",
 					    op, k[0], k[1], s[0], s[1]) : NULL;
 		y = cnt ? EMIT("div(%s, %s)", y, cnt) : NULL;
 	}
-	return bind_as(c, y, t.dtype);
+	return bind_as(c, drop_unit_axis(c, y, rank), t.dtype);
 }
 
 static int op_global_pool(struct ox_node_ctx *c)
@@ -1909,6 +2257,75 @@ static int op_depth_space(struct ox_node_ctx *c)
 	return bind(c, 0, r);
 }
 
+/* MeanVarianceNormalization: (x - mean) / (std + 1e-9) over axes
+ * (default [0, 2, 3]), as ONNX's function body */
+static int op_mvn(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	size_t n;
+	const int64_t *ax = attr_ints(c, "axes", &n), def[3] = {0, 2, 3};
+	if (!ax) {
+		ax = def;
+		n = 3;
+	}
+	if (n > TIR_MAX_RANK)
+		return ox_fail(c->m, TIR_ETYPE, "%zu axes", n);
+	struct tir_str s = {0};
+	for (size_t k = 0; k < n; k++) {
+		int a;
+		if (norm_axis(c, ax[k], t.rank, &a))
+			return tir_str_free(&s), -c->m->err->code;
+		tir_str_addf(&s, "%s%d", k ? ", " : "", a);
+	}
+	const char *mu = EMIT("mean(%s, axis=[%s], keepdims=true)", x, s.s ? s.s : "");
+	const char *d = mu ? EMIT("sub(%s, %s)", x, mu) : NULL;
+	const char *sq = d ? EMIT("mul(%s, %s)", d, d) : NULL;
+	const char *var = sq ? EMIT("mean(%s, axis=[%s], keepdims=true)", sq, s.s ? s.s : "") : NULL;
+	tir_str_free(&s);
+	const char *sd = var ? EMIT("sqrt(%s)", var) : NULL;
+	const char *se = sd ? EMIT("add(%s, 1e-9)", sd) : NULL;
+	return bind_as(c, se ? EMIT("div(%s, %s)", d, se) : NULL, t.dtype);
+}
+
+/* LRN: x / (bias + alpha / size * the sum of x² over the size channels
+ * around)^beta; the sum as size slices of x² padded on the channels */
+static int op_lrn(struct ox_node_ctx *c)
+{
+	struct tir_type t;
+	const char *x = in(c, 0);
+	if (!x || !in_type(c, 0, &t))
+		return -c->m->err->code;
+	int64_t size = attr_i(c, "size", 0);
+	double alpha = attr_f(c, "alpha", 1e-4), beta = attr_f(c, "beta", 0.75), bias = attr_f(c, "bias", 1.0);
+	if (t.rank < 3)
+		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
+	if (size < 1 || size > 64)
+		return FAIL("LRN of size %" PRId64 " is not supported (1 to 64)", size);
+	int64_t lo = (size - 1) / 2, hi = size - 1 - lo, C = t.shape[1];
+	struct tir_str p = {0};
+	tir_str_addf(&p, "[");
+	for (int k = 0; k < t.rank; k++)
+		tir_str_addf(&p, k == 1 ? "%s[%" PRId64 ", %" PRId64 "]" : "%s[0, 0]", k ? ", " : "", lo, hi);
+	tir_str_addf(&p, "]");
+	const char *sq = EMIT("mul(%s, %s)", x, x);
+	const char *sp = sq ? EMIT("pad(%s, pads=%s)", sq, p.s) : NULL;
+	tir_str_free(&p);
+	const char *ss = NULL;
+	for (int64_t i = 0; i < size && sp; i++) {
+		const char *sl = EMIT("slice(%s, axis=1, start=%" PRId64 ", stop=%" PRId64 ")", sp, i, i + C);
+		ss = sl && ss ? EMIT("add(%s, %s)", ss, sl) : sl;
+		if (!ss)
+			return -c->m->err->code;
+	}
+	const char *sc = ss ? EMIT("mul(%s, %.9g)", ss, alpha / (double)size) : NULL;
+	const char *b = sc ? EMIT("add(%s, %.9g)", sc, bias) : NULL;
+	const char *pw = b ? EMIT("pow(%s, %.9g)", b, beta) : NULL;
+	return bind_as(c, pw ? EMIT("div(%s, %s)", x, pw) : NULL, t.dtype);
+}
+
 /* ---- the table ---- */
 
 static const struct ox_opdef ops[] = {
@@ -1927,22 +2344,25 @@ static const struct ox_opdef ops[] = {
 	{"Softplus", op_activation}, {"Softsign", op_activation}, {"ThresholdedRelu", op_activation},
 	{"Tan", op_activation}, {"IsNaN", op_activation}, {"IsInf", op_activation}, {"Gelu", op_activation},
 	{"Shrink", op_activation}, {"Sinh", op_activation}, {"Cosh", op_activation}, {"Asinh", op_activation},
-	{"Acosh", op_activation}, {"Atanh", op_activation},
+	{"Acosh", op_activation}, {"Atanh", op_activation}, {"Asin", op_activation}, {"Acos", op_activation},
+	{"Atan", op_activation},
 	{"CastLike", op_castlike}, {"Trilu", op_trilu}, {"EyeLike", op_eyelike}, {"Hardmax", op_hardmax},
 	{"OneHot", op_onehot},
 	{"Constant", op_constant}, {"Shape", op_shape}, {"Size", op_size}, {"ConstantOfShape", op_constant_of_shape},
 	{"Range", op_range}, {"Reshape", op_reshape}, {"Flatten", op_flatten}, {"Squeeze", op_squeeze},
 	{"Unsqueeze", op_unsqueeze}, {"Transpose", op_transpose}, {"Concat", op_concat}, {"Slice", op_slice},
-	{"Gather", op_gather}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
-	{"Pad", op_pad},
+	{"Gather", op_gather}, {"GatherElements", op_gather_elements}, {"TopK", op_topk},
+	{"NegativeLogLikelihoodLoss", op_nllloss}, {"SoftmaxCrossEntropyLoss", op_sceloss}, {"Cast", op_cast}, {"Expand", op_expand}, {"Tile", op_tile}, {"Split", op_split},
+	{"Pad", op_pad}, {"CumSum", op_cumsum}, {"Einsum", op_einsum},
 	{"ReduceSum", op_reduce}, {"ReduceMean", op_reduce}, {"ReduceMax", op_reduce}, {"ReduceMin", op_reduce},
 	{"ReduceProd", op_reduce}, {"ReduceL1", op_reduce}, {"ReduceL2", op_reduce}, {"ReduceSumSquare", op_reduce},
 	{"ReduceLogSum", op_reduce}, {"ReduceLogSumExp", op_reduce},
 	{"ArgMax", op_argmax}, {"ArgMin", op_argmax},
-	{"MatMul", op_matmul}, {"Gemm", op_gemm}, {"Softmax", op_softmax}, {"LogSoftmax", op_softmax},
+	{"MatMul", op_matmul}, {"Det", op_det}, {"Gemm", op_gemm}, {"Softmax", op_softmax}, {"LogSoftmax", op_softmax},
 	{"BatchNormalization", op_batchnorm}, {"InstanceNormalization", op_instancenorm},
-	{"LayerNormalization", op_layernorm}, {"Conv", op_conv}, {"MaxPool", op_pool}, {"AveragePool", op_pool},
+	{"LayerNormalization", op_layernorm}, {"Conv", op_conv}, {"ConvTranspose", op_convtranspose}, {"MaxPool", op_pool}, {"AveragePool", op_pool},
 	{"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
+	{"MeanVarianceNormalization", op_mvn}, {"LRN", op_lrn},
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
 	{NULL, NULL}};
 

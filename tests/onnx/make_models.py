@@ -103,8 +103,17 @@ np.save(os.path.join(out, "expect_big.npy"), xb @ wb)
 
 # several unsupported ops: every one listed at once
 simple([one("Relu", "a", ins=["x"], outs=["a"]), one("Resize", "up", ins=["a"], outs=["b"]),
-        one("ConvTranspose", "deconv", ins=["b", "b"], outs=["c"]), one("Relu", "d", ins=["c"], outs=["y"])],
+        one("GridSample", "warp", ins=["b", "b"], outs=["c"]), one("Relu", "d", ins=["c"], outs=["y"])],
        "unsupported.onnx", check=False)
+# window ops whose attributes ask for results past tir's largest axis
+for name, attrs in (("deconv_shape.onnx", {"output_shape": [1 << 40, 3]}),
+                    ("deconv_strides.onnx", {"strides": [1 << 31, 1 << 31]}),
+                    ("deconv_dilation.onnx", {"dilations": [1 << 31, 3]})):
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv", **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3]),
+                                            helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 1, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    save(name, helper.make_model(graph, opset_imports=opset(13)), check=False)
 # an unknown domain
 simple([one("Frobnicate", "custom", domain="com.example")], "domain.onnx", check=False,
        extra_opsets=[helper.make_opsetid("com.example", 1)])

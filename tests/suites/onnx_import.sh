@@ -111,9 +111,12 @@ refused domain.onnx "node 'custom': Frobnicate (domain 'com.example', opset 1): 
 refused escape.onnx "external data path '../../etc/passwd' leaves the model's folder"
 refused nonzero.onnx "node 'nz': NonZero (domain 'ai.onnx', opset 13): its result's shape depends on the data"
 refused opset18.onnx "opset 18 of the default domain; tir imports opsets 7 to 17"
+refused deconv_shape.onnx "node 'deconv' (ConvTranspose, opset 13): output_shape past 4294967296"
+refused deconv_strides.onnx "node 'deconv' (ConvTranspose, opset 13): a result of 3 x 2147483648 strides"
+refused deconv_dilation.onnx "node 'deconv' (ConvTranspose, opset 13): a dilated kernel of 3 x 2147483648 taps"
 refused symbolic.onnx "dimension 0 ('n') is symbolic"
 # every unsupported op of the model at once
-refused unsupported.onnx "2 nodes tir cannot import: node 'up': Resize (domain 'ai.onnx', opset 13): not supported; node 'deconv': ConvTranspose"
+refused unsupported.onnx "2 nodes tir cannot import: node 'up': Resize (domain 'ai.onnx', opset 13): not supported; node 'warp': GridSample"
 # not a file at all
 $tir import "$tmp/none.onnx" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q 'No such file' "$tmp/err" && ok || bad "a missing model: $(cat "$tmp/err")"
