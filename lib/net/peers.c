@@ -225,25 +225,31 @@ int peers_check(const struct server *s, const char *from, char *resolve, size_t 
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
 	if (getaddrinfo(bare, NULL, &hints, &res) || !res)
 		return -1;
-	int rc = 0;
-	char first[INET6_ADDRSTRLEN] = "";
-	int fam = 0;
+	/* curl's --resolve: HOST:PORT:ADDRESS[,ADDRESS...] (IPv6 ones in
+	 * brackets), every address checked: curl tries them in turn, as it
+	 * would have, but reaches no other (localhost may be ::1 first and
+	 * the source listen on 127.0.0.1 alone) */
+	int rc = 0, len = snprintf(resolve, n, "%s:%s:", bare, port), nat = 0;
 	for (struct addrinfo *ai = res; ai && !rc; ai = ai->ai_next) {
-		char t[INET6_ADDRSTRLEN];
+		char t[INET6_ADDRSTRLEN], one[INET6_ADDRSTRLEN + 3];
 		const void *src = ai->ai_family == AF_INET ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
 							   : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
-		if (!inet_ntop(ai->ai_family, src, t, sizeof t) || !address(t, a) || !is_peer(s, a))
+		if (!inet_ntop(ai->ai_family, src, t, sizeof t) || !address(t, a) || !is_peer(s, a)) {
 			rc = -1;
-		else if (!first[0]) {
-			snprintf(first, sizeof first, "%s", t);
-			fam = ai->ai_family;
+			break;
 		}
+		snprintf(one, sizeof one, ai->ai_family == AF_INET6 ? "[%s]" : "%s", t);
+		if ((size_t)len < n && strstr(resolve + len, one)) /* getaddrinfo gives one per socket type */
+			continue;
+		size_t at = strlen(resolve), need = strlen(one) + (nat ? 1 : 0);
+		if (at + need >= n)
+			continue; /* no room for it: the ones in are enough */
+		snprintf(resolve + at, n - at, "%s%s", nat ? "," : "", one);
+		nat++;
 	}
 	freeaddrinfo(res);
-	if (rc)
-		return rc;
-	/* curl's --resolve: HOST:PORT:ADDRESS (an IPv6 one in brackets) */
-	snprintf(resolve, n, "%s:%s:%s%s%s", bare, port, fam == AF_INET6 ? "[" : "", first, fam == AF_INET6 ? "]" : "");
+	if (rc || len < 0 || (size_t)len >= n || !nat)
+		return -1;
 	return 0;
 }
 

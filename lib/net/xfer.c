@@ -645,7 +645,7 @@ static enum MHD_Result import_fetch(struct server *s, struct MHD_Connection *c, 
 		return reply_error(c, r, 503, "busy", NULL, "the server is stopping");
 	/* the source is checked before anything is sent to it: one that is no
 	 * peer gets the same answer, at once, whatever listens there */
-	char resolve[FROM_HOST_MAX + 80];
+	char resolve[FROM_HOST_MAX + 256];
 	int peer = peers_check(s, im->from, resolve, sizeof resolve);
 	if (peer == -2)
 		return reply_error(c, r, 400, "bad_request", NULL,
