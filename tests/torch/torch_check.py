@@ -401,10 +401,14 @@ def main():
                   "not loaded: %s; not in the state_dict: %s" % (sorted(set(arrays) - loaded),
                                                                  sorted(loaded - set(arrays))))
 
-            # the runs
+            # the runs, of a copy beside the checkpoint: a program's load
+            # paths are relative to its own file
+            here = os.path.join(d, prog_file)
+            with open(here, "w") as f:
+                f.write(src)
             first = None
             for cname, args in CONFIGS:
-                y, msg = run_tir(tir, prog, d, args)
+                y, msg = run_tir(tir, here, d, args)
                 if y is None:
                     fail("%s, %s: matches torch" % (tag, cname), msg)
                     continue
@@ -422,10 +426,12 @@ def main():
             pd = os.path.join(d, "perturbed")
             os.makedirs(pd, exist_ok=True)
             shutil.copy(os.path.join(d, "x.npy"), pd)
+            shutil.copy(here, pd)
+            here = os.path.join(pd, prog_file)
             least = None
             for tname in arrays:
                 write_safetensors(os.path.join(pd, ck), perturb(arrays, tname, 0.05))
-                y, msg = run_tir(tir, prog, pd, ["--threads", "2"])
+                y, msg = run_tir(tir, here, pd, ["--threads", "2"])
                 if y is None:
                     fail("%s: %s changed: tir runs" % (tag, tname), msg)
                     continue
