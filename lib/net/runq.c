@@ -475,6 +475,7 @@ struct job {
 	bool graph_cached;
 	int fd;                        /* the client's socket (MHD's; only polled) */
 	uint64_t bound;                /* the most its values can hold (batch_bound) */
+	uint64_t share_bound;          /* its bound counted in its tenant's bound (several tenants) */
 	bool beside;                   /* started beside others, its bound counted in q.beside */
 	bool small;                    /* ... in q.small instead: a small batch */
 	bool overlapped;               /* another batch ran during it */
@@ -563,6 +564,29 @@ static enum MHD_Result tenant_budget_error(struct server *s, struct MHD_Connecti
 	return reply_error(c, r, 503, "busy", extra, "%s", err->msg);
 }
 
+/* A batch whose planned bound does not fit its tenant's share beside what
+ * the tenant holds (its bodies, graphs and kept values, and the bounds of
+ * its other batches running): the tenant's own figures only.  413 when
+ * the bound alone is over the share (it never runs), else 503: later. */
+static enum MHD_Result reply_over_share(struct server *s, struct MHD_Connection *c, struct req *r,
+					uint64_t bound, uint64_t held)
+{
+	uint64_t share = s->tenants[r->tenant].max_memory;
+	char a[32], b[32], d[32];
+	json_t *extra = json_pack("{sI sI sI sI}", "needs", (json_int_t)bound, "share", (json_int_t)share, "held",
+				  (json_int_t)held, "budget", (json_int_t)share); /* its own */
+	if (bound > share)
+		return reply_error(c, r, 413, "memory", extra,
+				   "the batch could hold %s (its planned bound: every value it makes), over your "
+				   "share of %s of this server's memory (memory= in --tokens)",
+				   tir_bytes_str(bound, a), tir_bytes_str(share, d));
+	r->retry_after = "1";
+	return reply_error(c, r, 503, "busy", extra,
+			   "the batch could hold %s (its planned bound); you hold %s of your share of %s "
+			   "(memory= in --tokens), with your batches running: try again shortly",
+			   tir_bytes_str(bound, a), tir_bytes_str(held, b), tir_bytes_str(share, d));
+}
+
 /* On a compute thread: bind, run, answer.  u->vals are handed to the exec. */
 static enum MHD_Result compute(struct server *s, struct job *job)
 {
@@ -575,6 +599,17 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	struct batch *b = &u->b;
 	char msg[600];
 	struct tir_err err = {0};
+	/* its bound within its tenant's share beside what the tenant holds
+	 * (pick let it start as its tenant's only batch: its other batches
+	 * running are counted there) */
+	if (job->share_bound) {
+		pthread_mutex_lock(&s->q.mu);
+		uint64_t others = s->tenants[r->tenant].bound - job->share_bound;
+		pthread_mutex_unlock(&s->q.mu);
+		uint64_t held = tenant_held(s, r->tenant) + others;
+		if (held > s->tenants[r->tenant].max_memory - job->share_bound)
+			return reply_over_share(s, c, r, job->bound, held);
+	}
 	/* every input of the text bound, every binding an input */
 	for (size_t i = 0; i < p->nstmts; i++) {
 		const struct tir_stmt *st = &p->stmts[i];
@@ -892,6 +927,14 @@ static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 	j->u = u;
 	j->graph_cached = graph_cached;
 	j->bound = batch_bound(u.g->prog);
+	/* with several tenants, a bound over the tenant's share never runs */
+	uint64_t share = s->tenants[r->tenant].max_memory;
+	if (s->ntenants > 1 && share && j->bound > share) {
+		uint64_t bound = j->bound;
+		free(j);
+		ok = reply_over_share(s, c, r, bound, tenant_held(s, r->tenant));
+		goto out;
+	}
 	if (enqueue(s, c, r, j, &ok, true))
 		return true;
 	free(j);
@@ -1063,6 +1106,14 @@ static struct job *pick(struct server *s)
 		const struct tenant *tn = &s->tenants[j->r->tenant];
 		if (!j->task && tn->max_batches && tn->running >= tn->max_batches)
 			continue;
+		/* with several tenants, its bound beside its tenant's other
+		 * batches running and what the tenant holds, within its share
+		 * (its first starts anyway: compute answers what cannot fit) */
+		bool shared = !j->task && s->ntenants > 1 && tn->max_memory;
+		if (shared && tn->running &&
+		    (j->bound > tn->max_memory - tn->bound ||
+		     tenant_held(s, j->r->tenant) > tn->max_memory - tn->bound - j->bound))
+			continue;
 		bool alone = !s->q.running, small = limit && j->bound <= share;
 		if (!alone && limit && small && (j->bound > left || s->q.small > share - j->bound))
 			continue;
@@ -1080,6 +1131,10 @@ static struct job *pick(struct server *s)
 			s->q.beside += j->bound;
 		if (!j->task)
 			s->tenants[j->r->tenant].running++;
+		if (shared) {
+			j->share_bound = j->bound;
+			s->tenants[j->r->tenant].bound += j->bound;
+		}
 		return j;
 	}
 	return NULL;
@@ -1138,6 +1193,7 @@ static void *computer(void *arg)
 			s->q.beside -= j->bound;
 		if (!j->task)
 			s->tenants[tenant].running--;
+		s->tenants[tenant].bound -= j->share_bound; /* on every way out */
 		pthread_cond_broadcast(&s->q.cv); /* what waited on it may start */
 		pthread_mutex_unlock(&s->q.mu);
 		atomic_fetch_sub(&s->q.pending, 1);

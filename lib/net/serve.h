@@ -75,11 +75,14 @@ struct tenant {
 	/* its share of --max-memory (memory=), and of the compute threads
 	 * (batches=); what it holds of the budget besides its graphs and kept
 	 * values (store.c counts those): its run bodies, their JSON and texts
-	 * being parsed; its batches running (under q.mu) */
+	 * being parsed; its batches running and their planned bounds (under
+	 * q.mu: with several tenants, counted against memory= beside what it
+	 * holds, runq.c's pick) */
 	uint64_t max_memory;
 	int max_batches;
 	atomic_uint_fast64_t mem;
 	int running;
+	uint64_t bound;
 	/* /metrics: an admin's shows every figure, another's only these of
 	 * its own (and its sessions and blobs) */
 	bool admin;

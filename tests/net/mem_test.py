@@ -459,7 +459,7 @@ def test_tenant_batch_share():
             print(f"# tenant batch share: {describe(r)}")
             check("tenant batch: a bound over A's share (the server has room): 413 memory, A's figures only",
                   error_is(r, 413, "memory") and "your share of 800 MiB" in msg and "4.0 GiB" not in msg and
-                  "left" not in msg and e.get("share") == 800 * MIB and e.get("needs") == 960000004 and
+                  "left" not in msg and e.get("share") == 800 * MIB and 960000000 <= e.get("needs", 0) < 961000000 and
                   "held" in e, describe(r))
             # a product of 8192 x 8192: seconds of work, a bound of 512 MiB
             big = ("x: f32[8192, 8192] = randn([8192, 8192], seed=1)\ny: f32[8192, 8192] = matmul(x, x)\n"
@@ -482,7 +482,7 @@ def test_tenant_batch_share():
         try:
             check("tenant batch: all stopped once their clients hang up",
                   eventually(lambda: gauges() == (0, 0), 60), str(gauges()))
-            # the bounds are let go: 800,000,004 bytes of A's 800 MiB
+            # the bounds are let go: some 800,000,000 bytes of A's 800 MiB
             near = ("v: f32[100000000] = full([100000000], 1.0)\nw: f32[100000000] = add(v, 1.0)\n"
                     "s: f32[] = sum(w)\nprint s\n")
             r = run(srv, sa2, near, headers=A)
