@@ -43,7 +43,9 @@ enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN,
  * planned bound keeps it waiting.  Any other starts beside others only
  * when its bound fits in half of what --max-memory has left, the small
  * share set aside; else it waits until it can run alone.  A tenant runs at
- * most its `batches=` at once.  Waiting connections are suspended. */
+ * most its `batches=` at once, and (several tenants) the bounds of its
+ * batches running within its `memory=` beside what it holds.  Waiting
+ * connections are suspended. */
 struct runq {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;             /* the compute threads: a batch may be startable */

@@ -17,7 +17,10 @@ starts on free loopback ports and stops:
   - tenants: each holds its share of --max-memory (half by default with
     several), a refusal names its own figures only, sessions are split,
     and a session without a lease gives its slot to its tenant's next one
-    once idle for --session-lease seconds.
+    once idle for --session-lease seconds; a running batch's planned bound
+    counts against its tenant's memory= share (over it: 413 with the
+    tenant's figures; beside the tenant's own running batch: it waits
+    while another tenant's runs; let go when they end).
 
 Prints "ok NAME" or "FAIL NAME: WHY" per check and "# " lines with figures,
 then "N passed, M failed".  Waits are for states the server shows (its
