@@ -479,7 +479,8 @@ struct job {
 	bool graph_cached;
 	int fd;                        /* the client's socket (MHD's; only polled) */
 	uint64_t bound;                /* the most its values can hold (batch_bound) */
-	uint64_t share_bound;          /* its bound counted in its tenant's bound (several tenants) */
+	uint64_t largest;              /* its largest value (batch_bound's) */
+	uint64_t share_bound;          /* what it holds of its tenant's bound: its own, at most the share */
 	bool beside;                   /* started beside others, its bound counted in q.beside */
 	bool small;                    /* ... in q.small instead: a small batch */
 	bool overlapped;               /* another batch ran during it */
@@ -492,15 +493,17 @@ struct job {
 /* The most a batch's values can hold at once: every node's value, as if
  * none were freed, fused or a view (inputs are held already).  A bound,
  * not the peak: it is only used to let small batches start beside others. */
-static uint64_t batch_bound(const struct tir_program *p)
+static uint64_t batch_bound(const struct tir_program *p, uint64_t *largest)
 {
 	uint64_t sum = 0;
+	*largest = 0;
 	for (size_t i = 0; i < p->nnodes; i++) {
 		const struct tir_node *n = p->nodes[i];
 		if (n->op == TIR_OP_INPUT)
 			continue;
 		uint64_t b = (uint64_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
 		sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
+		*largest = b > *largest ? b : *largest;
 	}
 	return sum;
 }
@@ -568,10 +571,11 @@ static enum MHD_Result tenant_budget_error(struct server *s, struct MHD_Connecti
 	return reply_error(c, r, 503, "busy", extra, "%s", err->msg);
 }
 
-/* A batch whose planned bound does not fit its tenant's share beside what
- * the tenant holds (its bodies, graphs and kept values, and the bounds of
- * its other batches running): the tenant's own figures only.  413 when
- * the bound alone is over the share (it never runs), else 503: later. */
+/* A batch that does not fit its tenant's share: the tenant's own figures
+ * only.  413 when `bound` (then its largest value) alone is over the
+ * share (it never runs), else 503 (its planned bound beside what the
+ * tenant holds: its bodies, graphs and kept values, and the bounds of its
+ * other batches running): later. */
 static enum MHD_Result reply_over_share(struct server *s, struct MHD_Connection *c, struct req *r,
 					uint64_t bound, uint64_t held)
 {
@@ -581,9 +585,8 @@ static enum MHD_Result reply_over_share(struct server *s, struct MHD_Connection 
 				  (json_int_t)held, "budget", (json_int_t)share); /* its own */
 	if (bound > share)
 		return reply_error(c, r, 413, "memory", extra,
-				   "the batch could hold %s (its planned bound: every value it makes), over your "
-				   "share of %s of this server's memory (memory= in --tokens)",
-				   tir_bytes_str(bound, a), tir_bytes_str(share, d));
+				   "the batch makes a value of %s, over your share of %s of this server's memory "
+				   "(memory= in --tokens)", tir_bytes_str(bound, a), tir_bytes_str(share, d));
 	r->retry_after = "1";
 	return reply_error(c, r, 503, "busy", extra,
 			   "the batch could hold %s (its planned bound); you hold %s of your share of %s "
@@ -605,8 +608,10 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	struct tir_err err = {0};
 	/* its bound within its tenant's share beside what the tenant holds
 	 * (pick let it start as its tenant's only batch: its other batches
-	 * running are counted there) */
-	if (job->share_bound) {
+	 * running are counted there); a bound over the share is no true
+	 * figure (every value it makes, as if none were freed): such a batch
+	 * runs as its tenant's only one, judged by its plan's peak */
+	if (job->share_bound && job->bound <= s->tenants[r->tenant].max_memory) {
 		pthread_mutex_lock(&s->q.mu);
 		uint64_t others = s->tenants[r->tenant].bound - job->share_bound;
 		pthread_mutex_unlock(&s->q.mu);
@@ -930,13 +935,13 @@ static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 	}
 	j->u = u;
 	j->graph_cached = graph_cached;
-	j->bound = batch_bound(u.g->prog);
-	/* with several tenants, a bound over the tenant's share never runs */
+	j->bound = batch_bound(u.g->prog, &j->largest);
+	/* with several tenants, a value over the tenant's share never fits */
 	uint64_t share = s->tenants[r->tenant].max_memory;
-	if (s->ntenants > 1 && share && j->bound > share) {
-		uint64_t bound = j->bound;
+	if (s->ntenants > 1 && share && j->largest > share) {
+		uint64_t largest = j->largest;
 		free(j);
-		ok = reply_over_share(s, c, r, bound, tenant_held(s, r->tenant));
+		ok = reply_over_share(s, c, r, largest, tenant_held(s, r->tenant));
 		goto out;
 	}
 	if (enqueue(s, c, r, j, &ok, true))
@@ -1110,13 +1115,15 @@ static struct job *pick(struct server *s)
 		const struct tenant *tn = &s->tenants[j->r->tenant];
 		if (!j->task && tn->max_batches && tn->running >= tn->max_batches)
 			continue;
-		/* with several tenants, its bound beside its tenant's other
-		 * batches running and what the tenant holds, within its share
-		 * (its first starts anyway: compute answers what cannot fit) */
+		/* with several tenants, its bound (at most the whole share)
+		 * beside its tenant's other batches running and what the
+		 * tenant holds, within its share (its first starts anyway:
+		 * compute answers what cannot fit) */
 		bool shared = !j->task && s->ntenants > 1 && tn->max_memory;
+		uint64_t need = shared && j->bound < tn->max_memory ? j->bound : tn->max_memory;
 		if (shared && tn->running &&
-		    (j->bound > tn->max_memory - tn->bound ||
-		     tenant_held(s, j->r->tenant) > tn->max_memory - tn->bound - j->bound))
+		    (need > tn->max_memory - tn->bound ||
+		     tenant_held(s, j->r->tenant) > tn->max_memory - tn->bound - need))
 			continue;
 		bool alone = !s->q.running, small = limit && j->bound <= share;
 		if (!alone && limit && small && (j->bound > left || s->q.small > share - j->bound))
@@ -1136,8 +1143,8 @@ static struct job *pick(struct server *s)
 		if (!j->task)
 			s->tenants[j->r->tenant].running++;
 		if (shared) {
-			j->share_bound = j->bound;
-			s->tenants[j->r->tenant].bound += j->bound;
+			j->share_bound = need;
+			s->tenants[j->r->tenant].bound += need;
 		}
 		return j;
 	}
