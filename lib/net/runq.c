@@ -20,9 +20,9 @@
  * until it can run alone.  So no batch's planned bound, however crafted,
  * keeps a small batch waiting.  A tenant runs at most `batches=` at once,
  * and with several tenants the bounds of its batches running, beside what
- * it holds, within its `memory=` share: a bound over the share is refused
- * before anything runs, one that does not fit beside the tenant's others
- * waits for them.
+ * it holds, within its `memory=` share (a bound over it counting as all
+ * of it): a value over the share is refused before anything runs, a bound
+ * that does not fit beside the tenant's others waits for them.
  *
  * MHD does not watch a suspended connection, so this does: a batch whose
  * client has gone (its socket hung up) is not run when its turn comes,
