@@ -491,8 +491,9 @@ struct job {
 };
 
 /* The most a batch's values can hold at once: every node's value, as if
- * none were freed, fused or a view (inputs are held already).  A bound,
- * not the peak: it is only used to let small batches start beside others. */
+ * none were freed, fused or a view (inputs are held already), and the
+ * largest of them.  A bound, not the peak: it only decides which batches
+ * start beside others, the server's and (several tenants) its tenant's. */
 static uint64_t batch_bound(const struct tir_program *p, uint64_t *largest)
 {
 	uint64_t sum = 0;
@@ -590,7 +591,8 @@ static enum MHD_Result reply_over_share(struct server *s, struct MHD_Connection 
 	r->retry_after = "1";
 	return reply_error(c, r, 503, "busy", extra,
 			   "the batch could hold %s (its planned bound); you hold %s of your share of %s "
-			   "(memory= in --tokens), with your batches running: try again shortly",
+			   "(memory= in --tokens: your requests, batch texts, kept values and batches "
+			   "running): try again shortly, or keep less",
 			   tir_bytes_str(bound, a), tir_bytes_str(held, b), tir_bytes_str(share, d));
 }
 
