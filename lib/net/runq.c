@@ -494,17 +494,21 @@ struct job {
  * none were freed, fused or a view (inputs are held already), and the
  * largest of them.  A bound, not the peak: it only decides which batches
  * start beside others, the server's and (several tenants) its tenant's. */
-static uint64_t batch_bound(const struct tir_program *p, uint64_t *largest)
+static uint64_t batch_bound(const struct tir_program *p, uint64_t *largest, const struct tir_node **at)
 {
 	uint64_t sum = 0;
 	*largest = 0;
+	*at = NULL;
 	for (size_t i = 0; i < p->nnodes; i++) {
 		const struct tir_node *n = p->nodes[i];
 		if (n->op == TIR_OP_INPUT)
 			continue;
 		uint64_t b = (uint64_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
 		sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
-		*largest = b > *largest ? b : *largest;
+		if (b >= *largest) { /* (a tie: the later, where a peak is reached) */
+			*largest = b;
+			*at = n;
+		}
 	}
 	return sum;
 }
@@ -572,11 +576,10 @@ static enum MHD_Result tenant_budget_error(struct server *s, struct MHD_Connecti
 	return reply_error(c, r, 503, "busy", extra, "%s", err->msg);
 }
 
-/* A batch that does not fit its tenant's share: the tenant's own figures
- * only.  413 when `bound` (then its largest value) alone is over the
- * share (it never runs), else 503 (its planned bound beside what the
- * tenant holds: its bodies, graphs and kept values, and the bounds of its
- * other batches running): later. */
+/* A batch whose planned bound does not fit its tenant's share beside what
+ * the tenant holds (its bodies, graphs and kept values, and the bounds of
+ * its other batches running): 503, later, with the tenant's own figures
+ * only. */
 static enum MHD_Result reply_over_share(struct server *s, struct MHD_Connection *c, struct req *r,
 					uint64_t bound, uint64_t held)
 {
@@ -584,16 +587,34 @@ static enum MHD_Result reply_over_share(struct server *s, struct MHD_Connection 
 	char a[32], b[32], d[32];
 	json_t *extra = json_pack("{sI sI sI sI}", "needs", (json_int_t)bound, "share", (json_int_t)share, "held",
 				  (json_int_t)held, "budget", (json_int_t)share); /* its own */
-	if (bound > share)
-		return reply_error(c, r, 413, "memory", extra,
-				   "the batch makes a value of %s, over your share of %s of this server's memory "
-				   "(memory= in --tokens)", tir_bytes_str(bound, a), tir_bytes_str(share, d));
 	r->retry_after = "1";
 	return reply_error(c, r, 503, "busy", extra,
 			   "the batch could hold %s (its planned bound); you hold %s of your share of %s "
 			   "(memory= in --tokens: your requests, batch texts, kept values and batches "
 			   "running): try again shortly, or keep less",
 			   tir_bytes_str(bound, a), tir_bytes_str(held, b), tir_bytes_str(share, d));
+}
+
+/* A batch making a value (`bytes`, made by node `at`) over its tenant's
+ * share: 413 memory at that op, with the tenant's own figures only. */
+static enum MHD_Result reply_value_over_share(struct server *s, struct MHD_Connection *c, struct req *r,
+					      uint64_t bytes, const struct tir_node *at)
+{
+	uint64_t share = s->tenants[r->tenant].max_memory, held = tenant_held(s, r->tenant);
+	char a[32], d[32];
+	struct tir_err e = {0};
+	tir_errf(&e, TIR_EBUDGET, at ? &at->loc : NULL,
+		 "%s%sthe batch makes a value of %s, over your share of %s of this server's memory (memory= in "
+		 "--tokens)", at ? tir_op(at->op)->name : "", at ? ": " : "", tir_bytes_str(bytes, a),
+		 tir_bytes_str(share, d));
+	char *rend = tir_err_render(&e);
+	json_t *extra = err_json(&e, rend);
+	free(rend);
+	json_object_set_new(extra, "needs", json_integer((json_int_t)bytes));
+	json_object_set_new(extra, "share", json_integer((json_int_t)share));
+	json_object_set_new(extra, "budget", json_integer((json_int_t)share)); /* its own */
+	json_object_set_new(extra, "held", json_integer((json_int_t)held));
+	return reply_error(c, r, 413, "memory", extra, "%s", e.msg);
 }
 
 /* On a compute thread: bind, run, answer.  u->vals are handed to the exec. */
@@ -937,13 +958,15 @@ static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 	}
 	j->u = u;
 	j->graph_cached = graph_cached;
-	j->bound = batch_bound(u.g->prog, &j->largest);
-	/* with several tenants, a value over the tenant's share never fits */
+	const struct tir_node *at;
+	j->bound = batch_bound(u.g->prog, &j->largest, &at);
+	/* with several tenants, a value over the tenant's share never fits:
+	 * said at the op that makes it */
 	uint64_t share = s->tenants[r->tenant].max_memory;
 	if (s->ntenants > 1 && share && j->largest > share) {
 		uint64_t largest = j->largest;
 		free(j);
-		ok = reply_over_share(s, c, r, largest, tenant_held(s, r->tenant));
+		ok = reply_value_over_share(s, c, r, largest, at);
 		goto out;
 	}
 	if (enqueue(s, c, r, j, &ok, true))
