@@ -18,7 +18,11 @@
  * starts beside others only when its bound fits in half of what
  * --max-memory has left, that eighth set aside; one that does not waits
  * until it can run alone.  So no batch's planned bound, however crafted,
- * keeps a small batch waiting.  A tenant runs at most `batches=` at once.
+ * keeps a small batch waiting.  A tenant runs at most `batches=` at once,
+ * and with several tenants the bounds of its batches running, beside what
+ * it holds, within its `memory=` share (a bound over it counting as all
+ * of it): a value over the share is refused before anything runs, a bound
+ * that does not fit beside the tenant's others waits for them.
  *
  * MHD does not watch a suspended connection, so this does: a batch whose
  * client has gone (its socket hung up) is not run when its turn comes,
@@ -475,6 +479,8 @@ struct job {
 	bool graph_cached;
 	int fd;                        /* the client's socket (MHD's; only polled) */
 	uint64_t bound;                /* the most its values can hold (batch_bound) */
+	uint64_t largest;              /* its largest value (batch_bound's) */
+	uint64_t share_bound;          /* what it holds of its tenant's bound: its own, at most the share */
 	bool beside;                   /* started beside others, its bound counted in q.beside */
 	bool small;                    /* ... in q.small instead: a small batch */
 	bool overlapped;               /* another batch ran during it */
@@ -485,17 +491,24 @@ struct job {
 };
 
 /* The most a batch's values can hold at once: every node's value, as if
- * none were freed, fused or a view (inputs are held already).  A bound,
- * not the peak: it is only used to let small batches start beside others. */
-static uint64_t batch_bound(const struct tir_program *p)
+ * none were freed, fused or a view (inputs are held already), and the
+ * largest of them.  A bound, not the peak: it only decides which batches
+ * start beside others, the server's and (several tenants) its tenant's. */
+static uint64_t batch_bound(const struct tir_program *p, uint64_t *largest, const struct tir_node **at)
 {
 	uint64_t sum = 0;
+	*largest = 0;
+	*at = NULL;
 	for (size_t i = 0; i < p->nnodes; i++) {
 		const struct tir_node *n = p->nodes[i];
 		if (n->op == TIR_OP_INPUT)
 			continue;
 		uint64_t b = (uint64_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
 		sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
+		if (b >= *largest) { /* (a tie: the later, where a peak is reached) */
+			*largest = b;
+			*at = n;
+		}
 	}
 	return sum;
 }
@@ -563,6 +576,47 @@ static enum MHD_Result tenant_budget_error(struct server *s, struct MHD_Connecti
 	return reply_error(c, r, 503, "busy", extra, "%s", err->msg);
 }
 
+/* A batch whose planned bound does not fit its tenant's share beside what
+ * the tenant holds (its bodies, graphs and kept values, and the bounds of
+ * its other batches running): 503, later, with the tenant's own figures
+ * only. */
+static enum MHD_Result reply_over_share(struct server *s, struct MHD_Connection *c, struct req *r,
+					uint64_t bound, uint64_t held)
+{
+	uint64_t share = s->tenants[r->tenant].max_memory;
+	char a[32], b[32], d[32];
+	json_t *extra = json_pack("{sI sI sI sI}", "needs", (json_int_t)bound, "share", (json_int_t)share, "held",
+				  (json_int_t)held, "budget", (json_int_t)share); /* its own */
+	r->retry_after = "1";
+	return reply_error(c, r, 503, "busy", extra,
+			   "the batch could hold %s (its planned bound); you hold %s of your share of %s "
+			   "(memory= in --tokens: your requests, batch texts, kept values and batches "
+			   "running): try again shortly, or keep less",
+			   tir_bytes_str(bound, a), tir_bytes_str(held, b), tir_bytes_str(share, d));
+}
+
+/* A batch making a value (`bytes`, made by node `at`) over its tenant's
+ * share: 413 memory at that op, with the tenant's own figures only. */
+static enum MHD_Result reply_value_over_share(struct server *s, struct MHD_Connection *c, struct req *r,
+					      uint64_t bytes, const struct tir_node *at)
+{
+	uint64_t share = s->tenants[r->tenant].max_memory, held = tenant_held(s, r->tenant);
+	char a[32], d[32];
+	struct tir_err e = {0};
+	tir_errf(&e, TIR_EBUDGET, at ? &at->loc : NULL,
+		 "%s%sthe batch makes a value of %s, over your share of %s of this server's memory (memory= in "
+		 "--tokens)", at ? tir_op(at->op)->name : "", at ? ": " : "", tir_bytes_str(bytes, a),
+		 tir_bytes_str(share, d));
+	char *rend = tir_err_render(&e);
+	json_t *extra = err_json(&e, rend);
+	free(rend);
+	json_object_set_new(extra, "needs", json_integer((json_int_t)bytes));
+	json_object_set_new(extra, "share", json_integer((json_int_t)share));
+	json_object_set_new(extra, "budget", json_integer((json_int_t)share)); /* its own */
+	json_object_set_new(extra, "held", json_integer((json_int_t)held));
+	return reply_error(c, r, 413, "memory", extra, "%s", e.msg);
+}
+
 /* On a compute thread: bind, run, answer.  u->vals are handed to the exec. */
 static enum MHD_Result compute(struct server *s, struct job *job)
 {
@@ -575,6 +629,19 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	struct batch *b = &u->b;
 	char msg[600];
 	struct tir_err err = {0};
+	/* its bound within its tenant's share beside what the tenant holds
+	 * (pick let it start as its tenant's only batch: its other batches
+	 * running are counted there); a bound over the share is no true
+	 * figure (every value it makes, as if none were freed): such a batch
+	 * runs as its tenant's only one, judged by its plan's peak */
+	if (job->share_bound && job->bound <= s->tenants[r->tenant].max_memory) {
+		pthread_mutex_lock(&s->q.mu);
+		uint64_t others = s->tenants[r->tenant].bound - job->share_bound;
+		pthread_mutex_unlock(&s->q.mu);
+		uint64_t held = tenant_held(s, r->tenant) + others;
+		if (held > s->tenants[r->tenant].max_memory - job->share_bound)
+			return reply_over_share(s, c, r, job->bound, held);
+	}
 	/* every input of the text bound, every binding an input */
 	for (size_t i = 0; i < p->nstmts; i++) {
 		const struct tir_stmt *st = &p->stmts[i];
@@ -891,7 +958,17 @@ static bool post_body(struct server *s, struct MHD_Connection *c, struct req *r)
 	}
 	j->u = u;
 	j->graph_cached = graph_cached;
-	j->bound = batch_bound(u.g->prog);
+	const struct tir_node *at;
+	j->bound = batch_bound(u.g->prog, &j->largest, &at);
+	/* with several tenants, a value over the tenant's share never fits:
+	 * said at the op that makes it */
+	uint64_t share = s->tenants[r->tenant].max_memory;
+	if (s->ntenants > 1 && share && j->largest > share) {
+		uint64_t largest = j->largest;
+		free(j);
+		ok = reply_value_over_share(s, c, r, largest, at);
+		goto out;
+	}
 	if (enqueue(s, c, r, j, &ok, true))
 		return true;
 	free(j);
@@ -1063,6 +1140,16 @@ static struct job *pick(struct server *s)
 		const struct tenant *tn = &s->tenants[j->r->tenant];
 		if (!j->task && tn->max_batches && tn->running >= tn->max_batches)
 			continue;
+		/* with several tenants, its bound (at most the whole share)
+		 * beside its tenant's other batches running and what the
+		 * tenant holds, within its share (its first starts anyway:
+		 * compute answers what cannot fit) */
+		bool shared = !j->task && s->ntenants > 1 && tn->max_memory;
+		uint64_t need = shared && j->bound < tn->max_memory ? j->bound : tn->max_memory;
+		if (shared && tn->running &&
+		    (need > tn->max_memory - tn->bound ||
+		     tenant_held(s, j->r->tenant) > tn->max_memory - tn->bound - need))
+			continue;
 		bool alone = !s->q.running, small = limit && j->bound <= share;
 		if (!alone && limit && small && (j->bound > left || s->q.small > share - j->bound))
 			continue;
@@ -1080,6 +1167,10 @@ static struct job *pick(struct server *s)
 			s->q.beside += j->bound;
 		if (!j->task)
 			s->tenants[j->r->tenant].running++;
+		if (shared) {
+			j->share_bound = need;
+			s->tenants[j->r->tenant].bound += need;
+		}
 		return j;
 	}
 	return NULL;
@@ -1138,6 +1229,7 @@ static void *computer(void *arg)
 			s->q.beside -= j->bound;
 		if (!j->task)
 			s->tenants[tenant].running--;
+		s->tenants[tenant].bound -= j->share_bound; /* on every way out */
 		pthread_cond_broadcast(&s->q.cv); /* what waited on it may start */
 		pthread_mutex_unlock(&s->q.mu);
 		atomic_fetch_sub(&s->q.pending, 1);

@@ -43,7 +43,9 @@ enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN,
  * planned bound keeps it waiting.  Any other starts beside others only
  * when its bound fits in half of what --max-memory has left, the small
  * share set aside; else it waits until it can run alone.  A tenant runs at
- * most its `batches=` at once.  Waiting connections are suspended. */
+ * most its `batches=` at once, and (several tenants) the bounds of its
+ * batches running within its `memory=` beside what it holds.  Waiting
+ * connections are suspended. */
 struct runq {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;             /* the compute threads: a batch may be startable */
@@ -75,11 +77,14 @@ struct tenant {
 	/* its share of --max-memory (memory=), and of the compute threads
 	 * (batches=); what it holds of the budget besides its graphs and kept
 	 * values (store.c counts those): its run bodies, their JSON and texts
-	 * being parsed; its batches running (under q.mu) */
+	 * being parsed; its batches running and their planned bounds (under
+	 * q.mu: with several tenants, counted against memory= beside what it
+	 * holds, runq.c's pick) */
 	uint64_t max_memory;
 	int max_batches;
 	atomic_uint_fast64_t mem;
 	int running;
+	uint64_t bound;
 	/* /metrics: an admin's shows every figure, another's only these of
 	 * its own (and its sessions and blobs) */
 	bool admin;

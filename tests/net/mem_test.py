@@ -17,7 +17,10 @@ starts on free loopback ports and stops:
   - tenants: each holds its share of --max-memory (half by default with
     several), a refusal names its own figures only, sessions are split,
     and a session without a lease gives its slot to its tenant's next one
-    once idle for --session-lease seconds.
+    once idle for --session-lease seconds; a running batch's planned bound
+    counts against its tenant's memory= share (a value over it: 413 with
+    the tenant's figures; beside the tenant's own running batch: it waits
+    while another tenant's runs; let go when they end).
 
 Prints "ok NAME" or "FAIL NAME: WHY" per check and "# " lines with figures,
 then "N passed, M failed".  Waits are for states the server shows (its
@@ -87,12 +90,13 @@ def chain_text(n):
 ENDLESS = chain_text(2000)
 
 
-def post_raw(srv, sid, text, inputs=None):
+def post_raw(srv, sid, text, inputs=None, token=None):
     """A socket that has sent POST /v1/sessions/SID/run of text (its answer not read)."""
     body = json.dumps({"graph": sha(text), "text": text, "inputs": inputs or {}}).encode()
+    auth = b"Authorization: Bearer %s\r\n" % token.encode() if token else b""
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
     s.sendall(b"POST /v1/sessions/%s/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: %d\r\n\r\n" % (sid.encode(), len(body)) + body)
+              b"%sContent-Length: %d\r\n\r\n" % (sid.encode(), auth, len(body)) + body)
     srv.requests += 1
     return s
 
@@ -420,13 +424,92 @@ def test_tenant_shares():
         check("tenants: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
 
 
+def test_tenant_batch_share():
+    """A running batch's planned bound (what the scheduler admits it by)
+    counts against its tenant's memory= share beside what the tenant
+    holds: A's batch making a value over A's share, though the server
+    has room, is 413 memory with A's figures only (one whose bound alone
+    is over it runs as A's only batch); A's two batches of 512 MiB
+    bounds under an 800 MiB share run one after the other while B's of the
+    same size runs at once beside A's first; once they end, an A batch of
+    nearly the whole share runs."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tokens")
+        with open(path, "w") as f:
+            f.write("alice tokA memory=800M batches=4\nbob tokB memory=800M batches=4\nops tokO admin\n")
+        os.chmod(path, 0o600)
+        srv = Server("--max-memory", "4G", "--tokens", path, "--max-sessions", "12")
+        A = {"Authorization": "Bearer tokA"}
+        B = {"Authorization": "Bearer tokB"}
+
+        def gauges():
+            r = request(srv, "GET", "/metrics", headers={"Authorization": "Bearer tokO"})
+            m = {}
+            for line in r.body.decode().splitlines():
+                if line and not line.startswith("#"):
+                    k, v = line.rsplit(" ", 1)
+                    m[k] = float(v)
+            return m.get("tir_batches_running", -1), m.get("tir_batches_queued", -1)
+
+        socks = []
+        try:
+            sa = new_session(srv, A)
+            # a value of 880 MB, over A's 800 MiB
+            over = "a: f32[220000000] = full([220000000], 1.0)\ns: f32[] = sum(a)\nprint s\n"
+            r = run(srv, sa, over, headers=A)
+            e = r.err()
+            msg = e.get("message", "")
+            print(f"# tenant batch share: {describe(r)}")
+            check("tenant batch: a value over A's share (the server has room): 413 memory, A's figures only",
+                  error_is(r, 413, "memory") and "your share of 800 MiB" in msg and "4.0 GiB" not in msg and
+                  "left" not in msg and e.get("share") == 800 * MIB and e.get("needs") == 880000000 and
+                  "held" in e, describe(r))
+            # a bound of 960 MB (three 320 MB values, as if none were
+            # freed) over A's share, each value within it: it runs
+            # (alone of A's), judged by its plan's peak
+            loose = ("a: f32[80000000] = full([80000000], 1.0)\nb: f32[80000000] = add(a, 1.0)\n"
+                     "c: f32[80000000] = mul(b, 2.0)\ns: f32[] = sum(c)\nprint s\n")
+            r = run(srv, sa, loose, headers=A)
+            check("tenant batch: a bound over A's share whose values each fit runs", r.status == 200, describe(r))
+            # a product of 8192 x 8192: seconds of work, a bound of 512 MiB
+            big = ("x: f32[8192, 8192] = randn([8192, 8192], seed=1)\ny: f32[8192, 8192] = matmul(x, x)\n"
+                   "s: f32[] = sum(y)\nprint s\n")
+            sa2, sb = new_session(srv, A), new_session(srv, B)
+            socks.append(post_raw(srv, sa, big, token="tokA"))
+            check("tenant batch: A's first runs", eventually(lambda: gauges()[0] == 1, 60), str(gauges()))
+            # (another text: one graph serves one batch at a time)
+            socks.append(post_raw(srv, sa2, big.replace("seed=1", "seed=2"), token="tokA"))
+            check("tenant batch: A's second, over A's share beside its first, waits",
+                  eventually(lambda: gauges() == (1, 1), 60), str(gauges()))
+            socks.append(post_raw(srv, sb, big, token="tokB"))
+            check("tenant batch: B's of the same size runs at once beside A's first",
+                  eventually(lambda: gauges()[0] == 2, 60), str(gauges()))
+            st = gauges()
+            check("tenant batch: A's second still waits while B's runs", st == (2, 1), str(st))
+        finally:
+            for s in socks:
+                s.close()
+        try:
+            check("tenant batch: all stopped once their clients hang up",
+                  eventually(lambda: gauges() == (0, 0), 60), str(gauges()))
+            # the bounds are let go: some 800,000,000 bytes of A's 800 MiB
+            near = ("v: f32[100000000] = full([100000000], 1.0)\nw: f32[100000000] = add(v, 1.0)\n"
+                    "s: f32[] = sum(w)\nprint s\n")
+            r = run(srv, sa2, near, headers=A)
+            check("tenant batch: afterwards A's batch of nearly its whole share runs", r.status == 200, describe(r))
+        finally:
+            st = srv.stop()
+        check("tenant batch: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
+
+
 def main():
     if not os.access(TIR, os.X_OK):
         check("tir binary", False, TIR + " is missing")
     else:
         only = [a for a in sys.argv[2:] if not a.startswith("-")]
         for t in (test_op_limit, test_small_bodies, test_batch_seconds_default, test_million_add,
-                  test_queued_texts, test_healthz_while_parsing, test_starvation, test_tenant_shares):
+                  test_queued_texts, test_healthz_while_parsing, test_starvation, test_tenant_shares,
+                  test_tenant_batch_share):
             if only and t.__name__ not in only:
                 continue
             try:
