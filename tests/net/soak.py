@@ -1410,21 +1410,27 @@ def end_life(life, clients, why, checks):
     received = int(STOPPING.match(lines[stopping[0]]).group(1)) if stopping else None
     after = lines[nlines:] if stopping else []
     answered = unanswered = gone = 0
+    other = []
     for ln in after:
         m = RUN_LINE.match(ln)
         if not m:
             continue
-        if m.group(3).startswith(" (the client went away"):
+        # a client that hung up: before its batch ran, while it ran, or
+        # while its answer was being sent (a client's own timeout, under load)
+        if m.group(3).startswith((" (the client went away", " (cut short by the client going away")):
             gone += 1
         elif m.group(2) not in ("-", "503") and m.group(3).startswith(" (cut short by the server stopping"):
             unanswered += 1
         elif m.group(2) not in ("-", "503") and not m.group(3):
             answered += 1
+        else:
+            other.append(ln)
     ok = st == 0 and received is not None and unanswered == 0 and answered + gone >= received and \
         lines[-1:] == ["tir serve: stopped"]
     checks.append((f"{why}: SIGTERM, exit 0 within {STOP_BOUND} s, the {received} batches received answered", ok,
                    f"exit {st} after {secs:.1f} s; stopping line {received}; answered after it {answered}, "
-                   f"their client gone {gone}, cut short by the stop {unanswered}; last line {lines[-1:]}"))
+                   f"their client gone {gone}, cut short by the stop {unanswered}; last line {lines[-1:]}; "
+                   f"other run lines after the stop: {other[:4]}"))
     # each session's runs: those the server says it answered are those its client got
     server = collections.Counter()
     refused_puts = 0
