@@ -2683,45 +2683,37 @@ static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct 
 	return binary(ps, op, optok, a, aloc, b, bloc);
 }
 
-/* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
-static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
+/* One left-associative chain of a logical operator: operand { tok operand }, each step checked by logical(). */
+static struct tir_node *logical_chain(struct parser *ps, struct tir_loc *start, enum tir_tok tok, enum tir_op op,
+				      struct tir_node *(*operand)(struct parser *, struct tir_loc *))
 {
-	struct tir_node *a = parse_arith(ps, start);
+	struct tir_node *a = operand(ps, start);
 	int chain = 0;
-	while (a && ps->tok->kind == TIR_TOK_AMP) {
+	while (a && ps->tok->kind == tok) {
 		struct tir_token optok = *ps->tok;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
 		chain++;
 		struct tir_loc bloc;
-		struct tir_node *b = parse_arith(ps, &bloc);
+		struct tir_node *b = operand(ps, &bloc);
 		if (!b)
 			return NULL;
-		a = logical(ps, TIR_OP_AND, &optok, a, start, b, &bloc);
+		a = logical(ps, op, &optok, a, start, b, &bloc);
 	}
 	ps->depth -= chain;
 	return a;
 }
 
+/* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
+static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
+{
+	return logical_chain(ps, start, TIR_TOK_AMP, TIR_OP_AND, parse_arith);
+}
+
 static struct tir_node *parse_bitor(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_node *a = parse_bitand(ps, start);
-	int chain = 0;
-	while (a && ps->tok->kind == TIR_TOK_PIPE) {
-		struct tir_token optok = *ps->tok;
-		advance(ps);
-		if (!enter(ps))
-			return NULL;
-		chain++;
-		struct tir_loc bloc;
-		struct tir_node *b = parse_bitand(ps, &bloc);
-		if (!b)
-			return NULL;
-		a = logical(ps, TIR_OP_OR, &optok, a, start, b, &bloc);
-	}
-	ps->depth -= chain;
-	return a;
+	return logical_chain(ps, start, TIR_TOK_PIPE, TIR_OP_OR, parse_bitand);
 }
 
 static int compare_op(enum tir_tok k)
