@@ -326,8 +326,8 @@ static int op_variadic(struct ox_node_ctx *c)
 	const char *op = c->n->op_type;
 	const char *f = !strcmp(op, "Min") ? "minimum" : !strcmp(op, "Max") ? "maximum" : "add";
 	struct tir_type t;
-	const char *acc = in(c, 0);
-	if (!acc || !in_type(c, 0, &t))
+	const char *acc = in_typed(c, 0, &t);
+	if (!acc)
 		return -c->m->err->code;
 	size_t n = c->n->n_input;
 	for (size_t k = 1; k < n && acc; k++) {
