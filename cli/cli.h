@@ -23,6 +23,8 @@ char *cli_read_file(const char *path, size_t *len);
 #define CLI_LOCAL_DEVICES (-2)
 struct tir_program *cli_load_program(const char *path, int nremotes, int *status, double *parse_ms);
 void cli_print_diags(const struct tir_program *p);
+/* the same with each message passed through reword first (NULL: as it is) */
+void cli_print_diags_reworded(const struct tir_program *p, void (*reword)(char *msg, size_t cap));
 void cli_print_err(const struct tir_err *e);
 /* The timing line of a computation on stderr ("parse ... · run ... · peak ...");
  * with net (a remote run), the network's part too. */

@@ -67,8 +67,16 @@ char *cli_read_file(const char *path, size_t *len)
 
 void cli_print_diags(const struct tir_program *p)
 {
+	cli_print_diags_reworded(p, NULL);
+}
+
+void cli_print_diags_reworded(const struct tir_program *p, void (*reword)(char *msg, size_t cap))
+{
 	for (int i = 0; i < tir_program_ndiags(p); i++) {
-		char *s = tir_err_render(tir_program_diag(p, i));
+		struct tir_err e = *tir_program_diag(p, i);
+		if (reword)
+			reword(e.msg, sizeof e.msg);
+		char *s = tir_err_render(&e);
 		if (s)
 			fputs(s, stderr);
 		free(s);

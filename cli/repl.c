@@ -147,22 +147,6 @@ static void repl_words(char *msg, size_t cap)
 	}
 }
 
-/* cli_print_diags with repl_words */
-static void print_diags(const struct tir_program *p)
-{
-	for (int i = 0; i < tir_program_ndiags(p); i++) {
-		struct tir_err e = *tir_program_diag(p, i);
-		repl_words(e.msg, sizeof e.msg);
-		char *s = tir_err_render(&e);
-		if (s)
-			fputs(s, stderr);
-		free(s);
-	}
-	int more = tir_program_nerrors(p) - tir_program_ndiags(p);
-	if (more > 0)
-		fprintf(stderr, "tir: %d more error%s not shown\n", more, more == 1 ? "" : "s");
-}
-
 static void print_run_err(struct tir_err *e)
 {
 	repl_words(e->msg, sizeof e->msg);
@@ -232,7 +216,7 @@ static void eval_text(struct repl *r, const char *name, const char *text, size_t
 	double parse_ms = tir_now_ms() - t0;
 	if (rc) {
 		if (tir_program_ndiags(r->p))
-			print_diags(r->p);
+			cli_print_diags_reworded(r->p, repl_words);
 		else
 			fprintf(stderr, "tir: out of memory\n");
 		r->failed = true;

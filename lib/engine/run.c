@@ -910,6 +910,16 @@ void tir_exec_clear_inputs(struct tir_exec *x)
 		tir_tensor_release(&x->inputs[i]);
 }
 
+/* x keeps its first device (the local one) and takes d[0..n) in place of the rest, which it frees. */
+static void replace_extra_devices(struct tir_exec *x, struct tir_device *const *d, int n)
+{
+	for (int i = 1; i < x->ndev; i++)
+		x->dev[i]->ops->free(x->dev[i]);
+	x->ndev = 1;
+	for (int i = 0; i < n; i++)
+		x->dev[x->ndev++] = d[i];
+}
+
 int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n, struct tir_err *err)
 {
 	struct tir_device *d[TIR_MAX_DEVICES];
@@ -922,11 +932,7 @@ int tir_exec_set_remotes(struct tir_exec *x, struct tir_remote *const *r, int n,
 			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		}
 	}
-	for (int i = 1; i < x->ndev; i++)
-		x->dev[i]->ops->free(x->dev[i]);
-	x->ndev = 1;
-	for (int i = 0; i < n; i++)
-		x->dev[x->ndev++] = d[i];
+	replace_extra_devices(x, d, n);
 	return 0;
 }
 
@@ -942,11 +948,7 @@ int tir_exec_set_local(struct tir_exec *x, int n, struct tir_err *err)
 			return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		}
 	}
-	for (int i = 1; i < x->ndev; i++)
-		x->dev[i]->ops->free(x->dev[i]);
-	x->ndev = 1;
-	for (int i = 0; i < n; i++)
-		x->dev[x->ndev++] = d[i];
+	replace_extra_devices(x, d, n);
 	return 0;
 }
 

@@ -45,6 +45,23 @@ static int alloc_out(const struct tir_node *n, struct tir_tensor *out, struct ti
 	return tir_tensor_alloc(out, w, n->type.rank, n->type.shape, false, err);
 }
 
+/* concat and stack: every input, in order, to one kernel that joins them along axis. */
+static int join_inputs(const struct tir_node *n, const struct tir_tensor *c, int axis,
+		       int (*join)(const struct tir_tensor *const *, int, int, struct tir_tensor *, struct tir_err *),
+		       struct tir_tensor *out, struct tir_err *err)
+{
+	const struct tir_tensor **xs = calloc(n->nin, sizeof *xs);
+	if (!xs)
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	for (int i = 0; i < n->nin; i++)
+		xs[i] = &c[i];
+	int rc = alloc_out(n, out, err);
+	if (!rc)
+		rc = join(xs, n->nin, axis, out, err);
+	free(xs);
+	return rc;
+}
+
 static bool is_narrow(enum tir_dtype dt)
 {
 	return tir_dtype_wide(dt) != dt;
@@ -379,19 +396,9 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 		case TIR_OP_CAST:
 			rc = tir_tensor_convert(&in[0], ot, out, err);
 			break;
-		case TIR_OP_CONCAT: {
-			const struct tir_tensor **xs = calloc(n->nin, sizeof *xs);
-			if (!xs) {
-				rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-				break;
-			}
-			for (int i = 0; i < n->nin; i++)
-				xs[i] = &c[i];
-			if (!(rc = alloc_out(n, out, err)))
-				rc = tir_k_concat(xs, n->nin, tir_axis(at[0].i, n->type.rank), out, err);
-			free(xs);
+		case TIR_OP_CONCAT:
+			rc = join_inputs(n, c, tir_axis(at[0].i, n->type.rank), tir_k_concat, out, err);
 			break;
-		}
 		case TIR_OP_PAD:
 			if (!(rc = alloc_out(n, out, err)))
 				rc = tir_k_pad(&c[0], at[0].v, at[1].is_int ? (double)at[1].i : at[1].f, out, err);
@@ -408,19 +415,9 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 		case TIR_OP_TRIL:
 			rc = tir_k_trilu(n->op == TIR_OP_TRIU, &c[0], at[0].i, out, err);
 			break;
-		case TIR_OP_STACK: {
-			const struct tir_tensor **xs = calloc(n->nin, sizeof *xs);
-			if (!xs) {
-				rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
-				break;
-			}
-			for (int i = 0; i < n->nin; i++)
-				xs[i] = &c[i];
-			if (!(rc = alloc_out(n, out, err)))
-				rc = tir_k_stack(xs, n->nin, tir_axis(at[0].i, n->type.rank), out, err);
-			free(xs);
+		case TIR_OP_STACK:
+			rc = join_inputs(n, c, tir_axis(at[0].i, n->type.rank), tir_k_stack, out, err);
 			break;
-		}
 		case TIR_OP_GATHER:
 			if (!(rc = alloc_out(n, out, err)))
 				rc = tir_k_gather(convert ? &c[0] : &in[0], &c[1], tir_axis(at[0].i, in[0].rank), out,

@@ -2614,59 +2614,6 @@ static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 	return checked(ps, node1(ps, TIR_OP_NEG, x, &inner, start));
 }
 
-/* term = unary { ("*" | "/" | "//" | "%" | "@") unary } */
-static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
-{
-	struct tir_node *a = parse_unary(ps, start);
-	int chain = 0;
-	while (a) {
-		enum tir_op op;
-		switch (ps->tok->kind) {
-		case TIR_TOK_STAR: op = TIR_OP_MUL; break;
-		case TIR_TOK_SLASH: op = TIR_OP_DIV; break;
-		case TIR_TOK_SLASHSLASH: op = TIR_OP_FLOOR_DIVIDE; break;
-		case TIR_TOK_PERCENT: op = TIR_OP_MOD; break;
-		case TIR_TOK_AT: op = TIR_OP_MATMUL; break;
-		default: goto done;
-		}
-		struct tir_token optok = *ps->tok;
-		advance(ps);
-		if (!enter(ps))
-			return NULL;
-		chain++;
-		struct tir_loc bloc;
-		struct tir_node *b = parse_unary(ps, &bloc);
-		if (!b)
-			return NULL;
-		a = binary(ps, op, &optok, a, start, b, &bloc);
-	}
-done:
-	ps->depth -= chain;
-	return a;
-}
-
-/* arith = term { ("+" | "-") term } */
-static struct tir_node *parse_arith(struct parser *ps, struct tir_loc *start)
-{
-	struct tir_node *a = parse_term(ps, start);
-	int chain = 0;
-	while (a && (ps->tok->kind == TIR_TOK_PLUS || ps->tok->kind == TIR_TOK_MINUS)) {
-		enum tir_op op = ps->tok->kind == TIR_TOK_PLUS ? TIR_OP_ADD : TIR_OP_SUB;
-		struct tir_token optok = *ps->tok;
-		advance(ps);
-		if (!enter(ps))
-			return NULL;
-		chain++;
-		struct tir_loc bloc;
-		struct tir_node *b = parse_term(ps, &bloc);
-		if (!b)
-			return NULL;
-		a = binary(ps, op, &optok, a, start, b, &bloc);
-	}
-	ps->depth -= chain;
-	return a;
-}
-
 /* and(a, b) or or(a, b) for "&" "|": on bool only. */
 static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct tir_token *optok,
 				struct tir_node *a, const struct tir_loc *aloc, struct tir_node *b,
@@ -2683,45 +2630,81 @@ static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct 
 	return binary(ps, op, optok, a, aloc, b, bloc);
 }
 
-/* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
-static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
+/* One left-associative chain: operand { OP operand }, where op_of gives the
+ * op of a token (-1: not one of this chain's) and combine (binary or
+ * logical) makes and checks each step's node. */
+static struct tir_node *binary_chain(struct parser *ps, struct tir_loc *start, int (*op_of)(enum tir_tok),
+				     struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *,
+								 struct tir_node *, const struct tir_loc *,
+								 struct tir_node *, const struct tir_loc *),
+				     struct tir_node *(*operand)(struct parser *, struct tir_loc *))
 {
-	struct tir_node *a = parse_arith(ps, start);
-	int chain = 0;
-	while (a && ps->tok->kind == TIR_TOK_AMP) {
+	struct tir_node *a = operand(ps, start);
+	int chain = 0, op;
+	while (a && (op = op_of(ps->tok->kind)) >= 0) {
 		struct tir_token optok = *ps->tok;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
 		chain++;
 		struct tir_loc bloc;
-		struct tir_node *b = parse_arith(ps, &bloc);
+		struct tir_node *b = operand(ps, &bloc);
 		if (!b)
 			return NULL;
-		a = logical(ps, TIR_OP_AND, &optok, a, start, b, &bloc);
+		a = combine(ps, (enum tir_op)op, &optok, a, start, b, &bloc);
 	}
 	ps->depth -= chain;
 	return a;
 }
 
+static int term_op(enum tir_tok k)
+{
+	switch (k) {
+	case TIR_TOK_STAR: return TIR_OP_MUL;
+	case TIR_TOK_SLASH: return TIR_OP_DIV;
+	case TIR_TOK_SLASHSLASH: return TIR_OP_FLOOR_DIVIDE;
+	case TIR_TOK_PERCENT: return TIR_OP_MOD;
+	case TIR_TOK_AT: return TIR_OP_MATMUL;
+	default: return -1;
+	}
+}
+
+static int arith_op(enum tir_tok k)
+{
+	return k == TIR_TOK_PLUS ? TIR_OP_ADD : k == TIR_TOK_MINUS ? TIR_OP_SUB : -1;
+}
+
+static int and_op(enum tir_tok k)
+{
+	return k == TIR_TOK_AMP ? TIR_OP_AND : -1;
+}
+
+static int or_op(enum tir_tok k)
+{
+	return k == TIR_TOK_PIPE ? TIR_OP_OR : -1;
+}
+
+/* term = unary { ("*" | "/" | "//" | "%" | "@") unary } */
+static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
+{
+	return binary_chain(ps, start, term_op, binary, parse_unary);
+}
+
+/* arith = term { ("+" | "-") term } */
+static struct tir_node *parse_arith(struct parser *ps, struct tir_loc *start)
+{
+	return binary_chain(ps, start, arith_op, binary, parse_term);
+}
+
+/* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
+static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
+{
+	return binary_chain(ps, start, and_op, logical, parse_arith);
+}
+
 static struct tir_node *parse_bitor(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_node *a = parse_bitand(ps, start);
-	int chain = 0;
-	while (a && ps->tok->kind == TIR_TOK_PIPE) {
-		struct tir_token optok = *ps->tok;
-		advance(ps);
-		if (!enter(ps))
-			return NULL;
-		chain++;
-		struct tir_loc bloc;
-		struct tir_node *b = parse_bitand(ps, &bloc);
-		if (!b)
-			return NULL;
-		a = logical(ps, TIR_OP_OR, &optok, a, start, b, &bloc);
-	}
-	ps->depth -= chain;
-	return a;
+	return binary_chain(ps, start, or_op, logical, parse_bitand);
 }
 
 static int compare_op(enum tir_tok k)

@@ -754,6 +754,27 @@ const char *ox_use(struct ox_imp *m, const char *onnx)
 
 /* ---- the model ---- */
 
+/* The len bytes of fd in a new buffer (one byte to spare); fd is closed either way.
+ * NULL when they cannot be read, *nomem set when that is for want of memory. */
+static unsigned char *read_whole(int fd, size_t len, bool *nomem)
+{
+	unsigned char *buf = malloc(len + 1);
+	size_t got = 0;
+	while (buf && got < len) {
+		ssize_t r = read(fd, buf + got, len - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	*nomem = !buf;
+	if (!buf || got < len) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 static int read_model(struct ox_imp *m, const char *path)
 {
 	int fd = open(path, O_RDONLY);
@@ -770,19 +791,10 @@ static int read_model(struct ox_imp *m, const char *path)
 				(intmax_t)st.st_size, OX_MAX_MODEL);
 	}
 	size_t len = (size_t)st.st_size;
-	unsigned char *buf = malloc(len + 1);
-	size_t got = 0;
-	while (buf && got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (!buf || got < len) {
-		free(buf);
-		return tir_errf(m->err, buf ? TIR_EDATA : TIR_ENOMEM, NULL, "%s: reading failed", path);
-	}
+	bool nomem;
+	unsigned char *buf = read_whole(fd, len, &nomem);
+	if (!buf)
+		return tir_errf(m->err, nomem ? TIR_ENOMEM : TIR_EDATA, NULL, "%s: reading failed", path);
 	m->model = onnx__model_proto__unpack(NULL, len, buf);
 	free(buf);
 	if (!m->model)
@@ -1443,19 +1455,10 @@ int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shap
 		return tir_errf(err, TIR_EDATA, NULL, "%s: not a regular file of at most 4 GiB", pb);
 	}
 	size_t len = (size_t)st.st_size;
-	unsigned char *buf = malloc(len + 1);
-	size_t got = 0;
-	while (buf && got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (!buf || got < len) {
-		free(buf);
+	bool nomem;
+	unsigned char *buf = read_whole(fd, len, &nomem);
+	if (!buf)
 		return tir_errf(err, TIR_EDATA, NULL, "%s: reading failed", pb);
-	}
 	Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, buf);
 	free(buf);
 	if (!t)

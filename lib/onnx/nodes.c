@@ -160,6 +160,21 @@ static int norm_axis(struct ox_node_ctx *c, int64_t a, int rank, int *out)
 	return 0;
 }
 
+/* input k and its type: NULL (the error set) when either is missing */
+static const char *in_typed(struct ox_node_ctx *c, size_t k, struct tir_type *t)
+{
+	const char *x = in(c, k);
+	return x && in_type(c, k, t) ? x : NULL;
+}
+
+/* input 0, its type and its "axis" attribute (def when absent) made
+ * non-negative: NULL (the error set) when any of them fails */
+static const char *in_axis(struct ox_node_ctx *c, int64_t def, struct tir_type *t, int *a)
+{
+	const char *x = in_typed(c, 0, t);
+	return x && !norm_axis(c, attr_i(c, "axis", def), t->rank, a) ? x : NULL;
+}
+
 /* x cast to dt when its dtype is another (ONNX keeps the input's dtype
  * where tir computes in a float) */
 static const char *as_dtype(struct ox_node_ctx *c, const char *x, enum tir_dtype dt)
@@ -205,8 +220,8 @@ static int op_unary(struct ox_node_ctx *c)
 		return bind_const(c, 0, r);
 	}
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	const char *r = EMIT("%s(%s)", unary_of(c->n->op_type), x);
 	return bind_as(c, r, t.dtype);
@@ -311,8 +326,8 @@ static int op_variadic(struct ox_node_ctx *c)
 	const char *op = c->n->op_type;
 	const char *f = !strcmp(op, "Min") ? "minimum" : !strcmp(op, "Max") ? "maximum" : "add";
 	struct tir_type t;
-	const char *acc = in(c, 0);
-	if (!acc || !in_type(c, 0, &t))
+	const char *acc = in_typed(c, 0, &t);
+	if (!acc)
 		return -c->m->err->code;
 	size_t n = c->n->n_input;
 	for (size_t k = 1; k < n && acc; k++) {
@@ -373,8 +388,8 @@ static int op_where(struct ox_node_ctx *c)
 static int op_clip(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	const char *r = x;
 	if (c->opset < 11) {
@@ -404,8 +419,8 @@ static int op_activation(struct ox_node_ctx *c)
 {
 	const char *op = c->n->op_type;
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	static const char *const direct[][2] = {
 		{"Tan", "tan"}, {"Asin", "asin"}, {"Acos", "acos"}, {"Atan", "atan"}, {"Sinh", "sinh"},
@@ -790,8 +805,8 @@ static int op_unsqueeze(struct ox_node_ctx *c)
 static int op_transpose(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	size_t n;
 	const int64_t *p = attr_ints(c, "perm", &n);
@@ -1076,8 +1091,8 @@ static int op_gather_elements(struct ox_node_ctx *c)
 static int op_topk(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	int64_t k;
 	if (c->opset < 10) {
@@ -1171,8 +1186,8 @@ static int nll(struct ox_node_ctx *c, const char *lp, const struct tir_type *t)
 static int op_nllloss(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	return nll(c, x, &t);
 }
@@ -1182,8 +1197,8 @@ static int op_nllloss(struct ox_node_ctx *c)
 static int op_sceloss(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 2)
 		return ox_fail(c->m, TIR_ETYPE, "scores of rank %d", t.rank);
@@ -1197,8 +1212,8 @@ static int op_sceloss(struct ox_node_ctx *c)
 static int op_trilu(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 2)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
@@ -1241,11 +1256,9 @@ static int op_eyelike(struct ox_node_ctx *c)
 static int op_hardmax(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
-		return -c->m->err->code;
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", c->opset < 13 ? 1 : -1), t.rank, &a))
+	const char *x = in_axis(c, c->opset < 13 ? 1 : -1, &t, &a);
+	if (!x)
 		return -c->m->err->code;
 	const char *y = x;
 	int r = t.rank;
@@ -1431,11 +1444,9 @@ static int op_einsum(struct ox_node_ctx *c)
 static int op_split(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
-		return -c->m->err->code;
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+	const char *x = in_axis(c, 0, &t, &a);
+	if (!x)
 		return -c->m->err->code;
 	size_t no = c->n->n_output;
 	int64_t parts[64];
@@ -1481,8 +1492,8 @@ static int op_split(struct ox_node_ctx *c)
 static int op_pad(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	bool edge = attr_str_is(c, "mode", "edge", "constant"), reflect = attr_str_is(c, "mode", "reflect", "constant");
 	if (!edge && !reflect && !attr_str_is(c, "mode", "constant", "constant"))
@@ -1586,8 +1597,8 @@ static int op_reduce(struct ox_node_ctx *c)
 {
 	const char *op = c->n->op_type;
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	int64_t axes[TIR_MAX_RANK];
 	size_t n = 0;
@@ -1657,11 +1668,9 @@ static int op_reduce(struct ox_node_ctx *c)
 static int op_argmax(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
-		return -c->m->err->code;
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+	const char *x = in_axis(c, 0, &t, &a);
+	if (!x)
 		return -c->m->err->code;
 	bool keep = attr_i(c, "keepdims", 1);
 	const char *f = !strcmp(c->n->op_type, "ArgMax") ? "argmax" : "argmin";
@@ -1680,8 +1689,8 @@ static int op_argmax(struct ox_node_ctx *c)
 static int op_det(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 2 || t.shape[t.rank - 1] != t.shape[t.rank - 2])
 		return ox_fail(c->m, TIR_ETYPE, "Det of a %d-D input, not [..., n, n]", t.rank);
@@ -1723,8 +1732,8 @@ static int op_gemm(struct ox_node_ctx *c)
 static int op_softmax(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	const char *f = !strcmp(c->n->op_type, "Softmax") ? "softmax" : "log_softmax";
 	int a;
@@ -1761,8 +1770,8 @@ static const char *per_channel(struct ox_node_ctx *c, size_t k, int rank)
 static int op_batchnorm(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	for (size_t k = 1; k < c->n->n_output; k++)
 		if (*out_name(c, k))
@@ -1785,8 +1794,8 @@ static int op_batchnorm(struct ox_node_ctx *c)
 static int op_instancenorm(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 3)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
@@ -2132,8 +2141,8 @@ static const char *dilated_maxpool(struct ox_node_ctx *c, const char *x, const s
 static int op_pool(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	bool max = !strcmp(c->n->op_type, "MaxPool");
 	if (c->n->n_output > 1 && *out_name(c, 1))
@@ -2210,8 +2219,8 @@ static int op_pool(struct ox_node_ctx *c)
 static int op_global_pool(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 3)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
@@ -2227,8 +2236,8 @@ static int op_global_pool(struct ox_node_ctx *c)
 static int op_depth_space(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	if (t.rank != 4)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
@@ -2262,8 +2271,8 @@ static int op_depth_space(struct ox_node_ctx *c)
 static int op_mvn(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	size_t n;
 	const int64_t *ax = attr_ints(c, "axes", &n), def[3] = {0, 2, 3};
@@ -2295,8 +2304,8 @@ static int op_mvn(struct ox_node_ctx *c)
 static int op_lrn(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t))
+	const char *x = in_typed(c, 0, &t);
+	if (!x)
 		return -c->m->err->code;
 	int64_t size = attr_i(c, "size", 0);
 	double alpha = attr_f(c, "alpha", 1e-4), beta = attr_f(c, "beta", 0.75), bias = attr_f(c, "bias", 1.0);

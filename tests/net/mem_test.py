@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
-from tirnet import (ALL_LINES, Server, describe, error_is, eventually, healthy, metrics,  # noqa: E402
+from tirnet import (ALL_LINES, Server, check, describe, error_is, eventually, healthy, metrics,  # noqa: E402
                     new_session, put_blob, request, results, run, sha)
 
 TIR = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/tir"
@@ -50,19 +50,6 @@ MIB = 1 << 20
 # quarantine keeps up to 256 MiB more)
 SLACK_KIB = (200 + (256 if ASAN else 0)) * 1024
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
-    sys.stdout.flush()
-    return ok
 
 
 SMALL = "x: f32[4] = ones([4])\ns: f32[] = sum(x)\nprint s\n"
@@ -519,8 +506,8 @@ def main():
     reports = [ln for lines in ALL_LINES for ln in lines
                if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
     check("no sanitizer report from any server", not reports, str(reports[:5]))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"{tirnet.passed} passed, {tirnet.failed} failed")
+    return 1 if tirnet.failed else 0
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402  (tests/net/tirnet.py)
-from tirnet import (ALL_LINES, CHUNK, DTYPES, Reply, Server, blob, chunk_list, describe, drained,  # noqa: E402
+from tirnet import (ALL_LINES, CHUNK, DTYPES, Reply, Server, blob, check, chunk_list, describe, drained,  # noqa: E402
                     error_is, eventually, frame, healthy, metrics, new_session, put_blob, raw, request,
                     results, run, sha, unframe)
 
@@ -60,24 +60,10 @@ QUICK = "--quick" in sys.argv
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEADLINE = time.monotonic() + 230  # the whole script (serve.sh allows 600)
 
-passed = 0
-failed = 0
 tirnet.TIR = TIR
 # AddressSanitizer's quarantine keeps up to 256 MiB of freed memory resident
 ASAN = os.path.exists(TIR) and b"__asan_init" in open(TIR, "rb").read()
 RSS_SLACK_KIB = 256 * 1024 if ASAN else 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
-    sys.stdout.flush()
-    return ok
 
 
 EXP3 = "input t0: f32[3]\nt1: f32[3] = exp(t0)\nprint t1\n"
@@ -2712,8 +2698,8 @@ def main():
     reports = [ln for lines in ALL_LINES for ln in lines
                if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
     check("no sanitizer report from any server", not reports, str(reports[:5]))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"{tirnet.passed} passed, {tirnet.failed} failed")
+    return 1 if tirnet.failed else 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 
@@ -28,6 +29,21 @@ from wait_for import until
 TIR = "build/tir"
 PROTOCOL = 4  # lib/net/net.h's TIR_PROTOCOL: the number in results heads and headers
 ALL_LINES = []
+# the counts check() keeps for a script, read at its end ("N passed, M failed")
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    """Count and print "ok NAME" or "FAIL NAME: DETAIL"; ok, as given."""
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+    sys.stdout.flush()
+    return ok
 
 
 def free_range(n):

@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402  (tests/net/tirnet.py)
-from tirnet import (ALL_LINES, Server, blob, chunk_list, describe, error_is, eventually, frame,  # noqa: E402
+from tirnet import (ALL_LINES, Server, blob, check, chunk_list, describe, error_is, eventually, frame,  # noqa: E402
                     metrics, new_session, put_blob, request, results, run, sha)
 
 TIR = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/tir"
@@ -51,20 +51,6 @@ ASAN = os.path.exists(TIR) and b"__asan_init" in open(TIR, "rb").read()
 # AddressSanitizer's quarantine keeps up to 256 MiB of freed memory resident
 RSS_SLACK_KIB = 256 * 1024 if ASAN else 16 * 1024
 
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
-    sys.stdout.flush()
-    return ok
 
 
 # ---- helpers ----
@@ -430,9 +416,8 @@ def test_tokens(tmp):
         for line in out:
             if line.startswith("ok ") or line.startswith("FAIL "):
                 print(line)
-                global passed, failed
-                passed += line.startswith("ok ")
-                failed += line.startswith("FAIL ")
+                tirnet.passed += line.startswith("ok ")
+                tirnet.failed += line.startswith("FAIL ")
         check("xfer_client: exit 0 and its summary", p.returncode == 0 and out and
               out[-1].endswith(" passed, 0 failed"), "\n".join(out[-5:]))
     finally:
@@ -731,8 +716,8 @@ def main():
     reports = [ln for lines in ALL_LINES for ln in lines if "Sanitizer" in ln or "runtime error" in ln]
     check("no sanitizer report in the servers' logs", not reports, "\n".join(reports[:5]))
     print(f"# xfer_test: {time.monotonic() - t0:.1f} s")
-    print(f"{passed} passed, {failed} failed")
-    return failed == 0
+    print(f"{tirnet.passed} passed, {tirnet.failed} failed")
+    return tirnet.failed == 0
 
 
 if __name__ == "__main__":

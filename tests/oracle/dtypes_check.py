@@ -31,20 +31,11 @@ import tempfile
 
 import numpy as np
 
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import bad, ok, summary  # noqa: E402
+
 TIR = sys.argv[sys.argv.index("--tir") + 1] if "--tir" in sys.argv else "build/tir"
-passed = failed = 0
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print("ok", name)
-
-
-def bad(name, why):
-    global failed
-    failed += 1
-    print("FAIL %s: %s" % (name, why))
 
 
 # ---- bf16 by bits ----
@@ -487,8 +478,7 @@ def main():
         reduce_cases(d)
         matmul_cases(d)
         cast_cases(d)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

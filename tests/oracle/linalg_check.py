@@ -29,29 +29,19 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import bad, check, ok, run_saved, summary  # noqa: E402
 
 np.seterr(all="ignore")
 
 TIR = sys.argv[sys.argv.index("--tir") + 1] if "--tir" in sys.argv else "build/tir"
 TIR = os.path.abspath(TIR)
-passed = failed = 0
 NPDT = {"f32": np.float32, "f64": np.float64}
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print("ok", name)
-
-
-def bad(name, why):
-    global failed
-    failed += 1
-    print("FAIL %s: %s" % (name, why))
 
 
 def ttype(a):
@@ -60,21 +50,7 @@ def ttype(a):
 
 def run(tmp, body, inputs, outs, extra=()):
     """Run body with inputs (name -> array); the saved outs (name -> array), or an error string."""
-    lines = ["input %s: %s" % (n, ttype(a)) for n, a in inputs.items()]
-    prog = os.path.join(tmp, "case.tir")
-    with open(prog, "w") as f:
-        f.write("\n".join(lines + [body]) + "\n")
-    cmd = [TIR, "run", prog, "--quiet"] + list(extra)
-    for n, a in inputs.items():
-        p = os.path.join(tmp, "in_%s.npy" % n)
-        np.save(p, a)
-        cmd += ["--input", "%s=%s" % (n, p)]
-    for n in outs:
-        cmd += ["--save", "%s=%s" % (n, os.path.join(tmp, "out_%s.npy" % n))]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if r.returncode:
-        return "exit %d: %s" % (r.returncode, r.stderr.strip())
-    return {n: np.load(os.path.join(tmp, "out_%s.npy" % n)) for n in outs}
+    return run_saved(TIR, tmp, body, inputs, outs, ttype, extra)
 
 
 def close(got, want, dt, what):
@@ -130,18 +106,6 @@ def spd(r, shape, dt):
     m = r.standard_normal(shape)
     n = shape[-1]
     return (m @ np.swapaxes(m, -1, -2) + n * np.eye(n)).astype(NPDT[dt])
-
-
-def check(name, fn):
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            why = fn(tmp)
-        except Exception as e:  # a crash of the check is a failure, named
-            why = "%s: %s" % (type(e).__name__, e)
-        if why:
-            bad(name, why)
-        else:
-            ok(name)
 
 
 SQUARE = [(1, 1), (3, 3), (64, 64), (4, 3, 3), (2, 3, 5, 5)]
@@ -480,8 +444,7 @@ def main():
     check("remote", remote_case)
     check("repl", repl_case)
     check("help", help_case)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -24,30 +24,20 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import bad, check, ok, run_saved, summary  # noqa: E402
 
 np.seterr(all="ignore")
 
 TIR = sys.argv[sys.argv.index("--tir") + 1] if "--tir" in sys.argv else "build/tir"
 TIR = os.path.abspath(TIR)
-passed = failed = 0
 NAMES = {np.float32: "f32", np.float64: "f64", np.float16: "f16", np.int64: "i64", np.int32: "i32",
          np.uint8: "u8", np.bool_: "bool"}
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print("ok", name)
-
-
-def bad(name, why):
-    global failed
-    failed += 1
-    print("FAIL %s: %s" % (name, why))
 
 
 def ttype(a):
@@ -56,21 +46,7 @@ def ttype(a):
 
 def run(tmp, body, inputs, outs, extra=()):
     """Run body with inputs (name -> array); the saved outs (name -> array), or an error string."""
-    lines = ["input %s: %s" % (n, ttype(a)) for n, a in inputs.items()]
-    prog = os.path.join(tmp, "case.tir")
-    with open(prog, "w") as f:
-        f.write("\n".join(lines + [body]) + "\n")
-    cmd = [TIR, "run", prog, "--quiet"] + list(extra)
-    for n, a in inputs.items():
-        p = os.path.join(tmp, "in_%s.npy" % n)
-        np.save(p, a)
-        cmd += ["--input", "%s=%s" % (n, p)]
-    for n in outs:
-        cmd += ["--save", "%s=%s" % (n, os.path.join(tmp, "out_%s.npy" % n))]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if r.returncode:
-        return "exit %d: %s" % (r.returncode, r.stderr.strip())
-    return {n: np.load(os.path.join(tmp, "out_%s.npy" % n)) for n in outs}
+    return run_saved(TIR, tmp, body, inputs, outs, ttype, extra)
 
 
 def same(got, want, what):
@@ -81,18 +57,6 @@ def same(got, want, what):
     if got.tobytes() != want.tobytes():
         return "%s: values differ: got %s, want %s" % (what, got.ravel()[:8], want.ravel()[:8])
     return None
-
-
-def check(name, fn):
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            why = fn(tmp)
-        except Exception as e:  # a crash of the check is a failure, named
-            why = "%s: %s" % (type(e).__name__, e)
-        if why:
-            bad(name, why)
-        else:
-            ok(name)
 
 
 def rng(name):
@@ -293,8 +257,7 @@ def main():
     check("fmt", fmt_case)
     check("remote", remote_case)
     check("help", help_case)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
