@@ -1948,11 +1948,10 @@ int tir_remote_group_open(const char *hostport, const char *token, struct tir_re
 	}
 	json_decref(root);
 	if (rc) {
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) /* the members opened before n (r, at rank, too) */
 			if (i != rank)
 				tir_remote_close(out[i]);
-		if (n <= rank)
-			tir_remote_close(r);
+		tir_remote_close(r);
 		return missing ? 0 : rc;
 	}
 	return n;
