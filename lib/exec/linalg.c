@@ -67,40 +67,38 @@ static void put(const struct la *L, void *p, int64_t i, double v)
 		((float *)p)[i] = (float)v;
 }
 
+/* The copies between tir's row-major matrices and LAPACK's column-major
+ * ones go by square tiles, so that neither side is walked a whole column
+ * apart element by element (a 256 x 256 f64 matrix is 2 KiB a row). */
+#define LA_TILE 32
+
+#define LA_TRANSPOSE(T, S, SROW, SCOL, D, DROW, DCOL, R, C)                            \
+	for (int64_t i0 = 0; i0 < (R); i0 += LA_TILE)                                  \
+		for (int64_t j0 = 0; j0 < (C); j0 += LA_TILE) {                        \
+			int64_t i1 = i0 + LA_TILE < (R) ? i0 + LA_TILE : (R);           \
+			int64_t j1 = j0 + LA_TILE < (C) ? j0 + LA_TILE : (C);           \
+			for (int64_t i = i0; i < i1; i++)                               \
+				for (int64_t j = j0; j < j1; j++)                       \
+					((T *)(D))[i * (DROW) + j * (DCOL)] =           \
+						((const T *)(S))[i * (SROW) + j * (SCOL)]; \
+		}
+
 /* Row-major r x c at src into column-major dst (leading dimension ld). */
 static void to_cols(const struct la *L, const void *src, int64_t r, int64_t c, void *dst, int64_t ld)
 {
-	if (L->f64) {
-		const double *s = src;
-		double *d = dst;
-		for (int64_t i = 0; i < r; i++)
-			for (int64_t j = 0; j < c; j++)
-				d[i + j * ld] = s[i * c + j];
-	} else {
-		const float *s = src;
-		float *d = dst;
-		for (int64_t i = 0; i < r; i++)
-			for (int64_t j = 0; j < c; j++)
-				d[i + j * ld] = s[i * c + j];
-	}
+	if (L->f64)
+		LA_TRANSPOSE(double, src, c, 1, dst, 1, ld, r, c)
+	else
+		LA_TRANSPOSE(float, src, c, 1, dst, 1, ld, r, c)
 }
 
 /* Column-major r x c at src (leading dimension ld) into row-major dst. */
 static void to_rows(const struct la *L, const void *src, int64_t ld, int64_t r, int64_t c, void *dst)
 {
-	if (L->f64) {
-		const double *s = src;
-		double *d = dst;
-		for (int64_t i = 0; i < r; i++)
-			for (int64_t j = 0; j < c; j++)
-				d[i * c + j] = s[i + j * ld];
-	} else {
-		const float *s = src;
-		float *d = dst;
-		for (int64_t i = 0; i < r; i++)
-			for (int64_t j = 0; j < c; j++)
-				d[i * c + j] = s[i + j * ld];
-	}
+	if (L->f64)
+		LA_TRANSPOSE(double, src, 1, ld, dst, c, 1, r, c)
+	else
+		LA_TRANSPOSE(float, src, 1, ld, dst, c, 1, r, c)
 }
 
 /* Matrix t of the batch: its operands and results. */
