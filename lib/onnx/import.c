@@ -1217,6 +1217,8 @@ static int import_nodes(struct ox_imp *m, const size_t *order)
 			if (!nd->output[j] || !*nd->output[j])
 				continue;
 			struct ox_val *v = ox_val(m, nd->output[j]);
+			if (v) /* a name made twice (by a malformed graph): its first tir name goes */
+				free(v->clean);
 			if (!v || !(v->clean = ox_fresh(m, nd->output[j])) || names_put(&m->reserved, v->clean, NULL))
 				return ox_fail(m, TIR_ENOMEM, "out of memory");
 		}
