@@ -1552,32 +1552,48 @@ static const char *attr_kind_text(enum tir_attr_kind k)
 }
 
 /* int_list = "[" [ ["-"] INT { "," ["-"] INT } [","] ] "]" */
+/* Integers separated by commas into buf[*n ..] (at most max in all), up
+ * to the closing token `close`, which is left for the caller; a trailing
+ * comma is taken. */
+static bool parse_int_entries(struct parser *ps, int64_t *buf, int *n, int max, enum tir_tok close)
+{
+	while (ps->tok->kind != close) {
+		struct tir_token at = *ps->tok;
+		int64_t v;
+		if (!parse_static(ps, &v, "an integer"))
+			return false;
+		if (*n >= max) {
+			perr_tok(ps, &at, "too many entries (at most %d)", max);
+			return false;
+		}
+		buf[(*n)++] = v;
+		if (!accept(ps, TIR_TOK_COMMA))
+			break;
+	}
+	return true;
+}
+
+/* The n integers of buf as a's values, in the program's arena (room for
+ * at least `room`). */
+static bool store_ints(struct parser *ps, struct tir_attr *a, const int64_t *buf, int n, int room)
+{
+	a->n = n;
+	a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * (size_t)(n > room ? n : room));
+	if (!a->v)
+		return false;
+	memcpy(a->v, buf, sizeof *a->v * (size_t)n);
+	return true;
+}
+
 static bool parse_int_list(struct parser *ps, struct tir_attr *a, int max)
 {
 	struct tir_token open = *ps->tok;
 	advance(ps);
 	int64_t buf[TIR_MAX_RANK * 2];
 	int n = 0;
-	while (ps->tok->kind != TIR_TOK_RBRACKET) {
-		struct tir_token at = *ps->tok;
-		int64_t v;
-		if (!parse_static(ps, &v, "an integer"))
-			return false;
-		if (n >= max) {
-			perr_tok(ps, &at, "too many entries (at most %d)", max);
-			return false;
-		}
-		buf[n++] = v;
-		if (!accept(ps, TIR_TOK_COMMA))
-			break;
-	}
-	if (!close_bracket(ps, TIR_TOK_RBRACKET, &open))
+	if (!parse_int_entries(ps, buf, &n, max, TIR_TOK_RBRACKET) || !close_bracket(ps, TIR_TOK_RBRACKET, &open) ||
+	    !store_ints(ps, a, buf, n, 1))
 		return false;
-	a->n = n;
-	a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * (size_t)(n ? n : 1));
-	if (!a->v)
-		return false;
-	memcpy(a->v, buf, sizeof *a->v * (size_t)n);
 	a->is_list = true;
 	return true;
 }
@@ -1601,34 +1617,15 @@ static bool parse_int_tuple(struct parser *ps, struct tir_attr *a, int max, bool
 			*one = true;
 			if (is_static_op(ps->tok->kind) && !static_expr_rest(ps, buf[0], &buf[0], 0, "an integer"))
 				return false;
-			goto done;
-		}
-		if (!accept(ps, TIR_TOK_COMMA)) {
+		} else if (!accept(ps, TIR_TOK_COMMA)) {
 			close_bracket(ps, TIR_TOK_RPAREN, &open);
 			return false;
 		}
 	}
-	while (ps->tok->kind != TIR_TOK_RPAREN) {
-		struct tir_token at = *ps->tok;
-		int64_t v;
-		if (!parse_static(ps, &v, "an integer"))
-			return false;
-		if (n >= max) {
-			perr_tok(ps, &at, "too many entries (at most %d)", max);
-			return false;
-		}
-		buf[n++] = v;
-		if (!accept(ps, TIR_TOK_COMMA))
-			break;
-	}
-	if (!close_bracket(ps, TIR_TOK_RPAREN, &open))
+	if (!*one && (!parse_int_entries(ps, buf, &n, max, TIR_TOK_RPAREN) || !close_bracket(ps, TIR_TOK_RPAREN, &open)))
 		return false;
-done:
-	a->n = n;
-	a->v = tir_arena_alloc(&ps->prog->arena, sizeof *a->v * (size_t)(n > 2 ? n : 2));
-	if (!a->v)
+	if (!store_ints(ps, a, buf, n, 2))
 		return false;
-	memcpy(a->v, buf, sizeof *a->v * (size_t)n);
 	a->i = n ? buf[0] : 0;
 	a->is_list = !*one;
 	return true;
