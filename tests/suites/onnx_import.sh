@@ -15,28 +15,7 @@ suite_begin onnx_import
 m=$tmp/models
 if ! $py tests/onnx/make_models.py "$m" >"$tmp/make.out" 2>&1; then
 	bad "make_models.py failed: $(tail -n 1 "$tmp/make.out")"
-	# --remote: the model imported here, run on a tir serve
-: >"$tmp/serve.log"
-$tir serve --port=0 --host=127.0.0.1 --threads=1 2>"$tmp/serve.log" &
-spid=$!
-trap 'kill -TERM $spid 2>/dev/null; wait $spid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
-port= i=0
-while [ $i -lt 1200 ] && [ -z "$port" ] && kill -0 $spid 2>/dev/null; do
-	port=$(sed -n 's|^tir serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\) .*|\1|p' "$tmp/serve.log")
-	[ -n "$port" ] || sleep 0.05
-	i=$((i + 1))
-done
-if [ -n "$port" ] && $tir run "$m/mlp.onnx" --input input.1="$m/x.pb" --remote "127.0.0.1:$port" \
-	--save probs="$tmp/pr.npy" --quiet >/dev/null 2>"$tmp/err" && close "$tmp/pr.npy" "$m/expect.npy"; then ok
-else bad "--remote (port '$port'): $(cat "$tmp/err" "$tmp/serve.log")"; fi
-kill -TERM $spid 2>/dev/null
-wait $spid 2>/dev/null
-
-# the REPL's .load of a model: its names, then an input and an output
-printf '.load %s batch=2\n.input input_1=%s\n.save probs %s\n' "$m/mlp.onnx" "$m/x.npy" "$tmp/rp.npy" |
-	$tir repl >"$tmp/out" 2>&1
-if [ $? -eq 0 ] && close "$tmp/rp.npy" "$m/expect.npy"; then ok; else bad ".load mlp.onnx: $(cat "$tmp/out")"; fi
-suite_end
+	suite_end
 	exit 1
 fi
 
