@@ -23,3 +23,23 @@ suite_end() {
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 }
+# replay_each BIN DIR MAKEVAR: a fuzz target's plain-main build (BIN, which
+# `make` builds as MAKEVAR says) run once on each file of DIR, one check a
+# file and one that DIR holds at least 10; a missing BIN ends the suite.
+replay_each() {
+	if [ ! -x "$1" ]; then
+		bad "$1 is missing: make builds it ($3)"
+		suite_end
+		exit 1
+	fi
+	n=0
+	for f in "$2"/*; do
+		[ -f "$f" ] || continue
+		n=$((n + 1))
+		if timeout 60 "$1" "$f" >"$tmp/out" 2>&1; then ok; else
+			bad "$f: the target failed (exit $?):"
+			tail -n 5 "$tmp/out" | sed 's/^/    /'
+		fi
+	done
+	[ "$n" -ge 10 ] && ok || bad "$2 holds $n files (10 at least expected)"
+}

@@ -11,21 +11,7 @@ set -u
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin fuzz_parse
 bin=$BUILD/tests/fuzz_parse
-if [ ! -x "$bin" ]; then
-	bad "$bin is missing: make builds it (FUZZ_BIN)"
-	suite_end
-	exit 1
-fi
-n=0
-for f in tests/fuzz/corpus/*; do
-	[ -f "$f" ] || continue
-	n=$((n + 1))
-	if timeout 60 "$bin" "$f" >"$tmp/out" 2>&1; then ok; else
-		bad "$f: the target failed (exit $?):"
-		tail -n 5 "$tmp/out" | sed 's/^/    /'
-	fi
-done
-[ "$n" -ge 10 ] && ok || bad "tests/fuzz/corpus holds $n files (10 at least expected)"
+replay_each "$bin" tests/fuzz/corpus FUZZ_BIN
 # the whole folder at once, as libFuzzer is given it
 if timeout 120 "$bin" tests/fuzz/corpus >"$tmp/out" 2>&1 &&
    grep -q "^replay: $n inputs, 0 unreadable$" "$tmp/out"; then ok; else

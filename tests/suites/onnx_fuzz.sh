@@ -8,19 +8,5 @@ set -u
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin onnx_fuzz
 bin=$BUILD/tests/fuzz_onnx
-if [ ! -x "$bin" ]; then
-	bad "$bin is missing: make builds it (FUZZ_ONNX)"
-	suite_end
-	exit 1
-fi
-n=0
-for f in tests/fuzz/onnx/*; do
-	[ -f "$f" ] || continue
-	n=$((n + 1))
-	if timeout 60 "$bin" "$f" >"$tmp/out" 2>&1; then ok; else
-		bad "$f: the target failed (exit $?):"
-		tail -n 5 "$tmp/out" | sed 's/^/    /'
-	fi
-done
-[ "$n" -ge 10 ] && ok || bad "tests/fuzz/onnx holds $n files (10 at least expected)"
+replay_each "$bin" tests/fuzz/onnx FUZZ_ONNX
 suite_end
