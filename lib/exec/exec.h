@@ -639,6 +639,12 @@ struct tir_file_listing {
 };
 int tir_file_list(const char *path, struct tir_file_listing *list, struct tir_err *err);
 void tir_file_listing_free(struct tir_file_listing *list);
+/* A .safetensors header is read and checked once and kept (by the file's
+ * device, inode, size and times: a changed file is read again), so later
+ * loads of the file only look their tensor up.  How many headers were
+ * read since the process began (tests), and forgetting those kept. */
+uint64_t tir_file_header_reads(void);
+void tir_file_headers_forget(void);
 /* The value of --input NAME=SPEC into dst: SPEC is FILE, or FILE:TENSOR
  * (one tensor of a .safetensors file) when SPEC is not itself a file and
  * the part before its last ':' is.  Without a TENSOR: the file's only

@@ -11,12 +11,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -723,10 +725,142 @@ out:
 	return rc;
 }
 
-/* The tensor `name` into *pr (list NULL), or every tensor into list. */
-static int st_info(int fd, const char *path, uint64_t fsize, uint64_t hlen, const char *name,
-		   struct probe *pr, struct tir_file_listing *list, struct tir_err *err)
+/* ---- headers read once a run ----
+ * A program loads many tensors of one checkpoint (gpt2.tir: 152 of one
+ * file, each named at parse time for its type and at run time for its
+ * data).  A checked header is kept, by the file's identity (device,
+ * inode, size, change and modification times: a file rewritten is read
+ * again), so each later load of the file is a lookup in its parsed JSON:
+ * the cost grows with the tensors used, not loads x tensors.  Only
+ * headers that passed every check are kept (st_all), at most ST_KEEP
+ * files and ST_KEEP_BYTES of header text, the least recently used
+ * dropped. */
+#define ST_KEEP 16
+#define ST_KEEP_BYTES ((uint64_t)64 << 20)
+
+struct st_kept {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime, kept;
+	uint64_t hlen;
+	char *text;        /* the header's bytes */
+	json_t *root;      /* one reference of the cache's */
+	uint64_t used;     /* the clock at its last use */
+};
+
+static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct st_kept st_kept[ST_KEEP];
+static size_t st_nkept;
+static uint64_t st_clock, st_reads;
+
+/* a before b by a whole second or more */
+static bool well_before(struct timespec a, struct timespec b)
 {
+	return b.tv_sec - a.tv_sec > 1 || (b.tv_sec - a.tv_sec == 1 && b.tv_nsec >= a.tv_nsec);
+}
+
+/* The same file, unchanged since k was kept.  A file's times tick with
+ * the kernel's clock (milliseconds), so a file rewritten within one tick
+ * of being read would look the same: identity is trusted only for a file
+ * last changed a second or more before its header was kept; a newer one
+ * has its header read and compared. */
+static bool st_same(const struct st_kept *k, const struct stat *st, uint64_t hlen)
+{
+	return k->dev == st->st_dev && k->ino == st->st_ino && k->size == st->st_size &&
+	       k->mtime.tv_sec == st->st_mtim.tv_sec && k->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       k->ctime.tv_sec == st->st_ctim.tv_sec && k->ctime.tv_nsec == st->st_ctim.tv_nsec &&
+	       k->hlen == hlen && well_before(k->mtime, k->kept) && well_before(k->ctime, k->kept);
+}
+
+/* The checked header of the file st is, a new reference; NULL if none is
+ * kept.  text (its bytes, read) NULL: by the file's identity alone. */
+static json_t *st_lookup(const struct stat *st, uint64_t hlen, const char *text)
+{
+	json_t *root = NULL;
+	pthread_mutex_lock(&st_mu);
+	for (size_t i = 0; i < st_nkept; i++) {
+		struct st_kept *k = &st_kept[i];
+		bool hit = text ? k->size == st->st_size && k->hlen == hlen && !memcmp(k->text, text, hlen)
+				: st_same(k, st, hlen);
+		if (hit) {
+			k->used = ++st_clock;
+			root = json_incref(k->root);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&st_mu);
+	return root;
+}
+
+static void st_drop(size_t i)
+{
+	json_decref(st_kept[i].root);
+	free(st_kept[i].text);
+	st_kept[i] = st_kept[--st_nkept];
+}
+
+/* Keep root (checked), parsed from text (taken), as the header of the file st is. */
+static void st_keep(const struct stat *st, uint64_t hlen, char *text, json_t *root)
+{
+	if (hlen > ST_KEEP_BYTES / 4) {
+		free(text);
+		return;
+	}
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_mutex_lock(&st_mu);
+	/* the same inode changed: its old header goes; then the oldest, while
+	 * the count or the bytes are over */
+	for (size_t i = 0; i < st_nkept;)
+		if (st_kept[i].dev == st->st_dev && st_kept[i].ino == st->st_ino)
+			st_drop(i);
+		else
+			i++;
+	for (;;) {
+		uint64_t bytes = hlen;
+		size_t oldest = 0;
+		for (size_t j = 0; j < st_nkept; j++) {
+			bytes += st_kept[j].hlen;
+			if (st_kept[j].used < st_kept[oldest].used)
+				oldest = j;
+		}
+		if (!st_nkept || (st_nkept < ST_KEEP && bytes <= ST_KEEP_BYTES))
+			break;
+		st_drop(oldest);
+	}
+	st_kept[st_nkept++] = (struct st_kept){
+		.dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
+		.mtime = st->st_mtim, .ctime = st->st_ctim, .kept = now, .hlen = hlen,
+		.text = text, .root = json_incref(root), .used = ++st_clock,
+	};
+	pthread_mutex_unlock(&st_mu);
+}
+
+uint64_t tir_file_header_reads(void)
+{
+	pthread_mutex_lock(&st_mu);
+	uint64_t n = st_reads;
+	pthread_mutex_unlock(&st_mu);
+	return n;
+}
+
+void tir_file_headers_forget(void)
+{
+	pthread_mutex_lock(&st_mu);
+	while (st_nkept)
+		st_drop(0);
+	pthread_mutex_unlock(&st_mu);
+}
+
+/* The header of the file st is, read, parsed and checked (the metadata
+ * and every tensor: st_all), or kept from an earlier read; a new reference. */
+static int st_header(int fd, const char *path, const struct stat *st, uint64_t hlen, json_t **rootp,
+		     struct tir_err *err)
+{
+	uint64_t fsize = (uint64_t)st->st_size;
+	if ((*rootp = st_lookup(st, hlen, NULL)))
+		return 0;
 	if (hlen > ST_MAX_HEADER)
 		return ferr(err, TIR_EDATA, path,
 			    "header size %llu exceeds the limit of %llu bytes",
@@ -743,19 +877,25 @@ static int st_info(int fd, const char *path, uint64_t fsize, uint64_t hlen, cons
 		free(text);
 		return rc;
 	}
+	if ((*rootp = st_lookup(st, hlen, text))) {
+		free(text);
+		return 0;
+	}
+	pthread_mutex_lock(&st_mu);
+	st_reads++;
+	pthread_mutex_unlock(&st_mu);
 	json_error_t jerr;
 	json_t *root = json_loadb(text, hlen, JSON_REJECT_DUPLICATES, &jerr);
-	free(text);
-	if (!root)
+	if (!root) {
+		free(text);
 		return ferr(err, TIR_EDATA, path, "bad safetensors header: %s (at byte %d)",
 			    jerr.text, jerr.position);
+	}
 	int rc;
-	const char *tname = NULL;
-	json_t *entry = NULL;
 	json_t *meta = json_object_get(root, "__metadata__");
 	if (!json_is_object(root)) {
 		rc = ferr(err, TIR_EDATA, path, "bad safetensors header: not a JSON object");
-		goto out;
+		goto fail;
 	}
 	if (meta) {
 		const char *k;
@@ -766,10 +906,32 @@ static int st_info(int fd, const char *path, uint64_t fsize, uint64_t hlen, cons
 		if (!ok) {
 			rc = ferr(err, TIR_EDATA, path,
 				  "bad safetensors header: \"__metadata__\" must map strings to strings");
-			goto out;
+			goto fail;
 		}
 	}
-	uint64_t data_size = fsize - 8 - hlen;
+	if ((rc = st_all(root, path, fsize - 8 - hlen, 8 + hlen, NULL, err)))
+		goto fail;
+	st_keep(st, hlen, text, root);
+	*rootp = root;
+	return 0;
+fail:
+	free(text);
+	json_decref(root);
+	return rc;
+}
+
+/* The tensor `name` into *pr (list NULL), or every tensor into list. */
+static int st_info(int fd, const char *path, const struct stat *st, uint64_t hlen, const char *name,
+		   struct probe *pr, struct tir_file_listing *list, struct tir_err *err)
+{
+	json_t *root;
+	int rc = st_header(fd, path, st, hlen, &root, err);
+	if (rc)
+		return rc;
+	const char *tname = NULL;
+	json_t *entry = NULL;
+	json_t *meta = json_object_get(root, "__metadata__");
+	uint64_t data_size = (uint64_t)st->st_size - 8 - hlen;
 	if (list) {
 		list->format = "safetensors";
 		list->header_bytes = 8 + hlen;
@@ -782,13 +944,12 @@ static int st_info(int fd, const char *path, uint64_t fsize, uint64_t hlen, cons
 		goto out;
 	if ((rc = st_entry(entry, path, tname, data_size, pr, err)))
 		goto out;
-	if ((rc = st_all(root, path, data_size, 8 + hlen, NULL, err)))
-		goto out;
 	pr->info.data_offset += 8 + hlen;
 out:
 	json_decref(root);
 	return rc;
 }
+
 
 /* ---- open, detect, dispatch ---- */
 
@@ -855,7 +1016,7 @@ static int open_info(const char *path, const char *name, int *fdp, struct probe 
 			rc = ferr(err, TIR_EDATA, path, "not a .npy or .safetensors file");
 			goto fail;
 		}
-		rc = st_info(fd, path, fsize, hlen, name, pr, list, err);
+		rc = st_info(fd, path, &st, hlen, name, pr, list, err);
 	}
 	if (rc)
 		goto fail;

@@ -937,6 +937,58 @@ static void test_mapping(void)
 	tir_tensor_release(&t);
 }
 
+/* A header is parsed once, however many loads name the file; a file
+ * rewritten at once (within its times' tick, the same size) is read again. */
+static void test_header_kept(void)
+{
+	struct tir_tensor t;
+	struct tir_err err = {0};
+	float data[4] = {1, 2, 3, 4};
+	const char *h1 = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+			 "\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[4,16]}}";
+	/* the same length: b is first, and of one element */
+	const char *h2 = "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[4,16]},"
+			 "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+	CHECK(strlen(h1) == strlen(h2));
+	make_st("kept.safetensors", h1, data, sizeof data);
+	uint64_t r0 = tir_file_header_reads();
+	for (int i = 0; i < 50; i++) {
+		CHECK(tir_file_load(fpath("kept.safetensors"), i % 2 ? "a" : "b", &t, &err) == 0);
+		CHECK(t.shape[0] == (i % 2 ? 1 : 3));
+		tir_tensor_release(&t);
+	}
+	struct tir_file_info info;
+	CHECK(tir_file_info(fpath("kept.safetensors"), "b", &info, &err) == 0 && info.shape[0] == 3);
+	CHECK(tir_file_header_reads() == r0 + 1);
+	make_st("kept.safetensors", h2, data, sizeof data);
+	CHECK(tir_file_load(fpath("kept.safetensors"), "a", &t, &err) == 0);
+	CHECK(t.shape[0] == 3 && ((float *)tir_tensor_data(&t))[0] == 2);
+	tir_tensor_release(&t);
+	CHECK(tir_file_header_reads() == r0 + 2);
+	/* a bad header is never kept: the error again, and a fixed file loads */
+	make_st("kept.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[9],\"data_offsets\":[0,36]}}",
+		data, sizeof data);
+	expect_err("kept.safetensors", "a", "out of range");
+	expect_err("kept.safetensors", "a", "out of range");
+	/* more files than are kept: each still right */
+	char name[32];
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof name, "k%d.safetensors", i);
+		make_st(name, i % 2 ? h1 : h2, data, sizeof data);
+	}
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 20; i++) {
+			snprintf(name, sizeof name, "k%d.safetensors", i);
+			CHECK(tir_file_load(fpath(name), "a", &t, &err) == 0 && t.shape[0] == (i % 2 ? 1 : 3));
+			tir_tensor_release(&t);
+		}
+	tir_file_headers_forget();
+	uint64_t r1 = tir_file_header_reads();
+	CHECK(tir_file_load(fpath("k0.safetensors"), "a", &t, &err) == 0);
+	tir_tensor_release(&t);
+	CHECK(tir_file_header_reads() == r1 + 1);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -953,6 +1005,7 @@ int main(void)
 	test_save_errors();
 	test_listing();
 	test_mapping();
+	test_header_kept();
 	CHECK(tir_mem_current() == mem0);
 	cleanup();
 	return check_report("test_npy");
