@@ -70,7 +70,8 @@ struct tir_remote {
 	volatile sig_atomic_t *intr; /* the running exec's interrupt flag */
 	struct tir_exec *x;          /* the exec whose run is under way: its progress and trace */
 	struct tir_progress step;    /* the request under way's, as last told */
-	bool uploading;              /* it is a blob's PUT */
+	bool uploading;              /* it is a blob's PUT (or several blobs' POST) */
+	bool no_bundle;              /* the server has no POST /v1/blobs: one PUT a blob */
 	double req_ms, first_ms;     /* it began; its reply began (0: not yet) */
 	double fb_ms;                /* the last request's reply began (curl's count; 0: none) */
 	double sent_ms;              /* the blob under way was all sent (0: not yet) */
@@ -364,9 +365,10 @@ static size_t on_header(char *d, size_t size, size_t n, void *ud)
  * the frame's header, the data (from the tensor), the padding (no 256 MiB
  * frame made first). */
 struct upload {
-	const unsigned char *part[4];
-	size_t len[4];
-	int at;
+	const unsigned char *const *part;
+	const size_t *len;
+	size_t n;                    /* parts */
+	size_t at;
 	size_t off;
 };
 
@@ -374,7 +376,7 @@ static size_t on_read(char *d, size_t size, size_t n, void *ud)
 {
 	struct upload *u = ud;
 	size_t room = size * n, done = 0;
-	while (done < room && u->at < 4) {
+	while (done < room && u->at < u->n) {
 		size_t k = u->len[u->at] - u->off;
 		if (k > room - done)
 			k = room - done;
@@ -903,7 +905,8 @@ static int request_once(struct tir_remote *r, const char *method, const char *pa
 		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
 	}
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST,
-			 up || !strcmp(method, "GET") || !strcmp(method, "POST") ? NULL : method);
+			 up ? (strcmp(method, "PUT") ? method : NULL)
+			    : !strcmp(method, "GET") || !strcmp(method, "POST") ? NULL : method);
 	r->body.n = 0;
 	r->body.oom = false;
 	r->too_long = false;
@@ -1242,8 +1245,9 @@ static int put_blob(struct tir_remote *r, const struct tir_batch_input *in, stru
 	static const unsigned char zero[8];
 	size_t n = tir_frame_size(t), data = (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
 	size_t nhead = tir_frame_head(t, head);
-	struct upload up = {.part = {in->list, head, tir_tensor_data(t), zero},
-			    .len = {in->len, nhead, data, n - nhead - data}};
+	const unsigned char *part[4] = {in->list, head, tir_tensor_data(t), zero};
+	size_t len[4] = {in->len, nhead, data, n - nhead - data};
+	struct upload up = {.part = part, .len = len, .n = 4};
 	char path[TIR_SHA_HEX + 16];
 	snprintf(path, sizeof path, "/v1/blobs/%s", in->blob);
 	long st = 0;
@@ -1260,6 +1264,90 @@ static int put_blob(struct tir_remote *r, const struct tir_batch_input *in, stru
 	return 0;
 }
 
+/* Blobs up to BUNDLE_ITEM bytes go up together, in requests of up to
+ * BUNDLE_BYTES (POST /v1/blobs), so that a batch of many small blobs
+ * costs one round trip, not one each; bigger ones go by PUT, where a
+ * round trip is little beside their bytes. */
+#define BUNDLE_ITEM ((size_t)4 << 20)
+#define BUNDLE_BYTES ((size_t)64 << 20)
+
+/* The blobs ins[0..n) in one POST /v1/blobs.  *refused: 1 the server
+ * has no such endpoint (one of before it), 2 the body is over its limits
+ * (413: a --max-body smaller than the bundle); they are to go by PUT. */
+static int put_bundle(struct tir_remote *r, const struct tir_batch_input *const *ins, size_t n, int *refused,
+		      struct tir_err *err)
+{
+	static const unsigned char zero[8];
+	*refused = 0;
+	struct tir_tensor *c = calloc(n, sizeof *c);
+	unsigned char (*heads)[TIR_BUNDLE_HEAD + TIR_FRAME_HEAD_MAX] = malloc(n * sizeof *heads);
+	const unsigned char **part = malloc(5 * n * sizeof *part);
+	size_t *len = malloc(5 * n * sizeof *len);
+	int rc = 0;
+	uint64_t total = 0;
+	if (!c || !heads || !part || !len) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct tir_batch_input *in = ins[i];
+		const struct tir_tensor *t = &in->value;
+		if (!tir_tensor_is_contiguous(t)) {
+			if (tir_tensor_convert(t, t->dtype, &c[i], err)) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
+			t = &c[i];
+		}
+		unsigned char *h = heads[i];
+		size_t fbytes = tir_frame_size(t), data = (size_t)tir_tensor_numel(t) * tir_dtype_size(t->dtype);
+		size_t nhead = tir_frame_head(t, h + TIR_BUNDLE_HEAD);
+		memcpy(h, TIR_BUNDLE_MAGIC, 4);
+		memset(h + 4, 0, 4);
+		uint64_t l = in->len + fbytes;
+		for (int k = 0; k < 8; k++)
+			h[8 + k] = (unsigned char)(l >> (8 * k));
+		for (int k = 0; k < 32; k++) {
+			unsigned v;
+			sscanf(in->blob + 2 * k, "%2x", &v);
+			h[16 + k] = (unsigned char)v;
+		}
+		const unsigned char *p5[5] = {h, in->list, h + TIR_BUNDLE_HEAD, tir_tensor_data(t), zero};
+		size_t l5[5] = {TIR_BUNDLE_HEAD, in->len, nhead, data, fbytes - nhead - data};
+		memcpy(part + 5 * i, p5, sizeof p5);
+		memcpy(len + 5 * i, l5, sizeof l5);
+		total += TIR_BUNDLE_HEAD + l;
+	}
+	struct upload up = {.part = part, .len = len, .n = 5 * n};
+	long st = 0;
+	rc = request_up(r, "POST", "/v1/blobs", NULL, total, &up, r->hbin, &st, err);
+	if (rc)
+		goto out;
+	if (st == 404 || st == 405 || st == 413) {
+		*refused = st == 413 ? 2 : 1;
+		goto out;
+	}
+	if (st != 200) {
+		rc = http_failed(r, st, err);
+		goto out;
+	}
+	r->stats.blobs_sent += (int)n;
+	r->stats.blob_bytes_sent += total - n * TIR_BUNDLE_HEAD;
+out:
+	for (size_t i = 0; c && i < n; i++)
+		tir_tensor_release(&c[i]);
+	free(c);
+	free(heads);
+	free(part);
+	free(len);
+	return rc;
+}
+
+static size_t blob_bytes(const struct tir_batch_input *in)
+{
+	return in->len + tir_frame_size(&in->value);
+}
+
 /* A 409: send what the server lacks.  *text: it wants the batch text. */
 static int send_missing(struct tir_remote *r, const struct tir_batch *b, bool *text, struct tir_err *err)
 {
@@ -1272,9 +1360,14 @@ static int send_missing(struct tir_remote *r, const struct tir_batch *b, bool *t
 		return net_err(r, err, "a 409 reply that does not say what is missing");
 	}
 	*text = json_is_true(json_object_get(e, "graph"));
-	if (!*text && json_array_size(blobs) == 0)
+	size_t nb = json_array_size(blobs);
+	if (!*text && nb == 0)
 		rc = net_err(r, err, "a 409 reply that asks for nothing");
-	for (size_t i = 0; !rc && i < json_array_size(blobs); i++) {
+	const struct tir_batch_input **want = calloc(nb ? nb : 1, sizeof *want);
+	if (!want)
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	size_t nwant = 0;
+	for (size_t i = 0; !rc && i < nb; i++) {
 		const char *h = json_string_value(json_array_get(blobs, i));
 		size_t k = 0;
 		while (h && k < b->ninputs && strcmp(b->inputs[k].blob, h))
@@ -1283,9 +1376,46 @@ static int send_missing(struct tir_remote *r, const struct tir_batch *b, bool *t
 			rc = net_err(r, err, "the server asks for a blob this batch does not have");
 			break;
 		}
-		r->step = (struct tir_progress){TIR_STEP_UPLOAD, (int)i + 1, (int)json_array_size(blobs), 0, 0, 0};
-		rc = put_blob(r, &b->inputs[k], err);
+		bool twice = false;
+		for (size_t j = 0; j < nwant; j++)
+			twice = twice || want[j] == &b->inputs[k];
+		if (!twice)
+			want[nwant++] = &b->inputs[k];
 	}
+	/* the small ones together, in requests of BUNDLE_BYTES at most */
+	size_t done = 0;
+	for (size_t i = 0; !rc && !r->no_bundle && i < nwant;) {
+		size_t j = i, bytes = 0;
+		while (j < nwant && blob_bytes(want[j]) <= BUNDLE_ITEM &&
+		       (j == i || bytes + blob_bytes(want[j]) <= BUNDLE_BYTES))
+			bytes += blob_bytes(want[j++]);
+		if (j - i < 2) { /* one (or a big one): a PUT */
+			i++;
+			continue;
+		}
+		r->step = (struct tir_progress){TIR_STEP_UPLOAD, (int)j, (int)nwant, 0, 0, 0};
+		int refused = 0;
+		rc = put_bundle(r, want + i, j - i, &refused, err);
+		if (refused == 1)
+			r->no_bundle = true;
+		if (refused == 1)
+			break;
+		if (refused == 2) {
+			i = j;
+			continue;
+		}
+		for (size_t k = i; k < j; k++)
+			want[k] = NULL;
+		done += j - i;
+		i = j;
+	}
+	for (size_t i = 0; !rc && i < nwant; i++) {
+		if (!want[i])
+			continue;
+		r->step = (struct tir_progress){TIR_STEP_UPLOAD, (int)++done, (int)nwant, 0, 0, 0};
+		rc = put_blob(r, want[i], err);
+	}
+	free(want);
 	json_decref(root);
 	return rc;
 }

@@ -72,6 +72,16 @@ int tir_frame_decode(const void *buf, size_t len, size_t *used, struct tir_tenso
 #define TIR_CHUNK ((size_t)256 << 10)
 #define TIR_CHUNKS_MAGIC "TIRC"
 #define TIR_CHUNKS_HEAD 16
+/* POST /v1/blobs: several blobs in one body, each item a head
+ *     0  "TIRB"   4 bytes
+ *     4  zero     u32
+ *     8  L        u64, the item's bytes after the head
+ *    16  the blob's name, its SHA-256 (32 bytes, not hex)
+ * then what a PUT /v1/blobs/NAME's body is (L bytes: the chunk list, then
+ * the frame); at most TIR_BUNDLE_MAX_BLOBS items a request. */
+#define TIR_BUNDLE_MAGIC "TIRB"
+#define TIR_BUNDLE_HEAD 48
+#define TIR_BUNDLE_MAX_BLOBS 4096
 /* A frame as its pieces in memory: header, data, and plen zero bytes. */
 struct tir_frame_src {
 	const unsigned char *head;

@@ -26,7 +26,7 @@
 #pragma GCC visibility push(hidden)
 
 enum route { R_NONE, R_HEALTHZ, R_INFO, R_METRICS, R_SESSIONS, R_SESSION, R_RUN, R_BLOB, R_RENEW,
-	     R_EXPORT, R_IMPORT, R_EXPORTS, R_ALLREDUCE };
+	     R_EXPORT, R_IMPORT, R_EXPORTS, R_ALLREDUCE, R_BLOBS };
 
 /* The batches.  A run request's body is read (JSON), its text parsed and
  * its values found on a parse thread (PARSE_THREADS of them), never on an
@@ -160,6 +160,7 @@ struct req {
 	unsigned char *body;
 	size_t len, cap;
 	struct upload *up;             /* PUT /v1/blobs/SHA256 (upload.c) */
+	struct bundle *bundle;         /* POST /v1/blobs (bundle.c) */
 	bool queued;                   /* a run handed to the parse or compute threads */
 	uint64_t charged;              /* of --max-memory (and its tenant's share): its body, its JSON */
 	enum { KEPT, DROPPED, STOPPED } gone; /* its client went away: the batch not run, or stopped */
@@ -180,6 +181,23 @@ enum MHD_Result reply_json(struct MHD_Connection *c, struct req *r, int status, 
  * or NULL) is taken. */
 enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status, const char *code,
 			    json_t *extra, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* An upload's body is whole (upload.c): the blob kept for tenant: 201
+ * stored, 200 held already (bytes: its frame's); else the status of what
+ * is wrong with *code and msg (*retry: a 503 to be sent again). */
+int blob_keep(struct server *s, struct upload *up, const char *name, int tenant, const char **code,
+	      char *msg, size_t n, uint64_t *bytes, bool *retry);
+
+/* ---- bundle.c: POST /v1/blobs, several blobs in one body ---- */
+
+/* A body of len bytes (its Content-Length) of tenant's; NULL when out of
+ * memory.  Free with bundle_free at any point. */
+struct bundle *bundle_new(struct server *s, int tenant, uint64_t len);
+void bundle_absorb(struct bundle *b, const void *d, size_t n);
+/* The body is whole: the answer (200 and each blob's status, or the
+ * first fault's). */
+enum MHD_Result bundle_finish(struct server *s, struct MHD_Connection *c, struct req *r);
+void bundle_free(struct bundle *b);
 
 /* ---- runq.c: the batches ---- */
 

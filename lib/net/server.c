@@ -153,6 +153,8 @@ static enum route route_of(const char *url, struct req *r)
 		rt = R_METRICS;
 	else if (!strcmp(url, "/v1/sessions"))
 		rt = R_SESSIONS;
+	else if (!strcmp(url, "/v1/blobs"))
+		rt = R_BLOBS;
 	else if (!strncmp(url, sess, sizeof sess - 1)) {
 		rest = url + sizeof sess - 1;
 		const char *slash = strchr(rest, '/');
@@ -213,6 +215,7 @@ static const char *allowed(enum route rt)
 	case R_EXPORT:
 	case R_IMPORT:
 	case R_ALLREDUCE:
+	case R_BLOBS:
 		return "POST";
 	case R_EXPORTS: /* not HEAD: a capability is used up by its first request */
 		return "GET";
@@ -318,6 +321,8 @@ void req_let_go(struct server *s, struct req *r)
 	r->body = NULL;
 	upload_free(r->up);
 	r->up = NULL;
+	bundle_free(r->bundle);
+	r->bundle = NULL;
 	unreserve(s, r);
 	req_uncharge(s, r);
 }
@@ -383,6 +388,7 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 						 : r->route == R_RUN   ? "/v1/sessions/ID/run"
 						 : r->route == R_RENEW ? "/v1/sessions/ID/renew"
 						 : r->route == R_BLOB  ? "/v1/blobs/SHA256"
+						 : r->route == R_BLOBS ? "/v1/blobs"
 						 : r->route == R_EXPORT ? "/v1/sessions/ID/export"
 						 : r->route == R_IMPORT ? "/v1/sessions/ID/import"
 						 : r->route == R_ALLREDUCE ? "/v1/sessions/ID/allreduce"
@@ -450,6 +456,15 @@ static enum MHD_Result begin(struct server *s, struct MHD_Connection *c, struct 
 			return reply_busy(s, c, r, len);
 		if (!(r->up = upload_new(r->id, len, mine)))
 			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
+	} else if (r->route == R_BLOBS) {
+		/* each item is checked as a PUT's body is; the whole body is
+		 * reserved as one */
+		if (!r->has_len)
+			return reply_error(c, r, 411, "length_required", NULL, "POST /v1/blobs needs a Content-Length");
+		if (!req_reserve(s, r, len))
+			return reply_busy(s, c, r, len);
+		if (!(r->bundle = bundle_new(s, r->tenant, len)))
+			return reply_error(c, r, 503, "busy", NULL, "no memory for an upload now");
 	} else if (r->route == R_SESSIONS && (te || len)) {
 		/* {"lease": true}, or nothing */
 		if (te)
@@ -504,11 +519,13 @@ static void absorb(struct server *s, struct req *r, const char *d, size_t n)
 		r->over = true;
 		free(r->body);
 		r->body = NULL;
-		if (!r->up)
+		if (!r->up && !r->bundle)
 			unreserve(s, r);
 	}
 	if (r->up && !r->over)
 		upload_absorb(r->up, d, n);
+	if (r->bundle && !r->over)
+		bundle_absorb(r->bundle, d, n);
 	if (!r->keep_body || r->over || r->busy)
 		return;
 	if (n > r->cap - r->len) {
@@ -856,35 +873,55 @@ static enum MHD_Result delete_session(struct server *s, struct MHD_Connection *c
 
 /* ---- PUT /v1/blobs/SHA256 ---- */
 
-static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, struct req *r)
+int blob_keep(struct server *s, struct upload *up, const char *name, int tenant, const char **code,
+	      char *msg, size_t n, uint64_t *bytes, bool *retry)
 {
-	char msg[600];
-	const char *code = "bad_request";
 	struct tir_tensor t = {0};
 	bool held = false;
-	int st = upload_finish(r->up, &held, &t, &code, msg, sizeof msg);
+	*retry = false;
+	*code = "bad_request";
+	int st = upload_finish(up, &held, &t, code, msg, n);
 	if (st)
-		return reply_error(c, r, st, code, NULL, "%s", msg);
+		return st;
+	*code = "busy";
 	if (runq_stopping(s)) {
 		/* nothing will run here any more: storing it would only evict
 		 * blobs that batches already under way were sent */
 		tir_tensor_release(&t);
-		return reply_error(c, r, 503, "busy", NULL, "the server is stopping");
+		snprintf(msg, n, "the server is stopping");
+		return 503;
 	}
 	/* "bytes": the frame's, as the blob cache counts them */
-	json_int_t fbytes = (json_int_t)upload_frame_bytes(r->up);
+	*bytes = upload_frame_bytes(up);
 	/* the bytes are checked: the tenant holds the blob (stored now, or
 	 * there already); 200 only when it held it before it sent them */
-	int rc = held ? blob_grant(s->blobs, r->id, r->tenant) : blob_put(s->blobs, r->id, r->tenant, &t,
-									 (uint64_t)fbytes);
+	int rc = held ? blob_grant(s->blobs, name, tenant) : blob_put(s->blobs, name, tenant, &t, *bytes);
 	tir_tensor_release(&t);
 	if (rc < 0 && held) { /* checked, but evicted meanwhile: it is to be sent again */
-		r->retry_after = RETRY_AFTER;
-		return reply_error(c, r, 503, "busy", NULL, "the blob was evicted while it was checked; send it again");
+		*retry = true;
+		snprintf(msg, n, "the blob was evicted while it was checked; send it again");
+		return 503;
 	}
-	if (rc < 0)
-		return reply_error(c, r, 503, "busy", NULL, "no memory to keep the blob now");
-	return reply_json(c, r, rc ? 201 : 200, json_pack("{ss sI}", "blob", r->id, "bytes", fbytes));
+	if (rc < 0) {
+		snprintf(msg, n, "no memory to keep the blob now");
+		return 503;
+	}
+	return rc ? 201 : 200;
+}
+
+static enum MHD_Result put_blob(struct server *s, struct MHD_Connection *c, struct req *r)
+{
+	char msg[600];
+	const char *code;
+	uint64_t bytes = 0;
+	bool retry;
+	int st = blob_keep(s, r->up, r->id, r->tenant, &code, msg, sizeof msg, &bytes, &retry);
+	if (st / 100 != 2) {
+		if (retry)
+			r->retry_after = RETRY_AFTER;
+		return reply_error(c, r, st, code, NULL, "%s", msg);
+	}
+	return reply_json(c, r, st, json_pack("{ss sI}", "blob", r->id, "bytes", (json_int_t)bytes));
 }
 
 /* ---- the callbacks ---- */
@@ -915,6 +952,8 @@ static enum MHD_Result finish(struct server *s, struct MHD_Connection *c, struct
 		return renew_session(s, c, r);
 	case R_BLOB:
 		return put_blob(s, c, r);
+	case R_BLOBS:
+		return bundle_finish(s, c, r);
 	case R_EXPORT:
 		return xfer_export(s, c, r);
 	case R_IMPORT:

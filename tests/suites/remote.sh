@@ -359,6 +359,28 @@ else
 	pass
 fi
 
+# a fresh server and a checkpoint of 152 tensors (149 blobs): they go up together
+# (POST /v1/blobs), so the first run takes 4 round trips (the session, the
+# run answered 409, the blobs, the run), not one a blob
+if start_server "$tmp/serve_rt.log"; then
+	"$tir" run samples/gpt2.tir >"$tmp/lout" 2>/dev/null
+	timeout 60 "$tir" run --profile samples/gpt2.tir --remote "$addr" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	set -- $(sed -n 's/.* · net [0-9.]* ms (\([0-9]*\) round trips, .*/\1/p' "$tmp/err") ""
+	if [ $st -ne 0 ] || ! cmp -s "$tmp/lout" "$tmp/out"; then
+		fail "round trips" "gpt2 on a fresh server: exit $st or stdout differs"
+	elif [ -z "$1" ] || [ "$1" -gt 4 ]; then
+		fail "round trips" "gpt2 on a fresh server took ${1:-?} round trips (at most 4)"
+	elif ! grep -q '^blobs: 0 cached, 1[0-9][0-9] sent' "$tmp/err"; then
+		fail "round trips" "gpt2 on a fresh server: '$(blobs "$tmp/err")', expected over 100 blobs sent"
+	else
+		pass
+	fi
+	stop "$spid"
+else
+	fail "round trips" "the server did not start"
+fi
+
 # ---- 4. errors read the same ----
 
 # check_same NAME FILE [ARGS...]: stdout, stderr and status equal remote and local
