@@ -2675,6 +2675,124 @@ def test_load(clients=64, batches=50):
     check("load: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
 
 
+def bundle_item(f, name=None, length=None, magic=b"TIRB"):
+    """One item of a POST /v1/blobs body: its head, then frame f's PUT body."""
+    h, body = blob(f)
+    n = len(body) if length is None else length
+    return magic + struct.pack("<IQ", 0, n) + bytes.fromhex(name or h) + body
+
+
+def test_bundle():
+    """POST /v1/blobs: several blobs in one body, each checked and stored
+    as a PUT's; nothing the body says is trusted (a lying length, a body
+    ending inside an item, a head that is none, a bad hash, too many
+    blobs), the items before a fault stay stored, and the limits are a
+    PUT's (--max-body, --max-inflight, --blob-cache, a tenant's
+    inflight=); the server serves on after each."""
+    srv = Server("--max-body", "4M", "--max-inflight", "8M", "--blob-cache", "3M")
+    try:
+        arrs = [np.arange(i + 1, dtype=np.float32) * (i + 1) for i in range(3)]
+        fs = [frame(a) for a in arrs]
+        names = [blob(f)[0] for f in fs]
+        body = b"".join(bundle_item(f) for f in fs)
+        r = request(srv, "POST", "/v1/blobs", body)
+        j = r.json() or {}
+        check("bundle: 200, each blob stored (201)", r.status == 200 and
+              [b.get("status") for b in j.get("blobs", [])] == [201, 201, 201] and
+              [b.get("blob") for b in j.get("blobs", [])] == names, describe(r))
+        r = request(srv, "POST", "/v1/blobs", body)
+        check("bundle: sent again, each held (200)", r.status == 200 and
+              [b.get("status") for b in (r.json() or {}).get("blobs", [])] == [200, 200, 200], describe(r))
+        sid = new_session(srv)
+        text = "input t0: f32[3]\nt1: f32[3] = exp(t0)\nprint t1\n"
+        r = run(srv, sid, text, {"t0": {"blob": names[2]}})
+        check("bundle: a run reads a blob sent in one", r.status == 200 and
+              np.allclose(results(r.body)[1][0], np.exp(arrs[2])), describe(r))
+
+        def refused(what, b, status, code, want=""):
+            r = request(srv, "POST", "/v1/blobs", b)
+            check("bundle: " + what, error_is(r, status, code) and want in r.err().get("message", ""), describe(r))
+            return r
+        # a length past the body's end, smaller than the item, zero
+        g = [frame(np.full(5, 7 + i, dtype=np.float32)) for i in range(4)]
+        refused("a length past the body's end is 400", bundle_item(g[0], length=1 << 40), 400, "bad_request",
+                "the body has")
+        item = bundle_item(g[0])
+        short = bundle_item(g[0], length=len(blob(g[0])[1]) - 8)[:-8]
+        refused("a length short of the item is 400", short + item, 400, "bad_request")
+        refused("an empty item is 400", bundle_item(g[0], length=0)[:48], 400, "bad_request")
+        # the body ends inside an item's head, or inside its body
+        refused("a body ending inside a head is 400", item + item[:20], 400, "bad_request", "ended inside")
+        refused("a head that is none is 400", item + bundle_item(g[1], magic=b"XXXX"), 400, "bad_request",
+                "TIRB")
+        refused("an empty body is 400", b"", 400, "bad_request")
+        # a bad hash in the second item: the first stays stored, the third is never read
+        bad = bytearray(bundle_item(g[2]))
+        bad[-12] ^= 1
+        r = refused("a bad hash is 400 bad_hash, naming the blob", bundle_item(g[1]) + bytes(bad) + bundle_item(g[3]),
+                    400, "bad_hash", "blob 1 (")
+        stored = [b.get("blob") for b in r.err().get("stored", [])]
+        check("bundle: what came before a fault is stored", stored == [blob(g[1])[0]], describe(r))
+        r = run(srv, sid, "input t0: f32[5]\nprint t0\n", {"t0": {"blob": blob(g[3])[0]}}, send_text=True)
+        check("bundle: a blob after a fault was not stored (409)", error_is(r, 409, "missing"), describe(r))
+        # too many blobs: 4097 items (the same tiny blob: held after the first)
+        tiny = bundle_item(frame(np.float32(1)))
+        refused("more than 4096 blobs is 413", tiny * 4097, 413, "too_large", "4096")
+        r = request(srv, "POST", "/v1/blobs", tiny * 4096)
+        check("bundle: 4096 blobs are taken", r.status == 200 and len((r.json() or {}).get("blobs", [])) == 4096,
+              describe(r))
+        # the limits: a body over --max-body, one item over --blob-cache
+        big = frame(np.zeros(1 << 20, dtype=np.float32))  # 4 MiB + its head
+        out = raw(srv, b"POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (2 * len(big) + 96))
+        check("bundle: a body over --max-body is 413, before it is read",
+              out.startswith(b"HTTP/1.1 413") and b"--max-body" in out, out[:300].decode("latin-1"))
+        mid = frame(np.zeros(800 << 10, dtype=np.float32))  # 3.1 MiB: over the 3 MiB cache
+        refused("a blob over --blob-cache is 413", bundle_item(mid), 413, "too_large", "--blob-cache")
+        # without a Content-Length (chunked): 411
+        c = srv.conn()
+        c.putrequest("POST", "/v1/blobs")
+        c.putheader("Transfer-Encoding", "chunked")
+        c.endheaders()
+        c.send(b"4\r\nTIRB\r\n0\r\n\r\n")
+        r = Reply(c.getresponse())
+        c.close()
+        check("bundle: a chunked body is 411", error_is(r, 411, "length_required"), describe(r))
+        # a client that goes away mid-body: the server goes on, its budget back
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        body = bundle_item(frame(np.ones(300 << 10, dtype=np.float32)))
+        s.sendall(b"POST /v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:1 << 19])
+        check("bundle: a body under way holds its bytes of --max-inflight",
+              srv.wait_metric("tir_inflight_body_bytes", len(body)), str(metrics(srv).get("tir_inflight_body_bytes")))
+        s.close()
+        check("bundle: a body cut short gives its bytes back",
+              srv.wait_metric("tir_inflight_body_bytes", 0), str(metrics(srv).get("tir_inflight_body_bytes")))
+        check("bundle: the server serves on", healthy(srv))
+        check("bundle: GET /v1/blobs is 405", error_is(request(srv, "GET", "/v1/blobs"), 405, "method"))
+    finally:
+        srv.stop()
+    # a tenant's inflight= holds for the whole body
+    d = tempfile.mkdtemp()
+    try:
+        tf = os.path.join(d, "tokens")
+        with open(tf, "w") as fh:
+            fh.write("a ta inflight=1M\nb tb\n")
+        os.chmod(tf, 0o600)
+        srv = Server("--tokens", tf)
+        try:
+            body = bundle_item(frame(np.zeros(200 << 10, dtype=np.float32))) * 2  # 1.6 MiB
+            ra = raw(srv, b"POST /v1/blobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ta\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body))
+            rb = request(srv, "POST", "/v1/blobs", body, {"Authorization": "Bearer tb"})
+            check("bundle: a tenant's inflight= bounds the whole body (413)", ra.startswith(b"HTTP/1.1 413") and
+                  b"tenant a" in ra and rb.status == 200, ra[:300].decode("latin-1") + " / " + describe(rb))
+            r = request(srv, "POST", "/v1/blobs", body)
+            check("bundle: needs a token", error_is(r, 401, "unauthorized"), describe(r))
+        finally:
+            srv.stop()
+    finally:
+        shutil.rmtree(d)
+
+
 def main():
     if not os.access(TIR, os.X_OK):
         check("tir binary", False, TIR + " is missing")
@@ -2682,7 +2800,7 @@ def main():
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_existence, test_ttl_and_lru,
                   test_idle_trim, test_big_blobs, test_inflight, test_json_values, test_per_address, test_slow_heads, test_header_deadline,
                   test_head_errors, test_session_lease, test_long_batch,
-                  test_client_gone, test_fair_queue, test_time_limit, test_memory_plan, test_kept_values, test_graph_cache):
+                  test_client_gone, test_fair_queue, test_time_limit, test_memory_plan, test_kept_values, test_graph_cache, test_bundle):
             only = os.environ.get("SERVE_ONLY")  # a comma list of test names: those alone
             if only and t.__name__ not in only.split(","):
                 continue
