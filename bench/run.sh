@@ -412,6 +412,16 @@ else
 	status=1
 fi
 
+# ---- io ----
+# bench/io.sh: 100 loads of one tensor of a checkpoint, a fresh remote
+# run's round trips (loopback, and through bench/delay.py's 10 ms a round
+# trip), and uploads with OpenSSL's SHA extensions masked (its children only).
+section "io: checkpoint loads, a fresh remote run's round trips, uploads without SHA extensions"
+if ! BUILD=$BUILD sh bench/io.sh; then
+	echo "  io.sh FAILED"
+	status=1
+fi
+
 # ---- devices ----
 # bench/devices.py: an MLP (1024 -> 2048 -> 1024) over 4096 rows on one
 # local tir serve, and split by rows over two (each half moved to its
