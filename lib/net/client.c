@@ -76,6 +76,8 @@ struct tir_remote {
 	double fb_ms;                /* the last request's reply began (curl's count; 0: none) */
 	double sent_ms;              /* the blob under way was all sent (0: not yet) */
 	const char *blob;            /* the blob it sends */
+	const struct tir_batch_input *const *bundle; /* or the blobs of a POST /v1/blobs */
+	size_t nbundle;
 	/* the REPL's values the session holds, by node id; keys to drop */
 	bool *held;
 	size_t nheld;
@@ -854,12 +856,24 @@ static void trace_request(struct tir_remote *r, const char *method, const char *
 	if (sid && strlen(sid) > 10 + 8)
 		snprintf(s.name, sizeof s.name, "%s %.*s\u2026%s", method, (int)(sid - path + 10 + 8), path,
 			 strchr(sid + 10, '/') ? strchr(sid + 10, '/') : "");
+	else if (r->uploading && r->nbundle)
+		snprintf(s.name, sizeof s.name, "%s %s (%zu blobs)", method, path, r->nbundle);
 	else if (r->uploading)
 		snprintf(s.name, sizeof s.name, "%s /v1/blobs/%.8s\u2026", method, r->blob ? r->blob : "");
 	else
 		snprintf(s.name, sizeof s.name, "%s %s", method, path);
 	tir_exec_trace_span(r->x, &s);
-	if (r->uploading && status / 100 == 2) {
+	/* a POST /v1/blobs: an upload of each blob, the whole request's span */
+	for (size_t i = 0; r->uploading && r->nbundle && status == 200 && i < r->nbundle; i++) {
+		const struct tir_batch_input *in = r->bundle[i];
+		struct tir_net_span u = {.track = TIR_TRACK_NET, .who = r, .cat = "upload", .t0_ms = t0,
+					 .t1_ms = r->sent_ms ? r->sent_ms : t1,
+					 .up = in->len + tir_frame_size(&in->value)};
+		snprintf(u.name, sizeof u.name, "upload %.8s\u2026", in->blob);
+		snprintf(u.blob, sizeof u.blob, "%s", in->blob);
+		tir_exec_trace_span(r->x, &u);
+	}
+	if (r->uploading && !r->nbundle && status / 100 == 2) {
 		struct tir_net_span u = {.track = TIR_TRACK_NET, .who = r, .cat = "upload", .t0_ms = t0,
 					 .t1_ms = r->sent_ms ? r->sent_ms : t1, .up = body};
 		snprintf(u.name, sizeof u.name, "upload %.8s\u2026", r->blob ? r->blob : "");
@@ -1320,7 +1334,11 @@ static int put_bundle(struct tir_remote *r, const struct tir_batch_input *const 
 	}
 	struct upload up = {.part = part, .len = len, .n = 5 * n};
 	long st = 0;
+	r->bundle = ins;
+	r->nbundle = n;
 	rc = request_up(r, "POST", "/v1/blobs", NULL, total, &up, r->hbin, &st, err);
+	r->bundle = NULL;
+	r->nbundle = 0;
 	if (rc)
 		goto out;
 	if (st == 404 || st == 405 || st == 413) {
