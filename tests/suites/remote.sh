@@ -16,7 +16,9 @@
 #     while local and remote on one machine print the same bytes);
 #  2. --save and --input remote: the same .npy bytes, the same values;
 #  3. the blob cache by byte counts: the second run of a model with a
-#     loaded weight sends no blob bytes (--profile's "blobs:" line);
+#     loaded weight sends no blob bytes (--profile's "blobs:" line); the
+#     first run of samples/gpt2.tir (149 blobs) on a fresh server takes at
+#     most 4 round trips (its blobs in one POST /v1/blobs);
 #  4. a runtime error, a missing input: the same stderr remote and local;
 #  5. failures exit 3 with the remote named, promptly: a closed port, a
 #     server killed mid-batch, one that never answers (TIR_TIMEOUT), one
