@@ -1391,27 +1391,76 @@ static int op_cumsum(struct ox_node_ctx *c)
 	return bind_as(c, x, t.dtype);
 }
 
-/* Einsum: tir's einsum, the equation without spaces; the implicit form
- * (no "->") given its output: the letters used once, in order */
+/* Einsum: tir's einsum, the equation without spaces; '...' spelled out
+ * as letters the equation does not use (the broadcast axes of each
+ * operand, aligned at the right); the implicit form (no "->") given its
+ * output: the ellipsis' letters, then the letters used once, in order */
 static int op_einsum(struct ox_node_ctx *c)
 {
 	const Onnx__AttributeProto *eq = attr(c, "equation");
 	if (!eq || !eq->has_s || eq->s.len > 200)
 		return ox_fail(c->m, TIR_EDATA, "Einsum without an equation");
-	char e[300];
+	char e[400];
 	size_t n = 0;
 	int count[128] = {0};
-	bool arrow = false;
+	bool arrow = false, used[128] = {false};
 	for (size_t k = 0; k < eq->s.len; k++) {
 		char ch = (char)eq->s.data[k];
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))
+			used[(int)ch] = true;
+	}
+	char ell[TIR_MAX_RANK + 1];
+	int nell = 0, maxell = 0;
+	for (int ch = 'A'; ch <= 'z' && nell < TIR_MAX_RANK; ch++)
+		if (((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) && !used[ch])
+			ell[nell++] = (char)ch;
+	size_t op = 0;       /* the operand being read */
+	int letters = 0;     /* its letters so far */
+	bool dots = false;   /* its '...' seen, to be spelled at its end */
+	size_t dots_at = 0;
+	for (size_t k = 0; k <= eq->s.len; k++) {
+		char ch = k < eq->s.len ? (char)eq->s.data[k] : 0;
 		if (ch == ' ')
 			continue;
-		if (ch == '.')
-			return FAIL("Einsum with '...' is not supported");
+		if (ch == '.') {
+			if (dots || k + 2 >= eq->s.len || eq->s.data[k + 1] != '.' || eq->s.data[k + 2] != '.')
+				return ox_fail(c->m, TIR_EDATA, "Einsum equation with a stray '.'");
+			dots = true;
+			dots_at = n;
+			k += 2;
+			continue;
+		}
+		if (ch == ',' || ch == '-' || !ch) {
+			/* an operand ends: its '...' is as many axes as its rank leaves */
+			if (dots && !arrow) {
+				struct tir_type t;
+				if (op >= c->n->n_input || !in_type(c, op, &t))
+					return ox_fail(c->m, TIR_EDATA, "Einsum equation with more operands than inputs");
+				int ne = t.rank - letters;
+				if (ne < 0 || ne > nell)
+					return ox_fail(c->m, TIR_ETYPE, "'...' of operand %zu stands for %d axes", op, ne);
+				if (ne > maxell)
+					maxell = ne;
+				if (n + (size_t)ne + 80 > sizeof e)
+					return ox_fail(c->m, TIR_EDATA, "Einsum equation too long");
+				memmove(e + dots_at + ne, e + dots_at, n - dots_at);
+				memcpy(e + dots_at, ell + nell - ne, (size_t)ne);
+				n += (size_t)ne;
+			} else if (dots) { /* the output's: the widest operand's */
+				memmove(e + dots_at + maxell, e + dots_at, n - dots_at);
+				memcpy(e + dots_at, ell + nell - maxell, (size_t)maxell);
+				n += (size_t)maxell;
+			}
+			dots = false;
+			letters = 0;
+			op += ch == ',';
+		}
+		if (!ch)
+			break;
 		if (ch == '-')
 			arrow = true;
 		else if (!arrow && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
-			count[(int)ch]++;
+			count[(int)ch]++, letters++;
 		else if (!(ch == ',' || ch == '>' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
 			return ox_fail(c->m, TIR_EDATA, "Einsum equation with '%c'", ch);
 		e[n++] = ch;
@@ -1419,6 +1468,8 @@ static int op_einsum(struct ox_node_ctx *c)
 	if (!arrow) {
 		e[n++] = '-';
 		e[n++] = '>';
+		for (int k = nell - maxell; k < nell; k++)
+			e[n++] = ell[k];
 		for (int ch = 'A'; ch <= 'z'; ch++)
 			if (count[ch] == 1)
 				e[n++] = (char)ch;
