@@ -2010,6 +2010,8 @@ static int op_conv(struct ox_node_ctx *c)
 	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
 	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
 		return -c->m->err->code;
+	if (t.rank == 5)
+		return ox_op_conv3d(c); /* nodes_spatial.c */
 	if (tw.rank != t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
 	struct window win;
@@ -2149,42 +2151,6 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	return bind(c, 0, drop_unit_axis(c, y, rank));
 }
 
-/* a dilated MaxPool of a 4-D x: the maximum of the kernel's taps, each a
- * strided slice of x padded with -inf (ceil_mode's last window too) */
-static const char *dilated_maxpool(struct ox_node_ctx *c, const char *x, const struct tir_type *t,
-				   const struct window *w)
-{
-	int64_t out[2], extra[2];
-	for (int a = 0; a < 2; a++) {
-		int64_t e = (w->k[a] - 1) * w->d[a] + 1, span = t->shape[2 + a] + w->p[a] + w->p[a + 2] - e;
-		if (span < 0) {
-			ox_fail(c->m, TIR_ETYPE, "a window of %" PRId64 " past an axis of %" PRId64, e, span + e);
-			return NULL;
-		}
-		out[a] = (attr_i(c, "ceil_mode", 0) ? (span + w->s[a] - 1) / w->s[a] : span / w->s[a]) + 1;
-		if (out[a] > 1 && (out[a] - 1) * w->s[a] >= t->shape[2 + a] + w->p[a])
-			out[a]--;
-		int64_t need = (out[a] - 1) * w->s[a] + e - (t->shape[2 + a] + w->p[a] + w->p[a + 2]);
-		extra[a] = need > 0 ? need : 0;
-	}
-	const char *xp = x;
-	if (w->p[0] || w->p[1] || w->p[2] || w->p[3] || extra[0] || extra[1])
-		xp = pad_hw(c, x, w->p, extra, "-inf");
-	const char *acc = NULL;
-	for (int64_t i = 0; i < w->k[0] && xp; i++)
-		for (int64_t j = 0; j < w->k[1] && xp; j++) {
-			int64_t r0 = i * w->d[0], c0 = j * w->d[1];
-			const char *s = EMIT("slice(%s, axis=2, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", xp, r0,
-					     r0 + (out[0] - 1) * w->s[0] + 1, w->s[0]);
-			s = s ? EMIT("slice(%s, axis=3, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", s, c0,
-				     c0 + (out[1] - 1) * w->s[1] + 1, w->s[1]) : NULL;
-			acc = s && acc ? EMIT("maximum(%s, %s)", acc, s) : s;
-			if (!acc)
-				return NULL;
-		}
-	return acc;
-}
-
 /* MaxPool, AveragePool: tir's maxpool2d and avgpool2d with padding and
  * count_include_pad when the pads are even and at most half the kernel;
  * otherwise (uneven, larger, or ceil_mode's last window) the input padded
@@ -2195,6 +2161,8 @@ static int op_pool(struct ox_node_ctx *c)
 	const char *x = in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
+	if (t.rank == 5)
+		return ox_op_pool_nd(c); /* nodes_spatial.c */
 	bool max = !strcmp(c->n->op_type, "MaxPool");
 	if (c->n->n_output > 1 && *out_name(c, 1))
 		return FAIL("MaxPool's Indices output is not supported");
@@ -2203,12 +2171,8 @@ static int op_pool(struct ox_node_ctx *c)
 	struct window win;
 	if (window_attrs(c, &t, NULL, &win))
 		return -c->m->err->code;
-	bool dilated = win.d[0] != 1 || win.d[1] != 1;
-	if (dilated && !max)
-		return FAIL("AveragePool with dilations is not supported (tir's pools have none)");
-	if (dilated && (double)win.k[0] * (double)win.k[1] > 256)
-		return FAIL("MaxPool with dilations and a kernel of %" PRId64 " taps is not supported (tir's pools have no "
-			    "dilation; a dilated one is written tap by tap, at most 256)", win.k[0] * win.k[1]);
+	if (win.d[0] != 1 || win.d[1] != 1)
+		return ox_op_pool_nd(c); /* nodes_spatial.c: tir's pools have no dilation */
 	const int64_t *k = win.k, *s = win.s;
 	int64_t *p = win.p;
 	int rank = t.rank;
@@ -2233,8 +2197,6 @@ static int op_pool(struct ox_node_ctx *c)
 			extra[d] = need > 0 ? need : 0;
 		}
 	}
-	if (dilated)
-		return bind_as(c, drop_unit_axis(c, dilated_maxpool(c, x, &t, &win), rank), t.dtype);
 	bool count_pad = !max && attr_i(c, "count_include_pad", 0);
 	const char *pool = max ? "maxpool2d" : "avgpool2d";
 	const char *y;

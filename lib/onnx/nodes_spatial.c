@@ -435,3 +435,250 @@ int ox_op_resize(struct ox_node_ctx *c)
 		return -c->m->err->code;
 	return ox_bind(c->m, sp_out(c), x);
 }
+
+/* ---- 3-D Conv, ConvTranspose, MaxPool, AveragePool ---- */
+
+/* a window op's attributes over n spatial axes: the kernel (from the
+ * weight's shape kw, or kernel_shape), strides, dilations, the pads
+ * before and after each axis (explicit, or from auto_pad) */
+struct sp_win {
+	int n;
+	int64_t in[3], k[3], s[3], d[3], p0[3], p1[3];
+};
+
+static int sp_window(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kw, struct sp_win *w)
+{
+	int n = t->rank - 2;
+	if (n < 1 || n > 3)
+		return ox_fail(c->m, TIR_EUNSUPPORTED, "%s of a %d-D input is not supported (1 to 3)", c->n->op_type, n);
+	w->n = n;
+	const Onnx__AttributeProto *ks = sp_attr(c, "kernel_shape"), *st = sp_attr(c, "strides"),
+				   *dl = sp_attr(c, "dilations"), *pd = sp_attr(c, "pads");
+	if ((ks && ks->n_ints != (size_t)n) || (st && st->n_ints != (size_t)n) || (dl && dl->n_ints != (size_t)n) ||
+	    (pd && pd->n_ints != (size_t)(2 * n)))
+		return ox_fail(c->m, TIR_ETYPE, "kernel_shape, strides, dilations or pads not of %d spatial axes", n);
+	if (!ks && !kw)
+		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
+	char b[32];
+	const char *ap = sp_str(c, "auto_pad", "NOTSET", b, sizeof b);
+	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+		return ox_fail(c->m, TIR_ETYPE, "auto_pad not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+	for (int a = 0; a < n; a++) {
+		w->in[a] = t->shape[2 + a];
+		w->k[a] = ks ? ks->ints[a] : kw[a];
+		w->s[a] = st ? st->ints[a] : 1;
+		w->d[a] = dl ? dl->ints[a] : 1;
+		w->p0[a] = pd && !same && strcmp(ap, "VALID") ? pd->ints[a] : 0;
+		w->p1[a] = pd && !same && strcmp(ap, "VALID") ? pd->ints[a + n] : 0;
+		if (kw && w->k[a] != kw[a])
+			return ox_fail(c->m, TIR_ETYPE, "kernel_shape does not match the weight");
+		if (w->k[a] < 1 || w->s[a] < 1 || w->d[a] < 1 || w->k[a] > 4096 || w->s[a] > TIR_MAX_DIM ||
+		    w->d[a] > TIR_MAX_DIM || (double)(w->k[a] - 1) * (double)w->d[a] + 1 > (double)TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "kernel, strides or dilations below 1 or too large");
+		if (same) {
+			int64_t out = (w->in[a] + w->s[a] - 1) / w->s[a], ext = (w->k[a] - 1) * w->d[a] + 1;
+			int64_t tot = (out - 1) * w->s[a] + ext - w->in[a];
+			if (tot < 0)
+				tot = 0;
+			w->p0[a] = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
+			w->p1[a] = tot - w->p0[a];
+		}
+		if (w->p0[a] < 0 || w->p1[a] < 0 || w->p0[a] > TIR_MAX_DIM || w->p1[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "pads below 0 or too large");
+	}
+	return 0;
+}
+
+/* "[[0, 0], [0, 0], [a, b], ...]": pads of a rank-(2 + n) tensor */
+static void sp_pads(struct tir_str *s, int n, const int64_t *p0, const int64_t *p1)
+{
+	tir_str_addf(s, "[[0, 0], [0, 0]");
+	for (int a = 0; a < n; a++)
+		tir_str_addf(s, ", [%" PRId64 ", %" PRId64 "]", p0[a], p1[a]);
+	tir_str_addf(s, "]");
+}
+
+static const char *sp_shape(char *b, size_t cap, int rank, const int64_t *s)
+{
+	size_t n = (size_t)snprintf(b, cap, "[");
+	for (int k = 0; k < rank && n < cap; k++)
+		n += (size_t)snprintf(b + n, cap - n, "%s%" PRId64, k ? ", " : "", s[k]);
+	if (n < cap)
+		snprintf(b + n, cap - n, "]");
+	return b;
+}
+
+/* a 3-D convolution of x [N, C, D, H, W] (padded already) by w [O, C/g,
+ * kD, kH, kW]: for each of the kD depth taps, the strided depth slices of
+ * x as a batch of N * Dout images, convolved in 2-D with the tap's
+ * weights; the sum of the taps, back to [N, O, Dout, Ho, Wo] */
+static const char *sp_conv3d(struct ox_node_ctx *c, const char *x, const char *w, const struct sp_win *win,
+			     int64_t g)
+{
+	const struct tir_type *tx = ox_type(c->m, x), *tw = ox_type(c->m, w);
+	if (!tx || !tw)
+		return NULL;
+	int64_t N = tx->shape[0], C = tx->shape[1], D = tx->shape[2], H = tx->shape[3], W = tx->shape[4];
+	int64_t O = tw->shape[0], kD = tw->shape[2], ext = (kD - 1) * win->d[0] + 1;
+	if (D < ext) {
+		ox_fail(c->m, TIR_ETYPE, "a kernel of extent %" PRId64 " past a depth of %" PRId64, ext, D);
+		return NULL;
+	}
+	int64_t Do = (D - ext) / win->s[0] + 1;
+	char b[300];
+	const char *xt = SP_EMIT("transpose(%s, perm=[0, 2, 1, 3, 4])", x), *acc = NULL;
+	int64_t s4[4] = {N * Do, C, H, W}, w4[4] = {O, tw->shape[1], tw->shape[3], tw->shape[4]};
+	for (int64_t k = 0; k < kD && xt; k++) {
+		int64_t st = k * win->d[0];
+		const char *xs = SP_EMIT("slice(%s, axis=1, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", xt, st,
+					 st + (Do - 1) * win->s[0] + 1, win->s[0]);
+		xs = xs ? SP_EMIT("reshape(%s, shape=%s)", xs, sp_shape(b, sizeof b, 4, s4)) : NULL;
+		const char *wk = xs ? SP_EMIT("slice(%s, axis=2, start=%" PRId64 ", stop=%" PRId64 ")", w, k, k + 1) : NULL;
+		wk = wk ? SP_EMIT("reshape(%s, shape=%s)", wk, sp_shape(b, sizeof b, 4, w4)) : NULL;
+		const char *y = wk ? SP_EMIT("conv2d(%s, %s, stride=[%" PRId64 ", %" PRId64 "], dilation=[%" PRId64
+					     ", %" PRId64 "], groups=%" PRId64 ")", xs, wk, win->s[1], win->s[2],
+					     win->d[1], win->d[2], g) : NULL;
+		acc = y && acc ? SP_EMIT("add(%s, %s)", acc, y) : y;
+		if (!acc)
+			return NULL;
+	}
+	const struct tir_type *ty = acc ? ox_type(c->m, acc) : NULL;
+	if (!ty)
+		return NULL;
+	int64_t s5[5] = {N, Do, O, ty->shape[2], ty->shape[3]};
+	const char *y = SP_EMIT("reshape(%s, shape=%s)", acc, sp_shape(b, sizeof b, 5, s5));
+	return y ? SP_EMIT("transpose(%s, perm=[0, 2, 1, 3, 4])", y) : NULL;
+}
+
+static const char *sp_in(struct ox_node_ctx *c, size_t k)
+{
+	if (!sp_has(c, k)) {
+		ox_fail(c->m, TIR_EDATA, "input %zu is missing", k);
+		return NULL;
+	}
+	return ox_use(c->m, c->n->input[k]);
+}
+
+static const char *sp_bias(struct ox_node_ctx *c, const char *y, int64_t O)
+{
+	if (!y || !sp_has(c, 2))
+		return y;
+	const char *b = sp_in(c, 2);
+	b = b ? SP_EMIT("reshape(%s, shape=[%" PRId64 ", 1, 1, 1])", b, O) : NULL;
+	return b ? SP_EMIT("add(%s, %s)", y, b) : NULL;
+}
+
+/* Conv of a 3-D input */
+int ox_op_conv3d(struct ox_node_ctx *c)
+{
+	const char *x = sp_in(c, 0), *w = x ? sp_in(c, 1) : NULL;
+	const struct tir_type *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
+	if (!tw)
+		return -c->m->err->code;
+	if (tw->rank != 5)
+		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank 5", tw->rank);
+	struct sp_win win;
+	if (sp_window(c, tx, tw->shape + 2, &win))
+		return -c->m->err->code;
+	const Onnx__AttributeProto *ga = sp_attr(c, "group");
+	int64_t g = ga ? ga->i : 1, C = tx->shape[1];
+	if (g < 1 || C % g || tw->shape[0] % g || tw->shape[1] * g != C)
+		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64
+			       " x %" PRId64, g, C, tw->shape[0], tw->shape[1]);
+	int64_t O = tw->shape[0];
+	if (win.p0[0] || win.p0[1] || win.p0[2] || win.p1[0] || win.p1[1] || win.p1[2]) {
+		struct tir_str s = {0};
+		sp_pads(&s, 3, win.p0, win.p1);
+		x = s.oom ? NULL : SP_EMIT("pad(%s, pads=%s)", x, s.s);
+		tir_str_free(&s);
+	}
+	const char *y = x ? sp_conv3d(c, x, w, &win, g) : NULL;
+	y = sp_bias(c, y, O);
+	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+}
+
+/* MaxPool and AveragePool of 1 to 3 spatial axes (nodes.c's take the
+ * undilated ones of 1 and 2 to tir's pools), axis by axis (a box's maximum
+ * or sum is its axes' in turn): each axis padded (-inf or 0, ceil_mode's
+ * last window too), the kernel's taps as strided slices; the average
+ * divides by each axis' count of the cells it takes (the pads counted
+ * with count_include_pad, ceil_mode's extra never) */
+int ox_op_pool_nd(struct ox_node_ctx *c)
+{
+	const char *x = sp_in(c, 0);
+	const struct tir_type *tx = x ? ox_type(c->m, x) : NULL;
+	if (!tx)
+		return -c->m->err->code;
+	struct tir_type t = *tx;
+	bool max = !strcmp(c->n->op_type, "MaxPool");
+	if (c->n->n_output > 1 && c->n->output[1] && *c->n->output[1])
+		return ox_fail(c->m, TIR_EUNSUPPORTED, "MaxPool's Indices output with dilations or of a 3-D input is not supported");
+	struct sp_win win;
+	if (sp_window(c, &t, NULL, &win))
+		return -c->m->err->code;
+	const Onnx__AttributeProto *a;
+	bool ceil_mode = (a = sp_attr(c, "ceil_mode")) && a->i;
+	bool count_pad = !max && (a = sp_attr(c, "count_include_pad")) && a->i;
+	enum tir_dtype dt = (enum tir_dtype)t.dtype;
+	if (!max && dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64) {
+		x = SP_EMIT("cast(%s, dtype=f32)", x);
+		t.dtype = TIR_DTYPE_F32;
+	}
+	for (int ax = 0; ax < win.n && x; ax++) {
+		int64_t in = win.in[ax], k = win.k[ax], s = win.s[ax], d = win.d[ax], p0 = win.p0[ax], p1 = win.p1[ax];
+		int64_t ext = (k - 1) * d + 1, span = in + p0 + p1 - ext;
+		if (span < 0)
+			return ox_fail(c->m, TIR_ETYPE, "a window of %" PRId64 " past an axis of %" PRId64, ext, in + p0 + p1);
+		int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+		if (ceil_mode && out > 1 && (out - 1) * s >= in + p0)
+			out--;
+		int64_t need = (out - 1) * s + ext - (in + p0 + p1), extra = need > 0 ? need : 0;
+		if (k == 1 && s == 1 && !p0 && !p1 && !extra)
+			continue;
+		int A = 2 + ax;
+		const char *xp = x;
+		if (p0 || p1 || extra) {
+			struct tir_str ps = {0};
+			tir_str_addf(&ps, "[");
+			for (int r = 0; r < t.rank; r++)
+				tir_str_addf(&ps, "%s[%" PRId64 ", %" PRId64 "]", r ? ", " : "", r == A ? p0 : 0,
+					     r == A ? p1 + extra : 0);
+			tir_str_addf(&ps, "]");
+			xp = ps.oom ? NULL : SP_EMIT("pad(%s, pads=%s, value=%s)", x, ps.s, max ? "-inf" : "0");
+			tir_str_free(&ps);
+		}
+		const char *acc = NULL;
+		for (int64_t j = 0; j < k && xp; j++) {
+			const char *sl = SP_EMIT("slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", xp,
+						 A, j * d, j * d + (out - 1) * s + 1, s);
+			acc = sl && acc ? SP_EMIT("%s(%s, %s)", max ? "maximum" : "add", acc, sl) : sl;
+			if (!acc)
+				return -c->m->err->code;
+		}
+		if (acc && !max) {
+			double *cnt = malloc((size_t)out * sizeof *cnt);
+			if (!cnt)
+				return ox_fail(c->m, TIR_ENOMEM, "out of memory");
+			int64_t lo = count_pad ? -p0 : 0, hi = count_pad ? in + p1 : in;
+			bool ones = true;
+			for (int64_t o = 0; o < out; o++) {
+				cnt[o] = 0;
+				for (int64_t j = 0; j < k; j++) {
+					int64_t pos = o * s - p0 + j * d;
+					cnt[o] += pos >= lo && pos < hi;
+				}
+				ones &= cnt[o] == 1;
+			}
+			const char *cc = ones ? NULL : sp_const(c, "pool_count", (enum tir_dtype)t.dtype, out, cnt, A, t.rank);
+			free(cnt);
+			if (!ones)
+				acc = cc ? SP_EMIT("div(%s, %s)", acc, cc) : NULL;
+		}
+		x = acc;
+		t.shape[A] = out;
+	}
+	if (x && t.dtype != dt)
+		x = SP_EMIT("cast(%s, dtype=%s)", x, sp_dtype(dt));
+	return x ? ox_bind(c->m, sp_out(c), x) : -c->m->err->code;
+}

@@ -116,6 +116,9 @@ const char *ox_op_refused(const char *op_type);
 
 /* ---- nodes_spatial.c: Resize, Upsample and the 3-D window ops ---- */
 int ox_op_resize(struct ox_node_ctx *c);
+/* Conv of a 3-D input (rank 5); MaxPool, AveragePool of a 3-D input or dilated */
+int ox_op_conv3d(struct ox_node_ctx *c);
+int ox_op_pool_nd(struct ox_node_ctx *c);
 
 
 #endif
