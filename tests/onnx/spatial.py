@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""tests/onnx/spatial.py — the ONNX importer's spatial ops checked against
+references: Resize and Upsample against ONNX's own (the generator of its
+node tests, onnx.backend.test.case.node.resize) on inputs larger than the
+suite's, Einsum with '...' against NumPy, 3-D Conv, 3-D and dilated pools
+and 1-D ones against PyTorch (when installed); and bad attributes refused
+with a message, never a crash.  Prints "ok NAME" or "bad NAME: WHY" per
+case (tests/suites/onnx_spatial.sh counts them).
+
+  spatial.py --tir build/tir --dir TMPDIR
+"""
+import argparse
+import os
+import subprocess
+
+import numpy as np
+import onnx
+from onnx import helper, TensorProto, numpy_helper
+from onnx.backend.test.case.node.resize import interpolate_nd, linear_coeffs, cubic_coeffs, nearest_coeffs
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--tir", required=True)
+ap.add_argument("--dir", required=True)
+args = ap.parse_args()
+tir = args.tir
+n = 0
+
+
+def model(node, inputs, opset, inits=()):
+    global n
+    n += 1
+    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()]
+    g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    d = os.path.join(args.dir, "c%d" % n)
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, d + "/m.onnx")
+    cmd = [tir, "run", d + "/m.onnx", "--quiet", "--save", "y=" + d + "/y.npy"]
+    for k, a in inputs.items():
+        np.save(d + "/%s.npy" % k, a)
+        cmd += ["--input", "%s=%s/%s.npy" % (k, d, k)]
+    desc = "%s%s" % (node.op_type, [(a.name, helper.get_attribute_value(a)) for a in node.attribute])
+    return d, cmd, desc.replace(" ", "")
+
+
+def run(node, inputs, exp, opset=13, inits=(), rtol=1e-4):
+    d, cmd, desc = model(node, inputs, opset, inits)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        print("bad %s: tir run failed: %s" % (desc, r.stderr.strip()[:300]))
+        return
+    got = np.load(d + "/y.npy")
+    if got.shape != exp.shape or not np.allclose(got, exp, rtol=rtol, atol=1e-5):
+        print("bad %s: result %s differs from the reference's %s" % (desc, got.shape, exp.shape))
+    else:
+        print("ok %s" % desc)
+
+
+def refused(node, inputs, want, opset=13, inits=()):
+    d, cmd, desc = model(node, inputs, opset, inits)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode == 1 and want in r.stderr and "Traceback" not in r.stderr:
+        print("ok refused %s" % desc)
+    else:
+        print("bad refused %s: exit %d, %s" % (desc, r.returncode, r.stderr.strip()[:300]))
+
+
+rng = np.random.default_rng(0)
+
+# Resize: every mode and coordinate mode, by scales and by sizes (more
+# than 64 positions on an axis: its constants go to the weights file)
+x = rng.standard_normal((1, 2, 5, 66)).astype(np.float32)
+for mode, coeffs in [("nearest", nearest_coeffs), ("linear", linear_coeffs), ("cubic", cubic_coeffs)]:
+    for ctm in ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]:
+        for sizes in ([1, 2, 7, 70], [1, 2, 3, 31]):
+            exp = interpolate_nd(x, coeffs, output_size=np.array(sizes),
+                                 coordinate_transformation_mode=ctm).astype(np.float32)
+            s = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")
+            run(helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode,
+                                 coordinate_transformation_mode=ctm), {"x": x}, exp, inits=[s])
+for nm in ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]:
+    scales = np.array([1, 1, 1.7, 1.05], dtype=np.float32)
+    exp = interpolate_nd(x, lambda r: nearest_coeffs(r, mode=nm), scale_factors=scales).astype(np.float32)
+    run(helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", nearest_mode=nm), {"x": x}, exp,
+        inits=[numpy_helper.from_array(scales, "scales")])
+scales = np.array([1, 1, 2.5, 0.8], dtype=np.float32)
+exp = interpolate_nd(x, lambda r: cubic_coeffs(r, A=-0.5), scale_factors=scales,
+                     exclude_outside=True).astype(np.float32)
+run(helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1),
+    {"x": x}, exp, inits=[numpy_helper.from_array(scales, "scales")])
+roi = np.array([0, 0, -0.2, 0.3, 1, 1, 1.3, 0.9], dtype=np.float32)
+exp = interpolate_nd(x, linear_coeffs, output_size=np.array([1, 2, 6, 67]), roi=roi,
+                     coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-7.0).astype(np.float32)
+run(helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode="linear",
+                     coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-7.0), {"x": x}, exp,
+    inits=[numpy_helper.from_array(roi, "roi"), numpy_helper.from_array(np.array([1, 2, 6, 67], dtype=np.int64), "sizes")])
+exp = np.repeat(np.repeat(x, 2, axis=2), 3, axis=3)
+run(helper.make_node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 3.0]), {"x": x}, exp, opset=7)
+run(helper.make_node("Upsample", ["x", "s"], ["y"], mode="nearest"), {"x": x}, exp, opset=9,
+    inits=[numpy_helper.from_array(np.array([1, 1, 2, 3], dtype=np.float32), "s")])
+refused(helper.make_node("Resize", ["x", "", "s"], ["y"], mode="bogus"), {"x": x}, "mode 'bogus'",
+        inits=[numpy_helper.from_array(np.array([1, 1, 2], dtype=np.float32), "s")])
+refused(helper.make_node("Resize", ["x", "", "s"], ["y"]), {"x": x}, "scales of 3 values for rank 4",
+        inits=[numpy_helper.from_array(np.array([1, 1, 2], dtype=np.float32), "s")])
+refused(helper.make_node("Resize", ["x", "", "", "s"], ["y"]), {"x": x}, "sizes[2] is 0",
+        inits=[numpy_helper.from_array(np.array([1, 1, 0, 3], dtype=np.int64), "s")])
+
+# Einsum with '...'
+for eq, shapes in [("...ij,...jk->...ik", [(2, 3, 4, 5), (3, 5, 6)]), ("...ij,...jk", [(2, 3, 4, 5), (3, 5, 6)]),
+                   ("i...->...", [(4, 2, 3)]), ("...ii->...i", [(3, 5, 5)]), ("ij...,jk...->ik...", [(2, 3, 4), (3, 5, 4)])]:
+    ins = {"x%d" % i: rng.standard_normal(s).astype(np.float32) for i, s in enumerate(shapes)}
+    run(helper.make_node("Einsum", list(ins), ["y"], equation=eq), ins, np.einsum(eq, *ins.values()), opset=12)
+refused(helper.make_node("Einsum", ["x0"], ["y"], equation="...ijk->i"), {"x0": np.zeros((2, 3), np.float32)},
+        "stands for -1 axes", opset=12)
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+if torch is not None:
+    # 3-D conv
+    for (C,O,g,k,s,p,dl) in [(4,6,1,(3,3,3),(1,1,1),(0,0,0),(1,1,1)),(4,6,2,(2,3,1),(2,1,2),(1,0,1),(1,2,1)),(3,3,3,(3,1,2),(1,2,1),(2,1,0),(2,1,1))]:
+        x=rng.standard_normal((2,C,7,6,5)).astype(np.float32); w=rng.standard_normal((O,C//g)+k).astype(np.float32); b=rng.standard_normal(O).astype(np.float32)
+        exp=F.conv3d(torch.tensor(x),torch.tensor(w),torch.tensor(b),stride=s,padding=p,dilation=dl,groups=g).numpy()
+        node=helper.make_node("Conv",["x","w","b"],["y"],kernel_shape=list(k),strides=list(s),pads=list(p)*2,dilations=list(dl),group=g)
+        run(node,{"x":x},exp,inits=[numpy_helper.from_array(w,"w"),numpy_helper.from_array(b,"b")])
+    # uneven pads, no bias, SAME_UPPER
+    x=rng.standard_normal((1,2,5,6,7)).astype(np.float32); w=rng.standard_normal((3,2,2,2,2)).astype(np.float32)
+    xp=np.pad(x,[(0,0),(0,0),(0,1),(0,1),(0,1)])
+    exp=F.conv3d(torch.tensor(xp),torch.tensor(w)).numpy()
+    run(helper.make_node("Conv",["x","w"],["y"],auto_pad="SAME_UPPER"),{"x":x},exp,inits=[numpy_helper.from_array(w,"w")])
+    # pools 3-D
+    for (k,s,p,cm,cip) in [((3,3,3),(1,1,1),(0,0,0),0,0),((2,3,2),(2,2,1),(1,1,0),0,1),((3,2,3),(2,2,2),(1,1,1),1,0),((3,3,3),(2,2,2),(1,0,1),1,1)]:
+        x=rng.standard_normal((2,3,7,8,9)).astype(np.float32)
+        exp=F.max_pool3d(torch.tensor(x),k,s,p,ceil_mode=bool(cm)).numpy()
+        run(helper.make_node("MaxPool",["x"],["y"],kernel_shape=list(k),strides=list(s),pads=list(p)*2,ceil_mode=cm),{"x":x},exp)
+        exp=F.avg_pool3d(torch.tensor(x),k,s,p,ceil_mode=bool(cm),count_include_pad=bool(cip)).numpy()
+        run(helper.make_node("AveragePool",["x"],["y"],kernel_shape=list(k),strides=list(s),pads=list(p)*2,ceil_mode=cm,count_include_pad=cip),{"x":x},exp)
+    # dilated max pools 1-D, 2-D, 3-D
+    for sh,k,s,p,dl,cm in [((1,2,20),(3,),(2,),(1,),(2,),0),((2,2,11,12),(3,2),(2,1),(1,1),(2,3),1),((1,2,9,8,10),(2,2,3),(1,2,2),(1,0,1),(2,2,2),0)]:
+        x=rng.standard_normal(sh).astype(np.float32)
+        f={1:F.max_pool1d,2:F.max_pool2d,3:F.max_pool3d}[len(k)]
+        exp=f(torch.tensor(x),k,s,p,dl,ceil_mode=bool(cm)).numpy()
+        run(helper.make_node("MaxPool",["x"],["y"],kernel_shape=list(k),strides=list(s),pads=list(p)*2,dilations=list(dl),ceil_mode=cm),{"x":x},exp)
+    # 1-D conv and pools
+    x=rng.standard_normal((2,4,15)).astype(np.float32); w=rng.standard_normal((6,2,3)).astype(np.float32)
+    exp=F.conv1d(torch.tensor(x),torch.tensor(w),stride=2,padding=1,dilation=2,groups=2).numpy()
+    run(helper.make_node("Conv",["x","w"],["y"],strides=[2],pads=[1,1],dilations=[2],group=2),{"x":x},exp,inits=[numpy_helper.from_array(w,"w")])
+    exp=F.avg_pool1d(torch.tensor(x),3,2,1,count_include_pad=False).numpy()
+    run(helper.make_node("AveragePool",["x"],["y"],kernel_shape=[3],strides=[2],pads=[1,1]),{"x":x},exp)
+    exp=F.max_pool1d(torch.tensor(x),3,2,1).numpy()
+    run(helper.make_node("MaxPool",["x"],["y"],kernel_shape=[3],strides=[2],pads=[1,1]),{"x":x},exp)
+
+w = rng.standard_normal((6, 3, 2, 2, 2)).astype(np.float32)
+refused(helper.make_node("Conv", ["x", "w"], ["y"], group=2), {"x": rng.standard_normal((1, 4, 5, 5, 5)).astype(np.float32)},
+        "group 2 does not fit 4 channels", inits=[numpy_helper.from_array(w, "w")])
+refused(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[9, 1, 1]), {"x": np.zeros((1, 1, 4, 4, 4), np.float32)},
+        "a window of 9 past an axis of 4")
