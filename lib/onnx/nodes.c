@@ -2165,7 +2165,7 @@ static int op_pool(struct ox_node_ctx *c)
 		return ox_op_pool_nd(c); /* nodes_spatial.c */
 	bool max = !strcmp(c->n->op_type, "MaxPool");
 	if (c->n->n_output > 1 && *out_name(c, 1))
-		return FAIL("MaxPool's Indices output is not supported");
+		return ox_op_pool_nd(c); /* nodes_spatial.c: its Indices output */
 	if (!attr(c, "kernel_shape"))
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
 	struct window win;

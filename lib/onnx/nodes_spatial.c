@@ -598,8 +598,33 @@ int ox_op_conv3d(struct ox_node_ctx *c)
 	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
 }
 
-/* MaxPool and AveragePool of 1 to 3 spatial axes (nodes.c's take the
- * undilated ones of 1 and 2 to tir's pools), axis by axis (a box's maximum
+/* each element's flat position in x of type *t (row-major, or with the
+ * spatial axes column-major: storage_order 1), the Indices MaxPool gives */
+static const char *sp_indices(struct ox_node_ctx *c, const struct tir_type *t, bool colmajor)
+{
+	int64_t n = 1, sh[TIR_MAX_RANK];
+	for (int k = 0; k < t->rank; k++) {
+		n *= t->shape[k];
+		sh[k] = k < 2 || !colmajor ? t->shape[k] : t->shape[t->rank + 1 - k];
+	}
+	char b[300];
+	const char *i = SP_EMIT("arange(0, %" PRId64 ", dtype=i64)", n);
+	i = i ? SP_EMIT("reshape(%s, shape=%s)", i, sp_shape(b, sizeof b, t->rank, sh)) : NULL;
+	if (i && colmajor && t->rank > 3) {
+		struct tir_str p = {0};
+		tir_str_addf(&p, "[0, 1");
+		for (int k = t->rank - 1; k >= 2; k--)
+			tir_str_addf(&p, ", %d", k);
+		tir_str_addf(&p, "]");
+		i = p.oom ? NULL : SP_EMIT("transpose(%s, perm=%s)", i, p.s);
+		tir_str_free(&p);
+	}
+	return i;
+}
+
+/* MaxPool (and its Indices) and AveragePool of 1 to 3 spatial axes
+ * (nodes.c's take the undilated ones of 1 and 2 without Indices to tir's
+ * pools), axis by axis (a box's maximum
  * or sum is its axes' in turn): each axis padded (-inf or 0, ceil_mode's
  * last window too), the kernel's taps as strided slices; the average
  * divides by each axis' count of the cells it takes (the pads counted
@@ -612,12 +637,14 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 		return -c->m->err->code;
 	struct tir_type t = *tx;
 	bool max = !strcmp(c->n->op_type, "MaxPool");
-	if (c->n->n_output > 1 && c->n->output[1] && *c->n->output[1])
-		return ox_fail(c->m, TIR_EUNSUPPORTED, "MaxPool's Indices output with dilations or of a 3-D input is not supported");
+	bool want_ix = max && c->n->n_output > 1 && c->n->output[1] && *c->n->output[1];
 	struct sp_win win;
 	if (sp_window(c, &t, NULL, &win))
 		return -c->m->err->code;
 	const Onnx__AttributeProto *a;
+	const char *xi = want_ix ? sp_indices(c, &t, (a = sp_attr(c, "storage_order")) && a->i) : NULL;
+	if (want_ix && !xi)
+		return -c->m->err->code;
 	bool ceil_mode = (a = sp_attr(c, "ceil_mode")) && a->i;
 	bool count_pad = !max && (a = sp_attr(c, "count_include_pad")) && a->i;
 	enum tir_dtype dt = (enum tir_dtype)t.dtype;
@@ -625,7 +652,9 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 		x = SP_EMIT("cast(%s, dtype=f32)", x);
 		t.dtype = TIR_DTYPE_F32;
 	}
-	for (int ax = 0; ax < win.n && x; ax++) {
+	/* the last axis first: the Indices' ties go to the first position
+	 * in row-major order, as ONNX's reference scans the window */
+	for (int ax = win.n - 1; ax >= 0 && x; ax--) {
 		int64_t in = win.in[ax], k = win.k[ax], s = win.s[ax], d = win.d[ax], p0 = win.p0[ax], p1 = win.p1[ax];
 		int64_t ext = (k - 1) * d + 1, span = in + p0 + p1 - ext;
 		if (span < 0)
@@ -637,7 +666,7 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 		if (k == 1 && s == 1 && !p0 && !p1 && !extra)
 			continue;
 		int A = 2 + ax;
-		const char *xp = x;
+		const char *xp = x, *xip = xi;
 		if (p0 || p1 || extra) {
 			struct tir_str ps = {0};
 			tir_str_addf(&ps, "[");
@@ -646,16 +675,28 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 					     r == A ? p1 + extra : 0);
 			tir_str_addf(&ps, "]");
 			xp = ps.oom ? NULL : SP_EMIT("pad(%s, pads=%s, value=%s)", x, ps.s, max ? "-inf" : "0");
+			xip = xi && xp ? SP_EMIT("pad(%s, pads=%s, value=-1)", xi, ps.s) : xi;
 			tir_str_free(&ps);
 		}
-		const char *acc = NULL;
+		const char *acc = NULL, *acci = NULL;
 		for (int64_t j = 0; j < k && xp; j++) {
-			const char *sl = SP_EMIT("slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", xp,
-						 A, j * d, j * d + (out - 1) * s + 1, s);
+			char sl_args[160];
+			snprintf(sl_args, sizeof sl_args, "axis=%d, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64, A, j * d,
+				 j * d + (out - 1) * s + 1, s);
+			const char *sl = SP_EMIT("slice(%s, %s)", xp, sl_args);
+			if (xi && sl) {
+				/* the index of the first maximum: a later tap's only where strictly greater */
+				const char *si = SP_EMIT("slice(%s, %s)", xip, sl_args);
+				const char *gt = si && acc ? SP_EMIT("gt(%s, %s)", sl, acc) : NULL;
+				acci = !acc ? si : gt ? SP_EMIT("where(%s, %s, %s)", gt, si, acci) : NULL;
+				if (!acci)
+					return -c->m->err->code;
+			}
 			acc = sl && acc ? SP_EMIT("%s(%s, %s)", max ? "maximum" : "add", acc, sl) : sl;
 			if (!acc)
 				return -c->m->err->code;
 		}
+		xi = acci;
 		if (acc && !max) {
 			double *cnt = malloc((size_t)out * sizeof *cnt);
 			if (!cnt)
@@ -680,5 +721,7 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 	}
 	if (x && t.dtype != dt)
 		x = SP_EMIT("cast(%s, dtype=%s)", x, sp_dtype(dt));
-	return x ? ox_bind(c->m, sp_out(c), x) : -c->m->err->code;
+	if (!x || ox_bind(c->m, sp_out(c), x))
+		return -c->m->err->code;
+	return xi ? ox_bind(c->m, c->n->output[1], xi) : 0;
 }

@@ -26,17 +26,19 @@ tir = args.tir
 n = 0
 
 
-def model(node, inputs, opset, inits=()):
+def model(node, inputs, opset, inits=(), outs=("y",)):
     global n
     n += 1
     ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()]
-    g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
                           initializer=list(inits))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     d = os.path.join(args.dir, "c%d" % n)
     os.makedirs(d, exist_ok=True)
     onnx.save(m, d + "/m.onnx")
-    cmd = [tir, "run", d + "/m.onnx", "--quiet", "--save", "y=" + d + "/y.npy"]
+    cmd = [tir, "run", d + "/m.onnx", "--quiet"]
+    for o in outs:
+        cmd += ["--save", "%s=%s/%s.npy" % (o, d, o)]
     for k, a in inputs.items():
         np.save(d + "/%s.npy" % k, a)
         cmd += ["--input", "%s=%s/%s.npy" % (k, d, k)]
@@ -45,16 +47,20 @@ def model(node, inputs, opset, inits=()):
 
 
 def run(node, inputs, exp, opset=13, inits=(), rtol=1e-4):
-    d, cmd, desc = model(node, inputs, opset, inits)
+    """exp: y's expected value, or a dict of each output's"""
+    outs = exp if isinstance(exp, dict) else {"y": exp}
+    d, cmd, desc = model(node, inputs, opset, inits, tuple(outs))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if r.returncode:
         print("bad %s: tir run failed: %s" % (desc, r.stderr.strip()[:300]))
         return
-    got = np.load(d + "/y.npy")
-    if got.shape != exp.shape or not np.allclose(got, exp, rtol=rtol, atol=1e-5):
-        print("bad %s: result %s differs from the reference's %s" % (desc, got.shape, exp.shape))
-    else:
-        print("ok %s" % desc)
+    for o, e in outs.items():
+        got = np.load("%s/%s.npy" % (d, o))
+        if got.shape != e.shape or got.dtype != e.dtype or not np.allclose(got, e, rtol=rtol, atol=1e-5):
+            print("bad %s: %s %s %s differs from the reference's %s %s" % (desc, o, got.shape, got.dtype, e.shape,
+                                                                        e.dtype))
+            return
+    print("ok %s" % desc)
 
 
 def refused(node, inputs, want, opset=13, inits=()):
@@ -144,6 +150,16 @@ if torch is not None:
         f={1:F.max_pool1d,2:F.max_pool2d,3:F.max_pool3d}[len(k)]
         exp=f(torch.tensor(x),k,s,p,dl,ceil_mode=bool(cm)).numpy()
         run(helper.make_node("MaxPool",["x"],["y"],kernel_shape=list(k),strides=list(s),pads=list(p)*2,dilations=list(dl),ceil_mode=cm),{"x":x},exp)
+    # MaxPool's Indices (PyTorch's are per plane: ONNX's add the plane's offset)
+    for sh, k, st, p, dl in [((2, 3, 9, 8), (3, 2), (2, 1), (1, 1), (1, 2)), ((1, 2, 6, 7, 5), (2, 3, 2), (2, 2, 1), (1, 1, 0), (1, 1, 2)),
+                             ((2, 2, 11), (4,), (3,), (2,), (1,))]:
+        x = rng.standard_normal(sh).astype(np.float32)
+        f = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[len(k)]
+        y, i = f(torch.tensor(x), k, st, p, dl, return_indices=True)
+        plane = int(np.prod(sh[2:]))
+        off = (np.arange(sh[0] * sh[1]) * plane).reshape(sh[:2] + (1,) * len(k))
+        run(helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=list(k), strides=list(st), pads=list(p) * 2,
+                             dilations=list(dl)), {"x": x}, {"y": y.numpy(), "z": i.numpy() + off})
     # 1-D conv and pools
     x=rng.standard_normal((2,4,15)).astype(np.float32); w=rng.standard_normal((6,2,3)).astype(np.float32)
     exp=F.conv1d(torch.tensor(x),torch.tensor(w),stride=2,padding=1,dilation=2,groups=2).numpy()
