@@ -2387,7 +2387,7 @@ static const struct ox_opdef ops[] = {
 	{"MeanVarianceNormalization", op_mvn}, {"LRN", op_lrn},
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
 	/* nodes_spatial.c */
-	{"Resize", ox_op_resize}, {"Upsample", ox_op_resize},
+	{"Resize", ox_op_resize}, {"Upsample", ox_op_resize}, {"GridSample", ox_op_gridsample},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_op_lookup(const char *op_type)

@@ -725,3 +725,199 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 		return -c->m->err->code;
 	return xi ? ox_bind(c->m, c->n->output[1], xi) : 0;
 }
+
+/* ---- GridSample ---- */
+
+struct gs_ctx {
+	struct ox_node_ctx *c;
+	const char *xf;          /* x as [N * H * W, C] */
+	const char *base;        /* n * H * W, shaped [N, 1, 1] (i64) */
+	int64_t H, W;
+	bool align, border, reflect;
+	const char *acc;
+};
+
+/* coordinate v (a name) of an axis of size n reflected into its range
+ * and clipped, as PyTorch's grid_sample does for padding_mode reflection */
+static const char *gs_reflect(struct gs_ctx *g, const char *v, int64_t n)
+{
+	struct ox_node_ctx *c = g->c;
+	double lo = g->align ? 0 : -0.5, span = g->align ? (double)(n - 1) : (double)n;
+	if (span <= 0)
+		return SP_EMIT("mul(%s, 0.0)", v);
+	const char *a = SP_EMIT("sub(%s, %.17g)", v, lo);
+	a = a ? SP_EMIT("abs(%s)", a) : NULL;
+	const char *ex = a ? SP_EMIT("mod(%s, %.17g)", a, span) : NULL;
+	const char *fl = ex ? SP_EMIT("div(%s, %.17g)", a, span) : NULL;
+	fl = fl ? SP_EMIT("floor(%s)", fl) : NULL;
+	const char *odd = fl ? SP_EMIT("mod(%s, 2.0)", fl) : NULL;
+	odd = odd ? SP_EMIT("gt(%s, 0.5)", odd) : NULL;
+	const char *back = odd ? SP_EMIT("sub(%.17g, %s)", span + lo, ex) : NULL;
+	const char *fwd = back ? SP_EMIT("add(%s, %.17g)", ex, lo) : NULL;
+	const char *r = fwd ? SP_EMIT("where(%s, %s, %s)", odd, back, fwd) : NULL;
+	return r ? SP_EMIT("clip(%s, 0.0, %" PRId64 ".0)", r, n - 1) : NULL;
+}
+
+/* the padding mode applied to a source coordinate */
+static const char *gs_pad(struct gs_ctx *g, const char *v, int64_t n)
+{
+	struct ox_node_ctx *c = g->c;
+	if (g->border)
+		return SP_EMIT("clip(%s, 0.0, %" PRId64 ".0)", v, n - 1);
+	return g->reflect ? gs_reflect(g, v, n) : v;
+}
+
+/* acc += x at integer coordinates (cx, cy) times weight w (NULL: 1);
+ * positions outside x read 0 */
+static int gs_tap(struct gs_ctx *g, const char *cx, const char *cy, const char *w)
+{
+	struct ox_node_ctx *c = g->c;
+	const char *vx = SP_EMIT("ge(%s, 0.0)", cx), *m;
+	m = vx ? SP_EMIT("le(%s, %" PRId64 ".0)", cx, g->W - 1) : NULL;
+	m = m ? SP_EMIT("and(%s, %s)", vx, m) : NULL;
+	const char *vy = m ? SP_EMIT("ge(%s, 0.0)", cy) : NULL;
+	m = vy ? SP_EMIT("and(%s, %s)", m, vy) : NULL;
+	vy = m ? SP_EMIT("le(%s, %" PRId64 ".0)", cy, g->H - 1) : NULL;
+	m = vy ? SP_EMIT("and(%s, %s)", m, vy) : NULL;
+	const char *ix = m ? SP_EMIT("clip(%s, 0.0, %" PRId64 ".0)", cx, g->W - 1) : NULL;
+	const char *iy = ix ? SP_EMIT("clip(%s, 0.0, %" PRId64 ".0)", cy, g->H - 1) : NULL;
+	ix = iy ? SP_EMIT("cast(%s, dtype=i64)", ix) : NULL;
+	iy = ix ? SP_EMIT("cast(%s, dtype=i64)", iy) : NULL;
+	const char *f = iy ? SP_EMIT("mul(%s, %" PRId64 ")", iy, g->W) : NULL;
+	f = f ? SP_EMIT("add(%s, %s)", f, ix) : NULL;
+	f = f ? SP_EMIT("add(%s, %s)", f, g->base) : NULL;
+	const char *v = f ? SP_EMIT("gather(%s, %s, axis=0)", g->xf, f) : NULL;
+	const char *mw = v ? SP_EMIT("cast(%s, dtype=%s)", m, sp_dtype((enum tir_dtype)ox_type(c->m, cx)->dtype)) : NULL;
+	if (mw && w)
+		mw = SP_EMIT("mul(%s, %s)", mw, w);
+	mw = mw ? SP_EMIT("unsqueeze(%s, axis=3)", mw) : NULL;
+	v = mw ? SP_EMIT("mul(%s, %s)", v, mw) : NULL;
+	g->acc = v && g->acc ? SP_EMIT("add(%s, %s)", g->acc, v) : v;
+	return g->acc ? 0 : -c->m->err->code;
+}
+
+/* cubic convolution weights (A = -0.75) of the 4 taps at fraction t */
+static int gs_cubic(struct gs_ctx *g, const char *t, const char **w)
+{
+	struct ox_node_ctx *c = g->c;
+	const double A = -0.75;
+	for (int k = 0; k < 4; k++) {
+		/* the distance of tap k from the point: t + 1, t, 1 - t, 2 - t */
+		const char *d = k == 0 ? SP_EMIT("add(%s, 1.0)", t) : k == 1 ? t : SP_EMIT("sub(%d.0, %s)", k - 1, t);
+		if (!d)
+			return -c->m->err->code;
+		if (k == 1 || k == 2) { /* ((A + 2) d - (A + 3)) d d + 1 */
+			const char *p = SP_EMIT("mul(%s, %.17g)", d, A + 2);
+			p = p ? SP_EMIT("sub(%s, %.17g)", p, A + 3) : NULL;
+			p = p ? SP_EMIT("mul(%s, %s)", p, d) : NULL;
+			p = p ? SP_EMIT("mul(%s, %s)", p, d) : NULL;
+			w[k] = p ? SP_EMIT("add(%s, 1.0)", p) : NULL;
+		} else { /* ((A d - 5A) d + 8A) d - 4A */
+			const char *p = SP_EMIT("mul(%s, %.17g)", d, A);
+			p = p ? SP_EMIT("sub(%s, %.17g)", p, 5 * A) : NULL;
+			p = p ? SP_EMIT("mul(%s, %s)", p, d) : NULL;
+			p = p ? SP_EMIT("add(%s, %.17g)", p, 8 * A) : NULL;
+			p = p ? SP_EMIT("mul(%s, %s)", p, d) : NULL;
+			w[k] = p ? SP_EMIT("sub(%s, %.17g)", p, 4 * A) : NULL;
+		}
+		if (!w[k])
+			return -c->m->err->code;
+	}
+	return 0;
+}
+
+/* GridSample (opset 16, 2-D): the grid's coordinates unnormalized, the
+ * padding mode applied (to each tap of bicubic), each tap's value a
+ * gather from x with its channels last, weighted and summed; PyTorch's
+ * grid_sample, which ONNX's tests were made with */
+int ox_op_gridsample(struct ox_node_ctx *c)
+{
+	const char *x = sp_in(c, 0), *gr = x ? sp_in(c, 1) : NULL;
+	const struct tir_type *tx = gr ? ox_type(c->m, x) : NULL, *tg = tx ? ox_type(c->m, gr) : NULL;
+	if (!tg)
+		return -c->m->err->code;
+	if (tx->rank != 4 || tg->rank != 4 || tg->shape[3] != 2 || tg->shape[0] != tx->shape[0])
+		return ox_fail(c->m, TIR_ETYPE, "GridSample of x of rank %d and a grid of rank %d (x [N, C, H, W] and "
+			       "grid [N, H_out, W_out, 2])", tx->rank, tg->rank);
+	char b[64], b2[64], sh[300];
+	const char *mode = sp_str(c, "mode", "bilinear", b, sizeof b);
+	const char *pm = sp_str(c, "padding_mode", "zeros", b2, sizeof b2);
+	const Onnx__AttributeProto *al = sp_attr(c, "align_corners");
+	int m = !strcmp(mode, "bilinear") ? 0 : !strcmp(mode, "nearest") ? 1 : !strcmp(mode, "bicubic") ? 2 : -1;
+	if (m < 0)
+		return ox_fail(c->m, TIR_ETYPE, "mode '%s' (bilinear, nearest or bicubic)", mode);
+	if (strcmp(pm, "zeros") && strcmp(pm, "border") && strcmp(pm, "reflection"))
+		return ox_fail(c->m, TIR_ETYPE, "padding_mode '%s' (zeros, border or reflection)", pm);
+	int64_t N = tx->shape[0], C = tx->shape[1], H = tx->shape[2], W = tx->shape[3];
+	int64_t Ho = tg->shape[1], Wo = tg->shape[2];
+	if (!H || !W)
+		return ox_fail(c->m, TIR_ETYPE, "x has no element to sample");
+	enum tir_dtype dt = (enum tir_dtype)tx->dtype;
+	struct gs_ctx g = {c, NULL, NULL, H, W, al && al->i, !strcmp(pm, "border"), !strcmp(pm, "reflection"), NULL};
+	int64_t s2[2] = {N * H * W, C}, s3[3] = {N, Ho, Wo}, s1[3] = {N, 1, 1};
+	const char *xt = SP_EMIT("transpose(%s, perm=[0, 2, 3, 1])", x);
+	g.xf = xt ? SP_EMIT("reshape(%s, shape=%s)", xt, sp_shape(sh, sizeof sh, 2, s2)) : NULL;
+	const char *bn = g.xf ? SP_EMIT("arange(0, %" PRId64 ", %" PRId64 ", dtype=i64)", N * H * W, H * W) : NULL;
+	g.base = bn ? SP_EMIT("reshape(%s, shape=%s)", bn, sp_shape(sh, sizeof sh, 3, s1)) : NULL;
+	/* the grid's x and y, unnormalized */
+	const char *co[2] = {NULL, NULL};
+	for (int k = 0; k < 2 && g.base; k++) {
+		int64_t n = k ? H : W;
+		const char *v = SP_EMIT("slice(%s, axis=3, start=%d, stop=%d)", gr, k, k + 1);
+		v = v ? SP_EMIT("reshape(%s, shape=%s)", v, sp_shape(sh, sizeof sh, 3, s3)) : NULL;
+		v = v ? SP_EMIT("add(%s, 1.0)", v) : NULL;
+		if (g.align)
+			v = v ? SP_EMIT("mul(%s, %.17g)", v, (double)(n - 1) / 2) : NULL;
+		else {
+			v = v ? SP_EMIT("mul(%s, %" PRId64 ".0)", v, n) : NULL;
+			v = v ? SP_EMIT("sub(%s, 1.0)", v) : NULL;
+			v = v ? SP_EMIT("div(%s, 2.0)", v) : NULL;
+		}
+		co[k] = v && m != 2 ? gs_pad(&g, v, n) : v;
+		if (!co[k])
+			return -c->m->err->code;
+	}
+	if (!co[1])
+		return -c->m->err->code;
+	if (m == 1) {
+		const char *rx = SP_EMIT("round(%s)", co[0]), *ry = rx ? SP_EMIT("round(%s)", co[1]) : NULL;
+		if (!ry || gs_tap(&g, rx, ry, NULL))
+			return -c->m->err->code;
+	} else {
+		const char *f[2], *t[2];
+		for (int k = 0; k < 2; k++) {
+			f[k] = SP_EMIT("floor(%s)", co[k]);
+			t[k] = f[k] ? SP_EMIT("sub(%s, %s)", co[k], f[k]) : NULL;
+			if (!t[k])
+				return -c->m->err->code;
+		}
+		int ntap = m == 2 ? 4 : 2;
+		const char *w[2][4], *p[2][4];
+		for (int k = 0; k < 2; k++) {
+			if (m == 2 && gs_cubic(&g, t[k], w[k]))
+				return -c->m->err->code;
+			if (m == 0) {
+				w[k][0] = SP_EMIT("sub(1.0, %s)", t[k]);
+				w[k][1] = t[k];
+			}
+			for (int j = 0; j < ntap; j++) {
+				int off = m == 2 ? j - 1 : j;
+				p[k][j] = off ? SP_EMIT("add(%s, %d.0)", f[k], off) : f[k];
+				if (p[k][j] && m == 2)
+					p[k][j] = gs_pad(&g, p[k][j], k ? H : W);
+				if (!p[k][j] || !w[k][0])
+					return -c->m->err->code;
+			}
+		}
+		for (int i = 0; i < ntap; i++)
+			for (int j = 0; j < ntap; j++) {
+				const char *ww = SP_EMIT("mul(%s, %s)", w[1][i], w[0][j]);
+				if (!ww || gs_tap(&g, p[0][j], p[1][i], ww))
+					return -c->m->err->code;
+			}
+	}
+	const char *y = SP_EMIT("transpose(%s, perm=[0, 3, 1, 2])", g.acc);
+	if (y && ox_type(c->m, y)->dtype != dt)
+		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
+	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+}

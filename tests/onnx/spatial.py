@@ -2,8 +2,8 @@
 """tests/onnx/spatial.py — the ONNX importer's spatial ops checked against
 references: Resize and Upsample against ONNX's own (the generator of its
 node tests, onnx.backend.test.case.node.resize) on inputs larger than the
-suite's, Einsum with '...' against NumPy, 3-D Conv, 3-D and dilated pools
-and 1-D ones against PyTorch (when installed); and bad attributes refused
+suite's, Einsum with '...' against NumPy, 3-D Conv, 3-D and dilated pools,
+1-D ones, MaxPool's Indices and GridSample against PyTorch (when installed); and bad attributes refused
 with a message, never a crash.  Prints "ok NAME" or "bad NAME: WHY" per
 case (tests/suites/onnx_spatial.sh counts them).
 
@@ -160,6 +160,17 @@ if torch is not None:
         off = (np.arange(sh[0] * sh[1]) * plane).reshape(sh[:2] + (1,) * len(k))
         run(helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=list(k), strides=list(st), pads=list(p) * 2,
                              dilations=list(dl)), {"x": x}, {"y": y.numpy(), "z": i.numpy() + off})
+    # GridSample: every mode, padding mode and align_corners, a grid reaching past the edges
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    grid = rng.uniform(-1.3, 1.3, (2, 4, 6, 2)).astype(np.float32)
+    grid[0, 0, :2] = [[-1, -1], [1, 1]]
+    for mode in ["bilinear", "nearest", "bicubic"]:
+        for pm in ["zeros", "border", "reflection"]:
+            for al in [0, 1]:
+                exp = F.grid_sample(torch.tensor(x), torch.tensor(grid), mode=mode, padding_mode=pm,
+                                    align_corners=bool(al)).numpy()
+                run(helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=pm, align_corners=al),
+                    {"x": x, "grid": grid}, exp, opset=16)
     # 1-D conv and pools
     x=rng.standard_normal((2,4,15)).astype(np.float32); w=rng.standard_normal((6,2,3)).astype(np.float32)
     exp=F.conv1d(torch.tensor(x),torch.tensor(w),stride=2,padding=1,dilation=2,groups=2).numpy()
@@ -172,5 +183,10 @@ if torch is not None:
 w = rng.standard_normal((6, 3, 2, 2, 2)).astype(np.float32)
 refused(helper.make_node("Conv", ["x", "w"], ["y"], group=2), {"x": rng.standard_normal((1, 4, 5, 5, 5)).astype(np.float32)},
         "group 2 does not fit 4 channels", inits=[numpy_helper.from_array(w, "w")])
+refused(helper.make_node("GridSample", ["x", "grid"], ["y"], mode="area"),
+        {"x": np.zeros((1, 1, 4, 4), np.float32), "grid": np.zeros((1, 2, 2, 2), np.float32)}, "mode 'area'", opset=16)
+refused(helper.make_node("GridSample", ["x", "grid"], ["y"]),
+        {"x": np.zeros((1, 1, 4, 4), np.float32), "grid": np.zeros((1, 2, 2, 3), np.float32)}, "grid [N, H_out, W_out, 2]",
+        opset=16)
 refused(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[9, 1, 1]), {"x": np.zeros((1, 1, 4, 4, 4), np.float32)},
         "a window of 9 past an axis of 4")
