@@ -921,3 +921,118 @@ int ox_op_gridsample(struct ox_node_ctx *c)
 		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
 	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
 }
+
+/* ---- RoiAlign ---- */
+
+/* one axis of RoiAlign's sampling points: for every roi, its start and
+ * bin size from the roi's two coordinates (columns k and k + 2 of rois),
+ * the points at start + bin * u (u: each bin's sample offsets, a
+ * constant), then the bilinear rule of ONNX's RoiAlign: a point past
+ * [-1, n] reads 0 (*valid), one below 0 reads 0's, one at or past n - 1
+ * the last.  Gives the low and high integer positions and their weights,
+ * shaped to broadcast on axis a of [R, Sh, Sw] */
+static int ra_axis(struct ox_node_ctx *c, const char *rois, int k, int64_t n, int64_t bins, int64_t sr,
+		   double scale, bool half_pixel, int a, const char **lo, const char **hi, const char **wlo,
+		   const char **whi, const char **valid)
+{
+	double *u = malloc((size_t)(bins * sr) * sizeof *u);
+	if (!u)
+		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
+	for (int64_t p = 0; p < bins; p++)
+		for (int64_t i = 0; i < sr; i++)
+			u[p * sr + i] = (double)p + ((double)i + 0.5) / (double)sr;
+	const char *uc = sp_const(c, "roi_offsets", TIR_DTYPE_F32, bins * sr, u, a, 3);
+	free(u);
+	const char *s0 = uc ? SP_EMIT("slice(%s, axis=1, start=%d, stop=%d)", rois, k, k + 1) : NULL;
+	const char *s1 = s0 ? SP_EMIT("slice(%s, axis=1, start=%d, stop=%d)", rois, k + 2, k + 3) : NULL;
+	s0 = s1 ? SP_EMIT("sub(mul(%s, %.9g), %g)", s0, scale, half_pixel ? 0.5 : 0.0) : NULL;
+	s1 = s0 ? SP_EMIT("sub(mul(%s, %.9g), %g)", s1, scale, half_pixel ? 0.5 : 0.0) : NULL;
+	const char *len = s1 ? SP_EMIT("sub(%s, %s)", s1, s0) : NULL;
+	if (len && !half_pixel)
+		len = SP_EMIT("maximum(%s, 1.0)", len);
+	const char *bin = len ? SP_EMIT("div(%s, %" PRId64 ".0)", len, bins) : NULL;
+	s0 = bin ? SP_EMIT("unsqueeze(%s, axis=2)", s0) : NULL;
+	bin = s0 ? SP_EMIT("unsqueeze(%s, axis=2)", bin) : NULL;
+	const char *v = bin ? SP_EMIT("add(%s, mul(%s, %s))", s0, bin, uc) : NULL;
+	const char *ok = v ? SP_EMIT("and(ge(%s, -1.0), le(%s, %" PRId64 ".0))", v, v, n) : NULL;
+	*valid = ok;
+	v = ok ? SP_EMIT("maximum(%s, 0.0)", v) : NULL;
+	const char *f = v ? SP_EMIT("floor(%s)", v) : NULL;
+	const char *last = f ? SP_EMIT("ge(%s, %" PRId64 ".0)", f, n - 1) : NULL;
+	*lo = last ? SP_EMIT("where(%s, %" PRId64 ".0, %s)", last, n - 1, f) : NULL;
+	*hi = *lo ? SP_EMIT("where(%s, %" PRId64 ".0, add(%s, 1.0))", last, n - 1, f) : NULL;
+	v = *hi ? SP_EMIT("where(%s, %" PRId64 ".0, %s)", last, n - 1, v) : NULL;
+	*whi = v ? SP_EMIT("sub(%s, %s)", v, *lo) : NULL;
+	*wlo = *whi ? SP_EMIT("sub(1.0, %s)", *whi) : NULL;
+	return *wlo ? 0 : -c->m->err->code;
+}
+
+/* RoiAlign (opsets 10-17), mode avg with a fixed sampling_ratio: each
+ * roi's sampling points on a grid of output_height x output_width bins
+ * of sampling_ratio² points, each point's bilinear value a sum of 4
+ * gathers from X with its channels last, the mean of each bin's */
+int ox_op_roialign(struct ox_node_ctx *c)
+{
+	const char *x = sp_in(c, 0), *rois = x ? sp_in(c, 1) : NULL, *bi = rois ? sp_in(c, 2) : NULL;
+	const struct tir_type *tx = bi ? ox_type(c->m, x) : NULL, *tr = tx ? ox_type(c->m, rois) : NULL;
+	const struct tir_type *tb = tr ? ox_type(c->m, bi) : NULL;
+	if (!tb)
+		return -c->m->err->code;
+	if (tx->rank != 4 || tr->rank != 2 || tr->shape[1] != 4 || tb->rank != 1 || tb->shape[0] != tr->shape[0])
+		return ox_fail(c->m, TIR_ETYPE, "RoiAlign of X of rank %d, rois of rank %d and batch_indices of rank %d "
+			       "(X [N, C, H, W], rois [R, 4], batch_indices [R])", tx->rank, tr->rank, tb->rank);
+	char b[64], b2[64], sh[300];
+	const char *mode = sp_str(c, "mode", "avg", b, sizeof b);
+	const char *ctm = sp_str(c, "coordinate_transformation_mode", c->opset < 16 ? "output_half_pixel" : "half_pixel",
+				 b2, sizeof b2);
+	if (strcmp(mode, "avg"))
+		return ox_fail(c->m, TIR_EUNSUPPORTED, "RoiAlign's mode '%s' is not supported (avg only)", mode);
+	if (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel"))
+		return ox_fail(c->m, TIR_ETYPE, "coordinate_transformation_mode '%s'", ctm);
+	const Onnx__AttributeProto *a;
+	int64_t oh = (a = sp_attr(c, "output_height")) ? a->i : 1, ow = (a = sp_attr(c, "output_width")) ? a->i : 1;
+	int64_t sr = (a = sp_attr(c, "sampling_ratio")) ? a->i : 0;
+	double scale = (a = sp_attr(c, "spatial_scale")) ? a->f : 1.0;
+	if (sr == 0)
+		return ox_fail(c->m, TIR_EUNSUPPORTED, "RoiAlign's sampling_ratio 0 (as many points as each roi's size "
+			       "gives, known only at run time) is not supported");
+	if (oh < 1 || ow < 1 || sr < 0 || oh > 4096 || ow > 4096 || sr > 64)
+		return ox_fail(c->m, TIR_ETYPE, "output_height %" PRId64 ", output_width %" PRId64 " or sampling_ratio %"
+			       PRId64 " out of range", oh, ow, sr);
+	int64_t N = tx->shape[0], C = tx->shape[1], H = tx->shape[2], W = tx->shape[3], R = tr->shape[0];
+	if (!H || !W)
+		return ox_fail(c->m, TIR_ETYPE, "X has no element to sample");
+	bool hp = !strcmp(ctm, "half_pixel");
+	enum tir_dtype dt = (enum tir_dtype)tx->dtype;
+	const char *r = SP_EMIT("cast(%s, dtype=f32)", rois);
+	const char *ylo, *yhi, *wylo, *wyhi, *vy, *xlo, *xhi, *wxlo, *wxhi, *vx;
+	if (!r || ra_axis(c, r, 1, H, oh, sr, scale, hp, 1, &ylo, &yhi, &wylo, &wyhi, &vy) ||
+	    ra_axis(c, r, 0, W, ow, sr, scale, hp, 2, &xlo, &xhi, &wxlo, &wxhi, &vx))
+		return -c->m->err->code;
+	int64_t s2[2] = {N * H * W, C}, s3[3] = {R, 1, 1};
+	const char *xt = SP_EMIT("transpose(%s, perm=[0, 2, 3, 1])", x);
+	const char *xf = xt ? SP_EMIT("reshape(%s, shape=%s)", xt, sp_shape(sh, sizeof sh, 2, s2)) : NULL;
+	const char *base = xf ? SP_EMIT("mul(cast(%s, dtype=i64), %" PRId64 ")", bi, H * W) : NULL;
+	base = base ? SP_EMIT("reshape(%s, shape=%s)", base, sp_shape(sh, sizeof sh, 3, s3)) : NULL;
+	const char *ok = base ? SP_EMIT("cast(and(%s, %s), dtype=f32)", vy, vx) : NULL;
+	const char *acc = NULL;
+	const char *ys[2] = {ylo, yhi}, *xs[2] = {xlo, xhi}, *wy[2] = {wylo, wyhi}, *wx[2] = {wxlo, wxhi};
+	for (int i = 0; i < 2 && ok; i++)
+		for (int j = 0; j < 2; j++) {
+			const char *f = SP_EMIT("add(add(mul(cast(%s, dtype=i64), %" PRId64 "), cast(%s, dtype=i64)), %s)", ys[i],
+						W, xs[j], base);
+			const char *v = f ? SP_EMIT("gather(%s, %s, axis=0)", xf, f) : NULL;
+			const char *w = v ? SP_EMIT("unsqueeze(mul(mul(%s, %s), %s), axis=3)", wy[i], wx[j], ok) : NULL;
+			v = w ? SP_EMIT("mul(%s, cast(%s, dtype=f32))", w, v) : NULL;
+			acc = v && acc ? SP_EMIT("add(%s, %s)", acc, v) : v;
+			if (!acc)
+				return -c->m->err->code;
+		}
+	int64_t s6[6] = {R, oh, sr, ow, sr, C};
+	const char *y = acc ? SP_EMIT("reshape(%s, shape=%s)", acc, sp_shape(sh, sizeof sh, 6, s6)) : NULL;
+	y = y ? SP_EMIT("mean(%s, axis=[2, 4])", y) : NULL;
+	y = y ? SP_EMIT("transpose(%s, perm=[0, 3, 1, 2])", y) : NULL;
+	if (y && dt != TIR_DTYPE_F32)
+		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
+	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+}

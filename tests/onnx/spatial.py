@@ -2,7 +2,7 @@
 """tests/onnx/spatial.py — the ONNX importer's spatial ops checked against
 references: Resize and Upsample against ONNX's own (the generator of its
 node tests, onnx.backend.test.case.node.resize) on inputs larger than the
-suite's, Einsum with '...' against NumPy, 3-D Conv, 3-D and dilated pools,
+suite's, Einsum with '...' and RoiAlign against NumPy, 3-D Conv, 3-D and dilated pools,
 1-D ones, MaxPool's Indices and GridSample against PyTorch (when installed); and bad attributes refused
 with a message, never a crash.  Prints "ok NAME" or "bad NAME: WHY" per
 case (tests/suites/onnx_spatial.sh counts them).
@@ -119,6 +119,60 @@ for eq, shapes in [("...ij,...jk->...ik", [(2, 3, 4, 5), (3, 5, 6)]), ("...ij,..
     run(helper.make_node("Einsum", list(ins), ["y"], equation=eq), ins, np.einsum(eq, *ins.values()), opset=12)
 refused(helper.make_node("Einsum", ["x0"], ["y"], equation="...ijk->i"), {"x0": np.zeros((2, 3), np.float32)},
         "stands for -1 axes", opset=12)
+
+
+
+# RoiAlign (avg) against a NumPy port of its loops (ONNX Runtime's, which made ONNX's tests)
+def roi_align(X, rois, bidx, oh, ow, sr, scale, half_pixel):
+    N, C, H, W = X.shape
+    out = np.zeros((len(rois), C, oh, ow))
+    off = 0.5 if half_pixel else 0.0
+    for r, (x1, y1, x2, y2) in enumerate(rois.astype(np.float64)):
+        sw, sh = x1 * scale - off, y1 * scale - off
+        rw, rh = x2 * scale - off - sw, y2 * scale - off - sh
+        if not half_pixel:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / oh, rw / ow
+        for ph in range(oh):
+            for pw in range(ow):
+                acc = np.zeros(C)
+                for iy in range(sr):
+                    y = sh + ph * bh + (iy + 0.5) * bh / sr
+                    for ix in range(sr):
+                        x = sw + pw * bw + (ix + 0.5) * bw / sr
+                        if y < -1 or y > H or x < -1 or x > W:
+                            continue
+                        y, x = max(y, 0.0), max(x, 0.0)
+                        yl, xl = int(y), int(x)
+                        if yl >= H - 1:
+                            yl = yh = H - 1
+                            y = float(yl)
+                        else:
+                            yh = yl + 1
+                        if xl >= W - 1:
+                            xl = xh = W - 1
+                            x = float(xl)
+                        else:
+                            xh = xl + 1
+                        ly, lx = y - yl, x - xl
+                        b = X[bidx[r]]
+                        acc += (1 - ly) * (1 - lx) * b[:, yl, xl] + (1 - ly) * lx * b[:, yl, xh] + \
+                            ly * (1 - lx) * b[:, yh, xl] + ly * lx * b[:, yh, xh]
+                out[r, :, ph, pw] = acc / (sr * sr)
+    return out.astype(np.float32)
+
+
+x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+rois = np.array([[0, 0, 8, 8], [1.5, 2.2, 20.1, 13.7], [-3, -2, 4, 5], [3.3, 1.1, 3.6, 1.4], [17, 15, 30, 25]],
+                dtype=np.float32)
+bidx = np.array([0, 1, 1, 0, 1], dtype=np.int64)
+for oh, ow, sr, scale, ctm in [(3, 4, 2, 0.5, "half_pixel"), (2, 2, 3, 0.7, "output_half_pixel"), (5, 3, 1, 1.0, "half_pixel")]:
+    run(helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], output_height=oh, output_width=ow, sampling_ratio=sr,
+                         spatial_scale=scale, coordinate_transformation_mode=ctm), {"x": x, "rois": rois},
+        roi_align(x, rois, bidx, oh, ow, sr, scale, ctm == "half_pixel"), opset=16,
+        inits=[numpy_helper.from_array(bidx, "b")])
+refused(helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"]), {"x": x, "rois": rois}, "sampling_ratio 0",
+        opset=16, inits=[numpy_helper.from_array(bidx, "b")])
 
 try:
     import torch
