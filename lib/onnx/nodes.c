@@ -2388,7 +2388,7 @@ static const struct ox_opdef ops[] = {
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
 	/* nodes_spatial.c */
 	{"Resize", ox_op_resize}, {"Upsample", ox_op_resize}, {"GridSample", ox_op_gridsample},
-	{"RoiAlign", ox_op_roialign},
+	{"RoiAlign", ox_op_roialign}, {"MaxUnpool", ox_op_maxunpool},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_op_lookup(const char *op_type)

@@ -1036,3 +1036,81 @@ int ox_op_roialign(struct ox_node_ctx *c)
 		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
 	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
 }
+
+/* ---- MaxUnpool ---- */
+
+/* MaxUnpool: each output position the value whose index (MaxPool's flat
+ * Indices) is that position, 0 where none is: per plane, X's values as a
+ * row times the comparison of every index with every position of the
+ * plane (a matmul), divided by how many indices chose the position.  Quadratic in the plane's size, so
+ * limited to 2^28 comparisons. */
+int ox_op_maxunpool(struct ox_node_ctx *c)
+{
+	const char *x = sp_in(c, 0), *ix = x ? sp_in(c, 1) : NULL;
+	const struct tir_type *tx = ix ? ox_type(c->m, x) : NULL, *ti = tx ? ox_type(c->m, ix) : NULL;
+	if (!ti)
+		return -c->m->err->code;
+	if (ti->rank != tx->rank || memcmp(ti->shape, tx->shape, sizeof(int64_t) * (size_t)tx->rank))
+		return ox_fail(c->m, TIR_ETYPE, "indices not of X's shape");
+	struct sp_win win;
+	if (sp_window(c, tx, NULL, &win))
+		return -c->m->err->code;
+	int64_t out[TIR_MAX_RANK], want[TIR_MAX_RANK];
+	out[0] = tx->shape[0];
+	out[1] = tx->shape[1];
+	for (int a = 0; a < win.n; a++)
+		out[2 + a] = (win.in[a] - 1) * win.s[a] - win.p0[a] - win.p1[a] + win.k[a];
+	memcpy(want, out, sizeof out);
+	if (sp_has(c, 2)) {
+		const struct ox_const *os = sp_known(c, 2);
+		if (!os)
+			return ox_fail(c->m, TIR_EUNSUPPORTED, "its output_shape is computed at run time; tir needs it known "
+				       "at import (a static shape)");
+		if (os->n != tx->rank)
+			return ox_fail(c->m, TIR_ETYPE, "output_shape of %" PRId64 " values for rank %d", os->n, tx->rank);
+		/* the indices are of the default shape's positions; the result
+		 * is then padded or cut at the end of each axis to this one */
+		for (int a = 0; a < tx->rank; a++)
+			want[a] = os->i[a];
+	}
+	double P = 1, J = 1, NC = (double)out[0] * (double)out[1];
+	for (int a = 0; a < win.n; a++) {
+		if (out[2 + a] < 1 || out[2 + a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "an output of %" PRId64 " on spatial axis %d", out[2 + a], a);
+		P *= (double)out[2 + a];
+		J *= (double)win.in[a];
+	}
+	if (want[0] != tx->shape[0] || want[1] != tx->shape[1])
+		return ox_fail(c->m, TIR_ETYPE, "output_shape changes the batch or channels");
+	for (int a = 2; a < tx->rank; a++)
+		if (want[a] < 1 || want[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "output_shape[%d] is %" PRId64, a, want[a]);
+	if (NC * J * P > (double)(INT64_C(1) << 28))
+		return ox_fail(c->m, TIR_EUNSUPPORTED, "MaxUnpool of %.0f x %.0f positions per plane is not supported "
+			       "(each index compared with each position: at most 2^28 comparisons)", J, P);
+	char sh[300];
+	int64_t N = out[0], C = out[1], s4[4] = {N, C, (int64_t)J, 1}, p4[4] = {N, C, 1, (int64_t)P}, r4[4] = {N, C, 1, (int64_t)J};
+	const char *pos = SP_EMIT("arange(0, %" PRId64 ", dtype=i64)", N * C * (int64_t)P);
+	pos = pos ? SP_EMIT("reshape(%s, shape=%s)", pos, sp_shape(sh, sizeof sh, 4, p4)) : NULL;
+	const char *i = pos ? SP_EMIT("reshape(cast(%s, dtype=i64), shape=%s)", ix, sp_shape(sh, sizeof sh, 4, s4)) : NULL;
+	enum tir_dtype dt = (enum tir_dtype)tx->dtype;
+	const char *ft = dt == TIR_DTYPE_F64 ? "f64" : "f32";
+	const char *m = i ? SP_EMIT("cast(eq(%s, %s), dtype=%s)", i, pos, ft) : NULL;
+	const char *row = m ? SP_EMIT("reshape(cast(%s, dtype=%s), shape=%s)", x, ft, sp_shape(sh, sizeof sh, 4, r4)) : NULL;
+	const char *y = row ? SP_EMIT("matmul(%s, %s)", row, m) : NULL;
+	/* a position two windows chose (overlapping ones) took its value twice */
+	const char *cnt = y ? SP_EMIT("sum(%s, axis=2, keepdims=true)", m) : NULL;
+	y = cnt ? SP_EMIT("div(%s, maximum(%s, 1.0))", y, cnt) : NULL;
+	y = y ? SP_EMIT("reshape(%s, shape=%s)", y, sp_shape(sh, sizeof sh, tx->rank, out)) : NULL;
+	for (int a = 2; a < tx->rank && y; a++) {
+		if (want[a] > out[a])
+			y = SP_EMIT("pad(%s, pads=[%s[0, %" PRId64 "]%s])", y, a == 2 ? "[0, 0], [0, 0], " : a == 3 ?
+				    "[0, 0], [0, 0], [0, 0], " : "[0, 0], [0, 0], [0, 0], [0, 0], ", want[a] - out[a],
+				    a + 1 == tx->rank ? "" : a + 2 == tx->rank ? ", [0, 0]" : ", [0, 0], [0, 0]");
+		else if (want[a] < out[a])
+			y = SP_EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", y, a, want[a]);
+	}
+	if (y && strcmp(ft, sp_dtype(dt)))
+		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
+	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+}

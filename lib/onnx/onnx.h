@@ -121,6 +121,7 @@ int ox_op_conv3d(struct ox_node_ctx *c);
 int ox_op_pool_nd(struct ox_node_ctx *c);
 int ox_op_gridsample(struct ox_node_ctx *c);
 int ox_op_roialign(struct ox_node_ctx *c);
+int ox_op_maxunpool(struct ox_node_ctx *c);
 
 
 #endif

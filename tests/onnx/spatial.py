@@ -3,7 +3,7 @@
 references: Resize and Upsample against ONNX's own (the generator of its
 node tests, onnx.backend.test.case.node.resize) on inputs larger than the
 suite's, Einsum with '...' and RoiAlign against NumPy, 3-D Conv, 3-D and dilated pools,
-1-D ones, MaxPool's Indices and GridSample against PyTorch (when installed); and bad attributes refused
+1-D ones, MaxPool's Indices, MaxUnpool and GridSample against PyTorch (when installed); and bad attributes refused
 with a message, never a crash.  Prints "ok NAME" or "bad NAME: WHY" per
 case (tests/suites/onnx_spatial.sh counts them).
 
@@ -214,6 +214,21 @@ if torch is not None:
         off = (np.arange(sh[0] * sh[1]) * plane).reshape(sh[:2] + (1,) * len(k))
         run(helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=list(k), strides=list(st), pads=list(p) * 2,
                              dilations=list(dl)), {"x": x}, {"y": y.numpy(), "z": i.numpy() + off})
+    # MaxUnpool of MaxPool's result and Indices (ONNX's with the plane's offset), and to a larger output_shape
+    for sh, k, st in [((2, 3, 8, 6), (2, 2), (2, 2)), ((1, 2, 9), (3,), (2,)), ((1, 2, 4, 6, 4), (2, 3, 2), (2, 3, 2))]:
+        x = rng.standard_normal(sh).astype(np.float32)
+        f = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[len(k)]
+        u = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[len(k)]
+        y, i = f(torch.tensor(x), k, st, return_indices=True)
+        exp = u(y, i, k, st).numpy()
+        plane = int(np.prod(exp.shape[2:]))
+        off = (np.arange(sh[0] * sh[1]) * plane).reshape(sh[:2] + (1,) * len(k))
+        run(helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=list(k), strides=list(st)),
+            {"x": y.numpy()}, exp, inits=[numpy_helper.from_array(i.numpy() + off, "i")])
+        big = np.pad(exp, [(0, 0), (0, 0)] + [(0, 1)] * len(k))
+        run(helper.make_node("MaxUnpool", ["x", "i", "s"], ["y"], kernel_shape=list(k), strides=list(st)),
+            {"x": y.numpy()}, big, inits=[numpy_helper.from_array(i.numpy() + off, "i"),
+                                          numpy_helper.from_array(np.array(big.shape, dtype=np.int64), "s")])
     # GridSample: every mode, padding mode and align_corners, a grid reaching past the edges
     x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
     grid = rng.uniform(-1.3, 1.3, (2, 4, 6, 2)).astype(np.float32)
