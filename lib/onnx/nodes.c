@@ -2055,6 +2055,8 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
 	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
 		return -c->m->err->code;
+	if (t.rank == 5)
+		return ox_op_convtranspose3d(c); /* nodes_spatial.c */
 	if (tw.rank != t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
 	int nsp = t.rank - 2;

@@ -1114,3 +1114,108 @@ int ox_op_maxunpool(struct ox_node_ctx *c)
 		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
 	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
 }
+
+/* ConvTranspose of a 3-D input, as nodes.c's of 2-D: a convolution of x
+ * with s - 1 zeros between its elements (a reshape to unit axes, pad,
+ * reshape), padded by the dilated kernel's extent - 1 less the pads (cut
+ * where negative; output_padding more at the end), by the weight flipped
+ * and its in and out channels swapped per group */
+int ox_op_convtranspose3d(struct ox_node_ctx *c)
+{
+	const char *x = sp_in(c, 0), *w = x ? sp_in(c, 1) : NULL;
+	const struct tir_type *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
+	if (!tw)
+		return -c->m->err->code;
+	if (tw->rank != 5)
+		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank 5", tw->rank);
+	struct sp_win win;
+	if (sp_window(c, tx, tw->shape + 2, &win))
+		return -c->m->err->code;
+	const Onnx__AttributeProto *ga = sp_attr(c, "group"), *os = sp_attr(c, "output_shape"),
+				   *opd = sp_attr(c, "output_padding");
+	int64_t g = ga ? ga->i : 1, N = tx->shape[0], C = tx->shape[1], Og = tw->shape[1];
+	if (g < 1 || C % g || tw->shape[0] != C)
+		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64,
+			       g, C, tw->shape[0]);
+	if ((os && os->n_ints != 3) || (opd && opd->n_ints != 3))
+		return ox_fail(c->m, TIR_ETYPE, "output_shape or output_padding not of 3 axes");
+	char b[32], sh[300];
+	const char *ap = sp_str(c, "auto_pad", "NOTSET", b, sizeof b);
+	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), upper = !strcmp(ap, "SAME_UPPER");
+	int64_t op[3], ext[3], front[3], back[3];
+	for (int a = 0; a < 3; a++) {
+		int64_t len = win.in[a], s = win.s[a];
+		op[a] = opd ? opd->ints[a] : 0;
+		ext[a] = (win.k[a] - 1) * win.d[a] + 1;
+		if (op[a] < 0 || op[a] > TIR_MAX_DIM ||
+		    (double)(len - 1) * (double)s + (double)ext[a] + (double)op[a] > (double)TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "a result of %" PRId64 " x %" PRId64 " strides", len, s);
+		if (os || same) {
+			int64_t out = os ? os->ints[a] : len * s;
+			int64_t tot = s * (len - 1) + op[a] + ext[a] - out;
+			if (tot < 0) { /* zeros after the full result, as output_padding gives */
+				op[a] -= tot;
+				tot = 0;
+			}
+			win.p0[a] = upper || !same ? tot / 2 : tot - tot / 2;
+			win.p1[a] = tot - win.p0[a];
+		}
+		if (op[a] > TIR_MAX_DIM)
+			return ox_fail(c->m, TIR_ETYPE, "output_shape past %" PRId64, TIR_MAX_DIM);
+		front[a] = ext[a] - 1 - win.p0[a];
+		back[a] = ext[a] - 1 - win.p1[a] + op[a];
+	}
+	if (win.s[0] > 1 || win.s[1] > 1 || win.s[2] > 1) {
+		int64_t s8[8] = {N, C, win.in[0], 1, win.in[1], 1, win.in[2], 1};
+		int64_t s5[5] = {N, C, win.in[0] * win.s[0], win.in[1] * win.s[1], win.in[2] * win.s[2]};
+		x = SP_EMIT("reshape(%s, shape=%s)", x, sp_shape(sh, sizeof sh, 8, s8));
+		x = x ? SP_EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, 0], [0, %" PRId64 "], [0, 0], [0, %" PRId64 "], [0, 0], [0, %"
+				PRId64 "]])", x, win.s[0] - 1, win.s[1] - 1, win.s[2] - 1) : NULL;
+		x = x ? SP_EMIT("reshape(%s, shape=%s)", x, sp_shape(sh, sizeof sh, 5, s5)) : NULL;
+		for (int a = 0; a < 3 && x; a++)
+			if (win.s[a] > 1)
+				x = SP_EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", x, 2 + a,
+					    (win.in[a] - 1) * win.s[a] + 1);
+	}
+	int64_t z0[3], z1[3];
+	for (int a = 0; a < 3; a++) {
+		z0[a] = front[a] > 0 ? front[a] : 0;
+		z1[a] = back[a] > 0 ? back[a] : 0;
+	}
+	if (x && (z0[0] || z0[1] || z0[2] || z1[0] || z1[1] || z1[2])) {
+		struct tir_str s = {0};
+		sp_pads(&s, 3, z0, z1);
+		x = s.oom ? NULL : SP_EMIT("pad(%s, pads=%s)", x, s.s);
+		tir_str_free(&s);
+	}
+	for (int a = 0; a < 3 && x; a++) {
+		if (front[a] >= 0 && back[a] >= 0)
+			continue;
+		int64_t n = ox_type(c->m, x)->shape[2 + a], st = front[a] < 0 ? -front[a] : 0;
+		int64_t sp = n - (back[a] < 0 ? -back[a] : 0);
+		if (sp <= st)
+			return ox_fail(c->m, TIR_ETYPE, "pads larger than the result");
+		x = SP_EMIT("slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")", x, 2 + a, st, sp);
+	}
+	/* [C, O/g, k...] flipped -> [g, C/g, O/g, k...] -> [g, O/g, C/g, k...] -> [O, C/g, k...] */
+	const char *wf = x ? w : NULL;
+	for (int a = 2; a < 5 && wf; a++)
+		wf = SP_EMIT("slice(%s, axis=%d, step=-1)", wf, a);
+	int64_t w6[6] = {g, C / g, Og, tw->shape[2], tw->shape[3], tw->shape[4]};
+	int64_t w5[5] = {g * Og, C / g, tw->shape[2], tw->shape[3], tw->shape[4]};
+	if (wf && g > 1) {
+		wf = SP_EMIT("reshape(%s, shape=%s)", wf, sp_shape(sh, sizeof sh, 6, w6));
+		wf = wf ? SP_EMIT("transpose(%s, perm=[0, 2, 1, 3, 4, 5])", wf) : NULL;
+		wf = wf ? SP_EMIT("reshape(%s, shape=%s)", wf, sp_shape(sh, sizeof sh, 5, w5)) : NULL;
+	} else if (wf) {
+		wf = SP_EMIT("transpose(%s, perm=[1, 0, 2, 3, 4])", wf);
+	}
+	if (!wf)
+		return -c->m->err->code;
+	struct sp_win unit = win;
+	for (int a = 0; a < 3; a++)
+		unit.s[a] = 1;
+	const char *y = sp_conv3d(c, x, wf, &unit, g);
+	y = sp_bias(c, y, g * Og);
+	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+}

@@ -118,6 +118,7 @@ const char *ox_op_refused(const char *op_type);
 int ox_op_resize(struct ox_node_ctx *c);
 /* Conv of a 3-D input (rank 5); MaxPool, AveragePool of a 3-D input or dilated */
 int ox_op_conv3d(struct ox_node_ctx *c);
+int ox_op_convtranspose3d(struct ox_node_ctx *c);
 int ox_op_pool_nd(struct ox_node_ctx *c);
 int ox_op_gridsample(struct ox_node_ctx *c);
 int ox_op_roialign(struct ox_node_ctx *c);

@@ -2,7 +2,7 @@
 """tests/onnx/spatial.py — the ONNX importer's spatial ops checked against
 references: Resize and Upsample against ONNX's own (the generator of its
 node tests, onnx.backend.test.case.node.resize) on inputs larger than the
-suite's, Einsum with '...' and RoiAlign against NumPy, 3-D Conv, 3-D and dilated pools,
+suite's, Einsum with '...' and RoiAlign against NumPy, 3-D Conv and ConvTranspose, 3-D and dilated pools,
 1-D ones, MaxPool's Indices, MaxUnpool and GridSample against PyTorch (when installed); and bad attributes refused
 with a message, never a crash.  Prints "ok NAME" or "bad NAME: WHY" per
 case (tests/suites/onnx_spatial.sh counts them).
@@ -214,6 +214,26 @@ if torch is not None:
         off = (np.arange(sh[0] * sh[1]) * plane).reshape(sh[:2] + (1,) * len(k))
         run(helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=list(k), strides=list(st), pads=list(p) * 2,
                              dilations=list(dl)), {"x": x}, {"y": y.numpy(), "z": i.numpy() + off})
+    # 3-D ConvTranspose: strides, pads, dilations, groups, output_padding, output_shape, auto_pad
+    for C, O, g, k, st, p, dl, opd in [(2, 3, 1, (3, 3, 3), (1, 1, 1), (0, 0, 0), (1, 1, 1), (0, 0, 0)),
+                                        (4, 6, 2, (2, 3, 2), (2, 1, 3), (1, 0, 1), (1, 2, 1), (1, 0, 2)),
+                                        (3, 3, 3, (3, 2, 1), (3, 2, 1), (2, 1, 0), (2, 1, 1), (0, 1, 0))]:
+        x = rng.standard_normal((2, C, 3, 4, 5)).astype(np.float32)
+        w = rng.standard_normal((C, O // g) + k).astype(np.float32)
+        b = rng.standard_normal(O).astype(np.float32)
+        exp = F.conv_transpose3d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=st, padding=p,
+                                 output_padding=opd, groups=g, dilation=dl).numpy()
+        run(helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=list(st), pads=list(p) * 2,
+                             dilations=list(dl), group=g, output_padding=list(opd)), {"x": x}, exp,
+            inits=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+        # output_shape: the full result cut, total - total // 2 at the end
+        full = F.conv_transpose3d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=st, groups=g,
+                                  dilation=dl).numpy()
+        want = [full.shape[2] - 1, full.shape[3] - 2, full.shape[4]]
+        exp = full[:, :, 0:want[0], 1:1 + want[1], :]
+        run(helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=list(st), dilations=list(dl), group=g,
+                             output_shape=want), {"x": x}, exp,
+            inits=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
     # MaxUnpool of MaxPool's result and Indices (ONNX's with the plane's offset), and to a larger output_shape
     for sh, k, st in [((2, 3, 8, 6), (2, 2), (2, 2)), ((1, 2, 9), (3,), (2,)), ((1, 2, 4, 6, 4), (2, 3, 2), (2, 3, 2))]:
         x = rng.standard_normal(sh).astype(np.float32)
