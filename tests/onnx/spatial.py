@@ -2,8 +2,9 @@
 """tests/onnx/spatial.py — the ONNX importer's spatial ops checked against
 references: Resize and Upsample against ONNX's own (the generator of its
 node tests, onnx.backend.test.case.node.resize) on inputs larger than the
-suite's, Einsum with '...' and RoiAlign against NumPy, 3-D Conv and ConvTranspose, 3-D and dilated pools,
-1-D ones, MaxPool's Indices, MaxUnpool and GridSample against PyTorch (when installed); and bad attributes refused
+suite's; Einsum with '...' and RoiAlign against NumPy; 3-D Conv and
+ConvTranspose, 3-D, dilated and 1-D pools, MaxPool's Indices, MaxUnpool
+and GridSample against PyTorch (when installed); bad attributes refused
 with a message, never a crash.  Prints "ok NAME" or "bad NAME: WHY" per
 case (tests/suites/onnx_spatial.sh counts them).
 
