@@ -246,6 +246,13 @@ static const char *rs_axis(struct ox_node_ctx *c, const char *xv, const struct t
 		ext[x] = outside ? o->extrapolation : 0;
 		for (int k = 0; outside && k < ntaps; k++)
 			w[x * ntaps + k] = 0;
+		if (o->mode == RS_NEAREST) { /* one tap: the one chosen */
+			int64_t *ix = idx + x * ntaps;
+			double *wx = w + x * ntaps;
+			ix[0] = wx[1] != 0 ? ix[1] : ix[0];
+			wx[0] = wx[0] + wx[1];
+			wx[1] = 0;
+		}
 		any_outside |= outside;
 		for (int k = 0; k < ntaps; k++)
 			if (w[x * ntaps + k] != 0 && (w[x * ntaps + k] != 1 || idx[x * ntaps + k] != x))
