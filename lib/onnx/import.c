@@ -898,7 +898,8 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	int64_t numel = 1;
 	for (int k = 0; k < rank; k++)
 		numel *= shape[k];
-	if (given && given->path && (dtype_is_float(dt) ? numel == 1 : numel <= OX_FOLD_MAX)) {
+	bool fvec = dtype_is_float(dt) && rank == 1 && numel > 1 && numel <= OX_INLINE_MAX;
+	if (given && given->path && (dtype_is_float(dt) ? numel == 1 || fvec : numel <= OX_FOLD_MAX)) {
 		struct tir_tensor t = {0};
 		if (tir_file_load(given->path, NULL, &t, m->err))
 			return -m->err->code;
@@ -907,7 +908,10 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 		for (int64_t k = 0; c && k < c->n; k++)
 			ox_const_set(c, k, raw_elem(p, dt, k), raw_int(p, dt, k));
 		tir_tensor_release(&t);
-		val->c = c;
+		if (fvec)
+			val->given = c; /* a float vector: known to the emitters that ask (Resize's scales, roi) */
+		else
+			val->c = c;
 	}
 	char *tn = ox_fresh(m, name);
 	if (!tn)
@@ -1378,6 +1382,7 @@ out:
 		free(m.vals[k].tir);
 		free(m.vals[k].clean);
 		ox_const_free(m.vals[k].c);
+		ox_const_free(m.vals[k].given);
 	}
 	free(m.vals);
 	free(m.hash);

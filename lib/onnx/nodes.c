@@ -1391,27 +1391,76 @@ static int op_cumsum(struct ox_node_ctx *c)
 	return bind_as(c, x, t.dtype);
 }
 
-/* Einsum: tir's einsum, the equation without spaces; the implicit form
- * (no "->") given its output: the letters used once, in order */
+/* Einsum: tir's einsum, the equation without spaces; '...' spelled out
+ * as letters the equation does not use (the broadcast axes of each
+ * operand, aligned at the right); the implicit form (no "->") given its
+ * output: the ellipsis' letters, then the letters used once, in order */
 static int op_einsum(struct ox_node_ctx *c)
 {
 	const Onnx__AttributeProto *eq = attr(c, "equation");
 	if (!eq || !eq->has_s || eq->s.len > 200)
 		return ox_fail(c->m, TIR_EDATA, "Einsum without an equation");
-	char e[300];
+	char e[400];
 	size_t n = 0;
 	int count[128] = {0};
-	bool arrow = false;
+	bool arrow = false, used[128] = {false};
 	for (size_t k = 0; k < eq->s.len; k++) {
 		char ch = (char)eq->s.data[k];
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))
+			used[(int)ch] = true;
+	}
+	char ell[TIR_MAX_RANK + 1];
+	int nell = 0, maxell = 0;
+	for (int ch = 'A'; ch <= 'z' && nell < TIR_MAX_RANK; ch++)
+		if (((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) && !used[ch])
+			ell[nell++] = (char)ch;
+	size_t op = 0;       /* the operand being read */
+	int letters = 0;     /* its letters so far */
+	bool dots = false;   /* its '...' seen, to be spelled at its end */
+	size_t dots_at = 0;
+	for (size_t k = 0; k <= eq->s.len; k++) {
+		char ch = k < eq->s.len ? (char)eq->s.data[k] : 0;
 		if (ch == ' ')
 			continue;
-		if (ch == '.')
-			return FAIL("Einsum with '...' is not supported");
+		if (ch == '.') {
+			if (dots || k + 2 >= eq->s.len || eq->s.data[k + 1] != '.' || eq->s.data[k + 2] != '.')
+				return ox_fail(c->m, TIR_EDATA, "Einsum equation with a stray '.'");
+			dots = true;
+			dots_at = n;
+			k += 2;
+			continue;
+		}
+		if (ch == ',' || ch == '-' || !ch) {
+			/* an operand ends: its '...' is as many axes as its rank leaves */
+			if (dots && !arrow) {
+				struct tir_type t;
+				if (op >= c->n->n_input || !in_type(c, op, &t))
+					return ox_fail(c->m, TIR_EDATA, "Einsum equation with more operands than inputs");
+				int ne = t.rank - letters;
+				if (ne < 0 || ne > nell)
+					return ox_fail(c->m, TIR_ETYPE, "'...' of operand %zu stands for %d axes", op, ne);
+				if (ne > maxell)
+					maxell = ne;
+				if (n + (size_t)ne + 80 > sizeof e)
+					return ox_fail(c->m, TIR_EDATA, "Einsum equation too long");
+				memmove(e + dots_at + ne, e + dots_at, n - dots_at);
+				memcpy(e + dots_at, ell + nell - ne, (size_t)ne);
+				n += (size_t)ne;
+			} else if (dots) { /* the output's: the widest operand's */
+				memmove(e + dots_at + maxell, e + dots_at, n - dots_at);
+				memcpy(e + dots_at, ell + nell - maxell, (size_t)maxell);
+				n += (size_t)maxell;
+			}
+			dots = false;
+			letters = 0;
+			op += ch == ',';
+		}
+		if (!ch)
+			break;
 		if (ch == '-')
 			arrow = true;
 		else if (!arrow && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
-			count[(int)ch]++;
+			count[(int)ch]++, letters++;
 		else if (!(ch == ',' || ch == '>' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
 			return ox_fail(c->m, TIR_EDATA, "Einsum equation with '%c'", ch);
 		e[n++] = ch;
@@ -1419,6 +1468,8 @@ static int op_einsum(struct ox_node_ctx *c)
 	if (!arrow) {
 		e[n++] = '-';
 		e[n++] = '>';
+		for (int k = nell - maxell; k < nell; k++)
+			e[n++] = ell[k];
 		for (int ch = 'A'; ch <= 'z'; ch++)
 			if (count[ch] == 1)
 				e[n++] = (char)ch;
@@ -1959,6 +2010,8 @@ static int op_conv(struct ox_node_ctx *c)
 	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
 	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
 		return -c->m->err->code;
+	if (t.rank == 5)
+		return ox_op_conv3d(c); /* nodes_spatial.c */
 	if (tw.rank != t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
 	struct window win;
@@ -2002,6 +2055,8 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
 	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
 		return -c->m->err->code;
+	if (t.rank == 5)
+		return ox_op_convtranspose3d(c); /* nodes_spatial.c */
 	if (tw.rank != t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
 	int nsp = t.rank - 2;
@@ -2098,42 +2153,6 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	return bind(c, 0, drop_unit_axis(c, y, rank));
 }
 
-/* a dilated MaxPool of a 4-D x: the maximum of the kernel's taps, each a
- * strided slice of x padded with -inf (ceil_mode's last window too) */
-static const char *dilated_maxpool(struct ox_node_ctx *c, const char *x, const struct tir_type *t,
-				   const struct window *w)
-{
-	int64_t out[2], extra[2];
-	for (int a = 0; a < 2; a++) {
-		int64_t e = (w->k[a] - 1) * w->d[a] + 1, span = t->shape[2 + a] + w->p[a] + w->p[a + 2] - e;
-		if (span < 0) {
-			ox_fail(c->m, TIR_ETYPE, "a window of %" PRId64 " past an axis of %" PRId64, e, span + e);
-			return NULL;
-		}
-		out[a] = (attr_i(c, "ceil_mode", 0) ? (span + w->s[a] - 1) / w->s[a] : span / w->s[a]) + 1;
-		if (out[a] > 1 && (out[a] - 1) * w->s[a] >= t->shape[2 + a] + w->p[a])
-			out[a]--;
-		int64_t need = (out[a] - 1) * w->s[a] + e - (t->shape[2 + a] + w->p[a] + w->p[a + 2]);
-		extra[a] = need > 0 ? need : 0;
-	}
-	const char *xp = x;
-	if (w->p[0] || w->p[1] || w->p[2] || w->p[3] || extra[0] || extra[1])
-		xp = pad_hw(c, x, w->p, extra, "-inf");
-	const char *acc = NULL;
-	for (int64_t i = 0; i < w->k[0] && xp; i++)
-		for (int64_t j = 0; j < w->k[1] && xp; j++) {
-			int64_t r0 = i * w->d[0], c0 = j * w->d[1];
-			const char *s = EMIT("slice(%s, axis=2, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", xp, r0,
-					     r0 + (out[0] - 1) * w->s[0] + 1, w->s[0]);
-			s = s ? EMIT("slice(%s, axis=3, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", s, c0,
-				     c0 + (out[1] - 1) * w->s[1] + 1, w->s[1]) : NULL;
-			acc = s && acc ? EMIT("maximum(%s, %s)", acc, s) : s;
-			if (!acc)
-				return NULL;
-		}
-	return acc;
-}
-
 /* MaxPool, AveragePool: tir's maxpool2d and avgpool2d with padding and
  * count_include_pad when the pads are even and at most half the kernel;
  * otherwise (uneven, larger, or ceil_mode's last window) the input padded
@@ -2144,20 +2163,18 @@ static int op_pool(struct ox_node_ctx *c)
 	const char *x = in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
+	if (t.rank == 5)
+		return ox_op_pool_nd(c); /* nodes_spatial.c */
 	bool max = !strcmp(c->n->op_type, "MaxPool");
 	if (c->n->n_output > 1 && *out_name(c, 1))
-		return FAIL("MaxPool's Indices output is not supported");
+		return ox_op_pool_nd(c); /* nodes_spatial.c: its Indices output */
 	if (!attr(c, "kernel_shape"))
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
 	struct window win;
 	if (window_attrs(c, &t, NULL, &win))
 		return -c->m->err->code;
-	bool dilated = win.d[0] != 1 || win.d[1] != 1;
-	if (dilated && !max)
-		return FAIL("AveragePool with dilations is not supported (tir's pools have none)");
-	if (dilated && (double)win.k[0] * (double)win.k[1] > 256)
-		return FAIL("MaxPool with dilations and a kernel of %" PRId64 " taps is not supported (tir's pools have no "
-			    "dilation; a dilated one is written tap by tap, at most 256)", win.k[0] * win.k[1]);
+	if (win.d[0] != 1 || win.d[1] != 1)
+		return ox_op_pool_nd(c); /* nodes_spatial.c: tir's pools have no dilation */
 	const int64_t *k = win.k, *s = win.s;
 	int64_t *p = win.p;
 	int rank = t.rank;
@@ -2182,8 +2199,6 @@ static int op_pool(struct ox_node_ctx *c)
 			extra[d] = need > 0 ? need : 0;
 		}
 	}
-	if (dilated)
-		return bind_as(c, drop_unit_axis(c, dilated_maxpool(c, x, &t, &win), rank), t.dtype);
 	bool count_pad = !max && attr_i(c, "count_include_pad", 0);
 	const char *pool = max ? "maxpool2d" : "avgpool2d";
 	const char *y;
@@ -2373,6 +2388,9 @@ static const struct ox_opdef ops[] = {
 	{"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
 	{"MeanVarianceNormalization", op_mvn}, {"LRN", op_lrn},
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
+	/* nodes_spatial.c */
+	{"Resize", ox_op_resize}, {"Upsample", ox_op_resize}, {"GridSample", ox_op_gridsample},
+	{"RoiAlign", ox_op_roialign}, {"MaxUnpool", ox_op_maxunpool},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_op_lookup(const char *op_type)

@@ -33,6 +33,8 @@ struct ox_val {
 	bool defined;            /* an input, initializer or node output seen */
 	bool is_input;
 	struct ox_const *c;      /* known value, or NULL */
+	struct ox_const *given;  /* an input's small float vector read from its file, or NULL: not
+				  * folded, read only by emitters that need it (Resize's scales) */
 	char *clean;             /* a node output's name by the name rule, kept for it */
 };
 
@@ -111,5 +113,16 @@ struct ox_opdef {
 const struct ox_opdef *ox_op_lookup(const char *op_type);
 /* why an op is refused outright (data-dependent shape, ...), or NULL */
 const char *ox_op_refused(const char *op_type);
+
+/* ---- nodes_spatial.c: Resize, Upsample and the 3-D window ops ---- */
+int ox_op_resize(struct ox_node_ctx *c);
+/* Conv of a 3-D input (rank 5); MaxPool, AveragePool of a 3-D input or dilated */
+int ox_op_conv3d(struct ox_node_ctx *c);
+int ox_op_convtranspose3d(struct ox_node_ctx *c);
+int ox_op_pool_nd(struct ox_node_ctx *c);
+int ox_op_gridsample(struct ox_node_ctx *c);
+int ox_op_roialign(struct ox_node_ctx *c);
+int ox_op_maxunpool(struct ox_node_ctx *c);
+
 
 #endif
