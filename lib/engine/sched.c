@@ -65,6 +65,8 @@ static bool holds(const struct tir_sched *s, int d, uint32_t id)
 static bool to_missing(const struct tir_sched *s)
 {
 	const struct tir_program *p = s->p;
+	if (!s->pl || !s->pl->nset) /* nothing placed anywhere: no `to` either */
+		return false;
 	for (size_t i = p->nnodes; i-- > 0;)
 		if (p->nodes[i]->op == TIR_OP_TO && dev_of(s, p->nodes[i]) >= s->ndev)
 			return true;
