@@ -884,7 +884,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		/* a call of several results that runs: its other results with
 		 * names are made too (views of it, no work), so that asking for
 		 * one later does not run the call again (ir.h) */
-		int nres = tir_node_nres(p->nodes[i]);
+		int nres = x->keep ? tir_node_nres(p->nodes[i]) : 1;
 		for (int r = 1; need[i] && x->keep && nres > 1 && r <= nres; r++) {
 			size_t j = i + (size_t)r;
 			if (j < nn && !need[j] && !cpu_have(c, x, j) && tir_exec_keepable(p, p->nodes[j])) {
