@@ -166,6 +166,10 @@ $(BUILD)/libtir.so: $(LIB_OBJ) $(BUILD)/libtir.sym
 FIRST_LIBS := $(filter -lsleef%,$(PKG_LIBS))
 $(BUILD)/lib/exec/blas.o: CPPFLAGS += -DTIR_BLAS_SONAME='"$(or $(BLAS_SO),libopenblas.so.0)"' \
 	-DTIR_BLAS_PATH='"$(BLAS_DIR)$(if $(BLAS_DIR),/)$(or $(BLAS_SO),libopenblas.so.0)"'
+# libedit (and libtinfo, libbsd, libmd under it) likewise: cli/repl.c
+# dlopens it by this soname when a REPL at a terminal starts, so that
+# --as-needed leaves it out of tir's start.
+$(BUILD)/cli/repl.o: CPPFLAGS += -DTIR_EDIT_SONAME='"$(or $(EDIT_SO),libedit.so.2)"'
 $(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.so
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -Wl,--no-as-needed $(FIRST_LIBS) -Wl,--as-needed \
 		$(BUILD)/libtir.so -Wl,-rpath,'$$ORIGIN' $(LDLIBS)

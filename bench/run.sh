@@ -238,6 +238,40 @@ peer_rows "$tmp/py.tiny" torch "torch eager (0-d tensors)"
 table tir tir 10000
 echo "  ops: mul, add, tanh, mul, sub repeated (bench/peers.py tiny_lines); us/op = median / 10000"
 target "tir under 1 us/op" "$(ratio "$(kv "$tmp/tir.tiny.fused" ms_median)" 10)" "<" 1
+# issue 28: a cached re-run (REPL, server replay) below NumPy's time an op
+target "tir cached re-run < NumPy an op (/numpy)" \
+	"$(ratio "$(kv "$tmp/tir.tiny.fused" ms_median)" "$(kv "$tmp/py.tiny" numpy_ms)")" "<" 1
+
+# ---- statements: a long program of scalars end to end ----
+# bench/statements.py: `tir run` of the tiny graph as a program of its own
+# (x = cast(0.3, f32), 10,000 and 100,000 statements, print y), each run a
+# process, its phases from tir's timing line; NumPy the same statements
+# compiled from source and run in one Python process.  Medians of 5.
+section "statements: tir run of N scalar statements, end to end (median of 5 processes)"
+if $PY bench/statements.py "$BUILD/tir" --ops 10000 --ops 100000 >"$tmp/stmts"; then
+	f=$tmp/stmts
+	printf '  %-9s %9s %9s %9s %9s %9s   %-26s %s\n' statements wall parse plan run "us/stmt" \
+		"NumPy: compile, run (ms)" "us/op run"
+	for n in 10000 100000; do
+		awk -v n="$n" -v w="$(kv "$f" "${n}_tir_wall_ms")" -v pa="$(kv "$f" "${n}_tir_parse_ms")" \
+			-v pl="$(kv "$f" "${n}_tir_plan_ms")" -v r="$(kv "$f" "${n}_tir_run_ms")" \
+			-v nc="$(kv "$f" "${n}_numpy_compile_ms")" -v nr="$(kv "$f" "${n}_numpy_run_ms")" 'BEGIN {
+			printf "  %-9s %9.1f %9.1f %9.1f %9.1f %9.3f   %10.1f, %-14.1f %.3f\n", n, w, pa, pl, r,
+				w * 1000 / n, nc, nr, nr * 1000 / n }'
+	done
+	echo "  ms; wall: the whole process (start-up and exit too); parse includes the type check (one pass)"
+	echo "  y: tir $(kv "$f" 100000_tir_y), NumPy $(kv "$f" 100000_numpy_y)"
+	t_us=$(ratio "$(kv "$f" 100000_tir_wall_ms)" 100)
+	np_us=$(ratio "$(kv "$f" 100000_numpy_run_ms)" 100)
+	target "tir under 0.5 us/statement end to end" "$t_us" "<" 0.5
+	# the issue's 0.5 us against NumPy's 0.24 us an op on its machine
+	target "tir end to end <= 2.08x NumPy's run an op" "$(ratio "$t_us" "$np_us")" "<=" 2.08
+	target "plan linear: us/op at 100,000 / at 10,000" \
+		"$(ratio "$(kv "$f" 100000_tir_plan_ms)" "$(awk -v a="$(kv "$f" 10000_tir_plan_ms)" 'BEGIN { print a * 10 }')")" "<=" 1.25
+else
+	echo "  statements.py FAILED"
+	status=1
+fi
 
 # ---- e2e: whole programs ----
 # bench/e2e/*.tir make their own data (arange, rand, randn, ones, full),

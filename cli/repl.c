@@ -23,7 +23,81 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
 #include <editline/readline.h>
+
+/* libedit is loaded when a REPL at a terminal starts (edit_load), not at
+ * every start of tir: it and what it needs (libtinfo, libbsd, libmd) were
+ * four of the objects the dynamic loader mapped and bound for every `tir
+ * run`.  What the code below uses of it, each by its own name through the
+ * macros after edit_load. */
+#define EDIT_FUNCS(X) \
+	X(add_history) X(read_history) X(readline) X(rl_completion_matches) X(rl_copy_text) \
+	X(rl_deprep_terminal) X(rl_forced_update_display) X(rl_initialize) X(rl_prep_terminal) \
+	X(rl_resize_terminal) X(stifle_history) X(using_history) X(write_history)
+#define EDIT_VARS(X) \
+	X(rl_attempted_completion_function) X(rl_attempted_completion_over) \
+	X(rl_basic_word_break_characters) X(rl_catch_signals) X(rl_completion_append_character) \
+	X(rl_completion_word_break_hook) X(rl_getc_function) X(rl_line_buffer) X(rl_readline_name)
+
+static struct {
+#define EDIT_PTR(name) __typeof__(&name) name;
+	EDIT_FUNCS(EDIT_PTR)
+	EDIT_VARS(EDIT_PTR)
+#undef EDIT_PTR
+} edit;
+
+#ifndef TIR_EDIT_SONAME
+#define TIR_EDIT_SONAME "libedit.so.2"
+#endif
+
+/* Load libedit (once); 0, or -1 with why in stderr's message. */
+static int edit_load(void)
+{
+	static void *h;
+	if (h)
+		return 0;
+	void *lib = dlopen(TIR_EDIT_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		fprintf(stderr, "tir: no line editing: %s\n", dlerror());
+		return -1;
+	}
+	bool all = true;
+#define EDIT_SYM(name) all &= (edit.name = (__typeof__(edit.name))dlsym(lib, #name)) != NULL;
+	EDIT_FUNCS(EDIT_SYM)
+	EDIT_VARS(EDIT_SYM)
+#undef EDIT_SYM
+	if (!all) {
+		fprintf(stderr, "tir: no line editing: %s lacks some of the readline API\n", TIR_EDIT_SONAME);
+		dlclose(lib);
+		return -1;
+	}
+	h = lib;
+	return 0;
+}
+
+#define add_history (*edit.add_history)
+#define read_history (*edit.read_history)
+#define readline (*edit.readline)
+#define rl_completion_matches (*edit.rl_completion_matches)
+#define rl_copy_text (*edit.rl_copy_text)
+#define rl_deprep_terminal (*edit.rl_deprep_terminal)
+#define rl_forced_update_display (*edit.rl_forced_update_display)
+#define rl_initialize (*edit.rl_initialize)
+#define rl_prep_terminal (*edit.rl_prep_terminal)
+#define rl_resize_terminal (*edit.rl_resize_terminal)
+#define stifle_history (*edit.stifle_history)
+#define using_history (*edit.using_history)
+#define write_history (*edit.write_history)
+#define rl_attempted_completion_function (*edit.rl_attempted_completion_function)
+#define rl_attempted_completion_over (*edit.rl_attempted_completion_over)
+#define rl_basic_word_break_characters (*edit.rl_basic_word_break_characters)
+#define rl_catch_signals (*edit.rl_catch_signals)
+#define rl_completion_append_character (*edit.rl_completion_append_character)
+#define rl_completion_word_break_hook (*edit.rl_completion_word_break_hook)
+#define rl_getc_function (*edit.rl_getc_function)
+#define rl_line_buffer (*edit.rl_line_buffer)
+#define rl_readline_name (*edit.rl_readline_name)
 
 #define HISTORY_MAX 1000
 
@@ -997,6 +1071,8 @@ int cli_repl(int argc, char **argv)
 		return a.exit;
 	}
 	struct repl r = {.tty = isatty(STDIN_FILENO), .pending = inputs, .npending = ninputs};
+	if (r.tty && edit_load())
+		r.tty = false; /* lines read as from a pipe (the message says why) */
 	tir_set_max_memory(max_memory == SIZE_MAX ? tir_default_max_memory() : max_memory);
 	char *hist = NULL;
 	/* a session outlives the files it read: np.save rewrites a file in

@@ -49,9 +49,13 @@ struct cpu {
 	int64_t *plan_uses;
 	bool *plan_target;
 	size_t capplan;
-	/* by node id, kept empty between runs: a run's values */
+	/* by node id, kept empty between runs: a run's values; lent[i]: vals[i]
+	 * is a cached constant's value lent, no reference of its own (a
+	 * program of scalars reads thousands: no count taken and given back,
+	 * by atomics, for each at each run) */
 	struct tir_tensor *vals;
-	size_t capvals;
+	bool *lent;
+	size_t capvals, caplent;
 	/* by node id: values put here for this run (cpu_put) */
 	struct tir_tensor *given;
 	size_t ngiven;
@@ -121,14 +125,14 @@ static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, stru
 
 /* Operands of n that nobody reads any more are freed; an interior one has
  * no value to free. */
-static void drop_operands(const struct tir_node *n, const bool *interior, struct tir_tensor *vals,
-			  int64_t *uses)
+static void drop_operands(const struct tir_node *n, const bool *interior, const bool *lent,
+			  struct tir_tensor *vals, int64_t *uses)
 {
 	for (int k = 0; k < n->nin; k++) {
 		if (!n->in[k] || (interior && interior[n->in[k]->id]))
 			continue;
 		uint32_t id = n->in[k]->id;
-		if (--uses[id] == 0)
+		if (--uses[id] == 0 && !lent[id]) /* (a lent one is emptied after the run) */
 			tir_tensor_release(&vals[id]);
 	}
 }
@@ -142,13 +146,15 @@ static bool cacheable_const(const struct tir_node *n)
 	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
 }
 
-/* Constant node n's value made before, into out; false when there is none. */
-static bool const_hit(const struct cpu *x, const struct tir_node *n, struct tir_tensor *out)
+/* Constant node n's value made before, lent into x->vals (no reference:
+ * x->lent says so); false when there is none. */
+static bool const_hit(struct cpu *x, const struct tir_node *n)
 {
 	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
 	if (s < 0 || x->cconst[s].n != n)
 		return false;
-	tir_tensor_ref(out, &x->cconst[s].v);
+	x->vals[n->id] = x->cconst[s].v;
+	x->lent[n->id] = true;
 	return true;
 }
 
@@ -194,13 +200,15 @@ static const struct tir_tensor *const_as(struct cpu *x, const struct tir_node *n
  * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
-static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const int64_t *uses)
+static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const bool *lent,
+			 const int64_t *uses)
 {
 	for (int k = 0; k < g->nin; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
-		/* (a file's mapping is never written: tir_buf_writable) */
-		if (!tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
+		/* (a file's mapping is never written: tir_buf_writable; nor a
+		 * cached constant lent, held by the cache alone) */
+		if (lent[x->id] || !tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
 			continue;
 		int64_t edges = 0;
 		for (int j = 0; j < g->n; j++)
@@ -242,11 +250,11 @@ static int run_group(struct cpu *x, const struct tir_group *g, const bool *inter
 		tir_tensor_release(&a);
 		tir_tensor_release(&b);
 		if (!rc)
-			drop_operands(h, interior, vals, uses);
+			drop_operands(h, interior, x->lent, vals, uses);
 	} else {
 		/* the memory planner's cheap win: an input nobody reads after
 		 * this kernel, held by nothing else, takes the root */
-		int k = inplace_input(g, vals, uses);
+		int k = inplace_input(g, vals, x->lent, uses);
 		if (k >= 0)
 			tir_tensor_ref(out, &vals[g->inputs[k]->id]);
 		else
@@ -261,7 +269,7 @@ static int run_group(struct cpu *x, const struct tir_group *g, const bool *inter
 		return rc;
 	}
 	for (int j = 0; j < g->n; j++)
-		drop_operands(g->nodes[j], interior, vals, uses);
+		drop_operands(g->nodes[j], interior, x->lent, vals, uses);
 	return 0;
 }
 
@@ -834,9 +842,13 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	uint32_t *made = malloc(sizeof *made * (nn + 1));
 	size_t nmade = 0, oldvals = c->capvals;
 	int rc = 0;
+	size_t oldlent = c->caplent;
 	if (!tir_grow((void **)&c->vals, &c->capvals, nn + 1, sizeof *c->vals)) {
 		memset(c->vals + oldvals, 0, (c->capvals - oldvals) * sizeof *c->vals);
-		vals = c->vals;
+		if (!tir_grow((void **)&c->lent, &c->caplent, nn + 1, sizeof *c->lent)) {
+			memset(c->lent + oldlent, 0, (c->caplent - oldlent) * sizeof *c->lent);
+			vals = c->vals;
+		}
 	}
 	/* what the targets need, and how often each value is read */
 	bool *need = calloc(nn + 1, sizeof *need);
@@ -872,7 +884,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		/* a call of several results that runs: its other results with
 		 * names are made too (views of it, no work), so that asking for
 		 * one later does not run the call again (ir.h) */
-		int nres = tir_node_nres(p->nodes[i]);
+		int nres = x->keep ? tir_node_nres(p->nodes[i]) : 1;
 		for (int r = 1; need[i] && x->keep && nres > 1 && r <= nres; r++) {
 			size_t j = i + (size_t)r;
 			if (j < nn && !need[j] && !cpu_have(c, x, j) && tir_exec_keepable(p, p->nodes[j])) {
@@ -974,7 +986,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			continue;
 		}
 		bool small_const = c->rerun && cacheable_const(n);
-		if (small_const && const_hit(c, n, &vals[i])) {
+		if (small_const && const_hit(c, n)) {
 			if (x->keep && tir_exec_keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);
 			continue;
@@ -1008,7 +1020,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
 		x->stats.nops += op;
 		x->stats.nkernels += op;
-		drop_operands(n, NULL, vals, uses);
+		drop_operands(n, NULL, c->lent, vals, uses);
 		if (inp != in)
 			free(inp);
 	}
@@ -1029,8 +1041,15 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		rc = tir_tensor_as_dtype(&vals[n->id], (enum tir_dtype)n->type.dtype, &out[i], err);
 	}
 done:
-	for (size_t k = 0; vals && k < nmade; k++)
-		tir_tensor_release(&vals[made[k]]);
+	for (size_t k = 0; vals && k < nmade; k++) {
+		uint32_t id = made[k];
+		if (c->lent[id]) {
+			memset(&vals[id], 0, sizeof vals[id]);
+			c->lent[id] = false;
+		} else {
+			tir_tensor_release(&vals[id]);
+		}
+	}
 	free(made);
 	free(uses);
 	return rc;
@@ -1131,6 +1150,7 @@ static void cpu_free(struct tir_device *d)
 	free(c->plan_uses);
 	free(c->plan_target);
 	free(c->vals);
+	free(c->lent);
 	cpu_clear(d);
 	free(c->given);
 	for (size_t i = 0; i < c->ncconst; i++) {

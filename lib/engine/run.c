@@ -616,7 +616,11 @@ static int run_step(struct tir_exec *x, const struct tir_sched *s, int L, struct
 		x->ran_mask |= 1ull << b->d;
 		if (rc)
 			continue;
-		explain_add(x, dv, b->d, L, s->nsteps);
+		/* the run's explain is the batches' texts together only when
+		 * there are several (tir_exec_explain); one batch's is its
+		 * device's own, made when asked for */
+		if (s->nbatches > 1)
+			explain_add(x, dv, b->d, L, s->nsteps);
 		x->explain_dev = b->d;
 		for (size_t j = 0; j < b->nb && !rc; j++)
 			if (b->bv[j].buf && s->item_put[item + j])

@@ -60,10 +60,25 @@ static bool holds(const struct tir_sched *s, int d, uint32_t id)
 	return s->holds && s->holds(s->ctx, d, id);
 }
 
+/* Whether p holds a `to` naming a device that is not there (reached or
+ * not): a run on the CPU alone reads reach for nothing else. */
+static bool to_missing(const struct tir_sched *s)
+{
+	const struct tir_program *p = s->p;
+	if (!s->pl || !s->pl->nset) /* nothing placed anywhere: no `to` either */
+		return false;
+	for (size_t i = p->nnodes; i-- > 0;)
+		if (p->nodes[i]->op == TIR_OP_TO && dev_of(s, p->nodes[i]) >= s->ndev)
+			return true;
+	return false;
+}
+
 int tir_sched_reach(struct tir_sched *s, struct tir_err *err)
 {
 	const struct tir_program *p = s->p;
 	size_t nn = p->nnodes;
+	if (s->ndev == 1 && !to_missing(s))
+		return 0;
 	if (!(s->reach = calloc(nn + 1, sizeof *s->reach)))
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 	for (size_t i = 0; i < s->nt; i++)
@@ -427,9 +442,56 @@ static int sched_coll_steps(struct tir_sched *s)
 	return 0;
 }
 
+/* One device (the CPU alone): nothing moves, nothing is a collective
+ * (coll_at_once wants remotes), every node is made in step 0; so the
+ * schedule is one batch of the distinct targets in their order, what the
+ * general path below makes, without its walks over every node (a cached
+ * re-run of a long program pays for nothing else here). */
+static int sched_one_device(struct tir_sched *s)
+{
+	size_t nn = s->p->nnodes, nt = s->nt, nk = 0;
+	bool *listed = calloc(nn + 1, sizeof *listed);
+	s->item_node = malloc(sizeof *s->item_node * (nt + 1));
+	s->item_stay = calloc(nt + 1, sizeof *s->item_stay);
+	s->item_put = calloc(nt + 1, sizeof *s->item_put);
+	s->target_item = malloc(sizeof *s->target_item * (nt + 1));
+	s->target_dev = malloc(sizeof *s->target_dev * (nt + 1));
+	s->steps = calloc(2, sizeof *s->steps);
+	s->batches = calloc(2, sizeof *s->batches);
+	size_t *item_of = malloc(sizeof *item_of * (nn + 1));
+	if (!listed || !s->item_node || !s->item_stay || !s->item_put || !s->target_item || !s->target_dev ||
+	    !s->steps || !s->batches || !item_of) {
+		free(listed);
+		free(item_of);
+		return -TIR_ENOMEM;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		const struct tir_node *t = s->targets[i];
+		if (!listed[t->id]) {
+			listed[t->id] = true;
+			item_of[t->id] = nk;
+			s->item_node[nk++] = s->targets[i];
+		}
+		s->target_item[i] = item_of[t->id];
+		s->target_dev[i] = made_on(s, t);
+	}
+	free(listed);
+	free(item_of);
+	s->nitems = nk;
+	if (nk) {
+		s->nsteps = 1;
+		s->steps[0].nbatches = 1;
+		s->batches[0] = (struct tir_sched_batch){.dev = made_on(s, s->targets[0]), .item = 0, .nitems = nk};
+		s->nbatches = 1;
+	}
+	return 0;
+}
+
 int tir_sched_plan(struct tir_sched *s, struct tir_err *err)
 {
 	size_t nn = s->p->nnodes;
+	if (s->ndev == 1 && !s->reach)
+		return sched_one_device(s) ? tir_errf(err, TIR_ENOMEM, NULL, "out of memory") : 0;
 	s->coll_of = calloc(nn + 1, sizeof *s->coll_of);
 	s->need = calloc(nn + 1, sizeof *s->need);
 	s->moved = calloc(nn + 1, sizeof *s->moved);

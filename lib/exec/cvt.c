@@ -133,7 +133,7 @@ static bool use_f16c(void)
 	static int ok = -1; /* asked once; threads may ask together (same answer) */
 	int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
 	if (v < 0) {
-		v = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+		v = TIR_CPU_HAS(F16C, "f16c") && TIR_CPU_HAS(AVX2, "avx2");
 		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
 	}
 	return v && tir_vmath_path() >= TIR_VMATH_AVX2;

@@ -24,6 +24,7 @@ struct tir_buf {
 	void *data;
 	void *map;               /* the mapping's start (page aligned), or NULL */
 	size_t map_bytes;
+	bool inline_data;        /* data lives in this header's own block (tensor.c) */
 };
 
 struct tir_tensor {

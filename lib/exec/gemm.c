@@ -225,7 +225,7 @@ static const struct gemm_kern *pick_pairs(const struct tir_gemm *g)
 	static int ok = -1; /* asked once; threads may ask together (same answer) */
 	int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
 	if (v < 0) {
-		v = __builtin_cpu_supports("avx512bf16");
+		v = TIR_CPU_HAS(AVX512_BF16, "avx512bf16");
 		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
 	}
 	if (v && g->dt == TIR_DTYPE_F32 && g->a_dt == TIR_DTYPE_BF16 && g->b_dt == TIR_DTYPE_BF16 &&

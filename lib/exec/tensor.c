@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 #endif
 
 #define TIR_ALIGN 64
+/* Buffers of at most this many bytes share their header's block. */
+#define SMALL_BYTES 256
 
 static atomic_size_t mem_current;
 static atomic_size_t mem_peak;
@@ -245,8 +248,16 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 				tir_bytes_str(rounded, a), tir_bytes_str(atomic_load(&mem_current), h),
 				tir_bytes_str(atomic_load(&mem_limit), l));
 	}
-	struct tir_buf *b = malloc(sizeof *b);
-	void *data = b ? pool_take(rounded) : NULL;
+	/* a small value (a scalar, a short vector: one a statement in a
+	 * program of scalars) is one block with its header, one malloc and
+	 * one free, not two each */
+	bool small = rounded <= SMALL_BYTES;
+	struct tir_buf *b = malloc(sizeof *b + (small ? TIR_ALIGN - 1 + rounded : 0));
+	void *data = NULL;
+	if (b && small)
+		data = (void *)(((uintptr_t)(b + 1) + TIR_ALIGN - 1) & ~(uintptr_t)(TIR_ALIGN - 1));
+	else if (b)
+		data = pool_take(rounded);
 	if (b && !data)
 		data = big_alloc(rounded);
 	if (!data) {
@@ -257,7 +268,7 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	}
 	if (zero)
 		memset(data, 0, rounded);
-	*b = (struct tir_buf){.refs = 1, .bytes = rounded, .data = data};
+	*b = (struct tir_buf){.refs = 1, .bytes = rounded, .data = data, .inline_data = small};
 
 	t->dtype = dt;
 	t->rank = rank;
@@ -301,7 +312,8 @@ void tir_tensor_release(struct tir_tensor *t)
 			atomic_fetch_sub(&mem_mapped, b->map_bytes);
 		} else {
 			atomic_fetch_sub(&mem_current, b->bytes);
-			pool_give(b->data, b->bytes);
+			if (!b->inline_data)
+				pool_give(b->data, b->bytes);
 		}
 		free(b);
 	}

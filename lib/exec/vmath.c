@@ -742,13 +742,12 @@ int tir_vmath_chosen = -1;
 bool tir_vmath_path_ok(enum tir_vmath_path p)
 {
 #if VM_X86
-	/* libgcc's checks include the OS saving the vector registers */
-	__builtin_cpu_init();
+	/* (the checks include the OS saving the vector registers) */
 	switch (p) {
 	case TIR_VMATH_SCALAR: return true;
 	case TIR_VMATH_SSE2: return true;       /* x86-64's baseline */
-	case TIR_VMATH_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-	case TIR_VMATH_AVX512: return __builtin_cpu_supports("avx512f");
+	case TIR_VMATH_AVX2: return TIR_CPU_HAS(AVX2, "avx2") && TIR_CPU_HAS(FMA, "fma");
+	case TIR_VMATH_AVX512: return TIR_CPU_HAS(AVX512F, "avx512f");
 	default: return false;
 	}
 #else

@@ -125,6 +125,22 @@ enum tir_vmath_path {
 	TIR_VMATH_AVX512,
 	TIR_VMATH_PATH_COUNT
 };
+/* Whether this x86-64 CPU, and the OS saving its registers, offers a
+ * feature: GNAME as glibc's <sys/platform/x86.h> names it, CNAME as
+ * __builtin_cpu_supports does.  glibc answers from what its loader asked
+ * the CPU at start (no cpuid here: in a virtual machine each one is a
+ * trip to the hypervisor, and libgcc's answers come from a constructor
+ * that asks a dozen of them at every start of tir, vectors used or not). */
+#if defined(__x86_64__) && defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#define TIR_CPU_HAS(gname, cname) CPU_FEATURE_ACTIVE(gname)
+#endif
+#endif
+#ifndef TIR_CPU_HAS
+#define TIR_CPU_HAS(gname, cname) __builtin_cpu_supports(cname)
+#endif
+
 /* The path in use; after the first call one load (callers pick a build
  * per call or per task with it, never per element). */
 static inline enum tir_vmath_path tir_vmath_path(void);

@@ -768,7 +768,12 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 	}
 	/* every reader a member of some group, and run nowhere else (a value
 	 * recomputed by some of its readers' kernels may have a kernel of
-	 * its own too) */
+	 * its own too); who is a member, marked once (NULL, out of memory:
+	 * looked for in every group, as many times as asked) */
+	bool *member = calloc(nn + 1, sizeof *member);
+	for (int g = 0; member && g < plan->ngroups; g++)
+		for (int j = 0; j < plan->groups[g].n; j++)
+			member[plan->groups[g].nodes[j]->id] = true;
 	for (size_t i = 0; i < nn; i++) {
 		const struct tir_node *r = p->nodes[i];
 		if (!need[i])
@@ -778,14 +783,15 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 			const struct tir_node *o = r->in[k];
 			if (!o || !ok[o->id])
 				continue;
-			bool member = false;
-			for (int g = 0; g < plan->ngroups && !member; g++)
-				for (int j = 0; j < plan->groups[g].n && !member; j++)
-					member = plan->groups[g].nodes[j] == r;
-			if (!member || alone)
+			bool in_group = member && member[i];
+			for (int g = 0; !member && g < plan->ngroups && !in_group; g++)
+				for (int j = 0; j < plan->groups[g].n && !in_group; j++)
+					in_group = plan->groups[g].nodes[j] == r;
+			if (!in_group || alone)
 				ok[o->id] = false;
 		}
 	}
+	free(member);
 	/* kept because the score said so (its readers each a kernel): both
 	 * figures, for --explain */
 	for (size_t i = 0; i < nn; i++) {

@@ -160,6 +160,7 @@ static unsigned name_hash(const char *s, size_t n)
 }
 
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static bool table_built;   /* set (release) once build_table is done */
 
 static void build_table(void)
 {
@@ -173,18 +174,27 @@ static void build_table(void)
 			i = (i + 1) % BY_NAME;
 		by_name[i] = (uint8_t)(op + 1);
 	}
+	__atomic_store_n(&table_built, true, __ATOMIC_RELEASE);
+}
+
+/* The table, built at the first call (tir_op is asked for every node by
+ * every pass: after that one load, not a call of pthread_once). */
+static inline void table_ready(void)
+{
+	if (!__atomic_load_n(&table_built, __ATOMIC_ACQUIRE))
+		pthread_once(&table_once, build_table);
 }
 
 const struct tir_opdef *tir_op(enum tir_op op)
 {
-	pthread_once(&table_once, build_table);
+	table_ready();
 	TIR_ASSERT((unsigned)op < TIR_OP_COUNT);
 	return &table[op];
 }
 
 int tir_op_lookup(const char *s, size_t n)
 {
-	pthread_once(&table_once, build_table);
+	table_ready();
 	for (unsigned i = name_hash(s, n) % BY_NAME; by_name[i]; i = (i + 1) % BY_NAME) {
 		int op = by_name[i] - 1;
 		if (name_len[op] == n && !memcmp(table[op].name, s, n))
@@ -226,7 +236,7 @@ int tir_edit_distance(const char *a, size_t na, const char *b, size_t nb)
 
 const char *tir_op_suggest(const char *s, size_t n)
 {
-	pthread_once(&table_once, build_table);
+	table_ready();
 	const char *best = NULL;
 	int bestd = n <= 3 ? 1 : n <= 6 ? 2 : 3;
 	for (int op = 0; op < TIR_OP_COUNT; op++) {
