@@ -2373,6 +2373,8 @@ static const struct ox_opdef ops[] = {
 	{"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
 	{"MeanVarianceNormalization", op_mvn}, {"LRN", op_lrn},
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
+	/* nodes_seq.c */
+	{"RNN", ox_op_rnn}, {"GRU", ox_op_gru}, {"LSTM", ox_op_lstm},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_op_lookup(const char *op_type)

@@ -112,4 +112,9 @@ const struct ox_opdef *ox_op_lookup(const char *op_type);
 /* why an op is refused outright (data-dependent shape, ...), or NULL */
 const char *ox_op_refused(const char *op_type);
 
+/* ---- nodes_seq.c: sequences and indices (rows of nodes.c's table) ---- */
+int ox_op_rnn(struct ox_node_ctx *c);
+int ox_op_gru(struct ox_node_ctx *c);
+int ox_op_lstm(struct ox_node_ctx *c);
+
 #endif
