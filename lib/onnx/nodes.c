@@ -2375,6 +2375,7 @@ static const struct ox_opdef ops[] = {
 	{"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
 	/* nodes_seq.c */
 	{"RNN", ox_op_rnn}, {"GRU", ox_op_gru}, {"LSTM", ox_op_lstm},
+	{"GatherND", ox_op_gathernd}, {"ReverseSequence", ox_op_reversesequence},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_op_lookup(const char *op_type)

@@ -409,3 +409,113 @@ int ox_op_lstm(struct ox_node_ctx *c)
 {
 	return op_recurrent(c, CELL_LSTM);
 }
+
+/* ---- GatherND, ReverseSequence ---- */
+
+/* [n] positions 0..n-1 on axis a of a rank-r value (1 elsewhere) */
+static const char *positions(struct ox_node_ctx *c, int64_t n, int a, int r)
+{
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0; k < r; k++)
+		sh[k] = k == a ? n : 1;
+	char b[300];
+	const char *i = E("pos", "arange(0, %" PRId64 ", dtype=i64)", n);
+	return r > 1 ? E("pos", "reshape(%s, shape=%s)", i, sq_shape(b, r, sh)) : i;
+}
+
+/* GatherND (opsets 11-13, batch_dims at 12): data's first batch_dims + K
+ * axes flattened into one, each index tuple made a flat position there
+ * (negative coordinates wrapped), then one gather.  A coordinate out of
+ * range makes its position out of range too, so the gather's run-time
+ * check reports it. */
+int ox_op_gathernd(struct ox_node_ctx *c)
+{
+	struct tir_type t, ti;
+	const char *x = sq_in(c, 0, &t), *ix = x ? sq_in(c, 1, &ti) : NULL;
+	if (!ix)
+		return -c->m->err->code;
+	int64_t bd = sq_attr_i(c, "batch_dims", 0);
+	if (ti.rank < 1 || bd < 0 || bd >= ti.rank || bd >= t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "batch_dims %" PRId64 " for indices of rank %d", bd, ti.rank);
+	int q = ti.rank, b = (int)bd;
+	int64_t k = ti.shape[q - 1];
+	if (k < 1 || b + k > t.rank || ti.dtype == TIR_DTYPE_BOOL || tir_dtype_is_float((enum tir_dtype)ti.dtype))
+		return ox_fail(c->m, TIR_ETYPE, "indices' last axis %" PRId64 " for data of rank %d", k, t.rank);
+	for (int a = 0; a < b; a++)
+		if (ti.shape[a] != t.shape[a])
+			return ox_fail(c->m, TIR_ETYPE, "batch axis %d: %" PRId64 " indices for %" PRId64, a,
+				       ti.shape[a], t.shape[a]);
+	int lead = b + (int)k;
+	int64_t n = 1, rest[TIR_MAX_RANK + 1];
+	for (int a = 0; a < lead; a++)
+		n *= t.shape[a];
+	rest[0] = n;
+	for (int a = lead; a < t.rank; a++)
+		rest[1 + a - lead] = t.shape[a];
+	char b1[300];
+	const char *i = E("ix", "cast(%s, dtype=i64)", ix), *pos = NULL, *bad = NULL;
+	int64_t stride = 1;
+	for (int a = lead - 1; a >= 0; a--) {
+		const char *co;
+		if (a >= b) { /* coordinate a - b of each tuple */
+			int64_t dim = t.shape[a];
+			co = E("ix", "reshape(slice(%s, axis=%d, start=%d, stop=%d), shape=%s)", i, q - 1, a - b,
+			       a - b + 1, sq_shape(b1, q - 1, ti.shape));
+			const char *out = E("ix", "or(lt(%s, %" PRId64 "), ge(%s, %" PRId64 "))", co, -dim, co, dim);
+			bad = bad ? E("ix", "or(%s, %s)", bad, out) : out;
+			co = E("ix", "where(lt(%s, 0), add(%s, %" PRId64 "), %s)", co, co, dim, co);
+		} else { /* the batch position itself */
+			co = positions(c, t.shape[a], a, q - 1);
+		}
+		co = stride != 1 ? E("ix", "mul(%s, %" PRId64 ")", co, stride) : co;
+		pos = pos ? E("ix", "add(%s, %s)", pos, co) : co;
+		stride *= t.shape[a];
+	}
+	pos = E("ix", "where(%s, %" PRId64 ", %s)", bad, n, pos);
+	const char *flat = E("gnd", "reshape(%s, shape=%s)", x, sq_shape(b1, 1 + t.rank - lead, rest));
+	return sq_bind(c, 0, E(sq_out(c, 0), "gather(%s, %s, axis=0)", flat, pos));
+}
+
+/* ReverseSequence (opset 10): along time_axis, the first len[b] entries
+ * of batch entry b reversed, the rest kept: a gather along the time axis
+ * by the index len - 1 - t where t < len, else t */
+int ox_op_reversesequence(struct ox_node_ctx *c)
+{
+	struct tir_type t, tl;
+	const char *x = sq_in(c, 0, &t), *lens = x ? sq_in(c, 1, &tl) : NULL;
+	if (!lens)
+		return -c->m->err->code;
+	int64_t ta = sq_attr_i(c, "time_axis", 0), ba = sq_attr_i(c, "batch_axis", 1);
+	if (t.rank < 2 || (ta != 0 && ta != 1) || (ba != 0 && ba != 1) || ta == ba)
+		return ox_fail(c->m, TIR_ETYPE, "time_axis %" PRId64 " and batch_axis %" PRId64 " for rank %d", ta,
+			       ba, t.rank);
+	if (tl.rank != 1 || tl.shape[0] != t.shape[ba])
+		return ox_fail(c->m, TIR_ETYPE, "sequence_lens must be [%" PRId64 "]", t.shape[ba]);
+	int64_t steps = t.shape[ta];
+	/* [T, B] or [B, T] indices of the time axis, then broadcast to x */
+	int64_t sh[2];
+	sh[ba] = t.shape[ba];
+	sh[ta] = 1;
+	char b1[300], b2[300];
+	const char *len = E("len", "reshape(cast(%s, dtype=i64), shape=%s)", lens, sq_shape(b1, 2, sh));
+	const char *tpos = positions(c, steps, (int)ta, 2);
+	const char *rev = E("rev", "where(lt(%s, %s), sub(sub(%s, 1), %s), %s)", tpos, len, len, tpos, tpos);
+	int64_t e[TIR_MAX_RANK];
+	for (int a = 0; a < t.rank; a++)
+		e[a] = a < 2 ? t.shape[a] : 1;
+	rev = t.rank > 2 ? E("rev", "reshape(%s, shape=%s)", rev, sq_shape(b1, t.rank, e)) : rev;
+	rev = t.rank > 2 ? E("rev", "expand(%s, shape=%s)", rev, sq_shape(b2, t.rank, t.shape)) : rev;
+	/* gather along time: flatten to positions (time index, others kept) */
+	int64_t n = 1, stride = 1;
+	for (int a = 0; a < t.rank; a++)
+		n *= t.shape[a];
+	const char *pos = NULL;
+	for (int a = t.rank - 1; a >= 0; a--) {
+		const char *co = a == ta ? rev : positions(c, t.shape[a], a, t.rank);
+		co = stride != 1 ? E("rev", "mul(%s, %" PRId64 ")", co, stride) : co;
+		pos = pos ? E("rev", "add(%s, %s)", pos, co) : co;
+		stride *= t.shape[a];
+	}
+	const char *flat = E("rev", "reshape(%s, shape=[%" PRId64 "])", x, n);
+	return sq_bind(c, 0, E(sq_out(c, 0), "gather(%s, %s, axis=0)", flat, pos));
+}

@@ -116,5 +116,7 @@ const char *ox_op_refused(const char *op_type);
 int ox_op_rnn(struct ox_node_ctx *c);
 int ox_op_gru(struct ox_node_ctx *c);
 int ox_op_lstm(struct ox_node_ctx *c);
+int ox_op_gathernd(struct ox_node_ctx *c);
+int ox_op_reversesequence(struct ox_node_ctx *c);
 
 #endif
