@@ -1773,11 +1773,11 @@ static int op_batchnorm(struct ox_node_ctx *c)
 	const char *x = in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
+	if (attr_i(c, "training_mode", 0))
+		return ox_op_batchnorm_training(c);
 	for (size_t k = 1; k < c->n->n_output; k++)
 		if (*out_name(c, k))
 			return FAIL("BatchNormalization in training mode (more than one output) is not supported");
-	if (attr_i(c, "training_mode", 0))
-		return FAIL("BatchNormalization in training mode is not supported");
 	if (t.rank < 2)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
 	double eps = attr_f(c, "epsilon", 1e-5);

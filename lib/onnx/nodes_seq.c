@@ -519,3 +519,55 @@ int ox_op_reversesequence(struct ox_node_ctx *c)
 	const char *flat = E("rev", "reshape(%s, shape=[%" PRId64 "])", x, n);
 	return sq_bind(c, 0, E(sq_out(c, 0), "gather(%s, %s, axis=0)", flat, pos));
 }
+
+/* ---- BatchNormalization, training_mode 1 (opsets 14-15) ---- */
+
+/* Normalized by the batch's own mean and (population) variance over every
+ * axis but the channel's; the running statistics out are
+ * input * momentum + batch's * (1 - momentum), as ONNX defines them. */
+int ox_op_batchnorm_training(struct ox_node_ctx *c)
+{
+	struct tir_type t, tp;
+	const char *x = sq_in(c, 0, &t);
+	if (!x)
+		return -c->m->err->code;
+	if (t.rank < 2 || !tir_dtype_is_float((enum tir_dtype)t.dtype))
+		return ox_fail(c->m, TIR_ETYPE, "input must be a float tensor of rank 2 or more");
+	const char *p[4];
+	int64_t ch = t.shape[1], sh[TIR_MAX_RANK];
+	char axes[200], b1[300];
+	size_t na = 0;
+	axes[na++] = '[';
+	for (int a = 0; a < t.rank; a++) {
+		sh[a] = a == 1 ? ch : 1;
+		if (a != 1)
+			na += (size_t)snprintf(axes + na, 16, "%s%d", na > 1 ? ", " : "", a);
+	}
+	snprintf(axes + na, 4, "]");
+	for (int k = 0; k < 4; k++) {
+		p[k] = sq_in(c, 1 + (size_t)k, &tp);
+		if (p[k] && (tp.rank != 1 || tp.shape[0] != ch))
+			return ox_fail(c->m, TIR_ETYPE, "input %d must be [%" PRId64 "]", 1 + k, ch);
+		p[k] = E("bn", "reshape(%s, shape=%s)", p[k], sq_shape(b1, t.rank, sh));
+	}
+	double eps = 1e-5, mom = 0.9;
+	const Onnx__AttributeProto *a = sq_attr(c, "epsilon");
+	eps = a ? a->f : eps;
+	a = sq_attr(c, "momentum");
+	mom = a ? a->f : mom;
+	const char *mu = E("bn_mean", "mean(%s, axis=%s, keepdims=true)", x, axes);
+	const char *var = E("bn_var", "var(%s, axis=%s, keepdims=true)", x, axes);
+	const char *n = E("bn", "mul(sub(%s, %s), rsqrt(add(%s, %.9g)))", x, mu, var, eps);
+	if (sq_bind(c, 0, E(sq_out(c, 0), "add(mul(%s, %s), %s)", n, p[0], p[1])))
+		return -c->m->err->code;
+	const char *batch[2] = {mu, var};
+	for (int k = 0; k < 2; k++) {
+		if (!*sq_out(c, 1 + (size_t)k))
+			continue;
+		const char *r = E(sq_out(c, 1 + (size_t)k), "reshape(add(mul(%s, %.9g), mul(%s, %.9g)), shape=[%" PRId64 "])",
+				  p[2 + k], mom, batch[k], 1 - mom, ch);
+		if (sq_bind(c, 1 + (size_t)k, r))
+			return -c->m->err->code;
+	}
+	return 0;
+}
