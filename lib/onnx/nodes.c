@@ -2376,6 +2376,7 @@ static const struct ox_opdef ops[] = {
 	/* nodes_seq.c */
 	{"RNN", ox_op_rnn}, {"GRU", ox_op_gru}, {"LSTM", ox_op_lstm},
 	{"GatherND", ox_op_gathernd}, {"ReverseSequence", ox_op_reversesequence},
+	{"ScatterND", ox_op_scatternd}, {"ScatterElements", ox_op_scatterelements}, {"Scatter", ox_op_scatterelements},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_op_lookup(const char *op_type)

@@ -571,3 +571,63 @@ int ox_op_batchnorm_training(struct ox_node_ctx *c)
 	}
 	return 0;
 }
+
+/* ---- ScatterND, ScatterElements, Scatter ---- */
+
+/* the reduction attribute (opset 16; max and min are 18's, taken too) */
+static const char *reduction(struct ox_node_ctx *c)
+{
+	static const char *const names[] = {"none", "add", "mul", "max", "min"};
+	const Onnx__AttributeProto *a = sq_attr(c, "reduction");
+	if (!a || !a->has_s)
+		return "none";
+	for (int k = 0; k < 5; k++)
+		if (a->s.len == strlen(names[k]) && !memcmp(a->s.data, names[k], a->s.len))
+			return names[k];
+	ox_fail(c->m, TIR_EUNSUPPORTED, "reduction '%.*s' is not supported", (int)(a->s.len > 20 ? 20 : a->s.len),
+		(const char *)a->s.data);
+	return NULL;
+}
+
+/* ScatterND (opsets 11-16): tir's scatter_nd */
+int ox_op_scatternd(struct ox_node_ctx *c)
+{
+	struct tir_type t, ti, tu;
+	const char *x = sq_in(c, 0, &t), *ix = x ? sq_in(c, 1, &ti) : NULL, *u = ix ? sq_in(c, 2, &tu) : NULL;
+	const char *red = u ? reduction(c) : NULL;
+	if (!red)
+		return -c->m->err->code;
+	return sq_bind(c, 0, E(sq_out(c, 0), "scatter_nd(%s, %s, %s, reduction=%s)", x, ix, u, red));
+}
+
+/* ScatterElements (opsets 11-16) and Scatter (9-10, the same op): each
+ * element of indices is the coordinate on axis of its update, its own
+ * position on the other axes, so one tuple per element for scatter_nd
+ * (which wraps negative coordinates and checks them) */
+int ox_op_scatterelements(struct ox_node_ctx *c)
+{
+	struct tir_type t, ti, tu;
+	const char *x = sq_in(c, 0, &t), *ix = x ? sq_in(c, 1, &ti) : NULL, *u = ix ? sq_in(c, 2, &tu) : NULL;
+	const char *red = u ? reduction(c) : NULL;
+	if (!red)
+		return -c->m->err->code;
+	int64_t ax = sq_attr_i(c, "axis", 0);
+	if (ax < -t.rank || ax >= t.rank || !t.rank)
+		return ox_fail(c->m, TIR_ETYPE, "axis %" PRId64 " is out of range for rank %d", ax, t.rank);
+	int a = (int)(ax < 0 ? ax + t.rank : ax);
+	if (ti.rank != t.rank || tu.rank != t.rank || memcmp(ti.shape, tu.shape, (size_t)t.rank * sizeof *t.shape))
+		return ox_fail(c->m, TIR_ETYPE, "indices and updates must have one shape, of data's rank %d", t.rank);
+	char b1[300];
+	struct tir_str l = {0};
+	for (int k = 0; k < t.rank; k++) {
+		const char *co = k == a ? E("ix", "cast(%s, dtype=i64)", ix)
+					: E("ix", "expand(%s, shape=%s)", positions(c, ti.shape[k], k, t.rank),
+					    sq_shape(b1, ti.rank, ti.shape));
+		tir_str_addf(&l, "%s%s", k ? ", " : "", co ? co : "");
+	}
+	const char *tuples = l.oom ? NULL : E("ix", "stack([%s], axis=-1)", l.s);
+	tir_str_free(&l);
+	if (!tuples && !c->m->err->code)
+		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
+	return sq_bind(c, 0, E(sq_out(c, 0), "scatter_nd(%s, %s, %s, reduction=%s)", x, tuples, u, red));
+}

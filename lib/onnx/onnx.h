@@ -119,5 +119,7 @@ int ox_op_lstm(struct ox_node_ctx *c);
 int ox_op_gathernd(struct ox_node_ctx *c);
 int ox_op_reversesequence(struct ox_node_ctx *c);
 int ox_op_batchnorm_training(struct ox_node_ctx *c);
+int ox_op_scatternd(struct ox_node_ctx *c);
+int ox_op_scatterelements(struct ox_node_ctx *c);
 
 #endif
