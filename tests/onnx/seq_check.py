@@ -330,6 +330,43 @@ def index_cases(tir, tmp):
          "rv": (v * 0.7 + var * 0.3).astype(np.float32)}, opset=15)
 
 
+def import_error(tir, tmp, name, node, ins, pattern, opset=14):
+    """the model is refused at import with a message matching pattern"""
+    path = model(tmp, name, node, ins, [("y", TensorProto.FLOAT)], opset)
+    r = subprocess.run([tir, "import", path, "-o", os.path.join(tmp, name + ".tir")], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode == 1 and re.search(pattern, r.stderr):
+        return good()
+    bad("%s: status %d, stderr %r (expected /%s/)" % (name, r.returncode, r.stderr.strip()[:300], pattern))
+
+
+def refused_cases(tir, tmp):
+    x, w, r = f32(5, 2, 4), f32(1, 12, 4), f32(1, 12, 3)
+    import_error(tir, tmp, "lstm_bad_w", helper.make_node("LSTM", ["X", "W", "R"], ["", "y"], hidden_size=4),
+                 {"X": x, "W": w, "R": r}, r"W, R or hidden_size 4 do not fit X")
+    import_error(tir, tmp, "lstm_bad_act", helper.make_node("LSTM", ["X", "W", "R"], ["", "y"], hidden_size=3,
+                                                             activations=["Sigmoid", "Tanh", "Swish"]),
+                 {"X": x, "W": w, "R": r}, r"activation 'Swish' is not supported")
+    import_error(tir, tmp, "lstm_act_count", helper.make_node("LSTM", ["X", "W", "R"], ["", "y"], hidden_size=3,
+                                                               activations=["Sigmoid"]),
+                 {"X": x, "W": w, "R": r}, r"1 activations, expected 3")
+    import_error(tir, tmp, "gru_bad_h0", helper.make_node("GRU", ["X", "W", "R", "", "", "H"], ["", "y"], hidden_size=3),
+                 {"X": x, "W": f32(1, 9, 4), "R": f32(1, 9, 3), "H": f32(1, 3, 3)}, r"initial_h must be \[1, 2, 3\]")
+    import_error(tir, tmp, "rnn_direction", helper.make_node("RNN", ["X", "W", "R"], ["", "y"], hidden_size=3,
+                                                              direction="sideways"),
+                 {"X": x, "W": f32(1, 3, 4), "R": f32(1, 3, 3)}, r"direction 'sideways'")
+    import_error(tir, tmp, "gathernd_rank", helper.make_node("GatherND", ["x", "i"], ["y"]),
+                 {"x": f32(2, 3), "i": np.zeros((1, 3), np.int64)}, r"indices' last axis 3 for data of rank 2",
+                 opset=13)
+    import_error(tir, tmp, "scatter_elements_shape", helper.make_node("ScatterElements", ["x", "i", "u"], ["y"]),
+                 {"x": f32(2, 3), "i": np.zeros((1, 3), np.int64), "u": f32(1, 2)},
+                 r"indices and updates must have one shape", opset=16)
+    run_error(tir, tmp, "reversesequence_long", helper.make_node("ReverseSequence", ["x", "l"], ["y"], time_axis=0,
+                                                                  batch_axis=1),
+              {"x": f32(3, 2), "l": np.array([4, 1], np.int64)}, [("y", TensorProto.FLOAT)], r"out of range",
+              opset=10)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tir", default="build/tir")
@@ -337,6 +374,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tir-seq-") as tmp:
         recurrent_cases(a.tir, tmp)
         index_cases(a.tir, tmp)
+        refused_cases(a.tir, tmp)
     print("%d passed, %d failed" % (PASS, FAIL))
     return 1 if FAIL else 0
 
