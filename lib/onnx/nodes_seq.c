@@ -198,10 +198,13 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	int layout = (int)sq_attr_i(c, "layout", 0);
 	const Onnx__AttributeProto *da = sq_attr(c, "direction");
 	char dir[24] = "forward";
-	if (da && da->has_s && da->s.len < sizeof dir) {
-		memcpy(dir, da->s.data, da->s.len);
-		dir[da->s.len] = 0;
+	if (da && da->has_s) {
+		size_t n = da->s.len < sizeof dir - 1 ? da->s.len : sizeof dir - 1; /* a longer one is no direction */
+		memcpy(dir, da->s.data, n);
+		dir[n] = 0;
 	}
+	if (layout != 0 && layout != 1)
+		return ox_fail(c->m, TIR_ETYPE, "layout %d is not 0 or 1", layout);
 	int dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
 	if (strcmp(dir, "forward") && strcmp(dir, "reverse") && dirs != 2)
 		return ox_fail(c->m, TIR_ETYPE, "direction '%s' is not forward, reverse or bidirectional", dir);
