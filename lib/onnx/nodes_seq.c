@@ -211,8 +211,8 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	if (tx.rank != 3 || tw.rank != 3 || tr.rank != 3 || !tir_dtype_is_float((enum tir_dtype)tx.dtype))
 		return ox_fail(c->m, TIR_ETYPE, "X, W and R must be float tensors of rank 3");
 	int64_t seq = tx.shape[layout ? 1 : 0], batch = tx.shape[layout ? 0 : 1], isz = tx.shape[2];
-	if (h <= 0 || tw.shape[0] != dirs || tw.shape[1] != g * h || tw.shape[2] != isz || tr.shape[0] != dirs ||
-	    tr.shape[1] != g * h || tr.shape[2] != h)
+	if (h <= 0 || tr.shape[2] != h || tw.shape[0] != dirs || tw.shape[1] != g * h || tw.shape[2] != isz ||
+	    tr.shape[0] != dirs || tr.shape[1] != g * h) /* h is R's, so g * h is small */
 		return ox_fail(c->m, TIR_ETYPE, "W, R or hidden_size %" PRId64 " do not fit X", h);
 	if (seq > 4096)
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "%" PRId64 " time steps (tir writes out up to 4096)", seq);
