@@ -257,6 +257,10 @@ int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct 
 		return tir_k_linalg(n, in, out, err);
 	if (d->nres > 1)
 		return tir_k_several(n, in, out, err);
+	if (n->op == TIR_OP_SCATTER_ND) { /* converts its operands itself */
+		rc = tir_k_scatter_nd(n, in, out, err);
+		goto out;
+	}
 	bool convert = d->kind == TIR_KIND_ELEMWISE || d->kind == TIR_KIND_MATMUL ||
 		       d->kind == TIR_KIND_NN || n->op == TIR_OP_CONCAT || n->op == TIR_OP_PAD ||
 		       n->op == TIR_OP_STACK;

@@ -245,6 +245,11 @@ int tir_k_pad(const struct tir_tensor *x, const int64_t *pads, double value,
  * out of range: -TIR_ERUNTIME naming the index. */
 int tir_k_gather(const struct tir_tensor *x, const struct tir_tensor *indices, int axis,
 		 struct tir_tensor *out, struct tir_err *err);
+/* scatter_nd (scatter.c): n's operands x, indices, updates as the checker
+ * passed them, any dtypes; out: new.  An index out of range: -TIR_ERUNTIME
+ * naming it, nothing written. */
+int tir_k_scatter_nd(const struct tir_node *n, const struct tir_tensor *in, struct tir_tensor *out,
+		     struct tir_err *err);
 /* A contiguous copy of a view of the same dtype into out. */
 int tir_k_copy(const struct tir_tensor *x, struct tir_tensor *out);
 

@@ -1494,6 +1494,40 @@ static int rule_act(struct tir_node *n, struct tir_err *err)
 	return float_of(n, &n->type);
 }
 
+/* scatter_nd(x, indices, updates): indices [..., k] of integers, 1 <= k <=
+ * rank(x), each tuple naming a block x[i0, ..., ik-1]; updates has the
+ * indices' leading shape then the block's, and x's dtype */
+static int rule_scatter_nd(struct tir_node *n, struct tir_err *err)
+{
+	static const char *const reds[] = {"none", "add", "mul", "max", "min"};
+	const struct tir_type *x = in(n, 0), *ix = in(n, 1), *u = in(n, 2);
+	char sx[TIR_TYPE_STRLEN], si[TIR_TYPE_STRLEN], su[TIR_TYPE_STRLEN];
+	const char *w = attr(n, "reduction")->s;
+	size_t r = 0;
+	while (r < sizeof reds / sizeof reds[0] && strcmp(w, reds[r]))
+		r++;
+	if (r == sizeof reds / sizeof reds[0])
+		return fail_at(n, -1, err, TIR_ETYPE, "reduction must be none, add, mul, max or min, got '%s'", w);
+	if (ix->dtype != TIR_DTYPE_I32 && ix->dtype != TIR_DTYPE_I64)
+		return fail_at(n, 1, err, TIR_ETYPE, "indices must be i32 or i64, got %s", tir_dtype_name(ix->dtype));
+	int64_t k = ix->rank ? ix->shape[ix->rank - 1] : 0;
+	if (k < 1 || k > x->rank)
+		return fail_at(n, 1, err, TIR_ETYPE, "indices %s: the last axis (the tuples' length) must be 1 to %d for %s",
+			       TSTR(ix, si), x->rank, TSTR(x, sx));
+	bool ok = u->rank == ix->rank - 1 + x->rank - k;
+	for (int i = 0; ok && i < u->rank; i++)
+		ok = u->shape[i] == (i < ix->rank - 1 ? ix->shape[i] : x->shape[k + i - (ix->rank - 1)]);
+	if (!ok)
+		return fail_at(n, 2, err, TIR_ETYPE, "updates %s: must be indices' leading shape then x's axes after the first %lld (x %s, indices %s)",
+			       TSTR(u, su), (long long)k, TSTR(x, sx), TSTR(ix, si));
+	if (u->dtype != x->dtype && !u->weak) /* a literal takes x's dtype */
+		return fail_at(n, 2, err, TIR_ETYPE, "updates %s must have x's dtype %s", TSTR(u, su),
+			       tir_dtype_name(x->dtype));
+	n->type = *x;
+	n->type.weak = false;
+	return 0;
+}
+
 static const rule_fn rules[TIR_OP_COUNT] = {
 #define X(e, name, kind, sig, rule, ...) [TIR_OP_##e] = rule,
 #include "ops.def"

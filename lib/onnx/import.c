@@ -1183,8 +1183,12 @@ static char *final_text(struct ox_imp *m)
 	struct tir_str out = {0};
 	const char *pn = m->model->producer_name && *m->model->producer_name ? m->model->producer_name : "unknown";
 	const char *pv = m->model->producer_version ? m->model->producer_version : "";
-	tir_str_addf(&out, "# imported from %s (ONNX opset %" PRId64 ", producer %s%s%s) by tir import\n", m->path,
+	tir_str_addf(&out, "# imported from %s (ONNX opset %" PRId64 ", producer %s%s%s) by tir import", m->path,
 		     m->opset, pn, *pv ? " " : "", pv);
+	for (size_t k = 0; !out.oom && k < out.n; k++) /* a name's line breaks would end the comment */
+		if (out.s[k] == '\n' || out.s[k] == '\r')
+			out.s[k] = ' ';
+	tir_str_addf(&out, "\n");
 	size_t ci = 0;
 	for (char *line = canon; *line;) {
 		char *end = strchr(line, '\n');

@@ -1824,11 +1824,11 @@ static int op_batchnorm(struct ox_node_ctx *c)
 	const char *x = in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
+	if (attr_i(c, "training_mode", 0))
+		return ox_op_batchnorm_training(c);
 	for (size_t k = 1; k < c->n->n_output; k++)
 		if (*out_name(c, k))
 			return FAIL("BatchNormalization in training mode (more than one output) is not supported");
-	if (attr_i(c, "training_mode", 0))
-		return FAIL("BatchNormalization in training mode is not supported");
 	if (t.rank < 2)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
 	double eps = attr_f(c, "epsilon", 1e-5);
@@ -2391,6 +2391,10 @@ static const struct ox_opdef ops[] = {
 	/* nodes_spatial.c */
 	{"Resize", ox_op_resize}, {"Upsample", ox_op_resize}, {"GridSample", ox_op_gridsample},
 	{"RoiAlign", ox_op_roialign}, {"MaxUnpool", ox_op_maxunpool},
+	/* nodes_seq.c */
+	{"RNN", ox_op_rnn}, {"GRU", ox_op_gru}, {"LSTM", ox_op_lstm},
+	{"GatherND", ox_op_gathernd}, {"ReverseSequence", ox_op_reversesequence},
+	{"ScatterND", ox_op_scatternd}, {"ScatterElements", ox_op_scatterelements}, {"Scatter", ox_op_scatterelements},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_op_lookup(const char *op_type)

@@ -124,5 +124,14 @@ int ox_op_gridsample(struct ox_node_ctx *c);
 int ox_op_roialign(struct ox_node_ctx *c);
 int ox_op_maxunpool(struct ox_node_ctx *c);
 
+/* ---- nodes_seq.c: sequences and indices (rows of nodes.c's table) ---- */
+int ox_op_rnn(struct ox_node_ctx *c);
+int ox_op_gru(struct ox_node_ctx *c);
+int ox_op_lstm(struct ox_node_ctx *c);
+int ox_op_gathernd(struct ox_node_ctx *c);
+int ox_op_reversesequence(struct ox_node_ctx *c);
+int ox_op_batchnorm_training(struct ox_node_ctx *c);
+int ox_op_scatternd(struct ox_node_ctx *c);
+int ox_op_scatterelements(struct ox_node_ctx *c);
 
 #endif

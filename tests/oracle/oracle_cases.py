@@ -18,6 +18,7 @@ import zlib
 import numpy as np
 
 import oracle_ops
+import oracle_scatter
 import oracle_ref as R
 from oracle_ref import NPDT, FLOATS, INTS, INT_MIN, INT_MAX
 
@@ -1456,4 +1457,5 @@ def build():
     more_dtype_cases()
     edge_cases()
     oracle_ops.ops_cases(case, Gen, with_specials, SPECIAL, arr)
+    oracle_scatter.scatter_cases(case, Gen, arr)
     return list(CASES)

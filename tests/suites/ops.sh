@@ -30,6 +30,7 @@ print maxpool2d(img, 3, stride=2, padding=1), avgpool2d(img, 3, padding=1, count
 print selu(x) + hardswish(x) + softplus(x) + softsign(x), tan(x) + atan(x) + sinh(x) + cosh(x) + asinh(x)
 print elu(m) + celu(m, alpha=0.5) + leaky_relu(m) + hardsigmoid(m), prelu(img, reshape(arange(8) * 0.1, [8, 1, 1]))
 print tile(slice(x, axis=1, stop=3), [2, 2]), triu(x, k=2), tril(img, k=-3)
+print scatter_nd(x, [[3], [0], [3]], slice(x, axis=0, stop=3) * 2.0, reduction=add), scatter_nd(y, [[1, 2], [-1, 0]], [5.0, 6.0])
 print sum(where(isnan(log(x)), 0.0, log(x)) + isinf(log(x)) * 2.0 - cast(isfinite(log(x)), f32), axis=0)
 EOF
 

@@ -1025,6 +1025,11 @@ static const char *const programs[] = {
 	"c = elu(m) + celu(m, alpha=2.0) + leaky_relu(m, negative_slope=0.2) + hardsigmoid(m, alpha=0.2, beta=0.5)\n"
 	"d = prelu(m, [0.25]) + elu(m, 0.5)\ne = tile(m, [2, 1, 3])\nf = triu(m, k=1) + tril(m) + triu(m, -1)\n"
 	"print a, b, c, d, e, f\n",
+
+	/* 20: scatter_nd (issue 24's ScatterND) */
+	"input m: f32[4, 4]\ninput i: i32[2, 1]\n"
+	"a = scatter_nd(m, i, slice(m, stop=2))\nb = scatter_nd(m, [[0, 1], [3, -1]], [1.0, 2.0], reduction=add)\n"
+	"print a, b, scatter_nd(m, i, slice(m, start=2), reduction=max)\n",
 };
 
 static struct tir_program *parse_with_loader(const char *src, int *rc)
