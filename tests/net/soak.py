@@ -50,7 +50,9 @@ it can), the clients going on through it as `tir run --remote` does:
 retrying, making sessions again.  The last half is one long life.
 
 Every 3 s /metrics and VmRSS go to samples.csv under --out (default a new
-temporary folder, printed).  Every --quiet-every seconds (default 30) the
+temporary folder, printed).  Every --quiet-every seconds (default 30; at
+most a quarter of --seconds, which is 30 or more, so that a short soak
+has quiet points before and after its restart) the
 load pauses: once no batch is queued or running and no body in flight, and
 the server has trimmed (tir_idle_trims_total has passed the count seen
 after the pause: /metrics asked every 0.75 s or more slowly, so that the
@@ -123,6 +125,7 @@ PAUSE_BOUND = 100       # every client paused (a runner waits for its process); 
 SETTLE_BOUND = 90       # no batch, no body in flight (a body cut short may wait for MHD's 30 s timeout)
 TRIM_BOUND = 60         # the idle trim seen
 ROW = 1024              # bob's tensors are rows of 1024 f32
+MIN_SECONDS = 30        # the shortest soak: quiet points before and after its restart
 THINK = 0.25            # a client's pause between two steps: 0 to this many seconds
 
 
@@ -1627,6 +1630,13 @@ def main():
     ap.add_argument("--clients", default="alice,bob,carol,dave,mallory,tina,edge",
                     help="which kinds of client run (for a look at one)")
     a = ap.parse_args()
+    if a.seconds < MIN_SECONDS:
+        ap.error(f"--seconds {a.seconds:g}: a soak lasts at least {MIN_SECONDS} s (a quiet point before the "
+                 f"restart, one after it, and the last)")
+    # a quiet point before the restart and one after it, however short the
+    # soak: at most a quarter of it apart (30 s apart, a 60 s soak restarts
+    # at 30 s and its first quiet point moves past the end)
+    a.quiet_every = min(a.quiet_every, a.seconds / 4)
     TIR = os.path.abspath(a.tir)
     tirnet.TIR = TIR
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
