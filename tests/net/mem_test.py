@@ -21,7 +21,9 @@ starts on free loopback ports and stops:
     counts against its tenant's memory= share (a value over it: 413 with
     the tenant's figures; beside the tenant's own running batch: it waits
     while another tenant's runs; let go when they end); a tenant's cached
-    graphs that no batch uses never make its batch or its keep wait.
+    graphs that no batch uses never make its batch or its keep wait;
+  - the released buffers kept for reuse go once the server holds more
+    than --max-memory and 64 MiB of its own.
 
 Prints "ok NAME" or "FAIL NAME: WHY" per check and "# " lines with figures,
 then "N passed, M failed".  Waits are for states the server shows (its
@@ -532,6 +534,38 @@ def test_idle_graphs_in_share():
         check("idle graphs: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
 
 
+def test_reuse_buffers_bounded():
+    """The released tensors the library keeps for reuse (up to 512 MiB,
+    charged to nothing) are let go once the process holds more than
+    --max-memory and 64 MiB of its own: 24 blobs of 8 MiB, each of its own
+    size (no buffer kept is reused), sent through a --blob-cache of 16M
+    that evicts them, keep the server's peak RSS under --max-memory 64M
+    within 64 + 64 MiB and a slack of 48 MiB for the 20 ms between two looks
+    (kept, they took it past 250 MiB)."""
+    srv = Server("--max-memory", "64M", "--blob-cache", "16M", "--max-inflight", "32M")
+    try:
+        base = srv.rss_kib()
+        peak = Peak(srv)
+        bad = []
+        c = srv.conn()
+        for i in range(24):
+            a = np.full(2 * MIB + 1024 * i, i, np.float32)  # 8 MiB and i x 4 KiB
+            _, r = put_blob(srv, a, conn=c)
+            if r.status != 201:
+                bad.append(describe(r))
+        c.close()
+        most = peak.stop()
+        trims = metrics(srv).get("tir_pressure_trims_total", -1)
+        print(f"# reuse buffers: peak VmRSS {most / 1024:.1f} MiB (at start {base / 1024:.1f}), "
+              f"{trims:.0f} pressure trims")
+        check("reuse buffers: 24 blobs of 8 MiB stored", not bad, "; ".join(bad[:3]))
+        check("reuse buffers: peak RSS within --max-memory 64M, 64 MiB of the server's own and 48 MiB",
+              most <= (64 + 64 + 48) * 1024, f"{most} KiB")
+    finally:
+        st = srv.stop()
+    check("reuse buffers: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
+
+
 def metrics_of(srv, headers):
     r = request(srv, "GET", "/metrics", headers=headers)
     m = {}
@@ -549,7 +583,8 @@ def main():
         only = [a for a in sys.argv[2:] if not a.startswith("-")]
         for t in (test_op_limit, test_small_bodies, test_batch_seconds_default, test_million_add,
                   test_queued_texts, test_healthz_while_parsing, test_starvation, test_tenant_shares,
-                  test_tenant_batch_share, test_idle_graphs_in_share):
+                  test_tenant_batch_share, test_idle_graphs_in_share,
+                  test_reuse_buffers_bounded):
             if only and t.__name__ not in only:
                 continue
             try:
