@@ -444,7 +444,7 @@ class Conn:
             self.close()
             raise ConnError(f"sending: {e}", sending_body=big)
         try:
-            r, _ = read_reply(s, rest, reused and not big)
+            r, _ = read_reply(s, rest, reused)
         except (ConnError, Hang):
             self.close()
             raise
