@@ -1746,7 +1746,9 @@ def main():
                     SRV.life = start_life(life.n + 1, SRV.port, out, tokens)
                     lives.append(SRV.life)
                     SRV.port, SRV.gen = SRV.life.port, SRV.life.n
-                    SRV.overhead = probe_overhead()
+                    # (a blob's record is the build's: not probed again, as
+                    # carol's `tir run --remote` processes may have sent
+                    # blobs to the new life before the probe's could count)
                     SRV.windows[-1][1] = now()
                     SRV.up.set()
                 say(f"# restart {len(lives) - 1} at {t():.1f} s: exit {st}, {received} batches received at the "
@@ -1826,7 +1828,8 @@ def main():
     # the process passes --max-memory and 64 MiB (server.c's OWN_MAX),
     # looked at every 20 ms: 64 MiB of its own, and 64 MiB more for what
     # arrives between two looks and for arenas at their fullest (peaks of
-    # 229 to 262 MiB seen, each life's VmHWM, under 7 other loads on 2 vCPUs).
+    # 265 to 276 MiB seen, each life's VmHWM, in 60 s and 180 s soaks on a
+    # 2-vCPU EPYC shared with 7 other loads; 305 MiB before the trim).
     # A sanitizer build keeps freed memory in quarantine (AddressSanitizer's
     # 256 MiB by default) on top of it.
     own = 128 + (256 if "asan" in TIR else 0)
