@@ -1207,10 +1207,13 @@ class Dave(Client):
         self.kills[what] += 1
         REQ.add(ABANDONED, what)
 
-    def refused(self, said, what, logged, life):
+    def refused(self, said, what, logged, life, run=False):
         """A child's or a drop's request answered before it could be cut: a
         503 (the budget full) is expected; one it could not read must be
-        a 503 or 413 in the log."""
+        a 503 or 413 in the log.  run: a run of this session's, whose
+        answer (not dave's call's) the log's count of its runs includes."""
+        if run and len(said) > 1 and said[0] == "answered" and said[1] != "-":
+            self.answered[(self.sid_gen, self.sid)] += 1
         if said[:2] == ["answered", "503"] or \
                 (said[:2] == ["answered", "-"] and refused_in_log(life, self.mark, *logged)):
             REQ.add(EXPECTED, f"503 busy: {what} refused before it began (not cut)")
@@ -1234,7 +1237,8 @@ class Dave(Client):
         if said[:1] != ["waiting"]:
             p.kill()
             p.wait()
-            return self.refused(said, "a long batch", (f"POST /v1/sessions/{self.sid[:8]}\u2026/run", None), life)
+            return self.refused(said, "a long batch", (f"POST /v1/sessions/{self.sid[:8]}\u2026/run", None), life,
+                                run=True)
         CTL.wait(self.prng.uniform(0, 1.5), yield_ok=False)
         self.killed(p, "SIGKILL in the middle of a long batch")
         rx = rf"^POST /v1/sessions/{self.sid[:8]}\u2026/run (499|-) "
@@ -1259,7 +1263,7 @@ class Dave(Client):
         self.killed(proc, "SIGKILL to a tir run --remote of a long program")
         proc.stderr.close()
 
-    def drop(self, data, what, rx, logged, life, head_only=False):
+    def drop(self, data, what, rx, logged, life, head_only=False, run=False):
         s = socket.create_connection(("127.0.0.1", SRV.port), timeout=30)
         try:
             s.sendall(data)
@@ -1271,7 +1275,7 @@ class Dave(Client):
         said = ("waiting",) if head_only else settle(s)
         s.close()
         if said[0] != "waiting":
-            return self.refused(list(said), what, logged, life)
+            return self.refused(list(said), what, logged, life, run)
         self.kills[what] += 1
         REQ.add(ABANDONED, what)
         if rx and not life.wait_log(rx, self.mark):
@@ -1293,7 +1297,8 @@ class Dave(Client):
         head = (f"POST /v1/sessions/{self.sid}/run HTTP/1.1\r\nHost: x\r\nTir-Protocol: 4\r\n"
                 f"Authorization: Bearer {self.tok}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
         self.drop(head + body[:1000], "a connection dropped in the middle of a run's body",
-                  rf"^POST /v1/sessions/{self.sid[:8]}\u2026/run - \d+ 0 [\d.]+ms \(cut short by ", ("", None), life)
+                  rf"^POST /v1/sessions/{self.sid[:8]}\u2026/run - \d+ 0 [\d.]+ms \(cut short by ", ("", None), life,
+                  run=True)
 
     def drop_headers(self, life):
         self.drop(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Le", "a connection dropped in the middle "
