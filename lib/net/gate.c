@@ -722,15 +722,23 @@ static void heads_scan(struct gate *g, const struct who *only, struct pick *p)
 /* Close p's pick (g->mu held; a connection of the gate's is returned to
  * be dropped once it is let go).  libmicrohttpd's is shut down as the
  * sweep does: it reads the end and closes the connection itself. */
-static struct wait *evict(struct gate *g, struct pick *p)
+static struct wait *evict(struct gate *g, struct pick *p, char idle[64])
 {
 	g->evicted++;
 	if (p->k) {
 		shutdown(p->k->fd, SHUT_RDWR);
 		p->k->shut = true;
+		who_str(&p->k->who, idle, 64); /* logged once g->mu is let go */
 		return NULL;
 	}
 	return p->w;
+}
+
+/* The log line of a kept-alive connection evict closed (idle[0]: none). */
+static void say_idle(struct gate *g, const char *idle)
+{
+	if (idle[0])
+		say(g, "tir serve: %s: connection closed: idle between requests, and its slot was needed", idle);
 }
 
 /* Count newcomer w in, making room by closing a head-phase connection when
@@ -743,6 +751,7 @@ static bool let_in(struct gate *g, const struct who *w, bool *full)
 	struct pick p;
 	struct wait *gone = NULL;
 	bool in = false;
+	char idle[64] = "";
 	/* a connection of the gate's picked may have its head in its socket
 	 * already, not yet looked at (a burst of accepts): it is looked at
 	 * first, and the pick made again if it is no longer in its head phase */
@@ -755,7 +764,7 @@ static bool let_in(struct gate *g, const struct who *w, bool *full)
 		struct wait *cand = need && tries < 7 ? p.w : NULL;
 		if (!cand) {
 			if (need && (p.w || p.k)) {
-				gone = evict(g, &p);
+				gone = evict(g, &p, idle);
 				if (!in)
 					in = count_in(g, w, true, full);
 			}
@@ -776,6 +785,7 @@ static bool let_in(struct gate *g, const struct who *w, bool *full)
 		}
 		in = false;
 	}
+	say_idle(g, idle);
 	if (gone) {
 		char a[64];
 		who_str(&gone->who, a, sizeof a);
@@ -798,9 +808,11 @@ static void trim(struct gate *g)
 		pthread_mutex_lock(&g->mu);
 		heads_scan(g, NULL, &p);
 		bool over = p.heads > HEAD_CAP && (p.w || p.k);
+		char idle[64] = "";
 		if (over && p.k)
-			evict(g, &p);
+			evict(g, &p, idle);
 		pthread_mutex_unlock(&g->mu);
+		say_idle(g, idle);
 		if (!over)
 			return;
 		if (p.k)

@@ -105,6 +105,15 @@ static bool charge_tenant(struct server *s, int t, uint64_t more)
 	       (graph_store_trim(s->graphs, -1) && charge_once(s, t, more));
 }
 
+/* Whether tenant t holds at most `room` of its share: the cached graphs
+ * of t's that no batch uses are dropped first when it does not (they are
+ * a cache, never a reason to refuse t: kept, they held t's crafted batch
+ * at 503 for as long as t's idle 30,000-add graph stayed cached). */
+static bool tenant_within(struct server *s, int t, uint64_t room)
+{
+	return tenant_held(s, t) <= room || (graph_store_trim(s->graphs, t) && tenant_held(s, t) <= room);
+}
+
 static void uncharge_tenant(struct server *s, int t, uint64_t n)
 {
 	atomic_fetch_sub(&s->tenants[t].mem, n);
@@ -638,9 +647,9 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 		pthread_mutex_lock(&s->q.mu);
 		uint64_t others = s->tenants[r->tenant].bound - job->share_bound;
 		pthread_mutex_unlock(&s->q.mu);
-		uint64_t held = tenant_held(s, r->tenant) + others;
-		if (held > s->tenants[r->tenant].max_memory - job->share_bound)
-			return reply_over_share(s, c, r, job->bound, held);
+		uint64_t room = s->tenants[r->tenant].max_memory - job->share_bound;
+		if (others > room || !tenant_within(s, r->tenant, room - others))
+			return reply_over_share(s, c, r, job->bound, tenant_held(s, r->tenant) + others);
 	}
 	/* every input of the text bound, every binding an input */
 	for (size_t i = 0; i < p->nstmts; i++) {
@@ -756,7 +765,8 @@ static enum MHD_Result compute(struct server *s, struct job *job)
 	/* what a tenant keeps stays within its share (values kept before under
 	 * the same keys counted too: the safe side) */
 	const struct tenant *tn = &s->tenants[r->tenant];
-	if (keeping && tn->max_memory && tenant_held(s, r->tenant) + keeping > tn->max_memory) {
+	if (keeping && tn->max_memory &&
+	    (keeping > tn->max_memory || !tenant_within(s, r->tenant, tn->max_memory - keeping))) {
 		MHD_destroy_response(body);
 		return reply_no_memory(s, c, r, keeping, "keep: the values kept");
 	}

@@ -124,6 +124,7 @@ struct server {
 	atomic_int inflight;           /* requests begun and not done */
 	atomic_uint_fast64_t activity; /* requests finished: the idle trim looks for a change */
 	atomic_uint_fast64_t trims;    /* idle trims done (/metrics), for tests to wait for */
+	atomic_uint_fast64_t pressure_trims; /* ticks past --max-memory and OWN_MAX (server.c) */
 	/* bytes reserved by request bodies being received and held (up to
 	 * their Content-Length), at most o.max_inflight */
 	atomic_uint_fast64_t reserved;

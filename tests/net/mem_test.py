@@ -20,7 +20,10 @@ starts on free loopback ports and stops:
     once idle for --session-lease seconds; a running batch's planned bound
     counts against its tenant's memory= share (a value over it: 413 with
     the tenant's figures; beside the tenant's own running batch: it waits
-    while another tenant's runs; let go when they end).
+    while another tenant's runs; let go when they end); a tenant's cached
+    graphs that no batch uses never make its batch or its keep wait;
+  - the released buffers kept for reuse go once the server holds more
+    than --max-memory and 64 MiB of its own.
 
 Prints "ok NAME" or "FAIL NAME: WHY" per check and "# " lines with figures,
 then "N passed, M failed".  Waits are for states the server shows (its
@@ -489,6 +492,90 @@ def test_tenant_batch_share():
         check("tenant batch: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
 
 
+def test_idle_graphs_in_share():
+    """A tenant's cached graphs that no batch uses are a cache, not a hold
+    on its share: under --max-memory 192M (two tenants: 96 MiB each), M's
+    30,000-add loop (a graph of some 44 MiB, cached after it ran) does not
+    keep M's next batch, a bound of 87 MiB, at 503 "try again shortly"
+    for as long as it stays cached: the idle graph goes and the batch
+    runs; a value M keeps is not refused for it either."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tokens")
+        with open(path, "w") as f:
+            f.write("mallory tokM\nbob tokB\nops tokO admin\n")
+        os.chmod(path, 0o600)
+        srv = Server("--max-memory", "192M", "--tokens", path, "--max-sessions", "4")
+        M = {"Authorization": "Bearer tokM"}
+        O = {"Authorization": "Bearer tokO"}
+
+        def graph_bytes():
+            return metrics_of(srv, O).get("tir_graph_cache_bytes", -1)
+
+        try:
+            sm = new_session(srv, M)
+            r = run(srv, sm, "x = ones([3])\nfor i in range(30000) { x = x + 7 }\nprint x\n", headers=M)
+            held = graph_bytes()
+            check("idle graphs: M's loop of 30,000 adds runs and its graph stays cached (over 40 MiB)",
+                  r.status == 200 and held > 40 * MIB, f"{describe(r)}; tir_graph_cache_bytes {held}")
+            pad = 192 * MIB * 2 // 5 // 4  # an unused zeros of 77 MiB: a bound of 87 MiB, within 96 MiB
+            lines = ["x0: f32[512, 512] = randn([512, 512], seed=1)", "w: f32[512, 512] = mul(x0, 0.0442)",
+                     f"p: f32[{pad}] = zeros([{pad}])"]
+            lines += [f"x{i + 1}: f32[512, 512] = matmul(x{i}, w)" for i in range(8)]
+            r = run(srv, sm, "\n".join(lines + ["s: f32[] = sum(x8)", "print s"]) + "\n", headers=M)
+            check("idle graphs: M's batch of an 87 MiB bound runs (M's idle graph dropped, not a 503)",
+                  r.status == 200, describe(r))
+            r = run(srv, sm, "x = ones([3])\nfor i in range(30000) { x = x + 9 }\nprint x\n", headers=M)
+            big = "v: f32[15000000] = full([15000000], 1.0)\ns: f32[] = sum(v)\nprint s\n"  # 60 MB kept
+            r2 = run(srv, sm, big, headers=M, keep={"v": "k1"})
+            check("idle graphs: M keeps a 60 MB value beside its idle 44 MiB graph (dropped for it)",
+                  r.status == 200 and r2.status == 200, f"{describe(r)}; {describe(r2)}")
+        finally:
+            st = srv.stop()
+        check("idle graphs: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
+
+
+def test_reuse_buffers_bounded():
+    """The released tensors the library keeps for reuse (up to 512 MiB,
+    charged to nothing) are let go once the process holds more than
+    --max-memory and 64 MiB of its own: 24 blobs of 8 MiB, each of its own
+    size (no buffer kept is reused), sent through a --blob-cache of 16M
+    that evicts them, keep the server's peak RSS under --max-memory 64M
+    within 64 + 64 MiB and a slack of 48 MiB for the 20 ms between two looks
+    (kept, they took it past 250 MiB)."""
+    srv = Server("--max-memory", "64M", "--blob-cache", "16M", "--max-inflight", "32M")
+    try:
+        base = srv.rss_kib()
+        peak = Peak(srv)
+        bad = []
+        c = srv.conn()
+        for i in range(24):
+            a = np.full(2 * MIB + 1024 * i, i, np.float32)  # 8 MiB and i x 4 KiB
+            _, r = put_blob(srv, a, conn=c)
+            if r.status != 201:
+                bad.append(describe(r))
+        c.close()
+        most = peak.stop()
+        trims = metrics(srv).get("tir_pressure_trims_total", -1)
+        print(f"# reuse buffers: peak VmRSS {most / 1024:.1f} MiB (at start {base / 1024:.1f}), "
+              f"{trims:.0f} pressure trims")
+        check("reuse buffers: 24 blobs of 8 MiB stored", not bad, "; ".join(bad[:3]))
+        check("reuse buffers: peak RSS within --max-memory 64M, 64 MiB of the server's own and 48 MiB",
+              most <= (64 + 64 + 48) * 1024, f"{most} KiB")
+    finally:
+        st = srv.stop()
+    check("reuse buffers: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")
+
+
+def metrics_of(srv, headers):
+    r = request(srv, "GET", "/metrics", headers=headers)
+    m = {}
+    for line in r.body.decode().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            m[k] = float(v)
+    return m
+
+
 def main():
     if not os.access(TIR, os.X_OK):
         check("tir binary", False, TIR + " is missing")
@@ -496,7 +583,8 @@ def main():
         only = [a for a in sys.argv[2:] if not a.startswith("-")]
         for t in (test_op_limit, test_small_bodies, test_batch_seconds_default, test_million_add,
                   test_queued_texts, test_healthz_while_parsing, test_starvation, test_tenant_shares,
-                  test_tenant_batch_share):
+                  test_tenant_batch_share, test_idle_graphs_in_share,
+                  test_reuse_buffers_bounded):
             if only and t.__name__ not in only:
                 continue
             try:
