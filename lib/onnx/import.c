@@ -820,8 +820,8 @@ static int check_opset(struct ox_imp *m)
 		return ox_fail(m, TIR_EDATA, "the model has no graph");
 	if (m->opset < 0)
 		return ox_fail(m, TIR_EDATA, "the model imports no opset of the default domain");
-	if (m->opset < 7 || m->opset > 17)
-		return ox_fail(m, TIR_EUNSUPPORTED, "opset %" PRId64 " of the default domain; tir imports opsets 7 to 17",
+	if (m->opset < 1 || m->opset > 17)
+		return ox_fail(m, TIR_EUNSUPPORTED, "opset %" PRId64 " of the default domain; tir imports opsets 1 to 17",
 			       m->opset);
 	return 0;
 }
@@ -1020,6 +1020,7 @@ static int check_ops(struct ox_imp *m)
 	const Onnx__GraphProto *g = m->model->graph;
 	struct tir_str s = {0};
 	int bad = 0;
+	char old[200];
 	for (size_t k = 0; k < g->n_node; k++) {
 		const Onnx__NodeProto *nd = g->node[k];
 		const char *op = nd->op_type ? nd->op_type : "";
@@ -1033,6 +1034,8 @@ static int check_ops(struct ox_imp *m)
 		}
 		else if ((why = ox_op_refused(op)) == NULL && !ox_op_lookup(op))
 			why = "not supported";
+		else if (!why)
+			why = ox_op_old(op, m->opset, old, sizeof old);
 		if (!why)
 			continue;
 		if (bad < 50)
@@ -1224,7 +1227,11 @@ static int import_nodes(struct ox_imp *m, const size_t *order)
 		}
 		size_t before = m->text.n;
 		int serial = m->serial;
-		int rc = def->fn(&c);
+		struct ox_upgrade up = {0};
+		int rc = ox_node_upgrade(&c, &up);
+		if (!rc)
+			rc = def->fn(&c);
+		ox_upgrade_free(&up);
 		if (rc || m->err->code) {
 			if (!m->err->code)
 				ox_fail(m, TIR_EUNSUPPORTED, "?");

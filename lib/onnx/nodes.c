@@ -1,6 +1,6 @@
 /*
- * nodes.c — one emitter per ONNX op of the default domain (opsets 7-17):
- * each writes the node as tir statements over today's ops, or folds it
+ * nodes.c — one emitter per ONNX op of the default domain (opsets 1-17,
+ * a node of opset 1-6 rewritten first in the form of 7 by nodes_misc.c): each writes the node as tir statements over today's ops, or folds it
  * when its inputs are known (shape arithmetic), or says why it cannot.
  * The table at the end is the list docs/onnx.md gives.
  */

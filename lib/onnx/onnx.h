@@ -112,4 +112,21 @@ const struct ox_opdef *ox_op_lookup(const char *op_type);
 /* why an op is refused outright (data-dependent shape, ...), or NULL */
 const char *ox_op_refused(const char *op_type);
 
+/* ---- nodes_misc.c ---- */
+/* NULL when tir imports op_type at opset (before 7: the ops listed there),
+ * else why not, written into buf */
+const char *ox_op_old(const char *op_type, int64_t opset, char *buf, size_t len);
+/* A node of opset 1 to 6 in the form of opset 7: a copy of the node whose
+ * arrays the upgrade owns (free with ox_upgrade_free), c->n pointed at it;
+ * statements it needs (an operand reshaped) emitted.  Nothing at opset 7+. */
+struct ox_upgrade {
+	Onnx__NodeProto node;
+	char **input;
+	Onnx__AttributeProto **attribute;
+	Onnx__AttributeProto extra;      /* an attribute added */
+	char *name;                      /* an input's new ONNX name */
+};
+int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u);
+void ox_upgrade_free(struct ox_upgrade *u);
+
 #endif
