@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,7 +147,8 @@ void ox_const_free(struct ox_const *c)
 		return;
 	free(c->i);
 	free(c->d);
-	free(c->bytes);
+	if (!c->borrowed)
+		free(c->bytes);
 	free(c);
 }
 
@@ -329,7 +331,16 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 	if (!c)
 		return free(ext), tir_errf(err, TIR_ENOMEM, NULL, "%s: tensor '%s': out of memory", where, tn);
 	if (c->bytes && raw) {
-		memcpy(c->bytes, raw, want); /* a weight: as stored */
+		/* a weight, as stored: the model's raw_data itself while the
+		 * model is kept (the import), the external file's buffer */
+		if (ext || m) {
+			free(c->bytes);
+			c->bytes = ext ? ext : (unsigned char *)raw;
+			c->borrowed = !ext;
+			ext = NULL;
+		} else {
+			memcpy(c->bytes, raw, want);
+		}
 		n = 0;
 	}
 	for (int64_t k = 0; k < n; k++) {
@@ -791,12 +802,22 @@ static int read_model(struct ox_imp *m, const char *path)
 				(intmax_t)st.st_size, OX_MAX_MODEL);
 	}
 	size_t len = (size_t)st.st_size;
-	bool nomem;
-	unsigned char *buf = read_whole(fd, len, &nomem);
-	if (!buf)
-		return tir_errf(m->err, nomem ? TIR_ENOMEM : TIR_EDATA, NULL, "%s: reading failed", path);
-	m->model = onnx__model_proto__unpack(NULL, len, buf);
-	free(buf);
+	/* the file mapped (no copy of it in memory: its pages are the page
+	 * cache's), else read */
+	void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	if (map != MAP_FAILED) {
+		close(fd);
+		madvise(map, len, MADV_SEQUENTIAL);
+		m->model = onnx__model_proto__unpack(NULL, len, map);
+		munmap(map, len);
+	} else {
+		bool nomem;
+		unsigned char *buf = read_whole(fd, len, &nomem);
+		if (!buf)
+			return tir_errf(m->err, nomem ? TIR_ENOMEM : TIR_EDATA, NULL, "%s: reading failed", path);
+		m->model = onnx__model_proto__unpack(NULL, len, buf);
+		free(buf);
+	}
 	if (!m->model)
 		return tir_errf(m->err, TIR_EDATA, NULL, "%s: not an ONNX model (the protobuf does not parse as a ModelProto)",
 				path);
@@ -1090,23 +1111,37 @@ static int write_weights(struct ox_imp *m, const char *file, bool npy)
 	int rc = 0;
 	if (!names || !ts || !tp)
 		rc = ox_fail(m, TIR_ENOMEM, "out of memory");
+	/* a weight's bytes are written from where they are (no copy): a
+	 * tensor over them whose buffer this function holds and never frees */
+	struct tir_buf *bufs = calloc(m->nw + 1, sizeof *bufs);
+	if (!bufs && !rc)
+		rc = ox_fail(m, TIR_ENOMEM, "out of memory");
 	for (size_t k = 0; k < m->nw && !rc; k++) {
 		const struct ox_const *c = m->wconsts[k];
+		size_t sz = dtype_size(c->dtype);
+		names[k] = m->wnames[k];
+		tp[k] = &ts[k];
+		if (c->bytes) {
+			bufs[k] = (struct tir_buf){.refs = 1, .bytes = (size_t)c->n * sz, .data = c->bytes};
+			ts[k].dtype = c->dtype;
+			ts[k].rank = c->rank;
+			memcpy(ts[k].shape, c->shape, sizeof ts[k].shape);
+			tir_tensor_set_contiguous_strides(&ts[k]);
+			ts[k].buf = &bufs[k];
+			continue;
+		}
 		if ((rc = tir_tensor_alloc(&ts[k], c->dtype, c->rank, c->shape, false, m->err)))
 			break;
 		unsigned char *dst = tir_tensor_data(&ts[k]);
-		size_t sz = dtype_size(c->dtype);
-		if (c->bytes)
-			memcpy(dst, c->bytes, (size_t)c->n * sz);
-		for (int64_t e = 0; !c->bytes && e < c->n; e++)
+		for (int64_t e = 0; e < c->n; e++)
 			store_elem(dst + (size_t)e * sz, c->dtype, c->d[e], c->i[e]);
-		names[k] = m->wnames[k];
-		tp[k] = &ts[k];
 	}
 	if (!rc)
 		rc = npy ? tir_npy_save(file, tp[0], m->err) : tir_safetensors_save(file, names, tp, (int)m->nw, m->err);
 	for (size_t k = 0; k < m->nw; k++)
-		tir_tensor_release(&ts[k]);
+		if (!bufs || ts[k].buf != &bufs[k])
+			tir_tensor_release(&ts[k]);
+	free(bufs);
 	free(names);
 	free(ts);
 	free(tp);

@@ -24,6 +24,7 @@ struct ox_const {
 	int64_t *i;              /* n integers (floats truncated); NULL past OX_FOLD_MAX */
 	double *d;               /* n doubles; NULL past OX_FOLD_MAX */
 	unsigned char *bytes;    /* past OX_FOLD_MAX instead: the elements as tir stores them */
+	bool borrowed;           /* bytes are the model's (its raw_data), not freed here */
 };
 
 /* One ONNX tensor name of the graph. */
