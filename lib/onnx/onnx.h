@@ -128,6 +128,8 @@ struct ox_upgrade {
 	char *name;                      /* an input's new ONNX name */
 };
 int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u);
+/* the emitter of op_type among nodes_misc.c's (ox_op_lookup asks), or NULL */
+const struct ox_opdef *ox_misc_lookup(const char *op_type);
 void ox_upgrade_free(struct ox_upgrade *u);
 
 #endif
