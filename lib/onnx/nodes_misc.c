@@ -195,7 +195,7 @@ int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u)
 	return 0;
 }
 
-/* ---- emitters: windows, MelWeightMatrix, DFT, STFT ---- */
+/* ---- emitters: windows, MelWeightMatrix, DFT, STFT, BitShift ---- */
 
 #define OX_PI 3.14159265358979323846
 /* entries of the matrix a DFT or STFT is written with (f32: 16 MiB) */
@@ -542,9 +542,24 @@ static int op_stft(struct ox_node_ctx *c)
 	return y ? ox_bind(c->m, base, y) : -c->m->err->code;
 }
 
+/* BitShift: left_shift or right_shift (of the unsigned dtypes tir has: u8) */
+static int op_bitshift(struct ox_node_ctx *c)
+{
+	const Onnx__AttributeProto *d = find_attr(c->n, "direction");
+	bool left = d && d->has_s && d->s.len == 4 && !memcmp(d->s.data, "LEFT", 4);
+	if (!left && !(d && d->has_s && d->s.len == 5 && !memcmp(d->s.data, "RIGHT", 5)))
+		return ox_fail(c->m, TIR_EDATA, "direction must be LEFT or RIGHT");
+	struct tir_type ta, tb;
+	const char *a = operand(c, 0, &ta), *b = a ? operand(c, 1, &tb) : NULL;
+	if (!b)
+		return -c->m->err->code;
+	const char *y = ox_emit(c->m, out0(c), "%s(%s, %s)", left ? "left_shift" : "right_shift", a, b);
+	return y ? ox_bind(c->m, out0(c), y) : -c->m->err->code;
+}
+
 static const struct ox_opdef misc_ops[] = {
 	{"HannWindow", op_window}, {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
-	{"MelWeightMatrix", op_mel}, {"DFT", op_dft}, {"STFT", op_stft},
+	{"MelWeightMatrix", op_mel}, {"DFT", op_dft}, {"STFT", op_stft}, {"BitShift", op_bitshift},
 	{NULL, NULL}};
 
 const struct ox_opdef *ox_misc_lookup(const char *op_type)

@@ -73,5 +73,13 @@ b = rng.standard_normal((3, 4)).astype(np.float32)
 case("old_mul_axis", helper.make_node("Mul", ["a", "b"], ["y"], broadcast=1, axis=1),
      [("a", a), ("b", b)], a * b[None, :, :, None], opv=6)
 
+# BitShift on uint8: past the width, and broadcast
+xs = np.array([[255, 1, 128, 3], [16, 17, 0, 200]], np.uint8)
+ys = np.array([1, 7, 9, 2], np.uint8)
+case("bitshift_left_u8", helper.make_node("BitShift", ["x", "s"], ["y"], direction="LEFT"),
+     [("x", xs), ("s", ys)], np.left_shift(xs, ys))
+case("bitshift_right_u8", helper.make_node("BitShift", ["x", "s"], ["y"], direction="RIGHT"),
+     [("x", xs), ("s", ys)], np.right_shift(xs, ys))
+
 with open(os.path.join(out, "cases"), "w") as f:
     f.write("\n".join(cases) + "\n")
