@@ -50,7 +50,37 @@ bool ox_dtype(int32_t onnx, enum tir_dtype *dt)
 	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *dt = TIR_DTYPE_F16; return true;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *dt = TIR_DTYPE_F64; return true;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *dt = TIR_DTYPE_BF16; return true;
+	/* the unsigned types tir has not, held exactly in a wider signed one
+	 * (uint64: its values below 2^63; docs/onnx.md) */
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *dt = TIR_DTYPE_I32; return true;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *dt = TIR_DTYPE_I64; return true;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *dt = TIR_DTYPE_I64; return true;
 	default: return false;
+	}
+}
+
+/* bytes of one element of an unsigned type tir holds in a wider one, or 0 */
+static size_t unsigned_size(int32_t onnx)
+{
+	switch (onnx) {
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return 2;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return 4;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return 8;
+	default: return 0;
+	}
+}
+
+/* element k of raw unsigned data of usz bytes an element */
+static uint64_t raw_unsigned(const unsigned char *p, size_t usz, int64_t k)
+{
+	uint16_t a;
+	uint32_t b;
+	uint64_t c;
+	p += (size_t)k * usz;
+	switch (usz) {
+	case 2: memcpy(&a, p, 2); return a;
+	case 4: memcpy(&b, p, 4); return b;
+	default: memcpy(&c, p, 8); return c;
 	}
 }
 
@@ -295,7 +325,8 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 					" elements (dimension %zu is %" PRId64 ")", where, tn, TIR_MAX_ELEMS, k, t->dims[k]);
 		n *= t->dims[k];
 	}
-	size_t sz = dtype_size(dt);
+	size_t usz = unsigned_size(t->data_type);
+	size_t sz = usz ? usz : dtype_size(dt);
 	size_t want = (size_t)n * sz;
 	const unsigned char *raw = NULL;
 	unsigned char *ext = NULL;
@@ -322,6 +353,13 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 		case TIR_DTYPE_I64: count = t->n_int64_data; field = "int64_data"; break;
 		default: count = t->n_int32_data; field = "int32_data"; break;
 		}
+		if (usz > 2) {
+			count = t->n_uint64_data;
+			field = "uint64_data";
+		} else if (usz) {
+			count = t->n_int32_data;
+			field = "int32_data";
+		}
 	}
 	if ((raw && have != want) || (!raw && count != (size_t)n))
 		return free(ext), tir_errf(err, TIR_EDATA, NULL, "%s: tensor '%s': %s holds %zu %s, its shape wants %zu",
@@ -330,7 +368,20 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 	struct ox_const *c = ox_const_new(dt, (int)t->n_dims, t->dims);
 	if (!c)
 		return free(ext), tir_errf(err, TIR_ENOMEM, NULL, "%s: tensor '%s': out of memory", where, tn);
-	if (c->bytes && raw) {
+	if (usz) {
+		/* an unsigned type: each value widened (uint64: below 2^63) */
+		for (int64_t k = 0; k < n; k++) {
+			uint64_t v = raw ? raw_unsigned(raw, usz, k) : usz > 2 ? t->uint64_data[k] : (uint16_t)t->int32_data[k];
+			if (v >> 63) {
+				ox_const_free(c);
+				free(ext);
+				return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%s: tensor '%s': uint64 value %" PRIu64
+						" at %" PRId64 " is 2^63 or more (tir holds uint64 in i64)", where, tn, v, k);
+			}
+			ox_const_set(c, k, (double)v, (int64_t)v);
+		}
+		n = 0;
+	} else if (c->bytes && raw) {
 		/* a weight, as stored: the model's raw_data itself while the
 		 * model is kept (the import), the external file's buffer */
 		if (ext || m) {
@@ -875,6 +926,11 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	for (int k = 0; m->opts && k < m->opts->ninputs; k++)
 		if (!strcmp(m->opts->inputs[k].name, name))
 			given = &m->opts->inputs[k];
+	if (given && given->onnx_type && given->onnx_type != tt->elem_type &&
+	    (unsigned_size(given->onnx_type) || unsigned_size(tt->elem_type)))
+		return ox_fail(m, TIR_EUNSUPPORTED, "input '%s' is %s and the file given holds %s (bfloat16's bits as "
+			       "uint16, say): reading one type as another is not supported", name,
+			       ox_onnx_type_name(tt->elem_type), ox_onnx_type_name(given->onnx_type));
 	if (!tt->shape && !given)
 		return ox_fail(m, TIR_EUNSUPPORTED, "input '%s' has no shape; give it (--input)", name);
 	int rank = tt->shape ? (int)tt->shape->n_dim : given->rank;
@@ -1409,8 +1465,17 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		if (m.vals[k].is_input)
 			out->inputs[out->ninputs++] = strdup(m.vals[k].onnx);
 	}
-	for (size_t k = 0; k < g->n_output; k++)
+	out->output_types = calloc(g->n_output + 1, sizeof *out->output_types);
+	if (!out->output_types) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < g->n_output; k++) {
+		const Onnx__TypeProto *tp = g->output[k]->type;
+		if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type)
+			out->output_types[k] = tp->tensor_type->elem_type;
 		out->outputs[out->noutputs++] = strdup(g->output[k]->name ? g->output[k]->name : "");
+	}
 out:
 	if (rc)
 		tir_onnx_model_free(out);
@@ -1455,6 +1520,7 @@ void tir_onnx_model_free(struct tir_onnx_model *m)
 		free(m->inputs[k]);
 	for (size_t k = 0; k < m->noutputs; k++)
 		free(m->outputs[k]);
+	free(m->output_types);
 	free(m->onnx_names);
 	free(m->tir_names);
 	free(m->inputs);
@@ -1487,7 +1553,55 @@ bool tir_path_is_pb(const char *path)
 	return ends_with(path, ".pb");
 }
 
-int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, struct tir_err *err)
+int tir_onnx_save_unsigned(const struct tir_onnx_model *m, const char *onnx, const struct tir_tensor *t,
+			   const char *path, struct tir_err *err)
+{
+	int32_t ty = 0;
+	for (size_t k = 0; m && m->output_types && k < m->noutputs; k++)
+		if (!strcmp(m->outputs[k], onnx))
+			ty = m->output_types[k];
+	size_t usz = unsigned_size(ty), pl = strlen(path);
+	if (!usz || pl < 4 || strcmp(path + pl - 4, ".npy"))
+		return 1;
+	struct tir_tensor w = {0};
+	if (tir_tensor_convert(t, TIR_DTYPE_I64, &w, err))
+		return -err->code;
+	int64_t n = tir_tensor_numel(&w);
+	const int64_t *src = tir_tensor_data(&w);
+	unsigned char *buf = malloc((size_t)n * usz + 1);
+	if (!buf) {
+		tir_tensor_release(&w);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	for (int64_t k = 0; k < n; k++) {
+		uint64_t v = (uint64_t)src[k];
+		uint16_t a = (uint16_t)v;
+		uint32_t b = (uint32_t)v;
+		memcpy(buf + (size_t)k * usz, usz == 2 ? (void *)&a : usz == 4 ? (void *)&b : (void *)&v, usz);
+	}
+	/* NumPy's format 1.0: magic, header length, a dict padded to 64 bytes */
+	char hdr[512];
+	int hl = snprintf(hdr, sizeof hdr, "{'descr': '<u%zu', 'fortran_order': False, 'shape': (", usz);
+	for (int k = 0; k < w.rank; k++)
+		hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, "%" PRId64 "%s", w.shape[k],
+			       w.rank == 1 || k + 1 < w.rank ? ", " : "");
+	hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, "), }");
+	while ((10 + hl + 1) % 64)
+		hdr[hl++] = ' ';
+	hdr[hl++] = '\n';
+	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 255), (unsigned char)(hl >> 8)};
+	FILE *f = fopen(path, "wb");
+	bool ok = f && fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl &&
+		  fwrite(buf, usz, (size_t)n, f) == (size_t)n;
+	if (f && fclose(f))
+		ok = false;
+	free(buf);
+	tir_tensor_release(&w);
+	return ok ? 0 : tir_errf(err, TIR_EDATA, NULL, "%s: %s", path, strerror(errno));
+}
+
+int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, int32_t *onnx_type,
+		       struct tir_err *err)
 {
 	struct ox_imp m = {.path = pb, .err = err};
 	int fd = open(pb, O_RDONLY);
@@ -1509,6 +1623,8 @@ int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shap
 		return tir_errf(err, TIR_EDATA, NULL, "%s: not an ONNX TensorProto", pb);
 	struct ox_const *c = NULL;
 	int rc = ox_tensor_decode(NULL, t, &c, err);
+	if (onnx_type)
+		*onnx_type = t->data_type;
 	onnx__tensor_proto__free_unpacked(t, NULL);
 	if (rc)
 		return rc;

@@ -30,7 +30,11 @@ def case(name, node, inputs, expect, opv=17, inits=()):
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opv)])
     onnx.save(m, os.path.join(out, name + ".onnx"))
     for n, a in inputs:
-        np.save(os.path.join(out, "%s.%s.npy" % (name, n)), a)
+        if a.dtype in (np.uint16, np.uint32, np.uint64):  # no .npy reader of tir's has these: a TensorProto
+            with open(os.path.join(out, "%s.%s.pb" % (name, n)), "wb") as f:
+                f.write(numpy_helper.from_array(a, n).SerializeToString())
+        else:
+            np.save(os.path.join(out, "%s.%s.npy" % (name, n)), a)
     np.save(os.path.join(out, name + ".expect.npy"), expect)
     cases.append(" ".join([name] + [n for n, _ in inputs]))
 
@@ -80,6 +84,22 @@ case("bitshift_left_u8", helper.make_node("BitShift", ["x", "s"], ["y"], directi
      [("x", xs), ("s", ys)], np.left_shift(xs, ys))
 case("bitshift_right_u8", helper.make_node("BitShift", ["x", "s"], ["y"], direction="RIGHT"),
      [("x", xs), ("s", ys)], np.right_shift(xs, ys))
+
+# the unsigned types tir holds in i32 (uint16) and i64 (uint32, uint64),
+# written back in the declared type: Max, a Sub that wraps below 0 and a
+# Mul past 2^32 (modulo 2^bits, as the unsigned op), BitShift, Mod
+u16 = np.array([[1, 65535, 300], [0, 2, 40000]], np.uint16)
+v16 = np.array([7, 65534, 301], np.uint16)
+case("max_u16", helper.make_node("Max", ["a", "b"], ["y"]), [("a", u16), ("b", v16)], np.maximum(u16, v16))
+u32 = np.array([3, 4000000000, 65536], np.uint32)
+v32 = np.array([5, 1, 65536], np.uint32)
+case("sub_u32_wraps", helper.make_node("Sub", ["a", "b"], ["y"]), [("a", u32), ("b", v32)], u32 - v32)
+case("mul_u32_wraps", helper.make_node("Mul", ["a", "b"], ["y"]), [("a", u32), ("b", v32)], u32 * v32)
+case("bitshift_left_u32", helper.make_node("BitShift", ["a", "b"], ["y"], direction="LEFT"),
+     [("a", u32), ("b", np.array([31, 1, 16], np.uint32))], np.left_shift(u32, np.array([31, 1, 16], np.uint32)))
+u64 = np.array([2 ** 62 + 5, 17, 9], np.uint64)
+v64 = np.array([2 ** 40, 5, 10], np.uint64)
+case("mod_u64", helper.make_node("Mod", ["a", "b"], ["y"]), [("a", u64), ("b", v64)], np.mod(u64, v64))
 
 with open(os.path.join(out, "cases"), "w") as f:
     f.write("\n".join(cases) + "\n")
