@@ -1456,7 +1456,7 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		goto out;
 	}
 	for (size_t k = 0; k < m.nvals; k++) {
-		if (!m.vals[k].tir)
+		if (!m.vals[k].tir || m.vals[k].onnx[0] == '\x01') /* the importer's own values */
 			continue;
 		bool f;
 		const char *to = names_get(&m.alias, m.vals[k].tir, &f);

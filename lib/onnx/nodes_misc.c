@@ -256,12 +256,13 @@ static int bind_known(struct ox_node_ctx *c, struct ox_const *r)
 	return 0;
 }
 
-/* the known value r (taken) as a tir name: a literal, or a weight */
-static const char *use_known(struct ox_node_ctx *c, struct ox_const *r)
+/* the known value r (taken) as a tir name: a literal, or a weight (its
+ * ONNX name made up, "\x01" and base: never one of the model's) */
+static const char *use_known(struct ox_node_ctx *c, struct ox_const *r, const char *base)
 {
 	char name[64];
 	for (int serial = 0;; serial++) {
-		snprintf(name, sizeof name, "\x01" "const.%d", serial);
+		snprintf(name, sizeof name, "\x01%s%d", base, serial);
 		if (!ox_find(c->m, name))
 			break;
 	}
@@ -463,7 +464,7 @@ static int op_dft(struct ox_node_ctx *c)
 		inv[perm[k]] = k;
 	char b[200];
 	struct ox_const *w = dft_matrix(t.dtype, len, parts, length, bins, inverse);
-	const char *wm = w ? use_known(c, w) : (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL);
+	const char *wm = w ? use_known(c, w, "dft_matrix") : (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL);
 	const char *base = out0(c);
 	const char *y = wm && moved ? ox_emit(c->m, base, "transpose(%s, perm=%s)", x, dims(b, r, perm)) : wm ? x : NULL;
 	int64_t flat[2] = {rest, len * parts};
@@ -524,7 +525,7 @@ static int op_stft(struct ox_node_ctx *c)
 	for (int64_t f = 0; ix && f < frames; f++)
 		for (int64_t k = 0; k < flen; k++)
 			ox_const_set(ix, f * flen + k, (double)(f * step + k), f * step + k);
-	const char *im = ix ? use_known(c, ix) : (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL);
+	const char *im = ix ? use_known(c, ix, "frame_index") : (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL);
 	const char *base = out0(c);
 	char b[200];
 	const char *y = im ? ox_emit(c->m, base, "gather(%s, %s, axis=1)", x, im) : NULL;
@@ -534,7 +535,7 @@ static int op_stft(struct ox_node_ctx *c)
 		y = wr ? ox_emit(c->m, base, "mul(%s, %s)", y, wr) : NULL;
 	}
 	struct ox_const *w = y ? dft_matrix(t.dtype, flen, (int)parts, flen, bins, false) : NULL;
-	const char *wm = w ? use_known(c, w) : y ? (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL) : NULL;
+	const char *wm = w ? use_known(c, w, "dft_matrix") : y ? (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL) : NULL;
 	int64_t flat[2] = {t.shape[0] * frames, flen * parts}, osh[4] = {t.shape[0], frames, bins, 2};
 	y = wm ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, dims(b, 2, flat)) : NULL;
 	y = y ? ox_emit(c->m, base, "matmul(%s, %s)", y, wm) : NULL;
