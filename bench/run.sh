@@ -537,4 +537,28 @@ for t in 1 "$THREADS"; do
 	target "solve batch no slower than numpy" "$(ratio "$(kv "$tmp/lapy.solve" numpy_ms)" "$(kv "$tmp/la.solve" ms_median)")" ">=" 1
 	target "eigh 1024 no slower than numpy" "$(ratio "$(kv "$tmp/lapy.eigh" numpy_ms)" "$(kv "$tmp/la.eigh" ms_median)")" ">=" 1
 done
+
+# ---- onnx ----
+# a ResNet-18 exported to ONNX (bench/onnx.py): tir import's time and peak
+# memory, then the imported program (bench/tir_time) against PyTorch eager
+section "onnx: ResNet-18 (random weights, opset 17, 1 x 3 x 224 x 224): import, and tir against PyTorch eager, $THREADS threads"
+if $PY bench/onnx.py --tir "$BUILD/tir" --tir-time "$BUILD/bench/tir_time" --threads "$THREADS" --runs "$RUNS" \
+	>"$tmp/onnx"; then
+	f=$tmp/onnx
+	if [ -n "$(kv "$f" torch_missing)" ]; then
+		echo "  missing ($(kv "$f" torch_missing))"
+	else
+		printf '  %-28s %s\n' "model" "$(kv "$f" model_bytes) bytes, $(kv "$f" params) parameters ($(kv "$f" weights_mib) MiB of weights)"
+		printf '  %-28s %s\n' "tir import (median of 5)" "$(kv "$f" import_ms_median) ms wall, process start and writing included (min $(kv "$f" import_ms_min))"
+		printf '  %-28s %s\n' "tir import peak memory" "$(kv "$f" import_peak_mib) MiB resident"
+		printf '  %-28s %s\n' "tir (tir_time, median)" "$(kv "$f" tir_ms_median) ms (CPU $(kv "$f" tir_cpu_ms_median) ms), sum $(kv "$f" tir_sum)"
+		printf '  %-28s %s\n' "PyTorch eager (median)" "$(kv "$f" torch_ms_median) ms (CPU $(kv "$f" torch_cpu_ms_median) ms), sum $(kv "$f" torch_sum) (torch $(kv "$f" torch_version))"
+		printf '  %-28s %s\n' "PyTorch / tir" "$(ratio "$(kv "$f" torch_ms_median)" "$(kv "$f" tir_ms_median)")"
+		target "import under 0.2 s" "$(awk -v v="$(kv "$f" import_ms_median)" 'BEGIN { if (v != "") print v / 1000 }')" "<" 0.2
+		target "tir no slower than PyTorch eager" "$(ratio "$(kv "$f" torch_ms_median)" "$(kv "$f" tir_ms_median)")" ">=" 1
+	fi
+else
+	echo "  onnx.py FAILED"
+	status=1
+fi
 exit $status

@@ -11,7 +11,10 @@
  * lines for bench/run.sh.  Not a test: it checks nothing about time.
  *
  *     tir_time [--threads N] [--runs N] [--min-ms MS] [--warmup N]
- *              [--range LO HI] [--out NAME] [--no-fuse] FILE.tir
+ *              [--range LO HI] [--out NAME] [--no-fuse] [--files] FILE.tir
+ *
+ * --files lets the program read files (load(), as `tir run` does: an
+ * imported ONNX model's weights).
  *
  * The data: element i (row-major) of the k-th input declared (k from 0) is
  *     h = (i * 2654435761 + k * 40503) mod 2^32
@@ -118,7 +121,7 @@ static int fill_input(struct tir_exec *x, const struct tir_stmt *st, int k, doub
 static void usage(void)
 {
 	fprintf(stderr, "usage: tir_time [--threads N] [--runs N] [--min-ms MS] [--warmup N] [--range LO HI] "
-			"[--out NAME] [--no-fuse] FILE.tir\n");
+			"[--out NAME] [--no-fuse] [--files] FILE.tir\n");
 	exit(2);
 }
 
@@ -127,7 +130,7 @@ int main(int argc, char **argv)
 	int threads = 2, runs = 11, warmup = 2;
 	double lo = -2, hi = 2, min_ms = 1000;
 	const char *out = "y", *path = NULL;
-	bool fuse = true;
+	bool fuse = true, files = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
@@ -144,6 +147,8 @@ int main(int argc, char **argv)
 			out = argv[++i];
 		else if (!strcmp(argv[i], "--no-fuse"))
 			fuse = false;
+		else if (!strcmp(argv[i], "--files"))
+			files = true;
 		else if (argv[i][0] == '-' || path)
 			usage();
 		else
@@ -159,6 +164,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct tir_program *p = tir_program_new();
+	if (p && files)
+		tir_program_set_loader(p, tir_load_type_from_file, NULL);
 	if (!p || tir_program_parse(p, path, src, len, 0)) {
 		for (int i = 0; p && i < tir_program_ndiags(p); i++) {
 			char *m = tir_err_render(tir_program_diag(p, i));

@@ -47,7 +47,7 @@ const struct cli_cmd cli_cmds[CMD_COUNT] = {
 			 "is said on stderr and the others are still listed.\n",
 			 NULL, NULL, cli_inspect},
 	[CMD_IMPORT] = {"import", "MODEL.onnx", "model", "an ONNX model as a tir program and its weights",
-			"An ONNX model (opsets 7 to 17) as a readable tir program: one or a few\n"
+			"An ONNX model (opsets 1 to 17) as a readable tir program: one or a few\n"
 			"statements per node, each node's name and op in a comment, its\n"
 			"initializers in a .safetensors file beside it read with load()\n"
 			"(docs/onnx.md).  Shapes are static: a symbolic dimension must be fixed\n"

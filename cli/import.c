@@ -79,6 +79,7 @@ int cli_onnx_inputs(struct cli_onnx *st, const char **names, const char **paths,
 		if (!sh)
 			sh = &tmp;
 		sh->name = names[i];
+		sh->onnx_type = 0;
 		if (tir_path_is_pb(paths[i])) {
 			if (make_dir(st))
 				return EXIT_PROGRAM;
@@ -87,7 +88,7 @@ int cli_onnx_inputs(struct cli_onnx *st, const char **names, const char **paths,
 				fprintf(stderr, "tir: out of memory\n");
 				return EXIT_PROGRAM;
 			}
-			if (tir_onnx_pb_to_npy(paths[i], npy, &sh->rank, sh->shape, &err)) {
+			if (tir_onnx_pb_to_npy(paths[i], npy, &sh->rank, sh->shape, &sh->onnx_type, &err)) {
 				cli_print_err(&err);
 				return EXIT_PROGRAM;
 			}

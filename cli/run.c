@@ -417,7 +417,10 @@ int cli_run(int argc, char **argv)
 			fnames[n] = o.saves[j].name;
 			fts[n++] = tir_exec_named(x, (size_t)j);
 		}
-		if (tir_tensors_save(o.saves[i].path, fnames, fts, n, &err)) {
+		/* an output the model declares unsigned: in that type */
+		int urc = n == 1 && is_onnx ? tir_onnx_save_unsigned(&onnx.model, fnames[0], fts[0], o.saves[i].path,
+								     &err) : 1;
+		if (urc < 0 || (urc > 0 && tir_tensors_save(o.saves[i].path, fnames, fts, n, &err))) {
 			cli_print_err(&err);
 			status = EXIT_PROGRAM;
 			goto out;

@@ -662,6 +662,7 @@ struct tir_onnx_shape {
 	int64_t shape[TIR_MAX_RANK];
 	const char *path;           /* its file (.npy): a small integer input that
 				     * the model uses as a shape or axes is read */
+	int32_t onnx_type;          /* the ONNX element type of its .pb file, or 0 */
 };
 struct tir_onnx_opts {
 	const struct tir_onnx_dim *dims;
@@ -685,6 +686,7 @@ struct tir_onnx_model {
 	char **tir_names;           /* ...and the tir name bound to it */
 	size_t ninputs, noutputs;   /* the graph's inputs and outputs, as ONNX names */
 	char **inputs, **outputs;
+	int32_t *output_types;      /* each output's ONNX element type (0: not said) */
 };
 /* Import the ONNX model at path (docs/onnx.md); writes the weights file.
  * returns 0 and fills *out (free with tir_onnx_model_free), or -code with
@@ -698,8 +700,16 @@ const char *tir_onnx_name(const struct tir_onnx_model *m, const char *onnx);
 bool tir_path_is_onnx(const char *path);
 bool tir_path_is_pb(const char *path);
 /* Read the TensorProto file pb and write it as the .npy file npy; its
- * shape into *rank/shape when not NULL. */
-int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, struct tir_err *err);
+ * shape into *rank/shape and its ONNX element type into *onnx_type when
+ * not NULL (uint16, uint32, uint64 are written as i32, i64, i64). */
+int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, int32_t *onnx_type,
+		       struct tir_err *err);
+/* Output `onnx` of m, if the model declares it uint16, uint32 or uint64
+ * (which tir holds in i32 or i64), written to the .npy file path in that
+ * type, each value taken modulo 2^bits: returns 0, or -code with err
+ * filled; 1 (nothing written) for any other output or path. */
+int tir_onnx_save_unsigned(const struct tir_onnx_model *m, const char *onnx, const struct tir_tensor *t,
+			   const char *path, struct tir_err *err);
 
 /* A PCRE2 pattern (JIT-compiled where PCRE2 has it).  A bad pattern:
  * NULL, err->msg says why and err->loc.col is its offset (1-based).

@@ -359,6 +359,13 @@ static int unary_run(enum tir_op op, enum tir_dtype dt, UNARY_ARGS)
 			return bad ? RUN_NEG_POW : 0;                        \
 		case TIR_OP_MAXIMUM: RUN2(T, T, a > b ? a : b); break;       \
 		case TIR_OP_MINIMUM: RUN2(T, T, a < b ? a : b); break;       \
+		/* NumPy's: a shift by the width or more (or by a negative   \
+		 * count, taken unsigned) gives 0, or -1 shifting a negative  \
+		 * value right */                                            \
+		case TIR_OP_LEFT_SHIFT:                                      \
+			RUN2(T, T, (U)b < SUF ? (T)((U)a << b) : 0); break;  \
+		case TIR_OP_RIGHT_SHIFT:                                     \
+			RUN2(T, T, (U)b < SUF ? a >> b : a < 0 ? -1 : 0); break; \
 		COMPARE_CASES(T)                                             \
 		default: return RUN_UNSUPPORTED;                             \
 		}                                                            \

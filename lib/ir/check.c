@@ -329,6 +329,18 @@ static int rule_arith(struct tir_node *n, struct tir_err *err)
 	return check_numel(n, &n->type, err);
 }
 
+/* left_shift, right_shift: integers only (NumPy's), the promoted dtype */
+static int rule_shift(struct tir_node *n, struct tir_err *err)
+{
+	int rc = broadcast_all(n, &n->type, err);
+	if (rc)
+		return rc;
+	enum tir_dtype dt = (enum tir_dtype)n->type.dtype;
+	if (dt == TIR_DTYPE_BOOL || tir_dtype_is_float(dt))
+		return fail_at(n, 0, err, TIR_ETYPE, "integer operands only, not %s", tir_dtype_name(dt));
+	return check_numel(n, &n->type, err);
+}
+
 static int rule_compare(struct tir_node *n, struct tir_err *err)
 {
 	int rc = broadcast_all(n, &n->type, err);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,7 +50,37 @@ bool ox_dtype(int32_t onnx, enum tir_dtype *dt)
 	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *dt = TIR_DTYPE_F16; return true;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *dt = TIR_DTYPE_F64; return true;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *dt = TIR_DTYPE_BF16; return true;
+	/* the unsigned types tir has not, held exactly in a wider signed one
+	 * (uint64: its values below 2^63; docs/onnx.md) */
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *dt = TIR_DTYPE_I32; return true;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *dt = TIR_DTYPE_I64; return true;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *dt = TIR_DTYPE_I64; return true;
 	default: return false;
+	}
+}
+
+/* bytes of one element of an unsigned type tir holds in a wider one, or 0 */
+static size_t unsigned_size(int32_t onnx)
+{
+	switch (onnx) {
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return 2;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return 4;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return 8;
+	default: return 0;
+	}
+}
+
+/* element k of raw unsigned data of usz bytes an element */
+static uint64_t raw_unsigned(const unsigned char *p, size_t usz, int64_t k)
+{
+	uint16_t a;
+	uint32_t b;
+	uint64_t c;
+	p += (size_t)k * usz;
+	switch (usz) {
+	case 2: memcpy(&a, p, 2); return a;
+	case 4: memcpy(&b, p, 4); return b;
+	default: memcpy(&c, p, 8); return c;
 	}
 }
 
@@ -146,7 +177,8 @@ void ox_const_free(struct ox_const *c)
 		return;
 	free(c->i);
 	free(c->d);
-	free(c->bytes);
+	if (!c->borrowed)
+		free(c->bytes);
 	free(c);
 }
 
@@ -293,7 +325,8 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 					" elements (dimension %zu is %" PRId64 ")", where, tn, TIR_MAX_ELEMS, k, t->dims[k]);
 		n *= t->dims[k];
 	}
-	size_t sz = dtype_size(dt);
+	size_t usz = unsigned_size(t->data_type);
+	size_t sz = usz ? usz : dtype_size(dt);
 	size_t want = (size_t)n * sz;
 	const unsigned char *raw = NULL;
 	unsigned char *ext = NULL;
@@ -320,6 +353,13 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 		case TIR_DTYPE_I64: count = t->n_int64_data; field = "int64_data"; break;
 		default: count = t->n_int32_data; field = "int32_data"; break;
 		}
+		if (usz > 2) {
+			count = t->n_uint64_data;
+			field = "uint64_data";
+		} else if (usz) {
+			count = t->n_int32_data;
+			field = "int32_data";
+		}
 	}
 	if ((raw && have != want) || (!raw && count != (size_t)n))
 		return free(ext), tir_errf(err, TIR_EDATA, NULL, "%s: tensor '%s': %s holds %zu %s, its shape wants %zu",
@@ -328,8 +368,30 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 	struct ox_const *c = ox_const_new(dt, (int)t->n_dims, t->dims);
 	if (!c)
 		return free(ext), tir_errf(err, TIR_ENOMEM, NULL, "%s: tensor '%s': out of memory", where, tn);
-	if (c->bytes && raw) {
-		memcpy(c->bytes, raw, want); /* a weight: as stored */
+	if (usz) {
+		/* an unsigned type: each value widened (uint64: below 2^63) */
+		for (int64_t k = 0; k < n; k++) {
+			uint64_t v = raw ? raw_unsigned(raw, usz, k) : usz > 2 ? t->uint64_data[k] : (uint16_t)t->int32_data[k];
+			if (v >> 63) {
+				ox_const_free(c);
+				free(ext);
+				return tir_errf(err, TIR_EUNSUPPORTED, NULL, "%s: tensor '%s': uint64 value %" PRIu64
+						" at %" PRId64 " is 2^63 or more (tir holds uint64 in i64)", where, tn, v, k);
+			}
+			ox_const_set(c, k, (double)v, (int64_t)v);
+		}
+		n = 0;
+	} else if (c->bytes && raw) {
+		/* a weight, as stored: the model's raw_data itself while the
+		 * model is kept (the import), the external file's buffer */
+		if (ext || m) {
+			free(c->bytes);
+			c->bytes = ext ? ext : (unsigned char *)raw;
+			c->borrowed = !ext;
+			ext = NULL;
+		} else {
+			memcpy(c->bytes, raw, want);
+		}
 		n = 0;
 	}
 	for (int64_t k = 0; k < n; k++) {
@@ -791,12 +853,22 @@ static int read_model(struct ox_imp *m, const char *path)
 				(intmax_t)st.st_size, OX_MAX_MODEL);
 	}
 	size_t len = (size_t)st.st_size;
-	bool nomem;
-	unsigned char *buf = read_whole(fd, len, &nomem);
-	if (!buf)
-		return tir_errf(m->err, nomem ? TIR_ENOMEM : TIR_EDATA, NULL, "%s: reading failed", path);
-	m->model = onnx__model_proto__unpack(NULL, len, buf);
-	free(buf);
+	/* the file mapped (no copy of it in memory: its pages are the page
+	 * cache's), else read */
+	void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	if (map != MAP_FAILED) {
+		close(fd);
+		madvise(map, len, MADV_SEQUENTIAL);
+		m->model = onnx__model_proto__unpack(NULL, len, map);
+		munmap(map, len);
+	} else {
+		bool nomem;
+		unsigned char *buf = read_whole(fd, len, &nomem);
+		if (!buf)
+			return tir_errf(m->err, nomem ? TIR_ENOMEM : TIR_EDATA, NULL, "%s: reading failed", path);
+		m->model = onnx__model_proto__unpack(NULL, len, buf);
+		free(buf);
+	}
 	if (!m->model)
 		return tir_errf(m->err, TIR_EDATA, NULL, "%s: not an ONNX model (the protobuf does not parse as a ModelProto)",
 				path);
@@ -820,8 +892,8 @@ static int check_opset(struct ox_imp *m)
 		return ox_fail(m, TIR_EDATA, "the model has no graph");
 	if (m->opset < 0)
 		return ox_fail(m, TIR_EDATA, "the model imports no opset of the default domain");
-	if (m->opset < 7 || m->opset > 17)
-		return ox_fail(m, TIR_EUNSUPPORTED, "opset %" PRId64 " of the default domain; tir imports opsets 7 to 17",
+	if (m->opset < 1 || m->opset > 17)
+		return ox_fail(m, TIR_EUNSUPPORTED, "opset %" PRId64 " of the default domain; tir imports opsets 1 to 17",
 			       m->opset);
 	return 0;
 }
@@ -854,6 +926,11 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	for (int k = 0; m->opts && k < m->opts->ninputs; k++)
 		if (!strcmp(m->opts->inputs[k].name, name))
 			given = &m->opts->inputs[k];
+	if (given && given->onnx_type && given->onnx_type != tt->elem_type &&
+	    (unsigned_size(given->onnx_type) || unsigned_size(tt->elem_type)))
+		return ox_fail(m, TIR_EUNSUPPORTED, "input '%s' is %s and the file given holds %s (bfloat16's bits as "
+			       "uint16, say): reading one type as another is not supported", name,
+			       ox_onnx_type_name(tt->elem_type), ox_onnx_type_name(given->onnx_type));
 	if (!tt->shape && !given)
 		return ox_fail(m, TIR_EUNSUPPORTED, "input '%s' has no shape; give it (--input)", name);
 	int rank = tt->shape ? (int)tt->shape->n_dim : given->rank;
@@ -1024,6 +1101,7 @@ static int check_ops(struct ox_imp *m)
 	const Onnx__GraphProto *g = m->model->graph;
 	struct tir_str s = {0};
 	int bad = 0;
+	char old[200];
 	for (size_t k = 0; k < g->n_node; k++) {
 		const Onnx__NodeProto *nd = g->node[k];
 		const char *op = nd->op_type ? nd->op_type : "";
@@ -1037,6 +1115,8 @@ static int check_ops(struct ox_imp *m)
 		}
 		else if ((why = ox_op_refused(op)) == NULL && !ox_op_lookup(op))
 			why = "not supported";
+		else if (!why)
+			why = ox_op_old(op, m->opset, old, sizeof old);
 		if (!why)
 			continue;
 		if (bad < 50)
@@ -1091,23 +1171,37 @@ static int write_weights(struct ox_imp *m, const char *file, bool npy)
 	int rc = 0;
 	if (!names || !ts || !tp)
 		rc = ox_fail(m, TIR_ENOMEM, "out of memory");
+	/* a weight's bytes are written from where they are (no copy): a
+	 * tensor over them whose buffer this function holds and never frees */
+	struct tir_buf *bufs = calloc(m->nw + 1, sizeof *bufs);
+	if (!bufs && !rc)
+		rc = ox_fail(m, TIR_ENOMEM, "out of memory");
 	for (size_t k = 0; k < m->nw && !rc; k++) {
 		const struct ox_const *c = m->wconsts[k];
+		size_t sz = dtype_size(c->dtype);
+		names[k] = m->wnames[k];
+		tp[k] = &ts[k];
+		if (c->bytes) {
+			bufs[k] = (struct tir_buf){.refs = 1, .bytes = (size_t)c->n * sz, .data = c->bytes};
+			ts[k].dtype = c->dtype;
+			ts[k].rank = c->rank;
+			memcpy(ts[k].shape, c->shape, sizeof ts[k].shape);
+			tir_tensor_set_contiguous_strides(&ts[k]);
+			ts[k].buf = &bufs[k];
+			continue;
+		}
 		if ((rc = tir_tensor_alloc(&ts[k], c->dtype, c->rank, c->shape, false, m->err)))
 			break;
 		unsigned char *dst = tir_tensor_data(&ts[k]);
-		size_t sz = dtype_size(c->dtype);
-		if (c->bytes)
-			memcpy(dst, c->bytes, (size_t)c->n * sz);
-		for (int64_t e = 0; !c->bytes && e < c->n; e++)
+		for (int64_t e = 0; e < c->n; e++)
 			store_elem(dst + (size_t)e * sz, c->dtype, c->d[e], c->i[e]);
-		names[k] = m->wnames[k];
-		tp[k] = &ts[k];
 	}
 	if (!rc)
 		rc = npy ? tir_npy_save(file, tp[0], m->err) : tir_safetensors_save(file, names, tp, (int)m->nw, m->err);
 	for (size_t k = 0; k < m->nw; k++)
-		tir_tensor_release(&ts[k]);
+		if (!bufs || ts[k].buf != &bufs[k])
+			tir_tensor_release(&ts[k]);
+	free(bufs);
 	free(names);
 	free(ts);
 	free(tp);
@@ -1232,7 +1326,11 @@ static int import_nodes(struct ox_imp *m, const size_t *order)
 		}
 		size_t before = m->text.n;
 		int serial = m->serial;
-		int rc = def->fn(&c);
+		struct ox_upgrade up = {0};
+		int rc = ox_node_upgrade(&c, &up);
+		if (!rc)
+			rc = def->fn(&c);
+		ox_upgrade_free(&up);
 		if (rc || m->err->code) {
 			if (!m->err->code)
 				ox_fail(m, TIR_EUNSUPPORTED, "?");
@@ -1366,7 +1464,7 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		goto out;
 	}
 	for (size_t k = 0; k < m.nvals; k++) {
-		if (!m.vals[k].tir)
+		if (!m.vals[k].tir || m.vals[k].onnx[0] == '\x01') /* the importer's own values */
 			continue;
 		bool f;
 		const char *to = names_get(&m.alias, m.vals[k].tir, &f);
@@ -1375,8 +1473,17 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		if (m.vals[k].is_input)
 			out->inputs[out->ninputs++] = strdup(m.vals[k].onnx);
 	}
-	for (size_t k = 0; k < g->n_output; k++)
+	out->output_types = calloc(g->n_output + 1, sizeof *out->output_types);
+	if (!out->output_types) {
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < g->n_output; k++) {
+		const Onnx__TypeProto *tp = g->output[k]->type;
+		if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type)
+			out->output_types[k] = tp->tensor_type->elem_type;
 		out->outputs[out->noutputs++] = strdup(g->output[k]->name ? g->output[k]->name : "");
+	}
 out:
 	if (rc)
 		tir_onnx_model_free(out);
@@ -1422,6 +1529,7 @@ void tir_onnx_model_free(struct tir_onnx_model *m)
 		free(m->inputs[k]);
 	for (size_t k = 0; k < m->noutputs; k++)
 		free(m->outputs[k]);
+	free(m->output_types);
 	free(m->onnx_names);
 	free(m->tir_names);
 	free(m->inputs);
@@ -1454,7 +1562,55 @@ bool tir_path_is_pb(const char *path)
 	return ends_with(path, ".pb");
 }
 
-int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, struct tir_err *err)
+int tir_onnx_save_unsigned(const struct tir_onnx_model *m, const char *onnx, const struct tir_tensor *t,
+			   const char *path, struct tir_err *err)
+{
+	int32_t ty = 0;
+	for (size_t k = 0; m && m->output_types && k < m->noutputs; k++)
+		if (!strcmp(m->outputs[k], onnx))
+			ty = m->output_types[k];
+	size_t usz = unsigned_size(ty), pl = strlen(path);
+	if (!usz || pl < 4 || strcmp(path + pl - 4, ".npy"))
+		return 1;
+	struct tir_tensor w = {0};
+	if (tir_tensor_convert(t, TIR_DTYPE_I64, &w, err))
+		return -err->code;
+	int64_t n = tir_tensor_numel(&w);
+	const int64_t *src = tir_tensor_data(&w);
+	unsigned char *buf = malloc((size_t)n * usz + 1);
+	if (!buf) {
+		tir_tensor_release(&w);
+		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+	}
+	for (int64_t k = 0; k < n; k++) {
+		uint64_t v = (uint64_t)src[k];
+		uint16_t a = (uint16_t)v;
+		uint32_t b = (uint32_t)v;
+		memcpy(buf + (size_t)k * usz, usz == 2 ? (void *)&a : usz == 4 ? (void *)&b : (void *)&v, usz);
+	}
+	/* NumPy's format 1.0: magic, header length, a dict padded to 64 bytes */
+	char hdr[512];
+	int hl = snprintf(hdr, sizeof hdr, "{'descr': '<u%zu', 'fortran_order': False, 'shape': (", usz);
+	for (int k = 0; k < w.rank; k++)
+		hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, "%" PRId64 "%s", w.shape[k],
+			       w.rank == 1 || k + 1 < w.rank ? ", " : "");
+	hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, "), }");
+	while ((10 + hl + 1) % 64)
+		hdr[hl++] = ' ';
+	hdr[hl++] = '\n';
+	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 255), (unsigned char)(hl >> 8)};
+	FILE *f = fopen(path, "wb");
+	bool ok = f && fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl &&
+		  fwrite(buf, usz, (size_t)n, f) == (size_t)n;
+	if (f && fclose(f))
+		ok = false;
+	free(buf);
+	tir_tensor_release(&w);
+	return ok ? 0 : tir_errf(err, TIR_EDATA, NULL, "%s: %s", path, strerror(errno));
+}
+
+int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, int32_t *onnx_type,
+		       struct tir_err *err)
 {
 	struct ox_imp m = {.path = pb, .err = err};
 	int fd = open(pb, O_RDONLY);
@@ -1476,6 +1632,8 @@ int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shap
 		return tir_errf(err, TIR_EDATA, NULL, "%s: not an ONNX TensorProto", pb);
 	struct ox_const *c = NULL;
 	int rc = ox_tensor_decode(NULL, t, &c, err);
+	if (onnx_type)
+		*onnx_type = t->data_type;
 	onnx__tensor_proto__free_unpacked(t, NULL);
 	if (rc)
 		return rc;

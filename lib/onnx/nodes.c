@@ -1,6 +1,6 @@
 /*
- * nodes.c — one emitter per ONNX op of the default domain (opsets 7-17):
- * each writes the node as tir statements over today's ops, or folds it
+ * nodes.c — one emitter per ONNX op of the default domain (opsets 1-17,
+ * a node of opset 1-6 rewritten first in the form of 7 by nodes_misc.c): each writes the node as tir statements over today's ops, or folds it
  * when its inputs are known (shape arithmetic), or says why it cannot.
  * The table at the end is the list docs/onnx.md gives.
  */
@@ -251,12 +251,37 @@ static const char *trunc_fix(struct ox_node_ctx *c, const char *a, const char *b
 	return df ? EMIT("and(%s, %s)", nz, df) : NULL;
 }
 
+/* Add, Sub, Mul, Div of two known f32 or f64 scalars (a Range's bounds
+ * computed from a size given): in double, rounded once to the dtype, so
+ * the same as the op at run time */
+static int fold_float(struct ox_node_ctx *c, struct ox_const *a, struct ox_const *b)
+{
+	const char *op = c->n->op_type;
+	if (a->n != 1 || b->n != 1 || (a->dtype != TIR_DTYPE_F32 && a->dtype != TIR_DTYPE_F64))
+		return 1;
+	double x = a->d[0], y = b->d[0], v;
+	if (!strcmp(op, "Add")) v = x + y;
+	else if (!strcmp(op, "Sub")) v = x - y;
+	else if (!strcmp(op, "Mul")) v = x * y;
+	else if (!strcmp(op, "Div")) v = x / y;
+	else return 1;
+	if (a->dtype == TIR_DTYPE_F32)
+		v = (float)v;
+	const struct ox_const *big = a->rank >= b->rank ? a : b;
+	struct ox_const *r = ox_const_new(a->dtype, big->rank, big->shape);
+	if (r)
+		ox_const_set(r, 0, v, isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0);
+	return bind_const(c, 0, r);
+}
+
 /* elementwise on two known integer values (shape arithmetic) */
 static int fold_binary(struct ox_node_ctx *c, struct ox_const *a, struct ox_const *b)
 {
 	const char *op = c->n->op_type;
-	if (a->dtype != b->dtype || is_float(a->dtype) || a->n > OX_FOLD_MAX || b->n > OX_FOLD_MAX)
+	if (a->dtype != b->dtype || a->n > OX_FOLD_MAX || b->n > OX_FOLD_MAX)
 		return 1;
+	if (is_float(a->dtype))
+		return fold_float(c, a, b);
 	/* only the same shapes or a scalar side */
 	const struct ox_const *big = a->n >= b->n ? a : b;
 	if (!(a->n == b->n && a->rank == b->rank) && !(a->n == 1 && a->rank <= big->rank) &&
@@ -1015,6 +1040,13 @@ static int op_cast(struct ox_node_ctx *c)
 			if (dt == TIR_DTYPE_U8) r->i[e] = (uint8_t)r->i[e];
 			r->d[e] = (double)r->i[e];
 		}
+		return bind_const(c, 0, r);
+	}
+	if (k && k->n == 1 && !is_float(k->dtype) && (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64)) {
+		/* a known integer scalar as a float (a size given, for a Range) */
+		struct ox_const *r = ox_const_new(dt, k->rank, k->shape);
+		if (r)
+			ox_const_set(r, 0, dt == TIR_DTYPE_F32 ? (float)k->i[0] : (double)k->i[0], k->i[0]);
 		return bind_const(c, 0, r);
 	}
 	const char *x = in(c, 0);
@@ -2402,7 +2434,7 @@ const struct ox_opdef *ox_op_lookup(const char *op_type)
 	for (int k = 0; op_type && ops[k].name; k++)
 		if (!strcmp(ops[k].name, op_type))
 			return &ops[k];
-	return NULL;
+	return ox_misc_lookup(op_type);
 }
 
 const char *ox_op_refused(const char *op_type)

@@ -24,6 +24,7 @@ struct ox_const {
 	int64_t *i;              /* n integers (floats truncated); NULL past OX_FOLD_MAX */
 	double *d;               /* n doubles; NULL past OX_FOLD_MAX */
 	unsigned char *bytes;    /* past OX_FOLD_MAX instead: the elements as tir stores them */
+	bool borrowed;           /* bytes are the model's (its raw_data), not freed here */
 };
 
 /* One ONNX tensor name of the graph. */
@@ -133,5 +134,23 @@ int ox_op_reversesequence(struct ox_node_ctx *c);
 int ox_op_batchnorm_training(struct ox_node_ctx *c);
 int ox_op_scatternd(struct ox_node_ctx *c);
 int ox_op_scatterelements(struct ox_node_ctx *c);
+/* ---- nodes_misc.c ---- */
+/* NULL when tir imports op_type at opset (before 7: the ops listed there),
+ * else why not, written into buf */
+const char *ox_op_old(const char *op_type, int64_t opset, char *buf, size_t len);
+/* A node of opset 1 to 6 in the form of opset 7: a copy of the node whose
+ * arrays the upgrade owns (free with ox_upgrade_free), c->n pointed at it;
+ * statements it needs (an operand reshaped) emitted.  Nothing at opset 7+. */
+struct ox_upgrade {
+	Onnx__NodeProto node;
+	char **input;
+	Onnx__AttributeProto **attribute;
+	Onnx__AttributeProto extra;      /* an attribute added */
+	char *name;                      /* an input's new ONNX name */
+};
+int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u);
+/* the emitter of op_type among nodes_misc.c's (ox_op_lookup asks), or NULL */
+const struct ox_opdef *ox_misc_lookup(const char *op_type);
+void ox_upgrade_free(struct ox_upgrade *u);
 
 #endif

@@ -121,6 +121,16 @@ simple([one("Frobnicate", "custom", domain="com.example")], "domain.onnx", check
 simple([one("NonZero", "nz", outs=["y"])], "nonzero.onnx", check=False)
 # an opset past 17
 simple([one("Relu")], "opset18.onnx", opv=18, check=False)
+simple([one("Relu")], "opset0.onnx", opv=0, check=False)
+# an op whose old version tir does not implement (Tile of opset 1 to 5), and the old
+# binary ops' broadcast (B [3] placed at axis 0 of A [3, 2])
+simple([one("Tile", "tile5", ins=["x", "t", "a"])], "old_tile.onnx", opv=5, check=False,
+       inits=[numpy_helper.from_array(np.array(2, np.int64), "t"), numpy_helper.from_array(np.array(1, np.int64), "a")])
+graph = helper.make_graph([one("Add", "add6", ins=["x", "b"], broadcast=1, axis=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([1, 2, 3], np.float32), "b")])
+save("old_broadcast.onnx", helper.make_model(graph, opset_imports=opset(6)), False)
 # a cycle: a -> b -> a
 simple([one("Relu", "first", ins=["b"], outs=["a"]), one("Relu", "second", ins=["a"], outs=["b"]),
         one("Relu", "last", ins=["b"], outs=["y"])], "cycle.onnx", check=False)

@@ -89,7 +89,12 @@ refused cycle.onnx "the graph has a cycle: node 'first' (Relu) reads 'b'"
 refused domain.onnx "node 'custom': Frobnicate (domain 'com.example', opset 1): unknown domain"
 refused escape.onnx "external data path '../../etc/passwd' leaves the model's folder"
 refused nonzero.onnx "node 'nz': NonZero (domain 'ai.onnx', opset 13): its result's shape depends on the data"
-refused opset18.onnx "opset 18 of the default domain; tir imports opsets 7 to 17"
+refused opset18.onnx "opset 18 of the default domain; tir imports opsets 1 to 17"
+refused opset0.onnx "opset 0 of the default domain; tir imports opsets 1 to 17"
+refused old_tile.onnx "node 'tile5': Tile (domain 'ai.onnx', opset 5): its version of opset 5 is not supported (tir imports Tile from opset 6)"
+# opset 6's broadcast with an axis: B [3] against A [3, 2] at axis 0
+if $tir import "$m/old_broadcast.onnx" -o "$tmp/ob.tir" 2>"$tmp/err" &&
+   grep -q '= reshape(b, \[3, 1\])$' "$tmp/ob.tir"; then ok; else bad "old_broadcast: $(cat "$tmp/err" "$tmp/ob.tir" 2>/dev/null)"; fi
 refused deconv_shape.onnx "node 'deconv' (ConvTranspose, opset 13): output_shape past 4294967296"
 refused deconv_strides.onnx "node 'deconv' (ConvTranspose, opset 13): a result of 3 x 2147483648 strides"
 refused deconv_dilation.onnx "node 'deconv' (ConvTranspose, opset 13): a dilated kernel of 3 x 2147483648 taps"

@@ -144,9 +144,13 @@ static void test_fuser(void)
 		struct tir_program *p;
 		const struct tir_node *n = call_on((enum tir_op)op, "f32", &p);
 		if (!n) {
-			/* logic ops take bool operands */
+			/* logic ops take bool operands, the shifts integers */
 			tir_program_free(p);
 			n = call_on((enum tir_op)op, "bool", &p);
+			if (!n) {
+				tir_program_free(p);
+				n = call_on((enum tir_op)op, "i32", &p);
+			}
 			CHECK(n != NULL && d->fuse == TIR_FUSE_NO);
 			if (n)
 				CHECK(!tir_fusable(n));

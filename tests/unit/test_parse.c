@@ -923,7 +923,7 @@ static const char *const programs[] = {
 	/* 5: every binary op, weak scalars on either side */
 	"input x: f32[2, 3]\ninput y: f32[3]\ninput i: i32[2, 3]\ninput b: bool[3]\n"
 	"a = add(x, y)\nc = sub(1, x)\nd = mul(i, 2)\ne = div(i, 0.5)\nf = pow(x, 2)\ng = maximum(x, y)\n"
-	"h = minimum(b, b)\nk = mod(i, 3)\nk2 = floor_divide(i, -3)\nl = eq(x, y)\nm = ne(i, 2)\nn = lt(x, 0)\no = le(2.5, x)\n"
+	"h = minimum(b, b)\nk = mod(i, 3)\nk2 = floor_divide(i, -3)\nk3 = left_shift(i, 2)\nk4 = right_shift(-9, i)\nl = eq(x, y)\nm = ne(i, 2)\nn = lt(x, 0)\no = le(2.5, x)\n"
 	"p = gt(i, x)\nq = ge(x, -1)\nr = and(b, x)\ns = or(b, true)\nt = where(b, x, 0)\n"
 	"u = where(gt(x, 0), i, 1.5)\nv = clip(x, 0, 6)\nw = clip(i, -1, y)\nz = 1 + 2 * 3\n"
 	"print x + y - 1, x * y / 2, true\n",
