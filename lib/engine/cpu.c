@@ -216,10 +216,11 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 static int run_group(struct cpu *x, const struct tir_group *g, const bool *interior,
 		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
 {
-	struct tir_tensor in[64];
+	/* the values it reads: a kernel reads as many as its group does */
+	struct tir_tensor few[64], *in = few;
 	const struct tir_node *r = g->root;
-	if (g->nin > 64)
-		return tir_errf(err, TIR_EUNSUPPORTED, &r->loc, "a fused kernel reads at most 64 values");
+	if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
+		return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
 	for (int k = 0; k < g->nin; k++) {
 		const struct tir_node *o = g->inputs[k];
 		const struct tir_tensor *c = NULL;
@@ -254,6 +255,8 @@ static int run_group(struct cpu *x, const struct tir_group *g, const bool *inter
 		if (!rc)
 			rc = tir_fused_eval(g, in, out, err);
 	}
+	if (in != few)
+		free(in);
 	if (rc) {
 		tir_tensor_release(out);
 		if (!err->loc.src)
@@ -426,14 +429,18 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 	const struct tir_program *p = x->prog;
 	const struct tir_plan *pl = &x->plan;
 	size_t words = 0, nalone = 0;
-	for (int g = 0; g < pl->ngroups; g++)
+	size_t ibytes = 0; /* the groups' by-member arrays, after their infos */
+	for (int g = 0; g < pl->ngroups; g++) {
 		words += 3 + (size_t)pl->groups[g].n + (size_t)pl->groups[g].nin;
+		ibytes += (tir_group_info_bytes(pl->groups[g].n) + 7) / 8 * 8;
+	}
 	for (size_t i = 0; pl->alone && i < p->nnodes; i++)
 		nalone += pl->alone[i] != NULL;
 	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
-	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1));
+	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
+	char *imem = info ? (char *)(info + pl->ngroups + 1) : NULL;
 	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
@@ -468,8 +475,14 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 		const struct tir_node *culprit;
 		if (gr->info)
 			info[g] = *gr->info;
-		else
+		tir_group_info_place(&info[g], imem, gr->n);
+		imem += (tir_group_info_bytes(gr->n) + 7) / 8 * 8;
+		if (gr->info) {
+			memcpy(info[g].via, gr->info->via, sizeof *info[g].via * (size_t)gr->n);
+			memcpy(info[g].cls, gr->info->cls, (size_t)gr->n);
+		} else {
 			TIR_ASSERT(!tir_group_analyze(gr, &info[g], &culprit));
+		}
 	}
 	for (size_t i = 0, k = 0; pl->alone && i < p->nnodes; i++)
 		if (pl->alone[i]) {
