@@ -889,8 +889,7 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 			if (j < gr->n - 1)
 				copies[m->id]++;
 			for (int k = 0; k < m->nin; k++)
-				for (int q = 0; q < gr->n; q++)
-					absorbed[m->in[k]->id] += gr->nodes[q] == m->in[k];
+				absorbed[m->in[k]->id] += member_index(gr, m->in[k]) >= 0;
 		}
 	}
 	for (size_t i = nn; i-- > 0;) {

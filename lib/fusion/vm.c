@@ -129,6 +129,7 @@ static void sizes(void)
 /* A value read from memory, as one kind of reader sees it. */
 struct src {
 	int val;                 /* index into vm->vals */
+	int next;                /* the next source of the same value, or -1 (vm->src_of) */
 	bool row;                /* by row (read by per-row members), else over the domain */
 	int sp;                  /* domain: the layout it is read in (tir_group_info.via) */
 	struct tir_tensor v;     /* the view: the domain's shape, or the row reader's */
@@ -183,6 +184,7 @@ struct vm {
 	struct tir_buf *vbuf;    /* the generators' buffers: no data, never freed */
 	int nvals;
 	struct tir_tensor *vals; /* the inputs in the group's dtype, then values made before */
+	int *src_of;             /* by value: its first source, or -1 (then src[].next) */
 	void *mem;               /* the block all of these are in */
 	size_t memcap;
 	int nbig, nsmall;        /* registers: a block's elements, a block's rows */
@@ -1090,7 +1092,7 @@ static size_t nvals_of(const struct tir_group *g)
 /* Where each of a vm's arrays starts in its block, for group g; returns
  * the block's bytes. */
 struct vm_layout {
-	size_t nd, src, gens, vbuf, vals, borrowed, vg, info, end;
+	size_t nd, src, gens, vbuf, vals, borrowed, vg, src_of, info, end;
 };
 
 static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
@@ -1104,6 +1106,7 @@ static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
 	VM_PLACE(vals, sizeof(struct tir_tensor) * nv);
 	VM_PLACE(borrowed, sizeof(bool) * nv);
 	VM_PLACE(vg, sizeof(int32_t) * nv);
+	VM_PLACE(src_of, sizeof(int) * nv);
 	VM_PLACE(info, tir_group_info_bytes(g->n));
 #undef VM_PLACE
 	l->end = at;
@@ -1147,6 +1150,9 @@ static struct vm *vm_new(const struct tir_group *g)
 	vm->vals = (struct tir_tensor *)(m + l.vals);
 	vm->borrowed = (bool *)(m + l.borrowed);
 	vm->vg = (int32_t *)(m + l.vg);
+	vm->src_of = (int *)(m + l.src_of);
+	for (size_t k = 0; k < nv; k++)
+		vm->src_of[k] = -1;
 	memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
 	memset(vm->vals, 0, sizeof *vm->vals * nv);
 	memset(vm->borrowed, 0, sizeof *vm->borrowed * nv);
@@ -1281,9 +1287,9 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 	int val = value_of(vm, j, k);
 	bool row = v->cls == TIR_FC_ROW && !v->red;
 	int sp = row ? -1 : in->via[j];
-	for (int s = 0; s < vm->nsrc; s++) {
+	for (int s = vm->src_of[val]; s >= 0; s = vm->src[s].next) {
 		struct src *c = &vm->src[s];
-		if (c->val == val && c->row == row &&
+		if (c->row == row &&
 		    (row ? c->v.rank == v->n->type.rank &&
 				   !memcmp(c->v.shape, v->n->type.shape, sizeof(int64_t) * (size_t)c->v.rank)
 			 : c->sp == sp)) {
@@ -1299,7 +1305,8 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 	}
 	TIR_ASSERT(vm->nsrc < 3 * vm->n);
 	struct src *s = &vm->src[vm->nsrc];
-	*s = (struct src){.val = val, .row = row, .sp = sp, .for_red = v->red, .reg = -1};
+	*s = (struct src){.val = val, .next = vm->src_of[val], .row = row, .sp = sp, .for_red = v->red, .reg = -1};
+	vm->src_of[val] = vm->nsrc;
 	const struct tir_tensor *x = &vm->vals[val];
 	int rc = 0;
 	if (row) {
@@ -1544,10 +1551,28 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	if (rc)
 		goto out;
 	/* registers: one per member computed in the blocks (an ALIAS shares
-	 * the one below), one per value gathered */
+	 * the one below), one per value gathered.  What reads a member's
+	 * register, counted once (a group of any length): fb[m], the member
+	 * whose register m is in (m's base, as set below); rd[m], the operands
+	 * reading m; cnt[o], those reading o or an alias of it set so far. */
+	int *fb = malloc(sizeof *fb * 3 * (size_t)g->n), *rd = fb + g->n, *cnt = fb + 2 * g->n;
+	if (!fb) {
+		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
+		goto out;
+	}
+	for (int m = 0; m < g->n; m++) {
+		const struct vnode *v = &vm->nd[m];
+		fb[m] = !v->pre && v->cls == TIR_FC_ALIAS && v->op[0] >= 0 ? fb[v->op[0]] : m;
+		rd[m] = cnt[m] = 0;
+	}
+	for (int q = 0; q < g->n; q++)
+		for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
+			if (vm->nd[q].op[k] >= 0)
+				rd[vm->nd[q].op[k]]++;
 	for (int j = 0; j < g->n - 1; j++) {
 		struct vnode *v = &vm->nd[j];
 		v->steal = -1;
+		cnt[fb[j]] += rd[j];
 		if (v->pre)
 			continue;
 		if (v->cls == TIR_FC_ALIAS) {
@@ -1559,10 +1584,12 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			for (int k = 0; k < v->n->nin; k++)
 				if (v->op[k] >= 0 && vm->nd[v->op[k]].cls == TIR_FC_FULL && vm->nd[v->op[k]].reg >= 0)
 					o = v->op[k];
-			/* (what reads o, or an alias of it, comes after it; one is enough) */
-			for (int q = o + 1; o >= 0 && !readers && q < g->n; q++)
-				for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
-					readers += q != j && vm->nd[q].op[k] >= 0 && vm->nd[vm->nd[q].op[k]].base == o;
+			/* (what reads o, or an alias of it set so far, but j) */
+			if (o >= 0) {
+				readers = cnt[o];
+				for (int k = 0; k < v->n->nin; k++)
+					readers -= v->op[k] >= 0 && fb[v->op[k]] == o;
+			}
 			if (o >= 0 && !readers) {
 				v->reg = vm->nd[o].reg;
 				v->steal = o;
@@ -1573,6 +1600,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			v->reg = vm->nsmall++;
 		}
 	}
+	free(fb);
 	for (int j = 0; j < g->n; j++) {
 		struct vnode *v = &vm->nd[j];
 		v->breg = -1;

@@ -131,7 +131,7 @@ done
 # blocks: bench/chain.tir's chain 8 times, each summed into t; steps: 48
 # steps of x = x * 1.001 + 0.001 * i and their sum, one kernel of 97 ops
 # reading 96 values; means: a mean to one value under an elementwise
-# root, 6 times.
+# root, 6 times.  Each prints what --no-fuse prints.
 cat >"$tmp/blocks.tir" <<'EOF'
 x = rand([16777216], seed=3) * 4 - 2
 t = 0
@@ -177,6 +177,11 @@ for case in "blocks:8:fused 11 ops \[mul tanh mul mul exp mul sigmoid add add sq
 		head -n 20 "$tmp/explain"
 	fi
 	"$tir" run --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>/dev/null
+	"$tir" run --threads 1 --no-fuse "$tmp/$name.tir" >"$tmp/ref" 2>/dev/null
+	if cmp -s "$tmp/out1" "$tmp/ref"; then ok; else
+		bad "$name: stdout fused differs from --no-fuse"
+		diff "$tmp/ref" "$tmp/out1" | head -n 5
+	fi
 	for t in 16 64; do
 		"$tir" run --profile --threads "$t" "$tmp/$name.tir" >"$tmp/out$t" 2>"$tmp/prof$t"
 		few=$(big_tasks "$tmp/prof$t" "$t")
