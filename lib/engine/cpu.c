@@ -190,26 +190,53 @@ static const struct tir_tensor *const_as(struct cpu *x, const struct tir_node *n
 	return tir_tensor_convert(&c->v, dt, &c->as, &e) ? NULL : &c->as;
 }
 
+/* The edges from g's members into each of its inputs (edges[k] for
+ * g->inputs[k], which are in graph order: found by binary search, so a
+ * group of any length costs n log n): in few when there are at most 64,
+ * else new (free it); NULL when out of memory. */
+static int64_t *input_edges(const struct tir_group *g, int64_t *few)
+{
+	int64_t *e = g->nin <= 64 ? few : malloc(sizeof *e * (size_t)g->nin);
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof *e * (size_t)g->nin);
+	for (int j = 0; j < g->n; j++)
+		for (int q = 0; q < g->nodes[j]->nin; q++) {
+			const struct tir_node *o = g->nodes[j]->in[q];
+			int lo = 0, hi = g->nin;
+			while (lo < hi) {
+				int mid = lo + (hi - lo) / 2;
+				if (g->inputs[mid]->id < o->id)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < g->nin && g->inputs[lo] == o)
+				e[lo]++;
+		}
+	return e;
+}
+
 /* An input of g whose memory g's root may take: its last reader is g,
  * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const int64_t *uses)
 {
-	for (int k = 0; k < g->nin; k++) {
+	int64_t few[64], *edges = input_edges(g, few);
+	int found = -1;
+	for (int k = 0; edges && k < g->nin && found < 0; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
 		/* (a file's mapping is never written: tir_buf_writable) */
 		if (!tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
 			continue;
-		int64_t edges = 0;
-		for (int j = 0; j < g->n; j++)
-			for (int q = 0; q < g->nodes[j]->nin; q++)
-				edges += g->nodes[j]->in[q] == x;
-		if (uses[x->id] == edges && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
-			return k;
+		if (uses[x->id] == edges[k] && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
+			found = k;
 	}
-	return -1;
+	if (edges != few)
+		free(edges);
+	return found;
 }
 
 /* One fused kernel: read its inputs, write its root. */
@@ -703,16 +730,15 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 			const struct tir_node *r = g->root;
 			size_t bytes = value_bytes(r);
 			/* an input it may write over (inplace_input) holds the root */
-			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
+			int64_t few[64], *edges = g->head ? NULL : input_edges(g, few);
+			for (int k = 0; edges && k < g->nin && bytes; k++) {
 				const struct tir_node *o = g->inputs[k];
-				int64_t edges = 0;
-				for (int j = 0; j < g->n; j++)
-					for (int q = 0; q < g->nodes[j]->nin; q++)
-						edges += g->nodes[j]->in[q] == o;
 				if (m->live[o->id] >= bytes && o->type.dtype == r->type.dtype &&
-				    m->uses[o->id] == edges && tir_fused_can_overwrite(g, k))
+				    m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
 					bytes = 0;
 			}
+			if (edges != few)
+				free(edges);
 			sim_hold(m, r, bytes, i);
 			if (g->head)
 				sim_drop(m, g->head, plan->interior);
