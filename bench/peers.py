@@ -9,7 +9,7 @@ calls lasting at least a second in all, after WARMUP calls.  Prints "key value" 
     IMPL_missing apt-get install python3-XXX     (module not importable)
 
 Usage:
-    peers.py [--threads N] [--runs N] [--warmup N] chain|softmax|layernorm|mlp|tiny
+    peers.py [--threads N] [--runs N] [--warmup N] [--blocks N] chain|softmax|layernorm|mlp|tiny|blocks
     peers.py tiny-tir FILE      write the tiny section's tir program to FILE
 
 Thread counts: torch.set_num_threads, numexpr.set_num_threads and
@@ -76,6 +76,14 @@ def chain_numpy(np, x):
     f = np.float32
     return np.sqrt(np.tanh(x * f(0.5)) * np.exp(x * x * f(-0.5))
                    + f(1) / (f(1) + np.exp(-x)) + f(0.5))
+
+
+def blocks_numpy(np, x, n):
+    # bench/blocks.tir: for i in range(n) { y = chain(x); t = t + sum(y) }
+    t = np.float32(0)
+    for _ in range(n):
+        t = t + chain_numpy(np, x).sum()
+    return t
 
 
 CHAIN_NUMEXPR = "sqrt(tanh(x * h) * exp(x * x * mh) + one / (one + exp(-x)) + h)"
@@ -153,7 +161,7 @@ def tiny_python(mod):
 
 # ---- the sections ----
 
-def section(name, mods, runs, warmup, threads):
+def section(name, mods, runs, warmup, threads, blocks=8):
     np, ne, torch = mods.get("numpy"), mods.get("numexpr"), mods.get("torch")
     f32 = np.float32
     nsum = lambda y: float(y.sum(dtype=np.float64))
@@ -170,6 +178,9 @@ def section(name, mods, runs, warmup, threads):
         if torch:
             tx = torch.from_numpy(x)
             report("torch", lambda: chain_torch(torch, tx), runs, warmup, tsum)
+    elif name == "blocks":
+        x = bench_input(np, CHAIN_N, 0)
+        report("numpy", lambda: blocks_numpy(np, x, blocks), runs, warmup, float)
     elif name == "softmax":
         x = bench_input(np, ROWS * COLS, 0).reshape(ROWS, COLS)
         report("numpy", lambda: softmax_numpy(np, x), runs, warmup, nsum)
@@ -243,7 +254,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("section", choices=["chain", "softmax", "layernorm", "mlp", "tiny"])
+    ap.add_argument("--blocks", type=int, default=8, help="the blocks section's N")
+    ap.add_argument("section", choices=["chain", "softmax", "layernorm", "mlp", "tiny", "blocks"])
     args = ap.parse_args()
     n = str(args.threads)
     # before the imports: OpenBLAS (NumPy's matmul) and OpenMP read these once
@@ -269,7 +281,7 @@ def main():
     if "torch" in mods:
         mods["torch"].set_num_threads(args.threads)
     say("threads", args.threads)
-    section(args.section, mods, args.runs, args.warmup, args.threads)
+    section(args.section, mods, args.runs, args.warmup, args.threads, args.blocks)
     return 0
 
 

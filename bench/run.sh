@@ -192,6 +192,37 @@ tir_ms=$(kv "$tmp/tir.chain.fused" ms_median)
 target "tir <= 1.2x hand-fused C" "$(ratio "$tir_ms" "$(kv "$tmp/hf.chain" chain_ms_median)")" "<=" 1.2
 target "tir >= 8x faster than numpy" "$(ratio "$(kv "$tmp/py.chain" numpy_ms)" "$tir_ms")" ">=" 8
 
+# ---- blocks ----
+section "blocks: bench/chain.tir's chain as N repeated blocks, each summed into t (bench/blocks.tir, a for loop), $THREADS threads"
+echo "  tir: median of >= $RUNS runs (64 blocks: >= 3), >= 1 s; numpy: >= 3 runs (64 blocks: 1, no warm-up)"
+: >"$tmp/rows"
+for n in 1 8 64; do
+	sed "s/^n = 8\$/n = $n/" bench/blocks.tir >"$tmp/blocks$n.tir"
+	runs=$RUNS
+	[ "$n" = 64 ] && runs=3
+	if "$BUILD/bench/tir_time" --threads "$THREADS" --runs "$runs" --out t "$tmp/blocks$n.tir" >"$tmp/tir.blocks$n"; then
+		f=$tmp/tir.blocks$n
+		row "tir" "$(kv "$f" ms_median)" "$(kv "$f" sum)" "($(kv "$f" nops) ops -> $(kv "$f" nkernels) kernels)"
+	else
+		row "tir" "" "" "tir_time FAILED"
+		status=1
+	fi
+	pyruns="--runs 3 --warmup 1"
+	[ "$n" = 64 ] && pyruns="--runs 1 --warmup 0"
+	# shellcheck disable=SC2086
+	$PY bench/peers.py --threads "$THREADS" $pyruns --blocks "$n" blocks >"$tmp/py.blocks$n" || status=1
+	peer_rows "$tmp/py.blocks$n" numpy numpy
+	echo "  $n block(s):"
+	table tir tir
+done
+one=$(kv "$tmp/tir.blocks1" ms_median)
+for n in 8 64; do
+	r=$(awk -v a="$(kv "$tmp/tir.blocks$n" ms_median)" -v b="$one" -v n="$n" \
+		'BEGIN { if (a != "" && b > 0) printf "%.6g", a / (n * b) }')
+	echo "  $n blocks / ($n x 1 block): ${r:-no figure}"
+	target "tir $n blocks <= 1.15x $n x 1 block" "$r" "<=" 1.15
+done
+
 # ---- softmax ----
 big_section softmax "softmax: softmax(x, axis=-1) over f32[4096, 1024]" bench/softmax.tir
 tir_ms=$(kv "$tmp/tir.softmax.fused" ms_median)

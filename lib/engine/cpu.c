@@ -196,6 +196,33 @@ static const struct tir_tensor *const_as(struct cpu *x, const struct tir_node *n
 	return tir_tensor_convert(&c->v, dt, &c->as, &e) ? NULL : &c->as;
 }
 
+/* The edges from g's members into each of its inputs (edges[k] for
+ * g->inputs[k], which are in graph order: found by binary search, so a
+ * group of any length costs n log n): in few when there are at most 64,
+ * else new (free it); NULL when out of memory. */
+static int64_t *input_edges(const struct tir_group *g, int64_t *few)
+{
+	int64_t *e = g->nin <= 64 ? few : malloc(sizeof *e * (size_t)g->nin);
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof *e * (size_t)g->nin);
+	for (int j = 0; j < g->n; j++)
+		for (int q = 0; q < g->nodes[j]->nin; q++) {
+			const struct tir_node *o = g->nodes[j]->in[q];
+			int lo = 0, hi = g->nin;
+			while (lo < hi) {
+				int mid = lo + (hi - lo) / 2;
+				if (g->inputs[mid]->id < o->id)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < g->nin && g->inputs[lo] == o)
+				e[lo]++;
+		}
+	return e;
+}
+
 /* An input of g whose memory g's root may take: its last reader is g,
  * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
@@ -203,31 +230,32 @@ static const struct tir_tensor *const_as(struct cpu *x, const struct tir_node *n
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const bool *lent,
 			 const int64_t *uses)
 {
-	for (int k = 0; k < g->nin; k++) {
+	int64_t few[64], *edges = input_edges(g, few);
+	int found = -1;
+	for (int k = 0; edges && k < g->nin && found < 0; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
 		/* (a file's mapping is never written: tir_buf_writable; nor a
 		 * cached constant lent, held by the cache alone) */
 		if (lent[x->id] || !tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
 			continue;
-		int64_t edges = 0;
-		for (int j = 0; j < g->n; j++)
-			for (int q = 0; q < g->nodes[j]->nin; q++)
-				edges += g->nodes[j]->in[q] == x;
-		if (uses[x->id] == edges && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
-			return k;
+		if (uses[x->id] == edges[k] && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
+			found = k;
 	}
-	return -1;
+	if (edges != few)
+		free(edges);
+	return found;
 }
 
 /* One fused kernel: read its inputs, write its root. */
 static int run_group(struct cpu *x, const struct tir_group *g, const bool *interior,
 		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
 {
-	struct tir_tensor in[64];
+	/* the values it reads: a kernel reads as many as its group does */
+	struct tir_tensor few[64], *in = few;
 	const struct tir_node *r = g->root;
-	if (g->nin > 64)
-		return tir_errf(err, TIR_EUNSUPPORTED, &r->loc, "a fused kernel reads at most 64 values");
+	if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
+		return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
 	for (int k = 0; k < g->nin; k++) {
 		const struct tir_node *o = g->inputs[k];
 		const struct tir_tensor *c = NULL;
@@ -262,6 +290,8 @@ static int run_group(struct cpu *x, const struct tir_group *g, const bool *inter
 		if (!rc)
 			rc = tir_fused_eval(g, in, out, err);
 	}
+	if (in != few)
+		free(in);
 	if (rc) {
 		tir_tensor_release(out);
 		if (!err->loc.src)
@@ -434,14 +464,18 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 	const struct tir_program *p = x->prog;
 	const struct tir_plan *pl = &x->plan;
 	size_t words = 0, nalone = 0;
-	for (int g = 0; g < pl->ngroups; g++)
+	size_t ibytes = 0; /* the groups' by-member arrays, after their infos */
+	for (int g = 0; g < pl->ngroups; g++) {
 		words += 3 + (size_t)pl->groups[g].n + (size_t)pl->groups[g].nin;
+		ibytes += (tir_group_info_bytes(pl->groups[g].n) + 7) / 8 * 8;
+	}
 	for (size_t i = 0; pl->alone && i < p->nnodes; i++)
 		nalone += pl->alone[i] != NULL;
 	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
-	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1));
+	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
+	char *imem = info ? (char *)(info + pl->ngroups + 1) : NULL;
 	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
@@ -476,8 +510,14 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 		const struct tir_node *culprit;
 		if (gr->info)
 			info[g] = *gr->info;
-		else
+		tir_group_info_place(&info[g], imem, gr->n);
+		imem += (tir_group_info_bytes(gr->n) + 7) / 8 * 8;
+		if (gr->info) {
+			memcpy(info[g].via, gr->info->via, sizeof *info[g].via * (size_t)gr->n);
+			memcpy(info[g].cls, gr->info->cls, (size_t)gr->n);
+		} else {
 			TIR_ASSERT(!tir_group_analyze(gr, &info[g], &culprit));
+		}
 	}
 	for (size_t i = 0, k = 0; pl->alone && i < p->nnodes; i++)
 		if (pl->alone[i]) {
@@ -698,16 +738,15 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 			const struct tir_node *r = g->root;
 			size_t bytes = value_bytes(r);
 			/* an input it may write over (inplace_input) holds the root */
-			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
+			int64_t few[64], *edges = g->head ? NULL : input_edges(g, few);
+			for (int k = 0; edges && k < g->nin && bytes; k++) {
 				const struct tir_node *o = g->inputs[k];
-				int64_t edges = 0;
-				for (int j = 0; j < g->n; j++)
-					for (int q = 0; q < g->nodes[j]->nin; q++)
-						edges += g->nodes[j]->in[q] == o;
 				if (m->live[o->id] >= bytes && o->type.dtype == r->type.dtype &&
-				    m->uses[o->id] == edges && tir_fused_can_overwrite(g, k))
+				    m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
 					bytes = 0;
 			}
+			if (edges != few)
+				free(edges);
 			sim_hold(m, r, bytes, i);
 			if (g->head)
 				sim_drop(m, g->head, plan->interior);

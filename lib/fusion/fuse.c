@@ -166,6 +166,24 @@ static const char *why_not_reduce(const struct tir_node *o)
 	return NULL;
 }
 
+/* Whether reduction o folds a long run computed by elementwise ops to
+ * one value in a way the pool can split (a pairwise sum: SUM, MEAN, VAR).
+ * Below an elementwise root (t + sum(y)) it would make the whole kernel
+ * one row, so one task; as a kernel's root its pieces go to the pool
+ * (vm.c's run_pieces), and the root that reads it is a kernel of scalars.
+ * A reduction of a value read from memory (a leaf) is pooled inside the
+ * kernel already (tir_k_reduce), so it stays.  The bound is a count, not
+ * the caches, so that a plan is the same on any machine. */
+static bool long_to_one(const struct tir_node *o)
+{
+	const struct tir_node *x = o->in[0];
+	if ((o->op != TIR_OP_SUM && o->op != TIR_OP_MEAN && o->op != TIR_OP_VAR) || tir_type_numel(&o->type) != 1)
+		return false;
+	if (x->op == TIR_OP_CONST || x->op == TIR_OP_INPUT || tir_gen_is_op(x->op))
+		return false;
+	return tir_type_numel(&x->type) >= TIR_FUSE_PIECES_MIN;
+}
+
 /* Why operand o cannot join a group rooted at r, or NULL if it can. */
 static const char *why_not(const struct tir_node *r, const struct tir_node *o, int64_t seen,
 			   const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
@@ -177,6 +195,8 @@ static const char *why_not(const struct tir_node *r, const struct tir_node *o, i
 		const char *why = why_not_reduce(o);
 		if (why)
 			return why;
+		if (long_to_one(o))
+			return "an operand sums a long run to one value (its own kernel, in pieces on the pool)";
 	} else if (k == TIR_KIND_MOVEMENT && is_view_op(o->op)) {
 		if (!tir_dtype_is_wide_float(o->type.dtype))
 			return "an operand's dtype does not fuse";
@@ -259,10 +279,16 @@ int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool l
 
 static int member_index(const struct tir_group *g, const struct tir_node *o)
 {
-	for (int j = 0; j < g->n; j++)
-		if (g->nodes[j] == o)
-			return j;
-	return -1;
+	/* members are in graph order (ids rising): a group of any length */
+	int lo = 0, hi = g->n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (g->nodes[mid]->id < o->id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->n && g->nodes[lo] == o ? lo : -1;
 }
 
 /* t's shape with leading 1s up to rank equals shape[rank] */
@@ -316,15 +342,31 @@ static void unfused_layout(const struct tir_group *g, const struct tir_group_inf
 	tir_move_view(m, &below, true, t, &e);
 }
 
+size_t tir_group_info_bytes(int n)
+{
+	return (size_t)(n > 0 ? n : 1) * (sizeof(int32_t) + 1);
+}
+
+void tir_group_info_place(struct tir_group_info *info, void *mem, int n)
+{
+	info->via = mem;
+	info->cls = (uint8_t *)((int32_t *)mem + (n > 0 ? n : 1));
+}
+
 const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *in,
 			      const struct tir_node **culprit)
 {
+	uint8_t *cls = in->cls;
+	int32_t *via = in->via;
 	memset(in, 0, sizeof *in);
+	in->cls = cls;
+	in->via = via;
 	const struct tir_node *root = g->root;
 	in->dt = (enum tir_dtype)root->type.dtype;
 	*culprit = root;
-	if (g->n < 1 || g->n > TIR_FUSE_MAX_OPS)
-		return "the kernel is full (" TIR_STR(TIR_FUSE_MAX_OPS) " ops)";
+	if (g->n < 1)
+		return "the kernel is empty";
+	memset(cls, 0, (size_t)g->n);
 	/* the domain: the reductions' input, all the same, or the root */
 	const struct tir_type *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
@@ -426,7 +468,6 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	for (int j = 0; j < g->n; j++)
 		in->via[j] = in->cls[j] == TIR_FC_ONCE ? -2 : -3;
 	int last = g->n - 1;
-	TIR_ASSERT(last >= 0 && last < TIR_FUSE_MAX_OPS);
 	in->via[last] = -1;
 	for (int j = g->n - 1; j >= 0; j--) {
 		if (in->cls[j] == TIR_FC_ONCE)
@@ -854,8 +895,7 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 			if (j < gr->n - 1)
 				copies[m->id]++;
 			for (int k = 0; k < m->nin; k++)
-				for (int q = 0; q < gr->n; q++)
-					absorbed[m->in[k]->id] += gr->nodes[q] == m->in[k];
+				absorbed[m->in[k]->id] += member_index(gr, m->in[k]) >= 0;
 		}
 	}
 	for (size_t i = nn; i-- > 0;) {
@@ -931,17 +971,9 @@ static void grow(const struct tir_program *p, size_t i, const int64_t *uses, con
 		}
 		const char *why = s->forbid[id] ? s->forbid[id] : why_not(r, o, seen[id], uses, target, taken, s->dup);
 		if (!why) {
-			/* a kernel stays within TIR_FUSE_MAX_OPS ops and reads
-			 * at most TIR_FUSE_MAX_INPUTS values */
-			int fresh = 0;
-			for (int k = 0; k < o->nin; k++)
-				fresh += seen[o->in[k]->id] == 0;
-			if (s->nm >= TIR_FUSE_MAX_OPS)
-				why = "the kernel is full (" TIR_STR(TIR_FUSE_MAX_OPS) " ops)";
-			else if (s->ni + pending + fresh > TIR_FUSE_MAX_INPUTS)
-				why = "the kernel reads " TIR_STR(TIR_FUSE_MAX_INPUTS) " values already";
-		}
-		if (!why) {
+			/* no bound on the ops or the values a kernel reads:
+			 * it grows with its group (vm.c sizes what it keeps
+			 * by the group, and its blocks by the caches) */
 			s->members[s->nm++] = o;
 			for (int k = 0; k < o->nin; k++) {
 				pending += seen[o->in[k]->id]++ == 0;
@@ -970,9 +1002,10 @@ static void grow(const struct tir_program *p, size_t i, const int64_t *uses, con
  * is left out, to lead its own kernel with the matmul. */
 static const char *epilogue_first(const struct tir_group *g, const struct tir_group_info *in,
 				  const int64_t *uses, const bool *target, const bool *taken,
-				  const struct tir_node **culprit)
+				  bool *scratch, const struct tir_node **culprit)
 {
-	bool plain[TIR_FUSE_MAX_OPS], mm[TIR_FUSE_MAX_OPS];
+	/* (scratch: 2 * g->n) */
+	bool *plain = scratch, *mm = scratch + g->n;
 	bool any = false;
 	for (int j = 0; j < g->n; j++) {
 		const struct tir_node *m = g->nodes[j];
@@ -1045,10 +1078,14 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	size_t *forbidden = malloc(sizeof *forbidden * 9);
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
 	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
+	/* what a group being checked is analyzed into: its members are
+	 * at most the nodes */
+	void *infomem = malloc(tir_group_info_bytes((int)nn + 1));
+	bool *scratch = malloc(2 * (nn + 1));
 	size_t capg = 0;
 	int rc = 0;
 	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup || !cand ||
+	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup || !cand || !infomem || !scratch ||
 	    dup_scores(p, need, uses, target, keep, copy, dup) || gen_candidates(p, need, target, cand)) {
 		rc = -TIR_ENOMEM;
 		goto out;
@@ -1080,9 +1117,10 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 					       .inputs = s.ins, .closed = s.closed, .head = s.head};
 			struct tir_group_info info;
 			const struct tir_node *culprit;
+			tir_group_info_place(&info, infomem, s.nm);
 			const char *why = tir_group_analyze(&g, &info, &culprit);
 			if (!why && info.reduces)
-				why = epilogue_first(&g, &info, uses, target, taken, &culprit);
+				why = epilogue_first(&g, &info, uses, target, taken, scratch, &culprit);
 			if (!why) {
 				ok = true;
 				break;
@@ -1116,11 +1154,13 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		memcpy(pg->nodes, g.nodes, sizeof *g.nodes * (size_t)g.n);
 		memcpy(pg->inputs, g.inputs, sizeof *g.inputs * (size_t)g.nin);
 		struct tir_group_info *gi = tir_arena_alloc(&plan->arena, sizeof *gi);
+		void *gm = tir_arena_alloc(&plan->arena, tir_group_info_bytes(g.n));
 		const struct tir_node *culprit;
-		if (!gi) {
+		if (!gi || !gm) {
 			rc = -TIR_ENOMEM;
 			goto out;
 		}
+		tir_group_info_place(gi, gm, g.n);
 		TIR_ASSERT(!tir_group_analyze(pg, gi, &culprit)); /* as just checked */
 		pg->info = gi;
 		for (int j = 0; j < g.n; j++)
@@ -1131,6 +1171,8 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	}
 	rc = tir_plan_finish(p, need, uses, target, plan);
 out:
+	free(infomem);
+	free(scratch);
 	free(taken);
 	free(s.seen);
 	free(s.members);
@@ -1203,12 +1245,15 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 		tir_str_addf(&out, "kernel %d: ", ++k);
 		if (g >= 0) {
 			const struct tir_group *gr = &plan->groups[g];
-			struct tir_group_info info;
+			struct tir_group_info info = {0};
 			const struct tir_node *culprit;
-			if (gr->info)
+			void *im = NULL;
+			if (gr->info) {
 				info = *gr->info;
-			else
+			} else if ((im = malloc(tir_group_info_bytes(gr->n)))) {
+				tir_group_info_place(&info, im, gr->n);
 				tir_group_analyze(gr, &info, &culprit);
+			}
 			/* generators it computes (never stored) come first */
 			int ngen = 0;
 			for (int q = 0; q < gr->nin; q++)
@@ -1228,11 +1273,12 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 				tir_str_addf(&out, " in rows of %lld", (long long)info.cols);
 			tir_str_addf(&out, ", reads %d", gr->nin - ngen);
 			/* what is computed once per call, not per element */
-			for (int j = 0, first = 1; j < gr->n; j++)
+			for (int j = 0, first = 1; info.cls && j < gr->n; j++)
 				if (info.cls[j] == TIR_FC_ONCE) {
 					tir_str_addf(&out, "%s%s", first ? ", once: " : " ", tir_op(gr->nodes[j]->op)->name);
 					first = 0;
 				}
+			free(im);
 			for (int q = 0; q < gr->nin; q++)
 				if (tir_gen_is_op(gr->inputs[q]->op) && plan->interior[gr->inputs[q]->id])
 					add_choice(&out, p, plan, gr->inputs[q], true);

@@ -12,14 +12,14 @@
 
 #include "../exec/exec.h"
 
-/* Bounds of one fused kernel: its registers fit in L2 and it reads a
- * bounded number of values; a longer chain continues in a next kernel. */
-#define TIR_FUSE_MAX_OPS 32
-#define TIR_FUSE_MAX_INPUTS 32
 /* A broadcast operand computed once per kernel call (before its blocks,
  * on one thread) has at most this many elements; a larger one is a
  * kernel of its own. */
 #define TIR_FUSE_HOIST_MAX 65536
+/* A reduction to one value of at least this many computed elements is
+ * the root of its own kernel, whose pieces run on the pool, never a
+ * member under an elementwise root (which would run as one task). */
+#define TIR_FUSE_PIECES_MIN 65536
 #define TIR_STR_(x) #x
 #define TIR_STR(x) TIR_STR_(x)
 
@@ -63,13 +63,21 @@ struct tir_group_info {
 	bool leading;                       /* the root reduces the leading axes (rows) down
 					     * the cols instead: cols its outputs */
 	int64_t kshape[TIR_MAX_RANK];       /* the domain with the reduced axes at 1 */
-	uint8_t cls[TIR_FUSE_MAX_OPS];      /* enum tir_fclass, by member */
-	int8_t via[TIR_FUSE_MAX_OPS];       /* by member: the ALIAS member whose layout it is
-					     * computed in, -1 the domain's (-2 for ONCE) */
+	/* by member, g->n of each, in storage the info's maker owns (a
+	 * group of any length: a kernel grows with its group, no cap) */
+	uint8_t *cls;                       /* enum tir_fclass */
+	int32_t *via;                       /* the ALIAS member whose layout it is computed in,
+					     * -1 the domain's (-2 for ONCE) */
 };
 
+/* Bytes of storage for the by-member arrays of a group of n members, and
+ * info's arrays pointed into mem (that many bytes, 4-byte aligned). */
+size_t tir_group_info_bytes(int n);
+void tir_group_info_place(struct tir_group_info *info, void *mem, int n);
+
 /* Classify g's members; NULL when g can run as one kernel, else why not,
- * with *culprit the member to leave out of it. */
+ * with *culprit the member to leave out of it.  info->cls and info->via
+ * must point at g->n entries each (tir_group_info_place); they are kept. */
 const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *info,
 			      const struct tir_node **culprit);
 

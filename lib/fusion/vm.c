@@ -56,7 +56,6 @@
 #pragma GCC optimize("vect-cost-model=cheap", "align-loops=64")
 #endif
 
-#define MAX_SRC (3 * TIR_FUSE_MAX_OPS)
 #define RAW_MIN 64               /* cols of a block from which a value per row is not spread */
 /* rows and cols of a tile (groups reading across rows): 32 of them read
  * across a row touch 32 lines, a few KiB, in L1 on any machine; it is
@@ -130,6 +129,7 @@ static void sizes(void)
 /* A value read from memory, as one kind of reader sees it. */
 struct src {
 	int val;                 /* index into vm->vals */
+	int next;                /* the next source of the same value, or -1 (vm->src_of) */
 	bool row;                /* by row (read by per-row members), else over the domain */
 	int sp;                  /* domain: the layout it is read in (tir_group_info.via) */
 	struct tir_tensor v;     /* the view: the domain's shape, or the row reader's */
@@ -172,14 +172,21 @@ struct vm {
 	int64_t red_chunk;       /* pieces reductions ask for (>= 128, a multiple of 8) */
 	int64_t task_rows;
 	int n;
-	struct vnode nd[TIR_FUSE_MAX_OPS];
+	/* What the vm keeps is sized by its group (any length: vm_new), in
+	 * one block kept for the thread's next kernel (struct vm_spare):
+	 * nd[n], src[3 n] (a source per operand at most), gens[nin] and
+	 * vbuf[nin] (filled whole when used: not cleared), vals, borrowed
+	 * and vg by value (nin + n + 1), the info's by-member arrays. */
+	struct vnode *nd;
 	int nsrc;
-	struct src src[MAX_SRC];
-	/* the generators (vg below), filled whole when used: not cleared */
-	struct tir_gen gens[TIR_FUSE_MAX_INPUTS];
-	struct tir_buf vbuf[TIR_FUSE_MAX_INPUTS]; /* their buffers: no data, never freed */
+	struct src *src;
+	struct tir_gen *gens;
+	struct tir_buf *vbuf;    /* the generators' buffers: no data, never freed */
 	int nvals;
 	struct tir_tensor *vals; /* the inputs in the group's dtype, then values made before */
+	int *src_of;             /* by value: its first source, or -1 (then src[].next) */
+	void *mem;               /* the block all of these are in */
+	size_t memcap;
 	int nbig, nsmall;        /* registers: a block's elements, a block's rows */
 	int tile_reg;            /* the root's tile, when blocks are tiles */
 	size_t bigsz, smallsz;
@@ -189,11 +196,11 @@ struct vm {
 	bool lean;               /* whole rows a block, members FULL, ROW or ALIAS: run_rows */
 	bool nt;                 /* lean: the root made in a register, copied out by nt_copy */
 	int oom;                 /* a task could not get its registers */
-	uint64_t borrowed;       /* by input: vals[k] is the caller's in[k], not a reference */
+	bool *borrowed;          /* by value: vals[k] is the caller's in[k], not a reference */
 	/* generators the group computes (inputs without a value): by vals
 	 * index, 1 + the generator a value views (0: a value in memory) */
 	int ngen;
-	uint8_t vg[TIR_FUSE_MAX_INPUTS + TIR_FUSE_MAX_OPS + 1];
+	int32_t *vg;
 };
 
 /* ---- views ---- */
@@ -326,6 +333,11 @@ static const char *gather(const struct tir_gen *gen, const struct tir_tensor *v,
 	return dst;
 }
 
+static size_t round64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
 /* ---- registers, per thread ---- */
 
 /* This thread's registers, kept between calls (an epilogue calls once per
@@ -387,10 +399,12 @@ struct blk {
 	struct vm *vm;
 	char *big, *small;
 	int64_t r0, k;
-	int64_t m_r0[TIR_FUSE_MAX_OPS], m_lo[TIR_FUSE_MAX_OPS], m_n[TIR_FUSE_MAX_OPS];
-	int64_t s_r0[MAX_SRC], s_lo[MAX_SRC], s_n[MAX_SRC];
-	const char *s_p[MAX_SRC];
-	int64_t b_r0[TIR_FUSE_MAX_OPS], b_n[TIR_FUSE_MAX_OPS];
+	/* the memo, by member and by source (vm->n and vm->nsrc of each:
+	 * after the registers in the thread's block, blk_init) */
+	int64_t *m_r0, *m_lo, *m_n;
+	int64_t *s_r0, *s_lo, *s_n;
+	const char **s_p;
+	int64_t *b_r0, *b_n;
 	int red, row;            /* the reduction pulling, and its row in the block */
 };
 
@@ -909,13 +923,25 @@ static bool blk_init(struct blk *b, struct vm *vm)
 	b->vm = vm;
 	b->r0 = b->k = 0;
 	b->red = b->row = 0;
-	char *regs = thread_regs(vm->bigsz * (size_t)vm->nbig + vm->smallsz * (size_t)vm->nsmall + 64);
+	size_t rb = round64(vm->bigsz * (size_t)vm->nbig + vm->smallsz * (size_t)vm->nsmall + 64);
+	size_t nm = (size_t)vm->n, ns = (size_t)vm->nsrc;
+	char *regs = thread_regs(rb + sizeof(int64_t) * (5 * nm + 4 * ns));
 	if (!regs) {
 		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	b->big = regs;
 	b->small = regs + vm->bigsz * (size_t)vm->nbig;
+	int64_t *memo = (int64_t *)(regs + rb);
+	b->m_r0 = memo;
+	b->m_lo = memo + nm;
+	b->m_n = memo + 2 * nm;
+	b->b_r0 = memo + 3 * nm;
+	b->b_n = memo + 4 * nm;
+	b->s_r0 = memo + 5 * nm;
+	b->s_lo = b->s_r0 + ns;
+	b->s_n = b->s_lo + ns;
+	b->s_p = (const char **)(b->s_n + ns);
 	for (int j = 0; j < vm->n; j++)
 		b->m_r0[j] = b->b_r0[j] = -1;
 	for (int s = 0; s < vm->nsrc; s++)
@@ -1023,15 +1049,11 @@ static void run_task(void *ctx, int64_t t)
 
 /* ---- preparing a group ---- */
 
-/* A kernel's vm is large (nd[] and src[] for the largest group) and a
- * small group runs in microseconds: each thread keeps the last vm it
- * freed, with vals for the largest group, for its next kernel, which
- * clears only what it uses. */
-#define SPARE_VALS ((size_t)(TIR_FUSE_MAX_INPUTS + TIR_FUSE_MAX_OPS) + 1)
-
+/* A small group runs in microseconds: each thread keeps the last vm it
+ * freed, with its block (vm->mem, as large as the largest group's yet),
+ * for its next kernel, which clears only what it uses. */
 struct vm_spare {
 	struct vm *vm;
-	struct tir_tensor *vals; /* SPARE_VALS of them */
 };
 
 static pthread_key_t spare_key;
@@ -1040,8 +1062,9 @@ static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static void spare_free(void *v)
 {
 	struct vm_spare *s = v;
+	if (s->vm)
+		free(s->vm->mem);
 	free(s->vm);
-	free(s->vals);
 	free(s);
 }
 
@@ -1066,32 +1089,75 @@ static size_t nvals_of(const struct tir_group *g)
 	return (size_t)(g->nin + g->n) + 1;
 }
 
-/* A vm for group g, zeroed but for nd[] past its members and src[] (which
- * add_source fills whole) and gens[], vbuf[] (filled when used), with vals
+/* Where each of a vm's arrays starts in its block, for group g; returns
+ * the block's bytes. */
+struct vm_layout {
+	size_t nd, src, gens, vbuf, vals, borrowed, vg, src_of, info, end;
+};
+
+static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
+{
+	size_t n = (size_t)g->n, nin = (size_t)g->nin, nv = nvals_of(g), at = 0;
+#define VM_PLACE(f, bytes) (l->f = at, at = round64(at + (bytes)))
+	VM_PLACE(nd, sizeof(struct vnode) * n);
+	VM_PLACE(src, sizeof(struct src) * 3 * n);
+	VM_PLACE(gens, sizeof(struct tir_gen) * (nin + 1));
+	VM_PLACE(vbuf, sizeof(struct tir_buf) * (nin + 1));
+	VM_PLACE(vals, sizeof(struct tir_tensor) * nv);
+	VM_PLACE(borrowed, sizeof(bool) * nv);
+	VM_PLACE(vg, sizeof(int32_t) * nv);
+	VM_PLACE(src_of, sizeof(int) * nv);
+	VM_PLACE(info, tir_group_info_bytes(g->n));
+#undef VM_PLACE
+	l->end = at;
+	return at;
+}
+
+/* A vm for group g, zeroed but for src[] (which add_source fills whole)
+ * and gens[], vbuf[] (filled when used), with nd[], vals, borrowed and vg
  * zeroed; NULL when out of memory. */
 static struct vm *vm_new(const struct tir_group *g)
 {
 	struct vm_spare *sp = thread_spare();
 	struct vm *vm = sp ? sp->vm : NULL;
-	size_t nv = nvals_of(g), endnd = offsetof(struct vm, nd) + sizeof vm->nd,
-	       endsrc = offsetof(struct vm, vbuf) + sizeof vm->vbuf;
+	struct vm_layout l;
+	size_t bytes = vm_layout(g, &l), nv = nvals_of(g);
+	void *mem = NULL;
+	size_t cap = 0;
 	if (vm) {
 		sp->vm = NULL;
-		memset(vm, 0, offsetof(struct vm, nd));
-		memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
-		memset((char *)vm + endnd, 0, offsetof(struct vm, src) - endnd);
-		memset((char *)vm + endsrc, 0, sizeof *vm - endsrc);
-	} else if (!(vm = calloc(1, sizeof *vm))) {
+		mem = vm->mem;
+		cap = vm->memcap;
+	} else if (!(vm = malloc(sizeof *vm))) {
 		return NULL;
 	}
-	if (sp && sp->vals && nv <= SPARE_VALS) {
-		vm->vals = sp->vals;
-		sp->vals = NULL;
-		memset(vm->vals, 0, sizeof *vm->vals * nv);
-	} else if (!(vm->vals = calloc(nv > SPARE_VALS ? nv : SPARE_VALS, sizeof *vm->vals))) {
-		free(vm);
-		return NULL;
+	if (cap < bytes) {
+		free(mem);
+		cap = bytes;
+		if (!(mem = aligned_alloc(64, cap))) {
+			free(vm);
+			return NULL;
+		}
 	}
+	memset(vm, 0, sizeof *vm);
+	vm->mem = mem;
+	vm->memcap = cap;
+	char *m = mem;
+	vm->nd = (struct vnode *)(m + l.nd);
+	vm->src = (struct src *)(m + l.src);
+	vm->gens = (struct tir_gen *)(m + l.gens);
+	vm->vbuf = (struct tir_buf *)(m + l.vbuf);
+	vm->vals = (struct tir_tensor *)(m + l.vals);
+	vm->borrowed = (bool *)(m + l.borrowed);
+	vm->vg = (int32_t *)(m + l.vg);
+	vm->src_of = (int *)(m + l.src_of);
+	for (size_t k = 0; k < nv; k++)
+		vm->src_of[k] = -1;
+	memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
+	memset(vm->vals, 0, sizeof *vm->vals * nv);
+	memset(vm->borrowed, 0, sizeof *vm->borrowed * nv);
+	memset(vm->vg, 0, sizeof *vm->vg * nv);
+	tir_group_info_place(&vm->info, m + l.info, g->n);
 	return vm;
 }
 
@@ -1099,21 +1165,33 @@ static void vm_free(struct vm *vm)
 {
 	if (!vm)
 		return;
-	for (int k = 0; vm->vals && k < vm->nvals; k++)
-		if (!(k < 64 && vm->borrowed >> k & 1))
+	for (int k = 0; k < vm->nvals; k++)
+		if (!vm->borrowed[k])
 			tir_tensor_release(&vm->vals[k]);
 	for (int s = 0; s < vm->nsrc; s++)
 		tir_tensor_release(&vm->src[s].v);
 	struct vm_spare *sp = thread_spare();
-	if (sp && !sp->vals && vm->vals && nvals_of(vm->g) <= SPARE_VALS) {
-		sp->vals = vm->vals;
-		vm->vals = NULL;
-	}
-	free(vm->vals);
-	if (sp && !sp->vm)
+	if (sp && !sp->vm) {
 		sp->vm = vm;
-	else
+	} else {
+		free(vm->mem);
 		free(vm);
+	}
+}
+
+/* The index of o among nodes[0, n) (in graph order: ids rising, as a
+ * group's members and inputs are), or -1; a group of any length. */
+static int find_node(struct tir_node *const *nodes, int n, const struct tir_node *o)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (nodes[mid]->id < o->id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && nodes[lo] == o ? lo : -1;
 }
 
 /* The value read for operand k of member j: a member's pre-made value or
@@ -1122,14 +1200,12 @@ static int value_of(const struct vm *vm, int j, int k)
 {
 	const struct tir_group *g = vm->g;
 	const struct tir_node *o = vm->nd[j].n->in[k];
-	for (int m = 0; m < j; m++)
-		if (g->nodes[m] == o)
-			return vm->nd[m].pre ? vm->nd[m].val : -1;
-	for (int m = 0; m < g->nin; m++)
-		if (g->inputs[m] == o)
-			return m;
-	TIR_ASSERT(!"fused operand not found");
-	return -1;
+	int m = find_node(g->nodes, j, o);
+	if (m >= 0)
+		return vm->nd[m].pre ? vm->nd[m].val : -1;
+	m = find_node(g->inputs, g->nin, o);
+	TIR_ASSERT(m >= 0); /* a fused operand is a member or an input */
+	return m;
 }
 
 /* Value val, a view of a generator, computed into memory (for what reads
@@ -1145,8 +1221,8 @@ static int realize(struct vm *vm, int val, struct tir_err *err)
 	int64_t n = tir_tensor_numel(&t);
 	if (n)
 		gather(&vm->gens[vm->vg[val] - 1], v, vm->esz, 0, n, tir_tensor_data(&t));
-	if (val < 64 && vm->borrowed >> val & 1)
-		vm->borrowed &= ~((uint64_t)1 << val);
+	if (vm->borrowed[val])
+		vm->borrowed[val] = false;
 	else
 		tir_tensor_release(v);
 	*v = t;
@@ -1211,9 +1287,9 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 	int val = value_of(vm, j, k);
 	bool row = v->cls == TIR_FC_ROW && !v->red;
 	int sp = row ? -1 : in->via[j];
-	for (int s = 0; s < vm->nsrc; s++) {
+	for (int s = vm->src_of[val]; s >= 0; s = vm->src[s].next) {
 		struct src *c = &vm->src[s];
-		if (c->val == val && c->row == row &&
+		if (c->row == row &&
 		    (row ? c->v.rank == v->n->type.rank &&
 				   !memcmp(c->v.shape, v->n->type.shape, sizeof(int64_t) * (size_t)c->v.rank)
 			 : c->sp == sp)) {
@@ -1227,9 +1303,10 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 		if (reshape_op(vm->g->nodes[a]->op) && (rc = realize(vm, val, err)))
 			return rc;
 	}
-	TIR_ASSERT(vm->nsrc < MAX_SRC);
+	TIR_ASSERT(vm->nsrc < 3 * vm->n);
 	struct src *s = &vm->src[vm->nsrc];
-	*s = (struct src){.val = val, .row = row, .sp = sp, .for_red = v->red, .reg = -1};
+	*s = (struct src){.val = val, .next = vm->src_of[val], .row = row, .sp = sp, .for_red = v->red, .reg = -1};
+	vm->src_of[val] = vm->nsrc;
 	const struct tir_tensor *x = &vm->vals[val];
 	int rc = 0;
 	if (row) {
@@ -1253,11 +1330,6 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 	return rc;
 }
 
-static size_t round64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
-
 /* Whether a group of whole rows a block can run in order (run_rows), and
  * if so its registers anew: with every member made once per block, in
  * order, a FULL member's register is free once its last reader has run
@@ -1272,10 +1344,8 @@ static void lean_plan(struct vm *vm, bool tiled)
 	if (!info->reduces || info->leading || tiled || vm->chunk != vm->cols || vm->cols < 1 ||
 	    (vm->nd[root].cls != TIR_FC_FULL && vm->nd[root].cls != TIR_FC_ROW))
 		return;
-	int last[TIR_FUSE_MAX_OPS], holder[TIR_FUSE_MAX_OPS], nreg = 0;
 	for (int j = 0; j < n; j++) {
 		const struct vnode *v = &vm->nd[j];
-		last[j] = -1;
 		if (v->pre)
 			continue;
 		if (v->cls != TIR_FC_FULL && v->cls != TIR_FC_ROW && (v->cls != TIR_FC_ALIAS || j == root))
@@ -1283,6 +1353,13 @@ static void lean_plan(struct vm *vm, bool tiled)
 		if (v->red && tir_op(v->n->op)->fuse != TIR_FUSE_REDUCE)
 			return;
 	}
+	/* by member (without the memory, the blocks run as ensure's memo
+	 * would: lean is a speed-up only) */
+	int *last = malloc(sizeof *last * 3 * (size_t)n), *holder = last + n, *reg = last + 2 * n, nreg = 0;
+	if (!last)
+		return;
+	for (int j = 0; j < n; j++)
+		last[j] = -1;
 	/* the last member to read each FULL member's register (an ALIAS
 	 * reads nothing: its readers read the member below) */
 	for (int j = 0; j < n; j++) {
@@ -1293,7 +1370,7 @@ static void lean_plan(struct vm *vm, bool tiled)
 	}
 	/* member registers are vm's first big ones: as many as before, any
 	 * more are added after all the others */
-	int old = 0, reg[TIR_FUSE_MAX_OPS];
+	int old = 0;
 	for (int j = 0; j < root; j++)
 		if (!vm->nd[j].pre && vm->nd[j].cls == TIR_FC_FULL && vm->nd[j].reg + 1 > old)
 			old = vm->nd[j].reg + 1;
@@ -1322,6 +1399,7 @@ static void lean_plan(struct vm *vm, bool tiled)
 	if (nreg > old)
 		vm->nbig += nreg - old;
 	vm->lean = true;
+	free(last);
 }
 
 /* Whether input k (v) of another dtype is widened as the blocks read it
@@ -1361,7 +1439,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	}
 	vm->g = g;
 	if (g->info) {
-		vm->info = *g->info;
+		vm->info = *g->info; /* (its arrays the plan's, which outlives the kernel) */
 	} else {
 		const struct tir_node *culprit;
 		const char *why = tir_group_analyze(g, &vm->info, &culprit);
@@ -1379,14 +1457,14 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			/* a generator computed here (the plan did not store it) */
 			const struct tir_node *x = g->inputs[k];
 			struct tir_gen *gn = &vm->gens[vm->ngen];
-			TIR_ASSERT(tir_gen_init(gn, x) && gn->dt == vm->dt && vm->ngen < TIR_FUSE_MAX_INPUTS);
+			TIR_ASSERT(tir_gen_init(gn, x) && gn->dt == vm->dt && vm->ngen < g->nin);
 			vm->vbuf[vm->ngen] = (struct tir_buf){.refs = 1};
 			struct tir_tensor *v = &vm->vals[k];
 			*v = (struct tir_tensor){.dtype = vm->dt, .rank = x->type.rank, .buf = &vm->vbuf[vm->ngen]};
 			memcpy(v->shape, x->type.shape, sizeof(int64_t) * (size_t)x->type.rank);
 			tir_tensor_set_contiguous_strides(v);
-			vm->borrowed |= (uint64_t)1 << k;
-			vm->vg[k] = (uint8_t)++vm->ngen;
+			vm->borrowed[k] = true;
+			vm->vg[k] = ++vm->ngen;
 			vm->nvals++;
 			/* read broadcast (each element more than once): computed once */
 			int64_t dn = 1;
@@ -1396,10 +1474,10 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				rc = realize(vm, k, err);
 			continue;
 		}
-		if ((in[k].dtype == vm->dt || widens(vm, g, k, &in[k])) && k < 64) {
+		if (in[k].dtype == vm->dt || widens(vm, g, k, &in[k])) {
 			/* the caller holds it through the call */
 			vm->vals[k] = in[k];
-			vm->borrowed |= (uint64_t)1 << k;
+			vm->borrowed[k] = true;
 		} else if (in[k].dtype == vm->dt) {
 			tir_tensor_ref(&vm->vals[k], &in[k]);
 		} else {
@@ -1463,10 +1541,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	for (int j = 0; j < g->n && !rc; j++) {
 		struct vnode *v = &vm->nd[j];
 		for (int k = 0; !v->pre && k < v->n->nin && !rc; k++) {
-			int m = -1, s = 0;
-			for (int q = 0; q < j; q++)
-				if (g->nodes[q] == v->n->in[k])
-					m = q;
+			int m = find_node(g->nodes, j, v->n->in[k]), s = 0;
 			if (m >= 0 && !vm->nd[m].pre)
 				v->op[k] = m;
 			else if (!(rc = add_source(vm, j, k, &s, err)))
@@ -1476,10 +1551,28 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	if (rc)
 		goto out;
 	/* registers: one per member computed in the blocks (an ALIAS shares
-	 * the one below), one per value gathered */
+	 * the one below), one per value gathered.  What reads a member's
+	 * register, counted once (a group of any length): fb[m], the member
+	 * whose register m is in (m's base, as set below); rd[m], the operands
+	 * reading m; cnt[o], those reading o or an alias of it set so far. */
+	int *fb = malloc(sizeof *fb * 3 * (size_t)g->n), *rd = fb + g->n, *cnt = fb + 2 * g->n;
+	if (!fb) {
+		rc = tir_errf(err, TIR_ENOMEM, &root->loc, "out of memory");
+		goto out;
+	}
+	for (int m = 0; m < g->n; m++) {
+		const struct vnode *v = &vm->nd[m];
+		fb[m] = !v->pre && v->cls == TIR_FC_ALIAS && v->op[0] >= 0 ? fb[v->op[0]] : m;
+		rd[m] = cnt[m] = 0;
+	}
+	for (int q = 0; q < g->n; q++)
+		for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
+			if (vm->nd[q].op[k] >= 0)
+				rd[vm->nd[q].op[k]]++;
 	for (int j = 0; j < g->n - 1; j++) {
 		struct vnode *v = &vm->nd[j];
 		v->steal = -1;
+		cnt[fb[j]] += rd[j];
 		if (v->pre)
 			continue;
 		if (v->cls == TIR_FC_ALIAS) {
@@ -1491,10 +1584,12 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			for (int k = 0; k < v->n->nin; k++)
 				if (v->op[k] >= 0 && vm->nd[v->op[k]].cls == TIR_FC_FULL && vm->nd[v->op[k]].reg >= 0)
 					o = v->op[k];
-			/* (what reads o, or an alias of it, comes after it; one is enough) */
-			for (int q = o + 1; o >= 0 && !readers && q < g->n; q++)
-				for (int k = 0; !vm->nd[q].pre && k < vm->nd[q].n->nin; k++)
-					readers += q != j && vm->nd[q].op[k] >= 0 && vm->nd[vm->nd[q].op[k]].base == o;
+			/* (what reads o, or an alias of it set so far, but j) */
+			if (o >= 0) {
+				readers = cnt[o];
+				for (int k = 0; k < v->n->nin; k++)
+					readers -= v->op[k] >= 0 && fb[v->op[k]] == o;
+			}
 			if (o >= 0 && !readers) {
 				v->reg = vm->nd[o].reg;
 				v->steal = o;
@@ -1505,6 +1600,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			v->reg = vm->nsmall++;
 		}
 	}
+	free(fb);
 	for (int j = 0; j < g->n; j++) {
 		struct vnode *v = &vm->nd[j];
 		v->breg = -1;
@@ -1586,6 +1682,12 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		vm->chunk = vm->nbig * cols * es <= sz.rowfit ? cols : sz.blk;
 	}
 	lean_plan(vm, tiled);
+	/* a long group with many values live at once (a kernel has no bound
+	 * on its ops): blocks of elements shrink, down to 128, so that its
+	 * registers stay in half of L2 */
+	while (vm->cols == 1 && !info->reduces && !info->leading && !tiled && vm->k > 128 &&
+	       (int64_t)vm->nbig * vm->k * es > tir_machine_caches()->l2 / 2)
+		vm->k /= 2;
 	if (vm->k > rows)
 		vm->k = rows > 0 ? rows : 1;
 	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);
@@ -1641,15 +1743,34 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 	return rc;
 }
 
+static bool overwrites(const struct tir_group *g, const struct tir_group_info *info, const struct tir_node *x,
+		       const struct tir_node *r);
+
 bool tir_fused_can_overwrite(const struct tir_group *g, int k)
 {
 	struct tir_group_info own;
 	const struct tir_node *culprit, *x = g->inputs[k], *r = g->root;
 	if (g->head)
 		return false;
-	if (!g->info && tir_group_analyze(g, &own, &culprit))
-		return false;
-	const struct tir_group_info *info = g->info ? g->info : &own;
+	void *om = NULL;
+	if (!g->info) {
+		if (!(om = malloc(tir_group_info_bytes(g->n))))
+			return false;
+		tir_group_info_place(&own, om, g->n);
+		if (tir_group_analyze(g, &own, &culprit)) {
+			free(om);
+			return false;
+		}
+	}
+	bool ok = overwrites(g, g->info ? g->info : &own, x, r);
+	free(om);
+	return ok;
+}
+
+/* tir_fused_can_overwrite's check, g analyzed into info. */
+static bool overwrites(const struct tir_group *g, const struct tir_group_info *info, const struct tir_node *x,
+		       const struct tir_node *r)
+{
 	if (info->cls[g->n - 1] != TIR_FC_FULL ||
 	    x->type.dtype != r->type.dtype || x->type.rank != r->type.rank ||
 	    memcmp(x->type.shape, r->type.shape, sizeof(int64_t) * (size_t)r->type.rank))

@@ -10,7 +10,8 @@
 # (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis), a
 # reduction to one value (var of the same: the pieces of its pairwise sums;
 # also inside a fused kernel that adds to it) and a
-# fused elementwise chain over 16M f32 each offer at least 4 tasks per thread at --threads 16 and 64
+# fused elementwise chain over 16M f32, and programs written by `for`
+# loops (repeated blocks, below), each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
 # included), the same number at --threads 1 (the cut never follows the
 # thread count) and print the same bytes at 1, 16 and 64; `tir --version`
@@ -113,6 +114,81 @@ for case in "matmul ^matmul$" "layer ^matmul$" "batched ^matmul$" "conv ^conv2d$
 		fi
 		if [ "$got" = "$one" ]; then ok; else
 			bad "$name: $got tasks at --threads $t, $one at --threads 1"
+		fi
+		if cmp -s "$tmp/out1" "$tmp/out$t"; then ok; else
+			bad "$name: stdout at --threads $t differs from --threads 1"
+			diff "$tmp/out1" "$tmp/out$t" | head -n 5
+		fi
+	done
+done
+
+# programs written by `for` loops: N repeated blocks fuse as one block
+# does (no cap on a kernel's ops splits them into pieces), and every
+# kernel over a million elements (4 MiB or more moved, --profile's MiB
+# column) offers at least 4 tasks per thread, a sum to one value under an
+# elementwise root (t = t + sum(y)) included; the same bytes at 1, 16
+# and 64 threads.  (The values are of 16M elements: a task holds at least
+# L1d's bytes, so a kernel of 1M f32 offers 85 tasks at 48 KiB.)
+# blocks: bench/chain.tir's chain 8 times, each summed into t; steps: 48
+# steps of x = x * 1.001 + 0.001 * i and their sum, one kernel of 97 ops
+# reading 96 values; means: a mean to one value under an elementwise
+# root, 6 times.  Each prints what --no-fuse prints.
+cat >"$tmp/blocks.tir" <<'EOF'
+x = rand([16777216], seed=3) * 4 - 2
+t = 0
+for i in range(8) {
+  y = sqrt(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)
+  t = t + sum(y)
+}
+print t
+EOF
+cat >"$tmp/steps.tir" <<'EOF'
+x = rand([16777216], seed=4)
+for i in range(48) {
+  x = x * 1.001 + 0.001 * i
+}
+print sum(x)
+EOF
+cat >"$tmp/means.tir" <<'EOF'
+x = rand([4096, 4096], seed=5)
+t = 1
+for i in range(6) {
+  t = t * 0.5 + mean(exp(x * (0.25 * i)))
+}
+print t
+EOF
+# big_tasks PROFILE THREADS: each kernel moving 4 MiB or more with fewer
+# than 4 tasks per thread, "NAME (N tasks)"
+big_tasks() {
+	awk -v want=$((4 * $2)) 'NR > 1 && $1 ~ /^[0-9]+$/ && $(NF - 2) + 0 >= 4 && $NF + 0 < want {
+		name = substr($0, 6, 44); sub(/ +$/, "", name); print name " (" $NF " tasks)"
+	}' "$1"
+}
+# NAME:KERNELS:PATTERN: --explain shows KERNELS kernels matching PATTERN
+for case in "blocks:8:fused 11 ops \[mul tanh mul mul exp mul sigmoid add add sqrt sum\]" \
+	"steps:1:fused 9[0-9] ops" "means:6:fused 3 ops \[mul exp mean\]"; do
+	name=${case%%:*}
+	rest=${case#*:}
+	want=${rest%%:*}
+	pat=${rest#*:}
+	"$tir" run --explain "$tmp/$name.tir" >/dev/null 2>"$tmp/explain"
+	got=$(grep -Ec "^kernel [0-9]+: $pat" "$tmp/explain")
+	if [ "$got" = "$want" ] && ! grep -Eq 'kernel is full|values already' "$tmp/explain"; then ok; else
+		bad "$name: $got kernels /$pat/, expected $want:"
+		head -n 20 "$tmp/explain"
+	fi
+	"$tir" run --threads 1 "$tmp/$name.tir" >"$tmp/out1" 2>/dev/null
+	"$tir" run --threads 1 --no-fuse "$tmp/$name.tir" >"$tmp/ref" 2>/dev/null
+	if cmp -s "$tmp/out1" "$tmp/ref"; then ok; else
+		bad "$name: stdout fused differs from --no-fuse"
+		diff "$tmp/ref" "$tmp/out1" | head -n 5
+	fi
+	for t in 16 64; do
+		"$tir" run --profile --threads "$t" "$tmp/$name.tir" >"$tmp/out$t" 2>"$tmp/prof$t"
+		few=$(big_tasks "$tmp/prof$t" "$t")
+		if [ -z "$few" ] && grep -q '^1 ' "$tmp/prof$t"; then ok; else
+			bad "$name at --threads $t: kernels over a million elements with fewer than 4 tasks a thread: $few"
+			cat "$tmp/prof$t"
 		fi
 		if cmp -s "$tmp/out1" "$tmp/out$t"; then ok; else
 			bad "$name: stdout at --threads $t differs from --threads 1"
