@@ -35,6 +35,10 @@ typedef void (*gesdd_fn)(const char *, const int *, const int *, void *, const i
 typedef void (*gelsd_fn)(const int *, const int *, const int *, void *, const int *, void *, const int *,
 			 void *, const void *, int *, void *, const int *, int *, int *);
 
+/* A batch of fewer matrices than tir's threads runs each matrix on
+ * OpenBLAS's threads from this many elements of a (256 x 256) up. */
+#define LA_THREADED_ELEMENTS ((int64_t)256 * 256)
+
 /* One op over a batch. */
 struct la {
 	const struct tir_node *n;
@@ -532,7 +536,21 @@ int tir_k_linalg(const struct tir_node *n, const struct tir_tensor *in, struct t
 		rc = tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
 		goto done;
 	}
-	tir_pool_run(L.nbatch, task, &L);
+	/* A batch of at least as many matrices as threads: one matrix a task,
+	 * each on one OpenBLAS thread (the same bits at any --threads).  Fewer
+	 * matrices, large ones: one after another on this thread, each with
+	 * OpenBLAS's threads, as many as tir's (tir's pool idle); its level-2
+	 * routines split their sums by thread, so the bits are then those of
+	 * the thread count (the same from run to run at one --threads). */
+	int threads = tir_pool_threads();
+	bool spread = L.nbatch >= threads || L.amat < LA_THREADED_ELEMENTS;
+	tir_blas_lock(spread ? 1 : threads);
+	if (spread)
+		tir_pool_run(L.nbatch, task, &L);
+	else
+		for (int64_t t = 0; t < L.nbatch && !tir_pool_stopping(); t++)
+			task(&L, t);
+	tir_blas_unlock();
 	/* the first matrix that failed, in batch order (the same at any thread count) */
 	for (int64_t t = 0; t < L.nbatch && !rc; t++) {
 		int info = L.info[t];
