@@ -31,6 +31,9 @@
 
 #include <cblas.h>   /* the functions' types only: nothing is linked */
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -385,9 +388,19 @@ static const void *readable(const char *p, int64_t r, int64_t c, int64_t rs, int
 	if (bf16_f32) {
 		const uint16_t *h = (const void *)p;
 		uint32_t *f = (void *)d;
-		for (int64_t i = 0; i < r; i++)
-			for (int64_t j = 0; j < c; j++)
+		for (int64_t i = 0; i < r; i++) {
+			int64_t j = 0;
+#if defined(__x86_64__)
+			if (cs == 1)    /* a row along memory: 8 at a time */
+				for (__m128i z = _mm_setzero_si128(); j + 8 <= c; j += 8) {
+					__m128i x = _mm_loadu_si128((const __m128i *)(h + i * rs + j));
+					_mm_storeu_si128((__m128i *)(f + i * c + j), _mm_unpacklo_epi16(z, x));
+					_mm_storeu_si128((__m128i *)(f + i * c + j + 4), _mm_unpackhi_epi16(z, x));
+				}
+#endif
+			for (; j < c; j++)
 				f[i * c + j] = (uint32_t)h[i * rs + j * cs] << 16;
+		}
 	} else {
 		for (int64_t i = 0; i < r; i++)
 			for (int64_t j = 0; j < c; j++)
