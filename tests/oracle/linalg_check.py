@@ -357,6 +357,29 @@ def threads_large_case(tmp):
                 why = close(got[n], want, "f64", n + " on OpenBLAS's threads")
                 if why:
                     return why
+    # every op on one matrix on OpenBLAS's threads, against NumPy
+    s = spd(r, (256, 256), "f64")
+    g = r.uniform(-2, 2, (256, 256))
+    b = r.uniform(-2, 2, (256, 3))
+    d = os.path.join(tmp, "all")
+    os.mkdir(d)
+    got = run(d, "x = solve(g, b)\nxv = solve(g, bv)\ni = inv(g)\nsg, ld = slogdet(g)\nl = cholesky(s)\n"
+                 "q, rr = qr(g)\nls = lstsq(g, b)\np = pinv(g)",
+              {"g": g, "b": b, "bv": b[:, 0], "s": s}, ["x", "xv", "i", "sg", "ld", "l", "q", "rr", "ls", "p"],
+              ("--threads", "2"))
+    if isinstance(got, str):
+        return got
+    sg, ld = np.linalg.slogdet(g)
+    why = first(close(got["x"], np.linalg.solve(g, b), "f64", "solve"),
+                close(got["xv"], np.linalg.solve(g, b[:, 0]), "f64", "solve vector"),
+                close(got["i"], np.linalg.inv(g), "f64", "inv"),
+                close(got["sg"], sg, "f64", "slogdet sign"), close(got["ld"], ld, "f64", "slogdet"),
+                close(got["l"], np.linalg.cholesky(s), "f64", "cholesky"),
+                recon(got["q"] @ got["rr"], g, "f64", "q @ r"),
+                close(got["ls"], np.linalg.lstsq(g, b, rcond=None)[0], "f64", "lstsq"),
+                close(got["p"], np.linalg.pinv(g), "f64", "pinv"))
+    if why:
+        return why + " (one 256x256 matrix at --threads 2)"
     for n in names:
         if outs["one 2"][n].tobytes() != outs["one 2 again"][n].tobytes():
             return "%s differs between two runs at --threads 2" % n
