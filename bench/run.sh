@@ -386,7 +386,7 @@ done
 has_bf16=$(grep -q avx512_bf16 /proc/cpuinfo 2>/dev/null && echo 1)
 has_avx512=$(grep -q avx512f /proc/cpuinfo 2>/dev/null && echo 1)
 has_avx2=$(grep -q avx2 /proc/cpuinfo 2>/dev/null && echo 1)
-printf '  %-42s %8s %8s %8s %9s %12s  %s\n' "path" "f32 ms" "bf16 ms" "f32/bf16" "(CPU ms)" "target" "kernel"
+printf '  %-42s %8s %8s %8s %9s %12s  %s\n' "path" "f32 ms" "bf16 ms" "f32/bf16" "(CPU)" "target" "kernel"
 for path in vdpbf16ps avx512 avx2 sse2 scalar; do
 	case $path in
 	vdpbf16ps) [ -n "$has_bf16" ] || continue; envs="TIR_VMATH=avx512"; want=1.6; kern="vdpbf16ps" ;;
@@ -478,9 +478,10 @@ fi
 # ---- linalg ----
 # The linear algebra on OpenBLAS's LAPACK against NumPy's np.linalg (the
 # same LAPACK routines) on the same data, both at 1 thread and at THREADS
-# (NumPy's OpenBLAS set to that many; tir's batch spread over its pool, each
-# matrix on one thread, so one matrix alone runs on one core: the eigh row
-# at THREADS says what that costs).  tir_time and bench/linalg.py, medians.
+# (NumPy's OpenBLAS set to that many; tir's batch of at least THREADS
+# matrices spread over its pool, each matrix on one thread; the one eigh
+# on OpenBLAS's THREADS threads, as NumPy's).  tir_time and bench/linalg.py,
+# medians.
 for t in 1 "$THREADS"; do
 	[ "$t" = 1 ] && [ "$THREADS" = 1 ] && [ -n "${linalg_once:-}" ] && continue
 	linalg_once=1
