@@ -357,12 +357,37 @@ static void kept_free(void *p)
 		free(p);
 }
 
+/* a thread's kept copies go with it (a key's destructor runs at its exit) */
+static pthread_key_t kept_key;
+static bool kept_key_ok;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void kept_release(void *arg)
+{
+	struct kept *k = arg;
+	for (int i = 0; i < 2; i++) {
+		free(k[i].p);
+		k[i].p = NULL;
+		k[i].cap = 0;
+	}
+}
+
+static void kept_init(void)
+{
+	kept_key_ok = pthread_key_create(&kept_key, kept_release) == 0;
+}
+
 /* bytes of scratch for operand which (0 a, 1 b): kept, or malloc'd when larger */
 static void *scratch(int which, size_t bytes)
 {
 	struct kept *k = &kept[which];
 	if (bytes > BLAS_KEEP_BYTES)
 		return malloc(bytes);
+	if (!kept[0].p && !kept[1].p) {
+		pthread_once(&kept_once, kept_init);
+		if (!kept_key_ok || pthread_setspecific(kept_key, kept))
+			return malloc(bytes);     /* nothing kept without a destructor */
+	}
 	if (k->cap < bytes) {
 		void *p = realloc(k->p, bytes);
 		if (!p)
