@@ -31,6 +31,9 @@
 
 #include <cblas.h>   /* the functions' types only: nothing is linked */
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -337,20 +340,97 @@ struct bjob {
 	_Atomic bool failed;
 };
 
+/* Each thread keeps the f32 copies of bf16 operands (one for a, one for b)
+ * between products, up to this many bytes each: fresh pages for every
+ * product cost a quarter of a 1024^3 bf16 product's time (faults and
+ * zeroing).  Kept until the thread ends; larger copies are freed. */
+#define BLAS_KEEP_BYTES ((size_t)64 << 20)
+
+static _Thread_local struct kept {
+	void *p;
+	size_t cap;
+} kept[2];
+
+static void kept_free(void *p)
+{
+	if (p && p != kept[0].p && p != kept[1].p)
+		free(p);
+}
+
+/* a thread's kept copies go with it (a key's destructor runs at its exit) */
+static pthread_key_t kept_key;
+static bool kept_key_ok;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void kept_release(void *arg)
+{
+	struct kept *k = arg;
+	for (int i = 0; i < 2; i++) {
+		free(k[i].p);
+		k[i].p = NULL;
+		k[i].cap = 0;
+	}
+}
+
+static void kept_init(void)
+{
+	kept_key_ok = pthread_key_create(&kept_key, kept_release) == 0;
+}
+
+/* bytes of scratch for operand which (0 a, 1 b): kept, or malloc'd when larger */
+static void *scratch(int which, size_t bytes)
+{
+	struct kept *k = &kept[which];
+	if (bytes > BLAS_KEEP_BYTES)
+		return malloc(bytes);
+	if (!kept[0].p && !kept[1].p) {
+		pthread_once(&kept_once, kept_init);
+		if (!kept_key_ok || pthread_setspecific(kept_key, kept))
+			return malloc(bytes);     /* nothing kept without a destructor */
+	}
+	if (k->cap < bytes) {
+		void *p = realloc(k->p, bytes);
+		if (!p)
+			return NULL;
+		k->p = p;
+		k->cap = bytes;
+	}
+	return k->p;
+}
+
 /* matrix r x c at p (strides rs, cs elements) as cblas reads it, copied
- * into *copy (malloc'd; free it) when it must be */
-static const void *readable(const char *p, int64_t r, int64_t c, int64_t rs, int64_t cs, int64_t es, bool *t,
-			    int64_t *ld, void **copy)
+ * into *copy (malloc'd; free it) when it must be: laid out as cblas cannot
+ * read, or bf16 (bf16_f32: widened to f32, exactly) */
+static const void *readable(const char *p, int64_t r, int64_t c, int64_t rs, int64_t cs, int64_t es,
+			    bool bf16_f32, int which, bool *t, int64_t *ld, void **copy)
 {
 	*copy = NULL;
-	if (tir_blas_layout(r, c, rs, cs, t, ld))
+	if (!bf16_f32 && tir_blas_layout(r, c, rs, cs, t, ld))
 		return p;
-	char *d = malloc((size_t)(r * c * es) + 1);
+	char *d = bf16_f32 ? scratch(which, (size_t)(r * c * es) + 1) : malloc((size_t)(r * c * es) + 1);
 	if (!d)
 		return NULL;
-	for (int64_t i = 0; i < r; i++)
-		for (int64_t j = 0; j < c; j++)
-			memcpy(d + (i * c + j) * es, p + (i * rs + j * cs) * es, (size_t)es);
+	if (bf16_f32) {
+		const uint16_t *h = (const void *)p;
+		uint32_t *f = (void *)d;
+		for (int64_t i = 0; i < r; i++) {
+			int64_t j = 0;
+#if defined(__x86_64__)
+			if (cs == 1)    /* a row along memory: 8 at a time */
+				for (__m128i z = _mm_setzero_si128(); j + 8 <= c; j += 8) {
+					__m128i x = _mm_loadu_si128((const __m128i *)(h + i * rs + j));
+					_mm_storeu_si128((__m128i *)(f + i * c + j), _mm_unpacklo_epi16(z, x));
+					_mm_storeu_si128((__m128i *)(f + i * c + j + 4), _mm_unpackhi_epi16(z, x));
+				}
+#endif
+			for (; j < c; j++)
+				f[i * c + j] = (uint32_t)h[i * rs + j * cs] << 16;
+		}
+	} else {
+		for (int64_t i = 0; i < r; i++)
+			for (int64_t j = 0; j < c; j++)
+				memcpy(d + (i * c + j) * es, p + (i * rs + j * cs) * es, (size_t)es);
+	}
 	*t = false;
 	*ld = c > 1 ? c : 1;
 	return *copy = d;
@@ -373,17 +453,18 @@ static void entry_task(void *arg, int64_t e)
 	bool ta, tb;
 	int64_t lda, ldb;
 	void *ca, *cb;
-	const char *a = (const char *)g->a + entry_offset(g, g->as, e) * j->es;
-	const char *b = (const char *)g->b + entry_offset(g, g->bs, e) * j->es;
-	const void *pa = readable(a, g->m, g->k, g->a_rs, g->a_cs, j->es, &ta, &lda, &ca);
-	const void *pb = readable(b, g->k, g->n, g->b_rs, g->b_cs, j->es, &tb, &ldb, &cb);
+	bool ha = g->a_dt == TIR_DTYPE_BF16, hb = g->b_dt == TIR_DTYPE_BF16;
+	const char *a = (const char *)g->a + entry_offset(g, g->as, e) * (ha ? 2 : j->es);
+	const char *b = (const char *)g->b + entry_offset(g, g->bs, e) * (hb ? 2 : j->es);
+	const void *pa = readable(a, g->m, g->k, g->a_rs, g->a_cs, j->es, ha, 0, &ta, &lda, &ca);
+	const void *pb = readable(b, g->k, g->n, g->b_rs, g->b_cs, j->es, hb, 1, &tb, &ldb, &cb);
 	char *c = (char *)g->c + e * g->c_batch * j->es;
 	if (pa && pb)
 		tir_blas_call(g->dt, g->m, g->n, g->k, pa, ta, lda, pb, tb, ldb, g->acc, c, g->ldc);
 	else
 		atomic_store(&j->failed, true);
-	free(ca);
-	free(cb);
+	kept_free(ca);
+	kept_free(cb);
 	if (j->one && pa && pb && g->epi && g->epi(g->epi_ctx, e * g->m * g->n, g->m * g->n))
 		atomic_store(&j->failed, true);
 }

@@ -225,7 +225,9 @@ static const struct gemm_kern *pick_pairs(const struct tir_gemm *g)
 	static int ok = -1; /* asked once; threads may ask together (same answer) */
 	int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
 	if (v < 0) {
-		v = TIR_CPU_HAS(AVX512_BF16, "avx512bf16");
+		/* TIR_BF16=widen: as on a CPU without AVX-512 BF16 (tests, bench) */
+		const char *e = getenv("TIR_BF16");
+		v = TIR_CPU_HAS(AVX512_BF16, "avx512bf16") && !(e && !strcmp(e, "widen"));
 		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
 	}
 	if (v && g->dt == TIR_DTYPE_F32 && g->a_dt == TIR_DTYPE_BF16 && g->b_dt == TIR_DTYPE_BF16 &&
@@ -358,6 +360,83 @@ static void pack(int64_t es, void *dst, const char *src, int64_t is, int64_t ps,
 		pack_f32(dst, (const float *)src, is, ps, len, w, kc);
 	else
 		pack_f64(dst, (const double *)src, is, ps, len, w, kc);
+}
+
+/* bf16 widened to f32 as it is packed (a bf16 is an f32's high half):
+ * the f32 kernel then runs on half the bytes read.  As pack's cases: a
+ * panel whose elements run along memory (a row-major b) by rows, one
+ * whose steps do (a row-major a) by 4 x 4 blocks widened and transposed
+ * in SSE registers, else element by element. */
+static inline float bf16_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* n bf16 at s widened into d */
+static void widen_bf16(float *restrict d, const uint16_t *restrict s, int64_t n)
+{
+	int64_t i = 0;
+#if GM_X86
+	__m128i z = _mm_setzero_si128();
+	for (; i + 8 <= n; i += 8) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(s + i));
+		_mm_storeu_si128((__m128i *)(d + i), _mm_unpacklo_epi16(z, x));
+		_mm_storeu_si128((__m128i *)(d + i + 4), _mm_unpackhi_epi16(z, x));
+	}
+#endif
+	for (; i < n; i++)
+		d[i] = bf16_f32(s[i]);
+}
+
+static void pack_bf16(float *restrict dst, const uint16_t *restrict src, int64_t is, int64_t ps, int64_t len,
+		      int64_t w, int64_t kc)
+{
+	if (is == 1 || len == 1) {
+		for (int64_t p = 0; p < kc; p++, dst += w) {
+			widen_bf16(dst, src + p * ps, len);
+			for (int64_t i = len; i < w; i++)
+				dst[i] = 0;
+		}
+		return;
+	}
+	int64_t p = 0;
+#if GM_X86
+	if (ps == 1 && len == w) {
+		/* blocks of 4 rows by 4 steps; the rows past a multiple of 4
+		 * (AVX2's and SSE2's 6) by elements */
+		__m128i z = _mm_setzero_si128();
+		int64_t w4 = w & ~(int64_t)3;
+		for (; p + 4 <= kc; p += 4, dst += 4 * w) {
+			for (int64_t i = w4; i < w; i++)
+				for (int64_t q = 0; q < 4; q++)
+					dst[q * w + i] = bf16_f32(src[i * is + p + q]);
+			for (int64_t i = 0; i < w4; i += 4) {
+				const uint16_t *x = src + i * is + p;
+				__m128 r0 = _mm_castsi128_ps(_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)x)));
+				__m128 r1 = _mm_castsi128_ps(_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)(x + is))));
+				__m128 r2 = _mm_castsi128_ps(
+					_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)(x + 2 * is))));
+				__m128 r3 = _mm_castsi128_ps(
+					_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)(x + 3 * is))));
+				_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+				_mm_storeu_ps(dst + i, r0);
+				_mm_storeu_ps(dst + w + i, r1);
+				_mm_storeu_ps(dst + 2 * w + i, r2);
+				_mm_storeu_ps(dst + 3 * w + i, r3);
+			}
+		}
+	}
+#endif
+	for (; p < kc; p++, dst += w) {
+		const uint16_t *s = src + p * ps;
+		for (int64_t i = 0; i < len; i++)
+			dst[i] = bf16_f32(s[i * is]);
+		for (int64_t i = len; i < w; i++)
+			dst[i] = 0;
+	}
 }
 
 /* rows of b asked for ahead: a b too big for L2 waits on them otherwise
@@ -498,6 +577,25 @@ static void pack_task(void *arg, int64_t t)
 				for (int64_t i = len; i < w; i++)
 					d[i] = 0;
 			}
+		}
+		return;
+	}
+	if (sdt == TIR_DTYPE_BF16 && g->dt == TIR_DTYPE_F32) {
+		const uint16_t *s0 = (const uint16_t *)(is_a ? g->a : g->b) + off + k0 * ps;
+		int64_t nfull = full / w - p0 < p1 - p0 ? full / w - p0 : p1 - p0;
+		if (is == 1 && nfull > 1) {
+			/* full panels along memory (a row-major b): each row read
+			 * once across the unit's panels, as pack_rows */
+			float *d0 = (float *)(dst + p0 * w * kcb * j->es);
+			const uint16_t *s = s0 + p0 * w;
+			for (int64_t p = 0; p < kcb; p++, s += ps)
+				for (int64_t q = 0; q < nfull; q++)
+					widen_bf16(d0 + (q * kcb + p) * w, s + q * w, w);
+			p0 += nfull;
+		}
+		for (int64_t q = p0; q < p1; q++) {
+			int64_t len = full - q * w < w ? full - q * w : w;
+			pack_bf16((float *)(dst + q * w * kcb * j->es), s0 + q * w * is, is, ps, len, w, kcb);
 		}
 		return;
 	}
@@ -1049,7 +1147,7 @@ const char *tir_gemm_info(void)
 		int clen = core ? (int)strcspn(core + 6, ")") : 0;
 		snprintf(ver, sizeof ver, "%.*s%s%.*s", len, b, core ? ", core " : "", clen, core ? core + 6 : "");
 	}
-	snprintf(blas_line, sizeof blas_line, "openblas (%s; f32, f64; other dtypes on tir %s)%s", ver,
+	snprintf(blas_line, sizeof blas_line, "openblas (%s; f32, f64, bf16; other dtypes on tir %s)%s", ver,
 		 tir_vector_path(), tir_gemm_default() ? ", the default on this vector path" : "");
 	return blas_line;
 }
@@ -1057,7 +1155,13 @@ const char *tir_gemm_info(void)
 /* The one place a float product picks its gemm. */
 int tir_gemm(const struct tir_gemm *g, struct tir_err *err)
 {
+	/* bf16 operands too where no bf16 kernel runs: OpenBLAS widened beats
+	 * tir's portable loops where f32 goes to OpenBLAS (tir_blas_gemm
+	 * widens them to f32 copies) */
 	bool own = (!g->a_dt || g->a_dt == g->dt) && (!g->b_dt || g->b_dt == g->dt);
+	bool half = g->dt == TIR_DTYPE_F32 && (!g->a_dt || g->a_dt == g->dt || g->a_dt == TIR_DTYPE_BF16) &&
+		    (!g->b_dt || g->b_dt == g->dt || g->b_dt == TIR_DTYPE_BF16) && !pick_pairs(g);
+	own = own || half;
 	int use = own ? tir_gemm_blas(g->dt, err) : 0;
 	if (use < 0)
 		return use;

@@ -19,8 +19,11 @@
 
 /* LAPACK's Fortran interface, s and d alike (pointers are pointers);
  * a character argument's hidden length is passed last. */
-typedef void (*gesv_fn)(const int *, const int *, void *, const int *, int *, void *, const int *, int *);
 typedef void (*getrf_fn)(const int *, const int *, void *, const int *, int *, int *);
+typedef void (*getrs_fn)(const char *, const int *, const int *, const void *, const int *, const int *, void *,
+			 const int *, int *, size_t);
+typedef void (*trsm_fn)(const char *, const char *, const char *, const char *, const int *, const int *,
+			const void *, const void *, const int *, void *, const int *, size_t, size_t, size_t, size_t);
 typedef void (*potrf_fn)(const char *, const int *, void *, const int *, int *, size_t);
 typedef void (*geqrf_fn)(const int *, const int *, void *, const int *, void *, void *, const int *, int *);
 typedef void (*orgqr_fn)(const int *, const int *, const int *, void *, const int *, const void *, void *,
@@ -32,6 +35,10 @@ typedef void (*gesdd_fn)(const char *, const int *, const int *, void *, const i
 typedef void (*gelsd_fn)(const int *, const int *, const int *, void *, const int *, void *, const int *,
 			 void *, const void *, int *, void *, const int *, int *, int *);
 
+/* A batch of fewer matrices than tir's threads runs each matrix on
+ * OpenBLAS's threads from this many elements of a (256 x 256) up. */
+#define LA_THREADED_ELEMENTS ((int64_t)256 * 256)
+
 /* One op over a batch. */
 struct la {
 	const struct tir_node *n;
@@ -39,6 +46,7 @@ struct la {
 	size_t es;                   /* element size */
 	int64_t m, k;                /* a's rows and columns */
 	int64_t nrhs;                /* solve, lstsq: b's columns (1: a vector) */
+	bool vec;                    /* solve, lstsq: b is a vector */
 	int nb;                      /* batch axes */
 	int64_t batch[TIR_MAX_RANK], nbatch;
 	const char *a, *b;           /* operands (converted, contiguous matrices) */
@@ -50,7 +58,7 @@ struct la {
 	int64_t rsize[TIR_MAX_RESULTS];   /* each result's elements per matrix */
 	double rcond;                /* pinv */
 	bool full;                   /* svd */
-	void *fn[2];                 /* the LAPACK routines */
+	void *fn[3];                 /* the LAPACK routines */
 	int *info;                   /* per matrix: 0, LAPACK's info > 0, or -1 out of memory */
 };
 
@@ -158,7 +166,13 @@ static int one(struct la *L, int64_t t)
 	char *ca = malloc(ab ? ab : es);
 	if (!ca)
 		return -1;
-	to_cols(L, a, m, k, ca, m);
+	/* the LU family factors a's transpose, which is a as it lies (row-major
+	 * a is column-major a^T): no transposition in or out */
+	bool lu = n->op == TIR_OP_SOLVE || n->op == TIR_OP_INV || n->op == TIR_OP_DET || n->op == TIR_OP_SLOGDET;
+	if (lu)
+		memcpy(ca, a, ab);
+	else
+		to_cols(L, a, m, k, ca, m);
 	int rc = 0;
 	void *w = NULL, *w2 = NULL;
 	int *iw = NULL;
@@ -167,21 +181,46 @@ static int one(struct la *L, int64_t t)
 	switch (n->op) {
 	case TIR_OP_SOLVE:
 	case TIR_OP_INV: {
-		/* inv solves against the identity, as NumPy does */
+		/* a^T = P^T L U (getrf of a as it lies).  A vector b: a x = b is
+		 * (a^T)^T x = b, getrs with 'T'.  A matrix b (inv: the identity):
+		 * a x = b is x^T a^T = b^T, and row-major x is column-major x^T,
+		 * so x^T is solved in place in the result by two triangular
+		 * solves from the right, its columns (x's rows) then swapped back
+		 * by the pivots, last first. */
 		int nrhs = n->op == TIR_OP_INV ? m : (int)L->nrhs;
-		w = calloc((size_t)m * (size_t)nrhs + 1, es);
+		double *x = result(L, 0, t);
 		iw = malloc(sizeof(int) * (size_t)(m + 1));
-		if (!w || !iw)
+		if (!iw)
 			goto oom;
-		if (n->op == TIR_OP_INV)
+		if (n->op == TIR_OP_INV) {
+			memset(x, 0, (size_t)m * (size_t)m * es);
 			for (int i = 0; i < m; i++)
-				put(L, w, i + (int64_t)i * m, 1);
-		else
-			to_cols(L, operand(L, L->b, L->bstr, t), m, nrhs, w, m);
-		if (m > 0 && nrhs > 0)
-			((gesv_fn)L->fn[0])(&m, &nrhs, ca, &m, iw, w, &m, &info);
-		if (!info)
-			to_rows(L, w, m, m, nrhs, result(L, 0, t));
+				x[(int64_t)i * m + i] = 1;
+		} else {
+			memcpy(x, operand(L, L->b, L->bstr, t), (size_t)m * (size_t)nrhs * es);
+		}
+		if (m == 0 || nrhs == 0)
+			break;
+		((getrf_fn)L->fn[0])(&m, &m, ca, &m, iw, &info);
+		if (info)
+			break;
+		int i1 = 1;
+		if (n->op == TIR_OP_SOLVE && L->vec) {
+			((getrs_fn)L->fn[1])("T", &m, &i1, ca, &m, iw, x, &m, &info, 1);
+			break;
+		}
+		double alpha = 1;
+		((trsm_fn)L->fn[2])("R", "U", "N", "N", &nrhs, &m, &alpha, ca, &m, x, &nrhs, 1, 1, 1, 1);
+		((trsm_fn)L->fn[2])("R", "L", "N", "U", &nrhs, &m, &alpha, ca, &m, x, &nrhs, 1, 1, 1, 1);
+		for (int i = m - 1; i >= 0; i--) {
+			double *r0 = x + (int64_t)i * nrhs, *r1 = x + (int64_t)(iw[i] - 1) * nrhs;
+			if (r0 != r1)
+				for (int j = 0; j < nrhs; j++) {
+					double v = r0[j];
+					r0[j] = r1[j];
+					r1[j] = v;
+				}
+		}
 		break;
 	}
 	case TIR_OP_DET:
@@ -357,13 +396,15 @@ done:
 	return rc;
 }
 
-/* Whether the r x c matrix at p holds a NaN or an infinity. */
-static bool non_finite(const struct la *L, const char *p, int64_t count)
+/* Whether count f64 values at p hold a NaN or an infinity: an exponent of
+ * all ones, tested on the bits (a loop the compiler vectorizes). */
+static bool non_finite(const char *p, int64_t count)
 {
+	const uint64_t *u = (const uint64_t *)p, e = 0x7ffull << 52;
+	uint64_t any = 0;
 	for (int64_t i = 0; i < count; i++)
-		if (!isfinite(get(L, p, i)))
-			return true;
-	return false;
+		any |= (u[i] & e) == e;
+	return any != 0;
 }
 
 /* Matrix t: a NaN or infinity in its operands makes every one of its
@@ -372,8 +413,8 @@ static bool non_finite(const struct la *L, const char *p, int64_t count)
 static void task(void *ctx, int64_t t)
 {
 	struct la *L = ctx;
-	if (non_finite(L, operand(L, L->a, L->astr, t), L->amat) ||
-	    (L->b && non_finite(L, operand(L, L->b, L->bstr, t), L->bmat))) {
+	if (non_finite(operand(L, L->a, L->astr, t), L->amat) ||
+	    (L->b && non_finite(operand(L, L->b, L->bstr, t), L->bmat))) {
 		for (int r = 0; r < L->nres; r++)
 			for (int64_t i = 0; i < L->rsize[r]; i++)
 				put(L, result(L, r, t), i, NAN);
@@ -386,9 +427,9 @@ static void task(void *ctx, int64_t t)
 /* The routines op calls, by their LAPACK names without the s/d prefix. */
 static int find_routines(struct la *L, struct tir_err *err)
 {
-	const char *names[2] = {NULL, NULL};
+	const char *names[3] = {NULL, NULL, NULL};
 	switch (L->n->op) {
-	case TIR_OP_SOLVE: case TIR_OP_INV: names[0] = "gesv"; break;
+	case TIR_OP_SOLVE: case TIR_OP_INV: names[0] = "getrf"; names[1] = "getrs"; names[2] = "trsm"; break;
 	case TIR_OP_DET: case TIR_OP_SLOGDET: names[0] = "getrf"; break;
 	case TIR_OP_CHOLESKY: names[0] = "potrf"; break;
 	case TIR_OP_QR: names[0] = "geqrf"; names[1] = "orgqr"; break;
@@ -397,7 +438,7 @@ static int find_routines(struct la *L, struct tir_err *err)
 	case TIR_OP_LSTSQ: names[0] = "gelsd"; break;
 	default: TIR_ASSERT(!"linalg op");
 	}
-	for (int i = 0; i < 2 && names[i]; i++) {
+	for (int i = 0; i < 3 && names[i]; i++) {
 		char sym[32], *why = NULL;
 		snprintf(sym, sizeof sym, "%c%s_", L->f64 ? 'd' : 's', names[i]);
 		if (!(L->fn[i] = tir_blas_sym(sym, &why)))
@@ -447,7 +488,7 @@ int tir_k_linalg(const struct tir_node *n, const struct tir_tensor *in, struct t
 	int own0 = 2;
 	bool vec = false;
 	if (n->op == TIR_OP_SOLVE || n->op == TIR_OP_LSTSQ) {
-		vec = in[1].rank == a->rank - 1;
+		L.vec = vec = in[1].rank == a->rank - 1;
 		own0 = vec ? 1 : 2;
 		L.nrhs = vec ? 1 : in[1].shape[in[1].rank - 1];
 	} else if (n->op == TIR_OP_DET || n->op == TIR_OP_SLOGDET) {
@@ -495,7 +536,21 @@ int tir_k_linalg(const struct tir_node *n, const struct tir_tensor *in, struct t
 		rc = tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
 		goto done;
 	}
-	tir_pool_run(L.nbatch, task, &L);
+	/* A batch of at least as many matrices as threads: one matrix a task,
+	 * each on one OpenBLAS thread (the same bits at any --threads).  Fewer
+	 * matrices, large ones: one after another on this thread, each with
+	 * OpenBLAS's threads, as many as tir's (tir's pool idle); its level-2
+	 * routines split their sums by thread, so the bits are then those of
+	 * the thread count (the same from run to run at one --threads). */
+	int threads = tir_pool_threads();
+	bool spread = L.nbatch >= threads || L.amat < LA_THREADED_ELEMENTS;
+	tir_blas_lock(spread ? 1 : threads);
+	if (spread)
+		tir_pool_run(L.nbatch, task, &L);
+	else
+		for (int64_t t = 0; t < L.nbatch && !tir_pool_stopping(); t++)
+			task(&L, t);
+	tir_blas_unlock();
 	/* the first matrix that failed, in batch order (the same at any thread count) */
 	for (int64_t t = 0; t < L.nbatch && !rc; t++) {
 		int info = L.info[t];

@@ -397,6 +397,44 @@ def matmul_cases(d):
             return "i8 @ i8 wraps as NumPy's"
     case("matmul: f16@f16 f16, f32@f16 f32, bf16@bf16 bf16 (f32 accumulation), i8@i8 wraps", mm)
 
+    # bf16 products on every vector path (TIR_VMATH: the best the CPU has
+    # at or below the one named), the AVX-512 BF16 kernel (vdpbf16ps) and
+    # its widening (TIR_BF16=widen), each gemm (--gemm): edge tiles, a
+    # row-major a whose panel height is not a multiple of 4 (AVX2's and
+    # SSE2's 6), several k-blocks, a batch, a transposed b, 2 threads
+    def mm_paths():
+        a = round_bf16(rng.standard_normal((37, 700)).astype(np.float32))
+        b = round_bf16(rng.standard_normal((700, 45)).astype(np.float32))
+        bt = round_bf16(rng.standard_normal((45, 700)).astype(np.float32))
+        x = round_bf16(rng.standard_normal((3, 20, 64)).astype(np.float32))
+        y = round_bf16(rng.standard_normal((3, 64, 50)).astype(np.float32))
+        body = "p = a @ b\nq = a @ transpose(bt)\nr = x @ y"
+        ins = {"a": ("bf16", a), "b": ("bf16", b), "bt": ("bf16", bt), "x": ("bf16", x), "y": ("bf16", y)}
+        want = {"p": a.astype(np.float64) @ b.astype(np.float64),
+                "q": a.astype(np.float64) @ bt.T.astype(np.float64),
+                "r": x.astype(np.float64) @ y.astype(np.float64)}
+        saved = {k: os.environ.get(k) for k in ("TIR_VMATH", "TIR_BF16", "TIR_GEMM")}
+        try:
+            for vm in ("avx512", "avx2", "sse2", "scalar"):
+                for bf in ("", "widen"):
+                    for gm in ("tir", "openblas"):
+                        os.environ.update(TIR_VMATH=vm, TIR_BF16=bf, TIR_GEMM=gm)
+                        got = run(d, body, ins, ["p", "q", "r"], ("--threads", "2"))
+                        for n, w in want.items():
+                            w32 = round_bf16(w.astype(np.float32))
+                            g = got[n][1].astype(np.float64)
+                            tol = 2.0 ** -7 * np.maximum(np.abs(w), 1e-3 * np.abs(w).max())
+                            if got[n][0] != "bf16" or (np.abs(g - w32) > tol).any():
+                                return "TIR_VMATH=%s TIR_BF16=%s TIR_GEMM=%s: %s %s off by %g" % (
+                                    vm, bf, gm, n, got[n][0], np.abs(g - w32).max())
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    case("matmul: bf16@bf16 on every vector path, vdpbf16ps and widened, --gemm tir and openblas", mm_paths)
+
 
 def cast_cases(d):
     def casts():

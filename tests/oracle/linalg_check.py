@@ -20,7 +20,9 @@ and pinv:
     operands, batch axes that do not broadcast and a result count that does
     not match at check time, with the caret; det and slogdet of a singular
     matrix (0 and (0, -inf), as NumPy); NaN in, NaN out;
-  * the same bytes at --threads 1 and 2 for a batch; `tir fmt` reads back to
+  * the same bytes at --threads 1 and 2 for a batch of at least 2 matrices;
+    a single 256x256 matrix on OpenBLAS's 2 threads the same bytes run to
+    run and NumPy's values; `tir fmt` reads back to
     itself and runs the same; --remote against a `tir serve` started here;
     the REPL (a result made with its sibling asked for).
 Prints "ok NAME" / "FAIL NAME: WHY", last "N passed, M failed".
@@ -331,6 +333,63 @@ def threads_case(tmp):
     return None
 
 
+def threads_large_case(tmp):
+    # docs/language.md's rule: fewer matrices than threads, each of at least
+    # 256 x 256, run on OpenBLAS's threads, bits those of the thread count
+    # (the same run to run); a batch of as many matrices as threads, each
+    # matrix on one thread, has the bits of --threads 1
+    r = rng("threads large")
+    a = r.uniform(-2, 2, (2, 256, 256))
+    body = "w, v = eigh(a)\nx = solve(a, a)\nu, s, vt = svd(a)"
+    names = ["w", "v", "x", "u", "s", "vt"]
+    outs = {}
+    for key, t, x in (("one 1", "1", a[:1]), ("one 2", "2", a[:1]), ("one 2 again", "2", a[:1]),
+                      ("two 1", "1", a), ("two 2", "2", a)):
+        d = os.path.join(tmp, key.replace(" ", "_"))
+        os.mkdir(d)
+        got = run(d, body, {"a": x}, names, ("--threads", t))
+        if isinstance(got, str):
+            return got
+        outs[key] = got
+        if key == "one 2":
+            for n in ("w", "s"):
+                want = np.linalg.eigh(x)[0] if n == "w" else np.linalg.svd(x, compute_uv=False)
+                why = close(got[n], want, "f64", n + " on OpenBLAS's threads")
+                if why:
+                    return why
+    # every op on one matrix on OpenBLAS's threads, against NumPy
+    s = spd(r, (256, 256), "f64")
+    g = r.uniform(-2, 2, (256, 256))
+    b = r.uniform(-2, 2, (256, 3))
+    d = os.path.join(tmp, "all")
+    os.mkdir(d)
+    got = run(d, "x = solve(g, b)\nxv = solve(g, bv)\ni = inv(g)\nsg, ld = slogdet(g)\nl = cholesky(s)\n"
+                 "q, rr = qr(g)\nls = lstsq(g, b)\np = pinv(g)",
+              {"g": g, "b": b, "bv": b[:, 0], "s": s}, ["x", "xv", "i", "sg", "ld", "l", "q", "rr", "ls", "p"],
+              ("--threads", "2"))
+    if isinstance(got, str):
+        return got
+    sg, ld = np.linalg.slogdet(g)
+    why = first(close(got["x"], np.linalg.solve(g, b), "f64", "solve"),
+                close(got["xv"], np.linalg.solve(g, b[:, 0]), "f64", "solve vector"),
+                close(got["i"], np.linalg.inv(g), "f64", "inv"),
+                close(got["sg"], sg, "f64", "slogdet sign"), close(got["ld"], ld, "f64", "slogdet"),
+                close(got["l"], np.linalg.cholesky(s), "f64", "cholesky"),
+                recon(got["q"] @ got["rr"], g, "f64", "q @ r"),
+                close(got["ls"], np.linalg.lstsq(g, b, rcond=None)[0], "f64", "lstsq"),
+                close(got["p"], np.linalg.pinv(g), "f64", "pinv"))
+    if why:
+        return why + " (one 256x256 matrix at --threads 2)"
+    for n in names:
+        if outs["one 2"][n].tobytes() != outs["one 2 again"][n].tobytes():
+            return "%s differs between two runs at --threads 2" % n
+        if outs["two 2"][n].tobytes() != outs["two 1"][n].tobytes():
+            return "%s of a batch of 2 differs between --threads 1 and 2" % n
+        if outs["two 1"][n][:1].tobytes() != outs["one 1"][n].tobytes():
+            return "%s of matrix 0 differs alone and in a batch at --threads 1" % n
+    return None
+
+
 PROG = """a = [[4.0, 1.0, 2.0], [1.0, 3.0, 0.5], [2.0, 0.5, 5.0]]
 b = [[1.0, 2.0, 3.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]]
 q, r = qr(matmul(a, b))
@@ -440,6 +499,7 @@ def main():
     for name, body, inputs, pattern, outs in ERRORS:
         check("error " + name, error_case(body, inputs, pattern, outs))
     check("threads", threads_case)
+    check("threads large", threads_large_case)
     check("fmt", fmt_case)
     check("remote", remote_case)
     check("repl", repl_case)
