@@ -9,8 +9,10 @@
  *
  * The frame's header goes into head[]; once it is whole and checked, the
  * tensor to keep is allocated and the data is copied straight into it:
- * one allocation (2 MiB pages past 4 MiB) and no other copy of the body.
- * Past 4 MiB threads help: one per CPU (up to 4) checks the chunks in the
+ * one allocation (2 MiB pages past 4 MiB, taken from the pages the server
+ * keeps faulted in, --upload-reserve) and no other copy of the body.
+ * Past 4 MiB threads help: one per compute thread (--threads, up to 8)
+ * checks the chunks in the
  * tensor behind the copy (sixteen at a time each, on the AVX-512 path
  * sixteen to a register, chunks.c), one faults in the tensor's fresh pages
  * ahead of it.  Smaller blobs, and blobs the
@@ -28,8 +30,9 @@
 #include <unistd.h>
 
 #define HASH_THREAD_MIN ((size_t)4 << 20)
-/* Checking threads for one upload: one per CPU, at most this many. */
-#define CHECKERS_MAX 4
+/* Checking threads for one upload: one per compute thread (--threads),
+ * at most this many. */
+#define CHECKERS_MAX 8
 
 struct upload {
 	uint64_t len;                  /* Content-Length */
@@ -231,7 +234,7 @@ static void frame_begin(struct upload *u)
 	if (u->held)
 		return;
 	struct tir_err err = {0};
-	if (tir_tensor_alloc(&u->t, fi->dtype, fi->rank, fi->shape, false, &err)) {
+	if (tir_tensor_alloc_ready(&u->t, fi->dtype, fi->rank, fi->shape, &err)) {
 		size_t lim = tir_mem_limit();
 		if (err.code == TIR_EBUDGET && lim && fi->nbytes > lim) /* it never fits */
 			return upload_fault(u, 413, "too_large", "a tensor of %llu bytes is over the memory budget of "
@@ -247,8 +250,8 @@ static void frame_begin(struct upload *u)
 		pthread_cond_init(&u->cv, NULL);
 		u->avail = u->fin;
 		tir_touch_start(&u->touch, tir_tensor_data(&u->t), u->nbytes);
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		int want = ncpu < 1 ? 1 : ncpu > CHECKERS_MAX ? CHECKERS_MAX : (int)ncpu;
+		int nth = tir_pool_threads(); /* the cores it may use (--threads) */
+		int want = nth < 1 ? 1 : nth > CHECKERS_MAX ? CHECKERS_MAX : nth;
 		while (u->nth < want && !pthread_create(&u->th[u->nth], NULL, check_thread, u))
 			u->nth++;
 		u->threaded = u->nth > 0;
