@@ -61,6 +61,8 @@ void tir_mem_trim(void);
  * reserve holds, as tir_tensor_alloc does). */
 int tir_mem_ready_start(size_t bytes);
 void tir_mem_ready_stop(void);
+/* An upload under way (on) or ended: the reserve is filled while none is. */
+void tir_mem_ready_busy(bool on);
 void tir_mem_ready_stats(size_t *target, size_t *held, size_t *taken);
 int tir_tensor_alloc_ready(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape,
 			   struct tir_err *err);

@@ -92,6 +92,7 @@ static void **ready;              /* the pieces ready (ready_n of ready_cap) */
 static size_t ready_n, ready_cap; /* ready_cap: the target, in pieces */
 static atomic_size_t ready_bytes; /* ready_n pieces, and those being faulted in */
 static atomic_size_t ready_taken; /* bytes of tensors received into ready pages */
+static atomic_int ready_busy;     /* uploads under way: the keeper waits for none */
 static pthread_t ready_th;
 static bool ready_on, ready_stop;
 
@@ -162,7 +163,7 @@ static void *piece_make(void)
 static void ready_fill(void)
 {
 	pthread_mutex_lock(&ready_lock);
-	while (!ready_stop && ready_n < ready_cap &&
+	while (!ready_stop && ready_n < ready_cap && !atomic_load(&ready_busy) &&
 	       fits(atomic_load(&mem_limit), atomic_load(&mem_current) + atomic_load(&ready_bytes), PIECE)) {
 		atomic_fetch_add(&ready_bytes, PIECE); /* held against the budget as it is made */
 		pthread_mutex_unlock(&ready_lock);
@@ -181,10 +182,10 @@ static void ready_fill(void)
 	pthread_mutex_unlock(&ready_lock);
 }
 
-/* The keeper: fills the reserve when told a tensor took from it, and
- * every second (the budget may have room again).  It runs niced: the
- * faulting in yields to the requests (a thread's nice is its own on
- * Linux). */
+/* The keeper: fills the reserve when no upload is under way (its pages
+ * would be faulted in on the cores the upload's copy and checks want),
+ * every quarter of a second.  It runs niced too (a thread's nice is its
+ * own on Linux). */
 static void *ready_keeper(void *arg)
 {
 	(void)arg;
@@ -198,7 +199,11 @@ static void *ready_keeper(void *arg)
 			break;
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
+		ts.tv_nsec += 250 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000 * 1000 * 1000;
+		}
 		pthread_cond_timedwait(&ready_cv, &ready_lock, &ts);
 	}
 	pthread_mutex_unlock(&ready_lock);
@@ -239,6 +244,11 @@ void tir_mem_ready_stop(void)
 	ready = NULL;
 	ready_cap = 0;
 	pthread_mutex_unlock(&ready_lock);
+}
+
+void tir_mem_ready_busy(bool on)
+{
+	atomic_fetch_add(&ready_busy, on ? 1 : -1);
 }
 
 void tir_mem_ready_stats(size_t *target, size_t *held, size_t *taken)
@@ -290,7 +300,6 @@ static void *ready_take(size_t bytes, size_t *moved)
 			*moved += PIECE;
 		}
 	}
-	pthread_cond_signal(&ready_cv); /* the keeper makes more */
 	return dst;
 }
 

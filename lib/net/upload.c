@@ -15,9 +15,10 @@
  * checks the chunks in the
  * tensor behind the copy (sixteen at a time each, on the AVX-512 path
  * sixteen to a register, chunks.c), one faults in the tensor's fresh pages
- * ahead of it.  Smaller blobs, and blobs the
- * server holds already (only checked, nothing kept), are checked as the
- * bytes pass, a chunk at a time.
+ * ahead of it.  Smaller blobs are checked as the bytes pass, a chunk at
+ * a time.  A blob the server holds already goes the same way (and is
+ * dropped at the end): a PUT does not tell by its time whether another
+ * tenant holds the blob.
  */
 #include "store.h"
 
@@ -74,6 +75,7 @@ struct upload {
 	size_t bad;                    /* 1 + the first chunk that hashed wrong; 0 none (under mu) */
 	unsigned char badhash[32];
 	struct tir_toucher touch;      /* faults in t's pages ahead of the copy */
+	bool busy;                     /* counted in tir_mem_ready_busy */
 };
 
 static void hexof(const unsigned char *d, char out[TIR_SHA_HEX + 1])
@@ -160,6 +162,8 @@ void upload_free(struct upload *u)
 	if (!u)
 		return;
 	check_join(u, true);
+	if (u->busy)
+		tir_mem_ready_busy(false);
 	EVP_MD_CTX_free(u->ctx);
 	tir_tensor_release(&u->t);
 	free(u->list);
@@ -231,8 +235,13 @@ static void frame_begin(struct upload *u)
 				    (unsigned long long)(u->flen - total), (unsigned long long)total);
 	u->headok = true;
 	u->nbytes = (size_t)fi->nbytes;
-	if (u->held)
-		return;
+	/* a blob held already (maybe another tenant's) is received and
+	 * checked as a new one is, into a tensor dropped at the end: its PUT
+	 * takes as long and is refused as a new one would be */
+	if (u->nbytes >= HASH_THREAD_MIN) { /* the reserve's keeper waits for it */
+		u->busy = true;
+		tir_mem_ready_busy(true);
+	}
 	struct tir_err err = {0};
 	if (tir_tensor_alloc_ready(&u->t, fi->dtype, fi->rank, fi->shape, &err)) {
 		size_t lim = tir_mem_limit();
