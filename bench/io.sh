@@ -123,6 +123,13 @@ if [ "$SHA_MASK" != 0 ] && [ -x "$BUILD/bench/remote_bench" ]; then
 		echo "  SHA masked: remote.sh FAILED"
 		cat "$tmp/up"
 	fi
+	if OPENSSL_ia32cap=":~0x20000000" $py bench/first_upload.py "$tir" >"$tmp/first" 2>&1; then
+		printf '  %-46s %s\n' "SHA masked: first PUT of 256 MiB, fresh server" \
+			"$(sed -n 's/^first_gbs //p' "$tmp/first") GB/s ($(sed -n 's/^first_cpu_ms //p' "$tmp/first") ms server CPU), later $(sed -n 's/^later_gbs //p' "$tmp/first") GB/s ($(sed -n 's/^later_cpu_ms //p' "$tmp/first") ms)"
+	else
+		echo "  SHA masked: first_upload.py FAILED"
+		cat "$tmp/first"
+	fi
 	if OPENSSL_ia32cap=":~0x20000000" $py bench/xfer.py "$tir" --runs 3 >"$tmp/xfer" 2>&1; then
 		printf '  %-46s %s\n' "SHA masked: server to server, 64 MiB (aim >= 2)" \
 			"$(sed -n 's/^import_gbs //p' "$tmp/xfer") GB/s import ($(sed -n 's/^import_ms //p' "$tmp/xfer") ms)"

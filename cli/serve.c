@@ -213,6 +213,10 @@ int cli_serve(int argc, char **argv)
 		case FLAG_SERVE_BLOB_CACHE:
 			ok = parse_num(val, 1, UINT64_MAX, true, &o.blob_cache);
 			break;
+		case FLAG_SERVE_UPLOAD_RESERVE:
+			ok = parse_num(val, 0, (uint64_t)1 << 50, true, &v);
+			o.upload_reserve = v ? (int64_t)v : -1;
+			break;
 		case FLAG_SERVE_THREADS:
 			ok = parse_num(val, 0, 256, false, &v);
 			o.threads = (int)v;

@@ -440,6 +440,9 @@ struct tir_serve_opts {
 	uint64_t max_inflight;      /* bytes of request bodies being received at once (0: the
 				     * larger of 2 x max_body and blob_cache) */
 	int threads;                /* compute threads (0: the default) */
+	/* bytes of pages kept faulted in for the tensors uploads bring
+	 * (0: 256 MiB, at most a quarter of max_memory; below 0: none) */
+	int64_t upload_reserve;
 	/* bytes of tensors held at once: blobs, kept values and batches
 	 * together (0: three quarters of the machine's memory, or of the
 	 * cgroup's limit when that is lower) */

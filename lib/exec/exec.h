@@ -25,6 +25,7 @@ struct tir_buf {
 	void *map;               /* the mapping's start (page aligned), or NULL */
 	size_t map_bytes;
 	bool inline_data;        /* data lives in this header's own block (tensor.c) */
+	size_t ready_bytes;      /* >0: a mapping made of the reserve's pieces (tensor.c) */
 };
 
 struct tir_tensor {
@@ -51,8 +52,21 @@ bool tir_mem_charge(size_t n);
 void tir_mem_uncharge(size_t n);
 /* n bytes for a person in out: "3.2 GiB", "64 MiB", "120 KiB", "40 B". */
 const char *tir_bytes_str(size_t n, char out[32]);
-/* Free the cache of released buffers kept for reuse. */
+/* Free the cache of released buffers kept for reuse (not the reserve). */
 void tir_mem_trim(void);
+/* A reserve of `bytes` of pages kept faulted in (a server's, for the
+ * tensors it receives): made now, kept full by a thread at the idle
+ * priority, its free pages held against the budget and given back when
+ * an allocation would pass it.  tir_tensor_alloc_ready takes a tensor of
+ * 4 MiB or more from it (uninitialized; a smaller one, or past what the
+ * reserve holds, as tir_tensor_alloc does). */
+int tir_mem_ready_start(size_t bytes);
+void tir_mem_ready_stop(void);
+/* An upload under way (on) or ended: the reserve is filled while none is. */
+void tir_mem_ready_busy(bool on);
+void tir_mem_ready_stats(size_t *target, size_t *held, size_t *taken);
+int tir_tensor_alloc_ready(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape,
+			   struct tir_err *err);
 /* Bytes of files mapped by tensors now, and the most since
  * tir_mem_reset_peak.  File pages: the kernel reads them in as they are
  * touched and may drop them again, so they are neither tensor bytes nor

@@ -3,6 +3,7 @@
  * behind "peak", dtype conversion, and views (broadcast, transpose, slice,
  * reshape).  No arithmetic kernels live here; see elementwise.c and friends.
  */
+#define _GNU_SOURCE /* mremap */
 #include "exec.h"
 #include "half.h"
 #include "iter.h"
@@ -13,7 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* Let GCC vectorize the conversion loops at -O2 (see elementwise.c). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -72,19 +77,248 @@ size_t tir_mem_limit(void)
 	return atomic_load(&mem_limit);
 }
 
+/* ---- pages kept ready: a server's reserve for the tensors it receives ----
+ * Pieces of 2 MiB, faulted in ahead (MADV_POPULATE_WRITE) and asked to
+ * be huge pages.  A tensor received into the reserve is a fresh mapping
+ * of its size whose pieces are moved in with mremap (the pages move, no
+ * byte is copied); when it is released its pieces go back, still faulted
+ * in.  The pieces held ready (ready_bytes) count against the budget as
+ * tensors do: an allocation that would pass the budget because of them
+ * gives them back to the kernel first (the reserve yields to what runs),
+ * and the keeper thread makes them again once there is room.  The idle
+ * trim (tir_mem_trim) leaves the reserve alone. */
+#define PIECE ((size_t)2 << 20)
+
+static pthread_mutex_t ready_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ready_cv = PTHREAD_COND_INITIALIZER;
+static void **ready;              /* the pieces ready (ready_n of ready_cap) */
+static size_t ready_n, ready_cap; /* ready_cap: the target, in pieces */
+static atomic_size_t ready_bytes; /* ready_n pieces, and those being faulted in */
+static atomic_size_t ready_taken; /* bytes of tensors received into ready pages */
+static atomic_int ready_busy;     /* uploads under way: the keeper waits for none */
+static pthread_t ready_th;
+static bool ready_on, ready_stop;
+
+static bool fits(size_t lim, size_t cur, size_t n)
+{
+	return !lim || (n <= lim && cur <= lim - n);
+}
+
+/* Give ready pieces back to the kernel until n more bytes fit under lim;
+ * false: none was given back. */
+static bool ready_yield(size_t lim, size_t n)
+{
+	bool gave = false;
+	pthread_mutex_lock(&ready_lock);
+	while (ready_n && !fits(lim, atomic_load(&mem_current) + atomic_load(&ready_bytes), n)) {
+		munmap(ready[--ready_n], PIECE);
+		atomic_fetch_sub(&ready_bytes, PIECE);
+		gave = true;
+	}
+	pthread_mutex_unlock(&ready_lock);
+	return gave;
+}
+
 /* n more bytes held, within the budget (false: nothing taken). */
 static bool mem_add(size_t n)
 {
-	size_t lim = atomic_load(&mem_limit), cur = atomic_load(&mem_current);
-	do {
-		if (lim && (n > lim || cur > lim - n))
+	size_t lim = atomic_load(&mem_limit), cur;
+	for (;;) {
+		cur = atomic_load(&mem_current);
+		bool ok;
+		while ((ok = fits(lim, cur + atomic_load(&ready_bytes), n)) &&
+		       !atomic_compare_exchange_weak(&mem_current, &cur, cur + n))
+			;
+		if (ok)
+			break;
+		if (!lim || !ready_yield(lim, n))
 			return false;
-	} while (!atomic_compare_exchange_weak(&mem_current, &cur, cur + n));
+	}
 	size_t now = cur + n;
 	size_t peak = atomic_load(&mem_peak);
 	while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
 		;
 	return true;
+}
+
+/* One fresh piece, faulted in; NULL when the kernel has none. */
+static void *piece_make(void)
+{
+	char *p = mmap(NULL, 2 * PIECE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	char *a = (char *)(((uintptr_t)p + PIECE - 1) & ~(uintptr_t)(PIECE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	munmap(a + PIECE, (size_t)(p + 2 * PIECE - (a + PIECE)));
+#ifdef MADV_HUGEPAGE
+	madvise(a, PIECE, MADV_HUGEPAGE);
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+	if (madvise(a, PIECE, MADV_POPULATE_WRITE))
+		memset(a, 0, PIECE); /* a kernel before 5.14 */
+	return a;
+}
+
+/* Fill the reserve up to its target while the budget has room. */
+static void ready_fill(void)
+{
+	pthread_mutex_lock(&ready_lock);
+	while (!ready_stop && ready_n < ready_cap && !atomic_load(&ready_busy) &&
+	       fits(atomic_load(&mem_limit), atomic_load(&mem_current) + atomic_load(&ready_bytes), PIECE)) {
+		atomic_fetch_add(&ready_bytes, PIECE); /* held against the budget as it is made */
+		pthread_mutex_unlock(&ready_lock);
+		void *p = piece_make();
+		pthread_mutex_lock(&ready_lock);
+		if (!p || ready_n == ready_cap || ready_stop) {
+			atomic_fetch_sub(&ready_bytes, PIECE);
+			if (p)
+				munmap(p, PIECE);
+			if (!p)
+				break;
+			continue;
+		}
+		ready[ready_n++] = p;
+	}
+	pthread_mutex_unlock(&ready_lock);
+}
+
+/* The keeper: fills the reserve when no upload is under way (its pages
+ * would be faulted in on the cores the upload's copy and checks want),
+ * every quarter of a second.  It runs niced too (a thread's nice is its
+ * own on Linux). */
+static void *ready_keeper(void *arg)
+{
+	(void)arg;
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	pthread_mutex_lock(&ready_lock);
+	while (!ready_stop) {
+		pthread_mutex_unlock(&ready_lock);
+		ready_fill();
+		pthread_mutex_lock(&ready_lock);
+		if (ready_stop)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		pthread_cond_timedwait(&ready_cv, &ready_lock, &ts);
+	}
+	pthread_mutex_unlock(&ready_lock);
+	return NULL;
+}
+
+int tir_mem_ready_start(size_t bytes)
+{
+	size_t cap = bytes / PIECE;
+	if (!cap || ready_on)
+		return 0;
+	ready = calloc(cap, sizeof *ready);
+	if (!ready)
+		return -1;
+	ready_cap = cap;
+	ready_stop = false;
+	ready_fill(); /* the first upload into a fresh server finds its pages */
+	ready_on = !pthread_create(&ready_th, NULL, ready_keeper, NULL);
+	return 0;
+}
+
+void tir_mem_ready_stop(void)
+{
+	if (ready_on) {
+		pthread_mutex_lock(&ready_lock);
+		ready_stop = true;
+		pthread_cond_broadcast(&ready_cv);
+		pthread_mutex_unlock(&ready_lock);
+		pthread_join(ready_th, NULL);
+		ready_on = false;
+	}
+	pthread_mutex_lock(&ready_lock);
+	while (ready_n) {
+		munmap(ready[--ready_n], PIECE);
+		atomic_fetch_sub(&ready_bytes, PIECE);
+	}
+	free(ready);
+	ready = NULL;
+	ready_cap = 0;
+	pthread_mutex_unlock(&ready_lock);
+}
+
+void tir_mem_ready_busy(bool on)
+{
+	atomic_fetch_add(&ready_busy, on ? 1 : -1);
+}
+
+void tir_mem_ready_stats(size_t *target, size_t *held, size_t *taken)
+{
+	pthread_mutex_lock(&ready_lock);
+	*target = ready_cap * PIECE;
+	*held = ready_n * PIECE;
+	pthread_mutex_unlock(&ready_lock);
+	*taken = atomic_load(&ready_taken);
+}
+
+/* A mapping of `bytes` (a multiple of PIECE) whose first pieces are the
+ * reserve's; NULL when the reserve is empty.  *moved: the bytes that came
+ * ready (their charge moved from the reserve to the caller). */
+static void *ready_take(size_t bytes, size_t *moved)
+{
+	*moved = 0;
+	size_t k = bytes / PIECE;
+	void *got[64];
+	char *dst = NULL;
+	pthread_mutex_lock(&ready_lock);
+	if (!ready_n) {
+		pthread_mutex_unlock(&ready_lock);
+		return NULL;
+	}
+	pthread_mutex_unlock(&ready_lock);
+	char *p = mmap(NULL, bytes + PIECE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	dst = (char *)(((uintptr_t)p + PIECE - 1) & ~(uintptr_t)(PIECE - 1));
+	if (dst > p)
+		munmap(p, (size_t)(dst - p));
+	if (p + PIECE > dst)
+		munmap(dst + bytes, (size_t)(p + PIECE - dst));
+#ifdef MADV_HUGEPAGE
+	madvise(dst, bytes, MADV_HUGEPAGE);
+#endif
+	for (size_t i = 0; i < k;) {
+		size_t m = 0;
+		pthread_mutex_lock(&ready_lock);
+		while (m < 64 && i + m < k && ready_n)
+			got[m++] = ready[--ready_n];
+		pthread_mutex_unlock(&ready_lock);
+		if (!m)
+			break;
+		for (size_t j = 0; j < m; j++, i++) {
+			if (mremap(got[j], PIECE, PIECE, MREMAP_MAYMOVE | MREMAP_FIXED, dst + i * PIECE) == MAP_FAILED)
+				munmap(got[j], PIECE); /* that piece stays fresh */
+			*moved += PIECE;
+		}
+	}
+	return dst;
+}
+
+/* A received tensor's mapping released: its pieces back to the reserve,
+ * as many as its target wants, the rest to the kernel. */
+static void ready_give(char *data, size_t bytes)
+{
+	size_t i = 0, k = bytes / PIECE;
+	pthread_mutex_lock(&ready_lock);
+	for (; i < k && ready_n < ready_cap; i++) {
+		ready[ready_n++] = data + i * PIECE;
+		atomic_fetch_add(&ready_bytes, PIECE);
+	}
+	pthread_mutex_unlock(&ready_lock);
+	if (i < k)
+		munmap(data + i * PIECE, (k - i) * PIECE);
 }
 
 bool tir_mem_charge(size_t n)
@@ -206,8 +440,8 @@ static void empty(struct tir_tensor *t)
 	memset(t, 0, sizeof *t);
 }
 
-int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
-		     const int64_t *shape, bool zero, struct tir_err *err)
+static int alloc_in(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, bool zero,
+		    bool take_ready, struct tir_err *err)
 {
 	empty(t);
 	if ((unsigned)dt >= TIR_DTYPE_COUNT || rank < 0 || rank > TIR_MAX_RANK)
@@ -241,7 +475,30 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	size_t rounded = (bytes + TIR_ALIGN - 1) / TIR_ALIGN * TIR_ALIGN;
 	if (rounded == 0)
 		rounded = TIR_ALIGN;
-	if (!mem_add(rounded)) {
+	/* past 4 MiB a received tensor goes into the pages kept ready: the
+	 * charge of the pieces moved becomes the tensor's, the rest must fit */
+	size_t moved = 0, whole = (rounded + PIECE - 1) / PIECE * PIECE;
+	void *got = take_ready && rounded >= HUGE_MIN ? ready_take(whole, &moved) : NULL;
+	if (got) {
+		size_t from = moved < rounded ? moved : rounded;
+		atomic_fetch_add(&mem_current, from);
+		atomic_fetch_sub(&ready_bytes, moved);
+		if (!mem_add(rounded - from)) {
+			atomic_fetch_sub(&mem_current, from);
+			munmap(got, whole);
+			got = NULL;
+		} else {
+			atomic_fetch_add(&ready_taken, rounded);
+		}
+		if (!got) {
+			char a[32], h[32], l[32];
+			return tir_errf(err, TIR_EBUDGET, NULL,
+					"a value of %s would pass the memory budget: %s held of %s (--max-memory)",
+					tir_bytes_str(rounded, a), tir_bytes_str(atomic_load(&mem_current), h),
+					tir_bytes_str(atomic_load(&mem_limit), l));
+		}
+	}
+	if (!got && !mem_add(rounded)) {
 		char a[32], h[32], l[32];
 		return tir_errf(err, TIR_EBUDGET, NULL,
 				"a value of %s would pass the memory budget: %s held of %s (--max-memory)",
@@ -251,16 +508,20 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	/* a small value (a scalar, a short vector: one a statement in a
 	 * program of scalars) is one block with its header, one malloc and
 	 * one free, not two each */
-	bool small = rounded <= SMALL_BYTES;
+	bool small = !got && rounded <= SMALL_BYTES;
 	struct tir_buf *b = malloc(sizeof *b + (small ? TIR_ALIGN - 1 + rounded : 0));
-	void *data = NULL;
+	void *data = got;
 	if (b && small)
 		data = (void *)(((uintptr_t)(b + 1) + TIR_ALIGN - 1) & ~(uintptr_t)(TIR_ALIGN - 1));
-	else if (b)
+	else if (b && !got)
 		data = pool_take(rounded);
 	if (b && !data)
 		data = big_alloc(rounded);
-	if (!data) {
+	if (!data || !b) {
+		if (got)
+			munmap(got, whole);
+		else
+			free(data);
 		free(b);
 		atomic_fetch_sub(&mem_current, rounded);
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory allocating %zu bytes",
@@ -268,7 +529,8 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	}
 	if (zero)
 		memset(data, 0, rounded);
-	*b = (struct tir_buf){.refs = 1, .bytes = rounded, .data = data, .inline_data = small};
+	*b = (struct tir_buf){.refs = 1, .bytes = rounded, .data = data, .inline_data = small,
+			      .ready_bytes = got ? whole : 0};
 
 	t->dtype = dt;
 	t->rank = rank;
@@ -278,6 +540,18 @@ int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 	t->offset = 0;
 	t->buf = b;
 	return 0;
+}
+
+int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, bool zero,
+		     struct tir_err *err)
+{
+	return alloc_in(t, dt, rank, shape, zero, false, err);
+}
+
+int tir_tensor_alloc_ready(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape,
+			   struct tir_err *err)
+{
+	return alloc_in(t, dt, rank, shape, false, true, err);
 }
 
 int tir_tensor_wrap_map(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, void *map,
@@ -310,6 +584,9 @@ void tir_tensor_release(struct tir_tensor *t)
 		if (b->map) {
 			munmap(b->map, b->map_bytes);
 			atomic_fetch_sub(&mem_mapped, b->map_bytes);
+		} else if (b->ready_bytes) { /* back to the reserve, its charge too */
+			ready_give(b->data, b->ready_bytes);
+			atomic_fetch_sub(&mem_current, b->bytes);
 		} else {
 			atomic_fetch_sub(&mem_current, b->bytes);
 			if (!b->inline_data)

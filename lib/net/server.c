@@ -40,6 +40,7 @@
 #define DEFAULT_LEASE 30
 #define SESSION_BODY_MAX 1024           /* POST /v1/sessions: {"lease": true} */
 #define DEFAULT_BLOB_CACHE ((uint64_t)1 << 30)
+#define DEFAULT_UPLOAD_RESERVE ((uint64_t)256 << 20)
 #define DEFAULT_PER_ADDRESS 32
 #define DEFAULT_HEADER_TIMEOUT 10
 #define MAX_GRAPHS 256
@@ -779,6 +780,13 @@ static enum MHD_Result get_metrics(struct server *s, struct MHD_Connection *c, s
 		     "# TYPE tir_pressure_trims_total counter\ntir_pressure_trims_total %llu\n",
 		     (unsigned long long)atomic_load(&s->trims),
 		     (unsigned long long)atomic_load(&s->pressure_trims));
+	size_t rv_target, rv_held, rv_taken;
+	tir_mem_ready_stats(&rv_target, &rv_held, &rv_taken);
+	tir_str_addf(&out,
+		     "# TYPE tir_upload_reserve_bytes gauge\ntir_upload_reserve_bytes %zu\n"
+		     "# TYPE tir_upload_reserve_ready_bytes gauge\ntir_upload_reserve_ready_bytes %zu\n"
+		     "# TYPE tir_upload_reserve_taken_bytes_total counter\ntir_upload_reserve_taken_bytes_total %zu\n",
+		     rv_target, rv_held, rv_taken);
 	size_t caps_n;
 	uint64_t caps_b;
 	session_store_caps(s->sessions, &caps_n, &caps_b);
@@ -1230,6 +1238,7 @@ static int tenants_make(struct server *s, struct tir_err *err)
 
 static void server_free(struct server *s)
 {
+	tir_mem_ready_stop();
 	group_finish(s);
 	gate_free(s->gate);
 	blob_store_free(s->blobs);
@@ -1415,6 +1424,16 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 					? " was built without TLS" : "");
 	}
 	tir_mem_set_limit((size_t)s->o.max_memory); /* every tensor of this process, from now on */
+	/* pages kept faulted in for uploads (tensor.c): the first upload into
+	 * a fresh server is as fast as later ones; held against the budget */
+	if (s->o.upload_reserve >= 0) {
+		uint64_t want = s->o.upload_reserve ? (uint64_t)s->o.upload_reserve : DEFAULT_UPLOAD_RESERVE;
+		if (!s->o.upload_reserve && want > s->o.max_memory / 4)
+			want = s->o.max_memory / 4;
+		if (want > s->o.max_memory)
+			want = s->o.max_memory;
+		tir_mem_ready_start((size_t)want);
+	}
 	if (o->bound_port)
 		*o->bound_port = port;
 	if (s->group.api && o->group_rank)

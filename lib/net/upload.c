@@ -9,13 +9,16 @@
  *
  * The frame's header goes into head[]; once it is whole and checked, the
  * tensor to keep is allocated and the data is copied straight into it:
- * one allocation (2 MiB pages past 4 MiB) and no other copy of the body.
- * Past 4 MiB threads help: one per CPU (up to 4) checks the chunks in the
+ * one allocation (2 MiB pages past 4 MiB, taken from the pages the server
+ * keeps faulted in, --upload-reserve) and no other copy of the body.
+ * Past 4 MiB threads help: one per compute thread (--threads, up to 8)
+ * checks the chunks in the
  * tensor behind the copy (sixteen at a time each, on the AVX-512 path
  * sixteen to a register, chunks.c), one faults in the tensor's fresh pages
- * ahead of it.  Smaller blobs, and blobs the
- * server holds already (only checked, nothing kept), are checked as the
- * bytes pass, a chunk at a time.
+ * ahead of it.  Smaller blobs are checked as the bytes pass, a chunk at
+ * a time.  A blob the server holds already goes the same way (and is
+ * dropped at the end): a PUT does not tell by its time whether another
+ * tenant holds the blob.
  */
 #include "store.h"
 
@@ -28,8 +31,9 @@
 #include <unistd.h>
 
 #define HASH_THREAD_MIN ((size_t)4 << 20)
-/* Checking threads for one upload: one per CPU, at most this many. */
-#define CHECKERS_MAX 4
+/* Checking threads for one upload: one per compute thread (--threads),
+ * at most this many. */
+#define CHECKERS_MAX 8
 
 struct upload {
 	uint64_t len;                  /* Content-Length */
@@ -71,6 +75,7 @@ struct upload {
 	size_t bad;                    /* 1 + the first chunk that hashed wrong; 0 none (under mu) */
 	unsigned char badhash[32];
 	struct tir_toucher touch;      /* faults in t's pages ahead of the copy */
+	bool busy;                     /* counted in tir_mem_ready_busy */
 };
 
 static void hexof(const unsigned char *d, char out[TIR_SHA_HEX + 1])
@@ -157,6 +162,8 @@ void upload_free(struct upload *u)
 	if (!u)
 		return;
 	check_join(u, true);
+	if (u->busy)
+		tir_mem_ready_busy(false);
 	EVP_MD_CTX_free(u->ctx);
 	tir_tensor_release(&u->t);
 	free(u->list);
@@ -228,10 +235,15 @@ static void frame_begin(struct upload *u)
 				    (unsigned long long)(u->flen - total), (unsigned long long)total);
 	u->headok = true;
 	u->nbytes = (size_t)fi->nbytes;
-	if (u->held)
-		return;
+	/* a blob held already (maybe another tenant's) is received and
+	 * checked as a new one is, into a tensor dropped at the end: its PUT
+	 * takes as long and is refused as a new one would be */
+	if (u->nbytes >= HASH_THREAD_MIN) { /* the reserve's keeper waits for it */
+		u->busy = true;
+		tir_mem_ready_busy(true);
+	}
 	struct tir_err err = {0};
-	if (tir_tensor_alloc(&u->t, fi->dtype, fi->rank, fi->shape, false, &err)) {
+	if (tir_tensor_alloc_ready(&u->t, fi->dtype, fi->rank, fi->shape, &err)) {
 		size_t lim = tir_mem_limit();
 		if (err.code == TIR_EBUDGET && lim && fi->nbytes > lim) /* it never fits */
 			return upload_fault(u, 413, "too_large", "a tensor of %llu bytes is over the memory budget of "
@@ -247,8 +259,8 @@ static void frame_begin(struct upload *u)
 		pthread_cond_init(&u->cv, NULL);
 		u->avail = u->fin;
 		tir_touch_start(&u->touch, tir_tensor_data(&u->t), u->nbytes);
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		int want = ncpu < 1 ? 1 : ncpu > CHECKERS_MAX ? CHECKERS_MAX : (int)ncpu;
+		int nth = tir_pool_threads(); /* the cores it may use (--threads) */
+		int want = nth < 1 ? 1 : nth > CHECKERS_MAX ? CHECKERS_MAX : nth;
 		while (u->nth < want && !pthread_create(&u->th[u->nth], NULL, check_thread, u))
 			u->nth++;
 		u->threaded = u->nth > 0;

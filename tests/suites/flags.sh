@@ -157,6 +157,7 @@ for row in $(printf '%s\n' "$rows" | awk '$3 != "NULL" { print $1 ":" $2 }'); do
 		blob-cache) good=1G badv=12Q ;;
 		max-inflight) good=64M badv=0 ;;
 		threads) good=2 badv=many ;;
+		upload-reserve) good=64M badv=12Q ;;
 		gemm) good=openblas badv=blis ;;
 		max-memory) good=1GiB badv=0 ;;
 		max-batch-seconds) good=0 badv=-1 ;;
