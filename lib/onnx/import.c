@@ -92,21 +92,6 @@ const char *ox_onnx_type_name(int32_t onnx)
 	return onnx >= 0 && onnx < (int32_t)(sizeof names / sizeof *names) ? names[onnx] : "unknown";
 }
 
-static size_t dtype_size(enum tir_dtype dt)
-{
-	switch (dt) {
-	case TIR_DTYPE_BOOL: case TIR_DTYPE_I8: case TIR_DTYPE_U8: return 1;
-	case TIR_DTYPE_F16: case TIR_DTYPE_BF16: case TIR_DTYPE_I16: return 2;
-	case TIR_DTYPE_I32: case TIR_DTYPE_F32: return 4;
-	default: return 8;
-	}
-}
-
-static bool dtype_is_float(enum tir_dtype dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64 || dt == TIR_DTYPE_F16 || dt == TIR_DTYPE_BF16;
-}
-
 /* ---- constants ---- */
 
 struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape)
@@ -128,7 +113,7 @@ struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape)
 		c->shape[k] = shape[k];
 	c->n = n;
 	if (n > OX_FOLD_MAX) {
-		c->bytes = calloc((size_t)n, dtype_size(dt));
+		c->bytes = calloc((size_t)n, tir_dtype_size(dt));
 		if (!c->bytes) {
 			ox_const_free(c);
 			return NULL;
@@ -164,7 +149,7 @@ static void store_elem(unsigned char *p, enum tir_dtype dt, double d, int64_t i)
 void ox_const_set(struct ox_const *c, int64_t k, double d, int64_t i)
 {
 	if (c->bytes) {
-		store_elem(c->bytes + (size_t)k * dtype_size(c->dtype), c->dtype, d, i);
+		store_elem(c->bytes + (size_t)k * tir_dtype_size(c->dtype), c->dtype, d, i);
 		return;
 	}
 	c->d[k] = d;
@@ -210,7 +195,7 @@ static float half_to_float(uint16_t h)
 /* element k of little-endian bytes of dtype dt, as a double */
 static double raw_elem(const unsigned char *p, enum tir_dtype dt, int64_t k)
 {
-	size_t sz = dtype_size(dt);
+	size_t sz = tir_dtype_size(dt);
 	p += (size_t)k * sz;
 	union { float f; double d; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32; int64_t i64; uint32_t u32; } u;
 	memcpy(&u, p, sz);
@@ -326,7 +311,7 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 		n *= t->dims[k];
 	}
 	size_t usz = unsigned_size(t->data_type);
-	size_t sz = usz ? usz : dtype_size(dt);
+	size_t sz = usz ? usz : tir_dtype_size(dt);
 	size_t want = (size_t)n * sz;
 	const unsigned char *raw = NULL;
 	unsigned char *ext = NULL;
@@ -696,7 +681,7 @@ static void fmt_num(struct tir_str *s, double v, enum tir_dtype dt)
 		tir_str_addf(s, v < 0 ? "-inf" : "inf");
 	else if (dt == TIR_DTYPE_BOOL)
 		tir_str_addf(s, v != 0 ? "true" : "false");
-	else if (!dtype_is_float(dt))
+	else if (!tir_dtype_is_float(dt))
 		tir_str_addf(s, "%.0f", v);
 	else {
 		char b[40];
@@ -705,12 +690,6 @@ static void fmt_num(struct tir_str *s, double v, enum tir_dtype dt)
 			strcat(b, ".0");
 		tir_str_addf(s, "%s", b);
 	}
-}
-
-static const char *dtype_name(enum tir_dtype dt)
-{
-	static const char *const n[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"};
-	return dt < TIR_DTYPE_COUNT ? n[dt] : "?";
 }
 
 static int add_weight(struct ox_imp *m, const char *name, struct ox_const *c)
@@ -742,8 +721,8 @@ static const char *emit_const(struct ox_imp *m, struct ox_val *v)
 		for (int k = 0; k < c->rank; k++)
 			tir_str_addf(&s, "%s%" PRId64, k ? ", " : "", c->shape[k]);
 		tir_str_addf(&s, "], ");
-		fmt_num(&s, c->d[0], dtype_is_float(c->dtype) ? TIR_DTYPE_F64 : TIR_DTYPE_I64);
-		tir_str_addf(&s, ", dtype=%s)", dtype_name(c->dtype));
+		fmt_num(&s, c->d[0], tir_dtype_is_float(c->dtype) ? TIR_DTYPE_F64 : TIR_DTYPE_I64);
+		tir_str_addf(&s, ", dtype=%s)", tir_dtype_name(c->dtype));
 		r = s.oom ? NULL : ox_emit(m, v->onnx, "%s", s.s);
 	} else if (c->n >= 1 && c->n <= OX_INLINE_MAX &&
 		   (c->dtype == TIR_DTYPE_F32 || c->dtype == TIR_DTYPE_BOOL ||
@@ -975,8 +954,8 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	int64_t numel = 1;
 	for (int k = 0; k < rank; k++)
 		numel *= shape[k];
-	bool fvec = dtype_is_float(dt) && rank == 1 && numel > 1 && numel <= OX_INLINE_MAX;
-	if (given && given->path && (dtype_is_float(dt) ? numel == 1 || fvec : numel <= OX_FOLD_MAX)) {
+	bool fvec = tir_dtype_is_float(dt) && rank == 1 && numel > 1 && numel <= OX_INLINE_MAX;
+	if (given && given->path && (tir_dtype_is_float(dt) ? numel == 1 || fvec : numel <= OX_FOLD_MAX)) {
 		struct tir_tensor t = {0};
 		if (tir_file_load(given->path, NULL, &t, m->err))
 			return -m->err->code;
@@ -994,7 +973,7 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	if (!tn)
 		return m->err->code ? -m->err->code : ox_fail(m, TIR_ENOMEM, "out of memory");
 	struct tir_str s = {0};
-	tir_str_addf(&s, "input %s: %s[", tn, dtype_name(dt));
+	tir_str_addf(&s, "input %s: %s[", tn, tir_dtype_name(dt));
 	for (int k = 0; k < rank; k++)
 		tir_str_addf(&s, "%s%" PRId64, k ? ", " : "", shape[k]);
 	tir_str_addf(&s, "]");
@@ -1178,7 +1157,7 @@ static int write_weights(struct ox_imp *m, const char *file, bool npy)
 		rc = ox_fail(m, TIR_ENOMEM, "out of memory");
 	for (size_t k = 0; k < m->nw && !rc; k++) {
 		const struct ox_const *c = m->wconsts[k];
-		size_t sz = dtype_size(c->dtype);
+		size_t sz = tir_dtype_size(c->dtype);
 		names[k] = m->wnames[k];
 		tp[k] = &ts[k];
 		if (c->bytes) {
