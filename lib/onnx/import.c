@@ -905,7 +905,11 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	for (int k = 0; m->opts && k < m->opts->ninputs; k++)
 		if (!strcmp(m->opts->inputs[k].name, name))
 			given = &m->opts->inputs[k];
-	if (given && given->onnx_type && given->onnx_type != tt->elem_type &&
+	/* a uint16 file for a bfloat16 input holds its bit patterns (ONNX's
+	 * test data): the CLI reads it so (tir_onnx_bf16_input) */
+	bool bf16_bits = given && given->onnx_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 &&
+			 tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+	if (given && given->onnx_type && given->onnx_type != tt->elem_type && !bf16_bits &&
 	    (unsigned_size(given->onnx_type) || unsigned_size(tt->elem_type)))
 		return ox_fail(m, TIR_EUNSUPPORTED, "input '%s' is %s and the file given holds %s (bfloat16's bits as "
 			       "uint16, say): reading one type as another is not supported", name,
@@ -1437,8 +1441,9 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 	out->onnx_names = calloc(m.nvals + 1, sizeof *out->onnx_names);
 	out->tir_names = calloc(m.nvals + 1, sizeof *out->tir_names);
 	out->inputs = calloc(g->n_input + 1, sizeof *out->inputs);
+	out->input_types = calloc(g->n_input + 1, sizeof *out->input_types);
 	out->outputs = calloc(g->n_output + 1, sizeof *out->outputs);
-	if (!out->onnx_names || !out->tir_names || !out->inputs || !out->outputs) {
+	if (!out->onnx_names || !out->tir_names || !out->inputs || !out->input_types || !out->outputs) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -1449,8 +1454,15 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		const char *to = names_get(&m.alias, m.vals[k].tir, &f);
 		out->onnx_names[out->nnames] = strdup(m.vals[k].onnx);
 		out->tir_names[out->nnames++] = strdup(f && to ? to : m.vals[k].tir);
-		if (m.vals[k].is_input)
-			out->inputs[out->ninputs++] = strdup(m.vals[k].onnx);
+		if (!m.vals[k].is_input)
+			continue;
+		for (size_t j = 0; j < g->n_input; j++) {
+			const Onnx__TypeProto *tp = g->input[j]->type;
+			if (g->input[j]->name && !strcmp(g->input[j]->name, m.vals[k].onnx) && tp &&
+			    tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type)
+				out->input_types[out->ninputs] = tp->tensor_type->elem_type;
+		}
+		out->inputs[out->ninputs++] = strdup(m.vals[k].onnx);
 	}
 	out->output_types = calloc(g->n_output + 1, sizeof *out->output_types);
 	if (!out->output_types) {
@@ -1509,6 +1521,7 @@ void tir_onnx_model_free(struct tir_onnx_model *m)
 	for (size_t k = 0; k < m->noutputs; k++)
 		free(m->outputs[k]);
 	free(m->output_types);
+	free(m->input_types);
 	free(m->onnx_names);
 	free(m->tir_names);
 	free(m->inputs);
@@ -1586,6 +1599,36 @@ int tir_onnx_save_unsigned(const struct tir_onnx_model *m, const char *onnx, con
 	free(buf);
 	tir_tensor_release(&w);
 	return ok ? 0 : tir_errf(err, TIR_EDATA, NULL, "%s: %s", path, strerror(errno));
+}
+
+int tir_onnx_bf16_input(const struct tir_onnx_model *m, const char *onnx, int32_t given_type, const char *npy,
+			const char *path, struct tir_err *err)
+{
+	int32_t ty = 0;
+	for (size_t k = 0; m && m->input_types && k < m->ninputs; k++)
+		if (!strcmp(m->inputs[k], onnx))
+			ty = m->input_types[k];
+	if (ty != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 || given_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT16)
+		return 1;
+	struct tir_tensor t = {0}, w = {0}, b = {0};
+	int rc = tir_file_load(npy, NULL, &t, err);
+	if (!rc)
+		rc = tir_tensor_convert(&t, TIR_DTYPE_I64, &w, err);
+	if (!rc)
+		rc = tir_tensor_alloc(&b, TIR_DTYPE_BF16, w.rank, w.shape, false, err);
+	if (!rc) {
+		const int64_t *src = tir_tensor_data(&w);
+		uint16_t *dst = tir_tensor_data(&b);
+		for (int64_t k = 0, n = tir_tensor_numel(&w); k < n; k++)
+			dst[k] = (uint16_t)src[k];
+		const struct tir_tensor *tb = &b;
+		const char *name = "x";
+		rc = tir_safetensors_save(path, &name, &tb, 1, err);
+	}
+	tir_tensor_release(&t);
+	tir_tensor_release(&w);
+	tir_tensor_release(&b);
+	return rc;
 }
 
 int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, int32_t *onnx_type,
