@@ -1,8 +1,8 @@
 /*
  * emit.c — the small helpers every ONNX emitter shares (nodes.c and the
  * nodes_*.c files): a node's attributes, its inputs as known values or tir
- * names, binding its outputs, and a shape written as tir text.  No op's
- * rule is here.
+ * names, binding its outputs, a shape written as tir text, positions
+ * along an axis.  No op's rule is here.
  */
 #include "onnx.h"
 
@@ -156,4 +156,14 @@ const char *ox_shape_str(char *buf, size_t cap, int rank, const int64_t *shape)
 	if (n < cap)
 		snprintf(buf + n, cap - n, "]");
 	return buf;
+}
+
+const char *ox_iota(struct ox_node_ctx *c, const char *base, int64_t n, int a, int r)
+{
+	int64_t sh[TIR_MAX_RANK];
+	for (int k = 0; k < r; k++)
+		sh[k] = k == a ? n : 1;
+	char b[300];
+	const char *i = ox_emit(c->m, base, "arange(0, %" PRId64 ", dtype=i64)", n);
+	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, ox_shape_str(b, sizeof b, r, sh)) : i;
 }

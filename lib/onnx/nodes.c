@@ -247,7 +247,9 @@ static int op_identity(struct ox_node_ctx *c)
 		struct tir_type t;
 		char b[300];
 		ox_in_type(c, 0, &t);
-		rc = ox_bind_out(c, 1, ox_emit(c->m, ox_out_name(c, 1), "ones(%s, dtype=bool)", ox_shape_str(b, sizeof b, t.rank, t.shape)));
+		rc = ox_bind_out(c, 1,
+				 ox_emit(c->m, ox_out_name(c, 1), "ones(%s, dtype=bool)",
+					 ox_shape_str(b, sizeof b, t.rank, t.shape)));
 	}
 	return rc;
 }
@@ -336,7 +338,8 @@ static int op_activation(struct ox_node_ctx *c)
 			r = e ? EMIT("mul(%s, %.9g)", e, (double)g) : NULL;
 		}
 	} else if (!strcmp(op, "HardSigmoid")) {
-		r = EMIT("hardsigmoid(%s, alpha=%.9g, beta=%.9g)", x, ox_attr_f(c, "alpha", 0.2), ox_attr_f(c, "beta", 0.5));
+		r = EMIT("hardsigmoid(%s, alpha=%.9g, beta=%.9g)", x, ox_attr_f(c, "alpha", 0.2),
+			 ox_attr_f(c, "beta", 0.5));
 	} else if (!strcmp(op, "ThresholdedRelu")) {
 		double a = ox_attr_f(c, "alpha", 1.0);
 		const char *g = EMIT("gt(%s, %.9g)", x, a);
@@ -349,7 +352,8 @@ static int op_activation(struct ox_node_ctx *c)
 			return ox_bind_out(c, 0, EMIT("isinf(%s)", x));
 		if (!p && !n) {
 			char b[300];
-			return ox_bind_out(c, 0, EMIT("zeros(%s, dtype=bool)", ox_shape_str(b, sizeof b, t.rank, t.shape)));
+			return ox_bind_out(c, 0,
+					   EMIT("zeros(%s, dtype=bool)", ox_shape_str(b, sizeof b, t.rank, t.shape)));
 		}
 		const char *i = EMIT("isinf(%s)", x);
 		const char *s = i ? EMIT("%s(%s, 0)", p ? "gt" : "lt", x) : NULL;
@@ -483,7 +487,9 @@ static int op_constant_of_shape(struct ox_node_ctx *c)
 		snprintf(num, sizeof num, "%" PRId64, iv);
 	if (!strcmp(num, "inf") || !strcmp(num, "-inf") || !strcmp(num, "nan") || !strcmp(num, "-nan"))
 		snprintf(num, sizeof num, "%s", isnan(val) ? "nan" : val < 0 ? "-inf" : "inf");
-	return ox_bind_out(c, 0, EMIT("full(%s, %s, dtype=%s)", ox_shape_str(b, sizeof b, (int)s->n, s->i), num, tir_dtype_name(dt)));
+	return ox_bind_out(c, 0,
+			   EMIT("full(%s, %s, dtype=%s)", ox_shape_str(b, sizeof b, (int)s->n, s->i), num,
+				tir_dtype_name(dt)));
 }
 
 static int op_range(struct ox_node_ctx *c)
@@ -529,7 +535,9 @@ static int reshape_to(struct ox_node_ctx *c, int rank, const int64_t *shape)
 		ox_const_free(r);
 	}
 	const char *x = ox_in(c, 0);
-	return x ? ox_bind_out(c, 0, EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b, sizeof b, rank, shape))) : -c->m->err->code;
+	return x ? ox_bind_out(c, 0,
+			       EMIT("reshape(%s, shape=%s)", x,
+				    ox_shape_str(b, sizeof b, rank, shape))) : -c->m->err->code;
 }
 
 static int op_reshape(struct ox_node_ctx *c)
@@ -911,17 +919,6 @@ static int op_castlike(struct ox_node_ctx *c)
 	return ox_bind_out(c, 0, EMIT("cast(%s, dtype=%s)", x, tir_dtype_name(t.dtype)));
 }
 
-/* [n] indices along one axis, shaped to broadcast on axis a of rank r */
-static const char *iota(struct ox_node_ctx *c, const char *base, int64_t n, int a, int r)
-{
-	int64_t sh[TIR_MAX_RANK];
-	for (int k = 0; k < r; k++)
-		sh[k] = k == a ? n : 1;
-	char b[300];
-	const char *i = ox_emit(c->m, base, "arange(0, %" PRId64 ", dtype=i64)", n);
-	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, ox_shape_str(b, sizeof b, r, sh)) : i;
-}
-
 /* NumPy's take_along_axis (ONNX's GatherElements) of x by indices ix of
  * the same rank on axis a: each element's flat position in x (the index
  * on a, wrapped when negative, the element's own coordinate on the
@@ -934,7 +931,8 @@ static const char *take_along(struct ox_node_ctx *c, const char *x, const struct
 	for (int k = 0; k < t->rank; k++)
 		n *= t->shape[k];
 	if (!n)
-		return EMIT("zeros(%s, dtype=%s)", ox_shape_str(b, sizeof b, ti->rank, ti->shape), tir_dtype_name(t->dtype));
+		return EMIT("zeros(%s, dtype=%s)", ox_shape_str(b, sizeof b, ti->rank, ti->shape),
+			    tir_dtype_name(t->dtype));
 	const char *i = EMIT("cast(%s, dtype=i64)", ix);
 	const char *neg = i ? EMIT("lt(%s, 0)", i) : NULL;
 	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i, t->shape[a]) : NULL;
@@ -943,7 +941,7 @@ static const char *take_along(struct ox_node_ctx *c, const char *x, const struct
 	const char *acc = NULL;
 	bool ok = pos;
 	for (int k = t->rank - 1; k >= 0 && ok; k--) {
-		const char *co = k == a ? pos : iota(c, ox_out_name(c, 0), ti->shape[k], k, t->rank);
+		const char *co = k == a ? pos : ox_iota(c, ox_out_name(c, 0), ti->shape[k], k, t->rank);
 		co = co && stride != 1 ? EMIT("mul(%s, %" PRId64 ")", co, stride) : co;
 		acc = co && acc ? EMIT("add(%s, %s)", acc, co) : co;
 		ok = acc;
@@ -1126,9 +1124,12 @@ static int op_eyelike(struct ox_node_ctx *c)
 	int64_t k = ox_attr_i(c, "k", 0), n = t.shape[0], m = t.shape[1];
 	if (!n || !m) {
 		char b[300];
-		return ox_bind_out(c, 0, EMIT("zeros(%s, dtype=%s)", ox_shape_str(b, sizeof b, 2, t.shape), tir_dtype_name(dt)));
+		return ox_bind_out(c, 0,
+				   EMIT("zeros(%s, dtype=%s)", ox_shape_str(b, sizeof b, 2, t.shape),
+					tir_dtype_name(dt)));
 	}
-	const char *rows = iota(c, ox_out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, ox_out_name(c, 0), m, 1, 2) : NULL;
+	const char *rows = ox_iota(c, ox_out_name(c, 0), n, 0, 2),
+			*cols = rows ? ox_iota(c, ox_out_name(c, 0), m, 1, 2) : NULL;
 	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
 	const char *mask = d ? EMIT("eq(%s, %" PRId64 ")", d, k) : NULL;
 	return ox_bind_out(c, 0, mask ? EMIT("cast(%s, dtype=%s)", mask, tir_dtype_name(dt)) : NULL);
@@ -1156,7 +1157,7 @@ static int op_hardmax(struct ox_node_ctx *c)
 	if (!ty)
 		return -c->m->err->code;
 	const char *i = EMIT("argmax(%s, axis=%d, keepdims=true)", y, a);
-	const char *io = i ? iota(c, ox_out_name(c, 0), ty->shape[a], a, r) : NULL;
+	const char *io = i ? ox_iota(c, ox_out_name(c, 0), ty->shape[a], a, r) : NULL;
 	const char *mask = io ? EMIT("eq(%s, %s)", io, i) : NULL;
 	const char *h = mask ? EMIT("cast(%s, dtype=%s)", mask, tir_dtype_name(t.dtype)) : NULL;
 	if (h && y != x) {
@@ -1188,7 +1189,7 @@ static int op_onehot(struct ox_node_ctx *c)
 	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i64, depth) : NULL;
 	const char *fix = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i64) : NULL;
 	const char *u = fix ? EMIT("reshape(%s, shape=%s)", fix, ox_shape_str(b, sizeof b, ti.rank + 1, sh)) : NULL;
-	const char *io = u ? iota(c, ox_out_name(c, 0), depth, a, ti.rank + 1) : NULL;
+	const char *io = u ? ox_iota(c, ox_out_name(c, 0), depth, a, ti.rank + 1) : NULL;
 	const char *mask = io ? EMIT("eq(%s, %s)", u, io) : NULL;
 	const char *v0 = mask ? EMIT("slice(%s, axis=0, start=0, stop=1)", vals) : NULL;
 	const char *v1 = v0 ? EMIT("slice(%s, axis=0, start=1, stop=2)", vals) : NULL;
@@ -1218,7 +1219,8 @@ static int op_expand(struct ox_node_ctx *c)
 	}
 	const char *x = ox_in(c, 0);
 	char b[300];
-	return x ? ox_bind_out(c, 0, EMIT("expand(%s, shape=%s)", x, ox_shape_str(b, sizeof b, rank, sh))) : -c->m->err->code;
+	return x ? ox_bind_out(c, 0,
+			       EMIT("expand(%s, shape=%s)", x, ox_shape_str(b, sizeof b, rank, sh))) : -c->m->err->code;
 }
 
 static int op_tile(struct ox_node_ctx *c)
@@ -1412,7 +1414,8 @@ static int op_split(struct ox_node_ctx *c)
 			at += parts[k];
 			continue;
 		}
-		const char *r = ox_emit(c->m, ox_out_name(c, k), "slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")",
+		const char *r = ox_emit(c->m, ox_out_name(c, k),
+					"slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")",
 					x, a, at, at + parts[k]);
 		at += parts[k];
 		if (ox_bind_out(c, k, r))
@@ -1427,7 +1430,8 @@ static int op_pad(struct ox_node_ctx *c)
 	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
-	bool edge = ox_attr_str_is(c, "mode", "edge", "constant"), reflect = ox_attr_str_is(c, "mode", "reflect", "constant");
+	bool edge = ox_attr_str_is(c, "mode", "edge", "constant"),
+			reflect = ox_attr_str_is(c, "mode", "reflect", "constant");
 	if (!edge && !reflect && !ox_attr_str_is(c, "mode", "constant", "constant"))
 		return FAIL("Pad mode other than constant, edge and reflect is not supported");
 	const int64_t *p;
@@ -1679,7 +1683,8 @@ static int op_softmax(struct ox_node_ctx *c)
 	char b1[300], b2[300];
 	const char *r = EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b1, sizeof b1, 2, sh));
 	r = r ? EMIT("%s(%s, axis=1)", f, r) : NULL;
-	return ox_bind_out(c, 0, r ? EMIT("reshape(%s, shape=%s)", r, ox_shape_str(b2, sizeof b2, t.rank, t.shape)) : NULL);
+	return ox_bind_out(c, 0,
+			   r ? EMIT("reshape(%s, shape=%s)", r, ox_shape_str(b2, sizeof b2, t.rank, t.shape)) : NULL);
 }
 
 /* [C] -> [C, 1, ..., 1] for an NC... input of rank r */
@@ -1941,7 +1946,8 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	if (tw.rank != t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
 	int nsp = t.rank - 2;
-	bool same = !ox_attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") && !ox_attr_str_is(c, "auto_pad", "VALID", "NOTSET");
+	bool same = !ox_attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") &&
+		    !ox_attr_str_is(c, "auto_pad", "VALID", "NOTSET");
 	bool upper = ox_attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
 	size_t nos, nop;
 	const int64_t *os = ox_attr_ints(c, "output_shape", &nos), *opd = ox_attr_ints(c, "output_padding", &nop);

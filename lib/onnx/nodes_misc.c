@@ -263,7 +263,8 @@ static int op_window(struct ox_node_ctx *c)
 static int op_mel(struct ox_node_ctx *c)
 {
 	struct ox_const *nb = ox_need_const(c, 0, "num_mel_bins"), *dl = nb ? ox_need_const(c, 1, "dft_length") : NULL,
-			*sr = dl ? ox_need_const(c, 2, "sample_rate") : NULL, *lo = sr ? ox_need_const(c, 3, "lower_edge_hertz") : NULL,
+			*sr = dl ? ox_need_const(c, 2, "sample_rate") : NULL,
+			*lo = sr ? ox_need_const(c, 3, "lower_edge_hertz") : NULL,
 			*hi = lo ? ox_need_const(c, 4, "upper_edge_hertz") : NULL;
 	enum tir_dtype dt;
 	if (!hi || out_dtype(c, &dt))
@@ -385,7 +386,8 @@ static int op_dft(struct ox_node_ctx *c)
 	struct ox_const *w = dft_matrix(t.dtype, len, parts, length, bins, inverse);
 	const char *wm = w ? use_known(c, w, "dft_matrix") : (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL);
 	const char *base = ox_out_name(c, 0);
-	const char *y = wm && moved ? ox_emit(c->m, base, "transpose(%s, perm=%s)", x, ox_shape_str(b, sizeof b, r, perm)) : wm ? x : NULL;
+	const char *y = wm && moved ? ox_emit(c->m, base, "transpose(%s, perm=%s)", x,
+					      ox_shape_str(b, sizeof b, r, perm)) : wm ? x : NULL;
 	int64_t flat[2] = {rest, len * parts};
 	y = y ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, ox_shape_str(b, sizeof b, 2, flat)) : NULL;
 	y = y ? ox_emit(c->m, base, "matmul(%s, %s)", y, wm) : NULL;

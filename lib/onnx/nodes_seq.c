@@ -130,7 +130,8 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	static const int nacts[] = {1, 2, 3};
 	static const char *const pre[] = {"rnn", "gru", "lstm"};
 	struct tir_type tx, tw, tr, tt;
-	const char *x = ox_in_typed(c, 0, &tx), *w = x ? ox_in_typed(c, 1, &tw) : NULL, *r = w ? ox_in_typed(c, 2, &tr) : NULL;
+	const char *x = ox_in_typed(c, 0, &tx), *w = x ? ox_in_typed(c, 1, &tw) : NULL,
+			*r = w ? ox_in_typed(c, 2, &tr) : NULL;
 	if (!r)
 		return -c->m->err->code;
 	int g = ngates[cell];
@@ -191,7 +192,8 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 			want[1] = 3 * h;
 		int wr = k == 2 ? 2 : 3;
 		if (tt.rank != wr || memcmp(tt.shape, want, (size_t)wr * sizeof *want))
-			return ox_fail(c->m, TIR_ETYPE, "%s must be %s", sname[k], ox_shape_str(b1, sizeof b1, wr, want));
+			return ox_fail(c->m, TIR_ETYPE, "%s must be %s", sname[k],
+				       ox_shape_str(b1, sizeof b1, wr, want));
 		if (k < 2 && layout)
 			*sv[k] = E(p, "transpose(%s, perm=[1, 0, 2])", *sv[k]);
 	}
@@ -225,7 +227,8 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 			xw = E(p, "add(%s, add(%s, %s))", xw, wb, rb);
 		}
 		const char *hs = h0 ? dir_of(c, "h", h0, &ts, d)
-				    : E("h", "zeros(%s, dtype=%s)", ox_shape_str(b1, sizeof b1, 2, bh), tir_dtype_name(dt));
+				    : E("h", "zeros(%s, dtype=%s)", ox_shape_str(b1, sizeof b1, 2, bh),
+					tir_dtype_name(dt));
 		const char *cs = NULL, *pi = NULL, *po = NULL, *pf = NULL;
 		if (cell == CELL_LSTM) {
 			cs = c0 ? dir_of(c, "c", c0, &ts, d)
@@ -355,17 +358,6 @@ int ox_op_lstm(struct ox_node_ctx *c)
 
 /* ---- GatherND, ReverseSequence ---- */
 
-/* [n] positions 0..n-1 on axis a of a rank-r value (1 elsewhere) */
-static const char *positions(struct ox_node_ctx *c, int64_t n, int a, int r)
-{
-	int64_t sh[TIR_MAX_RANK];
-	for (int k = 0; k < r; k++)
-		sh[k] = k == a ? n : 1;
-	char b[300];
-	const char *i = E("pos", "arange(0, %" PRId64 ", dtype=i64)", n);
-	return r > 1 ? E("pos", "reshape(%s, shape=%s)", i, ox_shape_str(b, sizeof b, r, sh)) : i;
-}
-
 /* GatherND (opsets 11-13, batch_dims at 12): data's first batch_dims + K
  * axes flattened into one, each index tuple made a flat position there
  * (negative coordinates wrapped), then one gather.  A coordinate out of
@@ -408,7 +400,7 @@ int ox_op_gathernd(struct ox_node_ctx *c)
 			bad = bad ? E("ix", "or(%s, %s)", bad, out) : out;
 			co = E("ix", "where(lt(%s, 0), add(%s, %" PRId64 "), %s)", co, co, dim, co);
 		} else { /* the batch position itself */
-			co = positions(c, t.shape[a], a, q - 1);
+			co = ox_iota(c, "pos", t.shape[a], a, q - 1);
 		}
 		co = stride != 1 ? E("ix", "mul(%s, %" PRId64 ")", co, stride) : co;
 		pos = pos ? E("ix", "add(%s, %s)", pos, co) : co;
@@ -441,7 +433,7 @@ int ox_op_reversesequence(struct ox_node_ctx *c)
 	sh[ta] = 1;
 	char b1[300], b2[300];
 	const char *len = E("len", "reshape(cast(%s, dtype=i64), shape=%s)", lens, ox_shape_str(b1, sizeof b1, 2, sh));
-	const char *tpos = positions(c, steps, (int)ta, 2);
+	const char *tpos = ox_iota(c, "pos", steps, (int)ta, 2);
 	const char *rev = E("rev", "where(lt(%s, %s), sub(sub(%s, 1), %s), %s)", tpos, len, len, tpos, tpos);
 	int64_t e[TIR_MAX_RANK];
 	for (int a = 0; a < t.rank; a++)
@@ -454,7 +446,7 @@ int ox_op_reversesequence(struct ox_node_ctx *c)
 		n *= t.shape[a];
 	const char *pos = NULL;
 	for (int a = t.rank - 1; a >= 0; a--) {
-		const char *co = a == ta ? rev : positions(c, t.shape[a], a, t.rank);
+		const char *co = a == ta ? rev : ox_iota(c, "pos", t.shape[a], a, t.rank);
 		co = stride != 1 ? E("rev", "mul(%s, %" PRId64 ")", co, stride) : co;
 		pos = pos ? E("rev", "add(%s, %s)", pos, co) : co;
 		stride *= t.shape[a];
@@ -507,7 +499,8 @@ int ox_op_batchnorm_training(struct ox_node_ctx *c)
 	for (int k = 0; k < 2; k++) {
 		if (!*ox_out_name(c, 1 + (size_t)k))
 			continue;
-		const char *r = E(ox_out_name(c, 1 + (size_t)k), "reshape(add(mul(%s, %.9g), mul(%s, %.9g)), shape=[%" PRId64 "])",
+		const char *r = E(ox_out_name(c, 1 + (size_t)k),
+				  "reshape(add(mul(%s, %.9g), mul(%s, %.9g)), shape=[%" PRId64 "])",
 				  p[2 + k], mom, batch[k], 1 - mom, ch);
 		if (ox_bind_out(c, 1 + (size_t)k, r))
 			return -c->m->err->code;
@@ -536,7 +529,8 @@ static const char *reduction(struct ox_node_ctx *c)
 int ox_op_scatternd(struct ox_node_ctx *c)
 {
 	struct tir_type t, ti, tu;
-	const char *x = ox_in_typed(c, 0, &t), *ix = x ? ox_in_typed(c, 1, &ti) : NULL, *u = ix ? ox_in_typed(c, 2, &tu) : NULL;
+	const char *x = ox_in_typed(c, 0, &t), *ix = x ? ox_in_typed(c, 1, &ti) : NULL,
+			*u = ix ? ox_in_typed(c, 2, &tu) : NULL;
 	const char *red = u ? reduction(c) : NULL;
 	if (!red)
 		return -c->m->err->code;
@@ -550,7 +544,8 @@ int ox_op_scatternd(struct ox_node_ctx *c)
 int ox_op_scatterelements(struct ox_node_ctx *c)
 {
 	struct tir_type t, ti, tu;
-	const char *x = ox_in_typed(c, 0, &t), *ix = x ? ox_in_typed(c, 1, &ti) : NULL, *u = ix ? ox_in_typed(c, 2, &tu) : NULL;
+	const char *x = ox_in_typed(c, 0, &t), *ix = x ? ox_in_typed(c, 1, &ti) : NULL,
+			*u = ix ? ox_in_typed(c, 2, &tu) : NULL;
 	const char *red = u ? reduction(c) : NULL;
 	if (!red)
 		return -c->m->err->code;
@@ -564,7 +559,7 @@ int ox_op_scatterelements(struct ox_node_ctx *c)
 	struct tir_str l = {0};
 	for (int k = 0; k < t.rank; k++) {
 		const char *co = k == a ? E("ix", "cast(%s, dtype=i64)", ix)
-					: E("ix", "expand(%s, shape=%s)", positions(c, ti.shape[k], k, t.rank),
+					: E("ix", "expand(%s, shape=%s)", ox_iota(c, "pos", ti.shape[k], k, t.rank),
 					    ox_shape_str(b1, sizeof b1, ti.rank, ti.shape));
 		tir_str_addf(&l, "%s%s", k ? ", " : "", co ? co : "");
 	}

@@ -188,5 +188,8 @@ int ox_bind_out(struct ox_node_ctx *c, size_t k, const char *tir);
 int ox_bind_const(struct ox_node_ctx *c, size_t k, struct ox_const *cv);
 /* "[2, 3]" into buf of cap bytes (cut short when it does not fit) */
 const char *ox_shape_str(char *buf, size_t cap, int rank, const int64_t *shape);
+/* positions 0..n-1 (i64) on axis a of a rank-r value, 1 on the other axes:
+ * "arange" reshaped, named from base; NULL with the error set */
+const char *ox_iota(struct ox_node_ctx *c, const char *base, int64_t n, int a, int r);
 
 #endif
