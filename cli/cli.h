@@ -143,6 +143,12 @@ struct cli_onnx {
  * returns EXIT_OK or an exit status (the error said). */
 int cli_onnx_inputs(struct cli_onnx *st, const char **names, const char **paths, int n,
 		    struct tir_onnx_shape *shapes);
+/* After the import: an input given as a uint16 .pb file that the model
+ * declares bfloat16 holds bf16 bit patterns (ONNX's test data): paths[i]
+ * becomes a file of that bf16 tensor.  names are ONNX names; returns
+ * EXIT_OK or an exit status (the error said). */
+int cli_onnx_bf16_inputs(struct cli_onnx *st, const char *const *names, const char **paths, int n,
+			 const struct tir_onnx_shape *shapes);
 /* Import the model at path in memory and parse it (as cli_load_program). */
 struct tir_program *cli_onnx_load(struct cli_onnx *st, const char *path, const struct tir_onnx_opts *o,
 				  int nremotes, int *status, double *parse_ms);

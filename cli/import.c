@@ -106,6 +106,29 @@ int cli_onnx_inputs(struct cli_onnx *st, const char **names, const char **paths,
 	return EXIT_OK;
 }
 
+int cli_onnx_bf16_inputs(struct cli_onnx *st, const char *const *names, const char **paths, int n,
+			 const struct tir_onnx_shape *shapes)
+{
+	for (int i = 0; st->imported && i < n; i++) {
+		if (!shapes[i].onnx_type)
+			continue;
+		struct tir_err err = {0};
+		char *f = temp_path(st, "input.safetensors");
+		if (!f) {
+			fprintf(stderr, "tir: out of memory\n");
+			return EXIT_PROGRAM;
+		}
+		int rc = tir_onnx_bf16_input(&st->model, names[i], shapes[i].onnx_type, paths[i], f, &err);
+		if (rc < 0) {
+			cli_print_err(&err);
+			return EXIT_PROGRAM;
+		}
+		if (!rc)
+			paths[i] = f;
+	}
+	return EXIT_OK;
+}
+
 struct tir_program *cli_onnx_load(struct cli_onnx *st, const char *path, const struct tir_onnx_opts *o,
 				  int nremotes, int *status, double *parse_ms)
 {

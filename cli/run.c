@@ -316,6 +316,8 @@ int cli_run(int argc, char **argv)
 		if (o.local && nlocal == CLI_LOCAL_DEVICES)
 			nlocal = 1; /* a model names no devices */
 		p = cli_onnx_load(&onnx, o.file, &io, o.local ? nlocal : remotes.n, &status, &parse_ms);
+		if (p && (status = cli_onnx_bf16_inputs(&onnx, in_names, in_paths, o.ninputs, shapes)))
+			goto out;
 		for (int i = 0; p && i < o.ninputs; i++)
 			in_names[i] = cli_onnx_map(&onnx, in_names[i]);
 	} else {

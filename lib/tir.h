@@ -690,6 +690,7 @@ struct tir_onnx_model {
 	size_t ninputs, noutputs;   /* the graph's inputs and outputs, as ONNX names */
 	char **inputs, **outputs;
 	int32_t *output_types;      /* each output's ONNX element type (0: not said) */
+	int32_t *input_types;       /* each input's, as inputs[] */
 };
 /* Import the ONNX model at path (docs/onnx.md); writes the weights file.
  * returns 0 and fills *out (free with tir_onnx_model_free), or -code with
@@ -713,6 +714,13 @@ int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shap
  * filled; 1 (nothing written) for any other output or path. */
 int tir_onnx_save_unsigned(const struct tir_onnx_model *m, const char *onnx, const struct tir_tensor *t,
 			   const char *path, struct tir_err *err);
+/* Input `onnx` of m, if the model declares it bfloat16 and given_type (the
+ * type of its TensorProto file) is uint16: the values of npy (that file as
+ * tir_onnx_pb_to_npy wrote it) are bf16 bit patterns, as ONNX's test data
+ * stores bf16; written to path (.safetensors) as that bf16 tensor.
+ * returns 0, or -code with err filled; 1 (nothing written) otherwise. */
+int tir_onnx_bf16_input(const struct tir_onnx_model *m, const char *onnx, int32_t given_type, const char *npy,
+			const char *path, struct tir_err *err);
 
 /* A PCRE2 pattern (JIT-compiled where PCRE2 has it).  A bad pattern:
  * NULL, err->msg says why and err->loc.col is its offset (1-based).

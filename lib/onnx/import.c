@@ -92,21 +92,6 @@ const char *ox_onnx_type_name(int32_t onnx)
 	return onnx >= 0 && onnx < (int32_t)(sizeof names / sizeof *names) ? names[onnx] : "unknown";
 }
 
-static size_t dtype_size(enum tir_dtype dt)
-{
-	switch (dt) {
-	case TIR_DTYPE_BOOL: case TIR_DTYPE_I8: case TIR_DTYPE_U8: return 1;
-	case TIR_DTYPE_F16: case TIR_DTYPE_BF16: case TIR_DTYPE_I16: return 2;
-	case TIR_DTYPE_I32: case TIR_DTYPE_F32: return 4;
-	default: return 8;
-	}
-}
-
-static bool dtype_is_float(enum tir_dtype dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64 || dt == TIR_DTYPE_F16 || dt == TIR_DTYPE_BF16;
-}
-
 /* ---- constants ---- */
 
 struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape)
@@ -128,7 +113,7 @@ struct ox_const *ox_const_new(enum tir_dtype dt, int rank, const int64_t *shape)
 		c->shape[k] = shape[k];
 	c->n = n;
 	if (n > OX_FOLD_MAX) {
-		c->bytes = calloc((size_t)n, dtype_size(dt));
+		c->bytes = calloc((size_t)n, tir_dtype_size(dt));
 		if (!c->bytes) {
 			ox_const_free(c);
 			return NULL;
@@ -164,7 +149,7 @@ static void store_elem(unsigned char *p, enum tir_dtype dt, double d, int64_t i)
 void ox_const_set(struct ox_const *c, int64_t k, double d, int64_t i)
 {
 	if (c->bytes) {
-		store_elem(c->bytes + (size_t)k * dtype_size(c->dtype), c->dtype, d, i);
+		store_elem(c->bytes + (size_t)k * tir_dtype_size(c->dtype), c->dtype, d, i);
 		return;
 	}
 	c->d[k] = d;
@@ -210,7 +195,7 @@ static float half_to_float(uint16_t h)
 /* element k of little-endian bytes of dtype dt, as a double */
 static double raw_elem(const unsigned char *p, enum tir_dtype dt, int64_t k)
 {
-	size_t sz = dtype_size(dt);
+	size_t sz = tir_dtype_size(dt);
 	p += (size_t)k * sz;
 	union { float f; double d; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32; int64_t i64; uint32_t u32; } u;
 	memcpy(&u, p, sz);
@@ -326,7 +311,7 @@ int ox_tensor_decode(struct ox_imp *m, const Onnx__TensorProto *t, struct ox_con
 		n *= t->dims[k];
 	}
 	size_t usz = unsigned_size(t->data_type);
-	size_t sz = usz ? usz : dtype_size(dt);
+	size_t sz = usz ? usz : tir_dtype_size(dt);
 	size_t want = (size_t)n * sz;
 	const unsigned char *raw = NULL;
 	unsigned char *ext = NULL;
@@ -696,7 +681,7 @@ static void fmt_num(struct tir_str *s, double v, enum tir_dtype dt)
 		tir_str_addf(s, v < 0 ? "-inf" : "inf");
 	else if (dt == TIR_DTYPE_BOOL)
 		tir_str_addf(s, v != 0 ? "true" : "false");
-	else if (!dtype_is_float(dt))
+	else if (!tir_dtype_is_float(dt))
 		tir_str_addf(s, "%.0f", v);
 	else {
 		char b[40];
@@ -705,12 +690,6 @@ static void fmt_num(struct tir_str *s, double v, enum tir_dtype dt)
 			strcat(b, ".0");
 		tir_str_addf(s, "%s", b);
 	}
-}
-
-static const char *dtype_name(enum tir_dtype dt)
-{
-	static const char *const n[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"};
-	return dt < TIR_DTYPE_COUNT ? n[dt] : "?";
 }
 
 static int add_weight(struct ox_imp *m, const char *name, struct ox_const *c)
@@ -742,8 +721,8 @@ static const char *emit_const(struct ox_imp *m, struct ox_val *v)
 		for (int k = 0; k < c->rank; k++)
 			tir_str_addf(&s, "%s%" PRId64, k ? ", " : "", c->shape[k]);
 		tir_str_addf(&s, "], ");
-		fmt_num(&s, c->d[0], dtype_is_float(c->dtype) ? TIR_DTYPE_F64 : TIR_DTYPE_I64);
-		tir_str_addf(&s, ", dtype=%s)", dtype_name(c->dtype));
+		fmt_num(&s, c->d[0], tir_dtype_is_float(c->dtype) ? TIR_DTYPE_F64 : TIR_DTYPE_I64);
+		tir_str_addf(&s, ", dtype=%s)", tir_dtype_name(c->dtype));
 		r = s.oom ? NULL : ox_emit(m, v->onnx, "%s", s.s);
 	} else if (c->n >= 1 && c->n <= OX_INLINE_MAX &&
 		   (c->dtype == TIR_DTYPE_F32 || c->dtype == TIR_DTYPE_BOOL ||
@@ -926,7 +905,11 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	for (int k = 0; m->opts && k < m->opts->ninputs; k++)
 		if (!strcmp(m->opts->inputs[k].name, name))
 			given = &m->opts->inputs[k];
-	if (given && given->onnx_type && given->onnx_type != tt->elem_type &&
+	/* a uint16 file for a bfloat16 input holds its bit patterns (ONNX's
+	 * test data): the CLI reads it so (tir_onnx_bf16_input) */
+	bool bf16_bits = given && given->onnx_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 &&
+			 tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+	if (given && given->onnx_type && given->onnx_type != tt->elem_type && !bf16_bits &&
 	    (unsigned_size(given->onnx_type) || unsigned_size(tt->elem_type)))
 		return ox_fail(m, TIR_EUNSUPPORTED, "input '%s' is %s and the file given holds %s (bfloat16's bits as "
 			       "uint16, say): reading one type as another is not supported", name,
@@ -975,8 +958,8 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	int64_t numel = 1;
 	for (int k = 0; k < rank; k++)
 		numel *= shape[k];
-	bool fvec = dtype_is_float(dt) && rank == 1 && numel > 1 && numel <= OX_INLINE_MAX;
-	if (given && given->path && (dtype_is_float(dt) ? numel == 1 || fvec : numel <= OX_FOLD_MAX)) {
+	bool fvec = tir_dtype_is_float(dt) && rank == 1 && numel > 1 && numel <= OX_INLINE_MAX;
+	if (given && given->path && (tir_dtype_is_float(dt) ? numel == 1 || fvec : numel <= OX_FOLD_MAX)) {
 		struct tir_tensor t = {0};
 		if (tir_file_load(given->path, NULL, &t, m->err))
 			return -m->err->code;
@@ -994,7 +977,7 @@ static int declare_input(struct ox_imp *m, const Onnx__ValueInfoProto *vi)
 	if (!tn)
 		return m->err->code ? -m->err->code : ox_fail(m, TIR_ENOMEM, "out of memory");
 	struct tir_str s = {0};
-	tir_str_addf(&s, "input %s: %s[", tn, dtype_name(dt));
+	tir_str_addf(&s, "input %s: %s[", tn, tir_dtype_name(dt));
 	for (int k = 0; k < rank; k++)
 		tir_str_addf(&s, "%s%" PRId64, k ? ", " : "", shape[k]);
 	tir_str_addf(&s, "]");
@@ -1178,7 +1161,7 @@ static int write_weights(struct ox_imp *m, const char *file, bool npy)
 		rc = ox_fail(m, TIR_ENOMEM, "out of memory");
 	for (size_t k = 0; k < m->nw && !rc; k++) {
 		const struct ox_const *c = m->wconsts[k];
-		size_t sz = dtype_size(c->dtype);
+		size_t sz = tir_dtype_size(c->dtype);
 		names[k] = m->wnames[k];
 		tp[k] = &ts[k];
 		if (c->bytes) {
@@ -1458,8 +1441,9 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 	out->onnx_names = calloc(m.nvals + 1, sizeof *out->onnx_names);
 	out->tir_names = calloc(m.nvals + 1, sizeof *out->tir_names);
 	out->inputs = calloc(g->n_input + 1, sizeof *out->inputs);
+	out->input_types = calloc(g->n_input + 1, sizeof *out->input_types);
 	out->outputs = calloc(g->n_output + 1, sizeof *out->outputs);
-	if (!out->onnx_names || !out->tir_names || !out->inputs || !out->outputs) {
+	if (!out->onnx_names || !out->tir_names || !out->inputs || !out->input_types || !out->outputs) {
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -1470,8 +1454,15 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		const char *to = names_get(&m.alias, m.vals[k].tir, &f);
 		out->onnx_names[out->nnames] = strdup(m.vals[k].onnx);
 		out->tir_names[out->nnames++] = strdup(f && to ? to : m.vals[k].tir);
-		if (m.vals[k].is_input)
-			out->inputs[out->ninputs++] = strdup(m.vals[k].onnx);
+		if (!m.vals[k].is_input)
+			continue;
+		for (size_t j = 0; j < g->n_input; j++) {
+			const Onnx__TypeProto *tp = g->input[j]->type;
+			if (g->input[j]->name && !strcmp(g->input[j]->name, m.vals[k].onnx) && tp &&
+			    tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type)
+				out->input_types[out->ninputs] = tp->tensor_type->elem_type;
+		}
+		out->inputs[out->ninputs++] = strdup(m.vals[k].onnx);
 	}
 	out->output_types = calloc(g->n_output + 1, sizeof *out->output_types);
 	if (!out->output_types) {
@@ -1530,6 +1521,7 @@ void tir_onnx_model_free(struct tir_onnx_model *m)
 	for (size_t k = 0; k < m->noutputs; k++)
 		free(m->outputs[k]);
 	free(m->output_types);
+	free(m->input_types);
 	free(m->onnx_names);
 	free(m->tir_names);
 	free(m->inputs);
@@ -1607,6 +1599,36 @@ int tir_onnx_save_unsigned(const struct tir_onnx_model *m, const char *onnx, con
 	free(buf);
 	tir_tensor_release(&w);
 	return ok ? 0 : tir_errf(err, TIR_EDATA, NULL, "%s: %s", path, strerror(errno));
+}
+
+int tir_onnx_bf16_input(const struct tir_onnx_model *m, const char *onnx, int32_t given_type, const char *npy,
+			const char *path, struct tir_err *err)
+{
+	int32_t ty = 0;
+	for (size_t k = 0; m && m->input_types && k < m->ninputs; k++)
+		if (!strcmp(m->inputs[k], onnx))
+			ty = m->input_types[k];
+	if (ty != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 || given_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT16)
+		return 1;
+	struct tir_tensor t = {0}, w = {0}, b = {0};
+	int rc = tir_file_load(npy, NULL, &t, err);
+	if (!rc)
+		rc = tir_tensor_convert(&t, TIR_DTYPE_I64, &w, err);
+	if (!rc)
+		rc = tir_tensor_alloc(&b, TIR_DTYPE_BF16, w.rank, w.shape, false, err);
+	if (!rc) {
+		const int64_t *src = tir_tensor_data(&w);
+		uint16_t *dst = tir_tensor_data(&b);
+		for (int64_t k = 0, n = tir_tensor_numel(&w); k < n; k++)
+			dst[k] = (uint16_t)src[k];
+		const struct tir_tensor *tb = &b;
+		const char *name = "x";
+		rc = tir_safetensors_save(path, &name, &tb, 1, err);
+	}
+	tir_tensor_release(&t);
+	tir_tensor_release(&w);
+	tir_tensor_release(&b);
+	return rc;
 }
 
 int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, int32_t *onnx_type,

@@ -14,142 +14,8 @@
 
 /* ---- the node's attributes and operands ---- */
 
-static const Onnx__AttributeProto *attr(struct ox_node_ctx *c, const char *name)
-{
-	for (size_t k = 0; k < c->n->n_attribute; k++)
-		if (c->n->attribute[k]->name && !strcmp(c->n->attribute[k]->name, name))
-			return c->n->attribute[k];
-	return NULL;
-}
-
-static int64_t attr_i(struct ox_node_ctx *c, const char *name, int64_t def)
-{
-	const Onnx__AttributeProto *a = attr(c, name);
-	return a ? a->i : def;
-}
-
-static double attr_f(struct ox_node_ctx *c, const char *name, double def)
-{
-	const Onnx__AttributeProto *a = attr(c, name);
-	return a ? a->f : def;
-}
-
-static const int64_t *attr_ints(struct ox_node_ctx *c, const char *name, size_t *n)
-{
-	const Onnx__AttributeProto *a = attr(c, name);
-	*n = a ? a->n_ints : 0;
-	return a ? a->ints : NULL;
-}
-
-static bool attr_str_is(struct ox_node_ctx *c, const char *name, const char *v, const char *def)
-{
-	const Onnx__AttributeProto *a = attr(c, name);
-	if (!a || !a->has_s)
-		return !strcmp(v, def);
-	return a->s.len == strlen(v) && !memcmp(a->s.data, v, a->s.len);
-}
-
-static bool has_in(struct ox_node_ctx *c, size_t k)
-{
-	return k < c->n->n_input && c->n->input[k] && *c->n->input[k];
-}
-
-static struct ox_val *in_val(struct ox_node_ctx *c, size_t k)
-{
-	return has_in(c, k) ? ox_find(c->m, c->n->input[k]) : NULL;
-}
-
-/* the input's known value, or NULL (a weight past OX_FOLD_MAX elements
- * is known but never folded) */
-static struct ox_const *cin(struct ox_node_ctx *c, size_t k)
-{
-	struct ox_val *v = in_val(c, k);
-	return v && v->c && v->c->i ? v->c : NULL;
-}
-
-/* the input as a tir name (a constant written on first use) */
-static const char *in(struct ox_node_ctx *c, size_t k)
-{
-	if (!has_in(c, k)) {
-		ox_fail(c->m, TIR_EDATA, "input %zu is missing", k);
-		return NULL;
-	}
-	return ox_use(c->m, c->n->input[k]);
-}
-
-/* the input's type (of a constant, without writing it) */
-static bool in_type(struct ox_node_ctx *c, size_t k, struct tir_type *t)
-{
-	struct ox_val *v = in_val(c, k);
-	if (!v)
-		return false;
-	if (v->c && !v->tir) {
-		memset(t, 0, sizeof *t);
-		t->dtype = (uint8_t)v->c->dtype;
-		t->rank = (uint8_t)v->c->rank;
-		memcpy(t->shape, v->c->shape, sizeof t->shape);
-		return true;
-	}
-	const char *n = in(c, k);
-	const struct tir_type *ty = n ? ox_type(c->m, n) : NULL;
-	if (!ty)
-		return false;
-	*t = *ty;
-	return true;
-}
-
-static const char *out_name(struct ox_node_ctx *c, size_t k)
-{
-	return k < c->n->n_output && c->n->output[k] ? c->n->output[k] : "";
-}
-
-static int bind(struct ox_node_ctx *c, size_t k, const char *tir)
-{
-	if (!tir)
-		return -c->m->err->code;
-	return ox_bind(c->m, out_name(c, k), tir);
-}
-
-static int bind_const(struct ox_node_ctx *c, size_t k, struct ox_const *cv)
-{
-	if (!cv)
-		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
-	struct ox_val *v = ox_val(c->m, out_name(c, k));
-	if (!v) {
-		ox_const_free(cv);
-		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
-	}
-	ox_const_free(v->c);
-	v->c = cv;
-	v->defined = true;
-	return 0;
-}
-
-#define EMIT(...) ox_emit(c->m, out_name(c, 0), __VA_ARGS__)
+#define EMIT(...) ox_emit(c->m, ox_out_name(c, 0), __VA_ARGS__)
 #define FAIL(...) ox_fail(c->m, TIR_EUNSUPPORTED, __VA_ARGS__)
-
-static const char *dtn(enum tir_dtype dt)
-{
-	static const char *const n[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"};
-	return dt < TIR_DTYPE_COUNT ? n[dt] : "?";
-}
-
-static bool is_float(enum tir_dtype dt)
-{
-	return dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64 || dt == TIR_DTYPE_F16 || dt == TIR_DTYPE_BF16;
-}
-
-/* "[2, 3]" */
-static const char *shp(char *buf, int rank, const int64_t *shape)
-{
-	size_t n = 0;
-	buf[n++] = '[';
-	for (int k = 0; k < rank; k++)
-		n += (size_t)snprintf(buf + n, 32, "%s%" PRId64, k ? ", " : "", shape[k]);
-	buf[n++] = ']';
-	buf[n] = 0;
-	return buf;
-}
 
 static int norm_axis(struct ox_node_ctx *c, int64_t a, int rank, int *out)
 {
@@ -160,19 +26,12 @@ static int norm_axis(struct ox_node_ctx *c, int64_t a, int rank, int *out)
 	return 0;
 }
 
-/* input k and its type: NULL (the error set) when either is missing */
-static const char *in_typed(struct ox_node_ctx *c, size_t k, struct tir_type *t)
-{
-	const char *x = in(c, k);
-	return x && in_type(c, k, t) ? x : NULL;
-}
-
 /* input 0, its type and its "axis" attribute (def when absent) made
  * non-negative: NULL (the error set) when any of them fails */
 static const char *in_axis(struct ox_node_ctx *c, int64_t def, struct tir_type *t, int *a)
 {
-	const char *x = in_typed(c, 0, t);
-	return x && !norm_axis(c, attr_i(c, "axis", def), t->rank, a) ? x : NULL;
+	const char *x = ox_in_typed(c, 0, t);
+	return x && !norm_axis(c, ox_attr_i(c, "axis", def), t->rank, a) ? x : NULL;
 }
 
 /* x cast to dt when its dtype is another (ONNX keeps the input's dtype
@@ -182,13 +41,13 @@ static const char *as_dtype(struct ox_node_ctx *c, const char *x, enum tir_dtype
 	const struct tir_type *t = x ? ox_type(c->m, x) : NULL;
 	if (!t || t->dtype == dt)
 		return x;
-	return EMIT("cast(%s, dtype=%s)", x, dtn(dt));
+	return EMIT("cast(%s, dtype=%s)", x, tir_dtype_name(dt));
 }
 
 /* the final value of output 0: cast back to dt when needed, then bound */
 static int bind_as(struct ox_node_ctx *c, const char *x, enum tir_dtype dt)
 {
-	return bind(c, 0, as_dtype(c, x, dt));
+	return ox_bind_out(c, 0, as_dtype(c, x, dt));
 }
 
 /* ---- elementwise ---- */
@@ -208,19 +67,19 @@ static const char *unary_of(const char *op)
 
 static int op_unary(struct ox_node_ctx *c)
 {
-	struct ox_const *k = cin(c, 0);
+	struct ox_const *k = ox_cin(c, 0);
 	const char *op = c->n->op_type;
-	if (k && !is_float(k->dtype) && k->dtype != TIR_DTYPE_BOOL && k->n <= OX_FOLD_MAX &&
+	if (k && !tir_dtype_is_float(k->dtype) && k->dtype != TIR_DTYPE_BOOL && k->n <= OX_FOLD_MAX &&
 	    (!strcmp(op, "Neg") || !strcmp(op, "Abs"))) {
 		struct ox_const *r = ox_const_new(k->dtype, k->rank, k->shape);
 		for (int64_t e = 0; r && e < k->n; e++) {
 			r->i[e] = !strcmp(op, "Neg") ? -k->i[e] : k->i[e] < 0 ? -k->i[e] : k->i[e];
 			r->d[e] = (double)r->i[e];
 		}
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	const char *r = EMIT("%s(%s)", unary_of(c->n->op_type), x);
@@ -271,7 +130,7 @@ static int fold_float(struct ox_node_ctx *c, struct ox_const *a, struct ox_const
 	struct ox_const *r = ox_const_new(a->dtype, big->rank, big->shape);
 	if (r)
 		ox_const_set(r, 0, v, isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0);
-	return bind_const(c, 0, r);
+	return ox_bind_const(c, 0, r);
 }
 
 /* elementwise on two known integer values (shape arithmetic) */
@@ -280,7 +139,7 @@ static int fold_binary(struct ox_node_ctx *c, struct ox_const *a, struct ox_cons
 	const char *op = c->n->op_type;
 	if (a->dtype != b->dtype || a->n > OX_FOLD_MAX || b->n > OX_FOLD_MAX)
 		return 1;
-	if (is_float(a->dtype))
+	if (tir_dtype_is_float(a->dtype))
 		return fold_float(c, a, b);
 	/* only the same shapes or a scalar side */
 	const struct ox_const *big = a->n >= b->n ? a : b;
@@ -306,23 +165,23 @@ static int fold_binary(struct ox_node_ctx *c, struct ox_const *a, struct ox_cons
 		r->i[k] = v;
 		r->d[k] = (double)v;
 	}
-	return bind_const(c, 0, r);
+	return ox_bind_const(c, 0, r);
 }
 
 static int op_binary(struct ox_node_ctx *c)
 {
 	const char *op = c->n->op_type;
-	struct ox_const *ca = cin(c, 0), *cb = cin(c, 1);
+	struct ox_const *ca = ox_cin(c, 0), *cb = ox_cin(c, 1);
 	if (ca && cb) {
 		int rc = fold_binary(c, ca, cb);
 		if (rc <= 0)
 			return rc;
 	}
 	struct tir_type ta, tb;
-	const char *a = in(c, 0), *b = in(c, 1);
-	if (!a || !b || !in_type(c, 0, &ta) || !in_type(c, 1, &tb))
+	const char *a = ox_in(c, 0), *b = ox_in(c, 1);
+	if (!a || !b || !ox_in_type(c, 0, &ta) || !ox_in_type(c, 1, &tb))
 		return -c->m->err->code;
-	if (!strcmp(op, "Mod") && attr_i(c, "fmod", 0)) {
+	if (!strcmp(op, "Mod") && ox_attr_i(c, "fmod", 0)) {
 		/* C's fmod takes the dividend's sign, tir's (NumPy's) mod the
 		 * divisor's: they differ by b where a remainder is left and a
 		 * and b have different signs (exact, floats and integers) */
@@ -333,7 +192,7 @@ static int op_binary(struct ox_node_ctx *c)
 	}
 	bool keep = !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") ||
 		    !strcmp(op, "Pow") || !strcmp(op, "Mod");
-	if (!strcmp(op, "Div") && !is_float(ta.dtype)) {
+	if (!strcmp(op, "Div") && !tir_dtype_is_float(ta.dtype)) {
 		/* integer division truncates toward zero (tir's floors) */
 		const char *q = EMIT("div(%s, %s)", a, b);
 		const char *r = q ? EMIT("mod(%s, %s)", a, b) : NULL;
@@ -342,7 +201,7 @@ static int op_binary(struct ox_node_ctx *c)
 		return bind_as(c, q1 ? EMIT("where(%s, %s, %s)", fix, q1, q) : NULL, ta.dtype);
 	}
 	const char *r = EMIT("%s(%s, %s)", binary_of(op), a, b);
-	return keep ? bind_as(c, r, ta.dtype) : bind(c, 0, r);
+	return keep ? bind_as(c, r, ta.dtype) : ox_bind_out(c, 0, r);
 }
 
 /* Min, Max, Sum, Mean: a chain */
@@ -351,16 +210,16 @@ static int op_variadic(struct ox_node_ctx *c)
 	const char *op = c->n->op_type;
 	const char *f = !strcmp(op, "Min") ? "minimum" : !strcmp(op, "Max") ? "maximum" : "add";
 	struct tir_type t;
-	const char *acc = in_typed(c, 0, &t);
+	const char *acc = ox_in_typed(c, 0, &t);
 	if (!acc)
 		return -c->m->err->code;
 	size_t n = c->n->n_input;
 	for (size_t k = 1; k < n && acc; k++) {
-		const char *x = in(c, k);
+		const char *x = ox_in(c, k);
 		acc = x ? EMIT("%s(%s, %s)", f, acc, x) : NULL;
 	}
 	if (acc && n == 1 && strcmp(op, "Mean"))
-		return bind(c, 0, acc);
+		return ox_bind_out(c, 0, acc);
 	if (acc && !strcmp(op, "Mean") && n > 1)
 		acc = EMIT("div(%s, %zu)", acc, n);
 	if (acc && n == 1)
@@ -370,66 +229,68 @@ static int op_variadic(struct ox_node_ctx *c)
 
 static int op_identity(struct ox_node_ctx *c)
 {
-	struct ox_const *k = cin(c, 0);
+	struct ox_const *k = ox_cin(c, 0);
 	if (k) {
 		struct ox_const *r = ox_const_new(k->dtype, k->rank, k->shape);
 		if (r) {
 			memcpy(r->i, k->i, (size_t)k->n * sizeof *r->i);
 			memcpy(r->d, k->d, (size_t)k->n * sizeof *r->d);
 		}
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
-	const char *x = in(c, 0);
+	const char *x = ox_in(c, 0);
 	if (!x)
 		return -c->m->err->code;
-	int rc = bind(c, 0, x);
+	int rc = ox_bind_out(c, 0, x);
 	/* Dropout's mask: all true */
-	if (!rc && c->n->n_output > 1 && *out_name(c, 1)) {
+	if (!rc && c->n->n_output > 1 && *ox_out_name(c, 1)) {
 		struct tir_type t;
 		char b[300];
-		in_type(c, 0, &t);
-		rc = bind(c, 1, ox_emit(c->m, out_name(c, 1), "ones(%s, dtype=bool)", shp(b, t.rank, t.shape)));
+		ox_in_type(c, 0, &t);
+		rc = ox_bind_out(c, 1,
+				 ox_emit(c->m, ox_out_name(c, 1), "ones(%s, dtype=bool)",
+					 ox_shape_str(b, sizeof b, t.rank, t.shape)));
 	}
 	return rc;
 }
 
 static int op_dropout(struct ox_node_ctx *c)
 {
-	struct ox_const *tm = cin(c, 2), *ratio = cin(c, 1);
+	struct ox_const *tm = ox_cin(c, 2), *ratio = ox_cin(c, 1);
 	/* training mode drops at random; with ratio 0 it is the identity */
-	if (has_in(c, 2) && (!tm || tm->d[0] != 0) && !(ratio && ratio->d[0] == 0))
+	if (ox_has_in(c, 2) && (!tm || tm->d[0] != 0) && !(ratio && ratio->d[0] == 0))
 		return FAIL("Dropout in training mode is not supported");
 	return op_identity(c);
 }
 
 static int op_where(struct ox_node_ctx *c)
 {
-	const char *k = in(c, 0), *a = in(c, 1), *b = in(c, 2);
+	const char *k = ox_in(c, 0), *a = ox_in(c, 1), *b = ox_in(c, 2);
 	if (!k || !a || !b)
 		return -c->m->err->code;
-	return bind(c, 0, EMIT("where(%s, %s, %s)", k, a, b));
+	return ox_bind_out(c, 0, EMIT("where(%s, %s, %s)", k, a, b));
 }
 
 static int op_clip(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	const char *r = x;
 	if (c->opset < 11) {
-		double lo = attr_f(c, "min", -INFINITY), hi = attr_f(c, "max", INFINITY);
+		double lo = ox_attr_f(c, "min", -INFINITY), hi = ox_attr_f(c, "max", INFINITY);
 		if (lo > -INFINITY)
 			r = EMIT("maximum(%s, %.9g)", r, lo);
 		if (r && hi < INFINITY)
 			r = EMIT("minimum(%s, %.9g)", r, hi);
 	} else {
-		if (has_in(c, 1)) {
-			const char *lo = in(c, 1);
+		if (ox_has_in(c, 1)) {
+			const char *lo = ox_in(c, 1);
 			r = lo ? EMIT("maximum(%s, %s)", r, lo) : NULL;
 		}
-		if (r && has_in(c, 2)) {
-			const char *hi = in(c, 2);
+		if (r && ox_has_in(c, 2)) {
+			const char *hi = ox_in(c, 2);
 			r = hi ? EMIT("minimum(%s, %s)", r, hi) : NULL;
 		}
 	}
@@ -444,7 +305,7 @@ static int op_activation(struct ox_node_ctx *c)
 {
 	const char *op = c->n->op_type;
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	static const char *const direct[][2] = {
@@ -456,20 +317,20 @@ static int op_activation(struct ox_node_ctx *c)
 		if (!strcmp(op, direct[k][0]))
 			return bind_as(c, EMIT("%s(%s)", direct[k][1], x), t.dtype);
 	if (!strcmp(op, "LeakyRelu")) {
-		r = EMIT("leaky_relu(%s, negative_slope=%.9g)", x, attr_f(c, "alpha", 0.01));
+		r = EMIT("leaky_relu(%s, negative_slope=%.9g)", x, ox_attr_f(c, "alpha", 0.01));
 	} else if (!strcmp(op, "PRelu")) {
 		/* the slope broadcasts to x as NumPy's (unidirectional), as tir's */
-		const char *s = in(c, 1);
+		const char *s = ox_in(c, 1);
 		r = s ? EMIT("prelu(%s, %s)", x, s) : NULL;
 	} else if (!strcmp(op, "Elu") || !strcmp(op, "Celu")) {
-		double a = attr_f(c, "alpha", 1.0);
+		double a = ox_attr_f(c, "alpha", 1.0);
 		if (!strcmp(op, "Celu") && a == 0)
 			return ox_fail(c->m, TIR_ETYPE, "Celu with alpha 0");
 		r = EMIT("%s(%s, alpha=%.9g)", !strcmp(op, "Elu") ? "elu" : "celu", x, a);
 	} else if (!strcmp(op, "Selu")) {
 		/* tir's selu has ONNX's default constants (float32 values) */
-		float a = (float)attr_f(c, "alpha", 1.67326319217681884765625);
-		float g = (float)attr_f(c, "gamma", 1.05070102214813232421875);
+		float a = (float)ox_attr_f(c, "alpha", 1.67326319217681884765625);
+		float g = (float)ox_attr_f(c, "gamma", 1.05070102214813232421875);
 		if (a == 1.67326319217681884765625f && g == 1.05070102214813232421875f) {
 			r = EMIT("selu(%s)", x);
 		} else {
@@ -477,30 +338,32 @@ static int op_activation(struct ox_node_ctx *c)
 			r = e ? EMIT("mul(%s, %.9g)", e, (double)g) : NULL;
 		}
 	} else if (!strcmp(op, "HardSigmoid")) {
-		r = EMIT("hardsigmoid(%s, alpha=%.9g, beta=%.9g)", x, attr_f(c, "alpha", 0.2), attr_f(c, "beta", 0.5));
+		r = EMIT("hardsigmoid(%s, alpha=%.9g, beta=%.9g)", x, ox_attr_f(c, "alpha", 0.2),
+			 ox_attr_f(c, "beta", 0.5));
 	} else if (!strcmp(op, "ThresholdedRelu")) {
-		double a = attr_f(c, "alpha", 1.0);
+		double a = ox_attr_f(c, "alpha", 1.0);
 		const char *g = EMIT("gt(%s, %.9g)", x, a);
 		r = g ? EMIT("where(%s, %s, 0)", g, x) : NULL;
 	} else if (!strcmp(op, "IsNaN")) {
-		return bind(c, 0, EMIT("isnan(%s)", x));
+		return ox_bind_out(c, 0, EMIT("isnan(%s)", x));
 	} else if (!strcmp(op, "IsInf")) {
-		bool p = attr_i(c, "detect_positive", 1), n = attr_i(c, "detect_negative", 1);
+		bool p = ox_attr_i(c, "detect_positive", 1), n = ox_attr_i(c, "detect_negative", 1);
 		if (p && n)
-			return bind(c, 0, EMIT("isinf(%s)", x));
+			return ox_bind_out(c, 0, EMIT("isinf(%s)", x));
 		if (!p && !n) {
 			char b[300];
-			return bind(c, 0, EMIT("zeros(%s, dtype=bool)", shp(b, t.rank, t.shape)));
+			return ox_bind_out(c, 0,
+					   EMIT("zeros(%s, dtype=bool)", ox_shape_str(b, sizeof b, t.rank, t.shape)));
 		}
 		const char *i = EMIT("isinf(%s)", x);
 		const char *s = i ? EMIT("%s(%s, 0)", p ? "gt" : "lt", x) : NULL;
-		return bind(c, 0, s ? EMIT("and(%s, %s)", i, s) : NULL);
+		return ox_bind_out(c, 0, s ? EMIT("and(%s, %s)", i, s) : NULL);
 	} else if (!strcmp(op, "Gelu")) {
-		if (!attr_str_is(c, "approximate", "none", "none"))
+		if (!ox_attr_str_is(c, "approximate", "none", "none"))
 			return FAIL("Gelu with approximate=tanh is not supported");
 		r = EMIT("gelu(%s)", x);
 	} else if (!strcmp(op, "Shrink")) {
-		double l = attr_f(c, "lambd", 0.5), b = attr_f(c, "bias", 0.0);
+		double l = ox_attr_f(c, "lambd", 0.5), b = ox_attr_f(c, "bias", 0.0);
 		const char *lo = EMIT("lt(%s, %.9g)", x, -l);
 		const char *hi = lo ? EMIT("gt(%s, %.9g)", x, l) : NULL;
 		const char *xp = hi ? EMIT("add(%s, %.9g)", x, b) : NULL;
@@ -543,25 +406,15 @@ static int op_constant(struct ox_node_ctx *c)
 		(void)one;
 		return FAIL("Constant's '%s' is not supported", a->name);
 	}
-	return bind_const(c, 0, r);
-}
-
-/* an input that must be known at import (a shape, axes, pads) */
-static struct ox_const *need_const(struct ox_node_ctx *c, size_t k, const char *what)
-{
-	struct ox_const *v = cin(c, k);
-	if (!v)
-		ox_fail(c->m, TIR_EUNSUPPORTED, "its %s (input %zu, '%s') is computed at run time; tir needs it known "
-			"at import (a static shape)", what, k, has_in(c, k) ? c->n->input[k] : "");
-	return v;
+	return ox_bind_const(c, 0, r);
 }
 
 static int op_shape(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
-	int64_t s = attr_i(c, "start", 0), e = attr_i(c, "end", t.rank);
+	int64_t s = ox_attr_i(c, "start", 0), e = ox_attr_i(c, "end", t.rank);
 	if (s < 0)
 		s += t.rank;
 	if (e < 0)
@@ -574,30 +427,30 @@ static int op_shape(struct ox_node_ctx *c)
 		r->i[k] = t.shape[s + k];
 		r->d[k] = (double)r->i[k];
 	}
-	return bind_const(c, 0, r);
+	return ox_bind_const(c, 0, r);
 }
 
 static int op_size(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	struct ox_const *r = ox_const_new(TIR_DTYPE_I64, 0, NULL);
 	if (r) {
 		r->i[0] = tir_type_numel(&t);
 		r->d[0] = (double)r->i[0];
 	}
-	return bind_const(c, 0, r);
+	return ox_bind_const(c, 0, r);
 }
 
 static int op_constant_of_shape(struct ox_node_ctx *c)
 {
-	struct ox_const *s = need_const(c, 0, "shape");
+	struct ox_const *s = ox_need_const(c, 0, "shape");
 	if (!s)
 		return -c->m->err->code;
 	if (s->n > TIR_MAX_RANK)
 		return FAIL("a shape of %" PRId64 " dimensions", s->n);
-	const Onnx__AttributeProto *a = attr(c, "value");
+	const Onnx__AttributeProto *a = ox_attr(c, "value");
 	struct ox_const *v = NULL;
 	if (a && a->t) {
 		int rc = ox_tensor_decode(c->m, a->t, &v, c->m->err);
@@ -625,22 +478,24 @@ static int op_constant_of_shape(struct ox_node_ctx *c)
 			r->d[k] = val;
 			r->i[k] = iv;
 		}
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
 	char b[300], num[64];
-	if (is_float(dt))
+	if (tir_dtype_is_float(dt))
 		snprintf(num, sizeof num, "%.17g", val);
 	else
 		snprintf(num, sizeof num, "%" PRId64, iv);
 	if (!strcmp(num, "inf") || !strcmp(num, "-inf") || !strcmp(num, "nan") || !strcmp(num, "-nan"))
 		snprintf(num, sizeof num, "%s", isnan(val) ? "nan" : val < 0 ? "-inf" : "inf");
-	return bind(c, 0, EMIT("full(%s, %s, dtype=%s)", shp(b, (int)s->n, s->i), num, dtn(dt)));
+	return ox_bind_out(c, 0,
+			   EMIT("full(%s, %s, dtype=%s)", ox_shape_str(b, sizeof b, (int)s->n, s->i), num,
+				tir_dtype_name(dt)));
 }
 
 static int op_range(struct ox_node_ctx *c)
 {
-	struct ox_const *s = need_const(c, 0, "start"), *l = s ? need_const(c, 1, "limit") : NULL,
-			*d = l ? need_const(c, 2, "delta") : NULL;
+	struct ox_const *s = ox_need_const(c, 0, "start"), *l = s ? ox_need_const(c, 1, "limit") : NULL,
+			*d = l ? ox_need_const(c, 2, "delta") : NULL;
 	if (!d)
 		return -c->m->err->code;
 	double st = s->d[0], li = l->d[0], de = d->d[0];
@@ -652,7 +507,7 @@ static int op_range(struct ox_node_ctx *c)
 		return FAIL("Range of %" PRId64 " elements (folded at import: at most %d)", n, OX_FOLD_MAX);
 	struct ox_const *r = ox_const_new(s->dtype, 1, &n);
 	for (int64_t k = 0; r && k < n; k++) {
-		if (is_float(s->dtype)) {
+		if (tir_dtype_is_float(s->dtype)) {
 			r->d[k] = st + (double)k * de;
 			if (s->dtype == TIR_DTYPE_F32)
 				r->d[k] = (float)((float)st + (float)k * (float)de);
@@ -662,39 +517,41 @@ static int op_range(struct ox_node_ctx *c)
 			r->d[k] = (double)r->i[k];
 		}
 	}
-	return bind_const(c, 0, r);
+	return ox_bind_const(c, 0, r);
 }
 
 /* the input's shape with axes removed or added, as a reshape */
 static int reshape_to(struct ox_node_ctx *c, int rank, const int64_t *shape)
 {
 	char b[300];
-	struct ox_const *k = cin(c, 0);
+	struct ox_const *k = ox_cin(c, 0);
 	if (k && k->n <= OX_FOLD_MAX) {
 		struct ox_const *r = ox_const_new(k->dtype, rank, shape);
 		if (r && r->n == k->n) {
 			memcpy(r->i, k->i, (size_t)k->n * sizeof *r->i);
 			memcpy(r->d, k->d, (size_t)k->n * sizeof *r->d);
-			return bind_const(c, 0, r);
+			return ox_bind_const(c, 0, r);
 		}
 		ox_const_free(r);
 	}
-	const char *x = in(c, 0);
-	return x ? bind(c, 0, EMIT("reshape(%s, shape=%s)", x, shp(b, rank, shape))) : -c->m->err->code;
+	const char *x = ox_in(c, 0);
+	return x ? ox_bind_out(c, 0,
+			       EMIT("reshape(%s, shape=%s)", x,
+				    ox_shape_str(b, sizeof b, rank, shape))) : -c->m->err->code;
 }
 
 static int op_reshape(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	int64_t sh[TIR_MAX_RANK];
 	size_t n;
 	const int64_t *src;
 	if (c->opset < 5) {
-		src = attr_ints(c, "shape", &n);
+		src = ox_attr_ints(c, "shape", &n);
 	} else {
-		struct ox_const *s = need_const(c, 1, "shape");
+		struct ox_const *s = ox_need_const(c, 1, "shape");
 		if (!s)
 			return -c->m->err->code;
 		src = s->i;
@@ -702,7 +559,7 @@ static int op_reshape(struct ox_node_ctx *c)
 	}
 	if (n > TIR_MAX_RANK)
 		return FAIL("a shape of %zu dimensions (tir has at most %d)", n, TIR_MAX_RANK);
-	bool allowzero = attr_i(c, "allowzero", 0);
+	bool allowzero = ox_attr_i(c, "allowzero", 0);
 	int infer = -1;
 	int64_t known = 1;
 	for (size_t k = 0; k < n; k++) {
@@ -735,13 +592,13 @@ static int op_reshape(struct ox_node_ctx *c)
 static int op_flatten(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
-	int64_t a = attr_i(c, "axis", 1);
+	int64_t a = ox_attr_i(c, "axis", 1);
 	if (a < 0)
 		a += t.rank;
 	if (a < 0 || a > t.rank)
-		return ox_fail(c->m, TIR_ETYPE, "axis %" PRId64 " out of range", attr_i(c, "axis", 1));
+		return ox_fail(c->m, TIR_ETYPE, "axis %" PRId64 " out of range", ox_attr_i(c, "axis", 1));
 	int64_t sh[2] = {1, 1};
 	for (int k = 0; k < t.rank; k++)
 		sh[k < a ? 0 : 1] *= t.shape[k];
@@ -754,10 +611,10 @@ static int get_axes(struct ox_node_ctx *c, size_t input, int64_t *axes, size_t *
 	const int64_t *src;
 	size_t cnt;
 	if (c->opset < 13) {
-		src = attr_ints(c, "axes", &cnt);
-		*given = attr(c, "axes") != NULL;
-	} else if (has_in(c, input)) {
-		struct ox_const *a = need_const(c, input, "axes");
+		src = ox_attr_ints(c, "axes", &cnt);
+		*given = ox_attr(c, "axes") != NULL;
+	} else if (ox_has_in(c, input)) {
+		struct ox_const *a = ox_need_const(c, input, "axes");
 		if (!a)
 			return -c->m->err->code;
 		src = a->i;
@@ -782,7 +639,7 @@ static int op_squeeze(struct ox_node_ctx *c)
 	int64_t axes[TIR_MAX_RANK];
 	size_t n;
 	bool given;
-	if (!in_type(c, 0, &t) || get_axes(c, 1, axes, &n, &given))
+	if (!ox_in_type(c, 0, &t) || get_axes(c, 1, axes, &n, &given))
 		return -c->m->err->code;
 	bool drop[TIR_MAX_RANK] = {0};
 	for (size_t k = 0; k < n; k++) {
@@ -807,7 +664,7 @@ static int op_unsqueeze(struct ox_node_ctx *c)
 	int64_t axes[TIR_MAX_RANK];
 	size_t n;
 	bool given;
-	if (!in_type(c, 0, &t) || get_axes(c, 1, axes, &n, &given))
+	if (!ox_in_type(c, 0, &t) || get_axes(c, 1, axes, &n, &given))
 		return -c->m->err->code;
 	int rank = t.rank + (int)n;
 	if (rank > TIR_MAX_RANK)
@@ -830,11 +687,11 @@ static int op_unsqueeze(struct ox_node_ctx *c)
 static int op_transpose(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	size_t n;
-	const int64_t *p = attr_ints(c, "perm", &n);
+	const int64_t *p = ox_attr_ints(c, "perm", &n);
 	int64_t perm[TIR_MAX_RANK];
 	if (!p) {
 		n = (size_t)t.rank;
@@ -843,47 +700,47 @@ static int op_transpose(struct ox_node_ctx *c)
 		p = perm;
 	}
 	char b[300];
-	return bind(c, 0, EMIT("transpose(%s, perm=%s)", x, shp(b, (int)n, p)));
+	return ox_bind_out(c, 0, EMIT("transpose(%s, perm=%s)", x, ox_shape_str(b, sizeof b, (int)n, p)));
 }
 
 /* Concat: folded for small known integer inputs (shapes), else concat() */
 static int op_concat(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", 0), t.rank ? t.rank : 1, &a))
+	if (norm_axis(c, ox_attr_i(c, "axis", 0), t.rank ? t.rank : 1, &a))
 		return -c->m->err->code;
 	bool all = t.rank == 1;
 	int64_t total = 0;
 	for (size_t k = 0; k < c->n->n_input && all; k++) {
-		struct ox_const *v = cin(c, k);
-		all = v && v->rank == 1 && !is_float(v->dtype) && v->dtype == (enum tir_dtype)t.dtype;
+		struct ox_const *v = ox_cin(c, k);
+		all = v && v->rank == 1 && !tir_dtype_is_float(v->dtype) && v->dtype == (enum tir_dtype)t.dtype;
 		total += all ? v->n : 0;
 	}
 	if (all && total <= OX_FOLD_MAX) {
 		struct ox_const *r = ox_const_new(t.dtype, 1, &total);
 		int64_t at = 0;
 		for (size_t k = 0; r && k < c->n->n_input; k++) {
-			struct ox_const *v = cin(c, k);
+			struct ox_const *v = ox_cin(c, k);
 			memcpy(r->i + at, v->i, (size_t)v->n * sizeof *r->i);
 			memcpy(r->d + at, v->d, (size_t)v->n * sizeof *r->d);
 			at += v->n;
 		}
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
 	struct tir_str s = {0};
 	int used = 0;
 	for (size_t k = 0; k < c->n->n_input; k++) {
 		struct tir_type tk;
-		if (!has_in(c, k))
+		if (!ox_has_in(c, k))
 			continue;
-		if (!in_type(c, k, &tk))
+		if (!ox_in_type(c, k, &tk))
 			return tir_str_free(&s), -c->m->err->code;
 		if (tk.rank > a && tk.shape[a] == 0)
 			continue; /* an empty part */
-		const char *x = in(c, k);
+		const char *x = ox_in(c, k);
 		if (!x)
 			return tir_str_free(&s), -c->m->err->code;
 		tir_str_addf(&s, "%s%s", used++ ? ", " : "", x);
@@ -894,7 +751,7 @@ static int op_concat(struct ox_node_ctx *c)
 	}
 	const char *r = EMIT("concat([%s], axis=%d)", s.s, a);
 	tir_str_free(&s);
-	return bind(c, 0, r);
+	return ox_bind_out(c, 0, r);
 }
 
 /* ONNX's slice bounds for one axis, normalized: start in [0, dim] (or
@@ -920,14 +777,14 @@ static void slice_bounds(int64_t dim, int64_t step, int64_t *start, int64_t *end
 static int op_slice(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	int64_t st[TIR_MAX_RANK], en[TIR_MAX_RANK], ax[TIR_MAX_RANK], sp[TIR_MAX_RANK];
 	size_t n;
 	if (c->opset < 10) {
 		size_t ns, ne, na;
-		const int64_t *s = attr_ints(c, "starts", &ns), *e = attr_ints(c, "ends", &ne),
-			      *a = attr_ints(c, "axes", &na);
+		const int64_t *s = ox_attr_ints(c, "starts", &ns), *e = ox_attr_ints(c, "ends", &ne),
+			      *a = ox_attr_ints(c, "axes", &na);
 		if (ns != ne || ns > TIR_MAX_RANK || (a && na != ns))
 			return ox_fail(c->m, TIR_ETYPE, "starts, ends and axes differ in length");
 		n = ns;
@@ -938,11 +795,11 @@ static int op_slice(struct ox_node_ctx *c)
 			sp[k] = 1;
 		}
 	} else {
-		struct ox_const *s = need_const(c, 1, "starts"), *e = s ? need_const(c, 2, "ends") : NULL;
+		struct ox_const *s = ox_need_const(c, 1, "starts"), *e = s ? ox_need_const(c, 2, "ends") : NULL;
 		if (!e)
 			return -c->m->err->code;
-		struct ox_const *a = has_in(c, 3) ? need_const(c, 3, "axes") : NULL;
-		struct ox_const *p = has_in(c, 4) ? need_const(c, 4, "steps") : NULL;
+		struct ox_const *a = ox_has_in(c, 3) ? ox_need_const(c, 3, "axes") : NULL;
+		struct ox_const *p = ox_has_in(c, 4) ? ox_need_const(c, 4, "steps") : NULL;
 		if (c->m->err->code)
 			return -c->m->err->code;
 		n = (size_t)s->n;
@@ -956,7 +813,7 @@ static int op_slice(struct ox_node_ctx *c)
 		}
 	}
 	/* folded: a small known 1-D input (shape arithmetic) */
-	struct ox_const *kv = cin(c, 0);
+	struct ox_const *kv = ox_cin(c, 0);
 	if (kv && kv->rank == 1 && n == 1 && kv->n <= OX_FOLD_MAX && sp[0] != 0) {
 		int64_t s = st[0], e = en[0];
 		slice_bounds(kv->n, sp[0], &s, &e);
@@ -969,9 +826,9 @@ static int op_slice(struct ox_node_ctx *c)
 			r->i[o] = kv->i[j];
 			r->d[o] = kv->d[j];
 		}
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
-	const char *x = in(c, 0);
+	const char *x = ox_in(c, 0);
 	if (!x)
 		return -c->m->err->code;
 	for (size_t k = 0; k < n && x; k++) {
@@ -991,19 +848,19 @@ static int op_slice(struct ox_node_ctx *c)
 				 sp[k]);
 	}
 	if (x && n == 0)
-		x = EMIT("reshape(%s, shape=%s)", x, shp((char[300]){0}, t.rank, t.shape));
-	return bind(c, 0, x);
+		x = EMIT("reshape(%s, shape=%s)", x, ox_shape_str((char[300]){0}, 300, t.rank, t.shape));
+	return ox_bind_out(c, 0, x);
 }
 
 static int op_gather(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+	if (norm_axis(c, ox_attr_i(c, "axis", 0), t.rank, &a))
 		return -c->m->err->code;
-	struct ox_const *kv = cin(c, 0), *ki = cin(c, 1);
+	struct ox_const *kv = ox_cin(c, 0), *ki = ox_cin(c, 1);
 	if (kv && ki && kv->rank == 1 && ki->n <= OX_FOLD_MAX) {
 		struct ox_const *r = ox_const_new(kv->dtype, ki->rank, ki->shape);
 		for (int64_t k = 0; r && k < ki->n; k++) {
@@ -1015,22 +872,22 @@ static int op_gather(struct ox_node_ctx *c)
 			r->i[k] = kv->i[j];
 			r->d[k] = kv->d[j];
 		}
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
-	const char *x = in(c, 0), *i = in(c, 1);
+	const char *x = ox_in(c, 0), *i = ox_in(c, 1);
 	if (!x || !i)
 		return -c->m->err->code;
-	return bind(c, 0, EMIT("gather(%s, %s, axis=%d)", x, i, a));
+	return ox_bind_out(c, 0, EMIT("gather(%s, %s, axis=%d)", x, i, a));
 }
 
 static int op_cast(struct ox_node_ctx *c)
 {
 	enum tir_dtype dt;
-	int64_t to = attr_i(c, "to", 0);
+	int64_t to = ox_attr_i(c, "to", 0);
 	if (!ox_dtype((int32_t)to, &dt))
 		return FAIL("Cast to %s, which tir has not", ox_onnx_type_name((int32_t)to));
-	struct ox_const *k = cin(c, 0);
-	if (k && k->n <= OX_FOLD_MAX && !is_float(k->dtype) && !is_float(dt) && dt != TIR_DTYPE_BOOL) {
+	struct ox_const *k = ox_cin(c, 0);
+	if (k && k->n <= OX_FOLD_MAX && !tir_dtype_is_float(k->dtype) && !tir_dtype_is_float(dt) && dt != TIR_DTYPE_BOOL) {
 		struct ox_const *r = ox_const_new(dt, k->rank, k->shape);
 		for (int64_t e = 0; r && e < k->n; e++) {
 			r->i[e] = k->i[e];
@@ -1040,37 +897,26 @@ static int op_cast(struct ox_node_ctx *c)
 			if (dt == TIR_DTYPE_U8) r->i[e] = (uint8_t)r->i[e];
 			r->d[e] = (double)r->i[e];
 		}
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
-	if (k && k->n == 1 && !is_float(k->dtype) && (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64)) {
+	if (k && k->n == 1 && !tir_dtype_is_float(k->dtype) && (dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F64)) {
 		/* a known integer scalar as a float (a size given, for a Range) */
 		struct ox_const *r = ox_const_new(dt, k->rank, k->shape);
 		if (r)
 			ox_const_set(r, 0, dt == TIR_DTYPE_F32 ? (float)k->i[0] : (double)k->i[0], k->i[0]);
-		return bind_const(c, 0, r);
+		return ox_bind_const(c, 0, r);
 	}
-	const char *x = in(c, 0);
-	return x ? bind(c, 0, EMIT("cast(%s, dtype=%s)", x, dtn(dt))) : -c->m->err->code;
+	const char *x = ox_in(c, 0);
+	return x ? ox_bind_out(c, 0, EMIT("cast(%s, dtype=%s)", x, tir_dtype_name(dt))) : -c->m->err->code;
 }
 
 static int op_castlike(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 1, &t))
+	const char *x = ox_in(c, 0);
+	if (!x || !ox_in_type(c, 1, &t))
 		return -c->m->err->code;
-	return bind(c, 0, EMIT("cast(%s, dtype=%s)", x, dtn(t.dtype)));
-}
-
-/* [n] indices along one axis, shaped to broadcast on axis a of rank r */
-static const char *iota(struct ox_node_ctx *c, const char *base, int64_t n, int a, int r)
-{
-	int64_t sh[TIR_MAX_RANK];
-	for (int k = 0; k < r; k++)
-		sh[k] = k == a ? n : 1;
-	char b[300];
-	const char *i = ox_emit(c->m, base, "arange(0, %" PRId64 ", dtype=i64)", n);
-	return i && r > 1 ? ox_emit(c->m, base, "reshape(%s, shape=%s)", i, shp(b, r, sh)) : i;
+	return ox_bind_out(c, 0, EMIT("cast(%s, dtype=%s)", x, tir_dtype_name(t.dtype)));
 }
 
 /* NumPy's take_along_axis (ONNX's GatherElements) of x by indices ix of
@@ -1085,7 +931,8 @@ static const char *take_along(struct ox_node_ctx *c, const char *x, const struct
 	for (int k = 0; k < t->rank; k++)
 		n *= t->shape[k];
 	if (!n)
-		return EMIT("zeros(%s, dtype=%s)", shp(b, ti->rank, ti->shape), dtn(t->dtype));
+		return EMIT("zeros(%s, dtype=%s)", ox_shape_str(b, sizeof b, ti->rank, ti->shape),
+			    tir_dtype_name(t->dtype));
 	const char *i = EMIT("cast(%s, dtype=i64)", ix);
 	const char *neg = i ? EMIT("lt(%s, 0)", i) : NULL;
 	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i, t->shape[a]) : NULL;
@@ -1094,7 +941,7 @@ static const char *take_along(struct ox_node_ctx *c, const char *x, const struct
 	const char *acc = NULL;
 	bool ok = pos;
 	for (int k = t->rank - 1; k >= 0 && ok; k--) {
-		const char *co = k == a ? pos : iota(c, out_name(c, 0), ti->shape[k], k, t->rank);
+		const char *co = k == a ? pos : ox_iota(c, ox_out_name(c, 0), ti->shape[k], k, t->rank);
 		co = co && stride != 1 ? EMIT("mul(%s, %" PRId64 ")", co, stride) : co;
 		acc = co && acc ? EMIT("add(%s, %s)", acc, co) : co;
 		ok = acc;
@@ -1107,15 +954,15 @@ static const char *take_along(struct ox_node_ctx *c, const char *x, const struct
 static int op_gather_elements(struct ox_node_ctx *c)
 {
 	struct tir_type t, ti;
-	const char *x = in(c, 0), *ix = x ? in(c, 1) : NULL;
-	if (!ix || !in_type(c, 0, &t) || !in_type(c, 1, &ti))
+	const char *x = ox_in(c, 0), *ix = x ? ox_in(c, 1) : NULL;
+	if (!ix || !ox_in_type(c, 0, &t) || !ox_in_type(c, 1, &ti))
 		return -c->m->err->code;
 	int a;
 	if (ti.rank != t.rank || !t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "indices of rank %d for data of rank %d", ti.rank, t.rank);
-	if (norm_axis(c, attr_i(c, "axis", 0), t.rank, &a))
+	if (norm_axis(c, ox_attr_i(c, "axis", 0), t.rank, &a))
 		return -c->m->err->code;
-	return bind(c, 0, take_along(c, x, &t, ix, &ti, a));
+	return ox_bind_out(c, 0, take_along(c, x, &t, ix, &ti, a));
 }
 
 /* TopK: a stable argsort (of -x for the largest: ties keep the lower
@@ -1123,14 +970,14 @@ static int op_gather_elements(struct ox_node_ctx *c)
 static int op_topk(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	int64_t k;
 	if (c->opset < 10) {
-		k = attr_i(c, "k", -1);
+		k = ox_attr_i(c, "k", -1);
 	} else {
-		struct ox_const *kc = need_const(c, 1, "k");
+		struct ox_const *kc = ox_need_const(c, 1, "k");
 		if (!kc)
 			return -c->m->err->code;
 		k = kc->n == 1 ? kc->i[0] : -1;
@@ -1138,13 +985,13 @@ static int op_topk(struct ox_node_ctx *c)
 	int a;
 	if (!t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank 0");
-	if (norm_axis(c, attr_i(c, "axis", -1), t.rank, &a))
+	if (norm_axis(c, ox_attr_i(c, "axis", -1), t.rank, &a))
 		return -c->m->err->code;
 	if (k < 0 || k > t.shape[a])
 		return ox_fail(c->m, TIR_ETYPE, "k %" PRId64 " for an axis of %" PRId64, k, t.shape[a]);
 	const char *key = x;
-	if (attr_i(c, "largest", 1)) {
-		key = is_float(t.dtype) ? x : EMIT("cast(%s, dtype=i64)", x);
+	if (ox_attr_i(c, "largest", 1)) {
+		key = tir_dtype_is_float(t.dtype) ? x : EMIT("cast(%s, dtype=i64)", x);
 		key = key ? EMIT("neg(%s)", key) : NULL;
 	}
 	const char *o = key ? EMIT("argsort(%s, axis=%d)", key, a) : NULL;
@@ -1153,9 +1000,9 @@ static int op_topk(struct ox_node_ctx *c)
 	ti.shape[a] = k;
 	ti.dtype = TIR_DTYPE_I64;
 	const char *v = ix ? take_along(c, x, &t, ix, &ti, a) : NULL;
-	int rc = bind(c, 0, v);
-	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
-		rc = bind(c, 1, ix);
+	int rc = ox_bind_out(c, 0, v);
+	if (!rc && c->n->n_output > 1 && *ox_out_name(c, 1))
+		rc = ox_bind_out(c, 1, ix);
 	return rc;
 }
 
@@ -1167,15 +1014,15 @@ static int op_topk(struct ox_node_ctx *c)
 static int nll(struct ox_node_ctx *c, const char *lp, const struct tir_type *t)
 {
 	struct tir_type tt;
-	const char *tg = in(c, 1);
-	if (!tg || !in_type(c, 1, &tt))
+	const char *tg = ox_in(c, 1);
+	if (!tg || !ox_in_type(c, 1, &tt))
 		return -c->m->err->code;
 	if (t->rank < 2 || tt.rank != t->rank - 1 || tt.shape[0] != t->shape[0])
 		return ox_fail(c->m, TIR_ETYPE, "target of rank %d for input of rank %d", tt.rank, t->rank);
-	bool none = attr_str_is(c, "reduction", "none", "mean"), sum = attr_str_is(c, "reduction", "sum", "mean");
-	if (!none && !sum && !attr_str_is(c, "reduction", "mean", "mean"))
+	bool none = ox_attr_str_is(c, "reduction", "none", "mean"), sum = ox_attr_str_is(c, "reduction", "sum", "mean");
+	if (!none && !sum && !ox_attr_str_is(c, "reduction", "mean", "mean"))
 		return ox_fail(c->m, TIR_ETYPE, "reduction not none, sum or mean");
-	const Onnx__AttributeProto *ii = attr(c, "ignore_index");
+	const Onnx__AttributeProto *ii = ox_attr(c, "ignore_index");
 	const char *tl = EMIT("cast(%s, dtype=i64)", tg), *mask = NULL;
 	if (tl && ii) {
 		mask = EMIT("ne(%s, %" PRId64 ")", tl, ii->i);
@@ -1187,21 +1034,21 @@ static int nll(struct ox_node_ctx *c, const char *lp, const struct tir_type *t)
 	for (int k = 2; k < t->rank; k++)
 		ti.shape[k] = tt.shape[k - 1];
 	char b[300];
-	const char *ix = tl ? EMIT("reshape(%s, shape=%s)", tl, shp(b, ti.rank, ti.shape)) : NULL;
+	const char *ix = tl ? EMIT("reshape(%s, shape=%s)", tl, ox_shape_str(b, sizeof b, ti.rank, ti.shape)) : NULL;
 	const char *pk = ix ? take_along(c, lp, t, ix, &ti, 1) : NULL;
-	pk = pk ? EMIT("reshape(%s, shape=%s)", pk, shp(b, tt.rank, tt.shape)) : NULL;
+	pk = pk ? EMIT("reshape(%s, shape=%s)", pk, ox_shape_str(b, sizeof b, tt.rank, tt.shape)) : NULL;
 	const char *loss = pk ? EMIT("neg(%s)", pk) : NULL, *w = NULL;
-	if (loss && has_in(c, 2)) {
-		const char *wt = in(c, 2);
+	if (loss && ox_has_in(c, 2)) {
+		const char *wt = ox_in(c, 2);
 		w = wt ? EMIT("gather(%s, %s, axis=0)", wt, tl) : NULL;
 		if (w && mask) {
-			const char *mf = EMIT("cast(%s, dtype=%s)", mask, dtn(t->dtype));
+			const char *mf = EMIT("cast(%s, dtype=%s)", mask, tir_dtype_name(t->dtype));
 			w = mf ? EMIT("mul(%s, %s)", w, mf) : NULL;
 		}
 	} else if (loss && mask) {
-		w = EMIT("cast(%s, dtype=%s)", mask, dtn(t->dtype));
+		w = EMIT("cast(%s, dtype=%s)", mask, tir_dtype_name(t->dtype));
 	}
-	if (!loss || ((has_in(c, 2) || mask) && !w))
+	if (!loss || ((ox_has_in(c, 2) || mask) && !w))
 		return -c->m->err->code;
 	loss = w ? EMIT("mul(%s, %s)", loss, w) : loss;
 	const char *r = loss;
@@ -1218,7 +1065,7 @@ static int nll(struct ox_node_ctx *c, const char *lp, const struct tir_type *t)
 static int op_nllloss(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	return nll(c, x, &t);
@@ -1229,29 +1076,29 @@ static int op_nllloss(struct ox_node_ctx *c)
 static int op_sceloss(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 2)
 		return ox_fail(c->m, TIR_ETYPE, "scores of rank %d", t.rank);
 	const char *lp = EMIT("log_softmax(%s, axis=1)", x);
 	int rc = lp ? nll(c, lp, &t) : -c->m->err->code;
-	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
-		rc = bind(c, 1, lp);
+	if (!rc && c->n->n_output > 1 && *ox_out_name(c, 1))
+		rc = ox_bind_out(c, 1, lp);
 	return rc;
 }
 
 static int op_trilu(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 2)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
 	int64_t k = 0;
-	if (has_in(c, 1)) {
-		struct ox_const *kc = need_const(c, 1, "k");
+	if (ox_has_in(c, 1)) {
+		struct ox_const *kc = ox_need_const(c, 1, "k");
 		if (!kc)
 			return -c->m->err->code;
 		if (kc->n != 1)
@@ -1261,28 +1108,31 @@ static int op_trilu(struct ox_node_ctx *c)
 	/* beyond the matrix, all kept or all zero: the same with k clamped */
 	int64_t lim = t.shape[t.rank - 2] + t.shape[t.rank - 1];
 	k = k > lim ? lim : k < -lim ? -lim : k;
-	return bind(c, 0, EMIT("%s(%s, k=%" PRId64 ")", attr_i(c, "upper", 1) ? "triu" : "tril", x, k));
+	return ox_bind_out(c, 0, EMIT("%s(%s, k=%" PRId64 ")", ox_attr_i(c, "upper", 1) ? "triu" : "tril", x, k));
 }
 
 static int op_eyelike(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	if (!in_type(c, 0, &t))
+	if (!ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	if (t.rank != 2)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
 	enum tir_dtype dt = (enum tir_dtype)t.dtype;
-	if (attr(c, "dtype") && !ox_dtype((int32_t)attr_i(c, "dtype", 1), &dt))
-		return FAIL("dtype %s, which tir has not", ox_onnx_type_name((int32_t)attr_i(c, "dtype", 1)));
-	int64_t k = attr_i(c, "k", 0), n = t.shape[0], m = t.shape[1];
+	if (ox_attr(c, "dtype") && !ox_dtype((int32_t)ox_attr_i(c, "dtype", 1), &dt))
+		return FAIL("dtype %s, which tir has not", ox_onnx_type_name((int32_t)ox_attr_i(c, "dtype", 1)));
+	int64_t k = ox_attr_i(c, "k", 0), n = t.shape[0], m = t.shape[1];
 	if (!n || !m) {
 		char b[300];
-		return bind(c, 0, EMIT("zeros(%s, dtype=%s)", shp(b, 2, t.shape), dtn(dt)));
+		return ox_bind_out(c, 0,
+				   EMIT("zeros(%s, dtype=%s)", ox_shape_str(b, sizeof b, 2, t.shape),
+					tir_dtype_name(dt)));
 	}
-	const char *rows = iota(c, out_name(c, 0), n, 0, 2), *cols = rows ? iota(c, out_name(c, 0), m, 1, 2) : NULL;
+	const char *rows = ox_iota(c, ox_out_name(c, 0), n, 0, 2),
+			*cols = rows ? ox_iota(c, ox_out_name(c, 0), m, 1, 2) : NULL;
 	const char *d = cols ? EMIT("sub(%s, %s)", cols, rows) : NULL;
 	const char *mask = d ? EMIT("eq(%s, %" PRId64 ")", d, k) : NULL;
-	return bind(c, 0, mask ? EMIT("cast(%s, dtype=%s)", mask, dtn(dt)) : NULL);
+	return ox_bind_out(c, 0, mask ? EMIT("cast(%s, dtype=%s)", mask, tir_dtype_name(dt)) : NULL);
 }
 
 static int op_hardmax(struct ox_node_ctx *c)
@@ -1299,7 +1149,7 @@ static int op_hardmax(struct ox_node_ctx *c)
 		for (int k = 0; k < t.rank; k++)
 			sh[k < a ? 0 : 1] *= t.shape[k];
 		char b[300];
-		y = EMIT("reshape(%s, shape=%s)", x, shp(b, 2, sh));
+		y = EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b, sizeof b, 2, sh));
 		a = 1;
 		r = 2;
 	}
@@ -1307,28 +1157,28 @@ static int op_hardmax(struct ox_node_ctx *c)
 	if (!ty)
 		return -c->m->err->code;
 	const char *i = EMIT("argmax(%s, axis=%d, keepdims=true)", y, a);
-	const char *io = i ? iota(c, out_name(c, 0), ty->shape[a], a, r) : NULL;
+	const char *io = i ? ox_iota(c, ox_out_name(c, 0), ty->shape[a], a, r) : NULL;
 	const char *mask = io ? EMIT("eq(%s, %s)", io, i) : NULL;
-	const char *h = mask ? EMIT("cast(%s, dtype=%s)", mask, dtn(t.dtype)) : NULL;
+	const char *h = mask ? EMIT("cast(%s, dtype=%s)", mask, tir_dtype_name(t.dtype)) : NULL;
 	if (h && y != x) {
 		char b[300];
-		h = EMIT("reshape(%s, shape=%s)", h, shp(b, t.rank, t.shape));
+		h = EMIT("reshape(%s, shape=%s)", h, ox_shape_str(b, sizeof b, t.rank, t.shape));
 	}
-	return bind(c, 0, h);
+	return ox_bind_out(c, 0, h);
 }
 
 static int op_onehot(struct ox_node_ctx *c)
 {
 	struct tir_type ti, tv;
-	const char *idx = in(c, 0), *vals = in(c, 2);
-	struct ox_const *dc = need_const(c, 1, "depth");
-	if (!idx || !vals || !dc || !in_type(c, 0, &ti) || !in_type(c, 2, &tv))
+	const char *idx = ox_in(c, 0), *vals = ox_in(c, 2);
+	struct ox_const *dc = ox_need_const(c, 1, "depth");
+	if (!idx || !vals || !dc || !ox_in_type(c, 0, &ti) || !ox_in_type(c, 2, &tv))
 		return -c->m->err->code;
 	int64_t depth = (int64_t)dc->d[0];
 	if (depth < 1 || depth > TIR_MAX_DIM || ti.rank + 1 > TIR_MAX_RANK)
 		return ox_fail(c->m, TIR_ETYPE, "depth %" PRId64, depth);
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", -1), ti.rank + 1, &a))
+	if (norm_axis(c, ox_attr_i(c, "axis", -1), ti.rank + 1, &a))
 		return -c->m->err->code;
 	int64_t sh[TIR_MAX_RANK];
 	for (int k = 0, j = 0; k <= ti.rank; k++)
@@ -1338,21 +1188,21 @@ static int op_onehot(struct ox_node_ctx *c)
 	const char *neg = i64 ? EMIT("lt(%s, 0)", i64) : NULL;
 	const char *wrap = neg ? EMIT("add(%s, %" PRId64 ")", i64, depth) : NULL;
 	const char *fix = wrap ? EMIT("where(%s, %s, %s)", neg, wrap, i64) : NULL;
-	const char *u = fix ? EMIT("reshape(%s, shape=%s)", fix, shp(b, ti.rank + 1, sh)) : NULL;
-	const char *io = u ? iota(c, out_name(c, 0), depth, a, ti.rank + 1) : NULL;
+	const char *u = fix ? EMIT("reshape(%s, shape=%s)", fix, ox_shape_str(b, sizeof b, ti.rank + 1, sh)) : NULL;
+	const char *io = u ? ox_iota(c, ox_out_name(c, 0), depth, a, ti.rank + 1) : NULL;
 	const char *mask = io ? EMIT("eq(%s, %s)", u, io) : NULL;
 	const char *v0 = mask ? EMIT("slice(%s, axis=0, start=0, stop=1)", vals) : NULL;
 	const char *v1 = v0 ? EMIT("slice(%s, axis=0, start=1, stop=2)", vals) : NULL;
 	const char *s0 = v1 ? EMIT("reshape(%s, shape=[])", v0) : NULL;
 	const char *s1 = s0 ? EMIT("reshape(%s, shape=[])", v1) : NULL;
-	return bind(c, 0, s1 ? EMIT("where(%s, %s, %s)", mask, s1, s0) : NULL);
+	return ox_bind_out(c, 0, s1 ? EMIT("where(%s, %s, %s)", mask, s1, s0) : NULL);
 }
 
 static int op_expand(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	struct ox_const *s = need_const(c, 1, "shape");
-	if (!s || !in_type(c, 0, &t))
+	struct ox_const *s = ox_need_const(c, 1, "shape");
+	if (!s || !ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	int rank = t.rank > s->n ? t.rank : (int)s->n;
 	if (rank > TIR_MAX_RANK)
@@ -1367,16 +1217,17 @@ static int op_expand(struct ox_node_ctx *c)
 		if (sh[k] < 0 || sh[k] > TIR_MAX_DIM)
 			return ox_fail(c->m, TIR_EDATA, "dimension %" PRId64, sh[k]);
 	}
-	const char *x = in(c, 0);
+	const char *x = ox_in(c, 0);
 	char b[300];
-	return x ? bind(c, 0, EMIT("expand(%s, shape=%s)", x, shp(b, rank, sh))) : -c->m->err->code;
+	return x ? ox_bind_out(c, 0,
+			       EMIT("expand(%s, shape=%s)", x, ox_shape_str(b, sizeof b, rank, sh))) : -c->m->err->code;
 }
 
 static int op_tile(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	struct ox_const *r = need_const(c, 1, "repeats");
-	if (!r || !in_type(c, 0, &t))
+	struct ox_const *r = ox_need_const(c, 1, "repeats");
+	if (!r || !ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	if (r->n != t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "%" PRId64 " repeats for an input of rank %d", r->n, t.rank);
@@ -1384,8 +1235,8 @@ static int op_tile(struct ox_node_ctx *c)
 		if (r->i[k] < 0 || (t.shape[k] && r->i[k] > TIR_MAX_DIM / t.shape[k]))
 			return ox_fail(c->m, TIR_EDATA, "repeat %" PRId64 " of axis %d", r->i[k], k);
 	char b[300];
-	const char *x = in(c, 0);
-	return bind(c, 0, x ? EMIT("tile(%s, reps=%s)", x, shp(b, t.rank, r->i)) : NULL);
+	const char *x = ox_in(c, 0);
+	return ox_bind_out(c, 0, x ? EMIT("tile(%s, reps=%s)", x, ox_shape_str(b, sizeof b, t.rank, r->i)) : NULL);
 }
 
 /* CumSum: tir's cumsum; reverse as the axis flipped before and after,
@@ -1393,9 +1244,9 @@ static int op_tile(struct ox_node_ctx *c)
 static int op_cumsum(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in(c, 0);
-	struct ox_const *ac = x ? need_const(c, 1, "axis") : NULL;
-	if (!ac || !in_type(c, 0, &t))
+	const char *x = ox_in(c, 0);
+	struct ox_const *ac = x ? ox_need_const(c, 1, "axis") : NULL;
+	if (!ac || !ox_in_type(c, 0, &t))
 		return -c->m->err->code;
 	if (ac->n != 1)
 		return ox_fail(c->m, TIR_ETYPE, "axis of %" PRId64 " elements", ac->n);
@@ -1404,7 +1255,7 @@ static int op_cumsum(struct ox_node_ctx *c)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank 0");
 	if (norm_axis(c, ac->i[0], t.rank, &a))
 		return -c->m->err->code;
-	bool rev = attr_i(c, "reverse", 0), excl = attr_i(c, "exclusive", 0);
+	bool rev = ox_attr_i(c, "reverse", 0), excl = ox_attr_i(c, "exclusive", 0);
 	if (rev)
 		x = EMIT("slice(%s, axis=%d, step=-1)", x, a);
 	if (x && excl) {
@@ -1429,7 +1280,7 @@ static int op_cumsum(struct ox_node_ctx *c)
  * output: the ellipsis' letters, then the letters used once, in order */
 static int op_einsum(struct ox_node_ctx *c)
 {
-	const Onnx__AttributeProto *eq = attr(c, "equation");
+	const Onnx__AttributeProto *eq = ox_attr(c, "equation");
 	if (!eq || !eq->has_s || eq->s.len > 200)
 		return ox_fail(c->m, TIR_EDATA, "Einsum without an equation");
 	char e[400];
@@ -1466,7 +1317,7 @@ static int op_einsum(struct ox_node_ctx *c)
 			/* an operand ends: its '...' is as many axes as its rank leaves */
 			if (dots && !arrow) {
 				struct tir_type t;
-				if (op >= c->n->n_input || !in_type(c, op, &t))
+				if (op >= c->n->n_input || !ox_in_type(c, op, &t))
 					return ox_fail(c->m, TIR_EDATA, "Einsum equation with more operands than inputs");
 				int ne = t.rank - letters;
 				if (ne < 0 || ne > nell)
@@ -1508,12 +1359,12 @@ static int op_einsum(struct ox_node_ctx *c)
 	}
 	e[n] = 0;
 	struct tir_type t;
-	if (!c->n->n_input || !in_type(c, 0, &t))
+	if (!c->n->n_input || !ox_in_type(c, 0, &t))
 		return ox_fail(c->m, TIR_EDATA, "Einsum without inputs");
 	struct tir_str s = {0};
 	tir_str_addf(&s, "einsum(\"%s\"", e);
 	for (size_t k = 0; k < c->n->n_input; k++) {
-		const char *x = in(c, k);
+		const char *x = ox_in(c, k);
 		if (!x)
 			return tir_str_free(&s), -c->m->err->code;
 		tir_str_addf(&s, ", %s", x);
@@ -1538,9 +1389,9 @@ static int op_split(struct ox_node_ctx *c)
 	size_t ns = 0;
 	const int64_t *sp = NULL;
 	if (c->opset < 13) {
-		sp = attr_ints(c, "split", &ns);
-	} else if (has_in(c, 1)) {
-		struct ox_const *s = need_const(c, 1, "split");
+		sp = ox_attr_ints(c, "split", &ns);
+	} else if (ox_has_in(c, 1)) {
+		struct ox_const *s = ox_need_const(c, 1, "split");
 		if (!s)
 			return -c->m->err->code;
 		sp = s->i;
@@ -1559,14 +1410,15 @@ static int op_split(struct ox_node_ctx *c)
 	}
 	int64_t at = 0;
 	for (size_t k = 0; k < no; k++) {
-		if (!*out_name(c, k)) {
+		if (!*ox_out_name(c, k)) {
 			at += parts[k];
 			continue;
 		}
-		const char *r = ox_emit(c->m, out_name(c, k), "slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")",
+		const char *r = ox_emit(c->m, ox_out_name(c, k),
+					"slice(%s, axis=%d, start=%" PRId64 ", stop=%" PRId64 ")",
 					x, a, at, at + parts[k]);
 		at += parts[k];
-		if (bind(c, k, r))
+		if (ox_bind_out(c, k, r))
 			return -c->m->err->code;
 	}
 	return 0;
@@ -1575,27 +1427,28 @@ static int op_split(struct ox_node_ctx *c)
 static int op_pad(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
-	bool edge = attr_str_is(c, "mode", "edge", "constant"), reflect = attr_str_is(c, "mode", "reflect", "constant");
-	if (!edge && !reflect && !attr_str_is(c, "mode", "constant", "constant"))
+	bool edge = ox_attr_str_is(c, "mode", "edge", "constant"),
+			reflect = ox_attr_str_is(c, "mode", "reflect", "constant");
+	if (!edge && !reflect && !ox_attr_str_is(c, "mode", "constant", "constant"))
 		return FAIL("Pad mode other than constant, edge and reflect is not supported");
 	const int64_t *p;
 	size_t n;
 	double value = 0;
 	const char *vname = NULL;
 	if (c->opset < 11) {
-		p = attr_ints(c, "pads", &n);
-		value = attr_f(c, "value", 0);
+		p = ox_attr_ints(c, "pads", &n);
+		value = ox_attr_f(c, "value", 0);
 	} else {
-		struct ox_const *pc = need_const(c, 1, "pads");
+		struct ox_const *pc = ox_need_const(c, 1, "pads");
 		if (!pc)
 			return -c->m->err->code;
 		p = pc->i;
 		n = (size_t)pc->n;
-		if (has_in(c, 2)) {
-			struct ox_const *v = cin(c, 2);
+		if (ox_has_in(c, 2)) {
+			struct ox_const *v = ox_cin(c, 2);
 			if (v)
 				value = v->d[0];
 			else
@@ -1606,8 +1459,8 @@ static int op_pad(struct ox_node_ctx *c)
 		return FAIL("a constant_value computed at run time is not supported");
 	int64_t ax[TIR_MAX_RANK];
 	size_t na = 0;
-	if (c->opset >= 11 && has_in(c, 3)) {
-		struct ox_const *a = need_const(c, 3, "axes");
+	if (c->opset >= 11 && ox_has_in(c, 3)) {
+		struct ox_const *a = ox_need_const(c, 3, "axes");
 		if (!a)
 			return -c->m->err->code;
 		na = (size_t)a->n;
@@ -1671,7 +1524,7 @@ static int op_pad(struct ox_node_ctx *c)
 		snprintf(num, sizeof num, "%.17g", value);
 	const char *r = EMIT("pad(%s, pads=%s, value=%s)", x, s.s, num);
 	tir_str_free(&s);
-	return bind(c, 0, r);
+	return ox_bind_out(c, 0, r);
 }
 
 /* ---- reductions ---- */
@@ -1680,15 +1533,15 @@ static int op_reduce(struct ox_node_ctx *c)
 {
 	const char *op = c->n->op_type;
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	int64_t axes[TIR_MAX_RANK];
 	size_t n = 0;
 	bool from_input = !strcmp(op, "ReduceSum") ? c->opset >= 13 : false; /* the others: opset 18 */
 	if (from_input) {
-		if (has_in(c, 1)) {
-			struct ox_const *a = need_const(c, 1, "axes");
+		if (ox_has_in(c, 1)) {
+			struct ox_const *a = ox_need_const(c, 1, "axes");
 			if (!a)
 				return -c->m->err->code;
 			n = (size_t)a->n;
@@ -1697,15 +1550,15 @@ static int op_reduce(struct ox_node_ctx *c)
 			memcpy(axes, a->i, n * sizeof *axes);
 		}
 	} else {
-		const int64_t *a = attr_ints(c, "axes", &n);
+		const int64_t *a = ox_attr_ints(c, "axes", &n);
 		if (n > TIR_MAX_RANK)
 			return ox_fail(c->m, TIR_ETYPE, "%zu axes", n);
 		if (n)
 			memcpy(axes, a, n * sizeof *axes);
 	}
-	bool keep = attr_i(c, "keepdims", 1);
-	if (!n && attr_i(c, "noop_with_empty_axes", 0))
-		return bind(c, 0, EMIT("mul(%s, 1)", x));
+	bool keep = ox_attr_i(c, "keepdims", 1);
+	if (!n && ox_attr_i(c, "noop_with_empty_axes", 0))
+		return ox_bind_out(c, 0, EMIT("mul(%s, 1)", x));
 	struct tir_str ax = {0};
 	if (n) {
 		tir_str_addf(&ax, ", axis=[");
@@ -1755,15 +1608,15 @@ static int op_argmax(struct ox_node_ctx *c)
 	const char *x = in_axis(c, 0, &t, &a);
 	if (!x)
 		return -c->m->err->code;
-	bool keep = attr_i(c, "keepdims", 1);
+	bool keep = ox_attr_i(c, "keepdims", 1);
 	const char *f = !strcmp(c->n->op_type, "ArgMax") ? "argmax" : "argmin";
-	if (attr_i(c, "select_last_index", 0)) {
+	if (ox_attr_i(c, "select_last_index", 0)) {
 		/* the first of the reversed axis, counted from the end */
 		const char *rv = EMIT("slice(%s, axis=%d, step=-1)", x, a);
 		const char *i = rv ? EMIT("%s(%s, axis=%d, keepdims=%s)", f, rv, a, keep ? "true" : "false") : NULL;
-		return bind(c, 0, i ? EMIT("sub(%" PRId64 ", %s)", t.shape[a] - 1, i) : NULL);
+		return ox_bind_out(c, 0, i ? EMIT("sub(%" PRId64 ", %s)", t.shape[a] - 1, i) : NULL);
 	}
-	return bind(c, 0, EMIT("%s(%s, axis=%d, keepdims=%s)", f, x, a, keep ? "true" : "false"));
+	return ox_bind_out(c, 0, EMIT("%s(%s, axis=%d, keepdims=%s)", f, x, a, keep ? "true" : "false"));
 }
 
 /* ---- linear algebra and networks ---- */
@@ -1772,7 +1625,7 @@ static int op_argmax(struct ox_node_ctx *c)
 static int op_det(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 2 || t.shape[t.rank - 1] != t.shape[t.rank - 2])
@@ -1782,32 +1635,32 @@ static int op_det(struct ox_node_ctx *c)
 
 static int op_matmul(struct ox_node_ctx *c)
 {
-	const char *a = in(c, 0), *b = in(c, 1);
+	const char *a = ox_in(c, 0), *b = ox_in(c, 1);
 	if (!a || !b)
 		return -c->m->err->code;
-	return bind(c, 0, EMIT("matmul(%s, %s)", a, b));
+	return ox_bind_out(c, 0, EMIT("matmul(%s, %s)", a, b));
 }
 
 static int op_gemm(struct ox_node_ctx *c)
 {
-	const char *a = in(c, 0), *b = in(c, 1);
+	const char *a = ox_in(c, 0), *b = ox_in(c, 1);
 	if (!a || !b)
 		return -c->m->err->code;
-	double alpha = attr_f(c, "alpha", 1), beta = attr_f(c, "beta", 1);
-	if (attr_i(c, "transA", 0))
+	double alpha = ox_attr_f(c, "alpha", 1), beta = ox_attr_f(c, "beta", 1);
+	if (ox_attr_i(c, "transA", 0))
 		a = EMIT("transpose(%s, perm=[1, 0])", a);
-	if (a && attr_i(c, "transB", 0))
+	if (a && ox_attr_i(c, "transB", 0))
 		b = EMIT("transpose(%s, perm=[1, 0])", b);
 	const char *y = a && b ? EMIT("matmul(%s, %s)", a, b) : NULL;
 	if (y && alpha != 1)
 		y = EMIT("mul(%s, %.9g)", y, alpha);
-	if (y && has_in(c, 2) && beta != 0) {
-		const char *cc = in(c, 2);
+	if (y && ox_has_in(c, 2) && beta != 0) {
+		const char *cc = ox_in(c, 2);
 		if (cc && beta != 1)
 			cc = EMIT("mul(%s, %.9g)", cc, beta);
 		y = cc ? EMIT("add(%s, %s)", y, cc) : NULL;
 	}
-	return bind(c, 0, y);
+	return ox_bind_out(c, 0, y);
 }
 
 /* Softmax and LogSoftmax: before opset 13 the input is seen as 2-D,
@@ -1815,30 +1668,31 @@ static int op_gemm(struct ox_node_ctx *c)
 static int op_softmax(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	const char *f = !strcmp(c->n->op_type, "Softmax") ? "softmax" : "log_softmax";
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", c->opset < 13 ? 1 : -1), t.rank, &a))
+	if (norm_axis(c, ox_attr_i(c, "axis", c->opset < 13 ? 1 : -1), t.rank, &a))
 		return -c->m->err->code;
 	if (c->opset >= 13 || a == t.rank - 1)
-		return bind(c, 0, EMIT("%s(%s, axis=%d)", f, x, a));
+		return ox_bind_out(c, 0, EMIT("%s(%s, axis=%d)", f, x, a));
 	int64_t sh[2] = {1, 1};
 	for (int k = 0; k < t.rank; k++)
 		sh[k < a ? 0 : 1] *= t.shape[k];
 	char b1[300], b2[300];
-	const char *r = EMIT("reshape(%s, shape=%s)", x, shp(b1, 2, sh));
+	const char *r = EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b1, sizeof b1, 2, sh));
 	r = r ? EMIT("%s(%s, axis=1)", f, r) : NULL;
-	return bind(c, 0, r ? EMIT("reshape(%s, shape=%s)", r, shp(b2, t.rank, t.shape)) : NULL);
+	return ox_bind_out(c, 0,
+			   r ? EMIT("reshape(%s, shape=%s)", r, ox_shape_str(b2, sizeof b2, t.rank, t.shape)) : NULL);
 }
 
 /* [C] -> [C, 1, ..., 1] for an NC... input of rank r */
 static const char *per_channel(struct ox_node_ctx *c, size_t k, int rank)
 {
 	struct tir_type t;
-	const char *p = in(c, k);
-	if (!p || !in_type(c, k, &t))
+	const char *p = ox_in(c, k);
+	if (!p || !ox_in_type(c, k, &t))
 		return NULL;
 	if (t.rank != 1)
 		return ox_fail(c->m, TIR_ETYPE, "input %zu is not 1-D", k), NULL;
@@ -1847,23 +1701,23 @@ static const char *per_channel(struct ox_node_ctx *c, size_t k, int rank)
 	for (int j = 1; j < rank - 1; j++)
 		sh[j] = 1;
 	char b[300];
-	return ox_emit(c->m, c->n->input[k], "reshape(%s, shape=%s)", p, shp(b, rank - 1, sh));
+	return ox_emit(c->m, c->n->input[k], "reshape(%s, shape=%s)", p, ox_shape_str(b, sizeof b, rank - 1, sh));
 }
 
 static int op_batchnorm(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
-	if (attr_i(c, "training_mode", 0))
+	if (ox_attr_i(c, "training_mode", 0))
 		return ox_op_batchnorm_training(c);
 	for (size_t k = 1; k < c->n->n_output; k++)
-		if (*out_name(c, k))
+		if (*ox_out_name(c, k))
 			return FAIL("BatchNormalization in training mode (more than one output) is not supported");
 	if (t.rank < 2)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
-	double eps = attr_f(c, "epsilon", 1e-5);
+	double eps = ox_attr_f(c, "epsilon", 1e-5);
 	const char *sc = per_channel(c, 1, t.rank), *b = sc ? per_channel(c, 2, t.rank) : NULL,
 		   *mu = b ? per_channel(c, 3, t.rank) : NULL, *var = mu ? per_channel(c, 4, t.rank) : NULL;
 	const char *ve = var ? EMIT("add(%s, %.9g)", var, eps) : NULL;
@@ -1877,12 +1731,12 @@ static int op_batchnorm(struct ox_node_ctx *c)
 static int op_instancenorm(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 3)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
-	double eps = attr_f(c, "epsilon", 1e-5);
+	double eps = ox_attr_f(c, "epsilon", 1e-5);
 	struct tir_str ax = {0};
 	for (int k = 2; k < t.rank; k++)
 		tir_str_addf(&ax, "%s%d", k > 2 ? ", " : "", k);
@@ -1901,24 +1755,24 @@ static int op_instancenorm(struct ox_node_ctx *c)
 static int op_layernorm(struct ox_node_ctx *c)
 {
 	struct tir_type t, ts;
-	const char *x = in(c, 0);
-	if (!x || !in_type(c, 0, &t) || !in_type(c, 1, &ts))
+	const char *x = ox_in(c, 0);
+	if (!x || !ox_in_type(c, 0, &t) || !ox_in_type(c, 1, &ts))
 		return -c->m->err->code;
 	bool extra = false;
 	for (size_t k = 1; k < c->n->n_output; k++)
-		extra |= *out_name(c, k) != 0;
+		extra |= *ox_out_name(c, k) != 0;
 	int a;
-	if (norm_axis(c, attr_i(c, "axis", -1), t.rank, &a))
+	if (norm_axis(c, ox_attr_i(c, "axis", -1), t.rank, &a))
 		return -c->m->err->code;
-	double eps = attr_f(c, "epsilon", 1e-5);
-	const char *sc = in(c, 1);
-	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
-	if (!sc || (has_in(c, 2) && !b))
+	double eps = ox_attr_f(c, "epsilon", 1e-5);
+	const char *sc = ox_in(c, 1);
+	const char *b = ox_has_in(c, 2) ? ox_in(c, 2) : NULL;
+	if (!sc || (ox_has_in(c, 2) && !b))
 		return -c->m->err->code;
 	if (!extra && a == t.rank - 1 && ts.rank == 1 && b && t.dtype == TIR_DTYPE_F32) {
 		struct tir_type tb;
-		if (in_type(c, 2, &tb) && tb.rank == 1)
-			return bind(c, 0, EMIT("layernorm(%s, %s, %s, eps=%.9g)", x, sc, b, eps));
+		if (ox_in_type(c, 2, &tb) && tb.rank == 1)
+			return ox_bind_out(c, 0, EMIT("layernorm(%s, %s, %s, eps=%.9g)", x, sc, b, eps));
 	}
 	struct tir_str ax = {0};
 	for (int k = a; k < t.rank; k++)
@@ -1934,10 +1788,10 @@ static int op_layernorm(struct ox_node_ctx *c)
 	if (s && b)
 		s = EMIT("add(%s, %s)", s, b);
 	int rc = bind_as(c, s, t.dtype);
-	if (!rc && c->n->n_output > 1 && *out_name(c, 1))
-		rc = bind(c, 1, mu);
-	if (!rc && c->n->n_output > 2 && *out_name(c, 2))
-		rc = bind(c, 2, rs);
+	if (!rc && c->n->n_output > 1 && *ox_out_name(c, 1))
+		rc = ox_bind_out(c, 1, mu);
+	if (!rc && c->n->n_output > 2 && *ox_out_name(c, 2))
+		rc = ox_bind_out(c, 2, rs);
 	return rc;
 }
 
@@ -1956,16 +1810,16 @@ static int window_attrs(struct ox_node_ctx *c, const struct tir_type *t, const i
 	if (nsp != 1 && nsp != 2)
 		return FAIL("%s of a %d-D input (tir has 1-D and 2-D)", c->n->op_type, nsp);
 	size_t n;
-	const int64_t *ks = attr_ints(c, "kernel_shape", &n);
+	const int64_t *ks = ox_attr_ints(c, "kernel_shape", &n);
 	if (ks && n != (size_t)nsp)
 		return ox_fail(c->m, TIR_ETYPE, "kernel_shape of %zu axes for %d spatial axes", n, nsp);
-	const int64_t *st = attr_ints(c, "strides", &n);
+	const int64_t *st = ox_attr_ints(c, "strides", &n);
 	if (st && n != (size_t)nsp)
 		return ox_fail(c->m, TIR_ETYPE, "%zu strides for %d spatial axes", n, nsp);
-	const int64_t *dl = attr_ints(c, "dilations", &n);
+	const int64_t *dl = ox_attr_ints(c, "dilations", &n);
 	if (dl && n != (size_t)nsp)
 		return ox_fail(c->m, TIR_ETYPE, "%zu dilations for %d spatial axes", n, nsp);
-	const int64_t *pd = attr_ints(c, "pads", &n);
+	const int64_t *pd = ox_attr_ints(c, "pads", &n);
 	if (pd && n != (size_t)(2 * nsp))
 		return ox_fail(c->m, TIR_ETYPE, "%zu pads for %d spatial axes", n, nsp);
 	int64_t in[2] = {1, 1};
@@ -1985,8 +1839,8 @@ static int window_attrs(struct ox_node_ctx *c, const struct tir_type *t, const i
 		if ((double)(w->k[a] - 1) * (double)w->d[a] + 1 > (double)TIR_MAX_DIM)
 			return ox_fail(c->m, TIR_ETYPE, "a dilated kernel of %" PRId64 " x %" PRId64 " taps", w->k[a], w->d[a]);
 	}
-	bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
-	if (upper || attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
+	bool upper = ox_attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
+	if (upper || ox_attr_str_is(c, "auto_pad", "SAME_LOWER", "NOTSET")) {
 		for (int a = 0; a < 2; a++) {
 			int64_t out = (in[a] + w->s[a] - 1) / w->s[a], ext = (w->k[a] - 1) * w->d[a] + 1;
 			int64_t tot = (out - 1) * w->s[a] + ext - in[a];
@@ -1995,9 +1849,9 @@ static int window_attrs(struct ox_node_ctx *c, const struct tir_type *t, const i
 			w->p[a] = upper ? tot / 2 : tot - tot / 2;
 			w->p[a + 2] = tot - w->p[a];
 		}
-	} else if (attr_str_is(c, "auto_pad", "VALID", "NOTSET")) {
+	} else if (ox_attr_str_is(c, "auto_pad", "VALID", "NOTSET")) {
 		memset(w->p, 0, sizeof w->p);
-	} else if (!attr_str_is(c, "auto_pad", "NOTSET", "NOTSET")) {
+	} else if (!ox_attr_str_is(c, "auto_pad", "NOTSET", "NOTSET")) {
 		return ox_fail(c->m, TIR_ETYPE, "auto_pad not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
 	}
 	for (int a = 0; a < 4; a++)
@@ -2013,7 +1867,7 @@ static const char *unit_axis(struct ox_node_ctx *c, const char *x, const struct 
 		return x;
 	int64_t s[4] = {t->shape[0], t->shape[1], 1, t->shape[2]};
 	char b[300];
-	return EMIT("reshape(%s, shape=%s)", x, shp(b, 4, s));
+	return EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b, sizeof b, 4, s));
 }
 
 /* the 2-D result back to 1-D */
@@ -2024,7 +1878,7 @@ static const char *drop_unit_axis(struct ox_node_ctx *c, const char *y, int rank
 	const struct tir_type *ty = ox_type(c->m, y);
 	int64_t s[3] = {ty->shape[0], ty->shape[1], ty->shape[3]};
 	char b[300];
-	return EMIT("reshape(%s, shape=%s)", y, shp(b, 3, s));
+	return EMIT("reshape(%s, shape=%s)", y, ox_shape_str(b, sizeof b, 3, s));
 }
 
 static const char *pad_hw(struct ox_node_ctx *c, const char *x, const int64_t *p, const int64_t *extra,
@@ -2039,8 +1893,8 @@ static const char *pad_hw(struct ox_node_ctx *c, const char *x, const int64_t *p
 static int op_conv(struct ox_node_ctx *c)
 {
 	struct tir_type t, tw;
-	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
-	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+	const char *x = ox_in(c, 0), *w = x ? ox_in(c, 1) : NULL;
+	if (!w || !ox_in_type(c, 0, &t) || !ox_in_type(c, 1, &tw))
 		return -c->m->err->code;
 	if (t.rank == 5)
 		return ox_op_conv3d(c); /* nodes_spatial.c */
@@ -2049,7 +1903,7 @@ static int op_conv(struct ox_node_ctx *c)
 	struct window win;
 	if (window_attrs(c, &t, tw.shape + 2, &win))
 		return -c->m->err->code;
-	int64_t g = attr_i(c, "group", 1);
+	int64_t g = ox_attr_i(c, "group", 1);
 	if (g < 1 || t.shape[1] % g || tw.shape[0] % g || tw.shape[1] * g != t.shape[1])
 		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64
 			       " x %" PRId64, g, t.shape[1], tw.shape[0], tw.shape[1]);
@@ -2065,15 +1919,15 @@ static int op_conv(struct ox_node_ctx *c)
 		if (!x)
 			return -c->m->err->code;
 	}
-	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
-	if (has_in(c, 2) && !b)
+	const char *b = ox_has_in(c, 2) ? ox_in(c, 2) : NULL;
+	if (ox_has_in(c, 2) && !b)
 		return -c->m->err->code;
 	char bias[300];
 	snprintf(bias, sizeof bias, "%s%s", b ? ", " : "", b ? b : "");
 	const char *y = EMIT("conv2d(%s, %s%s, stride=[%" PRId64 ", %" PRId64 "], padding=[%" PRId64 ", %" PRId64
 			     "], dilation=[%" PRId64 ", %" PRId64 "], groups=%" PRId64 ")",
 			     x, w, bias, win.s[0], win.s[1], p[0], p[1], win.d[0], win.d[1], g);
-	return bind(c, 0, drop_unit_axis(c, y, rank));
+	return ox_bind_out(c, 0, drop_unit_axis(c, y, rank));
 }
 
 /* ConvTranspose as a convolution: x with s - 1 zeros between its
@@ -2084,24 +1938,25 @@ static int op_conv(struct ox_node_ctx *c)
 static int op_convtranspose(struct ox_node_ctx *c)
 {
 	struct tir_type t, tw;
-	const char *x = in(c, 0), *w = x ? in(c, 1) : NULL;
-	if (!w || !in_type(c, 0, &t) || !in_type(c, 1, &tw))
+	const char *x = ox_in(c, 0), *w = x ? ox_in(c, 1) : NULL;
+	if (!w || !ox_in_type(c, 0, &t) || !ox_in_type(c, 1, &tw))
 		return -c->m->err->code;
 	if (t.rank == 5)
 		return ox_op_convtranspose3d(c); /* nodes_spatial.c */
 	if (tw.rank != t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "a weight of rank %d for an input of rank %d", tw.rank, t.rank);
 	int nsp = t.rank - 2;
-	bool same = !attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") && !attr_str_is(c, "auto_pad", "VALID", "NOTSET");
-	bool upper = attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
+	bool same = !ox_attr_str_is(c, "auto_pad", "NOTSET", "NOTSET") &&
+		    !ox_attr_str_is(c, "auto_pad", "VALID", "NOTSET");
+	bool upper = ox_attr_str_is(c, "auto_pad", "SAME_UPPER", "NOTSET");
 	size_t nos, nop;
-	const int64_t *os = attr_ints(c, "output_shape", &nos), *opd = attr_ints(c, "output_padding", &nop);
+	const int64_t *os = ox_attr_ints(c, "output_shape", &nos), *opd = ox_attr_ints(c, "output_padding", &nop);
 	struct window win;
 	if (window_attrs(c, &t, tw.shape + 2, &win))
 		return -c->m->err->code;
 	if ((os && nos != (size_t)nsp) || (opd && nop != (size_t)nsp))
 		return ox_fail(c->m, TIR_ETYPE, "output_shape or output_padding not of %d axes", nsp);
-	int64_t g = attr_i(c, "group", 1), C = t.shape[1], Og = tw.shape[1];
+	int64_t g = ox_attr_i(c, "group", 1), C = t.shape[1], Og = tw.shape[1];
 	if (g < 1 || C % g || tw.shape[0] != C)
 		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64,
 			       g, C, tw.shape[0]);
@@ -2142,10 +1997,10 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	if (win.s[0] > 1 || win.s[1] > 1) {
 		int64_t s6[6] = {t.shape[0], C, len[0], 1, len[1], 1};
 		int64_t s4[4] = {t.shape[0], C, len[0] * win.s[0], len[1] * win.s[1]};
-		x = EMIT("reshape(%s, shape=%s)", x, shp(b1, 6, s6));
+		x = EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b1, sizeof b1, 6, s6));
 		x = x ? EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, 0], [0, %" PRId64 "], [0, 0], [0, %" PRId64 "]])", x,
 			     win.s[0] - 1, win.s[1] - 1) : NULL;
-		x = x ? EMIT("reshape(%s, shape=%s)", x, shp(b2, 4, s4)) : NULL;
+		x = x ? EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b2, sizeof b2, 4, s4)) : NULL;
 		x = x ? EMIT("slice(%s, axis=2, start=0, stop=%" PRId64 ")", x, (len[0] - 1) * win.s[0] + 1) : NULL;
 		x = x ? EMIT("slice(%s, axis=3, start=0, stop=%" PRId64 ")", x, (len[1] - 1) * win.s[1] + 1) : NULL;
 	}
@@ -2167,22 +2022,22 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	const char *wf = x ? EMIT("slice(%s, axis=2, step=-1)", w) : NULL;
 	wf = wf ? EMIT("slice(%s, axis=3, step=-1)", wf) : NULL;
 	if (wf && g > 1) {
-		wf = EMIT("reshape(%s, shape=%s)", wf, shp(b1, 5, w5));
+		wf = EMIT("reshape(%s, shape=%s)", wf, ox_shape_str(b1, sizeof b1, 5, w5));
 		wf = wf ? EMIT("transpose(%s, perm=[0, 2, 1, 3, 4])", wf) : NULL;
-		wf = wf ? EMIT("reshape(%s, shape=%s)", wf, shp(b2, 4, w4)) : NULL;
+		wf = wf ? EMIT("reshape(%s, shape=%s)", wf, ox_shape_str(b2, sizeof b2, 4, w4)) : NULL;
 	} else if (wf) {
 		wf = EMIT("transpose(%s, perm=[1, 0, 2, 3])", wf);
 	}
 	if (!wf)
 		return -c->m->err->code;
-	const char *b = has_in(c, 2) ? in(c, 2) : NULL;
-	if (has_in(c, 2) && !b)
+	const char *b = ox_has_in(c, 2) ? ox_in(c, 2) : NULL;
+	if (ox_has_in(c, 2) && !b)
 		return -c->m->err->code;
 	char bias[300];
 	snprintf(bias, sizeof bias, "%s%s", b ? ", " : "", b ? b : "");
 	const char *y = EMIT("conv2d(%s, %s%s, dilation=[%" PRId64 ", %" PRId64 "], groups=%" PRId64 ")", x, wf, bias,
 			     win.d[0], win.d[1], g);
-	return bind(c, 0, drop_unit_axis(c, y, rank));
+	return ox_bind_out(c, 0, drop_unit_axis(c, y, rank));
 }
 
 /* MaxPool, AveragePool: tir's maxpool2d and avgpool2d with padding and
@@ -2192,15 +2047,15 @@ static int op_convtranspose(struct ox_node_ctx *c)
 static int op_pool(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank == 5)
 		return ox_op_pool_nd(c); /* nodes_spatial.c */
 	bool max = !strcmp(c->n->op_type, "MaxPool");
-	if (c->n->n_output > 1 && *out_name(c, 1))
+	if (c->n->n_output > 1 && *ox_out_name(c, 1))
 		return ox_op_pool_nd(c); /* nodes_spatial.c: its Indices output */
-	if (!attr(c, "kernel_shape"))
+	if (!ox_attr(c, "kernel_shape"))
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
 	struct window win;
 	if (window_attrs(c, &t, NULL, &win))
@@ -2219,7 +2074,7 @@ static int op_pool(struct ox_node_ctx *c)
 		memcpy(t.shape, s4, sizeof s4);
 	}
 	int64_t extra[2] = {0, 0};
-	if (attr_i(c, "ceil_mode", 0)) {
+	if (ox_attr_i(c, "ceil_mode", 0)) {
 		/* the last window, partly past the end, is kept: pad for it (a
 		 * window must start inside the input or its front pad) */
 		for (int d = 0; d < 2; d++) {
@@ -2231,7 +2086,7 @@ static int op_pool(struct ox_node_ctx *c)
 			extra[d] = need > 0 ? need : 0;
 		}
 	}
-	bool count_pad = !max && attr_i(c, "count_include_pad", 0);
+	bool count_pad = !max && ox_attr_i(c, "count_include_pad", 0);
 	const char *pool = max ? "maxpool2d" : "avgpool2d";
 	const char *y;
 	if (!extra[0] && !extra[1] && p[0] == p[2] && p[1] == p[3] && 2 * p[0] <= k[0] && 2 * p[1] <= k[1]) {
@@ -2248,7 +2103,7 @@ static int op_pool(struct ox_node_ctx *c)
 		 * input and pads, count_include_pad): a pool of ones divides */
 		int64_t one[4] = {1, 1, t.shape[2], t.shape[3]}, none[2] = {0, 0};
 		char b[300];
-		const char *o = EMIT("ones(%s, dtype=%s)", shp(b, 4, one), dtn(t.dtype));
+		const char *o = EMIT("ones(%s, dtype=%s)", ox_shape_str(b, sizeof b, 4, one), tir_dtype_name(t.dtype));
 		const char *op = o ? pad_hw(c, o, p, extra, count_pad ? "1" : "0") : NULL;
 		if (op && count_pad && (extra[0] || extra[1])) {
 			/* pads count, the ceil_mode's extra does not */
@@ -2266,7 +2121,7 @@ static int op_pool(struct ox_node_ctx *c)
 static int op_global_pool(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 3)
@@ -2283,12 +2138,12 @@ static int op_global_pool(struct ox_node_ctx *c)
 static int op_depth_space(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank != 4)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
-	int64_t b = attr_i(c, "blocksize", 0), N = t.shape[0], C = t.shape[1], H = t.shape[2], W = t.shape[3];
+	int64_t b = ox_attr_i(c, "blocksize", 0), N = t.shape[0], C = t.shape[1], H = t.shape[2], W = t.shape[3];
 	if (b < 1)
 		return ox_fail(c->m, TIR_ETYPE, "blocksize %" PRId64, b);
 	char b1[300], b2[300];
@@ -2296,21 +2151,21 @@ static int op_depth_space(struct ox_node_ctx *c)
 	if (!strcmp(c->n->op_type, "DepthToSpace")) {
 		if (C % (b * b))
 			return ox_fail(c->m, TIR_ETYPE, "channels %" PRId64 " not a multiple of blocksize²", C);
-		bool crd = attr_str_is(c, "mode", "CRD", "DCR");
+		bool crd = ox_attr_str_is(c, "mode", "CRD", "DCR");
 		int64_t s1[6] = {N, b, b, C / (b * b), H, W}, s1c[6] = {N, C / (b * b), b, b, H, W};
 		int64_t out[4] = {N, C / (b * b), H * b, W * b};
-		r = EMIT("reshape(%s, shape=%s)", x, shp(b1, 6, crd ? s1c : s1));
+		r = EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b1, sizeof b1, 6, crd ? s1c : s1));
 		r = r ? EMIT("transpose(%s, perm=%s)", r, crd ? "[0, 1, 4, 2, 5, 3]" : "[0, 3, 4, 1, 5, 2]") : NULL;
-		r = r ? EMIT("reshape(%s, shape=%s)", r, shp(b2, 4, out)) : NULL;
+		r = r ? EMIT("reshape(%s, shape=%s)", r, ox_shape_str(b2, sizeof b2, 4, out)) : NULL;
 	} else {
 		if (H % b || W % b)
 			return ox_fail(c->m, TIR_ETYPE, "spatial sizes not multiples of blocksize");
 		int64_t s1[6] = {N, C, H / b, b, W / b, b}, out[4] = {N, C * b * b, H / b, W / b};
-		r = EMIT("reshape(%s, shape=%s)", x, shp(b1, 6, s1));
+		r = EMIT("reshape(%s, shape=%s)", x, ox_shape_str(b1, sizeof b1, 6, s1));
 		r = r ? EMIT("transpose(%s, perm=[0, 3, 5, 1, 2, 4])", r) : NULL;
-		r = r ? EMIT("reshape(%s, shape=%s)", r, shp(b2, 4, out)) : NULL;
+		r = r ? EMIT("reshape(%s, shape=%s)", r, ox_shape_str(b2, sizeof b2, 4, out)) : NULL;
 	}
-	return bind(c, 0, r);
+	return ox_bind_out(c, 0, r);
 }
 
 /* MeanVarianceNormalization: (x - mean) / (std + 1e-9) over axes
@@ -2318,11 +2173,11 @@ static int op_depth_space(struct ox_node_ctx *c)
 static int op_mvn(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	size_t n;
-	const int64_t *ax = attr_ints(c, "axes", &n), def[3] = {0, 2, 3};
+	const int64_t *ax = ox_attr_ints(c, "axes", &n), def[3] = {0, 2, 3};
 	if (!ax) {
 		ax = def;
 		n = 3;
@@ -2351,11 +2206,11 @@ static int op_mvn(struct ox_node_ctx *c)
 static int op_lrn(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = in_typed(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
-	int64_t size = attr_i(c, "size", 0);
-	double alpha = attr_f(c, "alpha", 1e-4), beta = attr_f(c, "beta", 0.75), bias = attr_f(c, "bias", 1.0);
+	int64_t size = ox_attr_i(c, "size", 0);
+	double alpha = ox_attr_f(c, "alpha", 1e-4), beta = ox_attr_f(c, "beta", 0.75), bias = ox_attr_f(c, "bias", 1.0);
 	if (t.rank < 3)
 		return ox_fail(c->m, TIR_ETYPE, "input of rank %d", t.rank);
 	if (size < 1 || size > 64)

@@ -58,14 +58,6 @@ const char *ox_op_old(const char *op_type, int64_t opset, char *buf, size_t len)
 	return buf;
 }
 
-static const Onnx__AttributeProto *find_attr(const Onnx__NodeProto *n, const char *name)
-{
-	for (size_t k = 0; k < n->n_attribute; k++)
-		if (n->attribute[k]->name && !strcmp(n->attribute[k]->name, name))
-			return n->attribute[k];
-	return NULL;
-}
-
 static bool is_op(const Onnx__NodeProto *n, const char *const *list)
 {
 	for (int k = 0; list[k]; k++)
@@ -104,7 +96,7 @@ static int replace_input(struct ox_imp *m, struct ox_upgrade *u, size_t k, const
  * the shapes are equal.  B is reshaped so that NumPy's rule says the same. */
 static int upgrade_broadcast(struct ox_imp *m, struct ox_upgrade *u, const Onnx__NodeProto *n)
 {
-	const Onnx__AttributeProto *bc = find_attr(n, "broadcast"), *ax = find_attr(n, "axis");
+	const Onnx__AttributeProto *bc = ox_node_attr(n, "broadcast"), *ax = ox_node_attr(n, "axis");
 	/* PRelu's slope of C elements is per channel (axis 1) */
 	Onnx__AttributeProto prelu = ONNX__ATTRIBUTE_PROTO__INIT;
 	prelu.i = 1;
@@ -135,12 +127,11 @@ static int upgrade_broadcast(struct ox_imp *m, struct ox_upgrade *u, const Onnx_
 	if (rank == tb->rank)
 		return 0;
 	char s[300];
-	size_t at = 0;
-	s[at++] = '[';
+	int64_t sh[TIR_MAX_RANK];
 	for (int k = 0; k < rank; k++)
-		at += (size_t)snprintf(s + at, 32, "%s%" PRId64, k ? ", " : "", k < tb->rank ? tb->shape[k] : 1);
-	snprintf(s + at, 2, "]");
-	const char *r = ox_emit(m, n->n_output ? n->output[0] : "b", "reshape(%s, shape=%s)", b, s);
+		sh[k] = k < tb->rank ? tb->shape[k] : 1;
+	const char *r = ox_emit(m, n->n_output ? n->output[0] : "b", "reshape(%s, shape=%s)", b,
+				ox_shape_str(s, sizeof s, rank, sh));
 	return r ? replace_input(m, u, 1, r) : -m->err->code;
 }
 
@@ -167,7 +158,7 @@ int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u)
 	const Onnx__AttributeProto *a;
 	if (is_op(n, binary))
 		return upgrade_broadcast(m, u, n);
-	if (!strcmp(n->op_type, "Concat") && !find_attr(n, "axis")) {
+	if (!strcmp(n->op_type, "Concat") && !ox_node_attr(n, "axis")) {
 		/* before opset 4 the axis is optional, 1 by default */
 		Onnx__AttributeProto def = ONNX__ATTRIBUTE_PROTO__INIT;
 		u->extra = def;
@@ -181,14 +172,14 @@ int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u)
 	}
 	if (!strcmp(n->op_type, "BatchNormalization")) {
 		/* is_test=0 (the default) computes with the batch's statistics */
-		if (!(a = find_attr(n, "is_test")) || !a->i)
+		if (!(a = ox_node_attr(n, "is_test")) || !a->i)
 			return ox_fail(m, TIR_EUNSUPPORTED, "BatchNormalization in training mode (is_test=0) is not supported");
-		if ((a = find_attr(n, "spatial")) && !a->i)
+		if ((a = ox_node_attr(n, "spatial")) && !a->i)
 			return ox_fail(m, TIR_EUNSUPPORTED, "BatchNormalization with spatial=0 is not supported");
 		return 0;
 	}
 	if (!strcmp(n->op_type, "Dropout")) {
-		if (!(a = find_attr(n, "is_test")) || !a->i)
+		if (!(a = ox_node_attr(n, "is_test")) || !a->i)
 			return ox_fail(m, TIR_EUNSUPPORTED, "Dropout in training mode (is_test=0) is not supported");
 		return 0;
 	}
@@ -200,61 +191,6 @@ int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u)
 #define OX_PI 3.14159265358979323846
 /* entries of the matrix a DFT or STFT is written with (f32: 16 MiB) */
 #define OX_DFT_MAX (INT64_C(1) << 22)
-
-static int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t def)
-{
-	const Onnx__AttributeProto *a = find_attr(n, name);
-	return a ? a->i : def;
-}
-
-static bool given(struct ox_node_ctx *c, size_t k)
-{
-	return k < c->n->n_input && c->n->input[k] && *c->n->input[k];
-}
-
-static const char *out0(struct ox_node_ctx *c)
-{
-	return c->n->n_output && c->n->output[0] ? c->n->output[0] : "";
-}
-
-/* input k's value, which must be known at import (a size, a step) */
-static struct ox_const *known(struct ox_node_ctx *c, size_t k, const char *what)
-{
-	struct ox_val *v = given(c, k) ? ox_find(c->m, c->n->input[k]) : NULL;
-	if (v && v->c && v->c->i)
-		return v->c;
-	ox_fail(c->m, TIR_EUNSUPPORTED, "its %s (input %zu, '%s') is computed at run time; tir needs it known "
-		"at import (a static shape)", what, k, given(c, k) ? c->n->input[k] : "");
-	return NULL;
-}
-
-/* input k as a tir name and its type; NULL with the error set */
-static const char *operand(struct ox_node_ctx *c, size_t k, struct tir_type *t)
-{
-	if (!given(c, k)) {
-		ox_fail(c->m, TIR_EDATA, "input %zu is missing", k);
-		return NULL;
-	}
-	const char *x = ox_use(c->m, c->n->input[k]);
-	const struct tir_type *ty = x ? ox_type(c->m, x) : NULL;
-	if (ty)
-		*t = *ty;
-	return ty ? x : NULL;
-}
-
-/* output 0 is the known value r (taken) */
-static int bind_known(struct ox_node_ctx *c, struct ox_const *r)
-{
-	struct ox_val *v = r ? ox_val(c->m, out0(c)) : NULL;
-	if (!v) {
-		ox_const_free(r);
-		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
-	}
-	ox_const_free(v->c);
-	v->c = r;
-	v->defined = true;
-	return 0;
-}
 
 /* the known value r (taken) as a tir name: a literal, or a weight (its
  * ONNX name made up, "\x01" and base: never one of the model's) */
@@ -277,27 +213,10 @@ static const char *use_known(struct ox_node_ctx *c, struct ox_const *r, const ch
 	return ox_use(c->m, name);
 }
 
-static const char *dtype_str(enum tir_dtype dt)
-{
-	static const char *const n[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"};
-	return dt < TIR_DTYPE_COUNT ? n[dt] : "?";
-}
-
-/* "[2, 3]" into b (at least 200 bytes) */
-static const char *dims(char *b, int rank, const int64_t *shape)
-{
-	size_t at = 0;
-	b[at++] = '[';
-	for (int k = 0; k < rank; k++)
-		at += (size_t)snprintf(b + at, 24, "%s%" PRId64, k ? ", " : "", shape[k]);
-	snprintf(b + at, 2, "]");
-	return b;
-}
-
 /* the output_datatype attribute (float by default) */
 static int out_dtype(struct ox_node_ctx *c, enum tir_dtype *dt)
 {
-	int64_t o = attr_int(c->n, "output_datatype", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+	int64_t o = ox_attr_i(c, "output_datatype", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
 	if (!ox_dtype((int32_t)o, dt))
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "output_datatype %s, which tir has not",
 			       ox_onnx_type_name((int32_t)o));
@@ -314,7 +233,7 @@ static void set_value(struct ox_const *r, int64_t k, double v)
 /* HannWindow, HammingWindow, BlackmanWindow: folded (the size is known) */
 static int op_window(struct ox_node_ctx *c)
 {
-	struct ox_const *s = known(c, 0, "size");
+	struct ox_const *s = ox_need_const(c, 0, "size");
 	enum tir_dtype dt;
 	if (!s || out_dtype(c, &dt))
 		return -c->m->err->code;
@@ -323,7 +242,7 @@ static int op_window(struct ox_node_ctx *c)
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "a window of %" PRId64 " (folded at import: at most %d)", n,
 			       OX_FOLD_MAX);
 	/* periodic: the period is the size; symmetric: one less */
-	double N = (double)(attr_int(c->n, "periodic", 1) ? n : n - 1);
+	double N = (double)(ox_attr_i(c, "periodic", 1) ? n : n - 1);
 	const char *op = c->n->op_type;
 	double a0 = 0.5, a1 = 0.5, a2 = 0;
 	if (!strcmp(op, "HammingWindow"))
@@ -335,7 +254,7 @@ static int op_window(struct ox_node_ctx *c)
 		double x = 2 * OX_PI * (double)k / N;
 		set_value(r, k, a0 - a1 * cos(x) + a2 * cos(2 * x));
 	}
-	return bind_known(c, r);
+	return ox_bind_const(c, 0, r);
 }
 
 /* MelWeightMatrix: folded, as ONNX's own test computes it (the mel
@@ -343,9 +262,10 @@ static int op_window(struct ox_node_ctx *c)
  * spectrogram bin; triangles between them) */
 static int op_mel(struct ox_node_ctx *c)
 {
-	struct ox_const *nb = known(c, 0, "num_mel_bins"), *dl = nb ? known(c, 1, "dft_length") : NULL,
-			*sr = dl ? known(c, 2, "sample_rate") : NULL, *lo = sr ? known(c, 3, "lower_edge_hertz") : NULL,
-			*hi = lo ? known(c, 4, "upper_edge_hertz") : NULL;
+	struct ox_const *nb = ox_need_const(c, 0, "num_mel_bins"), *dl = nb ? ox_need_const(c, 1, "dft_length") : NULL,
+			*sr = dl ? ox_need_const(c, 2, "sample_rate") : NULL,
+			*lo = sr ? ox_need_const(c, 3, "lower_edge_hertz") : NULL,
+			*hi = lo ? ox_need_const(c, 4, "upper_edge_hertz") : NULL;
 	enum tir_dtype dt;
 	if (!hi || out_dtype(c, &dt))
 		return -c->m->err->code;
@@ -381,7 +301,7 @@ static int op_mel(struct ox_node_ctx *c)
 			set_value(r, j * bins + i, (double)(right - j) / (double)(right - mid));
 	}
 	free(pt);
-	return bind_known(c, r);
+	return ox_bind_const(c, 0, r);
 }
 
 /* The real matrix of a DFT over rows = len * parts inputs (parts 1: real,
@@ -415,30 +335,30 @@ static struct ox_const *dft_matrix(enum tir_dtype dt, int64_t len, int parts, in
 static int op_dft(struct ox_node_ctx *c)
 {
 	struct tir_type t;
-	const char *x = operand(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	int r = t.rank;
 	if (r < 2 || (t.shape[r - 1] != 1 && t.shape[r - 1] != 2))
 		return ox_fail(c->m, TIR_ETYPE, "the input's last axis must be 1 (real) or 2 (complex); it is %s",
-			       dims((char[200]){0}, r, t.shape));
+			       ox_shape_str((char[200]){0}, 200, r, t.shape));
 	if (t.dtype != TIR_DTYPE_F32 && t.dtype != TIR_DTYPE_F64)
-		return ox_fail(c->m, TIR_EUNSUPPORTED, "DFT of %s", dtype_str(t.dtype));
-	int64_t a = attr_int(c->n, "axis", 1);
+		return ox_fail(c->m, TIR_EUNSUPPORTED, "DFT of %s", tir_dtype_name(t.dtype));
+	int64_t a = ox_attr_i(c, "axis", 1);
 	if (a < 0)
 		a += r;
 	if (a < 0 || a >= r - 1)
 		return ox_fail(c->m, TIR_ETYPE, "axis %" PRId64 " is not a signal axis of rank %d",
-			       attr_int(c->n, "axis", 1), r);
+			       ox_attr_i(c, "axis", 1), r);
 	int parts = (int)t.shape[r - 1];
 	int64_t len = t.shape[a], length = len;
-	if (given(c, 1)) {
-		struct ox_const *d = known(c, 1, "dft_length");
+	if (ox_has_in(c, 1)) {
+		struct ox_const *d = ox_need_const(c, 1, "dft_length");
 		if (!d)
 			return -c->m->err->code;
 		length = d->i[0];
 	}
-	bool inverse = attr_int(c->n, "inverse", 0), onesided = attr_int(c->n, "onesided", 0);
+	bool inverse = ox_attr_i(c, "inverse", 0), onesided = ox_attr_i(c, "onesided", 0);
 	if (length < 1 || length > TIR_MAX_DIM)
 		return ox_fail(c->m, TIR_EDATA, "dft_length %" PRId64, length);
 	if (onesided && (inverse || parts == 2))
@@ -465,16 +385,17 @@ static int op_dft(struct ox_node_ctx *c)
 	char b[200];
 	struct ox_const *w = dft_matrix(t.dtype, len, parts, length, bins, inverse);
 	const char *wm = w ? use_known(c, w, "dft_matrix") : (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL);
-	const char *base = out0(c);
-	const char *y = wm && moved ? ox_emit(c->m, base, "transpose(%s, perm=%s)", x, dims(b, r, perm)) : wm ? x : NULL;
+	const char *base = ox_out_name(c, 0);
+	const char *y = wm && moved ? ox_emit(c->m, base, "transpose(%s, perm=%s)", x,
+					      ox_shape_str(b, sizeof b, r, perm)) : wm ? x : NULL;
 	int64_t flat[2] = {rest, len * parts};
-	y = y ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, dims(b, 2, flat)) : NULL;
+	y = y ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, ox_shape_str(b, sizeof b, 2, flat)) : NULL;
 	y = y ? ox_emit(c->m, base, "matmul(%s, %s)", y, wm) : NULL;
 	sh[j] = bins;
 	sh[j + 1] = 2;
-	y = y ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, dims(b, r, sh)) : NULL;
+	y = y ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, ox_shape_str(b, sizeof b, r, sh)) : NULL;
 	if (y && moved)
-		y = ox_emit(c->m, base, "transpose(%s, perm=%s)", y, dims(b, r, inv));
+		y = ox_emit(c->m, base, "transpose(%s, perm=%s)", y, ox_shape_str(b, sizeof b, r, inv));
 	return y ? ox_bind(c->m, base, y) : -c->m->err->code;
 }
 
@@ -483,21 +404,21 @@ static int op_dft(struct ox_node_ctx *c)
 static int op_stft(struct ox_node_ctx *c)
 {
 	struct tir_type t, tw;
-	const char *x = operand(c, 0, &t);
-	struct ox_const *st = x ? known(c, 1, "frame_step") : NULL;
+	const char *x = ox_in_typed(c, 0, &t);
+	struct ox_const *st = x ? ox_need_const(c, 1, "frame_step") : NULL;
 	if (!st)
 		return -c->m->err->code;
 	if (t.rank != 3 || (t.shape[2] != 1 && t.shape[2] != 2))
 		return ox_fail(c->m, TIR_ETYPE, "the signal must be [batch, length, 1 or 2]; it is %s",
-			       dims((char[200]){0}, t.rank, t.shape));
+			       ox_shape_str((char[200]){0}, 200, t.rank, t.shape));
 	if (t.dtype != TIR_DTYPE_F32 && t.dtype != TIR_DTYPE_F64)
-		return ox_fail(c->m, TIR_EUNSUPPORTED, "STFT of %s", dtype_str(t.dtype));
-	const char *win = given(c, 2) ? operand(c, 2, &tw) : NULL;
-	if (given(c, 2) && !win)
+		return ox_fail(c->m, TIR_EUNSUPPORTED, "STFT of %s", tir_dtype_name(t.dtype));
+	const char *win = ox_has_in(c, 2) ? ox_in_typed(c, 2, &tw) : NULL;
+	if (ox_has_in(c, 2) && !win)
 		return -c->m->err->code;
 	int64_t flen;
-	if (given(c, 3)) {
-		struct ox_const *fl = known(c, 3, "frame_length");
+	if (ox_has_in(c, 3)) {
+		struct ox_const *fl = ox_need_const(c, 3, "frame_length");
 		if (!fl)
 			return -c->m->err->code;
 		flen = fl->i[0];
@@ -512,7 +433,7 @@ static int op_stft(struct ox_node_ctx *c)
 	if (step < 1 || flen < 1 || flen > len)
 		return ox_fail(c->m, TIR_EDATA, "frame_step %" PRId64 " and frame_length %" PRId64 " for a signal of %"
 			       PRId64, step, flen, len);
-	bool onesided = attr_int(c->n, "onesided", 1);
+	bool onesided = ox_attr_i(c, "onesided", 1);
 	if (onesided && parts == 2)
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "onesided with a complex signal is not supported");
 	int64_t frames = (len - flen) / step + 1, bins = onesided ? flen / 2 + 1 : flen;
@@ -526,36 +447,36 @@ static int op_stft(struct ox_node_ctx *c)
 		for (int64_t k = 0; k < flen; k++)
 			ox_const_set(ix, f * flen + k, (double)(f * step + k), f * step + k);
 	const char *im = ix ? use_known(c, ix, "frame_index") : (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL);
-	const char *base = out0(c);
+	const char *base = ox_out_name(c, 0);
 	char b[200];
 	const char *y = im ? ox_emit(c->m, base, "gather(%s, %s, axis=1)", x, im) : NULL;
 	if (y && win) {
 		int64_t wsh[2] = {flen, 1};
-		const char *wr = ox_emit(c->m, base, "reshape(%s, shape=%s)", win, dims(b, 2, wsh));
+		const char *wr = ox_emit(c->m, base, "reshape(%s, shape=%s)", win, ox_shape_str(b, sizeof b, 2, wsh));
 		y = wr ? ox_emit(c->m, base, "mul(%s, %s)", y, wr) : NULL;
 	}
 	struct ox_const *w = y ? dft_matrix(t.dtype, flen, (int)parts, flen, bins, false) : NULL;
 	const char *wm = w ? use_known(c, w, "dft_matrix") : y ? (ox_fail(c->m, TIR_ENOMEM, "out of memory"), NULL) : NULL;
 	int64_t flat[2] = {t.shape[0] * frames, flen * parts}, osh[4] = {t.shape[0], frames, bins, 2};
-	y = wm ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, dims(b, 2, flat)) : NULL;
+	y = wm ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, ox_shape_str(b, sizeof b, 2, flat)) : NULL;
 	y = y ? ox_emit(c->m, base, "matmul(%s, %s)", y, wm) : NULL;
-	y = y ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, dims(b, 4, osh)) : NULL;
+	y = y ? ox_emit(c->m, base, "reshape(%s, shape=%s)", y, ox_shape_str(b, sizeof b, 4, osh)) : NULL;
 	return y ? ox_bind(c->m, base, y) : -c->m->err->code;
 }
 
 /* BitShift: left_shift or right_shift (of the unsigned dtypes tir has: u8) */
 static int op_bitshift(struct ox_node_ctx *c)
 {
-	const Onnx__AttributeProto *d = find_attr(c->n, "direction");
+	const Onnx__AttributeProto *d = ox_node_attr(c->n, "direction");
 	bool left = d && d->has_s && d->s.len == 4 && !memcmp(d->s.data, "LEFT", 4);
 	if (!left && !(d && d->has_s && d->s.len == 5 && !memcmp(d->s.data, "RIGHT", 5)))
 		return ox_fail(c->m, TIR_EDATA, "direction must be LEFT or RIGHT");
 	struct tir_type ta, tb;
-	const char *a = operand(c, 0, &ta), *b = a ? operand(c, 1, &tb) : NULL;
+	const char *a = ox_in_typed(c, 0, &ta), *b = a ? ox_in_typed(c, 1, &tb) : NULL;
 	if (!b)
 		return -c->m->err->code;
-	const char *y = ox_emit(c->m, out0(c), "%s(%s, %s)", left ? "left_shift" : "right_shift", a, b);
-	return y ? ox_bind(c->m, out0(c), y) : -c->m->err->code;
+	const char *y = ox_emit(c->m, ox_out_name(c, 0), "%s(%s, %s)", left ? "left_shift" : "right_shift", a, b);
+	return y ? ox_bind(c->m, ox_out_name(c, 0), y) : -c->m->err->code;
 }
 
 static const struct ox_opdef misc_ops[] = {

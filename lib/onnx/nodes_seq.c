@@ -3,7 +3,7 @@
  * LSTM (each time step written out as tir statements: the sequence length
  * is static), GatherND, ScatterND, ScatterElements and Scatter, Reverse-
  * Sequence, and BatchNormalization in training mode.  Registered in
- * nodes.c's table; the helpers here are this file's own.
+ * nodes.c's table; the helpers every emitter shares are emit.c's.
  */
 #include "onnx.h"
 
@@ -11,66 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the node's attributes and operands ---- */
-
-static const Onnx__AttributeProto *sq_attr(struct ox_node_ctx *c, const char *name)
-{
-	for (size_t k = 0; k < c->n->n_attribute; k++)
-		if (c->n->attribute[k]->name && !strcmp(c->n->attribute[k]->name, name))
-			return c->n->attribute[k];
-	return NULL;
-}
-
-static int64_t sq_attr_i(struct ox_node_ctx *c, const char *name, int64_t def)
-{
-	const Onnx__AttributeProto *a = sq_attr(c, name);
-	return a ? a->i : def;
-}
-
-static bool sq_given(struct ox_node_ctx *c, size_t k)
-{
-	return k < c->n->n_input && c->n->input[k] && *c->n->input[k];
-}
-
-/* input k as a tir name and its type; NULL (the error set) when missing */
-static const char *sq_in(struct ox_node_ctx *c, size_t k, struct tir_type *t)
-{
-	if (!sq_given(c, k)) {
-		ox_fail(c->m, TIR_EDATA, "input %zu is missing", k);
-		return NULL;
-	}
-	const char *x = ox_use(c->m, c->n->input[k]);
-	const struct tir_type *ty = x ? ox_type(c->m, x) : NULL;
-	if (!ty)
-		return NULL;
-	*t = *ty;
-	return x;
-}
-
-static const char *sq_out(struct ox_node_ctx *c, size_t k)
-{
-	return k < c->n->n_output && c->n->output[k] ? c->n->output[k] : "";
-}
-
-static int sq_bind(struct ox_node_ctx *c, size_t k, const char *tir)
-{
-	if (!tir || c->m->err->code)
-		return -c->m->err->code;
-	return ox_bind(c->m, sq_out(c, k), tir);
-}
-
-/* "[2, 3]" */
-static const char *sq_shape(char *buf, int rank, const int64_t *shape)
-{
-	size_t n = 0;
-	buf[n++] = '[';
-	for (int k = 0; k < rank; k++)
-		n += (size_t)snprintf(buf + n, 32, "%s%" PRId64, k ? ", " : "", shape[k]);
-	buf[n++] = ']';
-	buf[n] = 0;
-	return buf;
-}
 
 /* The emitters below chain statements without testing each: ox_emit
  * does nothing once an error is set, so a failed step's NULL only
@@ -91,8 +31,8 @@ struct act {
 
 static int rnn_acts(struct ox_node_ctx *c, int per_dir, int dirs, const char *const *def, struct act *out)
 {
-	const Onnx__AttributeProto *a = sq_attr(c, "activations"), *al = sq_attr(c, "activation_alpha"),
-				   *be = sq_attr(c, "activation_beta");
+	const Onnx__AttributeProto *a = ox_attr(c, "activations"), *al = ox_attr(c, "activation_alpha"),
+				   *be = ox_attr(c, "activation_beta");
 	int n = per_dir * dirs;
 	if (a && (int)a->n_strings != n && (int)a->n_strings != per_dir)
 		return ox_fail(c->m, TIR_ETYPE, "%zu activations, expected %d", a->n_strings, n);
@@ -175,7 +115,7 @@ static const char *dir_of(struct ox_node_ctx *c, const char *base, const char *x
 {
 	char b[300];
 	const char *s = E(base, "slice(%s, axis=0, start=%d, stop=%d)", x, d, d + 1);
-	return E(base, "reshape(%s, shape=%s)", s, sq_shape(b, t->rank - 1, t->shape + 1));
+	return E(base, "reshape(%s, shape=%s)", s, ox_shape_str(b, sizeof b, t->rank - 1, t->shape + 1));
 }
 
 /* RNN, GRU and LSTM, opsets 7-14: per direction, the input projection of
@@ -190,13 +130,14 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	static const int nacts[] = {1, 2, 3};
 	static const char *const pre[] = {"rnn", "gru", "lstm"};
 	struct tir_type tx, tw, tr, tt;
-	const char *x = sq_in(c, 0, &tx), *w = x ? sq_in(c, 1, &tw) : NULL, *r = w ? sq_in(c, 2, &tr) : NULL;
+	const char *x = ox_in_typed(c, 0, &tx), *w = x ? ox_in_typed(c, 1, &tw) : NULL,
+			*r = w ? ox_in_typed(c, 2, &tr) : NULL;
 	if (!r)
 		return -c->m->err->code;
 	int g = ngates[cell];
-	int64_t h = sq_attr_i(c, "hidden_size", tr.rank == 3 ? tr.shape[2] : 0);
-	int layout = (int)sq_attr_i(c, "layout", 0);
-	const Onnx__AttributeProto *da = sq_attr(c, "direction");
+	int64_t h = ox_attr_i(c, "hidden_size", tr.rank == 3 ? tr.shape[2] : 0);
+	int layout = (int)ox_attr_i(c, "layout", 0);
+	const Onnx__AttributeProto *da = ox_attr(c, "direction");
 	char dir[24] = "forward";
 	if (da && da->has_s) {
 		size_t n = da->s.len < sizeof dir - 1 ? da->s.len : sizeof dir - 1; /* a longer one is no direction */
@@ -217,11 +158,11 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	if (seq > 4096)
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "%" PRId64 " time steps (tir writes out up to 4096)", seq);
 	double clip = 0;
-	const Onnx__AttributeProto *ca = sq_attr(c, "clip");
+	const Onnx__AttributeProto *ca = ox_attr(c, "clip");
 	if (ca)
 		clip = ca->f;
-	bool lbr = cell == CELL_GRU && sq_attr_i(c, "linear_before_reset", 0);
-	bool couple = cell == CELL_LSTM && sq_attr_i(c, "input_forget", 0);
+	bool lbr = cell == CELL_GRU && ox_attr_i(c, "linear_before_reset", 0);
+	bool couple = cell == CELL_LSTM && ox_attr_i(c, "input_forget", 0);
 	struct act acts[6];
 	if (rnn_acts(c, nacts[cell], dirs, defs[cell], acts))
 		return -c->m->err->code;
@@ -232,10 +173,10 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	const char *xs = layout ? E(p, "transpose(%s, perm=[1, 0, 2])", x) : x;
 	const char *lens = NULL, *h0 = NULL, *c0 = NULL, *bias = NULL, *peep = NULL;
 	struct tir_type tl, tb;
-	if (sq_given(c, 3))
-		bias = sq_in(c, 3, &tb);
-	if (sq_given(c, 4)) {
-		lens = sq_in(c, 4, &tl);
+	if (ox_has_in(c, 3))
+		bias = ox_in_typed(c, 3, &tb);
+	if (ox_has_in(c, 4)) {
+		lens = ox_in_typed(c, 4, &tl);
 		if (lens && (tl.rank != 1 || tl.shape[0] != batch))
 			return ox_fail(c->m, TIR_ETYPE, "sequence_lens must be [%" PRId64 "]", batch);
 		lens = E(p, "reshape(%s, shape=[%" PRId64 ", 1])", lens, batch);
@@ -244,14 +185,15 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	/* initial_h, initial_c [D, B, H] ([B, D, H] with layout 1), P [D, 3H] */
 	const char **sv[] = {&h0, &c0, &peep};
 	for (int k = 0; k < (cell == CELL_LSTM ? 3 : 1) && !c->m->err->code; k++) {
-		if (!sq_given(c, 5 + (size_t)k) || !(*sv[k] = sq_in(c, 5 + (size_t)k, &tt)))
+		if (!ox_has_in(c, 5 + (size_t)k) || !(*sv[k] = ox_in_typed(c, 5 + (size_t)k, &tt)))
 			continue;
 		int64_t want[3] = {layout && k < 2 ? batch : dirs, layout && k < 2 ? dirs : batch, h};
 		if (k == 2)
 			want[1] = 3 * h;
 		int wr = k == 2 ? 2 : 3;
 		if (tt.rank != wr || memcmp(tt.shape, want, (size_t)wr * sizeof *want))
-			return ox_fail(c->m, TIR_ETYPE, "%s must be %s", sname[k], sq_shape(b1, wr, want));
+			return ox_fail(c->m, TIR_ETYPE, "%s must be %s", sname[k],
+				       ox_shape_str(b1, sizeof b1, wr, want));
 		if (k < 2 && layout)
 			*sv[k] = E(p, "transpose(%s, perm=[1, 0, 2])", *sv[k]);
 	}
@@ -285,11 +227,12 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 			xw = E(p, "add(%s, add(%s, %s))", xw, wb, rb);
 		}
 		const char *hs = h0 ? dir_of(c, "h", h0, &ts, d)
-				    : E("h", "zeros(%s, dtype=%s)", sq_shape(b1, 2, bh), tir_dtype_name(dt));
+				    : E("h", "zeros(%s, dtype=%s)", ox_shape_str(b1, sizeof b1, 2, bh),
+					tir_dtype_name(dt));
 		const char *cs = NULL, *pi = NULL, *po = NULL, *pf = NULL;
 		if (cell == CELL_LSTM) {
 			cs = c0 ? dir_of(c, "c", c0, &ts, d)
-				: E("c", "zeros(%s, dtype=%s)", sq_shape(b1, 2, bh), tir_dtype_name(dt));
+				: E("c", "zeros(%s, dtype=%s)", ox_shape_str(b1, sizeof b1, 2, bh), tir_dtype_name(dt));
 			if (peep) {
 				const char *pd = dir_of(c, "p", peep, &tp, d);
 				pi = E("p", "slice(%s, axis=0, start=0, stop=%" PRId64 ")", pd, h);
@@ -366,7 +309,7 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 		}
 		hl[d] = hs;
 		cl[d] = cs;
-		if (*sq_out(c, 0)) {
+		if (*ox_out_name(c, 0)) {
 			struct tir_str l = {0};
 			for (int64_t t = 0; t < seq; t++)
 				tir_str_addf(&l, "%s%s", t ? ", " : "", ys[d * seq + t]);
@@ -378,21 +321,21 @@ static int op_recurrent(struct ox_node_ctx *c, enum cell cell)
 	}
 	free(ys);
 	/* the outputs: Y [S, D, B, H], Y_h and Y_c [D, B, H] (batch first with layout 1) */
-	if (*sq_out(c, 0)) {
+	if (*ox_out_name(c, 0)) {
 		const char *y = dirs == 2 ? E(p, "stack([%s, %s], axis=1)", yd[0], yd[1])
 					  : E(p, "unsqueeze(%s, axis=1)", yd[0]);
 		y = layout ? E(p, "transpose(%s, perm=[2, 0, 1, 3])", y) : y;
-		if (sq_bind(c, 0, y))
+		if (ox_bind_out(c, 0, y))
 			return -c->m->err->code;
 	}
 	for (int k = 1; k <= (cell == CELL_LSTM ? 2 : 1); k++) {
-		if (!*sq_out(c, (size_t)k))
+		if (!*ox_out_name(c, (size_t)k))
 			continue;
 		const char **last = k == 1 ? hl : cl;
 		const char *s = dirs == 2 ? E(p, "stack([%s, %s], axis=0)", last[0], last[1])
 					  : E(p, "unsqueeze(%s, axis=0)", last[0]);
 		s = layout ? E(p, "transpose(%s, perm=[1, 0, 2])", s) : s;
-		if (sq_bind(c, (size_t)k, s))
+		if (ox_bind_out(c, (size_t)k, s))
 			return -c->m->err->code;
 	}
 	return -c->m->err->code;
@@ -415,17 +358,6 @@ int ox_op_lstm(struct ox_node_ctx *c)
 
 /* ---- GatherND, ReverseSequence ---- */
 
-/* [n] positions 0..n-1 on axis a of a rank-r value (1 elsewhere) */
-static const char *positions(struct ox_node_ctx *c, int64_t n, int a, int r)
-{
-	int64_t sh[TIR_MAX_RANK];
-	for (int k = 0; k < r; k++)
-		sh[k] = k == a ? n : 1;
-	char b[300];
-	const char *i = E("pos", "arange(0, %" PRId64 ", dtype=i64)", n);
-	return r > 1 ? E("pos", "reshape(%s, shape=%s)", i, sq_shape(b, r, sh)) : i;
-}
-
 /* GatherND (opsets 11-13, batch_dims at 12): data's first batch_dims + K
  * axes flattened into one, each index tuple made a flat position there
  * (negative coordinates wrapped), then one gather.  A coordinate out of
@@ -434,10 +366,10 @@ static const char *positions(struct ox_node_ctx *c, int64_t n, int a, int r)
 int ox_op_gathernd(struct ox_node_ctx *c)
 {
 	struct tir_type t, ti;
-	const char *x = sq_in(c, 0, &t), *ix = x ? sq_in(c, 1, &ti) : NULL;
+	const char *x = ox_in_typed(c, 0, &t), *ix = x ? ox_in_typed(c, 1, &ti) : NULL;
 	if (!ix)
 		return -c->m->err->code;
-	int64_t bd = sq_attr_i(c, "batch_dims", 0);
+	int64_t bd = ox_attr_i(c, "batch_dims", 0);
 	if (ti.rank < 1 || bd < 0 || bd >= ti.rank || bd >= t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "batch_dims %" PRId64 " for indices of rank %d", bd, ti.rank);
 	int q = ti.rank, b = (int)bd;
@@ -463,20 +395,20 @@ int ox_op_gathernd(struct ox_node_ctx *c)
 		if (a >= b) { /* coordinate a - b of each tuple */
 			int64_t dim = t.shape[a];
 			co = E("ix", "reshape(slice(%s, axis=%d, start=%d, stop=%d), shape=%s)", i, q - 1, a - b,
-			       a - b + 1, sq_shape(b1, q - 1, ti.shape));
+			       a - b + 1, ox_shape_str(b1, sizeof b1, q - 1, ti.shape));
 			const char *out = E("ix", "or(lt(%s, %" PRId64 "), ge(%s, %" PRId64 "))", co, -dim, co, dim);
 			bad = bad ? E("ix", "or(%s, %s)", bad, out) : out;
 			co = E("ix", "where(lt(%s, 0), add(%s, %" PRId64 "), %s)", co, co, dim, co);
 		} else { /* the batch position itself */
-			co = positions(c, t.shape[a], a, q - 1);
+			co = ox_iota(c, "pos", t.shape[a], a, q - 1);
 		}
 		co = stride != 1 ? E("ix", "mul(%s, %" PRId64 ")", co, stride) : co;
 		pos = pos ? E("ix", "add(%s, %s)", pos, co) : co;
 		stride *= t.shape[a];
 	}
 	pos = E("ix", "where(%s, %" PRId64 ", %s)", bad, n, pos);
-	const char *flat = E("gnd", "reshape(%s, shape=%s)", x, sq_shape(b1, 1 + t.rank - lead, rest));
-	return sq_bind(c, 0, E(sq_out(c, 0), "gather(%s, %s, axis=0)", flat, pos));
+	const char *flat = E("gnd", "reshape(%s, shape=%s)", x, ox_shape_str(b1, sizeof b1, 1 + t.rank - lead, rest));
+	return ox_bind_out(c, 0, E(ox_out_name(c, 0), "gather(%s, %s, axis=0)", flat, pos));
 }
 
 /* ReverseSequence (opset 10): along time_axis, the first len[b] entries
@@ -485,10 +417,10 @@ int ox_op_gathernd(struct ox_node_ctx *c)
 int ox_op_reversesequence(struct ox_node_ctx *c)
 {
 	struct tir_type t, tl;
-	const char *x = sq_in(c, 0, &t), *lens = x ? sq_in(c, 1, &tl) : NULL;
+	const char *x = ox_in_typed(c, 0, &t), *lens = x ? ox_in_typed(c, 1, &tl) : NULL;
 	if (!lens)
 		return -c->m->err->code;
-	int64_t ta = sq_attr_i(c, "time_axis", 0), ba = sq_attr_i(c, "batch_axis", 1);
+	int64_t ta = ox_attr_i(c, "time_axis", 0), ba = ox_attr_i(c, "batch_axis", 1);
 	if (t.rank < 2 || (ta != 0 && ta != 1) || (ba != 0 && ba != 1) || ta == ba)
 		return ox_fail(c->m, TIR_ETYPE, "time_axis %" PRId64 " and batch_axis %" PRId64 " for rank %d", ta,
 			       ba, t.rank);
@@ -500,27 +432,27 @@ int ox_op_reversesequence(struct ox_node_ctx *c)
 	sh[ba] = t.shape[ba];
 	sh[ta] = 1;
 	char b1[300], b2[300];
-	const char *len = E("len", "reshape(cast(%s, dtype=i64), shape=%s)", lens, sq_shape(b1, 2, sh));
-	const char *tpos = positions(c, steps, (int)ta, 2);
+	const char *len = E("len", "reshape(cast(%s, dtype=i64), shape=%s)", lens, ox_shape_str(b1, sizeof b1, 2, sh));
+	const char *tpos = ox_iota(c, "pos", steps, (int)ta, 2);
 	const char *rev = E("rev", "where(lt(%s, %s), sub(sub(%s, 1), %s), %s)", tpos, len, len, tpos, tpos);
 	int64_t e[TIR_MAX_RANK];
 	for (int a = 0; a < t.rank; a++)
 		e[a] = a < 2 ? t.shape[a] : 1;
-	rev = t.rank > 2 ? E("rev", "reshape(%s, shape=%s)", rev, sq_shape(b1, t.rank, e)) : rev;
-	rev = t.rank > 2 ? E("rev", "expand(%s, shape=%s)", rev, sq_shape(b2, t.rank, t.shape)) : rev;
+	rev = t.rank > 2 ? E("rev", "reshape(%s, shape=%s)", rev, ox_shape_str(b1, sizeof b1, t.rank, e)) : rev;
+	rev = t.rank > 2 ? E("rev", "expand(%s, shape=%s)", rev, ox_shape_str(b2, sizeof b2, t.rank, t.shape)) : rev;
 	/* gather along time: flatten to positions (time index, others kept) */
 	int64_t n = 1, stride = 1;
 	for (int a = 0; a < t.rank; a++)
 		n *= t.shape[a];
 	const char *pos = NULL;
 	for (int a = t.rank - 1; a >= 0; a--) {
-		const char *co = a == ta ? rev : positions(c, t.shape[a], a, t.rank);
+		const char *co = a == ta ? rev : ox_iota(c, "pos", t.shape[a], a, t.rank);
 		co = stride != 1 ? E("rev", "mul(%s, %" PRId64 ")", co, stride) : co;
 		pos = pos ? E("rev", "add(%s, %s)", pos, co) : co;
 		stride *= t.shape[a];
 	}
 	const char *flat = E("rev", "reshape(%s, shape=[%" PRId64 "])", x, n);
-	return sq_bind(c, 0, E(sq_out(c, 0), "gather(%s, %s, axis=0)", flat, pos));
+	return ox_bind_out(c, 0, E(ox_out_name(c, 0), "gather(%s, %s, axis=0)", flat, pos));
 }
 
 /* ---- BatchNormalization, training_mode 1 (opsets 14-15) ---- */
@@ -531,7 +463,7 @@ int ox_op_reversesequence(struct ox_node_ctx *c)
 int ox_op_batchnorm_training(struct ox_node_ctx *c)
 {
 	struct tir_type t, tp;
-	const char *x = sq_in(c, 0, &t);
+	const char *x = ox_in_typed(c, 0, &t);
 	if (!x)
 		return -c->m->err->code;
 	if (t.rank < 2 || !tir_dtype_is_float((enum tir_dtype)t.dtype))
@@ -548,28 +480,29 @@ int ox_op_batchnorm_training(struct ox_node_ctx *c)
 	}
 	snprintf(axes + na, 4, "]");
 	for (int k = 0; k < 4; k++) {
-		p[k] = sq_in(c, 1 + (size_t)k, &tp);
+		p[k] = ox_in_typed(c, 1 + (size_t)k, &tp);
 		if (p[k] && (tp.rank != 1 || tp.shape[0] != ch))
 			return ox_fail(c->m, TIR_ETYPE, "input %d must be [%" PRId64 "]", 1 + k, ch);
-		p[k] = E("bn", "reshape(%s, shape=%s)", p[k], sq_shape(b1, t.rank, sh));
+		p[k] = E("bn", "reshape(%s, shape=%s)", p[k], ox_shape_str(b1, sizeof b1, t.rank, sh));
 	}
 	double eps = 1e-5, mom = 0.9;
-	const Onnx__AttributeProto *a = sq_attr(c, "epsilon");
+	const Onnx__AttributeProto *a = ox_attr(c, "epsilon");
 	eps = a ? a->f : eps;
-	a = sq_attr(c, "momentum");
+	a = ox_attr(c, "momentum");
 	mom = a ? a->f : mom;
 	const char *mu = E("bn_mean", "mean(%s, axis=%s, keepdims=true)", x, axes);
 	const char *var = E("bn_var", "var(%s, axis=%s, keepdims=true)", x, axes);
 	const char *n = E("bn", "mul(sub(%s, %s), rsqrt(add(%s, %.9g)))", x, mu, var, eps);
-	if (sq_bind(c, 0, E(sq_out(c, 0), "add(mul(%s, %s), %s)", n, p[0], p[1])))
+	if (ox_bind_out(c, 0, E(ox_out_name(c, 0), "add(mul(%s, %s), %s)", n, p[0], p[1])))
 		return -c->m->err->code;
 	const char *batch[2] = {mu, var};
 	for (int k = 0; k < 2; k++) {
-		if (!*sq_out(c, 1 + (size_t)k))
+		if (!*ox_out_name(c, 1 + (size_t)k))
 			continue;
-		const char *r = E(sq_out(c, 1 + (size_t)k), "reshape(add(mul(%s, %.9g), mul(%s, %.9g)), shape=[%" PRId64 "])",
+		const char *r = E(ox_out_name(c, 1 + (size_t)k),
+				  "reshape(add(mul(%s, %.9g), mul(%s, %.9g)), shape=[%" PRId64 "])",
 				  p[2 + k], mom, batch[k], 1 - mom, ch);
-		if (sq_bind(c, 1 + (size_t)k, r))
+		if (ox_bind_out(c, 1 + (size_t)k, r))
 			return -c->m->err->code;
 	}
 	return 0;
@@ -581,7 +514,7 @@ int ox_op_batchnorm_training(struct ox_node_ctx *c)
 static const char *reduction(struct ox_node_ctx *c)
 {
 	static const char *const names[] = {"none", "add", "mul", "max", "min"};
-	const Onnx__AttributeProto *a = sq_attr(c, "reduction");
+	const Onnx__AttributeProto *a = ox_attr(c, "reduction");
 	if (!a || !a->has_s)
 		return "none";
 	for (int k = 0; k < 5; k++)
@@ -596,11 +529,12 @@ static const char *reduction(struct ox_node_ctx *c)
 int ox_op_scatternd(struct ox_node_ctx *c)
 {
 	struct tir_type t, ti, tu;
-	const char *x = sq_in(c, 0, &t), *ix = x ? sq_in(c, 1, &ti) : NULL, *u = ix ? sq_in(c, 2, &tu) : NULL;
+	const char *x = ox_in_typed(c, 0, &t), *ix = x ? ox_in_typed(c, 1, &ti) : NULL,
+			*u = ix ? ox_in_typed(c, 2, &tu) : NULL;
 	const char *red = u ? reduction(c) : NULL;
 	if (!red)
 		return -c->m->err->code;
-	return sq_bind(c, 0, E(sq_out(c, 0), "scatter_nd(%s, %s, %s, reduction=%s)", x, ix, u, red));
+	return ox_bind_out(c, 0, E(ox_out_name(c, 0), "scatter_nd(%s, %s, %s, reduction=%s)", x, ix, u, red));
 }
 
 /* ScatterElements (opsets 11-16) and Scatter (9-10, the same op): each
@@ -610,11 +544,12 @@ int ox_op_scatternd(struct ox_node_ctx *c)
 int ox_op_scatterelements(struct ox_node_ctx *c)
 {
 	struct tir_type t, ti, tu;
-	const char *x = sq_in(c, 0, &t), *ix = x ? sq_in(c, 1, &ti) : NULL, *u = ix ? sq_in(c, 2, &tu) : NULL;
+	const char *x = ox_in_typed(c, 0, &t), *ix = x ? ox_in_typed(c, 1, &ti) : NULL,
+			*u = ix ? ox_in_typed(c, 2, &tu) : NULL;
 	const char *red = u ? reduction(c) : NULL;
 	if (!red)
 		return -c->m->err->code;
-	int64_t ax = sq_attr_i(c, "axis", 0);
+	int64_t ax = ox_attr_i(c, "axis", 0);
 	if (ax < -t.rank || ax >= t.rank || !t.rank)
 		return ox_fail(c->m, TIR_ETYPE, "axis %" PRId64 " is out of range for rank %d", ax, t.rank);
 	int a = (int)(ax < 0 ? ax + t.rank : ax);
@@ -624,13 +559,13 @@ int ox_op_scatterelements(struct ox_node_ctx *c)
 	struct tir_str l = {0};
 	for (int k = 0; k < t.rank; k++) {
 		const char *co = k == a ? E("ix", "cast(%s, dtype=i64)", ix)
-					: E("ix", "expand(%s, shape=%s)", positions(c, ti.shape[k], k, t.rank),
-					    sq_shape(b1, ti.rank, ti.shape));
+					: E("ix", "expand(%s, shape=%s)", ox_iota(c, "pos", ti.shape[k], k, t.rank),
+					    ox_shape_str(b1, sizeof b1, ti.rank, ti.shape));
 		tir_str_addf(&l, "%s%s", k ? ", " : "", co ? co : "");
 	}
 	const char *tuples = l.oom ? NULL : E("ix", "stack([%s], axis=-1)", l.s);
 	tir_str_free(&l);
 	if (!tuples && !c->m->err->code)
 		return ox_fail(c->m, TIR_ENOMEM, "out of memory");
-	return sq_bind(c, 0, E(sq_out(c, 0), "scatter_nd(%s, %s, %s, reduction=%s)", x, tuples, u, red));
+	return ox_bind_out(c, 0, E(ox_out_name(c, 0), "scatter_nd(%s, %s, %s, reduction=%s)", x, tuples, u, red));
 }

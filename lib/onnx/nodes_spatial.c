@@ -2,8 +2,8 @@
  * nodes_spatial.c — the ONNX emitters of the spatial ops: Resize and
  * Upsample (each resized axis a gather of its taps from x, weighted by
  * constants the importer computes, as ONNX's reference does).  Not the
- * window ops of 1 and 2 axes (nodes.c); the small helpers below are this
- * file's own so that nodes.c's stay private to it.
+ * window ops of 1 and 2 axes (nodes.c); the helpers every emitter shares
+ * are emit.c's.
  */
 #include "onnx.h"
 
@@ -13,38 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the node's attributes and operands ---- */
-
-static const Onnx__AttributeProto *sp_attr(struct ox_node_ctx *c, const char *name)
-{
-	for (size_t k = 0; k < c->n->n_attribute; k++)
-		if (c->n->attribute[k]->name && !strcmp(c->n->attribute[k]->name, name))
-			return c->n->attribute[k];
-	return NULL;
-}
-
-/* the string attribute name, or def; at most cap - 1 bytes */
-static const char *sp_str(struct ox_node_ctx *c, const char *name, const char *def, char *buf, size_t cap)
-{
-	const Onnx__AttributeProto *a = sp_attr(c, name);
-	if (!a || !a->has_s)
-		return def;
-	size_t n = a->s.len < cap - 1 ? a->s.len : cap - 1;
-	memcpy(buf, a->s.data, n);
-	buf[n] = 0;
-	return buf;
-}
-
-static bool sp_has(struct ox_node_ctx *c, size_t k)
-{
-	return k < c->n->n_input && c->n->input[k] && *c->n->input[k];
-}
-
 /* input k's value known at import: a constant, or a small float vector
  * read from its input file; NULL when absent or computed at run time */
 static const struct ox_const *sp_known(struct ox_node_ctx *c, size_t k)
 {
-	struct ox_val *v = sp_has(c, k) ? ox_find(c->m, c->n->input[k]) : NULL;
+	struct ox_val *v = ox_in_val(c, k);
 	if (!v)
 		return NULL;
 	if (v->c && v->c->d)
@@ -52,18 +25,7 @@ static const struct ox_const *sp_known(struct ox_node_ctx *c, size_t k)
 	return v->given;
 }
 
-static const char *sp_out(struct ox_node_ctx *c)
-{
-	return c->n->n_output && c->n->output[0] ? c->n->output[0] : "";
-}
-
-static const char *sp_dtype(enum tir_dtype dt)
-{
-	static const char *const n[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16"};
-	return dt < sizeof n / sizeof *n ? n[dt] : "?";
-}
-
-#define SP_EMIT(...) ox_emit(c->m, sp_out(c), __VA_ARGS__)
+#define SP_EMIT(...) ox_emit(c->m, ox_out_name(c, 0), __VA_ARGS__)
 
 /* A constant of n values shaped [n, 1, ...] (rank - a axes: it broadcasts
  * on axis a of a rank-rank tensor), of dtype dt (i64 or a float): a
@@ -100,7 +62,7 @@ static const char *sp_const(struct ox_node_ctx *c, const char *base, enum tir_dt
 		x = ox_emit(c->m, base, "%s", s.s);
 		tir_str_free(&s);
 		if (x && dt != TIR_DTYPE_I64 && dt != TIR_DTYPE_F32)
-			x = ox_emit(c->m, base, "cast(%s, dtype=%s)", x, sp_dtype(dt));
+			x = ox_emit(c->m, base, "cast(%s, dtype=%s)", x, tir_dtype_name(dt));
 	} else {
 		/* a value of the importer's own (its key no ONNX name takes) */
 		char key[300];
@@ -292,7 +254,7 @@ static const char *rs_axis(struct ox_node_ctx *c, const char *xv, const struct t
 		struct tir_str s = {0};
 		for (int k = 0; k < t->rank; k++)
 			tir_str_addf(&s, "%s%" PRId64, k ? ", " : "", shape[k]);
-		acc = SP_EMIT("full([%s], %.9g, dtype=%s)", s.s ? s.s : "", o->extrapolation, sp_dtype(t->dtype));
+		acc = SP_EMIT("full([%s], %.9g, dtype=%s)", s.s ? s.s : "", o->extrapolation, tir_dtype_name(t->dtype));
 		tir_str_free(&s);
 		r = acc;
 		goto out;
@@ -315,10 +277,10 @@ static int rs_parse(struct ox_node_ctx *c, struct rs_opts *o)
 	char b[64];
 	const Onnx__AttributeProto *a;
 	memset(o, 0, sizeof *o);
-	o->a = (a = sp_attr(c, "cubic_coeff_a")) ? a->f : -0.75;
-	o->exclude_outside = (a = sp_attr(c, "exclude_outside")) && a->i;
-	o->extrapolation = (a = sp_attr(c, "extrapolation_value")) ? a->f : 0;
-	const char *m = sp_str(c, "mode", "nearest", b, sizeof b);
+	o->a = (a = ox_attr(c, "cubic_coeff_a")) ? a->f : -0.75;
+	o->exclude_outside = (a = ox_attr(c, "exclude_outside")) && a->i;
+	o->extrapolation = (a = ox_attr(c, "extrapolation_value")) ? a->f : 0;
+	const char *m = ox_attr_str(c, "mode", "nearest", b, sizeof b);
 	if (!strcmp(m, "nearest"))
 		o->mode = RS_NEAREST;
 	else if (!strcmp(m, "linear") || !strcmp(m, "bilinear"))
@@ -336,14 +298,14 @@ static int rs_parse(struct ox_node_ctx *c, struct rs_opts *o)
 	static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
 					     "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 	static const char *const rounds[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-	const char *cm = sp_str(c, "coordinate_transformation_mode", "half_pixel", b, sizeof b);
+	const char *cm = ox_attr_str(c, "coordinate_transformation_mode", "half_pixel", b, sizeof b);
 	int k = 0;
 	while (k < 6 && strcmp(cm, coords[k]))
 		k++;
 	if (k == 6)
 		return ox_fail(c->m, TIR_ETYPE, "coordinate_transformation_mode '%s'", cm);
 	o->coord = (enum rs_coord)k;
-	const char *nm = sp_str(c, "nearest_mode", "round_prefer_floor", b, sizeof b);
+	const char *nm = ox_attr_str(c, "nearest_mode", "round_prefer_floor", b, sizeof b);
 	for (k = 0; k < 4 && strcmp(nm, rounds[k]); k++)
 		;
 	if (k == 4)
@@ -359,7 +321,7 @@ int ox_op_resize(struct ox_node_ctx *c)
 	struct rs_opts o;
 	if (rs_parse(c, &o))
 		return -c->m->err->code;
-	if (!sp_has(c, 0))
+	if (!ox_has_in(c, 0))
 		return ox_fail(c->m, TIR_EDATA, "input 0 is missing");
 	const char *x = ox_use(c->m, c->n->input[0]);
 	const struct tir_type *tx = x ? ox_type(c->m, x) : NULL;
@@ -373,7 +335,7 @@ int ox_op_resize(struct ox_node_ctx *c)
 	const struct ox_const *sc = upsample7 ? NULL : sp_known(c, ks);
 	const struct ox_const *sz = c->opset < 11 ? NULL : sp_known(c, kz);
 	if (upsample7) {
-		const Onnx__AttributeProto *a = sp_attr(c, "scales");
+		const Onnx__AttributeProto *a = ox_attr(c, "scales");
 		if (!a || a->n_floats != (size_t)t.rank)
 			return ox_fail(c->m, TIR_ETYPE, "scales of %zu values for rank %d", a ? a->n_floats : 0, t.rank);
 		for (int k = 0; k < t.rank; k++)
@@ -384,8 +346,8 @@ int ox_op_resize(struct ox_node_ctx *c)
 		for (int k = 0; k < t.rank; k++)
 			scales[k] = (double)(float)sc->d[k];
 	} else if (!(sz && sz->n)) {
-		const char *what = sp_has(c, kz) ? c->n->input[kz] : sp_has(c, ks) ? c->n->input[ks] : "";
-		if (sp_has(c, kz) || sp_has(c, ks))
+		const char *what = ox_has_in(c, kz) ? c->n->input[kz] : ox_has_in(c, ks) ? c->n->input[ks] : "";
+		if (ox_has_in(c, kz) || ox_has_in(c, ks))
 			return ox_fail(c->m, TIR_EUNSUPPORTED, "its scales or sizes ('%s') are computed at run time; tir "
 				       "needs it known at import (a static shape)", what);
 		return ox_fail(c->m, TIR_EDATA, "neither scales nor sizes given");
@@ -420,7 +382,7 @@ int ox_op_resize(struct ox_node_ctx *c)
 		const struct ox_const *r = sp_known(c, kr);
 		if (!r)
 			return ox_fail(c->m, TIR_EUNSUPPORTED, "its roi is %s; tir needs it known at import",
-				       sp_has(c, kr) ? "computed at run time" : "missing");
+				       ox_has_in(c, kr) ? "computed at run time" : "missing");
 		if (r->n != 2 * t.rank)
 			return ox_fail(c->m, TIR_ETYPE, "roi of %" PRId64 " values for rank %d", r->n, t.rank);
 		for (int k = 0; k < 2 * t.rank; k++)
@@ -437,10 +399,10 @@ int ox_op_resize(struct ox_node_ctx *c)
 		t.shape[a] = out[a];
 	}
 	if (x && t.dtype != dt)
-		x = SP_EMIT("cast(%s, dtype=%s)", x, sp_dtype(dt));
+		x = SP_EMIT("cast(%s, dtype=%s)", x, tir_dtype_name(dt));
 	if (!x)
 		return -c->m->err->code;
-	return ox_bind(c->m, sp_out(c), x);
+	return ox_bind(c->m, ox_out_name(c, 0), x);
 }
 
 /* ---- 3-D Conv, ConvTranspose, MaxPool, AveragePool ---- */
@@ -459,15 +421,15 @@ static int sp_window(struct ox_node_ctx *c, const struct tir_type *t, const int6
 	if (n < 1 || n > 3)
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "%s of a %d-D input is not supported (1 to 3)", c->n->op_type, n);
 	w->n = n;
-	const Onnx__AttributeProto *ks = sp_attr(c, "kernel_shape"), *st = sp_attr(c, "strides"),
-				   *dl = sp_attr(c, "dilations"), *pd = sp_attr(c, "pads");
+	const Onnx__AttributeProto *ks = ox_attr(c, "kernel_shape"), *st = ox_attr(c, "strides"),
+				   *dl = ox_attr(c, "dilations"), *pd = ox_attr(c, "pads");
 	if ((ks && ks->n_ints != (size_t)n) || (st && st->n_ints != (size_t)n) || (dl && dl->n_ints != (size_t)n) ||
 	    (pd && pd->n_ints != (size_t)(2 * n)))
 		return ox_fail(c->m, TIR_ETYPE, "kernel_shape, strides, dilations or pads not of %d spatial axes", n);
 	if (!ks && !kw)
 		return ox_fail(c->m, TIR_EDATA, "no kernel_shape");
 	char b[32];
-	const char *ap = sp_str(c, "auto_pad", "NOTSET", b, sizeof b);
+	const char *ap = ox_attr_str(c, "auto_pad", "NOTSET", b, sizeof b);
 	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
 	if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
 		return ox_fail(c->m, TIR_ETYPE, "auto_pad not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
@@ -506,16 +468,6 @@ static void sp_pads(struct tir_str *s, int n, const int64_t *p0, const int64_t *
 	tir_str_addf(s, "]");
 }
 
-static const char *sp_shape(char *b, size_t cap, int rank, const int64_t *s)
-{
-	size_t n = (size_t)snprintf(b, cap, "[");
-	for (int k = 0; k < rank && n < cap; k++)
-		n += (size_t)snprintf(b + n, cap - n, "%s%" PRId64, k ? ", " : "", s[k]);
-	if (n < cap)
-		snprintf(b + n, cap - n, "]");
-	return b;
-}
-
 /* a 3-D convolution of x [N, C, D, H, W] (padded already) by w [O, C/g,
  * kD, kH, kW]: for each of the kD depth taps, the strided depth slices of
  * x as a batch of N * Dout images, convolved in 2-D with the tap's
@@ -540,9 +492,9 @@ static const char *sp_conv3d(struct ox_node_ctx *c, const char *x, const char *w
 		int64_t st = k * win->d[0];
 		const char *xs = SP_EMIT("slice(%s, axis=1, start=%" PRId64 ", stop=%" PRId64 ", step=%" PRId64 ")", xt, st,
 					 st + (Do - 1) * win->s[0] + 1, win->s[0]);
-		xs = xs ? SP_EMIT("reshape(%s, shape=%s)", xs, sp_shape(b, sizeof b, 4, s4)) : NULL;
+		xs = xs ? SP_EMIT("reshape(%s, shape=%s)", xs, ox_shape_str(b, sizeof b, 4, s4)) : NULL;
 		const char *wk = xs ? SP_EMIT("slice(%s, axis=2, start=%" PRId64 ", stop=%" PRId64 ")", w, k, k + 1) : NULL;
-		wk = wk ? SP_EMIT("reshape(%s, shape=%s)", wk, sp_shape(b, sizeof b, 4, w4)) : NULL;
+		wk = wk ? SP_EMIT("reshape(%s, shape=%s)", wk, ox_shape_str(b, sizeof b, 4, w4)) : NULL;
 		const char *y = wk ? SP_EMIT("conv2d(%s, %s, stride=[%" PRId64 ", %" PRId64 "], dilation=[%" PRId64
 					     ", %" PRId64 "], groups=%" PRId64 ")", xs, wk, win->s[1], win->s[2],
 					     win->d[1], win->d[2], g) : NULL;
@@ -554,24 +506,15 @@ static const char *sp_conv3d(struct ox_node_ctx *c, const char *x, const char *w
 	if (!ty)
 		return NULL;
 	int64_t s5[5] = {N, Do, O, ty->shape[2], ty->shape[3]};
-	const char *y = SP_EMIT("reshape(%s, shape=%s)", acc, sp_shape(b, sizeof b, 5, s5));
+	const char *y = SP_EMIT("reshape(%s, shape=%s)", acc, ox_shape_str(b, sizeof b, 5, s5));
 	return y ? SP_EMIT("transpose(%s, perm=[0, 2, 1, 3, 4])", y) : NULL;
-}
-
-static const char *sp_in(struct ox_node_ctx *c, size_t k)
-{
-	if (!sp_has(c, k)) {
-		ox_fail(c->m, TIR_EDATA, "input %zu is missing", k);
-		return NULL;
-	}
-	return ox_use(c->m, c->n->input[k]);
 }
 
 static const char *sp_bias(struct ox_node_ctx *c, const char *y, int64_t O)
 {
-	if (!y || !sp_has(c, 2))
+	if (!y || !ox_has_in(c, 2))
 		return y;
-	const char *b = sp_in(c, 2);
+	const char *b = ox_in(c, 2);
 	b = b ? SP_EMIT("reshape(%s, shape=[%" PRId64 ", 1, 1, 1])", b, O) : NULL;
 	return b ? SP_EMIT("add(%s, %s)", y, b) : NULL;
 }
@@ -579,7 +522,7 @@ static const char *sp_bias(struct ox_node_ctx *c, const char *y, int64_t O)
 /* Conv of a 3-D input */
 int ox_op_conv3d(struct ox_node_ctx *c)
 {
-	const char *x = sp_in(c, 0), *w = x ? sp_in(c, 1) : NULL;
+	const char *x = ox_in(c, 0), *w = x ? ox_in(c, 1) : NULL;
 	const struct tir_type *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
 	if (!tw)
 		return -c->m->err->code;
@@ -588,7 +531,7 @@ int ox_op_conv3d(struct ox_node_ctx *c)
 	struct sp_win win;
 	if (sp_window(c, tx, tw->shape + 2, &win))
 		return -c->m->err->code;
-	const Onnx__AttributeProto *ga = sp_attr(c, "group");
+	const Onnx__AttributeProto *ga = ox_attr(c, "group");
 	int64_t g = ga ? ga->i : 1, C = tx->shape[1];
 	if (g < 1 || C % g || tw->shape[0] % g || tw->shape[1] * g != C)
 		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64
@@ -602,7 +545,7 @@ int ox_op_conv3d(struct ox_node_ctx *c)
 	}
 	const char *y = x ? sp_conv3d(c, x, w, &win, g) : NULL;
 	y = sp_bias(c, y, O);
-	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+	return y ? ox_bind(c->m, ox_out_name(c, 0), y) : -c->m->err->code;
 }
 
 /* each element's flat position in x of type *t (row-major, or with the
@@ -616,7 +559,7 @@ static const char *sp_indices(struct ox_node_ctx *c, const struct tir_type *t, b
 	}
 	char b[300];
 	const char *i = SP_EMIT("arange(0, %" PRId64 ", dtype=i64)", n);
-	i = i ? SP_EMIT("reshape(%s, shape=%s)", i, sp_shape(b, sizeof b, t->rank, sh)) : NULL;
+	i = i ? SP_EMIT("reshape(%s, shape=%s)", i, ox_shape_str(b, sizeof b, t->rank, sh)) : NULL;
 	if (i && colmajor && t->rank > 3) {
 		struct tir_str p = {0};
 		tir_str_addf(&p, "[0, 1");
@@ -638,7 +581,7 @@ static const char *sp_indices(struct ox_node_ctx *c, const struct tir_type *t, b
  * with count_include_pad, ceil_mode's extra never) */
 int ox_op_pool_nd(struct ox_node_ctx *c)
 {
-	const char *x = sp_in(c, 0);
+	const char *x = ox_in(c, 0);
 	const struct tir_type *tx = x ? ox_type(c->m, x) : NULL;
 	if (!tx)
 		return -c->m->err->code;
@@ -649,11 +592,11 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 	if (sp_window(c, &t, NULL, &win))
 		return -c->m->err->code;
 	const Onnx__AttributeProto *a;
-	const char *xi = want_ix ? sp_indices(c, &t, (a = sp_attr(c, "storage_order")) && a->i) : NULL;
+	const char *xi = want_ix ? sp_indices(c, &t, (a = ox_attr(c, "storage_order")) && a->i) : NULL;
 	if (want_ix && !xi)
 		return -c->m->err->code;
-	bool ceil_mode = (a = sp_attr(c, "ceil_mode")) && a->i;
-	bool count_pad = !max && (a = sp_attr(c, "count_include_pad")) && a->i;
+	bool ceil_mode = (a = ox_attr(c, "ceil_mode")) && a->i;
+	bool count_pad = !max && (a = ox_attr(c, "count_include_pad")) && a->i;
 	enum tir_dtype dt = (enum tir_dtype)t.dtype;
 	if (!max && dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64) {
 		x = SP_EMIT("cast(%s, dtype=f32)", x);
@@ -727,8 +670,8 @@ int ox_op_pool_nd(struct ox_node_ctx *c)
 		t.shape[A] = out;
 	}
 	if (x && t.dtype != dt)
-		x = SP_EMIT("cast(%s, dtype=%s)", x, sp_dtype(dt));
-	if (!x || ox_bind(c->m, sp_out(c), x))
+		x = SP_EMIT("cast(%s, dtype=%s)", x, tir_dtype_name(dt));
+	if (!x || ox_bind(c->m, ox_out_name(c, 0), x))
 		return -c->m->err->code;
 	return xi ? ox_bind(c->m, c->n->output[1], xi) : 0;
 }
@@ -794,7 +737,7 @@ static int gs_tap(struct gs_ctx *g, const char *cx, const char *cy, const char *
 	f = f ? SP_EMIT("add(%s, %s)", f, ix) : NULL;
 	f = f ? SP_EMIT("add(%s, %s)", f, g->base) : NULL;
 	const char *v = f ? SP_EMIT("gather(%s, %s, axis=0)", g->xf, f) : NULL;
-	const char *mw = v ? SP_EMIT("cast(%s, dtype=%s)", m, sp_dtype((enum tir_dtype)ox_type(c->m, cx)->dtype)) : NULL;
+	const char *mw = v ? SP_EMIT("cast(%s, dtype=%s)", m, tir_dtype_name((enum tir_dtype)ox_type(c->m, cx)->dtype)) : NULL;
 	if (mw && w)
 		mw = SP_EMIT("mul(%s, %s)", mw, w);
 	mw = mw ? SP_EMIT("unsqueeze(%s, axis=3)", mw) : NULL;
@@ -839,7 +782,7 @@ static int gs_cubic(struct gs_ctx *g, const char *t, const char **w)
  * grid_sample, which ONNX's tests were made with */
 int ox_op_gridsample(struct ox_node_ctx *c)
 {
-	const char *x = sp_in(c, 0), *gr = x ? sp_in(c, 1) : NULL;
+	const char *x = ox_in(c, 0), *gr = x ? ox_in(c, 1) : NULL;
 	const struct tir_type *tx = gr ? ox_type(c->m, x) : NULL, *tg = tx ? ox_type(c->m, gr) : NULL;
 	if (!tg)
 		return -c->m->err->code;
@@ -847,9 +790,9 @@ int ox_op_gridsample(struct ox_node_ctx *c)
 		return ox_fail(c->m, TIR_ETYPE, "GridSample of x of rank %d and a grid of rank %d (x [N, C, H, W] and "
 			       "grid [N, H_out, W_out, 2])", tx->rank, tg->rank);
 	char b[64], b2[64], sh[300];
-	const char *mode = sp_str(c, "mode", "bilinear", b, sizeof b);
-	const char *pm = sp_str(c, "padding_mode", "zeros", b2, sizeof b2);
-	const Onnx__AttributeProto *al = sp_attr(c, "align_corners");
+	const char *mode = ox_attr_str(c, "mode", "bilinear", b, sizeof b);
+	const char *pm = ox_attr_str(c, "padding_mode", "zeros", b2, sizeof b2);
+	const Onnx__AttributeProto *al = ox_attr(c, "align_corners");
 	int m = !strcmp(mode, "bilinear") ? 0 : !strcmp(mode, "nearest") ? 1 : !strcmp(mode, "bicubic") ? 2 : -1;
 	if (m < 0)
 		return ox_fail(c->m, TIR_ETYPE, "mode '%s' (bilinear, nearest or bicubic)", mode);
@@ -863,15 +806,15 @@ int ox_op_gridsample(struct ox_node_ctx *c)
 	struct gs_ctx g = {c, NULL, NULL, H, W, al && al->i, !strcmp(pm, "border"), !strcmp(pm, "reflection"), NULL};
 	int64_t s2[2] = {N * H * W, C}, s3[3] = {N, Ho, Wo}, s1[3] = {N, 1, 1};
 	const char *xt = SP_EMIT("transpose(%s, perm=[0, 2, 3, 1])", x);
-	g.xf = xt ? SP_EMIT("reshape(%s, shape=%s)", xt, sp_shape(sh, sizeof sh, 2, s2)) : NULL;
+	g.xf = xt ? SP_EMIT("reshape(%s, shape=%s)", xt, ox_shape_str(sh, sizeof sh, 2, s2)) : NULL;
 	const char *bn = g.xf ? SP_EMIT("arange(0, %" PRId64 ", %" PRId64 ", dtype=i64)", N * H * W, H * W) : NULL;
-	g.base = bn ? SP_EMIT("reshape(%s, shape=%s)", bn, sp_shape(sh, sizeof sh, 3, s1)) : NULL;
+	g.base = bn ? SP_EMIT("reshape(%s, shape=%s)", bn, ox_shape_str(sh, sizeof sh, 3, s1)) : NULL;
 	/* the grid's x and y, unnormalized */
 	const char *co[2] = {NULL, NULL};
 	for (int k = 0; k < 2 && g.base; k++) {
 		int64_t n = k ? H : W;
 		const char *v = SP_EMIT("slice(%s, axis=3, start=%d, stop=%d)", gr, k, k + 1);
-		v = v ? SP_EMIT("reshape(%s, shape=%s)", v, sp_shape(sh, sizeof sh, 3, s3)) : NULL;
+		v = v ? SP_EMIT("reshape(%s, shape=%s)", v, ox_shape_str(sh, sizeof sh, 3, s3)) : NULL;
 		v = v ? SP_EMIT("add(%s, 1.0)", v) : NULL;
 		if (g.align)
 			v = v ? SP_EMIT("mul(%s, %.17g)", v, (double)(n - 1) / 2) : NULL;
@@ -925,8 +868,8 @@ int ox_op_gridsample(struct ox_node_ctx *c)
 	}
 	const char *y = SP_EMIT("transpose(%s, perm=[0, 3, 1, 2])", g.acc);
 	if (y && ox_type(c->m, y)->dtype != dt)
-		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
-	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+		y = SP_EMIT("cast(%s, dtype=%s)", y, tir_dtype_name(dt));
+	return y ? ox_bind(c->m, ox_out_name(c, 0), y) : -c->m->err->code;
 }
 
 /* ---- RoiAlign ---- */
@@ -980,7 +923,7 @@ static int ra_axis(struct ox_node_ctx *c, const char *rois, int k, int64_t n, in
  * gathers from X with its channels last, the mean of each bin's */
 int ox_op_roialign(struct ox_node_ctx *c)
 {
-	const char *x = sp_in(c, 0), *rois = x ? sp_in(c, 1) : NULL, *bi = rois ? sp_in(c, 2) : NULL;
+	const char *x = ox_in(c, 0), *rois = x ? ox_in(c, 1) : NULL, *bi = rois ? ox_in(c, 2) : NULL;
 	const struct tir_type *tx = bi ? ox_type(c->m, x) : NULL, *tr = tx ? ox_type(c->m, rois) : NULL;
 	const struct tir_type *tb = tr ? ox_type(c->m, bi) : NULL;
 	if (!tb)
@@ -989,17 +932,17 @@ int ox_op_roialign(struct ox_node_ctx *c)
 		return ox_fail(c->m, TIR_ETYPE, "RoiAlign of X of rank %d, rois of rank %d and batch_indices of rank %d "
 			       "(X [N, C, H, W], rois [R, 4], batch_indices [R])", tx->rank, tr->rank, tb->rank);
 	char b[64], b2[64], sh[300];
-	const char *mode = sp_str(c, "mode", "avg", b, sizeof b);
-	const char *ctm = sp_str(c, "coordinate_transformation_mode", c->opset < 16 ? "output_half_pixel" : "half_pixel",
+	const char *mode = ox_attr_str(c, "mode", "avg", b, sizeof b);
+	const char *ctm = ox_attr_str(c, "coordinate_transformation_mode", c->opset < 16 ? "output_half_pixel" : "half_pixel",
 				 b2, sizeof b2);
 	if (strcmp(mode, "avg"))
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "RoiAlign's mode '%s' is not supported (avg only)", mode);
 	if (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel"))
 		return ox_fail(c->m, TIR_ETYPE, "coordinate_transformation_mode '%s'", ctm);
 	const Onnx__AttributeProto *a;
-	int64_t oh = (a = sp_attr(c, "output_height")) ? a->i : 1, ow = (a = sp_attr(c, "output_width")) ? a->i : 1;
-	int64_t sr = (a = sp_attr(c, "sampling_ratio")) ? a->i : 0;
-	double scale = (a = sp_attr(c, "spatial_scale")) ? a->f : 1.0;
+	int64_t oh = (a = ox_attr(c, "output_height")) ? a->i : 1, ow = (a = ox_attr(c, "output_width")) ? a->i : 1;
+	int64_t sr = (a = ox_attr(c, "sampling_ratio")) ? a->i : 0;
+	double scale = (a = ox_attr(c, "spatial_scale")) ? a->f : 1.0;
 	if (sr == 0)
 		return ox_fail(c->m, TIR_EUNSUPPORTED, "RoiAlign's sampling_ratio 0 (as many points as each roi's size "
 			       "gives, known only at run time) is not supported");
@@ -1018,9 +961,9 @@ int ox_op_roialign(struct ox_node_ctx *c)
 		return -c->m->err->code;
 	int64_t s2[2] = {N * H * W, C}, s3[3] = {R, 1, 1};
 	const char *xt = SP_EMIT("transpose(%s, perm=[0, 2, 3, 1])", x);
-	const char *xf = xt ? SP_EMIT("reshape(%s, shape=%s)", xt, sp_shape(sh, sizeof sh, 2, s2)) : NULL;
+	const char *xf = xt ? SP_EMIT("reshape(%s, shape=%s)", xt, ox_shape_str(sh, sizeof sh, 2, s2)) : NULL;
 	const char *base = xf ? SP_EMIT("mul(cast(%s, dtype=i64), %" PRId64 ")", bi, H * W) : NULL;
-	base = base ? SP_EMIT("reshape(%s, shape=%s)", base, sp_shape(sh, sizeof sh, 3, s3)) : NULL;
+	base = base ? SP_EMIT("reshape(%s, shape=%s)", base, ox_shape_str(sh, sizeof sh, 3, s3)) : NULL;
 	const char *ok = base ? SP_EMIT("cast(and(%s, %s), dtype=f32)", vy, vx) : NULL;
 	const char *acc = NULL;
 	const char *ys[2] = {ylo, yhi}, *xs[2] = {xlo, xhi}, *wy[2] = {wylo, wyhi}, *wx[2] = {wxlo, wxhi};
@@ -1036,12 +979,12 @@ int ox_op_roialign(struct ox_node_ctx *c)
 				return -c->m->err->code;
 		}
 	int64_t s6[6] = {R, oh, sr, ow, sr, C};
-	const char *y = acc ? SP_EMIT("reshape(%s, shape=%s)", acc, sp_shape(sh, sizeof sh, 6, s6)) : NULL;
+	const char *y = acc ? SP_EMIT("reshape(%s, shape=%s)", acc, ox_shape_str(sh, sizeof sh, 6, s6)) : NULL;
 	y = y ? SP_EMIT("mean(%s, axis=[2, 4])", y) : NULL;
 	y = y ? SP_EMIT("transpose(%s, perm=[0, 3, 1, 2])", y) : NULL;
 	if (y && dt != TIR_DTYPE_F32)
-		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
-	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+		y = SP_EMIT("cast(%s, dtype=%s)", y, tir_dtype_name(dt));
+	return y ? ox_bind(c->m, ox_out_name(c, 0), y) : -c->m->err->code;
 }
 
 /* ---- MaxUnpool ---- */
@@ -1053,7 +996,7 @@ int ox_op_roialign(struct ox_node_ctx *c)
  * limited to 2^28 comparisons. */
 int ox_op_maxunpool(struct ox_node_ctx *c)
 {
-	const char *x = sp_in(c, 0), *ix = x ? sp_in(c, 1) : NULL;
+	const char *x = ox_in(c, 0), *ix = x ? ox_in(c, 1) : NULL;
 	const struct tir_type *tx = ix ? ox_type(c->m, x) : NULL, *ti = tx ? ox_type(c->m, ix) : NULL;
 	if (!ti)
 		return -c->m->err->code;
@@ -1068,7 +1011,7 @@ int ox_op_maxunpool(struct ox_node_ctx *c)
 	for (int a = 0; a < win.n; a++)
 		out[2 + a] = (win.in[a] - 1) * win.s[a] - win.p0[a] - win.p1[a] + win.k[a];
 	memcpy(want, out, sizeof out);
-	if (sp_has(c, 2)) {
+	if (ox_has_in(c, 2)) {
 		const struct ox_const *os = sp_known(c, 2);
 		if (!os)
 			return ox_fail(c->m, TIR_EUNSUPPORTED, "its output_shape is computed at run time; tir needs it known "
@@ -1098,17 +1041,17 @@ int ox_op_maxunpool(struct ox_node_ctx *c)
 	char sh[300];
 	int64_t N = out[0], C = out[1], s4[4] = {N, C, (int64_t)J, 1}, p4[4] = {N, C, 1, (int64_t)P}, r4[4] = {N, C, 1, (int64_t)J};
 	const char *pos = SP_EMIT("arange(0, %" PRId64 ", dtype=i64)", N * C * (int64_t)P);
-	pos = pos ? SP_EMIT("reshape(%s, shape=%s)", pos, sp_shape(sh, sizeof sh, 4, p4)) : NULL;
-	const char *i = pos ? SP_EMIT("reshape(cast(%s, dtype=i64), shape=%s)", ix, sp_shape(sh, sizeof sh, 4, s4)) : NULL;
+	pos = pos ? SP_EMIT("reshape(%s, shape=%s)", pos, ox_shape_str(sh, sizeof sh, 4, p4)) : NULL;
+	const char *i = pos ? SP_EMIT("reshape(cast(%s, dtype=i64), shape=%s)", ix, ox_shape_str(sh, sizeof sh, 4, s4)) : NULL;
 	enum tir_dtype dt = (enum tir_dtype)tx->dtype;
 	const char *ft = dt == TIR_DTYPE_F64 ? "f64" : "f32";
 	const char *m = i ? SP_EMIT("cast(eq(%s, %s), dtype=%s)", i, pos, ft) : NULL;
-	const char *row = m ? SP_EMIT("reshape(cast(%s, dtype=%s), shape=%s)", x, ft, sp_shape(sh, sizeof sh, 4, r4)) : NULL;
+	const char *row = m ? SP_EMIT("reshape(cast(%s, dtype=%s), shape=%s)", x, ft, ox_shape_str(sh, sizeof sh, 4, r4)) : NULL;
 	const char *y = row ? SP_EMIT("matmul(%s, %s)", row, m) : NULL;
 	/* a position two windows chose (overlapping ones) took its value twice */
 	const char *cnt = y ? SP_EMIT("sum(%s, axis=2, keepdims=true)", m) : NULL;
 	y = cnt ? SP_EMIT("div(%s, maximum(%s, 1.0))", y, cnt) : NULL;
-	y = y ? SP_EMIT("reshape(%s, shape=%s)", y, sp_shape(sh, sizeof sh, tx->rank, out)) : NULL;
+	y = y ? SP_EMIT("reshape(%s, shape=%s)", y, ox_shape_str(sh, sizeof sh, tx->rank, out)) : NULL;
 	for (int a = 2; a < tx->rank && y; a++) {
 		if (want[a] > out[a])
 			y = SP_EMIT("pad(%s, pads=[%s[0, %" PRId64 "]%s])", y, a == 2 ? "[0, 0], [0, 0], " : a == 3 ?
@@ -1117,9 +1060,9 @@ int ox_op_maxunpool(struct ox_node_ctx *c)
 		else if (want[a] < out[a])
 			y = SP_EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", y, a, want[a]);
 	}
-	if (y && strcmp(ft, sp_dtype(dt)))
-		y = SP_EMIT("cast(%s, dtype=%s)", y, sp_dtype(dt));
-	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+	if (y && strcmp(ft, tir_dtype_name(dt)))
+		y = SP_EMIT("cast(%s, dtype=%s)", y, tir_dtype_name(dt));
+	return y ? ox_bind(c->m, ox_out_name(c, 0), y) : -c->m->err->code;
 }
 
 /* ConvTranspose of a 3-D input, as nodes.c's of 2-D: a convolution of x
@@ -1129,7 +1072,7 @@ int ox_op_maxunpool(struct ox_node_ctx *c)
  * and its in and out channels swapped per group */
 int ox_op_convtranspose3d(struct ox_node_ctx *c)
 {
-	const char *x = sp_in(c, 0), *w = x ? sp_in(c, 1) : NULL;
+	const char *x = ox_in(c, 0), *w = x ? ox_in(c, 1) : NULL;
 	const struct tir_type *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
 	if (!tw)
 		return -c->m->err->code;
@@ -1138,8 +1081,8 @@ int ox_op_convtranspose3d(struct ox_node_ctx *c)
 	struct sp_win win;
 	if (sp_window(c, tx, tw->shape + 2, &win))
 		return -c->m->err->code;
-	const Onnx__AttributeProto *ga = sp_attr(c, "group"), *os = sp_attr(c, "output_shape"),
-				   *opd = sp_attr(c, "output_padding");
+	const Onnx__AttributeProto *ga = ox_attr(c, "group"), *os = ox_attr(c, "output_shape"),
+				   *opd = ox_attr(c, "output_padding");
 	int64_t g = ga ? ga->i : 1, N = tx->shape[0], C = tx->shape[1], Og = tw->shape[1];
 	if (g < 1 || C % g || tw->shape[0] != C)
 		return ox_fail(c->m, TIR_ETYPE, "group %" PRId64 " does not fit %" PRId64 " channels and a weight of %" PRId64,
@@ -1147,7 +1090,7 @@ int ox_op_convtranspose3d(struct ox_node_ctx *c)
 	if ((os && os->n_ints != 3) || (opd && opd->n_ints != 3))
 		return ox_fail(c->m, TIR_ETYPE, "output_shape or output_padding not of 3 axes");
 	char b[32], sh[300];
-	const char *ap = sp_str(c, "auto_pad", "NOTSET", b, sizeof b);
+	const char *ap = ox_attr_str(c, "auto_pad", "NOTSET", b, sizeof b);
 	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), upper = !strcmp(ap, "SAME_UPPER");
 	int64_t op[3], ext[3], front[3], back[3];
 	for (int a = 0; a < 3; a++) {
@@ -1175,10 +1118,10 @@ int ox_op_convtranspose3d(struct ox_node_ctx *c)
 	if (win.s[0] > 1 || win.s[1] > 1 || win.s[2] > 1) {
 		int64_t s8[8] = {N, C, win.in[0], 1, win.in[1], 1, win.in[2], 1};
 		int64_t s5[5] = {N, C, win.in[0] * win.s[0], win.in[1] * win.s[1], win.in[2] * win.s[2]};
-		x = SP_EMIT("reshape(%s, shape=%s)", x, sp_shape(sh, sizeof sh, 8, s8));
+		x = SP_EMIT("reshape(%s, shape=%s)", x, ox_shape_str(sh, sizeof sh, 8, s8));
 		x = x ? SP_EMIT("pad(%s, pads=[[0, 0], [0, 0], [0, 0], [0, %" PRId64 "], [0, 0], [0, %" PRId64 "], [0, 0], [0, %"
 				PRId64 "]])", x, win.s[0] - 1, win.s[1] - 1, win.s[2] - 1) : NULL;
-		x = x ? SP_EMIT("reshape(%s, shape=%s)", x, sp_shape(sh, sizeof sh, 5, s5)) : NULL;
+		x = x ? SP_EMIT("reshape(%s, shape=%s)", x, ox_shape_str(sh, sizeof sh, 5, s5)) : NULL;
 		for (int a = 0; a < 3 && x; a++)
 			if (win.s[a] > 1)
 				x = SP_EMIT("slice(%s, axis=%d, start=0, stop=%" PRId64 ")", x, 2 + a,
@@ -1211,9 +1154,9 @@ int ox_op_convtranspose3d(struct ox_node_ctx *c)
 	int64_t w6[6] = {g, C / g, Og, tw->shape[2], tw->shape[3], tw->shape[4]};
 	int64_t w5[5] = {g * Og, C / g, tw->shape[2], tw->shape[3], tw->shape[4]};
 	if (wf && g > 1) {
-		wf = SP_EMIT("reshape(%s, shape=%s)", wf, sp_shape(sh, sizeof sh, 6, w6));
+		wf = SP_EMIT("reshape(%s, shape=%s)", wf, ox_shape_str(sh, sizeof sh, 6, w6));
 		wf = wf ? SP_EMIT("transpose(%s, perm=[0, 2, 1, 3, 4, 5])", wf) : NULL;
-		wf = wf ? SP_EMIT("reshape(%s, shape=%s)", wf, sp_shape(sh, sizeof sh, 5, w5)) : NULL;
+		wf = wf ? SP_EMIT("reshape(%s, shape=%s)", wf, ox_shape_str(sh, sizeof sh, 5, w5)) : NULL;
 	} else if (wf) {
 		wf = SP_EMIT("transpose(%s, perm=[1, 0, 2, 3, 4])", wf);
 	}
@@ -1224,5 +1167,5 @@ int ox_op_convtranspose3d(struct ox_node_ctx *c)
 		unit.s[a] = 1;
 	const char *y = sp_conv3d(c, x, wf, &unit, g);
 	y = sp_bias(c, y, g * Og);
-	return y ? ox_bind(c->m, sp_out(c), y) : -c->m->err->code;
+	return y ? ox_bind(c->m, ox_out_name(c, 0), y) : -c->m->err->code;
 }

@@ -1,7 +1,7 @@
 /*
  * onnx.h — lib/onnx's internal header: the importer's state, shared by
- * import.c (reading the model, names, constants, the program's text) and
- * nodes.c (one emitter per ONNX op).  Not a protobuf reader: the messages
+ * import.c (reading the model, names, constants, the program's text),
+ * nodes*.c (one emitter per ONNX op) and emit.c (the helpers they share).  Not a protobuf reader: the messages
  * are protobuf-c's, generated at build time from Debian's onnx.proto.
  */
 #ifndef TIR_ONNX_H
@@ -152,5 +152,44 @@ int ox_node_upgrade(struct ox_node_ctx *c, struct ox_upgrade *u);
 /* the emitter of op_type among nodes_misc.c's (ox_op_lookup asks), or NULL */
 const struct ox_opdef *ox_misc_lookup(const char *op_type);
 void ox_upgrade_free(struct ox_upgrade *u);
+
+/* ---- emit.c: the helpers every emitter shares ---- */
+/* the attribute name of node n (of the node's context c), or NULL; borrowed */
+const Onnx__AttributeProto *ox_node_attr(const Onnx__NodeProto *n, const char *name);
+const Onnx__AttributeProto *ox_attr(struct ox_node_ctx *c, const char *name);
+/* an int, float or ints attribute's value, or def (ints: NULL, *n 0) */
+int64_t ox_attr_i(struct ox_node_ctx *c, const char *name, int64_t def);
+double ox_attr_f(struct ox_node_ctx *c, const char *name, double def);
+const int64_t *ox_attr_ints(struct ox_node_ctx *c, const char *name, size_t *n);
+/* the string attribute name is v (def when absent is v) */
+bool ox_attr_str_is(struct ox_node_ctx *c, const char *name, const char *v, const char *def);
+/* the string attribute name copied into buf (at most cap - 1 bytes), or def */
+const char *ox_attr_str(struct ox_node_ctx *c, const char *name, const char *def, char *buf, size_t cap);
+/* input k is given (present and not "") */
+bool ox_has_in(struct ox_node_ctx *c, size_t k);
+/* input k's value, or NULL when not given or unknown */
+struct ox_val *ox_in_val(struct ox_node_ctx *c, size_t k);
+/* input k's known value, or NULL (a weight past OX_FOLD_MAX elements is
+ * known but never folded); borrowed */
+struct ox_const *ox_cin(struct ox_node_ctx *c, size_t k);
+/* as ox_cin, failing (unsupported, naming what) when input k is not known */
+struct ox_const *ox_need_const(struct ox_node_ctx *c, size_t k, const char *what);
+/* input k as a tir name (a constant written on first use); NULL with err */
+const char *ox_in(struct ox_node_ctx *c, size_t k);
+/* input k's type into *t (of a constant, without writing it) */
+bool ox_in_type(struct ox_node_ctx *c, size_t k, struct tir_type *t);
+/* input k as a tir name and its type; NULL (the error set) when either fails */
+const char *ox_in_typed(struct ox_node_ctx *c, size_t k, struct tir_type *t);
+/* output k's ONNX name ("" when absent) */
+const char *ox_out_name(struct ox_node_ctx *c, size_t k);
+/* output k is the tir value tir; tir NULL (or an error set): the error's code */
+int ox_bind_out(struct ox_node_ctx *c, size_t k, const char *tir);
+/* output k is the known value cv (takes ownership; NULL: out of memory) */
+int ox_bind_const(struct ox_node_ctx *c, size_t k, struct ox_const *cv);
+/* "[2, 3]" into buf of cap bytes (cut short when it does not fit) */
+const char *ox_shape_str(char *buf, size_t cap, int rank, const int64_t *shape);
+/* positions 0..n-1 (i64) on axis a of a rank-r value, 1 on the other axes:
+ * "arange" reshaped, named from base; NULL with the error set */
+const char *ox_iota(struct ox_node_ctx *c, const char *base, int64_t n, int a, int r);
 
 #endif

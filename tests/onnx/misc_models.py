@@ -22,9 +22,11 @@ NP2ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int
 rng = np.random.default_rng(7)
 
 
-def case(name, node, inputs, expect, opv=17, inits=()):
-    """inputs: (name, array) pairs, given as graph inputs"""
-    vi = [helper.make_tensor_value_info(n, NP2ONNX[a.dtype.type], list(a.shape)) for n, a in inputs]
+def case(name, node, inputs, expect, opv=17, inits=(), types=None):
+    """inputs: (name, array) pairs, given as graph inputs (of the ONNX type
+    types[name] when given, else the array's)"""
+    types = types or {}
+    vi = [helper.make_tensor_value_info(n, types.get(n, NP2ONNX[a.dtype.type]), list(a.shape)) for n, a in inputs]
     graph = helper.make_graph([node], name, vi,
                               [helper.make_tensor_value_info("y", NP2ONNX[expect.dtype.type], None)], list(inits))
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opv)])
@@ -100,6 +102,13 @@ case("bitshift_left_u32", helper.make_node("BitShift", ["a", "b"], ["y"], direct
 u64 = np.array([2 ** 62 + 5, 17, 9], np.uint64)
 v64 = np.array([2 ** 40, 5, 10], np.uint64)
 case("mod_u64", helper.make_node("Mod", ["a", "b"], ["y"]), [("a", u64), ("b", v64)], np.mod(u64, v64))
+
+# a bfloat16 input given as a uint16 TensorProto of its bit patterns, as
+# ONNX's test data stores bf16: 1, -2.5, 0.15625, inf, the least
+# subnormal, -0, 3.140625 and 65280
+bits = np.array([[0x3f80, 0xc020, 0x3e20, 0x7f80], [0x0001, 0x8000, 0x4049, 0x477f]], np.uint16)
+case("cast_bf16_bits", helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT), [("x", bits)],
+     (bits.astype(np.uint32) << 16).view(np.float32), types={"x": TensorProto.BFLOAT16})
 
 with open(os.path.join(out, "cases"), "w") as f:
     f.write("\n".join(cases) + "\n")

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/suites/onnx_misc.sh — ONNX models of tests/onnx/misc_models.py
-# (the signal ops, opset 6's broadcast, BitShift, the unsigned types) run
+# (the signal ops, opset 6's broadcast, BitShift, the unsigned types, a
+# bfloat16 input given as a uint16 .pb of its bits) run
 # by `tir run MODEL.onnx` and checked against NumPy's results: the same
 # dtype and shape, within rtol 1e-5 and atol 1e-5; then a uint64 input
 # of 2^63 or more refused when it is read.
