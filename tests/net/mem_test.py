@@ -559,8 +559,11 @@ def test_reuse_buffers_bounded():
         print(f"# reuse buffers: peak VmRSS {most / 1024:.1f} MiB (at start {base / 1024:.1f}), "
               f"{trims:.0f} pressure trims")
         check("reuse buffers: 24 blobs of 8 MiB stored", not bad, "; ".join(bad[:3]))
-        check("reuse buffers: peak RSS within --max-memory 64M, 64 MiB of the server's own and 48 MiB",
-              most <= (64 + 64 + 48) * 1024, f"{most} KiB")
+        # under ASan freed blocks wait in its quarantine (256 MiB by default),
+        # which no trim can give back: the same allowance as SLACK_KIB's
+        check("reuse buffers: peak RSS within --max-memory 64M, 64 MiB of the server's own and 48 MiB"
+              + (" (and ASan's 256 MiB quarantine)" if ASAN else ""),
+              most <= (64 + 64 + 48 + (256 if ASAN else 0)) * 1024, f"{most} KiB")
     finally:
         st = srv.stop()
     check("reuse buffers: SIGTERM afterwards: exit 0", st == 0, f"exit {st}")

@@ -650,6 +650,10 @@ class Client(threading.Thread):
             if path.endswith("/run"):
                 self.answered[(r.gen, path.split("/")[3])] += 1
             if r.status == 503:
+                # an answer: the closes counted "in a row" start again (after
+                # Retry-After's wait the kept connection is idle, and a crowded
+                # server may close it to make room once more)
+                idle_closed = 0
                 msg = r.err().get("message", "")
                 ra = r.headers.get("retry-after")
                 if not ra or not ra.isdigit():
