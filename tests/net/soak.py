@@ -1840,8 +1840,11 @@ def main():
     # 265 to 276 MiB seen, each life's VmHWM, in 60 s and 180 s soaks on a
     # 2-vCPU EPYC shared with 7 other loads; 305 MiB before the trim).
     # A sanitizer build keeps freed memory in quarantine (AddressSanitizer's
-    # 256 MiB by default) on top of it.
-    own = 128 + (256 if "asan" in TIR else 0)
+    # 256 MiB by default) on top of it, and its shadow memory (an eighth of
+    # every byte the process touches: the budget's, the quarantine's): 64 MiB
+    # more (595 MiB seen under --max-memory 192M, the upload reserve's 48 MiB
+    # held within the budget from the start).
+    own = 128 + (320 if "asan" in TIR else 0)
     checks.append((f"peak VmRSS within --max-memory and {own} MiB of the server's own",
                    hwm <= (budget_mib + own) * 1024, f"{hwm} KiB"))
     if TINY:
