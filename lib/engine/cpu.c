@@ -197,8 +197,8 @@ static const struct tir_tensor *const_as(struct cpu *x, const struct tir_node *n
 }
 
 /* The edges from g's members into each of its inputs (edges[k] for
- * g->inputs[k], which are in graph order: found by binary search, so a
- * group of any length costs n log n): in few when there are at most 64,
+ * g->inputs[k], which are in graph order, as the members are: a group
+ * of any length costs n log n at most): in few when there are at most 64,
  * else new (free it); NULL when out of memory. */
 static int64_t *input_edges(const struct tir_group *g, int64_t *few)
 {
@@ -206,20 +206,17 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
 	if (!e)
 		return NULL;
 	memset(e, 0, sizeof *e * (size_t)g->nin);
-	for (int j = 0; j < g->n; j++)
+	/* below: the inputs made before member j (its operands are among
+	 * them), searched from there down */
+	for (int j = 0, below = 0; j < g->n; j++) {
+		while (below < g->nin && g->inputs[below]->id < g->nodes[j]->id)
+			below++;
 		for (int q = 0; q < g->nodes[j]->nin; q++) {
-			const struct tir_node *o = g->nodes[j]->in[q];
-			int lo = 0, hi = g->nin;
-			while (lo < hi) {
-				int mid = lo + (hi - lo) / 2;
-				if (g->inputs[mid]->id < o->id)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < g->nin && g->inputs[lo] == o)
-				e[lo]++;
+			int k = tir_node_find(g->inputs, below, g->nodes[j]->in[q]);
+			if (k >= 0)
+				e[k]++;
 		}
+	}
 	return e;
 }
 

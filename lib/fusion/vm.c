@@ -201,6 +201,8 @@ struct vm {
 	 * index, 1 + the generator a value views (0: a value in memory) */
 	int ngen;
 	int32_t *vg;
+	int below;               /* inputs_below's cursor: g->inputs[0, below) are made
+				  * before the member last asked about */
 };
 
 /* ---- views ---- */
@@ -1179,31 +1181,30 @@ static void vm_free(struct vm *vm)
 	}
 }
 
-/* The index of o among nodes[0, n) (in graph order: ids rising, as a
- * group's members and inputs are), or -1; a group of any length. */
-static int find_node(struct tir_node *const *nodes, int n, const struct tir_node *o)
-{
-	int lo = 0, hi = n;
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (nodes[mid]->id < o->id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && nodes[lo] == o ? lo : -1;
-}
-
 /* The value read for operand k of member j: a member's pre-made value or
  * an input's (vals index), or -1 for a member computed in the blocks. */
-static int value_of(const struct vm *vm, int j, int k)
+/* How many of g's inputs are made before member j (its operands among
+ * them): a cursor moved from the last j asked, members being asked in
+ * order (so a group of any length costs n in all). */
+static int inputs_below(struct vm *vm, int j)
+{
+	const struct tir_group *g = vm->g;
+	uint32_t id = g->nodes[j]->id;
+	while (vm->below < g->nin && g->inputs[vm->below]->id < id)
+		vm->below++;
+	while (vm->below > 0 && g->inputs[vm->below - 1]->id >= id)
+		vm->below--;
+	return vm->below;
+}
+
+static int value_of(struct vm *vm, int j, int k)
 {
 	const struct tir_group *g = vm->g;
 	const struct tir_node *o = vm->nd[j].n->in[k];
-	int m = find_node(g->nodes, j, o);
+	int m = tir_node_find(g->nodes, j, o);
 	if (m >= 0)
 		return vm->nd[m].pre ? vm->nd[m].val : -1;
-	m = find_node(g->inputs, g->nin, o);
+	m = tir_node_find(g->inputs, inputs_below(vm, j), o);
 	TIR_ASSERT(m >= 0); /* a fused operand is a member or an input */
 	return m;
 }
@@ -1541,7 +1542,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	for (int j = 0; j < g->n && !rc; j++) {
 		struct vnode *v = &vm->nd[j];
 		for (int k = 0; !v->pre && k < v->n->nin && !rc; k++) {
-			int m = find_node(g->nodes, j, v->n->in[k]), s = 0;
+			int m = tir_node_find(g->nodes, j, v->n->in[k]), s = 0;
 			if (m >= 0 && !vm->nd[m].pre)
 				v->op[k] = m;
 			else if (!(rc = add_source(vm, j, k, &s, err)))
