@@ -876,16 +876,25 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	 * and released after, not all nn of them */
 	struct tir_tensor *vals = NULL;
 	uint32_t *made = malloc(sizeof *made * (nn + 1));
-	size_t nmade = 0, oldvals = c->capvals;
+	size_t nmade = 0;
 	int rc = 0;
-	size_t oldlent = c->caplent;
-	if (!tir_grow((void **)&c->vals, &c->capvals, nn + 1, sizeof *c->vals)) {
-		memset(c->vals + oldvals, 0, (c->capvals - oldvals) * sizeof *c->vals);
-		if (!tir_grow((void **)&c->lent, &c->caplent, nn + 1, sizeof *c->lent)) {
-			memset(c->lent + oldlent, 0, (c->caplent - oldlent) * sizeof *c->lent);
-			vals = c->vals;
-		}
+	/* (empty between runs, so a larger one is made anew, zeroed by
+	 * calloc: the values of a fused kernel's interior are never touched,
+	 * nor their pages written) */
+	if (c->capvals < nn + 1) {
+		free(c->vals);
+		c->capvals = nn + 1 > 2 * c->capvals ? nn + 1 : 2 * c->capvals;
+		if (!(c->vals = calloc(c->capvals, sizeof *c->vals)))
+			c->capvals = 0;
 	}
+	if (c->caplent < nn + 1) {
+		free(c->lent);
+		c->caplent = nn + 1 > 2 * c->caplent ? nn + 1 : 2 * c->caplent;
+		if (!(c->lent = calloc(c->caplent, sizeof *c->lent)))
+			c->caplent = 0;
+	}
+	if (c->vals && c->lent)
+		vals = c->vals;
 	/* what the targets need, and how often each value is read */
 	bool *need = calloc(nn + 1, sizeof *need);
 	bool *target = calloc(nn + 1, sizeof *target);

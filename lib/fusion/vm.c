@@ -1156,7 +1156,8 @@ static struct vm *vm_new(const struct tir_group *g)
 	for (size_t k = 0; k < nv; k++)
 		vm->src_of[k] = -1;
 	memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
-	memset(vm->vals, 0, sizeof *vm->vals * nv);
+	/* (vals: each cleared as it is made, up to nvals: a long group of
+	 * scalars makes few of its n + nin) */
 	memset(vm->borrowed, 0, sizeof *vm->borrowed * nv);
 	memset(vm->vg, 0, sizeof *vm->vg * nv);
 	tir_group_info_place(&vm->info, m + l.info, g->n);
@@ -1243,6 +1244,7 @@ static int premake(struct vm *vm, int j, struct tir_err *err)
 	const struct tir_node *n = vm->nd[j].n;
 	struct tir_tensor *v = &vm->vals[vm->nvals];
 	int rc = 0;
+	memset(v, 0, sizeof *v);
 	for (int k = 0; k < n->nin && !rc; k++) {
 		int x = value_of(vm, j, k);
 		/* a view of a generator stays one, unless it would copy */
@@ -1480,8 +1482,10 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			vm->vals[k] = in[k];
 			vm->borrowed[k] = true;
 		} else if (in[k].dtype == vm->dt) {
+			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			tir_tensor_ref(&vm->vals[k], &in[k]);
 		} else {
+			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
 		}
 		vm->nvals++;
