@@ -197,8 +197,8 @@ static const struct tir_tensor *const_as(struct cpu *x, const struct tir_node *n
 }
 
 /* The edges from g's members into each of its inputs (edges[k] for
- * g->inputs[k], which are in graph order: found by binary search, so a
- * group of any length costs n log n): in few when there are at most 64,
+ * g->inputs[k], which are in graph order, as the members are: a group
+ * of any length costs n log n at most): in few when there are at most 64,
  * else new (free it); NULL when out of memory. */
 static int64_t *input_edges(const struct tir_group *g, int64_t *few)
 {
@@ -206,20 +206,17 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
 	if (!e)
 		return NULL;
 	memset(e, 0, sizeof *e * (size_t)g->nin);
-	for (int j = 0; j < g->n; j++)
+	/* below: the inputs made before member j (its operands are among
+	 * them), searched from there down */
+	for (int j = 0, below = 0; j < g->n; j++) {
+		while (below < g->nin && g->inputs[below]->id < g->nodes[j]->id)
+			below++;
 		for (int q = 0; q < g->nodes[j]->nin; q++) {
-			const struct tir_node *o = g->nodes[j]->in[q];
-			int lo = 0, hi = g->nin;
-			while (lo < hi) {
-				int mid = lo + (hi - lo) / 2;
-				if (g->inputs[mid]->id < o->id)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < g->nin && g->inputs[lo] == o)
-				e[lo]++;
+			int k = tir_node_find(g->inputs, below, g->nodes[j]->in[q]);
+			if (k >= 0)
+				e[k]++;
 		}
+	}
 	return e;
 }
 
@@ -879,16 +876,25 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	 * and released after, not all nn of them */
 	struct tir_tensor *vals = NULL;
 	uint32_t *made = malloc(sizeof *made * (nn + 1));
-	size_t nmade = 0, oldvals = c->capvals;
+	size_t nmade = 0;
 	int rc = 0;
-	size_t oldlent = c->caplent;
-	if (!tir_grow((void **)&c->vals, &c->capvals, nn + 1, sizeof *c->vals)) {
-		memset(c->vals + oldvals, 0, (c->capvals - oldvals) * sizeof *c->vals);
-		if (!tir_grow((void **)&c->lent, &c->caplent, nn + 1, sizeof *c->lent)) {
-			memset(c->lent + oldlent, 0, (c->caplent - oldlent) * sizeof *c->lent);
-			vals = c->vals;
-		}
+	/* (empty between runs, so a larger one is made anew, zeroed by
+	 * calloc: the values of a fused kernel's interior are never touched,
+	 * nor their pages written) */
+	if (c->capvals < nn + 1) {
+		free(c->vals);
+		c->capvals = nn + 1 > 2 * c->capvals ? nn + 1 : 2 * c->capvals;
+		if (!(c->vals = calloc(c->capvals, sizeof *c->vals)))
+			c->capvals = 0;
 	}
+	if (c->caplent < nn + 1) {
+		free(c->lent);
+		c->caplent = nn + 1 > 2 * c->caplent ? nn + 1 : 2 * c->caplent;
+		if (!(c->lent = calloc(c->caplent, sizeof *c->lent)))
+			c->caplent = 0;
+	}
+	if (c->vals && c->lent)
+		vals = c->vals;
 	/* what the targets need, and how often each value is read */
 	bool *need = calloc(nn + 1, sizeof *need);
 	bool *target = calloc(nn + 1, sizeof *target);

@@ -277,18 +277,32 @@ int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool l
 
 /* ---- what a group computes ---- */
 
-static int member_index(const struct tir_group *g, const struct tir_node *o)
+int tir_node_find(struct tir_node *const *nodes, int n, const struct tir_node *o)
 {
-	/* members are in graph order (ids rising): a group of any length */
-	int lo = 0, hi = g->n;
+	/* nodes[hi] (or the end) is past o; step down until nodes[lo] is not */
+	int hi = n, lo = 0;
+	for (int step = 1; hi > 0; step *= 2) {
+		lo = hi - step > 0 ? hi - step : 0;
+		if (lo == 0 || nodes[lo]->id <= o->id)
+			break;
+		hi = lo;
+	}
+	/* the first of [lo, hi) not below o */
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (g->nodes[mid]->id < o->id)
+		if (nodes[mid]->id < o->id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < g->n && g->nodes[lo] == o ? lo : -1;
+	return lo < n && nodes[lo] == o ? lo : -1;
+}
+
+/* The index of operand o of member j among g's members, or -1: an
+ * operand is made before its reader, so it is below j. */
+static int member_index(const struct tir_group *g, int j, const struct tir_node *o)
+{
+	return tir_node_find(g->nodes, o->id < g->nodes[j]->id ? j : g->n, o);
 }
 
 /* t's shape with leading 1s up to rank equals shape[rank] */
@@ -338,7 +352,7 @@ static void unfused_layout(const struct tir_group *g, const struct tir_group_inf
 	}
 	struct tir_tensor below;
 	struct tir_err e = {0};
-	unfused_layout(g, in, member_index(g, m->in[0]), &below);
+	unfused_layout(g, in, member_index(g, j, m->in[0]), &below);
 	tir_move_view(m, &below, true, t, &e);
 }
 
@@ -422,7 +436,7 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 		enum tir_kind kind = tir_op(m->op)->kind;
 		bool full = false, row = false;
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, m->in[k]);
+			int o = member_index(g, j, m->in[k]);
 			if (o < 0)
 				continue;
 			full |= in->cls[o] == TIR_FC_FULL || in->cls[o] == TIR_FC_ALIAS;
@@ -476,11 +490,11 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 		TIR_ASSERT(in->via[j] != -3);
 		int sp = in->cls[j] == TIR_FC_ALIAS ? j : in->via[j];
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, m->in[k]);
+			int o = member_index(g, j, m->in[k]);
 			if (o < 0 || in->cls[o] == TIR_FC_ONCE)
 				continue;
 			if (in->via[o] == -3) {
-				in->via[o] = (int8_t)sp;
+				in->via[o] = sp;
 			} else if (in->via[o] != sp) {
 				*culprit = g->nodes[o];
 				return "an operand is read in two layouts";
@@ -507,7 +521,7 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 			return "a per-row value is read in another layout";
 		}
 		if (c == TIR_FC_ROW && tir_op(m->op)->kind == TIR_KIND_REDUCE) {
-			int o = member_index(g, m->in[0]);
+			int o = member_index(g, j, m->in[0]);
 			if (o >= 0 && in->cls[o] == TIR_FC_ALIAS) {
 				/* unfused, the reduction walks the view in memory order */
 				struct tir_tensor t;
@@ -523,12 +537,12 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 		}
 		if (c == TIR_FC_ROW && !row_shape(&m->type, in)) {
 			for (int k = 0; k < m->nin; k++)
-				if (member_index(g, m->in[k]) >= 0)
+				if (member_index(g, j, m->in[k]) >= 0)
 					*culprit = m->in[k];
 			return "an operand mixes per-row values of other shapes";
 		}
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, m->in[k]);
+			int o = member_index(g, j, m->in[k]);
 			if (o < 0 || in->cls[o] != TIR_FC_ROW)
 				continue;
 			if (c == TIR_FC_FULL ? !pad_equal(&m->in[k]->type, in->rank, in->kshape)
@@ -866,8 +880,10 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 	}
 }
 
-int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
-		    const bool *target, struct tir_plan *plan)
+/* tir_plan_finish, with the scores dup_scores made for these arguments
+ * when keep and copy are given (tir_fuse's own), else made here. */
+static int plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+		       const bool *target, struct tir_plan *plan, const int64_t *keep, const int64_t *copy)
 {
 	size_t nn = p->nnodes;
 	free(plan->interior);
@@ -884,8 +900,14 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 	int64_t *absorbed = calloc(nn + 1, sizeof *absorbed);
 	int rc = -TIR_ENOMEM;
 	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
-	    !absorbed || dup_scores(p, need, uses, target, plan->keep, plan->copy, NULL))
+	    !absorbed)
 		goto out;
+	if (keep && copy) {
+		memcpy(plan->keep, keep, sizeof *keep * nn);
+		memcpy(plan->copy, copy, sizeof *copy * nn);
+	} else if (dup_scores(p, need, uses, target, plan->keep, plan->copy, NULL)) {
+		goto out;
+	}
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
 		if (gr->head)
@@ -895,7 +917,7 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 			if (j < gr->n - 1)
 				copies[m->id]++;
 			for (int k = 0; k < m->nin; k++)
-				absorbed[m->in[k]->id] += member_index(gr, m->in[k]) >= 0;
+				absorbed[m->in[k]->id] += member_index(gr, j, m->in[k]) >= 0;
 		}
 	}
 	for (size_t i = nn; i-- > 0;) {
@@ -925,6 +947,12 @@ out:
 	free(copies);
 	free(absorbed);
 	return rc;
+}
+
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+		    const bool *target, struct tir_plan *plan)
+{
+	return plan_finish(p, need, uses, target, plan, NULL, NULL);
 }
 
 /* ---- the fuser ---- */
@@ -1013,7 +1041,7 @@ static const char *epilogue_first(const struct tir_group *g, const struct tir_gr
 		plain[j] = in->cls[j] == TIR_FC_FULL && in->via[j] == -1 && tir_fusable(m);
 		mm[j] = false;
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, m->in[k]);
+			int o = member_index(g, j, m->in[k]);
 			if (o >= 0) {
 				plain[j] &= in->cls[o] != TIR_FC_ROW && (in->cls[o] != TIR_FC_FULL || plain[o]) &&
 					    in->cls[o] != TIR_FC_ALIAS;
@@ -1103,6 +1131,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		/* grow, then check the whole: a member that cannot be in the
 		 * kernel is left out (its reason is the group's), up to 8 times */
 		struct tir_group g = {0};
+		struct tir_group_info info; /* the last attempt's, kept with the group */
 		int nforbid = 0;
 		bool ok = false;
 		const char *first_why = NULL;
@@ -1115,7 +1144,6 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 				break;
 			g = (struct tir_group){.root = r, .n = s.nm, .nodes = s.members, .nin = s.ni,
 					       .inputs = s.ins, .closed = s.closed, .head = s.head};
-			struct tir_group_info info;
 			const struct tir_node *culprit;
 			tir_group_info_place(&info, infomem, s.nm);
 			const char *why = tir_group_analyze(&g, &info, &culprit);
@@ -1155,13 +1183,16 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		memcpy(pg->inputs, g.inputs, sizeof *g.inputs * (size_t)g.nin);
 		struct tir_group_info *gi = tir_arena_alloc(&plan->arena, sizeof *gi);
 		void *gm = tir_arena_alloc(&plan->arena, tir_group_info_bytes(g.n));
-		const struct tir_node *culprit;
 		if (!gi || !gm) {
 			rc = -TIR_ENOMEM;
 			goto out;
 		}
+		/* the analysis just checked, moved into the plan's storage
+		 * (analyzing pg again gives the same: its nodes are g's) */
+		*gi = info;
 		tir_group_info_place(gi, gm, g.n);
-		TIR_ASSERT(!tir_group_analyze(pg, gi, &culprit)); /* as just checked */
+		memcpy(gi->cls, info.cls, (size_t)g.n);
+		memcpy(gi->via, info.via, sizeof *gi->via * (size_t)g.n);
 		pg->info = gi;
 		for (int j = 0; j < g.n; j++)
 			taken[g.nodes[j]->id] = !dup[g.nodes[j]->id] || j == g.n - 1;
@@ -1169,7 +1200,7 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 			taken[g.head->id] = true;
 		plan->group_of[i] = plan->ngroups++;
 	}
-	rc = tir_plan_finish(p, need, uses, target, plan);
+	rc = plan_finish(p, need, uses, target, plan, keep, copy);
 out:
 	free(infomem);
 	free(scratch);

@@ -109,6 +109,12 @@ struct tir_plan {
 	struct tir_arena arena;
 };
 
+/* The index of o among nodes[0, n) (in graph order: ids rising, as a
+ * group's members and inputs are), or -1.  Searched from the end down,
+ * the step doubling: o among the last few (an operand of member n, most
+ * often) takes a few looks, anywhere else 2 log n. */
+int tir_node_find(struct tir_node *const *nodes, int n, const struct tir_node *o);
+
 /* Partition the needed nodes (need[id]) into kernels.  uses[id] counts the
  * edges into id from needed nodes plus one per target; target[id] marks
  * values that are printed or saved (always materialized).

@@ -201,6 +201,8 @@ struct vm {
 	 * index, 1 + the generator a value views (0: a value in memory) */
 	int ngen;
 	int32_t *vg;
+	int below;               /* inputs_below's cursor: g->inputs[0, below) are made
+				  * before the member last asked about */
 };
 
 /* ---- views ---- */
@@ -1154,7 +1156,8 @@ static struct vm *vm_new(const struct tir_group *g)
 	for (size_t k = 0; k < nv; k++)
 		vm->src_of[k] = -1;
 	memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
-	memset(vm->vals, 0, sizeof *vm->vals * nv);
+	/* (vals: each cleared as it is made, up to nvals: a long group of
+	 * scalars makes few of its n + nin) */
 	memset(vm->borrowed, 0, sizeof *vm->borrowed * nv);
 	memset(vm->vg, 0, sizeof *vm->vg * nv);
 	tir_group_info_place(&vm->info, m + l.info, g->n);
@@ -1179,31 +1182,30 @@ static void vm_free(struct vm *vm)
 	}
 }
 
-/* The index of o among nodes[0, n) (in graph order: ids rising, as a
- * group's members and inputs are), or -1; a group of any length. */
-static int find_node(struct tir_node *const *nodes, int n, const struct tir_node *o)
-{
-	int lo = 0, hi = n;
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (nodes[mid]->id < o->id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && nodes[lo] == o ? lo : -1;
-}
-
 /* The value read for operand k of member j: a member's pre-made value or
  * an input's (vals index), or -1 for a member computed in the blocks. */
-static int value_of(const struct vm *vm, int j, int k)
+/* How many of g's inputs are made before member j (its operands among
+ * them): a cursor moved from the last j asked, members being asked in
+ * order (so a group of any length costs n in all). */
+static int inputs_below(struct vm *vm, int j)
+{
+	const struct tir_group *g = vm->g;
+	uint32_t id = g->nodes[j]->id;
+	while (vm->below < g->nin && g->inputs[vm->below]->id < id)
+		vm->below++;
+	while (vm->below > 0 && g->inputs[vm->below - 1]->id >= id)
+		vm->below--;
+	return vm->below;
+}
+
+static int value_of(struct vm *vm, int j, int k)
 {
 	const struct tir_group *g = vm->g;
 	const struct tir_node *o = vm->nd[j].n->in[k];
-	int m = find_node(g->nodes, j, o);
+	int m = tir_node_find(g->nodes, j, o);
 	if (m >= 0)
 		return vm->nd[m].pre ? vm->nd[m].val : -1;
-	m = find_node(g->inputs, g->nin, o);
+	m = tir_node_find(g->inputs, inputs_below(vm, j), o);
 	TIR_ASSERT(m >= 0); /* a fused operand is a member or an input */
 	return m;
 }
@@ -1242,6 +1244,7 @@ static int premake(struct vm *vm, int j, struct tir_err *err)
 	const struct tir_node *n = vm->nd[j].n;
 	struct tir_tensor *v = &vm->vals[vm->nvals];
 	int rc = 0;
+	memset(v, 0, sizeof *v);
 	for (int k = 0; k < n->nin && !rc; k++) {
 		int x = value_of(vm, j, k);
 		/* a view of a generator stays one, unless it would copy */
@@ -1479,8 +1482,10 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 			vm->vals[k] = in[k];
 			vm->borrowed[k] = true;
 		} else if (in[k].dtype == vm->dt) {
+			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			tir_tensor_ref(&vm->vals[k], &in[k]);
 		} else {
+			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
 		}
 		vm->nvals++;
@@ -1541,7 +1546,7 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	for (int j = 0; j < g->n && !rc; j++) {
 		struct vnode *v = &vm->nd[j];
 		for (int k = 0; !v->pre && k < v->n->nin && !rc; k++) {
-			int m = find_node(g->nodes, j, v->n->in[k]), s = 0;
+			int m = tir_node_find(g->nodes, j, v->n->in[k]), s = 0;
 			if (m >= 0 && !vm->nd[m].pre)
 				v->op[k] = m;
 			else if (!(rc = add_source(vm, j, k, &s, err)))

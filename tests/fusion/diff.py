@@ -349,11 +349,22 @@ def limits_program(nops, nins):
     return "\n".join(lines) + "\n"
 
 
+def long_view_program(nops):
+    """A view (transpose) after nops members of one kernel: the layout of
+    the members below it is the view's, a member index past 127 (it was
+    kept in 8 bits once: the fused run never finished)."""
+    lines = ["x = randn([4, 8], seed=1)", "a0 = x * 1.0"]
+    lines += [f"a{i} = tanh(a{i - 1}) * 0.9 + 0.1" for i in range(1, nops)]
+    lines += [f"t = transpose(a{nops - 1})", "y = t * 2.0", "print sum(y), y"]
+    return "\n".join(lines) + "\n"
+
+
 # Hand-written edge programs, run before the generated ones: empty and
 # size-1 axes, negative and out-of-range slice steps, scalars over
 # [1, 1, 1], NaN and inf in f32 and f64, a value read in place and through
 # a view by one kernel, mixed dtypes, rank 8, matmuls with an empty
-# contraction, and kernels at the 32-op and 32-input limits.
+# contraction, kernels at the 32-op and 32-input limits, and a view past
+# member 127 of a kernel.
 def nan_program(dtype, big, more=""):
     """NaN and infinities through every kind of fused op (big * big
     overflows dtype to inf)."""
@@ -502,6 +513,7 @@ z = zeros([40]) + ones([33, 1]) + full([33, 40], 0.5) + slice(eye(40), axis=0, s
 print a, b, c, d, e, f, g, h, k, m, z
 """,
 ] + [limits_program(n, k) for n, k in ((31, 2), (32, 2), (33, 2), (2, 31), (2, 32), (2, 33), (40, 40))] + [
+    long_view_program(200)] + [
     # a layernorm by hand whose result (>= 8 MiB, blocks larger than L1)
     # goes out with non-temporal stores; read by three kernels, so stored
     f"""\

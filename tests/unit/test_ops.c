@@ -5,7 +5,9 @@
  * resolves to one in vmath on every path this CPU has and for f32 and f64
  * (and no other op does), the columns agree with each other (kind, operand
  * count, cost), and the costs and classes the fuser used before they were
- * columns (its switches, pinned here) are the table's.
+ * columns (its switches, pinned here) are the table's; tir_node_find, the
+ * search a group of any length is indexed by, finds each member from any
+ * end.
  */
 #include "exec/vmath.h"
 #include "fusion/fusion.h"
@@ -243,8 +245,35 @@ static void test_before(void)
 	CHECK(tir_op(TIR_OP_CLIP)->vec == TIR_VEC_NONE && tir_op(TIR_OP_NOT)->vec == TIR_VEC_NONE);
 }
 
+/* ---- tir_node_find: a group's members and inputs searched by id ---- */
+
+static void test_node_find(void)
+{
+	/* nodes with ids 0, 3, 6, ...: every one is found at its index from
+	 * any n past it, none below n, and ids between them never */
+	enum { N = 300 };
+	static struct tir_node pool[3 * N];
+	struct tir_node *nodes[N];
+	for (int i = 0; i < 3 * N; i++)
+		pool[i].id = (uint32_t)i;
+	for (int i = 0; i < N; i++)
+		nodes[i] = &pool[3 * i];
+	int wrong = 0;
+	for (int n = 0; n <= N; n++)
+		for (int i = 0; i < 3 * N; i++) {
+			int want = i % 3 == 0 && i / 3 < n ? i / 3 : -1;
+			wrong += tir_node_find(nodes, n, &pool[i]) != want;
+		}
+	CHECK(wrong == 0);
+	/* another node of the same id is not the one looked for */
+	struct tir_node other = {.id = 3};
+	CHECK(tir_node_find(nodes, N, &other) == -1);
+	CHECK(tir_node_find(nodes, 0, &pool[0]) == -1);
+}
+
 int main(void)
 {
+	test_node_find();
 	test_columns();
 	test_vmath_kernels();
 	test_fuser();
