@@ -15,5 +15,9 @@ while read -r status rest; do
 	*) bad "$status $rest" ;;
 	esac
 done <"$tmp/out"
-[ "$pass" -ge 50 ] || bad "only $pass cases ran"
+# half the cases take PyTorch's functions as their reference (3-D conv
+# and pools, MaxPool's indices, MaxUnpool, GridSample); python3-torch is
+# make bench's package, not make deps's, so a fresh machine runs the rest
+if $py -c 'import torch' 2>/dev/null; then least=95; else least=45; echo "# onnx_spatial: python3-torch missing: its cases skipped"; fi
+[ "$pass" -ge "$least" ] || bad "only $pass cases ran (at least $least expected)"
 suite_end
