@@ -638,55 +638,75 @@ done:
 
 /* ---- pooling ---- */
 
-/* Max (NaN wins) or mean of each window, out contiguous [N, C, oh, ow]. */
+/* Max (NaN wins) or mean of each window of one [H, W] plane, out
+ * contiguous [oh, ow]; integers: the largest, no conversion. */
 #define DEFINE_POOL(T, SFX)                                                        \
-static void pool_##SFX(const struct conv *g, bool max, const T *xp, T *dst)        \
+static void pool_##SFX(const struct conv *g, bool max, const T *xc, T *dst)        \
 {                                                                                  \
 	double area = (double)(g->kh * g->kw);                                     \
-	for (int64_t img = 0; img < g->n; img++)                                   \
-	for (int64_t c = 0; c < g->c; c++) {                                       \
-		const T *xc = xp + img * g->xs[0] + c * g->xs[1];                  \
-		for (int64_t oh = 0; oh < g->oh; oh++)                             \
-		for (int64_t ow = 0; ow < g->ow; ow++) {                           \
-			const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
-			T m = win[0];                                              \
-			double s = 0;                                              \
-			for (int64_t i = 0; i < g->kh; i++)                        \
-			for (int64_t j = 0; j < g->kw; j++) {                      \
-				T v = win[i * g->xs[2] + j * g->xs[3]];            \
-				if (v > m || isnan(v))                             \
+	for (int64_t oh = 0; oh < g->oh; oh++)                                     \
+	for (int64_t ow = 0; ow < g->ow; ow++) {                                   \
+		const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
+		T m = win[0];                                                      \
+		double s = 0;                                                      \
+		for (int64_t i = 0; i < g->kh; i++)                                \
+		for (int64_t j = 0; j < g->kw; j++) {                              \
+			T v = win[i * g->xs[2] + j * g->xs[3]];                    \
+			if (max) {                                                 \
+				if (v > m || v != v)                               \
 					m = v;                                     \
+			} else {                                                   \
 				s += v;                                            \
 			}                                                          \
-			*dst++ = max ? m : (T)(s / area);                          \
 		}                                                                  \
+		*dst++ = max ? m : (T)(s / area);                                  \
 	}                                                                          \
 }
 DEFINE_POOL(float, f32)
 DEFINE_POOL(double, f64)
 
-/* max pooling of integers: the largest in each window, no conversion */
 #define DEFINE_MAXPOOL_INT(T, SFX)                                                 \
-static void maxpool_##SFX(const struct conv *g, const T *xp, T *dst)               \
+static void maxpool_##SFX(const struct conv *g, const T *xc, T *dst)               \
 {                                                                                  \
-	for (int64_t img = 0; img < g->n; img++)                                   \
-	for (int64_t c = 0; c < g->c; c++) {                                       \
-		const T *xc = xp + img * g->xs[0] + c * g->xs[1];                  \
-		for (int64_t oh = 0; oh < g->oh; oh++)                             \
-		for (int64_t ow = 0; ow < g->ow; ow++) {                           \
-			const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
-			T m = win[0];                                              \
-			for (int64_t i = 0; i < g->kh; i++)                        \
-			for (int64_t j = 0; j < g->kw; j++) {                      \
-				T v = win[i * g->xs[2] + j * g->xs[3]];            \
-				m = v > m ? v : m;                                 \
-			}                                                          \
-			*dst++ = m;                                                \
+	for (int64_t oh = 0; oh < g->oh; oh++)                                     \
+	for (int64_t ow = 0; ow < g->ow; ow++) {                                   \
+		const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
+		T m = win[0];                                                      \
+		for (int64_t i = 0; i < g->kh; i++)                                \
+		for (int64_t j = 0; j < g->kw; j++) {                              \
+			T v = win[i * g->xs[2] + j * g->xs[3]];                    \
+			m = v > m ? v : m;                                         \
 		}                                                                  \
+		*dst++ = m;                                                        \
 	}                                                                          \
 }
 DEFINE_MAXPOOL_INT(int32_t, i32)
 DEFINE_MAXPOOL_INT(int64_t, i64)
+
+/* one task a plane (image, channel): each writes its own [oh, ow] */
+struct pool_job {
+	const struct conv *g;
+	bool max;
+	enum tir_dtype dt;
+	const char *x;
+	char *out;
+	size_t esz;
+};
+
+static void pool_task(void *ctx, int64_t p)
+{
+	const struct pool_job *j = ctx;
+	const struct conv *g = j->g;
+	int64_t img = p / g->c, c = p % g->c;
+	const char *xc = j->x + (size_t)(img * g->xs[0] + c * g->xs[1]) * j->esz;
+	char *dst = j->out + (size_t)(p * g->oh * g->ow) * j->esz;
+	switch (j->dt) {
+	case TIR_DTYPE_I32: maxpool_i32(g, (const int32_t *)xc, (int32_t *)dst); break;
+	case TIR_DTYPE_I64: maxpool_i64(g, (const int64_t *)xc, (int64_t *)dst); break;
+	case TIR_DTYPE_F32: pool_f32(g, j->max, (const float *)xc, (float *)dst); break;
+	default: pool_f64(g, j->max, (const double *)xc, (double *)dst); break;
+	}
+}
 
 /* max or average pooling, NCHW, no padding. */
 int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
@@ -713,14 +733,9 @@ int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
 		return rc;
 	if (tir_tensor_numel(out) == 0)
 		return 0;
-	if (out->dtype == TIR_DTYPE_I32)
-		maxpool_i32(g, tir_tensor_data(x), tir_tensor_data(out));
-	else if (out->dtype == TIR_DTYPE_I64)
-		maxpool_i64(g, tir_tensor_data(x), tir_tensor_data(out));
-	else if (out->dtype == TIR_DTYPE_F32)
-		pool_f32(g, max, tir_tensor_data(x), tir_tensor_data(out));
-	else
-		pool_f64(g, max, tir_tensor_data(x), tir_tensor_data(out));
+	struct pool_job j = {.g = g, .max = max, .dt = out->dtype, .x = tir_tensor_data(x),
+			     .out = tir_tensor_data(out), .esz = tir_dtype_size(out->dtype)};
+	tir_pool_run(g->n * g->c, pool_task, &j);
 	return 0;
 }
 
