@@ -271,7 +271,13 @@ def request(srv, method, path, body=None, headers=None, conn=None):
     h = dict(headers or {})
     if isinstance(body, (dict, list)):
         body = json.dumps(body).encode()
-    c.request(method, path, body=body, headers=h)
+    try:
+        c.request(method, path, body=body, headers=h)
+    except (BrokenPipeError, ConnectionResetError):
+        # refused and closed while the body was still going (a blob over
+        # --blob-cache, read from its head): the answer came before the
+        # close and waits in the socket, as a client reading it would see
+        pass
     r = Reply(c.getresponse())
     if conn is None:
         c.close()
