@@ -41,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
-from tirnet import (ALL_LINES, Server, check, describe, error_is, eventually, healthy, metrics,  # noqa: E402
+from tirnet import (Server, check, describe, error_is, eventually, healthy, metrics,  # noqa: E402
                     new_session, put_blob, request, results, run, sha)
 
 TIR = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/tir"
@@ -584,21 +584,11 @@ def main():
         check("tir binary", False, TIR + " is missing")
     else:
         only = [a for a in sys.argv[2:] if not a.startswith("-")]
-        for t in (test_op_limit, test_small_bodies, test_batch_seconds_default, test_million_add,
+        tirnet.run_groups((test_op_limit, test_small_bodies, test_batch_seconds_default, test_million_add,
                   test_queued_texts, test_healthz_while_parsing, test_starvation, test_tenant_shares,
                   test_tenant_batch_share, test_idle_graphs_in_share,
-                  test_reuse_buffers_bounded):
-            if only and t.__name__ not in only:
-                continue
-            try:
-                t()
-            except Exception as e:  # a crash of one group is one failure, the rest go on
-                check(t.__name__, False, f"{type(e).__name__}: {e}")
-    reports = [ln for lines in ALL_LINES for ln in lines
-               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
-    check("no sanitizer report from any server", not reports, str(reports[:5]))
-    print(f"{tirnet.passed} passed, {tirnet.failed} failed")
-    return 1 if tirnet.failed else 0
+                  test_reuse_buffers_bounded), only)
+    return tirnet.finish()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tirnet  # noqa: E402
-from tirnet import (ALL_LINES, CHUNK, Server, blob, check, describe, error_is, eventually, frame, metrics,  # noqa: E402
+from tirnet import (CHUNK, Server, blob, check, describe, error_is, eventually, frame, metrics,  # noqa: E402
                     new_session, request, results, run)
 
 TIR = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build/tir"
@@ -127,18 +127,8 @@ def main():
         check("tir binary", False, TIR + " is missing")
     else:
         only = [a for a in sys.argv[2:] if not a.startswith("-")]
-        for t in (test_sizes, test_threads, test_budget):
-            if only and t.__name__ not in only:
-                continue
-            try:
-                t()
-            except Exception as e:  # a crash of one group is one failure, the rest go on
-                check(t.__name__, False, f"{type(e).__name__}: {e}")
-    reports = [ln for lines in ALL_LINES for ln in lines
-               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
-    check("no sanitizer report from any server", not reports, str(reports[:5]))
-    print(f"{tirnet.passed} passed, {tirnet.failed} failed")
-    return 1 if tirnet.failed else 0
+        tirnet.run_groups((test_sizes, test_threads, test_budget), only)
+    return tirnet.finish()
 
 
 if __name__ == "__main__":

@@ -265,6 +265,28 @@ def asan_build():
     return _asan[TIR]
 
 
+def run_groups(groups, only=()):
+    """Run each test group (those named in only, if any); a crash of one
+    group is one failure, the rest go on."""
+    for t in groups:
+        if only and t.__name__ not in only:
+            continue
+        try:
+            t()
+        except Exception as e:  # noqa: BLE001
+            check(t.__name__, False, f"{type(e).__name__}: {e}")
+
+
+def finish():
+    """The last check (no sanitizer report in any server's stderr) and the
+    summary line; the exit status."""
+    reports = [ln for lines in ALL_LINES for ln in lines
+               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
+    check("no sanitizer report from any server", not reports, str(reports[:5]))
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 def request(srv, method, path, body=None, headers=None, conn=None):
     srv.requests += 1
     c = conn or srv.conn()
