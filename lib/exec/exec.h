@@ -54,6 +54,9 @@ void tir_mem_uncharge(size_t n);
 const char *tir_bytes_str(size_t n, char out[32]);
 /* Free the cache of released buffers kept for reuse (not the reserve). */
 void tir_mem_trim(void);
+/* Bytes of released buffers kept for reuse now: under a budget, never
+ * more than the budget leaves beside the tensors and the reserve. */
+size_t tir_mem_cached(void);
 /* A reserve of `bytes` of pages kept faulted in (a server's, for the
  * tensors it receives): made now, kept full by a thread at the idle
  * priority, its free pages held against the budget and given back when

@@ -104,13 +104,24 @@ static bool fits(size_t lim, size_t cur, size_t n)
 	return !lim || (n <= lim && cur <= lim - n);
 }
 
+/* Released buffers kept for reuse (below) count against the budget as
+ * the ready pieces do: what the tensors, the reserve and the reuse cache
+ * hold together stays within --max-memory. */
+static atomic_size_t pool_bytes;
+static bool pool_yield(size_t lim, size_t n);
+
+static size_t held_beside(void)
+{
+	return atomic_load(&ready_bytes) + atomic_load(&pool_bytes);
+}
+
 /* Give ready pieces back to the kernel until n more bytes fit under lim;
  * false: none was given back. */
 static bool ready_yield(size_t lim, size_t n)
 {
 	bool gave = false;
 	pthread_mutex_lock(&ready_lock);
-	while (ready_n && !fits(lim, atomic_load(&mem_current) + atomic_load(&ready_bytes), n)) {
+	while (ready_n && !fits(lim, atomic_load(&mem_current) + held_beside(), n)) {
 		munmap(ready[--ready_n], PIECE);
 		atomic_fetch_sub(&ready_bytes, PIECE);
 		gave = true;
@@ -126,12 +137,13 @@ static bool mem_add(size_t n)
 	for (;;) {
 		cur = atomic_load(&mem_current);
 		bool ok;
-		while ((ok = fits(lim, cur + atomic_load(&ready_bytes), n)) &&
+		while ((ok = fits(lim, cur + held_beside(), n)) &&
 		       !atomic_compare_exchange_weak(&mem_current, &cur, cur + n))
 			;
 		if (ok)
 			break;
-		if (!lim || !ready_yield(lim, n))
+		/* the reuse cache goes first, then the reserve */
+		if (!lim || (!pool_yield(lim, n) && !ready_yield(lim, n)))
 			return false;
 	}
 	size_t now = cur + n;
@@ -167,7 +179,10 @@ static void ready_fill(void)
 {
 	pthread_mutex_lock(&ready_lock);
 	while (!ready_stop && ready_n < ready_cap && !atomic_load(&ready_busy) &&
-	       fits(atomic_load(&mem_limit), atomic_load(&mem_current) + atomic_load(&ready_bytes), PIECE)) {
+	       (fits(atomic_load(&mem_limit), atomic_load(&mem_current) + held_beside(), PIECE) ||
+		/* the reuse cache yields to the reserve */
+		(pool_yield(atomic_load(&mem_limit), PIECE) &&
+		 fits(atomic_load(&mem_limit), atomic_load(&mem_current) + held_beside(), PIECE)))) {
 		atomic_fetch_add(&ready_bytes, PIECE); /* held against the budget as it is made */
 		pthread_mutex_unlock(&ready_lock);
 		void *p = piece_make();
@@ -338,7 +353,10 @@ void tir_mem_uncharge(size_t n)
  * one shape again and again (or a client receiving them) writes them
  * into pages it has already: fresh pages cost the kernel's zeroing, and
  * inside a virtual machine the host's first touch too (uploads spent much
- * of the server's time in clear_page before). */
+ * of the server's time in clear_page before).  Under a budget the cache
+ * holds only what the budget leaves free: a buffer is kept only if it
+ * fits beside what is held, and an allocation that would pass the budget
+ * because of the cache lets the oldest buffers go first. */
 #define POOL_SLOTS 32
 #define POOL_MIN (64 * 1024)
 #define POOL_MAX_BYTES ((size_t)512 << 20)
@@ -349,7 +367,6 @@ static struct {
 	size_t bytes;
 } pool[POOL_SLOTS];
 static int pool_n;
-static size_t pool_bytes;
 
 static void *pool_take(size_t bytes)
 {
@@ -360,7 +377,7 @@ static void *pool_take(size_t bytes)
 	for (int i = pool_n - 1; i >= 0; i--) {
 		if (pool[i].bytes == bytes) {
 			p = pool[i].data;
-			pool_bytes -= bytes;
+			atomic_fetch_sub(&pool_bytes, bytes);
 			pool[i] = pool[--pool_n];
 			break;
 		}
@@ -377,22 +394,47 @@ static void pool_give(void *data, size_t bytes)
 	}
 	void *evict = NULL;
 	pthread_mutex_lock(&pool_lock);
-	if (pool_n == POOL_SLOTS || pool_bytes + bytes > POOL_MAX_BYTES) {
+	if (pool_n == POOL_SLOTS || atomic_load(&pool_bytes) + bytes > POOL_MAX_BYTES) {
 		/* drop the oldest */
 		evict = pool[0].data;
-		pool_bytes -= pool[0].bytes;
+		atomic_fetch_sub(&pool_bytes, pool[0].bytes);
 		memmove(pool, pool + 1, sizeof pool[0] * (size_t)(pool_n - 1));
 		pool_n--;
 	}
-	if (pool_bytes + bytes <= POOL_MAX_BYTES) {
+	if (atomic_load(&pool_bytes) + bytes <= POOL_MAX_BYTES &&
+	    fits(atomic_load(&mem_limit), atomic_load(&mem_current) + held_beside(), bytes)) {
 		pool[pool_n].data = data;
 		pool[pool_n++].bytes = bytes;
-		pool_bytes += bytes;
+		atomic_fetch_add(&pool_bytes, bytes);
 		data = NULL;
 	}
 	pthread_mutex_unlock(&pool_lock);
 	free(evict);
 	free(data);
+}
+
+/* Let the oldest kept buffers go until n more bytes fit under lim;
+ * false: none was let go. */
+static bool pool_yield(size_t lim, size_t n)
+{
+	void *drop[POOL_SLOTS];
+	int k = 0;
+	pthread_mutex_lock(&pool_lock);
+	while (pool_n && !fits(lim, atomic_load(&mem_current) + held_beside(), n)) {
+		drop[k++] = pool[0].data;
+		atomic_fetch_sub(&pool_bytes, pool[0].bytes);
+		memmove(pool, pool + 1, sizeof pool[0] * (size_t)(pool_n - 1));
+		pool_n--;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	for (int i = 0; i < k; i++)
+		free(drop[i]);
+	return k > 0;
+}
+
+size_t tir_mem_cached(void)
+{
+	return atomic_load(&pool_bytes);
 }
 
 void tir_mem_trim(void)
@@ -401,7 +443,7 @@ void tir_mem_trim(void)
 	for (int i = 0; i < pool_n; i++)
 		free(pool[i].data);
 	pool_n = 0;
-	pool_bytes = 0;
+	atomic_store(&pool_bytes, 0);
 	pthread_mutex_unlock(&pool_lock);
 }
 
@@ -498,7 +540,12 @@ static int alloc_in(struct tir_tensor *t, enum tir_dtype dt, int rank, const int
 					tir_bytes_str(atomic_load(&mem_limit), l));
 		}
 	}
+	/* a buffer of this size kept for reuse leaves the cache before the
+	 * charge, so that the charge does not let it go */
+	void *reused = !got && rounded > SMALL_BYTES ? pool_take(rounded) : NULL;
 	if (!got && !mem_add(rounded)) {
+		if (reused)
+			pool_give(reused, rounded);
 		char a[32], h[32], l[32];
 		return tir_errf(err, TIR_EBUDGET, NULL,
 				"a value of %s would pass the memory budget: %s held of %s (--max-memory)",
@@ -514,7 +561,9 @@ static int alloc_in(struct tir_tensor *t, enum tir_dtype dt, int rank, const int
 	if (b && small)
 		data = (void *)(((uintptr_t)(b + 1) + TIR_ALIGN - 1) & ~(uintptr_t)(TIR_ALIGN - 1));
 	else if (b && !got)
-		data = pool_take(rounded);
+		data = reused;
+	else if (reused)
+		free(reused);
 	if (b && !data)
 		data = big_alloc(rounded);
 	if (!data || !b) {

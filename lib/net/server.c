@@ -1469,8 +1469,9 @@ int tir_serve(const struct tir_serve_opts *o, volatile sig_atomic_t *stop, struc
 			atomic_fetch_add(&s->trims, 1);
 		}
 		/* under load, past --max-memory and the server's own: the
-		 * buffers kept for reuse go, and (once a second at most) what
-		 * the allocator keeps of freed memory */
+		 * buffers kept for reuse go (they are within the budget, but
+		 * the allocator's free memory is not), and (once a second at
+		 * most) what the allocator keeps of freed memory */
 		if (s->o.max_memory && resident_bytes(statm) > s->o.max_memory + OWN_MAX) {
 			tir_release_caches();
 			if (now - squeezed > PRESSURE_TRIM_MS && resident_bytes(statm) > s->o.max_memory + OWN_MAX) {

@@ -129,6 +129,56 @@ static void test_alloc(void)
 	}
 }
 
+/* The buffers kept for reuse hold no more than the budget leaves: under
+ * --max-memory 64 MiB, a released 40 MiB buffer is kept while nothing is
+ * held, lets go when a 30 MiB value needs the room (not refused because of
+ * it), is never kept past the budget, and is reused by a value of its size
+ * at the budget's edge. */
+static void test_reuse_cache_budget(void)
+{
+	const size_t MiB = (size_t)1 << 20;
+	tir_mem_trim();
+	CHECK(tir_mem_cached() == 0);
+	size_t base = tir_mem_current();
+	tir_mem_set_limit(base + 64 * MiB);
+	int64_t n40 = 40 * (int64_t)MiB / 4, n30 = 30 * (int64_t)MiB / 4, n24 = 24 * (int64_t)MiB / 4;
+	struct tir_tensor a, b, c;
+	CHECK(tir_tensor_alloc(&a, TIR_DTYPE_F32, 1, &n40, false, &err) == 0);
+	tir_tensor_release(&a);
+	CHECK(tir_mem_cached() == 40 * MiB);
+	CHECK(tir_tensor_alloc(&b, TIR_DTYPE_F32, 1, &n30, false, &err) == 0);
+	CHECK(tir_mem_current() + tir_mem_cached() <= base + 64 * MiB);
+	CHECK(tir_mem_cached() == 0);
+	/* 30 held, a released 24 kept beside it (54); a new 20 MiB value lets
+	 * it go rather than being refused (30 + 24 + 20 > 64) */
+	int64_t n20 = 20 * (int64_t)MiB / 4;
+	struct tir_tensor d;
+	CHECK(tir_tensor_alloc(&c, TIR_DTYPE_F32, 1, &n24, false, &err) == 0);
+	tir_tensor_release(&c);
+	CHECK(tir_mem_cached() == 24 * MiB);
+	CHECK(tir_tensor_alloc(&d, TIR_DTYPE_F32, 1, &n20, false, &err) == 0);
+	CHECK(tir_mem_cached() == 0);
+	CHECK(tir_mem_current() + tir_mem_cached() <= base + 64 * MiB);
+	tir_tensor_release(&d);
+	void *kept = b.buf->data;
+	tir_tensor_release(&b);
+	CHECK(tir_mem_cached() == 50 * MiB);
+	/* a value of a kept buffer's size takes that buffer back, and a value
+	 * that needs the room lets the other go: 30 reused + 20 cached + 24 > 64 */
+	CHECK(tir_tensor_alloc(&b, TIR_DTYPE_F32, 1, &n30, false, &err) == 0);
+	CHECK(b.buf->data == kept);
+	CHECK(tir_mem_cached() == 20 * MiB);
+	CHECK(tir_tensor_alloc(&c, TIR_DTYPE_F32, 1, &n24, false, &err) == 0);
+	CHECK(tir_mem_cached() == 0);
+	CHECK(tir_mem_current() + tir_mem_cached() <= base + 64 * MiB);
+	tir_tensor_release(&b);
+	tir_tensor_release(&c);
+	CHECK(tir_mem_current() == base);
+	CHECK(tir_mem_current() + tir_mem_cached() <= base + 64 * MiB);
+	tir_mem_set_limit(0);
+	tir_mem_trim();
+}
+
 static void test_views(void)
 {
 	int64_t shape[2] = {3, 4};
@@ -1010,6 +1060,7 @@ static void test_rng(void)
 int main(void)
 {
 	test_alloc();
+	test_reuse_cache_budget();
 	test_views();
 	test_convert();
 	test_iter();
