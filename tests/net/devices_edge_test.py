@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import devcheck  # noqa: E402
 import tirnet  # noqa: E402
 from devcheck import IMPORT_LINE, RUN_LINE, addr, local_twin  # noqa: E402
-from tirnet import ALL_LINES, Server  # noqa: E402
+from tirnet import Server  # noqa: E402
 
 TIR = sys.argv[1] if len(sys.argv) > 1 else "build/tir"
 tirnet.TIR = TIR
@@ -290,22 +290,14 @@ def test_import_refused(b):
 def main():
     a, b = Server(), Server()
     try:
-        for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off, test_stats, test_runtime_error, test_trace_profile_explain, test_stays_and_back, test_chains, test_same_twice, test_dtypes):
-            try:
-                t(a, b)
-            except Exception as e:
-                check(t.__name__, False, f"{type(e).__name__}: {e}")
-        for t, args in ((test_one_server_twice, (a,)), (test_import_refused, (b,))):
-            try:
-                t(*args)
-            except Exception as e:
-                check(t.__name__, False, f"{type(e).__name__}: {e}")
+        tirnet.run_groups([(t, (a, b)) for t in (test_repl_stale, test_repl_vars_stale, test_repl_remote_off,
+                                                  test_stats, test_runtime_error, test_trace_profile_explain,
+                                                  test_stays_and_back, test_chains, test_same_twice, test_dtypes)] +
+                          [(test_one_server_twice, (a,)), (test_import_refused, (b,))], check_fn=check)
     finally:
         a.stop()
         b.stop()
-    reports = [ln for lines in ALL_LINES for ln in lines
-               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
-    check("no sanitizer report from any server", not reports, str(reports[:5]))
+    tirnet.check_no_sanitizer(check)
     return C.counts()
 
 

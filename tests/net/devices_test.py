@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import devcheck  # noqa: E402
 import tirnet  # noqa: E402
 from devcheck import EXPORT_LINE, IMPORT_LINE, RUN_LINE, addr, local_twin  # noqa: E402
-from tirnet import ALL_LINES, Server, eventually, metrics  # noqa: E402
+from tirnet import Server, eventually, metrics  # noqa: E402
 
 TIR = sys.argv[1] if len(sys.argv) > 1 else "build/tir"
 tirnet.TIR = TIR
@@ -502,34 +502,13 @@ def test_member_dies(a):
 def main():
     a, b = Server(), Server()
     try:
-        for t in (test_programs, test_moves, test_checked, test_repl, test_sharding, test_repl_sharded):
-            try:
-                t(a, b)
-            except Exception as e:
-                check(t.__name__, False, f"{type(e).__name__}: {e}")
-        for t in (test_at_once,):
-            try:
-                t(a, b)
-            except Exception as e:
-                check(t.__name__, False, f"{type(e).__name__}: {e}")
-        try:
-            test_tokens()
-        except Exception as e:
-            check("test_tokens", False, f"{type(e).__name__}: {e}")
-        try:
-            test_member_dies(a)
-        except Exception as e:
-            check("test_member_dies", False, f"{type(e).__name__}: {e}")
-        try:
-            test_faults(a)
-        except Exception as e:
-            check("test_faults", False, f"{type(e).__name__}: {e}")
+        tirnet.run_groups([(t, (a, b)) for t in (test_programs, test_moves, test_checked, test_repl,
+                                                  test_sharding, test_repl_sharded, test_at_once)] +
+                          [test_tokens, (test_member_dies, (a,)), (test_faults, (a,))], check_fn=check)
     finally:
         a.stop()
         b.stop()
-    reports = [ln for lines in ALL_LINES for ln in lines
-               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
-    check("no sanitizer report from any server", not reports, str(reports[:5]))
+    tirnet.check_no_sanitizer(check)
     return C.counts()
 
 

@@ -265,24 +265,32 @@ def asan_build():
     return _asan[TIR]
 
 
-def run_groups(groups, only=()):
-    """Run each test group (those named in only, if any); a crash of one
-    group is one failure, the rest go on."""
-    for t in groups:
+def run_groups(groups, only=(), check_fn=None):
+    """Run each test group (those named in only, if any): a function, or a
+    (function, args) pair; a crash of one group is one failure (through
+    check_fn, this module's check by default), the rest go on."""
+    for g in groups:
+        t, args = g if isinstance(g, tuple) else (g, ())
         if only and t.__name__ not in only:
             continue
         try:
-            t()
+            t(*args)
         except Exception as e:  # noqa: BLE001
-            check(t.__name__, False, f"{type(e).__name__}: {e}")
+            (check_fn or check)(t.__name__, False, f"{type(e).__name__}: {e}")
+
+
+def check_no_sanitizer(check_fn=None):
+    """The last check of every file of tests: no sanitizer report in any
+    server's stderr."""
+    reports = [ln for lines in ALL_LINES for ln in lines
+               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
+    (check_fn or check)("no sanitizer report from any server", not reports, str(reports[:5]))
 
 
 def finish():
-    """The last check (no sanitizer report in any server's stderr) and the
-    summary line; the exit status."""
-    reports = [ln for lines in ALL_LINES for ln in lines
-               if "Sanitizer" in ln or "runtime error:" in ln or "LeakSanitizer" in ln]
-    check("no sanitizer report from any server", not reports, str(reports[:5]))
+    """The last check (check_no_sanitizer) and the summary line; the exit
+    status."""
+    check_no_sanitizer()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
