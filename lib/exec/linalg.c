@@ -95,8 +95,8 @@ static void put(const struct la *L, void *p, int64_t i, double v)
 						((const T *)(S))[i * (SROW) + j * (SCOL)]; \
 		}
 
-/* Row-major r x c at src into column-major dst (leading dimension ld):
- * dst's column i (src's column) by dst's rows j, contiguous. */
+/* Row-major r x c at src into column-major dst (leading dimension ld),
+ * column by column: element (i, j) of the c x r transpose. */
 static void to_cols(const struct la *L, const void *src, int64_t r, int64_t c, void *dst, int64_t ld)
 {
 	if (L->f64)

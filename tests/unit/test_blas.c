@@ -149,7 +149,6 @@ static void products(enum tir_dtype dt, int threads)
 	free(b);
 }
 
-
 /* The times the process's other threads went to sleep so far (their
  * voluntary context switches: a wait on a lock or a condition, not a
  * sched_yield), or -1 when /proc does not say. */
@@ -180,13 +179,13 @@ static long others_slept(void)
 typedef void (*syevd_fn)(const char *, const char *, const int *, double *, const int *, double *, double *,
 			 const int *, int *, const int *, int *, size_t, size_t);
 
-/* A 512 x 512 dsyevd on OpenBLAS's 2 threads calls its BLAS some 800
- * times; with OpenBLAS's threads sent to sleep as soon as they are idle
- * (a timeout of 2^4 cycles) each call woke the second thread again.  Now
- * it stays awake through the routine: it sleeps only when this thread is
- * off its core for longer than the timeout (a loaded machine: a few times
- * a call).  (Can only fail where the threads get to sleep between calls,
- * on an idle enough machine.) */
+/* A 512 x 512 dsyevd on OpenBLAS's 2 threads: with its idle threads sent
+ * to sleep at once (a timeout of 2^4 cycles) the second thread slept and
+ * was woken some 720 times, once for every threaded BLAS call; now it
+ * stays awake through the routine and sleeps only when this thread is off
+ * its core for longer than the timeout (on a loaded machine, a few times).
+ * (The old timeout only shows on a machine idle enough that sched_yield
+ * returns at once: on a loaded one the yield itself outlasts the gap.) */
 static void stays_awake(void)
 {
 	char *why = NULL;
