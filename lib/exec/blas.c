@@ -13,11 +13,23 @@
  * reads OPENBLAS_NUM_THREADS as it loads, so the dlopen runs with it set
  * to 1 (whatever the user's environment says: tir sets OpenBLAS's count
  * itself before every product, from --threads), and with
- * OPENBLAS_THREAD_TIMEOUT=4 unless the user set a timeout (its idle
- * threads then sleep at once instead of spinning for some 0.1 s after a
- * product, beside tir's pool); both are put back as they were right after,
- * so children see the user's environment.  (setenv while other threads
- * may read the environment: tir's own threads do not.)
+ * OPENBLAS_THREAD_TIMEOUT=TIMEOUT unless the user set a timeout; both are
+ * put back as they were right after, so children see the user's
+ * environment.  (setenv while other threads may read the environment:
+ * tir's own threads do not.)
+ *
+ * The timeout: an idle OpenBLAS thread polls for work (sched_yield) for
+ * 2^TIMEOUT cycles of the time-stamp counter, then sleeps until the next
+ * call wakes it.  OpenBLAS's default, 2^28 (some 0.1 s), kept its threads
+ * spinning beside tir's pool long after a product.  2^4 (sleep at once)
+ * made every threaded BLAS call inside one LAPACK routine wake them:
+ * a 1024 x 1024 eigh (dsyevd) at 2 threads put its second thread to
+ * sleep and woke it some 1,600 times, and gained 1.1x from that thread
+ * where NumPy on the same OpenBLAS gains 1.3x.  2^20 (0.4 ms
+ * at 2.6 GHz; 0.25-0.5 ms at the usual 2-4 GHz) spans the gaps between
+ * those calls (microseconds: the same eigh sleeps a handful of times) and
+ * still sends the threads to sleep within a millisecond of the routine's
+ * end.
  *
  * One pool of threads at a time: a product either runs on OpenBLAS's
  * threads (as many as tir's --threads) while tir's pool is idle, or its
@@ -94,12 +106,15 @@ static void *open_lib(const char *path)
 	return dlopen(path, RTLD_NOW | RTLD_LOCAL);
 }
 
+/* OPENBLAS_THREAD_TIMEOUT: 2^20 cycles (above) */
+#define TIMEOUT "20"
+
 static void load(void)
 {
 	struct env_saved thr = { 0 }, tmo = { 0 };
 	env_push(&thr, "OPENBLAS_NUM_THREADS", "1");
 	if (!getenv("OPENBLAS_THREAD_TIMEOUT") && !getenv("GOTO_THREAD_TIMEOUT"))
-		env_push(&tmo, "OPENBLAS_THREAD_TIMEOUT", "4");
+		env_push(&tmo, "OPENBLAS_THREAD_TIMEOUT", TIMEOUT);
 	const char *want = getenv("TIR_OPENBLAS");
 	void *h = NULL;
 	if (want && *want) {

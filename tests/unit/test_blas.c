@@ -7,14 +7,19 @@
  * operands, within f32/f64 rounding: contiguous, transposed, broadcast and
  * odd-strided operands (copied), batches (on OpenBLAS's threads, or many
  * small entries as tasks of the pool), accumulation, k = 0, and an
- * epilogue that runs once on each element, on its final value.
+ * epilogue that runs once on each element, on its final value.  And
+ * OpenBLAS's threads stay awake between the BLAS calls of one LAPACK
+ * routine (blas.c's OPENBLAS_THREAD_TIMEOUT).
  */
+#define _GNU_SOURCE /* gettid */
 #include "exec/exec.h"
 #include "check.h"
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint64_t rng = 4242;
 
@@ -144,6 +149,75 @@ static void products(enum tir_dtype dt, int threads)
 	free(b);
 }
 
+/* The times the process's other threads went to sleep so far (their
+ * voluntary context switches: a wait on a lock or a condition, not a
+ * sched_yield), or -1 when /proc does not say. */
+static long others_slept(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	long total = 0, me = (long)gettid();
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		long tid = atol(e->d_name);
+		if (tid <= 0 || tid == me)
+			continue;
+		char path[96], line[128];
+		snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+		FILE *f = fopen(path, "r");
+		while (f && fgets(line, sizeof line, f))
+			if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+				total += atol(line + 24);
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return total;
+}
+
+typedef void (*syevd_fn)(const char *, const char *, const int *, double *, const int *, double *, double *,
+			 const int *, int *, const int *, int *, size_t, size_t);
+
+/* A 512 x 512 dsyevd on OpenBLAS's 2 threads: with its idle threads sent
+ * to sleep at once (a timeout of 2^4 cycles) the second thread slept and
+ * was woken some 720 times, once for every threaded BLAS call; now it
+ * stays awake through the routine and sleeps only when this thread is off
+ * its core for longer than the timeout (on a loaded machine, a few times).
+ * (The old timeout only shows on a machine idle enough that sched_yield
+ * returns at once: on a loaded one the yield itself outlasts the gap.) */
+static void stays_awake(void)
+{
+	char *why = NULL;
+	syevd_fn syevd = (syevd_fn)tir_blas_sym("dsyevd_", &why);
+	CHECK(syevd != NULL);
+	if (!syevd)
+		return;
+	int n = 512, lw = 1 + 6 * n + 2 * n * n, liw = 3 + 5 * n, info = 0;
+	double *a = malloc(sizeof(double) * (size_t)n * (size_t)n), *w = malloc(sizeof(double) * (size_t)n);
+	double *work = malloc(sizeof(double) * (size_t)lw);
+	int *iwork = malloc(sizeof(int) * (size_t)liw);
+	long slept = 0;
+	for (int round = 0; round < 2; round++) { /* the first starts OpenBLAS's thread */
+		rng = 4242;
+		for (int64_t i = 0; i < (int64_t)n * n; i++)
+			a[i] = frand();
+		tir_blas_lock(2);
+		long before = others_slept();
+		syevd("V", "L", &n, a, &n, w, work, &lw, iwork, &liw, &info, 1, 1);
+		slept = others_slept() - before;
+		tir_blas_unlock();
+		CHECK(info == 0);
+	}
+	CHECK(slept >= 0 && slept <= 64);
+	if (slept > 64)
+		fprintf(stderr, "  dsyevd 512 at 2 threads: the other threads slept %ld times\n", slept);
+	free(a);
+	free(w);
+	free(work);
+	free(iwork);
+}
+
 int main(void)
 {
 	/* the loader: first use, the environment as it was */
@@ -191,6 +265,7 @@ int main(void)
 	CHECK(!tir_blas_layout(3, 4, 2, 1, &t, &ld));
 	CHECK(!tir_blas_layout(3, 4, -4, 1, &t, &ld));
 
+	stays_awake();
 	for (int th = 1; th <= 3; th += 2) {
 		products(TIR_DTYPE_F32, th);
 		products(TIR_DTYPE_F64, th);
