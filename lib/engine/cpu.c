@@ -39,6 +39,11 @@ struct cpu {
 		uint64_t used;
 	} pcache[PCACHE];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
+	/* by group of x->plan: its kernel as prepared by a run of it, kept
+	 * for the next runs of the same plan (tir_fused_keep), or NULL;
+	 * freed when the plan changes */
+	struct tir_fused **fused;
+	size_t nfused;
 	/* the entry x->plan instantiates (or NULL), for which run: the
 	 * program's nodes then (they never change once made), and what the
 	 * run needed (with x->plan.need).  The same again is x->plan as it is,
@@ -227,15 +232,19 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const bool *lent,
 			 const int64_t *uses)
 {
-	int64_t few[64], *edges = input_edges(g, few);
+	int64_t few[64], *edges = NULL;
 	int found = -1;
-	for (int k = 0; edges && k < g->nin && found < 0; k++) {
+	for (int k = 0; k < g->nin && found < 0; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
 		/* (a file's mapping is never written: tir_buf_writable; nor a
 		 * cached constant lent, held by the cache alone) */
 		if (lent[x->id] || !tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
 			continue;
+		/* the edges counted once some input may be taken (a group of
+		 * scalars reads thousands of literals, none of them) */
+		if (!edges && !(edges = input_edges(g, few)))
+			break;
 		if (uses[x->id] == edges[k] && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
 			found = k;
 	}
@@ -244,8 +253,40 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 	return found;
 }
 
-/* One fused kernel: read its inputs, write its root. */
-static int run_group(struct cpu *x, const struct tir_group *g, const bool *interior,
+/* The kernels kept for x->plan's groups, freed (the plan is changing). */
+static void fused_forget(struct cpu *x)
+{
+	for (size_t g = 0; g < x->nfused; g++)
+		tir_fused_free(x->fused[g]);
+	free(x->fused);
+	x->fused = NULL;
+	x->nfused = 0;
+}
+
+/* Group gi of the plan (g) over inputs in[] into out: its kernel kept from
+ * an earlier run of the plan when it still fits them, else prepared (and
+ * kept when it can be). */
+static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *in,
+		     struct tir_tensor *out, struct tir_err *err)
+{
+	struct tir_fused **slot = (size_t)gi < x->nfused ? &x->fused[gi] : NULL;
+	if (slot && *slot && !tir_fused_rebind(*slot, in, out)) {
+		tir_fused_free(*slot);
+		*slot = NULL;
+	}
+	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare(g, in, out, err);
+	if (!f)
+		return -err->code;
+	int rc = tir_fused_run(f, err);
+	if (slot && !*slot && !rc && tir_fused_keep(f))
+		*slot = f;
+	else if (!slot || *slot != f)
+		tir_fused_free(f);
+	return rc;
+}
+
+/* One fused kernel (group gi of the plan): read its inputs, write its root. */
+static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
 		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
 {
 	/* the values it reads: a kernel reads as many as its group does */
@@ -285,7 +326,7 @@ static int run_group(struct cpu *x, const struct tir_group *g, const bool *inter
 		else
 			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
 		if (!rc)
-			rc = tir_fused_eval(g, in, out, err);
+			rc = run_fused(x, gi, g, in, out, err);
 	}
 	if (in != few)
 		free(in);
@@ -547,6 +588,7 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 		x->plan_src->used = ++x->pclock;
 		return 0;
 	}
+	fused_forget(x);
 	size_t nsig;
 	int64_t nd = 0;
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
@@ -583,6 +625,8 @@ out:
 	if (rc) {
 		tir_plan_free(&x->plan);
 		x->plan_src = NULL;
+	} else if (x->plan.ngroups && (x->fused = calloc((size_t)x->plan.ngroups, sizeof *x->fused))) {
+		x->nfused = (size_t)x->plan.ngroups; /* (none: nothing is kept) */
 	}
 	return rc;
 }
@@ -1013,7 +1057,8 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
-			rc = run_group(c, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			rc = run_group(c, plan.group_of[i], &plan.groups[plan.group_of[i]], plan.interior, vals, uses,
+				       err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
@@ -1190,6 +1235,7 @@ static void cpu_free(struct tir_device *d)
 		free(c->pcache[i].info);
 		free(c->pcache[i].fin);
 	}
+	fused_forget(c);
 	tir_plan_free(&c->plan);
 	free(c->plan_nodes);
 	free(c->plan_uses);
