@@ -589,7 +589,7 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 		return 0;
 	}
 	fused_forget(x);
-	size_t nsig;
+	size_t nsig = 0;
 	int64_t nd = 0;
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
 	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
@@ -778,12 +778,16 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 			const struct tir_group *g = &plan->groups[plan->group_of[i]];
 			const struct tir_node *r = g->root;
 			size_t bytes = value_bytes(r);
-			/* an input it may write over (inplace_input) holds the root */
-			int64_t few[64], *edges = g->head ? NULL : input_edges(g, few);
-			for (int k = 0; edges && k < g->nin && bytes; k++) {
+			/* an input it may write over (inplace_input) holds the root
+			 * (its edges counted once some input could) */
+			int64_t few[64], *edges = NULL;
+			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
 				const struct tir_node *o = g->inputs[k];
-				if (m->live[o->id] >= bytes && o->type.dtype == r->type.dtype &&
-				    m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
+				if (m->live[o->id] < bytes || o->type.dtype != r->type.dtype)
+					continue;
+				if (!edges && !(edges = input_edges(g, few)))
+					break;
+				if (m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
 					bytes = 0;
 			}
 			if (edges != few)
@@ -808,13 +812,14 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 	}
 }
 
-/* The most tensor memory the run would hold at once, and in *at the node
- * of the largest value held then.  It errs low, never high: views, a
- * kernel that may write over an input it is the last reader of, and what
- * kernels use inside them (packing buffers) count nothing, so a run it
- * says would pass the budget would have passed it. */
+/* The most tensor memory the run would hold at once, and, when that is
+ * more than left, in *at the node of the largest value held then (else
+ * NULL).  It errs low, never high: views, a kernel that may write over an
+ * input it is the last reader of, and what kernels use inside them
+ * (packing buffers) count nothing, so a run it says would pass the budget
+ * would have passed it. */
 static int plan_peak(const struct tir_program *p, const bool *need, const int64_t *uses,
-		     const struct tir_plan *plan, size_t *peak, const struct tir_node **at)
+		     const struct tir_plan *plan, size_t left, size_t *peak, const struct tir_node **at)
 {
 	size_t nn = p->nnodes;
 	struct sim m = {.live = calloc(nn + 1, sizeof *m.live), .uses = calloc(nn + 1, sizeof *m.uses)};
@@ -826,7 +831,7 @@ static int plan_peak(const struct tir_program *p, const bool *need, const int64_
 	sim_run(&m, p, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
-	if (m.peak) { /* again, to the peak: the largest value then */
+	if (m.peak > left) { /* again, to the peak: the largest value then */
 		sim_run(&m, p, need, uses, plan, m.peak_step);
 		size_t best = 0;
 		for (size_t i = 0; i <= m.peak_step && i < nn; i++)
@@ -1005,7 +1010,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	if (limit) {
 		const struct tir_node *at = NULL;
 		size_t peak = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
-		if (plan_peak(p, need, uses, planned ? &plan : NULL, &peak, &at)) {
+		if (plan_peak(p, need, uses, planned ? &plan : NULL, left, &peak, &at)) {
 			free(need);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;

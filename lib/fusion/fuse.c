@@ -226,10 +226,13 @@ static bool can_head(const struct tir_node *r, const struct tir_node *o, int64_t
 	       o->in[0]->type.rank >= 2 && o->in[1]->type.rank >= 2;
 }
 
-static int cmp_id(const void *a, const void *b)
+static void reverse(struct tir_node **v, int n)
 {
-	const struct tir_node *x = *(struct tir_node *const *)a, *y = *(struct tir_node *const *)b;
-	return (x->id > y->id) - (x->id < y->id);
+	for (int a = 0, b = n - 1; a < b; a++, b--) {
+		struct tir_node *t = v[a];
+		v[a] = v[b];
+		v[b] = t;
+	}
 }
 
 /* ---- movement views ---- */
@@ -640,6 +643,10 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 		const struct tir_node *r = p->nodes[i];
 		if (!need[i])
 			continue;
+		/* takes(r, dt), asked of r once: whether it takes a value
+		 * into its kernel, of which dtype */
+		bool rtakes = r->nin && (tir_op(r->op)->kind == TIR_KIND_REDUCE ? !why_not_reduce(r) : tir_fusable(r));
+		enum tir_dtype rdt = rtakes ? tir_fuse_dtype(r) : TIR_DTYPE_COUNT;
 		for (int k = 0; k < r->nin; k++) {
 			const struct tir_node *o = r->in[k];
 			bool again = false;
@@ -648,7 +655,7 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 			if (!o || again)
 				continue;
 			readers[o->id]++;
-			bad[o->id] |= !takes(r, tir_fuse_dtype(o));
+			bad[o->id] |= !rtakes || rdt != tir_fuse_dtype(o);
 		}
 		bad[i] |= target[i];
 	}
@@ -760,6 +767,13 @@ static void gen_score(const struct tir_node *o, int64_t ng, int64_t *keep, int64
 static int gen_candidates(const struct tir_program *p, const bool *need, const bool *target, bool *cand)
 {
 	size_t nn = p->nnodes;
+	bool any = false;
+	for (size_t i = 0; i < nn && !any; i++)
+		any = need[i] && !target[i] && gen_float(p->nodes[i]);
+	if (!any) { /* (cand is cleared) */
+		memset(cand, 0, nn);
+		return 0;
+	}
 	int64_t *readers = calloc(nn + 1, sizeof *readers);
 	bool *bad = calloc(nn + 1, sizeof *bad);
 	if (!readers || !bad) {
@@ -802,10 +816,14 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 		       int32_t *ngroups, int32_t *readers, bool *ok)
 {
 	size_t nn = p->nnodes;
+	bool any = false;
 	for (size_t i = 0; i < nn; i++) {
 		ngroups[i] = readers[i] = 0;
 		ok[i] = need[i] && !target[i] && gen_float(p->nodes[i]);
+		any |= ok[i];
 	}
+	if (!any) /* no generator to decide about (a program of scalars) */
+		return;
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
 		enum tir_dtype dt = gr->info ? gr->info->dt : (enum tir_dtype)gr->root->type.dtype;
@@ -1017,8 +1035,9 @@ static void grow(const struct tir_program *p, size_t i, const int64_t *uses, con
 	}
 	for (size_t id = lo; id < i; id++)
 		seen[id] = 0;
-	qsort(s->members, (size_t)s->nm, sizeof *s->members, cmp_id);
-	qsort(s->ins, (size_t)s->ni, sizeof *s->ins, cmp_id);
+	/* both were listed from the highest id down: into graph order */
+	reverse(s->members, s->nm);
+	reverse(s->ins, s->ni);
 }
 
 /* A reducing group that would read a matmul through its elementwise
