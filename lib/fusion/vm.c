@@ -201,6 +201,10 @@ struct vm {
 	 * index, 1 + the generator a value views (0: a value in memory) */
 	int ngen;
 	int32_t *vg;
+	/* by input: one element of another dtype (a literal, held in f64)
+	 * converted into the vm's own storage, with no tensor made */
+	struct tir_buf *cbuf;
+	double *cval;
 	int below;               /* inputs_below's cursor: g->inputs[0, below) are made
 				  * before the member last asked about */
 	bool kept;               /* kept by its caller for the next runs (tir_fused_keep):
@@ -1097,7 +1101,7 @@ static size_t nvals_of(const struct tir_group *g)
 /* Where each of a vm's arrays starts in its block, for group g; returns
  * the block's bytes. */
 struct vm_layout {
-	size_t nd, src, gens, vbuf, vals, borrowed, vg, src_of, info, end;
+	size_t nd, src, gens, vbuf, vals, borrowed, vg, src_of, info, cbuf, cval, end;
 };
 
 static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
@@ -1113,6 +1117,8 @@ static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
 	VM_PLACE(vg, sizeof(int32_t) * nv);
 	VM_PLACE(src_of, sizeof(int) * nv);
 	VM_PLACE(info, tir_group_info_bytes(g->n));
+	VM_PLACE(cbuf, sizeof(struct tir_buf) * (nin + 1));
+	VM_PLACE(cval, sizeof(double) * (nin + 1));
 #undef VM_PLACE
 	l->end = at;
 	return at;
@@ -1156,6 +1162,8 @@ static struct vm *vm_new(const struct tir_group *g)
 	vm->borrowed = (bool *)(m + l.borrowed);
 	vm->vg = (int32_t *)(m + l.vg);
 	vm->src_of = (int *)(m + l.src_of);
+	vm->cbuf = (struct tir_buf *)(m + l.cbuf);
+	vm->cval = (double *)(m + l.cval);
 	for (size_t k = 0; k < nv; k++)
 		vm->src_of[k] = -1;
 	memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
@@ -1487,6 +1495,16 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		} else if (in[k].dtype == vm->dt) {
 			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			tir_tensor_ref(&vm->vals[k], &in[k]);
+		} else if (in[k].buf && tir_tensor_numel(&in[k]) == 1) {
+			/* one element (a literal is held in f64): converted into
+			 * the vm's own storage, as tir_tensor_convert would */
+			struct tir_tensor *v = &vm->vals[k];
+			vm->cbuf[k] = (struct tir_buf){.refs = 1, .bytes = vm->esz, .data = &vm->cval[k]};
+			*v = (struct tir_tensor){.dtype = vm->dt, .rank = in[k].rank, .buf = &vm->cbuf[k]};
+			memcpy(v->shape, in[k].shape, sizeof(int64_t) * (size_t)in[k].rank);
+			tir_tensor_set_contiguous_strides(v);
+			tir_cvt_run(vm->dt, &vm->cval[k], in[k].dtype, tir_tensor_data(&in[k]), 1, 1);
+			vm->borrowed[k] = true;
 		} else {
 			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
@@ -1741,7 +1759,7 @@ bool tir_fused_keep(struct tir_fused *f)
 	if (vm->done || vm->ngen || g->head || vm->nvals != g->nin)
 		return false;
 	for (int k = 0; k < g->nin; k++)
-		if (!vm->borrowed[k])
+		if (!vm->borrowed[k] || vm->vals[k].buf == &vm->cbuf[k])
 			return false;
 	for (int s = 0; s < vm->nsrc; s++)
 		if (vm->src[s].v.buf != vm->vals[vm->src[s].val].buf || vm->src[s].gen)
