@@ -239,7 +239,8 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 		const struct tir_tensor *v = &vals[x->id];
 		/* (a file's mapping is never written: tir_buf_writable; nor a
 		 * cached constant lent, held by the cache alone) */
-		if (lent[x->id] || !tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
+		if (lent[x->id] || v->dtype != (enum tir_dtype)x->type.dtype || !tir_type_equal(&x->type, &g->root->type) ||
+		    !tir_buf_writable(v->buf))
 			continue;
 		/* the edges counted once some input may be taken (a group of
 		 * scalars reads thousands of literals, none of them) */
