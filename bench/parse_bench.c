@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 			free(src);
 			return 1;
 		}
-		arena = p->arena.used_total;
+		arena = p->arena.used_total + p->node_arena.used_total;
 		nnodes = p->nnodes;
 		nstmts = p->nstmts;
 		tir_program_free(p);

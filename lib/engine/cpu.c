@@ -39,6 +39,11 @@ struct cpu {
 		uint64_t used;
 	} pcache[PCACHE];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
+	/* by group of x->plan: its kernel as prepared by a run of it, kept
+	 * for the next runs of the same plan (tir_fused_keep), or NULL;
+	 * freed when the plan changes */
+	struct tir_fused **fused;
+	size_t nfused;
 	/* the entry x->plan instantiates (or NULL), for which run: the
 	 * program's nodes then (they never change once made), and what the
 	 * run needed (with x->plan.need).  The same again is x->plan as it is,
@@ -227,15 +232,20 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const bool *lent,
 			 const int64_t *uses)
 {
-	int64_t few[64], *edges = input_edges(g, few);
+	int64_t few[64], *edges = NULL;
 	int found = -1;
-	for (int k = 0; edges && k < g->nin && found < 0; k++) {
+	for (int k = 0; k < g->nin && found < 0; k++) {
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
 		/* (a file's mapping is never written: tir_buf_writable; nor a
 		 * cached constant lent, held by the cache alone) */
-		if (lent[x->id] || !tir_buf_writable(v->buf) || v->dtype != (enum tir_dtype)x->type.dtype)
+		if (lent[x->id] || v->dtype != (enum tir_dtype)x->type.dtype || !tir_type_equal(&x->type, &g->root->type) ||
+		    !tir_buf_writable(v->buf))
 			continue;
+		/* the edges counted once some input may be taken (a group of
+		 * scalars reads thousands of literals, none of them) */
+		if (!edges && !(edges = input_edges(g, few)))
+			break;
 		if (uses[x->id] == edges[k] && tir_tensor_is_contiguous(v) && tir_fused_can_overwrite(g, k))
 			found = k;
 	}
@@ -244,8 +254,40 @@ static int inplace_input(const struct tir_group *g, const struct tir_tensor *val
 	return found;
 }
 
-/* One fused kernel: read its inputs, write its root. */
-static int run_group(struct cpu *x, const struct tir_group *g, const bool *interior,
+/* The kernels kept for x->plan's groups, freed (the plan is changing). */
+static void fused_forget(struct cpu *x)
+{
+	for (size_t g = 0; g < x->nfused; g++)
+		tir_fused_free(x->fused[g]);
+	free(x->fused);
+	x->fused = NULL;
+	x->nfused = 0;
+}
+
+/* Group gi of the plan (g) over inputs in[] into out: its kernel kept from
+ * an earlier run of the plan when it still fits them, else prepared (and
+ * kept when it can be). */
+static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *in,
+		     struct tir_tensor *out, struct tir_err *err)
+{
+	struct tir_fused **slot = (size_t)gi < x->nfused ? &x->fused[gi] : NULL;
+	if (slot && *slot && !tir_fused_rebind(*slot, in, out)) {
+		tir_fused_free(*slot);
+		*slot = NULL;
+	}
+	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare(g, in, out, err);
+	if (!f)
+		return -err->code;
+	int rc = tir_fused_run(f, err);
+	if (slot && !*slot && !rc && tir_fused_keep(f))
+		*slot = f;
+	else if (!slot || *slot != f)
+		tir_fused_free(f);
+	return rc;
+}
+
+/* One fused kernel (group gi of the plan): read its inputs, write its root. */
+static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
 		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
 {
 	/* the values it reads: a kernel reads as many as its group does */
@@ -285,7 +327,7 @@ static int run_group(struct cpu *x, const struct tir_group *g, const bool *inter
 		else
 			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
 		if (!rc)
-			rc = tir_fused_eval(g, in, out, err);
+			rc = run_fused(x, gi, g, in, out, err);
 	}
 	if (in != few)
 		free(in);
@@ -547,7 +589,8 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 		x->plan_src->used = ++x->pclock;
 		return 0;
 	}
-	size_t nsig;
+	fused_forget(x);
+	size_t nsig = 0;
 	int64_t nd = 0;
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
 	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
@@ -583,6 +626,8 @@ out:
 	if (rc) {
 		tir_plan_free(&x->plan);
 		x->plan_src = NULL;
+	} else if (x->plan.ngroups && (x->fused = calloc((size_t)x->plan.ngroups, sizeof *x->fused))) {
+		x->nfused = (size_t)x->plan.ngroups; /* (none: nothing is kept) */
 	}
 	return rc;
 }
@@ -734,12 +779,16 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 			const struct tir_group *g = &plan->groups[plan->group_of[i]];
 			const struct tir_node *r = g->root;
 			size_t bytes = value_bytes(r);
-			/* an input it may write over (inplace_input) holds the root */
-			int64_t few[64], *edges = g->head ? NULL : input_edges(g, few);
-			for (int k = 0; edges && k < g->nin && bytes; k++) {
+			/* an input it may write over (inplace_input) holds the root
+			 * (its edges counted once some input could) */
+			int64_t few[64], *edges = NULL;
+			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
 				const struct tir_node *o = g->inputs[k];
-				if (m->live[o->id] >= bytes && o->type.dtype == r->type.dtype &&
-				    m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
+				if (m->live[o->id] < bytes || o->type.dtype != r->type.dtype)
+					continue;
+				if (!edges && !(edges = input_edges(g, few)))
+					break;
+				if (m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
 					bytes = 0;
 			}
 			if (edges != few)
@@ -764,13 +813,14 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 	}
 }
 
-/* The most tensor memory the run would hold at once, and in *at the node
- * of the largest value held then.  It errs low, never high: views, a
- * kernel that may write over an input it is the last reader of, and what
- * kernels use inside them (packing buffers) count nothing, so a run it
- * says would pass the budget would have passed it. */
+/* The most tensor memory the run would hold at once, and, when that is
+ * more than left, in *at the node of the largest value held then (else
+ * NULL).  It errs low, never high: views, a kernel that may write over an
+ * input it is the last reader of, and what kernels use inside them
+ * (packing buffers) count nothing, so a run it says would pass the budget
+ * would have passed it. */
 static int plan_peak(const struct tir_program *p, const bool *need, const int64_t *uses,
-		     const struct tir_plan *plan, size_t *peak, const struct tir_node **at)
+		     const struct tir_plan *plan, size_t left, size_t *peak, const struct tir_node **at)
 {
 	size_t nn = p->nnodes;
 	struct sim m = {.live = calloc(nn + 1, sizeof *m.live), .uses = calloc(nn + 1, sizeof *m.uses)};
@@ -782,7 +832,7 @@ static int plan_peak(const struct tir_program *p, const bool *need, const int64_
 	sim_run(&m, p, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
-	if (m.peak) { /* again, to the peak: the largest value then */
+	if (m.peak > left) { /* again, to the peak: the largest value then */
 		sim_run(&m, p, need, uses, plan, m.peak_step);
 		size_t best = 0;
 		for (size_t i = 0; i <= m.peak_step && i < nn; i++)
@@ -961,7 +1011,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	if (limit) {
 		const struct tir_node *at = NULL;
 		size_t peak = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
-		if (plan_peak(p, need, uses, planned ? &plan : NULL, &peak, &at)) {
+		if (plan_peak(p, need, uses, planned ? &plan : NULL, left, &peak, &at)) {
 			free(need);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
@@ -1013,7 +1063,8 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
 		if (planned && plan.group_of[i] >= 0) {
-			rc = run_group(c, &plan.groups[plan.group_of[i]], plan.interior, vals, uses, err);
+			rc = run_group(c, plan.group_of[i], &plan.groups[plan.group_of[i]], plan.interior, vals, uses,
+				       err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
@@ -1190,6 +1241,7 @@ static void cpu_free(struct tir_device *d)
 		free(c->pcache[i].info);
 		free(c->pcache[i].fin);
 	}
+	fused_forget(c);
 	tir_plan_free(&c->plan);
 	free(c->plan_nodes);
 	free(c->plan_uses);

@@ -28,6 +28,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Node i + 12 of p read soon, by a pass over the graph in order: its
+ * lines asked for now (the nodes are a few lines each, too far apart for
+ * the hardware to see a stream; a program of 100,000 statements holds
+ * more of them than the caches do). */
+static inline void ahead(struct tir_node *const *nodes, size_t i, size_t n)
+{
+	if (i + 12 < n) {
+		const char *a = (const char *)nodes[i + 12];
+		__builtin_prefetch(a);
+		__builtin_prefetch(a + 64);
+		__builtin_prefetch(a + 128);
+		__builtin_prefetch(a + 192);
+	}
+}
+
 /* A comparison: inside a kernel, a mask of the kernel's dtype. */
 static bool is_cmp(enum tir_op op)
 {
@@ -226,10 +241,13 @@ static bool can_head(const struct tir_node *r, const struct tir_node *o, int64_t
 	       o->in[0]->type.rank >= 2 && o->in[1]->type.rank >= 2;
 }
 
-static int cmp_id(const void *a, const void *b)
+static void reverse(struct tir_node **v, int n)
 {
-	const struct tir_node *x = *(struct tir_node *const *)a, *y = *(struct tir_node *const *)b;
-	return (x->id > y->id) - (x->id < y->id);
+	for (int a = 0, b = n - 1; a < b; a++, b--) {
+		struct tir_node *t = v[a];
+		v[a] = v[b];
+		v[b] = t;
+	}
 }
 
 /* ---- movement views ---- */
@@ -638,8 +656,13 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 	}
 	for (size_t i = 0; i < nn; i++) {
 		const struct tir_node *r = p->nodes[i];
+		ahead(p->nodes, i, nn);
 		if (!need[i])
 			continue;
+		/* takes(r, dt), asked of r once: whether it takes a value
+		 * into its kernel, of which dtype */
+		bool rtakes = r->nin && (tir_op(r->op)->kind == TIR_KIND_REDUCE ? !why_not_reduce(r) : tir_fusable(r));
+		enum tir_dtype rdt = rtakes ? tir_fuse_dtype(r) : TIR_DTYPE_COUNT;
 		for (int k = 0; k < r->nin; k++) {
 			const struct tir_node *o = r->in[k];
 			bool again = false;
@@ -648,7 +671,7 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 			if (!o || again)
 				continue;
 			readers[o->id]++;
-			bad[o->id] |= !takes(r, tir_fuse_dtype(o));
+			bad[o->id] |= !rtakes || rdt != tir_fuse_dtype(o);
 		}
 		bad[i] |= target[i];
 	}
@@ -670,6 +693,7 @@ static int dup_scores(const struct tir_program *p, const bool *need, const int64
 	}
 	for (size_t j = 0; j < nn; j++) {
 		const struct tir_node *r = p->nodes[j];
+		ahead(p->nodes, j, nn);
 		for (int k = 0; need[j] && k < r->nin; k++) {
 			const struct tir_node *o = r->in[k];
 			bool again = false;
@@ -760,6 +784,15 @@ static void gen_score(const struct tir_node *o, int64_t ng, int64_t *keep, int64
 static int gen_candidates(const struct tir_program *p, const bool *need, const bool *target, bool *cand)
 {
 	size_t nn = p->nnodes;
+	bool any = false;
+	for (size_t i = 0; i < nn && !any; i++) {
+		ahead(p->nodes, i, nn);
+		any = need[i] && !target[i] && gen_float(p->nodes[i]);
+	}
+	if (!any) { /* (cand is cleared) */
+		memset(cand, 0, nn);
+		return 0;
+	}
 	int64_t *readers = calloc(nn + 1, sizeof *readers);
 	bool *bad = calloc(nn + 1, sizeof *bad);
 	if (!readers || !bad) {
@@ -802,10 +835,15 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 		       int32_t *ngroups, int32_t *readers, bool *ok)
 {
 	size_t nn = p->nnodes;
+	bool any = false;
 	for (size_t i = 0; i < nn; i++) {
+		ahead(p->nodes, i, nn);
 		ngroups[i] = readers[i] = 0;
 		ok[i] = need[i] && !target[i] && gen_float(p->nodes[i]);
+		any |= ok[i];
 	}
+	if (!any) /* no generator to decide about (a program of scalars) */
+		return;
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
 		enum tir_dtype dt = gr->info ? gr->info->dt : (enum tir_dtype)gr->root->type.dtype;
@@ -914,6 +952,7 @@ static int plan_finish(const struct tir_program *p, const bool *need, const int6
 			plan->interior[gr->head->id] = true;
 		for (int j = 0; j < gr->n; j++) {
 			const struct tir_node *m = gr->nodes[j];
+			ahead(gr->nodes, (size_t)j, (size_t)gr->n);
 			if (j < gr->n - 1)
 				copies[m->id]++;
 			for (int k = 0; k < m->nin; k++)
@@ -1017,8 +1056,9 @@ static void grow(const struct tir_program *p, size_t i, const int64_t *uses, con
 	}
 	for (size_t id = lo; id < i; id++)
 		seen[id] = 0;
-	qsort(s->members, (size_t)s->nm, sizeof *s->members, cmp_id);
-	qsort(s->ins, (size_t)s->ni, sizeof *s->ins, cmp_id);
+	/* both were listed from the highest id down: into graph order */
+	reverse(s->members, s->nm);
+	reverse(s->ins, s->ni);
 }
 
 /* A reducing group that would read a matmul through its elementwise

@@ -157,6 +157,19 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				    struct tir_tensor *out, struct tir_err *err);
 int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n);
 void tir_fused_free(struct tir_fused *f);
+/* Run prepared group f over all its domain (what tir_fused_eval does
+ * after preparing it). */
+int tir_fused_run(struct tir_fused *f, struct tir_err *err);
+/* Keep prepared group f for later runs of the same plan (a REPL line, a
+ * server's replay: the kernel is not built again): true when f depends on
+ * its inputs' layouts alone (each read as given, in place; nothing made
+ * before the blocks), and then its views of them hold no references
+ * from now on, so in[] must be held by the caller through each run.
+ * Before each later run, tir_fused_rebind gives it that run's inputs and
+ * output: false when an input's dtype, shape, strides or offset is not
+ * what it was prepared for (then free it and prepare again). */
+bool tir_fused_keep(struct tir_fused *f);
+bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct tir_tensor *out);
 /* Test hook: the build of vm.c's per-ISA loops that the vector path
  * picks, "gen", "a2" or "a5" (exec/vmath.h's TIR_ISA_BUILDS). */
 const char *tir_fused_build(void);

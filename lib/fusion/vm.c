@@ -201,8 +201,15 @@ struct vm {
 	 * index, 1 + the generator a value views (0: a value in memory) */
 	int ngen;
 	int32_t *vg;
+	/* by input: one element of another dtype (a literal, held in f64)
+	 * converted into the vm's own storage, with no tensor made */
+	struct tir_buf *cbuf;
+	double *cval;
 	int below;               /* inputs_below's cursor: g->inputs[0, below) are made
 				  * before the member last asked about */
+	bool kept;               /* kept by its caller for the next runs (tir_fused_keep):
+				  * the sources' views hold no references, their buffers
+				  * are the inputs' of the run under way (tir_fused_rebind) */
 };
 
 /* ---- views ---- */
@@ -1094,7 +1101,7 @@ static size_t nvals_of(const struct tir_group *g)
 /* Where each of a vm's arrays starts in its block, for group g; returns
  * the block's bytes. */
 struct vm_layout {
-	size_t nd, src, gens, vbuf, vals, borrowed, vg, src_of, info, end;
+	size_t nd, src, gens, vbuf, vals, borrowed, vg, src_of, info, cbuf, cval, end;
 };
 
 static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
@@ -1110,6 +1117,8 @@ static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
 	VM_PLACE(vg, sizeof(int32_t) * nv);
 	VM_PLACE(src_of, sizeof(int) * nv);
 	VM_PLACE(info, tir_group_info_bytes(g->n));
+	VM_PLACE(cbuf, sizeof(struct tir_buf) * (nin + 1));
+	VM_PLACE(cval, sizeof(double) * (nin + 1));
 #undef VM_PLACE
 	l->end = at;
 	return at;
@@ -1153,6 +1162,8 @@ static struct vm *vm_new(const struct tir_group *g)
 	vm->borrowed = (bool *)(m + l.borrowed);
 	vm->vg = (int32_t *)(m + l.vg);
 	vm->src_of = (int *)(m + l.src_of);
+	vm->cbuf = (struct tir_buf *)(m + l.cbuf);
+	vm->cval = (double *)(m + l.cval);
 	for (size_t k = 0; k < nv; k++)
 		vm->src_of[k] = -1;
 	memset(vm->nd, 0, sizeof *vm->nd * (size_t)g->n);
@@ -1171,7 +1182,7 @@ static void vm_free(struct vm *vm)
 	for (int k = 0; k < vm->nvals; k++)
 		if (!vm->borrowed[k])
 			tir_tensor_release(&vm->vals[k]);
-	for (int s = 0; s < vm->nsrc; s++)
+	for (int s = 0; !vm->kept && s < vm->nsrc; s++)
 		tir_tensor_release(&vm->src[s].v);
 	struct vm_spare *sp = thread_spare();
 	if (sp && !sp->vm) {
@@ -1484,6 +1495,16 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 		} else if (in[k].dtype == vm->dt) {
 			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			tir_tensor_ref(&vm->vals[k], &in[k]);
+		} else if (in[k].buf && tir_tensor_numel(&in[k]) == 1) {
+			/* one element (a literal is held in f64): converted into
+			 * the vm's own storage, as tir_tensor_convert would */
+			struct tir_tensor *v = &vm->vals[k];
+			vm->cbuf[k] = (struct tir_buf){.refs = 1, .bytes = vm->esz, .data = &vm->cval[k]};
+			*v = (struct tir_tensor){.dtype = vm->dt, .rank = in[k].rank, .buf = &vm->cbuf[k]};
+			memcpy(v->shape, in[k].shape, sizeof(int64_t) * (size_t)in[k].rank);
+			tir_tensor_set_contiguous_strides(v);
+			tir_cvt_run(vm->dt, &vm->cval[k], in[k].dtype, tir_tensor_data(&in[k]), 1, 1);
+			vm->borrowed[k] = true;
 		} else {
 			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
 			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
@@ -1726,12 +1747,55 @@ void tir_fused_free(struct tir_fused *f)
 	vm_free((struct vm *)f);
 }
 
-int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
-		   struct tir_err *err)
+bool tir_fused_keep(struct tir_fused *f)
 {
-	struct vm *vm = (struct vm *)tir_fused_prepare(g, in, out, err);
-	if (!vm)
-		return -err->code;
+	struct vm *vm = (struct vm *)f;
+	const struct tir_group *g = vm->g;
+	/* made of its inputs' layouts alone: each read in place, as given
+	 * (no conversion, no value made before the blocks, no generator), and
+	 * every source a view of an input's own buffer */
+	if (vm->kept)
+		return true;
+	if (vm->done || vm->ngen || g->head || vm->nvals != g->nin)
+		return false;
+	for (int k = 0; k < g->nin; k++)
+		if (!vm->borrowed[k] || vm->vals[k].buf == &vm->cbuf[k])
+			return false;
+	for (int s = 0; s < vm->nsrc; s++)
+		if (vm->src[s].v.buf != vm->vals[vm->src[s].val].buf || vm->src[s].gen)
+			return false;
+	/* the views give back the references they took: the caller holds the
+	 * inputs through each run */
+	for (int s = 0; s < vm->nsrc; s++)
+		__atomic_sub_fetch(&vm->src[s].v.buf->refs, 1, __ATOMIC_ACQ_REL);
+	vm->kept = true;
+	return true;
+}
+
+bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct tir_tensor *out)
+{
+	struct vm *vm = (struct vm *)f;
+	const struct tir_group *g = vm->g;
+	TIR_ASSERT(vm->kept);
+	for (int k = 0; k < g->nin; k++) {
+		const struct tir_tensor *a = &in[k], *b = &vm->vals[k];
+		if (!a->buf || a->dtype != b->dtype || a->rank != b->rank || a->offset != b->offset ||
+		    memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) ||
+		    memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->rank))
+			return false;
+	}
+	for (int k = 0; k < g->nin; k++)
+		vm->vals[k].buf = in[k].buf;
+	for (int s = 0; s < vm->nsrc; s++)
+		vm->src[s].v.buf = vm->vals[vm->src[s].val].buf;
+	vm->out = tir_tensor_data(out);
+	vm->oom = 0;
+	return true;
+}
+
+int tir_fused_run(struct tir_fused *f, struct tir_err *err)
+{
+	struct vm *vm = (struct vm *)f;
 	int64_t nt = vm->done || vm->rows == 0 || run_pieces(vm) ? 0 : (vm->rows + vm->task_rows - 1) / vm->task_rows;
 	if (!vm->done && vm->info.leading) {
 		nt = 0;
@@ -1741,10 +1805,19 @@ int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struc
 		tir_pool_run(nt, run_task, vm);
 	else if (nt == 1)
 		run_task(vm, 0); /* one task: no hand-over to the pool */
-	int rc = 0;
 	if (vm->oom)
-		rc = tir_errf(err, TIR_ENOMEM, &g->root->loc, "out of memory for a fused kernel's registers");
-	vm_free(vm);
+		return tir_errf(err, TIR_ENOMEM, &vm->g->root->loc, "out of memory for a fused kernel's registers");
+	return 0;
+}
+
+int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
+		   struct tir_err *err)
+{
+	struct tir_fused *f = tir_fused_prepare(g, in, out, err);
+	if (!f)
+		return -err->code;
+	int rc = tir_fused_run(f, err);
+	tir_fused_free(f);
 	return rc;
 }
 

@@ -345,6 +345,10 @@ struct tir_pass {
 
 struct tir_program {
 	struct tir_arena arena;
+	/* the nodes (each with its attributes and operands: tir_node_new),
+	 * apart from everything else, one after the other: a pass over the
+	 * graph (the planner makes a dozen) then reads memory in order */
+	struct tir_arena node_arena;
 	struct tir_node **nodes;
 	size_t nnodes, capnodes;
 	struct tir_stmt *stmts;

@@ -937,7 +937,7 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 	const struct tir_opdef *d = tir_op(op);
 	/* the node, its attributes and its operands in one piece */
 	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
-	struct tir_node *n = tir_arena_alloc(&p->arena, sizeof *n + sizeof *n->attr * nattr +
+	struct tir_node *n = tir_arena_alloc(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
 							(sizeof *n->in + sizeof *n->inloc) * n_in);
 	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes))
 		return NULL;
@@ -3998,6 +3998,7 @@ void tir_program_free(struct tir_program *p)
 	free(p->bind_index);
 	free(p->funcs);
 	tir_arena_free(&p->arena);
+	tir_arena_free(&p->node_arena);
 	free(p);
 }
 
