@@ -1107,9 +1107,17 @@ void tir_gemm_pack_b(const struct tir_gemm_form *f, void *dst, const void *b, in
 bool tir_gemm_panels(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,
 		     int64_t m, const void *pb, int64_t n, void *c, int64_t ldc, bool load)
 {
+	return tir_gemm_panels_part(f, pa, k0, kcb, m, 0, ceil_div(m, f->mr), pb, n, 0,
+				    ceil_div(n, f->nr), c, ldc, load);
+}
+
+bool tir_gemm_panels_part(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,
+			  int64_t m, int64_t q0, int64_t q1, const void *pb, int64_t n, int64_t r0,
+			  int64_t r1, void *c, int64_t ldc, bool load)
+{
 	int64_t mp = ceil_div(m, f->mr), np = ceil_div(n, f->nr);
-	return run_panels(f->kern, f->es, kcb, (const char *)pa + k0 * mp * f->mr * f->es, pb, 0,
-			  mp, 0, np, m, n, c, ldc, load);
+	return run_panels(f->kern, f->es, kcb, (const char *)pa + k0 * mp * f->mr * f->es, pb, q0,
+			  q1 < mp ? q1 : mp, r0, r1 < np ? r1 : np, m, n, c, ldc, load);
 }
 
 static char info[96];
