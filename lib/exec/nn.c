@@ -525,6 +525,7 @@ struct conv_cols {
 	const char *x, *bias;
 	int64_t bstride;
 	const void *pw;                      /* the weights, packed */
+	const void *w;                       /* or as they lie, [O, kdim] (direct) */
 	char *out;
 	char *cols;                          /* per image: kdim x npad, k-block by k-block */
 	const struct conv_seg *seg;          /* the plane's output rows */
@@ -584,8 +585,12 @@ static void cols_tile(void *arg, int64_t t)
 	const char *cimg = j->cols + img * j->kdim * j->npad * es;
 	for (int64_t k0 = 0; k0 < j->kdim; k0 += f->kc) {
 		int64_t kcb = j->kdim - k0 < f->kc ? j->kdim - k0 : f->kc;
-		if (!tir_gemm_panels_part(f, j->pw, k0, kcb, g->o, q0, q1, cimg + k0 * j->npad * es, j->plane,
-					  r0, r1, oimg, j->plane, k0 > 0 || j->bias))
+		const char *pb = cimg + k0 * j->npad * es;
+		bool load = k0 > 0 || j->bias;
+		if (!(j->w ? tir_gemm_direct_part(f, j->w, j->kdim, k0, kcb, g->o, q0, q1, pb, j->plane, r0,
+						  r1, oimg, j->plane, load)
+			   : tir_gemm_panels_part(f, j->pw, k0, kcb, g->o, q0, q1, pb, j->plane, r0, r1, oimg,
+						  j->plane, load)))
 			return;
 	}
 }
@@ -594,20 +599,22 @@ static void cols_tile(void *arg, int64_t t)
  * whole product, a tile's rows of the weights (tm panels x KC) within
  * half of L2, then the longer side (in elements) halved until the
  * product makes TIR_TASKS_WANT tasks, never below 2 panels of rows and 1
- * of columns.  From the shapes and the caches only. */
+ * of columns.  With the weights read where they lie (j->w), each tile
+ * takes all the columns (its weights then come from memory once) and
+ * down to one panel of rows.  From the shapes and the caches only. */
 static void cols_tiles(struct conv_cols *j, int64_t images)
 {
 	const struct tir_gemm_form *f = j->f;
-	int64_t tm = j->mp, tn = j->np;
+	int64_t tm = j->mp, tn = j->np, least = j->w ? 1 : 2;
 	int64_t max_tm = tir_machine_caches()->l2 / 2 / (f->kc * f->mr * f->es);
 	max_tm = max_tm < 2 ? 2 : max_tm;
 	if (tm > max_tm)
 		tm = (j->mp + (j->mp + max_tm - 1) / max_tm - 1) / ((j->mp + max_tm - 1) / max_tm);
 	while (images * ((j->mp + tm - 1) / tm) * ((j->np + tn - 1) / tn) < TIR_TASKS_WANT) {
-		bool rows = tm * f->mr >= tn * f->nr ? tm > 2 : tn <= 1;
-		if (rows && tm > 2)
-			tm = (tm + 1) / 2 < 2 ? 2 : (tm + 1) / 2;
-		else if (tn > 1)
+		bool rows = j->w || (tm * f->mr >= tn * f->nr ? tm > 2 : tn <= 1);
+		if (rows && tm > least)
+			tm = (tm + 1) / 2 < least ? least : (tm + 1) / 2;
+		else if (tn > 1 && !j->w)
 			tn = (tn + 1) / 2;
 		else
 			break;
@@ -621,11 +628,11 @@ static void cols_tiles(struct conv_cols *j, int64_t images)
 /* The convolution by conv_cols, the weights packed in f's form (pw): 0,
  * or 1 when its buffers were not had (nothing done). */
 static int conv_shared(const struct conv *g, const struct tir_gemm_form *f, const void *pw,
-		       const char *x, const char *bias, int64_t bstride, char *out, void *cols, int64_t npad)
+		       const void *w, const char *x, const char *bias, int64_t bstride, char *out, void *cols, int64_t npad)
 {
 	struct conv_cols j = {
 		.g = g, .f = f, .f32 = f->es == 4, .es = f->es, .x = x, .bias = bias, .bstride = bstride,
-		.pw = pw, .out = out, .cols = cols, .plane = g->oh * g->ow, .kdim = g->c * g->kh * g->kw,
+		.pw = pw, .w = w, .out = out, .cols = cols, .plane = g->oh * g->ow, .kdim = g->c * g->kh * g->kw,
 		.npad = npad, .mp = (g->o + f->mr - 1) / f->mr, .np = npad / f->nr,
 	};
 	struct conv_seg *seg = malloc((size_t)g->oh * sizeof *seg);
@@ -711,6 +718,13 @@ static void keep_put(int which, void *p, bool kept)
 	pthread_mutex_unlock(&conv_kept[which].lock);
 }
 
+/* Panels of positions (all images) at most for reading the weights
+ * where they lie: each panel of weights is then read from memory once
+ * and used CONV_DIRECT times at most from the caches, where packing them
+ * first reads and writes them all once more.  ResNet-18's 7 x 7 layers
+ * (2 panels) spent more in packing 9 MiB of weights than in products. */
+#define CONV_DIRECT 8
+
 /* The most bytes of shared columns (conv_shared): 4 L2s, so that the
  * tiles read them back from the caches near (in a ResNet-18 at batch 1,
  * the layers of 28 x 28 positions and less: 3.7 MiB at most; packed
@@ -721,16 +735,18 @@ static int64_t conv_cols_most(void)
 	return 4 * tir_machine_caches()->l2;
 }
 
-/* TIR_CONV=own or shared: every conv2d packs its columns per task
- * (conv_task) or shared (conv_shared), whatever its shape (tests, bench:
- * both ways give the same bits); else 0, by the shape. */
+/* TIR_CONV=own, shared or direct: every conv2d packs its columns per
+ * task (conv_task: 1) or shared (conv_shared: 2), its weights packed, or
+ * shared with the weights read where they lie (3, where the gemm has
+ * such kernels, else 2), whatever its shape (tests, bench: every way
+ * gives the same bits); else 0, by the shape. */
 static int conv_way(void)
 {
 	static int way = -1; /* asked once; threads may ask together (same answer) */
 	int v = __atomic_load_n(&way, __ATOMIC_RELAXED);
 	if (v < 0) {
 		const char *e = getenv("TIR_CONV");
-		v = e && !strcmp(e, "own") ? 1 : e && !strcmp(e, "shared") ? 2 : 0;
+		v = !e ? 0 : !strcmp(e, "own") ? 1 : !strcmp(e, "shared") ? 2 : !strcmp(e, "direct") ? 3 : 0;
 		__atomic_store_n(&way, v, __ATOMIC_RELAXED);
 	}
 	return v;
@@ -829,13 +845,17 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	int64_t cnpad = (plane + f->nr - 1) / f->nr * f->nr;
 	int64_t cbytes = g->n * kdim * cnpad * es;
 	int way = conv_way();
-	bool shared = way ? way == 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most();
+	bool shared = way ? way >= 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most();
+	/* the weights read where they lie when each of their panels would be
+	 * read few times (CONV_DIRECT panels of positions at most) */
+	bool direct = shared && tir_gemm_has_direct(f) &&
+		      (way ? way == 3 : g->n * (cnpad / f->nr) <= CONV_DIRECT);
 	if (!shared) {
 		int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
 		int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
 		f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
 	}
-	int64_t wbytes = tir_gemm_a_bytes(f, g->o, kdim);
+	int64_t wbytes = direct ? 64 : tir_gemm_a_bytes(f, g->o, kdim);
 	bool wkept = false, ckept = false;
 	void *pw = keep_get(0, (size_t)wbytes, &wkept);
 	void *cols = shared ? keep_get(1, (size_t)cbytes, &ckept) : NULL;
@@ -846,11 +866,12 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory packing its weights or columns");
 		goto done;
 	}
-	tir_gemm_pack_a(f, pw, wdata, kdim, 1, g->o, kdim);
+	if (!direct)
+		tir_gemm_pack_a(f, pw, wdata, kdim, 1, g->o, kdim);
 	j->pw = pw;
 	if (!shared)
 		tir_pool_run(g->n * j->pblocks, conv_task, j);
-	else if (conv_shared(g, f, pw, xdata, bdata, bstride, odata, cols, cnpad))
+	else if (conv_shared(g, f, pw, direct ? wdata : NULL, xdata, bdata, bstride, odata, cols, cnpad))
 		atomic_store(&j->failed, true);
 	keep_put(0, pw, wkept);
 	keep_put(1, cols, ckept);
