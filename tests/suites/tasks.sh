@@ -10,8 +10,8 @@
 # (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis), a
 # reduction to one value (var of the same: the pieces of its pairwise sums;
 # also inside a fused kernel that adds to it) and a
-# fused elementwise chain over 16M f32, a CNN's last layer at batch 1,
-# and programs written by `for`
+# fused elementwise chain over 16M f32, a CNN's last layer at batch 1
+# (one per thread at 64: below), and programs written by `for`
 # loops (repeated blocks, below), each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
 # included), the same number at --threads 1 (the cut never follows the
