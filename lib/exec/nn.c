@@ -516,7 +516,12 @@ static void conv_task(void *arg, int64_t t)
  * the gemm's panels, and then cuts the product into tiles of filters x
  * positions (cols_tile), each going over all the k-blocks in order: the
  * filters are then split between tasks as well as the positions, and no
- * task packs columns another one packs too. */
+ * task packs columns another one packs too.  Where the gemm has kernels
+ * over an unpacked a (AVX-512 f32), the weights are read where they lie:
+ * ResNet-18's 7 x 7 layers spent more in packing 9 MiB of weights (read
+ * and written once more) than in their products, and its 28 x 28 and
+ * 14 x 14 layers, whose weights each tile reads from L2, ran a tenth
+ * faster on one thread without packing them. */
 struct conv_cols {
 	const struct conv *g;
 	const struct tir_gemm_form *f;
@@ -718,13 +723,6 @@ static void keep_put(int which, void *p, bool kept)
 	pthread_mutex_unlock(&conv_kept[which].lock);
 }
 
-/* Panels of positions (all images) at most for reading the weights
- * where they lie: each panel of weights is then read from memory once
- * and used CONV_DIRECT times at most from the caches, where packing them
- * first reads and writes them all once more.  ResNet-18's 7 x 7 layers
- * (2 panels) spent more in packing 9 MiB of weights than in products. */
-#define CONV_DIRECT 8
-
 /* The most bytes of shared columns (conv_shared): 4 L2s, so that the
  * tiles read them back from the caches near (in a ResNet-18 at batch 1,
  * the layers of 28 x 28 positions and less: 3.7 MiB at most; packed
@@ -846,10 +844,9 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	int64_t cbytes = g->n * kdim * cnpad * es;
 	int way = conv_way();
 	bool shared = way ? way >= 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most();
-	/* the weights read where they lie when each of their panels would be
-	 * read few times (CONV_DIRECT panels of positions at most) */
-	bool direct = shared && tir_gemm_has_direct(f) &&
-		      (way ? way == 3 : g->n * (cnpad / f->nr) <= CONV_DIRECT);
+	/* the weights read where they lie, where the gemm has kernels for it
+	 * (see conv_shared) */
+	bool direct = shared && tir_gemm_has_direct(f) && (way ? way == 3 : true);
 	if (!shared) {
 		int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
 		int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
