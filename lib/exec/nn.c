@@ -604,9 +604,10 @@ static void cols_tile(void *arg, int64_t t)
  * whole product, a tile's rows of the weights (tm panels x KC) within
  * half of L2, then the longer side (in elements) halved until the
  * product makes TIR_TASKS_WANT tasks, never below 2 panels of rows and 1
- * of columns.  With the weights read where they lie (j->w), each tile
- * takes all the columns (its weights then come from memory once) and
- * down to one panel of rows.  From the shapes and the caches only. */
+ * of columns.  With the weights read where they lie (j->w), the rows
+ * are halved first, down to one panel, and only then the columns (a
+ * tile over all the columns reads its weights from memory once).  From
+ * the shapes and the caches only. */
 static void cols_tiles(struct conv_cols *j, int64_t images)
 {
 	const struct tir_gemm_form *f = j->f;
@@ -619,7 +620,7 @@ static void cols_tiles(struct conv_cols *j, int64_t images)
 		bool rows = j->w || (tm * f->mr >= tn * f->nr ? tm > 2 : tn <= 1);
 		if (rows && tm > least)
 			tm = (tm + 1) / 2 < least ? least : (tm + 1) / 2;
-		else if (tn > 1 && !j->w)
+		else if (tn > 1)
 			tn = (tn + 1) / 2;
 		else
 			break;
@@ -841,9 +842,10 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	/* too few blocks of positions for the threads: columns shared by all tasks,
 	 * when they are not too big to be packed whole */
 	int64_t cnpad = (plane + f->nr - 1) / f->nr * f->nr;
-	int64_t cbytes = g->n * kdim * cnpad * es;
+	int64_t cbytes;
+	bool huge = __builtin_mul_overflow(g->n, kdim, &cbytes) | __builtin_mul_overflow(cbytes, cnpad * es, &cbytes);
 	int way = conv_way();
-	bool shared = way ? way >= 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most();
+	bool shared = !huge && (way ? way >= 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most());
 	/* the weights read where they lie, where the gemm has kernels for it
 	 * (see conv_shared) */
 	bool direct = shared && tir_gemm_has_direct(f) && (way ? way == 3 : true);
