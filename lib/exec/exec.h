@@ -347,6 +347,21 @@ void tir_gemm_pack_b(const struct tir_gemm_form *f, void *dst, const void *b, in
  * of b); load: add to what c holds.  false when the pool is stopping. */
 bool tir_gemm_panels(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,
 		     int64_t m, const void *pb, int64_t n, void *c, int64_t ldc, bool load);
+/* the same for a's panels [q0, q1) and b's panels [r0, r1) alone (rows
+ * q0 * mr up to q1 * mr or m, columns r0 * nr up to r1 * nr or n): pb and
+ * c are still the whole k-block's and the whole c's */
+bool tir_gemm_panels_part(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,
+			  int64_t m, int64_t q0, int64_t q1, const void *pb, int64_t n, int64_t r0,
+			  int64_t r1, void *c, int64_t ldc, bool load);
+/* Whether f's kernels read an unpacked a (tir_gemm_direct_part): the
+ * AVX-512 f32 ones. */
+bool tir_gemm_has_direct(const struct tir_gemm_form *f);
+/* tir_gemm_panels_part with a read where it lies, not packed: a[i, p] at
+ * a + i * lda + p elements (the k-block's steps k0 .. k0 + kcb of rows
+ * q0 * mr .. of m); the same chains, so the same bits. */
+bool tir_gemm_direct_part(const struct tir_gemm_form *f, const void *a, int64_t lda, int64_t k0,
+			  int64_t kcb, int64_t m, int64_t q0, int64_t q1, const void *pb, int64_t n,
+			  int64_t r0, int64_t r1, void *c, int64_t ldc, bool load);
 /* "tir avx512 (f32 12x32, f64 12x16, KC 192/192)": the gemm kernels the
  * vector path picks; static storage. */
 const char *tir_gemm_info(void);

@@ -173,6 +173,63 @@ GM_EDGES(kern_a5_f32, GM_A5, float, gm_f16, 12, 2, _mm512_fmadd_ps, GM_ROWS12(ke
 GM_EDGES(kern_a5_f64, GM_A5, double, gm_d8, 12, 2, _mm512_fmadd_pd, GM_ROWS12(kern_a5_f64))
 #endif
 
+/* Kernels whose a is read where it lies, not packed: R rows of a
+ * row-major a (row stride lda elements; steps along memory), each
+ * element's chain the very one of GM_KERNEL (the same FMAs in the same
+ * order, only the loads of a differ).  For a product that reads each
+ * panel of a few times (conv2d's weights against a few panels of
+ * positions: packing 9 MiB of weights to read them twice cost more than
+ * the products).  Each row is read ahead, one row a step in turn. */
+typedef void (*gemm_direct_fn)(int64_t kc, const void *a, int64_t lda, const void *pb, void *c,
+			       int64_t ldc, int load);
+#ifndef GM_PFD
+#define GM_PFD 64
+#endif
+#define GM_DIRECT(NAME, TGT, T, VF, MR, NV, FMA)                                 \
+	static TGT void NAME(int64_t kc, const void *av, int64_t lda, const void *pbv, \
+			     void *cv, int64_t ldc, int load)                      \
+	{                                                                      \
+		typedef T VU_ __attribute__((vector_size(sizeof(VF)), aligned(sizeof(T)), \
+					     may_alias));                       \
+		typedef T VA_ __attribute__((vector_size(sizeof(VF)), may_alias)); \
+		enum { L_ = sizeof(VF) / sizeof(T), NR_ = NV * L_ };            \
+		const T *a = av, *pb = pbv;                                    \
+		T *c = cv;                                                     \
+		VF acc[MR][NV];                                                \
+		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)          \
+			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
+				acc[i][v] = load ? (VF)*(const VU_ *)(c + i * ldc + v * L_) \
+						 : (VF){ 0 };                   \
+		int64_t ahead = 0;                                             \
+		for (int64_t p = 0; p < kc; p++, pb += NR_) {                  \
+			VF b[NV];                                              \
+			__builtin_prefetch(a + ahead * lda + p + GM_PFD);      \
+			ahead = ahead + 1 == MR ? 0 : ahead + 1;               \
+			__builtin_prefetch(pb + GM_PFB * NR_);                 \
+			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
+				b[v] = *(const VA_ *)(pb + v * L_);             \
+			_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) { \
+				VF x = a[i * lda + p] - (VF){ 0 };   /* splat, exact */ \
+				_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) \
+					acc[i][v] = FMA(x, b[v], acc[i][v]);    \
+			}                                                      \
+		}                                                              \
+		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)          \
+			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
+				*(VU_ *)(c + i * ldc + v * L_) = acc[i][v];     \
+	}
+#if GM_X86
+#define GM_D5(R) GM_DIRECT(direct_a5_f32_r##R, GM_A5, float, gm_f16, R, 2, _mm512_fmadd_ps)
+GM_D5(1) GM_D5(2) GM_D5(3) GM_D5(4) GM_D5(5) GM_D5(6)
+GM_D5(7) GM_D5(8) GM_D5(9) GM_D5(10) GM_D5(11) GM_D5(12)
+/* [R]: R rows */
+static const gemm_direct_fn direct_a5_f32[13] = {
+	NULL, direct_a5_f32_r1, direct_a5_f32_r2, direct_a5_f32_r3, direct_a5_f32_r4,
+	direct_a5_f32_r5, direct_a5_f32_r6, direct_a5_f32_r7, direct_a5_f32_r8,
+	direct_a5_f32_r9, direct_a5_f32_r10, direct_a5_f32_r11, direct_a5_f32_r12,
+};
+#endif
+
 #if GM_X86
 /* bf16 products on AVX-512 BF16 (vdpbf16ps): a and b packed as pairs of
  * bf16 along k (one 32-bit element a pair, so the panels are laid out as
@@ -210,10 +267,11 @@ struct gemm_kern {
 	gemm_kernel_fn fn;
 	int mr, nr;
 	const gemm_kernel_fn *rows;  /* rows[R]: R < mr rows of a panel (NULL: none) */
+	const gemm_direct_fn *direct; /* direct[R]: R <= mr rows of an unpacked a (NULL: none) */
 };
 
 #if GM_X86
-static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32, NULL };
+static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32, NULL, NULL };
 #endif
 
 /* The bf16 kernel, for a product of two bf16 operands on the AVX-512
@@ -241,15 +299,15 @@ static const struct gemm_kern *pick_pairs(const struct tir_gemm *g)
 
 /* [path][0 f32, 1 f64] */
 static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
-	[TIR_VMATH_SCALAR] = { { kern_sc_f32, 4, 4, kern_sc_f32_rows },
-			       { kern_sc_f64, 4, 4, kern_sc_f64_rows } },
-	[TIR_VMATH_SSE2] = { { kern_s2_f32, 6, 8, kern_s2_f32_rows },
-			     { kern_s2_f64, 6, 4, kern_s2_f64_rows } },
+	[TIR_VMATH_SCALAR] = { { kern_sc_f32, 4, 4, kern_sc_f32_rows, NULL },
+			       { kern_sc_f64, 4, 4, kern_sc_f64_rows, NULL } },
+	[TIR_VMATH_SSE2] = { { kern_s2_f32, 6, 8, kern_s2_f32_rows, NULL },
+			     { kern_s2_f64, 6, 4, kern_s2_f64_rows, NULL } },
 #if GM_X86
-	[TIR_VMATH_AVX2] = { { kern_a2_f32, 6, 16, kern_a2_f32_rows },
-			     { kern_a2_f64, 6, 8, kern_a2_f64_rows } },
-	[TIR_VMATH_AVX512] = { { kern_a5_f32, 12, 32, kern_a5_f32_rows },
-			       { kern_a5_f64, 12, 16, kern_a5_f64_rows } },
+	[TIR_VMATH_AVX2] = { { kern_a2_f32, 6, 16, kern_a2_f32_rows, NULL },
+			     { kern_a2_f64, 6, 8, kern_a2_f64_rows, NULL } },
+	[TIR_VMATH_AVX512] = { { kern_a5_f32, 12, 32, kern_a5_f32_rows, direct_a5_f32 },
+			       { kern_a5_f64, 12, 16, kern_a5_f64_rows, NULL } },
 #endif
 };
 
@@ -1107,9 +1165,57 @@ void tir_gemm_pack_b(const struct tir_gemm_form *f, void *dst, const void *b, in
 bool tir_gemm_panels(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,
 		     int64_t m, const void *pb, int64_t n, void *c, int64_t ldc, bool load)
 {
+	return tir_gemm_panels_part(f, pa, k0, kcb, m, 0, ceil_div(m, f->mr), pb, n, 0,
+				    ceil_div(n, f->nr), c, ldc, load);
+}
+
+bool tir_gemm_panels_part(const struct tir_gemm_form *f, const void *pa, int64_t k0, int64_t kcb,
+			  int64_t m, int64_t q0, int64_t q1, const void *pb, int64_t n, int64_t r0,
+			  int64_t r1, void *c, int64_t ldc, bool load)
+{
 	int64_t mp = ceil_div(m, f->mr), np = ceil_div(n, f->nr);
-	return run_panels(f->kern, f->es, kcb, (const char *)pa + k0 * mp * f->mr * f->es, pb, 0,
-			  mp, 0, np, m, n, c, ldc, load);
+	return run_panels(f->kern, f->es, kcb, (const char *)pa + k0 * mp * f->mr * f->es, pb, q0,
+			  q1 < mp ? q1 : mp, r0, r1 < np ? r1 : np, m, n, c, ldc, load);
+}
+
+bool tir_gemm_has_direct(const struct tir_gemm_form *f)
+{
+	return ((const struct gemm_kern *)f->kern)->direct != NULL;
+}
+
+bool tir_gemm_direct_part(const struct tir_gemm_form *f, const void *a, int64_t lda, int64_t k0,
+			  int64_t kcb, int64_t m, int64_t q0, int64_t q1, const void *pb, int64_t n,
+			  int64_t r0, int64_t r1, void *c, int64_t ldc, bool load)
+{
+	const struct gemm_kern *kern = f->kern;
+	int64_t mr = kern->mr, nr = kern->nr, es = f->es;
+	int64_t mp = ceil_div(m, mr), np = ceil_div(n, nr);
+	_Alignas(64) char tile[TILE_BYTES];
+	q1 = q1 < mp ? q1 : mp;
+	r1 = r1 < np ? r1 : np;
+	TIR_ASSERT(kern->direct);
+	for (int64_t r = r0; r < r1; r++) {
+		if (tir_pool_stopping())
+			return false;
+		const char *b = (const char *)pb + r * nr * kcb * es;
+		int64_t cols = n - r * nr < nr ? n - r * nr : nr;
+		for (int64_t q = q0; q < q1; q++) {
+			const char *ap = (const char *)a + (q * mr * lda + k0) * es;
+			int64_t rows = m - q * mr < mr ? m - q * mr : mr;
+			char *cp = (char *)c + (q * mr * ldc + r * nr) * es;
+			if (cols == nr) {
+				kern->direct[rows](kcb, ap, lda, b, cp, ldc, load);
+				continue;
+			}
+			/* an edge: the same kernel on a tile, then the part that exists */
+			for (int64_t i = 0; load && i < rows; i++)
+				memcpy(tile + i * nr * es, cp + i * ldc * es, (size_t)(cols * es));
+			kern->direct[rows](kcb, ap, lda, b, tile, nr, load);
+			for (int64_t i = 0; i < rows; i++)
+				memcpy(cp + i * ldc * es, tile + i * nr * es, (size_t)(cols * es));
+		}
+	}
+	return true;
 }
 
 static char info[96];

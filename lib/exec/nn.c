@@ -507,6 +507,159 @@ static void conv_task(void *arg, int64_t t)
 	}
 }
 
+/* ---- conv2d over column panels shared by its tasks ----
+ * A convolution whose output positions are too few to make
+ * TIR_TASKS_WANT tasks of their own (a CNN's late layers at batch 1: 7 x
+ * 7 positions of 512 filters made one task, run by one thread while the
+ * others waited) packs the column matrix of every image once, in
+ * parallel (cols_task: a run of filter taps of one k-block each), into
+ * the gemm's panels, and then cuts the product into tiles of filters x
+ * positions (cols_tile), each going over all the k-blocks in order: the
+ * filters are then split between tasks as well as the positions, and no
+ * task packs columns another one packs too.  Where the gemm has kernels
+ * over an unpacked a (AVX-512 f32), the weights are read where they lie:
+ * ResNet-18's 7 x 7 layers spent more in packing 9 MiB of weights (read
+ * and written once more) than in their products, and its 28 x 28 and
+ * 14 x 14 layers, whose weights each tile reads from L2, ran a tenth
+ * faster on one thread without packing them. */
+struct conv_cols {
+	const struct conv *g;
+	const struct tir_gemm_form *f;
+	bool f32;
+	int64_t es;
+	const char *x, *bias;
+	int64_t bstride;
+	const void *pw;                      /* the weights, packed */
+	const void *w;                       /* or as they lie, [O, kdim] (direct) */
+	char *out;
+	char *cols;                          /* per image: kdim x npad, k-block by k-block */
+	const struct conv_seg *seg;          /* the plane's output rows */
+	int64_t nseg;
+	int64_t plane, kdim, npad;
+	int64_t rows, upk, kblocks;          /* taps per packing unit, units per k-block */
+	int64_t mp, np, tm, tn, ti, tj;      /* tiles: tm x tn panels, ti x tj an image */
+};
+
+static void cols_task(void *arg, int64_t u)
+{
+	const struct conv_cols *j = arg;
+	const struct conv *g = j->g;
+	int64_t img = u / (j->kblocks * j->upk), rest = u % (j->kblocks * j->upk);
+	int64_t k0 = rest / j->upk * j->f->kc, r0 = rest % j->upk * j->rows;
+	int64_t kcb = j->kdim - k0 < j->f->kc ? j->kdim - k0 : j->f->kc;
+	int64_t r1 = r0 + j->rows < kcb ? r0 + j->rows : kcb;
+	int nrs = __builtin_ctzll((unsigned long long)j->f->nr);
+	char *pb = j->cols + (img * j->kdim + k0) * j->npad * j->es;
+	const char *xp = j->x + img * g->xs[0] * j->es;
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t k = k0 + r, c = k / (g->kh * g->kw), i = k / g->kw % g->kh, jj = k % g->kw;
+		const char *xc = xp + c * g->xs[1] * j->es;
+		if (j->f32) {
+			im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, j->seg, j->nseg);
+			put_f32((float *)pb, kcb, nrs, r, j->plane, NULL, 0, j->npad - j->plane);
+		} else {
+			im2col_f64(g, (const double *)xc, (double *)pb, kcb, nrs, r, i, jj, j->seg, j->nseg);
+			put_f64((double *)pb, kcb, nrs, r, j->plane, NULL, 0, j->npad - j->plane);
+		}
+	}
+}
+
+static void cols_tile(void *arg, int64_t t)
+{
+	const struct conv_cols *j = arg;
+	const struct conv *g = j->g;
+	const struct tir_gemm_form *f = j->f;
+	int64_t es = j->es, img = t / (j->ti * j->tj), rest = t % (j->ti * j->tj);
+	int64_t q0 = rest / j->tj * j->tm, r0 = rest % j->tj * j->tn;
+	int64_t q1 = q0 + j->tm < j->mp ? q0 + j->tm : j->mp;
+	int64_t r1 = r0 + j->tn < j->np ? r0 + j->tn : j->np;
+	char *oimg = j->out + img * g->o * j->plane * es;
+	/* with a bias, each chain starts from it (as conv_task's) */
+	int64_t f1 = q1 * f->mr < g->o ? q1 * f->mr : g->o;
+	int64_t p0 = r0 * f->nr, p1 = r1 * f->nr < j->plane ? r1 * f->nr : j->plane;
+	for (int64_t fi = q0 * f->mr; j->bias && fi < f1; fi++) {
+		const char *bv = j->bias + fi * j->bstride * es;
+		char *dst = oimg + (fi * j->plane + p0) * es;
+		for (int64_t q = 0; q < p1 - p0; q++) {
+			if (j->f32)
+				((float *)dst)[q] = *(const float *)bv;
+			else
+				((double *)dst)[q] = *(const double *)bv;
+		}
+	}
+	const char *cimg = j->cols + img * j->kdim * j->npad * es;
+	for (int64_t k0 = 0; k0 < j->kdim; k0 += f->kc) {
+		int64_t kcb = j->kdim - k0 < f->kc ? j->kdim - k0 : f->kc;
+		const char *pb = cimg + k0 * j->npad * es;
+		bool load = k0 > 0 || j->bias;
+		if (!(j->w ? tir_gemm_direct_part(f, j->w, j->kdim, k0, kcb, g->o, q0, q1, pb, j->plane, r0,
+						  r1, oimg, j->plane, load)
+			   : tir_gemm_panels_part(f, j->pw, k0, kcb, g->o, q0, q1, pb, j->plane, r0, r1, oimg,
+						  j->plane, load)))
+			return;
+	}
+}
+
+/* The tiles of a conv_cols, as the gemm's (gemm.c's choose_tiles): the
+ * whole product, a tile's rows of the weights (tm panels x KC) within
+ * half of L2, then the longer side (in elements) halved until the
+ * product makes TIR_TASKS_WANT tasks, never below 2 panels of rows and 1
+ * of columns.  With the weights read where they lie (j->w), the rows
+ * are halved first, down to one panel, and only then the columns (a
+ * tile over all the columns reads its weights from memory once).  From
+ * the shapes and the caches only. */
+static void cols_tiles(struct conv_cols *j, int64_t images)
+{
+	const struct tir_gemm_form *f = j->f;
+	int64_t tm = j->mp, tn = j->np, least = j->w ? 1 : 2;
+	int64_t max_tm = tir_machine_caches()->l2 / 2 / (f->kc * f->mr * f->es);
+	max_tm = max_tm < 2 ? 2 : max_tm;
+	if (tm > max_tm)
+		tm = (j->mp + (j->mp + max_tm - 1) / max_tm - 1) / ((j->mp + max_tm - 1) / max_tm);
+	while (images * ((j->mp + tm - 1) / tm) * ((j->np + tn - 1) / tn) < TIR_TASKS_WANT) {
+		bool rows = j->w || (tm * f->mr >= tn * f->nr ? tm > 2 : tn <= 1);
+		if (rows && tm > least)
+			tm = (tm + 1) / 2 < least ? least : (tm + 1) / 2;
+		else if (tn > 1)
+			tn = (tn + 1) / 2;
+		else
+			break;
+	}
+	j->tm = tm;
+	j->tn = tn;
+	j->ti = (j->mp + tm - 1) / tm;
+	j->tj = (j->np + tn - 1) / tn;
+}
+
+/* The convolution by conv_cols, the weights packed in f's form (pw): 0,
+ * or 1 when its buffers were not had (nothing done). */
+static int conv_shared(const struct conv *g, const struct tir_gemm_form *f, const void *pw,
+		       const void *w, const char *x, const char *bias, int64_t bstride, char *out, void *cols, int64_t npad)
+{
+	struct conv_cols j = {
+		.g = g, .f = f, .f32 = f->es == 4, .es = f->es, .x = x, .bias = bias, .bstride = bstride,
+		.pw = pw, .w = w, .out = out, .cols = cols, .plane = g->oh * g->ow, .kdim = g->c * g->kh * g->kw,
+		.npad = npad, .mp = (g->o + f->mr - 1) / f->mr, .np = npad / f->nr,
+	};
+	struct conv_seg *seg = malloc((size_t)g->oh * sizeof *seg);
+	if (!seg)
+		return 1;
+	for (int64_t oh = 0; oh < g->oh; oh++)
+		seg[oh] = (struct conv_seg){ oh * g->ow, g->ow, 0, oh * g->sh - g->ph };
+	j.seg = seg;
+	j.nseg = g->oh;
+	/* packing units: the taps whose columns fill about L1d, at least 8 */
+	j.rows = tir_machine_caches()->l1d / (npad * f->es);
+	j.rows = j.rows < 8 ? 8 : j.rows > f->kc ? f->kc : j.rows;
+	j.upk = (f->kc + j.rows - 1) / j.rows;
+	j.kblocks = (j.kdim + f->kc - 1) / f->kc;
+	cols_tiles(&j, g->n);
+	tir_pool_run(g->n * j.kblocks * j.upk, cols_task, &j);
+	tir_pool_run(g->n * j.ti * j.tj, cols_tile, &j);
+	free(seg);
+	return 0;
+}
+
 /* Output positions per conv2d task: CONV_POS at most, halved (to whole
  * panels of the gemm's nr columns) toward TIR_TASKS_WANT tasks, down to
  * two panels (the weights are packed once for all tasks, so a small
@@ -521,6 +674,81 @@ static int64_t conv_pos(int64_t images, int64_t plane, int64_t nr)
 		pos = half;
 	}
 	return pos;
+}
+
+/* Buffers kept between convolutions (the packed weights, 0; the shared
+ * columns, 1): a fresh one costs its page faults, as much as packing 9
+ * MiB of weights.  One of each is kept, up to CONV_KEEP bytes; a
+ * convolution that finds it in use (on another thread) allocates its
+ * own. */
+#define CONV_KEEP ((size_t)64 << 20)
+
+static struct {
+	pthread_mutex_t lock;
+	void *p;
+	size_t size;
+} conv_kept[2] = { { PTHREAD_MUTEX_INITIALIZER, NULL, 0 }, { PTHREAD_MUTEX_INITIALIZER, NULL, 0 } };
+
+static void *keep_get(int which, size_t size, bool *kept)
+{
+	size = (size + 63) / 64 * 64;
+	*kept = false;
+	if (pthread_mutex_trylock(&conv_kept[which].lock))
+		return aligned_alloc(64, size ? size : 64);
+	if (conv_kept[which].p && conv_kept[which].size >= size) {
+		*kept = true;
+		return conv_kept[which].p;
+	}
+	free(conv_kept[which].p);
+	conv_kept[which].p = aligned_alloc(64, size ? size : 64);
+	conv_kept[which].size = conv_kept[which].p ? size : 0;
+	if (!conv_kept[which].p) {
+		pthread_mutex_unlock(&conv_kept[which].lock);
+		return NULL;
+	}
+	*kept = true;
+	return conv_kept[which].p;
+}
+
+static void keep_put(int which, void *p, bool kept)
+{
+	if (!kept) {
+		free(p);
+		return;
+	}
+	if (conv_kept[which].size > CONV_KEEP) {
+		free(conv_kept[which].p);
+		conv_kept[which].p = NULL;
+		conv_kept[which].size = 0;
+	}
+	pthread_mutex_unlock(&conv_kept[which].lock);
+}
+
+/* The most bytes of shared columns (conv_shared): 4 L2s, so that the
+ * tiles read them back from the caches near (in a ResNet-18 at batch 1,
+ * the layers of 28 x 28 positions and less: 3.7 MiB at most; packed
+ * whole, the 7.4 MiB of the 112 x 112 stem made it a fifth slower than
+ * its blocks of positions on one thread). */
+static int64_t conv_cols_most(void)
+{
+	return 4 * tir_machine_caches()->l2;
+}
+
+/* TIR_CONV=own, shared or direct: every conv2d packs its columns per
+ * task (conv_task: 1) or shared (conv_shared: 2), its weights packed, or
+ * shared with the weights read where they lie (3, where the gemm has
+ * such kernels, else 2), whatever its shape (tests, bench: every way
+ * gives the same bits); else 0, by the shape. */
+static int conv_way(void)
+{
+	static int way = -1; /* asked once; threads may ask together (same answer) */
+	int v = __atomic_load_n(&way, __ATOMIC_RELAXED);
+	if (v < 0) {
+		const char *e = getenv("TIR_CONV");
+		v = !e ? 0 : !strcmp(e, "own") ? 1 : !strcmp(e, "shared") ? 2 : !strcmp(e, "direct") ? 3 : 0;
+		__atomic_store_n(&way, v, __ATOMIC_RELAXED);
+	}
+	return v;
 }
 
 /* NCHW convolution by im2col + gemm in blocks of output positions sized
@@ -611,20 +839,41 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		}
 		goto freed;
 	}
-	int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
-	int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
-	f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
-	int64_t wbytes = tir_gemm_a_bytes(f, g->o, kdim);
-	void *pw = aligned_alloc(64, (size_t)(wbytes + 63) / 64 * 64);
-	if (!pw) {
+	/* too few blocks of positions for the threads: columns shared by all tasks,
+	 * when they are not too big to be packed whole */
+	int64_t cnpad = (plane + f->nr - 1) / f->nr * f->nr;
+	int64_t cbytes;
+	bool huge = __builtin_mul_overflow(g->n, kdim, &cbytes) | __builtin_mul_overflow(cbytes, cnpad * es, &cbytes);
+	int way = conv_way();
+	bool shared = !huge && (way ? way >= 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most());
+	/* the weights read where they lie, where the gemm has kernels for it
+	 * (see conv_shared) */
+	bool direct = shared && tir_gemm_has_direct(f) && (way ? way == 3 : true);
+	if (!shared) {
+		int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
+		int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
+		f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
+	}
+	int64_t wbytes = direct ? 64 : tir_gemm_a_bytes(f, g->o, kdim);
+	bool wkept = false, ckept = false;
+	void *pw = keep_get(0, (size_t)wbytes, &wkept);
+	void *cols = shared ? keep_get(1, (size_t)cbytes, &ckept) : NULL;
+	if (!pw || (shared && !cols)) {
+		keep_put(0, pw, wkept);
+		keep_put(1, cols, ckept);
 		free(j);
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory packing its weights");
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory packing its weights or columns");
 		goto done;
 	}
-	tir_gemm_pack_a(f, pw, wdata, kdim, 1, g->o, kdim);
+	if (!direct)
+		tir_gemm_pack_a(f, pw, wdata, kdim, 1, g->o, kdim);
 	j->pw = pw;
-	tir_pool_run(g->n * j->pblocks, conv_task, j);
-	free(pw);
+	if (!shared)
+		tir_pool_run(g->n * j->pblocks, conv_task, j);
+	else if (conv_shared(g, f, pw, direct ? wdata : NULL, xdata, bdata, bstride, odata, cols, cnpad))
+		atomic_store(&j->failed, true);
+	keep_put(0, pw, wkept);
+	keep_put(1, cols, ckept);
 freed:
 	if (atomic_load(&j->failed))
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for its column or packing buffers");

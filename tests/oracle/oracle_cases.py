@@ -757,7 +757,11 @@ def nn_cases():
              ("k1", (2, 3, 4, 4), (5, 3, 1, 1), True, "", 1, 0),
              ("s21p01", (1, 3, 6, 7), (2, 3, 2, 3), False, ", stride=[2, 1], padding=[0, 1]", (2, 1), (0, 1)),
              ("full", (1, 1, 3, 3), (2, 1, 3, 3), True, ", padding=2", 1, 2),
-             ("s3", (1, 2, 8, 8), (2, 2, 2, 2), False, ", stride=3", 3, 0)]
+             ("s3", (1, 2, 8, 8), (2, 2, 2, 2), False, ", stride=3", 3, 0),
+             # a CNN's late layers: few positions, many filters (130: an
+             # edge panel of rows), taps past one k-block (864)
+             ("late", (1, 96, 9, 9), (130, 96, 3, 3), True, ", stride=2, padding=1", 2, 1),
+             ("wide", (2, 64, 7, 7), (96, 64, 3, 3), False, ", padding=1", 1, 1)]
     for dt in ["f32", "f64", "i32"]:
         name = "conv2d_%s" % dt
         g = Gen(name)

@@ -8,7 +8,8 @@
 # TIR_GEMM, the --profile footer naming the gemm that ran; tir not linked
 # with OpenBLAS or its Fortran runtime; a run with no product mapping no
 # OpenBLAS and making no sched_yield (strace, when installed), and a live
-# REPL mapping it only once a product ran.  POSIX sh.
+# REPL mapping it only once a product ran; conv2d's three ways (TIR_CONV)
+# against NumPy and giving the same bytes.  POSIX sh.
 set -u
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,11 +33,67 @@ oracle_check() {
 oracle_check "oracle --gemm openblas" TIR_GEMM=openblas
 oracle_check "oracle --gemm openblas, OpenBLAS's Sandybridge kernel" TIR_GEMM=openblas OPENBLAS_CORETYPE=Sandybridge
 oracle_check "oracle TIR_VMATH=scalar (default: openblas)" TIR_VMATH=scalar TIR_GEMM=
+
 if TIR_GEMM=openblas "$py" tests/oracle/samples_check.py --tir "$tir" >"$tmp/samples" 2>&1; then
 	ok
 else
 	bad "samples_check under --gemm openblas: $(tail -n 3 "$tmp/samples")"
 fi
+
+# ---- conv2d's ways (lib/exec/nn.c): columns packed per task, shared by
+# tiles with the weights packed, or read where they lie; TIR_CONV forces
+# one whatever the shape.  Each against NumPy, and the same bytes by
+# every way at 1 and 3 threads, on the shapes of a ResNet's layers at
+# batch 1 (56x56 positions: per task; 14x14 and 7x7: shared, weights
+# unpacked) and others (a bias, stride 2, an edge panel of 130 filters,
+# taps past a k-block, f64, groups, dilation, two images) ----
+for way in own shared direct; do
+	oracle_check "oracle TIR_CONV=$way" TIR_CONV=$way TIR_GEMM=tir
+done
+cat >"$tmp/conv.tir" <<'EOF'
+x1 = randn([1, 64, 56, 56], seed=1)
+w1 = randn([64, 64, 3, 3], seed=2) * 0.05
+x3 = randn([1, 256, 14, 14], seed=3)
+w3 = randn([256, 256, 3, 3], seed=4) * 0.02
+x4 = randn([1, 256, 14, 14], seed=5)
+w4 = randn([512, 256, 3, 3], seed=6) * 0.02
+w5 = randn([512, 512, 3, 3], seed=7) * 0.02
+d1 = randn([512, 256, 1, 1], seed=8) * 0.05
+b5 = randn([512], seed=9)
+x6 = randn([2, 96, 9, 9], seed=10, dtype=f64)
+w6 = randn([130, 96, 3, 3], seed=11, dtype=f64) * 0.05
+w7 = randn([96, 48, 3, 3], seed=12) * 0.05
+y1 = conv2d(x1, w1, padding=1)
+y3 = conv2d(x3, w3, padding=1)
+y4 = conv2d(x4, w4, stride=2, padding=1)
+y5 = conv2d(y4, w5, b5, padding=1)
+y6 = conv2d(x4, d1, stride=2)
+y7 = conv2d(x6, w6, stride=2, padding=1)
+y8 = conv2d(slice(x3, axis=1, stop=96), w7, groups=2, dilation=2, padding=2)
+EOF
+# conv_run OUT THREADS ENV...: every y saved whole into OUT (a .safetensors)
+conv_run() {
+	out=$1
+	threads=$2
+	shift 2
+	env "$@" TIR_GEMM=tir "$tir" run --quiet --threads "$threads" "$tmp/conv.tir" --save "y1=$out" --save "y3=$out" --save "y4=$out" \
+		--save "y5=$out" --save "y6=$out" --save "y7=$out" --save "y8=$out" >/dev/null 2>"$tmp/conv.err"
+}
+for way in own shared direct; do
+	for t in 1 3; do
+		if conv_run "$tmp/conv.$way.$t.safetensors" "$t" TIR_CONV=$way; then
+			ok
+		else
+			bad "conv2d by TIR_CONV=$way at --threads $t: $(head -n 3 "$tmp/conv.err")"
+		fi
+	done
+done
+conv_run "$tmp/conv.default.safetensors" 2 TIR_CONV= || bad "conv2d by the shapes' ways: $(head -n 3 "$tmp/conv.err")"
+for f in own.3 shared.1 shared.3 direct.1 direct.3 default; do
+	if cmp -s "$tmp/conv.own.1.safetensors" "$tmp/conv.$f.safetensors"; then ok; else
+		bad "conv2d: the values of $f differ from TIR_CONV=own at --threads 1"
+	fi
+done
 
 # ---- the flag ----
 cat >"$tmp/p.tir" <<'EOF'

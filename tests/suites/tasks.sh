@@ -10,7 +10,8 @@
 # (max by row of a stored [4096, 4096]: reduce.c cuts along a kept axis), a
 # reduction to one value (var of the same: the pieces of its pairwise sums;
 # also inside a fused kernel that adds to it) and a
-# fused elementwise chain over 16M f32, and programs written by `for`
+# fused elementwise chain over 16M f32, a CNN's last layer at batch 1
+# (one per thread at 64: below), and programs written by `for`
 # loops (repeated blocks, below), each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
 # included), the same number at --threads 1 (the cut never follows the
@@ -120,6 +121,33 @@ for case in "matmul ^matmul$" "layer ^matmul$" "batched ^matmul$" "conv ^conv2d$
 			diff "$tmp/out1" "$tmp/out$t" | head -n 5
 		fi
 	done
+done
+
+# a CNN's last layer at batch 1 (x [1, 512, 7, 7], w [512, 512, 3, 3]: 49
+# positions, one panel of them and a part, so its tasks are cut along the
+# filters): at least 4 tasks per thread at --threads 16, one per thread at
+# 64 (86 tiles of 12 filters by a panel of 32 positions, and the packing
+# of the columns), the same number at 1, the same bytes.  (The column counts packing tasks too:
+# before, 258 of them packed the weights and one task made the whole
+# product.)
+cat >"$tmp/late.tir" <<'EOF'
+x = rand([1, 512, 7, 7], seed=1)
+w = rand([512, 512, 3, 3], seed=2) * 0.01
+y = conv2d(x, w, padding=1)
+print sum(y, axis=0)
+EOF
+"$tir" run --profile --threads 1 "$tmp/late.tir" >"$tmp/out1" 2>"$tmp/prof1"
+one=$(tasks "$tmp/prof1" '^conv2d$')
+for t in 16 64; do
+	"$tir" run --profile --threads "$t" "$tmp/late.tir" >"$tmp/out$t" 2>"$tmp/prof$t"
+	got=$(tasks "$tmp/prof$t" '^conv2d$')
+	want=$((t == 16 ? 4 * t : t))
+	case $got in
+	'' | *[!0-9]*) bad "late conv2d at --threads $t: no tasks column in --profile" ;;
+	*) if [ "$got" -ge "$want" ]; then ok; else bad "late conv2d at --threads $t: $got tasks, fewer than $want"; fi ;;
+	esac
+	if [ "$got" = "$one" ]; then ok; else bad "late conv2d: $got tasks at --threads $t, $one at --threads 1"; fi
+	if cmp -s "$tmp/out1" "$tmp/out$t"; then ok; else bad "late conv2d: stdout at --threads $t differs from --threads 1"; fi
 done
 
 # programs written by `for` loops: N repeated blocks fuse as one block

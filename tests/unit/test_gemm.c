@@ -18,7 +18,8 @@
  * Shapes: 1x1x1, k = 0, m = 1, n = 1, k = 1, tails in every dimension,
  * k several KC long; row-major, transposed and odd-strided operands,
  * accumulation into c; broadcast batch axes (a batch of a against one b,
- * folded, and both broadcast); a conv2d whose position blocks cut rows.
+ * folded, and both broadcast); a conv2d whose position blocks cut rows,
+ * and one of a late layer's shape (columns shared, weights unpacked).
  */
 #include "exec/exec.h"
 #include "exec/vmath.h"
@@ -434,13 +435,16 @@ static void test_batched(enum tir_dtype dt, const int64_t *as, const int64_t *bs
 }
 
 /* conv2d on a plane its position blocks cut mid-row, with a bias; and
- * with 130 channels (1170 taps: more than one k-block of them) and none:
- * the same bits at every thread count, and near a double reference. */
-static void test_conv(enum tir_dtype dt, int64_t c, int64_t h, int64_t wd, bool with_bias)
+ * with 130 channels (1170 taps: more than one k-block of them) and none;
+ * and a late layer's shape, o filters (130: an edge panel of them) over a
+ * 7 x 7 plane (its columns shared by tiles, the weights read where they
+ * lie on AVX-512): the same bits at every thread count, and near a
+ * double reference. */
+static void test_conv(enum tir_dtype dt, int64_t c, int64_t h, int64_t wd, bool with_bias, int64_t o)
 {
 	struct tir_tensor x, w, bias, out, first;
 	struct tir_err err = { 0 };
-	int64_t n = 2, o = 7;
+	int64_t n = 2;
 	fill_tensor(&x, dt, 4, (int64_t[]){ n, c, h, wd });
 	fill_tensor(&w, dt, 4, (int64_t[]){ o, c, 3, 3 });
 	fill_tensor(&bias, dt, 1, (int64_t[]){ o });
@@ -571,8 +575,9 @@ int main(void)
 		test_batched(dt, (int64_t[]){ 3, 1, 17, 130 }, (int64_t[]){ 1, 4, 130, 33 }, 4);
 		/* one b per entry, a shared */
 		test_batched(dt, (int64_t[]){ 1, 25, 300 }, (int64_t[]){ 6, 300, 40 }, 3);
-		test_conv(dt, 5, 40, 37, true);
-		test_conv(dt, 130, 12, 11, false);
+		test_conv(dt, 5, 40, 37, true, 7);
+		test_conv(dt, 130, 12, 11, false, 7);
+		test_conv(dt, 96, 7, 7, true, 130);
 	}
 	test_narrow(TIR_DTYPE_BF16, TIR_DTYPE_BF16, 0, 0);  /* the pair kernel, where there is one */
 	test_narrow(TIR_DTYPE_BF16, TIR_DTYPE_BF16, 1, 2);
