@@ -410,14 +410,20 @@ int tir_k_rmsnorm(const struct tir_tensor *x, const struct tir_tensor *w, double
 int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		 const struct tir_tensor *bias, const int64_t stride[2],
 		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err);
-int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
-		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err);
 /* conv.c: conv2d with dilation and groups (x's channels in groups of
- * C / groups, each with O / groups filters of w [O, C / groups, kh, kw]);
- * pooling with padding (count_pad: avgpool counts the padded zeros). */
+ * C / groups, each with O / groups filters of w [O, C / groups, kh, kw]). */
 int tir_k_conv2d_ex(const struct tir_tensor *x, const struct tir_tensor *w, const struct tir_tensor *bias,
 		    const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2], int64_t groups,
 		    struct tir_tensor *out, struct tir_err *err);
+/* window.c: max or average pooling of x [N, C, H, W] (f32, f64; max also
+ * i32, i64) into out [N, C, oh, ow] (contiguous), padded as PyTorch pads:
+ * -inf (the type's least integer) for max, zeros for the average, counted
+ * when count_pad (count_include_pad), else each window's mean is over its
+ * real elements.  tir_k_pool2d: no padding.  tir_window_build: the build
+ * of the vector path in use ("gen", "a2", "a5"). */
+int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
+		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err);
+const char *tir_window_build(void);
 int tir_k_pool2d_ex(bool max, const struct tir_tensor *x, const int64_t kernel[2], const int64_t stride[2],
 		    const int64_t padding[2], bool count_pad, struct tir_tensor *out, struct tir_err *err);
 
