@@ -82,10 +82,18 @@ bool tir_buf_writable(const struct tir_buf *b);
 int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 		     const int64_t *shape, bool zero, struct tir_err *err);
 /* A contiguous tensor over data, inside the read-only mapping [map,
- * map + map_bytes), which it takes over (munmap'd on the last release,
- * or here on failure); data aligned for dt.  returns 0 or -TIR_ENOMEM. */
+ * map + map_bytes), which it takes over (given to tir_file_unmap on the
+ * last release, or here on failure); data aligned for dt.  returns 0 or
+ * -TIR_ENOMEM. */
 int tir_tensor_wrap_map(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, void *map,
 			size_t map_bytes, void *data, struct tir_err *err);
+/* npy.c: a file mapping no longer held: kept for the next load of the
+ * same bytes of the same file, or unmapped.  tir_file_maps_forget:
+ * unmap every kept mapping no tensor holds; tir_file_maps_made: the
+ * mappings of data made so far (tests). */
+void tir_file_unmap(void *map, size_t bytes);
+void tir_file_maps_forget(void);
+uint64_t tir_file_maps_made(void);
 void tir_tensor_release(struct tir_tensor *t);       /* drop the reference; t becomes empty */
 void tir_tensor_ref(struct tir_tensor *dst, const struct tir_tensor *src); /* share, refs++ */
 int64_t tir_tensor_numel(const struct tir_tensor *t);
