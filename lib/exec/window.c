@@ -154,6 +154,32 @@ TGT static void NAME(void *accv, const void *xv, int64_t rs, int64_t nr, int64_t
 	}                                                                         \
 }
 
+/* dst[o] = sums[o] / area rounded to T, then (divide) divided in T by
+ * cnt rounded to T, for o < n: 8 outputs a vector, the same operations
+ * as one at a time */
+#define DEF_MEAN(NAME, TGT, T, VT)                                                \
+TGT static void NAME(void *dstv, const double *sums, int64_t n, double area, bool divide, double cnt) \
+{                                                                                 \
+	T *dst = dstv;                                                            \
+	const v8d va = (v8d){0} + area;                                           \
+	const VT vc = (VT){0} + (T)cnt;                                           \
+	int64_t o = 0;                                                            \
+	for (; o + 8 <= n; o += 8) {                                              \
+		v8d s;                                                            \
+		memcpy(&s, sums + o, sizeof s);                                   \
+		VT m = __builtin_convertvector(s / va, VT);                       \
+		if (divide)                                                       \
+			m = m / vc;                                               \
+		memcpy(dst + o, &m, sizeof m);                                    \
+	}                                                                         \
+	for (; o < n; o++) {                                                      \
+		T m = (T)(sums[o] / area);                                        \
+		dst[o] = divide ? m / (T)cnt : m;                                 \
+	}                                                                         \
+}
+
+typedef void (*mean_fn)(void *dst, const double *sums, int64_t n, double area, bool divide, double cnt);
+
 typedef void (*win_fn)(void *acc, const void *x, int64_t rs, int64_t nr, int64_t cs, int64_t j0, int64_t j1,
 		       int64_t n, int64_t s);
 
@@ -165,6 +191,8 @@ typedef void (*win_fn)(void *acc, const void *x, int64_t rs, int64_t nr, int64_t
 	DEF_WIN(max_i64_##SFX, TGT, int64_t, int64_t, v8l, v8l, 8, FOLD_INT, FOLD1_INT, LD_SAME, INT64_MIN) \
 	DEF_WIN(sum_f32_##SFX, TGT, float, double, v8d, v8l, 8, FOLD_SUM, FOLD1_SUM, LD_F32D, 0.0)         \
 	DEF_WIN(sum_f64_##SFX, TGT, double, double, v8d, v8l, 8, FOLD_SUM, FOLD1_SUM, LD_SAME, 0.0)        \
+	DEF_MEAN(mean_f32_##SFX, TGT, float, v8f)                                                       \
+	DEF_MEAN(mean_f64_##SFX, TGT, double, v8d)                                                      \
 	static const char *win_build_##SFX(void) { return #SFX; }
 
 TIR_ISA_BUILDS(DEF_WIN_BUILD)
@@ -187,6 +215,7 @@ struct win {
 	const char *x;
 	char *out;
 	win_fn run;
+	mean_fn mean;                /* avg */
 };
 
 /* Output columns [o0, o1) of output row oh of one plane (xc) into dst:
@@ -225,18 +254,19 @@ static void win_row(const struct win *g, const char *xc, int64_t oh, int64_t o0,
 	}
 	if (g->max)
 		return;
+	/* the means: the inner outputs' count of real elements is nr * kw */
 	double area = (double)(g->kh * g->kw);
 	for (int64_t o = o0; o < o1; o++) {
-		double m = sums[o - o0] / area, cnt = 0;
-		if (!g->count_pad) {
-			int64_t c0 = o * g->sw - g->pw;
-			int64_t j0 = c0 < 0 ? -c0 : 0, j1 = g->w - c0 < g->kw ? g->w - c0 : g->kw;
-			cnt = (double)(nr * (j1 > j0 ? j1 - j0 : 0)) / area;
+		if (o == a) {
+			g->mean(dst + (size_t)(a - o0) * esz, sums + (a - o0), b - a, area, !g->count_pad,
+				(double)(nr * g->kw) / area);
+			if ((o = b) >= o1)
+				break;
 		}
-		if (g->dt == TIR_DTYPE_F32)
-			((float *)dst)[o - o0] = g->count_pad ? (float)m : (float)m / (float)cnt;
-		else
-			((double *)dst)[o - o0] = g->count_pad ? m : m / cnt;
+		int64_t c0 = o * g->sw - g->pw;
+		int64_t j0 = c0 < 0 ? -c0 : 0, j1 = g->w - c0 < g->kw ? g->w - c0 : g->kw;
+		g->mean(dst + (size_t)(o - o0) * esz, sums + (o - o0), 1, area, !g->count_pad,
+			(double)(nr * (j1 > j0 ? j1 - j0 : 0)) / area);
 	}
 }
 
@@ -308,6 +338,7 @@ int tir_k_pool2d_ex(bool max, const struct tir_tensor *x, const int64_t kernel[2
 		.kh = kernel[0], .kw = kernel[1], .sh = stride[0], .sw = stride[1],
 		.ph = padding[0], .pw = padding[1],
 		.x = tir_tensor_data(x), .out = tir_tensor_data(out), .run = run_of(max, dt),
+		.mean = dt == TIR_DTYPE_F32 ? TIR_ISA_PICK(mean_f32) : TIR_ISA_PICK(mean_f64),
 	};
 	memcpy(g.xs, x->strides, sizeof g.xs);
 	g.oh = extent(g.h, g.kh, g.sh, g.ph);
