@@ -22,7 +22,9 @@
  * stride 1; two loads and their even lanes for stride 2; a plain loop
  * otherwise), built once per ISA (TIR_ISA_BUILDS) and picked per call for
  * the vector path (TIR_ISA_PICK); every build computes each output by the
- * same operations in the same order, so every path gives the same bits.
+ * same operations in the same order, so every path gives the same bits
+ * (but for which NaN an average of several NaNs gives: the payload, as
+ * vmath.h says, is whatever the vector unit makes of them).
  * Tasks on the pool: blocks of output rows of one (image, channel) plane.
  */
 #include "exec.h"
