@@ -1,12 +1,9 @@
 /*
- * conv.c — conv2d's groups and dilation, and padded pooling, over nn.c's
- * kernels (issue 25).  A dilated filter is the filter with dilation - 1
- * zeros between its taps (the same products, plus zeros); a grouped
- * convolution is one convolution per group of channels (views of x, w and
- * the bias), joined along the channels.  Pooling pads as PyTorch does:
- * max pooling with -inf (the type's least integer), average pooling with
- * zeros counted (count_include_pad=true, PyTorch's default) or, when not,
- * divided by the count of real elements in each window.
+ * conv.c — conv2d's groups and dilation over nn.c's kernel (issue 25).
+ * A dilated filter is the filter with dilation - 1 zeros between its taps
+ * (the same products, plus zeros); a grouped convolution is one
+ * convolution per group of channels (views of x, w and the bias), joined
+ * along the channels.  (Padded pooling: window.c.)
  */
 #include "exec.h"
 #include "iter.h"
@@ -91,60 +88,5 @@ out:
 	free(part);
 	free(parts);
 	tir_tensor_release(&wd);
-	return rc;
-}
-
-int tir_k_pool2d_ex(bool max, const struct tir_tensor *x, const int64_t kernel[2], const int64_t stride[2],
-		    const int64_t padding[2], bool count_pad, struct tir_tensor *out, struct tir_err *err)
-{
-	if (padding[0] == 0 && padding[1] == 0)
-		return tir_k_pool2d(max, x, kernel, stride, out, err);
-	int64_t pads[8] = {0, 0, 0, 0, padding[0], padding[0], padding[1], padding[1]};
-	double fill = 0;
-	if (max)
-		fill = x->dtype == TIR_DTYPE_I32 ? (double)INT32_MIN : x->dtype == TIR_DTYPE_I64 ? (double)INT64_MIN
-											  : -INFINITY;
-	struct tir_tensor xp = {0}, ones = {0}, op = {0}, cnt = {0};
-	int64_t pshape[4] = {x->shape[0], x->shape[1], x->shape[2] + 2 * padding[0], x->shape[3] + 2 * padding[1]};
-	int rc = tir_tensor_alloc(&xp, x->dtype, 4, pshape, false, err);
-	if (!rc)
-		rc = tir_k_pad(x, pads, fill, &xp, err);
-	if (!rc)
-		rc = tir_k_pool2d(max, &xp, kernel, stride, out, err);
-	if (!rc && !max && !count_pad && tir_tensor_numel(out)) {
-		/* the windows' real elements: the average of a padded plane of
-		 * ones, times the window's size */
-		int64_t one[4] = {1, 1, x->shape[2], x->shape[3]};
-		int64_t pone[4] = {1, 1, pshape[2], pshape[3]};
-		int64_t cshape[4] = {1, 1, out->shape[2], out->shape[3]};
-		rc = tir_tensor_alloc(&ones, out->dtype, 4, one, false, err);
-		if (!rc)
-			rc = tir_k_fill(&ones, 1.0, 1, false);
-		if (!rc)
-			rc = tir_tensor_alloc(&op, out->dtype, 4, pone, false, err);
-		if (!rc)
-			rc = tir_k_pad(&ones, pads, 0, &op, err);
-		if (!rc)
-			rc = tir_tensor_alloc(&cnt, out->dtype, 4, cshape, false, err);
-		if (!rc)
-			rc = tir_k_pool2d(false, &op, kernel, stride, &cnt, err);
-		if (!rc) {
-			int64_t plane = out->shape[2] * out->shape[3], planes = out->shape[0] * out->shape[1];
-			bool f32 = out->dtype == TIR_DTYPE_F32;
-			void *o = tir_tensor_data(out);
-			const void *c = tir_tensor_data(&cnt);
-			for (int64_t p = 0; p < planes; p++)
-				for (int64_t i = 0; i < plane; i++) {
-					if (f32)
-						((float *)o)[p * plane + i] /= ((const float *)c)[i];
-					else
-						((double *)o)[p * plane + i] /= ((const double *)c)[i];
-				}
-		}
-	}
-	tir_tensor_release(&xp);
-	tir_tensor_release(&ones);
-	tir_tensor_release(&op);
-	tir_tensor_release(&cnt);
 	return rc;
 }

@@ -85,10 +85,18 @@ bool tir_buf_writable(const struct tir_buf *b);
 int tir_tensor_alloc(struct tir_tensor *t, enum tir_dtype dt, int rank,
 		     const int64_t *shape, bool zero, struct tir_err *err);
 /* A contiguous tensor over data, inside the read-only mapping [map,
- * map + map_bytes), which it takes over (munmap'd on the last release,
- * or here on failure); data aligned for dt.  returns 0 or -TIR_ENOMEM. */
+ * map + map_bytes), which it takes over (given to tir_file_unmap on the
+ * last release, or here on failure); data aligned for dt.  returns 0 or
+ * -TIR_ENOMEM. */
 int tir_tensor_wrap_map(struct tir_tensor *t, enum tir_dtype dt, int rank, const int64_t *shape, void *map,
 			size_t map_bytes, void *data, struct tir_err *err);
+/* npy.c: a file mapping no longer held: kept for the next load of the
+ * same bytes of the same file, or unmapped.  tir_file_maps_forget:
+ * unmap every kept mapping no tensor holds; tir_file_maps_made: the
+ * mappings of data made so far (tests). */
+void tir_file_unmap(void *map, size_t bytes);
+void tir_file_maps_forget(void);
+uint64_t tir_file_maps_made(void);
 void tir_tensor_release(struct tir_tensor *t);       /* drop the reference; t becomes empty */
 void tir_tensor_ref(struct tir_tensor *dst, const struct tir_tensor *src); /* share, refs++ */
 int64_t tir_tensor_numel(const struct tir_tensor *t);
@@ -428,14 +436,20 @@ int tir_k_rmsnorm(const struct tir_tensor *x, const struct tir_tensor *w, double
 int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		 const struct tir_tensor *bias, const int64_t stride[2],
 		 const int64_t padding[2], struct tir_tensor *out, struct tir_err *err);
-int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
-		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err);
 /* conv.c: conv2d with dilation and groups (x's channels in groups of
- * C / groups, each with O / groups filters of w [O, C / groups, kh, kw]);
- * pooling with padding (count_pad: avgpool counts the padded zeros). */
+ * C / groups, each with O / groups filters of w [O, C / groups, kh, kw]). */
 int tir_k_conv2d_ex(const struct tir_tensor *x, const struct tir_tensor *w, const struct tir_tensor *bias,
 		    const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2], int64_t groups,
 		    struct tir_tensor *out, struct tir_err *err);
+/* window.c: max or average pooling of x [N, C, H, W] (f32, f64; max also
+ * i32, i64) into out [N, C, oh, ow] (contiguous), padded as PyTorch pads:
+ * -inf (the type's least integer) for max, zeros for the average, counted
+ * when count_pad (count_include_pad), else each window's mean is over its
+ * real elements.  tir_k_pool2d: no padding.  tir_window_build: the build
+ * of the vector path in use ("gen", "a2", "a5"). */
+int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
+		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err);
+const char *tir_window_build(void);
 int tir_k_pool2d_ex(bool max, const struct tir_tensor *x, const int64_t kernel[2], const int64_t stride[2],
 		    const int64_t padding[2], bool count_pad, struct tir_tensor *out, struct tir_err *err);
 

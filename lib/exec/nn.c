@@ -1,7 +1,7 @@
 /*
  * nn.c — the reference kernels of the nn ops: softmax and log_softmax,
- * layernorm and rmsnorm, conv2d (im2col into gemm's panels), max/avg pooling and
- * attention.  Float dtypes only; the statistics are kept in double
+ * layernorm and rmsnorm, conv2d (im2col into gemm's panels) and attention
+ * (pooling: window.c).  Float dtypes only; the statistics are kept in double
  * (attention's softmax is rows.c's, as the softmax op's fast path).
  * conv2d and attention split their work into tasks sized by the shapes and
  * the caches run on the pool, each task's products through tir's gemm
@@ -883,109 +883,6 @@ freed:
 done:
 	tir_tensor_release(&wc);
 	return rc;
-}
-
-/* ---- pooling ---- */
-
-/* Max (NaN wins) or mean of each window of one [H, W] plane, out
- * contiguous [oh, ow]; integers: the largest, no conversion. */
-#define DEFINE_POOL(T, SFX)                                                        \
-static void pool_##SFX(const struct conv *g, bool max, const T *xc, T *dst)        \
-{                                                                                  \
-	double area = (double)(g->kh * g->kw);                                     \
-	for (int64_t oh = 0; oh < g->oh; oh++)                                     \
-	for (int64_t ow = 0; ow < g->ow; ow++) {                                   \
-		const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
-		T m = win[0];                                                      \
-		double s = 0;                                                      \
-		for (int64_t i = 0; i < g->kh; i++)                                \
-		for (int64_t j = 0; j < g->kw; j++) {                              \
-			T v = win[i * g->xs[2] + j * g->xs[3]];                    \
-			if (max) {                                                 \
-				if (v > m || v != v)                               \
-					m = v;                                     \
-			} else {                                                   \
-				s += v;                                            \
-			}                                                          \
-		}                                                                  \
-		*dst++ = max ? m : (T)(s / area);                                  \
-	}                                                                          \
-}
-DEFINE_POOL(float, f32)
-DEFINE_POOL(double, f64)
-
-#define DEFINE_MAXPOOL_INT(T, SFX)                                                 \
-static void maxpool_##SFX(const struct conv *g, const T *xc, T *dst)               \
-{                                                                                  \
-	for (int64_t oh = 0; oh < g->oh; oh++)                                     \
-	for (int64_t ow = 0; ow < g->ow; ow++) {                                   \
-		const T *win = xc + oh * g->sh * g->xs[2] + ow * g->sw * g->xs[3]; \
-		T m = win[0];                                                      \
-		for (int64_t i = 0; i < g->kh; i++)                                \
-		for (int64_t j = 0; j < g->kw; j++) {                              \
-			T v = win[i * g->xs[2] + j * g->xs[3]];                    \
-			m = v > m ? v : m;                                         \
-		}                                                                  \
-		*dst++ = m;                                                        \
-	}                                                                          \
-}
-DEFINE_MAXPOOL_INT(int32_t, i32)
-DEFINE_MAXPOOL_INT(int64_t, i64)
-
-/* one task a plane (image, channel): each writes its own [oh, ow] */
-struct pool_job {
-	const struct conv *g;
-	bool max;
-	enum tir_dtype dt;
-	const char *x;
-	char *out;
-	size_t esz;
-};
-
-static void pool_task(void *ctx, int64_t p)
-{
-	const struct pool_job *j = ctx;
-	const struct conv *g = j->g;
-	int64_t img = p / g->c, c = p % g->c;
-	const char *xc = j->x + (size_t)(img * g->xs[0] + c * g->xs[1]) * j->esz;
-	char *dst = j->out + (size_t)(p * g->oh * g->ow) * j->esz;
-	switch (j->dt) {
-	case TIR_DTYPE_I32: maxpool_i32(g, (const int32_t *)xc, (int32_t *)dst); break;
-	case TIR_DTYPE_I64: maxpool_i64(g, (const int64_t *)xc, (int64_t *)dst); break;
-	case TIR_DTYPE_F32: pool_f32(g, j->max, (const float *)xc, (float *)dst); break;
-	default: pool_f64(g, j->max, (const double *)xc, (double *)dst); break;
-	}
-}
-
-/* max or average pooling, NCHW, no padding. */
-int tir_k_pool2d(bool max, const struct tir_tensor *x, const int64_t kernel[2],
-		 const int64_t stride[2], struct tir_tensor *out, struct tir_err *err)
-{
-	const char *op = max ? "maxpool2d" : "avgpool2d";
-	const int64_t nopad[2] = { 0, 0 };
-	struct conv geo, *g = &geo;
-	bool ints = max && (out->dtype == TIR_DTYPE_I32 || out->dtype == TIR_DTYPE_I64);
-	int rc = ints ? (x->dtype == out->dtype && tir_tensor_is_contiguous(out)
-				 ? 0
-				 : tir_errf(err, TIR_ETYPE, NULL, "%s: input is %s, out is %s", op,
-					    tir_dtype_name(x->dtype), tir_dtype_name(out->dtype)))
-		      : check_io(op, x, out, err);
-	if (rc)
-		return rc;
-	if (kernel[0] < 1 || kernel[1] < 1)
-		return tir_errf(err, TIR_ETYPE, NULL, "%s: kernel %lldx%lld must be positive", op,
-				(long long)kernel[0], (long long)kernel[1]);
-	if (x->rank != 4)
-		return tir_errf(err, TIR_ETYPE, NULL, "%s: input must be [N, C, H, W]", op);
-	if ((rc = conv_geometry(op, x, x->shape[1], kernel[0], kernel[1], stride, nopad, out,
-				g, err)))
-		return rc;
-	if (tir_tensor_numel(out) == 0)
-		return 0;
-	struct pool_job j = {.g = g, .max = max, .dt = out->dtype, .x = tir_tensor_data(x),
-			     .out = tir_tensor_data(out), .esz = tir_dtype_size(out->dtype)};
-	tir_pool_run(g->n * g->c, pool_task, &j);
-	return 0;
 }
 
 /* ---- attention ---- */

@@ -1147,10 +1147,123 @@ size_t tir_mapped_bytes(void)
 	return tir_mem_mapped();
 }
 
-/* info's data as a read-only private mapping of fd in dst: 0; 1 (dst
- * untouched) when it is read instead: mapping off, small data, data not
- * aligned for its dtype (a safetensors offset may be any byte), or a file
- * that cannot be mapped; or -code. */
+/* ---- mappings kept for the next load of the same bytes ----
+ * A mapping no tensor holds any more is kept (at most MAP_KEEP of them
+ * and MAP_KEEP_BYTES of those no tensor holds, the least recently
+ * released unmapped first), so that loading the same tensor of the same
+ * file again, as every run of a program that loads its weights does,
+ * finds it mapped: no mmap and munmap, and no page fault on each 64 KiB
+ * of the weights at every run (ResNet-18's 46 MiB: about 4 ms of CPU a
+ * run).  The same file is the same device, inode, size, change and
+ * modification times, looked up at each load: a file replaced or changed
+ * since is mapped anew.  (A file written in place within one tick of its
+ * times shows its new bytes anyway: the mapping is of the page cache; and
+ * its inode, held by the mapping, is never another file's.)  The kept
+ * pages are the page cache's, clean, which the kernel may drop. */
+#define MAP_KEEP 256
+#define MAP_KEEP_BYTES ((size_t)1 << 30)
+
+struct map_kept {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	uint64_t start;
+	size_t len;
+	void *map;
+	int refs;                /* tensors holding it */
+	uint64_t used;           /* the clock at its last release */
+};
+
+static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t map_once = PTHREAD_ONCE_INIT;
+static struct map_kept map_kept[MAP_KEEP];
+static int map_nkept;
+static uint64_t map_clock;
+static size_t map_idle;          /* bytes of those no tensor holds */
+static uint64_t map_made;        /* mmaps of data so far */
+
+/* a child forked while another thread held the lock starts over with it */
+static void map_after_fork(void)
+{
+	pthread_mutex_init(&map_mu, NULL);
+}
+
+static void map_hooks(void)
+{
+	pthread_atfork(NULL, NULL, map_after_fork);
+}
+
+static bool map_same(const struct map_kept *k, const struct stat *st, uint64_t start, uint64_t len)
+{
+	return k->dev == st->st_dev && k->ino == st->st_ino && k->size == st->st_size &&
+	       k->mtime.tv_sec == st->st_mtim.tv_sec && k->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       k->ctime.tv_sec == st->st_ctim.tv_sec && k->ctime.tv_nsec == st->st_ctim.tv_nsec &&
+	       k->start == start && k->len == len;
+}
+
+/* Unmap idle mappings, least recently released first, while they pass
+ * MAP_KEEP_BYTES, or (room) until a slot is free (map_mu held). */
+static void map_trim(bool room)
+{
+	while (map_idle > MAP_KEEP_BYTES || (room && map_nkept == MAP_KEEP)) {
+		int old = -1;
+		for (int i = 0; i < map_nkept; i++)
+			if (!map_kept[i].refs && (old < 0 || map_kept[i].used < map_kept[old].used))
+				old = i;
+		if (old < 0)
+			return;
+		munmap(map_kept[old].map, map_kept[old].len);
+		map_idle -= map_kept[old].len;
+		map_kept[old] = map_kept[--map_nkept];
+	}
+}
+
+void tir_file_unmap(void *map, size_t bytes)
+{
+	pthread_mutex_lock(&map_mu);
+	for (int i = 0; i < map_nkept; i++) {
+		if (map_kept[i].map != map)
+			continue;
+		if (--map_kept[i].refs == 0) {
+			map_kept[i].used = ++map_clock;
+			map_idle += map_kept[i].len;
+			map_trim(false);
+		}
+		pthread_mutex_unlock(&map_mu);
+		return;
+	}
+	pthread_mutex_unlock(&map_mu);
+	munmap(map, bytes);          /* not kept: every slot was held */
+}
+
+uint64_t tir_file_maps_made(void)
+{
+	pthread_mutex_lock(&map_mu);
+	uint64_t n = map_made;
+	pthread_mutex_unlock(&map_mu);
+	return n;
+}
+
+void tir_file_maps_forget(void)
+{
+	pthread_mutex_lock(&map_mu);
+	for (int i = 0; i < map_nkept;) {
+		if (map_kept[i].refs) {
+			i++;
+			continue;
+		}
+		munmap(map_kept[i].map, map_kept[i].len);
+		map_idle -= map_kept[i].len;
+		map_kept[i] = map_kept[--map_nkept];
+	}
+	pthread_mutex_unlock(&map_mu);
+}
+
+/* info's data as a read-only private mapping of fd in dst (a kept one
+ * when there is one): 0; 1 (dst untouched) when it is read instead:
+ * mapping off, small data, data not aligned for its dtype (a safetensors
+ * offset may be any byte), or a file that cannot be mapped; or -code. */
 static int map_data(int fd, const char *path, const struct tir_file_info *info, struct tir_tensor *dst,
 		    struct tir_err *err)
 {
@@ -1158,15 +1271,36 @@ static int map_data(int fd, const char *path, const struct tir_file_info *info, 
 	if (atomic_load(&map_off) || info->data_bytes < MAP_MIN || info->data_offset % es || !pg)
 		return 1;
 	uint64_t start = info->data_offset / pg * pg, len = info->data_offset + info->data_bytes - start;
-	if (len > SIZE_MAX)
-		return 1;
-	void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, (off_t)start);
-	if (m == MAP_FAILED)
-		return 1;
-	/* shrunk since its size was checked, a page past the end would be SIGBUS */
 	struct stat st;
+	if (len > SIZE_MAX || fstat(fd, &st) != 0)
+		return 1;
+	pthread_once(&map_once, map_hooks);
+	void *m = NULL;
+	pthread_mutex_lock(&map_mu);
+	for (int i = 0; i < map_nkept && !m; i++) {
+		if (map_same(&map_kept[i], &st, start, len)) {
+			m = map_kept[i].map;
+			if (map_kept[i].refs++ == 0)
+				map_idle -= map_kept[i].len;
+		}
+	}
+	pthread_mutex_unlock(&map_mu);
+	if (!m) {
+		m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, (off_t)start);
+		if (m == MAP_FAILED)
+			return 1;
+		pthread_mutex_lock(&map_mu);
+		map_made++;
+		map_trim(true);
+		if (map_nkept < MAP_KEEP)
+			map_kept[map_nkept++] = (struct map_kept){
+				.dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim,
+				.ctime = st.st_ctim, .start = start, .len = (size_t)len, .map = m, .refs = 1};
+		pthread_mutex_unlock(&map_mu);
+	}
+	/* shrunk since its size was checked, a page past the end would be SIGBUS */
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < info->data_offset + info->data_bytes) {
-		munmap(m, (size_t)len);
+		tir_file_unmap(m, (size_t)len);
 		return ferr(err, TIR_EDATA, path, "truncated while being read (the file changed)");
 	}
 	return tir_tensor_wrap_map(dst, info->dtype, info->rank, info->shape, m, (size_t)len,

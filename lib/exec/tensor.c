@@ -609,7 +609,7 @@ int tir_tensor_wrap_map(struct tir_tensor *t, enum tir_dtype dt, int rank, const
 	empty(t);
 	struct tir_buf *b = malloc(sizeof *b);
 	if (!b) {
-		munmap(map, map_bytes);
+		tir_file_unmap(map, map_bytes);
 		return tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 	}
 	*b = (struct tir_buf){.refs = 1, .bytes = map_bytes, .data = data, .map = map, .map_bytes = map_bytes};
@@ -631,7 +631,7 @@ void tir_tensor_release(struct tir_tensor *t)
 	struct tir_buf *b = t->buf;
 	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		if (b->map) {
-			munmap(b->map, b->map_bytes);
+			tir_file_unmap(b->map, b->map_bytes);
 			atomic_fetch_sub(&mem_mapped, b->map_bytes);
 		} else if (b->ready_bytes) { /* back to the reserve, its charge too */
 			ready_give(b->data, b->ready_bytes);

@@ -243,6 +243,41 @@ def ops_cases(case, Gen, with_specials, SPECIAL, arr):
             exp["r5"] = R.rounded(pool2d(x, 2, None, 1, False), dt)
         case("pool_padding_%s" % dt, "\n".join(body), {"x": x}, exp)
 
+    # pooling's vector runs (lib/exec/window.c): rows wide enough for
+    # several vectors and an overlapping last one (16 f32/i32 lanes, 8
+    # f64/i64 and sums), strides 1 and 2 (the last chunk's odd lanes),
+    # kernels 1 to 5, pads, a row of one vector exactly, windows at the
+    # sides (one at a time), and a transposed (strided) input; maxima
+    # exact (tol 0), with NaN, infinities and signed zeros among them
+    pools = [(3, 2, 1), (3, 1, 1), (2, 2, 0), (2, 1, 0), (5, 2, 2), (5, 1, 2), (1, 2, 0), (1, 1, 0),
+             ((3, 5), (1, 2), (1, 2)), ((2, 3), (2, 1), (1, 1))]
+    for dt in ["f32", "f64", "i32", "i64"]:
+        g = Gen("pool_runs_%s" % dt)
+        for tag, shape in (("wide", (1, 2, 9, 71)), ("one", (1, 1, 4, 33)), ("narrow", (2, 3, 6, 5))):
+            if dt in FLOATS:
+                x = with_specials(g, dt, shape)
+                g.r.shuffle(x.reshape(-1))
+            else:
+                x = g.any(dt, shape, -50, 50)
+            body, exp, bodya, expa = [], {}, [], {}
+            for n, (k, s, p) in enumerate(pools):
+                kk, ss, pp = R.pair(k), R.pair(s), R.pair(p)
+                if kk[0] > shape[2] + 2 * pp[0] or kk[1] > shape[3] + 2 * pp[1]:
+                    continue
+                a = "[%d, %d], stride=[%d, %d], padding=[%d, %d]" % (kk + ss + pp)
+                body.append("m%d = maxpool2d(x, %s)" % (n, a))
+                exp["m%d" % n] = R.rounded(pool2d(x, kk, ss, pp), dt)
+                if dt in FLOATS:
+                    for c in (True, False):
+                        name = "a%d%s" % (n, "c" if c else "")
+                        bodya.append("%s = avgpool2d(x, %s, count_include_pad=%s)" % (name, a, "true" if c else "false"))
+                        expa[name] = R.rounded(pool2d(x, kk, ss, pp, False, c), dt)
+            body.append("mt = maxpool2d(transpose(x, [0, 1, 3, 2]), 3, stride=2, padding=1)")
+            exp["mt"] = R.rounded(pool2d(np.ascontiguousarray(x.transpose(0, 1, 3, 2)), 3, 2, 1), dt)
+            case("pool_runs_max_%s_%s" % (tag, dt), "\n".join(body), {"x": x}, exp, tol=(0, 0))
+            if dt in FLOATS:
+                case("pool_runs_avg_%s_%s" % (tag, dt), "\n".join(bodya), {"x": x}, expa)
+
     # the activations with parameters (PyTorch's), tile, triu/tril
     for dt in ["f32", "f64", "i32"]:
         g = Gen("act_%s" % dt)

@@ -9,6 +9,7 @@
 #include "check.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -937,6 +938,67 @@ static void test_mapping(void)
 	tir_tensor_release(&t);
 }
 
+/* A mapping released is kept for the next load of the same bytes (the
+ * same address again, nothing mapped anew); a file replaced, or changed
+ * in place, gives its new bytes; tir_file_maps_forget unmaps the kept. */
+static void test_mapping_kept(void)
+{
+	struct tir_err err = {0};
+	struct tir_tensor t, u, v;
+	int64_t shape[1] = {32768};
+	CHECK(tir_tensor_alloc(&t, TIR_DTYPE_F32, 1, shape, false, &err) == 0);
+	float *d = tir_tensor_data(&t);
+	for (int64_t i = 0; i < shape[0]; i++)
+		d[i] = (float)i;
+	CHECK(tir_npy_save(fpath("mk.npy"), &t, &err) == 0);
+	size_t mapped = tir_mem_mapped();
+	CHECK(tir_file_load(fpath("mk.npy"), NULL, &u, &err) == 0 && u.buf && u.buf->map);
+	const void *at = tir_tensor_data(&u);
+	tir_tensor_release(&u);
+	CHECK(tir_mem_mapped() == mapped);                    /* no tensor holds it */
+	uint64_t made = tir_file_maps_made();
+	for (int i = 0; i < 3; i++) {
+		CHECK(tir_file_load(fpath("mk.npy"), NULL, &u, &err) == 0);
+		CHECK(tir_tensor_data(&u) == at && memcmp(at, d, 131072) == 0);
+		tir_tensor_ref(&v, &u);                       /* two holders, one mapping */
+		tir_tensor_release(&u);
+		CHECK(tir_file_load(fpath("mk.npy"), NULL, &u, &err) == 0 && tir_tensor_data(&u) == at);
+		tir_tensor_release(&u);
+		tir_tensor_release(&v);
+	}
+	CHECK(tir_file_maps_made() == made);
+	/* replaced (another inode): the new bytes */
+	d[5] = -1;
+	CHECK(tir_npy_save(fpath("mk2.npy"), &t, &err) == 0);
+	CHECK(rename(fpath("mk2.npy"), fpath("mk.npy")) == 0);
+	CHECK(tir_file_load(fpath("mk.npy"), NULL, &u, &err) == 0);
+	CHECK(((float *)tir_tensor_data(&u))[5] == -1 && memcmp(tir_tensor_data(&u), d, 131072) == 0);
+	tir_tensor_release(&u);
+	CHECK(tir_file_maps_made() == made + 1);
+	/* written in place, held meanwhile by v: v's mapping is the file's
+	 * pages, and a new load gives the new bytes */
+	CHECK(tir_file_load(fpath("mk.npy"), NULL, &v, &err) == 0);
+	d[7] = -2;
+	int fd = open(fpath("mk.npy"), O_WRONLY);
+	struct stat st;
+	CHECK(fd >= 0 && fstat(fd, &st) == 0 &&
+	      pwrite(fd, &d[7], 4, st.st_size - 131072 + 7 * 4) == 4 && close(fd) == 0);
+	CHECK(((const float *)tir_tensor_data(&v))[7] == -2);
+	CHECK(tir_file_load(fpath("mk.npy"), NULL, &u, &err) == 0);
+	CHECK(((float *)tir_tensor_data(&u))[7] == -2 && memcmp(tir_tensor_data(&u), d, 131072) == 0);
+	tir_tensor_release(&u);
+	tir_tensor_release(&v);
+	/* (mapped anew, or within its times' tick the same mapping) */
+	made = tir_file_maps_made();
+	tir_file_maps_forget();
+	CHECK(tir_file_load(fpath("mk.npy"), NULL, &u, &err) == 0 && memcmp(tir_tensor_data(&u), d, 131072) == 0);
+	tir_tensor_release(&u);
+	CHECK(tir_file_maps_made() == made + 1);
+	tir_file_maps_forget();
+	CHECK(tir_mem_mapped() == mapped);
+	tir_tensor_release(&t);
+}
+
 /* A header is parsed once, however many loads name the file; a file
  * rewritten at once (within its times' tick, the same size) is read again. */
 static void test_header_kept(void)
@@ -1005,6 +1067,7 @@ int main(void)
 	test_save_errors();
 	test_listing();
 	test_mapping();
+	test_mapping_kept();
 	test_header_kept();
 	CHECK(tir_mem_current() == mem0);
 	cleanup();
