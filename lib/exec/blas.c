@@ -436,6 +436,16 @@ static const void *readable(const char *p, int64_t r, int64_t c, int64_t rs, int
 	return *copy = d;
 }
 
+/* rows [r0, r0 + nr) of all entries' c (row r: entry r / m, its row
+ * r % m) rounded to bf16 into g->out, laid out as c */
+static void round_rows(const struct tir_gemm *g, int64_t r0, int64_t nr)
+{
+	for (int64_t r = r0; r < r0 + nr; r++) {
+		int64_t at = r / g->m * g->c_batch + r % g->m * g->ldc;
+		tir_cvt_run(TIR_DTYPE_BF16, (uint16_t *)g->out + at, TIR_DTYPE_F32, (const float *)g->c + at, 1, g->n);
+	}
+}
+
 static int64_t entry_offset(const struct tir_gemm *g, const int64_t *st, int64_t e)
 {
 	int64_t off = 0;
@@ -465,18 +475,23 @@ static void entry_task(void *arg, int64_t e)
 		atomic_store(&j->failed, true);
 	kept_free(ca);
 	kept_free(cb);
+	if (j->one && pa && pb && g->out)
+		round_rows(g, e * g->m, g->m);
 	if (j->one && pa && pb && g->epi && g->epi(g->epi_ctx, e * g->m * g->n, g->m * g->n))
 		atomic_store(&j->failed, true);
 }
 
-/* the epilogue over rows [t * rows, ...) of all entries */
+/* the epilogue (or the rounding to g->out) over rows [t * rows, ...) of
+ * all entries */
 static void epi_task(void *arg, int64_t t)
 {
 	struct bjob *j = arg;
 	const struct tir_gemm *g = j->g;
 	int64_t total = j->batches * g->m, r0 = t * j->rows;
 	int64_t nr = total - r0 < j->rows ? total - r0 : j->rows;
-	if (g->epi(g->epi_ctx, r0 * g->n, nr * g->n))
+	if (g->out)
+		round_rows(g, r0, nr);
+	else if (g->epi(g->epi_ctx, r0 * g->n, nr * g->n))
 		atomic_store(&j->failed, true);
 }
 
@@ -506,7 +521,7 @@ int tir_blas_gemm(const struct tir_gemm *g, struct tir_err *err)
 			entry_task(&j, e);
 	}
 	tir_blas_unlock();
-	if (!j.one && g->epi && !atomic_load(&j.failed)) {
+	if (!j.one && (g->epi || g->out) && !atomic_load(&j.failed)) {
 		/* the epilogue on tir's pool, OpenBLAS idle: tasks of whole rows */
 		int64_t total = j.batches * g->m;
 		j.rows = tir_task_items(total, g->n * j.es);

@@ -132,34 +132,18 @@ static void conv_generic(enum tir_dtype dt, void *d, enum tir_dtype st, const vo
 	{                                                                      \
 		F2B_RUN(d, s, n)                                               \
 	}
-BF16_RUNS(c, )
-#if TIR_ISA_X86
-BF16_RUNS(a2, __attribute__((target("avx2"))))
-BF16_RUNS(a5, __attribute__((target("avx512f"))))
-#endif
+TIR_ISA_BUILDS(BF16_RUNS)
 
 /* n contiguous elements between bf16 and f32, on the vector path's
- * width; false for any other pair */
+ * build; false for any other pair */
 static bool bf16_run(enum tir_dtype dt, void *d, enum tir_dtype st, const void *s, int64_t n)
 {
-	bool wide = dt == TIR_DTYPE_F32 && st == TIR_DTYPE_BF16;
-	if (!wide && !(dt == TIR_DTYPE_BF16 && st == TIR_DTYPE_F32))
-		return false;
-	void (*b2f)(float *restrict, const uint16_t *restrict, int64_t) = b2f_c;
-	void (*f2b)(uint16_t *restrict, const float *restrict, int64_t) = f2b_c;
-#if TIR_ISA_X86
-	if (tir_vmath_path() == TIR_VMATH_AVX512) {
-		b2f = b2f_a5;
-		f2b = f2b_a5;
-	} else if (tir_vmath_path() == TIR_VMATH_AVX2) {
-		b2f = b2f_a2;
-		f2b = f2b_a2;
-	}
-#endif
-	if (wide)
-		b2f(d, s, n);
+	if (dt == TIR_DTYPE_F32 && st == TIR_DTYPE_BF16)
+		TIR_ISA_PICK(b2f)(d, s, n);
+	else if (dt == TIR_DTYPE_BF16 && st == TIR_DTYPE_F32)
+		TIR_ISA_PICK(f2b)(d, s, n);
 	else
-		f2b(d, s, n);
+		return false;
 	return true;
 }
 

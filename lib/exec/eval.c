@@ -192,7 +192,12 @@ static int eval_matmul(const struct tir_node *n, struct tir_tensor *a0, struct t
 	int rc = tir_tensor_alloc(&o, wt, rank, oshape, false, err);
 	if (!rc && ot != wt)
 		rc = tir_tensor_alloc(&nw, ot, n->type.rank, n->type.shape, false, err);
-	if (!rc && ot != wt) {
+	if (!rc && ot == TIR_DTYPE_BF16 && wt == TIR_DTYPE_F32) {
+		/* rounded in the gemm's store, each tile as it is made */
+		rc = tir_k_matmul_bf16(&av, &bv, &o, &nw, err);
+		if (!rc)
+			tir_tensor_ref(out, &nw);
+	} else if (!rc && ot != wt) {
 		nc = (struct narrow){ tir_tensor_data(&nw), tir_tensor_data(&o), ot, wt };
 		rc = tir_k_matmul_epi(&av, &bv, &o, narrow_range, &nc, err);
 		if (!rc)

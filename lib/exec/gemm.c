@@ -632,13 +632,84 @@ static void pack_task(void *arg, int64_t t)
 	}
 }
 
+/* A tile's rows (cols f32 each, ldt apart) rounded to bf16 into o (row
+ * stride ldo), as half.h's tir_f2b: to nearest even, a NaN kept quiet. */
+#define GM_F2B(u)                                                              \
+	((u & 0x7fffffffu) > 0x7f800000u ? u >> 16 | 0x40 : (u + 0x7fffu + (u >> 16 & 1)) >> 16)
+#if GM_X86
+/* 16 f32 bits to 16 bf16 (as 32-bit lanes), the same rounding by lanes */
+GM_A5 static inline __m512i f2b_a5(__m512i u)
+{
+	__m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+				     _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+	__mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+						_mm512_set1_epi32(0x7f800000));
+	r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+	return _mm512_srli_epi32(r, 16);
+}
+
+GM_A5 static void round_tile_a5(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+				int64_t rows, int64_t cols)
+{
+	__mmask16 tail = (__mmask16)((1u << (cols % 16)) - 1);
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+		for (; j + 16 <= cols; j += 16)
+			_mm512_mask_cvtepi32_storeu_epi16(o + j, (__mmask16)0xffff, f2b_a5(_mm512_loadu_si512(t + j)));
+		if (tail)
+			_mm512_mask_cvtepi32_storeu_epi16(o + j, tail, f2b_a5(_mm512_maskz_loadu_epi32(tail, t + j)));
+	}
+}
+#endif
+
+static void round_tile(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+		       int64_t rows, int64_t cols)
+{
+#if GM_X86
+	if (tir_vmath_path() == TIR_VMATH_AVX512) {
+		round_tile_a5(o, ldo, t, ldt, rows, cols);
+		return;
+	}
+#endif
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+#if GM_X86
+		/* 8 at a time in SSE2 (x86-64's baseline), the result's high
+		 * halves shifted down with their sign so that packs keeps them */
+		const __m128i low = _mm_set1_epi32(0x7fff), one = _mm_set1_epi32(1);
+		const __m128i abs = _mm_set1_epi32(0x7fffffff), inf = _mm_set1_epi32(0x7f800000);
+		const __m128i quiet = _mm_set1_epi32(0x400000);
+		for (; j + 8 <= cols; j += 8) {
+			__m128i h[2];
+			for (int v = 0; v < 2; v++) {
+				__m128i u = _mm_loadu_si128((const __m128i *)(t + j + 4 * v));
+				__m128i r = _mm_add_epi32(_mm_add_epi32(u, low),
+							  _mm_and_si128(_mm_srli_epi32(u, 16), one));
+				__m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
+				r = _mm_or_si128(_mm_andnot_si128(nan, r),
+						 _mm_and_si128(nan, _mm_or_si128(u, quiet)));
+				h[v] = _mm_srai_epi32(r, 16);
+			}
+			_mm_storeu_si128((__m128i *)(o + j), _mm_packs_epi32(h[0], h[1]));
+		}
+#endif
+		for (; j < cols; j++) {
+			uint32_t u;
+			memcpy(&u, t + j, 4);
+			o[j] = (uint16_t)GM_F2B(u);
+		}
+	}
+}
+
 /* Panels [q0, q1) of a k-block's packed a (pa) times panels [r0, r1) of
  * its packed b (pb), kcb steps deep, into c (m x n in all, row stride
  * ldc elements; load: add to what c holds): each b micro-panel past every
- * a panel in turn.  false when the pool is stopping. */
+ * a panel in turn.  o (the last k-block of a product rounded to bf16):
+ * each tile, once stored, is rounded into o (laid out as c).  false when
+ * the pool is stopping. */
 static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, const char *pa,
 		       const char *pb, int64_t q0, int64_t q1, int64_t r0, int64_t r1, int64_t m,
-		       int64_t n, char *c, int64_t ldc, int load)
+		       int64_t n, char *c, int64_t ldc, int load, uint16_t *o)
 {
 	int64_t mr = kern->mr, nr = kern->nr;
 	_Alignas(64) char tile[TILE_BYTES];
@@ -659,18 +730,18 @@ static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, co
 						__builtin_prefetch(cp + (mr + i) * ldc * es + x, 1);
 			if (rows == mr && cols == nr) {
 				kern->fn(kcb, a, b, cp, ldc, load);
-				continue;
-			}
-			if (cols == nr && kern->rows) {
+			} else if (cols == nr && kern->rows) {
 				kern->rows[rows](kcb, a, b, cp, ldc, load);
-				continue;
+			} else {
+				/* an edge: the same kernel on a full tile, then the part that exists */
+				for (int64_t i = 0; load && i < rows; i++)
+					memcpy(tile + i * nr * es, cp + i * ldc * es, (size_t)(cols * es));
+				kern->fn(kcb, a, b, tile, nr, load);
+				for (int64_t i = 0; i < rows; i++)
+					memcpy(cp + i * ldc * es, tile + i * nr * es, (size_t)(cols * es));
 			}
-			/* an edge: the same kernel on a full tile, then the part that exists */
-			for (int64_t i = 0; load && i < rows; i++)
-				memcpy(tile + i * nr * es, cp + i * ldc * es, (size_t)(cols * es));
-			kern->fn(kcb, a, b, tile, nr, load);
-			for (int64_t i = 0; i < rows; i++)
-				memcpy(cp + i * ldc * es, tile + i * nr * es, (size_t)(cols * es));
+			if (o)      /* the tile just stored, still in L1 */
+				round_tile(o + q * mr * ldc + r * nr, ldc, (const float *)cp, ldc, rows, cols);
 		}
 	}
 	return true;
@@ -693,9 +764,11 @@ static void tile_task(void *arg, int64_t t)
 	const char *pa = j->pa + ai * j->kcb * j->mpad * es;
 	const char *pb = j->pb + bi * j->kcb * j->npad * es;
 	char *c = (char *)g->c + e * g->c_batch * es;
+	bool last = j->k0 + j->kcb >= g->k;
+	uint16_t *o = g->out && last ? (uint16_t *)g->out + e * g->c_batch : NULL;
 
 	if (!run_panels(j->kern, es, j->kcb, pa, pb, q0, q1, r0, r1, g->m, g->n, c, g->ldc,
-			j->k0 > 0 || g->acc))
+			j->k0 > 0 || g->acc, o))
 		return;
 	if (j->k0 + j->kcb < g->k)
 		return;
@@ -914,6 +987,8 @@ static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abyt
 			s.b = (const char *)g->b + x0 * g->b_cs * bes;
 			s.c = (char *)g->c + x0 * j->es;
 		}
+		if (g->out)
+			s.out = (uint16_t *)g->out + (rows ? x0 * g->ldc : x0);
 		if (g->epi) {
 			s.epi = slab_epi;
 			s.epi_ctx = &sl;
@@ -950,9 +1025,12 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	j.es = g->dt == TIR_DTYPE_F32 ? 4 : 8;
 	if (g->k <= 0) {
 		for (int64_t e = 0; e < batches && !g->acc; e++)
-			for (int64_t i = 0; i < g->m; i++)
-				memset((char *)g->c + (e * g->c_batch + i * g->ldc) * j.es, 0,
-				       (size_t)(g->n * j.es));
+			for (int64_t i = 0; i < g->m; i++) {
+				int64_t at = e * g->c_batch + i * g->ldc;
+				memset((char *)g->c + at * j.es, 0, (size_t)(g->n * j.es));
+				if (g->out)
+					memset((uint16_t *)g->out + at, 0, (size_t)g->n * 2);
+			}
 		if (g->epi && g->epi(g->epi_ctx, 0, batches * g->m * g->n))
 			return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
 		return 0;
@@ -1109,7 +1187,7 @@ bool tir_gemm_panels(const struct tir_gemm_form *f, const void *pa, int64_t k0, 
 {
 	int64_t mp = ceil_div(m, f->mr), np = ceil_div(n, f->nr);
 	return run_panels(f->kern, f->es, kcb, (const char *)pa + k0 * mp * f->mr * f->es, pb, 0,
-			  mp, 0, np, m, n, c, ldc, load);
+			  mp, 0, np, m, n, c, ldc, load, NULL);
 }
 
 static char info[96];

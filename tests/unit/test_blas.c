@@ -7,9 +7,11 @@
  * operands, within f32/f64 rounding: contiguous, transposed, broadcast and
  * odd-strided operands (copied), batches (on OpenBLAS's threads, or many
  * small entries as tasks of the pool), accumulation, k = 0, and an
- * epilogue that runs once on each element, on its final value.
+ * epilogue that runs once on each element, on its final value; the same
+ * products rounded to bf16 (tir_gemm's out), each element as tir_f2b.
  */
 #include "exec/exec.h"
+#include "exec/half.h"
 #include "check.h"
 
 #include <stdatomic.h>
@@ -74,6 +76,23 @@ static void compare(struct tir_gemm g, int64_t total, bool with_epi)
 		g.epi_ctx = &s;
 	}
 	CHECK(tir_blas_gemm(&g, &err) == 0);
+	if (g.dt == TIR_DTYPE_F32 && !g.acc) {
+		/* rounded to bf16 (out): tir_f2b of each element of the same
+		 * product, c a scratch */
+		float *c2 = malloc((size_t)total * 4 + 8);
+		uint16_t *o = malloc((size_t)total * 2 + 8);
+		struct tir_gemm r = g;
+		r.c = c2;
+		r.out = o;
+		r.epi = NULL;
+		CHECK(tir_blas_gemm(&r, &err) == 0);
+		int off = 0;
+		for (int64_t i = 0; i < total; i++)
+			off += o[i] != tir_f2b(((const float *)c0)[i]);
+		CHECK(off == 0);
+		free(c2);
+		free(o);
+	}
 	g.c = c1;
 	g.epi = NULL;
 	CHECK(tir_gemm_run(&g, &err) == 0);
