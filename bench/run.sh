@@ -438,8 +438,9 @@ echo "  targets: fills, arange, linspace, eye at >= 70% of write bandwidth (<= 1
 # On a CPU with AVX-512 BF16 tir's gemm runs vdpbf16ps on pairs of bf16
 # (lib/exec/gemm.c, kern_bf16); elsewhere the bf16 operands are widened as
 # they are packed and the f32 kernel runs, or, where f32 products run on
-# OpenBLAS (TIR_VMATH=sse2 or scalar), widened into f32 copies for
+# OpenBLAS (TIR_VMATH=sse2 or scalar), widened a k-block at a time for
 # OpenBLAS's sgemm (Debian 12's OpenBLAS 0.3.21 has no cblas_sbgemm).
+# The bf16 result is rounded in the gemm's store (OpenBLAS: by rows after).
 # One row pair per vector path this CPU has (TIR_VMATH; TIR_BF16=widen:
 # AVX-512 without its BF16 kernel), f32 and bf16 timed in turn in the
 # same run, the ratio f32 / bf16 (target: >= 1 on every path, >= 1.6 for
@@ -457,7 +458,7 @@ for path in vdpbf16ps avx512 avx2 sse2 scalar; do
 	vdpbf16ps) [ -n "$has_bf16" ] || continue; envs="TIR_VMATH=avx512"; want=1.6; kern="vdpbf16ps" ;;
 	avx512) [ -n "$has_avx512" ] || continue; envs="TIR_VMATH=avx512 TIR_BF16=widen"; want=1; kern="widened as packed, tir's f32 kernel" ;;
 	avx2) [ -n "$has_avx2" ] || continue; envs="TIR_VMATH=avx2 TIR_BF16=widen"; want=1; kern="widened as packed, tir's f32 kernel" ;;
-	*) envs="TIR_VMATH=$path TIR_BF16=widen"; want=1; kern="widened copies, OpenBLAS's sgemm (f32: sgemm)" ;;
+	*) envs="TIR_VMATH=$path TIR_BF16=widen"; want=1; kern="widened by k-blocks, OpenBLAS's sgemm (f32: sgemm)" ;;
 	esac
 	for t in f32 bf16; do
 		# shellcheck disable=SC2086

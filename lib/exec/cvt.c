@@ -104,6 +104,49 @@ static void conv_generic(enum tir_dtype dt, void *d, enum tir_dtype st, const vo
 	}
 }
 
+/* ---- bf16 <-> f32 runs ----
+ * The bits as half.h's tir_f2b and tir_b2f make them, written without a
+ * branch so that the compiler vectorizes the loop for each path's target
+ * (a NaN is selected, not branched to): the narrowing store of every
+ * bf16 result (a product's, an elementwise kernel's) and the widening
+ * of bf16 operands, at a few instructions a vector. */
+#define B2F_RUN(d, s, n)                                                       \
+	for (int64_t i = 0; i < (n); i++) {                                    \
+		uint32_t u_ = (uint32_t)(s)[i] << 16;                         \
+		memcpy(&(d)[i], &u_, 4);                                       \
+	}
+#define F2B_RUN(d, s, n)                                                       \
+	for (int64_t i = 0; i < (n); i++) {                                    \
+		uint32_t u_;                                                   \
+		memcpy(&u_, &(s)[i], 4);                                       \
+		uint32_t r_ = (u_ + 0x7fffu + (u_ >> 16 & 1)) >> 16;           \
+		uint32_t q_ = u_ >> 16 | 0x40; /* NaN stays a (quiet) NaN */  \
+		(d)[i] = (uint16_t)((u_ & 0x7fffffffu) > 0x7f800000u ? q_ : r_); \
+	}
+#define BF16_RUNS(SFX, TGT)                                                    \
+	static TGT void b2f_##SFX(float *restrict d, const uint16_t *restrict s, int64_t n) \
+	{                                                                      \
+		B2F_RUN(d, s, n)                                               \
+	}                                                                      \
+	static TGT void f2b_##SFX(uint16_t *restrict d, const float *restrict s, int64_t n) \
+	{                                                                      \
+		F2B_RUN(d, s, n)                                               \
+	}
+TIR_ISA_BUILDS(BF16_RUNS)
+
+/* n contiguous elements between bf16 and f32, on the vector path's
+ * build; false for any other pair */
+static bool bf16_run(enum tir_dtype dt, void *d, enum tir_dtype st, const void *s, int64_t n)
+{
+	if (dt == TIR_DTYPE_F32 && st == TIR_DTYPE_BF16)
+		TIR_ISA_PICK(b2f)(d, s, n);
+	else if (dt == TIR_DTYPE_BF16 && st == TIR_DTYPE_F32)
+		TIR_ISA_PICK(f2b)(d, s, n);
+	else
+		return false;
+	return true;
+}
+
 /* ---- f16 <-> f32 with F16C ---- */
 
 #if TIR_ISA_X86
@@ -166,5 +209,7 @@ void tir_cvt_run(enum tir_dtype dt, void *d, enum tir_dtype st, const void *s, i
 		return;
 	}
 #endif
+	if (ss == 1 && bf16_run(dt, d, st, s, n))
+		return;
 	conv_generic(dt, d, st, s, ss, n);
 }

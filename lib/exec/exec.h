@@ -290,6 +290,12 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b,
 typedef int (*tir_epilogue_fn)(void *ctx, int64_t i0, int64_t n);
 int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 		     struct tir_tensor *out, tir_epilogue_fn epi, void *epi_ctx, struct tir_err *err);
+/* A float product rounded to bf16: out (bf16, contiguous, as many
+ * elements as wide) gets each element of a @ b rounded as the gemm makes
+ * it, in its kernel's store (tir_gemm's out); wide (f32, the product's
+ * shape) holds the f32 chains between its k-blocks, then nothing of use. */
+int tir_k_matmul_bf16(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *wide,
+		      struct tir_tensor *out, struct tir_err *err);
 
 /* gemm.c: tir's own float matrix product.  For each batch entry e (the
  * batch axes shape[0..nb), row-major order), c_e[m, n] = a_e[m, k] @
@@ -321,6 +327,11 @@ struct tir_gemm {
 	int64_t shape[TIR_MAX_RANK], as[TIR_MAX_RANK], bs[TIR_MAX_RANK];
 	void *c;
 	int64_t ldc, c_batch;
+	/* out (F32 dt, with no epi and no acc; NULL: none): the result rounded
+	 * to bf16 (half.h's tir_f2b), laid out as c, each element as the gemm
+	 * makes it (c then holds only the f32 chains between k-blocks, and
+	 * what it holds after is undefined) */
+	void *out;
 	bool acc;
 	tir_epilogue_fn epi;
 	void *epi_ctx;

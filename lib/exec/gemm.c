@@ -420,6 +420,12 @@ static void pack(int64_t es, void *dst, const char *src, int64_t is, int64_t ps,
 		pack_f64(dst, (const double *)src, is, ps, len, w, kc);
 }
 
+/* rows of b asked for ahead: a b too big for L2 waits on them otherwise
+ * (perf: the loads of the copy held most of pack_task's samples in the
+ * MLP); 4, 8 and 16 rows ahead do alike */
+#ifndef GM_PFROW
+#define GM_PFROW 8
+#endif
 /* bf16 widened to f32 as it is packed (a bf16 is an f32's high half):
  * the f32 kernel then runs on half the bytes read.  As pack's cases: a
  * panel whose elements run along memory (a row-major b) by rows, one
@@ -433,44 +439,107 @@ static inline float bf16_f32(uint16_t h)
 	return f;
 }
 
-/* n bf16 at s widened into d */
-static void widen_bf16(float *restrict d, const uint16_t *restrict s, int64_t n)
-{
-	int64_t i = 0;
+/* Panels 0..nq-1 of kc rows of w f32 each (panel q at dst + q * w * kc),
+ * widened from rows of bf16 ps apart whose panels follow each other (q
+ * at src + q * w), len of each row's w there (len < w only when nq is
+ * 1: zeros after): a row-major b, one row of all the unit's panels at a
+ * time, as pack_rows.  One build per vector path, V elements a step
+ * (AVX-512: vpmovzxwd and vpslld on 16; AVX2 the same on 8; SSE2: 8
+ * interleaved with zeros), the rows GM_PFWIDEN ahead asked for (rows
+ * a page or more apart, each a new page for the hardware's prefetcher:
+ * without, the loads waited on memory, most of the widening's time; 8
+ * ahead, as pack_rows, was too near for rows this short). */
+#ifndef GM_PFWIDEN
+#define GM_PFWIDEN 24
+#endif
+#define GM_WIDEN_ROWS(SFX, TGT, V, WIDEN)                                        \
+	static TGT void widen_rows_##SFX(float *restrict dst, const uint16_t *restrict src, \
+					 int64_t ps, int64_t nq, int64_t len, int64_t w, \
+					 int64_t kc)                           \
+	{                                                                      \
+		for (int64_t p = 0; p < kc; p++, src += ps, dst += w) {        \
+			if (p + GM_PFWIDEN < kc)                               \
+				for (int64_t x = 0; x < nq * len; x += 32)     \
+					__builtin_prefetch(src + GM_PFWIDEN * ps + x); \
+			for (int64_t q = 0; q < nq; q++) {                     \
+				float *d = dst + q * w * kc;                   \
+				const uint16_t *s = src + q * w;               \
+				int64_t i = 0;                                 \
+				for (; i + V <= len; i += V)                   \
+					WIDEN(d + i, s + i);                   \
+				for (; i < len; i++)                           \
+					d[i] = bf16_f32(s[i]);                 \
+				for (; i < w; i++)                             \
+					d[i] = 0;                              \
+			}                                                      \
+		}                                                              \
+	}
 #if GM_X86
-	__m128i z = _mm_setzero_si128();
-	for (; i + 8 <= n; i += 8) {
-		__m128i x = _mm_loadu_si128((const __m128i *)(s + i));
-		_mm_storeu_si128((__m128i *)(d + i), _mm_unpacklo_epi16(z, x));
-		_mm_storeu_si128((__m128i *)(d + i + 4), _mm_unpackhi_epi16(z, x));
+#define GM_WIDEN_S2(d, s)                                                        \
+	do {                                                                   \
+		__m128i x_ = _mm_loadu_si128((const __m128i *)(s));            \
+		_mm_storeu_si128((__m128i *)(d), _mm_unpacklo_epi16(_mm_setzero_si128(), x_)); \
+		_mm_storeu_si128((__m128i *)(d) + 1, _mm_unpackhi_epi16(_mm_setzero_si128(), x_)); \
+	} while (0)
+#define GM_WIDEN_A2(d, s)                                                        \
+	_mm256_storeu_si256((__m256i *)(d),                                    \
+			    _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s))), 16))
+#define GM_WIDEN_A5(d, s)                                                        \
+	_mm512_storeu_si512((d), _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s))), 16))
+GM_WIDEN_ROWS(s2, , 8, GM_WIDEN_S2)
+GM_WIDEN_ROWS(a2, GM_A2, 8, GM_WIDEN_A2)
+GM_WIDEN_ROWS(a5, GM_A5, 16, GM_WIDEN_A5)
+#else
+#define GM_WIDEN_C(d, s) ((d)[0] = bf16_f32((s)[0]))
+GM_WIDEN_ROWS(s2, , 1, GM_WIDEN_C)
+#endif
+
+static void widen_rows(float *restrict dst, const uint16_t *restrict src, int64_t ps, int64_t nq, int64_t len,
+		       int64_t w, int64_t kc)
+{
+#if GM_X86
+	if (tir_vmath_path() == TIR_VMATH_AVX512) {
+		widen_rows_a5(dst, src, ps, nq, len, w, kc);
+		return;
+	}
+	if (tir_vmath_path() == TIR_VMATH_AVX2) {
+		widen_rows_a2(dst, src, ps, nq, len, w, kc);
+		return;
 	}
 #endif
-	for (; i < n; i++)
-		d[i] = bf16_f32(s[i]);
+	widen_rows_s2(dst, src, ps, nq, len, w, kc);
 }
 
 static void pack_bf16(float *restrict dst, const uint16_t *restrict src, int64_t is, int64_t ps, int64_t len,
 		      int64_t w, int64_t kc)
 {
-	if (is == 1 || len == 1) {
-		for (int64_t p = 0; p < kc; p++, dst += w) {
-			widen_bf16(dst, src + p * ps, len);
-			for (int64_t i = len; i < w; i++)
-				dst[i] = 0;
-		}
+	if (is == 1) {
+		widen_rows(dst, src, ps, 1, len, w, kc);
 		return;
 	}
 	int64_t p = 0;
 #if GM_X86
 	if (ps == 1 && len == w) {
-		/* blocks of 4 rows by 4 steps; the rows past a multiple of 4
-		 * (AVX2's and SSE2's 6) by elements */
+		/* blocks of 4 rows by 4 steps; two rows past a multiple of 4
+		 * (AVX2's and SSE2's 6) interleaved in pairs, others by elements */
 		__m128i z = _mm_setzero_si128();
 		int64_t w4 = w & ~(int64_t)3;
 		for (; p + 4 <= kc; p += 4, dst += 4 * w) {
-			for (int64_t i = w4; i < w; i++)
-				for (int64_t q = 0; q < 4; q++)
-					dst[q * w + i] = bf16_f32(src[i * is + p + q]);
+			if (w - w4 == 2) {
+				const uint16_t *x = src + w4 * is + p;
+				__m128 r0 = _mm_castsi128_ps(_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)x)));
+				__m128 r1 = _mm_castsi128_ps(
+					_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)(x + is))));
+				__m128 lo = _mm_unpacklo_ps(r0, r1), hi = _mm_unpackhi_ps(r0, r1);
+				_mm_storel_pi((__m64 *)(dst + w4), lo);
+				_mm_storeh_pi((__m64 *)(dst + w + w4), lo);
+				_mm_storel_pi((__m64 *)(dst + 2 * w + w4), hi);
+				_mm_storeh_pi((__m64 *)(dst + 3 * w + w4), hi);
+			} else {
+				for (int64_t i = w4; i < w; i++)
+					for (int64_t q = 0; q < 4; q++)
+						dst[q * w + i] = bf16_f32(src[i * is + p + q]);
+			}
 			for (int64_t i = 0; i < w4; i += 4) {
 				const uint16_t *x = src + i * is + p;
 				__m128 r0 = _mm_castsi128_ps(_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)x)));
@@ -497,12 +566,6 @@ static void pack_bf16(float *restrict dst, const uint16_t *restrict src, int64_t
 	}
 }
 
-/* rows of b asked for ahead: a b too big for L2 waits on them otherwise
- * (perf: the loads of the copy held most of pack_task's samples in the
- * MLP); 4, 8 and 16 rows ahead do alike */
-#ifndef GM_PFROW
-#define GM_PFROW 8
-#endif
 /* Panels 0..nq-1 of wb bytes a row, each kc rows (panel q at dst + q *
  * wb * kc), from rows ps bytes apart whose panels follow each other (q
  * at src + q * wb): one row of all of them at a time.  wb of a size known
@@ -644,11 +707,7 @@ static void pack_task(void *arg, int64_t t)
 		if (is == 1 && nfull > 1) {
 			/* full panels along memory (a row-major b): each row read
 			 * once across the unit's panels, as pack_rows */
-			float *d0 = (float *)(dst + p0 * w * kcb * j->es);
-			const uint16_t *s = s0 + p0 * w;
-			for (int64_t p = 0; p < kcb; p++, s += ps)
-				for (int64_t q = 0; q < nfull; q++)
-					widen_bf16(d0 + (q * kcb + p) * w, s + q * w, w);
+			widen_rows((float *)(dst + p0 * w * kcb * j->es), s0 + p0 * w, ps, nfull, w, w, kcb);
 			p0 += nfull;
 		}
 		for (int64_t q = p0; q < p1; q++) {
@@ -690,13 +749,118 @@ static void pack_task(void *arg, int64_t t)
 	}
 }
 
+/* A tile's rows (cols f32 each, ldt apart) rounded to bf16 into o (row
+ * stride ldo), as half.h's tir_f2b: to nearest even, a NaN kept quiet. */
+#define GM_F2B(u)                                                              \
+	((u & 0x7fffffffu) > 0x7f800000u ? u >> 16 | 0x40 : (u + 0x7fffu + (u >> 16 & 1)) >> 16)
+#if GM_X86
+/* 16 f32 bits to 16 bf16 (as 32-bit lanes), the same rounding by lanes */
+GM_A5 static inline __m512i f2b_a5(__m512i u)
+{
+	__m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+				     _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+	__mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+						_mm512_set1_epi32(0x7f800000));
+	r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+	return _mm512_srli_epi32(r, 16);
+}
+
+GM_A5 static void round_tile_a5(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+				int64_t rows, int64_t cols)
+{
+	__mmask16 tail = (__mmask16)((1u << (cols % 16)) - 1);
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+		for (; j + 16 <= cols; j += 16)
+			_mm512_mask_cvtepi32_storeu_epi16(o + j, (__mmask16)0xffff, f2b_a5(_mm512_loadu_si512(t + j)));
+		if (tail)
+			_mm512_mask_cvtepi32_storeu_epi16(o + j, tail, f2b_a5(_mm512_maskz_loadu_epi32(tail, t + j)));
+	}
+}
+
+/* 8 f32 bits to 8 bf16 in the high halves of their lanes, shifted down
+ * with their sign (so that packs keeps them), the same rounding */
+GM_A2 static inline __m256i f2b_a2(__m256i u)
+{
+	__m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
+				     _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
+	__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+					 _mm256_set1_epi32(0x7f800000));
+	r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
+	return _mm256_srai_epi32(r, 16);
+}
+
+GM_A2 static void round_tile_a2(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+				int64_t rows, int64_t cols)
+{
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+		for (; j + 16 <= cols; j += 16) {
+			__m256i h = _mm256_packs_epi32(f2b_a2(_mm256_loadu_si256((const __m256i *)(t + j))),
+						       f2b_a2(_mm256_loadu_si256((const __m256i *)(t + j + 8))));
+			_mm256_storeu_si256((__m256i *)(o + j), _mm256_permute4x64_epi64(h, 0xd8));
+		}
+		for (; j < cols; j++) {
+			uint32_t u;
+			memcpy(&u, t + j, 4);
+			o[j] = (uint16_t)GM_F2B(u);
+		}
+	}
+}
+#endif
+
+static void round_tile(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+		       int64_t rows, int64_t cols)
+{
+#if GM_X86
+	if (tir_vmath_path() == TIR_VMATH_AVX512) {
+		round_tile_a5(o, ldo, t, ldt, rows, cols);
+		return;
+	}
+	if (tir_vmath_path() == TIR_VMATH_AVX2) {
+		round_tile_a2(o, ldo, t, ldt, rows, cols);
+		return;
+	}
+#endif
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+#if GM_X86
+		/* 8 at a time in SSE2 (x86-64's baseline), the result's high
+		 * halves shifted down with their sign so that packs keeps them */
+		const __m128i low = _mm_set1_epi32(0x7fff), one = _mm_set1_epi32(1);
+		const __m128i abs = _mm_set1_epi32(0x7fffffff), inf = _mm_set1_epi32(0x7f800000);
+		const __m128i quiet = _mm_set1_epi32(0x400000);
+		for (; j + 8 <= cols; j += 8) {
+			__m128i h[2];
+			for (int v = 0; v < 2; v++) {
+				__m128i u = _mm_loadu_si128((const __m128i *)(t + j + 4 * v));
+				__m128i r = _mm_add_epi32(_mm_add_epi32(u, low),
+							  _mm_and_si128(_mm_srli_epi32(u, 16), one));
+				__m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
+				r = _mm_or_si128(_mm_andnot_si128(nan, r),
+						 _mm_and_si128(nan, _mm_or_si128(u, quiet)));
+				h[v] = _mm_srai_epi32(r, 16);
+			}
+			_mm_storeu_si128((__m128i *)(o + j), _mm_packs_epi32(h[0], h[1]));
+		}
+#endif
+		for (; j < cols; j++) {
+			uint32_t u;
+			memcpy(&u, t + j, 4);
+			o[j] = (uint16_t)GM_F2B(u);
+		}
+	}
+}
+
 /* Panels [q0, q1) of a k-block's packed a (pa) times panels [r0, r1) of
  * its packed b (pb), kcb steps deep, into c (m x n in all, row stride
  * ldc elements; load: add to what c holds): each b micro-panel past every
- * a panel in turn.  false when the pool is stopping. */
+ * a panel in turn.  o (the last k-block of a product rounded to bf16):
+ * each tile, once stored, is rounded into o (laid out as c).  false when
+ * the pool is stopping. */
 static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, const char *pa,
 		       const char *pb, int64_t q0, int64_t q1, int64_t r0, int64_t r1, int64_t m,
-		       int64_t n, char *c, int64_t ldc, int load)
+		       int64_t n, char *c, int64_t ldc, int load, uint16_t *o)
 {
 	int64_t mr = kern->mr, nr = kern->nr;
 	_Alignas(64) char tile[TILE_BYTES];
@@ -715,20 +879,23 @@ static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, co
 				for (int64_t i = 0; i < mr; i++)
 					for (int64_t x = 0; x < nr * es; x += 64)
 						__builtin_prefetch(cp + (mr + i) * ldc * es + x, 1);
+			if (o && q + 1 < q1)        /* and its rows of o, written next */
+				for (int64_t i = 0; i < mr; i++)
+					__builtin_prefetch(o + ((q + 1) * mr + i) * ldc + r * nr, 1);
 			if (rows == mr && cols == nr) {
 				kern->fn(kcb, a, b, cp, ldc, load);
-				continue;
-			}
-			if (cols == nr && kern->rows) {
+			} else if (cols == nr && kern->rows) {
 				kern->rows[rows](kcb, a, b, cp, ldc, load);
-				continue;
+			} else {
+				/* an edge: the same kernel on a full tile, then the part that exists */
+				for (int64_t i = 0; load && i < rows; i++)
+					memcpy(tile + i * nr * es, cp + i * ldc * es, (size_t)(cols * es));
+				kern->fn(kcb, a, b, tile, nr, load);
+				for (int64_t i = 0; i < rows; i++)
+					memcpy(cp + i * ldc * es, tile + i * nr * es, (size_t)(cols * es));
 			}
-			/* an edge: the same kernel on a full tile, then the part that exists */
-			for (int64_t i = 0; load && i < rows; i++)
-				memcpy(tile + i * nr * es, cp + i * ldc * es, (size_t)(cols * es));
-			kern->fn(kcb, a, b, tile, nr, load);
-			for (int64_t i = 0; i < rows; i++)
-				memcpy(cp + i * ldc * es, tile + i * nr * es, (size_t)(cols * es));
+			if (o)      /* the tile just stored, still in L1 */
+				round_tile(o + q * mr * ldc + r * nr, ldc, (const float *)cp, ldc, rows, cols);
 		}
 	}
 	return true;
@@ -751,9 +918,11 @@ static void tile_task(void *arg, int64_t t)
 	const char *pa = j->pa + ai * j->kcb * j->mpad * es;
 	const char *pb = j->pb + bi * j->kcb * j->npad * es;
 	char *c = (char *)g->c + e * g->c_batch * es;
+	bool last = j->k0 + j->kcb >= g->k;
+	uint16_t *o = g->out && last ? (uint16_t *)g->out + e * g->c_batch : NULL;
 
 	if (!run_panels(j->kern, es, j->kcb, pa, pb, q0, q1, r0, r1, g->m, g->n, c, g->ldc,
-			j->k0 > 0 || g->acc))
+			j->k0 > 0 || g->acc, o))
 		return;
 	if (j->k0 + j->kcb < g->k)
 		return;
@@ -972,6 +1141,8 @@ static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abyt
 			s.b = (const char *)g->b + x0 * g->b_cs * bes;
 			s.c = (char *)g->c + x0 * j->es;
 		}
+		if (g->out)
+			s.out = (uint16_t *)g->out + (rows ? x0 * g->ldc : x0);
 		if (g->epi) {
 			s.epi = slab_epi;
 			s.epi_ctx = &sl;
@@ -1008,9 +1179,12 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	j.es = g->dt == TIR_DTYPE_F32 ? 4 : 8;
 	if (g->k <= 0) {
 		for (int64_t e = 0; e < batches && !g->acc; e++)
-			for (int64_t i = 0; i < g->m; i++)
-				memset((char *)g->c + (e * g->c_batch + i * g->ldc) * j.es, 0,
-				       (size_t)(g->n * j.es));
+			for (int64_t i = 0; i < g->m; i++) {
+				int64_t at = e * g->c_batch + i * g->ldc;
+				memset((char *)g->c + at * j.es, 0, (size_t)(g->n * j.es));
+				if (g->out)
+					memset((uint16_t *)g->out + at, 0, (size_t)g->n * 2);
+			}
 		if (g->epi && g->epi(g->epi_ctx, 0, batches * g->m * g->n))
 			return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
 		return 0;
@@ -1175,7 +1349,7 @@ bool tir_gemm_panels_part(const struct tir_gemm_form *f, const void *pa, int64_t
 {
 	int64_t mp = ceil_div(m, f->mr), np = ceil_div(n, f->nr);
 	return run_panels(f->kern, f->es, kcb, (const char *)pa + k0 * mp * f->mr * f->es, pb, q0,
-			  q1 < mp ? q1 : mp, r0, r1 < np ? r1 : np, m, n, c, ldc, load);
+			  q1 < mp ? q1 : mp, r0, r1 < np ? r1 : np, m, n, c, ldc, load, NULL);
 }
 
 bool tir_gemm_has_direct(const struct tir_gemm_form *f)

@@ -173,8 +173,28 @@ int tir_k_matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct 
 	return tir_k_matmul_epi(a, b, out, NULL, NULL, err);
 }
 
+static int matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *out,
+		  tir_epilogue_fn epi, void *epi_ctx, void *round, struct tir_err *err);
+
 int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 		     struct tir_tensor *out, tir_epilogue_fn epi, void *epi_ctx, struct tir_err *err)
+{
+	return matmul(a, b, out, epi, epi_ctx, NULL, err);
+}
+
+int tir_k_matmul_bf16(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *wide,
+		      struct tir_tensor *out, struct tir_err *err)
+{
+	if (wide->dtype != TIR_DTYPE_F32 || out->dtype != TIR_DTYPE_BF16 ||
+	    tir_tensor_numel(out) != tir_tensor_numel(wide) || !tir_tensor_is_contiguous(out))
+		return tir_errf(err, TIR_ETYPE, NULL, "matmul: a bf16 result needs an f32 one of its size");
+	return matmul(a, b, wide, NULL, NULL, tir_tensor_data(out), err);
+}
+
+/* out = a @ b; round: NULL, or where the bf16 rounding of out goes (out
+ * f32, contiguous) */
+static int matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *out,
+		  tir_epilogue_fn epi, void *epi_ctx, void *round, struct tir_err *err)
 {
 	int r = a->rank, nb = r - 2;
 	enum tir_dtype dt = out->dtype;
@@ -226,6 +246,8 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 	j.c = tir_tensor_data(out);
 	if (k == 0) {
 		memset(j.c, 0, (size_t)(total * j.es));
+		if (round)
+			memset(round, 0, (size_t)total * 2);
 		if (epi && epi(epi_ctx, 0, total))
 			return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
 		return 0;
@@ -243,7 +265,7 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 			.dt = dt, .a_dt = a->dtype, .b_dt = b->dtype,
 			.m = m, .n = n, .k = k, .a = j.a.p, .b = j.b.p,
 			.a_rs = j.a.rs, .a_cs = j.a.cs, .b_rs = j.b.rs, .b_cs = j.b.cs,
-			.nb = nb, .c = j.c, .ldc = n, .c_batch = m * n, .epi = epi,
+			.nb = nb, .c = j.c, .ldc = n, .c_batch = m * n, .out = round, .epi = epi,
 			.epi_ctx = epi_ctx,
 		};
 		memcpy(g.shape, j.shape, sizeof g.shape);

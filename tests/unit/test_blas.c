@@ -7,12 +7,15 @@
  * operands, within f32/f64 rounding: contiguous, transposed, broadcast and
  * odd-strided operands (copied), batches (on OpenBLAS's threads, or many
  * small entries as tasks of the pool), accumulation, k = 0, and an
- * epilogue that runs once on each element, on its final value.  And
- * OpenBLAS's threads stay awake between the BLAS calls of one LAPACK
- * routine (blas.c's OPENBLAS_THREAD_TIMEOUT).
+ * epilogue that runs once on each element, on its final value; the same
+ * products rounded to bf16 (tir_gemm's out), each element as tir_f2b;
+ * two bf16 operands, widened a k-block at a time.  And OpenBLAS's threads
+ * stay awake between the BLAS calls of one LAPACK routine (blas.c's
+ * OPENBLAS_THREAD_TIMEOUT).
  */
 #define _GNU_SOURCE /* gettid */
 #include "exec/exec.h"
+#include "exec/half.h"
 #include "check.h"
 
 #include <dirent.h>
@@ -79,6 +82,23 @@ static void compare(struct tir_gemm g, int64_t total, bool with_epi)
 		g.epi_ctx = &s;
 	}
 	CHECK(tir_blas_gemm(&g, &err) == 0);
+	if (g.dt == TIR_DTYPE_F32 && !g.acc) {
+		/* rounded to bf16 (out): tir_f2b of each element of the same
+		 * product, c a scratch */
+		float *c2 = malloc((size_t)total * 4 + 8);
+		uint16_t *o = malloc((size_t)total * 2 + 8);
+		struct tir_gemm r = g;
+		r.c = c2;
+		r.out = o;
+		r.epi = NULL;
+		CHECK(tir_blas_gemm(&r, &err) == 0);
+		int off = 0;
+		for (int64_t i = 0; i < total; i++)
+			off += o[i] != tir_f2b(((const float *)c0)[i]);
+		CHECK(off == 0);
+		free(c2);
+		free(o);
+	}
 	g.c = c1;
 	g.epi = NULL;
 	CHECK(tir_gemm_run(&g, &err) == 0);
@@ -98,6 +118,55 @@ static void compare(struct tir_gemm g, int64_t total, bool with_epi)
 	free(c1);
 	free(s.hits);
 	free(s.val);
+}
+
+/* Two bf16 operands on OpenBLAS: widened a k-block at a time (the test's
+ * budget makes blocks of 8 to 24 steps), every block's product added to
+ * c; against tir's gemm on the same operands, within f32 rounding:
+ * row-major, transposed a, odd k, accumulation, rounded to bf16 (out). */
+static void bf16_products(int threads)
+{
+	tir_set_threads(threads);
+	int64_t m = 37, n = 45, k = 203;
+	uint16_t *a = malloc((size_t)(m * k) * 2), *b = malloc((size_t)(k * n) * 2);
+	float *ref = malloc((size_t)(m * n) * 4), *c = malloc((size_t)(m * n) * 4), *c2 = malloc((size_t)(m * n) * 4);
+	uint16_t *o = malloc((size_t)(m * n) * 2);
+	for (int64_t i = 0; i < m * k; i++)
+		a[i] = tir_f2b((float)((i * 37 % 101) - 50) / 16);
+	for (int64_t i = 0; i < k * n; i++)
+		b[i] = tir_f2b((float)((i * 53 % 97) - 48) / 32);
+	struct tir_err err = { 0 };
+	for (int v = 0; v < 4; v++) {
+		struct tir_gemm g = { .dt = TIR_DTYPE_F32, .a_dt = TIR_DTYPE_BF16, .b_dt = TIR_DTYPE_BF16, .m = m,
+				      .n = n, .k = k, .a = a, .b = b, .a_rs = k, .a_cs = 1, .b_rs = n, .b_cs = 1,
+				      .ldc = n, .c_batch = m * n, .slab_bytes = (v + 1) * 8 * (m + n) * 4 };
+		if (v == 1)   /* a read transposed: [m, k] with its columns along memory */
+			g.a_rs = 1, g.a_cs = m;
+		for (int64_t i = 0; i < m * n; i++)
+			ref[i] = c[i] = v == 2 ? (float)(i % 7) : 0;
+		g.acc = v == 2;
+		g.c = ref;
+		CHECK(tir_gemm_run(&g, &err) == 0);
+		g.c = c;
+		CHECK(tir_blas_gemm(&g, &err) == 0);
+		int bad = 0;
+		for (int64_t i = 0; i < m * n; i++)
+			bad += !(fabs((double)c[i] - ref[i]) <= 1e-5 * (double)k * 4);
+		if (v == 3) {        /* rounded to bf16 */
+			g.c = c2;
+			g.out = o;
+			CHECK(tir_blas_gemm(&g, &err) == 0);
+			for (int64_t i = 0; i < m * n; i++)
+				bad += o[i] != tir_f2b(c[i]);
+		}
+		CHECK(bad == 0);
+	}
+	free(a);
+	free(b);
+	free(ref);
+	free(c);
+	free(c2);
+	free(o);
 }
 
 static void products(enum tir_dtype dt, int threads)
@@ -269,6 +338,7 @@ int main(void)
 	for (int th = 1; th <= 3; th += 2) {
 		products(TIR_DTYPE_F32, th);
 		products(TIR_DTYPE_F64, th);
+		bf16_products(th);
 	}
 	tir_pool_shutdown();
 	return check_report("test_blas");

@@ -22,6 +22,7 @@
  * and one of a late layer's shape (columns shared, weights unpacked).
  */
 #include "exec/exec.h"
+#include "exec/half.h"
 #include "exec/vmath.h"
 #include "check.h"
 
@@ -500,7 +501,8 @@ static void test_conv(enum tir_dtype dt, int64_t c, int64_t h, int64_t wd, bool 
  * kernel sums a pair's two exact products, then adds: inside it); bit
  * for bit across thread counts, tile sizes and a product cut in slabs;
  * odd k (a pair's second half past the end), transposed and strided
- * operands, tails in m and n. */
+ * operands, tails in m and n.  And the same rounded to bf16 as the gemm
+ * stores it (tir_gemm's out): tir_f2b of each f32 element, bit for bit. */
 static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
 {
 	int64_t m = 77, n = 70, k = 801; /* 401 pairs: several k-blocks */
@@ -516,6 +518,8 @@ static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
 	tir_cvt_run(TIR_DTYPE_F32, af, adt, an, 1, aspan); /* the values the product reads */
 	tir_cvt_run(TIR_DTYPE_F32, bf, bdt, bn, 1, bspan);
 	float *c = calloc((size_t)(m * n), 4), *first = calloc((size_t)(m * n), 4);
+	float *c2 = calloc((size_t)(m * n), 4);
+	uint16_t *o = calloc((size_t)(m * n), 2);
 	int bad = 0;
 	for (int ti = 0; ti < NTHREADS; ti++) {
 		tir_set_threads(threads[ti]);
@@ -527,6 +531,13 @@ static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
 				.slab_bytes = slab ? 4096 : 0, .tile_m = slab ? 1 : 0,
 			};
 			CHECK(tir_gemm_run(&g, &err) == 0);
+			/* rounded to bf16 in the gemm's store (out): each element
+			 * as tir_f2b rounds the f32 one, c a scratch */
+			g.c = c2;
+			g.out = o;
+			CHECK(tir_gemm_run(&g, &err) == 0);
+			for (int64_t i = 0; i < m * n; i++)
+				bad += o[i] != tir_f2b(c[i]);
 			if (ti == 0 && slab == 0) {
 				memcpy(first, c, (size_t)(m * n) * 4);
 				for (int64_t i = 0; i < m; i++)
@@ -554,7 +565,39 @@ static void test_narrow(enum tir_dtype adt, enum tir_dtype bdt, int la, int lb)
 	free(an);
 	free(bn);
 	free(c);
+	free(c2);
+	free(o);
 	free(first);
+}
+
+/* The bf16 store on values that test its rounding: 1 @ b is b exactly
+ * (one FMA or product of 1 and b, plus 0), so out must be tir_f2b(b):
+ * ties to even both ways, the largest f32 (up to inf), NaNs (kept
+ * quiet, sign and high payload), infinities, subnormals (not -0: 0 +
+ * -0 is 0); 2 x 16 + 9 columns (the vector tails). */
+static void test_round(void)
+{
+	static const uint32_t bits[] = {
+		0x3f808000, 0x3f818000, 0x3f80ffff, 0x3f817fff, 0x7f7fffff, 0xff7fffff, 0x7f7f7fff,
+		0x7fc00001, 0xff800001, 0x7f800001, 0x7f800000, 0xff800000, 0x00000001, 0x80008000,
+		0x00018000, 0x00007fff, 0x80008001, 0x3f800000, 0xbf7fffff, 0x4049fdb0,
+	};
+	enum { N = 41 };
+	float one = 1, b[N], c[N];
+	uint16_t o[N];
+	for (int j = 0; j < N; j++) {
+		uint32_t u = bits[j % (sizeof bits / sizeof bits[0])] ^ (j >= 20 ? 0x80000000u : 0);
+		memcpy(&b[j], &u, 4);
+	}
+	struct tir_gemm g = { .dt = TIR_DTYPE_F32, .m = 1, .n = N, .k = 1, .a = &one, .b = b, .a_rs = 1,
+			      .a_cs = 1, .b_rs = N, .b_cs = 1, .c = c, .ldc = N, .out = o };
+	struct tir_err err = { 0 };
+	CHECK(tir_gemm_run(&g, &err) == 0);
+	int bad = 0;
+	for (int j = 0; j < N; j++)
+		if (o[j] != tir_f2b(b[j]) && bad++ < 5)
+			fprintf(stderr, "round: column %d: %#x is %#x, not %#x\n", j, (unsigned)bits[j % 20], o[j], tir_f2b(b[j]));
+	CHECK(bad == 0);
 }
 
 int main(void)
@@ -584,6 +627,7 @@ int main(void)
 	test_narrow(TIR_DTYPE_F16, TIR_DTYPE_F16, 0, 1);
 	test_narrow(TIR_DTYPE_F32, TIR_DTYPE_BF16, 2, 0);
 	test_narrow(TIR_DTYPE_F16, TIR_DTYPE_F32, 0, 0);
+	test_round();
 	tir_pool_shutdown();
 	return check_report("test_gemm");
 }
