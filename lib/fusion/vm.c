@@ -1124,6 +1124,9 @@ static size_t vm_layout(const struct tir_group *g, struct vm_layout *l)
 	return at;
 }
 
+/* A spare block this much larger than twice what a vm needs is not reused. */
+#define SPARE_SLACK ((size_t)64 << 10)
+
 /* A vm for group g, zeroed but for src[] (which add_source fills whole)
  * and gens[], vbuf[] (filled when used), with nd[], vals, borrowed and vg
  * zeroed; NULL when out of memory. */
@@ -1142,7 +1145,12 @@ static struct vm *vm_new(const struct tir_group *g)
 	} else if (!(vm = malloc(sizeof *vm))) {
 		return NULL;
 	}
-	if (cap < bytes) {
+	/* the spare's block fits, and is not many times what g needs: a vm
+	 * kept with its plan (tir_fused_keep) holds its block as long as the
+	 * plan lives, so a small kernel must not keep the block of the
+	 * 30,000-member one before it (a server's cached graphs held tens of
+	 * MiB each so) */
+	if (cap < bytes || cap - bytes > bytes + SPARE_SLACK) {
 		free(mem);
 		cap = bytes;
 		if (!(mem = aligned_alloc(64, cap))) {
