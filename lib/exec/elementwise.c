@@ -1,9 +1,10 @@
 /*
  * elementwise.c — the reference elementwise kernels (unary, binary, where,
- * clip) and the simple creation kernels (fill, arange, eye).  Semantics are
+ * clip) and the simple creation kernels (fill, arange, eye); a float op over
+ * one long contiguous run is cut into tasks on the pool (split_run).  Semantics are
  * NumPy's (docs/language.md, "Types"); integer arithmetic wraps without undefined
  * behaviour.  The float math itself is vmath.c's (shared with the fused
- * kernels).  Not here: reductions, rand (rng.c), fused or threaded paths.
+ * kernels).  Not here: reductions, rand (rng.c), fused paths.
  */
 #include "exec.h"
 #include "iter.h"
@@ -486,6 +487,47 @@ static int run_failed(int rc, const char *what, enum tir_op op, enum tir_dtype d
 
 #define AT(t, p, k) ((const char *)(p) + it.off[k] * (int64_t)tir_dtype_size((t)->dtype))
 
+/* A float op over one contiguous run of n elements (every operand laid out
+ * as out, or a scalar broadcast), cut into tasks on the pool: a relu of a
+ * conv2d's [1, 64, 112, 112] result ran on one thread while the other
+ * waited.  Tasks of tir_task_items elements (from the shape and the caches
+ * alone); each element is computed alone, so any cut gives the same bytes. */
+struct split {
+	enum tir_op op;
+	enum tir_dtype dt;
+	int nin;
+	char *o;
+	const char *a, *b;
+	int64_t sa, sb, es, n, per;
+	int rc;
+};
+
+static void split_task(void *arg, int64_t t)
+{
+	struct split *j = arg;
+	int64_t i0 = t * j->per, n = j->n - i0 < j->per ? j->n - i0 : j->per;
+	int rc = j->nin == 1
+		? unary_run(j->op, j->dt, j->o + i0 * j->es, j->a + i0 * j->sa * j->es, j->sa, n)
+		: binary_run(j->op, j->dt, j->o + i0 * j->es, j->a + i0 * j->sa * j->es, j->sa,
+			     j->b + i0 * j->sb * j->es, j->sb, n);
+	if (rc)
+		__atomic_store_n(&j->rc, rc, __ATOMIC_RELAXED);
+}
+
+/* Whether j (its run filled in) went to the pool; j->rc its result then. */
+static bool split_run(struct split *j)
+{
+	if (j->dt != TIR_DTYPE_F32 && j->dt != TIR_DTYPE_F64)
+		return false;
+	j->es = (int64_t)tir_dtype_size(j->dt);
+	/* bytes an element streams: its operands read and out written */
+	j->per = tir_task_items(j->n, j->es * (j->nin + 1));
+	if (j->per >= j->n)
+		return false;
+	tir_pool_run((j->n + j->per - 1) / j->per, split_task, j);
+	return true;
+}
+
 int tir_k_unary(enum tir_op op, const struct tir_tensor *x, struct tir_tensor *out,
 		struct tir_err *err)
 {
@@ -499,6 +541,12 @@ int tir_k_unary(enum tir_op op, const struct tir_tensor *x, struct tir_tensor *o
 	void *po = tir_tensor_data(out);
 	if (!tir_iter_init(&it, out->rank, out->shape, 2, st))
 		return 0;
+	if (it.inner == tir_tensor_numel(out) && out->dtype == x->dtype) {
+		struct split j = { .op = op, .dt = x->dtype, .nin = 1, .o = (void *)AT(out, po, 0),
+				   .a = AT(x, px, 1), .sa = it.istride[1], .n = it.inner };
+		if (split_run(&j))
+			return j.rc ? run_failed(j.rc, "unary", op, x->dtype, err) : 0;
+	}
 	do {
 		int rc = unary_run(op, x->dtype, (void *)AT(out, po, 0), AT(x, px, 1),
 				   it.istride[1], it.inner);
@@ -522,6 +570,13 @@ int tir_k_binary(enum tir_op op, const struct tir_tensor *a, const struct tir_te
 	void *po = tir_tensor_data(out);
 	if (!tir_iter_init(&it, out->rank, out->shape, 3, st))
 		return 0;
+	if (it.inner == tir_tensor_numel(out) && out->dtype == a->dtype) {
+		struct split j = { .op = op, .dt = a->dtype, .nin = 2, .o = (void *)AT(out, po, 0),
+				   .a = AT(a, pa, 1), .sa = it.istride[1], .b = AT(b, pb, 2),
+				   .sb = it.istride[2], .n = it.inner };
+		if (split_run(&j))
+			return j.rc ? run_failed(j.rc, "binary", op, a->dtype, err) : 0;
+	}
 	do {
 		int rc = binary_run(op, a->dtype, (void *)AT(out, po, 0), AT(a, pa, 1),
 				    it.istride[1], AT(b, pb, 2), it.istride[2], it.inner);

@@ -385,6 +385,17 @@ bool tir_gemm_direct_part(const struct tir_gemm_form *f, const void *a, int64_t 
  * vector path picks; static storage. */
 const char *tir_gemm_info(void);
 
+/* gemv.c: a product of at most TIR_GEMV_ROWS rows (m) with b read as it
+ * lies (any strides: row-major, a transposed view), in one run of the
+ * pool over column blocks, no packing; each element the very chain
+ * tir_gemm_run makes on this vector path (the same bits).  takes: whether
+ * g is one it does (f32 or f64 operands of g's dtype, no out, m in 1 ..
+ * TIR_GEMV_ROWS, k and n > 0, an epi's ldc == n and c_batch == m * n).
+ * run: as tir_gemm_run; call only when takes said true. */
+#define TIR_GEMV_ROWS 4
+bool tir_gemv_takes(const struct tir_gemm *g);
+int tir_gemv_run(const struct tir_gemm *g, struct tir_err *err);
+
 /* The product g describes on the gemm chosen (tir_gemm_kind): tir's
  * (tir_gemm_run), or OpenBLAS's (tir_blas_gemm) for f32 and f64 operands
  * of the product's own dtype; other products always on tir's.  returns 0

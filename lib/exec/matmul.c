@@ -3,7 +3,8 @@
  * (tir_gemm: tir's own packed gemm, gemm.c, or OpenBLAS, blas.c), integer
  * ones by plain loops cut into blocks on the pool, batch axes broadcast.
  * Results are bitwise the same with any thread count on tir's gemm (not
- * on OpenBLAS's threads: docs/decisions.md).  Not here:
+ * on OpenBLAS's threads: docs/decisions.md); a product of a few rows
+ * reads b where it lies (gemv.c).  Not here:
  * fused epilogues (lib/fusion) or the nn ops built on matmul (nn.c).
  */
 #include "exec.h"
@@ -279,6 +280,15 @@ static int matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct
 			g.nb = 0;
 			g.a_rs = frs;
 			g.c_batch = 0;
+		}
+		/* a few rows on tir's gemm: b read as it lies, not packed
+		 * (gemv.c; the same bits) */
+		if (tir_gemv_takes(&g)) {
+			int use = tir_gemm_blas(dt, err);
+			if (use < 0)
+				return use;
+			if (!use)
+				return tir_gemv_run(&g, err);
 		}
 		return tir_gemm(&g, err);
 	}

@@ -4,7 +4,8 @@ references: Resize and Upsample against ONNX's own (the generator of its
 node tests, onnx.backend.test.case.node.resize) on inputs larger than the
 suite's; Einsum with '...' and RoiAlign against NumPy; 3-D Conv and
 ConvTranspose, 3-D, dilated and 1-D pools, MaxPool's Indices, MaxUnpool
-and GridSample against PyTorch (when installed); bad attributes refused
+and GridSample against PyTorch (when installed); a Conv bias of +0.0s
+left out at import (the same bytes), one with a -0.0 kept; bad attributes refused
 with a message, never a crash.  Prints "ok NAME" or "bad NAME: WHY" per
 case (tests/suites/onnx_spatial.sh counts them).
 
@@ -280,3 +281,40 @@ refused(helper.make_node("GridSample", ["x", "grid"], ["y"]),
         opset=16)
 refused(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[9, 1, 1]), {"x": np.zeros((1, 1, 4, 4, 4), np.float32)},
         "a window of 9 past an axis of 4")
+
+
+def zero_bias(bias, kept):
+    """A Conv whose bias initializer is bias: imported with the bias kept
+    (kept) or left out (all +0.0, the same bits), its result byte for byte
+    the bias-less model's when left out, within rounding of it otherwise."""
+    x = rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    d, cmd, desc = model(node, {"x": x}, 13, [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")])
+    d0, cmd0, _ = model(helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                        {"x": x}, 13, [numpy_helper.from_array(w, "w")])
+    name = "Conv bias %s %s" % (bias.tolist(), "kept" if kept else "left out")
+    r = subprocess.run([tir, "import", d + "/m.onnx", "-o", d + "/m.tir"], capture_output=True, text=True, timeout=120)
+    text = open(d + "/m.tir").read() if r.returncode == 0 else ""
+    conv = [ln for ln in text.splitlines() if "conv2d(" in ln]
+    if r.returncode or len(conv) != 1:
+        print("bad %s: import: %s" % (name, r.stderr.strip()[:300]))
+        return
+    if ("conv2d(x, w, b," in conv[0]) != kept or (not kept and "full(" in text):
+        print("bad %s: %s" % (name, conv[0]))
+        return
+    for c in (cmd, cmd0):
+        r = subprocess.run(c, capture_output=True, text=True, timeout=120)
+        if r.returncode:
+            print("bad %s: tir run failed: %s" % (name, r.stderr.strip()[:300]))
+            return
+    y, y0 = np.load(d + "/y.npy"), np.load(d0 + "/y.npy")
+    if (y.tobytes() == y0.tobytes()) if not kept else np.allclose(y, y0 + bias.reshape(1, 4, 1, 1), atol=1e-5):
+        print("ok %s" % name)
+    else:
+        print("bad %s: the result differs" % name)
+
+
+zero_bias(np.zeros(4, np.float32), False)
+zero_bias(np.array([0.0, -0.0, 0.0, 0.0], np.float32), True)
+zero_bias(np.array([0.0, 0.5, 0.0, 0.0], np.float32), True)

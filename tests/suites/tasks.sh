@@ -11,7 +11,8 @@
 # reduction to one value (var of the same: the pieces of its pairwise sums;
 # also inside a fused kernel that adds to it) and a
 # fused elementwise chain over 16M f32, a CNN's last layer at batch 1
-# (one per thread at 64: below), and programs written by `for`
+# (one per thread at 64: below), a lone relu and sub by their reference
+# kernels (below), and programs written by `for`
 # loops (repeated blocks, below), each offer at least 4 tasks per thread at --threads 16 and 64
 # (the pool starts that many threads on any machine, this one's two cores
 # included), the same number at --threads 1 (the cut never follows the
@@ -148,6 +149,32 @@ for t in 16 64; do
 	esac
 	if [ "$got" = "$one" ]; then ok; else bad "late conv2d: $got tasks at --threads $t, $one at --threads 1"; fi
 	if cmp -s "$tmp/out1" "$tmp/out$t"; then ok; else bad "late conv2d: stdout at --threads $t differs from --threads 1"; fi
+done
+
+# an elementwise op by its reference kernel (--no-fuse; a relu after a
+# conv2d, which nothing fuses with, runs so too): a float op over one
+# contiguous run is cut into tasks (elementwise.c), unary and binary, at
+# least 4 per thread at 16 and 64, the same number at 1, and the bytes
+# the fused kernel prints.
+cat >"$tmp/lone.tir" <<'EOF'
+x = rand([4096, 4096], seed=6)
+y = relu(x - 0.5)
+print sum(y), slice(y, stop=2)
+EOF
+"$tir" run "$tmp/lone.tir" >"$tmp/fused.out" 2>/dev/null
+for op in relu sub; do
+	"$tir" run --no-fuse --profile --threads 1 "$tmp/lone.tir" >"$tmp/out1" 2>"$tmp/prof1"
+	one=$(tasks "$tmp/prof1" "^$op\$")
+	for t in 16 64; do
+		"$tir" run --no-fuse --profile --threads "$t" "$tmp/lone.tir" >"$tmp/out$t" 2>"$tmp/prof$t"
+		got=$(tasks "$tmp/prof$t" "^$op\$")
+		case $got in
+		'' | *[!0-9]*) bad "lone $op at --threads $t: no tasks column in --profile" ;;
+		*) if [ "$got" -ge $((4 * t)) ]; then ok; else bad "lone $op at --threads $t: $got tasks, fewer than 4 per thread"; fi ;;
+		esac
+		if [ "$got" = "$one" ]; then ok; else bad "lone $op: $got tasks at --threads $t, $one at --threads 1"; fi
+		if cmp -s "$tmp/fused.out" "$tmp/out$t"; then ok; else bad "lone $op: stdout at --threads $t differs from the fused run's"; fi
+	done
 done
 
 # programs written by `for` loops: N repeated blocks fuse as one block
