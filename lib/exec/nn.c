@@ -489,7 +489,8 @@ static bool conv_a5(const struct conv *g, int nrs)
  * then, k-block by k-block of the filter taps, writes the block's
  * column matrix straight into the gemm's packed panels (im2col a row at a
  * time, each row cut into the panels) and multiplies the weights, packed
- * once for all tasks, into it (tir_gemm_panels). */
+ * once for all tasks (tir_gemm_panels) or read where they lie
+ * (tir_gemm_direct_part), into it. */
 struct conv_job {
 	const struct conv *g;
 	bool f32;
@@ -498,6 +499,7 @@ struct conv_job {
 	const void *pw;                      /* the weights, packed */
 	struct tir_gemm_form form;
 	const void *w;                       /* on OpenBLAS: the weights [O, kdim] */
+	const void *wd;                      /* or on tir's, read where they lie (direct) */
 	int blas_nrs;                        /* and the columns' row: 2^blas_nrs */
 	int64_t bstride;
 	char *out;
@@ -591,8 +593,10 @@ static void conv_task(void *arg, int64_t t)
 		}
 		/* out[f, p0 + q] += w[f, k0 ..] @ cols: each output element goes on
 		 * as one chain from its bias over the taps in order (gemm.c) */
-		if (!tir_gemm_panels(f, j->pw, k0, kcb, g->o, pb, pc, oimg + p0 * es, j->plane,
-				     k0 > 0 || j->bias))
+		bool load = k0 > 0 || j->bias;
+		if (j->wd ? !tir_gemm_direct_part(f, j->wd, j->kdim, k0, kcb, g->o, 0, (g->o + f->mr - 1) / f->mr,
+						  pb, pc, 0, np, oimg + p0 * es, j->plane, load)
+			  : !tir_gemm_panels(f, j->pw, k0, kcb, g->o, pb, pc, oimg + p0 * es, j->plane, load))
 			return;
 	}
 }
@@ -832,7 +836,8 @@ static int64_t conv_cols_most(void)
  * task (conv_task: 1) or shared (conv_shared: 2), its weights packed, or
  * shared with the weights read where they lie (3, where the gemm has
  * such kernels, else 2), whatever its shape (tests, bench: every way
- * gives the same bits); else 0, by the shape. */
+ * gives the same bits); else 0, by the shape, the weights read where
+ * they lie where the gemm can. */
 static int conv_way(void)
 {
 	static int way = -1; /* asked once; threads may ask together (same answer) */
@@ -941,8 +946,11 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	int way = conv_way();
 	bool shared = !huge && (way ? way >= 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most());
 	/* the weights read where they lie, where the gemm has kernels for it
-	 * (see conv_shared) */
-	bool direct = shared && tir_gemm_has_direct(f) && (way ? way == 3 : true);
+	 * (see conv_shared), by tasks of their own columns too: as fast on
+	 * ResNet-18's 56x56 layers (1.52 ms at 1 thread either way), and
+	 * then no run of a program packs its weights again (TIR_CONV=own and
+	 * shared pack them, for the tests) */
+	bool direct = tir_gemm_has_direct(f) && (way == 0 || way == 3);
 	if (!shared) {
 		int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
 		int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
@@ -962,6 +970,7 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	if (!direct)
 		tir_gemm_pack_a(f, pw, wdata, kdim, 1, g->o, kdim);
 	j->pw = pw;
+	j->wd = direct && !shared ? wdata : NULL;
 	if (!shared)
 		tir_pool_run(g->n * j->pblocks, conv_task, j);
 	else if (conv_shared(g, f, pw, direct ? wdata : NULL, xdata, bdata, bstride, odata, cols, cnpad))
