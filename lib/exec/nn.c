@@ -10,6 +10,7 @@
  */
 #include "exec.h"
 #include "iter.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -398,12 +399,98 @@ static void im2col_##SFX(const struct conv *g, const T *xc, T *pb, int64_t kcb, 
 DEFINE_CONV(float, f32)
 DEFINE_CONV(double, f64)
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define CONV_A5 __attribute__((target("avx512f")))
+/* put_f32 for panels of 32 (AVX-512 f32's nr) and a row read by stride
+ * 2 (s NULL: zeros), 16 positions at a time: the even elements of two
+ * vectors loaded, masked at a piece's end (a masked-off element is never
+ * read) and stored whole, or masked at the end.  A stem's 7x7/2 conv2d
+ * spent half its time in put_f32's element-by-element strided copies. */
+static CONV_A5 inline void put_a5(float *pb, int64_t kcb, int64_t r, int64_t q, const float *s, int64_t n)
+{
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	while (n > 0) {
+		int64_t at = q & 31, k = 32 - at < n ? 32 - at : n;
+		float *d = pb + ((q >> 5) * kcb + r) * 32 + at;
+		for (int64_t t = 0; t < k; t += 16) {
+			int m = k - t < 16 ? (int)(k - t) : 16;
+			__m512 v = _mm512_setzero_ps();
+			if (s) {        /* s[2 t + 2 u], u < m: 2 m - 1 elements */
+				int e = 2 * m - 1;
+				__mmask16 m0 = (__mmask16)(e >= 16 ? 0xffff : (1u << e) - 1);
+				__mmask16 m1 = (__mmask16)(e > 16 ? (1u << (e - 16)) - 1 : 0);
+				v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, s + 2 * t), even,
+							   _mm512_maskz_loadu_ps(m1, s + 2 * t + 16));
+			}
+			if (m == 16)
+				_mm512_storeu_ps(d + t, v);
+			else
+				_mm512_mask_storeu_ps(d + t, (__mmask16)((1u << m) - 1), v);
+		}
+		if (s)
+			s += 2 * k;
+		q += k;
+		n -= k;
+	}
+}
+
+/* im2col_f32 over put_a5 (nr 32, stride 2 along memory: conv_a5), then
+ * zeros from position pc to npad */
+static CONV_A5 void im2col_a5(const struct conv *g, const float *xc, float *pb, int64_t kcb, int64_t r,
+			      int64_t i, int64_t j, const struct conv_seg *seg, int64_t nseg, int64_t pc,
+			      int64_t npad)
+{
+	int64_t off = j - g->pw;
+	/* ow with iw = 2 ow + off in [0, w): [lo0, hi0) on every row */
+	int64_t lo0 = off >= 0 ? 0 : (-off + 1) / 2;
+	int64_t hi0 = g->w - off <= 0 ? 0 : (g->w - off + 1) / 2;
+	for (int64_t x = 0; x < nseg; x++) {
+		int64_t q = seg[x].q, ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;
+		int64_t ih = seg[x].ih0 + i;
+		if (ih < 0 || ih >= g->h) {
+			put_a5(pb, kcb, r, q, NULL, seg[x].n);
+			continue;
+		}
+		const float *xr = xc + ih * g->xs[2];
+		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;
+		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;
+		if (lo > ow0)
+			put_a5(pb, kcb, r, q, NULL, lo - ow0);
+		q += lo - ow0;
+		put_a5(pb, kcb, r, q, xr + 2 * lo + off, hi - lo);
+		q += hi - lo;
+		if (ow1 > hi)
+			put_a5(pb, kcb, r, q, NULL, ow1 - hi);
+	}
+	if (npad > pc)
+		put_a5(pb, kcb, r, pc, NULL, npad - pc);
+}
+
+/* Whether a conv2d's f32 columns go by im2col_a5: panels of 32 (nrs 5)
+ * on the AVX-512 path, and stride 2 along rows that lie along memory.
+ * (Stride 1 stays with put_f32's 16-byte copies: a 3x3 conv2d's pieces
+ * are short, and masked moves made ResNet-18's 56x56 layers slower.) */
+static bool conv_a5(const struct conv *g, int nrs)
+{
+	return nrs == 5 && g->sw == 2 && g->xs[3] == 1 && tir_vmath_path() == TIR_VMATH_AVX512;
+}
+#else
+static bool conv_a5(const struct conv *g, int nrs)
+{
+	(void)g, (void)nrs;
+	return false;
+}
+#define im2col_a5(g, xc, pb, kcb, r, i, j, seg, nseg, pc, npad) ((void)0)
+#endif
+
 /* One conv2d cut into tasks: task t = (image, block of pos output
  * positions); each fills its block of every output plane with the bias,
  * then, k-block by k-block of the filter taps, writes the block's
  * column matrix straight into the gemm's packed panels (im2col a row at a
  * time, each row cut into the panels) and multiplies the weights, packed
- * once for all tasks, into it (tir_gemm_panels). */
+ * once for all tasks (tir_gemm_panels) or read where they lie
+ * (tir_gemm_direct_part), into it. */
 struct conv_job {
 	const struct conv *g;
 	bool f32;
@@ -412,6 +499,7 @@ struct conv_job {
 	const void *pw;                      /* the weights, packed */
 	struct tir_gemm_form form;
 	const void *w;                       /* on OpenBLAS: the weights [O, kdim] */
+	const void *wd;                      /* or on tir's, read where they lie (direct) */
 	int blas_nrs;                        /* and the columns' row: 2^blas_nrs */
 	int64_t bstride;
 	char *out;
@@ -469,13 +557,17 @@ static void conv_task(void *arg, int64_t t)
 	}
 	int nrs = blas ? j->blas_nrs : __builtin_ctzll((unsigned long long)f->nr);
 	const char *xp = j->x + img * g->xs[0] * es;
+	bool a5 = j->f32 && !blas && conv_a5(g, nrs);
 	for (int64_t k0 = 0; k0 < j->kdim; k0 += kc) {
 		int64_t kcb = j->kdim - k0 < kc ? j->kdim - k0 : kc;
 		/* tap k0 + r is (c, i, jj), counted along without dividing */
 		int64_t c = k0 / (g->kh * g->kw), i = k0 / g->kw % g->kh, jj = k0 % g->kw;
 		for (int64_t r = 0; r < kcb; r++) {
 			const char *xc = xp + c * g->xs[1] * es;
-			if (j->f32) {
+			if (a5) {
+				im2col_a5(g, (const float *)xc, (float *)pb, kcb, r, i, jj, seg, nseg, pc,
+					  npad);
+			} else if (j->f32) {
 				im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, seg,
 					   nseg);
 				if (!blas)
@@ -501,8 +593,10 @@ static void conv_task(void *arg, int64_t t)
 		}
 		/* out[f, p0 + q] += w[f, k0 ..] @ cols: each output element goes on
 		 * as one chain from its bias over the taps in order (gemm.c) */
-		if (!tir_gemm_panels(f, j->pw, k0, kcb, g->o, pb, pc, oimg + p0 * es, j->plane,
-				     k0 > 0 || j->bias))
+		bool load = k0 > 0 || j->bias;
+		if (j->wd ? !tir_gemm_direct_part(f, j->wd, j->kdim, k0, kcb, g->o, 0, (g->o + f->mr - 1) / f->mr,
+						  pb, pc, 0, np, oimg + p0 * es, j->plane, load)
+			  : !tir_gemm_panels(f, j->pw, k0, kcb, g->o, pb, pc, oimg + p0 * es, j->plane, load))
 			return;
 	}
 }
@@ -551,10 +645,14 @@ static void cols_task(void *arg, int64_t u)
 	int nrs = __builtin_ctzll((unsigned long long)j->f->nr);
 	char *pb = j->cols + (img * j->kdim + k0) * j->npad * j->es;
 	const char *xp = j->x + img * g->xs[0] * j->es;
+	bool a5 = j->f32 && conv_a5(g, nrs);
 	for (int64_t r = r0; r < r1; r++) {
 		int64_t k = k0 + r, c = k / (g->kh * g->kw), i = k / g->kw % g->kh, jj = k % g->kw;
 		const char *xc = xp + c * g->xs[1] * j->es;
-		if (j->f32) {
+		if (a5) {
+			im2col_a5(g, (const float *)xc, (float *)pb, kcb, r, i, jj, j->seg, j->nseg, j->plane,
+				  j->npad);
+		} else if (j->f32) {
 			im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, j->seg, j->nseg);
 			put_f32((float *)pb, kcb, nrs, r, j->plane, NULL, 0, j->npad - j->plane);
 		} else {
@@ -738,7 +836,8 @@ static int64_t conv_cols_most(void)
  * task (conv_task: 1) or shared (conv_shared: 2), its weights packed, or
  * shared with the weights read where they lie (3, where the gemm has
  * such kernels, else 2), whatever its shape (tests, bench: every way
- * gives the same bits); else 0, by the shape. */
+ * gives the same bits); else 0, by the shape, the weights read where
+ * they lie where the gemm can. */
 static int conv_way(void)
 {
 	static int way = -1; /* asked once; threads may ask together (same answer) */
@@ -847,8 +946,11 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	int way = conv_way();
 	bool shared = !huge && (way ? way >= 2 : g->n * j->pblocks < TIR_TASKS_WANT && cbytes <= conv_cols_most());
 	/* the weights read where they lie, where the gemm has kernels for it
-	 * (see conv_shared) */
-	bool direct = shared && tir_gemm_has_direct(f) && (way ? way == 3 : true);
+	 * (see conv_shared), by tasks of their own columns too: as fast on
+	 * ResNet-18's 56x56 layers (1.52 ms at 1 thread either way), and
+	 * then no run of a program packs its weights again (TIR_CONV=own and
+	 * shared pack them, for the tests) */
+	bool direct = tir_gemm_has_direct(f) && (way == 0 || way == 3);
 	if (!shared) {
 		int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
 		int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
@@ -868,6 +970,7 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	if (!direct)
 		tir_gemm_pack_a(f, pw, wdata, kdim, 1, g->o, kdim);
 	j->pw = pw;
+	j->wd = direct && !shared ? wdata : NULL;
 	if (!shared)
 		tir_pool_run(g->n * j->pblocks, conv_task, j);
 	else if (conv_shared(g, f, pw, direct ? wdata : NULL, xdata, bdata, bstride, odata, cols, cnpad))

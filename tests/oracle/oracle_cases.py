@@ -761,7 +761,13 @@ def nn_cases():
              # a CNN's late layers: few positions, many filters (130: an
              # edge panel of rows), taps past one k-block (864)
              ("late", (1, 96, 9, 9), (130, 96, 3, 3), True, ", stride=2, padding=1", 2, 1),
-             ("wide", (2, 64, 7, 7), (96, 64, 3, 3), False, ", padding=1", 1, 1)]
+             ("wide", (2, 64, 7, 7), (96, 64, 3, 3), False, ", padding=1", 1, 1),
+             # a stem's 7x7/2: rows of 23 positions read by stride 2, cut
+             # at the panels' edges (AVX-512's vector im2col)
+             ("stem", (1, 3, 40, 45), (8, 3, 7, 7), True, ", stride=2, padding=3", 2, 3),
+             # positions enough for tasks of their own columns (8 images
+             # of 34 blocks), whose weights are read where they lie
+             ("tasks", (8, 4, 46, 46), (6, 4, 3, 3), True, ", padding=1", 1, 1)]
     for dt in ["f32", "f64", "i32"]:
         name = "conv2d_%s" % dt
         g = Gen(name)

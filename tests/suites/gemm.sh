@@ -70,6 +70,9 @@ y5 = conv2d(y4, w5, b5, padding=1)
 y6 = conv2d(x4, d1, stride=2)
 y7 = conv2d(x6, w6, stride=2, padding=1)
 y8 = conv2d(slice(x3, axis=1, stop=96), w7, groups=2, dilation=2, padding=2)
+x9 = randn([1, 3, 90, 97], seed=13)
+w9 = randn([16, 3, 7, 7], seed=14) * 0.1
+y9 = conv2d(x9, w9, stride=2, padding=3)
 EOF
 # conv_run OUT THREADS ENV...: every y saved whole into OUT (a .safetensors)
 conv_run() {
@@ -77,7 +80,7 @@ conv_run() {
 	threads=$2
 	shift 2
 	env "$@" TIR_GEMM=tir "$tir" run --quiet --threads "$threads" "$tmp/conv.tir" --save "y1=$out" --save "y3=$out" --save "y4=$out" \
-		--save "y5=$out" --save "y6=$out" --save "y7=$out" --save "y8=$out" >/dev/null 2>"$tmp/conv.err"
+		--save "y5=$out" --save "y6=$out" --save "y7=$out" --save "y8=$out" --save "y9=$out" >/dev/null 2>"$tmp/conv.err"
 }
 for way in own shared direct; do
 	for t in 1 3; do
@@ -89,7 +92,21 @@ for way in own shared direct; do
 	done
 done
 conv_run "$tmp/conv.default.safetensors" 2 TIR_CONV= || bad "conv2d by the shapes' ways: $(head -n 3 "$tmp/conv.err")"
-for f in own.3 shared.1 shared.3 direct.1 direct.3 default; do
+# AVX2's kernels make the same chains as AVX-512's (one FMA a step): the
+# same bytes, each path's im2col too (AVX-512's stride-2 rows: vectors).
+# Only where this run's path is one of those two (SSE2 and C round each
+# product, then each sum) and the CPU has AVX2 and FMA.
+same=""
+case "${TIR_VMATH:-}" in
+"" | avx512 | avx2)
+	if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
+		conv_run "$tmp/conv.avx2.safetensors" 2 TIR_CONV= TIR_VMATH=avx2 ||
+			bad "conv2d on AVX2: $(head -n 3 "$tmp/conv.err")"
+		same=avx2
+	fi
+	;;
+esac
+for f in own.3 shared.1 shared.3 direct.1 direct.3 default $same; do
 	if cmp -s "$tmp/conv.own.1.safetensors" "$tmp/conv.$f.safetensors"; then ok; else
 		bad "conv2d: the values of $f differ from TIR_CONV=own at --threads 1"
 	fi
