@@ -454,6 +454,10 @@ int tir_k_layernorm(const struct tir_tensor *x, const struct tir_tensor *w,
 		    struct tir_err *err);
 int tir_k_rmsnorm(const struct tir_tensor *x, const struct tir_tensor *w, double eps,
 		  struct tir_tensor *out, struct tir_err *err);
+/* An [N, C, H, W] input and out, and strides and paddings in range, for
+ * op (conv2d, a pool): 0, or the error saying which is not. */
+int tir_nchw_window_check(const char *op, const struct tir_tensor *x, const struct tir_tensor *out,
+			  const int64_t stride[2], const int64_t pad[2], struct tir_err *err);
 /* x [N, C, H, W], w [O, C, kh, kw], bias [O] or NULL */
 int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		 const struct tir_tensor *bias, const int64_t stride[2],

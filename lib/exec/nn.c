@@ -285,9 +285,8 @@ static int64_t conv_extent(int64_t in, int64_t k, int64_t s, int64_t pad)
 	return (span - k) / s + 1;
 }
 
-static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, int64_t kh,
-			 int64_t kw, const int64_t stride[2], const int64_t pad[2],
-			 const struct tir_tensor *out, struct conv *g, struct tir_err *err)
+int tir_nchw_window_check(const char *op, const struct tir_tensor *x, const struct tir_tensor *out,
+			  const int64_t stride[2], const int64_t pad[2], struct tir_err *err)
 {
 	if (x->rank != 4 || out->rank != 4)
 		return tir_errf(err, TIR_ETYPE, NULL, "%s: input and out must be [N, C, H, W]", op);
@@ -299,6 +298,16 @@ static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, 
 			return tir_errf(err, TIR_ETYPE, NULL, "%s: padding %lld out of range", op,
 					(long long)pad[i]);
 	}
+	return 0;
+}
+
+static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, int64_t kh,
+			 int64_t kw, const int64_t stride[2], const int64_t pad[2],
+			 const struct tir_tensor *out, struct conv *g, struct tir_err *err)
+{
+	int rc = tir_nchw_window_check(op, x, out, stride, pad, err);
+	if (rc)
+		return rc;
 	*g = (struct conv){
 		.n = x->shape[0], .c = x->shape[1], .h = x->shape[2], .w = x->shape[3],
 		.o = o, .kh = kh, .kw = kw,

@@ -324,16 +324,9 @@ int tir_k_pool2d_ex(bool max, const struct tir_tensor *x, const int64_t kernel[2
 	if (kernel[0] < 1 || kernel[1] < 1)
 		return tir_errf(err, TIR_ETYPE, NULL, "%s: kernel %lldx%lld must be positive", op,
 				(long long)kernel[0], (long long)kernel[1]);
-	if (x->rank != 4 || out->rank != 4)
-		return tir_errf(err, TIR_ETYPE, NULL, "%s: input and out must be [N, C, H, W]", op);
-	for (int i = 0; i < 2; i++) {
-		if (stride[i] < 1 || stride[i] > TIR_MAX_DIM)
-			return tir_errf(err, TIR_ETYPE, NULL, "%s: stride %lld out of range", op,
-					(long long)stride[i]);
-		if (padding[i] < 0 || padding[i] > TIR_MAX_DIM)
-			return tir_errf(err, TIR_ETYPE, NULL, "%s: padding %lld out of range", op,
-					(long long)padding[i]);
-	}
+	int rc = tir_nchw_window_check(op, x, out, stride, padding, err);
+	if (rc)
+		return rc;
 	struct win g = {
 		.max = max, .count_pad = count_pad, .dt = dt, .esz = tir_dtype_size(dt),
 		.c = x->shape[1], .h = x->shape[2], .w = x->shape[3],
