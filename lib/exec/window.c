@@ -79,7 +79,7 @@ typedef float v8f __attribute__((vector_size(32)));
 			VT a_, b_;                                                \
 			memcpy(&a_, p, sizeof a_);                                \
 			memcpy(&b_, (p) + (L), sizeof b_);                        \
-			(v) = __builtin_shuffle(a_, b_, (VI){SEL##L});            \
+			(v) = __builtin_shufflevector(a_, b_, SEL##L);           \
 		}                                                                 \
 	} while (0)
 #define LD_F32D(VT, VI, L, S, SEL, v, p)                                          \
