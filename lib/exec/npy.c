@@ -738,11 +738,31 @@ out:
 #define ST_KEEP 16
 #define ST_KEEP_BYTES ((uint64_t)64 << 20)
 
-struct st_kept {
+/* A file as it was when something of it was kept: device, inode, size,
+ * change and modification times (a file rewritten differs in one). */
+struct file_id {
 	dev_t dev;
 	ino_t ino;
 	off_t size;
-	struct timespec mtime, ctime, kept;
+	struct timespec mtime, ctime;
+};
+
+static struct file_id file_id_of(const struct stat *st)
+{
+	return (struct file_id){.dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
+				.mtime = st->st_mtim, .ctime = st->st_ctim};
+}
+
+static bool file_id_same(const struct file_id *k, const struct stat *st)
+{
+	return k->dev == st->st_dev && k->ino == st->st_ino && k->size == st->st_size &&
+	       k->mtime.tv_sec == st->st_mtim.tv_sec && k->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       k->ctime.tv_sec == st->st_ctim.tv_sec && k->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+struct st_kept {
+	struct file_id id;
+	struct timespec kept;
 	uint64_t hlen;
 	char *text;        /* the header's bytes */
 	json_t *root;      /* one reference of the cache's */
@@ -767,10 +787,8 @@ static bool well_before(struct timespec a, struct timespec b)
  * has its header read and compared. */
 static bool st_same(const struct st_kept *k, const struct stat *st, uint64_t hlen)
 {
-	return k->dev == st->st_dev && k->ino == st->st_ino && k->size == st->st_size &&
-	       k->mtime.tv_sec == st->st_mtim.tv_sec && k->mtime.tv_nsec == st->st_mtim.tv_nsec &&
-	       k->ctime.tv_sec == st->st_ctim.tv_sec && k->ctime.tv_nsec == st->st_ctim.tv_nsec &&
-	       k->hlen == hlen && well_before(k->mtime, k->kept) && well_before(k->ctime, k->kept);
+	return file_id_same(&k->id, st) && k->hlen == hlen && well_before(k->id.mtime, k->kept) &&
+	       well_before(k->id.ctime, k->kept);
 }
 
 /* The checked header of the file st is, a new reference; NULL if none is
@@ -781,7 +799,7 @@ static json_t *st_lookup(const struct stat *st, uint64_t hlen, const char *text)
 	pthread_mutex_lock(&st_mu);
 	for (size_t i = 0; i < st_nkept; i++) {
 		struct st_kept *k = &st_kept[i];
-		bool hit = text ? k->size == st->st_size && k->hlen == hlen && !memcmp(k->text, text, hlen)
+		bool hit = text ? k->id.size == st->st_size && k->hlen == hlen && !memcmp(k->text, text, hlen)
 				: st_same(k, st, hlen);
 		if (hit) {
 			k->used = ++st_clock;
@@ -813,7 +831,7 @@ static void st_keep(const struct stat *st, uint64_t hlen, char *text, json_t *ro
 	/* the same inode changed: its old header goes; then the oldest, while
 	 * the count or the bytes are over */
 	for (size_t i = 0; i < st_nkept;)
-		if (st_kept[i].dev == st->st_dev && st_kept[i].ino == st->st_ino)
+		if (st_kept[i].id.dev == st->st_dev && st_kept[i].id.ino == st->st_ino)
 			st_drop(i);
 		else
 			i++;
@@ -830,8 +848,7 @@ static void st_keep(const struct stat *st, uint64_t hlen, char *text, json_t *ro
 		st_drop(oldest);
 	}
 	st_kept[st_nkept++] = (struct st_kept){
-		.dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
-		.mtime = st->st_mtim, .ctime = st->st_ctim, .kept = now, .hlen = hlen,
+		.id = file_id_of(st), .kept = now, .hlen = hlen,
 		.text = text, .root = json_incref(root), .used = ++st_clock,
 	};
 	pthread_mutex_unlock(&st_mu);
@@ -1164,10 +1181,7 @@ size_t tir_mapped_bytes(void)
 #define MAP_KEEP_BYTES ((size_t)1 << 30)
 
 struct map_kept {
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime, ctime;
+	struct file_id id;
 	uint64_t start;
 	size_t len;
 	void *map;
@@ -1196,10 +1210,7 @@ static void map_hooks(void)
 
 static bool map_same(const struct map_kept *k, const struct stat *st, uint64_t start, uint64_t len)
 {
-	return k->dev == st->st_dev && k->ino == st->st_ino && k->size == st->st_size &&
-	       k->mtime.tv_sec == st->st_mtim.tv_sec && k->mtime.tv_nsec == st->st_mtim.tv_nsec &&
-	       k->ctime.tv_sec == st->st_ctim.tv_sec && k->ctime.tv_nsec == st->st_ctim.tv_nsec &&
-	       k->start == start && k->len == len;
+	return file_id_same(&k->id, st) && k->start == start && k->len == len;
 }
 
 /* Unmap idle mappings, least recently released first, while they pass
@@ -1294,8 +1305,7 @@ static int map_data(int fd, const char *path, const struct tir_file_info *info, 
 		map_trim(true);
 		if (map_nkept < MAP_KEEP)
 			map_kept[map_nkept++] = (struct map_kept){
-				.dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim,
-				.ctime = st.st_ctim, .start = start, .len = (size_t)len, .map = m, .refs = 1};
+				.id = file_id_of(&st), .start = start, .len = (size_t)len, .map = m, .refs = 1};
 		pthread_mutex_unlock(&map_mu);
 	}
 	/* shrunk since its size was checked, a page past the end would be SIGBUS */
