@@ -41,6 +41,7 @@
  * products is done in slabs that do (run_slabs); a fused epilogue runs on
  * groups of tiles once the last k-block made them (choose_epi).
  */
+#include "chain.h"
 #include "exec.h"
 #include "vmath.h"
 
@@ -49,15 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GM_X86 1
-#include <immintrin.h>
-#define GM_A2 __attribute__((target("avx2,fma")))
-#define GM_A5 __attribute__((target("avx512f")))
-#else
-#define GM_X86 0
-#endif
 
 /* The micro-kernel: c[0..MR)[0..NR) (row stride ldc) = (load ? c : 0) +
  * the sum over p < kc of pa[p * MR + i] * pb[p * NR + j], step by step in
@@ -81,43 +73,24 @@ typedef void (*gemm_kernel_fn)(int64_t kc, const void *pa, const void *pb, void 
 	static TGT void NAME(int64_t kc, const void *pav, const void *pbv, void *cv, \
 			     int64_t ldc, int load)                           \
 	{                                                                    \
-		typedef T VU_ __attribute__((vector_size(sizeof(VF)), aligned(sizeof(T)), \
-					     may_alias));                     \
+		GM_CHAIN_TYPES(T, VF);                                       \
 		typedef T VA_ __attribute__((vector_size(sizeof(VF)), may_alias)); \
-		enum { L_ = sizeof(VF) / sizeof(T), NR_ = NV * L_ };          \
+		enum { NR_ = NV * L_ };                                      \
 		const T *pa = pav, *pb = pbv;                                \
 		T *c = cv;                                                   \
 		VF acc[MR][NV];                                              \
-		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)        \
-			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)  \
-				acc[i][v] = load ? (VF)*(const VU_ *)(c + i * ldc + v * L_) \
-						 : (VF){ 0 };                 \
+		GM_ACC_LOAD(VF, MR, NV, acc, c, ldc, load);                  \
 		for (int64_t p = 0; p < kc; p++, pa += MS, pb += NR_) {      \
 			VF b[NV];                                            \
 			__builtin_prefetch(pa + GM_PFA * MS);                \
 			__builtin_prefetch(pb + GM_PFB * NR_);               \
 			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)  \
 				b[v] = *(const VA_ *)(pb + v * L_);           \
-			_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) { \
-				VF a = pa[i] - (VF){ 0 };   /* splat, exact */ \
-				_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) \
-					acc[i][v] = FMA(a, b[v], acc[i][v]);  \
-			}                                                    \
+			GM_ACC_STEP(VF, MR, NV, FMA, acc, b, pa[i_]);        \
 		}                                                            \
-		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)        \
-			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)  \
-				*(VU_ *)(c + i * ldc + v * L_) = acc[i][v];   \
+		GM_ACC_STORE(MR, NV, acc, c, ldc);                           \
 	}
 
-typedef float gm_f1 __attribute__((vector_size(4)));
-typedef double gm_d1 __attribute__((vector_size(8)));
-typedef float gm_f4 __attribute__((vector_size(16)));
-typedef double gm_d2 __attribute__((vector_size(16)));
-
-/* c + a * b rounded twice (never contracted: -std=c11 keeps
- * fp-contract off), or as one FMA by the path's own instruction (an
- * intrinsic, so no optimization level or pragma decides it) */
-#define GM_MULADD(a, b, c) ((c) + (a) * (b))
 /* A family's kernels for the bottom edge of c: NAME_rR computes R < MS
  * rows, each the same chain as in the full kernel, so c's last rows
  * are written in place at R/MS of a full tile's time (conv2d's 64
@@ -156,10 +129,6 @@ GM_EDGES(kern_s2_f32, , float, gm_f4, 6, 2, GM_MULADD, GM_ROWS6(kern_s2_f32))
 GM_EDGES(kern_s2_f64, , double, gm_d2, 6, 2, GM_MULADD, GM_ROWS6(kern_s2_f64))
 
 #if GM_X86
-typedef float gm_f8 __attribute__((vector_size(32)));
-typedef double gm_d4 __attribute__((vector_size(32)));
-typedef float gm_f16 __attribute__((vector_size(64)));
-typedef double gm_d8 __attribute__((vector_size(64)));
 /* AVX2 + FMA (16 registers): 6 x 2 vectors (12 accumulators, 2 of b, one
  * broadcast) */
 GM_KERNEL(kern_a2_f32, GM_A2, float, gm_f8, 6, 2, _mm256_fmadd_ps)
@@ -189,17 +158,13 @@ typedef void (*gemm_direct_fn)(int64_t kc, const void *a, int64_t lda, const voi
 	static TGT void NAME(int64_t kc, const void *av, int64_t lda, const void *pbv, \
 			     void *cv, int64_t ldc, int load)                      \
 	{                                                                      \
-		typedef T VU_ __attribute__((vector_size(sizeof(VF)), aligned(sizeof(T)), \
-					     may_alias));                       \
+		GM_CHAIN_TYPES(T, VF);                                         \
 		typedef T VA_ __attribute__((vector_size(sizeof(VF)), may_alias)); \
-		enum { L_ = sizeof(VF) / sizeof(T), NR_ = NV * L_ };            \
+		enum { NR_ = NV * L_ };                                        \
 		const T *a = av, *pb = pbv;                                    \
 		T *c = cv;                                                     \
 		VF acc[MR][NV];                                                \
-		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)          \
-			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
-				acc[i][v] = load ? (VF)*(const VU_ *)(c + i * ldc + v * L_) \
-						 : (VF){ 0 };                   \
+		GM_ACC_LOAD(VF, MR, NV, acc, c, ldc, load);                    \
 		int64_t ahead = 0;                                             \
 		for (int64_t p = 0; p < kc; p++, pb += NR_) {                  \
 			VF b[NV];                                              \
@@ -208,15 +173,9 @@ typedef void (*gemm_direct_fn)(int64_t kc, const void *a, int64_t lda, const voi
 			__builtin_prefetch(pb + GM_PFB * NR_);                 \
 			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
 				b[v] = *(const VA_ *)(pb + v * L_);             \
-			_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) { \
-				VF x = a[i * lda + p] - (VF){ 0 };   /* splat, exact */ \
-				_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) \
-					acc[i][v] = FMA(x, b[v], acc[i][v]);    \
-			}                                                      \
+			GM_ACC_STEP(VF, MR, NV, FMA, acc, b, a[i_ * lda + p]); \
 		}                                                              \
-		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)          \
-			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
-				*(VU_ *)(c + i * ldc + v * L_) = acc[i][v];     \
+		GM_ACC_STORE(MR, NV, acc, c, ldc);                             \
 	}
 #if GM_X86
 #define GM_D5(R) GM_DIRECT(direct_a5_f32_r##R, GM_A5, float, gm_f16, R, 2, _mm512_fmadd_ps)

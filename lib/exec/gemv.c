@@ -28,20 +28,12 @@
  * they are made.  Not here: the choice of this path (matmul.c), the
  * gemm (gemm.c).
  */
+#include "chain.h"
 #include "exec.h"
 #include "vmath.h"
 
 #include <stdatomic.h>
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GV_X86 1
-#include <immintrin.h>
-#define GV_A2 __attribute__((target("avx2,fma")))
-#define GV_A5 __attribute__((target("avx512f")))
-#else
-#define GV_X86 0
-#endif
 
 /* c[0..R)[0..NV * L) (row stride ldc) = (load ? c : 0) + the sum over p <
  * kc of a[i * ars + p * acs] * b[p * ldb + j], step by step in p order;
@@ -53,35 +45,21 @@ typedef void (*gemv_kernel_fn)(int64_t kc, const void *a, int64_t ars, int64_t a
 	static TGT void NAME(int64_t kc, const void *av, int64_t ars, int64_t acs, \
 			     const void *bv, int64_t ldb, void *cv, int64_t ldc, int load) \
 	{                                                                      \
-		typedef T VU_ __attribute__((vector_size(sizeof(VF)), aligned(sizeof(T)), \
-					     may_alias));                       \
-		enum { L_ = sizeof(VF) / sizeof(T) };                          \
+		GM_CHAIN_TYPES(T, VF);                                         \
 		const T *a = av, *b = bv;                                      \
 		T *c = cv;                                                     \
 		VF acc[R][NV];                                                 \
-		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)            \
-			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
-				acc[i][v] = load ? (VF)*(const VU_ *)(c + i * ldc + v * L_) \
-						 : (VF){ 0 };                   \
+		GM_ACC_LOAD(VF, R, NV, acc, c, ldc, load);                     \
 		for (int64_t p = 0; p < kc; p++, b += ldb) {                   \
 			VF x[NV];                                              \
 			__builtin_prefetch(b + 8 * ldb);                       \
 			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
 				x[v] = *(const VU_ *)(b + v * L_);              \
-			_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {  \
-				VF s = a[i * ars + p * acs] - (VF){ 0 }; /* splat, exact */ \
-				_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) \
-					acc[i][v] = FMA(s, x[v], acc[i][v]);    \
-			}                                                      \
+			GM_ACC_STEP(VF, R, NV, FMA, acc, x, a[i_ * ars + p * acs]); \
 		}                                                              \
-		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)            \
-			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
-				*(VU_ *)(c + i * ldc + v * L_) = acc[i][v];     \
+		GM_ACC_STORE(R, NV, acc, c, ldc);                              \
 	}
 
-/* c + a * b rounded twice (never contracted: -std=c11 keeps fp-contract
- * off), as gemm.c's SSE2 and portable kernels */
-#define GV_MULADD(a, b, c) ((c) + (a) * (b))
 /* one family: kernels of 1 .. 4 rows, and their table */
 #define GV_FAMILY(N, TGT, T, VF, NV, FMA)                                        \
 	GV_KERNEL(N##_1, TGT, T, VF, 1, NV, FMA)                               \
@@ -90,25 +68,17 @@ typedef void (*gemv_kernel_fn)(int64_t kc, const void *a, int64_t ars, int64_t a
 	GV_KERNEL(N##_4, TGT, T, VF, 4, NV, FMA)                               \
 	static const gemv_kernel_fn N[TIR_GEMV_ROWS + 1] = { NULL, N##_1, N##_2, N##_3, N##_4 };
 
-typedef float gv_f1 __attribute__((vector_size(4)));
-typedef double gv_d1 __attribute__((vector_size(8)));
-typedef float gv_f4 __attribute__((vector_size(16)));
-typedef double gv_d2 __attribute__((vector_size(16)));
-GV_FAMILY(gv_sc_f32, , float, gv_f1, 4, GV_MULADD)
-GV_FAMILY(gv_sc_f64, , double, gv_d1, 4, GV_MULADD)
-GV_FAMILY(gv_s2_f32, , float, gv_f4, 2, GV_MULADD)
-GV_FAMILY(gv_s2_f64, , double, gv_d2, 2, GV_MULADD)
-#if GV_X86
-typedef float gv_f8 __attribute__((vector_size(32)));
-typedef double gv_d4 __attribute__((vector_size(32)));
-typedef float gv_f16 __attribute__((vector_size(64)));
-typedef double gv_d8 __attribute__((vector_size(64)));
+GV_FAMILY(gv_sc_f32, , float, gm_f1, 4, GM_MULADD)
+GV_FAMILY(gv_sc_f64, , double, gm_d1, 4, GM_MULADD)
+GV_FAMILY(gv_s2_f32, , float, gm_f4, 2, GM_MULADD)
+GV_FAMILY(gv_s2_f64, , double, gm_d2, 2, GM_MULADD)
+#if GM_X86
 /* AVX2 (16 registers): 4 rows x 2 vectors and 2 of b */
-GV_FAMILY(gv_a2_f32, GV_A2, float, gv_f8, 2, _mm256_fmadd_ps)
-GV_FAMILY(gv_a2_f64, GV_A2, double, gv_d4, 2, _mm256_fmadd_pd)
+GV_FAMILY(gv_a2_f32, GM_A2, float, gm_f8, 2, _mm256_fmadd_ps)
+GV_FAMILY(gv_a2_f64, GM_A2, double, gm_d4, 2, _mm256_fmadd_pd)
 /* AVX-512 (32 registers): 4 rows x 4 vectors and 4 of b */
-GV_FAMILY(gv_a5_f32, GV_A5, float, gv_f16, 4, _mm512_fmadd_ps)
-GV_FAMILY(gv_a5_f64, GV_A5, double, gv_d8, 4, _mm512_fmadd_pd)
+GV_FAMILY(gv_a5_f32, GM_A5, float, gm_f16, 4, _mm512_fmadd_ps)
+GV_FAMILY(gv_a5_f64, GM_A5, double, gm_d8, 4, _mm512_fmadd_pd)
 #endif
 
 struct gemv_kern {
@@ -120,7 +90,7 @@ struct gemv_kern {
 static const struct gemv_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 	[TIR_VMATH_SCALAR] = { { gv_sc_f32, 4 }, { gv_sc_f64, 4 } },
 	[TIR_VMATH_SSE2] = { { gv_s2_f32, 8 }, { gv_s2_f64, 4 } },
-#if GV_X86
+#if GM_X86
 	[TIR_VMATH_AVX2] = { { gv_a2_f32, 16 }, { gv_a2_f64, 8 } },
 	[TIR_VMATH_AVX512] = { { gv_a5_f32, 64 }, { gv_a5_f64, 32 } },
 #else
@@ -171,7 +141,7 @@ static void copy_block(int64_t es, void *dst, const char *b, int64_t rs, int64_t
 	if (es == 4) {
 		float *d = dst;
 		const float *s = (const float *)b;
-#if GV_X86
+#if GM_X86
 		if (rs == 1 && len == w && kc % 4 == 0) {
 			/* a transposed b: 4 rows of it at a time, each read
 			 * along (its lines used up at once: 64 rows 2 KiB
