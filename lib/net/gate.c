@@ -98,7 +98,7 @@ struct conn {
 				      * not in its head phase, though libmicrohttpd has not begun it yet */
 	bool token;                  /* that request presented a valid token (gate_admit) */
 	bool shut;                   /* shut down past the deadline */
-	double since;                /* ms: handed over, held, or its last request done */
+	double since;                /* ms: handed over (or held, if never handed), or its last request done */
 	struct gate *g;
 };
 
@@ -1028,7 +1028,7 @@ void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 			k = fd >= 0 && fd < g->nbyfd ? calloc(1, sizeof *k) : NULL;
 			if (k) {
 				bool full;
-				*k = (struct conn){.fd = fd, .g = g};
+				*k = (struct conn){.fd = fd, .g = g, .since = tir_now_ms()};
 				if (ai && ai->client_addr)
 					k->who = who_of(ai->client_addr);
 				if (count_in(g, &k->who, true, &full)) {
@@ -1040,8 +1040,11 @@ void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 			}
 		}
 		if (k) {
+			/* a connection handed over keeps its hand-over time: it began
+			 * its head phase then, and libmicrohttpd's threads may start
+			 * connections in another order than they were accepted (the
+			 * oldest must stay the oldest for let_in's pick) */
 			k->state = HELD;
-			k->since = tir_now_ms();
 		}
 		pthread_mutex_unlock(&g->mu);
 		*socket_context = k;
