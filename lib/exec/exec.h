@@ -567,6 +567,9 @@ int tir_pool_worker(void);
  * the number of threads the tasks were offered to (1 when inline, 0 when
  * ntasks <= 0). */
 int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+/* tir_pool_run for the tasks that pack a kernel's operands: not counted
+ * in tir_pool_offered (--profile's tasks are a kernel's compute) */
+int tir_pool_run_packing(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
 /* Stop and join the workers (the next run starts them again).  Waits for a
  * run in progress to end; does nothing from inside a task. */
 void tir_pool_shutdown(void);

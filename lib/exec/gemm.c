@@ -1220,7 +1220,7 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 			for (int64_t t = 0; t < ntiles; t++)
 				tile_task(&j, t);
 		} else {
-			tir_pool_run(j.ua + j.ub, pack_task, &j);
+			tir_pool_run_packing(j.ua + j.ub, pack_task, &j);
 			tir_pool_run(ntiles, tile_task, &j);
 		}
 	}
@@ -1272,7 +1272,7 @@ void tir_gemm_pack_a(const struct tir_gemm_form *f, void *dst, const void *a, in
 		for (int64_t t = 0; t < units; t++)
 			pack_a_task(&j, t);
 	else
-		tir_pool_run(units, pack_a_task, &j);
+		tir_pool_run_packing(units, pack_a_task, &j);
 }
 
 int64_t tir_gemm_b_bytes(const struct tir_gemm_form *f, int64_t k, int64_t n)

@@ -761,7 +761,7 @@ static int conv_shared(const struct conv *g, const struct tir_gemm_form *f, cons
 	j.upk = (f->kc + j.rows - 1) / j.rows;
 	j.kblocks = (j.kdim + f->kc - 1) / f->kc;
 	cols_tiles(&j, g->n);
-	tir_pool_run(g->n * j.kblocks * j.upk, cols_task, &j);
+	tir_pool_run_packing(g->n * j.kblocks * j.upk, cols_task, &j);
 	tir_pool_run(g->n * j.ti * j.tj, cols_tile, &j);
 	free(seg);
 	return 0;
@@ -1274,7 +1274,7 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 	}
 	for (j->e0 = 0; j->e0 < batches && !atomic_load(&j->failed); j->e0 += group) {
 		int64_t n = batches - j->e0 < group ? batches - j->e0 : group;
-		tir_pool_run(2 * n, attn_pack_task, j);
+		tir_pool_run_packing(2 * n, attn_pack_task, j);
 		tir_pool_run(n * j->chunks, attn_task, j);
 	}
 done:

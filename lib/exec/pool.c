@@ -319,13 +319,28 @@ static int run_inline(int64_t ntasks, void (*fn)(void *, int64_t), void *ctx)
 	return 1;
 }
 
+static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+
 /* Every task once, on the workers and this thread. */
 int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 {
+	if (ntasks > 0 && !in_task)
+		offered += ntasks;
+	return pool_run(ntasks, fn, ctx);
+}
+
+/* The same, for the tasks that pack a kernel's operands before it
+ * computes: not counted as offered, so that --profile's tasks are the
+ * kernel's compute (a product whose packing alone is cut fine shows so). */
+int tir_pool_run_packing(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
+{
+	return pool_run(ntasks, fn, ctx);
+}
+
+static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
+{
 	if (ntasks <= 0)
 		return 0;
-	if (!in_task)
-		offered += ntasks;
 	int want = tir_pool_threads();
 	if (want == 1 || ntasks == 1 || in_task)
 		return run_inline(ntasks, fn, ctx);
