@@ -33,6 +33,16 @@ void tir_arena_free(struct tir_arena *a);
 
 /* (growable vectors and strings: tir_grow, struct tir_str in tir.h) */
 
+/* Arrays a big program makes big (its nodes, statements and names): from
+ * 2 MiB up their memory is whole huge pages mapped for them (the kernel
+ * clears and maps one where it would 512 small ones), below that the
+ * allocator's.  tir_pages_alloc: n bytes, zeroed, NULL when out of memory;
+ * free with tir_pages_free(p, n), n as allocated.  tir_grow_pages: as
+ * tir_grow, for an array freed with tir_pages_free(p, cap * elem). */
+void *tir_pages_alloc(size_t n);
+void tir_pages_free(void *p, size_t n);
+int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem);
+
 /* ---- the op table ---- */
 
 enum tir_op {

@@ -393,16 +393,12 @@ struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *
 	return sl->bind ? &p->bind[sl->bind - 1] : NULL;
 }
 
-static int grow_index(struct tir_program *p)
+/* The index at ncap slots (a power of two), its names placed again. */
+static int index_resize(struct tir_program *p, size_t ncap)
 {
-	size_t ncap = p->capindex ? p->capindex * 2 : 64;
-	/* zeroed by writing, not calloc: fresh pages that calloc leaves to the
-	 * kernel are read (the shared zero page) before they are written, and
-	 * each then costs a second fault and a TLB flush on every CPU */
-	struct tir_bind_slot *ni = malloc(ncap * sizeof *ni);
+	struct tir_bind_slot *ni = tir_pages_alloc(ncap * sizeof *ni);
 	if (!ni)
 		return -TIR_ENOMEM;
-	memset(ni, 0, ncap * sizeof *ni);
 	for (size_t i = 0; i < p->capindex; i++) {
 		const struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
@@ -412,10 +408,15 @@ static int grow_index(struct tir_program *p)
 			j = (j + 1) & (ncap - 1);
 		ni[j] = *sl;
 	}
-	free(p->bind_index);
+	tir_pages_free(p->bind_index, p->capindex * sizeof *ni);
 	p->bind_index = ni;
 	p->capindex = ncap;
 	return 0;
+}
+
+static int grow_index(struct tir_program *p)
+{
+	return index_resize(p, p->capindex ? p->capindex * 2 : 64);
 }
 
 /* The slot where the search for a name of hash h starts, NULL with no
@@ -435,7 +436,7 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 	if (sl && sl->bind)
 		return &p->bind[sl->bind - 1];
 	if (((p->nbind + 1) * 2 > p->capindex && grow_index(p)) || p->nbind >= UINT32_MAX ||
-	    tir_grow((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind))
+	    tir_grow_pages((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind))
 		return NULL;
 	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
@@ -939,7 +940,7 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
 	struct tir_node *n = tir_arena_alloc(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
 							(sizeof *n->in + sizeof *n->inloc) * n_in);
-	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes))
+	if (!n || tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes))
 		return NULL;
 	n->op = op;
 	n->loc = *loc;
@@ -2813,7 +2814,7 @@ static bool is_reserved(const char *s, size_t n)
 static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const struct tir_loc *loc)
 {
 	struct tir_program *p = ps->prog;
-	if (tir_grow((void **)&p->stmts, &p->capstmts, p->nstmts + 1, sizeof *p->stmts)) {
+	if (tir_grow_pages((void **)&p->stmts, &p->capstmts, p->nstmts + 1, sizeof *p->stmts)) {
 		perr(ps, TIR_ENOMEM, loc, "out of memory");
 		return NULL;
 	}
@@ -3934,8 +3935,14 @@ static void reserve(struct tir_program *p, const char *text, size_t len)
 	for (const char *q = text; guess < STMT_GUESS && (q = memchr(q, '\n', (size_t)(end - q))); q++)
 		guess += q + 1 < end && ((unsigned)((q[1] | 32) - 'a') < 26 || q[1] == '_');
 	/* best effort: if memory is short they grow as they go */
-	(void)tir_grow((void **)&p->stmts, &p->capstmts, p->nstmts + guess, sizeof *p->stmts);
-	(void)tir_grow((void **)&p->bind, &p->capbind, p->nbind + guess, sizeof *p->bind);
+	(void)tir_grow_pages((void **)&p->stmts, &p->capstmts, p->nstmts + guess, sizeof *p->stmts);
+	(void)tir_grow_pages((void **)&p->bind, &p->capbind, p->nbind + guess, sizeof *p->bind);
+	(void)tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 2 * guess, sizeof *p->nodes);
+	size_t ncap = p->capindex ? p->capindex : 64;
+	while (ncap < 2 * (p->nbind + guess))
+		ncap *= 2;
+	if (ncap > p->capindex)
+		(void)index_resize(p, ncap);
 }
 
 int tir_program_parse_at(struct tir_program *p, const char *name, const char *src, size_t len,
@@ -3992,10 +3999,10 @@ void tir_program_free(struct tir_program *p)
 		return;
 	if (p->pass.free)
 		p->pass.free(p->pass.ud);
-	free(p->nodes);
-	free(p->stmts);
-	free(p->bind);
-	free(p->bind_index);
+	tir_pages_free(p->nodes, p->capnodes * sizeof *p->nodes);
+	tir_pages_free(p->stmts, p->capstmts * sizeof *p->stmts);
+	tir_pages_free(p->bind, p->capbind * sizeof *p->bind);
+	tir_pages_free(p->bind_index, p->capindex * sizeof *p->bind_index);
 	free(p->funcs);
 	tir_arena_free(&p->arena);
 	tir_arena_free(&p->node_arena);
