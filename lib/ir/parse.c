@@ -2805,8 +2805,12 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 
 static bool is_reserved(const char *s, size_t n)
 {
+	/* asked of every name bound: its length and first byte reject most
+	 * (the words are 2 to 6 bytes, dtypes' names 2 to 4) */
+	if (n < 2 || n > 6 || !strchr("iptfnrTFN", s[0]))
+		return n >= 2 && n <= 4 && tir_dtype_from_name(s, n) >= 0;
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-		if (n && reserved[i][0] == s[0] && strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
+		if (reserved[i][0] == s[0] && !strncmp(reserved[i], s, n) && !reserved[i][n])
 			return true;
 	return tir_dtype_from_name(s, n) >= 0;
 }
@@ -3107,7 +3111,7 @@ static void parse_bind(struct parser *ps)
 		return;
 	}
 	enum tir_tok after = peek(ps)->kind;
-	if (at_string(ps) && (after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE)) {
+	if ((after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE) && at_string(ps)) {
 		/* a name for a string: ck = "m.safetensors" */
 		if (has_ann) {
 			perr(ps, TIR_ETYPE, &annloc, "a string has no tensor type: write %.*s = \"...\"", (int)nt.len, s);

@@ -337,7 +337,10 @@ enum tir_dtype tir_dtype_promote(enum tir_dtype a, enum tir_dtype b)
 
 int tir_dtype_from_name(const char *s, size_t n)
 {
-	/* asked of most names in a program: the first byte rejects them */
+	/* asked of most names in a program: the length or the first byte
+	 * rejects them */
+	if (n < 2 || n > 4)
+		return -1;
 	for (int i = 0; i < TIR_DTYPE_COUNT; i++)
 		if (n && dtype_names[i][0] == s[0] && strlen(dtype_names[i]) == n &&
 		    memcmp(dtype_names[i], s, n) == 0)
