@@ -3931,6 +3931,8 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
  * grows.  A guess, not a bound: they still grow
  * past it as needed; and never more than STMT_GUESS ahead. */
 #define STMT_GUESS (1 << 20)
+#define NODE_BYTES_GUESS 448
+#define ARENA_BYTES_GUESS 64
 
 static void reserve(struct tir_program *p, const char *text, size_t len)
 {
@@ -3942,6 +3944,11 @@ static void reserve(struct tir_program *p, const char *text, size_t len)
 	(void)tir_grow_pages((void **)&p->stmts, &p->capstmts, p->nstmts + guess, sizeof *p->stmts);
 	(void)tir_grow_pages((void **)&p->bind, &p->capbind, p->nbind + guess, sizeof *p->bind);
 	(void)tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 2 * guess, sizeof *p->nodes);
+	/* and the arenas' room for them, at the bytes a statement usually
+	 * takes (a tensor literal's data and a long name take more: the
+	 * arenas grow past it as they would) */
+	(void)tir_arena_reserve(&p->node_arena, guess * NODE_BYTES_GUESS);
+	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + len);
 	size_t ncap = p->capindex ? p->capindex : 64;
 	while (ncap < 2 * (p->nbind + guess))
 		ncap *= 2;
@@ -3966,6 +3973,7 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 		p->nerrors++;
 		return -TIR_ESYNTAX;
 	}
+	reserve(p, src, len);
 	char *text = tir_arena_alloc(&p->arena, len + 1);
 	if (!s->name || !text)
 		return -TIR_ENOMEM;
@@ -3974,7 +3982,6 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	s->len = (uint32_t)len;
 	s->next = p->sources;
 	p->sources = s;
-	reserve(p, text, len);
 
 	struct parser ps = {.prog = p, .flags = flags, .line_base = first_line ? first_line - 1 : 0};
 	ps.tok = &ps.toks[0];

@@ -59,7 +59,7 @@ static void *map_aligned(size_t total)
  * pages, at their boundary, asked for as such (MADV_HUGEPAGE): one page
  * then costs the kernel what 512 small ones do, a program of 100,000
  * statements spending most of its parse in the kernel otherwise. */
-static struct tir_arena_block *new_block(size_t cap)
+static struct tir_arena_block *new_block(size_t cap, bool populate)
 {
 	struct tir_arena_block *b = NULL;
 	size_t total = sizeof *b + cap;
@@ -71,7 +71,8 @@ static struct tir_arena_block *new_block(size_t cap)
 			(void)madvise(m, total, MADV_HUGEPAGE);
 #endif
 #ifdef MADV_POPULATE_WRITE
-			(void)madvise(m, total, MADV_POPULATE_WRITE); /* best effort: else it faults as it fills */
+			if (populate) /* best effort: else it faults as it fills */
+				(void)madvise(m, total, MADV_POPULATE_WRITE);
 #endif
 			b = m;
 			b->mapped = true;
@@ -109,7 +110,7 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 		size_t grow = !b ? ARENA_BLOCK
 			      : b->cap >= ARENA_BLOCK_MAX / 2 ? ARENA_BLOCK_MAX - sizeof *b : b->cap * 2;
 		size_t cap = n > grow / 4 ? n : grow;
-		struct tir_arena_block *nb = new_block(cap);
+		struct tir_arena_block *nb = new_block(cap, true);
 		if (!nb)
 			return NULL;
 		if (cap == n && b) {
@@ -128,6 +129,21 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 	if (!b->mapped)
 		memset(p, 0, n);
 	return p;
+}
+
+int tir_arena_reserve(struct tir_arena *a, size_t n)
+{
+	struct tir_arena_block *b = a->head;
+	if (sizeof *b + n < HUGE_PAGE || (b && b->cap - b->used >= n))
+		return 0;
+	/* not populated: a guess may be too big, and a huge page costs one
+	 * fault when first written */
+	struct tir_arena_block *nb = new_block(n, false);
+	if (!nb)
+		return -TIR_ENOMEM;
+	nb->next = b;
+	a->head = nb;
+	return 0;
 }
 
 char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n)
@@ -172,6 +188,11 @@ int tir_grow(void **p, size_t *cap, size_t need, size_t elem)
 
 /* ---- big arrays: whole huge pages of their own ---- */
 
+/* From a quarter of a huge page up an array has huge pages of its own: a
+ * program of 10,000 statements then takes one fault for each of its
+ * arrays, not a few hundred */
+#define PAGES_MIN (HUGE_PAGE / 4)
+
 static size_t huge_round(size_t n)
 {
 	return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
@@ -179,7 +200,7 @@ static size_t huge_round(size_t n)
 
 void *tir_pages_alloc(size_t n)
 {
-	if (n < HUGE_PAGE) {
+	if (n < PAGES_MIN) {
 		/* zeroed by writing, not calloc: fresh pages that calloc leaves to
 		 * the kernel are read (the shared zero page) before they are
 		 * written, and each then costs a second fault */
@@ -202,7 +223,7 @@ void tir_pages_free(void *p, size_t n)
 {
 	if (!p)
 		return;
-	if (n < HUGE_PAGE)
+	if (n < PAGES_MIN)
 		free(p);
 	else
 		munmap(p, huge_round(n));
@@ -217,7 +238,7 @@ int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem)
 	size_t nc = *cap ? *cap : 8;
 	while (nc < need)
 		nc *= 2;
-	if (nc * elem < HUGE_PAGE)
+	if (nc * elem < PAGES_MIN)
 		return tir_grow(p, cap, need, elem);
 	nc = huge_round(nc * elem) / elem; /* the pages' room, all of it */
 	void *np = tir_pages_alloc(nc * elem);
