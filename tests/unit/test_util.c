@@ -139,6 +139,23 @@ static void test_arena(void)
 	CHECK(ar.head == NULL && ar.used_total == 0);
 	free(piece);
 	free(len);
+
+	/* reserved room: the pieces follow one another in one block, zeroed */
+	CHECK(tir_arena_reserve(&ar, 100) == 0 && ar.head == NULL); /* small: nothing */
+	CHECK(tir_arena_reserve(&ar, 5 * MIB) == 0 && ar.head != NULL);
+	unsigned char *first = tir_arena_alloc(&ar, 1000), *prev = first;
+	ok = first != NULL;
+	for (int i = 0; ok && i < 4000; i++) {
+		unsigned char *q = tir_arena_alloc(&ar, 1000);
+		ok = q == prev + 1008 && all_zero(q, 1000);
+		if (ok)
+			memset(q, 7, 1000);
+		prev = q;
+	}
+	CHECK(ok);
+	CHECK(tir_arena_reserve(&ar, 2 * MIB) == 0); /* room left: the same block */
+	CHECK(tir_arena_alloc(&ar, 16) == prev + 1008);
+	tir_arena_free(&ar);
 }
 
 int main(void)
