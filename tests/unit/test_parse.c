@@ -1387,6 +1387,46 @@ static void test_fn_for(void)
 	(void)b;
 }
 
+/* Names that differ only in their numbers (t1, t01, t001, a number of 12
+ * digits, digits inside a name) each keep their own binding, among
+ * thousands of numbered ones that share the index's lines. */
+static void test_numbered_names(void)
+{
+	static const char *const odd[] = {"t1", "t01", "t001", "t0", "t00", "t", "t123456789012", "t123456789013",
+					   "a1b2", "a1b3", "a12b", "x_9", "x9", "x_09", "_1", "__1"};
+	enum { NODD = sizeof odd / sizeof odd[0], NNUM = 5000 };
+	struct tir_str s = {0};
+	for (int i = 0; i < NODD; i++)
+		tir_str_addf(&s, "%s = %d.0\n", odd[i], i);
+	for (int i = 2; i < NNUM; i++) /* t2 .., w2 .., v2 .. interleaved */
+		tir_str_addf(&s, "t%d = %d.0\nw%d = %d.0\nv%d = w%d + t%d\n", i, 1000 + i, i, 2000 + i, i, i, i);
+	int rc;
+	struct tir_program *p = parse_flags(s.s, 0, &rc);
+	CHECK(rc == 0);
+	int bad = 0;
+	for (int i = 0; i < NODD; i++) {
+		const struct tir_binding *b = tir_program_lookup(p, odd[i], strlen(odd[i]));
+		bad += !b || !b->node || b->node->fval != i;
+	}
+	char n[32];
+	for (int i = 2; i < NNUM; i++) {
+		snprintf(n, sizeof n, "t%d", i);
+		const struct tir_binding *t = tir_program_lookup(p, n, strlen(n));
+		snprintf(n, sizeof n, "w%d", i);
+		const struct tir_binding *u = tir_program_lookup(p, n, strlen(n));
+		snprintf(n, sizeof n, "v%d", i);
+		const struct tir_binding *v = tir_program_lookup(p, n, strlen(n));
+		bad += !t || !u || !v || !t->node || t->node->fval != 1000 + i || u->node->fval != 2000 + i ||
+		       v->node->op != TIR_OP_ADD || v->node->in[0] != u->node || v->node->in[1] != t->node;
+	}
+	CHECK(bad == 0);
+	CHECK(p->nbind == NODD + 3 * (NNUM - 2));
+	CHECK(!tir_program_lookup(p, "t0001", 5) && !tir_program_lookup(p, "t5000", 5) &&
+	      !tir_program_lookup(p, "t123456789014", 13));
+	tir_program_free(p);
+	tir_str_free(&s);
+}
+
 /* ---- a big program's memory ----
  * bench/statements.py's program: scalar statements, each a literal and an
  * op or a call.  What a statement costs in bytes is counted by the arenas
@@ -1488,6 +1528,7 @@ int main(void)
 	test_round_trip();
 	test_known_bugs();
 	test_fn_for();
+	test_numbered_names();
 	test_statement_bytes();
 	return check_report("test_parse");
 }
