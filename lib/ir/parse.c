@@ -457,15 +457,18 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 	struct tir_bind_slot *sl = p->capindex ? bind_slot(p, s, n, h) : NULL;
 	if (sl && sl->bind)
 		return &p->bind[sl->bind - 1];
+	size_t capindex = p->capindex;
 	if (((p->nbind + 1) * 2 > p->capindex && grow_index(p)) || p->nbind >= UINT32_MAX ||
-	    tir_grow_pages((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind))
+	    (p->nbind >= p->capbind &&
+	     tir_grow_pages((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind)))
 		return NULL;
 	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
 	b->name = tir_arena_strndup(&p->arena, s, n);
 	if (!b->name)
 		return NULL;
-	sl = bind_slot(p, s, n, h); /* the index may have grown */
+	if (!sl || p->capindex != capindex)
+		sl = bind_slot(p, s, n, h); /* the index has grown */
 	sl->hash = h;
 	sl->bind = (uint32_t)++p->nbind;
 	return b;
@@ -962,7 +965,8 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
 	struct tir_node *n = tir_arena_alloc(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
 							(sizeof *n->in + sizeof *n->inloc) * n_in);
-	if (!n || tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes))
+	if (!n || (p->nnodes >= p->capnodes &&
+		   tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)))
 		return NULL;
 	n->op = op;
 	n->loc = *loc;
@@ -2829,18 +2833,23 @@ static bool is_reserved(const char *s, size_t n)
 {
 	/* asked of every name bound: its length and first byte reject most
 	 * (the words are 2 to 6 bytes, dtypes' names 2 to 4) */
-	if (n < 2 || n > 6 || !strchr("iptfnrTFN", s[0]))
-		return n >= 2 && n <= 4 && tir_dtype_from_name(s, n) >= 0;
-	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-		if (reserved[i][0] == s[0] && !strncmp(reserved[i], s, n) && !reserved[i][n])
-			return true;
+	switch (n < 2 || n > 6 ? 0 : s[0]) {
+	case 'i': case 'p': case 't': case 'f': case 'n': case 'r': case 'T': case 'F': case 'N':
+		for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+			if (reserved[i][0] == s[0] && !strncmp(reserved[i], s, n) && !reserved[i][n])
+				return true;
+		break;
+	}
+	if (n < 2 || n > 4)
+		return false;
 	return tir_dtype_from_name(s, n) >= 0;
 }
 
 static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const struct tir_loc *loc)
 {
 	struct tir_program *p = ps->prog;
-	if (tir_grow_pages((void **)&p->stmts, &p->capstmts, p->nstmts + 1, sizeof *p->stmts)) {
+	if (p->nstmts >= p->capstmts &&
+	    tir_grow_pages((void **)&p->stmts, &p->capstmts, p->nstmts + 1, sizeof *p->stmts)) {
 		perr(ps, TIR_ENOMEM, loc, "out of memory");
 		return NULL;
 	}
