@@ -111,8 +111,13 @@ struct parser {
 	size_t nlits, caplits;
 };
 
-static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return",
-					"True", "False", "None"};
+#define WORD(s) {s, sizeof s - 1}
+static const struct word {
+	const char *s;
+	uint8_t n;
+} reserved[] = {WORD("input"), WORD("print"), WORD("true"), WORD("false"), WORD("inf"), WORD("nan"), WORD("fn"),
+		WORD("for"), WORD("return"), WORD("True"), WORD("False"), WORD("None")};
+#undef WORD
 
 /* ---- errors ---- */
 
@@ -2656,12 +2661,14 @@ static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct 
 
 /* One left-associative chain: operand { OP operand }, where op_of gives the
  * op of a token (-1: not one of this chain's) and combine (binary or
- * logical) makes and checks each step's node. */
-static struct tir_node *binary_chain(struct parser *ps, struct tir_loc *start, int (*op_of)(enum tir_tok),
-				     struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *,
-								 struct tir_node *, const struct tir_loc *,
-								 struct tir_node *, const struct tir_loc *),
-				     struct tir_node *(*operand)(struct parser *, struct tir_loc *))
+ * logical) makes and checks each step's node.  Inlined in each of the
+ * four levels, so that each calls its own functions directly (an
+ * expression goes through every level for each of its operands). */
+static inline __attribute__((always_inline)) struct tir_node *
+binary_chain(struct parser *ps, struct tir_loc *start, int (*op_of)(enum tir_tok),
+	     struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *, struct tir_node *,
+					 const struct tir_loc *, struct tir_node *, const struct tir_loc *),
+	     struct tir_node *(*operand)(struct parser *, struct tir_loc *))
 {
 	struct tir_node *a = operand(ps, start);
 	int chain = 0, op;
@@ -2833,16 +2840,12 @@ static bool is_reserved(const char *s, size_t n)
 {
 	/* asked of every name bound: its length and first byte reject most
 	 * (the words are 2 to 6 bytes, dtypes' names 2 to 4) */
-	switch (n < 2 || n > 6 ? 0 : s[0]) {
-	case 'i': case 'p': case 't': case 'f': case 'n': case 'r': case 'T': case 'F': case 'N':
-		for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-			if (reserved[i][0] == s[0] && !strncmp(reserved[i], s, n) && !reserved[i][n])
-				return true;
-		break;
-	}
-	if (n < 2 || n > 4)
+	if (n < 2 || n > 6)
 		return false;
-	return tir_dtype_from_name(s, n) >= 0;
+	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+		if (reserved[i].n == n && reserved[i].s[0] == s[0] && !memcmp(reserved[i].s, s, n))
+			return true;
+	return n <= 4 && tir_dtype_from_name(s, n) >= 0;
 }
 
 static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const struct tir_loc *loc)
