@@ -89,6 +89,8 @@ static struct tir_arena_block *new_block(size_t cap, bool populate)
 			b->mapped = true;
 		}
 	}
+	if (!b && !populate)
+		return NULL; /* room reserved ahead: mapped or not at all */
 	if (!b) {
 		b = malloc(sizeof *b + cap);
 		if (!b)
