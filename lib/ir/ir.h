@@ -28,10 +28,24 @@ struct tir_arena {
 	size_t used_total;
 };
 void *tir_arena_alloc(struct tir_arena *a, size_t n);      /* zeroed, 16-aligned; NULL on OOM */
+/* Room for n bytes more in one block, made now (a big program's parse says
+ * what it will need: one block of huge pages, not a run of small ones);
+ * below 2 MiB it does nothing.  0, or -TIR_ENOMEM. */
+int tir_arena_reserve(struct tir_arena *a, size_t n);
 char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n);
 void tir_arena_free(struct tir_arena *a);
 
 /* (growable vectors and strings: tir_grow, struct tir_str in tir.h) */
+
+/* Arrays a big program makes big (its nodes, statements and names): from
+ * 512 KiB up their memory is whole huge pages mapped for them (the kernel
+ * clears and maps one where it would 512 small ones), below that the
+ * allocator's.  tir_pages_alloc: n bytes, zeroed, NULL when out of memory;
+ * free with tir_pages_free(p, n), n as allocated.  tir_grow_pages: as
+ * tir_grow, for an array freed with tir_pages_free(p, cap * elem). */
+void *tir_pages_alloc(size_t n);
+void tir_pages_free(void *p, size_t n);
+int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem);
 
 /* ---- the op table ---- */
 

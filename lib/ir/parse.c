@@ -111,8 +111,13 @@ struct parser {
 	size_t nlits, caplits;
 };
 
-static const char *const reserved[] = {"input", "print", "true", "false", "inf", "nan", "fn", "for", "return",
-					"True", "False", "None"};
+#define WORD(s) {s, sizeof s - 1}
+static const struct word {
+	const char *s;
+	uint8_t n;
+} reserved[] = {WORD("input"), WORD("print"), WORD("true"), WORD("false"), WORD("inf"), WORD("nan"), WORD("fn"),
+		WORD("for"), WORD("return"), WORD("True"), WORD("False"), WORD("None")};
+#undef WORD
 
 /* ---- errors ---- */
 
@@ -350,14 +355,36 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
  * p->bind holds every name ever bound, in the order first bound (a NULL node
  * is a poisoned name); p->bind_index finds them by name: open addressing
  * over 8-byte slots, at most half full.  Slots this small keep the index of
- * a big program within the caches, and it grows without touching p->bind. */
+ * a big program within the caches, and it grows without touching p->bind.
+ *
+ * Names numbered in turn (t1, t2, ... as generated programs write them)
+ * go eight to a cache line of the index, in the order of their numbers: a
+ * statement binds its name next to the one the statement before it bound,
+ * not at a random place of a big index, where each new name cost a miss
+ * all the way to memory (the program's nodes, written meanwhile, push the
+ * index out of the caches). */
 
+/* FNV-1a of the name, but for a name ending in a number (at most 9
+ * digits): then the stem's hash and the number's digits pick the line,
+ * the number's low three bits the slot in it. */
 static uint32_t hash_name(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	uint32_t h = 2166136261u, stem = h, v = 0, nd = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned c = (unsigned char)s[i], d = c - '0';
+		h = (h ^ c) * 16777619u;
+		if (d < 10) {
+			v = v * 10 + d;
+			nd++;
+		} else {
+			stem = h;
+			v = nd = 0;
+		}
+	}
+	if (nd == 0 || nd > 9)
+		return h;
+	uint64_t x = ((uint64_t)(stem + nd) << 32 | (v >> 3)) * 0x9e3779b97f4a7c15u;
+	return ((uint32_t)(x >> 32) & ~7u) | (v & 7);
 }
 
 /* Whether the NUL-terminated name is s[0..n) (names are short: a loop
@@ -393,16 +420,12 @@ struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *
 	return sl->bind ? &p->bind[sl->bind - 1] : NULL;
 }
 
-static int grow_index(struct tir_program *p)
+/* The index at ncap slots (a power of two), its names placed again. */
+static int index_resize(struct tir_program *p, size_t ncap)
 {
-	size_t ncap = p->capindex ? p->capindex * 2 : 64;
-	/* zeroed by writing, not calloc: fresh pages that calloc leaves to the
-	 * kernel are read (the shared zero page) before they are written, and
-	 * each then costs a second fault and a TLB flush on every CPU */
-	struct tir_bind_slot *ni = malloc(ncap * sizeof *ni);
+	struct tir_bind_slot *ni = tir_pages_alloc(ncap * sizeof *ni);
 	if (!ni)
 		return -TIR_ENOMEM;
-	memset(ni, 0, ncap * sizeof *ni);
 	for (size_t i = 0; i < p->capindex; i++) {
 		const struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
@@ -412,10 +435,15 @@ static int grow_index(struct tir_program *p)
 			j = (j + 1) & (ncap - 1);
 		ni[j] = *sl;
 	}
-	free(p->bind_index);
+	tir_pages_free(p->bind_index, p->capindex * sizeof *ni);
 	p->bind_index = ni;
 	p->capindex = ncap;
 	return 0;
+}
+
+static int grow_index(struct tir_program *p)
+{
+	return index_resize(p, p->capindex ? p->capindex * 2 : 64);
 }
 
 /* The slot where the search for a name of hash h starts, NULL with no
@@ -434,15 +462,18 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 	struct tir_bind_slot *sl = p->capindex ? bind_slot(p, s, n, h) : NULL;
 	if (sl && sl->bind)
 		return &p->bind[sl->bind - 1];
+	size_t capindex = p->capindex;
 	if (((p->nbind + 1) * 2 > p->capindex && grow_index(p)) || p->nbind >= UINT32_MAX ||
-	    tir_grow((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind))
+	    (p->nbind >= p->capbind &&
+	     tir_grow_pages((void **)&p->bind, &p->capbind, p->nbind + 1, sizeof *p->bind)))
 		return NULL;
 	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
 	b->name = tir_arena_strndup(&p->arena, s, n);
 	if (!b->name)
 		return NULL;
-	sl = bind_slot(p, s, n, h); /* the index may have grown */
+	if (!sl || p->capindex != capindex)
+		sl = bind_slot(p, s, n, h); /* the index has grown */
 	sl->hash = h;
 	sl->bind = (uint32_t)++p->nbind;
 	return b;
@@ -939,7 +970,8 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
 	struct tir_node *n = tir_arena_alloc(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
 							(sizeof *n->in + sizeof *n->inloc) * n_in);
-	if (!n || tir_grow((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes))
+	if (!n || (p->nnodes >= p->capnodes &&
+		   tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)))
 		return NULL;
 	n->op = op;
 	n->loc = *loc;
@@ -2629,12 +2661,14 @@ static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct 
 
 /* One left-associative chain: operand { OP operand }, where op_of gives the
  * op of a token (-1: not one of this chain's) and combine (binary or
- * logical) makes and checks each step's node. */
-static struct tir_node *binary_chain(struct parser *ps, struct tir_loc *start, int (*op_of)(enum tir_tok),
-				     struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *,
-								 struct tir_node *, const struct tir_loc *,
-								 struct tir_node *, const struct tir_loc *),
-				     struct tir_node *(*operand)(struct parser *, struct tir_loc *))
+ * logical) makes and checks each step's node.  Inlined in each of the
+ * four levels, so that each calls its own functions directly (an
+ * expression goes through every level for each of its operands). */
+static inline __attribute__((always_inline)) struct tir_node *
+binary_chain(struct parser *ps, struct tir_loc *start, int (*op_of)(enum tir_tok),
+	     struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *, struct tir_node *,
+					 const struct tir_loc *, struct tir_node *, const struct tir_loc *),
+	     struct tir_node *(*operand)(struct parser *, struct tir_loc *))
 {
 	struct tir_node *a = operand(ps, start);
 	int chain = 0, op;
@@ -2804,16 +2838,21 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 
 static bool is_reserved(const char *s, size_t n)
 {
+	/* asked of every name bound: its length and first byte reject most
+	 * (the words are 2 to 6 bytes, dtypes' names 2 to 4) */
+	if (n < 2 || n > 6)
+		return false;
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-		if (n && reserved[i][0] == s[0] && strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
+		if (reserved[i].n == n && reserved[i].s[0] == s[0] && !memcmp(reserved[i].s, s, n))
 			return true;
-	return tir_dtype_from_name(s, n) >= 0;
+	return n <= 4 && tir_dtype_from_name(s, n) >= 0;
 }
 
 static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const struct tir_loc *loc)
 {
 	struct tir_program *p = ps->prog;
-	if (tir_grow((void **)&p->stmts, &p->capstmts, p->nstmts + 1, sizeof *p->stmts)) {
+	if (p->nstmts >= p->capstmts &&
+	    tir_grow_pages((void **)&p->stmts, &p->capstmts, p->nstmts + 1, sizeof *p->stmts)) {
 		perr(ps, TIR_ENOMEM, loc, "out of memory");
 		return NULL;
 	}
@@ -3106,7 +3145,7 @@ static void parse_bind(struct parser *ps)
 		return;
 	}
 	enum tir_tok after = peek(ps)->kind;
-	if (at_string(ps) && (after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE)) {
+	if ((after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE) && at_string(ps)) {
 		/* a name for a string: ck = "m.safetensors" */
 		if (has_ann) {
 			perr(ps, TIR_ETYPE, &annloc, "a string has no tensor type: write %.*s = \"...\"", (int)nt.len, s);
@@ -3926,6 +3965,8 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
  * grows.  A guess, not a bound: they still grow
  * past it as needed; and never more than STMT_GUESS ahead. */
 #define STMT_GUESS (1 << 20)
+#define NODE_BYTES_GUESS 448
+#define ARENA_BYTES_GUESS 64
 
 static void reserve(struct tir_program *p, const char *text, size_t len)
 {
@@ -3934,8 +3975,19 @@ static void reserve(struct tir_program *p, const char *text, size_t len)
 	for (const char *q = text; guess < STMT_GUESS && (q = memchr(q, '\n', (size_t)(end - q))); q++)
 		guess += q + 1 < end && ((unsigned)((q[1] | 32) - 'a') < 26 || q[1] == '_');
 	/* best effort: if memory is short they grow as they go */
-	(void)tir_grow((void **)&p->stmts, &p->capstmts, p->nstmts + guess, sizeof *p->stmts);
-	(void)tir_grow((void **)&p->bind, &p->capbind, p->nbind + guess, sizeof *p->bind);
+	(void)tir_grow_pages((void **)&p->stmts, &p->capstmts, p->nstmts + guess, sizeof *p->stmts);
+	(void)tir_grow_pages((void **)&p->bind, &p->capbind, p->nbind + guess, sizeof *p->bind);
+	(void)tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 2 * guess, sizeof *p->nodes);
+	/* and the arenas' room for them, at the bytes a statement usually
+	 * takes (a tensor literal's data and a long name take more: the
+	 * arenas grow past it as they would) */
+	(void)tir_arena_reserve(&p->node_arena, guess * NODE_BYTES_GUESS);
+	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + len);
+	size_t ncap = p->capindex ? p->capindex : 64;
+	while (ncap < 2 * (p->nbind + guess))
+		ncap *= 2;
+	if (ncap > p->capindex)
+		(void)index_resize(p, ncap);
 }
 
 int tir_program_parse_at(struct tir_program *p, const char *name, const char *src, size_t len,
@@ -3955,6 +4007,7 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 		p->nerrors++;
 		return -TIR_ESYNTAX;
 	}
+	reserve(p, src, len);
 	char *text = tir_arena_alloc(&p->arena, len + 1);
 	if (!s->name || !text)
 		return -TIR_ENOMEM;
@@ -3963,7 +4016,6 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 	s->len = (uint32_t)len;
 	s->next = p->sources;
 	p->sources = s;
-	reserve(p, text, len);
 
 	struct parser ps = {.prog = p, .flags = flags, .line_base = first_line ? first_line - 1 : 0};
 	ps.tok = &ps.toks[0];
@@ -3992,10 +4044,10 @@ void tir_program_free(struct tir_program *p)
 		return;
 	if (p->pass.free)
 		p->pass.free(p->pass.ud);
-	free(p->nodes);
-	free(p->stmts);
-	free(p->bind);
-	free(p->bind_index);
+	tir_pages_free(p->nodes, p->capnodes * sizeof *p->nodes);
+	tir_pages_free(p->stmts, p->capstmts * sizeof *p->stmts);
+	tir_pages_free(p->bind, p->capbind * sizeof *p->bind);
+	tir_pages_free(p->bind_index, p->capindex * sizeof *p->bind_index);
 	free(p->funcs);
 	tir_arena_free(&p->arena);
 	tir_arena_free(&p->node_arena);

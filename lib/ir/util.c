@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -35,25 +36,61 @@ struct tir_arena_block {
 
 #define ARENA_BLOCK (64 * 1024)
 #define ARENA_BLOCK_MAX (2 * 1024 * 1024)
+#define HUGE_PAGE ((size_t)2 * 1024 * 1024)
 
-/* A block of cap bytes.  The big ones are mapped from the kernel with their
- * pages at once (MAP_POPULATE, Linux): a big program's arena otherwise
- * takes one page fault per page, which was a third of parse_bench's time;
- * and their memory is zero already. */
-static struct tir_arena_block *new_block(size_t cap)
+/* total bytes mapped at a HUGE_PAGE boundary, or MAP_FAILED */
+static void *map_aligned(size_t total)
+{
+	size_t span = total + HUGE_PAGE;
+	unsigned char *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return m;
+	size_t lead = (HUGE_PAGE - (uintptr_t)m % HUGE_PAGE) % HUGE_PAGE;
+	if (lead)
+		munmap(m, lead);
+	munmap(m + lead + total, span - lead - total);
+	return m + lead;
+}
+
+/* A block of at least cap bytes.  The big ones are mapped from the kernel
+ * with their pages at once (Linux): a big program's arena otherwise takes
+ * one page fault per page, which was a third of parse_bench's time; and
+ * their memory is zero already.  From HUGE_PAGE up a block is whole huge
+ * pages, at their boundary, asked for as such (MADV_HUGEPAGE): one page
+ * then costs the kernel what 512 small ones do, a program of 100,000
+ * statements spending most of its parse in the kernel otherwise. */
+static struct tir_arena_block *new_block(size_t cap, bool populate)
 {
 	struct tir_arena_block *b = NULL;
-	if (cap > ARENA_BLOCK) {
+	size_t total = sizeof *b + cap;
+	if (total >= HUGE_PAGE) {
+		total = (total + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+		void *m = map_aligned(total);
+		if (m != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+			(void)madvise(m, total, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+			if (populate) /* best effort: else it faults as it fills */
+				(void)madvise(m, total, MADV_POPULATE_WRITE);
+#endif
+			b = m;
+			b->mapped = true;
+			cap = total - sizeof *b;
+		}
+	} else if (cap > ARENA_BLOCK) {
 		int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #ifdef MAP_POPULATE
 		flags |= MAP_POPULATE;
 #endif
-		void *m = mmap(NULL, sizeof *b + cap, PROT_READ | PROT_WRITE, flags, -1, 0);
+		void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
 		if (m != MAP_FAILED) {
 			b = m;
 			b->mapped = true;
 		}
 	}
+	if (!b && !populate)
+		return NULL; /* room reserved ahead: mapped or not at all */
 	if (!b) {
 		b = malloc(sizeof *b + cap);
 		if (!b)
@@ -70,10 +107,12 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 	n = (n + 15) & ~(size_t)15;
 	struct tir_arena_block *b = a->head;
 	if (!b || b->cap - b->used < n) {
-		/* blocks double as the program grows, up to ARENA_BLOCK_MAX */
-		size_t grow = !b ? ARENA_BLOCK : b->cap >= ARENA_BLOCK_MAX / 2 ? ARENA_BLOCK_MAX : b->cap * 2;
+		/* blocks double as the program grows, up to ARENA_BLOCK_MAX in all
+		 * (one huge page) */
+		size_t grow = !b ? ARENA_BLOCK
+			      : b->cap >= ARENA_BLOCK_MAX / 2 ? ARENA_BLOCK_MAX - sizeof *b : b->cap * 2;
 		size_t cap = n > grow / 4 ? n : grow;
-		struct tir_arena_block *nb = new_block(cap);
+		struct tir_arena_block *nb = new_block(cap, true);
 		if (!nb)
 			return NULL;
 		if (cap == n && b) {
@@ -92,6 +131,21 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 	if (!b->mapped)
 		memset(p, 0, n);
 	return p;
+}
+
+int tir_arena_reserve(struct tir_arena *a, size_t n)
+{
+	struct tir_arena_block *b = a->head;
+	if (sizeof *b + n < HUGE_PAGE || (b && b->cap - b->used >= n))
+		return 0;
+	/* not populated: a guess may be too big, and a huge page costs one
+	 * fault when first written */
+	struct tir_arena_block *nb = new_block(n, false);
+	if (!nb)
+		return -TIR_ENOMEM;
+	nb->next = b;
+	a->head = nb;
+	return 0;
 }
 
 char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n)
@@ -129,6 +183,72 @@ int tir_grow(void **p, size_t *cap, size_t need, size_t elem)
 	void *np = realloc(*p, nc * elem);
 	if (!np)
 		return -TIR_ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+/* ---- big arrays: whole huge pages of their own ---- */
+
+/* From a quarter of a huge page up an array has huge pages of its own: a
+ * program of 10,000 statements then takes one fault for each of its
+ * arrays, not a few hundred */
+#define PAGES_MIN (HUGE_PAGE / 4)
+
+static size_t huge_round(size_t n)
+{
+	return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+}
+
+void *tir_pages_alloc(size_t n)
+{
+	if (n < PAGES_MIN) {
+		/* zeroed by writing, not calloc: fresh pages that calloc leaves to
+		 * the kernel are read (the shared zero page) before they are
+		 * written, and each then costs a second fault */
+		void *m = malloc(n);
+		if (m)
+			memset(m, 0, n);
+		return m;
+	}
+	n = huge_round(n);
+	void *m = map_aligned(n);
+	if (m == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(m, n, MADV_HUGEPAGE); /* a hint: without it, small pages */
+#endif
+	return m;
+}
+
+void tir_pages_free(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n < PAGES_MIN)
+		free(p);
+	else
+		munmap(p, huge_round(n));
+}
+
+int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	if (need > SIZE_MAX / elem / 4)
+		return -TIR_ENOMEM;
+	size_t nc = *cap ? *cap : 8;
+	while (nc < need)
+		nc *= 2;
+	if (nc * elem < PAGES_MIN)
+		return tir_grow(p, cap, need, elem);
+	nc = huge_round(nc * elem) / elem; /* the pages' room, all of it */
+	void *np = tir_pages_alloc(nc * elem);
+	if (!np)
+		return -TIR_ENOMEM;
+	if (*p)
+		memcpy(np, *p, *cap * elem);
+	tir_pages_free(*p, *cap * elem);
 	*p = np;
 	*cap = nc;
 	return 0;
@@ -240,7 +360,10 @@ enum tir_dtype tir_dtype_promote(enum tir_dtype a, enum tir_dtype b)
 
 int tir_dtype_from_name(const char *s, size_t n)
 {
-	/* asked of most names in a program: the first byte rejects them */
+	/* asked of most names in a program: the length or the first byte
+	 * rejects them */
+	if (n < 2 || n > 4)
+		return -1;
 	for (int i = 0; i < TIR_DTYPE_COUNT; i++)
 		if (n && dtype_names[i][0] == s[0] && strlen(dtype_names[i]) == n &&
 		    memcmp(dtype_names[i], s, n) == 0)

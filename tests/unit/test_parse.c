@@ -1387,6 +1387,132 @@ static void test_fn_for(void)
 	(void)b;
 }
 
+/* Names that differ only in their numbers (t1, t01, t001, a number of 12
+ * digits, digits inside a name) each keep their own binding, among
+ * thousands of numbered ones that share the index's lines. */
+static void test_numbered_names(void)
+{
+	static const char *const odd[] = {"t1", "t01", "t001", "t0", "t00", "t", "t123456789012", "t123456789013",
+					   "a1b2", "a1b3", "a12b", "x_9", "x9", "x_09", "_1", "__1"};
+	enum { NODD = sizeof odd / sizeof odd[0], NNUM = 5000 };
+	struct tir_str s = {0};
+	for (int i = 0; i < NODD; i++)
+		tir_str_addf(&s, "%s = %d.0\n", odd[i], i);
+	for (int i = 2; i < NNUM; i++) /* t2 .., w2 .., v2 .. interleaved */
+		tir_str_addf(&s, "t%d = %d.0\nw%d = %d.0\nv%d = w%d + t%d\n", i, 1000 + i, i, 2000 + i, i, i, i);
+	int rc;
+	struct tir_program *p = parse_flags(s.s, 0, &rc);
+	CHECK(rc == 0);
+	int bad = 0;
+	for (int i = 0; i < NODD; i++) {
+		const struct tir_binding *b = tir_program_lookup(p, odd[i], strlen(odd[i]));
+		bad += !b || !b->node || b->node->fval != i;
+	}
+	char n[32];
+	for (int i = 2; i < NNUM; i++) {
+		snprintf(n, sizeof n, "t%d", i);
+		const struct tir_binding *t = tir_program_lookup(p, n, strlen(n));
+		snprintf(n, sizeof n, "w%d", i);
+		const struct tir_binding *u = tir_program_lookup(p, n, strlen(n));
+		snprintf(n, sizeof n, "v%d", i);
+		const struct tir_binding *v = tir_program_lookup(p, n, strlen(n));
+		bad += !t || !u || !v || !t->node || t->node->fval != 1000 + i || u->node->fval != 2000 + i ||
+		       v->node->op != TIR_OP_ADD || v->node->in[0] != u->node || v->node->in[1] != t->node;
+	}
+	CHECK(bad == 0);
+	CHECK(p->nbind == NODD + 3 * (NNUM - 2));
+	CHECK(!tir_program_lookup(p, "t0001", 5) && !tir_program_lookup(p, "t5000", 5) &&
+	      !tir_program_lookup(p, "t123456789014", 13));
+	tir_program_free(p);
+	tir_str_free(&s);
+}
+
+/* ---- a big program's memory ----
+ * bench/statements.py's program: scalar statements, each a literal and an
+ * op or a call.  What a statement costs in bytes is counted by the arenas
+ * and the arrays' capacities (not by time): it must stay a few hundred
+ * bytes, and a program ten times longer must cost ten times as much. */
+
+static char *statements_text(int n, size_t *len)
+{
+	struct tir_str s = {0};
+	tir_str_addf(&s, "# %d scalar statements\nx = cast(0.3, f32)\n", n);
+	for (int i = 1; i < n; i++) {
+		const char *prev = i == 1 ? "x" : NULL;
+		char pb[32];
+		if (!prev) {
+			snprintf(pb, sizeof pb, "t%d", i - 1);
+			prev = pb;
+		}
+		switch (i % 5) {
+		case 1: tir_str_addf(&s, "t%d = %s * 0.5\n", i, prev); break;
+		case 2: tir_str_addf(&s, "t%d = %s + 0.25\n", i, prev); break;
+		case 3: tir_str_addf(&s, "t%d = tanh(%s)\n", i, prev); break;
+		case 4: tir_str_addf(&s, "t%d = %s * %s\n", i, prev, i >= 5 ? "t1" : "x"); break;
+		default: tir_str_addf(&s, "t%d = %s - 0.125\n", i, prev); break;
+		}
+	}
+	tir_str_addf(&s, "y = t%d - 0.125\nprint y\n", n - 1);
+	*len = s.n;
+	return s.s;
+}
+
+struct stmt_bytes {
+	double arena, arrays;   /* a statement's, in the arenas and in the arrays */
+	size_t nodes, nstmts;
+	bool ok;
+};
+
+static struct stmt_bytes measure_statements(int n)
+{
+	struct stmt_bytes r = {0};
+	size_t len;
+	char *src = statements_text(n, &len);
+	struct tir_program *p = tir_program_new();
+	if (!src || !p) {
+		free(src);
+		tir_program_free(p);
+		return r;
+	}
+	r.ok = tir_program_parse(p, "s.tir", src, len, 0) == 0;
+	r.nodes = p->nnodes;
+	r.nstmts = p->nstmts;
+	double k = (double)p->nstmts;
+	r.arena = (double)(p->arena.used_total + p->node_arena.used_total - len) / k;
+	r.arrays = (double)(p->capnodes * sizeof *p->nodes + p->capstmts * sizeof *p->stmts +
+			    p->capbind * sizeof *p->bind + p->capindex * sizeof *p->bind_index) / k;
+	/* the graph is the program: y is t(n-1) - 0.125, an f32 scalar */
+	const struct tir_binding *y = tir_program_lookup(p, "y", 1);
+	r.ok = r.ok && y && y->node && y->node->op == TIR_OP_SUB && y->node->type.dtype == TIR_DTYPE_F32 &&
+	       y->node->type.rank == 0 && y->node->in[1]->op == TIR_OP_CONST && y->node->in[1]->fval == 0.125;
+	char last[32];
+	snprintf(last, sizeof last, "t%d", n - 1);
+	const struct tir_binding *t = tir_program_lookup(p, last, strlen(last));
+	r.ok = r.ok && t && y->node->in[0] == t->node;
+	tir_program_free(p);
+	free(src);
+	return r;
+}
+
+static void test_statement_bytes(void)
+{
+	struct stmt_bytes small = measure_statements(10000), big = measure_statements(100000);
+	CHECK(small.ok && big.ok);
+	/* a statement: one op or call node and, 3 times in 5, a literal's */
+	CHECK(small.nstmts == 10002 && big.nstmts == 100002);
+	CHECK(big.nodes == 100000 + 100000 * 3 / 5 + 2);
+	/* the nodes with their operands (~365 bytes), names and text: the
+	 * program's text excluded, it is the arena's too */
+	CHECK(big.arena < 450);
+	CHECK(big.arrays < 260);
+	/* linear: ten times the statements, ten times the bytes */
+	CHECK(big.arena < small.arena * 1.05);
+	CHECK(big.arrays < small.arrays * 1.15);
+	if (!(big.arena < 450 && big.arrays < 260))
+		fprintf(stderr, "statement bytes: arenas %.1f, arrays %.1f (10,000: %.1f, %.1f)\n", big.arena,
+			big.arrays, small.arena, small.arrays);
+}
+
 int main(void)
 {
 	test_sugar();
@@ -1402,5 +1528,7 @@ int main(void)
 	test_round_trip();
 	test_known_bugs();
 	test_fn_for();
+	test_numbered_names();
+	test_statement_bytes();
 	return check_report("test_parse");
 }

@@ -1,11 +1,15 @@
 /*
  * test_util.c — the small utilities lib/tir.h gives every layer: the one
  * clock (tir_now_ms), the two float predicates on dtypes (any float, and
- * the floats kernels compute in), and the dtype names both ways.
+ * the floats kernels compute in), and the dtype names both ways; and
+ * lib/ir's memory: the arena and the arrays of whole huge pages.
  */
 #include "tir.h"
+#include "ir/ir.h"
 #include "check.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -61,9 +65,104 @@ static void test_dtypes(void)
 	CHECK(!tir_dtype_is_float(TIR_DTYPE_COUNT) && !tir_dtype_is_wide_float(TIR_DTYPE_COUNT));
 }
 
+#define MIB ((size_t)1 << 20)
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static void test_pages(void)
+{
+	/* small: the allocator's; big: huge pages at their boundary; both zeroed */
+	unsigned char *a = tir_pages_alloc(100);
+	CHECK(a && all_zero(a, 100));
+	tir_pages_free(a, 100);
+	size_t n = 3 * MIB + 5;
+	unsigned char *b = tir_pages_alloc(n);
+	CHECK(b && (uintptr_t)b % (2 * MIB) == 0 && all_zero(b, 4 * MIB));
+	if (b)
+		memset(b, 0xab, 4 * MIB); /* the whole of its pages is its own */
+	tir_pages_free(b, n);
+	tir_pages_free(NULL, n);
+
+	/* an array growing through the threshold keeps every element */
+	uint32_t *v = NULL;
+	size_t cap = 0, want = 1500000;
+	bool ok = true;
+	for (size_t i = 0; i < want && ok; i++) {
+		ok = tir_grow_pages((void **)&v, &cap, i + 1, sizeof *v) == 0 && cap > i;
+		if (ok)
+			v[i] = (uint32_t)(i * 2654435761u);
+	}
+	CHECK(ok);
+	CHECK(cap * sizeof *v % (2 * MIB) == 0);
+	size_t bad = 0;
+	for (size_t i = 0; ok && i < want; i++)
+		bad += v[i] != (uint32_t)(i * 2654435761u);
+	CHECK(bad == 0);
+	tir_pages_free(v, cap * sizeof *v);
+	/* a size past memory is refused, not wrapped */
+	void *w = NULL;
+	size_t wcap = 0;
+	CHECK(tir_grow_pages(&w, &wcap, SIZE_MAX / 4, 16) < 0 && !w && wcap == 0);
+}
+
+/* The arena: zeroed, 16-aligned pieces that never overlap, through blocks
+ * of every size and big one-offs. */
+static void test_arena(void)
+{
+	struct tir_arena ar = {0};
+	enum { N = 20000 };
+	unsigned char **piece = malloc(sizeof *piece * N);
+	size_t *len = malloc(sizeof *len * N), total = 0;
+	bool ok = piece && len;
+	for (int i = 0; ok && i < N; i++) {
+		len[i] = i % 1000 == 999 ? 3 * MIB : (size_t)(i * 37 % 1500) + 1;
+		piece[i] = tir_arena_alloc(&ar, len[i]);
+		ok = piece[i] && (uintptr_t)piece[i] % 16 == 0 && all_zero(piece[i], len[i]);
+		if (ok)
+			memset(piece[i], i % 251 + 1, len[i]);
+		total += (len[i] + 15) & ~(size_t)15;
+	}
+	CHECK(ok);
+	size_t bad = 0;
+	for (int i = 0; ok && i < N; i++)
+		for (size_t k = 0; k < len[i]; k += 61)
+			bad += piece[i][k] != i % 251 + 1;
+	CHECK(bad == 0);
+	CHECK(ar.used_total == total);
+	tir_arena_free(&ar);
+	CHECK(ar.head == NULL && ar.used_total == 0);
+	free(piece);
+	free(len);
+
+	/* reserved room: the pieces follow one another in one block, zeroed */
+	CHECK(tir_arena_reserve(&ar, 100) == 0 && ar.head == NULL); /* small: nothing */
+	CHECK(tir_arena_reserve(&ar, 5 * MIB) == 0 && ar.head != NULL);
+	unsigned char *first = tir_arena_alloc(&ar, 1000), *prev = first;
+	ok = first != NULL;
+	for (int i = 0; ok && i < 4000; i++) {
+		unsigned char *q = tir_arena_alloc(&ar, 1000);
+		ok = q == prev + 1008 && all_zero(q, 1000);
+		if (ok)
+			memset(q, 7, 1000);
+		prev = q;
+	}
+	CHECK(ok);
+	CHECK(tir_arena_reserve(&ar, 2 * MIB) == 0); /* room left: the same block */
+	CHECK(tir_arena_alloc(&ar, 16) == prev + 1008);
+	tir_arena_free(&ar);
+}
+
 int main(void)
 {
 	test_clock();
 	test_dtypes();
+	test_pages();
+	test_arena();
 	return check_report("test_util");
 }
