@@ -22,7 +22,7 @@ struct cpu {
 	struct tir_program *prog;      /* the program of the run under way (or the last) */
 	char *explain;                 /* the last run's plan as text */
 	struct plan_entry {
-		int64_t *sig;          /* see plan_signature */
+		int32_t *sig;          /* see plan_signature */
 		size_t nsig;
 		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
 		size_t ngroups_words;
@@ -342,57 +342,79 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 	return 0;
 }
 
+/* Word w of a signature at sig[*n]: as it is when it fits 32 bits (and is
+ * not INT32_MIN), else INT32_MIN and its two halves (so that two lists of
+ * words are equal just when their signatures are).  sig has room for 3. */
+static inline void sig_put(int32_t *sig, size_t *n, int64_t w)
+{
+	if (w > INT32_MIN && w <= INT32_MAX) {
+		sig[(*n)++] = (int32_t)w;
+		return;
+	}
+	sig[(*n)++] = INT32_MIN;
+	sig[(*n)++] = (int32_t)(uint32_t)(uint64_t)w;
+	sig[(*n)++] = (int32_t)(uint32_t)((uint64_t)w >> 32);
+}
+
 /* The structure the fuser decides on, with nodes numbered densely in
  * graph order (so the same computation made again, at other node ids, has
  * the same signature): every node's op, dtype, shape, operands, readers
- * and whether it is needed or a target.  dense[] lists the node ids. */
-static int64_t *plan_signature(const struct tir_program *p, const bool *need, const int64_t *uses,
-			       const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
+ * and whether it is needed or a target, read from v (p's view), and the
+ * attributes of the ops that have some, from the node.  dense[] lists the
+ * node ids. */
+static int32_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
+			       const int64_t *uses, const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
 {
 	size_t cap = 0, n = 0;
-	int64_t *sig = NULL, nd = 0;
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	int32_t *sig = NULL;
+	int64_t nd = 0;
+	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	if (!rank_of)
 		return NULL;
 	for (size_t i = 0; i < p->nnodes; i++) {
 		rank_of[i] = -1;
 		if (!need[i] && !target[i])
 			continue;
-		const struct tir_node *t = p->nodes[i];
-		if (tir_grow((void **)&sig, &cap, n + 8 + t->type.rank + t->nin, sizeof *sig)) {
+		const struct tir_fnode *f = &v->n[i];
+		const struct tir_type *ty = &v->types[f->type].t;
+		const struct tir_opdef *def = tir_op((enum tir_op)f->op);
+		if (tir_grow((void **)&sig, &cap, n + 3 * (3 + (size_t)ty->rank + f->nin), sizeof *sig)) {
 			free(sig);
 			free(rank_of);
 			return NULL;
 		}
-		rank_of[i] = nd;
+		rank_of[i] = (int32_t)nd;
 		dense[nd++] = (int64_t)i;
-		sig[n++] = t->op | (int64_t)t->type.dtype << 16 | (int64_t)t->type.weak << 24 |
-			   (int64_t)need[i] << 25 | (int64_t)target[i] << 26;
-		sig[n++] = uses[i];
-		sig[n++] = t->type.rank | (int64_t)t->nin << 8;
-		for (int d = 0; d < t->type.rank; d++)
-			sig[n++] = t->type.shape[d];
-		for (int k = 0; k < t->nin; k++)
-			sig[n++] = t->in[k] ? rank_of[t->in[k]->id] : -2;
+		sig_put(sig, &n, f->op | (int64_t)ty->dtype << 16 | (int64_t)ty->weak << 24 | (int64_t)need[i] << 25 |
+				 (int64_t)target[i] << 26);
+		sig_put(sig, &n, uses[i]);
+		sig_put(sig, &n, ty->rank | (int64_t)f->nin << 8);
+		for (int d = 0; d < ty->rank; d++)
+			sig_put(sig, &n, ty->shape[d]);
+		for (int k = 0; k < f->nin; k++) {
+			uint32_t o = v->edges[f->in + (uint32_t)k];
+			sig_put(sig, &n, o != TIR_FN_NONE ? rank_of[o] : -2);
+		}
 		/* attributes (axes, perms, slices) decide fusion too */
-		for (int a = 0; a < tir_op(t->op)->nattr; a++) {
+		const struct tir_node *t = def->nattr ? p->nodes[i] : NULL;
+		for (int a = 0; a < def->nattr; a++) {
 			const struct tir_attr *at = &t->attr[a];
-			if (tir_grow((void **)&sig, &cap, n + 4 + (size_t)(at->v ? at->n : 0), sizeof *sig)) {
+			if (tir_grow((void **)&sig, &cap, n + 3 * (4 + (size_t)(at->v ? at->n : 0)), sizeof *sig)) {
 				free(sig);
 				free(rank_of);
 				return NULL;
 			}
 			int64_t fb;
 			memcpy(&fb, &at->f, sizeof fb);
-			sig[n++] = at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2;
-			sig[n++] = at->i;
-			sig[n++] = fb;
+			sig_put(sig, &n, at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2);
+			sig_put(sig, &n, at->i);
+			sig_put(sig, &n, fb);
 			for (int k = 0; at->v && k < at->n; k++)
-				sig[n++] = at->v[k];
+				sig_put(sig, &n, at->v[k]);
 			uint64_t h = 1469598103934665603u; /* a string's FNV-1a */
 			for (const char *c = at->s; c && *c; c++)
 				h = (h ^ (unsigned char)*c) * 1099511628211u;
-			sig[n++] = (int64_t)h;
+			sig_put(sig, &n, (int64_t)h);
 		}
 	}
 	free(rank_of);
@@ -497,7 +519,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 
 /* x->plan, just made, into entry victim (by dense index); false when
  * there is no memory for it (the plan is fine, it is just not cached). */
-static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig, size_t nsig,
+static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig, size_t nsig,
 			  const int64_t *dense, int64_t nd)
 {
 	const struct tir_program *p = x->prog;
@@ -580,8 +602,8 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 /* This run's plan (x->plan): from the cache when the structure was seen
  * (as it is when the same nodes are run again), else from the fuser (and
  * then cached). */
-static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const bool *target,
-		    bool *cached)
+static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *need, const int64_t *uses,
+		    const bool *target, bool *cached)
 {
 	struct tir_program *p = x->prog;
 	if (plan_bound(x, need, uses, target)) {
@@ -592,9 +614,14 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 	fused_forget(x);
 	size_t nsig = 0;
 	int64_t nd = 0;
+	struct tir_fview own = {0};
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
-	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
+	int32_t *sig = NULL;
 	int rc = -TIR_ENOMEM;
+	if (!view && !tir_fview_make(p, &own))
+		view = &own;
+	if (dense && view)
+		sig = plan_signature(p, view, need, uses, target, &nsig, dense, &nd);
 	if (!sig)
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
@@ -614,7 +641,7 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 			plan_bind(x, e, uses, target);
 		goto out;
 	}
-	if ((rc = tir_fuse(p, need, uses, target, &x->plan)))
+	if ((rc = tir_fuse_view(p, view, need, uses, target, &x->plan)))
 		goto out;
 	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
 		sig = NULL;
@@ -623,6 +650,7 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 out:
 	free(sig);
 	free(dense);
+	tir_fview_free(&own);
 	if (rc) {
 		tir_plan_free(&x->plan);
 		x->plan_src = NULL;
@@ -911,6 +939,22 @@ static bool cpu_held(const void *ctx, uint32_t id)
 	return cpu_have(h->c, h->x, id) != NULL;
 }
 
+/* tir_need_walk over v, p's view: the same walk, reading 16 bytes a node
+ * and 4 an operand, not the nodes. */
+static void need_walk_view(const struct tir_fview *v, bool *need, int64_t *uses, const struct cpu_run_ctx *h)
+{
+	for (size_t i = v->nnodes; i-- > 0;) {
+		if (!need[i] || cpu_held(h, (uint32_t)i))
+			continue;
+		const uint32_t *e = v->edges + v->n[i].in;
+		for (int k = 0; k < v->n[i].nin; k++)
+			if (e[k] != TIR_FN_NONE) {
+				need[e[k]] = true;
+				uses[e[k]]++;
+			}
+	}
+}
+
 static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
 		   struct tir_tensor *out, struct tir_err *err)
 {
@@ -962,7 +1006,21 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		uses[targets[i]->id]++;
 	}
 	struct cpu_run_ctx hctx = {c, x};
-	tir_need_walk(p, need, uses, cpu_held, &hctx);
+	/* a plan to make (not the last one again, as a REPL's line runs its
+	 * program again): the view of the graph its passes read, made first,
+	 * so that the needs-walk reads it too */
+	struct tir_fview view = {0};
+	bool viewed = !x->no_fuse && !(c->plan_src && c->plan.nnodes == nn);
+	if (viewed && tir_fview_make(p, &view)) {
+		free(need);
+		free(target);
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	if (viewed)
+		need_walk_view(&view, need, uses, &hctx);
+	else
+		tir_need_walk(p, need, uses, cpu_held, &hctx);
 	for (size_t i = 0; i < nn; i++) {
 		if (!need[i])
 			continue;
@@ -989,7 +1047,9 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		}
 	}
 	if (!x->no_fuse) {
-		if (plan_for(c, need, uses, target, &x->stats.plan_cached)) {
+		int prc = plan_for(c, viewed ? &view : NULL, need, uses, target, &x->stats.plan_cached);
+		tir_fview_free(&view);
+		if (prc) {
 			free(need);
 			free(target);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
