@@ -386,9 +386,62 @@ void tir_group_info_place(struct tir_group_info *info, void *mem, int n)
 	info->cls = (uint8_t *)((int32_t *)mem + (n > 0 ? n : 1));
 }
 
-const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *in,
-			      const struct tir_node **culprit)
+/* What analyze reads of a group's members, gathered from the view of the
+ * graph (tir_fuse) or from the nodes (tir_group_analyze): by member, its
+ * op, kind, type and operands; by operand edge (e, e + nin), the operand's
+ * index among the members (-1: an input) and its type.  The nodes
+ * themselves are read for the rare members whose attributes matter
+ * (reductions, views) and to name a culprit. */
+struct gmember {
+	uint16_t op, nin;
+	uint8_t kind;
+	uint32_t e;
+	int64_t numel;
+	const struct tir_type *type;
+};
+struct gtable {
+	struct gmember *m;
+	int32_t *eidx;
+	const struct tir_type **ety;
+};
+
+/* Room for a group of n members reading ne operands: 0, or -TIR_ENOMEM. */
+static int gtable_alloc(struct gtable *t, size_t n, size_t ne)
 {
+	t->m = malloc(sizeof *t->m * (n + 1));
+	t->eidx = malloc(sizeof *t->eidx * (ne + 1));
+	t->ety = malloc(sizeof *t->ety * (ne + 1));
+	return t->m && t->eidx && t->ety ? 0 : -TIR_ENOMEM;
+}
+
+static void gtable_free(struct gtable *t)
+{
+	free(t->m);
+	free(t->eidx);
+	free(t->ety);
+}
+
+/* g's table from its nodes (t sized by gtable_alloc for g). */
+static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
+{
+	uint32_t e = 0;
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *m = g->nodes[j];
+		t->m[j] = (struct gmember){.op = (uint16_t)m->op, .nin = m->nin, .kind = (uint8_t)tir_op(m->op)->kind,
+					   .e = e, .numel = tir_type_numel(&m->type), .type = &m->type};
+		for (int k = 0; k < m->nin; k++, e++) {
+			t->eidx[e] = m->in[k] ? member_index(g, j, m->in[k]) : -1;
+			t->ety[e] = m->in[k] ? &m->in[k]->type : NULL;
+		}
+	}
+}
+
+/* tir_group_analyze over g's table t. */
+static const char *analyze(const struct tir_group *g, const struct gtable *t, struct tir_group_info *in,
+			   const struct tir_node **culprit)
+{
+	const struct gmember *mm = t->m;
+	const int32_t *eidx = t->eidx;
 	uint8_t *cls = in->cls;
 	int32_t *via = in->via;
 	memset(in, 0, sizeof *in);
@@ -404,9 +457,9 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	const struct tir_type *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
 	for (int j = g->n - 1; j >= 0; j--) {
-		const struct tir_node *m = g->nodes[j];
-		if (tir_op(m->op)->kind != TIR_KIND_REDUCE)
+		if (mm[j].kind != TIR_KIND_REDUCE)
 			continue;
+		const struct tir_node *m = g->nodes[j];
 		int split;
 		int64_t rows, cols;
 		if (!red_split(m, &split, &rows, &cols)) {
@@ -451,39 +504,38 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 
 	/* classes, operands first */
 	for (int j = 0; j < g->n; j++) {
-		const struct tir_node *m = g->nodes[j];
-		enum tir_kind kind = tir_op(m->op)->kind;
+		const struct gmember *m = &mm[j];
 		bool full = false, row = false;
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, j, m->in[k]);
+			int o = eidx[m->e + (uint32_t)k];
 			if (o < 0)
 				continue;
 			full |= in->cls[o] == TIR_FC_FULL || in->cls[o] == TIR_FC_ALIAS;
 			row |= in->cls[o] == TIR_FC_ROW;
 		}
-		if (kind == TIR_KIND_REDUCE) {
+		if (m->kind == TIR_KIND_REDUCE) {
 			in->cls[j] = TIR_FC_ROW;
 			if (row) {
-				*culprit = m->in[0];
+				*culprit = g->nodes[j]->in[0];
 				return "a reduction reads a per-row value";
 			}
-		} else if (kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) {
+		} else if (m->kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) {
 			if (row) {
-				*culprit = m;
+				*culprit = g->nodes[j];
 				return "an operand moves a per-row value";
 			}
 			in->cls[j] = full ? TIR_FC_ALIAS : TIR_FC_ONCE;
 		} else {
-			int64_t mn = tir_type_numel(&m->type);
+			int64_t mn = m->numel;
 			/* of inputs alone and smaller than the domain: once per
 			 * call, or per row when that is too large */
 			in->cls[j] = full || mn >= numel ? TIR_FC_FULL
 				     : row ? TIR_FC_ROW
 				     : mn <= TIR_FUSE_HOIST_MAX ? TIR_FC_ONCE
-				     : in->reduces && pad_equal(&m->type, in->rank, in->kshape) ? TIR_FC_ROW
+				     : in->reduces && pad_equal(m->type, in->rank, in->kshape) ? TIR_FC_ROW
 				     : TIR_FC_ONCE;
 			if (in->cls[j] == TIR_FC_ONCE && mn > TIR_FUSE_HOIST_MAX) {
-				*culprit = m;
+				*culprit = g->nodes[j];
 				return "an operand is broadcast and too large to compute once";
 			}
 		}
@@ -505,11 +557,11 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	for (int j = g->n - 1; j >= 0; j--) {
 		if (in->cls[j] == TIR_FC_ONCE)
 			continue;
-		const struct tir_node *m = g->nodes[j];
+		const struct gmember *m = &mm[j];
 		TIR_ASSERT(in->via[j] != -3);
 		int sp = in->cls[j] == TIR_FC_ALIAS ? j : in->via[j];
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, j, m->in[k]);
+			int o = eidx[m->e + (uint32_t)k];
 			if (o < 0 || in->cls[o] == TIR_FC_ONCE)
 				continue;
 			if (in->via[o] == -3) {
@@ -523,50 +575,51 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 
 	/* shapes and edges */
 	for (int j = 0; j < g->n; j++) {
-		const struct tir_node *m = g->nodes[j];
+		const struct gmember *m = &mm[j];
 		int c = in->cls[j];
 		if (c == TIR_FC_ONCE)
 			continue;
 		if (c == TIR_FC_FULL) {
 			/* the same elements, maybe with fewer leading 1s */
 			const struct tir_type *sp = in->via[j] < 0 ? dom : &g->nodes[in->via[j]]->in[0]->type;
-			if (!pad_equal(&m->type, sp->rank, sp->shape)) {
-				*culprit = m;
+			if (!pad_equal(m->type, sp->rank, sp->shape)) {
+				*culprit = g->nodes[j];
 				return "an operand has another shape than the kernel";
 			}
 		}
 		if (c == TIR_FC_ROW && in->via[j] != -1) {
-			*culprit = m;
+			*culprit = g->nodes[j];
 			return "a per-row value is read in another layout";
 		}
-		if (c == TIR_FC_ROW && tir_op(m->op)->kind == TIR_KIND_REDUCE) {
-			int o = member_index(g, j, m->in[0]);
+		if (c == TIR_FC_ROW && m->kind == TIR_KIND_REDUCE) {
+			int o = eidx[m->e];
 			if (o >= 0 && in->cls[o] == TIR_FC_ALIAS) {
 				/* unfused, the reduction walks the view in memory order */
-				struct tir_tensor t;
+				struct tir_tensor tt;
 				bool mask[TIR_MAX_RANK];
-				unfused_layout(g, in, o, &t);
-				tir_reduce_mask(m, t.rank, mask);
-				if (!tir_reduce_by_runs(&t, mask)) {
+				unfused_layout(g, in, o, &tt);
+				tir_reduce_mask(g->nodes[j], tt.rank, mask);
+				if (!tir_reduce_by_runs(&tt, mask)) {
 					*culprit = g->nodes[o];
 					return "a reduction reads a moved value";
 				}
 			}
 			continue;
 		}
-		if (c == TIR_FC_ROW && !row_shape(&m->type, in)) {
+		if (c == TIR_FC_ROW && !row_shape(m->type, in)) {
 			for (int k = 0; k < m->nin; k++)
-				if (member_index(g, j, m->in[k]) >= 0)
-					*culprit = m->in[k];
+				if (eidx[m->e + (uint32_t)k] >= 0)
+					*culprit = g->nodes[j]->in[k];
 			return "an operand mixes per-row values of other shapes";
 		}
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, j, m->in[k]);
+			int o = eidx[m->e + (uint32_t)k];
 			if (o < 0 || in->cls[o] != TIR_FC_ROW)
 				continue;
-			if (c == TIR_FC_FULL ? !pad_equal(&m->in[k]->type, in->rank, in->kshape)
-					     : !pad_equal(&m->in[k]->type, m->type.rank, m->type.shape)) {
-				*culprit = m->in[k];
+			const struct tir_type *ot = t->ety[m->e + (uint32_t)k];
+			if (c == TIR_FC_FULL ? !pad_equal(ot, in->rank, in->kshape)
+					     : !pad_equal(ot, m->type->rank, m->type->shape)) {
+				*culprit = g->nodes[j]->in[k];
 				return "a per-row value is broadcast another way";
 			}
 		}
@@ -584,6 +637,24 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	}
 	*culprit = NULL;
 	return NULL;
+}
+
+const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *in,
+			      const struct tir_node **culprit)
+{
+	size_t ne = 0;
+	for (int j = 0; j < g->n; j++)
+		ne += g->nodes[j]->nin;
+	struct gtable t;
+	if (gtable_alloc(&t, (size_t)(g->n > 0 ? g->n : 0), ne)) {
+		gtable_free(&t);
+		*culprit = g->root;
+		return "out of memory";
+	}
+	gtable_of_nodes(g, &t);
+	const char *why = analyze(g, &t, in, culprit);
+	gtable_free(&t);
+	return why;
 }
 
 /* ---- the planner's view of the graph (fusion.h) ---- */
@@ -698,6 +769,7 @@ int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
 		for (int k = 0; k < x->nin; k++)
 			v->edges[ne++] = x->in[k] ? x->in[k]->id : TIR_FN_NONE;
 	}
+	v->nedges = ne;
 	return 0;
 oom:
 	tir_fview_free(v);
@@ -732,6 +804,30 @@ static inline bool again(const struct tir_fview *v, uint32_t i, int k)
 static inline int64_t numel_of(const struct tir_fview *v, uint32_t i)
 {
 	return v->types[v->n[i].type].numel;
+}
+
+/* The table of the group of members ids[0, n) from v (t sized for it);
+ * midx: by node id, -1 but while this runs (each member's index). */
+static void gtable_of_view(const struct tir_fview *v, const uint32_t *ids, int n, int32_t *midx, struct gtable *t)
+{
+	for (int j = 0; j < n; j++)
+		midx[ids[j]] = j;
+	uint32_t e = 0;
+	for (int j = 0; j < n; j++) {
+		const struct tir_fnode *f = &v->n[ids[j]];
+		const struct tir_ftype *ft = &v->types[f->type];
+		t->m[j] = (struct gmember){.op = f->op, .nin = f->nin, .kind = f->kind, .e = e, .numel = ft->numel,
+					   .type = &ft->t};
+		/* (an operand is made before its reader: a member, it is one
+		 * of those before j, as member_index finds it) */
+		for (int k = 0; k < f->nin; k++, e++) {
+			uint32_t o = operand(v, ids[j], k);
+			t->eidx[e] = o == TIR_FN_NONE ? -1 : midx[o];
+			t->ety[e] = o == TIR_FN_NONE ? NULL : &v->types[v->n[o].type].t;
+		}
+	}
+	for (int j = 0; j < n; j++)
+		midx[ids[j]] = -1;
 }
 
 /* ---- keep or recompute: the scored choice ---- */
@@ -1311,6 +1407,12 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	/* the groups' members' ids, one group after the other (plan_finish) */
 	uint32_t *gids = NULL;
 	size_t ngids = 0, capgids = 0;
+	/* a group being checked, as analyze reads it (members' indices by
+	 * node id, -1 for the others) */
+	struct gtable gt = {0};
+	int32_t *midx = malloc(sizeof *midx * (nn + 1));
+	if (midx)
+		memset(midx, 0xff, sizeof *midx * (nn + 1));
 	size_t *forbidden = malloc(sizeof *forbidden * 9);
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
 	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
@@ -1322,6 +1424,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	int rc = 0;
 	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
 	    !s.ins || !s.ids || !s.forbid || !forbidden || !keep || !copy || !dup || !cand || !infomem || !scratch ||
+	    !midx || gtable_alloc(&gt, nn, v->nedges) ||
 	    dup_scores(v, need, target, keep, copy, dup) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
 		goto out;
@@ -1354,7 +1457,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 					       .inputs = s.ins, .closed = s.closed, .head = s.head};
 			const struct tir_node *culprit;
 			tir_group_info_place(&info, infomem, s.nm);
-			const char *why = tir_group_analyze(&g, &info, &culprit);
+			gtable_of_view(v, s.ids, s.nm, midx, &gt);
+			const char *why = analyze(&g, &gt, &info, &culprit);
 			if (!why && info.reduces)
 				why = epilogue_first(&g, &info, uses, target, taken, scratch, &culprit);
 			if (!why) {
@@ -1417,6 +1521,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	rc = plan_finish(v, need, uses, target, plan, keep, copy, gids);
 out:
 	free(gids);
+	free(midx);
+	gtable_free(&gt);
 	free(s.ids);
 	free(infomem);
 	free(scratch);

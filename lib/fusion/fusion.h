@@ -150,6 +150,7 @@ struct tir_fview {
 	size_t nnodes;
 	struct tir_fnode *n;    /* by node id */
 	uint32_t *edges;
+	size_t nedges;
 	struct tir_ftype *types; /* each distinct type once */
 	uint32_t ntypes;
 	size_t captypes, nslots;
