@@ -489,13 +489,19 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		gr->info = &e->info[g]; /* (e outlives x->plan: it is only replaced when a plan is made) */
 		gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
 		gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
-		if (!gr->nodes || !gr->inputs)
+		uint32_t *ids = tir_arena_alloc(&pl->arena, sizeof *ids * (size_t)(gr->n + gr->nin + 1));
+		if (!gr->nodes || !gr->inputs || !ids)
 			return -TIR_ENOMEM;
 		w += 3;
-		for (int j = 0; j < gr->n; j++)
-			gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
-		for (int j = 0; j < gr->nin; j++)
-			gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
+		for (int j = 0; j < gr->n + gr->nin; j++) {
+			ids[j] = (uint32_t)dense[e->groups[w++]];
+			if (j < gr->n)
+				gr->nodes[j] = p->nodes[ids[j]];
+			else
+				gr->inputs[j - gr->n] = p->nodes[ids[j]];
+		}
+		gr->ids = ids;
+		gr->input_ids = ids + gr->n;
 		gr->root = gr->nodes[gr->n - 1];
 		pl->group_of[gr->root->id] = (int32_t)g;
 	}
@@ -755,8 +761,11 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 /* ---- the plan's memory, simulated before a run under a budget ---- */
 
 struct sim {
+	const struct tir_fview *v;     /* the graph's view: the nodes are not read */
 	size_t *live;                  /* by node id: the bytes its value holds */
 	int64_t *uses;                 /* a copy of the run's */
+	int32_t *kof;                  /* by node id: its index among the inputs of the
+					* group being run, or -1 */
 	size_t total, peak;
 	size_t peak_step;              /* the position (node id) where the peak was reached */
 };
@@ -766,9 +775,26 @@ static size_t value_bytes(const struct tir_node *n)
 	return (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
 }
 
-static void sim_hold(struct sim *m, const struct tir_node *n, size_t bytes, size_t step)
+/* value_bytes of node id, from the view */
+static size_t view_bytes(const struct tir_fview *v, uint32_t id)
 {
-	m->live[n->id] += bytes;
+	return (size_t)v->types[v->n[id].type].numel * tir_dtype_size((enum tir_dtype)v->n[id].dt);
+}
+
+/* The node id of member j of g, of its input k (from the plan, else the node). */
+static inline uint32_t member_id(const struct tir_group *g, int j)
+{
+	return g->ids ? g->ids[j] : g->nodes[j]->id;
+}
+
+static inline uint32_t input_id(const struct tir_group *g, int k)
+{
+	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
+}
+
+static void sim_hold(struct sim *m, uint32_t id, size_t bytes, size_t step)
+{
+	m->live[id] += bytes;
 	m->total += bytes;
 	if (m->total > m->peak) {
 		m->peak = m->total;
@@ -776,68 +802,92 @@ static void sim_hold(struct sim *m, const struct tir_node *n, size_t bytes, size
 	}
 }
 
-static void sim_drop(struct sim *m, const struct tir_node *n, const bool *interior)
+static void sim_drop(struct sim *m, uint32_t id, const bool *interior)
 {
-	for (int k = 0; k < n->nin; k++) {
-		const struct tir_node *o = n->in[k];
-		if (!o || (interior && interior[o->id]))
+	const uint32_t *e = m->v->edges + m->v->n[id].in;
+	for (int k = 0; k < m->v->n[id].nin; k++) {
+		uint32_t o = e[k];
+		if (o == TIR_FN_NONE || (interior && interior[o]))
 			continue;
-		if (--m->uses[o->id] == 0) {
-			m->total -= m->live[o->id];
-			m->live[o->id] = 0;
+		if (--m->uses[o] == 0) {
+			m->total -= m->live[o];
+			m->live[o] = 0;
 		}
 	}
 }
 
+/* input_edges, from the view: for each input of g, the edges from its
+ * members (in few when there are at most 64, else new; NULL when out of
+ * memory). */
+static int64_t *sim_input_edges(struct sim *m, const struct tir_group *g, int64_t *few)
+{
+	int64_t *e = g->nin <= 64 ? few : malloc(sizeof *e * (size_t)g->nin);
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof *e * (size_t)g->nin);
+	for (int k = 0; k < g->nin; k++)
+		m->kof[input_id(g, k)] = k;
+	for (int j = 0; j < g->n; j++) {
+		uint32_t id = member_id(g, j);
+		const uint32_t *oe = m->v->edges + m->v->n[id].in;
+		for (int q = 0; q < m->v->n[id].nin; q++)
+			if (oe[q] != TIR_FN_NONE && m->kof[oe[q]] >= 0)
+				e[m->kof[oe[q]]]++;
+	}
+	for (int k = 0; k < g->nin; k++)
+		m->kof[input_id(g, k)] = -1;
+	return e;
+}
+
 /* Run the plan's schedule on sizes alone, as tir_exec_run runs it, up to
  * and including the step `until` (SIZE_MAX: all of it). */
-static void sim_run(struct sim *m, const struct tir_program *p, const bool *need, const int64_t *uses,
-		    const struct tir_plan *plan, size_t until)
+static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const struct tir_plan *plan,
+		    size_t until)
 {
-	size_t nn = p->nnodes;
+	const struct tir_fview *v = m->v;
+	size_t nn = v->nnodes;
 	memset(m->live, 0, nn * sizeof *m->live);
 	memcpy(m->uses, uses, nn * sizeof *m->uses);
 	m->total = m->peak = 0;
 	m->peak_step = 0;
-	for (size_t i = 0; i < nn && i <= until; i++) {
+	for (uint32_t i = 0; i < nn && i <= until; i++) {
 		if (!need[i] || (plan && plan->interior[i]))
 			continue;
-		const struct tir_node *n = p->nodes[i];
 		if (plan && plan->group_of[i] >= 0) {
 			const struct tir_group *g = &plan->groups[plan->group_of[i]];
-			const struct tir_node *r = g->root;
-			size_t bytes = value_bytes(r);
+			size_t bytes = view_bytes(v, i);
 			/* an input it may write over (inplace_input) holds the root
 			 * (its edges counted once some input could) */
 			int64_t few[64], *edges = NULL;
 			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
-				const struct tir_node *o = g->inputs[k];
-				if (m->live[o->id] < bytes || o->type.dtype != r->type.dtype)
+				uint32_t o = input_id(g, k);
+				if (m->live[o] < bytes || v->n[o].dt != v->n[i].dt)
 					continue;
-				if (!edges && !(edges = input_edges(g, few)))
+				if (!edges && !(edges = sim_input_edges(m, g, few)))
 					break;
-				if (m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
+				if (m->uses[o] == edges[k] && tir_fused_can_overwrite(g, k))
 					bytes = 0;
 			}
 			if (edges != few)
 				free(edges);
-			sim_hold(m, r, bytes, i);
+			sim_hold(m, i, bytes, i);
 			if (g->head)
-				sim_drop(m, g->head, plan->interior);
+				sim_drop(m, g->head->id, plan->interior);
 			for (int j = 0; j < g->n; j++)
-				sim_drop(m, g->nodes[j], plan->interior);
+				sim_drop(m, member_id(g, j), plan->interior);
 			continue;
 		}
-		size_t bytes = value_bytes(n);
-		enum tir_fuse f = tir_op(n->op)->fuse;
-		if (n->op == TIR_OP_INPUT)      /* held already */
+		size_t bytes = view_bytes(v, i);
+		const struct tir_fnode *f = &v->n[i];
+		uint32_t x = f->nin ? v->edges[f->in] : TIR_FN_NONE;
+		if (f->op == TIR_OP_INPUT)      /* held already */
 			bytes = 0;
-		else if (f == TIR_FUSE_VIEW || f == TIR_FUSE_RESHAPE) /* views (a reshape may copy: counted low) */
+		else if (f->flags & TIR_FN_VIEW) /* views (a reshape may copy: counted low) */
 			bytes = 0;
-		else if (n->op == TIR_OP_CAST && n->in[0] && n->in[0]->type.dtype == n->type.dtype)
+		else if (f->op == TIR_OP_CAST && x != TIR_FN_NONE && v->n[x].dt == f->dt)
 			bytes = 0;
-		sim_hold(m, n, bytes, i);
-		sim_drop(m, n, NULL);
+		sim_hold(m, i, bytes, i);
+		sim_drop(m, i, NULL);
 	}
 }
 
@@ -847,21 +897,25 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
  * input it is the last reader of, and what kernels use inside them
  * (packing buffers) count nothing, so a run it says would pass the budget
  * would have passed it. */
-static int plan_peak(const struct tir_program *p, const bool *need, const int64_t *uses,
-		     const struct tir_plan *plan, size_t left, size_t *peak, const struct tir_node **at)
+static int plan_peak(const struct tir_program *p, const struct tir_fview *v, const bool *need,
+		     const int64_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
+		     const struct tir_node **at)
 {
 	size_t nn = p->nnodes;
-	struct sim m = {.live = calloc(nn + 1, sizeof *m.live), .uses = calloc(nn + 1, sizeof *m.uses)};
-	if (!m.live || !m.uses) {
+	struct sim m = {.v = v, .live = malloc(sizeof *m.live * (nn + 1)), .uses = malloc(sizeof *m.uses * (nn + 1)),
+			.kof = malloc(sizeof *m.kof * (nn + 1))};
+	if (!m.live || !m.uses || !m.kof) {
 		free(m.live);
 		free(m.uses);
+		free(m.kof);
 		return -1;
 	}
-	sim_run(&m, p, need, uses, plan, SIZE_MAX);
+	memset(m.kof, 0xff, sizeof *m.kof * (nn + 1));
+	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
 	if (m.peak > left) { /* again, to the peak: the largest value then */
-		sim_run(&m, p, need, uses, plan, m.peak_step);
+		sim_run(&m, need, uses, plan, m.peak_step);
 		size_t best = 0;
 		for (size_t i = 0; i <= m.peak_step && i < nn; i++)
 			if (m.live[i] && m.live[i] >= best) {
@@ -871,6 +925,7 @@ static int plan_peak(const struct tir_program *p, const bool *need, const int64_
 	}
 	free(m.live);
 	free(m.uses);
+	free(m.kof);
 	return 0;
 }
 
@@ -972,6 +1027,9 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	uint32_t *made = malloc(sizeof *made * (nn + 1));
 	size_t nmade = 0;
 	int rc = 0;
+	/* the graph as the planner's passes and the budget's simulation read
+	 * it (fusion.h), made once */
+	struct tir_fview view = {0};
 	/* (empty between runs, so a larger one is made anew, zeroed by
 	 * calloc: the values of a fused kernel's interior are never touched,
 	 * nor their pages written) */
@@ -1007,10 +1065,10 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	}
 	struct cpu_run_ctx hctx = {c, x};
 	/* a plan to make (not the last one again, as a REPL's line runs its
-	 * program again): the view of the graph its passes read, made first,
-	 * so that the needs-walk reads it too */
-	struct tir_fview view = {0};
-	bool viewed = !x->no_fuse && !(c->plan_src && c->plan.nnodes == nn);
+	 * program again), or a budget to keep: the view made first, so that
+	 * the needs-walk reads it too */
+	size_t limit = tir_mem_limit();
+	bool viewed = limit || (!x->no_fuse && !(c->plan_src && c->plan.nnodes == nn));
 	if (viewed && tir_fview_make(p, &view)) {
 		free(need);
 		free(target);
@@ -1047,9 +1105,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		}
 	}
 	if (!x->no_fuse) {
-		int prc = plan_for(c, viewed ? &view : NULL, need, uses, target, &x->stats.plan_cached);
-		tir_fview_free(&view);
-		if (prc) {
+		if (plan_for(c, viewed ? &view : NULL, need, uses, target, &x->stats.plan_cached)) {
 			free(need);
 			free(target);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
@@ -1067,11 +1123,10 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	free(target);
 	/* under a budget (tir serve --max-memory): a run whose plan would
 	 * pass what is left is refused before it allocates anything */
-	size_t limit = tir_mem_limit();
 	if (limit) {
 		const struct tir_node *at = NULL;
 		size_t peak = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
-		if (plan_peak(p, need, uses, planned ? &plan : NULL, left, &peak, &at)) {
+		if (plan_peak(p, &view, need, uses, planned ? &plan : NULL, left, &peak, &at)) {
 			free(need);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
@@ -1089,6 +1144,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			goto done;
 		}
 	}
+	tir_fview_free(&view);
 	c->nprof = 0;
 	tir_mem_reset_peak();
 	size_t base = tir_mem_current();
@@ -1197,6 +1253,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		rc = tir_tensor_as_dtype(&vals[n->id], (enum tir_dtype)n->type.dtype, &out[i], err);
 	}
 done:
+	tir_fview_free(&view);
 	for (size_t k = 0; vals && k < nmade; k++) {
 		uint32_t id = made[k];
 		if (c->lent[id]) {

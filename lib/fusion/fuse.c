@@ -251,6 +251,15 @@ static void reverse(struct tir_node **v, int n)
 	}
 }
 
+static void reverse_ids(uint32_t *v, int n)
+{
+	for (int a = 0, b = n - 1; a < b; a++, b--) {
+		uint32_t t = v[a];
+		v[a] = v[b];
+		v[b] = t;
+	}
+}
+
 /* ---- movement views ---- */
 
 int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool layout_only,
@@ -738,8 +747,30 @@ static uint8_t node_flags(const struct tir_node *x)
 	return f;
 }
 
+/* What a node's flags, kind and fuse dtype depend on, but for a reduction
+ * (its attributes and shapes too): its op, dtype and weakness, and its
+ * first two operands' (the dtype it computes in, where a comparison or a
+ * where reads them).  UINT64_MAX for a reduction. */
+static uint64_t flags_key(const struct tir_node *x)
+{
+	if (tir_op(x->op)->kind == TIR_KIND_REDUCE)
+		return UINT64_MAX;
+	uint64_t key = (uint64_t)x->op | (uint64_t)x->type.dtype << 16 | (uint64_t)x->type.weak << 24;
+	for (int k = 0; k < 2 && k < x->nin; k++)
+		if (x->in[k])
+			key |= (1 | (uint64_t)x->in[k]->type.dtype << 1 | (uint64_t)x->in[k]->type.weak << 9) << (25 + 10 * k);
+	return key;
+}
+
 int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
 {
+	/* the flags of nodes alike, asked once (direct-mapped by key) */
+	struct {
+		uint64_t key;
+		uint8_t flags, kind, fdt;
+	} memo[256];
+	for (int q = 0; q < 256; q++)
+		memo[q].key = UINT64_MAX;
 	memset(v, 0, sizeof *v);
 	size_t nn = p->nnodes, ne = 0, cape = nn + 64;
 	v->nnodes = nn;
@@ -756,10 +787,24 @@ int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
 			goto oom;
 		f->op = (uint16_t)x->op;
 		f->nin = x->nin;
-		f->flags = node_flags(x);
-		f->kind = (uint8_t)tir_op(x->op)->kind;
 		f->dt = x->type.dtype;
-		f->fdt = (uint8_t)tir_fuse_dtype(x);
+		uint64_t key = flags_key(x);
+		unsigned q = (unsigned)((key * 0x9e3779b97f4a7c15u) >> 56);
+		if (key != UINT64_MAX && memo[q].key == key) {
+			f->flags = memo[q].flags;
+			f->kind = memo[q].kind;
+			f->fdt = memo[q].fdt;
+		} else {
+			f->flags = node_flags(x);
+			f->kind = (uint8_t)tir_op(x->op)->kind;
+			f->fdt = (uint8_t)tir_fuse_dtype(x);
+			if (key != UINT64_MAX) {
+				memo[q].key = key;
+				memo[q].flags = f->flags;
+				memo[q].kind = f->kind;
+				memo[q].fdt = f->fdt;
+			}
+		}
 		if (last == TIR_FN_NONE || !type_same(&v->types[last].t, &x->type)) {
 			if (view_type(v, &x->type, &last))
 				goto oom;
@@ -1238,7 +1283,7 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 struct grow {
 	int64_t *seen;              /* edges from the group's members, by node id */
 	struct tir_node **members, **ins;
-	uint32_t *ids;              /* the members' node ids */
+	uint32_t *ids, *in_ids;     /* the members' and the inputs' node ids */
 	const char **forbid;        /* by node id: why it may not join this root's group */
 	const bool *dup;            /* by node id: recomputed by each kernel that reads it */
 	int nm, ni;
@@ -1273,6 +1318,7 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
 			/* the matmul makes the group's output; the group
 			 * finishes each block of it (its epilogue) */
 			s->head = o;
+			s->in_ids[s->ni] = id;
 			s->ins[s->ni++] = o;
 			continue;
 		}
@@ -1294,6 +1340,7 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
 			s->closed = why; /* the reason nearest the root */
 			stopped = true;
 		}
+		s->in_ids[s->ni] = id;
 		s->ins[s->ni++] = o;
 	}
 	for (uint32_t id = lo; id < i; id++)
@@ -1301,11 +1348,8 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
 	/* both were listed from the highest id down: into graph order */
 	reverse(s->members, s->nm);
 	reverse(s->ins, s->ni);
-	for (int a = 0, b = s->nm - 1; a < b; a++, b--) {
-		uint32_t t = s->ids[a];
-		s->ids[a] = s->ids[b];
-		s->ids[b] = t;
-	}
+	reverse_ids(s->ids, s->nm);
+	reverse_ids(s->in_ids, s->ni);
 }
 
 /* A reducing group that would read a matmul through its elementwise
@@ -1402,6 +1446,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		.members = malloc(sizeof *s.members * (nn + 1)),
 		.ins = malloc(sizeof *s.ins * (nn + 1)),
 		.ids = malloc(sizeof *s.ids * (nn + 1)),
+		.in_ids = malloc(sizeof *s.in_ids * (nn + 1)),
 		.forbid = calloc(nn + 1, sizeof *s.forbid),
 	};
 	/* the groups' members' ids, one group after the other (plan_finish) */
@@ -1423,7 +1468,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	size_t capg = 0;
 	int rc = 0;
 	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.ids || !s.forbid || !forbidden || !keep || !copy || !dup || !cand || !infomem || !scratch ||
+	    !s.ins || !s.ids || !s.in_ids || !s.forbid || !forbidden || !keep || !copy || !dup || !cand || !infomem || !scratch ||
 	    !midx || gtable_alloc(&gt, nn, v->nedges) ||
 	    dup_scores(v, need, target, keep, copy, dup) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
@@ -1493,6 +1538,15 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		}
 		memcpy(pg->nodes, g.nodes, sizeof *g.nodes * (size_t)g.n);
 		memcpy(pg->inputs, g.inputs, sizeof *g.inputs * (size_t)g.nin);
+		uint32_t *ids = tir_arena_alloc(&plan->arena, sizeof *ids * ((size_t)g.n + (size_t)g.nin + 1));
+		if (!ids) {
+			rc = -TIR_ENOMEM;
+			goto out;
+		}
+		memcpy(ids, s.ids, sizeof *ids * (size_t)g.n);
+		memcpy(ids + g.n, s.in_ids, sizeof *ids * (size_t)g.nin);
+		pg->ids = ids;
+		pg->input_ids = ids + g.n;
 		struct tir_group_info *gi = tir_arena_alloc(&plan->arena, sizeof *gi);
 		void *gm = tir_arena_alloc(&plan->arena, tir_group_info_bytes(g.n));
 		if (!gi || !gm) {
@@ -1524,6 +1578,7 @@ out:
 	free(midx);
 	gtable_free(&gt);
 	free(s.ids);
+	free(s.in_ids);
 	free(infomem);
 	free(scratch);
 	free(taken);

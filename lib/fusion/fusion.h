@@ -38,6 +38,9 @@ struct tir_group {
 	/* tir_group_analyze's result, made once with the plan (a group of a
 	 * plan runs on every run of it), or NULL: analyzed when needed */
 	const struct tir_group_info *info;
+	/* nodes[j]->id and inputs[k]->id, so that a pass over the plan need
+	 * not read the nodes (NULL: not known; read the nodes) */
+	const uint32_t *ids, *input_ids;
 };
 
 /* How a member of a group is computed (tir_group_analyze). */
