@@ -31,11 +31,14 @@ struct cpu {
 		const char **alone_why;
 		size_t nalone;
 		struct tir_group_info *info; /* by group: the groups analyzed */
-		struct plan_fin {      /* by dense index: what tir_plan_finish made */
+		/* what tir_plan_finish made, by dense index: interior (bit 0)
+		 * and dup (bit 1) of each, and the few with figures */
+		uint8_t *fin_bits;
+		struct plan_fin {
 			int64_t keep, copy;
-			int32_t extra_uses;
-			bool interior, dup;
+			int32_t at, extra_uses;
 		} *fin;
+		size_t nfin;
 		uint64_t used;
 	} pcache[PCACHE];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
@@ -342,6 +345,17 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 	return 0;
 }
 
+/* The node id of member j of g, of its input k (from the plan, else the node). */
+static inline uint32_t member_id(const struct tir_group *g, int j)
+{
+	return g->ids ? g->ids[j] : g->nodes[j]->id;
+}
+
+static inline uint32_t input_id(const struct tir_group *g, int k)
+{
+	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
+}
+
 /* Word w of a signature at sig[*n]: as it is when it fits 32 bits (and is
  * not INT32_MIN), else INT32_MIN and its two halves (so that two lists of
  * words are equal just when their signatures are).  sig has room for 3. */
@@ -508,10 +522,12 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	pl->ngroups = (int)ng;
 	/* tir_plan_finish's result, as it was for this structure */
 	for (int64_t k = 0; k < nd; k++) {
-		const struct plan_fin *f = &e->fin[k];
-		int64_t id = dense[k];
-		pl->interior[id] = f->interior;
-		pl->dup[id] = f->dup;
+		pl->interior[dense[k]] = e->fin_bits[k] & 1;
+		pl->dup[dense[k]] = e->fin_bits[k] >> 1 & 1;
+	}
+	for (size_t q = 0; q < e->nfin; q++) {
+		const struct plan_fin *f = &e->fin[q];
+		int64_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
 		pl->keep[id] = f->keep;
 		pl->copy[id] = f->copy;
@@ -538,41 +554,47 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig
 	}
 	for (size_t i = 0; pl->alone && i < p->nnodes; i++)
 		nalone += pl->alone[i] != NULL;
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	size_t nfin = 0;
+	for (int64_t k = 0; k < nd; k++)
+		nfin += pl->keep[dense[k]] || pl->copy[dense[k]] || pl->extra_uses[dense[k]];
+	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
 	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
 	char *imem = info ? (char *)(info + pl->ngroups + 1) : NULL;
-	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
+	uint8_t *fin_bits = malloc((size_t)nd + 1);
+	struct plan_fin *fin = malloc(sizeof *fin * (nfin + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!rank_of || !gw || !closed || !info || !fin || !alone_at || !alone_why) {
+	if (!rank_of || !gw || !closed || !info || !fin_bits || !fin || !alone_at || !alone_why) {
 		free(rank_of);
 		free(gw);
 		free(closed);
 		free(info);
+		free(fin_bits);
 		free(fin);
 		free(alone_at);
 		free(alone_why);
 		return false;
 	}
-	for (int64_t k = 0; k < nd; k++) {
+	for (int64_t k = 0, q = 0; k < nd; k++) {
 		int64_t id = dense[k];
-		rank_of[id] = k;
-		fin[k] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id],
-					   .extra_uses = pl->extra_uses[id], .interior = pl->interior[id],
-					   .dup = pl->dup[id]};
+		rank_of[id] = (int32_t)k;
+		fin_bits[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
+		if (pl->keep[id] || pl->copy[id] || pl->extra_uses[id])
+			fin[q++] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id], .at = (int32_t)k,
+						     .extra_uses = pl->extra_uses[id]};
 	}
 	size_t w = 0;
 	for (int g = 0; g < pl->ngroups; g++) {
 		const struct tir_group *gr = &pl->groups[g];
 		gw[w++] = gr->n;
 		gw[w++] = gr->nin;
-		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
+		gw[w++] = gr->head ? rank_of[gr->head->id] : -1;
 		for (int j = 0; j < gr->n; j++)
-			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
+			gw[w++] = rank_of[member_id(gr, j)];
 		for (int j = 0; j < gr->nin; j++)
-			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
+			gw[w++] = rank_of[input_id(gr, j)];
 		closed[g] = gr->closed;
 		const struct tir_node *culprit;
 		if (gr->info)
@@ -588,7 +610,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig
 	}
 	for (size_t i = 0, k = 0; pl->alone && i < p->nnodes; i++)
 		if (pl->alone[i]) {
-			alone_at[k] = (int32_t)rank_of[i];
+			alone_at[k] = rank_of[i];
 			alone_why[k++] = pl->alone[i];
 		}
 	free(rank_of);
@@ -598,10 +620,12 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig
 	free(victim->alone_at);
 	free(victim->alone_why);
 	free(victim->info);
+	free(victim->fin_bits);
 	free(victim->fin);
 	*victim = (struct plan_entry){.sig = sig, .nsig = nsig, .groups = gw, .ngroups_words = words,
 				      .closed = closed, .alone_at = alone_at, .alone_why = alone_why,
-				      .nalone = nalone, .info = info, .fin = fin, .used = ++x->pclock};
+				      .nalone = nalone, .info = info, .fin_bits = fin_bits, .fin = fin, .nfin = nfin,
+				      .used = ++x->pclock};
 	return true;
 }
 
@@ -779,17 +803,6 @@ static size_t value_bytes(const struct tir_node *n)
 static size_t view_bytes(const struct tir_fview *v, uint32_t id)
 {
 	return (size_t)v->types[v->n[id].type].numel * tir_dtype_size((enum tir_dtype)v->n[id].dt);
-}
-
-/* The node id of member j of g, of its input k (from the plan, else the node). */
-static inline uint32_t member_id(const struct tir_group *g, int j)
-{
-	return g->ids ? g->ids[j] : g->nodes[j]->id;
-}
-
-static inline uint32_t input_id(const struct tir_group *g, int k)
-{
-	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
 }
 
 static void sim_hold(struct sim *m, uint32_t id, size_t bytes, size_t step)
@@ -1356,6 +1369,7 @@ static void cpu_free(struct tir_device *d)
 		free(c->pcache[i].alone_at);
 		free(c->pcache[i].alone_why);
 		free(c->pcache[i].info);
+		free(c->pcache[i].fin_bits);
 		free(c->pcache[i].fin);
 	}
 	fused_forget(c);

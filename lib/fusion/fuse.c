@@ -398,20 +398,18 @@ void tir_group_info_place(struct tir_group_info *info, void *mem, int n)
 /* What analyze reads of a group's members, gathered from the view of the
  * graph (tir_fuse) or from the nodes (tir_group_analyze): by member, its
  * op, kind, type and operands; by operand edge (e, e + nin), the operand's
- * index among the members (-1: an input) and its type.  The nodes
- * themselves are read for the rare members whose attributes matter
- * (reductions, views) and to name a culprit. */
+ * index among the members (-1: an input).  The nodes themselves are read
+ * for the rare members whose attributes or operands' types matter
+ * (reductions, views, per-row values) and to name a culprit. */
 struct gmember {
+	const struct tir_type *type;
+	uint32_t e;
 	uint16_t op, nin;
 	uint8_t kind;
-	uint32_t e;
-	int64_t numel;
-	const struct tir_type *type;
 };
 struct gtable {
 	struct gmember *m;
 	int32_t *eidx;
-	const struct tir_type **ety;
 };
 
 /* Room for a group of n members reading ne operands: 0, or -TIR_ENOMEM. */
@@ -419,15 +417,13 @@ static int gtable_alloc(struct gtable *t, size_t n, size_t ne)
 {
 	t->m = malloc(sizeof *t->m * (n + 1));
 	t->eidx = malloc(sizeof *t->eidx * (ne + 1));
-	t->ety = malloc(sizeof *t->ety * (ne + 1));
-	return t->m && t->eidx && t->ety ? 0 : -TIR_ENOMEM;
+	return t->m && t->eidx ? 0 : -TIR_ENOMEM;
 }
 
 static void gtable_free(struct gtable *t)
 {
 	free(t->m);
 	free(t->eidx);
-	free(t->ety);
 }
 
 /* g's table from its nodes (t sized by gtable_alloc for g). */
@@ -436,12 +432,10 @@ static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
 	uint32_t e = 0;
 	for (int j = 0; j < g->n; j++) {
 		const struct tir_node *m = g->nodes[j];
-		t->m[j] = (struct gmember){.op = (uint16_t)m->op, .nin = m->nin, .kind = (uint8_t)tir_op(m->op)->kind,
-					   .e = e, .numel = tir_type_numel(&m->type), .type = &m->type};
-		for (int k = 0; k < m->nin; k++, e++) {
+		t->m[j] = (struct gmember){.type = &m->type, .e = e, .op = (uint16_t)m->op, .nin = m->nin,
+					   .kind = (uint8_t)tir_op(m->op)->kind};
+		for (int k = 0; k < m->nin; k++, e++)
 			t->eidx[e] = m->in[k] ? member_index(g, j, m->in[k]) : -1;
-			t->ety[e] = m->in[k] ? &m->in[k]->type : NULL;
-		}
 	}
 }
 
@@ -535,7 +529,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			}
 			in->cls[j] = full ? TIR_FC_ALIAS : TIR_FC_ONCE;
 		} else {
-			int64_t mn = m->numel;
+			int64_t mn = tir_type_numel(m->type);
 			/* of inputs alone and smaller than the domain: once per
 			 * call, or per row when that is too large */
 			in->cls[j] = full || mn >= numel ? TIR_FC_FULL
@@ -625,7 +619,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			int o = eidx[m->e + (uint32_t)k];
 			if (o < 0 || in->cls[o] != TIR_FC_ROW)
 				continue;
-			const struct tir_type *ot = t->ety[m->e + (uint32_t)k];
+			const struct tir_type *ot = &g->nodes[j]->in[k]->type;
 			if (c == TIR_FC_FULL ? !pad_equal(ot, in->rank, in->kshape)
 					     : !pad_equal(ot, m->type->rank, m->type->shape)) {
 				*culprit = g->nodes[j]->in[k];
@@ -861,14 +855,12 @@ static void gtable_of_view(const struct tir_fview *v, const uint32_t *ids, int n
 	for (int j = 0; j < n; j++) {
 		const struct tir_fnode *f = &v->n[ids[j]];
 		const struct tir_ftype *ft = &v->types[f->type];
-		t->m[j] = (struct gmember){.op = f->op, .nin = f->nin, .kind = f->kind, .e = e, .numel = ft->numel,
-					   .type = &ft->t};
+		t->m[j] = (struct gmember){.type = &ft->t, .e = e, .op = f->op, .nin = f->nin, .kind = f->kind};
 		/* (an operand is made before its reader: a member, it is one
 		 * of those before j, as member_index finds it) */
 		for (int k = 0; k < f->nin; k++, e++) {
 			uint32_t o = operand(v, ids[j], k);
 			t->eidx[e] = o == TIR_FN_NONE ? -1 : midx[o];
-			t->ety[e] = o == TIR_FN_NONE ? NULL : &v->types[v->n[o].type].t;
 		}
 	}
 	for (int j = 0; j < n; j++)
