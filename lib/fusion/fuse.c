@@ -931,9 +931,16 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	size_t nn = v->nnodes;
 	int32_t *readers = calloc(nn + 1, sizeof *readers);
 	bool *bad = calloc(nn + 1, sizeof *bad);
-	int32_t *first = calloc(nn + 2, sizeof *first), *rd = NULL, *fill = NULL;
+	/* the candidates (values that pass subtree): by node id, 1 + its
+	 * index into their leaves (16 each), else 0 */
+	int32_t *slot = NULL;
+	struct cand_leaves {
+		uint32_t leaf[16];
+		int n;
+	} *cl = NULL;
+	size_t ncand = 0, capcand = 0;
 	int rc = -TIR_ENOMEM;
-	if (!readers || !bad || !first)
+	if (!readers || !bad)
 		goto out;
 	for (uint32_t i = 0; i < nn; i++) {
 		const struct tir_fnode *r = &v->n[i];
@@ -951,57 +958,58 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		}
 		bad[i] |= target[i];
 	}
-	/* each node's readers (needed, each once), by node id */
-	for (size_t i = 0; i < nn; i++)
-		first[i + 1] = first[i] + readers[i];
-	rd = malloc(sizeof *rd * ((size_t)first[nn] + 1));
-	fill = calloc(nn + 1, sizeof *fill);
-	if (!rd || !fill)
+	if (!(slot = calloc(nn + 1, sizeof *slot)))
 		goto out;
-	for (uint32_t j = 0; j < nn; j++) {
-		for (int k = 0; need[j] && k < v->n[j].nin; k++) {
-			uint32_t o = operand(v, j, k);
-			if (o != TIR_FN_NONE && !again(v, j, k))
-				rd[first[o] + fill[o]++] = (int32_t)j;
-		}
-	}
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		keep[i] = copy[i] = 0;
 		if (!need[i] || bad[i] || readers[i] < 2)
 			continue;
-		uint32_t leaves[16];
-		int nleaves = 0, nops = 0;
+		struct cand_leaves c = {.n = 0};
+		int nops = 0;
 		int64_t cost = 0, in_bytes = 0;
-		if (!subtree(v, i, readers, target, 0, &cost, leaves, &nleaves, &nops))
+		if (!subtree(v, i, readers, target, 0, &cost, c.leaf, &c.n, &nops))
 			continue;
-		for (int q = 0; q < nleaves; q++)
-			in_bytes += bytes_of(v, leaves[q]);
+		for (int q = 0; q < c.n; q++)
+			in_bytes += bytes_of(v, c.leaf[q]);
 		keep[i] = bytes_of(v, i) * (readers[i] + 1) + in_bytes;
 		copy[i] = cost * (readers[i] - 1);
-		/* the leaves each reader would read again */
-		for (int32_t e = first[i]; e < first[i + 1]; e++) {
-			uint32_t r = (uint32_t)rd[e];
-			for (int q = 0; q < nleaves; q++) {
+		if (!c.n)
+			continue;
+		if (tir_grow((void **)&cl, &capcand, ncand + 1, sizeof *cl))
+			goto out;
+		cl[ncand++] = c;
+		slot[i] = (int32_t)ncand;
+	}
+	/* the leaves each reader would read again */
+	for (uint32_t r = 0; ncand && r < nn; r++) {
+		for (int k = 0; need[r] && k < v->n[r].nin; k++) {
+			uint32_t o = operand(v, r, k);
+			if (o == TIR_FN_NONE || !slot[o] || again(v, r, k))
+				continue;
+			const struct cand_leaves *c = &cl[slot[o] - 1];
+			for (int q = 0; q < c->n; q++) {
 				bool has = false;
-				for (int k = 0; k < v->n[r].nin; k++)
-					has |= operand(v, r, k) == leaves[q];
+				for (int j = 0; j < v->n[r].nin; j++)
+					has |= operand(v, r, j) == c->leaf[q];
 				if (!has)
-					copy[i] += bytes_of(v, leaves[q]);
+					copy[o] += bytes_of(v, c->leaf[q]);
 			}
 		}
-		if (dup && copy[i] < keep[i]) {
-			/* o and its private subtree */
-			uint32_t stack[16];
-			int sp = 0;
-			stack[sp++] = i;
-			while (sp) {
-				uint32_t x = stack[--sp];
-				dup[x] = true;
-				for (int k = 0; k < v->n[x].nin; k++) {
-					uint32_t o = operand(v, x, k);
-					if (o != TIR_FN_NONE && (v->n[o].flags & TIR_FN_FUSABLE) && sp < 16)
-						stack[sp++] = o;
-				}
+	}
+	for (uint32_t i = (uint32_t)nn; dup && i-- > 0;) {
+		if (!keep[i] || copy[i] >= keep[i])
+			continue;
+		/* o and its private subtree */
+		uint32_t stack[16];
+		int sp = 0;
+		stack[sp++] = i;
+		while (sp) {
+			uint32_t x = stack[--sp];
+			dup[x] = true;
+			for (int k = 0; k < v->n[x].nin; k++) {
+				uint32_t o = operand(v, x, k);
+				if (o != TIR_FN_NONE && (v->n[o].flags & TIR_FN_FUSABLE) && sp < 16)
+					stack[sp++] = o;
 			}
 		}
 	}
@@ -1009,9 +1017,8 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 out:
 	free(readers);
 	free(bad);
-	free(first);
-	free(rd);
-	free(fill);
+	free(slot);
+	free(cl);
 	return rc;
 }
 
