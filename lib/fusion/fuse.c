@@ -1105,8 +1105,6 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 		       int32_t *ngroups, int32_t *readers, bool *ok)
 {
 	size_t nn = v->nnodes;
-	if (!any_gen(v, need, target)) /* no generator to decide about (a program of scalars) */
-		return;
 	for (size_t i = 0; i < nn; i++) {
 		ngroups[i] = readers[i] = 0;
 		ok[i] = need[i] && !target[i] && (v->n[i].flags & TIR_FN_GEN);
@@ -1180,12 +1178,14 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 }
 
 /* tir_plan_finish, with the scores dup_scores made for these arguments
- * when keep and copy are given (tir_fuse's own), else made here; ids: the
- * groups' members' node ids, one after the other. */
+ * when *keep and *copy are given (tir_fuse's own: the plan takes them,
+ * and they are NULL after), else made here; ids: the groups' members'
+ * node ids, one after the other. */
 static int plan_finish(const struct tir_fview *v, const bool *need, const int64_t *uses, const bool *target,
-		       struct tir_plan *plan, const int64_t *keep, const int64_t *copy, const uint32_t *ids)
+		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids)
 {
 	size_t nn = v->nnodes;
+	bool scored = keep && *keep && copy && *copy;
 	free(plan->interior);
 	free(plan->extra_uses);
 	free(plan->keep);
@@ -1193,23 +1193,21 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 	free(plan->dup);
 	plan->interior = calloc(nn + 1, sizeof *plan->interior);
 	plan->extra_uses = calloc(nn + 1, sizeof *plan->extra_uses);
-	plan->keep = calloc(nn + 1, sizeof *plan->keep);
-	plan->copy = calloc(nn + 1, sizeof *plan->copy);
+	plan->keep = scored ? *keep : calloc(nn + 1, sizeof *plan->keep);
+	plan->copy = scored ? *copy : calloc(nn + 1, sizeof *plan->copy);
+	if (scored)
+		*keep = *copy = NULL;
 	plan->dup = calloc(nn + 1, sizeof *plan->dup);
 	int32_t *copies = calloc(nn + 1, sizeof *copies);
-	int64_t *absorbed = calloc(nn + 1, sizeof *absorbed);
+	int32_t *absorbed = calloc(nn + 1, sizeof *absorbed);
 	/* by node id: 1 + the last group it is a member of */
 	int32_t *stamp = calloc(nn + 1, sizeof *stamp);
 	int rc = -TIR_ENOMEM;
 	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
 	    !absorbed || !stamp)
 		goto out;
-	if (keep && copy) {
-		memcpy(plan->keep, keep, sizeof *keep * nn);
-		memcpy(plan->copy, copy, sizeof *copy * nn);
-	} else if (dup_scores(v, need, target, plan->keep, plan->copy, NULL)) {
+	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL))
 		goto out;
-	}
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
 		if (gr->head)
@@ -1239,15 +1237,17 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 		for (int k = 0; plan->dup[i] && k < v->n[i].nin; k++)
 			plan->extra_uses[operand(v, i, k)] += copies[i] - (inner ? 1 : 0);
 	}
-	bool *gok = calloc(nn + 1, sizeof *gok);
-	int32_t *grd = calloc(nn + 1, sizeof *grd);
-	bool have = gok && grd;
-	if (have)
-		gen_decide(v, need, target, plan, copies, grd, gok);
-	free(gok);
-	free(grd);
-	if (!have)
-		goto out;
+	if (any_gen(v, need, target)) { /* (not in a program of scalars) */
+		bool *gok = calloc(nn + 1, sizeof *gok);
+		int32_t *grd = calloc(nn + 1, sizeof *grd);
+		bool have = gok && grd;
+		if (have)
+			gen_decide(v, need, target, plan, copies, grd, gok);
+		free(gok);
+		free(grd);
+		if (!have)
+			goto out;
+	}
 	rc = 0;
 out:
 	free(copies);
@@ -1434,7 +1434,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	size_t nn = p->nnodes;
 	plan->nnodes = nn;
 	plan->group_of = malloc(sizeof *plan->group_of * (nn + 1));
-	plan->interior = calloc(nn + 1, sizeof *plan->interior);
 	plan->need = malloc(nn + 1);
 	plan->alone = calloc(nn + 1, sizeof *plan->alone);
 	if (plan->need)
@@ -1466,7 +1465,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	bool *scratch = malloc(2 * (nn + 1));
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
+	if (!plan->group_of || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
 	    !s.ins || !s.ids || !s.in_ids || !s.forbid || !forbidden || !keep || !copy || !dup || !cand || !infomem || !scratch ||
 	    !midx || gtable_alloc(&gt, nn, v->nedges) ||
 	    dup_scores(v, need, target, keep, copy, dup) || gen_candidates(v, need, target, cand)) {
@@ -1571,7 +1570,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		ngids += (size_t)g.n;
 		plan->group_of[i] = plan->ngroups++;
 	}
-	rc = plan_finish(v, need, uses, target, plan, keep, copy, gids);
+	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, gids);
 out:
 	free(gids);
 	free(midx);
