@@ -1280,22 +1280,34 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 /* ---- the fuser ---- */
 
 struct grow {
-	int64_t *seen;              /* edges from the group's members, by node id */
+	int32_t *seen;              /* edges from the group's members, by node id */
 	struct tir_node **members, **ins;
 	uint32_t *ids, *in_ids;     /* the members' and the inputs' node ids */
-	const char **forbid;        /* by node id: why it may not join this root's group */
+	/* the nodes that may not join this root's group (at most 8), and why */
+	uint32_t forbid[8];
+	const char *forbid_why[8];
+	int nforbid;
 	const bool *dup;            /* by node id: recomputed by each kernel that reads it */
 	int nm, ni;
 	struct tir_node *head;
 	const char *closed;
 };
 
+/* Why node id may not join the group s grows, or NULL. */
+static const char *forbidden(const struct grow *s, uint32_t id)
+{
+	for (int k = 0; k < s->nforbid; k++)
+		if (s->forbid[k] == id)
+			return s->forbid_why[k];
+	return NULL;
+}
+
 /* Grow the group rooted at node i backwards through the operands it can
  * take, visiting candidates from the highest id down. */
 static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_t i, const int64_t *uses,
 		 const bool *target, const bool *taken, struct grow *s)
 {
-	int64_t *seen = s->seen;
+	int32_t *seen = s->seen;
 	s->nm = s->ni = 0;
 	s->head = NULL;
 	s->closed = "its operands are all leaves";
@@ -1312,7 +1324,8 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
 		if (!seen[id])
 			continue;
 		struct tir_node *o = p->nodes[id];
-		if (!s->head && !s->forbid[id] && v->n[id].op == TIR_OP_MATMUL &&
+		const char *forbid = forbidden(s, id);
+		if (!s->head && !forbid && v->n[id].op == TIR_OP_MATMUL &&
 		    can_head(p->nodes[i], o, seen[id], uses, target, taken)) {
 			/* the matmul makes the group's output; the group
 			 * finishes each block of it (its epilogue) */
@@ -1321,7 +1334,7 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
 			s->ins[s->ni++] = o;
 			continue;
 		}
-		const char *why = s->forbid[id] ? s->forbid[id] : why_not(p, v, i, id, seen[id], uses, target, taken, s->dup);
+		const char *why = forbid ? forbid : why_not(p, v, i, id, seen[id], uses, target, taken, s->dup);
 		if (!why) {
 			/* no bound on the ops or the values a kernel reads:
 			 * it grows with its group (vm.c sizes what it keeps
@@ -1435,7 +1448,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	plan->nnodes = nn;
 	plan->group_of = malloc(sizeof *plan->group_of * (nn + 1));
 	plan->need = malloc(nn + 1);
-	plan->alone = calloc(nn + 1, sizeof *plan->alone);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
 	bool *taken = calloc(nn + 1, sizeof *taken);
@@ -1445,7 +1457,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		.ins = malloc(sizeof *s.ins * (nn + 1)),
 		.ids = malloc(sizeof *s.ids * (nn + 1)),
 		.in_ids = malloc(sizeof *s.in_ids * (nn + 1)),
-		.forbid = calloc(nn + 1, sizeof *s.forbid),
 	};
 	/* the groups' members' ids, one group after the other (plan_finish) */
 	uint32_t *gids = NULL;
@@ -1456,7 +1467,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	int32_t *midx = malloc(sizeof *midx * (nn + 1));
 	if (midx)
 		memset(midx, 0xff, sizeof *midx * (nn + 1));
-	size_t *forbidden = malloc(sizeof *forbidden * 9);
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
 	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
 	/* what a group being checked is analyzed into: its members are
@@ -1465,8 +1475,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	bool *scratch = malloc(2 * (nn + 1));
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.ids || !s.in_ids || !s.forbid || !forbidden || !keep || !copy || !dup || !cand || !infomem || !scratch ||
+	if (!plan->group_of || !plan->need || !taken || !s.seen || !s.members ||
+	    !s.ins || !s.ids || !s.in_ids || !keep || !copy || !dup || !cand || !infomem || !scratch ||
 	    !midx || gtable_alloc(&gt, nn, v->nedges) ||
 	    dup_scores(v, need, target, keep, copy, dup) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
@@ -1486,7 +1496,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		 * kernel is left out (its reason is the group's), up to 8 times */
 		struct tir_group g = {0};
 		struct tir_group_info info; /* the last attempt's, kept with the group */
-		int nforbid = 0;
+		s.nforbid = 0;
 		bool ok = false;
 		const char *first_why = NULL;
 		for (int attempt = 0; attempt < 9; attempt++) {
@@ -1511,13 +1521,16 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 			first_why = first_why ? first_why : why;
 			if (culprit == r || attempt == 8)
 				break;
-			s.forbid[culprit->id] = why;
-			forbidden[nforbid++] = culprit->id;
+			s.forbid[s.nforbid] = culprit->id;
+			s.forbid_why[s.nforbid++] = why;
 		}
-		for (int k = 0; k < nforbid; k++)
-			s.forbid[forbidden[k]] = NULL;
 		if (!ok) {
-			/* nothing joined: the reference kernel runs it */
+			/* nothing joined: the reference kernel runs it (why: by
+			 * node id, made for the first such) */
+			if (first_why && !plan->alone && !(plan->alone = calloc(nn + 1, sizeof *plan->alone))) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
 			if (first_why)
 				plan->alone[i] = first_why;
 			continue;
@@ -1583,8 +1596,6 @@ out:
 	free(s.seen);
 	free(s.members);
 	free(s.ins);
-	free(s.forbid);
-	free(forbidden);
 	free(keep);
 	free(copy);
 	free(dup);
