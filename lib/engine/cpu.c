@@ -383,6 +383,7 @@ static int32_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 	int32_t *sig = NULL;
 	int64_t nd = 0;
 	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	const struct tir_opdef *defs[TIR_OP_COUNT] = {0}; /* each op's row, looked up once */
 	if (!rank_of)
 		return NULL;
 	for (size_t i = 0; i < p->nnodes; i++) {
@@ -391,7 +392,9 @@ static int32_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 			continue;
 		const struct tir_fnode *f = &v->n[i];
 		const struct tir_type *ty = &v->types[f->type].t;
-		const struct tir_opdef *def = tir_op((enum tir_op)f->op);
+		if (!defs[f->op])
+			defs[f->op] = tir_op((enum tir_op)f->op);
+		const struct tir_opdef *def = defs[f->op];
 		if (tir_grow((void **)&sig, &cap, n + 3 * (3 + (size_t)ty->rank + f->nin), sizeof *sig)) {
 			free(sig);
 			free(rank_of);

@@ -924,7 +924,9 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
  * read by each reader; what it reads, read once) and when each reader's
  * kernel recomputes it (what it reads, read by each reader that does not
  * read it anyway, plus computing it again, as bytes).  A value chosen for
- * recomputing takes its subtree along: dup marks them all. */
+ * recomputing takes its subtree along: dup marks them all.  keep and copy
+ * come zeroed (by node id), and stay 0 for values that are not chosen
+ * among. */
 static int dup_scores(const struct tir_fview *v, const bool *need, const bool *target, int64_t *keep,
 		      int64_t *copy, bool *dup)
 {
@@ -961,7 +963,6 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	if (!(slot = calloc(nn + 1, sizeof *slot)))
 		goto out;
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
-		keep[i] = copy[i] = 0;
 		if (!need[i] || bad[i] || readers[i] < 2)
 			continue;
 		struct cand_leaves c = {.n = 0};
