@@ -1010,12 +1010,23 @@ static bool cpu_held(const void *ctx, uint32_t id)
 	return cpu_have(h->c, h->x, id) != NULL;
 }
 
-/* tir_need_walk over v, p's view: the same walk, reading 16 bytes a node
- * and 4 an operand, not the nodes. */
-static void need_walk_view(const struct tir_fview *v, bool *need, int64_t *uses, const struct cpu_run_ctx *h)
+/* tir_need_walk, each needed node added to v (tir_fview_init'ed) as the
+ * walk meets it: the one pass over the nodes a run makes, and over those
+ * it reads alone.  0 or -TIR_ENOMEM. */
+static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool *need, int64_t *uses,
+			  const struct cpu_run_ctx *h)
 {
-	for (size_t i = v->nnodes; i-- > 0;) {
-		if (!need[i] || cpu_held(h, (uint32_t)i))
+	for (size_t i = p->nnodes; i-- > 0;) {
+		if (i >= 8) { /* (nodes are a few lines each, apart: asked for ahead) */
+			const char *a = (const char *)p->nodes[i - 8];
+			for (int l = 0; l < 4; l++)
+				__builtin_prefetch(a + 64 * l);
+		}
+		if (!need[i])
+			continue;
+		if (tir_fview_add(v, p->nodes[i]))
+			return -TIR_ENOMEM;
+		if (cpu_held(h, (uint32_t)i))
 			continue;
 		const uint32_t *e = v->edges + v->n[i].in;
 		for (int k = 0; k < v->n[i].nin; k++)
@@ -1024,6 +1035,7 @@ static void need_walk_view(const struct tir_fview *v, bool *need, int64_t *uses,
 				uses[e[k]]++;
 			}
 	}
+	return 0;
 }
 
 static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
@@ -1080,20 +1092,17 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		uses[targets[i]->id]++;
 	}
 	struct cpu_run_ctx hctx = {c, x};
-	/* a plan to make (not the last one again, as a REPL's line runs its
-	 * program again), or a budget to keep: the view made first, so that
-	 * the needs-walk reads it too */
+	/* a plan to make or look up, or a budget to keep: the view of the
+	 * nodes the run reads, made as the needs-walk meets them */
 	size_t limit = tir_mem_limit();
-	bool viewed = limit || (!x->no_fuse && !(c->plan_src && c->plan.nnodes == nn));
-	if (viewed && tir_fview_make(p, &view)) {
+	bool viewed = limit || !x->no_fuse;
+	if (viewed && (tir_fview_init(&view, nn) || need_walk_view(p, &view, need, uses, &hctx))) {
 		free(need);
 		free(target);
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto done;
 	}
-	if (viewed)
-		need_walk_view(&view, need, uses, &hctx);
-	else
+	if (!viewed)
 		tir_need_walk(p, need, uses, cpu_held, &hctx);
 	for (size_t i = 0; i < nn; i++) {
 		if (!need[i])
@@ -1117,6 +1126,12 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			if (j < nn && !need[j] && !cpu_have(c, x, j) && tir_exec_keepable(p, p->nodes[j])) {
 				need[j] = true;
 				uses[i]++;
+				if (viewed && tir_fview_add(&view, p->nodes[j])) {
+					free(need);
+					free(target);
+					rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+					goto done;
+				}
 			}
 		}
 	}

@@ -756,63 +756,78 @@ static uint64_t flags_key(const struct tir_node *x)
 	return key;
 }
 
+/* The flags of nodes alike, asked once (direct-mapped by flags_key). */
+struct tir_fmemo {
+	uint64_t key;
+	uint8_t flags, kind, fdt;
+};
+#define FMEMO 256
+
+int tir_fview_init(struct tir_fview *v, size_t nnodes)
+{
+	memset(v, 0, sizeof *v);
+	v->nnodes = nnodes;
+	v->capedges = nnodes + 64;
+	v->n = calloc(nnodes + 1, sizeof *v->n);
+	v->edges = malloc(sizeof *v->edges * v->capedges);
+	v->memo = malloc(sizeof *v->memo * FMEMO);
+	if (!v->n || !v->edges || !v->memo) {
+		tir_fview_free(v);
+		return -TIR_ENOMEM;
+	}
+	for (int q = 0; q < FMEMO; q++)
+		v->memo[q].key = UINT64_MAX;
+	v->last = TIR_FN_NONE;
+	return 0;
+}
+
+int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
+{
+	struct tir_fnode *f = &v->n[x->id];
+	if (v->nedges + x->nin > v->capedges &&
+	    tir_grow((void **)&v->edges, &v->capedges, v->nedges + x->nin, sizeof *v->edges))
+		return -TIR_ENOMEM;
+	f->op = (uint16_t)x->op;
+	f->nin = x->nin;
+	f->dt = x->type.dtype;
+	uint64_t key = flags_key(x);
+	struct tir_fmemo *m = &v->memo[(key * 0x9e3779b97f4a7c15u) >> 56];
+	if (key != UINT64_MAX && m->key == key) {
+		f->flags = m->flags;
+		f->kind = m->kind;
+		f->fdt = m->fdt;
+	} else {
+		f->flags = node_flags(x);
+		f->kind = (uint8_t)tir_op(x->op)->kind;
+		f->fdt = (uint8_t)tir_fuse_dtype(x);
+		if (key != UINT64_MAX)
+			*m = (struct tir_fmemo){.key = key, .flags = f->flags, .kind = f->kind, .fdt = f->fdt};
+	}
+	/* (the type of the node added before: most often this one's too) */
+	if (v->last == TIR_FN_NONE || !type_same(&v->types[v->last].t, &x->type)) {
+		if (view_type(v, &x->type, &v->last))
+			return -TIR_ENOMEM;
+	}
+	f->type = v->last;
+	f->in = (uint32_t)v->nedges;
+	for (int k = 0; k < x->nin; k++)
+		v->edges[v->nedges++] = x->in[k] ? x->in[k]->id : TIR_FN_NONE;
+	return 0;
+}
+
 int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
 {
-	/* the flags of nodes alike, asked once (direct-mapped by key) */
-	struct {
-		uint64_t key;
-		uint8_t flags, kind, fdt;
-	} memo[256];
-	for (int q = 0; q < 256; q++)
-		memo[q].key = UINT64_MAX;
-	memset(v, 0, sizeof *v);
-	size_t nn = p->nnodes, ne = 0, cape = nn + 64;
-	v->nnodes = nn;
-	v->n = malloc(sizeof *v->n * (nn + 1));
-	v->edges = malloc(sizeof *v->edges * cape);
-	if (!v->n || !v->edges)
-		goto oom;
-	uint32_t last = TIR_FN_NONE; /* the type of the node before: most often this one's too */
+	size_t nn = p->nnodes;
+	if (tir_fview_init(v, nn))
+		return -TIR_ENOMEM;
 	for (size_t i = 0; i < nn; i++) {
-		const struct tir_node *x = p->nodes[i];
-		struct tir_fnode *f = &v->n[i];
 		ahead(p->nodes, i, nn);
-		if (ne + x->nin > cape && tir_grow((void **)&v->edges, &cape, ne + x->nin, sizeof *v->edges))
-			goto oom;
-		f->op = (uint16_t)x->op;
-		f->nin = x->nin;
-		f->dt = x->type.dtype;
-		uint64_t key = flags_key(x);
-		unsigned q = (unsigned)((key * 0x9e3779b97f4a7c15u) >> 56);
-		if (key != UINT64_MAX && memo[q].key == key) {
-			f->flags = memo[q].flags;
-			f->kind = memo[q].kind;
-			f->fdt = memo[q].fdt;
-		} else {
-			f->flags = node_flags(x);
-			f->kind = (uint8_t)tir_op(x->op)->kind;
-			f->fdt = (uint8_t)tir_fuse_dtype(x);
-			if (key != UINT64_MAX) {
-				memo[q].key = key;
-				memo[q].flags = f->flags;
-				memo[q].kind = f->kind;
-				memo[q].fdt = f->fdt;
-			}
+		if (tir_fview_add(v, p->nodes[i])) {
+			tir_fview_free(v);
+			return -TIR_ENOMEM;
 		}
-		if (last == TIR_FN_NONE || !type_same(&v->types[last].t, &x->type)) {
-			if (view_type(v, &x->type, &last))
-				goto oom;
-		}
-		f->type = last;
-		f->in = (uint32_t)ne;
-		for (int k = 0; k < x->nin; k++)
-			v->edges[ne++] = x->in[k] ? x->in[k]->id : TIR_FN_NONE;
 	}
-	v->nedges = ne;
 	return 0;
-oom:
-	tir_fview_free(v);
-	return -TIR_ENOMEM;
 }
 
 void tir_fview_free(struct tir_fview *v)
@@ -821,6 +836,7 @@ void tir_fview_free(struct tir_fview *v)
 	free(v->edges);
 	free(v->types);
 	free(v->slot);
+	free(v->memo);
 	memset(v, 0, sizeof *v);
 }
 

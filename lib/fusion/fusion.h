@@ -151,17 +151,24 @@ struct tir_ftype {
 };
 struct tir_fview {
 	size_t nnodes;
-	struct tir_fnode *n;    /* by node id */
+	struct tir_fnode *n;    /* by node id (all 0 for a node not added) */
 	uint32_t *edges;
-	size_t nedges;
+	size_t nedges, capedges;
 	struct tir_ftype *types; /* each distinct type once */
-	uint32_t ntypes;
+	uint32_t ntypes, last;
 	size_t captypes, nslots;
 	uint32_t *slot;         /* types by hash (open addressing) */
+	struct tir_fmemo *memo; /* flags of nodes alike, asked once */
 };
 /* The view of p's nodes into v.  returns 0 or -TIR_ENOMEM (v is then
  * empty); free with tir_fview_free. */
 int tir_fview_make(const struct tir_program *p, struct tir_fview *v);
+/* The same made node by node, for the nodes a run reads alone: an empty
+ * view of nnodes nodes, then node x added (in any order; each once).  A
+ * pass reads the view of the nodes added only.  0 or -TIR_ENOMEM (init:
+ * v is then empty; add: free v). */
+int tir_fview_init(struct tir_fview *v, size_t nnodes);
+int tir_fview_add(struct tir_fview *v, const struct tir_node *x);
 void tir_fview_free(struct tir_fview *v);
 
 /* Partition the needed nodes (need[id]) into kernels.  uses[id] counts the

@@ -6,7 +6,8 @@
  * once per kind of node) is what the node's own functions say; the plan
  * made from the view is the one tir_fuse makes, its groups analyzed as
  * tir_group_analyze analyzes them from their nodes, and what it finished
- * is what tir_plan_finish makes again from the groups alone.  And the
+ * is what tir_plan_finish makes again from the groups alone; a view of
+ * the needed nodes alone (a run's: tir_fview_add) plans the same.  And the
  * view of a long program costs per node what a short one's does (bytes
  * counted, not timed): 16 a node, 4 an operand, and a few distinct types
  * whatever the length.
@@ -125,6 +126,22 @@ static void check_plan(const struct tir_program *p, const struct tir_fview *v)
 			CHECK(ga->input_ids[k] == ga->inputs[k]->id);
 		free(mem);
 	}
+	/* from a view of the needed nodes alone, added last first */
+	struct tir_fview part;
+	struct tir_plan d;
+	CHECK(tir_fview_init(&part, nn) == 0);
+	for (size_t i = nn; i-- > 0;)
+		if (need[i])
+			CHECK(tir_fview_add(&part, p->nodes[i]) == 0);
+	CHECK(tir_fuse_view(p, &part, need, uses, target, &d) == 0);
+	CHECK(d.ngroups == a.ngroups && !memcmp(d.interior, a.interior, nn) && !memcmp(d.dup, a.dup, nn) &&
+	      !memcmp(d.keep, a.keep, sizeof *d.keep * nn) && !memcmp(d.copy, a.copy, sizeof *d.copy * nn));
+	for (int g = 0; g < a.ngroups && g < d.ngroups; g++)
+		CHECK(d.groups[g].n == a.groups[g].n && d.groups[g].nin == a.groups[g].nin &&
+		      !memcmp(d.groups[g].nodes, a.groups[g].nodes, sizeof *d.groups[g].nodes * (size_t)d.groups[g].n) &&
+		      same_info(d.groups[g].info, a.groups[g].info, d.groups[g].n));
+	tir_plan_free(&d);
+	tir_fview_free(&part);
 	/* what the plan finished, made again from its groups alone */
 	struct tir_plan c = a;
 	c.interior = NULL;
