@@ -22,7 +22,7 @@ struct cpu {
 	struct tir_program *prog;      /* the program of the run under way (or the last) */
 	char *explain;                 /* the last run's plan as text */
 	struct plan_entry {
-		int64_t *sig;          /* see plan_signature */
+		int32_t *sig;          /* see plan_signature */
 		size_t nsig;
 		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
 		size_t ngroups_words;
@@ -31,11 +31,14 @@ struct cpu {
 		const char **alone_why;
 		size_t nalone;
 		struct tir_group_info *info; /* by group: the groups analyzed */
-		struct plan_fin {      /* by dense index: what tir_plan_finish made */
+		/* what tir_plan_finish made, by dense index: interior (bit 0)
+		 * and dup (bit 1) of each, and the few with figures */
+		uint8_t *fin_bits;
+		struct plan_fin {
 			int64_t keep, copy;
-			int32_t extra_uses;
-			bool interior, dup;
+			int32_t at, extra_uses;
 		} *fin;
+		size_t nfin;
 		uint64_t used;
 	} pcache[PCACHE];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
@@ -342,57 +345,93 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 	return 0;
 }
 
+/* The node id of member j of g, of its input k (from the plan, else the node). */
+static inline uint32_t member_id(const struct tir_group *g, int j)
+{
+	return g->ids ? g->ids[j] : g->nodes[j]->id;
+}
+
+static inline uint32_t input_id(const struct tir_group *g, int k)
+{
+	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
+}
+
+/* Word w of a signature at sig[*n]: as it is when it fits 32 bits (and is
+ * not INT32_MIN), else INT32_MIN and its two halves (so that two lists of
+ * words are equal just when their signatures are).  sig has room for 3. */
+static inline void sig_put(int32_t *sig, size_t *n, int64_t w)
+{
+	if (w > INT32_MIN && w <= INT32_MAX) {
+		sig[(*n)++] = (int32_t)w;
+		return;
+	}
+	sig[(*n)++] = INT32_MIN;
+	sig[(*n)++] = (int32_t)(uint32_t)(uint64_t)w;
+	sig[(*n)++] = (int32_t)(uint32_t)((uint64_t)w >> 32);
+}
+
 /* The structure the fuser decides on, with nodes numbered densely in
  * graph order (so the same computation made again, at other node ids, has
  * the same signature): every node's op, dtype, shape, operands, readers
- * and whether it is needed or a target.  dense[] lists the node ids. */
-static int64_t *plan_signature(const struct tir_program *p, const bool *need, const int64_t *uses,
-			       const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
+ * and whether it is needed or a target, read from v (p's view), and the
+ * attributes of the ops that have some, from the node.  dense[] lists the
+ * node ids. */
+static int32_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
+			       const int64_t *uses, const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
 {
 	size_t cap = 0, n = 0;
-	int64_t *sig = NULL, nd = 0;
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	int32_t *sig = NULL;
+	int64_t nd = 0;
+	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	const struct tir_opdef *defs[TIR_OP_COUNT] = {0}; /* each op's row, looked up once */
 	if (!rank_of)
 		return NULL;
 	for (size_t i = 0; i < p->nnodes; i++) {
 		rank_of[i] = -1;
 		if (!need[i] && !target[i])
 			continue;
-		const struct tir_node *t = p->nodes[i];
-		if (tir_grow((void **)&sig, &cap, n + 8 + t->type.rank + t->nin, sizeof *sig)) {
+		const struct tir_fnode *f = &v->n[i];
+		const struct tir_type *ty = &v->types[f->type].t;
+		if (!defs[f->op])
+			defs[f->op] = tir_op((enum tir_op)f->op);
+		const struct tir_opdef *def = defs[f->op];
+		if (tir_grow((void **)&sig, &cap, n + 3 * (3 + (size_t)ty->rank + f->nin), sizeof *sig)) {
 			free(sig);
 			free(rank_of);
 			return NULL;
 		}
-		rank_of[i] = nd;
+		rank_of[i] = (int32_t)nd;
 		dense[nd++] = (int64_t)i;
-		sig[n++] = t->op | (int64_t)t->type.dtype << 16 | (int64_t)t->type.weak << 24 |
-			   (int64_t)need[i] << 25 | (int64_t)target[i] << 26;
-		sig[n++] = uses[i];
-		sig[n++] = t->type.rank | (int64_t)t->nin << 8;
-		for (int d = 0; d < t->type.rank; d++)
-			sig[n++] = t->type.shape[d];
-		for (int k = 0; k < t->nin; k++)
-			sig[n++] = t->in[k] ? rank_of[t->in[k]->id] : -2;
+		sig_put(sig, &n, f->op | (int64_t)ty->dtype << 16 | (int64_t)ty->weak << 24 | (int64_t)need[i] << 25 |
+				 (int64_t)target[i] << 26);
+		sig_put(sig, &n, uses[i]);
+		sig_put(sig, &n, ty->rank | (int64_t)f->nin << 8);
+		for (int d = 0; d < ty->rank; d++)
+			sig_put(sig, &n, ty->shape[d]);
+		for (int k = 0; k < f->nin; k++) {
+			uint32_t o = v->edges[f->in + (uint32_t)k];
+			sig_put(sig, &n, o != TIR_FN_NONE ? rank_of[o] : -2);
+		}
 		/* attributes (axes, perms, slices) decide fusion too */
-		for (int a = 0; a < tir_op(t->op)->nattr; a++) {
+		const struct tir_node *t = def->nattr ? p->nodes[i] : NULL;
+		for (int a = 0; a < def->nattr; a++) {
 			const struct tir_attr *at = &t->attr[a];
-			if (tir_grow((void **)&sig, &cap, n + 4 + (size_t)(at->v ? at->n : 0), sizeof *sig)) {
+			if (tir_grow((void **)&sig, &cap, n + 3 * (4 + (size_t)(at->v ? at->n : 0)), sizeof *sig)) {
 				free(sig);
 				free(rank_of);
 				return NULL;
 			}
 			int64_t fb;
 			memcpy(&fb, &at->f, sizeof fb);
-			sig[n++] = at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2;
-			sig[n++] = at->i;
-			sig[n++] = fb;
+			sig_put(sig, &n, at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2);
+			sig_put(sig, &n, at->i);
+			sig_put(sig, &n, fb);
 			for (int k = 0; at->v && k < at->n; k++)
-				sig[n++] = at->v[k];
+				sig_put(sig, &n, at->v[k]);
 			uint64_t h = 1469598103934665603u; /* a string's FNV-1a */
 			for (const char *c = at->s; c && *c; c++)
 				h = (h ^ (unsigned char)*c) * 1099511628211u;
-			sig[n++] = (int64_t)h;
+			sig_put(sig, &n, (int64_t)h);
 		}
 	}
 	free(rank_of);
@@ -467,23 +506,31 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		gr->info = &e->info[g]; /* (e outlives x->plan: it is only replaced when a plan is made) */
 		gr->nodes = tir_arena_alloc(&pl->arena, sizeof *gr->nodes * (size_t)gr->n);
 		gr->inputs = tir_arena_alloc(&pl->arena, sizeof *gr->inputs * (size_t)(gr->nin + 1));
-		if (!gr->nodes || !gr->inputs)
+		uint32_t *ids = tir_arena_alloc(&pl->arena, sizeof *ids * (size_t)(gr->n + gr->nin + 1));
+		if (!gr->nodes || !gr->inputs || !ids)
 			return -TIR_ENOMEM;
 		w += 3;
-		for (int j = 0; j < gr->n; j++)
-			gr->nodes[j] = p->nodes[dense[e->groups[w++]]];
-		for (int j = 0; j < gr->nin; j++)
-			gr->inputs[j] = p->nodes[dense[e->groups[w++]]];
+		for (int j = 0; j < gr->n + gr->nin; j++) {
+			ids[j] = (uint32_t)dense[e->groups[w++]];
+			if (j < gr->n)
+				gr->nodes[j] = p->nodes[ids[j]];
+			else
+				gr->inputs[j - gr->n] = p->nodes[ids[j]];
+		}
+		gr->ids = ids;
+		gr->input_ids = ids + gr->n;
 		gr->root = gr->nodes[gr->n - 1];
 		pl->group_of[gr->root->id] = (int32_t)g;
 	}
 	pl->ngroups = (int)ng;
 	/* tir_plan_finish's result, as it was for this structure */
 	for (int64_t k = 0; k < nd; k++) {
-		const struct plan_fin *f = &e->fin[k];
-		int64_t id = dense[k];
-		pl->interior[id] = f->interior;
-		pl->dup[id] = f->dup;
+		pl->interior[dense[k]] = e->fin_bits[k] & 1;
+		pl->dup[dense[k]] = e->fin_bits[k] >> 1 & 1;
+	}
+	for (size_t q = 0; q < e->nfin; q++) {
+		const struct plan_fin *f = &e->fin[q];
+		int64_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
 		pl->keep[id] = f->keep;
 		pl->copy[id] = f->copy;
@@ -497,7 +544,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 
 /* x->plan, just made, into entry victim (by dense index); false when
  * there is no memory for it (the plan is fine, it is just not cached). */
-static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig, size_t nsig,
+static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig, size_t nsig,
 			  const int64_t *dense, int64_t nd)
 {
 	const struct tir_program *p = x->prog;
@@ -510,41 +557,47 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 	}
 	for (size_t i = 0; pl->alone && i < p->nnodes; i++)
 		nalone += pl->alone[i] != NULL;
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	size_t nfin = 0;
+	for (int64_t k = 0; k < nd; k++)
+		nfin += pl->keep[dense[k]] || pl->copy[dense[k]] || pl->extra_uses[dense[k]];
+	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
 	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
 	char *imem = info ? (char *)(info + pl->ngroups + 1) : NULL;
-	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
+	uint8_t *fin_bits = malloc((size_t)nd + 1);
+	struct plan_fin *fin = malloc(sizeof *fin * (nfin + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!rank_of || !gw || !closed || !info || !fin || !alone_at || !alone_why) {
+	if (!rank_of || !gw || !closed || !info || !fin_bits || !fin || !alone_at || !alone_why) {
 		free(rank_of);
 		free(gw);
 		free(closed);
 		free(info);
+		free(fin_bits);
 		free(fin);
 		free(alone_at);
 		free(alone_why);
 		return false;
 	}
-	for (int64_t k = 0; k < nd; k++) {
+	for (int64_t k = 0, q = 0; k < nd; k++) {
 		int64_t id = dense[k];
-		rank_of[id] = k;
-		fin[k] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id],
-					   .extra_uses = pl->extra_uses[id], .interior = pl->interior[id],
-					   .dup = pl->dup[id]};
+		rank_of[id] = (int32_t)k;
+		fin_bits[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
+		if (pl->keep[id] || pl->copy[id] || pl->extra_uses[id])
+			fin[q++] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id], .at = (int32_t)k,
+						     .extra_uses = pl->extra_uses[id]};
 	}
 	size_t w = 0;
 	for (int g = 0; g < pl->ngroups; g++) {
 		const struct tir_group *gr = &pl->groups[g];
 		gw[w++] = gr->n;
 		gw[w++] = gr->nin;
-		gw[w++] = gr->head ? (int32_t)rank_of[gr->head->id] : -1;
+		gw[w++] = gr->head ? rank_of[gr->head->id] : -1;
 		for (int j = 0; j < gr->n; j++)
-			gw[w++] = (int32_t)rank_of[gr->nodes[j]->id];
+			gw[w++] = rank_of[member_id(gr, j)];
 		for (int j = 0; j < gr->nin; j++)
-			gw[w++] = (int32_t)rank_of[gr->inputs[j]->id];
+			gw[w++] = rank_of[input_id(gr, j)];
 		closed[g] = gr->closed;
 		const struct tir_node *culprit;
 		if (gr->info)
@@ -560,7 +613,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 	}
 	for (size_t i = 0, k = 0; pl->alone && i < p->nnodes; i++)
 		if (pl->alone[i]) {
-			alone_at[k] = (int32_t)rank_of[i];
+			alone_at[k] = rank_of[i];
 			alone_why[k++] = pl->alone[i];
 		}
 	free(rank_of);
@@ -570,18 +623,20 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig
 	free(victim->alone_at);
 	free(victim->alone_why);
 	free(victim->info);
+	free(victim->fin_bits);
 	free(victim->fin);
 	*victim = (struct plan_entry){.sig = sig, .nsig = nsig, .groups = gw, .ngroups_words = words,
 				      .closed = closed, .alone_at = alone_at, .alone_why = alone_why,
-				      .nalone = nalone, .info = info, .fin = fin, .used = ++x->pclock};
+				      .nalone = nalone, .info = info, .fin_bits = fin_bits, .fin = fin, .nfin = nfin,
+				      .used = ++x->pclock};
 	return true;
 }
 
 /* This run's plan (x->plan): from the cache when the structure was seen
  * (as it is when the same nodes are run again), else from the fuser (and
  * then cached). */
-static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const bool *target,
-		    bool *cached)
+static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *need, const int64_t *uses,
+		    const bool *target, bool *cached)
 {
 	struct tir_program *p = x->prog;
 	if (plan_bound(x, need, uses, target)) {
@@ -592,9 +647,14 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 	fused_forget(x);
 	size_t nsig = 0;
 	int64_t nd = 0;
+	struct tir_fview own = {0};
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
-	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
+	int32_t *sig = NULL;
 	int rc = -TIR_ENOMEM;
+	if (!view && !tir_fview_make(p, &own))
+		view = &own;
+	if (dense && view)
+		sig = plan_signature(p, view, need, uses, target, &nsig, dense, &nd);
 	if (!sig)
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
@@ -614,7 +674,7 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 			plan_bind(x, e, uses, target);
 		goto out;
 	}
-	if ((rc = tir_fuse(p, need, uses, target, &x->plan)))
+	if ((rc = tir_fuse_view(p, view, need, uses, target, &x->plan)))
 		goto out;
 	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
 		sig = NULL;
@@ -623,6 +683,7 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 out:
 	free(sig);
 	free(dense);
+	tir_fview_free(&own);
 	if (rc) {
 		tir_plan_free(&x->plan);
 		x->plan_src = NULL;
@@ -727,8 +788,11 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 /* ---- the plan's memory, simulated before a run under a budget ---- */
 
 struct sim {
+	const struct tir_fview *v;     /* the graph's view: the nodes are not read */
 	size_t *live;                  /* by node id: the bytes its value holds */
 	int64_t *uses;                 /* a copy of the run's */
+	int32_t *kof;                  /* by node id: its index among the inputs of the
+					* group being run, or -1 */
 	size_t total, peak;
 	size_t peak_step;              /* the position (node id) where the peak was reached */
 };
@@ -738,9 +802,15 @@ static size_t value_bytes(const struct tir_node *n)
 	return (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype);
 }
 
-static void sim_hold(struct sim *m, const struct tir_node *n, size_t bytes, size_t step)
+/* value_bytes of node id, from the view */
+static size_t view_bytes(const struct tir_fview *v, uint32_t id)
 {
-	m->live[n->id] += bytes;
+	return (size_t)v->types[v->n[id].type].numel * tir_dtype_size((enum tir_dtype)v->n[id].dt);
+}
+
+static void sim_hold(struct sim *m, uint32_t id, size_t bytes, size_t step)
+{
+	m->live[id] += bytes;
 	m->total += bytes;
 	if (m->total > m->peak) {
 		m->peak = m->total;
@@ -748,68 +818,92 @@ static void sim_hold(struct sim *m, const struct tir_node *n, size_t bytes, size
 	}
 }
 
-static void sim_drop(struct sim *m, const struct tir_node *n, const bool *interior)
+static void sim_drop(struct sim *m, uint32_t id, const bool *interior)
 {
-	for (int k = 0; k < n->nin; k++) {
-		const struct tir_node *o = n->in[k];
-		if (!o || (interior && interior[o->id]))
+	const uint32_t *e = m->v->edges + m->v->n[id].in;
+	for (int k = 0; k < m->v->n[id].nin; k++) {
+		uint32_t o = e[k];
+		if (o == TIR_FN_NONE || (interior && interior[o]))
 			continue;
-		if (--m->uses[o->id] == 0) {
-			m->total -= m->live[o->id];
-			m->live[o->id] = 0;
+		if (--m->uses[o] == 0) {
+			m->total -= m->live[o];
+			m->live[o] = 0;
 		}
 	}
 }
 
+/* input_edges, from the view: for each input of g, the edges from its
+ * members (in few when there are at most 64, else new; NULL when out of
+ * memory). */
+static int64_t *sim_input_edges(struct sim *m, const struct tir_group *g, int64_t *few)
+{
+	int64_t *e = g->nin <= 64 ? few : malloc(sizeof *e * (size_t)g->nin);
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof *e * (size_t)g->nin);
+	for (int k = 0; k < g->nin; k++)
+		m->kof[input_id(g, k)] = k;
+	for (int j = 0; j < g->n; j++) {
+		uint32_t id = member_id(g, j);
+		const uint32_t *oe = m->v->edges + m->v->n[id].in;
+		for (int q = 0; q < m->v->n[id].nin; q++)
+			if (oe[q] != TIR_FN_NONE && m->kof[oe[q]] >= 0)
+				e[m->kof[oe[q]]]++;
+	}
+	for (int k = 0; k < g->nin; k++)
+		m->kof[input_id(g, k)] = -1;
+	return e;
+}
+
 /* Run the plan's schedule on sizes alone, as tir_exec_run runs it, up to
  * and including the step `until` (SIZE_MAX: all of it). */
-static void sim_run(struct sim *m, const struct tir_program *p, const bool *need, const int64_t *uses,
-		    const struct tir_plan *plan, size_t until)
+static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const struct tir_plan *plan,
+		    size_t until)
 {
-	size_t nn = p->nnodes;
+	const struct tir_fview *v = m->v;
+	size_t nn = v->nnodes;
 	memset(m->live, 0, nn * sizeof *m->live);
 	memcpy(m->uses, uses, nn * sizeof *m->uses);
 	m->total = m->peak = 0;
 	m->peak_step = 0;
-	for (size_t i = 0; i < nn && i <= until; i++) {
+	for (uint32_t i = 0; i < nn && i <= until; i++) {
 		if (!need[i] || (plan && plan->interior[i]))
 			continue;
-		const struct tir_node *n = p->nodes[i];
 		if (plan && plan->group_of[i] >= 0) {
 			const struct tir_group *g = &plan->groups[plan->group_of[i]];
-			const struct tir_node *r = g->root;
-			size_t bytes = value_bytes(r);
+			size_t bytes = view_bytes(v, i);
 			/* an input it may write over (inplace_input) holds the root
 			 * (its edges counted once some input could) */
 			int64_t few[64], *edges = NULL;
 			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
-				const struct tir_node *o = g->inputs[k];
-				if (m->live[o->id] < bytes || o->type.dtype != r->type.dtype)
+				uint32_t o = input_id(g, k);
+				if (m->live[o] < bytes || v->n[o].dt != v->n[i].dt)
 					continue;
-				if (!edges && !(edges = input_edges(g, few)))
+				if (!edges && !(edges = sim_input_edges(m, g, few)))
 					break;
-				if (m->uses[o->id] == edges[k] && tir_fused_can_overwrite(g, k))
+				if (m->uses[o] == edges[k] && tir_fused_can_overwrite(g, k))
 					bytes = 0;
 			}
 			if (edges != few)
 				free(edges);
-			sim_hold(m, r, bytes, i);
+			sim_hold(m, i, bytes, i);
 			if (g->head)
-				sim_drop(m, g->head, plan->interior);
+				sim_drop(m, g->head->id, plan->interior);
 			for (int j = 0; j < g->n; j++)
-				sim_drop(m, g->nodes[j], plan->interior);
+				sim_drop(m, member_id(g, j), plan->interior);
 			continue;
 		}
-		size_t bytes = value_bytes(n);
-		enum tir_fuse f = tir_op(n->op)->fuse;
-		if (n->op == TIR_OP_INPUT)      /* held already */
+		size_t bytes = view_bytes(v, i);
+		const struct tir_fnode *f = &v->n[i];
+		uint32_t x = f->nin ? v->edges[f->in] : TIR_FN_NONE;
+		if (f->op == TIR_OP_INPUT)      /* held already */
 			bytes = 0;
-		else if (f == TIR_FUSE_VIEW || f == TIR_FUSE_RESHAPE) /* views (a reshape may copy: counted low) */
+		else if (f->flags & TIR_FN_VIEW) /* views (a reshape may copy: counted low) */
 			bytes = 0;
-		else if (n->op == TIR_OP_CAST && n->in[0] && n->in[0]->type.dtype == n->type.dtype)
+		else if (f->op == TIR_OP_CAST && x != TIR_FN_NONE && v->n[x].dt == f->dt)
 			bytes = 0;
-		sim_hold(m, n, bytes, i);
-		sim_drop(m, n, NULL);
+		sim_hold(m, i, bytes, i);
+		sim_drop(m, i, NULL);
 	}
 }
 
@@ -819,21 +913,25 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
  * input it is the last reader of, and what kernels use inside them
  * (packing buffers) count nothing, so a run it says would pass the budget
  * would have passed it. */
-static int plan_peak(const struct tir_program *p, const bool *need, const int64_t *uses,
-		     const struct tir_plan *plan, size_t left, size_t *peak, const struct tir_node **at)
+static int plan_peak(const struct tir_program *p, const struct tir_fview *v, const bool *need,
+		     const int64_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
+		     const struct tir_node **at)
 {
 	size_t nn = p->nnodes;
-	struct sim m = {.live = calloc(nn + 1, sizeof *m.live), .uses = calloc(nn + 1, sizeof *m.uses)};
-	if (!m.live || !m.uses) {
+	struct sim m = {.v = v, .live = malloc(sizeof *m.live * (nn + 1)), .uses = malloc(sizeof *m.uses * (nn + 1)),
+			.kof = malloc(sizeof *m.kof * (nn + 1))};
+	if (!m.live || !m.uses || !m.kof) {
 		free(m.live);
 		free(m.uses);
+		free(m.kof);
 		return -1;
 	}
-	sim_run(&m, p, need, uses, plan, SIZE_MAX);
+	memset(m.kof, 0xff, sizeof *m.kof * (nn + 1));
+	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
 	if (m.peak > left) { /* again, to the peak: the largest value then */
-		sim_run(&m, p, need, uses, plan, m.peak_step);
+		sim_run(&m, need, uses, plan, m.peak_step);
 		size_t best = 0;
 		for (size_t i = 0; i <= m.peak_step && i < nn; i++)
 			if (m.live[i] && m.live[i] >= best) {
@@ -843,6 +941,7 @@ static int plan_peak(const struct tir_program *p, const bool *need, const int64_
 	}
 	free(m.live);
 	free(m.uses);
+	free(m.kof);
 	return 0;
 }
 
@@ -911,6 +1010,34 @@ static bool cpu_held(const void *ctx, uint32_t id)
 	return cpu_have(h->c, h->x, id) != NULL;
 }
 
+/* tir_need_walk, each needed node added to v (tir_fview_init'ed) as the
+ * walk meets it: the one pass over the nodes a run makes, and over those
+ * it reads alone.  0 or -TIR_ENOMEM. */
+static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool *need, int64_t *uses,
+			  const struct cpu_run_ctx *h)
+{
+	for (size_t i = p->nnodes; i-- > 0;) {
+		if (i >= 8) { /* (nodes are a few lines each, apart: asked for ahead) */
+			const char *a = (const char *)p->nodes[i - 8];
+			for (int l = 0; l < 4; l++)
+				__builtin_prefetch(a + 64 * l);
+		}
+		if (!need[i])
+			continue;
+		if (tir_fview_add(v, p->nodes[i]))
+			return -TIR_ENOMEM;
+		if (cpu_held(h, (uint32_t)i))
+			continue;
+		const uint32_t *e = v->edges + v->n[i].in;
+		for (int k = 0; k < v->n[i].nin; k++)
+			if (e[k] != TIR_FN_NONE) {
+				need[e[k]] = true;
+				uses[e[k]]++;
+			}
+	}
+	return 0;
+}
+
 static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *const *targets, size_t ntargets,
 		   struct tir_tensor *out, struct tir_err *err)
 {
@@ -928,6 +1055,9 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	uint32_t *made = malloc(sizeof *made * (nn + 1));
 	size_t nmade = 0;
 	int rc = 0;
+	/* the graph as the planner's passes and the budget's simulation read
+	 * it (fusion.h), made once */
+	struct tir_fview view = {0};
 	/* (empty between runs, so a larger one is made anew, zeroed by
 	 * calloc: the values of a fused kernel's interior are never touched,
 	 * nor their pages written) */
@@ -962,7 +1092,18 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		uses[targets[i]->id]++;
 	}
 	struct cpu_run_ctx hctx = {c, x};
-	tir_need_walk(p, need, uses, cpu_held, &hctx);
+	/* a plan to make or look up, or a budget to keep: the view of the
+	 * nodes the run reads, made as the needs-walk meets them */
+	size_t limit = tir_mem_limit();
+	bool viewed = limit || !x->no_fuse;
+	if (viewed && (tir_fview_init(&view, nn) || need_walk_view(p, &view, need, uses, &hctx))) {
+		free(need);
+		free(target);
+		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	if (!viewed)
+		tir_need_walk(p, need, uses, cpu_held, &hctx);
 	for (size_t i = 0; i < nn; i++) {
 		if (!need[i])
 			continue;
@@ -985,11 +1126,17 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			if (j < nn && !need[j] && !cpu_have(c, x, j) && tir_exec_keepable(p, p->nodes[j])) {
 				need[j] = true;
 				uses[i]++;
+				if (viewed && tir_fview_add(&view, p->nodes[j])) {
+					free(need);
+					free(target);
+					rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
+					goto done;
+				}
 			}
 		}
 	}
 	if (!x->no_fuse) {
-		if (plan_for(c, need, uses, target, &x->stats.plan_cached)) {
+		if (plan_for(c, viewed ? &view : NULL, need, uses, target, &x->stats.plan_cached)) {
 			free(need);
 			free(target);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
@@ -1007,11 +1154,10 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	free(target);
 	/* under a budget (tir serve --max-memory): a run whose plan would
 	 * pass what is left is refused before it allocates anything */
-	size_t limit = tir_mem_limit();
 	if (limit) {
 		const struct tir_node *at = NULL;
 		size_t peak = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
-		if (plan_peak(p, need, uses, planned ? &plan : NULL, left, &peak, &at)) {
+		if (plan_peak(p, &view, need, uses, planned ? &plan : NULL, left, &peak, &at)) {
 			free(need);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
@@ -1029,6 +1175,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			goto done;
 		}
 	}
+	tir_fview_free(&view);
 	c->nprof = 0;
 	tir_mem_reset_peak();
 	size_t base = tir_mem_current();
@@ -1137,6 +1284,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		rc = tir_tensor_as_dtype(&vals[n->id], (enum tir_dtype)n->type.dtype, &out[i], err);
 	}
 done:
+	tir_fview_free(&view);
 	for (size_t k = 0; vals && k < nmade; k++) {
 		uint32_t id = made[k];
 		if (c->lent[id]) {
@@ -1239,6 +1387,7 @@ static void cpu_free(struct tir_device *d)
 		free(c->pcache[i].alone_at);
 		free(c->pcache[i].alone_why);
 		free(c->pcache[i].info);
+		free(c->pcache[i].fin_bits);
 		free(c->pcache[i].fin);
 	}
 	fused_forget(c);

@@ -199,34 +199,35 @@ static bool long_to_one(const struct tir_node *o)
 	return tir_type_numel(&x->type) >= TIR_FUSE_PIECES_MIN;
 }
 
-/* Why operand o cannot join a group rooted at r, or NULL if it can. */
-static const char *why_not(const struct tir_node *r, const struct tir_node *o, int64_t seen,
-			   const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
+/* Why operand o cannot join a group rooted at r, or NULL if it can (v: p's
+ * view; the node itself is read for a reduction alone). */
+static const char *why_not(const struct tir_program *p, const struct tir_fview *v, uint32_t r, uint32_t o,
+			   int64_t seen, const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
 {
-	if (o->op == TIR_OP_CONST || o->op == TIR_OP_INPUT || tir_gen_is_op(o->op))
+	const struct tir_fnode *f = &v->n[o];
+	if (f->flags & TIR_FN_LEAF)
 		return "a leaf";
-	enum tir_kind k = tir_op(o->op)->kind;
-	if (k == TIR_KIND_REDUCE) {
-		const char *why = why_not_reduce(o);
+	if (f->kind == TIR_KIND_REDUCE) {
+		const char *why = why_not_reduce(p->nodes[o]);
 		if (why)
 			return why;
-		if (long_to_one(o))
+		if (long_to_one(p->nodes[o]))
 			return "an operand sums a long run to one value (its own kernel, in pieces on the pool)";
-	} else if (k == TIR_KIND_MOVEMENT && is_view_op(o->op)) {
-		if (!tir_dtype_is_wide_float(o->type.dtype))
+	} else if (f->kind == TIR_KIND_MOVEMENT && (f->flags & TIR_FN_VIEW)) {
+		if (!tir_dtype_is_wide_float(f->dt))
 			return "an operand's dtype does not fuse";
-	} else if (!tir_fusable(o)) {
-		return k == TIR_KIND_ELEMWISE ? "an operand's dtype does not fuse" : "an operand is not elementwise";
+	} else if (!(f->flags & TIR_FN_FUSABLE)) {
+		return f->kind == TIR_KIND_ELEMWISE ? "an operand's dtype does not fuse" : "an operand is not elementwise";
 	}
-	if ((int)tir_fuse_dtype(o) != r->type.dtype)
+	if (f->fdt != v->n[r].dt)
 		return "an operand has another dtype";
-	if (target[o->id])
+	if (target[o])
 		return "an operand is printed or saved";
-	if (dup && dup[o->id])
+	if (dup && dup[o])
 		return NULL; /* recomputed in each kernel that reads it */
-	if (seen != uses[o->id])
+	if (seen != uses[o])
 		return "an operand is read by another kernel too";
-	if (taken[o->id])
+	if (taken[o])
 		return "an operand is in another kernel";
 	return NULL;
 }
@@ -245,6 +246,15 @@ static void reverse(struct tir_node **v, int n)
 {
 	for (int a = 0, b = n - 1; a < b; a++, b--) {
 		struct tir_node *t = v[a];
+		v[a] = v[b];
+		v[b] = t;
+	}
+}
+
+static void reverse_ids(uint32_t *v, int n)
+{
+	for (int a = 0, b = n - 1; a < b; a++, b--) {
+		uint32_t t = v[a];
 		v[a] = v[b];
 		v[b] = t;
 	}
@@ -385,9 +395,56 @@ void tir_group_info_place(struct tir_group_info *info, void *mem, int n)
 	info->cls = (uint8_t *)((int32_t *)mem + (n > 0 ? n : 1));
 }
 
-const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *in,
-			      const struct tir_node **culprit)
+/* What analyze reads of a group's members, gathered from the view of the
+ * graph (tir_fuse) or from the nodes (tir_group_analyze): by member, its
+ * op, kind, type and operands; by operand edge (e, e + nin), the operand's
+ * index among the members (-1: an input).  The nodes themselves are read
+ * for the rare members whose attributes or operands' types matter
+ * (reductions, views, per-row values) and to name a culprit. */
+struct gmember {
+	const struct tir_type *type;
+	uint32_t e;
+	uint16_t op, nin;
+	uint8_t kind;
+};
+struct gtable {
+	struct gmember *m;
+	int32_t *eidx;
+};
+
+/* Room for a group of n members reading ne operands: 0, or -TIR_ENOMEM. */
+static int gtable_alloc(struct gtable *t, size_t n, size_t ne)
 {
+	t->m = malloc(sizeof *t->m * (n + 1));
+	t->eidx = malloc(sizeof *t->eidx * (ne + 1));
+	return t->m && t->eidx ? 0 : -TIR_ENOMEM;
+}
+
+static void gtable_free(struct gtable *t)
+{
+	free(t->m);
+	free(t->eidx);
+}
+
+/* g's table from its nodes (t sized by gtable_alloc for g). */
+static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
+{
+	uint32_t e = 0;
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *m = g->nodes[j];
+		t->m[j] = (struct gmember){.type = &m->type, .e = e, .op = (uint16_t)m->op, .nin = m->nin,
+					   .kind = (uint8_t)tir_op(m->op)->kind};
+		for (int k = 0; k < m->nin; k++, e++)
+			t->eidx[e] = m->in[k] ? member_index(g, j, m->in[k]) : -1;
+	}
+}
+
+/* tir_group_analyze over g's table t. */
+static const char *analyze(const struct tir_group *g, const struct gtable *t, struct tir_group_info *in,
+			   const struct tir_node **culprit)
+{
+	const struct gmember *mm = t->m;
+	const int32_t *eidx = t->eidx;
 	uint8_t *cls = in->cls;
 	int32_t *via = in->via;
 	memset(in, 0, sizeof *in);
@@ -403,9 +460,9 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	const struct tir_type *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
 	for (int j = g->n - 1; j >= 0; j--) {
-		const struct tir_node *m = g->nodes[j];
-		if (tir_op(m->op)->kind != TIR_KIND_REDUCE)
+		if (mm[j].kind != TIR_KIND_REDUCE)
 			continue;
+		const struct tir_node *m = g->nodes[j];
 		int split;
 		int64_t rows, cols;
 		if (!red_split(m, &split, &rows, &cols)) {
@@ -450,39 +507,38 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 
 	/* classes, operands first */
 	for (int j = 0; j < g->n; j++) {
-		const struct tir_node *m = g->nodes[j];
-		enum tir_kind kind = tir_op(m->op)->kind;
+		const struct gmember *m = &mm[j];
 		bool full = false, row = false;
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, j, m->in[k]);
+			int o = eidx[m->e + (uint32_t)k];
 			if (o < 0)
 				continue;
 			full |= in->cls[o] == TIR_FC_FULL || in->cls[o] == TIR_FC_ALIAS;
 			row |= in->cls[o] == TIR_FC_ROW;
 		}
-		if (kind == TIR_KIND_REDUCE) {
+		if (m->kind == TIR_KIND_REDUCE) {
 			in->cls[j] = TIR_FC_ROW;
 			if (row) {
-				*culprit = m->in[0];
+				*culprit = g->nodes[j]->in[0];
 				return "a reduction reads a per-row value";
 			}
-		} else if (kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) {
+		} else if (m->kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) {
 			if (row) {
-				*culprit = m;
+				*culprit = g->nodes[j];
 				return "an operand moves a per-row value";
 			}
 			in->cls[j] = full ? TIR_FC_ALIAS : TIR_FC_ONCE;
 		} else {
-			int64_t mn = tir_type_numel(&m->type);
+			int64_t mn = tir_type_numel(m->type);
 			/* of inputs alone and smaller than the domain: once per
 			 * call, or per row when that is too large */
 			in->cls[j] = full || mn >= numel ? TIR_FC_FULL
 				     : row ? TIR_FC_ROW
 				     : mn <= TIR_FUSE_HOIST_MAX ? TIR_FC_ONCE
-				     : in->reduces && pad_equal(&m->type, in->rank, in->kshape) ? TIR_FC_ROW
+				     : in->reduces && pad_equal(m->type, in->rank, in->kshape) ? TIR_FC_ROW
 				     : TIR_FC_ONCE;
 			if (in->cls[j] == TIR_FC_ONCE && mn > TIR_FUSE_HOIST_MAX) {
-				*culprit = m;
+				*culprit = g->nodes[j];
 				return "an operand is broadcast and too large to compute once";
 			}
 		}
@@ -504,11 +560,11 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	for (int j = g->n - 1; j >= 0; j--) {
 		if (in->cls[j] == TIR_FC_ONCE)
 			continue;
-		const struct tir_node *m = g->nodes[j];
+		const struct gmember *m = &mm[j];
 		TIR_ASSERT(in->via[j] != -3);
 		int sp = in->cls[j] == TIR_FC_ALIAS ? j : in->via[j];
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, j, m->in[k]);
+			int o = eidx[m->e + (uint32_t)k];
 			if (o < 0 || in->cls[o] == TIR_FC_ONCE)
 				continue;
 			if (in->via[o] == -3) {
@@ -522,50 +578,51 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 
 	/* shapes and edges */
 	for (int j = 0; j < g->n; j++) {
-		const struct tir_node *m = g->nodes[j];
+		const struct gmember *m = &mm[j];
 		int c = in->cls[j];
 		if (c == TIR_FC_ONCE)
 			continue;
 		if (c == TIR_FC_FULL) {
 			/* the same elements, maybe with fewer leading 1s */
 			const struct tir_type *sp = in->via[j] < 0 ? dom : &g->nodes[in->via[j]]->in[0]->type;
-			if (!pad_equal(&m->type, sp->rank, sp->shape)) {
-				*culprit = m;
+			if (!pad_equal(m->type, sp->rank, sp->shape)) {
+				*culprit = g->nodes[j];
 				return "an operand has another shape than the kernel";
 			}
 		}
 		if (c == TIR_FC_ROW && in->via[j] != -1) {
-			*culprit = m;
+			*culprit = g->nodes[j];
 			return "a per-row value is read in another layout";
 		}
-		if (c == TIR_FC_ROW && tir_op(m->op)->kind == TIR_KIND_REDUCE) {
-			int o = member_index(g, j, m->in[0]);
+		if (c == TIR_FC_ROW && m->kind == TIR_KIND_REDUCE) {
+			int o = eidx[m->e];
 			if (o >= 0 && in->cls[o] == TIR_FC_ALIAS) {
 				/* unfused, the reduction walks the view in memory order */
-				struct tir_tensor t;
+				struct tir_tensor tt;
 				bool mask[TIR_MAX_RANK];
-				unfused_layout(g, in, o, &t);
-				tir_reduce_mask(m, t.rank, mask);
-				if (!tir_reduce_by_runs(&t, mask)) {
+				unfused_layout(g, in, o, &tt);
+				tir_reduce_mask(g->nodes[j], tt.rank, mask);
+				if (!tir_reduce_by_runs(&tt, mask)) {
 					*culprit = g->nodes[o];
 					return "a reduction reads a moved value";
 				}
 			}
 			continue;
 		}
-		if (c == TIR_FC_ROW && !row_shape(&m->type, in)) {
+		if (c == TIR_FC_ROW && !row_shape(m->type, in)) {
 			for (int k = 0; k < m->nin; k++)
-				if (member_index(g, j, m->in[k]) >= 0)
-					*culprit = m->in[k];
+				if (eidx[m->e + (uint32_t)k] >= 0)
+					*culprit = g->nodes[j]->in[k];
 			return "an operand mixes per-row values of other shapes";
 		}
 		for (int k = 0; k < m->nin; k++) {
-			int o = member_index(g, j, m->in[k]);
+			int o = eidx[m->e + (uint32_t)k];
 			if (o < 0 || in->cls[o] != TIR_FC_ROW)
 				continue;
-			if (c == TIR_FC_FULL ? !pad_equal(&m->in[k]->type, in->rank, in->kshape)
-					     : !pad_equal(&m->in[k]->type, m->type.rank, m->type.shape)) {
-				*culprit = m->in[k];
+			const struct tir_type *ot = &g->nodes[j]->in[k]->type;
+			if (c == TIR_FC_FULL ? !pad_equal(ot, in->rank, in->kshape)
+					     : !pad_equal(ot, m->type->rank, m->type->shape)) {
+				*culprit = g->nodes[j]->in[k];
 				return "a per-row value is broadcast another way";
 			}
 		}
@@ -585,6 +642,247 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	return NULL;
 }
 
+const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *in,
+			      const struct tir_node **culprit)
+{
+	size_t ne = 0;
+	for (int j = 0; j < g->n; j++)
+		ne += g->nodes[j]->nin;
+	struct gtable t;
+	if (gtable_alloc(&t, (size_t)(g->n > 0 ? g->n : 0), ne)) {
+		gtable_free(&t);
+		*culprit = g->root;
+		return "out of memory";
+	}
+	gtable_of_nodes(g, &t);
+	const char *why = analyze(g, &t, in, culprit);
+	gtable_free(&t);
+	return why;
+}
+
+/* ---- the planner's view of the graph (fusion.h) ---- */
+
+static bool gen_float(const struct tir_node *o);
+static bool can_root(const struct tir_node *r);
+
+static uint32_t type_hash(const struct tir_type *t)
+{
+	uint64_t h = (1469598103934665603u ^ (t->dtype | (uint64_t)t->rank << 8 | (uint64_t)t->weak << 16)) *
+		     1099511628211u;
+	for (int d = 0; d < t->rank; d++)
+		h = (h ^ (uint64_t)t->shape[d]) * 1099511628211u;
+	return (uint32_t)(h ^ h >> 32);
+}
+
+static bool type_same(const struct tir_type *a, const struct tir_type *b)
+{
+	return a->dtype == b->dtype && a->weak == b->weak && same_shape(a, b);
+}
+
+/* The index of type t among v's types, added when new: 0, or -TIR_ENOMEM. */
+static int view_type(struct tir_fview *v, const struct tir_type *t, uint32_t *at)
+{
+	if (2 * ((size_t)v->ntypes + 1) > v->nslots) {
+		size_t ns = v->nslots ? 2 * v->nslots : 64;
+		uint32_t *slot = malloc(sizeof *slot * ns);
+		if (!slot)
+			return -TIR_ENOMEM;
+		memset(slot, 0xff, sizeof *slot * ns);
+		for (uint32_t k = 0; k < v->ntypes; k++) {
+			size_t q = type_hash(&v->types[k].t) & (ns - 1);
+			while (slot[q] != TIR_FN_NONE)
+				q = (q + 1) & (ns - 1);
+			slot[q] = k;
+		}
+		free(v->slot);
+		v->slot = slot;
+		v->nslots = ns;
+	}
+	size_t q = type_hash(t) & (v->nslots - 1);
+	for (; v->slot[q] != TIR_FN_NONE; q = (q + 1) & (v->nslots - 1))
+		if (type_same(&v->types[v->slot[q]].t, t)) {
+			*at = v->slot[q];
+			return 0;
+		}
+	if (tir_grow((void **)&v->types, &v->captypes, (size_t)v->ntypes + 1, sizeof *v->types))
+		return -TIR_ENOMEM;
+	struct tir_ftype *nt = &v->types[v->ntypes];
+	memset(nt, 0, sizeof *nt);
+	nt->t.dtype = t->dtype;
+	nt->t.rank = t->rank;
+	nt->t.weak = t->weak;
+	memcpy(nt->t.shape, t->shape, sizeof(int64_t) * t->rank);
+	nt->numel = tir_type_numel(t);
+	v->slot[q] = v->ntypes;
+	*at = v->ntypes++;
+	return 0;
+}
+
+/* What the passes ask of node x, as TIR_FN_* flags. */
+static uint8_t node_flags(const struct tir_node *x)
+{
+	const struct tir_opdef *d = tir_op(x->op);
+	bool fusable = tir_fusable(x);
+	uint8_t f = 0;
+	if (x->op == TIR_OP_CONST || x->op == TIR_OP_INPUT || tir_gen_is_op(x->op))
+		f |= TIR_FN_LEAF;
+	if (fusable)
+		f |= TIR_FN_FUSABLE;
+	if (d->kind == TIR_KIND_REDUCE ? !why_not_reduce(x) : fusable)
+		f |= TIR_FN_TAKES;
+	if (can_root(x))
+		f |= TIR_FN_ROOT;
+	if (gen_float(x))
+		f |= TIR_FN_GEN;
+	if (x->op == TIR_OP_CONST || x->op == TIR_OP_INPUT || d->kind == TIR_KIND_CREATE)
+		f |= TIR_FN_SLEAF;
+	if (is_view_op(x->op))
+		f |= TIR_FN_VIEW;
+	return f;
+}
+
+/* What a node's flags, kind and fuse dtype depend on, but for a reduction
+ * (its attributes and shapes too): its op, dtype and weakness, and its
+ * first two operands' (the dtype it computes in, where a comparison or a
+ * where reads them).  UINT64_MAX for a reduction. */
+static uint64_t flags_key(const struct tir_node *x)
+{
+	if (tir_op(x->op)->kind == TIR_KIND_REDUCE)
+		return UINT64_MAX;
+	uint64_t key = (uint64_t)x->op | (uint64_t)x->type.dtype << 16 | (uint64_t)x->type.weak << 24;
+	for (int k = 0; k < 2 && k < x->nin; k++)
+		if (x->in[k])
+			key |= (1 | (uint64_t)x->in[k]->type.dtype << 1 | (uint64_t)x->in[k]->type.weak << 9) << (25 + 10 * k);
+	return key;
+}
+
+/* The flags of nodes alike, asked once (direct-mapped by flags_key). */
+struct tir_fmemo {
+	uint64_t key;
+	uint8_t flags, kind, fdt;
+};
+#define FMEMO 256
+
+int tir_fview_init(struct tir_fview *v, size_t nnodes)
+{
+	memset(v, 0, sizeof *v);
+	v->nnodes = nnodes;
+	v->capedges = nnodes + 64;
+	v->n = calloc(nnodes + 1, sizeof *v->n);
+	v->edges = malloc(sizeof *v->edges * v->capedges);
+	v->memo = malloc(sizeof *v->memo * FMEMO);
+	if (!v->n || !v->edges || !v->memo) {
+		tir_fview_free(v);
+		return -TIR_ENOMEM;
+	}
+	for (int q = 0; q < FMEMO; q++)
+		v->memo[q].key = UINT64_MAX;
+	v->last = TIR_FN_NONE;
+	return 0;
+}
+
+int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
+{
+	struct tir_fnode *f = &v->n[x->id];
+	if (v->nedges + x->nin > v->capedges &&
+	    tir_grow((void **)&v->edges, &v->capedges, v->nedges + x->nin, sizeof *v->edges))
+		return -TIR_ENOMEM;
+	f->op = (uint16_t)x->op;
+	f->nin = x->nin;
+	f->dt = x->type.dtype;
+	uint64_t key = flags_key(x);
+	struct tir_fmemo *m = &v->memo[(key * 0x9e3779b97f4a7c15u) >> 56];
+	if (key != UINT64_MAX && m->key == key) {
+		f->flags = m->flags;
+		f->kind = m->kind;
+		f->fdt = m->fdt;
+	} else {
+		f->flags = node_flags(x);
+		f->kind = (uint8_t)tir_op(x->op)->kind;
+		f->fdt = (uint8_t)tir_fuse_dtype(x);
+		if (key != UINT64_MAX)
+			*m = (struct tir_fmemo){.key = key, .flags = f->flags, .kind = f->kind, .fdt = f->fdt};
+	}
+	/* (the type of the node added before: most often this one's too) */
+	if (v->last == TIR_FN_NONE || !type_same(&v->types[v->last].t, &x->type)) {
+		if (view_type(v, &x->type, &v->last))
+			return -TIR_ENOMEM;
+	}
+	f->type = v->last;
+	f->in = (uint32_t)v->nedges;
+	for (int k = 0; k < x->nin; k++)
+		v->edges[v->nedges++] = x->in[k] ? x->in[k]->id : TIR_FN_NONE;
+	return 0;
+}
+
+int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
+{
+	size_t nn = p->nnodes;
+	if (tir_fview_init(v, nn))
+		return -TIR_ENOMEM;
+	for (size_t i = 0; i < nn; i++) {
+		ahead(p->nodes, i, nn);
+		if (tir_fview_add(v, p->nodes[i])) {
+			tir_fview_free(v);
+			return -TIR_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void tir_fview_free(struct tir_fview *v)
+{
+	free(v->n);
+	free(v->edges);
+	free(v->types);
+	free(v->slot);
+	free(v->memo);
+	memset(v, 0, sizeof *v);
+}
+
+/* Operand k of node i in v, or TIR_FN_NONE. */
+static inline uint32_t operand(const struct tir_fview *v, uint32_t i, int k)
+{
+	return v->edges[v->n[i].in + (uint32_t)k];
+}
+
+/* Whether operand k of node i is one of its operands before k too. */
+static inline bool again(const struct tir_fview *v, uint32_t i, int k)
+{
+	const uint32_t *e = v->edges + v->n[i].in;
+	for (int q = 0; q < k; q++)
+		if (e[q] == e[k])
+			return true;
+	return false;
+}
+
+static inline int64_t numel_of(const struct tir_fview *v, uint32_t i)
+{
+	return v->types[v->n[i].type].numel;
+}
+
+/* The table of the group of members ids[0, n) from v (t sized for it);
+ * midx: by node id, -1 but while this runs (each member's index). */
+static void gtable_of_view(const struct tir_fview *v, const uint32_t *ids, int n, int32_t *midx, struct gtable *t)
+{
+	for (int j = 0; j < n; j++)
+		midx[ids[j]] = j;
+	uint32_t e = 0;
+	for (int j = 0; j < n; j++) {
+		const struct tir_fnode *f = &v->n[ids[j]];
+		const struct tir_ftype *ft = &v->types[f->type];
+		t->m[j] = (struct gmember){.type = &ft->t, .e = e, .op = f->op, .nin = f->nin, .kind = f->kind};
+		/* (an operand is made before its reader: a member, it is one
+		 * of those before j, as member_index finds it) */
+		for (int k = 0; k < f->nin; k++, e++) {
+			uint32_t o = operand(v, ids[j], k);
+			t->eidx[e] = o == TIR_FN_NONE ? -1 : midx[o];
+		}
+	}
+	for (int j = 0; j < n; j++)
+		midx[ids[j]] = -1;
+}
+
 /* ---- keep or recompute: the scored choice ---- */
 
 /* What computing op costs per element, counted as bytes moved (ops.def's
@@ -594,34 +892,34 @@ static int64_t op_cost(enum tir_op op)
 	return tir_op(op)->cost;
 }
 
-static int64_t bytes_of(const struct tir_node *n)
+static int64_t bytes_of(const struct tir_fview *v, uint32_t i)
 {
-	return tir_type_numel(&n->type) * (int64_t)tir_dtype_size((enum tir_dtype)n->type.dtype);
+	return numel_of(v, i) * (int64_t)tir_dtype_size((enum tir_dtype)v->n[i].dt);
 }
 
 /* Whether reader r may take a value of dtype dt into its kernel. */
-static bool takes(const struct tir_node *r, enum tir_dtype dt)
+static bool takes(const struct tir_fview *v, uint32_t r, enum tir_dtype dt)
 {
-	if (tir_fuse_dtype(r) != dt)
-		return false;
-	return tir_op(r->op)->kind == TIR_KIND_REDUCE ? !why_not_reduce(r) : tir_fusable(r);
+	return v->n[r].fdt == dt && (v->n[r].flags & TIR_FN_TAKES);
 }
 
 /* A value with its private subtree: elementwise ops read by nothing else,
  * down to values no kernel computes (leaves, rand, ...), at most 8 ops.
  * cost: computing it all, as bytes; leaves[nleaves]: what it reads.
  * false when o is not such a value. */
-static bool subtree(const struct tir_node *o, const int32_t *readers, const bool *target, int depth,
-		    int64_t *cost, const struct tir_node **leaves, int *nleaves, int *nops)
+static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *readers, const bool *target, int depth,
+		    int64_t *cost, uint32_t *leaves, int *nleaves, int *nops)
 {
-	if (!tir_fusable(o) || target[o->id] || ++*nops > 8 || depth > 8)
+	const struct tir_fnode *f = &v->n[o];
+	if (!(f->flags & TIR_FN_FUSABLE) || target[o] || ++*nops > 8 || depth > 8)
 		return false;
-	*cost += tir_type_numel(&o->type) * op_cost(o->op);
-	for (int k = 0; k < o->nin; k++) {
-		const struct tir_node *x = o->in[k];
-		enum tir_kind kind = tir_op(x->op)->kind;
-		if (x->op == TIR_OP_CONST || x->op == TIR_OP_INPUT || kind == TIR_KIND_CREATE) {
-			bool seen = x->op == TIR_OP_CONST;
+	*cost += numel_of(v, o) * op_cost(f->op);
+	for (int k = 0; k < f->nin; k++) {
+		uint32_t x = operand(v, o, k);
+		if (x == TIR_FN_NONE)
+			return false;
+		if (v->n[x].flags & TIR_FN_SLEAF) {
+			bool seen = v->n[x].op == TIR_OP_CONST;
 			for (int q = 0; q < *nleaves; q++)
 				seen |= leaves[q] == x;
 			if (!seen && *nleaves < 16)
@@ -630,8 +928,8 @@ static bool subtree(const struct tir_node *o, const int32_t *readers, const bool
 				return false;
 			continue;
 		}
-		if (readers[x->id] != 1 || tir_fuse_dtype(x) != tir_fuse_dtype(o) ||
-		    !subtree(x, readers, target, depth + 1, cost, leaves, nleaves, nops))
+		if (readers[x] != 1 || v->n[x].fdt != f->fdt ||
+		    !subtree(v, x, readers, target, depth + 1, cost, leaves, nleaves, nops))
 			return false;
 	}
 	return true;
@@ -642,113 +940,103 @@ static bool subtree(const struct tir_node *o, const int32_t *readers, const bool
  * read by each reader; what it reads, read once) and when each reader's
  * kernel recomputes it (what it reads, read by each reader that does not
  * read it anyway, plus computing it again, as bytes).  A value chosen for
- * recomputing takes its subtree along: dup marks them all. */
-static int dup_scores(const struct tir_program *p, const bool *need, const int64_t *uses,
-		      const bool *target, int64_t *keep, int64_t *copy, bool *dup)
+ * recomputing takes its subtree along: dup marks them all.  keep and copy
+ * come zeroed (by node id), and stay 0 for values that are not chosen
+ * among. */
+static int dup_scores(const struct tir_fview *v, const bool *need, const bool *target, int64_t *keep,
+		      int64_t *copy, bool *dup)
 {
-	size_t nn = p->nnodes;
+	size_t nn = v->nnodes;
 	int32_t *readers = calloc(nn + 1, sizeof *readers);
 	bool *bad = calloc(nn + 1, sizeof *bad);
-	if (!readers || !bad) {
-		free(readers);
-		free(bad);
-		return -TIR_ENOMEM;
-	}
-	for (size_t i = 0; i < nn; i++) {
-		const struct tir_node *r = p->nodes[i];
-		ahead(p->nodes, i, nn);
+	/* the candidates (values that pass subtree): by node id, 1 + its
+	 * index into their leaves (16 each), else 0 */
+	int32_t *slot = NULL;
+	struct cand_leaves {
+		uint32_t leaf[16];
+		int n;
+	} *cl = NULL;
+	size_t ncand = 0, capcand = 0;
+	int rc = -TIR_ENOMEM;
+	if (!readers || !bad)
+		goto out;
+	for (uint32_t i = 0; i < nn; i++) {
+		const struct tir_fnode *r = &v->n[i];
 		if (!need[i])
 			continue;
 		/* takes(r, dt), asked of r once: whether it takes a value
 		 * into its kernel, of which dtype */
-		bool rtakes = r->nin && (tir_op(r->op)->kind == TIR_KIND_REDUCE ? !why_not_reduce(r) : tir_fusable(r));
-		enum tir_dtype rdt = rtakes ? tir_fuse_dtype(r) : TIR_DTYPE_COUNT;
+		bool rtakes = r->nin && (r->flags & TIR_FN_TAKES);
 		for (int k = 0; k < r->nin; k++) {
-			const struct tir_node *o = r->in[k];
-			bool again = false;
-			for (int q = 0; q < k; q++)
-				again |= r->in[q] == o;
-			if (!o || again)
+			uint32_t o = operand(v, i, k);
+			if (o == TIR_FN_NONE || again(v, i, k))
 				continue;
-			readers[o->id]++;
-			bad[o->id] |= !rtakes || rdt != tir_fuse_dtype(o);
+			readers[o]++;
+			bad[o] |= !rtakes || r->fdt != v->n[o].fdt;
 		}
 		bad[i] |= target[i];
 	}
-	/* each node's readers (needed, each once), by node id */
-	int32_t *first = calloc(nn + 2, sizeof *first), *rd = NULL, *fill = NULL;
-	if (first) {
-		for (size_t i = 0; i < nn; i++)
-			first[i + 1] = first[i] + readers[i];
-		rd = malloc(sizeof *rd * ((size_t)first[nn] + 1));
-		fill = calloc(nn + 1, sizeof *fill);
-	}
-	if (!first || !rd || !fill) {
-		free(readers);
-		free(bad);
-		free(first);
-		free(rd);
-		free(fill);
-		return -TIR_ENOMEM;
-	}
-	for (size_t j = 0; j < nn; j++) {
-		const struct tir_node *r = p->nodes[j];
-		ahead(p->nodes, j, nn);
-		for (int k = 0; need[j] && k < r->nin; k++) {
-			const struct tir_node *o = r->in[k];
-			bool again = false;
-			for (int q = 0; q < k; q++)
-				again |= r->in[q] == o;
-			if (o && !again)
-				rd[first[o->id] + fill[o->id]++] = (int32_t)j;
-		}
-	}
-	for (size_t i = nn; i-- > 0;) {
-		const struct tir_node *o = p->nodes[i];
-		keep[i] = copy[i] = 0;
+	if (!(slot = calloc(nn + 1, sizeof *slot)))
+		goto out;
+	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!need[i] || bad[i] || readers[i] < 2)
 			continue;
-		const struct tir_node *leaves[16];
-		int nleaves = 0, nops = 0;
+		struct cand_leaves c = {.n = 0};
+		int nops = 0;
 		int64_t cost = 0, in_bytes = 0;
-		if (!subtree(o, readers, target, 0, &cost, leaves, &nleaves, &nops))
+		if (!subtree(v, i, readers, target, 0, &cost, c.leaf, &c.n, &nops))
 			continue;
-		for (int q = 0; q < nleaves; q++)
-			in_bytes += bytes_of(leaves[q]);
-		keep[i] = bytes_of(o) * (readers[i] + 1) + in_bytes;
+		for (int q = 0; q < c.n; q++)
+			in_bytes += bytes_of(v, c.leaf[q]);
+		keep[i] = bytes_of(v, i) * (readers[i] + 1) + in_bytes;
 		copy[i] = cost * (readers[i] - 1);
-		/* the leaves each reader would read again */
-		for (int32_t e = first[i]; e < first[i + 1]; e++) {
-			const struct tir_node *r = p->nodes[rd[e]];
-			for (int q = 0; q < nleaves; q++) {
+		if (!c.n)
+			continue;
+		if (tir_grow((void **)&cl, &capcand, ncand + 1, sizeof *cl))
+			goto out;
+		cl[ncand++] = c;
+		slot[i] = (int32_t)ncand;
+	}
+	/* the leaves each reader would read again */
+	for (uint32_t r = 0; ncand && r < nn; r++) {
+		for (int k = 0; need[r] && k < v->n[r].nin; k++) {
+			uint32_t o = operand(v, r, k);
+			if (o == TIR_FN_NONE || !slot[o] || again(v, r, k))
+				continue;
+			const struct cand_leaves *c = &cl[slot[o] - 1];
+			for (int q = 0; q < c->n; q++) {
 				bool has = false;
-				for (int k = 0; k < r->nin; k++)
-					has |= r->in[k] == leaves[q];
+				for (int j = 0; j < v->n[r].nin; j++)
+					has |= operand(v, r, j) == c->leaf[q];
 				if (!has)
-					copy[i] += bytes_of(leaves[q]);
-			}
-		}
-		if (dup && copy[i] < keep[i]) {
-			/* o and its private subtree */
-			const struct tir_node *stack[16];
-			int sp = 0;
-			stack[sp++] = o;
-			while (sp) {
-				const struct tir_node *x = stack[--sp];
-				dup[x->id] = true;
-				for (int k = 0; k < x->nin; k++)
-					if (tir_fusable(x->in[k]) && sp < 16)
-						stack[sp++] = x->in[k];
+					copy[o] += bytes_of(v, c->leaf[q]);
 			}
 		}
 	}
-	(void)uses;
+	for (uint32_t i = (uint32_t)nn; dup && i-- > 0;) {
+		if (!keep[i] || copy[i] >= keep[i])
+			continue;
+		/* o and its private subtree */
+		uint32_t stack[16];
+		int sp = 0;
+		stack[sp++] = i;
+		while (sp) {
+			uint32_t x = stack[--sp];
+			dup[x] = true;
+			for (int k = 0; k < v->n[x].nin; k++) {
+				uint32_t o = operand(v, x, k);
+				if (o != TIR_FN_NONE && (v->n[o].flags & TIR_FN_FUSABLE) && sp < 16)
+					stack[sp++] = o;
+			}
+		}
+	}
+	rc = 0;
+out:
 	free(readers);
 	free(bad);
-	free(first);
-	free(rd);
-	free(fill);
-	return 0;
+	free(slot);
+	free(cl);
+	return rc;
 }
 
 /* ---- generators: computed in the kernels that read them ----
@@ -764,32 +1052,36 @@ static bool gen_float(const struct tir_node *o)
 }
 
 /* Whether reader r may take generator o into its kernel. */
-static bool gen_taken_by(const struct tir_node *r, const struct tir_node *o)
+static bool gen_taken_by(const struct tir_fview *v, uint32_t r, uint32_t o)
 {
-	if (is_view_op(r->op))
-		return r->type.dtype == o->type.dtype;
-	return takes(r, (enum tir_dtype)o->type.dtype);
+	if (v->n[r].flags & TIR_FN_VIEW)
+		return v->n[r].dt == v->n[o].dt;
+	return takes(v, r, (enum tir_dtype)v->n[o].dt);
 }
 
 /* The bytes a generator read by ng kernels moves when kept, and when
  * computed in each (beyond the one computing it either way). */
-static void gen_score(const struct tir_node *o, int64_t ng, int64_t *keep, int64_t *copy)
+static void gen_score(const struct tir_fview *v, uint32_t o, int64_t ng, int64_t *keep, int64_t *copy)
 {
-	*keep = bytes_of(o) * (ng + 1);
-	*copy = tir_gen_cost(o->op) * tir_type_numel(&o->type) * (ng - 1);
+	*keep = bytes_of(v, o) * (ng + 1);
+	*copy = tir_gen_cost((enum tir_op)v->n[o].op) * numel_of(v, o) * (ng - 1);
+}
+
+/* Whether some needed node, not a target, is a float generator. */
+static bool any_gen(const struct tir_fview *v, const bool *need, const bool *target)
+{
+	for (size_t i = 0; i < v->nnodes; i++)
+		if ((v->n[i].flags & TIR_FN_GEN) && need[i] && !target[i])
+			return true;
+	return false;
 }
 
 /* By node id: generators whose readers could all take them (each reader
  * counted as a kernel), where computing them in each moves fewer bytes. */
-static int gen_candidates(const struct tir_program *p, const bool *need, const bool *target, bool *cand)
+static int gen_candidates(const struct tir_fview *v, const bool *need, const bool *target, bool *cand)
 {
-	size_t nn = p->nnodes;
-	bool any = false;
-	for (size_t i = 0; i < nn && !any; i++) {
-		ahead(p->nodes, i, nn);
-		any = need[i] && !target[i] && gen_float(p->nodes[i]);
-	}
-	if (!any) { /* (cand is cleared) */
+	size_t nn = v->nnodes;
+	if (!any_gen(v, need, target)) { /* (cand is cleared) */
 		memset(cand, 0, nn);
 		return 0;
 	}
@@ -800,26 +1092,21 @@ static int gen_candidates(const struct tir_program *p, const bool *need, const b
 		free(bad);
 		return -TIR_ENOMEM;
 	}
-	for (size_t i = 0; i < nn; i++) {
-		const struct tir_node *r = p->nodes[i];
-		for (int k = 0; need[i] && k < r->nin; k++) {
-			const struct tir_node *o = r->in[k];
-			bool again = false;
-			for (int q = 0; q < k; q++)
-				again |= r->in[q] == o;
-			if (!o || again || !gen_float(o))
+	for (uint32_t i = 0; i < nn; i++) {
+		for (int k = 0; need[i] && k < v->n[i].nin; k++) {
+			uint32_t o = operand(v, i, k);
+			if (o == TIR_FN_NONE || again(v, i, k) || !(v->n[o].flags & TIR_FN_GEN))
 				continue;
-			readers[o->id]++;
-			bad[o->id] |= !gen_taken_by(r, o);
+			readers[o]++;
+			bad[o] |= !gen_taken_by(v, i, o);
 		}
 	}
-	for (size_t i = 0; i < nn; i++) {
+	for (uint32_t i = 0; i < nn; i++) {
 		int64_t keep, copy;
-		const struct tir_node *o = p->nodes[i];
 		cand[i] = false;
-		if (!need[i] || target[i] || bad[i] || !readers[i] || !gen_float(o))
+		if (!need[i] || target[i] || bad[i] || !readers[i] || !(v->n[i].flags & TIR_FN_GEN))
 			continue;
-		gen_score(o, readers[i], &keep, &copy);
+		gen_score(v, i, readers[i], &keep, &copy);
 		cand[i] = copy < keep;
 	}
 	free(readers);
@@ -831,19 +1118,14 @@ static int gen_candidates(const struct tir_program *p, const bool *need, const b
  * of kernels of its dtype (never a matmul they finish) is computed by
  * those kernels when that moves fewer bytes (plan->interior; dup when
  * more than one does), with both figures in keep and copy. */
-static void gen_decide(const struct tir_program *p, const bool *need, const bool *target, struct tir_plan *plan,
+static void gen_decide(const struct tir_fview *v, const bool *need, const bool *target, struct tir_plan *plan,
 		       int32_t *ngroups, int32_t *readers, bool *ok)
 {
-	size_t nn = p->nnodes;
-	bool any = false;
+	size_t nn = v->nnodes;
 	for (size_t i = 0; i < nn; i++) {
-		ahead(p->nodes, i, nn);
 		ngroups[i] = readers[i] = 0;
-		ok[i] = need[i] && !target[i] && gen_float(p->nodes[i]);
-		any |= ok[i];
+		ok[i] = need[i] && !target[i] && (v->n[i].flags & TIR_FN_GEN);
 	}
-	if (!any) /* no generator to decide about (a program of scalars) */
-		return;
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
 		enum tir_dtype dt = gr->info ? gr->info->dt : (enum tir_dtype)gr->root->type.dtype;
@@ -867,42 +1149,36 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 	for (int g = 0; member && g < plan->ngroups; g++)
 		for (int j = 0; j < plan->groups[g].n; j++)
 			member[plan->groups[g].nodes[j]->id] = true;
-	for (size_t i = 0; i < nn; i++) {
-		const struct tir_node *r = p->nodes[i];
+	for (uint32_t i = 0; i < nn; i++) {
 		if (!need[i])
 			continue;
 		bool alone = !plan->interior[i] && plan->group_of[i] < 0;
-		for (int k = 0; k < r->nin; k++) {
-			const struct tir_node *o = r->in[k];
-			if (!o || !ok[o->id])
+		for (int k = 0; k < v->n[i].nin; k++) {
+			uint32_t o = operand(v, i, k);
+			if (o == TIR_FN_NONE || !ok[o])
 				continue;
 			bool in_group = member && member[i];
 			for (int g = 0; !member && g < plan->ngroups && !in_group; g++)
 				for (int j = 0; j < plan->groups[g].n && !in_group; j++)
-					in_group = plan->groups[g].nodes[j] == r;
+					in_group = plan->groups[g].nodes[j]->id == i;
 			if (!in_group || alone)
-				ok[o->id] = false;
+				ok[o] = false;
 		}
 	}
 	free(member);
 	/* kept because the score said so (its readers each a kernel): both
 	 * figures, for --explain */
-	for (size_t i = 0; i < nn; i++) {
-		const struct tir_node *r = p->nodes[i];
-		for (int k = 0; need[i] && k < r->nin; k++) {
-			const struct tir_node *o = r->in[k];
-			bool again = false;
-			for (int q = 0; q < k; q++)
-				again |= r->in[q] == o;
-			if (o && !again && gen_float(o) && need[o->id] && !target[o->id])
-				readers[o->id] = !gen_taken_by(r, o) ? INT32_MIN
-						 : readers[o->id] + (readers[o->id] >= 0);
+	for (uint32_t i = 0; i < nn; i++) {
+		for (int k = 0; need[i] && k < v->n[i].nin; k++) {
+			uint32_t o = operand(v, i, k);
+			if (o != TIR_FN_NONE && !again(v, i, k) && (v->n[o].flags & TIR_FN_GEN) && need[o] && !target[o])
+				readers[o] = !gen_taken_by(v, i, o) ? INT32_MIN : readers[o] + (readers[o] >= 0);
 		}
 	}
-	for (size_t i = 0; i < nn; i++) {
+	for (uint32_t i = 0; i < nn; i++) {
 		int64_t keep, copy;
 		if (readers[i] >= 2 && !ok[i]) {
-			gen_score(p->nodes[i], readers[i], &keep, &copy);
+			gen_score(v, i, readers[i], &keep, &copy);
 			if (copy >= keep) {
 				plan->keep[i] = keep;
 				plan->copy[i] = copy;
@@ -910,7 +1186,7 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 		}
 		if (!ok[i] || !ngroups[i])
 			continue;
-		gen_score(p->nodes[i], ngroups[i], &keep, &copy);
+		gen_score(v, i, ngroups[i], &keep, &copy);
 		plan->interior[i] = ngroups[i] == 1 || copy < keep;
 		plan->dup[i] = plan->interior[i] && ngroups[i] > 1;
 		plan->keep[i] = ngroups[i] > 1 ? keep : 0;
@@ -919,11 +1195,14 @@ static void gen_decide(const struct tir_program *p, const bool *need, const bool
 }
 
 /* tir_plan_finish, with the scores dup_scores made for these arguments
- * when keep and copy are given (tir_fuse's own), else made here. */
-static int plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
-		       const bool *target, struct tir_plan *plan, const int64_t *keep, const int64_t *copy)
+ * when *keep and *copy are given (tir_fuse's own: the plan takes them,
+ * and they are NULL after), else made here; ids: the groups' members'
+ * node ids, one after the other. */
+static int plan_finish(const struct tir_fview *v, const bool *need, const int64_t *uses, const bool *target,
+		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids)
 {
-	size_t nn = p->nnodes;
+	size_t nn = v->nnodes;
+	bool scored = keep && *keep && copy && *copy;
 	free(plan->interior);
 	free(plan->extra_uses);
 	free(plan->keep);
@@ -931,120 +1210,158 @@ static int plan_finish(const struct tir_program *p, const bool *need, const int6
 	free(plan->dup);
 	plan->interior = calloc(nn + 1, sizeof *plan->interior);
 	plan->extra_uses = calloc(nn + 1, sizeof *plan->extra_uses);
-	plan->keep = calloc(nn + 1, sizeof *plan->keep);
-	plan->copy = calloc(nn + 1, sizeof *plan->copy);
+	plan->keep = scored ? *keep : calloc(nn + 1, sizeof *plan->keep);
+	plan->copy = scored ? *copy : calloc(nn + 1, sizeof *plan->copy);
+	if (scored)
+		*keep = *copy = NULL;
 	plan->dup = calloc(nn + 1, sizeof *plan->dup);
 	int32_t *copies = calloc(nn + 1, sizeof *copies);
-	int64_t *absorbed = calloc(nn + 1, sizeof *absorbed);
+	int32_t *absorbed = calloc(nn + 1, sizeof *absorbed);
+	/* by node id: 1 + the last group it is a member of */
+	int32_t *stamp = calloc(nn + 1, sizeof *stamp);
 	int rc = -TIR_ENOMEM;
 	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
-	    !absorbed)
+	    !absorbed || !stamp)
 		goto out;
-	if (keep && copy) {
-		memcpy(plan->keep, keep, sizeof *keep * nn);
-		memcpy(plan->copy, copy, sizeof *copy * nn);
-	} else if (dup_scores(p, need, uses, target, plan->keep, plan->copy, NULL)) {
+	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL))
 		goto out;
-	}
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
 		if (gr->head)
 			plan->interior[gr->head->id] = true;
+		for (int j = 0; j < gr->n; j++)
+			stamp[ids[j]] = g + 1;
 		for (int j = 0; j < gr->n; j++) {
-			const struct tir_node *m = gr->nodes[j];
-			ahead(gr->nodes, (size_t)j, (size_t)gr->n);
+			uint32_t m = ids[j];
 			if (j < gr->n - 1)
-				copies[m->id]++;
-			for (int k = 0; k < m->nin; k++)
-				absorbed[m->in[k]->id] += member_index(gr, j, m->in[k]) >= 0;
+				copies[m]++;
+			/* (an operand is made before its reader: a member, it
+			 * is one of those before j) */
+			for (int k = 0; k < v->n[m].nin; k++)
+				absorbed[operand(v, m, k)] += stamp[operand(v, m, k)] == g + 1;
 		}
+		ids += gr->n;
 	}
-	for (size_t i = nn; i-- > 0;) {
+	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!copies[i])
 			continue;
 		/* a value every reader recomputes is never stored; its operands
 		 * are read once per copy (and once more when it is stored);
 		 * readers first, so that reads made by copies count */
-		const struct tir_node *o = p->nodes[i];
 		bool inner = absorbed[i] == uses[i] + plan->extra_uses[i];
 		plan->interior[i] = inner;
 		plan->dup[i] = copies[i] > 1 || !inner;
-		for (int k = 0; plan->dup[i] && k < o->nin; k++)
-			plan->extra_uses[o->in[k]->id] += copies[i] - (inner ? 1 : 0);
+		for (int k = 0; plan->dup[i] && k < v->n[i].nin; k++)
+			plan->extra_uses[operand(v, i, k)] += copies[i] - (inner ? 1 : 0);
 	}
-	bool *gok = calloc(nn + 1, sizeof *gok);
-	int32_t *grd = calloc(nn + 1, sizeof *grd);
-	bool have = gok && grd;
-	if (have)
-		gen_decide(p, need, target, plan, copies, grd, gok);
-	free(gok);
-	free(grd);
-	if (!have)
-		goto out;
+	if (any_gen(v, need, target)) { /* (not in a program of scalars) */
+		bool *gok = calloc(nn + 1, sizeof *gok);
+		int32_t *grd = calloc(nn + 1, sizeof *grd);
+		bool have = gok && grd;
+		if (have)
+			gen_decide(v, need, target, plan, copies, grd, gok);
+		free(gok);
+		free(grd);
+		if (!have)
+			goto out;
+	}
 	rc = 0;
 out:
 	free(copies);
 	free(absorbed);
+	free(stamp);
 	return rc;
 }
 
 int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
 		    const bool *target, struct tir_plan *plan)
 {
-	return plan_finish(p, need, uses, target, plan, NULL, NULL);
+	struct tir_fview v;
+	size_t nids = 0;
+	for (int g = 0; g < plan->ngroups; g++)
+		nids += (size_t)plan->groups[g].n;
+	uint32_t *ids = malloc(sizeof *ids * (nids + 1));
+	if (!ids || tir_fview_make(p, &v)) {
+		free(ids);
+		return -TIR_ENOMEM;
+	}
+	for (int g = 0, w = 0; g < plan->ngroups; g++)
+		for (int j = 0; j < plan->groups[g].n; j++)
+			ids[w++] = plan->groups[g].nodes[j]->id;
+	int rc = plan_finish(&v, need, uses, target, plan, NULL, NULL, ids);
+	tir_fview_free(&v);
+	free(ids);
+	return rc;
 }
 
 /* ---- the fuser ---- */
 
 struct grow {
-	int64_t *seen;              /* edges from the group's members, by node id */
+	int32_t *seen;              /* edges from the group's members, by node id */
 	struct tir_node **members, **ins;
-	const char **forbid;        /* by node id: why it may not join this root's group */
+	uint32_t *ids, *in_ids;     /* the members' and the inputs' node ids */
+	/* the nodes that may not join this root's group (at most 8), and why */
+	uint32_t forbid[8];
+	const char *forbid_why[8];
+	int nforbid;
 	const bool *dup;            /* by node id: recomputed by each kernel that reads it */
 	int nm, ni;
 	struct tir_node *head;
 	const char *closed;
 };
 
+/* Why node id may not join the group s grows, or NULL. */
+static const char *forbidden(const struct grow *s, uint32_t id)
+{
+	for (int k = 0; k < s->nforbid; k++)
+		if (s->forbid[k] == id)
+			return s->forbid_why[k];
+	return NULL;
+}
+
 /* Grow the group rooted at node i backwards through the operands it can
  * take, visiting candidates from the highest id down. */
-static void grow(const struct tir_program *p, size_t i, const int64_t *uses, const bool *target,
-		 const bool *taken, struct grow *s)
+static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_t i, const int64_t *uses,
+		 const bool *target, const bool *taken, struct grow *s)
 {
-	struct tir_node *r = p->nodes[i];
-	int64_t *seen = s->seen;
+	int32_t *seen = s->seen;
 	s->nm = s->ni = 0;
 	s->head = NULL;
 	s->closed = "its operands are all leaves";
 	bool stopped = false;
-	size_t lo = i;
-	int pending = 0; /* candidates seen, not yet visited */
-	s->members[s->nm++] = r;
-	for (int k = 0; k < r->nin; k++) {
-		pending += seen[r->in[k]->id]++ == 0;
-		lo = r->in[k]->id < lo ? r->in[k]->id : lo;
+	uint32_t lo = i;
+	s->ids[s->nm] = i;
+	s->members[s->nm++] = p->nodes[i];
+	for (int k = 0; k < v->n[i].nin; k++) {
+		uint32_t o = operand(v, i, k);
+		seen[o]++;
+		lo = o < lo ? o : lo;
 	}
-	for (size_t id = i; id-- > lo;) {
+	for (uint32_t id = i; id-- > lo;) {
 		if (!seen[id])
 			continue;
 		struct tir_node *o = p->nodes[id];
-		pending--;
-		if (!s->head && !s->forbid[id] && can_head(r, o, seen[id], uses, target, taken)) {
+		const char *forbid = forbidden(s, id);
+		if (!s->head && !forbid && v->n[id].op == TIR_OP_MATMUL &&
+		    can_head(p->nodes[i], o, seen[id], uses, target, taken)) {
 			/* the matmul makes the group's output; the group
 			 * finishes each block of it (its epilogue) */
 			s->head = o;
+			s->in_ids[s->ni] = id;
 			s->ins[s->ni++] = o;
 			continue;
 		}
-		const char *why = s->forbid[id] ? s->forbid[id] : why_not(r, o, seen[id], uses, target, taken, s->dup);
+		const char *why = forbid ? forbid : why_not(p, v, i, id, seen[id], uses, target, taken, s->dup);
 		if (!why) {
 			/* no bound on the ops or the values a kernel reads:
 			 * it grows with its group (vm.c sizes what it keeps
 			 * by the group, and its blocks by the caches) */
+			s->ids[s->nm] = id;
 			s->members[s->nm++] = o;
-			for (int k = 0; k < o->nin; k++) {
-				pending += seen[o->in[k]->id]++ == 0;
-				lo = o->in[k]->id < lo ? o->in[k]->id : lo;
+			for (int k = 0; k < v->n[id].nin; k++) {
+				uint32_t x = operand(v, id, k);
+				seen[x]++;
+				lo = x < lo ? x : lo;
 			}
 			continue;
 		}
@@ -1052,13 +1369,16 @@ static void grow(const struct tir_program *p, size_t i, const int64_t *uses, con
 			s->closed = why; /* the reason nearest the root */
 			stopped = true;
 		}
+		s->in_ids[s->ni] = id;
 		s->ins[s->ni++] = o;
 	}
-	for (size_t id = lo; id < i; id++)
+	for (uint32_t id = lo; id < i; id++)
 		seen[id] = 0;
 	/* both were listed from the highest id down: into graph order */
 	reverse(s->members, s->nm);
 	reverse(s->ins, s->ni);
+	reverse_ids(s->ids, s->nm);
+	reverse_ids(s->in_ids, s->ni);
 }
 
 /* A reducing group that would read a matmul through its elementwise
@@ -1127,13 +1447,24 @@ static bool can_root(const struct tir_node *r)
 int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	     const bool *target, struct tir_plan *plan)
 {
+	struct tir_fview v;
+	if (tir_fview_make(p, &v)) {
+		memset(plan, 0, sizeof *plan);
+		return -TIR_ENOMEM;
+	}
+	int rc = tir_fuse_view(p, &v, need, uses, target, plan);
+	tir_fview_free(&v);
+	return rc;
+}
+
+int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
+		  const bool *target, struct tir_plan *plan)
+{
 	memset(plan, 0, sizeof *plan);
 	size_t nn = p->nnodes;
 	plan->nnodes = nn;
 	plan->group_of = malloc(sizeof *plan->group_of * (nn + 1));
-	plan->interior = calloc(nn + 1, sizeof *plan->interior);
 	plan->need = malloc(nn + 1);
-	plan->alone = calloc(nn + 1, sizeof *plan->alone);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
 	bool *taken = calloc(nn + 1, sizeof *taken);
@@ -1141,9 +1472,18 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		.seen = calloc(nn + 1, sizeof *s.seen),
 		.members = malloc(sizeof *s.members * (nn + 1)),
 		.ins = malloc(sizeof *s.ins * (nn + 1)),
-		.forbid = calloc(nn + 1, sizeof *s.forbid),
+		.ids = malloc(sizeof *s.ids * (nn + 1)),
+		.in_ids = malloc(sizeof *s.in_ids * (nn + 1)),
 	};
-	size_t *forbidden = malloc(sizeof *forbidden * 9);
+	/* the groups' members' ids, one group after the other (plan_finish) */
+	uint32_t *gids = NULL;
+	size_t ngids = 0, capgids = 0;
+	/* a group being checked, as analyze reads it (members' indices by
+	 * node id, -1 for the others) */
+	struct gtable gt = {0};
+	int32_t *midx = malloc(sizeof *midx * (nn + 1));
+	if (midx)
+		memset(midx, 0xff, sizeof *midx * (nn + 1));
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
 	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
 	/* what a group being checked is analyzed into: its members are
@@ -1152,9 +1492,10 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	bool *scratch = malloc(2 * (nn + 1));
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->interior || !plan->need || !plan->alone || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.forbid || !forbidden || !keep || !copy || !dup || !cand || !infomem || !scratch ||
-	    dup_scores(p, need, uses, target, keep, copy, dup) || gen_candidates(p, need, target, cand)) {
+	if (!plan->group_of || !plan->need || !taken || !s.seen || !s.members ||
+	    !s.ins || !s.ids || !s.in_ids || !keep || !copy || !dup || !cand || !infomem || !scratch ||
+	    !midx || gtable_alloc(&gt, nn, v->nedges) ||
+	    dup_scores(v, need, target, keep, copy, dup) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
@@ -1164,29 +1505,30 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	for (size_t i = 0; i < nn; i++)
 		plan->group_of[i] = -1;
 	/* roots from the last node back, so a chain's end heads its group */
-	for (size_t i = nn; i-- > 0;) {
-		struct tir_node *r = p->nodes[i];
-		if (!need[i] || taken[i] || dup[i] || !can_root(r))
+	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
+		if (!need[i] || taken[i] || dup[i] || !(v->n[i].flags & TIR_FN_ROOT))
 			continue; /* (a recomputed value is its readers') */
+		struct tir_node *r = p->nodes[i];
 		/* grow, then check the whole: a member that cannot be in the
 		 * kernel is left out (its reason is the group's), up to 8 times */
 		struct tir_group g = {0};
 		struct tir_group_info info; /* the last attempt's, kept with the group */
-		int nforbid = 0;
+		s.nforbid = 0;
 		bool ok = false;
 		const char *first_why = NULL;
 		for (int attempt = 0; attempt < 9; attempt++) {
-			grow(p, i, uses, target, taken, &s);
+			grow(p, v, i, uses, target, taken, &s);
 			bool gen = false; /* a kernel of one op computing a generator it reads */
-			for (int k = 0; k < r->nin; k++)
-				gen |= r->in[k] && cand[r->in[k]->id];
+			for (int k = 0; k < v->n[i].nin; k++)
+				gen |= operand(v, i, k) != TIR_FN_NONE && cand[operand(v, i, k)];
 			if (s.nm == 1 && !s.head && !gen)
 				break;
 			g = (struct tir_group){.root = r, .n = s.nm, .nodes = s.members, .nin = s.ni,
 					       .inputs = s.ins, .closed = s.closed, .head = s.head};
 			const struct tir_node *culprit;
 			tir_group_info_place(&info, infomem, s.nm);
-			const char *why = tir_group_analyze(&g, &info, &culprit);
+			gtable_of_view(v, s.ids, s.nm, midx, &gt);
+			const char *why = analyze(&g, &gt, &info, &culprit);
 			if (!why && info.reduces)
 				why = epilogue_first(&g, &info, uses, target, taken, scratch, &culprit);
 			if (!why) {
@@ -1196,13 +1538,16 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 			first_why = first_why ? first_why : why;
 			if (culprit == r || attempt == 8)
 				break;
-			s.forbid[culprit->id] = why;
-			forbidden[nforbid++] = culprit->id;
+			s.forbid[s.nforbid] = culprit->id;
+			s.forbid_why[s.nforbid++] = why;
 		}
-		for (int k = 0; k < nforbid; k++)
-			s.forbid[forbidden[k]] = NULL;
 		if (!ok) {
-			/* nothing joined: the reference kernel runs it */
+			/* nothing joined: the reference kernel runs it (why: by
+			 * node id, made for the first such) */
+			if (first_why && !plan->alone && !(plan->alone = calloc(nn + 1, sizeof *plan->alone))) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
 			if (first_why)
 				plan->alone[i] = first_why;
 			continue;
@@ -1221,6 +1566,15 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		}
 		memcpy(pg->nodes, g.nodes, sizeof *g.nodes * (size_t)g.n);
 		memcpy(pg->inputs, g.inputs, sizeof *g.inputs * (size_t)g.nin);
+		uint32_t *ids = tir_arena_alloc(&plan->arena, sizeof *ids * ((size_t)g.n + (size_t)g.nin + 1));
+		if (!ids) {
+			rc = -TIR_ENOMEM;
+			goto out;
+		}
+		memcpy(ids, s.ids, sizeof *ids * (size_t)g.n);
+		memcpy(ids + g.n, s.in_ids, sizeof *ids * (size_t)g.nin);
+		pg->ids = ids;
+		pg->input_ids = ids + g.n;
 		struct tir_group_info *gi = tir_arena_alloc(&plan->arena, sizeof *gi);
 		void *gm = tir_arena_alloc(&plan->arena, tir_group_info_bytes(g.n));
 		if (!gi || !gm) {
@@ -1235,21 +1589,30 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 		memcpy(gi->via, info.via, sizeof *gi->via * (size_t)g.n);
 		pg->info = gi;
 		for (int j = 0; j < g.n; j++)
-			taken[g.nodes[j]->id] = !dup[g.nodes[j]->id] || j == g.n - 1;
+			taken[s.ids[j]] = !dup[s.ids[j]] || j == g.n - 1;
 		if (g.head)
 			taken[g.head->id] = true;
+		if (tir_grow((void **)&gids, &capgids, ngids + (size_t)g.n, sizeof *gids)) {
+			rc = -TIR_ENOMEM;
+			goto out;
+		}
+		memcpy(gids + ngids, s.ids, sizeof *gids * (size_t)g.n);
+		ngids += (size_t)g.n;
 		plan->group_of[i] = plan->ngroups++;
 	}
-	rc = plan_finish(p, need, uses, target, plan, keep, copy);
+	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, gids);
 out:
+	free(gids);
+	free(midx);
+	gtable_free(&gt);
+	free(s.ids);
+	free(s.in_ids);
 	free(infomem);
 	free(scratch);
 	free(taken);
 	free(s.seen);
 	free(s.members);
 	free(s.ins);
-	free(s.forbid);
-	free(forbidden);
 	free(keep);
 	free(copy);
 	free(dup);

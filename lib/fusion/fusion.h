@@ -38,6 +38,9 @@ struct tir_group {
 	/* tir_group_analyze's result, made once with the plan (a group of a
 	 * plan runs on every run of it), or NULL: analyzed when needed */
 	const struct tir_group_info *info;
+	/* nodes[j]->id and inputs[k]->id, so that a pass over the plan need
+	 * not read the nodes (NULL: not known; read the nodes) */
+	const uint32_t *ids, *input_ids;
 };
 
 /* How a member of a group is computed (tir_group_analyze). */
@@ -115,12 +118,69 @@ struct tir_plan {
  * often) takes a few looks, anywhere else 2 log n. */
 int tir_node_find(struct tir_node *const *nodes, int n, const struct tir_node *o);
 
+/* What the planner's passes read of the graph, gathered in one pass over
+ * its nodes: 16 bytes a node and 4 an operand, by node id.  A node is a
+ * few hundred bytes with its operands and attributes, apart from the
+ * next, so that a program of 100,000 statements holds tens of MB of them:
+ * a dozen passes over those read memory, a dozen over this the caches.
+ * Nodes never change once made, so a view made of p serves every pass of
+ * one run over p's first nnodes nodes. */
+struct tir_fnode {
+	uint16_t op;            /* enum tir_op */
+	uint16_t nin;
+	uint8_t flags;          /* TIR_FN_* */
+	uint8_t kind;           /* enum tir_kind of op */
+	uint8_t dt;             /* type.dtype */
+	uint8_t fdt;            /* tir_fuse_dtype */
+	uint32_t type;          /* its type: types[type] */
+	uint32_t in;            /* its operands' ids: edges[in, in + nin) */
+};
+#define TIR_FN_NONE UINT32_MAX /* an absent operand */
+enum {
+	TIR_FN_LEAF = 1,        /* CONST, INPUT or a generator: no group computes it as a member */
+	TIR_FN_FUSABLE = 2,     /* tir_fusable */
+	TIR_FN_TAKES = 4,       /* may take values into its kernel: fusable, or a reduction that fuses */
+	TIR_FN_ROOT = 8,        /* may root a group */
+	TIR_FN_GEN = 16,        /* a float generator, computed where it is read when that pays */
+	TIR_FN_SLEAF = 32,      /* CONST, INPUT or a creation op: what a private subtree reads */
+	TIR_FN_VIEW = 64,       /* a movement that is a view */
+};
+struct tir_ftype {
+	struct tir_type t;
+	int64_t numel;
+};
+struct tir_fview {
+	size_t nnodes;
+	struct tir_fnode *n;    /* by node id (all 0 for a node not added) */
+	uint32_t *edges;
+	size_t nedges, capedges;
+	struct tir_ftype *types; /* each distinct type once */
+	uint32_t ntypes, last;
+	size_t captypes, nslots;
+	uint32_t *slot;         /* types by hash (open addressing) */
+	struct tir_fmemo *memo; /* flags of nodes alike, asked once */
+};
+/* The view of p's nodes into v.  returns 0 or -TIR_ENOMEM (v is then
+ * empty); free with tir_fview_free. */
+int tir_fview_make(const struct tir_program *p, struct tir_fview *v);
+/* The same made node by node, for the nodes a run reads alone: an empty
+ * view of nnodes nodes, then node x added (in any order; each once).  A
+ * pass reads the view of the nodes added only.  0 or -TIR_ENOMEM (init:
+ * v is then empty; add: free v). */
+int tir_fview_init(struct tir_fview *v, size_t nnodes);
+int tir_fview_add(struct tir_fview *v, const struct tir_node *x);
+void tir_fview_free(struct tir_fview *v);
+
 /* Partition the needed nodes (need[id]) into kernels.  uses[id] counts the
  * edges into id from needed nodes plus one per target; target[id] marks
  * values that are printed or saved (always materialized).
  * returns 0 or -TIR_ENOMEM; plan is filled (free with tir_plan_free). */
 int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	     const bool *target, struct tir_plan *plan);
+/* tir_fuse with v, the view of p's nodes (tir_fview_make) a caller has
+ * made already (borrowed). */
+int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
+		  const bool *target, struct tir_plan *plan);
 void tir_plan_free(struct tir_plan *plan);
 /* Given plan's groups (from tir_fuse or the plan cache): which members are
  * never stored, the reads beyond the graph's edges, the scores.

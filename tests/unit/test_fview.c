@@ -1,0 +1,286 @@
+/*
+ * test_fview.c — the planner's view of the graph (fusion.h: struct
+ * tir_fview) and the passes that read it, against the nodes they stand
+ * for.  For every sample, golden and bench program: each node's view
+ * (op, operands, dtype, type, flags, kind, fuse dtype: the flags asked
+ * once per kind of node) is what the node's own functions say; the plan
+ * made from the view is the one tir_fuse makes, its groups analyzed as
+ * tir_group_analyze analyzes them from their nodes, and what it finished
+ * is what tir_plan_finish makes again from the groups alone; a view of
+ * the needed nodes alone (a run's: tir_fview_add) plans the same.  And the
+ * view of a long program costs per node what a short one's does (bytes
+ * counted, not timed): 16 a node, 4 an operand, and a few distinct types
+ * whatever the length.
+ */
+#include "engine/engine.h"
+#include "fusion/fusion.h"
+#include "check.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *s = NULL;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0) {
+		long n = ftell(f);
+		rewind(f);
+		s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+		if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+			free(s);
+			s = NULL;
+		}
+		if (s) {
+			s[n] = 0;
+			*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return s;
+}
+
+/* The node's view is what the node says. */
+static void check_view(const struct tir_program *p, const struct tir_fview *v)
+{
+	CHECK(v->nnodes == p->nnodes);
+	size_t wrong = 0, edges = 0;
+	for (size_t i = 0; i < p->nnodes; i++) {
+		const struct tir_node *n = p->nodes[i];
+		const struct tir_fnode *f = &v->n[i];
+		const struct tir_type *t = &v->types[f->type].t;
+		bool ok = f->op == n->op && f->nin == n->nin && f->dt == n->type.dtype && f->in == edges &&
+			  f->kind == tir_op(n->op)->kind && f->fdt == tir_fuse_dtype(n) &&
+			  !!(f->flags & TIR_FN_FUSABLE) == tir_fusable(n) && t->dtype == n->type.dtype &&
+			  t->weak == n->type.weak && t->rank == n->type.rank &&
+			  v->types[f->type].numel == tir_type_numel(&n->type) &&
+			  !!(f->flags & TIR_FN_LEAF) == (n->op == TIR_OP_CONST || n->op == TIR_OP_INPUT ||
+							 tir_gen_is_op(n->op));
+		for (int d = 0; ok && d < t->rank; d++)
+			ok = t->shape[d] == n->type.shape[d];
+		for (int k = 0; k < n->nin; k++, edges++)
+			ok = ok && v->edges[edges] == (n->in[k] ? n->in[k]->id : TIR_FN_NONE);
+		if (!ok && wrong++ < 3)
+			fprintf(stderr, "node %zu (%s): its view differs\n", i, tir_op(n->op)->name);
+	}
+	CHECK(wrong == 0);
+	CHECK(v->nedges == edges);
+}
+
+static bool same_info(const struct tir_group_info *a, const struct tir_group_info *b, int n)
+{
+	if (a->dt != b->dt || a->rank != b->rank || a->split != b->split || a->rows != b->rows ||
+	    a->cols != b->cols || a->reduces != b->reduces || a->leading != b->leading ||
+	    memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) ||
+	    memcmp(a->kshape, b->kshape, sizeof(int64_t) * (size_t)a->rank))
+		return false;
+	return !memcmp(a->cls, b->cls, (size_t)n) && !memcmp(a->via, b->via, sizeof *a->via * (size_t)n);
+}
+
+static int nplans;
+
+/* Plan p (every print a target) from the view and from the nodes: the same. */
+static void check_plan(const struct tir_program *p, const struct tir_fview *v)
+{
+	size_t nn = p->nnodes;
+	bool *need = calloc(nn + 1, 1), *target = calloc(nn + 1, 1);
+	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	CHECK(need && target && uses);
+	for (size_t s = 0; need && target && uses && s < p->nstmts; s++)
+		for (int i = 0; p->stmts[s].kind == TIR_STMT_PRINT && i < p->stmts[s].nitems; i++) {
+			uint32_t id = p->stmts[s].items[i].node->id;
+			need[id] = target[id] = true;
+			uses[id]++;
+		}
+	/* a program with no print: its last value */
+	if (need && target && uses && nn && p->nstmts && !memchr(target, 1, nn))
+		need[nn - 1] = target[nn - 1] = true, uses[nn - 1]++;
+	if (!need || !target || !uses)
+		goto out;
+	tir_need_walk(p, need, uses, NULL, NULL);
+	struct tir_plan a, b;
+	CHECK(tir_fuse_view(p, v, need, uses, target, &a) == 0);
+	CHECK(tir_fuse(p, need, uses, target, &b) == 0);
+	nplans++;
+	CHECK(a.ngroups == b.ngroups);
+	for (int g = 0; g < a.ngroups && g < b.ngroups; g++) {
+		const struct tir_group *ga = &a.groups[g];
+		CHECK(ga->n == b.groups[g].n && ga->nin == b.groups[g].nin && ga->root == b.groups[g].root);
+		/* analyzed from the view as from the nodes */
+		struct tir_group_info own;
+		const struct tir_node *culprit;
+		void *mem = malloc(tir_group_info_bytes(ga->n));
+		CHECK(mem && ga->info && ga->ids && ga->input_ids);
+		if (!mem || !ga->info)
+			continue;
+		tir_group_info_place(&own, mem, ga->n);
+		CHECK(tir_group_analyze(ga, &own, &culprit) == NULL);
+		CHECK(same_info(&own, ga->info, ga->n));
+		for (int j = 0; ga->ids && j < ga->n; j++)
+			CHECK(ga->ids[j] == ga->nodes[j]->id);
+		for (int k = 0; ga->input_ids && k < ga->nin; k++)
+			CHECK(ga->input_ids[k] == ga->inputs[k]->id);
+		free(mem);
+	}
+	/* from a view of the needed nodes alone, added last first */
+	struct tir_fview part;
+	struct tir_plan d;
+	CHECK(tir_fview_init(&part, nn) == 0);
+	for (size_t i = nn; i-- > 0;)
+		if (need[i])
+			CHECK(tir_fview_add(&part, p->nodes[i]) == 0);
+	CHECK(tir_fuse_view(p, &part, need, uses, target, &d) == 0);
+	CHECK(d.ngroups == a.ngroups && !memcmp(d.interior, a.interior, nn) && !memcmp(d.dup, a.dup, nn) &&
+	      !memcmp(d.keep, a.keep, sizeof *d.keep * nn) && !memcmp(d.copy, a.copy, sizeof *d.copy * nn));
+	for (int g = 0; g < a.ngroups && g < d.ngroups; g++)
+		CHECK(d.groups[g].n == a.groups[g].n && d.groups[g].nin == a.groups[g].nin &&
+		      !memcmp(d.groups[g].nodes, a.groups[g].nodes, sizeof *d.groups[g].nodes * (size_t)d.groups[g].n) &&
+		      same_info(d.groups[g].info, a.groups[g].info, d.groups[g].n));
+	tir_plan_free(&d);
+	tir_fview_free(&part);
+	/* what the plan finished, made again from its groups alone */
+	struct tir_plan c = a;
+	c.interior = NULL;
+	c.extra_uses = NULL;
+	c.keep = c.copy = NULL;
+	c.dup = NULL;
+	CHECK(tir_plan_finish(p, need, uses, target, &c) == 0);
+	CHECK(c.interior && !memcmp(c.interior, a.interior, nn));
+	CHECK(c.dup && !memcmp(c.dup, a.dup, nn));
+	CHECK(c.extra_uses && !memcmp(c.extra_uses, a.extra_uses, sizeof *c.extra_uses * nn));
+	CHECK(c.keep && !memcmp(c.keep, a.keep, sizeof *c.keep * nn));
+	CHECK(c.copy && !memcmp(c.copy, a.copy, sizeof *c.copy * nn));
+	free(c.interior);
+	free(c.extra_uses);
+	free(c.keep);
+	free(c.copy);
+	free(c.dup);
+	tir_plan_free(&a);
+	tir_plan_free(&b);
+out:
+	free(need);
+	free(target);
+	free(uses);
+}
+
+static void one(const char *dir, const char *name)
+{
+	char cwd[4096];
+	size_t len = 0;
+	if (!getcwd(cwd, sizeof cwd) || chdir(dir))
+		return;
+	char *text = slurp(name, &len);
+	struct tir_program *p = tir_program_new();
+	if (text && tir_program_parse(p, name, text, len, 0) == 0) {
+		struct tir_fview v;
+		CHECK(tir_fview_make(p, &v) == 0);
+		check_view(p, &v);
+		check_plan(p, &v);
+		tir_fview_free(&v);
+	}
+	tir_program_free(p);
+	free(text);
+	CHECK(chdir(cwd) == 0);
+}
+
+static void every(const char *dir)
+{
+	DIR *d = opendir(dir);
+	CHECK(d != NULL);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		if (n > 4 && !strcmp(e->d_name + n - 4, ".tir") && strncmp(e->d_name, "err-", 4))
+			one(dir, e->d_name);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* n scalar statements as bench/statements.py writes them. */
+static char *statements(int n)
+{
+	struct tir_str s = {0};
+	tir_str_addf(&s, "x = cast(0.3, f32)\n");
+	for (int i = 1; i < n; i++) {
+		const char *prev = i == 1 ? "x" : NULL;
+		char pb[32], qb[32];
+		if (!prev) {
+			snprintf(pb, sizeof pb, "t%d", i - 1);
+			prev = pb;
+		}
+		switch (i % 5) {
+		case 1: tir_str_addf(&s, "t%d = %s * 0.5\n", i, prev); break;
+		case 2: tir_str_addf(&s, "t%d = %s + 0.25\n", i, prev); break;
+		case 3: tir_str_addf(&s, "t%d = tanh(%s)\n", i, prev); break;
+		case 4:
+			snprintf(qb, sizeof qb, i > 5 ? "t%d" : "x", i - 4);
+			tir_str_addf(&s, "t%d = %s * %s\n", i, prev, qb);
+			break;
+		default: tir_str_addf(&s, "t%d = %s - 0.125\n", i, prev); break;
+		}
+	}
+	tir_str_addf(&s, "print t%d\n", n - 1);
+	return s.s;
+}
+
+/* The view's bytes per node, for a program of n statements; its types. */
+static double view_bytes(int n, uint32_t *ntypes, int *ngroups)
+{
+	char *text = statements(n);
+	struct tir_program *p = tir_program_new();
+	double per = 0;
+	CHECK(text && tir_program_parse(p, "statements", text, strlen(text), 0) == 0);
+	struct tir_fview v;
+	if (text && tir_fview_make(p, &v) == 0) {
+		check_view(p, &v);
+		int before = nplans;
+		check_plan(p, &v);
+		CHECK(nplans == before + 1);
+		per = (double)(sizeof *v.n * v.nnodes + sizeof *v.edges * v.nedges + sizeof *v.types * v.ntypes) /
+		      (double)v.nnodes;
+		*ntypes = v.ntypes;
+		/* one kernel: the whole chain */
+		bool *need = calloc(p->nnodes + 1, 1), *target = calloc(p->nnodes + 1, 1);
+		int64_t *uses = calloc(p->nnodes + 1, sizeof *uses);
+		struct tir_plan plan;
+		*ngroups = -1;
+		if (need && target && uses) {
+			need[p->nnodes - 1] = target[p->nnodes - 1] = true;
+			uses[p->nnodes - 1] = 1;
+			tir_need_walk(p, need, uses, NULL, NULL);
+			if (tir_fuse_view(p, &v, need, uses, target, &plan) == 0) {
+				*ngroups = plan.ngroups;
+				CHECK(plan.ngroups == 1 && plan.groups[0].n == n);
+				tir_plan_free(&plan);
+			}
+		}
+		free(need);
+		free(target);
+		free(uses);
+		tir_fview_free(&v);
+	}
+	tir_program_free(p);
+	free(text);
+	return per;
+}
+
+int main(void)
+{
+	every("samples");
+	every("tests/golden");
+	every("bench");
+	CHECK(nplans > 40);
+	uint32_t t1 = 0, t2 = 0;
+	int g1 = 0, g2 = 0;
+	double b1 = view_bytes(2000, &t1, &g1), b2 = view_bytes(20000, &t2, &g2);
+	/* ~3.5 KiB of types over 2,000 statements (3,200 nodes), nothing
+	 * over 20,000: 16 a node, 4 an operand (1.25 a node) */
+	CHECK(b1 > 16 && b1 < 24 && b2 > 16 && b2 < b1 + 0.01);
+	CHECK(t1 == t2 && t1 <= 4);
+	CHECK(g1 == 1 && g2 == 1);
+	return check_report("test_fview");
+}
