@@ -481,28 +481,67 @@ static int64_t entry_offset(const struct tir_gemm *g, const int64_t *st, int64_t
  * the caches until sgemm packs them, and sgemm adds that block's product
  * to c: every step of k on the same kernel in the same order, c carried
  * from block to block exactly as OpenBLAS carries it between its own
- * k-blocks (kb a multiple of 256, at least 256: as deep as its own). */
-struct wjob {
-	const uint16_t *a, *b;
-	float *wa, *wb;
-	int64_t m, n, kb, a_rs, a_cs, b_rs, b_cs;
-	int64_t rows;                      /* rows of a (then of b) a task */
-	int64_t ta;                        /* tasks over a's rows */
+ * k-blocks (kb a multiple of 256, at least 256: as deep as its own).
+ *
+ * Each block is widened as its operand lies, runs along memory: a
+ * row-major a's block is its m rows' kb steps (a short run a row, rows
+ * a row of a apart), a column-major one's (transpose(x) @ y) kb runs of
+ * m, given to sgemm transposed; b's likewise (its kb rows, or n runs of
+ * kb).  The runs are asked for ahead (wjob.ahead): each short run is on
+ * a page of its own, which the hardware's prefetcher does not reach in
+ * time; without, a 2048^3 product's widening took twice a whole copy's
+ * time, all of it waiting on a's rows. */
+struct wside {
+	const uint16_t *s;                 /* the block's first element */
+	float *d;                          /* its runs, each len, one after another */
+	int64_t runs, len, rs, es;         /* run i at s + i * rs, elements es apart */
+	int64_t ahead;                     /* runs asked for ahead (0: none) */
+	int64_t per, tasks;                /* runs a task, and tasks */
 };
 
-/* task t: rows of a's block (into wa, kb a row), then of b's (into wb) */
+struct wjob {
+	struct wside side[2];              /* a's block, b's */
+};
+
+/* rows of the block ahead of the one widened: about 8 KiB of it (the
+ * time one's memory takes to come), between 2 and 32 runs */
+static int64_t runs_ahead(int64_t len)
+{
+	int64_t r = 8192 / (len * 2 > 0 ? len * 2 : 1);
+	return r < 2 ? 2 : r > 32 ? 32 : r;
+}
+
+/* task t: runs of a's block, then of b's */
 static void widen_task(void *arg, int64_t t)
 {
 	const struct wjob *w = arg;
-	bool of_a = t < w->ta;
-	int64_t r0 = (of_a ? t : t - w->ta) * w->rows, all = of_a ? w->m : w->kb;
-	int64_t r1 = r0 + w->rows < all ? r0 + w->rows : all;
+	const struct wside *x = &w->side[t >= w->side[0].tasks];
+	int64_t r0 = (t >= w->side[0].tasks ? t - w->side[0].tasks : t) * x->per;
+	int64_t r1 = r0 + x->per < x->runs ? r0 + x->per : x->runs;
 	for (int64_t r = r0; r < r1; r++) {
-		if (of_a)
-			tir_cvt_run(TIR_DTYPE_F32, w->wa + r * w->kb, TIR_DTYPE_BF16, w->a + r * w->a_rs, w->a_cs, w->kb);
-		else
-			tir_cvt_run(TIR_DTYPE_F32, w->wb + r * w->n, TIR_DTYPE_BF16, w->b + r * w->b_rs, w->b_cs, w->n);
+		if (x->ahead && r + x->ahead < x->runs) {
+			const char *p = (const char *)(x->s + (r + x->ahead) * x->rs);
+			for (int64_t b = 0; b < x->len * 2; b += 64)
+				__builtin_prefetch(p + b);
+		}
+		tir_cvt_run(TIR_DTYPE_F32, x->d + r * x->len, TIR_DTYPE_BF16, x->s + r * x->rs, x->es, x->len);
 	}
+}
+
+/* an operand's block of kb steps as runs: its element (i, step q) at p +
+ * i * is + q * qs (i < count); runs of kb steps, one per i (true), unless
+ * i runs along memory and the steps do not (then kb runs of count) */
+static bool block_side(struct wside *x, const uint16_t *p, float *d, int64_t count, int64_t is, int64_t kb,
+		       int64_t qs)
+{
+	bool by_steps = qs == 1 || is != 1;
+	*x = (struct wside){ .s = p, .d = d, .runs = by_steps ? count : kb, .len = by_steps ? kb : count,
+			     .rs = by_steps ? is : qs, .es = by_steps ? qs : is };
+	if (x->es == 1)
+		x->ahead = runs_ahead(x->len);
+	x->per = tir_task_items(x->runs, x->len * 4);
+	x->tasks = (x->runs + x->per - 1) / x->per;
+	return by_steps;
 }
 
 /* entry e of a product of two bf16 operands, on the calling thread (its
@@ -522,19 +561,18 @@ static bool bf16_blocks(const struct tir_gemm *g, int64_t e, char *c)
 		kept_free(wb);
 		return false;
 	}
-	struct wjob w = { .a = (const uint16_t *)g->a + entry_offset(g, g->as, e),
-			  .b = (const uint16_t *)g->b + entry_offset(g, g->bs, e), .wa = wa, .wb = wb,
-			  .m = g->m, .n = g->n, .a_rs = g->a_rs, .a_cs = g->a_cs, .b_rs = g->b_rs, .b_cs = g->b_cs };
+	const uint16_t *a = (const uint16_t *)g->a + entry_offset(g, g->as, e);
+	const uint16_t *b = (const uint16_t *)g->b + entry_offset(g, g->bs, e);
 	for (int64_t k0 = 0; k0 < g->k; k0 += kb) {
-		struct wjob wk = w;
-		wk.kb = g->k - k0 < kb ? g->k - k0 : kb;
-		wk.a += k0 * g->a_cs;
-		wk.b += k0 * g->b_rs;
-		wk.rows = tir_task_items(g->m > wk.kb ? g->m : wk.kb, (g->n > wk.kb ? g->n : wk.kb) * 4);
-		wk.ta = (g->m + wk.rows - 1) / wk.rows;
-		tir_pool_run(wk.ta + (wk.kb + wk.rows - 1) / wk.rows, widen_task, &wk);
-		tir_blas_call(TIR_DTYPE_F32, g->m, g->n, wk.kb, wa, false, wk.kb, wb, false, g->n, g->acc || k0 > 0, c,
-			      g->ldc);
+		int64_t kk = g->k - k0 < kb ? g->k - k0 : kb;
+		struct wjob w;
+		/* a's block m x kk (its rows, or its transpose's), b's kk x n
+		 * (its columns: the transpose's rows, or its rows) */
+		bool ta = !block_side(&w.side[0], a + k0 * g->a_cs, wa, g->m, g->a_rs, kk, g->a_cs);
+		bool tb = block_side(&w.side[1], b + k0 * g->b_rs, wb, g->n, g->b_cs, kk, g->b_rs);
+		tir_pool_run(w.side[0].tasks + w.side[1].tasks, widen_task, &w);
+		tir_blas_call(TIR_DTYPE_F32, g->m, g->n, kk, wa, ta, w.side[0].len, wb, tb, w.side[1].len,
+			      g->acc || k0 > 0, c, g->ldc);
 	}
 	kept_free(wa);
 	kept_free(wb);
@@ -578,7 +616,8 @@ static void epi_task(void *arg, int64_t t)
 {
 	struct bjob *j = arg;
 	const struct tir_gemm *g = j->g;
-	int64_t total = j->batches * g->m, r0 = t * j->rows;
+	int64_t total = j->batches * g->m;
+	int64_t r0 = t * j->rows;
 	int64_t nr = total - r0 < j->rows ? total - r0 : j->rows;
 	if (g->out)
 		round_rows(g, r0, nr);

@@ -479,10 +479,47 @@ static void pack_bf16(float *restrict dst, const uint16_t *restrict src, int64_t
 	int64_t p = 0;
 #if GM_X86
 	if (ps == 1 && len == w) {
-		/* blocks of 4 rows by 4 steps; two rows past a multiple of 4
-		 * (AVX2's and SSE2's 6) interleaved in pairs, others by elements */
+		/* blocks of 4 rows by 8 steps (each row's 8 one load), then
+		 * by 4; two rows past a multiple of 4 (AVX2's and SSE2's 6)
+		 * interleaved in pairs, others by elements */
 		__m128i z = _mm_setzero_si128();
 		int64_t w4 = w & ~(int64_t)3;
+		for (; p + 8 <= kc && w - w4 != 1 && w - w4 != 3; p += 8, dst += 8 * w) {
+			if (w - w4 == 2) {
+				const uint16_t *x = src + w4 * is + p;
+				__m128i x0 = _mm_loadu_si128((const __m128i *)x);
+				__m128i x1 = _mm_loadu_si128((const __m128i *)(x + is));
+				for (int h = 0; h < 2; h++) {
+					__m128 r0 = _mm_castsi128_ps(h ? _mm_unpackhi_epi16(z, x0) : _mm_unpacklo_epi16(z, x0));
+					__m128 r1 = _mm_castsi128_ps(h ? _mm_unpackhi_epi16(z, x1) : _mm_unpacklo_epi16(z, x1));
+					__m128 lo = _mm_unpacklo_ps(r0, r1), hi = _mm_unpackhi_ps(r0, r1);
+					float *d = dst + 4 * h * w + w4;
+					_mm_storel_pi((__m64 *)d, lo);
+					_mm_storeh_pi((__m64 *)(d + w), lo);
+					_mm_storel_pi((__m64 *)(d + 2 * w), hi);
+					_mm_storeh_pi((__m64 *)(d + 3 * w), hi);
+				}
+			}
+			for (int64_t i = 0; i < w4; i += 4) {
+				const uint16_t *x = src + i * is + p;
+				__m128i x0 = _mm_loadu_si128((const __m128i *)x);
+				__m128i x1 = _mm_loadu_si128((const __m128i *)(x + is));
+				__m128i x2 = _mm_loadu_si128((const __m128i *)(x + 2 * is));
+				__m128i x3 = _mm_loadu_si128((const __m128i *)(x + 3 * is));
+				for (int h = 0; h < 2; h++) {
+					__m128 r0 = _mm_castsi128_ps(h ? _mm_unpackhi_epi16(z, x0) : _mm_unpacklo_epi16(z, x0));
+					__m128 r1 = _mm_castsi128_ps(h ? _mm_unpackhi_epi16(z, x1) : _mm_unpacklo_epi16(z, x1));
+					__m128 r2 = _mm_castsi128_ps(h ? _mm_unpackhi_epi16(z, x2) : _mm_unpacklo_epi16(z, x2));
+					__m128 r3 = _mm_castsi128_ps(h ? _mm_unpackhi_epi16(z, x3) : _mm_unpacklo_epi16(z, x3));
+					_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+					float *d = dst + 4 * h * w + i;
+					_mm_storeu_ps(d, r0);
+					_mm_storeu_ps(d + w, r1);
+					_mm_storeu_ps(d + 2 * w, r2);
+					_mm_storeu_ps(d + 3 * w, r3);
+				}
+			}
+		}
 		for (; p + 4 <= kc; p += 4, dst += 4 * w) {
 			if (w - w4 == 2) {
 				const uint16_t *x = src + w4 * is + p;

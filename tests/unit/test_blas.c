@@ -121,27 +121,34 @@ static void compare(struct tir_gemm g, int64_t total, bool with_epi)
 }
 
 /* Two bf16 operands on OpenBLAS: widened a k-block at a time (the test's
- * budget makes blocks of 8 to 24 steps), every block's product added to
+ * budget makes blocks of 8 to 48 steps), every block's product added to
  * c; against tir's gemm on the same operands, within f32 rounding:
- * row-major, transposed a, odd k, accumulation, rounded to bf16 (out). */
+ * row-major, transposed a, odd k, accumulation, rounded to bf16 (out),
+ * transposed b (widened as runs along its columns, given to sgemm
+ * transposed), both transposed, and operands read every other element
+ * (gathered). */
 static void bf16_products(int threads)
 {
 	tir_set_threads(threads);
 	int64_t m = 37, n = 45, k = 203;
-	uint16_t *a = malloc((size_t)(m * k) * 2), *b = malloc((size_t)(k * n) * 2);
+	uint16_t *a = malloc((size_t)(m * k) * 4), *b = malloc((size_t)(k * n) * 4);
 	float *ref = malloc((size_t)(m * n) * 4), *c = malloc((size_t)(m * n) * 4), *c2 = malloc((size_t)(m * n) * 4);
 	uint16_t *o = malloc((size_t)(m * n) * 2);
-	for (int64_t i = 0; i < m * k; i++)
+	for (int64_t i = 0; i < 2 * m * k; i++)
 		a[i] = tir_f2b((float)((i * 37 % 101) - 50) / 16);
-	for (int64_t i = 0; i < k * n; i++)
+	for (int64_t i = 0; i < 2 * k * n; i++)
 		b[i] = tir_f2b((float)((i * 53 % 97) - 48) / 32);
 	struct tir_err err = { 0 };
-	for (int v = 0; v < 4; v++) {
+	for (int v = 0; v < 7; v++) {
 		struct tir_gemm g = { .dt = TIR_DTYPE_F32, .a_dt = TIR_DTYPE_BF16, .b_dt = TIR_DTYPE_BF16, .m = m,
 				      .n = n, .k = k, .a = a, .b = b, .a_rs = k, .a_cs = 1, .b_rs = n, .b_cs = 1,
 				      .ldc = n, .c_batch = m * n, .slab_bytes = (v + 1) * 8 * (m + n) * 4 };
-		if (v == 1)   /* a read transposed: [m, k] with its columns along memory */
+		if (v == 1 || v == 5)   /* a read transposed: [m, k] with its columns along memory */
 			g.a_rs = 1, g.a_cs = m;
+		if (v == 4 || v == 5)   /* b read transposed: [k, n] with its columns along memory */
+			g.b_rs = 1, g.b_cs = k;
+		if (v == 6)             /* every other element of a's rows and b's columns */
+			g.a_rs = 2 * k, g.a_cs = 2, g.b_rs = 2 * n, g.b_cs = 2;
 		for (int64_t i = 0; i < m * n; i++)
 			ref[i] = c[i] = v == 2 ? (float)(i % 7) : 0;
 		g.acc = v == 2;
