@@ -61,6 +61,11 @@ struct cpu {
 	struct tir_tensor *vals;
 	bool *lent;
 	size_t capvals, caplent;
+	/* by node id, kept all false between runs (caplent of them): vals[i]
+	 * holds a value this run (its own or lent).  A literal only kernels
+	 * read has none (the kernel reads its node): its vals[i] is never
+	 * touched, nor its page */
+	bool *held;
 	/* by node id: values put here for this run (cpu_put) */
 	struct tir_tensor *given;
 	size_t ngiven;
@@ -130,16 +135,24 @@ static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, stru
 
 /* Operands of n that nobody reads any more are freed; an interior one has
  * no value to free. */
-static void drop_operands(const struct tir_node *n, const bool *interior, const bool *lent,
+static void drop_operands(const struct tir_node *n, const bool *interior, const bool *lent, const bool *held,
 			  struct tir_tensor *vals, int64_t *uses)
 {
 	for (int k = 0; k < n->nin; k++) {
 		if (!n->in[k] || (interior && interior[n->in[k]->id]))
 			continue;
 		uint32_t id = n->in[k]->id;
-		if (--uses[id] == 0 && !lent[id]) /* (a lent one is emptied after the run) */
+		if (--uses[id] == 0 && held[id] && !lent[id]) /* (a lent one is emptied after the run) */
 			tir_tensor_release(&vals[id]);
 	}
+}
+
+/* A literal the plan's kernels read from its node (deferred by cpu_run):
+ * none of this run's values is made of it until something else reads it
+ * (literal_value).  A weak scalar, not a target nor kept. */
+static bool deferred_literal(const struct tir_node *n, const bool *held)
+{
+	return n->op == TIR_OP_CONST && n->type.weak && !held[n->id];
 }
 
 /* Constants of at most this many bytes are made once per exec. */
@@ -160,6 +173,7 @@ static bool const_hit(struct cpu *x, const struct tir_node *n)
 		return false;
 	x->vals[n->id] = x->cconst[s].v;
 	x->lent[n->id] = true;
+	x->held[n->id] = true;
 	return true;
 }
 
@@ -230,15 +244,18 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const bool *lent,
-			 const int64_t *uses)
+			 const bool *held, const int64_t *uses)
 {
 	int64_t few[64], *edges = NULL;
 	int found = -1;
 	for (int k = 0; k < g->nin && found < 0; k++) {
 		const struct tir_node *x = g->inputs[k];
-		const struct tir_tensor *v = &vals[x->id];
 		/* (a file's mapping is never written: tir_buf_writable; nor a
-		 * cached constant lent, held by the cache alone) */
+		 * cached constant lent, held by the cache alone; a literal
+		 * with no value has no memory) */
+		if (!held[x->id])
+			continue;
+		const struct tir_tensor *v = &vals[x->id];
 		if (lent[x->id] || v->dtype != (enum tir_dtype)x->type.dtype || !tir_type_equal(&x->type, &g->root->type) ||
 		    !tir_buf_writable(v->buf))
 			continue;
@@ -264,18 +281,29 @@ static void fused_forget(struct cpu *x)
 	x->nfused = 0;
 }
 
-/* Group gi of the plan (g) over inputs in[] into out: its kernel kept from
- * an earlier run of the plan when it still fits them, else prepared (and
+/* Literal o, deferred (deferred_literal), made now for a reader that
+ * reads values (not a kernel of the plan): as tir_node_eval makes it. */
+static int literal_value(struct cpu *x, const struct tir_node *o, uint32_t *made, size_t *nmade,
+			 struct tir_err *err)
+{
+	x->held[o->id] = true;
+	made[(*nmade)++] = o->id;
+	return tir_node_eval(o, NULL, NULL, &x->vals[o->id], err);
+}
+
+/* Group gi of the plan (g) over inputs *in[] (NULL: none made, a literal
+ * or a generator the kernel makes) into out: its kernel kept from an
+ * earlier run of the plan when it still fits them, else prepared (and
  * kept when it can be). */
-static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *in,
+static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *const *in,
 		     struct tir_tensor *out, struct tir_err *err)
 {
 	struct tir_fused **slot = (size_t)gi < x->nfused ? &x->fused[gi] : NULL;
-	if (slot && *slot && !tir_fused_rebind(*slot, in, out)) {
+	if (slot && *slot && !tir_fused_rebind_at(*slot, in, out)) {
 		tir_fused_free(*slot);
 		*slot = NULL;
 	}
-	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare(g, in, out, err);
+	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_at(g, in, out, err);
 	if (!f)
 		return -err->code;
 	int rc = tir_fused_run(f, err);
@@ -286,30 +314,43 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
 	return rc;
 }
 
+/* The value of g's input o for its kernel: o's own, or (for a cached
+ * constant of another dtype) its converted value, borrowed from the
+ * cache, which holds it past the kernel; NULL when o has none (a literal
+ * the kernel reads from its node, a generator it computes). */
+static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, const struct tir_node *o)
+{
+	if (!x->held[o->id])
+		return NULL;
+	const struct tir_tensor *v = &x->vals[o->id], *c;
+	if (g->info && v->dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
+		return c;
+	return v;
+}
+
 /* One fused kernel (group gi of the plan): read its inputs, write its root. */
 static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
-		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
+		     struct tir_tensor *vals, int64_t *uses, uint32_t *made, size_t *nmade, struct tir_err *err)
 {
-	/* the values it reads: a kernel reads as many as its group does */
-	struct tir_tensor few[64], *in = few;
 	const struct tir_node *r = g->root;
-	if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
-		return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
-	for (int k = 0; k < g->nin; k++) {
-		const struct tir_node *o = g->inputs[k];
-		const struct tir_tensor *c = NULL;
-		in[k] = vals[o->id];
-		/* (borrowed from the cache, which holds it past the kernel) */
-		if (g->info && in[k].dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
-			in[k] = *c;
-	}
 	struct tir_tensor *out = &vals[r->id];
 	int rc = 0;
 	if (g->head) {
-		/* the matmul makes the root's buffer, the group finishes it */
+		/* the matmul makes the root's buffer, the group finishes it;
+		 * the values it reads: a kernel reads as many as its group does */
 		const struct tir_node *h = g->head;
-		struct tir_tensor a = {0}, b = {0};
-		rc = tir_matmul_operand(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
+		struct tir_tensor few[64], *in = few, a = {0}, b = {0};
+		if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
+			return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
+		for (int k = 0; k < 2 && !rc; k++)
+			if (deferred_literal(h->in[k], x->held))
+				rc = literal_value(x, h->in[k], made, nmade, err);
+		for (int k = 0; k < g->nin; k++) {
+			const struct tir_tensor *v = group_input(x, g, g->inputs[k]);
+			in[k] = v ? *v : (struct tir_tensor){0};
+		}
+		if (!rc)
+			rc = tir_matmul_operand(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
 		if (!rc)
 			rc = tir_matmul_operand(&vals[h->in[1]->id], (enum tir_dtype)h->type.dtype, &b, err);
 		if (!rc)
@@ -317,20 +358,29 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		tir_tensor_release(&a);
 		tir_tensor_release(&b);
 		if (!rc)
-			drop_operands(h, interior, x->lent, vals, uses);
+			drop_operands(h, interior, x->lent, x->held, vals, uses);
+		if (in != few)
+			free(in);
 	} else {
+		/* the values it reads, by pointer (a kernel reads as many as its
+		 * group does: a program of scalars, tens of thousands) */
+		const struct tir_tensor *few[64], **in = few;
+		if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
+			return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
+		for (int k = 0; k < g->nin; k++)
+			in[k] = group_input(x, g, g->inputs[k]);
 		/* the memory planner's cheap win: an input nobody reads after
 		 * this kernel, held by nothing else, takes the root */
-		int k = inplace_input(g, vals, x->lent, uses);
+		int k = inplace_input(g, vals, x->lent, x->held, uses);
 		if (k >= 0)
 			tir_tensor_ref(out, &vals[g->inputs[k]->id]);
 		else
 			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
 		if (!rc)
 			rc = run_fused(x, gi, g, in, out, err);
+		if (in != few)
+			free(in);
 	}
-	if (in != few)
-		free(in);
 	if (rc) {
 		tir_tensor_release(out);
 		if (!err->loc.src)
@@ -338,7 +388,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		return rc;
 	}
 	for (int j = 0; j < g->n; j++)
-		drop_operands(g->nodes[j], interior, x->lent, vals, uses);
+		drop_operands(g->nodes[j], interior, x->lent, x->held, vals, uses);
 	return 0;
 }
 
@@ -804,6 +854,8 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 		enum tir_fuse f = tir_op(n->op)->fuse;
 		if (n->op == TIR_OP_INPUT)      /* held already */
 			bytes = 0;
+		else if (plan && n->op == TIR_OP_CONST && n->type.weak) /* read from its node (cpu_run) */
+			bytes = 0;
 		else if (f == TIR_FUSE_VIEW || f == TIR_FUSE_RESHAPE) /* views (a reshape may copy: counted low) */
 			bytes = 0;
 		else if (n->op == TIR_OP_CAST && n->in[0] && n->in[0]->type.dtype == n->type.dtype)
@@ -939,11 +991,14 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	}
 	if (c->caplent < nn + 1) {
 		free(c->lent);
+		free(c->held);
 		c->caplent = nn + 1 > 2 * c->caplent ? nn + 1 : 2 * c->caplent;
-		if (!(c->lent = calloc(c->caplent, sizeof *c->lent)))
+		c->lent = calloc(c->caplent, sizeof *c->lent);
+		c->held = calloc(c->caplent, sizeof *c->held);
+		if (!c->lent || !c->held)
 			c->caplent = 0;
 	}
-	if (c->vals && c->lent)
+	if (c->vals && c->lent && c->held)
 		vals = c->vals;
 	/* what the targets need, and how often each value is read */
 	bool *need = calloc(nn + 1, sizeof *need);
@@ -952,7 +1007,6 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	bool planned = false;
 	if (!uses || !vals || !made || !need || !target) {
 		free(need);
-		free(target);
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto done;
 	}
@@ -971,6 +1025,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			/* computed before, or moved here: a value to read, not a node to run */
 			tir_tensor_ref(&vals[i], have);
 			made[nmade++] = (uint32_t)i;
+			c->held[i] = true;
 			need[i] = false;
 			target[i] = true;
 		} else if (x->keep && tir_exec_keepable(p, p->nodes[i])) {
@@ -991,7 +1046,6 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	if (!x->no_fuse) {
 		if (plan_for(c, need, uses, target, &x->stats.plan_cached)) {
 			free(need);
-			free(target);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
@@ -1004,7 +1058,6 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		free(c->explain); /* made when asked for: cpu_explain */
 		c->explain = NULL;
 	}
-	free(target);
 	/* under a budget (tir serve --max-memory): a run whose plan would
 	 * pass what is left is refused before it allocates anything */
 	size_t limit = tir_mem_limit();
@@ -1059,12 +1112,19 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			prog.step_ms = tir_now_ms();
 			tir_exec_progress(x, &prog);
 		}
+		/* a literal: made when something other than a kernel of the
+		 * plan reads it (a kernel reads its node), so not at all in a
+		 * program of scalar statements; a target or a value kept is
+		 * made here.  (Run again, the plan's cached constants are lent.) */
+		if (planned && !c->rerun && n->op == TIR_OP_CONST && n->type.weak && !target[i])
+			continue;
 		double tk = x->profile || x->trace ? tir_now_ms() : 0;
 		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
+		c->held[i] = true;
 		if (planned && plan.group_of[i] >= 0) {
 			rc = run_group(c, plan.group_of[i], &plan.groups[plan.group_of[i]], plan.interior, vals, uses,
-				       err);
+				       made, &nmade, err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
@@ -1096,11 +1156,15 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 				break;
 			}
 		}
+		struct tir_err e = {0};
+		for (int k = 0; k < n->nin && !rc; k++)
+			if (n->in[k] && deferred_literal(n->in[k], c->held))
+				rc = literal_value(c, n->in[k], made, &nmade, &e);
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k])
 				inp[k] = vals[n->in[k]->id];
-		struct tir_err e = {0};
-		rc = tir_node_eval(n, inp, n->op == TIR_OP_INPUT ? tir_exec_input_value(x, n->id) : NULL, &vals[i], &e);
+		if (!rc)
+			rc = tir_node_eval(n, inp, n->op == TIR_OP_INPUT ? tir_exec_input_value(x, n->id) : NULL, &vals[i], &e);
 		if (!rc && x->intr && *x->intr) /* cut short: not a value */
 			rc = tir_errf(&e, TIR_EINTERRUPT, &n->loc, "interrupted");
 		if (rc && e.code == TIR_EBUDGET && !e.loc.src)
@@ -1116,7 +1180,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
 		x->stats.nops += op;
 		x->stats.nkernels += op;
-		drop_operands(n, NULL, c->lent, vals, uses);
+		drop_operands(n, NULL, c->lent, c->held, vals, uses);
 		if (inp != in)
 			free(inp);
 	}
@@ -1139,6 +1203,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 done:
 	for (size_t k = 0; vals && k < nmade; k++) {
 		uint32_t id = made[k];
+		c->held[id] = false;
 		if (c->lent[id]) {
 			memset(&vals[id], 0, sizeof vals[id]);
 			c->lent[id] = false;
@@ -1148,6 +1213,7 @@ done:
 	}
 	free(made);
 	free(uses);
+	free(target);
 	return rc;
 }
 
@@ -1248,6 +1314,7 @@ static void cpu_free(struct tir_device *d)
 	free(c->plan_target);
 	free(c->vals);
 	free(c->lent);
+	free(c->held);
 	cpu_clear(d);
 	free(c->given);
 	for (size_t i = 0; i < c->ncconst; i++) {
