@@ -291,12 +291,29 @@ static int literal_value(struct cpu *x, const struct tir_node *o, uint32_t *made
 	return tir_node_eval(o, NULL, NULL, &x->vals[o->id], err);
 }
 
+/* The reads of g's inputs by its members done (f's counts, by input:
+ * reads[k] of node ids[k]): the values nobody reads any more freed, as
+ * drop_operands over each member would. */
+static void drop_inputs(struct cpu *x, const struct tir_group *g, const int32_t *reads, const int32_t *ids,
+			const bool *interior, int64_t *uses)
+{
+	for (int k = 0; k < g->nin; k++) {
+		uint32_t id = (uint32_t)ids[k];
+		if (interior[id] || !reads[k])
+			continue;
+		uses[id] -= reads[k];
+		if (uses[id] == 0 && x->held[id] && !x->lent[id])
+			tir_tensor_release(&x->vals[id]);
+	}
+}
+
 /* Group gi of the plan (g) over inputs *in[] (NULL: none made, a literal
  * or a generator the kernel makes) into out: its kernel kept from an
  * earlier run of the plan when it still fits them, else prepared (and
- * kept when it can be). */
+ * kept when it can be).  *dropped: the inputs' reads were counted off
+ * (drop_inputs; else the caller does it member by member). */
 static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *const *in,
-		     struct tir_tensor *out, struct tir_err *err)
+		     struct tir_tensor *out, const bool *interior, int64_t *uses, bool *dropped, struct tir_err *err)
 {
 	struct tir_fused **slot = (size_t)gi < x->nfused ? &x->fused[gi] : NULL;
 	if (slot && *slot && !tir_fused_rebind_at(*slot, in, out)) {
@@ -307,6 +324,11 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
 	if (!f)
 		return -err->code;
 	int rc = tir_fused_run(f, err);
+	const int32_t *ids, *reads = rc ? NULL : tir_fused_input_reads(f, &ids);
+	if (reads) {
+		drop_inputs(x, g, reads, ids, interior, uses);
+		*dropped = true;
+	}
 	if (slot && !*slot && !rc && tir_fused_keep(f))
 		*slot = f;
 	else if (!slot || *slot != f)
@@ -335,6 +357,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 	const struct tir_node *r = g->root;
 	struct tir_tensor *out = &vals[r->id];
 	int rc = 0;
+	bool dropped = false;
 	if (g->head) {
 		/* the matmul makes the root's buffer, the group finishes it;
 		 * the values it reads: a kernel reads as many as its group does */
@@ -377,7 +400,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		else
 			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
 		if (!rc)
-			rc = run_fused(x, gi, g, in, out, err);
+			rc = run_fused(x, gi, g, in, out, interior, uses, &dropped, err);
 		if (in != few)
 			free(in);
 	}
@@ -387,7 +410,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 			err->loc = r->loc;
 		return rc;
 	}
-	for (int j = 0; j < g->n; j++)
+	for (int j = 0; j < g->n && !dropped; j++)
 		drop_operands(g->nodes[j], interior, x->lent, x->held, vals, uses);
 	return 0;
 }

@@ -182,6 +182,10 @@ bool tir_fused_rebind_at(struct tir_fused *f, const struct tir_tensor *const *in
  * lives): a group over a handful of elements (a program of scalar
  * statements) about 30 a member. */
 size_t tir_fused_bytes(const struct tir_fused *f);
+/* By input of f's group: how many of its members' operands read it, and
+ * (*ids) its node's id, as f found them preparing (so that the caller
+ * need not look at each member again); NULL when f kept no such count. */
+const int32_t *tir_fused_input_reads(const struct tir_fused *f, const int32_t **ids);
 /* Test hook: the build of vm.c's per-ISA loops that the vector path
  * picks, "gen", "a2" or "a5" (exec/vmath.h's TIR_ISA_BUILDS). */
 const char *tir_fused_build(void);

@@ -224,19 +224,16 @@ struct vm {
 				  * the sources' views hold no references, their buffers
 				  * are the inputs' of the run under way (tir_fused_rebind) */
 	/* a group over a handful of elements (run_small): none of the above
-	 * but g, n, dt, esz, out, info; its members (sn), their values and
-	 * the inputs' (slots of vsz bytes, sval and sin), by input the index
-	 * of its view in views or -1 (a value of one element, or a literal
-	 * from its node, read into its slot when bound) */
+	 * but g, n, dt, esz, rows, cols, out, mem, memcap and the info's
+	 * shape; its members (sn), their values and its inputs' (slots of
+	 * vsz bytes: sval, sin) */
 	bool small;
 	int64_t numel;
 	size_t vsz;
 	struct snode *sn;
 	char *sval, *sin;
-	int32_t *iview;
-	struct tir_tensor *views; /* the inputs as given (no references: borrowed) */
-	int nviews;
-	size_t sbytes;           /* sn..iview's block (mem) and views */
+	int32_t *iedge, *iid;    /* by input: the members' operands reading it, its node's id */
+	size_t sbytes;           /* the vm and its block (mem) */
 };
 
 /* ---- views ---- */
@@ -1485,7 +1482,7 @@ static bool widens(const struct vm *vm, const struct tir_group *g, int k, const 
 /* A group whose domain holds at most SMALL_BYTES (a scalar statement, a
  * short vector) and whose members are all elementwise over it, in its
  * layout (FULL), with no generator to compute and no matmul before it
- * (small_fits): its members computed whole, one after the other, each
+ * (small_prepare): its members computed whole, one after the other, each
  * into a slot of the domain's size, by the functions run_elems would call
  * on the same values (so the same bits), with none of the blocks,
  * registers and sources.  Its inputs are read into slots when bound
@@ -1511,24 +1508,6 @@ static const struct tir_tensor *in_at(const struct tir_tensor *in, const struct 
 static bool node_literal(const struct tir_node *o)
 {
 	return o->op == TIR_OP_CONST && o->type.weak;
-}
-
-static bool small_fits(const struct tir_group *g, const struct tir_group_info *info, const struct tir_tensor *in,
-		       const struct tir_tensor *const *inp)
-{
-	int64_t numel = info->rows * info->cols;
-	if (g->head || info->reduces || info->leading || info->cols != 1 || numel < 1 ||
-	    numel * (int64_t)tir_dtype_size(info->dt) > SMALL_BYTES)
-		return false;
-	for (int j = 0; j < g->n; j++)
-		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1 || tir_type_numel(&g->nodes[j]->type) != numel)
-			return false;
-	for (int k = 0; k < g->nin; k++) {
-		const struct tir_tensor *x = in_at(in, inp, k);
-		if (x->buf ? x->rank > info->rank : !node_literal(g->inputs[k]))
-			return false;
-	}
-	return true;
 }
 
 /* Input k of small group vm, x, read into its slot (broadcast over the
@@ -1575,22 +1554,54 @@ static bool small_bind(struct vm *vm, int k, const struct tir_tensor *x)
 	return true;
 }
 
-/* Small group g (small_fits) over inputs in/inp into out: NULL, with
- * *oom, when out of memory, or (not) when one of its inputs does not
- * bind. */
+/* Operand o of member j of small group vm: j' >= 0 a member, or ~k input
+ * k; looked up in map (by node id - base, entries not set are garbage:
+ * checked) when there is one, else searched. */
+static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base, int j, const struct tir_node *o)
+{
+	const struct tir_group *g = vm->g;
+	if (map && o->id >= base && o->id <= g->root->id) {
+		int32_t v = map[o->id - base];
+		if (v >= 0 ? v < j && g->nodes[v] == o : ~v < g->nin && g->inputs[~v] == o)
+			return v;
+	}
+	int m = tir_node_find(g->nodes, j, o);
+	if (m >= 0)
+		return m;
+	m = tir_node_find(g->inputs, g->nin, o);
+	TIR_ASSERT(m >= 0); /* a fused operand is a member or an input */
+	return ~m;
+}
+
+/* Group g over inputs in/inp into out as a small group, when it is one:
+ * NULL when it is not (or one of its inputs does not bind), or, with
+ * *oom, out of memory.  Each member and input is looked at once (a
+ * program of 100,000 statements: their nodes are far more than the
+ * caches hold). */
 static struct vm *small_prepare(const struct tir_group *g, const struct tir_group_info *info,
 				const struct tir_tensor *in, const struct tir_tensor *const *inp,
 				struct tir_tensor *out, bool *oom)
 {
-	size_t es = tir_dtype_size(info->dt), vsz = (size_t)info->rows * es, n = (size_t)g->n;
-	size_t bytes = round64(sizeof(struct snode) * n) + vsz * (n + (size_t)g->nin);
+	size_t es = tir_dtype_size(info->dt), n = (size_t)g->n, nin = (size_t)g->nin;
+	int64_t numel = info->rows * info->cols;
+	*oom = false;
+	if (g->head || info->reduces || info->leading || info->cols != 1 || numel < 1 ||
+	    numel * (int64_t)es > SMALL_BYTES)
+		return NULL;
+	size_t vsz = (size_t)numel * es;
+	size_t bytes = round64(sizeof(struct snode) * n) + round64(sizeof(int32_t) * 2 * nin) + vsz * (n + nin);
+	/* operands found by node id: members and inputs are in graph order,
+	 * their ids dense unless the inputs reach far back */
+	uint32_t base = g->nodes[0]->id;
+	if (nin && g->inputs[0]->id < base)
+		base = g->inputs[0]->id;
+	size_t span = (size_t)(g->root->id - base) + 1;
+	int32_t *map = span <= 4 * (n + nin) + 64 ? malloc(sizeof *map * span) : NULL;
 	struct vm *vm = malloc(sizeof *vm);
 	char *m = malloc(bytes);
-	*oom = !vm || !m;
-	if (*oom) {
-		free(vm);
-		free(m);
-		return NULL;
+	if (!vm || !m) {
+		*oom = true;
+		goto fail;
 	}
 	memset(vm, 0, sizeof *vm);
 	vm->small = true;
@@ -1601,53 +1612,67 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	vm->n = g->n;
 	vm->dt = info->dt;
 	vm->esz = es;
-	vm->rows = vm->numel = info->rows;
+	vm->rows = vm->numel = numel;
 	vm->cols = 1;
 	vm->vsz = vsz;
 	vm->mem = m;
 	vm->memcap = bytes;
 	vm->sbytes = sizeof *vm + bytes;
 	vm->sn = (struct snode *)m;
-	vm->sval = m + round64(sizeof(struct snode) * n);
+	vm->iedge = (int32_t *)(m + round64(sizeof(struct snode) * n));
+	vm->iid = vm->iedge + nin;
+	vm->sval = (char *)vm->iedge + round64(sizeof(int32_t) * 2 * nin);
 	vm->sin = vm->sval + vsz * n;
 	vm->out = tir_tensor_data(out);
-	for (int k = 0; k < g->nin; k++)
-		if (!small_bind(vm, k, in_at(in, inp, k))) {
-			free(m);
-			free(vm);
-			return NULL;
-		}
+	for (size_t k = 0; k < nin; k++) {
+		const struct tir_node *o = g->inputs[k];
+		const struct tir_tensor *x = in_at(in, inp, (int)k);
+		if ((x->buf && x->rank > info->rank) || !small_bind(vm, (int)k, x))
+			goto fail;
+		vm->iid[k] = o->id;
+		vm->iedge[k] = 0;
+		if (map)
+			map[o->id - base] = ~(int32_t)k;
+	}
 	for (int j = 0; j < g->n; j++) {
 		const struct tir_node *nd = g->nodes[j];
-		struct snode *s = &vm->sn[j];
-		memset(s, 0, sizeof *s);
-		s->nin = (uint8_t)nd->nin;
+		struct snode *sn = &vm->sn[j];
+		/* every member elementwise over the whole domain, in its layout */
+		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1 || tir_type_numel(&nd->type) != numel)
+			goto fail;
+		memset(sn, 0, sizeof *sn);
+		sn->nin = (uint8_t)nd->nin;
 		for (int q = 0; q < nd->nin; q++) {
-			int o = tir_node_find(g->nodes, j, nd->in[q]);
-			if (o < 0) {
-				o = tir_node_find(g->inputs, inputs_below(vm, j), nd->in[q]);
-				TIR_ASSERT(o >= 0); /* a fused operand is a member or an input */
-				o = ~o;
-			}
-			s->op[q] = o;
+			int o = small_operand(vm, map, base, j, nd->in[q]);
+			if (o < 0)
+				vm->iedge[~o]++;
+			sn->op[q] = o;
 		}
+		if (map)
+			map[nd->id - base] = j;
 		/* as apply picks for operands that are contiguous runs */
 		tir_vmath1_fn f1 = nd->nin == 1 ? tir_vmath_unary_fn(nd->op, vm->dt) : NULL;
 		tir_vmath2_fn f2 = nd->nin == 2 ? tir_vmath_binary_fn(nd->op, vm->dt) : NULL;
-		s->mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
+		sn->mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
 		if (nd->op == TIR_OP_CAST) {
-			s->kind = SK_CAST;
+			sn->kind = SK_CAST;
 		} else if (f1) {
-			s->kind = SK_F1;
-			s->fn.f1 = f1;
+			sn->kind = SK_F1;
+			sn->fn.f1 = f1;
 		} else if (f2) {
-			s->kind = SK_F2;
-			s->fn.f2 = f2;
+			sn->kind = SK_F2;
+			sn->fn.f2 = f2;
 		} else {
-			s->kind = s->mask || nd->nin == 3 ? SK_SEL : SK_REF;
+			sn->kind = sn->mask || nd->nin == 3 ? SK_SEL : SK_REF;
 		}
 	}
+	free(map);
 	return vm;
+fail:
+	free(map);
+	free(m);
+	free(vm);
+	return NULL;
 }
 
 /* Elements [i0, i0 + cnt) of small group vm: its members in order. */
@@ -1999,7 +2024,7 @@ out:
 	return (struct tir_fused *)vm;
 }
 
-/* g over in[] or *inp[]: its small vm when it is one (small_fits), else
+/* g over in[] or *inp[]: its small vm when it is one (small_prepare), else
  * the blocks'. */
 static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir_tensor *in,
 				     const struct tir_tensor *const *inp, struct tir_tensor *out,
@@ -2014,7 +2039,7 @@ static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir
 		if (!tir_group_analyze(g, &own, &culprit))
 			info = &own;
 	}
-	if (info && small_fits(g, info, in, inp)) {
+	if (info) {
 		bool oom;
 		struct vm *vm = small_prepare(g, info, in, inp, out, &oom);
 		free(om);
@@ -2040,6 +2065,13 @@ struct tir_fused *tir_fused_prepare_at(const struct tir_group *g, const struct t
 				       struct tir_tensor *out, struct tir_err *err)
 {
 	return prepare_any(g, NULL, in, out, err);
+}
+
+const int32_t *tir_fused_input_reads(const struct tir_fused *f, const int32_t **ids)
+{
+	const struct vm *vm = (const struct vm *)f;
+	*ids = vm->small ? vm->iid : NULL;
+	return vm->small ? vm->iedge : NULL;
 }
 
 size_t tir_fused_bytes(const struct tir_fused *f)
