@@ -163,11 +163,13 @@ struct vnode {
 
 /* A member of a small group (run_small): its op's function, its
  * operands (>= 0 a member, < 0 ~input). */
+union sfn {
+	tir_vmath1_fn f1;
+	tir_vmath2_fn f2;
+};
+
 struct snode {
-	union {
-		tir_vmath1_fn f1;
-		tir_vmath2_fn f2;
-	} fn;
+	union sfn fn;
 	int32_t op[3];
 	uint8_t kind;            /* enum skind */
 	uint8_t nin;
@@ -1589,6 +1591,11 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	    numel * (int64_t)es > SMALL_BYTES)
 		return NULL;
 	size_t vsz = (size_t)numel * es;
+	struct skind_of {
+		bool set;
+		uint8_t kind, nin;
+		union sfn fn;
+	} kinds[TIR_OP_COUNT] = {{0}};
 	size_t bytes = round64(sizeof(struct snode) * n) + round64(sizeof(int32_t) * 2 * nin) + vsz * (n + nin);
 	/* operands found by node id: members and inputs are in graph order,
 	 * their ids dense unless the inputs reach far back */
@@ -1640,8 +1647,8 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		/* every member elementwise over the whole domain, in its layout */
 		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1 || tir_type_numel(&nd->type) != numel)
 			goto fail;
-		memset(sn, 0, sizeof *sn);
 		sn->nin = (uint8_t)nd->nin;
+		sn->op[1] = sn->op[2] = 0;
 		for (int q = 0; q < nd->nin; q++) {
 			int o = small_operand(vm, map, base, j, nd->in[q]);
 			if (o < 0)
@@ -1650,21 +1657,30 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		}
 		if (map)
 			map[nd->id - base] = j;
-		/* as apply picks for operands that are contiguous runs */
-		tir_vmath1_fn f1 = nd->nin == 1 ? tir_vmath_unary_fn(nd->op, vm->dt) : NULL;
-		tir_vmath2_fn f2 = nd->nin == 2 ? tir_vmath_binary_fn(nd->op, vm->dt) : NULL;
+		/* as apply picks for operands that are contiguous runs (looked
+		 * up once per op) */
 		sn->mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
-		if (nd->op == TIR_OP_CAST) {
-			sn->kind = SK_CAST;
-		} else if (f1) {
-			sn->kind = SK_F1;
-			sn->fn.f1 = f1;
-		} else if (f2) {
-			sn->kind = SK_F2;
-			sn->fn.f2 = f2;
-		} else {
-			sn->kind = sn->mask || nd->nin == 3 ? SK_SEL : SK_REF;
+		struct skind_of *ko = &kinds[nd->op];
+		if (!ko->set) {
+			tir_vmath1_fn f1 = nd->nin == 1 ? tir_vmath_unary_fn(nd->op, vm->dt) : NULL;
+			tir_vmath2_fn f2 = nd->nin == 2 ? tir_vmath_binary_fn(nd->op, vm->dt) : NULL;
+			ko->set = true;
+			ko->nin = (uint8_t)nd->nin;
+			if (nd->op == TIR_OP_CAST) {
+				ko->kind = SK_CAST;
+			} else if (f1) {
+				ko->kind = SK_F1;
+				ko->fn.f1 = f1;
+			} else if (f2) {
+				ko->kind = SK_F2;
+				ko->fn.f2 = f2;
+			} else {
+				ko->kind = SK_REF;
+			}
 		}
+		TIR_ASSERT(ko->nin == nd->nin);
+		sn->fn = ko->fn;
+		sn->kind = ko->kind == SK_REF && (sn->mask || nd->nin == 3) ? SK_SEL : ko->kind;
 	}
 	free(map);
 	return vm;
