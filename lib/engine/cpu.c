@@ -243,18 +243,18 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
  * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
-static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const bool *lent,
-			 const bool *held, const int64_t *uses)
+static int inplace_input(const struct tir_group *g, const struct tir_tensor *const *in,
+			 const struct tir_tensor *vals, const bool *lent, const int64_t *uses)
 {
 	int64_t few[64], *edges = NULL;
 	int found = -1;
 	for (int k = 0; k < g->nin && found < 0; k++) {
-		const struct tir_node *x = g->inputs[k];
 		/* (a file's mapping is never written: tir_buf_writable; nor a
 		 * cached constant lent, held by the cache alone; a literal
-		 * with no value has no memory) */
-		if (!held[x->id])
+		 * with no value (in[k] NULL) has no memory) */
+		if (!in[k])
 			continue;
+		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
 		if (lent[x->id] || v->dtype != (enum tir_dtype)x->type.dtype || !tir_type_equal(&x->type, &g->root->type) ||
 		    !tir_buf_writable(v->buf))
@@ -340,8 +340,10 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
  * constant of another dtype) its converted value, borrowed from the
  * cache, which holds it past the kernel; NULL when o has none (a literal
  * the kernel reads from its node, a generator it computes). */
-static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, const struct tir_node *o)
+static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, const struct tir_node *o,
+					     const bool *interior, int *gens)
 {
+	*gens += interior[o->id] && tir_gen_is_op(o->op); /* a generator it computes */
 	if (!x->held[o->id])
 		return NULL;
 	const struct tir_tensor *v = &x->vals[o->id], *c;
@@ -350,9 +352,11 @@ static const struct tir_tensor *group_input(struct cpu *x, const struct tir_grou
 	return v;
 }
 
-/* One fused kernel (group gi of the plan): read its inputs, write its root. */
+/* One fused kernel (group gi of the plan): read its inputs, write its
+ * root; *gens: the generators it computed (its inputs never stored). */
 static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
-		     struct tir_tensor *vals, int64_t *uses, uint32_t *made, size_t *nmade, struct tir_err *err)
+		     struct tir_tensor *vals, int64_t *uses, uint32_t *made, size_t *nmade, int *gens,
+		     struct tir_err *err)
 {
 	const struct tir_node *r = g->root;
 	struct tir_tensor *out = &vals[r->id];
@@ -369,7 +373,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 			if (deferred_literal(h->in[k], x->held))
 				rc = literal_value(x, h->in[k], made, nmade, err);
 		for (int k = 0; k < g->nin; k++) {
-			const struct tir_tensor *v = group_input(x, g, g->inputs[k]);
+			const struct tir_tensor *v = group_input(x, g, g->inputs[k], interior, gens);
 			in[k] = v ? *v : (struct tir_tensor){0};
 		}
 		if (!rc)
@@ -391,10 +395,10 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
 			return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
 		for (int k = 0; k < g->nin; k++)
-			in[k] = group_input(x, g, g->inputs[k]);
+			in[k] = group_input(x, g, g->inputs[k], interior, gens);
 		/* the memory planner's cheap win: an input nobody reads after
 		 * this kernel, held by nothing else, takes the root */
-		int k = inplace_input(g, vals, x->lent, x->held, uses);
+		int k = inplace_input(g, in, vals, x->lent, uses);
 		if (k >= 0)
 			tir_tensor_ref(out, &vals[g->inputs[k]->id]);
 		else
@@ -855,9 +859,11 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 			/* an input it may write over (inplace_input) holds the root
 			 * (its edges counted once some input could) */
 			int64_t few[64], *edges = NULL;
-			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
+			bool any = false; /* an input holds bytes */
+			for (int k = 0; k < g->nin; k++) {
 				const struct tir_node *o = g->inputs[k];
-				if (m->live[o->id] < bytes || o->type.dtype != r->type.dtype)
+				any |= m->live[o->id] > 0;
+				if (g->head || !bytes || m->live[o->id] < bytes || o->type.dtype != r->type.dtype)
 					continue;
 				if (!edges && !(edges = input_edges(g, few)))
 					break;
@@ -869,7 +875,12 @@ static void sim_run(struct sim *m, const struct tir_program *p, const bool *need
 			sim_hold(m, r, bytes, i);
 			if (g->head)
 				sim_drop(m, g->head, plan->interior);
-			for (int j = 0; j < g->n; j++)
+			/* its members' reads of its inputs: none held bytes (literals
+			 * read from their nodes), none will (each input's bytes are
+			 * held at its own step, before): their reads change nothing
+			 * the simulation looks at, so a group of scalar statements is
+			 * not walked again member by member */
+			for (int j = 0; j < g->n && any; j++)
 				sim_drop(m, g->nodes[j], plan->interior);
 			continue;
 		}
@@ -1146,8 +1157,9 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		made[nmade++] = (uint32_t)i;
 		c->held[i] = true;
 		if (planned && plan.group_of[i] >= 0) {
+			int gens = 0;
 			rc = run_group(c, plan.group_of[i], &plan.groups[plan.group_of[i]], plan.interior, vals, uses,
-				       made, &nmade, err);
+				       made, &nmade, &gens, err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
@@ -1156,9 +1168,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 				profile_kernel(c, &plan.groups[plan.group_of[i]], n, tir_now_ms() - tk,
 					       tir_pool_offered() - t0k);
 			const struct tir_group *gr = &plan.groups[plan.group_of[i]];
-			x->stats.nops += gr->n + (gr->head != NULL);
-			for (int k = 0; k < gr->nin; k++) /* generators it computed */
-				x->stats.nops += plan.interior[gr->inputs[k]->id] && tir_gen_is_op(gr->inputs[k]->op);
+			x->stats.nops += gr->n + (gr->head != NULL) + gens;
 			x->stats.nkernels++;
 			if (!rc && x->keep && tir_exec_keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);
