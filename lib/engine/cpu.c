@@ -164,17 +164,35 @@ static bool cacheable_const(const struct tir_node *n)
 	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
 }
 
-/* Constant node n's value made before, lent into x->vals (no reference:
- * x->lent says so); false when there is none. */
-static bool const_hit(struct cpu *x, const struct tir_node *n)
+/* Constant node n's value made before, lent (no reference: x->lent says
+ * so); false when there is none.  Written into x->vals now when fill (a
+ * target, a value kept), else when something other than a kernel reads
+ * it (lent_fill): a kernel reads the cache's (group_input), and a program
+ * of scalars lends thousands at each run. */
+static bool const_hit(struct cpu *x, const struct tir_node *n, bool fill)
 {
 	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
 	if (s < 0 || x->cconst[s].n != n)
 		return false;
-	x->vals[n->id] = x->cconst[s].v;
+	if (fill)
+		x->vals[n->id] = x->cconst[s].v;
 	x->lent[n->id] = true;
 	x->held[n->id] = true;
 	return true;
+}
+
+/* The cache's value of lent constant id. */
+static const struct tir_tensor *lent_value(const struct cpu *x, uint32_t id)
+{
+	return &x->cconst[x->cslot[id] - 1].v;
+}
+
+/* x->vals[id] holding its value, for a reader of values: a lent constant's
+ * written there now. */
+static void lent_fill(struct cpu *x, uint32_t id)
+{
+	if (x->lent[id] && !x->vals[id].buf)
+		x->vals[id] = *lent_value(x, id);
 }
 
 /* Keep constant node n's value v for the next runs (unless out of memory). */
@@ -346,7 +364,7 @@ static const struct tir_tensor *group_input(struct cpu *x, const struct tir_grou
 	*gens += interior[o->id] && tir_gen_is_op(o->op); /* a generator it computes */
 	if (!x->held[o->id])
 		return NULL;
-	const struct tir_tensor *v = &x->vals[o->id], *c;
+	const struct tir_tensor *v = x->lent[o->id] ? lent_value(x, o->id) : &x->vals[o->id], *c;
 	if (g->info && v->dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
 		return c;
 	return v;
@@ -372,6 +390,8 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		for (int k = 0; k < 2 && !rc; k++)
 			if (deferred_literal(h->in[k], x->held))
 				rc = literal_value(x, h->in[k], made, nmade, err);
+			else
+				lent_fill(x, h->in[k]->id);
 		for (int k = 0; k < g->nin; k++) {
 			const struct tir_tensor *v = group_input(x, g, g->inputs[k], interior, gens);
 			in[k] = v ? *v : (struct tir_tensor){0};
@@ -1175,7 +1195,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			continue;
 		}
 		bool small_const = c->rerun && cacheable_const(n);
-		if (small_const && const_hit(c, n)) {
+		if (small_const && const_hit(c, n, target[i])) {
 			if (x->keep && tir_exec_keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);
 			continue;
@@ -1193,6 +1213,8 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		for (int k = 0; k < n->nin && !rc; k++)
 			if (n->in[k] && deferred_literal(n->in[k], c->held))
 				rc = literal_value(c, n->in[k], made, &nmade, &e);
+			else if (n->in[k])
+				lent_fill(c, n->in[k]->id);
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k])
 				inp[k] = vals[n->in[k]->id];
@@ -1238,7 +1260,8 @@ done:
 		uint32_t id = made[k];
 		c->held[id] = false;
 		if (c->lent[id]) {
-			memset(&vals[id], 0, sizeof vals[id]);
+			if (vals[id].buf) /* (written only when read as a value: lent_fill) */
+				memset(&vals[id], 0, sizeof vals[id]);
 			c->lent[id] = false;
 		} else {
 			tir_tensor_release(&vals[id]);
