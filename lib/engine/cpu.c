@@ -22,8 +22,8 @@ struct cpu {
 	struct tir_program *prog;      /* the program of the run under way (or the last) */
 	char *explain;                 /* the last run's plan as text */
 	struct plan_entry {
-		int64_t *sig;          /* see plan_signature */
-		size_t nsig;
+		uint8_t *sig;          /* see plan_signature */
+		size_t nsig;           /* its bytes */
 		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
 		size_t ngroups_words;
 		const char **closed;
@@ -439,63 +439,91 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 	return 0;
 }
 
+/* Signature bytes: a growing buffer of varints (7 bits a byte, the high
+ * bit set on all but the last). */
+struct sigbuf {
+	uint8_t *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static void sig_put(struct sigbuf *b, uint64_t v)
+{
+	if (b->n + 10 > b->cap) {
+		size_t cap = b->cap < 4096 ? 4096 : b->cap * 2;
+		uint8_t *p = b->oom ? NULL : realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			b->n = 0;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	while (v >= 0x80) {
+		b->p[b->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b->p[b->n++] = (uint8_t)v;
+}
+
 /* The structure the fuser decides on, with nodes numbered densely in
  * graph order (so the same computation made again, at other node ids, has
  * the same signature): every node's op, dtype, shape, operands, readers
- * and whether it is needed or a target.  dense[] lists the node ids. */
-static int64_t *plan_signature(const struct tir_program *p, const bool *need, const int64_t *uses,
+ * and whether it is needed or a target.  dense[] lists the node ids.  As
+ * varints, an operand by how far back it is: a few bytes a node, not a
+ * few words (a program of 100,000 statements: 1.5 MiB, not 8, made and
+ * kept with its plan).  The fields each node has follow from those
+ * before it (rank, operands, the op's attributes), so equal bytes are an
+ * equal structure.  returns: new (*nsig bytes), NULL when out of memory. */
+static uint8_t *plan_signature(const struct tir_program *p, const bool *need, const int64_t *uses,
 			       const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
 {
-	size_t cap = 0, n = 0;
-	int64_t *sig = NULL, nd = 0;
+	struct sigbuf b = {0};
+	int64_t nd = 0;
 	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	if (!rank_of)
 		return NULL;
-	for (size_t i = 0; i < p->nnodes; i++) {
+	for (size_t i = 0; i < p->nnodes && !b.oom; i++) {
 		rank_of[i] = -1;
 		if (!need[i] && !target[i])
 			continue;
 		const struct tir_node *t = p->nodes[i];
-		if (tir_grow((void **)&sig, &cap, n + 8 + t->type.rank + t->nin, sizeof *sig)) {
-			free(sig);
-			free(rank_of);
-			return NULL;
-		}
 		rank_of[i] = nd;
 		dense[nd++] = (int64_t)i;
-		sig[n++] = t->op | (int64_t)t->type.dtype << 16 | (int64_t)t->type.weak << 24 |
-			   (int64_t)need[i] << 25 | (int64_t)target[i] << 26;
-		sig[n++] = uses[i];
-		sig[n++] = t->type.rank | (int64_t)t->nin << 8;
+		sig_put(&b, (uint64_t)t->op | (uint64_t)t->type.dtype << 16 | (uint64_t)t->type.weak << 24 |
+				    (uint64_t)need[i] << 25 | (uint64_t)target[i] << 26);
+		sig_put(&b, (uint64_t)uses[i]);
+		sig_put(&b, (uint64_t)t->type.rank | (uint64_t)t->nin << 8);
 		for (int d = 0; d < t->type.rank; d++)
-			sig[n++] = t->type.shape[d];
+			sig_put(&b, (uint64_t)t->type.shape[d]);
+		/* (0: none; rank_of -1, a node not in it, nd + 1 back) */
 		for (int k = 0; k < t->nin; k++)
-			sig[n++] = t->in[k] ? rank_of[t->in[k]->id] : -2;
+			sig_put(&b, t->in[k] ? (uint64_t)(nd - 1 - rank_of[t->in[k]->id]) + 1 : 0);
 		/* attributes (axes, perms, slices) decide fusion too */
 		for (int a = 0; a < tir_op(t->op)->nattr; a++) {
 			const struct tir_attr *at = &t->attr[a];
-			if (tir_grow((void **)&sig, &cap, n + 4 + (size_t)(at->v ? at->n : 0), sizeof *sig)) {
-				free(sig);
-				free(rank_of);
-				return NULL;
-			}
-			int64_t fb;
+			uint64_t fb;
 			memcpy(&fb, &at->f, sizeof fb);
-			sig[n++] = at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2;
-			sig[n++] = at->i;
-			sig[n++] = fb;
+			sig_put(&b, (uint64_t)at->set | (uint64_t)at->is_int << 1 | (uint64_t)at->n << 2);
+			sig_put(&b, (uint64_t)at->i);
+			sig_put(&b, fb);
 			for (int k = 0; at->v && k < at->n; k++)
-				sig[n++] = at->v[k];
+				sig_put(&b, (uint64_t)at->v[k]);
 			uint64_t h = 1469598103934665603u; /* a string's FNV-1a */
 			for (const char *c = at->s; c && *c; c++)
 				h = (h ^ (unsigned char)*c) * 1099511628211u;
-			sig[n++] = (int64_t)h;
+			sig_put(&b, h);
 		}
 	}
 	free(rank_of);
-	*nsig = n;
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	*nsig = b.n;
 	*ndense = nd;
-	return sig ? sig : calloc(1, sizeof *sig);
+	return b.p ? b.p : calloc(1, 1);
 }
 
 /* Remember that x->plan instantiates entry e for this run. */
@@ -594,7 +622,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 
 /* x->plan, just made, into entry victim (by dense index); false when
  * there is no memory for it (the plan is fine, it is just not cached). */
-static bool plan_remember(struct cpu *x, struct plan_entry *victim, int64_t *sig, size_t nsig,
+static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig, size_t nsig,
 			  const int64_t *dense, int64_t nd)
 {
 	const struct tir_program *p = x->prog;
@@ -690,14 +718,14 @@ static int plan_for(struct cpu *x, const bool *need, const int64_t *uses, const 
 	size_t nsig = 0;
 	int64_t nd = 0;
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
-	int64_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
+	uint8_t *sig = dense ? plan_signature(p, need, uses, target, &nsig, dense, &nd) : NULL;
 	int rc = -TIR_ENOMEM;
 	if (!sig)
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
 	for (int i = 0; i < PCACHE && !e; i++) {
 		struct plan_entry *c = &x->pcache[i];
-		if (c->sig && c->nsig == nsig && !memcmp(c->sig, sig, nsig * sizeof *sig))
+		if (c->sig && c->nsig == nsig && !memcmp(c->sig, sig, nsig))
 			e = c;
 		else if (!c->sig || c->used < victim->used)
 			victim = c;

@@ -1521,7 +1521,9 @@ static bool small_bind(struct vm *vm, int k, const struct tir_tensor *x)
 	size_t es = vm->esz;
 	char *slot = vm->sin + (size_t)k * vm->vsz;
 	if (!x->buf || tir_tensor_numel(x) == 1) {
-		if (x->buf) {
+		if (x->buf && x->dtype == vm->dt) {
+			memcpy(slot, (const char *)x->buf->data + x->offset * (int64_t)es, es);
+		} else if (x->buf) {
 			tir_cvt_run(vm->dt, slot, x->dtype,
 				    (const char *)x->buf->data + x->offset * (int64_t)tir_dtype_size(x->dtype), 1, 1);
 		} else {
