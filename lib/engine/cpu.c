@@ -31,11 +31,15 @@ struct cpu {
 		const char **alone_why;
 		size_t nalone;
 		struct tir_group_info *info; /* by group: the groups analyzed */
-		struct plan_fin {      /* by dense index: what tir_plan_finish made */
+		/* what tir_plan_finish made: by dense index, interior (1) and
+		 * dup (2); the few nodes with a score or reads beyond the
+		 * graph's edges, by dense index (a byte a node, not 24) */
+		uint8_t *fin_flags;
+		struct plan_fin {
+			int32_t at, extra_uses;
 			int64_t keep, copy;
-			int32_t extra_uses;
-			bool interior, dup;
 		} *fin;
+		size_t nfin;
 		uint64_t used;
 	} pcache[PCACHE];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
@@ -605,10 +609,12 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	pl->ngroups = (int)ng;
 	/* tir_plan_finish's result, as it was for this structure */
 	for (int64_t k = 0; k < nd; k++) {
+		pl->interior[dense[k]] = e->fin_flags[k] & 1;
+		pl->dup[dense[k]] = e->fin_flags[k] >> 1;
+	}
+	for (size_t k = 0; k < e->nfin; k++) {
 		const struct plan_fin *f = &e->fin[k];
-		int64_t id = dense[k];
-		pl->interior[id] = f->interior;
-		pl->dup[id] = f->dup;
+		int64_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
 		pl->keep[id] = f->keep;
 		pl->copy[id] = f->copy;
@@ -640,10 +646,15 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
 	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
 	char *imem = info ? (char *)(info + pl->ngroups + 1) : NULL;
-	struct plan_fin *fin = malloc(sizeof *fin * ((size_t)nd + 1));
+	size_t nfin = 0;
+	for (int64_t k = 0; k < nd; k++)
+		nfin += pl->keep[dense[k]] || pl->copy[dense[k]] || pl->extra_uses[dense[k]];
+	uint8_t *fin_flags = malloc((size_t)nd + 1);
+	struct plan_fin *fin = malloc(sizeof *fin * (nfin + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!rank_of || !gw || !closed || !info || !fin || !alone_at || !alone_why) {
+	if (!rank_of || !gw || !closed || !info || !fin || !fin_flags || !alone_at || !alone_why) {
+		free(fin_flags);
 		free(rank_of);
 		free(gw);
 		free(closed);
@@ -653,12 +664,13 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 		free(alone_why);
 		return false;
 	}
-	for (int64_t k = 0; k < nd; k++) {
+	for (int64_t k = 0, f = 0; k < nd; k++) {
 		int64_t id = dense[k];
 		rank_of[id] = k;
-		fin[k] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id],
-					   .extra_uses = pl->extra_uses[id], .interior = pl->interior[id],
-					   .dup = pl->dup[id]};
+		fin_flags[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
+		if (pl->keep[id] || pl->copy[id] || pl->extra_uses[id])
+			fin[f++] = (struct plan_fin){.at = (int32_t)k, .extra_uses = pl->extra_uses[id],
+						   .keep = pl->keep[id], .copy = pl->copy[id]};
 	}
 	size_t w = 0;
 	for (int g = 0; g < pl->ngroups; g++) {
@@ -696,9 +708,10 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 	free(victim->alone_why);
 	free(victim->info);
 	free(victim->fin);
+	free(victim->fin_flags);
 	*victim = (struct plan_entry){.sig = sig, .nsig = nsig, .groups = gw, .ngroups_words = words,
 				      .closed = closed, .alone_at = alone_at, .alone_why = alone_why,
-				      .nalone = nalone, .info = info, .fin = fin, .used = ++x->pclock};
+				      .nalone = nalone, .info = info, .fin = fin, .nfin = nfin, .fin_flags = fin_flags, .used = ++x->pclock};
 	return true;
 }
 
@@ -1390,6 +1403,7 @@ static void cpu_free(struct tir_device *d)
 		free(c->pcache[i].alone_why);
 		free(c->pcache[i].info);
 		free(c->pcache[i].fin);
+		free(c->pcache[i].fin_flags);
 	}
 	fused_forget(c);
 	tir_plan_free(&c->plan);
