@@ -138,7 +138,10 @@ enum tir_dtype tir_fuse_dtype(const struct tir_node *n);
 /* Run a group: in[k] is the value of g->inputs[k] (any dtype, any layout;
  * converted and broadcast here; borrowed, not referenced: the caller
  * holds it through the call, or until tir_fused_free after
- * tir_fused_prepare); out is allocated contiguous for root. */
+ * tir_fused_prepare), or empty for a generator the group computes or a
+ * weak scalar literal (read from its node); out is allocated contiguous
+ * for root.  A group over at most 64 bytes, elementwise throughout, reads
+ * its inputs when they are bound (prepared, rebound), not when it runs. */
 int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
 		   struct tir_err *err);
 
