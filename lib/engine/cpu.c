@@ -63,7 +63,7 @@ struct cpu {
 	 * program of scalars reads thousands: no count taken and given back,
 	 * by atomics, for each at each run) */
 	struct tir_tensor *vals;
-	bool *lent;
+	uint8_t *lent;                 /* LENT, or LENT_FILLED: written into vals (lent_fill) */
 	size_t capvals, caplent;
 	/* by node id, kept all false between runs (caplent of them): vals[i]
 	 * holds a value this run (its own or lent).  A literal only kernels
@@ -139,7 +139,7 @@ static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, stru
 
 /* Operands of n that nobody reads any more are freed; an interior one has
  * no value to free. */
-static void drop_operands(const struct tir_node *n, const bool *interior, const bool *lent, const bool *held,
+static void drop_operands(const struct tir_node *n, const bool *interior, const uint8_t *lent, const bool *held,
 			  struct tir_tensor *vals, int64_t *uses)
 {
 	for (int k = 0; k < n->nin; k++) {
@@ -158,6 +158,10 @@ static bool deferred_literal(const struct tir_node *n, const bool *held)
 {
 	return n->op == TIR_OP_CONST && n->type.weak && !held[n->id];
 }
+
+/* x->lent[id]: a cached constant's value lent to the run, written into
+ * x->vals or not. */
+enum { LENT = 1, LENT_FILLED = 2 };
 
 /* Constants of at most this many bytes are made once per exec. */
 #define CCONST_BYTES 64
@@ -180,7 +184,7 @@ static bool const_hit(struct cpu *x, const struct tir_node *n, bool fill)
 		return false;
 	if (fill)
 		x->vals[n->id] = x->cconst[s].v;
-	x->lent[n->id] = true;
+	x->lent[n->id] = fill ? LENT_FILLED : LENT;
 	x->held[n->id] = true;
 	return true;
 }
@@ -195,8 +199,10 @@ static const struct tir_tensor *lent_value(const struct cpu *x, uint32_t id)
  * written there now. */
 static void lent_fill(struct cpu *x, uint32_t id)
 {
-	if (x->lent[id] && !x->vals[id].buf)
+	if (x->lent[id] == LENT) {
 		x->vals[id] = *lent_value(x, id);
+		x->lent[id] = LENT_FILLED;
+	}
 }
 
 /* Keep constant node n's value v for the next runs (unless out of memory). */
@@ -266,7 +272,7 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *const *in,
-			 const struct tir_tensor *vals, const bool *lent, const int64_t *uses)
+			 const struct tir_tensor *vals, const uint8_t *lent, const int64_t *uses)
 {
 	int64_t few[64], *edges = NULL;
 	int found = -1;
@@ -1301,9 +1307,9 @@ done:
 		uint32_t id = made[k];
 		c->held[id] = false;
 		if (c->lent[id]) {
-			if (vals[id].buf) /* (written only when read as a value: lent_fill) */
+			if (c->lent[id] == LENT_FILLED)
 				memset(&vals[id], 0, sizeof vals[id]);
-			c->lent[id] = false;
+			c->lent[id] = 0;
 		} else {
 			tir_tensor_release(&vals[id]);
 		}

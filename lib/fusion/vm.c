@@ -1522,7 +1522,11 @@ static bool small_bind(struct vm *vm, int k, const struct tir_tensor *x)
 	char *slot = vm->sin + (size_t)k * vm->vsz;
 	if (!x->buf || tir_tensor_numel(x) == 1) {
 		if (x->buf && x->dtype == vm->dt) {
-			memcpy(slot, (const char *)x->buf->data + x->offset * (int64_t)es, es);
+			const char *p = (const char *)x->buf->data + x->offset * (int64_t)es;
+			if (es == 4)
+				memcpy(slot, p, 4);
+			else
+				memcpy(slot, p, 8);
 		} else if (x->buf) {
 			tir_cvt_run(vm->dt, slot, x->dtype,
 				    (const char *)x->buf->data + x->offset * (int64_t)tir_dtype_size(x->dtype), 1, 1);
