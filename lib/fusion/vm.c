@@ -1596,6 +1596,11 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	if (g->head || info->reduces || info->leading || info->cols != 1 || numel < 1 ||
 	    numel * (int64_t)es > SMALL_BYTES)
 		return NULL;
+	/* (the kinds first, from the info's arrays: a small group of another
+	 * kind costs no more than this) */
+	for (int j = 0; j < g->n; j++)
+		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1)
+			return NULL;
 	size_t vsz = (size_t)numel * es;
 	struct skind_of {
 		bool set;
@@ -1651,7 +1656,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		const struct tir_node *nd = g->nodes[j];
 		struct snode *sn = &vm->sn[j];
 		/* every member elementwise over the whole domain, in its layout */
-		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1 || tir_type_numel(&nd->type) != numel)
+		if (tir_type_numel(&nd->type) != numel || nd->nin > 3)
 			goto fail;
 		sn->nin = (uint8_t)nd->nin;
 		sn->op[1] = sn->op[2] = 0;
@@ -1667,7 +1672,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		 * up once per op) */
 		sn->mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
 		struct skind_of *ko = &kinds[nd->op];
-		if (!ko->set) {
+		if (!ko->set || ko->nin != nd->nin) {
 			tir_vmath1_fn f1 = nd->nin == 1 ? tir_vmath_unary_fn(nd->op, vm->dt) : NULL;
 			tir_vmath2_fn f2 = nd->nin == 2 ? tir_vmath_binary_fn(nd->op, vm->dt) : NULL;
 			ko->set = true;
@@ -1684,7 +1689,6 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 				ko->kind = SK_REF;
 			}
 		}
-		TIR_ASSERT(ko->nin == nd->nin);
 		sn->fn = ko->fn;
 		sn->kind = ko->kind == SK_REF && (sn->mask || nd->nin == 3) ? SK_SEL : ko->kind;
 	}
