@@ -111,6 +111,9 @@ static const char *progs[][2] = {
 	{"x = cast(arange(4096), f32)\ny = sum(tanh(x * 0.001 - 0.5) * 0.25 + 1.5)\n", "y"},
 	/* literals an unfused op reads (integers: made as values when read) */
 	{"n = cast(7, i32) * 3 + 2\ny = cast(n, f32) * 0.5 + 0.25\n", "y"},
+	/* scalars: + - * / inline, f64 and f32 */
+	{"x = cast(0.7, f64)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x\n", "z"},
+	{"x = cast(0.7, f32)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x + 1e-30 / x\n", "z"},
 	/* a scalar chain, as bench/statements.py writes it */
 	{"x = cast(0.3, f32)\nt1 = x * 0.5\nt2 = t1 + 0.25\nt3 = tanh(t2)\nt4 = t3 * x\nt5 = t4 - 0.125\n"
 	 "t6 = t5 * 0.5\nt7 = t6 + 0.25\nt8 = tanh(t7)\nt9 = t8 * t5\ny = t9 - 0.125\n",
