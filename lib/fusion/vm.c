@@ -1493,9 +1493,7 @@ static bool widens(const struct vm *vm, const struct tir_group *g, int k, const 
  * node.  It keeps a snode and a slot a member, a slot an input. */
 #define SMALL_BYTES 64
 
-/* (SK_ADD..SK_DIV: a scalar's + - * /, inline: vmath's functions are
- * these IEEE operations, one call an element of a scalar statement) */
-enum skind { SK_CAST, SK_F1, SK_F2, SK_SEL, SK_REF, SK_ADD, SK_SUB, SK_MUL, SK_DIV };
+enum skind { SK_CAST, SK_F1, SK_F2, SK_SEL, SK_REF };
 
 static const struct tir_tensor no_value;
 
@@ -1693,12 +1691,6 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		}
 		sn->fn = ko->fn;
 		sn->kind = ko->kind == SK_REF && (sn->mask || nd->nin == 3) ? SK_SEL : ko->kind;
-		if (ko->kind == SK_F2 && numel == 1)
-			sn->kind = nd->op == TIR_OP_ADD   ? SK_ADD
-				   : nd->op == TIR_OP_SUB ? SK_SUB
-				   : nd->op == TIR_OP_MUL ? SK_MUL
-				   : nd->op == TIR_OP_DIV ? SK_DIV
-							  : SK_F2;
 	}
 	free(map);
 	return vm;
@@ -1721,22 +1713,6 @@ static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 			a[q] = (s->op[q] >= 0 ? vm->sval + (size_t)s->op[q] * vsz : vm->sin + (size_t)~s->op[q] * vsz) +
 			       at;
 		char *d = (j == root ? vm->out : vm->sval + (size_t)j * vsz) + at;
-		if (s->kind >= SK_ADD && es == 4) {
-			float x, y, r;
-			memcpy(&x, a[0], 4);
-			memcpy(&y, a[1], 4);
-			r = s->kind == SK_ADD ? x + y : s->kind == SK_SUB ? x - y : s->kind == SK_MUL ? x * y : x / y;
-			memcpy(d, &r, 4);
-			continue;
-		}
-		if (s->kind >= SK_ADD) {
-			double x, y, r;
-			memcpy(&x, a[0], 8);
-			memcpy(&y, a[1], 8);
-			r = s->kind == SK_ADD ? x + y : s->kind == SK_SUB ? x - y : s->kind == SK_MUL ? x * y : x / y;
-			memcpy(d, &r, 8);
-			continue;
-		}
 		if (s->kind == SK_F2) {
 			s->fn.f2(d, a[0], a[1], cnt);
 			continue;
