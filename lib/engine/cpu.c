@@ -22,8 +22,8 @@ struct cpu {
 	struct tir_program *prog;      /* the program of the run under way (or the last) */
 	char *explain;                 /* the last run's plan as text */
 	struct plan_entry {
-		int32_t *sig;          /* see plan_signature */
-		size_t nsig;
+		uint8_t *sig;          /* see plan_signature */
+		size_t nsig;           /* its bytes */
 		int32_t *groups;       /* the plan by dense index: per group n, nin, head (-1: none), then indices */
 		size_t ngroups_words;
 		const char **closed;
@@ -31,12 +31,13 @@ struct cpu {
 		const char **alone_why;
 		size_t nalone;
 		struct tir_group_info *info; /* by group: the groups analyzed */
-		/* what tir_plan_finish made, by dense index: interior (bit 0)
-		 * and dup (bit 1) of each, and the few with figures */
-		uint8_t *fin_bits;
+		/* what tir_plan_finish made: by dense index, interior (1) and
+		 * dup (2); the few nodes with a score or reads beyond the
+		 * graph's edges, by dense index (a byte a node, not 24) */
+		uint8_t *fin_flags;
 		struct plan_fin {
-			int64_t keep, copy;
 			int32_t at, extra_uses;
+			int64_t keep, copy;
 		} *fin;
 		size_t nfin;
 		uint64_t used;
@@ -62,8 +63,13 @@ struct cpu {
 	 * program of scalars reads thousands: no count taken and given back,
 	 * by atomics, for each at each run) */
 	struct tir_tensor *vals;
-	bool *lent;
+	uint8_t *lent;                 /* LENT, or LENT_FILLED: written into vals (lent_fill) */
 	size_t capvals, caplent;
+	/* by node id, kept all false between runs (caplent of them): vals[i]
+	 * holds a value this run (its own or lent).  A literal only kernels
+	 * read has none (the kernel reads its node): its vals[i] is never
+	 * touched, nor its page */
+	bool *held;
 	/* by node id: values put here for this run (cpu_put) */
 	struct tir_tensor *given;
 	size_t ngiven;
@@ -133,17 +139,29 @@ static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, stru
 
 /* Operands of n that nobody reads any more are freed; an interior one has
  * no value to free. */
-static void drop_operands(const struct tir_node *n, const bool *interior, const bool *lent,
+static void drop_operands(const struct tir_node *n, const bool *interior, const uint8_t *lent, const bool *held,
 			  struct tir_tensor *vals, int64_t *uses)
 {
 	for (int k = 0; k < n->nin; k++) {
 		if (!n->in[k] || (interior && interior[n->in[k]->id]))
 			continue;
 		uint32_t id = n->in[k]->id;
-		if (--uses[id] == 0 && !lent[id]) /* (a lent one is emptied after the run) */
+		if (--uses[id] == 0 && held[id] && !lent[id]) /* (a lent one is emptied after the run) */
 			tir_tensor_release(&vals[id]);
 	}
 }
+
+/* A literal the plan's kernels read from its node (deferred by cpu_run):
+ * none of this run's values is made of it until something else reads it
+ * (literal_value).  A weak scalar, not a target nor kept. */
+static bool deferred_literal(const struct tir_node *n, const bool *held)
+{
+	return n->op == TIR_OP_CONST && n->type.weak && !held[n->id];
+}
+
+/* x->lent[id]: a cached constant's value lent to the run, written into
+ * x->vals or not. */
+enum { LENT = 1, LENT_FILLED = 2 };
 
 /* Constants of at most this many bytes are made once per exec. */
 #define CCONST_BYTES 64
@@ -154,16 +172,37 @@ static bool cacheable_const(const struct tir_node *n)
 	       (size_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) <= CCONST_BYTES;
 }
 
-/* Constant node n's value made before, lent into x->vals (no reference:
- * x->lent says so); false when there is none. */
-static bool const_hit(struct cpu *x, const struct tir_node *n)
+/* Constant node n's value made before, lent (no reference: x->lent says
+ * so); false when there is none.  Written into x->vals now when fill (a
+ * target, a value kept), else when something other than a kernel reads
+ * it (lent_fill): a kernel reads the cache's (group_input), and a program
+ * of scalars lends thousands at each run. */
+static bool const_hit(struct cpu *x, const struct tir_node *n, bool fill)
 {
 	int32_t s = n->id < x->ncslot ? x->cslot[n->id] - 1 : -1;
 	if (s < 0 || x->cconst[s].n != n)
 		return false;
-	x->vals[n->id] = x->cconst[s].v;
-	x->lent[n->id] = true;
+	if (fill)
+		x->vals[n->id] = x->cconst[s].v;
+	x->lent[n->id] = fill ? LENT_FILLED : LENT;
+	x->held[n->id] = true;
 	return true;
+}
+
+/* The cache's value of lent constant id. */
+static const struct tir_tensor *lent_value(const struct cpu *x, uint32_t id)
+{
+	return &x->cconst[x->cslot[id] - 1].v;
+}
+
+/* x->vals[id] holding its value, for a reader of values: a lent constant's
+ * written there now. */
+static void lent_fill(struct cpu *x, uint32_t id)
+{
+	if (x->lent[id] == LENT) {
+		x->vals[id] = *lent_value(x, id);
+		x->lent[id] = LENT_FILLED;
+	}
 }
 
 /* Keep constant node n's value v for the next runs (unless out of memory). */
@@ -232,16 +271,19 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
  * its buffer is held by this value alone and is no file's mapping, it is contiguous and of the
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
-static int inplace_input(const struct tir_group *g, const struct tir_tensor *vals, const bool *lent,
-			 const int64_t *uses)
+static int inplace_input(const struct tir_group *g, const struct tir_tensor *const *in,
+			 const struct tir_tensor *vals, const uint8_t *lent, const int64_t *uses)
 {
 	int64_t few[64], *edges = NULL;
 	int found = -1;
 	for (int k = 0; k < g->nin && found < 0; k++) {
+		/* (a file's mapping is never written: tir_buf_writable; nor a
+		 * cached constant lent, held by the cache alone; a literal
+		 * with no value (in[k] NULL) has no memory) */
+		if (!in[k])
+			continue;
 		const struct tir_node *x = g->inputs[k];
 		const struct tir_tensor *v = &vals[x->id];
-		/* (a file's mapping is never written: tir_buf_writable; nor a
-		 * cached constant lent, held by the cache alone) */
 		if (lent[x->id] || v->dtype != (enum tir_dtype)x->type.dtype || !tir_type_equal(&x->type, &g->root->type) ||
 		    !tir_buf_writable(v->buf))
 			continue;
@@ -267,21 +309,54 @@ static void fused_forget(struct cpu *x)
 	x->nfused = 0;
 }
 
-/* Group gi of the plan (g) over inputs in[] into out: its kernel kept from
- * an earlier run of the plan when it still fits them, else prepared (and
- * kept when it can be). */
-static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *in,
-		     struct tir_tensor *out, struct tir_err *err)
+/* Literal o, deferred (deferred_literal), made now for a reader that
+ * reads values (not a kernel of the plan): as tir_node_eval makes it. */
+static int literal_value(struct cpu *x, const struct tir_node *o, uint32_t *made, size_t *nmade,
+			 struct tir_err *err)
+{
+	x->held[o->id] = true;
+	made[(*nmade)++] = o->id;
+	return tir_node_eval(o, NULL, NULL, &x->vals[o->id], err);
+}
+
+/* The reads of g's inputs by its members done (f's counts, by input:
+ * reads[k] of node ids[k]): the values nobody reads any more freed, as
+ * drop_operands over each member would. */
+static void drop_inputs(struct cpu *x, const struct tir_group *g, const int32_t *reads, const int32_t *ids,
+			const bool *interior, int64_t *uses)
+{
+	for (int k = 0; k < g->nin; k++) {
+		uint32_t id = (uint32_t)ids[k];
+		if (interior[id] || !reads[k])
+			continue;
+		uses[id] -= reads[k];
+		if (uses[id] == 0 && x->held[id] && !x->lent[id])
+			tir_tensor_release(&x->vals[id]);
+	}
+}
+
+/* Group gi of the plan (g) over inputs *in[] (NULL: none made, a literal
+ * or a generator the kernel makes) into out: its kernel kept from an
+ * earlier run of the plan when it still fits them, else prepared (and
+ * kept when it can be).  *dropped: the inputs' reads were counted off
+ * (drop_inputs; else the caller does it member by member). */
+static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *const *in,
+		     struct tir_tensor *out, const bool *interior, int64_t *uses, bool *dropped, struct tir_err *err)
 {
 	struct tir_fused **slot = (size_t)gi < x->nfused ? &x->fused[gi] : NULL;
-	if (slot && *slot && !tir_fused_rebind(*slot, in, out)) {
+	if (slot && *slot && !tir_fused_rebind_at(*slot, in, out)) {
 		tir_fused_free(*slot);
 		*slot = NULL;
 	}
-	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare(g, in, out, err);
+	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_at(g, in, out, err);
 	if (!f)
 		return -err->code;
 	int rc = tir_fused_run(f, err);
+	const int32_t *ids, *reads = rc ? NULL : tir_fused_input_reads(f, &ids);
+	if (reads) {
+		drop_inputs(x, g, reads, ids, interior, uses);
+		*dropped = true;
+	}
 	if (slot && !*slot && !rc && tir_fused_keep(f))
 		*slot = f;
 	else if (!slot || *slot != f)
@@ -289,30 +364,50 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
 	return rc;
 }
 
-/* One fused kernel (group gi of the plan): read its inputs, write its root. */
-static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
-		     struct tir_tensor *vals, int64_t *uses, struct tir_err *err)
+/* The value of g's input o for its kernel: o's own, or (for a cached
+ * constant of another dtype) its converted value, borrowed from the
+ * cache, which holds it past the kernel; NULL when o has none (a literal
+ * the kernel reads from its node, a generator it computes). */
+static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, const struct tir_node *o,
+					     const bool *interior, int *gens)
 {
-	/* the values it reads: a kernel reads as many as its group does */
-	struct tir_tensor few[64], *in = few;
+	*gens += interior[o->id] && tir_gen_is_op(o->op); /* a generator it computes */
+	if (!x->held[o->id])
+		return NULL;
+	const struct tir_tensor *v = x->lent[o->id] ? lent_value(x, o->id) : &x->vals[o->id], *c;
+	if (g->info && v->dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
+		return c;
+	return v;
+}
+
+/* One fused kernel (group gi of the plan): read its inputs, write its
+ * root; *gens: the generators it computed (its inputs never stored). */
+static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
+		     struct tir_tensor *vals, int64_t *uses, uint32_t *made, size_t *nmade, int *gens,
+		     struct tir_err *err)
+{
 	const struct tir_node *r = g->root;
-	if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
-		return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
-	for (int k = 0; k < g->nin; k++) {
-		const struct tir_node *o = g->inputs[k];
-		const struct tir_tensor *c = NULL;
-		in[k] = vals[o->id];
-		/* (borrowed from the cache, which holds it past the kernel) */
-		if (g->info && in[k].dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
-			in[k] = *c;
-	}
 	struct tir_tensor *out = &vals[r->id];
 	int rc = 0;
+	bool dropped = false;
 	if (g->head) {
-		/* the matmul makes the root's buffer, the group finishes it */
+		/* the matmul makes the root's buffer, the group finishes it;
+		 * the values it reads: a kernel reads as many as its group does */
 		const struct tir_node *h = g->head;
-		struct tir_tensor a = {0}, b = {0};
-		rc = tir_matmul_operand(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
+		struct tir_tensor few[64], *in = few, a = {0}, b = {0};
+		if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
+			return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
+		for (int k = 0; k < 2 && !rc; k++)
+			if (deferred_literal(h->in[k], x->held))
+				rc = literal_value(x, h->in[k], made, nmade, err);
+			else
+				lent_fill(x, h->in[k]->id);
+		for (int k = 0; k < g->nin; k++) {
+			const struct tir_tensor *v = group_input(x, g, g->inputs[k], interior, gens);
+			in[k] = v ? *v : (struct tir_tensor){0};
+		}
+		if (!rc)
+			rc = tir_matmul_operand(&vals[h->in[0]->id], (enum tir_dtype)h->type.dtype, &a, err);
 		if (!rc)
 			rc = tir_matmul_operand(&vals[h->in[1]->id], (enum tir_dtype)h->type.dtype, &b, err);
 		if (!rc)
@@ -320,28 +415,37 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		tir_tensor_release(&a);
 		tir_tensor_release(&b);
 		if (!rc)
-			drop_operands(h, interior, x->lent, vals, uses);
+			drop_operands(h, interior, x->lent, x->held, vals, uses);
+		if (in != few)
+			free(in);
 	} else {
+		/* the values it reads, by pointer (a kernel reads as many as its
+		 * group does: a program of scalars, tens of thousands) */
+		const struct tir_tensor *few[64], **in = few;
+		if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
+			return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
+		for (int k = 0; k < g->nin; k++)
+			in[k] = group_input(x, g, g->inputs[k], interior, gens);
 		/* the memory planner's cheap win: an input nobody reads after
 		 * this kernel, held by nothing else, takes the root */
-		int k = inplace_input(g, vals, x->lent, uses);
+		int k = inplace_input(g, in, vals, x->lent, uses);
 		if (k >= 0)
 			tir_tensor_ref(out, &vals[g->inputs[k]->id]);
 		else
 			rc = tir_tensor_alloc(out, (enum tir_dtype)r->type.dtype, r->type.rank, r->type.shape, false, err);
 		if (!rc)
-			rc = run_fused(x, gi, g, in, out, err);
+			rc = run_fused(x, gi, g, in, out, interior, uses, &dropped, err);
+		if (in != few)
+			free(in);
 	}
-	if (in != few)
-		free(in);
 	if (rc) {
 		tir_tensor_release(out);
 		if (!err->loc.src)
 			err->loc = r->loc;
 		return rc;
 	}
-	for (int j = 0; j < g->n; j++)
-		drop_operands(g->nodes[j], interior, x->lent, vals, uses);
+	for (int j = 0; j < g->n && !dropped; j++)
+		drop_operands(g->nodes[j], interior, x->lent, x->held, vals, uses);
 	return 0;
 }
 
@@ -356,18 +460,32 @@ static inline uint32_t input_id(const struct tir_group *g, int k)
 	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
 }
 
-/* Word w of a signature at sig[*n]: as it is when it fits 32 bits (and is
- * not INT32_MIN), else INT32_MIN and its two halves (so that two lists of
- * words are equal just when their signatures are).  sig has room for 3. */
-static inline void sig_put(int32_t *sig, size_t *n, int64_t w)
+/* Signature bytes: a growing buffer of varints (7 bits a byte, the high
+ * bit set on all but the last). */
+struct sigbuf {
+	uint8_t *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static void sig_put(struct sigbuf *b, uint64_t v)
 {
-	if (w > INT32_MIN && w <= INT32_MAX) {
-		sig[(*n)++] = (int32_t)w;
-		return;
+	if (b->n + 10 > b->cap) {
+		size_t cap = b->cap < 4096 ? 4096 : b->cap * 2;
+		uint8_t *p = b->oom ? NULL : realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			b->n = 0;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
 	}
-	sig[(*n)++] = INT32_MIN;
-	sig[(*n)++] = (int32_t)(uint32_t)(uint64_t)w;
-	sig[(*n)++] = (int32_t)(uint32_t)((uint64_t)w >> 32);
+	while (v >= 0x80) {
+		b->p[b->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b->p[b->n++] = (uint8_t)v;
 }
 
 /* The structure the fuser decides on, with nodes numbered densely in
@@ -375,18 +493,22 @@ static inline void sig_put(int32_t *sig, size_t *n, int64_t w)
  * the same signature): every node's op, dtype, shape, operands, readers
  * and whether it is needed or a target, read from v (p's view), and the
  * attributes of the ops that have some, from the node.  dense[] lists the
- * node ids. */
-static int32_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
+ * node ids.  As varints, an operand by how far back it is: a few bytes a
+ * node, not a few words (a program of 100,000 statements: 1.5 MiB, not 8,
+ * made and kept with its plan).  The fields each node has follow from
+ * those before it (rank, operands, the op's attributes), so equal bytes
+ * are an equal structure.  returns: new (*nsig bytes), NULL when out of
+ * memory. */
+static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
 			       const int64_t *uses, const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
 {
-	size_t cap = 0, n = 0;
-	int32_t *sig = NULL;
+	struct sigbuf b = {0};
 	int64_t nd = 0;
-	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	const struct tir_opdef *defs[TIR_OP_COUNT] = {0}; /* each op's row, looked up once */
 	if (!rank_of)
 		return NULL;
-	for (size_t i = 0; i < p->nnodes; i++) {
+	for (size_t i = 0; i < p->nnodes && !b.oom; i++) {
 		rank_of[i] = -1;
 		if (!need[i] && !target[i])
 			continue;
@@ -395,49 +517,44 @@ static int32_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 		if (!defs[f->op])
 			defs[f->op] = tir_op((enum tir_op)f->op);
 		const struct tir_opdef *def = defs[f->op];
-		if (tir_grow((void **)&sig, &cap, n + 3 * (3 + (size_t)ty->rank + f->nin), sizeof *sig)) {
-			free(sig);
-			free(rank_of);
-			return NULL;
-		}
-		rank_of[i] = (int32_t)nd;
+		rank_of[i] = nd;
 		dense[nd++] = (int64_t)i;
-		sig_put(sig, &n, f->op | (int64_t)ty->dtype << 16 | (int64_t)ty->weak << 24 | (int64_t)need[i] << 25 |
-				 (int64_t)target[i] << 26);
-		sig_put(sig, &n, uses[i]);
-		sig_put(sig, &n, ty->rank | (int64_t)f->nin << 8);
+		sig_put(&b, (uint64_t)f->op | (uint64_t)ty->dtype << 16 | (uint64_t)ty->weak << 24 |
+				    (uint64_t)need[i] << 25 | (uint64_t)target[i] << 26);
+		sig_put(&b, (uint64_t)uses[i]);
+		sig_put(&b, (uint64_t)ty->rank | (uint64_t)f->nin << 8);
 		for (int d = 0; d < ty->rank; d++)
-			sig_put(sig, &n, ty->shape[d]);
+			sig_put(&b, (uint64_t)ty->shape[d]);
+		/* (0: none; rank_of -1, a node not in it, nd + 1 back) */
 		for (int k = 0; k < f->nin; k++) {
 			uint32_t o = v->edges[f->in + (uint32_t)k];
-			sig_put(sig, &n, o != TIR_FN_NONE ? rank_of[o] : -2);
+			sig_put(&b, o != TIR_FN_NONE ? (uint64_t)(nd - 1 - rank_of[o]) + 1 : 0);
 		}
 		/* attributes (axes, perms, slices) decide fusion too */
 		const struct tir_node *t = def->nattr ? p->nodes[i] : NULL;
 		for (int a = 0; a < def->nattr; a++) {
 			const struct tir_attr *at = &t->attr[a];
-			if (tir_grow((void **)&sig, &cap, n + 3 * (4 + (size_t)(at->v ? at->n : 0)), sizeof *sig)) {
-				free(sig);
-				free(rank_of);
-				return NULL;
-			}
-			int64_t fb;
+			uint64_t fb;
 			memcpy(&fb, &at->f, sizeof fb);
-			sig_put(sig, &n, at->set | (int64_t)at->is_int << 1 | (int64_t)at->n << 2);
-			sig_put(sig, &n, at->i);
-			sig_put(sig, &n, fb);
+			sig_put(&b, (uint64_t)at->set | (uint64_t)at->is_int << 1 | (uint64_t)at->n << 2);
+			sig_put(&b, (uint64_t)at->i);
+			sig_put(&b, fb);
 			for (int k = 0; at->v && k < at->n; k++)
-				sig_put(sig, &n, at->v[k]);
+				sig_put(&b, (uint64_t)at->v[k]);
 			uint64_t h = 1469598103934665603u; /* a string's FNV-1a */
 			for (const char *c = at->s; c && *c; c++)
 				h = (h ^ (unsigned char)*c) * 1099511628211u;
-			sig_put(sig, &n, (int64_t)h);
+			sig_put(&b, h);
 		}
 	}
 	free(rank_of);
-	*nsig = n;
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	*nsig = b.n;
 	*ndense = nd;
-	return sig ? sig : calloc(1, sizeof *sig);
+	return b.p ? b.p : calloc(1, 1);
 }
 
 /* Remember that x->plan instantiates entry e for this run. */
@@ -525,11 +642,11 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	pl->ngroups = (int)ng;
 	/* tir_plan_finish's result, as it was for this structure */
 	for (int64_t k = 0; k < nd; k++) {
-		pl->interior[dense[k]] = e->fin_bits[k] & 1;
-		pl->dup[dense[k]] = e->fin_bits[k] >> 1 & 1;
+		pl->interior[dense[k]] = e->fin_flags[k] & 1;
+		pl->dup[dense[k]] = e->fin_flags[k] >> 1;
 	}
-	for (size_t q = 0; q < e->nfin; q++) {
-		const struct plan_fin *f = &e->fin[q];
+	for (size_t k = 0; k < e->nfin; k++) {
+		const struct plan_fin *f = &e->fin[k];
 		int64_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
 		pl->keep[id] = f->keep;
@@ -544,7 +661,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 
 /* x->plan, just made, into entry victim (by dense index); false when
  * there is no memory for it (the plan is fine, it is just not cached). */
-static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig, size_t nsig,
+static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig, size_t nsig,
 			  const int64_t *dense, int64_t nd)
 {
 	const struct tir_program *p = x->prog;
@@ -565,28 +682,28 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
 	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
 	char *imem = info ? (char *)(info + pl->ngroups + 1) : NULL;
-	uint8_t *fin_bits = malloc((size_t)nd + 1);
+	uint8_t *fin_flags = malloc((size_t)nd + 1);
 	struct plan_fin *fin = malloc(sizeof *fin * (nfin + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!rank_of || !gw || !closed || !info || !fin_bits || !fin || !alone_at || !alone_why) {
+	if (!rank_of || !gw || !closed || !info || !fin || !fin_flags || !alone_at || !alone_why) {
+		free(fin_flags);
 		free(rank_of);
 		free(gw);
 		free(closed);
 		free(info);
-		free(fin_bits);
 		free(fin);
 		free(alone_at);
 		free(alone_why);
 		return false;
 	}
-	for (int64_t k = 0, q = 0; k < nd; k++) {
+	for (int64_t k = 0, f = 0; k < nd; k++) {
 		int64_t id = dense[k];
 		rank_of[id] = (int32_t)k;
-		fin_bits[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
+		fin_flags[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
 		if (pl->keep[id] || pl->copy[id] || pl->extra_uses[id])
-			fin[q++] = (struct plan_fin){.keep = pl->keep[id], .copy = pl->copy[id], .at = (int32_t)k,
-						     .extra_uses = pl->extra_uses[id]};
+			fin[f++] = (struct plan_fin){.at = (int32_t)k, .extra_uses = pl->extra_uses[id],
+						   .keep = pl->keep[id], .copy = pl->copy[id]};
 	}
 	size_t w = 0;
 	for (int g = 0; g < pl->ngroups; g++) {
@@ -623,11 +740,11 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, int32_t *sig
 	free(victim->alone_at);
 	free(victim->alone_why);
 	free(victim->info);
-	free(victim->fin_bits);
 	free(victim->fin);
+	free(victim->fin_flags);
 	*victim = (struct plan_entry){.sig = sig, .nsig = nsig, .groups = gw, .ngroups_words = words,
 				      .closed = closed, .alone_at = alone_at, .alone_why = alone_why,
-				      .nalone = nalone, .info = info, .fin_bits = fin_bits, .fin = fin, .nfin = nfin,
+				      .nalone = nalone, .info = info, .fin = fin, .nfin = nfin, .fin_flags = fin_flags,
 				      .used = ++x->pclock};
 	return true;
 }
@@ -649,7 +766,7 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	int64_t nd = 0;
 	struct tir_fview own = {0};
 	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
-	int32_t *sig = NULL;
+	uint8_t *sig = NULL;
 	int rc = -TIR_ENOMEM;
 	if (!view && !tir_fview_make(p, &own))
 		view = &own;
@@ -660,7 +777,7 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
 	for (int i = 0; i < PCACHE && !e; i++) {
 		struct plan_entry *c = &x->pcache[i];
-		if (c->sig && c->nsig == nsig && !memcmp(c->sig, sig, nsig * sizeof *sig))
+		if (c->sig && c->nsig == nsig && !memcmp(c->sig, sig, nsig))
 			e = c;
 		else if (!c->sig || c->used < victim->used)
 			victim = c;
@@ -875,9 +992,11 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 			/* an input it may write over (inplace_input) holds the root
 			 * (its edges counted once some input could) */
 			int64_t few[64], *edges = NULL;
-			for (int k = 0; !g->head && k < g->nin && bytes; k++) {
+			bool any = false; /* an input holds bytes */
+			for (int k = 0; k < g->nin; k++) {
 				uint32_t o = input_id(g, k);
-				if (m->live[o] < bytes || v->n[o].dt != v->n[i].dt)
+				any |= m->live[o] > 0;
+				if (g->head || !bytes || m->live[o] < bytes || v->n[o].dt != v->n[i].dt)
 					continue;
 				if (!edges && !(edges = sim_input_edges(m, g, few)))
 					break;
@@ -889,7 +1008,12 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 			sim_hold(m, i, bytes, i);
 			if (g->head)
 				sim_drop(m, g->head->id, plan->interior);
-			for (int j = 0; j < g->n; j++)
+			/* its members' reads of its inputs: none held bytes (literals
+			 * read from their nodes), none will (each input's bytes are
+			 * held at its own step, before): their reads change nothing
+			 * the simulation looks at, so a group of scalar statements is
+			 * not walked again member by member */
+			for (int j = 0; j < g->n && any; j++)
 				sim_drop(m, member_id(g, j), plan->interior);
 			continue;
 		}
@@ -897,6 +1021,8 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 		const struct tir_fnode *f = &v->n[i];
 		uint32_t x = f->nin ? v->edges[f->in] : TIR_FN_NONE;
 		if (f->op == TIR_OP_INPUT)      /* held already */
+			bytes = 0;
+		else if (plan && f->op == TIR_OP_CONST && v->types[f->type].t.weak) /* read from its node (cpu_run) */
 			bytes = 0;
 		else if (f->flags & TIR_FN_VIEW) /* views (a reshape may copy: counted low) */
 			bytes = 0;
@@ -1069,11 +1195,14 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	}
 	if (c->caplent < nn + 1) {
 		free(c->lent);
+		free(c->held);
 		c->caplent = nn + 1 > 2 * c->caplent ? nn + 1 : 2 * c->caplent;
-		if (!(c->lent = calloc(c->caplent, sizeof *c->lent)))
+		c->lent = calloc(c->caplent, sizeof *c->lent);
+		c->held = calloc(c->caplent, sizeof *c->held);
+		if (!c->lent || !c->held)
 			c->caplent = 0;
 	}
-	if (c->vals && c->lent)
+	if (c->vals && c->lent && c->held)
 		vals = c->vals;
 	/* what the targets need, and how often each value is read */
 	bool *need = calloc(nn + 1, sizeof *need);
@@ -1082,7 +1211,6 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	bool planned = false;
 	if (!uses || !vals || !made || !need || !target) {
 		free(need);
-		free(target);
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 		goto done;
 	}
@@ -1112,6 +1240,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			/* computed before, or moved here: a value to read, not a node to run */
 			tir_tensor_ref(&vals[i], have);
 			made[nmade++] = (uint32_t)i;
+			c->held[i] = true;
 			need[i] = false;
 			target[i] = true;
 		} else if (x->keep && tir_exec_keepable(p, p->nodes[i])) {
@@ -1138,7 +1267,6 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	if (!x->no_fuse) {
 		if (plan_for(c, viewed ? &view : NULL, need, uses, target, &x->stats.plan_cached)) {
 			free(need);
-			free(target);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
@@ -1151,7 +1279,6 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		free(c->explain); /* made when asked for: cpu_explain */
 		c->explain = NULL;
 	}
-	free(target);
 	/* under a budget (tir serve --max-memory): a run whose plan would
 	 * pass what is left is refused before it allocates anything */
 	if (limit) {
@@ -1206,12 +1333,20 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			prog.step_ms = tir_now_ms();
 			tir_exec_progress(x, &prog);
 		}
+		/* a literal: made when something other than a kernel of the
+		 * plan reads it (a kernel reads its node), so not at all in a
+		 * program of scalar statements; a target or a value kept is
+		 * made here.  (Run again, the plan's cached constants are lent.) */
+		if (planned && !c->rerun && n->op == TIR_OP_CONST && n->type.weak && !target[i])
+			continue;
 		double tk = x->profile || x->trace ? tir_now_ms() : 0;
 		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
+		c->held[i] = true;
 		if (planned && plan.group_of[i] >= 0) {
+			int gens = 0;
 			rc = run_group(c, plan.group_of[i], &plan.groups[plan.group_of[i]], plan.interior, vals, uses,
-				       err);
+				       made, &nmade, &gens, err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
@@ -1220,16 +1355,14 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 				profile_kernel(c, &plan.groups[plan.group_of[i]], n, tir_now_ms() - tk,
 					       tir_pool_offered() - t0k);
 			const struct tir_group *gr = &plan.groups[plan.group_of[i]];
-			x->stats.nops += gr->n + (gr->head != NULL);
-			for (int k = 0; k < gr->nin; k++) /* generators it computed */
-				x->stats.nops += plan.interior[gr->inputs[k]->id] && tir_gen_is_op(gr->inputs[k]->op);
+			x->stats.nops += gr->n + (gr->head != NULL) + gens;
 			x->stats.nkernels++;
 			if (!rc && x->keep && tir_exec_keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);
 			continue;
 		}
 		bool small_const = c->rerun && cacheable_const(n);
-		if (small_const && const_hit(c, n)) {
+		if (small_const && const_hit(c, n, target[i])) {
 			if (x->keep && tir_exec_keepable(p, n))
 				tir_tensor_ref(&x->kept[i], &vals[i]);
 			continue;
@@ -1243,11 +1376,17 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 				break;
 			}
 		}
+		struct tir_err e = {0};
+		for (int k = 0; k < n->nin && !rc; k++)
+			if (n->in[k] && deferred_literal(n->in[k], c->held))
+				rc = literal_value(c, n->in[k], made, &nmade, &e);
+			else if (n->in[k])
+				lent_fill(c, n->in[k]->id);
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k])
 				inp[k] = vals[n->in[k]->id];
-		struct tir_err e = {0};
-		rc = tir_node_eval(n, inp, n->op == TIR_OP_INPUT ? tir_exec_input_value(x, n->id) : NULL, &vals[i], &e);
+		if (!rc)
+			rc = tir_node_eval(n, inp, n->op == TIR_OP_INPUT ? tir_exec_input_value(x, n->id) : NULL, &vals[i], &e);
 		if (!rc && x->intr && *x->intr) /* cut short: not a value */
 			rc = tir_errf(&e, TIR_EINTERRUPT, &n->loc, "interrupted");
 		if (rc && e.code == TIR_EBUDGET && !e.loc.src)
@@ -1263,7 +1402,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		bool op = n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT;
 		x->stats.nops += op;
 		x->stats.nkernels += op;
-		drop_operands(n, NULL, c->lent, vals, uses);
+		drop_operands(n, NULL, c->lent, c->held, vals, uses);
 		if (inp != in)
 			free(inp);
 	}
@@ -1287,15 +1426,18 @@ done:
 	tir_fview_free(&view);
 	for (size_t k = 0; vals && k < nmade; k++) {
 		uint32_t id = made[k];
+		c->held[id] = false;
 		if (c->lent[id]) {
-			memset(&vals[id], 0, sizeof vals[id]);
-			c->lent[id] = false;
+			if (c->lent[id] == LENT_FILLED)
+				memset(&vals[id], 0, sizeof vals[id]);
+			c->lent[id] = 0;
 		} else {
 			tir_tensor_release(&vals[id]);
 		}
 	}
 	free(made);
 	free(uses);
+	free(target);
 	return rc;
 }
 
@@ -1387,8 +1529,8 @@ static void cpu_free(struct tir_device *d)
 		free(c->pcache[i].alone_at);
 		free(c->pcache[i].alone_why);
 		free(c->pcache[i].info);
-		free(c->pcache[i].fin_bits);
 		free(c->pcache[i].fin);
+		free(c->pcache[i].fin_flags);
 	}
 	fused_forget(c);
 	tir_plan_free(&c->plan);
@@ -1397,6 +1539,7 @@ static void cpu_free(struct tir_device *d)
 	free(c->plan_target);
 	free(c->vals);
 	free(c->lent);
+	free(c->held);
 	cpu_clear(d);
 	free(c->given);
 	for (size_t i = 0; i < c->ncconst; i++) {

@@ -229,24 +229,31 @@ static int eval_attention(const struct tir_node *n, struct tir_tensor *in, struc
 	return rc;
 }
 
+enum tir_dtype tir_const_weak_value(const struct tir_node *n, void *val)
+{
+	/* a literal keeps its exact value until an op gives it a dtype */
+	enum tir_dtype dt = n->type.dtype == TIR_DTYPE_BOOL ? TIR_DTYPE_BOOL
+			    : n->type.dtype == TIR_DTYPE_F32 || n->type.dtype == TIR_DTYPE_F64
+				? TIR_DTYPE_F64
+				: TIR_DTYPE_I64;
+	if (dt == TIR_DTYPE_F64)
+		memcpy(val, &n->fval, sizeof n->fval);
+	else if (dt == TIR_DTYPE_I64)
+		memcpy(val, &n->ival, sizeof n->ival);
+	else
+		*(uint8_t *)val = n->ival != 0;
+	return dt;
+}
+
 static int eval_const(const struct tir_node *n, struct tir_tensor *out, struct tir_err *err)
 {
 	if (n->type.weak) {
-		/* a literal keeps its exact value until an op gives it a dtype */
-		enum tir_dtype dt = n->type.dtype == TIR_DTYPE_BOOL ? TIR_DTYPE_BOOL
-				    : n->type.dtype == TIR_DTYPE_F32 || n->type.dtype == TIR_DTYPE_F64
-					? TIR_DTYPE_F64
-					: TIR_DTYPE_I64;
+		uint64_t v;
+		enum tir_dtype dt = tir_const_weak_value(n, &v);
 		int rc = tir_tensor_alloc(out, dt, 0, NULL, false, err);
 		if (rc)
 			return rc;
-		void *d = tir_tensor_data(out);
-		if (dt == TIR_DTYPE_F64)
-			*(double *)d = n->fval;
-		else if (dt == TIR_DTYPE_I64)
-			*(int64_t *)d = n->ival;
-		else
-			*(uint8_t *)d = n->ival != 0;
+		memcpy(tir_tensor_data(out), &v, tir_dtype_size(dt));
 		return 0;
 	}
 	int rc = alloc_out(n, out, err);

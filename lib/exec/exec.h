@@ -659,6 +659,10 @@ void tir_matmul_views(const struct tir_tensor *a, const struct tir_tensor *b, st
  * message starts with n's op. */
 int tir_node_eval(const struct tir_node *n, struct tir_tensor *in, const struct tir_tensor *given,
 		  struct tir_tensor *out, struct tir_err *err);
+/* A weak scalar literal's value (CONST with type.weak), as tir_node_eval
+ * makes it, without a tensor: its one element, 8 bytes at most, into
+ * val; returns its dtype (f64 for a float, i64 for an integer, bool). */
+enum tir_dtype tir_const_weak_value(const struct tir_node *n, void *val);
 
 /* rows.c: softmax, log_softmax (w, b NULL), layernorm, rmsnorm (b NULL)
  * over the last axis when x, out (and w, b, as [D]) are contiguous of one

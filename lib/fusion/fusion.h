@@ -198,7 +198,10 @@ enum tir_dtype tir_fuse_dtype(const struct tir_node *n);
 /* Run a group: in[k] is the value of g->inputs[k] (any dtype, any layout;
  * converted and broadcast here; borrowed, not referenced: the caller
  * holds it through the call, or until tir_fused_free after
- * tir_fused_prepare); out is allocated contiguous for root. */
+ * tir_fused_prepare), or empty for a generator the group computes or a
+ * weak scalar literal (read from its node); out is allocated contiguous
+ * for root.  A group over at most 64 bytes, elementwise throughout, reads
+ * its inputs when they are bound (prepared, rebound), not when it runs. */
 int tir_fused_eval(const struct tir_group *g, const struct tir_tensor *in, struct tir_tensor *out,
 		   struct tir_err *err);
 
@@ -230,6 +233,22 @@ int tir_fused_run(struct tir_fused *f, struct tir_err *err);
  * what it was prepared for (then free it and prepare again). */
 bool tir_fused_keep(struct tir_fused *f);
 bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct tir_tensor *out);
+/* As tir_fused_prepare and tir_fused_rebind, input k's value *in[k]; NULL
+ * for an input the caller made no value of: a weak scalar literal (read
+ * from its node) or a generator (computed here), as an empty in[k] is.
+ * (A program of scalars reads tens of thousands of literals: no array of
+ * their tensors copied.) */
+struct tir_fused *tir_fused_prepare_at(const struct tir_group *g, const struct tir_tensor *const *in,
+				       struct tir_tensor *out, struct tir_err *err);
+bool tir_fused_rebind_at(struct tir_fused *f, const struct tir_tensor *const *in, struct tir_tensor *out);
+/* The bytes prepared group f holds (a kept one, as long as its plan
+ * lives): a group over a handful of elements (a program of scalar
+ * statements) about 30 a member. */
+size_t tir_fused_bytes(const struct tir_fused *f);
+/* By input of f's group: how many of its members' operands read it, and
+ * (*ids) its node's id, as f found them preparing (so that the caller
+ * need not look at each member again); NULL when f kept no such count. */
+const int32_t *tir_fused_input_reads(const struct tir_fused *f, const int32_t **ids);
 /* Test hook: the build of vm.c's per-ISA loops that the vector path
  * picks, "gen", "a2" or "a5" (exec/vmath.h's TIR_ISA_BUILDS). */
 const char *tir_fused_build(void);

@@ -161,6 +161,21 @@ struct vnode {
 	bool mask;               /* a comparison (1 or 0), or where reading a mask */
 };
 
+/* A member of a small group (run_small): its op's function, its
+ * operands (>= 0 a member, < 0 ~input). */
+union sfn {
+	tir_vmath1_fn f1;
+	tir_vmath2_fn f2;
+};
+
+struct snode {
+	union sfn fn;
+	int32_t op[3];
+	uint8_t kind;            /* enum skind */
+	uint8_t nin;
+	bool mask;
+};
+
 struct vm {
 	const struct tir_group *g;
 	struct tir_group_info info;
@@ -210,6 +225,17 @@ struct vm {
 	bool kept;               /* kept by its caller for the next runs (tir_fused_keep):
 				  * the sources' views hold no references, their buffers
 				  * are the inputs' of the run under way (tir_fused_rebind) */
+	/* a group over a handful of elements (run_small): none of the above
+	 * but g, n, dt, esz, rows, cols, out, mem, memcap and the info's
+	 * shape; its members (sn), their values and its inputs' (slots of
+	 * vsz bytes: sval, sin) */
+	bool small;
+	int64_t numel;
+	size_t vsz;
+	struct snode *sn;
+	char *sval, *sin;
+	int32_t *iedge, *iid;    /* by input: the members' operands reading it, its node's id */
+	size_t sbytes;           /* the vm and its block (mem) */
 };
 
 /* ---- views ---- */
@@ -1187,6 +1213,11 @@ static void vm_free(struct vm *vm)
 {
 	if (!vm)
 		return;
+	if (vm->small) {
+		free(vm->mem);
+		free(vm);
+		return;
+	}
 	for (int k = 0; k < vm->nvals; k++)
 		if (!vm->borrowed[k])
 			tir_tensor_release(&vm->vals[k]);
@@ -1448,8 +1479,271 @@ static bool widens(const struct vm *vm, const struct tir_group *g, int k, const 
 	return true;
 }
 
-struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
-				    struct tir_tensor *out, struct tir_err *err)
+/* ---- groups over a handful of elements ---- */
+
+/* A group whose domain holds at most SMALL_BYTES (a scalar statement, a
+ * short vector) and whose members are all elementwise over it, in its
+ * layout (FULL), with no generator to compute and no matmul before it
+ * (small_prepare): its members computed whole, one after the other, each
+ * into a slot of the domain's size, by the functions run_elems would call
+ * on the same values (so the same bits), with none of the blocks,
+ * registers and sources.  Its inputs are read into slots when bound
+ * (tir_fused_prepare, tir_fused_rebind): gathered and widened to the
+ * group's dtype, a literal the plan left without a value read from its
+ * node.  It keeps a snode and a slot a member, a slot an input. */
+#define SMALL_BYTES 64
+
+enum skind { SK_CAST, SK_F1, SK_F2, SK_SEL, SK_REF };
+
+static const struct tir_tensor no_value;
+
+/* Input k: of in (an array), or of inp (pointers; NULL: no value). */
+static const struct tir_tensor *in_at(const struct tir_tensor *in, const struct tir_tensor *const *inp, int k)
+{
+	if (!inp)
+		return &in[k];
+	return inp[k] ? inp[k] : &no_value;
+}
+
+/* A literal input the plan made no value of (a weak scalar: its node
+ * holds it). */
+static bool node_literal(const struct tir_node *o)
+{
+	return o->op == TIR_OP_CONST && o->type.weak;
+}
+
+/* Input k of small group vm, x, read into its slot (broadcast over the
+ * domain, in the group's dtype); false when it cannot be (a value that is
+ * no literal's, or of a shape that does not broadcast to the domain). */
+static bool small_bind(struct vm *vm, int k, const struct tir_tensor *x)
+{
+	const struct tir_group_info *info = &vm->info;
+	size_t es = vm->esz;
+	char *slot = vm->sin + (size_t)k * vm->vsz;
+	if (!x->buf || tir_tensor_numel(x) == 1) {
+		if (x->buf && x->dtype == vm->dt) {
+			const char *p = (const char *)x->buf->data + x->offset * (int64_t)es;
+			if (es == 4)
+				memcpy(slot, p, 4);
+			else
+				memcpy(slot, p, 8);
+		} else if (x->buf) {
+			tir_cvt_run(vm->dt, slot, x->dtype,
+				    (const char *)x->buf->data + x->offset * (int64_t)tir_dtype_size(x->dtype), 1, 1);
+		} else {
+			uint64_t v;
+			if (!node_literal(vm->g->inputs[k]))
+				return false;
+			enum tir_dtype dt = tir_const_weak_value(vm->g->inputs[k], &v);
+			tir_cvt_run(vm->dt, slot, dt, &v, 1, 1);
+		}
+		for (int64_t e = 1; e < vm->numel; e++)
+			memcpy(slot + (size_t)e * es, slot, es);
+		return true;
+	}
+	/* a value of several elements: viewed over the domain (no reference:
+	 * the caller holds it through the call), gathered */
+	int lead = info->rank - x->rank;
+	if (lead < 0)
+		return false;
+	struct tir_tensor v = *x;
+	v.rank = info->rank;
+	for (int i = info->rank - 1; i >= 0; i--) {
+		int j = i - lead;
+		int64_t n = j >= 0 ? x->shape[j] : 1, st = j >= 0 ? x->strides[j] : 0;
+		if (n != info->shape[i] && n != 1)
+			return false;
+		v.shape[i] = info->shape[i];
+		v.strides[i] = n == info->shape[i] ? st : 0;
+	}
+	const char *p = gather(NULL, &v, es, 0, vm->numel, slot);
+	if (p != slot)
+		memcpy(slot, p, (size_t)vm->numel * es);
+	return true;
+}
+
+/* Operand o of member j of small group vm: j' >= 0 a member, or ~k input
+ * k; looked up in map (by node id - base, entries not set are garbage:
+ * checked) when there is one, else searched. */
+static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base, int j, const struct tir_node *o)
+{
+	const struct tir_group *g = vm->g;
+	if (map && o->id >= base && o->id <= g->root->id) {
+		int32_t v = map[o->id - base];
+		if (v >= 0 ? v < j && g->nodes[v] == o : ~v < g->nin && g->inputs[~v] == o)
+			return v;
+	}
+	int m = tir_node_find(g->nodes, j, o);
+	if (m >= 0)
+		return m;
+	m = tir_node_find(g->inputs, g->nin, o);
+	TIR_ASSERT(m >= 0); /* a fused operand is a member or an input */
+	return ~m;
+}
+
+/* Group g over inputs in/inp into out as a small group, when it is one:
+ * NULL when it is not (or one of its inputs does not bind), or, with
+ * *oom, out of memory.  Each member and input is looked at once (a
+ * program of 100,000 statements: their nodes are far more than the
+ * caches hold). */
+static struct vm *small_prepare(const struct tir_group *g, const struct tir_group_info *info,
+				const struct tir_tensor *in, const struct tir_tensor *const *inp,
+				struct tir_tensor *out, bool *oom)
+{
+	size_t es = tir_dtype_size(info->dt), n = (size_t)g->n, nin = (size_t)g->nin;
+	int64_t numel = info->rows * info->cols;
+	*oom = false;
+	if (g->head || info->reduces || info->leading || info->cols != 1 || numel < 1 ||
+	    numel * (int64_t)es > SMALL_BYTES)
+		return NULL;
+	/* (the kinds first, from the info's arrays: a small group of another
+	 * kind costs no more than this) */
+	for (int j = 0; j < g->n; j++)
+		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1)
+			return NULL;
+	size_t vsz = (size_t)numel * es;
+	struct skind_of {
+		bool set;
+		uint8_t kind, nin;
+		union sfn fn;
+	} kinds[TIR_OP_COUNT] = {{0}};
+	size_t bytes = round64(sizeof(struct snode) * n) + round64(sizeof(int32_t) * 2 * nin) + vsz * (n + nin);
+	/* operands found by node id: members and inputs are in graph order,
+	 * their ids dense unless the inputs reach far back */
+	uint32_t base = g->nodes[0]->id;
+	if (nin && g->inputs[0]->id < base)
+		base = g->inputs[0]->id;
+	size_t span = (size_t)(g->root->id - base) + 1;
+	int32_t *map = span <= 4 * (n + nin) + 64 ? malloc(sizeof *map * span) : NULL;
+	struct vm *vm = malloc(sizeof *vm);
+	char *m = malloc(bytes);
+	if (!vm || !m) {
+		*oom = true;
+		goto fail;
+	}
+	memset(vm, 0, sizeof *vm);
+	vm->small = true;
+	vm->g = g;
+	vm->info = *info;
+	vm->info.cls = NULL; /* (not needed past here: the caller's may go) */
+	vm->info.via = NULL;
+	vm->n = g->n;
+	vm->dt = info->dt;
+	vm->esz = es;
+	vm->rows = vm->numel = numel;
+	vm->cols = 1;
+	vm->vsz = vsz;
+	vm->mem = m;
+	vm->memcap = bytes;
+	vm->sbytes = sizeof *vm + bytes;
+	vm->sn = (struct snode *)m;
+	vm->iedge = (int32_t *)(m + round64(sizeof(struct snode) * n));
+	vm->iid = vm->iedge + nin;
+	vm->sval = (char *)vm->iedge + round64(sizeof(int32_t) * 2 * nin);
+	vm->sin = vm->sval + vsz * n;
+	vm->out = tir_tensor_data(out);
+	for (size_t k = 0; k < nin; k++) {
+		const struct tir_node *o = g->inputs[k];
+		const struct tir_tensor *x = in_at(in, inp, (int)k);
+		if ((x->buf && x->rank > info->rank) || !small_bind(vm, (int)k, x))
+			goto fail;
+		vm->iid[k] = o->id;
+		vm->iedge[k] = 0;
+		if (map)
+			map[o->id - base] = ~(int32_t)k;
+	}
+	for (int j = 0; j < g->n; j++) {
+		const struct tir_node *nd = g->nodes[j];
+		struct snode *sn = &vm->sn[j];
+		/* every member elementwise over the whole domain, in its layout */
+		if (tir_type_numel(&nd->type) != numel || nd->nin > 3)
+			goto fail;
+		sn->nin = (uint8_t)nd->nin;
+		sn->op[1] = sn->op[2] = 0;
+		for (int q = 0; q < nd->nin; q++) {
+			int o = small_operand(vm, map, base, j, nd->in[q]);
+			if (o < 0)
+				vm->iedge[~o]++;
+			sn->op[q] = o;
+		}
+		if (map)
+			map[nd->id - base] = j;
+		/* as apply picks for operands that are contiguous runs (looked
+		 * up once per op) */
+		sn->mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
+		struct skind_of *ko = &kinds[nd->op];
+		if (!ko->set || ko->nin != nd->nin) {
+			tir_vmath1_fn f1 = nd->nin == 1 ? tir_vmath_unary_fn(nd->op, vm->dt) : NULL;
+			tir_vmath2_fn f2 = nd->nin == 2 ? tir_vmath_binary_fn(nd->op, vm->dt) : NULL;
+			ko->set = true;
+			ko->nin = (uint8_t)nd->nin;
+			if (nd->op == TIR_OP_CAST) {
+				ko->kind = SK_CAST;
+			} else if (f1) {
+				ko->kind = SK_F1;
+				ko->fn.f1 = f1;
+			} else if (f2) {
+				ko->kind = SK_F2;
+				ko->fn.f2 = f2;
+			} else {
+				ko->kind = SK_REF;
+			}
+		}
+		sn->fn = ko->fn;
+		sn->kind = ko->kind == SK_REF && (sn->mask || nd->nin == 3) ? SK_SEL : ko->kind;
+	}
+	free(map);
+	return vm;
+fail:
+	free(map);
+	free(m);
+	free(vm);
+	return NULL;
+}
+
+/* Elements [i0, i0 + cnt) of small group vm: its members in order. */
+static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
+{
+	size_t es = vm->esz, vsz = vm->vsz, at = (size_t)i0 * es;
+	int root = vm->n - 1;
+	for (int j = 0; j < vm->n; j++) {
+		const struct snode *s = &vm->sn[j];
+		const char *a[3] = {NULL, NULL, NULL};
+		for (int q = 0; q < s->nin; q++)
+			a[q] = (s->op[q] >= 0 ? vm->sval + (size_t)s->op[q] * vsz : vm->sin + (size_t)~s->op[q] * vsz) +
+			       at;
+		char *d = (j == root ? vm->out : vm->sval + (size_t)j * vsz) + at;
+		if (s->kind == SK_F2) {
+			s->fn.f2(d, a[0], a[1], cnt);
+			continue;
+		}
+		if (s->kind == SK_F1) {
+			s->fn.f1(d, a[0], cnt);
+			continue;
+		}
+		if (s->kind == SK_CAST) { /* its operand widened already: a copy */
+			memcpy(d, a[0], (size_t)cnt * es);
+			continue;
+		}
+		int64_t st[3] = {1, 1, 1};
+		const struct tir_node *nd = vm->g->nodes[j];
+		if (s->kind == SK_SEL && !tir_k_select_run(nd->op, s->mask, vm->dt, d, (const void *const *)a, st, cnt))
+			continue;
+		/* the reference kernel, as apply falls back to */
+		struct tir_tensor t[3], dt;
+		struct tir_buf tb[3], db;
+		struct tir_err e = {0};
+		for (int q = 0; q < s->nin; q++)
+			mkview(&t[q], &tb[q], vm->dt, a[q], cnt, 1, 1, 0);
+		mkview(&dt, &db, vm->dt, d, cnt, 1, 1, 0);
+		TIR_ASSERT(member_kernel(nd, t, &dt, &e) == 0);
+	}
+}
+
+/* The blocks' vm for g (not small). */
+static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct tir_tensor *in,
+					const struct tir_tensor *const *inp, struct tir_tensor *out,
+					struct tir_err *err)
 {
 	const struct tir_node *root = g->root;
 	struct vm *vm = vm_new(g);
@@ -1475,7 +1769,21 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 	vm->cols = info->cols;
 	vm->out = tir_tensor_data(out);
 	for (int k = 0; k < g->nin && !rc; k++) {
-		if (!in[k].buf && tir_gen_is_op(g->inputs[k]->op)) {
+		const struct tir_tensor *xk = in_at(in, inp, k);
+		if (!xk->buf && node_literal(g->inputs[k])) {
+			/* a literal the plan made no value of: its node's, in
+			 * the vm's own storage (as one element of another dtype
+			 * below) */
+			uint64_t lv;
+			enum tir_dtype ldt = tir_const_weak_value(g->inputs[k], &lv);
+			vm->cbuf[k] = (struct tir_buf){.refs = 1, .bytes = vm->esz, .data = &vm->cval[k]};
+			vm->vals[k] = (struct tir_tensor){.dtype = vm->dt, .buf = &vm->cbuf[k]};
+			tir_cvt_run(vm->dt, &vm->cval[k], ldt, &lv, 1, 1);
+			vm->borrowed[k] = true;
+			vm->nvals++;
+			continue;
+		}
+		if (!xk->buf && tir_gen_is_op(g->inputs[k]->op)) {
 			/* a generator computed here (the plan did not store it) */
 			const struct tir_node *x = g->inputs[k];
 			struct tir_gen *gn = &vm->gens[vm->ngen];
@@ -1496,26 +1804,26 @@ struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_
 				rc = realize(vm, k, err);
 			continue;
 		}
-		if (in[k].dtype == vm->dt || widens(vm, g, k, &in[k])) {
+		if (xk->dtype == vm->dt || widens(vm, g, k, xk)) {
 			/* the caller holds it through the call */
-			vm->vals[k] = in[k];
+			vm->vals[k] = *xk;
 			vm->borrowed[k] = true;
-		} else if (in[k].dtype == vm->dt) {
+		} else if (xk->dtype == vm->dt) {
 			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
-			tir_tensor_ref(&vm->vals[k], &in[k]);
-		} else if (in[k].buf && tir_tensor_numel(&in[k]) == 1) {
+			tir_tensor_ref(&vm->vals[k], xk);
+		} else if (xk->buf && tir_tensor_numel(xk) == 1) {
 			/* one element (a literal is held in f64): converted into
 			 * the vm's own storage, as tir_tensor_convert would */
 			struct tir_tensor *v = &vm->vals[k];
 			vm->cbuf[k] = (struct tir_buf){.refs = 1, .bytes = vm->esz, .data = &vm->cval[k]};
-			*v = (struct tir_tensor){.dtype = vm->dt, .rank = in[k].rank, .buf = &vm->cbuf[k]};
-			memcpy(v->shape, in[k].shape, sizeof(int64_t) * (size_t)in[k].rank);
+			*v = (struct tir_tensor){.dtype = vm->dt, .rank = xk->rank, .buf = &vm->cbuf[k]};
+			memcpy(v->shape, xk->shape, sizeof(int64_t) * (size_t)xk->rank);
 			tir_tensor_set_contiguous_strides(v);
-			tir_cvt_run(vm->dt, &vm->cval[k], in[k].dtype, tir_tensor_data(&in[k]), 1, 1);
+			tir_cvt_run(vm->dt, &vm->cval[k], xk->dtype, tir_tensor_data(xk), 1, 1);
 			vm->borrowed[k] = true;
 		} else {
 			memset(&vm->vals[k], 0, sizeof vm->vals[k]);
-			rc = tir_tensor_convert(&in[k], vm->dt, &vm->vals[k], err);
+			rc = tir_tensor_convert(xk, vm->dt, &vm->vals[k], err);
 		}
 		vm->nvals++;
 	}
@@ -1742,9 +2050,69 @@ out:
 	return (struct tir_fused *)vm;
 }
 
+/* g over in[] or *inp[]: its small vm when it is one (small_prepare), else
+ * the blocks'. */
+static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir_tensor *in,
+				     const struct tir_tensor *const *inp, struct tir_tensor *out,
+				     struct tir_err *err)
+{
+	const struct tir_group_info *info = g->info;
+	struct tir_group_info own;
+	void *om = NULL;
+	if (!info && (om = malloc(tir_group_info_bytes(g->n)))) {
+		const struct tir_node *culprit;
+		tir_group_info_place(&own, om, g->n);
+		if (!tir_group_analyze(g, &own, &culprit))
+			info = &own;
+	}
+	if (info) {
+		bool oom;
+		struct vm *vm = small_prepare(g, info, in, inp, out, &oom);
+		free(om);
+		if (vm)
+			return (struct tir_fused *)vm;
+		if (oom) {
+			tir_errf(err, TIR_ENOMEM, &g->root->loc, "out of memory");
+			return NULL;
+		}
+	} else {
+		free(om);
+	}
+	return prepare_blocks(g, in, inp, out, err);
+}
+
+struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
+				    struct tir_tensor *out, struct tir_err *err)
+{
+	return prepare_any(g, in, NULL, out, err);
+}
+
+struct tir_fused *tir_fused_prepare_at(const struct tir_group *g, const struct tir_tensor *const *in,
+				       struct tir_tensor *out, struct tir_err *err)
+{
+	return prepare_any(g, NULL, in, out, err);
+}
+
+const int32_t *tir_fused_input_reads(const struct tir_fused *f, const int32_t **ids)
+{
+	const struct vm *vm = (const struct vm *)f;
+	*ids = vm->small ? vm->iid : NULL;
+	return vm->small ? vm->iedge : NULL;
+}
+
+size_t tir_fused_bytes(const struct tir_fused *f)
+{
+	const struct vm *vm = (const struct vm *)f;
+	return vm->small ? vm->sbytes : sizeof *vm + vm->memcap;
+}
+
 int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n)
 {
 	struct vm *vm = (struct vm *)f;
+	if (vm->small) {
+		run_small(vm, i0, n);
+		return 0;
+	}
 	TIR_ASSERT(vm->cols == 1 && !vm->done);
 	run_range(vm, i0, i0 + n);
 	return __atomic_load_n(&vm->oom, __ATOMIC_RELAXED) ? -TIR_ENOMEM : 0;
@@ -1764,6 +2132,8 @@ bool tir_fused_keep(struct tir_fused *f)
 	 * every source a view of an input's own buffer */
 	if (vm->kept)
 		return true;
+	if (vm->small) /* (its inputs are read as they are bound) */
+		return vm->kept = true;
 	if (vm->done || vm->ngen || g->head || vm->nvals != g->nin)
 		return false;
 	for (int k = 0; k < g->nin; k++)
@@ -1780,20 +2150,28 @@ bool tir_fused_keep(struct tir_fused *f)
 	return true;
 }
 
-bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct tir_tensor *out)
+static bool rebind_any(struct tir_fused *f, const struct tir_tensor *in, const struct tir_tensor *const *inp,
+		       struct tir_tensor *out)
 {
 	struct vm *vm = (struct vm *)f;
 	const struct tir_group *g = vm->g;
 	TIR_ASSERT(vm->kept);
+	if (vm->small) {
+		for (int k = 0; k < g->nin; k++)
+			if (!small_bind(vm, k, in_at(in, inp, k)))
+				return false;
+		vm->out = tir_tensor_data(out);
+		return true;
+	}
 	for (int k = 0; k < g->nin; k++) {
-		const struct tir_tensor *a = &in[k], *b = &vm->vals[k];
+		const struct tir_tensor *a = in_at(in, inp, k), *b = &vm->vals[k];
 		if (!a->buf || a->dtype != b->dtype || a->rank != b->rank || a->offset != b->offset ||
 		    memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) ||
 		    memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->rank))
 			return false;
 	}
 	for (int k = 0; k < g->nin; k++)
-		vm->vals[k].buf = in[k].buf;
+		vm->vals[k].buf = in_at(in, inp, k)->buf;
 	for (int s = 0; s < vm->nsrc; s++)
 		vm->src[s].v.buf = vm->vals[vm->src[s].val].buf;
 	vm->out = tir_tensor_data(out);
@@ -1801,9 +2179,23 @@ bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct t
 	return true;
 }
 
+bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct tir_tensor *out)
+{
+	return rebind_any(f, in, NULL, out);
+}
+
+bool tir_fused_rebind_at(struct tir_fused *f, const struct tir_tensor *const *in, struct tir_tensor *out)
+{
+	return rebind_any(f, NULL, in, out);
+}
+
 int tir_fused_run(struct tir_fused *f, struct tir_err *err)
 {
 	struct vm *vm = (struct vm *)f;
+	if (vm->small) {
+		run_small(vm, 0, vm->numel);
+		return 0;
+	}
 	int64_t nt = vm->done || vm->rows == 0 || run_pieces(vm) ? 0 : (vm->rows + vm->task_rows - 1) / vm->task_rows;
 	if (!vm->done && vm->info.leading) {
 		nt = 0;

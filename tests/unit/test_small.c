@@ -1,0 +1,258 @@
+/*
+ * test_small.c — groups over a handful of elements (vm.c's run_small: a
+ * program of scalar statements, short vectors) and the literals a run
+ * makes no value of (cpu.c: a kernel reads them from their nodes):
+ *   - every program computes what --no-fuse computes, bit for bit: each
+ *     kind of member (vmath's functions, casts, masks and where/clip, the
+ *     reference kernels' fallback), inputs broadcast over the domain,
+ *     literals of each kind, f64, a domain of exactly 64 bytes and one
+ *     just past it (the blocks' vm), a literal read by an unfused op too;
+ *   - a few values against their formulas computed here in double;
+ *   - a kept kernel of a 10,000-statement program holds a bounded number
+ *     of bytes a member (tir_fused_bytes, counted), and run again with its
+ *     literals given as values (as a plan run again gives them) or not,
+ *     it computes the same.
+ */
+#include "engine/engine.h"
+#include "fusion/fusion.h"
+#include "check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool same_bits(const struct tir_tensor *a, const struct tir_tensor *b)
+{
+	if (!a || !b || a->dtype != b->dtype || tir_tensor_numel(a) != tir_tensor_numel(b))
+		return false;
+	struct tir_tensor ca = {0}, cb = {0};
+	struct tir_err err = {0};
+	bool ok = !tir_tensor_convert(a, a->dtype, &ca, &err) && !tir_tensor_convert(b, b->dtype, &cb, &err) &&
+		  !memcmp(tir_tensor_data(&ca), tir_tensor_data(&cb),
+			  (size_t)tir_tensor_numel(a) * tir_dtype_size(a->dtype));
+	tir_tensor_release(&ca);
+	tir_tensor_release(&cb);
+	return ok;
+}
+
+/* The value of name in text run fused (f 1) or not: new (release it). */
+static int run_one(const char *text, const char *name, bool fuse, struct tir_tensor *out)
+{
+	struct tir_program *p = tir_program_new();
+	struct tir_err err = {0};
+	int rc = tir_program_parse(p, "small", text, strlen(text), 0);
+	struct tir_exec *x = NULL;
+	if (!rc) {
+		x = tir_exec_new(p);
+		tir_exec_set_fuse(x, fuse);
+		const char *names[] = {name};
+		rc = tir_exec_run(x, 0, names, 1, &err);
+	}
+	if (!rc)
+		tir_tensor_ref(out, tir_exec_named(x, 0));
+	else
+		fprintf(stderr, "%s: %s\n", name, err.msg);
+	tir_exec_free(x);
+	tir_program_free(p);
+	return rc;
+}
+
+/* name in text: fused as unfused, bit for bit; the fused value in out
+ * when out is given. */
+static void same(const char *text, const char *name, struct tir_tensor *out)
+{
+	struct tir_tensor a = {0}, b = {0};
+	CHECK(run_one(text, name, true, &a) == 0);
+	CHECK(run_one(text, name, false, &b) == 0);
+	bool ok = same_bits(&a, &b);
+	if (!ok)
+		fprintf(stderr, "differs fused: %s in\n%s", name, text);
+	CHECK(ok);
+	if (out)
+		*out = a;
+	else
+		tir_tensor_release(&a);
+	tir_tensor_release(&b);
+}
+
+static double elem(const struct tir_tensor *t, int64_t i)
+{
+	struct tir_tensor c = {0};
+	struct tir_err err = {0};
+	double v = 0;
+	if (!tir_tensor_convert(t, TIR_DTYPE_F64, &c, &err))
+		v = ((const double *)tir_tensor_data(&c))[i];
+	tir_tensor_release(&c);
+	return v;
+}
+
+static const char *progs[][2] = {
+	/* vmath's functions, masks, where and clip, literals spread over 3 */
+	{"x = [0.1, -0.2, 0.3]\ny = tanh(x * 0.5 + 0.25) * x - 0.125\nz = where(y > 0.0, y, -y)\n"
+	 "w = clip(z, 0.01, 0.2) + (x >= 0.1) * 2\n",
+	 "w"},
+	/* an input broadcast over the domain (gathered), an integer literal */
+	{"a = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]\nb = [0.5, 0.25, 0.125]\nc = (a * b + 1) / (b - 2)\n", "c"},
+	/* a transposed input (a view gathered across its strides) */
+	{"a = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]\nt = transpose(a, [1, 0])\nc = exp(t * 0.25) - t\n", "c"},
+	/* f64, and ops with no vmath function of their own */
+	{"x = cast([0.1, 0.7, -2.5], f64)\ny = sign(erf(x * 3)) * floor(x * 7.5) + round(x * 2.5) + abs(x)\n", "y"},
+	{"x = [0.5, -1.5, 2.25]\ny = pow(x * 1.5, 2.0) + maximum(x, 0.25) - minimum(x, -0.5) + relu(x)\n", "y"},
+	/* bool and integer literals, a cast member */
+	{"x = [1.5, -2.5]\nb = x > 0.0\ny = cast(b, f32) * 3 + x * True\n", "y"},
+	/* a domain of exactly 64 bytes (16 f32), and one past it */
+	{"x = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6]\n"
+	 "y = sigmoid(x * 0.5 - 0.25) * x + 0.125\n",
+	 "y"},
+	{"x = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]\n"
+	 "y = sigmoid(x * 0.5 - 0.25) * x + 0.125\n",
+	 "y"},
+	/* a literal of a big kernel (the blocks' vm reads it from its node) */
+	{"x = cast(arange(4096), f32)\ny = sum(tanh(x * 0.001 - 0.5) * 0.25 + 1.5)\n", "y"},
+	/* literals an unfused op reads (integers: made as values when read) */
+	{"n = cast(7, i32) * 3 + 2\ny = cast(n, f32) * 0.5 + 0.25\n", "y"},
+	/* scalars: + - * / inline, f64 and f32 */
+	{"x = cast(0.7, f64)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x\n", "z"},
+	{"x = cast(0.7, f32)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x + 1e-30 / x\n", "z"},
+	/* a scalar chain, as bench/statements.py writes it */
+	{"x = cast(0.3, f32)\nt1 = x * 0.5\nt2 = t1 + 0.25\nt3 = tanh(t2)\nt4 = t3 * x\nt5 = t4 - 0.125\n"
+	 "t6 = t5 * 0.5\nt7 = t6 + 0.25\nt8 = tanh(t7)\nt9 = t8 * t5\ny = t9 - 0.125\n",
+	 "y"},
+};
+
+static void programs(void)
+{
+	for (size_t i = 0; i < sizeof progs / sizeof *progs; i++)
+		same(progs[i][0], progs[i][1], NULL);
+	/* values against their formulas */
+	struct tir_tensor t = {0};
+	same(progs[1][0], "c", &t);
+	double a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {0.5, 0.25, 0.125};
+	for (int i = 0; i < 6; i++)
+		CHECK_NEAR(elem(&t, i), (a[i] * b[i % 3] + 1) / (b[i % 3] - 2), 1e-6);
+	tir_tensor_release(&t);
+	same(progs[9][0], "y", &t);
+	CHECK(elem(&t, 0) == 23 * 0.5 + 0.25);
+	tir_tensor_release(&t);
+	same(progs[0][0], "w", &t);
+	double x[3] = {0.1, -0.2, 0.3};
+	for (int i = 0; i < 3; i++) {
+		double y = tanh(x[i] * 0.5 + 0.25) * x[i] - 0.125, z = fabs(y);
+		z = z < 0.01 ? 0.01 : z > 0.2 ? 0.2 : z;
+		CHECK_NEAR(elem(&t, i), z + ((float)x[i] >= (float)0.1) * 2, 1e-6);
+	}
+	tir_tensor_release(&t);
+}
+
+/* bench/statements.py's program of n statements. */
+static char *statements(int n)
+{
+	size_t cap = (size_t)n * 40 + 64, len = 0;
+	char *s = malloc(cap);
+	len += (size_t)snprintf(s + len, cap - len, "x = cast(0.3, f32)\n");
+	for (int i = 1; i <= n; i++) {
+		char prev[16], a[16];
+		snprintf(prev, sizeof prev, i == 1 ? "x" : "t%d", i - 1);
+		const char *fmt[] = {"%s%d = %s * 0.5\n", "%s%d = %s + 0.25\n", "%s%d = tanh(%s)\n", "%s%d = %s * %s\n",
+				     "%s%d = %s - 0.125\n"};
+		int k = (i - 1) % 5;
+		if (k == 3) {
+			snprintf(a, sizeof a, i <= 5 ? "x" : "t%d", i - 5);
+			len += (size_t)snprintf(s + len, cap - len, "t%d = %s * %s\n", i, prev, a);
+		} else {
+			len += (size_t)snprintf(s + len, cap - len, fmt[k], "t", i, prev);
+		}
+	}
+	return s;
+}
+
+/* The kept kernel of a 10,000-statement program: a few dozen bytes a
+ * member; its result the unfused run's, prepared with its literals read
+ * from their nodes (NULL) and run again with them given as values. */
+static void kept_bytes(void)
+{
+	enum { N = 10000 };
+	char *text = statements(N);
+	char last[16];
+	snprintf(last, sizeof last, "t%d", N);
+	struct tir_tensor want = {0};
+	CHECK(run_one(text, last, false, &want) == 0);
+	struct tir_program *p = tir_program_new();
+	CHECK(tir_program_parse(p, "kept", text, strlen(text), 0) == 0);
+	size_t nn = p->nnodes;
+	bool *need = calloc(nn, 1), *target = calloc(nn, 1);
+	int64_t *uses = calloc(nn, sizeof *uses);
+	const struct tir_node *root = p->nodes[nn - 1];
+	need[root->id] = target[root->id] = true;
+	uses[root->id] = 1;
+	tir_need_walk(p, need, uses, NULL, NULL);
+	struct tir_plan plan = {0};
+	CHECK(tir_fuse(p, need, uses, target, &plan) == 0);
+	CHECK(plan.ngroups == 1);
+	if (plan.ngroups == 1) {
+		const struct tir_group *g = &plan.groups[0];
+		CHECK(g->root == root && g->n == N + 1);
+		const struct tir_tensor **in = calloc((size_t)g->nin, sizeof *in);
+		struct tir_tensor out = {0}, *vals = calloc((size_t)g->nin, sizeof *vals);
+		struct tir_err err = {0};
+		CHECK(tir_tensor_alloc(&out, TIR_DTYPE_F32, 0, NULL, false, &err) == 0);
+		struct tir_fused *f = tir_fused_prepare_at(g, in, &out, &err);
+		CHECK(f != NULL);
+		if (f) {
+			CHECK(tir_fused_run(f, &err) == 0);
+			CHECK(same_bits(&out, &want));
+			CHECK(tir_fused_keep(f));
+			size_t bytes = tir_fused_bytes(f);
+			if (bytes > (size_t)40 * N + 16 * (size_t)g->nin + 4096)
+				fprintf(stderr, "a kept kernel of %d members holds %zu bytes\n", N + 1, bytes);
+			CHECK(bytes <= (size_t)40 * N + 16 * (size_t)g->nin + 4096);
+			/* again, each literal given as a value of its own (f64, as
+			 * a run makes it; f32 for every other one) */
+			memset(out.buf->data, 0, 4);
+			for (int k = 0; k < g->nin; k++) {
+				const struct tir_node *o = g->inputs[k];
+				CHECK(o->op == TIR_OP_CONST);
+				enum tir_dtype dt = k % 2 ? TIR_DTYPE_F32 : TIR_DTYPE_F64;
+				CHECK(tir_tensor_alloc(&vals[k], dt, 0, NULL, false, &err) == 0);
+				if (dt == TIR_DTYPE_F32)
+					*(float *)tir_tensor_data(&vals[k]) = (float)o->fval;
+				else
+					*(double *)tir_tensor_data(&vals[k]) = o->fval;
+				in[k] = &vals[k];
+			}
+			CHECK(tir_fused_rebind_at(f, in, &out));
+			CHECK(tir_fused_run(f, &err) == 0);
+			CHECK(same_bits(&out, &want));
+			/* the last statement's literal given another value: the
+			 * kernel reads it (the first ones' the chain forgets) */
+			struct tir_tensor *lv = &vals[g->nin - 1];
+			if (lv->dtype == TIR_DTYPE_F32)
+				*(float *)tir_tensor_data(lv) = 0.7f;
+			else
+				*(double *)tir_tensor_data(lv) = 0.7;
+			CHECK(tir_fused_rebind_at(f, in, &out));
+			CHECK(tir_fused_run(f, &err) == 0);
+			CHECK(!same_bits(&out, &want));
+			tir_fused_free(f);
+		}
+		for (int k = 0; k < g->nin; k++)
+			tir_tensor_release(&vals[k]);
+		free(vals);
+		free(in);
+		tir_tensor_release(&out);
+	}
+	tir_plan_free(&plan);
+	free(need);
+	free(target);
+	free(uses);
+	tir_program_free(p);
+	tir_tensor_release(&want);
+	free(text);
+}
+
+int main(void)
+{
+	programs();
+	kept_bytes();
+	return check_report("test_small");
+}
