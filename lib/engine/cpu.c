@@ -949,27 +949,49 @@ static void sim_drop(struct sim *m, uint32_t id, const bool *interior)
 	}
 }
 
-/* input_edges, from the view: for each input of g, the edges from its
- * members (in few when there are at most 64, else new; NULL when out of
- * memory). */
+/* input_edges, from the view: for each input k of g, the edges from its
+ * members (e[k]), and whether a member reads it where g's root could not
+ * be written over it (e[g->nin + k] 1: a member that is no reduction and
+ * not computed over the whole domain from memory, tir_fused_can_overwrite's
+ * test of the readers, made here in the same pass over the view; left 0
+ * when g has no analysis).  In few when g has at most 32 inputs, else
+ * new; NULL when out of memory. */
 static int64_t *sim_input_edges(struct sim *m, const struct tir_group *g, int64_t *few)
 {
-	int64_t *e = g->nin <= 64 ? few : malloc(sizeof *e * (size_t)g->nin);
+	int64_t *e = g->nin <= 32 ? few : malloc(sizeof *e * 2 * (size_t)g->nin);
 	if (!e)
 		return NULL;
-	memset(e, 0, sizeof *e * (size_t)g->nin);
+	memset(e, 0, sizeof *e * 2 * (size_t)g->nin);
+	const struct tir_group_info *info = g->info;
 	for (int k = 0; k < g->nin; k++)
 		m->kof[input_id(g, k)] = k;
 	for (int j = 0; j < g->n; j++) {
 		uint32_t id = member_id(g, j);
 		const uint32_t *oe = m->v->edges + m->v->n[id].in;
+		bool blocks = info && m->v->n[id].kind != TIR_KIND_REDUCE &&
+			      !(info->cls[j] == TIR_FC_FULL && info->via[j] == -1);
 		for (int q = 0; q < m->v->n[id].nin; q++)
-			if (oe[q] != TIR_FN_NONE && m->kof[oe[q]] >= 0)
+			if (oe[q] != TIR_FN_NONE && m->kof[oe[q]] >= 0) {
 				e[m->kof[oe[q]]]++;
+				e[g->nin + m->kof[oe[q]]] |= blocks;
+			}
 	}
 	for (int k = 0; k < g->nin; k++)
 		m->kof[input_id(g, k)] = -1;
 	return e;
+}
+
+/* tir_fused_can_overwrite(g, k), from the view and the edges
+ * sim_input_edges counted (root the node i): one pass over g's members for
+ * all its inputs, not one a candidate. */
+static bool sim_overwrites(const struct sim *m, const struct tir_group *g, int k, uint32_t i, const int64_t *edges)
+{
+	if (!g->info)
+		return tir_fused_can_overwrite(g, k);
+	const struct tir_type *x = &m->v->types[m->v->n[input_id(g, k)].type].t;
+	const struct tir_type *r = &m->v->types[m->v->n[i].type].t;
+	return !g->head && g->info->cls[g->n - 1] == TIR_FC_FULL && x->dtype == r->dtype && x->rank == r->rank &&
+	       !memcmp(x->shape, r->shape, sizeof *r->shape * (size_t)r->rank) && !edges[g->nin + k];
 }
 
 /* Run the plan's schedule on sizes alone, as tir_exec_run runs it, up to
@@ -1000,7 +1022,7 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 					continue;
 				if (!edges && !(edges = sim_input_edges(m, g, few)))
 					break;
-				if (m->uses[o] == edges[k] && tir_fused_can_overwrite(g, k))
+				if (m->uses[o] == edges[k] && sim_overwrites(m, g, k, i, edges))
 					bytes = 0;
 			}
 			if (edges != few)
