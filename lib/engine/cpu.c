@@ -1529,7 +1529,8 @@ static void cpu_trace(const struct tir_device *d, const struct tir_exec *x, json
 			named[sp->slot] = true;
 		}
 		double t0 = (double)sp->t0_ns / 1e6, t1 = (double)sp->t1_ns / 1e6;
-		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:I}}", "name", "tasks",
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:{s:I}}", "name",
+						    sp->packing ? "packing" : "tasks",
 						    "cat", "pool", "ph", "X", "ts", US(t0 - origin), "dur",
 						    US(t1 - t0), "pid", 1, "tid", tid0 + sp->slot, "args", "tasks",
 						    (json_int_t)sp->tasks));

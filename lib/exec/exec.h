@@ -600,6 +600,7 @@ struct tir_pool_span {
 	int slot;
 	int64_t t0_ns, t1_ns;    /* CLOCK_MONOTONIC */
 	int64_t tasks;
+	bool packing;            /* tasks of tir_pool_run_packing */
 };
 void tir_pool_trace(bool on);
 struct tir_pool_span *tir_pool_trace_take(size_t *n);

@@ -52,6 +52,7 @@ static struct {
 	void *ctx;
 	volatile sig_atomic_t *stop;           /* its stop flag, or NULL */
 	int64_t ntasks;
+	bool packing;                          /* tir_pool_run_packing's (the trace says so) */
 	atomic_uint gen;             /* bumped (under lock) for every job */
 	atomic_int_fast64_t next;    /* the next task to claim */
 	atomic_int active;           /* workers not yet done with the job */
@@ -69,6 +70,8 @@ static _Thread_local int64_t offered;  /* tasks of the runs this thread started 
 /* the stop flag of the run this thread works for: its own runs' (set by
  * tir_pool_set_stop), or on a worker the current job's */
 static _Thread_local volatile sig_atomic_t *my_stop;
+/* the run this thread works for packs operands (tir_pool_run_packing) */
+static _Thread_local bool my_packing;
 
 static inline void cpu_relax(void)
 {
@@ -114,7 +117,7 @@ static void note_span(int64_t t0, int64_t tasks)
 	int slot = my_slot >= 0 && my_slot <= TIR_POOL_MAX ? my_slot : 0;
 	if (tir_grow((void **)&spans[slot].v, &spans[slot].cap, spans[slot].n + 1, sizeof *spans[slot].v))
 		return; /* a span lost, nothing else */
-	spans[slot].v[spans[slot].n++] = (struct tir_pool_span){slot, t0, t1, tasks};
+	spans[slot].v[spans[slot].n++] = (struct tir_pool_span){slot, t0, t1, tasks, my_packing};
 }
 
 void tir_pool_trace(bool on)
@@ -173,6 +176,7 @@ static void *worker_main(void *arg)
 		void *ctx = pool.ctx;
 		int64_t ntasks = pool.ntasks;
 		my_stop = pool.stop;
+		my_packing = pool.packing;
 		pthread_mutex_unlock(&pool.lock);
 
 		claim_tasks(fn, ctx, ntasks);
@@ -334,7 +338,12 @@ int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
  * kernel's compute (a product whose packing alone is cut fine shows so). */
 int tir_pool_run_packing(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 {
-	return pool_run(ntasks, fn, ctx);
+	if (in_task) /* a nested run's tasks are its caller's task */
+		return pool_run(ntasks, fn, ctx);
+	my_packing = true;
+	int rc = pool_run(ntasks, fn, ctx);
+	my_packing = false;
+	return rc;
 }
 
 static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
@@ -360,6 +369,7 @@ static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *c
 	pool.ctx = ctx;
 	pool.ntasks = ntasks;
 	pool.stop = my_stop;
+	pool.packing = my_packing;
 	atomic_store(&pool.next, 0);
 	atomic_store(&pool.active, helpers);
 	atomic_fetch_add(&pool.gen, 1);

@@ -15,34 +15,12 @@
 #include "engine/engine.h"
 #include "fusion/fusion.h"
 #include "check.h"
+#include "unit_util.h"
 
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *s = NULL;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0) {
-		long n = ftell(f);
-		rewind(f);
-		s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-		if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-			free(s);
-			s = NULL;
-		}
-		if (s) {
-			s[n] = 0;
-			*len = (size_t)n;
-		}
-	}
-	fclose(f);
-	return s;
-}
 
 /* The node's view is what the node says. */
 static void check_view(const struct tir_program *p, const struct tir_fview *v)
@@ -173,7 +151,7 @@ static void one(const char *dir, const char *name)
 	size_t len = 0;
 	if (!getcwd(cwd, sizeof cwd) || chdir(dir))
 		return;
-	char *text = slurp(name, &len);
+	char *text = unit_slurp(name, &len);
 	struct tir_program *p = tir_program_new();
 	if (text && tir_program_parse(p, name, text, len, 0) == 0) {
 		struct tir_fview v;

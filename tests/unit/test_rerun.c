@@ -8,6 +8,7 @@
  */
 #include "engine/engine.h"
 #include "check.h"
+#include "unit_util.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -45,20 +46,6 @@ static void make_x(const struct tir_type *ty, int r, bool transposed, struct tir
 	}
 }
 
-static bool same_bits(const struct tir_tensor *a, const struct tir_tensor *b)
-{
-	if (!a || !b || a->dtype != b->dtype || tir_tensor_numel(a) != tir_tensor_numel(b))
-		return false;
-	struct tir_tensor ca = {0}, cb = {0};
-	struct tir_err err = {0};
-	bool ok = !tir_tensor_convert(a, a->dtype, &ca, &err) && !tir_tensor_convert(b, b->dtype, &cb, &err) &&
-		  !memcmp(tir_tensor_data(&ca), tir_tensor_data(&cb),
-			  (size_t)tir_tensor_numel(a) * tir_dtype_size(a->dtype));
-	tir_tensor_release(&ca);
-	tir_tensor_release(&cb);
-	return ok;
-}
-
 static void one(const char *text)
 {
 	struct tir_program *p[2];
@@ -85,7 +72,7 @@ static void one(const char *text)
 		if (r > 0)
 			CHECK(tir_exec_stats(x[1])->plan_cached);
 		for (int k = 0; k < 2; k++) {
-			bool ok = same_bits(tir_exec_named(x[0], (size_t)k), tir_exec_named(x[1], (size_t)k));
+			bool ok = unit_same_bits(tir_exec_named(x[0], (size_t)k), tir_exec_named(x[1], (size_t)k));
 			if (!ok)
 				fprintf(stderr, "round %d: %s differs fused\n", r, names[k]);
 			CHECK(ok);

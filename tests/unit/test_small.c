@@ -16,24 +16,11 @@
 #include "engine/engine.h"
 #include "fusion/fusion.h"
 #include "check.h"
+#include "unit_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool same_bits(const struct tir_tensor *a, const struct tir_tensor *b)
-{
-	if (!a || !b || a->dtype != b->dtype || tir_tensor_numel(a) != tir_tensor_numel(b))
-		return false;
-	struct tir_tensor ca = {0}, cb = {0};
-	struct tir_err err = {0};
-	bool ok = !tir_tensor_convert(a, a->dtype, &ca, &err) && !tir_tensor_convert(b, b->dtype, &cb, &err) &&
-		  !memcmp(tir_tensor_data(&ca), tir_tensor_data(&cb),
-			  (size_t)tir_tensor_numel(a) * tir_dtype_size(a->dtype));
-	tir_tensor_release(&ca);
-	tir_tensor_release(&cb);
-	return ok;
-}
 
 /* The value of name in text run fused (f 1) or not: new (release it). */
 static int run_one(const char *text, const char *name, bool fuse, struct tir_tensor *out)
@@ -64,7 +51,7 @@ static void same(const char *text, const char *name, struct tir_tensor *out)
 	struct tir_tensor a = {0}, b = {0};
 	CHECK(run_one(text, name, true, &a) == 0);
 	CHECK(run_one(text, name, false, &b) == 0);
-	bool ok = same_bits(&a, &b);
+	bool ok = unit_same_bits(&a, &b);
 	if (!ok)
 		fprintf(stderr, "differs fused: %s in\n%s", name, text);
 	CHECK(ok);
@@ -200,7 +187,7 @@ static void kept_bytes(void)
 		CHECK(f != NULL);
 		if (f) {
 			CHECK(tir_fused_run(f, &err) == 0);
-			CHECK(same_bits(&out, &want));
+			CHECK(unit_same_bits(&out, &want));
 			CHECK(tir_fused_keep(f));
 			size_t bytes = tir_fused_bytes(f);
 			if (bytes > (size_t)40 * N + 16 * (size_t)g->nin + 4096)
@@ -222,7 +209,7 @@ static void kept_bytes(void)
 			}
 			CHECK(tir_fused_rebind_at(f, in, &out));
 			CHECK(tir_fused_run(f, &err) == 0);
-			CHECK(same_bits(&out, &want));
+			CHECK(unit_same_bits(&out, &want));
 			/* the last statement's literal given another value: the
 			 * kernel reads it (the first ones' the chain forgets) */
 			struct tir_tensor *lv = &vals[g->nin - 1];
@@ -232,7 +219,7 @@ static void kept_bytes(void)
 				*(double *)tir_tensor_data(lv) = 0.7;
 			CHECK(tir_fused_rebind_at(f, in, &out));
 			CHECK(tir_fused_run(f, &err) == 0);
-			CHECK(!same_bits(&out, &want));
+			CHECK(!unit_same_bits(&out, &want));
 			tir_fused_free(f);
 		}
 		for (int k = 0; k < g->nin; k++)
