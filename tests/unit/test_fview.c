@@ -17,7 +17,6 @@
 #include "check.h"
 #include "unit_util.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -167,15 +166,7 @@ static void one(const char *dir, const char *name)
 
 static void every(const char *dir)
 {
-	DIR *d = opendir(dir);
-	CHECK(d != NULL);
-	for (struct dirent *e; d && (e = readdir(d));) {
-		size_t n = strlen(e->d_name);
-		if (n > 4 && !strcmp(e->d_name + n - 4, ".tir") && strncmp(e->d_name, "err-", 4))
-			one(dir, e->d_name);
-	}
-	if (d)
-		closedir(d);
+	CHECK(unit_each_program(dir, one));
 }
 
 /* n scalar statements as bench/statements.py writes them. */

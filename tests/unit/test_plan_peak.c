@@ -10,7 +10,6 @@
 #include "check.h"
 #include "unit_util.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,15 +51,7 @@ static void one(const char *dir, const char *name)
 
 static void every(const char *dir)
 {
-	DIR *d = opendir(dir);
-	CHECK(d != NULL);
-	for (struct dirent *e; d && (e = readdir(d));) {
-		size_t n = strlen(e->d_name);
-		if (n > 4 && !strcmp(e->d_name + n - 4, ".tir") && strncmp(e->d_name, "err-", 4))
-			one(dir, e->d_name);
-	}
-	if (d)
-		closedir(d);
+	CHECK(unit_each_program(dir, one));
 }
 
 /* Plain allocations (no views, nothing in place): the simulation is the

@@ -6,6 +6,7 @@
 #define TIR_UNIT_UTIL_H
 
 #include "exec/exec.h"
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,22 @@ static inline char *unit_slurp(const char *path, size_t *len)
 	}
 	fclose(f);
 	return s;
+}
+
+/* fn(dir, name) for each program in dir: its .tir files, but not the
+ * err-* ones (programs that must fail); false when dir cannot be read. */
+static inline bool unit_each_program(const char *dir, void (*fn)(const char *dir, const char *name))
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		if (n > 4 && !strcmp(e->d_name + n - 4, ".tir") && strncmp(e->d_name, "err-", 4))
+			fn(dir, e->d_name);
+	}
+	closedir(d);
+	return true;
 }
 
 /* a and b hold the same bits in the same dtype, element by element (any
