@@ -7,6 +7,7 @@
  */
 #include "ir/ir.h"
 #include "check.h"
+#include "unit_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -1436,23 +1437,8 @@ static void test_numbered_names(void)
 static char *statements_text(int n, size_t *len)
 {
 	struct tir_str s = {0};
-	tir_str_addf(&s, "# %d scalar statements\nx = cast(0.3, f32)\n", n);
-	for (int i = 1; i < n; i++) {
-		const char *prev = i == 1 ? "x" : NULL;
-		char pb[32];
-		if (!prev) {
-			snprintf(pb, sizeof pb, "t%d", i - 1);
-			prev = pb;
-		}
-		switch (i % 5) {
-		case 1: tir_str_addf(&s, "t%d = %s * 0.5\n", i, prev); break;
-		case 2: tir_str_addf(&s, "t%d = %s + 0.25\n", i, prev); break;
-		case 3: tir_str_addf(&s, "t%d = tanh(%s)\n", i, prev); break;
-		case 4: tir_str_addf(&s, "t%d = %s * %s\n", i, prev, i >= 5 ? "t1" : "x"); break;
-		default: tir_str_addf(&s, "t%d = %s - 0.125\n", i, prev); break;
-		}
-	}
-	tir_str_addf(&s, "y = t%d - 0.125\nprint y\n", n - 1);
+	unit_statements(&s, n);
+	tir_str_addf(&s, "print y\n");
 	*len = s.n;
 	return s.s;
 }

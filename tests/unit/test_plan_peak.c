@@ -12,20 +12,14 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int nruns;
 
-/* Run the program in dir/name (from dir: load paths are relative), fused
- * and not; where it runs, the simulated peak is at most the measured one. */
-static void one(const char *dir, const char *name)
+/* Run the program text (dir/name, run from dir), fused and not; where it
+ * runs, the simulated peak is at most the measured one. */
+static void one(const char *dir, const char *name, const char *text, size_t len)
 {
-	char cwd[4096];
-	size_t len = 0;
-	if (!getcwd(cwd, sizeof cwd) || chdir(dir))
-		return;
-	char *text = unit_slurp(name, &len);
-	for (int fuse = 0; text && fuse < 2; fuse++) {
+	for (int fuse = 0; fuse < 2; fuse++) {
 		struct tir_program *p = tir_program_new();
 		if (tir_program_parse(p, name, text, len, 0)) {
 			tir_program_free(p);
@@ -45,8 +39,6 @@ static void one(const char *dir, const char *name)
 		tir_exec_free(x);
 		tir_program_free(p);
 	}
-	free(text);
-	CHECK(chdir(cwd) == 0);
 }
 
 static void every(const char *dir)
