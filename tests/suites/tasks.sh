@@ -152,6 +152,16 @@ for t in 16 64; do
 	if cmp -s "$tmp/out1" "$tmp/out$t"; then ok; else bad "late conv2d: stdout at --threads $t differs from --threads 1"; fi
 done
 
+# --profile's tasks are the compute's, not the packing's: TIR_CONV=own
+# packs the same layer's weights in some 258 tasks and makes its product
+# in a task or two, and the column must say the latter
+TIR_CONV=own "$tir" run --profile --threads 16 "$tmp/late.tir" >/dev/null 2>"$tmp/prof_own"
+got=$(tasks "$tmp/prof_own" '^conv2d$')
+case $got in
+'' | *[!0-9]*) bad "late conv2d, TIR_CONV=own: no tasks column in --profile" ;;
+*) if [ "$got" -lt 16 ]; then ok; else bad "late conv2d, TIR_CONV=own: $got tasks: packing counted as compute"; fi ;;
+esac
+
 # an elementwise op by its reference kernel (--no-fuse; a relu after a
 # conv2d, which nothing fuses with, runs so too): a float op over one
 # contiguous run is cut into tasks (elementwise.c), unary and binary, at
