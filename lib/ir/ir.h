@@ -268,6 +268,8 @@ struct tir_node {
 	bool in_print;            /* made by a print statement (fmt inlines it) */
 	bool known_int;           /* CONST: an integer known when checked (a loop's
 				   * index, an int parameter, or + - * of them) */
+	bool lit_shared;          /* CONST: a weak literal the parser gave to more
+				   * than one place it is written (never bound to a name) */
 	uint32_t uses;            /* operand edges pointing here */
 	uint32_t stmt;            /* index of the statement that made it */
 	struct tir_node **in;

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "unit_util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,6 +333,65 @@ static void test_sugar(void)
 	CHECK(p->nodes[4]->loc.line == 4 && p->nodes[4]->loc.col == 7);
 	CHECK(p->nodes[4]->inloc[0].col == 5 && p->nodes[4]->inloc[1].col == 9);
 	CHECK(p->nodes[3]->loc.col == 11);
+	tir_program_free(p);
+}
+
+/* A literal written again is the node of the first (parse.c, LIT_SLOTS),
+ * a print statement's too, but never one a name is bound to, nor one of
+ * another dtype or value, nor one a failed statement made. */
+static void test_shared_literals(void)
+{
+	struct tir_program *p = PARSE_OK("input x: f32[3]\n"
+					 "a = x * 0.5\nb = x * 0.5 + 0.5\n"
+					 "y = 0.5\nc = x * 0.5\nd = y * 2.0\n"
+					 "e = x * 1\nf = x * 1.0\ng = x * -0.0\nh = x * 0.0\n"
+					 "k = x > 1\nm = x > true\nn = x + nan\no = x + nan\n"
+					 "print x * 0.25\nq = x * 0.25\n");
+	struct tir_node *a = bound(p, "a"), *b = bound(p, "b"), *c = bound(p, "c"), *y = bound(p, "y");
+	struct tir_node *half = a->in[1];
+	CHECK(half->op == TIR_OP_CONST && half->type.weak && half->fval == 0.5 && half->lit_shared);
+	/* within a statement and across */
+	CHECK(b->in[1] == half && b->in[0]->in[1] == half && c->in[1] == half);
+	/* y = 0.5: a node of its own, named y, where it is written; the
+	 * shared one has no name, and is not y */
+	CHECK(y != half && y->op == TIR_OP_CONST && y->fval == 0.5 && !y->lit_shared && y->names &&
+	      !half->names && !half->ref_name);
+	CHECK(y->loc.line == 4 && y->loc.col == 5);
+	CHECK(bound(p, "d")->in[0] == y);
+	/* dtype and bits: 1 and 1.0, -0.0 and 0.0 are four nodes */
+	struct tir_node *one_i = bound(p, "e")->in[1], *one_f = bound(p, "f")->in[1];
+	struct tir_node *nz = bound(p, "g")->in[1], *z = bound(p, "h")->in[1];
+	CHECK(one_i != one_f && one_i->type.dtype == TIR_DTYPE_I64 && one_f->type.dtype == TIR_DTYPE_F32);
+	CHECK(nz != z && signbit(nz->fval) && !signbit(z->fval));
+	CHECK(bound(p, "k")->in[1] == one_i && bound(p, "m")->in[1] != one_i); /* true is bool */
+	CHECK(bound(p, "n")->in[1] == bound(p, "o")->in[1]);                 /* nan, bit for bit */
+	/* a print's literal is shared too (fmt writes a literal inline) */
+	struct tir_node *quarter = bound(p, "q")->in[1];
+	CHECK(quarter->fval == 0.25 && quarter->in_print && quarter->lit_shared);
+	/* fmt writes each where it was written */
+	char *f = tir_program_format(p);
+	const char *want = "b: f32[3] = add(_t1, 0.5)\ny: f32[] = 0.5\nc: f32[3] = mul(x, 0.5)\n"
+			   "d: f32[] = mul(y, 2.0)\n";
+	CHECK(f && strstr(f, want) && strstr(f, "\nprint mul(x, 0.25)\nq: f32[3] = mul(x, 0.25)\n"));
+	if (f && !strstr(f, want))
+		fprintf(stderr, "%s", f);
+	free(f);
+	tir_program_free(p);
+
+	/* a literal of a statement that failed is gone with it: the next
+	 * makes its own (REPL) */
+	p = tir_program_new();
+	const char *l1 = "input x: f32[3]\nt = x * 0.5 + nosuch\n", *l2 = "u = x * 0.5\n";
+	CHECK(p && tir_program_parse(p, "<repl>", l1, strlen(l1), TIR_PARSE_REPL) != 0);
+	size_t kept = p->nnodes;
+	CHECK(tir_program_parse(p, "<repl>", l2, strlen(l2), TIR_PARSE_REPL) == 0);
+	struct tir_node *u = bound(p, "u");
+	CHECK(u && u->in[1]->id >= kept && p->nodes[u->in[1]->id] == u->in[1] && u->in[1]->fval == 0.5);
+	tir_program_free(p);
+	/* in a file, a failed statement's literal is not shared by the next either */
+	p = parse_flags("input x: f32[3]\nt = x * 0.5 + nosuch\nu = x * 0.5\nw = x * 0.5\n", 0, &(int){0});
+	u = bound(p, "u");
+	CHECK(u && p->nodes[u->in[1]->id] == u->in[1] && bound(p, "w")->in[1] == u->in[1]);
 	tir_program_free(p);
 }
 
@@ -840,7 +900,8 @@ static void test_limits(void)
 	for (int i = 0; i < 200; i++)
 		n += sprintf(src + n, " + 1");
 	p = PARSE_OK(src);
-	CHECK(bound(p, "y")->op == TIR_OP_ADD && p->nnodes == 401);
+	/* 200 adds, and the literal 1 once: it is shared */
+	CHECK(bound(p, "y")->op == TIR_OP_ADD && p->nnodes == 201);
 	tir_program_free(p);
 	sprintf(src + n, " + 1");
 	EXPECT_ERR(src, TIR_ESYNTAX, "nested deeper than 200 levels");
@@ -1484,17 +1545,20 @@ static void test_statement_bytes(void)
 {
 	struct stmt_bytes small = measure_statements(10000), big = measure_statements(100000);
 	CHECK(small.ok && big.ok);
-	/* a statement: one op or call node and, 3 times in 5, a literal's */
+	/* a statement: one op or call node; its literals (0.5, 0.25 and
+	 * 0.125, 3 times in 5) are three nodes in all, shared; and x's cast
+	 * of 0.3 */
 	CHECK(small.nstmts == 10002 && big.nstmts == 100002);
-	CHECK(big.nodes == 100000 + 100000 * 3 / 5 + 2);
-	/* the nodes with their operands (~365 bytes), names and text: the
-	 * program's text excluded, it is the arena's too */
-	CHECK(big.arena < 450);
+	CHECK(big.nodes == 100000 + 3 + 2);
+	/* the nodes with their operands (~256 bytes), names and text: the
+	 * program's text excluded, it is the arena's too (~280 in all; 450
+	 * when each literal was a node of its own) */
+	CHECK(big.arena < 320);
 	CHECK(big.arrays < 260);
 	/* linear: ten times the statements, ten times the bytes */
 	CHECK(big.arena < small.arena * 1.05);
 	CHECK(big.arrays < small.arrays * 1.15);
-	if (!(big.arena < 450 && big.arrays < 260))
+	if (!(big.arena < 320 && big.arrays < 260))
 		fprintf(stderr, "statement bytes: arenas %.1f, arrays %.1f (10,000: %.1f, %.1f)\n", big.arena,
 			big.arrays, small.arena, small.arrays);
 }
@@ -1503,6 +1567,7 @@ int main(void)
 {
 	test_sugar();
 	test_negative_literals();
+	test_shared_literals();
 	test_list_literals();
 	test_arguments();
 	test_load();
