@@ -12,6 +12,11 @@ lines for bench/run.sh (bench/README.md, "statements"):
     N_tir_plan_ms      its plan (fusion and schedule)
     N_tir_run_ms       its run (the kernels)
     N_tir_y            the value printed
+    N_tir_wall_runs    each run's wall time, in order (ms)
+    N_tir_parse_runs   each run's parse
+    N_tir_thp          huge pages the kernel gave the runs, and those it
+                       could not (/proc/vmstat's thp_fault_alloc and
+                       thp_fault_fallback over the runs; Linux)
     N_numpy_compile_ms Python's compile() of the statements
     N_numpy_run_ms     running them
     N_numpy_y          y
@@ -58,11 +63,27 @@ def python_text(n):
 PHASES = re.compile(r"parse ([0-9.]+) ms .* plan ([0-9.]+) ms .* run ([0-9.]+) ms")
 
 
+def thp_counts():
+    """(huge pages faulted in, faults that fell back to small pages) so
+    far on this machine, or None.  A big program's parse asks for huge
+    pages; where the kernel has none free at once it falls back, and
+    inside a virtual machine whose host took back the guest's free
+    memory the first touch of a fresh one costs far more: the per-run
+    figures show which runs met which."""
+    try:
+        with open("/proc/vmstat") as f:
+            v = dict(line.split() for line in f)
+        return int(v["thp_fault_alloc"]), int(v["thp_fault_fallback"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def bench_tir(tir, n, runs, d):
     prog = os.path.join(d, f"stmts{n}.tir")
     with open(prog, "w") as f:
         f.write(tir_text(n))
     wall, parse, plan, run, y = [], [], [], [], None
+    thp0 = thp_counts()
     for _ in range(runs):
         t = time.perf_counter()
         p = subprocess.run([tir, "run", prog], capture_output=True, text=True)
@@ -75,7 +96,12 @@ def bench_tir(tir, n, runs, d):
         plan.append(float(m.group(2)))
         run.append(float(m.group(3)))
         y = p.stdout.split("\n")[1].strip()
+    thp1 = thp_counts()
     med = statistics.median
+    print(f"{n}_tir_wall_runs {' '.join(f'{w:.1f}' for w in wall)}")
+    print(f"{n}_tir_parse_runs {' '.join(f'{w:.1f}' for w in parse)}")
+    if thp0 and thp1:
+        print(f"{n}_tir_thp {thp1[0] - thp0[0]} {thp1[1] - thp0[1]}")
     print(f"{n}_tir_wall_ms {med(wall):.3f}")
     print(f"{n}_tir_parse_ms {med(parse):.3f}")
     print(f"{n}_tir_plan_ms {med(plan):.3f}")
