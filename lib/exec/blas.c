@@ -219,6 +219,29 @@ const char *tir_blas_info(void)
 	return info;
 }
 
+/* OpenBLAS 0.3.21's x86-64 cores (openblas_get_corename) from before
+ * AVX; Sandybridge and every later one have AVX kernels */
+static const char *const sse_cores[] = {
+	"Katmai", "Coppermine", "Northwood", "Prescott", "Banias", "Atom", "Core2", "Penryn",
+	"Dunnington", "Nehalem", "Athlon", "Opteron", "Opteron(SSE3)", "Barcelona", "Nano", "Bobcat",
+};
+
+bool tir_blas_sse_only(void)
+{
+	static int sse = -1; /* the core is fixed once loaded (threads: the same answer) */
+	int v = __atomic_load_n(&sse, __ATOMIC_RELAXED);
+	if (v >= 0)
+		return v;
+	if (!tir_blas_is_loaded())
+		return false;
+	const char *core = blas.corename ? blas.corename() : NULL;
+	v = 0;
+	for (size_t i = 0; core && i < sizeof sse_cores / sizeof sse_cores[0]; i++)
+		v |= !strcmp(core, sse_cores[i]);
+	__atomic_store_n(&sse, v, __ATOMIC_RELAXED);
+	return v;
+}
+
 const char *tir_blas_version(void)
 {
 	return loaded() ? tir_blas_info() : blas.err;

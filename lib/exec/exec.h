@@ -421,6 +421,9 @@ void *tir_blas_sym(const char *name, char **err);
  * (nothing is loaded by asking). */
 bool tir_blas_is_loaded(void);
 bool tir_blas_missing(void);
+/* Whether OpenBLAS, loaded, runs a kernel for SSE only (its core one
+ * from before AVX: Nehalem, Core2, Opteron...); false when not loaded. */
+bool tir_blas_sse_only(void);
 /* Which gemm runs float products: TIR_GEMM_TIR or TIR_GEMM_OPENBLAS, as
  * tir_set_gemm set it, else TIR_GEMM, else the machine's default (tir's
  * where it has a tuned path: AVX2 or AVX-512; OpenBLAS elsewhere). */
