@@ -1486,9 +1486,10 @@ static int on_blas(const struct tir_gemm *g, struct tir_err *err)
 		    (!g->b_dt || g->b_dt == g->dt || g->b_dt == TIR_DTYPE_BF16) && !pick_pairs(g);
 	int use = own || half ? tir_gemm_blas(g->dt, err) : 0;
 	/* but on OpenBLAS's SSE kernel (a CPU before AVX) tir's SSE2 gemm,
-	 * widening as it packs, is faster than OpenBLAS even in f32: 2048^3
-	 * 185 ms against 192 (2 threads, a Zen 5 running OpenBLAS's Nehalem
-	 * kernel), and widened for sgemm it was slower than f32 */
+	 * widening as it packs, is as fast as OpenBLAS in f32 and bf16 on it
+	 * a little faster than f32 on OpenBLAS: 2048^3 185 ms against 192 (2
+	 * threads, a Zen 5 running OpenBLAS's Nehalem kernel; even at 1
+	 * thread), where widened for sgemm it was no faster than f32 */
 	if (use > 0 && half && !own && bf16_on_tir())
 		use = 0;
 	return use;
