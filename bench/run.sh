@@ -442,12 +442,16 @@ echo "  targets: fills, arange, linspace, eye at >= 70% of write bandwidth (<= 1
 # On a CPU with AVX-512 BF16 tir's gemm runs vdpbf16ps on pairs of bf16
 # (lib/exec/gemm.c, kern_bf16); elsewhere the bf16 operands are widened as
 # they are packed and the f32 kernel runs, or, where f32 products run on
-# OpenBLAS (TIR_VMATH=sse2 or scalar), widened a k-block at a time for
-# OpenBLAS's sgemm (Debian 12's OpenBLAS 0.3.21 has no cblas_sbgemm).
-# The bf16 result is rounded in the gemm's store (OpenBLAS: by rows after).
-# One row pair per vector path this CPU has (TIR_VMATH; TIR_BF16=widen:
-# AVX-512 without its BF16 kernel), f32 and bf16 timed in turn in the
-# same run, the ratio f32 / bf16 (target: >= 1 on every path, >= 1.6 for
+# OpenBLAS (TIR_VMATH=sse2 or scalar), widened for OpenBLAS's sgemm, the
+# whole depth in one call (Debian 12's OpenBLAS 0.3.21 has no
+# cblas_sbgemm), except over OpenBLAS's SSE kernel (a CPU before AVX),
+# where tir's SSE2 gemm runs them widened as packed.  The bf16 result is
+# rounded in the gemm's store (OpenBLAS: by rows after).  One row pair per
+# vector path this CPU has (TIR_VMATH; TIR_BF16=widen: AVX-512 without
+# its BF16 kernel), and one for the SSE2 path as on a CPU with SSE only
+# (OPENBLAS_CORETYPE=Nehalem given to those two runs alone, so f32 runs
+# on OpenBLAS's SSE kernel), f32 and bf16 timed in turn in the same run,
+# the ratio f32 / bf16 (target: >= 1 on every path, >= 1.6 for
 # vdpbf16ps).
 section "bf16 matmul: [2048, 2048] @ [2048, 2048], $THREADS threads, per vector path (median of >= $RUNS runs, >= 1 s)"
 for t in f32 bf16; do
@@ -457,13 +461,21 @@ has_bf16=$(grep -q avx512_bf16 /proc/cpuinfo 2>/dev/null && echo 1)
 has_avx512=$(grep -q avx512f /proc/cpuinfo 2>/dev/null && echo 1)
 has_avx2=$(grep -q avx2 /proc/cpuinfo 2>/dev/null && echo 1)
 printf '  %-42s %8s %8s %8s %9s %12s  %s\n' "path" "f32 ms" "bf16 ms" "f32/bf16" "(CPU)" "target" "kernel"
-for path in vdpbf16ps avx512 avx2 sse2 scalar; do
+for path in vdpbf16ps avx512 avx2 sse2 sse-only scalar; do
 	case $path in
 	vdpbf16ps) [ -n "$has_bf16" ] || continue; envs="TIR_VMATH=avx512"; want=1.6; kern="vdpbf16ps" ;;
 	avx512) [ -n "$has_avx512" ] || continue; envs="TIR_VMATH=avx512 TIR_BF16=widen"; want=1; kern="widened as packed, tir's f32 kernel" ;;
 	avx2) [ -n "$has_avx2" ] || continue; envs="TIR_VMATH=avx2 TIR_BF16=widen"; want=1; kern="widened as packed, tir's f32 kernel" ;;
-	*) envs="TIR_VMATH=$path TIR_BF16=widen"; want=1; kern="widened by k-blocks, OpenBLAS's sgemm (f32: sgemm)" ;;
+	sse-only) envs="TIR_VMATH=sse2 TIR_BF16=widen OPENBLAS_CORETYPE=Nehalem"; want=1
+		kern="as on an SSE-only CPU: tir's SSE2 gemm, widened as packed (f32: OpenBLAS's Nehalem sgemm)" ;;
+	*) envs="TIR_VMATH=$path TIR_BF16=widen"; want=1; kern="widened, OpenBLAS's sgemm (f32: sgemm)" ;;
 	esac
+	# the kernel the gemm line names (a CPU whose OpenBLAS kernel is an
+	# SSE one runs bf16 on tir's SSE2 gemm on the sse2 row too)
+	# shellcheck disable=SC2086
+	if [ "$path" = sse2 ] && env $envs "$BUILD/tir" --version | grep -q "bf16 and other dtypes on tir"; then
+		kern="tir's SSE2 gemm, widened as packed (f32: OpenBLAS's SSE sgemm)"
+	fi
 	for t in f32 bf16; do
 		# shellcheck disable=SC2086
 		env $envs "$BUILD/bench/tir_time" --threads "$THREADS" --runs "$RUNS" --out y "$tmp/mm_$t.tir" \
@@ -472,7 +484,9 @@ for path in vdpbf16ps avx512 avx2 sse2 scalar; do
 	f32=$(kv "$tmp/tir.mm_f32.$path" ms_median) bf=$(kv "$tmp/tir.mm_bf16.$path" ms_median)
 	r=$(ratio "$f32" "$bf")
 	rc=$(ratio "$(kv "$tmp/tir.mm_f32.$path" cpu_ms_median)" "$(kv "$tmp/tir.mm_bf16.$path" cpu_ms_median)")
-	awk -v p="$path ($envs)" -v f="$f32" -v b="$bf" -v r="$r" -v rc="$rc" -v w="$want" -v k="$kern" 'BEGIN {
+	label="$path ($envs)"
+	[ "$path" = sse-only ] && label="sse2, OPENBLAS_CORETYPE=Nehalem (these 2)"
+	awk -v p="$label" -v f="$f32" -v b="$bf" -v r="$r" -v rc="$rc" -v w="$want" -v k="$kern" 'BEGIN {
 		if (r == "") { printf "  %-42s %8s %8s %8s  no figure (tir_time FAILED)\n", p, f, b, "-"; exit }
 		printf "  %-42s %8.1f %8.1f %7.2fx %8.2fx %12s  %s\n", p, f, b, r, rc, (r + 0 >= w + 0 ? ">= " w ": met" : ">= " w ": not met"), k
 	}'

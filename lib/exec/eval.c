@@ -188,11 +188,20 @@ static int eval_matmul(const struct tir_node *n, struct tir_tensor *a0, struct t
 	int64_t oshape[TIR_MAX_RANK];
 	enum tir_dtype ot = (enum tir_dtype)n->type.dtype, wt = tir_dtype_wide(ot);
 	struct narrow nc;
+	bool bf16 = ot == TIR_DTYPE_BF16 && wt == TIR_DTYPE_F32;
 	tir_matmul_views(a0, b0, &av, &bv, &rank, oshape);
-	int rc = tir_tensor_alloc(&o, wt, rank, oshape, false, err);
+	int rc = 0;
+	if (bf16) {
+		/* its f32 sums only where the gemm keeps them (matmul.c) */
+		o = (struct tir_tensor){ .dtype = wt, .rank = rank };
+		memcpy(o.shape, oshape, sizeof(int64_t) * (size_t)rank);
+		tir_tensor_set_contiguous_strides(&o);
+	} else {
+		rc = tir_tensor_alloc(&o, wt, rank, oshape, false, err);
+	}
 	if (!rc && ot != wt)
 		rc = tir_tensor_alloc(&nw, ot, n->type.rank, n->type.shape, false, err);
-	if (!rc && ot == TIR_DTYPE_BF16 && wt == TIR_DTYPE_F32) {
+	if (!rc && bf16) {
 		/* rounded in the gemm's store, each tile as it is made */
 		rc = tir_k_matmul_bf16(&av, &bv, &o, &nw, err);
 		if (!rc)

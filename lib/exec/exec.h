@@ -293,7 +293,9 @@ int tir_k_matmul_epi(const struct tir_tensor *a, const struct tir_tensor *b,
 /* A float product rounded to bf16: out (bf16, contiguous, as many
  * elements as wide) gets each element of a @ b rounded as the gemm makes
  * it, in its kernel's store (tir_gemm's out); wide (f32, the product's
- * shape) holds the f32 chains between its k-blocks, then nothing of use. */
+ * shape) holds the f32 chains between its k-blocks, then nothing of use;
+ * given with no data (buf NULL), only its shape, it is allocated (and
+ * released) inside only where the gemm needs one (tir_gemm_needs_c). */
 int tir_k_matmul_bf16(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *wide,
 		      struct tir_tensor *out, struct tir_err *err);
 
@@ -330,7 +332,8 @@ struct tir_gemm {
 	/* out (F32 dt, with no epi and no acc; NULL: none): the result rounded
 	 * to bf16 (half.h's tir_f2b), laid out as c, each element as the gemm
 	 * makes it (c then holds only the f32 chains between k-blocks, and
-	 * what it holds after is undefined) */
+	 * what it holds after is undefined; c may be NULL, then the gemm
+	 * allocates it where it needs it: tir_gemm_needs_c) */
 	void *out;
 	bool acc;
 	tir_epilogue_fn epi;
@@ -401,6 +404,10 @@ int tir_gemv_run(const struct tir_gemm *g, struct tir_err *err);
  * of the product's own dtype; other products always on tir's.  returns 0
  * or -code (err filled). */
 int tir_gemm(const struct tir_gemm *g, struct tir_err *err);
+/* Whether tir_gemm uses g->c for g: 0 only for a product rounded to
+ * out whose one k-block rounds each tile as it is made (c may then be
+ * NULL); 1; or -code (err filled: the gemm chosen cannot run). */
+int tir_gemm_needs_c(const struct tir_gemm *g, struct tir_err *err);
 
 /* ---- OpenBLAS, loaded at its first use (blas.c) ----
  * Nothing of OpenBLAS is linked: tir_blas_sym dlopens it once (its
@@ -414,6 +421,9 @@ void *tir_blas_sym(const char *name, char **err);
  * (nothing is loaded by asking). */
 bool tir_blas_is_loaded(void);
 bool tir_blas_missing(void);
+/* Whether OpenBLAS, loaded, runs a kernel for SSE only (its core one
+ * from before AVX: Nehalem, Core2, Opteron...); false when not loaded. */
+bool tir_blas_sse_only(void);
 /* Which gemm runs float products: TIR_GEMM_TIR or TIR_GEMM_OPENBLAS, as
  * tir_set_gemm set it, else TIR_GEMM, else the machine's default (tir's
  * where it has a tuned path: AVX2 or AVX-512; OpenBLAS elsewhere). */

@@ -852,8 +852,9 @@ static void round_tile(uint16_t *restrict o, int64_t ldo, const float *restrict 
  * its packed b (pb), kcb steps deep, into c (m x n in all, row stride
  * ldc elements; load: add to what c holds): each b micro-panel past every
  * a panel in turn.  o (the last k-block of a product rounded to bf16):
- * each tile, once stored, is rounded into o (laid out as c).  false when
- * the pool is stopping. */
+ * each tile is made in an L1 buffer (loaded from c when load) and rounded
+ * into o (laid out as c); c is not written, and without load not read
+ * (it may be NULL).  false when the pool is stopping. */
 static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, const char *pa,
 		       const char *pb, int64_t q0, int64_t q1, int64_t r0, int64_t r1, int64_t m,
 		       int64_t n, char *c, int64_t ldc, int load, uint16_t *o)
@@ -870,15 +871,22 @@ static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, co
 		for (int64_t q = q0; q < q1; q++) {
 			const char *a = pa + q * mr * kcb * es;
 			int64_t rows = m - q * mr < mr ? m - q * mr : mr;
-			char *cp = c + (q * mr * ldc + r * nr) * es;
-			if (GM_PFC && q + 1 < q1)   /* the next tile's c */
+			char *cp = c && (load || !o) ? c + (q * mr * ldc + r * nr) * es : NULL;
+			if (GM_PFC && cp && q + 1 < q1)   /* the next tile's c */
 				for (int64_t i = 0; i < mr; i++)
 					for (int64_t x = 0; x < nr * es; x += 64)
 						__builtin_prefetch(cp + (mr + i) * ldc * es + x, 1);
 			if (o && q + 1 < q1)        /* and its rows of o, written next */
 				for (int64_t i = 0; i < mr; i++)
 					__builtin_prefetch(o + ((q + 1) * mr + i) * ldc + r * nr, 1);
-			if (rows == mr && cols == nr) {
+			if (o) {
+				/* the tile in L1, rounded from there: its f32 sums
+				 * never go back to c */
+				for (int64_t i = 0; load && i < rows; i++)
+					memcpy(tile + i * nr * es, cp + i * ldc * es, (size_t)(cols * es));
+				kern->fn(kcb, a, b, tile, nr, load);
+				round_tile(o + q * mr * ldc + r * nr, ldc, (const float *)tile, nr, rows, cols);
+			} else if (rows == mr && cols == nr) {
 				kern->fn(kcb, a, b, cp, ldc, load);
 			} else if (cols == nr && kern->rows) {
 				kern->rows[rows](kcb, a, b, cp, ldc, load);
@@ -890,8 +898,6 @@ static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, co
 				for (int64_t i = 0; i < rows; i++)
 					memcpy(cp + i * ldc * es, tile + i * nr * es, (size_t)(cols * es));
 			}
-			if (o)      /* the tile just stored, still in L1 */
-				round_tile(o + q * mr * ldc + r * nr, ldc, (const float *)cp, ldc, rows, cols);
 		}
 	}
 	return true;
@@ -913,7 +919,7 @@ static void tile_task(void *arg, int64_t t)
 	batch_of(g, g->bs, e, &off, &bi);
 	const char *pa = j->pa + ai * j->kcb * j->mpad * es;
 	const char *pb = j->pb + bi * j->kcb * j->npad * es;
-	char *c = (char *)g->c + e * g->c_batch * es;
+	char *c = g->c ? (char *)g->c + e * g->c_batch * es : NULL;
 	bool last = j->k0 + j->kcb >= g->k;
 	uint16_t *o = g->out && last ? (uint16_t *)g->out + e * g->c_batch : NULL;
 
@@ -1131,11 +1137,11 @@ static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abyt
 		if (rows) {
 			s.m = len;
 			s.a = (const char *)g->a + x0 * g->a_rs * aes;
-			s.c = (char *)g->c + x0 * g->ldc * j->es;
+			s.c = g->c ? (char *)g->c + x0 * g->ldc * j->es : NULL;
 		} else {
 			s.n = len;
 			s.b = (const char *)g->b + x0 * g->b_cs * bes;
-			s.c = (char *)g->c + x0 * j->es;
+			s.c = g->c ? (char *)g->c + x0 * j->es : NULL;
 		}
 		if (g->out)
 			s.out = (uint16_t *)g->out + (rows ? x0 * g->ldc : x0);
@@ -1150,8 +1156,38 @@ static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abyt
 	return 0;
 }
 
+/* The k-blocks tir_gemm_run cuts g's depth into (KC deep each) */
+static int64_t k_blocks(const struct tir_gemm *g)
+{
+	const struct gemm_kern *pk = g->k > 0 ? pick_pairs(g) : NULL;
+	const struct gemm_kern *kern = pk ? pk : pick_kernel(g->dt);
+	int64_t k = pk ? (g->k + 1) / 2 : g->k;
+	return k <= 0 ? 0 : ceil_div(k, choose_kc(kern->nr, g->dt == TIR_DTYPE_F32 ? 4 : 8));
+}
+
+/* g run by run(g) with an f32 c of its own (g->out's layout), for a
+ * caller that gave none where the product needs one */
+static int with_c(const struct tir_gemm *g, int (*run)(const struct tir_gemm *, struct tir_err *),
+		  struct tir_err *err)
+{
+	int64_t batches = 1;
+	for (int d = 0; d < g->nb; d++)
+		batches *= g->shape[d];
+	size_t elems = (size_t)((batches - 1) * g->c_batch + (g->m - 1) * g->ldc + g->n);
+	struct tir_gemm w = *g;
+	w.c = malloc(elems * 4 + 1);
+	if (!w.c)
+		return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory for its f32 sums (%zu bytes)",
+				elems * 4);
+	int rc = run(&w, err);
+	free(w.c);
+	return rc;
+}
+
 int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 {
+	if (g0->out && !g0->c && g0->m > 0 && g0->n > 0 && (g0->acc || k_blocks(g0) > 1))
+		return with_c(g0, tir_gemm_run, err);
 	struct job j = { .g = g0, .kern = pick_kernel(g0->dt), .ksrc = g0->k };
 	int64_t batches = 1;
 	int rc = 0;
@@ -1177,7 +1213,8 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 		for (int64_t e = 0; e < batches && !g->acc; e++)
 			for (int64_t i = 0; i < g->m; i++) {
 				int64_t at = e * g->c_batch + i * g->ldc;
-				memset((char *)g->c + at * j.es, 0, (size_t)(g->n * j.es));
+				if (g->c)
+					memset((char *)g->c + at * j.es, 0, (size_t)(g->n * j.es));
 				if (g->out)
 					memset((uint16_t *)g->out + at, 0, (size_t)g->n * 2);
 			}
@@ -1388,6 +1425,14 @@ bool tir_gemm_direct_part(const struct tir_gemm_form *f, const void *a, int64_t 
 	return true;
 }
 
+/* bf16 operands on tir's gemm where OpenBLAS is the default for f32: on
+ * the SSE2 path when OpenBLAS's kernel is for SSE only (asked by name,
+ * OpenBLAS runs them) */
+static bool bf16_on_tir(void)
+{
+	return tir_vmath_path() == TIR_VMATH_SSE2 && tir_gemm_default() && tir_blas_sse_only();
+}
+
 static char info[96];
 static pthread_once_t info_once = PTHREAD_ONCE_INIT;
 
@@ -1423,13 +1468,15 @@ const char *tir_gemm_info(void)
 		int clen = core ? (int)strcspn(core + 6, ")") : 0;
 		snprintf(ver, sizeof ver, "%.*s%s%.*s", len, b, core ? ", core " : "", clen, core ? core + 6 : "");
 	}
-	snprintf(blas_line, sizeof blas_line, "openblas (%s; f32, f64, bf16; other dtypes on tir %s)%s", ver,
-		 tir_vector_path(), tir_gemm_default() ? ", the default on this vector path" : "");
+	bool b16 = bf16_on_tir();   /* as on_blas chooses */
+	snprintf(blas_line, sizeof blas_line, "openblas (%s; f32, f64%s; %sother dtypes on tir %s)%s", ver,
+		 b16 ? "" : ", bf16", b16 ? "bf16 and " : "", tir_vector_path(),
+		 tir_gemm_default() ? ", the default on this vector path" : "");
 	return blas_line;
 }
 
-/* The one place a float product picks its gemm. */
-int tir_gemm(const struct tir_gemm *g, struct tir_err *err)
+/* Whether g runs on OpenBLAS (1), on tir's gemm (0), or an error (< 0) */
+static int on_blas(const struct tir_gemm *g, struct tir_err *err)
 {
 	/* bf16 operands too where no bf16 kernel runs: OpenBLAS widened beats
 	 * tir's portable loops where f32 goes to OpenBLAS (tir_blas_gemm
@@ -1437,9 +1484,34 @@ int tir_gemm(const struct tir_gemm *g, struct tir_err *err)
 	bool own = (!g->a_dt || g->a_dt == g->dt) && (!g->b_dt || g->b_dt == g->dt);
 	bool half = g->dt == TIR_DTYPE_F32 && (!g->a_dt || g->a_dt == g->dt || g->a_dt == TIR_DTYPE_BF16) &&
 		    (!g->b_dt || g->b_dt == g->dt || g->b_dt == TIR_DTYPE_BF16) && !pick_pairs(g);
-	own = own || half;
-	int use = own ? tir_gemm_blas(g->dt, err) : 0;
+	int use = own || half ? tir_gemm_blas(g->dt, err) : 0;
+	/* but on OpenBLAS's SSE kernel (a CPU before AVX) tir's SSE2 gemm,
+	 * widening as it packs, is as fast as OpenBLAS in f32 and bf16 on it
+	 * a little faster than f32 on OpenBLAS: 2048^3 185 ms against 192 (2
+	 * threads, a Zen 5 running OpenBLAS's Nehalem kernel; even at 1
+	 * thread), where widened for sgemm it was no faster than f32 */
+	if (use > 0 && half && !own && bf16_on_tir())
+		use = 0;
+	return use;
+}
+
+int tir_gemm_needs_c(const struct tir_gemm *g, struct tir_err *err)
+{
+	if (!g->out || g->acc || g->epi)
+		return 1;
+	int use = on_blas(g, err);
 	if (use < 0)
 		return use;
+	return use || k_blocks(g) > 1;
+}
+
+/* The one place a float product picks its gemm. */
+int tir_gemm(const struct tir_gemm *g, struct tir_err *err)
+{
+	int use = on_blas(g, err);
+	if (use < 0)
+		return use;
+	if (use && !g->c && g->out)
+		return with_c(g, tir_blas_gemm, err);
 	return use ? tir_blas_gemm(g, err) : tir_gemm_run(g, err);
 }

@@ -193,7 +193,8 @@ int tir_k_matmul_bf16(const struct tir_tensor *a, const struct tir_tensor *b, st
 }
 
 /* out = a @ b; round: NULL, or where the bf16 rounding of out goes (out
- * f32, contiguous) */
+ * f32, contiguous; with no data, allocated here only where the gemm needs
+ * its f32 sums: tir_gemm_needs_c) */
 static int matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct tir_tensor *out,
 		  tir_epilogue_fn epi, void *epi_ctx, void *round, struct tir_err *err)
 {
@@ -246,7 +247,8 @@ static int matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct
 	j.es = (int64_t)tir_dtype_size(dt);
 	j.c = tir_tensor_data(out);
 	if (k == 0) {
-		memset(j.c, 0, (size_t)(total * j.es));
+		if (j.c)
+			memset(j.c, 0, (size_t)(total * j.es));
 		if (round)
 			memset(round, 0, (size_t)total * 2);
 		if (epi && epi(epi_ctx, 0, total))
@@ -290,7 +292,18 @@ static int matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct
 			if (!use)
 				return tir_gemv_run(&g, err);
 		}
-		return tir_gemm(&g, err);
+		/* a bf16 result's f32 sums, where the gemm keeps them (a
+		 * tensor, so that a memory budget counts them) */
+		struct tir_tensor sums = {0};
+		int rc = !g.c ? tir_gemm_needs_c(&g, err) : 0;
+		if (rc > 0) {
+			rc = tir_tensor_alloc(&sums, dt, out->rank, out->shape, false, err);
+			g.c = tir_tensor_data(&sums);
+		}
+		if (!rc)
+			rc = tir_gemm(&g, err);
+		tir_tensor_release(&sums);
+		return rc;
 	}
 
 	choose_blocks(&j, batches);

@@ -106,10 +106,12 @@ NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
       "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "bool": np.bool_}
 
 
-def run(d, body, inputs, outs, extra=()):
+def run(d, body, inputs, outs, extra=(), env=None):
     """Run body with inputs (name -> np array, or ("bf16", f32 array)) and
     return {name: array} (bf16 results as their f32 widening) for each
-    flag set, after checking fused and --no-fuse agree byte for byte."""
+    flag set, after checking fused and --no-fuse agree byte for byte.
+    env: the children's environment (None: this one's); the last child's
+    stderr is left in run.stderr."""
     decl, args = [], []
     for n, v in inputs.items():
         if isinstance(v, tuple):  # bf16: through a safetensors file
@@ -134,7 +136,8 @@ def run(d, body, inputs, outs, extra=()):
         for o in outs:
             saves += ["--save", "%s=%s" % (o, out)]
         r = subprocess.run([TIR, "run", prog, "--quiet"] + args + saves + flags + list(extra),
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, env=env)
+        run.stderr = r.stderr
         if r.returncode != 0:
             raise RuntimeError("tir exit %d: %s" % (r.returncode, r.stderr.strip()[:400]))
         got.append(read_st(out))
@@ -434,6 +437,36 @@ def matmul_cases(d):
                 else:
                     os.environ[k] = v
     case("matmul: bf16@bf16 on every vector path, vdpbf16ps and widened, --gemm tir and openblas", mm_paths)
+
+    # bf16 products on the SSE2 path over OpenBLAS's SSE kernel (a CPU
+    # before AVX: OPENBLAS_CORETYPE=Nehalem given to these children only)
+    # run on tir's gemm by default, faster there than f32 on OpenBLAS: the
+    # --profile footer says so and the bits are --gemm tir's; asked for by
+    # name, OpenBLAS runs them; NumPy's values either way
+    def mm_sse_core():
+        a = round_bf16(rng.standard_normal((37, 700)).astype(np.float32))
+        b = round_bf16(rng.standard_normal((700, 45)).astype(np.float32))
+        ins = {"a": ("bf16", a), "b": ("bf16", b)}
+        w = a.astype(np.float64) @ b.astype(np.float64)
+        w32 = round_bf16(w.astype(np.float32))
+        tol = 2.0 ** -7 * np.maximum(np.abs(w), 1e-3 * np.abs(w).max())
+        env = {k: v for k, v in os.environ.items() if k not in ("TIR_GEMM", "TIR_BF16")}
+        env.update(TIR_VMATH="sse2", OPENBLAS_CORETYPE="Nehalem")
+        want = {"": "openblas (OpenBLAS * core Nehalem; f32, f64; bf16 and other dtypes on tir sse2), the default*",
+                "tir": "tir sse2 *", "openblas": "openblas (OpenBLAS * core Nehalem; f32, f64, bf16; *"}
+        got = {}
+        for gm, foot in want.items():
+            got[gm] = run(d, "p = a @ b", ins, ["p"], ("--threads", "2", "--profile"), dict(env, TIR_GEMM=gm))["p"]
+            m = re.search(r"; gemm: (.*?); blas: ", run.stderr)
+            pat = re.escape(foot).replace(r"\*", ".*")
+            if not m or not re.fullmatch(pat, m.group(1)):
+                return "TIR_GEMM=%r: gemm %r, want %s" % (gm, m and m.group(1), foot)
+            g = got[gm][1].astype(np.float64)
+            if got[gm][0] != "bf16" or (np.abs(g - w32) > tol).any():
+                return "TIR_GEMM=%r: %s off by %g" % (gm, got[gm][0], np.abs(g - w32).max())
+        if (got[""][1] != got["tir"][1]).any():
+            return "the default's bits are not --gemm tir's"
+    case("matmul: bf16@bf16 on SSE2 over OpenBLAS's SSE kernel (Nehalem) on tir's gemm, as NumPy", mm_sse_core)
 
 
 def cast_cases(d):

@@ -600,6 +600,72 @@ static void test_round(void)
 	CHECK(bad == 0);
 }
 
+/* bf16 operands rounded to bf16 (out) at depths of one k-block and of
+ * several, edges in m and n: out is tir_f2b of the f32 product, bit for
+ * bit, whether c is given or not (NULL: the gemm keeps its own sums where
+ * it needs them); a product of one k-block on tir's gemm leaves c alone
+ * (its tiles are rounded from L1) and needs none (tir_gemm_needs_c). */
+static void test_round_depths(void)
+{
+	static const int64_t shapes[][3] = { { 77, 70, 7 }, { 13, 5, 300 }, { 77, 70, 300 },
+					     { 50, 37, 2500 }, { 1, 33, 2500 } };
+	struct tir_err err = { 0 };
+	int bad = 0;
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+		int64_t ars, acs, brs, bcs;
+		float *af = operand(TIR_DTYPE_F32, m, k, (int)s % 3, &ars, &acs);
+		float *bf = operand(TIR_DTYPE_F32, k, n, 0, &brs, &bcs);
+		int64_t aspan = (m - 1) * ars + (k - 1) * acs + 1, bspan = (k - 1) * brs + (n - 1) * bcs + 1;
+		uint16_t *an = malloc((size_t)aspan * 2), *bn = malloc((size_t)bspan * 2);
+		tir_cvt_run(TIR_DTYPE_BF16, an, TIR_DTYPE_F32, af, 1, aspan);
+		tir_cvt_run(TIR_DTYPE_BF16, bn, TIR_DTYPE_F32, bf, 1, bspan);
+		float *c = calloc((size_t)(m * n), 4), *c2 = malloc((size_t)(m * n) * 4);
+		uint16_t *o = malloc((size_t)(m * n) * 2);
+		for (int ti = 0; ti < NTHREADS; ti++) {
+			tir_set_threads(threads[ti]);
+			struct tir_gemm g = {
+				.dt = TIR_DTYPE_F32, .a_dt = TIR_DTYPE_BF16, .b_dt = TIR_DTYPE_BF16, .m = m, .n = n,
+				.k = k, .a = an, .b = bn, .a_rs = ars, .a_cs = acs, .b_rs = brs, .b_cs = bcs,
+				.c = c, .ldc = n,
+			};
+			CHECK(tir_gemm_run(&g, &err) == 0);
+			for (int with = 0; with < 2; with++) {
+				memset(c2, 0xff, (size_t)(m * n) * 4);      /* NaNs, if read */
+				memset(o, 0, (size_t)(m * n) * 2);
+				g.c = with ? c2 : NULL;
+				g.out = o;
+				CHECK(tir_gemm_run(&g, &err) == 0);
+				for (int64_t i = 0; i < m * n; i++)
+					bad += o[i] != tir_f2b(c[i]);
+				g.c = NULL;
+				int need = tir_gemm_needs_c(&g, &err);
+				CHECK(need >= 0);
+				if (k <= 300 && with) {
+					/* one k-block: c neither written nor needed */
+					for (int64_t i = 0; i < m * n; i++)
+						bad += ((uint32_t *)c2)[i] != 0xffffffffu;
+					CHECK(tir_gemm_kind() != TIR_GEMM_TIR || need == 0);
+				}
+				if (k == 2500)
+					CHECK(need == 1);
+			}
+		}
+		tir_set_threads(1);
+		if (bad)
+			fprintf(stderr, "round depths [%lld, %lld] @ [%lld, %lld]: %d bad\n", (long long)m,
+				(long long)k, (long long)k, (long long)n, bad);
+		free(af);
+		free(bf);
+		free(an);
+		free(bn);
+		free(c);
+		free(c2);
+		free(o);
+	}
+	CHECK(bad == 0);
+}
+
 int main(void)
 {
 	fprintf(stderr, "test_gemm: path %s, %s\n", tir_vector_path(), tir_gemm_info());
@@ -628,6 +694,7 @@ int main(void)
 	test_narrow(TIR_DTYPE_F32, TIR_DTYPE_BF16, 2, 0);
 	test_narrow(TIR_DTYPE_F16, TIR_DTYPE_F32, 0, 0);
 	test_round();
+	test_round_depths();
 	tir_pool_shutdown();
 	return check_report("test_gemm");
 }
