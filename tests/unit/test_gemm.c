@@ -367,7 +367,10 @@ static void fill_tensor(struct tir_tensor *t, enum tir_dtype dt, int rank, const
 
 /* Batched matmul with broadcast batch axes through tir_k_matmul: each
  * batch entry is the chain of its own a and b, and the whole is the same
- * at every thread count. */
+ * at every thread count; where the machine's default puts float products
+ * on OpenBLAS (a vector path below AVX2, TIR_GEMM unset: tests/run.sh sets
+ * it, a hand run may not), each entry within the bound of the reference
+ * only: OpenBLAS sums in its own order. */
 static void test_batched(enum tir_dtype dt, const int64_t *as, const int64_t *bs, int rank)
 {
 	struct tir_tensor a, b, out, first;
@@ -393,7 +396,8 @@ static void test_batched(enum tir_dtype dt, const int64_t *as, const int64_t *bs
 			differ++;
 	}
 	tir_set_threads(1);
-	CHECK(differ == 0);
+	bool own = tir_gemm_kind() == TIR_GEMM_TIR;
+	CHECK(differ == 0 || !own);
 	/* each entry against check_one's reference and chain */
 	int64_t batches = tir_tensor_numel(&out) / (m * n), es = (int64_t)tir_dtype_size(dt);
 	int64_t bad = 0;
@@ -423,7 +427,7 @@ static void test_batched(enum tir_dtype dt, const int64_t *as, const int64_t *bs
 				if (fabsl(v - ref) > (long double)(k + 2) * (dt == TIR_DTYPE_F32 ? 0x1p-24 : 0x1p-53) * (long double)k)
 					bad++;
 #if defined(__x86_64__)
-				if (memcmp(&v, &want, sizeof v))
+				if (own && memcmp(&v, &want, sizeof v))
 					bad++;
 #endif
 			}
