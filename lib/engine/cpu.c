@@ -493,21 +493,20 @@ static void sig_put(struct sigbuf *b, uint64_t v)
  * the same signature): every node's op, dtype, shape, operands, readers
  * and whether it is needed or a target, read from v (p's view), and the
  * attributes of the ops that have some, from the node.  dense[] lists the
- * node ids.  As varints, an operand by how far back it is: a few bytes a
+ * node ids, rank_of[] (by node id) the dense index of each node listed
+ * (-1 for the others; plan_remember reads it too).  As varints, an operand by how far back it is: a few bytes a
  * node, not a few words (a program of 100,000 statements: 1.5 MiB, not 8,
  * made and kept with its plan).  The fields each node has follow from
  * those before it (rank, operands, the op's attributes), so equal bytes
  * are an equal structure.  returns: new (*nsig bytes), NULL when out of
  * memory. */
 static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
-			       const int64_t *uses, const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
+			       const int64_t *uses, const bool *target, size_t *nsig, uint32_t *dense, int32_t *rank_of,
+			       int64_t *ndense)
 {
 	struct sigbuf b = {0};
 	int64_t nd = 0;
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	const struct tir_opdef *defs[TIR_OP_COUNT] = {0}; /* each op's row, looked up once */
-	if (!rank_of)
-		return NULL;
 	for (size_t i = 0; i < p->nnodes && !b.oom; i++) {
 		rank_of[i] = -1;
 		if (!need[i] && !target[i])
@@ -517,8 +516,8 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 		if (!defs[f->op])
 			defs[f->op] = tir_op((enum tir_op)f->op);
 		const struct tir_opdef *def = defs[f->op];
-		rank_of[i] = nd;
-		dense[nd++] = (int64_t)i;
+		rank_of[i] = (int32_t)nd;
+		dense[nd++] = (uint32_t)i;
 		sig_put(&b, (uint64_t)f->op | (uint64_t)ty->dtype << 16 | (uint64_t)ty->weak << 24 |
 				    (uint64_t)need[i] << 25 | (uint64_t)target[i] << 26);
 		sig_put(&b, (uint64_t)uses[i]);
@@ -547,7 +546,6 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 			sig_put(&b, h);
 		}
 	}
-	free(rank_of);
 	if (b.oom) {
 		free(b.p);
 		return NULL;
@@ -589,7 +587,7 @@ static bool plan_bound(const struct cpu *x, const bool *need, const int64_t *use
 }
 
 /* Entry e's plan on this run's nodes (dense: by dense index) into x->plan. */
-static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *need, const int64_t *dense,
+static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *need, const uint32_t *dense,
 			    int64_t nd)
 {
 	struct tir_program *p = x->prog;
@@ -628,7 +626,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 			return -TIR_ENOMEM;
 		w += 3;
 		for (int j = 0; j < gr->n + gr->nin; j++) {
-			ids[j] = (uint32_t)dense[e->groups[w++]];
+			ids[j] = dense[e->groups[w++]];
 			if (j < gr->n)
 				gr->nodes[j] = p->nodes[ids[j]];
 			else
@@ -647,7 +645,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	}
 	for (size_t k = 0; k < e->nfin; k++) {
 		const struct plan_fin *f = &e->fin[k];
-		int64_t id = dense[f->at];
+		uint32_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
 		pl->keep[id] = f->keep;
 		pl->copy[id] = f->copy;
@@ -659,10 +657,11 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	return 0;
 }
 
-/* x->plan, just made, into entry victim (by dense index); false when
- * there is no memory for it (the plan is fine, it is just not cached). */
+/* x->plan, just made, into entry victim (by dense index: dense and
+ * rank_of as plan_signature made them); false when there is no memory for
+ * it (the plan is fine, it is just not cached). */
 static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig, size_t nsig,
-			  const int64_t *dense, int64_t nd)
+			  const uint32_t *dense, const int32_t *rank_of, int64_t nd)
 {
 	const struct tir_program *p = x->prog;
 	const struct tir_plan *pl = &x->plan;
@@ -677,7 +676,6 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 	size_t nfin = 0;
 	for (int64_t k = 0; k < nd; k++)
 		nfin += pl->keep[dense[k]] || pl->copy[dense[k]] || pl->extra_uses[dense[k]];
-	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
 	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
@@ -686,9 +684,8 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 	struct plan_fin *fin = malloc(sizeof *fin * (nfin + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!rank_of || !gw || !closed || !info || !fin || !fin_flags || !alone_at || !alone_why) {
+	if (!gw || !closed || !info || !fin || !fin_flags || !alone_at || !alone_why) {
 		free(fin_flags);
-		free(rank_of);
 		free(gw);
 		free(closed);
 		free(info);
@@ -698,8 +695,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 		return false;
 	}
 	for (int64_t k = 0, f = 0; k < nd; k++) {
-		int64_t id = dense[k];
-		rank_of[id] = (int32_t)k;
+		uint32_t id = dense[k];
 		fin_flags[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
 		if (pl->keep[id] || pl->copy[id] || pl->extra_uses[id])
 			fin[f++] = (struct plan_fin){.at = (int32_t)k, .extra_uses = pl->extra_uses[id],
@@ -733,7 +729,6 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 			alone_at[k] = rank_of[i];
 			alone_why[k++] = pl->alone[i];
 		}
-	free(rank_of);
 	free(victim->sig);
 	free(victim->groups);
 	free(victim->closed);
@@ -765,13 +760,14 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	size_t nsig = 0;
 	int64_t nd = 0;
 	struct tir_fview own = {0};
-	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
+	uint32_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
+	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	uint8_t *sig = NULL;
 	int rc = -TIR_ENOMEM;
 	if (!view && !tir_fview_make(p, &own))
 		view = &own;
-	if (dense && view)
-		sig = plan_signature(p, view, need, uses, target, &nsig, dense, &nd);
+	if (dense && rank_of && view)
+		sig = plan_signature(p, view, need, uses, target, &nsig, dense, rank_of, &nd);
 	if (!sig)
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
@@ -793,13 +789,14 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	}
 	if ((rc = tir_fuse_view(p, view, need, uses, target, &x->plan)))
 		goto out;
-	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
+	if (plan_remember(x, victim, sig, nsig, dense, rank_of, nd)) {
 		sig = NULL;
 		plan_bind(x, victim, uses, target);
 	}
 out:
 	free(sig);
 	free(dense);
+	free(rank_of);
 	tir_fview_free(&own);
 	if (rc) {
 		tir_plan_free(&x->plan);

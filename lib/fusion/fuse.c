@@ -1197,7 +1197,7 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 /* tir_plan_finish, with the scores dup_scores made for these arguments
  * when *keep and *copy are given (tir_fuse's own: the plan takes them,
  * and they are NULL after), else made here; ids: the groups' members'
- * node ids, one after the other. */
+ * node ids, one after the other, or NULL: each group's own (g->ids). */
 static int plan_finish(const struct tir_fview *v, const bool *need, const int64_t *uses, const bool *target,
 		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids)
 {
@@ -1227,12 +1227,13 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 		goto out;
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
+		const uint32_t *gid = ids ? ids : gr->ids;
 		if (gr->head)
 			plan->interior[gr->head->id] = true;
 		for (int j = 0; j < gr->n; j++)
-			stamp[ids[j]] = g + 1;
+			stamp[gid[j]] = g + 1;
 		for (int j = 0; j < gr->n; j++) {
-			uint32_t m = ids[j];
+			uint32_t m = gid[j];
 			if (j < gr->n - 1)
 				copies[m]++;
 			/* (an operand is made before its reader: a member, it
@@ -1240,7 +1241,8 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 			for (int k = 0; k < v->n[m].nin; k++)
 				absorbed[operand(v, m, k)] += stamp[operand(v, m, k)] == g + 1;
 		}
-		ids += gr->n;
+		if (ids)
+			ids += gr->n;
 	}
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!copies[i])
@@ -1457,6 +1459,32 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	return rc;
 }
 
+/* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
+static void free_grow(struct grow *s, struct gtable *gt, int32_t **midx, void **infomem, bool **scratch,
+		      bool **taken, bool **dup, bool **cand)
+{
+	gtable_free(gt);
+	free(s->ids);
+	free(s->in_ids);
+	free(s->seen);
+	free(s->members);
+	free(s->ins);
+	free(*midx);
+	free(*infomem);
+	free(*scratch);
+	free(*taken);
+	free(*dup);
+	free(*cand);
+	*gt = (struct gtable){0};
+	s->ids = s->in_ids = NULL;
+	s->seen = NULL;
+	s->dup = NULL;
+	s->members = s->ins = NULL;
+	*midx = NULL;
+	*infomem = NULL;
+	*scratch = *taken = *dup = *cand = NULL;
+}
+
 int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
 		  const bool *target, struct tir_plan *plan)
 {
@@ -1475,9 +1503,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		.ids = malloc(sizeof *s.ids * (nn + 1)),
 		.in_ids = malloc(sizeof *s.in_ids * (nn + 1)),
 	};
-	/* the groups' members' ids, one group after the other (plan_finish) */
-	uint32_t *gids = NULL;
-	size_t ngids = 0, capgids = 0;
 	/* a group being checked, as analyze reads it (members' indices by
 	 * node id, -1 for the others) */
 	struct gtable gt = {0};
@@ -1592,31 +1617,16 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 			taken[s.ids[j]] = !dup[s.ids[j]] || j == g.n - 1;
 		if (g.head)
 			taken[g.head->id] = true;
-		if (tir_grow((void **)&gids, &capgids, ngids + (size_t)g.n, sizeof *gids)) {
-			rc = -TIR_ENOMEM;
-			goto out;
-		}
-		memcpy(gids + ngids, s.ids, sizeof *gids * (size_t)g.n);
-		ngids += (size_t)g.n;
 		plan->group_of[i] = plan->ngroups++;
 	}
-	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, gids);
+	/* (what grew the groups, freed first: plan_finish's arrays take
+	 * its memory, not fresh pages) */
+	free_grow(&s, &gt, &midx, &infomem, &scratch, &taken, &dup, &cand);
+	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL);
 out:
-	free(gids);
-	free(midx);
-	gtable_free(&gt);
-	free(s.ids);
-	free(s.in_ids);
-	free(infomem);
-	free(scratch);
-	free(taken);
-	free(s.seen);
-	free(s.members);
-	free(s.ins);
+	free_grow(&s, &gt, &midx, &infomem, &scratch, &taken, &dup, &cand);
 	free(keep);
 	free(copy);
-	free(dup);
-	free(cand);
 	if (rc)
 		tir_plan_free(plan);
 	return rc;
