@@ -643,6 +643,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		pl->interior[dense[k]] = e->fin_flags[k] & 1;
 		pl->dup[dense[k]] = e->fin_flags[k] >> 1;
 	}
+	pl->scored = e->nfin > 0; /* (at worst: keep and copy are read for nothing) */
 	for (size_t k = 0; k < e->nfin; k++) {
 		const struct plan_fin *f = &e->fin[k];
 		uint32_t id = dense[f->at];
@@ -675,7 +676,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 		nalone += pl->alone[i] != NULL;
 	size_t nfin = 0;
 	for (int64_t k = 0; k < nd; k++)
-		nfin += pl->keep[dense[k]] || pl->copy[dense[k]] || pl->extra_uses[dense[k]];
+		nfin += (pl->scored && (pl->keep[dense[k]] || pl->copy[dense[k]])) || pl->extra_uses[dense[k]];
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
 	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
@@ -697,7 +698,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 	for (int64_t k = 0, f = 0; k < nd; k++) {
 		uint32_t id = dense[k];
 		fin_flags[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
-		if (pl->keep[id] || pl->copy[id] || pl->extra_uses[id])
+		if ((pl->scored && (pl->keep[id] || pl->copy[id])) || pl->extra_uses[id])
 			fin[f++] = (struct plan_fin){.at = (int32_t)k, .extra_uses = pl->extra_uses[id],
 						   .keep = pl->keep[id], .copy = pl->copy[id]};
 	}

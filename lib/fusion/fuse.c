@@ -862,11 +862,12 @@ static inline int64_t numel_of(const struct tir_fview *v, uint32_t i)
 }
 
 /* The table of the group of members ids[0, n) from v (t sized for it);
- * midx: by node id, -1 but while this runs (each member's index). */
+ * midx: by node id, 0 but while this runs (each member's index + 1: the
+ * fuser's grow lends its seen, all 0 between groups). */
 static void gtable_of_view(const struct tir_fview *v, const uint32_t *ids, int n, int32_t *midx, struct gtable *t)
 {
 	for (int j = 0; j < n; j++)
-		midx[ids[j]] = j;
+		midx[ids[j]] = j + 1;
 	uint32_t e = 0;
 	for (int j = 0; j < n; j++) {
 		const struct tir_fnode *f = &v->n[ids[j]];
@@ -876,11 +877,11 @@ static void gtable_of_view(const struct tir_fview *v, const uint32_t *ids, int n
 		 * of those before j, as member_index finds it) */
 		for (int k = 0; k < f->nin; k++, e++) {
 			uint32_t o = operand(v, ids[j], k);
-			t->eidx[e] = o == TIR_FN_NONE ? -1 : midx[o];
+			t->eidx[e] = o == TIR_FN_NONE ? -1 : midx[o] - 1;
 		}
 	}
 	for (int j = 0; j < n; j++)
-		midx[ids[j]] = -1;
+		midx[ids[j]] = 0;
 }
 
 /* ---- keep or recompute: the scored choice ---- */
@@ -942,10 +943,11 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
  * read it anyway, plus computing it again, as bytes).  A value chosen for
  * recomputing takes its subtree along: dup marks them all.  keep and copy
  * come zeroed (by node id), and stay 0 for values that are not chosen
- * among. */
+ * among; *any: some value was (else keep and copy are all 0 still). */
 static int dup_scores(const struct tir_fview *v, const bool *need, const bool *target, int64_t *keep,
-		      int64_t *copy, bool *dup)
+		      int64_t *copy, bool *dup, bool *any)
 {
+	*any = false;
 	size_t nn = v->nnodes;
 	int32_t *readers = calloc(nn + 1, sizeof *readers);
 	bool *bad = calloc(nn + 1, sizeof *bad);
@@ -990,6 +992,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 			in_bytes += bytes_of(v, c.leaf[q]);
 		keep[i] = bytes_of(v, i) * (readers[i] + 1) + in_bytes;
 		copy[i] = cost * (readers[i] - 1);
+		*any = true;
 		if (!c.n)
 			continue;
 		if (tir_grow((void **)&cl, &capcand, ncand + 1, sizeof *cl))
@@ -1013,7 +1016,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 			}
 		}
 	}
-	for (uint32_t i = (uint32_t)nn; dup && i-- > 0;) {
+	for (uint32_t i = (uint32_t)nn; dup && *any && i-- > 0;) {
 		if (!keep[i] || copy[i] >= keep[i])
 			continue;
 		/* o and its private subtree */
@@ -1223,7 +1226,7 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
 	    !absorbed || !stamp)
 		goto out;
-	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL))
+	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL, &plan->scored))
 		goto out;
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
@@ -1257,6 +1260,7 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 			plan->extra_uses[operand(v, i, k)] += copies[i] - (inner ? 1 : 0);
 	}
 	if (any_gen(v, need, target)) { /* (not in a program of scalars) */
+		plan->scored = true; /* (gen_decide may score) */
 		bool *gok = calloc(nn + 1, sizeof *gok);
 		int32_t *grd = calloc(nn + 1, sizeof *grd);
 		bool have = gok && grd;
@@ -1460,8 +1464,8 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 }
 
 /* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
-static void free_grow(struct grow *s, struct gtable *gt, int32_t **midx, void **infomem, bool **scratch,
-		      bool **taken, bool **dup, bool **cand)
+static void free_grow(struct grow *s, struct gtable *gt, void **infomem, bool **scratch, bool **taken,
+		      bool **dup, bool **cand)
 {
 	gtable_free(gt);
 	free(s->ids);
@@ -1469,7 +1473,6 @@ static void free_grow(struct grow *s, struct gtable *gt, int32_t **midx, void **
 	free(s->seen);
 	free(s->members);
 	free(s->ins);
-	free(*midx);
 	free(*infomem);
 	free(*scratch);
 	free(*taken);
@@ -1480,7 +1483,6 @@ static void free_grow(struct grow *s, struct gtable *gt, int32_t **midx, void **
 	s->seen = NULL;
 	s->dup = NULL;
 	s->members = s->ins = NULL;
-	*midx = NULL;
 	*infomem = NULL;
 	*scratch = *taken = *dup = *cand = NULL;
 }
@@ -1503,12 +1505,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		.ids = malloc(sizeof *s.ids * (nn + 1)),
 		.in_ids = malloc(sizeof *s.in_ids * (nn + 1)),
 	};
-	/* a group being checked, as analyze reads it (members' indices by
-	 * node id, -1 for the others) */
+	/* a group being checked, as analyze reads it */
 	struct gtable gt = {0};
-	int32_t *midx = malloc(sizeof *midx * (nn + 1));
-	if (midx)
-		memset(midx, 0xff, sizeof *midx * (nn + 1));
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
 	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
 	/* what a group being checked is analyzed into: its members are
@@ -1519,8 +1517,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	int rc = 0;
 	if (!plan->group_of || !plan->need || !taken || !s.seen || !s.members ||
 	    !s.ins || !s.ids || !s.in_ids || !keep || !copy || !dup || !cand || !infomem || !scratch ||
-	    !midx || gtable_alloc(&gt, nn, v->nedges) ||
-	    dup_scores(v, need, target, keep, copy, dup) || gen_candidates(v, need, target, cand)) {
+	    gtable_alloc(&gt, nn, v->nedges) ||
+	    dup_scores(v, need, target, keep, copy, dup, &plan->scored) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
@@ -1552,7 +1550,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 					       .inputs = s.ins, .closed = s.closed, .head = s.head};
 			const struct tir_node *culprit;
 			tir_group_info_place(&info, infomem, s.nm);
-			gtable_of_view(v, s.ids, s.nm, midx, &gt);
+			gtable_of_view(v, s.ids, s.nm, s.seen, &gt); /* (grow left seen all 0) */
 			const char *why = analyze(&g, &gt, &info, &culprit);
 			if (!why && info.reduces)
 				why = epilogue_first(&g, &info, uses, target, taken, scratch, &culprit);
@@ -1621,10 +1619,10 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
 	 * its memory, not fresh pages) */
-	free_grow(&s, &gt, &midx, &infomem, &scratch, &taken, &dup, &cand);
+	free_grow(&s, &gt, &infomem, &scratch, &taken, &dup, &cand);
 	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL);
 out:
-	free_grow(&s, &gt, &midx, &infomem, &scratch, &taken, &dup, &cand);
+	free_grow(&s, &gt, &infomem, &scratch, &taken, &dup, &cand);
 	free(keep);
 	free(copy);
 	if (rc)

@@ -102,6 +102,7 @@ struct tir_plan {
 	 * moves (computing counted as bytes: see dup_scores), 0 when it was
 	 * not a candidate; dup: recomputed. */
 	int64_t *keep, *copy;
+	bool scored;                /* some keep or copy is not 0 (else none is: not read) */
 	bool *dup;
 	/* by node id: reads of it beyond the graph's edges (a value computed
 	 * in several kernels reads its operands once in each) */
