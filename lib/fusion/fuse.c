@@ -1463,6 +1463,63 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	return rc;
 }
 
+/* A group of at least this many members and inputs takes the arrays the
+ * fuser grew it in (its members, inputs, their ids and its analysis's
+ * arrays), trimmed to their length, rather than a copy of them: a program
+ * of 100,000 statements, one group, copies no 2 MB of them. */
+#define TAKE_MIN 1024
+
+/* m (of n bytes or more) trimmed to n bytes, or m as it was */
+static void *trimmed(void *m, size_t n)
+{
+	void *t = realloc(m, n ? n : 1);
+	return t ? t : m;
+}
+
+/* The arrays a group grows in, for nn nodes: made when missing (the first
+ * group, and the next after a group took them).  0, or -TIR_ENOMEM. */
+static int grow_arrays(struct grow *s, void **infomem, size_t nn)
+{
+	if (!s->members)
+		s->members = malloc(sizeof *s->members * (nn + 1));
+	if (!s->ins)
+		s->ins = malloc(sizeof *s->ins * (nn + 1));
+	if (!s->ids)
+		s->ids = malloc(sizeof *s->ids * (nn + 1));
+	if (!s->in_ids)
+		s->in_ids = malloc(sizeof *s->in_ids * (nn + 1));
+	if (!*infomem)
+		*infomem = malloc(tir_group_info_bytes((int)nn + 1));
+	return s->members && s->ins && s->ids && s->in_ids && *infomem ? 0 : -TIR_ENOMEM;
+}
+
+/* The group just grown in s, pg, takes the arrays it grew in (see
+ * TAKE_MIN), trimmed, and its analysis gi the info's arrays in *infomem:
+ * owned by plan from now on, s is left without them.  0, or -TIR_ENOMEM
+ * (then s keeps them all). */
+static int take_arrays(struct tir_plan *plan, struct tir_group *pg, struct grow *s, void **infomem,
+		       struct tir_group_info *gi)
+{
+	size_t n = (size_t)pg->n, nin = (size_t)pg->nin;
+	if (tir_grow((void **)&plan->owned, &plan->capowned, plan->nowned + 5, sizeof *plan->owned))
+		return -TIR_ENOMEM;
+	pg->nodes = trimmed(s->members, sizeof *pg->nodes * n);
+	pg->inputs = trimmed(s->ins, sizeof *pg->inputs * nin);
+	uint32_t *ids = trimmed(s->ids, sizeof *ids * n), *in_ids = trimmed(s->in_ids, sizeof *in_ids * nin);
+	pg->ids = ids;
+	pg->input_ids = in_ids;
+	pg->info = gi; /* (cls and via placed in *infomem: not trimmed, they would move) */
+	plan->owned[plan->nowned++] = pg->nodes;
+	plan->owned[plan->nowned++] = pg->inputs;
+	plan->owned[plan->nowned++] = ids;
+	plan->owned[plan->nowned++] = in_ids;
+	plan->owned[plan->nowned++] = *infomem;
+	s->members = s->ins = NULL;
+	s->ids = s->in_ids = NULL;
+	*infomem = NULL;
+	return 0;
+}
+
 /* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
 static void free_grow(struct grow *s, struct gtable *gt, void **infomem, bool **scratch, bool **taken,
 		      bool **dup, bool **cand)
@@ -1498,25 +1555,19 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	if (plan->need)
 		memcpy(plan->need, need, nn);
 	bool *taken = calloc(nn + 1, sizeof *taken);
-	struct grow s = {
-		.seen = calloc(nn + 1, sizeof *s.seen),
-		.members = malloc(sizeof *s.members * (nn + 1)),
-		.ins = malloc(sizeof *s.ins * (nn + 1)),
-		.ids = malloc(sizeof *s.ids * (nn + 1)),
-		.in_ids = malloc(sizeof *s.in_ids * (nn + 1)),
-	};
+	/* (its arrays made by grow_arrays, as groups take them) */
+	struct grow s = {.seen = calloc(nn + 1, sizeof *s.seen)};
 	/* a group being checked, as analyze reads it */
 	struct gtable gt = {0};
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
 	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
 	/* what a group being checked is analyzed into: its members are
-	 * at most the nodes */
-	void *infomem = malloc(tir_group_info_bytes((int)nn + 1));
+	 * at most the nodes (grow_arrays) */
+	void *infomem = NULL;
 	bool *scratch = malloc(2 * (nn + 1));
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->need || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.ids || !s.in_ids || !keep || !copy || !dup || !cand || !infomem || !scratch ||
+	if (!plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
 	    gtable_alloc(&gt, nn, v->nedges) ||
 	    dup_scores(v, need, target, keep, copy, dup, &plan->scored) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
@@ -1540,6 +1591,10 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		bool ok = false;
 		const char *first_why = NULL;
 		for (int attempt = 0; attempt < 9; attempt++) {
+			if (grow_arrays(&s, &infomem, nn)) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
 			grow(p, v, i, uses, target, taken, &s);
 			bool gen = false; /* a kernel of one op computing a generator it reads */
 			for (int k = 0; k < v->n[i].nin; k++)
@@ -1581,6 +1636,24 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		}
 		struct tir_group *pg = &plan->groups[plan->ngroups];
 		*pg = g;
+		for (int j = 0; j < g.n; j++)
+			taken[s.ids[j]] = !dup[s.ids[j]] || j == g.n - 1;
+		if (g.head)
+			taken[g.head->id] = true;
+		if (g.n + g.nin >= TAKE_MIN) {
+			struct tir_group_info *gi = tir_arena_alloc(&plan->arena, sizeof *gi);
+			if (!gi) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
+			*gi = info; /* (its cls and via in infomem, which pg takes) */
+			if (take_arrays(plan, pg, &s, &infomem, gi)) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
+			plan->group_of[i] = plan->ngroups++;
+			continue;
+		}
 		pg->nodes = tir_arena_alloc(&plan->arena, sizeof *pg->nodes * (size_t)g.n);
 		pg->inputs = tir_arena_alloc(&plan->arena, sizeof *pg->inputs * (size_t)(g.nin ? g.nin : 1));
 		if (!pg->nodes || !pg->inputs) {
@@ -1611,10 +1684,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		memcpy(gi->cls, info.cls, (size_t)g.n);
 		memcpy(gi->via, info.via, sizeof *gi->via * (size_t)g.n);
 		pg->info = gi;
-		for (int j = 0; j < g.n; j++)
-			taken[s.ids[j]] = !dup[s.ids[j]] || j == g.n - 1;
-		if (g.head)
-			taken[g.head->id] = true;
 		plan->group_of[i] = plan->ngroups++;
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
@@ -1642,6 +1711,9 @@ void tir_plan_free(struct tir_plan *plan)
 	free(plan->extra_uses);
 	free(plan->alone);
 	tir_arena_free(&plan->arena);
+	for (size_t k = 0; k < plan->nowned; k++)
+		free(plan->owned[k]);
+	free(plan->owned);
 	memset(plan, 0, sizeof *plan);
 }
 

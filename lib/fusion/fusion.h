@@ -111,6 +111,10 @@ struct tir_plan {
 				     * runs alone (or NULL) */
 	size_t nnodes;
 	struct tir_arena arena;
+	/* blocks the plan owns besides its arena (a big group's arrays, as
+	 * the fuser grew them: not copied), freed with it */
+	void **owned;
+	size_t nowned, capowned;
 };
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a
