@@ -364,17 +364,33 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
 	return rc;
 }
 
-/* The value of g's input o for its kernel: o's own, or (for a cached
+/* The node id of member j of g, of its input k (from the plan, else the node). */
+static inline uint32_t member_id(const struct tir_group *g, int j)
+{
+	return g->ids ? g->ids[j] : g->nodes[j]->id;
+}
+
+static inline uint32_t input_id(const struct tir_group *g, int k)
+{
+	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
+}
+
+/* The value of g's input k, o, for its kernel: o's own, or (for a cached
  * constant of another dtype) its converted value, borrowed from the
  * cache, which holds it past the kernel; NULL when o has none (a literal
- * the kernel reads from its node, a generator it computes). */
-static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, const struct tir_node *o,
-					     const bool *interior, int *gens)
+ * the kernel reads from its node, a generator it computes).  (By the
+ * plan's ids: o itself is read only when it has a value; a program of
+ * scalars has tens of thousands of literal inputs, each a node apart.) */
+static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, int k, const bool *interior,
+					     int *gens)
 {
-	*gens += interior[o->id] && tir_gen_is_op(o->op); /* a generator it computes */
-	if (!x->held[o->id])
+	uint32_t id = input_id(g, k);
+	if (interior[id])
+		*gens += tir_gen_is_op(g->inputs[k]->op); /* a generator it computes */
+	if (!x->held[id])
 		return NULL;
-	const struct tir_tensor *v = x->lent[o->id] ? lent_value(x, o->id) : &x->vals[o->id], *c;
+	const struct tir_node *o = g->inputs[k];
+	const struct tir_tensor *v = x->lent[id] ? lent_value(x, id) : &x->vals[id], *c;
 	if (g->info && v->dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
 		return c;
 	return v;
@@ -403,7 +419,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 			else
 				lent_fill(x, h->in[k]->id);
 		for (int k = 0; k < g->nin; k++) {
-			const struct tir_tensor *v = group_input(x, g, g->inputs[k], interior, gens);
+			const struct tir_tensor *v = group_input(x, g, k, interior, gens);
 			in[k] = v ? *v : (struct tir_tensor){0};
 		}
 		if (!rc)
@@ -425,7 +441,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
 			return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
 		for (int k = 0; k < g->nin; k++)
-			in[k] = group_input(x, g, g->inputs[k], interior, gens);
+			in[k] = group_input(x, g, k, interior, gens);
 		/* the memory planner's cheap win: an input nobody reads after
 		 * this kernel, held by nothing else, takes the root */
 		int k = inplace_input(g, in, vals, x->lent, uses);
@@ -447,17 +463,6 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 	for (int j = 0; j < g->n && !dropped; j++)
 		drop_operands(g->nodes[j], interior, x->lent, x->held, vals, uses);
 	return 0;
-}
-
-/* The node id of member j of g, of its input k (from the plan, else the node). */
-static inline uint32_t member_id(const struct tir_group *g, int j)
-{
-	return g->ids ? g->ids[j] : g->nodes[j]->id;
-}
-
-static inline uint32_t input_id(const struct tir_group *g, int k)
-{
-	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
 }
 
 /* Signature bytes: a growing buffer of varints (7 bits a byte, the high
