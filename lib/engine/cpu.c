@@ -473,19 +473,29 @@ struct sigbuf {
 	bool oom;
 };
 
-static void sig_put(struct sigbuf *b, uint64_t v)
+/* Room for n more bytes in b, at least: false when out of memory (b is
+ * then empty for good). */
+static bool sig_room(struct sigbuf *b, size_t n)
 {
-	if (b->n + 10 > b->cap) {
-		size_t cap = b->cap < 4096 ? 4096 : b->cap * 2;
-		uint8_t *p = b->oom ? NULL : realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			b->n = 0;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (b->oom)
+		return false;
+	size_t cap = b->cap < 4096 ? 4096 : b->cap * 2;
+	cap = cap < b->n + n ? b->n + n : cap;
+	uint8_t *p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = true;
+		b->n = 0;
+		return false;
 	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static inline void sig_put(struct sigbuf *b, uint64_t v)
+{
+	if (b->n + 10 > b->cap && !sig_room(b, 10))
+		return;
 	while (v >= 0x80) {
 		b->p[b->n++] = (uint8_t)(v | 0x80);
 		v >>= 7;
@@ -500,11 +510,12 @@ static void sig_put(struct sigbuf *b, uint64_t v)
  * attributes of the ops that have some, from the node.  dense[] lists the
  * node ids, rank_of[] (by node id) the dense index of each node listed
  * (-1 for the others; plan_remember reads it too).  As varints, an operand by how far back it is: a few bytes a
- * node, not a few words (a program of 100,000 statements: 1.5 MiB, not 8,
+ * node, not a few words (a program of 100,000 statements: 0.8 MiB, not 8,
  * made and kept with its plan).  The fields each node has follow from
  * those before it (rank, operands, the op's attributes), so equal bytes
- * are an equal structure.  returns: new (*nsig bytes), NULL when out of
- * memory. */
+ * are an equal structure (its first two words pack fields the sizes of
+ * which are bounded, the last one unbounded: a scalar op is 6 bytes or so).
+ * returns: new (*nsig bytes), NULL when out of memory. */
 static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
 			       const int64_t *uses, const bool *target, size_t *nsig, uint32_t *dense, int32_t *rank_of,
 			       int64_t *ndense)
@@ -512,6 +523,10 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 	struct sigbuf b = {0};
 	int64_t nd = 0;
 	const struct tir_opdef *defs[TIR_OP_COUNT] = {0}; /* each op's row, looked up once */
+	_Static_assert(TIR_OP_COUNT <= 256 && TIR_MAX_RANK < 16, "the signature's packed fields");
+	/* (room for the common case: 8 bytes a node, trimmed after) */
+	if (!sig_room(&b, 8 * p->nnodes + 64))
+		return NULL;
 	for (size_t i = 0; i < p->nnodes && !b.oom; i++) {
 		rank_of[i] = -1;
 		if (!need[i] && !target[i])
@@ -523,10 +538,10 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 		const struct tir_opdef *def = defs[f->op];
 		rank_of[i] = (int32_t)nd;
 		dense[nd++] = (uint32_t)i;
-		sig_put(&b, (uint64_t)f->op | (uint64_t)ty->dtype << 16 | (uint64_t)ty->weak << 24 |
-				    (uint64_t)need[i] << 25 | (uint64_t)target[i] << 26);
+		sig_put(&b, (uint64_t)f->op | (uint64_t)ty->weak << 8 | (uint64_t)need[i] << 9 |
+				    (uint64_t)target[i] << 10 | (uint64_t)ty->dtype << 11);
 		sig_put(&b, (uint64_t)uses[i]);
-		sig_put(&b, (uint64_t)ty->rank | (uint64_t)f->nin << 8);
+		sig_put(&b, (uint64_t)ty->rank | (uint64_t)f->nin << 4);
 		for (int d = 0; d < ty->rank; d++)
 			sig_put(&b, (uint64_t)ty->shape[d]);
 		/* (0: none; rank_of -1, a node not in it, nd + 1 back) */
@@ -557,7 +572,8 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 	}
 	*nsig = b.n;
 	*ndense = nd;
-	return b.p ? b.p : calloc(1, 1);
+	uint8_t *t = realloc(b.p, b.n ? b.n : 1); /* (kept with the plan: trimmed) */
+	return t ? t : b.p;
 }
 
 /* Remember that x->plan instantiates entry e for this run. */
