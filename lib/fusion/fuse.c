@@ -395,12 +395,13 @@ void tir_group_info_place(struct tir_group_info *info, void *mem, int n)
 	info->cls = (uint8_t *)((int32_t *)mem + (n > 0 ? n : 1));
 }
 
-/* What analyze reads of a group's members, gathered from the view of the
- * graph (tir_fuse) or from the nodes (tir_group_analyze): by member, its
- * op, kind, type and operands; by operand edge (e, e + nin), the operand's
- * index among the members (-1: an input).  The nodes themselves are read
- * for the rare members whose attributes or operands' types matter
- * (reductions, views, per-row values) and to name a culprit. */
+/* What analyze reads of a group's members, from the view of the graph
+ * (tir_fuse: read in place) or gathered from the nodes
+ * (tir_group_analyze): by member, its op, kind, type and operands; by
+ * operand edge (e, e + nin), the operand's index among the members (-1:
+ * an input).  The nodes themselves are read for the rare members whose
+ * attributes or operands' types matter (reductions, views, per-row
+ * values) and to name a culprit. */
 struct gmember {
 	const struct tir_type *type;
 	uint32_t e;
@@ -410,7 +411,31 @@ struct gmember {
 struct gtable {
 	struct gmember *m;
 	int32_t *eidx;
+	/* or, when v is set, the members ids[] in v, and by node id
+	 * midx[id] - 1 the index of a member (0: not one) */
+	const struct tir_fview *v;
+	const uint32_t *ids;
+	const int32_t *midx;
 };
+
+/* Member j of t (its e: where its operands are, for gm_in). */
+static inline struct gmember gm(const struct gtable *t, int j)
+{
+	if (!t->v)
+		return t->m[j];
+	const struct tir_fnode *f = &t->v->n[t->ids[j]];
+	return (struct gmember){.type = &t->v->types[f->type].t, .e = f->in, .op = f->op, .nin = f->nin,
+				.kind = f->kind};
+}
+
+/* The member index of operand k of member m of t, or -1 (an input). */
+static inline int gm_in(const struct gtable *t, const struct gmember *m, int k)
+{
+	if (!t->v)
+		return t->eidx[m->e + (uint32_t)k];
+	uint32_t o = t->v->edges[m->e + (uint32_t)k];
+	return o == TIR_FN_NONE ? -1 : t->midx[o] - 1;
+}
 
 /* Room for a group of n members reading ne operands: 0, or -TIR_ENOMEM. */
 static int gtable_alloc(struct gtable *t, size_t n, size_t ne)
@@ -443,8 +468,6 @@ static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
 static const char *analyze(const struct tir_group *g, const struct gtable *t, struct tir_group_info *in,
 			   const struct tir_node **culprit)
 {
-	const struct gmember *mm = t->m;
-	const int32_t *eidx = t->eidx;
 	uint8_t *cls = in->cls;
 	int32_t *via = in->via;
 	memset(in, 0, sizeof *in);
@@ -460,7 +483,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 	const struct tir_type *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
 	for (int j = g->n - 1; j >= 0; j--) {
-		if (mm[j].kind != TIR_KIND_REDUCE)
+		if (gm(t, j).kind != TIR_KIND_REDUCE)
 			continue;
 		const struct tir_node *m = g->nodes[j];
 		int split;
@@ -507,10 +530,10 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 
 	/* classes, operands first */
 	for (int j = 0; j < g->n; j++) {
-		const struct gmember *m = &mm[j];
+		const struct gmember mj = gm(t, j), *m = &mj;
 		bool full = false, row = false;
 		for (int k = 0; k < m->nin; k++) {
-			int o = eidx[m->e + (uint32_t)k];
+			int o = gm_in(t, m, k);
 			if (o < 0)
 				continue;
 			full |= in->cls[o] == TIR_FC_FULL || in->cls[o] == TIR_FC_ALIAS;
@@ -560,11 +583,11 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 	for (int j = g->n - 1; j >= 0; j--) {
 		if (in->cls[j] == TIR_FC_ONCE)
 			continue;
-		const struct gmember *m = &mm[j];
+		const struct gmember mj = gm(t, j), *m = &mj;
 		TIR_ASSERT(in->via[j] != -3);
 		int sp = in->cls[j] == TIR_FC_ALIAS ? j : in->via[j];
 		for (int k = 0; k < m->nin; k++) {
-			int o = eidx[m->e + (uint32_t)k];
+			int o = gm_in(t, m, k);
 			if (o < 0 || in->cls[o] == TIR_FC_ONCE)
 				continue;
 			if (in->via[o] == -3) {
@@ -578,7 +601,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 
 	/* shapes and edges */
 	for (int j = 0; j < g->n; j++) {
-		const struct gmember *m = &mm[j];
+		const struct gmember mj = gm(t, j), *m = &mj;
 		int c = in->cls[j];
 		if (c == TIR_FC_ONCE)
 			continue;
@@ -595,7 +618,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			return "a per-row value is read in another layout";
 		}
 		if (c == TIR_FC_ROW && m->kind == TIR_KIND_REDUCE) {
-			int o = eidx[m->e];
+			int o = gm_in(t, m, 0);
 			if (o >= 0 && in->cls[o] == TIR_FC_ALIAS) {
 				/* unfused, the reduction walks the view in memory order */
 				struct tir_tensor tt;
@@ -611,12 +634,12 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 		}
 		if (c == TIR_FC_ROW && !row_shape(m->type, in)) {
 			for (int k = 0; k < m->nin; k++)
-				if (eidx[m->e + (uint32_t)k] >= 0)
+				if (gm_in(t, m, k) >= 0)
 					*culprit = g->nodes[j]->in[k];
 			return "an operand mixes per-row values of other shapes";
 		}
 		for (int k = 0; k < m->nin; k++) {
-			int o = eidx[m->e + (uint32_t)k];
+			int o = gm_in(t, m, k);
 			if (o < 0 || in->cls[o] != TIR_FC_ROW)
 				continue;
 			const struct tir_type *ot = &g->nodes[j]->in[k]->type;
@@ -648,7 +671,7 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	size_t ne = 0;
 	for (int j = 0; j < g->n; j++)
 		ne += g->nodes[j]->nin;
-	struct gtable t;
+	struct gtable t = {0};
 	if (gtable_alloc(&t, (size_t)(g->n > 0 ? g->n : 0), ne)) {
 		gtable_free(&t);
 		*culprit = g->root;
@@ -861,25 +884,20 @@ static inline int64_t numel_of(const struct tir_fview *v, uint32_t i)
 	return v->types[v->n[i].type].numel;
 }
 
-/* The table of the group of members ids[0, n) from v (t sized for it);
- * midx: by node id, 0 but while this runs (each member's index + 1: the
- * fuser's grow lends its seen, all 0 between groups). */
+/* The table of the group of members ids[0, n) of v, read in place: midx
+ * (by node id, 0 but between gtable_of_view and gtable_view_end: the
+ * fuser's grow lends its seen, all 0 between groups) set to each member's
+ * index + 1. */
 static void gtable_of_view(const struct tir_fview *v, const uint32_t *ids, int n, int32_t *midx, struct gtable *t)
 {
 	for (int j = 0; j < n; j++)
 		midx[ids[j]] = j + 1;
-	uint32_t e = 0;
-	for (int j = 0; j < n; j++) {
-		const struct tir_fnode *f = &v->n[ids[j]];
-		const struct tir_ftype *ft = &v->types[f->type];
-		t->m[j] = (struct gmember){.type = &ft->t, .e = e, .op = f->op, .nin = f->nin, .kind = f->kind};
-		/* (an operand is made before its reader: a member, it is one
-		 * of those before j, as member_index finds it) */
-		for (int k = 0; k < f->nin; k++, e++) {
-			uint32_t o = operand(v, ids[j], k);
-			t->eidx[e] = o == TIR_FN_NONE ? -1 : midx[o] - 1;
-		}
-	}
+	*t = (struct gtable){.v = v, .ids = ids, .midx = midx};
+}
+
+/* midx as it was before gtable_of_view(.., ids, n, midx, t). */
+static void gtable_view_end(const uint32_t *ids, int n, int32_t *midx)
+{
 	for (int j = 0; j < n; j++)
 		midx[ids[j]] = 0;
 }
@@ -1521,10 +1539,8 @@ static int take_arrays(struct tir_plan *plan, struct tir_group *pg, struct grow 
 }
 
 /* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
-static void free_grow(struct grow *s, struct gtable *gt, void **infomem, bool **scratch, bool **taken,
-		      bool **dup, bool **cand)
+static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **taken, bool **dup, bool **cand)
 {
-	gtable_free(gt);
 	free(s->ids);
 	free(s->in_ids);
 	free(s->seen);
@@ -1535,7 +1551,6 @@ static void free_grow(struct grow *s, struct gtable *gt, void **infomem, bool **
 	free(*taken);
 	free(*dup);
 	free(*cand);
-	*gt = (struct gtable){0};
 	s->ids = s->in_ids = NULL;
 	s->seen = NULL;
 	s->dup = NULL;
@@ -1568,7 +1583,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	size_t capg = 0;
 	int rc = 0;
 	if (!plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
-	    gtable_alloc(&gt, nn, v->nedges) ||
 	    dup_scores(v, need, target, keep, copy, dup, &plan->scored) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
 		goto out;
@@ -1607,6 +1621,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 			tir_group_info_place(&info, infomem, s.nm);
 			gtable_of_view(v, s.ids, s.nm, s.seen, &gt); /* (grow left seen all 0) */
 			const char *why = analyze(&g, &gt, &info, &culprit);
+			gtable_view_end(s.ids, s.nm, s.seen);
 			if (!why && info.reduces)
 				why = epilogue_first(&g, &info, uses, target, taken, scratch, &culprit);
 			if (!why) {
@@ -1688,10 +1703,10 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
 	 * its memory, not fresh pages) */
-	free_grow(&s, &gt, &infomem, &scratch, &taken, &dup, &cand);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand);
 	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL);
 out:
-	free_grow(&s, &gt, &infomem, &scratch, &taken, &dup, &cand);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand);
 	free(keep);
 	free(copy);
 	if (rc)
