@@ -928,7 +928,9 @@ struct sim {
 	size_t *live;                  /* by node id: the bytes its value holds */
 	int64_t *uses;                 /* a copy of the run's */
 	int32_t *kof;                  /* by node id: its index among the inputs of the
-					* group being run, or -1 */
+					* group being run, or -1 (made when first needed:
+					* a group of scalars never needs it) */
+	bool oom;                      /* kof could not be made */
 	size_t total, peak;
 	size_t peak_step;              /* the position (node id) where the peak was reached */
 };
@@ -977,6 +979,14 @@ static void sim_drop(struct sim *m, uint32_t id, const bool *interior)
  * new; NULL when out of memory. */
 static int64_t *sim_input_edges(struct sim *m, const struct tir_group *g, int64_t *few)
 {
+	if (!m->kof) {
+		size_t nn = m->v->nnodes;
+		if (!(m->kof = malloc(sizeof *m->kof * (nn + 1)))) {
+			m->oom = true;
+			return NULL;
+		}
+		memset(m->kof, 0xff, sizeof *m->kof * (nn + 1));
+	}
 	int64_t *e = g->nin <= 32 ? few : malloc(sizeof *e * 2 * (size_t)g->nin);
 	if (!e)
 		return NULL;
@@ -1085,15 +1095,12 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 		     const struct tir_node **at)
 {
 	size_t nn = p->nnodes;
-	struct sim m = {.v = v, .live = malloc(sizeof *m.live * (nn + 1)), .uses = malloc(sizeof *m.uses * (nn + 1)),
-			.kof = malloc(sizeof *m.kof * (nn + 1))};
-	if (!m.live || !m.uses || !m.kof) {
+	struct sim m = {.v = v, .live = malloc(sizeof *m.live * (nn + 1)), .uses = malloc(sizeof *m.uses * (nn + 1))};
+	if (!m.live || !m.uses) {
 		free(m.live);
 		free(m.uses);
-		free(m.kof);
 		return -1;
 	}
-	memset(m.kof, 0xff, sizeof *m.kof * (nn + 1));
 	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
@@ -1109,7 +1116,7 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 	free(m.live);
 	free(m.uses);
 	free(m.kof);
-	return 0;
+	return m.oom ? -1 : 0;
 }
 
 /* ---- the device ---- */
