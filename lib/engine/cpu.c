@@ -55,7 +55,7 @@ struct cpu {
 	struct plan_entry *plan_src;
 	bool rerun;                    /* this run is that one again */
 	struct tir_node **plan_nodes;
-	int64_t *plan_uses;
+	int32_t *plan_uses;            /* (a run with a count past INT32_MAX is not bound) */
 	bool *plan_target;
 	size_t capplan;
 	/* by node id, kept empty between runs: a run's values; lent[i]: vals[i]
@@ -590,12 +590,27 @@ static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, 
 	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
 		return;
 	x->capplan = cap;
+	int64_t big = 0;
+	for (size_t i = 0; i < nn; i++) {
+		x->plan_uses[i] = (int32_t)uses[i];
+		big |= uses[i] & ~(int64_t)INT32_MAX; /* (a count of 2^31 or more, or below 0) */
+	}
+	if (big)
+		return;
 	if (nn) { /* (an empty program has no nodes array) */
 		memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
-		memcpy(x->plan_uses, uses, sizeof *x->plan_uses * nn);
 		memcpy(x->plan_target, target, nn);
 	}
 	x->plan_src = e;
+}
+
+/* Whether uses is what plan_bind kept of it. */
+static bool same_uses(const int32_t *kept, const int64_t *uses, size_t nn)
+{
+	int64_t diff = 0;
+	for (size_t i = 0; i < nn; i++)
+		diff |= kept[i] ^ uses[i];
+	return !diff;
 }
 
 /* Whether this run is the one x->plan was made or instantiated for. */
@@ -603,7 +618,7 @@ static bool plan_bound(const struct cpu *x, const bool *need, const int64_t *use
 {
 	size_t nn = x->prog->nnodes;
 	return x->plan_src && x->plan.need && x->plan.nnodes == nn && nn && !memcmp(x->plan.need, need, nn) &&
-	       !memcmp(x->plan_target, target, nn) && !memcmp(x->plan_uses, uses, sizeof *uses * nn) &&
+	       !memcmp(x->plan_target, target, nn) && same_uses(x->plan_uses, uses, nn) &&
 	       !memcmp(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
 }
 
