@@ -936,6 +936,24 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	}
 }
 
+/* A run's array of n bytes, zeroed: from 1 MiB (a program of some
+ * 130,000 nodes, 8 bytes each) huge pages of its own (tir_pages_alloc), a
+ * few faults where it took one a page.  Freed with run_array_free(p, n). */
+#define RUN_PAGES ((size_t)1 << 20)
+
+static void *run_array(size_t n)
+{
+	return n >= RUN_PAGES ? tir_pages_alloc(n) : calloc(1, n);
+}
+
+static void run_array_free(void *p, size_t n)
+{
+	if (n >= RUN_PAGES)
+		tir_pages_free(p, n);
+	else
+		free(p);
+}
+
 /* ---- the plan's memory, simulated before a run under a budget ---- */
 
 struct sim {
@@ -1110,10 +1128,11 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 		     const struct tir_node **at)
 {
 	size_t nn = p->nnodes;
-	struct sim m = {.v = v, .live = malloc(sizeof *m.live * (nn + 1)), .uses = malloc(sizeof *m.uses * (nn + 1))};
+	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int64_t) * (nn + 1);
+	struct sim m = {.v = v, .live = run_array(nl), .uses = run_array(nu)};
 	if (!m.live || !m.uses) {
-		free(m.live);
-		free(m.uses);
+		run_array_free(m.live, nl);
+		run_array_free(m.uses, nu);
 		return -1;
 	}
 	sim_run(&m, need, uses, plan, SIZE_MAX);
@@ -1128,8 +1147,8 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 				*at = p->nodes[i];
 			}
 	}
-	free(m.live);
-	free(m.uses);
+	run_array_free(m.live, nl);
+	run_array_free(m.uses, nu);
 	free(m.kof);
 	return m.oom ? -1 : 0;
 }
@@ -1237,7 +1256,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	c->prog = p;
 	c->rerun = false;
 	size_t nn = p->nnodes;
-	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	int64_t *uses = run_array(sizeof *uses * (nn + 1));
 	/* c->vals, kept between runs (empty): what is set is listed in made
 	 * and released after, not all nn of them */
 	struct tir_tensor *vals = NULL;
@@ -1499,7 +1518,7 @@ done:
 		}
 	}
 	free(made);
-	free(uses);
+	run_array_free(uses, sizeof *uses * (nn + 1));
 	free(target);
 	return rc;
 }
