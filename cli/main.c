@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 char *cli_read_file(const char *path, size_t *len)
@@ -26,7 +27,21 @@ char *cli_read_file(const char *path, size_t *len)
 		fprintf(stderr, "tir: cannot open '%s': %s\n", path, strerror(errno));
 		return NULL;
 	}
+	/* a regular file is read at its size, in one read (a byte more, to
+	 * see its end); a pipe, or a file that grows as it is read, into a
+	 * buffer that doubles.  One bigger than the limit is refused unread. */
 	size_t cap = 1 << 16, n = 0;
+	struct stat st;
+	if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size >= 0) {
+		if (st.st_size > TIR_MAX_SOURCE) {
+			fprintf(stderr, "tir: %s: program text is over the limit of %lld MiB\n", path,
+				(long long)(TIR_MAX_SOURCE >> 20));
+			if (!in)
+				fclose(f);
+			return NULL;
+		}
+		cap = (size_t)st.st_size + 1;
+	}
 	char *buf = malloc(cap);
 	while (buf) {
 		size_t got = fread(buf + n, 1, cap - n, f);

@@ -55,7 +55,7 @@ struct cpu {
 	struct plan_entry *plan_src;
 	bool rerun;                    /* this run is that one again */
 	struct tir_node **plan_nodes;
-	int64_t *plan_uses;
+	int32_t *plan_uses;            /* (a run with a count past INT32_MAX is not bound) */
 	bool *plan_target;
 	size_t capplan;
 	/* by node id, kept empty between runs: a run's values; lent[i]: vals[i]
@@ -364,17 +364,33 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
 	return rc;
 }
 
-/* The value of g's input o for its kernel: o's own, or (for a cached
+/* The node id of member j of g, of its input k (from the plan, else the node). */
+static inline uint32_t member_id(const struct tir_group *g, int j)
+{
+	return g->ids ? g->ids[j] : g->nodes[j]->id;
+}
+
+static inline uint32_t input_id(const struct tir_group *g, int k)
+{
+	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
+}
+
+/* The value of g's input k, o, for its kernel: o's own, or (for a cached
  * constant of another dtype) its converted value, borrowed from the
  * cache, which holds it past the kernel; NULL when o has none (a literal
- * the kernel reads from its node, a generator it computes). */
-static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, const struct tir_node *o,
-					     const bool *interior, int *gens)
+ * the kernel reads from its node, a generator it computes).  (By the
+ * plan's ids: o itself is read only when it has a value; a program of
+ * scalars has tens of thousands of literal inputs, each a node apart.) */
+static const struct tir_tensor *group_input(struct cpu *x, const struct tir_group *g, int k, const bool *interior,
+					     int *gens)
 {
-	*gens += interior[o->id] && tir_gen_is_op(o->op); /* a generator it computes */
-	if (!x->held[o->id])
+	uint32_t id = input_id(g, k);
+	if (interior[id])
+		*gens += tir_gen_is_op(g->inputs[k]->op); /* a generator it computes */
+	if (!x->held[id])
 		return NULL;
-	const struct tir_tensor *v = x->lent[o->id] ? lent_value(x, o->id) : &x->vals[o->id], *c;
+	const struct tir_node *o = g->inputs[k];
+	const struct tir_tensor *v = x->lent[id] ? lent_value(x, id) : &x->vals[id], *c;
 	if (g->info && v->dtype != g->info->dt && o->op == TIR_OP_CONST && (c = const_as(x, o, g->info->dt)))
 		return c;
 	return v;
@@ -403,7 +419,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 			else
 				lent_fill(x, h->in[k]->id);
 		for (int k = 0; k < g->nin; k++) {
-			const struct tir_tensor *v = group_input(x, g, g->inputs[k], interior, gens);
+			const struct tir_tensor *v = group_input(x, g, k, interior, gens);
 			in[k] = v ? *v : (struct tir_tensor){0};
 		}
 		if (!rc)
@@ -425,7 +441,7 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 		if (g->nin > 64 && !(in = malloc(sizeof *in * (size_t)g->nin)))
 			return tir_errf(err, TIR_ENOMEM, &r->loc, "out of memory");
 		for (int k = 0; k < g->nin; k++)
-			in[k] = group_input(x, g, g->inputs[k], interior, gens);
+			in[k] = group_input(x, g, k, interior, gens);
 		/* the memory planner's cheap win: an input nobody reads after
 		 * this kernel, held by nothing else, takes the root */
 		int k = inplace_input(g, in, vals, x->lent, uses);
@@ -449,17 +465,6 @@ static int run_group(struct cpu *x, int gi, const struct tir_group *g, const boo
 	return 0;
 }
 
-/* The node id of member j of g, of its input k (from the plan, else the node). */
-static inline uint32_t member_id(const struct tir_group *g, int j)
-{
-	return g->ids ? g->ids[j] : g->nodes[j]->id;
-}
-
-static inline uint32_t input_id(const struct tir_group *g, int k)
-{
-	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
-}
-
 /* Signature bytes: a growing buffer of varints (7 bits a byte, the high
  * bit set on all but the last). */
 struct sigbuf {
@@ -468,19 +473,29 @@ struct sigbuf {
 	bool oom;
 };
 
-static void sig_put(struct sigbuf *b, uint64_t v)
+/* Room for n more bytes in b, at least: false when out of memory (b is
+ * then empty for good). */
+static bool sig_room(struct sigbuf *b, size_t n)
 {
-	if (b->n + 10 > b->cap) {
-		size_t cap = b->cap < 4096 ? 4096 : b->cap * 2;
-		uint8_t *p = b->oom ? NULL : realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			b->n = 0;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (b->oom)
+		return false;
+	size_t cap = b->cap < 4096 ? 4096 : b->cap * 2;
+	cap = cap < b->n + n ? b->n + n : cap;
+	uint8_t *p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = true;
+		b->n = 0;
+		return false;
 	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static inline void sig_put(struct sigbuf *b, uint64_t v)
+{
+	if (b->n + 10 > b->cap && !sig_room(b, 10))
+		return;
 	while (v >= 0x80) {
 		b->p[b->n++] = (uint8_t)(v | 0x80);
 		v >>= 7;
@@ -493,20 +508,24 @@ static void sig_put(struct sigbuf *b, uint64_t v)
  * the same signature): every node's op, dtype, shape, operands, readers
  * and whether it is needed or a target, read from v (p's view), and the
  * attributes of the ops that have some, from the node.  dense[] lists the
- * node ids.  As varints, an operand by how far back it is: a few bytes a
- * node, not a few words (a program of 100,000 statements: 1.5 MiB, not 8,
+ * node ids, rank_of[] (by node id) the dense index of each node listed
+ * (-1 for the others; plan_remember reads it too).  As varints, an operand by how far back it is: a few bytes a
+ * node, not a few words (a program of 100,000 statements: 0.8 MiB, not 8,
  * made and kept with its plan).  The fields each node has follow from
  * those before it (rank, operands, the op's attributes), so equal bytes
- * are an equal structure.  returns: new (*nsig bytes), NULL when out of
- * memory. */
+ * are an equal structure (its first two words pack fields the sizes of
+ * which are bounded, the last one unbounded: a scalar op is 6 bytes or so).
+ * returns: new (*nsig bytes), NULL when out of memory. */
 static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
-			       const int64_t *uses, const bool *target, size_t *nsig, int64_t *dense, int64_t *ndense)
+			       const int64_t *uses, const bool *target, size_t *nsig, uint32_t *dense, int32_t *rank_of,
+			       int64_t *ndense)
 {
 	struct sigbuf b = {0};
 	int64_t nd = 0;
-	int64_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	const struct tir_opdef *defs[TIR_OP_COUNT] = {0}; /* each op's row, looked up once */
-	if (!rank_of)
+	_Static_assert(TIR_OP_COUNT <= 256 && TIR_MAX_RANK < 16, "the signature's packed fields");
+	/* (room for the common case: 8 bytes a node, trimmed after) */
+	if (!sig_room(&b, 8 * p->nnodes + 64))
 		return NULL;
 	for (size_t i = 0; i < p->nnodes && !b.oom; i++) {
 		rank_of[i] = -1;
@@ -517,12 +536,12 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 		if (!defs[f->op])
 			defs[f->op] = tir_op((enum tir_op)f->op);
 		const struct tir_opdef *def = defs[f->op];
-		rank_of[i] = nd;
-		dense[nd++] = (int64_t)i;
-		sig_put(&b, (uint64_t)f->op | (uint64_t)ty->dtype << 16 | (uint64_t)ty->weak << 24 |
-				    (uint64_t)need[i] << 25 | (uint64_t)target[i] << 26);
+		rank_of[i] = (int32_t)nd;
+		dense[nd++] = (uint32_t)i;
+		sig_put(&b, (uint64_t)f->op | (uint64_t)ty->weak << 8 | (uint64_t)need[i] << 9 |
+				    (uint64_t)target[i] << 10 | (uint64_t)ty->dtype << 11);
 		sig_put(&b, (uint64_t)uses[i]);
-		sig_put(&b, (uint64_t)ty->rank | (uint64_t)f->nin << 8);
+		sig_put(&b, (uint64_t)ty->rank | (uint64_t)f->nin << 4);
 		for (int d = 0; d < ty->rank; d++)
 			sig_put(&b, (uint64_t)ty->shape[d]);
 		/* (0: none; rank_of -1, a node not in it, nd + 1 back) */
@@ -547,14 +566,14 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 			sig_put(&b, h);
 		}
 	}
-	free(rank_of);
 	if (b.oom) {
 		free(b.p);
 		return NULL;
 	}
 	*nsig = b.n;
 	*ndense = nd;
-	return b.p ? b.p : calloc(1, 1);
+	uint8_t *t = realloc(b.p, b.n ? b.n : 1); /* (kept with the plan: trimmed) */
+	return t ? t : b.p;
 }
 
 /* Remember that x->plan instantiates entry e for this run. */
@@ -571,12 +590,27 @@ static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, 
 	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
 		return;
 	x->capplan = cap;
+	int64_t big = 0;
+	for (size_t i = 0; i < nn; i++) {
+		x->plan_uses[i] = (int32_t)uses[i];
+		big |= uses[i] & ~(int64_t)INT32_MAX; /* (a count of 2^31 or more, or below 0) */
+	}
+	if (big)
+		return;
 	if (nn) { /* (an empty program has no nodes array) */
 		memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
-		memcpy(x->plan_uses, uses, sizeof *x->plan_uses * nn);
 		memcpy(x->plan_target, target, nn);
 	}
 	x->plan_src = e;
+}
+
+/* Whether uses is what plan_bind kept of it. */
+static bool same_uses(const int32_t *kept, const int64_t *uses, size_t nn)
+{
+	int64_t diff = 0;
+	for (size_t i = 0; i < nn; i++)
+		diff |= kept[i] ^ uses[i];
+	return !diff;
 }
 
 /* Whether this run is the one x->plan was made or instantiated for. */
@@ -584,12 +618,12 @@ static bool plan_bound(const struct cpu *x, const bool *need, const int64_t *use
 {
 	size_t nn = x->prog->nnodes;
 	return x->plan_src && x->plan.need && x->plan.nnodes == nn && nn && !memcmp(x->plan.need, need, nn) &&
-	       !memcmp(x->plan_target, target, nn) && !memcmp(x->plan_uses, uses, sizeof *uses * nn) &&
+	       !memcmp(x->plan_target, target, nn) && same_uses(x->plan_uses, uses, nn) &&
 	       !memcmp(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
 }
 
 /* Entry e's plan on this run's nodes (dense: by dense index) into x->plan. */
-static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *need, const int64_t *dense,
+static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *need, const uint32_t *dense,
 			    int64_t nd)
 {
 	struct tir_program *p = x->prog;
@@ -628,7 +662,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 			return -TIR_ENOMEM;
 		w += 3;
 		for (int j = 0; j < gr->n + gr->nin; j++) {
-			ids[j] = (uint32_t)dense[e->groups[w++]];
+			ids[j] = dense[e->groups[w++]];
 			if (j < gr->n)
 				gr->nodes[j] = p->nodes[ids[j]];
 			else
@@ -645,9 +679,10 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		pl->interior[dense[k]] = e->fin_flags[k] & 1;
 		pl->dup[dense[k]] = e->fin_flags[k] >> 1;
 	}
+	pl->scored = e->nfin > 0; /* (at worst: keep and copy are read for nothing) */
 	for (size_t k = 0; k < e->nfin; k++) {
 		const struct plan_fin *f = &e->fin[k];
-		int64_t id = dense[f->at];
+		uint32_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
 		pl->keep[id] = f->keep;
 		pl->copy[id] = f->copy;
@@ -659,10 +694,11 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	return 0;
 }
 
-/* x->plan, just made, into entry victim (by dense index); false when
- * there is no memory for it (the plan is fine, it is just not cached). */
+/* x->plan, just made, into entry victim (by dense index: dense and
+ * rank_of as plan_signature made them); false when there is no memory for
+ * it (the plan is fine, it is just not cached). */
 static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig, size_t nsig,
-			  const int64_t *dense, int64_t nd)
+			  const uint32_t *dense, const int32_t *rank_of, int64_t nd)
 {
 	const struct tir_program *p = x->prog;
 	const struct tir_plan *pl = &x->plan;
@@ -676,8 +712,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 		nalone += pl->alone[i] != NULL;
 	size_t nfin = 0;
 	for (int64_t k = 0; k < nd; k++)
-		nfin += pl->keep[dense[k]] || pl->copy[dense[k]] || pl->extra_uses[dense[k]];
-	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+		nfin += (pl->scored && (pl->keep[dense[k]] || pl->copy[dense[k]])) || pl->extra_uses[dense[k]];
 	int32_t *gw = malloc(sizeof *gw * (words + 1));
 	const char **closed = malloc(sizeof *closed * ((size_t)pl->ngroups + 1));
 	struct tir_group_info *info = malloc(sizeof *info * ((size_t)pl->ngroups + 1) + ibytes);
@@ -686,9 +721,8 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 	struct plan_fin *fin = malloc(sizeof *fin * (nfin + 1));
 	int32_t *alone_at = malloc(sizeof *alone_at * (nalone + 1));
 	const char **alone_why = malloc(sizeof *alone_why * (nalone + 1));
-	if (!rank_of || !gw || !closed || !info || !fin || !fin_flags || !alone_at || !alone_why) {
+	if (!gw || !closed || !info || !fin || !fin_flags || !alone_at || !alone_why) {
 		free(fin_flags);
-		free(rank_of);
 		free(gw);
 		free(closed);
 		free(info);
@@ -698,10 +732,9 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 		return false;
 	}
 	for (int64_t k = 0, f = 0; k < nd; k++) {
-		int64_t id = dense[k];
-		rank_of[id] = (int32_t)k;
+		uint32_t id = dense[k];
 		fin_flags[k] = (uint8_t)(pl->interior[id] | pl->dup[id] << 1);
-		if (pl->keep[id] || pl->copy[id] || pl->extra_uses[id])
+		if ((pl->scored && (pl->keep[id] || pl->copy[id])) || pl->extra_uses[id])
 			fin[f++] = (struct plan_fin){.at = (int32_t)k, .extra_uses = pl->extra_uses[id],
 						   .keep = pl->keep[id], .copy = pl->copy[id]};
 	}
@@ -733,7 +766,6 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 			alone_at[k] = rank_of[i];
 			alone_why[k++] = pl->alone[i];
 		}
-	free(rank_of);
 	free(victim->sig);
 	free(victim->groups);
 	free(victim->closed);
@@ -765,13 +797,14 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	size_t nsig = 0;
 	int64_t nd = 0;
 	struct tir_fview own = {0};
-	int64_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
+	uint32_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
+	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
 	uint8_t *sig = NULL;
 	int rc = -TIR_ENOMEM;
 	if (!view && !tir_fview_make(p, &own))
 		view = &own;
-	if (dense && view)
-		sig = plan_signature(p, view, need, uses, target, &nsig, dense, &nd);
+	if (dense && rank_of && view)
+		sig = plan_signature(p, view, need, uses, target, &nsig, dense, rank_of, &nd);
 	if (!sig)
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
@@ -793,13 +826,14 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	}
 	if ((rc = tir_fuse_view(p, view, need, uses, target, &x->plan)))
 		goto out;
-	if (plan_remember(x, victim, sig, nsig, dense, nd)) {
+	if (plan_remember(x, victim, sig, nsig, dense, rank_of, nd)) {
 		sig = NULL;
 		plan_bind(x, victim, uses, target);
 	}
 out:
 	free(sig);
 	free(dense);
+	free(rank_of);
 	tir_fview_free(&own);
 	if (rc) {
 		tir_plan_free(&x->plan);
@@ -902,6 +936,24 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	}
 }
 
+/* A run's array of n bytes, zeroed: from 1 MiB (a program of some
+ * 130,000 nodes, 8 bytes each) huge pages of its own (tir_pages_alloc), a
+ * few faults where it took one a page.  Freed with run_array_free(p, n). */
+#define RUN_PAGES ((size_t)1 << 20)
+
+static void *run_array(size_t n)
+{
+	return n >= RUN_PAGES ? tir_pages_alloc(n) : calloc(1, n);
+}
+
+static void run_array_free(void *p, size_t n)
+{
+	if (n >= RUN_PAGES)
+		tir_pages_free(p, n);
+	else
+		free(p);
+}
+
 /* ---- the plan's memory, simulated before a run under a budget ---- */
 
 struct sim {
@@ -909,7 +961,9 @@ struct sim {
 	size_t *live;                  /* by node id: the bytes its value holds */
 	int64_t *uses;                 /* a copy of the run's */
 	int32_t *kof;                  /* by node id: its index among the inputs of the
-					* group being run, or -1 */
+					* group being run, or -1 (made when first needed:
+					* a group of scalars never needs it) */
+	bool oom;                      /* kof could not be made */
 	size_t total, peak;
 	size_t peak_step;              /* the position (node id) where the peak was reached */
 };
@@ -958,6 +1012,14 @@ static void sim_drop(struct sim *m, uint32_t id, const bool *interior)
  * new; NULL when out of memory. */
 static int64_t *sim_input_edges(struct sim *m, const struct tir_group *g, int64_t *few)
 {
+	if (!m->kof) {
+		size_t nn = m->v->nnodes;
+		if (!(m->kof = malloc(sizeof *m->kof * (nn + 1)))) {
+			m->oom = true;
+			return NULL;
+		}
+		memset(m->kof, 0xff, sizeof *m->kof * (nn + 1));
+	}
 	int64_t *e = g->nin <= 32 ? few : malloc(sizeof *e * 2 * (size_t)g->nin);
 	if (!e)
 		return NULL;
@@ -1066,15 +1128,13 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 		     const struct tir_node **at)
 {
 	size_t nn = p->nnodes;
-	struct sim m = {.v = v, .live = malloc(sizeof *m.live * (nn + 1)), .uses = malloc(sizeof *m.uses * (nn + 1)),
-			.kof = malloc(sizeof *m.kof * (nn + 1))};
-	if (!m.live || !m.uses || !m.kof) {
-		free(m.live);
-		free(m.uses);
-		free(m.kof);
+	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int64_t) * (nn + 1);
+	struct sim m = {.v = v, .live = run_array(nl), .uses = run_array(nu)};
+	if (!m.live || !m.uses) {
+		run_array_free(m.live, nl);
+		run_array_free(m.uses, nu);
 		return -1;
 	}
-	memset(m.kof, 0xff, sizeof *m.kof * (nn + 1));
 	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
@@ -1087,10 +1147,10 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 				*at = p->nodes[i];
 			}
 	}
-	free(m.live);
-	free(m.uses);
+	run_array_free(m.live, nl);
+	run_array_free(m.uses, nu);
 	free(m.kof);
-	return 0;
+	return m.oom ? -1 : 0;
 }
 
 /* ---- the device ---- */
@@ -1196,7 +1256,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	c->prog = p;
 	c->rerun = false;
 	size_t nn = p->nnodes;
-	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	int64_t *uses = run_array(sizeof *uses * (nn + 1));
 	/* c->vals, kept between runs (empty): what is set is listed in made
 	 * and released after, not all nn of them */
 	struct tir_tensor *vals = NULL;
@@ -1458,7 +1518,7 @@ done:
 		}
 	}
 	free(made);
-	free(uses);
+	run_array_free(uses, sizeof *uses * (nn + 1));
 	free(target);
 	return rc;
 }

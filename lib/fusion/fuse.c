@@ -395,12 +395,13 @@ void tir_group_info_place(struct tir_group_info *info, void *mem, int n)
 	info->cls = (uint8_t *)((int32_t *)mem + (n > 0 ? n : 1));
 }
 
-/* What analyze reads of a group's members, gathered from the view of the
- * graph (tir_fuse) or from the nodes (tir_group_analyze): by member, its
- * op, kind, type and operands; by operand edge (e, e + nin), the operand's
- * index among the members (-1: an input).  The nodes themselves are read
- * for the rare members whose attributes or operands' types matter
- * (reductions, views, per-row values) and to name a culprit. */
+/* What analyze reads of a group's members, from the view of the graph
+ * (tir_fuse: read in place) or gathered from the nodes
+ * (tir_group_analyze): by member, its op, kind, type and operands; by
+ * operand edge (e, e + nin), the operand's index among the members (-1:
+ * an input).  The nodes themselves are read for the rare members whose
+ * attributes or operands' types matter (reductions, views, per-row
+ * values) and to name a culprit. */
 struct gmember {
 	const struct tir_type *type;
 	uint32_t e;
@@ -410,7 +411,31 @@ struct gmember {
 struct gtable {
 	struct gmember *m;
 	int32_t *eidx;
+	/* or, when v is set, the members ids[] in v, and by node id
+	 * midx[id] - 1 the index of a member (0: not one) */
+	const struct tir_fview *v;
+	const uint32_t *ids;
+	const int32_t *midx;
 };
+
+/* Member j of t (its e: where its operands are, for gm_in). */
+static inline struct gmember gm(const struct gtable *t, int j)
+{
+	if (!t->v)
+		return t->m[j];
+	const struct tir_fnode *f = &t->v->n[t->ids[j]];
+	return (struct gmember){.type = &t->v->types[f->type].t, .e = f->in, .op = f->op, .nin = f->nin,
+				.kind = f->kind};
+}
+
+/* The member index of operand k of member m of t, or -1 (an input). */
+static inline int gm_in(const struct gtable *t, const struct gmember *m, int k)
+{
+	if (!t->v)
+		return t->eidx[m->e + (uint32_t)k];
+	uint32_t o = t->v->edges[m->e + (uint32_t)k];
+	return o == TIR_FN_NONE ? -1 : t->midx[o] - 1;
+}
 
 /* Room for a group of n members reading ne operands: 0, or -TIR_ENOMEM. */
 static int gtable_alloc(struct gtable *t, size_t n, size_t ne)
@@ -443,8 +468,6 @@ static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
 static const char *analyze(const struct tir_group *g, const struct gtable *t, struct tir_group_info *in,
 			   const struct tir_node **culprit)
 {
-	const struct gmember *mm = t->m;
-	const int32_t *eidx = t->eidx;
 	uint8_t *cls = in->cls;
 	int32_t *via = in->via;
 	memset(in, 0, sizeof *in);
@@ -460,7 +483,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 	const struct tir_type *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
 	for (int j = g->n - 1; j >= 0; j--) {
-		if (mm[j].kind != TIR_KIND_REDUCE)
+		if (gm(t, j).kind != TIR_KIND_REDUCE)
 			continue;
 		const struct tir_node *m = g->nodes[j];
 		int split;
@@ -507,10 +530,10 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 
 	/* classes, operands first */
 	for (int j = 0; j < g->n; j++) {
-		const struct gmember *m = &mm[j];
+		const struct gmember mj = gm(t, j), *m = &mj;
 		bool full = false, row = false;
 		for (int k = 0; k < m->nin; k++) {
-			int o = eidx[m->e + (uint32_t)k];
+			int o = gm_in(t, m, k);
 			if (o < 0)
 				continue;
 			full |= in->cls[o] == TIR_FC_FULL || in->cls[o] == TIR_FC_ALIAS;
@@ -560,11 +583,11 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 	for (int j = g->n - 1; j >= 0; j--) {
 		if (in->cls[j] == TIR_FC_ONCE)
 			continue;
-		const struct gmember *m = &mm[j];
+		const struct gmember mj = gm(t, j), *m = &mj;
 		TIR_ASSERT(in->via[j] != -3);
 		int sp = in->cls[j] == TIR_FC_ALIAS ? j : in->via[j];
 		for (int k = 0; k < m->nin; k++) {
-			int o = eidx[m->e + (uint32_t)k];
+			int o = gm_in(t, m, k);
 			if (o < 0 || in->cls[o] == TIR_FC_ONCE)
 				continue;
 			if (in->via[o] == -3) {
@@ -578,7 +601,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 
 	/* shapes and edges */
 	for (int j = 0; j < g->n; j++) {
-		const struct gmember *m = &mm[j];
+		const struct gmember mj = gm(t, j), *m = &mj;
 		int c = in->cls[j];
 		if (c == TIR_FC_ONCE)
 			continue;
@@ -595,7 +618,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			return "a per-row value is read in another layout";
 		}
 		if (c == TIR_FC_ROW && m->kind == TIR_KIND_REDUCE) {
-			int o = eidx[m->e];
+			int o = gm_in(t, m, 0);
 			if (o >= 0 && in->cls[o] == TIR_FC_ALIAS) {
 				/* unfused, the reduction walks the view in memory order */
 				struct tir_tensor tt;
@@ -611,12 +634,12 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 		}
 		if (c == TIR_FC_ROW && !row_shape(m->type, in)) {
 			for (int k = 0; k < m->nin; k++)
-				if (eidx[m->e + (uint32_t)k] >= 0)
+				if (gm_in(t, m, k) >= 0)
 					*culprit = g->nodes[j]->in[k];
 			return "an operand mixes per-row values of other shapes";
 		}
 		for (int k = 0; k < m->nin; k++) {
-			int o = eidx[m->e + (uint32_t)k];
+			int o = gm_in(t, m, k);
 			if (o < 0 || in->cls[o] != TIR_FC_ROW)
 				continue;
 			const struct tir_type *ot = &g->nodes[j]->in[k]->type;
@@ -648,7 +671,7 @@ const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *
 	size_t ne = 0;
 	for (int j = 0; j < g->n; j++)
 		ne += g->nodes[j]->nin;
-	struct gtable t;
+	struct gtable t = {0};
 	if (gtable_alloc(&t, (size_t)(g->n > 0 ? g->n : 0), ne)) {
 		gtable_free(&t);
 		*culprit = g->root;
@@ -763,13 +786,24 @@ struct tir_fmemo {
 };
 #define FMEMO 256
 
+/* v->n of a view of nnodes nodes from this many bytes has huge pages of
+ * its own (tir_pages_alloc): a program of 100,000 statements writes 2.5
+ * MB of it, a few faults, not one a page. */
+#define VIEW_PAGES ((size_t)1 << 20)
+
+static size_t view_n_bytes(size_t nnodes)
+{
+	return sizeof(struct tir_fnode) * (nnodes + 1);
+}
+
 int tir_fview_init(struct tir_fview *v, size_t nnodes)
 {
 	memset(v, 0, sizeof *v);
 	v->nnodes = nnodes;
 	v->capedges = nnodes + 64;
-	v->n = calloc(nnodes + 1, sizeof *v->n);
-	v->edges = malloc(sizeof *v->edges * v->capedges);
+	size_t nb = view_n_bytes(nnodes);
+	v->n = nb >= VIEW_PAGES ? tir_pages_alloc(nb) : calloc(nnodes + 1, sizeof *v->n);
+	v->edges = tir_pages_alloc(sizeof *v->edges * v->capedges); /* (huge pages when large) */
 	v->memo = malloc(sizeof *v->memo * FMEMO);
 	if (!v->n || !v->edges || !v->memo) {
 		tir_fview_free(v);
@@ -785,7 +819,7 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 {
 	struct tir_fnode *f = &v->n[x->id];
 	if (v->nedges + x->nin > v->capedges &&
-	    tir_grow((void **)&v->edges, &v->capedges, v->nedges + x->nin, sizeof *v->edges))
+	    tir_grow_pages((void **)&v->edges, &v->capedges, v->nedges + x->nin, sizeof *v->edges))
 		return -TIR_ENOMEM;
 	f->op = (uint16_t)x->op;
 	f->nin = x->nin;
@@ -832,8 +866,12 @@ int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
 
 void tir_fview_free(struct tir_fview *v)
 {
-	free(v->n);
-	free(v->edges);
+	size_t nb = view_n_bytes(v->nnodes);
+	if (nb >= VIEW_PAGES)
+		tir_pages_free(v->n, nb);
+	else
+		free(v->n);
+	tir_pages_free(v->edges, sizeof *v->edges * v->capedges);
 	free(v->types);
 	free(v->slot);
 	free(v->memo);
@@ -861,26 +899,22 @@ static inline int64_t numel_of(const struct tir_fview *v, uint32_t i)
 	return v->types[v->n[i].type].numel;
 }
 
-/* The table of the group of members ids[0, n) from v (t sized for it);
- * midx: by node id, -1 but while this runs (each member's index). */
+/* The table of the group of members ids[0, n) of v, read in place: midx
+ * (by node id, 0 but between gtable_of_view and gtable_view_end: the
+ * fuser's grow lends its seen, all 0 between groups) set to each member's
+ * index + 1. */
 static void gtable_of_view(const struct tir_fview *v, const uint32_t *ids, int n, int32_t *midx, struct gtable *t)
 {
 	for (int j = 0; j < n; j++)
-		midx[ids[j]] = j;
-	uint32_t e = 0;
-	for (int j = 0; j < n; j++) {
-		const struct tir_fnode *f = &v->n[ids[j]];
-		const struct tir_ftype *ft = &v->types[f->type];
-		t->m[j] = (struct gmember){.type = &ft->t, .e = e, .op = f->op, .nin = f->nin, .kind = f->kind};
-		/* (an operand is made before its reader: a member, it is one
-		 * of those before j, as member_index finds it) */
-		for (int k = 0; k < f->nin; k++, e++) {
-			uint32_t o = operand(v, ids[j], k);
-			t->eidx[e] = o == TIR_FN_NONE ? -1 : midx[o];
-		}
-	}
+		midx[ids[j]] = j + 1;
+	*t = (struct gtable){.v = v, .ids = ids, .midx = midx};
+}
+
+/* midx as it was before gtable_of_view(.., ids, n, midx, t). */
+static void gtable_view_end(const uint32_t *ids, int n, int32_t *midx)
+{
 	for (int j = 0; j < n; j++)
-		midx[ids[j]] = -1;
+		midx[ids[j]] = 0;
 }
 
 /* ---- keep or recompute: the scored choice ---- */
@@ -942,10 +976,11 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
  * read it anyway, plus computing it again, as bytes).  A value chosen for
  * recomputing takes its subtree along: dup marks them all.  keep and copy
  * come zeroed (by node id), and stay 0 for values that are not chosen
- * among. */
+ * among; *any: some value was (else keep and copy are all 0 still). */
 static int dup_scores(const struct tir_fview *v, const bool *need, const bool *target, int64_t *keep,
-		      int64_t *copy, bool *dup)
+		      int64_t *copy, bool *dup, bool *any)
 {
+	*any = false;
 	size_t nn = v->nnodes;
 	int32_t *readers = calloc(nn + 1, sizeof *readers);
 	bool *bad = calloc(nn + 1, sizeof *bad);
@@ -990,6 +1025,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 			in_bytes += bytes_of(v, c.leaf[q]);
 		keep[i] = bytes_of(v, i) * (readers[i] + 1) + in_bytes;
 		copy[i] = cost * (readers[i] - 1);
+		*any = true;
 		if (!c.n)
 			continue;
 		if (tir_grow((void **)&cl, &capcand, ncand + 1, sizeof *cl))
@@ -1013,7 +1049,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 			}
 		}
 	}
-	for (uint32_t i = (uint32_t)nn; dup && i-- > 0;) {
+	for (uint32_t i = (uint32_t)nn; dup && *any && i-- > 0;) {
 		if (!keep[i] || copy[i] >= keep[i])
 			continue;
 		/* o and its private subtree */
@@ -1197,7 +1233,7 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 /* tir_plan_finish, with the scores dup_scores made for these arguments
  * when *keep and *copy are given (tir_fuse's own: the plan takes them,
  * and they are NULL after), else made here; ids: the groups' members'
- * node ids, one after the other. */
+ * node ids, one after the other, or NULL: each group's own (g->ids). */
 static int plan_finish(const struct tir_fview *v, const bool *need, const int64_t *uses, const bool *target,
 		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids)
 {
@@ -1223,16 +1259,17 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
 	    !absorbed || !stamp)
 		goto out;
-	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL))
+	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL, &plan->scored))
 		goto out;
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
+		const uint32_t *gid = ids ? ids : gr->ids;
 		if (gr->head)
 			plan->interior[gr->head->id] = true;
 		for (int j = 0; j < gr->n; j++)
-			stamp[ids[j]] = g + 1;
+			stamp[gid[j]] = g + 1;
 		for (int j = 0; j < gr->n; j++) {
-			uint32_t m = ids[j];
+			uint32_t m = gid[j];
 			if (j < gr->n - 1)
 				copies[m]++;
 			/* (an operand is made before its reader: a member, it
@@ -1240,7 +1277,8 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 			for (int k = 0; k < v->n[m].nin; k++)
 				absorbed[operand(v, m, k)] += stamp[operand(v, m, k)] == g + 1;
 		}
-		ids += gr->n;
+		if (ids)
+			ids += gr->n;
 	}
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!copies[i])
@@ -1255,6 +1293,7 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 			plan->extra_uses[operand(v, i, k)] += copies[i] - (inner ? 1 : 0);
 	}
 	if (any_gen(v, need, target)) { /* (not in a program of scalars) */
+		plan->scored = true; /* (gen_decide may score) */
 		bool *gok = calloc(nn + 1, sizeof *gok);
 		int32_t *grd = calloc(nn + 1, sizeof *grd);
 		bool have = gok && grd;
@@ -1457,6 +1496,84 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
 	return rc;
 }
 
+/* A group of at least this many members and inputs takes the arrays the
+ * fuser grew it in (its members, inputs, their ids and its analysis's
+ * arrays), trimmed to their length, rather than a copy of them: a program
+ * of 100,000 statements, one group, copies no 2 MB of them. */
+#define TAKE_MIN 1024
+
+/* m (of n bytes or more) trimmed to n bytes, or m as it was */
+static void *trimmed(void *m, size_t n)
+{
+	void *t = realloc(m, n ? n : 1);
+	return t ? t : m;
+}
+
+/* The arrays a group grows in, for nn nodes: made when missing (the first
+ * group, and the next after a group took them).  0, or -TIR_ENOMEM. */
+static int grow_arrays(struct grow *s, void **infomem, size_t nn)
+{
+	if (!s->members)
+		s->members = malloc(sizeof *s->members * (nn + 1));
+	if (!s->ins)
+		s->ins = malloc(sizeof *s->ins * (nn + 1));
+	if (!s->ids)
+		s->ids = malloc(sizeof *s->ids * (nn + 1));
+	if (!s->in_ids)
+		s->in_ids = malloc(sizeof *s->in_ids * (nn + 1));
+	if (!*infomem)
+		*infomem = malloc(tir_group_info_bytes((int)nn + 1));
+	return s->members && s->ins && s->ids && s->in_ids && *infomem ? 0 : -TIR_ENOMEM;
+}
+
+/* The group just grown in s, pg, takes the arrays it grew in (see
+ * TAKE_MIN), trimmed, and its analysis gi the info's arrays in *infomem:
+ * owned by plan from now on, s is left without them.  0, or -TIR_ENOMEM
+ * (then s keeps them all). */
+static int take_arrays(struct tir_plan *plan, struct tir_group *pg, struct grow *s, void **infomem,
+		       struct tir_group_info *gi)
+{
+	size_t n = (size_t)pg->n, nin = (size_t)pg->nin;
+	if (tir_grow((void **)&plan->owned, &plan->capowned, plan->nowned + 5, sizeof *plan->owned))
+		return -TIR_ENOMEM;
+	pg->nodes = trimmed(s->members, sizeof *pg->nodes * n);
+	pg->inputs = trimmed(s->ins, sizeof *pg->inputs * nin);
+	uint32_t *ids = trimmed(s->ids, sizeof *ids * n), *in_ids = trimmed(s->in_ids, sizeof *in_ids * nin);
+	pg->ids = ids;
+	pg->input_ids = in_ids;
+	pg->info = gi; /* (cls and via placed in *infomem: not trimmed, they would move) */
+	plan->owned[plan->nowned++] = pg->nodes;
+	plan->owned[plan->nowned++] = pg->inputs;
+	plan->owned[plan->nowned++] = ids;
+	plan->owned[plan->nowned++] = in_ids;
+	plan->owned[plan->nowned++] = *infomem;
+	s->members = s->ins = NULL;
+	s->ids = s->in_ids = NULL;
+	*infomem = NULL;
+	return 0;
+}
+
+/* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
+static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **taken, bool **dup, bool **cand)
+{
+	free(s->ids);
+	free(s->in_ids);
+	free(s->seen);
+	free(s->members);
+	free(s->ins);
+	free(*infomem);
+	free(*scratch);
+	free(*taken);
+	free(*dup);
+	free(*cand);
+	s->ids = s->in_ids = NULL;
+	s->seen = NULL;
+	s->dup = NULL;
+	s->members = s->ins = NULL;
+	*infomem = NULL;
+	*scratch = *taken = *dup = *cand = NULL;
+}
+
 int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
 		  const bool *target, struct tir_plan *plan)
 {
@@ -1468,34 +1585,20 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	if (plan->need)
 		memcpy(plan->need, need, nn);
 	bool *taken = calloc(nn + 1, sizeof *taken);
-	struct grow s = {
-		.seen = calloc(nn + 1, sizeof *s.seen),
-		.members = malloc(sizeof *s.members * (nn + 1)),
-		.ins = malloc(sizeof *s.ins * (nn + 1)),
-		.ids = malloc(sizeof *s.ids * (nn + 1)),
-		.in_ids = malloc(sizeof *s.in_ids * (nn + 1)),
-	};
-	/* the groups' members' ids, one group after the other (plan_finish) */
-	uint32_t *gids = NULL;
-	size_t ngids = 0, capgids = 0;
-	/* a group being checked, as analyze reads it (members' indices by
-	 * node id, -1 for the others) */
+	/* (its arrays made by grow_arrays, as groups take them) */
+	struct grow s = {.seen = calloc(nn + 1, sizeof *s.seen)};
+	/* a group being checked, as analyze reads it */
 	struct gtable gt = {0};
-	int32_t *midx = malloc(sizeof *midx * (nn + 1));
-	if (midx)
-		memset(midx, 0xff, sizeof *midx * (nn + 1));
 	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
 	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
 	/* what a group being checked is analyzed into: its members are
-	 * at most the nodes */
-	void *infomem = malloc(tir_group_info_bytes((int)nn + 1));
+	 * at most the nodes (grow_arrays) */
+	void *infomem = NULL;
 	bool *scratch = malloc(2 * (nn + 1));
 	size_t capg = 0;
 	int rc = 0;
-	if (!plan->group_of || !plan->need || !taken || !s.seen || !s.members ||
-	    !s.ins || !s.ids || !s.in_ids || !keep || !copy || !dup || !cand || !infomem || !scratch ||
-	    !midx || gtable_alloc(&gt, nn, v->nedges) ||
-	    dup_scores(v, need, target, keep, copy, dup) || gen_candidates(v, need, target, cand)) {
+	if (!plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
+	    dup_scores(v, need, target, keep, copy, dup, &plan->scored) || gen_candidates(v, need, target, cand)) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
@@ -1517,6 +1620,10 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		bool ok = false;
 		const char *first_why = NULL;
 		for (int attempt = 0; attempt < 9; attempt++) {
+			if (grow_arrays(&s, &infomem, nn)) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
 			grow(p, v, i, uses, target, taken, &s);
 			bool gen = false; /* a kernel of one op computing a generator it reads */
 			for (int k = 0; k < v->n[i].nin; k++)
@@ -1527,8 +1634,9 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 					       .inputs = s.ins, .closed = s.closed, .head = s.head};
 			const struct tir_node *culprit;
 			tir_group_info_place(&info, infomem, s.nm);
-			gtable_of_view(v, s.ids, s.nm, midx, &gt);
+			gtable_of_view(v, s.ids, s.nm, s.seen, &gt); /* (grow left seen all 0) */
 			const char *why = analyze(&g, &gt, &info, &culprit);
+			gtable_view_end(s.ids, s.nm, s.seen);
 			if (!why && info.reduces)
 				why = epilogue_first(&g, &info, uses, target, taken, scratch, &culprit);
 			if (!why) {
@@ -1558,6 +1666,24 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		}
 		struct tir_group *pg = &plan->groups[plan->ngroups];
 		*pg = g;
+		for (int j = 0; j < g.n; j++)
+			taken[s.ids[j]] = !dup[s.ids[j]] || j == g.n - 1;
+		if (g.head)
+			taken[g.head->id] = true;
+		if (g.n + g.nin >= TAKE_MIN) {
+			struct tir_group_info *gi = tir_arena_alloc(&plan->arena, sizeof *gi);
+			if (!gi) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
+			*gi = info; /* (its cls and via in infomem, which pg takes) */
+			if (take_arrays(plan, pg, &s, &infomem, gi)) {
+				rc = -TIR_ENOMEM;
+				goto out;
+			}
+			plan->group_of[i] = plan->ngroups++;
+			continue;
+		}
 		pg->nodes = tir_arena_alloc(&plan->arena, sizeof *pg->nodes * (size_t)g.n);
 		pg->inputs = tir_arena_alloc(&plan->arena, sizeof *pg->inputs * (size_t)(g.nin ? g.nin : 1));
 		if (!pg->nodes || !pg->inputs) {
@@ -1588,35 +1714,16 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		memcpy(gi->cls, info.cls, (size_t)g.n);
 		memcpy(gi->via, info.via, sizeof *gi->via * (size_t)g.n);
 		pg->info = gi;
-		for (int j = 0; j < g.n; j++)
-			taken[s.ids[j]] = !dup[s.ids[j]] || j == g.n - 1;
-		if (g.head)
-			taken[g.head->id] = true;
-		if (tir_grow((void **)&gids, &capgids, ngids + (size_t)g.n, sizeof *gids)) {
-			rc = -TIR_ENOMEM;
-			goto out;
-		}
-		memcpy(gids + ngids, s.ids, sizeof *gids * (size_t)g.n);
-		ngids += (size_t)g.n;
 		plan->group_of[i] = plan->ngroups++;
 	}
-	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, gids);
+	/* (what grew the groups, freed first: plan_finish's arrays take
+	 * its memory, not fresh pages) */
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand);
+	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL);
 out:
-	free(gids);
-	free(midx);
-	gtable_free(&gt);
-	free(s.ids);
-	free(s.in_ids);
-	free(infomem);
-	free(scratch);
-	free(taken);
-	free(s.seen);
-	free(s.members);
-	free(s.ins);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand);
 	free(keep);
 	free(copy);
-	free(dup);
-	free(cand);
 	if (rc)
 		tir_plan_free(plan);
 	return rc;
@@ -1634,6 +1741,9 @@ void tir_plan_free(struct tir_plan *plan)
 	free(plan->extra_uses);
 	free(plan->alone);
 	tir_arena_free(&plan->arena);
+	for (size_t k = 0; k < plan->nowned; k++)
+		free(plan->owned[k]);
+	free(plan->owned);
 	memset(plan, 0, sizeof *plan);
 }
 

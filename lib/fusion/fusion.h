@@ -102,6 +102,7 @@ struct tir_plan {
 	 * moves (computing counted as bytes: see dup_scores), 0 when it was
 	 * not a candidate; dup: recomputed. */
 	int64_t *keep, *copy;
+	bool scored;                /* some keep or copy is not 0 (else none is: not read) */
 	bool *dup;
 	/* by node id: reads of it beyond the graph's edges (a value computed
 	 * in several kernels reads its operands once in each) */
@@ -110,6 +111,10 @@ struct tir_plan {
 				     * runs alone (or NULL) */
 	size_t nnodes;
 	struct tir_arena arena;
+	/* blocks the plan owns besides its arena (a big group's arrays, as
+	 * the fuser grew them: not copied), freed with it */
+	void **owned;
+	size_t nowned, capowned;
 };
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a

@@ -1084,6 +1084,24 @@ static void run_task(void *ctx, int64_t t)
 
 /* ---- preparing a group ---- */
 
+/* A small group's block of at least this many bytes (a group of some
+ * 40,000 members) has huge pages of its own (tir_pages_alloc): a few
+ * faults, not one a page; a smaller one the allocator's. */
+#define SMALL_PAGES ((size_t)1 << 20)
+
+static void *small_mem(size_t n)
+{
+	return n >= SMALL_PAGES ? tir_pages_alloc(n) : malloc(n);
+}
+
+static void small_mem_free(void *m, size_t n)
+{
+	if (n >= SMALL_PAGES)
+		tir_pages_free(m, n);
+	else
+		free(m);
+}
+
 /* A small group runs in microseconds: each thread keeps the last vm it
  * freed, with its block (vm->mem, as large as the largest group's yet),
  * for its next kernel, which clears only what it uses. */
@@ -1214,7 +1232,7 @@ static void vm_free(struct vm *vm)
 	if (!vm)
 		return;
 	if (vm->small) {
-		free(vm->mem);
+		small_mem_free(vm->mem, vm->memcap);
 		free(vm);
 		return;
 	}
@@ -1616,7 +1634,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	size_t span = (size_t)(g->root->id - base) + 1;
 	int32_t *map = span <= 4 * (n + nin) + 64 ? malloc(sizeof *map * span) : NULL;
 	struct vm *vm = malloc(sizeof *vm);
-	char *m = malloc(bytes);
+	char *m = small_mem(bytes);
 	if (!vm || !m) {
 		*oom = true;
 		goto fail;
@@ -1696,7 +1714,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	return vm;
 fail:
 	free(map);
-	free(m);
+	small_mem_free(m, bytes);
 	free(vm);
 	return NULL;
 }

@@ -46,19 +46,16 @@ const char *tir_dev_str(int dev, char buf[24])
 
 int tir_place_cover(struct tir_placed *pl, const struct tir_node *n)
 {
-	size_t want = (size_t)n->id + 1, cap = pl->cap;
+	size_t want = (size_t)n->id + 1;
 	if (want <= pl->n)
 		return 0;
-	if (want > cap) {
-		size_t c = cap;
-		if (tir_grow((void **)&pl->dev, &c, want, sizeof *pl->dev) ||
-		    tir_grow((void **)&pl->ext, &cap, want, sizeof *pl->ext))
-			return -TIR_ENOMEM;
-		pl->cap = c < cap ? c : cap;
-	}
+	if (tir_grow((void **)&pl->dev, &pl->cap, want, sizeof *pl->dev) ||
+	    (pl->ext && tir_grow((void **)&pl->ext, &pl->capext, want, sizeof *pl->ext)))
+		return -TIR_ENOMEM;
 	for (size_t i = pl->n; i < want; i++) {
 		pl->dev[i] = TIR_DEV_ANY;
-		pl->ext[i] = NULL;
+		if (pl->ext)
+			pl->ext[i] = NULL;
 	}
 	pl->n = want;
 	return 0;
@@ -67,6 +64,11 @@ int tir_place_cover(struct tir_placed *pl, const struct tir_node *n)
 struct tir_place_ext *tir_place_ext_make(struct tir_placed *pl, const struct tir_node *n)
 {
 	TIR_ASSERT(n->id < pl->n);
+	if (!pl->ext) { /* the first: ids [0, n) have none */
+		if (!(pl->ext = calloc(pl->cap, sizeof *pl->ext)))
+			return NULL;
+		pl->capext = pl->cap;
+	}
 	if (!pl->ext[n->id])
 		pl->ext[n->id] = tir_arena_alloc(&pl->p->arena, sizeof **pl->ext);
 	return pl->ext[n->id];
@@ -139,9 +141,12 @@ static int place(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 
 int tir_place_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 {
-	if (n->id == pl->n && n->id < pl->cap) /* the next node: the common case */
-		pl->ext[pl->n++] = NULL;
-	else if (n->id >= pl->n && tir_place_cover(pl, n))
+	if (n->id == pl->n && n->id < pl->cap && (!pl->ext || n->id < pl->capext)) {
+		/* the next node: the common case */
+		if (pl->ext)
+			pl->ext[n->id] = NULL;
+		pl->n++;
+	} else if (n->id >= pl->n && tir_place_cover(pl, n))
 		return tir_errf(err, TIR_ENOMEM, &n->loc, "out of memory");
 	pl->dev[n->id] = TIR_DEV_ANY;
 	int rc = place(pl, n, err);

@@ -73,8 +73,10 @@ struct tir_place_ext {
 struct tir_placed {
 	struct tir_program *p;       /* borrowed: the program it places */
 	int16_t *dev;                /* by id: TIR_DEV_* */
-	struct tir_place_ext **ext;  /* by id: NULL for most nodes */
-	size_t n, cap;
+	/* by id: NULL for most nodes; the array itself NULL until a node
+	 * has one (a program that shards nothing writes no word a node) */
+	struct tir_place_ext **ext;
+	size_t n, cap, capext;
 	size_t nset;                 /* of ids [0, n), those placed somewhere */
 	int nremotes;                /* remote:0 .. remote:nremotes-1 exist ... */
 	bool remotes_known;          /* ... when this is set (tir_program_set_remotes) */
@@ -97,7 +99,7 @@ static inline int tir_place_dev(const struct tir_placed *pl, const struct tir_no
 }
 static inline const struct tir_place_ext *tir_place_ext_of(const struct tir_placed *pl, const struct tir_node *n)
 {
-	return pl && n->id < pl->n ? pl->ext[n->id] : NULL;
+	return pl && pl->ext && n->id < pl->n ? pl->ext[n->id] : NULL;
 }
 static inline struct tir_node *tir_place_alias(const struct tir_placed *pl, const struct tir_node *n)
 {

@@ -212,8 +212,59 @@ static double view_bytes(int n, uint32_t *ntypes, int *ngroups)
 	return per;
 }
 
+/* Groups that take the arrays they grew in (fuse.c's TAKE_MIN, 1,024
+ * members and inputs), one after another, and small ones between: each
+ * group's members, inputs and ids are its own (check_plan), and the
+ * kernels are the chains. */
+static void big_groups(void)
+{
+	struct tir_str s = {0};
+	const int len[4] = {1500, 3, 2000, 700};
+	for (int c = 0; c < 4; c++) {
+		tir_str_addf(&s, "a%d_0 = cast(0.%d, f32)\n", c, c + 1);
+		for (int i = 1; i <= len[c]; i++)
+			tir_str_addf(&s, "a%d_%d = tanh(a%d_%d * 0.5 + %d.25)\n", c, i, c, i - 1, i % 3);
+		tir_str_addf(&s, "print a%d_%d\n", c, len[c]);
+	}
+	tir_str_addf(&s, "print a0_%d + a2_%d\n", len[0], len[2]);
+	struct tir_program *p = tir_program_new();
+	CHECK(s.s && tir_program_parse(p, "big_groups", s.s, s.n, 0) == 0);
+	struct tir_fview v;
+	if (s.s && tir_fview_make(p, &v) == 0) {
+		int before = nplans;
+		check_plan(p, &v);
+		CHECK(nplans == before + 1);
+		tir_fview_free(&v);
+	}
+	/* run, fused and not: the same values */
+	char *out[2] = {NULL, NULL};
+	for (int fuse = 0; fuse < 2; fuse++) {
+		struct tir_exec *x = tir_exec_new(p);
+		struct tir_err err = {0};
+		struct tir_str o = {0};
+		CHECK(x != NULL);
+		if (!x)
+			continue;
+		tir_exec_set_fuse(x, fuse);
+		CHECK(tir_exec_run(x, 0, NULL, 0, &err) == 0 && tir_exec_nresults(x) == 5);
+		for (size_t i = 0; i < tir_exec_nresults(x); i++) {
+			char *txt = tir_tensor_format(tir_exec_result(x, i), tir_exec_header(x, i), 9, false);
+			tir_str_addf(&o, "%s", txt ? txt : "?");
+			free(txt);
+		}
+		out[fuse] = o.s;
+		tir_exec_free(x);
+	}
+	CHECK(out[0] && out[1] && !strcmp(out[0], out[1]));
+	free(out[0]);
+	free(out[1]);
+	tir_program_free(p);
+	free(s.s);
+}
+
 int main(void)
 {
+	big_groups();
 	every("samples");
 	every("tests/golden");
 	every("bench");
