@@ -54,7 +54,7 @@ struct bind_undo {
  * the planner's and the run's work for each): the literals of a program
  * of 100,000 scalar statements were 60,000 of its 160,000 nodes.  A
  * literal written again as an operand is the node made for it the first
- * time (lit_share), while that node is still in the graph and no name is
+ * time (literal), while that node is still in the graph and no name is
  * bound to it.  A cache, not an index: a slot taken by another value
  * makes a new node, as before. */
 #define LIT_SLOTS 256
