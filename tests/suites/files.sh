@@ -1,5 +1,7 @@
 #!/bin/sh
 # tests/suites/files.sh — whole checkpoints from the command line:
+# the program file itself (missing, a directory, over the size limit:
+# refused before it is read; empty; a pipe and /dev/stdin);
 # `tir run --save` of several values into one .safetensors file (read back
 # by NumPy from the bytes, and by tir's own load), `tir inspect` of what
 # was written and of files tir cannot load (a bf16 tensor is listed, not
@@ -8,6 +10,34 @@
 # Prints `N passed, M failed` last.
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin files
+
+# ---- the program file ----
+"$tir" run "$tmp/none.tir" >"$tmp/out" 2>"$tmp/err"
+st=$?
+[ $st -eq 1 ] && grep -q "cannot open '$tmp/none.tir': No such file" "$tmp/err" && ok ||
+	{ bad "a missing program file: exit $st"; cat "$tmp/err"; }
+mkdir "$tmp/dir.tir"
+"$tir" run "$tmp/dir.tir" >"$tmp/out" 2>"$tmp/err"
+st=$?
+[ $st -eq 1 ] && grep -q "cannot read '$tmp/dir.tir': Is a directory" "$tmp/err" && ok ||
+	{ bad "a directory as the program: exit $st"; cat "$tmp/err"; }
+# a regular file past the limit (sparse: no disk, and never read)
+if truncate -s 257M "$tmp/big.tir" 2>/dev/null; then
+	"$tir" run "$tmp/big.tir" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 1 ] && grep -q "big.tir: program text is over the limit of 256 MiB" "$tmp/err" && [ ! -s "$tmp/out" ] &&
+		ok || { bad "a program file of 257 MiB: exit $st"; cat "$tmp/err"; }
+	rm -f "$tmp/big.tir"
+fi
+: >"$tmp/empty.tir"
+"$tir" run --quiet "$tmp/empty.tir" >"$tmp/out" 2>"$tmp/err"
+st=$?
+[ $st -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ] && ok || { bad "an empty program: exit $st"; cat "$tmp/err"; }
+for f in - /dev/stdin; do
+	printf 'print 1 + 2\n' | "$tir" run --quiet "$f" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 0 ] && [ "$(tail -n 1 "$tmp/out")" = 3 ] && ok || { bad "a program from a pipe ($f): exit $st"; cat "$tmp/err"; }
+done
 
 cat >"$tmp/p.tir" <<'T'
 w = randn([3, 4], seed=1)
