@@ -293,8 +293,9 @@ if $PY bench/statements.py "$BUILD/tir" --ops 10000 --ops 100000 >"$tmp/stmts"; 
 	echo "  ms; wall: the whole process (start-up and exit too); parse includes the type check (one pass)"
 	# each run's, in order: a fresh page's first touch is what varies most
 	# (bench/README.md, "statements")
+	thp=$(kv "$f" 100000_tir_thp | sed 's/ /, /') # none where /proc/vmstat is not
 	echo "  100000, each run: wall $(kv "$f" 100000_tir_wall_runs); parse $(kv "$f" 100000_tir_parse_runs)" \
-		"(huge pages given, fallen back: $(kv "$f" 100000_tir_thp | sed 's/ /, /'))"
+		"${thp:+(huge pages given, fallen back: $thp)}"
 	echo "  y: tir $(kv "$f" 100000_tir_y), NumPy $(kv "$f" 100000_numpy_y)"
 	t_us=$(ratio "$(kv "$f" 100000_tir_wall_ms)" 100)
 	np_us=$(ratio "$(kv "$f" 100000_numpy_run_ms)" 100)
