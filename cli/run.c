@@ -356,6 +356,7 @@ int cli_run(int argc, char **argv)
 		catch_signals();
 	}
 	tir_exec_set_fuse(x, !o.no_fuse);
+	tir_exec_set_once(x, true);
 	tir_exec_set_profile(x, o.profile);
 	tir_exec_set_trace(x, o.trace != NULL);
 	for (int i = 0; i < o.ninputs; i++) {

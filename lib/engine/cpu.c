@@ -783,9 +783,9 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 
 /* This run's plan (x->plan): from the cache when the structure was seen
  * (as it is when the same nodes are run again), else from the fuser (and
- * then cached). */
+ * then cached, unless once: tir_exec_set_once). */
 static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *need, const int64_t *uses,
-		    const bool *target, bool *cached)
+		    const bool *target, bool once, bool *cached)
 {
 	struct tir_program *p = x->prog;
 	if (plan_bound(x, need, uses, target)) {
@@ -803,6 +803,13 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	int rc = -TIR_ENOMEM;
 	if (!view && !tir_fview_make(p, &own))
 		view = &own;
+	if (once && view) { /* no later run to find it: made, not kept */
+		*cached = false;
+		tir_plan_free(&x->plan);
+		x->plan_src = NULL;
+		rc = tir_fuse_view(p, view, need, uses, target, &x->plan);
+		goto out;
+	}
 	if (dense && rank_of && view)
 		sig = plan_signature(p, view, need, uses, target, &nsig, dense, rank_of, &nd);
 	if (!sig)
@@ -1347,7 +1354,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		}
 	}
 	if (!x->no_fuse) {
-		if (plan_for(c, viewed ? &view : NULL, need, uses, target, &x->stats.plan_cached)) {
+		if (plan_for(c, viewed ? &view : NULL, need, uses, target, x->once, &x->stats.plan_cached)) {
 			free(need);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;

@@ -120,6 +120,7 @@ struct tir_exec {
 	size_t nnamed;
 	struct tir_exec_stats stats;
 	bool no_fuse;                  /* --no-fuse: one reference kernel per node */
+	bool once;                     /* run once (tir run): plans are not cached */
 	bool profile;                  /* time every kernel */
 	bool trace;                    /* and note the pool's spans (--trace) */
 	double run_t0;                 /* the last run's start (tir_now_ms) */

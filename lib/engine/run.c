@@ -801,6 +801,11 @@ void tir_exec_set_fuse(struct tir_exec *x, bool fuse)
 	x->no_fuse = !fuse;
 }
 
+void tir_exec_set_once(struct tir_exec *x, bool once)
+{
+	x->once = once;
+}
+
 void tir_exec_set_trace(struct tir_exec *x, bool on)
 {
 	x->trace = on;

@@ -4,7 +4,9 @@
  * run's inputs (tir_fused_rebind): every run computes what an unfused run
  * computes, bit for bit, when the input's values change (new buffers), when
  * its layout changes (a transposed view: the kernel is prepared again) and
- * back; and the plan comes from the cache from the second run on.
+ * back; and the plan comes from the cache from the second run on.  An exec
+ * set to run once (tir run: tir_exec_set_once) makes its plan every time,
+ * never from the cache, and computes the same bits.
  */
 #include "engine/engine.h"
 #include "check.h"
@@ -48,20 +50,22 @@ static void make_x(const struct tir_type *ty, int r, bool transposed, struct tir
 
 static void one(const char *text)
 {
-	struct tir_program *p[2];
-	struct tir_exec *x[2];
-	for (int f = 0; f < 2; f++) {
+	enum { NX = 3 }; /* unfused, fused, fused once */
+	struct tir_program *p[NX];
+	struct tir_exec *x[NX];
+	for (int f = 0; f < NX; f++) {
 		p[f] = tir_program_new();
 		CHECK(tir_program_parse(p[f], "rerun", text, strlen(text), 0) == 0);
 		x[f] = tir_exec_new(p[f]);
-		tir_exec_set_fuse(x[f], f == 1);
+		tir_exec_set_fuse(x[f], f >= 1);
+		tir_exec_set_once(x[f], f == 2);
 	}
 	const struct tir_type *ty = &p[0]->stmts[0].node->type;
 	const char *names[] = {"y", "z"};
 	/* new values, then transposed (another layout), then back */
 	bool transposed[] = {false, false, false, true, true, false, false};
 	for (int r = 0; r < (int)(sizeof transposed / sizeof *transposed); r++) {
-		for (int f = 0; f < 2; f++) {
+		for (int f = 0; f < NX; f++) {
 			struct tir_tensor t = {0};
 			struct tir_err err = {0};
 			make_x(ty, r, transposed[r], &t);
@@ -71,14 +75,18 @@ static void one(const char *text)
 		}
 		if (r > 0)
 			CHECK(tir_exec_stats(x[1])->plan_cached);
-		for (int k = 0; k < 2; k++) {
-			bool ok = unit_same_bits(tir_exec_named(x[0], (size_t)k), tir_exec_named(x[1], (size_t)k));
-			if (!ok)
-				fprintf(stderr, "round %d: %s differs fused\n", r, names[k]);
-			CHECK(ok);
-		}
+		CHECK(!tir_exec_stats(x[2])->plan_cached);
+		for (int f = 1; f < NX; f++)
+			for (int k = 0; k < 2; k++) {
+				bool ok = unit_same_bits(tir_exec_named(x[0], (size_t)k),
+							 tir_exec_named(x[f], (size_t)k));
+				if (!ok)
+					fprintf(stderr, "round %d: %s differs fused%s\n", r, names[k],
+						f == 2 ? " (once)" : "");
+				CHECK(ok);
+			}
 	}
-	for (int f = 0; f < 2; f++) {
+	for (int f = 0; f < NX; f++) {
 		tir_exec_free(x[f]);
 		tir_program_free(p[f]);
 	}
