@@ -989,6 +989,27 @@ static void sim_hold(struct sim *m, uint32_t id, size_t bytes, size_t step)
 	}
 }
 
+/* The scratch node id's kernel needs at least while it runs (packing
+ * buffers: tir_matmul_least, tir_conv2d_least), counted at its step and
+ * let go after it. */
+static void sim_scratch(struct sim *m, uint32_t id, size_t step)
+{
+	const struct tir_fview *v = m->v;
+	const struct tir_fnode *f = &v->n[id];
+	if ((f->op != TIR_OP_MATMUL && f->op != TIR_OP_CONV2D) || f->nin < 2)
+		return;
+	uint32_t a = v->edges[f->in], b = v->edges[f->in + 1];
+	if (a == TIR_FN_NONE || b == TIR_FN_NONE)
+		return;
+	const struct tir_type *ta = &v->types[v->n[a].type].t, *tb = &v->types[v->n[b].type].t,
+			      *to = &v->types[f->type].t;
+	size_t s = f->op == TIR_OP_MATMUL ? tir_matmul_least(ta, tb, to) : tir_conv2d_least(ta, tb, to);
+	if (s && m->total + s > m->peak) {
+		m->peak = m->total + s;
+		m->peak_step = step;
+	}
+}
+
 static void sim_drop(struct sim *m, uint32_t id, const bool *interior)
 {
 	const uint32_t *e = m->v->edges + m->v->n[id].in;
@@ -1091,6 +1112,8 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 				free(edges);
 			sim_hold(m, i, bytes, i);
 			if (g->head)
+				sim_scratch(m, g->head->id, i);
+			if (g->head)
 				sim_drop(m, g->head->id, plan->interior);
 			/* its members' reads of its inputs: none held bytes (literals
 			 * read from their nodes), none will (each input's bytes are
@@ -1113,16 +1136,18 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 		else if (f->op == TIR_OP_CAST && x != TIR_FN_NONE && v->n[x].dt == f->dt)
 			bytes = 0;
 		sim_hold(m, i, bytes, i);
+		sim_scratch(m, i, i);
 		sim_drop(m, i, NULL);
 	}
 }
 
-/* The most tensor memory the run would hold at once, and, when that is
- * more than left, in *at the node of the largest value held then (else
- * NULL).  It errs low, never high: views, a kernel that may write over an
- * input it is the last reader of, and what kernels use inside them
- * (packing buffers) count nothing, so a run it says would pass the budget
- * would have passed it. */
+/* The most memory the run would hold at once, and, when that is more
+ * than left, in *at the node of the largest value held then (else NULL):
+ * its tensors, and at a matmul's or a conv2d's step the least scratch
+ * its kernel needs (sim_scratch).  It errs low, never high: views, a
+ * kernel that may write over an input it is the last reader of, and
+ * scratch beyond the least count nothing, so a run it says would pass the
+ * budget would have passed it. */
 static int plan_peak(const struct tir_program *p, const struct tir_fview *v, const bool *need,
 		     const int64_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
 		     const struct tir_node **at)

@@ -50,6 +50,40 @@ size_t tir_mem_limit(void);
  * nothing charged, when it would pass the budget. */
 bool tir_mem_charge(size_t n);
 void tir_mem_uncharge(size_t n);
+/* Scratch: memory a kernel holds beside the tensors (packing buffers,
+ * widened copies, column matrices), charged to the same count and budget
+ * while it is held, so that --max-memory bounds it too.  A kernel works
+ * out what it needs before it starts and asks for it here; NULL (nothing
+ * charged) when it would pass the budget or malloc fails: the kernel then
+ * takes a smaller blocking, or fails with tir_scratch_err.  A buffer a
+ * kernel keeps between calls lives in a struct tir_keep (zeroed: empty),
+ * one a thread at a time: tir_scratch_get hands out k's buffer (*kept:
+ * true, k is the caller's until tir_scratch_put), or a fresh one when k
+ * is in use on another thread (or NULL).  Put back, a kept buffer stays
+ * charged, beside the tensors (as the reuse cache is), when it is at most
+ * `most` bytes and, under a budget, the kept buffers of all kernels
+ * together stay within a quarter of it; else it is freed.  Kept buffers
+ * not in use are freed when an allocation needs their room (after the
+ * reuse cache, before the reserve) and by tir_mem_trim.  Buffers are
+ * 64-byte aligned; bytes is what was asked for (charged rounded up). */
+struct tir_keep {
+	_Atomic int busy;        /* a thread holds it (tir_scratch_get .. put) */
+	bool listed;             /* in tensor.c's list of keeps */
+	void *p;
+	size_t size;             /* charged while p is held */
+	struct tir_keep *next;
+};
+void *tir_scratch_get(struct tir_keep *k, size_t bytes, bool *kept);
+void tir_scratch_put(struct tir_keep *k, void *p, size_t bytes, bool kept, size_t most);
+/* The error of scratch that was not had: TIR_EBUDGET under a budget
+ * ("OP: WHAT needs N; the memory budget has L left of B (--max-memory)"),
+ * else TIR_ENOMEM.  returns the negative code. */
+int tir_scratch_err(struct tir_err *err, const char *op, const char *what, size_t bytes);
+/* What the budget leaves for scratch now (kept buffers, the reuse cache
+ * and the reserve would be given back for it); SIZE_MAX: no budget. */
+size_t tir_scratch_room(void);
+/* Bytes of kept scratch held now (not in use). */
+size_t tir_scratch_kept(void);
 /* n bytes for a person in out: "3.2 GiB", "64 MiB", "120 KiB", "40 B". */
 const char *tir_bytes_str(size_t n, char out[32]);
 /* Free the cache of released buffers kept for reuse (not the reserve). */
@@ -341,6 +375,17 @@ struct tir_gemm {
 	int64_t tile_m, tile_n, epi_group, slab_bytes;
 };
 int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err);
+/* The least scratch tir_gemm_run needs for g (its operands' pointers and
+ * strides are not read): one panel of each operand a k-block deep, for
+ * every batch entry whose operands differ, the slabs it falls back to
+ * under a memory budget.  The plan's memory counts it (lib/engine). */
+size_t tir_gemm_least(const struct tir_gemm *g);
+/* The least scratch a matmul, a conv2d of these types needs, as the
+ * budget's simulation before a run counts it: 0 where the kernel may
+ * need none (a product on OpenBLAS, a few rows, weights read where they
+ * lie).  Never more than the kernel takes. */
+size_t tir_matmul_least(const struct tir_type *a, const struct tir_type *b, const struct tir_type *out);
+size_t tir_conv2d_least(const struct tir_type *x, const struct tir_type *w, const struct tir_type *out);
 /* A product whose caller packs the right operand itself, as conv2d's
  * im2col writes its panels: the panels' form for dt (tir_gemm_form),
  * a packed once for every k-block (tir_gemm_pack_a, on the pool), then

@@ -515,7 +515,19 @@ struct conv_job {
 	int64_t plane, kdim, pos, pblocks;
 	atomic_bool failed;                  /* a column buffer was not had */
 	void *cols[TIR_POOL_MAX];            /* per worker: kc x pos packed, then a row */
+	size_t col_bytes;                    /* each (conv_col_bytes), charged while held */
 };
+
+/* The bytes of a conv_task's column buffer: the longest k-block's panels
+ * of any task, then the task's output rows (at most pos + 1 of them). */
+static size_t conv_col_bytes(const struct conv_job *j)
+{
+	bool blas = j->w != NULL;
+	int64_t kc = blas ? j->kdim : j->form.kc;
+	int64_t kc1 = j->kdim < kc ? j->kdim : kc;
+	int64_t most = blas ? (int64_t)1 << j->blas_nrs : (j->pos + j->form.nr - 1) / j->form.nr * j->form.nr;
+	return (size_t)(kc1 * most * j->es) + (size_t)(j->pos + 1) * sizeof(struct conv_seg);
+}
 
 static void conv_task(void *arg, int64_t t)
 {
@@ -550,9 +562,8 @@ static void conv_task(void *arg, int64_t t)
 	/* the longest k-block's panels of any task */
 	int64_t kc1 = j->kdim < kc ? j->kdim : kc;
 	int64_t most = blas ? (int64_t)1 << j->blas_nrs : (j->pos + f->nr - 1) / f->nr * f->nr;
-	/* then the task's output rows: at most pos + 1 of them */
-	size_t bytes = (size_t)(kc1 * most * es) + (size_t)(j->pos + 1) * sizeof(struct conv_seg);
-	if (!*slot && !(*slot = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+	bool kept;
+	if (!*slot && !(*slot = tir_scratch_get(NULL, j->col_bytes, &kept))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
@@ -787,49 +798,10 @@ static int64_t conv_pos(int64_t images, int64_t plane, int64_t nr)
  * columns, 1): a fresh one costs its page faults, as much as packing 9
  * MiB of weights.  One of each is kept, up to CONV_KEEP bytes; a
  * convolution that finds it in use (on another thread) allocates its
- * own. */
+ * own.  Kept or not, charged to the memory budget while held. */
 #define CONV_KEEP ((size_t)64 << 20)
 
-static struct {
-	pthread_mutex_t lock;
-	void *p;
-	size_t size;
-} conv_kept[2] = { { PTHREAD_MUTEX_INITIALIZER, NULL, 0 }, { PTHREAD_MUTEX_INITIALIZER, NULL, 0 } };
-
-static void *keep_get(int which, size_t size, bool *kept)
-{
-	size = (size + 63) / 64 * 64;
-	*kept = false;
-	if (pthread_mutex_trylock(&conv_kept[which].lock))
-		return aligned_alloc(64, size ? size : 64);
-	if (conv_kept[which].p && conv_kept[which].size >= size) {
-		*kept = true;
-		return conv_kept[which].p;
-	}
-	free(conv_kept[which].p);
-	conv_kept[which].p = aligned_alloc(64, size ? size : 64);
-	conv_kept[which].size = conv_kept[which].p ? size : 0;
-	if (!conv_kept[which].p) {
-		pthread_mutex_unlock(&conv_kept[which].lock);
-		return NULL;
-	}
-	*kept = true;
-	return conv_kept[which].p;
-}
-
-static void keep_put(int which, void *p, bool kept)
-{
-	if (!kept) {
-		free(p);
-		return;
-	}
-	if (conv_kept[which].size > CONV_KEEP) {
-		free(conv_kept[which].p);
-		conv_kept[which].p = NULL;
-		conv_kept[which].size = 0;
-	}
-	pthread_mutex_unlock(&conv_kept[which].lock);
-}
+static struct tir_keep conv_keep[2];
 
 /* The most bytes of shared columns (conv_shared): 4 L2s, so that the
  * tiles read them back from the caches near (in a ResNet-18 at batch 1,
@@ -857,6 +829,24 @@ static int conv_way(void)
 		__atomic_store_n(&way, v, __ATOMIC_RELAXED);
 	}
 	return v;
+}
+
+size_t tir_conv2d_least(const struct tir_type *x, const struct tir_type *w, const struct tir_type *out)
+{
+	enum tir_dtype dt = (enum tir_dtype)out->dtype;
+	if (!tir_dtype_is_wide_float(dt) || x->rank != 4 || w->rank != 4 || out->rank != 4 || !w->shape[1] ||
+	    tir_gemm_kind() != TIR_GEMM_TIR)
+		return 0;
+	struct tir_gemm_form f;
+	tir_gemm_form(dt, &f);
+	int way = conv_way();
+	if (tir_gemm_has_direct(&f) && (way == 0 || way == 3))
+		return 0;
+	/* the weights packed, a group's (groups: x's channels over w's) */
+	int64_t groups = x->shape[1] / w->shape[1], o = groups > 0 ? w->shape[0] / groups : w->shape[0];
+	double b = (double)((o + f.mr - 1) / f.mr * f.mr) * (double)(w->shape[1] * w->shape[2] * w->shape[3]) *
+		   (double)f.es;
+	return b > (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
 }
 
 /* NCHW convolution by im2col + gemm in blocks of output positions sized
@@ -933,13 +923,24 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	struct tir_gemm_form *f = &j->form;
 	*f = form;
 	int use = tir_gemm_blas(out->dtype, err);
+	if (use > 0) {
+		/* on OpenBLAS: a column matrix [kdim, pos] on each thread; past
+		 * what the memory budget leaves, on tir's gemm (in k-blocks) */
+		j->w = wdata;
+		while (((int64_t)1 << j->blas_nrs) < pos)
+			j->blas_nrs++;
+		j->col_bytes = conv_col_bytes(j);
+		int64_t tasks = g->n * j->pblocks, nthreads = tir_pool_threads();
+		if (j->col_bytes * (size_t)(tasks < nthreads ? tasks : nthreads) > tir_scratch_room()) {
+			use = 0;
+			j->w = NULL;
+			j->blas_nrs = 0;
+		}
+	}
 	if (use) {
 		/* on OpenBLAS: each task a call on one of its threads, with the
 		 * weights as they lie (tir_gemm_blas loaded it) */
 		rc = use < 0 ? use : 0;
-		j->w = wdata;
-		while (!rc && ((int64_t)1 << j->blas_nrs) < pos)
-			j->blas_nrs++;
 		if (!rc) {
 			tir_blas_lock(1);
 			tir_pool_run(g->n * j->pblocks, conv_task, j);
@@ -967,13 +968,31 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	}
 	int64_t wbytes = direct ? 64 : tir_gemm_a_bytes(f, g->o, kdim);
 	bool wkept = false, ckept = false;
-	void *pw = keep_get(0, (size_t)wbytes, &wkept);
-	void *cols = shared ? keep_get(1, (size_t)cbytes, &ckept) : NULL;
-	if (!pw || (shared && !cols)) {
-		keep_put(0, pw, wkept);
-		keep_put(1, cols, ckept);
+	void *pw = tir_scratch_get(&conv_keep[0], (size_t)wbytes, &wkept);
+	void *cols = pw && shared ? tir_scratch_get(&conv_keep[1], (size_t)cbytes, &ckept) : NULL;
+	if (pw && shared && !cols) {
+		/* the shared columns past the memory budget: columns per task */
+		shared = false;
+		f->kc = form.kc;
+		int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
+		int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
+		f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
+	}
+	/* per task, a buffer on each thread: k-blocks as deep as fit what the
+	 * budget leaves (each element is one chain in any k-blocks: the same
+	 * bits) */
+	int nthreads = tir_pool_threads();
+	int64_t tasks = g->n * j->pblocks, users = tasks < nthreads ? tasks : nthreads;
+	j->col_bytes = conv_col_bytes(j);
+	while (pw && !shared && f->kc > 8 && j->col_bytes * (size_t)users > tir_scratch_room()) {
+		f->kc = f->kc / 2 / 8 * 8 < 8 ? 8 : f->kc / 2 / 8 * 8;
+		j->col_bytes = conv_col_bytes(j);
+	}
+	if (!pw || (!shared && j->col_bytes * (size_t)users > tir_scratch_room())) {
+		size_t need = !pw ? (size_t)wbytes : j->col_bytes * (size_t)users;
+		tir_scratch_put(&conv_keep[0], pw, (size_t)wbytes, wkept, CONV_KEEP);
 		free(j);
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory packing its weights or columns");
+		rc = tir_scratch_err(err, "conv2d", !pw ? "its packed weights" : "its column buffers", need);
 		goto done;
 	}
 	if (!direct)
@@ -984,13 +1003,15 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		tir_pool_run(g->n * j->pblocks, conv_task, j);
 	else if (conv_shared(g, f, pw, direct ? wdata : NULL, xdata, bdata, bstride, odata, cols, cnpad))
 		atomic_store(&j->failed, true);
-	keep_put(0, pw, wkept);
-	keep_put(1, cols, ckept);
+	tir_scratch_put(&conv_keep[0], pw, (size_t)wbytes, wkept, CONV_KEEP);
+	if (cols)
+		tir_scratch_put(&conv_keep[1], cols, (size_t)cbytes, ckept, CONV_KEEP);
 freed:
 	if (atomic_load(&j->failed))
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for its column or packing buffers");
+		rc = tir_scratch_err(err, "conv2d", "its column buffers", j->col_bytes);
 	for (int i = 0; i < TIR_POOL_MAX; i++)
-		free(j->cols[i]);
+		if (j->cols[i])
+			tir_scratch_put(NULL, j->cols[i], j->col_bytes, false, 0);
 	free(j);
 done:
 	tir_tensor_release(&wc);
