@@ -380,12 +380,13 @@ int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err);
  * every batch entry whose operands differ, the slabs it falls back to
  * under a memory budget.  The plan's memory counts it (lib/engine). */
 size_t tir_gemm_least(const struct tir_gemm *g);
-/* The least scratch a matmul, a conv2d of these types needs, as the
- * budget's simulation before a run counts it: 0 where the kernel may
- * need none (a product on OpenBLAS, a few rows, weights read where they
- * lie).  Never more than the kernel takes. */
+/* The least scratch a matmul, a conv2d, an attention of these types
+ * needs, as the budget's simulation before a run counts it: 0 where the
+ * kernel may need none (a product on OpenBLAS, a few rows, weights read
+ * where they lie).  Never more than the kernel takes. */
 size_t tir_matmul_least(const struct tir_type *a, const struct tir_type *b, const struct tir_type *out);
 size_t tir_conv2d_least(const struct tir_type *x, const struct tir_type *w, const struct tir_type *out);
+size_t tir_attention_least(const struct tir_type *q, const struct tir_type *k, const struct tir_type *v);
 /* A product whose caller packs the right operand itself, as conv2d's
  * im2col writes its panels: the panels' form for dt (tir_gemm_form),
  * a packed once for every k-block (tir_gemm_pack_a, on the pool), then

@@ -1046,6 +1046,8 @@ struct attn_job {
 	char *packed;                        /* the group's, entry by entry */
 	atomic_bool failed;
 	void *buf[TIR_POOL_MAX];             /* per worker: scores, then packed q, s */
+	size_t buf_bytes;                    /* each (attn_buf_bytes), charged while held */
+	size_t packed_bytes;
 	bool blas;                           /* the products on OpenBLAS (attn_blas_task) */
 };
 
@@ -1110,10 +1112,9 @@ static void attn_task(void *arg, int64_t t)
 	/* the scores [chunk, lk], then q's rows packed, then the scores packed */
 	int64_t sbytes = j->chunk * j->lk * es;
 	int64_t qbytes = tir_gemm_a_bytes(f, j->chunk, j->d);
-	int64_t pbytes = tir_gemm_a_bytes(f, j->chunk, j->lk);
 	void **slot = &j->buf[tir_pool_worker()];
-	if (!*slot &&
-	    !(*slot = aligned_alloc(64, (size_t)(sbytes + qbytes + pbytes + 255) / 64 * 64))) {
+	bool kept;
+	if (!*slot && !(*slot = tir_scratch_get(NULL, j->buf_bytes, &kept))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
@@ -1143,8 +1144,8 @@ static void attn_blas_task(void *arg, int64_t t)
 	int64_t r = j->q->rank, es = (int64_t)tir_dtype_size(j->out->dtype);
 	enum tir_dtype dt = j->out->dtype;
 	void **slot = &j->buf[tir_pool_worker()];
-	if (atomic_load(&j->failed) ||
-	    (!*slot && !(*slot = aligned_alloc(64, (size_t)(j->chunk * j->lk * es + 63) / 64 * 64)))) {
+	bool kept;
+	if (atomic_load(&j->failed) || (!*slot && !(*slot = tir_scratch_get(NULL, j->buf_bytes, &kept)))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
@@ -1177,6 +1178,33 @@ static bool blas_readable(const struct tir_tensor *x, bool t)
 
 static int attention(const struct tir_tensor *q, const struct tir_tensor *k, const struct tir_tensor *v,
 		     bool causal, bool blas, struct tir_tensor *out, struct tir_err *err);
+
+/* A task's buffer: the scores of a chunk of rows [chunk, lk], and on
+ * tir's gemm q's rows packed and the scores packed after them. */
+static size_t attn_buf_bytes(const struct tir_gemm_form *f, bool blas, int64_t chunk, int64_t lk, int64_t d)
+{
+	int64_t sbytes = chunk * lk * f->es;
+	if (blas)
+		return (size_t)sbytes;
+	return (size_t)(sbytes + tir_gemm_a_bytes(f, chunk, d) + tir_gemm_a_bytes(f, chunk, lk) + 255) / 64 * 64;
+}
+
+size_t tir_attention_least(const struct tir_type *q, const struct tir_type *k, const struct tir_type *v)
+{
+	enum tir_dtype dt = (enum tir_dtype)q->dtype;
+	int r = q->rank;
+	if (!tir_dtype_is_wide_float(dt) || r < 2 || k->rank != r || v->rank != r || tir_gemm_kind() != TIR_GEMM_TIR)
+		return 0;
+	/* one entry's k^T and v packed, and one task's buffer of one row */
+	struct tir_gemm_form f;
+	tir_gemm_form(dt, &f);
+	int64_t d = q->shape[r - 1], lk = k->shape[r - 2], dv = v->shape[r - 1];
+	if (!lk || !d)
+		return 0;
+	double b = (double)tir_gemm_b_bytes(&f, d, lk) + (double)tir_gemm_b_bytes(&f, lk, dv) +
+		   (double)attn_buf_bytes(&f, false, 1, lk, d);
+	return b > (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
+}
 
 /* softmax(q @ k^T / sqrt(d)) @ v per batch, query rows in bounded chunks;
  * on OpenBLAS (tir_gemm_blas) with q, k and v copied contiguous first when
@@ -1272,6 +1300,16 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 		.chunk = chunk, .chunks = (lq + chunk - 1) / chunk, .qs = qs, .ks = ks, .vs = vs,
 	};
 	j->f = form;
+	/* a buffer on each thread that runs tasks: chunks of fewer rows
+	 * when they do not fit what the memory budget leaves (each row's
+	 * scores and products are its own: the same bits) */
+	int64_t users = batches * j->chunks < tir_pool_threads() ? batches * j->chunks : tir_pool_threads();
+	j->buf_bytes = attn_buf_bytes(&j->f, blas, j->chunk, lk, d);
+	while (j->chunk > 1 && j->buf_bytes * (size_t)users > tir_scratch_room()) {
+		j->chunk = (j->chunk + 1) / 2;
+		j->chunks = (lq + j->chunk - 1) / j->chunk;
+		j->buf_bytes = attn_buf_bytes(&j->f, blas, j->chunk, lk, d);
+	}
 	if (blas) {
 		j->blas = true;
 		tir_blas_lock(1);
@@ -1288,10 +1326,16 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 	if (group <= 0)
 		group = llc / 2 / (j->kbytes + j->vbytes);
 	group = group < 1 ? 1 : group > batches ? batches : group;
-	j->packed = aligned_alloc(64, (size_t)(group * (j->kbytes + j->vbytes)));
+	/* fewer entries a group where the budget leaves less */
+	size_t room = tir_scratch_room(), each = (size_t)(j->kbytes + j->vbytes);
+	size_t most = room > j->buf_bytes * (size_t)users ? (room - j->buf_bytes * (size_t)users) / each : 0;
+	group = (size_t)group > most && most > 0 ? (int64_t)most : group;
+	bool kept;
+	j->packed_bytes = (size_t)group * each;
+	j->packed = tir_scratch_get(NULL, j->packed_bytes, &kept);
 	if (!j->packed) {
 		free(j);
-		return tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory packing k and v");
+		return tir_scratch_err(err, "attention", "its packed k and v", (size_t)group * each);
 	}
 	for (j->e0 = 0; j->e0 < batches && !atomic_load(&j->failed); j->e0 += group) {
 		int64_t n = batches - j->e0 < group ? batches - j->e0 : group;
@@ -1299,12 +1343,12 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 		tir_pool_run(n * j->chunks, attn_task, j);
 	}
 done:
-	rc = atomic_load(&j->failed)
-		     ? tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory for its scores")
-		     : 0;
+	rc = atomic_load(&j->failed) ? tir_scratch_err(err, "attention", "its scores", j->buf_bytes) : 0;
 	for (int i = 0; i < TIR_POOL_MAX; i++)
-		free(j->buf[i]);
-	free(j->packed);
+		if (j->buf[i])
+			tir_scratch_put(NULL, j->buf[i], j->buf_bytes, false, 0);
+	if (j->packed)
+		tir_scratch_put(NULL, j->packed, j->packed_bytes, false, 0);
 	free(j);
 	return rc;
 }
