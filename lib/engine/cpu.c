@@ -1411,8 +1411,8 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			char a[32], b[32], cc[32], dd[32];
 			free(need);
 			rc = tir_errf(err, TIR_EBUDGET, &at->loc,
-				      "%s: the batch would hold %s at its peak (%s of it the least scratch of this "
-				      "kernel: its packed operands); the memory budget has %s left of %s (--max-memory)",
+				      "%s: the batch would hold %s at its peak (%s of it the least scratch this "
+				      "kernel needs: packing buffers); the memory budget has %s left of %s (--max-memory)",
 				      tir_op(at->op)->name, tir_bytes_str(peak, a), tir_bytes_str(scratch, b),
 				      tir_bytes_str(left, cc), tir_bytes_str(limit, dd));
 			goto done;

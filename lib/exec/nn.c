@@ -1195,14 +1195,18 @@ size_t tir_attention_least(const struct tir_type *q, const struct tir_type *k, c
 	int r = q->rank;
 	if (!tir_dtype_is_wide_float(dt) || r < 2 || k->rank != r || v->rank != r || tir_gemm_kind() != TIR_GEMM_TIR)
 		return 0;
-	/* one entry's k^T and v packed, and one task's buffer of one row */
+	/* one entry's k^T and v packed, and a buffer of one row on each
+	 * thread that runs its tasks (one a query row at the least) */
 	struct tir_gemm_form f;
 	tir_gemm_form(dt, &f);
-	int64_t d = q->shape[r - 1], lk = k->shape[r - 2], dv = v->shape[r - 1];
-	if (!lk || !d)
+	int64_t d = q->shape[r - 1], lk = k->shape[r - 2], dv = v->shape[r - 1], rows = 1;
+	for (int i = 0; i < r - 1; i++)
+		rows *= q->shape[i] > k->shape[i] ? q->shape[i] : k->shape[i];
+	if (!lk || !d || !rows)
 		return 0;
+	int64_t users = rows < tir_pool_threads() ? rows : tir_pool_threads();
 	double b = (double)tir_gemm_b_bytes(&f, d, lk) + (double)tir_gemm_b_bytes(&f, lk, dv) +
-		   (double)attn_buf_bytes(&f, false, 1, lk, d);
+		   (double)attn_buf_bytes(&f, false, 1, lk, d) * (double)users;
 	return b > (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
 }
 
@@ -1304,11 +1308,23 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 	 * when they do not fit what the memory budget leaves (each row's
 	 * scores and products are its own: the same bits) */
 	int64_t users = batches * j->chunks < tir_pool_threads() ? batches * j->chunks : tir_pool_threads();
+	/* (beside one entry's k^T and v packed, on tir's gemm) */
+	size_t room = tir_scratch_room(), each = 0;
+	if (!blas) {
+		j->kbytes = (tir_gemm_b_bytes(&j->f, d, lk) + 63) / 64 * 64;
+		j->vbytes = (tir_gemm_b_bytes(&j->f, lk, dv) + 63) / 64 * 64;
+		each = (size_t)(j->kbytes + j->vbytes);
+	}
 	j->buf_bytes = attn_buf_bytes(&j->f, blas, j->chunk, lk, d);
-	while (j->chunk > 1 && j->buf_bytes * (size_t)users > tir_scratch_room()) {
+	while (j->chunk > 1 && j->buf_bytes * (size_t)users + each > room) {
 		j->chunk = (j->chunk + 1) / 2;
 		j->chunks = (lq + j->chunk - 1) / j->chunk;
 		j->buf_bytes = attn_buf_bytes(&j->f, blas, j->chunk, lk, d);
+	}
+	if (j->buf_bytes * (size_t)users + each > room) {
+		size_t need = j->buf_bytes * (size_t)users + each;
+		free(j);
+		return tir_scratch_err(err, "attention", blas ? "its scores" : "its scores and packed k and v", need);
 	}
 	if (blas) {
 		j->blas = true;
@@ -1317,8 +1333,6 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 		tir_blas_unlock();
 		goto done;
 	}
-	j->kbytes = (tir_gemm_b_bytes(&j->f, d, lk) + 63) / 64 * 64;
-	j->vbytes = (tir_gemm_b_bytes(&j->f, lk, dv) + 63) / 64 * 64;
 	/* entries a group: their packed k^T and v within half the last-level
 	 * cache (8 MiB when it is not known), at least one */
 	int64_t llc = mc->l3 > 0 ? mc->l3 : (int64_t)8 << 20;
@@ -1327,9 +1341,8 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 		group = llc / 2 / (j->kbytes + j->vbytes);
 	group = group < 1 ? 1 : group > batches ? batches : group;
 	/* fewer entries a group where the budget leaves less */
-	size_t room = tir_scratch_room(), each = (size_t)(j->kbytes + j->vbytes);
 	size_t most = room > j->buf_bytes * (size_t)users ? (room - j->buf_bytes * (size_t)users) / each : 0;
-	group = (size_t)group > most && most > 0 ? (int64_t)most : group;
+	group = most < 1 ? 1 : (size_t)group > most ? (int64_t)most : group;
 	bool kept;
 	j->packed_bytes = (size_t)group * each;
 	j->packed = tir_scratch_get(NULL, j->packed_bytes, &kept);

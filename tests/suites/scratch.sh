@@ -103,6 +103,26 @@ run_case cv "$tmp/cv.tir" 3500 TIR_GEMM=tir TIR_CONV=own
 flags=
 cmp -s "$tmp/cv.0.npy" "$tmp/cv.t.npy" && ok || bad "conv2d: shallower k-blocks changed the bits"
 
+# attention on tir's gemm, 2 threads: tensors 8 MiB; under 8600 KiB
+# chunks of fewer query rows and one entry's k and v packed at a time,
+# the same bits
+cat >"$tmp/at.tir" <<'T'
+q = randn([16, 512, 64], seed=1)
+k = randn([16, 512, 64], seed=2)
+v = randn([16, 512, 64], seed=3)
+y = attention(q, k, v)
+T
+flags="--threads 2"
+run_case at "$tmp/at.tir" 8600 TIR_GEMM=tir
+flags=
+cmp -s "$tmp/at.0.npy" "$tmp/at.t.npy" && ok || bad "attention: fewer rows a chunk changed the bits"
+# below what its least scratch needs beside the tensors: refused by the
+# plan, at the attention, before anything is made
+TIR_GEMM=tir "$tir" run "$tmp/at.tir" --threads 2 --max-memory 8400K --save "y=$tmp/x.npy" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+[ $rc = 1 ] && grep -q 'at.tir:4:5: error: attention: the batch would hold .* least scratch this kernel needs' "$tmp/e" && ok ||
+	bad "attention under 8400K: exit $rc, $(head -1 "$tmp/e")"
+
 # no blocking fits: the budget's error at the op, exit 1
 cat >"$tmp/tight.tir" <<'T'
 a = randn([1024, 1024], seed=1)
