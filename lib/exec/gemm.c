@@ -1129,8 +1129,12 @@ size_t tir_gemm_least(const struct tir_gemm *g)
 		na *= g->as[d] ? g->shape[d] : 1;
 		nbb *= g->bs[d] ? g->shape[d] : 1;
 	}
-	double b = (double)(na * kern->mr + nbb * kern->nr) * (double)(k < kc ? k : kc) * (double)es;
-	return b > (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
+	/* as tir_gemm_run sizes its buffer (the epilogue's counters aside) */
+	double a = (double)(na * kern->mr) * (double)(k < kc ? k : kc) * (double)es;
+	double b = (double)(nbb * kern->nr) * (double)(k < kc ? k : kc) * (double)es;
+	if (a + b > (double)(SIZE_MAX / 4))
+		return SIZE_MAX / 4;
+	return ((size_t)a + (size_t)b + 127) / 64 * 64 + 64;
 }
 
 /* g run by run(g) with an f32 c of its own (g->out's layout), for a
