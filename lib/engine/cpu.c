@@ -1170,8 +1170,10 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
-	*scratch = m.peak_scratch;
-	if (m.peak > left && m.peak_scratch) { /* at the kernel whose scratch made the peak */
+	/* at the kernel whose scratch passes what is left, where the values
+	 * alone would not */
+	*scratch = m.peak > left && m.peak - m.peak_scratch <= left ? m.peak_scratch : 0;
+	if (*scratch) {
 		*at = p->nodes[m.peak_kernel];
 	} else if (m.peak > left) { /* again, to the peak: the largest value then */
 		sim_run(&m, need, uses, plan, m.peak_step);
