@@ -348,9 +348,11 @@ int tir_k_matmul_bf16(const struct tir_tensor *a, const struct tir_tensor *b, st
  * epi_group: 0, or a test's tiles per epilogue group.  Packs both
  * operands, a k-block at a time, into a scratch buffer it keeps for the
  * next product (up to 64 MiB, 8 on a pool worker); a product whose
- * k-block's packed operands would not fit it is done in slabs that do;
- * slab_bytes: 0, or a test's size for that buffer.  returns 0 or
- * -TIR_ENOMEM. */
+ * k-block's packed operands would not fit it, or what the memory budget
+ * leaves (tir_scratch_get), is done in slabs that do; slab_bytes: 0, or
+ * a test's size for that buffer.  returns 0, -TIR_ENOMEM, or
+ * -TIR_EBUDGET when not even a slab of one panel of each fits the
+ * budget. */
 struct tir_gemm {
 	enum tir_dtype dt;                  /* F32 or F64 */
 	/* a's and b's dtypes when other than dt (0: dt): f16, bf16, i8...
@@ -367,7 +369,8 @@ struct tir_gemm {
 	 * to bf16 (half.h's tir_f2b), laid out as c, each element as the gemm
 	 * makes it (c then holds only the f32 chains between k-blocks, and
 	 * what it holds after is undefined; c may be NULL, then the gemm
-	 * allocates it where it needs it: tir_gemm_needs_c) */
+	 * allocates it where it needs it, scratch charged to the memory
+	 * budget: tir_gemm_needs_c) */
 	void *out;
 	bool acc;
 	tir_epilogue_fn epi;

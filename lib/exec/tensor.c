@@ -518,9 +518,10 @@ void *tir_scratch_get(struct tir_keep *k, size_t bytes, bool *kept)
 	*kept = false;
 	if (k && keep_take(k)) {
 		if (k->p && k->size >= r) {
-			/* from kept to in use: the same bytes held */
-			atomic_fetch_sub(&keep_bytes, k->size);
+			/* from kept to in use: the same bytes held (counted in
+			 * use first, so that the sum never dips below them) */
 			peak_up(atomic_fetch_add(&mem_current, k->size) + k->size);
+			atomic_fetch_sub(&keep_bytes, k->size);
 			*kept = true;
 			return k->p;
 		}
@@ -567,14 +568,14 @@ void tir_scratch_put(struct tir_keep *k, void *p, size_t bytes, bool kept, size_
 		return;
 	}
 	size_t size = k->size, lim = atomic_load(&mem_limit);
-	atomic_fetch_sub(&mem_current, size);
 	if (size <= most && (!lim || atomic_load(&keep_bytes) + size <= lim / KEEP_SHARE)) {
-		atomic_fetch_add(&keep_bytes, size);
+		atomic_fetch_add(&keep_bytes, size); /* kept first: the sum never dips */
 	} else {
 		free(k->p);
 		k->p = NULL;
 		k->size = 0;
 	}
+	atomic_fetch_sub(&mem_current, size);
 	atomic_store(&k->busy, 0);
 }
 

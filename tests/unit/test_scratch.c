@@ -7,11 +7,13 @@
  * refused with the budget's error; and tir's gemm under a budget too
  * small for its packing buffer runs in slabs that fit, the same bits,
  * its charged peak within the budget, or fails with TIR_EBUDGET where no
- * slab fits.
+ * slab fits; a bf16 result's f32 sums the gemm makes for a caller that
+ * gave none are charged too.
  */
 #include "exec/exec.h"
 #include "check.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,9 +123,46 @@ static void gemm(void)
 	free(c1);
 }
 
+/* A bf16 result of several k-blocks and no c: its f32 sums are scratch
+ * (with_c), charged while held: refused past the budget, else made. */
+static void sums(void)
+{
+	int64_t m = 64, n = 256, k = 3000; /* more than any KC: several k-blocks */
+	float *a = calloc((size_t)(m * k), sizeof *a), *b = calloc((size_t)(k * n), sizeof *b);
+	uint16_t *out = calloc((size_t)(m * n), sizeof *out);
+	for (int64_t i = 0; i < m * k; i++)
+		a[i] = (float)(i % 7) - 3.0f;
+	for (int64_t i = 0; i < k * n; i++)
+		b[i] = (float)(i % 5) - 2.0f;
+	struct tir_gemm g = { .dt = TIR_DTYPE_F32, .m = m, .n = n, .k = k, .a = a, .b = b, .a_rs = k, .a_cs = 1,
+			      .b_rs = n, .b_cs = 1, .ldc = n, .c_batch = m * n, .out = out };
+	struct tir_err err = {0};
+	tir_mem_trim();
+	size_t base = tir_mem_current();
+	tir_mem_set_limit(base + 32 * KIB); /* not the sums' 64 KiB */
+	CHECK(tir_gemm_run(&g, &err) == -TIR_EBUDGET && strstr(err.msg, "matmul: its f32 sums need 64 KiB"));
+	CHECK(tir_mem_current() == base);
+	tir_mem_set_limit(0);
+	tir_mem_reset_peak();
+	CHECK(tir_gemm_run(&g, &err) == 0);
+	CHECK(tir_mem_peak() - base >= (size_t)(m * n * 4) && tir_mem_current() == base);
+	/* row 0, column 0: sum of (p % 7 - 3) * ((p * n) % 5 - 2), exact in f32 */
+	double s0 = 0;
+	for (int64_t p = 0; p < k; p++)
+		s0 += (double)(p % 7 - 3) * (double)((p * n) % 5 - 2);
+	uint32_t bits = (uint32_t)out[0] << 16;
+	float v;
+	memcpy(&v, &bits, sizeof v);
+	CHECK_NEAR(v, s0, 1.0 / 128);
+	free(a);
+	free(b);
+	free(out);
+}
+
 int main(void)
 {
 	keeps();
+	sums();
 	for (int threads = 1; threads <= 4; threads *= 2) {
 		tir_pool_set_threads(threads);
 		gemm();
