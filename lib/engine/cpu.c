@@ -973,6 +973,8 @@ struct sim {
 	bool oom;                      /* kof could not be made */
 	size_t total, peak;
 	size_t peak_step;              /* the position (node id) where the peak was reached */
+	size_t peak_scratch;           /* of the peak, a kernel's scratch (sim_scratch) */
+	uint32_t peak_kernel;          /* and that kernel's node */
 };
 
 static size_t value_bytes(const struct tir_node *n)
@@ -993,6 +995,32 @@ static void sim_hold(struct sim *m, uint32_t id, size_t bytes, size_t step)
 	if (m->total > m->peak) {
 		m->peak = m->total;
 		m->peak_step = step;
+		m->peak_scratch = 0;
+	}
+}
+
+/* The scratch node id's kernel needs at least while it runs (packing
+ * buffers: tir_matmul_least, tir_conv2d_least, tir_attention_least),
+ * counted at its step and let go after it. */
+static void sim_scratch(struct sim *m, uint32_t id, size_t step)
+{
+	const struct tir_fview *v = m->v;
+	const struct tir_fnode *f = &v->n[id];
+	bool attn = f->op == TIR_OP_ATTENTION;
+	if ((f->op != TIR_OP_MATMUL && f->op != TIR_OP_CONV2D && !attn) || f->nin < 2 + attn)
+		return;
+	uint32_t a = v->edges[f->in], b = v->edges[f->in + 1], c = attn ? v->edges[f->in + 2] : a;
+	if (a == TIR_FN_NONE || b == TIR_FN_NONE || c == TIR_FN_NONE)
+		return;
+	const struct tir_type *ta = &v->types[v->n[a].type].t, *tb = &v->types[v->n[b].type].t,
+			      *to = &v->types[f->type].t;
+	size_t s = attn ? tir_attention_least(ta, tb, &v->types[v->n[c].type].t)
+		   : f->op == TIR_OP_MATMUL ? tir_matmul_least(ta, tb, to) : tir_conv2d_least(ta, tb, to);
+	if (s && m->total + s > m->peak) {
+		m->peak = m->total + s;
+		m->peak_step = step;
+		m->peak_scratch = s;
+		m->peak_kernel = id;
 	}
 }
 
@@ -1072,7 +1100,7 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 	size_t nn = v->nnodes;
 	memset(m->live, 0, nn * sizeof *m->live);
 	memcpy(m->uses, uses, nn * sizeof *m->uses);
-	m->total = m->peak = 0;
+	m->total = m->peak = m->peak_scratch = 0;
 	m->peak_step = 0;
 	for (uint32_t i = 0; i < nn && i <= until; i++) {
 		if (!need[i] || (plan && plan->interior[i]))
@@ -1098,6 +1126,8 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 				free(edges);
 			sim_hold(m, i, bytes, i);
 			if (g->head)
+				sim_scratch(m, g->head->id, i);
+			if (g->head)
 				sim_drop(m, g->head->id, plan->interior);
 			/* its members' reads of its inputs: none held bytes (literals
 			 * read from their nodes), none will (each input's bytes are
@@ -1120,19 +1150,21 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 		else if (f->op == TIR_OP_CAST && x != TIR_FN_NONE && v->n[x].dt == f->dt)
 			bytes = 0;
 		sim_hold(m, i, bytes, i);
+		sim_scratch(m, i, i);
 		sim_drop(m, i, NULL);
 	}
 }
 
-/* The most tensor memory the run would hold at once, and, when that is
- * more than left, in *at the node of the largest value held then (else
- * NULL).  It errs low, never high: views, a kernel that may write over an
- * input it is the last reader of, and what kernels use inside them
- * (packing buffers) count nothing, so a run it says would pass the budget
- * would have passed it. */
+/* The most memory the run would hold at once, and, when that is more
+ * than left, in *at the node of the largest value held then (else NULL):
+ * its tensors, and at a matmul's or a conv2d's step the least scratch
+ * its kernel needs (sim_scratch).  It errs low, never high: views, a
+ * kernel that may write over an input it is the last reader of, and
+ * scratch beyond the least count nothing, so a run it says would pass the
+ * budget would have passed it. */
 static int plan_peak(const struct tir_program *p, const struct tir_fview *v, const bool *need,
 		     const int64_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
-		     const struct tir_node **at)
+		     const struct tir_node **at, size_t *scratch)
 {
 	size_t nn = p->nnodes;
 	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int64_t) * (nn + 1);
@@ -1145,7 +1177,12 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
-	if (m.peak > left) { /* again, to the peak: the largest value then */
+	/* at the kernel whose scratch passes what is left, where the values
+	 * alone would not */
+	*scratch = m.peak > left && m.peak - m.peak_scratch <= left ? m.peak_scratch : 0;
+	if (*scratch) {
+		*at = p->nodes[m.peak_kernel];
+	} else if (m.peak > left) { /* again, to the peak: the largest value then */
 		sim_run(&m, need, uses, plan, m.peak_step);
 		size_t best = 0;
 		for (size_t i = 0; i <= m.peak_step && i < nn; i++)
@@ -1372,13 +1409,23 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	 * pass what is left is refused before it allocates anything */
 	if (limit) {
 		const struct tir_node *at = NULL;
-		size_t peak = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
-		if (plan_peak(p, &view, need, uses, planned ? &plan : NULL, left, &peak, &at)) {
+		size_t peak = 0, scratch = 0, held = tir_mem_current(), left = limit > held ? limit - held : 0;
+		if (plan_peak(p, &view, need, uses, planned ? &plan : NULL, left, &peak, &at, &scratch)) {
 			free(need);
 			rc = tir_errf(err, TIR_ENOMEM, NULL, "out of memory");
 			goto done;
 		}
 		x->stats.plan_peak_bytes = peak;
+		if (peak > left && scratch) {
+			char a[32], b[32], cc[32], dd[32];
+			free(need);
+			rc = tir_errf(err, TIR_EBUDGET, &at->loc,
+				      "%s: the batch would hold %s at its peak (%s of it the least scratch this "
+				      "kernel needs: packing buffers); the memory budget has %s left of %s (--max-memory)",
+				      tir_op(at->op)->name, tir_bytes_str(peak, a), tir_bytes_str(scratch, b),
+				      tir_bytes_str(left, cc), tir_bytes_str(limit, dd));
+			goto done;
+		}
 		if (peak > left) {
 			char a[32], b[32], cc[32], dd[32];
 			free(need);

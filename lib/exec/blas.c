@@ -374,78 +374,56 @@ struct bjob {
 	const struct tir_gemm *g;
 	int64_t es, batches;
 	bool one;                /* a task per entry, OpenBLAS on one thread */
+	int64_t kb;              /* bf16 operands: the depth of their blocks (bf16_blocks) */
 	int64_t rows;            /* epilogue: rows a task */
 	_Atomic bool failed;
 };
 
-/* Each thread keeps the f32 copies of bf16 operands (one for a, one for b)
- * between products, up to this many bytes each: fresh pages for every
- * product cost a quarter of a 1024^3 bf16 product's time (faults and
- * zeroing).  Kept until the thread ends; larger copies are freed. */
+/* Each pool slot keeps the f32 copies of bf16 operands (one for a, one
+ * for b) between products, up to this many bytes each: fresh pages for
+ * every product cost a quarter of a 1024^3 bf16 product's time (faults
+ * and zeroing).  Larger copies are freed.  Kept or not, a copy is
+ * charged to the memory budget while it is held (tir_scratch_get); a
+ * product whose copies would not fit what the budget leaves takes
+ * shallower blocks, or runs on tir's gemm (tir_blas_gemm). */
 #define BLAS_KEEP_BYTES ((size_t)64 << 20)
 
-static _Thread_local struct kept {
+static struct tir_keep blas_keep[TIR_POOL_MAX][2];
+
+/* a copy of an operand: kept (in blas_keep[slot][which]) or not */
+struct copy {
 	void *p;
-	size_t cap;
-} kept[2];
+	size_t bytes;
+	bool kept;
+	struct tir_keep *k;
+};
 
-static void kept_free(void *p)
+/* bytes of scratch for operand which (0 a, 1 b), kept when it may be
+ * (bf16 widened copies), into *c; NULL when it was not had */
+static void *scratch(int which, size_t bytes, bool keep, struct copy *c)
 {
-	if (p && p != kept[0].p && p != kept[1].p)
-		free(p);
+	c->k = keep && bytes <= BLAS_KEEP_BYTES ? &blas_keep[tir_pool_worker()][which] : NULL;
+	c->bytes = bytes;
+	return c->p = tir_scratch_get(c->k, bytes, &c->kept);
 }
 
-/* a thread's kept copies go with it (a key's destructor runs at its exit) */
-static pthread_key_t kept_key;
-static bool kept_key_ok;
-static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
-
-static void kept_release(void *arg)
+static void copy_put(struct copy *c)
 {
-	struct kept *k = arg;
-	for (int i = 0; i < 2; i++) {
-		free(k[i].p);
-		k[i].p = NULL;
-		k[i].cap = 0;
-	}
-}
-
-static void kept_init(void)
-{
-	kept_key_ok = pthread_key_create(&kept_key, kept_release) == 0;
-}
-
-/* bytes of scratch for operand which (0 a, 1 b): kept, or malloc'd when larger */
-static void *scratch(int which, size_t bytes)
-{
-	struct kept *k = &kept[which];
-	if (bytes > BLAS_KEEP_BYTES)
-		return malloc(bytes);
-	if (!kept[0].p && !kept[1].p) {
-		pthread_once(&kept_once, kept_init);
-		if (!kept_key_ok || pthread_setspecific(kept_key, kept))
-			return malloc(bytes);     /* nothing kept without a destructor */
-	}
-	if (k->cap < bytes) {
-		void *p = realloc(k->p, bytes);
-		if (!p)
-			return NULL;
-		k->p = p;
-		k->cap = bytes;
-	}
-	return k->p;
+	if (c->p)
+		tir_scratch_put(c->k, c->p, c->bytes, c->kept, BLAS_KEEP_BYTES);
+	c->p = NULL;
 }
 
 /* matrix r x c at p (strides rs, cs elements) as cblas reads it, copied
- * into *copy (malloc'd; free it) when it must be: laid out as cblas cannot
+ * into *copy (copy_put it) when it must be: laid out as cblas cannot
  * read, or bf16 (bf16_f32: widened to f32, exactly) */
 static const void *readable(const char *p, int64_t r, int64_t c, int64_t rs, int64_t cs, int64_t es,
-			    bool bf16_f32, int which, bool *t, int64_t *ld, void **copy)
+			    bool bf16_f32, int which, bool *t, int64_t *ld, struct copy *copy)
 {
-	*copy = NULL;
+	copy->p = NULL;
 	if (!bf16_f32 && tir_blas_layout(r, c, rs, cs, t, ld))
 		return p;
-	char *d = bf16_f32 ? scratch(which, (size_t)(r * c * es) + 1) : malloc((size_t)(r * c * es) + 1);
+	char *d = scratch(which, (size_t)(r * c * es), bf16_f32, copy);
 	if (!d)
 		return NULL;
 	if (bf16_f32) {
@@ -471,7 +449,7 @@ static const void *readable(const char *p, int64_t r, int64_t c, int64_t rs, int
 	}
 	*t = false;
 	*ld = c > 1 ? c : 1;
-	return *copy = d;
+	return d;
 }
 
 /* rows [r0, r0 + nr) of all entries' c (row r: entry r / m, its row
@@ -571,25 +549,37 @@ static bool block_side(struct wside *x, const uint16_t *p, float *d, int64_t cou
 	return by_steps;
 }
 
-/* entry e of a product of two bf16 operands, on the calling thread (its
- * tasks on the pool); false when out of memory */
-static bool bf16_blocks(const struct tir_gemm *g, int64_t e, char *c)
+/* The depth of bf16_blocks' blocks: as deep as each widened block fits
+ * the copy a thread keeps (BLAS_KEEP_BYTES, whatever the cores): the
+ * whole depth in one call up to [4096, 4096] @ [4096, 4096]; and both
+ * blocks within room bytes (what the memory budget leaves); slab_bytes:
+ * a test's budget for both (down to 8 steps).  0: not even the shallowest
+ * block fits room. */
+static int64_t bf16_depth(const struct tir_gemm *g, size_t room)
 {
-	/* as deep as each widened block fits the copy a thread keeps
-	 * (BLAS_KEEP_BYTES, whatever the cores): the whole depth in one call
-	 * up to [4096, 4096] @ [4096, 4096]; slab_bytes: a test's budget for
-	 * both (down to 8 steps) */
 	int64_t wide = (g->m > g->n ? g->m : g->n) * 4, least = g->slab_bytes > 0 ? 8 : 256;
 	int64_t kb = g->slab_bytes > 0 ? g->slab_bytes / ((g->m + g->n) * 4) / least * least
 				       : (int64_t)BLAS_KEEP_BYTES / wide;
+	int64_t fit = (int64_t)(room / 2 / (size_t)((g->m + g->n) * 4)); /* room for both, halved: a margin */
+	kb = fit < kb ? fit : kb;
 	if (kb < g->k)
 		kb = kb / least * least;
+	if (kb < least && least < g->k && (size_t)(least * (g->m + g->n) * 4) > room)
+		return 0;
 	kb = kb < least ? least : kb;
-	kb = kb > g->k ? g->k : kb;
-	float *wa = scratch(0, (size_t)(g->m * kb * 4) + 1), *wb = scratch(1, (size_t)(kb * g->n * 4) + 1);
+	return kb > g->k ? g->k : kb;
+}
+
+/* entry e of a product of two bf16 operands, on the calling thread (its
+ * tasks on the pool), in blocks of kb steps; false when its copies were
+ * not had */
+static bool bf16_blocks(const struct tir_gemm *g, int64_t e, char *c, int64_t kb)
+{
+	struct copy ca, cb;
+	float *wa = scratch(0, (size_t)(g->m * kb * 4), true, &ca), *wb = scratch(1, (size_t)(kb * g->n * 4), true, &cb);
 	if (!wa || !wb) {
-		kept_free(wa);
-		kept_free(wb);
+		copy_put(&ca);
+		copy_put(&cb);
 		return false;
 	}
 	const uint16_t *a = (const uint16_t *)g->a + entry_offset(g, g->as, e);
@@ -605,8 +595,8 @@ static bool bf16_blocks(const struct tir_gemm *g, int64_t e, char *c)
 		tir_blas_call(TIR_DTYPE_F32, g->m, g->n, kk, wa, ta, w.side[0].len, wb, tb, w.side[1].len,
 			      g->acc || k0 > 0, c, g->ldc);
 	}
-	kept_free(wa);
-	kept_free(wb);
+	copy_put(&ca);
+	copy_put(&cb);
 	return true;
 }
 
@@ -616,25 +606,27 @@ static void entry_task(void *arg, int64_t e)
 	const struct tir_gemm *g = j->g;
 	bool ta, tb;
 	int64_t lda, ldb;
-	void *ca, *cb;
+	struct copy ca, cb;
 	bool ha = g->a_dt == TIR_DTYPE_BF16, hb = g->b_dt == TIR_DTYPE_BF16;
 	if (ha && hb && !j->one && g->dt == TIR_DTYPE_F32) {
 		char *cb16 = (char *)g->c + e * g->c_batch * j->es;
-		if (!bf16_blocks(g, e, cb16))
+		if (!bf16_blocks(g, e, cb16, j->kb))
 			atomic_store(&j->failed, true);
 		return;
 	}
 	const char *a = (const char *)g->a + entry_offset(g, g->as, e) * (ha ? 2 : j->es);
 	const char *b = (const char *)g->b + entry_offset(g, g->bs, e) * (hb ? 2 : j->es);
 	const void *pa = readable(a, g->m, g->k, g->a_rs, g->a_cs, j->es, ha, 0, &ta, &lda, &ca);
-	const void *pb = readable(b, g->k, g->n, g->b_rs, g->b_cs, j->es, hb, 1, &tb, &ldb, &cb);
+	const void *pb = pa ? readable(b, g->k, g->n, g->b_rs, g->b_cs, j->es, hb, 1, &tb, &ldb, &cb) : NULL;
+	if (!pa)
+		cb.p = NULL;
 	char *c = (char *)g->c + e * g->c_batch * j->es;
 	if (pa && pb)
 		tir_blas_call(g->dt, g->m, g->n, g->k, pa, ta, lda, pb, tb, ldb, g->acc, c, g->ldc);
 	else
 		atomic_store(&j->failed, true);
-	kept_free(ca);
-	kept_free(cb);
+	copy_put(&ca);
+	copy_put(&cb);
 	if (j->one && pa && pb && g->out)
 		round_rows(g, e * g->m, g->m);
 	if (j->one && pa && pb && g->epi && g->epi(g->epi_ctx, e * g->m * g->n, g->m * g->n))
@@ -674,6 +666,21 @@ int tir_blas_gemm(const struct tir_gemm *g, struct tir_err *err)
 	int threads = tir_pool_threads();
 	double macs = (double)g->m * (double)g->n * (double)g->k;
 	j.one = threads > 1 && j.batches > 1 && (macs < BLAS_ENTRY_MACS || j.batches >= 4 * threads);
+	/* the copies it makes, within what the memory budget leaves, else on
+	 * tir's gemm (which widens as it packs, in slabs that fit) */
+	size_t room = tir_scratch_room();
+	bool ha = g->a_dt == TIR_DTYPE_BF16, hb = g->b_dt == TIR_DTYPE_BF16, t;
+	int64_t ld;
+	if (ha && hb && !j.one && g->dt == TIR_DTYPE_F32) {
+		if (!(j.kb = bf16_depth(g, room)))
+			return tir_gemm_run(g, err);
+	} else if (room != SIZE_MAX) {
+		double need = (ha || !tir_blas_layout(g->m, g->k, g->a_rs, g->a_cs, &t, &ld) ? (double)(g->m * g->k) : 0) +
+			      (hb || !tir_blas_layout(g->k, g->n, g->b_rs, g->b_cs, &t, &ld) ? (double)(g->k * g->n) : 0);
+		need *= (double)j.es * (double)(j.one ? (j.batches < threads ? j.batches : threads) : 1);
+		if (need > (double)room)
+			return tir_gemm_run(g, err);
+	}
 	tir_blas_lock(j.one ? 1 : threads);
 	if (j.one) {
 		tir_pool_run(j.batches, entry_task, &j);
@@ -688,6 +695,10 @@ int tir_blas_gemm(const struct tir_gemm *g, struct tir_err *err)
 		j.rows = tir_task_items(total, g->n * j.es);
 		tir_pool_run((total + j.rows - 1) / j.rows, epi_task, &j);
 	}
+	if (atomic_load(&j.failed) && tir_mem_limit())
+		return tir_errf(err, TIR_EBUDGET, NULL, "matmul: its epilogue or a copy of an operand would pass the "
+			        "memory budget: %s held of %s (--max-memory)", tir_bytes_str(tir_mem_current(), (char[32]){0}),
+				tir_bytes_str(tir_mem_limit(), (char[32]){0}));
 	if (atomic_load(&j.failed))
 		return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory (its epilogue, or a copy of an operand)");
 	return 0;

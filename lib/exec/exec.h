@@ -50,6 +50,40 @@ size_t tir_mem_limit(void);
  * nothing charged, when it would pass the budget. */
 bool tir_mem_charge(size_t n);
 void tir_mem_uncharge(size_t n);
+/* Scratch: memory a kernel holds beside the tensors (packing buffers,
+ * widened copies, column matrices), charged to the same count and budget
+ * while it is held, so that --max-memory bounds it too.  A kernel works
+ * out what it needs before it starts and asks for it here; NULL (nothing
+ * charged) when it would pass the budget or malloc fails: the kernel then
+ * takes a smaller blocking, or fails with tir_scratch_err.  A buffer a
+ * kernel keeps between calls lives in a struct tir_keep (zeroed: empty),
+ * one a thread at a time: tir_scratch_get hands out k's buffer (*kept:
+ * true, k is the caller's until tir_scratch_put), or a fresh one when k
+ * is in use on another thread (or NULL).  Put back, a kept buffer stays
+ * charged, beside the tensors (as the reuse cache is), when it is at most
+ * `most` bytes and, under a budget, the kept buffers of all kernels
+ * together stay within a quarter of it; else it is freed.  Kept buffers
+ * not in use are freed when an allocation needs their room (after the
+ * reuse cache, before the reserve) and by tir_mem_trim.  Buffers are
+ * 64-byte aligned; bytes is what was asked for (charged rounded up). */
+struct tir_keep {
+	_Atomic int busy;        /* a thread holds it (tir_scratch_get .. put) */
+	bool listed;             /* in tensor.c's list of keeps */
+	void *p;
+	size_t size;             /* charged while p is held */
+	struct tir_keep *next;
+};
+void *tir_scratch_get(struct tir_keep *k, size_t bytes, bool *kept);
+void tir_scratch_put(struct tir_keep *k, void *p, size_t bytes, bool kept, size_t most);
+/* The error of scratch that was not had: TIR_EBUDGET under a budget
+ * ("OP: WHAT needs N; the memory budget has L left of B (--max-memory)"),
+ * else TIR_ENOMEM.  returns the negative code. */
+int tir_scratch_err(struct tir_err *err, const char *op, const char *what, size_t bytes);
+/* What the budget leaves for scratch now (kept buffers, the reuse cache
+ * and the reserve would be given back for it); SIZE_MAX: no budget. */
+size_t tir_scratch_room(void);
+/* Bytes of kept scratch held now (not in use). */
+size_t tir_scratch_kept(void);
 /* n bytes for a person in out: "3.2 GiB", "64 MiB", "120 KiB", "40 B". */
 const char *tir_bytes_str(size_t n, char out[32]);
 /* Free the cache of released buffers kept for reuse (not the reserve). */
@@ -314,9 +348,11 @@ int tir_k_matmul_bf16(const struct tir_tensor *a, const struct tir_tensor *b, st
  * epi_group: 0, or a test's tiles per epilogue group.  Packs both
  * operands, a k-block at a time, into a scratch buffer it keeps for the
  * next product (up to 64 MiB, 8 on a pool worker); a product whose
- * k-block's packed operands would not fit it is done in slabs that do;
- * slab_bytes: 0, or a test's size for that buffer.  returns 0 or
- * -TIR_ENOMEM. */
+ * k-block's packed operands would not fit it, or what the memory budget
+ * leaves (tir_scratch_get), is done in slabs that do; slab_bytes: 0, or
+ * a test's size for that buffer.  returns 0, -TIR_ENOMEM, or
+ * -TIR_EBUDGET when not even a slab of one panel of each fits the
+ * budget. */
 struct tir_gemm {
 	enum tir_dtype dt;                  /* F32 or F64 */
 	/* a's and b's dtypes when other than dt (0: dt): f16, bf16, i8...
@@ -333,7 +369,8 @@ struct tir_gemm {
 	 * to bf16 (half.h's tir_f2b), laid out as c, each element as the gemm
 	 * makes it (c then holds only the f32 chains between k-blocks, and
 	 * what it holds after is undefined; c may be NULL, then the gemm
-	 * allocates it where it needs it: tir_gemm_needs_c) */
+	 * allocates it where it needs it, scratch charged to the memory
+	 * budget: tir_gemm_needs_c) */
 	void *out;
 	bool acc;
 	tir_epilogue_fn epi;
@@ -341,6 +378,18 @@ struct tir_gemm {
 	int64_t tile_m, tile_n, epi_group, slab_bytes;
 };
 int tir_gemm_run(const struct tir_gemm *g, struct tir_err *err);
+/* The least scratch tir_gemm_run needs for g (its operands' pointers and
+ * strides are not read): one panel of each operand a k-block deep, for
+ * every batch entry whose operands differ, the slabs it falls back to
+ * under a memory budget.  The plan's memory counts it (lib/engine). */
+size_t tir_gemm_least(const struct tir_gemm *g);
+/* The least scratch a matmul, a conv2d, an attention of these types
+ * needs, as the budget's simulation before a run counts it: 0 where the
+ * kernel may need none (a product on OpenBLAS, a few rows, weights read
+ * where they lie).  Never more than the kernel takes. */
+size_t tir_matmul_least(const struct tir_type *a, const struct tir_type *b, const struct tir_type *out);
+size_t tir_conv2d_least(const struct tir_type *x, const struct tir_type *w, const struct tir_type *out);
+size_t tir_attention_least(const struct tir_type *q, const struct tir_type *k, const struct tir_type *v);
 /* A product whose caller packs the right operand itself, as conv2d's
  * im2col writes its panels: the panels' form for dt (tir_gemm_form),
  * a packed once for every k-block (tir_gemm_pack_a, on the pool), then

@@ -1023,62 +1023,14 @@ static void choose_epi(struct job *j)
  * worker's): a fresh buffer costs its page faults, as much as the packing
  * itself for a product like [256, 1024] @ [1024, 1024].  Slot 0 keeps up
  * to 64 MiB, the workers 8 MiB; a slot in use (two threads outside the
- * pool share slot 0) makes the other allocate its own. */
+ * pool share slot 0) makes the other allocate its own.  Charged to the
+ * memory budget while held, kept or not (tir_scratch_get): a product
+ * whose buffer does not fit what the budget leaves is done in slabs that
+ * do (run_slabs), the same bits. */
 #define KEEP_MAIN ((size_t)64 << 20)
 #define KEEP_WORKER ((size_t)8 << 20)
 
-static struct scratch {
-	pthread_mutex_t lock;
-	void *p;
-	size_t size;
-} scratch[TIR_POOL_MAX];
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_init(void)
-{
-	for (int i = 0; i < TIR_POOL_MAX; i++)
-		pthread_mutex_init(&scratch[i].lock, NULL);
-}
-
-/* A buffer of size bytes, 64-aligned; *slot says what scratch_put needs
- * (-1: not a kept one). */
-static void *scratch_get(size_t size, int *slot)
-{
-	size = (size + 63) / 64 * 64; /* aligned_alloc wants a multiple of the alignment */
-	int w = tir_pool_worker();
-	pthread_once(&scratch_once, scratch_init);
-	*slot = -1;
-	if (pthread_mutex_trylock(&scratch[w].lock))
-		return aligned_alloc(64, size);
-	*slot = w;
-	struct scratch *s = &scratch[w];
-	if (s->p && s->size >= size)
-		return s->p;
-	free(s->p);
-	s->p = aligned_alloc(64, size);
-	s->size = s->p ? size : 0;
-	if (!s->p) {
-		pthread_mutex_unlock(&s->lock);
-		*slot = -1;
-		return NULL;
-	}
-	return s->p;
-}
-
-static void scratch_put(void *p, int slot)
-{
-	if (slot < 0) {
-		free(p);
-		return;
-	}
-	struct scratch *s = &scratch[slot];
-	if (s->size > (slot ? KEEP_WORKER : KEEP_MAIN)) {
-		free(s->p);
-		s->p = NULL;
-		s->size = 0;
-	}
-	pthread_mutex_unlock(&s->lock);
-}
+static struct tir_keep gemm_keep[TIR_POOL_MAX];
 
 static const struct gemm_kern *pick_kernel(enum tir_dtype dt)
 {
@@ -1165,6 +1117,26 @@ static int64_t k_blocks(const struct tir_gemm *g)
 	return k <= 0 ? 0 : ceil_div(k, choose_kc(kern->nr, g->dt == TIR_DTYPE_F32 ? 4 : 8));
 }
 
+size_t tir_gemm_least(const struct tir_gemm *g)
+{
+	const struct gemm_kern *pk = g->k > 0 ? pick_pairs(g) : NULL;
+	const struct gemm_kern *kern = pk ? pk : pick_kernel(g->dt);
+	int64_t k = pk ? (g->k + 1) / 2 : g->k, es = g->dt == TIR_DTYPE_F32 ? 4 : 8;
+	if (k <= 0 || g->m <= 0 || g->n <= 0)
+		return 0;
+	int64_t kc = choose_kc(kern->nr, es), na = 1, nbb = 1;
+	for (int d = 0; d < g->nb; d++) {
+		na *= g->as[d] ? g->shape[d] : 1;
+		nbb *= g->bs[d] ? g->shape[d] : 1;
+	}
+	/* as tir_gemm_run sizes its buffer (the epilogue's counters aside) */
+	double a = (double)(na * kern->mr) * (double)(k < kc ? k : kc) * (double)es;
+	double b = (double)(nbb * kern->nr) * (double)(k < kc ? k : kc) * (double)es;
+	if (a + b > (double)(SIZE_MAX / 4))
+		return SIZE_MAX / 4;
+	return ((size_t)a + (size_t)b + 127) / 64 * 64 + 64;
+}
+
 /* g run by run(g) with an f32 c of its own (g->out's layout), for a
  * caller that gave none where the product needs one */
 static int with_c(const struct tir_gemm *g, int (*run)(const struct tir_gemm *, struct tir_err *),
@@ -1175,12 +1147,12 @@ static int with_c(const struct tir_gemm *g, int (*run)(const struct tir_gemm *, 
 		batches *= g->shape[d];
 	size_t elems = (size_t)((batches - 1) * g->c_batch + (g->m - 1) * g->ldc + g->n);
 	struct tir_gemm w = *g;
-	w.c = malloc(elems * 4 + 1);
+	bool kept;
+	w.c = tir_scratch_get(NULL, elems * 4, &kept);
 	if (!w.c)
-		return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory for its f32 sums (%zu bytes)",
-				elems * 4);
+		return tir_scratch_err(err, "matmul", "its f32 sums", elems * 4);
 	int rc = run(&w, err);
-	free(w.c);
+	tir_scratch_put(NULL, w.c, elems * 4, false, 0);
 	return rc;
 }
 
@@ -1247,6 +1219,7 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
 	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
 		return run_slabs(g0, &j, abytes, bbytes, keep, err);
+	int w = tir_pool_worker();
 	/* packing units of about L2 / 8 bytes each, of the k-block as long
 	 * as it is (a [32, 256, 64] @ [32, 64, 256] made 512 units of 8 KiB
 	 * when they were sized by KC) */
@@ -1266,8 +1239,12 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 		big = true;
 	size_t size = big ? 0 : (size_t)((abytes + bbytes + 127) / 64 * 64 +
 					 nleft * (int64_t)sizeof(int64_t) + 64);
-	int slot = -1;
-	char *buf = big ? NULL : scratch_get(size, &slot);
+	bool kept = false;
+	char *buf = big ? NULL : tir_scratch_get(&gemm_keep[w], size, &kept);
+	if (!buf && !big && (j.mp > 1 || j.np > 1)) /* past the budget: in slabs half as big */
+		return run_slabs(g0, &j, abytes, bbytes, (size_t)(abytes + bbytes) / 2, err);
+	if (!buf && !big)
+		return tir_scratch_err(err, "matmul", "its packed operands", size);
 	if (!buf)
 		return tir_errf(err, TIR_ENOMEM, NULL,
 				"matmul: out of memory packing its operands (%lld x %lld and %lld x %lld, %lld and %lld times)",
@@ -1300,7 +1277,7 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	}
 	if (atomic_load(&j.epi_failed))
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
-	scratch_put(buf, slot);
+	tir_scratch_put(&gemm_keep[w], buf, size, kept, w ? KEEP_WORKER : KEEP_MAIN);
 	return rc;
 }
 

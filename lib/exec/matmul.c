@@ -319,3 +319,30 @@ static int matmul(const struct tir_tensor *a, const struct tir_tensor *b, struct
 		return tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
 	return 0;
 }
+
+size_t tir_matmul_least(const struct tir_type *a, const struct tir_type *b, const struct tir_type *out)
+{
+	int r = out->rank, nb = r - 2;
+	enum tir_dtype dt = out->dtype == TIR_DTYPE_BF16 ? TIR_DTYPE_F32 : (enum tir_dtype)out->dtype;
+	if (!tir_dtype_is_wide_float(dt) || r < 2 || a->rank != r || b->rank != r || tir_gemm_kind() != TIR_GEMM_TIR)
+		return 0;
+	struct tir_gemm g = {
+		.dt = dt, .a_dt = (enum tir_dtype)a->dtype, .b_dt = (enum tir_dtype)b->dtype,
+		.m = out->shape[r - 2], .n = out->shape[r - 1], .k = a->shape[r - 1], .nb = nb,
+		.a_rs = a->shape[r - 1], .a_cs = 1, .b_rs = b->shape[r - 1], .b_cs = 1,
+	};
+	int64_t batches = 1;
+	bool shared = true;
+	for (int d = 0; d < nb; d++) {
+		g.shape[d] = out->shape[d];
+		g.as[d] = a->shape[d] != 1;
+		g.bs[d] = b->shape[d] != 1;
+		shared &= !g.bs[d];
+		batches *= out->shape[d];
+	}
+	if (batches > 1 && shared) { /* b shared: one tall product (at most) */
+		g.m *= batches;
+		g.nb = 0;
+	}
+	return tir_gemv_takes(&g) ? 0 : tir_gemm_least(&g);
+}

@@ -515,7 +515,19 @@ struct conv_job {
 	int64_t plane, kdim, pos, pblocks;
 	atomic_bool failed;                  /* a column buffer was not had */
 	void *cols[TIR_POOL_MAX];            /* per worker: kc x pos packed, then a row */
+	size_t col_bytes;                    /* each (conv_col_bytes), charged while held */
 };
+
+/* The bytes of a conv_task's column buffer: the longest k-block's panels
+ * of any task, then the task's output rows (at most pos + 1 of them). */
+static size_t conv_col_bytes(const struct conv_job *j)
+{
+	bool blas = j->w != NULL;
+	int64_t kc = blas ? j->kdim : j->form.kc;
+	int64_t kc1 = j->kdim < kc ? j->kdim : kc;
+	int64_t most = blas ? (int64_t)1 << j->blas_nrs : (j->pos + j->form.nr - 1) / j->form.nr * j->form.nr;
+	return (size_t)(kc1 * most * j->es) + (size_t)(j->pos + 1) * sizeof(struct conv_seg);
+}
 
 static void conv_task(void *arg, int64_t t)
 {
@@ -550,9 +562,8 @@ static void conv_task(void *arg, int64_t t)
 	/* the longest k-block's panels of any task */
 	int64_t kc1 = j->kdim < kc ? j->kdim : kc;
 	int64_t most = blas ? (int64_t)1 << j->blas_nrs : (j->pos + f->nr - 1) / f->nr * f->nr;
-	/* then the task's output rows: at most pos + 1 of them */
-	size_t bytes = (size_t)(kc1 * most * es) + (size_t)(j->pos + 1) * sizeof(struct conv_seg);
-	if (!*slot && !(*slot = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+	bool kept;
+	if (!*slot && !(*slot = tir_scratch_get(NULL, j->col_bytes, &kept))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
@@ -787,49 +798,10 @@ static int64_t conv_pos(int64_t images, int64_t plane, int64_t nr)
  * columns, 1): a fresh one costs its page faults, as much as packing 9
  * MiB of weights.  One of each is kept, up to CONV_KEEP bytes; a
  * convolution that finds it in use (on another thread) allocates its
- * own. */
+ * own.  Kept or not, charged to the memory budget while held. */
 #define CONV_KEEP ((size_t)64 << 20)
 
-static struct {
-	pthread_mutex_t lock;
-	void *p;
-	size_t size;
-} conv_kept[2] = { { PTHREAD_MUTEX_INITIALIZER, NULL, 0 }, { PTHREAD_MUTEX_INITIALIZER, NULL, 0 } };
-
-static void *keep_get(int which, size_t size, bool *kept)
-{
-	size = (size + 63) / 64 * 64;
-	*kept = false;
-	if (pthread_mutex_trylock(&conv_kept[which].lock))
-		return aligned_alloc(64, size ? size : 64);
-	if (conv_kept[which].p && conv_kept[which].size >= size) {
-		*kept = true;
-		return conv_kept[which].p;
-	}
-	free(conv_kept[which].p);
-	conv_kept[which].p = aligned_alloc(64, size ? size : 64);
-	conv_kept[which].size = conv_kept[which].p ? size : 0;
-	if (!conv_kept[which].p) {
-		pthread_mutex_unlock(&conv_kept[which].lock);
-		return NULL;
-	}
-	*kept = true;
-	return conv_kept[which].p;
-}
-
-static void keep_put(int which, void *p, bool kept)
-{
-	if (!kept) {
-		free(p);
-		return;
-	}
-	if (conv_kept[which].size > CONV_KEEP) {
-		free(conv_kept[which].p);
-		conv_kept[which].p = NULL;
-		conv_kept[which].size = 0;
-	}
-	pthread_mutex_unlock(&conv_kept[which].lock);
-}
+static struct tir_keep conv_keep[2];
 
 /* The most bytes of shared columns (conv_shared): 4 L2s, so that the
  * tiles read them back from the caches near (in a ResNet-18 at batch 1,
@@ -857,6 +829,24 @@ static int conv_way(void)
 		__atomic_store_n(&way, v, __ATOMIC_RELAXED);
 	}
 	return v;
+}
+
+size_t tir_conv2d_least(const struct tir_type *x, const struct tir_type *w, const struct tir_type *out)
+{
+	enum tir_dtype dt = (enum tir_dtype)out->dtype;
+	if (!tir_dtype_is_wide_float(dt) || x->rank != 4 || w->rank != 4 || out->rank != 4 || !w->shape[1] ||
+	    tir_gemm_kind() != TIR_GEMM_TIR)
+		return 0;
+	struct tir_gemm_form f;
+	tir_gemm_form(dt, &f);
+	int way = conv_way();
+	if (tir_gemm_has_direct(&f) && (way == 0 || way == 3))
+		return 0;
+	/* the weights packed, a group's (groups: x's channels over w's) */
+	int64_t groups = x->shape[1] / w->shape[1], o = groups > 0 ? w->shape[0] / groups : w->shape[0];
+	double b = (double)((o + f.mr - 1) / f.mr * f.mr) * (double)(w->shape[1] * w->shape[2] * w->shape[3]) *
+		   (double)f.es;
+	return b > (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
 }
 
 /* NCHW convolution by im2col + gemm in blocks of output positions sized
@@ -933,13 +923,24 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	struct tir_gemm_form *f = &j->form;
 	*f = form;
 	int use = tir_gemm_blas(out->dtype, err);
+	if (use > 0) {
+		/* on OpenBLAS: a column matrix [kdim, pos] on each thread; past
+		 * what the memory budget leaves, on tir's gemm (in k-blocks) */
+		j->w = wdata;
+		while (((int64_t)1 << j->blas_nrs) < pos)
+			j->blas_nrs++;
+		j->col_bytes = conv_col_bytes(j);
+		int64_t tasks = g->n * j->pblocks, nthreads = tir_pool_threads();
+		if (j->col_bytes * (size_t)(tasks < nthreads ? tasks : nthreads) > tir_scratch_room()) {
+			use = 0;
+			j->w = NULL;
+			j->blas_nrs = 0;
+		}
+	}
 	if (use) {
 		/* on OpenBLAS: each task a call on one of its threads, with the
 		 * weights as they lie (tir_gemm_blas loaded it) */
 		rc = use < 0 ? use : 0;
-		j->w = wdata;
-		while (!rc && ((int64_t)1 << j->blas_nrs) < pos)
-			j->blas_nrs++;
 		if (!rc) {
 			tir_blas_lock(1);
 			tir_pool_run(g->n * j->pblocks, conv_task, j);
@@ -967,13 +968,31 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 	}
 	int64_t wbytes = direct ? 64 : tir_gemm_a_bytes(f, g->o, kdim);
 	bool wkept = false, ckept = false;
-	void *pw = keep_get(0, (size_t)wbytes, &wkept);
-	void *cols = shared ? keep_get(1, (size_t)cbytes, &ckept) : NULL;
-	if (!pw || (shared && !cols)) {
-		keep_put(0, pw, wkept);
-		keep_put(1, cols, ckept);
+	void *pw = tir_scratch_get(&conv_keep[0], (size_t)wbytes, &wkept);
+	void *cols = pw && shared ? tir_scratch_get(&conv_keep[1], (size_t)cbytes, &ckept) : NULL;
+	if (pw && shared && !cols) {
+		/* the shared columns past the memory budget: columns per task */
+		shared = false;
+		f->kc = form.kc;
+		int64_t npad = (pos + f->nr - 1) / f->nr * f->nr;
+		int64_t kc = tir_machine_caches()->l2 / 2 / (npad * es) / 8 * 8;
+		f->kc = kc < 8 ? 8 : kc < f->kc ? kc : f->kc;
+	}
+	/* per task, a buffer on each thread: k-blocks as deep as fit what the
+	 * budget leaves (each element is one chain in any k-blocks: the same
+	 * bits) */
+	int nthreads = tir_pool_threads();
+	int64_t tasks = g->n * j->pblocks, users = tasks < nthreads ? tasks : nthreads;
+	j->col_bytes = conv_col_bytes(j);
+	while (pw && !shared && f->kc > 8 && j->col_bytes * (size_t)users > tir_scratch_room()) {
+		f->kc = f->kc / 2 / 8 * 8 < 8 ? 8 : f->kc / 2 / 8 * 8;
+		j->col_bytes = conv_col_bytes(j);
+	}
+	if (!pw || (!shared && j->col_bytes * (size_t)users > tir_scratch_room())) {
+		size_t need = !pw ? (size_t)wbytes : j->col_bytes * (size_t)users;
+		tir_scratch_put(&conv_keep[0], pw, (size_t)wbytes, wkept, CONV_KEEP);
 		free(j);
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory packing its weights or columns");
+		rc = tir_scratch_err(err, "conv2d", !pw ? "its packed weights" : "its column buffers", need);
 		goto done;
 	}
 	if (!direct)
@@ -984,13 +1003,15 @@ int tir_k_conv2d(const struct tir_tensor *x, const struct tir_tensor *w,
 		tir_pool_run(g->n * j->pblocks, conv_task, j);
 	else if (conv_shared(g, f, pw, direct ? wdata : NULL, xdata, bdata, bstride, odata, cols, cnpad))
 		atomic_store(&j->failed, true);
-	keep_put(0, pw, wkept);
-	keep_put(1, cols, ckept);
+	tir_scratch_put(&conv_keep[0], pw, (size_t)wbytes, wkept, CONV_KEEP);
+	if (cols)
+		tir_scratch_put(&conv_keep[1], cols, (size_t)cbytes, ckept, CONV_KEEP);
 freed:
 	if (atomic_load(&j->failed))
-		rc = tir_errf(err, TIR_ENOMEM, NULL, "conv2d: out of memory for its column or packing buffers");
+		rc = tir_scratch_err(err, "conv2d", "its column buffers", j->col_bytes);
 	for (int i = 0; i < TIR_POOL_MAX; i++)
-		free(j->cols[i]);
+		if (j->cols[i])
+			tir_scratch_put(NULL, j->cols[i], j->col_bytes, false, 0);
 	free(j);
 done:
 	tir_tensor_release(&wc);
@@ -1025,6 +1046,8 @@ struct attn_job {
 	char *packed;                        /* the group's, entry by entry */
 	atomic_bool failed;
 	void *buf[TIR_POOL_MAX];             /* per worker: scores, then packed q, s */
+	size_t buf_bytes;                    /* each (attn_buf_bytes), charged while held */
+	size_t packed_bytes;
 	bool blas;                           /* the products on OpenBLAS (attn_blas_task) */
 };
 
@@ -1089,10 +1112,9 @@ static void attn_task(void *arg, int64_t t)
 	/* the scores [chunk, lk], then q's rows packed, then the scores packed */
 	int64_t sbytes = j->chunk * j->lk * es;
 	int64_t qbytes = tir_gemm_a_bytes(f, j->chunk, j->d);
-	int64_t pbytes = tir_gemm_a_bytes(f, j->chunk, j->lk);
 	void **slot = &j->buf[tir_pool_worker()];
-	if (!*slot &&
-	    !(*slot = aligned_alloc(64, (size_t)(sbytes + qbytes + pbytes + 255) / 64 * 64))) {
+	bool kept;
+	if (!*slot && !(*slot = tir_scratch_get(NULL, j->buf_bytes, &kept))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
@@ -1122,8 +1144,8 @@ static void attn_blas_task(void *arg, int64_t t)
 	int64_t r = j->q->rank, es = (int64_t)tir_dtype_size(j->out->dtype);
 	enum tir_dtype dt = j->out->dtype;
 	void **slot = &j->buf[tir_pool_worker()];
-	if (atomic_load(&j->failed) ||
-	    (!*slot && !(*slot = aligned_alloc(64, (size_t)(j->chunk * j->lk * es + 63) / 64 * 64)))) {
+	bool kept;
+	if (atomic_load(&j->failed) || (!*slot && !(*slot = tir_scratch_get(NULL, j->buf_bytes, &kept)))) {
 		atomic_store(&j->failed, true);
 		return;
 	}
@@ -1156,6 +1178,37 @@ static bool blas_readable(const struct tir_tensor *x, bool t)
 
 static int attention(const struct tir_tensor *q, const struct tir_tensor *k, const struct tir_tensor *v,
 		     bool causal, bool blas, struct tir_tensor *out, struct tir_err *err);
+
+/* A task's buffer: the scores of a chunk of rows [chunk, lk], and on
+ * tir's gemm q's rows packed and the scores packed after them. */
+static size_t attn_buf_bytes(const struct tir_gemm_form *f, bool blas, int64_t chunk, int64_t lk, int64_t d)
+{
+	int64_t sbytes = chunk * lk * f->es;
+	if (blas)
+		return (size_t)sbytes;
+	return (size_t)(sbytes + tir_gemm_a_bytes(f, chunk, d) + tir_gemm_a_bytes(f, chunk, lk) + 255) / 64 * 64;
+}
+
+size_t tir_attention_least(const struct tir_type *q, const struct tir_type *k, const struct tir_type *v)
+{
+	enum tir_dtype dt = (enum tir_dtype)q->dtype;
+	int r = q->rank;
+	if (!tir_dtype_is_wide_float(dt) || r < 2 || k->rank != r || v->rank != r || tir_gemm_kind() != TIR_GEMM_TIR)
+		return 0;
+	/* one entry's k^T and v packed, and a buffer of one row on each
+	 * thread that runs its tasks (one a query row at the least) */
+	struct tir_gemm_form f;
+	tir_gemm_form(dt, &f);
+	int64_t d = q->shape[r - 1], lk = k->shape[r - 2], dv = v->shape[r - 1], rows = 1;
+	for (int i = 0; i < r - 1; i++)
+		rows *= q->shape[i] > k->shape[i] ? q->shape[i] : k->shape[i];
+	if (!lk || !d || !rows)
+		return 0;
+	int64_t users = rows < tir_pool_threads() ? rows : tir_pool_threads();
+	double b = (double)tir_gemm_b_bytes(&f, d, lk) + (double)tir_gemm_b_bytes(&f, lk, dv) +
+		   (double)attn_buf_bytes(&f, false, 1, lk, d) * (double)users;
+	return b > (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
+}
 
 /* softmax(q @ k^T / sqrt(d)) @ v per batch, query rows in bounded chunks;
  * on OpenBLAS (tir_gemm_blas) with q, k and v copied contiguous first when
@@ -1251,6 +1304,28 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 		.chunk = chunk, .chunks = (lq + chunk - 1) / chunk, .qs = qs, .ks = ks, .vs = vs,
 	};
 	j->f = form;
+	/* a buffer on each thread that runs tasks: chunks of fewer rows
+	 * when they do not fit what the memory budget leaves (each row's
+	 * scores and products are its own: the same bits) */
+	int64_t users = batches * j->chunks < tir_pool_threads() ? batches * j->chunks : tir_pool_threads();
+	/* (beside one entry's k^T and v packed, on tir's gemm) */
+	size_t room = tir_scratch_room(), each = 0;
+	if (!blas) {
+		j->kbytes = (tir_gemm_b_bytes(&j->f, d, lk) + 63) / 64 * 64;
+		j->vbytes = (tir_gemm_b_bytes(&j->f, lk, dv) + 63) / 64 * 64;
+		each = (size_t)(j->kbytes + j->vbytes);
+	}
+	j->buf_bytes = attn_buf_bytes(&j->f, blas, j->chunk, lk, d);
+	while (j->chunk > 1 && j->buf_bytes * (size_t)users + each > room) {
+		j->chunk = (j->chunk + 1) / 2;
+		j->chunks = (lq + j->chunk - 1) / j->chunk;
+		j->buf_bytes = attn_buf_bytes(&j->f, blas, j->chunk, lk, d);
+	}
+	if (j->buf_bytes * (size_t)users + each > room) {
+		size_t need = j->buf_bytes * (size_t)users + each;
+		free(j);
+		return tir_scratch_err(err, "attention", blas ? "its scores" : "its scores and packed k and v", need);
+	}
 	if (blas) {
 		j->blas = true;
 		tir_blas_lock(1);
@@ -1258,8 +1333,6 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 		tir_blas_unlock();
 		goto done;
 	}
-	j->kbytes = (tir_gemm_b_bytes(&j->f, d, lk) + 63) / 64 * 64;
-	j->vbytes = (tir_gemm_b_bytes(&j->f, lk, dv) + 63) / 64 * 64;
 	/* entries a group: their packed k^T and v within half the last-level
 	 * cache (8 MiB when it is not known), at least one */
 	int64_t llc = mc->l3 > 0 ? mc->l3 : (int64_t)8 << 20;
@@ -1267,10 +1340,15 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 	if (group <= 0)
 		group = llc / 2 / (j->kbytes + j->vbytes);
 	group = group < 1 ? 1 : group > batches ? batches : group;
-	j->packed = aligned_alloc(64, (size_t)(group * (j->kbytes + j->vbytes)));
+	/* fewer entries a group where the budget leaves less */
+	size_t most = room > j->buf_bytes * (size_t)users ? (room - j->buf_bytes * (size_t)users) / each : 0;
+	group = most < 1 ? 1 : (size_t)group > most ? (int64_t)most : group;
+	bool kept;
+	j->packed_bytes = (size_t)group * each;
+	j->packed = tir_scratch_get(NULL, j->packed_bytes, &kept);
 	if (!j->packed) {
 		free(j);
-		return tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory packing k and v");
+		return tir_scratch_err(err, "attention", "its packed k and v", (size_t)group * each);
 	}
 	for (j->e0 = 0; j->e0 < batches && !atomic_load(&j->failed); j->e0 += group) {
 		int64_t n = batches - j->e0 < group ? batches - j->e0 : group;
@@ -1278,12 +1356,12 @@ static int attention(const struct tir_tensor *q, const struct tir_tensor *k, con
 		tir_pool_run(n * j->chunks, attn_task, j);
 	}
 done:
-	rc = atomic_load(&j->failed)
-		     ? tir_errf(err, TIR_ENOMEM, NULL, "attention: out of memory for its scores")
-		     : 0;
+	rc = atomic_load(&j->failed) ? tir_scratch_err(err, "attention", "its scores", j->buf_bytes) : 0;
 	for (int i = 0; i < TIR_POOL_MAX; i++)
-		free(j->buf[i]);
-	free(j->packed);
+		if (j->buf[i])
+			tir_scratch_put(NULL, j->buf[i], j->buf_bytes, false, 0);
+	if (j->packed)
+		tir_scratch_put(NULL, j->packed, j->packed_bytes, false, 0);
 	free(j);
 	return rc;
 }

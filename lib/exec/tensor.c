@@ -109,10 +109,13 @@ static bool fits(size_t lim, size_t cur, size_t n)
  * hold together stays within --max-memory. */
 static atomic_size_t pool_bytes;
 static bool pool_yield(size_t lim, size_t n);
+/* and so do the kernels' kept scratch buffers not in use (tir_scratch_put) */
+static atomic_size_t keep_bytes;
+static bool keep_yield(size_t lim, size_t n);
 
 static size_t held_beside(void)
 {
-	return atomic_load(&ready_bytes) + atomic_load(&pool_bytes);
+	return atomic_load(&ready_bytes) + atomic_load(&pool_bytes) + atomic_load(&keep_bytes);
 }
 
 /* Give ready pieces back to the kernel until n more bytes fit under lim;
@@ -130,6 +133,13 @@ static bool ready_yield(size_t lim, size_t n)
 	return gave;
 }
 
+static void peak_up(size_t now)
+{
+	size_t peak = atomic_load(&mem_peak);
+	while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
+		;
+}
+
 /* n more bytes held, within the budget (false: nothing taken). */
 static bool mem_add(size_t n)
 {
@@ -142,14 +152,11 @@ static bool mem_add(size_t n)
 			;
 		if (ok)
 			break;
-		/* the reuse cache goes first, then the reserve */
-		if (!lim || (!pool_yield(lim, n) && !ready_yield(lim, n)))
+		/* the reuse cache goes first, then kept scratch, then the reserve */
+		if (!lim || (!pool_yield(lim, n) && !keep_yield(lim, n) && !ready_yield(lim, n)))
 			return false;
 	}
-	size_t now = cur + n;
-	size_t peak = atomic_load(&mem_peak);
-	while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
-		;
+	peak_up(cur + n);
 	return true;
 }
 
@@ -445,6 +452,143 @@ void tir_mem_trim(void)
 	pool_n = 0;
 	atomic_store(&pool_bytes, 0);
 	pthread_mutex_unlock(&pool_lock);
+	keep_yield(1, SIZE_MAX); /* every kept scratch buffer not in use */
+}
+
+/* ---- scratch: kernels' buffers beside the tensors (exec.h) ----
+ * A buffer in use is charged to mem_current (so it is in the peak, and
+ * an allocation beside it sees it); a kept one not in use to keep_bytes,
+ * held beside as the reuse cache is, and given back when an allocation
+ * needs its room.  The keeps that ever held a buffer are on one list
+ * (static structs of the kernels: never taken off). */
+#define KEEP_SHARE 4 /* under a budget, what is kept stays within limit / KEEP_SHARE */
+
+static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tir_keep *keeps;
+
+static size_t scratch_round(size_t bytes)
+{
+	return bytes ? (bytes + 63) / 64 * 64 : 64;
+}
+
+static bool keep_take(struct tir_keep *k)
+{
+	int no = 0;
+	return atomic_compare_exchange_strong(&k->busy, &no, 1);
+}
+
+/* Free kept buffers not in use until n more bytes fit under lim (lim 1,
+ * n SIZE_MAX: all of them); false: none was freed. */
+static bool keep_yield(size_t lim, size_t n)
+{
+	bool gave = false;
+	if (!atomic_load(&keep_bytes))
+		return false;
+	pthread_mutex_lock(&keep_lock);
+	for (struct tir_keep *k = keeps; k && !fits(lim, atomic_load(&mem_current) + held_beside(), n); k = k->next) {
+		if (!keep_take(k))
+			continue;
+		if (k->p) {
+			free(k->p);
+			atomic_fetch_sub(&keep_bytes, k->size);
+			k->p = NULL;
+			k->size = 0;
+			gave = true;
+		}
+		atomic_store(&k->busy, 0);
+	}
+	pthread_mutex_unlock(&keep_lock);
+	return gave;
+}
+
+size_t tir_scratch_room(void)
+{
+	size_t lim = atomic_load(&mem_limit), cur = atomic_load(&mem_current);
+	return !lim ? SIZE_MAX : cur < lim ? lim - cur : 0;
+}
+
+size_t tir_scratch_kept(void)
+{
+	return atomic_load(&keep_bytes);
+}
+
+void *tir_scratch_get(struct tir_keep *k, size_t bytes, bool *kept)
+{
+	size_t r = scratch_round(bytes);
+	*kept = false;
+	if (k && keep_take(k)) {
+		if (k->p && k->size >= r) {
+			/* from kept to in use: the same bytes held (counted in
+			 * use first, so that the sum never dips below them) */
+			peak_up(atomic_fetch_add(&mem_current, k->size) + k->size);
+			atomic_fetch_sub(&keep_bytes, k->size);
+			*kept = true;
+			return k->p;
+		}
+		if (k->p) {
+			free(k->p);
+			atomic_fetch_sub(&keep_bytes, k->size);
+			k->p = NULL;
+			k->size = 0;
+		}
+		void *p = NULL;
+		if (mem_add(r) && !(p = aligned_alloc(TIR_ALIGN, r)))
+			atomic_fetch_sub(&mem_current, r);
+		if (!p) {
+			atomic_store(&k->busy, 0);
+			return NULL;
+		}
+		if (!k->listed) {
+			pthread_mutex_lock(&keep_lock);
+			k->next = keeps;
+			keeps = k;
+			k->listed = true;
+			pthread_mutex_unlock(&keep_lock);
+		}
+		k->p = p;
+		k->size = r;
+		*kept = true;
+		return p;
+	}
+	if (!mem_add(r))
+		return NULL;
+	void *p = aligned_alloc(TIR_ALIGN, r);
+	if (!p)
+		atomic_fetch_sub(&mem_current, r);
+	return p;
+}
+
+void tir_scratch_put(struct tir_keep *k, void *p, size_t bytes, bool kept, size_t most)
+{
+	if (!kept) {
+		if (p) {
+			free(p);
+			atomic_fetch_sub(&mem_current, scratch_round(bytes));
+		}
+		return;
+	}
+	size_t size = k->size, lim = atomic_load(&mem_limit);
+	if (size <= most && (!lim || atomic_load(&keep_bytes) + size <= lim / KEEP_SHARE)) {
+		atomic_fetch_add(&keep_bytes, size); /* kept first: the sum never dips */
+	} else {
+		free(k->p);
+		k->p = NULL;
+		k->size = 0;
+	}
+	atomic_fetch_sub(&mem_current, size);
+	atomic_store(&k->busy, 0);
+}
+
+int tir_scratch_err(struct tir_err *err, const char *op, const char *what, size_t bytes)
+{
+	size_t lim = atomic_load(&mem_limit), cur = atomic_load(&mem_current);
+	char a[32], l[32], b[32];
+	if (!lim)
+		return tir_errf(err, TIR_ENOMEM, NULL, "%s: out of memory for %s (%s)", op, what,
+				tir_bytes_str(scratch_round(bytes), a));
+	return tir_errf(err, TIR_EBUDGET, NULL, "%s: %s need %s; the memory budget has %s left of %s (--max-memory)",
+			op, what, tir_bytes_str(scratch_round(bytes), a), tir_bytes_str(cur < lim ? lim - cur : 0, l),
+			tir_bytes_str(lim, b));
 }
 
 /* Large buffers on 2 MiB boundaries, with transparent huge pages asked

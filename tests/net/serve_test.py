@@ -2421,7 +2421,9 @@ def test_memory_plan():
     # a (64 MiB) and b (64 MiB) held at once; a goes once b is made, and the
     # sum's 4 bytes (64 as allocated) come beside b alone
     # (the batch's request and its parsed graph are charged to the budget
-    # too: a few KiB here)
+    # too: a few KiB here; the plan's peak counts the least scratch of the
+    # matmul's kernel beside them, its packing buffers: under 1 MiB, none
+    # where the product runs on OpenBLAS)
     for limit, ok in ((129 * mib, True), (128 * mib - 1, False)):
         srv = Server("--max-memory", str(limit))
         try:
@@ -2433,7 +2435,8 @@ def test_memory_plan():
                       r.status == 200, describe(r))
             else:
                 check(f"memory plan: a peak of 128 MiB over a budget of {limit} B: 413 at the matmul",
-                      error_is(r, 413, "memory") and e.get("peak") == 128 * mib and e.get("budget") == limit
+                      error_is(r, 413, "memory") and 128 * mib <= e.get("peak", 0) < 129 * mib
+                      and e.get("budget") == limit
                       and e.get("line") == 2 and "at its peak" in e.get("message", ""), describe(r))
         finally:
             srv.stop()
@@ -2447,7 +2450,7 @@ def test_memory_plan():
         e = r.err()
         grew = srv.hwm_kib() - base
         check("memory plan: 384 MiB planned under 300M: 413 before anything is made, at the largest value",
-              error_is(r, 413, "memory") and e.get("peak") == 384 * mib and e.get("line") == 3 and
+              error_is(r, 413, "memory") and 384 * mib <= e.get("peak", 0) < 385 * mib and e.get("line") == 3 and
               e.get("col") == 22 and e.get("held", mib) < mib and grew < 64 * 1024,
               f"VmHWM grew {grew} KiB; {describe(r)}")
         r = run(srv, sid, "x: f32[32768, 32768] = zeros([32768, 32768])\ny: f32[32768, 32768] = add(x, 1)\n"

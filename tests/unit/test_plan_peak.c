@@ -47,7 +47,9 @@ static void every(const char *dir)
 }
 
 /* Plain allocations (no views, nothing in place): the simulation is the
- * measured peak, to the 64-byte rounding of each value. */
+ * measured peak, to the 64-byte rounding of each value and the packing
+ * buffers of the products beyond the least the simulation counts (the
+ * measured peak counts the scratch the kernels held: under 2 MiB here). */
 static void exact(void)
 {
 	static const char text[] = "a = rand([1000, 300], seed=1)\n"
@@ -62,7 +64,7 @@ static void exact(void)
 	CHECK(tir_exec_run(x, 0, NULL, 0, &err) == 0);
 	const struct tir_exec_stats *st = tir_exec_stats(x);
 	CHECK(st->plan_peak_bytes > 0 && st->plan_peak_bytes <= st->peak_bytes &&
-	      st->peak_bytes - st->plan_peak_bytes <= 64 * 8);
+	      st->peak_bytes - st->plan_peak_bytes <= 64 * 8 + ((size_t)2 << 20));
 	tir_exec_free(x);
 	tir_program_free(p);
 }
