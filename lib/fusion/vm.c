@@ -1997,9 +1997,16 @@ static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct 
 		/* constant along cols (and not a row read as such) */
 		c->bcast = c->direct && !c->row && !c->for_red && c->si == 0 &&
 			   (vm->cols > 1 || c->so == 0);
+		/* a generator is computed into its register, a value of
+		 * another dtype widened into it; a broadcast one of the
+		 * group's dtype is read unspread by the ops that take one
+		 * value (src_block's raw), else spread into its register
+		 * once per shape of block (a scalar) or per block (a value
+		 * per row) */
+		if (c->gen || c->v.dtype != vm->dt)
+			c->bcast = false;
 		if (c->bcast || c->gen || c->v.dtype != vm->dt)
-			c->direct = c->bcast = false; /* (a generator is computed into its register,
-						       * a value of another dtype widened into it) */
+			c->direct = false;
 		if (!c->direct)
 			c->reg = c->row ? vm->nsmall++ : vm->nbig++;
 	}
