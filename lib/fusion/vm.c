@@ -2232,6 +2232,21 @@ int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n)
 	return __atomic_load_n(&vm->oom, __ATOMIC_RELAXED) ? -TIR_ENOMEM : 0;
 }
 
+void tir_fused_sources(const struct tir_fused *f, int *direct, int *one, int *copied)
+{
+	const struct vm *vm = (const struct vm *)f;
+	*direct = *one = *copied = 0;
+	for (int s = 0; !vm->small && s < vm->nsrc; s++) {
+		const struct src *c = &vm->src[s];
+		if (c->direct)
+			++*direct;
+		else if (c->bcast)
+			++*one;
+		else
+			++*copied;
+	}
+}
+
 void tir_fused_free(struct tir_fused *f)
 {
 	vm_free((struct vm *)f);
