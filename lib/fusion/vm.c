@@ -29,10 +29,11 @@
  * reference kernels' contiguous runs do; a scalar or a value per row goes
  * unspread to vmath's one-value functions.  A group of plain elements runs
  * its members in order per block of EBLK (run_elems), with none of the
- * bookkeeping that rows need; so does a group whose blocks hold whole rows
- * (run_rows: reductions fold them in place with tir_reduce_rows, and a
- * register is reused once its last reader has run).  Interior values live
- * only in registers.
+ * bookkeeping that rows need (each member's call and its operands'
+ * addresses planned once per task: elems_plan); so does a group whose
+ * blocks hold whole rows (run_rows: reductions fold them in place with
+ * tir_reduce_rows, and a register is reused once its last reader has
+ * run).  Interior values live only in registers.
  */
 #include "fusion.h"
 #include "../exec/vmath.h"
