@@ -2145,6 +2145,22 @@ static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct 
 	while (vm->cols == 1 && !info->reduces && !info->leading && !tiled && vm->k > 128 &&
 	       (int64_t)vm->nbig * vm->k * es > tir_machine_caches()->l2 / 2)
 		vm->k /= 2;
+	/* and a group of some ten values live at once (a chain), blocks of
+	 * half the size, down to 256 elements, while all that a block
+	 * streams (its registers, the values read in place, the root) passes
+	 * a quarter of L1d: its calls are cheap enough now (elems_plan) that
+	 * the smaller footprint wins; a few arrays keep L1d / 64 elements,
+	 * the longer calls that a generator computed per block wants
+	 * (bench/chain.tir, 9 arrays, L1d 48 KiB: 256 elements, ms at 1 and 2
+	 * threads 13.5 and 7.1 against 14.1 and 7.6 at 512; relu(randn(...) *
+	 * 0.1), 4 arrays: 512, where 256 takes 13.2 ms against 11.6) */
+	if (vm->cols == 1 && !info->reduces && !info->leading && !tiled) {
+		int64_t arrays = vm->nbig + (vm->nd[g->n - 1].cls == TIR_FC_FULL);
+		for (int s = 0; s < vm->nsrc; s++)
+			arrays += vm->src[s].direct && !vm->src[s].row;
+		while (vm->k > 256 && arrays * vm->k * es > tir_machine_caches()->l1d / 4)
+			vm->k /= 2;
+	}
 	if (vm->k > rows)
 		vm->k = rows > 0 ? rows : 1;
 	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);
