@@ -1473,7 +1473,11 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 	if (row) {
 		tir_view_broadcast(x, v->n->type.rank, v->n->type.shape, &s->v);
 	} else {
-		/* broadcast in the layout it is read in, then moved up to the domain's */
+		/* broadcast in the layout it is read in, then moved up to the
+		 * domain's through the views; a view's value is broadcast in
+		 * its turn to the layout its reader is computed in (the next
+		 * view's operand, or the domain: slice(ceil(x), ...) + y of
+		 * more axes) */
 		const struct tir_type *st = sp < 0 ? NULL : &vm->g->nodes[sp]->in[0]->type;
 		struct tir_tensor cur;
 		tir_view_broadcast(x, st ? st->rank : in->rank, st ? st->shape : in->shape, &cur);
@@ -1482,6 +1486,11 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 			rc = tir_move_view(vm->g->nodes[a], &cur, false, &next, err);
 			tir_tensor_release(&cur);
 			cur = next;
+			st = in->via[a] < 0 ? NULL : &vm->g->nodes[in->via[a]]->in[0]->type;
+			if (!rc) {
+				tir_view_broadcast(&next, st ? st->rank : in->rank, st ? st->shape : in->shape, &cur);
+				tir_tensor_release(&next);
+			}
 		}
 		s->v = cur;
 	}

@@ -7,7 +7,8 @@
  *     (maximum, minimum, mod: the scalar spread), masks, where and clip,
  *     strided and reversed views (the reference kernels' fallback), a
  *     value widened from f16, f64, a value per row read by a reducing
- *     group and by an elementwise one, lengths that end in a part block;
+ *     group and by an elementwise one, lengths that end in a part block,
+ *     a view of a computed value read broadcast over more axes;
  *   - a scalar or a value per row that the blocks read is taken as one
  *     value, never copied block by block, and a contiguous input is read
  *     where it lies (tir_fused_sources).
@@ -114,6 +115,15 @@ static void programs(void)
 		"e = exp(m * c - max(m * c, axis=1, keepdims=True))\ny = e / sum(e, axis=1, keepdims=True) + c * 0.5\n",
 		"input m: f32[37, 600]\ninput c: f32[37, 1]\ny = sum(tanh(m * c + 0.25) * c, axis=1)\n",
 		"input m: f32[5, 3000]\ninput r: f32[3000]\ny = m * r + r * 0.5 - (m - 0.5)\n",
+		/* a view of a computed value read broadcast over more axes:
+		 * the member below is computed in the domain's layout through
+		 * the view and the broadcast */
+		"input x: f32[12, 9]\ninput z: f32[2, 5, 9]\ny = slice(ceil(x), axis=0, start=9, step=-2) + z\n",
+		"input x: f32[12, 9]\ninput z: f32[2, 5, 9]\ny = slice(ceil(x), axis=0, start=1, stop=11, step=2) * z\n",
+		"input x: f32[12, 9]\ninput z: f32[2, 5, 9]\ny = sum(slice(ceil(x), axis=0, start=9, step=-2) + z, axis=2)\n",
+		"input x: f32[12, 9]\ninput z: f32[3, 9, 12]\ny = transpose(tanh(x) * 0.5, [1, 0]) + z\n",
+		"input x: f64[12, 9]\ninput z: f32[1, 2, 5, 9]\nt = slice(ceil(ceil(x)), axis=0, start=9, step=-2)\n"
+		"y = transpose(relu(where(t, t, z)), [3, 0, 1, 2])\n",
 	};
 	for (size_t i = 0; i < sizeof progs / sizeof *progs; i++)
 		same(progs[i]);
