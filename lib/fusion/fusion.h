@@ -254,6 +254,14 @@ size_t tir_fused_bytes(const struct tir_fused *f);
  * (*ids) its node's id, as f found them preparing (so that the caller
  * need not look at each member again); NULL when f kept no such count. */
 const int32_t *tir_fused_input_reads(const struct tir_fused *f, const int32_t **ids);
+/* Test hook: of prepared group f's sources (the values its blocks read
+ * from memory, each in one layout), how many the blocks read where they
+ * lie (*direct), take as one value (*one: a scalar, or a value per row,
+ * read unspread by the ops that have a one-value function, spread once
+ * per shape of block for the others), and copy, widen or compute into a
+ * register block by block (*copied).  All 0 for a group over a handful
+ * of elements (no blocks). */
+void tir_fused_sources(const struct tir_fused *f, int *direct, int *one, int *copied);
 /* Test hook: the build of vm.c's per-ISA loops that the vector path
  * picks, "gen", "a2" or "a5" (exec/vmath.h's TIR_ISA_BUILDS). */
 const char *tir_fused_build(void);

@@ -29,10 +29,11 @@
  * reference kernels' contiguous runs do; a scalar or a value per row goes
  * unspread to vmath's one-value functions.  A group of plain elements runs
  * its members in order per block of EBLK (run_elems), with none of the
- * bookkeeping that rows need; so does a group whose blocks hold whole rows
- * (run_rows: reductions fold them in place with tir_reduce_rows, and a
- * register is reused once its last reader has run).  Interior values live
- * only in registers.
+ * bookkeeping that rows need (each member's call and its operands'
+ * addresses planned once per task: elems_plan); so does a group whose
+ * blocks hold whole rows (run_rows: reductions fold them in place with
+ * tir_reduce_rows, and a register is reused once its last reader has
+ * run).  Interior values live only in registers.
  */
 #include "fusion.h"
 #include "../exec/vmath.h"
@@ -441,6 +442,33 @@ struct blk {
 	const char **s_p;
 	int64_t *b_r0, *b_n;
 	int red, row;            /* the reduction pulling, and its row in the block */
+	struct estep *steps;     /* a group of elements: its calls (elems_plan) */
+	int nsteps;
+};
+
+/* A call of a group of elements (run_elems), planned once per task
+ * (elems_plan) for the thread's registers: member j's function over the
+ * block's k elements, each address the block's first element's, p + r0 *
+ * adv (adv 0: a register, or one value read unspread).  An operand with
+ * src >= 0 is a source src_block makes per block (gathered, computed,
+ * widened, spread), contiguous. */
+enum ekind {
+	EK_F1,                   /* f1(d, a0, k) */
+	EK_F2,                   /* fn(d, a0, a1, k): f2, or sfn[0] / sfn[1] with that operand one value */
+	EK_REF                   /* anything else: run_member */
+};
+
+struct eaddr {
+	const char *p;
+	int64_t adv;
+	int src;
+};
+
+struct estep {
+	union sfn fn;
+	struct eaddr d, a[2];
+	int j;
+	int kind;
 };
 
 static char *big_reg(const struct blk *b, int r)
@@ -756,37 +784,94 @@ static const void *red_piece(void *ctx, int64_t lo, int64_t n)
 	return p + (b->row * stride + (lo - blo)) * (int64_t)vm->esz;
 }
 
-/* Elements [r0, r0 + k) of a group of elements (vm->elems): its members
- * in order, straight, without ensure's memo (every member is needed once
- * per block): what a block of a few hundred elements spends outside
- * vmath is what limits a chain. */
-static void run_elems(struct blk *b)
+/* Member j of a group of elements over the block, as any operands come
+ * (a strided view, a select, a cast): through apply. */
+static void run_member(struct blk *b, int j)
 {
 	struct vm *vm = b->vm;
+	const struct vnode *v = &vm->nd[j];
 	int64_t k = b->k;
 	size_t es = vm->esz;
+	struct bv a[3];
+	for (int q = 0; q < v->n->nin; q++) {
+		int o = v->op[q];
+		a[q] = o >= 0 ? bview(big_reg(b, vm->nd[vm->nd[o].base].reg), 1, 1)
+			      : src_block(b, ~o, 0, 1, v->sel || v->sfn[q] != NULL);
+	}
+	char *d = v->reg < 0 ? vm->out + b->r0 * (int64_t)es : big_reg(b, v->reg);
+	apply(vm, j, a, bview(d, 1, 0), k, 1);
+}
+
+/* The steps of a group of elements over this thread's registers (b's):
+ * what run_elems would decide per block from its operands' strides (one
+ * element per row: flat is so 1, the same value so 0), decided once. */
+static void elems_plan(struct blk *b)
+{
+	struct vm *vm = b->vm;
+	int64_t es = (int64_t)vm->esz;
+	b->nsteps = 0;
 	for (int j = 0; j < vm->n; j++) {
 		const struct vnode *v = &vm->nd[j];
 		if (v->pre || v->base != j)
 			continue;
-		struct bv a[3];
-		for (int q = 0; q < v->n->nin; q++) {
+		struct estep *st = &b->steps[b->nsteps++];
+		int64_t so[2] = {1, 1};
+		st->j = j;
+		st->d = v->reg < 0 ? (struct eaddr){vm->out, es, -1} : (struct eaddr){big_reg(b, v->reg), 0, -1};
+		for (int q = 0; q < v->n->nin && q < 2; q++) {
 			int o = v->op[q];
-			a[q] = o >= 0 ? bview(big_reg(b, vm->nd[vm->nd[o].base].reg), 1, 1)
-				      : src_block(b, ~o, 0, 1, v->sel || v->sfn[q] != NULL);
+			const struct src *c = o < 0 ? &vm->src[~o] : NULL;
+			if (o >= 0) {
+				st->a[q] = (struct eaddr){big_reg(b, vm->nd[vm->nd[o].base].reg), 0, -1};
+			} else if (c->direct || (c->bcast && (v->sel || v->sfn[q]))) {
+				/* read in place (src_block's address, at r0 0) */
+				st->a[q] = (struct eaddr){(const char *)c->v.buf->data + c->v.offset * es, c->so * es, -1};
+				so[q] = c->so;
+			} else {
+				st->a[q] = (struct eaddr){NULL, 0, ~o};
+			}
 		}
-		char *d = v->reg < 0 ? vm->out + b->r0 * (int64_t)es : big_reg(b, v->reg);
-		/* one element per row: flat is so 1, the same value so 0 */
-		if (v->f1 && a[0].so == 1)
-			v->f1(d, a[0].p, k);
-		else if (v->f2 && a[0].so == 1 && a[1].so == 1)
-			v->f2(d, a[0].p, a[1].p, k);
-		else if (v->sfn[1] && a[1].so == 0 && a[0].so == 1)
-			v->sfn[1](d, a[0].p, a[1].p, k);
-		else if (v->sfn[0] && a[0].so == 0 && a[1].so == 1)
-			v->sfn[0](d, a[0].p, a[1].p, k);
+		if (v->f1 && so[0] == 1) {
+			st->kind = EK_F1;
+			st->fn.f1 = v->f1;
+		} else if (v->f2 && so[0] == 1 && so[1] == 1) {
+			st->kind = EK_F2;
+			st->fn.f2 = v->f2;
+		} else if (v->sfn[1] && so[1] == 0 && so[0] == 1) {
+			st->kind = EK_F2;
+			st->fn.f2 = v->sfn[1];
+		} else if (v->sfn[0] && so[0] == 0 && so[1] == 1) {
+			st->kind = EK_F2;
+			st->fn.f2 = v->sfn[0];
+		} else {
+			st->kind = EK_REF;
+		}
+	}
+}
+
+static const char *eaddr_at(struct blk *b, const struct eaddr *e)
+{
+	if (e->src >= 0)
+		return src_block(b, e->src, 0, 1, false).p;
+	return e->p + b->r0 * e->adv;
+}
+
+/* Elements [r0, r0 + k) of a group of elements (vm->elems): its members
+ * in order, straight, without ensure's memo (every member is needed once
+ * per block), each a call planned once per task (elems_plan): what a
+ * block of a few hundred elements spends outside vmath is what limits a
+ * chain. */
+static void run_elems(struct blk *b)
+{
+	int64_t k = b->k;
+	for (const struct estep *st = b->steps, *end = st + b->nsteps; st < end; st++) {
+		char *d = (char *)st->d.p + b->r0 * st->d.adv;
+		if (st->kind == EK_F1)
+			st->fn.f1(d, eaddr_at(b, &st->a[0]), k);
+		else if (st->kind == EK_F2)
+			st->fn.f2(d, eaddr_at(b, &st->a[0]), eaddr_at(b, &st->a[1]), k);
 		else
-			apply(vm, j, a, bview(d, 1, 0), k, 1);
+			run_member(b, st->j);
 	}
 }
 
@@ -960,7 +1045,8 @@ static bool blk_init(struct blk *b, struct vm *vm)
 	b->red = b->row = 0;
 	size_t rb = round64(vm->bigsz * (size_t)vm->nbig + vm->smallsz * (size_t)vm->nsmall + 64);
 	size_t nm = (size_t)vm->n, ns = (size_t)vm->nsrc;
-	char *regs = thread_regs(rb + sizeof(int64_t) * (5 * nm + 4 * ns));
+	size_t mb = round64(sizeof(int64_t) * (5 * nm + 4 * ns));
+	char *regs = thread_regs(rb + mb + (vm->elems ? sizeof(struct estep) * nm : 0));
 	if (!regs) {
 		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
 		return false;
@@ -977,6 +1063,8 @@ static bool blk_init(struct blk *b, struct vm *vm)
 	b->s_lo = b->s_r0 + ns;
 	b->s_n = b->s_lo + ns;
 	b->s_p = (const char **)(b->s_n + ns);
+	b->steps = (struct estep *)(regs + rb + mb);
+	b->nsteps = 0;
 	for (int j = 0; j < vm->n; j++)
 		b->m_r0[j] = b->b_r0[j] = -1;
 	for (int s = 0; s < vm->nsrc; s++)
@@ -990,6 +1078,8 @@ static void run_range(struct vm *vm, int64_t lo, int64_t hi)
 	struct blk b;
 	if (!blk_init(&b, vm))
 		return;
+	if (vm->elems)
+		elems_plan(&b);
 	for (int64_t r0 = lo; r0 < hi; r0 += vm->k)
 		run_block(&b, r0, hi - r0 < vm->k ? hi - r0 : vm->k);
 #if defined(__x86_64__)
@@ -1383,7 +1473,11 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 	if (row) {
 		tir_view_broadcast(x, v->n->type.rank, v->n->type.shape, &s->v);
 	} else {
-		/* broadcast in the layout it is read in, then moved up to the domain's */
+		/* broadcast in the layout it is read in, then moved up to the
+		 * domain's through the views; a view's value is broadcast in
+		 * its turn to the layout its reader is computed in (the next
+		 * view's operand, or the domain: slice(ceil(x), ...) + y of
+		 * more axes) */
 		const struct tir_type *st = sp < 0 ? NULL : &vm->g->nodes[sp]->in[0]->type;
 		struct tir_tensor cur;
 		tir_view_broadcast(x, st ? st->rank : in->rank, st ? st->shape : in->shape, &cur);
@@ -1392,6 +1486,11 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 			rc = tir_move_view(vm->g->nodes[a], &cur, false, &next, err);
 			tir_tensor_release(&cur);
 			cur = next;
+			st = in->via[a] < 0 ? NULL : &vm->g->nodes[in->via[a]]->in[0]->type;
+			if (!rc) {
+				tir_view_broadcast(&next, st ? st->rank : in->rank, st ? st->shape : in->shape, &cur);
+				tir_tensor_release(&next);
+			}
 		}
 		s->v = cur;
 	}
@@ -1997,9 +2096,16 @@ static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct 
 		/* constant along cols (and not a row read as such) */
 		c->bcast = c->direct && !c->row && !c->for_red && c->si == 0 &&
 			   (vm->cols > 1 || c->so == 0);
+		/* a generator is computed into its register, a value of
+		 * another dtype widened into it; a broadcast one of the
+		 * group's dtype is read unspread by the ops that take one
+		 * value (src_block's raw), else spread into its register
+		 * once per shape of block (a scalar) or per block (a value
+		 * per row) */
+		if (c->gen || c->v.dtype != vm->dt)
+			c->bcast = false;
 		if (c->bcast || c->gen || c->v.dtype != vm->dt)
-			c->direct = c->bcast = false; /* (a generator is computed into its register,
-						       * a value of another dtype widened into it) */
+			c->direct = false;
 		if (!c->direct)
 			c->reg = c->row ? vm->nsmall++ : vm->nbig++;
 	}
@@ -2048,6 +2154,22 @@ static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct 
 	while (vm->cols == 1 && !info->reduces && !info->leading && !tiled && vm->k > 128 &&
 	       (int64_t)vm->nbig * vm->k * es > tir_machine_caches()->l2 / 2)
 		vm->k /= 2;
+	/* and a group of some ten values live at once (a chain), blocks of
+	 * half the size, down to 256 elements, while all that a block
+	 * streams (its registers, the values read in place, the root) passes
+	 * a quarter of L1d: its calls are cheap enough now (elems_plan) that
+	 * the smaller footprint wins; a few arrays keep L1d / 64 elements,
+	 * the longer calls that a generator computed per block wants
+	 * (bench/chain.tir, 9 arrays, L1d 48 KiB: 256 elements, ms at 1 and 2
+	 * threads 13.5 and 7.1 against 14.1 and 7.6 at 512; relu(randn(...) *
+	 * 0.1), 4 arrays: 512, where 256 takes 13.2 ms against 11.6) */
+	if (vm->cols == 1 && !info->reduces && !info->leading && !tiled) {
+		int64_t arrays = vm->nbig + (vm->nd[g->n - 1].cls == TIR_FC_FULL);
+		for (int s = 0; s < vm->nsrc; s++)
+			arrays += vm->src[s].direct && !vm->src[s].row;
+		while (vm->k > 256 && arrays * vm->k * es > tir_machine_caches()->l1d / 4)
+			vm->k /= 2;
+	}
 	if (vm->k > rows)
 		vm->k = rows > 0 ? rows : 1;
 	vm->red_chunk = vm->chunk < cols ? vm->chunk : ((cols + 7) / 8 * 8 < 128 ? 128 : (cols + 7) / 8 * 8);
@@ -2134,6 +2256,21 @@ int tir_fused_range(struct tir_fused *f, int64_t i0, int64_t n)
 	TIR_ASSERT(vm->cols == 1 && !vm->done);
 	run_range(vm, i0, i0 + n);
 	return __atomic_load_n(&vm->oom, __ATOMIC_RELAXED) ? -TIR_ENOMEM : 0;
+}
+
+void tir_fused_sources(const struct tir_fused *f, int *direct, int *one, int *copied)
+{
+	const struct vm *vm = (const struct vm *)f;
+	*direct = *one = *copied = 0;
+	for (int s = 0; !vm->small && s < vm->nsrc; s++) {
+		const struct src *c = &vm->src[s];
+		if (c->direct)
+			++*direct;
+		else if (c->bcast)
+			++*one;
+		else
+			++*copied;
+	}
 }
 
 void tir_fused_free(struct tir_fused *f)
