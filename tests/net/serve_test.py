@@ -2530,6 +2530,28 @@ def test_graph_cache():
         srv.stop()
 
 
+def requests_total(m):
+    return sum(v for k, v in m.items() if k.startswith("tir_requests_total"))
+
+
+def settled_metrics(srv, want=None, seconds=10):
+    """(m, polls): a /metrics of srv once every request before it is
+    counted, and how many /metrics this asked before it.  The server counts
+    a request when its answer has gone, which may be after the client read
+    it; m is taken once it is one more than the /metrics before it (that one
+    alone came between) and, with want, once want(m, polls) holds; the last
+    one asked after `seconds` if neither comes."""
+    prev, polls = metrics(srv), 1
+    deadline = time.monotonic() + seconds
+    while True:
+        m = metrics(srv)
+        if (requests_total(m) == requests_total(prev) + 1 and (want is None or want(m, polls))) or \
+                time.monotonic() > deadline:
+            return m, polls
+        prev, polls = m, polls + 1
+        time.sleep(0.02)
+
+
 def test_load(clients=64, batches=50):
     # a small blob cache: the clients' 3200 x 2 blobs pass through it, and
     # what is evicted must be given back
@@ -2546,7 +2568,11 @@ def test_load(clients=64, batches=50):
         request(srv, "DELETE", f"/v1/sessions/{sid}")
         srv.wait_trim()  # the idle trim before the baseline
         base = srv.rss_kib()
-        m0 = metrics(srv)
+        # the server counts a request once its answer has gone (libmicrohttpd's
+        # completion callback), which may come after the client has read it:
+        # the baseline is a /metrics that counts every request before it, as
+        # the next one shows (one more: itself, and nothing else)
+        m0, _ = settled_metrics(srv)
 
         lock = threading.Lock()
         stats = {"requests": 0, "batches": 0, "wrong": [], "lost": [], "evicted": 0}
@@ -2631,9 +2657,11 @@ def test_load(clients=64, batches=50):
         finished.set()
         pt.join(10)
         alive = sum(t.is_alive() for t in threads)
-        m = metrics(srv)
-        served = sum(v for k, v in m.items() if k.startswith("tir_requests_total")) - \
-            sum(v for k, v in m0.items() if k.startswith("tir_requests_total")) - 1 - probe["n"]  # this /metrics
+        # (counted once the last answers have gone: see m0; the /metrics asked
+        # since m0, m0's own and those before m, are not the clients')
+        m, polls = settled_metrics(srv, lambda m, polls: requests_total(m) - requests_total(m0) - 1 - polls -
+                                   probe["n"] == stats["requests"])
+        served = requests_total(m) - requests_total(m0) - 1 - polls - probe["n"]
         check(f"load: {clients} clients x {batches} batches, all answered within 60 s",
               not alive and not stats["lost"] and stats["batches"] == clients * batches and secs < 60,
               f"{stats['batches']} batches in {secs:.1f}s; {alive} stuck; lost: {stats['lost'][:3]}; "
