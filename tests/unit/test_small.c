@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "fusion/fusion.h"
 #include "check.h"
+#include "unit_plan.h"
 #include "unit_util.h"
 
 #include <stdio.h>
@@ -148,21 +149,11 @@ static void kept_bytes(void)
 	char *text = statements(N);
 	struct tir_tensor want = {0};
 	CHECK(run_one(text, "y", false, &want) == 0);
-	struct tir_program *p = tir_program_new();
-	CHECK(tir_program_parse(p, "kept", text, strlen(text), 0) == 0);
-	size_t nn = p->nnodes;
-	bool *need = calloc(nn, 1), *target = calloc(nn, 1);
-	int64_t *uses = calloc(nn, sizeof *uses);
-	const struct tir_node *root = p->nodes[nn - 1];
-	need[root->id] = target[root->id] = true;
-	uses[root->id] = 1;
-	tir_need_walk(p, need, uses, NULL, NULL);
-	struct tir_plan plan = {0};
-	CHECK(tir_fuse(p, need, uses, target, &plan) == 0);
-	CHECK(plan.ngroups == 1);
-	if (plan.ngroups == 1) {
-		const struct tir_group *g = &plan.groups[0];
-		CHECK(g->root == root && g->n == N + 1);
+	struct unit_plan u;
+	const struct tir_group *g = unit_plan_last(&u, "kept", text);
+	CHECK(g != NULL);
+	if (g) {
+		CHECK(g->n == N + 1);
 		const struct tir_tensor **in = calloc((size_t)g->nin, sizeof *in);
 		struct tir_tensor out = {0}, *vals = calloc((size_t)g->nin, sizeof *vals);
 		struct tir_err err = {0};
@@ -212,11 +203,7 @@ static void kept_bytes(void)
 		free(in);
 		tir_tensor_release(&out);
 	}
-	tir_plan_free(&plan);
-	free(need);
-	free(target);
-	free(uses);
-	tir_program_free(p);
+	unit_plan_free(&u);
 	tir_tensor_release(&want);
 	free(text);
 }

@@ -1,0 +1,55 @@
+/*
+ * unit_plan.h — what the tests of one fused kernel share (test_small.c,
+ * test_blocks.c): a program planned for its last node alone, the node a
+ * target read once, as the fuser plans a run that prints it.
+ */
+#ifndef TIR_UNIT_PLAN_H
+#define TIR_UNIT_PLAN_H
+
+#include "engine/engine.h"
+#include "fusion/fusion.h"
+#include "check.h"
+#include <stdlib.h>
+#include <string.h>
+
+struct unit_plan {
+	struct tir_program *p;
+	const struct tir_node *root;   /* the program's last node */
+	bool *need, *target;
+	int64_t *uses;
+	struct tir_plan plan;
+};
+
+/* text (named name) parsed and planned into u; the parse and the plan
+ * are checks.  returns: the plan's one group when it made one, rooted at
+ * the last node, else NULL.  Free u with unit_plan_free either way. */
+static inline const struct tir_group *unit_plan_last(struct unit_plan *u, const char *name, const char *text)
+{
+	memset(u, 0, sizeof *u);
+	u->p = tir_program_new();
+	CHECK(tir_program_parse(u->p, name, text, strlen(text), 0) == 0);
+	size_t nn = u->p->nnodes;
+	u->need = calloc(nn + 1, 1);
+	u->target = calloc(nn + 1, 1);
+	u->uses = calloc(nn + 1, sizeof *u->uses);
+	if (!nn || !u->need || !u->target || !u->uses)
+		return NULL;
+	u->root = u->p->nodes[nn - 1];
+	u->need[u->root->id] = u->target[u->root->id] = true;
+	u->uses[u->root->id] = 1;
+	tir_need_walk(u->p, u->need, u->uses, NULL, NULL);
+	CHECK(tir_fuse(u->p, u->need, u->uses, u->target, &u->plan) == 0);
+	CHECK(u->plan.ngroups == 1);
+	return u->plan.ngroups == 1 && u->plan.groups[0].root == u->root ? &u->plan.groups[0] : NULL;
+}
+
+static inline void unit_plan_free(struct unit_plan *u)
+{
+	tir_plan_free(&u->plan);
+	free(u->need);
+	free(u->target);
+	free(u->uses);
+	tir_program_free(u->p);
+}
+
+#endif
