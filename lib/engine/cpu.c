@@ -797,25 +797,19 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	size_t nsig = 0;
 	int64_t nd = 0;
 	struct tir_fview own = {0};
-	uint32_t *dense = malloc(sizeof *dense * (p->nnodes + 1));
-	int32_t *rank_of = malloc(sizeof *rank_of * (p->nnodes + 1));
+	/* once, no later run finds the plan: it is neither signed nor kept */
+	uint32_t *dense = once ? NULL : malloc(sizeof *dense * (p->nnodes + 1));
+	int32_t *rank_of = once ? NULL : malloc(sizeof *rank_of * (p->nnodes + 1));
 	uint8_t *sig = NULL;
 	int rc = -TIR_ENOMEM;
 	if (!view && !tir_fview_make(p, &own))
 		view = &own;
-	if (once && view) { /* no later run to find it: made, not kept */
-		*cached = false;
-		tir_plan_free(&x->plan);
-		x->plan_src = NULL;
-		rc = tir_fuse_view(p, view, need, uses, target, &x->plan);
-		goto out;
-	}
 	if (dense && rank_of && view)
 		sig = plan_signature(p, view, need, uses, target, &nsig, dense, rank_of, &nd);
-	if (!sig)
+	if (!view || (!once && !sig))
 		goto out;
 	struct plan_entry *e = NULL, *victim = &x->pcache[0];
-	for (int i = 0; i < PCACHE && !e; i++) {
+	for (int i = 0; sig && i < PCACHE && !e; i++) {
 		struct plan_entry *c = &x->pcache[i];
 		if (c->sig && c->nsig == nsig && !memcmp(c->sig, sig, nsig))
 			e = c;
@@ -833,7 +827,7 @@ static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *nee
 	}
 	if ((rc = tir_fuse_view(p, view, need, uses, target, &x->plan)))
 		goto out;
-	if (plan_remember(x, victim, sig, nsig, dense, rank_of, nd)) {
+	if (sig && plan_remember(x, victim, sig, nsig, dense, rank_of, nd)) {
 		sig = NULL;
 		plan_bind(x, victim, uses, target);
 	}

@@ -139,16 +139,16 @@ static void sources(const char *text, int direct, int one, int copied)
 	CHECK(g != NULL);
 	if (g) {
 		const struct tir_node *root = u.root;
-		const struct tir_tensor **in = calloc((size_t)g->nin, sizeof *in);
-		struct tir_tensor *vals = calloc((size_t)g->nin, sizeof *vals), out = {0};
+		const struct tir_tensor **in = u.in;
+		struct tir_tensor *vals = u.vals, *out = &u.out;
 		struct tir_err err = {0};
 		for (int k = 0; k < g->nin; k++)
 			if (g->inputs[k]->op == TIR_OP_INPUT) {
 				make_input(&g->inputs[k]->type, &vals[k]);
 				in[k] = &vals[k];
 			}
-		CHECK(tir_tensor_alloc(&out, root->type.dtype, root->type.rank, root->type.shape, false, &err) == 0);
-		struct tir_fused *f = tir_fused_prepare_at(g, in, &out, &err);
+		CHECK(tir_tensor_alloc(out, root->type.dtype, root->type.rank, root->type.shape, false, &err) == 0);
+		struct tir_fused *f = tir_fused_prepare_at(g, in, out, &err);
 		CHECK(f != NULL);
 		if (f) {
 			int d, o, c;
@@ -160,11 +160,6 @@ static void sources(const char *text, int direct, int one, int copied)
 			CHECK(tir_fused_run(f, &err) == 0);
 			tir_fused_free(f);
 		}
-		for (int k = 0; k < g->nin; k++)
-			tir_tensor_release(&vals[k]);
-		free(vals);
-		free(in);
-		tir_tensor_release(&out);
 	}
 	unit_plan_free(&u);
 }

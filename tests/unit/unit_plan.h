@@ -18,9 +18,16 @@ struct unit_plan {
 	bool *need, *target;
 	int64_t *uses;
 	struct tir_plan plan;
+	/* for tir_fused_prepare_at: the group's operands (in[k] NULL, read
+	 * from the program, until a test points it at vals[k]) and its
+	 * output, a test's to allocate; all released by unit_plan_free */
+	const struct tir_tensor **in;
+	struct tir_tensor *vals, out;
+	int nin;
 };
 
-/* text (named name) parsed and planned into u; the parse and the plan
+/* text (named name) parsed and planned into u, with room for its group's
+ * operands; the parse and the plan
  * are checks.  returns: the plan's one group when it made one, rooted at
  * the last node, else NULL.  Free u with unit_plan_free either way. */
 static inline const struct tir_group *unit_plan_last(struct unit_plan *u, const char *name, const char *text)
@@ -40,11 +47,22 @@ static inline const struct tir_group *unit_plan_last(struct unit_plan *u, const 
 	tir_need_walk(u->p, u->need, u->uses, NULL, NULL);
 	CHECK(tir_fuse(u->p, u->need, u->uses, u->target, &u->plan) == 0);
 	CHECK(u->plan.ngroups == 1);
-	return u->plan.ngroups == 1 && u->plan.groups[0].root == u->root ? &u->plan.groups[0] : NULL;
+	if (u->plan.ngroups != 1 || u->plan.groups[0].root != u->root)
+		return NULL;
+	const struct tir_group *g = &u->plan.groups[0];
+	u->in = calloc((size_t)g->nin + 1, sizeof *u->in);
+	u->vals = calloc((size_t)g->nin + 1, sizeof *u->vals);
+	u->nin = g->nin;
+	return u->in && u->vals ? g : NULL;
 }
 
 static inline void unit_plan_free(struct unit_plan *u)
 {
+	for (int k = 0; u->vals && k < u->nin; k++)
+		tir_tensor_release(&u->vals[k]);
+	free(u->vals);
+	free(u->in);
+	tir_tensor_release(&u->out);
 	tir_plan_free(&u->plan);
 	free(u->need);
 	free(u->target);
