@@ -52,7 +52,9 @@ for s in $settings; do
 	fi
 	# shellcheck disable=SC2086 # "N M": split on purpose
 	set -- $c
-	[ "$2" -eq 0 ] || grep -i 'FAIL' "$tmp" | head -n 20
+	# what failed: every line that says so, not the summaries of the
+	# parts that passed (each ends "0 failed")
+	[ "$2" -eq 0 ] || grep -i 'fail' "$tmp" | grep -v ' 0 failed$' | head -n 40
 	echo "$s: $1 passed, $2 failed"
 	passed=$((passed + $1))
 	failed=$((failed + $2))

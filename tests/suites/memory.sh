@@ -34,7 +34,16 @@ p=$(peak "$tmp/kept.tir")
 # narrow weights are widened inside the kernels that read them, never by a
 # pass of their own: w (bf16, 2 MiB) and q (i8, 1 MiB) made, then a fused
 # elementwise kernel and a matmul read them; no f32 copy (4 MiB) of either
-# is ever held.  --no-fuse converts them (its peak is the check's foil).
+# is ever held beside them.  The peak is 7.0 MiB (the f32 randn of w being
+# narrowed, w, q) unless the product x @ w passes it: w, q, x and the
+# product (3.5 MiB) and the gemm's scratch, which --max-memory counts.
+# That scratch depends on the kernel: w's panels packed as bf16 pairs
+# (vdpbf16ps: 2 MiB), or widened as packed (tir's other paths: one
+# k-block of KC steps, at most all 1,024 of them, 4 MiB), or widened for
+# OpenBLAS's sgemm (4 MiB), and a's panels (64 rows: at most 0.25 MiB):
+# so at most 7.75, printed 7.8.  A widened copy of w or q held beside
+# that, or the elementwise kernel's, passes 11 MiB.  --no-fuse converts
+# them (its peak is the check's foil).
 cat >"$tmp/narrow.tir" <<'T'
 w = cast(randn([1024, 1024], seed=1), bf16)
 q = cast(randn([1024, 1024], seed=2) * 20, i8)
@@ -44,7 +53,7 @@ e = sum(exp(cast(w, f32) * 0.5) + cast(q, f32) * 0.25)
 print sum(y), e
 T
 p=$(peak "$tmp/narrow.tir")
-[ "$p" = "7.0 MiB" ] && ok || bad "narrow weights: peak '$p', expected 7.0 MiB (the f32 randn of w being narrowed, w, q: no widened copy)"
+case $p in 7.[0-8]" MiB") ok ;; *) bad "narrow weights: peak '$p', expected 7.0 to 7.8 MiB (the f32 randn of w being narrowed, w, q; or x @ w and its kernel's scratch: no widened copy)" ;; esac
 p=$(peak "$tmp/narrow.tir" --no-fuse)
 case $p in 1[0-9].*" MiB") ok ;; *) bad "narrow weights, --no-fuse: peak '$p', expected 10 MiB or more (widened copies)" ;; esac
 "$tir" run "$tmp/narrow.tir" --explain 2>&1 | grep -q 'fused [0-9]* ops \[cast mul exp cast mul add sum\]' && ok ||
