@@ -20,7 +20,7 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 BUILD=${BUILD:-build}
-parts=${TESTS:-unit,golden,samples,readme,oracle,fusion,plan_cache,memory,gemm}
+parts=${TESTS:-unit,golden,samples,readme,oracle,fusion,plan_cache,memory,gemm,scratch}
 
 settings=
 case $(uname -m) in

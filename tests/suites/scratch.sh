@@ -11,10 +11,16 @@
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin scratch
 
-# peak_kib OUTERR: the charged peak of the timing line, in KiB
+# peak_kib OUTERR: the charged peak of the timing line, in KiB: the least
+# value its printed figure can stand for ("8.4 MiB" is 8.35 to 8.45 MiB,
+# "13 MiB" 12.5 to 13.5), rounded down, so that a peak within a budget
+# that the figure rounds past (8,600 KiB, 8.398 MiB, prints 8.4) is not
+# taken for one over it
 peak_kib() {
 	sed -n 's/.*peak \([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p' "$1" |
-		awk '{ m = $2 == "MiB" ? 1024 : $2 == "GiB" ? 1048576 : $2 == "KiB" ? 1 : 1 / 1024; printf "%d\n", $1 * m + 0.999 }'
+		awk '{ m = $2 == "MiB" ? 1024 : $2 == "GiB" ? 1048576 : $2 == "KiB" ? 1 : 1 / 1024
+		       d = index($1, ".") ? length($1) - index($1, ".") : 0
+		       printf "%d\n", ($1 - 0.5 / 10 ^ d) * m }'
 }
 # hwm PROGRAM ARGS...: the run's VmHWM in KiB (/usr/bin/time's %M, the
 # kernel's high-water mark of its resident set), glibc's mmap threshold
