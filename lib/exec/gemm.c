@@ -617,8 +617,8 @@ struct job {
 	 * eb of b, U units) into slot (stage % nslots) and makes its T tiles */
 	int64_t kb, gsz, groups, nst, ea, eb, U, T, H;
 	int nslots;
-	char *slot[2];               /* ea x (kc x mpad) of a, then at aoff eb x (kc x npad) of b */
-	int64_t aoff;
+	char *slot[2];               /* ea x (kcb x mpad) of a, then at aoff eb x (kcb x npad) of b */
+	int64_t aoff[2];
 	_Atomic int64_t packed[2];   /* units packed into each slot so far */
 	_Atomic int64_t freed;       /* stages whose tiles are all known made */
 	_Atomic int32_t *done;       /* per tile: its k-blocks made */
@@ -699,7 +699,7 @@ static void pack_unit(struct job *j, int64_t st, int64_t t)
 	/* element (i along the panel, p along k) of the source */
 	int64_t is = is_a ? g->a_rs : g->b_cs, ps = is_a ? g->a_cs : g->b_rs;
 	enum tir_dtype sdt = is_a ? g->a_dt : g->b_dt;
-	char *dst = j->slot[st % j->nslots] + (is_a ? 0 : j->aoff) + bi * kcb * pad * j->es;
+	char *dst = j->slot[st % j->nslots] + (is_a ? 0 : j->aoff[st % j->nslots]) + bi * kcb * pad * j->es;
 	if (j->pairs) {
 		/* element (i, pair p): source steps 2p and 2p + 1 of k (past
 		 * its end 0), low half first, as vdpbf16ps takes them */
@@ -966,7 +966,7 @@ static void tile_task(struct job *j, int64_t st, int64_t x)
 	}
 	const char *slot = j->slot[st % j->nslots];
 	const char *pa = slot + ai * kcb * j->mpad * es;
-	const char *pb = slot + j->aoff + bi * kcb * j->npad * es;
+	const char *pb = slot + j->aoff[st % j->nslots] + bi * kcb * j->npad * es;
 	char *c = g->c ? (char *)g->c + e * g->c_batch * es : NULL;
 	bool last = p == j->kb - 1;
 	uint16_t *o = g->out && last ? (uint16_t *)g->out + e * g->c_batch : NULL;
@@ -1382,17 +1382,29 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	if (!big && (nleft > (INT64_MAX / 4 - abytes - bbytes) / (int64_t)sizeof(int64_t) ||
 		     ntiles > (INT64_MAX / 4 - abytes - bbytes) / (int64_t)sizeof(int32_t)))
 		big = true;
-	j.aoff = (abytes + 63) / 64 * 64;
-	int64_t sbytes = j.aoff + (bbytes + 63) / 64 * 64;
+	/* a slot as deep as the deepest stage it holds (the second one of
+	 * two k-blocks holds only the last, often shallow: 784 = 768 + 16) */
+	int64_t sbytes[2] = { 0, 0 }, extra = 0;
 	size_t size = 0;
 	bool kept = false;
 	char *buf = NULL;
+	if (!big)
+		extra = nleft * (int64_t)sizeof(int64_t) + (ntiles * (int64_t)sizeof(int32_t) + 63) / 64 * 64 + 64;
 	for (; !big && !buf && j.nslots > 0; j.nslots--) {
-		size = (size_t)(j.nslots * sbytes + nleft * (int64_t)sizeof(int64_t) +
-				(ntiles * (int64_t)sizeof(int32_t) + 63) / 64 * 64 + 64);
+		int64_t deep[2] = { 0, 0 };
+		for (int64_t st = 0; st < j.nst; st++) {
+			int64_t d = stage_kcb(&j, st);
+			deep[st % j.nslots] = d > deep[st % j.nslots] ? d : deep[st % j.nslots];
+		}
+		for (int s = 0; s < j.nslots; s++) {
+			j.aoff[s] = (abytes / kc1 * deep[s] + 63) / 64 * 64;
+			sbytes[s] = j.aoff[s] + (bbytes / kc1 * deep[s] + 63) / 64 * 64;
+		}
+		size = (size_t)(sbytes[0] + sbytes[1] + extra);
 		buf = tir_scratch_get(&gemm_keep[w], size, &kept);
 		if (buf)
 			break;
+		sbytes[1] = 0;
 	}
 	if (!buf && !big && (j.mp > 1 || j.np > 1)) /* past the budget: in slabs half as big */
 		return run_slabs(g0, &j, abytes, bbytes, (size_t)(abytes + bbytes) / 2, err);
@@ -1404,9 +1416,9 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 				(long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n,
 				(long long)j.na, (long long)j.nbb);
 	j.slot[0] = buf;
-	j.slot[1] = buf + sbytes;
-	j.done = (_Atomic int32_t *)(buf + j.nslots * sbytes);
-	j.left = (_Atomic int64_t *)(buf + j.nslots * sbytes + (ntiles * (int64_t)sizeof(int32_t) + 63) / 64 * 64);
+	j.slot[1] = buf + sbytes[0];
+	j.done = (_Atomic int32_t *)(buf + sbytes[0] + sbytes[1]);
+	j.left = (_Atomic int64_t *)((char *)j.done + (ntiles * (int64_t)sizeof(int32_t) + 63) / 64 * 64);
 	for (int64_t i = 0; i < ntiles; i++)
 		atomic_init(&j.done[i], 0);
 	for (int64_t i = 0; i < nleft; i++) {
