@@ -1,9 +1,14 @@
 /*
  * gemm.c — tir's own packed float matrix product (f32, f64), GotoBLAS/BLIS
- * style: k-block by k-block (KC steps of k), both operands' share of it
- * is packed into panels (MR rows of a, NR columns of b, k-major), in
- * parallel, and the output is then cut into tiles, each one a task on the
- * pool that runs a register-blocked micro-kernel over the packed panels.
+ * style: stage by stage (a k-block of KC steps of k, for a group of batch
+ * entries), both operands' share of it is packed into panels (MR rows of
+ * a, NR columns of b, k-major) and the output is cut into tiles, each a
+ * task that runs a register-blocked micro-kernel over the packed panels.
+ * A product is one run of tasks on the pool: the first stage's packing,
+ * then each stage's tiles with the next stage's packing spread among
+ * them, into the second of two slots (see step_task), so that no thread
+ * waits at a barrier while the memory bus is busy with the others'
+ * packing; a task waits only on tasks the pool began before it.
  * One micro-kernel per vector path
  * (AVX-512F, AVX2+FMA, SSE2, portable C), written once over GCC's vector
  * types and compiled per target attribute, picked by vmath's path
@@ -20,7 +25,8 @@
  * rounded product and a rounded sum on SSE2 and in portable C (never
  * contracted: -std=c11 keeps fp-contract off, whatever -O).  The k-blocks of KC steps only
  * split that chain: a block's accumulators are stored to c and loaded
- * back by the next one, exactly (they have c's type).  Lanes never mix,
+ * back by the next one, exactly (they have c's type; a tile's k-blocks
+ * run in order, each waiting for the one before).  Lanes never mix,
  * padding rows and columns only feed outputs that are dropped, and a
  * tile at the edge runs the same kernel on a copy.  So the bits of an
  * element depend only on row i of a, column j of b and the path: not on
@@ -33,19 +39,28 @@
  * vector loads, MR broadcasts and MR x NR/L FMAs with all accumulators in
  * registers; KC makes a b micro-panel (KC x NR) of twice L1d, and the
  * MR-row panels of a and it stream from L2 (choose_kc); a tile's a block
- * (its rows x KC) holds at most half of L2.  All from the caches read at run time
- * (machine.c).  One k-block at a time, its packed panels are still in
- * the last-level cache when its tiles read them (packed whole first, a
- * 2048^3 product read 32 MiB of panels back from memory).  A product
- * whose k-block's packed operands would not fit the buffer kept between
- * products is done in slabs that do (run_slabs); a fused epilogue runs on
- * groups of tiles once the last k-block made them (choose_epi).
+ * (its rows x KC) holds at most half of L2.  All from the caches read at
+ * run time (machine.c).  One stage at a time (two with the one being
+ * packed), its packed panels are still in the last-level cache when its
+ * tiles read them (packed whole first, a 2048^3 product read 32 MiB of
+ * panels back from memory); batch entries with operands of their own
+ * are packed a group at a time, a quarter of L2 (choose_group: a [32,
+ * 256, 64] @ [32, 64, 256] packed all 4 MiB first and read it back from
+ * L3).  Packed k-block by k-block between barriers (pack on every
+ * thread, wait, make the tiles, wait), two threads made a 2048^3
+ * product 1.76 times as fast as one, where OpenBLAS gets 1.95.  A product
+ * whose stage's packed operands would not fit the buffer kept between
+ * products is done in slabs that do (run_slabs); with room for one slot
+ * only, the next stage is packed after this one's tiles (as before).  A
+ * fused epilogue runs on groups of tiles once the last k-block made
+ * them (choose_epi).
  */
 #include "chain.h"
 #include "exec.h"
 #include "vmath.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -926,13 +941,19 @@ static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, co
 }
 
 /* Whether the run this task works for is stopping; else a pause (a
- * task waiting on another that an earlier task index holds, see step) */
-static bool wait_stopped(void)
+ * task waiting on another that an earlier task index holds, see
+ * step_task), and past a few thousand of them, the CPU given up: with
+ * more threads than cores (tests run 64 on 2), the task waited on may
+ * be one whose thread is not running. */
+static bool wait_stopped(int *spins)
 {
 	if (tir_pool_stopping())
 		return true;
+	if (++*spins > 4000)
+		sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
+	else
+		__builtin_ia32_pause();
 #endif
 	return false;
 }
@@ -944,11 +965,12 @@ static void tile_task(struct job *j, int64_t st, int64_t x)
 	const struct tir_gemm *g = j->g;
 	int64_t t = st / j->kb * j->T + x, p = st % j->kb;   /* t: the tile of the whole */
 	int64_t need = (st / j->nslots + 1) * j->U;
+	int spins = 0;
 	while (atomic_load_explicit(&j->packed[st % j->nslots], memory_order_acquire) < need)
-		if (wait_stopped())
+		if (wait_stopped(&spins))
 			return;
 	while (atomic_load_explicit(&j->done[t], memory_order_acquire) < p)
-		if (wait_stopped())
+		if (wait_stopped(&spins))
 			return;
 	int64_t per = j->ti * j->tj;
 	int64_t e = t / per, rest = t % per;
@@ -1005,9 +1027,10 @@ static void pack_task(struct job *j, int64_t st, int64_t u)
 	if (prev >= 0 && atomic_load_explicit(&j->freed, memory_order_acquire) <= prev) {
 		const _Atomic int32_t *d = j->done + prev / j->kb * j->T;
 		int32_t want = (int32_t)(prev % j->kb + 1);
+		int spins = 0;
 		for (int64_t x = j->T - 1; x >= 0; x--)  /* the last ones are the likeliest still under way */
 			while (atomic_load_explicit(&d[x], memory_order_acquire) < want)
-				if (wait_stopped())
+				if (wait_stopped(&spins))
 					return;
 		int64_t f = atomic_load(&j->freed);
 		while (f <= prev && !atomic_compare_exchange_weak(&j->freed, &f, prev + 1))
