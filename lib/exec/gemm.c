@@ -5,10 +5,10 @@
  * a, NR columns of b, k-major) and the output is cut into tiles, each a
  * task that runs a register-blocked micro-kernel over the packed panels.
  * A product is one run of tasks on the pool: the first stage's packing,
- * then each stage's tiles with the next stage's packing spread among
- * them, into the second of two slots (see step_task), so that no thread
- * waits at a barrier while the memory bus is busy with the others'
- * packing; a task waits only on tasks the pool began before it.
+ * then each stage's tiles and the next stage's packing (among them, into
+ * a second slot, when the stages are groups of batch entries; else after
+ * them, into the one slot), see step_task; a task waits only on tasks
+ * the pool began before it, never at a barrier of the whole pool.
  * One micro-kernel per vector path
  * (AVX-512F, AVX2+FMA, SSE2, portable C), written once over GCC's vector
  * types and compiled per target attribute, picked by vmath's path
@@ -46,14 +46,14 @@
  * panels back from memory); batch entries with operands of their own
  * are packed a group at a time, a quarter of L2 (choose_group: a [32,
  * 256, 64] @ [32, 64, 256] packed all 4 MiB first and read it back from
- * L3).  Packed k-block by k-block between barriers (pack on every
- * thread, wait, make the tiles, wait), two threads made a 2048^3
- * product 1.76 times as fast as one, where OpenBLAS gets 1.95.  A product
+ * L3; a group's tiles now read its panels from L2, while the next
+ * group is packed).  The k-blocks of one product are packed one after
+ * the other into one slot: packing the next one into a second slot while
+ * this one's tiles were made (no thread idle between packing and tiles)
+ * measured no faster at 2048^3 on 2 threads, for 12 MiB more.  A product
  * whose stage's packed operands would not fit the buffer kept between
- * products is done in slabs that do (run_slabs); with room for one slot
- * only, the next stage is packed after this one's tiles (as before).  A
- * fused epilogue runs on groups of tiles once the last k-block made
- * them (choose_epi).
+ * products is done in slabs that do (run_slabs).  A fused epilogue runs
+ * on groups of tiles once the last k-block made them (choose_epi).
  */
 #include "chain.h"
 #include "exec.h"
@@ -1397,9 +1397,14 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	j.T = j.gsz * j.ti * j.tj;
 	j.H = j.T / 4;
 	j.nst = j.groups * j.kb;
-	/* two slots when there is a next stage to pack while one is read,
-	 * and both fit what a thread keeps */
-	j.nslots = j.nst > 1 && (size_t)(abytes + bbytes) <= keep / 2 ? 2 : 1;
+	/* two slots when the stages are groups of entries (two of them hold
+	 * no more than all entries would), and both fit what a thread keeps;
+	 * else one.  Two slots of a k-block each (the next one packed while
+	 * this one's tiles are made) made a 2048^3 product no faster at 2
+	 * threads (tir / OpenBLAS 1.044 against 1.056, medians of 10 paired
+	 * runs on a busy 2-core Zen 5) and cost a k-block's packed operands
+	 * more memory. */
+	j.nslots = j.groups > 1 && j.nst > 1 && (size_t)(abytes + bbytes) <= keep / 2 ? 2 : 1;
 	/* the epilogue's counters and the tiles', after the slots */
 	int64_t nleft = g->epi && j.eg > 1 ? batches * j.ti * j.ng : 0;
 	if (!big && (nleft > (INT64_MAX / 4 - abytes - bbytes) / (int64_t)sizeof(int64_t) ||
@@ -1455,10 +1460,8 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	/* One run of tasks for the whole product, stage by stage (step): a
 	 * stage's packed panels are still in the caches when its tiles read
 	 * them, and with two slots the next stage is packed while this
-	 * one's tiles are made, so that no thread waits at a barrier while
-	 * the others pack (packed whole first, a 2048^3 product read its
-	 * panels back from memory; packed k-block by k-block between
-	 * barriers, two threads made it 1.76 times as fast as one) */
+	 * one's tiles are made (packed whole first, a 2048^3 product read
+	 * its panels back from memory) */
 	double macs = (double)batches * (double)g->m * (double)g->n * (double)g->k;
 	int64_t ntasks = j.nst * (j.T + j.U);
 	if (macs < (double)SERIAL_MACS) {
