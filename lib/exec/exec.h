@@ -620,8 +620,9 @@ int tir_pool_threads(void);
  * two threads running tasks of one run never share a slot. */
 int tir_pool_worker(void);
 /* Run fn(ctx, t) for every t in 0 .. ntasks-1, each exactly once, on the
- * workers and the calling thread, in no fixed order; returns when all are
- * done.  Called from inside a task, while another thread's run is in
+ * workers and the calling thread, in no fixed order, but each begun only
+ * after every lower t was (claimed in turn), so a task may wait for one
+ * of lower index (gemm.c's stages do); returns when all are done.  Called from inside a task, while another thread's run is in
  * progress, or with one thread, the tasks run inline in order.  returns:
  * the number of threads the tasks were offered to (1 when inline, 0 when
  * ntasks <= 0). */

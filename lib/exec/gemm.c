@@ -1,9 +1,14 @@
 /*
  * gemm.c — tir's own packed float matrix product (f32, f64), GotoBLAS/BLIS
- * style: k-block by k-block (KC steps of k), both operands' share of it
- * is packed into panels (MR rows of a, NR columns of b, k-major), in
- * parallel, and the output is then cut into tiles, each one a task on the
- * pool that runs a register-blocked micro-kernel over the packed panels.
+ * style: stage by stage (a k-block of KC steps of k, for a group of batch
+ * entries), both operands' share of it is packed into panels (MR rows of
+ * a, NR columns of b, k-major) and the output is cut into tiles, each a
+ * task that runs a register-blocked micro-kernel over the packed panels.
+ * A product is one run of tasks on the pool: the first stage's packing,
+ * then each stage's tiles and the next stage's packing (among them, into
+ * a second slot, when the stages are groups of batch entries; else after
+ * them, into the one slot), see step_task; a task waits only on tasks
+ * the pool began before it, never at a barrier of the whole pool.
  * One micro-kernel per vector path
  * (AVX-512F, AVX2+FMA, SSE2, portable C), written once over GCC's vector
  * types and compiled per target attribute, picked by vmath's path
@@ -20,7 +25,8 @@
  * rounded product and a rounded sum on SSE2 and in portable C (never
  * contracted: -std=c11 keeps fp-contract off, whatever -O).  The k-blocks of KC steps only
  * split that chain: a block's accumulators are stored to c and loaded
- * back by the next one, exactly (they have c's type).  Lanes never mix,
+ * back by the next one, exactly (they have c's type; a tile's k-blocks
+ * run in order, each waiting for the one before).  Lanes never mix,
  * padding rows and columns only feed outputs that are dropped, and a
  * tile at the edge runs the same kernel on a copy.  So the bits of an
  * element depend only on row i of a, column j of b and the path: not on
@@ -33,19 +39,28 @@
  * vector loads, MR broadcasts and MR x NR/L FMAs with all accumulators in
  * registers; KC makes a b micro-panel (KC x NR) of twice L1d, and the
  * MR-row panels of a and it stream from L2 (choose_kc); a tile's a block
- * (its rows x KC) holds at most half of L2.  All from the caches read at run time
- * (machine.c).  One k-block at a time, its packed panels are still in
- * the last-level cache when its tiles read them (packed whole first, a
- * 2048^3 product read 32 MiB of panels back from memory).  A product
- * whose k-block's packed operands would not fit the buffer kept between
- * products is done in slabs that do (run_slabs); a fused epilogue runs on
- * groups of tiles once the last k-block made them (choose_epi).
+ * (its rows x KC) holds at most half of L2.  All from the caches read at
+ * run time (machine.c).  One stage at a time (two with the one being
+ * packed), its packed panels are still in the last-level cache when its
+ * tiles read them (packed whole first, a 2048^3 product read 32 MiB of
+ * panels back from memory); batch entries with operands of their own
+ * are packed a group at a time, a quarter of L2 (choose_group: a [32,
+ * 256, 64] @ [32, 64, 256] packed all 4 MiB first and read it back from
+ * L3; a group's tiles now read its panels from L2, while the next
+ * group is packed).  The k-blocks of one product are packed one after
+ * the other into one slot: packing the next one into a second slot while
+ * this one's tiles were made (no thread idle between packing and tiles)
+ * measured no faster at 2048^3 on 2 threads, for 12 MiB more.  A product
+ * whose stage's packed operands would not fit the buffer kept between
+ * products is done in slabs that do (run_slabs).  A fused epilogue runs
+ * on groups of tiles once the last k-block made them (choose_epi).
  */
 #include "chain.h"
 #include "exec.h"
 #include "vmath.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,13 +622,22 @@ struct job {
 	int64_t ksrc;
 	int64_t es, mr, nr, kc;
 	int64_t mp, np;              /* panels of a (rows), of b (columns) */
-	int64_t k0, kcb;             /* the k-block being packed and used */
 	int64_t mpad, npad;          /* mp * mr, np * nr */
 	/* the batch entries whose operands differ: a's are na, b's nbb; entry
 	 * e uses a's ai(e) and b's bi(e) */
 	int64_t na, nbb, batches;
-	char *pa, *pb;               /* the k-block packed: na x (kcb x mpad), nbb x (kcb x npad) */
-	/* packing units of a k-block: (operand, batch, group of panels) */
+	/* the stages: group s of gsz batch entries (groups: 1, all entries,
+	 * unless every entry has an a and a b of its own) by k-block p (kb of
+	 * them), stage s * kb + p; each packs its operands (ea entries of a,
+	 * eb of b, U units) into slot (stage % nslots) and makes its T tiles */
+	int64_t kb, gsz, groups, nst, ea, eb, U, T, H;
+	int nslots;
+	char *slot[2];               /* ea x (kcb x mpad) of a, then at aoff eb x (kcb x npad) of b */
+	int64_t aoff[2];
+	_Atomic int64_t packed[2];   /* units packed into each slot so far */
+	_Atomic int64_t freed;       /* stages whose tiles are all known made */
+	_Atomic int32_t *done;       /* per tile: its k-blocks made */
+	/* packing units of a stage: (operand, batch, group of panels) */
 	int64_t ga, gb, ua, ub;      /* panels per unit; units of a, of b */
 	/* output tiles: tm x tn panels each, ti x tj per batch entry */
 	int64_t tm, tn, ti, tj;
@@ -659,9 +683,21 @@ static int64_t batch_offset(const struct tir_gemm *g, const int64_t *st, int64_t
 	return o;
 }
 
-static void pack_task(void *arg, int64_t t)
+/* Stage st's k-block: its first step and its depth */
+static int64_t stage_k0(const struct job *j, int64_t st)
 {
-	struct job *j = arg;
+	return st % j->kb * j->kc;
+}
+
+static int64_t stage_kcb(const struct job *j, int64_t st)
+{
+	int64_t k0 = stage_k0(j, st);
+	return j->g->k - k0 < j->kc ? j->g->k - k0 : j->kc;
+}
+
+/* Packing unit t of stage st, into the stage's slot */
+static void pack_unit(struct job *j, int64_t st, int64_t t)
+{
 	const struct tir_gemm *g = j->g;
 	bool is_a = t < j->ua;
 	if (!is_a)
@@ -670,14 +706,15 @@ static void pack_task(void *arg, int64_t t)
 	int64_t groups = ceil_div(panels, per);
 	int64_t bi = t / groups, p0 = t % groups * per;
 	int64_t p1 = p0 + per < panels ? p0 + per : panels;
-	int64_t k0 = j->k0, kcb = j->kcb;
+	int64_t k0 = stage_k0(j, st), kcb = stage_kcb(j, st);
 	int64_t w = is_a ? j->mr : j->nr, full = is_a ? g->m : g->n;
 	int64_t pad = is_a ? j->mpad : j->npad;
-	int64_t off = batch_offset(g, is_a ? g->as : g->bs, bi);
+	int64_t idx = st / j->kb * (is_a ? j->ea : j->eb) + bi;  /* packed index of the whole */
+	int64_t off = batch_offset(g, is_a ? g->as : g->bs, idx);
 	/* element (i along the panel, p along k) of the source */
 	int64_t is = is_a ? g->a_rs : g->b_cs, ps = is_a ? g->a_cs : g->b_rs;
 	enum tir_dtype sdt = is_a ? g->a_dt : g->b_dt;
-	char *dst = (is_a ? j->pa : j->pb) + bi * kcb * pad * j->es;
+	char *dst = j->slot[st % j->nslots] + (is_a ? 0 : j->aoff[st % j->nslots]) + bi * kcb * pad * j->es;
 	if (j->pairs) {
 		/* element (i, pair p): source steps 2p and 2p + 1 of k (past
 		 * its end 0), low half first, as vdpbf16ps takes them */
@@ -903,30 +940,64 @@ static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, co
 	return true;
 }
 
-/* Tile t of the k-block j->k0; the epilogue once the last one is made. */
-static void tile_task(void *arg, int64_t t)
+/* Whether the run this task works for is stopping; else a pause (a
+ * task waiting on another that an earlier task index holds, see
+ * step_task), and past a few thousand of them, the CPU given up: with
+ * more threads than cores (tests run 64 on 2), the task waited on may
+ * be one whose thread is not running. */
+static bool wait_stopped(int *spins)
 {
-	struct job *j = arg;
+	if (tir_pool_stopping())
+		return true;
+	if (++*spins > 4000)
+		sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+	else
+		__builtin_ia32_pause();
+#endif
+	return false;
+}
+
+/* Tile x of stage st: once the stage's operands are packed and the
+ * tile's earlier k-blocks made; the epilogue once the last one is. */
+static void tile_task(struct job *j, int64_t st, int64_t x)
+{
 	const struct tir_gemm *g = j->g;
+	int64_t t = st / j->kb * j->T + x, p = st % j->kb;   /* t: the tile of the whole */
+	int64_t need = (st / j->nslots + 1) * j->U;
+	int spins = 0;
+	while (atomic_load_explicit(&j->packed[st % j->nslots], memory_order_acquire) < need)
+		if (wait_stopped(&spins))
+			return;
+	while (atomic_load_explicit(&j->done[t], memory_order_acquire) < p)
+		if (wait_stopped(&spins))
+			return;
 	int64_t per = j->ti * j->tj;
 	int64_t e = t / per, rest = t % per;
 	int64_t q0 = rest / j->tj * j->tm, r0 = rest % j->tj * j->tn;
 	int64_t q1 = q0 + j->tm < j->mp ? q0 + j->tm : j->mp;
 	int64_t r1 = r0 + j->tn < j->np ? r0 + j->tn : j->np;
 	int64_t es = j->es, mr = j->mr, nr = j->nr;
+	int64_t k0 = stage_k0(j, st), kcb = stage_kcb(j, st);
 	int64_t off, ai, bi;
-	batch_of(g, g->as, e, &off, &ai);
-	batch_of(g, g->bs, e, &off, &bi);
-	const char *pa = j->pa + ai * j->kcb * j->mpad * es;
-	const char *pb = j->pb + bi * j->kcb * j->npad * es;
+	if (j->groups > 1) {         /* entries of their own: by place in the group */
+		ai = bi = e - st / j->kb * j->gsz;
+	} else {
+		batch_of(g, g->as, e, &off, &ai);
+		batch_of(g, g->bs, e, &off, &bi);
+	}
+	const char *slot = j->slot[st % j->nslots];
+	const char *pa = slot + ai * kcb * j->mpad * es;
+	const char *pb = slot + j->aoff[st % j->nslots] + bi * kcb * j->npad * es;
 	char *c = g->c ? (char *)g->c + e * g->c_batch * es : NULL;
-	bool last = j->k0 + j->kcb >= g->k;
+	bool last = p == j->kb - 1;
 	uint16_t *o = g->out && last ? (uint16_t *)g->out + e * g->c_batch : NULL;
 
-	if (!run_panels(j->kern, es, j->kcb, pa, pb, q0, q1, r0, r1, g->m, g->n, c, g->ldc,
-			j->k0 > 0 || g->acc, o))
+	if (!run_panels(j->kern, es, kcb, pa, pb, q0, q1, r0, r1, g->m, g->n, c, g->ldc,
+			k0 > 0 || g->acc, o))
 		return;
-	if (j->k0 + j->kcb < g->k)
+	atomic_store_explicit(&j->done[t], (int32_t)(p + 1), memory_order_release);
+	if (!last)
 		return;
 	if (!g->epi)
 		return;
@@ -946,6 +1017,60 @@ static void tile_task(void *arg, int64_t t)
 	for (int64_t i = 0; i < rows; i++)
 		if (g->epi(g->epi_ctx, base + (i0 + i) * g->n + j0, cols))
 			atomic_store(&j->epi_failed, 1);
+}
+
+/* Packing unit u of stage st, once its slot's last reader, stage st -
+ * nslots, has made all its tiles */
+static void pack_task(struct job *j, int64_t st, int64_t u)
+{
+	int64_t prev = st - j->nslots;
+	if (prev >= 0 && atomic_load_explicit(&j->freed, memory_order_acquire) <= prev) {
+		const _Atomic int32_t *d = j->done + prev / j->kb * j->T;
+		int32_t want = (int32_t)(prev % j->kb + 1);
+		int spins = 0;
+		for (int64_t x = j->T - 1; x >= 0; x--)  /* the last ones are the likeliest still under way */
+			while (atomic_load_explicit(&d[x], memory_order_acquire) < want)
+				if (wait_stopped(&spins))
+					return;
+		int64_t f = atomic_load(&j->freed);
+		while (f <= prev && !atomic_compare_exchange_weak(&j->freed, &f, prev + 1))
+			;
+	}
+	pack_unit(j, st, u);
+	atomic_fetch_add_explicit(&j->packed[st % j->nslots], 1, memory_order_release);
+}
+
+/* Task x of a product's one run: stage 0's packing, then for each stage
+ * its tiles with the next stage's packing among them (after the first H
+ * tiles, spread so that each unit comes first in its share of the
+ * tiles; with one slot, after all of them), the last stage's tiles
+ * alone.  A task only ever waits on tasks of lower index (the packing
+ * of its stage, its tile's earlier k-blocks, the readers of the slot it
+ * packs into), which the pool began before it (tasks are claimed in
+ * order), so the wait ends; inline, in order, nothing waits. */
+static void step_task(void *arg, int64_t x)
+{
+	struct job *j = arg;
+	if (x < j->U) {
+		pack_task(j, 0, x);
+		return;
+	}
+	x -= j->U;
+	int64_t st = x / (j->T + j->U), y = x % (j->T + j->U);
+	if (st == j->nst - 1 || y < (j->nslots == 1 ? j->T : j->H)) {
+		tile_task(j, st, y);
+		return;
+	}
+	if (j->nslots == 1) {
+		pack_task(j, st + 1, y - j->T);
+		return;
+	}
+	int64_t z = y - j->H, r = j->T - j->H + j->U;
+	int64_t u0 = (z * j->U + r - 1) / r, u1 = ((z + 1) * j->U + r - 1) / r;
+	if (u1 > u0)
+		pack_task(j, st + 1, u0);
+	else
+		tile_task(j, st, j->H + z - u0);
 }
 
 /* KC: a b micro-panel (KC x NR) of twice L1d, a multiple of 8 in
@@ -1108,6 +1233,26 @@ static int run_slabs(const struct tir_gemm *g, const struct job *j, int64_t abyt
 	return 0;
 }
 
+/* Batch entries a stage packs and makes (see struct job): all of them,
+ * unless each has an a and a b of its own, then the most that divide
+ * them whose packed k-block (mpad rows, npad columns, kc1 deep) fits
+ * in a quarter of L2 (two slots of them, the one packed and the one
+ * read, and the tiles' share of c in the rest), at least one.  A
+ * [32, 256, 64] @ [32, 64, 256] packed all 32 entries first (4 MiB),
+ * and read them back from L3. */
+static int64_t choose_group(int64_t batches, int64_t na, int64_t nbb, int64_t mpad, int64_t npad,
+			    int64_t kc1, int64_t es)
+{
+	if (batches <= 1 || na != batches || nbb != batches)
+		return batches;
+	double entry = (double)(mpad + npad) * (double)kc1 * (double)es;
+	double most = (double)(tir_machine_caches()->l2 / 4) / entry;
+	for (int64_t d = most < (double)batches ? (int64_t)most : batches; d > 1; d--)
+		if (batches % d == 0)
+			return d;
+	return 1;
+}
+
 /* The k-blocks tir_gemm_run cuts g's depth into (KC deep each) */
 static int64_t k_blocks(const struct tir_gemm *g)
 {
@@ -1129,12 +1274,18 @@ size_t tir_gemm_least(const struct tir_gemm *g)
 		na *= g->as[d] ? g->shape[d] : 1;
 		nbb *= g->bs[d] ? g->shape[d] : 1;
 	}
-	/* as tir_gemm_run sizes its buffer (the epilogue's counters aside) */
-	double a = (double)(na * kern->mr) * (double)(k < kc ? k : kc) * (double)es;
-	double b = (double)(nbb * kern->nr) * (double)(k < kc ? k : kc) * (double)es;
-	if (a + b > (double)(SIZE_MAX / 4))
+	/* as tir_gemm_run sizes its buffer for a slab of one panel of each
+	 * operand, one slot (the epilogue's counters aside) */
+	int64_t batches = 1, kc1 = k < kc ? k : kc;
+	for (int d = 0; d < g->nb; d++)
+		batches *= g->shape[d];
+	int64_t gsz = choose_group(batches, na, nbb, kern->mr, kern->nr, kc1, es);
+	int64_t ea = gsz < batches ? gsz : na, eb = gsz < batches ? gsz : nbb;
+	double a = (double)(ea * kern->mr) * (double)kc1 * (double)es;
+	double b = (double)(eb * kern->nr) * (double)kc1 * (double)es;
+	if (a + b + (double)batches * 4 > (double)(SIZE_MAX / 4))
 		return SIZE_MAX / 4;
-	return ((size_t)a + (size_t)b + 127) / 64 * 64 + 64;
+	return ((size_t)a + 63) / 64 * 64 + ((size_t)b + 63) / 64 * 64 + ((size_t)batches * 4 + 63) / 64 * 64 + 64;
 }
 
 /* g run by run(g) with an f32 c of its own (g->out's layout), for a
@@ -1207,14 +1358,23 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 		j.na *= g->as[d] ? g->shape[d] : 1;
 		j.nbb *= g->bs[d] ? g->shape[d] : 1;
 	}
-	/* one k-block packed at a time (the buffer holds the longest) */
-	int64_t abytes, bbytes, kc1 = g->k < j.kc ? g->k : j.kc;
-	bool big = __builtin_mul_overflow(j.na, j.mpad, &abytes) |
+	/* the stages: one k-block of a group of entries packed at a time (a
+	 * slot holds the deepest); groups of entries only when each has its
+	 * own operands, as many as keep a slot within a quarter of L2 */
+	int64_t kc1 = g->k < j.kc ? g->k : j.kc;
+	const struct tir_caches *mc = tir_machine_caches();
+	j.kb = ceil_div(g->k, j.kc);
+	j.gsz = choose_group(batches, j.na, j.nbb, j.mpad, j.npad, kc1, j.es);
+	j.ea = j.gsz < batches ? j.gsz : j.na;
+	j.eb = j.gsz < batches ? j.gsz : j.nbb;
+	j.groups = batches / j.gsz;
+	int64_t abytes, bbytes;
+	bool big = __builtin_mul_overflow(j.ea, j.mpad, &abytes) |
 		   __builtin_mul_overflow(abytes, kc1, &abytes) |
 		   __builtin_mul_overflow(abytes, j.es, &abytes) |
-		   __builtin_mul_overflow(j.nbb, j.npad, &bbytes) |
+		   __builtin_mul_overflow(j.eb, j.npad, &bbytes) |
 		   __builtin_mul_overflow(bbytes, kc1, &bbytes) |
-		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX - 128 - bbytes);
+		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX / 4 - 128 - bbytes);
 	size_t keep = g->slab_bytes > 0 ? (size_t)g->slab_bytes      /* the test hook */
 		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
 	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
@@ -1223,24 +1383,57 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	/* packing units of about L2 / 8 bytes each, of the k-block as long
 	 * as it is (a [32, 256, 64] @ [32, 64, 256] made 512 units of 8 KiB
 	 * when they were sized by KC) */
-	int64_t unit = tir_machine_caches()->l2 / 8;
+	int64_t unit = mc->l2 / 8;
 	j.ga = unit / (kc1 * j.mr * j.es);
 	j.gb = unit / (kc1 * j.nr * j.es);
 	j.ga = j.ga < 1 ? 1 : j.ga;
 	j.gb = j.gb < 1 ? 1 : j.gb;
-	j.ua = j.na * ceil_div(j.mp, j.ga);
-	j.ub = j.nbb * ceil_div(j.np, j.gb);
+	j.ua = j.ea * ceil_div(j.mp, j.ga);
+	j.ub = j.eb * ceil_div(j.np, j.gb);
+	j.U = j.ua + j.ub;
 	choose_tiles(&j, g->tile_m, g->tile_n);
 	choose_epi(&j);
 	int64_t ntiles = batches * j.ti * j.tj;
-	/* the epilogue's counters, after the packed operands */
+	j.T = j.gsz * j.ti * j.tj;
+	j.H = j.T / 4;
+	j.nst = j.groups * j.kb;
+	/* two slots when the stages are groups of entries (two of them hold
+	 * no more than all entries would), and both fit what a thread keeps;
+	 * else one.  Two slots of a k-block each (the next one packed while
+	 * this one's tiles are made) made a 2048^3 product no faster at 2
+	 * threads (tir / OpenBLAS 1.044 against 1.056, medians of 10 paired
+	 * runs on a busy 2-core Zen 5) and cost a k-block's packed operands
+	 * more memory. */
+	j.nslots = j.groups > 1 && j.nst > 1 && (size_t)(abytes + bbytes) <= keep / 2 ? 2 : 1;
+	/* the epilogue's counters and the tiles', after the slots */
 	int64_t nleft = g->epi && j.eg > 1 ? batches * j.ti * j.ng : 0;
-	if (!big && nleft > (INT64_MAX - 256 - abytes - bbytes) / (int64_t)sizeof(int64_t))
+	if (!big && (nleft > (INT64_MAX / 4 - abytes - bbytes) / (int64_t)sizeof(int64_t) ||
+		     ntiles > (INT64_MAX / 4 - abytes - bbytes) / (int64_t)sizeof(int32_t)))
 		big = true;
-	size_t size = big ? 0 : (size_t)((abytes + bbytes + 127) / 64 * 64 +
-					 nleft * (int64_t)sizeof(int64_t) + 64);
+	/* a slot as deep as the deepest stage it holds (the second one of
+	 * two k-blocks holds only the last, often shallow: 784 = 768 + 16) */
+	int64_t sbytes[2] = { 0, 0 }, extra = 0;
+	size_t size = 0;
 	bool kept = false;
-	char *buf = big ? NULL : tir_scratch_get(&gemm_keep[w], size, &kept);
+	char *buf = NULL;
+	if (!big)
+		extra = nleft * (int64_t)sizeof(int64_t) + (ntiles * (int64_t)sizeof(int32_t) + 63) / 64 * 64 + 64;
+	for (; !big && !buf && j.nslots > 0; j.nslots--) {
+		int64_t deep[2] = { 0, 0 };
+		for (int64_t st = 0; st < j.nst; st++) {
+			int64_t d = stage_kcb(&j, st);
+			deep[st % j.nslots] = d > deep[st % j.nslots] ? d : deep[st % j.nslots];
+		}
+		for (int s = 0; s < j.nslots; s++) {
+			j.aoff[s] = (abytes / kc1 * deep[s] + 63) / 64 * 64;
+			sbytes[s] = j.aoff[s] + (bbytes / kc1 * deep[s] + 63) / 64 * 64;
+		}
+		size = (size_t)(sbytes[0] + sbytes[1] + extra);
+		buf = tir_scratch_get(&gemm_keep[w], size, &kept);
+		if (buf)
+			break;
+		sbytes[1] = 0;
+	}
 	if (!buf && !big && (j.mp > 1 || j.np > 1)) /* past the budget: in slabs half as big */
 		return run_slabs(g0, &j, abytes, bbytes, (size_t)(abytes + bbytes) / 2, err);
 	if (!buf && !big)
@@ -1250,30 +1443,32 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 				"matmul: out of memory packing its operands (%lld x %lld and %lld x %lld, %lld and %lld times)",
 				(long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n,
 				(long long)j.na, (long long)j.nbb);
-	j.pa = buf;
-	j.pb = buf + (abytes + 63) / 64 * 64;
-	j.left = (_Atomic int64_t *)(j.pb + (bbytes + 63) / 64 * 64);
+	j.slot[0] = buf;
+	j.slot[1] = buf + sbytes[0];
+	j.done = (_Atomic int32_t *)(buf + sbytes[0] + sbytes[1]);
+	j.left = (_Atomic int64_t *)((char *)j.done + (ntiles * (int64_t)sizeof(int32_t) + 63) / 64 * 64);
+	for (int64_t i = 0; i < ntiles; i++)
+		atomic_init(&j.done[i], 0);
 	for (int64_t i = 0; i < nleft; i++) {
 		int64_t grp = i % j.ng, first = grp * j.eg;
 		atomic_init(&j.left[i], j.tj - first < j.eg ? j.tj - first : j.eg);
 	}
+	atomic_init(&j.packed[0], 0);
+	atomic_init(&j.packed[1], 0);
+	atomic_init(&j.freed, 0);
 
+	/* One run of tasks for the whole product, stage by stage (step): a
+	 * stage's packed panels are still in the caches when its tiles read
+	 * them, and with two slots the next stage is packed while this
+	 * one's tiles are made (packed whole first, a 2048^3 product read
+	 * its panels back from memory) */
 	double macs = (double)batches * (double)g->m * (double)g->n * (double)g->k;
-	/* k-block by k-block: its packed panels (a k-block's share of both
-	 * operands) are still in the last-level cache when its tiles read
-	 * them.  Packed whole first, a 2048^3 product read its panels back
-	 * from memory (32 MiB), and was slower for it. */
-	for (j.k0 = 0; j.k0 < g->k && !tir_pool_stopping(); j.k0 += j.kc) {
-		j.kcb = g->k - j.k0 < j.kc ? g->k - j.k0 : j.kc;
-		if (macs < (double)SERIAL_MACS) {
-			for (int64_t t = 0; t < j.ua + j.ub; t++)
-				pack_task(&j, t);
-			for (int64_t t = 0; t < ntiles; t++)
-				tile_task(&j, t);
-		} else {
-			tir_pool_run_packing(j.ua + j.ub, pack_task, &j);
-			tir_pool_run(ntiles, tile_task, &j);
-		}
+	int64_t ntasks = j.nst * (j.T + j.U);
+	if (macs < (double)SERIAL_MACS) {
+		for (int64_t t = 0; t < ntasks; t++)
+			step_task(&j, t);
+	} else {
+		tir_pool_run(ntasks, step_task, &j);
 	}
 	if (atomic_load(&j.epi_failed))
 		rc = tir_errf(err, TIR_ENOMEM, NULL, "matmul: out of memory in its epilogue");
