@@ -245,6 +245,9 @@ void tir_lex_fini(struct tir_lexer *lx);
 struct tir_token tir_lex_next(struct tir_lexer *lx);
 /* The same, written into *t (the parser's way: no copy of the token). */
 void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t);
+/* tir_lex_scan without its quick way for the common tokens: the general
+ * scan alone, which must give the same tokens (test_lex compares them). */
+void tir_lex_scan_general(struct tir_lexer *lx, struct tir_token *t);
 const char *tir_tok_name(enum tir_tok t);
 /* Code-point column of byte offset `off` in src (1-based) and its line. */
 void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);
