@@ -220,6 +220,7 @@ struct tir_token {
 	enum tir_tok kind;
 	uint32_t off, len;    /* bytes into the source */
 	uint32_t line, col;
+	uint32_t hash;        /* NAME: tir_name_hash of it (else 0) */
 	int64_t ival;         /* INT */
 	double fval;          /* FLOAT */
 };
@@ -249,6 +250,12 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t);
  * scan alone, which must give the same tokens (test_lex compares them). */
 void tir_lex_scan_general(struct tir_lexer *lx, struct tir_token *t);
 const char *tir_tok_name(enum tir_tok t);
+/* The hash a name is found by in a program's index of names (parse.c):
+ * FNV-1a, but for a name ending in a number of at most 9 digits, the
+ * stem's hash and the number's digits pick the index's line (64 bytes)
+ * and the number's low three bits the slot in it, so that t1, t2, ...
+ * go eight to a line, in order.  The lexer gives it with each NAME. */
+uint32_t tir_name_hash(const char *s, size_t n);
 /* Code-point column of byte offset `off` in src (1-based) and its line. */
 void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);
 

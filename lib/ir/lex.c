@@ -121,6 +121,39 @@ static bool decimal_fast(const char *s, size_t len, double *v)
 	return true;
 }
 
+/* ---- names' hash (tir_name_hash) ---- */
+
+#define FNV_BASIS 2166136261u
+#define FNV_PRIME 16777619u
+
+/* A name of stem hash `stem` ending in the number v of nd digits (1 to 9):
+ * the line by the stem and the number's digits but its low three bits,
+ * the slot in the line by those. */
+static inline uint32_t numbered_hash(uint32_t stem, uint32_t nd, uint32_t v)
+{
+	uint64_t x = ((uint64_t)(stem + nd) << 32 | (v >> 3)) * 0x9e3779b97f4a7c15u;
+	return ((uint32_t)(x >> 32) & ~7u) | (v & 7);
+}
+
+uint32_t tir_name_hash(const char *s, size_t n)
+{
+	size_t i = n;
+	while (i > 0 && is_digit((unsigned char)s[i - 1]))
+		i--;
+	size_t nd = n - i;
+	if (nd == 0 || nd > 9)
+		i = n; /* FNV-1a of it all */
+	uint32_t h = FNV_BASIS;
+	for (size_t k = 0; k < i; k++)
+		h = (h ^ (unsigned char)s[k]) * FNV_PRIME;
+	if (i == n)
+		return h;
+	uint32_t v = 0;
+	for (size_t k = i; k < n; k++)
+		v = v * 10 + (uint32_t)(s[k] - '0');
+	return numbered_hash(h, (uint32_t)nd, v);
+}
+
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src)
 {
 	memset(lx, 0, sizeof *lx);
@@ -192,6 +225,7 @@ static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok 
 	t->len = (uint32_t)len;
 	t->line = lx->line;
 	t->col = column(lx, p);
+	t->hash = 0;
 	t->ival = 0;
 	t->fval = 0;
 }
@@ -447,10 +481,12 @@ static __attribute__((noinline)) void scan(struct tir_lexer *lx, struct tir_toke
 			q++;
 		size_t len = (size_t)(q - p);
 		lx->p = q;
-		if (len > 255)
+		if (len > 255) {
 			error_at(lx, t, p, len, "name too long (%zu characters; the limit is 255)", len);
-		else
+		} else {
 			make(lx, t, TIR_TOK_NAME, p, len);
+			t->hash = tir_name_hash(p, len);
+		}
 		return;
 	}
 	uint32_t cp;
@@ -504,12 +540,23 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 	if (p < lx->end) {
 		unsigned char c = (unsigned char)*p;
 		if (cls[c] & C_ALPHA) {
+			/* tir_name_hash as the name is read: the hash of it all (h),
+			 * of its stem (the bytes before its last digits), and the
+			 * number its last digits make (nd of them), without a branch */
+			uint32_t h = (FNV_BASIS ^ c) * FNV_PRIME, stem = h, v = 0, nd = 0;
 			const char *q = p + 1;
-			while (q < lx->end && is_word((unsigned char)*q))
-				q++;
+			for (; q < lx->end && is_word((unsigned char)*q); q++) {
+				unsigned d = (unsigned char)*q, digit = d - '0';
+				h = (h ^ d) * FNV_PRIME;
+				bool isd = digit < 10;
+				stem = isd ? stem : h;
+				v = isd ? v * 10 + digit : 0;
+				nd = isd ? nd + 1 : 0;
+			}
 			if (q - p <= 255) {
 				lx->p = q;
 				make(lx, t, TIR_TOK_NAME, p, (size_t)(q - p));
+				t->hash = nd == 0 || nd > 9 ? h : numbered_hash(stem, nd, v);
 				return;
 			}
 		} else if (single[c]) {

@@ -377,27 +377,10 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
  * all the way to memory (the program's nodes, written meanwhile, push the
  * index out of the caches). */
 
-/* FNV-1a of the name, but for a name ending in a number (at most 9
- * digits): then the stem's hash and the number's digits pick the line,
- * the number's low three bits the slot in it. */
+/* (a name's hash is the lexer's: tir_name_hash, ir.h) */
 static uint32_t hash_name(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u, stem = h, v = 0, nd = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned c = (unsigned char)s[i], d = c - '0';
-		h = (h ^ c) * 16777619u;
-		if (d < 10) {
-			v = v * 10 + d;
-			nd++;
-		} else {
-			stem = h;
-			v = nd = 0;
-		}
-	}
-	if (nd == 0 || nd > 9)
-		return h;
-	uint64_t x = ((uint64_t)(stem + nd) << 32 | (v >> 3)) * 0x9e3779b97f4a7c15u;
-	return ((uint32_t)(x >> 32) & ~7u) | (v & 7);
+	return tir_name_hash(s, n);
 }
 
 /* Whether the NUL-terminated name is s[0..n) (names are short: a loop
@@ -425,12 +408,18 @@ static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *
 	}
 }
 
-struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
+/* The binding of the name s (its hash h), or NULL. */
+static struct tir_binding *program_lookup(const struct tir_program *p, const char *s, size_t n, uint32_t h)
 {
 	if (!p->capindex)
 		return NULL;
-	const struct tir_bind_slot *sl = bind_slot(p, s, n, hash_name(s, n));
+	const struct tir_bind_slot *sl = bind_slot(p, s, n, h);
 	return sl->bind ? &p->bind[sl->bind - 1] : NULL;
+}
+
+struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
+{
+	return program_lookup(p, s, n, hash_name(s, n));
 }
 
 /* The index at ncap slots (a power of two), its names placed again. */
@@ -688,9 +677,9 @@ struct look {
 	bool in_fn;                /* looked up inside a function */
 };
 
-/* What the name s[0..n) stands for here: a loop's index or an int
- * parameter (L_INT), a tensor (L_NODE), or nothing. */
-static void lookup_name(struct parser *ps, const char *s, size_t n, struct look *lk)
+/* What the name s[0..n) (its hash h) stands for here: a loop's index or
+ * an int parameter (L_INT), a tensor (L_NODE), or nothing. */
+static void lookup_name(struct parser *ps, const char *s, size_t n, uint32_t h, struct look *lk)
 {
 	memset(lk, 0, sizeof *lk);
 	for (int i = ps->nframes; i-- > 0;) {
@@ -726,7 +715,7 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 		}
 		return;
 	}
-	struct tir_binding *b = tir_program_lookup(ps->prog, s, n);
+	struct tir_binding *b = program_lookup(ps->prog, s, n, h);
 	if (b && !b->unbound && b->str) {
 		lk->kind = L_STR;
 		lk->str = b->str;
@@ -747,7 +736,7 @@ static bool is_int_literal(const struct tir_node *n)
 static bool static_name(struct parser *ps, const char *s, size_t n, int64_t *v)
 {
 	struct look lk;
-	lookup_name(ps, s, n, &lk);
+	lookup_name(ps, s, n, hash_name(s, n), &lk);
 	if (lk.kind == L_INT)
 		*v = lk.v;
 	else if (lk.kind == L_NODE && is_int_literal(lk.node))
@@ -1564,7 +1553,7 @@ static const char *string_value(struct parser *ps, const struct tir_token *t)
 				m++;
 			if (e > b && m < n && s[m] == '}') {
 				struct look lk;
-				lookup_name(ps, s + b, e - b, &lk);
+				lookup_name(ps, s + b, e - b, hash_name(s + b, e - b), &lk);
 				if (lk.kind == L_STR) {
 					tir_str_add(&d, lk.str, strlen(lk.str));
 					i = m;
@@ -1604,7 +1593,7 @@ static const char *string_name(struct parser *ps, const struct tir_token *t)
 	if (t->kind != TIR_TOK_NAME)
 		return NULL;
 	struct look lk;
-	lookup_name(ps, ps->lx.src->text + t->off, t->len, &lk);
+	lookup_name(ps, ps->lx.src->text + t->off, t->len, t->hash, &lk);
 	return lk.kind == L_STR ? lk.str : NULL;
 }
 
@@ -2259,7 +2248,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	struct look lk;
-	lookup_name(ps, s, t.len, &lk);
+	lookup_name(ps, s, t.len, t.hash, &lk);
 	if (lk.kind == L_STR) {
 		perr_tok(ps, &t, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
 			 "or a device for to(...)", (int)t.len, s);
@@ -3003,7 +2992,7 @@ static void parse_input(struct parser *ps)
 		return;
 	ps->pend.name = ps->lx.src->text + nt.off;
 	ps->pend.len = nt.len;
-	ps->pend.hash = hash_name(ps->pend.name, nt.len);
+	ps->pend.hash = nt.hash;
 	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_INPUT;
 	loc_tok(ps, &nt, &ps->pend.loc);
@@ -3189,7 +3178,7 @@ static void parse_bind(struct parser *ps)
 		return;
 	ps->pend.name = s;
 	ps->pend.len = nt.len;
-	ps->pend.hash = hash_name(s, nt.len);
+	ps->pend.hash = nt.hash;
 	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
@@ -3296,7 +3285,7 @@ static void parse_multi_bind(struct parser *ps)
 				perr_tok(ps, &nt, "'%.*s' is bound twice by this statement", (int)nt.len, s);
 				return;
 			}
-		tg[k] = (struct pending){.name = s, .len = nt.len, .hash = hash_name(s, nt.len), .kind = TIR_STMT_BIND};
+		tg[k] = (struct pending){.name = s, .len = nt.len, .hash = nt.hash, .kind = TIR_STMT_BIND};
 		loc_tok(ps, &nt, &tg[k].loc);
 		advance(ps);
 		if (accept(ps, TIR_TOK_COLON)) {
@@ -3598,7 +3587,7 @@ static void parse_for(struct parser *ps)
 	if (!check_name(ps, &var))
 		return;
 	struct look lk;
-	lookup_name(ps, ps->lx.src->text + var.off, var.len, &lk);
+	lookup_name(ps, ps->lx.src->text + var.off, var.len, var.hash, &lk);
 	if (lk.kind == L_INT) {
 		perr_tok(ps, &var, "'%.*s' is already the index of a loop around this one, or an int parameter",
 			 (int)var.len, ps->lx.src->text + var.off);
