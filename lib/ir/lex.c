@@ -8,6 +8,7 @@
  */
 #include "ir.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,20 +215,33 @@ void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc)
 	loc->col = col;
 }
 
-/* Tokens are written field by field where the parser keeps them: a token
- * returned by value and copied whole at once stalls the copy on the
- * lexer's narrower stores still in flight (store forwarding fails). */
-static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p,
-			size_t len)
+/* A token is written where the parser keeps it in one store of the whole
+ * (built in registers first), as wide as the copies the parser makes of
+ * it: a copy (or a field read) just after the lexer wrote the token,
+ * which the parser makes at once, then takes its bytes from the store
+ * still in flight.  Written field by field, a wide load spanning several
+ * of the lexer's narrow stores could not, and stalled until they were
+ * done (store forwarding fails). */
+typedef uint32_t lanes4 __attribute__((vector_size(16)));
+typedef uint64_t lanes2 __attribute__((vector_size(16)));
+_Static_assert(offsetof(struct tir_token, line) == 12 && offsetof(struct tir_token, col) == 16 &&
+		       offsetof(struct tir_token, hash) == 20 && offsetof(struct tir_token, ival) == 24 &&
+		       offsetof(struct tir_token, fval) == 32 && sizeof(struct tir_token) == 40,
+	       "put() writes a token in three stores: 16, 16 and 8 bytes");
+
+static inline void put(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p, size_t len,
+		       uint32_t hash, int64_t ival, double fval)
 {
-	t->kind = k;
-	t->off = (uint32_t)(p - lx->src->text);
-	t->len = (uint32_t)len;
-	t->line = lx->line;
-	t->col = column(lx, p);
-	t->hash = 0;
-	t->ival = 0;
-	t->fval = 0;
+	lanes4 head = {(uint32_t)k, (uint32_t)(p - lx->src->text), (uint32_t)len, lx->line};
+	lanes2 mid = {column(lx, p) | (uint64_t)hash << 32, (uint64_t)ival};
+	memcpy(t, &head, sizeof head);
+	memcpy((char *)t + 16, &mid, sizeof mid);
+	memcpy((char *)t + 32, &fval, sizeof fval);
+}
+
+static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p, size_t len)
+{
+	put(lx, t, k, p, len, 0, 0, 0);
 }
 
 static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
@@ -291,8 +305,7 @@ static void lex_number(struct tir_lexer *lx, struct tir_token *t, const char *p)
 			buf[len] = 0;
 			v = strtod(buf, NULL);
 		}
-		make(lx, t, TIR_TOK_FLOAT, p, len);
-		t->fval = v;
+		put(lx, t, TIR_TOK_FLOAT, p, len, 0, 0, v);
 	} else {
 		uint64_t v = 0;
 		for (size_t i = 0; i < len; i++) {
@@ -304,9 +317,7 @@ static void lex_number(struct tir_lexer *lx, struct tir_token *t, const char *p)
 			}
 			v = v * 10 + d;
 		}
-		make(lx, t, TIR_TOK_INT, p, len);
-		t->ival = (int64_t)v;
-		t->fval = (double)v;
+		put(lx, t, TIR_TOK_INT, p, len, 0, (int64_t)v, (double)v);
 	}
 }
 
@@ -371,16 +382,13 @@ static bool number_fast(struct tir_lexer *lx, struct tir_token *t, const char *p
 		return false; /* long, an exponent, or running on: 1.2.3, 12abc */
 	if (point == q) {
 		lx->p = q;
-		make(lx, t, TIR_TOK_INT, p, len);
-		t->ival = (int64_t)m;
-		t->fval = (double)m;
+		put(lx, t, TIR_TOK_INT, p, len, 0, (int64_t)m, (double)m);
 		return true;
 	}
 	if (m > (UINT64_C(1) << 53))
 		return false;
 	lx->p = q;
-	make(lx, t, TIR_TOK_FLOAT, p, len);
-	t->fval = (double)m / pow10[q - point - 1];
+	put(lx, t, TIR_TOK_FLOAT, p, len, 0, 0, (double)m / pow10[q - point - 1]);
 	return true;
 }
 
@@ -484,8 +492,7 @@ static __attribute__((noinline)) void scan(struct tir_lexer *lx, struct tir_toke
 		if (len > 255) {
 			error_at(lx, t, p, len, "name too long (%zu characters; the limit is 255)", len);
 		} else {
-			make(lx, t, TIR_TOK_NAME, p, len);
-			t->hash = tir_name_hash(p, len);
+			put(lx, t, TIR_TOK_NAME, p, len, tir_name_hash(p, len), 0, 0);
 		}
 		return;
 	}
@@ -555,8 +562,8 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 			}
 			if (q - p <= 255) {
 				lx->p = q;
-				make(lx, t, TIR_TOK_NAME, p, (size_t)(q - p));
-				t->hash = nd == 0 || nd > 9 ? h : numbered_hash(stem, nd, v);
+				put(lx, t, TIR_TOK_NAME, p, (size_t)(q - p), nd == 0 || nd > 9 ? h : numbered_hash(stem, nd, v),
+				    0, 0);
 				return;
 			}
 		} else if (single[c]) {

@@ -2181,19 +2181,29 @@ fail:
  *         | NAME | call | "(" expr ")" */
 static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_token t = *ps->tok;
-	loc_tok(ps, &t, start);
+	/* The token is read where the lexer wrote it, not copied whole (the
+	 * copy, just after the lexer's stores, stalled): advance() writes
+	 * the token after next there, so what is used past it is taken
+	 * first, and a branch that needs the token later copies it. */
+	const struct tir_token *tp = ps->tok;
+	loc_tok(ps, tp, start);
 	char got[80];
-	switch (t.kind) {
-	case TIR_TOK_INT:
+	switch (tp->kind) {
+	case TIR_TOK_INT: {
+		int64_t iv = tp->ival;
+		double fv = tp->fval;
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_I64, t.ival, t.fval);
-	case TIR_TOK_FLOAT:
+		return literal(ps, start, TIR_DTYPE_I64, iv, fv);
+	}
+	case TIR_TOK_FLOAT: {
+		double fv = tp->fval;
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_F32, 0, t.fval);
+		return literal(ps, start, TIR_DTYPE_F32, 0, fv);
+	}
 	case TIR_TOK_LBRACKET:
 		return parse_list_literal(ps, start);
 	case TIR_TOK_LPAREN: {
+		struct tir_token t = *tp;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
@@ -2205,29 +2215,32 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	case TIR_TOK_STRING:
-		perr_tok(ps, &t, "a string is a file path for load(...), or a name's value alone (ck = \"m.npy\")");
+		perr_tok(ps, tp, "a string is a file path for load(...), or a name's value alone (ck = \"m.npy\")");
 		return NULL;
 	case TIR_TOK_NAME:
 		break;
 	default:
-		if (t.kind == TIR_TOK_EOF && ps->lx.depth > 0)
+		if (tp->kind == TIR_TOK_EOF && ps->lx.depth > 0)
 			expected(ps, "");
-		else if (t.kind != TIR_TOK_ERROR) {
-			tok_desc(ps, &t, got, sizeof got);
-			perr_tok(ps, &t, "expected an expression, got %s", got);
+		else if (tp->kind != TIR_TOK_ERROR) {
+			tok_desc(ps, tp, got, sizeof got);
+			perr_tok(ps, tp, "expected an expression, got %s", got);
 		}
 		return NULL;
 	}
-	const char *s = ps->lx.src->text + t.off;
-	if (is_bool_word(ps, &t)) {
+	const char *s = ps->lx.src->text + tp->off;
+	if (is_bool_word(ps, tp)) {
+		bool v = is_true(ps, tp);
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_BOOL, is_true(ps, &t), 0);
+		return literal(ps, start, TIR_DTYPE_BOOL, v, 0);
 	}
-	if (tok_is(ps, &t, "inf") || tok_is(ps, &t, "nan")) {
+	if (tok_is(ps, tp, "inf") || tok_is(ps, tp, "nan")) {
+		double v = tok_is(ps, tp, "inf") ? INFINITY : NAN;
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_F32, 0, tok_is(ps, &t, "inf") ? INFINITY : NAN);
+		return literal(ps, start, TIR_DTYPE_F32, 0, v);
 	}
 	if (peek(ps)->kind == TIR_TOK_LPAREN) {
+		struct tir_token t = *tp; /* the call's name, read past advance() */
 		int op = tir_op_lookup(s, t.len);
 		if (op < 0) {
 			struct tir_func *f = func_find(ps, s, t.len);
@@ -2248,10 +2261,10 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	struct look lk;
-	lookup_name(ps, s, t.len, t.hash, &lk);
+	lookup_name(ps, s, tp->len, tp->hash, &lk);
 	if (lk.kind == L_STR) {
-		perr_tok(ps, &t, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
-			 "or a device for to(...)", (int)t.len, s);
+		perr_tok(ps, tp, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
+			 "or a device for to(...)", (int)tp->len, s);
 		return NULL;
 	}
 	if (lk.kind == L_INT) { /* a loop's index or an int parameter: its value, as a literal */
@@ -2271,6 +2284,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		}
 		return lk.node;
 	}
+	struct tir_token t = *tp; /* np_prefix reads it past advance() */
 	if (lk.in_fn) {
 		perr_tok(ps, &t, "undefined name '%.*s' (a function sees only its parameters and the names it binds)",
 			 (int)t.len, s);
