@@ -256,6 +256,10 @@ const char *tir_tok_name(enum tir_tok t);
  * and the number's low three bits the slot in it, so that t1, t2, ...
  * go eight to a line, in order.  The lexer gives it with each NAME. */
 uint32_t tir_name_hash(const char *s, size_t n);
+/* The hash of the name whose number is `ahead` more than s's, as many
+ * digits (t16 for t8 and 8), or 0: s ends in no number (at most 9
+ * digits), or the sum takes another digit. */
+uint32_t tir_name_hash_ahead(const char *s, size_t n, uint32_t ahead);
 /* Code-point column of byte offset `off` in src (1-based) and its line. */
 void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);
 

@@ -155,6 +155,26 @@ uint32_t tir_name_hash(const char *s, size_t n)
 	return numbered_hash(h, (uint32_t)nd, v);
 }
 
+uint32_t tir_name_hash_ahead(const char *s, size_t n, uint32_t ahead)
+{
+	size_t i = n;
+	while (i > 0 && is_digit((unsigned char)s[i - 1]))
+		i--;
+	size_t nd = n - i;
+	if (nd == 0 || nd > 9)
+		return 0;
+	uint32_t h = FNV_BASIS, v = 0;
+	for (size_t k = 0; k < i; k++)
+		h = (h ^ (unsigned char)s[k]) * FNV_PRIME;
+	for (size_t k = i; k < n; k++)
+		v = v * 10 + (uint32_t)(s[k] - '0');
+	static const uint32_t pow10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+					   1000000000};
+	if (v + (uint64_t)ahead >= pow10[nd])
+		return 0; /* one digit more: another stem's line */
+	return numbered_hash(h, (uint32_t)nd, v + ahead);
+}
+
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src)
 {
 	memset(lx, 0, sizeof *lx);

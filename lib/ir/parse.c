@@ -3194,6 +3194,14 @@ static void parse_bind(struct parser *ps)
 	ps->pend.len = nt.len;
 	ps->pend.hash = nt.hash;
 	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
+	if ((nt.hash & 7) == 0 && (unsigned)(s[nt.len - 1] - '0') < 10 && ps->prog->capindex) {
+		/* t8 (say): the index's line of t16 to t23, which a program binding
+		 * them in turn binds next, asked for now, eight statements ahead
+		 * (this line's was asked for when t0 was bound, or is) */
+		uint32_t next = tir_name_hash_ahead(s, nt.len, 8);
+		if (next)
+			__builtin_prefetch(bind_home(ps->prog, next));
+	}
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);
