@@ -621,6 +621,13 @@ static void test_name_hash(void)
 		bad += tir_name_hash(text, strlen(text)) != name_hash_ref(text, strlen(text));
 	}
 	CHECK(bad == 0);
+	/* the name numbered `ahead` more, as many digits, or 0 */
+	CHECK(tir_name_hash_ahead("t8", 2, 8) == 0); /* t16 has one digit more */
+	CHECK(tir_name_hash_ahead("t8", 2, 1) == tir_name_hash("t9", 2));
+	CHECK(tir_name_hash_ahead("t16", 3, 8) == tir_name_hash("t24", 3));
+	CHECK(tir_name_hash_ahead("w0123", 5, 8) == tir_name_hash("w0131", 5));
+	CHECK(tir_name_hash_ahead("t95", 3, 8) == 0 && tir_name_hash_ahead("x", 1, 8) == 0 &&
+	      tir_name_hash_ahead("t999999999", 10, 1) == 0 && tir_name_hash_ahead("t1234567890", 11, 8) == 0);
 	/* t16..t23: one line of eight slots, in order */
 	uint32_t h16 = tir_name_hash("t16", 3);
 	CHECK(h16 % 8 == 0);
