@@ -220,7 +220,6 @@ struct tir_token {
 	enum tir_tok kind;
 	uint32_t off, len;    /* bytes into the source */
 	uint32_t line, col;
-	uint32_t hash;        /* NAME: tir_name_hash of it (else 0) */
 	int64_t ival;         /* INT */
 	double fval;          /* FLOAT */
 };
@@ -250,16 +249,6 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t);
  * scan alone, which must give the same tokens (test_lex compares them). */
 void tir_lex_scan_general(struct tir_lexer *lx, struct tir_token *t);
 const char *tir_tok_name(enum tir_tok t);
-/* The hash a name is found by in a program's index of names (parse.c):
- * FNV-1a, but for a name ending in a number of at most 9 digits, the
- * stem's hash and the number's digits pick the index's line (64 bytes)
- * and the number's low three bits the slot in it, so that t1, t2, ...
- * go eight to a line, in order.  The lexer gives it with each NAME. */
-uint32_t tir_name_hash(const char *s, size_t n);
-/* The hash of the name whose number is `ahead` more than s's, as many
- * digits (t16 for t8 and 8), or 0: s ends in no number (at most 9
- * digits), or the sum takes another digit. */
-uint32_t tir_name_hash_ahead(const char *s, size_t n, uint32_t ahead);
 /* Code-point column of byte offset `off` in src (1-based) and its line. */
 void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);
 

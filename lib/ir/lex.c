@@ -8,7 +8,6 @@
  */
 #include "ir.h"
 
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,59 +121,6 @@ static bool decimal_fast(const char *s, size_t len, double *v)
 	return true;
 }
 
-/* ---- names' hash (tir_name_hash) ---- */
-
-#define FNV_BASIS 2166136261u
-#define FNV_PRIME 16777619u
-
-/* A name of stem hash `stem` ending in the number v of nd digits (1 to 9):
- * the line by the stem and the number's digits but its low three bits,
- * the slot in the line by those. */
-static inline uint32_t numbered_hash(uint32_t stem, uint32_t nd, uint32_t v)
-{
-	uint64_t x = ((uint64_t)(stem + nd) << 32 | (v >> 3)) * 0x9e3779b97f4a7c15u;
-	return ((uint32_t)(x >> 32) & ~7u) | (v & 7);
-}
-
-uint32_t tir_name_hash(const char *s, size_t n)
-{
-	size_t i = n;
-	while (i > 0 && is_digit((unsigned char)s[i - 1]))
-		i--;
-	size_t nd = n - i;
-	if (nd == 0 || nd > 9)
-		i = n; /* FNV-1a of it all */
-	uint32_t h = FNV_BASIS;
-	for (size_t k = 0; k < i; k++)
-		h = (h ^ (unsigned char)s[k]) * FNV_PRIME;
-	if (i == n)
-		return h;
-	uint32_t v = 0;
-	for (size_t k = i; k < n; k++)
-		v = v * 10 + (uint32_t)(s[k] - '0');
-	return numbered_hash(h, (uint32_t)nd, v);
-}
-
-uint32_t tir_name_hash_ahead(const char *s, size_t n, uint32_t ahead)
-{
-	size_t i = n;
-	while (i > 0 && is_digit((unsigned char)s[i - 1]))
-		i--;
-	size_t nd = n - i;
-	if (nd == 0 || nd > 9)
-		return 0;
-	uint32_t h = FNV_BASIS, v = 0;
-	for (size_t k = 0; k < i; k++)
-		h = (h ^ (unsigned char)s[k]) * FNV_PRIME;
-	for (size_t k = i; k < n; k++)
-		v = v * 10 + (uint32_t)(s[k] - '0');
-	static const uint32_t pow10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
-					   1000000000};
-	if (v + (uint64_t)ahead >= pow10[nd])
-		return 0; /* one digit more: another stem's line */
-	return numbered_hash(h, (uint32_t)nd, v + ahead);
-}
-
 int tir_lex_init(struct tir_lexer *lx, const struct tir_source *src)
 {
 	memset(lx, 0, sizeof *lx);
@@ -235,33 +181,19 @@ void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc)
 	loc->col = col;
 }
 
-/* A token is written where the parser keeps it in one store of the whole
- * (built in registers first), as wide as the copies the parser makes of
- * it: a copy (or a field read) just after the lexer wrote the token,
- * which the parser makes at once, then takes its bytes from the store
- * still in flight.  Written field by field, a wide load spanning several
- * of the lexer's narrow stores could not, and stalled until they were
- * done (store forwarding fails). */
-typedef uint32_t lanes4 __attribute__((vector_size(16)));
-typedef uint64_t lanes2 __attribute__((vector_size(16)));
-_Static_assert(offsetof(struct tir_token, line) == 12 && offsetof(struct tir_token, col) == 16 &&
-		       offsetof(struct tir_token, hash) == 20 && offsetof(struct tir_token, ival) == 24 &&
-		       offsetof(struct tir_token, fval) == 32 && sizeof(struct tir_token) == 40,
-	       "put() writes a token in three stores: 16, 16 and 8 bytes");
-
-static inline void put(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p, size_t len,
-		       uint32_t hash, int64_t ival, double fval)
+/* Tokens are written field by field where the parser keeps them: a token
+ * returned by value and copied whole at once stalls the copy on the
+ * lexer's narrower stores still in flight (store forwarding fails). */
+static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p,
+			size_t len)
 {
-	lanes4 head = {(uint32_t)k, (uint32_t)(p - lx->src->text), (uint32_t)len, lx->line};
-	lanes2 mid = {column(lx, p) | (uint64_t)hash << 32, (uint64_t)ival};
-	memcpy(t, &head, sizeof head);
-	memcpy((char *)t + 16, &mid, sizeof mid);
-	memcpy((char *)t + 32, &fval, sizeof fval);
-}
-
-static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok k, const char *p, size_t len)
-{
-	put(lx, t, k, p, len, 0, 0, 0);
+	t->kind = k;
+	t->off = (uint32_t)(p - lx->src->text);
+	t->len = (uint32_t)len;
+	t->line = lx->line;
+	t->col = column(lx, p);
+	t->ival = 0;
+	t->fval = 0;
 }
 
 static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
@@ -325,7 +257,8 @@ static void lex_number(struct tir_lexer *lx, struct tir_token *t, const char *p)
 			buf[len] = 0;
 			v = strtod(buf, NULL);
 		}
-		put(lx, t, TIR_TOK_FLOAT, p, len, 0, 0, v);
+		make(lx, t, TIR_TOK_FLOAT, p, len);
+		t->fval = v;
 	} else {
 		uint64_t v = 0;
 		for (size_t i = 0; i < len; i++) {
@@ -337,7 +270,9 @@ static void lex_number(struct tir_lexer *lx, struct tir_token *t, const char *p)
 			}
 			v = v * 10 + d;
 		}
-		put(lx, t, TIR_TOK_INT, p, len, 0, (int64_t)v, (double)v);
+		make(lx, t, TIR_TOK_INT, p, len);
+		t->ival = (int64_t)v;
+		t->fval = (double)v;
 	}
 }
 
@@ -402,13 +337,16 @@ static bool number_fast(struct tir_lexer *lx, struct tir_token *t, const char *p
 		return false; /* long, an exponent, or running on: 1.2.3, 12abc */
 	if (point == q) {
 		lx->p = q;
-		put(lx, t, TIR_TOK_INT, p, len, 0, (int64_t)m, (double)m);
+		make(lx, t, TIR_TOK_INT, p, len);
+		t->ival = (int64_t)m;
+		t->fval = (double)m;
 		return true;
 	}
 	if (m > (UINT64_C(1) << 53))
 		return false;
 	lx->p = q;
-	put(lx, t, TIR_TOK_FLOAT, p, len, 0, 0, (double)m / pow10[q - point - 1]);
+	make(lx, t, TIR_TOK_FLOAT, p, len);
+	t->fval = (double)m / pow10[q - point - 1];
 	return true;
 }
 
@@ -509,11 +447,10 @@ static __attribute__((noinline)) void scan(struct tir_lexer *lx, struct tir_toke
 			q++;
 		size_t len = (size_t)(q - p);
 		lx->p = q;
-		if (len > 255) {
+		if (len > 255)
 			error_at(lx, t, p, len, "name too long (%zu characters; the limit is 255)", len);
-		} else {
-			put(lx, t, TIR_TOK_NAME, p, len, tir_name_hash(p, len), 0, 0);
-		}
+		else
+			make(lx, t, TIR_TOK_NAME, p, len);
 		return;
 	}
 	uint32_t cp;
@@ -567,23 +504,12 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 	if (p < lx->end) {
 		unsigned char c = (unsigned char)*p;
 		if (cls[c] & C_ALPHA) {
-			/* tir_name_hash as the name is read: the hash of it all (h),
-			 * of its stem (the bytes before its last digits), and the
-			 * number its last digits make (nd of them), without a branch */
-			uint32_t h = (FNV_BASIS ^ c) * FNV_PRIME, stem = h, v = 0, nd = 0;
 			const char *q = p + 1;
-			for (; q < lx->end && is_word((unsigned char)*q); q++) {
-				unsigned d = (unsigned char)*q, digit = d - '0';
-				h = (h ^ d) * FNV_PRIME;
-				bool isd = digit < 10;
-				stem = isd ? stem : h;
-				v = isd ? v * 10 + digit : 0;
-				nd = isd ? nd + 1 : 0;
-			}
+			while (q < lx->end && is_word((unsigned char)*q))
+				q++;
 			if (q - p <= 255) {
 				lx->p = q;
-				put(lx, t, TIR_TOK_NAME, p, (size_t)(q - p), nd == 0 || nd > 9 ? h : numbered_hash(stem, nd, v),
-				    0, 0);
+				make(lx, t, TIR_TOK_NAME, p, (size_t)(q - p));
 				return;
 			}
 		} else if (single[c]) {

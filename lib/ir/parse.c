@@ -377,10 +377,39 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
  * all the way to memory (the program's nodes, written meanwhile, push the
  * index out of the caches). */
 
-/* (a name's hash is the lexer's: tir_name_hash, ir.h) */
+/* FNV-1a of the name, but for a name ending in a number (at most 9
+ * digits): then the stem's hash and the number's digits pick the line,
+ * the number's low three bits the slot in it.  With `ahead`, the hash of
+ * the name whose number is that much more, as many digits (t16 for t8
+ * and 8), or 0: no number, or the sum takes another digit. */
+static inline __attribute__((always_inline)) uint32_t hash_ahead(const char *s, size_t n, uint32_t ahead)
+{
+	uint32_t h = 2166136261u, stem = h, v = 0, nd = 0, top = 1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned c = (unsigned char)s[i], d = c - '0';
+		h = (h ^ c) * 16777619u;
+		if (d < 10) {
+			v = v * 10 + d;
+			nd++;
+			top = top * 10;
+		} else {
+			stem = h;
+			v = nd = 0;
+			top = 1;
+		}
+	}
+	if (nd == 0 || nd > 9)
+		return ahead ? 0 : h;
+	if (ahead && (uint64_t)v + ahead >= top)
+		return 0;
+	v += ahead;
+	uint64_t x = ((uint64_t)(stem + nd) << 32 | (v >> 3)) * 0x9e3779b97f4a7c15u;
+	return ((uint32_t)(x >> 32) & ~7u) | (v & 7);
+}
+
 static uint32_t hash_name(const char *s, size_t n)
 {
-	return tir_name_hash(s, n);
+	return hash_ahead(s, n, 0);
 }
 
 /* Whether the NUL-terminated name is s[0..n) (names are short: a loop
@@ -408,18 +437,12 @@ static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *
 	}
 }
 
-/* The binding of the name s (its hash h), or NULL. */
-static struct tir_binding *program_lookup(const struct tir_program *p, const char *s, size_t n, uint32_t h)
+struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
 {
 	if (!p->capindex)
 		return NULL;
-	const struct tir_bind_slot *sl = bind_slot(p, s, n, h);
+	const struct tir_bind_slot *sl = bind_slot(p, s, n, hash_name(s, n));
 	return sl->bind ? &p->bind[sl->bind - 1] : NULL;
-}
-
-struct tir_binding *tir_program_lookup(const struct tir_program *p, const char *s, size_t n)
-{
-	return program_lookup(p, s, n, hash_name(s, n));
 }
 
 /* The index at ncap slots (a power of two), its names placed again. */
@@ -677,9 +700,9 @@ struct look {
 	bool in_fn;                /* looked up inside a function */
 };
 
-/* What the name s[0..n) (its hash h) stands for here: a loop's index or
- * an int parameter (L_INT), a tensor (L_NODE), or nothing. */
-static void lookup_name(struct parser *ps, const char *s, size_t n, uint32_t h, struct look *lk)
+/* What the name s[0..n) stands for here: a loop's index or an int
+ * parameter (L_INT), a tensor (L_NODE), or nothing. */
+static void lookup_name(struct parser *ps, const char *s, size_t n, struct look *lk)
 {
 	memset(lk, 0, sizeof *lk);
 	for (int i = ps->nframes; i-- > 0;) {
@@ -715,7 +738,7 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, uint32_t h, 
 		}
 		return;
 	}
-	struct tir_binding *b = program_lookup(ps->prog, s, n, h);
+	struct tir_binding *b = tir_program_lookup(ps->prog, s, n);
 	if (b && !b->unbound && b->str) {
 		lk->kind = L_STR;
 		lk->str = b->str;
@@ -736,7 +759,7 @@ static bool is_int_literal(const struct tir_node *n)
 static bool static_name(struct parser *ps, const char *s, size_t n, int64_t *v)
 {
 	struct look lk;
-	lookup_name(ps, s, n, hash_name(s, n), &lk);
+	lookup_name(ps, s, n, &lk);
 	if (lk.kind == L_INT)
 		*v = lk.v;
 	else if (lk.kind == L_NODE && is_int_literal(lk.node))
@@ -1553,7 +1576,7 @@ static const char *string_value(struct parser *ps, const struct tir_token *t)
 				m++;
 			if (e > b && m < n && s[m] == '}') {
 				struct look lk;
-				lookup_name(ps, s + b, e - b, hash_name(s + b, e - b), &lk);
+				lookup_name(ps, s + b, e - b, &lk);
 				if (lk.kind == L_STR) {
 					tir_str_add(&d, lk.str, strlen(lk.str));
 					i = m;
@@ -1593,7 +1616,7 @@ static const char *string_name(struct parser *ps, const struct tir_token *t)
 	if (t->kind != TIR_TOK_NAME)
 		return NULL;
 	struct look lk;
-	lookup_name(ps, ps->lx.src->text + t->off, t->len, t->hash, &lk);
+	lookup_name(ps, ps->lx.src->text + t->off, t->len, &lk);
 	return lk.kind == L_STR ? lk.str : NULL;
 }
 
@@ -2261,7 +2284,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	struct look lk;
-	lookup_name(ps, s, tp->len, tp->hash, &lk);
+	lookup_name(ps, s, tp->len, &lk);
 	if (lk.kind == L_STR) {
 		perr_tok(ps, tp, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
 			 "or a device for to(...)", (int)tp->len, s);
@@ -3006,7 +3029,7 @@ static void parse_input(struct parser *ps)
 		return;
 	ps->pend.name = ps->lx.src->text + nt.off;
 	ps->pend.len = nt.len;
-	ps->pend.hash = nt.hash;
+	ps->pend.hash = hash_name(ps->pend.name, nt.len);
 	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
 	ps->pend.kind = TIR_STMT_INPUT;
 	loc_tok(ps, &nt, &ps->pend.loc);
@@ -3192,13 +3215,13 @@ static void parse_bind(struct parser *ps)
 		return;
 	ps->pend.name = s;
 	ps->pend.len = nt.len;
-	ps->pend.hash = nt.hash;
+	ps->pend.hash = hash_name(s, nt.len);
 	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
-	if ((nt.hash & 7) == 0 && (unsigned)(s[nt.len - 1] - '0') < 10 && ps->prog->capindex) {
+	if ((ps->pend.hash & 7) == 0 && (unsigned)(s[nt.len - 1] - '0') < 10 && ps->prog->capindex) {
 		/* t8 (say): the index's line of t16 to t23, which a program binding
 		 * them in turn binds next, asked for now, eight statements ahead
 		 * (this line's was asked for when t0 was bound, or is) */
-		uint32_t next = tir_name_hash_ahead(s, nt.len, 8);
+		uint32_t next = hash_ahead(s, nt.len, 8);
 		if (next)
 			__builtin_prefetch(bind_home(ps->prog, next));
 	}
@@ -3307,7 +3330,7 @@ static void parse_multi_bind(struct parser *ps)
 				perr_tok(ps, &nt, "'%.*s' is bound twice by this statement", (int)nt.len, s);
 				return;
 			}
-		tg[k] = (struct pending){.name = s, .len = nt.len, .hash = nt.hash, .kind = TIR_STMT_BIND};
+		tg[k] = (struct pending){.name = s, .len = nt.len, .hash = hash_name(s, nt.len), .kind = TIR_STMT_BIND};
 		loc_tok(ps, &nt, &tg[k].loc);
 		advance(ps);
 		if (accept(ps, TIR_TOK_COLON)) {
@@ -3609,7 +3632,7 @@ static void parse_for(struct parser *ps)
 	if (!check_name(ps, &var))
 		return;
 	struct look lk;
-	lookup_name(ps, ps->lx.src->text + var.off, var.len, var.hash, &lk);
+	lookup_name(ps, ps->lx.src->text + var.off, var.len, &lk);
 	if (lk.kind == L_INT) {
 		perr_tok(ps, &var, "'%.*s' is already the index of a loop around this one, or an int parameter",
 			 (int)var.len, ps->lx.src->text + var.off);

@@ -557,8 +557,7 @@ static void test_quick_way(void)
 			tir_lex_scan_general(&general, &b);
 			tokens++;
 			bool same = a.kind == b.kind && a.off == b.off && a.len == b.len && a.line == b.line &&
-				    a.col == b.col && a.ival == b.ival && a.hash == b.hash &&
-				    (a.kind != TIR_TOK_NAME || a.hash == tir_name_hash(text + a.off, a.len)) &&
+				    a.col == b.col && a.ival == b.ival &&
 				    (a.fval == b.fval || (a.fval != a.fval && b.fval != b.fval)) &&
 				    quick.p == general.p && quick.depth == general.depth &&
 				    (a.kind != TIR_TOK_ERROR || !strcmp(errq, general.errmsg));
@@ -576,67 +575,6 @@ static void test_quick_way(void)
 	CHECK(tokens > 20000);
 }
 
-/* tir_name_hash as first written: one pass from the front, the stem's
- * hash kept at each byte that is not a digit. */
-static uint32_t name_hash_ref(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u, stem = h, v = 0, nd = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned c = (unsigned char)s[i], d = c - '0';
-		h = (h ^ c) * 16777619u;
-		if (d < 10) {
-			v = v * 10 + d;
-			nd++;
-		} else {
-			stem = h;
-			v = nd = 0;
-		}
-	}
-	if (nd == 0 || nd > 9)
-		return h;
-	uint64_t x = ((uint64_t)(stem + nd) << 32 | (v >> 3)) * 0x9e3779b97f4a7c15u;
-	return ((uint32_t)(x >> 32) & ~7u) | (v & 7);
-}
-
-/* A name's hash, by tir_name_hash and by the lexer as it reads the name,
- * is the reference's; numbered names in turn go eight to a line. */
-static void test_name_hash(void)
-{
-	static const char *const names[] = {"x", "t", "t0", "t1", "t01", "t9", "t10", "t99999", "t123456789",
-					    "t1234567890", "a1b2", "a1b", "_", "_1", "x_9", "tanh", "w007",
-					    "abcdefghijklmnopqrstuvwxyz0123", "n4294967295", "n999999999"};
-	int bad = 0;
-	char text[64];
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		size_t n = strlen(names[i]);
-		snprintf(text, sizeof text, "%s = 1", names[i]);
-		struct lexed *L = lexs(text);
-		uint32_t want = name_hash_ref(names[i], n);
-		bad += tir_name_hash(names[i], n) != want || L->t[0].kind != TIR_TOK_NAME || L->t[0].hash != want ||
-		       L->t[1].hash != 0 || L->t[2].hash != 0;
-		done(L);
-	}
-	for (int i = 0; i < 4000; i++) {
-		snprintf(text, sizeof text, "t%d", i);
-		bad += tir_name_hash(text, strlen(text)) != name_hash_ref(text, strlen(text));
-	}
-	CHECK(bad == 0);
-	/* the name numbered `ahead` more, as many digits, or 0 */
-	CHECK(tir_name_hash_ahead("t8", 2, 8) == 0); /* t16 has one digit more */
-	CHECK(tir_name_hash_ahead("t8", 2, 1) == tir_name_hash("t9", 2));
-	CHECK(tir_name_hash_ahead("t16", 3, 8) == tir_name_hash("t24", 3));
-	CHECK(tir_name_hash_ahead("w0123", 5, 8) == tir_name_hash("w0131", 5));
-	CHECK(tir_name_hash_ahead("t95", 3, 8) == 0 && tir_name_hash_ahead("x", 1, 8) == 0 &&
-	      tir_name_hash_ahead("t999999999", 10, 1) == 0 && tir_name_hash_ahead("t1234567890", 11, 8) == 0);
-	/* t16..t23: one line of eight slots, in order */
-	uint32_t h16 = tir_name_hash("t16", 3);
-	CHECK(h16 % 8 == 0);
-	for (int i = 17; i < 24; i++) {
-		snprintf(text, sizeof text, "t%d", i);
-		CHECK(tir_name_hash(text, strlen(text)) == h16 + (uint32_t)(i - 16));
-	}
-}
-
 int main(void)
 {
 	test_kinds();
@@ -647,6 +585,5 @@ int main(void)
 	test_errors();
 	test_long_line();
 	test_quick_way();
-	test_name_hash();
 	return check_report("test_lex");
 }
