@@ -30,7 +30,8 @@ struct tir_arena {
 void *tir_arena_alloc(struct tir_arena *a, size_t n);      /* zeroed, 16-aligned; NULL on OOM */
 /* Room for n bytes more in one block, made now (a big program's parse says
  * what it will need: one block of huge pages, not a run of small ones);
- * below 2 MiB it does nothing.  0, or -TIR_ENOMEM. */
+ * below 512 KiB it does nothing, and from there to 2 MiB it makes one huge
+ * page.  0, or -TIR_ENOMEM. */
 int tir_arena_reserve(struct tir_arena *a, size_t n);
 char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n);
 void tir_arena_free(struct tir_arena *a);
