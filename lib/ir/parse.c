@@ -2204,10 +2204,12 @@ fail:
  *         | NAME | call | "(" expr ")" */
 static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 {
-	/* The token is read where the lexer wrote it, not copied whole (the
-	 * copy, just after the lexer's stores, stalled): advance() writes
-	 * the token after next there, so what is used past it is taken
-	 * first, and a branch that needs the token later copies it. */
+	/* The token is read where the lexer wrote it, not copied whole: the
+	 * copy, made just after the lexer's narrow stores to it, was a fifth
+	 * of this function's time (and reading in place measured 3% off the
+	 * parse).  advance() writes the token after next there, so what is
+	 * used past it is taken first, and a branch that needs the token
+	 * later copies it. */
 	const struct tir_token *tp = ps->tok;
 	loc_tok(ps, tp, start);
 	char got[80];
