@@ -30,7 +30,8 @@ struct tir_arena {
 void *tir_arena_alloc(struct tir_arena *a, size_t n);      /* zeroed, 16-aligned; NULL on OOM */
 /* Room for n bytes more in one block, made now (a big program's parse says
  * what it will need: one block of huge pages, not a run of small ones);
- * below 2 MiB it does nothing.  0, or -TIR_ENOMEM. */
+ * below 512 KiB it does nothing, and from there to 2 MiB it makes one huge
+ * page.  0, or -TIR_ENOMEM. */
 int tir_arena_reserve(struct tir_arena *a, size_t n);
 char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n);
 void tir_arena_free(struct tir_arena *a);
@@ -245,6 +246,9 @@ void tir_lex_fini(struct tir_lexer *lx);
 struct tir_token tir_lex_next(struct tir_lexer *lx);
 /* The same, written into *t (the parser's way: no copy of the token). */
 void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t);
+/* tir_lex_scan without its quick way for the common tokens: the general
+ * scan alone, which must give the same tokens (test_lex compares them). */
+void tir_lex_scan_general(struct tir_lexer *lx, struct tir_token *t);
 const char *tir_tok_name(enum tir_tok t);
 /* Code-point column of byte offset `off` in src (1-based) and its line. */
 void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc);

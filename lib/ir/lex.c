@@ -311,6 +311,45 @@ static void bracket_close(struct tir_lexer *lx, struct tir_token *t, const char 
 	make(lx, t, k, p, 1);
 }
 
+/* A number of at most 18 digits, a '.' among them or not, and no exponent
+ * (the numbers programs mostly write), scanned and valued in one pass:
+ * false, having done nothing, for any other (lex_number's).  Its value is
+ * decimal_fast's, done the same way: 18 digits are below 2^63, and a float
+ * within 2^53 with at most 22 digits after the point is exact. */
+static bool number_fast(struct tir_lexer *lx, struct tir_token *t, const char *p)
+{
+	static const double pow10[23] = {
+		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+		1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+	};
+	const char *q = p, *end = lx->end;
+	uint64_t m = 0;
+	while (q < end && is_digit((unsigned char)*q))
+		m = m * 10 + (uint64_t)(*q++ - '0');
+	const char *point = q;
+	if (q < end && *q == '.') {
+		q++;
+		while (q < end && is_digit((unsigned char)*q))
+			m = m * 10 + (uint64_t)(*q++ - '0');
+	}
+	size_t len = (size_t)(q - p);
+	if (len > 18 + (point < q) || (q < end && (*q == '.' || is_word((unsigned char)*q))))
+		return false; /* long, an exponent, or running on: 1.2.3, 12abc */
+	if (point == q) {
+		lx->p = q;
+		make(lx, t, TIR_TOK_INT, p, len);
+		t->ival = (int64_t)m;
+		t->fval = (double)m;
+		return true;
+	}
+	if (m > (UINT64_C(1) << 53))
+		return false;
+	lx->p = q;
+	make(lx, t, TIR_TOK_FLOAT, p, len);
+	t->fval = (double)m / pow10[q - point - 1];
+	return true;
+}
+
 struct tir_token tir_lex_next(struct tir_lexer *lx)
 {
 	struct tir_token t;
@@ -318,9 +357,18 @@ struct tir_token tir_lex_next(struct tir_lexer *lx)
 	return t;
 }
 
-void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
+/* The operators of one byte that start no longer one (kind 0: not such a
+ * byte; ';' ends a statement as a newline does). */
+static const unsigned char single[256] = {
+	[','] = TIR_TOK_COMMA, [':'] = TIR_TOK_COLON, ['+'] = TIR_TOK_PLUS, ['-'] = TIR_TOK_MINUS,
+	['@'] = TIR_TOK_AT, ['{'] = TIR_TOK_LBRACE, ['}'] = TIR_TOK_RBRACE, ['%'] = TIR_TOK_PERCENT,
+	['&'] = TIR_TOK_AMP, ['|'] = TIR_TOK_PIPE, ['~'] = TIR_TOK_TILDE, [';'] = TIR_TOK_NEWLINE,
+};
+
+/* The general scan, from p: blanks, comments and newlines, then any token
+ * (tir_lex_scan takes the common ones first). */
+static __attribute__((noinline)) void scan(struct tir_lexer *lx, struct tir_token *t, const char *p)
 {
-	const char *p = lx->p;
 	for (;;) {
 		if (p >= lx->end) {
 			lx->p = p;
@@ -443,6 +491,58 @@ punct2:
 		return;
 	}
 	goto punct;
+}
+
+void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
+{
+	const char *p = lx->p;
+	/* Most tokens of a program are names, numbers, line ends and one-byte
+	 * operators after spaces: taken here with a test or two; the rest by
+	 * the general scan (which takes these the same way, after more tests) */
+	while (p < lx->end && *p == ' ')
+		p++;
+	if (p < lx->end) {
+		unsigned char c = (unsigned char)*p;
+		if (cls[c] & C_ALPHA) {
+			const char *q = p + 1;
+			while (q < lx->end && is_word((unsigned char)*q))
+				q++;
+			if (q - p <= 255) {
+				lx->p = q;
+				make(lx, t, TIR_TOK_NAME, p, (size_t)(q - p));
+				return;
+			}
+		} else if (single[c]) {
+			lx->p = p + 1;
+			make(lx, t, (enum tir_tok)single[c], p, 1);
+			return;
+		} else if (c == '=' && (p + 1 == lx->end || p[1] != '=')) {
+			lx->p = p + 1;
+			make(lx, t, TIR_TOK_ASSIGN, p, 1);
+			return;
+		} else if ((cls[c] & C_DIGIT) && number_fast(lx, t, p)) {
+			return;
+		} else if (c == '\n' && lx->depth == 0) {
+			make(lx, t, TIR_TOK_NEWLINE, p, 1);
+			lx->p = p + 1;
+			lx->line++;
+			lx->line_start = lx->p;
+			lx->line_ascii = true;
+			return;
+		} else if (c == '(') {
+			bracket_open(lx, t, p, TIR_TOK_LPAREN);
+			return;
+		} else if (c == ')') {
+			bracket_close(lx, t, p, TIR_TOK_RPAREN);
+			return;
+		}
+	}
+	scan(lx, t, p);
+}
+
+void tir_lex_scan_general(struct tir_lexer *lx, struct tir_token *t)
+{
+	scan(lx, t, lx->p);
 }
 
 const char *tir_tok_name(enum tir_tok t)

@@ -379,25 +379,37 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
 
 /* FNV-1a of the name, but for a name ending in a number (at most 9
  * digits): then the stem's hash and the number's digits pick the line,
- * the number's low three bits the slot in it. */
-static uint32_t hash_name(const char *s, size_t n)
+ * the number's low three bits the slot in it.  With `ahead`, the hash of
+ * the name whose number is that much more, as many digits (t16 for t8
+ * and 8), or 0: no number, or the sum takes another digit. */
+static inline __attribute__((always_inline)) uint32_t hash_ahead(const char *s, size_t n, uint32_t ahead)
 {
-	uint32_t h = 2166136261u, stem = h, v = 0, nd = 0;
+	uint32_t h = 2166136261u, stem = h, v = 0, nd = 0, top = 1;
 	for (size_t i = 0; i < n; i++) {
 		unsigned c = (unsigned char)s[i], d = c - '0';
 		h = (h ^ c) * 16777619u;
 		if (d < 10) {
 			v = v * 10 + d;
 			nd++;
+			top = top * 10;
 		} else {
 			stem = h;
 			v = nd = 0;
+			top = 1;
 		}
 	}
 	if (nd == 0 || nd > 9)
-		return h;
+		return ahead ? 0 : h;
+	if (ahead && (uint64_t)v + ahead >= top)
+		return 0;
+	v += ahead;
 	uint64_t x = ((uint64_t)(stem + nd) << 32 | (v >> 3)) * 0x9e3779b97f4a7c15u;
 	return ((uint32_t)(x >> 32) & ~7u) | (v & 7);
+}
+
+static uint32_t hash_name(const char *s, size_t n)
+{
+	return hash_ahead(s, n, 0);
 }
 
 /* Whether the NUL-terminated name is s[0..n) (names are short: a loop
@@ -2192,19 +2204,31 @@ fail:
  *         | NAME | call | "(" expr ")" */
 static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_token t = *ps->tok;
-	loc_tok(ps, &t, start);
+	/* The token is read where the lexer wrote it, not copied whole: the
+	 * copy, made just after the lexer's narrow stores to it, was a fifth
+	 * of this function's time (and reading in place measured 3% off the
+	 * parse).  advance() writes the token after next there, so what is
+	 * used past it is taken first, and a branch that needs the token
+	 * later copies it. */
+	const struct tir_token *tp = ps->tok;
+	loc_tok(ps, tp, start);
 	char got[80];
-	switch (t.kind) {
-	case TIR_TOK_INT:
+	switch (tp->kind) {
+	case TIR_TOK_INT: {
+		int64_t iv = tp->ival;
+		double fv = tp->fval;
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_I64, t.ival, t.fval);
-	case TIR_TOK_FLOAT:
+		return literal(ps, start, TIR_DTYPE_I64, iv, fv);
+	}
+	case TIR_TOK_FLOAT: {
+		double fv = tp->fval;
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_F32, 0, t.fval);
+		return literal(ps, start, TIR_DTYPE_F32, 0, fv);
+	}
 	case TIR_TOK_LBRACKET:
 		return parse_list_literal(ps, start);
 	case TIR_TOK_LPAREN: {
+		struct tir_token t = *tp;
 		advance(ps);
 		if (!enter(ps))
 			return NULL;
@@ -2216,29 +2240,32 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	case TIR_TOK_STRING:
-		perr_tok(ps, &t, "a string is a file path for load(...), or a name's value alone (ck = \"m.npy\")");
+		perr_tok(ps, tp, "a string is a file path for load(...), or a name's value alone (ck = \"m.npy\")");
 		return NULL;
 	case TIR_TOK_NAME:
 		break;
 	default:
-		if (t.kind == TIR_TOK_EOF && ps->lx.depth > 0)
+		if (tp->kind == TIR_TOK_EOF && ps->lx.depth > 0)
 			expected(ps, "");
-		else if (t.kind != TIR_TOK_ERROR) {
-			tok_desc(ps, &t, got, sizeof got);
-			perr_tok(ps, &t, "expected an expression, got %s", got);
+		else if (tp->kind != TIR_TOK_ERROR) {
+			tok_desc(ps, tp, got, sizeof got);
+			perr_tok(ps, tp, "expected an expression, got %s", got);
 		}
 		return NULL;
 	}
-	const char *s = ps->lx.src->text + t.off;
-	if (is_bool_word(ps, &t)) {
+	const char *s = ps->lx.src->text + tp->off;
+	if (is_bool_word(ps, tp)) {
+		bool v = is_true(ps, tp);
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_BOOL, is_true(ps, &t), 0);
+		return literal(ps, start, TIR_DTYPE_BOOL, v, 0);
 	}
-	if (tok_is(ps, &t, "inf") || tok_is(ps, &t, "nan")) {
+	if (tok_is(ps, tp, "inf") || tok_is(ps, tp, "nan")) {
+		double v = tok_is(ps, tp, "inf") ? INFINITY : NAN;
 		advance(ps);
-		return literal(ps, start, TIR_DTYPE_F32, 0, tok_is(ps, &t, "inf") ? INFINITY : NAN);
+		return literal(ps, start, TIR_DTYPE_F32, 0, v);
 	}
 	if (peek(ps)->kind == TIR_TOK_LPAREN) {
+		struct tir_token t = *tp; /* the call's name, read past advance() */
 		int op = tir_op_lookup(s, t.len);
 		if (op < 0) {
 			struct tir_func *f = func_find(ps, s, t.len);
@@ -2259,10 +2286,10 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		return n;
 	}
 	struct look lk;
-	lookup_name(ps, s, t.len, &lk);
+	lookup_name(ps, s, tp->len, &lk);
 	if (lk.kind == L_STR) {
-		perr_tok(ps, &t, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
-			 "or a device for to(...)", (int)t.len, s);
+		perr_tok(ps, tp, "'%.*s' names a string: a string is a file path or a tensor's name for load(...), "
+			 "or a device for to(...)", (int)tp->len, s);
 		return NULL;
 	}
 	if (lk.kind == L_INT) { /* a loop's index or an int parameter: its value, as a literal */
@@ -2282,6 +2309,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 		}
 		return lk.node;
 	}
+	struct tir_token t = *tp; /* np_prefix reads it past advance() */
 	if (lk.in_fn) {
 		perr_tok(ps, &t, "undefined name '%.*s' (a function sees only its parameters and the names it binds)",
 			 (int)t.len, s);
@@ -3191,6 +3219,14 @@ static void parse_bind(struct parser *ps)
 	ps->pend.len = nt.len;
 	ps->pend.hash = hash_name(s, nt.len);
 	__builtin_prefetch(bind_home(ps->prog, ps->pend.hash));
+	if ((ps->pend.hash & 7) == 0 && (unsigned)(s[nt.len - 1] - '0') < 10 && ps->prog->capindex) {
+		/* t8 (say): the index's line of t16 to t23, which a program binding
+		 * them in turn binds next, asked for now, eight statements ahead
+		 * (this line's was asked for when t0 was bound, or is) */
+		uint32_t next = hash_ahead(s, nt.len, 8);
+		if (next)
+			__builtin_prefetch(bind_home(ps->prog, next));
+	}
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
 	advance(ps);

@@ -511,6 +511,70 @@ static void test_long_line(void)
 	free(s);
 }
 
+/* tir_lex_scan's quick way for names, numbers, line ends and one-byte
+ * operators gives what the general scan gives, token for token (kind,
+ * span, line, column, values, error text), on random text made of the
+ * pieces tokens are made of, well formed or not: every prefix of a
+ * number's shape, names of up to 300 bytes, operators of one byte that
+ * start two-byte ones, brackets, comments, tabs, CRLF and UTF-8. */
+static void test_quick_way(void)
+{
+	static const char *const piece[] = {
+		"t1", "x", "_a9", "tanh", "t123456", "0", "7", "42", "0.5", "0.125", "5.", "1.5e3", "1e", "2e+",
+		"1.2.3", "12abc", "007", "123456789012345678", "1234567890123456789", "9007199254740993.0",
+		"0.00000000000000000000001", "99999999999999999999", "9223372036854775807", "9223372036854775808",
+		".5", "..", "...", ".", " ", "  ", "\t", "\n", "\r\n", ";", ",", ":", "=", "==", "!", "!=", "<", "<=",
+		">=", "+", "-", "*", "**", "/", "//", "%", "@", "&", "|", "~", "(", ")", "[", "]", "{", "}",
+		"# note\n", "\"s\"", "\"open", "\xc3\xa9", "\xff", "$",
+	};
+	enum { NPIECE = sizeof piece / sizeof piece[0], NTEXT = 3000 };
+	char text[4096], errq[TIR_LEX_ERRLEN];
+	unsigned seed = 12345, bad = 0, tokens = 0;
+	for (int k = 0; k < NTEXT && bad < 5; k++) {
+		size_t n = 0;
+		int np = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 24;
+		for (int i = 0; i < np; i++) {
+			seed = seed * 1103515245u + 12345u;
+			const char *s = piece[(seed >> 16) % NPIECE];
+			if ((seed >> 8) % 64 == 0) { /* a long name: 255 bytes and over */
+				size_t len = 250 + (seed >> 4) % 10;
+				memset(text + n, 'n', len);
+				n += len;
+				continue;
+			}
+			memcpy(text + n, s, strlen(s));
+			n += strlen(s);
+		}
+		text[n] = 0;
+		struct tir_source src = {.name = "q.tir", .text = text, .len = (uint32_t)n};
+		struct tir_lexer quick, general;
+		tir_lex_init(&quick, &src);
+		tir_lex_init(&general, &src);
+		for (int guard = 0; guard < 1000; guard++) {
+			struct tir_token a, b;
+			tir_lex_scan(&quick, &a);
+			snprintf(errq, sizeof errq, "%s", quick.errmsg);
+			tir_lex_scan_general(&general, &b);
+			tokens++;
+			bool same = a.kind == b.kind && a.off == b.off && a.len == b.len && a.line == b.line &&
+				    a.col == b.col && a.ival == b.ival &&
+				    (a.fval == b.fval || (a.fval != a.fval && b.fval != b.fval)) &&
+				    quick.p == general.p && quick.depth == general.depth &&
+				    (a.kind != TIR_TOK_ERROR || !strcmp(errq, general.errmsg));
+			if (!same) {
+				fprintf(stderr, "quick way differs on %.*s at byte %u: kind %d/%d len %u/%u\n",
+					(int)(n > 200 ? 200 : n), text, b.off, a.kind, b.kind, a.len, b.len);
+				bad++;
+				break;
+			}
+			if (a.kind == TIR_TOK_EOF)
+				break;
+		}
+	}
+	CHECK(bad == 0);
+	CHECK(tokens > 20000);
+}
+
 int main(void)
 {
 	test_kinds();
@@ -520,5 +584,6 @@ int main(void)
 	test_brackets();
 	test_errors();
 	test_long_line();
+	test_quick_way();
 	return check_report("test_lex");
 }

@@ -156,6 +156,22 @@ static void test_arena(void)
 	CHECK(tir_arena_reserve(&ar, 2 * MIB) == 0); /* room left: the same block */
 	CHECK(tir_arena_alloc(&ar, 16) == prev + 1008);
 	tir_arena_free(&ar);
+
+	/* from 512 KiB up, room for a whole huge page: 600 KiB asked for, and
+	 * 2 MiB less a little of pieces follow one another in the one block */
+	CHECK(tir_arena_reserve(&ar, 511 * 1024) == 0 && ar.head == NULL); /* below: nothing */
+	CHECK(tir_arena_reserve(&ar, 600 * 1024) == 0 && ar.head != NULL);
+	first = prev = tir_arena_alloc(&ar, 1024);
+	ok = first != NULL;
+	for (int i = 1; ok && i < 2000; i++) {
+		unsigned char *q = tir_arena_alloc(&ar, 1024);
+		ok = q == prev + 1024 && all_zero(q, 1024);
+		if (ok)
+			memset(q, 9, 1024);
+		prev = q;
+	}
+	CHECK(ok);
+	tir_arena_free(&ar);
 }
 
 int main(void)
