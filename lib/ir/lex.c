@@ -196,6 +196,16 @@ static inline void make(struct tir_lexer *lx, struct tir_token *t, enum tir_tok 
 	t->fval = 0;
 }
 
+/* the NEWLINE token at p (outside brackets), and the next line begun */
+static inline void newline(struct tir_lexer *lx, struct tir_token *t, const char *p)
+{
+	make(lx, t, TIR_TOK_NEWLINE, p, 1);
+	lx->p = p + 1;
+	lx->line++;
+	lx->line_start = lx->p;
+	lx->line_ascii = true;
+}
+
 static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
 		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static void error_at(struct tir_lexer *lx, struct tir_token *t, const char *p, size_t len,
@@ -384,11 +394,7 @@ static __attribute__((noinline)) void scan(struct tir_lexer *lx, struct tir_toke
 			p = nl ? nl : lx->end;
 		} else if (c == '\n') {
 			if (lx->depth == 0) {
-				make(lx, t, TIR_TOK_NEWLINE, p, 1);
-				lx->p = p + 1;
-				lx->line++;
-				lx->line_start = lx->p;
-				lx->line_ascii = true;
+				newline(lx, t, p);
 				return;
 			}
 			p++;
@@ -523,11 +529,7 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 		} else if ((cls[c] & C_DIGIT) && number_fast(lx, t, p)) {
 			return;
 		} else if (c == '\n' && lx->depth == 0) {
-			make(lx, t, TIR_TOK_NEWLINE, p, 1);
-			lx->p = p + 1;
-			lx->line++;
-			lx->line_start = lx->p;
-			lx->line_ascii = true;
+			newline(lx, t, p);
 			return;
 		} else if (c == '(') {
 			bracket_open(lx, t, p, TIR_TOK_LPAREN);
