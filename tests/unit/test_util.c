@@ -75,6 +75,20 @@ static bool all_zero(const unsigned char *p, size_t n)
 	return true;
 }
 
+/* n more pieces of size bytes from ar, each step bytes past *prev (the
+ * last one taken) and zeroed, then filled with fill; *prev the last */
+static bool consecutive(struct tir_arena *ar, unsigned char **prev, int n, size_t size, size_t step, int fill)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned char *q = tir_arena_alloc(ar, size);
+		if (q != *prev + step || !all_zero(q, size))
+			return false;
+		memset(q, fill, size);
+		*prev = q;
+	}
+	return true;
+}
+
 static void test_pages(void)
 {
 	/* small: the allocator's; big: huge pages at their boundary; both zeroed */
@@ -144,15 +158,7 @@ static void test_arena(void)
 	CHECK(tir_arena_reserve(&ar, 100) == 0 && ar.head == NULL); /* small: nothing */
 	CHECK(tir_arena_reserve(&ar, 5 * MIB) == 0 && ar.head != NULL);
 	unsigned char *first = tir_arena_alloc(&ar, 1000), *prev = first;
-	ok = first != NULL;
-	for (int i = 0; ok && i < 4000; i++) {
-		unsigned char *q = tir_arena_alloc(&ar, 1000);
-		ok = q == prev + 1008 && all_zero(q, 1000);
-		if (ok)
-			memset(q, 7, 1000);
-		prev = q;
-	}
-	CHECK(ok);
+	CHECK(first != NULL && consecutive(&ar, &prev, 4000, 1000, 1008, 7));
 	CHECK(tir_arena_reserve(&ar, 2 * MIB) == 0); /* room left: the same block */
 	CHECK(tir_arena_alloc(&ar, 16) == prev + 1008);
 	tir_arena_free(&ar);
@@ -162,15 +168,7 @@ static void test_arena(void)
 	CHECK(tir_arena_reserve(&ar, 511 * 1024) == 0 && ar.head == NULL); /* below: nothing */
 	CHECK(tir_arena_reserve(&ar, 600 * 1024) == 0 && ar.head != NULL);
 	first = prev = tir_arena_alloc(&ar, 1024);
-	ok = first != NULL;
-	for (int i = 1; ok && i < 2000; i++) {
-		unsigned char *q = tir_arena_alloc(&ar, 1024);
-		ok = q == prev + 1024 && all_zero(q, 1024);
-		if (ok)
-			memset(q, 9, 1024);
-		prev = q;
-	}
-	CHECK(ok);
+	CHECK(first != NULL && consecutive(&ar, &prev, 1999, 1024, 1024, 9));
 	tir_arena_free(&ar);
 }
 
