@@ -670,12 +670,25 @@ static void test_round_depths(void)
 	CHECK(bad == 0);
 }
 
+/* The form conv2d packs its columns in: conv2d's im2col (lib/exec/nn.c,
+ * put_*) places a column in the panels of b by a shift and a mask, so
+ * every kernel's NR must be a power of two (a 4 x 12 SSE2 kernel, tried,
+ * gave wrong convolutions) */
+static void test_form(enum tir_dtype dt)
+{
+	struct tir_gemm_form f;
+	tir_gemm_form(dt, &f);
+	CHECK(f.mr > 0 && f.nr > 0 && (f.nr & (f.nr - 1)) == 0);
+	CHECK(f.kc >= 8 && f.kc % 8 == 0);
+}
+
 int main(void)
 {
 	fprintf(stderr, "test_gemm: path %s, %s\n", tir_vector_path(), tir_gemm_info());
 	tir_set_threads(1);
 	for (int f = 0; f < 2; f++) {
 		enum tir_dtype dt = f ? TIR_DTYPE_F64 : TIR_DTYPE_F32;
+		test_form(dt);
 		test_shapes(dt);
 		test_edges(dt);
 		test_invariance(dt, 0, 0);
