@@ -61,34 +61,11 @@ static void bind_inputs(struct tir_program *p, struct tir_exec *x)
 	}
 }
 
-/* y in text, run fused or not: new in out. */
-static int run_one(const char *text, bool fuse, struct tir_tensor *out)
-{
-	struct tir_program *p = tir_program_new();
-	struct tir_err err = {0};
-	int rc = tir_program_parse(p, "blocks", text, strlen(text), 0);
-	struct tir_exec *x = NULL;
-	if (!rc) {
-		x = tir_exec_new(p);
-		tir_exec_set_fuse(x, fuse);
-		bind_inputs(p, x);
-		const char *names[] = {"y"};
-		rc = tir_exec_run(x, 0, names, 1, &err);
-	}
-	if (!rc)
-		tir_tensor_ref(out, tir_exec_named(x, 0));
-	else
-		fprintf(stderr, "%s", err.msg);
-	tir_exec_free(x);
-	tir_program_free(p);
-	return rc;
-}
-
 static void same(const char *text)
 {
 	struct tir_tensor a = {0}, b = {0};
-	CHECK(run_one(text, true, &a) == 0);
-	CHECK(run_one(text, false, &b) == 0);
+	CHECK(unit_run_named("blocks", text, "y", true, bind_inputs, &a) == 0);
+	CHECK(unit_run_named("blocks", text, "y", false, bind_inputs, &b) == 0);
 	bool ok = unit_same_bits(&a, &b);
 	if (!ok)
 		fprintf(stderr, "differs fused:\n%s", text);

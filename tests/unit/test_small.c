@@ -23,35 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The value of name in text run fused (f 1) or not: new (release it). */
-static int run_one(const char *text, const char *name, bool fuse, struct tir_tensor *out)
-{
-	struct tir_program *p = tir_program_new();
-	struct tir_err err = {0};
-	int rc = tir_program_parse(p, "small", text, strlen(text), 0);
-	struct tir_exec *x = NULL;
-	if (!rc) {
-		x = tir_exec_new(p);
-		tir_exec_set_fuse(x, fuse);
-		const char *names[] = {name};
-		rc = tir_exec_run(x, 0, names, 1, &err);
-	}
-	if (!rc)
-		tir_tensor_ref(out, tir_exec_named(x, 0));
-	else
-		fprintf(stderr, "%s: %s\n", name, err.msg);
-	tir_exec_free(x);
-	tir_program_free(p);
-	return rc;
-}
-
 /* name in text: fused as unfused, bit for bit; the fused value in out
  * when out is given. */
 static void same(const char *text, const char *name, struct tir_tensor *out)
 {
 	struct tir_tensor a = {0}, b = {0};
-	CHECK(run_one(text, name, true, &a) == 0);
-	CHECK(run_one(text, name, false, &b) == 0);
+	CHECK(unit_run_named("small", text, name, true, NULL, &a) == 0);
+	CHECK(unit_run_named("small", text, name, false, NULL, &b) == 0);
 	bool ok = unit_same_bits(&a, &b);
 	if (!ok)
 		fprintf(stderr, "differs fused: %s in\n%s", name, text);
@@ -148,7 +126,7 @@ static void kept_bytes(void)
 	enum { N = 10000 };
 	char *text = statements(N);
 	struct tir_tensor want = {0};
-	CHECK(run_one(text, "y", false, &want) == 0);
+	CHECK(unit_run_named("small", text, "y", false, NULL, &want) == 0);
 	struct unit_plan u;
 	const struct tir_group *g = unit_plan_last(&u, "kept", text);
 	CHECK(g != NULL);

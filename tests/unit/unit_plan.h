@@ -1,7 +1,8 @@
 /*
  * unit_plan.h — what the tests of one fused kernel share (test_small.c,
  * test_blocks.c): a program planned for its last node alone, the node a
- * target read once, as the fuser plans a run that prints it.
+ * target read once, as the fuser plans a run that prints it; and a
+ * program run for one of its values, fused or not.
  */
 #ifndef TIR_UNIT_PLAN_H
 #define TIR_UNIT_PLAN_H
@@ -9,6 +10,7 @@
 #include "engine/engine.h"
 #include "fusion/fusion.h"
 #include "check.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +70,33 @@ static inline void unit_plan_free(struct unit_plan *u)
 	free(u->target);
 	free(u->uses);
 	tir_program_free(u->p);
+}
+
+/* The value of name in text (a file named file) run fused or not, new in
+ * out (release it); bind, when not NULL, sets the program's inputs
+ * first.  returns: 0, else the parse's or the run's error (printed). */
+static inline int unit_run_named(const char *file, const char *text, const char *name, bool fuse,
+				 void (*bind)(struct tir_program *, struct tir_exec *), struct tir_tensor *out)
+{
+	struct tir_program *p = tir_program_new();
+	struct tir_err err = {0};
+	int rc = tir_program_parse(p, file, text, strlen(text), 0);
+	struct tir_exec *x = NULL;
+	if (!rc) {
+		x = tir_exec_new(p);
+		tir_exec_set_fuse(x, fuse);
+		if (bind)
+			bind(p, x);
+		const char *names[] = {name};
+		rc = tir_exec_run(x, 0, names, 1, &err);
+	}
+	if (!rc)
+		tir_tensor_ref(out, tir_exec_named(x, 0));
+	else
+		fprintf(stderr, "%s: %s: %s\n", file, name, err.msg);
+	tir_exec_free(x);
+	tir_program_free(p);
+	return rc;
 }
 
 #endif
