@@ -701,6 +701,12 @@ int main(void)
 		test_batched(dt, (int64_t[]){ 3, 1, 17, 130 }, (int64_t[]){ 1, 4, 130, 33 }, 4);
 		/* one b per entry, a shared */
 		test_batched(dt, (int64_t[]){ 1, 25, 300 }, (int64_t[]){ 6, 300, 40 }, 3);
+		/* every entry an a and a b of its own: packed a group of
+		 * entries at a time, the next group into the other slot while
+		 * this one's tiles run; many small entries to a group, and
+		 * entries of two k-blocks each (k past KC's 1024 at most) */
+		test_batched(dt, (int64_t[]){ 32, 24, 64 }, (int64_t[]){ 32, 64, 40 }, 3);
+		test_batched(dt, (int64_t[]){ 6, 40, 1100 }, (int64_t[]){ 6, 1100, 36 }, 3);
 		test_conv(dt, 5, 40, 37, true, 7);
 		test_conv(dt, 130, 12, 11, false, 7);
 		test_conv(dt, 96, 7, 7, true, 130);
