@@ -937,10 +937,10 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	}
 }
 
-/* A run's array of n bytes, zeroed: from 1 MiB (a program of some
- * 130,000 nodes, 8 bytes each) huge pages of its own (tir_pages_alloc), a
+/* A run's array of n bytes, zeroed: from 512 KiB (a program of some
+ * 65,000 nodes, 8 bytes each) huge pages of its own (tir_pages_alloc), a
  * few faults where it took one a page.  Freed with run_array_free(p, n). */
-#define RUN_PAGES ((size_t)1 << 20)
+#define RUN_PAGES ((size_t)1 << 19)
 
 static void *run_array(size_t n)
 {

@@ -115,6 +115,12 @@ struct tir_plan {
 	 * the fuser grew them: not copied), freed with it */
 	void **owned;
 	size_t nowned, capowned;
+	/* the block a long program's plan takes its arrays by node id from
+	 * (those above, and the group's it took), whole huge pages (see
+	 * tir_fuse_view), or NULL: each array is malloc'd on its own.  An
+	 * array inside it is not freed by itself. */
+	void *mem;
+	size_t memsize;
 };
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a
