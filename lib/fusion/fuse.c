@@ -800,7 +800,9 @@ int tir_fview_init(struct tir_fview *v, size_t nnodes)
 {
 	memset(v, 0, sizeof *v);
 	v->nnodes = nnodes;
-	v->capedges = nnodes + 64;
+	/* two operands a node, as most have (a program of binary statements
+	 * fills it without growing: a copy into new pages) */
+	v->capedges = 2 * nnodes + 64;
 	size_t nb = view_n_bytes(nnodes);
 	v->n = nb >= VIEW_PAGES ? tir_pages_alloc(nb) : calloc(nnodes + 1, sizeof *v->n);
 	v->edges = tir_pages_alloc(sizeof *v->edges * v->capedges); /* (huge pages when large) */
