@@ -10,7 +10,8 @@
  * the needed nodes alone (a run's: tir_fview_add) plans the same.  And the
  * view of a long program costs per node what a short one's does (bytes
  * counted, not timed): 16 a node, 4 an operand, and a few distinct types
- * whatever the length.
+ * whatever the length; a long program's plan takes its arrays from one
+ * block (big_groups: groups that take their arrays from it and past it).
  */
 #include "engine/engine.h"
 #include "fusion/fusion.h"
@@ -199,6 +200,12 @@ static double view_bytes(int n, uint32_t *ntypes, int *ngroups)
 			if (tir_fuse_view(p, &v, need, uses, target, &plan) == 0) {
 				*ngroups = plan.ngroups;
 				CHECK(plan.ngroups == 1 && plan.groups[0].n == n + 1); /* x's cast too */
+				/* the arrays by node id from one block of huge pages
+				 * for the long program (32,000 nodes), each malloc'd
+				 * for the short one (fuse.c: PMEM_MIN) */
+				CHECK((plan.mem != NULL) == (n >= 20000));
+				CHECK(!plan.mem || ((char *)plan.interior >= (char *)plan.mem &&
+						    (char *)plan.interior < (char *)plan.mem + plan.memsize));
 				tir_plan_free(&plan);
 			}
 		}
