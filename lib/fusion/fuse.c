@@ -24,6 +24,7 @@
  */
 #include "fusion.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -786,11 +787,6 @@ struct tir_fmemo {
 };
 #define FMEMO 256
 
-/* v->n of a view of nnodes nodes from this many bytes has huge pages of
- * its own (tir_pages_alloc): a program of 100,000 statements writes 2.5
- * MB of it, a few faults, not one a page. */
-#define VIEW_PAGES ((size_t)1 << 20)
-
 static size_t view_n_bytes(size_t nnodes)
 {
 	return sizeof(struct tir_fnode) * (nnodes + 1);
@@ -804,7 +800,10 @@ int tir_fview_init(struct tir_fview *v, size_t nnodes)
 	 * fills it without growing: a copy into new pages) */
 	v->capedges = 2 * nnodes + 64;
 	size_t nb = view_n_bytes(nnodes);
-	v->n = nb >= VIEW_PAGES ? tir_pages_alloc(nb) : calloc(nnodes + 1, sizeof *v->n);
+	/* (huge pages of its own when large, kept for the next view: a
+	 * program of 100,000 statements writes 1.6 MB of it, a few faults,
+	 * not one a page) */
+	v->n = tir_node_pages(nb);
 	v->edges = tir_pages_alloc(sizeof *v->edges * v->capedges); /* (huge pages when large) */
 	v->memo = malloc(sizeof *v->memo * FMEMO);
 	if (!v->n || !v->edges || !v->memo) {
@@ -868,11 +867,7 @@ int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
 
 void tir_fview_free(struct tir_fview *v)
 {
-	size_t nb = view_n_bytes(v->nnodes);
-	if (nb >= VIEW_PAGES)
-		tir_pages_free(v->n, nb);
-	else
-		free(v->n);
+	tir_node_pages_free(v->n, view_n_bytes(v->nnodes));
 	tir_pages_free(v->edges, sizeof *v->edges * v->capedges);
 	free(v->types);
 	free(v->slot);
@@ -917,6 +912,81 @@ static void gtable_view_end(const uint32_t *ids, int n, int32_t *midx)
 {
 	for (int j = 0; j < n; j++)
 		midx[ids[j]] = 0;
+}
+
+/* ---- pages for arrays by node id, kept for the next plan or run ----
+ * From NODE_PAGES bytes an array by node id (a plan's block, the view's
+ * nodes, a run's counts: cpu.c) is whole huge pages: one fault where
+ * small pages take one a page.  A REPL's lines and a server's runs plan
+ * and run a long program again and again, each time making arrays of the
+ * same sizes: given back, up to KEEP_N of them (KEEP_MAX bytes in all) are
+ * kept for the next ask of the same size (rounded to huge pages), whose
+ * pages are faulted in already (a memset, where fresh ones cost the
+ * kernel's zeroing and a fault each).  Each is asked of tir_pages_alloc
+ * and given back to tir_pages_free at its rounded size. */
+#define NODE_PAGES ((size_t)512 * 1024)
+#define NODE_HUGE ((size_t)2 * 1024 * 1024)
+#define KEEP_N 8
+#define KEEP_MAX ((size_t)32 * 1024 * 1024)
+
+static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t n;               /* its rounded size */
+} keep_pages[KEEP_N];
+
+static size_t node_round(size_t n)
+{
+	return (n + NODE_HUGE - 1) / NODE_HUGE * NODE_HUGE;
+}
+
+/* node_round(n) bytes (n from NODE_PAGES): kept ones (*dirty: written
+ * before), else new (zero); NULL when out of memory */
+static void *node_pages_get(size_t n, bool *dirty)
+{
+	size_t r = node_round(n);
+	void *p = NULL;
+	pthread_mutex_lock(&keep_mu);
+	for (int k = 0; k < KEEP_N && !p; k++)
+		if (keep_pages[k].p && keep_pages[k].n == r) {
+			p = keep_pages[k].p;
+			keep_pages[k].p = NULL;
+		}
+	pthread_mutex_unlock(&keep_mu);
+	*dirty = p != NULL;
+	return p ? p : tir_pages_alloc(r);
+}
+
+void *tir_node_pages(size_t n)
+{
+	if (n < NODE_PAGES)
+		return calloc(1, n ? n : 1);
+	bool dirty;
+	void *p = node_pages_get(n, &dirty);
+	if (p && dirty)
+		memset(p, 0, n);
+	return p;
+}
+
+void tir_node_pages_free(void *p, size_t n)
+{
+	if (!p || n < NODE_PAGES) {
+		free(p);
+		return;
+	}
+	size_t r = node_round(n), held = 0;
+	pthread_mutex_lock(&keep_mu);
+	for (int k = 0; k < KEEP_N; k++)
+		held += keep_pages[k].p ? keep_pages[k].n : 0;
+	for (int k = 0; k < KEEP_N && p && held + r <= KEEP_MAX; k++)
+		if (!keep_pages[k].p) {
+			keep_pages[k].p = p;
+			keep_pages[k].n = r;
+			p = NULL;
+		}
+	pthread_mutex_unlock(&keep_mu);
+	if (p)
+		tir_pages_free(p, r);
 }
 
 /* ---- the plan's arrays by node id: one block for a long program ----
@@ -993,10 +1063,10 @@ static void pm_put(struct pmem *m, void *p)
 		m->top = m->taken[--m->n].at;
 }
 
-/* m's block for plan, of nn nodes (plan->mem: the plan frees it): the most tir_fuse_view holds at a
- * time, taken in its order (the plan's arrays, the arrays a group grows
- * in, the scratch of one pass).  A size off the mark costs nothing but
- * malloc'd arrays past the end. */
+/* m's block for plan, of nn nodes (plan->mem: the plan gives it back):
+ * the most tir_fuse_view holds at a time, taken in its order (the plan's
+ * arrays, the arrays a group grows in, the scratch of one pass).  A size
+ * off the mark costs nothing but malloc'd arrays past the end. */
 static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 {
 	memset(m, 0, sizeof *m);
@@ -1011,11 +1081,13 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 	/* plan_finish: interior extra_uses dup copies absorbed stamp, gen_decide's gok grd member */
 	size_t finish = 3 * pm_round(e) + 4 * pm_round(4 * e) + pm_round(4 * e) + 2 * pm_round(e);
 	size_t total = kept + grow + (scored > finish ? scored : finish);
-	if (nn > (size_t)INT32_MAX / 8 || total < PMEM_MIN || !(m->base = tir_pages_alloc(total)))
+	bool dirty;
+	if (nn > (size_t)INT32_MAX / 8 || total < PMEM_MIN || !(m->base = node_pages_get(total, &dirty)))
 		return;
-	m->cap = total;
+	m->cap = node_round(total); /* (all of it: what is past total is room past the guess) */
+	m->fresh = dirty ? m->cap : 0;
 	plan->mem = m->base;
-	plan->memsize = total;
+	plan->memsize = m->cap;
 }
 
 /* p, an array of plan's, freed unless it is in plan's block */
@@ -1865,7 +1937,7 @@ void tir_plan_free(struct tir_plan *plan)
 	for (size_t k = 0; k < plan->nowned; k++)
 		plan_put(plan, plan->owned[k]);
 	free(plan->owned);
-	tir_pages_free(plan->mem, plan->memsize);
+	tir_node_pages_free(plan->mem, plan->memsize);
 	memset(plan, 0, sizeof *plan);
 }
 
