@@ -993,10 +993,11 @@ void tir_node_pages_free(void *p, size_t n)
  * Planning a program of n nodes takes some twenty arrays of n entries
  * (the plan's own and the passes' scratch): at 100,000 nodes 100 to 800
  * KB each, each on fresh small pages from malloc, a page fault a page
- * (some 1,800 of them, a quarter of the plan's time).  From PMEM_MIN
- * bytes in all they come from one block of whole huge pages
- * (tir_pages_alloc), sized once for the most that is held at a time: a
- * few faults.  Scratch is taken and given back as a stack (an array
+ * (some 1,150 of them, with the run's arrays a quarter of the plan's
+ * time).  From PMEM_MIN bytes in all they come from one block of whole
+ * huge pages (node_pages_get: kept for the next plan when the plan is
+ * freed), sized once for the most that is held at a time: a few faults,
+ * or none.  Scratch is taken and given back as a stack (an array
  * given back in any order is reused once those above it are), so that
  * the passes after the groups are made reuse the pages the groups grew
  * in.  The block goes with the plan (tir_plan->mem).  Below PMEM_MIN (a
