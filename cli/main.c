@@ -29,7 +29,7 @@
  * time; standard input and files below TEXT_MAP_MIN are read. */
 #define TEXT_MAP_MIN ((size_t)64 * 1024)
 static char *volatile text_map; /* the text mapped now, or NULL */
-static volatile size_t text_map_len;
+static volatile size_t text_map_span; /* its pages' bytes */
 
 /* The n bytes of regular file fd mapped (text_map), or NULL: read it */
 static char *map_text(int fd, size_t n)
@@ -47,7 +47,8 @@ static char *map_text(int fd, size_t n)
 		munmap(m, n);
 		return NULL;
 	}
-	text_map_len = n;
+	long pg = sysconf(_SC_PAGESIZE);
+	text_map_span = pg > 0 ? (n + (size_t)pg - 1) / (size_t)pg * (size_t)pg : n;
 	text_map = m;
 	return m;
 }
@@ -432,9 +433,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 				  "in place while its value was in use (SIGBUS)\n";
 	static const char text[] = "tir: the program file was truncated while it was read (SIGBUS)\n";
 	const char *a = si ? si->si_addr : NULL, *m = text_map;
-	long pg = sysconf(_SC_PAGESIZE);
-	size_t span = pg > 0 ? (text_map_len + (size_t)pg - 1) / (size_t)pg * (size_t)pg : text_map_len;
-	if (m && a >= m && a < m + span) {
+	if (m && a >= m && a < m + text_map_span) {
 		ssize_t w = write(2, text, sizeof text - 1);
 		(void)w;
 		_exit(EXIT_PROGRAM);
