@@ -5,7 +5,9 @@
 # output.  Sizes at the edges: exactly 64 KiB and a byte less, a size that
 # is a whole number of pages (no byte after the text in its last page),
 # with and without a newline at its end; a syntax error on the last line
-# of a mapped file is reported at its place; an empty file.
+# of a mapped file is reported at its place; an empty file; a file cut
+# short as it is mapped (read as it is then) and once its text is mapped
+# (SIGBUS: said plainly, exit 1).
 # Prints `N passed, M failed` last.
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin progfile
@@ -112,6 +114,84 @@ for f in empty blank; do
 	st=$?
 	[ $st -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ] && ok || { bad "a $f program: exit $st"; cat "$tmp/err"; }
 done
+
+# a file cut short while tir maps it (a shim over mmap and fstat cuts it
+# to CUT_AT bytes, as a writer truncating it would): right after the
+# mapping, tir sees the new size and reads the file as it is now; after
+# its size was checked, the parse's read past the new end is SIGBUS,
+# said plainly, exit 1
+cc=${CC:-cc}
+cat >"$tmp/cut.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static int armed = -1; /* the fd of a file just mapped */
+static void cut(int fd)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	int w = open(p, O_WRONLY);
+	if (w >= 0) {
+		if (ftruncate(w, atol(getenv("CUT_AT"))) != 0)
+			perror("ftruncate");
+		close(w);
+	}
+}
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *(*real)(void *, size_t, int, int, int, off_t) = dlsym(RTLD_NEXT, "mmap");
+	void *m = real(addr, len, prot, flags, fd, off);
+	if (m != MAP_FAILED && fd >= 0 && prot == PROT_READ && len >= 65536 && getenv("CUT_AT")) {
+		if (!strcmp(getenv("CUT_WHEN"), "mmap"))
+			cut(fd);
+		else
+			armed = fd;
+	}
+	return m;
+}
+int fstat(int fd, struct stat *st)
+{
+	int (*real)(int, struct stat *) = dlsym(RTLD_NEXT, "fstat");
+	int rc = real(fd, st);
+	if (fd == armed) {
+		armed = -1;
+		cut(fd);
+	}
+	return rc;
+}
+C
+if $cc -shared -fPIC -o "$tmp/cut.so" "$tmp/cut.c" -ldl 2>"$tmp/cc.err"; then
+	"$py" - "$tmp/cut.tir" <<'PY'
+import sys
+head = "a = 0\n" + "a = a + 1\n" * 50 + "print a\n"
+text = head + ("# " + "x" * 60 + "\n") * 3000
+open(sys.argv[1], "w").write(text)
+open(sys.argv[1] + ".at", "w").write(str(len(head)))
+PY
+	at=$(cat "$tmp/cut.tir.at")
+	cp "$tmp/cut.tir" "$tmp/cut2.tir"
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 LD_PRELOAD="$tmp/cut.so" CUT_AT=$at CUT_WHEN=mmap timeout 60 "$tir" run --quiet "$tmp/cut.tir" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -eq 0 ] && [ "$(tail -n 1 "$tmp/out")" = 50 ] && [ "$(wc -c <"$tmp/cut.tir")" -eq "$at" ]; then ok; else
+		bad "a program file cut short as it was mapped: exit $st, printed '$(cat "$tmp/out")'"
+		head -n 5 "$tmp/err"
+	fi
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 LD_PRELOAD="$tmp/cut.so" CUT_AT=100 CUT_WHEN=fstat timeout 60 "$tir" run --quiet "$tmp/cut2.tir" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	if [ $st -eq 1 ] && grep -q "^tir: the program file was truncated while it was read (SIGBUS)$" "$tmp/err" &&
+		[ ! -s "$tmp/out" ]; then ok; else
+		bad "a program file cut short while mapped: exit $st"
+		head -n 5 "$tmp/err"
+	fi
+else
+	bad "cannot build the shim: $(head -n 3 "$tmp/cc.err")"
+fi
 
 # the REPL's .load of a big file (read, not mapped) gives the same count
 printf '.load %s\nprint a\n' "$big" | timeout 60 "$tir" repl >"$tmp/out" 2>"$tmp/err"
