@@ -12,9 +12,12 @@
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_REMOTE = 3 };
 
-/* Read a whole file ("-": standard input); NULL with a message on stderr.
- * returns: new, free(). */
-char *cli_read_file(const char *path, size_t *len);
+/* Read a whole file ("-": standard input), *len bytes (no NUL after
+ * them); NULL with a message on stderr.  map: a big regular file may be
+ * mapped rather than read (a one-shot command's program: see main.c).
+ * returns: new, give back with cli_text_free(text, *len). */
+char *cli_read_file(const char *path, size_t *len, bool map);
+void cli_text_free(char *text, size_t len);
 /* Parse FILE into a new program; NULL (errors printed, *status set) if not.
  * nremotes: the servers --remote names (its `to`s are checked against
  * them), or -1 for none known (tir fmt, tir check without --remote), or

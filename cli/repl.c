@@ -439,13 +439,14 @@ static int dot_load(struct repl *r, char *arg)
 	if (tir_path_is_onnx(first))
 		return load_onnx(r, arg);
 	size_t len;
-	char *src = cli_read_file(arg, &len);
+	/* (read: a session lives on past a file cut short under it) */
+	char *src = cli_read_file(arg, &len, false);
 	if (!src) {
 		r->failed = true;
 		return 0;
 	}
 	eval_text(r, arg, src, len, 1);
-	free(src);
+	cli_text_free(src, len);
 	return 0;
 }
 

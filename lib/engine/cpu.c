@@ -937,22 +937,18 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	}
 }
 
-/* A run's array of n bytes, zeroed: from 1 MiB (a program of some
- * 130,000 nodes, 8 bytes each) huge pages of its own (tir_pages_alloc), a
- * few faults where it took one a page.  Freed with run_array_free(p, n). */
-#define RUN_PAGES ((size_t)1 << 20)
-
+/* A run's array of n bytes, zeroed: from 512 KiB (a program of some
+ * 65,000 nodes, 8 bytes each) huge pages of its own, kept for the next
+ * run when freed (tir_node_pages), a few faults where it took one a page.
+ * Freed with run_array_free(p, n). */
 static void *run_array(size_t n)
 {
-	return n >= RUN_PAGES ? tir_pages_alloc(n) : calloc(1, n);
+	return tir_node_pages(n);
 }
 
 static void run_array_free(void *p, size_t n)
 {
-	if (n >= RUN_PAGES)
-		tir_pages_free(p, n);
-	else
-		free(p);
+	tir_node_pages_free(p, n);
 }
 
 /* ---- the plan's memory, simulated before a run under a budget ---- */

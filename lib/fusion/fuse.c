@@ -24,6 +24,7 @@
  */
 #include "fusion.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -786,11 +787,6 @@ struct tir_fmemo {
 };
 #define FMEMO 256
 
-/* v->n of a view of nnodes nodes from this many bytes has huge pages of
- * its own (tir_pages_alloc): a program of 100,000 statements writes 2.5
- * MB of it, a few faults, not one a page. */
-#define VIEW_PAGES ((size_t)1 << 20)
-
 static size_t view_n_bytes(size_t nnodes)
 {
 	return sizeof(struct tir_fnode) * (nnodes + 1);
@@ -800,9 +796,14 @@ int tir_fview_init(struct tir_fview *v, size_t nnodes)
 {
 	memset(v, 0, sizeof *v);
 	v->nnodes = nnodes;
-	v->capedges = nnodes + 64;
+	/* two operands a node, as most have (a program of binary statements
+	 * fills it without growing: a copy into new pages) */
+	v->capedges = 2 * nnodes + 64;
 	size_t nb = view_n_bytes(nnodes);
-	v->n = nb >= VIEW_PAGES ? tir_pages_alloc(nb) : calloc(nnodes + 1, sizeof *v->n);
+	/* (huge pages of its own when large, kept for the next view: a
+	 * program of 100,000 statements writes 1.6 MB of it, a few faults,
+	 * not one a page) */
+	v->n = tir_node_pages(nb);
 	v->edges = tir_pages_alloc(sizeof *v->edges * v->capedges); /* (huge pages when large) */
 	v->memo = malloc(sizeof *v->memo * FMEMO);
 	if (!v->n || !v->edges || !v->memo) {
@@ -866,11 +867,7 @@ int tir_fview_make(const struct tir_program *p, struct tir_fview *v)
 
 void tir_fview_free(struct tir_fview *v)
 {
-	size_t nb = view_n_bytes(v->nnodes);
-	if (nb >= VIEW_PAGES)
-		tir_pages_free(v->n, nb);
-	else
-		free(v->n);
+	tir_node_pages_free(v->n, view_n_bytes(v->nnodes));
 	tir_pages_free(v->edges, sizeof *v->edges * v->capedges);
 	free(v->types);
 	free(v->slot);
@@ -915,6 +912,191 @@ static void gtable_view_end(const uint32_t *ids, int n, int32_t *midx)
 {
 	for (int j = 0; j < n; j++)
 		midx[ids[j]] = 0;
+}
+
+/* ---- pages for arrays by node id, kept for the next plan or run ----
+ * From NODE_PAGES bytes an array by node id (a plan's block, the view's
+ * nodes, a run's counts: cpu.c) is whole huge pages: one fault where
+ * small pages take one a page.  A REPL's lines and a server's runs plan
+ * and run a long program again and again, each time making arrays of the
+ * same sizes: given back, up to KEEP_N of them (KEEP_MAX bytes in all) are
+ * kept for the next ask of the same size (rounded to huge pages), whose
+ * pages are faulted in already (a memset, where fresh ones cost the
+ * kernel's zeroing and a fault each).  Each is asked of tir_pages_alloc
+ * and given back to tir_pages_free at its rounded size. */
+#define NODE_PAGES ((size_t)512 * 1024)
+#define NODE_HUGE ((size_t)2 * 1024 * 1024)
+#define KEEP_N 8
+#define KEEP_MAX ((size_t)32 * 1024 * 1024)
+
+static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t n;               /* its rounded size */
+} keep_pages[KEEP_N];
+
+static size_t node_round(size_t n)
+{
+	return (n + NODE_HUGE - 1) / NODE_HUGE * NODE_HUGE;
+}
+
+/* node_round(n) bytes (n from NODE_PAGES): kept ones (*dirty: written
+ * before), else new (zero); NULL when out of memory */
+static void *node_pages_get(size_t n, bool *dirty)
+{
+	size_t r = node_round(n);
+	void *p = NULL;
+	pthread_mutex_lock(&keep_mu);
+	for (int k = 0; k < KEEP_N && !p; k++)
+		if (keep_pages[k].p && keep_pages[k].n == r) {
+			p = keep_pages[k].p;
+			keep_pages[k].p = NULL;
+		}
+	pthread_mutex_unlock(&keep_mu);
+	*dirty = p != NULL;
+	return p ? p : tir_pages_alloc(r);
+}
+
+void *tir_node_pages(size_t n)
+{
+	if (n < NODE_PAGES)
+		return calloc(1, n ? n : 1);
+	bool dirty;
+	void *p = node_pages_get(n, &dirty);
+	if (p && dirty)
+		memset(p, 0, n);
+	return p;
+}
+
+void tir_node_pages_free(void *p, size_t n)
+{
+	if (!p || n < NODE_PAGES) {
+		free(p);
+		return;
+	}
+	size_t r = node_round(n), held = 0;
+	pthread_mutex_lock(&keep_mu);
+	for (int k = 0; k < KEEP_N; k++)
+		held += keep_pages[k].p ? keep_pages[k].n : 0;
+	for (int k = 0; k < KEEP_N && p && held + r <= KEEP_MAX; k++)
+		if (!keep_pages[k].p) {
+			keep_pages[k].p = p;
+			keep_pages[k].n = r;
+			p = NULL;
+		}
+	pthread_mutex_unlock(&keep_mu);
+	if (p)
+		tir_pages_free(p, r);
+}
+
+/* ---- the plan's arrays by node id: one block for a long program ----
+ * Planning a program of n nodes takes some twenty arrays of n entries
+ * (the plan's own and the passes' scratch): at 100,000 nodes 100 to 800
+ * KB each, each on fresh small pages from malloc, a page fault a page
+ * (some 1,150 of them, with the run's arrays a quarter of the plan's
+ * time).  From PMEM_MIN bytes in all they come from one block of whole
+ * huge pages (node_pages_get: kept for the next plan when the plan is
+ * freed), sized once for the most that is held at a time: a few faults,
+ * or none.  Scratch is taken and given back as a stack (an array
+ * given back in any order is reused once those above it are), so that
+ * the passes after the groups are made reuse the pages the groups grew
+ * in.  The block goes with the plan (tir_plan->mem).  Below PMEM_MIN (a
+ * REPL line, a short program), or when the block is full, an array is
+ * malloc'd on its own as before. */
+#define PMEM_MIN ((size_t)512 * 1024)
+#define PMEM_ARRAYS 32 /* the most taken from the block at a time (tir_fuse_view holds 18) */
+
+struct pmem {
+	unsigned char *base;        /* NULL: no block, every array malloc'd */
+	size_t cap;                 /* its bytes */
+	size_t top;                 /* the first byte not taken */
+	size_t fresh;               /* the first byte never taken (zero still) */
+	int n;
+	struct {
+		size_t at;
+		bool live;
+	} taken[PMEM_ARRAYS];
+};
+
+static size_t pm_round(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+static bool pm_has(const struct pmem *m, const void *p)
+{
+	const unsigned char *c = p;
+	return m && m->base && c >= m->base && c < m->base + m->cap;
+}
+
+/* n bytes (zeroed when zero), from m's block when it has room, else
+ * malloc'd; given back with pm_put.  NULL when out of memory. */
+static void *pm_get(struct pmem *m, size_t n, bool zero)
+{
+	size_t sz = pm_round(n ? n : 1);
+	if (!m || !m->base || m->n == PMEM_ARRAYS || sz > m->cap - m->top)
+		return zero ? calloc(1, n ? n : 1) : malloc(n ? n : 1);
+	unsigned char *p = m->base + m->top;
+	if (zero && m->top < m->fresh) /* (what was taken before) */
+		memset(p, 0, m->fresh - m->top < sz ? m->fresh - m->top : sz);
+	m->taken[m->n].at = m->top;
+	m->taken[m->n++].live = true;
+	m->top += sz;
+	m->fresh = m->top > m->fresh ? m->top : m->fresh;
+	return p;
+}
+
+/* p (from pm_get, or NULL) given back: freed, or in the block, reused
+ * once nothing taken after it is held any more */
+static void pm_put(struct pmem *m, void *p)
+{
+	if (!pm_has(m, p)) {
+		free(p);
+		return;
+	}
+	size_t at = (size_t)((unsigned char *)p - m->base);
+	for (int k = m->n; k-- > 0;)
+		if (m->taken[k].at == at) {
+			m->taken[k].live = false;
+			break;
+		}
+	while (m->n && !m->taken[m->n - 1].live)
+		m->top = m->taken[--m->n].at;
+}
+
+/* m's block for plan, of nn nodes (plan->mem: the plan gives it back):
+ * the most tir_fuse_view holds at a time, taken in its order (the plan's
+ * arrays, the arrays a group grows in, the scratch of one pass).  A size
+ * off the mark costs nothing but malloc'd arrays past the end. */
+static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
+{
+	memset(m, 0, sizeof *m);
+	size_t e = nn + 1;
+	size_t kept = pm_round(4 * e) + pm_round(e) + 2 * pm_round(8 * e); /* group_of need keep copy */
+	size_t grow = 2 * pm_round(8 * e) + 2 * pm_round(4 * e) + pm_round(tir_group_info_bytes((int)e));
+	/* taken seen dup cand scratch, then dup_scores's or gen_candidates's */
+	size_t scored = 3 * pm_round(e) + pm_round(4 * e) + pm_round(2 * e) +
+			(pm_round(4 * e) + pm_round(e) + pm_round(4 * e) > pm_round(8 * e) + pm_round(e)
+				 ? pm_round(4 * e) + pm_round(e) + pm_round(4 * e)
+				 : pm_round(8 * e) + pm_round(e));
+	/* plan_finish: interior extra_uses dup copies absorbed stamp, gen_decide's gok grd member */
+	size_t finish = 3 * pm_round(e) + 4 * pm_round(4 * e) + pm_round(4 * e) + 2 * pm_round(e);
+	size_t total = kept + grow + (scored > finish ? scored : finish);
+	bool dirty;
+	if (nn > (size_t)INT32_MAX / 8 || total < PMEM_MIN || !(m->base = node_pages_get(total, &dirty)))
+		return;
+	m->cap = node_round(total); /* (all of it: what is past total is room past the guess) */
+	m->fresh = dirty ? m->cap : 0;
+	plan->mem = m->base;
+	plan->memsize = m->cap;
+}
+
+/* p, an array of plan's, freed unless it is in plan's block */
+static void plan_put(const struct tir_plan *plan, void *p)
+{
+	const unsigned char *c = p, *b = plan->mem;
+	if (!(b && c >= b && c < b + plan->memsize))
+		free(p);
 }
 
 /* ---- keep or recompute: the scored choice ---- */
@@ -978,12 +1160,12 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
  * come zeroed (by node id), and stay 0 for values that are not chosen
  * among; *any: some value was (else keep and copy are all 0 still). */
 static int dup_scores(const struct tir_fview *v, const bool *need, const bool *target, int64_t *keep,
-		      int64_t *copy, bool *dup, bool *any)
+		      int64_t *copy, bool *dup, bool *any, struct pmem *m)
 {
 	*any = false;
 	size_t nn = v->nnodes;
-	int32_t *readers = calloc(nn + 1, sizeof *readers);
-	bool *bad = calloc(nn + 1, sizeof *bad);
+	int32_t *readers = pm_get(m, sizeof *readers * (nn + 1), true);
+	bool *bad = pm_get(m, sizeof *bad * (nn + 1), true);
 	/* the candidates (values that pass subtree): by node id, 1 + its
 	 * index into their leaves (16 each), else 0 */
 	int32_t *slot = NULL;
@@ -1011,7 +1193,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		}
 		bad[i] |= target[i];
 	}
-	if (!(slot = calloc(nn + 1, sizeof *slot)))
+	if (!(slot = pm_get(m, sizeof *slot * (nn + 1), true)))
 		goto out;
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!need[i] || bad[i] || readers[i] < 2)
@@ -1068,10 +1250,10 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	}
 	rc = 0;
 out:
-	free(readers);
-	free(bad);
-	free(slot);
 	free(cl);
+	pm_put(m, slot);
+	pm_put(m, bad);
+	pm_put(m, readers);
 	return rc;
 }
 
@@ -1114,18 +1296,19 @@ static bool any_gen(const struct tir_fview *v, const bool *need, const bool *tar
 
 /* By node id: generators whose readers could all take them (each reader
  * counted as a kernel), where computing them in each moves fewer bytes. */
-static int gen_candidates(const struct tir_fview *v, const bool *need, const bool *target, bool *cand)
+static int gen_candidates(const struct tir_fview *v, const bool *need, const bool *target, bool *cand,
+			  struct pmem *m)
 {
 	size_t nn = v->nnodes;
 	if (!any_gen(v, need, target)) { /* (cand is cleared) */
 		memset(cand, 0, nn);
 		return 0;
 	}
-	int64_t *readers = calloc(nn + 1, sizeof *readers);
-	bool *bad = calloc(nn + 1, sizeof *bad);
+	int64_t *readers = pm_get(m, sizeof *readers * (nn + 1), true);
+	bool *bad = pm_get(m, sizeof *bad * (nn + 1), true);
 	if (!readers || !bad) {
-		free(readers);
-		free(bad);
+		pm_put(m, bad);
+		pm_put(m, readers);
 		return -TIR_ENOMEM;
 	}
 	for (uint32_t i = 0; i < nn; i++) {
@@ -1145,8 +1328,8 @@ static int gen_candidates(const struct tir_fview *v, const bool *need, const boo
 		gen_score(v, i, readers[i], &keep, &copy);
 		cand[i] = copy < keep;
 	}
-	free(readers);
-	free(bad);
+	pm_put(m, bad);
+	pm_put(m, readers);
 	return 0;
 }
 
@@ -1155,7 +1338,7 @@ static int gen_candidates(const struct tir_fview *v, const bool *need, const boo
  * those kernels when that moves fewer bytes (plan->interior; dup when
  * more than one does), with both figures in keep and copy. */
 static void gen_decide(const struct tir_fview *v, const bool *need, const bool *target, struct tir_plan *plan,
-		       int32_t *ngroups, int32_t *readers, bool *ok)
+		       int32_t *ngroups, int32_t *readers, bool *ok, struct pmem *m)
 {
 	size_t nn = v->nnodes;
 	for (size_t i = 0; i < nn; i++) {
@@ -1181,7 +1364,7 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 	 * recomputed by some of its readers' kernels may have a kernel of
 	 * its own too); who is a member, marked once (NULL, out of memory:
 	 * looked for in every group, as many times as asked) */
-	bool *member = calloc(nn + 1, sizeof *member);
+	bool *member = pm_get(m, sizeof *member * (nn + 1), true);
 	for (int g = 0; member && g < plan->ngroups; g++)
 		for (int j = 0; j < plan->groups[g].n; j++)
 			member[plan->groups[g].nodes[j]->id] = true;
@@ -1201,7 +1384,7 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 				ok[o] = false;
 		}
 	}
-	free(member);
+	pm_put(m, member);
 	/* kept because the score said so (its readers each a kernel): both
 	 * figures, for --explain */
 	for (uint32_t i = 0; i < nn; i++) {
@@ -1235,31 +1418,31 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
  * and they are NULL after), else made here; ids: the groups' members'
  * node ids, one after the other, or NULL: each group's own (g->ids). */
 static int plan_finish(const struct tir_fview *v, const bool *need, const int64_t *uses, const bool *target,
-		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids)
+		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids, struct pmem *m)
 {
 	size_t nn = v->nnodes;
 	bool scored = keep && *keep && copy && *copy;
-	free(plan->interior);
-	free(plan->extra_uses);
-	free(plan->keep);
-	free(plan->copy);
-	free(plan->dup);
-	plan->interior = calloc(nn + 1, sizeof *plan->interior);
-	plan->extra_uses = calloc(nn + 1, sizeof *plan->extra_uses);
-	plan->keep = scored ? *keep : calloc(nn + 1, sizeof *plan->keep);
-	plan->copy = scored ? *copy : calloc(nn + 1, sizeof *plan->copy);
+	plan_put(plan, plan->interior);
+	plan_put(plan, plan->extra_uses);
+	plan_put(plan, plan->keep);
+	plan_put(plan, plan->copy);
+	plan_put(plan, plan->dup);
+	plan->interior = pm_get(m, sizeof *plan->interior * (nn + 1), true);
+	plan->extra_uses = pm_get(m, sizeof *plan->extra_uses * (nn + 1), true);
+	plan->keep = scored ? *keep : pm_get(m, sizeof *plan->keep * (nn + 1), true);
+	plan->copy = scored ? *copy : pm_get(m, sizeof *plan->copy * (nn + 1), true);
 	if (scored)
 		*keep = *copy = NULL;
-	plan->dup = calloc(nn + 1, sizeof *plan->dup);
-	int32_t *copies = calloc(nn + 1, sizeof *copies);
-	int32_t *absorbed = calloc(nn + 1, sizeof *absorbed);
+	plan->dup = pm_get(m, sizeof *plan->dup * (nn + 1), true);
+	int32_t *copies = pm_get(m, sizeof *copies * (nn + 1), true);
+	int32_t *absorbed = pm_get(m, sizeof *absorbed * (nn + 1), true);
 	/* by node id: 1 + the last group it is a member of */
-	int32_t *stamp = calloc(nn + 1, sizeof *stamp);
+	int32_t *stamp = pm_get(m, sizeof *stamp * (nn + 1), true);
 	int rc = -TIR_ENOMEM;
 	if (!plan->interior || !plan->extra_uses || !plan->keep || !plan->copy || !plan->dup || !copies ||
 	    !absorbed || !stamp)
 		goto out;
-	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL, &plan->scored))
+	if (!scored && dup_scores(v, need, target, plan->keep, plan->copy, NULL, &plan->scored, m))
 		goto out;
 	for (int g = 0; g < plan->ngroups; g++) {
 		const struct tir_group *gr = &plan->groups[g];
@@ -1269,13 +1452,13 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 		for (int j = 0; j < gr->n; j++)
 			stamp[gid[j]] = g + 1;
 		for (int j = 0; j < gr->n; j++) {
-			uint32_t m = gid[j];
+			uint32_t id = gid[j];
 			if (j < gr->n - 1)
-				copies[m]++;
+				copies[id]++;
 			/* (an operand is made before its reader: a member, it
 			 * is one of those before j) */
-			for (int k = 0; k < v->n[m].nin; k++)
-				absorbed[operand(v, m, k)] += stamp[operand(v, m, k)] == g + 1;
+			for (int k = 0; k < v->n[id].nin; k++)
+				absorbed[operand(v, id, k)] += stamp[operand(v, id, k)] == g + 1;
 		}
 		if (ids)
 			ids += gr->n;
@@ -1294,21 +1477,21 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 	}
 	if (any_gen(v, need, target)) { /* (not in a program of scalars) */
 		plan->scored = true; /* (gen_decide may score) */
-		bool *gok = calloc(nn + 1, sizeof *gok);
-		int32_t *grd = calloc(nn + 1, sizeof *grd);
+		bool *gok = pm_get(m, sizeof *gok * (nn + 1), true);
+		int32_t *grd = pm_get(m, sizeof *grd * (nn + 1), true);
 		bool have = gok && grd;
 		if (have)
-			gen_decide(v, need, target, plan, copies, grd, gok);
-		free(gok);
-		free(grd);
+			gen_decide(v, need, target, plan, copies, grd, gok, m);
+		pm_put(m, grd);
+		pm_put(m, gok);
 		if (!have)
 			goto out;
 	}
 	rc = 0;
 out:
-	free(copies);
-	free(absorbed);
-	free(stamp);
+	pm_put(m, stamp);
+	pm_put(m, absorbed);
+	pm_put(m, copies);
 	return rc;
 }
 
@@ -1327,7 +1510,7 @@ int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t
 	for (int g = 0, w = 0; g < plan->ngroups; g++)
 		for (int j = 0; j < plan->groups[g].n; j++)
 			ids[w++] = plan->groups[g].nodes[j]->id;
-	int rc = plan_finish(&v, need, uses, target, plan, NULL, NULL, ids);
+	int rc = plan_finish(&v, need, uses, target, plan, NULL, NULL, ids, NULL);
 	tir_fview_free(&v);
 	free(ids);
 	return rc;
@@ -1502,27 +1685,30 @@ int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
  * of 100,000 statements, one group, copies no 2 MB of them. */
 #define TAKE_MIN 1024
 
-/* m (of n bytes or more) trimmed to n bytes, or m as it was */
-static void *trimmed(void *m, size_t n)
+/* p (of n bytes or more) trimmed to n bytes, or p as it was (in m's
+ * block, it stays) */
+static void *trimmed(const struct pmem *m, void *p, size_t n)
 {
-	void *t = realloc(m, n ? n : 1);
-	return t ? t : m;
+	if (pm_has(m, p))
+		return p;
+	void *t = realloc(p, n ? n : 1);
+	return t ? t : p;
 }
 
 /* The arrays a group grows in, for nn nodes: made when missing (the first
  * group, and the next after a group took them).  0, or -TIR_ENOMEM. */
-static int grow_arrays(struct grow *s, void **infomem, size_t nn)
+static int grow_arrays(struct grow *s, void **infomem, size_t nn, struct pmem *m)
 {
 	if (!s->members)
-		s->members = malloc(sizeof *s->members * (nn + 1));
+		s->members = pm_get(m, sizeof *s->members * (nn + 1), false);
 	if (!s->ins)
-		s->ins = malloc(sizeof *s->ins * (nn + 1));
+		s->ins = pm_get(m, sizeof *s->ins * (nn + 1), false);
 	if (!s->ids)
-		s->ids = malloc(sizeof *s->ids * (nn + 1));
+		s->ids = pm_get(m, sizeof *s->ids * (nn + 1), false);
 	if (!s->in_ids)
-		s->in_ids = malloc(sizeof *s->in_ids * (nn + 1));
+		s->in_ids = pm_get(m, sizeof *s->in_ids * (nn + 1), false);
 	if (!*infomem)
-		*infomem = malloc(tir_group_info_bytes((int)nn + 1));
+		*infomem = pm_get(m, tir_group_info_bytes((int)nn + 1), false);
 	return s->members && s->ins && s->ids && s->in_ids && *infomem ? 0 : -TIR_ENOMEM;
 }
 
@@ -1531,14 +1717,14 @@ static int grow_arrays(struct grow *s, void **infomem, size_t nn)
  * owned by plan from now on, s is left without them.  0, or -TIR_ENOMEM
  * (then s keeps them all). */
 static int take_arrays(struct tir_plan *plan, struct tir_group *pg, struct grow *s, void **infomem,
-		       struct tir_group_info *gi)
+		       struct tir_group_info *gi, const struct pmem *m)
 {
 	size_t n = (size_t)pg->n, nin = (size_t)pg->nin;
 	if (tir_grow((void **)&plan->owned, &plan->capowned, plan->nowned + 5, sizeof *plan->owned))
 		return -TIR_ENOMEM;
-	pg->nodes = trimmed(s->members, sizeof *pg->nodes * n);
-	pg->inputs = trimmed(s->ins, sizeof *pg->inputs * nin);
-	uint32_t *ids = trimmed(s->ids, sizeof *ids * n), *in_ids = trimmed(s->in_ids, sizeof *in_ids * nin);
+	pg->nodes = trimmed(m, s->members, sizeof *pg->nodes * n);
+	pg->inputs = trimmed(m, s->ins, sizeof *pg->inputs * nin);
+	uint32_t *ids = trimmed(m, s->ids, sizeof *ids * n), *in_ids = trimmed(m, s->in_ids, sizeof *in_ids * nin);
 	pg->ids = ids;
 	pg->input_ids = in_ids;
 	pg->info = gi; /* (cls and via placed in *infomem: not trimmed, they would move) */
@@ -1554,18 +1740,19 @@ static int take_arrays(struct tir_plan *plan, struct tir_group *pg, struct grow 
 }
 
 /* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
-static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **taken, bool **dup, bool **cand)
+static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **taken, bool **dup, bool **cand,
+		      struct pmem *m)
 {
-	free(s->ids);
-	free(s->in_ids);
-	free(s->seen);
-	free(s->members);
-	free(s->ins);
-	free(*infomem);
-	free(*scratch);
-	free(*taken);
-	free(*dup);
-	free(*cand);
+	pm_put(m, s->ids);
+	pm_put(m, s->in_ids);
+	pm_put(m, s->seen);
+	pm_put(m, s->members);
+	pm_put(m, s->ins);
+	pm_put(m, *infomem);
+	pm_put(m, *scratch);
+	pm_put(m, *taken);
+	pm_put(m, *dup);
+	pm_put(m, *cand);
 	s->ids = s->in_ids = NULL;
 	s->seen = NULL;
 	s->dup = NULL;
@@ -1580,25 +1767,32 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	memset(plan, 0, sizeof *plan);
 	size_t nn = p->nnodes;
 	plan->nnodes = nn;
-	plan->group_of = malloc(sizeof *plan->group_of * (nn + 1));
-	plan->need = malloc(nn + 1);
+	/* the arrays by node id, taken in pm_init's order: what the plan
+	 * keeps first, then what a group grows in, then the scratch */
+	struct pmem m;
+	pm_init(&m, plan, nn);
+	plan->group_of = pm_get(&m, sizeof *plan->group_of * (nn + 1), false);
+	plan->need = pm_get(&m, nn + 1, false);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
-	bool *taken = calloc(nn + 1, sizeof *taken);
-	/* (its arrays made by grow_arrays, as groups take them) */
-	struct grow s = {.seen = calloc(nn + 1, sizeof *s.seen)};
-	/* a group being checked, as analyze reads it */
-	struct gtable gt = {0};
-	int64_t *keep = calloc(nn + 1, sizeof *keep), *copy = calloc(nn + 1, sizeof *copy);
-	bool *dup = calloc(nn + 1, sizeof *dup), *cand = calloc(nn + 1, sizeof *cand);
+	int64_t *keep = pm_get(&m, sizeof *keep * (nn + 1), true), *copy = pm_get(&m, sizeof *copy * (nn + 1), true);
+	/* (its arrays made by grow_arrays, as groups take them; with a
+	 * block, the first now, below the scratch) */
+	struct grow s = {0};
 	/* what a group being checked is analyzed into: its members are
 	 * at most the nodes (grow_arrays) */
 	void *infomem = NULL;
-	bool *scratch = malloc(2 * (nn + 1));
+	int rc = m.base ? grow_arrays(&s, &infomem, nn, &m) : 0;
+	bool *taken = pm_get(&m, sizeof *taken * (nn + 1), true);
+	s.seen = pm_get(&m, sizeof *s.seen * (nn + 1), true);
+	/* a group being checked, as analyze reads it */
+	struct gtable gt = {0};
+	bool *dup = pm_get(&m, sizeof *dup * (nn + 1), true), *cand = pm_get(&m, sizeof *cand * (nn + 1), true);
+	bool *scratch = pm_get(&m, 2 * (nn + 1), false);
 	size_t capg = 0;
-	int rc = 0;
-	if (!plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
-	    dup_scores(v, need, target, keep, copy, dup, &plan->scored) || gen_candidates(v, need, target, cand)) {
+	if (rc || !plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
+	    dup_scores(v, need, target, keep, copy, dup, &plan->scored, &m) ||
+	    gen_candidates(v, need, target, cand, &m)) {
 		rc = -TIR_ENOMEM;
 		goto out;
 	}
@@ -1620,7 +1814,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		bool ok = false;
 		const char *first_why = NULL;
 		for (int attempt = 0; attempt < 9; attempt++) {
-			if (grow_arrays(&s, &infomem, nn)) {
+			if (grow_arrays(&s, &infomem, nn, &m)) {
 				rc = -TIR_ENOMEM;
 				goto out;
 			}
@@ -1677,7 +1871,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 				goto out;
 			}
 			*gi = info; /* (its cls and via in infomem, which pg takes) */
-			if (take_arrays(plan, pg, &s, &infomem, gi)) {
+			if (take_arrays(plan, pg, &s, &infomem, gi, &m)) {
 				rc = -TIR_ENOMEM;
 				goto out;
 			}
@@ -1718,12 +1912,12 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
 	 * its memory, not fresh pages) */
-	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand);
-	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, &m);
+	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL, &m);
 out:
-	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand);
-	free(keep);
-	free(copy);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, &m);
+	pm_put(&m, copy);
+	pm_put(&m, keep);
 	if (rc)
 		tir_plan_free(plan);
 	return rc;
@@ -1732,18 +1926,19 @@ out:
 void tir_plan_free(struct tir_plan *plan)
 {
 	free(plan->groups);
-	free(plan->group_of);
-	free(plan->interior);
-	free(plan->need);
-	free(plan->keep);
-	free(plan->copy);
-	free(plan->dup);
-	free(plan->extra_uses);
-	free(plan->alone);
+	plan_put(plan, plan->group_of);
+	plan_put(plan, plan->interior);
+	plan_put(plan, plan->need);
+	plan_put(plan, plan->keep);
+	plan_put(plan, plan->copy);
+	plan_put(plan, plan->dup);
+	plan_put(plan, plan->extra_uses);
+	plan_put(plan, plan->alone);
 	tir_arena_free(&plan->arena);
 	for (size_t k = 0; k < plan->nowned; k++)
-		free(plan->owned[k]);
+		plan_put(plan, plan->owned[k]);
 	free(plan->owned);
+	tir_node_pages_free(plan->mem, plan->memsize);
 	memset(plan, 0, sizeof *plan);
 }
 

@@ -115,6 +115,12 @@ struct tir_plan {
 	 * the fuser grew them: not copied), freed with it */
 	void **owned;
 	size_t nowned, capowned;
+	/* the block a long program's plan takes its arrays by node id from
+	 * (those above, and the group's it took), whole huge pages (see
+	 * tir_fuse_view), or NULL: each array is malloc'd on its own.  An
+	 * array inside it is not freed by itself. */
+	void *mem;
+	size_t memsize;
 };
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a
@@ -165,6 +171,14 @@ struct tir_fview {
 	uint32_t *slot;         /* types by hash (open addressing) */
 	struct tir_fmemo *memo; /* flags of nodes alike, asked once */
 };
+/* An array by node id of n bytes, zeroed, that plans and runs make again
+ * and again (the view's nodes, a plan's arrays, a run's counts): from 512
+ * KiB whole huge pages, and pages given back are kept for the next ask of
+ * the same size (a few, 32 MiB in all: a REPL's lines, a server's runs);
+ * below, calloc.  NULL when out of memory; give back with
+ * tir_node_pages_free(p, n), n as asked. */
+void *tir_node_pages(size_t n);
+void tir_node_pages_free(void *p, size_t n);
 /* The view of p's nodes into v.  returns 0 or -TIR_ENOMEM (v is then
  * empty); free with tir_fview_free. */
 int tir_fview_make(const struct tir_program *p, struct tir_fview *v);

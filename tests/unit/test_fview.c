@@ -10,7 +10,9 @@
  * the needed nodes alone (a run's: tir_fview_add) plans the same.  And the
  * view of a long program costs per node what a short one's does (bytes
  * counted, not timed): 16 a node, 4 an operand, and a few distinct types
- * whatever the length.
+ * whatever the length; a long program's plan takes its arrays from one
+ * block (big_groups: groups that take their arrays from it and past it),
+ * and pages given back are kept for the next ask of their size, zeroed.
  */
 #include "engine/engine.h"
 #include "fusion/fusion.h"
@@ -199,6 +201,12 @@ static double view_bytes(int n, uint32_t *ntypes, int *ngroups)
 			if (tir_fuse_view(p, &v, need, uses, target, &plan) == 0) {
 				*ngroups = plan.ngroups;
 				CHECK(plan.ngroups == 1 && plan.groups[0].n == n + 1); /* x's cast too */
+				/* the arrays by node id from one block of huge pages
+				 * for the long program (32,000 nodes), each malloc'd
+				 * for the short one (fuse.c: PMEM_MIN) */
+				CHECK((plan.mem != NULL) == (n >= 20000));
+				CHECK(!plan.mem || ((char *)plan.interior >= (char *)plan.mem &&
+						    (char *)plan.interior < (char *)plan.mem + plan.memsize));
 				tir_plan_free(&plan);
 			}
 		}
@@ -262,8 +270,40 @@ static void big_groups(void)
 	free(s.s);
 }
 
+/* tir_node_pages: zeroed, from the pages given back of the same size
+ * when there are (written before: zeroed again), calloc below 512 KiB */
+static void node_pages(void)
+{
+	size_t n = (size_t)1 << 20;
+	unsigned char *a = tir_node_pages(n);
+	CHECK(a != NULL);
+	if (!a)
+		return;
+	memset(a, 0xab, n);
+	tir_node_pages_free(a, n);
+	/* a is among those kept for this size (with any a plan gave back) */
+	unsigned char *got[9] = {0};
+	bool again = false, zero = true;
+	for (int k = 0; k < 9; k++) {
+		got[k] = tir_node_pages(n + 4096); /* (the same huge pages) */
+		CHECK(got[k] != NULL);
+		for (size_t i = 0; got[k] && i < n + 4096; i += 997)
+			zero &= got[k][i] == 0;
+		zero &= !got[k] || (got[k][n - 1] == 0 && got[k][n + 4095] == 0);
+		again |= got[k] == a;
+	}
+	CHECK(again && zero);
+	for (int k = 0; k < 9; k++)
+		tir_node_pages_free(got[k], n + 4096);
+	unsigned char *s = tir_node_pages(100), *b = tir_node_pages(3 * n);
+	CHECK(s && b && s[99] == 0 && b[3 * n - 1] == 0 && b != a);
+	tir_node_pages_free(s, 100);
+	tir_node_pages_free(b, 3 * n);
+}
+
 int main(void)
 {
+	node_pages();
 	big_groups();
 	every("samples");
 	every("tests/golden");
