@@ -453,6 +453,7 @@ void tir_mem_trim(void)
 	atomic_store(&pool_bytes, 0);
 	pthread_mutex_unlock(&pool_lock);
 	keep_yield(1, SIZE_MAX); /* every kept scratch buffer not in use */
+	tir_pages_drop_kept();   /* and the plans' and runs' arrays kept (lib/ir) */
 }
 
 /* ---- scratch: kernels' buffers beside the tensors (exec.h) ----

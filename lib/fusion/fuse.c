@@ -919,42 +919,16 @@ static void gtable_view_end(const uint32_t *ids, int n, int32_t *midx)
  * nodes, a run's counts: cpu.c) is whole huge pages: one fault where
  * small pages take one a page.  A REPL's lines and a server's runs plan
  * and run a long program again and again, each time making arrays of the
- * same sizes: given back, up to KEEP_N of them (KEEP_MAX bytes in all) are
- * kept for the next ask of the same size (rounded to huge pages), whose
- * pages are faulted in already (a memset, where fresh ones cost the
- * kernel's zeroing and a fault each).  Each is asked of tir_pages_alloc
- * and given back to tir_pages_free at its rounded size. */
+ * same sizes: given back, they are kept for the next ask of the same size
+ * (lib/ir's tir_pages_take and tir_pages_give: a few, 32 MiB in all, freed
+ * by tir_mem_trim), whose pages are faulted in already (a memset, where
+ * fresh ones cost the kernel's zeroing and a fault each). */
 #define NODE_PAGES ((size_t)512 * 1024)
 #define NODE_HUGE ((size_t)2 * 1024 * 1024)
-#define KEEP_N 8
-#define KEEP_MAX ((size_t)32 * 1024 * 1024)
-
-static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	void *p;
-	size_t n;               /* its rounded size */
-} keep_pages[KEEP_N];
 
 static size_t node_round(size_t n)
 {
 	return (n + NODE_HUGE - 1) / NODE_HUGE * NODE_HUGE;
-}
-
-/* node_round(n) bytes (n from NODE_PAGES): kept ones (*dirty: written
- * before), else new (zero); NULL when out of memory */
-static void *node_pages_get(size_t n, bool *dirty)
-{
-	size_t r = node_round(n);
-	void *p = NULL;
-	pthread_mutex_lock(&keep_mu);
-	for (int k = 0; k < KEEP_N && !p; k++)
-		if (keep_pages[k].p && keep_pages[k].n == r) {
-			p = keep_pages[k].p;
-			keep_pages[k].p = NULL;
-		}
-	pthread_mutex_unlock(&keep_mu);
-	*dirty = p != NULL;
-	return p ? p : tir_pages_alloc(r);
 }
 
 void *tir_node_pages(size_t n)
@@ -962,7 +936,7 @@ void *tir_node_pages(size_t n)
 	if (n < NODE_PAGES)
 		return calloc(1, n ? n : 1);
 	bool dirty;
-	void *p = node_pages_get(n, &dirty);
+	void *p = tir_pages_take(n, &dirty);
 	if (p && dirty)
 		memset(p, 0, n);
 	return p;
@@ -974,19 +948,7 @@ void tir_node_pages_free(void *p, size_t n)
 		free(p);
 		return;
 	}
-	size_t r = node_round(n), held = 0;
-	pthread_mutex_lock(&keep_mu);
-	for (int k = 0; k < KEEP_N; k++)
-		held += keep_pages[k].p ? keep_pages[k].n : 0;
-	for (int k = 0; k < KEEP_N && p && held + r <= KEEP_MAX; k++)
-		if (!keep_pages[k].p) {
-			keep_pages[k].p = p;
-			keep_pages[k].n = r;
-			p = NULL;
-		}
-	pthread_mutex_unlock(&keep_mu);
-	if (p)
-		tir_pages_free(p, r);
+	tir_pages_give(p, n);
 }
 
 /* ---- the plan's arrays by node id: one block for a long program ----
@@ -995,7 +957,7 @@ void tir_node_pages_free(void *p, size_t n)
  * KB each, each on fresh small pages from malloc, a page fault a page
  * (some 1,150 of them, with the run's arrays a quarter of the plan's
  * time).  From PMEM_MIN bytes in all they come from one block of whole
- * huge pages (node_pages_get: kept for the next plan when the plan is
+ * huge pages (tir_pages_take: kept for the next plan when the plan is
  * freed), sized once for the most that is held at a time: a few faults,
  * or none.  Scratch is taken and given back as a stack (an array
  * given back in any order is reused once those above it are), so that
@@ -1083,7 +1045,7 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 	size_t finish = 3 * pm_round(e) + 4 * pm_round(4 * e) + pm_round(4 * e) + 2 * pm_round(e);
 	size_t total = kept + grow + (scored > finish ? scored : finish);
 	bool dirty;
-	if (nn > (size_t)INT32_MAX / 8 || total < PMEM_MIN || !(m->base = node_pages_get(total, &dirty)))
+	if (nn > (size_t)INT32_MAX / 8 || total < PMEM_MIN || !(m->base = tir_pages_take(total, &dirty)))
 		return;
 	m->cap = node_round(total); /* (all of it: what is past total is room past the guess) */
 	m->fresh = dirty ? m->cap : 0;

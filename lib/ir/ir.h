@@ -47,6 +47,15 @@ void tir_arena_free(struct tir_arena *a);
 void *tir_pages_alloc(size_t n);
 void tir_pages_free(void *p, size_t n);
 int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem);
+/* Blocks of whole huge pages kept for the next ask of the same size (a
+ * plan's or a run's arrays made again and again).  tir_pages_take: a kept
+ * block of n rounded up to huge pages (*dirty: written before, not zero),
+ * else a new one (zero); NULL when out of memory.  tir_pages_give: back,
+ * kept (a few, 32 MiB in all) or freed; n as taken.  tir_pages_drop_kept:
+ * the kept ones freed (tir_mem_trim); returns their bytes. */
+void *tir_pages_take(size_t n, bool *dirty);
+void tir_pages_give(void *p, size_t n);
+size_t tir_pages_drop_kept(void);
 
 /* ---- the op table ---- */
 

@@ -5,6 +5,7 @@
  */
 #include "ir.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -425,4 +426,68 @@ int tir_errf(struct tir_err *err, int code, const struct tir_loc *loc, const cha
 		va_end(ap);
 	}
 	return -code;
+}
+
+/* ---- whole huge pages kept for the next ask of their size ----
+ * A REPL's lines and a server's runs plan and run a long program again
+ * and again, each time making arrays of the same sizes (lib/fusion's
+ * tir_node_pages): given back, up to KEEP_N blocks (KEEP_MAX bytes in all)
+ * are kept, their pages faulted in already; tir_pages_drop_kept gives
+ * them back to the kernel (tir_mem_trim: an idle or pressed server's
+ * trim, a REPL's end). */
+#define KEEP_N 8
+#define KEEP_MAX ((size_t)32 * 1024 * 1024)
+
+static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t n; /* its rounded size */
+} keep_pages[KEEP_N];
+
+void *tir_pages_take(size_t n, bool *dirty)
+{
+	size_t r = huge_round(n);
+	void *p = NULL;
+	pthread_mutex_lock(&keep_mu);
+	for (int k = 0; k < KEEP_N && !p; k++)
+		if (keep_pages[k].p && keep_pages[k].n == r) {
+			p = keep_pages[k].p;
+			keep_pages[k].p = NULL;
+		}
+	pthread_mutex_unlock(&keep_mu);
+	*dirty = p != NULL;
+	return p ? p : tir_pages_alloc(r);
+}
+
+void tir_pages_give(void *p, size_t n)
+{
+	if (!p)
+		return;
+	size_t r = huge_round(n), held = 0;
+	pthread_mutex_lock(&keep_mu);
+	for (int k = 0; k < KEEP_N; k++)
+		held += keep_pages[k].p ? keep_pages[k].n : 0;
+	for (int k = 0; k < KEEP_N && p && held + r <= KEEP_MAX; k++)
+		if (!keep_pages[k].p) {
+			keep_pages[k].p = p;
+			keep_pages[k].n = r;
+			p = NULL;
+		}
+	pthread_mutex_unlock(&keep_mu);
+	if (p)
+		tir_pages_free(p, r);
+}
+
+size_t tir_pages_drop_kept(void)
+{
+	size_t freed = 0;
+	pthread_mutex_lock(&keep_mu);
+	for (int k = 0; k < KEEP_N; k++)
+		if (keep_pages[k].p) {
+			tir_pages_free(keep_pages[k].p, keep_pages[k].n);
+			freed += keep_pages[k].n;
+			keep_pages[k].p = NULL;
+		}
+	pthread_mutex_unlock(&keep_mu);
+	return freed;
 }

@@ -125,6 +125,37 @@ static void test_pages(void)
 	CHECK(tir_grow_pages(&w, &wcap, SIZE_MAX / 4, 16) < 0 && !w && wcap == 0);
 }
 
+/* Blocks kept for the next ask of their size: the same pages back
+ * (written: dirty), at most 32 MiB kept, all given back by
+ * tir_pages_drop_kept, after which a block is new again (zero). */
+static void test_kept_pages(void)
+{
+	tir_pages_drop_kept(); /* (none kept by an earlier test) */
+	bool dirty = true;
+	size_t n = 3 * MIB + 5;
+	unsigned char *a = tir_pages_take(n, &dirty);
+	CHECK(a && !dirty && (uintptr_t)a % (2 * MIB) == 0 && all_zero(a, 4 * MIB));
+	if (a)
+		memset(a, 0xcd, n);
+	tir_pages_give(a, n);
+	unsigned char *b = tir_pages_take(n - 4096, &dirty); /* the same 4 MiB rounded */
+	CHECK(b == a && dirty && b && b[n - 1] == 0xcd);
+	unsigned char *c = tir_pages_take(5 * MIB, &dirty);   /* another size: new */
+	CHECK(c && c != b && !dirty && all_zero(c, 6 * MIB));
+	tir_pages_give(b, n);
+	tir_pages_give(c, 5 * MIB);
+	CHECK(tir_pages_drop_kept() == 10 * MIB);
+	CHECK(tir_pages_drop_kept() == 0);
+	/* kept within 32 MiB: nine blocks of 6 MiB given, five kept */
+	unsigned char *many[9];
+	for (int k = 0; k < 9; k++)
+		many[k] = tir_pages_take(6 * MIB, &dirty);
+	for (int k = 0; k < 9; k++)
+		tir_pages_give(many[k], 6 * MIB);
+	CHECK(tir_pages_drop_kept() == 30 * MIB);
+	tir_pages_give(NULL, MIB);
+}
+
 /* The arena: zeroed, 16-aligned pieces that never overlap, through blocks
  * of every size and big one-offs. */
 static void test_arena(void)
@@ -177,6 +208,7 @@ int main(void)
 	test_clock();
 	test_dtypes();
 	test_pages();
+	test_kept_pages();
 	test_arena();
 	return check_report("test_util");
 }
