@@ -137,14 +137,10 @@ GM_KERNEL(kern_sc_f32, , float, gm_f1, 4, 4, GM_MULADD)
 GM_KERNEL(kern_sc_f64, , double, gm_d1, 4, 4, GM_MULADD)
 GM_EDGES(kern_sc_f32, , float, gm_f1, 4, 4, GM_MULADD, GM_ROWS4(kern_sc_f32))
 GM_EDGES(kern_sc_f64, , double, gm_d1, 4, 4, GM_MULADD, GM_ROWS4(kern_sc_f64))
-/* SSE2 (16 registers): f32 4 rows x 3 vectors, f64 6 x 2; 12 accumulators.
- * SSE2 has no broadcast from memory (a load and a shuffle each): f32's
- * 4 x 12 takes 4 a step for 12 multiply-adds where 6 x 8 took 6, and a
- * bf16 2048^3 product on OpenBLAS's SSE (Nehalem) kernel's CPU ran 2.5%
- * faster (2 threads, a Zen 5: 187.8 ms against 194.3) */
-GM_KERNEL(kern_s2_f32, , float, gm_f4, 4, 3, GM_MULADD)
+/* SSE2 (16 registers): 6 rows x 2 vectors, 12 accumulators */
+GM_KERNEL(kern_s2_f32, , float, gm_f4, 6, 2, GM_MULADD)
 GM_KERNEL(kern_s2_f64, , double, gm_d2, 6, 2, GM_MULADD)
-GM_EDGES(kern_s2_f32, , float, gm_f4, 4, 3, GM_MULADD, GM_ROWS4(kern_s2_f32))
+GM_EDGES(kern_s2_f32, , float, gm_f4, 6, 2, GM_MULADD, GM_ROWS6(kern_s2_f32))
 GM_EDGES(kern_s2_f64, , double, gm_d2, 6, 2, GM_MULADD, GM_ROWS6(kern_s2_f64))
 
 #if GM_X86
@@ -279,7 +275,7 @@ static const struct gemm_kern *pick_pairs(const struct tir_gemm *g)
 static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
 	[TIR_VMATH_SCALAR] = { { kern_sc_f32, 4, 4, kern_sc_f32_rows, NULL },
 			       { kern_sc_f64, 4, 4, kern_sc_f64_rows, NULL } },
-	[TIR_VMATH_SSE2] = { { kern_s2_f32, 4, 12, kern_s2_f32_rows, NULL },
+	[TIR_VMATH_SSE2] = { { kern_s2_f32, 6, 8, kern_s2_f32_rows, NULL },
 			     { kern_s2_f64, 6, 4, kern_s2_f64_rows, NULL } },
 #if GM_X86
 	[TIR_VMATH_AVX2] = { { kern_a2_f32, 6, 16, kern_a2_f32_rows, NULL },

@@ -350,28 +350,14 @@ struct conv_seg {
 	int64_t q, n, ow0, ih0;
 };
 
-/* The panels im2col writes, nr positions wide: position q is element q %
- * nr of panel q / nr, by shift and mask where nr is a power of two (shift
- * its log2, else -1: a kernel's NR need not be one, SSE2's f32 is 12) */
-struct conv_nr {
-	int64_t nr;
-	int shift;
-};
-
-static inline struct conv_nr conv_nr(int64_t nr)
-{
-	return (struct conv_nr){ nr, (nr & (nr - 1)) ? -1 : __builtin_ctzll((unsigned long long)nr) };
-}
-
 #define DEFINE_CONV(T, SFX)                                                       \
-static inline void put_##SFX(T *pb, int64_t kcb, struct conv_nr w, int64_t r, int64_t q, \
+static inline void put_##SFX(T *pb, int64_t kcb, int nrs, int64_t r, int64_t q,   \
 			     const T *s, int64_t st, int64_t n)                    \
 {                                                                                  \
-	int64_t nr = w.nr, panel = w.shift >= 0 ? q >> w.shift : q / nr;          \
-	int64_t at = q - panel * nr;                                               \
-	for (; n > 0; panel++, at = 0) {                                           \
-		int64_t k = nr - at < n ? nr - at : n;                             \
-		T *d = pb + (panel * kcb + r) * nr + at;                           \
+	int64_t nr = (int64_t)1 << nrs;                                            \
+	while (n > 0) {                                                            \
+		int64_t at = q & (nr - 1), k = nr - at < n ? nr - at : n;          \
+		T *d = pb + ((q >> nrs) * kcb + r) * nr + at;                      \
 		int64_t t = 0;                                                     \
 		if (!s) {                                                          \
 			for (; t + CONV_V / (int64_t)sizeof(T) <= k; t += CONV_V / (int64_t)sizeof(T)) \
@@ -389,11 +375,12 @@ static inline void put_##SFX(T *pb, int64_t kcb, struct conv_nr w, int64_t r, in
 		}                                                                  \
 		if (s)                                                             \
 			s += k * st;                                               \
+		q += k;                                                            \
 		n -= k;                                                            \
 	}                                                                          \
 }                                                                                  \
 static void im2col_##SFX(const struct conv *g, const T *xc, T *pb, int64_t kcb,   \
-			 struct conv_nr nw, int64_t r, int64_t i, int64_t j,       \
+			 int nrs, int64_t r, int64_t i, int64_t j,                 \
 			 const struct conv_seg *seg, int64_t nseg)                 \
 {                                                                                  \
 	int64_t off = j - g->pw, st = g->sw * g->xs[3];                            \
@@ -405,17 +392,17 @@ static void im2col_##SFX(const struct conv *g, const T *xc, T *pb, int64_t kcb, 
 		int64_t q = seg[x].q, ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;      \
 		int64_t ih = seg[x].ih0 + i;                                       \
 		if (ih < 0 || ih >= g->h) {                                        \
-			put_##SFX(pb, kcb, nw, r, q, NULL, 0, seg[x].n);          \
+			put_##SFX(pb, kcb, nrs, r, q, NULL, 0, seg[x].n);          \
 			continue;                                                  \
 		}                                                                  \
 		const T *xr = xc + ih * g->xs[2];                                  \
 		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;              \
 		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;                \
-		put_##SFX(pb, kcb, nw, r, q, NULL, 0, lo - ow0);                  \
+		put_##SFX(pb, kcb, nrs, r, q, NULL, 0, lo - ow0);                  \
 		q += lo - ow0;                                                     \
-		put_##SFX(pb, kcb, nw, r, q, xr + (lo * g->sw + off) * g->xs[3], st, hi - lo); \
+		put_##SFX(pb, kcb, nrs, r, q, xr + (lo * g->sw + off) * g->xs[3], st, hi - lo); \
 		q += hi - lo;                                                      \
-		put_##SFX(pb, kcb, nw, r, q, NULL, 0, ow1 - hi);                  \
+		put_##SFX(pb, kcb, nrs, r, q, NULL, 0, ow1 - hi);                  \
 	}                                                                          \
 }
 DEFINE_CONV(float, f32)
@@ -489,18 +476,18 @@ static CONV_A5 void im2col_a5(const struct conv *g, const float *xc, float *pb, 
 		put_a5(pb, kcb, r, pc, NULL, npad - pc);
 }
 
-/* Whether a conv2d's f32 columns go by im2col_a5: panels of 32
+/* Whether a conv2d's f32 columns go by im2col_a5: panels of 32 (nrs 5)
  * on the AVX-512 path, and stride 2 along rows that lie along memory.
  * (Stride 1 stays with put_f32's 16-byte copies: a 3x3 conv2d's pieces
  * are short, and masked moves made ResNet-18's 56x56 layers slower.) */
-static bool conv_a5(const struct conv *g, struct conv_nr nw)
+static bool conv_a5(const struct conv *g, int nrs)
 {
-	return nw.nr == 32 && g->sw == 2 && g->xs[3] == 1 && tir_vmath_path() == TIR_VMATH_AVX512;
+	return nrs == 5 && g->sw == 2 && g->xs[3] == 1 && tir_vmath_path() == TIR_VMATH_AVX512;
 }
 #else
-static bool conv_a5(const struct conv *g, struct conv_nr nw)
+static bool conv_a5(const struct conv *g, int nrs)
 {
-	(void)g, (void)nw;
+	(void)g, (void)nrs;
 	return false;
 }
 #define im2col_a5(g, xc, pb, kcb, r, i, j, seg, nseg, pc, npad) ((void)0)
@@ -588,9 +575,9 @@ static void conv_task(void *arg, int64_t t)
 		seg[nseg++] = (struct conv_seg){ q, n, ow0, oh * g->sh - g->ph };
 		q += n;
 	}
-	struct conv_nr nw = conv_nr(blas ? (int64_t)1 << j->blas_nrs : f->nr);
+	int nrs = blas ? j->blas_nrs : __builtin_ctzll((unsigned long long)f->nr);
 	const char *xp = j->x + img * g->xs[0] * es;
-	bool a5 = j->f32 && !blas && conv_a5(g, nw);
+	bool a5 = j->f32 && !blas && conv_a5(g, nrs);
 	for (int64_t k0 = 0; k0 < j->kdim; k0 += kc) {
 		int64_t kcb = j->kdim - k0 < kc ? j->kdim - k0 : kc;
 		/* tap k0 + r is (c, i, jj), counted along without dividing */
@@ -601,15 +588,15 @@ static void conv_task(void *arg, int64_t t)
 				im2col_a5(g, (const float *)xc, (float *)pb, kcb, r, i, jj, seg, nseg, pc,
 					  npad);
 			} else if (j->f32) {
-				im2col_f32(g, (const float *)xc, (float *)pb, kcb, nw, r, i, jj, seg,
+				im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, seg,
 					   nseg);
 				if (!blas)
-					put_f32((float *)pb, kcb, nw, r, pc, NULL, 0, npad - pc);
+					put_f32((float *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
 			} else {
-				im2col_f64(g, (const double *)xc, (double *)pb, kcb, nw, r, i, jj,
+				im2col_f64(g, (const double *)xc, (double *)pb, kcb, nrs, r, i, jj,
 					   seg, nseg);
 				if (!blas)
-					put_f64((double *)pb, kcb, nw, r, pc, NULL, 0, npad - pc);
+					put_f64((double *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
 			}
 			if (++jj == g->kw) {
 				jj = 0;
@@ -675,10 +662,10 @@ static void cols_task(void *arg, int64_t u)
 	int64_t k0 = rest / j->upk * j->f->kc, r0 = rest % j->upk * j->rows;
 	int64_t kcb = j->kdim - k0 < j->f->kc ? j->kdim - k0 : j->f->kc;
 	int64_t r1 = r0 + j->rows < kcb ? r0 + j->rows : kcb;
-	struct conv_nr nw = conv_nr(j->f->nr);
+	int nrs = __builtin_ctzll((unsigned long long)j->f->nr);
 	char *pb = j->cols + (img * j->kdim + k0) * j->npad * j->es;
 	const char *xp = j->x + img * g->xs[0] * j->es;
-	bool a5 = j->f32 && conv_a5(g, nw);
+	bool a5 = j->f32 && conv_a5(g, nrs);
 	for (int64_t r = r0; r < r1; r++) {
 		int64_t k = k0 + r, c = k / (g->kh * g->kw), i = k / g->kw % g->kh, jj = k % g->kw;
 		const char *xc = xp + c * g->xs[1] * j->es;
@@ -686,11 +673,11 @@ static void cols_task(void *arg, int64_t u)
 			im2col_a5(g, (const float *)xc, (float *)pb, kcb, r, i, jj, j->seg, j->nseg, j->plane,
 				  j->npad);
 		} else if (j->f32) {
-			im2col_f32(g, (const float *)xc, (float *)pb, kcb, nw, r, i, jj, j->seg, j->nseg);
-			put_f32((float *)pb, kcb, nw, r, j->plane, NULL, 0, j->npad - j->plane);
+			im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, j->seg, j->nseg);
+			put_f32((float *)pb, kcb, nrs, r, j->plane, NULL, 0, j->npad - j->plane);
 		} else {
-			im2col_f64(g, (const double *)xc, (double *)pb, kcb, nw, r, i, jj, j->seg, j->nseg);
-			put_f64((double *)pb, kcb, nw, r, j->plane, NULL, 0, j->npad - j->plane);
+			im2col_f64(g, (const double *)xc, (double *)pb, kcb, nrs, r, i, jj, j->seg, j->nseg);
+			put_f64((double *)pb, kcb, nrs, r, j->plane, NULL, 0, j->npad - j->plane);
 		}
 	}
 }
