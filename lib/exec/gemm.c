@@ -137,7 +137,11 @@ GM_KERNEL(kern_sc_f32, , float, gm_f1, 4, 4, GM_MULADD)
 GM_KERNEL(kern_sc_f64, , double, gm_d1, 4, 4, GM_MULADD)
 GM_EDGES(kern_sc_f32, , float, gm_f1, 4, 4, GM_MULADD, GM_ROWS4(kern_sc_f32))
 GM_EDGES(kern_sc_f64, , double, gm_d1, 4, 4, GM_MULADD, GM_ROWS4(kern_sc_f64))
-/* SSE2 (16 registers): 6 rows x 2 vectors, 12 accumulators */
+/* SSE2 (16 registers): 6 rows x 2 vectors, 12 accumulators.  (A 4 x 12
+ * f32 kernel, 4 broadcasts a step where this takes 6, was no faster: a
+ * bf16 2048^3 product widened as packed on 2 threads of a Zen 5, 8
+ * alternating pairs, 184.6 against 183.5 ms; conv2d's im2col would need
+ * panels of any width for it, test_gemm's test_form.) */
 GM_KERNEL(kern_s2_f32, , float, gm_f4, 6, 2, GM_MULADD)
 GM_KERNEL(kern_s2_f64, , double, gm_d2, 6, 2, GM_MULADD)
 GM_EDGES(kern_s2_f32, , float, gm_f4, 6, 2, GM_MULADD, GM_ROWS6(kern_s2_f32))
