@@ -24,7 +24,6 @@
  */
 #include "fusion.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
