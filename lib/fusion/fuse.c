@@ -914,7 +914,7 @@ static void gtable_view_end(const uint32_t *ids, int n, int32_t *midx)
 }
 
 /* ---- pages for arrays by node id, kept for the next plan or run ----
- * From NODE_PAGES bytes an array by node id (a plan's block, the view's
+ * From TIR_PAGES_MIN bytes an array by node id (a plan's block, the view's
  * nodes, a run's counts: cpu.c) is whole huge pages: one fault where
  * small pages take one a page.  A REPL's lines and a server's runs plan
  * and run a long program again and again, each time making arrays of the
@@ -922,17 +922,9 @@ static void gtable_view_end(const uint32_t *ids, int n, int32_t *midx)
  * (lib/ir's tir_pages_take and tir_pages_give: a few, 32 MiB in all, freed
  * by tir_mem_trim), whose pages are faulted in already (a memset, where
  * fresh ones cost the kernel's zeroing and a fault each). */
-#define NODE_PAGES ((size_t)512 * 1024)
-#define NODE_HUGE ((size_t)2 * 1024 * 1024)
-
-static size_t node_round(size_t n)
-{
-	return (n + NODE_HUGE - 1) / NODE_HUGE * NODE_HUGE;
-}
-
 void *tir_node_pages(size_t n)
 {
-	if (n < NODE_PAGES)
+	if (n < TIR_PAGES_MIN)
 		return calloc(1, n ? n : 1);
 	bool dirty;
 	void *p = tir_pages_take(n, &dirty);
@@ -943,7 +935,7 @@ void *tir_node_pages(size_t n)
 
 void tir_node_pages_free(void *p, size_t n)
 {
-	if (!p || n < NODE_PAGES) {
+	if (!p || n < TIR_PAGES_MIN) {
 		free(p);
 		return;
 	}
@@ -955,16 +947,15 @@ void tir_node_pages_free(void *p, size_t n)
  * (the plan's own and the passes' scratch): at 100,000 nodes 100 to 800
  * KB each, each on fresh small pages from malloc, a page fault a page
  * (some 1,150 of them, with the run's arrays a quarter of the plan's
- * time).  From PMEM_MIN bytes in all they come from one block of whole
+ * time).  From TIR_PAGES_MIN bytes in all they come from one block of whole
  * huge pages (tir_pages_take: kept for the next plan when the plan is
  * freed), sized once for the most that is held at a time: a few faults,
  * or none.  Scratch is taken and given back as a stack (an array
  * given back in any order is reused once those above it are), so that
  * the passes after the groups are made reuse the pages the groups grew
- * in.  The block goes with the plan (tir_plan->mem).  Below PMEM_MIN (a
+ * in.  The block goes with the plan (tir_plan->mem).  Below that (a
  * REPL line, a short program), or when the block is full, an array is
  * malloc'd on its own as before. */
-#define PMEM_MIN ((size_t)512 * 1024)
 #define PMEM_ARRAYS 32 /* the most taken from the block at a time (tir_fuse_view holds 18) */
 
 struct pmem {
@@ -984,10 +975,16 @@ static size_t pm_round(size_t n)
 	return (n + 63) & ~(size_t)63;
 }
 
+/* whether p lies in the block of bytes at base (NULL: none) */
+static bool in_block(const void *base, size_t bytes, const void *p)
+{
+	const unsigned char *c = p, *b = base;
+	return b && c >= b && c < b + bytes;
+}
+
 static bool pm_has(const struct pmem *m, const void *p)
 {
-	const unsigned char *c = p;
-	return m && m->base && c >= m->base && c < m->base + m->cap;
+	return m && in_block(m->base, m->cap, p);
 }
 
 /* n bytes (zeroed when zero), from m's block when it has room, else
@@ -1044,9 +1041,9 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 	size_t finish = 3 * pm_round(e) + 4 * pm_round(4 * e) + pm_round(4 * e) + 2 * pm_round(e);
 	size_t total = kept + grow + (scored > finish ? scored : finish);
 	bool dirty;
-	if (nn > (size_t)INT32_MAX / 8 || total < PMEM_MIN || !(m->base = tir_pages_take(total, &dirty)))
+	if (nn > (size_t)INT32_MAX / 8 || total < TIR_PAGES_MIN || !(m->base = tir_pages_take(total, &dirty)))
 		return;
-	m->cap = node_round(total); /* (all of it: what is past total is room past the guess) */
+	m->cap = tir_pages_round(total); /* (all of it: what is past total is room past the guess) */
 	m->fresh = dirty ? m->cap : 0;
 	plan->mem = m->base;
 	plan->memsize = m->cap;
@@ -1055,8 +1052,7 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 /* p, an array of plan's, freed unless it is in plan's block */
 static void plan_put(const struct tir_plan *plan, void *p)
 {
-	const unsigned char *c = p, *b = plan->mem;
-	if (!(b && c >= b && c < b + plan->memsize))
+	if (!in_block(plan->mem, plan->memsize, p))
 		free(p);
 }
 

@@ -39,13 +39,17 @@ void tir_arena_free(struct tir_arena *a);
 /* (growable vectors and strings: tir_grow, struct tir_str in tir.h) */
 
 /* Arrays a big program makes big (its nodes, statements and names): from
- * 512 KiB up their memory is whole huge pages mapped for them (the kernel
+ * TIR_PAGES_MIN (512 KiB) up their memory is whole huge pages mapped for them (the kernel
  * clears and maps one where it would 512 small ones), below that the
  * allocator's.  tir_pages_alloc: n bytes, zeroed, NULL when out of memory;
  * free with tir_pages_free(p, n), n as allocated.  tir_grow_pages: as
  * tir_grow, for an array freed with tir_pages_free(p, cap * elem). */
+#define TIR_PAGES_MIN ((size_t)512 * 1024)
 void *tir_pages_alloc(size_t n);
 void tir_pages_free(void *p, size_t n);
+/* n rounded up to whole huge pages: what a block of n from TIR_PAGES_MIN
+ * up (tir_pages_alloc, tir_pages_take) holds */
+size_t tir_pages_round(size_t n);
 int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem);
 /* Blocks of whole huge pages kept for the next ask of the same size (a
  * plan's or a run's arrays made again and again).  tir_pages_take: a kept

@@ -200,9 +200,10 @@ int tir_grow(void **p, size_t *cap, size_t need, size_t elem)
 /* From a quarter of a huge page up an array has huge pages of its own: a
  * program of 10,000 statements then takes one fault for each of its
  * arrays, not a few hundred */
-#define PAGES_MIN (HUGE_PAGE / 4)
+#define PAGES_MIN TIR_PAGES_MIN
+_Static_assert(TIR_PAGES_MIN == HUGE_PAGE / 4, "a quarter of a huge page");
 
-static size_t huge_round(size_t n)
+size_t tir_pages_round(size_t n)
 {
 	return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
 }
@@ -218,7 +219,7 @@ void *tir_pages_alloc(size_t n)
 			memset(m, 0, n);
 		return m;
 	}
-	n = huge_round(n);
+	n = tir_pages_round(n);
 	void *m = map_aligned(n);
 	if (m == MAP_FAILED)
 		return NULL;
@@ -235,7 +236,7 @@ void tir_pages_free(void *p, size_t n)
 	if (n < PAGES_MIN)
 		free(p);
 	else
-		munmap(p, huge_round(n));
+		munmap(p, tir_pages_round(n));
 }
 
 int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem)
@@ -249,7 +250,7 @@ int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem)
 		nc *= 2;
 	if (nc * elem < PAGES_MIN)
 		return tir_grow(p, cap, need, elem);
-	nc = huge_round(nc * elem) / elem; /* the pages' room, all of it */
+	nc = tir_pages_round(nc * elem) / elem; /* the pages' room, all of it */
 	void *np = tir_pages_alloc(nc * elem);
 	if (!np)
 		return -TIR_ENOMEM;
@@ -446,7 +447,7 @@ static struct {
 
 void *tir_pages_take(size_t n, bool *dirty)
 {
-	size_t r = huge_round(n);
+	size_t r = tir_pages_round(n);
 	void *p = NULL;
 	pthread_mutex_lock(&keep_mu);
 	for (int k = 0; k < KEEP_N && !p; k++)
@@ -463,7 +464,7 @@ void tir_pages_give(void *p, size_t n)
 {
 	if (!p)
 		return;
-	size_t r = huge_round(n), held = 0;
+	size_t r = tir_pages_round(n), held = 0;
 	pthread_mutex_lock(&keep_mu);
 	for (int k = 0; k < KEEP_N; k++)
 		held += keep_pages[k].p ? keep_pages[k].n : 0;

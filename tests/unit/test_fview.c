@@ -203,7 +203,7 @@ static double view_bytes(int n, uint32_t *ntypes, int *ngroups)
 				CHECK(plan.ngroups == 1 && plan.groups[0].n == n + 1); /* x's cast too */
 				/* the arrays by node id from one block of huge pages
 				 * for the long program (32,000 nodes), each malloc'd
-				 * for the short one (fuse.c: PMEM_MIN) */
+				 * for the short one (TIR_PAGES_MIN) */
 				CHECK((plan.mem != NULL) == (n >= 20000));
 				CHECK(!plan.mem || ((char *)plan.interior >= (char *)plan.mem &&
 						    (char *)plan.interior < (char *)plan.mem + plan.memsize));
@@ -299,6 +299,15 @@ static void node_pages(void)
 	CHECK(s && b && s[99] == 0 && b[3 * n - 1] == 0 && b != a);
 	tir_node_pages_free(s, 100);
 	tir_node_pages_free(b, 3 * n);
+	/* the caches' trim (an idle server's, a REPL's end) gives the kept
+	 * pages back: the next block of a size given back is a fresh one */
+	tir_node_pages_free(tir_node_pages(n), n);
+	tir_mem_trim();
+	bool dirty = true;
+	void *f = tir_pages_take(n, &dirty);
+	CHECK(f && !dirty);
+	tir_pages_give(f, n);
+	tir_pages_drop_kept();
 }
 
 int main(void)
