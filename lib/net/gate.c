@@ -754,16 +754,20 @@ static bool let_in(struct gate *g, const struct who *w, bool *full)
 	char idle[64] = "";
 	/* a connection of the gate's picked may have its head in its socket
 	 * already, not yet looked at (a burst of accepts): it is looked at
-	 * first, and the pick made again if it is no longer in its head phase */
-	for (int tries = 0; tries < 8; tries++) {
+	 * first, and the pick made again if it is no longer in its head phase.
+	 * Every pick looked at that way leaves the waiting list (handed over,
+	 * answered or closed), so this ends within as many rounds as the gate
+	 * holds connections, each of which it would look at anyway; none is
+	 * closed unread (one that was had its request lost without a byte) */
+	for (;;) {
 		pthread_mutex_lock(&g->mu);
 		in = count_in(g, w, false, full);
 		bool need = !in;
 		heads_scan(g, need ? (*full ? NULL : w) : NULL, &p);
 		need = need || p.heads >= HEAD_CAP;
-		struct wait *cand = need && tries < 7 ? p.w : NULL;
-		if (!cand) {
-			if (need && (p.w || p.k)) {
+		struct wait *cand = need ? p.w : NULL;
+		if (!cand) { /* libmicrohttpd's idle one, if any */
+			if (need && p.k) {
 				gone = evict(g, &p, idle);
 				if (!in)
 					in = count_in(g, w, true, full);

@@ -1588,6 +1588,42 @@ def test_per_address():
         srv.stop()
 
 
+def test_burst_heads():
+    """A burst of connections accepted together, each with its whole head
+    in its socket before the server has looked at any: past the address's
+    limit, making room looks at every one of that address's connections
+    before it closes one; those whose heads are in are served, and the
+    newcomer is refused with an answer.  None is closed without a byte of
+    an answer (it was: the eighth looked for was closed unread).  The
+    server is stopped (SIGSTOP) while the burst connects and sends, so
+    that its gate accepts them all in one wake-up."""
+    n = 12
+    srv = Server("--max-connections-per-address", str(n), "--header-timeout", "120")
+    socks = []
+    try:
+        def state():
+            with open(f"/proc/{srv.proc.pid}/stat") as f:
+                return f.read().rpartition(")")[2].split()[0]
+        os.kill(srv.proc.pid, signal.SIGSTOP)
+        stopped = eventually(lambda: state() == "T", 30)
+        for _ in range(n + 1):
+            socks.append(sock_from(srv, "127.0.5.1", timeout=60))
+            socks[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        os.kill(srv.proc.pid, signal.SIGCONT)
+        replies = [read_reply(k) for k in socks]
+        st = [r[0] for r in replies]
+        refused = [r for r in replies if r[0] == 503]
+        check(f"burst: {n + 1} heads from one address accepted in one wake-up, limit {n}: every one answered, "
+              f"{n} served", stopped and None not in st and st.count(200) >= n and
+              all(json_error(r, 503, "busy") for r in refused), f"stopped {stopped}, statuses {st}")
+    finally:
+        for k in socks:
+            k.close()
+        if srv.proc.poll() is None:
+            os.kill(srv.proc.pid, signal.SIGCONT)
+        srv.stop()
+
+
 def test_slow_heads():
     """The issue's finding: 300 slow heads from 10 loopback addresses
     (127.0.0.2-11), reopened as soon as the server closes them, held all 256
@@ -2839,7 +2875,7 @@ def main():
         check("tir binary", False, TIR + " is missing")
     else:
         for t in (test_cli, test_endpoints, test_doc_examples, test_errors, test_token, test_tenants, test_existence, test_ttl_and_lru,
-                  test_idle_trim, test_big_blobs, test_inflight, test_json_values, test_per_address, test_slow_heads, test_header_deadline,
+                  test_idle_trim, test_big_blobs, test_inflight, test_json_values, test_per_address, test_burst_heads, test_slow_heads, test_header_deadline,
                   test_head_errors, test_session_lease, test_long_batch,
                   test_client_gone, test_fair_queue, test_time_limit, test_memory_plan, test_kept_values, test_graph_cache, test_bundle):
             only = os.environ.get("SERVE_ONLY")  # a comma list of test names: those alone
