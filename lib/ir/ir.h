@@ -312,17 +312,19 @@ struct tir_print_item {
 	bool called;              /* it calls a function: fmt renders node, not header */
 };
 
+/* 56 bytes: the small fields first, where none pads (a program of 100,000
+ * statements holds 100,000 of them) */
 struct tir_stmt {
 	enum tir_stmt_kind kind;
-	int nitems;               /* PRINT */
-	struct tir_loc loc;
-	const char *name;         /* INPUT, BIND */
-	struct tir_node *node;    /* INPUT, BIND: the value bound */
-	struct tir_print_item *items;
+	uint16_t nitems;          /* PRINT (at most 64) */
 	/* BIND of `a, b = op(...)`: one statement per name, consecutive, each
 	 * binding its RESULT node; nres how many (0: an ordinary binding) and
 	 * res which this one is (the first writes the line: print.c) */
 	uint8_t nres, res;
+	struct tir_loc loc;
+	const char *name;         /* INPUT, BIND */
+	struct tir_node *node;    /* INPUT, BIND: the value bound */
+	struct tir_print_item *items;
 };
 
 struct tir_binding {

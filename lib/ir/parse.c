@@ -3205,7 +3205,7 @@ static void parse_print(struct parser *ps, bool bare)
 		return;
 	}
 	memcpy(st->items, items, sizeof *items * (size_t)nitems);
-	st->nitems = nitems;
+	st->nitems = (uint16_t)nitems;
 }
 
 /* bind_stmt = NAME [ ":" type ] "=" expr */
