@@ -204,7 +204,8 @@ char *tir_type_str(const struct tir_type *t, char *buf, size_t n);
 
 struct tir_source {
 	const char *name;     /* file name for messages */
-	const char *text;     /* NUL-terminated copy */
+	const char *text;     /* a NUL-terminated copy, or the caller's text
+			       * as it is (TIR_PARSE_BORROW): read by length */
 	uint32_t len;
 	struct tir_source *next;
 };

@@ -4067,7 +4067,7 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 #define NODE_BYTES_GUESS 448
 #define ARENA_BYTES_GUESS 64
 
-static void reserve(struct tir_program *p, const char *text, size_t len)
+static void reserve(struct tir_program *p, const char *text, size_t len, bool copy)
 {
 	const char *end = text + len;
 	size_t guess = 1;
@@ -4081,7 +4081,7 @@ static void reserve(struct tir_program *p, const char *text, size_t len)
 	 * takes (a tensor literal's data and a long name take more: the
 	 * arenas grow past it as they would) */
 	(void)tir_arena_reserve(&p->node_arena, guess * NODE_BYTES_GUESS);
-	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + len);
+	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + (copy ? len : 0));
 	size_t ncap = p->capindex ? p->capindex : 64;
 	while (ncap < 2 * (p->nbind + guess))
 		ncap *= 2;
@@ -4106,12 +4106,14 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 		p->nerrors++;
 		return -TIR_ESYNTAX;
 	}
-	reserve(p, src, len);
-	char *text = tir_arena_alloc(&p->arena, len + 1);
-	if (!s->name || !text)
+	bool copy = !(flags & TIR_PARSE_BORROW);
+	reserve(p, src, len, copy);
+	char *text = copy ? tir_arena_alloc(&p->arena, len + 1) : NULL;
+	if (!s->name || (copy && !text))
 		return -TIR_ENOMEM;
-	memcpy(text, src, len);
-	s->text = text;
+	if (copy)
+		memcpy(text, src, len);
+	s->text = copy ? text : src;
 	s->len = (uint32_t)len;
 	s->next = p->sources;
 	p->sources = s;
