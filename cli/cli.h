@@ -25,6 +25,9 @@ void cli_text_free(char *text, size_t len);
  * (1 + the highest N of remote:N, at least 1), said in *status. */
 #define CLI_LOCAL_DEVICES (-2)
 struct tir_program *cli_load_program(const char *path, int nremotes, int *status, double *parse_ms);
+/* Free a program of cli_load_program (or any: then tir_program_free),
+ * and the program file's mapping it read in place. */
+void cli_program_free(struct tir_program *p);
 void cli_print_diags(const struct tir_program *p);
 /* the same with each message passed through reword first (NULL: as it is) */
 void cli_print_diags_reworded(const struct tir_program *p, void (*reword)(char *msg, size_t cap));

@@ -23,13 +23,17 @@
  * once (MAP_POPULATE), where read() copies them into fresh pages of the
  * process, a page fault each (a program of 100,000 statements, 2.3 MB:
  * some 1 ms of 30).  Nothing needs a NUL after the text (the parser takes
- * its length, and copies it into the program before reading it).  A file
+ * its length).  The program parsed from it reads it in place
+ * (TIR_PARSE_BORROW: no copy of 2.3 MB into fresh pages), so the text
+ * stays mapped until that program is freed (cli_program_free).  A file
  * cut short while it is mapped would be SIGBUS where the text is read
  * past its new end: on_sigbus says so, exit 1.  One text is mapped at a
  * time; standard input and files below TEXT_MAP_MIN are read. */
 #define TEXT_MAP_MIN ((size_t)64 * 1024)
 static char *volatile text_map; /* the text mapped now, or NULL */
 static volatile size_t text_map_span; /* its pages' bytes */
+static size_t text_map_len;           /* its bytes */
+static const struct tir_program *text_reader; /* the program reading it in place */
 
 /* The n bytes of regular file fd mapped (text_map), or NULL: read it */
 static char *map_text(int fd, size_t n)
@@ -49,6 +53,7 @@ static char *map_text(int fd, size_t n)
 	}
 	long pg = sysconf(_SC_PAGESIZE);
 	text_map_span = pg > 0 ? (n + (size_t)pg - 1) / (size_t)pg * (size_t)pg : n;
+	text_map_len = n;
 	text_map = m;
 	return m;
 }
@@ -252,20 +257,37 @@ struct tir_program *cli_load_program(const char *path, int nremotes, int *status
 	tir_program_set_loader(p, tir_load_type_from_file, NULL);
 	if (nremotes >= 0)
 		tir_program_set_remotes(p, nremotes);
+	/* mapped: the program reads the text in place, mapped until it is freed */
+	bool mapped = src == text_map;
 	double t0 = tir_now_ms();
 	/* `-`: the program on standard input; errors name <stdin>, and its
 	 * relative paths are the current directory's */
-	int rc = tir_program_parse(p, strcmp(path, "-") ? path : "<stdin>", src, len, 0);
+	int rc = tir_program_parse(p, strcmp(path, "-") ? path : "<stdin>", src, len,
+				   mapped ? TIR_PARSE_BORROW : 0);
 	if (parse_ms)
 		*parse_ms = tir_now_ms() - t0;
-	cli_text_free(src, len);
 	if (rc) {
 		cli_print_diags(p);
 		tir_program_free(p);
+		cli_text_free(src, len);
 		*status = EXIT_PROGRAM;
 		return NULL;
 	}
+	if (mapped)
+		text_reader = p;
+	else
+		cli_text_free(src, len);
 	return p;
+}
+
+void cli_program_free(struct tir_program *p)
+{
+	bool text = p && p == text_reader;
+	tir_program_free(p);
+	if (text) {
+		text_reader = NULL;
+		cli_text_free(text_map, text_map_len);
+	}
 }
 
 /* a command that takes a file and no flag but --help: its file, or NULL
@@ -289,7 +311,7 @@ int cli_check(int argc, char **argv)
 	if (!file)
 		return status;
 	struct tir_program *p = cli_load_program(file, -1, &status, NULL);
-	tir_program_free(p);
+	cli_program_free(p);
 	return status;
 }
 
@@ -318,7 +340,7 @@ int cli_fmt(int argc, char **argv)
 		tir_exec_free(x);
 		if (!s && err.code && err.code != TIR_ENOMEM) {
 			cli_print_err(&err);
-			tir_program_free(p);
+			cli_program_free(p);
 			return EXIT_PROGRAM;
 		}
 	} else {
@@ -331,7 +353,7 @@ int cli_fmt(int argc, char **argv)
 		fputs(s, stdout);
 	}
 	free(s);
-	tir_program_free(p);
+	cli_program_free(p);
 	return status;
 }
 

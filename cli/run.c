@@ -462,7 +462,7 @@ out:
 	free(o.saves);
 	tir_exec_free(x);
 	cli_remotes_close(&remotes); /* after x, which borrows them */
-	tir_program_free(p);
+	cli_program_free(p);
 	cli_onnx_done(&onnx);
 	return status;
 }

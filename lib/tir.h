@@ -118,10 +118,14 @@ void tir_program_free(struct tir_program *p);
 
 /* Parse flags. */
 #define TIR_PARSE_REPL 1u   /* a bare expression is a print */
+/* src stays as it is, where it is, until p is freed (a file the caller
+ * has mapped): the program reads it in place (its messages quote it)
+ * rather than keep a copy */
+#define TIR_PARSE_BORROW 2u
 
 /* Parse and type-check `src` (need not be NUL-terminated), appending its
  * statements to p; bindings from earlier calls stay visible.  The text is
- * copied.  A statement with an error binds nothing and adds nothing to the
+ * copied (not with TIR_PARSE_BORROW).  A statement with an error binds nothing and adds nothing to the
  * graph; parsing goes on with the next statement so that independent
  * errors are all reported.  In a file a failed binding poisons its name
  * (later uses are not reported again); in the REPL the old binding stays.

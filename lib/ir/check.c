@@ -97,10 +97,8 @@ static int fail_at(struct tir_node *n, int operand, struct tir_err *err, int cod
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	const struct tir_loc *loc = operand >= 0 && operand < n->nin && n->inloc[operand].src
-					    ? &n->inloc[operand]
-					    : &n->loc;
-	return tir_errf(err, code, loc, "%s: %s", def(n)->name, msg);
+	struct tir_loc loc = operand >= 0 && operand < n->nin ? tir_node_inloc(n, operand) : n->loc;
+	return tir_errf(err, code, &loc, "%s: %s", def(n)->name, msg);
 }
 
 /* Shapes from an attribute: non-negative, bounded, no overflow. */
@@ -1568,7 +1566,8 @@ int tir_check_node(struct tir_node *n, struct tir_err *err)
 	for (int i = 0; n->op != TIR_OP_RESULT && i < n->nin; i++)
 		if (n->in[i] && n->in[i]->type.dtype == TIR_DTYPE_U8 && tir_op(n->in[i]->op)->nres > 1) {
 			const struct tir_opdef *d = tir_op(n->in[i]->op);
-			return tir_errf(err, TIR_ETYPE, n->inloc[i].src ? &n->inloc[i] : &n->loc,
+			struct tir_loc at = tir_node_inloc(n, i);
+			return tir_errf(err, TIR_ETYPE, &at,
 					"%s gives %d results; bind each to a name first (%s, ... = %s(...))", d->name,
 					d->nres, d->res[0], d->name);
 		}

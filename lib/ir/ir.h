@@ -204,7 +204,8 @@ char *tir_type_str(const struct tir_type *t, char *buf, size_t n);
 
 struct tir_source {
 	const char *name;     /* file name for messages */
-	const char *text;     /* NUL-terminated copy */
+	const char *text;     /* a NUL-terminated copy, or the caller's text
+			       * as it is (TIR_PARSE_BORROW): read by length */
 	uint32_t len;
 	struct tir_source *next;
 };
@@ -273,8 +274,15 @@ struct tir_name_link {
 	struct tir_name_link *next;
 };
 
+/* Where an operand was written, in the source of its node's loc (an
+ * operand is written beside its op, in the same text): 12 bytes where a
+ * struct tir_loc takes 24.  line 0: not known (the node's loc stands). */
+struct tir_oploc {
+	uint32_t off, line, col;
+};
+
 /* The small fields come together so that none pads: a program holds one
- * node per operation (192 bytes on 64-bit; parse.c puts its attr, in and
+ * node per operation (184 bytes on 64-bit; parse.c puts its attr, in and
  * inloc right behind it, in the same arena piece).  It holds what the
  * program says: where a value runs is lib/place's answer, not the node's. */
 struct tir_node {
@@ -290,17 +298,38 @@ struct tir_node {
 	uint32_t uses;            /* operand edges pointing here */
 	uint32_t stmt;            /* index of the statement that made it */
 	struct tir_node **in;
-	struct tir_loc *inloc;    /* where each operand was written */
+	struct tir_oploc *inloc;  /* where each operand was written (tir_node_inloc) */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
 	struct tir_loc loc;       /* the op's token */
 	struct tir_name_link *names;   /* names ever bound to it, newest first */
 	const char *ref_name;     /* the name it was last referred to by */
-	const char *input_name;   /* INPUT: its name */
-	/* CONST: a weak scalar keeps its literal; a tensor literal its data */
-	int64_t ival;
+	/* INPUT: its name.  CONST: a weak scalar keeps its literal (ival,
+	 * fval); a tensor literal its data */
+	union {
+		const char *input_name;
+		int64_t ival;
+	};
 	double fval;
 	void *data;               /* arena; numel * dtype size, row-major */
 };
+
+/* Where n's operand i was written, as a struct tir_loc (n's own loc when
+ * that is not known). */
+static inline struct tir_loc tir_node_inloc(const struct tir_node *n, int i)
+{
+	const struct tir_oploc *o = &n->inloc[i];
+	if (!o->line || !n->loc.src)
+		return n->loc;
+	return (struct tir_loc){.src = n->loc.src, .off = o->off, .line = o->line, .col = o->col};
+}
+
+/* Note loc as where n's operand i was written: known only when it is in
+ * n's source (as it always is when parsed), else n's loc stands. */
+static inline void tir_node_set_inloc(struct tir_node *n, int i, const struct tir_loc *loc)
+{
+	bool same = loc->src && loc->src == n->loc.src;
+	n->inloc[i] = (struct tir_oploc){.off = loc->off, .line = same ? loc->line : 0, .col = loc->col};
+}
 
 enum tir_stmt_kind { TIR_STMT_INPUT, TIR_STMT_BIND, TIR_STMT_PRINT };
 
@@ -312,17 +341,19 @@ struct tir_print_item {
 	bool called;              /* it calls a function: fmt renders node, not header */
 };
 
+/* 56 bytes: the small fields first, where none pads (a program of 100,000
+ * statements holds 100,000 of them) */
 struct tir_stmt {
 	enum tir_stmt_kind kind;
-	int nitems;               /* PRINT */
-	struct tir_loc loc;
-	const char *name;         /* INPUT, BIND */
-	struct tir_node *node;    /* INPUT, BIND: the value bound */
-	struct tir_print_item *items;
+	uint16_t nitems;          /* PRINT (at most 64) */
 	/* BIND of `a, b = op(...)`: one statement per name, consecutive, each
 	 * binding its RESULT node; nres how many (0: an ordinary binding) and
 	 * res which this one is (the first writes the line: print.c) */
 	uint8_t nres, res;
+	struct tir_loc loc;
+	const char *name;         /* INPUT, BIND */
+	struct tir_node *node;    /* INPUT, BIND: the value bound */
+	struct tir_print_item *items;
 };
 
 struct tir_binding {

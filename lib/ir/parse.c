@@ -1008,7 +1008,7 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 	}
 	if (n_in) {
 		n->in = (struct tir_node **)((struct tir_attr *)(n + 1) + nattr);
-		n->inloc = (struct tir_loc *)(n->in + n_in);
+		n->inloc = (struct tir_oploc *)(n->in + n_in);
 	}
 	n->id = (uint32_t)p->nnodes;
 	p->nodes[p->nnodes++] = n;
@@ -2156,12 +2156,12 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 		if (prm->list) {
 			for (size_t j = 0; j < nlist; j++) {
 				n->in[k] = list[j];
-				n->inloc[k++] = listloc[j];
+				tir_node_set_inloc(n, k++, &listloc[j]);
 			}
 		} else if (prm->tensor) {
 			if (given[pi]) { /* else an absent optional operand: NULL, as made */
 				n->in[k] = tens[pi];
-				n->inloc[k] = tloc[pi];
+				tir_node_set_inloc(n, k, &tloc[pi]);
 			}
 			k++;
 		}
@@ -2365,8 +2365,8 @@ static struct tir_node *binary(struct parser *ps, enum tir_op op, const struct t
 		return NULL;
 	n->in[0] = a;
 	n->in[1] = b;
-	n->inloc[0] = *aloc;
-	n->inloc[1] = *bloc;
+	tir_node_set_inloc(n, 0, aloc);
+	tir_node_set_inloc(n, 1, bloc);
 	return checked(ps, n);
 }
 
@@ -2379,7 +2379,7 @@ static struct tir_node *node1(struct parser *ps, enum tir_op op, struct tir_node
 	if (!n)
 		return NULL;
 	n->in[0] = x;
-	n->inloc[0] = *xloc;
+	tir_node_set_inloc(n, 0, xloc);
 	return n;
 }
 
@@ -2613,9 +2613,9 @@ static struct tir_node *parse_index(struct parser *ps, struct tir_node *x, const
 			if (!m)
 				return NULL;
 			m->in[0] = cur;
-			m->inloc[0] = curloc;
+			tir_node_set_inloc(m, 0, &curloc);
 			m->in[1] = it->node;
-			m->inloc[1] = it->nloc;
+			tir_node_set_inloc(m, 1, &it->nloc);
 			set_int_attr(m, "axis", oax, NULL);
 			oax += it->node->type.rank;
 			break;
@@ -3205,7 +3205,7 @@ static void parse_print(struct parser *ps, bool bare)
 		return;
 	}
 	memcpy(st->items, items, sizeof *items * (size_t)nitems);
-	st->nitems = nitems;
+	st->nitems = (uint16_t)nitems;
 }
 
 /* bind_stmt = NAME [ ":" type ] "=" expr */
@@ -3372,7 +3372,7 @@ static void parse_multi_bind(struct parser *ps)
 		if (!r)
 			return;
 		r->in[0] = n;
-		r->inloc[0] = eloc;
+		tir_node_set_inloc(r, 0, &eloc);
 		r->attr[0].set = true;
 		r->attr[0].i = i;
 		if (!(r = checked(ps, r)))
@@ -4067,7 +4067,7 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 #define NODE_BYTES_GUESS 448
 #define ARENA_BYTES_GUESS 64
 
-static void reserve(struct tir_program *p, const char *text, size_t len)
+static void reserve(struct tir_program *p, const char *text, size_t len, bool copy)
 {
 	const char *end = text + len;
 	size_t guess = 1;
@@ -4081,7 +4081,7 @@ static void reserve(struct tir_program *p, const char *text, size_t len)
 	 * takes (a tensor literal's data and a long name take more: the
 	 * arenas grow past it as they would) */
 	(void)tir_arena_reserve(&p->node_arena, guess * NODE_BYTES_GUESS);
-	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + len);
+	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + (copy ? len : 0));
 	size_t ncap = p->capindex ? p->capindex : 64;
 	while (ncap < 2 * (p->nbind + guess))
 		ncap *= 2;
@@ -4106,12 +4106,14 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 		p->nerrors++;
 		return -TIR_ESYNTAX;
 	}
-	reserve(p, src, len);
-	char *text = tir_arena_alloc(&p->arena, len + 1);
-	if (!s->name || !text)
+	bool copy = !(flags & TIR_PARSE_BORROW);
+	reserve(p, src, len, copy);
+	char *text = copy ? tir_arena_alloc(&p->arena, len + 1) : NULL;
+	if (!s->name || (copy && !text))
 		return -TIR_ENOMEM;
-	memcpy(text, src, len);
-	s->text = text;
+	if (copy)
+		memcpy(text, src, len);
+	s->text = copy ? text : src;
 	s->len = (uint32_t)len;
 	s->next = p->sources;
 	p->sources = s;

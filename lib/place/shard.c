@@ -39,7 +39,7 @@ static struct tir_node *node(struct tir_placed *pl, const struct tir_node *like,
 	e->hidden = true;
 	n->in_print = like->in_print;
 	for (int k = 0; k < nin; k++)
-		n->inloc[k] = like->loc;
+		tir_node_set_inloc(n, k, &like->loc);
 	return n;
 }
 

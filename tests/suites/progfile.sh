@@ -7,7 +7,8 @@
 # with and without a newline at its end; a syntax error on the last line
 # of a mapped file is reported at its place; an empty file; a file cut
 # short as it is mapped (read as it is then) and once its text is mapped
-# (SIGBUS: said plainly, exit 1).
+# (SIGBUS: said plainly, exit 1); an error found when the program runs
+# quotes the mapped text it reads in place.
 # Prints `N passed, M failed` last.
 . "$(dirname "$0")/../sh-suite.sh"
 suite_begin progfile
@@ -191,6 +192,20 @@ PY
 	fi
 else
 	bad "cannot build the shim: $(head -n 3 "$tmp/cc.err")"
+fi
+
+# the program reads a mapped text in place (no copy): an error found when
+# it runs, after the parse, still quotes its line from the mapped file
+"$py" - "$tmp/late.tir" <<'PY'
+import sys
+open(sys.argv[1], "w").write("input q: f32[2]\na = 0\n" + "a = a + 1\n" * 7000 + "print q * a\n")
+PY
+timeout 60 "$tir" run "$tmp/late.tir" >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ $st -eq 1 ] && grep -q "^$tmp/late.tir:1:7: error: input 'q' has no value" "$tmp/err" &&
+	grep -qx "    input q: f32\[2\]" "$tmp/err" && [ ! -s "$tmp/out" ]; then ok; else
+	bad "an error at run time in a mapped program: exit $st"
+	head -n 5 "$tmp/err"
 fi
 
 # the REPL's .load of a big file (read, not mapped) gives the same count

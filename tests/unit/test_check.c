@@ -108,7 +108,7 @@ struct hand {
 	struct tir_node n;
 	struct tir_node leaf[4];
 	struct tir_node *in[4];
-	struct tir_loc inloc[4];
+	struct tir_oploc inloc[4];
 	struct tir_attr attr[TIR_MAX_PARAMS];
 };
 
@@ -123,6 +123,7 @@ static void hand_init(struct hand *h, enum tir_op op, int nin, const struct tir_
 	h->n.in = h->in;
 	h->n.inloc = h->inloc;
 	h->n.attr = h->attr;
+	h->n.loc.src = &hand_src;
 	h->n.loc.line = 1;
 	h->n.loc.col = 1;
 	memcpy(h->attr, d->defaults, sizeof h->attr[0] * (size_t)d->nattr);
@@ -130,7 +131,6 @@ static void hand_init(struct hand *h, enum tir_op op, int nin, const struct tir_
 		h->leaf[i].op = TIR_OP_INPUT;
 		h->leaf[i].type = types[i];
 		h->in[i] = &h->leaf[i];
-		h->inloc[i].src = &hand_src;
 		h->inloc[i].line = 1;
 		h->inloc[i].col = (uint32_t)(10 * (i + 1));
 	}
