@@ -693,7 +693,7 @@ int tir_blas_gemm(const struct tir_gemm *g, struct tir_err *err)
 		/* the epilogue on tir's pool, OpenBLAS idle: tasks of whole rows */
 		int64_t total = j.batches * g->m;
 		j.rows = tir_task_items(total, g->n * j.es);
-		tir_pool_run((total + j.rows - 1) / j.rows, epi_task, &j);
+		tir_pool_run_shares((total + j.rows - 1) / j.rows, epi_task, &j);
 	}
 	if (atomic_load(&j.failed) && tir_mem_limit())
 		return tir_errf(err, TIR_EBUDGET, NULL, "matmul: its epilogue or a copy of an operand would pass the "

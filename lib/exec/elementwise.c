@@ -524,7 +524,7 @@ static bool split_run(struct split *j)
 	j->per = tir_task_items(j->n, j->es * (j->nin + 1));
 	if (j->per >= j->n)
 		return false;
-	tir_pool_run((j->n + j->per - 1) / j->per, split_task, j);
+	tir_pool_run_shares((j->n + j->per - 1) / j->per, split_task, j);
 	return true;
 }
 

@@ -627,6 +627,18 @@ int tir_pool_worker(void);
  * the number of threads the tasks were offered to (1 when inline, 0 when
  * ntasks <= 0). */
 int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+/* tir_pool_run for kernels whose tasks never wait for one another: every
+ * task 0 .. ntasks-1 exactly once, in no order (not even the claiming in
+ * turn that tir_pool_run promises).  Each thread walks a share of the
+ * indices of its own, contiguous and upward, the calling thread the
+ * first; a thread done with its share takes the back half of what is
+ * left of another's.  So the threads stream through memory apart, each
+ * task where its last ended, rather than take turns at neighbouring tasks
+ * (streaming kernels: rows.c, elementwise.c, lib/fusion/vm.c...).  The
+ * shares follow the thread count, the tasks never: a kernel cuts them as
+ * for tir_pool_run, so its results do not change with the thread count.
+ * Inline as tir_pool_run's; the same return; counted in tir_pool_offered. */
+int tir_pool_run_shares(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
 /* tir_pool_run for the tasks that pack a kernel's operands: not counted
  * in tir_pool_offered (--profile's tasks are a kernel's compute) */
 int tir_pool_run_packing(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);

@@ -326,7 +326,7 @@ int tir_k_gen(struct tir_tensor *out, const struct tir_gen *g)
 	struct gen_job job = {g, p, es, n, per, n * (int64_t)es >= gen_stream_min()};
 	int64_t nt = (n + per - 1) / per;
 	if (nt > 1)
-		tir_pool_run(nt, gen_task, &job);
+		tir_pool_run_shares(nt, gen_task, &job);
 	else
 		gen_task(&job, 0);
 	return 0;

@@ -1,8 +1,10 @@
 /*
  * pool.c — the engine's thread pool: tir_pool_run hands tasks 0..n-1 to
  * persistent workers plus the calling thread, which claim them one at a
- * time from an atomic counter.  Idle workers spin briefly (so back-to-back
- * runs skip a sleep) and then sleep on a condition variable.  Which thread
+ * time from an atomic counter; tir_pool_run_shares gives each thread a
+ * contiguous share of them to walk, and the others' leftovers to steal.
+ * Idle workers spin briefly (so back-to-back runs skip a sleep) and then
+ * sleep on a condition variable.  Which thread
  * runs a task never changes what the task computes; how a kernel splits
  * its work into tasks (by shape and caches, never by thread count) is up
  * to the kernel (matmul.c, nn.c, rows.c, lib/fusion/vm.c), not here.
@@ -49,6 +51,7 @@ static struct {
 	bool hooks_set;              /* atexit and atfork registered */
 	struct worker w[TIR_POOL_MAX];
 	void (*fn)(void *ctx, int64_t task);   /* the current job */
+	bool walk;                             /* tir_pool_run_shares's */
 	void *ctx;
 	volatile sig_atomic_t *stop;           /* its stop flag, or NULL */
 	int64_t ntasks;
@@ -63,6 +66,16 @@ static struct {
 	.wake = PTHREAD_COND_INITIALIZER,
 	.done = PTHREAD_COND_INITIALIZER,
 };
+
+/* tir_pool_run_shares: each thread's share of the tasks, [lo, hi) packed
+ * in one word (lo << 32 | hi), its owner taking tasks from the front and
+ * the others runs from the back; one cache line each, so that an owner's
+ * claims touch no other thread's line until someone steals. */
+struct share {
+	_Alignas(64) atomic_uint_fast64_t span;
+};
+static struct share shares[TIR_POOL_MAX];
+static int nshares;          /* threads of the current shares job */
 
 static _Thread_local int my_slot;      /* 0 outside the pool's workers */
 static _Thread_local bool in_task;     /* running a task (workers: always) */
@@ -155,6 +168,72 @@ static void claim_tasks(void (*fn)(void *, int64_t), void *ctx, int64_t ntasks)
 		note_span(t0, done);
 }
 
+static inline uint64_t span_pack(int64_t lo, int64_t hi)
+{
+	return (uint64_t)lo << 32 | (uint64_t)hi;
+}
+
+/* Take the front task of share s: true and *t when there was one. */
+static bool take_front(int s, int64_t *t)
+{
+	uint64_t v = atomic_load_explicit(&shares[s].span, memory_order_relaxed);
+	for (;;) {
+		int64_t lo = (int64_t)(v >> 32), hi = (int64_t)(v & 0xffffffffu);
+		if (lo >= hi)
+			return false;
+		if (atomic_compare_exchange_weak(&shares[s].span, &v, span_pack(lo + 1, hi))) {
+			*t = lo;
+			return true;
+		}
+	}
+}
+
+/* Take the back half (rounded up) of share s: its bounds in *lo, *hi. */
+static bool take_back(int s, int64_t *lo, int64_t *hi)
+{
+	uint64_t v = atomic_load_explicit(&shares[s].span, memory_order_relaxed);
+	for (;;) {
+		int64_t a = (int64_t)(v >> 32), b = (int64_t)(v & 0xffffffffu);
+		if (a >= b)
+			return false;
+		int64_t mid = b - (b - a + 1) / 2;
+		if (atomic_compare_exchange_weak(&shares[s].span, &v, span_pack(a, mid))) {
+			*lo = mid;
+			*hi = b;
+			return true;
+		}
+	}
+}
+
+/* A shares job on the thread of slot `me`: its own share front to back,
+ * then the back halves of the others' shares, each made its own share
+ * (so that a third thread may take from it in turn) and walked the same
+ * way.  Tasks one at a time: a task is what a stop waits for (a kernel
+ * that streams across its tasks' ends asks for the next one's memory
+ * itself), and claiming one from its own share's line costs a thread no
+ * more than a call. */
+static void walk_shares(void (*fn)(void *, int64_t), void *ctx, int me)
+{
+	int64_t t, done = 0, t0 = atomic_load_explicit(&tracing, memory_order_relaxed) ? now_ns() : -1;
+	for (;;) {
+		while (!stopped() && take_front(me, &t)) {
+			fn(ctx, t);
+			done++;
+		}
+		if (stopped())
+			break;
+		int64_t lo = 0, hi = 0;
+		bool got = false;
+		for (int k = 1; k < nshares && !got; k++)
+			got = take_back((me + k) % nshares, &lo, &hi);
+		if (!got)
+			break;
+		atomic_store(&shares[me].span, span_pack(lo, hi));
+	}
+	if (t0 >= 0)
+		note_span(t0, done);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -164,22 +243,31 @@ static void *worker_main(void *arg)
 	in_task = true;              /* any run started here is nested */
 	for (;;) {
 		SPIN_WHILE(atomic_load(&pool.gen) == seen);
-		pthread_mutex_lock(&pool.lock);
-		while (atomic_load(&pool.gen) == seen && !pool.quit)
-			pthread_cond_wait(&pool.wake, &pool.lock);
-		if (pool.quit) {
+		if (atomic_load(&pool.gen) == seen) {
+			pthread_mutex_lock(&pool.lock);
+			while (atomic_load(&pool.gen) == seen && !pool.quit)
+				pthread_cond_wait(&pool.wake, &pool.lock);
+			bool quit = pool.quit;
 			pthread_mutex_unlock(&pool.lock);
-			break;
+			if (quit)
+				break;
 		}
+		/* the job was written before gen was bumped, and stays until
+		 * this worker is done with it: read without the lock, which a
+		 * worker that saw the job while spinning would otherwise wait
+		 * (in the kernel) for the caller to let go of */
 		seen = atomic_load(&pool.gen);
 		void (*fn)(void *, int64_t) = pool.fn;
+		bool walk = pool.walk;
 		void *ctx = pool.ctx;
 		int64_t ntasks = pool.ntasks;
 		my_stop = pool.stop;
 		my_packing = pool.packing;
-		pthread_mutex_unlock(&pool.lock);
 
-		claim_tasks(fn, ctx, ntasks);
+		if (walk)
+			walk_shares(fn, ctx, w->id);
+		else
+			claim_tasks(fn, ctx, ntasks);
 		if (atomic_fetch_sub(&pool.active, 1) == 1) {
 			pthread_mutex_lock(&pool.lock);
 			pthread_cond_signal(&pool.done);
@@ -323,14 +411,22 @@ static int run_inline(int64_t ntasks, void (*fn)(void *, int64_t), void *ctx)
 	return 1;
 }
 
-static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+static int pool_run(int64_t ntasks, void (*fn)(void *, int64_t), bool walk, void *ctx);
 
 /* Every task once, on the workers and this thread. */
 int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 {
 	if (ntasks > 0 && !in_task)
 		offered += ntasks;
-	return pool_run(ntasks, fn, ctx);
+	return pool_run(ntasks, fn, false, ctx);
+}
+
+/* Every task once, each thread walking its own share of them. */
+int tir_pool_run_shares(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
+{
+	if (ntasks > 0 && !in_task)
+		offered += ntasks;
+	return pool_run(ntasks, fn, true, ctx);
 }
 
 /* The same, for the tasks that pack a kernel's operands before it
@@ -339,19 +435,22 @@ int tir_pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 int tir_pool_run_packing(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 {
 	if (in_task) /* a nested run's tasks are its caller's task */
-		return pool_run(ntasks, fn, ctx);
+		return pool_run(ntasks, fn, false, ctx);
 	my_packing = true;
-	int rc = pool_run(ntasks, fn, ctx);
+	int rc = pool_run(ntasks, fn, false, ctx);
 	my_packing = false;
 	return rc;
 }
 
-static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
+/* fn's tasks, claimed in turn from one counter, or (walk) from the
+ * threads' shares, whose bounds are the halves of a word: more tasks
+ * than those hold run inline. */
+static int pool_run(int64_t ntasks, void (*fn)(void *, int64_t), bool walk, void *ctx)
 {
 	if (ntasks <= 0)
 		return 0;
 	int want = tir_pool_threads();
-	if (want == 1 || ntasks == 1 || in_task)
+	if (want == 1 || ntasks == 1 || in_task || (walk && ntasks > UINT32_MAX))
 		return run_inline(ntasks, fn, ctx);
 	if (pthread_mutex_trylock(&pool.run))     /* another thread's run */
 		return run_inline(ntasks, fn, ctx);
@@ -366,10 +465,17 @@ static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *c
 
 	pthread_mutex_lock(&pool.lock);
 	pool.fn = fn;
+	pool.walk = walk;
 	pool.ctx = ctx;
 	pool.ntasks = ntasks;
 	pool.stop = my_stop;
 	pool.packing = my_packing;
+	if (walk) {
+		/* share k: tasks [k n / threads, (k + 1) n / threads) */
+		nshares = helpers + 1;
+		for (int k = 0; k < nshares; k++)
+			atomic_store(&shares[k].span, span_pack(ntasks * k / nshares, ntasks * (k + 1) / nshares));
+	}
 	atomic_store(&pool.next, 0);
 	atomic_store(&pool.active, helpers);
 	atomic_fetch_add(&pool.gen, 1);
@@ -377,7 +483,10 @@ static int pool_run(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *c
 	pthread_mutex_unlock(&pool.lock);
 
 	in_task = true;
-	claim_tasks(fn, ctx, ntasks);
+	if (walk)
+		walk_shares(fn, ctx, 0);
+	else
+		claim_tasks(fn, ctx, ntasks);
 	in_task = false;
 
 	SPIN_WHILE(atomic_load(&pool.active) > 0);

@@ -633,7 +633,7 @@ static void walk_pool(const struct plan *p, const struct tir_tensor *x, fold_fn 
 		return;
 	}
 	struct walk_job j = {p, x, fold, acc, aux, ax, len, ntasks};
-	tir_pool_run(ntasks, walk_task, &j);
+	tir_pool_run_shares(ntasks, walk_task, &j);
 }
 
 /* ---- the kernel ---- */
@@ -792,7 +792,7 @@ bool tir_reduce_pool(enum tir_op op, int64_t n, int64_t chunk, int64_t item_byte
 	j->ctx = ctx;
 	/* as tir_reduce_run: the sum added to 0.0; VAR, its mean, then the
 	 * squared deviations from it the same way */
-	tir_pool_run(cnt, pool_piece, j);
+	tir_pool_run_shares(cnt, pool_piece, j);
 	double acc = 0.0;
 	acc += tir_reduce_pw_join(j->sum, cnt);
 	if (op != TIR_OP_SUM)
@@ -800,7 +800,7 @@ bool tir_reduce_pool(enum tir_op op, int64_t n, int64_t chunk, int64_t item_byte
 	if (op == TIR_OP_VAR) {
 		j->dev = true;
 		j->m = acc;
-		tir_pool_run(cnt, pool_piece, j);
+		tir_pool_run_shares(cnt, pool_piece, j);
 		acc = 0.0;
 		acc += tir_reduce_pw_join(j->sum, cnt);
 		acc /= (double)n;

@@ -163,6 +163,6 @@ int tir_k_rand(struct tir_tensor *out, uint64_t seed, bool normal)
 	 * split changes nothing */
 	int64_t chunk = tir_task_items(n, (int64_t)tir_dtype_size(out->dtype));
 	struct rand_job job = {p, out->dtype, n, chunk, seed, normal};
-	tir_pool_run((n + chunk - 1) / chunk, rand_chunk, &job);
+	tir_pool_run_shares((n + chunk - 1) / chunk, rand_chunk, &job);
 	return 0;
 }

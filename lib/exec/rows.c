@@ -235,7 +235,7 @@ bool tir_rows_apply(enum tir_op op, const struct tir_tensor *x, const struct tir
 			      .pf = len * (int64_t)tir_dtype_size(dt) <= tir_machine_caches()->l1d / 4};
 	if (jb.rows > 0) {
 		jb.per = tir_task_items(jb.rows, len * (int64_t)tir_dtype_size(dt));
-		tir_pool_run((jb.rows + jb.per - 1) / jb.per, rows_task, &jb);
+		tir_pool_run_shares((jb.rows + jb.per - 1) / jb.per, rows_task, &jb);
 	}
 	return true;
 }

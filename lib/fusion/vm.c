@@ -2354,10 +2354,10 @@ int tir_fused_run(struct tir_fused *f, struct tir_err *err)
 	int64_t nt = vm->done || vm->rows == 0 || run_pieces(vm) ? 0 : (vm->rows + vm->task_rows - 1) / vm->task_rows;
 	if (!vm->done && vm->info.leading) {
 		nt = 0;
-		tir_pool_run((vm->cols + vm->chunk - 1) / vm->chunk, run_cols, vm);
+		tir_pool_run_shares((vm->cols + vm->chunk - 1) / vm->chunk, run_cols, vm);
 	}
 	if (nt > 1)
-		tir_pool_run(nt, run_task, vm);
+		tir_pool_run_shares(nt, run_task, vm);
 	else if (nt == 1)
 		run_task(vm, 0); /* one task: no hand-over to the pool */
 	if (vm->oom)

@@ -13,7 +13,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the pool ---- */
@@ -51,13 +53,13 @@ static void count_task(void *arg, int64_t t)
 /* Run n tasks at `threads`: true when every one ran exactly once and no
  * two running tasks shared a slot.  *used: what tir_pool_run returned.
  * (No CHECK here: other threads call it.) */
-static bool counted_ok(int threads, int64_t n, int *used)
+static bool counted_ok_by(int threads, int64_t n, int *used, bool shares)
 {
 	struct counts *c = calloc(1, sizeof *c);
 	c->n = n;
 	c->threads = threads;
 	c->hits = calloc((size_t)(n > 0 ? n : 1), sizeof *c->hits);
-	*used = tir_pool_run(n, count_task, c);
+	*used = shares ? tir_pool_run_shares(n, count_task, c) : tir_pool_run(n, count_task, c);
 	bool ok = atomic_load(&c->bad) == 0;
 	for (int64_t t = 0; t < n; t++)
 		if (atomic_load(&c->hits[t]) != 1)
@@ -67,32 +69,127 @@ static bool counted_ok(int threads, int64_t n, int *used)
 	return ok;
 }
 
-static int run_counted(int threads, int64_t n)
+static bool counted_ok(int threads, int64_t n, int *used)
+{
+	return counted_ok_by(threads, n, used, false);
+}
+
+static int run_counted_by(int threads, int64_t n, bool shares)
 {
 	int used;
-	CHECK(counted_ok(threads, n, &used));
+	CHECK(counted_ok_by(threads, n, &used, shares));
 	return used;
 }
 
-static void test_pool_counts(void)
+static int run_counted(int threads, int64_t n)
+{
+	return run_counted_by(threads, n, false);
+}
+
+static void test_pool_counts(bool shares)
 {
 	static const int threads[] = { 1, 2, 3, 8 };
 	for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
 		int n = threads[i];
 		tir_pool_set_threads(n);
 		CHECK(tir_pool_threads() == n);
-		int used = run_counted(n, 1000);
+		int used = run_counted_by(n, 1000, shares);
 		CHECK(used >= 1 && used <= n);
 		if (n == 1)
 			CHECK(used == 1);
-		run_counted(n, 1);
-		run_counted(n, 2);
-		run_counted(n, n + 1);
-		/* many tiny tasks, and many runs back to back */
-		run_counted(n, 100000);
+		run_counted_by(n, 1, shares);
+		run_counted_by(n, 2, shares);
+		run_counted_by(n, n - 1, shares);
+		run_counted_by(n, n + 1, shares);
+		/* many tiny tasks, and many runs back to back (the two kinds
+		 * in turn: a shares run after a counter's, and the reverse) */
+		run_counted_by(n, 100000, shares);
 		for (int r = 0; r < 300; r++)
-			run_counted(n, 1 + r % 5);
+			run_counted_by(n, 1 + r % 5 + r % 3 * 7, shares ? r % 2 : !(r % 2));
 	}
+}
+
+/* ---- tir_pool_run_shares: each thread walks its own share upward ---- */
+
+struct walk {
+	int64_t n;
+	atomic_llong last[TIR_POOL_MAX];   /* a slot's previous task, -1: none */
+	atomic_llong breaks;               /* tasks that did not follow their slot's last */
+	atomic_llong ran;
+	atomic_int *hits;
+	int64_t hold;                      /* this task waits for all others, -1: none */
+	atomic_bool late;                  /* it waited past the deadline */
+};
+
+static void walk_task(void *arg, int64_t t)
+{
+	struct walk *w = arg;
+	int slot = tir_pool_worker();
+	if (slot >= 0 && slot < TIR_POOL_MAX &&
+	    atomic_exchange(&w->last[slot], t) != t - 1)
+		atomic_fetch_add(&w->breaks, 1);
+	atomic_fetch_add(&w->hits[t], 1);
+	if (t == w->hold) {
+		/* the others must take every other task, this thread's share
+		 * included: wait (bounded) for them to be done */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		time_t end = ts.tv_sec + 20;
+		while (atomic_load(&w->ran) < w->n - 1 && ts.tv_sec < end) {
+			sched_yield();
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+		}
+		if (atomic_load(&w->ran) < w->n - 1)
+			atomic_store(&w->late, true);
+	}
+	atomic_fetch_add(&w->ran, 1);
+}
+
+static struct walk *walk_run(int64_t n, int64_t hold)
+{
+	struct walk *w = calloc(1, sizeof *w);
+	w->n = n;
+	w->hold = hold;
+	w->hits = calloc((size_t)n, sizeof *w->hits);
+	for (int s = 0; s < TIR_POOL_MAX; s++)
+		atomic_store(&w->last[s], -1);
+	tir_pool_run_shares(n, walk_task, w);
+	bool once = true;
+	for (int64_t t = 0; t < n; t++)
+		once &= atomic_load(&w->hits[t]) == 1;
+	CHECK(once);
+	free(w->hits);
+	return w;
+}
+
+static void test_pool_shares(void)
+{
+	static const int threads[] = { 1, 2, 3, 4 };
+	for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+		int k = threads[i];
+		tir_pool_set_threads(k);
+		/* a thread's tasks follow one another but where it begins its
+		 * share and each half it takes: a few dozen breaks, where
+		 * threads taking turns at a counter break at nearly every
+		 * task; one thread walks them all in order */
+		struct walk *w = walk_run(100000, -1);
+		CHECK(atomic_load(&w->breaks) <= (k == 1 ? 0 : 2000));
+		free(w);
+		/* the thread with task 0 (the caller's first) is held until
+		 * all the others are done: the other threads take the rest
+		 * of its share from its back (with one thread, inline: the
+		 * task waits in vain, so it is not asked) */
+		if (k > 1) {
+			w = walk_run(1000, 0);
+			CHECK(!atomic_load(&w->late));
+			free(w);
+			/* and a task at the end of the last share */
+			w = walk_run(1000, 999);
+			CHECK(!atomic_load(&w->late));
+			free(w);
+		}
+	}
+	tir_pool_set_threads(0);
 }
 
 static int noop_calls;
@@ -107,6 +204,8 @@ static void test_pool_zero(void)
 	tir_pool_set_threads(3);
 	CHECK(tir_pool_run(0, noop_task, NULL) == 0);
 	CHECK(tir_pool_run(-5, noop_task, NULL) == 0);
+	CHECK(tir_pool_run_shares(0, noop_task, NULL) == 0);
+	CHECK(tir_pool_run_shares(-5, noop_task, NULL) == 0);
 	CHECK(noop_calls == 0);
 }
 
@@ -130,22 +229,28 @@ static void inner_task(void *arg, int64_t t)
 static void outer_task(void *arg, int64_t t)
 {
 	struct nest_inner in = { arg, t };
-	if (tir_pool_run(40, inner_task, &in) != 1)
+	int used = t % 2 ? tir_pool_run(40, inner_task, &in) : tir_pool_run_shares(40, inner_task, &in);
+	if (used != 1)
 		atomic_fetch_add(&((struct nest *)arg)->inner_used_not_1, 1);
 }
 
 static void test_pool_nested(void)
 {
-	struct nest *ns = calloc(1, sizeof *ns);
-	tir_pool_set_threads(4);
-	tir_pool_run(16, outer_task, ns);
-	int once = 1;
-	for (int i = 0; i < 16; i++)
-		for (int k = 0; k < 40; k++)
-			once &= atomic_load(&ns->hits[i][k]) == 1;
-	CHECK(once);
-	CHECK(atomic_load(&ns->inner_used_not_1) == 0);
-	free(ns);
+	for (int shares = 0; shares < 2; shares++) {
+		struct nest *ns = calloc(1, sizeof *ns);
+		tir_pool_set_threads(4);
+		if (shares)
+			tir_pool_run_shares(16, outer_task, ns);
+		else
+			tir_pool_run(16, outer_task, ns);
+		int once = 1;
+		for (int i = 0; i < 16; i++)
+			for (int k = 0; k < 40; k++)
+				once &= atomic_load(&ns->hits[i][k]) == 1;
+		CHECK(once);
+		CHECK(atomic_load(&ns->inner_used_not_1) == 0);
+		free(ns);
+	}
 }
 
 /* two application threads running jobs at once: one gets the pool, the
@@ -578,11 +683,21 @@ static void test_pool_stop(void)
 		CHECK(threads[i] > 1 || ran == 6);
 		CHECK(atomic_load(&st.late) <= threads[i] - 1);
 		CHECK(tir_pool_stopping());
+		/* the same from the threads' shares (task 5 is the caller's) */
+		struct stopper sh = {.at = 5};
+		tir_pool_set_stop(&sh.flag);
+		tir_pool_run_shares(100000, stop_task, &sh);
+		CHECK(atomic_load(&sh.ran) >= 1);
+		CHECK(threads[i] > 1 || atomic_load(&sh.ran) == 6);
+		CHECK(atomic_load(&sh.late) <= threads[i] - 1);
 		tir_pool_set_stop(NULL);
 		CHECK(!tir_pool_stopping());
 		struct stopper all = {.at = -1};
 		tir_pool_run(1000, stop_task, &all);
 		CHECK(atomic_load(&all.ran) == 1000);
+		struct stopper all2 = {.at = -1};
+		tir_pool_run_shares(1000, stop_task, &all2);
+		CHECK(atomic_load(&all2.ran) == 1000);
 	}
 	tir_pool_set_threads(0);
 }
@@ -659,7 +774,9 @@ static void test_exec_stop(void)
 
 int main(void)
 {
-	test_pool_counts();
+	test_pool_counts(false);
+	test_pool_counts(true);
+	test_pool_shares();
 	test_pool_zero();
 	test_pool_nested();
 	test_pool_callers();
