@@ -260,6 +260,13 @@ bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct t
 struct tir_fused *tir_fused_prepare_at(const struct tir_group *g, const struct tir_tensor *const *in,
 				       struct tir_tensor *out, struct tir_err *err);
 bool tir_fused_rebind_at(struct tir_fused *f, const struct tir_tensor *const *in, struct tir_tensor *out);
+/* tir_fused_prepare_at, reading g's members from v (a view of the graph
+ * holding them, by the node ids g->ids and g->input_ids; NULL, or g
+ * without ids: from the nodes) where it can: a group of scalars is
+ * prepared from compact arrays, not its members' nodes. */
+struct tir_fused *tir_fused_prepare_view(const struct tir_group *g, const struct tir_fview *v,
+					 const struct tir_tensor *const *in, struct tir_tensor *out,
+					 struct tir_err *err);
 /* The bytes prepared group f holds (a kept one, as long as its plan
  * lives): a group over a handful of elements (a program of scalar
  * statements) about 30 a member. */
