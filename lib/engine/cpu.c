@@ -899,8 +899,17 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	size_t len = 0;
 	if (g) {
 		/* one flop per element each member makes (a reduction: per
-		 * element it folds) */
+		 * element it folds); from the run's view when there is one (a
+		 * kernel of 100,000 scalar statements: their nodes not walked
+		 * again) */
+		const struct tir_fview *v = g->ids ? x->run_view : NULL;
 		for (int j = 0; j < g->n; j++) {
+			const struct tir_fnode *f = v ? &v->n[g->ids[j]] : NULL;
+			uint32_t o = f && f->kind == TIR_KIND_REDUCE && f->nin ? v->edges[f->in] : TIR_FN_NONE;
+			if (f && (f->kind != TIR_KIND_REDUCE || o != TIR_FN_NONE)) {
+				k->flops += (double)v->types[o != TIR_FN_NONE ? v->n[o].type : f->type].numel;
+				continue;
+			}
 			const struct tir_node *m = g->nodes[j];
 			k->flops += (double)tir_type_numel(tir_op(m->op)->kind == TIR_KIND_REDUCE ? &m->in[0]->type : &m->type);
 		}
@@ -1163,7 +1172,9 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 	/* both arrays in one block: at 100,000 nodes 1.6 MB, one huge page
 	 * where two arrays of their own took one each */
 	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int64_t) * (nn + 1);
-	void *mem = run_array(nl + nu);
+	/* (or in the pages of the plan's block its passes wrote and gave back) */
+	void *lent = plan ? tir_plan_scratch(plan, nl + nu) : NULL;
+	void *mem = lent ? lent : run_array(nl + nu);
 	if (!mem)
 		return -1;
 	struct sim m = {.v = v, .live = mem, .uses = (int64_t *)((char *)mem + nl)};
@@ -1184,7 +1195,8 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 				*at = p->nodes[i];
 			}
 	}
-	run_array_free(mem, nl + nu);
+	if (!lent)
+		run_array_free(mem, nl + nu);
 	free(m.kof);
 	return m.oom ? -1 : 0;
 }

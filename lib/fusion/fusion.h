@@ -121,7 +121,17 @@ struct tir_plan {
 	 * array inside it is not freed by itself. */
 	void *mem;
 	size_t memsize;
+	/* the bytes of mem the plan holds from its start: what is past them
+	 * is free (its pages mostly written already, by the passes that made
+	 * the plan), lent by tir_plan_scratch */
+	size_t memtop;
 };
+
+/* n bytes (not zeroed) of plan's block past what the plan holds, for a
+ * pass over the plan while it lives, one at a time (a run's simulation of
+ * its memory: pages the fuser faulted in, not fresh ones); NULL when the
+ * plan has no block or no room.  Not freed: the next borrower takes it. */
+void *tir_plan_scratch(const struct tir_plan *plan, size_t n);
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a
  * group's members and inputs are), or -1.  Searched from the end down,
