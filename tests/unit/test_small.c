@@ -83,6 +83,13 @@ static const char *progs[][2] = {
 	/* scalars: + - * / inline, f64 and f32 */
 	{"x = cast(0.7, f64)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x\n", "z"},
 	{"x = cast(0.7, f32)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x + 1e-30 / x\n", "z"},
+	/* one element each (vm.c runs + - * / of one element inline): a
+	 * product rounded before the sum that reads it (x * x - 1 is 2^-22,
+	 * not the 2^-22 + 2^-46 of a fused multiply-add), a quotient, f32
+	 * and f64, infinities and a NaN */
+	{"x = cast(1.00000012, f32)\ny = x * x - 1.0\nz = y / 3.0 + (x - 1.0) * 0.5\n", "z"},
+	{"x = cast(1.0000000000000002, f64)\ny = x * x - 1.0\nz = y / 3.0 + (x - 1.0) * 0.5\n", "z"},
+	{"x = cast(0.0, f32)\ny = 1.0 / x\nz = y - y\nw = (z * 2.0 + y) / -x\n", "w"},
 	/* a scalar chain, as bench/statements.py writes it */
 	{"x = cast(0.3, f32)\nt1 = x * 0.5\nt2 = t1 + 0.25\nt3 = tanh(t2)\nt4 = t3 * x\nt5 = t4 - 0.125\n"
 	 "t6 = t5 * 0.5\nt7 = t6 + 0.25\nt8 = tanh(t7)\nt9 = t8 * t5\ny = t9 - 0.125\n",
@@ -103,6 +110,14 @@ static void programs(void)
 	same(progs[9][0], "y", &t);
 	CHECK(elem(&t, 0) == 23 * 0.5 + 0.25);
 	tir_tensor_release(&t);
+	/* x * x rounded to f32 before - 1: exactly 2^-22, a third of it, plus 2^-24 */
+	for (size_t i = 0; i < sizeof progs / sizeof *progs; i++)
+		if (!strncmp(progs[i][0], "x = cast(1.00000012, f32)", 25)) {
+			same(progs[i][0], "z", &t);
+			float y = 0x1p-22f, z = y / 3.0f + 0x1p-23f * 0.5f;
+			CHECK(elem(&t, 0) == (double)z);
+			tir_tensor_release(&t);
+		}
 	same(progs[0][0], "w", &t);
 	double x[3] = {0.1, -0.2, 0.3};
 	for (int i = 0; i < 3; i++) {
