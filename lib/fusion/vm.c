@@ -175,7 +175,7 @@ struct snode {
 	uint8_t kind;            /* enum skind */
 	uint8_t nin;
 	bool mask;
-	uint8_t arith;           /* SK_F2 of + - * /: enum sarith (one element inline) */
+	char arith;              /* SK_F2 of + - * /: the operator (sarith_one), else 0 */
 };
 
 struct vm {
@@ -1613,42 +1613,24 @@ static bool widens(const struct vm *vm, const struct tir_group *g, int k, const 
 
 enum skind { SK_CAST, SK_F1, SK_F2, SK_SEL, SK_REF };
 
-/* A binary op whose vmath function is the plain IEEE operation in every
- * lane (V_ADD ... V_DIV): over one element (a scalar statement) run here,
- * the same bits without the call and its vector's tail. */
-enum sarith { SA_NONE, SA_ADD, SA_SUB, SA_MUL, SA_DIV };
-
-static uint8_t sarith_of(enum tir_op op)
-{
-	switch (op) {
-	case TIR_OP_ADD:
-		return SA_ADD;
-	case TIR_OP_SUB:
-		return SA_SUB;
-	case TIR_OP_MUL:
-		return SA_MUL;
-	case TIR_OP_DIV:
-		return SA_DIV;
-	default:
-		return SA_NONE;
-	}
-}
-
-/* d = a op b, one element of es bytes (4: f32, 8: f64), each operation
- * a statement of its own (nothing to contract) */
-static void sarith_one(int op, size_t es, char *d, const char *a, const char *b)
+/* d = a op b, one element of es bytes (4: f32, 8: f64), op the C
+ * operator a member's vmath function applies in each lane
+ * (tir_vmath_binary_arith): the same bits without the call and its
+ * vector's tail (a program of scalar statements); each operation a
+ * statement of its own (nothing to contract) */
+static void sarith_one(char op, size_t es, char *d, const char *a, const char *b)
 {
 	if (es == 4) {
 		float x, y, r;
 		memcpy(&x, a, 4);
 		memcpy(&y, b, 4);
-		r = op == SA_ADD ? x + y : op == SA_SUB ? x - y : op == SA_MUL ? x * y : x / y;
+		r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
 		memcpy(d, &r, 4);
 	} else {
 		double x, y, r;
 		memcpy(&x, a, 8);
 		memcpy(&y, b, 8);
-		r = op == SA_ADD ? x + y : op == SA_SUB ? x - y : op == SA_MUL ? x * y : x / y;
+		r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
 		memcpy(d, &r, 8);
 	}
 }
@@ -1931,7 +1913,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		}
 		sn->fn = ko->fn;
 		sn->kind = ko->kind == SK_REF && (sn->mask || nd.nin == 3) ? SK_SEL : ko->kind;
-		sn->arith = sn->kind == SK_F2 && (es == 4 || es == 8) ? sarith_of(nd.op) : SA_NONE;
+		sn->arith = sn->kind == SK_F2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(nd.op) : 0;
 	}
 	if (!inblock)
 		free(map);
