@@ -1821,6 +1821,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	struct skind_of {
 		bool set;
 		uint8_t kind, nin;
+		char arith;
 		union sfn fn;
 	} kinds[TIR_OP_COUNT] = {{0}};
 	size_t bytes = round64(sizeof(struct snode) * n) + round64(sizeof(int32_t) * 2 * nin) + vsz * (n + nin);
@@ -1907,13 +1908,14 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 			} else if (f2) {
 				ko->kind = SK_F2;
 				ko->fn.f2 = f2;
+				ko->arith = es == 4 || es == 8 ? tir_vmath_binary_arith(nd.op) : 0;
 			} else {
 				ko->kind = SK_REF;
 			}
 		}
 		sn->fn = ko->fn;
 		sn->kind = ko->kind == SK_REF && (sn->mask || nd.nin == 3) ? SK_SEL : ko->kind;
-		sn->arith = sn->kind == SK_F2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(nd.op) : 0;
+		sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
 	}
 	if (!inblock)
 		free(map);
