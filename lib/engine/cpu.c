@@ -43,6 +43,9 @@ struct cpu {
 		uint64_t used;
 	} pcache[PCACHE];
 	struct tir_plan plan;          /* this run's plan, made or instantiated */
+	/* the view of the graph the run under way planned with (NULL: none),
+	 * from which its small kernels are prepared (tir_fused_prepare_view) */
+	const struct tir_fview *run_view;
 	/* by group of x->plan: its kernel as prepared by a run of it, kept
 	 * for the next runs of the same plan (tir_fused_keep), or NULL;
 	 * freed when the plan changes */
@@ -348,7 +351,7 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
 		tir_fused_free(*slot);
 		*slot = NULL;
 	}
-	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_at(g, in, out, err);
+	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_view(g, x->run_view, in, out, err);
 	if (!f)
 		return -err->code;
 	int rc = tir_fused_run(f, err);
@@ -896,8 +899,17 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	size_t len = 0;
 	if (g) {
 		/* one flop per element each member makes (a reduction: per
-		 * element it folds) */
+		 * element it folds); from the run's view when there is one (a
+		 * kernel of 100,000 scalar statements: their nodes not walked
+		 * again) */
+		const struct tir_fview *v = g->ids ? x->run_view : NULL;
 		for (int j = 0; j < g->n; j++) {
+			const struct tir_fnode *f = v ? &v->n[g->ids[j]] : NULL;
+			uint32_t o = f && f->kind == TIR_KIND_REDUCE && f->nin ? v->edges[f->in] : TIR_FN_NONE;
+			if (f && (f->kind != TIR_KIND_REDUCE || o != TIR_FN_NONE)) {
+				k->flops += (double)v->types[o != TIR_FN_NONE ? v->n[o].type : f->type].numel;
+				continue;
+			}
 			const struct tir_node *m = g->nodes[j];
 			k->flops += (double)tir_type_numel(tir_op(m->op)->kind == TIR_KIND_REDUCE ? &m->in[0]->type : &m->type);
 		}
@@ -1157,13 +1169,15 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 		     const struct tir_node **at, size_t *scratch)
 {
 	size_t nn = p->nnodes;
+	/* both arrays in one block: at 100,000 nodes 1.6 MB, one huge page
+	 * where two arrays of their own took one each */
 	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int64_t) * (nn + 1);
-	struct sim m = {.v = v, .live = run_array(nl), .uses = run_array(nu)};
-	if (!m.live || !m.uses) {
-		run_array_free(m.live, nl);
-		run_array_free(m.uses, nu);
+	/* (or in the pages of the plan's block its passes wrote and gave back) */
+	void *lent = plan ? tir_plan_scratch(plan, nl + nu) : NULL;
+	void *mem = lent ? lent : run_array(nl + nu);
+	if (!mem)
 		return -1;
-	}
+	struct sim m = {.v = v, .live = mem, .uses = (int64_t *)((char *)mem + nl)};
 	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
@@ -1181,8 +1195,8 @@ static int plan_peak(const struct tir_program *p, const struct tir_fview *v, con
 				*at = p->nodes[i];
 			}
 	}
-	run_array_free(m.live, nl);
-	run_array_free(m.uses, nu);
+	if (!lent)
+		run_array_free(mem, nl + nu);
 	free(m.kof);
 	return m.oom ? -1 : 0;
 }
@@ -1428,7 +1442,8 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			goto done;
 		}
 	}
-	tir_fview_free(&view);
+	/* (the view is kept through the run: the kernels are prepared from it) */
+	c->run_view = viewed ? &view : NULL;
 	c->nprof = 0;
 	tir_mem_reset_peak();
 	size_t base = tir_mem_current();
@@ -1549,6 +1564,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		rc = tir_tensor_as_dtype(&vals[n->id], (enum tir_dtype)n->type.dtype, &out[i], err);
 	}
 done:
+	c->run_view = NULL;
 	tir_fview_free(&view);
 	for (size_t k = 0; vals && k < nmade; k++) {
 		uint32_t id = made[k];

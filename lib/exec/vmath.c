@@ -304,6 +304,13 @@
 #define V_SUB(u, v) ((u) - (v))
 #define V_MUL(u, v) ((u) * (v))
 #define V_DIV(u, v) ((u) / (v))
+/* The C operator each of those applies, by op (vm_kern's arith): a caller
+ * may apply it to one element itself, with the same bits (POW: none) */
+#define VM_ARITH_ADD '+'
+#define VM_ARITH_SUB '-'
+#define VM_ARITH_MUL '*'
+#define VM_ARITH_DIV '/'
+#define VM_ARITH_POW 0
 
 /* libm by element type */
 #define M_FABS_f32 fabsf
@@ -689,6 +696,7 @@ struct vm_kern {
 	tir_vmath1_fn u[TIR_VMATH_PATH_COUNT][2];
 	tir_vmath2_fn b[TIR_VMATH_PATH_COUNT][2];
 	tir_vmath2_fn s[2][TIR_VMATH_PATH_COUNT][2];
+	char arith; /* VM_ARITH_* (BINARY_SV ops), else 0 */
 };
 
 /* Op E's functions of form M (_ or _sv_ or _vs_) on every path. */
@@ -708,7 +716,8 @@ struct vm_kern {
 #define VM_KERN_NONE(E) {.u = {{0}}}
 #define VM_KERN_UNARY(E) {.u = VM_PER_PATH(E, _)}
 #define VM_KERN_BINARY(E) {.b = VM_PER_PATH(E, _)}
-#define VM_KERN_BINARY_SV(E) {.b = VM_PER_PATH(E, _), .s = {VM_PER_PATH(E, _sv_), VM_PER_PATH(E, _vs_)}}
+#define VM_KERN_BINARY_SV(E)                                                                \
+	{.b = VM_PER_PATH(E, _), .s = {VM_PER_PATH(E, _sv_), VM_PER_PATH(E, _vs_)}, .arith = VM_ARITH_##E}
 
 static const struct vm_kern vm_kern[TIR_OP_COUNT] = {
 #define X(e, name, kind, sig, rule, fuse, cost, vec) [TIR_OP_##e] = VM_KERN_##vec(e),
@@ -865,6 +874,11 @@ tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt)
 	if (!tir_vmath_binary_op(op) || (dt != TIR_DTYPE_F32 && dt != TIR_DTYPE_F64))
 		return NULL;
 	return vm_kern[op].b[tir_vmath_path()][dt == TIR_DTYPE_F64];
+}
+
+char tir_vmath_binary_arith(enum tir_op op)
+{
+	return (unsigned)op < TIR_OP_COUNT ? vm_kern[op].arith : 0;
 }
 
 tir_vmath2_fn tir_vmath_binary_scalar_fn(enum tir_op op, enum tir_dtype dt, int k)

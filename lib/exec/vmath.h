@@ -71,6 +71,10 @@ tir_vmath2_fn tir_vmath_binary_fn(enum tir_op op, enum tir_dtype dt);
  * and per-row values need no spreading).  NULL when not provided (ops.def's
  * vec BINARY_SV ops have them). */
 tir_vmath2_fn tir_vmath_binary_scalar_fn(enum tir_op op, enum tir_dtype dt, int k);
+/* The C operator ('+', '-', '*' or '/') each lane of op's binary
+ * functions applies, on every path and dtype (the IEEE operation itself,
+ * so one element done inline has the same bits), or 0. */
+char tir_vmath_binary_arith(enum tir_op op);
 
 /* softmax's middle pass over a row: dst[i] = exp(src[i] - m) (each
  * element exactly as tir_vmath_f32(EXP) of the rounded difference), and

@@ -1049,6 +1049,13 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 	plan->memsize = m->cap;
 }
 
+void *tir_plan_scratch(const struct tir_plan *plan, size_t n)
+{
+	if (!plan->mem || plan->memtop > plan->memsize || n > plan->memsize - plan->memtop)
+		return NULL;
+	return (unsigned char *)plan->mem + plan->memtop;
+}
+
 /* p, an array of plan's, freed unless it is in plan's block */
 static void plan_put(const struct tir_plan *plan, void *p)
 {
@@ -1877,6 +1884,8 @@ out:
 	pm_put(&m, keep);
 	if (rc)
 		tir_plan_free(plan);
+	else if (plan->mem)
+		plan->memtop = m.top; /* (what is past it: the passes' scratch, given back) */
 	return rc;
 }
 

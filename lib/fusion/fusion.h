@@ -121,7 +121,17 @@ struct tir_plan {
 	 * array inside it is not freed by itself. */
 	void *mem;
 	size_t memsize;
+	/* the bytes of mem the plan holds from its start: what is past them
+	 * is free (its pages mostly written already, by the passes that made
+	 * the plan), lent by tir_plan_scratch */
+	size_t memtop;
 };
+
+/* n bytes (not zeroed) of plan's block past what the plan holds, for a
+ * pass over the plan while it lives, one at a time (a run's simulation of
+ * its memory: pages the fuser faulted in, not fresh ones); NULL when the
+ * plan has no block or no room.  Not freed: the next borrower takes it. */
+void *tir_plan_scratch(const struct tir_plan *plan, size_t n);
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a
  * group's members and inputs are), or -1.  Searched from the end down,
@@ -260,6 +270,13 @@ bool tir_fused_rebind(struct tir_fused *f, const struct tir_tensor *in, struct t
 struct tir_fused *tir_fused_prepare_at(const struct tir_group *g, const struct tir_tensor *const *in,
 				       struct tir_tensor *out, struct tir_err *err);
 bool tir_fused_rebind_at(struct tir_fused *f, const struct tir_tensor *const *in, struct tir_tensor *out);
+/* tir_fused_prepare_at, reading g's members from v (a view of the graph
+ * holding them, by the node ids g->ids and g->input_ids; NULL, or g
+ * without ids: from the nodes) where it can: a group of scalars is
+ * prepared from compact arrays, not its members' nodes. */
+struct tir_fused *tir_fused_prepare_view(const struct tir_group *g, const struct tir_fview *v,
+					 const struct tir_tensor *const *in, struct tir_tensor *out,
+					 struct tir_err *err);
 /* The bytes prepared group f holds (a kept one, as long as its plan
  * lives): a group over a handful of elements (a program of scalar
  * statements) about 30 a member. */

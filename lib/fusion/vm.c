@@ -175,6 +175,7 @@ struct snode {
 	uint8_t kind;            /* enum skind */
 	uint8_t nin;
 	bool mask;
+	char arith;              /* SK_F2 of + - * /: the operator (sarith_one), else 0 */
 };
 
 struct vm {
@@ -1612,6 +1613,28 @@ static bool widens(const struct vm *vm, const struct tir_group *g, int k, const 
 
 enum skind { SK_CAST, SK_F1, SK_F2, SK_SEL, SK_REF };
 
+/* d = a op b, one element of es bytes (4: f32, 8: f64), op the C
+ * operator a member's vmath function applies in each lane
+ * (tir_vmath_binary_arith): the same bits without the call and its
+ * vector's tail (a program of scalar statements); each operation a
+ * statement of its own (nothing to contract) */
+static void sarith_one(char op, size_t es, char *d, const char *a, const char *b)
+{
+	if (es == 4) {
+		float x, y, r;
+		memcpy(&x, a, 4);
+		memcpy(&y, b, 4);
+		r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+		memcpy(d, &r, 4);
+	} else {
+		double x, y, r;
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+		memcpy(d, &r, 8);
+	}
+}
+
 static const struct tir_tensor no_value;
 
 /* Input k: of in (an array), or of inp (pointers; NULL: no value). */
@@ -1679,23 +1702,99 @@ static bool small_bind(struct vm *vm, int k, const struct tir_tensor *x)
 	return true;
 }
 
-/* Operand o of member j of small group vm: j' >= 0 a member, or ~k input
- * k; looked up in map (by node id - base, entries not set are garbage:
- * checked) when there is one, else searched. */
-static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base, int j, const struct tir_node *o)
+/* Node ids of g's member j and input k: the plan's, else the nodes'. */
+static inline uint32_t small_mid(const struct tir_group *g, int j)
+{
+	return g->ids ? g->ids[j] : g->nodes[j]->id;
+}
+
+static inline uint32_t small_iid(const struct tir_group *g, int k)
+{
+	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
+}
+
+/* The index of id among ids[0, n) (rising), or -1 (tir_node_find's
+ * search, over the plan's ids). */
+static int find_id(const uint32_t *ids, int n, uint32_t id)
+{
+	int hi = n, lo = 0;
+	for (int step = 1; hi > 0; step *= 2) {
+		lo = hi - step > 0 ? hi - step : 0;
+		if (lo == 0 || ids[lo] <= id)
+			break;
+		hi = lo;
+	}
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ids[lo] == id ? lo : -1;
+}
+
+/* Operand id (node o, or NULL when g has ids) of member j of small group
+ * vm: j' >= 0 a member, or ~k input k; looked up in map (by node id -
+ * base, entries not set are garbage: checked) when there is one, else
+ * searched. */
+static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base, uint32_t top, int j,
+			 const struct tir_node *o, uint32_t id)
 {
 	const struct tir_group *g = vm->g;
-	if (map && o->id >= base && o->id <= g->root->id) {
-		int32_t v = map[o->id - base];
-		if (v >= 0 ? v < j && g->nodes[v] == o : ~v < g->nin && g->inputs[~v] == o)
+	if (map && id >= base && id <= top) {
+		int32_t v = map[id - base];
+		if (v >= 0 ? v < j && small_mid(g, v) == id : ~v < g->nin && small_iid(g, ~v) == id)
 			return v;
 	}
-	int m = tir_node_find(g->nodes, j, o);
+	int m = g->ids ? find_id(g->ids, j, id) : tir_node_find(g->nodes, j, o);
 	if (m >= 0)
 		return m;
-	m = tir_node_find(g->inputs, g->nin, o);
+	m = g->input_ids ? find_id(g->input_ids, g->nin, id) : tir_node_find(g->inputs, g->nin, o);
 	TIR_ASSERT(m >= 0); /* a fused operand is a member or an input */
 	return ~m;
+}
+
+/* What small_prepare asks of member j of g: from v, the view of the
+ * graph g's ids are node ids of (a pass over compact arrays: a program
+ * of 100,000 statements has some 18 MB of nodes), else from its node. */
+struct smember {
+	enum tir_op op;
+	int nin;
+	bool bool_dt;
+	int64_t numel;
+	uint32_t in[3];
+	const struct tir_node *inn[3];
+};
+
+static bool small_member(const struct tir_group *g, const struct tir_fview *v, int j, struct smember *m)
+{
+	if (v) {
+		const struct tir_fnode *f = &v->n[g->ids[j]];
+		m->op = (enum tir_op)f->op;
+		m->nin = f->nin;
+		m->bool_dt = f->dt == TIR_DTYPE_BOOL;
+		m->numel = v->types[f->type].numel;
+		for (int q = 0; q < m->nin && q < 3; q++) {
+			m->in[q] = v->edges[f->in + (uint32_t)q];
+			m->inn[q] = NULL;
+			if (m->in[q] == TIR_FN_NONE)
+				return false;
+		}
+		return true;
+	}
+	const struct tir_node *nd = g->nodes[j];
+	m->op = nd->op;
+	m->nin = nd->nin;
+	m->bool_dt = nd->type.dtype == TIR_DTYPE_BOOL;
+	m->numel = tir_type_numel(&nd->type);
+	for (int q = 0; q < m->nin && q < 3; q++) {
+		if (!nd->in[q])
+			return false;
+		m->inn[q] = nd->in[q];
+		m->in[q] = nd->in[q]->id;
+	}
+	return true;
 }
 
 /* Group g over inputs in/inp into out as a small group, when it is one:
@@ -1704,8 +1803,8 @@ static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base,
  * program of 100,000 statements: their nodes are far more than the
  * caches hold). */
 static struct vm *small_prepare(const struct tir_group *g, const struct tir_group_info *info,
-				const struct tir_tensor *in, const struct tir_tensor *const *inp,
-				struct tir_tensor *out, bool *oom)
+				const struct tir_fview *v, const struct tir_tensor *in,
+				const struct tir_tensor *const *inp, struct tir_tensor *out, bool *oom)
 {
 	size_t es = tir_dtype_size(info->dt), n = (size_t)g->n, nin = (size_t)g->nin;
 	int64_t numel = info->rows * info->cols;
@@ -1722,18 +1821,25 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	struct skind_of {
 		bool set;
 		uint8_t kind, nin;
+		char arith;
 		union sfn fn;
 	} kinds[TIR_OP_COUNT] = {{0}};
 	size_t bytes = round64(sizeof(struct snode) * n) + round64(sizeof(int32_t) * 2 * nin) + vsz * (n + nin);
 	/* operands found by node id: members and inputs are in graph order,
 	 * their ids dense unless the inputs reach far back */
-	uint32_t base = g->nodes[0]->id;
-	if (nin && g->inputs[0]->id < base)
-		base = g->inputs[0]->id;
-	size_t span = (size_t)(g->root->id - base) + 1;
-	int32_t *map = span <= 4 * (n + nin) + 64 ? malloc(sizeof *map * span) : NULL;
+	if (!g->ids || !g->input_ids)
+		v = NULL; /* (the view is read by node id) */
+	uint32_t base = small_mid(g, 0), top = small_mid(g, g->n - 1);
+	if (nin && small_iid(g, 0) < base)
+		base = small_iid(g, 0);
+	size_t span = (size_t)(top - base) + 1, mapb = sizeof(int32_t) * span;
+	bool dense = span <= 4 * (n + nin) + 64;
+	/* the map in the block's huge pages past its end when it fits there
+	 * (pages it has anyway), else malloc'd */
+	bool inblock = dense && bytes >= SMALL_PAGES && tir_pages_round(bytes) - round64(bytes) >= mapb;
 	struct vm *vm = malloc(sizeof *vm);
 	char *m = small_mem(bytes);
+	int32_t *map = !dense ? NULL : inblock ? (m ? (int32_t *)(m + round64(bytes)) : NULL) : malloc(mapb);
 	if (!vm || !m) {
 		*oom = true;
 		goto fail;
@@ -1760,41 +1866,41 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	vm->sin = vm->sval + vsz * n;
 	vm->out = tir_tensor_data(out);
 	for (size_t k = 0; k < nin; k++) {
-		const struct tir_node *o = g->inputs[k];
+		uint32_t id = small_iid(g, (int)k);
 		const struct tir_tensor *x = in_at(in, inp, (int)k);
 		if ((x->buf && x->rank > info->rank) || !small_bind(vm, (int)k, x))
 			goto fail;
-		vm->iid[k] = o->id;
+		vm->iid[k] = id;
 		vm->iedge[k] = 0;
 		if (map)
-			map[o->id - base] = ~(int32_t)k;
+			map[id - base] = ~(int32_t)k;
 	}
 	for (int j = 0; j < g->n; j++) {
-		const struct tir_node *nd = g->nodes[j];
+		struct smember nd;
 		struct snode *sn = &vm->sn[j];
 		/* every member elementwise over the whole domain, in its layout */
-		if (tir_type_numel(&nd->type) != numel || nd->nin > 3)
+		if (!small_member(g, v, j, &nd) || nd.numel != numel || nd.nin > 3)
 			goto fail;
-		sn->nin = (uint8_t)nd->nin;
+		sn->nin = (uint8_t)nd.nin;
 		sn->op[1] = sn->op[2] = 0;
-		for (int q = 0; q < nd->nin; q++) {
-			int o = small_operand(vm, map, base, j, nd->in[q]);
+		for (int q = 0; q < nd.nin; q++) {
+			int o = small_operand(vm, map, base, top, j, nd.inn[q], nd.in[q]);
 			if (o < 0)
 				vm->iedge[~o]++;
 			sn->op[q] = o;
 		}
 		if (map)
-			map[nd->id - base] = j;
+			map[small_mid(g, j) - base] = j;
 		/* as apply picks for operands that are contiguous runs (looked
 		 * up once per op) */
-		sn->mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
-		struct skind_of *ko = &kinds[nd->op];
-		if (!ko->set || ko->nin != nd->nin) {
-			tir_vmath1_fn f1 = nd->nin == 1 ? tir_vmath_unary_fn(nd->op, vm->dt) : NULL;
-			tir_vmath2_fn f2 = nd->nin == 2 ? tir_vmath_binary_fn(nd->op, vm->dt) : NULL;
+		sn->mask = tir_op(nd.op)->fuse == TIR_FUSE_SELECT || nd.bool_dt;
+		struct skind_of *ko = &kinds[nd.op];
+		if (!ko->set || ko->nin != nd.nin) {
+			tir_vmath1_fn f1 = nd.nin == 1 ? tir_vmath_unary_fn(nd.op, vm->dt) : NULL;
+			tir_vmath2_fn f2 = nd.nin == 2 ? tir_vmath_binary_fn(nd.op, vm->dt) : NULL;
 			ko->set = true;
-			ko->nin = (uint8_t)nd->nin;
-			if (nd->op == TIR_OP_CAST) {
+			ko->nin = (uint8_t)nd.nin;
+			if (nd.op == TIR_OP_CAST) {
 				ko->kind = SK_CAST;
 			} else if (f1) {
 				ko->kind = SK_F1;
@@ -1802,17 +1908,21 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 			} else if (f2) {
 				ko->kind = SK_F2;
 				ko->fn.f2 = f2;
+				ko->arith = es == 4 || es == 8 ? tir_vmath_binary_arith(nd.op) : 0;
 			} else {
 				ko->kind = SK_REF;
 			}
 		}
 		sn->fn = ko->fn;
-		sn->kind = ko->kind == SK_REF && (sn->mask || nd->nin == 3) ? SK_SEL : ko->kind;
+		sn->kind = ko->kind == SK_REF && (sn->mask || nd.nin == 3) ? SK_SEL : ko->kind;
+		sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
 	}
-	free(map);
+	if (!inblock)
+		free(map);
 	return vm;
 fail:
-	free(map);
+	if (!inblock)
+		free(map);
 	small_mem_free(m, bytes);
 	free(vm);
 	return NULL;
@@ -1831,7 +1941,10 @@ static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 			       at;
 		char *d = (j == root ? vm->out : vm->sval + (size_t)j * vsz) + at;
 		if (s->kind == SK_F2) {
-			s->fn.f2(d, a[0], a[1], cnt);
+			if (cnt == 1 && s->arith)
+				sarith_one(s->arith, es, d, a[0], a[1]);
+			else
+				s->fn.f2(d, a[0], a[1], cnt);
 			continue;
 		}
 		if (s->kind == SK_F1) {
@@ -2192,9 +2305,9 @@ out:
 
 /* g over in[] or *inp[]: its small vm when it is one (small_prepare), else
  * the blocks'. */
-static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir_tensor *in,
-				     const struct tir_tensor *const *inp, struct tir_tensor *out,
-				     struct tir_err *err)
+static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir_fview *v,
+				     const struct tir_tensor *in, const struct tir_tensor *const *inp,
+				     struct tir_tensor *out, struct tir_err *err)
 {
 	const struct tir_group_info *info = g->info;
 	struct tir_group_info own;
@@ -2207,7 +2320,7 @@ static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir
 	}
 	if (info) {
 		bool oom;
-		struct vm *vm = small_prepare(g, info, in, inp, out, &oom);
+		struct vm *vm = small_prepare(g, info, v, in, inp, out, &oom);
 		free(om);
 		if (vm)
 			return (struct tir_fused *)vm;
@@ -2224,13 +2337,20 @@ static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir
 struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
 				    struct tir_tensor *out, struct tir_err *err)
 {
-	return prepare_any(g, in, NULL, out, err);
+	return prepare_any(g, NULL, in, NULL, out, err);
 }
 
 struct tir_fused *tir_fused_prepare_at(const struct tir_group *g, const struct tir_tensor *const *in,
 				       struct tir_tensor *out, struct tir_err *err)
 {
-	return prepare_any(g, NULL, in, out, err);
+	return prepare_any(g, NULL, NULL, in, out, err);
+}
+
+struct tir_fused *tir_fused_prepare_view(const struct tir_group *g, const struct tir_fview *v,
+					 const struct tir_tensor *const *in, struct tir_tensor *out,
+					 struct tir_err *err)
+{
+	return prepare_any(g, v, NULL, in, out, err);
 }
 
 const int32_t *tir_fused_input_reads(const struct tir_fused *f, const int32_t **ids)

@@ -11,7 +11,10 @@
  *   - a kept kernel of a 10,000-statement program holds a bounded number
  *     of bytes a member (tir_fused_bytes, counted), and run again with its
  *     literals given as values (as a plan run again gives them) or not,
- *     it computes the same.
+ *     it computes the same;
+ *   - prepared from the graph's view (as a run prepares it), the same
+ *     again, and the view is what it reads; the plan's block lent past
+ *     what the plan holds (tir_plan_scratch).
  */
 #include "engine/engine.h"
 #include "fusion/fusion.h"
@@ -80,6 +83,13 @@ static const char *progs[][2] = {
 	/* scalars: + - * / inline, f64 and f32 */
 	{"x = cast(0.7, f64)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x\n", "z"},
 	{"x = cast(0.7, f32)\ny = (x / 3 - 0.1) * x + x / 7\nz = y * y - y / x + 1e-30 / x\n", "z"},
+	/* one element each (vm.c runs + - * / of one element inline): a
+	 * product rounded before the sum that reads it (x * x - 1 is 2^-22,
+	 * not the 2^-22 + 2^-46 of a fused multiply-add), a quotient, f32
+	 * and f64, infinities and a NaN */
+	{"x = cast(1.00000012, f32)\ny = x * x - 1.0\nz = y / 3.0 + (x - 1.0) * 0.5\n", "z"},
+	{"x = cast(1.0000000000000002, f64)\ny = x * x - 1.0\nz = y / 3.0 + (x - 1.0) * 0.5\n", "z"},
+	{"x = cast(0.0, f32)\ny = 1.0 / x\nz = y - y\nw = (z * 2.0 + y) / -x\n", "w"},
 	/* a scalar chain, as bench/statements.py writes it */
 	{"x = cast(0.3, f32)\nt1 = x * 0.5\nt2 = t1 + 0.25\nt3 = tanh(t2)\nt4 = t3 * x\nt5 = t4 - 0.125\n"
 	 "t6 = t5 * 0.5\nt7 = t6 + 0.25\nt8 = tanh(t7)\nt9 = t8 * t5\ny = t9 - 0.125\n",
@@ -100,6 +110,14 @@ static void programs(void)
 	same(progs[9][0], "y", &t);
 	CHECK(elem(&t, 0) == 23 * 0.5 + 0.25);
 	tir_tensor_release(&t);
+	/* x * x rounded to f32 before - 1: exactly 2^-22, a third of it, plus 2^-24 */
+	for (size_t i = 0; i < sizeof progs / sizeof *progs; i++)
+		if (!strncmp(progs[i][0], "x = cast(1.00000012, f32)", 25)) {
+			same(progs[i][0], "z", &t);
+			float y = 0x1p-22f, z = y / 3.0f + 0x1p-23f * 0.5f;
+			CHECK(elem(&t, 0) == (double)z);
+			tir_tensor_release(&t);
+		}
 	same(progs[0][0], "w", &t);
 	double x[3] = {0.1, -0.2, 0.3};
 	for (int i = 0; i < 3; i++) {
@@ -181,9 +199,82 @@ static void kept_bytes(void)
 	free(text);
 }
 
+/* A kernel prepared from the graph's view (tir_fused_prepare_view, as a
+ * run prepares it) computes what one prepared from the nodes does, and
+ * counts the same reads of its inputs; what it reads is the view (a
+ * member's op changed there changes the result); a group without ids is
+ * read from its nodes.  The plan lends the pages of its block past what
+ * it holds (tir_plan_scratch), and none past the block or without one. */
+static void from_view(void)
+{
+	enum { N = 10000 };
+	char *text = statements(N);
+	struct tir_tensor want = {0};
+	CHECK(unit_run_named("small", text, "y", false, NULL, &want) == 0);
+	struct unit_plan u;
+	const struct tir_group *g = unit_plan_last(&u, "view", text);
+	struct tir_fview v = {0};
+	CHECK(g != NULL);
+	CHECK(tir_fview_make(u.p, &v) == 0);
+	if (g && v.n) {
+		struct tir_err err = {0};
+		struct tir_tensor *out = &u.out;
+		CHECK(tir_tensor_alloc(out, TIR_DTYPE_F32, 0, NULL, false, &err) == 0);
+		struct tir_fused *a = tir_fused_prepare_at(g, u.in, out, &err);
+		struct tir_fused *f = tir_fused_prepare_view(g, &v, u.in, out, &err);
+		CHECK(a != NULL && f != NULL);
+		if (a && f) {
+			CHECK(tir_fused_run(f, &err) == 0);
+			CHECK(unit_same_bits(out, &want));
+			const int32_t *ia, *iv, *ra = tir_fused_input_reads(a, &ia), *rv = tir_fused_input_reads(f, &iv);
+			CHECK(ra && rv && !memcmp(ra, rv, sizeof *ra * (size_t)g->nin) &&
+			      !memcmp(ia, iv, sizeof *ia * (size_t)g->nin));
+		}
+		tir_fused_free(a);
+		tir_fused_free(f);
+		/* the view is what is read: the last add made a sub there */
+		int j = g->n - 1;
+		while (j > 0 && v.n[g->ids[j]].op != TIR_OP_ADD)
+			j--;
+		CHECK(j > 0);
+		v.n[g->ids[j]].op = TIR_OP_SUB;
+		if ((f = tir_fused_prepare_view(g, &v, u.in, out, &err))) {
+			CHECK(tir_fused_run(f, &err) == 0);
+			CHECK(!unit_same_bits(out, &want));
+			tir_fused_free(f);
+		}
+		/* without ids, the nodes */
+		struct tir_group bare = *g;
+		bare.ids = bare.input_ids = NULL;
+		CHECK((f = tir_fused_prepare_view(&bare, &v, u.in, out, &err)) != NULL);
+		if (f) {
+			CHECK(tir_fused_run(f, &err) == 0);
+			CHECK(unit_same_bits(out, &want));
+			tir_fused_free(f);
+		}
+		/* the plan's block, lent past what the plan holds */
+		const struct tir_plan *pl = &u.plan;
+		CHECK(pl->mem != NULL);
+		unsigned char *s = tir_plan_scratch(pl, 64), *base = pl->mem;
+		CHECK(s && s == base + pl->memtop && pl->memtop >= sizeof(int32_t) * u.p->nnodes &&
+		      pl->memtop < pl->memsize);
+		CHECK(tir_plan_scratch(pl, pl->memsize - pl->memtop) != NULL);
+		CHECK(tir_plan_scratch(pl, pl->memsize - pl->memtop + 1) == NULL);
+	}
+	tir_fview_free(&v);
+	unit_plan_free(&u);
+	tir_tensor_release(&want);
+	free(text);
+	/* a short program's plan has no block */
+	g = unit_plan_last(&u, "short", "x = cast(0.5, f32)\ny = tanh(x * 2.0) + x\n");
+	CHECK(g != NULL && u.plan.mem == NULL && tir_plan_scratch(&u.plan, 1) == NULL);
+	unit_plan_free(&u);
+}
+
 int main(void)
 {
 	programs();
 	kept_bytes();
+	from_view();
 	return check_report("test_small");
 }

@@ -977,6 +977,46 @@ static void test_moments(void)
  * bitwise the array function over copies, signed zeros and NaN payloads
  * included, either side, over tails and in place ---- */
 
+/* tir_vmath_binary_arith: for every op that names a C operator, that
+ * operator on each element gives what each path's binary function does
+ * (the same bits; a NaN a NaN), f32 and f64; the others name none. */
+static void test_arith(void)
+{
+	enum { N = 64 };
+	int named = 0;
+	CHECK(tir_vmath_binary_arith(TIR_OP_ADD) == '+' && tir_vmath_binary_arith(TIR_OP_DIV) == '/');
+	CHECK(!tir_vmath_binary_arith(TIR_OP_POW) && !tir_vmath_binary_arith(TIR_OP_MAXIMUM) &&
+	      !tir_vmath_binary_arith(TIR_OP_TANH) && !tir_vmath_binary_arith(TIR_OP_COUNT));
+	for (int op = 0; op < TIR_OP_COUNT; op++) {
+		char c = tir_vmath_binary_arith((enum tir_op)op);
+		if (!c)
+			continue;
+		named++;
+		CHECK(c == '+' || c == '-' || c == '*' || c == '/');
+		float a[N], b[N], r[N];
+		double ad[N], bd[N], rd[N];
+		for (int i = 0; i < N; i++) {
+			double u = i % 9 == 0 ? 0.0 : i % 10 == 0 ? INFINITY : i % 17 == 0 ? NAN : unif(-4, 4);
+			double v = i % 5 == 0 ? -0.0 : i % 12 == 0 ? -INFINITY : unif(-1e-3, 1e3);
+			a[i] = (float)u, b[i] = (float)v, ad[i] = u * 1.0000001, bd[i] = v / 3;
+		}
+		for (int pi = 0; pi < npaths; pi++) {
+			enum tir_vmath_path p = (enum tir_vmath_path)paths[pi];
+			tir_vmath2_f32_on(p, (enum tir_op)op, r, a, b, N);
+			tir_vmath2_f64_on(p, (enum tir_op)op, rd, ad, bd, N);
+			for (int i = 0; i < N; i++) {
+				float x = a[i], y = b[i];
+				double xd = ad[i], yd = bd[i];
+				float w = c == '+' ? x + y : c == '-' ? x - y : c == '*' ? x * y : x / y;
+				double wd = c == '+' ? xd + yd : c == '-' ? xd - yd : c == '*' ? xd * yd : xd / yd;
+				CHECK(same_or_nan_f32(r[i], w));
+				CHECK(same_or_nan_f64(rd[i], wd));
+			}
+		}
+	}
+	CHECK(named == 4);
+}
+
 static void test_scalar_fn(void)
 {
 	static const enum tir_op ops[] = {TIR_OP_ADD, TIR_OP_SUB, TIR_OP_MUL, TIR_OP_DIV, TIR_OP_POW};
@@ -1287,5 +1327,6 @@ int main(void)
 	test_moments();
 	test_kernels();
 	test_scalar_fn();
+	test_arith();
 	return check_report("test_vmath");
 }
