@@ -305,25 +305,51 @@ int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool l
 
 /* ---- what a group computes ---- */
 
-int tir_node_find(struct tir_node *const *nodes, int n, const struct tir_node *o)
+/* The first index of [0, n) whose id (id_at(a, i), rising) is not below
+ * id: from the end down, the step doubling until one is not past id, then
+ * halving.  Inlined into each caller with its id_at. */
+static inline __attribute__((always_inline)) int rising_find(const void *a, int n, uint32_t id,
+							     uint32_t (*id_at)(const void *, int))
 {
-	/* nodes[hi] (or the end) is past o; step down until nodes[lo] is not */
+	/* id_at(hi) (or the end) is past id; step down until id_at(lo) is not */
 	int hi = n, lo = 0;
 	for (int step = 1; hi > 0; step *= 2) {
 		lo = hi - step > 0 ? hi - step : 0;
-		if (lo == 0 || nodes[lo]->id <= o->id)
+		if (lo == 0 || id_at(a, lo) <= id)
 			break;
 		hi = lo;
 	}
-	/* the first of [lo, hi) not below o */
+	/* the first of [lo, hi) not below id */
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (nodes[mid]->id < o->id)
+		if (id_at(a, mid) < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && nodes[lo] == o ? lo : -1;
+	return lo;
+}
+
+static inline uint32_t node_id_at(const void *a, int i)
+{
+	return ((struct tir_node *const *)a)[i]->id;
+}
+
+static inline uint32_t id_at(const void *a, int i)
+{
+	return ((const uint32_t *)a)[i];
+}
+
+int tir_node_find(struct tir_node *const *nodes, int n, const struct tir_node *o)
+{
+	int i = rising_find(nodes, n, o->id, node_id_at);
+	return i < n && nodes[i] == o ? i : -1;
+}
+
+int tir_id_find(const uint32_t *ids, int n, uint32_t id)
+{
+	int i = rising_find(ids, n, id, id_at);
+	return i < n && ids[i] == id ? i : -1;
 }
 
 /* The index of operand o of member j among g's members, or -1: an

@@ -138,6 +138,9 @@ void *tir_plan_scratch(const struct tir_plan *plan, size_t n);
  * the step doubling: o among the last few (an operand of member n, most
  * often) takes a few looks, anywhere else 2 log n. */
 int tir_node_find(struct tir_node *const *nodes, int n, const struct tir_node *o);
+/* The same among node ids ids[0, n) (rising: a plan's group's ids and
+ * input_ids). */
+int tir_id_find(const uint32_t *ids, int n, uint32_t id);
 
 /* What the planner's passes read of the graph, gathered in one pass over
  * its nodes: 16 bytes a node and 4 an operand, by node id.  A node is a

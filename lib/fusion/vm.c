@@ -1713,27 +1713,6 @@ static inline uint32_t small_iid(const struct tir_group *g, int k)
 	return g->input_ids ? g->input_ids[k] : g->inputs[k]->id;
 }
 
-/* The index of id among ids[0, n) (rising), or -1 (tir_node_find's
- * search, over the plan's ids). */
-static int find_id(const uint32_t *ids, int n, uint32_t id)
-{
-	int hi = n, lo = 0;
-	for (int step = 1; hi > 0; step *= 2) {
-		lo = hi - step > 0 ? hi - step : 0;
-		if (lo == 0 || ids[lo] <= id)
-			break;
-		hi = lo;
-	}
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && ids[lo] == id ? lo : -1;
-}
-
 /* Operand id (node o, or NULL when g has ids) of member j of small group
  * vm: j' >= 0 a member, or ~k input k; looked up in map (by node id -
  * base, entries not set are garbage: checked) when there is one, else
@@ -1747,10 +1726,10 @@ static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base,
 		if (v >= 0 ? v < j && small_mid(g, v) == id : ~v < g->nin && small_iid(g, ~v) == id)
 			return v;
 	}
-	int m = g->ids ? find_id(g->ids, j, id) : tir_node_find(g->nodes, j, o);
+	int m = g->ids ? tir_id_find(g->ids, j, id) : tir_node_find(g->nodes, j, o);
 	if (m >= 0)
 		return m;
-	m = g->input_ids ? find_id(g->input_ids, g->nin, id) : tir_node_find(g->inputs, g->nin, o);
+	m = g->input_ids ? tir_id_find(g->input_ids, g->nin, id) : tir_node_find(g->inputs, g->nin, o);
 	TIR_ASSERT(m >= 0); /* a fused operand is a member or an input */
 	return ~m;
 }

@@ -245,7 +245,7 @@ static void test_before(void)
 	CHECK(tir_op(TIR_OP_CLIP)->vec == TIR_VEC_NONE && tir_op(TIR_OP_NOT)->vec == TIR_VEC_NONE);
 }
 
-/* ---- tir_node_find: a group's members and inputs searched by id ---- */
+/* ---- tir_node_find, tir_id_find: a group's members and inputs searched by id ---- */
 
 static void test_node_find(void)
 {
@@ -269,6 +269,15 @@ static void test_node_find(void)
 	struct tir_node other = {.id = 3};
 	CHECK(tir_node_find(nodes, N, &other) == -1);
 	CHECK(tir_node_find(nodes, 0, &pool[0]) == -1);
+	/* tir_id_find: the same search over the ids themselves (a plan's) */
+	uint32_t ids[N];
+	for (int i = 0; i < N; i++)
+		ids[i] = 3 * (uint32_t)i;
+	wrong = 0;
+	for (int n = 0; n <= N; n++)
+		for (int i = 0; i < 3 * N + 3; i++)
+			wrong += tir_id_find(ids, n, (uint32_t)i) != (i % 3 == 0 && i / 3 < n ? i / 3 : -1);
+	CHECK(wrong == 0);
 }
 
 int main(void)
