@@ -210,6 +210,11 @@ struct vm {
 	char *out;
 	bool done;               /* the root was made before the blocks */
 	bool elems;              /* elements only (cols 1, all FULL): run_elems */
+	/* one long row summed by the root (run_pieces), the rest all FULL:
+	 * the sum's operand computed per piece as a group of elements is
+	 * (run_steps over cols; red_piece), not member by member through
+	 * ensure's memo */
+	bool pelems;
 	bool lean;               /* whole rows a block, members FULL, ROW or ALIAS: run_rows */
 	bool nt;                 /* lean: the root made in a register, copied out by nt_copy */
 	int oom;                 /* a task could not get its registers */
@@ -445,6 +450,7 @@ struct blk {
 	int red, row;            /* the reduction pulling, and its row in the block */
 	struct estep *steps;     /* a group of elements: its calls (elems_plan) */
 	int nsteps;
+	bool anyref;             /* a step is EK_REF (run_member: elements only) */
 };
 
 /* A call of a group of elements (run_elems), planned once per task
@@ -585,6 +591,7 @@ static struct bv src_block(struct blk *b, int si_, int64_t lo, int64_t n, bool r
 }
 
 static void ensure(struct blk *b, int j, int64_t lo, int64_t n);
+static void run_steps(struct blk *b, int64_t at, int64_t k);
 
 /* Operand slot k of member j as a [k, n] view over cols [lo, lo + n): a
  * value constant along cols comes unspread when j's op takes it as one
@@ -768,6 +775,11 @@ static const void *red_piece(void *ctx, int64_t lo, int64_t n)
 	struct blk *b = ctx;
 	struct vm *vm = b->vm;
 	int o = vm->nd[b->red].op[0];
+	if (vm->pelems && b->nsteps && !b->anyref) {
+		/* row_piece's block (one row): the piece's members as elements */
+		run_steps(b, lo, n);
+		return big_reg(b, vm->nd[vm->nd[o].base].reg);
+	}
 	bool whole = vm->chunk == vm->cols; /* the block holds whole rows */
 	int64_t blo = whole ? 0 : lo, bn = whole ? vm->cols : n;
 	const char *p;
@@ -805,13 +817,16 @@ static void run_member(struct blk *b, int j)
 
 /* The steps of a group of elements over this thread's registers (b's):
  * what run_elems would decide per block from its operands' strides (one
- * element per row: flat is so 1, the same value so 0), decided once. */
+ * element per row: flat is so 1, the same value so 0), decided once.
+ * Of a long row summed (vm->pelems): the members under the root, along
+ * the row's cols (flat is si 1). */
 static void elems_plan(struct blk *b)
 {
 	struct vm *vm = b->vm;
 	int64_t es = (int64_t)vm->esz;
 	b->nsteps = 0;
-	for (int j = 0; j < vm->n; j++) {
+	b->anyref = false;
+	for (int j = 0; j < vm->n - vm->pelems; j++) {
 		const struct vnode *v = &vm->nd[j];
 		if (v->pre || v->base != j)
 			continue;
@@ -826,8 +841,9 @@ static void elems_plan(struct blk *b)
 				st->a[q] = (struct eaddr){big_reg(b, vm->nd[vm->nd[o].base].reg), 0, -1};
 			} else if (c->direct || (c->bcast && (v->sel || v->sfn[q]))) {
 				/* read in place (src_block's address, at r0 0) */
-				st->a[q] = (struct eaddr){(const char *)c->v.buf->data + c->v.offset * es, c->so * es, -1};
-				so[q] = c->so;
+				int64_t adv = vm->pelems ? c->si : c->so;
+				st->a[q] = (struct eaddr){(const char *)c->v.buf->data + c->v.offset * es, adv * es, -1};
+				so[q] = adv;
 			} else {
 				st->a[q] = (struct eaddr){NULL, 0, ~o};
 			}
@@ -846,34 +862,41 @@ static void elems_plan(struct blk *b)
 			st->fn.f2 = v->sfn[0];
 		} else {
 			st->kind = EK_REF;
+			b->anyref = true;
 		}
 	}
 }
 
-static const char *eaddr_at(struct blk *b, const struct eaddr *e)
+/* e's address at element at: a block's first element (elements), or
+ * the first col of a piece [at, at + k) of the row (vm->pelems) */
+static const char *eaddr_at(struct blk *b, const struct eaddr *e, int64_t at, int64_t k)
 {
 	if (e->src >= 0)
-		return src_block(b, e->src, 0, 1, false).p;
-	return e->p + b->r0 * e->adv;
+		return b->vm->pelems ? src_block(b, e->src, at, k, false).p : src_block(b, e->src, 0, 1, false).p;
+	return e->p + at * e->adv;
 }
 
-/* Elements [r0, r0 + k) of a group of elements (vm->elems): its members
- * in order, straight, without ensure's memo (every member is needed once
- * per block), each a call planned once per task (elems_plan): what a
- * block of a few hundred elements spends outside vmath is what limits a
- * chain. */
-static void run_elems(struct blk *b)
+/* The planned steps (elems_plan) over k elements from at: each member a
+ * call, in order, straight, without ensure's memo (every member is
+ * needed once per block): what a block of a few hundred elements spends
+ * outside vmath is what limits a chain. */
+static void run_steps(struct blk *b, int64_t at, int64_t k)
 {
-	int64_t k = b->k;
 	for (const struct estep *st = b->steps, *end = st + b->nsteps; st < end; st++) {
-		char *d = (char *)st->d.p + b->r0 * st->d.adv;
+		char *d = (char *)st->d.p + at * st->d.adv;
 		if (st->kind == EK_F1)
-			st->fn.f1(d, eaddr_at(b, &st->a[0]), k);
+			st->fn.f1(d, eaddr_at(b, &st->a[0], at, k), k);
 		else if (st->kind == EK_F2)
-			st->fn.f2(d, eaddr_at(b, &st->a[0]), eaddr_at(b, &st->a[1]), k);
+			st->fn.f2(d, eaddr_at(b, &st->a[0], at, k), eaddr_at(b, &st->a[1], at, k), k);
 		else
 			run_member(b, st->j);
 	}
+}
+
+/* Elements [r0, r0 + k) of a group of elements (vm->elems). */
+static void run_elems(struct blk *b)
+{
+	run_steps(b, b->r0, b->k);
 }
 
 /* dst = src, n bytes.  A store to a line not in the cache first reads it
@@ -1047,7 +1070,7 @@ static bool blk_init(struct blk *b, struct vm *vm)
 	size_t rb = round64(vm->bigsz * (size_t)vm->nbig + vm->smallsz * (size_t)vm->nsmall + 64);
 	size_t nm = (size_t)vm->n, ns = (size_t)vm->nsrc;
 	size_t mb = round64(sizeof(int64_t) * (5 * nm + 4 * ns));
-	char *regs = thread_regs(rb + mb + (vm->elems ? sizeof(struct estep) * nm : 0));
+	char *regs = thread_regs(rb + mb + (vm->elems || vm->pelems ? sizeof(struct estep) * nm : 0));
 	if (!regs) {
 		__atomic_store_n(&vm->oom, 1, __ATOMIC_RELAXED);
 		return false;
@@ -1101,6 +1124,8 @@ static double row_piece(void *ctx, int64_t lo, int64_t n, bool dev, double m)
 	}
 	b.k = 1;
 	b.red = vm->n - 1;
+	if (vm->pelems)
+		elems_plan(&b);
 	return dev ? tir_reduce_pwdev_part(vm->dt, lo, n, vm->red_chunk, red_piece, &b, m)
 		   : tir_reduce_pw_part(vm->dt, lo, n, vm->red_chunk, red_piece, &b);
 }
@@ -2272,6 +2297,15 @@ static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct 
 	for (int j = 0; j < g->n; j++)
 		vm->elems &= vm->nd[j].pre || vm->nd[j].cls == TIR_FC_FULL ||
 			     (vm->nd[j].cls == TIR_FC_ALIAS && j < g->n - 1);
+	{
+		/* (run_pieces' case: one row, longer than a block, its root
+		 * a sum of a member, every other member FULL) */
+		const struct vnode *r = &vm->nd[g->n - 1];
+		vm->pelems = vm->rows == 1 && vm->chunk < vm->cols && r->red && !r->pre && r->op[0] >= 0 &&
+			     (r->n->op == TIR_OP_SUM || r->n->op == TIR_OP_MEAN || r->n->op == TIR_OP_VAR);
+		for (int j = 0; j < g->n - 1; j++)
+			vm->pelems &= vm->nd[j].pre || vm->nd[j].cls == TIR_FC_FULL || vm->nd[j].cls == TIR_FC_ALIAS;
+	}
 	vm->bigsz = round64((size_t)(vm->k * vm->chunk) * vm->esz);
 	vm->smallsz = round64((size_t)vm->k * vm->esz);
 out:
