@@ -20,6 +20,7 @@
 #include "exec.h"
 #include "vmath.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__)
@@ -58,6 +59,22 @@ static void gen_eye(void *dst, bool single, int64_t i0, int64_t st, int64_t n, i
 		else
 			((double *)dst)[e] = on;
 	}
+}
+
+/* arange's start and step as int32 (in *a, *b), when they are integers
+ * and every value a + i b of elements [i0, i0 + n) lies within int32
+ * (the values of a line: its ends).  Not a start of -0 (a + 0 b is -0 in
+ * f64, 0 as an integer). */
+static bool arange_ints(const struct tir_gen *g, int64_t i0, int64_t n, int32_t *a, int32_t *b)
+{
+	const double lim = 2147483647.0;
+	if (n <= 0 || !(fabs(g->a) <= lim && fabs(g->b) <= lim) || (g->a == 0 && signbit(g->a)))
+		return false;
+	*a = (int32_t)g->a;
+	*b = (int32_t)g->b;
+	double first = g->a + (double)i0 * g->b, last = g->a + (double)(i0 + n - 1) * g->b;
+	return (double)*a == g->a && (double)*b == g->b && (double)(i0 + n - 1) * fabs(g->b) <= lim &&
+	       fabs(first) <= lim && fabs(last) <= lim;
 }
 
 /* the one-lane build: the scalar path */
