@@ -60,9 +60,46 @@ TGT static double NAME(const T *x, int64_t n)                               \
 	return t;                                                            \
 }
 
+/* DEF_PW8 of x[0, h) plus DEF_PW8 of y = x + h over [0, m) (h, m in
+ * [8, 128], DEF_PAIRWISE's two halves of a run both of which are leaves): the two
+ * side by side, each with its own lanes and the same adds in the same
+ * order, so the same bits; one alone waits on each add. */
+#define PW8_TREE(p) (((p)[0] + (p)[1]) + ((p)[2] + (p)[3])) + (((p)[4] + (p)[5]) + ((p)[6] + (p)[7]))
+#define DEF_PW8X2(NAME, TGT, T, VT, LOAD)                                    \
+TGT static double NAME(const T *x, int64_t h, int64_t m)                    \
+{                                                                            \
+	const T *y = x + h;                                                  \
+	v8d p = LOAD(x), q = LOAD(y);                                        \
+	int64_t i = 8, j;                                                    \
+	for (; i + 8 <= h && i + 8 <= m; i += 8) {                           \
+		p += LOAD(x + i);                                            \
+		q += LOAD(y + i);                                            \
+	}                                                                    \
+	for (j = i; i + 8 <= h; i += 8)                                      \
+		p += LOAD(x + i);                                            \
+	for (; j + 8 <= m; j += 8)                                           \
+		q += LOAD(y + j);                                            \
+	double t = PW8_TREE(p), u = PW8_TREE(q);                             \
+	for (; i < h; i++)                                                   \
+		t += (double)x[i];                                           \
+	for (; j < m; j++)                                                   \
+		u += (double)y[j];                                           \
+	return t + u;                                                        \
+}
+
+/* 8 elements at x as doubles */
+#define LOAD8(VT, x) ({ VT f_; memcpy(&f_, (x), sizeof f_); __builtin_convertvector(f_, v8d); })
+#define LOAD8F(x) LOAD8(v8f, x)
+#define LOAD8D(x) LOAD8(v8d, x)
+
 DEF_PW8(pw8_f32_gen, , float, v8f)
+DEF_PW8X2(pw8x2_f32_gen, , float, v8f, LOAD8F)
 #if TIR_ISA_X86
 DEF_PW8(pw8_f32_a2, TIR_ISA_A2, float, v8f)
+DEF_PW8X2(pw8x2_f32_a2, TIR_ISA_A2, float, v8f, LOAD8F)
+/* (AVX-512's one conversion of 8 floats, as pw8_f32_a5) */
+#define LOAD8F_A5(x) ((v8d)_mm512_cvtps_pd(_mm256_loadu_ps(x)))
+DEF_PW8X2(pw8x2_f32_a5, TIR_ISA_A5, float, v8f, LOAD8F_A5)
 /* DEF_PW8 with AVX-512's one conversion of 8 floats (GCC makes the
  * generic one two half conversions and a shuffle per group): the same
  * lanes, the same adds, the same bits, in fewer cycles a row */
@@ -168,6 +205,7 @@ TGT static void NAME(double *acc, const T *x, int64_t n)                    \
 /* Each ISA's build of the functions above, and the test hook's name */
 #define DEF_RED_BUILD(SFX, TGT)                                              \
 	DEF_PW8(pw8_f64_##SFX, TGT, double, v8d)                              \
+	DEF_PW8X2(pw8x2_f64_##SFX, TGT, double, v8d, LOAD8D)                  \
 	DEF_EXT8(max8_f32_##SFX, TGT, float, v8f, v8i, >)                     \
 	DEF_EXT8(max8_f64_##SFX, TGT, double, v8d, v8l, >)                    \
 	DEF_EXT8(min8_f32_##SFX, TGT, float, v8f, v8i, <)                     \
@@ -185,7 +223,7 @@ const char *tir_reduce_build(void)
 
 /* ---- pairwise sums in double (the inner-axis case of sum, mean, var) ---- */
 
-#define DEF_PAIRWISE(NAME, T, HAS8, PW8)                                         \
+#define DEF_PAIRWISE(NAME, T, HAS8, PW8, PW8X2)                              \
 static double NAME(const T *x, int64_t n, int64_t s)                        \
 {                                                                            \
 	if (n < 8) {                                                         \
@@ -212,6 +250,8 @@ static double NAME(const T *x, int64_t n, int64_t s)                        \
 	}                                                                    \
 	int64_t h = n / 2;                                                   \
 	h -= h % 8;                                                          \
+	if (HAS8 && n - h <= 128 && s == 1) /* (h <= n - h: both leaves) */ \
+		return PW8X2(x, h, n - h);                                   \
 	return NAME(x, h, s) + NAME(x + h * s, n - h, s);                    \
 }
 
@@ -261,10 +301,11 @@ DEF_PAIRWISE_DEV(pwd_i32, int32_t)
 DEF_PAIRWISE_DEV(pwd_i64, int64_t)
 
 #define NO_PW8(x, n) 0.0
-DEF_PAIRWISE(pw_f32, float, 1, TIR_ISA_PICK(pw8_f32))
-DEF_PAIRWISE(pw_f64, double, 1, TIR_ISA_PICK(pw8_f64))
-DEF_PAIRWISE(pw_i32, int32_t, 0, NO_PW8)
-DEF_PAIRWISE(pw_i64, int64_t, 0, NO_PW8)
+#define NO_PW8X2(x, h, m) 0.0
+DEF_PAIRWISE(pw_f32, float, 1, TIR_ISA_PICK(pw8_f32), TIR_ISA_PICK(pw8x2_f32))
+DEF_PAIRWISE(pw_f64, double, 1, TIR_ISA_PICK(pw8_f64), TIR_ISA_PICK(pw8x2_f64))
+DEF_PAIRWISE(pw_i32, int32_t, 0, NO_PW8, NO_PW8X2)
+DEF_PAIRWISE(pw_i64, int64_t, 0, NO_PW8, NO_PW8X2)
 
 /* ---- fold functions, one per (op, element type) ---- */
 
