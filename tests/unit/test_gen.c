@@ -186,6 +186,11 @@ static const char *const progs[] = {
 	"x = zeros([5000])", "x = ones([5000], dtype=f64)", "x = full([5000], -2.7)", "x = full([5000], 1e300, dtype=f64)",
 	"x = arange(0.1, 1000.3, 0.37)", "x = arange(-5, 7, 0.0013, dtype=f64)",
 	"x = linspace(0, 1, 5001)", "x = linspace(-1.5, 2.25, 4999, endpoint=false, dtype=f64)",
+	/* f32 arange of integers in 32-bit lanes (past 2^24: rounded, as
+	 * from f64), linspace of step 0 (its other formula) */
+	"x = arange(5001, dtype=f32)", "x = arange(-2500, 7502, 2, dtype=f32)",
+	"x = arange(2147478647, 2147483647, dtype=f32)", "x = arange(-2147483647, -2147473646, 2, dtype=f32)",
+	"x = arange(-0.0, 5001, dtype=f32)", "x = linspace(2, 2, 5001)", "x = linspace(-16777216, 16777217, 5001)",
 	"x = eye(71)", "x = eye(70, dtype=f64)",
 	"x = rand([5003], seed=1)", "x = rand([5003], seed=-7, dtype=f64)",
 	"x = randn([5003], seed=42)", "x = randn([5003], seed=4294967301, dtype=f64)",
