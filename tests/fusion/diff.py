@@ -512,6 +512,28 @@ m = tanh(rand([8, 33], seed=8) @ x) + rand([8, 40], seed=9)
 z = zeros([40]) + ones([33, 1]) + full([33, 40], 0.5) + slice(eye(40), axis=0, start=7)
 print a, b, c, d, e, f, g, h, k, m, z
 """,
+    # one long row summed by the root, its operand computed piece by
+    # piece as elements (vm.c's pelems): sources computed, read in place
+    # with a stride, one value; odd lengths; a select falls back
+    """\
+x = rand([1000003], seed=1) * 2 - 1
+a = sum(tanh(x * 0.5) * exp(x * x * -0.5) + sigmoid(x) + 0.5)
+b = mean(sqrt(arange(0, 1000003, dtype=f32) * 2.5e-7 + 0.25) * 2)
+c = var(exp(linspace(-1, 1, 700001)) + rand([700001], seed=2))
+d = sum(slice(x, axis=0, step=3) * 2 + full([], 0.5))
+e = sum(randn([300007], seed=3, dtype=f64) * 0.5 + arange(300007, dtype=f64) * 1e-6)
+f = sum(exp(arange(5, -1000000, -3, dtype=f32) * 1e-6) + 1)
+g = sum(where(gt(x, 0), x, 0) * 3)
+h = mean(reshape(x * 2, [1000003, 1]) + 1)
+print a, b, c, d, e, f, g, h
+""",
+    # elements whose root (>= 4 x L2) goes out with non-temporal stores
+    # from a register; odd length; read by two kernels, so stored
+    """\
+y = relu(randn([2100003], seed=4) * 0.1)
+z = arange(-5, 2099998, dtype=f32) * 0.5 + rand([2100003], seed=5)
+print sum(y), max(y), sum(z), min(z * y)
+""",
 ] + [limits_program(n, k) for n, k in ((31, 2), (32, 2), (33, 2), (2, 31), (2, 32), (2, 33), (40, 40))] + [
     long_view_program(200)] + [
     # a layernorm by hand whose result (>= 8 MiB, blocks larger than L1)
