@@ -592,6 +592,7 @@ static struct bv src_block(struct blk *b, int si_, int64_t lo, int64_t n, bool r
 
 static void ensure(struct blk *b, int j, int64_t lo, int64_t n);
 static void run_steps(struct blk *b, int64_t at, int64_t k);
+static void nt_copy(char *dst, const char *src, size_t n);
 
 /* Operand slot k of member j as a [k, n] view over cols [lo, lo + n): a
  * value constant along cols comes unspread when j's op takes it as one
@@ -893,10 +894,14 @@ static void run_steps(struct blk *b, int64_t at, int64_t k)
 	}
 }
 
-/* Elements [r0, r0 + k) of a group of elements (vm->elems). */
+/* Elements [r0, r0 + k) of a group of elements (vm->elems); the root
+ * made in its register copied out (vm->nt). */
 static void run_elems(struct blk *b)
 {
+	struct vm *vm = b->vm;
 	run_steps(b, b->r0, b->k);
+	if (vm->nt)
+		nt_copy(vm->out + b->r0 * (int64_t)vm->esz, big_reg(b, vm->nd[vm->n - 1].reg), (size_t)b->k * vm->esz);
 }
 
 /* dst = src, n bytes.  A store to a line not in the cache first reads it
@@ -2297,6 +2302,18 @@ static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct 
 	for (int j = 0; j < g->n; j++)
 		vm->elems &= vm->nd[j].pre || vm->nd[j].cls == TIR_FC_FULL ||
 			     (vm->nd[j].cls == TIR_FC_ALIAS && j < g->n - 1);
+#if defined(__x86_64__)
+	/* a group of elements writing a root past the caches near a core
+	 * (ntmin) makes it in a register and copies it out with stores that
+	 * bypass the caches, as lean_plan's: a store to a line not in the
+	 * cache first reads it (relu(randn(...) * 0.1) over 16M f32, 2
+	 * threads: see docs/decisions.md).  Not an epilogue (g->head), whose
+	 * blocks are in cache, read back soon. */
+	if (vm->elems && !g->head && vm->rows * es >= sz.ntmin) {
+		vm->nt = true;
+		vm->nd[g->n - 1].reg = vm->nbig++;
+	}
+#endif
 	{
 		/* (run_pieces' case: one row, longer than a block, its root
 		 * a sum of a member, every other member FULL) */
