@@ -456,6 +456,21 @@ GV_INLINE GV_TGT void GV_(rand_block)(const struct tir_gen *g, bool single, uint
 		ix[u] = SPLATU(c + (uint64_t)(u * GV_L)) + lane;
 	GV_(philox)(ix, g->k0, g->k1, w);
 	int per = single ? 4 : 2;
+	if (g->op == TIR_OP_RAND && single) {
+		/* unit24 in f32, two slots' words a vector (the same exact
+		 * values: k 2^-24, k < 2^24) */
+		for (int u = 0; u < GV_U; u++) {
+			int grp = u * GV_L / 8, at = u * GV_L % 8;
+			for (int q = 0; q < 4; q += 2) {
+				WF f = GV_(unit24f)(GV_(pack)(w[u][q], w[u][q + 1]), false);
+				VF h[2];
+				memcpy(h, &f, sizeof f);
+				GV_(storef)((float *)out + grp * 32 + q * 8 + at, h[0], nt);
+				GV_(storef)((float *)out + grp * 32 + (q + 1) * 8 + at, h[1], nt);
+			}
+		}
+		return;
+	}
 	if (g->op == TIR_OP_RANDN && single) {
 		VF o[GV_U][4];
 		GV_(normf)(w, o, GV_U);
