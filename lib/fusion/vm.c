@@ -2303,13 +2303,18 @@ static struct tir_fused *prepare_blocks(const struct tir_group *g, const struct 
 		vm->elems &= vm->nd[j].pre || vm->nd[j].cls == TIR_FC_FULL ||
 			     (vm->nd[j].cls == TIR_FC_ALIAS && j < g->n - 1);
 #if defined(__x86_64__)
-	/* a group of elements writing a root past the caches near a core
-	 * (ntmin) makes it in a register and copies it out with stores that
-	 * bypass the caches, as lean_plan's: a store to a line not in the
-	 * cache first reads it (relu(randn(...) * 0.1) over 16M f32, 2
-	 * threads: see docs/decisions.md).  Not an epilogue (g->head), whose
-	 * blocks are in cache, read back soon. */
-	if (vm->elems && !g->head && vm->rows * es >= sz.ntmin) {
+	/* a group of elements that reads no memory (its sources generators
+	 * and single values) and writes a root past the caches near a core
+	 * (ntmin) makes the root in a register and copies it out with stores
+	 * that bypass the caches, as lean_plan's: a store to a line not in
+	 * the cache first reads it, which doubles such a kernel's traffic
+	 * (relu(randn(...) * 0.1)).  One that reads as much as it writes
+	 * (bench/chain.tir) lost by the copy (docs/decisions.md).  Not an
+	 * epilogue (g->head), whose blocks are in cache, read back soon. */
+	bool reads = g->head != NULL;
+	for (int s = 0; s < vm->nsrc; s++)
+		reads |= !vm->src[s].gen && !vm->src[s].bcast;
+	if (vm->elems && !reads && vm->rows * es >= sz.ntmin) {
 		vm->nt = true;
 		vm->nd[g->n - 1].reg = vm->nbig++;
 	}
