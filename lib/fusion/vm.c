@@ -20,7 +20,8 @@
  * piece of cols at a time, each reduction pulling the pieces it folds (the
  * members it reads are recomputed for each pass over the row); one such
  * row summed by the root is summed in pieces of its pairwise tree, on the
- * pool.  A group whose root reduces leading axes runs down the cols
+ * pool (each piece's operand made by the members' calls planned as for a
+ * group of elements: run_steps).  A group whose root reduces leading axes runs down the cols
  * instead: tasks over cols fold the rows in order.  A group reading a
  * value across its last axis (a transpose) runs over 32x32 tiles.
  * Values read from memory are read in place when the block is a 2-D
@@ -211,12 +212,13 @@ struct vm {
 	bool done;               /* the root was made before the blocks */
 	bool elems;              /* elements only (cols 1, all FULL): run_elems */
 	/* one long row summed by the root (run_pieces), the rest all FULL:
-	 * the sum's operand computed per piece as a group of elements is
-	 * (run_steps over cols; red_piece), not member by member through
-	 * ensure's memo */
+	 * the sum's operand is computed per piece as a group of elements
+	 * (run_steps over cols, from red_piece), not member by member
+	 * through ensure's memo */
 	bool pelems;
 	bool lean;               /* whole rows a block, members FULL, ROW or ALIAS: run_rows */
-	bool nt;                 /* lean: the root made in a register, copied out by nt_copy */
+	bool nt;                 /* lean, or elements reading no memory: the root made in a
+				  * register, copied out by nt_copy */
 	int oom;                 /* a task could not get its registers */
 	bool *borrowed;          /* by value: vals[k] is the caller's in[k], not a reference */
 	/* generators the group computes (inputs without a value): by vals
