@@ -573,8 +573,9 @@ try:
     where = write("where3.tir", 'a = to(ones([2]), "remote:2")\nb = to(a * 2.0, "remote:1")\nprint b\n')
     st, out, err = tir("run", where, "--remote", f"127.0.0.1:{base}")
     check("first moments: once rank 2 goes on the group forms, and a client runs on all 3",
-          formed and gi.get("size") == 3 and st == 0 and out.strip() != "", f"{gi} exit {st}: {err.strip()[:200]}")
-    if pid2:
+          formed and gi.get("size") == 3 and st == 0 and out.strip() != "",
+          f"{gi} exit {st}: {err.strip()[:200]}; the ranks said: {''.join(fm_lines)[-600:]!r}")
+    if pid2 and formed:
         os.kill(pid2, signal.SIGSTOP)
     t0 = time.monotonic()
     st, out, err = tir("run", only0, "--remote", f"127.0.0.1:{base}", timeout=60)
@@ -582,7 +583,7 @@ try:
     check("first moments: a formed group with rank 2 stopped: exit 3 naming member 2, nothing run",
           st == 3 and out == "" and "member 2" in err and "missing" in err and took < 30,
           f"exit {st} in {took:.1f} s: {err.strip()[:300]}")
-    if pid2:
+    if pid2 and formed:
         os.kill(pid2, signal.SIGCONT)
 finally:
     for pid in Group.pids(fm).values():
