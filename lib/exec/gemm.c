@@ -215,13 +215,13 @@ static const gemm_direct_fn direct_a5_f32[13] = {
  * a pair to the accumulator, in the instruction's order; bf16 subnormal
  * inputs count as zero (the instruction's DAZ).  12 x 2 vectors, as
  * kern_a5_f32. */
-__attribute__((target("avx512f,avx512bf16"))) static void kern_bf16(int64_t kc, const void *pav,
-								 const void *pbv, void *cv, int64_t ldc,
-								 int load)
+#define GM_BF16 __attribute__((target("avx512f,avx512bf16")))
+/* acc (c's 12 x 32, or zeros) plus kc steps of pairs; inlined into its
+ * callers (kern_bf16, out_bf16), so acc stays in registers */
+GM_BF16 static inline __attribute__((always_inline)) void bf16_steps(int64_t kc, const uint32_t *pa,
+								  const uint32_t *pb, const float *c,
+								  int64_t ldc, int load, __m512 acc[12][2])
 {
-	const uint32_t *pa = pav, *pb = pbv;
-	float *c = cv;
-	__m512 acc[12][2];
 	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
 		for (int v = 0; v < 2; v++)
 			acc[i][v] = load ? _mm512_loadu_ps(c + i * ldc + v * 16) : _mm512_setzero_ps();
@@ -235,6 +235,13 @@ __attribute__((target("avx512f,avx512bf16"))) static void kern_bf16(int64_t kc, 
 			acc[i][1] = _mm512_dpbf16_ps(acc[i][1], a, b1);
 		}
 	}
+}
+
+GM_BF16 static void kern_bf16(int64_t kc, const void *pa, const void *pb, void *cv, int64_t ldc, int load)
+{
+	float *c = cv;
+	__m512 acc[12][2];
+	bf16_steps(kc, pa, pb, c, ldc, load, acc);
 	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
 		for (int v = 0; v < 2; v++)
 			_mm512_storeu_ps(c + i * ldc + v * 16, acc[i][v]);
@@ -390,6 +397,15 @@ typedef void (*gemm_out_fn)(int64_t kc, const void *pa, const void *pb, const fl
 	} while (0)
 GM_KERNEL_OUT(out_a5_f32, GM_A5, gm_f16, 12, 2, _mm512_fmadd_ps, GM_ROUND_A5)
 GM_KERNEL_OUT(out_a2_f32, GM_A2, gm_f8, 6, 2, _mm256_fmadd_ps, GM_ROUND_A2)
+/* kern_bf16's chains, rounded as out_a5_f32's */
+GM_BF16 static void out_bf16(int64_t kc, const void *pa, const void *pb, const float *c, int64_t ldc,
+			     int load, uint16_t *o, int64_t ldo)
+{
+	__m512 acc[12][2];
+	bf16_steps(kc, pa, pb, c, ldc, load, acc);
+	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
+		GM_ROUND_A5(o + i * ldo, acc[i]);
+}
 #endif
 
 struct gemm_kern {
@@ -401,7 +417,7 @@ struct gemm_kern {
 };
 
 #if GM_X86
-static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32, NULL, NULL, NULL };
+static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32, NULL, NULL, out_bf16 };
 #endif
 
 /* The bf16 kernel, for a product of two bf16 operands on the AVX-512
