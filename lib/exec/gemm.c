@@ -354,10 +354,12 @@ static void round_tile(uint16_t *restrict o, int64_t ldo, const float *restrict 
 /* The last k-block of a product rounded to bf16, for a full tile: the
  * f32 kernel's very chains (GM_ACC_LOAD from c when load, the same
  * steps), each row's sums then rounded as round_tile does and stored to
- * o (row stride ldo), from the registers.  The tile went through an L1
- * buffer before (c copied in, the kernel, round_tile reading it back):
- * the copy, 12 library calls a tile, cost more than the widening saved
- * at 2048^3 (perf: 1.6% of the samples against the packing's 2.5%). */
+ * o (row stride ldo), from the registers.  Full tiles went through an
+ * L1 buffer before (c copied in by a library call a row, the kernel,
+ * round_tile reading it back): at 2048^3 on 2 threads that held 3-4%
+ * of a bf16 product's samples on AVX-512 (1.6% now, f32's own tile
+ * handling 1%), about what widening as packed saves, so a widened bf16
+ * product ran no faster than f32. */
 typedef void (*gemm_out_fn)(int64_t kc, const void *pa, const void *pb, const float *c, int64_t ldc,
 			    int load, uint16_t *o, int64_t ldo);
 #define GM_KERNEL_OUT(NAME, TGT, VF, MR, NV, FMA, ROUND)                        \
@@ -958,9 +960,11 @@ static void pack_unit(struct job *j, int64_t st, int64_t t)
  * its packed b (pb), kcb steps deep, into c (m x n in all, row stride
  * ldc elements; load: add to what c holds): each b micro-panel past every
  * a panel in turn.  o (the last k-block of a product rounded to bf16):
- * each tile is made in an L1 buffer (loaded from c when load) and rounded
- * into o (laid out as c); c is not written, and without load not read
- * (it may be NULL).  false when the pool is stopping. */
+ * each tile is rounded into o (laid out as c), a full one from the
+ * kernel's registers (kern->out, where the path has one), others made in
+ * an L1 buffer (loaded from c when load) and rounded from there; c is
+ * not written, and without load not read (it may be NULL).  false when
+ * the pool is stopping. */
 static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, const char *pa,
 		       const char *pb, int64_t q0, int64_t q1, int64_t r0, int64_t r1, int64_t m,
 		       int64_t n, char *c, int64_t ldc, int load, uint16_t *o)

@@ -608,7 +608,7 @@ static void test_round(void)
  * several, edges in m and n: out is tir_f2b of the f32 product, bit for
  * bit, whether c is given or not (NULL: the gemm keeps its own sums where
  * it needs them); a product of one k-block on tir's gemm leaves c alone
- * (its tiles are rounded from L1) and needs none (tir_gemm_needs_c). */
+ * (its tiles are rounded from registers or L1) and needs none (tir_gemm_needs_c). */
 static void test_round_depths(void)
 {
 	static const int64_t shapes[][3] = { { 77, 70, 7 }, { 13, 5, 300 }, { 77, 70, 300 },
