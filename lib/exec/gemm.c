@@ -215,13 +215,13 @@ static const gemm_direct_fn direct_a5_f32[13] = {
  * a pair to the accumulator, in the instruction's order; bf16 subnormal
  * inputs count as zero (the instruction's DAZ).  12 x 2 vectors, as
  * kern_a5_f32. */
-__attribute__((target("avx512f,avx512bf16"))) static void kern_bf16(int64_t kc, const void *pav,
-								 const void *pbv, void *cv, int64_t ldc,
-								 int load)
+#define GM_BF16 __attribute__((target("avx512f,avx512bf16")))
+/* acc (c's 12 x 32, or zeros) plus kc steps of pairs; inlined into its
+ * callers (kern_bf16, out_bf16), so acc stays in registers */
+GM_BF16 static inline __attribute__((always_inline)) void bf16_steps(int64_t kc, const uint32_t *pa,
+								  const uint32_t *pb, const float *c,
+								  int64_t ldc, int load, __m512 acc[12][2])
 {
-	const uint32_t *pa = pav, *pb = pbv;
-	float *c = cv;
-	__m512 acc[12][2];
 	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
 		for (int v = 0; v < 2; v++)
 			acc[i][v] = load ? _mm512_loadu_ps(c + i * ldc + v * 16) : _mm512_setzero_ps();
@@ -235,9 +235,178 @@ __attribute__((target("avx512f,avx512bf16"))) static void kern_bf16(int64_t kc, 
 			acc[i][1] = _mm512_dpbf16_ps(acc[i][1], a, b1);
 		}
 	}
+}
+
+GM_BF16 static void kern_bf16(int64_t kc, const void *pa, const void *pb, void *cv, int64_t ldc, int load)
+{
+	float *c = cv;
+	__m512 acc[12][2];
+	bf16_steps(kc, pa, pb, c, ldc, load, acc);
 	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
 		for (int v = 0; v < 2; v++)
 			_mm512_storeu_ps(c + i * ldc + v * 16, acc[i][v]);
+}
+#endif
+
+/* A tile's rows (cols f32 each, ldt apart) rounded to bf16 into o (row
+ * stride ldo), as half.h's tir_f2b: to nearest even, a NaN kept quiet. */
+#define GM_F2B(u)                                                              \
+	((u & 0x7fffffffu) > 0x7f800000u ? u >> 16 | 0x40 : (u + 0x7fffu + (u >> 16 & 1)) >> 16)
+#if GM_X86
+/* 16 f32 bits to 16 bf16 (as 32-bit lanes), the same rounding by lanes */
+GM_A5 static inline __m512i f2b_a5(__m512i u)
+{
+	__m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+				     _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+	__mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+						_mm512_set1_epi32(0x7f800000));
+	r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+	return _mm512_srli_epi32(r, 16);
+}
+
+GM_A5 static void round_tile_a5(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+				int64_t rows, int64_t cols)
+{
+	__mmask16 tail = (__mmask16)((1u << (cols % 16)) - 1);
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+		for (; j + 16 <= cols; j += 16)
+			_mm512_mask_cvtepi32_storeu_epi16(o + j, (__mmask16)0xffff, f2b_a5(_mm512_loadu_si512(t + j)));
+		if (tail)
+			_mm512_mask_cvtepi32_storeu_epi16(o + j, tail, f2b_a5(_mm512_maskz_loadu_epi32(tail, t + j)));
+	}
+}
+
+/* 8 f32 bits to 8 bf16 in the high halves of their lanes, shifted down
+ * with their sign (so that packs keeps them), the same rounding */
+GM_A2 static inline __m256i f2b_a2(__m256i u)
+{
+	__m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
+				     _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
+	__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+					 _mm256_set1_epi32(0x7f800000));
+	r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
+	return _mm256_srai_epi32(r, 16);
+}
+
+GM_A2 static void round_tile_a2(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+				int64_t rows, int64_t cols)
+{
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+		for (; j + 16 <= cols; j += 16) {
+			__m256i h = _mm256_packs_epi32(f2b_a2(_mm256_loadu_si256((const __m256i *)(t + j))),
+						       f2b_a2(_mm256_loadu_si256((const __m256i *)(t + j + 8))));
+			_mm256_storeu_si256((__m256i *)(o + j), _mm256_permute4x64_epi64(h, 0xd8));
+		}
+		for (; j < cols; j++) {
+			uint32_t u;
+			memcpy(&u, t + j, 4);
+			o[j] = (uint16_t)GM_F2B(u);
+		}
+	}
+}
+#endif
+
+static void round_tile(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
+		       int64_t rows, int64_t cols)
+{
+#if GM_X86
+	if (tir_vmath_path() == TIR_VMATH_AVX512) {
+		round_tile_a5(o, ldo, t, ldt, rows, cols);
+		return;
+	}
+	if (tir_vmath_path() == TIR_VMATH_AVX2) {
+		round_tile_a2(o, ldo, t, ldt, rows, cols);
+		return;
+	}
+#endif
+	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
+		int64_t j = 0;
+#if GM_X86
+		/* 8 at a time in SSE2 (x86-64's baseline), the result's high
+		 * halves shifted down with their sign so that packs keeps them */
+		const __m128i low = _mm_set1_epi32(0x7fff), one = _mm_set1_epi32(1);
+		const __m128i abs = _mm_set1_epi32(0x7fffffff), inf = _mm_set1_epi32(0x7f800000);
+		const __m128i quiet = _mm_set1_epi32(0x400000);
+		for (; j + 8 <= cols; j += 8) {
+			__m128i h[2];
+			for (int v = 0; v < 2; v++) {
+				__m128i u = _mm_loadu_si128((const __m128i *)(t + j + 4 * v));
+				__m128i r = _mm_add_epi32(_mm_add_epi32(u, low),
+							  _mm_and_si128(_mm_srli_epi32(u, 16), one));
+				__m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
+				r = _mm_or_si128(_mm_andnot_si128(nan, r),
+						 _mm_and_si128(nan, _mm_or_si128(u, quiet)));
+				h[v] = _mm_srai_epi32(r, 16);
+			}
+			_mm_storeu_si128((__m128i *)(o + j), _mm_packs_epi32(h[0], h[1]));
+		}
+#endif
+		for (; j < cols; j++) {
+			uint32_t u;
+			memcpy(&u, t + j, 4);
+			o[j] = (uint16_t)GM_F2B(u);
+		}
+	}
+}
+
+/* The last k-block of a product rounded to bf16, for a full tile: the
+ * f32 kernel's very chains (GM_ACC_LOAD from c when load, the same
+ * steps), each row's sums then rounded as round_tile does and stored to
+ * o (row stride ldo), from the registers.  Full tiles went through an
+ * L1 buffer before (c copied in by a library call a row, the kernel,
+ * round_tile reading it back): at 2048^3 on 2 threads that held 3-4%
+ * of a bf16 product's samples on AVX-512 (1.6% now, f32's own tile
+ * handling 1%), about what widening as packed saves, so a widened bf16
+ * product ran no faster than f32. */
+typedef void (*gemm_out_fn)(int64_t kc, const void *pa, const void *pb, const float *c, int64_t ldc,
+			    int load, uint16_t *o, int64_t ldo);
+#define GM_KERNEL_OUT(NAME, TGT, VF, MR, NV, FMA, ROUND)                        \
+	static TGT void NAME(int64_t kc, const void *pav, const void *pbv, const float *c, \
+			     int64_t ldc, int load, uint16_t *o, int64_t ldo)          \
+	{                                                                      \
+		GM_CHAIN_TYPES(float, VF);                                     \
+		typedef float VA_ __attribute__((vector_size(sizeof(VF)), may_alias)); \
+		enum { NR_ = NV * L_ };                                        \
+		const float *pa = pav, *pb = pbv;                              \
+		VF acc[MR][NV];                                                \
+		GM_ACC_LOAD(VF, MR, NV, acc, c, ldc, load);                    \
+		for (int64_t p = 0; p < kc; p++, pa += MR, pb += NR_) {        \
+			VF b[NV];                                              \
+			__builtin_prefetch(pa + GM_PFA * MR);                  \
+			__builtin_prefetch(pb + GM_PFB * NR_);                 \
+			_Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)    \
+				b[v] = *(const VA_ *)(pb + v * L_);             \
+			GM_ACC_STEP(VF, MR, NV, FMA, acc, b, pa[i_]);          \
+		}                                                              \
+		_Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)          \
+			ROUND(o + i * ldo, acc[i]);                            \
+	}
+#if GM_X86
+/* a row of 32: two vectors of 16 to 16 bf16 each */
+#define GM_ROUND_A5(o, a)                                                        \
+	do {                                                                   \
+		_mm256_storeu_si256((__m256i *)(o), _mm512_cvtepi32_epi16(f2b_a5(_mm512_castps_si512((a)[0])))); \
+		_mm256_storeu_si256((__m256i *)(o) + 1, _mm512_cvtepi32_epi16(f2b_a5(_mm512_castps_si512((a)[1])))); \
+	} while (0)
+/* a row of 16: two vectors of 8, packed as round_tile_a2 does */
+#define GM_ROUND_A2(o, a)                                                        \
+	do {                                                                   \
+		__m256i h_ = _mm256_packs_epi32(f2b_a2(_mm256_castps_si256((a)[0])), \
+						f2b_a2(_mm256_castps_si256((a)[1]))); \
+		_mm256_storeu_si256((__m256i *)(o), _mm256_permute4x64_epi64(h_, 0xd8)); \
+	} while (0)
+GM_KERNEL_OUT(out_a5_f32, GM_A5, gm_f16, 12, 2, _mm512_fmadd_ps, GM_ROUND_A5)
+GM_KERNEL_OUT(out_a2_f32, GM_A2, gm_f8, 6, 2, _mm256_fmadd_ps, GM_ROUND_A2)
+/* kern_bf16's chains, rounded as out_a5_f32's */
+GM_BF16 static void out_bf16(int64_t kc, const void *pa, const void *pb, const float *c, int64_t ldc,
+			     int load, uint16_t *o, int64_t ldo)
+{
+	__m512 acc[12][2];
+	bf16_steps(kc, pa, pb, c, ldc, load, acc);
+	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++)
+		GM_ROUND_A5(o + i * ldo, acc[i]);
 }
 #endif
 
@@ -246,10 +415,11 @@ struct gemm_kern {
 	int mr, nr;
 	const gemm_kernel_fn *rows;  /* rows[R]: R < mr rows of a panel (NULL: none) */
 	const gemm_direct_fn *direct; /* direct[R]: R <= mr rows of an unpacked a (NULL: none) */
+	gemm_out_fn out;              /* a full tile's last k-block to bf16 (NULL: none) */
 };
 
 #if GM_X86
-static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32, NULL, NULL };
+static const struct gemm_kern kern_pairs = { kern_bf16, 12, 32, NULL, NULL, out_bf16 };
 #endif
 
 /* The bf16 kernel, for a product of two bf16 operands on the AVX-512
@@ -277,15 +447,15 @@ static const struct gemm_kern *pick_pairs(const struct tir_gemm *g)
 
 /* [path][0 f32, 1 f64] */
 static const struct gemm_kern kernels[TIR_VMATH_PATH_COUNT][2] = {
-	[TIR_VMATH_SCALAR] = { { kern_sc_f32, 4, 4, kern_sc_f32_rows, NULL },
-			       { kern_sc_f64, 4, 4, kern_sc_f64_rows, NULL } },
-	[TIR_VMATH_SSE2] = { { kern_s2_f32, 6, 8, kern_s2_f32_rows, NULL },
-			     { kern_s2_f64, 6, 4, kern_s2_f64_rows, NULL } },
+	[TIR_VMATH_SCALAR] = { { kern_sc_f32, 4, 4, kern_sc_f32_rows, NULL, NULL },
+			       { kern_sc_f64, 4, 4, kern_sc_f64_rows, NULL, NULL } },
+	[TIR_VMATH_SSE2] = { { kern_s2_f32, 6, 8, kern_s2_f32_rows, NULL, NULL },
+			     { kern_s2_f64, 6, 4, kern_s2_f64_rows, NULL, NULL } },
 #if GM_X86
-	[TIR_VMATH_AVX2] = { { kern_a2_f32, 6, 16, kern_a2_f32_rows, NULL },
-			     { kern_a2_f64, 6, 8, kern_a2_f64_rows, NULL } },
-	[TIR_VMATH_AVX512] = { { kern_a5_f32, 12, 32, kern_a5_f32_rows, direct_a5_f32 },
-			       { kern_a5_f64, 12, 16, kern_a5_f64_rows, NULL } },
+	[TIR_VMATH_AVX2] = { { kern_a2_f32, 6, 16, kern_a2_f32_rows, NULL, out_a2_f32 },
+			     { kern_a2_f64, 6, 8, kern_a2_f64_rows, NULL, NULL } },
+	[TIR_VMATH_AVX512] = { { kern_a5_f32, 12, 32, kern_a5_f32_rows, direct_a5_f32, out_a5_f32 },
+			       { kern_a5_f64, 12, 16, kern_a5_f64_rows, NULL, NULL } },
 #endif
 };
 
@@ -786,116 +956,15 @@ static void pack_unit(struct job *j, int64_t st, int64_t t)
 	}
 }
 
-/* A tile's rows (cols f32 each, ldt apart) rounded to bf16 into o (row
- * stride ldo), as half.h's tir_f2b: to nearest even, a NaN kept quiet. */
-#define GM_F2B(u)                                                              \
-	((u & 0x7fffffffu) > 0x7f800000u ? u >> 16 | 0x40 : (u + 0x7fffu + (u >> 16 & 1)) >> 16)
-#if GM_X86
-/* 16 f32 bits to 16 bf16 (as 32-bit lanes), the same rounding by lanes */
-GM_A5 static inline __m512i f2b_a5(__m512i u)
-{
-	__m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
-				     _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
-	__mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-						_mm512_set1_epi32(0x7f800000));
-	r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
-	return _mm512_srli_epi32(r, 16);
-}
-
-GM_A5 static void round_tile_a5(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
-				int64_t rows, int64_t cols)
-{
-	__mmask16 tail = (__mmask16)((1u << (cols % 16)) - 1);
-	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
-		int64_t j = 0;
-		for (; j + 16 <= cols; j += 16)
-			_mm512_mask_cvtepi32_storeu_epi16(o + j, (__mmask16)0xffff, f2b_a5(_mm512_loadu_si512(t + j)));
-		if (tail)
-			_mm512_mask_cvtepi32_storeu_epi16(o + j, tail, f2b_a5(_mm512_maskz_loadu_epi32(tail, t + j)));
-	}
-}
-
-/* 8 f32 bits to 8 bf16 in the high halves of their lanes, shifted down
- * with their sign (so that packs keeps them), the same rounding */
-GM_A2 static inline __m256i f2b_a2(__m256i u)
-{
-	__m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
-				     _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
-	__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-					 _mm256_set1_epi32(0x7f800000));
-	r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
-	return _mm256_srai_epi32(r, 16);
-}
-
-GM_A2 static void round_tile_a2(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
-				int64_t rows, int64_t cols)
-{
-	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
-		int64_t j = 0;
-		for (; j + 16 <= cols; j += 16) {
-			__m256i h = _mm256_packs_epi32(f2b_a2(_mm256_loadu_si256((const __m256i *)(t + j))),
-						       f2b_a2(_mm256_loadu_si256((const __m256i *)(t + j + 8))));
-			_mm256_storeu_si256((__m256i *)(o + j), _mm256_permute4x64_epi64(h, 0xd8));
-		}
-		for (; j < cols; j++) {
-			uint32_t u;
-			memcpy(&u, t + j, 4);
-			o[j] = (uint16_t)GM_F2B(u);
-		}
-	}
-}
-#endif
-
-static void round_tile(uint16_t *restrict o, int64_t ldo, const float *restrict t, int64_t ldt,
-		       int64_t rows, int64_t cols)
-{
-#if GM_X86
-	if (tir_vmath_path() == TIR_VMATH_AVX512) {
-		round_tile_a5(o, ldo, t, ldt, rows, cols);
-		return;
-	}
-	if (tir_vmath_path() == TIR_VMATH_AVX2) {
-		round_tile_a2(o, ldo, t, ldt, rows, cols);
-		return;
-	}
-#endif
-	for (int64_t i = 0; i < rows; i++, o += ldo, t += ldt) {
-		int64_t j = 0;
-#if GM_X86
-		/* 8 at a time in SSE2 (x86-64's baseline), the result's high
-		 * halves shifted down with their sign so that packs keeps them */
-		const __m128i low = _mm_set1_epi32(0x7fff), one = _mm_set1_epi32(1);
-		const __m128i abs = _mm_set1_epi32(0x7fffffff), inf = _mm_set1_epi32(0x7f800000);
-		const __m128i quiet = _mm_set1_epi32(0x400000);
-		for (; j + 8 <= cols; j += 8) {
-			__m128i h[2];
-			for (int v = 0; v < 2; v++) {
-				__m128i u = _mm_loadu_si128((const __m128i *)(t + j + 4 * v));
-				__m128i r = _mm_add_epi32(_mm_add_epi32(u, low),
-							  _mm_and_si128(_mm_srli_epi32(u, 16), one));
-				__m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
-				r = _mm_or_si128(_mm_andnot_si128(nan, r),
-						 _mm_and_si128(nan, _mm_or_si128(u, quiet)));
-				h[v] = _mm_srai_epi32(r, 16);
-			}
-			_mm_storeu_si128((__m128i *)(o + j), _mm_packs_epi32(h[0], h[1]));
-		}
-#endif
-		for (; j < cols; j++) {
-			uint32_t u;
-			memcpy(&u, t + j, 4);
-			o[j] = (uint16_t)GM_F2B(u);
-		}
-	}
-}
-
 /* Panels [q0, q1) of a k-block's packed a (pa) times panels [r0, r1) of
  * its packed b (pb), kcb steps deep, into c (m x n in all, row stride
  * ldc elements; load: add to what c holds): each b micro-panel past every
  * a panel in turn.  o (the last k-block of a product rounded to bf16):
- * each tile is made in an L1 buffer (loaded from c when load) and rounded
- * into o (laid out as c); c is not written, and without load not read
- * (it may be NULL).  false when the pool is stopping. */
+ * each tile is rounded into o (laid out as c), a full one from the
+ * kernel's registers (kern->out, where the path has one), others made in
+ * an L1 buffer (loaded from c when load) and rounded from there; c is
+ * not written, and without load not read (it may be NULL).  false when
+ * the pool is stopping. */
 static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, const char *pa,
 		       const char *pb, int64_t q0, int64_t q1, int64_t r0, int64_t r1, int64_t m,
 		       int64_t n, char *c, int64_t ldc, int load, uint16_t *o)
@@ -920,7 +989,9 @@ static bool run_panels(const struct gemm_kern *kern, int64_t es, int64_t kcb, co
 			if (o && q + 1 < q1)        /* and its rows of o, written next */
 				for (int64_t i = 0; i < mr; i++)
 					__builtin_prefetch(o + ((q + 1) * mr + i) * ldc + r * nr, 1);
-			if (o) {
+			if (o && kern->out && rows == mr && cols == nr) {
+				kern->out(kcb, a, b, (const float *)cp, ldc, load, o + q * mr * ldc + r * nr, ldc);
+			} else if (o) {
 				/* the tile in L1, rounded from there: its f32 sums
 				 * never go back to c */
 				for (int64_t i = 0; load && i < rows; i++)

@@ -608,7 +608,7 @@ static void test_round(void)
  * several, edges in m and n: out is tir_f2b of the f32 product, bit for
  * bit, whether c is given or not (NULL: the gemm keeps its own sums where
  * it needs them); a product of one k-block on tir's gemm leaves c alone
- * (its tiles are rounded from L1) and needs none (tir_gemm_needs_c). */
+ * (its tiles are rounded from registers or L1) and needs none (tir_gemm_needs_c). */
 static void test_round_depths(void)
 {
 	static const int64_t shapes[][3] = { { 77, 70, 7 }, { 13, 5, 300 }, { 77, 70, 300 },
@@ -670,6 +670,100 @@ static void test_round_depths(void)
 	CHECK(bad == 0);
 }
 
+/* Operands widened as packed (bf16 to f32, gemm.c's pack_bf16 and
+ * widen_rows) give the very bits of the f32 product on the widened
+ * values: c, and out rounded to bf16 in the gemm's store (its full
+ * tiles rounded from the kernel's registers, its edges from an L1
+ * tile), by threads and by layouts that take each widening routine (a
+ * row-major a: 4 x 8 blocks transposed, with 1, 2 or 3 rows past a
+ * multiple of 4 at the bottom edge; a column-major one and a row-major
+ * b: rows, several panels at a time; strided: by elements), shapes one
+ * past and one short of panels (MR 4, 6, 12; NR 4, 8, 16, 32) and
+ * depths past a k-block (KC 512 or 1024: 1025 and 1100 steps).  A
+ * bf16 operand with an f32 one is always widened; two bf16 ones only
+ * where no vdpbf16ps runs (widened: TIR_BF16=widen, another path, or a
+ * CPU without AVX-512 BF16). */
+static void test_widen_bits(void)
+{
+	static const int64_t shapes[][3] = { { 13, 33, 7 }, { 25, 65, 513 }, { 35, 31, 100 },
+					     { 41, 97, 1025 }, { 11, 15, 1100 }, { 1, 40, 64 } };
+	const char *e = getenv("TIR_BF16");
+	bool pairs = strcmp(tir_vector_path(), "avx512") == 0 && !(e && !strcmp(e, "widen"));
+#if defined(__x86_64__)
+	pairs = pairs && TIR_CPU_HAS(AVX512_BF16, "avx512bf16");
+#endif
+	struct tir_err err = { 0 };
+	int bad = 0, runs = 0;
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int lay = 0; lay < 9; lay++)
+			for (int which = 0; which < 3; which++) {
+				if (which == 2 && pairs)
+					continue;
+				int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+				int64_t ars, acs, brs, bcs;
+				float *af = operand(TIR_DTYPE_F32, m, k, lay / 3, &ars, &acs);
+				float *bf = operand(TIR_DTYPE_F32, k, n, lay % 3, &brs, &bcs);
+				int64_t aspan = (m - 1) * ars + (k - 1) * acs + 1;
+				int64_t bspan = (k - 1) * brs + (n - 1) * bcs + 1;
+				uint16_t *an = malloc((size_t)aspan * 2), *bn = malloc((size_t)bspan * 2);
+				tir_cvt_run(TIR_DTYPE_BF16, an, TIR_DTYPE_F32, af, 1, aspan);
+				tir_cvt_run(TIR_DTYPE_BF16, bn, TIR_DTYPE_F32, bf, 1, bspan);
+				tir_cvt_run(TIR_DTYPE_F32, af, TIR_DTYPE_BF16, an, 1, aspan);
+				tir_cvt_run(TIR_DTYPE_F32, bf, TIR_DTYPE_BF16, bn, 1, bspan);
+				bool wa = which != 1, wb = which != 0;  /* which operands are bf16 */
+				float *c = malloc((size_t)(m * n) * 4), *c2 = malloc((size_t)(m * n) * 4);
+				float *c3 = malloc((size_t)(m * n) * 4);
+				uint16_t *o = malloc((size_t)(m * n) * 2), *o2 = malloc((size_t)(m * n) * 2);
+				for (int ti = 0; ti < 3; ti++) {
+					tir_set_threads(threads[ti]);
+					struct tir_gemm f = {
+						.dt = TIR_DTYPE_F32, .m = m, .n = n, .k = k, .a = af, .b = bf,
+						.a_rs = ars, .a_cs = acs, .b_rs = brs, .b_cs = bcs, .c = c, .ldc = n,
+					};
+					struct tir_gemm w = f;
+					w.a_dt = wa ? TIR_DTYPE_BF16 : TIR_DTYPE_F32;
+					w.b_dt = wb ? TIR_DTYPE_BF16 : TIR_DTYPE_F32;
+					w.a = wa ? (void *)an : af;
+					w.b = wb ? (void *)bn : bf;
+					w.c = c2;
+					CHECK(tir_gemm_run(&f, &err) == 0);
+					memset(c2, 0xff, (size_t)(m * n) * 4);
+					CHECK(tir_gemm_run(&w, &err) == 0);
+					bad += memcmp(c, c2, (size_t)(m * n) * 4) != 0;
+					/* rounded in the store, with and without c (a
+					 * scratch then: c keeps the f32 product) */
+					f.out = o;
+					f.c = c3;
+					w.out = o2;
+					w.c = ti == 1 ? NULL : c2;
+					CHECK(tir_gemm_run(&f, &err) == 0);
+					memset(o2, 0xff, (size_t)(m * n) * 2);
+					CHECK(tir_gemm_run(&w, &err) == 0);
+					bad += memcmp(o, o2, (size_t)(m * n) * 2) != 0;
+					for (int64_t i = 0; i < m * n; i++)
+						bad += o[i] != tir_f2b(c[i]);
+					runs++;
+				}
+				if (bad)
+					fprintf(stderr, "widen bits [%lld, %lld] @ [%lld, %lld] layouts %d %d, bf16 %d %d: %d bad\n",
+						(long long)m, (long long)k, (long long)k, (long long)n, lay / 3, lay % 3, wa, wb, bad);
+				free(af);
+				free(bf);
+				free(an);
+				free(bn);
+				free(c);
+				free(c2);
+				free(c3);
+				free(o);
+				free(o2);
+				if (bad)
+					goto out;
+			}
+out:
+	tir_set_threads(1);
+	CHECK(runs > 0 && bad == 0);
+}
+
 /* The form conv2d packs its columns in: conv2d's im2col (lib/exec/nn.c,
  * put_*) places a column in the panels of b by a shift and a mask, so
  * every kernel's NR must be a power of two (a 4 x 12 SSE2 kernel, tried,
@@ -718,6 +812,7 @@ int main(void)
 	test_narrow(TIR_DTYPE_F16, TIR_DTYPE_F32, 0, 0);
 	test_round();
 	test_round_depths();
+	test_widen_bits();
 	tir_pool_shutdown();
 	return check_report("test_gemm");
 }
