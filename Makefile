@@ -123,6 +123,8 @@ $(BUILD)/pkg.mk: Makefile
 	   d=$$(pkg-config --variable=libdir openblas); d=$${d%/}; \
 	   echo "BLAS_SO := $$(objdump -p $$d/libopenblas.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
 	   echo "BLAS_DIR := $$d"; \
+	   d=$$(pkg-config --variable=libdir sleef); d=$${d%/}; \
+	   echo "SLEEF_SO := $$(objdump -p $$d/libsleef.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
 	   for m in $(MPI_PKGS); do \
 		if pkg-config --exists $$m; then \
 			echo "MPI_CFLAGS := $$(pkg-config --cflags $$m)"; \
@@ -158,20 +160,20 @@ $(BUILD)/libtir.so: $(LIB_OBJ) $(BUILD)/libtir.sym
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libtir.so -Wl,--version-script=$(BUILD)/libtir.sym \
 		-Wl,-z,defs -Wl,--as-needed -o $@ $(LIB_OBJ) $(LDLIBS)
 
-# SLEEF comes first among tir's needs, libtir.so after it: at start SLEEF
-# binds some 900 of its own symbols, each looked up through the loaded
-# objects in order (tir, its needs, theirs).  OpenBLAS is not linked
-# (--as-needed drops it: nothing refers to it): lib/exec/blas.c dlopens
-# it by its soname (else its path) at its first use.
-FIRST_LIBS := $(filter -lsleef%,$(PKG_LIBS))
+# OpenBLAS is not linked (--as-needed drops it: nothing refers to it):
+# lib/exec/blas.c dlopens it by its soname (else its path) at its first
+# use.  SLEEF likewise: lib/exec/vmath.c dlopens it by its soname at the
+# first transcendental (as it loads, SLEEF binds some 900 of its own
+# symbols, most of a one-line program's start-up when it was linked).
 $(BUILD)/lib/exec/blas.o: CPPFLAGS += -DTIR_BLAS_SONAME='"$(or $(BLAS_SO),libopenblas.so.0)"' \
 	-DTIR_BLAS_PATH='"$(BLAS_DIR)$(if $(BLAS_DIR),/)$(or $(BLAS_SO),libopenblas.so.0)"'
+$(BUILD)/lib/exec/vmath.o: CPPFLAGS += -DTIR_SLEEF_SONAME='"$(or $(SLEEF_SO),libsleef.so.3)"'
 # libedit (and libtinfo, libbsd, libmd under it) likewise: cli/repl.c
 # dlopens it by this soname when a REPL at a terminal starts, so that
 # --as-needed leaves it out of tir's start.
 $(BUILD)/cli/repl.o: CPPFLAGS += -DTIR_EDIT_SONAME='"$(or $(EDIT_SO),libedit.so.2)"'
 $(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.so
-	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -Wl,--no-as-needed $(FIRST_LIBS) -Wl,--as-needed \
+	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -Wl,--as-needed \
 		$(BUILD)/libtir.so -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
 
 # vmath.c lets GCC contract its polynomials into FMAs, and which it
