@@ -171,7 +171,7 @@ struct tir_opdef {
 	const char *res[TIR_MAX_RESULTS];   /* the results' names, for help and errors */
 };
 
-/* The table, built once (thread-safe) from ops.def. */
+/* The table from ops.def (thread-safe; each op's signature read at its first call). */
 const struct tir_opdef *tir_op(enum tir_op op);
 /* Lookup of a callable op by name; -1 if not whitelisted. */
 int tir_op_lookup(const char *s, size_t n);

@@ -89,7 +89,8 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 	if (arrow) { /* several results: their names */
 		*arrow = 0;
 		d->nres = 0;
-		for (char *tok = strtok(arrow + 2, ", "); tok; tok = strtok(NULL, ", ")) {
+		char *save;
+		for (char *tok = strtok_r(arrow + 2, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
 			TIR_ASSERT(d->nres < TIR_MAX_RESULTS);
 			size_t tl = strlen(tok);
 			if (tl > 3 && !strcmp(tok + tl - 3, "...")) { /* as many as the call says */
@@ -102,7 +103,8 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 		}
 		TIR_ASSERT(d->nres >= 2);
 	}
-	for (char *tok = strtok(s, ", "); tok; tok = strtok(NULL, ", ")) {
+	char *save;
+	for (char *tok = strtok_r(s, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
 		TIR_ASSERT(d->nparams < TIR_MAX_PARAMS);
 		struct tir_param *p = &d->params[d->nparams];
 		char *colon = strchr(tok, ':');
@@ -162,10 +164,10 @@ static unsigned name_hash(const char *s, size_t n)
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static bool table_built;   /* set (release) once build_table is done */
 
+/* The names' lookup, built at the first lookup by name. */
 static void build_table(void)
 {
 	for (int op = 0; op < TIR_OP_COUNT; op++) {
-		parse_sig((enum tir_op)op, &table[op]);
 		name_len[op] = (uint8_t)strlen(table[op].name);
 		if (!callable(op))
 			continue;
@@ -177,18 +179,35 @@ static void build_table(void)
 	__atomic_store_n(&table_built, true, __ATOMIC_RELEASE);
 }
 
-/* The table, built at the first call (tir_op is asked for every node by
- * every pass: after that one load, not a call of pthread_once). */
 static inline void table_ready(void)
 {
 	if (!__atomic_load_n(&table_built, __ATOMIC_ACQUIRE))
 		pthread_once(&table_once, build_table);
 }
 
+/* Each op's signature is read at the op's first tir_op, not all of them at
+ * start: reading the 250-odd signatures took a fifth of the instructions of
+ * a one-line program's run, which asks for a handful of ops. */
+static bool sig_read[TIR_OP_COUNT];   /* set (release) once op's is read */
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void read_sig(enum tir_op op)
+{
+	pthread_mutex_lock(&sig_lock);
+	if (!sig_read[op]) {
+		parse_sig(op, &table[op]);
+		__atomic_store_n(&sig_read[op], true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&sig_lock);
+}
+
+/* tir_op is asked for every node by every pass: after the op's first
+ * time, one load. */
 const struct tir_opdef *tir_op(enum tir_op op)
 {
-	table_ready();
 	TIR_ASSERT((unsigned)op < TIR_OP_COUNT);
+	if (!__atomic_load_n(&sig_read[op], __ATOMIC_ACQUIRE))
+		read_sig(op);
 	return &table[op];
 }
 
