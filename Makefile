@@ -125,6 +125,10 @@ $(BUILD)/pkg.mk: Makefile
 	   echo "BLAS_DIR := $$d"; \
 	   d=$$(pkg-config --variable=libdir sleef); d=$${d%/}; \
 	   echo "SLEEF_SO := $$(objdump -p $$d/libsleef.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
+	   d=$$(pkg-config --variable=libdir libprotobuf-c); d=$${d%/}; \
+	   echo "PROTOBUF_SO := $$(objdump -p $$d/libprotobuf-c.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
+	   d=$$(pkg-config --variable=libdir libpcre2-8); d=$${d%/}; \
+	   echo "PCRE2_SO := $$(objdump -p $$d/libpcre2-8.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
 	   for m in $(MPI_PKGS); do \
 		if pkg-config --exists $$m; then \
 			echo "MPI_CFLAGS := $$(pkg-config --cflags $$m)"; \
@@ -200,8 +204,15 @@ $(ONNX_GEN): $(ONNX_PROTO) $(BUILD)/pkg.mk
 	@mkdir -p $(BUILD)/gen
 	$(call SAY,PROTOC,$@)protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)).. onnx/onnx.proto
 $(ONNX_GEN:.c=.h): $(ONNX_GEN)
+# protobuf-c and PCRE2 are not linked either: lib/onnx/libs.c dlopens them
+# at the first model or pattern (each was loaded at every start of tir),
+# and the generated reader's calls go through its pointers (libs.h,
+# included first).
 $(ONNX_GEN:.c=.o): $(ONNX_GEN)
-	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -Wno-missing-prototypes \
+		-include lib/onnx/libs.h -c -o $@ $<
+$(BUILD)/lib/onnx/libs.o: CPPFLAGS += -DTIR_PROTOBUF_SONAME='"$(or $(PROTOBUF_SO),libprotobuf-c.so.1)"' \
+	-DTIR_PCRE2_SONAME='"$(or $(PCRE2_SO),libpcre2-8.so.0)"'
 $(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): CPPFLAGS += -I$(BUILD)/gen
 $(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): $(ONNX_GEN:.c=.h)
 

@@ -8,6 +8,7 @@
 #define TIR_ONNX_H
 
 #include "../ir/ir.h"
+#include "libs.h"   /* first: the generated header's calls go through it */
 #include "onnx/onnx.pb-c.h"
 
 #define OX_MAX_MODEL (INT64_C(4) << 30)     /* bytes of a model file */
