@@ -125,6 +125,8 @@ $(BUILD)/pkg.mk: Makefile
 	   echo "BLAS_DIR := $$d"; \
 	   d=$$(pkg-config --variable=libdir sleef); d=$${d%/}; \
 	   echo "SLEEF_SO := $$(objdump -p $$d/libsleef.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
+	   d=$$(pkg-config --variable=libdir jansson); d=$${d%/}; \
+	   echo "JANSSON_SO := $$(objdump -p $$d/libjansson.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
 	   d=$$(pkg-config --variable=libdir libprotobuf-c); d=$${d%/}; \
 	   echo "PROTOBUF_SO := $$(objdump -p $$d/libprotobuf-c.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
 	   d=$$(pkg-config --variable=libdir libpcre2-8); d=$${d%/}; \
@@ -172,6 +174,9 @@ $(BUILD)/libtir.so: $(LIB_OBJ) $(BUILD)/libtir.sym
 $(BUILD)/lib/exec/blas.o: CPPFLAGS += -DTIR_BLAS_SONAME='"$(or $(BLAS_SO),libopenblas.so.0)"' \
 	-DTIR_BLAS_PATH='"$(BLAS_DIR)$(if $(BLAS_DIR),/)$(or $(BLAS_SO),libopenblas.so.0)"'
 $(BUILD)/lib/exec/vmath.o: CPPFLAGS += -DTIR_SLEEF_SONAME='"$(or $(SLEEF_SO),libsleef.so.3)"'
+# jansson too: lib/exec/json.c dlopens it at the first JSON libtir writes or
+# reads (lib/net, loaded only when used, links it as it is).
+$(BUILD)/lib/exec/json.o: CPPFLAGS += -DTIR_JANSSON_SONAME='"$(or $(JANSSON_SO),libjansson.so.4)"'
 # libedit (and libtinfo, libbsd, libmd under it) likewise: cli/repl.c
 # dlopens it by this soname when a REPL at a terminal starts, so that
 # --as-needed leaves it out of tir's start.

@@ -8,7 +8,7 @@
  */
 #include "device.h"
 
-#include <jansson.h>
+#include "../exec/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

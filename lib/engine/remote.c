@@ -7,7 +7,7 @@
  */
 #include "device.h"
 
-#include <jansson.h>
+#include "../exec/json.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -11,7 +11,7 @@
 #include "device.h"
 
 #include <errno.h>
-#include <jansson.h>
+#include "../exec/json.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -845,6 +845,8 @@ void tir_exec_trace_span(struct tir_exec *x, struct tir_net_span *s)
 
 char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms)
 {
+	if (tir_json_ready(NULL))
+		return NULL;
 	/* Chrome's trace event format: complete events ("X", microseconds
 	 * from the start of the parse), thread names as metadata ("M"): tid
 	 * 0 the run (the parse here, then what the device ran) */
