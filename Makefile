@@ -149,8 +149,10 @@ $(BUILD)/libtir.a: $(LIB_OBJ)
 # It exports only what those two call of it: the tir_ names the CLI's and
 # lib/net's objects leave undefined that the library defines
 # ($(BUILD)/libtir.sym, made at each link); its calls among its own
-# functions are bound inside it (-fno-semantic-interposition, and the
-# rest local).  Its few thread-locals take the initial-exec model, as
+# functions are bound inside it (-fno-semantic-interposition within a
+# file, -Bsymbolic-functions across its files: an exported function it
+# calls itself was bound through the loader at its first call; the rest
+# local).  Its few thread-locals take the initial-exec model, as
 # libtir.so is loaded at start, never dlopened.  Tests and benchmarks
 # link libtir.a (the same objects) and lib/net's directly.
 LIB_PIC  := -fPIC -fno-semantic-interposition -ftls-model=initial-exec
@@ -164,7 +166,7 @@ $(BUILD)/libtir.sym: $(LIB_OBJ) $(CLI_OBJ) $(NET_OBJ)
 
 $(BUILD)/libtir.so: $(LIB_OBJ) $(BUILD)/libtir.sym
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libtir.so -Wl,--version-script=$(BUILD)/libtir.sym \
-		-Wl,-z,defs -Wl,--as-needed -o $@ $(LIB_OBJ) $(LDLIBS)
+		-Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,--as-needed -o $@ $(LIB_OBJ) $(LDLIBS)
 
 # OpenBLAS is not linked (--as-needed drops it: nothing refers to it):
 # lib/exec/blas.c dlopens it by its soname (else its path) at its first
