@@ -10,12 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct tir_opdef table[TIR_OP_COUNT] = {
+/* ops.def's columns.  The rest of an op's row (its signature, read) is
+ * made at the op's first tir_op, into table, which is zero until then:
+ * filled here, table's pointers were relocated, all 26 pages of it written,
+ * at every start of tir. */
+static const struct {
+	const char *name, *sig;
+	enum tir_kind kind;
+	enum tir_fuse fuse;
+	uint8_t cost;
+	enum tir_vec vec;
+} rows[TIR_OP_COUNT] = {
 #define X(e, nm, k, s, rule, fz, c, v) \
 	[TIR_OP_##e] = {.name = nm, .kind = TIR_KIND_##k, .sig = s, .fuse = TIR_FUSE_##fz, .cost = c, .vec = TIR_VEC_##v},
 #include "ops.def"
 #undef X
 };
+static struct tir_opdef table[TIR_OP_COUNT];
 
 static_assert(TIR_OP_COUNT < 256, "op ids fit a byte");
 static_assert(TIR_DTYPE_COUNT == 10, "ten dtypes");
@@ -168,10 +179,10 @@ static bool table_built;   /* set (release) once build_table is done */
 static void build_table(void)
 {
 	for (int op = 0; op < TIR_OP_COUNT; op++) {
-		name_len[op] = (uint8_t)strlen(table[op].name);
+		name_len[op] = (uint8_t)strlen(rows[op].name);
 		if (!callable(op))
 			continue;
-		unsigned i = name_hash(table[op].name, name_len[op]) % BY_NAME;
+		unsigned i = name_hash(rows[op].name, name_len[op]) % BY_NAME;
 		while (by_name[i])
 			i = (i + 1) % BY_NAME;
 		by_name[i] = (uint8_t)(op + 1);
@@ -195,7 +206,14 @@ static void read_sig(enum tir_op op)
 {
 	pthread_mutex_lock(&sig_lock);
 	if (!sig_read[op]) {
-		parse_sig(op, &table[op]);
+		struct tir_opdef *d = &table[op];
+		d->name = rows[op].name;
+		d->sig = rows[op].sig;
+		d->kind = rows[op].kind;
+		d->fuse = rows[op].fuse;
+		d->cost = rows[op].cost;
+		d->vec = rows[op].vec;
+		parse_sig(op, d);
 		__atomic_store_n(&sig_read[op], true, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&sig_lock);
@@ -216,7 +234,7 @@ int tir_op_lookup(const char *s, size_t n)
 	table_ready();
 	for (unsigned i = name_hash(s, n) % BY_NAME; by_name[i]; i = (i + 1) % BY_NAME) {
 		int op = by_name[i] - 1;
-		if (name_len[op] == n && !memcmp(table[op].name, s, n))
+		if (name_len[op] == n && !memcmp(rows[op].name, s, n))
 			return op;
 	}
 	return -1;
@@ -261,7 +279,7 @@ const char *tir_op_suggest(const char *s, size_t n)
 	for (int op = 0; op < TIR_OP_COUNT; op++) {
 		if (!callable(op))
 			continue;
-		const char *nm = table[op].name;
+		const char *nm = rows[op].name;
 		int d = tir_edit_distance(s, n, nm, strlen(nm));
 		if (d <= bestd && (!best || d < bestd)) {
 			best = nm;
