@@ -425,11 +425,13 @@ struct tir_program {
 	struct tir_func **funcs;      /* every function defined, in order (arena) */
 	size_t nfuncs, capfuncs;
 	uint32_t ncallserial;         /* calls expanded so far (binding owners) */
-	struct tir_err diags[TIR_MAX_DIAGS];
 	int ndiags, nerrors;
 	tir_load_type_fn loader;
 	void *loader_ud;
 	struct tir_pass pass;         /* run over each node as it is checked */
+	/* last: left unset until written (diags[0..ndiags) only are read), so
+	 * that its 8 pages are not written at every start (tir_program_alloc) */
+	struct tir_err diags[TIR_MAX_DIAGS];
 };
 
 /* A program with no pass (tir_program_new gives one with lib/place's
