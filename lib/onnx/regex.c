@@ -3,7 +3,8 @@
  * tir inspect --match, the REPL's .vars.  JIT-compiled where PCRE2 has
  * it; a bad pattern's error gives PCRE2's offset.  Not a regex engine.
  */
-#include "libs.h"   /* PCRE2, loaded at the first pattern */
+/* PCRE2, loaded at the first pattern (tir_regex_new) */
+#include "libs.h"
 
 #include <stdlib.h>
 #include <string.h>
