@@ -123,6 +123,14 @@ $(BUILD)/pkg.mk: Makefile
 	   d=$$(pkg-config --variable=libdir openblas); d=$${d%/}; \
 	   echo "BLAS_SO := $$(objdump -p $$d/libopenblas.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
 	   echo "BLAS_DIR := $$d"; \
+	   d=$$(pkg-config --variable=libdir sleef); d=$${d%/}; \
+	   echo "SLEEF_SO := $$(objdump -p $$d/libsleef.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
+	   d=$$(pkg-config --variable=libdir jansson); d=$${d%/}; \
+	   echo "JANSSON_SO := $$(objdump -p $$d/libjansson.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
+	   d=$$(pkg-config --variable=libdir libprotobuf-c); d=$${d%/}; \
+	   echo "PROTOBUF_SO := $$(objdump -p $$d/libprotobuf-c.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
+	   d=$$(pkg-config --variable=libdir libpcre2-8); d=$${d%/}; \
+	   echo "PCRE2_SO := $$(objdump -p $$d/libpcre2-8.so 2>/dev/null | sed -n 's/^ *SONAME *//p')"; \
 	   for m in $(MPI_PKGS); do \
 		if pkg-config --exists $$m; then \
 			echo "MPI_CFLAGS := $$(pkg-config --cflags $$m)"; \
@@ -135,16 +143,23 @@ $(BUILD)/libtir.a: $(LIB_OBJ)
 	$(call SAY,AR,$@)rm -f $@ && $(AR) rcs $@ $^
 
 # tir and libtir-net.so both link the library as one shared object,
-# libtir.so, found next to them ($$ORIGIN): one copy of it, and of its
+# libtir.so, found next to them: one copy of it, and of its
 # state (the memory accounting, the thread pool, the vector path chosen,
 # the interrupt flag), in the process whatever loads the network part.
 # It exports only what those two call of it: the tir_ names the CLI's and
 # lib/net's objects leave undefined that the library defines
 # ($(BUILD)/libtir.sym, made at each link); its calls among its own
-# functions are bound inside it (-fno-semantic-interposition, and the
-# rest local).  Its few thread-locals take the initial-exec model, as
+# functions are bound inside it (-fno-semantic-interposition within a
+# file, -Bsymbolic-functions across its files: an exported function it
+# calls itself was bound through the loader at its first call; the rest
+# local).  Its few thread-locals take the initial-exec model, as
 # libtir.so is loaded at start, never dlopened.  Tests and benchmarks
 # link libtir.a (the same objects) and lib/net's directly.
+# Its soname is $$ORIGIN/libtir.so, which is what tir and libtir-net.so
+# name as needed: the loader opens the file next to them directly, where
+# with a RUNPATH of $$ORIGIN it first tried a dozen subdirectories
+# (glibc-hwcaps/x86-64-v4, tls/x86_64, ...) for it, and the build directory
+# for libc, at every start.
 LIB_PIC  := -fPIC -fno-semantic-interposition -ftls-model=initial-exec
 $(LIB_OBJ): CFLAGS += $(LIB_PIC)
 
@@ -155,24 +170,27 @@ $(BUILD)/libtir.sym: $(LIB_OBJ) $(CLI_OBJ) $(NET_OBJ)
 	@rm -f $@.def $@.use
 
 $(BUILD)/libtir.so: $(LIB_OBJ) $(BUILD)/libtir.sym
-	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libtir.so -Wl,--version-script=$(BUILD)/libtir.sym \
-		-Wl,-z,defs -Wl,--as-needed -o $@ $(LIB_OBJ) $(LDLIBS)
+	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,'$$ORIGIN/libtir.so' -Wl,--version-script=$(BUILD)/libtir.sym \
+		-Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,--as-needed -o $@ $(LIB_OBJ) $(LDLIBS)
 
-# SLEEF comes first among tir's needs, libtir.so after it: at start SLEEF
-# binds some 900 of its own symbols, each looked up through the loaded
-# objects in order (tir, its needs, theirs).  OpenBLAS is not linked
-# (--as-needed drops it: nothing refers to it): lib/exec/blas.c dlopens
-# it by its soname (else its path) at its first use.
-FIRST_LIBS := $(filter -lsleef%,$(PKG_LIBS))
+# OpenBLAS is not linked (--as-needed drops it: nothing refers to it):
+# lib/exec/blas.c dlopens it by its soname (else its path) at its first
+# use.  SLEEF likewise: lib/exec/vmath.c dlopens it by its soname at the
+# first transcendental (as it loads, SLEEF binds some 900 of its own
+# symbols, most of a one-line program's start-up when it was linked).
 $(BUILD)/lib/exec/blas.o: CPPFLAGS += -DTIR_BLAS_SONAME='"$(or $(BLAS_SO),libopenblas.so.0)"' \
 	-DTIR_BLAS_PATH='"$(BLAS_DIR)$(if $(BLAS_DIR),/)$(or $(BLAS_SO),libopenblas.so.0)"'
+$(BUILD)/lib/exec/vmath.o: CPPFLAGS += -DTIR_SLEEF_SONAME='"$(or $(SLEEF_SO),libsleef.so.3)"'
+# jansson too: lib/exec/json.c dlopens it at the first JSON libtir writes or
+# reads (lib/net, loaded only when used, links it as it is).
+$(BUILD)/lib/exec/json.o: CPPFLAGS += -DTIR_JANSSON_SONAME='"$(or $(JANSSON_SO),libjansson.so.4)"'
 # libedit (and libtinfo, libbsd, libmd under it) likewise: cli/repl.c
 # dlopens it by this soname when a REPL at a terminal starts, so that
 # --as-needed leaves it out of tir's start.
 $(BUILD)/cli/repl.o: CPPFLAGS += -DTIR_EDIT_SONAME='"$(or $(EDIT_SO),libedit.so.2)"'
 $(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.so
-	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -Wl,--no-as-needed $(FIRST_LIBS) -Wl,--as-needed \
-		$(BUILD)/libtir.so -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
+	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -Wl,--as-needed \
+		$(BUILD)/libtir.so $(LDLIBS)
 
 # vmath.c lets GCC contract its polynomials into FMAs, and which it
 # contracts depends on the optimization level: it is built at -O2 in every
@@ -187,7 +205,7 @@ $(BUILD)/libtir-net.sym: Makefile
 	$(Q)echo '{ global: tir_net_api; local: *; };' >$@
 $(NET_SO): $(NET_OBJ) $(BUILD)/libtir.so $(BUILD)/libtir-net.sym
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,--version-script=$(BUILD)/libtir-net.sym -Wl,-z,defs \
-		-Wl,-rpath,'$$ORIGIN' -o $@ $(NET_OBJ) $(BUILD)/libtir.so $(NET_LIBS)
+		-o $@ $(NET_OBJ) $(BUILD)/libtir.so $(NET_LIBS)
 
 $(MPI_OBJ): CFLAGS += -fPIC
 $(MPI_OBJ): CPPFLAGS += $(MPI_CFLAGS)
@@ -198,8 +216,15 @@ $(ONNX_GEN): $(ONNX_PROTO) $(BUILD)/pkg.mk
 	@mkdir -p $(BUILD)/gen
 	$(call SAY,PROTOC,$@)protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)).. onnx/onnx.proto
 $(ONNX_GEN:.c=.h): $(ONNX_GEN)
+# protobuf-c and PCRE2 are not linked either: lib/onnx/libs.c dlopens them
+# at the first model or pattern (each was loaded at every start of tir),
+# and the generated reader's calls go through its pointers (libs.h,
+# included first).
 $(ONNX_GEN:.c=.o): $(ONNX_GEN)
-	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+	$(call SAY,CC,$<)$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -Wno-missing-prototypes \
+		-include lib/onnx/libs.h -c -o $@ $<
+$(BUILD)/lib/onnx/libs.o: CPPFLAGS += -DTIR_PROTOBUF_SONAME='"$(or $(PROTOBUF_SO),libprotobuf-c.so.1)"' \
+	-DTIR_PCRE2_SONAME='"$(or $(PCRE2_SO),libpcre2-8.so.0)"'
 $(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): CPPFLAGS += -I$(BUILD)/gen
 $(filter $(BUILD)/lib/onnx/%,$(LIB_OBJ)): $(ONNX_GEN:.c=.h)
 

@@ -442,7 +442,9 @@ int cli_run(int argc, char **argv)
 			ok = false;
 		free(json);
 		if (!ok) {
-			fprintf(stderr, "tir: --trace %s: %s\n", o.trace, json ? strerror(errno) : "out of memory");
+			struct tir_err je = {0};
+			fprintf(stderr, "tir: --trace %s: %s\n", o.trace,
+				json ? strerror(errno) : tir_json_ready(&je) ? je.msg : "out of memory");
 			status = EXIT_PROGRAM;
 			goto out;
 		}

@@ -280,6 +280,9 @@ char *tir_exec_profile(const struct tir_exec *x);
  * reports, ending where its reply began.  returns: new, free(). */
 void tir_exec_set_trace(struct tir_exec *x, bool on);
 char *tir_exec_trace_json(const struct tir_exec *x, double parse_ms);
+/* jansson (the JSON of --trace and of safetensors headers) is loaded at its
+ * first use: 0 once it is, else -code and err says why (err may be NULL). */
+int tir_json_ready(struct tir_err *err);
 /* Where a run is, for a progress line (tir run on a terminal).  fn gets
  * it on the running thread: a local run at the start of each kernel, a
  * remote run at each request's start and while its bytes move (libcurl's

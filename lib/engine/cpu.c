@@ -7,8 +7,8 @@
  * --profile and --trace.  No printing here: values are handed back.
  */
 #include "device.h"
+#include "../exec/json.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,8 +6,8 @@
  * spans come back with them.  The connection is its opener's (the CLI's).
  */
 #include "device.h"
+#include "../exec/json.h"
 
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 

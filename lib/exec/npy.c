@@ -6,11 +6,11 @@
  * any other file format.
  */
 #include "exec.h"
+#include "json.h"
 #include "iter.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -876,6 +876,9 @@ static int st_header(int fd, const char *path, const struct stat *st, uint64_t h
 		     struct tir_err *err)
 {
 	uint64_t fsize = (uint64_t)st->st_size;
+	int rc = tir_json_ready(err);
+	if (rc)
+		return rc;
 	if ((*rootp = st_lookup(st, hlen, NULL)))
 		return 0;
 	if (hlen > ST_MAX_HEADER)
@@ -890,7 +893,7 @@ static int st_header(int fd, const char *path, const struct stat *st, uint64_t h
 	if (!text)
 		return ferr(err, TIR_ENOMEM, path, "out of memory reading the header");
 	if (read_at(fd, text, hlen, 8)) {
-		int rc = read_err(err, path, "the header");
+		rc = read_err(err, path, "the header");
 		free(text);
 		return rc;
 	}
@@ -908,7 +911,6 @@ static int st_header(int fd, const char *path, const struct stat *st, uint64_t h
 		return ferr(err, TIR_EDATA, path, "bad safetensors header: %s (at byte %d)",
 			    jerr.text, jerr.position);
 	}
-	int rc;
 	json_t *meta = json_object_get(root, "__metadata__");
 	if (!json_is_object(root)) {
 		rc = ferr(err, TIR_EDATA, path, "bad safetensors header: not a JSON object");
@@ -1651,7 +1653,9 @@ int tir_safetensors_save(const char *path, const char *const *names, const struc
 		[TIR_DTYPE_BF16] = "BF16", [TIR_DTYPE_I8] = "I8", [TIR_DTYPE_U8] = "U8",
 		[TIR_DTYPE_I16] = "I16",
 	};
-	int rc = 0;
+	int rc = tir_json_ready(err);
+	if (rc)
+		return rc;
 	json_t *root = json_object();
 	uint64_t at = 0;
 	for (int i = 0; root && i < n && !rc; i++) {

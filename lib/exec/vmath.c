@@ -28,8 +28,10 @@
  */
 #include "vmath.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,133 @@
 #define VM_X86 0
 #include <sleef.h>
 #endif
+
+/* ---- SLEEF, loaded at its first use ----
+ * Not linked: as it loads, libsleef binds some 900 of its own symbols,
+ * each looked up through every object of the process, which was the
+ * largest part of a one-line program's start-up (a program with no
+ * transcendental never needs it).  Each function of it used here is a
+ * pointer, SL(name), filled by vm_sleef_load with dlsym; every array
+ * function that may call one first makes sure it is loaded
+ * (vm_sleef_ready: after the first time, one load of a flag).  A missing
+ * SLEEF is an install's fault that no caller here can report, so it stops
+ * the process with what dlopen said. */
+#ifndef TIR_SLEEF_SONAME
+#define TIR_SLEEF_SONAME "libsleef.so.3"
+#endif
+
+#define VM_SLEEF_C(X) \
+	X(cinz_cosd1_u10purec) \
+	X(cinz_cosf1_u10purec) \
+	X(cinz_erfcd1_u15purec) \
+	X(cinz_erfcf1_u15purec) \
+	X(cinz_erfd1_u10purec) \
+	X(cinz_erff1_u10purec) \
+	X(cinz_expd1_u10purec) \
+	X(cinz_expm1d1_u10purec) \
+	X(cinz_expm1f1_u10purec) \
+	X(cinz_logd1_u10purec) \
+	X(cinz_logf1_u10purec) \
+	X(cinz_powd1_u10purec) \
+	X(cinz_powf1_u10purec) \
+	X(cinz_sind1_u10purec) \
+	X(cinz_sinf1_u10purec)
+#if VM_X86
+#define VM_SLEEF_X86(X) \
+	X(cinz_cosd2_u10sse2) \
+	X(cinz_cosf4_u10sse2) \
+	X(cinz_erfcd2_u15sse2) \
+	X(cinz_erfcf4_u15sse2) \
+	X(cinz_erfd2_u10sse2) \
+	X(cinz_erff4_u10sse2) \
+	X(cinz_expd2_u10sse2) \
+	X(cinz_expm1d2_u10sse2) \
+	X(cinz_expm1f4_u10sse2) \
+	X(cinz_logd2_u10sse2) \
+	X(cinz_logf4_u10sse2) \
+	X(cinz_powd2_u10sse2) \
+	X(cinz_powf4_u10sse2) \
+	X(cinz_sind2_u10sse2) \
+	X(cinz_sinf4_u10sse2) \
+	X(finz_cosd4_u10avx2) \
+	X(finz_cosd8_u10avx512f) \
+	X(finz_cosf16_u10avx512f) \
+	X(finz_cosf8_u10avx2) \
+	X(finz_erfcd4_u15avx2) \
+	X(finz_erfcd8_u15avx512f) \
+	X(finz_erfcf16_u15avx512f) \
+	X(finz_erfcf8_u15avx2) \
+	X(finz_erfd4_u10avx2) \
+	X(finz_erfd8_u10avx512f) \
+	X(finz_erff16_u10avx512f) \
+	X(finz_erff8_u10avx2) \
+	X(finz_expd4_u10avx2) \
+	X(finz_expd8_u10avx512f) \
+	X(finz_expm1d4_u10avx2) \
+	X(finz_expm1d8_u10avx512f) \
+	X(finz_expm1f16_u10avx512f) \
+	X(finz_expm1f8_u10avx2) \
+	X(finz_logd4_u10avx2) \
+	X(finz_logd8_u10avx512f) \
+	X(finz_logf16_u10avx512f) \
+	X(finz_logf8_u10avx2) \
+	X(finz_powd4_u10avx2) \
+	X(finz_powd8_u10avx512f) \
+	X(finz_powf16_u10avx512f) \
+	X(finz_powf8_u10avx2) \
+	X(finz_sind4_u10avx2) \
+	X(finz_sind8_u10avx512f) \
+	X(finz_sinf16_u10avx512f) \
+	X(finz_sinf8_u10avx2)
+#else
+#define VM_SLEEF_X86(X)
+#endif
+
+static struct {
+#define X(f) __typeof__(Sleef_##f) *f;
+	VM_SLEEF_C(X)
+	VM_SLEEF_X86(X)
+#undef X
+} vm_sleef;
+static pthread_once_t vm_sleef_once = PTHREAD_ONCE_INIT;
+static bool vm_sleef_loaded;          /* set (release) once vm_sleef is filled */
+static char vm_sleef_err[512];
+
+#define SL(f) (*vm_sleef.f)
+
+static void vm_sleef_load(void)
+{
+	void *h = dlopen(TIR_SLEEF_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(vm_sleef_err, sizeof vm_sleef_err, "SLEEF is not installed: %s", dlerror());
+		return;
+	}
+#define X(f)                                                                 \
+	if (!(*(void **)&vm_sleef.f = dlsym(h, "Sleef_" #f))) {              \
+		snprintf(vm_sleef_err, sizeof vm_sleef_err, "%s has no function Sleef_%s", \
+			 TIR_SLEEF_SONAME, #f);                              \
+		return;                                                      \
+	}
+	VM_SLEEF_C(X)
+	VM_SLEEF_X86(X)
+#undef X
+	__atomic_store_n(&vm_sleef_loaded, true, __ATOMIC_RELEASE);
+}
+
+static void vm_sleef_need(void)
+{
+	pthread_once(&vm_sleef_once, vm_sleef_load);
+	if (!vm_sleef_loaded) {
+		fprintf(stderr, "tir: %s\n", vm_sleef_err);
+		abort();
+	}
+}
+
+static inline void vm_sleef_ready(void)
+{
+	if (!__atomic_load_n(&vm_sleef_loaded, __ATOMIC_ACQUIRE))
+		vm_sleef_need();
+}
 
 #define VM_INLINE static inline __attribute__((always_inline))
 #define VM_NO_TARGET
@@ -196,9 +325,11 @@
  * vector, so every element goes through the same vector function.  The
  * arrays are void * so that every op has one function type (the tables
  * below). */
-#define VM_LOOP_U(NAME, TGT, T, VF, FN)                               \
+#define VM_LOOP_U(NAME, TGT, T, VF, FN, LOAD)                         \
 	static TGT void NAME(void *dv, const void *sv, int64_t n)            \
 	{                                                                    \
+		if (LOAD)                                                    \
+			vm_sleef_ready();                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
 		T *d = dv;                                                   \
 		const T *s = sv;                                             \
@@ -218,9 +349,11 @@
 		}                                                            \
 	}
 
-#define VM_LOOP_B(NAME, TGT, T, VF, FN)                               \
+#define VM_LOOP_B(NAME, TGT, T, VF, FN, LOAD)                         \
 	static TGT VM_NOINLINE void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
+		if (LOAD)                                                    \
+			vm_sleef_ready();                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
 		T *d = dv;                                                   \
 		const T *a = av, *b = bv;                                    \
@@ -249,9 +382,11 @@
  * operand's, and the compiler may commute + and * differently here; with
  * one NaN (x) it is x's whatever the order.  (A lane loop,
  * not V_SPLAT: 0 + -0 would be +0.) */
-#define VM_LOOP_BS(NAME, TGT, T, VF, FN, K, AF)                       \
+#define VM_LOOP_BS(NAME, TGT, T, VF, FN, K, AF, LOAD)                 \
 	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
+		if (LOAD)                                                    \
+			vm_sleef_ready();                                    \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
 		T *d = dv;                                                   \
 		const T *x = K ? av : bv, c = *(const T *)(K ? bv : av);     \
@@ -399,17 +534,17 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
  * NaN, round is half to even, sign(-0) = +0, mod takes the divisor's
  * sign. */
 #define VM_ARRAYS(P, S, TGT, T, VF, EXP, LOG, SIN, COS, ERF, SQRT, POW, TANH)   \
-	VM_LOOP_U(P##_EXP_##S, TGT, T, VF, EXP)               \
-	VM_LOOP_U(P##_LOG_##S, TGT, T, VF, LOG)               \
-	VM_LOOP_U(P##_SIN_##S, TGT, T, VF, SIN)               \
-	VM_LOOP_U(P##_COS_##S, TGT, T, VF, COS)               \
-	VM_LOOP_U(P##_ERF_##S, TGT, T, VF, ERF)               \
-	VM_LOOP_U(P##_SQRT_##S, TGT, T, VF, SQRT)             \
-	VM_LOOP_U(P##_TANH_##S, TGT, T, VF, P##_v##TANH##_##S) \
-	VM_LOOP_U(P##_SIGMOID_##S, TGT, T, VF, P##_vsigmoid_##S) \
-	VM_LOOP_U(P##_SILU_##S, TGT, T, VF, P##_vsilu_##S)     \
-	VM_LOOP_U(P##_GELU_##S, TGT, T, VF, P##_vgelu_##S)     \
-	VM_LOOP_U(P##_RSQRT_##S, TGT, T, VF, P##_vrsqrt_##S)   \
+	VM_LOOP_U(P##_EXP_##S, TGT, T, VF, EXP, 1)           \
+	VM_LOOP_U(P##_LOG_##S, TGT, T, VF, LOG, 1)           \
+	VM_LOOP_U(P##_SIN_##S, TGT, T, VF, SIN, 1)           \
+	VM_LOOP_U(P##_COS_##S, TGT, T, VF, COS, 1)           \
+	VM_LOOP_U(P##_ERF_##S, TGT, T, VF, ERF, 1)           \
+	VM_LOOP_U(P##_SQRT_##S, TGT, T, VF, SQRT, 0)         \
+	VM_LOOP_U(P##_TANH_##S, TGT, T, VF, P##_v##TANH##_##S, 1) \
+	VM_LOOP_U(P##_SIGMOID_##S, TGT, T, VF, P##_vsigmoid_##S, 1) \
+	VM_LOOP_U(P##_SILU_##S, TGT, T, VF, P##_vsilu_##S, 1) \
+	VM_LOOP_U(P##_GELU_##S, TGT, T, VF, P##_vgelu_##S, 1) \
+	VM_LOOP_U(P##_RSQRT_##S, TGT, T, VF, P##_vrsqrt_##S, 0) \
 	VM_MAP_U(P##_NEG_##S, TGT, T, -s[i])                                 \
 	VM_MAP_U(P##_ABS_##S, TGT, T, M_FABS_##S(s[i]))                      \
 	VM_MAP_U(P##_RECIP_##S, TGT, T, 1 / s[i])                            \
@@ -438,21 +573,21 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_MAP_U(P##_RELU_##S, TGT, T, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0) \
 	VM_MAP_U(P##_SIGN_##S, TGT, T,                                       \
 		 s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i])        \
-	VM_LOOP_B(P##_ADD_##S, TGT, T, VF, V_ADD)             \
-	VM_LOOP_B(P##_SUB_##S, TGT, T, VF, V_SUB)             \
-	VM_LOOP_B(P##_MUL_##S, TGT, T, VF, V_MUL)             \
-	VM_LOOP_B(P##_DIV_##S, TGT, T, VF, V_DIV)             \
-	VM_LOOP_B(P##_POW_##S, TGT, T, VF, POW)               \
-	VM_LOOP_BS(P##_ADD_vs_##S, TGT, T, VF, V_ADD, 1, P##_ADD_##S)      \
-	VM_LOOP_BS(P##_SUB_vs_##S, TGT, T, VF, V_SUB, 1, P##_SUB_##S)      \
-	VM_LOOP_BS(P##_MUL_vs_##S, TGT, T, VF, V_MUL, 1, P##_MUL_##S)      \
-	VM_LOOP_BS(P##_DIV_vs_##S, TGT, T, VF, V_DIV, 1, P##_DIV_##S)      \
-	VM_LOOP_BS(P##_POW_vs_##S, TGT, T, VF, POW, 1, P##_POW_##S)        \
-	VM_LOOP_BS(P##_ADD_sv_##S, TGT, T, VF, V_ADD, 0, P##_ADD_##S)      \
-	VM_LOOP_BS(P##_SUB_sv_##S, TGT, T, VF, V_SUB, 0, P##_SUB_##S)      \
-	VM_LOOP_BS(P##_MUL_sv_##S, TGT, T, VF, V_MUL, 0, P##_MUL_##S)      \
-	VM_LOOP_BS(P##_DIV_sv_##S, TGT, T, VF, V_DIV, 0, P##_DIV_##S)      \
-	VM_LOOP_BS(P##_POW_sv_##S, TGT, T, VF, POW, 0, P##_POW_##S)        \
+	VM_LOOP_B(P##_ADD_##S, TGT, T, VF, V_ADD, 0)         \
+	VM_LOOP_B(P##_SUB_##S, TGT, T, VF, V_SUB, 0)         \
+	VM_LOOP_B(P##_MUL_##S, TGT, T, VF, V_MUL, 0)         \
+	VM_LOOP_B(P##_DIV_##S, TGT, T, VF, V_DIV, 0)         \
+	VM_LOOP_B(P##_POW_##S, TGT, T, VF, POW, 1)           \
+	VM_LOOP_BS(P##_ADD_vs_##S, TGT, T, VF, V_ADD, 1, P##_ADD_##S, 0)  \
+	VM_LOOP_BS(P##_SUB_vs_##S, TGT, T, VF, V_SUB, 1, P##_SUB_##S, 0)  \
+	VM_LOOP_BS(P##_MUL_vs_##S, TGT, T, VF, V_MUL, 1, P##_MUL_##S, 0)  \
+	VM_LOOP_BS(P##_DIV_vs_##S, TGT, T, VF, V_DIV, 1, P##_DIV_##S, 0)  \
+	VM_LOOP_BS(P##_POW_vs_##S, TGT, T, VF, POW, 1, P##_POW_##S, 1)    \
+	VM_LOOP_BS(P##_ADD_sv_##S, TGT, T, VF, V_ADD, 0, P##_ADD_##S, 0)  \
+	VM_LOOP_BS(P##_SUB_sv_##S, TGT, T, VF, V_SUB, 0, P##_SUB_##S, 0)  \
+	VM_LOOP_BS(P##_MUL_sv_##S, TGT, T, VF, V_MUL, 0, P##_MUL_##S, 0)  \
+	VM_LOOP_BS(P##_DIV_sv_##S, TGT, T, VF, V_DIV, 0, P##_DIV_##S, 0)  \
+	VM_LOOP_BS(P##_POW_sv_##S, TGT, T, VF, POW, 0, P##_POW_##S, 1)    \
 	/* NaN in either wins; a tie gives b */                              \
 	VM_MAP_B(P##_MAXIMUM_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i]) \
 	VM_MAP_B(P##_MINIMUM_##S, TGT, T, a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i]) \
@@ -472,6 +607,7 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	/* softmax's middle pass (see tir_vmath_expsum_f32) */               \
 	static TGT double P##_expsum_##S(void *dv, const void *xv, double md, int64_t n) \
 	{                                                                    \
+		vm_sleef_ready();                                            \
 		enum { L = sizeof(VF) / sizeof(T) };                         \
 		T *d = dv, m = (T)md;                                        \
 		const T *x = xv;                                             \
@@ -602,23 +738,23 @@ typedef int64_t vm_vl1 __attribute__((vector_size(8)));
 #define SC_WRAP64(NAME, FN) \
 	VM_INLINE vm_vd1 NAME(vm_vd1 v_) { return (vm_vd1){FN(v_[0])}; }
 
-SC_WRAP32(sc_logf, Sleef_cinz_logf1_u10purec)
-SC_WRAP32(sc_sinf, Sleef_cinz_sinf1_u10purec)
-SC_WRAP32(sc_cosf, Sleef_cinz_cosf1_u10purec)
-SC_WRAP32(sc_expm1f, Sleef_cinz_expm1f1_u10purec)
-SC_WRAP32(sc_erff, Sleef_cinz_erff1_u10purec)
-SC_WRAP32(sc_erfcf, Sleef_cinz_erfcf1_u15purec)
+SC_WRAP32(sc_logf, SL(cinz_logf1_u10purec))
+SC_WRAP32(sc_sinf, SL(cinz_sinf1_u10purec))
+SC_WRAP32(sc_cosf, SL(cinz_cosf1_u10purec))
+SC_WRAP32(sc_expm1f, SL(cinz_expm1f1_u10purec))
+SC_WRAP32(sc_erff, SL(cinz_erff1_u10purec))
+SC_WRAP32(sc_erfcf, SL(cinz_erfcf1_u15purec))
 SC_WRAP32(sc_sqrtf, sqrtf)
-VM_INLINE vm_vf1 sc_powf(vm_vf1 a, vm_vf1 b) { return (vm_vf1){Sleef_cinz_powf1_u10purec(a[0], b[0])}; }
-SC_WRAP64(sc_exp, Sleef_cinz_expd1_u10purec)
-SC_WRAP64(sc_log, Sleef_cinz_logd1_u10purec)
-SC_WRAP64(sc_sin, Sleef_cinz_sind1_u10purec)
-SC_WRAP64(sc_cos, Sleef_cinz_cosd1_u10purec)
-SC_WRAP64(sc_expm1, Sleef_cinz_expm1d1_u10purec)
-SC_WRAP64(sc_erf, Sleef_cinz_erfd1_u10purec)
-SC_WRAP64(sc_erfc, Sleef_cinz_erfcd1_u15purec)
+VM_INLINE vm_vf1 sc_powf(vm_vf1 a, vm_vf1 b) { return (vm_vf1){SL(cinz_powf1_u10purec)(a[0], b[0])}; }
+SC_WRAP64(sc_exp, SL(cinz_expd1_u10purec))
+SC_WRAP64(sc_log, SL(cinz_logd1_u10purec))
+SC_WRAP64(sc_sin, SL(cinz_sind1_u10purec))
+SC_WRAP64(sc_cos, SL(cinz_cosd1_u10purec))
+SC_WRAP64(sc_expm1, SL(cinz_expm1d1_u10purec))
+SC_WRAP64(sc_erf, SL(cinz_erfd1_u10purec))
+SC_WRAP64(sc_erfc, SL(cinz_erfcd1_u15purec))
 SC_WRAP64(sc_sqrt, sqrt)
-VM_INLINE vm_vd1 sc_pow(vm_vd1 a, vm_vd1 b) { return (vm_vd1){Sleef_cinz_powd1_u10purec(a[0], b[0])}; }
+VM_INLINE vm_vd1 sc_pow(vm_vd1 a, vm_vd1 b) { return (vm_vd1){SL(cinz_powd1_u10purec)(a[0], b[0])}; }
 
 #define MAG32 0x7fffffff
 #define MAG64 0x7fffffffffffffffLL
@@ -646,45 +782,45 @@ typedef int64_t vm_vl8 __attribute__((vector_size(64)));
  * doubles. */
 VM_EXPF(s2, VM_NO_TARGET, __m128, vm_vi4, LDEXPF_2MUL)
 VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, s2_vexpf, s2_vexpf_raw,
-	  Sleef_cinz_expm1f4_u10sse2, Sleef_cinz_erfcf4_u15sse2, _mm_sqrt_ps)
-VM_VFUNCS(s2, f64, VM_NO_TARGET, double, __m128d, vm_vl2, MAG64, Sleef_cinz_expd2_u10sse2,
-	  Sleef_cinz_expd2_u10sse2, Sleef_cinz_expm1d2_u10sse2, Sleef_cinz_erfcd2_u15sse2, _mm_sqrt_pd)
+	  SL(cinz_expm1f4_u10sse2), SL(cinz_erfcf4_u15sse2), _mm_sqrt_ps)
+VM_VFUNCS(s2, f64, VM_NO_TARGET, double, __m128d, vm_vl2, MAG64, SL(cinz_expd2_u10sse2),
+	  SL(cinz_expd2_u10sse2), SL(cinz_expm1d2_u10sse2), SL(cinz_erfcd2_u15sse2), _mm_sqrt_pd)
 VM_ARRAYS(s2, f32, VM_NO_TARGET, float, __m128, s2_vexpf,
-	  Sleef_cinz_logf4_u10sse2, Sleef_cinz_sinf4_u10sse2, Sleef_cinz_cosf4_u10sse2,
-	  Sleef_cinz_erff4_u10sse2, _mm_sqrt_ps, Sleef_cinz_powf4_u10sse2, tanhe)
-VM_ARRAYS(s2, f64, VM_NO_TARGET, double, __m128d, Sleef_cinz_expd2_u10sse2,
-	  Sleef_cinz_logd2_u10sse2, Sleef_cinz_sind2_u10sse2, Sleef_cinz_cosd2_u10sse2,
-	  Sleef_cinz_erfd2_u10sse2, _mm_sqrt_pd, Sleef_cinz_powd2_u10sse2, tanhm1)
+	  SL(cinz_logf4_u10sse2), SL(cinz_sinf4_u10sse2), SL(cinz_cosf4_u10sse2),
+	  SL(cinz_erff4_u10sse2), _mm_sqrt_ps, SL(cinz_powf4_u10sse2), tanhe)
+VM_ARRAYS(s2, f64, VM_NO_TARGET, double, __m128d, SL(cinz_expd2_u10sse2),
+	  SL(cinz_logd2_u10sse2), SL(cinz_sind2_u10sse2), SL(cinz_cosd2_u10sse2),
+	  SL(cinz_erfd2_u10sse2), _mm_sqrt_pd, SL(cinz_powd2_u10sse2), tanhm1)
 
 /* AVX2 path: SLEEF's AVX2+FMA builds, 8 floats or 4 doubles. */
 VM_EXPF(a2, VM_AVX2, __m256, vm_vi8, LDEXPF_2MUL)
 VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, a2_vexpf, a2_vexpf_raw,
-	  Sleef_finz_expm1f8_u10avx2, Sleef_finz_erfcf8_u15avx2, _mm256_sqrt_ps)
-VM_VFUNCS(a2, f64, VM_AVX2, double, __m256d, vm_vl4, MAG64, Sleef_finz_expd4_u10avx2,
-	  Sleef_finz_expd4_u10avx2, Sleef_finz_expm1d4_u10avx2, Sleef_finz_erfcd4_u15avx2, _mm256_sqrt_pd)
+	  SL(finz_expm1f8_u10avx2), SL(finz_erfcf8_u15avx2), _mm256_sqrt_ps)
+VM_VFUNCS(a2, f64, VM_AVX2, double, __m256d, vm_vl4, MAG64, SL(finz_expd4_u10avx2),
+	  SL(finz_expd4_u10avx2), SL(finz_expm1d4_u10avx2), SL(finz_erfcd4_u15avx2), _mm256_sqrt_pd)
 VM_ARRAYS(a2, f32, VM_AVX2, float, __m256, a2_vexpf,
-	  Sleef_finz_logf8_u10avx2, Sleef_finz_sinf8_u10avx2, Sleef_finz_cosf8_u10avx2,
-	  Sleef_finz_erff8_u10avx2, _mm256_sqrt_ps, Sleef_finz_powf8_u10avx2, tanhe)
-VM_ARRAYS(a2, f64, VM_AVX2, double, __m256d, Sleef_finz_expd4_u10avx2,
-	  Sleef_finz_logd4_u10avx2, Sleef_finz_sind4_u10avx2, Sleef_finz_cosd4_u10avx2,
-	  Sleef_finz_erfd4_u10avx2, _mm256_sqrt_pd, Sleef_finz_powd4_u10avx2, tanhm1)
+	  SL(finz_logf8_u10avx2), SL(finz_sinf8_u10avx2), SL(finz_cosf8_u10avx2),
+	  SL(finz_erff8_u10avx2), _mm256_sqrt_ps, SL(finz_powf8_u10avx2), tanhe)
+VM_ARRAYS(a2, f64, VM_AVX2, double, __m256d, SL(finz_expd4_u10avx2),
+	  SL(finz_logd4_u10avx2), SL(finz_sind4_u10avx2), SL(finz_cosd4_u10avx2),
+	  SL(finz_erfd4_u10avx2), _mm256_sqrt_pd, SL(finz_powd4_u10avx2), tanhm1)
 
 /* AVX-512 path: SLEEF's AVX-512F builds (with FMA), 16 floats or 8
  * doubles. */
 #define A5_LDEXPF(VF, VI, u, q) _mm512_scalef_ps(u, q)
 VM_EXPF(a5, VM_AVX512, __m512, vm_vi16, A5_LDEXPF)
 VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, a5_vexpf, a5_vexpf_raw,
-	  Sleef_finz_expm1f16_u10avx512f, Sleef_finz_erfcf16_u15avx512f, _mm512_sqrt_ps)
-VM_VFUNCS(a5, f64, VM_AVX512, double, __m512d, vm_vl8, MAG64, Sleef_finz_expd8_u10avx512f,
-	  Sleef_finz_expd8_u10avx512f, Sleef_finz_expm1d8_u10avx512f, Sleef_finz_erfcd8_u15avx512f, _mm512_sqrt_pd)
+	  SL(finz_expm1f16_u10avx512f), SL(finz_erfcf16_u15avx512f), _mm512_sqrt_ps)
+VM_VFUNCS(a5, f64, VM_AVX512, double, __m512d, vm_vl8, MAG64, SL(finz_expd8_u10avx512f),
+	  SL(finz_expd8_u10avx512f), SL(finz_expm1d8_u10avx512f), SL(finz_erfcd8_u15avx512f), _mm512_sqrt_pd)
 VM_ARRAYS(a5, f32, VM_AVX512, float, __m512, a5_vexpf,
-	  Sleef_finz_logf16_u10avx512f, Sleef_finz_sinf16_u10avx512f,
-	  Sleef_finz_cosf16_u10avx512f, Sleef_finz_erff16_u10avx512f, _mm512_sqrt_ps,
-	  Sleef_finz_powf16_u10avx512f, tanhe)
-VM_ARRAYS(a5, f64, VM_AVX512, double, __m512d, Sleef_finz_expd8_u10avx512f,
-	  Sleef_finz_logd8_u10avx512f, Sleef_finz_sind8_u10avx512f,
-	  Sleef_finz_cosd8_u10avx512f, Sleef_finz_erfd8_u10avx512f, _mm512_sqrt_pd,
-	  Sleef_finz_powd8_u10avx512f, tanhm1)
+	  SL(finz_logf16_u10avx512f), SL(finz_sinf16_u10avx512f),
+	  SL(finz_cosf16_u10avx512f), SL(finz_erff16_u10avx512f), _mm512_sqrt_ps,
+	  SL(finz_powf16_u10avx512f), tanhe)
+VM_ARRAYS(a5, f64, VM_AVX512, double, __m512d, SL(finz_expd8_u10avx512f),
+	  SL(finz_logd8_u10avx512f), SL(finz_sind8_u10avx512f),
+	  SL(finz_cosd8_u10avx512f), SL(finz_erfd8_u10avx512f), _mm512_sqrt_pd,
+	  SL(finz_powd8_u10avx512f), tanhm1)
 
 #endif /* VM_X86 */
 

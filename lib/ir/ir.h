@@ -171,7 +171,7 @@ struct tir_opdef {
 	const char *res[TIR_MAX_RESULTS];   /* the results' names, for help and errors */
 };
 
-/* The table, built once (thread-safe) from ops.def. */
+/* The table from ops.def (thread-safe; each op's signature read at its first call). */
 const struct tir_opdef *tir_op(enum tir_op op);
 /* Lookup of a callable op by name; -1 if not whitelisted. */
 int tir_op_lookup(const char *s, size_t n);
@@ -425,11 +425,13 @@ struct tir_program {
 	struct tir_func **funcs;      /* every function defined, in order (arena) */
 	size_t nfuncs, capfuncs;
 	uint32_t ncallserial;         /* calls expanded so far (binding owners) */
-	struct tir_err diags[TIR_MAX_DIAGS];
 	int ndiags, nerrors;
 	tir_load_type_fn loader;
 	void *loader_ud;
 	struct tir_pass pass;         /* run over each node as it is checked */
+	/* last: left unset until written (diags[0..ndiags) only are read), so
+	 * that its 8 pages are not written at every start (tir_program_alloc) */
+	struct tir_err diags[TIR_MAX_DIAGS];
 };
 
 /* A program with no pass (tir_program_new gives one with lib/place's

@@ -10,12 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct tir_opdef table[TIR_OP_COUNT] = {
+/* ops.def's columns.  The rest of an op's row (its signature, read) is
+ * made at the op's first tir_op, into table, which is zero until then:
+ * filled here, table's pointers were relocated, all 26 pages of it written,
+ * at every start of tir. */
+static const struct {
+	const char *name, *sig;
+	enum tir_kind kind;
+	enum tir_fuse fuse;
+	uint8_t cost;
+	enum tir_vec vec;
+} rows[TIR_OP_COUNT] = {
 #define X(e, nm, k, s, rule, fz, c, v) \
 	[TIR_OP_##e] = {.name = nm, .kind = TIR_KIND_##k, .sig = s, .fuse = TIR_FUSE_##fz, .cost = c, .vec = TIR_VEC_##v},
 #include "ops.def"
 #undef X
 };
+static struct tir_opdef table[TIR_OP_COUNT];
 
 static_assert(TIR_OP_COUNT < 256, "op ids fit a byte");
 static_assert(TIR_DTYPE_COUNT == 10, "ten dtypes");
@@ -89,7 +100,8 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 	if (arrow) { /* several results: their names */
 		*arrow = 0;
 		d->nres = 0;
-		for (char *tok = strtok(arrow + 2, ", "); tok; tok = strtok(NULL, ", ")) {
+		char *save;
+		for (char *tok = strtok_r(arrow + 2, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
 			TIR_ASSERT(d->nres < TIR_MAX_RESULTS);
 			size_t tl = strlen(tok);
 			if (tl > 3 && !strcmp(tok + tl - 3, "...")) { /* as many as the call says */
@@ -102,7 +114,8 @@ static void parse_sig(enum tir_op op, struct tir_opdef *d)
 		}
 		TIR_ASSERT(d->nres >= 2);
 	}
-	for (char *tok = strtok(s, ", "); tok; tok = strtok(NULL, ", ")) {
+	char *save;
+	for (char *tok = strtok_r(s, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
 		TIR_ASSERT(d->nparams < TIR_MAX_PARAMS);
 		struct tir_param *p = &d->params[d->nparams];
 		char *colon = strchr(tok, ':');
@@ -162,14 +175,14 @@ static unsigned name_hash(const char *s, size_t n)
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static bool table_built;   /* set (release) once build_table is done */
 
+/* The names' lookup, built at the first lookup by name. */
 static void build_table(void)
 {
 	for (int op = 0; op < TIR_OP_COUNT; op++) {
-		parse_sig((enum tir_op)op, &table[op]);
-		name_len[op] = (uint8_t)strlen(table[op].name);
+		name_len[op] = (uint8_t)strlen(rows[op].name);
 		if (!callable(op))
 			continue;
-		unsigned i = name_hash(table[op].name, name_len[op]) % BY_NAME;
+		unsigned i = name_hash(rows[op].name, name_len[op]) % BY_NAME;
 		while (by_name[i])
 			i = (i + 1) % BY_NAME;
 		by_name[i] = (uint8_t)(op + 1);
@@ -177,18 +190,42 @@ static void build_table(void)
 	__atomic_store_n(&table_built, true, __ATOMIC_RELEASE);
 }
 
-/* The table, built at the first call (tir_op is asked for every node by
- * every pass: after that one load, not a call of pthread_once). */
 static inline void table_ready(void)
 {
 	if (!__atomic_load_n(&table_built, __ATOMIC_ACQUIRE))
 		pthread_once(&table_once, build_table);
 }
 
+/* Each op's signature is read at the op's first tir_op, not all of them at
+ * start: reading the 250-odd signatures took a fifth of the instructions of
+ * a one-line program's run, which asks for a handful of ops. */
+static bool sig_read[TIR_OP_COUNT];   /* set (release) once op's is read */
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void read_sig(enum tir_op op)
+{
+	pthread_mutex_lock(&sig_lock);
+	if (!sig_read[op]) {
+		struct tir_opdef *d = &table[op];
+		d->name = rows[op].name;
+		d->sig = rows[op].sig;
+		d->kind = rows[op].kind;
+		d->fuse = rows[op].fuse;
+		d->cost = rows[op].cost;
+		d->vec = rows[op].vec;
+		parse_sig(op, d);
+		__atomic_store_n(&sig_read[op], true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&sig_lock);
+}
+
+/* tir_op is asked for every node by every pass: after the op's first
+ * time, one load. */
 const struct tir_opdef *tir_op(enum tir_op op)
 {
-	table_ready();
 	TIR_ASSERT((unsigned)op < TIR_OP_COUNT);
+	if (!__atomic_load_n(&sig_read[op], __ATOMIC_ACQUIRE))
+		read_sig(op);
 	return &table[op];
 }
 
@@ -197,7 +234,7 @@ int tir_op_lookup(const char *s, size_t n)
 	table_ready();
 	for (unsigned i = name_hash(s, n) % BY_NAME; by_name[i]; i = (i + 1) % BY_NAME) {
 		int op = by_name[i] - 1;
-		if (name_len[op] == n && !memcmp(table[op].name, s, n))
+		if (name_len[op] == n && !memcmp(rows[op].name, s, n))
 			return op;
 	}
 	return -1;
@@ -242,7 +279,7 @@ const char *tir_op_suggest(const char *s, size_t n)
 	for (int op = 0; op < TIR_OP_COUNT; op++) {
 		if (!callable(op))
 			continue;
-		const char *nm = table[op].name;
+		const char *nm = rows[op].name;
 		int d = tir_edit_distance(s, n, nm, strlen(nm));
 		if (d <= bestd && (!best || d < bestd)) {
 			best = nm;

@@ -4136,7 +4136,10 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 
 struct tir_program *tir_program_alloc(void)
 {
-	return calloc(1, sizeof(struct tir_program));
+	struct tir_program *p = malloc(sizeof *p);
+	if (p)
+		memset(p, 0, offsetof(struct tir_program, diags));
+	return p;
 }
 
 void tir_program_free(struct tir_program *p)

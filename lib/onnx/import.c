@@ -1362,6 +1362,8 @@ int tir_onnx_import(const char *path, const struct tir_onnx_opts *o, struct tir_
 		    struct tir_err *err)
 {
 	memset(out, 0, sizeof *out);
+	if (ox_protobuf(err))
+		return -TIR_EUNSUPPORTED;
 	struct ox_imp m = {.opts = o, .path = path, .err = err};
 	size_t *order = NULL;
 	int rc = 0;
@@ -1634,6 +1636,8 @@ int tir_onnx_bf16_input(const struct tir_onnx_model *m, const char *onnx, int32_
 int tir_onnx_pb_to_npy(const char *pb, const char *npy, int *rank, int64_t *shape, int32_t *onnx_type,
 		       struct tir_err *err)
 {
+	if (ox_protobuf(err))
+		return -TIR_EUNSUPPORTED;
 	struct ox_imp m = {.path = pb, .err = err};
 	int fd = open(pb, O_RDONLY);
 	struct stat st;

@@ -8,6 +8,8 @@
 #define TIR_ONNX_H
 
 #include "../ir/ir.h"
+/* before the generated header: its calls go through libs.h's pointers */
+#include "libs.h"
 #include "onnx/onnx.pb-c.h"
 
 #define OX_MAX_MODEL (INT64_C(4) << 30)     /* bytes of a model file */

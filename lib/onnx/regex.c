@@ -3,8 +3,8 @@
  * tir inspect --match, the REPL's .vars.  JIT-compiled where PCRE2 has
  * it; a bad pattern's error gives PCRE2's offset.  Not a regex engine.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+/* PCRE2, loaded at the first pattern (tir_regex_new) */
+#include "libs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,8 @@ struct tir_regex {
 
 struct tir_regex *tir_regex_new(const char *pattern, struct tir_err *err)
 {
+	if (ox_pcre2(err))
+		return NULL;
 	int ec;
 	PCRE2_SIZE off;
 	pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &off, NULL);

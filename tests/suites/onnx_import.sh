@@ -138,4 +138,26 @@ wait $spid 2>/dev/null
 printf '.load %s batch=2\n.input input_1=%s\n.save probs %s\n' "$m/mlp.onnx" "$m/x.npy" "$tmp/rp.npy" |
 	$tir repl >"$tmp/out" 2>&1
 if [ $? -eq 0 ] && close "$tmp/rp.npy" "$m/expect.npy"; then ok; else bad ".load mlp.onnx: $(cat "$tmp/out")"; fi
+
+# protobuf-c and PCRE2 are loaded at their first use (lib/onnx/libs.c), not
+# at start: a one-line run maps neither, an import protobuf-c alone, a
+# pattern PCRE2
+# maps LIB CMD...: whether running CMD loads LIB (the loader's own account)
+maps() {
+	lib=$1
+	shift
+	LD_DEBUG=files "$@" 2>&1 >/dev/null | grep -q "file=$lib"
+}
+printf 'print add(1, 2)\n' >"$tmp/one.tir"
+for lib in libprotobuf-c libpcre2-8; do
+	if command -v ldd >/dev/null 2>&1; then
+		ldd "$tir" | grep -q "$lib" && bad "tir is linked with $lib" || ok
+	fi
+	maps $lib "$tir" run --quiet "$tmp/one.tir" && bad "print add(1, 2) loads $lib" || ok
+done
+maps libprotobuf-c "$tir" import "$m/mlp.onnx" --dim batch=2 -o "$tmp/l.tir" && ok ||
+	bad "tir import does not load libprotobuf-c"
+maps libpcre2-8 "$tir" import "$m/mlp.onnx" --dim batch=2 -o "$tmp/l.tir" && bad "an import with no --rename loads PCRE2" || ok
+maps libpcre2-8 "$tir" import "$m/mlp.onnx" --dim batch=2 -o "$tmp/l.tir" --rename '\.=_' && ok ||
+	bad "tir import --rename does not load PCRE2"
 suite_end

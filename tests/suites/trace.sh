@@ -104,4 +104,24 @@ conv2d 9000
 attention 1440"
 [ $st -eq 0 ] && [ "$got" = "$want" ] && ok || bad "flops in the trace (exit $st): '$got', expected '$want'"
 
+# jansson is loaded at its first use (lib/exec/json.c), not at start: a
+# one-line run does not map it, --trace and a safetensors load do
+# maps CMD...: whether running CMD loads libjansson (the loader's account)
+maps() {
+	LD_DEBUG=files "$@" 2>&1 >/dev/null | grep -q 'file=libjansson'
+}
+printf 'print add(1, 2)\n' >"$tmp/one.tir"
+if command -v ldd >/dev/null 2>&1; then
+	ldd "$tir" | grep -q libjansson && bad "tir is linked with jansson" || ok
+fi
+maps "$tir" run --quiet "$tmp/one.tir" && bad "print add(1, 2) loads jansson" || ok
+maps "$tir" run --quiet --trace "$tmp/one.json" "$tmp/one.tir" && ok || bad "--trace does not load jansson"
+$py -c "
+import json, struct, sys
+h = json.dumps({'t': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]}}).encode()
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + struct.pack('<2f', 1.5, 2.5))" "$tmp/w.safetensors"
+printf 'print sum(load("%s", name="t"))\n' "$tmp/w.safetensors" >"$tmp/st.tir"
+[ "$("$tir" run --quiet "$tmp/st.tir" 2>&1 | tail -n 1)" = 4 ] && ok || bad "a safetensors load: $("$tir" run --quiet "$tmp/st.tir" 2>&1)"
+maps "$tir" run --quiet "$tmp/st.tir" && ok || bad "a safetensors load does not load jansson"
+
 suite_end

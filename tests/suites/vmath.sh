@@ -44,4 +44,28 @@ for p in scalar sse2 avx2 avx512; do
 	case $g in "tir $want ("*) ok ;; *) bad "TIR_VMATH=$p: tir --version's gemm is '$g', not tir $want" ;; esac
 	grep -q "; gemm: tir $want (" "$tmp/err" && ok || bad "TIR_VMATH=$p: --profile does not name gemm tir $want"
 done
+
+# SLEEF is loaded at the first transcendental, not at start (lib/exec/vmath.c):
+# tir is not linked with it, a one-line program without one never maps it,
+# and every path loads it for exp, pow and gelu, whose values it gives.
+# loads PROGRAM [ENV...]: whether a run of PROGRAM loads libsleef
+loads() {
+	f=$1
+	shift
+	env "$@" LD_DEBUG=files "$tir" run --quiet "$f" 2>&1 >/dev/null | grep -q 'file=libsleef'
+}
+if command -v ldd >/dev/null 2>&1; then
+	ldd "$tir" | grep -q sleef && bad "tir is linked with SLEEF: $(ldd "$tir" | grep sleef)" || ok
+fi
+printf 'print add(1, 2)\n' >"$tmp/one.tir"
+printf 'x = [0.5, 2.0]\nprint add(x, x)\nprint sqrt(x)\n' >"$tmp/plain.tir"
+printf 'x = [0.5, 2.0]\nprint exp(x)\nprint pow(x, 0.5)\nprint gelu(x)\n' >"$tmp/tr.tir"
+loads "$tmp/one.tir" && bad "print add(1, 2) loads libsleef" || ok
+loads "$tmp/plain.tir" && bad "add and sqrt of floats load libsleef" || ok
+for p in scalar sse2 avx2 avx512; do
+	loads "$tmp/tr.tir" TIR_VMATH=$p && ok || bad "TIR_VMATH=$p: exp, pow and gelu do not load libsleef"
+	out=$(TIR_VMATH=$p "$tir" run --quiet "$tmp/tr.tir" 2>&1)
+	[ "$(printf '%s\n' "$out" | sed -n 2p)" = "[1.64872, 7.38906]" ] && ok ||
+		bad "TIR_VMATH=$p: exp([0.5, 2.0]) printed: $out"
+done
 suite_end
