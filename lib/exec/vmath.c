@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
 /* "cheap": GCC's -O2 model vectorizes no loop with a remainder.
@@ -178,8 +179,11 @@ static void vm_sleef_need(void)
 {
 	pthread_once(&vm_sleef_once, vm_sleef_load);
 	if (!vm_sleef_loaded) {
-		fprintf(stderr, "tir: %s\n", vm_sleef_err);
-		abort();
+		/* An array kernel has no way to return an error: as the loader
+		 * refused to start a tir whose linked SLEEF was missing, stop
+		 * with the reason, exit 1 (an error, not a crash). */
+		fprintf(stderr, "tir: %s (Debian's libsleef3: make deps)\n", vm_sleef_err);
+		_exit(1);
 	}
 }
 
