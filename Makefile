@@ -143,7 +143,7 @@ $(BUILD)/libtir.a: $(LIB_OBJ)
 	$(call SAY,AR,$@)rm -f $@ && $(AR) rcs $@ $^
 
 # tir and libtir-net.so both link the library as one shared object,
-# libtir.so, found next to them: one copy of it, and of its
+# libtir.so, found next to them ($$ORIGIN): one copy of it, and of its
 # state (the memory accounting, the thread pool, the vector path chosen,
 # the interrupt flag), in the process whatever loads the network part.
 # It exports only what those two call of it: the tir_ names the CLI's and
@@ -155,11 +155,6 @@ $(BUILD)/libtir.a: $(LIB_OBJ)
 # local).  Its few thread-locals take the initial-exec model, as
 # libtir.so is loaded at start, never dlopened.  Tests and benchmarks
 # link libtir.a (the same objects) and lib/net's directly.
-# Its soname is $$ORIGIN/libtir.so, which is what tir and libtir-net.so
-# name as needed: the loader opens the file next to them directly, where
-# with a RUNPATH of $$ORIGIN it first tried a dozen subdirectories
-# (glibc-hwcaps/x86-64-v4, tls/x86_64, ...) for it, and the build directory
-# for libc, at every start.
 LIB_PIC  := -fPIC -fno-semantic-interposition -ftls-model=initial-exec
 $(LIB_OBJ): CFLAGS += $(LIB_PIC)
 
@@ -170,7 +165,7 @@ $(BUILD)/libtir.sym: $(LIB_OBJ) $(CLI_OBJ) $(NET_OBJ)
 	@rm -f $@.def $@.use
 
 $(BUILD)/libtir.so: $(LIB_OBJ) $(BUILD)/libtir.sym
-	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,'$$ORIGIN/libtir.so' -Wl,--version-script=$(BUILD)/libtir.sym \
+	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libtir.so -Wl,--version-script=$(BUILD)/libtir.sym \
 		-Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,--as-needed -o $@ $(LIB_OBJ) $(LDLIBS)
 
 # OpenBLAS is not linked (--as-needed drops it: nothing refers to it):
@@ -190,7 +185,7 @@ $(BUILD)/lib/exec/json.o: CPPFLAGS += -DTIR_JANSSON_SONAME='"$(or $(JANSSON_SO),
 $(BUILD)/cli/repl.o: CPPFLAGS += -DTIR_EDIT_SONAME='"$(or $(EDIT_SO),libedit.so.2)"'
 $(BUILD)/tir: $(CLI_OBJ) $(BUILD)/libtir.so
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -Wl,--as-needed \
-		$(BUILD)/libtir.so $(LDLIBS)
+		$(BUILD)/libtir.so -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
 
 # vmath.c lets GCC contract its polynomials into FMAs, and which it
 # contracts depends on the optimization level: it is built at -O2 in every
@@ -205,7 +200,7 @@ $(BUILD)/libtir-net.sym: Makefile
 	$(Q)echo '{ global: tir_net_api; local: *; };' >$@
 $(NET_SO): $(NET_OBJ) $(BUILD)/libtir.so $(BUILD)/libtir-net.sym
 	$(call SAY,LINK,$@)$(CC) $(LDFLAGS) -shared -Wl,--version-script=$(BUILD)/libtir-net.sym -Wl,-z,defs \
-		-o $@ $(NET_OBJ) $(BUILD)/libtir.so $(NET_LIBS)
+		-Wl,-rpath,'$$ORIGIN' -o $@ $(NET_OBJ) $(BUILD)/libtir.so $(NET_LIBS)
 
 $(MPI_OBJ): CFLAGS += -fPIC
 $(MPI_OBJ): CPPFLAGS += $(MPI_CFLAGS)
