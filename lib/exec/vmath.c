@@ -24,7 +24,9 @@
  *    checks every path against libm in higher precision.
  *  - a NaN result is a quiet NaN, with the sign and payload that the
  *    vector unit or SLEEF gives (deterministic, so the above holds; not
- *    canonicalized: that would cost time on every fused chain).
+ *    canonicalized: that would cost time on every fused chain).  Of two
+ *    NaNs, + and * give the first operand's on every path: their
+ *    instructions are pinned with a as the first source (VM_PIN_VEX).
  */
 #include "vmath.h"
 
@@ -195,9 +197,10 @@ static inline void vm_sleef_ready(void)
 
 #define VM_INLINE static inline __attribute__((always_inline))
 #define VM_NO_TARGET
-/* The binary array functions are never inlined: inlined into a caller
- * (VM_LOOP_BS's NaN case), + and * may get their operands commuted, which
- * changes the payload of NaN op NaN. */
+/* The binary array functions are never inlined (VM_LOOP_BS's NaN case
+ * calls one): each stays one copy of its loops.  The order of + and *'s
+ * operands, which decides NaN op NaN, is pinned by VM_PIN_VEX and
+ * VM_PIN_SSE, whatever the compiler inlines or commutes. */
 #define VM_NOINLINE __attribute__((noinline))
 
 /* An elementwise loop: dst may equal a source, which is no loop-carried
@@ -381,11 +384,10 @@ static inline void vm_sleef_ready(void)
 
 /* The same with one operand one value (K 0: a, 1: b), put in every lane:
  * each element gets exactly what it would from an array of copies of it
- * (AF, the array function).  A NaN value goes through AF itself (not
- * inlined): with two NaN operands the result's payload is the first
- * operand's, and the compiler may commute + and * differently here; with
- * one NaN (x) it is x's whatever the order.  (A lane loop,
- * not V_SPLAT: 0 + -0 would be +0.) */
+ * (AF, the array function).  A NaN value goes through AF itself: with
+ * two NaN operands the result is the first operand's (FN keeps the
+ * order, VM_PIN_VEX), with one NaN (x) it is x's.  (A lane loop, not
+ * V_SPLAT: 0 + -0 would be +0.) */
 #define VM_LOOP_BS(NAME, TGT, T, VF, FN, K, AF, LOAD)                 \
 	static TGT void NAME(void *dv, const void *av, const void *bv, int64_t n) \
 	{                                                                    \
@@ -439,9 +441,7 @@ static inline void vm_sleef_ready(void)
 		MAP(T, n, d, EXPR);                                          \
 	}
 
-#define V_ADD(u, v) ((u) + (v))
 #define V_SUB(u, v) ((u) - (v))
-#define V_MUL(u, v) ((u) * (v))
 #define V_DIV(u, v) ((u) / (v))
 /* The C operator each of those applies, by op (vm_kern's arith): a caller
  * may apply it to one element itself, with the same bits (POW: none) */
@@ -531,6 +531,29 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 #define widen8_a2_f64 widen8_f64
 #define widen8_a5_f64 widen8_f64
 
+/* Path P's + and * on vectors of S with a as the first source
+ * (vmath.h's tir_vm_addf says why): VEX forms on the AVX paths (no
+ * alignment asked of a memory operand), SSE forms on SSE2's. */
+#define VM_PIN_VEX(P, S, TGT, VF, ADD, MUL)                                   \
+	VM_PIN_VEX1(P##_add_##S, TGT, VF, ADD)                               \
+	VM_PIN_VEX1(P##_mul_##S, TGT, VF, MUL)
+#define VM_PIN_VEX1(NAME, TGT, VF, INS)                                       \
+	VM_INLINE TGT VF NAME(VF a, VF b)                                    \
+	{                                                                    \
+		VF r;                                                        \
+		__asm__(INS " %2, %1, %0" : "=v"(r) : "v"(a), "vm"(b));       \
+		return r;                                                    \
+	}
+#define VM_PIN_SSE(P, S, VF, ADD, MUL)                                        \
+	VM_PIN_SSE1(P##_add_##S, VF, ADD)                                    \
+	VM_PIN_SSE1(P##_mul_##S, VF, MUL)
+#define VM_PIN_SSE1(NAME, VF, INS)                                            \
+	VM_INLINE VF NAME(VF a, VF b)                                        \
+	{                                                                    \
+		__asm__(INS " %1, %0" : "+x"(a) : "x"(b));                   \
+		return a;                                                    \
+	}
+
 /* Path P's functions for S (each op's as its ops.def row names it, see
  * vm_kern), and its table P_ops_S of the others: EXP ... are its vector
  * functions on one VF, TANH tanhe (f32) or tanhm1 (f64).
@@ -577,19 +600,19 @@ typedef double vm_vd8 __attribute__((vector_size(64)));
 	VM_MAP_U(P##_RELU_##S, TGT, T, s[i] > 0 ? s[i] : s[i] != s[i] ? s[i] : 0) \
 	VM_MAP_U(P##_SIGN_##S, TGT, T,                                       \
 		 s[i] > 0 ? 1 : s[i] < 0 ? -1 : s[i] == 0 ? 0 : s[i])        \
-	VM_LOOP_B(P##_ADD_##S, TGT, T, VF, V_ADD, 0)         \
+	VM_LOOP_B(P##_ADD_##S, TGT, T, VF, P##_add_##S, 0)       \
 	VM_LOOP_B(P##_SUB_##S, TGT, T, VF, V_SUB, 0)         \
-	VM_LOOP_B(P##_MUL_##S, TGT, T, VF, V_MUL, 0)         \
+	VM_LOOP_B(P##_MUL_##S, TGT, T, VF, P##_mul_##S, 0)       \
 	VM_LOOP_B(P##_DIV_##S, TGT, T, VF, V_DIV, 0)         \
 	VM_LOOP_B(P##_POW_##S, TGT, T, VF, POW, 1)           \
-	VM_LOOP_BS(P##_ADD_vs_##S, TGT, T, VF, V_ADD, 1, P##_ADD_##S, 0)  \
+	VM_LOOP_BS(P##_ADD_vs_##S, TGT, T, VF, P##_add_##S, 1, P##_ADD_##S, 0)  \
 	VM_LOOP_BS(P##_SUB_vs_##S, TGT, T, VF, V_SUB, 1, P##_SUB_##S, 0)  \
-	VM_LOOP_BS(P##_MUL_vs_##S, TGT, T, VF, V_MUL, 1, P##_MUL_##S, 0)  \
+	VM_LOOP_BS(P##_MUL_vs_##S, TGT, T, VF, P##_mul_##S, 1, P##_MUL_##S, 0)  \
 	VM_LOOP_BS(P##_DIV_vs_##S, TGT, T, VF, V_DIV, 1, P##_DIV_##S, 0)  \
 	VM_LOOP_BS(P##_POW_vs_##S, TGT, T, VF, POW, 1, P##_POW_##S, 1)    \
-	VM_LOOP_BS(P##_ADD_sv_##S, TGT, T, VF, V_ADD, 0, P##_ADD_##S, 0)  \
+	VM_LOOP_BS(P##_ADD_sv_##S, TGT, T, VF, P##_add_##S, 0, P##_ADD_##S, 0)  \
 	VM_LOOP_BS(P##_SUB_sv_##S, TGT, T, VF, V_SUB, 0, P##_SUB_##S, 0)  \
-	VM_LOOP_BS(P##_MUL_sv_##S, TGT, T, VF, V_MUL, 0, P##_MUL_##S, 0)  \
+	VM_LOOP_BS(P##_MUL_sv_##S, TGT, T, VF, P##_mul_##S, 0, P##_MUL_##S, 0)  \
 	VM_LOOP_BS(P##_DIV_sv_##S, TGT, T, VF, V_DIV, 0, P##_DIV_##S, 0)  \
 	VM_LOOP_BS(P##_POW_sv_##S, TGT, T, VF, POW, 0, P##_POW_##S, 1)    \
 	/* NaN in either wins; a tie gives b */                              \
@@ -768,6 +791,11 @@ VM_VFUNCS(sc, f32, VM_NO_TARGET, float, vm_vf1, vm_vi1, MAG32, sc_vexpf, sc_vexp
 	  sc_expm1f, sc_erfcf, sc_sqrtf)
 VM_VFUNCS(sc, f64, VM_NO_TARGET, double, vm_vd1, vm_vl1, MAG64, sc_exp, sc_exp,
 	  sc_expm1, sc_erfc, sc_sqrt)
+/* + and * with a as the first source: vmath.h's, on the one lane */
+VM_INLINE vm_vf1 sc_add_f32(vm_vf1 a, vm_vf1 b) { return (vm_vf1){tir_vm_addf(a[0], b[0])}; }
+VM_INLINE vm_vf1 sc_mul_f32(vm_vf1 a, vm_vf1 b) { return (vm_vf1){tir_vm_mulf(a[0], b[0])}; }
+VM_INLINE vm_vd1 sc_add_f64(vm_vd1 a, vm_vd1 b) { return (vm_vd1){tir_vm_adds(a[0], b[0])}; }
+VM_INLINE vm_vd1 sc_mul_f64(vm_vd1 a, vm_vd1 b) { return (vm_vd1){tir_vm_muls(a[0], b[0])}; }
 VM_ARRAYS(sc, f32, VM_NO_TARGET, float, vm_vf1, sc_vexpf, sc_logf, sc_sinf, sc_cosf, sc_erff,
 	  sc_sqrtf, sc_powf, tanhe)
 VM_ARRAYS(sc, f64, VM_NO_TARGET, double, vm_vd1, sc_exp, sc_log, sc_sin, sc_cos, sc_erf,
@@ -789,6 +817,8 @@ VM_VFUNCS(s2, f32, VM_NO_TARGET, float, __m128, vm_vi4, MAG32, s2_vexpf, s2_vexp
 	  SL(cinz_expm1f4_u10sse2), SL(cinz_erfcf4_u15sse2), _mm_sqrt_ps)
 VM_VFUNCS(s2, f64, VM_NO_TARGET, double, __m128d, vm_vl2, MAG64, SL(cinz_expd2_u10sse2),
 	  SL(cinz_expd2_u10sse2), SL(cinz_expm1d2_u10sse2), SL(cinz_erfcd2_u15sse2), _mm_sqrt_pd)
+VM_PIN_SSE(s2, f32, __m128, "addps", "mulps")
+VM_PIN_SSE(s2, f64, __m128d, "addpd", "mulpd")
 VM_ARRAYS(s2, f32, VM_NO_TARGET, float, __m128, s2_vexpf,
 	  SL(cinz_logf4_u10sse2), SL(cinz_sinf4_u10sse2), SL(cinz_cosf4_u10sse2),
 	  SL(cinz_erff4_u10sse2), _mm_sqrt_ps, SL(cinz_powf4_u10sse2), tanhe)
@@ -802,6 +832,8 @@ VM_VFUNCS(a2, f32, VM_AVX2, float, __m256, vm_vi8, MAG32, a2_vexpf, a2_vexpf_raw
 	  SL(finz_expm1f8_u10avx2), SL(finz_erfcf8_u15avx2), _mm256_sqrt_ps)
 VM_VFUNCS(a2, f64, VM_AVX2, double, __m256d, vm_vl4, MAG64, SL(finz_expd4_u10avx2),
 	  SL(finz_expd4_u10avx2), SL(finz_expm1d4_u10avx2), SL(finz_erfcd4_u15avx2), _mm256_sqrt_pd)
+VM_PIN_VEX(a2, f32, VM_AVX2, __m256, "vaddps", "vmulps")
+VM_PIN_VEX(a2, f64, VM_AVX2, __m256d, "vaddpd", "vmulpd")
 VM_ARRAYS(a2, f32, VM_AVX2, float, __m256, a2_vexpf,
 	  SL(finz_logf8_u10avx2), SL(finz_sinf8_u10avx2), SL(finz_cosf8_u10avx2),
 	  SL(finz_erff8_u10avx2), _mm256_sqrt_ps, SL(finz_powf8_u10avx2), tanhe)
@@ -817,6 +849,8 @@ VM_VFUNCS(a5, f32, VM_AVX512, float, __m512, vm_vi16, MAG32, a5_vexpf, a5_vexpf_
 	  SL(finz_expm1f16_u10avx512f), SL(finz_erfcf16_u15avx512f), _mm512_sqrt_ps)
 VM_VFUNCS(a5, f64, VM_AVX512, double, __m512d, vm_vl8, MAG64, SL(finz_expd8_u10avx512f),
 	  SL(finz_expd8_u10avx512f), SL(finz_expm1d8_u10avx512f), SL(finz_erfcd8_u15avx512f), _mm512_sqrt_pd)
+VM_PIN_VEX(a5, f32, VM_AVX512, __m512, "vaddps", "vmulps")
+VM_PIN_VEX(a5, f64, VM_AVX512, __m512d, "vaddpd", "vmulpd")
 VM_ARRAYS(a5, f32, VM_AVX512, float, __m512, a5_vexpf,
 	  SL(finz_logf16_u10avx512f), SL(finz_sinf16_u10avx512f),
 	  SL(finz_cosf16_u10avx512f), SL(finz_erff16_u10avx512f), _mm512_sqrt_ps,

@@ -42,6 +42,30 @@
  * in any L1d. */
 #define TIR_VMATH_BLOCK 512
 
+/* a + b and a * b of one float or double with a as the instruction's
+ * first source.  Of two NaN operands x86 returns the first source's (its
+ * sign and payload), and + and * commute for the compiler, which picks
+ * the order per loop and per optimization level (GCC at -O1 with ASan
+ * gave the two loops of one function opposite orders).  So every +
+ * and * of user values, in any path or in a caller's own one-element
+ * step (vm.c's), is one of these or vmath.c's per-path vector ones: a
+ * NaN's bits never depend on where an element falls.  Elsewhere: plain C. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TIR_VM_PIN1(NAME, T, INS, OP)                                         \
+	static inline T NAME(T a, T b)                                       \
+	{                                                                    \
+		__asm__(INS " %1, %0" : "+x"(a) : "x"(b));                   \
+		return a;                                                    \
+	}
+#else
+#define TIR_VM_PIN1(NAME, T, INS, OP)                                         \
+	static inline T NAME(T a, T b) { return a OP b; }
+#endif
+TIR_VM_PIN1(tir_vm_addf, float, "addss", +)
+TIR_VM_PIN1(tir_vm_adds, double, "addsd", +)
+TIR_VM_PIN1(tir_vm_mulf, float, "mulss", *)
+TIR_VM_PIN1(tir_vm_muls, double, "mulsd", *)
+
 /* Whether op is a float unary op these compute: ops.def's vec UNARY. */
 bool tir_vmath_unary_op(enum tir_op op);
 /* Whether op is a float binary op these compute: vec BINARY or BINARY_SV. */

@@ -1656,13 +1656,13 @@ static void sarith_one(char op, size_t es, char *d, const char *a, const char *b
 		float x, y, r;
 		memcpy(&x, a, 4);
 		memcpy(&y, b, 4);
-		r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+		r = op == '+' ? tir_vm_addf(x, y) : op == '-' ? x - y : op == '*' ? tir_vm_mulf(x, y) : x / y;
 		memcpy(d, &r, 4);
 	} else {
 		double x, y, r;
 		memcpy(&x, a, 8);
 		memcpy(&y, b, 8);
-		r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+		r = op == '+' ? tir_vm_adds(x, y) : op == '-' ? x - y : op == '*' ? tir_vm_muls(x, y) : x / y;
 		memcpy(d, &r, 8);
 	}
 }
