@@ -18,6 +18,7 @@
 
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -304,16 +305,27 @@ void tir_chunk_hash(const struct tir_frame_src *f, size_t first, size_t last, un
 	}
 }
 
-struct part {
+/* The threads of tir_chunk_hash_all take the groups of sixteen chunks
+ * one at a time, the next one not taken: a thread that gets less of the
+ * CPU (other work, the server's threads on the same cores) hashes fewer,
+ * where halves fixed at the start left the other thread idle at the end. */
+struct parts {
 	const struct tir_frame_src *f;
-	size_t first, last;
+	size_t k, groups;
+	_Atomic size_t next;
 	unsigned char (*out)[32];
 };
 
 static void *part_thread(void *arg)
 {
-	struct part *p = arg;
-	tir_chunk_hash(p->f, p->first, p->last, p->out + p->first);
+	struct parts *p = arg;
+	for (;;) {
+		size_t g = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+		if (g >= p->groups)
+			break;
+		size_t first = g * 16, last = first + 16 < p->k ? first + 16 : p->k;
+		tir_chunk_hash(p->f, first, last, p->out + first);
+	}
 	return NULL;
 }
 
@@ -335,23 +347,14 @@ void tir_chunk_hash_all(const struct tir_frame_src *f, unsigned char (*out)[32],
 		tir_chunk_hash(f, 0, k, out);
 		return;
 	}
-	/* contiguous parts of whole groups of sixteen */
-	struct part parts[THREADS_MAX];
+	struct parts p = {.f = f, .k = k, .groups = (k + 15) / 16, .out = out};
+	atomic_init(&p.next, 0);
 	pthread_t th[THREADS_MAX];
 	bool started[THREADS_MAX] = {false};
-	size_t groups = (k + 15) / 16, at = 0;
-	for (int t = 0; t < nthreads; t++) {
-		size_t g = groups * (size_t)(t + 1) / (size_t)nthreads * 16;
-		parts[t] = (struct part){f, at, g < k ? g : k, out};
-		at = parts[t].last;
-	}
 	for (int t = 1; t < nthreads; t++)
-		started[t] = !pthread_create(&th[t], NULL, part_thread, &parts[t]);
-	part_thread(&parts[0]);
-	for (int t = 1; t < nthreads; t++) {
+		started[t] = !pthread_create(&th[t], NULL, part_thread, &p);
+	part_thread(&p); /* (a thread that could not start leaves its groups here) */
+	for (int t = 1; t < nthreads; t++)
 		if (started[t])
 			pthread_join(th[t], NULL);
-		else
-			part_thread(&parts[t]); /* no thread: here */
-	}
 }
