@@ -227,12 +227,20 @@ __attribute__((target("avx512f"))) static void sha256_x16_bw(const unsigned char
 	sha256_x16_body(base, m, out, true);
 }
 
+static int bw_force = -1; /* tir_chunk_lanes_bw */
+
 static bool bw_ok(void)
 {
 	static int ok = -1; /* (a race writes the same value) */
 	if (ok < 0)
 		ok = __builtin_cpu_supports("avx512bw") ? 1 : 0;
-	return ok;
+	return ok && bw_force != 0;
+}
+
+bool tir_chunk_lanes_bw(int bw)
+{
+	bw_force = bw;
+	return bw_ok();
 }
 
 static void sha256_x16(const unsigned char *base, int m, unsigned char (*out)[32])

@@ -96,6 +96,10 @@ void tir_chunk_hash(const struct tir_frame_src *f, size_t first, size_t last, un
 /* Every chunk's hash into out[0..k), on up to nthreads threads (0: one per
  * CPU; small frames use fewer). */
 void tir_chunk_hash_all(const struct tir_frame_src *f, unsigned char (*out)[32], int nthreads);
+/* Test hook: which byte swap the AVX-512 lanes use, 0 AVX-512F's, 1
+ * AVX-512BW's where the CPU has it, -1 (the start) the CPU's choice.
+ * Returns whether the BW one is now in use. */
+bool tir_chunk_lanes_bw(int bw);
 /* The name of a blob: SHA-256 of its chunk list list[0..len). */
 void tir_chunk_name(const unsigned char *list, size_t len, char name[TIR_SHA_HEX + 1]);
 

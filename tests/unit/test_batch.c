@@ -352,7 +352,12 @@ static void test_chunk_lanes(void)
 	for (size_t i = 0; i < bytes + 64; i++)
 		buf[i] = (unsigned char)(i * 2654435761u >> 13);
 	unsigned char head[40] = {0};
-	for (int rank = 0; rank <= 3; rank++) {
+	/* each byte swap the lanes have: AVX-512F's, then AVX-512BW's (where
+	 * the CPU has it; else AVX-512F's again) */
+	for (int rb = 0; rb < 8; rb++) {
+		int rank = rb % 4;
+		if (rank == 0)
+			tir_chunk_lanes_bw(rb / 4);
 		size_t hlen = 16 + 8 * (size_t)rank;
 		struct tir_frame_src f = {head, hlen, buf + 8 * (size_t)rank, bytes - hlen, 0};
 		unsigned char one[17][32], many[16][32];
@@ -363,9 +368,11 @@ static void test_chunk_lanes(void)
 				tir_chunk_hash(&f, first + j, first + j + 1, one + j);
 			CHECK(!memcmp(one, many, 32 * m));
 			if (memcmp(one, many, 32 * m))
-				fprintf(stderr, "  rank %d: %zu chunks from %zu hashed at once differ\n", rank, m, first);
+				fprintf(stderr, "  %s rank %d: %zu chunks from %zu hashed at once differ\n",
+					rb / 4 ? "AVX-512BW" : "AVX-512F", rank, m, first);
 		}
 	}
+	tir_chunk_lanes_bw(-1);
 	free(buf);
 }
 
