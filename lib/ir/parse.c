@@ -2004,6 +2004,23 @@ static bool results_match(struct parser *ps, struct tir_node *n, int want, const
 	return true;
 }
 
+static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start);
+
+/* A tensor argument: a name or a number alone before ')' or ',' (tanh(x),
+ * the common case) is parse_primary's node, which each level of parse_expr
+ * would hand up untouched; anything else parse_expr's.  (A name's next
+ * token is peeked already, to tell a keyword argument.) */
+static struct tir_node *parse_arg(struct parser *ps, struct tir_loc *start)
+{
+	enum tir_tok k = ps->tok->kind;
+	if (k == TIR_TOK_NAME || k == TIR_TOK_INT || k == TIR_TOK_FLOAT) {
+		enum tir_tok next = peek(ps)->kind;
+		if (next == TIR_TOK_RPAREN || next == TIR_TOK_COMMA)
+			return parse_primary(ps, start);
+	}
+	return parse_expr(ps, start);
+}
+
 static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const struct tir_token *name)
 {
 	const struct tir_opdef *d = tir_op(op);
@@ -2128,7 +2145,7 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 			if (!close_bracket(ps, TIR_TOK_RBRACKET, &lopen))
 				goto fail;
 		} else if (prm->tensor) {
-			tens[pi] = parse_expr(ps, &tloc[pi]);
+			tens[pi] = parse_arg(ps, &tloc[pi]);
 			if (!tens[pi])
 				goto fail;
 		} else if (!parse_attr(ps, d->name, prm, &attrs[d->attr_of_param[pi]])) {
