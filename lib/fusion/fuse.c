@@ -490,6 +490,33 @@ static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
 	}
 }
 
+/* Whether g is elementwise over the domain dom (numel elements) all
+ * through: no reduction, no move but cast, every member dom's elements in
+ * its shape (leading 1s aside), and every member but the root read by a
+ * later one.  Then the passes of analyze find every member FULL, computed
+ * in the domain's layout, and no fault: said here in one pass where they
+ * take four.  mark: g->n bytes of scratch. */
+static bool all_full(const struct tir_group *g, const struct gtable *t, const struct tir_type *dom,
+		     int64_t numel, uint8_t *mark)
+{
+	memset(mark, 0, (size_t)g->n);
+	for (int j = 0; j < g->n; j++) {
+		const struct gmember mj = gm(t, j), *m = &mj;
+		if (m->kind == TIR_KIND_REDUCE || (m->kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) ||
+		    tir_type_numel(m->type) < numel || !pad_equal(m->type, dom->rank, dom->shape))
+			return false;
+		for (int k = 0; k < m->nin; k++) {
+			int o = gm_in(t, m, k);
+			if (o >= 0)
+				mark[o] = 1;
+		}
+	}
+	for (int j = 0; j < g->n - 1; j++)
+		if (!mark[j])
+			return false;
+	return true;
+}
+
 /* tir_group_analyze over g's table t. */
 static const char *analyze(const struct tir_group *g, const struct gtable *t, struct tir_group_info *in,
 			   const struct tir_node **culprit)
@@ -504,10 +531,23 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 	*culprit = root;
 	if (g->n < 1)
 		return "the kernel is empty";
-	memset(cls, 0, (size_t)g->n);
 	/* the domain: the reductions' input, all the same, or the root */
 	const struct tir_type *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
+	if (all_full(g, t, dom, tir_type_numel(dom), cls)) {
+		/* (what the passes below find of such a group) */
+		in->rank = dom->rank;
+		memcpy(in->shape, dom->shape, sizeof(int64_t) * (size_t)dom->rank);
+		in->split = dom->rank;
+		in->rows = tir_type_numel(dom);
+		in->cols = 1;
+		memcpy(in->kshape, in->shape, sizeof(int64_t) * (size_t)dom->rank);
+		memset(cls, TIR_FC_FULL, (size_t)g->n);
+		for (int j = 0; j < g->n; j++)
+			in->via[j] = -1;
+		goto head;
+	}
+	memset(cls, 0, (size_t)g->n);
 	for (int j = g->n - 1; j >= 0; j--) {
 		if (gm(t, j).kind != TIR_KIND_REDUCE)
 			continue;
@@ -676,6 +716,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			}
 		}
 	}
+head:
 	if (g->head) {
 		bool ok = !in->reduces;
 		for (int j = 0; ok && j < g->n; j++)

@@ -526,6 +526,10 @@ void tir_lex_scan(struct tir_lexer *lx, struct tir_token *t)
 			lx->p = p + 1;
 			make(lx, t, TIR_TOK_ASSIGN, p, 1);
 			return;
+		} else if (c == '*' && (p + 1 == lx->end || p[1] != '*')) {
+			lx->p = p + 1;
+			make(lx, t, TIR_TOK_STAR, p, 1);
+			return;
 		} else if ((cls[c] & C_DIGIT) && number_fast(lx, t, p)) {
 			return;
 		} else if (c == '\n' && lx->depth == 0) {

@@ -8,6 +8,7 @@
 #include "ir.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -738,7 +739,12 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 		}
 		return;
 	}
-	struct tir_binding *b = tir_program_lookup(ps->prog, s, n);
+	/* the name made last first: a statement most often reads what the one
+	 * before it bound (t2 = t1 + 1), found so without hashing its name */
+	const struct tir_program *p = ps->prog;
+	struct tir_binding *b = p->nbind && same_name(p->bind[p->nbind - 1].name, s, n)
+					? &p->bind[p->nbind - 1]
+					: tir_program_lookup(p, s, n);
 	if (b && !b->unbound && b->str) {
 		lk->kind = L_STR;
 		lk->str = b->str;
@@ -1998,6 +2004,23 @@ static bool results_match(struct parser *ps, struct tir_node *n, int want, const
 	return true;
 }
 
+static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start);
+
+/* A tensor argument: a name or a number alone before ')' or ',' (tanh(x),
+ * the common case) is parse_primary's node, which each level of parse_expr
+ * would hand up untouched; anything else parse_expr's.  (A name's next
+ * token is peeked already, to tell a keyword argument.) */
+static struct tir_node *parse_arg(struct parser *ps, struct tir_loc *start)
+{
+	enum tir_tok k = ps->tok->kind;
+	if (k == TIR_TOK_NAME || k == TIR_TOK_INT || k == TIR_TOK_FLOAT) {
+		enum tir_tok next = peek(ps)->kind;
+		if (next == TIR_TOK_RPAREN || next == TIR_TOK_COMMA)
+			return parse_primary(ps, start);
+	}
+	return parse_expr(ps, start);
+}
+
 static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const struct tir_token *name)
 {
 	const struct tir_opdef *d = tir_op(op);
@@ -2122,7 +2145,7 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 			if (!close_bracket(ps, TIR_TOK_RBRACKET, &lopen))
 				goto fail;
 		} else if (prm->tensor) {
-			tens[pi] = parse_expr(ps, &tloc[pi]);
+			tens[pi] = parse_arg(ps, &tloc[pi]);
 			if (!tens[pi])
 				goto fail;
 		} else if (!parse_attr(ps, d->name, prm, &attrs[d->attr_of_param[pi]])) {
@@ -2923,11 +2946,31 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
 	return close_bracket(ps, TIR_TOK_RBRACKET, &open);
 }
 
+/* By first byte, the lengths of the reserved words and dtype names that
+ * start with it (bit n - 1): a name bound (t1234, say) is most often
+ * rejected by one look, where comparing it with each word took more than
+ * the rest of its check. */
+static uint8_t reserved_lens[256];
+static pthread_once_t reserved_once = PTHREAD_ONCE_INIT;
+
+static void reserved_lens_init(void)
+{
+	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+		reserved_lens[(unsigned char)reserved[i].s[0]] |= (uint8_t)(1u << (reserved[i].n - 1));
+	for (int d = 0; d < TIR_DTYPE_COUNT; d++) {
+		const char *name = tir_dtype_name((enum tir_dtype)d);
+		reserved_lens[(unsigned char)name[0]] |= (uint8_t)(1u << (strlen(name) - 1));
+	}
+}
+
 static bool is_reserved(const char *s, size_t n)
 {
 	/* asked of every name bound: its length and first byte reject most
 	 * (the words are 2 to 6 bytes, dtypes' names 2 to 4) */
 	if (n < 2 || n > 6)
+		return false;
+	pthread_once(&reserved_once, reserved_lens_init);
+	if (!(reserved_lens[(unsigned char)s[0]] >> (n - 1) & 1))
 		return false;
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
 		if (reserved[i].n == n && reserved[i].s[0] == s[0] && !memcmp(reserved[i].s, s, n))
@@ -3964,15 +4007,15 @@ static void parse_statement(struct parser *ps)
 {
 	const struct tir_token *t = ps->tok;
 	bool top = ps->nframes == 0;
+	enum tir_tok next = TIR_TOK_EOF; /* at a NAME, the token after it (peeked once) */
 	if (t->kind == TIR_TOK_ERROR) {
 		/* reported by advance */
 	} else if (t->kind == TIR_TOK_RBRACE) {
 		perr_tok(ps, t, "'}' closes nothing");
-	} else if (t->kind == TIR_TOK_NAME && (peek(ps)->kind == TIR_TOK_COMMA || peek(ps)->kind == TIR_TOK_COLON) &&
+	} else if (t->kind == TIR_TOK_NAME && ((next = peek(ps)->kind) == TIR_TOK_COMMA || next == TIR_TOK_COLON) &&
 		   is_multi_bind(ps)) {
 		parse_multi_bind(ps);
-	} else if (t->kind == TIR_TOK_NAME &&
-		   (peek(ps)->kind == TIR_TOK_ASSIGN || peek(ps)->kind == TIR_TOK_COLON)) {
+	} else if (t->kind == TIR_TOK_NAME && (next == TIR_TOK_ASSIGN || next == TIR_TOK_COLON)) {
 		parse_bind(ps); /* also `print = 3`, to say print is reserved */
 	} else if (tok_is(ps, t, "input") && peek(ps)->kind == TIR_TOK_NAME) {
 		if (top)

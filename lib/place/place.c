@@ -141,6 +141,12 @@ static int place(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 
 int tir_place_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 {
+	/* nothing placed yet, and n places nothing itself: it is on no device,
+	 * as every id past pl->n reads (a program without `to` or shard writes
+	 * no word a node; the first that places covers the ids before it) */
+	if (!pl->nset && !pl->sharding && n->op != TIR_OP_TO && n->op != TIR_OP_SHARD &&
+	    n->op != TIR_OP_ALL_REDUCE && n->id >= pl->n)
+		return 0;
 	if (n->id == pl->n && n->id < pl->cap && (!pl->ext || n->id < pl->capext)) {
 		/* the next node: the common case */
 		if (pl->ext)
