@@ -121,7 +121,7 @@ static void load(void)
 		h = open_lib(want);
 	} else {
 		h = open_lib(TIR_BLAS_SONAME);
-		if (!h && *TIR_BLAS_PATH) {
+		if (!h && TIR_BLAS_PATH[0] != '\0') {
 			char first[512];
 			snprintf(first, sizeof first, "%s", dlerror());
 			h = open_lib(TIR_BLAS_PATH);

@@ -1444,12 +1444,13 @@ int tir_gemm_run(const struct tir_gemm *g0, struct tir_err *err)
 	j.eb = j.gsz < batches ? j.gsz : j.nbb;
 	j.groups = batches / j.gsz;
 	int64_t abytes, bbytes;
-	bool big = __builtin_mul_overflow(j.ea, j.mpad, &abytes) |
-		   __builtin_mul_overflow(abytes, kc1, &abytes) |
-		   __builtin_mul_overflow(abytes, j.es, &abytes) |
-		   __builtin_mul_overflow(j.eb, j.npad, &bbytes) |
-		   __builtin_mul_overflow(bbytes, kc1, &bbytes) |
-		   __builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX / 4 - 128 - bbytes);
+	/* every product taken (| not ||: each one's result is the next's operand) */
+	int big = (int)__builtin_mul_overflow(j.ea, j.mpad, &abytes) |
+		  (int)__builtin_mul_overflow(abytes, kc1, &abytes) |
+		  (int)__builtin_mul_overflow(abytes, j.es, &abytes) |
+		  (int)__builtin_mul_overflow(j.eb, j.npad, &bbytes) |
+		  (int)__builtin_mul_overflow(bbytes, kc1, &bbytes) |
+		  (int)__builtin_mul_overflow(bbytes, j.es, &bbytes) | (abytes > INT64_MAX / 4 - 128 - bbytes);
 	size_t keep = g->slab_bytes > 0 ? (size_t)g->slab_bytes      /* the test hook */
 		      : tir_pool_worker() ? KEEP_WORKER : KEEP_MAIN;
 	if (!big && (size_t)(abytes + bbytes) > keep && (j.mp > 1 || j.np > 1))
