@@ -26,7 +26,8 @@
  * A NaN result is a quiet NaN; its sign and payload are whatever the
  * vector unit and SLEEF make of the inputs (the same on every run on one
  * machine), not a fixed one: keeping one default NaN would cost time on
- * every fused chain, and printing shows every NaN as nan.
+ * every fused chain, and printing shows every NaN as nan.  Of two NaN
+ * operands, + and * give the first's on every path (tir_vm_addf below).
  *
  * Not here: strided operands (callers gather them into a block first),
  * integer or bool dtypes, comparisons.
