@@ -517,6 +517,13 @@ static bool all_full(const struct tir_group *g, const struct gtable *t, const st
 	return true;
 }
 
+static bool passes_only; /* tir_group_analyze_passes_only */
+
+void tir_group_analyze_passes_only(bool on)
+{
+	passes_only = on;
+}
+
 /* tir_group_analyze over g's table t. */
 static const char *analyze(const struct tir_group *g, const struct gtable *t, struct tir_group_info *in,
 			   const struct tir_node **culprit)
@@ -534,7 +541,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 	/* the domain: the reductions' input, all the same, or the root */
 	const struct tir_type *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
-	if (all_full(g, t, dom, tir_type_numel(dom), cls)) {
+	if (!passes_only && all_full(g, t, dom, tir_type_numel(dom), cls)) {
 		/* (what the passes below find of such a group) */
 		in->rank = dom->rank;
 		memcpy(in->shape, dom->shape, sizeof(int64_t) * (size_t)dom->rank);

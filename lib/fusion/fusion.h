@@ -83,6 +83,10 @@ void tir_group_info_place(struct tir_group_info *info, void *mem, int n);
  * must point at g->n entries each (tir_group_info_place); they are kept. */
 const char *tir_group_analyze(const struct tir_group *g, struct tir_group_info *info,
 			      const struct tir_node **culprit);
+/* Test hook: on, tir_group_analyze takes its passes for every group, a
+ * group elementwise all through too (which one pass classes otherwise):
+ * test_fview checks that both say the same. */
+void tir_group_analyze_passes_only(bool on);
 
 /* View op m (transpose, slice, expand, reshape, flatten, squeeze,
  * unsqueeze) applied to src.  layout_only: src has no data, only the

@@ -59,7 +59,7 @@ static bool same_info(const struct tir_group_info *a, const struct tir_group_inf
 	return !memcmp(a->cls, b->cls, (size_t)n) && !memcmp(a->via, b->via, sizeof *a->via * (size_t)n);
 }
 
-static int nplans;
+static int nplans, npasses_differ;
 
 /* Plan p (every print a target) from the view and from the nodes: the same. */
 static void check_plan(const struct tir_program *p, const struct tir_fview *v)
@@ -97,6 +97,15 @@ static void check_plan(const struct tir_program *p, const struct tir_fview *v)
 			continue;
 		tir_group_info_place(&own, mem, ga->n);
 		CHECK(tir_group_analyze(ga, &own, &culprit) == NULL);
+		CHECK(same_info(&own, ga->info, ga->n));
+		/* and by the passes alone, as before the one-pass class of a
+		 * group elementwise all through */
+		tir_group_analyze_passes_only(true);
+		CHECK(tir_group_analyze(ga, &own, &culprit) == NULL);
+		tir_group_analyze_passes_only(false);
+		if (!same_info(&own, ga->info, ga->n) && npasses_differ++ < 3)
+			fprintf(stderr, "group %d of %d (root %s): the passes say another class\n", g,
+				a.ngroups, tir_op(ga->root->op)->name);
 		CHECK(same_info(&own, ga->info, ga->n));
 		for (int j = 0; ga->ids && j < ga->n; j++)
 			CHECK(ga->ids[j] == ga->nodes[j]->id);
