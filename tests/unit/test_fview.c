@@ -5,7 +5,9 @@
  * (op, operands, dtype, type, flags, kind, fuse dtype: the flags asked
  * once per kind of node) is what the node's own functions say; the plan
  * made from the view is the one tir_fuse makes, its groups analyzed as
- * tir_group_analyze analyzes them from their nodes, and what it finished
+ * tir_group_analyze analyzes them from their nodes (and as its passes
+ * alone do, without the one-pass class of a group elementwise all
+ * through), and what it finished
  * is what tir_plan_finish makes again from the groups alone; a view of
  * the needed nodes alone (a run's: tir_fview_add) plans the same.  And the
  * view of a long program costs per node what a short one's does (bytes
