@@ -121,7 +121,8 @@ __attribute__((target("avx512f"))) static inline __m512i bswap32(__m512i x)
 /* The same with AVX-512BW's byte shuffle, one instruction where the above
  * is four (three of them on the ports the rounds' rotates use): written
  * as an asm statement, so that the function holding it stays AVX-512F and
- * runs only where the CPU says it has the instruction (bw_ok). */
+ * runs only where the CPU says it has the instruction (bw_ok, by
+ * TIR_CPU_HAS as every other feature). */
 __attribute__((target("avx512f"))) static inline __m512i bswap32_bw(__m512i x, __m512i idx)
 {
 	__m512i r;
@@ -233,7 +234,7 @@ static bool bw_ok(void)
 {
 	static int ok = -1; /* (a race writes the same value) */
 	if (ok < 0)
-		ok = __builtin_cpu_supports("avx512bw") ? 1 : 0;
+		ok = TIR_CPU_HAS(AVX512BW, "avx512bw") ? 1 : 0;
 	return ok && bw_force != 0;
 }
 
