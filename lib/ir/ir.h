@@ -61,6 +61,23 @@ void *tir_pages_take(size_t n, bool *dirty);
 void tir_pages_give(void *p, size_t n);
 size_t tir_pages_drop_kept(void);
 
+/* The free room of the arena's current block: its start, and *n its bytes
+ * (NULL and 0 when it has none). */
+void *tir_arena_room(const struct tir_arena *a, size_t *n);
+
+/* Pages faulted in ahead of their use, by a thread of their own
+ * (prefault.c): tir_prefault(p, n) asks for [p, p + n), which the caller
+ * is about to write front to back (their contents never change; best
+ * effort, ranges below TIR_PREFAULT_MIN and kernels without
+ * MADV_POPULATE_WRITE do nothing).  tir_prefault_cancel: what is still
+ * queued of [p, p + n) dropped (called as such memory is freed).
+ * tir_prefault_stats: the bytes faulted in so far, after waiting for the
+ * queue to drain when wait (tests). */
+#define TIR_PREFAULT_MIN ((size_t)1024 * 1024)
+void tir_prefault(const void *p, size_t n);
+void tir_prefault_cancel(const void *p, size_t n);
+uint64_t tir_prefault_stats(bool wait);
+
 /* ---- the op table ---- */
 
 enum tir_op {

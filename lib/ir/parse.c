@@ -4128,8 +4128,21 @@ static void reserve(struct tir_program *p, const char *text, size_t len, bool co
 	size_t ncap = p->capindex ? p->capindex : 64;
 	while (ncap < 2 * (p->nbind + guess))
 		ncap *= 2;
-	if (ncap > p->capindex)
-		(void)index_resize(p, ncap);
+	if (ncap > p->capindex && !index_resize(p, ncap))
+		tir_prefault(p->bind_index, p->capindex * sizeof *p->bind_index);
+	/* and faulted in ahead by another thread (prefault.c), as far as the
+	 * parse will write them for certain: a statement, a binding (a print
+	 * takes none: a program of prints has a few pages faulted it does
+	 * not use), a node pointer and a node's bytes at the least */
+	if (p->capstmts >= p->nstmts + guess)
+		tir_prefault(p->stmts + p->nstmts, guess * sizeof *p->stmts);
+	if (p->capbind >= p->nbind + guess)
+		tir_prefault(p->bind + p->nbind, guess * sizeof *p->bind);
+	if (p->capnodes >= p->nnodes + guess)
+		tir_prefault(p->nodes + p->nnodes, guess * sizeof *p->nodes);
+	size_t room;
+	void *at = tir_arena_room(&p->node_arena, &room);
+	tir_prefault(at, guess * sizeof(struct tir_node) < room ? guess * sizeof(struct tir_node) : room);
 }
 
 int tir_program_parse_at(struct tir_program *p, const char *name, const char *src, size_t len,

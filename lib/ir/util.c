@@ -155,6 +155,13 @@ int tir_arena_reserve(struct tir_arena *a, size_t n)
 	return 0;
 }
 
+void *tir_arena_room(const struct tir_arena *a, size_t *n)
+{
+	const struct tir_arena_block *b = a->head;
+	*n = b ? b->cap - b->used : 0;
+	return b && *n ? (void *)(b->mem + b->used) : NULL;
+}
+
 char *tir_arena_strndup(struct tir_arena *a, const char *s, size_t n)
 {
 	char *d = tir_arena_alloc(a, n + 1);
@@ -168,8 +175,10 @@ void tir_arena_free(struct tir_arena *a)
 	struct tir_arena_block *b = a->head;
 	while (b) {
 		struct tir_arena_block *next = b->next;
-		if (b->mapped)
+		if (b->mapped) {
+			tir_prefault_cancel(b, sizeof *b + b->cap);
 			munmap(b, sizeof *b + b->cap);
+		}
 		else
 			free(b);
 		b = next;
@@ -233,10 +242,12 @@ void tir_pages_free(void *p, size_t n)
 {
 	if (!p)
 		return;
-	if (n < PAGES_MIN)
+	if (n < PAGES_MIN) {
 		free(p);
-	else
+	} else {
+		tir_prefault_cancel(p, tir_pages_round(n));
 		munmap(p, tir_pages_round(n));
+	}
 }
 
 int tir_grow_pages(void **p, size_t *cap, size_t need, size_t elem)

@@ -9,9 +9,12 @@
 #include "check.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 static void test_clock(void)
 {
@@ -203,6 +206,91 @@ static void test_arena(void)
 	tir_arena_free(&ar);
 }
 
+/* whether every page of [p, p + n) is resident */
+static bool resident(const void *p, size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), np = (n + pg - 1) / pg;
+	unsigned char *v = malloc(np);
+	bool all = v && mincore((void *)p, n, v) == 0;
+	for (size_t i = 0; all && i < np; i++)
+		all = v[i] & 1;
+	free(v);
+	return all;
+}
+
+/* Pages faulted in ahead by prefault.c's thread: all of a range asked
+ * for, contents unchanged (written before the ask and while it runs);
+ * a range below TIR_PREFAULT_MIN or NULL is nothing; a range freed while
+ * queued is dropped; a big program's parse asks for its arrays. */
+static void test_prefault(void)
+{
+	bool can = false;
+#ifdef MADV_POPULATE_WRITE
+	void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	can = probe != MAP_FAILED && madvise(probe, 4096, MADV_POPULATE_WRITE) == 0;
+	if (probe != MAP_FAILED)
+		munmap(probe, 4096);
+#endif
+	if (!can)
+		printf("test_util: this kernel has no MADV_POPULATE_WRITE: prefault checked as doing nothing\n");
+	uint64_t d0 = tir_prefault_stats(true);
+	size_t n = 8 * MIB;
+	unsigned char *b = tir_pages_alloc(n);
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	memset(b, 0x5a, 4096);
+	b[3 * MIB + 17] = 0x77;
+	tir_prefault(b + 100, n - 100);
+	for (size_t i = 0; i < 64; i++) /* its owner writes while it runs */
+		b[i * 131072 + 9] = (unsigned char)i;
+	uint64_t d1 = tir_prefault_stats(true);
+	CHECK(d1 - d0 == (can ? n : 0));
+	CHECK(!can || resident(b, n));
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char want = i < 4096 ? 0x5a : i == 3 * MIB + 17 ? 0x77 : 0;
+		if (i % 131072 == 9 && i / 131072 < 64)
+			want = (unsigned char)(i / 131072);
+		bad += b[i] != want;
+	}
+	CHECK(bad == 0);
+	tir_pages_free(b, n);
+	/* below the least, and nothing: no call */
+	unsigned char *s = tir_pages_alloc(2 * MIB);
+	tir_prefault(s, TIR_PREFAULT_MIN - 1);
+	tir_prefault(NULL, n);
+	CHECK(tir_prefault_stats(true) == d1);
+	tir_pages_free(s, 2 * MIB);
+	/* freed while queued: what is left of it is dropped, and the queue
+	 * still drains */
+	size_t big = 256 * MIB;
+	unsigned char *q = tir_pages_alloc(big);
+	CHECK(q != NULL);
+	tir_prefault(q, big);
+	tir_pages_free(q, big);
+	uint64_t d2 = tir_prefault_stats(true);
+	CHECK(d2 - d1 <= big);
+	/* a parse of 30,000 statements asks for its statements, bindings and
+	 * nodes: at least a node's bytes a statement */
+	size_t ns = 30000;
+	struct tir_str prog = {0};
+	tir_str_addf(&prog, "x = cast(0.3, f32)\n");
+	for (size_t i = 1; i < ns; i++) {
+		char prev[32];
+		snprintf(prev, sizeof prev, i == 1 ? "x" : "t%zu", i - 1);
+		tir_str_addf(&prog, "t%zu = %s * 0.5\n", i, prev);
+	}
+	tir_str_addf(&prog, "print t%zu\n", ns - 1);
+	struct tir_program *p = tir_program_new();
+	CHECK(p && tir_program_parse(p, "big.tir", prog.s, prog.n, 0) == 0);
+	uint64_t d3 = tir_prefault_stats(true);
+	CHECK(!can || d3 - d2 >= ns * sizeof(struct tir_node));
+	CHECK(can || d3 == d2);
+	tir_program_free(p);
+	tir_str_free(&prog);
+}
+
 int main(void)
 {
 	test_clock();
@@ -210,5 +298,6 @@ int main(void)
 	test_pages();
 	test_kept_pages();
 	test_arena();
+	test_prefault();
 	return check_report("test_util");
 }
