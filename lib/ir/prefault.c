@@ -101,7 +101,7 @@ static bool running(void)
 	/* no signal of the program's is ever run on it */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (!pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) &&
-	    !pthread_attr_setstacksize(&at, 64 * 1024) && !pthread_create(&t, &at, prefault_main, NULL))
+	    !pthread_create(&t, &at, prefault_main, NULL))
 		state = 1;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
