@@ -636,9 +636,9 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	pl->group_of = malloc(sizeof *pl->group_of * (nn + 1));
 	pl->interior = calloc(nn + 1, sizeof *pl->interior);
 	pl->need = malloc(nn + 1);
-	pl->extra_uses = calloc(nn + 1, sizeof *pl->extra_uses);
-	pl->keep = calloc(nn + 1, sizeof *pl->keep);
-	pl->copy = calloc(nn + 1, sizeof *pl->copy);
+	pl->extra_uses = tir_node_sparse(sizeof *pl->extra_uses * (nn + 1));
+	pl->keep = tir_node_sparse(sizeof *pl->keep * (nn + 1));
+	pl->copy = tir_node_sparse(sizeof *pl->copy * (nn + 1));
 	pl->dup = calloc(nn + 1, sizeof *pl->dup);
 	size_t ng = 0;
 	for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])

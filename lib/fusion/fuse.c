@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Node i + 12 of p read soon, by a pass over the graph in order: its
  * lines asked for now (the nodes are a few lines each, too far apart for
@@ -1016,6 +1017,43 @@ void tir_node_pages_free(void *p, size_t n)
 	tir_pages_give(p, n);
 }
 
+/* From this many bytes an array tir_node_sparse makes is a mapping of
+ * its own (below, calloc's). */
+#define SPARSE_MAP ((size_t)128 * 1024)
+
+/* ---- arrays by node id written at a few ids ----
+ * The scores, the reads beyond the edges, a group's inputs, the values
+ * recomputed: arrays by node id a program mostly leaves 0.  In huge pages
+ * (tir_node_pages, the plan's block) every page counts as soon as one
+ * byte of it is written, and a plan's block holds them between arrays
+ * written all through; these are mappings of small pages of their own,
+ * zero till written, so that only the pages written count (calloc would
+ * not do: it clears what the allocator had freed, a long program's arrays
+ * of the pass before).  At 100,000 nodes they were 36 bytes of the 70 a
+ * node the plan's block took. */
+void *tir_node_sparse(size_t n)
+{
+	if (n < SPARSE_MAP)
+		return calloc(1, n ? n : 1);
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_NOHUGEPAGE
+	(void)madvise(p, n, MADV_NOHUGEPAGE); /* (a hint: where huge pages are the default) */
+#endif
+	return p;
+}
+
+void tir_node_sparse_free(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n < SPARSE_MAP)
+		free(p);
+	else
+		munmap(p, n);
+}
+
 /* ---- the plan's arrays by node id: one block for a long program ----
  * Planning a program of n nodes takes some twenty arrays of n entries
  * (the plan's own and the passes' scratch): at 100,000 nodes 100 to 800
@@ -1098,21 +1136,21 @@ static void pm_put(struct pmem *m, void *p)
 
 /* m's block for plan, of nn nodes (plan->mem: the plan gives it back):
  * the most tir_fuse_view holds at a time, taken in its order (the plan's
- * arrays, the arrays a group grows in, the scratch of one pass).  A size
- * off the mark costs nothing but malloc'd arrays past the end. */
+ * arrays, the arrays a group grows in, the scratch of one pass), of the
+ * arrays written all through (those written at a few ids are pm_sparse's).
+ * A size off the mark costs nothing but malloc'd arrays past the end. */
 static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 {
 	memset(m, 0, sizeof *m);
 	size_t e = nn + 1;
-	size_t kept = pm_round(4 * e) + pm_round(e) + 2 * pm_round(8 * e); /* group_of need keep copy */
-	size_t grow = 2 * pm_round(8 * e) + 2 * pm_round(4 * e) + pm_round(tir_group_info_bytes((int)e));
-	/* taken seen dup cand scratch, then dup_scores's or gen_candidates's */
-	size_t scored = 3 * pm_round(e) + pm_round(4 * e) + pm_round(2 * e) +
-			(pm_round(4 * e) + pm_round(e) + pm_round(4 * e) > pm_round(8 * e) + pm_round(e)
-				 ? pm_round(4 * e) + pm_round(e) + pm_round(4 * e)
-				 : pm_round(8 * e) + pm_round(e));
-	/* plan_finish: interior extra_uses dup copies absorbed stamp, gen_decide's gok grd member */
-	size_t finish = 3 * pm_round(e) + 4 * pm_round(4 * e) + pm_round(4 * e) + 2 * pm_round(e);
+	size_t kept = pm_round(4 * e) + pm_round(e); /* group_of need */
+	size_t grow = pm_round(8 * e) + pm_round(4 * e) + pm_round(tir_group_info_bytes((int)e));
+	/* taken seen, then dup_scores's or gen_candidates's */
+	size_t scored = pm_round(e) + pm_round(4 * e) +
+			(pm_round(4 * e) + pm_round(e) > pm_round(8 * e) + pm_round(e) ? pm_round(4 * e) + pm_round(e)
+											 : pm_round(8 * e) + pm_round(e));
+	/* plan_finish: interior dup copies absorbed stamp, gen_decide's gok grd member */
+	size_t finish = 2 * pm_round(e) + 3 * pm_round(4 * e) + pm_round(e) + pm_round(4 * e) + pm_round(e);
 	size_t total = kept + grow + (scored > finish ? scored : finish);
 	bool dirty;
 	if (nn > (size_t)INT32_MAX / 8 || total < TIR_PAGES_MIN || !(m->base = tir_pages_take(total, &dirty)))
@@ -1135,6 +1173,18 @@ static void plan_put(const struct tir_plan *plan, void *p)
 {
 	if (!in_block(plan->mem, plan->memsize, p))
 		free(p);
+}
+
+/* plan's arrays written at a few ids (tir_node_sparse's, of its nnodes),
+ * freed and NULL */
+static void plan_sparse_free(struct tir_plan *plan)
+{
+	size_t e = plan->nnodes + 1;
+	tir_node_sparse_free(plan->keep, sizeof *plan->keep * e);
+	tir_node_sparse_free(plan->copy, sizeof *plan->copy * e);
+	tir_node_sparse_free(plan->extra_uses, sizeof *plan->extra_uses * e);
+	plan->keep = plan->copy = NULL;
+	plan->extra_uses = NULL;
 }
 
 /* ---- keep or recompute: the scored choice ---- */
@@ -1231,7 +1281,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		}
 		bad[i] |= target[i];
 	}
-	if (!(slot = pm_get(m, sizeof *slot * (nn + 1), true)))
+	if (!(slot = tir_node_sparse(sizeof *slot * (nn + 1))))
 		goto out;
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!need[i] || bad[i] || readers[i] < 2)
@@ -1289,7 +1339,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	rc = 0;
 out:
 	free(cl);
-	pm_put(m, slot);
+	tir_node_sparse_free(slot, sizeof *slot * (nn + 1));
 	pm_put(m, bad);
 	pm_put(m, readers);
 	return rc;
@@ -1338,10 +1388,8 @@ static int gen_candidates(const struct tir_fview *v, const bool *need, const boo
 			  struct pmem *m)
 {
 	size_t nn = v->nnodes;
-	if (!any_gen(v, need, target)) { /* (cand is cleared) */
-		memset(cand, 0, nn);
+	if (!any_gen(v, need, target)) /* (cand came zeroed) */
 		return 0;
-	}
 	int64_t *readers = pm_get(m, sizeof *readers * (nn + 1), true);
 	bool *bad = pm_get(m, sizeof *bad * (nn + 1), true);
 	if (!readers || !bad) {
@@ -1461,14 +1509,12 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 	size_t nn = v->nnodes;
 	bool scored = keep && *keep && copy && *copy;
 	plan_put(plan, plan->interior);
-	plan_put(plan, plan->extra_uses);
-	plan_put(plan, plan->keep);
-	plan_put(plan, plan->copy);
 	plan_put(plan, plan->dup);
+	plan_sparse_free(plan);
 	plan->interior = pm_get(m, sizeof *plan->interior * (nn + 1), true);
-	plan->extra_uses = pm_get(m, sizeof *plan->extra_uses * (nn + 1), true);
-	plan->keep = scored ? *keep : pm_get(m, sizeof *plan->keep * (nn + 1), true);
-	plan->copy = scored ? *copy : pm_get(m, sizeof *plan->copy * (nn + 1), true);
+	plan->extra_uses = tir_node_sparse(sizeof *plan->extra_uses * (nn + 1));
+	plan->keep = scored ? *keep : tir_node_sparse(sizeof *plan->keep * (nn + 1));
+	plan->copy = scored ? *copy : tir_node_sparse(sizeof *plan->copy * (nn + 1));
 	if (scored)
 		*keep = *copy = NULL;
 	plan->dup = pm_get(m, sizeof *plan->dup * (nn + 1), true);
@@ -1740,11 +1786,11 @@ static int grow_arrays(struct grow *s, void **infomem, size_t nn, struct pmem *m
 	if (!s->members)
 		s->members = pm_get(m, sizeof *s->members * (nn + 1), false);
 	if (!s->ins)
-		s->ins = pm_get(m, sizeof *s->ins * (nn + 1), false);
+		s->ins = malloc(sizeof *s->ins * (nn + 1)); /* (few are written: not in the block) */
 	if (!s->ids)
 		s->ids = pm_get(m, sizeof *s->ids * (nn + 1), false);
 	if (!s->in_ids)
-		s->in_ids = pm_get(m, sizeof *s->in_ids * (nn + 1), false);
+		s->in_ids = malloc(sizeof *s->in_ids * (nn + 1));
 	if (!*infomem)
 		*infomem = pm_get(m, tir_group_info_bytes((int)nn + 1), false);
 	return s->members && s->ins && s->ids && s->in_ids && *infomem ? 0 : -TIR_ENOMEM;
@@ -1779,7 +1825,7 @@ static int take_arrays(struct tir_plan *plan, struct tir_group *pg, struct grow 
 
 /* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
 static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **taken, bool **dup, bool **cand,
-		      struct pmem *m)
+		      size_t nn, struct pmem *m)
 {
 	pm_put(m, s->ids);
 	pm_put(m, s->in_ids);
@@ -1789,8 +1835,8 @@ static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **tak
 	pm_put(m, *infomem);
 	pm_put(m, *scratch);
 	pm_put(m, *taken);
-	pm_put(m, *dup);
-	pm_put(m, *cand);
+	tir_node_sparse_free(*dup, sizeof **dup * (nn + 1));
+	tir_node_sparse_free(*cand, sizeof **cand * (nn + 1));
 	s->ids = s->in_ids = NULL;
 	s->seen = NULL;
 	s->dup = NULL;
@@ -1813,7 +1859,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	plan->need = pm_get(&m, nn + 1, false);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
-	int64_t *keep = pm_get(&m, sizeof *keep * (nn + 1), true), *copy = pm_get(&m, sizeof *copy * (nn + 1), true);
+	int64_t *keep = tir_node_sparse(sizeof *keep * (nn + 1)), *copy = tir_node_sparse(sizeof *copy * (nn + 1));
 	/* (its arrays made by grow_arrays, as groups take them; with a
 	 * block, the first now, below the scratch) */
 	struct grow s = {0};
@@ -1825,8 +1871,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	s.seen = pm_get(&m, sizeof *s.seen * (nn + 1), true);
 	/* a group being checked, as analyze reads it */
 	struct gtable gt = {0};
-	bool *dup = pm_get(&m, sizeof *dup * (nn + 1), true), *cand = pm_get(&m, sizeof *cand * (nn + 1), true);
-	bool *scratch = pm_get(&m, 2 * (nn + 1), false);
+	bool *dup = tir_node_sparse(sizeof *dup * (nn + 1)), *cand = tir_node_sparse(sizeof *cand * (nn + 1));
+	bool *scratch = malloc(2 * (nn + 1)); /* (a reducing group's: few are written) */
 	size_t capg = 0;
 	if (rc || !plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
 	    dup_scores(v, need, target, keep, copy, dup, &plan->scored, &m) ||
@@ -1950,12 +1996,12 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
 	 * its memory, not fresh pages) */
-	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, &m);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, nn, &m);
 	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL, &m);
 out:
-	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, &m);
-	pm_put(&m, copy);
-	pm_put(&m, keep);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, nn, &m);
+	tir_node_sparse_free(copy, sizeof *copy * (nn + 1));
+	tir_node_sparse_free(keep, sizeof *keep * (nn + 1));
 	if (rc)
 		tir_plan_free(plan);
 	else if (plan->mem)
@@ -1969,10 +2015,8 @@ void tir_plan_free(struct tir_plan *plan)
 	plan_put(plan, plan->group_of);
 	plan_put(plan, plan->interior);
 	plan_put(plan, plan->need);
-	plan_put(plan, plan->keep);
-	plan_put(plan, plan->copy);
 	plan_put(plan, plan->dup);
-	plan_put(plan, plan->extra_uses);
+	plan_sparse_free(plan);
 	plan_put(plan, plan->alone);
 	tir_arena_free(&plan->arena);
 	for (size_t k = 0; k < plan->nowned; k++)

@@ -104,7 +104,8 @@ struct tir_plan {
 	 * keep it (one kernel writes it, each reader reads it) or recompute
 	 * it in each reader's kernel.  keep, copy: the bytes each choice
 	 * moves (computing counted as bytes: see dup_scores), 0 when it was
-	 * not a candidate; dup: recomputed. */
+	 * not a candidate; dup: recomputed.  (keep, copy and extra_uses
+	 * are tir_node_sparse's, of nnodes + 1 entries.) */
 	int64_t *keep, *copy;
 	bool scored;                /* some keep or copy is not 0 (else none is: not read) */
 	bool *dup;
@@ -196,6 +197,12 @@ struct tir_fview {
  * tir_node_pages_free(p, n), n as asked. */
 void *tir_node_pages(size_t n);
 void tir_node_pages_free(void *p, size_t n);
+/* An array by node id of n bytes, zeroed, that is written at a few ids
+ * (a plan's scores and extra_uses): small pages of its own from 128 KiB,
+ * zero till written, so that only the pages written count; below, calloc.
+ * NULL when out of memory; give back with tir_node_sparse_free(p, n). */
+void *tir_node_sparse(size_t n);
+void tir_node_sparse_free(void *p, size_t n);
 /* The view of p's nodes into v.  returns 0 or -TIR_ENOMEM (v is then
  * empty); free with tir_fview_free. */
 int tir_fview_make(const struct tir_program *p, struct tir_fview *v);

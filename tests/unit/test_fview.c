@@ -144,9 +144,9 @@ static void check_plan(const struct tir_program *p, const struct tir_fview *v)
 	CHECK(c.keep && !memcmp(c.keep, a.keep, sizeof *c.keep * nn));
 	CHECK(c.copy && !memcmp(c.copy, a.copy, sizeof *c.copy * nn));
 	free(c.interior);
-	free(c.extra_uses);
-	free(c.keep);
-	free(c.copy);
+	tir_node_sparse_free(c.extra_uses, sizeof *c.extra_uses * (nn + 1));
+	tir_node_sparse_free(c.keep, sizeof *c.keep * (nn + 1));
+	tir_node_sparse_free(c.copy, sizeof *c.copy * (nn + 1));
 	free(c.dup);
 	tir_plan_free(&a);
 	tir_plan_free(&b);
