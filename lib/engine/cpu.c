@@ -351,7 +351,7 @@ static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const str
 		tir_fused_free(*slot);
 		*slot = NULL;
 	}
-	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_view(g, x->run_view, in, out, err);
+	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_view(g, x->run_view, &x->plan, in, out, err);
 	if (!f)
 		return -err->code;
 	int rc = tir_fused_run(f, err);

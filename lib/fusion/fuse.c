@@ -1151,7 +1151,11 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 											 : pm_round(8 * e) + pm_round(e));
 	/* plan_finish: interior dup copies absorbed stamp, gen_decide's gok grd member */
 	size_t finish = 2 * pm_round(e) + 3 * pm_round(4 * e) + pm_round(e) + pm_round(4 * e) + pm_round(e);
-	size_t total = kept + grow + (scored > finish ? scored : finish);
+	/* then, lent past what the plan holds (tir_plan_lend), a kernel of a
+	 * group of scalars: vm.c's small_prepare, 24 bytes a member and 4 a
+	 * node for its map, with a value of 4 bytes each */
+	size_t lend = 32 * e;
+	size_t total = kept + grow + (scored > finish ? scored : finish > lend ? finish : lend);
 	bool dirty;
 	if (nn > (size_t)INT32_MAX / 8 || total < TIR_PAGES_MIN || !(m->base = tir_pages_take(total, &dirty)))
 		return;
@@ -1163,9 +1167,23 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 
 void *tir_plan_scratch(const struct tir_plan *plan, size_t n)
 {
-	if (!plan->mem || plan->memtop > plan->memsize || n > plan->memsize - plan->memtop)
+	if (!plan->mem || plan->memtop > plan->memsize || n > plan->memsize - plan->memtop ||
+	    __atomic_load_n(&plan->lent, __ATOMIC_ACQUIRE))
 		return NULL;
 	return (unsigned char *)plan->mem + plan->memtop;
+}
+
+void *tir_plan_lend(struct tir_plan *plan, size_t n)
+{
+	if (!plan || !plan->mem || plan->memtop > plan->memsize || n > plan->memsize - plan->memtop ||
+	    __atomic_exchange_n(&plan->lent, true, __ATOMIC_ACQ_REL))
+		return NULL;
+	return (unsigned char *)plan->mem + plan->memtop;
+}
+
+void tir_plan_unlend(struct tir_plan *plan)
+{
+	__atomic_store_n(&plan->lent, false, __ATOMIC_RELEASE);
 }
 
 /* p, an array of plan's, freed unless it is in plan's block */
@@ -2011,6 +2029,7 @@ out:
 
 void tir_plan_free(struct tir_plan *plan)
 {
+	TIR_ASSERT(!plan->lent); /* (the kernel lent its block is freed first) */
 	free(plan->groups);
 	plan_put(plan, plan->group_of);
 	plan_put(plan, plan->interior);

@@ -130,6 +130,8 @@ struct tir_plan {
 	 * is free (its pages mostly written already, by the passes that made
 	 * the plan), lent by tir_plan_scratch */
 	size_t memtop;
+	/* what is past memtop is lent to a kernel (tir_plan_lend) */
+	bool lent;
 };
 
 /* n bytes (not zeroed) of plan's block past what the plan holds, for a
@@ -137,6 +139,14 @@ struct tir_plan {
  * its memory: pages the fuser faulted in, not fresh ones); NULL when the
  * plan has no block or no room.  Not freed: the next borrower takes it. */
 void *tir_plan_scratch(const struct tir_plan *plan, size_t n);
+/* n bytes (not zeroed, 64-byte aligned) of plan's block past what the plan
+ * holds, lent to one kernel at a time (a small group's, tir_fused_prepare_view:
+ * pages the fuser wrote, not fresh ones) till tir_plan_unlend; NULL when
+ * plan (may be NULL) has no block, no room, or lent it already.  While
+ * lent, tir_plan_scratch lends nothing; the kernel is freed before the
+ * plan is. */
+void *tir_plan_lend(struct tir_plan *plan, size_t n);
+void tir_plan_unlend(struct tir_plan *plan);
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a
  * group's members and inputs are), or -1.  Searched from the end down,
@@ -287,13 +297,16 @@ bool tir_fused_rebind_at(struct tir_fused *f, const struct tir_tensor *const *in
 /* tir_fused_prepare_at, reading g's members from v (a view of the graph
  * holding them, by the node ids g->ids and g->input_ids; NULL, or g
  * without ids: from the nodes) where it can: a group of scalars is
- * prepared from compact arrays, not its members' nodes. */
+ * prepared from compact arrays, not its members' nodes.  plan (g's, or
+ * NULL): a group of scalars takes its memory from the plan's block when
+ * the plan lends it (tir_plan_lend), and then must be freed before plan
+ * is. */
 struct tir_fused *tir_fused_prepare_view(const struct tir_group *g, const struct tir_fview *v,
-					 const struct tir_tensor *const *in, struct tir_tensor *out,
-					 struct tir_err *err);
+					 struct tir_plan *plan, const struct tir_tensor *const *in,
+					 struct tir_tensor *out, struct tir_err *err);
 /* The bytes prepared group f holds (a kept one, as long as its plan
  * lives): a group over a handful of elements (a program of scalar
- * statements) about 30 a member. */
+ * statements) about 20 a member. */
 size_t tir_fused_bytes(const struct tir_fused *f);
 /* By input of f's group: how many of its members' operands read it, and
  * (*ids) its node's id, as f found them preparing (so that the caller
