@@ -306,7 +306,7 @@ struct tir_fused *tir_fused_prepare_view(const struct tir_group *g, const struct
 					 struct tir_tensor *out, struct tir_err *err);
 /* The bytes prepared group f holds (a kept one, as long as its plan
  * lives): a group over a handful of elements (a program of scalar
- * statements) about 20 a member. */
+ * statements) about 16 a member. */
 size_t tir_fused_bytes(const struct tir_fused *f);
 /* By input of f's group: how many of its members' operands read it, and
  * (*ids) its node's id, as f found them preparing (so that the caller

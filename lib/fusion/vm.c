@@ -170,9 +170,10 @@ union sfn {
 	tir_vmath2_fn f2;
 };
 
-/* (16 bytes: a program of 100,000 scalar statements holds 100,000) */
+/* (12 bytes: a program of 100,000 scalar statements holds 100,000) */
 struct snode {
-	int32_t op[3];
+	int32_t op[2];           /* its operands: member j' >= 0, or ~k input k; a third
+				  * one (where, clip) in vm->op3, in the members' order */
 	uint8_t kind;            /* enum skind */
 	uint8_t nin;
 	uint8_t fn;              /* SK_F1, SK_F2: its function, vm->sfn[fn] */
@@ -248,6 +249,8 @@ struct vm {
 	int32_t *iedge, *iid;    /* by input: the members' operands reading it, its node's id */
 	size_t sbytes;           /* the vm and its block (mem) */
 	union sfn *sfn;          /* the functions its members call (snode.fn): one a member at most */
+	int32_t *op3;            /* the third operands of the members that have one, malloc'd */
+	size_t n3, cap3;
 	struct tir_plan *lender; /* mem is this plan's block, lent (tir_plan_lend), or NULL */
 };
 
@@ -1363,6 +1366,7 @@ static void vm_free(struct vm *vm)
 			tir_plan_unlend(vm->lender);
 		else
 			small_mem_free(vm->mem, vm->memcap);
+		free(vm->op3);
 		free(vm);
 		return;
 	}
@@ -1860,7 +1864,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	char *m = dense && bytes >= SMALL_PAGES ? tir_plan_lend(lender, round64(bytes) + mapb) : NULL;
 	bool lent = m != NULL;
 	bool inblock = dense && (lent || (bytes >= SMALL_PAGES && tir_pages_round(bytes) - round64(bytes) >= mapb));
-	struct vm *vm = malloc(sizeof *vm);
+	struct vm *vm = calloc(1, sizeof *vm);
 	if (!lent)
 		m = small_mem(bytes);
 	int32_t *map = !dense ? NULL : inblock ? (m ? (int32_t *)(m + round64(bytes)) : NULL) : malloc(mapb);
@@ -1868,7 +1872,6 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		*oom = true;
 		goto fail;
 	}
-	memset(vm, 0, sizeof *vm);
 	vm->lender = lent ? lender : NULL;
 	vm->small = true;
 	vm->g = g;
@@ -1908,13 +1911,22 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		if (!small_member(g, v, j, &nd) || nd.numel != numel || nd.nin > 3)
 			goto fail;
 		sn->nin = (uint8_t)nd.nin;
-		sn->op[1] = sn->op[2] = 0;
 		bool mask = tir_op(nd.op)->fuse == TIR_FUSE_SELECT || nd.bool_dt;
+		int32_t ops[3] = {0, 0, 0};
 		for (int q = 0; q < nd.nin; q++) {
 			int o = small_operand(vm, map, base, top, j, nd.inn[q], nd.in[q]);
 			if (o < 0)
 				vm->iedge[~o]++;
-			sn->op[q] = o;
+			ops[q] = o;
+		}
+		sn->op[0] = ops[0];
+		sn->op[1] = ops[1];
+		if (nd.nin == 3) {
+			if (tir_grow((void **)&vm->op3, &vm->cap3, vm->n3 + 1, sizeof *vm->op3)) {
+				*oom = true;
+				goto fail;
+			}
+			vm->op3[vm->n3++] = ops[2];
 		}
 		if (map)
 			map[small_mid(g, j) - base] = j;
@@ -1944,10 +1956,13 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	}
 	if (!inblock)
 		free(map);
+	vm->sbytes += sizeof *vm->op3 * vm->cap3;
 	return vm;
 fail:
 	if (!inblock)
 		free(map);
+	if (vm)
+		free(vm->op3);
 	if (lent)
 		tir_plan_unlend(lender);
 	else
@@ -1959,14 +1974,15 @@ fail:
 /* Elements [i0, i0 + cnt) of small group vm: its members in order. */
 static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 {
+#define SLOT(o) (((o) >= 0 ? vm->sval + (size_t)(o) * vsz : vm->sin + (size_t)~(o) * vsz) + at)
 	size_t es = vm->esz, vsz = vm->vsz, at = (size_t)i0 * es;
 	int root = vm->n - 1;
+	size_t t3 = 0; /* (vm->op3's next) */
 	for (int j = 0; j < vm->n; j++) {
 		const struct snode *s = &vm->sn[j];
-		const char *a[3] = {NULL, NULL, NULL};
-		for (int q = 0; q < s->nin; q++)
-			a[q] = (s->op[q] >= 0 ? vm->sval + (size_t)s->op[q] * vsz : vm->sin + (size_t)~s->op[q] * vsz) +
-			       at;
+		/* (both slots asked: a unary member's second operand is 0) */
+		int32_t o3 = s->nin > 2 ? vm->op3[t3++] : 0;
+		const char *a[3] = {SLOT(s->op[0]), SLOT(s->op[1]), SLOT(o3)};
 		char *d = (j == root ? vm->out : vm->sval + (size_t)j * vsz) + at;
 		if (s->kind == SK_F2) {
 			if (cnt == 1 && s->arith)
@@ -1997,6 +2013,7 @@ static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 		mkview(&dt, &db, vm->dt, d, cnt, 1, 1, 0);
 		TIR_ASSERT(member_kernel(nd, t, &dt, &e) == 0);
 	}
+#undef SLOT
 }
 
 /* The blocks' vm for g (not small). */

@@ -274,14 +274,14 @@ static void from_view(void)
 	unit_plan_free(&u);
 }
 
-/* A kernel of 60,000 scalar statements prepared from the view with its
- * plan takes its memory from the plan's block (tir_plan_lend: some 1.2
+/* A kernel of 80,000 scalar statements prepared from the view with its
+ * plan takes its memory from the plan's block (tir_plan_lend: some 1.3
  * MB, past what the plan holds), one kernel at a time: while it holds
  * it, neither another kernel nor tir_plan_scratch is lent it; freed, it
  * gives it back.  Both compute what the run does. */
 static void lent_block(void)
 {
-	enum { N = 60000 };
+	enum { N = 80000 };
 	char *text = statements(N);
 	struct tir_tensor want = {0};
 	CHECK(unit_run_named("small", text, "y", false, NULL, &want) == 0);
