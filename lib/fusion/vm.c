@@ -1847,8 +1847,10 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	} kinds[TIR_OP_COUNT] = {{0}};
 	int nfn = 0;
 	size_t nfns = n < SMALL_FNS ? n : SMALL_FNS;
-	size_t bytes = round64(sizeof(struct snode) * n) + round64(sizeof(union sfn) * nfns) +
-		       round64(sizeof(int32_t) * 2 * nin) + vsz * (n + nin);
+	/* (its inputs' slots, then its members': sval last) */
+	size_t head = round64(sizeof(struct snode) * n) + round64(sizeof(union sfn) * nfns) +
+		      round64(sizeof(int32_t) * 2 * nin) + vsz * nin;
+	size_t bytes = head + vsz * n;
 	/* operands found by node id: members and inputs are in graph order,
 	 * their ids dense unless the inputs reach far back */
 	if (!g->ids || !g->input_ids)
@@ -1858,16 +1860,21 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		base = small_iid(g, 0);
 	size_t span = (size_t)(top - base) + 1, mapb = sizeof(int32_t) * span;
 	bool dense = span <= 4 * (n + nin) + 64;
-	/* the block, and the map past its end: lent by the plan (pages its
-	 * passes wrote), else the block's own, with the map in its huge
-	 * pages past its end when it fits there, else malloc'd */
-	char *m = dense && bytes >= SMALL_PAGES ? tir_plan_lend(lender, round64(bytes) + mapb) : NULL;
+	/* the block: lent by the plan (pages its passes wrote), with the map
+	 * over the members' slots (not written till the kernel runs, the map
+	 * not read after this) and past them; else the block's own, with the
+	 * map in its huge pages past its end when it fits there, else
+	 * malloc'd */
+	size_t lendb = head + (vsz * n > mapb ? vsz * n : mapb);
+	char *m = dense && bytes >= SMALL_PAGES ? tir_plan_lend(lender, lendb) : NULL;
 	bool lent = m != NULL;
 	bool inblock = dense && (lent || (bytes >= SMALL_PAGES && tir_pages_round(bytes) - round64(bytes) >= mapb));
 	struct vm *vm = calloc(1, sizeof *vm);
 	if (!lent)
 		m = small_mem(bytes);
-	int32_t *map = !dense ? NULL : inblock ? (m ? (int32_t *)(m + round64(bytes)) : NULL) : malloc(mapb);
+	int32_t *map = !dense ? NULL
+		       : inblock ? (m ? (int32_t *)(m + (lent ? head : round64(bytes))) : NULL)
+				 : malloc(mapb);
 	if (!vm || !m) {
 		*oom = true;
 		goto fail;
@@ -1891,8 +1898,8 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	vm->sfn = (union sfn *)(m + round64(sizeof(struct snode) * n));
 	vm->iedge = (int32_t *)((char *)vm->sfn + round64(sizeof(union sfn) * nfns));
 	vm->iid = vm->iedge + nin;
-	vm->sval = (char *)vm->iedge + round64(sizeof(int32_t) * 2 * nin);
-	vm->sin = vm->sval + vsz * n;
+	vm->sin = (char *)vm->iedge + round64(sizeof(int32_t) * 2 * nin);
+	vm->sval = vm->sin + vsz * nin;
 	vm->out = tir_tensor_data(out);
 	for (size_t k = 0; k < nin; k++) {
 		uint32_t id = small_iid(g, (int)k);
