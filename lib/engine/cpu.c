@@ -58,7 +58,7 @@ struct cpu {
 	struct plan_entry *plan_src;
 	bool rerun;                    /* this run is that one again */
 	struct tir_node **plan_nodes;
-	int32_t *plan_uses;            /* (a run with a count past INT32_MAX is not bound) */
+	int32_t *plan_uses;
 	bool *plan_target;
 	size_t capplan;
 	/* by node id, kept empty between runs: a run's values; lent[i]: vals[i]
@@ -143,7 +143,7 @@ static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, stru
 /* Operands of n that nobody reads any more are freed; an interior one has
  * no value to free. */
 static void drop_operands(const struct tir_node *n, const bool *interior, const uint8_t *lent, const bool *held,
-			  struct tir_tensor *vals, int64_t *uses)
+			  struct tir_tensor *vals, int32_t *uses)
 {
 	for (int k = 0; k < n->nin; k++) {
 		if (!n->in[k] || (interior && interior[n->in[k]->id]))
@@ -275,7 +275,7 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *const *in,
-			 const struct tir_tensor *vals, const uint8_t *lent, const int64_t *uses)
+			 const struct tir_tensor *vals, const uint8_t *lent, const int32_t *uses)
 {
 	int64_t few[64], *edges = NULL;
 	int found = -1;
@@ -326,7 +326,7 @@ static int literal_value(struct cpu *x, const struct tir_node *o, uint32_t *made
  * reads[k] of node ids[k]): the values nobody reads any more freed, as
  * drop_operands over each member would. */
 static void drop_inputs(struct cpu *x, const struct tir_group *g, const int32_t *reads, const int32_t *ids,
-			const bool *interior, int64_t *uses)
+			const bool *interior, int32_t *uses)
 {
 	for (int k = 0; k < g->nin; k++) {
 		uint32_t id = (uint32_t)ids[k];
@@ -344,7 +344,7 @@ static void drop_inputs(struct cpu *x, const struct tir_group *g, const int32_t 
  * kept when it can be).  *dropped: the inputs' reads were counted off
  * (drop_inputs; else the caller does it member by member). */
 static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *const *in,
-		     struct tir_tensor *out, const bool *interior, int64_t *uses, bool *dropped, struct tir_err *err)
+		     struct tir_tensor *out, const bool *interior, int32_t *uses, bool *dropped, struct tir_err *err)
 {
 	struct tir_fused **slot = (size_t)gi < x->nfused ? &x->fused[gi] : NULL;
 	if (slot && *slot && !tir_fused_rebind_at(*slot, in, out)) {
@@ -402,7 +402,7 @@ static const struct tir_tensor *group_input(struct cpu *x, const struct tir_grou
 /* One fused kernel (group gi of the plan): read its inputs, write its
  * root; *gens: the generators it computed (its inputs never stored). */
 static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
-		     struct tir_tensor *vals, int64_t *uses, uint32_t *made, size_t *nmade, int *gens,
+		     struct tir_tensor *vals, int32_t *uses, uint32_t *made, size_t *nmade, int *gens,
 		     struct tir_err *err)
 {
 	const struct tir_node *r = g->root;
@@ -520,7 +520,7 @@ static inline void sig_put(struct sigbuf *b, uint64_t v)
  * which are bounded, the last one unbounded: a scalar op is 6 bytes or so).
  * returns: new (*nsig bytes), NULL when out of memory. */
 static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
-			       const int64_t *uses, const bool *target, size_t *nsig, uint32_t *dense, int32_t *rank_of,
+			       const int32_t *uses, const bool *target, size_t *nsig, uint32_t *dense, int32_t *rank_of,
 			       int64_t *ndense)
 {
 	struct sigbuf b = {0};
@@ -580,7 +580,7 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 }
 
 /* Remember that x->plan instantiates entry e for this run. */
-static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, const bool *target)
+static void plan_bind(struct cpu *x, struct plan_entry *e, const int32_t *uses, const bool *target)
 {
 	size_t nn = x->prog->nnodes, cap = x->capplan;
 	x->plan_src = NULL;
@@ -593,14 +593,8 @@ static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, 
 	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
 		return;
 	x->capplan = cap;
-	int64_t big = 0;
-	for (size_t i = 0; i < nn; i++) {
-		x->plan_uses[i] = (int32_t)uses[i];
-		big |= uses[i] & ~(int64_t)INT32_MAX; /* (a count of 2^31 or more, or below 0) */
-	}
-	if (big)
-		return;
 	if (nn) { /* (an empty program has no nodes array) */
+		memcpy(x->plan_uses, uses, sizeof *uses * nn);
 		memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
 		memcpy(x->plan_target, target, nn);
 	}
@@ -608,16 +602,16 @@ static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, 
 }
 
 /* Whether uses is what plan_bind kept of it. */
-static bool same_uses(const int32_t *kept, const int64_t *uses, size_t nn)
+static bool same_uses(const int32_t *kept, const int32_t *uses, size_t nn)
 {
-	int64_t diff = 0;
+	int32_t diff = 0;
 	for (size_t i = 0; i < nn; i++)
 		diff |= kept[i] ^ uses[i];
 	return !diff;
 }
 
 /* Whether this run is the one x->plan was made or instantiated for. */
-static bool plan_bound(const struct cpu *x, const bool *need, const int64_t *uses, const bool *target)
+static bool plan_bound(const struct cpu *x, const bool *need, const int32_t *uses, const bool *target)
 {
 	size_t nn = x->prog->nnodes;
 	return x->plan_src && x->plan.need && x->plan.nnodes == nn && nn && !memcmp(x->plan.need, need, nn) &&
@@ -787,7 +781,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 /* This run's plan (x->plan): from the cache when the structure was seen
  * (as it is when the same nodes are run again), else from the fuser (and
  * then cached, unless once: tir_exec_set_once). */
-static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *need, const int64_t *uses,
+static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *need, const int32_t *uses,
 		    const bool *target, bool once, bool *cached)
 {
 	struct tir_program *p = x->prog;
@@ -968,7 +962,7 @@ static void run_array_free(void *p, size_t n)
 struct sim {
 	const struct tir_fview *v;     /* the graph's view: the nodes are not read */
 	size_t *live;                  /* by node id: the bytes its value holds */
-	int64_t *uses;                 /* a copy of the run's */
+	int32_t *uses;                 /* a copy of the run's */
 	int32_t *kof;                  /* by node id: its index among the inputs of the
 					* group being run, or -1 (made when first needed:
 					* a group of scalars never needs it) */
@@ -1095,7 +1089,7 @@ static bool sim_overwrites(const struct sim *m, const struct tir_group *g, int k
 
 /* Run the plan's schedule on sizes alone, as tir_exec_run runs it, up to
  * and including the step `until` (SIZE_MAX: all of it). */
-static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const struct tir_plan *plan,
+static void sim_run(struct sim *m, const bool *need, const int32_t *uses, const struct tir_plan *plan,
 		    size_t until)
 {
 	const struct tir_fview *v = m->v;
@@ -1165,19 +1159,19 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
  * scratch beyond the least count nothing, so a run it says would pass the
  * budget would have passed it. */
 static int plan_peak(const struct tir_program *p, const struct tir_fview *v, const bool *need,
-		     const int64_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
+		     const int32_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
 		     const struct tir_node **at, size_t *scratch)
 {
 	size_t nn = p->nnodes;
 	/* both arrays in one block: at 100,000 nodes 1.6 MB, one huge page
 	 * where two arrays of their own took one each */
-	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int64_t) * (nn + 1);
+	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int32_t) * (nn + 1);
 	/* (or in the pages of the plan's block its passes wrote and gave back) */
 	void *lent = plan ? tir_plan_scratch(plan, nl + nu) : NULL;
 	void *mem = lent ? lent : run_array(nl + nu);
 	if (!mem)
 		return -1;
-	struct sim m = {.v = v, .live = mem, .uses = (int64_t *)((char *)mem + nl)};
+	struct sim m = {.v = v, .live = mem, .uses = (int32_t *)((char *)mem + nl)};
 	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
@@ -1269,7 +1263,7 @@ static bool cpu_held(const void *ctx, uint32_t id)
 /* tir_need_walk, each needed node added to v (tir_fview_init'ed) as the
  * walk meets it: the one pass over the nodes a run makes, and over those
  * it reads alone.  0 or -TIR_ENOMEM. */
-static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool *need, int64_t *uses,
+static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool *need, int32_t *uses,
 			  const struct cpu_run_ctx *h)
 {
 	for (size_t i = p->nnodes; i-- > 0;) {
@@ -1304,7 +1298,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	c->prog = p;
 	c->rerun = false;
 	size_t nn = p->nnodes;
-	int64_t *uses = run_array(sizeof *uses * (nn + 1));
+	int32_t *uses = run_array(sizeof *uses * (nn + 1));
 	/* c->vals, kept between runs (empty): what is set is listed in made
 	 * and released after, not all nn of them */
 	struct tir_tensor *vals = NULL;

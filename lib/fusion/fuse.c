@@ -203,7 +203,7 @@ static bool long_to_one(const struct tir_node *o)
 /* Why operand o cannot join a group rooted at r, or NULL if it can (v: p's
  * view; the node itself is read for a reduction alone). */
 static const char *why_not(const struct tir_program *p, const struct tir_fview *v, uint32_t r, uint32_t o,
-			   int64_t seen, const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
+			   int64_t seen, const int32_t *uses, const bool *target, const bool *taken, const bool *dup)
 {
 	const struct tir_fnode *f = &v->n[o];
 	if (f->flags & TIR_FN_LEAF)
@@ -236,7 +236,7 @@ static const char *why_not(const struct tir_program *p, const struct tir_fview *
 /* Whether matmul o can be the head of the group rooted at r: read by the
  * group alone, of the root's float dtype and shape, operands of rank 2 up. */
 static bool can_head(const struct tir_node *r, const struct tir_node *o, int64_t seen,
-		     const int64_t *uses, const bool *target, const bool *taken)
+		     const int32_t *uses, const bool *target, const bool *taken)
 {
 	return o->op == TIR_OP_MATMUL && seen == uses[o->id] && !target[o->id] && !taken[o->id] &&
 	       o->type.dtype == r->type.dtype && same_shape(&o->type, &r->type) &&
@@ -1521,7 +1521,7 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
  * when *keep and *copy are given (tir_fuse's own: the plan takes them,
  * and they are NULL after), else made here; ids: the groups' members'
  * node ids, one after the other, or NULL: each group's own (g->ids). */
-static int plan_finish(const struct tir_fview *v, const bool *need, const int64_t *uses, const bool *target,
+static int plan_finish(const struct tir_fview *v, const bool *need, const int32_t *uses, const bool *target,
 		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids, struct pmem *m)
 {
 	size_t nn = v->nnodes;
@@ -1597,7 +1597,7 @@ out:
 	return rc;
 }
 
-int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int32_t *uses,
 		    const bool *target, struct tir_plan *plan)
 {
 	struct tir_fview v;
@@ -1645,7 +1645,7 @@ static const char *forbidden(const struct grow *s, uint32_t id)
 
 /* Grow the group rooted at node i backwards through the operands it can
  * take, visiting candidates from the highest id down. */
-static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_t i, const int64_t *uses,
+static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_t i, const int32_t *uses,
 		 const bool *target, const bool *taken, struct grow *s)
 {
 	int32_t *seen = s->seen;
@@ -1713,7 +1713,7 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
  * where that part ends (the latest one a reduction or a per-row op reads)
  * is left out, to lead its own kernel with the matmul. */
 static const char *epilogue_first(const struct tir_group *g, const struct tir_group_info *in,
-				  const int64_t *uses, const bool *target, const bool *taken,
+				  const int32_t *uses, const bool *target, const bool *taken,
 				  bool *scratch, const struct tir_node **culprit)
 {
 	/* (scratch: 2 * g->n) */
@@ -1768,7 +1768,7 @@ static bool can_root(const struct tir_node *r)
 	return tir_fusable(r) && !is_cmp(r->op);
 }
 
-int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_fuse(const struct tir_program *p, const bool *need, const int32_t *uses,
 	     const bool *target, struct tir_plan *plan)
 {
 	struct tir_fview v;
@@ -1863,7 +1863,7 @@ static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **tak
 	*scratch = *taken = *dup = *cand = NULL;
 }
 
-int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
+int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int32_t *uses,
 		  const bool *target, struct tir_plan *plan)
 {
 	memset(plan, 0, sizeof *plan);

@@ -228,17 +228,17 @@ void tir_fview_free(struct tir_fview *v);
  * edges into id from needed nodes plus one per target; target[id] marks
  * values that are printed or saved (always materialized).
  * returns 0 or -TIR_ENOMEM; plan is filled (free with tir_plan_free). */
-int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_fuse(const struct tir_program *p, const bool *need, const int32_t *uses,
 	     const bool *target, struct tir_plan *plan);
 /* tir_fuse with v, the view of p's nodes (tir_fview_make) a caller has
  * made already (borrowed). */
-int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
+int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int32_t *uses,
 		  const bool *target, struct tir_plan *plan);
 void tir_plan_free(struct tir_plan *plan);
 /* Given plan's groups (from tir_fuse or the plan cache): which members are
  * never stored, the reads beyond the graph's edges, the scores.
  * returns 0 or -TIR_ENOMEM. */
-int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int32_t *uses,
 		    const bool *target, struct tir_plan *plan);
 
 /* Whether op may be inside a fused elementwise group (f32/f64 only;
