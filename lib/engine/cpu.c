@@ -627,7 +627,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	struct tir_plan *pl = &x->plan;
 	size_t nn = p->nnodes;
 	pl->nnodes = nn;
-	pl->group_of = malloc(sizeof *pl->group_of * (nn + 1));
+	pl->group_at = tir_node_sparse(sizeof *pl->group_at * (nn + 1));
 	pl->interior = calloc(nn + 1, sizeof *pl->interior);
 	pl->need = malloc(nn + 1);
 	pl->extra_uses = tir_node_sparse(sizeof *pl->extra_uses * (nn + 1));
@@ -638,12 +638,10 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
 		ng++;
 	pl->groups = calloc(ng + 1, sizeof *pl->groups);
-	if (!pl->group_of || !pl->interior || !pl->need || !pl->extra_uses || !pl->keep || !pl->copy || !pl->dup ||
+	if (!pl->group_at || !pl->interior || !pl->need || !pl->extra_uses || !pl->keep || !pl->copy || !pl->dup ||
 	    !pl->groups)
 		return -TIR_ENOMEM;
 	memcpy(pl->need, need, nn);
-	for (size_t i = 0; i < nn; i++)
-		pl->group_of[i] = -1;
 	size_t w = 0;
 	for (size_t g = 0; g < ng; g++) {
 		struct tir_group *gr = &pl->groups[g];
@@ -668,7 +666,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		gr->ids = ids;
 		gr->input_ids = ids + gr->n;
 		gr->root = gr->nodes[gr->n - 1];
-		pl->group_of[gr->root->id] = (int32_t)g;
+		pl->group_at[gr->root->id] = (int32_t)g + 1;
 	}
 	pl->ngroups = (int)ng;
 	/* tir_plan_finish's result, as it was for this structure */
@@ -1101,8 +1099,8 @@ static void sim_run(struct sim *m, const bool *need, const int32_t *uses, const 
 	for (uint32_t i = 0; i < nn && i <= until; i++) {
 		if (!need[i] || (plan && plan->interior[i]))
 			continue;
-		if (plan && plan->group_of[i] >= 0) {
-			const struct tir_group *g = &plan->groups[plan->group_of[i]];
+		if (plan && plan->group_at[i]) {
+			const struct tir_group *g = &plan->groups[plan->group_at[i] - 1];
 			size_t bytes = view_bytes(v, i);
 			/* an input it may write over (inplace_input) holds the root
 			 * (its edges counted once some input could) */
@@ -1452,7 +1450,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	struct tir_progress prog = {.step = TIR_STEP_KERNEL};
 	for (size_t i = 0; x->progress && i < nn; i++) /* the kernels as the loop below counts them */
 		prog.n += need[i] && !(planned && plan.interior[i]) &&
-			  ((planned && plan.group_of[i] >= 0) ||
+			  ((planned && plan.group_at[i]) ||
 			   (p->nodes[i]->op != TIR_OP_CONST && p->nodes[i]->op != TIR_OP_INPUT));
 	for (size_t i = 0; i < nn && !rc; i++) {
 		if (!need[i] || (planned && plan.interior[i]))
@@ -1462,7 +1460,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			break;
 		}
-		if (x->progress && ((planned && plan.group_of[i] >= 0) ||
+		if (x->progress && ((planned && plan.group_at[i]) ||
 				    (n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT))) {
 			prog.k++;
 			prog.step_ms = tir_now_ms();
@@ -1478,18 +1476,16 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
 		c->held[i] = true;
-		if (planned && plan.group_of[i] >= 0) {
-			int gens = 0;
-			rc = run_group(c, plan.group_of[i], &plan.groups[plan.group_of[i]], plan.interior, vals, uses,
-				       made, &nmade, &gens, err);
+		if (planned && plan.group_at[i]) {
+			int gens = 0, gi = tir_plan_group(&plan, i);
+			rc = run_group(c, gi, &plan.groups[gi], plan.interior, vals, uses, made, &nmade, &gens, err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
 				err->loc = n->loc;
 			if ((x->profile || x->trace) && !rc)
-				profile_kernel(c, &plan.groups[plan.group_of[i]], n, tir_now_ms() - tk,
-					       tir_pool_offered() - t0k);
-			const struct tir_group *gr = &plan.groups[plan.group_of[i]];
+				profile_kernel(c, &plan.groups[gi], n, tir_now_ms() - tk, tir_pool_offered() - t0k);
+			const struct tir_group *gr = &plan.groups[gi];
 			x->stats.nops += gr->n + (gr->head != NULL) + gens;
 			x->stats.nkernels++;
 			if (!rc && x->keep && tir_exec_keepable(p, n))

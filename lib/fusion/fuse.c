@@ -1143,7 +1143,7 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 {
 	memset(m, 0, sizeof *m);
 	size_t e = nn + 1;
-	size_t kept = pm_round(4 * e) + pm_round(e); /* group_of need */
+	size_t kept = pm_round(e); /* need */
 	size_t grow = pm_round(8 * e) + pm_round(4 * e) + pm_round(tir_group_info_bytes((int)e));
 	/* taken seen, then dup_scores's or gen_candidates's */
 	size_t scored = pm_round(e) + pm_round(4 * e) +
@@ -1203,6 +1203,13 @@ static void plan_sparse_free(struct tir_plan *plan)
 	tir_node_sparse_free(plan->extra_uses, sizeof *plan->extra_uses * e);
 	plan->keep = plan->copy = NULL;
 	plan->extra_uses = NULL;
+}
+
+/* plan's group_at (tir_node_sparse's), freed */
+static void plan_groups_free(struct tir_plan *plan)
+{
+	tir_node_sparse_free(plan->group_at, sizeof *plan->group_at * (plan->nnodes + 1));
+	plan->group_at = NULL;
 }
 
 /* ---- keep or recompute: the scored choice ---- */
@@ -1475,7 +1482,7 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 	for (uint32_t i = 0; i < nn; i++) {
 		if (!need[i])
 			continue;
-		bool alone = !plan->interior[i] && plan->group_of[i] < 0;
+		bool alone = !plan->interior[i] && !plan->group_at[i];
 		for (int k = 0; k < v->n[i].nin; k++) {
 			uint32_t o = operand(v, i, k);
 			if (o == TIR_FN_NONE || !ok[o])
@@ -1873,7 +1880,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	 * keeps first, then what a group grows in, then the scratch */
 	struct pmem m;
 	pm_init(&m, plan, nn);
-	plan->group_of = pm_get(&m, sizeof *plan->group_of * (nn + 1), false);
+	plan->group_at = tir_node_sparse(sizeof *plan->group_at * (nn + 1));
 	plan->need = pm_get(&m, nn + 1, false);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
@@ -1892,7 +1899,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	bool *dup = tir_node_sparse(sizeof *dup * (nn + 1)), *cand = tir_node_sparse(sizeof *cand * (nn + 1));
 	bool *scratch = malloc(2 * (nn + 1)); /* (a reducing group's: few are written) */
 	size_t capg = 0;
-	if (rc || !plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
+	if (rc || !plan->group_at || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
 	    dup_scores(v, need, target, keep, copy, dup, &plan->scored, &m) ||
 	    gen_candidates(v, need, target, cand, &m)) {
 		rc = -TIR_ENOMEM;
@@ -1901,8 +1908,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	/* a value several kernels read is recomputed by each when that moves
 	 * fewer bytes (computing counted as bytes) than keeping it */
 	s.dup = dup;
-	for (size_t i = 0; i < nn; i++)
-		plan->group_of[i] = -1;
 	/* roots from the last node back, so a chain's end heads its group */
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!need[i] || taken[i] || dup[i] || !(v->n[i].flags & TIR_FN_ROOT))
@@ -1977,7 +1982,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 				rc = -TIR_ENOMEM;
 				goto out;
 			}
-			plan->group_of[i] = plan->ngroups++;
+			plan->group_at[i] = ++plan->ngroups;
 			continue;
 		}
 		pg->nodes = tir_arena_alloc(&plan->arena, sizeof *pg->nodes * (size_t)g.n);
@@ -2010,7 +2015,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		memcpy(gi->cls, info.cls, (size_t)g.n);
 		memcpy(gi->via, info.via, sizeof *gi->via * (size_t)g.n);
 		pg->info = gi;
-		plan->group_of[i] = plan->ngroups++;
+		plan->group_at[i] = ++plan->ngroups;
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
 	 * its memory, not fresh pages) */
@@ -2031,11 +2036,11 @@ void tir_plan_free(struct tir_plan *plan)
 {
 	TIR_ASSERT(!plan->lent); /* (the kernel lent its block is freed first) */
 	free(plan->groups);
-	plan_put(plan, plan->group_of);
 	plan_put(plan, plan->interior);
 	plan_put(plan, plan->need);
 	plan_put(plan, plan->dup);
 	plan_sparse_free(plan);
+	plan_groups_free(plan);
 	plan_put(plan, plan->alone);
 	tir_arena_free(&plan->arena);
 	for (size_t k = 0; k < plan->nowned; k++)
@@ -2083,7 +2088,7 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 		if (!plan->need[i] || plan->interior[i] || n->op == TIR_OP_CONST || n->op == TIR_OP_INPUT)
 			continue;
 		const char *name = tir_node_current_name(p, n);
-		int g = plan->group_of[i];
+		int g = tir_plan_group(plan, i);
 		tir_str_addf(&out, "kernel %d: ", ++k);
 		if (g >= 0) {
 			const struct tir_group *gr = &plan->groups[g];
@@ -2209,7 +2214,7 @@ char *tir_plan_dot(const struct tir_program *p, const struct tir_plan *plan)
 		const struct tir_node *n = p->nodes[i];
 		if (!plan->need[i] || plan->interior[i] || n->op == TIR_OP_CONST || n->op == TIR_OP_INPUT)
 			continue;
-		int g = plan->group_of[i];
+		int g = tir_plan_group(plan, i);
 		k++;
 		tir_str_addf(&out, "  subgraph cluster_%d {\n    label=\"kernel %d%s\";\n", k, k,
 			     g >= 0 ? (plan->groups[g].head ? ": matmul + fused" : ": fused") : "");

@@ -97,7 +97,9 @@ int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool l
 struct tir_plan {
 	int ngroups;
 	struct tir_group *groups;   /* in graph order */
-	int32_t *group_of;          /* by node id: the group a root heads, or -1 */
+	/* by node id: 1 + the group a root heads, else 0 (tir_node_sparse's,
+	 * of nnodes + 1: written at the roots only); read with tir_plan_group */
+	int32_t *group_at;
 	bool *interior;             /* by node id: computed inside a group, never stored */
 	bool *need;                 /* by node id: the run needs it */
 	/* The scored choice for a value several kernels read (by node id):
@@ -133,6 +135,12 @@ struct tir_plan {
 	/* what is past memtop is lent to a kernel (tir_plan_lend) */
 	bool lent;
 };
+
+/* The group node id heads in plan, or -1. */
+static inline int tir_plan_group(const struct tir_plan *plan, size_t id)
+{
+	return plan->group_at[id] - 1;
+}
 
 /* n bytes (not zeroed) of plan's block past what the plan holds, for a
  * pass over the plan while it lives, one at a time (a run's simulation of
