@@ -679,6 +679,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		const struct plan_fin *f = &e->fin[k];
 		uint32_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
+		pl->extra |= f->extra_uses != 0;
 		pl->keep[id] = f->keep;
 		pl->copy[id] = f->copy;
 	}
@@ -1396,7 +1397,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		plan = c->plan;
 		/* a value recomputed in several kernels: its operands are read
 		 * by each */
-		for (size_t i = 0; i < nn; i++)
+		for (size_t i = 0; plan.extra && i < nn; i++)
 			uses[i] += plan.extra_uses[i];
 		free(c->explain); /* made when asked for: cpu_explain */
 		c->explain = NULL;

@@ -1022,15 +1022,18 @@ void tir_node_pages_free(void *p, size_t n)
 #define SPARSE_MAP ((size_t)128 * 1024)
 
 /* ---- arrays by node id written at a few ids ----
- * The scores, the reads beyond the edges, a group's inputs, the values
- * recomputed: arrays by node id a program mostly leaves 0.  In huge pages
- * (tir_node_pages, the plan's block) every page counts as soon as one
- * byte of it is written, and a plan's block holds them between arrays
- * written all through; these are mappings of small pages of their own,
- * zero till written, so that only the pages written count (calloc would
- * not do: it clears what the allocator had freed, a long program's arrays
- * of the pass before).  At 100,000 nodes they were 36 bytes of the 70 a
- * node the plan's block took. */
+ * The scores, the reads beyond the edges, the groups' roots: arrays by
+ * node id a program mostly leaves 0.  In huge pages (tir_node_pages, the
+ * plan's block) every page counts as soon as one byte of it is written,
+ * and a plan's block held them between arrays written all through; these
+ * are mappings of small pages of their own, zero till written, so that
+ * only the pages written count (calloc would not do: it clears what the
+ * allocator had freed, a long program's arrays of the pass before).  A
+ * page never written but read is the kernel's zero page, a fault each:
+ * what reads them at every node asks first whether any was written
+ * (tir_plan.extra, dup_scores's list of the values it scored).  At
+ * 100,000 nodes they were 36 bytes of the 70 a node the plan's block
+ * took. */
 void *tir_node_sparse(size_t n)
 {
 	if (n < SPARSE_MAP)
@@ -1145,16 +1148,16 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 	size_t e = nn + 1;
 	size_t kept = pm_round(e); /* need */
 	size_t grow = pm_round(8 * e) + pm_round(4 * e) + pm_round(tir_group_info_bytes((int)e));
-	/* taken seen, then dup_scores's or gen_candidates's */
-	size_t scored = pm_round(e) + pm_round(4 * e) +
+	/* taken seen dup cand, then dup_scores's or gen_candidates's */
+	size_t scored = 3 * pm_round(e) + pm_round(4 * e) +
 			(pm_round(4 * e) + pm_round(e) > pm_round(8 * e) + pm_round(e) ? pm_round(4 * e) + pm_round(e)
 											 : pm_round(8 * e) + pm_round(e));
 	/* plan_finish: interior dup copies absorbed stamp, gen_decide's gok grd member */
 	size_t finish = 2 * pm_round(e) + 3 * pm_round(4 * e) + pm_round(e) + pm_round(4 * e) + pm_round(e);
 	/* then, lent past what the plan holds (tir_plan_lend), a kernel of a
-	 * group of scalars: vm.c's small_prepare, 24 bytes a member and 4 a
-	 * node for its map, with a value of 4 bytes each */
-	size_t lend = 32 * e;
+	 * group of scalars: vm.c's small_prepare, 12 bytes a member and 4 for
+	 * its value (the map by node id over those), some room to spare */
+	size_t lend = 24 * e;
 	size_t total = kept + grow + (scored > finish ? scored : finish > lend ? finish : lend);
 	bool dirty;
 	if (nn > (size_t)INT32_MAX / 8 || total < TIR_PAGES_MIN || !(m->base = tir_pages_take(total, &dirty)))
@@ -1287,6 +1290,10 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		int n;
 	} *cl = NULL;
 	size_t ncand = 0, capcand = 0;
+	/* the values scored, from the highest id down (keep and copy are
+	 * read at those only: their pages elsewhere are never touched) */
+	uint32_t *scored = NULL;
+	size_t nscored = 0, capscored = 0;
 	int rc = -TIR_ENOMEM;
 	if (!readers || !bad)
 		goto out;
@@ -1321,6 +1328,10 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		keep[i] = bytes_of(v, i) * (readers[i] + 1) + in_bytes;
 		copy[i] = cost * (readers[i] - 1);
 		*any = true;
+		if (dup && tir_grow((void **)&scored, &capscored, nscored + 1, sizeof *scored))
+			goto out;
+		if (dup)
+			scored[nscored++] = i;
 		if (!c.n)
 			continue;
 		if (tir_grow((void **)&cl, &capcand, ncand + 1, sizeof *cl))
@@ -1344,7 +1355,8 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 			}
 		}
 	}
-	for (uint32_t i = (uint32_t)nn; dup && *any && i-- > 0;) {
+	for (size_t q = 0; q < nscored; q++) {
+		uint32_t i = scored[q];
 		if (!keep[i] || copy[i] >= keep[i])
 			continue;
 		/* o and its private subtree */
@@ -1364,6 +1376,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	rc = 0;
 out:
 	free(cl);
+	free(scored);
 	tir_node_sparse_free(slot, sizeof *slot * (nn + 1));
 	pm_put(m, bad);
 	pm_put(m, readers);
@@ -1538,6 +1551,7 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int32_
 	plan_sparse_free(plan);
 	plan->interior = pm_get(m, sizeof *plan->interior * (nn + 1), true);
 	plan->extra_uses = tir_node_sparse(sizeof *plan->extra_uses * (nn + 1));
+	plan->extra = false;
 	plan->keep = scored ? *keep : tir_node_sparse(sizeof *plan->keep * (nn + 1));
 	plan->copy = scored ? *copy : tir_node_sparse(sizeof *plan->copy * (nn + 1));
 	if (scored)
@@ -1578,11 +1592,13 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int32_
 		/* a value every reader recomputes is never stored; its operands
 		 * are read once per copy (and once more when it is stored);
 		 * readers first, so that reads made by copies count */
-		bool inner = absorbed[i] == uses[i] + plan->extra_uses[i];
+		bool inner = absorbed[i] == uses[i] + (plan->extra ? plan->extra_uses[i] : 0);
 		plan->interior[i] = inner;
 		plan->dup[i] = copies[i] > 1 || !inner;
-		for (int k = 0; plan->dup[i] && k < v->n[i].nin; k++)
+		for (int k = 0; plan->dup[i] && k < v->n[i].nin; k++) {
 			plan->extra_uses[operand(v, i, k)] += copies[i] - (inner ? 1 : 0);
+			plan->extra = true;
+		}
 	}
 	if (any_gen(v, need, target)) { /* (not in a program of scalars) */
 		plan->scored = true; /* (gen_decide may score) */
@@ -1850,7 +1866,7 @@ static int take_arrays(struct tir_plan *plan, struct tir_group *pg, struct grow 
 
 /* tir_fuse_view's scratch, freed (and NULL: freeing it again is a no-op) */
 static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **taken, bool **dup, bool **cand,
-		      size_t nn, struct pmem *m)
+		      struct pmem *m)
 {
 	pm_put(m, s->ids);
 	pm_put(m, s->in_ids);
@@ -1860,8 +1876,8 @@ static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **tak
 	pm_put(m, *infomem);
 	pm_put(m, *scratch);
 	pm_put(m, *taken);
-	tir_node_sparse_free(*dup, sizeof **dup * (nn + 1));
-	tir_node_sparse_free(*cand, sizeof **cand * (nn + 1));
+	pm_put(m, *dup);
+	pm_put(m, *cand);
 	s->ids = s->in_ids = NULL;
 	s->seen = NULL;
 	s->dup = NULL;
@@ -1896,7 +1912,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	s.seen = pm_get(&m, sizeof *s.seen * (nn + 1), true);
 	/* a group being checked, as analyze reads it */
 	struct gtable gt = {0};
-	bool *dup = tir_node_sparse(sizeof *dup * (nn + 1)), *cand = tir_node_sparse(sizeof *cand * (nn + 1));
+	/* (read at every node: in the block, whose pages are written anyway) */
+	bool *dup = pm_get(&m, sizeof *dup * (nn + 1), true), *cand = pm_get(&m, sizeof *cand * (nn + 1), true);
 	bool *scratch = malloc(2 * (nn + 1)); /* (a reducing group's: few are written) */
 	size_t capg = 0;
 	if (rc || !plan->group_at || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
@@ -2019,10 +2036,10 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
 	 * its memory, not fresh pages) */
-	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, nn, &m);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, &m);
 	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL, &m);
 out:
-	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, nn, &m);
+	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, &m);
 	tir_node_sparse_free(copy, sizeof *copy * (nn + 1));
 	tir_node_sparse_free(keep, sizeof *keep * (nn + 1));
 	if (rc)

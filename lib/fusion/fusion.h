@@ -114,6 +114,7 @@ struct tir_plan {
 	/* by node id: reads of it beyond the graph's edges (a value computed
 	 * in several kernels reads its operands once in each) */
 	int32_t *extra_uses;
+	bool extra;                 /* some extra_uses may not be 0 (else none is: not read) */
 	const char **alone;         /* by node id: why a node that could lead a kernel
 				     * runs alone (or NULL) */
 	size_t nnodes;
