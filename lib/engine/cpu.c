@@ -942,8 +942,8 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	}
 }
 
-/* A run's array of n bytes, zeroed: from 512 KiB (a program of some
- * 65,000 nodes, 8 bytes each) huge pages of its own, kept for the next
+/* A run's array of n bytes, zeroed: from 512 KiB (the read counts of a
+ * program of some 130,000 nodes, 4 bytes each) huge pages of its own, kept for the next
  * run when freed (tir_node_pages), a few faults where it took one a page.
  * Freed with run_array_free(p, n). */
 static void *run_array(size_t n)
