@@ -58,7 +58,7 @@ struct cpu {
 	struct plan_entry *plan_src;
 	bool rerun;                    /* this run is that one again */
 	struct tir_node **plan_nodes;
-	int32_t *plan_uses;            /* (a run with a count past INT32_MAX is not bound) */
+	int32_t *plan_uses;
 	bool *plan_target;
 	size_t capplan;
 	/* by node id, kept empty between runs: a run's values; lent[i]: vals[i]
@@ -143,7 +143,7 @@ static int eval_matmul_epi(const struct tir_node *n, struct tir_tensor *a0, stru
 /* Operands of n that nobody reads any more are freed; an interior one has
  * no value to free. */
 static void drop_operands(const struct tir_node *n, const bool *interior, const uint8_t *lent, const bool *held,
-			  struct tir_tensor *vals, int64_t *uses)
+			  struct tir_tensor *vals, int32_t *uses)
 {
 	for (int k = 0; k < n->nin; k++) {
 		if (!n->in[k] || (interior && interior[n->in[k]->id]))
@@ -275,7 +275,7 @@ static int64_t *input_edges(const struct tir_group *g, int64_t *few)
  * root's type, and g reads it only where it writes (tir_fused_can_overwrite);
  * -1 when none. */
 static int inplace_input(const struct tir_group *g, const struct tir_tensor *const *in,
-			 const struct tir_tensor *vals, const uint8_t *lent, const int64_t *uses)
+			 const struct tir_tensor *vals, const uint8_t *lent, const int32_t *uses)
 {
 	int64_t few[64], *edges = NULL;
 	int found = -1;
@@ -326,7 +326,7 @@ static int literal_value(struct cpu *x, const struct tir_node *o, uint32_t *made
  * reads[k] of node ids[k]): the values nobody reads any more freed, as
  * drop_operands over each member would. */
 static void drop_inputs(struct cpu *x, const struct tir_group *g, const int32_t *reads, const int32_t *ids,
-			const bool *interior, int64_t *uses)
+			const bool *interior, int32_t *uses)
 {
 	for (int k = 0; k < g->nin; k++) {
 		uint32_t id = (uint32_t)ids[k];
@@ -344,14 +344,14 @@ static void drop_inputs(struct cpu *x, const struct tir_group *g, const int32_t 
  * kept when it can be).  *dropped: the inputs' reads were counted off
  * (drop_inputs; else the caller does it member by member). */
 static int run_fused(struct cpu *x, int gi, const struct tir_group *g, const struct tir_tensor *const *in,
-		     struct tir_tensor *out, const bool *interior, int64_t *uses, bool *dropped, struct tir_err *err)
+		     struct tir_tensor *out, const bool *interior, int32_t *uses, bool *dropped, struct tir_err *err)
 {
 	struct tir_fused **slot = (size_t)gi < x->nfused ? &x->fused[gi] : NULL;
 	if (slot && *slot && !tir_fused_rebind_at(*slot, in, out)) {
 		tir_fused_free(*slot);
 		*slot = NULL;
 	}
-	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_view(g, x->run_view, in, out, err);
+	struct tir_fused *f = slot && *slot ? *slot : tir_fused_prepare_view(g, x->run_view, &x->plan, in, out, err);
 	if (!f)
 		return -err->code;
 	int rc = tir_fused_run(f, err);
@@ -402,7 +402,7 @@ static const struct tir_tensor *group_input(struct cpu *x, const struct tir_grou
 /* One fused kernel (group gi of the plan): read its inputs, write its
  * root; *gens: the generators it computed (its inputs never stored). */
 static int run_group(struct cpu *x, int gi, const struct tir_group *g, const bool *interior,
-		     struct tir_tensor *vals, int64_t *uses, uint32_t *made, size_t *nmade, int *gens,
+		     struct tir_tensor *vals, int32_t *uses, uint32_t *made, size_t *nmade, int *gens,
 		     struct tir_err *err)
 {
 	const struct tir_node *r = g->root;
@@ -520,7 +520,7 @@ static inline void sig_put(struct sigbuf *b, uint64_t v)
  * which are bounded, the last one unbounded: a scalar op is 6 bytes or so).
  * returns: new (*nsig bytes), NULL when out of memory. */
 static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fview *v, const bool *need,
-			       const int64_t *uses, const bool *target, size_t *nsig, uint32_t *dense, int32_t *rank_of,
+			       const int32_t *uses, const bool *target, size_t *nsig, uint32_t *dense, int32_t *rank_of,
 			       int64_t *ndense)
 {
 	struct sigbuf b = {0};
@@ -580,7 +580,7 @@ static uint8_t *plan_signature(const struct tir_program *p, const struct tir_fvi
 }
 
 /* Remember that x->plan instantiates entry e for this run. */
-static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, const bool *target)
+static void plan_bind(struct cpu *x, struct plan_entry *e, const int32_t *uses, const bool *target)
 {
 	size_t nn = x->prog->nnodes, cap = x->capplan;
 	x->plan_src = NULL;
@@ -593,14 +593,8 @@ static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, 
 	if (tir_grow((void **)&x->plan_target, &cap, nn + 1, sizeof *x->plan_target))
 		return;
 	x->capplan = cap;
-	int64_t big = 0;
-	for (size_t i = 0; i < nn; i++) {
-		x->plan_uses[i] = (int32_t)uses[i];
-		big |= uses[i] & ~(int64_t)INT32_MAX; /* (a count of 2^31 or more, or below 0) */
-	}
-	if (big)
-		return;
 	if (nn) { /* (an empty program has no nodes array) */
+		memcpy(x->plan_uses, uses, sizeof *uses * nn);
 		memcpy(x->plan_nodes, x->prog->nodes, sizeof *x->plan_nodes * nn);
 		memcpy(x->plan_target, target, nn);
 	}
@@ -608,16 +602,16 @@ static void plan_bind(struct cpu *x, struct plan_entry *e, const int64_t *uses, 
 }
 
 /* Whether uses is what plan_bind kept of it. */
-static bool same_uses(const int32_t *kept, const int64_t *uses, size_t nn)
+static bool same_uses(const int32_t *kept, const int32_t *uses, size_t nn)
 {
-	int64_t diff = 0;
+	int32_t diff = 0;
 	for (size_t i = 0; i < nn; i++)
 		diff |= kept[i] ^ uses[i];
 	return !diff;
 }
 
 /* Whether this run is the one x->plan was made or instantiated for. */
-static bool plan_bound(const struct cpu *x, const bool *need, const int64_t *uses, const bool *target)
+static bool plan_bound(const struct cpu *x, const bool *need, const int32_t *uses, const bool *target)
 {
 	size_t nn = x->prog->nnodes;
 	return x->plan_src && x->plan.need && x->plan.nnodes == nn && nn && !memcmp(x->plan.need, need, nn) &&
@@ -633,23 +627,21 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 	struct tir_plan *pl = &x->plan;
 	size_t nn = p->nnodes;
 	pl->nnodes = nn;
-	pl->group_of = malloc(sizeof *pl->group_of * (nn + 1));
+	pl->group_at = tir_node_sparse(sizeof *pl->group_at * (nn + 1));
 	pl->interior = calloc(nn + 1, sizeof *pl->interior);
 	pl->need = malloc(nn + 1);
-	pl->extra_uses = calloc(nn + 1, sizeof *pl->extra_uses);
-	pl->keep = calloc(nn + 1, sizeof *pl->keep);
-	pl->copy = calloc(nn + 1, sizeof *pl->copy);
+	pl->extra_uses = tir_node_sparse(sizeof *pl->extra_uses * (nn + 1));
+	pl->keep = tir_node_sparse(sizeof *pl->keep * (nn + 1));
+	pl->copy = tir_node_sparse(sizeof *pl->copy * (nn + 1));
 	pl->dup = calloc(nn + 1, sizeof *pl->dup);
 	size_t ng = 0;
 	for (size_t w = 0; w < e->ngroups_words; w += 3 + (size_t)e->groups[w] + (size_t)e->groups[w + 1])
 		ng++;
 	pl->groups = calloc(ng + 1, sizeof *pl->groups);
-	if (!pl->group_of || !pl->interior || !pl->need || !pl->extra_uses || !pl->keep || !pl->copy || !pl->dup ||
+	if (!pl->group_at || !pl->interior || !pl->need || !pl->extra_uses || !pl->keep || !pl->copy || !pl->dup ||
 	    !pl->groups)
 		return -TIR_ENOMEM;
 	memcpy(pl->need, need, nn);
-	for (size_t i = 0; i < nn; i++)
-		pl->group_of[i] = -1;
 	size_t w = 0;
 	for (size_t g = 0; g < ng; g++) {
 		struct tir_group *gr = &pl->groups[g];
@@ -674,7 +666,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		gr->ids = ids;
 		gr->input_ids = ids + gr->n;
 		gr->root = gr->nodes[gr->n - 1];
-		pl->group_of[gr->root->id] = (int32_t)g;
+		pl->group_at[gr->root->id] = (int32_t)g + 1;
 	}
 	pl->ngroups = (int)ng;
 	/* tir_plan_finish's result, as it was for this structure */
@@ -687,6 +679,7 @@ static int plan_instantiate(struct cpu *x, struct plan_entry *e, const bool *nee
 		const struct plan_fin *f = &e->fin[k];
 		uint32_t id = dense[f->at];
 		pl->extra_uses[id] = f->extra_uses;
+		pl->extra |= f->extra_uses != 0;
 		pl->keep[id] = f->keep;
 		pl->copy[id] = f->copy;
 	}
@@ -787,7 +780,7 @@ static bool plan_remember(struct cpu *x, struct plan_entry *victim, uint8_t *sig
 /* This run's plan (x->plan): from the cache when the structure was seen
  * (as it is when the same nodes are run again), else from the fuser (and
  * then cached, unless once: tir_exec_set_once). */
-static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *need, const int64_t *uses,
+static int plan_for(struct cpu *x, const struct tir_fview *view, const bool *need, const int32_t *uses,
 		    const bool *target, bool once, bool *cached)
 {
 	struct tir_program *p = x->prog;
@@ -949,8 +942,8 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	}
 }
 
-/* A run's array of n bytes, zeroed: from 512 KiB (a program of some
- * 65,000 nodes, 8 bytes each) huge pages of its own, kept for the next
+/* A run's array of n bytes, zeroed: from 512 KiB (the read counts of a
+ * program of some 130,000 nodes, 4 bytes each) huge pages of its own, kept for the next
  * run when freed (tir_node_pages), a few faults where it took one a page.
  * Freed with run_array_free(p, n). */
 static void *run_array(size_t n)
@@ -968,7 +961,7 @@ static void run_array_free(void *p, size_t n)
 struct sim {
 	const struct tir_fview *v;     /* the graph's view: the nodes are not read */
 	size_t *live;                  /* by node id: the bytes its value holds */
-	int64_t *uses;                 /* a copy of the run's */
+	int32_t *uses;                 /* a copy of the run's */
 	int32_t *kof;                  /* by node id: its index among the inputs of the
 					* group being run, or -1 (made when first needed:
 					* a group of scalars never needs it) */
@@ -1095,7 +1088,7 @@ static bool sim_overwrites(const struct sim *m, const struct tir_group *g, int k
 
 /* Run the plan's schedule on sizes alone, as tir_exec_run runs it, up to
  * and including the step `until` (SIZE_MAX: all of it). */
-static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const struct tir_plan *plan,
+static void sim_run(struct sim *m, const bool *need, const int32_t *uses, const struct tir_plan *plan,
 		    size_t until)
 {
 	const struct tir_fview *v = m->v;
@@ -1107,8 +1100,8 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
 	for (uint32_t i = 0; i < nn && i <= until; i++) {
 		if (!need[i] || (plan && plan->interior[i]))
 			continue;
-		if (plan && plan->group_of[i] >= 0) {
-			const struct tir_group *g = &plan->groups[plan->group_of[i]];
+		if (plan && plan->group_at[i]) {
+			const struct tir_group *g = &plan->groups[plan->group_at[i] - 1];
 			size_t bytes = view_bytes(v, i);
 			/* an input it may write over (inplace_input) holds the root
 			 * (its edges counted once some input could) */
@@ -1165,19 +1158,19 @@ static void sim_run(struct sim *m, const bool *need, const int64_t *uses, const 
  * scratch beyond the least count nothing, so a run it says would pass the
  * budget would have passed it. */
 static int plan_peak(const struct tir_program *p, const struct tir_fview *v, const bool *need,
-		     const int64_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
+		     const int32_t *uses, const struct tir_plan *plan, size_t left, size_t *peak,
 		     const struct tir_node **at, size_t *scratch)
 {
 	size_t nn = p->nnodes;
 	/* both arrays in one block: at 100,000 nodes 1.6 MB, one huge page
 	 * where two arrays of their own took one each */
-	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int64_t) * (nn + 1);
+	size_t nl = sizeof(size_t) * (nn + 1), nu = sizeof(int32_t) * (nn + 1);
 	/* (or in the pages of the plan's block its passes wrote and gave back) */
 	void *lent = plan ? tir_plan_scratch(plan, nl + nu) : NULL;
 	void *mem = lent ? lent : run_array(nl + nu);
 	if (!mem)
 		return -1;
-	struct sim m = {.v = v, .live = mem, .uses = (int64_t *)((char *)mem + nl)};
+	struct sim m = {.v = v, .live = mem, .uses = (int32_t *)((char *)mem + nl)};
 	sim_run(&m, need, uses, plan, SIZE_MAX);
 	*peak = m.peak;
 	*at = NULL;
@@ -1269,7 +1262,7 @@ static bool cpu_held(const void *ctx, uint32_t id)
 /* tir_need_walk, each needed node added to v (tir_fview_init'ed) as the
  * walk meets it: the one pass over the nodes a run makes, and over those
  * it reads alone.  0 or -TIR_ENOMEM. */
-static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool *need, int64_t *uses,
+static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool *need, int32_t *uses,
 			  const struct cpu_run_ctx *h)
 {
 	for (size_t i = p->nnodes; i-- > 0;) {
@@ -1304,7 +1297,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	c->prog = p;
 	c->rerun = false;
 	size_t nn = p->nnodes;
-	int64_t *uses = run_array(sizeof *uses * (nn + 1));
+	int32_t *uses = run_array(sizeof *uses * (nn + 1));
 	/* c->vals, kept between runs (empty): what is set is listed in made
 	 * and released after, not all nn of them */
 	struct tir_tensor *vals = NULL;
@@ -1404,7 +1397,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		plan = c->plan;
 		/* a value recomputed in several kernels: its operands are read
 		 * by each */
-		for (size_t i = 0; i < nn; i++)
+		for (size_t i = 0; plan.extra && i < nn; i++)
 			uses[i] += plan.extra_uses[i];
 		free(c->explain); /* made when asked for: cpu_explain */
 		c->explain = NULL;
@@ -1458,7 +1451,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	struct tir_progress prog = {.step = TIR_STEP_KERNEL};
 	for (size_t i = 0; x->progress && i < nn; i++) /* the kernels as the loop below counts them */
 		prog.n += need[i] && !(planned && plan.interior[i]) &&
-			  ((planned && plan.group_of[i] >= 0) ||
+			  ((planned && plan.group_at[i]) ||
 			   (p->nodes[i]->op != TIR_OP_CONST && p->nodes[i]->op != TIR_OP_INPUT));
 	for (size_t i = 0; i < nn && !rc; i++) {
 		if (!need[i] || (planned && plan.interior[i]))
@@ -1468,7 +1461,7 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 			rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			break;
 		}
-		if (x->progress && ((planned && plan.group_of[i] >= 0) ||
+		if (x->progress && ((planned && plan.group_at[i]) ||
 				    (n->op != TIR_OP_CONST && n->op != TIR_OP_INPUT))) {
 			prog.k++;
 			prog.step_ms = tir_now_ms();
@@ -1484,18 +1477,16 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 		int64_t t0k = tir_pool_offered();
 		made[nmade++] = (uint32_t)i;
 		c->held[i] = true;
-		if (planned && plan.group_of[i] >= 0) {
-			int gens = 0;
-			rc = run_group(c, plan.group_of[i], &plan.groups[plan.group_of[i]], plan.interior, vals, uses,
-				       made, &nmade, &gens, err);
+		if (planned && plan.group_at[i]) {
+			int gens = 0, gi = tir_plan_group(&plan, i);
+			rc = run_group(c, gi, &plan.groups[gi], plan.interior, vals, uses, made, &nmade, &gens, err);
 			if (!rc && x->intr && *x->intr) /* cut short: not a value */
 				rc = tir_errf(err, TIR_EINTERRUPT, &n->loc, "interrupted");
 			if (rc && err->code == TIR_EBUDGET && !err->loc.src) /* said at the op that made the value */
 				err->loc = n->loc;
 			if ((x->profile || x->trace) && !rc)
-				profile_kernel(c, &plan.groups[plan.group_of[i]], n, tir_now_ms() - tk,
-					       tir_pool_offered() - t0k);
-			const struct tir_group *gr = &plan.groups[plan.group_of[i]];
+				profile_kernel(c, &plan.groups[gi], n, tir_now_ms() - tk, tir_pool_offered() - t0k);
+			const struct tir_group *gr = &plan.groups[gi];
 			x->stats.nops += gr->n + (gr->head != NULL) + gens;
 			x->stats.nkernels++;
 			if (!rc && x->keep && tir_exec_keepable(p, n))

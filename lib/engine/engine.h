@@ -24,7 +24,7 @@ int tir_exec_set_input(struct tir_exec *x, const char *name, struct tir_tensor *
  * needed, but not what it reads.  uses (NULL: not counted) gets one read
  * of each operand of every node walked through. */
 typedef bool tir_held_fn(const void *ctx, uint32_t id);
-void tir_need_walk(const struct tir_program *p, bool *need, int64_t *uses, tir_held_fn *held, const void *ctx);
+void tir_need_walk(const struct tir_program *p, bool *need, int32_t *uses, tir_held_fn *held, const void *ctx);
 
 /* ---- for lib/net: a run whose graph another tir computes ---- */
 

@@ -251,7 +251,7 @@ char *tir_exec_dot(struct tir_exec *x, const char *name, struct tir_err *err)
 {
 	struct tir_program *p = x->prog;
 	size_t nn = p->nnodes;
-	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	int32_t *uses = calloc(nn + 1, sizeof *uses);
 	bool *need = calloc(nn + 1, sizeof *need), *target = calloc(nn + 1, sizeof *target);
 	char *dot = NULL;
 	struct tir_plan plan = {0};

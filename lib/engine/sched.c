@@ -23,7 +23,7 @@ static inline const struct tir_coll *node_coll(const struct tir_sched *s, const 
 
 /* ---- the needs-walk ---- */
 
-void tir_need_walk(const struct tir_program *p, bool *need, int64_t *uses, tir_held_fn *held, const void *ctx)
+void tir_need_walk(const struct tir_program *p, bool *need, int32_t *uses, tir_held_fn *held, const void *ctx)
 {
 	for (size_t i = p->nnodes; i-- > 0;) {
 		if (!need[i] || (held && held(ctx, (uint32_t)i)))

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Node i + 12 of p read soon, by a pass over the graph in order: its
  * lines asked for now (the nodes are a few lines each, too far apart for
@@ -202,7 +203,7 @@ static bool long_to_one(const struct tir_node *o)
 /* Why operand o cannot join a group rooted at r, or NULL if it can (v: p's
  * view; the node itself is read for a reduction alone). */
 static const char *why_not(const struct tir_program *p, const struct tir_fview *v, uint32_t r, uint32_t o,
-			   int64_t seen, const int64_t *uses, const bool *target, const bool *taken, const bool *dup)
+			   int64_t seen, const int32_t *uses, const bool *target, const bool *taken, const bool *dup)
 {
 	const struct tir_fnode *f = &v->n[o];
 	if (f->flags & TIR_FN_LEAF)
@@ -235,7 +236,7 @@ static const char *why_not(const struct tir_program *p, const struct tir_fview *
 /* Whether matmul o can be the head of the group rooted at r: read by the
  * group alone, of the root's float dtype and shape, operands of rank 2 up. */
 static bool can_head(const struct tir_node *r, const struct tir_node *o, int64_t seen,
-		     const int64_t *uses, const bool *target, const bool *taken)
+		     const int32_t *uses, const bool *target, const bool *taken)
 {
 	return o->op == TIR_OP_MATMUL && seen == uses[o->id] && !target[o->id] && !taken[o->id] &&
 	       o->type.dtype == r->type.dtype && same_shape(&o->type, &r->type) &&
@@ -1016,6 +1017,46 @@ void tir_node_pages_free(void *p, size_t n)
 	tir_pages_give(p, n);
 }
 
+/* From this many bytes an array tir_node_sparse makes is a mapping of
+ * its own (below, calloc's). */
+#define SPARSE_MAP ((size_t)128 * 1024)
+
+/* ---- arrays by node id written at a few ids ----
+ * The scores, the reads beyond the edges, the groups' roots: arrays by
+ * node id a program mostly leaves 0.  In huge pages (tir_node_pages, the
+ * plan's block) every page counts as soon as one byte of it is written,
+ * and a plan's block held them between arrays written all through; these
+ * are mappings of small pages of their own, zero till written, so that
+ * only the pages written count (calloc would not do: it clears what the
+ * allocator had freed, a long program's arrays of the pass before).  A
+ * page never written but read is the kernel's zero page, a fault each:
+ * what reads them at every node asks first whether any was written
+ * (tir_plan.extra, dup_scores's list of the values it scored).  At
+ * 100,000 nodes they were 36 bytes of the 70 a node the plan's block
+ * took. */
+void *tir_node_sparse(size_t n)
+{
+	if (n < SPARSE_MAP)
+		return calloc(1, n ? n : 1);
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_NOHUGEPAGE
+	(void)madvise(p, n, MADV_NOHUGEPAGE); /* (a hint: where huge pages are the default) */
+#endif
+	return p;
+}
+
+void tir_node_sparse_free(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n < SPARSE_MAP)
+		free(p);
+	else
+		munmap(p, n);
+}
+
 /* ---- the plan's arrays by node id: one block for a long program ----
  * Planning a program of n nodes takes some twenty arrays of n entries
  * (the plan's own and the passes' scratch): at 100,000 nodes 100 to 800
@@ -1098,22 +1139,26 @@ static void pm_put(struct pmem *m, void *p)
 
 /* m's block for plan, of nn nodes (plan->mem: the plan gives it back):
  * the most tir_fuse_view holds at a time, taken in its order (the plan's
- * arrays, the arrays a group grows in, the scratch of one pass).  A size
- * off the mark costs nothing but malloc'd arrays past the end. */
+ * arrays, the arrays a group grows in, the scratch of one pass), of the
+ * arrays written all through (those written at a few ids are pm_sparse's).
+ * A size off the mark costs nothing but malloc'd arrays past the end. */
 static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 {
 	memset(m, 0, sizeof *m);
 	size_t e = nn + 1;
-	size_t kept = pm_round(4 * e) + pm_round(e) + 2 * pm_round(8 * e); /* group_of need keep copy */
-	size_t grow = 2 * pm_round(8 * e) + 2 * pm_round(4 * e) + pm_round(tir_group_info_bytes((int)e));
-	/* taken seen dup cand scratch, then dup_scores's or gen_candidates's */
-	size_t scored = 3 * pm_round(e) + pm_round(4 * e) + pm_round(2 * e) +
-			(pm_round(4 * e) + pm_round(e) + pm_round(4 * e) > pm_round(8 * e) + pm_round(e)
-				 ? pm_round(4 * e) + pm_round(e) + pm_round(4 * e)
-				 : pm_round(8 * e) + pm_round(e));
-	/* plan_finish: interior extra_uses dup copies absorbed stamp, gen_decide's gok grd member */
-	size_t finish = 3 * pm_round(e) + 4 * pm_round(4 * e) + pm_round(4 * e) + 2 * pm_round(e);
-	size_t total = kept + grow + (scored > finish ? scored : finish);
+	size_t kept = pm_round(e); /* need */
+	size_t grow = pm_round(8 * e) + pm_round(4 * e) + pm_round(tir_group_info_bytes((int)e));
+	/* taken seen dup cand, then dup_scores's or gen_candidates's */
+	size_t scored = 3 * pm_round(e) + pm_round(4 * e) +
+			(pm_round(4 * e) + pm_round(e) > pm_round(8 * e) + pm_round(e) ? pm_round(4 * e) + pm_round(e)
+											 : pm_round(8 * e) + pm_round(e));
+	/* plan_finish: interior dup copies absorbed stamp, gen_decide's gok grd member */
+	size_t finish = 2 * pm_round(e) + 3 * pm_round(4 * e) + pm_round(e) + pm_round(4 * e) + pm_round(e);
+	/* then, lent past what the plan holds (tir_plan_lend), a kernel of a
+	 * group of scalars: vm.c's small_prepare, 12 bytes a member and 4 for
+	 * its value (the map by node id over those), some room to spare */
+	size_t lend = 24 * e;
+	size_t total = kept + grow + (scored > finish ? scored : finish > lend ? finish : lend);
 	bool dirty;
 	if (nn > (size_t)INT32_MAX / 8 || total < TIR_PAGES_MIN || !(m->base = tir_pages_take(total, &dirty)))
 		return;
@@ -1125,9 +1170,23 @@ static void pm_init(struct pmem *m, struct tir_plan *plan, size_t nn)
 
 void *tir_plan_scratch(const struct tir_plan *plan, size_t n)
 {
-	if (!plan->mem || plan->memtop > plan->memsize || n > plan->memsize - plan->memtop)
+	if (!plan->mem || plan->memtop > plan->memsize || n > plan->memsize - plan->memtop ||
+	    __atomic_load_n(&plan->lent, __ATOMIC_ACQUIRE))
 		return NULL;
 	return (unsigned char *)plan->mem + plan->memtop;
+}
+
+void *tir_plan_lend(struct tir_plan *plan, size_t n)
+{
+	if (!plan || !plan->mem || plan->memtop > plan->memsize || n > plan->memsize - plan->memtop ||
+	    __atomic_exchange_n(&plan->lent, true, __ATOMIC_ACQ_REL))
+		return NULL;
+	return (unsigned char *)plan->mem + plan->memtop;
+}
+
+void tir_plan_unlend(struct tir_plan *plan)
+{
+	__atomic_store_n(&plan->lent, false, __ATOMIC_RELEASE);
 }
 
 /* p, an array of plan's, freed unless it is in plan's block */
@@ -1135,6 +1194,25 @@ static void plan_put(const struct tir_plan *plan, void *p)
 {
 	if (!in_block(plan->mem, plan->memsize, p))
 		free(p);
+}
+
+/* plan's arrays written at a few ids (tir_node_sparse's, of its nnodes),
+ * freed and NULL */
+static void plan_sparse_free(struct tir_plan *plan)
+{
+	size_t e = plan->nnodes + 1;
+	tir_node_sparse_free(plan->keep, sizeof *plan->keep * e);
+	tir_node_sparse_free(plan->copy, sizeof *plan->copy * e);
+	tir_node_sparse_free(plan->extra_uses, sizeof *plan->extra_uses * e);
+	plan->keep = plan->copy = NULL;
+	plan->extra_uses = NULL;
+}
+
+/* plan's group_at (tir_node_sparse's), freed */
+static void plan_groups_free(struct tir_plan *plan)
+{
+	tir_node_sparse_free(plan->group_at, sizeof *plan->group_at * (plan->nnodes + 1));
+	plan->group_at = NULL;
 }
 
 /* ---- keep or recompute: the scored choice ---- */
@@ -1212,6 +1290,10 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		int n;
 	} *cl = NULL;
 	size_t ncand = 0, capcand = 0;
+	/* the values scored, from the highest id down (keep and copy are
+	 * read at those only: their pages elsewhere are never touched) */
+	uint32_t *scored = NULL;
+	size_t nscored = 0, capscored = 0;
 	int rc = -TIR_ENOMEM;
 	if (!readers || !bad)
 		goto out;
@@ -1231,7 +1313,7 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		}
 		bad[i] |= target[i];
 	}
-	if (!(slot = pm_get(m, sizeof *slot * (nn + 1), true)))
+	if (!(slot = tir_node_sparse(sizeof *slot * (nn + 1))))
 		goto out;
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!need[i] || bad[i] || readers[i] < 2)
@@ -1246,6 +1328,10 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		keep[i] = bytes_of(v, i) * (readers[i] + 1) + in_bytes;
 		copy[i] = cost * (readers[i] - 1);
 		*any = true;
+		if (dup && tir_grow((void **)&scored, &capscored, nscored + 1, sizeof *scored))
+			goto out;
+		if (dup)
+			scored[nscored++] = i;
 		if (!c.n)
 			continue;
 		if (tir_grow((void **)&cl, &capcand, ncand + 1, sizeof *cl))
@@ -1269,7 +1355,8 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 			}
 		}
 	}
-	for (uint32_t i = (uint32_t)nn; dup && *any && i-- > 0;) {
+	for (size_t q = 0; q < nscored; q++) {
+		uint32_t i = scored[q];
 		if (!keep[i] || copy[i] >= keep[i])
 			continue;
 		/* o and its private subtree */
@@ -1289,7 +1376,8 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	rc = 0;
 out:
 	free(cl);
-	pm_put(m, slot);
+	free(scored);
+	tir_node_sparse_free(slot, sizeof *slot * (nn + 1));
 	pm_put(m, bad);
 	pm_put(m, readers);
 	return rc;
@@ -1338,10 +1426,8 @@ static int gen_candidates(const struct tir_fview *v, const bool *need, const boo
 			  struct pmem *m)
 {
 	size_t nn = v->nnodes;
-	if (!any_gen(v, need, target)) { /* (cand is cleared) */
-		memset(cand, 0, nn);
+	if (!any_gen(v, need, target)) /* (cand came zeroed) */
 		return 0;
-	}
 	int64_t *readers = pm_get(m, sizeof *readers * (nn + 1), true);
 	bool *bad = pm_get(m, sizeof *bad * (nn + 1), true);
 	if (!readers || !bad) {
@@ -1409,7 +1495,7 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
 	for (uint32_t i = 0; i < nn; i++) {
 		if (!need[i])
 			continue;
-		bool alone = !plan->interior[i] && plan->group_of[i] < 0;
+		bool alone = !plan->interior[i] && !plan->group_at[i];
 		for (int k = 0; k < v->n[i].nin; k++) {
 			uint32_t o = operand(v, i, k);
 			if (o == TIR_FN_NONE || !ok[o])
@@ -1455,20 +1541,19 @@ static void gen_decide(const struct tir_fview *v, const bool *need, const bool *
  * when *keep and *copy are given (tir_fuse's own: the plan takes them,
  * and they are NULL after), else made here; ids: the groups' members'
  * node ids, one after the other, or NULL: each group's own (g->ids). */
-static int plan_finish(const struct tir_fview *v, const bool *need, const int64_t *uses, const bool *target,
+static int plan_finish(const struct tir_fview *v, const bool *need, const int32_t *uses, const bool *target,
 		       struct tir_plan *plan, int64_t **keep, int64_t **copy, const uint32_t *ids, struct pmem *m)
 {
 	size_t nn = v->nnodes;
 	bool scored = keep && *keep && copy && *copy;
 	plan_put(plan, plan->interior);
-	plan_put(plan, plan->extra_uses);
-	plan_put(plan, plan->keep);
-	plan_put(plan, plan->copy);
 	plan_put(plan, plan->dup);
+	plan_sparse_free(plan);
 	plan->interior = pm_get(m, sizeof *plan->interior * (nn + 1), true);
-	plan->extra_uses = pm_get(m, sizeof *plan->extra_uses * (nn + 1), true);
-	plan->keep = scored ? *keep : pm_get(m, sizeof *plan->keep * (nn + 1), true);
-	plan->copy = scored ? *copy : pm_get(m, sizeof *plan->copy * (nn + 1), true);
+	plan->extra_uses = tir_node_sparse(sizeof *plan->extra_uses * (nn + 1));
+	plan->extra = false;
+	plan->keep = scored ? *keep : tir_node_sparse(sizeof *plan->keep * (nn + 1));
+	plan->copy = scored ? *copy : tir_node_sparse(sizeof *plan->copy * (nn + 1));
 	if (scored)
 		*keep = *copy = NULL;
 	plan->dup = pm_get(m, sizeof *plan->dup * (nn + 1), true);
@@ -1507,11 +1592,13 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int64_
 		/* a value every reader recomputes is never stored; its operands
 		 * are read once per copy (and once more when it is stored);
 		 * readers first, so that reads made by copies count */
-		bool inner = absorbed[i] == uses[i] + plan->extra_uses[i];
+		bool inner = absorbed[i] == uses[i] + (plan->extra ? plan->extra_uses[i] : 0);
 		plan->interior[i] = inner;
 		plan->dup[i] = copies[i] > 1 || !inner;
-		for (int k = 0; plan->dup[i] && k < v->n[i].nin; k++)
+		for (int k = 0; plan->dup[i] && k < v->n[i].nin; k++) {
 			plan->extra_uses[operand(v, i, k)] += copies[i] - (inner ? 1 : 0);
+			plan->extra = true;
+		}
 	}
 	if (any_gen(v, need, target)) { /* (not in a program of scalars) */
 		plan->scored = true; /* (gen_decide may score) */
@@ -1533,7 +1620,7 @@ out:
 	return rc;
 }
 
-int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int32_t *uses,
 		    const bool *target, struct tir_plan *plan)
 {
 	struct tir_fview v;
@@ -1581,7 +1668,7 @@ static const char *forbidden(const struct grow *s, uint32_t id)
 
 /* Grow the group rooted at node i backwards through the operands it can
  * take, visiting candidates from the highest id down. */
-static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_t i, const int64_t *uses,
+static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_t i, const int32_t *uses,
 		 const bool *target, const bool *taken, struct grow *s)
 {
 	int32_t *seen = s->seen;
@@ -1649,7 +1736,7 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
  * where that part ends (the latest one a reduction or a per-row op reads)
  * is left out, to lead its own kernel with the matmul. */
 static const char *epilogue_first(const struct tir_group *g, const struct tir_group_info *in,
-				  const int64_t *uses, const bool *target, const bool *taken,
+				  const int32_t *uses, const bool *target, const bool *taken,
 				  bool *scratch, const struct tir_node **culprit)
 {
 	/* (scratch: 2 * g->n) */
@@ -1704,7 +1791,7 @@ static bool can_root(const struct tir_node *r)
 	return tir_fusable(r) && !is_cmp(r->op);
 }
 
-int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_fuse(const struct tir_program *p, const bool *need, const int32_t *uses,
 	     const bool *target, struct tir_plan *plan)
 {
 	struct tir_fview v;
@@ -1740,11 +1827,11 @@ static int grow_arrays(struct grow *s, void **infomem, size_t nn, struct pmem *m
 	if (!s->members)
 		s->members = pm_get(m, sizeof *s->members * (nn + 1), false);
 	if (!s->ins)
-		s->ins = pm_get(m, sizeof *s->ins * (nn + 1), false);
+		s->ins = malloc(sizeof *s->ins * (nn + 1)); /* (few are written: not in the block) */
 	if (!s->ids)
 		s->ids = pm_get(m, sizeof *s->ids * (nn + 1), false);
 	if (!s->in_ids)
-		s->in_ids = pm_get(m, sizeof *s->in_ids * (nn + 1), false);
+		s->in_ids = malloc(sizeof *s->in_ids * (nn + 1));
 	if (!*infomem)
 		*infomem = pm_get(m, tir_group_info_bytes((int)nn + 1), false);
 	return s->members && s->ins && s->ids && s->in_ids && *infomem ? 0 : -TIR_ENOMEM;
@@ -1799,7 +1886,7 @@ static void free_grow(struct grow *s, void **infomem, bool **scratch, bool **tak
 	*scratch = *taken = *dup = *cand = NULL;
 }
 
-int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
+int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int32_t *uses,
 		  const bool *target, struct tir_plan *plan)
 {
 	memset(plan, 0, sizeof *plan);
@@ -1809,11 +1896,11 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	 * keeps first, then what a group grows in, then the scratch */
 	struct pmem m;
 	pm_init(&m, plan, nn);
-	plan->group_of = pm_get(&m, sizeof *plan->group_of * (nn + 1), false);
+	plan->group_at = tir_node_sparse(sizeof *plan->group_at * (nn + 1));
 	plan->need = pm_get(&m, nn + 1, false);
 	if (plan->need)
 		memcpy(plan->need, need, nn);
-	int64_t *keep = pm_get(&m, sizeof *keep * (nn + 1), true), *copy = pm_get(&m, sizeof *copy * (nn + 1), true);
+	int64_t *keep = tir_node_sparse(sizeof *keep * (nn + 1)), *copy = tir_node_sparse(sizeof *copy * (nn + 1));
 	/* (its arrays made by grow_arrays, as groups take them; with a
 	 * block, the first now, below the scratch) */
 	struct grow s = {0};
@@ -1825,10 +1912,11 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	s.seen = pm_get(&m, sizeof *s.seen * (nn + 1), true);
 	/* a group being checked, as analyze reads it */
 	struct gtable gt = {0};
+	/* (read at every node: in the block, whose pages are written anyway) */
 	bool *dup = pm_get(&m, sizeof *dup * (nn + 1), true), *cand = pm_get(&m, sizeof *cand * (nn + 1), true);
-	bool *scratch = pm_get(&m, 2 * (nn + 1), false);
+	bool *scratch = malloc(2 * (nn + 1)); /* (a reducing group's: few are written) */
 	size_t capg = 0;
-	if (rc || !plan->group_of || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
+	if (rc || !plan->group_at || !plan->need || !taken || !s.seen || !keep || !copy || !dup || !cand || !scratch ||
 	    dup_scores(v, need, target, keep, copy, dup, &plan->scored, &m) ||
 	    gen_candidates(v, need, target, cand, &m)) {
 		rc = -TIR_ENOMEM;
@@ -1837,8 +1925,6 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	/* a value several kernels read is recomputed by each when that moves
 	 * fewer bytes (computing counted as bytes) than keeping it */
 	s.dup = dup;
-	for (size_t i = 0; i < nn; i++)
-		plan->group_of[i] = -1;
 	/* roots from the last node back, so a chain's end heads its group */
 	for (uint32_t i = (uint32_t)nn; i-- > 0;) {
 		if (!need[i] || taken[i] || dup[i] || !(v->n[i].flags & TIR_FN_ROOT))
@@ -1913,7 +1999,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 				rc = -TIR_ENOMEM;
 				goto out;
 			}
-			plan->group_of[i] = plan->ngroups++;
+			plan->group_at[i] = ++plan->ngroups;
 			continue;
 		}
 		pg->nodes = tir_arena_alloc(&plan->arena, sizeof *pg->nodes * (size_t)g.n);
@@ -1946,7 +2032,7 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 		memcpy(gi->cls, info.cls, (size_t)g.n);
 		memcpy(gi->via, info.via, sizeof *gi->via * (size_t)g.n);
 		pg->info = gi;
-		plan->group_of[i] = plan->ngroups++;
+		plan->group_at[i] = ++plan->ngroups;
 	}
 	/* (what grew the groups, freed first: plan_finish's arrays take
 	 * its memory, not fresh pages) */
@@ -1954,8 +2040,8 @@ int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const 
 	rc = plan_finish(v, need, uses, target, plan, &keep, &copy, NULL, &m);
 out:
 	free_grow(&s, &infomem, &scratch, &taken, &dup, &cand, &m);
-	pm_put(&m, copy);
-	pm_put(&m, keep);
+	tir_node_sparse_free(copy, sizeof *copy * (nn + 1));
+	tir_node_sparse_free(keep, sizeof *keep * (nn + 1));
 	if (rc)
 		tir_plan_free(plan);
 	else if (plan->mem)
@@ -1965,14 +2051,13 @@ out:
 
 void tir_plan_free(struct tir_plan *plan)
 {
+	TIR_ASSERT(!plan->lent); /* (the kernel lent its block is freed first) */
 	free(plan->groups);
-	plan_put(plan, plan->group_of);
 	plan_put(plan, plan->interior);
 	plan_put(plan, plan->need);
-	plan_put(plan, plan->keep);
-	plan_put(plan, plan->copy);
 	plan_put(plan, plan->dup);
-	plan_put(plan, plan->extra_uses);
+	plan_sparse_free(plan);
+	plan_groups_free(plan);
 	plan_put(plan, plan->alone);
 	tir_arena_free(&plan->arena);
 	for (size_t k = 0; k < plan->nowned; k++)
@@ -2020,7 +2105,7 @@ char *tir_plan_explain(const struct tir_program *p, const struct tir_plan *plan)
 		if (!plan->need[i] || plan->interior[i] || n->op == TIR_OP_CONST || n->op == TIR_OP_INPUT)
 			continue;
 		const char *name = tir_node_current_name(p, n);
-		int g = plan->group_of[i];
+		int g = tir_plan_group(plan, i);
 		tir_str_addf(&out, "kernel %d: ", ++k);
 		if (g >= 0) {
 			const struct tir_group *gr = &plan->groups[g];
@@ -2146,7 +2231,7 @@ char *tir_plan_dot(const struct tir_program *p, const struct tir_plan *plan)
 		const struct tir_node *n = p->nodes[i];
 		if (!plan->need[i] || plan->interior[i] || n->op == TIR_OP_CONST || n->op == TIR_OP_INPUT)
 			continue;
-		int g = plan->group_of[i];
+		int g = tir_plan_group(plan, i);
 		k++;
 		tir_str_addf(&out, "  subgraph cluster_%d {\n    label=\"kernel %d%s\";\n", k, k,
 			     g >= 0 ? (plan->groups[g].head ? ": matmul + fused" : ": fused") : "");

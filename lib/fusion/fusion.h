@@ -97,20 +97,24 @@ int tir_move_view(const struct tir_node *m, const struct tir_tensor *src, bool l
 struct tir_plan {
 	int ngroups;
 	struct tir_group *groups;   /* in graph order */
-	int32_t *group_of;          /* by node id: the group a root heads, or -1 */
+	/* by node id: 1 + the group a root heads, else 0 (tir_node_sparse's,
+	 * of nnodes + 1: written at the roots only); read with tir_plan_group */
+	int32_t *group_at;
 	bool *interior;             /* by node id: computed inside a group, never stored */
 	bool *need;                 /* by node id: the run needs it */
 	/* The scored choice for a value several kernels read (by node id):
 	 * keep it (one kernel writes it, each reader reads it) or recompute
 	 * it in each reader's kernel.  keep, copy: the bytes each choice
 	 * moves (computing counted as bytes: see dup_scores), 0 when it was
-	 * not a candidate; dup: recomputed. */
+	 * not a candidate; dup: recomputed.  (keep, copy and extra_uses
+	 * are tir_node_sparse's, of nnodes + 1 entries.) */
 	int64_t *keep, *copy;
 	bool scored;                /* some keep or copy is not 0 (else none is: not read) */
 	bool *dup;
 	/* by node id: reads of it beyond the graph's edges (a value computed
 	 * in several kernels reads its operands once in each) */
 	int32_t *extra_uses;
+	bool extra;                 /* some extra_uses may not be 0 (else none is: not read) */
 	const char **alone;         /* by node id: why a node that could lead a kernel
 				     * runs alone (or NULL) */
 	size_t nnodes;
@@ -129,13 +133,29 @@ struct tir_plan {
 	 * is free (its pages mostly written already, by the passes that made
 	 * the plan), lent by tir_plan_scratch */
 	size_t memtop;
+	/* what is past memtop is lent to a kernel (tir_plan_lend) */
+	bool lent;
 };
+
+/* The group node id heads in plan, or -1. */
+static inline int tir_plan_group(const struct tir_plan *plan, size_t id)
+{
+	return plan->group_at[id] - 1;
+}
 
 /* n bytes (not zeroed) of plan's block past what the plan holds, for a
  * pass over the plan while it lives, one at a time (a run's simulation of
  * its memory: pages the fuser faulted in, not fresh ones); NULL when the
  * plan has no block or no room.  Not freed: the next borrower takes it. */
 void *tir_plan_scratch(const struct tir_plan *plan, size_t n);
+/* n bytes (not zeroed, 64-byte aligned) of plan's block past what the plan
+ * holds, lent to one kernel at a time (a small group's, tir_fused_prepare_view:
+ * pages the fuser wrote, not fresh ones) till tir_plan_unlend; NULL when
+ * plan (may be NULL) has no block, no room, or lent it already.  While
+ * lent, tir_plan_scratch lends nothing; the kernel is freed before the
+ * plan is. */
+void *tir_plan_lend(struct tir_plan *plan, size_t n);
+void tir_plan_unlend(struct tir_plan *plan);
 
 /* The index of o among nodes[0, n) (in graph order: ids rising, as a
  * group's members and inputs are), or -1.  Searched from the end down,
@@ -196,6 +216,12 @@ struct tir_fview {
  * tir_node_pages_free(p, n), n as asked. */
 void *tir_node_pages(size_t n);
 void tir_node_pages_free(void *p, size_t n);
+/* An array by node id of n bytes, zeroed, that is written at a few ids
+ * (a plan's scores and extra_uses): small pages of its own from 128 KiB,
+ * zero till written, so that only the pages written count; below, calloc.
+ * NULL when out of memory; give back with tir_node_sparse_free(p, n). */
+void *tir_node_sparse(size_t n);
+void tir_node_sparse_free(void *p, size_t n);
 /* The view of p's nodes into v.  returns 0 or -TIR_ENOMEM (v is then
  * empty); free with tir_fview_free. */
 int tir_fview_make(const struct tir_program *p, struct tir_fview *v);
@@ -211,17 +237,17 @@ void tir_fview_free(struct tir_fview *v);
  * edges into id from needed nodes plus one per target; target[id] marks
  * values that are printed or saved (always materialized).
  * returns 0 or -TIR_ENOMEM; plan is filled (free with tir_plan_free). */
-int tir_fuse(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_fuse(const struct tir_program *p, const bool *need, const int32_t *uses,
 	     const bool *target, struct tir_plan *plan);
 /* tir_fuse with v, the view of p's nodes (tir_fview_make) a caller has
  * made already (borrowed). */
-int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int64_t *uses,
+int tir_fuse_view(const struct tir_program *p, const struct tir_fview *v, const bool *need, const int32_t *uses,
 		  const bool *target, struct tir_plan *plan);
 void tir_plan_free(struct tir_plan *plan);
 /* Given plan's groups (from tir_fuse or the plan cache): which members are
  * never stored, the reads beyond the graph's edges, the scores.
  * returns 0 or -TIR_ENOMEM. */
-int tir_plan_finish(const struct tir_program *p, const bool *need, const int64_t *uses,
+int tir_plan_finish(const struct tir_program *p, const bool *need, const int32_t *uses,
 		    const bool *target, struct tir_plan *plan);
 
 /* Whether op may be inside a fused elementwise group (f32/f64 only;
@@ -280,13 +306,16 @@ bool tir_fused_rebind_at(struct tir_fused *f, const struct tir_tensor *const *in
 /* tir_fused_prepare_at, reading g's members from v (a view of the graph
  * holding them, by the node ids g->ids and g->input_ids; NULL, or g
  * without ids: from the nodes) where it can: a group of scalars is
- * prepared from compact arrays, not its members' nodes. */
+ * prepared from compact arrays, not its members' nodes.  plan (g's, or
+ * NULL): a group of scalars takes its memory from the plan's block when
+ * the plan lends it (tir_plan_lend), and then must be freed before plan
+ * is. */
 struct tir_fused *tir_fused_prepare_view(const struct tir_group *g, const struct tir_fview *v,
-					 const struct tir_tensor *const *in, struct tir_tensor *out,
-					 struct tir_err *err);
+					 struct tir_plan *plan, const struct tir_tensor *const *in,
+					 struct tir_tensor *out, struct tir_err *err);
 /* The bytes prepared group f holds (a kept one, as long as its plan
  * lives): a group over a handful of elements (a program of scalar
- * statements) about 30 a member. */
+ * statements) about 16 a member. */
 size_t tir_fused_bytes(const struct tir_fused *f);
 /* By input of f's group: how many of its members' operands read it, and
  * (*ids) its node's id, as f found them preparing (so that the caller

@@ -170,14 +170,17 @@ union sfn {
 	tir_vmath2_fn f2;
 };
 
+/* (12 bytes: a program of 100,000 scalar statements holds 100,000) */
 struct snode {
-	union sfn fn;
-	int32_t op[3];
+	int32_t op[2];           /* its operands: member j' >= 0, or ~k input k; a third
+				  * one (where, clip) in vm->op3, in the members' order */
 	uint8_t kind;            /* enum skind */
 	uint8_t nin;
-	bool mask;
+	uint8_t fn;              /* SK_F1, SK_F2: its function, vm->sfn[fn] */
 	char arith;              /* SK_F2 of + - * /: the operator (sarith_one), else 0 */
 };
+/* The most functions a small group's members call (more: not small). */
+#define SMALL_FNS 64
 
 struct vm {
 	const struct tir_group *g;
@@ -245,6 +248,10 @@ struct vm {
 	char *sval, *sin;
 	int32_t *iedge, *iid;    /* by input: the members' operands reading it, its node's id */
 	size_t sbytes;           /* the vm and its block (mem) */
+	union sfn *sfn;          /* the functions its members call (snode.fn): one a member at most */
+	int32_t *op3;            /* the third operands of the members that have one, malloc'd */
+	size_t n3, cap3;
+	struct tir_plan *lender; /* mem is this plan's block, lent (tir_plan_lend), or NULL */
 };
 
 /* ---- views ---- */
@@ -1355,7 +1362,11 @@ static void vm_free(struct vm *vm)
 	if (!vm)
 		return;
 	if (vm->small) {
-		small_mem_free(vm->mem, vm->memcap);
+		if (vm->lender)
+			tir_plan_unlend(vm->lender);
+		else
+			small_mem_free(vm->mem, vm->memcap);
+		free(vm->op3);
 		free(vm);
 		return;
 	}
@@ -1814,7 +1825,7 @@ static bool small_member(const struct tir_group *g, const struct tir_fview *v, i
  * program of 100,000 statements: their nodes are far more than the
  * caches hold). */
 static struct vm *small_prepare(const struct tir_group *g, const struct tir_group_info *info,
-				const struct tir_fview *v, const struct tir_tensor *in,
+				const struct tir_fview *v, struct tir_plan *lender, const struct tir_tensor *in,
 				const struct tir_tensor *const *inp, struct tir_tensor *out, bool *oom)
 {
 	size_t es = tir_dtype_size(info->dt), n = (size_t)g->n, nin = (size_t)g->nin;
@@ -1831,11 +1842,15 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	size_t vsz = (size_t)numel * es;
 	struct skind_of {
 		bool set;
-		uint8_t kind, nin;
+		uint8_t kind, nin, fn;
 		char arith;
-		union sfn fn;
 	} kinds[TIR_OP_COUNT] = {{0}};
-	size_t bytes = round64(sizeof(struct snode) * n) + round64(sizeof(int32_t) * 2 * nin) + vsz * (n + nin);
+	int nfn = 0;
+	size_t nfns = n < SMALL_FNS ? n : SMALL_FNS;
+	/* (its inputs' slots, then its members': sval last) */
+	size_t head = round64(sizeof(struct snode) * n) + round64(sizeof(union sfn) * nfns) +
+		      round64(sizeof(int32_t) * 2 * nin) + vsz * nin;
+	size_t bytes = head + vsz * n;
 	/* operands found by node id: members and inputs are in graph order,
 	 * their ids dense unless the inputs reach far back */
 	if (!g->ids || !g->input_ids)
@@ -1845,17 +1860,26 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		base = small_iid(g, 0);
 	size_t span = (size_t)(top - base) + 1, mapb = sizeof(int32_t) * span;
 	bool dense = span <= 4 * (n + nin) + 64;
-	/* the map in the block's huge pages past its end when it fits there
-	 * (pages it has anyway), else malloc'd */
-	bool inblock = dense && bytes >= SMALL_PAGES && tir_pages_round(bytes) - round64(bytes) >= mapb;
-	struct vm *vm = malloc(sizeof *vm);
-	char *m = small_mem(bytes);
-	int32_t *map = !dense ? NULL : inblock ? (m ? (int32_t *)(m + round64(bytes)) : NULL) : malloc(mapb);
+	/* the block: lent by the plan (pages its passes wrote), with the map
+	 * over the members' slots (not written till the kernel runs, the map
+	 * not read after this) and past them; else the block's own, with the
+	 * map in its huge pages past its end when it fits there, else
+	 * malloc'd */
+	size_t lendb = head + (vsz * n > mapb ? vsz * n : mapb);
+	char *m = dense && bytes >= SMALL_PAGES ? tir_plan_lend(lender, lendb) : NULL;
+	bool lent = m != NULL;
+	bool inblock = dense && (lent || (bytes >= SMALL_PAGES && tir_pages_round(bytes) - round64(bytes) >= mapb));
+	struct vm *vm = calloc(1, sizeof *vm);
+	if (!lent)
+		m = small_mem(bytes);
+	int32_t *map = !dense ? NULL
+		       : inblock ? (m ? (int32_t *)(m + (lent ? head : round64(bytes))) : NULL)
+				 : malloc(mapb);
 	if (!vm || !m) {
 		*oom = true;
 		goto fail;
 	}
-	memset(vm, 0, sizeof *vm);
+	vm->lender = lent ? lender : NULL;
 	vm->small = true;
 	vm->g = g;
 	vm->info = *info;
@@ -1871,10 +1895,11 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 	vm->memcap = bytes;
 	vm->sbytes = sizeof *vm + bytes;
 	vm->sn = (struct snode *)m;
-	vm->iedge = (int32_t *)(m + round64(sizeof(struct snode) * n));
+	vm->sfn = (union sfn *)(m + round64(sizeof(struct snode) * n));
+	vm->iedge = (int32_t *)((char *)vm->sfn + round64(sizeof(union sfn) * nfns));
 	vm->iid = vm->iedge + nin;
-	vm->sval = (char *)vm->iedge + round64(sizeof(int32_t) * 2 * nin);
-	vm->sin = vm->sval + vsz * n;
+	vm->sin = (char *)vm->iedge + round64(sizeof(int32_t) * 2 * nin);
+	vm->sval = vm->sin + vsz * nin;
 	vm->out = tir_tensor_data(out);
 	for (size_t k = 0; k < nin; k++) {
 		uint32_t id = small_iid(g, (int)k);
@@ -1893,48 +1918,62 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		if (!small_member(g, v, j, &nd) || nd.numel != numel || nd.nin > 3)
 			goto fail;
 		sn->nin = (uint8_t)nd.nin;
-		sn->op[1] = sn->op[2] = 0;
+		bool mask = tir_op(nd.op)->fuse == TIR_FUSE_SELECT || nd.bool_dt;
+		int32_t ops[3] = {0, 0, 0};
 		for (int q = 0; q < nd.nin; q++) {
 			int o = small_operand(vm, map, base, top, j, nd.inn[q], nd.in[q]);
 			if (o < 0)
 				vm->iedge[~o]++;
-			sn->op[q] = o;
+			ops[q] = o;
+		}
+		sn->op[0] = ops[0];
+		sn->op[1] = ops[1];
+		if (nd.nin == 3) {
+			if (tir_grow((void **)&vm->op3, &vm->cap3, vm->n3 + 1, sizeof *vm->op3)) {
+				*oom = true;
+				goto fail;
+			}
+			vm->op3[vm->n3++] = ops[2];
 		}
 		if (map)
 			map[small_mid(g, j) - base] = j;
 		/* as apply picks for operands that are contiguous runs (looked
 		 * up once per op) */
-		sn->mask = tir_op(nd.op)->fuse == TIR_FUSE_SELECT || nd.bool_dt;
 		struct skind_of *ko = &kinds[nd.op];
 		if (!ko->set || ko->nin != nd.nin) {
 			tir_vmath1_fn f1 = nd.nin == 1 ? tir_vmath_unary_fn(nd.op, vm->dt) : NULL;
 			tir_vmath2_fn f2 = nd.nin == 2 ? tir_vmath_binary_fn(nd.op, vm->dt) : NULL;
 			ko->set = true;
 			ko->nin = (uint8_t)nd.nin;
-			if (nd.op == TIR_OP_CAST) {
-				ko->kind = SK_CAST;
-			} else if (f1) {
-				ko->kind = SK_F1;
-				ko->fn.f1 = f1;
-			} else if (f2) {
-				ko->kind = SK_F2;
-				ko->fn.f2 = f2;
-				ko->arith = es == 4 || es == 8 ? tir_vmath_binary_arith(nd.op) : 0;
-			} else {
-				ko->kind = SK_REF;
+			ko->kind = nd.op == TIR_OP_CAST ? SK_CAST : f1 ? SK_F1 : f2 ? SK_F2 : SK_REF;
+			if (f1 || f2) { /* (a function of its own: an op read with another count of operands) */
+				if ((size_t)nfn == nfns)
+					goto fail; /* (the blocks' vm computes the same) */
+				ko->fn = (uint8_t)nfn;
+				if (f1)
+					vm->sfn[nfn++].f1 = f1;
+				else
+					vm->sfn[nfn++].f2 = f2;
 			}
+			ko->arith = f2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(nd.op) : 0;
 		}
 		sn->fn = ko->fn;
-		sn->kind = ko->kind == SK_REF && (sn->mask || nd.nin == 3) ? SK_SEL : ko->kind;
+		sn->kind = ko->kind == SK_REF && (mask || nd.nin == 3) ? SK_SEL : ko->kind;
 		sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
 	}
 	if (!inblock)
 		free(map);
+	vm->sbytes += sizeof *vm->op3 * vm->cap3;
 	return vm;
 fail:
 	if (!inblock)
 		free(map);
-	small_mem_free(m, bytes);
+	if (vm)
+		free(vm->op3);
+	if (lent)
+		tir_plan_unlend(lender);
+	else
+		small_mem_free(m, bytes);
 	free(vm);
 	return NULL;
 }
@@ -1942,24 +1981,25 @@ fail:
 /* Elements [i0, i0 + cnt) of small group vm: its members in order. */
 static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 {
+#define SLOT(o) (((o) >= 0 ? vm->sval + (size_t)(o) * vsz : vm->sin + (size_t)~(o) * vsz) + at)
 	size_t es = vm->esz, vsz = vm->vsz, at = (size_t)i0 * es;
 	int root = vm->n - 1;
+	size_t t3 = 0; /* (vm->op3's next) */
 	for (int j = 0; j < vm->n; j++) {
 		const struct snode *s = &vm->sn[j];
-		const char *a[3] = {NULL, NULL, NULL};
-		for (int q = 0; q < s->nin; q++)
-			a[q] = (s->op[q] >= 0 ? vm->sval + (size_t)s->op[q] * vsz : vm->sin + (size_t)~s->op[q] * vsz) +
-			       at;
+		/* (both slots asked: a unary member's second operand is 0) */
+		int32_t o3 = s->nin > 2 ? vm->op3[t3++] : 0;
+		const char *a[3] = {SLOT(s->op[0]), SLOT(s->op[1]), SLOT(o3)};
 		char *d = (j == root ? vm->out : vm->sval + (size_t)j * vsz) + at;
 		if (s->kind == SK_F2) {
 			if (cnt == 1 && s->arith)
 				sarith_one(s->arith, es, d, a[0], a[1]);
 			else
-				s->fn.f2(d, a[0], a[1], cnt);
+				vm->sfn[s->fn].f2(d, a[0], a[1], cnt);
 			continue;
 		}
 		if (s->kind == SK_F1) {
-			s->fn.f1(d, a[0], cnt);
+			vm->sfn[s->fn].f1(d, a[0], cnt);
 			continue;
 		}
 		if (s->kind == SK_CAST) { /* its operand widened already: a copy */
@@ -1968,7 +2008,8 @@ static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 		}
 		int64_t st[3] = {1, 1, 1};
 		const struct tir_node *nd = vm->g->nodes[j];
-		if (s->kind == SK_SEL && !tir_k_select_run(nd->op, s->mask, vm->dt, d, (const void *const *)a, st, cnt))
+		bool mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
+		if (s->kind == SK_SEL && !tir_k_select_run(nd->op, mask, vm->dt, d, (const void *const *)a, st, cnt))
 			continue;
 		/* the reference kernel, as apply falls back to */
 		struct tir_tensor t[3], dt;
@@ -1979,6 +2020,7 @@ static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 		mkview(&dt, &db, vm->dt, d, cnt, 1, 1, 0);
 		TIR_ASSERT(member_kernel(nd, t, &dt, &e) == 0);
 	}
+#undef SLOT
 }
 
 /* The blocks' vm for g (not small). */
@@ -2342,7 +2384,7 @@ out:
 
 /* g over in[] or *inp[]: its small vm when it is one (small_prepare), else
  * the blocks'. */
-static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir_fview *v,
+static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir_fview *v, struct tir_plan *lender,
 				     const struct tir_tensor *in, const struct tir_tensor *const *inp,
 				     struct tir_tensor *out, struct tir_err *err)
 {
@@ -2357,7 +2399,7 @@ static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir
 	}
 	if (info) {
 		bool oom;
-		struct vm *vm = small_prepare(g, info, v, in, inp, out, &oom);
+		struct vm *vm = small_prepare(g, info, v, lender, in, inp, out, &oom);
 		free(om);
 		if (vm)
 			return (struct tir_fused *)vm;
@@ -2374,20 +2416,20 @@ static struct tir_fused *prepare_any(const struct tir_group *g, const struct tir
 struct tir_fused *tir_fused_prepare(const struct tir_group *g, const struct tir_tensor *in,
 				    struct tir_tensor *out, struct tir_err *err)
 {
-	return prepare_any(g, NULL, in, NULL, out, err);
+	return prepare_any(g, NULL, NULL, in, NULL, out, err);
 }
 
 struct tir_fused *tir_fused_prepare_at(const struct tir_group *g, const struct tir_tensor *const *in,
 				       struct tir_tensor *out, struct tir_err *err)
 {
-	return prepare_any(g, NULL, NULL, in, out, err);
+	return prepare_any(g, NULL, NULL, NULL, in, out, err);
 }
 
 struct tir_fused *tir_fused_prepare_view(const struct tir_group *g, const struct tir_fview *v,
-					 const struct tir_tensor *const *in, struct tir_tensor *out,
-					 struct tir_err *err)
+					 struct tir_plan *plan, const struct tir_tensor *const *in,
+					 struct tir_tensor *out, struct tir_err *err)
 {
-	return prepare_any(g, v, NULL, in, out, err);
+	return prepare_any(g, v, plan, NULL, in, out, err);
 }
 
 const int32_t *tir_fused_input_reads(const struct tir_fused *f, const int32_t **ids)

@@ -68,7 +68,7 @@ static void check_plan(const struct tir_program *p, const struct tir_fview *v)
 {
 	size_t nn = p->nnodes;
 	bool *need = calloc(nn + 1, 1), *target = calloc(nn + 1, 1);
-	int64_t *uses = calloc(nn + 1, sizeof *uses);
+	int32_t *uses = calloc(nn + 1, sizeof *uses);
 	CHECK(need && target && uses);
 	for (size_t s = 0; need && target && uses && s < p->nstmts; s++)
 		for (int i = 0; p->stmts[s].kind == TIR_STMT_PRINT && i < p->stmts[s].nitems; i++) {
@@ -144,9 +144,9 @@ static void check_plan(const struct tir_program *p, const struct tir_fview *v)
 	CHECK(c.keep && !memcmp(c.keep, a.keep, sizeof *c.keep * nn));
 	CHECK(c.copy && !memcmp(c.copy, a.copy, sizeof *c.copy * nn));
 	free(c.interior);
-	free(c.extra_uses);
-	free(c.keep);
-	free(c.copy);
+	tir_node_sparse_free(c.extra_uses, sizeof *c.extra_uses * (nn + 1));
+	tir_node_sparse_free(c.keep, sizeof *c.keep * (nn + 1));
+	tir_node_sparse_free(c.copy, sizeof *c.copy * (nn + 1));
 	free(c.dup);
 	tir_plan_free(&a);
 	tir_plan_free(&b);
@@ -202,7 +202,7 @@ static double view_bytes(int n, uint32_t *ntypes, int *ngroups)
 		*ntypes = v.ntypes;
 		/* one kernel: the whole chain */
 		bool *need = calloc(p->nnodes + 1, 1), *target = calloc(p->nnodes + 1, 1);
-		int64_t *uses = calloc(p->nnodes + 1, sizeof *uses);
+		int32_t *uses = calloc(p->nnodes + 1, sizeof *uses);
 		struct tir_plan plan;
 		*ngroups = -1;
 		if (need && target && uses) {

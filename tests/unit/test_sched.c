@@ -192,7 +192,7 @@ static void test_need_walk(void)
 				 *bz = tir_program_lookup(p, "z", 1), *bw = tir_program_lookup(p, "w", 1);
 	size_t nn = p->nnodes;
 	bool *need = calloc(nn, sizeof *need);
-	int64_t *uses = calloc(nn, sizeof *uses);
+	int32_t *uses = calloc(nn, sizeof *uses);
 	need[bz->node->id] = true;
 	tir_need_walk(p, need, uses, NULL, NULL);
 	CHECK(need[bx->node->id] && need[by->node->id] && need[bz->node->id] && !need[bw->node->id]);

@@ -14,7 +14,8 @@
  *     it computes the same;
  *   - prepared from the graph's view (as a run prepares it), the same
  *     again, and the view is what it reads; the plan's block lent past
- *     what the plan holds (tir_plan_scratch).
+ *     what the plan holds (tir_plan_scratch), and to a long group's kernel
+ *     (tir_plan_lend), one at a time.
  */
 #include "engine/engine.h"
 #include "fusion/fusion.h"
@@ -204,10 +205,12 @@ static void kept_bytes(void)
  * counts the same reads of its inputs; what it reads is the view (a
  * member's op changed there changes the result); a group without ids is
  * read from its nodes.  The plan lends the pages of its block past what
- * it holds (tir_plan_scratch), and none past the block or without one. */
+ * it holds (tir_plan_scratch), and none past the block or without one
+ * (20,000 statements: a plan's arrays by node id of 512 KiB or more are
+ * its block). */
 static void from_view(void)
 {
-	enum { N = 10000 };
+	enum { N = 20000 }; /* (a plan of 10,000 takes its arrays by node id, 420 KB, from malloc) */
 	char *text = statements(N);
 	struct tir_tensor want = {0};
 	CHECK(unit_run_named("small", text, "y", false, NULL, &want) == 0);
@@ -221,7 +224,7 @@ static void from_view(void)
 		struct tir_tensor *out = &u.out;
 		CHECK(tir_tensor_alloc(out, TIR_DTYPE_F32, 0, NULL, false, &err) == 0);
 		struct tir_fused *a = tir_fused_prepare_at(g, u.in, out, &err);
-		struct tir_fused *f = tir_fused_prepare_view(g, &v, u.in, out, &err);
+		struct tir_fused *f = tir_fused_prepare_view(g, &v, NULL, u.in, out, &err);
 		CHECK(a != NULL && f != NULL);
 		if (a && f) {
 			CHECK(tir_fused_run(f, &err) == 0);
@@ -238,7 +241,7 @@ static void from_view(void)
 			j--;
 		CHECK(j > 0);
 		v.n[g->ids[j]].op = TIR_OP_SUB;
-		if ((f = tir_fused_prepare_view(g, &v, u.in, out, &err))) {
+		if ((f = tir_fused_prepare_view(g, &v, NULL, u.in, out, &err))) {
 			CHECK(tir_fused_run(f, &err) == 0);
 			CHECK(!unit_same_bits(out, &want));
 			tir_fused_free(f);
@@ -246,7 +249,7 @@ static void from_view(void)
 		/* without ids, the nodes */
 		struct tir_group bare = *g;
 		bare.ids = bare.input_ids = NULL;
-		CHECK((f = tir_fused_prepare_view(&bare, &v, u.in, out, &err)) != NULL);
+		CHECK((f = tir_fused_prepare_view(&bare, &v, NULL, u.in, out, &err)) != NULL);
 		if (f) {
 			CHECK(tir_fused_run(f, &err) == 0);
 			CHECK(unit_same_bits(out, &want));
@@ -271,10 +274,52 @@ static void from_view(void)
 	unit_plan_free(&u);
 }
 
+/* A kernel of 80,000 scalar statements prepared from the view with its
+ * plan takes its memory from the plan's block (tir_plan_lend: some 1.3
+ * MB, past what the plan holds), one kernel at a time: while it holds
+ * it, neither another kernel nor tir_plan_scratch is lent it; freed, it
+ * gives it back.  Both compute what the run does. */
+static void lent_block(void)
+{
+	enum { N = 80000 };
+	char *text = statements(N);
+	struct tir_tensor want = {0};
+	CHECK(unit_run_named("small", text, "y", false, NULL, &want) == 0);
+	struct unit_plan u;
+	const struct tir_group *g = unit_plan_last(&u, "lent", text);
+	struct tir_fview v = {0};
+	CHECK(g != NULL && u.plan.mem != NULL);
+	CHECK(tir_fview_make(u.p, &v) == 0);
+	if (g && v.n && u.plan.mem) {
+		struct tir_err err = {0};
+		struct tir_tensor *out = &u.out, again = {0};
+		CHECK(tir_tensor_alloc(out, TIR_DTYPE_F32, 0, NULL, false, &err) == 0);
+		CHECK(tir_tensor_alloc(&again, TIR_DTYPE_F32, 0, NULL, false, &err) == 0);
+		struct tir_fused *f = tir_fused_prepare_view(g, &v, &u.plan, u.in, out, &err);
+		CHECK(f != NULL && u.plan.lent && tir_plan_scratch(&u.plan, 64) == NULL);
+		struct tir_fused *f2 = tir_fused_prepare_view(g, &v, &u.plan, u.in, &again, &err);
+		CHECK(f2 != NULL && u.plan.lent);
+		if (f && f2) {
+			CHECK(tir_fused_run(f, &err) == 0 && tir_fused_run(f2, &err) == 0);
+			CHECK(unit_same_bits(out, &want) && unit_same_bits(&again, &want));
+		}
+		tir_fused_free(f2);
+		CHECK(u.plan.lent); /* (f2's memory was its own) */
+		tir_fused_free(f);
+		CHECK(!u.plan.lent && tir_plan_scratch(&u.plan, 64) != NULL);
+		tir_tensor_release(&again);
+	}
+	tir_fview_free(&v);
+	unit_plan_free(&u);
+	tir_tensor_release(&want);
+	free(text);
+}
+
 int main(void)
 {
 	programs();
 	kept_bytes();
 	from_view();
+	lent_block();
 	return check_report("test_small");
 }

@@ -18,7 +18,7 @@ struct unit_plan {
 	struct tir_program *p;
 	const struct tir_node *root;   /* the program's last node */
 	bool *need, *target;
-	int64_t *uses;
+	int32_t *uses;
 	struct tir_plan plan;
 	/* for tir_fused_prepare_at: the group's operands (in[k] NULL, read
 	 * from the program, until a test points it at vals[k]) and its
