@@ -1122,7 +1122,7 @@ static struct tir_node *literal(struct parser *ps, const struct tir_loc *loc, en
 	struct tir_node **slot = &ps->lits_by_value[lit_slot(dt, iv, fv)];
 	struct tir_node *o = *slot;
 	const struct tir_program *p = ps->prog;
-	if (o && o->id < p->nnodes && p->nodes[o->id] == o && o->type.dtype == dt && o->ival == iv &&
+	if (o && o->id < p->nnodes && p->nodes[o->id] == o && o->op == TIR_OP_CONST && o->type.dtype == dt && o->ival == iv &&
 	    !memcmp(&o->fval, &fv, sizeof fv) && !o->names && !o->ref_name) {
 		o->lit_shared = true;
 		ps->lit_hit = o;

@@ -146,8 +146,10 @@ static struct tir_node *again(struct tir_placed *pl, const struct tir_node *like
 	memcpy(n->inloc, like->inloc, sizeof *n->inloc * like->nin);
 	for (int k = 0; k < like->nin; k++)
 		n->in[k] = ins[k];
-	n->ival = like->ival;
-	n->fval = like->fval;
+	if (!like->nin) { /* a literal's value, where an op's operands are (ir.h) */
+		n->ival = like->ival;
+		n->fval = like->fval;
+	}
 	return done(pl, n, like, err);
 }
 
