@@ -28,6 +28,12 @@ struct tir_arena {
 	size_t used_total;
 };
 void *tir_arena_alloc(struct tir_arena *a, size_t n);      /* zeroed, 16-aligned; NULL on OOM */
+/* The same 8-aligned, and not aligned at all (bytes: a name's text): for
+ * an arena all of whose pieces are taken so, never mixed with the other
+ * kinds (a program's nodes; its names), where 16-byte steps would be a
+ * tenth of what a big program's statements hold. */
+void *tir_arena_alloc8(struct tir_arena *a, size_t n);
+void *tir_arena_alloc1(struct tir_arena *a, size_t n);
 /* Room for n bytes more in one block, made now (a big program's parse says
  * what it will need: one block of huge pages, not a run of small ones);
  * below 512 KiB it does nothing, and from there to 2 MiB it makes one huge
@@ -422,6 +428,9 @@ struct tir_program {
 	 * apart from everything else, one after the other: a pass over the
 	 * graph (the planner makes a dozen) then reads memory in order */
 	struct tir_arena node_arena;
+	/* the names bound, their text packed (tir_arena_alloc1): a name of a
+	 * long program is 7 bytes or so, which 16-byte pieces would double */
+	struct tir_arena name_arena;
 	struct tir_node **nodes;
 	size_t nnodes, capnodes;
 	struct tir_stmt *stmts;

@@ -495,9 +495,10 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 		return NULL;
 	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
-	b->name = tir_arena_strndup(&p->arena, s, n);
-	if (!b->name)
+	char *name = tir_arena_alloc1(&p->name_arena, n + 1); /* zeroed: its NUL */
+	if (!name)
 		return NULL;
+	b->name = memcpy(name, s, n);
 	if (!sl || p->capindex != capindex)
 		sl = bind_slot(p, s, n, h); /* the index has grown */
 	sl->hash = h;
@@ -999,7 +1000,7 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 	const struct tir_opdef *d = tir_op(op);
 	/* the node, its attributes and its operands in one piece */
 	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
-	struct tir_node *n = tir_arena_alloc(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
+	struct tir_node *n = tir_arena_alloc8(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
 							(sizeof *n->in + sizeof *n->inloc) * n_in);
 	if (!n || (p->nnodes >= p->capnodes &&
 		   tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)))
@@ -4109,6 +4110,7 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 #define STMT_GUESS (1 << 20)
 #define NODE_BYTES_GUESS 448
 #define ARENA_BYTES_GUESS 64
+#define NAME_BYTES_GUESS 8
 
 static void reserve(struct tir_program *p, const char *text, size_t len, bool copy)
 {
@@ -4124,6 +4126,7 @@ static void reserve(struct tir_program *p, const char *text, size_t len, bool co
 	 * takes (a tensor literal's data and a long name take more: the
 	 * arenas grow past it as they would) */
 	(void)tir_arena_reserve(&p->node_arena, guess * NODE_BYTES_GUESS);
+	(void)tir_arena_reserve(&p->name_arena, guess * NAME_BYTES_GUESS);
 	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + (copy ? len : 0));
 	size_t ncap = p->capindex ? p->capindex : 64;
 	while (ncap < 2 * (p->nbind + guess))
@@ -4198,6 +4201,7 @@ void tir_program_free(struct tir_program *p)
 	free(p->funcs);
 	tir_arena_free(&p->arena);
 	tir_arena_free(&p->node_arena);
+	tir_arena_free(&p->name_arena);
 	free(p);
 }
 

@@ -103,9 +103,9 @@ static struct tir_arena_block *new_block(size_t cap, bool populate)
 	return b;
 }
 
-void *tir_arena_alloc(struct tir_arena *a, size_t n)
+/* n bytes (a multiple of the arena's pieces' alignment), zeroed */
+static void *arena_take(struct tir_arena *a, size_t n)
 {
-	n = (n + 15) & ~(size_t)15;
 	struct tir_arena_block *b = a->head;
 	if (!b || b->cap - b->used < n) {
 		/* blocks double as the program grows, up to ARENA_BLOCK_MAX in all
@@ -132,6 +132,21 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 	if (!b->mapped)
 		memset(p, 0, n);
 	return p;
+}
+
+void *tir_arena_alloc(struct tir_arena *a, size_t n)
+{
+	return arena_take(a, (n + 15) & ~(size_t)15);
+}
+
+void *tir_arena_alloc8(struct tir_arena *a, size_t n)
+{
+	return arena_take(a, (n + 7) & ~(size_t)7);
+}
+
+void *tir_arena_alloc1(struct tir_arena *a, size_t n)
+{
+	return arena_take(a, n);
 }
 
 int tir_arena_reserve(struct tir_arena *a, size_t n)
