@@ -191,6 +191,7 @@ int tir_edit_distance(const char *a, size_t na, const char *b, size_t nb);
 
 /* ---- types ---- */
 
+/* A type as a value: what the checker computes with. */
 struct tir_type {
 	uint8_t dtype;        /* enum tir_dtype */
 	uint8_t rank;
@@ -198,12 +199,51 @@ struct tir_type {
 	int64_t shape[TIR_MAX_RANK];
 };
 
-int64_t tir_type_numel(const struct tir_type *t);
+/* A type as a node holds it: the same fields, the shape apart (rank of
+ * them, in the program's node arena, often an operand's own; NULL for
+ * rank 0): 16 bytes where a struct tir_type is 72, in each of a long
+ * program's nodes.  Read it as a struct tir_type (n->type.shape[i]);
+ * tir_ntype_value gives one, tir_node_set_type writes one. */
+struct tir_ntype {
+	uint8_t dtype;
+	uint8_t rank;
+	bool weak;
+	const int64_t *shape;
+};
+
+static inline struct tir_type tir_ntype_value(const struct tir_ntype *t)
+{
+	struct tir_type v = {.dtype = t->dtype, .rank = t->rank, .weak = t->weak};
+	for (int i = 0; i < t->rank; i++)
+		v.shape[i] = t->shape[i];
+	return v;
+}
+
+/* The same into *v, its axes past rank left as they were (the checker's
+ * way, once or twice a node: a 72-byte struct cleared costs more than the
+ * rest of a scalar's check). */
+static inline void tir_ntype_get(const struct tir_ntype *t, struct tir_type *v)
+{
+	v->dtype = t->dtype;
+	v->rank = t->rank;
+	v->weak = t->weak;
+	for (int i = 0; i < t->rank; i++)
+		v->shape[i] = t->shape[i];
+}
+
+/* The functions on types read their fields by name, so that each takes
+ * either kind of type: a struct tir_type or a node's (&n->type). */
+int64_t tir_shape_numel(int rank, const int64_t *shape);
+bool tir_shape_bounded(int rank, const int64_t *shape);
+bool tir_shape_equal(int dta, int ra, const int64_t *a, int dtb, int rb, const int64_t *b);
+char *tir_shape_str(int dtype, int rank, const int64_t *shape, char *buf, size_t n);
+#define tir_type_numel(t) tir_shape_numel((t)->rank, (t)->shape)
 /* Whether the axes' product, a 0 counting as 1, is within TIR_MAX_ELEMS. */
-bool tir_type_bounded(const struct tir_type *t);
-bool tir_type_equal(const struct tir_type *a, const struct tir_type *b);
+#define tir_type_bounded(t) tir_shape_bounded((t)->rank, (t)->shape)
+/* dtype and shape (not weakness) */
+#define tir_type_equal(a, b) tir_shape_equal((a)->dtype, (a)->rank, (a)->shape, (b)->dtype, (b)->rank, (b)->shape)
 /* "f32[2, 3]" into buf; returns buf. */
-char *tir_type_str(const struct tir_type *t, char *buf, size_t n);
+#define tir_type_str(t, buf, n) tir_shape_str((t)->dtype, (t)->rank, (t)->shape, (buf), (n))
 #define TIR_TYPE_STRLEN 160
 
 /* ---- sources and tokens ---- */
@@ -288,13 +328,13 @@ struct tir_oploc {
 };
 
 /* The small fields come together so that none pads: a program holds one
- * node per operation (160 bytes on 64-bit; parse.c puts its attr, in and
+ * node per operation (112 bytes on 64-bit; parse.c puts its attr, in and
  * inloc right behind it, in the same arena piece).  It holds what the
  * program says: where a value runs is lib/place's answer, not the node's. */
 struct tir_node {
 	enum tir_op op;
 	uint32_t id;              /* index in program->nodes */
-	struct tir_type type;
+	struct tir_ntype type;
 	uint16_t nin;
 	bool in_print;            /* made by a print statement (fmt inlines it) */
 	bool known_int;           /* CONST: an integer known when checked (a loop's
@@ -470,13 +510,28 @@ const struct tir_func *tir_program_func(const struct tir_program *p, const char 
 struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, const struct tir_loc *loc,
 			      uint32_t stmt);
 
-/* Infer node->type from its operands and attributes.  On failure fill err
- * (positioned at the operand at fault) and return -code. */
-int tir_check_node(struct tir_node *n, struct tir_err *err);
-/* Result dtype of combining a and b (weak scalars adopt the other's). */
-struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b);
-/* NumPy broadcast of a and b into out; false if they do not broadcast. */
-bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct tir_type *out);
+/* Infer node->type from its operands and attributes, its shape kept in
+ * shapes (the program's node arena) unless an operand's is the same.  On
+ * failure fill err (positioned at the operand at fault) and return -code. */
+int tir_check_node(struct tir_node *n, struct tir_arena *shapes, struct tir_err *err);
+/* Write t as n's type, its shape into shapes unless one of n's operands
+ * has the same: 0, or -TIR_ENOMEM. */
+int tir_node_set_shape(struct tir_node *n, const struct tir_type *t, struct tir_arena *shapes);
+static inline int tir_node_set_type(struct tir_node *n, const struct tir_type *t, struct tir_arena *shapes)
+{
+	if (t->rank)
+		return tir_node_set_shape(n, t, shapes);
+	n->type = (struct tir_ntype){.dtype = t->dtype, .weak = t->weak};
+	return 0;
+}
+/* Result dtype and weakness of combining a and b (weak scalars adopt the
+ * other's), in a type of rank 0; a and b either kind of type. */
+struct tir_type tir_promote_dtypes(int dta, bool weaka, int dtb, bool weakb);
+#define tir_promote(a, b) tir_promote_dtypes((a)->dtype, (a)->weak, (b)->dtype, (b)->weak)
+/* NumPy broadcast of a and b into out's rank and shape (either kind of
+ * type, out a struct tir_type); false if they do not broadcast. */
+bool tir_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, struct tir_type *out);
+#define tir_broadcast(a, b, out) tir_shape_broadcast((a)->rank, (a)->shape, (b)->rank, (b)->shape, (out))
 /* The axes an op reduces (after normalizing negatives), as a mask. */
 void tir_reduce_mask(const struct tir_node *n, int rank, bool mask[TIR_MAX_RANK]);
 /* arange's (start, stop, step) with arange(stop) read as arange(0, stop). */

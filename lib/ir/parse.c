@@ -1045,7 +1045,7 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 		settle_literals(ps, n);
 	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
 	const struct tir_pass *pass = &ps->prog->pass;
-	if (tir_check_node(n, &e) == 0 && (!pass->node || pass->node(pass->ud, ps->prog, n, &e) == 0))
+	if (tir_check_node(n, &ps->prog->node_arena, &e) == 0 && (!pass->node || pass->node(pass->ud, ps->prog, n, &e) == 0))
 		return n;
 	if (e.loc.src == NULL)
 		e.loc = n->loc;
@@ -1370,9 +1370,13 @@ static struct tir_node *parse_list_literal(struct parser *ps, const struct tir_l
 			    : lb.any_num  ? TIR_DTYPE_I64
 			    : lb.any_bool ? TIR_DTYPE_BOOL
 					  : TIR_DTYPE_F32;
-	n->type.dtype = dt;
-	n->type.rank = (uint8_t)lb.rank;
-	memcpy(n->type.shape, lb.shape, sizeof lb.shape);
+	struct tir_type lt = {.dtype = (uint8_t)dt, .rank = (uint8_t)lb.rank};
+	memcpy(lt.shape, lb.shape, sizeof lb.shape);
+	if (tir_node_set_type(n, &lt, &ps->prog->node_arena)) {
+		perr(ps, TIR_ENOMEM, loc, "out of memory");
+		n = NULL;
+		goto out;
+	}
 	if (tir_type_numel(&n->type) != (int64_t)lb.n) {
 		perr(ps, TIR_ESYNTAX, loc, "ragged list literal");
 		n = NULL;
@@ -2200,20 +2204,26 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 		/* the type is in the file's header; whoever hosts us reads it */
 		struct tir_err e = {0};
 		int dt = 0, rank = 0;
+		struct tir_type lt = {0};
 		if (!ps->prog->loader) {
 			perr(ps, TIR_EUNSUPPORTED, &loc, "load: reading files is not allowed here");
 			n = NULL;
 			goto fail;
 		}
 		if (ps->prog->loader(ps->prog->loader_ud, n->attr[0].s, n->attr[1].set ? n->attr[1].s : NULL,
-				     (enum tir_dtype *)&dt, &rank, n->type.shape, &e)) {
+				     (enum tir_dtype *)&dt, &rank, lt.shape, &e)) {
 			e.loc = loc;
 			add_diag(ps, &e);
 			n = NULL;
 			goto fail;
 		}
-		n->type.dtype = (uint8_t)dt;
-		n->type.rank = (uint8_t)rank;
+		lt.dtype = (uint8_t)dt;
+		lt.rank = (uint8_t)rank;
+		if (tir_node_set_type(n, &lt, &ps->prog->node_arena)) {
+			perr(ps, TIR_ENOMEM, &loc, "out of memory");
+			n = NULL;
+			goto fail;
+		}
 	}
 	n = checked(ps, n);
 	if (n && (d->nres > 1 || want > 0) && !results_match(ps, n, want, &loc))
@@ -3092,7 +3102,10 @@ static void parse_input(struct parser *ps)
 	struct tir_node *n = new_node(ps, TIR_OP_INPUT, 0, &loc);
 	if (!n)
 		return;
-	n->type = ty;
+	if (tir_node_set_type(n, &ty, &ps->prog->node_arena)) {
+		perr(ps, TIR_ENOMEM, &loc, "out of memory");
+		return;
+	}
 	ps->pend.node = n;
 }
 
