@@ -411,15 +411,18 @@ struct tir_stmt {
 	struct tir_print_item *items;
 };
 
+/* 40 bytes (one a name: a long program holds 100,000) */
 struct tir_binding {
 	const char *name;         /* arena */
 	struct tir_node *node;    /* NULL: poisoned by an earlier error, or unbound */
-	struct tir_loc loc;
-	uint32_t owner;           /* 0: a name of the program; else the call (its
-				   * serial) whose local name this is, renamed */
-	bool unbound;             /* rolled back (REPL): as if never bound */
 	const char *str;          /* a name for a string (ck = "m.npy"): its value
 				   * (arena); node is NULL then */
+	uint32_t owner;           /* 0: a name of the program; else the call (its
+				   * serial) whose local name this is, renamed */
+	uint32_t stmt;            /* when node is set: the statement that bound it
+				   * (index into program->stmts; where it was bound
+				   * is that statement's loc) */
+	bool unbound;             /* rolled back (REPL): as if never bound */
 };
 
 /* A function: its text is expanded again at each call (parse.c). */

@@ -47,7 +47,7 @@ struct bind_undo {
 	bool was_new, unbound;
 	uint32_t owner;
 	struct tir_node *node;
-	struct tir_loc loc;
+	uint32_t stmt;
 };
 
 /* Weak scalar literals by value: a program writes the same few (0.5, 1,
@@ -3137,11 +3137,10 @@ static void commit_one(struct parser *ps)
 		}
 		ps->bundo[ps->nbundo++] = (struct bind_undo){
 			.index = (uint32_t)(b - p->bind), .was_new = p->nbind != nbind, .unbound = b->unbound,
-			.owner = b->owner, .node = b->node, .loc = b->loc};
+			.owner = b->owner, .node = b->node, .stmt = b->stmt};
 	}
 	if (!fr)
 		b->owner = 0; /* bound at the top level: the program's name now */
-	b->loc = ps->pend.loc;
 	b->node = NULL; /* poisoned unless the statement is whole */
 	b->str = NULL;
 	b->unbound = false;
@@ -3162,6 +3161,7 @@ static void commit_one(struct parser *ps)
 	st->name = b->name;
 	st->node = n;
 	b->node = n;
+	b->stmt = (uint32_t)(st - p->stmts);
 	if (ps->pend.kind == TIR_STMT_INPUT)
 		n->input_name = b->name;
 	name_node(ps, n, b->name);
@@ -3205,7 +3205,7 @@ static void undo_bindings(struct parser *ps)
 			b->unbound = true;
 		} else {
 			b->node = u->node;
-			b->loc = u->loc;
+			b->stmt = u->stmt;
 			b->owner = u->owner;
 			b->unbound = u->unbound;
 		}
