@@ -321,11 +321,17 @@ struct tir_name_link {
 };
 
 /* Where an operand was written, in the source of its node's loc (an
- * operand is written beside its op, in the same text): 12 bytes where a
- * struct tir_loc takes 24.  line 0: not known (the node's loc stands). */
+ * operand is written beside its op, in the same text): its byte offset
+ * alone, 4 bytes where a struct tir_loc takes 24; its line and column are
+ * counted from the node's when asked (an error's). */
 struct tir_oploc {
-	uint32_t off, line, col;
+	uint32_t at;              /* the offset + 1; 0: not known (the node's loc stands) */
 };
+
+/* The place of byte off of at's source, its line counted from at's (so
+ * a REPL chunk's or a function body's lines stay theirs) and its column
+ * in code points from its line's start, as the lexer counts them. */
+void tir_loc_near(const struct tir_loc *at, uint32_t off, struct tir_loc *loc);
 
 /* The small fields come together so that none pads: a program holds one
  * node per operation (112 bytes on 64-bit; parse.c puts its attr, in and
@@ -373,9 +379,11 @@ struct tir_node {
 static inline struct tir_loc tir_node_inloc(const struct tir_node *n, int i)
 {
 	const struct tir_oploc *o = &n->inloc[i];
-	if (!o->line || !n->loc.src)
+	if (!o->at || !n->loc.src)
 		return n->loc;
-	return (struct tir_loc){.src = n->loc.src, .off = o->off, .line = o->line, .col = o->col};
+	struct tir_loc loc;
+	tir_loc_near(&n->loc, o->at - 1, &loc);
+	return loc;
 }
 
 /* Note loc as where n's operand i was written: known only when it is in
@@ -383,7 +391,7 @@ static inline struct tir_loc tir_node_inloc(const struct tir_node *n, int i)
 static inline void tir_node_set_inloc(struct tir_node *n, int i, const struct tir_loc *loc)
 {
 	bool same = loc->src && loc->src == n->loc.src;
-	n->inloc[i] = (struct tir_oploc){.off = loc->off, .line = same ? loc->line : 0, .col = loc->col};
+	n->inloc[i].at = same ? loc->off + 1 : 0; /* (a source is at most 256 MiB) */
 }
 
 enum tir_stmt_kind { TIR_STMT_INPUT, TIR_STMT_BIND, TIR_STMT_PRINT };
@@ -396,7 +404,7 @@ struct tir_print_item {
 	bool called;              /* it calls a function: fmt renders node, not header */
 };
 
-/* 56 bytes: the small fields first, where none pads (a program of 100,000
+/* 48 bytes: the small fields first, where none pads (a program of 100,000
  * statements holds 100,000 of them) */
 struct tir_stmt {
 	enum tir_stmt_kind kind;
@@ -405,13 +413,25 @@ struct tir_stmt {
 	 * binding its RESULT node; nres how many (0: an ordinary binding) and
 	 * res which this one is (the first writes the line: print.c) */
 	uint8_t nres, res;
-	struct tir_loc loc;
+	/* where it starts (its name's token): a struct tir_loc without its
+	 * column, which tir_stmt_loc counts when asked */
+	uint32_t off, line;
+	const struct tir_source *src;
 	const char *name;         /* INPUT, BIND */
 	struct tir_node *node;    /* INPUT, BIND: the value bound */
 	struct tir_print_item *items;
 };
 
 /* 40 bytes (one a name: a long program holds 100,000) */
+/* Where statement s starts, as a struct tir_loc. */
+static inline struct tir_loc tir_stmt_loc(const struct tir_stmt *s)
+{
+	struct tir_loc at = {.src = s->src, .off = s->off, .line = s->line}, loc = at;
+	if (s->src)
+		tir_loc_near(&at, s->off, &loc);
+	return loc;
+}
+
 struct tir_binding {
 	const char *name;         /* arena */
 	struct tir_node *node;    /* NULL: poisoned by an earlier error, or unbound */

@@ -3000,7 +3000,9 @@ static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const 
 	struct tir_stmt *s = &p->stmts[p->nstmts++];
 	memset(s, 0, sizeof *s);
 	s->kind = k;
-	s->loc = *loc;
+	s->src = loc->src;
+	s->off = loc->off;
+	s->line = loc->line;
 	return s;
 }
 

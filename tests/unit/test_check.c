@@ -116,7 +116,9 @@ struct hand {
 /* the shapes tir_check_node keeps (freed at the end) */
 static struct tir_arena shapes;
 
-static const struct tir_source hand_src = {.name = "hand", .text = "", .len = 0};
+/* one line of 40 blanks: operand i is written at column 10 (i + 1) */
+static const struct tir_source hand_src = {.name = "hand", .text = "                                        ",
+					   .len = 40};
 
 static void hand_init(struct hand *h, enum tir_op op, int nin, const struct tir_type *types)
 {
@@ -137,8 +139,7 @@ static void hand_init(struct hand *h, enum tir_op op, int nin, const struct tir_
 		h->leaf[i].type = (struct tir_ntype){.dtype = types[i].dtype, .rank = types[i].rank,
 						     .weak = types[i].weak, .shape = h->leaf_type[i].shape};
 		h->in[i] = &h->leaf[i];
-		h->inloc[i].line = 1;
-		h->inloc[i].col = (uint32_t)(10 * (i + 1));
+		h->inloc[i].at = (uint32_t)(10 * (i + 1)); /* offset 10 (i + 1) - 1 */
 	}
 }
 
