@@ -334,7 +334,7 @@ struct tir_oploc {
 void tir_loc_near(const struct tir_loc *at, uint32_t off, struct tir_loc *loc);
 
 /* The small fields come together so that none pads: a program holds one
- * node per operation (112 bytes on 64-bit; parse.c puts its attr, in and
+ * node per operation (120 bytes on 64-bit; parse.c puts its attr, in and
  * inloc right behind it, in the same arena piece).  It holds what the
  * program says: where a value runs is lib/place's answer, not the node's. */
 struct tir_node {
@@ -351,7 +351,10 @@ struct tir_node {
 	uint32_t stmt;            /* index of the statement that made it */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
 	struct tir_loc loc;       /* the op's token */
-	struct tir_name_link *names;   /* names ever bound to it, newest first */
+	/* the names ever bound to it: the first, and the others newest first
+	 * (most nodes have one name: it takes no link) */
+	const char *name;
+	struct tir_name_link *names;
 	const char *ref_name;     /* the name it was last referred to by */
 	/* A node with operands holds them; INPUT and CONST, which have none,
 	 * hold their value in the same bytes (24 a node, of 100,000 in a

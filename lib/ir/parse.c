@@ -535,6 +535,11 @@ const char *tir_node_current_name(const struct tir_program *p, const struct tir_
 		if (b && b->node == n)
 			return l->name;
 	}
+	if (n->name) { /* the first */
+		const struct tir_binding *b = tir_program_lookup(p, n->name, strlen(n->name));
+		if (b && b->node == n)
+			return n->name;
+	}
 	return NULL;
 }
 
@@ -1079,7 +1084,7 @@ static void settle_for(struct parser *ps, const struct tir_node *n, enum tir_dty
 		bool operand = false;
 		for (int i = 0; i < n->nin; i++)
 			operand |= n->in[i] == l->node;
-		if (!operand || l->node->names)
+		if (!operand || l->node->name)
 			continue;
 		if (want == TIR_DTYPE_F64) {
 			int64_t m = tir_type_numel(&l->node->type);
@@ -1124,7 +1129,7 @@ static struct tir_node *literal(struct parser *ps, const struct tir_loc *loc, en
 	struct tir_node *o = *slot;
 	const struct tir_program *p = ps->prog;
 	if (o && o->id < p->nnodes && p->nodes[o->id] == o && o->op == TIR_OP_CONST && o->type.dtype == dt && o->ival == iv &&
-	    !memcmp(&o->fval, &fv, sizeof fv) && !o->names && !o->ref_name) {
+	    !memcmp(&o->fval, &fv, sizeof fv) && !o->name && !o->ref_name) {
 		o->lit_shared = true;
 		ps->lit_hit = o;
 		ps->lit_hit_at = *loc;
@@ -3008,6 +3013,12 @@ static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const 
 
 static void name_node(struct parser *ps, struct tir_node *n, const char *name)
 {
+	if (!n->name) {
+		n->name = name;
+		return;
+	}
+	if (!strcmp(n->name, name))
+		return;
 	for (struct tir_name_link *l = n->names; l; l = l->next)
 		if (!strcmp(l->name, name))
 			return;
