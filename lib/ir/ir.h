@@ -445,6 +445,7 @@ struct tir_binding {
 	uint32_t stmt;            /* when node is set: the statement that bound it
 				   * (index into program->stmts; where it was bound
 				   * is that statement's loc) */
+	uint32_t hash;            /* of the name (the index's, parse.c) */
 	bool unbound;             /* rolled back (REPL): as if never bound */
 };
 
@@ -464,8 +465,8 @@ struct tir_func {
 };
 
 struct tir_bind_slot {
-	uint32_t hash;            /* of the name */
-	uint32_t bind;            /* index into program->bind + 1; 0: empty */
+	uint32_t bind;            /* index into program->bind + 1; 0: empty (its
+				   * name's hash is the binding's) */
 };
 
 /* A pass over the graph as it grows (lib/place's placement: lib/ir calls it

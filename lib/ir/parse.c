@@ -368,11 +368,13 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
 /* ---- bindings ----
  * p->bind holds every name ever bound, in the order first bound (a NULL node
  * is a poisoned name); p->bind_index finds them by name: open addressing
- * over 8-byte slots, at most half full.  Slots this small keep the index of
- * a big program within the caches, and it grows without touching p->bind.
+ * over 4-byte slots (a binding's index; its name's hash is in the binding,
+ * read when a slot's binding is compared), at most half full.  Slots this
+ * small keep the index of a big program within the caches: 10 bytes a
+ * name where the slot's own hash beside it made 21.
  *
  * Names numbered in turn (t1, t2, ... as generated programs write them)
- * go eight to a cache line of the index, in the order of their numbers: a
+ * go eight to a half cache line of the index, in the order of their numbers: a
  * statement binds its name next to the one the statement before it bound,
  * not at a random place of a big index, where each new name cost a miss
  * all the way to memory (the program's nodes, written meanwhile, push the
@@ -433,7 +435,8 @@ static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *
 		struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
 			return sl;
-		if (sl->hash == h && same_name(p->bind[sl->bind - 1].name, s, n))
+		const struct tir_binding *b = &p->bind[sl->bind - 1];
+		if (b->hash == h && same_name(b->name, s, n))
 			return sl;
 	}
 }
@@ -456,7 +459,7 @@ static int index_resize(struct tir_program *p, size_t ncap)
 		const struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
 			continue;
-		size_t j = sl->hash & (ncap - 1);
+		size_t j = p->bind[sl->bind - 1].hash & (ncap - 1);
 		while (ni[j].bind)
 			j = (j + 1) & (ncap - 1);
 		ni[j] = *sl;
@@ -501,7 +504,7 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 	b->name = memcpy(name, s, n);
 	if (!sl || p->capindex != capindex)
 		sl = bind_slot(p, s, n, h); /* the index has grown */
-	sl->hash = h;
+	b->hash = h;
 	sl->bind = (uint32_t)++p->nbind;
 	return b;
 }
