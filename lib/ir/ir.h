@@ -200,8 +200,8 @@ struct tir_type {
 };
 
 /* A type as a node holds it: the same fields, the shape apart (rank of
- * them, in the program's node arena, often an operand's own; NULL for
- * rank 0): 16 bytes where a struct tir_type is 72, in each of a long
+ * them, in the program's node arena, often an operand's own; for rank 0
+ * tir_shape0, so that a copy of rank axes never reads from NULL): 16 bytes where a struct tir_type is 72, in each of a long
  * program's nodes.  Read it as a struct tir_type (n->type.shape[i]);
  * tir_ntype_value gives one, tir_node_set_type writes one. */
 struct tir_ntype {
@@ -210,6 +210,8 @@ struct tir_ntype {
 	bool weak;
 	const int64_t *shape;
 };
+
+extern const int64_t tir_shape0[1];
 
 static inline struct tir_type tir_ntype_value(const struct tir_ntype *t)
 {
@@ -548,7 +550,7 @@ static inline int tir_node_set_type(struct tir_node *n, const struct tir_type *t
 {
 	if (t->rank)
 		return tir_node_set_shape(n, t, shapes);
-	n->type = (struct tir_ntype){.dtype = t->dtype, .weak = t->weak};
+	n->type = (struct tir_ntype){.dtype = t->dtype, .weak = t->weak, .shape = tir_shape0};
 	return 0;
 }
 /* Result dtype and weakness of combining a and b (weak scalars adopt the

@@ -1014,6 +1014,7 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 		   tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)))
 		return NULL;
 	n->op = op;
+	n->type.shape = tir_shape0;
 	n->loc = *loc;
 	n->nin = (uint16_t)nin;
 	n->stmt = stmt;

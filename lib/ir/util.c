@@ -26,6 +26,9 @@ double tir_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* a node's shape of rank 0 (ir.h) */
+const int64_t tir_shape0[1] = {1};
+
 /* ---- arena ---- */
 
 struct tir_arena_block {
