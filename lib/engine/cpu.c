@@ -847,13 +847,13 @@ out:
  * n = min(m, k)), times the batch: an estimate for --profile's GFLOP/s. */
 static double linalg_flops(const struct tir_node *n)
 {
-	const struct tir_type *a = &n->in[0]->type;
+	const struct tir_ntype *a = &n->in[0]->type;
 	double m = (double)a->shape[a->rank - 2], k = (double)a->shape[a->rank - 1], mn = m < k ? m : k;
 	double batch = 1, rhs = 0;
 	for (int i = 0; i + 2 < a->rank; i++)
 		batch *= (double)a->shape[i];
 	if (n->op == TIR_OP_SOLVE || n->op == TIR_OP_LSTSQ) {
-		const struct tir_type *b = &n->in[1]->type;
+		const struct tir_ntype *b = &n->in[1]->type;
 		rhs = b->rank == a->rank - 1 ? 1 : (double)b->shape[b->rank - 1];
 		batch = (double)tir_type_numel(&n->type) / (k * rhs > 0 ? k * rhs : 1);
 	}
@@ -919,16 +919,16 @@ static void profile_kernel(struct cpu *x, const struct tir_group *g, const struc
 	} else {
 		snprintf(k->what, sizeof k->what, "%s", tir_op(n->op)->name);
 		if (n->op == TIR_OP_MATMUL) {
-			const struct tir_type *a = &n->in[0]->type;
+			const struct tir_ntype *a = &n->in[0]->type;
 			k->flops = 2.0 * numel * (double)a->shape[a->rank - 1];
 		} else if (n->op == TIR_OP_CONV2D) {
 			/* a multiply-add per output element and filter tap */
-			const struct tir_type *w = &n->in[1]->type;
+			const struct tir_ntype *w = &n->in[1]->type;
 			k->flops = 2.0 * numel * (double)w->shape[1] * (double)w->shape[2] *
 				   (double)w->shape[3];
 		} else if (n->op == TIR_OP_ATTENTION) {
 			/* its two products: q k^T, and the scores @ v */
-			const struct tir_type *q = &n->in[0]->type, *kk = &n->in[1]->type;
+			const struct tir_ntype *q = &n->in[0]->type, *kk = &n->in[1]->type;
 			double dv = (double)n->type.shape[n->type.rank - 1];
 			double lk = (double)kk->shape[kk->rank - 2], d = (double)q->shape[q->rank - 1];
 			k->flops = dv > 0 ? 2.0 * numel / dv * lk * (d + dv) : 0;

@@ -480,7 +480,7 @@ int tir_k_linalg(const struct tir_node *n, const struct tir_tensor *in, struct t
 	struct tir_type rt[TIR_MAX_RESULTS];
 	L.nres = d->nres > 1 ? tir_node_results(n, rt) : 1;
 	if (L.nres == 1)
-		rt[0] = n->type;
+		rt[0] = tir_ntype_value(&n->type);
 	/* f32 computes in f64 and is rounded once at the end, as NumPy does */
 	bool single = rt[0].dtype == TIR_DTYPE_F32;
 	L.f64 = true;

@@ -86,12 +86,15 @@ bool tir_fusable(const struct tir_node *n)
 	return tir_dtype_is_wide_float(n->type.dtype) && tir_compute_dtype(n) == n->type.dtype && !n->type.weak;
 }
 
-static bool same_shape(const struct tir_type *a, const struct tir_type *b)
+/* (these read a type's rank and shape by name: a struct tir_type or a
+ * node's struct tir_ntype) */
+#define same_shape(a, b) shape_same((a)->rank, (a)->shape, (b)->rank, (b)->shape)
+static bool shape_same(int ra, const int64_t *a, int rb, const int64_t *b)
 {
-	if (a->rank != b->rank)
+	if (ra != rb)
 		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (a->shape[i] != b->shape[i])
+	for (int i = 0; i < ra; i++)
+		if (a[i] != b[i])
 			return false;
 	return true;
 }
@@ -114,7 +117,7 @@ static bool is_red_op(enum tir_op op)
  * either way. */
 static bool red_split(const struct tir_node *n, int *split, int64_t *rows, int64_t *cols)
 {
-	const struct tir_type *x = &n->in[0]->type;
+	const struct tir_ntype *x = &n->in[0]->type;
 	bool mask[TIR_MAX_RANK];
 	tir_reduce_mask(n, x->rank, mask);
 	*split = 0;
@@ -140,7 +143,7 @@ static bool red_split(const struct tir_node *n, int *split, int64_t *rows, int64
  * leading, the kept ones (cols) trailing, both there. */
 static bool red_lead(const struct tir_node *n, int *split, int64_t *rows, int64_t *cols)
 {
-	const struct tir_type *x = &n->in[0]->type;
+	const struct tir_ntype *x = &n->in[0]->type;
 	bool mask[TIR_MAX_RANK];
 	tir_reduce_mask(n, x->rank, mask);
 	*split = 0;
@@ -361,21 +364,27 @@ static int member_index(const struct tir_group *g, int j, const struct tir_node 
 }
 
 /* t's shape with leading 1s up to rank equals shape[rank] */
-static bool pad_equal(const struct tir_type *t, int rank, const int64_t *shape)
+#define pad_equal(t, r, s) pad_eq((t)->rank, (t)->shape, (r), (s))
+static bool pad_eq(int trank, const int64_t *tshape, int rank, const int64_t *shape)
 {
-	if (t->rank > rank)
+	if (trank > rank)
 		return false;
-	int lead = rank - t->rank;
+	int lead = rank - trank;
 	for (int d = 0; d < rank; d++)
-		if ((d < lead ? 1 : t->shape[d - lead]) != shape[d])
+		if ((d < lead ? 1 : tshape[d - lead]) != shape[d])
 			return false;
 	return true;
 }
 
 /* Whether t indexes the domain's rows: its axes other than 1s are the
  * rows' axes other than 1s, in order (so its flat index is the row's). */
-static bool row_shape(const struct tir_type *t, const struct tir_group_info *in)
+#define row_shape(t, in) row_shape_of((t)->rank, (t)->shape, (in))
+static bool row_shape_of(int rank, const int64_t *shape, const struct tir_group_info *in)
 {
+	const struct {
+		int rank;
+		const int64_t *shape;
+	} tv = {rank, shape}, *t = &tv;
 	int d = 0;
 	for (int e = 0; e < in->split; e++) {
 		if (in->shape[e] == 1)
@@ -430,7 +439,7 @@ void tir_group_info_place(struct tir_group_info *info, void *mem, int n)
  * attributes or operands' types matter (reductions, views, per-row
  * values) and to name a culprit. */
 struct gmember {
-	const struct tir_type *type;
+	struct tir_ntype type;    /* a node's, or the view's type's (its shape there) */
 	uint32_t e;
 	uint16_t op, nin;
 	uint8_t kind;
@@ -451,7 +460,9 @@ static inline struct gmember gm(const struct gtable *t, int j)
 	if (!t->v)
 		return t->m[j];
 	const struct tir_fnode *f = &t->v->n[t->ids[j]];
-	return (struct gmember){.type = &t->v->types[f->type].t, .e = f->in, .op = f->op, .nin = f->nin,
+	const struct tir_type *ty = &t->v->types[f->type].t;
+	return (struct gmember){.type = {.dtype = ty->dtype, .rank = ty->rank, .weak = ty->weak, .shape = ty->shape},
+				.e = f->in, .op = f->op, .nin = f->nin,
 				.kind = f->kind};
 }
 
@@ -484,7 +495,7 @@ static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
 	uint32_t e = 0;
 	for (int j = 0; j < g->n; j++) {
 		const struct tir_node *m = g->nodes[j];
-		t->m[j] = (struct gmember){.type = &m->type, .e = e, .op = (uint16_t)m->op, .nin = m->nin,
+		t->m[j] = (struct gmember){.type = m->type, .e = e, .op = (uint16_t)m->op, .nin = m->nin,
 					   .kind = (uint8_t)tir_op(m->op)->kind};
 		for (int k = 0; k < m->nin; k++, e++)
 			t->eidx[e] = m->in[k] ? member_index(g, j, m->in[k]) : -1;
@@ -497,14 +508,14 @@ static void gtable_of_nodes(const struct tir_group *g, struct gtable *t)
  * later one.  Then the passes of analyze find every member FULL, computed
  * in the domain's layout, and no fault: said here in one pass where they
  * take four.  mark: g->n bytes of scratch. */
-static bool all_full(const struct tir_group *g, const struct gtable *t, const struct tir_type *dom,
+static bool all_full(const struct tir_group *g, const struct gtable *t, const struct tir_ntype *dom,
 		     int64_t numel, uint8_t *mark)
 {
 	memset(mark, 0, (size_t)g->n);
 	for (int j = 0; j < g->n; j++) {
 		const struct gmember mj = gm(t, j), *m = &mj;
 		if (m->kind == TIR_KIND_REDUCE || (m->kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) ||
-		    tir_type_numel(m->type) < numel || !pad_equal(m->type, dom->rank, dom->shape))
+		    tir_type_numel(&m->type) < numel || !pad_equal(&m->type, dom->rank, dom->shape))
 			return false;
 		for (int k = 0; k < m->nin; k++) {
 			int o = gm_in(t, m, k);
@@ -540,7 +551,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 	if (g->n < 1)
 		return "the kernel is empty";
 	/* the domain: the reductions' input, all the same, or the root */
-	const struct tir_type *dom = &root->type;
+	const struct tir_ntype *dom = &root->type;
 	const struct tir_node *dom_of = NULL; /* the reduction that set it */
 	if (!passes_only && all_full(g, t, dom, tir_type_numel(dom), cls)) {
 		/* (what the passes below find of such a group) */
@@ -626,13 +637,13 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			}
 			in->cls[j] = full ? TIR_FC_ALIAS : TIR_FC_ONCE;
 		} else {
-			int64_t mn = tir_type_numel(m->type);
+			int64_t mn = tir_type_numel(&m->type);
 			/* of inputs alone and smaller than the domain: once per
 			 * call, or per row when that is too large */
 			in->cls[j] = full || mn >= numel ? TIR_FC_FULL
 				     : row ? TIR_FC_ROW
 				     : mn <= TIR_FUSE_HOIST_MAX ? TIR_FC_ONCE
-				     : in->reduces && pad_equal(m->type, in->rank, in->kshape) ? TIR_FC_ROW
+				     : in->reduces && pad_equal(&m->type, in->rank, in->kshape) ? TIR_FC_ROW
 				     : TIR_FC_ONCE;
 			if (in->cls[j] == TIR_FC_ONCE && mn > TIR_FUSE_HOIST_MAX) {
 				*culprit = g->nodes[j];
@@ -681,8 +692,8 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			continue;
 		if (c == TIR_FC_FULL) {
 			/* the same elements, maybe with fewer leading 1s */
-			const struct tir_type *sp = in->via[j] < 0 ? dom : &g->nodes[in->via[j]]->in[0]->type;
-			if (!pad_equal(m->type, sp->rank, sp->shape)) {
+			const struct tir_ntype *sp = in->via[j] < 0 ? dom : &g->nodes[in->via[j]]->in[0]->type;
+			if (!pad_equal(&m->type, sp->rank, sp->shape)) {
 				*culprit = g->nodes[j];
 				return "an operand has another shape than the kernel";
 			}
@@ -706,7 +717,7 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			}
 			continue;
 		}
-		if (c == TIR_FC_ROW && !row_shape(m->type, in)) {
+		if (c == TIR_FC_ROW && !row_shape(&m->type, in)) {
 			for (int k = 0; k < m->nin; k++)
 				if (gm_in(t, m, k) >= 0)
 					*culprit = g->nodes[j]->in[k];
@@ -716,9 +727,9 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 			int o = gm_in(t, m, k);
 			if (o < 0 || in->cls[o] != TIR_FC_ROW)
 				continue;
-			const struct tir_type *ot = &g->nodes[j]->in[k]->type;
+			const struct tir_ntype *ot = &g->nodes[j]->in[k]->type;
 			if (c == TIR_FC_FULL ? !pad_equal(ot, in->rank, in->kshape)
-					     : !pad_equal(ot, m->type->rank, m->type->shape)) {
+					     : !pad_equal(ot, m->type.rank, m->type.shape)) {
 				*culprit = g->nodes[j]->in[k];
 				return "a per-row value is broadcast another way";
 			}
@@ -772,10 +783,7 @@ static uint32_t type_hash(const struct tir_type *t)
 	return (uint32_t)(h ^ h >> 32);
 }
 
-static bool type_same(const struct tir_type *a, const struct tir_type *b)
-{
-	return a->dtype == b->dtype && a->weak == b->weak && same_shape(a, b);
-}
+#define type_same(a, b) ((a)->dtype == (b)->dtype && (a)->weak == (b)->weak && same_shape(a, b))
 
 /* The index of type t among v's types, added when new: 0, or -TIR_ENOMEM. */
 static int view_type(struct tir_fview *v, const struct tir_type *t, uint32_t *at)
@@ -914,7 +922,8 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 	}
 	/* (the type of the node added before: most often this one's too) */
 	if (v->last == TIR_FN_NONE || !type_same(&v->types[v->last].t, &x->type)) {
-		if (view_type(v, &x->type, &v->last))
+		struct tir_type xt = tir_ntype_value(&x->type);
+		if (view_type(v, &xt, &v->last))
 			return -TIR_ENOMEM;
 	}
 	f->type = v->last;

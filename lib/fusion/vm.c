@@ -1522,7 +1522,7 @@ static int add_source(struct vm *vm, int j, int k, int *out, struct tir_err *err
 		 * its turn to the layout its reader is computed in (the next
 		 * view's operand, or the domain: slice(ceil(x), ...) + y of
 		 * more axes) */
-		const struct tir_type *st = sp < 0 ? NULL : &vm->g->nodes[sp]->in[0]->type;
+		const struct tir_ntype *st = sp < 0 ? NULL : &vm->g->nodes[sp]->in[0]->type;
 		struct tir_tensor cur;
 		tir_view_broadcast(x, st ? st->rank : in->rank, st ? st->shape : in->shape, &cur);
 		for (int a = sp; a >= 0 && !rc; a = in->via[a]) {

@@ -20,8 +20,13 @@ static int kind_of(int dt)
 
 /* The dtype and weakness of a combined with b into *t (whose shape is not
  * touched: t may be a). */
-static void promote_into(const struct tir_type *a, const struct tir_type *b, struct tir_type *t)
+#define promote_into(a, b, t) promote_dtypes((a)->dtype, (a)->weak, (b)->dtype, (b)->weak, (t))
+static void promote_dtypes(int dta, bool weaka, int dtb, bool weakb, struct tir_type *t)
 {
+	const struct {
+		uint8_t dtype;
+		bool weak;
+	} a0 = {(uint8_t)dta, weaka}, b0 = {(uint8_t)dtb, weakb}, *a = &a0, *b = &b0;
 	uint8_t dtype = a->dtype;
 	bool weak;
 	if (a->weak && !b->weak) {
@@ -41,25 +46,25 @@ static void promote_into(const struct tir_type *a, const struct tir_type *b, str
 	t->weak = weak;
 }
 
-struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b)
+struct tir_type tir_promote_dtypes(int dta, bool weaka, int dtb, bool weakb)
 {
-	struct tir_type r = *a;
-	promote_into(a, b, &r);
-	return r;
+	struct tir_type t = {0};
+	promote_dtypes(dta, weaka, dtb, weakb, &t);
+	return t;
 }
 
-bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct tir_type *out)
+bool tir_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, struct tir_type *out)
 {
-	int ra = a->rank, rb = b->rank, rank = ra > rb ? ra : rb;
+	int rank = ra > rb ? ra : rb;
 	/* first whether they broadcast (out stays untouched if not), then the
 	 * shape from the last axis back, so that out may be a or b */
 	for (int i = 1; i <= rank; i++) {
-		int64_t da = i <= ra ? a->shape[ra - i] : 1, db = i <= rb ? b->shape[rb - i] : 1;
+		int64_t da = i <= ra ? a[ra - i] : 1, db = i <= rb ? b[rb - i] : 1;
 		if (da != db && da != 1 && db != 1)
 			return false;
 	}
 	for (int i = 1; i <= rank; i++) {
-		int64_t da = i <= ra ? a->shape[ra - i] : 1, db = i <= rb ? b->shape[rb - i] : 1;
+		int64_t da = i <= ra ? a[ra - i] : 1, db = i <= rb ? b[rb - i] : 1;
 		out->shape[rank - i] = da == 1 ? db : da;
 	}
 	out->rank = (uint8_t)rank;
@@ -136,49 +141,49 @@ static int check_numel(struct tir_node *n, const struct tir_type *t, struct tir_
 	return 0;
 }
 
-static const struct tir_type *in(const struct tir_node *n, int i)
+static const struct tir_ntype *in(const struct tir_node *n, int i)
 {
 	return &n->in[i]->type;
 }
 
 /* ---- rules ---- */
 
-static int rule_none(struct tir_node *n, struct tir_err *err)
+static int rule_none(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	return 0;
 }
 
-static int rule_same(struct tir_node *n, struct tir_err *err)
+static int rule_same(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type = *in(n, 0);
+	*ty = tir_ntype_value(in(n, 0));
 	return 0;
 }
 
-static int rule_all_reduce(struct tir_node *n, struct tir_err *err)
+static int rule_all_reduce(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	static const char *const ops[] = {"sum", "mean", "max", "min", "prod"};
 	const char *w = attr(n, "op")->s;
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
 		if (!strcmp(w, ops[i]))
-			return rule_same(n, err);
+			return rule_same(n, ty, err);
 	return fail_at(n, -1, err, TIR_ETYPE, "op must be sum, mean, max, min or prod, got '%s'", w);
 }
 
-static int rule_shard(struct tir_node *n, struct tir_err *err)
+static int rule_shard(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *t = in(n, 0);
+	const struct tir_ntype *t = in(n, 0);
 	int64_t a = attr(n, "axis")->i;
 	if (a < -(int64_t)t->rank || a >= (int64_t)t->rank) {
 		char s[TIR_TYPE_STRLEN];
 		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s", (long long)a, TSTR(t, s));
 	}
-	return rule_same(n, err);
+	return rule_same(n, ty, err);
 }
 
-static int rule_fill(struct tir_node *n, struct tir_err *err)
+static int rule_fill(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
-	return shape_from(n, attr(n, "shape"), &n->type, err);
+	ty->dtype = (uint8_t)attr(n, "dtype")->i;
+	return shape_from(n, attr(n, "shape"), ty, err);
 }
 
 void tir_arange_params(const struct tir_node *n, double *start, double *stop, double *step)
@@ -193,13 +198,13 @@ void tir_arange_params(const struct tir_node *n, double *start, double *stop, do
 	}
 }
 
-static int rule_arange(struct tir_node *n, struct tir_err *err)
+static int rule_arange(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	double start, stop, step;
 	tir_arange_params(n, &start, &stop, &step);
 	const struct tir_attr *dt = attr(n, "dtype");
 	bool ints = n->attr[0].is_int && (!n->attr[1].set || n->attr[1].is_int) && n->attr[2].is_int;
-	n->type.dtype = dt->set ? (uint8_t)dt->i : ints ? TIR_DTYPE_I64 : TIR_DTYPE_F32;
+	ty->dtype = dt->set ? (uint8_t)dt->i : ints ? TIR_DTYPE_I64 : TIR_DTYPE_F32;
 	if (step == 0 || isnan(step))
 		return fail_at(n, -1, err, TIR_ETYPE, "step must not be zero");
 	if (!isfinite(start) || !isfinite(stop) || !isfinite(step))
@@ -209,10 +214,10 @@ static int rule_arange(struct tir_node *n, struct tir_err *err)
 		len = 0;
 	if (len > (double)TIR_MAX_ELEMS)
 		return fail_at(n, -1, err, TIR_ETYPE, "more than %lld elements", (long long)TIR_MAX_ELEMS);
-	if (n->type.dtype == TIR_DTYPE_BOOL)
+	if (ty->dtype == TIR_DTYPE_BOOL)
 		return fail_at(n, -1, err, TIR_ETYPE, "a bool range makes no sense; use i32 or i64");
-	n->type.rank = 1;
-	n->type.shape[0] = (int64_t)len;
+	ty->rank = 1;
+	ty->shape[0] = (int64_t)len;
 	return 0;
 }
 
@@ -230,27 +235,27 @@ void tir_linspace_params(const struct tir_node *n, double *start, double *stop, 
 	*step = dv > 0 ? *delta / *div : 0;
 }
 
-static int rule_linspace(struct tir_node *n, struct tir_err *err)
+static int rule_linspace(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	double start, stop, step, delta, div;
 	int64_t num;
 	bool endpoint;
 	tir_linspace_params(n, &start, &stop, &num, &endpoint, &step, &delta, &div);
-	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
+	ty->dtype = (uint8_t)attr(n, "dtype")->i;
 	if (num < 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "num must be >= 0, got %lld", (long long)num);
 	if (num > TIR_MAX_ELEMS)
 		return fail_at(n, -1, err, TIR_ETYPE, "more than %lld elements", (long long)TIR_MAX_ELEMS);
 	if (!isfinite(start) || !isfinite(stop) || !isfinite(delta))
 		return fail_at(n, -1, err, TIR_ETYPE, "start and stop must be finite");
-	if (!tir_dtype_is_float(n->type.dtype))
+	if (!tir_dtype_is_float(ty->dtype))
 		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be a float type");
-	n->type.rank = 1;
-	n->type.shape[0] = num;
+	ty->rank = 1;
+	ty->shape[0] = num;
 	return 0;
 }
 
-static int rule_eye(struct tir_node *n, struct tir_err *err)
+static int rule_eye(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	int64_t k = attr(n, "n")->i;
 	if (k < 0)
@@ -258,53 +263,53 @@ static int rule_eye(struct tir_node *n, struct tir_err *err)
 	if (k > 0 && k > TIR_MAX_ELEMS / k)
 		return fail_at(n, -1, err, TIR_ETYPE, "eye(%lld) has more than %lld elements",
 			       (long long)k, (long long)TIR_MAX_ELEMS);
-	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
-	n->type.rank = 2;
-	n->type.shape[0] = n->type.shape[1] = k;
+	ty->dtype = (uint8_t)attr(n, "dtype")->i;
+	ty->rank = 2;
+	ty->shape[0] = ty->shape[1] = k;
 	return 0;
 }
 
-static int rule_random(struct tir_node *n, struct tir_err *err)
+static int rule_random(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
-	if (!tir_dtype_is_float(n->type.dtype))
+	ty->dtype = (uint8_t)attr(n, "dtype")->i;
+	if (!tir_dtype_is_float(ty->dtype))
 		return fail_at(n, -1, err, TIR_ETYPE, "dtype must be a float type (f16, bf16, f32, f64), got %s",
-			       tir_dtype_name(n->type.dtype));
-	return shape_from(n, attr(n, "shape"), &n->type, err);
+			       tir_dtype_name(ty->dtype));
+	return shape_from(n, attr(n, "shape"), ty, err);
 }
 
-static int rule_load(struct tir_node *n, struct tir_err *err)
+static int rule_load(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	return 0; /* the parser asked the loader for the type */
 }
 
-static int rule_unary_num(struct tir_node *n, struct tir_err *err)
+static int rule_unary_num(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type = *in(n, 0);
-	if (n->type.dtype == TIR_DTYPE_BOOL)
+	*ty = tir_ntype_value(in(n, 0));
+	if (ty->dtype == TIR_DTYPE_BOOL)
 		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool; cast first");
 	return 0;
 }
 
-static int rule_unary_float(struct tir_node *n, struct tir_err *err)
+static int rule_unary_float(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type = *in(n, 0);
-	if (!tir_dtype_is_float(n->type.dtype))
-		n->type.dtype = TIR_DTYPE_F32;
+	*ty = tir_ntype_value(in(n, 0));
+	if (!tir_dtype_is_float(ty->dtype))
+		ty->dtype = TIR_DTYPE_F32;
 	return 0;
 }
 
-static int rule_unary_logic(struct tir_node *n, struct tir_err *err)
+static int rule_unary_logic(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type = *in(n, 0);
-	n->type.dtype = TIR_DTYPE_BOOL;
+	*ty = tir_ntype_value(in(n, 0));
+	ty->dtype = TIR_DTYPE_BOOL;
 	return 0;
 }
 
 /* Broadcast all operands; the dtype of them all promoted. */
 static int broadcast_all(struct tir_node *n, struct tir_type *out, struct tir_err *err)
 {
-	*out = *in(n, 0);
+	tir_ntype_get(in(n, 0), out);
 	for (int i = 1; i < n->nin; i++) {
 		/* in place: tir_broadcast leaves out as it was when they do not */
 		if (!tir_broadcast(out, in(n, i), out)) {
@@ -317,57 +322,57 @@ static int broadcast_all(struct tir_node *n, struct tir_type *out, struct tir_er
 	return 0;
 }
 
-static int rule_arith(struct tir_node *n, struct tir_err *err)
+static int rule_arith(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	int rc = broadcast_all(n, &n->type, err);
+	int rc = broadcast_all(n, ty, err);
 	if (rc)
 		return rc;
-	if (n->type.dtype == TIR_DTYPE_BOOL && n->op != TIR_OP_MAXIMUM && n->op != TIR_OP_MINIMUM)
+	if (ty->dtype == TIR_DTYPE_BOOL && n->op != TIR_OP_MAXIMUM && n->op != TIR_OP_MINIMUM)
 		return fail_at(n, 0, err, TIR_ETYPE, "both operands are bool; cast them first");
-	return check_numel(n, &n->type, err);
+	return check_numel(n, ty, err);
 }
 
 /* left_shift, right_shift: integers only (NumPy's), the promoted dtype */
-static int rule_shift(struct tir_node *n, struct tir_err *err)
+static int rule_shift(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	int rc = broadcast_all(n, &n->type, err);
+	int rc = broadcast_all(n, ty, err);
 	if (rc)
 		return rc;
-	enum tir_dtype dt = (enum tir_dtype)n->type.dtype;
+	enum tir_dtype dt = (enum tir_dtype)ty->dtype;
 	if (dt == TIR_DTYPE_BOOL || tir_dtype_is_float(dt))
 		return fail_at(n, 0, err, TIR_ETYPE, "integer operands only, not %s", tir_dtype_name(dt));
-	return check_numel(n, &n->type, err);
+	return check_numel(n, ty, err);
 }
 
-static int rule_compare(struct tir_node *n, struct tir_err *err)
+static int rule_compare(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	int rc = broadcast_all(n, &n->type, err);
-	n->type.dtype = TIR_DTYPE_BOOL;
-	return rc ? rc : check_numel(n, &n->type, err);
+	int rc = broadcast_all(n, ty, err);
+	ty->dtype = TIR_DTYPE_BOOL;
+	return rc ? rc : check_numel(n, ty, err);
 }
 
-static int rule_logic(struct tir_node *n, struct tir_err *err)
+static int rule_logic(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	return rule_compare(n, err);
+	return rule_compare(n, ty, err);
 }
 
-static int rule_where(struct tir_node *n, struct tir_err *err)
+static int rule_where(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	int rc = broadcast_all(n, &n->type, err);
+	int rc = broadcast_all(n, ty, err);
 	if (rc)
 		return rc;
 	struct tir_type p = tir_promote(in(n, 1), in(n, 2));
-	n->type.dtype = p.dtype;
-	n->type.weak = p.weak && in(n, 0)->weak;
-	return check_numel(n, &n->type, err);
+	ty->dtype = p.dtype;
+	ty->weak = p.weak && in(n, 0)->weak;
+	return check_numel(n, ty, err);
 }
 
-static int rule_clip(struct tir_node *n, struct tir_err *err)
+static int rule_clip(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	int rc = broadcast_all(n, &n->type, err);
-	if (!rc && n->type.dtype == TIR_DTYPE_BOOL)
+	int rc = broadcast_all(n, ty, err);
+	if (!rc && ty->dtype == TIR_DTYPE_BOOL)
 		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool");
-	return rc ? rc : check_numel(n, &n->type, err);
+	return rc ? rc : check_numel(n, ty, err);
 }
 
 void tir_reduce_mask(const struct tir_node *n, int rank, bool mask[TIR_MAX_RANK])
@@ -380,9 +385,9 @@ void tir_reduce_mask(const struct tir_node *n, int rank, bool mask[TIR_MAX_RANK]
 			mask[tir_axis(a->v ? a->v[i] : a->i, rank)] = true;
 }
 
-static int rule_reduce(struct tir_node *n, struct tir_err *err)
+static int rule_reduce(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	struct tir_attr *ax = attr(n, "axis");
 	if (ax->set && !ax->v) { /* an int attribute (argmax): one axis */
 		ax->v = &ax->i;
@@ -434,13 +439,13 @@ static int rule_reduce(struct tir_node *n, struct tir_err *err)
 	default:
 		break;
 	}
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
-static int rule_reshape(struct tir_node *n, struct tir_err *err)
+static int rule_reshape(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	const struct tir_attr *s = attr(n, "shape");
 	char sx[TIR_TYPE_STRLEN];
 	if (s->n > TIR_MAX_RANK)
@@ -477,20 +482,20 @@ static int rule_reshape(struct tir_node *n, struct tir_err *err)
 		return fail_at(n, -1, err, TIR_ETYPE, "cannot reshape %s (%lld elements) into %s (%lld elements)",
 			       TSTR(x, sx), (long long)numel, TSTR(&t, st), (long long)known);
 	}
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
-static int rule_transpose(struct tir_node *n, struct tir_err *err)
+static int rule_transpose(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	struct tir_attr *p = attr(n, "perm");
 	struct tir_type t = {.dtype = x->dtype, .rank = x->rank};
 	char sx[TIR_TYPE_STRLEN];
 	if (!p->set) {
 		for (int i = 0; i < x->rank; i++)
 			t.shape[i] = x->shape[x->rank - 1 - i];
-		n->type = t;
+		*ty = t;
 		return 0;
 	}
 	if (p->n != x->rank)
@@ -505,13 +510,13 @@ static int rule_transpose(struct tir_node *n, struct tir_err *err)
 		seen[a] = true;
 		t.shape[i] = x->shape[a];
 	}
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
-static int rule_expand(struct tir_node *n, struct tir_err *err)
+static int rule_expand(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	struct tir_type t = {.dtype = x->dtype};
 	int rc = shape_from(n, attr(n, "shape"), &t, err);
 	if (rc)
@@ -523,13 +528,13 @@ static int rule_expand(struct tir_node *n, struct tir_err *err)
 		ok = b.shape[i] == t.shape[i];
 	if (!ok)
 		return fail_at(n, -1, err, TIR_ETYPE, "cannot expand %s to %s", TSTR(x, sx), TSTR(&t, st));
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
-static int rule_squeeze(struct tir_node *n, struct tir_err *err)
+static int rule_squeeze(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	struct tir_attr *ax = attr(n, "axis");
 	bool mask[TIR_MAX_RANK] = {0};
 	char sx[TIR_TYPE_STRLEN];
@@ -551,13 +556,13 @@ static int rule_squeeze(struct tir_node *n, struct tir_err *err)
 	for (int i = 0; i < x->rank; i++)
 		if (!mask[i])
 			t.shape[t.rank++] = x->shape[i];
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
-static int rule_unsqueeze(struct tir_node *n, struct tir_err *err)
+static int rule_unsqueeze(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	if (x->rank >= TIR_MAX_RANK)
 		return fail_at(n, -1, err, TIR_ETYPE, "more than %d dimensions (%s has %d already)", TIR_MAX_RANK,
@@ -569,15 +574,15 @@ static int rule_unsqueeze(struct tir_node *n, struct tir_err *err)
 	struct tir_type t = {.dtype = x->dtype, .rank = (uint8_t)(x->rank + 1)};
 	for (int i = 0, j = 0; i < t.rank; i++)
 		t.shape[i] = i == a ? 1 : x->shape[j++];
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
-static int rule_concat(struct tir_node *n, struct tir_err *err)
+static int rule_concat(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	if (n->nin == 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "needs at least one tensor");
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
 	if (x->rank == 0)
 		return fail_at(n, 0, err, TIR_ETYPE, "cannot concatenate scalars");
@@ -585,10 +590,10 @@ static int rule_concat(struct tir_node *n, struct tir_err *err)
 	if (a < 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
 			       (long long)attr(n, "axis")->i, TSTR(x, sa));
-	struct tir_type t = *x;
+	struct tir_type t = tir_ntype_value(x);
 	t.weak = false;
 	for (int i = 1; i < n->nin; i++) {
-		const struct tir_type *y = in(n, i);
+		const struct tir_ntype *y = in(n, i);
 		bool ok = y->rank == x->rank;
 		for (int k = 0; ok && k < x->rank; k++)
 			ok = k == a || y->shape[k] == x->shape[k];
@@ -600,7 +605,7 @@ static int rule_concat(struct tir_node *n, struct tir_err *err)
 			return fail_at(n, i, err, TIR_ETYPE, "result too large");
 		t.dtype = (uint8_t)tir_dtype_promote((enum tir_dtype)t.dtype, (enum tir_dtype)y->dtype);
 	}
-	n->type = t;
+	*ty = t;
 	return check_numel(n, &t, err);
 }
 
@@ -640,9 +645,9 @@ void tir_slice_params(const struct tir_node *n, int64_t dim, int64_t *start, int
 	*len = l;
 }
 
-static int rule_slice(struct tir_node *n, struct tir_err *err)
+static int rule_slice(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	if (x->rank == 0)
 		return fail_at(n, 0, err, TIR_ETYPE, "cannot slice a scalar");
@@ -656,20 +661,20 @@ static int rule_slice(struct tir_node *n, struct tir_err *err)
 		return fail_at(n, -1, err, TIR_ETYPE, "step out of range");
 	int64_t start, step, len;
 	tir_slice_params(n, x->shape[a], &start, &step, &len);
-	n->type = *x;
-	n->type.shape[a] = len;
+	*ty = tir_ntype_value(x);
+	ty->shape[a] = len;
 	return 0;
 }
 
-static int rule_pad(struct tir_node *n, struct tir_err *err)
+static int rule_pad(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	const struct tir_attr *p = attr(n, "pads");
 	char sx[TIR_TYPE_STRLEN];
 	if (p->n != 2 * x->rank)
 		return fail_at(n, -1, err, TIR_ETYPE, "%d pair%s for %s: give one [before, after] per axis",
 			       p->n / 2, p->n == 2 ? "" : "s", TSTR(x, sx));
-	struct tir_type t = *x;
+	struct tir_type t = tir_ntype_value(x);
 	t.weak = false;
 	for (int i = 0; i < x->rank; i++) {
 		if (p->v[2 * i] < 0 || p->v[2 * i + 1] < 0)
@@ -680,13 +685,13 @@ static int rule_pad(struct tir_node *n, struct tir_err *err)
 		if (t.shape[i] > TIR_MAX_DIM)
 			return fail_at(n, -1, err, TIR_ETYPE, "result too large");
 	}
-	n->type = t;
+	*ty = t;
 	return check_numel(n, &t, err);
 }
 
-static int rule_gather(struct tir_node *n, struct tir_err *err)
+static int rule_gather(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0), *ix = in(n, 1);
+	const struct tir_ntype *x = in(n, 0), *ix = in(n, 1);
 	char sx[TIR_TYPE_STRLEN];
 	if (ix->dtype != TIR_DTYPE_I32 && ix->dtype != TIR_DTYPE_I64)
 		return fail_at(n, 1, err, TIR_ETYPE, "indices must be i32 or i64, got %s",
@@ -706,13 +711,13 @@ static int rule_gather(struct tir_node *n, struct tir_err *err)
 		t.shape[t.rank++] = ix->shape[i];
 	for (int i = a + 1; i < x->rank; i++)
 		t.shape[t.rank++] = x->shape[i];
-	n->type = t;
+	*ty = t;
 	return check_numel(n, &t, err);
 }
 
-static int rule_flatten(struct tir_node *n, struct tir_err *err)
+static int rule_flatten(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	int s = tir_axis(attr(n, "start")->i, x->rank);
 	if (s < 0)
@@ -727,21 +732,21 @@ static int rule_flatten(struct tir_node *n, struct tir_err *err)
 			m *= x->shape[i];
 	}
 	t.shape[s] = m;
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
-static int rule_cast(struct tir_node *n, struct tir_err *err)
+static int rule_cast(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type = *in(n, 0);
-	n->type.dtype = (uint8_t)attr(n, "dtype")->i;
-	n->type.weak = false;
+	*ty = tir_ntype_value(in(n, 0));
+	ty->dtype = (uint8_t)attr(n, "dtype")->i;
+	ty->weak = false;
 	return 0;
 }
 
-static int rule_matmul(struct tir_node *n, struct tir_err *err)
+static int rule_matmul(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *a = in(n, 0), *b = in(n, 1);
+	const struct tir_ntype *a = in(n, 0), *b = in(n, 1);
 	char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
 	if (a->rank == 0 || b->rank == 0)
 		return fail_at(n, a->rank == 0 ? 0 : 1, err, TIR_ETYPE,
@@ -769,7 +774,7 @@ static int rule_matmul(struct tir_node *n, struct tir_err *err)
 		t.shape[t.rank++] = b->shape[b->rank - 1];
 	t.dtype = p.dtype;
 	t.weak = false;
-	n->type = t;
+	*ty = t;
 	return check_numel(n, &t, err);
 }
 
@@ -781,40 +786,40 @@ static int float_of(struct tir_node *n, struct tir_type *t)
 	return 0;
 }
 
-static int rule_softmax(struct tir_node *n, struct tir_err *err)
+static int rule_softmax(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	if (tir_axis(attr(n, "axis")->i, x->rank) < 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s",
 			       (long long)attr(n, "axis")->i, TSTR(x, sx));
-	n->type = *x;
-	return float_of(n, &n->type);
+	*ty = tir_ntype_value(x);
+	return float_of(n, ty);
 }
 
-static int rule_norm(struct tir_node *n, struct tir_err *err)
+static int rule_norm(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN], sw[TIR_TYPE_STRLEN];
 	if (x->rank == 0)
 		return fail_at(n, 0, err, TIR_ETYPE, "needs at least one dimension, got %s", TSTR(x, sx));
 	int64_t d = x->shape[x->rank - 1];
-	struct tir_type t = *x;
+	struct tir_type t = tir_ntype_value(x);
 	for (int i = 1; i < n->nin; i++) {
-		const struct tir_type *w = in(n, i);
+		const struct tir_ntype *w = in(n, i);
 		if (w->rank != 1 || w->shape[0] != d)
 			return fail_at(n, i, err, TIR_ETYPE, "%s must be [%lld] to match the last axis of %s, got %s",
 				       def(n)->params[i].name, (long long)d, TSTR(x, sx), TSTR(w, sw));
 		t = tir_promote(&t, w);
 	}
-	n->type = *x;
-	n->type.dtype = t.dtype;
-	return float_of(n, &n->type);
+	*ty = tir_ntype_value(x);
+	ty->dtype = t.dtype;
+	return float_of(n, ty);
 }
 
-static int rule_conv2d(struct tir_node *n, struct tir_err *err)
+static int rule_conv2d(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0), *w = in(n, 1);
+	const struct tir_ntype *x = in(n, 0), *w = in(n, 1);
 	char sx[TIR_TYPE_STRLEN], sw[TIR_TYPE_STRLEN];
 	if (x->rank != 4)
 		return fail_at(n, 0, err, TIR_ETYPE, "x must be [N, C, H, W], got %s", TSTR(x, sx));
@@ -833,7 +838,7 @@ static int rule_conv2d(struct tir_node *n, struct tir_err *err)
 			       (long long)groups, TSTR(x, sx), (long long)groups, TSTR(w, sw), (long long)groups);
 	struct tir_type t = tir_promote(x, w);
 	if (n->in[2]) {
-		const struct tir_type *b = in(n, 2);
+		const struct tir_ntype *b = in(n, 2);
 		if (b->rank != 1 || b->shape[0] != w->shape[0])
 			return fail_at(n, 2, err, TIR_ETYPE, "bias must be [%lld], got %s",
 				       (long long)w->shape[0], TSTR(b, sw));
@@ -861,15 +866,15 @@ static int rule_conv2d(struct tir_node *n, struct tir_err *err)
 	if (oh < 0 || ow < 0)
 		return fail_at(n, 1, err, TIR_ETYPE, "kernel %s is larger than the padded input %s",
 			       TSTR(w, sw), TSTR(x, sx));
-	n->type = (struct tir_type){.dtype = t.dtype, .rank = 4,
+	*ty = (struct tir_type){.dtype = t.dtype, .rank = 4,
 				    .shape = {x->shape[0], w->shape[0], oh / st[0] + 1, ow / st[1] + 1}};
-	float_of(n, &n->type);
-	return check_numel(n, &n->type, err);
+	float_of(n, ty);
+	return check_numel(n, ty, err);
 }
 
-static int rule_pool2d(struct tir_node *n, struct tir_err *err)
+static int rule_pool2d(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	if (x->rank != 4)
 		return fail_at(n, 0, err, TIR_ETYPE, "x must be [N, C, H, W], got %s", TSTR(x, sx));
@@ -891,19 +896,19 @@ static int rule_pool2d(struct tir_node *n, struct tir_err *err)
 				       (long long)k->v[0], (long long)k->v[1], pd[0] || pd[1] ? "padded " : "",
 				       TSTR(x, sx));
 	}
-	n->type = (struct tir_type){.dtype = x->dtype, .rank = 4,
+	*ty = (struct tir_type){.dtype = x->dtype, .rank = 4,
 				    .shape = {x->shape[0], x->shape[1], (x->shape[2] + 2 * pd[0] - k->v[0]) / st[0] + 1,
 					      (x->shape[3] + 2 * pd[1] - k->v[1]) / st[1] + 1}};
 	if (n->op == TIR_OP_AVGPOOL2D)
-		float_of(n, &n->type);
-	else if (n->type.dtype == TIR_DTYPE_BOOL)
+		float_of(n, ty);
+	else if (ty->dtype == TIR_DTYPE_BOOL)
 		return fail_at(n, 0, err, TIR_ETYPE, "not defined for bool");
 	return 0;
 }
 
-static int rule_attention(struct tir_node *n, struct tir_err *err)
+static int rule_attention(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *q = in(n, 0), *k = in(n, 1), *v = in(n, 2);
+	const struct tir_ntype *q = in(n, 0), *k = in(n, 1), *v = in(n, 2);
 	char sq[TIR_TYPE_STRLEN], sk[TIR_TYPE_STRLEN];
 	for (int i = 0; i < 3; i++)
 		if (in(n, i)->rank < 2)
@@ -918,7 +923,7 @@ static int rule_attention(struct tir_node *n, struct tir_err *err)
 	if (v->shape[r - 2] != k->shape[r - 2])
 		return fail_at(n, 2, err, TIR_ETYPE, "k %s and v %s differ in length",
 			       TSTR(k, sq), TSTR(v, sk));
-	struct tir_type bq = *q, bk = *k, bv = *v, t1, t;
+	struct tir_type bq = tir_ntype_value(q), bk = tir_ntype_value(k), bv = tir_ntype_value(v), t1, t;
 	bq.rank = bk.rank = bv.rank = (uint8_t)(r - 2);
 	if (!tir_broadcast(&bq, &bk, &t1) || !tir_broadcast(&t1, &bv, &t))
 		return fail_at(n, 1, err, TIR_ETYPE, "batch dimensions of q, k and v do not broadcast");
@@ -928,9 +933,9 @@ static int rule_attention(struct tir_node *n, struct tir_err *err)
 	struct tir_type p = tir_promote(q, k);
 	p = tir_promote(&p, v);
 	t.dtype = p.dtype;
-	n->type = t;
-	float_of(n, &n->type);
-	return check_numel(n, &n->type, err);
+	*ty = t;
+	float_of(n, ty);
+	return check_numel(n, ty, err);
 }
 
 /* ---- linear algebra and several results ---- */
@@ -939,7 +944,7 @@ static int rule_attention(struct tir_node *n, struct tir_err *err)
  * batch axes into b. */
 static int linalg_matrix(struct tir_node *n, int i, bool square, struct tir_type *b, struct tir_err *err)
 {
-	const struct tir_type *a = in(n, i);
+	const struct tir_ntype *a = in(n, i);
 	char sa[TIR_TYPE_STRLEN];
 	if (a->dtype == TIR_DTYPE_BOOL)
 		return fail_at(n, i, err, TIR_ETYPE, "not defined for bool");
@@ -956,7 +961,7 @@ static int linalg_matrix(struct tir_node *n, int i, bool square, struct tir_type
  * f64 stays f64; every other dtype computes in, and gives, f32. */
 static int linalg_types(struct tir_node *n, struct tir_type *t, struct tir_err *err)
 {
-	const struct tir_type *a = in(n, 0);
+	const struct tir_ntype *a = in(n, 0);
 	bool square = n->op != TIR_OP_QR && n->op != TIR_OP_SVD && n->op != TIR_OP_LSTSQ && n->op != TIR_OP_PINV;
 	struct tir_type batch = {0};
 	int rc = linalg_matrix(n, 0, square, &batch, err);
@@ -978,7 +983,7 @@ static int linalg_types(struct tir_node *n, struct tir_type *t, struct tir_err *
 	case TIR_OP_SOLVE:
 	case TIR_OP_LSTSQ: {
 		/* b is a vector when it has one axis fewer than a (NumPy 1.x) */
-		const struct tir_type *b = in(n, 1);
+		const struct tir_ntype *b = in(n, 1);
 		char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
 		if (b->dtype == TIR_DTYPE_BOOL)
 			return fail_at(n, 1, err, TIR_ETYPE, "not defined for bool");
@@ -1076,7 +1081,7 @@ int tir_split_sections(const struct tir_node *n, int64_t *start, int64_t *len)
 
 static int split_types(struct tir_node *n, struct tir_type *t, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	const struct tir_attr *s = &n->attr[0];
 	char sx[TIR_TYPE_STRLEN];
 	int ax = tir_axis(n->attr[1].i, x->rank);
@@ -1102,7 +1107,7 @@ static int split_types(struct tir_node *n, struct tir_type *t, struct tir_err *e
 	int64_t start[TIR_MAX_RESULTS], len[TIR_MAX_RESULTS];
 	tir_split_sections(n, start, len);
 	for (int i = 0; i < k; i++) {
-		t[i] = *x;
+		t[i] = tir_ntype_value(x);
 		t[i].weak = false;
 		t[i].shape[ax] = len[i];
 	}
@@ -1113,7 +1118,7 @@ static int split_types(struct tir_node *n, struct tir_type *t, struct tir_err *e
  * indices (PyTorch's and ONNX's TopK) */
 static int topk_types(struct tir_node *n, struct tir_type *t, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	int64_t k = n->attr[0].i;
 	int ax = tir_axis(n->attr[1].i, x->rank);
@@ -1125,7 +1130,7 @@ static int topk_types(struct tir_node *n, struct tir_type *t, struct tir_err *er
 	if (k < 0 || k > x->shape[ax])
 		return fail_at(n, -1, err, TIR_ETYPE, "k = %lld is out of range: axis %d of %s has %lld elements",
 			       (long long)k, ax, TSTR(x, sx), (long long)x->shape[ax]);
-	t[0] = *x;
+	t[0] = tir_ntype_value(x);
 	t[0].weak = false;
 	t[0].shape[ax] = k;
 	t[1] = t[0];
@@ -1138,7 +1143,7 @@ static int topk_types(struct tir_node *n, struct tir_type *t, struct tir_err *er
 typedef int (*results_fn)(struct tir_node *n, struct tir_type *t, struct tir_err *err);
 
 /* n's results typed by f; one result is n's own type, several are packed */
-static int pack_results(struct tir_node *n, results_fn f, struct tir_err *err)
+static int pack_results(struct tir_node *n, struct tir_type *ty, results_fn f, struct tir_err *err)
 {
 	struct tir_type t[TIR_MAX_RESULTS];
 	int k = f(n, t, err);
@@ -1150,31 +1155,31 @@ static int pack_results(struct tir_node *n, results_fn f, struct tir_err *err)
 			return rc;
 	}
 	if (k == 1) {
-		n->type = t[0];
+		*ty = t[0];
 		return 0;
 	}
 	/* several: the node holds them packed (ir.h) */
-	n->type = (struct tir_type){.dtype = TIR_DTYPE_U8, .rank = 1};
-	n->type.shape[0] = (int64_t)tir_result_offset(n, k);
+	*ty = (struct tir_type){.dtype = TIR_DTYPE_U8, .rank = 1};
+	ty->shape[0] = (int64_t)tir_result_offset(n, k);
 	return 0;
 }
 
-static int rule_linalg(struct tir_node *n, struct tir_err *err)
+static int rule_linalg(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	return pack_results(n, linalg_types, err);
+	return pack_results(n, ty, linalg_types, err);
 }
 
-static int rule_split(struct tir_node *n, struct tir_err *err)
+static int rule_split(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	return pack_results(n, split_types, err);
+	return pack_results(n, ty, split_types, err);
 }
 
-static int rule_topk(struct tir_node *n, struct tir_err *err)
+static int rule_topk(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	return pack_results(n, topk_types, err);
+	return pack_results(n, ty, topk_types, err);
 }
 
-typedef int (*rule_fn)(struct tir_node *, struct tir_err *);
+typedef int (*rule_fn)(struct tir_node *, struct tir_type *, struct tir_err *);
 static const rule_fn rules[TIR_OP_COUNT];
 
 /* the families of ops with several results: by the rule their rows name
@@ -1235,36 +1240,36 @@ int tir_result_index(const struct tir_node *n)
 }
 
 /* RESULT: result `index` of its operand, a node with several results. */
-static int rule_result(struct tir_node *n, struct tir_err *err)
+static int rule_result(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	struct tir_type t[TIR_MAX_RESULTS];
 	int k = tir_node_results(n->in[0], t);
 	if (n->attr[0].i < 0 || n->attr[0].i >= k)
 		return fail_at(n, 0, err, TIR_ETYPE, "%s has no result %lld", tir_op(n->in[0]->op)->name,
 			       (long long)n->attr[0].i);
-	n->type = t[n->attr[0].i];
+	*ty = t[n->attr[0].i];
 	return 0;
 }
 
 /* ---- NumPy's common ops (issue 25) ---- */
 
 /* isnan, isinf, isfinite: bool, of any dtype (an integer is finite) */
-static int rule_isfloat_test(struct tir_node *n, struct tir_err *err)
+static int rule_isfloat_test(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	n->type = *in(n, 0);
-	n->type.dtype = TIR_DTYPE_BOOL;
-	n->type.weak = false;
+	*ty = tir_ntype_value(in(n, 0));
+	ty->dtype = TIR_DTYPE_BOOL;
+	ty->weak = false;
 	return 0;
 }
 
 /* cumsum, cumprod: one axis, or none (the flattened elements, as NumPy);
  * integers and bool accumulate in i64, as NumPy's sum does */
-static int rule_scan(struct tir_node *n, struct tir_err *err)
+static int rule_scan(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	const struct tir_attr *ax = attr(n, "axis");
 	char sx[TIR_TYPE_STRLEN];
-	struct tir_type t = *x;
+	struct tir_type t = tir_ntype_value(x);
 	t.weak = false;
 	if (ax->set) {
 		if (tir_axis(ax->i, x->rank) < 0)
@@ -1276,31 +1281,31 @@ static int rule_scan(struct tir_node *n, struct tir_err *err)
 	}
 	if (!tir_dtype_is_float(x->dtype))
 		t.dtype = TIR_DTYPE_I64;
-	n->type = t;
+	*ty = t;
 	return 0;
 }
 
 /* sort, argsort: along one axis (-1 the last); argsort's indices are i64 */
-static int rule_sort(struct tir_node *n, struct tir_err *err)
+static int rule_sort(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	if (tir_axis(attr(n, "axis")->i, x->rank) < 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for %s (rank %d)",
 			       (long long)attr(n, "axis")->i, TSTR(x, sx), x->rank);
-	n->type = *x;
-	n->type.weak = false;
+	*ty = tir_ntype_value(x);
+	ty->weak = false;
 	if (n->op == TIR_OP_ARGSORT)
-		n->type.dtype = TIR_DTYPE_I64;
+		ty->dtype = TIR_DTYPE_I64;
 	return 0;
 }
 
 /* stack: operands of one shape, joined along a new axis */
-static int rule_stack(struct tir_node *n, struct tir_err *err)
+static int rule_stack(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	if (n->nin == 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "needs at least one tensor");
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sa[TIR_TYPE_STRLEN], sb[TIR_TYPE_STRLEN];
 	if (x->rank >= TIR_MAX_RANK)
 		return fail_at(n, 0, err, TIR_ETYPE, "more than %d dimensions (%s has %d already)", TIR_MAX_RANK,
@@ -1309,9 +1314,9 @@ static int rule_stack(struct tir_node *n, struct tir_err *err)
 	if (a < 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "axis %lld is out of range for stacking %s (rank %d)",
 			       (long long)attr(n, "axis")->i, TSTR(x, sa), x->rank + 1);
-	struct tir_type p = *x;
+	struct tir_type p = tir_ntype_value(x);
 	for (int i = 1; i < n->nin; i++) {
-		const struct tir_type *y = in(n, i);
+		const struct tir_ntype *y = in(n, i);
 		bool ok = y->rank == x->rank;
 		for (int k = 0; ok && k < x->rank; k++)
 			ok = y->shape[k] == x->shape[k];
@@ -1323,7 +1328,7 @@ static int rule_stack(struct tir_node *n, struct tir_err *err)
 	struct tir_type t = {.dtype = p.dtype, .rank = (uint8_t)(x->rank + 1)};
 	for (int i = 0, j = 0; i < t.rank; i++)
 		t.shape[i] = i == a ? n->nin : x->shape[j++];
-	n->type = t;
+	*ty = t;
 	return check_numel(n, &t, err);
 }
 
@@ -1417,16 +1422,18 @@ int tir_einsum_parse(const char *spec, int nops, const struct tir_type *const *o
 	return 0;
 }
 
-static int rule_einsum(struct tir_node *n, struct tir_err *err)
+static int rule_einsum(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	if (n->nin == 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "needs at least one operand");
 	if (n->nin > TIR_EINSUM_MAX_OPS)
 		return fail_at(n, -1, err, TIR_ETYPE, "at most %d operands", TIR_EINSUM_MAX_OPS);
 	const struct tir_type *ops[TIR_EINSUM_MAX_OPS];
-	struct tir_type p = *in(n, 0);
+	struct tir_type opv[TIR_EINSUM_MAX_OPS];
+	struct tir_type p = tir_ntype_value(in(n, 0));
 	for (int i = 0; i < n->nin; i++) {
-		ops[i] = in(n, i);
+		opv[i] = tir_ntype_value(in(n, i));
+		ops[i] = &opv[i];
 		promote_into(&p, ops[i], &p);
 	}
 	struct tir_einsum e;
@@ -1439,15 +1446,15 @@ static int rule_einsum(struct tir_node *n, struct tir_err *err)
 	struct tir_type t = {.dtype = p.dtype, .rank = (uint8_t)e.nout};
 	for (int i = 0; i < e.nout; i++)
 		t.shape[i] = e.size[(int)e.out[i]];
-	n->type = t;
+	*ty = t;
 	return check_numel(n, &t, err);
 }
 
 /* tile: NumPy's, reps of any length (the shorter of x's axes and reps
  * padded with 1s in front) */
-static int rule_tile(struct tir_node *n, struct tir_err *err)
+static int rule_tile(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	const struct tir_attr *r = attr(n, "reps");
 	char sx[TIR_TYPE_STRLEN];
 	int rank = r->n > x->rank ? r->n : x->rank;
@@ -1463,28 +1470,28 @@ static int rule_tile(struct tir_node *n, struct tir_err *err)
 			return fail_at(n, -1, err, TIR_ETYPE, "tiling %s is too large", TSTR(x, sx));
 		t.shape[i] = d * k;
 	}
-	n->type = t;
+	*ty = t;
 	return check_numel(n, &t, err);
 }
 
 /* triu, tril: the last two axes a matrix (NumPy's), k the diagonal */
-static int rule_trilu(struct tir_node *n, struct tir_err *err)
+static int rule_trilu(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
+	const struct tir_ntype *x = in(n, 0);
 	char sx[TIR_TYPE_STRLEN];
 	if (x->rank < 2)
 		return fail_at(n, 0, err, TIR_ETYPE, "needs at least two dimensions, got %s", TSTR(x, sx));
-	n->type = *x;
-	n->type.weak = false;
+	*ty = tir_ntype_value(x);
+	ty->weak = false;
 	return 0;
 }
 
 /* the activations with parameters: a float result; prelu's slope
  * broadcasts to x (it never changes x's shape) */
-static int rule_act(struct tir_node *n, struct tir_err *err)
+static int rule_act(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
-	const struct tir_type *x = in(n, 0);
-	struct tir_type t = *x;
+	const struct tir_ntype *x = in(n, 0);
+	struct tir_type t = tir_ntype_value(x);
 	if (n->op == TIR_OP_PRELU) {
 		struct tir_type b;
 		char sx[TIR_TYPE_STRLEN], ss[TIR_TYPE_STRLEN];
@@ -1496,21 +1503,21 @@ static int rule_act(struct tir_node *n, struct tir_err *err)
 				       TSTR(x, sx));
 		t = tir_promote(x, in(n, 1));
 		t.rank = x->rank;
-		memcpy(t.shape, x->shape, sizeof t.shape);
+		memcpy(t.shape, x->shape, sizeof *t.shape * x->rank);
 	}
 	if (n->op == TIR_OP_CELU && attr(n, "alpha")->f == 0)
 		return fail_at(n, -1, err, TIR_ETYPE, "alpha must not be 0");
-	n->type = t;
-	return float_of(n, &n->type);
+	*ty = t;
+	return float_of(n, ty);
 }
 
 /* scatter_nd(x, indices, updates): indices [..., k] of integers, 1 <= k <=
  * rank(x), each tuple naming a block x[i0, ..., ik-1]; updates has the
  * indices' leading shape then the block's, and x's dtype */
-static int rule_scatter_nd(struct tir_node *n, struct tir_err *err)
+static int rule_scatter_nd(struct tir_node *n, struct tir_type *ty, struct tir_err *err)
 {
 	static const char *const reds[] = {"none", "add", "mul", "max", "min"};
-	const struct tir_type *x = in(n, 0), *ix = in(n, 1), *u = in(n, 2);
+	const struct tir_ntype *x = in(n, 0), *ix = in(n, 1), *u = in(n, 2);
 	char sx[TIR_TYPE_STRLEN], si[TIR_TYPE_STRLEN], su[TIR_TYPE_STRLEN];
 	const char *w = attr(n, "reduction")->s;
 	size_t r = 0;
@@ -1533,8 +1540,8 @@ static int rule_scatter_nd(struct tir_node *n, struct tir_err *err)
 	if (u->dtype != x->dtype && !u->weak) /* a literal takes x's dtype */
 		return fail_at(n, 2, err, TIR_ETYPE, "updates %s must have x's dtype %s", TSTR(u, su),
 			       tir_dtype_name(x->dtype));
-	n->type = *x;
-	n->type.weak = false;
+	*ty = tir_ntype_value(x);
+	ty->weak = false;
 	return 0;
 }
 
@@ -1544,13 +1551,13 @@ static const rule_fn rules[TIR_OP_COUNT] = {
 #undef X
 };
 
-bool tir_type_bounded(const struct tir_type *t)
+bool tir_shape_bounded(int rank, const int64_t *shape)
 {
 	/* the product of the axes, a 0 counting as 1, so that no reshuffle of
 	 * a zero-size tensor's axes overflows either */
 	uint64_t m = 1;
-	for (int i = 0; i < t->rank; i++) {
-		int64_t d = t->shape[i] ? t->shape[i] : 1;
+	for (int i = 0; i < rank; i++) {
+		int64_t d = shape[i] ? shape[i] : 1;
 		/* m and d are at most 2^32 here: their product overflows only at
 		 * 2^64 (asked of every node: a multiplication, not a division) */
 		if (d < 0 || d > TIR_MAX_DIM || __builtin_mul_overflow(m, (uint64_t)d, &m) ||
@@ -1560,7 +1567,31 @@ bool tir_type_bounded(const struct tir_type *t)
 	return true;
 }
 
-int tir_check_node(struct tir_node *n, struct tir_err *err)
+/* tir_node_set_type of a type of rank 1 up */
+int tir_node_set_shape(struct tir_node *n, const struct tir_type *t, struct tir_arena *shapes)
+{
+	const int64_t *shape = NULL;
+	size_t bytes = sizeof *t->shape * t->rank;
+	/* its own as it was (a type the parser gave), or one of the first
+	 * operands' (an elementwise op's result has one's shape) */
+	if (n->type.rank == t->rank && !memcmp(n->type.shape, t->shape, bytes))
+		shape = n->type.shape;
+	for (int i = 0; !shape && i < n->nin && i < 4; i++) {
+		const struct tir_ntype *o = n->in[i] ? &n->in[i]->type : NULL; /* (optional: absent) */
+		if (o && o->rank == t->rank && !memcmp(o->shape, t->shape, bytes))
+			shape = o->shape;
+	}
+	if (!shape) {
+		int64_t *s = tir_arena_alloc8(shapes, bytes);
+		if (!s)
+			return -TIR_ENOMEM;
+		shape = memcpy(s, t->shape, bytes);
+	}
+	n->type = (struct tir_ntype){.dtype = t->dtype, .rank = t->rank, .weak = t->weak, .shape = shape};
+	return 0;
+}
+
+int tir_check_node(struct tir_node *n, struct tir_arena *shapes, struct tir_err *err)
 {
 	/* a call of several results is read only by its RESULT nodes (ir.h) */
 	for (int i = 0; n->op != TIR_OP_RESULT && i < n->nin; i++)
@@ -1571,13 +1602,19 @@ int tir_check_node(struct tir_node *n, struct tir_err *err)
 					"%s gives %d results; bind each to a name first (%s, ... = %s(...))", d->name,
 					d->nres, d->res[0], d->name);
 		}
-	int rc = rules[n->op](n, err);
-	if (rc == 0 && !tir_type_bounded(&n->type)) {
+	struct tir_type t;
+	tir_ntype_get(&n->type, &t); /* what the parser gave (an input's) */
+	int rc = rules[n->op](n, &t, err);
+	if (rc)
+		return rc;
+	if (!tir_type_bounded(&t)) {
 		char s[TIR_TYPE_STRLEN];
-		return fail_at(n, -1, err, TIR_ETYPE, "result %s has more than %lld elements",
-			       TSTR(&n->type, s), (long long)TIR_MAX_ELEMS);
+		return fail_at(n, -1, err, TIR_ETYPE, "result %s has more than %lld elements", TSTR(&t, s),
+			       (long long)TIR_MAX_ELEMS);
 	}
-	return rc;
+	if (tir_node_set_type(n, &t, shapes))
+		return fail_at(n, -1, err, TIR_ENOMEM, "out of memory");
+	return 0;
 }
 
 enum tir_dtype tir_compute_dtype(const struct tir_node *n)

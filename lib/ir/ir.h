@@ -28,6 +28,12 @@ struct tir_arena {
 	size_t used_total;
 };
 void *tir_arena_alloc(struct tir_arena *a, size_t n);      /* zeroed, 16-aligned; NULL on OOM */
+/* The same 8-aligned, and not aligned at all (bytes: a name's text): for
+ * an arena all of whose pieces are taken so, never mixed with the other
+ * kinds (a program's nodes; its names), where 16-byte steps would be a
+ * tenth of what a big program's statements hold. */
+void *tir_arena_alloc8(struct tir_arena *a, size_t n);
+void *tir_arena_alloc1(struct tir_arena *a, size_t n);
 /* Room for n bytes more in one block, made now (a big program's parse says
  * what it will need: one block of huge pages, not a run of small ones);
  * below 512 KiB it does nothing, and from there to 2 MiB it makes one huge
@@ -202,6 +208,7 @@ int tir_edit_distance(const char *a, size_t na, const char *b, size_t nb);
 
 /* ---- types ---- */
 
+/* A type as a value: what the checker computes with. */
 struct tir_type {
 	uint8_t dtype;        /* enum tir_dtype */
 	uint8_t rank;
@@ -209,12 +216,53 @@ struct tir_type {
 	int64_t shape[TIR_MAX_RANK];
 };
 
-int64_t tir_type_numel(const struct tir_type *t);
+/* A type as a node holds it: the same fields, the shape apart (rank of
+ * them, in the program's node arena, often an operand's own; for rank 0
+ * tir_shape0, so that a copy of rank axes never reads from NULL): 16 bytes where a struct tir_type is 72, in each of a long
+ * program's nodes.  Read it as a struct tir_type (n->type.shape[i]);
+ * tir_ntype_value gives one, tir_node_set_type writes one. */
+struct tir_ntype {
+	uint8_t dtype;
+	uint8_t rank;
+	bool weak;
+	const int64_t *shape;
+};
+
+extern const int64_t tir_shape0[1];
+
+static inline struct tir_type tir_ntype_value(const struct tir_ntype *t)
+{
+	struct tir_type v = {.dtype = t->dtype, .rank = t->rank, .weak = t->weak};
+	for (int i = 0; i < t->rank; i++)
+		v.shape[i] = t->shape[i];
+	return v;
+}
+
+/* The same into *v, its axes past rank left as they were (the checker's
+ * way, once or twice a node: a 72-byte struct cleared costs more than the
+ * rest of a scalar's check). */
+static inline void tir_ntype_get(const struct tir_ntype *t, struct tir_type *v)
+{
+	v->dtype = t->dtype;
+	v->rank = t->rank;
+	v->weak = t->weak;
+	for (int i = 0; i < t->rank; i++)
+		v->shape[i] = t->shape[i];
+}
+
+/* The functions on types read their fields by name, so that each takes
+ * either kind of type: a struct tir_type or a node's (&n->type). */
+int64_t tir_shape_numel(int rank, const int64_t *shape);
+bool tir_shape_bounded(int rank, const int64_t *shape);
+bool tir_shape_equal(int dta, int ra, const int64_t *a, int dtb, int rb, const int64_t *b);
+char *tir_shape_str(int dtype, int rank, const int64_t *shape, char *buf, size_t n);
+#define tir_type_numel(t) tir_shape_numel((t)->rank, (t)->shape)
 /* Whether the axes' product, a 0 counting as 1, is within TIR_MAX_ELEMS. */
-bool tir_type_bounded(const struct tir_type *t);
-bool tir_type_equal(const struct tir_type *a, const struct tir_type *b);
+#define tir_type_bounded(t) tir_shape_bounded((t)->rank, (t)->shape)
+/* dtype and shape (not weakness) */
+#define tir_type_equal(a, b) tir_shape_equal((a)->dtype, (a)->rank, (a)->shape, (b)->dtype, (b)->rank, (b)->shape)
 /* "f32[2, 3]" into buf; returns buf. */
-char *tir_type_str(const struct tir_type *t, char *buf, size_t n);
+#define tir_type_str(t, buf, n) tir_shape_str((t)->dtype, (t)->rank, (t)->shape, (buf), (n))
 #define TIR_TYPE_STRLEN 160
 
 /* ---- sources and tokens ---- */
@@ -292,20 +340,26 @@ struct tir_name_link {
 };
 
 /* Where an operand was written, in the source of its node's loc (an
- * operand is written beside its op, in the same text): 12 bytes where a
- * struct tir_loc takes 24.  line 0: not known (the node's loc stands). */
+ * operand is written beside its op, in the same text): its byte offset
+ * alone, 4 bytes where a struct tir_loc takes 24; its line and column are
+ * counted from the node's when asked (an error's). */
 struct tir_oploc {
-	uint32_t off, line, col;
+	uint32_t at;              /* the offset + 1; 0: not known (the node's loc stands) */
 };
 
+/* The place of byte off of at's source, its line counted from at's (so
+ * a REPL chunk's or a function body's lines stay theirs) and its column
+ * in code points from its line's start, as the lexer counts them. */
+void tir_loc_near(const struct tir_loc *at, uint32_t off, struct tir_loc *loc);
+
 /* The small fields come together so that none pads: a program holds one
- * node per operation (184 bytes on 64-bit; parse.c puts its attr, in and
+ * node per operation (120 bytes on 64-bit; parse.c puts its attr, in and
  * inloc right behind it, in the same arena piece).  It holds what the
  * program says: where a value runs is lib/place's answer, not the node's. */
 struct tir_node {
 	enum tir_op op;
 	uint32_t id;              /* index in program->nodes */
-	struct tir_type type;
+	struct tir_ntype type;
 	uint16_t nin;
 	bool in_print;            /* made by a print statement (fmt inlines it) */
 	bool known_int;           /* CONST: an integer known when checked (a loop's
@@ -314,20 +368,32 @@ struct tir_node {
 				   * than one place it is written (never bound to a name) */
 	uint32_t uses;            /* operand edges pointing here */
 	uint32_t stmt;            /* index of the statement that made it */
-	struct tir_node **in;
-	struct tir_oploc *inloc;  /* where each operand was written (tir_node_inloc) */
 	struct tir_attr *attr;    /* tir_op(op)->nattr of them */
 	struct tir_loc loc;       /* the op's token */
-	struct tir_name_link *names;   /* names ever bound to it, newest first */
+	/* the names ever bound to it: the first, and the others newest first
+	 * (most nodes have one name: it takes no link) */
+	const char *name;
+	struct tir_name_link *names;
 	const char *ref_name;     /* the name it was last referred to by */
-	/* INPUT: its name.  CONST: a weak scalar keeps its literal (ival,
-	 * fval); a tensor literal its data */
+	/* A node with operands holds them; INPUT and CONST, which have none,
+	 * hold their value in the same bytes (24 a node, of 100,000 in a
+	 * long program): read the one the op says. */
 	union {
-		const char *input_name;
-		int64_t ival;
+		struct {
+			struct tir_node **in;
+			struct tir_oploc *inloc;   /* where each operand was written (tir_node_inloc) */
+		};
+		struct {
+			/* INPUT: its name.  CONST: a weak scalar keeps its
+			 * literal (ival, fval); a tensor literal its data */
+			union {
+				const char *input_name;
+				int64_t ival;
+			};
+			double fval;
+			void *data;       /* arena; numel * dtype size, row-major */
+		};
 	};
-	double fval;
-	void *data;               /* arena; numel * dtype size, row-major */
 };
 
 /* Where n's operand i was written, as a struct tir_loc (n's own loc when
@@ -335,9 +401,11 @@ struct tir_node {
 static inline struct tir_loc tir_node_inloc(const struct tir_node *n, int i)
 {
 	const struct tir_oploc *o = &n->inloc[i];
-	if (!o->line || !n->loc.src)
+	if (!o->at || !n->loc.src)
 		return n->loc;
-	return (struct tir_loc){.src = n->loc.src, .off = o->off, .line = o->line, .col = o->col};
+	struct tir_loc loc;
+	tir_loc_near(&n->loc, o->at - 1, &loc);
+	return loc;
 }
 
 /* Note loc as where n's operand i was written: known only when it is in
@@ -345,7 +413,7 @@ static inline struct tir_loc tir_node_inloc(const struct tir_node *n, int i)
 static inline void tir_node_set_inloc(struct tir_node *n, int i, const struct tir_loc *loc)
 {
 	bool same = loc->src && loc->src == n->loc.src;
-	n->inloc[i] = (struct tir_oploc){.off = loc->off, .line = same ? loc->line : 0, .col = loc->col};
+	n->inloc[i].at = same ? loc->off + 1 : 0; /* (a source is at most 256 MiB) */
 }
 
 enum tir_stmt_kind { TIR_STMT_INPUT, TIR_STMT_BIND, TIR_STMT_PRINT };
@@ -358,7 +426,7 @@ struct tir_print_item {
 	bool called;              /* it calls a function: fmt renders node, not header */
 };
 
-/* 56 bytes: the small fields first, where none pads (a program of 100,000
+/* 48 bytes: the small fields first, where none pads (a program of 100,000
  * statements holds 100,000 of them) */
 struct tir_stmt {
 	enum tir_stmt_kind kind;
@@ -367,21 +435,37 @@ struct tir_stmt {
 	 * binding its RESULT node; nres how many (0: an ordinary binding) and
 	 * res which this one is (the first writes the line: print.c) */
 	uint8_t nres, res;
-	struct tir_loc loc;
+	/* where it starts (its name's token): a struct tir_loc without its
+	 * column, which tir_stmt_loc counts when asked */
+	uint32_t off, line;
+	const struct tir_source *src;
 	const char *name;         /* INPUT, BIND */
 	struct tir_node *node;    /* INPUT, BIND: the value bound */
 	struct tir_print_item *items;
 };
 
+/* 40 bytes (one a name: a long program holds 100,000) */
+/* Where statement s starts, as a struct tir_loc. */
+static inline struct tir_loc tir_stmt_loc(const struct tir_stmt *s)
+{
+	struct tir_loc at = {.src = s->src, .off = s->off, .line = s->line}, loc = at;
+	if (s->src)
+		tir_loc_near(&at, s->off, &loc);
+	return loc;
+}
+
 struct tir_binding {
 	const char *name;         /* arena */
 	struct tir_node *node;    /* NULL: poisoned by an earlier error, or unbound */
-	struct tir_loc loc;
-	uint32_t owner;           /* 0: a name of the program; else the call (its
-				   * serial) whose local name this is, renamed */
-	bool unbound;             /* rolled back (REPL): as if never bound */
 	const char *str;          /* a name for a string (ck = "m.npy"): its value
 				   * (arena); node is NULL then */
+	uint32_t owner;           /* 0: a name of the program; else the call (its
+				   * serial) whose local name this is, renamed */
+	uint32_t stmt;            /* when node is set: the statement that bound it
+				   * (index into program->stmts; where it was bound
+				   * is that statement's loc) */
+	uint32_t hash;            /* of the name (the index's, parse.c) */
+	bool unbound;             /* rolled back (REPL): as if never bound */
 };
 
 /* A function: its text is expanded again at each call (parse.c). */
@@ -400,8 +484,8 @@ struct tir_func {
 };
 
 struct tir_bind_slot {
-	uint32_t hash;            /* of the name */
-	uint32_t bind;            /* index into program->bind + 1; 0: empty */
+	uint32_t bind;            /* index into program->bind + 1; 0: empty (its
+				   * name's hash is the binding's) */
 };
 
 /* A pass over the graph as it grows (lib/place's placement: lib/ir calls it
@@ -430,6 +514,9 @@ struct tir_program {
 	 * apart from everything else, one after the other: a pass over the
 	 * graph (the planner makes a dozen) then reads memory in order */
 	struct tir_arena node_arena;
+	/* the names bound, their text packed (tir_arena_alloc1): a name of a
+	 * long program is 7 bytes or so, which 16-byte pieces would double */
+	struct tir_arena name_arena;
 	struct tir_node **nodes;
 	size_t nnodes, capnodes;
 	struct tir_stmt *stmts;
@@ -469,13 +556,28 @@ const struct tir_func *tir_program_func(const struct tir_program *p, const char 
 struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, const struct tir_loc *loc,
 			      uint32_t stmt);
 
-/* Infer node->type from its operands and attributes.  On failure fill err
- * (positioned at the operand at fault) and return -code. */
-int tir_check_node(struct tir_node *n, struct tir_err *err);
-/* Result dtype of combining a and b (weak scalars adopt the other's). */
-struct tir_type tir_promote(const struct tir_type *a, const struct tir_type *b);
-/* NumPy broadcast of a and b into out; false if they do not broadcast. */
-bool tir_broadcast(const struct tir_type *a, const struct tir_type *b, struct tir_type *out);
+/* Infer node->type from its operands and attributes, its shape kept in
+ * shapes (the program's node arena) unless an operand's is the same.  On
+ * failure fill err (positioned at the operand at fault) and return -code. */
+int tir_check_node(struct tir_node *n, struct tir_arena *shapes, struct tir_err *err);
+/* Write t as n's type, its shape into shapes unless one of n's operands
+ * has the same: 0, or -TIR_ENOMEM. */
+int tir_node_set_shape(struct tir_node *n, const struct tir_type *t, struct tir_arena *shapes);
+static inline int tir_node_set_type(struct tir_node *n, const struct tir_type *t, struct tir_arena *shapes)
+{
+	if (t->rank)
+		return tir_node_set_shape(n, t, shapes);
+	n->type = (struct tir_ntype){.dtype = t->dtype, .weak = t->weak, .shape = tir_shape0};
+	return 0;
+}
+/* Result dtype and weakness of combining a and b (weak scalars adopt the
+ * other's), in a type of rank 0; a and b either kind of type. */
+struct tir_type tir_promote_dtypes(int dta, bool weaka, int dtb, bool weakb);
+#define tir_promote(a, b) tir_promote_dtypes((a)->dtype, (a)->weak, (b)->dtype, (b)->weak)
+/* NumPy broadcast of a and b into out's rank and shape (either kind of
+ * type, out a struct tir_type); false if they do not broadcast. */
+bool tir_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, struct tir_type *out);
+#define tir_broadcast(a, b, out) tir_shape_broadcast((a)->rank, (a)->shape, (b)->rank, (b)->shape, (out))
 /* The axes an op reduces (after normalizing negatives), as a mask. */
 void tir_reduce_mask(const struct tir_node *n, int rank, bool mask[TIR_MAX_RANK]);
 /* arange's (start, stop, step) with arange(stop) read as arange(0, stop). */

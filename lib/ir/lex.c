@@ -181,6 +181,24 @@ void tir_loc_of(const struct tir_source *src, uint32_t off, struct tir_loc *loc)
 	loc->col = col;
 }
 
+void tir_loc_near(const struct tir_loc *at, uint32_t off, struct tir_loc *loc)
+{
+	const char *t = at->src->text;
+	uint32_t line = at->line, col = 1;
+	if (off > at->src->len)
+		off = at->src->len;
+	for (uint32_t i = off; i < at->off; i++) /* before at */
+		line -= t[i] == '\n';
+	for (uint32_t i = at->off; i < off; i++) /* after */
+		line += t[i] == '\n';
+	uint32_t ls = off;
+	while (ls > 0 && t[ls - 1] != '\n')
+		ls--;
+	for (uint32_t i = ls; i < off; i++)
+		col += !is_cont((unsigned char)t[i]);
+	*loc = (struct tir_loc){.src = at->src, .off = off, .line = line, .col = col};
+}
+
 /* Tokens are written field by field where the parser keeps them: a token
  * returned by value and copied whole at once stalls the copy on the
  * lexer's narrower stores still in flight (store forwarding fails). */

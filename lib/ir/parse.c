@@ -47,7 +47,7 @@ struct bind_undo {
 	bool was_new, unbound;
 	uint32_t owner;
 	struct tir_node *node;
-	struct tir_loc loc;
+	uint32_t stmt;
 };
 
 /* Weak scalar literals by value: a program writes the same few (0.5, 1,
@@ -368,11 +368,13 @@ static bool close_bracket(struct parser *ps, enum tir_tok k, const struct tir_to
 /* ---- bindings ----
  * p->bind holds every name ever bound, in the order first bound (a NULL node
  * is a poisoned name); p->bind_index finds them by name: open addressing
- * over 8-byte slots, at most half full.  Slots this small keep the index of
- * a big program within the caches, and it grows without touching p->bind.
+ * over 4-byte slots (a binding's index; its name's hash is in the binding,
+ * read when a slot's binding is compared), at most half full.  Slots this
+ * small keep the index of a big program within the caches: 10 bytes a
+ * name where the slot's own hash beside it made 21.
  *
  * Names numbered in turn (t1, t2, ... as generated programs write them)
- * go eight to a cache line of the index, in the order of their numbers: a
+ * go eight to a half cache line of the index, in the order of their numbers: a
  * statement binds its name next to the one the statement before it bound,
  * not at a random place of a big index, where each new name cost a miss
  * all the way to memory (the program's nodes, written meanwhile, push the
@@ -433,7 +435,8 @@ static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *
 		struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
 			return sl;
-		if (sl->hash == h && same_name(p->bind[sl->bind - 1].name, s, n))
+		const struct tir_binding *b = &p->bind[sl->bind - 1];
+		if (b->hash == h && same_name(b->name, s, n))
 			return sl;
 	}
 }
@@ -456,7 +459,7 @@ static int index_resize(struct tir_program *p, size_t ncap)
 		const struct tir_bind_slot *sl = &p->bind_index[i];
 		if (!sl->bind)
 			continue;
-		size_t j = sl->hash & (ncap - 1);
+		size_t j = p->bind[sl->bind - 1].hash & (ncap - 1);
 		while (ni[j].bind)
 			j = (j + 1) & (ncap - 1);
 		ni[j] = *sl;
@@ -495,12 +498,13 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 		return NULL;
 	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
-	b->name = tir_arena_strndup(&p->arena, s, n);
-	if (!b->name)
+	char *name = tir_arena_alloc1(&p->name_arena, n + 1); /* zeroed: its NUL */
+	if (!name)
 		return NULL;
+	b->name = memcpy(name, s, n);
 	if (!sl || p->capindex != capindex)
 		sl = bind_slot(p, s, n, h); /* the index has grown */
-	sl->hash = h;
+	b->hash = h;
 	sl->bind = (uint32_t)++p->nbind;
 	return b;
 }
@@ -533,6 +537,11 @@ const char *tir_node_current_name(const struct tir_program *p, const struct tir_
 		const struct tir_binding *b = tir_program_lookup(p, l->name, strlen(l->name));
 		if (b && b->node == n)
 			return l->name;
+	}
+	if (n->name) { /* the first */
+		const struct tir_binding *b = tir_program_lookup(p, n->name, strlen(n->name));
+		if (b && b->node == n)
+			return n->name;
 	}
 	return NULL;
 }
@@ -999,12 +1008,13 @@ struct tir_node *tir_node_new(struct tir_program *p, enum tir_op op, int nin, co
 	const struct tir_opdef *d = tir_op(op);
 	/* the node, its attributes and its operands in one piece */
 	size_t nattr = (size_t)d->nattr, n_in = (size_t)nin;
-	struct tir_node *n = tir_arena_alloc(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
+	struct tir_node *n = tir_arena_alloc8(&p->node_arena, sizeof *n + sizeof *n->attr * nattr +
 							(sizeof *n->in + sizeof *n->inloc) * n_in);
 	if (!n || (p->nnodes >= p->capnodes &&
 		   tir_grow_pages((void **)&p->nodes, &p->capnodes, p->nnodes + 1, sizeof *p->nodes)))
 		return NULL;
 	n->op = op;
+	n->type.shape = tir_shape0;
 	n->loc = *loc;
 	n->nin = (uint16_t)nin;
 	n->stmt = stmt;
@@ -1044,7 +1054,7 @@ static struct tir_node *checked(struct parser *ps, struct tir_node *n)
 		settle_literals(ps, n);
 	struct tir_err e; /* a failing rule fills it (tir_errf): not zeroed for every node */
 	const struct tir_pass *pass = &ps->prog->pass;
-	if (tir_check_node(n, &e) == 0 && (!pass->node || pass->node(pass->ud, ps->prog, n, &e) == 0))
+	if (tir_check_node(n, &ps->prog->node_arena, &e) == 0 && (!pass->node || pass->node(pass->ud, ps->prog, n, &e) == 0))
 		return n;
 	if (e.loc.src == NULL)
 		e.loc = n->loc;
@@ -1078,7 +1088,7 @@ static void settle_for(struct parser *ps, const struct tir_node *n, enum tir_dty
 		bool operand = false;
 		for (int i = 0; i < n->nin; i++)
 			operand |= n->in[i] == l->node;
-		if (!operand || l->node->names)
+		if (!operand || l->node->name)
 			continue;
 		if (want == TIR_DTYPE_F64) {
 			int64_t m = tir_type_numel(&l->node->type);
@@ -1122,8 +1132,8 @@ static struct tir_node *literal(struct parser *ps, const struct tir_loc *loc, en
 	struct tir_node **slot = &ps->lits_by_value[lit_slot(dt, iv, fv)];
 	struct tir_node *o = *slot;
 	const struct tir_program *p = ps->prog;
-	if (o && o->id < p->nnodes && p->nodes[o->id] == o && o->type.dtype == dt && o->ival == iv &&
-	    !memcmp(&o->fval, &fv, sizeof fv) && !o->names && !o->ref_name) {
+	if (o && o->id < p->nnodes && p->nodes[o->id] == o && o->op == TIR_OP_CONST && o->type.dtype == dt && o->ival == iv &&
+	    !memcmp(&o->fval, &fv, sizeof fv) && !o->name && !o->ref_name) {
 		o->lit_shared = true;
 		ps->lit_hit = o;
 		ps->lit_hit_at = *loc;
@@ -1369,9 +1379,13 @@ static struct tir_node *parse_list_literal(struct parser *ps, const struct tir_l
 			    : lb.any_num  ? TIR_DTYPE_I64
 			    : lb.any_bool ? TIR_DTYPE_BOOL
 					  : TIR_DTYPE_F32;
-	n->type.dtype = dt;
-	n->type.rank = (uint8_t)lb.rank;
-	memcpy(n->type.shape, lb.shape, sizeof lb.shape);
+	struct tir_type lt = {.dtype = (uint8_t)dt, .rank = (uint8_t)lb.rank};
+	memcpy(lt.shape, lb.shape, sizeof lb.shape);
+	if (tir_node_set_type(n, &lt, &ps->prog->node_arena)) {
+		perr(ps, TIR_ENOMEM, loc, "out of memory");
+		n = NULL;
+		goto out;
+	}
 	if (tir_type_numel(&n->type) != (int64_t)lb.n) {
 		perr(ps, TIR_ESYNTAX, loc, "ragged list literal");
 		n = NULL;
@@ -2199,20 +2213,26 @@ static struct tir_node *parse_call(struct parser *ps, enum tir_op op, const stru
 		/* the type is in the file's header; whoever hosts us reads it */
 		struct tir_err e = {0};
 		int dt = 0, rank = 0;
+		struct tir_type lt = {0};
 		if (!ps->prog->loader) {
 			perr(ps, TIR_EUNSUPPORTED, &loc, "load: reading files is not allowed here");
 			n = NULL;
 			goto fail;
 		}
 		if (ps->prog->loader(ps->prog->loader_ud, n->attr[0].s, n->attr[1].set ? n->attr[1].s : NULL,
-				     (enum tir_dtype *)&dt, &rank, n->type.shape, &e)) {
+				     (enum tir_dtype *)&dt, &rank, lt.shape, &e)) {
 			e.loc = loc;
 			add_diag(ps, &e);
 			n = NULL;
 			goto fail;
 		}
-		n->type.dtype = (uint8_t)dt;
-		n->type.rank = (uint8_t)rank;
+		lt.dtype = (uint8_t)dt;
+		lt.rank = (uint8_t)rank;
+		if (tir_node_set_type(n, &lt, &ps->prog->node_arena)) {
+			perr(ps, TIR_ENOMEM, &loc, "out of memory");
+			n = NULL;
+			goto fail;
+		}
 	}
 	n = checked(ps, n);
 	if (n && (d->nres > 1 || want > 0) && !results_match(ps, n, want, &loc))
@@ -2989,12 +3009,20 @@ static struct tir_stmt *new_stmt(struct parser *ps, enum tir_stmt_kind k, const 
 	struct tir_stmt *s = &p->stmts[p->nstmts++];
 	memset(s, 0, sizeof *s);
 	s->kind = k;
-	s->loc = *loc;
+	s->src = loc->src;
+	s->off = loc->off;
+	s->line = loc->line;
 	return s;
 }
 
 static void name_node(struct parser *ps, struct tir_node *n, const char *name)
 {
+	if (!n->name) {
+		n->name = name;
+		return;
+	}
+	if (!strcmp(n->name, name))
+		return;
 	for (struct tir_name_link *l = n->names; l; l = l->next)
 		if (!strcmp(l->name, name))
 			return;
@@ -3091,7 +3119,10 @@ static void parse_input(struct parser *ps)
 	struct tir_node *n = new_node(ps, TIR_OP_INPUT, 0, &loc);
 	if (!n)
 		return;
-	n->type = ty;
+	if (tir_node_set_type(n, &ty, &ps->prog->node_arena)) {
+		perr(ps, TIR_ENOMEM, &loc, "out of memory");
+		return;
+	}
 	ps->pend.node = n;
 }
 
@@ -3123,11 +3154,10 @@ static void commit_one(struct parser *ps)
 		}
 		ps->bundo[ps->nbundo++] = (struct bind_undo){
 			.index = (uint32_t)(b - p->bind), .was_new = p->nbind != nbind, .unbound = b->unbound,
-			.owner = b->owner, .node = b->node, .loc = b->loc};
+			.owner = b->owner, .node = b->node, .stmt = b->stmt};
 	}
 	if (!fr)
 		b->owner = 0; /* bound at the top level: the program's name now */
-	b->loc = ps->pend.loc;
 	b->node = NULL; /* poisoned unless the statement is whole */
 	b->str = NULL;
 	b->unbound = false;
@@ -3148,6 +3178,7 @@ static void commit_one(struct parser *ps)
 	st->name = b->name;
 	st->node = n;
 	b->node = n;
+	b->stmt = (uint32_t)(st - p->stmts);
 	if (ps->pend.kind == TIR_STMT_INPUT)
 		n->input_name = b->name;
 	name_node(ps, n, b->name);
@@ -3191,7 +3222,7 @@ static void undo_bindings(struct parser *ps)
 			b->unbound = true;
 		} else {
 			b->node = u->node;
-			b->loc = u->loc;
+			b->stmt = u->stmt;
 			b->owner = u->owner;
 			b->unbound = u->unbound;
 		}
@@ -4109,6 +4140,7 @@ int tir_program_parse(struct tir_program *p, const char *name, const char *src, 
 #define STMT_GUESS (1 << 20)
 #define NODE_BYTES_GUESS 448
 #define ARENA_BYTES_GUESS 64
+#define NAME_BYTES_GUESS 8
 
 static void reserve(struct tir_program *p, const char *text, size_t len, bool copy)
 {
@@ -4124,6 +4156,7 @@ static void reserve(struct tir_program *p, const char *text, size_t len, bool co
 	 * takes (a tensor literal's data and a long name take more: the
 	 * arenas grow past it as they would) */
 	(void)tir_arena_reserve(&p->node_arena, guess * NODE_BYTES_GUESS);
+	(void)tir_arena_reserve(&p->name_arena, guess * NAME_BYTES_GUESS);
 	(void)tir_arena_reserve(&p->arena, guess * ARENA_BYTES_GUESS + (copy ? len : 0));
 	size_t ncap = p->capindex ? p->capindex : 64;
 	while (ncap < 2 * (p->nbind + guess))
@@ -4211,6 +4244,7 @@ void tir_program_free(struct tir_program *p)
 	free(p->funcs);
 	tir_arena_free(&p->arena);
 	tir_arena_free(&p->node_arena);
+	tir_arena_free(&p->name_arena);
 	free(p);
 }
 

@@ -151,7 +151,7 @@ static bool attr_equal(const struct tir_param *prm, const struct tir_attr *a, co
 
 /* A zero-size literal keeps its shape: [[], []] is f32[2, 0].  Its text
  * is as long as the literal it came from. */
-static void render_empty(const struct tir_type *t, int d, struct tir_str *out)
+static void render_empty(const struct tir_ntype *t, int d, struct tir_str *out)
 {
 	tir_str_add(out, "[", 1);
 	for (int64_t i = 0; d + 1 < t->rank && i < t->shape[d]; i++) {
@@ -165,7 +165,7 @@ static void render_empty(const struct tir_type *t, int d, struct tir_str *out)
 /* A tensor literal's elements as nested lists. */
 static void render_literal(const struct tir_node *n, struct tir_str *out)
 {
-	const struct tir_type *t = &n->type;
+	const struct tir_ntype *t = &n->type;
 	int64_t numel = tir_type_numel(t);
 	int64_t idx[TIR_MAX_RANK] = {0};
 	if (t->rank == 0) { /* not made by the parser, but printable */

@@ -78,7 +78,8 @@ void tir_program_vars(const struct tir_program *p, tir_var_fn fn, void *ud)
 		if (s->kind == TIR_STMT_PRINT)
 			continue;
 		const struct tir_binding *b = tir_program_lookup(p, s->name, strlen(s->name));
-		if (!b || b->node != s->node || b->loc.src != s->loc.src || b->loc.off != s->loc.off || b->owner)
+		const struct tir_stmt *bs = b && b->stmt < p->nstmts ? &p->stmts[b->stmt] : NULL;
+		if (!bs || b->node != s->node || bs->src != s->src || bs->off != s->off || b->owner)
 			continue; /* rebound since, or a function's local (renamed) */
 		struct tir_var v = {.name = s->name, .input = s->node->op == TIR_OP_INPUT};
 		tir_type_str(&s->node->type, v.type, sizeof v.type);

@@ -26,6 +26,9 @@ double tir_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* a node's shape of rank 0 (ir.h) */
+const int64_t tir_shape0[1] = {1};
+
 /* ---- arena ---- */
 
 struct tir_arena_block {
@@ -103,9 +106,9 @@ static struct tir_arena_block *new_block(size_t cap, bool populate)
 	return b;
 }
 
-void *tir_arena_alloc(struct tir_arena *a, size_t n)
+/* n bytes (a multiple of the arena's pieces' alignment), zeroed */
+static void *arena_take(struct tir_arena *a, size_t n)
 {
-	n = (n + 15) & ~(size_t)15;
 	struct tir_arena_block *b = a->head;
 	if (!b || b->cap - b->used < n) {
 		/* blocks double as the program grows, up to ARENA_BLOCK_MAX in all
@@ -132,6 +135,21 @@ void *tir_arena_alloc(struct tir_arena *a, size_t n)
 	if (!b->mapped)
 		memset(p, 0, n);
 	return p;
+}
+
+void *tir_arena_alloc(struct tir_arena *a, size_t n)
+{
+	return arena_take(a, (n + 15) & ~(size_t)15);
+}
+
+void *tir_arena_alloc8(struct tir_arena *a, size_t n)
+{
+	return arena_take(a, (n + 7) & ~(size_t)7);
+}
+
+void *tir_arena_alloc1(struct tir_arena *a, size_t n)
+{
+	return arena_take(a, n);
 }
 
 int tir_arena_reserve(struct tir_arena *a, size_t n)
@@ -392,30 +410,30 @@ int tir_dtype_from_name(const char *s, size_t n)
 
 /* ---- types ---- */
 
-int64_t tir_type_numel(const struct tir_type *t)
+int64_t tir_shape_numel(int rank, const int64_t *shape)
 {
 	int64_t n = 1;
-	for (int i = 0; i < t->rank; i++)
-		n *= t->shape[i];
+	for (int i = 0; i < rank; i++)
+		n *= shape[i];
 	return n;
 }
 
-bool tir_type_equal(const struct tir_type *a, const struct tir_type *b)
+bool tir_shape_equal(int dta, int ra, const int64_t *a, int dtb, int rb, const int64_t *b)
 {
-	if (a->dtype != b->dtype || a->rank != b->rank)
+	if (dta != dtb || ra != rb)
 		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (a->shape[i] != b->shape[i])
+	for (int i = 0; i < ra; i++)
+		if (a[i] != b[i])
 			return false;
 	return true;
 }
 
-char *tir_type_str(const struct tir_type *t, char *buf, size_t n)
+char *tir_shape_str(int dtype, int rank, const int64_t *shape, char *buf, size_t n)
 {
-	size_t k = (size_t)snprintf(buf, n, "%s[", tir_dtype_name(t->dtype));
-	for (int i = 0; i < t->rank && k < n; i++)
+	size_t k = (size_t)snprintf(buf, n, "%s[", tir_dtype_name(dtype));
+	for (int i = 0; i < rank && k < n; i++)
 		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "",
-				      (long long)t->shape[i]);
+				      (long long)shape[i]);
 	if (k < n)
 		snprintf(buf + k, n - k, "]");
 	return buf;

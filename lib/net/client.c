@@ -218,7 +218,7 @@ static void results_absorb(struct results *d, const unsigned char *p, size_t n)
 				results_fault(d, TIR_ENET, "result %zu: %s", d->i + 1, e.msg);
 				break;
 			}
-			const struct tir_type *want_t = &d->targets[d->i]->type;
+			const struct tir_ntype *want_t = &d->targets[d->i]->type;
 			bool ok = d->fi.dtype == want_t->dtype && d->fi.rank == want_t->rank;
 			for (int k = 0; ok && k < d->fi.rank; k++)
 				ok = d->fi.shape[k] == want_t->shape[k];

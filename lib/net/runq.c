@@ -183,7 +183,7 @@ static int count_node(void *ud, struct tir_program *p, struct tir_node *n, struc
 				"the batch makes more than %llu ops (its loops and calls expanded), this server's "
 				"limit (--max-ops)", (unsigned long long)k->max);
 	}
-	if (n->data) /* (a literal, checked: its type is its data's) */
+	if (n->op == TIR_OP_CONST && n->data) /* (a literal, checked: its type is its data's) */
 		k->data += (uint64_t)tir_type_numel(&n->type) * tir_dtype_size((enum tir_dtype)n->type.dtype) * 3 / 2;
 	if (k->nodes * NODE_COST + k->data > k->charged) {
 		/* node by node at first (a small text under a small budget),

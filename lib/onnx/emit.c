@@ -108,10 +108,10 @@ bool ox_in_type(struct ox_node_ctx *c, size_t k, struct tir_type *t)
 		return true;
 	}
 	const char *n = ox_in(c, k);
-	const struct tir_type *ty = n ? ox_type(c->m, n) : NULL;
+	const struct tir_ntype *ty = n ? ox_type(c->m, n) : NULL;
 	if (!ty)
 		return false;
-	*t = *ty;
+	*t = tir_ntype_value(ty);
 	return true;
 }
 

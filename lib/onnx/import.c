@@ -667,7 +667,7 @@ int ox_bind(struct ox_imp *m, const char *onnx, const char *tir)
 	return v->tir ? alias(m, v, tir) : ox_fail(m, TIR_ENOMEM, "out of memory");
 }
 
-const struct tir_type *ox_type(struct ox_imp *m, const char *tir)
+const struct tir_ntype *ox_type(struct ox_imp *m, const char *tir)
 {
 	const struct tir_binding *b = tir_program_lookup(m->prog, tir, strlen(tir));
 	return b && b->node ? &b->node->type : NULL;

@@ -38,7 +38,7 @@ static const char *in_axis(struct ox_node_ctx *c, int64_t def, struct tir_type *
  * where tir computes in a float) */
 static const char *as_dtype(struct ox_node_ctx *c, const char *x, enum tir_dtype dt)
 {
-	const struct tir_type *t = x ? ox_type(c->m, x) : NULL;
+	const struct tir_ntype *t = x ? ox_type(c->m, x) : NULL;
 	if (!t || t->dtype == dt)
 		return x;
 	return EMIT("cast(%s, dtype=%s)", x, tir_dtype_name(dt));
@@ -1153,7 +1153,7 @@ static int op_hardmax(struct ox_node_ctx *c)
 		a = 1;
 		r = 2;
 	}
-	const struct tir_type *ty = y ? ox_type(c->m, y) : NULL;
+	const struct tir_ntype *ty = y ? ox_type(c->m, y) : NULL;
 	if (!ty)
 		return -c->m->err->code;
 	const char *i = EMIT("argmax(%s, axis=%d, keepdims=true)", y, a);
@@ -1875,7 +1875,7 @@ static const char *drop_unit_axis(struct ox_node_ctx *c, const char *y, int rank
 {
 	if (!y || rank != 3)
 		return y;
-	const struct tir_type *ty = ox_type(c->m, y);
+	const struct tir_ntype *ty = ox_type(c->m, y);
 	int64_t s[3] = {ty->shape[0], ty->shape[1], ty->shape[3]};
 	char b[300];
 	return EMIT("reshape(%s, shape=%s)", y, ox_shape_str(b, sizeof b, 3, s));
@@ -2027,7 +2027,7 @@ static int op_convtranspose(struct ox_node_ctx *c)
 	for (int a = 0; a < 2 && x; a++) {
 		if (front[a] >= 0 && back[a] >= 0)
 			continue;
-		const struct tir_type *tx = ox_type(c->m, x);
+		const struct tir_ntype *tx = ox_type(c->m, x);
 		int64_t n = tx->shape[2 + a], st = front[a] < 0 ? -front[a] : 0, sp = n - (back[a] < 0 ? -back[a] : 0);
 		if (sp <= st)
 			return ox_fail(c->m, TIR_ETYPE, "pads larger than the result");

@@ -105,7 +105,7 @@ static int upgrade_broadcast(struct ox_imp *m, struct ox_upgrade *u, const Onnx_
 	if (n->n_input < 2)
 		return 0;
 	const char *a = ox_use(m, n->input[0]), *b = a ? ox_use(m, n->input[1]) : NULL;
-	const struct tir_type *ta = a ? ox_type(m, a) : NULL, *tb = b ? ox_type(m, b) : NULL;
+	const struct tir_ntype *ta = a ? ox_type(m, a) : NULL, *tb = b ? ox_type(m, b) : NULL;
 	if (!ta || !tb)
 		return m->err->code ? -m->err->code : ox_fail(m, TIR_EDATA, "an operand has no type");
 	if (!bc || !bc->i) {

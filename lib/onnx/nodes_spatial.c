@@ -324,10 +324,10 @@ int ox_op_resize(struct ox_node_ctx *c)
 	if (!ox_has_in(c, 0))
 		return ox_fail(c->m, TIR_EDATA, "input 0 is missing");
 	const char *x = ox_use(c->m, c->n->input[0]);
-	const struct tir_type *tx = x ? ox_type(c->m, x) : NULL;
+	const struct tir_ntype *tx = x ? ox_type(c->m, x) : NULL;
 	if (!tx)
 		return -c->m->err->code;
-	struct tir_type t = *tx;
+	struct tir_type t = tir_ntype_value(tx);
 	bool upsample7 = !strcmp(c->n->op_type, "Upsample") && c->opset < 9;
 	size_t ks = c->opset < 11 ? 1 : 2, kz = 3, kr = 1;
 	double scales[TIR_MAX_RANK], roi[2 * TIR_MAX_RANK];
@@ -415,7 +415,7 @@ struct sp_win {
 	int64_t in[3], k[3], s[3], d[3], p0[3], p1[3];
 };
 
-static int sp_window(struct ox_node_ctx *c, const struct tir_type *t, const int64_t *kw, struct sp_win *w)
+static int sp_window(struct ox_node_ctx *c, const struct tir_ntype *t, const int64_t *kw, struct sp_win *w)
 {
 	int n = t->rank - 2;
 	if (n < 1 || n > 3)
@@ -475,7 +475,7 @@ static void sp_pads(struct tir_str *s, int n, const int64_t *p0, const int64_t *
 static const char *sp_conv3d(struct ox_node_ctx *c, const char *x, const char *w, const struct sp_win *win,
 			     int64_t g)
 {
-	const struct tir_type *tx = ox_type(c->m, x), *tw = ox_type(c->m, w);
+	const struct tir_ntype *tx = ox_type(c->m, x), *tw = ox_type(c->m, w);
 	if (!tx || !tw)
 		return NULL;
 	int64_t N = tx->shape[0], C = tx->shape[1], D = tx->shape[2], H = tx->shape[3], W = tx->shape[4];
@@ -502,7 +502,7 @@ static const char *sp_conv3d(struct ox_node_ctx *c, const char *x, const char *w
 		if (!acc)
 			return NULL;
 	}
-	const struct tir_type *ty = acc ? ox_type(c->m, acc) : NULL;
+	const struct tir_ntype *ty = acc ? ox_type(c->m, acc) : NULL;
 	if (!ty)
 		return NULL;
 	int64_t s5[5] = {N, Do, O, ty->shape[2], ty->shape[3]};
@@ -523,7 +523,7 @@ static const char *sp_bias(struct ox_node_ctx *c, const char *y, int64_t O)
 int ox_op_conv3d(struct ox_node_ctx *c)
 {
 	const char *x = ox_in(c, 0), *w = x ? ox_in(c, 1) : NULL;
-	const struct tir_type *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
+	const struct tir_ntype *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
 	if (!tw)
 		return -c->m->err->code;
 	if (tw->rank != 5)
@@ -582,14 +582,14 @@ static const char *sp_indices(struct ox_node_ctx *c, const struct tir_type *t, b
 int ox_op_pool_nd(struct ox_node_ctx *c)
 {
 	const char *x = ox_in(c, 0);
-	const struct tir_type *tx = x ? ox_type(c->m, x) : NULL;
+	const struct tir_ntype *tx = x ? ox_type(c->m, x) : NULL;
 	if (!tx)
 		return -c->m->err->code;
-	struct tir_type t = *tx;
+	struct tir_type t = tir_ntype_value(tx);
 	bool max = !strcmp(c->n->op_type, "MaxPool");
 	bool want_ix = max && c->n->n_output > 1 && c->n->output[1] && *c->n->output[1];
 	struct sp_win win;
-	if (sp_window(c, &t, NULL, &win))
+	if (sp_window(c, tx, NULL, &win))
 		return -c->m->err->code;
 	const Onnx__AttributeProto *a;
 	const char *xi = want_ix ? sp_indices(c, &t, (a = ox_attr(c, "storage_order")) && a->i) : NULL;
@@ -783,7 +783,7 @@ static int gs_cubic(struct gs_ctx *g, const char *t, const char **w)
 int ox_op_gridsample(struct ox_node_ctx *c)
 {
 	const char *x = ox_in(c, 0), *gr = x ? ox_in(c, 1) : NULL;
-	const struct tir_type *tx = gr ? ox_type(c->m, x) : NULL, *tg = tx ? ox_type(c->m, gr) : NULL;
+	const struct tir_ntype *tx = gr ? ox_type(c->m, x) : NULL, *tg = tx ? ox_type(c->m, gr) : NULL;
 	if (!tg)
 		return -c->m->err->code;
 	if (tx->rank != 4 || tg->rank != 4 || tg->shape[3] != 2 || tg->shape[0] != tx->shape[0])
@@ -924,8 +924,8 @@ static int ra_axis(struct ox_node_ctx *c, const char *rois, int k, int64_t n, in
 int ox_op_roialign(struct ox_node_ctx *c)
 {
 	const char *x = ox_in(c, 0), *rois = x ? ox_in(c, 1) : NULL, *bi = rois ? ox_in(c, 2) : NULL;
-	const struct tir_type *tx = bi ? ox_type(c->m, x) : NULL, *tr = tx ? ox_type(c->m, rois) : NULL;
-	const struct tir_type *tb = tr ? ox_type(c->m, bi) : NULL;
+	const struct tir_ntype *tx = bi ? ox_type(c->m, x) : NULL, *tr = tx ? ox_type(c->m, rois) : NULL;
+	const struct tir_ntype *tb = tr ? ox_type(c->m, bi) : NULL;
 	if (!tb)
 		return -c->m->err->code;
 	if (tx->rank != 4 || tr->rank != 2 || tr->shape[1] != 4 || tb->rank != 1 || tb->shape[0] != tr->shape[0])
@@ -997,7 +997,7 @@ int ox_op_roialign(struct ox_node_ctx *c)
 int ox_op_maxunpool(struct ox_node_ctx *c)
 {
 	const char *x = ox_in(c, 0), *ix = x ? ox_in(c, 1) : NULL;
-	const struct tir_type *tx = ix ? ox_type(c->m, x) : NULL, *ti = tx ? ox_type(c->m, ix) : NULL;
+	const struct tir_ntype *tx = ix ? ox_type(c->m, x) : NULL, *ti = tx ? ox_type(c->m, ix) : NULL;
 	if (!ti)
 		return -c->m->err->code;
 	if (ti->rank != tx->rank || memcmp(ti->shape, tx->shape, sizeof(int64_t) * (size_t)tx->rank))
@@ -1073,7 +1073,7 @@ int ox_op_maxunpool(struct ox_node_ctx *c)
 int ox_op_convtranspose3d(struct ox_node_ctx *c)
 {
 	const char *x = ox_in(c, 0), *w = x ? ox_in(c, 1) : NULL;
-	const struct tir_type *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
+	const struct tir_ntype *tx = w ? ox_type(c->m, x) : NULL, *tw = tx ? ox_type(c->m, w) : NULL;
 	if (!tw)
 		return -c->m->err->code;
 	if (tw->rank != 5)

@@ -84,7 +84,7 @@ char *ox_fresh(struct ox_imp *m, const char *base);
 /* emit "NAME = EXPR" (NAME fresh from base), check it; returns NAME or NULL with m->err set */
 const char *ox_emit(struct ox_imp *m, const char *base, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* the type of a bound tir name */
-const struct tir_type *ox_type(struct ox_imp *m, const char *tir);
+const struct tir_ntype *ox_type(struct ox_imp *m, const char *tir);
 /* the tir name holding an ONNX value (a constant is emitted on first use); NULL with err */
 const char *ox_use(struct ox_imp *m, const char *onnx);
 /* ONNX value onnx is the tir value tir (a node's output) */

@@ -51,7 +51,7 @@ static struct tir_node *done(struct tir_placed *pl, struct tir_node *n, const st
 		return NULL;
 	for (int k = 0; k < n->nin; k++) /* operands first: a batch walks ids down */
 		TIR_ASSERT(!n->in[k] || n->in[k]->id < n->id);
-	if (tir_check_node(n, err) || tir_place_node(pl, n, err)) {
+	if (tir_check_node(n, &pl->p->node_arena, err) || tir_place_node(pl, n, err)) {
 		if (!err->loc.src)
 			err->loc = like->loc;
 		return NULL;
@@ -146,8 +146,10 @@ static struct tir_node *again(struct tir_placed *pl, const struct tir_node *like
 	memcpy(n->inloc, like->inloc, sizeof *n->inloc * like->nin);
 	for (int k = 0; k < like->nin; k++)
 		n->in[k] = ins[k];
-	n->ival = like->ival;
-	n->fval = like->fval;
+	if (!like->nin) { /* a literal's value, where an op's operands are (ir.h) */
+		n->ival = like->ival;
+		n->fval = like->fval;
+	}
 	return done(pl, n, like, err);
 }
 
@@ -624,7 +626,7 @@ static int batch_split(struct tir_placed *pl, struct tir_node *n, struct tir_err
  * reshape, slice), or -1 when the pieces do not stay whole along it. */
 static int moved_axis(struct tir_node *n, int a)
 {
-	const struct tir_type *in = &n->in[0]->type, *out = &n->type;
+	const struct tir_ntype *in = &n->in[0]->type, *out = &n->type;
 	if (n->op == TIR_OP_TRANSPOSE) {
 		const struct tir_attr *perm = attr_of(n, "perm");
 		if (!perm->set)

@@ -26,7 +26,7 @@
 
 /* Input t of type ty (f32 or f64), its values from a formula, some
  * special. */
-static void make_input(const struct tir_type *ty, struct tir_tensor *t)
+static void make_input(const struct tir_ntype *ty, struct tir_tensor *t)
 {
 	struct tir_err err = {0};
 	CHECK(tir_tensor_alloc(t, ty->dtype, ty->rank, ty->shape, false, &err) == 0);

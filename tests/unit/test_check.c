@@ -107,12 +107,18 @@ static struct tir_type ty(enum tir_dtype dt, int rank, const int64_t *shape, boo
 struct hand {
 	struct tir_node n;
 	struct tir_node leaf[4];
+	struct tir_type leaf_type[4];   /* the leaves' types' shapes live here */
 	struct tir_node *in[4];
 	struct tir_oploc inloc[4];
 	struct tir_attr attr[TIR_MAX_PARAMS];
 };
 
-static const struct tir_source hand_src = {.name = "hand", .text = "", .len = 0};
+/* the shapes tir_check_node keeps (freed at the end) */
+static struct tir_arena shapes;
+
+/* one line of 40 blanks: operand i is written at column 10 (i + 1) */
+static const struct tir_source hand_src = {.name = "hand", .text = "                                        ",
+					   .len = 40};
 
 static void hand_init(struct hand *h, enum tir_op op, int nin, const struct tir_type *types)
 {
@@ -129,10 +135,11 @@ static void hand_init(struct hand *h, enum tir_op op, int nin, const struct tir_
 	memcpy(h->attr, d->defaults, sizeof h->attr[0] * (size_t)d->nattr);
 	for (int i = 0; i < nin; i++) {
 		h->leaf[i].op = TIR_OP_INPUT;
-		h->leaf[i].type = types[i];
+		h->leaf_type[i] = types[i];
+		h->leaf[i].type = (struct tir_ntype){.dtype = types[i].dtype, .rank = types[i].rank,
+						     .weak = types[i].weak, .shape = h->leaf_type[i].shape};
 		h->in[i] = &h->leaf[i];
-		h->inloc[i].line = 1;
-		h->inloc[i].col = (uint32_t)(10 * (i + 1));
+		h->inloc[i].at = (uint32_t)(10 * (i + 1)); /* offset 10 (i + 1) - 1 */
 	}
 }
 
@@ -369,12 +376,12 @@ static void test_promotion(void)
 	struct tir_type ts[2] = {ty(TIR_DTYPE_I32, 0, NULL, false), ty(TIR_DTYPE_F64, 0, NULL, false)};
 	hand_init(&h, TIR_OP_LT, 2, ts);
 	struct tir_err e = {0};
-	CHECK(tir_check_node(&h.n, &e) == 0 && h.n.type.dtype == TIR_DTYPE_BOOL);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == 0 && h.n.type.dtype == TIR_DTYPE_BOOL);
 	CHECK(tir_compute_dtype(&h.n) == TIR_DTYPE_F64);
 	hand_init(&h, TIR_OP_ADD, 2, ts);
-	CHECK(tir_check_node(&h.n, &e) == 0 && tir_compute_dtype(&h.n) == TIR_DTYPE_F64);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == 0 && tir_compute_dtype(&h.n) == TIR_DTYPE_F64);
 	hand_init(&h, TIR_OP_AND, 2, ts);
-	CHECK(tir_check_node(&h.n, &e) == 0 && tir_compute_dtype(&h.n) == TIR_DTYPE_BOOL);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == 0 && tir_compute_dtype(&h.n) == TIR_DTYPE_BOOL);
 }
 
 /* ---- reductions ---- */
@@ -464,12 +471,12 @@ static void test_reduce(void)
 	h.attr[0].set = true;
 	h.attr[0].i = -1;
 	e = (struct tir_err){0};
-	CHECK(tir_check_node(&h.n, &e) == 0);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == 0);
 	CHECK(h.n.type.dtype == TIR_DTYPE_I64 && h.n.type.rank == 2 && h.n.type.shape[1] == 3);
 	hand_init(&h, TIR_OP_SUM, 1, &tx);
 	int64_t axes[2] = {1, 1};
 	h.attr[0] = (struct tir_attr){.set = true, .is_list = true, .n = 2, .v = axes};
-	CHECK(tir_check_node(&h.n, &e) == -TIR_ETYPE && e.code == TIR_ETYPE && strstr(e.msg, "given twice"));
+	CHECK(tir_check_node(&h.n, &shapes, &e) == -TIR_ETYPE && e.code == TIR_ETYPE && strstr(e.msg, "given twice"));
 	/* with no operand location the error is at the op */
 	CHECK(e.loc.line == 1 && e.loc.col == 1);
 }
@@ -703,7 +710,7 @@ static void test_matmul(void)
 	struct tir_type ts[2] = {ty(TIR_DTYPE_F32, 2, sa, false), ty(TIR_DTYPE_F32, 2, sb, false)};
 	hand_init(&h, TIR_OP_MATMUL, 2, ts);
 	struct tir_err e = {0};
-	CHECK(tir_check_node(&h.n, &e) == -TIR_ETYPE);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == -TIR_ETYPE);
 	CHECK(e.loc.col == 20 && strstr(e.msg, "inner dimensions differ")); /* operand 1's location */
 }
 
@@ -919,24 +926,24 @@ static void test_helpers(void)
 	struct tir_type ts[2] = {ty(TIR_DTYPE_I32, 2, s, false), ty(TIR_DTYPE_F32, 0, NULL, true)};
 	hand_init(&h, TIR_OP_ADD, 2, ts);
 	struct tir_err e = {0};
-	CHECK(tir_check_node(&h.n, &e) == 0);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == 0);
 	CHECK(h.n.type.dtype == TIR_DTYPE_F32 && h.n.type.rank == 2 && !h.n.type.weak && e.code == 0);
 	/* a broadcast failure is reported at operand 1's location */
 	int64_t s2[1] = {2};
 	ts[1] = ty(TIR_DTYPE_I32, 1, s2, false);
 	hand_init(&h, TIR_OP_MUL, 2, ts);
-	CHECK(tir_check_node(&h.n, &e) == -TIR_ETYPE && e.loc.col == 20);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == -TIR_ETYPE && e.loc.col == 20);
 	CHECK(!strcmp(e.msg, "mul: shapes i32[2, 3] and i32[2] do not broadcast"));
 	/* a bool-on-bool add is reported at operand 0 */
 	ts[0] = ty(TIR_DTYPE_BOOL, 1, s2, false);
 	ts[1] = ty(TIR_DTYPE_BOOL, 1, s2, false);
 	hand_init(&h, TIR_OP_SUB, 2, ts);
-	CHECK(tir_check_node(&h.n, &e) == -TIR_ETYPE && e.loc.col == 10);
+	CHECK(tir_check_node(&h.n, &shapes, &e) == -TIR_ETYPE && e.loc.col == 10);
 	/* unary float ops keep a float type and turn the rest into f32 */
 	for (int dt = 0; dt < TIR_DTYPE_COUNT; dt++) {
 		struct tir_type t1 = ty(dt, 1, s2, false);
 		hand_init(&h, TIR_OP_TANH, 1, &t1);
-		CHECK(tir_check_node(&h.n, &e) == 0);
+		CHECK(tir_check_node(&h.n, &shapes, &e) == 0);
 		bool fl = dt == TIR_DTYPE_F64 || dt == TIR_DTYPE_F32 || dt == TIR_DTYPE_F16 || dt == TIR_DTYPE_BF16;
 		CHECK(h.n.type.dtype == (fl ? dt : TIR_DTYPE_F32));
 	}
@@ -976,5 +983,6 @@ int main(void)
 	test_limits();
 	test_helpers();
 	test_known_bugs(); /* last: one of them aborts under UBSan */
+	tir_arena_free(&shapes);
 	return check_report("test_check");
 }

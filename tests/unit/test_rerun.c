@@ -27,7 +27,7 @@ static const char *progs[] = {
 
 /* x's value for round r: contiguous, or (transposed) a view across a
  * buffer of the transposed shape. */
-static void make_x(const struct tir_type *ty, int r, bool transposed, struct tir_tensor *t)
+static void make_x(const struct tir_ntype *ty, int r, bool transposed, struct tir_tensor *t)
 {
 	struct tir_err err = {0};
 	int64_t shape[TIR_MAX_RANK];
@@ -60,7 +60,7 @@ static void one(const char *text)
 		tir_exec_set_fuse(x[f], f >= 1);
 		tir_exec_set_once(x[f], f == 2);
 	}
-	const struct tir_type *ty = &p[0]->stmts[0].node->type;
+	const struct tir_ntype *ty = &p[0]->stmts[0].node->type;
 	const char *names[] = {"y", "z"};
 	/* new values, then transposed (another layout), then back */
 	bool transposed[] = {false, false, false, true, true, false, false};
