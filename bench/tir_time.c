@@ -76,7 +76,7 @@ static char *read_file(const char *path, size_t *len)
 /* The k-th input's data (see the file head). */
 static int fill_input(struct tir_exec *x, const struct tir_stmt *st, int k, double lo, double hi)
 {
-	const struct tir_type *ty = &st->node->type;
+	const struct tir_ntype *ty = &st->node->type;
 	struct tir_err err = {0};
 	struct tir_tensor t = {0};
 	if (!tir_dtype_is_float((enum tir_dtype)ty->dtype)) {
