@@ -47,6 +47,14 @@ static bool busy;        /* the thread is in a call, its range out of the queue 
 static int state;        /* 0: not started; 1: running; -1: cannot run here */
 static uint64_t done;    /* bytes the thread faulted in (tir_prefault_stats) */
 
+/* under mu: queue[i] out, the rest in their order */
+static void drop(int i)
+{
+	for (int k = i + 1; k < nqueued; k++)
+		queue[k - 1] = queue[k];
+	nqueued--;
+}
+
 static void *prefault_main(void *ud)
 {
 	(void)ud;
@@ -60,13 +68,10 @@ static void *prefault_main(void *ud)
 			if (e > queue[i].end)
 				e = queue[i].end;
 			queue[i].at = e;
-			if (e == queue[i].end) {
-				for (int k = i + 1; k < nqueued; k++)
-					queue[k - 1] = queue[k];
-				nqueued--;
-			} else {
+			if (e == queue[i].end)
+				drop(i);
+			else
 				i++;
-			}
 			busy = true;
 			pthread_mutex_unlock(&mu);
 			int r = madvise((void *)a, e - a, MADV_POPULATE_WRITE);
@@ -133,13 +138,10 @@ void tir_prefault_cancel(const void *p, size_t n)
 	uintptr_t a = (uintptr_t)p, e = a + n;
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < nqueued;) {
-		if (queue[i].at < e && a < queue[i].end) {
-			for (int k = i + 1; k < nqueued; k++)
-				queue[k - 1] = queue[k];
-			nqueued--;
-		} else {
+		if (queue[i].at < e && a < queue[i].end)
+			drop(i);
+		else
 			i++;
-		}
 	}
 	pthread_mutex_unlock(&mu);
 }
