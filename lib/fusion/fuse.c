@@ -381,23 +381,19 @@ static bool pad_eq(int trank, const int64_t *tshape, int rank, const int64_t *sh
 #define row_shape(t, in) row_shape_of((t)->rank, (t)->shape, (in))
 static bool row_shape_of(int rank, const int64_t *shape, const struct tir_group_info *in)
 {
-	const struct {
-		int rank;
-		const int64_t *shape;
-	} tv = {rank, shape}, *t = &tv;
 	int d = 0;
 	for (int e = 0; e < in->split; e++) {
 		if (in->shape[e] == 1)
 			continue;
-		while (d < t->rank && t->shape[d] == 1)
+		while (d < rank && shape[d] == 1)
 			d++;
-		if (d == t->rank || t->shape[d] != in->shape[e])
+		if (d == rank || shape[d] != in->shape[e])
 			return false;
 		d++;
 	}
-	while (d < t->rank && t->shape[d] == 1)
+	while (d < rank && shape[d] == 1)
 		d++;
-	return d == t->rank;
+	return d == rank;
 }
 
 /* The layout an unfused run gives member j's value: a FULL member is

@@ -218,8 +218,8 @@ struct tir_type {
 
 /* A type as a node holds it: the same fields, the shape apart (rank of
  * them, in the program's node arena, often an operand's own; for rank 0
- * tir_shape0, so that a copy of rank axes never reads from NULL): 16 bytes where a struct tir_type is 72, in each of a long
- * program's nodes.  Read it as a struct tir_type (n->type.shape[i]);
+ * tir_shape0, so that a copy of rank axes never reads from NULL): 16
+ * bytes where a struct tir_type is 72, in each of a long program's nodes.  Read it as a struct tir_type (n->type.shape[i]);
  * tir_ntype_value gives one, tir_node_set_type writes one. */
 struct tir_ntype {
 	uint8_t dtype;
@@ -230,17 +230,9 @@ struct tir_ntype {
 
 extern const int64_t tir_shape0[1];
 
-static inline struct tir_type tir_ntype_value(const struct tir_ntype *t)
-{
-	struct tir_type v = {.dtype = t->dtype, .rank = t->rank, .weak = t->weak};
-	for (int i = 0; i < t->rank; i++)
-		v.shape[i] = t->shape[i];
-	return v;
-}
-
-/* The same into *v, its axes past rank left as they were (the checker's
- * way, once or twice a node: a 72-byte struct cleared costs more than the
- * rest of a scalar's check). */
+/* t into *v, its axes past rank left as they were (the checker's way,
+ * once or twice a node: a 72-byte struct cleared costs more than the rest
+ * of a scalar's check). */
 static inline void tir_ntype_get(const struct tir_ntype *t, struct tir_type *v)
 {
 	v->dtype = t->dtype;
@@ -248,6 +240,14 @@ static inline void tir_ntype_get(const struct tir_ntype *t, struct tir_type *v)
 	v->weak = t->weak;
 	for (int i = 0; i < t->rank; i++)
 		v->shape[i] = t->shape[i];
+}
+
+/* t as a struct tir_type, its axes past rank 0 */
+static inline struct tir_type tir_ntype_value(const struct tir_ntype *t)
+{
+	struct tir_type v = {0};
+	tir_ntype_get(t, &v);
+	return v;
 }
 
 /* The functions on types read their fields by name, so that each takes
@@ -444,7 +444,6 @@ struct tir_stmt {
 	struct tir_print_item *items;
 };
 
-/* 40 bytes (one a name: a long program holds 100,000) */
 /* Where statement s starts, as a struct tir_loc. */
 static inline struct tir_loc tir_stmt_loc(const struct tir_stmt *s)
 {
@@ -454,6 +453,7 @@ static inline struct tir_loc tir_stmt_loc(const struct tir_stmt *s)
 	return loc;
 }
 
+/* 40 bytes (one a name: a long program holds 100,000) */
 struct tir_binding {
 	const char *name;         /* arena */
 	struct tir_node *node;    /* NULL: poisoned by an earlier error, or unbound */
