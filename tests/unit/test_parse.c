@@ -1611,6 +1611,32 @@ static void test_borrow(void)
 	tir_program_free(p2);
 }
 
+/* tir_loc_near (an operand's or a statement's place, counted from its
+ * node's when an error asks) says what tir_loc_of, counting from the
+ * text's start, says: every byte of a text of several lines with two-,
+ * three- and four-byte characters, a comment and a string, from every
+ * place before and after it. */
+static void test_loc_near(void)
+{
+	static const char text[] = "x = 1.0  # \xc3\xa9 \xe2\x86\x92\n"
+				   "s = \"\xf0\x9f\x99\x82\" ; y = (x +\n"
+				   "\t  \xc3\xa9x)\n\n"
+				   "z = y";
+	const struct tir_source src = {.name = "near", .text = text, .len = sizeof text - 1};
+	size_t bad = 0;
+	for (uint32_t a = 0; a <= src.len; a++) {
+		struct tir_loc at;
+		tir_loc_of(&src, a, &at);
+		for (uint32_t o = 0; o <= src.len; o++) {
+			struct tir_loc want, got;
+			tir_loc_of(&src, o, &want);
+			tir_loc_near(&at, o, &got);
+			bad += got.src != &src || got.off != want.off || got.line != want.line || got.col != want.col;
+		}
+	}
+	CHECK(bad == 0);
+}
+
 int main(void)
 {
 	test_sugar();
@@ -1630,5 +1656,6 @@ int main(void)
 	test_numbered_names();
 	test_statement_bytes();
 	test_borrow();
+	test_loc_near();
 	return check_report("test_parse");
 }
