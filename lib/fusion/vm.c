@@ -179,8 +179,23 @@ struct snode {
 	uint8_t fn;              /* SK_F1, SK_F2: its function, vm->sfn[fn] */
 	char arith;              /* SK_F2 of + - * /: the operator (sarith_one), else 0 */
 };
-/* The most functions a small group's members call (more: not small). */
+/* The most functions a small group's members call (more: not small).  A
+ * group calls at most one a vector-function op of ops.def (its dtype is
+ * the group's), and there are fewer such ops than SMALL_FNS: no group of
+ * scalars falls back for want of room (a new kind of vec column must be
+ * counted here, or this does not build). */
 #define SMALL_FNS 64
+#define SMALL_VEC_NONE 0
+#define SMALL_VEC_UNARY 1
+#define SMALL_VEC_BINARY 1
+#define SMALL_VEC_BINARY_SV 1
+enum {
+	SMALL_VEC_OPS = 0
+#define X(e, name, kind, sig, rule, fuse, cost, vec) +SMALL_VEC_##vec
+#include "ir/ops.def"
+#undef X
+};
+_Static_assert(SMALL_VEC_OPS <= SMALL_FNS, "a group of scalars can call more functions than SMALL_FNS");
 
 struct vm {
 	const struct tir_group *g;
