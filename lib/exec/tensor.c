@@ -467,6 +467,25 @@ void tir_mem_trim(void)
 static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tir_keep *keeps;
 
+/* Large buffers on 2 MiB boundaries, with transparent huge pages asked
+ * for: streaming kernels then take one TLB miss per 2 MiB, not per 4 KiB
+ * (which costs most inside a virtual machine). */
+#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
+
+static void *big_alloc(size_t bytes)
+{
+	if (bytes < HUGE_MIN)
+		return aligned_alloc(TIR_ALIGN, bytes);
+	size_t r = (bytes + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
+	void *p = aligned_alloc(HUGE_ALIGN, r);
+#ifdef MADV_HUGEPAGE
+	if (p)
+		madvise(p, r, MADV_HUGEPAGE);   /* advice only: failure is fine */
+#endif
+	return p;
+}
+
 static size_t scratch_round(size_t bytes)
 {
 	return bytes ? (bytes + 63) / 64 * 64 : 64;
@@ -533,7 +552,7 @@ void *tir_scratch_get(struct tir_keep *k, size_t bytes, bool *kept)
 			k->size = 0;
 		}
 		void *p = NULL;
-		if (mem_add(r) && !(p = aligned_alloc(TIR_ALIGN, r)))
+		if (mem_add(r) && !(p = big_alloc(r)))
 			atomic_fetch_sub(&mem_current, r);
 		if (!p) {
 			atomic_store(&k->busy, 0);
@@ -553,7 +572,7 @@ void *tir_scratch_get(struct tir_keep *k, size_t bytes, bool *kept)
 	}
 	if (!mem_add(r))
 		return NULL;
-	void *p = aligned_alloc(TIR_ALIGN, r);
+	void *p = big_alloc(r);
 	if (!p)
 		atomic_fetch_sub(&mem_current, r);
 	return p;
@@ -590,25 +609,6 @@ int tir_scratch_err(struct tir_err *err, const char *op, const char *what, size_
 	return tir_errf(err, TIR_EBUDGET, NULL, "%s: %s need %s; the memory budget has %s left of %s (--max-memory)",
 			op, what, tir_bytes_str(scratch_round(bytes), a), tir_bytes_str(cur < lim ? lim - cur : 0, l),
 			tir_bytes_str(lim, b));
-}
-
-/* Large buffers on 2 MiB boundaries, with transparent huge pages asked
- * for: streaming kernels then take one TLB miss per 2 MiB, not per 4 KiB
- * (which costs most inside a virtual machine). */
-#define HUGE_MIN ((size_t)4 << 20)
-#define HUGE_ALIGN ((size_t)2 << 20)
-
-static void *big_alloc(size_t bytes)
-{
-	if (bytes < HUGE_MIN)
-		return aligned_alloc(TIR_ALIGN, bytes);
-	size_t r = (bytes + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
-	void *p = aligned_alloc(HUGE_ALIGN, r);
-#ifdef MADV_HUGEPAGE
-	if (p)
-		madvise(p, r, MADV_HUGEPAGE);   /* advice only: failure is fine */
-#endif
-	return p;
 }
 
 const char *tir_bytes_str(size_t n, char out[32])
