@@ -508,6 +508,30 @@ static bool all_full(const struct tir_group *g, const struct gtable *t, const st
 		     int64_t numel, uint8_t *mark)
 {
 	memset(mark, 0, (size_t)g->n);
+	if (t->v) {
+		/* The same tests read from the view in place: its types are
+		 * each distinct type once, so a member of the type the member
+		 * before passed passes the shape's tests too (a program of
+		 * scalars: one type), and they are asked once a type met. */
+		const struct tir_fview *v = t->v;
+		uint32_t passed = TIR_FN_NONE;
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_fnode *f = &v->n[t->ids[j]];
+			if (f->kind == TIR_KIND_REDUCE || (f->kind == TIR_KIND_MOVEMENT && f->op != TIR_OP_CAST))
+				return false;
+			if (f->type != passed) {
+				const struct tir_ftype *ty = &v->types[f->type];
+				if (ty->numel < numel || !pad_equal(&ty->t, dom->rank, dom->shape))
+					return false;
+				passed = f->type;
+			}
+			const uint32_t *e = v->edges + f->in;
+			for (int k = 0; k < f->nin; k++)
+				if (e[k] != TIR_FN_NONE && t->midx[e[k]])
+					mark[t->midx[e[k]] - 1] = 1;
+		}
+		goto marked;
+	}
 	for (int j = 0; j < g->n; j++) {
 		const struct gmember mj = gm(t, j), *m = &mj;
 		if (m->kind == TIR_KIND_REDUCE || (m->kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) ||
@@ -519,6 +543,7 @@ static bool all_full(const struct tir_group *g, const struct gtable *t, const st
 				mark[o] = 1;
 		}
 	}
+marked:
 	for (int j = 0; j < g->n - 1; j++)
 		if (!mark[j])
 			return false;
@@ -843,22 +868,7 @@ static uint8_t node_flags(const struct tir_node *x)
 	return f;
 }
 
-/* What a node's flags, kind and fuse dtype depend on, but for a reduction
- * (its attributes and shapes too): its op, dtype and weakness, and its
- * first two operands' (the dtype it computes in, where a comparison or a
- * where reads them).  UINT64_MAX for a reduction. */
-static uint64_t flags_key(const struct tir_node *x)
-{
-	if (tir_op(x->op)->kind == TIR_KIND_REDUCE)
-		return UINT64_MAX;
-	uint64_t key = (uint64_t)x->op | (uint64_t)x->type.dtype << 16 | (uint64_t)x->type.weak << 24;
-	for (int k = 0; k < 2 && k < x->nin; k++)
-		if (x->in[k])
-			key |= (1 | (uint64_t)x->in[k]->type.dtype << 1 | (uint64_t)x->in[k]->type.weak << 9) << (25 + 10 * k);
-	return key;
-}
-
-/* The flags of nodes alike, asked once (direct-mapped by flags_key). */
+/* The flags of nodes alike, asked once (direct-mapped by their key: tir_fview_add). */
 struct tir_fmemo {
 	uint64_t key;
 	uint8_t flags, kind, fdt;
@@ -903,9 +913,27 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 	f->op = (uint16_t)x->op;
 	f->nin = x->nin;
 	f->dt = x->type.dtype;
-	uint64_t key = flags_key(x);
+	/* The key of what its flags, kind and fuse dtype depend on (but for
+	 * a reduction, whose attributes and shapes matter too): its op,
+	 * dtype and weakness, and its first two operands' (the dtype it
+	 * computes in, where a comparison or a where reads them); made in
+	 * the one pass over its operands that lists their ids.  A
+	 * reduction's key is never remembered, so it never matches: the op
+	 * is in the key, and the op table is not asked for a hit. */
+	uint64_t key = (uint64_t)x->op | (uint64_t)x->type.dtype << 16 | (uint64_t)x->type.weak << 24;
+	f->in = (uint32_t)v->nedges;
+	for (int k = 0; k < x->nin; k++) {
+		const struct tir_node *o = x->in[k];
+		uint32_t id = TIR_FN_NONE;
+		if (o) {
+			id = o->id;
+			if (k < 2)
+				key |= (1 | (uint64_t)o->type.dtype << 1 | (uint64_t)o->type.weak << 9) << (25 + 10 * k);
+		}
+		v->edges[v->nedges++] = id;
+	}
 	struct tir_fmemo *m = &v->memo[(key * 0x9e3779b97f4a7c15u) >> 56];
-	if (key != UINT64_MAX && m->key == key) {
+	if (m->key == key) {
 		f->flags = m->flags;
 		f->kind = m->kind;
 		f->fdt = m->fdt;
@@ -913,7 +941,7 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 		f->flags = node_flags(x);
 		f->kind = (uint8_t)tir_op(x->op)->kind;
 		f->fdt = (uint8_t)tir_fuse_dtype(x);
-		if (key != UINT64_MAX)
+		if (f->kind != TIR_KIND_REDUCE) /* (a reduction's depend on more than its key) */
 			*m = (struct tir_fmemo){.key = key, .flags = f->flags, .kind = f->kind, .fdt = f->fdt};
 	}
 	/* (the type of the node added before: most often this one's too) */
@@ -923,9 +951,6 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 			return -TIR_ENOMEM;
 	}
 	f->type = v->last;
-	f->in = (uint32_t)v->nedges;
-	for (int k = 0; k < x->nin; k++)
-		v->edges[v->nedges++] = x->in[k] ? x->in[k]->id : TIR_FN_NONE;
 	return 0;
 }
 
@@ -1250,11 +1275,23 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
 	const struct tir_fnode *f = &v->n[o];
 	if (!(f->flags & TIR_FN_FUSABLE) || target[o] || ++*nops > 8 || depth > 8)
 		return false;
-	*cost += numel_of(v, o) * op_cost(f->op);
+	/* Each operand's own tests first, before any is walked: a chain that
+	 * meets a shared value (a program of statements: t4 = t3 * x) fails
+	 * at once, not after walking down its other operands.  The answer is
+	 * the same (false is false, whatever was added to cost and leaves on
+	 * the way: the caller drops them); only the walk is shorter. */
 	for (int k = 0; k < f->nin; k++) {
 		uint32_t x = operand(v, o, k);
 		if (x == TIR_FN_NONE)
 			return false;
+		const struct tir_fnode *fx = &v->n[x];
+		if (!(fx->flags & TIR_FN_SLEAF) &&
+		    (readers[x] != 1 || fx->fdt != f->fdt || !(fx->flags & TIR_FN_FUSABLE) || target[x]))
+			return false;
+	}
+	*cost += numel_of(v, o) * op_cost(f->op);
+	for (int k = 0; k < f->nin; k++) {
+		uint32_t x = operand(v, o, k);
 		if (v->n[x].flags & TIR_FN_SLEAF) {
 			bool seen = v->n[x].op == TIR_OP_CONST;
 			for (int q = 0; q < *nleaves; q++)
@@ -1265,8 +1302,7 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
 				return false;
 			continue;
 		}
-		if (readers[x] != 1 || v->n[x].fdt != f->fdt ||
-		    !subtree(v, x, readers, target, depth + 1, cost, leaves, nleaves, nops))
+		if (!subtree(v, x, readers, target, depth + 1, cost, leaves, nleaves, nops))
 			return false;
 	}
 	return true;

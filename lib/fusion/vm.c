@@ -1856,7 +1856,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 			return NULL;
 	size_t vsz = (size_t)numel * es;
 	struct skind_of {
-		bool set;
+		bool set, select; /* select: the op's fuse class is TIR_FUSE_SELECT */
 		uint8_t kind, nin, fn;
 		char arith;
 	} kinds[TIR_OP_COUNT] = {{0}};
@@ -1933,7 +1933,6 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		if (!small_member(g, v, j, &nd) || nd.numel != numel || nd.nin > 3)
 			goto fail;
 		sn->nin = (uint8_t)nd.nin;
-		bool mask = tir_op(nd.op)->fuse == TIR_FUSE_SELECT || nd.bool_dt;
 		int32_t ops[3] = {0, 0, 0};
 		for (int q = 0; q < nd.nin; q++) {
 			int o = small_operand(vm, map, base, top, j, nd.inn[q], nd.in[q]);
@@ -1971,7 +1970,10 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 					vm->sfn[nfn++].f2 = f2;
 			}
 			ko->arith = f2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(nd.op) : 0;
+			ko->select = tir_op(nd.op)->fuse == TIR_FUSE_SELECT;
 		}
+		/* (the op table asked once an op, not once a member) */
+		bool mask = ko->select || nd.bool_dt;
 		sn->fn = ko->fn;
 		sn->kind = ko->kind == SK_REF && (mask || nd.nin == 3) ? SK_SEL : ko->kind;
 		sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
