@@ -1278,8 +1278,12 @@ static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool
 			return -TIR_ENOMEM;
 		if (may_have && cpu_held(h, (uint32_t)i))
 			continue;
+		/* (its count read once: a store to need, a bool, might be to
+		 * the view for all the compiler knows, and it would read it
+		 * again each operand) */
 		const uint32_t *e = v->edges + v->n[i].in;
-		for (int k = 0; k < v->n[i].nin; k++)
+		int nin = v->n[i].nin;
+		for (int k = 0; k < nin; k++)
 			if (e[k] != TIR_FN_NONE) {
 				need[e[k]] = true;
 				uses[e[k]]++;

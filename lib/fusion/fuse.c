@@ -583,8 +583,8 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 		in->cols = 1;
 		memcpy(in->kshape, in->shape, sizeof(int64_t) * (size_t)dom->rank);
 		memset(cls, TIR_FC_FULL, (size_t)g->n);
-		for (int j = 0; j < g->n; j++)
-			in->via[j] = -1;
+		memset(in->via, 0xff, sizeof *in->via * (size_t)g->n); /* (-1 each) */
+		in->plain = true;
 		goto head;
 	}
 	memset(cls, 0, (size_t)g->n);
@@ -904,6 +904,28 @@ int tir_fview_init(struct tir_fview *v, size_t nnodes)
 	return 0;
 }
 
+/* tir_fview_add's rare cases, apart (not inlined), so that its common
+ * one (the flags remembered, the type the node before's) saves and
+ * restores few registers: node x's flags asked of the op table, into
+ * f and, but for a reduction (whose depend on more than its key), the
+ * memo's slot m; and x's type found or added as v->last (0, or
+ * -TIR_ENOMEM). */
+static __attribute__((noinline)) void fview_flags(const struct tir_node *x, struct tir_fnode *f,
+						 struct tir_fmemo *m, uint64_t key)
+{
+	f->flags = node_flags(x);
+	f->kind = (uint8_t)tir_op(x->op)->kind;
+	f->fdt = (uint8_t)tir_fuse_dtype(x);
+	if (f->kind != TIR_KIND_REDUCE)
+		*m = (struct tir_fmemo){.key = key, .flags = f->flags, .kind = f->kind, .fdt = f->fdt};
+}
+
+static __attribute__((noinline)) int fview_type(struct tir_fview *v, const struct tir_node *x)
+{
+	struct tir_type xt = tir_ntype_value(&x->type);
+	return view_type(v, &xt, &v->last);
+}
+
 int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 {
 	struct tir_fnode *f = &v->n[x->id];
@@ -938,16 +960,11 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 		f->kind = m->kind;
 		f->fdt = m->fdt;
 	} else {
-		f->flags = node_flags(x);
-		f->kind = (uint8_t)tir_op(x->op)->kind;
-		f->fdt = (uint8_t)tir_fuse_dtype(x);
-		if (f->kind != TIR_KIND_REDUCE) /* (a reduction's depend on more than its key) */
-			*m = (struct tir_fmemo){.key = key, .flags = f->flags, .kind = f->kind, .fdt = f->fdt};
+		fview_flags(x, f, m, key);
 	}
 	/* (the type of the node added before: most often this one's too) */
 	if (v->last == TIR_FN_NONE || !type_same(&v->types[v->last].t, &x->type)) {
-		struct tir_type xt = tir_ntype_value(&x->type);
-		if (view_type(v, &xt, &v->last))
+		if (fview_type(v, x))
 			return -TIR_ENOMEM;
 	}
 	f->type = v->last;
@@ -1338,19 +1355,26 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	int rc = -TIR_ENOMEM;
 	if (!readers || !bad)
 		goto out;
+	/* (the view's arrays and the node's fields in locals: a store to
+	 * bad, a bool, might be to them for all the compiler knows, and it
+	 * would read them again each operand) */
+	const struct tir_fnode *vn = v->n;
+	const uint32_t *edges = v->edges;
 	for (uint32_t i = 0; i < nn; i++) {
-		const struct tir_fnode *r = &v->n[i];
 		if (!need[i])
 			continue;
 		/* takes(r, dt), asked of r once: whether it takes a value
 		 * into its kernel, of which dtype */
-		bool rtakes = r->nin && (r->flags & TIR_FN_TAKES);
-		for (int k = 0; k < r->nin; k++) {
-			uint32_t o = operand(v, i, k);
+		int nin = vn[i].nin;
+		uint8_t fdt = vn[i].fdt;
+		bool rtakes = nin && (vn[i].flags & TIR_FN_TAKES);
+		const uint32_t *e = edges + vn[i].in;
+		for (int k = 0; k < nin; k++) {
+			uint32_t o = e[k];
 			if (o == TIR_FN_NONE || again(v, i, k))
 				continue;
 			readers[o]++;
-			bad[o] |= !rtakes || r->fdt != v->n[o].fdt;
+			bad[o] |= !rtakes || fdt != vn[o].fdt;
 		}
 		bad[i] |= target[i];
 	}
@@ -1615,14 +1639,21 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int32_
 			plan->interior[gr->head->id] = true;
 		for (int j = 0; j < gr->n; j++)
 			stamp[gid[j]] = g + 1;
-		for (int j = 0; j < gr->n; j++) {
+		/* (the view's fields in locals: a store to absorbed, an
+		 * int32_t, might be to its edges for all the compiler knows) */
+		const struct tir_fnode *vn = v->n;
+		const uint32_t *edges = v->edges;
+		int n = gr->n;
+		for (int j = 0; j < n; j++) {
 			uint32_t id = gid[j];
-			if (j < gr->n - 1)
+			if (j < n - 1)
 				copies[id]++;
 			/* (an operand is made before its reader: a member, it
 			 * is one of those before j) */
-			for (int k = 0; k < v->n[id].nin; k++)
-				absorbed[operand(v, id, k)] += stamp[operand(v, id, k)] == g + 1;
+			const uint32_t *e = edges + vn[id].in;
+			int nin = vn[id].nin;
+			for (int k = 0; k < nin; k++)
+				absorbed[e[k]] += stamp[e[k]] == g + 1;
 		}
 		if (ids)
 			ids += gr->n;
@@ -1746,8 +1777,12 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
 			 * by the group, and its blocks by the caches) */
 			s->ids[s->nm] = id;
 			s->members[s->nm++] = o;
-			for (int k = 0; k < v->n[id].nin; k++) {
-				uint32_t x = operand(v, id, k);
+			/* (in locals: a store to seen might be to the view's
+			 * edges for all the compiler knows) */
+			const uint32_t *e = v->edges + v->n[id].in;
+			int nin = v->n[id].nin;
+			for (int k = 0; k < nin; k++) {
+				uint32_t x = e[k];
 				seen[x]++;
 				lo = x < lo ? x : lo;
 			}

@@ -66,6 +66,9 @@ struct tir_group_info {
 	bool leading;                       /* the root reduces the leading axes (rows) down
 					     * the cols instead: cols its outputs */
 	int64_t kshape[TIR_MAX_RANK];       /* the domain with the reduced axes at 1 */
+	/* every member TIR_FC_FULL and via -1 (elementwise over the domain
+	 * all through, as analyze's one pass finds); false: read cls and via */
+	bool plain;
 	/* by member, g->n of each, in storage the info's maker owns (a
 	 * group of any length: a kernel grows with its group, no cap) */
 	uint8_t *cls;                       /* enum tir_fclass */

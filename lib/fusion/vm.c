@@ -1779,7 +1779,7 @@ static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base,
 			 const struct tir_node *o, uint32_t id)
 {
 	const struct tir_group *g = vm->g;
-	if (map && id >= base && id <= top) {
+	if (map && id - base <= top - base) { /* (base <= id <= top: unsigned) */
 		int32_t v = map[id - base];
 		if (v >= 0 ? v < j && small_mid(g, v) == id : ~v < g->nin && small_iid(g, ~v) == id)
 			return v;
@@ -1800,8 +1800,11 @@ struct smember {
 	int nin;
 	bool bool_dt;
 	int64_t numel;
-	uint32_t in[3];
-	const struct tir_node *inn[3];
+	/* its operands' ids (the view's edges in place, or own), and nodes
+	 * (the node's, or NULL: read from the view) */
+	const uint32_t *in;
+	struct tir_node *const *inn;
+	uint32_t own[3];
 };
 
 static bool small_member(const struct tir_group *g, const struct tir_fview *v, int j, struct smember *m)
@@ -1812,12 +1815,11 @@ static bool small_member(const struct tir_group *g, const struct tir_fview *v, i
 		m->nin = f->nin;
 		m->bool_dt = f->dt == TIR_DTYPE_BOOL;
 		m->numel = v->types[f->type].numel;
-		for (int q = 0; q < m->nin && q < 3; q++) {
-			m->in[q] = v->edges[f->in + (uint32_t)q];
-			m->inn[q] = NULL;
+		m->in = v->edges + f->in;
+		m->inn = NULL;
+		for (int q = 0; q < m->nin && q < 3; q++)
 			if (m->in[q] == TIR_FN_NONE)
 				return false;
-		}
 		return true;
 	}
 	const struct tir_node *nd = g->nodes[j];
@@ -1825,11 +1827,12 @@ static bool small_member(const struct tir_group *g, const struct tir_fview *v, i
 	m->nin = nd->nin;
 	m->bool_dt = nd->type.dtype == TIR_DTYPE_BOOL;
 	m->numel = tir_type_numel(&nd->type);
+	m->in = m->own;
+	m->inn = nd->in;
 	for (int q = 0; q < m->nin && q < 3; q++) {
 		if (!nd->in[q])
 			return false;
-		m->inn[q] = nd->in[q];
-		m->in[q] = nd->in[q]->id;
+		m->own[q] = nd->in[q]->id;
 	}
 	return true;
 }
@@ -1851,7 +1854,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		return NULL;
 	/* (the kinds first, from the info's arrays: a small group of another
 	 * kind costs no more than this) */
-	for (int j = 0; j < g->n; j++)
+	for (int j = 0; !info->plain && j < g->n; j++) /* (plain: all are) */
 		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1)
 			return NULL;
 	size_t vsz = (size_t)numel * es;
@@ -1935,7 +1938,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		sn->nin = (uint8_t)nd.nin;
 		int32_t ops[3] = {0, 0, 0};
 		for (int q = 0; q < nd.nin; q++) {
-			int o = small_operand(vm, map, base, top, j, nd.inn[q], nd.in[q]);
+			int o = small_operand(vm, map, base, top, j, nd.inn ? nd.inn[q] : NULL, nd.in[q]);
 			if (o < 0)
 				vm->iedge[~o]++;
 			ops[q] = o;
