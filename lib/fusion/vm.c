@@ -1837,6 +1837,56 @@ static bool small_member(const struct tir_group *g, const struct tir_fview *v, i
 	return true;
 }
 
+/* How a small group runs an op, as apply picks for operands that are
+ * contiguous runs: looked up once per op and count of operands. */
+struct skind_of {
+	bool set, select; /* select: the op's fuse class is TIR_FUSE_SELECT */
+	uint8_t kind, nin, fn;
+	char arith;
+};
+
+/* Member sn of small group vm: op of nin operands ops[] (as small_operand
+ * says them), bool_dt its dtype's; kinds and *nfn (of nfns) the group's
+ * so far.  0, -1 when the group is not small after all, -TIR_ENOMEM. */
+static inline __attribute__((always_inline)) int small_node(struct vm *vm, struct skind_of *kinds, int *nfn, size_t nfns, struct snode *sn,
+			     enum tir_op op, int nin, bool bool_dt, const int32_t *ops)
+{
+	size_t es = vm->esz;
+	sn->nin = (uint8_t)nin;
+	sn->op[0] = ops[0];
+	sn->op[1] = ops[1];
+	if (nin == 3) {
+		if (tir_grow((void **)&vm->op3, &vm->cap3, vm->n3 + 1, sizeof *vm->op3))
+			return -TIR_ENOMEM;
+		vm->op3[vm->n3++] = ops[2];
+	}
+	struct skind_of *ko = &kinds[op];
+	if (!ko->set || ko->nin != nin) {
+		tir_vmath1_fn f1 = nin == 1 ? tir_vmath_unary_fn(op, vm->dt) : NULL;
+		tir_vmath2_fn f2 = nin == 2 ? tir_vmath_binary_fn(op, vm->dt) : NULL;
+		ko->set = true;
+		ko->nin = (uint8_t)nin;
+		ko->kind = op == TIR_OP_CAST ? SK_CAST : f1 ? SK_F1 : f2 ? SK_F2 : SK_REF;
+		if (f1 || f2) { /* (a function of its own: an op read with another count of operands) */
+			if ((size_t)*nfn == nfns)
+				return -1; /* (the blocks' vm computes the same) */
+			ko->fn = (uint8_t)*nfn;
+			if (f1)
+				vm->sfn[(*nfn)++].f1 = f1;
+			else
+				vm->sfn[(*nfn)++].f2 = f2;
+		}
+		ko->arith = f2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(op) : 0;
+		ko->select = tir_op(op)->fuse == TIR_FUSE_SELECT;
+	}
+	/* (the op table asked once an op, not once a member) */
+	bool mask = ko->select || bool_dt;
+	sn->fn = ko->fn;
+	sn->kind = ko->kind == SK_REF && (mask || nin == 3) ? SK_SEL : ko->kind;
+	sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
+	return 0;
+}
+
 /* Group g over inputs in/inp into out as a small group, when it is one:
  * NULL when it is not (or one of its inputs does not bind), or, with
  * *oom, out of memory.  Each member and input is looked at once (a
@@ -1858,11 +1908,7 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1)
 			return NULL;
 	size_t vsz = (size_t)numel * es;
-	struct skind_of {
-		bool set, select; /* select: the op's fuse class is TIR_FUSE_SELECT */
-		uint8_t kind, nin, fn;
-		char arith;
-	} kinds[TIR_OP_COUNT] = {{0}};
+	struct skind_of kinds[TIR_OP_COUNT] = {{0}};
 	int nfn = 0;
 	size_t nfns = n < SMALL_FNS ? n : SMALL_FNS;
 	/* (its inputs' slots, then its members': sval last) */
@@ -1929,13 +1975,50 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		if (map)
 			map[id - base] = ~(int32_t)k;
 	}
-	for (int j = 0; j < g->n; j++) {
+	if (v && map) {
+		/* A long program's kernel (the view's, the map dense: its
+		 * members and their operands read in place from compact
+		 * arrays, by node id, each operand found by the map): the loop
+		 * below with its questions of which kind of group this is
+		 * asked once, here.  test_small's from_view holds it to the
+		 * nodes' loop. */
+		const uint32_t *mids = g->ids, *iids = g->input_ids;
+		uint32_t span1 = top - base;
+		int gnin = g->nin;
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_fnode *f = &v->n[mids[j]];
+			int mn = f->nin;
+			if (mn > 3 || v->types[f->type].numel != numel)
+				goto fail;
+			const uint32_t *e = v->edges + f->in;
+			int32_t ops[3] = {0, 0, 0};
+			for (int q = 0; q < mn; q++) {
+				uint32_t id = e[q];
+				int32_t w;
+				if (id == TIR_FN_NONE)
+					goto fail;
+				/* (small_operand's map, inline; anything else its search) */
+				if (id - base > span1 ||
+				    !((w = map[id - base]) >= 0 ? w < j && mids[w] == id : ~w < gnin && iids[~w] == id))
+					w = small_operand(vm, map, base, top, j, NULL, id);
+				if (w < 0)
+					vm->iedge[~w]++;
+				ops[q] = w;
+			}
+			map[mids[j] - base] = j;
+			int rc = small_node(vm, kinds, &nfn, nfns, &vm->sn[j], (enum tir_op)f->op, mn,
+					    f->dt == TIR_DTYPE_BOOL, ops);
+			if (rc) {
+				*oom = rc == -TIR_ENOMEM;
+				goto fail;
+			}
+		}
+	}
+	for (int j = 0; !(v && map) && j < g->n; j++) {
 		struct smember nd;
-		struct snode *sn = &vm->sn[j];
 		/* every member elementwise over the whole domain, in its layout */
 		if (!small_member(g, v, j, &nd) || nd.numel != numel || nd.nin > 3)
 			goto fail;
-		sn->nin = (uint8_t)nd.nin;
 		int32_t ops[3] = {0, 0, 0};
 		for (int q = 0; q < nd.nin; q++) {
 			int o = small_operand(vm, map, base, top, j, nd.inn ? nd.inn[q] : NULL, nd.in[q]);
@@ -1943,43 +2026,13 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 				vm->iedge[~o]++;
 			ops[q] = o;
 		}
-		sn->op[0] = ops[0];
-		sn->op[1] = ops[1];
-		if (nd.nin == 3) {
-			if (tir_grow((void **)&vm->op3, &vm->cap3, vm->n3 + 1, sizeof *vm->op3)) {
-				*oom = true;
-				goto fail;
-			}
-			vm->op3[vm->n3++] = ops[2];
-		}
 		if (map)
 			map[small_mid(g, j) - base] = j;
-		/* as apply picks for operands that are contiguous runs (looked
-		 * up once per op) */
-		struct skind_of *ko = &kinds[nd.op];
-		if (!ko->set || ko->nin != nd.nin) {
-			tir_vmath1_fn f1 = nd.nin == 1 ? tir_vmath_unary_fn(nd.op, vm->dt) : NULL;
-			tir_vmath2_fn f2 = nd.nin == 2 ? tir_vmath_binary_fn(nd.op, vm->dt) : NULL;
-			ko->set = true;
-			ko->nin = (uint8_t)nd.nin;
-			ko->kind = nd.op == TIR_OP_CAST ? SK_CAST : f1 ? SK_F1 : f2 ? SK_F2 : SK_REF;
-			if (f1 || f2) { /* (a function of its own: an op read with another count of operands) */
-				if ((size_t)nfn == nfns)
-					goto fail; /* (the blocks' vm computes the same) */
-				ko->fn = (uint8_t)nfn;
-				if (f1)
-					vm->sfn[nfn++].f1 = f1;
-				else
-					vm->sfn[nfn++].f2 = f2;
-			}
-			ko->arith = f2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(nd.op) : 0;
-			ko->select = tir_op(nd.op)->fuse == TIR_FUSE_SELECT;
+		int rc = small_node(vm, kinds, &nfn, nfns, &vm->sn[j], nd.op, nd.nin, nd.bool_dt, ops);
+		if (rc) {
+			*oom = rc == -TIR_ENOMEM;
+			goto fail;
 		}
-		/* (the op table asked once an op, not once a member) */
-		bool mask = ko->select || nd.bool_dt;
-		sn->fn = ko->fn;
-		sn->kind = ko->kind == SK_REF && (mask || nd.nin == 3) ? SK_SEL : ko->kind;
-		sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
 	}
 	if (!inblock)
 		free(map);
