@@ -1306,7 +1306,6 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
 		    (readers[x] != 1 || fx->fdt != f->fdt || !(fx->flags & TIR_FN_FUSABLE) || target[x]))
 			return false;
 	}
-	*cost += numel_of(v, o) * op_cost(f->op);
 	for (int k = 0; k < f->nin; k++) {
 		uint32_t x = operand(v, o, k);
 		if (v->n[x].flags & TIR_FN_SLEAF) {
@@ -1322,6 +1321,9 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
 		if (!subtree(v, x, readers, target, depth + 1, cost, leaves, nleaves, nops))
 			return false;
 	}
+	/* (added last: a sum, in any order the same, and not asked of the
+	 * op table for a subtree that fails) */
+	*cost += numel_of(v, o) * op_cost(f->op);
 	return true;
 }
 

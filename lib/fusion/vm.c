@@ -2060,25 +2060,28 @@ static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 	size_t t3 = 0; /* (vm->op3's next) */
 	for (int j = 0; j < vm->n; j++) {
 		const struct snode *s = &vm->sn[j];
-		/* (both slots asked: a unary member's second operand is 0) */
 		int32_t o3 = s->nin > 2 ? vm->op3[t3++] : 0;
-		const char *a[3] = {SLOT(s->op[0]), SLOT(s->op[1]), SLOT(o3)};
+		const char *a0 = SLOT(s->op[0]);
 		char *d = (j == root ? vm->out : vm->sval + (size_t)j * vsz) + at;
+		/* (each kind asks the slots it reads: a unary member's second
+		 * operand is 0, a third is a where's or a clip's) */
 		if (s->kind == SK_F2) {
+			const char *a1 = SLOT(s->op[1]);
 			if (cnt == 1 && s->arith)
-				sarith_one(s->arith, es, d, a[0], a[1]);
+				sarith_one(s->arith, es, d, a0, a1);
 			else
-				vm->sfn[s->fn].f2(d, a[0], a[1], cnt);
+				vm->sfn[s->fn].f2(d, a0, a1, cnt);
 			continue;
 		}
 		if (s->kind == SK_F1) {
-			vm->sfn[s->fn].f1(d, a[0], cnt);
+			vm->sfn[s->fn].f1(d, a0, cnt);
 			continue;
 		}
 		if (s->kind == SK_CAST) { /* its operand widened already: a copy */
-			memcpy(d, a[0], (size_t)cnt * es);
+			memcpy(d, a0, (size_t)cnt * es);
 			continue;
 		}
+		const char *a[3] = {a0, SLOT(s->op[1]), SLOT(o3)};
 		int64_t st[3] = {1, 1, 1};
 		const struct tir_node *nd = vm->g->nodes[j];
 		bool mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;
