@@ -910,10 +910,12 @@ int tir_fview_init(struct tir_fview *v, size_t nnodes)
  * f and, but for a reduction (whose depend on more than its key), the
  * memo's slot m; and x's type found or added as v->last (0, or
  * -TIR_ENOMEM). */
-static __attribute__((noinline)) void fview_flags(const struct tir_node *x, struct tir_fnode *f,
-						 struct tir_fmemo *m, uint64_t key)
+static __attribute__((noinline)) void fview_flags(struct tir_fview *v, const struct tir_node *x,
+						 struct tir_fnode *f, struct tir_fmemo *m, uint64_t key)
 {
 	f->flags = node_flags(x);
+	/* (a hit in the memo is a node alike one asked here before: said) */
+	v->gens |= (f->flags & TIR_FN_GEN) != 0;
 	f->kind = (uint8_t)tir_op(x->op)->kind;
 	f->fdt = (uint8_t)tir_fuse_dtype(x);
 	if (f->kind != TIR_KIND_REDUCE)
@@ -960,7 +962,7 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 		f->kind = m->kind;
 		f->fdt = m->fdt;
 	} else {
-		fview_flags(x, f, m, key);
+		fview_flags(v, x, f, m, key);
 	}
 	/* (the type of the node added before: most often this one's too) */
 	if (v->last == TIR_FN_NONE || !type_same(&v->types[v->last].t, &x->type)) {
@@ -1373,7 +1375,10 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 		const uint32_t *e = edges + vn[i].in;
 		for (int k = 0; k < nin; k++) {
 			uint32_t o = e[k];
-			if (o == TIR_FN_NONE || again(v, i, k))
+			bool seen = o == TIR_FN_NONE; /* (or again: as again(v, i, k)) */
+			for (int q = 0; q < k; q++)
+				seen |= e[q] == o;
+			if (seen)
 				continue;
 			readers[o]++;
 			bad[o] |= !rtakes || fdt != vn[o].fdt;
@@ -1481,6 +1486,8 @@ static void gen_score(const struct tir_fview *v, uint32_t o, int64_t ng, int64_t
 /* Whether some needed node, not a target, is a float generator. */
 static bool any_gen(const struct tir_fview *v, const bool *need, const bool *target)
 {
+	if (!v->gens) /* (no generator in the view: not a node to look at) */
+		return false;
 	for (size_t i = 0; i < v->nnodes; i++)
 		if ((v->n[i].flags & TIR_FN_GEN) && need[i] && !target[i])
 			return true;
@@ -1639,8 +1646,6 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int32_
 		const uint32_t *gid = ids ? ids : gr->ids;
 		if (gr->head)
 			plan->interior[gr->head->id] = true;
-		for (int j = 0; j < gr->n; j++)
-			stamp[gid[j]] = g + 1;
 		/* (the view's fields in locals: a store to absorbed, an
 		 * int32_t, might be to its edges for all the compiler knows) */
 		const struct tir_fnode *vn = v->n;
@@ -1650,12 +1655,14 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int32_
 			uint32_t id = gid[j];
 			if (j < n - 1)
 				copies[id]++;
-			/* (an operand is made before its reader: a member, it
-			 * is one of those before j) */
+			/* an operand is made before its reader: a member, it is
+			 * one of those before j, stamped already (so one pass
+			 * stamps and counts) */
 			const uint32_t *e = edges + vn[id].in;
 			int nin = vn[id].nin;
 			for (int k = 0; k < nin; k++)
 				absorbed[e[k]] += stamp[e[k]] == g + 1;
+			stamp[id] = g + 1;
 		}
 		if (ids)
 			ids += gr->n;

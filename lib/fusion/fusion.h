@@ -210,6 +210,7 @@ struct tir_fview {
 	size_t captypes, nslots;
 	uint32_t *slot;         /* types by hash (open addressing) */
 	struct tir_fmemo *memo; /* flags of nodes alike, asked once */
+	bool gens;              /* some node added is TIR_FN_GEN (else none is) */
 };
 /* An array by node id of n bytes, zeroed, that plans and runs make again
  * and again (the view's nodes, a plan's arrays, a run's counts): from 512

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int ngens; /* views with a generator (check_view) */
+
 /* The node's view is what the node says. */
 static void check_view(const struct tir_program *p, const struct tir_fview *v)
 {
@@ -49,6 +51,13 @@ static void check_view(const struct tir_program *p, const struct tir_fview *v)
 	}
 	CHECK(wrong == 0);
 	CHECK(v->nedges == edges);
+	/* gens (some node a generator the kernels may compute: the planner
+	 * skips its pass over the nodes without one) is what the nodes say */
+	bool gens = false;
+	for (size_t i = 0; i < p->nnodes; i++)
+		gens |= (v->n[i].flags & TIR_FN_GEN) != 0;
+	CHECK(v->gens == gens);
+	ngens += gens;
 }
 
 static bool same_info(const struct tir_group_info *a, const struct tir_group_info *b, int n)
@@ -343,6 +352,7 @@ int main(void)
 	every("bench");
 	CHECK(nplans > 40);
 	CHECK(nplain > 10); /* (groups elementwise all through are common) */
+	CHECK(ngens > 3);   /* (so are programs of randn and arange) */
 	uint32_t t1 = 0, t2 = 0;
 	int g1 = 0, g2 = 0;
 	double b1 = view_bytes(2000, &t1, &g1), b2 = view_bytes(20000, &t2, &g2);
