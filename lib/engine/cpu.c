@@ -1265,6 +1265,7 @@ static bool cpu_held(const void *ctx, uint32_t id)
 static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool *need, int32_t *uses,
 			  const struct cpu_run_ctx *h)
 {
+	bool may_have = h->x->keep || h->c->ngiven; /* (else cpu_held is false at every node) */
 	for (size_t i = p->nnodes; i-- > 0;) {
 		if (i >= 8) { /* (nodes are a few lines each, apart: asked for ahead) */
 			const char *a = (const char *)p->nodes[i - 8];
@@ -1275,10 +1276,14 @@ static int need_walk_view(const struct tir_program *p, struct tir_fview *v, bool
 			continue;
 		if (tir_fview_add(v, p->nodes[i]))
 			return -TIR_ENOMEM;
-		if (cpu_held(h, (uint32_t)i))
+		if (may_have && cpu_held(h, (uint32_t)i))
 			continue;
+		/* (its count read once: a store to need, a bool, might be to
+		 * the view for all the compiler knows, and it would read it
+		 * again each operand) */
 		const uint32_t *e = v->edges + v->n[i].in;
-		for (int k = 0; k < v->n[i].nin; k++)
+		int nin = v->n[i].nin;
+		for (int k = 0; k < nin; k++)
 			if (e[k] != TIR_FN_NONE) {
 				need[e[k]] = true;
 				uses[e[k]]++;
@@ -1355,7 +1360,11 @@ static int cpu_run(struct tir_device *d, struct tir_exec *x, struct tir_node *co
 	}
 	if (!viewed)
 		tir_need_walk(p, need, uses, cpu_held, &hctx);
-	for (size_t i = 0; i < nn; i++) {
+	/* (nothing kept and nothing given: cpu_have finds nothing, and the
+	 * loop below does nothing at any node; tir run's case, so not asked
+	 * at each of its nodes) */
+	bool may_have = x->keep || c->ngiven;
+	for (size_t i = 0; may_have && i < nn; i++) {
 		if (!need[i])
 			continue;
 		const struct tir_tensor *have = cpu_have(c, x, i);

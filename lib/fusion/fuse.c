@@ -508,6 +508,30 @@ static bool all_full(const struct tir_group *g, const struct gtable *t, const st
 		     int64_t numel, uint8_t *mark)
 {
 	memset(mark, 0, (size_t)g->n);
+	if (t->v) {
+		/* The same tests read from the view in place: its types are
+		 * each distinct type once, so a member of the type the member
+		 * before passed passes the shape's tests too (a program of
+		 * scalars: one type), and they are asked once a type met. */
+		const struct tir_fview *v = t->v;
+		uint32_t passed = TIR_FN_NONE;
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_fnode *f = &v->n[t->ids[j]];
+			if (f->kind == TIR_KIND_REDUCE || (f->kind == TIR_KIND_MOVEMENT && f->op != TIR_OP_CAST))
+				return false;
+			if (f->type != passed) {
+				const struct tir_ftype *ty = &v->types[f->type];
+				if (ty->numel < numel || !pad_equal(&ty->t, dom->rank, dom->shape))
+					return false;
+				passed = f->type;
+			}
+			const uint32_t *e = v->edges + f->in;
+			for (int k = 0; k < f->nin; k++)
+				if (e[k] != TIR_FN_NONE && t->midx[e[k]])
+					mark[t->midx[e[k]] - 1] = 1;
+		}
+		goto marked;
+	}
 	for (int j = 0; j < g->n; j++) {
 		const struct gmember mj = gm(t, j), *m = &mj;
 		if (m->kind == TIR_KIND_REDUCE || (m->kind == TIR_KIND_MOVEMENT && m->op != TIR_OP_CAST) ||
@@ -519,6 +543,7 @@ static bool all_full(const struct tir_group *g, const struct gtable *t, const st
 				mark[o] = 1;
 		}
 	}
+marked:
 	for (int j = 0; j < g->n - 1; j++)
 		if (!mark[j])
 			return false;
@@ -558,8 +583,8 @@ static const char *analyze(const struct tir_group *g, const struct gtable *t, st
 		in->cols = 1;
 		memcpy(in->kshape, in->shape, sizeof(int64_t) * (size_t)dom->rank);
 		memset(cls, TIR_FC_FULL, (size_t)g->n);
-		for (int j = 0; j < g->n; j++)
-			in->via[j] = -1;
+		memset(in->via, 0xff, sizeof *in->via * (size_t)g->n); /* (-1 each) */
+		in->plain = true;
 		goto head;
 	}
 	memset(cls, 0, (size_t)g->n);
@@ -843,22 +868,7 @@ static uint8_t node_flags(const struct tir_node *x)
 	return f;
 }
 
-/* What a node's flags, kind and fuse dtype depend on, but for a reduction
- * (its attributes and shapes too): its op, dtype and weakness, and its
- * first two operands' (the dtype it computes in, where a comparison or a
- * where reads them).  UINT64_MAX for a reduction. */
-static uint64_t flags_key(const struct tir_node *x)
-{
-	if (tir_op(x->op)->kind == TIR_KIND_REDUCE)
-		return UINT64_MAX;
-	uint64_t key = (uint64_t)x->op | (uint64_t)x->type.dtype << 16 | (uint64_t)x->type.weak << 24;
-	for (int k = 0; k < 2 && k < x->nin; k++)
-		if (x->in[k])
-			key |= (1 | (uint64_t)x->in[k]->type.dtype << 1 | (uint64_t)x->in[k]->type.weak << 9) << (25 + 10 * k);
-	return key;
-}
-
-/* The flags of nodes alike, asked once (direct-mapped by flags_key). */
+/* The flags of nodes alike, asked once (direct-mapped by their key: tir_fview_add). */
 struct tir_fmemo {
 	uint64_t key;
 	uint8_t flags, kind, fdt;
@@ -894,6 +904,30 @@ int tir_fview_init(struct tir_fview *v, size_t nnodes)
 	return 0;
 }
 
+/* tir_fview_add's rare cases, apart (not inlined), so that its common
+ * one (the flags remembered, the type the node before's) saves and
+ * restores few registers: node x's flags asked of the op table, into
+ * f and, but for a reduction (whose depend on more than its key), the
+ * memo's slot m; and x's type found or added as v->last (0, or
+ * -TIR_ENOMEM). */
+static __attribute__((noinline)) void fview_flags(struct tir_fview *v, const struct tir_node *x,
+						 struct tir_fnode *f, struct tir_fmemo *m, uint64_t key)
+{
+	f->flags = node_flags(x);
+	/* (a hit in the memo is a node alike one asked here before: said) */
+	v->gens |= (f->flags & TIR_FN_GEN) != 0;
+	f->kind = (uint8_t)tir_op(x->op)->kind;
+	f->fdt = (uint8_t)tir_fuse_dtype(x);
+	if (f->kind != TIR_KIND_REDUCE)
+		*m = (struct tir_fmemo){.key = key, .flags = f->flags, .kind = f->kind, .fdt = f->fdt};
+}
+
+static __attribute__((noinline)) int fview_type(struct tir_fview *v, const struct tir_node *x)
+{
+	struct tir_type xt = tir_ntype_value(&x->type);
+	return view_type(v, &xt, &v->last);
+}
+
 int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 {
 	struct tir_fnode *f = &v->n[x->id];
@@ -903,29 +937,39 @@ int tir_fview_add(struct tir_fview *v, const struct tir_node *x)
 	f->op = (uint16_t)x->op;
 	f->nin = x->nin;
 	f->dt = x->type.dtype;
-	uint64_t key = flags_key(x);
+	/* The key of what its flags, kind and fuse dtype depend on (but for
+	 * a reduction, whose attributes and shapes matter too): its op,
+	 * dtype and weakness, and its first two operands' (the dtype it
+	 * computes in, where a comparison or a where reads them); made in
+	 * the one pass over its operands that lists their ids.  A
+	 * reduction's key is never remembered, so it never matches: the op
+	 * is in the key, and the op table is not asked for a hit. */
+	uint64_t key = (uint64_t)x->op | (uint64_t)x->type.dtype << 16 | (uint64_t)x->type.weak << 24;
+	f->in = (uint32_t)v->nedges;
+	for (int k = 0; k < x->nin; k++) {
+		const struct tir_node *o = x->in[k];
+		uint32_t id = TIR_FN_NONE;
+		if (o) {
+			id = o->id;
+			if (k < 2)
+				key |= (1 | (uint64_t)o->type.dtype << 1 | (uint64_t)o->type.weak << 9) << (25 + 10 * k);
+		}
+		v->edges[v->nedges++] = id;
+	}
 	struct tir_fmemo *m = &v->memo[(key * 0x9e3779b97f4a7c15u) >> 56];
-	if (key != UINT64_MAX && m->key == key) {
+	if (m->key == key) {
 		f->flags = m->flags;
 		f->kind = m->kind;
 		f->fdt = m->fdt;
 	} else {
-		f->flags = node_flags(x);
-		f->kind = (uint8_t)tir_op(x->op)->kind;
-		f->fdt = (uint8_t)tir_fuse_dtype(x);
-		if (key != UINT64_MAX)
-			*m = (struct tir_fmemo){.key = key, .flags = f->flags, .kind = f->kind, .fdt = f->fdt};
+		fview_flags(v, x, f, m, key);
 	}
 	/* (the type of the node added before: most often this one's too) */
 	if (v->last == TIR_FN_NONE || !type_same(&v->types[v->last].t, &x->type)) {
-		struct tir_type xt = tir_ntype_value(&x->type);
-		if (view_type(v, &xt, &v->last))
+		if (fview_type(v, x))
 			return -TIR_ENOMEM;
 	}
 	f->type = v->last;
-	f->in = (uint32_t)v->nedges;
-	for (int k = 0; k < x->nin; k++)
-		v->edges[v->nedges++] = x->in[k] ? x->in[k]->id : TIR_FN_NONE;
 	return 0;
 }
 
@@ -1250,11 +1294,22 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
 	const struct tir_fnode *f = &v->n[o];
 	if (!(f->flags & TIR_FN_FUSABLE) || target[o] || ++*nops > 8 || depth > 8)
 		return false;
-	*cost += numel_of(v, o) * op_cost(f->op);
+	/* Each operand's own tests first, before any is walked: a chain that
+	 * meets a shared value (a program of statements: t4 = t3 * x) fails
+	 * at once, not after walking down its other operands.  The answer is
+	 * the same (false is false, whatever was added to cost and leaves on
+	 * the way: the caller drops them); only the walk is shorter. */
 	for (int k = 0; k < f->nin; k++) {
 		uint32_t x = operand(v, o, k);
 		if (x == TIR_FN_NONE)
 			return false;
+		const struct tir_fnode *fx = &v->n[x];
+		if (!(fx->flags & TIR_FN_SLEAF) &&
+		    (readers[x] != 1 || fx->fdt != f->fdt || !(fx->flags & TIR_FN_FUSABLE) || target[x]))
+			return false;
+	}
+	for (int k = 0; k < f->nin; k++) {
+		uint32_t x = operand(v, o, k);
 		if (v->n[x].flags & TIR_FN_SLEAF) {
 			bool seen = v->n[x].op == TIR_OP_CONST;
 			for (int q = 0; q < *nleaves; q++)
@@ -1265,10 +1320,12 @@ static bool subtree(const struct tir_fview *v, uint32_t o, const int32_t *reader
 				return false;
 			continue;
 		}
-		if (readers[x] != 1 || v->n[x].fdt != f->fdt ||
-		    !subtree(v, x, readers, target, depth + 1, cost, leaves, nleaves, nops))
+		if (!subtree(v, x, readers, target, depth + 1, cost, leaves, nleaves, nops))
 			return false;
 	}
+	/* (added last: a sum, in any order the same, and not asked of the
+	 * op table for a subtree that fails) */
+	*cost += numel_of(v, o) * op_cost(f->op);
 	return true;
 }
 
@@ -1302,19 +1359,29 @@ static int dup_scores(const struct tir_fview *v, const bool *need, const bool *t
 	int rc = -TIR_ENOMEM;
 	if (!readers || !bad)
 		goto out;
+	/* (the view's arrays and the node's fields in locals: a store to
+	 * bad, a bool, might be to them for all the compiler knows, and it
+	 * would read them again each operand) */
+	const struct tir_fnode *vn = v->n;
+	const uint32_t *edges = v->edges;
 	for (uint32_t i = 0; i < nn; i++) {
-		const struct tir_fnode *r = &v->n[i];
 		if (!need[i])
 			continue;
 		/* takes(r, dt), asked of r once: whether it takes a value
 		 * into its kernel, of which dtype */
-		bool rtakes = r->nin && (r->flags & TIR_FN_TAKES);
-		for (int k = 0; k < r->nin; k++) {
-			uint32_t o = operand(v, i, k);
-			if (o == TIR_FN_NONE || again(v, i, k))
+		int nin = vn[i].nin;
+		uint8_t fdt = vn[i].fdt;
+		bool rtakes = nin && (vn[i].flags & TIR_FN_TAKES);
+		const uint32_t *e = edges + vn[i].in;
+		for (int k = 0; k < nin; k++) {
+			uint32_t o = e[k];
+			bool seen = o == TIR_FN_NONE; /* (or again: as again(v, i, k)) */
+			for (int q = 0; q < k; q++)
+				seen |= e[q] == o;
+			if (seen)
 				continue;
 			readers[o]++;
-			bad[o] |= !rtakes || r->fdt != v->n[o].fdt;
+			bad[o] |= !rtakes || fdt != vn[o].fdt;
 		}
 		bad[i] |= target[i];
 	}
@@ -1419,6 +1486,8 @@ static void gen_score(const struct tir_fview *v, uint32_t o, int64_t ng, int64_t
 /* Whether some needed node, not a target, is a float generator. */
 static bool any_gen(const struct tir_fview *v, const bool *need, const bool *target)
 {
+	if (!v->gens) /* (no generator in the view: not a node to look at) */
+		return false;
 	for (size_t i = 0; i < v->nnodes; i++)
 		if ((v->n[i].flags & TIR_FN_GEN) && need[i] && !target[i])
 			return true;
@@ -1577,16 +1646,23 @@ static int plan_finish(const struct tir_fview *v, const bool *need, const int32_
 		const uint32_t *gid = ids ? ids : gr->ids;
 		if (gr->head)
 			plan->interior[gr->head->id] = true;
-		for (int j = 0; j < gr->n; j++)
-			stamp[gid[j]] = g + 1;
-		for (int j = 0; j < gr->n; j++) {
+		/* (the view's fields in locals: a store to absorbed, an
+		 * int32_t, might be to its edges for all the compiler knows) */
+		const struct tir_fnode *vn = v->n;
+		const uint32_t *edges = v->edges;
+		int n = gr->n;
+		for (int j = 0; j < n; j++) {
 			uint32_t id = gid[j];
-			if (j < gr->n - 1)
+			if (j < n - 1)
 				copies[id]++;
-			/* (an operand is made before its reader: a member, it
-			 * is one of those before j) */
-			for (int k = 0; k < v->n[id].nin; k++)
-				absorbed[operand(v, id, k)] += stamp[operand(v, id, k)] == g + 1;
+			/* an operand is made before its reader: a member, it is
+			 * one of those before j, stamped already (so one pass
+			 * stamps and counts) */
+			const uint32_t *e = edges + vn[id].in;
+			int nin = vn[id].nin;
+			for (int k = 0; k < nin; k++)
+				absorbed[e[k]] += stamp[e[k]] == g + 1;
+			stamp[id] = g + 1;
 		}
 		if (ids)
 			ids += gr->n;
@@ -1710,8 +1786,12 @@ static void grow(const struct tir_program *p, const struct tir_fview *v, uint32_
 			 * by the group, and its blocks by the caches) */
 			s->ids[s->nm] = id;
 			s->members[s->nm++] = o;
-			for (int k = 0; k < v->n[id].nin; k++) {
-				uint32_t x = operand(v, id, k);
+			/* (in locals: a store to seen might be to the view's
+			 * edges for all the compiler knows) */
+			const uint32_t *e = v->edges + v->n[id].in;
+			int nin = v->n[id].nin;
+			for (int k = 0; k < nin; k++) {
+				uint32_t x = e[k];
 				seen[x]++;
 				lo = x < lo ? x : lo;
 			}

@@ -66,6 +66,9 @@ struct tir_group_info {
 	bool leading;                       /* the root reduces the leading axes (rows) down
 					     * the cols instead: cols its outputs */
 	int64_t kshape[TIR_MAX_RANK];       /* the domain with the reduced axes at 1 */
+	/* every member TIR_FC_FULL and via -1 (elementwise over the domain
+	 * all through, as analyze's one pass finds); false: read cls and via */
+	bool plain;
 	/* by member, g->n of each, in storage the info's maker owns (a
 	 * group of any length: a kernel grows with its group, no cap) */
 	uint8_t *cls;                       /* enum tir_fclass */
@@ -207,6 +210,7 @@ struct tir_fview {
 	size_t captypes, nslots;
 	uint32_t *slot;         /* types by hash (open addressing) */
 	struct tir_fmemo *memo; /* flags of nodes alike, asked once */
+	bool gens;              /* some node added is TIR_FN_GEN (else none is) */
 };
 /* An array by node id of n bytes, zeroed, that plans and runs make again
  * and again (the view's nodes, a plan's arrays, a run's counts): from 512

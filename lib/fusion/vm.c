@@ -1779,7 +1779,7 @@ static int small_operand(const struct vm *vm, const int32_t *map, uint32_t base,
 			 const struct tir_node *o, uint32_t id)
 {
 	const struct tir_group *g = vm->g;
-	if (map && id >= base && id <= top) {
+	if (map && id - base <= top - base) { /* (base <= id <= top: unsigned) */
 		int32_t v = map[id - base];
 		if (v >= 0 ? v < j && small_mid(g, v) == id : ~v < g->nin && small_iid(g, ~v) == id)
 			return v;
@@ -1800,8 +1800,11 @@ struct smember {
 	int nin;
 	bool bool_dt;
 	int64_t numel;
-	uint32_t in[3];
-	const struct tir_node *inn[3];
+	/* its operands' ids (the view's edges in place, or own), and nodes
+	 * (the node's, or NULL: read from the view) */
+	const uint32_t *in;
+	struct tir_node *const *inn;
+	uint32_t own[3];
 };
 
 static bool small_member(const struct tir_group *g, const struct tir_fview *v, int j, struct smember *m)
@@ -1812,12 +1815,11 @@ static bool small_member(const struct tir_group *g, const struct tir_fview *v, i
 		m->nin = f->nin;
 		m->bool_dt = f->dt == TIR_DTYPE_BOOL;
 		m->numel = v->types[f->type].numel;
-		for (int q = 0; q < m->nin && q < 3; q++) {
-			m->in[q] = v->edges[f->in + (uint32_t)q];
-			m->inn[q] = NULL;
+		m->in = v->edges + f->in;
+		m->inn = NULL;
+		for (int q = 0; q < m->nin && q < 3; q++)
 			if (m->in[q] == TIR_FN_NONE)
 				return false;
-		}
 		return true;
 	}
 	const struct tir_node *nd = g->nodes[j];
@@ -1825,13 +1827,64 @@ static bool small_member(const struct tir_group *g, const struct tir_fview *v, i
 	m->nin = nd->nin;
 	m->bool_dt = nd->type.dtype == TIR_DTYPE_BOOL;
 	m->numel = tir_type_numel(&nd->type);
+	m->in = m->own;
+	m->inn = nd->in;
 	for (int q = 0; q < m->nin && q < 3; q++) {
 		if (!nd->in[q])
 			return false;
-		m->inn[q] = nd->in[q];
-		m->in[q] = nd->in[q]->id;
+		m->own[q] = nd->in[q]->id;
 	}
 	return true;
+}
+
+/* How a small group runs an op, as apply picks for operands that are
+ * contiguous runs: looked up once per op and count of operands. */
+struct skind_of {
+	bool set, select; /* select: the op's fuse class is TIR_FUSE_SELECT */
+	uint8_t kind, nin, fn;
+	char arith;
+};
+
+/* Member sn of small group vm: op of nin operands ops[] (as small_operand
+ * says them), bool_dt its dtype's; kinds and *nfn (of nfns) the group's
+ * so far.  0, -1 when the group is not small after all, -TIR_ENOMEM. */
+static inline __attribute__((always_inline)) int small_node(struct vm *vm, struct skind_of *kinds, int *nfn, size_t nfns, struct snode *sn,
+			     enum tir_op op, int nin, bool bool_dt, const int32_t *ops)
+{
+	size_t es = vm->esz;
+	sn->nin = (uint8_t)nin;
+	sn->op[0] = ops[0];
+	sn->op[1] = ops[1];
+	if (nin == 3) {
+		if (tir_grow((void **)&vm->op3, &vm->cap3, vm->n3 + 1, sizeof *vm->op3))
+			return -TIR_ENOMEM;
+		vm->op3[vm->n3++] = ops[2];
+	}
+	struct skind_of *ko = &kinds[op];
+	if (!ko->set || ko->nin != nin) {
+		tir_vmath1_fn f1 = nin == 1 ? tir_vmath_unary_fn(op, vm->dt) : NULL;
+		tir_vmath2_fn f2 = nin == 2 ? tir_vmath_binary_fn(op, vm->dt) : NULL;
+		ko->set = true;
+		ko->nin = (uint8_t)nin;
+		ko->kind = op == TIR_OP_CAST ? SK_CAST : f1 ? SK_F1 : f2 ? SK_F2 : SK_REF;
+		if (f1 || f2) { /* (a function of its own: an op read with another count of operands) */
+			if ((size_t)*nfn == nfns)
+				return -1; /* (the blocks' vm computes the same) */
+			ko->fn = (uint8_t)*nfn;
+			if (f1)
+				vm->sfn[(*nfn)++].f1 = f1;
+			else
+				vm->sfn[(*nfn)++].f2 = f2;
+		}
+		ko->arith = f2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(op) : 0;
+		ko->select = tir_op(op)->fuse == TIR_FUSE_SELECT;
+	}
+	/* (the op table asked once an op, not once a member) */
+	bool mask = ko->select || bool_dt;
+	sn->fn = ko->fn;
+	sn->kind = ko->kind == SK_REF && (mask || nin == 3) ? SK_SEL : ko->kind;
+	sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
+	return 0;
 }
 
 /* Group g over inputs in/inp into out as a small group, when it is one:
@@ -1851,15 +1904,11 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		return NULL;
 	/* (the kinds first, from the info's arrays: a small group of another
 	 * kind costs no more than this) */
-	for (int j = 0; j < g->n; j++)
+	for (int j = 0; !info->plain && j < g->n; j++) /* (plain: all are) */
 		if (info->cls[j] != TIR_FC_FULL || info->via[j] != -1)
 			return NULL;
 	size_t vsz = (size_t)numel * es;
-	struct skind_of {
-		bool set;
-		uint8_t kind, nin, fn;
-		char arith;
-	} kinds[TIR_OP_COUNT] = {{0}};
+	struct skind_of kinds[TIR_OP_COUNT] = {{0}};
 	int nfn = 0;
 	size_t nfns = n < SMALL_FNS ? n : SMALL_FNS;
 	/* (its inputs' slots, then its members': sval last) */
@@ -1926,55 +1975,64 @@ static struct vm *small_prepare(const struct tir_group *g, const struct tir_grou
 		if (map)
 			map[id - base] = ~(int32_t)k;
 	}
-	for (int j = 0; j < g->n; j++) {
+	if (v && map) {
+		/* A long program's kernel (the view's, the map dense: its
+		 * members and their operands read in place from compact
+		 * arrays, by node id, each operand found by the map): the loop
+		 * below with its questions of which kind of group this is
+		 * asked once, here.  test_small's from_view holds it to the
+		 * nodes' loop. */
+		const uint32_t *mids = g->ids, *iids = g->input_ids;
+		uint32_t span1 = top - base;
+		int gnin = g->nin;
+		for (int j = 0; j < g->n; j++) {
+			const struct tir_fnode *f = &v->n[mids[j]];
+			int mn = f->nin;
+			if (mn > 3 || v->types[f->type].numel != numel)
+				goto fail;
+			const uint32_t *e = v->edges + f->in;
+			int32_t ops[3] = {0, 0, 0};
+			for (int q = 0; q < mn; q++) {
+				uint32_t id = e[q];
+				int32_t w;
+				if (id == TIR_FN_NONE)
+					goto fail;
+				/* (small_operand's map, inline; anything else its search) */
+				if (id - base > span1 ||
+				    !((w = map[id - base]) >= 0 ? w < j && mids[w] == id : ~w < gnin && iids[~w] == id))
+					w = small_operand(vm, map, base, top, j, NULL, id);
+				if (w < 0)
+					vm->iedge[~w]++;
+				ops[q] = w;
+			}
+			map[mids[j] - base] = j;
+			int rc = small_node(vm, kinds, &nfn, nfns, &vm->sn[j], (enum tir_op)f->op, mn,
+					    f->dt == TIR_DTYPE_BOOL, ops);
+			if (rc) {
+				*oom = rc == -TIR_ENOMEM;
+				goto fail;
+			}
+		}
+	}
+	for (int j = 0; !(v && map) && j < g->n; j++) {
 		struct smember nd;
-		struct snode *sn = &vm->sn[j];
 		/* every member elementwise over the whole domain, in its layout */
 		if (!small_member(g, v, j, &nd) || nd.numel != numel || nd.nin > 3)
 			goto fail;
-		sn->nin = (uint8_t)nd.nin;
-		bool mask = tir_op(nd.op)->fuse == TIR_FUSE_SELECT || nd.bool_dt;
 		int32_t ops[3] = {0, 0, 0};
 		for (int q = 0; q < nd.nin; q++) {
-			int o = small_operand(vm, map, base, top, j, nd.inn[q], nd.in[q]);
+			int o = small_operand(vm, map, base, top, j, nd.inn ? nd.inn[q] : NULL, nd.in[q]);
 			if (o < 0)
 				vm->iedge[~o]++;
 			ops[q] = o;
 		}
-		sn->op[0] = ops[0];
-		sn->op[1] = ops[1];
-		if (nd.nin == 3) {
-			if (tir_grow((void **)&vm->op3, &vm->cap3, vm->n3 + 1, sizeof *vm->op3)) {
-				*oom = true;
-				goto fail;
-			}
-			vm->op3[vm->n3++] = ops[2];
-		}
 		if (map)
 			map[small_mid(g, j) - base] = j;
-		/* as apply picks for operands that are contiguous runs (looked
-		 * up once per op) */
-		struct skind_of *ko = &kinds[nd.op];
-		if (!ko->set || ko->nin != nd.nin) {
-			tir_vmath1_fn f1 = nd.nin == 1 ? tir_vmath_unary_fn(nd.op, vm->dt) : NULL;
-			tir_vmath2_fn f2 = nd.nin == 2 ? tir_vmath_binary_fn(nd.op, vm->dt) : NULL;
-			ko->set = true;
-			ko->nin = (uint8_t)nd.nin;
-			ko->kind = nd.op == TIR_OP_CAST ? SK_CAST : f1 ? SK_F1 : f2 ? SK_F2 : SK_REF;
-			if (f1 || f2) { /* (a function of its own: an op read with another count of operands) */
-				if ((size_t)nfn == nfns)
-					goto fail; /* (the blocks' vm computes the same) */
-				ko->fn = (uint8_t)nfn;
-				if (f1)
-					vm->sfn[nfn++].f1 = f1;
-				else
-					vm->sfn[nfn++].f2 = f2;
-			}
-			ko->arith = f2 && (es == 4 || es == 8) ? tir_vmath_binary_arith(nd.op) : 0;
+		int rc = small_node(vm, kinds, &nfn, nfns, &vm->sn[j], nd.op, nd.nin, nd.bool_dt, ops);
+		if (rc) {
+			*oom = rc == -TIR_ENOMEM;
+			goto fail;
 		}
-		sn->fn = ko->fn;
-		sn->kind = ko->kind == SK_REF && (mask || nd.nin == 3) ? SK_SEL : ko->kind;
-		sn->arith = sn->kind == SK_F2 ? ko->arith : 0;
 	}
 	if (!inblock)
 		free(map);
@@ -2002,25 +2060,28 @@ static void run_small(const struct vm *vm, int64_t i0, int64_t cnt)
 	size_t t3 = 0; /* (vm->op3's next) */
 	for (int j = 0; j < vm->n; j++) {
 		const struct snode *s = &vm->sn[j];
-		/* (both slots asked: a unary member's second operand is 0) */
 		int32_t o3 = s->nin > 2 ? vm->op3[t3++] : 0;
-		const char *a[3] = {SLOT(s->op[0]), SLOT(s->op[1]), SLOT(o3)};
+		const char *a0 = SLOT(s->op[0]);
 		char *d = (j == root ? vm->out : vm->sval + (size_t)j * vsz) + at;
+		/* (each kind asks the slots it reads: a unary member's second
+		 * operand is 0, a third is a where's or a clip's) */
 		if (s->kind == SK_F2) {
+			const char *a1 = SLOT(s->op[1]);
 			if (cnt == 1 && s->arith)
-				sarith_one(s->arith, es, d, a[0], a[1]);
+				sarith_one(s->arith, es, d, a0, a1);
 			else
-				vm->sfn[s->fn].f2(d, a[0], a[1], cnt);
+				vm->sfn[s->fn].f2(d, a0, a1, cnt);
 			continue;
 		}
 		if (s->kind == SK_F1) {
-			vm->sfn[s->fn].f1(d, a[0], cnt);
+			vm->sfn[s->fn].f1(d, a0, cnt);
 			continue;
 		}
 		if (s->kind == SK_CAST) { /* its operand widened already: a copy */
-			memcpy(d, a[0], (size_t)cnt * es);
+			memcpy(d, a0, (size_t)cnt * es);
 			continue;
 		}
+		const char *a[3] = {a0, SLOT(s->op[1]), SLOT(o3)};
 		int64_t st[3] = {1, 1, 1};
 		const struct tir_node *nd = vm->g->nodes[j];
 		bool mask = tir_op(nd->op)->fuse == TIR_FUSE_SELECT || nd->type.dtype == TIR_DTYPE_BOOL;

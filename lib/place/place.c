@@ -139,14 +139,11 @@ static int place(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 	return 0;
 }
 
-int tir_place_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
+/* tir_place_node past its first test, apart (not inlined): the test, at
+ * every node of a program that places nothing, then saves and restores
+ * no registers for the rest. */
+static __attribute__((noinline)) int place_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
 {
-	/* nothing placed yet, and n places nothing itself: it is on no device,
-	 * as every id past pl->n reads (a program without `to` or shard writes
-	 * no word a node; the first that places covers the ids before it) */
-	if (!pl->nset && !pl->sharding && n->op != TIR_OP_TO && n->op != TIR_OP_SHARD &&
-	    n->op != TIR_OP_ALL_REDUCE && n->id >= pl->n)
-		return 0;
 	if (n->id == pl->n && n->id < pl->cap && (!pl->ext || n->id < pl->capext)) {
 		/* the next node: the common case */
 		if (pl->ext)
@@ -158,6 +155,17 @@ int tir_place_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *er
 	int rc = place(pl, n, err);
 	pl->nset += pl->dev[n->id] != TIR_DEV_ANY;
 	return rc;
+}
+
+int tir_place_node(struct tir_placed *pl, struct tir_node *n, struct tir_err *err)
+{
+	/* nothing placed yet, and n places nothing itself: it is on no device,
+	 * as every id past pl->n reads (a program without `to` or shard writes
+	 * no word a node; the first that places covers the ids before it) */
+	if (!pl->nset && !pl->sharding && n->op != TIR_OP_TO && n->op != TIR_OP_SHARD &&
+	    n->op != TIR_OP_ALL_REDUCE && n->id >= pl->n)
+		return 0;
+	return place_node(pl, n, err);
 }
 
 const char *tir_place_kept_name(const struct tir_program *p, const struct tir_node *n)

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int ngens; /* views with a generator (check_view) */
+
 /* The node's view is what the node says. */
 static void check_view(const struct tir_program *p, const struct tir_fview *v)
 {
@@ -49,6 +51,13 @@ static void check_view(const struct tir_program *p, const struct tir_fview *v)
 	}
 	CHECK(wrong == 0);
 	CHECK(v->nedges == edges);
+	/* gens (some node a generator the kernels may compute: the planner
+	 * skips its pass over the nodes without one) is what the nodes say */
+	bool gens = false;
+	for (size_t i = 0; i < p->nnodes; i++)
+		gens |= (v->n[i].flags & TIR_FN_GEN) != 0;
+	CHECK(v->gens == gens);
+	ngens += gens;
 }
 
 static bool same_info(const struct tir_group_info *a, const struct tir_group_info *b, int n)
@@ -61,7 +70,7 @@ static bool same_info(const struct tir_group_info *a, const struct tir_group_inf
 	return !memcmp(a->cls, b->cls, (size_t)n) && !memcmp(a->via, b->via, sizeof *a->via * (size_t)n);
 }
 
-static int nplans, npasses_differ;
+static int nplans, npasses_differ, nplain;
 
 /* Plan p (every print a target) from the view and from the nodes: the same. */
 static void check_plan(const struct tir_program *p, const struct tir_fview *v)
@@ -100,6 +109,9 @@ static void check_plan(const struct tir_program *p, const struct tir_fview *v)
 		tir_group_info_place(&own, mem, ga->n);
 		CHECK(tir_group_analyze(ga, &own, &culprit) == NULL);
 		CHECK(same_info(&own, ga->info, ga->n));
+		/* the one pass read from the view in place (tir_fuse_view's)
+		 * says what it says read from the nodes */
+		CHECK(own.plain == ga->info->plain);
 		/* and by the passes alone, as before the one-pass class of a
 		 * group elementwise all through */
 		tir_group_analyze_passes_only(true);
@@ -109,6 +121,16 @@ static void check_plan(const struct tir_program *p, const struct tir_fview *v)
 			fprintf(stderr, "group %d of %d (root %s): the passes say another class\n", g,
 				a.ngroups, tir_op(ga->root->op)->name);
 		CHECK(same_info(&own, ga->info, ga->n));
+		/* plain (the one pass's word that every member is FULL in
+		 * the domain's layout, which a small kernel takes without
+		 * reading cls and via) is what the passes' cls and via say,
+		 * and the passes alone never say it */
+		bool all = true;
+		for (int j = 0; j < ga->n; j++)
+			all = all && own.cls[j] == TIR_FC_FULL && own.via[j] == -1;
+		CHECK(!ga->info->plain || all);
+		CHECK(!own.plain);
+		nplain += ga->info->plain;
 		for (int j = 0; ga->ids && j < ga->n; j++)
 			CHECK(ga->ids[j] == ga->nodes[j]->id);
 		for (int k = 0; ga->input_ids && k < ga->nin; k++)
@@ -329,6 +351,8 @@ int main(void)
 	every("tests/golden");
 	every("bench");
 	CHECK(nplans > 40);
+	CHECK(nplain > 10); /* (groups elementwise all through are common) */
+	CHECK(ngens > 3);   /* (so are programs of randn and arange) */
 	uint32_t t1 = 0, t2 = 0;
 	int g1 = 0, g2 = 0;
 	double b1 = view_bytes(2000, &t1, &g1), b2 = view_bytes(20000, &t2, &g2);
