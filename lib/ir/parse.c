@@ -2789,18 +2789,17 @@ static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct 
 	return binary(ps, op, optok, a, aloc, b, bloc);
 }
 
-/* One left-associative chain: operand { OP operand }, where op_of gives the
- * op of a token (-1: not one of this chain's) and combine (binary or
- * logical) makes and checks each step's node.  Inlined in each of the
- * four levels, so that each calls its own functions directly (an
- * expression goes through every level for each of its operands). */
+/* The rest of one left-associative chain, its first operand a parsed
+ * already (at start): { OP operand }, where op_of gives the op of a token
+ * (-1: not one of this chain's) and combine (binary or logical) makes and
+ * checks each step's node.  Inlined where used, so that each level calls
+ * its own functions directly. */
 static inline __attribute__((always_inline)) struct tir_node *
-binary_chain(struct parser *ps, struct tir_loc *start, int (*op_of)(enum tir_tok),
-	     struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *, struct tir_node *,
-					 const struct tir_loc *, struct tir_node *, const struct tir_loc *),
-	     struct tir_node *(*operand)(struct parser *, struct tir_loc *))
+chain_rest(struct parser *ps, struct tir_loc *start, struct tir_node *a, int (*op_of)(enum tir_tok),
+	   struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *, struct tir_node *,
+				       const struct tir_loc *, struct tir_node *, const struct tir_loc *),
+	   struct tir_node *(*operand)(struct parser *, struct tir_loc *))
 {
-	struct tir_node *a = operand(ps, start);
 	int chain = 0, op;
 	while (a && (op = op_of(ps->tok->kind)) >= 0) {
 		struct tir_token optok = *ps->tok;
@@ -2845,27 +2844,56 @@ static int or_op(enum tir_tok k)
 	return k == TIR_TOK_PIPE ? TIR_OP_OR : -1;
 }
 
+/* The levels below are the grammar's, one production each; but a level's
+ * first operand is not parsed by a call to the level below, which would
+ * call the one below it, and so on down: each level starts at the unary
+ * and then finishes the chains of the levels below it, innermost first,
+ * the same calls in the same order as the nested form makes them.  An
+ * operand alone (t1 in t2 = t1 + 1, and every right-hand operand of a
+ * '+') so goes from the level asked straight to parse_unary, not through
+ * every level between (a third of the calls of a scalar statement). */
+
 /* term = unary { ("*" | "/" | "//" | "%" | "@") unary } */
+static inline __attribute__((always_inline)) struct tir_node *term_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, parse_unary(ps, start), term_op, binary, parse_unary);
+}
+
 static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, term_op, binary, parse_unary);
+	return term_from(ps, start);
 }
 
 /* arith = term { ("+" | "-") term } */
+static inline __attribute__((always_inline)) struct tir_node *arith_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, term_from(ps, start), arith_op, binary, parse_term);
+}
+
 static struct tir_node *parse_arith(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, arith_op, binary, parse_term);
+	return arith_from(ps, start);
 }
 
 /* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
+static inline __attribute__((always_inline)) struct tir_node *bitand_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, arith_from(ps, start), and_op, logical, parse_arith);
+}
+
 static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, and_op, logical, parse_arith);
+	return bitand_from(ps, start);
+}
+
+static inline __attribute__((always_inline)) struct tir_node *bitor_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, bitand_from(ps, start), or_op, logical, parse_bitand);
 }
 
 static struct tir_node *parse_bitor(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, or_op, logical, parse_bitand);
+	return bitor_from(ps, start);
 }
 
 static int compare_op(enum tir_tok k)
@@ -2885,7 +2913,7 @@ static int compare_op(enum tir_tok k)
  * A chain is Python's: a < b < c is (a < b) & (b < c). */
 static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_node *a = parse_bitor(ps, start);
+	struct tir_node *a = bitor_from(ps, start);
 	struct tir_node *acc = NULL;
 	struct tir_loc aloc = *start;
 	int chain = 0, op;

@@ -918,6 +918,26 @@ static void test_limits(void)
 	sprintf(src + n, " + 1");
 	EXPECT_ERR(src, TIR_ESYNTAX, "nested deeper than 200 levels");
 
+	/* a level's chain counts only while it runs: the first operand's
+	 * chain of '*' is done (its levels given back) before the chain of
+	 * '+' begins, but the last operand's is inside it.  (Each level
+	 * starts at the unary and finishes the chains below it: this holds
+	 * that to the nested form's count.) */
+	n = sprintf(src, "y = 2");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " * 2");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " + 1");
+	p = PARSE_OK(src);
+	CHECK(bound(p, "y")->op == TIR_OP_ADD);
+	tir_program_free(p);
+	n = sprintf(src, "y = 1");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " + 1");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " * 2");
+	EXPECT_ERR(src, TIR_ESYNTAX, "nested deeper than 200 levels");
+
 	/* many statements are not nesting */
 	char *many = malloc(2000 * 20);
 	n = sprintf(many, "x = 0\n");
