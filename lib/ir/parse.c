@@ -73,6 +73,7 @@ struct parser {
 	 * are read only at the end of input, where the two agree. */
 	struct tir_token toks[2];  /* the current token and the next one */
 	struct tir_token *tok;     /* current: one of toks */
+	struct tir_token *next;    /* the other one (swapped with tok by advance) */
 	char errmsg[2][TIR_LEX_ERRLEN]; /* each slot's lexer error */
 	bool ahead_told;           /* the next token's lexer error is reported (peeked) */
 	unsigned flags;
@@ -217,44 +218,53 @@ static const char *numpy_spelling(const char *s, size_t n)
 
 /* ---- tokens ---- */
 
-static void lex_error(struct parser *ps, const struct tir_token *t)
+static __attribute__((noinline, cold)) void lex_error(struct parser *ps, const struct tir_token *t)
 {
 	struct tir_loc loc;
 	loc_tok(ps, t, &loc);
 	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->errmsg[t - ps->toks]);
 }
 
-/* The slot of toks that is not the current token. */
-static struct tir_token *other_tok(struct parser *ps)
+/* The current token becomes the next one (the slots are swapped). */
+static void swap_toks(struct parser *ps)
 {
-	return ps->tok == &ps->toks[0] ? &ps->toks[1] : &ps->toks[0];
+	struct tir_token *t = ps->tok;
+	ps->tok = ps->next;
+	ps->next = t;
+}
+
+static __attribute__((noinline, cold)) void keep_lex_error(struct parser *ps, const struct tir_token *t)
+{
+	memcpy(ps->errmsg[t - ps->toks], ps->lx.errmsg, sizeof ps->errmsg[0]);
 }
 
 /* Lex the token after the current one, its error untold. */
-static void lex_ahead(struct parser *ps)
+static inline __attribute__((always_inline)) void lex_ahead(struct parser *ps)
 {
-	struct tir_token *next = other_tok(ps);
+	struct tir_token *next = ps->next;
 	tir_lex_scan(&ps->lx, next);
 	if (next->kind == TIR_TOK_ERROR)
-		memcpy(ps->errmsg[next - ps->toks], ps->lx.errmsg, sizeof ps->errmsg[0]);
+		keep_lex_error(ps, next);
 	ps->ahead_told = false;
 }
 
 /* A lexer error is reported when its token is reached or peeked at, as if
- * the lexer did not run ahead. */
-static void advance(struct parser *ps)
+ * the lexer did not run ahead.  Inlined, with the errors' work out of line
+ * (cold): a token's way through here was a call and a third of its cost
+ * again, for each of a program's tokens. */
+static inline __attribute__((always_inline)) void advance(struct parser *ps)
 {
 	ps->ntok++;
 	ps->prev_end = ps->tok->off + ps->tok->len;
-	ps->tok = other_tok(ps);
+	swap_toks(ps);
 	if (ps->tok->kind == TIR_TOK_ERROR && !ps->ahead_told)
 		lex_error(ps, ps->tok);
 	lex_ahead(ps);
 }
 
-static const struct tir_token *peek(struct parser *ps)
+static inline __attribute__((always_inline)) const struct tir_token *peek(struct parser *ps)
 {
-	struct tir_token *next = other_tok(ps);
+	struct tir_token *next = ps->next;
 	if (next->kind == TIR_TOK_ERROR && !ps->ahead_told)
 		lex_error(ps, next);
 	ps->ahead_told = true;
@@ -600,6 +610,7 @@ static void restore_pos(struct parser *ps, struct pos *s)
 {
 	memcpy(ps->toks, s->toks, sizeof s->toks);
 	ps->tok = &ps->toks[s->cur];
+	ps->next = &ps->toks[!s->cur];
 	memcpy(ps->errmsg, s->errmsg, sizeof s->errmsg);
 	ps->ahead_told = s->ahead_told;
 	ps->lx.src = s->src;
@@ -3534,7 +3545,7 @@ static void skip_statement(struct parser *ps)
 		else if (ps->tok->kind == TIR_TOK_RBRACE && braces > 0)
 			braces--;
 		ps->ntok++;
-		ps->tok = other_tok(ps); /* its errors are the failed statement's */
+		swap_toks(ps); /* its errors are the failed statement's */
 		lex_ahead(ps);
 	}
 }
@@ -4237,6 +4248,7 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 
 	struct parser ps = {.prog = p, .flags = flags, .line_base = first_line ? first_line - 1 : 0};
 	ps.tok = &ps.toks[0];
+	ps.next = &ps.toks[1];
 	if (tir_lex_init(&ps.lx, s))
 		return -TIR_ENOMEM;
 	for (size_t k = 0; k < p->nfuncs; k++)
