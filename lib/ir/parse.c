@@ -435,6 +435,21 @@ static bool same_name(const char *name, const char *s, size_t n)
 	return name[n] == 0;
 }
 
+/* the length fits where there was padding: a binding is as big as before */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct tir_binding) == 40, "struct tir_binding grew");
+
+/* Whether binding b is of the name s[0..n): its length first, then its
+ * bytes from the last (numbered names differ there: t12 and t15). */
+static bool binding_is(const struct tir_binding *b, const char *s, size_t n)
+{
+	if (b->len != n)
+		return false;
+	for (size_t i = n; i-- > 0;)
+		if (b->name[i] != s[i])
+			return false;
+	return true;
+}
+
 /* The slot holding the name s (its hash h), or else the empty slot where it
  * would go. */
 static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *s, size_t n,
@@ -446,7 +461,7 @@ static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *
 		if (!sl->bind)
 			return sl;
 		const struct tir_binding *b = &p->bind[sl->bind - 1];
-		if (b->hash == h && same_name(b->name, s, n))
+		if (b->hash == h && binding_is(b, s, n))
 			return sl;
 	}
 }
@@ -498,6 +513,8 @@ static const struct tir_bind_slot *bind_home(const struct tir_program *p, uint32
 /* The binding of the name s (its hash h), made if new. */
 static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_t n, uint32_t h)
 {
+	if (n > 255)
+		return NULL; /* not asked today (see struct tir_binding's len) */
 	struct tir_bind_slot *sl = p->capindex ? bind_slot(p, s, n, h) : NULL;
 	if (sl && sl->bind)
 		return &p->bind[sl->bind - 1];
@@ -508,6 +525,7 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 		return NULL;
 	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
+	b->len = (uint16_t)n;
 	char *name = tir_arena_alloc1(&p->name_arena, n + 1); /* zeroed: its NUL */
 	if (!name)
 		return NULL;
@@ -762,7 +780,7 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 	/* the name made last first: a statement most often reads what the one
 	 * before it bound (t2 = t1 + 1), found so without hashing its name */
 	const struct tir_program *p = ps->prog;
-	struct tir_binding *b = p->nbind && same_name(p->bind[p->nbind - 1].name, s, n)
+	struct tir_binding *b = p->nbind && binding_is(&p->bind[p->nbind - 1], s, n)
 					? &p->bind[p->nbind - 1]
 					: tir_program_lookup(p, s, n);
 	if (b && !b->unbound && b->str) {

@@ -1519,6 +1519,16 @@ static void test_numbered_names(void)
 	      !tir_program_lookup(p, "t123456789014", 13));
 	tir_program_free(p);
 	tir_str_free(&s);
+
+	/* a name read just after another is bound is compared with it first
+	 * (its length, then its bytes from the last): one a prefix of the
+	 * other, or differing in the first byte only, is not it */
+	p = PARSE_OK("ab = 1.0\na = 2.0\nc = ab * a\nbb = 3.0\nd = ab - bb\nab1 = 4.0\ne = ab / a\n");
+	const struct tir_node *c = bound(p, "c"), *d = bound(p, "d"), *e = bound(p, "e");
+	CHECK(c && c->in[0]->fval == 1.0 && c->in[1]->fval == 2.0);
+	CHECK(d && d->in[0]->fval == 1.0 && d->in[1]->fval == 3.0);
+	CHECK(e && e->in[0]->fval == 1.0 && e->in[1]->fval == 2.0);
+	tir_program_free(p);
 }
 
 /* ---- a big program's memory ----
