@@ -2723,10 +2723,12 @@ static struct tir_node *parse_dot(struct parser *ps, struct tir_node *x, const s
 	return NULL;
 }
 
-/* postfix = primary { index | "." "T" } */
-static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
+/* The rest of a postfix after its primary x (at start), and of a power
+ * after its postfix a: out of line, with the frames they need, so that
+ * an operand without them (most) does not set those frames up. */
+static __attribute__((noinline)) struct tir_node *postfix_rest(struct parser *ps, struct tir_loc *start,
+							       struct tir_node *x)
 {
-	struct tir_node *x = parse_primary(ps, start);
 	int chain = 0;
 	while (x && (ps->tok->kind == TIR_TOK_LBRACKET || ps->tok->kind == TIR_TOK_DOT)) {
 		if (!enter(ps))
@@ -2740,12 +2742,9 @@ static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
 
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start);
 
-/* power = postfix [ "**" unary ]   (right-associative: 2**3**2 is 2**9) */
-static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
+static __attribute__((noinline)) struct tir_node *power_rest(struct parser *ps, struct tir_loc *start,
+							     struct tir_node *a)
 {
-	struct tir_node *a = parse_postfix(ps, start);
-	if (!a || ps->tok->kind != TIR_TOK_STARSTAR)
-		return a;
 	struct tir_token optok = *ps->tok;
 	advance(ps);
 	if (!enter(ps))
@@ -2756,13 +2755,43 @@ static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
 	return b ? binary(ps, TIR_OP_POW, &optok, a, start, b, &bloc) : NULL;
 }
 
+/* postfix = primary { index | "." "T" } */
+static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *x = parse_primary(ps, start);
+	if (x && (ps->tok->kind == TIR_TOK_LBRACKET || ps->tok->kind == TIR_TOK_DOT))
+		return postfix_rest(ps, start, x);
+	return x;
+}
+
+/* power = postfix [ "**" unary ]   (right-associative: 2**3**2 is 2**9) */
+static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_postfix(ps, start);
+	if (a && ps->tok->kind == TIR_TOK_STARSTAR)
+		return power_rest(ps, start, a);
+	return a;
+}
+
+static struct tir_node *parse_prefixed(struct parser *ps, struct tir_loc *start);
+
 /* unary = "-" NUMBER | ( "-" | "+" | "~" ) unary | power
- * (-2**2 is -(2**2), as in Python) */
+ * (-2**2 is -(2**2), as in Python)
+ * An operand without a sign goes to parse_power from here; one with a
+ * sign to parse_prefixed, whose frame (its locals, the registers it keeps)
+ * the common operand then does not set up and take down. */
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 {
 	enum tir_tok k = ps->tok->kind;
 	if (k != TIR_TOK_MINUS && k != TIR_TOK_PLUS && k != TIR_TOK_TILDE)
 		return parse_power(ps, start);
+	return parse_prefixed(ps, start);
+}
+
+/* ( "-" | "+" | "~" ) unary, and "-" NUMBER: parse_unary's at a sign */
+static __attribute__((noinline)) struct tir_node *parse_prefixed(struct parser *ps, struct tir_loc *start)
+{
+	enum tir_tok k = ps->tok->kind;
 	struct tir_token minus = *ps->tok;
 	loc_tok(ps, &minus, start);
 	advance(ps);
