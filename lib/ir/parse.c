@@ -343,7 +343,7 @@ static void expected(struct parser *ps, const char *want)
 	perr_tok(ps, ps->tok, "expected %s, got %s", want, got);
 }
 
-static bool accept(struct parser *ps, enum tir_tok k)
+static inline __attribute__((always_inline)) bool accept(struct parser *ps, enum tir_tok k)
 {
 	if (ps->tok->kind == k) {
 		advance(ps);
@@ -3058,6 +3058,9 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
  * the rest of its check. */
 static uint8_t reserved_lens[256];
 static pthread_once_t reserved_once = PTHREAD_ONCE_INIT;
+static bool reserved_ready; /* set (release) once reserved_lens is filled:
+			     * read first, it spares each name a call of
+			     * pthread_once */
 
 static void reserved_lens_init(void)
 {
@@ -3067,6 +3070,7 @@ static void reserved_lens_init(void)
 		const char *name = tir_dtype_name((enum tir_dtype)d);
 		reserved_lens[(unsigned char)name[0]] |= (uint8_t)(1u << (strlen(name) - 1));
 	}
+	__atomic_store_n(&reserved_ready, true, __ATOMIC_RELEASE);
 }
 
 static bool is_reserved(const char *s, size_t n)
@@ -3075,7 +3079,8 @@ static bool is_reserved(const char *s, size_t n)
 	 * (the words are 2 to 6 bytes, dtypes' names 2 to 4) */
 	if (n < 2 || n > 6)
 		return false;
-	pthread_once(&reserved_once, reserved_lens_init);
+	if (!__atomic_load_n(&reserved_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&reserved_once, reserved_lens_init);
 	if (!(reserved_lens[(unsigned char)s[0]] >> (n - 1) & 1))
 		return false;
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
@@ -3120,31 +3125,46 @@ static void name_node(struct parser *ps, struct tir_node *n, const char *name)
 	n->names = l;
 }
 
-static bool check_name(struct parser *ps, const struct tir_token *t)
+static bool refuse_name(struct parser *ps, const struct tir_token *t);
+
+/* Whether the name at t may be bound here (else it is reported): not a
+ * reserved word, nor a loop's index or an int parameter around it.  A
+ * name outside loops and calls that is not reserved (most) is taken
+ * here; the rest is refuse_name's, which asks again. */
+static inline __attribute__((always_inline)) bool check_name(struct parser *ps, const struct tir_token *t)
+{
+	if (ps->nframes == 0 && !is_reserved(ps->lx.src->text + t->off, t->len))
+		return true;
+	return !refuse_name(ps, t);
+}
+
+/* check_name's whole check: true, having reported it, when the name at t
+ * may not be bound here. */
+static __attribute__((noinline)) bool refuse_name(struct parser *ps, const struct tir_token *t)
 {
 	const char *s = ps->lx.src->text + t->off;
 	if (is_reserved(s, t->len)) {
 		perr_tok(ps, t, "'%.*s' is reserved and cannot be bound", (int)t->len, s);
-		return false;
+		return true;
 	}
 	/* a loop's index and an int parameter stand for numbers */
 	for (int i = ps->nframes; i-- > 0;) {
 		const struct frame *f = &ps->frames[i];
 		if (!f->call && f->varlen == t->len && !memcmp(f->var, s, t->len)) {
 			perr_tok(ps, t, "'%.*s' is the index of a loop around it and cannot be bound here", (int)t->len, s);
-			return false;
+			return true;
 		}
 		if (f->call) {
 			int k = param_index(f->fn, s, t->len);
 			if (k >= 0 && f->args[k].is_int) {
 				perr_tok(ps, t, "'%.*s' is an int parameter of %s and cannot be bound", (int)t->len, s,
 					 f->fn->name);
-				return false;
+				return true;
 			}
 			break;
 		}
 	}
-	return true;
+	return false;
 }
 
 /* Text as written, for a header: blanks and line ends folded to one
