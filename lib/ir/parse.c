@@ -249,10 +249,13 @@ static inline __attribute__((always_inline)) void lex_ahead(struct parser *ps)
 }
 
 /* A lexer error is reported when its token is reached or peeked at, as if
- * the lexer did not run ahead.  Inlined, with the errors' work out of line
- * (cold): a token's way through here was a call and a third of its cost
- * again, for each of a program's tokens. */
-static inline __attribute__((always_inline)) void advance(struct parser *ps)
+ * the lexer did not run ahead (the errors' work is out of line, cold).
+ * advance_inline is advance inlined, where every token of a program
+ * passes (an operand, an operator, a statement's name): there a call was
+ * a third of a token's cost again.  Elsewhere advance() is a call, so
+ * that parse.c's code, and a program's resident pages, do not grow by a
+ * copy in each of its hundred places. */
+static inline __attribute__((always_inline)) void advance_inline(struct parser *ps)
 {
 	ps->ntok++;
 	ps->prev_end = ps->tok->off + ps->tok->len;
@@ -260,6 +263,11 @@ static inline __attribute__((always_inline)) void advance(struct parser *ps)
 	if (ps->tok->kind == TIR_TOK_ERROR && !ps->ahead_told)
 		lex_error(ps, ps->tok);
 	lex_ahead(ps);
+}
+
+static __attribute__((noinline)) void advance(struct parser *ps)
+{
+	advance_inline(ps);
 }
 
 static inline __attribute__((always_inline)) const struct tir_token *peek(struct parser *ps)
@@ -343,10 +351,10 @@ static void expected(struct parser *ps, const char *want)
 	perr_tok(ps, ps->tok, "expected %s, got %s", want, got);
 }
 
-static inline __attribute__((always_inline)) bool accept(struct parser *ps, enum tir_tok k)
+static bool accept(struct parser *ps, enum tir_tok k)
 {
 	if (ps->tok->kind == k) {
-		advance(ps);
+		advance_inline(ps);
 		return true;
 	}
 	return false;
@@ -2289,12 +2297,12 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	case TIR_TOK_INT: {
 		int64_t iv = tp->ival;
 		double fv = tp->fval;
-		advance(ps);
+		advance_inline(ps);
 		return literal(ps, start, TIR_DTYPE_I64, iv, fv);
 	}
 	case TIR_TOK_FLOAT: {
 		double fv = tp->fval;
-		advance(ps);
+		advance_inline(ps);
 		return literal(ps, start, TIR_DTYPE_F32, 0, fv);
 	}
 	case TIR_TOK_LBRACKET:
@@ -2370,7 +2378,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	}
 	if (lk.kind == L_NODE) {
 		struct tir_binding *b = lk.b;
-		advance(ps);
+		advance_inline(ps);
 		if (!lk.node)
 			ps->stmt_failed = true; /* its definition failed: already reported */
 		else if (b && b->node->ref_name != b->name &&
@@ -2861,7 +2869,7 @@ chain_rest(struct parser *ps, struct tir_loc *start, struct tir_node *a, int (*o
 	int chain = 0, op;
 	while (a && (op = op_of(ps->tok->kind)) >= 0) {
 		struct tir_token optok = *ps->tok;
-		advance(ps);
+		advance_inline(ps);
 		if (!enter(ps))
 			return NULL;
 		chain++;
@@ -3409,20 +3417,21 @@ static void parse_bind(struct parser *ps)
 	}
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
-	advance(ps);
+	advance_inline(ps);
 	struct tir_type ann;
 	bool has_ann = false;
 	struct tir_loc annloc = {0};
-	if (accept(ps, TIR_TOK_COLON)) {
+	if (ps->tok->kind == TIR_TOK_COLON && accept(ps, TIR_TOK_COLON)) { /* (a call only for an annotation) */
 		loc_tok(ps, ps->tok, &annloc);
 		if (!parse_type(ps, &ann))
 			return;
 		has_ann = true;
 	}
-	if (!accept(ps, TIR_TOK_ASSIGN)) {
+	if (ps->tok->kind != TIR_TOK_ASSIGN) {
 		expected(ps, "'='");
 		return;
 	}
+	advance_inline(ps); /* accept's work, inlined: every statement's '=' */
 	enum tir_tok after = peek(ps)->kind;
 	if ((after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE) && at_string(ps)) {
 		/* a name for a string: ck = "m.safetensors" */
@@ -4196,7 +4205,7 @@ static void parse_statements(struct parser *ps)
 	advance(ps);
 	for (;;) {
 		while (ps->tok->kind == TIR_TOK_NEWLINE)
-			advance(ps);
+			advance_inline(ps);
 		if (ps->tok->kind == TIR_TOK_EOF)
 			break;
 		ps->stmt = (uint32_t)ps->prog->nstmts;
