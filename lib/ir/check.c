@@ -310,6 +310,19 @@ static int rule_unary_logic(struct tir_node *n, struct tir_type *ty, struct tir_
 static int broadcast_all(struct tir_node *n, struct tir_type *out, struct tir_err *err)
 {
 	tir_ntype_get(in(n, 0), out);
+	/* Two scalars of one dtype (t2 = t1 * 0.5, most nodes of a long
+	 * scalar program): that dtype, weak only if both are, as the loop
+	 * below gives them (a dtype promoted with itself is itself; a weak
+	 * scalar beside a strong one of its dtype takes the strong one's),
+	 * without broadcasting shapes or asking the dtypes' kinds.
+	 * test_check's test_scalar_fast holds the two ways together. */
+	if (n->nin == 2) {
+		const struct tir_ntype *b = in(n, 1);
+		if (out->rank == 0 && b->rank == 0 && out->dtype == b->dtype) {
+			out->weak = out->weak && b->weak;
+			return 0;
+		}
+	}
 	for (int i = 1; i < n->nin; i++) {
 		/* in place: tir_broadcast leaves out as it was when they do not */
 		if (!tir_broadcast(out, in(n, i), out)) {

@@ -466,6 +466,9 @@ struct tir_binding {
 				   * is that statement's loc) */
 	uint32_t hash;            /* of the name (the index's, parse.c) */
 	bool unbound;             /* rolled back (REPL): as if never bound */
+	uint16_t len;             /* of the name (at most 255 bytes: lex.c and
+				   * local_binding refuse longer), in what was
+				   * padding: compared before its bytes */
 };
 
 /* A function: its text is expanded again at each call (parse.c). */

@@ -73,6 +73,7 @@ struct parser {
 	 * are read only at the end of input, where the two agree. */
 	struct tir_token toks[2];  /* the current token and the next one */
 	struct tir_token *tok;     /* current: one of toks */
+	struct tir_token *next;    /* the other one (swapped with tok by advance) */
 	char errmsg[2][TIR_LEX_ERRLEN]; /* each slot's lexer error */
 	bool ahead_told;           /* the next token's lexer error is reported (peeked) */
 	unsigned flags;
@@ -217,44 +218,61 @@ static const char *numpy_spelling(const char *s, size_t n)
 
 /* ---- tokens ---- */
 
-static void lex_error(struct parser *ps, const struct tir_token *t)
+static __attribute__((noinline, cold)) void lex_error(struct parser *ps, const struct tir_token *t)
 {
 	struct tir_loc loc;
 	loc_tok(ps, t, &loc);
 	perr(ps, TIR_ESYNTAX, &loc, "%s", ps->errmsg[t - ps->toks]);
 }
 
-/* The slot of toks that is not the current token. */
-static struct tir_token *other_tok(struct parser *ps)
+/* The current token becomes the next one (the slots are swapped). */
+static void swap_toks(struct parser *ps)
 {
-	return ps->tok == &ps->toks[0] ? &ps->toks[1] : &ps->toks[0];
+	struct tir_token *t = ps->tok;
+	ps->tok = ps->next;
+	ps->next = t;
+}
+
+static __attribute__((noinline, cold)) void keep_lex_error(struct parser *ps, const struct tir_token *t)
+{
+	memcpy(ps->errmsg[t - ps->toks], ps->lx.errmsg, sizeof ps->errmsg[0]);
 }
 
 /* Lex the token after the current one, its error untold. */
-static void lex_ahead(struct parser *ps)
+static inline __attribute__((always_inline)) void lex_ahead(struct parser *ps)
 {
-	struct tir_token *next = other_tok(ps);
+	struct tir_token *next = ps->next;
 	tir_lex_scan(&ps->lx, next);
 	if (next->kind == TIR_TOK_ERROR)
-		memcpy(ps->errmsg[next - ps->toks], ps->lx.errmsg, sizeof ps->errmsg[0]);
+		keep_lex_error(ps, next);
 	ps->ahead_told = false;
 }
 
 /* A lexer error is reported when its token is reached or peeked at, as if
- * the lexer did not run ahead. */
-static void advance(struct parser *ps)
+ * the lexer did not run ahead (the errors' work is out of line, cold).
+ * advance_inline is advance inlined, where every token of a program
+ * passes (an operand, an operator, a statement's name): there a call was
+ * a third of a token's cost again.  Elsewhere advance() is a call, so
+ * that parse.c's code, and a program's resident pages, do not grow by a
+ * copy in each of its hundred places. */
+static inline __attribute__((always_inline)) void advance_inline(struct parser *ps)
 {
 	ps->ntok++;
 	ps->prev_end = ps->tok->off + ps->tok->len;
-	ps->tok = other_tok(ps);
+	swap_toks(ps);
 	if (ps->tok->kind == TIR_TOK_ERROR && !ps->ahead_told)
 		lex_error(ps, ps->tok);
 	lex_ahead(ps);
 }
 
-static const struct tir_token *peek(struct parser *ps)
+static __attribute__((noinline)) void advance(struct parser *ps)
 {
-	struct tir_token *next = other_tok(ps);
+	advance_inline(ps);
+}
+
+static inline __attribute__((always_inline)) const struct tir_token *peek(struct parser *ps)
+{
+	struct tir_token *next = ps->next;
 	if (next->kind == TIR_TOK_ERROR && !ps->ahead_told)
 		lex_error(ps, next);
 	ps->ahead_told = true;
@@ -336,7 +354,7 @@ static void expected(struct parser *ps, const char *want)
 static bool accept(struct parser *ps, enum tir_tok k)
 {
 	if (ps->tok->kind == k) {
-		advance(ps);
+		advance_inline(ps);
 		return true;
 	}
 	return false;
@@ -425,6 +443,21 @@ static bool same_name(const char *name, const char *s, size_t n)
 	return name[n] == 0;
 }
 
+/* the length fits where there was padding: a binding is as big as before */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct tir_binding) == 40, "struct tir_binding grew");
+
+/* Whether binding b is of the name s[0..n): its length first, then its
+ * bytes from the last (numbered names differ there: t12 and t15). */
+static bool binding_is(const struct tir_binding *b, const char *s, size_t n)
+{
+	if (b->len != n)
+		return false;
+	for (size_t i = n; i-- > 0;)
+		if (b->name[i] != s[i])
+			return false;
+	return true;
+}
+
 /* The slot holding the name s (its hash h), or else the empty slot where it
  * would go. */
 static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *s, size_t n,
@@ -436,7 +469,7 @@ static struct tir_bind_slot *bind_slot(const struct tir_program *p, const char *
 		if (!sl->bind)
 			return sl;
 		const struct tir_binding *b = &p->bind[sl->bind - 1];
-		if (b->hash == h && same_name(b->name, s, n))
+		if (b->hash == h && binding_is(b, s, n))
 			return sl;
 	}
 }
@@ -488,6 +521,8 @@ static const struct tir_bind_slot *bind_home(const struct tir_program *p, uint32
 /* The binding of the name s (its hash h), made if new. */
 static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_t n, uint32_t h)
 {
+	if (n > 255)
+		return NULL; /* not asked today (see struct tir_binding's len) */
 	struct tir_bind_slot *sl = p->capindex ? bind_slot(p, s, n, h) : NULL;
 	if (sl && sl->bind)
 		return &p->bind[sl->bind - 1];
@@ -498,6 +533,7 @@ static struct tir_binding *bind_name(struct tir_program *p, const char *s, size_
 		return NULL;
 	struct tir_binding *b = &p->bind[p->nbind];
 	memset(b, 0, sizeof *b);
+	b->len = (uint16_t)n;
 	char *name = tir_arena_alloc1(&p->name_arena, n + 1); /* zeroed: its NUL */
 	if (!name)
 		return NULL;
@@ -600,6 +636,7 @@ static void restore_pos(struct parser *ps, struct pos *s)
 {
 	memcpy(ps->toks, s->toks, sizeof s->toks);
 	ps->tok = &ps->toks[s->cur];
+	ps->next = &ps->toks[!s->cur];
 	memcpy(ps->errmsg, s->errmsg, sizeof s->errmsg);
 	ps->ahead_told = s->ahead_told;
 	ps->lx.src = s->src;
@@ -751,7 +788,7 @@ static void lookup_name(struct parser *ps, const char *s, size_t n, struct look 
 	/* the name made last first: a statement most often reads what the one
 	 * before it bound (t2 = t1 + 1), found so without hashing its name */
 	const struct tir_program *p = ps->prog;
-	struct tir_binding *b = p->nbind && same_name(p->bind[p->nbind - 1].name, s, n)
+	struct tir_binding *b = p->nbind && binding_is(&p->bind[p->nbind - 1], s, n)
 					? &p->bind[p->nbind - 1]
 					: tir_program_lookup(p, s, n);
 	if (b && !b->unbound && b->str) {
@@ -2260,12 +2297,12 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	case TIR_TOK_INT: {
 		int64_t iv = tp->ival;
 		double fv = tp->fval;
-		advance(ps);
+		advance_inline(ps);
 		return literal(ps, start, TIR_DTYPE_I64, iv, fv);
 	}
 	case TIR_TOK_FLOAT: {
 		double fv = tp->fval;
-		advance(ps);
+		advance_inline(ps);
 		return literal(ps, start, TIR_DTYPE_F32, 0, fv);
 	}
 	case TIR_TOK_LBRACKET:
@@ -2341,7 +2378,7 @@ static struct tir_node *parse_primary(struct parser *ps, struct tir_loc *start)
 	}
 	if (lk.kind == L_NODE) {
 		struct tir_binding *b = lk.b;
-		advance(ps);
+		advance_inline(ps);
 		if (!lk.node)
 			ps->stmt_failed = true; /* its definition failed: already reported */
 		else if (b && b->node->ref_name != b->name &&
@@ -2694,10 +2731,12 @@ static struct tir_node *parse_dot(struct parser *ps, struct tir_node *x, const s
 	return NULL;
 }
 
-/* postfix = primary { index | "." "T" } */
-static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
+/* The rest of a postfix after its primary x (at start), and of a power
+ * after its postfix a: out of line, with the frames they need, so that
+ * an operand without them (most) does not set those frames up. */
+static __attribute__((noinline)) struct tir_node *postfix_rest(struct parser *ps, struct tir_loc *start,
+							       struct tir_node *x)
 {
-	struct tir_node *x = parse_primary(ps, start);
 	int chain = 0;
 	while (x && (ps->tok->kind == TIR_TOK_LBRACKET || ps->tok->kind == TIR_TOK_DOT)) {
 		if (!enter(ps))
@@ -2711,12 +2750,9 @@ static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
 
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start);
 
-/* power = postfix [ "**" unary ]   (right-associative: 2**3**2 is 2**9) */
-static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
+static __attribute__((noinline)) struct tir_node *power_rest(struct parser *ps, struct tir_loc *start,
+							     struct tir_node *a)
 {
-	struct tir_node *a = parse_postfix(ps, start);
-	if (!a || ps->tok->kind != TIR_TOK_STARSTAR)
-		return a;
 	struct tir_token optok = *ps->tok;
 	advance(ps);
 	if (!enter(ps))
@@ -2727,13 +2763,43 @@ static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
 	return b ? binary(ps, TIR_OP_POW, &optok, a, start, b, &bloc) : NULL;
 }
 
+/* postfix = primary { index | "." "T" } */
+static struct tir_node *parse_postfix(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *x = parse_primary(ps, start);
+	if (x && (ps->tok->kind == TIR_TOK_LBRACKET || ps->tok->kind == TIR_TOK_DOT))
+		return postfix_rest(ps, start, x);
+	return x;
+}
+
+/* power = postfix [ "**" unary ]   (right-associative: 2**3**2 is 2**9) */
+static struct tir_node *parse_power(struct parser *ps, struct tir_loc *start)
+{
+	struct tir_node *a = parse_postfix(ps, start);
+	if (a && ps->tok->kind == TIR_TOK_STARSTAR)
+		return power_rest(ps, start, a);
+	return a;
+}
+
+static struct tir_node *parse_prefixed(struct parser *ps, struct tir_loc *start);
+
 /* unary = "-" NUMBER | ( "-" | "+" | "~" ) unary | power
- * (-2**2 is -(2**2), as in Python) */
+ * (-2**2 is -(2**2), as in Python)
+ * An operand without a sign goes to parse_power from here; one with a
+ * sign to parse_prefixed, whose frame (its locals, the registers it keeps)
+ * the common operand then does not set up and take down. */
 static struct tir_node *parse_unary(struct parser *ps, struct tir_loc *start)
 {
 	enum tir_tok k = ps->tok->kind;
 	if (k != TIR_TOK_MINUS && k != TIR_TOK_PLUS && k != TIR_TOK_TILDE)
 		return parse_power(ps, start);
+	return parse_prefixed(ps, start);
+}
+
+/* ( "-" | "+" | "~" ) unary, and "-" NUMBER: parse_unary's at a sign */
+static __attribute__((noinline)) struct tir_node *parse_prefixed(struct parser *ps, struct tir_loc *start)
+{
+	enum tir_tok k = ps->tok->kind;
 	struct tir_token minus = *ps->tok;
 	loc_tok(ps, &minus, start);
 	advance(ps);
@@ -2789,22 +2855,21 @@ static struct tir_node *logical(struct parser *ps, enum tir_op op, const struct 
 	return binary(ps, op, optok, a, aloc, b, bloc);
 }
 
-/* One left-associative chain: operand { OP operand }, where op_of gives the
- * op of a token (-1: not one of this chain's) and combine (binary or
- * logical) makes and checks each step's node.  Inlined in each of the
- * four levels, so that each calls its own functions directly (an
- * expression goes through every level for each of its operands). */
+/* The rest of one left-associative chain, its first operand a parsed
+ * already (at start): { OP operand }, where op_of gives the op of a token
+ * (-1: not one of this chain's) and combine (binary or logical) makes and
+ * checks each step's node.  Inlined where used, so that each level calls
+ * its own functions directly. */
 static inline __attribute__((always_inline)) struct tir_node *
-binary_chain(struct parser *ps, struct tir_loc *start, int (*op_of)(enum tir_tok),
-	     struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *, struct tir_node *,
-					 const struct tir_loc *, struct tir_node *, const struct tir_loc *),
-	     struct tir_node *(*operand)(struct parser *, struct tir_loc *))
+chain_rest(struct parser *ps, struct tir_loc *start, struct tir_node *a, int (*op_of)(enum tir_tok),
+	   struct tir_node *(*combine)(struct parser *, enum tir_op, const struct tir_token *, struct tir_node *,
+				       const struct tir_loc *, struct tir_node *, const struct tir_loc *),
+	   struct tir_node *(*operand)(struct parser *, struct tir_loc *))
 {
-	struct tir_node *a = operand(ps, start);
 	int chain = 0, op;
 	while (a && (op = op_of(ps->tok->kind)) >= 0) {
 		struct tir_token optok = *ps->tok;
-		advance(ps);
+		advance_inline(ps);
 		if (!enter(ps))
 			return NULL;
 		chain++;
@@ -2845,27 +2910,56 @@ static int or_op(enum tir_tok k)
 	return k == TIR_TOK_PIPE ? TIR_OP_OR : -1;
 }
 
+/* The levels below are the grammar's, one production each; but a level's
+ * first operand is not parsed by a call to the level below, which would
+ * call the one below it, and so on down: each level starts at the unary
+ * and then finishes the chains of the levels below it, innermost first,
+ * the same calls in the same order as the nested form makes them.  An
+ * operand alone (t1 in t2 = t1 + 1, and every right-hand operand of a
+ * '+') so goes from the level asked straight to parse_unary, not through
+ * every level between (a third of the calls of a scalar statement). */
+
 /* term = unary { ("*" | "/" | "//" | "%" | "@") unary } */
+static inline __attribute__((always_inline)) struct tir_node *term_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, parse_unary(ps, start), term_op, binary, parse_unary);
+}
+
 static struct tir_node *parse_term(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, term_op, binary, parse_unary);
+	return term_from(ps, start);
 }
 
 /* arith = term { ("+" | "-") term } */
+static inline __attribute__((always_inline)) struct tir_node *arith_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, term_from(ps, start), arith_op, binary, parse_term);
+}
+
 static struct tir_node *parse_arith(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, arith_op, binary, parse_term);
+	return arith_from(ps, start);
 }
 
 /* bitand = arith { "&" arith };  bitor = bitand { "|" bitand } */
+static inline __attribute__((always_inline)) struct tir_node *bitand_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, arith_from(ps, start), and_op, logical, parse_arith);
+}
+
 static struct tir_node *parse_bitand(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, and_op, logical, parse_arith);
+	return bitand_from(ps, start);
+}
+
+static inline __attribute__((always_inline)) struct tir_node *bitor_from(struct parser *ps, struct tir_loc *start)
+{
+	return chain_rest(ps, start, bitand_from(ps, start), or_op, logical, parse_bitand);
 }
 
 static struct tir_node *parse_bitor(struct parser *ps, struct tir_loc *start)
 {
-	return binary_chain(ps, start, or_op, logical, parse_bitand);
+	return bitor_from(ps, start);
 }
 
 static int compare_op(enum tir_tok k)
@@ -2885,7 +2979,7 @@ static int compare_op(enum tir_tok k)
  * A chain is Python's: a < b < c is (a < b) & (b < c). */
 static struct tir_node *parse_expr(struct parser *ps, struct tir_loc *start)
 {
-	struct tir_node *a = parse_bitor(ps, start);
+	struct tir_node *a = bitor_from(ps, start);
 	struct tir_node *acc = NULL;
 	struct tir_loc aloc = *start;
 	int chain = 0, op;
@@ -2972,6 +3066,9 @@ static bool parse_type(struct parser *ps, struct tir_type *ty)
  * the rest of its check. */
 static uint8_t reserved_lens[256];
 static pthread_once_t reserved_once = PTHREAD_ONCE_INIT;
+static bool reserved_ready; /* set (release) once reserved_lens is filled:
+			     * read first, it spares each name a call of
+			     * pthread_once */
 
 static void reserved_lens_init(void)
 {
@@ -2981,6 +3078,7 @@ static void reserved_lens_init(void)
 		const char *name = tir_dtype_name((enum tir_dtype)d);
 		reserved_lens[(unsigned char)name[0]] |= (uint8_t)(1u << (strlen(name) - 1));
 	}
+	__atomic_store_n(&reserved_ready, true, __ATOMIC_RELEASE);
 }
 
 static bool is_reserved(const char *s, size_t n)
@@ -2989,7 +3087,8 @@ static bool is_reserved(const char *s, size_t n)
 	 * (the words are 2 to 6 bytes, dtypes' names 2 to 4) */
 	if (n < 2 || n > 6)
 		return false;
-	pthread_once(&reserved_once, reserved_lens_init);
+	if (!__atomic_load_n(&reserved_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&reserved_once, reserved_lens_init);
 	if (!(reserved_lens[(unsigned char)s[0]] >> (n - 1) & 1))
 		return false;
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
@@ -3034,31 +3133,46 @@ static void name_node(struct parser *ps, struct tir_node *n, const char *name)
 	n->names = l;
 }
 
-static bool check_name(struct parser *ps, const struct tir_token *t)
+static bool refuse_name(struct parser *ps, const struct tir_token *t);
+
+/* Whether the name at t may be bound here (else it is reported): not a
+ * reserved word, nor a loop's index or an int parameter around it.  A
+ * name outside loops and calls that is not reserved (most) is taken
+ * here; the rest is refuse_name's, which asks again. */
+static inline __attribute__((always_inline)) bool check_name(struct parser *ps, const struct tir_token *t)
+{
+	if (ps->nframes == 0 && !is_reserved(ps->lx.src->text + t->off, t->len))
+		return true;
+	return !refuse_name(ps, t);
+}
+
+/* check_name's whole check: true, having reported it, when the name at t
+ * may not be bound here. */
+static __attribute__((noinline)) bool refuse_name(struct parser *ps, const struct tir_token *t)
 {
 	const char *s = ps->lx.src->text + t->off;
 	if (is_reserved(s, t->len)) {
 		perr_tok(ps, t, "'%.*s' is reserved and cannot be bound", (int)t->len, s);
-		return false;
+		return true;
 	}
 	/* a loop's index and an int parameter stand for numbers */
 	for (int i = ps->nframes; i-- > 0;) {
 		const struct frame *f = &ps->frames[i];
 		if (!f->call && f->varlen == t->len && !memcmp(f->var, s, t->len)) {
 			perr_tok(ps, t, "'%.*s' is the index of a loop around it and cannot be bound here", (int)t->len, s);
-			return false;
+			return true;
 		}
 		if (f->call) {
 			int k = param_index(f->fn, s, t->len);
 			if (k >= 0 && f->args[k].is_int) {
 				perr_tok(ps, t, "'%.*s' is an int parameter of %s and cannot be bound", (int)t->len, s,
 					 f->fn->name);
-				return false;
+				return true;
 			}
 			break;
 		}
 	}
-	return true;
+	return false;
 }
 
 /* Text as written, for a header: blanks and line ends folded to one
@@ -3303,20 +3417,21 @@ static void parse_bind(struct parser *ps)
 	}
 	ps->pend.kind = TIR_STMT_BIND;
 	loc_tok(ps, &nt, &ps->pend.loc);
-	advance(ps);
+	advance_inline(ps);
 	struct tir_type ann;
 	bool has_ann = false;
 	struct tir_loc annloc = {0};
-	if (accept(ps, TIR_TOK_COLON)) {
+	if (ps->tok->kind == TIR_TOK_COLON && accept(ps, TIR_TOK_COLON)) { /* (a call only for an annotation) */
 		loc_tok(ps, ps->tok, &annloc);
 		if (!parse_type(ps, &ann))
 			return;
 		has_ann = true;
 	}
-	if (!accept(ps, TIR_TOK_ASSIGN)) {
+	if (ps->tok->kind != TIR_TOK_ASSIGN) {
 		expected(ps, "'='");
 		return;
 	}
+	advance_inline(ps); /* accept's work, inlined: every statement's '=' */
 	enum tir_tok after = peek(ps)->kind;
 	if ((after == TIR_TOK_NEWLINE || after == TIR_TOK_EOF || after == TIR_TOK_RBRACE) && at_string(ps)) {
 		/* a name for a string: ck = "m.safetensors" */
@@ -3506,7 +3621,7 @@ static void skip_statement(struct parser *ps)
 		else if (ps->tok->kind == TIR_TOK_RBRACE && braces > 0)
 			braces--;
 		ps->ntok++;
-		ps->tok = other_tok(ps); /* its errors are the failed statement's */
+		swap_toks(ps); /* its errors are the failed statement's */
 		lex_ahead(ps);
 	}
 }
@@ -4090,7 +4205,7 @@ static void parse_statements(struct parser *ps)
 	advance(ps);
 	for (;;) {
 		while (ps->tok->kind == TIR_TOK_NEWLINE)
-			advance(ps);
+			advance_inline(ps);
 		if (ps->tok->kind == TIR_TOK_EOF)
 			break;
 		ps->stmt = (uint32_t)ps->prog->nstmts;
@@ -4209,6 +4324,7 @@ int tir_program_parse_at(struct tir_program *p, const char *name, const char *sr
 
 	struct parser ps = {.prog = p, .flags = flags, .line_base = first_line ? first_line - 1 : 0};
 	ps.tok = &ps.toks[0];
+	ps.next = &ps.toks[1];
 	if (tir_lex_init(&ps.lx, s))
 		return -TIR_ENOMEM;
 	for (size_t k = 0; k < p->nfuncs; k++)

@@ -106,29 +106,42 @@ static struct tir_arena_block *new_block(size_t cap, bool populate)
 	return b;
 }
 
-/* n bytes (a multiple of the arena's pieces' alignment), zeroed */
-static void *arena_take(struct tir_arena *a, size_t n)
+/* A new block at the head of the arena with room for n bytes more (or
+ * behind it, for a big one-off), then the piece of it: arena_take's way
+ * when its block is full, out of line so that its common way is short. */
+static __attribute__((noinline)) void *arena_grow(struct tir_arena *a, size_t n)
 {
 	struct tir_arena_block *b = a->head;
-	if (!b || b->cap - b->used < n) {
-		/* blocks double as the program grows, up to ARENA_BLOCK_MAX in all
-		 * (one huge page) */
-		size_t grow = !b ? ARENA_BLOCK
-			      : b->cap >= ARENA_BLOCK_MAX / 2 ? ARENA_BLOCK_MAX - sizeof *b : b->cap * 2;
-		size_t cap = n > grow / 4 ? n : grow;
-		struct tir_arena_block *nb = new_block(cap, true);
-		if (!nb)
-			return NULL;
-		if (cap == n && b) {
-			/* a big one-off goes behind the current block, which keeps serving */
-			nb->next = b->next;
-			b->next = nb;
-		} else {
-			nb->next = b;
-			a->head = nb;
-		}
-		b = nb;
+	/* blocks double as the program grows, up to ARENA_BLOCK_MAX in all
+	 * (one huge page) */
+	size_t grow = !b ? ARENA_BLOCK
+		      : b->cap >= ARENA_BLOCK_MAX / 2 ? ARENA_BLOCK_MAX - sizeof *b : b->cap * 2;
+	size_t cap = n > grow / 4 ? n : grow;
+	struct tir_arena_block *nb = new_block(cap, true);
+	if (!nb)
+		return NULL;
+	if (cap == n && b) {
+		/* a big one-off goes behind the current block, which keeps serving */
+		nb->next = b->next;
+		b->next = nb;
+	} else {
+		nb->next = b;
+		a->head = nb;
 	}
+	void *p = nb->mem + nb->used;
+	nb->used += n;
+	a->used_total += n;
+	if (!nb->mapped)
+		memset(p, 0, n);
+	return p;
+}
+
+/* n bytes (a multiple of the arena's pieces' alignment), zeroed */
+static inline __attribute__((always_inline)) void *arena_take(struct tir_arena *a, size_t n)
+{
+	struct tir_arena_block *b = a->head;
+	if (!b || b->cap - b->used < n)
+		return arena_grow(a, n);
 	void *p = b->mem + b->used;
 	b->used += n;
 	a->used_total += n;

@@ -918,6 +918,26 @@ static void test_limits(void)
 	sprintf(src + n, " + 1");
 	EXPECT_ERR(src, TIR_ESYNTAX, "nested deeper than 200 levels");
 
+	/* a level's chain counts only while it runs: the first operand's
+	 * chain of '*' is done (its levels given back) before the chain of
+	 * '+' begins, but the last operand's is inside it.  (Each level
+	 * starts at the unary and finishes the chains below it: this holds
+	 * that to the nested form's count.) */
+	n = sprintf(src, "y = 2");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " * 2");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " + 1");
+	p = PARSE_OK(src);
+	CHECK(bound(p, "y")->op == TIR_OP_ADD);
+	tir_program_free(p);
+	n = sprintf(src, "y = 1");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " + 1");
+	for (int i = 0; i < 120; i++)
+		n += sprintf(src + n, " * 2");
+	EXPECT_ERR(src, TIR_ESYNTAX, "nested deeper than 200 levels");
+
 	/* many statements are not nesting */
 	char *many = malloc(2000 * 20);
 	n = sprintf(many, "x = 0\n");
@@ -1499,6 +1519,16 @@ static void test_numbered_names(void)
 	      !tir_program_lookup(p, "t123456789014", 13));
 	tir_program_free(p);
 	tir_str_free(&s);
+
+	/* a name read just after another is bound is compared with it first
+	 * (its length, then its bytes from the last): one a prefix of the
+	 * other, or differing in the first byte only, is not it */
+	p = PARSE_OK("ab = 1.0\na = 2.0\nc = ab * a\nbb = 3.0\nd = ab - bb\nab1 = 4.0\ne = ab / a\n");
+	const struct tir_node *c = bound(p, "c"), *d = bound(p, "d"), *e = bound(p, "e");
+	CHECK(c && c->in[0]->fval == 1.0 && c->in[1]->fval == 2.0);
+	CHECK(d && d->in[0]->fval == 1.0 && d->in[1]->fval == 3.0);
+	CHECK(e && e->in[0]->fval == 1.0 && e->in[1]->fval == 2.0);
+	tir_program_free(p);
 }
 
 /* ---- a big program's memory ----
