@@ -106,6 +106,18 @@ static struct tir_arena_block *new_block(size_t cap, bool populate)
 	return b;
 }
 
+/* The next n bytes of block b (which has room for them), zeroed */
+static inline __attribute__((always_inline)) void *block_take(struct tir_arena *a, struct tir_arena_block *b,
+							      size_t n)
+{
+	void *p = b->mem + b->used;
+	b->used += n;
+	a->used_total += n;
+	if (!b->mapped)
+		memset(p, 0, n);
+	return p;
+}
+
 /* A new block at the head of the arena with room for n bytes more (or
  * behind it, for a big one-off), then the piece of it: arena_take's way
  * when its block is full, out of line so that its common way is short. */
@@ -128,12 +140,7 @@ static __attribute__((noinline)) void *arena_grow(struct tir_arena *a, size_t n)
 		nb->next = b;
 		a->head = nb;
 	}
-	void *p = nb->mem + nb->used;
-	nb->used += n;
-	a->used_total += n;
-	if (!nb->mapped)
-		memset(p, 0, n);
-	return p;
+	return block_take(a, nb, n);
 }
 
 /* n bytes (a multiple of the arena's pieces' alignment), zeroed */
@@ -142,12 +149,7 @@ static inline __attribute__((always_inline)) void *arena_take(struct tir_arena *
 	struct tir_arena_block *b = a->head;
 	if (!b || b->cap - b->used < n)
 		return arena_grow(a, n);
-	void *p = b->mem + b->used;
-	b->used += n;
-	a->used_total += n;
-	if (!b->mapped)
-		memset(p, 0, n);
-	return p;
+	return block_take(a, b, n);
 }
 
 void *tir_arena_alloc(struct tir_arena *a, size_t n)
