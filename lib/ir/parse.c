@@ -3133,19 +3133,6 @@ static void name_node(struct parser *ps, struct tir_node *n, const char *name)
 	n->names = l;
 }
 
-static bool refuse_name(struct parser *ps, const struct tir_token *t);
-
-/* Whether the name at t may be bound here (else it is reported): not a
- * reserved word, nor a loop's index or an int parameter around it.  A
- * name outside loops and calls that is not reserved (most) is taken
- * here; the rest is refuse_name's, which asks again. */
-static inline __attribute__((always_inline)) bool check_name(struct parser *ps, const struct tir_token *t)
-{
-	if (ps->nframes == 0 && !is_reserved(ps->lx.src->text + t->off, t->len))
-		return true;
-	return !refuse_name(ps, t);
-}
-
 /* check_name's whole check: true, having reported it, when the name at t
  * may not be bound here. */
 static __attribute__((noinline)) bool refuse_name(struct parser *ps, const struct tir_token *t)
@@ -3173,6 +3160,17 @@ static __attribute__((noinline)) bool refuse_name(struct parser *ps, const struc
 		}
 	}
 	return false;
+}
+
+/* Whether the name at t may be bound here (else it is reported): not a
+ * reserved word, nor a loop's index or an int parameter around it.  A
+ * name outside loops and calls that is not reserved (most) is taken
+ * here; the rest is refuse_name's, which asks again. */
+static inline __attribute__((always_inline)) bool check_name(struct parser *ps, const struct tir_token *t)
+{
+	if (ps->nframes == 0 && !is_reserved(ps->lx.src->text + t->off, t->len))
+		return true;
+	return !refuse_name(ps, t);
 }
 
 /* Text as written, for a header: blanks and line ends folded to one
