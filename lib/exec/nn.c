@@ -335,163 +335,253 @@ static int conv_geometry(const char *op, const struct tir_tensor *x, int64_t o, 
  * one image xp, output positions p0 .. p0 + pc, written straight into the
  * gemm's packed panels of b (nr columns each, kcb rows: position q at
  * pb[(q / nr * kcb + r) * nr + q % nr]); zero where the tap reads
- * padding.  The row goes by runs of positions on one output row (oh): a
- * run reads one input row, zeros where it leaves it at either side.
- * Each piece is cut at the panels' edges and copied inline (a library
- * call a piece cost as much as the copy: a 3x3 conv2d's runs are a few
- * dozen elements). */
-/* 16 bytes, any alignment: the copies' unit (SSE2's on x86-64) */
-#define CONV_V 16
-typedef char conv_v __attribute__((vector_size(CONV_V), aligned(1), may_alias));
-/* An output row's part of a task's positions: positions [q, q + n) are
- * columns [ow0, ow0 + n) of output row oh, whose taps read input row
- * ih0 + i (i: the tap's row). */
+ * padding, and from pc to the last panel's end (npad).  The row goes by
+ * pieces of positions on one output row (oh) and in one panel, cut once
+ * per task (conv_pieces): a piece reads one input row, zeros where it
+ * leaves it at either side, and is copied inline (a library call a piece
+ * cost as much as the copy: a 3x3 conv2d's pieces are a few dozen
+ * elements, and its padding one). */
+/* A piece of a task's positions: positions [q, q + n), from column at of
+ * panel pan (q = pan nr + at), are columns [ow0, ow0 + n) of output row
+ * oh, whose tap (c, i, j) reads input row ih0 + i of channel c's plane
+ * from its element src + i * xs[2] + (j - pw) * xs[3] on (where the tap
+ * reads no padding). */
 struct conv_seg {
-	int64_t q, n, ow0, ih0;
+	int64_t pan, at, n, ow0, ih0, src;
 };
 
-#define DEFINE_CONV(T, SFX)                                                       \
-static inline void put_##SFX(T *pb, int64_t kcb, int nrs, int64_t r, int64_t q,   \
-			     const T *s, int64_t st, int64_t n)                    \
+/* Where position q of row r lies in the panels of 2^nrs columns */
+static inline int64_t conv_at(int64_t kcb, int nrs, int64_t r, int64_t q)
+{
+	return (((q >> nrs) * kcb + r) << nrs) + (q & (((int64_t)1 << nrs) - 1));
+}
+
+/* The pieces of positions [0, pc) from (oh, ow0) on, cut at the output
+ * rows' and the panels' edges, into seg (at most pc of them, and at most
+ * the rows plus the panels): how many. */
+static int64_t conv_pieces(const struct conv *g, int64_t pc, int64_t oh, int64_t ow0, int nrs,
+			   struct conv_seg *seg)
+{
+	int64_t nseg = 0, nr = (int64_t)1 << nrs;
+	for (int64_t q = 0; q < pc; nseg++) {
+		int64_t n = g->ow - ow0 < pc - q ? g->ow - ow0 : pc - q;
+		n = nr - (q & (nr - 1)) < n ? nr - (q & (nr - 1)) : n;
+		int64_t ih0 = oh * g->sh - g->ph;
+		seg[nseg] = (struct conv_seg){ q >> nrs, q & (nr - 1), n, ow0, ih0,
+					       ih0 * g->xs[2] + ow0 * g->sw * g->xs[3] };
+		q += n;
+		if ((ow0 += n) == g->ow) {
+			oh++;
+			ow0 = 0;
+		}
+	}
+	return nseg;
+}
+
+/* The copies' units, any alignment: 8 to 64 bytes; a build's widest
+ * (conv_vec_ISA) is its vector path's (SSE2's 16 bytes for gen). */
+#define CONV_VEC(B) typedef char conv_v##B __attribute__((vector_size(B), aligned(1), may_alias));
+CONV_VEC(8)
+CONV_VEC(16)
+CONV_VEC(32)
+CONV_VEC(64)
+typedef conv_v16 conv_vec_gen;
+typedef conv_v32 conv_vec_a2;
+typedef conv_v64 conv_vec_a5;
+/* A zero vector GCC cannot see through: it made the zeros' loop a
+ * memset call, for pieces as short as one float (a 3x3 conv2d's padding). */
+#if TIR_ISA_X86
+#define CONV_OPAQUE(z) __asm__("" : "+x"(z))
+#else
+#define CONV_OPAQUE(z) ((void)0)
+#endif
+/* The unit VT from s (NULL: zeros) at element t to d at t */
+#define CONV_MOVE(VT, d, s, t) (*(VT *)((d) + (t)) = (s) ? *(const VT *)((s) + (t)) : (VT){ 0 })
+
+/* im2col: rows r0 .. r1 of the k-block of taps k0 .. k0 + kcb of image xp
+ * (es bytes an element), by ROW */
+#define CONV_ROWS(NAME, ROW, TGT)                                                 \
+static TGT void NAME(const struct conv *g, const char *xp, int64_t es, char *pb, int64_t k0, \
+		     int64_t kcb, int64_t r0, int64_t r1, int nrs, const struct conv_seg *seg, \
+		     int64_t nseg, int64_t pc, int64_t npad)                       \
 {                                                                                  \
-	int64_t nr = (int64_t)1 << nrs;                                            \
-	while (n > 0) {                                                            \
-		int64_t at = q & (nr - 1), k = nr - at < n ? nr - at : n;          \
-		T *d = pb + ((q >> nrs) * kcb + r) * nr + at;                      \
-		int64_t t = 0;                                                     \
-		if (!s) {                                                          \
-			for (; t + CONV_V / (int64_t)sizeof(T) <= k; t += CONV_V / (int64_t)sizeof(T)) \
-				*(conv_v *)(d + t) = (conv_v){ 0 };                \
-			for (; t < k; t++)                                         \
-				d[t] = 0;                                          \
-		} else if (st == 1) {                                              \
-			for (; t + CONV_V / (int64_t)sizeof(T) <= k; t += CONV_V / (int64_t)sizeof(T)) \
-				*(conv_v *)(d + t) = *(const conv_v *)(s + t);     \
-			for (; t < k; t++)                                         \
-				d[t] = s[t];                                       \
-		} else {                                                           \
-			for (; t < k; t++)                                         \
-				d[t] = s[t * st];                                  \
+	/* tap k0 + r is (c, i, j), counted along without dividing */              \
+	int64_t k = k0 + r0, c = k / (g->kh * g->kw), i = k / g->kw % g->kh, j = k % g->kw; \
+	for (int64_t r = r0; r < r1; r++) {                                        \
+		ROW(g, xp + c * g->xs[1] * es, pb, kcb, nrs, r, i, j, seg, nseg, pc, npad); \
+		if (++j == g->kw) {                                                \
+			j = 0;                                                     \
+			if (++i == g->kh) {                                        \
+				i = 0;                                             \
+				c++;                                               \
+			}                                                          \
 		}                                                                  \
-		if (s)                                                             \
-			s += k * st;                                               \
-		q += k;                                                            \
-		n -= k;                                                            \
+	}                                                                          \
+}
+
+/* put: n elements from s by stride st, or zeros (s NULL), to d.  Along
+ * memory, by the build's vectors and the last one again where they
+ * overlap (no element loop left over); fewer than a vector, by a half (a
+ * quarter, ..., 8 bytes) at either end, overlapping; a float alone.
+ * im2col_row: row r of a k-block (tap (c, i, j); xc: channel c's plane)
+ * over the task's pieces, then zeros from pc to npad.  A piece the tap
+ * reads inside the plane (most of a 3x3 conv2d's) is one copy from where
+ * conv_pieces found it, shifted to the tap. */
+#define DEFINE_CONV(T, SFX, ISA, TGT)                                             \
+static TGT inline void put_##SFX##_##ISA(T *d, const T *s, int64_t st, int64_t n) \
+{                                                                                  \
+	enum { V = (int)(sizeof(conv_vec_##ISA) / sizeof(T)) };                    \
+	if (s && st != 1) {                                                        \
+		for (int64_t t = 0; t < n; t++)                                    \
+			d[t] = s[t * st];                                          \
+	} else if (n >= V) {                                                       \
+		conv_vec_##ISA z = { 0 };                                          \
+		CONV_OPAQUE(z);                                                    \
+		for (int64_t t = 0; t + V < n; t += V)                             \
+			*(conv_vec_##ISA *)(d + t) = s ? *(const conv_vec_##ISA *)(s + t) : z; \
+		*(conv_vec_##ISA *)(d + n - V) = s ? *(const conv_vec_##ISA *)(s + n - V) : z; \
+	} else if (V * sizeof(T) > 32 && n * sizeof(T) >= 32) {                   \
+		CONV_MOVE(conv_v32, d, s, 0);                                      \
+		CONV_MOVE(conv_v32, d, s, n - 32 / (int64_t)sizeof(T));            \
+	} else if (V * sizeof(T) > 16 && n * sizeof(T) >= 16) {                   \
+		CONV_MOVE(conv_v16, d, s, 0);                                      \
+		CONV_MOVE(conv_v16, d, s, n - 16 / (int64_t)sizeof(T));            \
+	} else if (n * sizeof(T) >= 8) {                                           \
+		CONV_MOVE(conv_v8, d, s, 0);                                       \
+		CONV_MOVE(conv_v8, d, s, n - 8 / (int64_t)sizeof(T));              \
+	} else if (n > 0) {                                                        \
+		*d = s ? *s : 0;                                                   \
 	}                                                                          \
 }                                                                                  \
-static void im2col_##SFX(const struct conv *g, const T *xc, T *pb, int64_t kcb,   \
-			 int nrs, int64_t r, int64_t i, int64_t j,                 \
-			 const struct conv_seg *seg, int64_t nseg)                 \
+static TGT inline __attribute__((always_inline)) void                             \
+im2col_row_##SFX##_##ISA(const struct conv *g, const char *xcb, char *pbb, int64_t kcb, int nrs, \
+			 int64_t r, int64_t i, int64_t j, const struct conv_seg *seg, int64_t nseg, \
+			 int64_t pc, int64_t npad)                                 \
 {                                                                                  \
+	const T *xc = (const T *)xcb;                                              \
+	T *pb = (T *)pbb;                                                          \
 	int64_t off = j - g->pw, st = g->sw * g->xs[3];                            \
 	/* ow with iw = ow * sw - pw + j in [0, w): [lo0, hi0) on every row */     \
 	int64_t lo0 = off >= 0 ? 0 : g->sw == 1 ? -off : (-off + g->sw - 1) / g->sw; \
 	int64_t hi0 = g->w - off <= 0 ? 0                                          \
 		      : g->sw == 1 ? g->w - off : (g->w - off + g->sw - 1) / g->sw; \
+	const T *xt = xc + i * g->xs[2] + off * g->xs[3];                          \
+	T *pr = pb + (r << nrs);                                                   \
+	int64_t ks = kcb << nrs;                                                   \
 	for (int64_t x = 0; x < nseg; x++) {                                       \
-		int64_t q = seg[x].q, ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;      \
+		int64_t ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;                    \
 		int64_t ih = seg[x].ih0 + i;                                       \
-		if (ih < 0 || ih >= g->h) {                                        \
-			put_##SFX(pb, kcb, nrs, r, q, NULL, 0, seg[x].n);          \
+		T *d = pr + seg[x].pan * ks + seg[x].at;                           \
+		if ((uint64_t)ih >= (uint64_t)g->h) {                              \
+			put_##SFX##_##ISA(d, NULL, 0, seg[x].n);                   \
+			continue;                                                  \
+		}                                                                  \
+		if (lo0 <= ow0 && ow1 <= hi0) {                                    \
+			put_##SFX##_##ISA(d, xt + seg[x].src, st, seg[x].n);       \
 			continue;                                                  \
 		}                                                                  \
 		const T *xr = xc + ih * g->xs[2];                                  \
 		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;              \
 		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;                \
-		put_##SFX(pb, kcb, nrs, r, q, NULL, 0, lo - ow0);                  \
-		q += lo - ow0;                                                     \
-		put_##SFX(pb, kcb, nrs, r, q, xr + (lo * g->sw + off) * g->xs[3], st, hi - lo); \
-		q += hi - lo;                                                      \
-		put_##SFX(pb, kcb, nrs, r, q, NULL, 0, ow1 - hi);                  \
+		put_##SFX##_##ISA(d, NULL, 0, lo - ow0);                           \
+		put_##SFX##_##ISA(d + lo - ow0, xr + (lo * g->sw + off) * g->xs[3], st, hi - lo); \
+		put_##SFX##_##ISA(d + hi - ow0, NULL, 0, ow1 - hi);                \
 	}                                                                          \
-}
-DEFINE_CONV(float, f32)
-DEFINE_CONV(double, f64)
+	if (npad > pc)                                                             \
+		put_##SFX##_##ISA(pb + conv_at(kcb, nrs, r, pc), NULL, 0, npad - pc); \
+}                                                                                  \
+CONV_ROWS(im2col_##SFX##_##ISA, im2col_row_##SFX##_##ISA, TGT)
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DEFINE_CONVS(ISA, TGT) DEFINE_CONV(float, f32, ISA, TGT) DEFINE_CONV(double, f64, ISA, TGT)
+TIR_ISA_BUILDS(DEFINE_CONVS)
+
+/* im2col's signature: one build's, for one dtype */
+typedef void conv_cols_fn(const struct conv *g, const char *xp, int64_t es, char *pb, int64_t k0, int64_t kcb,
+			  int64_t r0, int64_t r1, int nrs, const struct conv_seg *seg, int64_t nseg, int64_t pc,
+			  int64_t npad);
+
+#if TIR_ISA_X86
 #include <immintrin.h>
-#define CONV_A5 __attribute__((target("avx512f")))
-/* put_f32 for panels of 32 (AVX-512 f32's nr) and a row read by stride
- * 2 (s NULL: zeros), 16 positions at a time: the even elements of two
- * vectors loaded, masked at a piece's end (a masked-off element is never
- * read) and stored whole, or masked at the end.  A stem's 7x7/2 conv2d
- * spent half its time in put_f32's element-by-element strided copies. */
-static CONV_A5 inline void put_a5(float *pb, int64_t kcb, int64_t r, int64_t q, const float *s, int64_t n)
+/* put_f32_a5 for a row read by stride 2 (s NULL: zeros), 16 positions at a
+ * time: the even elements of two vectors loaded, masked at a piece's end
+ * (a masked-off element is never read) and stored whole, or masked at
+ * the end.  A stem's 7x7/2 conv2d spent half its time in put_f32's
+ * element-by-element strided copies. */
+static TIR_ISA_A5 inline void put_s2(float *d, const float *s, int64_t n)
 {
 	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-	while (n > 0) {
-		int64_t at = q & 31, k = 32 - at < n ? 32 - at : n;
-		float *d = pb + ((q >> 5) * kcb + r) * 32 + at;
-		for (int64_t t = 0; t < k; t += 16) {
-			int m = k - t < 16 ? (int)(k - t) : 16;
-			__m512 v = _mm512_setzero_ps();
-			if (s) {        /* s[2 t + 2 u], u < m: 2 m - 1 elements */
-				int e = 2 * m - 1;
-				__mmask16 m0 = (__mmask16)(e >= 16 ? 0xffff : (1u << e) - 1);
-				__mmask16 m1 = (__mmask16)(e > 16 ? (1u << (e - 16)) - 1 : 0);
-				v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, s + 2 * t), even,
-							   _mm512_maskz_loadu_ps(m1, s + 2 * t + 16));
-			}
-			if (m == 16)
-				_mm512_storeu_ps(d + t, v);
-			else
-				_mm512_mask_storeu_ps(d + t, (__mmask16)((1u << m) - 1), v);
+	for (int64_t t = 0; t < n; t += 16) {
+		int m = n - t < 16 ? (int)(n - t) : 16;
+		__m512 v = _mm512_setzero_ps();
+		if (s) {        /* s[2 t + 2 u], u < m: 2 m - 1 elements */
+			int e = 2 * m - 1;
+			__mmask16 m0 = (__mmask16)(e >= 16 ? 0xffff : (1u << e) - 1);
+			__mmask16 m1 = (__mmask16)(e > 16 ? (1u << (e - 16)) - 1 : 0);
+			v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, s + 2 * t), even,
+						   _mm512_maskz_loadu_ps(m1, s + 2 * t + 16));
 		}
-		if (s)
-			s += 2 * k;
-		q += k;
-		n -= k;
+		if (m == 16)
+			_mm512_storeu_ps(d + t, v);
+		else
+			_mm512_mask_storeu_ps(d + t, (__mmask16)((1u << m) - 1), v);
 	}
 }
 
-/* im2col_f32 over put_a5 (nr 32, stride 2 along memory: conv_a5), then
- * zeros from position pc to npad */
-static CONV_A5 void im2col_a5(const struct conv *g, const float *xc, float *pb, int64_t kcb, int64_t r,
-			      int64_t i, int64_t j, const struct conv_seg *seg, int64_t nseg, int64_t pc,
-			      int64_t npad)
+/* im2col_row_f32 over put_s2 (f32 only, stride 2 along memory: conv_cols_pick) */
+static TIR_ISA_A5 inline __attribute__((always_inline)) void
+im2col_row_s2(const struct conv *g, const char *xcb, char *pbb, int64_t kcb, int nrs, int64_t r, int64_t i,
+	      int64_t j, const struct conv_seg *seg, int64_t nseg, int64_t pc, int64_t npad)
 {
+	const float *xc = (const float *)xcb;
+	float *pb = (float *)pbb;
 	int64_t off = j - g->pw;
 	/* ow with iw = 2 ow + off in [0, w): [lo0, hi0) on every row */
 	int64_t lo0 = off >= 0 ? 0 : (-off + 1) / 2;
 	int64_t hi0 = g->w - off <= 0 ? 0 : (g->w - off + 1) / 2;
+	const float *xt = xc + i * g->xs[2] + off;
+	float *pr = pb + (r << nrs);
+	int64_t ks = kcb << nrs;
 	for (int64_t x = 0; x < nseg; x++) {
-		int64_t q = seg[x].q, ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;
+		int64_t ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;
 		int64_t ih = seg[x].ih0 + i;
+		float *d = pr + seg[x].pan * ks + seg[x].at;
 		if (ih < 0 || ih >= g->h) {
-			put_a5(pb, kcb, r, q, NULL, seg[x].n);
+			put_s2(d, NULL, seg[x].n);
+			continue;
+		}
+		if (lo0 <= ow0 && ow1 <= hi0) {
+			put_s2(d, xt + seg[x].src, seg[x].n);
 			continue;
 		}
 		const float *xr = xc + ih * g->xs[2];
 		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;
 		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;
 		if (lo > ow0)
-			put_a5(pb, kcb, r, q, NULL, lo - ow0);
-		q += lo - ow0;
-		put_a5(pb, kcb, r, q, xr + 2 * lo + off, hi - lo);
-		q += hi - lo;
+			put_s2(d, NULL, lo - ow0);
+		put_s2(d + lo - ow0, xr + 2 * lo + off, hi - lo);
 		if (ow1 > hi)
-			put_a5(pb, kcb, r, q, NULL, ow1 - hi);
+			put_s2(d + hi - ow0, NULL, ow1 - hi);
 	}
 	if (npad > pc)
-		put_a5(pb, kcb, r, pc, NULL, npad - pc);
+		put_s2(pb + conv_at(kcb, nrs, r, pc), NULL, npad - pc);
 }
-
-/* Whether a conv2d's f32 columns go by im2col_a5: panels of 32 (nrs 5)
- * on the AVX-512 path, and stride 2 along rows that lie along memory.
- * (Stride 1 stays with put_f32's 16-byte copies: a 3x3 conv2d's pieces
- * are short, and masked moves made ResNet-18's 56x56 layers slower.) */
-static bool conv_a5(const struct conv *g, int nrs)
-{
-	return nrs == 5 && g->sw == 2 && g->xs[3] == 1 && tir_vmath_path() == TIR_VMATH_AVX512;
-}
-#else
-static bool conv_a5(const struct conv *g, int nrs)
-{
-	(void)g, (void)nrs;
-	return false;
-}
-#define im2col_a5(g, xc, pb, kcb, r, i, j, seg, nseg, pc, npad) ((void)0)
+CONV_ROWS(im2col_s2, im2col_row_s2, TIR_ISA_A5)
 #endif
+
+/* The im2col of a conv2d's columns: the vector path's build, or im2col_s2
+ * for f32 on the AVX-512 path with stride 2 along rows that lie along
+ * memory (not on OpenBLAS's columns).  (Stride 1 goes by unmasked moves,
+ * the last one overlapping: masked moves made ResNet-18's 56x56 layers
+ * slower.) */
+static conv_cols_fn *conv_cols_pick(const struct conv *g, bool f32, bool blas)
+{
+#if TIR_ISA_X86
+	if (f32 && !blas && g->sw == 2 && g->xs[3] == 1 && tir_vmath_path() == TIR_VMATH_AVX512)
+		return im2col_s2;
+#endif
+	(void)g, (void)blas;
+	return f32 ? TIR_ISA_PICK(im2col_f32) : TIR_ISA_PICK(im2col_f64);
+}
 
 /* One conv2d cut into tasks: task t = (image, block of pos output
  * positions); each fills its block of every output plane with the bias,
@@ -519,7 +609,7 @@ struct conv_job {
 };
 
 /* The bytes of a conv_task's column buffer: the longest k-block's panels
- * of any task, then the task's output rows (at most pos + 1 of them). */
+ * of any task, then the task's pieces (conv_pieces: at most pos of them). */
 static size_t conv_col_bytes(const struct conv_job *j)
 {
 	bool blas = j->w != NULL;
@@ -568,44 +658,15 @@ static void conv_task(void *arg, int64_t t)
 		return;
 	}
 	char *pb = *slot;
-	struct conv_seg *seg = (struct conv_seg *)(pb + kc1 * most * es);
-	int64_t nseg = 0;
-	for (int64_t q = 0, oh = p0 / g->ow, ow0 = p0 % g->ow; q < pc; oh++, ow0 = 0) {
-		int64_t n = g->ow - ow0 < pc - q ? g->ow - ow0 : pc - q;
-		seg[nseg++] = (struct conv_seg){ q, n, ow0, oh * g->sh - g->ph };
-		q += n;
-	}
 	int nrs = blas ? j->blas_nrs : __builtin_ctzll((unsigned long long)f->nr);
+	struct conv_seg *seg = (struct conv_seg *)(pb + kc1 * most * es);
+	int64_t nseg = conv_pieces(g, pc, p0 / g->ow, p0 % g->ow, nrs, seg);
 	const char *xp = j->x + img * g->xs[0] * es;
-	bool a5 = j->f32 && !blas && conv_a5(g, nrs);
+	conv_cols_fn *im2col = conv_cols_pick(g, j->f32, blas);
 	for (int64_t k0 = 0; k0 < j->kdim; k0 += kc) {
 		int64_t kcb = j->kdim - k0 < kc ? j->kdim - k0 : kc;
-		/* tap k0 + r is (c, i, jj), counted along without dividing */
-		int64_t c = k0 / (g->kh * g->kw), i = k0 / g->kw % g->kh, jj = k0 % g->kw;
-		for (int64_t r = 0; r < kcb; r++) {
-			const char *xc = xp + c * g->xs[1] * es;
-			if (a5) {
-				im2col_a5(g, (const float *)xc, (float *)pb, kcb, r, i, jj, seg, nseg, pc,
-					  npad);
-			} else if (j->f32) {
-				im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, seg,
-					   nseg);
-				if (!blas)
-					put_f32((float *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
-			} else {
-				im2col_f64(g, (const double *)xc, (double *)pb, kcb, nrs, r, i, jj,
-					   seg, nseg);
-				if (!blas)
-					put_f64((double *)pb, kcb, nrs, r, pc, NULL, 0, npad - pc);
-			}
-			if (++jj == g->kw) {
-				jj = 0;
-				if (++i == g->kh) {
-					i = 0;
-					c++;
-				}
-			}
-		}
+		/* OpenBLAS's rows are pc long: no padding after them */
+		im2col(g, xp, es, pb, k0, kcb, 0, kcb, nrs, seg, nseg, pc, blas ? pc : npad);
 		if (blas) {         /* out[:, block] (+)= w [O, kdim] @ cols [kdim, pc] */
 			tir_blas_call(j->f32 ? TIR_DTYPE_F32 : TIR_DTYPE_F64, g->o, pc, kcb, j->w, false,
 				      j->kdim, pb, false, most, j->bias != NULL, oimg + p0 * es, j->plane);
@@ -647,7 +708,7 @@ struct conv_cols {
 	const void *w;                       /* or as they lie, [O, kdim] (direct) */
 	char *out;
 	char *cols;                          /* per image: kdim x npad, k-block by k-block */
-	const struct conv_seg *seg;          /* the plane's output rows */
+	const struct conv_seg *seg;          /* the plane's pieces */
 	int64_t nseg;
 	int64_t plane, kdim, npad;
 	int64_t rows, upk, kblocks;          /* taps per packing unit, units per k-block */
@@ -665,21 +726,8 @@ static void cols_task(void *arg, int64_t u)
 	int nrs = __builtin_ctzll((unsigned long long)j->f->nr);
 	char *pb = j->cols + (img * j->kdim + k0) * j->npad * j->es;
 	const char *xp = j->x + img * g->xs[0] * j->es;
-	bool a5 = j->f32 && conv_a5(g, nrs);
-	for (int64_t r = r0; r < r1; r++) {
-		int64_t k = k0 + r, c = k / (g->kh * g->kw), i = k / g->kw % g->kh, jj = k % g->kw;
-		const char *xc = xp + c * g->xs[1] * j->es;
-		if (a5) {
-			im2col_a5(g, (const float *)xc, (float *)pb, kcb, r, i, jj, j->seg, j->nseg, j->plane,
-				  j->npad);
-		} else if (j->f32) {
-			im2col_f32(g, (const float *)xc, (float *)pb, kcb, nrs, r, i, jj, j->seg, j->nseg);
-			put_f32((float *)pb, kcb, nrs, r, j->plane, NULL, 0, j->npad - j->plane);
-		} else {
-			im2col_f64(g, (const double *)xc, (double *)pb, kcb, nrs, r, i, jj, j->seg, j->nseg);
-			put_f64((double *)pb, kcb, nrs, r, j->plane, NULL, 0, j->npad - j->plane);
-		}
-	}
+	conv_cols_fn *im2col = conv_cols_pick(g, j->f32, false);
+	im2col(g, xp, j->es, pb, k0, kcb, r0, r1, nrs, j->seg, j->nseg, j->plane, j->npad);
 }
 
 static void cols_tile(void *arg, int64_t t)
@@ -759,13 +807,11 @@ static int conv_shared(const struct conv *g, const struct tir_gemm_form *f, cons
 		.pw = pw, .w = w, .out = out, .cols = cols, .plane = g->oh * g->ow, .kdim = g->c * g->kh * g->kw,
 		.npad = npad, .mp = (g->o + f->mr - 1) / f->mr, .np = npad / f->nr,
 	};
-	struct conv_seg *seg = malloc((size_t)g->oh * sizeof *seg);
+	struct conv_seg *seg = malloc((size_t)(g->oh + j.np) * sizeof *seg);
 	if (!seg)
 		return 1;
-	for (int64_t oh = 0; oh < g->oh; oh++)
-		seg[oh] = (struct conv_seg){ oh * g->ow, g->ow, 0, oh * g->sh - g->ph };
 	j.seg = seg;
-	j.nseg = g->oh;
+	j.nseg = conv_pieces(g, j.plane, 0, 0, __builtin_ctzll((unsigned long long)f->nr), seg);
 	/* packing units: the taps whose columns fill about L1d, at least 8 */
 	j.rows = tir_machine_caches()->l1d / (npad * f->es);
 	j.rows = j.rows < 8 ? 8 : j.rows > f->kc ? f->kc : j.rows;
