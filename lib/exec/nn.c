@@ -419,14 +419,55 @@ static TGT void NAME(const struct conv *g, const char *xp, int64_t es, char *pb,
 	}                                                                          \
 }
 
+/* im2col_row (NAME): row r of a k-block (tap (c, i, j); xcb: channel c's
+ * plane) over the task's pieces, then zeros from pc to npad, each piece
+ * by PUT(d, s, st, n); SW is the stride along rows (g->sw, or a
+ * constant, which spares a row its divisions).  A piece the tap reads
+ * inside the plane (most of a 3x3 conv2d's) is one copy from where
+ * conv_pieces found it, shifted to the tap. */
+#define CONV_ROW(NAME, T, PUT, SW, TGT)                                           \
+static TGT inline __attribute__((always_inline)) void                             \
+NAME(const struct conv *g, const char *xcb, char *pbb, int64_t kcb, int nrs,      \
+	     int64_t r, int64_t i, int64_t j, const struct conv_seg *seg, int64_t nseg, \
+	     int64_t pc, int64_t npad)                                            \
+{                                                                                 \
+	const T *xc = (const T *)xcb;                                             \
+	T *pb = (T *)pbb;                                                         \
+	int64_t off = j - g->pw, st = (SW) * g->xs[3];                            \
+	/* ow with iw = ow * sw - pw + j in [0, w): [lo0, hi0) on every row */    \
+	int64_t lo0 = off >= 0 ? 0 : (SW) == 1 ? -off : (-off + (SW) - 1) / (SW); \
+	int64_t hi0 = g->w - off <= 0 ? 0                                         \
+		      : (SW) == 1 ? g->w - off : (g->w - off + (SW) - 1) / (SW);  \
+	const T *xt = xc + i * g->xs[2] + off * g->xs[3];                         \
+	T *pr = pb + (r << nrs);                                                  \
+	int64_t ks = kcb << nrs;                                                  \
+	for (int64_t x = 0; x < nseg; x++) {                                      \
+		int64_t ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;                   \
+		int64_t ih = seg[x].ih0 + i;                                      \
+		T *d = pr + seg[x].pan * ks + seg[x].at;                          \
+		if ((uint64_t)ih >= (uint64_t)g->h) {                             \
+			PUT(d, NULL, 0, seg[x].n);                                \
+			continue;                                                 \
+		}                                                                 \
+		if (lo0 <= ow0 && ow1 <= hi0) {                                   \
+			PUT(d, xt + seg[x].src, st, seg[x].n);                    \
+			continue;                                                 \
+		}                                                                 \
+		const T *xr = xc + ih * g->xs[2];                                 \
+		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;             \
+		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;               \
+		PUT(d, NULL, 0, lo - ow0);                                        \
+		PUT(d + lo - ow0, xr + (lo * (SW) + off) * g->xs[3], st, hi - lo); \
+		PUT(d + hi - ow0, NULL, 0, ow1 - hi);                             \
+	}                                                                         \
+	if (npad > pc)                                                            \
+		PUT(pb + conv_at(kcb, nrs, r, pc), NULL, 0, npad - pc);           \
+}
+
 /* put: n elements from s by stride st, or zeros (s NULL), to d.  Along
  * memory, by the build's vectors and the last one again where they
  * overlap (no element loop left over); fewer than a vector, by a half (a
- * quarter, ..., 8 bytes) at either end, overlapping; a float alone.
- * im2col_row: row r of a k-block (tap (c, i, j); xc: channel c's plane)
- * over the task's pieces, then zeros from pc to npad.  A piece the tap
- * reads inside the plane (most of a 3x3 conv2d's) is one copy from where
- * conv_pieces found it, shifted to the tap. */
+ * quarter, ..., 8 bytes) at either end, overlapping; a float alone. */
 #define DEFINE_CONV(T, SFX, ISA, TGT)                                             \
 static TGT inline void put_##SFX##_##ISA(T *d, const T *s, int64_t st, int64_t n) \
 {                                                                                  \
@@ -453,43 +494,7 @@ static TGT inline void put_##SFX##_##ISA(T *d, const T *s, int64_t st, int64_t n
 		*d = s ? *s : 0;                                                   \
 	}                                                                          \
 }                                                                                  \
-static TGT inline __attribute__((always_inline)) void                             \
-im2col_row_##SFX##_##ISA(const struct conv *g, const char *xcb, char *pbb, int64_t kcb, int nrs, \
-			 int64_t r, int64_t i, int64_t j, const struct conv_seg *seg, int64_t nseg, \
-			 int64_t pc, int64_t npad)                                 \
-{                                                                                  \
-	const T *xc = (const T *)xcb;                                              \
-	T *pb = (T *)pbb;                                                          \
-	int64_t off = j - g->pw, st = g->sw * g->xs[3];                            \
-	/* ow with iw = ow * sw - pw + j in [0, w): [lo0, hi0) on every row */     \
-	int64_t lo0 = off >= 0 ? 0 : g->sw == 1 ? -off : (-off + g->sw - 1) / g->sw; \
-	int64_t hi0 = g->w - off <= 0 ? 0                                          \
-		      : g->sw == 1 ? g->w - off : (g->w - off + g->sw - 1) / g->sw; \
-	const T *xt = xc + i * g->xs[2] + off * g->xs[3];                          \
-	T *pr = pb + (r << nrs);                                                   \
-	int64_t ks = kcb << nrs;                                                   \
-	for (int64_t x = 0; x < nseg; x++) {                                       \
-		int64_t ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;                    \
-		int64_t ih = seg[x].ih0 + i;                                       \
-		T *d = pr + seg[x].pan * ks + seg[x].at;                           \
-		if ((uint64_t)ih >= (uint64_t)g->h) {                              \
-			put_##SFX##_##ISA(d, NULL, 0, seg[x].n);                   \
-			continue;                                                  \
-		}                                                                  \
-		if (lo0 <= ow0 && ow1 <= hi0) {                                    \
-			put_##SFX##_##ISA(d, xt + seg[x].src, st, seg[x].n);       \
-			continue;                                                  \
-		}                                                                  \
-		const T *xr = xc + ih * g->xs[2];                                  \
-		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;              \
-		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;                \
-		put_##SFX##_##ISA(d, NULL, 0, lo - ow0);                           \
-		put_##SFX##_##ISA(d + lo - ow0, xr + (lo * g->sw + off) * g->xs[3], st, hi - lo); \
-		put_##SFX##_##ISA(d + hi - ow0, NULL, 0, ow1 - hi);                \
-	}                                                                          \
-	if (npad > pc)                                                             \
-		put_##SFX##_##ISA(pb + conv_at(kcb, nrs, r, pc), NULL, 0, npad - pc); \
-}                                                                                  \
+CONV_ROW(im2col_row_##SFX##_##ISA, T, put_##SFX##_##ISA, g->sw, TGT)               \
 CONV_ROWS(im2col_##SFX##_##ISA, im2col_row_##SFX##_##ISA, TGT)
 
 #define DEFINE_CONVS(ISA, TGT) DEFINE_CONV(float, f32, ISA, TGT) DEFINE_CONV(double, f64, ISA, TGT)
@@ -507,8 +512,9 @@ typedef void conv_cols_fn(const struct conv *g, const char *xp, int64_t es, char
  * (a masked-off element is never read) and stored whole, or masked at
  * the end.  A stem's 7x7/2 conv2d spent half its time in put_f32's
  * element-by-element strided copies. */
-static TIR_ISA_A5 inline void put_s2(float *d, const float *s, int64_t n)
+static TIR_ISA_A5 inline void put_s2(float *d, const float *s, int64_t st, int64_t n)
 {
+	(void)st; /* 2 */
 	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 	for (int64_t t = 0; t < n; t += 16) {
 		int m = n - t < 16 ? (int)(n - t) : 16;
@@ -527,44 +533,8 @@ static TIR_ISA_A5 inline void put_s2(float *d, const float *s, int64_t n)
 	}
 }
 
-/* im2col_row_f32 over put_s2 (f32 only, stride 2 along memory: conv_cols_pick) */
-static TIR_ISA_A5 inline __attribute__((always_inline)) void
-im2col_row_s2(const struct conv *g, const char *xcb, char *pbb, int64_t kcb, int nrs, int64_t r, int64_t i,
-	      int64_t j, const struct conv_seg *seg, int64_t nseg, int64_t pc, int64_t npad)
-{
-	const float *xc = (const float *)xcb;
-	float *pb = (float *)pbb;
-	int64_t off = j - g->pw;
-	/* ow with iw = 2 ow + off in [0, w): [lo0, hi0) on every row */
-	int64_t lo0 = off >= 0 ? 0 : (-off + 1) / 2;
-	int64_t hi0 = g->w - off <= 0 ? 0 : (g->w - off + 1) / 2;
-	const float *xt = xc + i * g->xs[2] + off;
-	float *pr = pb + (r << nrs);
-	int64_t ks = kcb << nrs;
-	for (int64_t x = 0; x < nseg; x++) {
-		int64_t ow0 = seg[x].ow0, ow1 = ow0 + seg[x].n;
-		int64_t ih = seg[x].ih0 + i;
-		float *d = pr + seg[x].pan * ks + seg[x].at;
-		if (ih < 0 || ih >= g->h) {
-			put_s2(d, NULL, seg[x].n);
-			continue;
-		}
-		if (lo0 <= ow0 && ow1 <= hi0) {
-			put_s2(d, xt + seg[x].src, seg[x].n);
-			continue;
-		}
-		const float *xr = xc + ih * g->xs[2];
-		int64_t lo = lo0 < ow0 ? ow0 : lo0 > ow1 ? ow1 : lo0;
-		int64_t hi = hi0 > ow1 ? ow1 : hi0 < lo ? lo : hi0;
-		if (lo > ow0)
-			put_s2(d, NULL, lo - ow0);
-		put_s2(d + lo - ow0, xr + 2 * lo + off, hi - lo);
-		if (ow1 > hi)
-			put_s2(d + hi - ow0, NULL, ow1 - hi);
-	}
-	if (npad > pc)
-		put_s2(pb + conv_at(kcb, nrs, r, pc), NULL, npad - pc);
-}
+/* im2col_row over put_s2 (f32, stride 2 along memory: conv_cols_pick) */
+CONV_ROW(im2col_row_s2, float, put_s2, 2, TIR_ISA_A5)
 CONV_ROWS(im2col_s2, im2col_row_s2, TIR_ISA_A5)
 #endif
 
