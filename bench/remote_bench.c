@@ -33,6 +33,8 @@
  * runs meanwhile).
  * --only put: the PUTs alone (bench/remote.sh also points it at a sink
  * that reads and drops, to see the client's side of an upload by itself).
+ * --only up: the uploads and the downloads they alternate with (so that
+ * both see the same load); --only down: the downloads alone.
  *
  * Prints "key value" lines for bench/remote.sh.  Not a test.
  */
