@@ -13,6 +13,7 @@ import hashlib
 import http.client
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -46,15 +47,38 @@ def check(name, ok, detail=""):
     return ok
 
 
+def ephemeral_ports():
+    """The kernel's range of local ports for outgoing connections (Linux's
+    ip_local_port_range; its default elsewhere)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(v) for v in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_range(n):
-    """A base port with n free ones after it on loopback (bound and let go)."""
-    for _ in range(50):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        base = s.getsockname()[1]
-        s.close()
-        if base + n > 65535:
-            continue
+    """A base port with n free ones after it on loopback (bound and let go),
+    outside the ephemeral range: a server of the test may bind its port
+    seconds later (an MPI rank once the group forms), and meanwhile any
+    outgoing connection (the test's clients, MPI's own) can be given a
+    port of that range as its local one, which made `Address already in
+    use`.  Random, so that suites running side by side rarely meet."""
+    lo, hi = ephemeral_ports()
+    spans = [(a, b) for a, b in ((10000, lo - n), (hi + 1, 65536 - n)) if b > a]
+    rnd = random.Random()
+    for _ in range(200):
+        if spans:
+            a, b = rnd.choice(spans)
+            base = rnd.randrange(a, b)
+        else:  # no room outside it: the kernel's pick, as before
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+            s.close()
+            if base + n > 65535:
+                continue
         ok = True
         for p in range(base, base + n):
             t = socket.socket()
